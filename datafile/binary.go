@@ -1,0 +1,529 @@
+package datafile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Version is the binary format version this package writes and reads.
+const Version = 1
+
+// The constants of the header (doc.go).
+const (
+	signature  = "MS-PROF/KR"
+	headerSize = len(signature) + 2 + 1 + 1 + 8
+	// maxBody bounds the body length a reader accepts.
+	maxBody = 1 << 30
+)
+
+// kind is the file kind of the header.
+type kind byte
+
+const (
+	kindPlan   kind = 1
+	kindCounts kind = 2
+	kindMerged kind = 3
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindPlan:
+		return "plan (.pbi)"
+	case kindCounts:
+		return "counts (.pbo)"
+	case kindMerged:
+		return "merged profile (.pbt)"
+	}
+	return fmt.Sprintf("kind %d", byte(k))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// WritePlan writes p as a .pbi. It refuses an invalid plan.
+func WritePlan(w io.Writer, p *Plan) error {
+	return write(w, p)
+}
+
+// WriteCounts writes c as a .pbo. It refuses invalid counts.
+func WriteCounts(w io.Writer, c *Counts) error {
+	return write(w, c)
+}
+
+// WriteMerged writes m as a .pbt. It refuses an invalid database.
+func WriteMerged(w io.Writer, m *Merged) error {
+	return write(w, m)
+}
+
+// Write writes v, a *Plan, *Counts or *Merged, in the binary form of its
+// kind.
+func Write(w io.Writer, v any) error {
+	return write(w, v)
+}
+
+// ReadPlan reads a .pbi and validates it.
+func ReadPlan(r io.Reader) (*Plan, error) {
+	v, err := read(r, kindPlan)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Plan), nil
+}
+
+// ReadCounts reads a .pbo and validates it.
+func ReadCounts(r io.Reader) (*Counts, error) {
+	v, err := read(r, kindCounts)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Counts), nil
+}
+
+// ReadMerged reads a .pbt and validates it.
+func ReadMerged(r io.Reader) (*Merged, error) {
+	v, err := read(r, kindMerged)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Merged), nil
+}
+
+// Read reads a data file of any kind, validates it and returns a *Plan,
+// *Counts or *Merged. Like the typed readers, it reads exactly one file from
+// r and nothing after it.
+func Read(r io.Reader) (any, error) {
+	return read(r, 0)
+}
+
+func write(w io.Writer, v any) error {
+	var k kind
+	var e *encoder
+	var err error
+	switch v := v.(type) {
+	case *Plan:
+		k, err = kindPlan, v.Validate()
+		if err == nil {
+			e = encodePlan(v)
+		}
+	case *Counts:
+		k, err = kindCounts, v.Validate()
+		if err == nil {
+			e = encodeCounts(v)
+		}
+	case *Merged:
+		k, err = kindMerged, v.Validate()
+		if err == nil {
+			e = encodeMerged(v)
+		}
+	default:
+		return fmt.Errorf("write: unsupported type %T", v)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", k, err)
+	}
+	if _, err := w.Write(frame(k, e.finish())); err != nil {
+		return fmt.Errorf("write %s: %w", k, err)
+	}
+	return nil
+}
+
+// frame returns the whole file: header, body and checksum.
+func frame(k kind, body []byte) []byte {
+	b := make([]byte, 0, headerSize+len(body)+4)
+	b = append(b, signature...)
+	b = binary.LittleEndian.AppendUint16(b, Version)
+	b = append(b, byte(k), 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(body)))
+	b = append(b, body...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// read reads one file of kind want, or of any kind if want is 0.
+func read(r io.Reader, want kind) (any, error) {
+	what := "data file"
+	if want != 0 {
+		what = want.String()
+	}
+	k, body, err := readFrame(r, want)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	v, err := decode(k, body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", k, err)
+	}
+	return v, nil
+}
+
+// readFrame reads and checks the header, the body and the checksum, in the
+// order doc.go gives, and returns the kind and the body.
+func readFrame(r io.Reader, want kind) (kind, []byte, error) {
+	var h [headerSize]byte
+	if n, err := io.ReadFull(r, h[:]); err != nil {
+		if !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
+			return 0, nil, err
+		}
+		m := min(n, len(signature))
+		if string(h[:m]) != signature[:m] {
+			return 0, nil, ErrSignature
+		}
+		return 0, nil, fmt.Errorf("%w: %d bytes, the header has %d", ErrTruncated, n, headerSize)
+	}
+	if string(h[:len(signature)]) != signature {
+		return 0, nil, ErrSignature
+	}
+	if v := binary.LittleEndian.Uint16(h[10:]); v != Version {
+		return 0, nil, fmt.Errorf("%w %d, want %d", ErrVersion, v, Version)
+	}
+	k := kind(h[12])
+	if k < kindPlan || k > kindMerged {
+		return 0, nil, &FormatError{Off: 12, Msg: fmt.Sprintf("unknown kind %d", k)}
+	}
+	if want != 0 && k != want {
+		return 0, nil, fmt.Errorf("%w: %s, want %s", ErrKind, k, want)
+	}
+	if f := h[13]; f != 0 {
+		return 0, nil, &FormatError{Off: 13, Msg: fmt.Sprintf("unknown flags %#x", f)}
+	}
+	n := binary.LittleEndian.Uint64(h[14:])
+	if n > maxBody {
+		return 0, nil, &FormatError{Off: 14, Msg: fmt.Sprintf("body length %d exceeds %d", n, maxBody)}
+	}
+	rest, err := readN(r, int(n)+4)
+	if err != nil {
+		return 0, nil, err
+	}
+	body := rest[:n]
+	crc := crc32.Update(crc32.Checksum(h[:], castagnoli), castagnoli, body)
+	if stored := binary.LittleEndian.Uint32(rest[n:]); stored != crc {
+		return 0, nil, fmt.Errorf("%w: stored %#08x, computed %#08x", ErrChecksum, stored, crc)
+	}
+	return k, body, nil
+}
+
+// readN reads exactly n bytes. Its memory grows with what r delivers, not
+// with n, so a hostile length costs nothing until the bytes are there.
+func readN(r io.Reader, n int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(min(n, 1<<20))
+	got, err := buf.ReadFrom(io.LimitReader(r, int64(n)))
+	if err != nil {
+		return nil, err
+	}
+	if got < int64(n) {
+		return nil, fmt.Errorf("%w: %d bytes after the header, want %d", ErrTruncated, got, n)
+	}
+	return buf.Bytes(), nil
+}
+
+// decode decodes and validates a body of kind k.
+func decode(k kind, body []byte) (any, error) {
+	d := &decoder{buf: body, base: int64(headerSize)}
+	d.stringTable()
+	switch k {
+	case kindPlan:
+		p := new(Plan)
+		d.plan(p)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		return p, p.Validate()
+	case kindCounts:
+		c := new(Counts)
+		d.counts(c)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		return c, c.Validate()
+	default:
+		m := new(Merged)
+		d.merged(m)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		return m, m.Validate()
+	}
+}
+
+func encodePlan(p *Plan) *encoder {
+	e := newEncoder()
+	e.plan(p)
+	return e
+}
+
+func encodeCounts(c *Counts) *encoder {
+	e := newEncoder()
+	e.section(secCounts, func(w *payload) {
+		w.id(c.PlanID)
+		w.uvarint(uint64(c.Method))
+	})
+	e.runs([]Run{c.Run}, []int64{c.Overhead})
+	e.stats(&c.Stats)
+	return e
+}
+
+func encodeMerged(m *Merged) *encoder {
+	e := newEncoder()
+	e.plan(&m.Plan)
+	e.runs(m.Runs, m.Overheads)
+	e.stats(&m.Stats)
+	return e
+}
+
+// plan encodes sections 2 to 5.
+func (e *encoder) plan(p *Plan) {
+	e.section(secPlan, func(w *payload) {
+		w.id(p.ID)
+		w.uvarint(uint64(p.Method))
+		w.str(p.StartFunc)
+		w.varint(int64(p.StartIndex))
+		w.bool(p.Attribution)
+		w.int(p.StackDepth)
+		w.varint(p.Calibration)
+	})
+	e.section(secModules, func(w *payload) {
+		w.int(len(p.Modules))
+		for i := range p.Modules {
+			m := &p.Modules[i]
+			w.str(m.Name)
+			w.str(m.Path)
+			w.str(m.Arch)
+			w.bytes(m.BuildID)
+			w.varint(m.Size)
+			w.varint(m.ModTime)
+			w.bool(m.PIE)
+			w.uvarint(m.LinkBase)
+			w.strs(m.Files)
+			w.strs(m.CompDirs)
+		}
+	})
+	e.section(secFuncs, func(w *payload) {
+		w.int(len(p.Funcs))
+		for i := range p.Funcs {
+			f := &p.Funcs[i]
+			w.int(f.Module)
+			w.str(f.Name)
+			w.str(f.Source)
+			w.uvarint(f.Entry)
+			w.str(f.File)
+			w.int(f.Line)
+		}
+	})
+	e.section(secLines, func(w *payload) {
+		w.int(len(p.Lines))
+		for i := range p.Lines {
+			l := &p.Lines[i]
+			w.int(l.Module)
+			w.int(l.File)
+			w.int(l.Line)
+			w.int(len(l.Addrs))
+			for _, a := range l.Addrs {
+				w.uvarint(a)
+			}
+		}
+	})
+}
+
+func (d *decoder) plan(p *Plan) {
+	s := d.section(secPlan)
+	p.ID = s.id()
+	p.Method = s.method()
+	p.StartFunc = s.str()
+	p.StartIndex = s.signed()
+	p.Attribution = s.bool()
+	p.StackDepth = s.int()
+	p.Calibration = s.varint()
+	d.end(s)
+
+	s = d.section(secModules)
+	if n := s.count(10); n > 0 {
+		p.Modules = make([]Module, n)
+	}
+	for i := 0; i < len(p.Modules) && s.ok(); i++ {
+		m := &p.Modules[i]
+		m.Name = s.str()
+		m.Path = s.str()
+		m.Arch = s.str()
+		m.BuildID = s.bytes()
+		m.Size = s.varint()
+		m.ModTime = s.varint()
+		m.PIE = s.bool()
+		m.LinkBase = s.uvarint()
+		m.Files = s.strList()
+		m.CompDirs = s.strList()
+	}
+	d.end(s)
+
+	s = d.section(secFuncs)
+	if n := s.count(6); n > 0 {
+		p.Funcs = make([]Func, n)
+	}
+	for i := 0; i < len(p.Funcs) && s.ok(); i++ {
+		f := &p.Funcs[i]
+		f.Module = s.int()
+		f.Name = s.str()
+		f.Source = s.str()
+		f.Entry = s.uvarint()
+		f.File = s.str()
+		f.Line = s.int()
+	}
+	d.end(s)
+
+	s = d.section(secLines)
+	if n := s.count(4); n > 0 {
+		p.Lines = make([]Line, n)
+	}
+	for i := 0; i < len(p.Lines) && s.ok(); i++ {
+		l := &p.Lines[i]
+		l.Module = s.int()
+		l.File = s.int()
+		l.Line = s.int()
+		if n := s.count(1); n > 0 {
+			l.Addrs = make([]uint64, n)
+		}
+		for j := 0; j < len(l.Addrs) && s.ok(); j++ {
+			l.Addrs[j] = s.uvarint()
+		}
+	}
+	d.end(s)
+}
+
+func (d *decoder) counts(c *Counts) {
+	s := d.section(secCounts)
+	c.PlanID = s.id()
+	c.Method = s.method()
+	d.end(s)
+	at := d.off
+	runs, overheads := d.runs()
+	if d.ok() && len(runs) != 1 {
+		d.failAt(at, "counts hold %d runs, want 1", len(runs))
+	}
+	if d.ok() {
+		c.Run, c.Overhead = runs[0], overheads[0]
+	}
+	d.stats(&c.Stats)
+}
+
+func (d *decoder) merged(m *Merged) {
+	d.plan(&m.Plan)
+	m.Runs, m.Overheads = d.runs()
+	d.stats(&m.Stats)
+}
+
+// runs encodes section 7; runs and overheads are parallel (Validate).
+func (e *encoder) runs(runs []Run, overheads []int64) {
+	e.section(secRuns, func(w *payload) {
+		w.int(len(runs))
+		for i := range runs {
+			r := &runs[i]
+			w.varint(r.Time)
+			w.str(r.CommandLine)
+			w.bool(r.Incomplete)
+			w.str(r.Reason)
+			w.varint(overheads[i])
+		}
+	})
+}
+
+func (d *decoder) runs() ([]Run, []int64) {
+	s := d.section(secRuns)
+	n := s.count(5)
+	var runs []Run
+	var overheads []int64
+	if n > 0 {
+		runs, overheads = make([]Run, n), make([]int64, n)
+	}
+	for i := 0; i < n && s.ok(); i++ {
+		r := &runs[i]
+		r.Time = s.varint()
+		r.CommandLine = s.str()
+		r.Incomplete = s.bool()
+		r.Reason = s.str()
+		overheads[i] = s.varint()
+	}
+	d.end(s)
+	return runs, overheads
+}
+
+// stats encodes section 8.
+func (e *encoder) stats(st *Stats) {
+	e.section(secStats, func(w *payload) {
+		w.int(st.CallDepth)
+		w.varint(st.TotalTime)
+		w.varint(st.OutsideTime)
+		w.int(len(st.Hits))
+		for _, h := range st.Hits {
+			w.uvarint(h)
+		}
+		w.varints(st.FuncTime)
+		w.varints(st.ChildTime)
+		w.int(len(st.Stacks))
+		for i := range st.Stacks {
+			k := &st.Stacks[i]
+			w.int(k.Func)
+			w.int(len(k.Callers))
+			for _, c := range k.Callers {
+				w.varint(int64(c))
+			}
+			w.uvarint(k.Key)
+			w.uvarint(k.Hits)
+			w.varint(k.Time)
+			w.varint(k.ChildTime)
+		}
+	})
+}
+
+func (w *payload) varints(list []int64) {
+	w.int(len(list))
+	for _, v := range list {
+		w.varint(v)
+	}
+}
+
+func (d *decoder) varints() []int64 {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	list := make([]int64, n)
+	for i := 0; i < n && d.ok(); i++ {
+		list[i] = d.varint()
+	}
+	return list
+}
+
+func (d *decoder) stats(st *Stats) {
+	s := d.section(secStats)
+	st.CallDepth = s.int()
+	st.TotalTime = s.varint()
+	st.OutsideTime = s.varint()
+	if n := s.count(1); n > 0 {
+		st.Hits = make([]uint64, n)
+	}
+	for i := 0; i < len(st.Hits) && s.ok(); i++ {
+		st.Hits[i] = s.uvarint()
+	}
+	st.FuncTime = s.varints()
+	st.ChildTime = s.varints()
+	if n := s.count(6); n > 0 {
+		st.Stacks = make([]Stack, n)
+	}
+	for i := 0; i < len(st.Stacks) && s.ok(); i++ {
+		k := &st.Stacks[i]
+		k.Func = s.int()
+		if n := s.count(1); n > 0 {
+			k.Callers = make([]int, n)
+		}
+		for j := 0; j < len(k.Callers) && s.ok(); j++ {
+			k.Callers[j] = s.signed()
+		}
+		k.Key = s.uvarint()
+		k.Hits = s.uvarint()
+		k.Time = s.varint()
+		k.ChildTime = s.varint()
+	}
+	d.end(s)
+}

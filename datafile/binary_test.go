@@ -1,0 +1,260 @@
+package datafile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, tv := range testValues(t) {
+		t.Run(tv.name, func(t *testing.T) {
+			b := encode(t, tv.v)
+			got, err := Read(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if d := cmp.Diff(tv.v, got); d != "" {
+				t.Errorf("read(write(v)) differs (-want +got):\n%s", d)
+			}
+			if again := encode(t, got); !bytes.Equal(again, b) {
+				t.Errorf("writing the value read gives other bytes")
+			}
+			golden(t, tv.name+".golden", b)
+		})
+	}
+}
+
+func TestTypedReaders(t *testing.T) {
+	plan, counts, merged := testPlan(FuncCounting), testCounts(FuncCounting, false), testMerged(t, FuncCounting)
+	var b bytes.Buffer
+	for _, err := range []error{WritePlan(&b, plan), WriteCounts(&b, counts), WriteMerged(&b, merged)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The readers read exactly one file each: three files in a row read
+	// one after the other.
+	r := bytes.NewReader(b.Bytes())
+	p, err := ReadPlan(r)
+	if err != nil {
+		t.Fatalf("read plan: %v", err)
+	}
+	c, err := ReadCounts(r)
+	if err != nil {
+		t.Fatalf("read counts: %v", err)
+	}
+	m, err := ReadMerged(r)
+	if err != nil {
+		t.Fatalf("read merged: %v", err)
+	}
+	if r.Len() != 0 {
+		t.Errorf("%d bytes left unread", r.Len())
+	}
+	for _, d := range []string{cmp.Diff(plan, p), cmp.Diff(counts, c), cmp.Diff(merged, m)} {
+		if d != "" {
+			t.Errorf("round trip differs (-want +got):\n%s", d)
+		}
+	}
+}
+
+func TestWriteRefusesInvalid(t *testing.T) {
+	p := testPlan(FuncCounting)
+	p.Funcs[1].Module = 7
+	var b bytes.Buffer
+	err := WritePlan(&b, p)
+	if err == nil || !strings.Contains(err.Error(), "func 1: module 7 out of range") {
+		t.Errorf("write of an invalid plan: error %v", err)
+	}
+	if b.Len() != 0 {
+		t.Errorf("%d bytes written for an invalid plan", b.Len())
+	}
+	if err := Write(&b, "a string"); err == nil {
+		t.Error("write of a string: no error")
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	errDisk := errors.New("disk full")
+	err := WriteCounts(failWriter{errDisk}, testCounts(FuncCounting, false))
+	if !errors.Is(err, errDisk) {
+		t.Errorf("error %v does not wrap the writer's", err)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestTruncated cuts files at every offset: every prefix is truncated.
+func TestTruncated(t *testing.T) {
+	for _, tv := range testValues(t) {
+		t.Run(tv.name, func(t *testing.T) {
+			b := encode(t, tv.v)
+			for n := range len(b) {
+				_, err := Read(bytes.NewReader(b[:n]))
+				if !errors.Is(err, ErrTruncated) {
+					t.Fatalf("first %d of %d bytes: error %v, want ErrTruncated", n, len(b), err)
+				}
+			}
+		})
+	}
+}
+
+// TestFlipped changes every byte of a file in turn and checks which check
+// catches it (doc.go gives their order).
+func TestFlipped(t *testing.T) {
+	b := encode(t, testCounts(FuncTiming, true))
+	for off := range len(b) {
+		bad := bytes.Clone(b)
+		bad[off] ^= 0x01
+		_, err := ReadCounts(bytes.NewReader(bad))
+		var fe *FormatError
+		var ok bool
+		switch {
+		case off < 10:
+			ok = errors.Is(err, ErrSignature)
+		case off < 12:
+			ok = errors.Is(err, ErrVersion)
+		case off == 12: // kind 2 becomes 3
+			ok = errors.Is(err, ErrKind)
+		case off == 13:
+			ok = errors.As(err, &fe) && fe.Off == 13
+		case off == 14: // the body length is one less or one more
+			ok = errors.Is(err, ErrChecksum) || errors.Is(err, ErrTruncated)
+		case off < headerSize: // 256 or more bytes more, or above the limit
+			ok = errors.Is(err, ErrTruncated) || errors.As(err, &fe) && fe.Off == 14
+		default:
+			ok = errors.Is(err, ErrChecksum)
+		}
+		if !ok {
+			t.Errorf("byte %d flipped: error %v", off, err)
+		}
+	}
+}
+
+// frameFile returns a file of kind k whose body is the concatenation of
+// parts, with a correct length and checksum.
+func frameFile(k kind, parts ...[]byte) []byte {
+	return frame(k, bytes.Join(parts, nil))
+}
+
+func uv(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+func sv(v int64) []byte  { return binary.AppendVarint(nil, v) }
+
+// sec returns a section.
+func sec(id byte, parts ...[]byte) []byte {
+	p := bytes.Join(parts, nil)
+	return append(append([]byte{id}, uv(uint64(len(p)))...), p...)
+}
+
+// Sections of a small valid .pbo: one function counted 5 times.
+var (
+	oneString  = sec(secStrings, uv(1), uv(3), []byte("cmd"))
+	countsHead = sec(secCounts, make([]byte, 16), uv(uint64(FuncCounting)))
+	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), sv(0))
+	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0))
+)
+
+func TestReadErrors(t *testing.T) {
+	valid := frameFile(kindCounts, oneString, countsHead, oneRun, oneHit)
+	withHeader := func(off int, v ...byte) []byte {
+		b := bytes.Clone(valid)
+		copy(b[off:], v)
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want error // nil: a *FormatError
+		off  int64 // its offset
+	}{
+		{"empty", nil, ErrTruncated, 0},
+		{"signature prefix", []byte("MS-PROF"), ErrTruncated, 0},
+		{"c source", []byte("#include <stdio.h>\nint main(void) { return 0; }\n"), ErrSignature, 0},
+		{"elf", []byte("\x7fELF\x02\x01\x01\x00"), ErrSignature, 0},
+		{"short foreign", []byte("MZ"), ErrSignature, 0},
+		{"future version", withHeader(10, 2, 0), ErrVersion, 0},
+		{"version zero", withHeader(10, 0, 0), ErrVersion, 0},
+		{"plan kind", withHeader(12, byte(kindPlan)), ErrKind, 0},
+		{"merged kind", withHeader(12, byte(kindMerged)), ErrKind, 0},
+		{"unknown kind", withHeader(12, 9), nil, 12},
+		{"flags", withHeader(13, 0x80), nil, 13},
+		{"huge body", withHeader(14, 1, 0, 0, 0x40, 0, 0, 0, 0), nil, 14},
+		{"bad checksum", withHeader(len(valid)-1, valid[len(valid)-1]+1), ErrChecksum, 0},
+		{"no sections", frameFile(kindCounts), nil, 22},
+		{"missing stats", frameFile(kindCounts, oneString, countsHead, oneRun), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun))},
+		{"sections swapped", frameFile(kindCounts, oneString, oneRun, countsHead, oneHit), nil, int64(22 + len(oneString))},
+		{"section too long", frameFile(kindCounts, []byte{secStrings}, uv(100), uv(0)), nil, 23},
+		{"string count too large", frameFile(kindCounts, sec(secStrings, uv(1<<40))), nil, 24},
+		{"string too long", frameFile(kindCounts, sec(secStrings, uv(1), uv(9), []byte("ab"))), nil, 25},
+		{"string index out of range", frameFile(kindCounts, oneString, countsHead,
+			sec(secRuns, uv(1), sv(0), uv(1), []byte{0}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 4)},
+		{"bad bool", frameFile(kindCounts, oneString, countsHead,
+			sec(secRuns, uv(1), sv(0), uv(0), []byte{2}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 5)},
+		{"two runs", frameFile(kindCounts, oneString, countsHead,
+			sec(secRuns, uv(2), sv(0), uv(0), []byte{0}, uv(0), sv(0), sv(0), uv(0), []byte{0}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead))},
+		{"uvarint overflow", frameFile(kindCounts, oneString, countsHead, oneRun,
+			sec(secStats, bytes.Repeat([]byte{0xff}, 11))), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun) + 2)},
+		{"unread bytes in section", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 16), uv(521), []byte{0}), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 18)},
+		{"bytes after the sections", frameFile(kindCounts, oneString, countsHead, oneRun, oneHit, []byte{0}), nil, int64(len(valid) - 4)},
+		{"method out of range", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 16), uv(1<<16)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 16)},
+	}
+	if _, err := ReadCounts(bytes.NewReader(valid)); err != nil {
+		t.Fatalf("the valid base file: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := ReadCounts(bytes.NewReader(tt.in))
+			if v != nil {
+				t.Errorf("got a value with error %v", err)
+			}
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) {
+					t.Errorf("error %v, want %v", err, tt.want)
+				}
+				return
+			}
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v, want a *FormatError", err)
+			}
+			if fe.Off != tt.off {
+				t.Errorf("error %v at offset %d, want %d", err, fe.Off, tt.off)
+			}
+		})
+	}
+}
+
+// TestReadValidates checks that a well-formed file with inconsistent
+// content is refused by Validate.
+func TestReadValidates(t *testing.T) {
+	p := testPlan(FuncCounting)
+	p.Funcs[2].Module = 5
+	b := frame(kindPlan, encodePlan(p).finish())
+	_, err := ReadPlan(bytes.NewReader(b))
+	if err == nil || !strings.Contains(err.Error(), "func 2: module 5 out of range (2 modules)") {
+		t.Errorf("error %v, want the validation error", err)
+	}
+}
+
+// TestReadIOError checks that a failing reader's error comes through.
+func TestReadIOError(t *testing.T) {
+	errIO := errors.New("input/output error")
+	b := encode(t, testPlan(FuncCounting))
+	for _, n := range []int{5, headerSize, len(b) - 2} {
+		r := io.MultiReader(bytes.NewReader(b[:n]), iotestErr{errIO})
+		if _, err := ReadPlan(r); !errors.Is(err, errIO) {
+			t.Errorf("failure after %d bytes: error %v", n, err)
+		}
+	}
+}
+
+type iotestErr struct{ err error }
+
+func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }

@@ -1,0 +1,252 @@
+package datafile
+
+import (
+	"encoding/hex"
+	"fmt"
+)
+
+// ID identifies a plan's content. Its text form is 32 hexadecimal digits.
+type ID [16]byte
+
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+// MarshalText implements [encoding.TextMarshaler].
+func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (id *ID) UnmarshalText(b []byte) error {
+	if len(b) != 2*len(id) {
+		return fmt.Errorf("plan id %q: want %d hexadecimal digits", b, 2*len(id))
+	}
+	_, err := hex.Decode(id[:], b)
+	return err
+}
+
+// Hex is a byte string whose text form is hexadecimal (build IDs).
+type Hex []byte
+
+func (h Hex) String() string { return hex.EncodeToString(h) }
+
+// MarshalText implements [encoding.TextMarshaler].
+func (h Hex) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler]. The empty text
+// gives nil, as the binary readers do.
+func (h *Hex) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*h = nil
+		return nil
+	}
+	d, err := hex.DecodeString(string(b))
+	if err != nil {
+		return fmt.Errorf("hex string %q: %w", b, err)
+	}
+	*h = d
+	return nil
+}
+
+// Method is the profile type, with the original's method codes (tag-1 record).
+type Method uint16
+
+// The profile types. The numbers are the original's method codes.
+const (
+	LineCounting Method = 321
+	LineCoverage Method = 324
+	FuncCounting Method = 521
+	FuncTiming   Method = 522
+	FuncSampling Method = 523
+	FuncCoverage Method = 524
+)
+
+// IsFunction reports whether m profiles functions (method code above 400).
+func (m Method) IsFunction() bool { return m > 400 }
+
+// IsCoverage reports whether m removes each breakpoint at its first hit.
+func (m Method) IsCoverage() bool { return m == FuncCoverage || m == LineCoverage }
+
+// IsTiming reports whether m measures time.
+func (m Method) IsTiming() bool { return m == FuncTiming }
+
+// Valid reports whether m is one of the six known methods.
+func (m Method) Valid() bool {
+	switch m {
+	case LineCounting, LineCoverage, FuncCounting, FuncTiming, FuncSampling, FuncCoverage:
+		return true
+	}
+	return false
+}
+
+// Words returns the words of the report header: "Function counting", ...
+func (m Method) Words() string {
+	switch m {
+	case LineCounting:
+		return "Line counting"
+	case LineCoverage:
+		return "Line coverage"
+	case FuncCounting:
+		return "Function counting"
+	case FuncTiming:
+		return "Function timing"
+	case FuncSampling:
+		return "Function sampling"
+	case FuncCoverage:
+		return "Function coverage"
+	}
+	return fmt.Sprintf("method %d", uint16(m))
+}
+
+func (m Method) String() string { return m.Words() }
+
+// Module is one ELF file of the plan: the program first, then the shared
+// libraries named to PREP, in PREP's command-line order.
+type Module struct {
+	// Name is the file name printed in reports and tab records ("prog",
+	// "libfoo.so.1").
+	Name string
+	// Path is the absolute path PREP read.
+	Path string
+	// Arch is the GOARCH spelling of the module's machine ("amd64", "arm64").
+	Arch string
+	// BuildID is the GNU build ID note, or nil.
+	BuildID Hex
+	// Size and ModTime (Unix nanoseconds) identify the file together with
+	// BuildID; PROFILE refuses a program whose identity changed (PRF1442).
+	Size    int64
+	ModTime int64
+	// PIE is true for position-independent files (ELF type ET_DYN): their
+	// addresses are relative and PROFILE adds the load bias found at run time.
+	PIE bool
+	// LinkBase is the virtual address of the PT_LOAD segment at file offset
+	// 0, rounded down to its alignment: the run-time start of the module's
+	// first mapping minus LinkBase is the load bias.
+	LinkBase uint64
+	// Files are the module's source files in listing order (line profiles).
+	Files []string
+	// CompDirs are directories where the sources were compiled (for PLIST's
+	// source search), parallel to nothing: a set.
+	CompDirs []string
+}
+
+// Func is one profiled function.
+type Func struct {
+	// Module indexes Plan.Modules.
+	Module int
+	// Name is the stored (linkage, mangled) name; reports demangle it.
+	Name string
+	// Source is the unit the function was compiled in: the object module of C
+	// and C++ ("parse.o"), the Go package path, the Rust crate, or the
+	// module's file name for a function known only from the symbol table.
+	Source string
+	// Entry is the link-time address of the function's first instruction: the
+	// site of its entry breakpoint.
+	Entry uint64
+	// File and Line locate the function's declaration, when known.
+	File string
+	Line int
+}
+
+// Line is one profiled source line (line profiles).
+type Line struct {
+	Module int
+	// File indexes Plan.Modules[Module].Files.
+	File int
+	Line int
+	// Addrs are the link-time addresses of the line's sites: one per function
+	// the line was compiled into. The line's count is the sum of their hits.
+	Addrs []uint64
+}
+
+// Plan is the content of a .pbi: what to profile and how. The .pbt carries a
+// copy of it, so PLIST needs no other file.
+type Plan struct {
+	// ID identifies the plan's content for merge checks: equal IDs mean the
+	// same modules and the same sites, and timing data compatible with the
+	// plan's method (PRF1306 otherwise).
+	ID ID
+	// Method is the profile type (PRF1304 when a run's differs).
+	Method Method
+	// StartFunc is the /SF name as given, or "". StartIndex indexes Funcs, or
+	// is -1 when the name was not found (nothing is counted then).
+	StartFunc  string
+	StartIndex int
+	// Attribution is /AT; StackDepth is /STACK (0: unlimited).
+	Attribution bool
+	StackDepth  int
+	// Calibration is /CB in nanoseconds per event, or -1 when not given.
+	Calibration int64
+	Modules     []Module
+	Funcs       []Func
+	Lines       []Line
+}
+
+// NumItems is the number of counted items: functions or lines.
+func (p *Plan) NumItems() int {
+	if p.Method.IsFunction() {
+		return len(p.Funcs)
+	}
+	return len(p.Lines)
+}
+
+// Run describes one execution of the program under PROFILE.
+type Run struct {
+	// Time is when the run started, in Unix seconds.
+	Time int64
+	// CommandLine is the program's command line as typed after PROFILE's
+	// options.
+	CommandLine string
+	// Incomplete is set when the run did not end normally (the program
+	// crashed or was killed, or PROFILE was interrupted); Reason says how.
+	Incomplete bool
+	Reason     string
+}
+
+// Stack is one distinct caller stack of a function (attribution, /AT).
+type Stack struct {
+	// Func indexes Plan.Funcs.
+	Func int
+	// Callers are the nearest profiled callers, outermost first, at most
+	// two of them; -1 stands for the stack base ("no profiled caller").
+	Callers []int
+	// Key distinguishes stacks whose shown callers are equal but whose deeper
+	// chain (up to /STACK levels) differs.
+	Key       uint64
+	Hits      uint64
+	Time      int64
+	ChildTime int64
+}
+
+// Stats are the figures of one run or, summed, of several.
+type Stats struct {
+	// Hits has one count per item (Plan.Funcs or Plan.Lines).
+	Hits []uint64
+	// FuncTime and ChildTime are per function in nanoseconds (timing only;
+	// nil otherwise).
+	FuncTime  []int64
+	ChildTime []int64
+	// CallDepth is the deepest nesting of profiled functions (0 if unknown).
+	CallDepth int
+	// TotalTime and OutsideTime are in nanoseconds (timing only).
+	TotalTime   int64
+	OutsideTime int64
+	Stacks      []Stack
+}
+
+// Counts is the content of a .pbo: one run's figures for one plan.
+type Counts struct {
+	PlanID ID
+	Method Method
+	Run    Run
+	// Overhead is the calibrated cost per event in nanoseconds (timing).
+	Overhead int64
+	Stats    Stats
+}
+
+// Merged is the content of a .pbt: the plan and the sum of its runs.
+type Merged struct {
+	Plan Plan
+	// Runs are the merged runs in merge order; none for a fresh .pbt.
+	Runs []Run
+	// Overheads has the calibrated overhead of each run (for the average).
+	Overheads []int64
+	Stats     Stats
+}

@@ -1,0 +1,100 @@
+// Package datafile owns the three data files of the profiler and nothing else:
+// the plan (.pbi) that PREP writes and PROFILE reads, the counts of one run
+// (.pbo) that PROFILE writes, and the merged database (.pbt) that PREP /M
+// writes and PLIST reads.
+//
+// The model is independent of ELF and DWARF: a [Plan] names modules by their
+// identity and functions by their link-time addresses, so PROFILE needs nothing
+// else to run a program. This package imports nothing of the project but
+// internal/prf, whose PRF-numbered errors the file helpers ([OpenPlan],
+// [SaveMerged], [MergeError], ...) return.
+//
+// # Binary layout, format version 1
+//
+// This section is normative; docs/format.md mirrors it. Any change of the
+// layout bumps [Version]. All integers are little-endian.
+//
+// A file is a header, a body and a checksum:
+//
+//	offset  size  field
+//	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
+//	              the original's binaries)
+//	10      2     format version, u16: 1
+//	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
+//	13      1     flags, u8: reserved, 0
+//	14      8     body length N, u64, at most 1 GiB
+//	22      N     body
+//	22+N    4     CRC-32C (Castagnoli) of the header and the body, u32
+//
+// A reader checks, in this order, the signature ([ErrSignature]; a file
+// shorter than the signature whose bytes match its beginning, an empty file
+// included, is [ErrTruncated]), the version ([ErrVersion]), the kind
+// ([ErrKind] for another valid kind), the flags and the body length (a
+// [*FormatError]), that N+4 more bytes follow ([ErrTruncated]) and the
+// checksum ([ErrChecksum]). It reads exactly the file and nothing after it;
+// the Open helpers also refuse trailing bytes.
+//
+// The body is a fixed sequence of sections, each
+//
+//	id      u8
+//	length  uvarint
+//	payload length bytes
+//
+// with these ids, in this order, each exactly once, and no other:
+//
+//	plan (.pbi)     1 strings, 2 plan, 3 modules, 4 funcs, 5 lines
+//	counts (.pbo)   1 strings, 6 counts, 7 runs, 8 stats
+//	merged (.pbt)   1 strings, 2 plan, 3 modules, 4 funcs, 5 lines, 7 runs, 8 stats
+//
+// A payload must be consumed exactly. Inside payloads:
+//
+//	uvarint   unsigned LEB128 as encoding/binary writes it, at most 64 bits
+//	varint    zig-zag signed LEB128 (binary.PutVarint)
+//	bool      u8, 0 or 1
+//	str       uvarint index into the string table (section 1)
+//	bytes     uvarint length, then that many bytes
+//	list(T)   uvarint count, then count elements of T
+//	id        16 bytes, a plan [ID]
+//
+// Every count and length read is checked against the bytes remaining in its
+// section before anything is allocated, so memory stays proportional to the
+// input and every loop is bounded by it. Int fields (indexes, line numbers,
+// depths) are uvarints that must fit an int; the remaining checks are those of
+// the Validate methods, which every reader runs.
+//
+// The sections:
+//
+//	1 strings   list(uvarint length, UTF-8 bytes): every string of the file,
+//	            once, in order of first use by the writer
+//	2 plan      id ID, uvarint Method, str StartFunc, varint StartIndex,
+//	            bool Attribution, uvarint StackDepth, varint Calibration
+//	3 modules   list(str Name, str Path, str Arch, bytes BuildID, varint Size,
+//	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
+//	            list(str) CompDirs)
+//	4 funcs     list(uvarint Module, str Name, str Source, uvarint Entry,
+//	            str File, uvarint Line)
+//	5 lines     list(uvarint Module, uvarint File, uvarint Line,
+//	            list(uvarint) Addrs)
+//	6 counts    id PlanID, uvarint Method
+//	7 runs      list(varint Time, str CommandLine, bool Incomplete, str Reason,
+//	            varint Overhead): exactly one run in a .pbo (Counts.Run and
+//	            Counts.Overhead), any number in a .pbt (Merged.Runs and
+//	            Merged.Overheads, pairwise)
+//	8 stats     uvarint CallDepth, varint TotalTime, varint OutsideTime,
+//	            list(uvarint) Hits, list(varint) FuncTime,
+//	            list(varint) ChildTime, list(uvarint Func, list(varint) Callers,
+//	            uvarint Key, uvarint Hits, varint Time, varint ChildTime) Stacks
+//
+// Empty lists and byte strings read back as nil. The writer is canonical:
+// equal values give equal bytes.
+//
+// # Text form
+//
+// [WriteText] and [ReadText] give a canonical JSON form of the same values,
+// for inspection and for the goldens of the report tests (see text.go).
+//
+// # Merging
+//
+// [NewMerged] starts a database from a plan and [Merged.Add] adds one run's
+// counts to it; see [Merged.Add] for the contract.
+package datafile

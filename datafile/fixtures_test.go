@@ -1,0 +1,186 @@
+package datafile
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// testModules are two modules: a PIE program and a shared library.
+func testModules() []Module {
+	return []Module{
+		{
+			Name:     "prog",
+			Path:     "/opt/demo/prog",
+			Arch:     "amd64",
+			BuildID:  Hex{0x5e, 0x11, 0xa0, 0x4b, 0x9c, 0x02, 0x7d, 0xe3},
+			Size:     18432,
+			ModTime:  1700000000123456789,
+			PIE:      true,
+			LinkBase: 0,
+			Files:    []string{"main.c", "util.c"},
+			CompDirs: []string{"/opt/demo/src"},
+		},
+		{
+			Name:     "libfoo.so.1",
+			Path:     "/opt/demo/lib/libfoo.so.1",
+			Arch:     "amd64",
+			Size:     9216,
+			ModTime:  1699999999000000000,
+			PIE:      true,
+			LinkBase: 0x400000,
+			Files:    []string{"foo.c"},
+		},
+	}
+}
+
+// testFuncs are four functions, two in each module.
+func testFuncs() []Func {
+	return []Func{
+		{Module: 0, Name: "main", Source: "main.o", Entry: 0x1139, File: "main.c", Line: 12},
+		{Module: 0, Name: "_Z6helperi", Source: "util.o", Entry: 0x11a0, File: "util.c", Line: 3},
+		{Module: 1, Name: "foo_init", Source: "foo.o", Entry: 0x401020, File: "foo.c", Line: 8},
+		{Module: 1, Name: "foo", Source: "libfoo.so.1", Entry: 0x401080},
+	}
+}
+
+// testPlan returns a plan of the four functions (and, for a line method,
+// four lines) with its ID set.
+func testPlan(m Method) *Plan {
+	p := &Plan{
+		Method:      m,
+		StartIndex:  -1,
+		Calibration: -1,
+		Modules:     testModules(),
+		Funcs:       testFuncs(),
+	}
+	switch {
+	case m == FuncTiming:
+		p.StartFunc, p.StartIndex = "main", 0
+		p.Attribution, p.StackDepth, p.Calibration = true, 16, 120
+	case m.IsFunction():
+		p.Attribution = true
+	default:
+		p.Lines = []Line{
+			{Module: 0, File: 0, Line: 13, Addrs: []uint64{0x1141}},
+			{Module: 0, File: 0, Line: 14, Addrs: []uint64{0x1150, 0x1190}},
+			{Module: 0, File: 1, Line: 4, Addrs: []uint64{0x11a8}},
+			{Module: 1, File: 0, Line: 9, Addrs: []uint64{0x401028}},
+		}
+	}
+	p.ID = PlanID(p)
+	return p
+}
+
+// testCounts returns one run of testPlan(m): main counted 1000 times in
+// the first run, 24 in the second, and so on.
+func testCounts(m Method, second bool) *Counts {
+	c := &Counts{
+		PlanID: PlanID(testPlan(m)),
+		Method: m,
+		Run:    Run{Time: 1700000100, CommandLine: "prog --fast input.txt"},
+		Stats:  Stats{Hits: []uint64{1000, 2000, 1, 0}, CallDepth: 5},
+	}
+	if second {
+		c.Run = Run{Time: 1700000200, CommandLine: "prog", Incomplete: true, Reason: "killed by signal SIGSEGV"}
+		c.Stats = Stats{Hits: []uint64{24, 48, 0, 7}, CallDepth: 3}
+	}
+	if !m.IsFunction() {
+		return c
+	}
+	c.Stats.Stacks = []Stack{
+		{Func: 1, Callers: []int{-1, 0}, Key: 0x9e37, Hits: c.Stats.Hits[1]},
+		{Func: 0, Callers: []int{-1}, Hits: c.Stats.Hits[0]},
+	}
+	if second {
+		c.Stats.Stacks = append(c.Stats.Stacks, Stack{Func: 3, Callers: []int{0, 2}, Key: 1, Hits: 7})
+	}
+	if m != FuncTiming {
+		return c
+	}
+	c.Overhead = 42
+	c.Stats.FuncTime = []int64{5000000, 3000000, 100, 0}
+	c.Stats.ChildTime = []int64{8000000, 3000000, 100, 0}
+	c.Stats.TotalTime = 9000000
+	c.Stats.OutsideTime = 1000000
+	if second {
+		c.Overhead = 40
+		for i, t := range c.Stats.FuncTime {
+			c.Stats.FuncTime[i], c.Stats.ChildTime[i] = t/2, c.Stats.ChildTime[i]/2
+		}
+		c.Stats.TotalTime, c.Stats.OutsideTime = 4500000, 500000
+	}
+	for i := range c.Stats.Stacks {
+		s := &c.Stats.Stacks[i]
+		s.Time, s.ChildTime = c.Stats.FuncTime[s.Func], c.Stats.ChildTime[s.Func]
+	}
+	return c
+}
+
+// testMerged returns the database of testPlan(m) after its two runs.
+func testMerged(t testing.TB, m Method) *Merged {
+	t.Helper()
+	db := NewMerged(testPlan(m))
+	for _, second := range []bool{false, true} {
+		if err := db.Add(testCounts(m, second)); err != nil {
+			t.Fatalf("add run: %v", err)
+		}
+	}
+	return db
+}
+
+// testValue is a named value of the package's three kinds.
+type testValue struct {
+	name string
+	v    any
+}
+
+// testValues are the values of the round-trip and golden tests; their names
+// are the golden files' base names.
+func testValues(t testing.TB) []testValue {
+	return []testValue{
+		{"plan-fc", testPlan(FuncCounting)},
+		{"plan-ft", testPlan(FuncTiming)},
+		{"plan-lc", testPlan(LineCounting)},
+		{"counts-ft", testCounts(FuncTiming, false)},
+		{"counts-ft-incomplete", testCounts(FuncTiming, true)},
+		{"counts-lv", testCounts(LineCoverage, false)},
+		{"merged-fc-fresh", NewMerged(testPlan(FuncCounting))},
+		{"merged-ft", testMerged(t, FuncTiming)},
+		{"merged-lc", testMerged(t, LineCounting)},
+	}
+}
+
+// encode returns the binary form of v.
+func encode(t testing.TB, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, v); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return b.Bytes()
+}
+
+// golden compares got with the file testdata/name, or rewrites it with
+// -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test -update and review the diff)", path)
+	}
+}

@@ -1,0 +1,200 @@
+package datafile
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// NewMerged returns a database of plan p that was never run: no runs and
+// zero statistics sized for the plan, with function times only for a timing
+// plan. The database shares p's slices; neither it nor [Merged.Add] modifies
+// them.
+func NewMerged(p *Plan) *Merged {
+	m := &Merged{Plan: *p}
+	m.Stats.Hits = zeros[uint64](p.NumItems())
+	if p.Method.IsTiming() {
+		m.Stats.FuncTime = zeros[int64](len(p.Funcs))
+		m.Stats.ChildTime = zeros[int64](len(p.Funcs))
+	}
+	return m
+}
+
+// zeros returns n zero values, or nil for none (as the readers do).
+func zeros[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, n)
+}
+
+// Add adds the counts of one run to m: phase II of PREP (original.md §10).
+//
+// The counts must come from m's plan (the same [PlanID]; [ErrNotSamePlan]
+// otherwise, PRF1306) made with m's method ([ErrConflict] otherwise,
+// PRF1304); counts carrying attribution stacks for a plan without /AT are a
+// conflict too. Then:
+//
+//   - the run and its overhead are appended to Runs and Overheads: one
+//     record per run, in the order of the calls;
+//   - hits, function and child times, total and outside time add up, so
+//     coverage flags count the runs that covered an item;
+//   - CallDepth becomes the larger of the two;
+//   - stacks with equal Func, Callers and Key add their hits and times, and
+//     the stacks are kept sorted by Func, Callers and Key.
+//
+// Addition is associative and, but for the order of the runs, commutative:
+// adding runs in any grouping or order gives the same figures. There is no
+// duplicate detection: adding the same counts twice counts them twice, as
+// the original does. A sum that would overflow is an error. A failed Add
+// leaves m unchanged.
+func (m *Merged) Add(c *Counts) error {
+	if err := m.check(c); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	stacks, err := mergeStacks(m.Stats.Stacks, c.Stats.Stacks)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	if err := checkSums(&m.Stats, &c.Stats); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	m.Runs = append(m.Runs, c.Run)
+	m.Overheads = append(m.Overheads, c.Overhead)
+	s, cs := &m.Stats, &c.Stats
+	for i, h := range cs.Hits {
+		s.Hits[i] += h
+	}
+	s.FuncTime = addTimes(s.FuncTime, cs.FuncTime)
+	s.ChildTime = addTimes(s.ChildTime, cs.ChildTime)
+	s.TotalTime += cs.TotalTime
+	s.OutsideTime += cs.OutsideTime
+	s.CallDepth = max(s.CallDepth, cs.CallDepth)
+	s.Stacks = stacks
+	return nil
+}
+
+// check refuses counts that do not belong to m, and an m whose statistics
+// do not fit its plan (which would make the sums index out of range).
+func (m *Merged) check(c *Counts) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if err := m.Stats.check(m.Plan.Method, m.Plan.NumItems(), len(m.Plan.Funcs)); err != nil {
+		return fmt.Errorf("invalid merged profile: %w", err)
+	}
+	switch {
+	case c.PlanID != m.Plan.ID:
+		return fmt.Errorf("%w: counts of plan %s, database of plan %s", ErrNotSamePlan, c.PlanID, m.Plan.ID)
+	case c.Method != m.Plan.Method:
+		return fmt.Errorf("%w: %s counts, %s database", ErrConflict,
+			strings.ToLower(c.Method.Words()), strings.ToLower(m.Plan.Method.Words()))
+	case len(c.Stats.Hits) != len(m.Stats.Hits):
+		return fmt.Errorf("%w: counts of %d items, database of %d", ErrNotSamePlan, len(c.Stats.Hits), len(m.Stats.Hits))
+	case len(c.Stats.Stacks) > 0 && !m.Plan.Attribution:
+		return fmt.Errorf("%w: attribution stacks for a plan without attribution", ErrConflict)
+	}
+	return nil
+}
+
+var errOverflow = errors.New("sum overflows")
+
+// checkSums reports whether adding b to a would overflow.
+func checkSums(a, b *Stats) error {
+	for i, h := range b.Hits {
+		if a.Hits[i] > math.MaxUint64-h {
+			return fmt.Errorf("hits of item %d: %w", i, errOverflow)
+		}
+	}
+	for _, t := range []struct {
+		name string
+		a, b []int64
+	}{{"function time", a.FuncTime, b.FuncTime}, {"child time", a.ChildTime, b.ChildTime}} {
+		for i := range t.b {
+			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
+				return fmt.Errorf("%s of function %d: %w", t.name, i, errOverflow)
+			}
+		}
+	}
+	if !canAdd(a.TotalTime, b.TotalTime) || !canAdd(a.OutsideTime, b.OutsideTime) {
+		return fmt.Errorf("total or outside time: %w", errOverflow)
+	}
+	return nil
+}
+
+// canAdd reports whether the sum of two non-negative values fits.
+func canAdd(a, b int64) bool { return a <= math.MaxInt64-b }
+
+// addTimes returns a plus b, allocating a when it is nil and b is not.
+func addTimes(a, b []int64) []int64 {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		a = make([]int64, len(b))
+	}
+	for i, t := range b {
+		a[i] += t
+	}
+	return a
+}
+
+// stackKey identifies the stacks that merge: equal Func, Callers and Key.
+type stackKey struct {
+	fn      int
+	n       int
+	callers [maxCallers]int
+	key     uint64
+}
+
+func keyOf(s *Stack) stackKey {
+	k := stackKey{fn: s.Func, n: len(s.Callers), key: s.Key}
+	copy(k.callers[:], s.Callers)
+	return k
+}
+
+// mergeStacks returns the stacks of a and b, equal ones added up, in
+// sorted order. It modifies neither.
+func mergeStacks(a, b []Stack) ([]Stack, error) {
+	if len(a)+len(b) == 0 {
+		return nil, nil
+	}
+	out := make([]Stack, 0, len(a)+len(b))
+	index := make(map[stackKey]int, len(a)+len(b))
+	for _, list := range [][]Stack{a, b} {
+		for i := range list {
+			s := &list[i]
+			k := keyOf(s)
+			j, ok := index[k]
+			if !ok {
+				index[k] = len(out)
+				t := *s
+				t.Callers = slices.Clone(s.Callers)
+				out = append(out, t)
+				continue
+			}
+			t := &out[j]
+			if t.Hits > math.MaxUint64-s.Hits || !canAdd(t.Time, s.Time) || !canAdd(t.ChildTime, s.ChildTime) {
+				return nil, fmt.Errorf("stack of function %d: %w", s.Func, errOverflow)
+			}
+			t.Hits += s.Hits
+			t.Time += s.Time
+			t.ChildTime += s.ChildTime
+		}
+	}
+	slices.SortFunc(out, compareStacks)
+	return out, nil
+}
+
+func compareStacks(a, b Stack) int {
+	if c := cmp.Compare(a.Func, b.Func); c != 0 {
+		return c
+	}
+	if c := slices.Compare(a.Callers, b.Callers); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key, b.Key)
+}

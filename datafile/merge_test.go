@@ -1,0 +1,301 @@
+package datafile
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+func TestNewMerged(t *testing.T) {
+	tests := []struct {
+		method      Method
+		hits, times int
+	}{
+		{FuncCounting, 4, 0},
+		{FuncTiming, 4, 4},
+		{LineCoverage, 4, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method.Words(), func(t *testing.T) {
+			p := testPlan(tt.method)
+			m := NewMerged(p)
+			if err := m.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			s := m.Stats
+			if len(s.Hits) != tt.hits || len(s.FuncTime) != tt.times || len(s.ChildTime) != tt.times {
+				t.Errorf("%d hits, %d and %d times; want %d hits and %d times",
+					len(s.Hits), len(s.FuncTime), len(s.ChildTime), tt.hits, tt.times)
+			}
+			if len(m.Runs) != 0 || len(m.Overheads) != 0 {
+				t.Errorf("a fresh database has %d runs", len(m.Runs))
+			}
+		})
+	}
+}
+
+// TestMergeSums adds the two runs of the function timing fixture and checks
+// every figure.
+func TestMergeSums(t *testing.T) {
+	first, second := testCounts(FuncTiming, false), testCounts(FuncTiming, true)
+	got := testMerged(t, FuncTiming)
+	want := Merged{
+		Plan:      *testPlan(FuncTiming),
+		Runs:      []Run{first.Run, second.Run},
+		Overheads: []int64{42, 40},
+		Stats: Stats{
+			Hits:        []uint64{1024, 2048, 1, 7},
+			FuncTime:    []int64{7500000, 4500000, 150, 0},
+			ChildTime:   []int64{12000000, 4500000, 150, 0},
+			CallDepth:   5,
+			TotalTime:   13500000,
+			OutsideTime: 1500000,
+			// Sorted by function, callers and key; main's and helper's
+			// stacks of both runs added up.
+			Stacks: []Stack{
+				{Func: 0, Callers: []int{-1}, Hits: 1024, Time: 7500000, ChildTime: 12000000},
+				{Func: 1, Callers: []int{-1, 0}, Key: 0x9e37, Hits: 2048, Time: 4500000, ChildTime: 4500000},
+				{Func: 3, Callers: []int{0, 2}, Key: 1, Hits: 7},
+			},
+		},
+	}
+	if d := cmp.Diff(&want, got); d != "" {
+		t.Errorf("merged database differs (-want +got):\n%s", d)
+	}
+}
+
+// TestMergeStackKeys checks that stacks merge only when function, callers
+// and key are all equal.
+func TestMergeStackKeys(t *testing.T) {
+	stack := func(fn int, callers []int, key, hits uint64) Stack {
+		return Stack{Func: fn, Callers: callers, Key: key, Hits: hits}
+	}
+	counts := func(stacks ...Stack) *Counts {
+		c := testCounts(FuncCounting, false)
+		c.Stats.Stacks = stacks
+		return c
+	}
+	m := NewMerged(testPlan(FuncCounting))
+	for _, c := range []*Counts{
+		counts(stack(2, []int{0, 1}, 5, 1), stack(2, []int{0, 1}, 5, 2), stack(2, []int{0}, 5, 4)),
+		counts(stack(2, []int{0, 1}, 6, 8), stack(2, []int{1, 1}, 5, 16), stack(1, []int{0, 1}, 5, 32), stack(2, []int{0, 1}, 5, 64)),
+	} {
+		if err := m.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []Stack{
+		stack(1, []int{0, 1}, 5, 32),
+		stack(2, []int{0}, 5, 4),
+		stack(2, []int{0, 1}, 5, 67),
+		stack(2, []int{0, 1}, 6, 8),
+		stack(2, []int{1, 1}, 5, 16),
+	}
+	if d := cmp.Diff(want, m.Stats.Stacks); d != "" {
+		t.Errorf("stacks differ (-want +got):\n%s", d)
+	}
+}
+
+// TestMergeCounting checks the original's example: two runs of 1000 and 24
+// calls give 1024, and merging the same counts twice counts them twice.
+func TestMergeCounting(t *testing.T) {
+	p := testPlan(FuncCounting)
+	run := func(hits uint64, depth int) *Counts {
+		return &Counts{PlanID: p.ID, Method: FuncCounting, Stats: Stats{Hits: []uint64{hits, 0, 0, 0}, CallDepth: depth}}
+	}
+	m := NewMerged(p)
+	for _, c := range []*Counts{run(1000, 5), run(24, 3)} {
+		if err := m.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.Stats.Hits[0] != 1024 || m.Stats.CallDepth != 5 || len(m.Runs) != 2 {
+		t.Errorf("hits %d, depth %d, %d runs; want 1024, 5 and 2", m.Stats.Hits[0], m.Stats.CallDepth, len(m.Runs))
+	}
+	if err := m.Add(run(24, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if m.Stats.Hits[0] != 1048 || m.Stats.CallDepth != 7 || len(m.Runs) != 3 {
+		t.Errorf("after the same run again: hits %d, depth %d, %d runs; want 1048, 7 and 3", m.Stats.Hits[0], m.Stats.CallDepth, len(m.Runs))
+	}
+}
+
+// TestMergeOrder checks that the figures do not depend on the order of the
+// runs, only the run records do.
+func TestMergeOrder(t *testing.T) {
+	ab := testMerged(t, FuncTiming)
+	ba := NewMerged(testPlan(FuncTiming))
+	for _, second := range []bool{true, false} {
+		if err := ba.Add(testCounts(FuncTiming, second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := cmp.Diff(ab.Stats, ba.Stats); d != "" {
+		t.Errorf("statistics depend on the order (-ab +ba):\n%s", d)
+	}
+	if ab.Runs[0] != ba.Runs[1] || ab.Runs[1] != ba.Runs[0] || ab.Overheads[0] != ba.Overheads[1] {
+		t.Errorf("runs are not in call order: %v and %v", ab.Runs, ba.Runs)
+	}
+}
+
+// TestMergeTimesAllocated checks that a timing database read without times
+// gets them from the first run.
+func TestMergeTimesAllocated(t *testing.T) {
+	m := NewMerged(testPlan(FuncTiming))
+	m.Stats.FuncTime, m.Stats.ChildTime = nil, nil
+	c := testCounts(FuncTiming, false)
+	if err := m.Add(c); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(c.Stats.FuncTime, m.Stats.FuncTime); d != "" {
+		t.Errorf("function times (-want +got):\n%s", d)
+	}
+}
+
+func TestMergeRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		method Method // of the database
+		counts func() *Counts
+		want   error
+		code   int
+		text   string
+	}{
+		{
+			name: "another program", method: FuncCounting,
+			counts: func() *Counts {
+				p := testPlan(FuncCounting)
+				p.Modules[0].BuildID = Hex{1}
+				c := testCounts(FuncCounting, false)
+				c.PlanID = PlanID(p)
+				return c
+			},
+			want: ErrNotSamePlan, code: 1306, text: "PBT or PBO file old.pbo is not derived from same PBI file",
+		},
+		{
+			// original.md §10: function counting .pbo, .pbt re-prepared
+			// for function coverage.
+			name: "counting into coverage", method: FuncCoverage,
+			counts: func() *Counts { return testCounts(FuncCounting, false) },
+			want:   ErrConflict, code: 1304, text: "PBT or PBO file old.pbo conflicts with current profiling state",
+		},
+		{
+			// ... and re-prepared for function timing.
+			name: "counting into timing", method: FuncTiming,
+			counts: func() *Counts { return testCounts(FuncCounting, false) },
+			want:   ErrNotSamePlan, code: 1306,
+		},
+		{
+			name: "timing into counting", method: FuncCounting,
+			counts: func() *Counts { return testCounts(FuncTiming, false) },
+			want:   ErrNotSamePlan, code: 1306,
+		},
+		{
+			name: "line counts of the same id", method: FuncCounting,
+			counts: func() *Counts {
+				c := testCounts(FuncCounting, false)
+				c.Stats.Hits = append(c.Stats.Hits, 1)
+				c.Stats.Stacks = nil
+				return c
+			},
+			want: ErrNotSamePlan, code: 1306, text: "counts of 5 items, database of 4",
+		},
+		{
+			// Accepted: original.md §10, same type and image.
+			name: "coverage into coverage re-prepared", method: FuncCoverage,
+			counts: func() *Counts { return testCounts(FuncCoverage, false) },
+		},
+		{
+			name: "invalid counts", method: FuncCounting,
+			counts: func() *Counts {
+				c := testCounts(FuncCounting, false)
+				c.Stats.CallDepth = -1
+				return c
+			},
+			text: "merge old.pbo: merge: invalid counts: negative call depth -1",
+		},
+		{
+			name: "hit overflow", method: FuncCounting,
+			counts: func() *Counts {
+				c := testCounts(FuncCounting, false)
+				c.Stats.Hits[2] = math.MaxUint64
+				c.Stats.Stacks = nil
+				return c
+			},
+			want: errOverflow, text: "hits of item 2: sum overflows",
+		},
+		{
+			name: "time overflow", method: FuncTiming,
+			counts: func() *Counts {
+				c := testCounts(FuncTiming, false)
+				c.Stats.ChildTime[0] = math.MaxInt64
+				return c
+			},
+			want: errOverflow, text: "child time of function 0",
+		},
+		{
+			name: "stack overflow", method: FuncCounting,
+			counts: func() *Counts {
+				c := testCounts(FuncCounting, false)
+				c.Stats.Stacks[0].Hits = math.MaxUint64
+				return c
+			},
+			want: errOverflow, text: "stack of function 1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testMerged(t, tt.method)
+			before := encode(t, m)
+			err := m.Add(tt.counts())
+			if tt.want == nil && tt.text == "" {
+				if err != nil {
+					t.Errorf("add: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("add: no error")
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("add: error %v, want %v", err, tt.want)
+			}
+			if !bytes.Equal(encode(t, m), before) {
+				t.Error("a failed add changed the database")
+			}
+			perr := MergeError(err, "old.pbo")
+			if code := prf.Code(perr); code != tt.code {
+				t.Errorf("MergeError: PRF%04d, want PRF%04d (%v)", code, tt.code, perr)
+			}
+			if !errors.Is(perr, err) || !strings.Contains(perr.Error(), tt.text) {
+				t.Errorf("MergeError: %q, want it to wrap %q and contain %q", perr, err, tt.text)
+			}
+		})
+	}
+}
+
+// TestMergeNoAttribution checks PRF1304 for stacks in a plan made without
+// /AT.
+func TestMergeNoAttribution(t *testing.T) {
+	p := testPlan(FuncCounting)
+	p.Attribution = false
+	m := NewMerged(p)
+	err := m.Add(testCounts(FuncCounting, false))
+	if !errors.Is(err, ErrConflict) || prf.Code(MergeError(err, "x.pbo")) != 1304 {
+		t.Errorf("error %v, want ErrConflict", err)
+	}
+	if len(m.Runs) != 0 || m.Stats.Hits[0] != 0 {
+		t.Error("a failed add changed the database")
+	}
+}
+
+func TestMergeErrorNil(t *testing.T) {
+	if err := MergeError(nil, "x.pbo"); err != nil {
+		t.Errorf("MergeError(nil) = %v", err)
+	}
+}

@@ -1,0 +1,193 @@
+package datafile
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// maxCallers is the most callers a stack shows (original.md §3.6).
+const maxCallers = 2
+
+// Validate reports the first inconsistency of p: an unknown method, an index
+// out of range, a negative depth, line number or size, or an ID that is not
+// [PlanID] of p. StartIndex must be -1 (no /SF, or its name was not found)
+// or index Funcs. Every reader and writer calls it.
+func (p *Plan) Validate() error {
+	if p == nil {
+		return errors.New("invalid plan: nil")
+	}
+	if err := p.check(); err != nil {
+		return fmt.Errorf("invalid plan: %w", err)
+	}
+	if id := PlanID(p); id != p.ID {
+		return fmt.Errorf("invalid plan: id %s does not match its content, whose id is %s", p.ID, id)
+	}
+	return nil
+}
+
+func (p *Plan) check() error {
+	switch {
+	case !p.Method.Valid():
+		return fmt.Errorf("unknown method %d", uint16(p.Method))
+	case p.StartIndex < -1 || p.StartIndex >= len(p.Funcs):
+		return fmt.Errorf("start index %d out of range (%d funcs)", p.StartIndex, len(p.Funcs))
+	case p.StackDepth < 0:
+		return fmt.Errorf("negative stack depth %d", p.StackDepth)
+	case p.Calibration < -1:
+		return fmt.Errorf("calibration %d is neither -1 nor a duration", p.Calibration)
+	}
+	for i := range p.Modules {
+		m := &p.Modules[i]
+		switch {
+		case m.Name == "":
+			return fmt.Errorf("module %d: no name", i)
+		case m.Size < 0:
+			return fmt.Errorf("module %d: negative size %d", i, m.Size)
+		}
+	}
+	for i := range p.Funcs {
+		f := &p.Funcs[i]
+		switch {
+		case f.Module < 0 || f.Module >= len(p.Modules):
+			return fmt.Errorf("func %d: module %d out of range (%d modules)", i, f.Module, len(p.Modules))
+		case f.Name == "":
+			return fmt.Errorf("func %d: no name", i)
+		case f.Line < 0:
+			return fmt.Errorf("func %d: negative line %d", i, f.Line)
+		}
+	}
+	for i := range p.Lines {
+		l := &p.Lines[i]
+		if l.Module < 0 || l.Module >= len(p.Modules) {
+			return fmt.Errorf("line %d: module %d out of range (%d modules)", i, l.Module, len(p.Modules))
+		}
+		if files := len(p.Modules[l.Module].Files); l.File < 0 || l.File >= files {
+			return fmt.Errorf("line %d: file %d out of range (%d files)", i, l.File, files)
+		}
+		if l.Line < 0 {
+			return fmt.Errorf("line %d: negative line number %d", i, l.Line)
+		}
+	}
+	return nil
+}
+
+// Validate reports the first inconsistency of c: an unknown method, a
+// negative time or overhead, times in a profile that is not timing or not
+// one per item, or a stack whose function or callers are not items of a
+// function profile. Without the plan, the items are the hit counts.
+func (c *Counts) Validate() error {
+	if c == nil {
+		return errors.New("invalid counts: nil")
+	}
+	if !c.Method.Valid() {
+		return fmt.Errorf("invalid counts: unknown method %d", uint16(c.Method))
+	}
+	if c.Overhead < 0 {
+		return fmt.Errorf("invalid counts: negative overhead %d", c.Overhead)
+	}
+	funcs := 0
+	if c.Method.IsFunction() {
+		funcs = len(c.Stats.Hits)
+	}
+	if err := c.Stats.check(c.Method, len(c.Stats.Hits), funcs); err != nil {
+		return fmt.Errorf("invalid counts: %w", err)
+	}
+	return nil
+}
+
+// Validate reports the first inconsistency of m: those of its plan
+// ([Plan.Validate]), runs and overheads that do not pair up, negative
+// overheads, statistics that do not fit the plan, or attribution stacks in
+// a plan made without /AT.
+func (m *Merged) Validate() error {
+	if m == nil {
+		return errors.New("invalid merged profile: nil")
+	}
+	if err := m.Plan.Validate(); err != nil {
+		return err
+	}
+	if len(m.Overheads) != len(m.Runs) {
+		return fmt.Errorf("invalid merged profile: %d overheads for %d runs", len(m.Overheads), len(m.Runs))
+	}
+	for i, o := range m.Overheads {
+		if o < 0 {
+			return fmt.Errorf("invalid merged profile: run %d: negative overhead %d", i, o)
+		}
+	}
+	if !m.Plan.Attribution && len(m.Stats.Stacks) > 0 {
+		return errors.New("invalid merged profile: attribution stacks in a plan without attribution")
+	}
+	if err := m.Stats.check(m.Plan.Method, m.Plan.NumItems(), len(m.Plan.Funcs)); err != nil {
+		return fmt.Errorf("invalid merged profile: %w", err)
+	}
+	return nil
+}
+
+// check validates statistics of the given method with items counted items
+// and funcs functions.
+func (s *Stats) check(method Method, items, funcs int) error {
+	if len(s.Hits) != items {
+		return fmt.Errorf("%d hit counts for %d items", len(s.Hits), items)
+	}
+	for _, t := range []struct {
+		name string
+		list []int64
+	}{{"function times", s.FuncTime}, {"child times", s.ChildTime}} {
+		if err := checkTimes(t.name, t.list, method, funcs); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.CallDepth < 0:
+		return fmt.Errorf("negative call depth %d", s.CallDepth)
+	case s.TotalTime < 0:
+		return fmt.Errorf("negative total time %d", s.TotalTime)
+	case s.OutsideTime < 0:
+		return fmt.Errorf("negative outside time %d", s.OutsideTime)
+	case len(s.Stacks) > 0 && !method.IsFunction():
+		return errors.New("attribution stacks in a line profile")
+	}
+	for i := range s.Stacks {
+		if err := s.Stacks[i].check(funcs); err != nil {
+			return fmt.Errorf("stack %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func checkTimes(name string, list []int64, method Method, funcs int) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if !method.IsTiming() {
+		return fmt.Errorf("%s in a %s profile", name, strings.ToLower(method.Words()))
+	}
+	if len(list) != funcs {
+		return fmt.Errorf("%d %s for %d functions", len(list), name, funcs)
+	}
+	for i, t := range list {
+		if t < 0 {
+			return fmt.Errorf("%s: function %d: negative time %d", name, i, t)
+		}
+	}
+	return nil
+}
+
+func (k *Stack) check(funcs int) error {
+	if k.Func < 0 || k.Func >= funcs {
+		return fmt.Errorf("function %d out of range (%d functions)", k.Func, funcs)
+	}
+	if n := len(k.Callers); n < 1 || n > maxCallers {
+		return fmt.Errorf("%d callers, want 1 to %d", n, maxCallers)
+	}
+	for _, c := range k.Callers {
+		if c < -1 || c >= funcs {
+			return fmt.Errorf("caller %d out of range (%d functions)", c, funcs)
+		}
+	}
+	if k.Time < 0 || k.ChildTime < 0 {
+		return fmt.Errorf("negative time %d or child time %d", k.Time, k.ChildTime)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package datafile
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPlanValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		method Method
+		edit   func(p *Plan)
+		want   string // "" for valid
+	}{
+		{"valid function plan", FuncTiming, func(*Plan) {}, ""},
+		{"valid line plan", LineCounting, func(*Plan) {}, ""},
+		{"no start function", FuncCounting, func(p *Plan) { p.StartIndex = -1 }, ""},
+		{"last start function", FuncCounting, func(p *Plan) { p.StartIndex = 3 }, ""},
+		{"unknown method", FuncCounting, func(p *Plan) { p.Method = 400 }, "unknown method 400"},
+		{"start index too large", FuncTiming, func(p *Plan) { p.StartIndex = 4 }, "start index 4 out of range (4 funcs)"},
+		{"start index below -1", FuncTiming, func(p *Plan) { p.StartIndex = -2 }, "start index -2 out of range"},
+		{"negative stack depth", FuncTiming, func(p *Plan) { p.StackDepth = -1 }, "negative stack depth -1"},
+		{"calibration", FuncTiming, func(p *Plan) { p.Calibration = -2 }, "calibration -2"},
+		{"module without name", FuncCounting, func(p *Plan) { p.Modules[1].Name = "" }, "module 1: no name"},
+		{"module size", FuncCounting, func(p *Plan) { p.Modules[0].Size = -1 }, "module 0: negative size"},
+		{"func module", FuncCounting, func(p *Plan) { p.Funcs[3].Module = 2 }, "func 3: module 2 out of range (2 modules)"},
+		{"func negative module", FuncCounting, func(p *Plan) { p.Funcs[0].Module = -1 }, "func 0: module -1 out of range"},
+		{"func without name", FuncCounting, func(p *Plan) { p.Funcs[2].Name = "" }, "func 2: no name"},
+		{"func line", FuncCounting, func(p *Plan) { p.Funcs[1].Line = -3 }, "func 1: negative line -3"},
+		{"line module", LineCounting, func(p *Plan) { p.Lines[2].Module = 9 }, "line 2: module 9 out of range"},
+		{"line file", LineCounting, func(p *Plan) { p.Lines[3].File = 1 }, "line 3: file 1 out of range (1 files)"},
+		{"line negative file", LineCounting, func(p *Plan) { p.Lines[0].File = -1 }, "line 0: file -1 out of range"},
+		{"line number", LineCounting, func(p *Plan) { p.Lines[1].Line = -1 }, "line 1: negative line number -1"},
+		{"stale id", FuncCounting, func(p *Plan) { p.Funcs[0].Entry++ }, "does not match its content"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPlan(tt.method)
+			tt.edit(p)
+			if tt.name != "stale id" {
+				p.ID = PlanID(p)
+			}
+			checkError(t, p.Validate(), "invalid plan: ", tt.want)
+		})
+	}
+	var nilPlan *Plan
+	checkError(t, nilPlan.Validate(), "invalid plan: ", "nil")
+}
+
+func TestCountsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		method Method
+		edit   func(c *Counts)
+		want   string
+	}{
+		{"valid timing", FuncTiming, func(*Counts) {}, ""},
+		{"valid line coverage", LineCoverage, func(*Counts) {}, ""},
+		{"timing without times", FuncTiming, func(c *Counts) { c.Stats.FuncTime, c.Stats.ChildTime = nil, nil }, ""},
+		{"unknown method", FuncCounting, func(c *Counts) { c.Method = 0 }, "unknown method 0"},
+		{"negative overhead", FuncTiming, func(c *Counts) { c.Overhead = -1 }, "negative overhead -1"},
+		{"times without timing", FuncCounting, func(c *Counts) { c.Stats.FuncTime = []int64{1, 2, 3, 4} }, "function times in a function counting profile"},
+		{"too few times", FuncTiming, func(c *Counts) { c.Stats.ChildTime = c.Stats.ChildTime[:3] }, "3 child times for 4 functions"},
+		{"negative time", FuncTiming, func(c *Counts) { c.Stats.FuncTime[2] = -5 }, "function times: function 2: negative time -5"},
+		{"negative depth", FuncCounting, func(c *Counts) { c.Stats.CallDepth = -1 }, "negative call depth"},
+		{"negative total", FuncTiming, func(c *Counts) { c.Stats.TotalTime = -1 }, "negative total time"},
+		{"negative outside", FuncTiming, func(c *Counts) { c.Stats.OutsideTime = -1 }, "negative outside time"},
+		{"stacks in a line profile", LineCounting, func(c *Counts) { c.Stats.Stacks = []Stack{{Func: 0, Callers: []int{-1}}} }, "attribution stacks in a line profile"},
+		{"stack function", FuncCounting, func(c *Counts) { c.Stats.Stacks[1].Func = 4 }, "stack 1: function 4 out of range (4 functions)"},
+		{"no callers", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers = nil }, "stack 0: 0 callers, want 1 to 2"},
+		{"three callers", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers = []int{-1, 0, 1} }, "stack 0: 3 callers"},
+		{"caller below -1", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[0] = -2 }, "stack 0: caller -2 out of range"},
+		{"caller too large", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[1] = 4 }, "stack 0: caller 4 out of range"},
+		{"negative stack time", FuncTiming, func(c *Counts) { c.Stats.Stacks[1].ChildTime = -1 }, "stack 1: negative time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testCounts(tt.method, false)
+			tt.edit(c)
+			checkError(t, c.Validate(), "invalid counts: ", tt.want)
+		})
+	}
+	var nilCounts *Counts
+	checkError(t, nilCounts.Validate(), "invalid counts: ", "nil")
+}
+
+func TestMergedValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		method Method
+		edit   func(m *Merged)
+		want   string
+	}{
+		{"valid", FuncTiming, func(*Merged) {}, ""},
+		{"valid lines", LineCounting, func(*Merged) {}, ""},
+		{"invalid plan", FuncTiming, func(m *Merged) { m.Plan.Method = 1 }, "invalid plan: unknown method 1"},
+		{"overheads", FuncTiming, func(m *Merged) { m.Overheads = m.Overheads[:1] }, "invalid merged profile: 1 overheads for 2 runs"},
+		{"negative overhead", FuncTiming, func(m *Merged) { m.Overheads[1] = -1 }, "invalid merged profile: run 1: negative overhead -1"},
+		{"stacks without attribution", FuncCounting, func(m *Merged) { m.Plan.Attribution = false }, "attribution stacks in a plan without attribution"},
+		{"fewer lines than hits", LineCounting, func(m *Merged) { m.Plan.Lines = m.Plan.Lines[:3] }, "invalid merged profile: 4 hit counts for 3 items"},
+		{"one time too many", FuncTiming, func(m *Merged) { m.Stats.FuncTime = append(m.Stats.FuncTime, 0) }, "5 function times for 4 functions"},
+		{"stack beyond the plan", FuncCounting, func(m *Merged) { m.Stats.Stacks[0].Func = 9 }, "stack 0: function 9 out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testMerged(t, tt.method)
+			tt.edit(m)
+			m.Plan.ID = PlanID(&m.Plan)
+			prefix := "invalid merged profile: "
+			if strings.HasPrefix(tt.want, "invalid plan") {
+				prefix = ""
+			}
+			checkError(t, m.Validate(), prefix, strings.TrimPrefix(tt.want, prefix))
+		})
+	}
+	var nilMerged *Merged
+	checkError(t, nilMerged.Validate(), "invalid merged profile: ", "nil")
+}
+
+// checkError checks that err is nil when want is "", and otherwise that it
+// begins with prefix and contains want.
+func checkError(t *testing.T, err error, prefix, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("unexpected error %v", err)
+	case want == "":
+	case err == nil:
+		t.Errorf("no error, want %q", want)
+	case !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), want):
+		t.Errorf("error %q, want %q containing %q", err, prefix+"...", want)
+	}
+}

@@ -1,0 +1,98 @@
+// Package dwarf reads what PREP needs from an ELF file: its identity (build
+// ID, type, machine, load layout), its functions with all their address
+// ranges, linkage names and compilation units, and its line table. It reads
+// DWARF 4 and 5 from gcc, clang, Go and rustc, compressed sections included,
+// follows separate debug files (build ID, .gnu_debuglink with CRC, or named
+// directly), ignores functions the linker dropped, and falls back to the ELF
+// symbol table when there is no DWARF.
+//
+// The standard library's debug/dwarf is imported as stddwarf; its types stay
+// out of this package's API. This package imports nothing of the project.
+package dwarf
+
+import "errors"
+
+// Sentinel errors callers branch on.
+var (
+	// ErrNotELF: the file is not an ELF file (PREP's PRF1401).
+	ErrNotELF = errors.New("not an ELF file")
+	// ErrNoDWARF: the file and its debug files have no DWARF (PRF1621 for
+	// line profiles; function profiles fall back to the symbol table).
+	ErrNoDWARF = errors.New("no DWARF debugging information")
+	// ErrNotExecutable: an ELF file that is neither an executable nor a
+	// shared library (a relocatable object, a core file).
+	ErrNotExecutable = errors.New("not an executable or shared library")
+)
+
+// Range is a half-open address range [Low, High) at link-time addresses.
+type Range struct{ Low, High uint64 }
+
+// Func is a function of the file.
+type Func struct {
+	// Name is the linkage (mangled) name when there is one, else the plain
+	// name. Go functions use their symbol name ("main.main", "pkg.(*T).M").
+	Name string
+	// Entry is the address of the first instruction (DW_AT_low_pc of the
+	// range that holds the entry, or the symbol's value).
+	Entry uint64
+	// Ranges are all the function's ranges, the entry range first; a function
+	// split by the compiler (foo and foo.cold) is one Func with two ranges.
+	Ranges []Range
+	// Unit indexes File.Units, or is -1 for a function known only from the
+	// symbol table.
+	Unit int
+	// Source is the unit the function belongs to, as reports name it: the
+	// object module of C and C++ ("parse.o" for src/parse.c), the Go package
+	// path, the Rust crate; the file's base name for symbol-table functions.
+	Source string
+	// DeclFile and DeclLine locate the declaration, when known.
+	DeclFile string
+	DeclLine int
+	// External is false for static (file-local) functions.
+	External bool
+}
+
+// Unit is a compilation unit.
+type Unit struct {
+	// Name is DW_AT_name as recorded; Path joins it with CompDir.
+	Name     string
+	CompDir  string
+	Path     string
+	Language string // "c", "c++", "go", "rust", "asm", or ""
+	Producer string
+}
+
+// LineRow is one row of the line table (statement rows only).
+type LineRow struct {
+	Addr uint64
+	File string // full path
+	Line int
+	// Unit indexes File.Units.
+	Unit int
+}
+
+// File is an opened ELF file with what PREP needs of it.
+type File struct {
+	Path string
+	// Arch is the GOARCH spelling of the machine ("amd64", "arm64"), or the
+	// ELF machine name for others.
+	Arch string
+	// PIE is true for ET_DYN files (PIE executables, shared libraries).
+	PIE    bool
+	Shared bool // a shared library (ET_DYN without PT_INTERP) rather than an executable
+	// BuildID is the GNU build ID, or nil.
+	BuildID []byte
+	// LinkBase is the vaddr of the PT_LOAD at offset 0, aligned down.
+	LinkBase uint64
+	// DebugFile is the separate debug file used, or "".
+	DebugFile string
+	// HasDWARF reports whether functions and lines came from DWARF.
+	HasDWARF bool
+	Funcs    []Func
+	Units    []Unit
+	// Warnings collects non-fatal problems met while reading (dwz
+	// references, ranges outside any executable segment...).
+	Warnings []string
+
+	impl *file // the open ELF and DWARF, for Code and Lines
+}

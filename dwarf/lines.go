@@ -1,0 +1,69 @@
+package dwarf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	stddwarf "debug/dwarf"
+)
+
+// Lines returns the statement rows of the line tables of all units, sorted
+// by address, one row per address: where several rows share an address
+// (gcc 12 location views) the last statement row names the line, as gdb
+// does. Rows outside every executable segment (sequences of functions the
+// linker dropped) and rows of line 0 (no source line) are left out. Lines
+// reads the tables on every call; callers keep the result.
+func (f *File) Lines() (rows []LineRow, err error) {
+	if f.impl == nil || f.impl.data == nil {
+		return nil, fmt.Errorf("read lines of %s: %w", f.Path, ErrNoDWARF)
+	}
+	op := "read lines of " + f.Path
+	if f.DebugFile != "" {
+		op = "read lines of " + f.DebugFile
+	}
+	defer catch(&err, op)
+	for i, cu := range f.impl.cus {
+		rows, err = f.impl.unitLines(rows, cu, i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: unit %q: %w", op, f.Units[i].Name, err)
+		}
+	}
+	// A stable sort keeps the rows of one address in table order, so the
+	// last of them is the one that names the line.
+	slices.SortStableFunc(rows, func(a, b LineRow) int { return cmpUint(a.Addr, b.Addr) })
+	out := rows[:0]
+	for i, r := range rows {
+		if i+1 < len(rows) && rows[i+1].Addr == r.Addr {
+			continue
+		}
+		out = append(out, r)
+	}
+	return slices.Clip(out), nil
+}
+
+// unitLines appends the statement rows of one unit's line table.
+func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int) ([]LineRow, error) {
+	lr, err := x.data.LineReader(cu)
+	if err != nil || lr == nil {
+		return rows, err
+	}
+	var e stddwarf.LineEntry
+	for {
+		if err := lr.Next(&e); err != nil {
+			if errors.Is(err, io.EOF) {
+				return rows, nil
+			}
+			return rows, err
+		}
+		if e.EndSequence || !e.IsStmt || e.Line <= 0 || !x.inExec(e.Address, e.Address+1) {
+			continue
+		}
+		file := ""
+		if e.File != nil {
+			file = e.File.Name
+		}
+		rows = append(rows, LineRow{Addr: e.Address, File: file, Line: e.Line, Unit: unit})
+	}
+}

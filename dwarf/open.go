@@ -1,0 +1,383 @@
+package dwarf
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	stddwarf "debug/dwarf"
+)
+
+// file is what an open File keeps for Code and Lines: the binary (code bytes
+// always come from it) and the DWARF data, possibly from a debug file.
+type file struct {
+	closers []io.Closer
+	exec    []segment
+	data    *stddwarf.Data    // nil without DWARF
+	cus     []*stddwarf.Entry // the unit entries, parallel to File.Units
+}
+
+// segment is an executable PT_LOAD of the binary.
+type segment struct {
+	vaddr, memsz, filesz uint64
+	r                    io.ReaderAt // the segment's file bytes
+}
+
+// Open reads the ELF executable or shared library at path. When the file
+// has no DWARF, Open looks for a separate debug file: by build ID under each
+// of [DebugDirs], then by the .gnu_debuglink name beside the binary, in its
+// .debug directory and under each of [DebugDirs] followed by the binary's
+// directory, checking the link's CRC. Without any DWARF, the functions come
+// from the symbol table.
+//
+// Errors wrap [ErrNotELF], [ErrNotExecutable] or the operating system's error,
+// and name the path.
+func Open(path string) (*File, error) {
+	return openFile(path, "", true)
+}
+
+// OpenWithDebug is like [Open] but reads the DWARF from the separate debug
+// file debugPath (made with objcopy --only-keep-debug, or a distribution's
+// debug package). Code bytes still come from the binary at path. It is an
+// error if the debug file has no DWARF ([ErrNoDWARF]) or a build ID other than
+// the binary's.
+func OpenWithDebug(path, debugPath string) (*File, error) {
+	if debugPath == "" {
+		return Open(path)
+	}
+	return openFile(path, debugPath, false)
+}
+
+// Close releases the files opened by [Open]. Code and Lines fail after it.
+func (f *File) Close() error {
+	if f.impl == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range f.impl.closers {
+		errs = append(errs, c.Close())
+	}
+	f.impl.closers = nil
+	return errors.Join(errs...)
+}
+
+// ExecRanges returns the link-time address ranges of the binary's executable
+// PT_LOAD segments, in program-header order.
+func (f *File) ExecRanges() []Range {
+	if f.impl == nil {
+		return nil
+	}
+	out := make([]Range, len(f.impl.exec))
+	for i, s := range f.impl.exec {
+		out[i] = Range{s.vaddr, s.vaddr + s.memsz}
+	}
+	return out
+}
+
+// Code returns the n bytes at the link-time address addr, which must lie
+// with all n bytes in the file-backed part of one executable PT_LOAD segment
+// of the binary.
+func (f *File) Code(addr uint64, n int) (code []byte, err error) {
+	if n < 0 {
+		return nil, fmt.Errorf("read code of %s at %#x: negative length %d", f.Path, addr, n)
+	}
+	if f.impl == nil {
+		return nil, fmt.Errorf("read code of %s at %#x: file not open", f.Path, addr)
+	}
+	defer catch(&err, "read code of "+f.Path)
+	for _, s := range f.impl.exec {
+		if addr < s.vaddr || addr-s.vaddr > s.filesz || uint64(n) > s.filesz-(addr-s.vaddr) {
+			continue
+		}
+		code = make([]byte, n)
+		if _, err := s.r.ReadAt(code, int64(addr-s.vaddr)); err != nil {
+			return nil, fmt.Errorf("read code of %s at %#x: %w", f.Path, addr, err)
+		}
+		return code, nil
+	}
+	return nil, fmt.Errorf("read code of %s: %d bytes at %#x are not in an executable segment", f.Path, n, addr)
+}
+
+// openFile opens path (and debugPath, if given) and reads everything.
+func openFile(path, debugPath string, search bool) (*File, error) {
+	bin, osf, err := openELF(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: path, impl: &file{closers: []io.Closer{osf}}}
+	var dbg *elf.File
+	if debugPath != "" {
+		d, dosf, err := openELF(debugPath)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open debug file of %s: %w", path, err)
+		}
+		f.impl.closers = append(f.impl.closers, dosf)
+		dbg = d
+	}
+	if err := f.load(bin, dbg, debugPath, search); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// newFile reads an ELF image from r without touching the file system (no
+// debug-file search). The fuzz target uses it.
+func newFile(r io.ReaderAt, name string) (*File, error) {
+	bin, err := parseELF(r, name)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: name, impl: &file{}}
+	if err := f.load(bin, nil, "", false); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// openELF opens path as an ELF executable or shared library.
+func openELF(path string) (*elf.File, *os.File, error) {
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := osf.Stat()
+	if err != nil {
+		osf.Close()
+		return nil, nil, err
+	}
+	switch {
+	case fi.IsDir():
+		osf.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		osf.Close()
+		return nil, nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotELF)
+	}
+	ef, err := parseELF(osf, path)
+	if err != nil {
+		osf.Close()
+		return nil, nil, err
+	}
+	return ef, osf, nil
+}
+
+// parseELF checks the magic number and type, then parses the headers.
+func parseELF(r io.ReaderAt, path string) (ef *elf.File, err error) {
+	var magic [len(elf.ELFMAG)]byte
+	if _, err := r.ReadAt(magic[:], 0); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("open %s: %w", path, ErrNotELF)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if string(magic[:]) != elf.ELFMAG {
+		return nil, fmt.Errorf("open %s: %w", path, ErrNotELF)
+	}
+	defer catch(&err, "open "+path)
+	ef, err = elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w: %w", path, ErrNotELF, err)
+	}
+	if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+		return nil, fmt.Errorf("open %s: %w (%v)", path, ErrNotExecutable, ef.Type)
+	}
+	return ef, nil
+}
+
+// catch turns a panic of the standard library on hostile input into an
+// error; debug/dwarf and debug/elf have panicked on fuzzed files before.
+func catch(err *error, op string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: malformed file (panic: %v)", op, r)
+	}
+}
+
+// identify fills the fields that describe the binary itself.
+func (f *File) identify(bin *elf.File) {
+	f.Arch = goarch(bin)
+	f.PIE = bin.Type == elf.ET_DYN
+	f.Shared = f.PIE && isShared(bin)
+	f.BuildID = buildID(bin)
+	f.LinkBase = linkBase(bin)
+	f.impl.exec = execSegments(bin)
+}
+
+// goarch spells the machine as GOARCH does, at the edge as cmd/internal/objfile.
+func goarch(ef *elf.File) string {
+	switch ef.Machine {
+	case elf.EM_X86_64:
+		return "amd64"
+	case elf.EM_AARCH64:
+		return "arm64"
+	case elf.EM_386:
+		return "386"
+	case elf.EM_ARM:
+		return "arm"
+	case elf.EM_RISCV:
+		if ef.Class == elf.ELFCLASS64 {
+			return "riscv64"
+		}
+	case elf.EM_LOONGARCH:
+		return "loong64"
+	case elf.EM_S390:
+		return "s390x"
+	case elf.EM_PPC64:
+		if ef.Data == elf.ELFDATA2LSB {
+			return "ppc64le"
+		}
+		return "ppc64"
+	}
+	return ef.Machine.String()
+}
+
+// isShared tells a shared library from a PIE executable, both ET_DYN: a PIE
+// has DF_1_PIE (binutils 2.26 and later, Go) or, for older linkers, a
+// PT_INTERP and no DT_SONAME. libc.so.6 has a PT_INTERP and a DT_SONAME.
+func isShared(ef *elf.File) (shared bool) {
+	defer func() {
+		if recover() != nil {
+			shared = false
+		}
+	}()
+	if flags, err := ef.DynValue(elf.DT_FLAGS_1); err == nil {
+		for _, v := range flags {
+			if elf.DynFlag1(v)&elf.DF_1_PIE != 0 {
+				return false
+			}
+		}
+	}
+	if soname, err := ef.DynString(elf.DT_SONAME); err == nil && len(soname) > 0 {
+		return true
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
+// pageSize is the alignment of LinkBase: the smallest page of x86-64 and
+// arm64, so the runtime start of the offset-0 mapping minus LinkBase is the
+// load bias.
+const pageSize = 4096
+
+// linkBase is the link-time address of file offset 0: the vaddr of the
+// PT_LOAD that maps offset 0, aligned down to a page.
+func linkBase(ef *elf.File) uint64 {
+	var first *elf.Prog
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && (first == nil || p.Off < first.Off) {
+			first = p
+		}
+	}
+	if first == nil || first.Off > first.Vaddr {
+		return 0
+	}
+	return (first.Vaddr - first.Off) &^ (pageSize - 1)
+}
+
+// execSegments lists the executable PT_LOAD segments, their file size
+// clamped to what the file holds.
+func execSegments(ef *elf.File) []segment {
+	var out []segment
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Memsz == 0 {
+			continue
+		}
+		if p.Vaddr+p.Memsz < p.Vaddr {
+			continue // wraps around: hostile
+		}
+		out = append(out, segment{
+			vaddr:  p.Vaddr,
+			memsz:  p.Memsz,
+			filesz: min(p.Filesz, p.Memsz),
+			r:      p,
+		})
+	}
+	return out
+}
+
+// inExec reports whether [lo, hi) lies inside one executable segment.
+func (x *file) inExec(lo, hi uint64) bool {
+	for _, s := range x.exec {
+		if lo >= s.vaddr && hi >= lo && hi <= s.vaddr+s.memsz {
+			return true
+		}
+	}
+	return false
+}
+
+// maxNoteSize bounds the note sections read for the build ID.
+const maxNoteSize = 1 << 16
+
+// buildID returns the GNU build ID from the note sections, or from the
+// PT_NOTE segments when the section headers are gone.
+func buildID(ef *elf.File) []byte {
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_NOTE || s.Size > maxNoteSize {
+			continue
+		}
+		if data, err := s.Data(); err == nil {
+			if id := findBuildID(data, ef.ByteOrder); id != nil {
+				return id
+			}
+		}
+	}
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > maxNoteSize {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err == nil {
+			if id := findBuildID(data, ef.ByteOrder); id != nil {
+				return id
+			}
+		}
+	}
+	return nil
+}
+
+// findBuildID walks ELF notes (namesz, descsz, type, name, desc, each
+// padded to 4 bytes) for NT_GNU_BUILD_ID with name "GNU".
+func findBuildID(data []byte, bo binary.ByteOrder) []byte {
+	const ntGNUBuildID = 3
+	for len(data) >= 12 {
+		namesz, descsz, typ := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:])), bo.Uint32(data[8:])
+		data = data[12:]
+		nameEnd := align4(namesz)
+		descEnd := nameEnd + align4(descsz)
+		if nameEnd > uint64(len(data)) || descEnd > uint64(len(data)) {
+			return nil
+		}
+		name := data[:namesz]
+		if typ == ntGNUBuildID && bytes.Equal(name, []byte("GNU\x00")) && descsz > 0 {
+			return bytes.Clone(data[nameEnd : nameEnd+descsz])
+		}
+		data = data[descEnd:]
+	}
+	return nil
+}
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
+
+// absDir is the directory of path, absolute and with symbolic links
+// resolved as gdb does, for the debug-link search.
+func absDir(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
+	}
+	return filepath.Dir(path)
+}

@@ -1,0 +1,176 @@
+// Package instr owns the per-architecture knowledge of the tracer: the
+// breakpoint instruction and where the PC stands after it traps, instruction
+// decoding (golang.org/x/arch behind a wrapper that mends its known length
+// bugs), and how a thread stopped on a breakpoint carries out the instruction
+// under it without the breakpoint ever being lifted: emulated on the thread's
+// registers, or executed out of line from a relocated copy in a slot.
+//
+// amd64.go and arm64.go sit side by side with no build tags, so every host
+// tests both architectures. Registers are addressed by their DWARF numbers
+// (System V AMD64 ABI §3.6.2; DWARF for the Arm 64-bit Architecture §4.1).
+// This package imports nothing of the project.
+package instr
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an instruction for the tracer.
+type Kind uint8
+
+// Instruction kinds.
+const (
+	Other    Kind = iota // anything that falls through to the next instruction
+	Call                 // direct or indirect call (pushes or links a return address)
+	Ret                  // return
+	Jump                 // unconditional direct or indirect branch
+	CondJump             // conditional branch
+	Nop                  // no effect but advancing the PC (nop, endbr64, bti, paciasp...)
+	Trap                 // a breakpoint or trap instruction (int3, brk, ud2)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Other:
+		return "other"
+	case Call:
+		return "call"
+	case Ret:
+		return "ret"
+	case Jump:
+		return "jump"
+	case CondJump:
+		return "condjump"
+	case Nop:
+		return "nop"
+	case Trap:
+		return "trap"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Inst is a decoded instruction.
+type Inst struct {
+	// Len is the length in bytes.
+	Len  int
+	Kind Kind
+	// PCRel is set when the instruction has a PC-relative operand (a RIP-
+	// relative memory operand, a relative branch, ADR, ADRP, LDR literal...).
+	PCRel bool
+	// Target is the absolute destination of a direct branch or call, or the
+	// address a PC-relative operand refers to; 0 when unknown.
+	Target uint64
+	// Text is the disassembly, for messages.
+	Text string
+}
+
+// Regs is the register file of a stopped thread, as emulation needs it.
+// Registers are addressed by DWARF number.
+type Regs interface {
+	PC() uint64
+	SetPC(uint64)
+	Reg(dwarf int) uint64
+	SetReg(dwarf int, v uint64)
+	// Flags returns RFLAGS on amd64 and PSTATE (NZCV in bits 31-28) on arm64.
+	Flags() uint64
+}
+
+// Memory is the address space of the traced process.
+type Memory interface {
+	ReadMem(addr uint64, b []byte) error
+	WriteMem(addr uint64, b []byte) error
+}
+
+// Displaced says how a thread stopped on a breakpoint resumes: it is computed
+// once per site, when the breakpoint is planted, from the original bytes.
+// Exactly one of three ways applies:
+//
+//   - Emulate != nil: the tracer calls Emulate on the thread's registers and
+//     memory and resumes the thread where it leaves the PC.
+//   - Slot != nil and !SingleStep: the tracer copies Slot to the slot address
+//     given to [Arch.Displace] (once, when planting), sets the PC to the slot
+//     and resumes: the relocated instruction runs and jumps back by itself.
+//   - Slot != nil and SingleStep: the tracer sets the PC to the slot,
+//     single-steps the thread, then calls AfterStep, which moves the PC (and a
+//     pushed return address) back from the slot to the original code.
+type Displaced struct {
+	Inst       Inst
+	Emulate    func(r Regs, m Memory) error
+	Slot       []byte
+	SingleStep bool
+	AfterStep  func(r Regs, m Memory) error
+}
+
+// Errors of Displace.
+var (
+	// ErrOutOfReach means the slot is too far from the instruction (or its
+	// PC-relative target) for a relocated copy; try a slot nearer, or another
+	// way.
+	ErrOutOfReach = errors.New("slot out of reach of the instruction")
+	// ErrUnsupported means the instruction cannot be displaced at all.
+	ErrUnsupported = errors.New("instruction cannot be displaced")
+)
+
+// Arch is what the tracer and PREP need to know of one architecture.
+type Arch interface {
+	// Name is the GOARCH spelling: "amd64", "arm64".
+	Name() string
+	// Breakpoint returns the breakpoint instruction's bytes (int3 0xCC, Intel
+	// SDM Vol. 2A; BRK #0 = d4200000, Arm ARM C6.2.38).
+	Breakpoint() []byte
+	// BreakpointAddr returns the address of the breakpoint that trapped, given
+	// the PC the thread reports at the trap stop (int3 leaves the PC one byte
+	// past itself; BRK leaves it on the BRK).
+	BreakpointAddr(pc uint64) uint64
+	// MaxInstLen is the longest instruction the architecture has (15 or 4).
+	MaxInstLen() int
+	// Decode decodes the instruction at the start of code, located at pc.
+	Decode(code []byte, pc uint64) (Inst, error)
+	// SlotSize is the size of one out-of-line slot.
+	SlotSize() int
+	// Displace prepares how a thread stopped on a breakpoint at pc, whose
+	// original bytes start code, carries out that instruction; slot is the
+	// address of the site's slot of SlotSize bytes.
+	Displace(code []byte, pc, slot uint64) (Displaced, error)
+	// ReturnAddress reads the return address of a function at its entry
+	// breakpoint ([sp] on amd64, x30 with pointer authentication bits
+	// stripped on arm64).
+	ReturnAddress(r Regs, m Memory) (uint64, error)
+	// SP returns the stack pointer.
+	SP(r Regs) uint64
+	// SyscallInst returns the system call instruction (syscall, svc #0).
+	SyscallInst() []byte
+	// SetSyscall loads a system call number and its arguments into r, for a
+	// call injected at a stop; SyscallResult reads the result after it.
+	SetSyscall(r Regs, nr uint64, args ...uint64)
+	SyscallResult(r Regs) uint64
+	// MmapNumber is the number of the mmap system call.
+	MmapNumber() uint64
+}
+
+// ErrUnsupportedArch is returned for an ELF machine without an Arch.
+var ErrUnsupportedArch = errors.New("unsupported architecture")
+
+// ForMachine returns the Arch of an ELF machine.
+func ForMachine(m elf.Machine) (Arch, error) {
+	switch m {
+	case elf.EM_X86_64:
+		return AMD64, nil
+	case elf.EM_AARCH64:
+		return ARM64, nil
+	}
+	return nil, fmt.Errorf("%w: %v", ErrUnsupportedArch, m)
+}
+
+// ForName returns the Arch named by its GOARCH spelling.
+func ForName(name string) (Arch, error) {
+	switch name {
+	case "amd64":
+		return AMD64, nil
+	case "arm64":
+		return ARM64, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupportedArch, name)
+}

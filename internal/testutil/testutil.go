@@ -1,0 +1,191 @@
+// Package testutil builds the C fixtures of the end-to-end tests, compares
+// golden files and skips tests whose tools are missing. Tests only.
+package testutil
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Update is the -update flag of golden tests.
+var Update = flag.Bool("update", false, "rewrite golden files")
+
+// Root returns the repository's root directory (the one holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// SharedGolden returns ../shared/golden beside the repository, skipping the
+// test when it is absent.
+func SharedGolden(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(Root(t), "..", "shared", "golden")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("the original's goldens are not beside the repository (%s): %v", dir, err)
+	}
+	return dir
+}
+
+// MustHaveTool skips the test when a program is not on PATH.
+func MustHaveTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s is not installed", name)
+	}
+	return p
+}
+
+// MustHavePtrace skips the test where programs cannot be traced.
+func MustHavePtrace(t testing.TB) {
+	t.Helper()
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		t.Skipf("tracing needs linux on amd64 or arm64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(b)) == "3" {
+		t.Skip("ptrace is disabled (kernel.yama.ptrace_scope=3)")
+	}
+}
+
+// CC is the C compiler of the fixtures: $CC or gcc.
+func CC() string {
+	if cc := os.Getenv("CC"); cc != "" {
+		return cc
+	}
+	return "gcc"
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string]string{}
+	buildDir   string
+)
+
+// BuildC compiles the C fixtures testdata/progs/c/<name>.c (name may list
+// several sources separated by '+') with the given extra flags (-O0 -g is
+// the default) and returns the program's path. Builds are cached per
+// process by sources and flags; the files live under os.TempDir and are
+// removed by Cleanup (call it from TestMain).
+func BuildC(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	cc := CC()
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no C compiler (%s)", cc)
+	}
+	root := Root(t)
+	var srcs []string
+	for _, s := range strings.Split(name, "+") {
+		if !strings.Contains(s, ".") {
+			s += ".c"
+		}
+		srcs = append(srcs, filepath.Join(root, "testdata", "progs", "c", s))
+	}
+	args := append([]string{"-g", "-O0"}, flags...)
+	args = append(args, srcs...)
+	if strings.Contains(name, "threads") {
+		args = append(args, "-pthread")
+	}
+	key := cc + "\x00" + strings.Join(args, "\x00")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := buildCache[key]; ok {
+		return p
+	}
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "sprof-fixtures-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = d
+	}
+	sum := sha256.Sum256([]byte(key))
+	base := strings.ReplaceAll(name, "+", "_")
+	out := filepath.Join(buildDir, hex.EncodeToString(sum[:4]), base)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cc, append(args, "-o", out)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build fixture %s: %v\n%s %s\n%s", name, err, cc, strings.Join(args, " "), b)
+	}
+	buildCache[key] = out
+	return out
+}
+
+// Cleanup removes the fixtures BuildC made.
+func Cleanup() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+		buildDir = ""
+	}
+}
+
+// Golden compares got with the golden file path, rewriting it under -update.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *Update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output:\n%s", path, Diff(want, got))
+	}
+}
+
+// Diff returns a line diff of want and got (the first differing lines with
+// context), enough to see what changed.
+func Diff(want, got []byte) string {
+	wl := strings.Split(string(want), "\n")
+	gl := strings.Split(string(got), "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(wl), len(gl)) && shown < 20; i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g || i >= len(wl) || i >= len(gl) {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n  got  %q\n", i+1, w, g)
+			shown++
+		}
+	}
+	return b.String()
+}

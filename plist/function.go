@@ -1,0 +1,224 @@
+package plist
+
+import (
+	"fmt"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// The column headings of the function tables (original.md §5.6.2-§5.6.4).
+var (
+	countingHeading = []string{
+		"   Hit",
+		"  Count    %   Function",
+		"-----------------------",
+	}
+	timingHeading = []string{
+		"        Func          Func+Child           Hit",
+		"        Time   %         Time      %      Count  Function",
+		"---------------------------------------------------------",
+	}
+	coverageHeading = []string{
+		"Covered Function",
+		"----------------",
+	}
+)
+
+// writeFunctions writes the listing of a function profile: the program
+// statistics, then per module its statistics and its table.
+func (r *report) writeFunctions(p *printer) {
+	p.heading = r.tableHeading()
+	r.programStatistics(p)
+	for mod := range r.plan.Modules {
+		p.blank()
+		r.moduleStatistics(p, mod)
+		p.blank()
+		r.functionTable(p, mod)
+	}
+}
+
+// tableHeading is the heading of the module tables, which PLIST repeats on
+// every page (even a break inside the statistics repeats it).
+func (r *report) tableHeading() []string {
+	m := r.plan.Method
+	switch {
+	case m == datafile.FuncCounting:
+		return countingHeading // /SNS keeps it, with coverage rows
+	case m.IsTiming() && r.sort != SortNameSummary:
+		return timingHeading
+	}
+	return coverageHeading
+}
+
+// programStatistics writes the Program Statistics block (§5.6.1).
+func (r *report) programStatistics(p *printer) {
+	m := r.plan.Method
+	st := &r.m.Stats
+	p.title("Program Statistics")
+	r.runLines(p)
+	if name, ok := r.startFunction(); ok {
+		p.text("    Start function: " + name)
+	}
+	if m.IsTiming() {
+		p.text(fmt.Sprintf("    Total time: %s millisecond", fixed(millis(st.TotalTime), 3)))
+		p.text(fmt.Sprintf("    Time outside of functions: %s millisecond", fixed(millis(st.OutsideTime), 3)))
+	}
+	hits, hit := r.totals(r.allItems())
+	p.text(fmt.Sprintf("    Call depth: %d", st.CallDepth))
+	p.text(fmt.Sprintf("    Total functions: %d", len(r.plan.Funcs)))
+	if m != datafile.FuncCoverage {
+		p.text(fmt.Sprintf("    Total hits: %d", hits))
+	}
+	p.text(fmt.Sprintf("    Function coverage: %s%%", fixed(percent(float64(hit), float64(len(r.plan.Funcs))), 1)))
+	if m.IsTiming() {
+		r.overheadLines(p)
+	}
+}
+
+// runLines writes one "Command line at" line per merged run. A run that
+// did not end normally (the Linux port merges those) gets a second line
+// saying why, a line the original never printed.
+func (r *report) runLines(p *printer) {
+	for _, run := range r.m.Runs {
+		p.text(fmt.Sprintf("    Command line at %s: %s", runDate(run.Time, r.o.Now), run.CommandLine))
+		if run.Incomplete {
+			reason := run.Reason
+			if reason == "" {
+				reason = "reason unknown"
+			}
+			p.text("    Incomplete run: " + reason)
+		}
+	}
+}
+
+// overheadLines writes the calibration figures of a timing profile, in
+// nanoseconds per event (linux.md "Timing"): the last run's measured
+// overhead, the /CB value when given, and the average over the runs
+// (integer division, as the original's %ld figures).
+func (r *report) overheadLines(p *printer) {
+	var last, sum int64
+	for _, v := range r.m.Overheads {
+		last = v
+		sum += v
+	}
+	var avg int64
+	if n := int64(len(r.m.Overheads)); n > 0 {
+		avg = sum / n
+	}
+	p.text(fmt.Sprintf("    Overhead Calculated %d", last))
+	if r.plan.Calibration >= 0 {
+		p.text(fmt.Sprintf("    Overhead Used %d", r.plan.Calibration))
+	}
+	p.text(fmt.Sprintf("    Overhead Average %d", avg))
+}
+
+// insideTime is the time inside profiled functions, the denominator of
+// every time percentage: total time minus the time outside.
+func (r *report) insideTime() int64 {
+	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
+}
+
+// moduleStatistics writes a module's statistics block (§5.6.1).
+func (r *report) moduleStatistics(p *printer, mod int) {
+	m := r.plan.Method
+	funcs := r.funcs[mod]
+	p.title("Module Statistics for " + r.plan.Modules[mod].Name)
+	if m.IsTiming() {
+		var t int64
+		for _, i := range funcs {
+			t += r.funcTime(i)
+		}
+		p.text(fmt.Sprintf("    Time in module: %s millisecond", fixed(millis(t), 3)))
+		p.text(fmt.Sprintf("    Percent of time in module: %s%%",
+			fixed(percent(float64(t), float64(r.insideTime())), 1)))
+	}
+	hits, hit := r.totals(funcs)
+	p.text(fmt.Sprintf("    Functions in module: %d", len(funcs)))
+	if m != datafile.FuncCoverage {
+		p.text(fmt.Sprintf("    Hits in module: %d", hits))
+	}
+	p.text(fmt.Sprintf("    Module function coverage: %s%%", fixed(percent(float64(hit), float64(len(funcs))), 1)))
+}
+
+// functionTable writes a module's table: the counting or timing table
+// filtered by /C, or the coverage list of every function.
+func (r *report) functionTable(p *printer, mod int) {
+	for _, s := range p.heading {
+		if s != "" && s[0] == '-' {
+			p.underline(len(s))
+		} else {
+			p.text(s)
+		}
+	}
+	m := r.plan.Method
+	funcs := r.sortFuncs(r.funcs[mod], r.sort)
+	switch {
+	case r.sort == SortNameSummary:
+		// Only timing summaries name the source (§5.6.5).
+		r.coverageRows(p, funcs, m.IsTiming())
+	case m == datafile.FuncCounting:
+		r.countingRows(p, funcs)
+	case m.IsTiming():
+		r.timingRows(p, funcs)
+	default:
+		r.coverageRows(p, funcs, true)
+	}
+}
+
+// source returns the " (source)" that follows a function's name.
+func (r *report) source(i int) string {
+	return " (" + r.plan.Funcs[i].Source + ")"
+}
+
+// countingRows writes "%8d %5.1f %s (%s)": hits and their share of the
+// program's hits.
+func (r *report) countingRows(p *printer, funcs []int) {
+	total, _ := r.totals(r.allItems())
+	for _, i := range funcs {
+		h := r.hits(i)
+		if !r.listed(h) {
+			continue
+		}
+		p.text(fmt.Sprintf("%8d %s %s%s", h,
+			fixedWidth(percent(float64(h), float64(total)), 5, 1), r.names[i], r.source(i)))
+	}
+}
+
+// timingRows writes "%12.3f %5.1f %12.3f %5.1f %8d %s (%s)": function time,
+// function+child time, both with their share of the time inside profiled
+// functions, and hits.
+func (r *report) timingRows(p *printer, funcs []int) {
+	inside := float64(r.insideTime())
+	for _, i := range funcs {
+		h := r.hits(i)
+		if !r.listed(h) {
+			continue
+		}
+		ft, ct := r.funcTime(i), r.childTime(i)
+		p.text(fmt.Sprintf("%s %s %s %s %8d %s%s",
+			fixedWidth(millis(ft), 12, 3), fixedWidth(percent(float64(ft), inside), 5, 1),
+			fixedWidth(millis(ct), 12, 3), fixedWidth(percent(float64(ct), inside), 5, 1),
+			h, r.names[i], r.source(i)))
+	}
+}
+
+// coverageRows writes "    %c    %s (%s)" for every function, /C
+// notwithstanding: '*' when it was hit, '.' when not.
+func (r *report) coverageRows(p *printer, funcs []int, withSource bool) {
+	for _, i := range funcs {
+		mark := '.'
+		if r.hits(i) > 0 {
+			mark = '*'
+		}
+		s := fmt.Sprintf("    %c    %s", mark, r.names[i])
+		if withSource {
+			s += r.source(i)
+		}
+		p.text(s)
+	}
+}
+
+// listed applies /C: a row is kept when its hits reach MinCount.
+func (r *report) listed(hits uint64) bool {
+	return r.o.MinCount <= 0 || hits >= uint64(r.o.MinCount)
+}

@@ -1,0 +1,81 @@
+package plist
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// FuzzGenerate checks that no valid merged profile, with any options,
+// makes Generate panic.
+func FuzzGenerate(f *testing.F) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.pbt.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, path := range inputs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, []byte{}, uint8(0), 1, 0, 0)
+		f.Add(b, []byte("\t\xff\x03\x80"), uint8(0x3f), 0, 7, 16)
+	}
+	f.Fuzz(func(t *testing.T, text, noise []byte, flags uint8, minCount, width, length int) {
+		m := validMerged(text, noise)
+		if m == nil {
+			return
+		}
+		o := Options{
+			Sort:           Sort(flags & 7),
+			Tab:            flags&8 != 0,
+			Mangled:        flags&16 != 0,
+			FullPaths:      flags&32 != 0,
+			Flat:           flags&64 != 0,
+			PageWidthGiven: flags&128 != 0,
+			MinCount:       minCount,
+			PageWidth:      width % 1000,
+			PageLength:     length % 1000,
+			TabWidth:       2,
+			Warn:           func(error) {},
+		}
+		_ = Generate(io.Discard, m, o)
+	})
+}
+
+// validMerged decodes the text form of a merged profile, changes it as
+// noise says (JSON mutations rarely stay valid), recomputes its plan ID so
+// that mutations reach Generate, and returns it when it is valid.
+func validMerged(text, noise []byte) *datafile.Merged {
+	var env struct{ Merged *datafile.Merged }
+	if err := json.Unmarshal(text, &env); err != nil || env.Merged == nil {
+		return nil
+	}
+	m := env.Merged
+	if n := len(m.Plan.Funcs); n > 0 && len(m.Stats.Hits) == n {
+		for k, b := range noise {
+			i := k % n
+			switch b % 4 {
+			case 0:
+				m.Stats.Hits[i] = uint64(b) << (b % 64)
+			case 1:
+				m.Plan.Funcs[i].Name += string([]byte{b})
+			case 2:
+				if i < len(m.Stats.FuncTime) {
+					m.Stats.FuncTime[i] = int64(b) << (b % 60)
+				}
+			case 3:
+				m.Plan.Funcs[i].Source = string(noise[k:])
+			}
+		}
+	}
+	m.Plan.ID = datafile.PlanID(&m.Plan)
+	if m.Validate() != nil {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,252 @@
+package plist
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// errLineReports is returned for the listings of line profiles, which are
+// not written yet (their tab-delimited records are).
+var errLineReports = errors.New("line profile reports are not available yet")
+
+// errSampling is returned for the listing of a function sampling profile.
+var errSampling = errors.New("function sampling reports are not available yet")
+
+// errAttribution is returned for the attribution listings (profiles made
+// with PREP /AT), which are not written yet (records 8 to 10 are).
+var errAttribution = errors.New("attribution listings are not available yet")
+
+// report is one Generate call: the merged profile seen through the options.
+// Every index read from the profile is checked, so that a profile whose
+// slices disagree in length prints zeros instead of panicking.
+type report struct {
+	m    *datafile.Merged
+	plan *datafile.Plan
+	o    Options
+	// sort is the sort switch in effect (the type's default when o.Sort
+	// does not fit).
+	sort Sort
+	// names are the displayed names of Plan.Funcs.
+	names []string
+	// funcs has, per module, the indices of its functions in plan order.
+	funcs [][]int
+}
+
+func newReport(m *datafile.Merged, o Options) *report {
+	r := &report{m: m, plan: &m.Plan, o: o}
+	demangleFn := o.Demangle
+	if demangleFn == nil {
+		demangleFn = defaultDemangle
+	}
+	r.names = make([]string, len(r.plan.Funcs))
+	r.funcs = make([][]int, len(r.plan.Modules))
+	for i, f := range r.plan.Funcs {
+		r.names[i] = f.Name
+		if !o.Mangled {
+			r.names[i] = demangleFn(f.Name)
+		}
+		if f.Module >= 0 && f.Module < len(r.funcs) {
+			r.funcs[f.Module] = append(r.funcs[f.Module], i)
+		}
+	}
+	return r
+}
+
+// write warns, then writes the report selected by the options.
+func (r *report) write(w io.Writer) error {
+	method := r.plan.Method
+	if !method.Valid() {
+		return fmt.Errorf("write report: unknown profile method %d", uint16(method))
+	}
+	if method.IsTiming() && len(r.m.Runs) == 0 {
+		// The original computed times with the clock frequency of the first
+		// run, which a .pbt that never ran does not have.
+		r.warn(prf.Errorf(4481, "clock frequency is zero"))
+	}
+	var err error
+	if r.o.Tab {
+		err = r.writeTab(w)
+	} else {
+		err = r.writeListing(w)
+	}
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// writeListing writes the listing of original.md §5.
+func (r *report) writeListing(w io.Writer) error {
+	var ok bool
+	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
+	if !ok {
+		r.warn(prf.Errorf(1481, "%s inconsistent with sorting type", r.o.Path))
+	}
+	switch {
+	case !r.plan.Method.IsFunction():
+		return errLineReports
+	case r.plan.Method == datafile.FuncSampling:
+		return errSampling
+	case r.plan.Attribution:
+		return errAttribution
+	}
+	p := newPrinter(w, r.o, r.pageHeader())
+	r.writeFunctions(p)
+	return p.flush()
+}
+
+func (r *report) warn(err error) {
+	if r.o.Warn != nil {
+		r.o.Warn(err)
+	}
+}
+
+// pageHeader is the four lines that start every page.
+func (r *report) pageHeader() []string {
+	return []string{
+		fmt.Sprintf("Profile: %s, sorted by %s", r.plan.Method.Words(), sortWords(r.sort)),
+		"Date:    " + ctime(r.o.Now),
+		"",
+		"",
+	}
+}
+
+// resolveSort returns the sort in effect for a profile type, and false when
+// s does not fit the type (original.md §5.4).
+func resolveSort(m datafile.Method, s Sort) (Sort, bool) {
+	var valid []Sort
+	switch m {
+	case datafile.FuncTiming, datafile.FuncSampling:
+		valid = []Sort{SortTime, SortChildTime, SortCount, SortName, SortNameSummary}
+	case datafile.FuncCounting:
+		valid = []Sort{SortCount, SortName, SortNameSummary}
+	case datafile.FuncCoverage:
+		valid = []Sort{SortName, SortCount, SortNameSummary}
+	case datafile.LineCounting:
+		valid = []Sort{SortLine, SortCount, SortLineSummary}
+	case datafile.LineCoverage:
+		valid = []Sort{SortLineSummary, SortLine, SortCount}
+	default:
+		return SortDefault, s == SortDefault
+	}
+	if s == SortDefault {
+		return valid[0], true
+	}
+	if slices.Contains(valid, s) {
+		return s, true
+	}
+	return valid[0], false
+}
+
+// sortWords ends the page header's first line: "sorted by <words>".
+func sortWords(s Sort) string {
+	switch s {
+	case SortCount:
+		return "count"
+	case SortName, SortNameSummary:
+		return "name"
+	case SortTime:
+		return "time"
+	case SortChildTime:
+		return "Func+Child time"
+	case SortLine, SortLineSummary:
+		return "line"
+	}
+	return "default"
+}
+
+// hits returns item i's hit count.
+func (r *report) hits(i int) uint64 { return at(r.m.Stats.Hits, i) }
+
+// funcTime and childTime return function i's times in nanoseconds; zero
+// for profile types that do not measure time.
+func (r *report) funcTime(i int) int64 {
+	if !r.hasTimes() {
+		return 0
+	}
+	return at(r.m.Stats.FuncTime, i)
+}
+
+func (r *report) childTime(i int) int64 {
+	if !r.hasTimes() {
+		return 0
+	}
+	return at(r.m.Stats.ChildTime, i)
+}
+
+// hasTimes reports whether the profile type carries times.
+func (r *report) hasTimes() bool {
+	return r.plan.Method.IsTiming() || r.plan.Method == datafile.FuncSampling
+}
+
+// at returns s[i], or the zero value when i is out of range.
+func at[T any](s []T, i int) T {
+	var zero T
+	if i < 0 || i >= len(s) {
+		return zero
+	}
+	return s[i]
+}
+
+// totals returns the hits of the items and how many of them were hit.
+func (r *report) totals(items []int) (hits uint64, hit int) {
+	for _, i := range items {
+		h := r.hits(i)
+		hits += h
+		if h > 0 {
+			hit++
+		}
+	}
+	return hits, hit
+}
+
+// allItems returns the indices of every counted item, functions or lines.
+func (r *report) allItems() []int {
+	n := r.plan.NumItems()
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	return items
+}
+
+// startFunction returns the /SF name when the start function was found.
+func (r *report) startFunction() (string, bool) {
+	p := r.plan
+	ok := p.StartFunc != "" && p.StartIndex >= 0 && p.StartIndex < len(p.Funcs)
+	return p.StartFunc, ok
+}
+
+// sortFuncs orders function indices for a listing or the tab file: by name
+// in byte order of the displayed name, by hits or times highest first
+// (ties by name), keeping plan order among equals.
+func (r *report) sortFuncs(idx []int, s Sort) []int {
+	idx = slices.Clone(idx)
+	byName := func(a, b int) int { return cmp.Compare(r.names[a], r.names[b]) }
+	var less func(a, b int) int
+	switch s {
+	case SortCount:
+		less = func(a, b int) int {
+			return cmp.Or(cmp.Compare(r.hits(b), r.hits(a)), byName(a, b))
+		}
+	case SortTime:
+		less = func(a, b int) int {
+			return cmp.Or(cmp.Compare(r.funcTime(b), r.funcTime(a)), byName(a, b))
+		}
+	case SortChildTime:
+		less = func(a, b int) int {
+			return cmp.Or(cmp.Compare(r.childTime(b), r.childTime(a)),
+				cmp.Compare(r.funcTime(b), r.funcTime(a)), byName(a, b))
+		}
+	default:
+		less = byName
+	}
+	slices.SortStableFunc(idx, less)
+	return idx
+}

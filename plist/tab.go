@@ -1,0 +1,167 @@
+package plist
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// tabBanner is record 0. Tools that read the tab file (the original's
+// PROFILER.XLM among them) expect this exact text, so the port keeps it.
+const tabBanner = "0\t168\tMicrosoft 32-bit PLIST Version 1.00"
+
+// stackBase names the bottom of a recorded caller chain in record 10.
+const stackBase = "<stack base>"
+
+// writeTab writes the tab-delimited records of original.md §6. Sort
+// switches and /C do not apply; /L and /F do.
+func (r *report) writeTab(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	m, st := r.plan.Method, &r.m.Stats
+	fmt.Fprintln(bw, tabBanner)
+	key := "line"
+	if m.IsFunction() {
+		key = "name"
+	}
+	fmt.Fprintf(bw, "1\t%d\tProfile: %s, sorted by %s\n", uint16(m), m.Words(), key)
+	if m.IsFunction() {
+		var total, outside int64
+		if r.hasTimes() {
+			total, outside = st.TotalTime, st.OutsideTime
+		}
+		fmt.Fprintf(bw, "2\t%s\t%s\t%d\n", fixedWidth(millis(total), 5, 3),
+			fixedWidth(millis(outside), 5, 3), st.CallDepth)
+	}
+	hits, hit := r.totals(r.allItems())
+	fmt.Fprintf(bw, "3\t%d\t%d\t%d\n", hits, r.plan.NumItems(), hit)
+	for _, run := range r.m.Runs {
+		fmt.Fprintf(bw, "4\t%s\t%s\n", runDate(run.Time, r.o.Now), run.CommandLine)
+	}
+	if name, ok := r.startFunction(); ok {
+		fmt.Fprintf(bw, "5\t%s\n", name)
+	}
+	if m.IsFunction() {
+		r.functionRecords(bw)
+	} else {
+		r.lineRecords(bw)
+	}
+	return bw.Flush()
+}
+
+// moduleField is the module field of records 6 and 7: the file name, or
+// with /F the path PREP read.
+func (r *report) moduleField(mod int) string {
+	md := &r.plan.Modules[mod]
+	if r.o.FullPaths && md.Path != "" {
+		return md.Path
+	}
+	return md.Name
+}
+
+// functionRecords writes record 6 for every function, modules in plan
+// order and functions by name, each followed by its attribution group
+// when the profile has one.
+func (r *report) functionRecords(w io.Writer) {
+	var stacks [][]int
+	if r.plan.Attribution {
+		stacks = r.stacksByFunc()
+	}
+	for mod := range r.plan.Modules {
+		for _, i := range r.sortFuncs(r.funcs[mod], SortName) {
+			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", r.moduleField(mod), r.plan.Funcs[i].Source,
+				r.hits(i), fixedWidth(millis(r.funcTime(i)), 5, 3),
+				fixedWidth(millis(r.childTime(i)), 5, 3), r.names[i])
+			if stacks != nil {
+				r.attributionRecords(w, stacks[i])
+			}
+		}
+	}
+}
+
+// stacksByFunc returns, per function, the indices of its stacks in
+// Stats.Stacks, ordered by hits (counting, coverage) or function time
+// (timing), highest first, recorded order among equals.
+func (r *report) stacksByFunc() [][]int {
+	all := r.m.Stats.Stacks
+	byFunc := make([][]int, len(r.plan.Funcs))
+	for k, s := range all {
+		if s.Func >= 0 && s.Func < len(byFunc) {
+			byFunc[s.Func] = append(byFunc[s.Func], k)
+		}
+	}
+	timing := r.hasTimes()
+	for _, ks := range byFunc {
+		slices.SortStableFunc(ks, func(a, b int) int {
+			if timing {
+				return cmp.Compare(all[b].Time, all[a].Time)
+			}
+			return cmp.Compare(all[b].Hits, all[a].Hits)
+		})
+	}
+	return byFunc
+}
+
+// attributionRecords writes a function's group (§6.4): record 8 with the
+// number of stacks, then per stack record 9 and its caller names in
+// records 10, outermost first. Each group follows its own function's
+// record 6: the original's misplacement of the groups is not reproduced.
+func (r *report) attributionRecords(w io.Writer, stacks []int) {
+	fmt.Fprintf(w, "8\t%d\n", len(stacks))
+	for _, k := range stacks {
+		s := &r.m.Stats.Stacks[k]
+		var t, c int64
+		if r.hasTimes() {
+			t, c = s.Time, s.ChildTime
+		}
+		fmt.Fprintf(w, "9\t%d\t%d\t%s\t%s\n", len(s.Callers), s.Hits,
+			fixedWidth(millis(t), 5, 3), fixedWidth(millis(c), 5, 3))
+		for _, caller := range s.Callers {
+			fmt.Fprintf(w, "10\t%s\n", r.callerName(caller))
+		}
+	}
+}
+
+// callerName is a caller's name in record 10: -1 is the stack base.
+func (r *report) callerName(i int) string {
+	switch {
+	case i < 0:
+		return stackBase
+	case i >= len(r.names):
+		return "<unknown>"
+	}
+	return r.names[i]
+}
+
+// lineRecords writes record 7 for every profiled line: modules in plan
+// order, then source files in the module's file order, then line numbers.
+func (r *report) lineRecords(w io.Writer) {
+	lines := r.plan.Lines
+	idx := r.allItems()
+	slices.SortStableFunc(idx, func(a, b int) int {
+		la, lb := &lines[a], &lines[b]
+		return cmp.Or(cmp.Compare(la.Module, lb.Module), cmp.Compare(la.File, lb.File),
+			cmp.Compare(la.Line, lb.Line))
+	})
+	for _, i := range idx {
+		l := &lines[i]
+		if l.Module < 0 || l.Module >= len(r.plan.Modules) {
+			continue
+		}
+		fmt.Fprintf(w, "7\t%s\t%s\t%d\t%d\n", r.moduleField(l.Module), r.lineSource(l), l.Line, r.hits(i))
+	}
+}
+
+// lineSource is the source field of record 7: the file's base name, or
+// with /F the path PREP recorded.
+func (r *report) lineSource(l *datafile.Line) string {
+	name := at(r.plan.Modules[l.Module].Files, l.File)
+	if r.o.FullPaths {
+		return name
+	}
+	return path.Base(name)
+}

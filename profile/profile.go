@@ -1,0 +1,143 @@
+// Package profile runs a program under the profiler: it plants the plan's
+// breakpoints through ptrace, counts their hits in every thread, and returns
+// one run's [datafile.Counts]. It reads nothing but the plan: it never
+// imports package dwarf or package prep.
+//
+// How it works (docs/architecture.md tells it at length):
+//
+//   - The program starts stopped at its first instruction after exec. The
+//     tracer reads /proc/pid/maps for the load bias of a PIE program, injects
+//     one mmap system call to get an executable area near the program's code
+//     for out-of-line slots, and plants every breakpoint in one pass through
+//     /proc/pid/mem.
+//   - Only the thread that traps stops (a non-stop tracer). A breakpoint is
+//     never lifted while other threads run: the instruction under it is
+//     emulated, or executed from the site's slot, a relocated copy followed by
+//     a jump back (package instr decides which, once per site).
+//   - Function coverage removes a breakpoint at its first hit and lets the
+//     thread run the restored instruction in place.
+//   - Every ptrace request comes from one goroutine locked to its OS thread.
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// Config describes one run.
+type Config struct {
+	// Plan is what to profile.
+	Plan *datafile.Plan
+	// Path is the program file to execute (already resolved through PATH).
+	Path string
+	// Args is the program's argv, argv[0] as typed.
+	Args []string
+	// CommandLine is the program's command line as typed after PROFILE's
+	// options, for the run record.
+	CommandLine string
+	// Env and Dir are the program's environment and working directory.
+	Env []string
+	Dir string
+	// Stdin, Stdout and Stderr are the program's standard streams.
+	Stdin, Stdout, Stderr *os.File
+	// Signals, when not nil, delivers the signals PROFILE receives
+	// (SIGINT, SIGTERM, SIGHUP): each is passed on to the program, once.
+	Signals <-chan os.Signal
+	// Warn receives warnings (prf errors); nil discards them.
+	Warn func(error)
+	// Now returns the time of the run; nil means time.Now.
+	Now func() time.Time
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Counts is the run's data, also when the run was incomplete.
+	Counts *datafile.Counts
+	// Exited is true when the program exited normally with ExitCode;
+	// otherwise it was killed by Signal.
+	Exited   bool
+	ExitCode int
+	Signal   syscall.Signal
+	// Hits is the number of breakpoint traps handled (for benchmarks).
+	Hits uint64
+}
+
+// Status is the program's status as a shell reports it: the exit code, or
+// 128+N when it died of signal N.
+func (r *Result) Status() int {
+	if r.Exited {
+		return r.ExitCode
+	}
+	return 128 + int(r.Signal)
+}
+
+// ErrChanged is returned (wrapped) when the program file changed since PREP
+// read it (PRF1442).
+var ErrChanged = errors.New("timestamp of executable file has changed since PREP was run")
+
+// Run runs the program under the profiler until it ends and returns the
+// run's counts. An error means the program could not be profiled at all; a
+// program that crashes or is killed still gives a Result whose run is marked
+// incomplete.
+func Run(cfg Config) (*Result, error) {
+	if cfg.Plan == nil {
+		return nil, errors.New("run: no plan")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = func(error) {}
+	}
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	// ptrace ties a tracee to the OS thread that traced it: the whole trace,
+	// child start included, runs on one locked thread. The goroutine never
+	// unlocks it, so the thread ends with the goroutine.
+	go func() {
+		lockThread()
+		t, err := newTracer(cfg)
+		if err != nil {
+			done <- outcome{nil, err}
+			return
+		}
+		res, err := t.run()
+		done <- outcome{res, err}
+	}()
+	o := <-done
+	return o.res, o.err
+}
+
+// describeSignal names a signal the way a user reads it: "SIGSEGV
+// (segmentation fault)".
+func describeSignal(sig syscall.Signal) string {
+	name := signalName(sig)
+	return fmt.Sprintf("%s (%s)", name, sig.String())
+}
+
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT", syscall.SIGSTOP: "SIGSTOP",
+		syscall.SIGTSTP: "SIGTSTP", syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU",
+		syscall.SIGURG: "SIGURG", syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ",
+		syscall.SIGVTALRM: "SIGVTALRM", syscall.SIGPROF: "SIGPROF", syscall.SIGWINCH: "SIGWINCH",
+		syscall.SIGIO: "SIGIO", syscall.SIGSYS: "SIGSYS",
+	}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}

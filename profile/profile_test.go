@@ -1,0 +1,253 @@
+package profile
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.Cleanup()
+	os.Exit(code)
+}
+
+// planFor makes a plan for the named functions of an ELF program straight
+// from its symbol table (debug/elf): the tracer is tested without PREP.
+func planFor(t *testing.T, path string, method datafile.Method, names ...string) *datafile.Plan {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	m := datafile.Module{Name: filepath.Base(path), Path: path, Arch: arch, Size: st.Size(),
+		ModTime: st.ModTime().UnixNano(), PIE: f.Type == elf.ET_DYN}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Off == 0 {
+			m.LinkBase = p.Vaddr &^ (p.Align - 1)
+			break
+		}
+	}
+	plan := &datafile.Plan{Method: method, StartIndex: -1, Calibration: -1, Modules: []datafile.Module{m}}
+	for _, name := range names {
+		found := false
+		for _, s := range syms {
+			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+				plan.Funcs = append(plan.Funcs, datafile.Func{Name: name, Entry: s.Value, Source: "test.o"})
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("%s has no function %s", path, name)
+		}
+	}
+	return plan
+}
+
+type runOut struct {
+	res    *Result
+	stdout string
+	hits   map[string]uint64
+}
+
+func runPlan(t *testing.T, plan *datafile.Plan, path string, args ...string) runOut {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var warnings []string
+	res, err := Run(Config{
+		Plan: plan, Path: path, Args: append([]string{filepath.Base(path)}, args...),
+		CommandLine: strings.Join(append([]string{filepath.Base(path)}, args...), " "),
+		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
+		Warn: func(err error) { warnings = append(warnings, err.Error()) },
+	})
+	if err != nil {
+		t.Fatalf("run %s: %v", path, err)
+	}
+	for _, w := range warnings {
+		t.Logf("warning: %s", w)
+	}
+	b, _ := os.ReadFile(out.Name())
+	hits := map[string]uint64{}
+	for i, f := range plan.Funcs {
+		hits[f.Name] = res.Counts.Stats.Hits[i]
+	}
+	return runOut{res: res, stdout: string(b), hits: hits}
+}
+
+var countsWant = map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7}
+
+// fixtureFlags are the builds every end-to-end fixture is run in.
+var fixtureFlags = map[string][]string{
+	"O0-pie":   {"-O0", "-pie", "-fPIE"},
+	"O0-nopie": {"-O0", "-no-pie", "-fno-pie"},
+	"O2-pie":   {"-O2", "-pie", "-fPIE"},
+	"O2-nopie": {"-O2", "-no-pie", "-fno-pie"},
+}
+
+func TestCounting(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	names := []string{"main", "f", "g", "h", "helper", "fib", "viaptr"}
+	for build, flags := range fixtureFlags {
+		t.Run(build, func(t *testing.T) {
+			prog := testutil.BuildC(t, "counts", flags...)
+			expected := countsWant
+			if strings.HasPrefix(build, "O2") {
+				// At -O2 gcc turns one of fib's two recursive calls into a
+				// loop: the binary makes fewer calls than the source says.
+				// callgrind counts the calls the binary really makes.
+				expected = callgrindWant(t, prog, names)
+			}
+			for _, method := range []datafile.Method{datafile.FuncCounting, datafile.FuncCoverage} {
+				plan := planFor(t, prog, method, names...)
+				got := runPlan(t, plan, prog, "7")
+				if !got.res.Exited || got.res.ExitCode != 7 {
+					t.Errorf("%v: status = exited %v code %d, want exit 7", method, got.res.Exited, got.res.ExitCode)
+				}
+				if !strings.Contains(got.stdout, "counts result ") {
+					t.Errorf("%v: program output %q", method, got.stdout)
+				}
+				for name, want := range expected {
+					if method.IsCoverage() && want > 1 {
+						want = 1
+					}
+					if got.hits[name] != want {
+						t.Errorf("%v: %s hit %d times, want %d", method, name, got.hits[name], want)
+					}
+				}
+				if got.res.Counts.Run.Incomplete {
+					t.Errorf("%v: run marked incomplete: %s", method, got.res.Counts.Run.Reason)
+				}
+			}
+		})
+	}
+}
+
+// callgrindWant returns callgrind's call counts of the named functions, main
+// included (callgrind sees main called once by the C library).
+func callgrindWant(t *testing.T, prog string, names []string) map[string]uint64 {
+	t.Helper()
+	calls := testutil.Callgrind(t, prog, "7")
+	want := map[string]uint64{}
+	for _, n := range names {
+		want[n] = calls[n]
+		if n != "fib" && calls[n] != countsWant[n] {
+			t.Errorf("callgrind counts %s %d times, the source says %d", n, calls[n], countsWant[n])
+		}
+	}
+	return want
+}
+
+func TestThreads(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	for _, build := range []string{"O0-pie", "O2-nopie"} {
+		t.Run(build, func(t *testing.T) {
+			prog := testutil.BuildC(t, "threads", fixtureFlags[build]...)
+			plan := planFor(t, prog, datafile.FuncCounting, "main", "worker", "work")
+			got := runPlan(t, plan, prog)
+			want := map[string]uint64{"main": 1, "worker": 4, "work": 80000}
+			for name, w := range want {
+				if got.hits[name] != w {
+					t.Errorf("%s hit %d times, want %d", name, got.hits[name], w)
+				}
+			}
+		})
+	}
+}
+
+func TestCrashKeepsCounts(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "crash")
+	plan := planFor(t, prog, datafile.FuncCounting, "main", "f")
+	got := runPlan(t, plan, prog)
+	if got.res.Exited || got.res.Signal != syscall.SIGSEGV {
+		t.Fatalf("status: exited %v signal %v, want SIGSEGV", got.res.Exited, got.res.Signal)
+	}
+	if got.res.Status() != 128+int(syscall.SIGSEGV) {
+		t.Errorf("Status() = %d, want %d", got.res.Status(), 128+int(syscall.SIGSEGV))
+	}
+	if got.hits["f"] != 3 || got.hits["main"] != 1 {
+		t.Errorf("hits = %v, want f 3, main 1", got.hits)
+	}
+	run := got.res.Counts.Run
+	if !run.Incomplete || !strings.Contains(run.Reason, "SIGSEGV") {
+		t.Errorf("run = %+v, want incomplete because of SIGSEGV", run)
+	}
+}
+
+func TestInterruptForwarded(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "crash")
+	plan := planFor(t, prog, datafile.FuncCounting, "main", "f")
+	sigs := make(chan os.Signal, 1)
+	var out bytes.Buffer
+	r, w, _ := os.Pipe()
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"crash", "int"}, Env: os.Environ(),
+			Stdout: w, Stderr: os.Stderr, Signals: sigs})
+		if err != nil {
+			t.Error(err)
+		}
+		w.Close()
+		done <- res
+	}()
+	// Wait for the program to reach pause(), then interrupt PROFILE.
+	buf := make([]byte, 64)
+	n, _ := r.Read(buf)
+	out.Write(buf[:n])
+	sigs <- syscall.SIGINT
+	select {
+	case res := <-done:
+		if res == nil {
+			t.Fatal("no result")
+		}
+		if res.Exited || res.Signal != syscall.SIGINT {
+			t.Errorf("program status: exited %v signal %v, want killed by SIGINT", res.Exited, res.Signal)
+		}
+		if res.Counts.Stats.Hits[1] != 3 {
+			t.Errorf("f hit %d times, want 3", res.Counts.Stats.Hits[1])
+		}
+		if !res.Counts.Run.Incomplete || !strings.Contains(res.Counts.Run.Reason, "SIGINT") {
+			t.Errorf("run = %+v, want incomplete naming SIGINT", res.Counts.Run)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the program was not interrupted")
+	}
+}
+
+func TestChildrenUnharmed(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	testutil.MustHaveTool(t, "true")
+	prog := testutil.BuildC(t, "spawn")
+	plan := planFor(t, prog, datafile.FuncCounting, "main", "f")
+	got := runPlan(t, plan, prog)
+	if want := "spawn fork=3 vfork=0 traps=1 r=90\n"; got.stdout != want {
+		t.Errorf("program output %q, want %q", got.stdout, want)
+	}
+	if got.hits["f"] != 10 {
+		t.Errorf("f hit %d times, want 10 (the parent's calls only)", got.hits["f"])
+	}
+}

@@ -1,0 +1,91 @@
+//go:build linux && amd64
+
+package ptrace
+
+import "golang.org/x/sys/unix"
+
+// Regs is the register file of a stopped amd64 thread. It implements
+// instr.Regs, addressing registers by their DWARF numbers (System V AMD64
+// ABI, figure 3.36).
+type Regs struct{ r unix.PtraceRegs }
+
+// GetRegs reads the registers of a stopped thread (PTRACE_GETREGSET,
+// NT_PRSTATUS).
+func GetRegs(tid int, r *Regs) error { return unix.PtraceGetRegs(tid, &r.r) }
+
+// SetRegs writes the registers of a stopped thread.
+func SetRegs(tid int, r *Regs) error { return unix.PtraceSetRegs(tid, &r.r) }
+
+// PC returns the instruction pointer.
+func (r *Regs) PC() uint64 { return r.r.Rip }
+
+// SetPC sets the instruction pointer.
+func (r *Regs) SetPC(pc uint64) { r.r.Rip = pc }
+
+// Flags returns RFLAGS.
+func (r *Regs) Flags() uint64 { return r.r.Eflags }
+
+// SetFlags sets RFLAGS.
+func (r *Regs) SetFlags(v uint64) { r.r.Eflags = v }
+
+// Reg returns the register with DWARF number n (0 for unknown numbers).
+func (r *Regs) Reg(n int) uint64 {
+	if p := r.ptr(n); p != nil {
+		return *p
+	}
+	return 0
+}
+
+// SetReg sets the register with DWARF number n (unknown numbers are ignored).
+func (r *Regs) SetReg(n int, v uint64) {
+	if p := r.ptr(n); p != nil {
+		*p = v
+	}
+}
+
+// NoRestart keeps the kernel from restarting an interrupted system call when
+// the thread resumes with these registers (used when injecting a call at a
+// stop that sits in a system call's exit path, such as the exec stop).
+func (r *Regs) NoRestart() { r.r.Orig_rax = ^uint64(0) }
+
+func (r *Regs) ptr(n int) *uint64 {
+	switch n {
+	case 0:
+		return &r.r.Rax
+	case 1:
+		return &r.r.Rdx
+	case 2:
+		return &r.r.Rcx
+	case 3:
+		return &r.r.Rbx
+	case 4:
+		return &r.r.Rsi
+	case 5:
+		return &r.r.Rdi
+	case 6:
+		return &r.r.Rbp
+	case 7:
+		return &r.r.Rsp
+	case 8:
+		return &r.r.R8
+	case 9:
+		return &r.r.R9
+	case 10:
+		return &r.r.R10
+	case 11:
+		return &r.r.R11
+	case 12:
+		return &r.r.R12
+	case 13:
+		return &r.r.R13
+	case 14:
+		return &r.r.R14
+	case 15:
+		return &r.r.R15
+	case 16:
+		return &r.r.Rip
+	case 49:
+		return &r.r.Eflags
+	}
+	return nil
+}

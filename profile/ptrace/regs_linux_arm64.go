@@ -1,0 +1,58 @@
+//go:build linux && arm64
+
+package ptrace
+
+import "golang.org/x/sys/unix"
+
+// Regs is the register file of a stopped arm64 thread. It implements
+// instr.Regs, addressing registers by their DWARF numbers (DWARF for the Arm
+// 64-bit Architecture, §4.1: x0-x30 are 0-30, sp is 31).
+type Regs struct{ r unix.PtraceRegs }
+
+// GetRegs reads the registers of a stopped thread (PTRACE_GETREGSET,
+// NT_PRSTATUS; arm64 kernels reject PTRACE_GETREGS).
+func GetRegs(tid int, r *Regs) error { return unix.PtraceGetRegs(tid, &r.r) }
+
+// SetRegs writes the registers of a stopped thread.
+func SetRegs(tid int, r *Regs) error { return unix.PtraceSetRegs(tid, &r.r) }
+
+// PC returns the program counter.
+func (r *Regs) PC() uint64 { return r.r.Pc }
+
+// SetPC sets the program counter.
+func (r *Regs) SetPC(pc uint64) { r.r.Pc = pc }
+
+// Flags returns PSTATE (NZCV in bits 31-28).
+func (r *Regs) Flags() uint64 { return r.r.Pstate }
+
+// SetFlags sets PSTATE.
+func (r *Regs) SetFlags(v uint64) { r.r.Pstate = v }
+
+// Reg returns the register with DWARF number n (0 for unknown numbers).
+func (r *Regs) Reg(n int) uint64 {
+	switch {
+	case n >= 0 && n <= 30:
+		return r.r.Regs[n]
+	case n == 31:
+		return r.r.Sp
+	case n == 32:
+		return r.r.Pc
+	}
+	return 0
+}
+
+// SetReg sets the register with DWARF number n (unknown numbers are ignored).
+func (r *Regs) SetReg(n int, v uint64) {
+	switch {
+	case n >= 0 && n <= 30:
+		r.r.Regs[n] = v
+	case n == 31:
+		r.r.Sp = v
+	case n == 32:
+		r.r.Pc = v
+	}
+}
+
+// NoRestart is a no-op on arm64: the kernel restarts a system call only when
+// x0 holds a restart error code, which an injected call never leaves.
+func (r *Regs) NoRestart() {}

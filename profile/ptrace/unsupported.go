@@ -1,0 +1,99 @@
+//go:build !(linux && (amd64 || arm64))
+
+package ptrace
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// Start is not supported on this platform.
+func Start(path string, argv, env []string, dir string, files []*os.File) (int, error) {
+	return 0, errors.ErrUnsupported
+}
+
+// Wait is not supported on this platform.
+func Wait() (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
+
+// WaitFor is not supported on this platform.
+func WaitFor(tid int) (WaitStatus, error) { return 0, errors.ErrUnsupported }
+
+// Cont is not supported on this platform.
+func Cont(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
+
+// Step is not supported on this platform.
+func Step(tid int) error { return errors.ErrUnsupported }
+
+// Detach is not supported on this platform.
+func Detach(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
+
+// EventMsg is not supported on this platform.
+func EventMsg(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// Kill is not supported on this platform.
+func Kill(pid int, sig syscall.Signal) error { return errors.ErrUnsupported }
+
+// Tgkill is not supported on this platform.
+func Tgkill(pid, tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
+
+// SigInfo is the part of a siginfo the tracer needs.
+type SigInfo struct {
+	Signo int32
+	Code  int32
+	Addr  uint64
+}
+
+// GetSigInfo is not supported on this platform.
+func GetSigInfo(tid int) (SigInfo, error) { return SigInfo{}, errors.ErrUnsupported }
+
+// Mem is the memory of a traced process.
+type Mem struct{}
+
+// OpenMem is not supported on this platform.
+func OpenMem(pid int) (*Mem, error) { return nil, errors.ErrUnsupported }
+
+// ReadMem is not supported on this platform.
+func (m *Mem) ReadMem(addr uint64, b []byte) error { return errors.ErrUnsupported }
+
+// WriteMem is not supported on this platform.
+func (m *Mem) WriteMem(addr uint64, b []byte) error { return errors.ErrUnsupported }
+
+// Close does nothing.
+func (m *Mem) Close() error { return nil }
+
+// Regs is the register file of a stopped thread.
+type Regs struct{}
+
+// GetRegs is not supported on this platform.
+func GetRegs(tid int, r *Regs) error { return errors.ErrUnsupported }
+
+// SetRegs is not supported on this platform.
+func SetRegs(tid int, r *Regs) error { return errors.ErrUnsupported }
+
+// PC returns 0.
+func (r *Regs) PC() uint64 { return 0 }
+
+// SetPC does nothing.
+func (r *Regs) SetPC(uint64) {}
+
+// Flags returns 0.
+func (r *Regs) Flags() uint64 { return 0 }
+
+// SetFlags does nothing.
+func (r *Regs) SetFlags(uint64) {}
+
+// Reg returns 0.
+func (r *Regs) Reg(int) uint64 { return 0 }
+
+// SetReg does nothing.
+func (r *Regs) SetReg(int, uint64) {}
+
+// NoRestart does nothing.
+func (r *Regs) NoRestart() {}
+
+// Supported reports that this platform cannot trace programs.
+func Supported() error { return errors.ErrUnsupported }
+
+// IsNoProcess reports false.
+func IsNoProcess(err error) bool { return false }
