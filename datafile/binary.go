@@ -124,21 +124,37 @@ func write(w io.Writer, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", k, err)
 	}
-	if _, err := w.Write(frame(k, e.finish())); err != nil {
+	strs, rest := e.parts()
+	if err := writeFrame(w, k, strs, rest); err != nil {
 		return fmt.Errorf("write %s: %w", k, err)
 	}
 	return nil
 }
 
-// frame returns the whole file: header, body and checksum.
-func frame(k kind, body []byte) []byte {
-	b := make([]byte, 0, headerSize+len(body)+4)
-	b = append(b, signature...)
-	b = binary.LittleEndian.AppendUint16(b, Version)
-	b = append(b, byte(k), 0)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(body)))
-	b = append(b, body...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+// writeFrame writes a whole file of kind k: the header, the body given in
+// parts, and the checksum.
+func writeFrame(w io.Writer, k kind, body ...[]byte) error {
+	n := 0
+	for _, b := range body {
+		n += len(b)
+	}
+	h := make([]byte, 0, headerSize)
+	h = append(h, signature...)
+	h = binary.LittleEndian.AppendUint16(h, Version)
+	h = append(h, byte(k), 0)
+	h = binary.LittleEndian.AppendUint64(h, uint64(n))
+	crc := crc32.Checksum(h, castagnoli)
+	if _, err := w.Write(h); err != nil {
+		return err
+	}
+	for _, b := range body {
+		crc = crc32.Update(crc, castagnoli, b)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc))
+	return err
 }
 
 // read reads one file of kind want, or of any kind if want is 0.
@@ -248,14 +264,20 @@ func decode(k kind, body []byte) (any, error) {
 	}
 }
 
+// planStrings estimates the distinct strings of p: a name per function and
+// a few per module, as sources and files repeat.
+func planStrings(p *Plan) int {
+	return len(p.Funcs) + 8*len(p.Modules)
+}
+
 func encodePlan(p *Plan) *encoder {
-	e := newEncoder()
+	e := newEncoder(planStrings(p))
 	e.plan(p)
 	return e
 }
 
 func encodeCounts(c *Counts) *encoder {
-	e := newEncoder()
+	e := newEncoder(4)
 	e.section(secCounts, func(w *payload) {
 		w.id(c.PlanID)
 		w.uvarint(uint64(c.Method))
@@ -266,7 +288,7 @@ func encodeCounts(c *Counts) *encoder {
 }
 
 func encodeMerged(m *Merged) *encoder {
-	e := newEncoder()
+	e := newEncoder(planStrings(&m.Plan) + 2*len(m.Runs))
 	e.plan(&m.Plan)
 	e.runs(m.Runs, m.Overheads)
 	e.stats(&m.Stats)

@@ -144,6 +144,15 @@ func frameFile(k kind, parts ...[]byte) []byte {
 	return frame(k, bytes.Join(parts, nil))
 }
 
+// frame returns a file of kind k with the given body.
+func frame(k kind, body []byte) []byte {
+	var b bytes.Buffer
+	if err := writeFrame(&b, k, body); err != nil {
+		panic(err) // a bytes.Buffer does not fail
+	}
+	return b.Bytes()
+}
+
 func uv(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 func sv(v int64) []byte  { return binary.AppendVarint(nil, v) }
 
@@ -236,7 +245,8 @@ func TestReadErrors(t *testing.T) {
 func TestReadValidates(t *testing.T) {
 	p := testPlan(FuncCounting)
 	p.Funcs[2].Module = 5
-	b := frame(kindPlan, encodePlan(p).finish())
+	strs, rest := encodePlan(p).parts()
+	b := frameFile(kindPlan, strs, rest)
 	_, err := ReadPlan(bytes.NewReader(b))
 	if err == nil || !strings.Contains(err.Error(), "func 2: module 5 out of range (2 modules)") {
 		t.Errorf("error %v, want the validation error", err)

@@ -21,13 +21,17 @@ const (
 // encoder builds a body: the string table, collected while the other
 // sections are encoded, and the other sections.
 type encoder struct {
-	index map[string]uint64
-	strs  []string
-	body  []byte
+	index   map[string]uint64
+	strs    []string
+	body    []byte  // the sections after the string table
+	scratch payload // the section being encoded, reused
 }
 
-func newEncoder() *encoder {
-	return &encoder{index: make(map[string]uint64)}
+// newEncoder returns an encoder for about strs distinct strings.
+func newEncoder(strs int) *encoder {
+	e := &encoder{index: make(map[string]uint64, strs)}
+	e.scratch.e = e
+	return e
 }
 
 // payload is the content of one section being encoded.
@@ -37,26 +41,31 @@ type payload struct {
 }
 
 func (e *encoder) section(id byte, fill func(w *payload)) {
-	w := &payload{e: e}
+	w := &e.scratch
+	w.b = w.b[:0]
 	fill(w)
 	e.body = append(e.body, id)
 	e.body = binary.AppendUvarint(e.body, uint64(len(w.b)))
 	e.body = append(e.body, w.b...)
 }
 
-// finish returns the whole body: the string table first.
-func (e *encoder) finish() []byte {
-	var t []byte
+// parts returns the body in two parts: the string table, which comes
+// first, and the other sections.
+func (e *encoder) parts() (strs, rest []byte) {
+	size := 0
+	for _, s := range e.strs {
+		size += binary.MaxVarintLen64 + len(s)
+	}
+	t := make([]byte, 0, size+binary.MaxVarintLen64)
 	t = binary.AppendUvarint(t, uint64(len(e.strs)))
 	for _, s := range e.strs {
 		t = binary.AppendUvarint(t, uint64(len(s)))
 		t = append(t, s...)
 	}
-	b := make([]byte, 0, len(t)+len(e.body)+binary.MaxVarintLen64+1)
-	b = append(b, secStrings)
-	b = binary.AppendUvarint(b, uint64(len(t)))
-	b = append(b, t...)
-	return append(b, e.body...)
+	sec := make([]byte, 0, len(t)+binary.MaxVarintLen64+1)
+	sec = append(sec, secStrings)
+	sec = binary.AppendUvarint(sec, uint64(len(t)))
+	return append(sec, t...), e.body
 }
 
 func (w *payload) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }

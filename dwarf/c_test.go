@@ -2,8 +2,8 @@ package dwarf
 
 import (
 	"bytes"
-	"errors"
 	"debug/elf"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"

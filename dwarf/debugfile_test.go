@@ -2,6 +2,7 @@ package dwarf
 
 import (
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,7 +165,7 @@ func TestOpenWithDebug(t *testing.T) {
 		}
 	}
 	// A debug file without DWARF is refused.
-	if f, err := OpenWithDebug(bin, bin); !errorsIsNoDWARF(err) {
+	if f, err := OpenWithDebug(bin, bin); !errors.Is(err, ErrNoDWARF) {
 		t.Errorf("OpenWithDebug with a stripped debug file: %v, want ErrNoDWARF", err)
 		if f != nil {
 			f.Close()

@@ -36,15 +36,16 @@ func run(t testing.TB, dir string, env []string, name string, args ...string) st
 	return string(out)
 }
 
-// copySource copies testdata/name into dir, so compilers record a relative
-// unit name and dir as the compilation directory.
+// copySource copies testdata/name into dir under its base name, so
+// compilers record a relative unit name and dir as the compilation
+// directory.
 func copySource(t testing.TB, dir, name string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -109,8 +110,9 @@ func nmFuncs(t testing.TB, path string, dynamic bool) map[uint64][]nmSym {
 	syms := make(map[uint64][]nmSym)
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 4 || !strings.Contains("TtWwi", fields[2]) {
+		// Go names have spaces ("interface {}"): split off three fields.
+		fields := strings.SplitN(sc.Text(), " ", 4)
+		if len(fields) != 4 || len(fields[2]) != 1 || !strings.Contains("TtWwi", fields[2]) {
 			continue
 		}
 		addr, err1 := strconv.ParseUint(fields[0], 16, 64)

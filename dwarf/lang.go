@@ -76,10 +76,14 @@ func rustCrateOfSymbol(sym string) string {
 	if !ok {
 		return ""
 	}
-	// <path> = N <namespace> <path> <identifier> | C <identifier> | ...:
-	// descend the nested paths to the crate root.
-	for len(rest) >= 2 && rest[0] == 'N' {
-		rest = rest[2:]
+	// <path> = N <namespace> <path> <identifier> | I <path> <generic-args> E
+	// | C <identifier> | ...: descend to the crate root.
+	for len(rest) >= 2 && (rest[0] == 'N' || rest[0] == 'I') {
+		if rest[0] == 'N' {
+			rest = rest[2:]
+		} else {
+			rest = rest[1:]
+		}
 	}
 	rest, ok = strings.CutPrefix(rest, "C")
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/dwarf"
@@ -76,7 +77,7 @@ func BuildPlan(o Options) (*datafile.Plan, error) {
 		start = ""
 	}
 	if o.Method != datafile.FuncCounting && o.Method != datafile.FuncTiming && o.Method != datafile.FuncCoverage {
-		return nil, prf.Errorf(1001, "%s profiles are not available yet", lowerWords(o.Method))
+		return nil, prf.Errorf(1001, "%s profiles are not available yet", strings.ToLower(o.Method.Words()))
 	}
 
 	mods, err := openModules(o.Programs)
@@ -147,14 +148,6 @@ func parseSpecs(specs []Spec) ([]pattern, error) {
 	return patterns, nil
 }
 
-// lowerWords is "line counting" for LineCounting.
-func lowerWords(m datafile.Method) string {
-	w := []byte(m.Words())
-	if len(w) > 0 && w[0] >= 'A' && w[0] <= 'Z' {
-		w[0] += 'a' - 'A'
-	}
-	return string(w)
-}
 
 // openModule is an opened program.
 type openModule struct {

@@ -3,16 +3,18 @@ package prep
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -177,12 +179,8 @@ func lineOf(t *testing.T, name, s string) int {
 
 // sortedByEntry returns the names ordered by their nm addresses.
 func sortedByEntry(syms map[string]uint64, names ...string) []string {
-	out := append([]string(nil), names...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && syms[out[j]] < syms[out[j-1]]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	out := slices.Clone(names)
+	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(syms[a], syms[b]) })
 	return out
 }
 
@@ -212,7 +210,7 @@ func TestBuildPlanC(t *testing.T) {
 			}
 			p := r.plan
 			syms := symbols(t, prog)
-			if diff := cmp.Diff(sortedByEntry(syms, fixtureFuncs...), funcNames(p, 0)); diff != "" {
+			if diff := gocmp.Diff(sortedByEntry(syms, fixtureFuncs...), funcNames(p, 0)); diff != "" {
 				t.Fatalf("functions (-want +got):\n%s", diff)
 			}
 			src := testdataPath(t, "fixture.c")
@@ -220,7 +218,7 @@ func TestBuildPlanC(t *testing.T) {
 				decl := map[string]string{"main": "int main(", "f": "int f(", "g": "int g(", "h": "int h(",
 					"fib": "int fib(", "helper": "int helper("}[f.Name]
 				want := datafile.Func{Name: f.Name, Source: "fixture.o", Entry: syms[f.Name], File: src, Line: lineOf(t, "fixture.c", decl)}
-				if diff := cmp.Diff(want, f); diff != "" {
+				if diff := gocmp.Diff(want, f); diff != "" {
 					t.Errorf("function %s (-want +got):\n%s", f.Name, diff)
 				}
 			}
@@ -231,7 +229,7 @@ func TestBuildPlanC(t *testing.T) {
 			m := p.Modules[0]
 			want := datafile.Module{Name: "fixture", Path: prog, Arch: runtime.GOARCH, BuildID: m.BuildID,
 				Size: st.Size(), ModTime: st.ModTime().UnixNano(), PIE: tt.pie, LinkBase: tt.linkBase}
-			if diff := cmp.Diff([]datafile.Module{want}, p.Modules); diff != "" {
+			if diff := gocmp.Diff([]datafile.Module{want}, p.Modules); diff != "" {
 				t.Errorf("modules (-want +got):\n%s", diff)
 			}
 			if len(m.BuildID) != 20 {
@@ -271,10 +269,10 @@ func TestBuildPlanSelection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := mustBuild(t, []string{prog}, "", tt.specs...)
-			if diff := cmp.Diff(sortedByEntry(syms, tt.want...), funcNames(r.plan, 0)); diff != "" {
+			if diff := gocmp.Diff(sortedByEntry(syms, tt.want...), funcNames(r.plan, 0)); diff != "" {
 				t.Errorf("functions (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.warnings, r.warnings); diff != "" {
+			if diff := gocmp.Diff(tt.warnings, r.warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
@@ -322,7 +320,7 @@ func TestBuildPlanStart(t *testing.T) {
 			if got != tt.want || p.StartFunc != tt.start {
 				t.Errorf("start = %q (%q), want %q (%q)", got, p.StartFunc, tt.want, tt.start)
 			}
-			if diff := cmp.Diff(tt.warnings, r.warnings); diff != "" {
+			if diff := gocmp.Diff(tt.warnings, r.warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
@@ -343,15 +341,15 @@ func TestBuildPlanCxx(t *testing.T) {
 			syms := symbols(t, prog)
 			own := []string{"main", "_ZN7Counter4bumpEi", "_ZN7Counter4bumpEv", "_Z5twicei"}
 			r := mustBuild(t, []string{prog}, "")
-			if diff := cmp.Diff(sortedByEntry(syms, own...), funcNames(r.plan, 0)); diff != "" {
+			if diff := gocmp.Diff(sortedByEntry(syms, own...), funcNames(r.plan, 0)); diff != "" {
 				t.Errorf("functions (-want +got):\n%s", diff)
 			}
 			r = mustBuild(t, []string{prog}, "", Spec{Op: Exclude, Text: "Counter::bump"})
-			if diff := cmp.Diff(sortedByEntry(syms, "main", "_Z5twicei"), funcNames(r.plan, 0)); diff != "" {
+			if diff := gocmp.Diff(sortedByEntry(syms, "main", "_Z5twicei"), funcNames(r.plan, 0)); diff != "" {
 				t.Errorf("/EXC Counter::bump (-want +got):\n%s", diff)
 			}
 			r = mustBuild(t, []string{prog}, "", Spec{Op: Exclude, Text: "Counter::bump()"}, Spec{Op: Exclude, Text: "twice(int)"})
-			if diff := cmp.Diff(sortedByEntry(syms, "main", "_ZN7Counter4bumpEi"), funcNames(r.plan, 0)); diff != "" {
+			if diff := gocmp.Diff(sortedByEntry(syms, "main", "_ZN7Counter4bumpEi"), funcNames(r.plan, 0)); diff != "" {
 				t.Errorf("/EXC Counter::bump() /EXC twice(int) (-want +got):\n%s", diff)
 			}
 			if opt == "-O0" {
@@ -371,7 +369,7 @@ func TestBuildPlanStripped(t *testing.T) {
 	syms := symbols(t, prog)
 	run(t, dir, nil, tool(t, "strip"), "--strip-debug", prog)
 	r := mustBuild(t, []string{prog}, "")
-	if diff := cmp.Diff(sortedByEntry(syms, fixtureFuncs...), funcNames(r.plan, 0)); diff != "" {
+	if diff := gocmp.Diff(sortedByEntry(syms, fixtureFuncs...), funcNames(r.plan, 0)); diff != "" {
 		t.Fatalf("functions (-want +got):\n%s", diff)
 	}
 	for _, f := range r.plan.Funcs {
@@ -391,7 +389,7 @@ func TestBuildPlanTrapEntries(t *testing.T) {
 	prog := buildC(t, t.TempDir(), "trap", "-g", "-O0", "trap.c")
 	syms := symbols(t, prog)
 	r := mustBuild(t, []string{prog}, "")
-	if diff := cmp.Diff([]string{"main"}, funcNames(r.plan, 0)); diff != "" {
+	if diff := gocmp.Diff([]string{"main"}, funcNames(r.plan, 0)); diff != "" {
 		t.Errorf("functions (-want +got):\n%s", diff)
 	}
 	if len(r.warnings) != 2 {
@@ -417,7 +415,7 @@ func TestBuildPlanSharedLibrary(t *testing.T) {
 	libSyms := symbols(t, lib)
 	got := [][]string{funcNames(p, 0), funcNames(p, 1)}
 	want := [][]string{{"main"}, sortedByEntry(libSyms, "lib_twice", "lib_add")}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("functions per module (-want +got):\n%s", diff)
 	}
 	if last := p.Funcs[len(p.Funcs)-1]; last.Module != 1 || last.Entry != max(libSyms["lib_twice"], libSyms["lib_add"]) {
@@ -425,7 +423,7 @@ func TestBuildPlanSharedLibrary(t *testing.T) {
 	}
 
 	r = mustBuild(t, []string{prog, lib}, "", Spec{Op: Exclude, Text: "libfix.so"})
-	if diff := cmp.Diff([]string{"main"}, funcNames(r.plan, 0)); diff != "" || len(r.plan.Funcs) != 1 {
+	if diff := gocmp.Diff([]string{"main"}, funcNames(r.plan, 0)); diff != "" || len(r.plan.Funcs) != 1 {
 		t.Errorf("/EXC libfix.so left %d functions (-want +got):\n%s", len(r.plan.Funcs), diff)
 	}
 	r = mustBuild(t, []string{prog, lib}, "", Spec{Op: ExcludeAll}, Spec{Op: Include, Text: "lib*.so*"})
@@ -456,7 +454,7 @@ func TestBuildPlanGo(t *testing.T) {
 	r := mustBuild(t, []string{prog}, "main.fib")
 	syms := symbols(t, prog)
 	want := sortedByEntry(syms, "main.main", "main.fib", "main.(*T).M")
-	if diff := cmp.Diff(want, funcNames(r.plan, 0)); diff != "" {
+	if diff := gocmp.Diff(want, funcNames(r.plan, 0)); diff != "" {
 		t.Errorf("functions (-want +got):\n%s", diff)
 	}
 	for _, f := range r.plan.Funcs {
@@ -546,7 +544,7 @@ func TestBuildPlanMethods(t *testing.T) {
 		if prf.Code(err) != 1001 || err.Error() != want {
 			t.Errorf("%v: BuildPlan = PRF%d %v, want PRF1001 %q", m, prf.Code(err), err, want)
 		}
-		if diff := cmp.Diff([]string{"PRF4107 /SF option not valid for line-level or sample profiles"}, warnings); diff != "" {
+		if diff := gocmp.Diff([]string{"PRF4107 /SF option not valid for line-level or sample profiles"}, warnings); diff != "" {
 			t.Errorf("%v: warnings (-want +got):\n%s", m, diff)
 		}
 	}
@@ -564,14 +562,14 @@ func TestWriteOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(r.plan, plan); diff != "" {
+	if diff := gocmp.Diff(r.plan, plan); diff != "" {
 		t.Errorf(".pbi (-want +got):\n%s", diff)
 	}
 	m, err := datafile.OpenMerged(pbt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(datafile.NewMerged(r.plan), m); diff != "" {
+	if diff := gocmp.Diff(datafile.NewMerged(r.plan), m); diff != "" {
 		t.Errorf(".pbt (-want +got):\n%s", diff)
 	}
 	// A .pbo of this plan merges into the fresh .pbt.

@@ -23,16 +23,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Config describes one run.
 type Config struct {
-	// Plan is what to profile.
-	Plan *datafile.Plan
+	// Plan is what to profile, read from PlanPath (named in messages).
+	Plan     *datafile.Plan
+	PlanPath string
 	// Path is the program file to execute (already resolved through PATH).
 	Path string
 	// Args is the program's argv, argv[0] as typed.
@@ -94,6 +97,9 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Warn == nil {
 		cfg.Warn = func(error) {}
 	}
+	if err := checkProgram(cfg); err != nil {
+		return nil, err
+	}
 	type outcome struct {
 		res *Result
 		err error
@@ -114,6 +120,29 @@ func Run(cfg Config) (*Result, error) {
 	}()
 	o := <-done
 	return o.res, o.err
+}
+
+// checkProgram refuses a program changed since PREP (PRF1442) and warns
+// when the program is not one of the plan's modules (PRF4541): it then runs
+// unprofiled, as when only its libraries are profiled.
+func checkProgram(cfg Config) error {
+	base := filepath.Base(cfg.Path)
+	for i := range cfg.Plan.Modules {
+		m := &cfg.Plan.Modules[i]
+		if m.Name != base {
+			continue
+		}
+		same, err := checkIdentity(cfg.Path, m)
+		if err != nil {
+			return prf.Wrap(err, 1011, "cannot open file %s", cfg.Path)
+		}
+		if !same {
+			return prf.Wrap(ErrChanged, 1442, "%s", cfg.Path)
+		}
+		return nil
+	}
+	cfg.Warn(prf.Errorf(4541, "%s not found in PBI file %s", cfg.Path, cfg.PlanPath))
+	return nil
 }
 
 // describeSignal names a signal the way a user reads it: "SIGSEGV
