@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"plist":             {"datafile", "internal/prf"},
 	"internal/cli":      {"datafile", "internal/prf"},
 	"internal/testutil": {"datafile"},
+	"e2e":               {},
 	"cmd/prep":          {"prep", "datafile", "internal/cli", "internal/prf"},
 	"cmd/profile":       {"profile", "datafile", "internal/cli", "internal/prf"},
 	"cmd/plist":         {"plist", "datafile", "internal/cli", "internal/prf"},

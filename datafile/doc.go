@@ -29,10 +29,14 @@
 // A reader checks, in this order, the signature ([ErrSignature]; a file
 // shorter than the signature whose bytes match its beginning, an empty file
 // included, is [ErrTruncated]), the version ([ErrVersion]), the kind
-// ([ErrKind] for another valid kind), the flags and the body length (a
+// ([ErrKind] for another valid kind when one kind is expected, a
+// [*FormatError] for an unknown one), the flags and the body length (a
 // [*FormatError]), that N+4 more bytes follow ([ErrTruncated]) and the
-// checksum ([ErrChecksum]). It reads exactly the file and nothing after it;
-// the Open helpers also refuse trailing bytes.
+// checksum ([ErrChecksum]). Only then is the body decoded: malformed content
+// is a [*FormatError] carrying its file offset, and content that decodes but
+// is inconsistent fails the Validate method of its type. A reader reads
+// exactly the file and nothing after it; the Open helpers also refuse
+// trailing bytes.
 //
 // The body is a fixed sequence of sections, each
 //
@@ -64,8 +68,9 @@
 //
 // The sections:
 //
-//	1 strings   list(uvarint length, UTF-8 bytes): every string of the file,
-//	            once, in order of first use by the writer
+//	1 strings   list(uvarint length, bytes): every string of the file, once,
+//	            in order of first use by the writer (UTF-8 by convention;
+//	            the reader does not check it)
 //	2 plan      id ID, uvarint Method, str StartFunc, varint StartIndex,
 //	            bool Attribution, uvarint StackDepth, varint Calibration
 //	3 modules   list(str Name, str Path, str Arch, bytes BuildID, varint Size,

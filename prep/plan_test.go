@@ -590,3 +590,28 @@ func TestWriteOutputs(t *testing.T) {
 		t.Errorf("WriteOutputs into a missing directory = %v, want PRF1013", err)
 	}
 }
+
+func TestBuildPlanRust(t *testing.T) {
+	rustc := tool(t, "rustc")
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "hello")
+	run(t, dir, nil, rustc, "-g", "-C", "opt-level=0", "-o", prog, testdataPath(t, "hello.rs"))
+	r := mustBuild(t, []string{prog}, "hello::fib")
+	var got []string
+	for _, f := range r.plan.Funcs {
+		got = append(got, matchNames(f.Name)[1]) // demangled, without the hash
+		if f.Source != "hello" {
+			t.Errorf("function %s: source %q, want the crate hello", f.Name, f.Source)
+		}
+	}
+	slices.Sort(got)
+	if diff := gocmp.Diff([]string{"hello::Counter::bump", "hello::fib", "hello::main"}, got); diff != "" {
+		t.Errorf("functions (-want +got):\n%s", diff)
+	}
+	if i := r.plan.StartIndex; i < 0 || matchNames(r.plan.Funcs[i].Name)[1] != "hello::fib" {
+		t.Errorf("start index %d, want hello::fib's", i)
+	}
+	if len(r.warnings) != 0 {
+		t.Errorf("warnings: %q", r.warnings)
+	}
+}

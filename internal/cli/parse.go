@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/alecthomas/kong"
 )
@@ -30,7 +31,8 @@ func parseKong(tool Tool, grammar any, args []string) error {
 		kong.Name(tool.Name),
 		kong.NoDefaultHelp(),
 		kong.Exit(func(int) {}),
-		kong.Writers(io.Discard, io.Discard))
+		kong.Writers(io.Discard, io.Discard),
+		kong.KindMapper(reflect.String, bytesMapper))
 	if err != nil {
 		return fmt.Errorf("build %s command-line grammar: %w", tool.Name, err)
 	}
@@ -39,6 +41,23 @@ func parseKong(tool Tool, grammar any, args []string) error {
 	}
 	return nil
 }
+
+// bytesMapper decodes a string value as it is. Kong's own string mapper
+// passes values through encoding/json, which replaces invalid UTF-8 with
+// U+FFFD: Linux file names and program arguments are bytes and must
+// survive unchanged.
+var bytesMapper = kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {
+	t, err := ctx.Scan.PopValue("string")
+	if err != nil {
+		return err
+	}
+	s, ok := t.Value.(string)
+	if !ok {
+		return fmt.Errorf("expected a string but got %v (%T)", t.Value, t.Value)
+	}
+	target.SetString(s)
+	return nil
+})
 
 // helpOf returns the help a command line asked for: --help wins over /?
 // when it comes later, as kong's last-wins group "help" decided.

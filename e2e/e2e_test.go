@@ -1,0 +1,291 @@
+// Package e2e runs the three tools as a user does, on C fixtures compiled at
+// test time, and checks the numbers the reports give against numbers known
+// by construction. The table of fixtures and expectations (cases) is the
+// one place a new feature adds its end-to-end checks.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// bin is the directory of the tools built for the tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		dir, err := os.MkdirTemp("", "sprof-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		bin = dir
+		build := exec.Command("go", "build", "-o", dir+"/", "../cmd/prep", "../cmd/profile", "../cmd/plist")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the tools: %v\n%s", err, out)
+			return 1
+		}
+		ini, err := os.ReadFile("../prep/profiler.ini")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "profiler.ini"), ini, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer testutil.Cleanup()
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// result is what one tool invocation did.
+type result struct {
+	stdout, stderr string
+	status         int
+}
+
+// tool runs one of the tools in dir.
+func tool(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PREP=", "PROFILE=", "PLIST=", "INIT=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	status := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("%s: %v", name, err)
+		}
+		status = ee.ExitCode()
+	}
+	return result{out.String(), errb.String(), status}
+}
+
+// must runs a tool and fails the test unless it exits 0.
+func must(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
+	r := tool(t, dir, name, args...)
+	if r.status != 0 {
+		t.Fatalf("%s %s: status %d\nstderr: %s", name, strings.Join(args, " "), r.status, r.stderr)
+	}
+	return r
+}
+
+// tab is a parsed plist /T report.
+type tab struct {
+	hits                    map[string]uint64 // record 6, by function
+	total, marked, executed uint64            // record 3
+	runs                    []string          // record 4 command lines
+	method                  int               // record 1
+}
+
+func parseTab(t *testing.T, out string) tab {
+	t.Helper()
+	tb := tab{hits: map[string]uint64{}}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		num := func(i int) uint64 {
+			n, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("record %q: field %d: %v", line, i, err)
+			}
+			return n
+		}
+		switch f[0] {
+		case "1":
+			tb.method = int(num(1))
+		case "3":
+			tb.total, tb.marked, tb.executed = num(1), num(2), num(3)
+		case "4":
+			tb.runs = append(tb.runs, f[2])
+		case "6":
+			tb.hits[f[6]] = num(3)
+		}
+	}
+	return tb
+}
+
+// install copies a fixture into dir and returns its bare name, which the
+// tools find in the current directory: reports then name no temporary path.
+func install(t *testing.T, prog, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(prog)
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// workflow runs prep, profile, prep /M in a fresh directory and returns the
+// directory and profile's result.
+func workflow(t *testing.T, prog string, prepArgs []string, args ...string) (string, result) {
+	t.Helper()
+	dir := t.TempDir()
+	prog = install(t, prog, dir)
+	must(t, dir, "prep", append(append([]string{"/nologo"}, prepArgs...), prog)...)
+	r := tool(t, dir, "profile", append([]string{"/nologo", prog}, args...)...)
+	must(t, dir, "prep", "/nologo", "/M", filepath.Base(prog))
+	return dir, r
+}
+
+var fixtureBuilds = []struct {
+	name  string
+	flags []string
+}{
+	{"O0-pie", []string{"-O0", "-pie", "-fPIE"}},
+	{"O0-nopie", []string{"-O0", "-no-pie", "-fno-pie"}},
+	{"O2-pie", []string{"-O2", "-pie", "-fPIE"}},
+	{"O2-nopie", []string{"-O2", "-no-pie", "-fno-pie"}},
+}
+
+// cases are the fixtures with their expected counts, run in every build.
+// A nil count means "ask callgrind" (at -O2 the compiler may change how
+// often a recursive function calls itself).
+var cases = []struct {
+	fixture string
+	args    []string
+	counts  map[string]uint64
+	o2      map[string]bool // functions whose -O2 count comes from callgrind
+	stdout  string          // a substring of the program's output
+	status  int             // the program's exit status (profile /X)
+}{
+	{
+		fixture: "counts",
+		args:    []string{"5"},
+		counts:  map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7},
+		o2:      map[string]bool{"fib": true},
+		stdout:  "counts result ",
+		status:  5,
+	},
+	{
+		fixture: "threads",
+		counts:  map[string]uint64{"main": 1, "worker": 4, "work": 80000},
+		stdout:  "threads done",
+	},
+}
+
+func TestFunctionCounting(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	for _, c := range cases {
+		for _, b := range fixtureBuilds {
+			t.Run(c.fixture+"/"+b.name, func(t *testing.T) {
+				prog := testutil.BuildC(t, c.fixture, b.flags...)
+				want := c.counts
+				if strings.HasPrefix(b.name, "O2") && len(c.o2) > 0 {
+					calls := testutil.Callgrind(t, prog, c.args...)
+					want = map[string]uint64{}
+					for name, n := range c.counts {
+						if c.o2[name] {
+							n = calls[name]
+						}
+						want[name] = n
+					}
+				}
+				for _, method := range []string{"/FC", "/FV"} {
+					dir := t.TempDir()
+					name := install(t, prog, dir)
+					must(t, dir, "prep", "/nologo", method, name)
+					r := tool(t, dir, "profile", append([]string{"/nologo", "/X", name}, c.args...)...)
+					if r.status != c.status {
+						t.Errorf("%s: profile /X status %d, want %d\nstderr: %s", method, r.status, c.status, r.stderr)
+					}
+					if !strings.Contains(r.stdout, c.stdout) {
+						t.Errorf("%s: program output %q lacks %q", method, r.stdout, c.stdout)
+					}
+					must(t, dir, "prep", "/nologo", "/M", filepath.Base(prog))
+					tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)
+					var total, executed uint64
+					for name, n := range want {
+						if method == "/FV" {
+							n = min(n, 1)
+						}
+						if tb.hits[name] != n {
+							t.Errorf("%s: %s hit %d times, want %d", method, name, tb.hits[name], n)
+						}
+						total += n
+						if n > 0 {
+							executed++
+						}
+					}
+					if len(tb.hits) != len(want) {
+						t.Errorf("%s: %d functions profiled, want %d: %v", method, len(tb.hits), len(want), tb.hits)
+					}
+					if tb.total != total || tb.marked != uint64(len(want)) || tb.executed != executed {
+						t.Errorf("%s: record 3 = %d %d %d, want %d %d %d", method, tb.total, tb.marked, tb.executed, total, len(want), executed)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMergeAddsRuns: two runs merged give twice the counts, two run records,
+// and the listing's figures.
+func TestMergeAddsRuns(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	dir, _ := workflow(t, prog, []string{"/FC"}, "1")
+	must(t, dir, "profile", "/nologo", "counts", "two", "words here")
+	must(t, dir, "prep", "/nologo", "/M", "counts")
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "counts").stdout)
+	if tb.hits["f"] != 2000 || tb.hits["fib"] != 2*1973 || tb.total != 2*2988 {
+		t.Errorf("after two runs: f %d, fib %d, total %d; want 2000, 3946, 5976", tb.hits["f"], tb.hits["fib"], tb.total)
+	}
+	wantRuns := []string{"counts 1", `counts two "words here"`}
+	if strings.Join(tb.runs, "|") != strings.Join(wantRuns, "|") {
+		t.Errorf("run records %q, want %q", tb.runs, wantRuns)
+	}
+	// /IT /IO /OT adds the same run again into another file, leaving the
+	// input as it was.
+	must(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", "counts", "/OT", "three")
+	tb3 := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "three.pbt").stdout)
+	if tb3.hits["f"] != 3000 || len(tb3.runs) != 3 {
+		t.Errorf("three.pbt: f %d, %d runs; want 3000, 3", tb3.hits["f"], len(tb3.runs))
+	}
+}
+
+// TestReportGolden checks the whole default listing of the counts fixture.
+func TestReportGolden(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	dir, _ := workflow(t, prog, []string{"/FC"})
+	for _, opts := range [][]string{nil, {"/SN"}, {"/C", "0"}, {"/SNS"}, {"/T"}} {
+		name := "counts-fc" + strings.ToLower(strings.Join(opts, ""))
+		name = strings.NewReplacer("/", "-", " ", "").Replace(name)
+		out := must(t, dir, "plist", append(append([]string{"/nologo"}, opts...), "counts")...).stdout
+		testutil.Golden(t, filepath.Join("testdata", name+".golden"), maskDates(out))
+	}
+	dir, _ = workflow(t, prog, []string{"/FV"})
+	out := must(t, dir, "plist", "/nologo", "counts").stdout
+	testutil.Golden(t, filepath.Join("testdata", "counts-fv.golden"), maskDates(out))
+}
+
+var (
+	dateLine = regexp.MustCompile(`(?m)^Date:    .*$`)
+	runDate  = regexp.MustCompile(`\d{4} [A-Z][a-z]{2} \d\d \d\d:\d\d`)
+)
+
+// maskDates replaces the dates of a report, which change with every run.
+func maskDates(s string) []byte {
+	s = dateLine.ReplaceAllString(s, "Date:    Sat Nov 21 04:51:11 2026")
+	return []byte(runDate.ReplaceAllString(s, "2026 Nov 21 04:51"))
+}
