@@ -125,6 +125,9 @@ func write(w io.Writer, v any) error {
 		return fmt.Errorf("write %s: %w", k, err)
 	}
 	strs, rest := e.parts()
+	if n := len(strs) + len(rest); n > maxBody {
+		return fmt.Errorf("write %s: body of %d bytes exceeds the limit of %d", k, n, maxBody)
+	}
 	if err := writeFrame(w, k, strs, rest); err != nil {
 		return fmt.Errorf("write %s: %w", k, err)
 	}

@@ -64,15 +64,21 @@ func ReadText(r io.Reader) (any, error) {
 	if env.Version != TextVersion {
 		return nil, fmt.Errorf("read text: version %d, want %d", env.Version, TextVersion)
 	}
+	var v interface{ Validate() error }
 	switch {
 	case env.Kind == "pbi" && env.Plan != nil && env.Counts == nil && env.Merged == nil:
-		return env.Plan, env.Plan.Validate()
+		v = env.Plan
 	case env.Kind == "pbo" && env.Counts != nil && env.Plan == nil && env.Merged == nil:
-		return env.Counts, env.Counts.Validate()
+		v = env.Counts
 	case env.Kind == "pbt" && env.Merged != nil && env.Plan == nil && env.Counts == nil:
-		return env.Merged, env.Merged.Validate()
+		v = env.Merged
+	default:
+		return nil, fmt.Errorf("read text: kind %q does not match its content", env.Kind)
 	}
-	return nil, fmt.Errorf("read text: kind %q does not match its content", env.Kind)
+	if err := v.Validate(); err != nil {
+		return nil, fmt.Errorf("read text: %w", err)
+	}
+	return v, nil
 }
 
 // maxTextSize bounds what ReadText reads.

@@ -78,7 +78,10 @@ func TestReadTextErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadText(strings.NewReader(tt.in))
+			v, err := ReadText(strings.NewReader(tt.in))
+			if v != nil {
+				t.Errorf("got a value %T with error %v", v, err)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}

@@ -14,7 +14,8 @@ import (
 
 // load reads everything Open promises from the binary bin and the debug
 // file dbg (nil when none was named).
-func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) error {
+func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error) {
+	defer catch(&err, "read "+f.Path)
 	f.identify(bin)
 	src := bin // the file whose DWARF is read
 	switch {

@@ -182,7 +182,11 @@ func parseELF(r io.ReaderAt, path string) (ef *elf.File, err error) {
 	if string(magic[:]) != elf.ELFMAG {
 		return nil, fmt.Errorf("open %s: %w", path, ErrNotELF)
 	}
-	defer catch(&err, "open "+path)
+	defer func() {
+		if r := recover(); r != nil {
+			ef, err = nil, fmt.Errorf("open %s: %w: malformed headers (panic: %v)", path, ErrNotELF, r)
+		}
+	}()
 	ef, err = elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w: %w", path, ErrNotELF, err)

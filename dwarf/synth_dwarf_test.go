@@ -43,19 +43,26 @@ func specDIE(b []byte, ref uint32, low uint64, size uint32) []byte {
 	return le32(le64(b, low), size)
 }
 
-func TestDWZ(t *testing.T) {
+// dwzFile has three functions: one named in the file, one whose name and
+// one whose abstract origin lie in a dwz alternate file; its symbol table
+// names all three.
+func dwzFile() []byte {
 	const T = synthTextAddr
 	dies := cuDIE()
 	dies = subDIE(dies, "good", T, 8)
 	dies = altDIE(dies, 3, 0x10, T+8, 8)
 	dies = altDIE(dies, 4, 0x20, T+16, 8)
 	dies = append(dies, 0)
-	data := synthDWARF(synthAbbrevs, unit4(dies), []synthSym{
+	return synthDWARF(synthAbbrevs, unit4(dies), []synthSym{
 		{"good", T, 8, true},
 		{"alt_named", T + 8, 8, true},
 		{"alt_origin", T + 16, 8, false},
 	})
-	f, err := newFile(bytes.NewReader(data), "dwz")
+}
+
+func TestDWZ(t *testing.T) {
+	const T = synthTextAddr
+	f, err := newFile(bytes.NewReader(dwzFile()), "dwz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +106,10 @@ func rangesEqual(a, b []Range) bool {
 	return true
 }
 
-func TestHostileDWARF(t *testing.T) {
+// hostileFile has specification cycles, a function the linker dropped,
+// one outside every segment, and one good function, "ok" at
+// synthTextAddr+32.
+func hostileFile() []byte {
 	const T = synthTextAddr
 	dies := cuDIE()
 	// A specification cycle: the DIE at 17 refers to itself, and the two
@@ -113,7 +123,12 @@ func TestHostileDWARF(t *testing.T) {
 	dies = subDIE(dies, "far", 0x900000, 16)
 	dies = subDIE(dies, "ok", T+32, 8)
 	dies = append(dies, 0)
-	f, err := newFile(bytes.NewReader(synthDWARF(synthAbbrevs, unit4(dies), nil)), "hostile")
+	return synthDWARF(synthAbbrevs, unit4(dies), nil)
+}
+
+func TestHostileDWARF(t *testing.T) {
+	const T = synthTextAddr
+	f, err := newFile(bytes.NewReader(hostileFile()), "hostile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +140,9 @@ func TestHostileDWARF(t *testing.T) {
 	}
 }
 
-func TestCompressionBomb(t *testing.T) {
-	// A zlib .debug_info of 8 stored bytes that claims to inflate to 1 TiB.
+// bombFile has a zlib .debug_info of a few stored bytes that claims to
+// inflate to 1 TiB.
+func bombFile() []byte {
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
 	zw.Write([]byte{0})
@@ -135,11 +151,14 @@ func TestCompressionBomb(t *testing.T) {
 	binary.LittleEndian.PutUint32(chdr, uint32(elf.COMPRESS_ZLIB))
 	binary.LittleEndian.PutUint64(chdr[8:], 1<<40)
 	binary.LittleEndian.PutUint64(chdr[16:], 1)
-	data := synthELF([]synthSection{
+	return synthELF([]synthSection{
 		{name: ".text", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, data: synthText},
 		{name: ".debug_info", typ: elf.SHT_PROGBITS, flags: elf.SHF_COMPRESSED, data: append(chdr, z.Bytes()...)},
 	})
-	f, err := newFile(bytes.NewReader(data), "bomb")
+}
+
+func TestCompressionBomb(t *testing.T) {
+	f, err := newFile(bytes.NewReader(bombFile()), "bomb")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,21 +27,33 @@ var (
 // writeFunctions writes the listing of a function profile: the program
 // statistics, then per module its statistics and its table.
 func (r *report) writeFunctions(p *printer) {
-	p.heading = r.tableHeading()
+	heading := r.tableHeading()
+	if !r.callerListing() {
+		// PLIST repeats a table's heading on every page, even after a
+		// break inside the statistics; caller listings repeat nothing.
+		p.heading = heading
+	}
 	r.programStatistics(p)
 	for mod := range r.plan.Modules {
 		p.blank()
 		r.moduleStatistics(p, mod)
 		p.blank()
-		r.functionTable(p, mod)
+		r.functionTable(p, mod, heading)
 	}
 }
 
-// tableHeading is the heading of the module tables, which PLIST repeats on
-// every page (even a break inside the statistics repeats it).
+// callerListing reports whether the modules' tables are replaced by caller
+// listings (§5.7).
+func (r *report) callerListing() bool {
+	return r.plan.Attribution && r.plan.Method == datafile.FuncCounting && r.sort != SortNameSummary
+}
+
+// tableHeading is the heading of the module tables.
 func (r *report) tableHeading() []string {
 	m := r.plan.Method
 	switch {
+	case r.plan.Attribution:
+		return callerDataHeading
 	case m == datafile.FuncCounting:
 		return countingHeading // /SNS keeps it, with coverage rows
 	case m.IsTiming() && r.sort != SortNameSummary:
@@ -141,21 +153,18 @@ func (r *report) moduleStatistics(p *printer, mod int) {
 }
 
 // functionTable writes a module's table: the counting or timing table
-// filtered by /C, or the coverage list of every function.
-func (r *report) functionTable(p *printer, mod int) {
-	for _, s := range p.heading {
-		if s != "" && s[0] == '-' {
-			p.underline(len(s))
-		} else {
-			p.text(s)
-		}
-	}
+// filtered by /C, the caller listing, or the coverage list of every
+// function.
+func (r *report) functionTable(p *printer, mod int, heading []string) {
+	printHeading(p, heading)
 	m := r.plan.Method
 	funcs := r.sortFuncs(r.funcs[mod], r.sort)
 	switch {
 	case r.sort == SortNameSummary:
 		// Only timing summaries name the source (§5.6.5).
 		r.coverageRows(p, funcs, m.IsTiming())
+	case r.callerListing():
+		r.attributionListing(p, funcs)
 	case m == datafile.FuncCounting:
 		r.countingRows(p, funcs)
 	case m.IsTiming():

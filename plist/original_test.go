@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +108,83 @@ func (p program) merged(method datafile.Method, runs []datafile.Run) *datafile.M
 		}
 	}
 	return m
+}
+
+// st is an attribution stack of a test program: the function, its callers
+// outermost first ("" for the stack base), and its hits.
+type st struct {
+	fn      string
+	callers []string
+	hits    uint64
+}
+
+// withStacks returns the pbt of p made with /AT, whose run recorded the
+// stacks, in recorded order.
+func withStacks(p program, method datafile.Method, stacks []st, runs ...datafile.Run) func(string) *datafile.Merged {
+	return func(string) *datafile.Merged {
+		m := p.merged(method, runs)
+		m.Plan.Attribution = true
+		index := func(name string) int {
+			for i, f := range p.funcs {
+				if f.name == name {
+					return i
+				}
+			}
+			return -1 // "" is the stack base
+		}
+		for k, s := range stacks {
+			ds := datafile.Stack{Func: index(s.fn), Key: uint64(k), Hits: s.hits}
+			for _, c := range s.callers {
+				ds.Callers = append(ds.Callers, index(c))
+			}
+			m.Stats.Stacks = append(m.Stats.Stacks, ds)
+		}
+		m.Plan.ID = datafile.PlanID(&m.Plan)
+		return m
+	}
+}
+
+// fcountStacks are the stacks of fcount with the default /STACK: fib's
+// recursion gives ten stacks, those with fib, fib as callers differing
+// deeper down.
+var fcountStacks = []st{
+	{"_f", []string{"", "_main"}, 10},
+	{"_g", []string{"", "_main"}, 3},
+	{"_fib", []string{"_fib", "_fib"}, 52},
+	{"_fib", []string{"_fib", "_fib"}, 44},
+	{"_fib", []string{"_fib", "_fib"}, 32},
+	{"_fib", []string{"_fib", "_fib"}, 16},
+	{"_fib", []string{"_fib", "_fib"}, 16},
+	{"_fib", []string{"_fib", "_fib"}, 8},
+	{"_fib", []string{"_fib", "_fib"}, 4},
+	{"_fib", []string{"_main", "_fib"}, 2},
+	{"_fib", []string{"_fib", "_fib"}, 2},
+	{"_fib", []string{"", "_main"}, 1},
+	{"_main", []string{""}, 1},
+	{"_helper", []string{"", "_main"}, 4},
+	{"_cpp_entry", []string{"", "_main"}, 1},
+	{"?twice@@YAHH@Z", []string{"_main", "_cpp_entry"}, 5},
+	{"?twice@@YANN@Z", []string{"_main", "_cpp_entry"}, 1},
+	{"??0Counter@@QAE@XZ", []string{"_main", "_cpp_entry"}, 1},
+	{"?bump@Counter@@QAEHH@Z", []string{"_main", "_cpp_entry"}, 6},
+	{"?value@Counter@@QBEHXZ", []string{"_main", "_cpp_entry"}, 1},
+}
+
+// fcountStacks1 are the stacks of fcount with /STACK 1: the immediate
+// caller only.
+var fcountStacks1 = []st{
+	{"_f", []string{"_main"}, 10},
+	{"_g", []string{"_main"}, 3},
+	{"_fib", []string{"_fib"}, 176},
+	{"_fib", []string{"_main"}, 1},
+	{"_main", []string{""}, 1},
+	{"_helper", []string{"_main"}, 4},
+	{"_cpp_entry", []string{"_main"}, 1},
+	{"?twice@@YAHH@Z", []string{"_cpp_entry"}, 5},
+	{"?twice@@YANN@Z", []string{"_cpp_entry"}, 1},
+	{"??0Counter@@QAE@XZ", []string{"_cpp_entry"}, 1},
+	{"?bump@Counter@@QAEHH@Z", []string{"_cpp_entry"}, 6},
+	{"?value@Counter@@QBEHXZ", []string{"_cpp_entry"}, 1},
 }
 
 // fcount is the program of golden/src/fcount.c and fcount2.cpp, its
@@ -231,14 +309,101 @@ var dll = program{
 	depth: 4,
 }
 
-// originalCase is one captured PLIST output and the .pbt it was made from.
-type originalCase struct {
+// lineProgram is a line profile's modules: per module its source files in
+// listing order and its profiled lines with the hits of one run.
+type lineProgram []lineModule
+
+type lineModule struct {
+	name  string
 	files []string
-	pbt   func() *datafile.Merged
+	lines []ln
 }
 
-func fcountFC(runs ...datafile.Run) func() *datafile.Merged {
-	return func() *datafile.Merged { return fcount.merged(datafile.FuncCounting, runs) }
+// ln is a profiled line: file index, line number, hits of one run.
+type ln struct {
+	file, line int
+	hits       uint64
+}
+
+// merged builds the profile of runs of the program whose sources are in
+// dir. Coverage counts each executed line once per run.
+func (p lineProgram) merged(method datafile.Method, dir string, runs []datafile.Run) *datafile.Merged {
+	m := &datafile.Merged{Plan: datafile.Plan{Method: method, StartIndex: -1, Calibration: -1}, Runs: runs}
+	n := uint64(len(runs))
+	for mod, md := range p {
+		dm := datafile.Module{Name: md.name, Arch: "386"}
+		for _, f := range md.files {
+			dm.Files = append(dm.Files, filepath.Join(dir, f))
+		}
+		m.Plan.Modules = append(m.Plan.Modules, dm)
+		for _, l := range md.lines {
+			m.Plan.Lines = append(m.Plan.Lines, datafile.Line{Module: mod, File: l.file, Line: l.line})
+			h := l.hits
+			if method.IsCoverage() {
+				h = min(h, 1)
+			}
+			m.Stats.Hits = append(m.Stats.Hits, h*n)
+		}
+	}
+	m.Plan.ID = datafile.PlanID(&m.Plan)
+	for range runs {
+		m.Overheads = append(m.Overheads, 1)
+	}
+	return m
+}
+
+func lines(p lineProgram, method datafile.Method, runs ...datafile.Run) func(string) *datafile.Merged {
+	return func(dir string) *datafile.Merged { return p.merged(method, dir, runs) }
+}
+
+// lcount is golden/src/lcount.c and lcount2.c, linked in that order; the
+// listing shows lcount2.c first (original.md §5.6.6).
+var lcount = lineProgram{{
+	name:  "lcount.exe",
+	files: []string{"lcount2.c", "lcount.c"},
+	lines: []ln{
+		{0, 4, 3}, {0, 7, 3}, {0, 8, 3}, {0, 9, 3},
+		{1, 7, 0}, {1, 8, 0}, {1, 9, 0}, {1, 12, 20}, {1, 13, 20}, {1, 14, 20},
+		{1, 17, 1}, {1, 19, 1}, {1, 21, 1}, {1, 22, 100}, {1, 24, 1}, {1, 25, 5},
+		{1, 26, 20}, {1, 27, 20}, {1, 28, 5}, {1, 30, 1}, {1, 31, 0}, {1, 32, 0},
+		{1, 33, 1}, {1, 36, 1}, {1, 37, 1}, {1, 38, 1}, {1, 39, 1},
+	},
+}}
+
+// dllLines is golden/src/dllhost.c and dlllib.c: local_work(4) adds four
+// times, main doubles 3 and 4.
+var dllLines = lineProgram{{
+	name:  "dllhost.exe",
+	files: []string{"dllhost.c"},
+	lines: []ln{
+		{0, 6, 1}, {0, 7, 1}, {0, 8, 1}, {0, 9, 4}, {0, 10, 1}, {0, 11, 1},
+		{0, 13, 1}, {0, 14, 1}, {0, 15, 1}, {0, 16, 1}, {0, 17, 1}, {0, 18, 1},
+	},
+}, {
+	name:  "dlllib.dll",
+	files: []string{"dlllib.c"},
+	lines: []ln{{0, 2, 6}, {0, 3, 6}, {0, 4, 2}},
+}}
+
+var lcountSources = map[string]string{"lcount.c": "lcount.c", "lcount2.c": "lcount2.c"}
+
+// originalCase is one captured PLIST output and the .pbt it was made from.
+// Line profiles get a directory holding copies of the sources.
+type originalCase struct {
+	files []string
+	pbt   func(dir string) *datafile.Merged
+	// sources are the files copied into the directory: their name there,
+	// and their name in golden/src.
+	sources map[string]string
+}
+
+// functions returns the pbt of a function profile.
+func functions(p program, method datafile.Method, runs ...datafile.Run) func(string) *datafile.Merged {
+	return func(string) *datafile.Merged { return p.merged(method, runs) }
+}
+
+func fcountFC(runs ...datafile.Run) func(string) *datafile.Merged {
+	return functions(fcount, datafile.FuncCounting, runs...)
 }
 
 var (
@@ -247,9 +412,63 @@ var (
 	ftimeRun   = run("04:52", "ftime")
 	sfRun      = run("04:53", "sf")
 	dllhostRun = run("04:53", "dllhost")
+	lcountRun  = run("04:52", "lcount")
 )
 
+// The line profiles' "-f-t" outputs are left out: the original's /F did
+// nothing, the port's writes the recorded source paths in records 7 (the
+// function profiles' "-f-t" outputs match because their modules record no
+// path).
 var originalCases = []originalCase{
+	{files: []string{
+		"fcount/fc-atdefault-plist.out", "fcount/fc-atdefault-plist-t.out",
+		"fcount/fc-atdefault-plist-flat.out", "fcount/fc-atdefault-plist-indent.out",
+		"fcount/fc-atdefault-plist-tab8.out", "fcount/fc-atdefault-plist-sn.out",
+		"fcount/fc-atdefault-plist-sns.out", "fcount/fc-atdefault-plist-pw40.out",
+		"fcount/fc-atdefault-plist-c5.out", "fcount/fc-atdefault-plist-c5-t.out",
+		"fcount/fc-atdefault-plist-l.out", "fcount/fc-atdefault-plist-l-t.out",
+	}, pbt: withStacks(fcount, datafile.FuncCounting, fcountStacks, fcountRun)},
+	{files: []string{
+		"fcount/fc-at1-plist.out", "fcount/fc-at1-plist-t.out", "fcount/fc-at1-plist-flat.out",
+		"fcount/fc-at1-plist-indent.out", "fcount/fc-at1-plist-tab8.out",
+		"fcount/fc-at1-plist-sn.out", "fcount/fc-at1-plist-sns.out",
+	}, pbt: withStacks(fcount, datafile.FuncCounting, fcountStacks1, fcountRun)},
+	{files: []string{"ftime/fv-at-plist.out"},
+		pbt: withStacks(ftime, datafile.FuncCoverage, nil, run("04:53", "ftime"))},
+	{files: []string{
+		"lcount/lc-plist.out", "lcount/lc-plist-t.out", "lcount/lc-plist-sl.out",
+		"lcount/lc-plist-sc.out", "lcount/lc-plist-sls.out", "lcount/lc-plist-sn.out",
+		"lcount/lc-plist-sns.out", "lcount/lc-plist-st.out", "lcount/lc-plist-stc.out",
+		"lcount/lc-plist-t-sc.out", "lcount/lc-plist-c5.out", "lcount/lc-plist-c5-t.out",
+		"lcount/lc-plist-c5-sc.out", "lcount/lc-plist-c5-sls.out", "lcount/lc-plist-f.out",
+		"lcount/lc-plist-pl20.out", "lcount/lc-plist-tab8.out",
+	}, pbt: lines(lcount, datafile.LineCounting, lcountRun), sources: lcountSources},
+	{files: []string{"lcount/lc-run2-plist.out", "lcount/lc-run2-plist-t.out"},
+		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: lcountSources},
+	{files: []string{"lcount/lc-nosrc-plist.out"},
+		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: map[string]string{
+			"lcount.c": "lcount.c", "srcdir/lcount2.c": "lcount2.c",
+		}},
+	{files: []string{"lcount/lc-nosrc-plist-d.out", "lcount/lc-nosrc-plist-d-abs.out"},
+		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: map[string]string{
+			"lcount.c": "lcount.c", "srcdir/lcount2.c": "lcount2.c",
+		}},
+	{files: []string{
+		"lcount/lv-plist.out", "lcount/lv-plist-t.out", "lcount/lv-plist-sl.out",
+		"lcount/lv-plist-sc.out", "lcount/lv-plist-sls.out", "lcount/lv-plist-sn.out",
+		"lcount/lv-plist-sns.out", "lcount/lv-plist-st.out", "lcount/lv-plist-stc.out",
+		"lcount/lv-plist-t-sc.out", "lcount/lv-plist-c5.out", "lcount/lv-plist-c5-t.out",
+		"lcount/lv-plist-c5-sc.out", "lcount/lv-plist-c5-sls.out", "lcount/lv-plist-f.out",
+		"lcount/lv-plist-pl20.out", "lcount/lv-plist-tab8.out",
+	}, pbt: lines(lcount, datafile.LineCoverage, lcountRun), sources: lcountSources},
+	{files: []string{"lcount/lv-run2-plist.out", "lcount/lv-run2-plist-t.out"},
+		pbt: lines(lcount, datafile.LineCoverage, lcountRun, lcountRun), sources: lcountSources},
+	{files: []string{"dll/lc-plist.out", "dll/lc-plist-t.out", "dll/lc-plist-sc.out"},
+		pbt:     lines(dllLines, datafile.LineCounting, dllhostRun),
+		sources: map[string]string{"dllhost.c": "dllhost.c", "dlllib.c": "dlllib.c"}},
+	{files: []string{"dll/lv-plist.out", "dll/lv-plist-t.out"},
+		pbt:     lines(dllLines, datafile.LineCoverage, dllhostRun),
+		sources: map[string]string{"dllhost.c": "dllhost.c", "dlllib.c": "dlllib.c"}},
 	{files: []string{
 		"fcount/fc-plist.out", "fcount/fc-plist-nologo.out", "fcount/fc-plist-t.out",
 		"fcount/fc-plist-sc.out", "fcount/fc-plist-sn.out", "fcount/fc-plist-sns.out",
@@ -273,7 +492,7 @@ var originalCases = []originalCase{
 		"fcount/fv-plist-f.out", "fcount/fv-plist-f-t.out", "fcount/fv-plist-l.out",
 		"fcount/fv-plist-l-t.out", "fcount/fv-plist-pw40.out", "fcount/fv-plist-pl20.out",
 		"fcount/fv-plist-pl15.out", "fcount/fv-plist-pl0.out",
-	}, pbt: func() *datafile.Merged { return fcount.merged(datafile.FuncCoverage, []datafile.Run{fcountRun}) }},
+	}, pbt: functions(fcount, datafile.FuncCoverage, fcountRun)},
 	{files: []string{
 		"fcount/ft-plist.out", "fcount/ft-plist-nologo.out", "fcount/ft-plist-t.out",
 		"fcount/ft-plist-sc.out", "fcount/ft-plist-sn.out", "fcount/ft-plist-sns.out",
@@ -283,22 +502,20 @@ var originalCases = []originalCase{
 		"fcount/ft-plist-f.out", "fcount/ft-plist-f-t.out", "fcount/ft-plist-l.out",
 		"fcount/ft-plist-l-t.out", "fcount/ft-plist-pw40.out", "fcount/ft-plist-pl20.out",
 		"fcount/ft-plist-pl15.out", "fcount/ft-plist-pl0.out",
-	}, pbt: func() *datafile.Merged { return fcount.merged(datafile.FuncTiming, []datafile.Run{fcountRun}) }},
+	}, pbt: functions(fcount, datafile.FuncTiming, fcountRun)},
 	{files: []string{
 		"ftime/ft-plist.out", "ftime/ft-plist-t.out", "ftime/ft-plist-st.out",
 		"ftime/ft-plist-stc.out", "ftime/ft-plist-sc.out", "ftime/ft-plist-sn.out",
 		"ftime/ft-plist-sns.out", "ftime/ft-plist-sl.out", "ftime/ft-plist-sls.out",
 		"ftime/ft-plist-c3.out", "ftime/ft-plist-pl20.out", "ftime/ft-plist-pw60.out",
-	}, pbt: func() *datafile.Merged { return ftime.merged(datafile.FuncTiming, []datafile.Run{ftimeRun}) }},
+	}, pbt: functions(ftime, datafile.FuncTiming, ftimeRun)},
 	{files: []string{"ftime/ft-cb-plist.out", "ftime/ft-cb-plist-t.out"},
-		pbt: func() *datafile.Merged { return ftimeCB.merged(datafile.FuncTiming, []datafile.Run{ftimeRun}) }},
+		pbt: functions(ftimeCB, datafile.FuncTiming, ftimeRun)},
 	{files: []string{"diag/crash-fc-plist.out"},
-		pbt: func() *datafile.Merged {
-			return crash.merged(datafile.FuncCounting, []datafile.Run{run("04:51", "crash")})
-		}},
+		pbt: functions(crash, datafile.FuncCounting, run("04:51", "crash"))},
 	{files: []string{"diag/plist-before-run.out", "diag/plist-before-run-t.out"}, pbt: fcountFC()},
 	{files: []string{"diag/types5-plist-t.out"},
-		pbt: func() *datafile.Merged { return fcount.merged(datafile.FuncTiming, nil) }},
+		pbt: functions(fcount, datafile.FuncTiming)},
 	{files: []string{"diag/plist-after-args-run.out", "diag/plist-after-args-run-t.out"},
 		pbt: fcountFC(argsRun)},
 	{files: []string{
@@ -313,15 +530,15 @@ var originalCases = []originalCase{
 	{files: []string{"diag/plist-after-named.out", "diag/plist-after-other-merge.out"},
 		pbt: fcountFC(run("04:50", "fcount"), fcountRun)},
 	{files: []string{"sf/fc-plist.out", "sf/fc-plist-t.out", "sf/fc-plist-l.out", "sf/fc-plist-sn.out"},
-		pbt: func() *datafile.Merged { return sf.merged(datafile.FuncCounting, []datafile.Run{sfRun}) }},
+		pbt: functions(sf, datafile.FuncCounting, sfRun)},
 	{files: []string{"sf/fv-plist.out", "sf/fv-plist-t.out", "sf/fv-plist-l.out", "sf/fv-plist-sn.out"},
-		pbt: func() *datafile.Merged { return sf.merged(datafile.FuncCoverage, []datafile.Run{sfRun}) }},
+		pbt: functions(sf, datafile.FuncCoverage, sfRun)},
 	{files: []string{
 		"dll/fc-plist.out", "dll/fc-plist-t.out", "dll/fc-plist-f-t.out",
 		"dll/fc-plist-sn.out", "dll/fc-plist-sns.out",
-	}, pbt: func() *datafile.Merged { return dll.merged(datafile.FuncCounting, []datafile.Run{dllhostRun}) }},
+	}, pbt: functions(dll, datafile.FuncCounting, dllhostRun)},
 	{files: []string{"dll/fv-plist.out", "dll/fv-plist-t.out", "dll/fv-plist-f-t.out"},
-		pbt: func() *datafile.Merged { return dll.merged(datafile.FuncCoverage, []datafile.Run{dllhostRun}) }},
+		pbt: functions(dll, datafile.FuncCoverage, dllhostRun)},
 }
 
 func TestOriginalGoldens(t *testing.T) {
@@ -333,11 +550,12 @@ func TestOriginalGoldens(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s is not in INDEX.tsv", file)
 				}
-				o := optionsFromCommand(t, cmdline)
+				dir := copySources(t, c.sources)
+				o := optionsFromCommand(t, cmdline, dir)
 				o.Demangle = msvcDemangle
 				var warnings []int
 				o.Warn = func(err error) { warnings = append(warnings, prf.Code(err)) }
-				pbt := c.pbt()
+				pbt := c.pbt(dir)
 				if err := pbt.Validate(); err != nil {
 					t.Fatalf("the test's profile: %v", err)
 				}
@@ -345,7 +563,10 @@ func TestOriginalGoldens(t *testing.T) {
 				if err := Generate(&out, pbt, o); err != nil {
 					t.Fatalf("Generate: %v", err)
 				}
-				want, wantWarnings := readOriginal(t, file)
+				want, wantWarnings := readOriginal(t, file, dir)
+				if o.Tab && pbt.Plan.Attribution {
+					want = regroup(t, want, pbt, o)
+				}
 				if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 					t.Errorf("warnings (-want +got):\n%s", diff)
 				}
@@ -355,6 +576,42 @@ func TestOriginalGoldens(t *testing.T) {
 			})
 		}
 	}
+}
+
+// regroup corrects the original's misplaced attribution groups (original.md
+// §6.4): it wrote the k-th group, in the order of the functions in the
+// image, after the k-th record 6, in name order. regroup moves each group
+// after its own function's record 6, which is what the port writes.
+func regroup(t *testing.T, tab string, m *datafile.Merged, o Options) string {
+	t.Helper()
+	var head []string
+	var records []string  // the records 6, in name order
+	var groups [][]string // the groups, in image order
+	for _, line := range strings.SplitAfter(tab, "\n") {
+		switch {
+		case strings.HasPrefix(line, "6\t"):
+			records = append(records, line)
+			groups = append(groups, nil)
+		case len(groups) > 0 && line != "":
+			groups[len(groups)-1] = append(groups[len(groups)-1], line)
+		default:
+			head = append(head, line)
+		}
+	}
+	if len(records) != len(m.Plan.Funcs) {
+		t.Fatalf("%d records 6 for %d functions", len(records), len(m.Plan.Funcs))
+	}
+	r := newReport(m, o)
+	out := strings.Join(head, "")
+	for _, rec := range records {
+		fields := strings.Split(strings.TrimSuffix(rec, "\n"), "\t")
+		image := slices.Index(r.names, fields[len(fields)-1])
+		if image < 0 {
+			t.Fatalf("record %q names no function", rec)
+		}
+		out += rec + strings.Join(groups[image], "")
+	}
+	return out
 }
 
 // goldenDir returns the directory of the original's outputs, or skips.
@@ -388,9 +645,36 @@ func readIndex(t *testing.T) map[string]string {
 	return commands
 }
 
+// copySources copies golden/src files into a new directory, for line
+// listings, and returns it ("" when there are none).
+func copySources(t *testing.T, sources map[string]string) string {
+	t.Helper()
+	if len(sources) == 0 {
+		return ""
+	}
+	dir := t.TempDir()
+	for to, from := range sources {
+		b, err := os.ReadFile(filepath.Join(goldenDir(t), "src", from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, to), b)
+	}
+	return dir
+}
+
+// cwdPrefix is the original's working directory in source paths.
+var cwdPrefix = regexp.MustCompile(`(?i)^c:\\proftest\\[^\\]+\\`)
+
+// localPath maps a path of the original's working directory into dir.
+func localPath(p, dir string) string {
+	p = cwdPrefix.ReplaceAllLiteralString(p, "")
+	return filepath.Join(dir, strings.ReplaceAll(p, `\`, "/"))
+}
+
 // optionsFromCommand turns a recorded "plist ..." command into Options,
-// for the switches these tests use.
-func optionsFromCommand(t *testing.T, cmdline string) Options {
+// for the switches these tests use; /D directories are mapped into dir.
+func optionsFromCommand(t *testing.T, cmdline, dir string) Options {
 	t.Helper()
 	o := DefaultOptions()
 	o.Now = testNow
@@ -419,7 +703,9 @@ func optionsFromCommand(t *testing.T, cmdline string) Options {
 			continue // the input file
 		}
 		switch sw := strings.ToLower(a[1:]); sw {
-		case "nologo", "nol":
+		case "nologo", "nol", "indent":
+		case "flat":
+			o.Flat = true
 		case "t":
 			o.Tab = true
 		case "l":
@@ -440,6 +726,9 @@ func optionsFromCommand(t *testing.T, cmdline string) Options {
 		case "tab":
 			i++
 			o.TabWidth = number(i)
+		case "d":
+			i++
+			o.SourceDirs = append(o.SourceDirs, localPath(args[i], dir))
 		default:
 			s, ok := sorts[sw]
 			if !ok {
@@ -457,10 +746,12 @@ var warningLine = regexp.MustCompile(`^PLIST : warning PRF(\d+): `)
 
 var dateLine = regexp.MustCompile(`(?m)^Date:    .*$`)
 
+var sourceLine = regexp.MustCompile(`(?m)^Source file: (.*)$`)
+
 // readOriginal returns an output of the original with LF line ends, its
-// Date: lines showing testNow, and the PRF numbers of its warnings
-// removed from its start.
-func readOriginal(t *testing.T, file string) (string, []int) {
+// Date: lines showing testNow, its source paths mapped into dir, and the
+// PRF numbers of its warnings removed from its start.
+func readOriginal(t *testing.T, file, dir string) (string, []int) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(goldenDir(t), file))
 	if err != nil {
@@ -482,6 +773,9 @@ func readOriginal(t *testing.T, file string) (string, []int) {
 	s = dateLine.ReplaceAllStringFunc(s, func(line string) string {
 		n := min(len(line)-len("Date:    "), len(now))
 		return "Date:    " + now[:n]
+	})
+	s = sourceLine.ReplaceAllStringFunc(s, func(line string) string {
+		return "Source file: " + localPath(strings.TrimPrefix(line, "Source file: "), dir)
 	})
 	return s, warnings
 }

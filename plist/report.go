@@ -11,16 +11,13 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
-// errLineReports is returned for the listings of line profiles, which are
-// not written yet (their tab-delimited records are).
-var errLineReports = errors.New("line profile reports are not available yet")
-
 // errSampling is returned for the listing of a function sampling profile.
 var errSampling = errors.New("function sampling reports are not available yet")
 
-// errAttribution is returned for the attribution listings (profiles made
-// with PREP /AT), which are not written yet (records 8 to 10 are).
-var errAttribution = errors.New("attribution listings are not available yet")
+// errTimingAttribution is returned for the attribution listing of a timing
+// profile made with PREP /AT (its two-column table is not written yet;
+// records 8 to 10 are).
+var errTimingAttribution = errors.New("timing attribution listings are not available yet")
 
 // report is one Generate call: the merged profile seen through the options.
 // Every index read from the profile is checked, so that a profile whose
@@ -34,8 +31,13 @@ type report struct {
 	sort Sort
 	// names are the displayed names of Plan.Funcs.
 	names []string
-	// funcs has, per module, the indices of its functions in plan order.
+	// funcs and lines have, per module, the indices of its functions and
+	// lines in plan order.
 	funcs [][]int
+	lines [][]int
+	// stacks has, per function, the indices of its attribution stacks in
+	// Stats.Stacks, highest hits (or time) first.
+	stacks [][]int
 }
 
 func newReport(m *datafile.Merged, o Options) *report {
@@ -55,6 +57,13 @@ func newReport(m *datafile.Merged, o Options) *report {
 			r.funcs[f.Module] = append(r.funcs[f.Module], i)
 		}
 	}
+	r.lines = make([][]int, len(r.plan.Modules))
+	for i, l := range r.plan.Lines {
+		if l.Module >= 0 && l.Module < len(r.lines) {
+			r.lines[l.Module] = append(r.lines[l.Module], i)
+		}
+	}
+	r.stacks = r.stacksByFunc()
 	return r
 }
 
@@ -89,15 +98,17 @@ func (r *report) writeListing(w io.Writer) error {
 		r.warn(prf.Errorf(1481, "%s inconsistent with sorting type", r.o.Path))
 	}
 	switch {
-	case !r.plan.Method.IsFunction():
-		return errLineReports
 	case r.plan.Method == datafile.FuncSampling:
 		return errSampling
-	case r.plan.Attribution:
-		return errAttribution
+	case r.plan.Attribution && r.plan.Method.IsTiming():
+		return errTimingAttribution
 	}
 	p := newPrinter(w, r.o, r.pageHeader())
-	r.writeFunctions(p)
+	if r.plan.Method.IsFunction() {
+		r.writeFunctions(p)
+	} else {
+		r.writeLines(p, !ok)
+	}
 	return p.flush()
 }
 

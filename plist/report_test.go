@@ -81,8 +81,59 @@ func seal(m *datafile.Merged) *datafile.Merged {
 	return m
 }
 
+// linePlan is a line profile of testdata/src: lines.c, found through the
+// compilation directory; util.c, whose recorded place does not exist (found
+// only with /D testdata/src); crlf.c in a library, with CR LF line ends.
+func linePlan(method datafile.Method) datafile.Plan {
+	p := datafile.Plan{Method: method, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{
+			{Name: "lprog", Arch: "arm64", Files: []string{"src/lines.c", "build/util.c"},
+				CompDirs: []string{"testdata"}},
+			{Name: "libl.so", Arch: "arm64", Files: []string{"testdata/src/crlf.c"}},
+		}}
+	for _, l := range lineSites {
+		p.Lines = append(p.Lines, datafile.Line{Module: l.mod, File: l.file, Line: l.line})
+	}
+	return p
+}
+
+// lineSites are the profiled lines with the hits of one run. Line 20 of
+// lines.c is beyond its end (the file changed since PREP).
+var lineSites = []struct {
+	mod, file, line int
+	hits            uint64
+}{
+	{0, 0, 5, 10}, {0, 0, 6, 10}, {0, 0, 7, 10}, {0, 0, 10, 1}, {0, 0, 11, 1},
+	{0, 0, 12, 1}, {0, 0, 13, 10}, {0, 0, 14, 1}, {0, 0, 15, 0}, {0, 0, 16, 1},
+	{0, 0, 17, 1}, {0, 0, 18, 1}, {0, 0, 20, 2},
+	{0, 1, 2, 3}, {0, 1, 3, 3}, {0, 1, 4, 3},
+	{1, 0, 2, 4}, {1, 0, 3, 4}, {1, 0, 4, 4},
+}
+
+func lineHits(coverage bool) []uint64 {
+	var hits []uint64
+	for _, l := range lineSites {
+		h := l.hits
+		if coverage {
+			h = min(h, 1)
+		}
+		hits = append(hits, h)
+	}
+	return hits
+}
+
 // linuxInputs build the inputs of the Linux goldens.
 var linuxInputs = map[string]func() *datafile.Merged{
+	// Line counting of one run.
+	"lines": func() *datafile.Merged {
+		return seal(&datafile.Merged{Plan: linePlan(datafile.LineCounting),
+			Runs: []datafile.Run{at0907(0, "lprog")}, Stats: datafile.Stats{Hits: lineHits(false)}})
+	},
+	// Line coverage of one run.
+	"linecov": func() *datafile.Merged {
+		return seal(&datafile.Merged{Plan: linePlan(datafile.LineCoverage),
+			Runs: []datafile.Run{at0907(0, "lprog")}, Stats: datafile.Stats{Hits: lineHits(true)}})
+	},
 	// Function counting of two runs of a C/C++ program and its Rust library.
 	"cpprust": func() *datafile.Merged {
 		return seal(&datafile.Merged{Plan: demoPlan(datafile.FuncCounting),
@@ -130,7 +181,8 @@ var linuxInputs = map[string]func() *datafile.Merged{
 			Stats: datafile.Stats{Hits: hits, CallDepth: 4}})
 	},
 	// Attribution (/AT): main calls twice(int) 5 times; add is called by
-	// mul, itself called by main, and by main directly.
+	// mul, itself called by main (two stacks differing deeper down), and by
+	// main directly.
 	"attribution": func() *datafile.Merged {
 		p := demoPlan(datafile.FuncCounting)
 		p.Attribution = true
@@ -138,8 +190,9 @@ var linuxInputs = map[string]func() *datafile.Merged{
 			Stats: datafile.Stats{Hits: demoHits, CallDepth: 4, Stacks: []datafile.Stack{
 				{Func: 0, Callers: []int{-1}, Hits: 1},
 				{Func: 1, Callers: []int{-1, 0}, Hits: 5},
-				{Func: 9, Callers: []int{0, 10}, Hits: 28},
+				{Func: 9, Callers: []int{0, 10}, Key: 1, Hits: 20},
 				{Func: 9, Callers: []int{-1, 0}, Hits: 12},
+				{Func: 9, Callers: []int{0, 10}, Key: 2, Hits: 8},
 				{Func: 10, Callers: []int{-1, 0}, Hits: 12},
 			}}})
 	},
@@ -193,8 +246,25 @@ var linuxGoldens = []struct {
 	{"never", "t", func(o *Options) { o.Tab = true }},
 	{"incomplete", "default", nil},
 	{"incomplete", "t", func(o *Options) { o.Tab = true }},
+	{"attribution", "default", nil},
+	{"attribution", "flat", func(o *Options) { o.Flat = true }},
+	{"attribution", "tab4-sn", func(o *Options) { o.TabWidth, o.Sort = 4, SortName }},
+	{"attribution", "sns", func(o *Options) { o.Sort = SortNameSummary }},
+	{"attribution", "c5", func(o *Options) { o.MinCount = 5 }},
 	{"attribution", "t", func(o *Options) { o.Tab = true }},
 	{"attribution", "l-t", func(o *Options) { o.Tab, o.Mangled = true, true }},
+	{"lines", "default", nil},
+	{"lines", "d", func(o *Options) { o.SourceDirs = []string{"testdata/src"} }},
+	{"lines", "sc", func(o *Options) { o.Sort = SortCount }},
+	{"lines", "sls", func(o *Options) { o.Sort = SortLineSummary }},
+	{"lines", "sn", func(o *Options) { o.Sort = SortName }},
+	{"lines", "pw24", func(o *Options) { o.PageWidth, o.PageWidthGiven = 24, true }},
+	{"lines", "pl16", func(o *Options) { o.PageLength = 16 }},
+	{"lines", "t", func(o *Options) { o.Tab = true }},
+	{"lines", "f-t", func(o *Options) { o.Tab, o.FullPaths = true, true }},
+	{"linecov", "default", nil},
+	{"linecov", "sc", func(o *Options) { o.Sort = SortCount }},
+	{"linecov", "t", func(o *Options) { o.Tab = true }},
 	{"golang", "default", nil},
 	{"golang", "t", func(o *Options) { o.Tab = true }},
 }

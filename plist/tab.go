@@ -67,17 +67,13 @@ func (r *report) moduleField(mod int) string {
 // order and functions by name, each followed by its attribution group
 // when the profile has one.
 func (r *report) functionRecords(w io.Writer) {
-	var stacks [][]int
-	if r.plan.Attribution {
-		stacks = r.stacksByFunc()
-	}
 	for mod := range r.plan.Modules {
 		for _, i := range r.sortFuncs(r.funcs[mod], SortName) {
 			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", r.moduleField(mod), r.plan.Funcs[i].Source,
 				r.hits(i), fixedWidth(millis(r.funcTime(i)), 5, 3),
 				fixedWidth(millis(r.childTime(i)), 5, 3), r.names[i])
-			if stacks != nil {
-				r.attributionRecords(w, stacks[i])
+			if r.plan.Attribution {
+				r.attributionRecords(w, r.stacks[i])
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func FuzzParseSpec(f *testing.F) {
 }
 
 func FuzzReadIni(f *testing.F) {
-	f.Add([]byte(builtinProfilerIni))
+	f.Add([]byte("[profiler]\nexclude:_start\nexclude:*.a\nexclude:std::*\nexclude:<u8 as *\n"))
 	f.Add([]byte("[profiler]\r\nexclude:fcount.c(0-0)\r\ninclude:libc.lib\r\n"))
 	f.Add([]byte("[other]\nx\n[profiler]\n; c\n# c\nexclude:a\n"))
 	f.Add([]byte("[profiler\nexclude:x.c(1-"))

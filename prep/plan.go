@@ -148,7 +148,6 @@ func parseSpecs(specs []Spec) ([]pattern, error) {
 	return patterns, nil
 }
 
-
 // openModule is an opened program.
 type openModule struct {
 	file   *dwarf.File

@@ -1,31 +1,3 @@
-// Package cli reads the command lines of prep, profile and plist and returns
-// their options as typed structs ([PrepOptions], [ProfileOptions],
-// [PlistOptions]); the cmd/ mains print what it returns and run the tool.
-//
-// The syntax is the original's (spec original.md §2, linux.md "Commands and
-// the workflow"): options begin with / or -, are case-insensitive and may be
-// abbreviated down to a minimum length, in each tool's table order (/T is
-// PLIST's tab-delimited report, /TR its trace); an option's argument is the
-// next token; @file reads more arguments from a file; the environment
-// variable named after the tool (PREP, PROFILE, PLIST) comes before the
-// arguments; the rightmost of contradictory options wins. Every option also
-// has a GNU long form (--function-counting, --start=FUNC) listed by --help.
-// A token that begins with / and holds a second / is a path, not an option.
-//
-// Parsing happens in two steps. A normaliser, driven by one option table per
-// tool, reads the tokens left to right, expands response files and reports
-// the original's diagnostics (PRF1101 to PRF1105, PRF1201, PRF1202, PRF1423,
-// warning PRF4101) with their exact texts. It turns every option into a
-// canonical GNU long option (--select=include:SPEC, --sort=count) and hands
-// that argument vector to kong, which fills the grammar structs: it applies
-// the last-wins groups of the profile types and PLIST's layouts and keeps
-// PROFILE's program arguments apart (passthrough). Kong never sees a token
-// the user typed, because its own diagnostics cannot carry PRF numbers, the
-// original's first-error-wins order, response files, abbreviations in table
-// order or the /IO limit; see normalize.go.
-//
-// The package imports internal/prf, datafile (for [datafile.Method]) and
-// kong, nothing else of the project.
 package cli
 
 import (

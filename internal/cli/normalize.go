@@ -80,30 +80,29 @@ func (n *normalizer) run() error {
 		}
 		switch {
 		case tok == "--":
-			// GNU end of options: the rest are names, taken as typed.
-			for {
-				tok, ok := n.s.nextRaw()
-				if !ok {
-					return nil
-				}
-				if err := n.positional(tok); err != nil || n.cfg.program {
-					return err
-				}
-			}
+			return n.endOfOptions()
 		case strings.HasPrefix(tok, "--"):
 			err = n.long(tok)
 		case isOptionToken(tok):
 			err = n.short(tok)
 		default:
 			err = n.positional(tok)
-			if err == nil && n.cfg.program {
-				return nil
-			}
 		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// endOfOptions takes every token after "--" as a name, as typed, like GNU
+// tools do.
+func (n *normalizer) endOfOptions() error {
+	for tok, ok := n.s.nextRaw(); ok; tok, ok = n.s.nextRaw() {
+		if err := n.positional(tok); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isOptionToken reports whether tok is written as an option: it begins with
@@ -120,10 +119,11 @@ func isOptionToken(tok string) bool {
 }
 
 // positional records a program, module or input name. For PROFILE the
-// first one is the program and every later token belongs to it.
+// first one is the program and takes every later token, which ends the
+// command line.
 func (n *normalizer) positional(tok string) error {
-	if max := n.cfg.maxPositionals; max > 0 && len(n.out.positionals) == max {
-		return usageErrorf(1423, "number of modules exceeds %d", max)
+	if limit := n.cfg.maxPositionals; limit > 0 && len(n.out.positionals) == limit {
+		return usageErrorf(1423, "number of modules exceeds %d", limit)
 	}
 	n.out.positionals = append(n.out.positionals, tok)
 	if n.cfg.program {
@@ -172,18 +172,13 @@ func (n *normalizer) long(tok string) error {
 		return n.add(o, display, "")
 	}
 	if !hasValue {
-		var ok bool
 		var err error
-		value, ok, err = n.argument(display)
-		if err != nil {
+		if value, _, err = n.argument(display); err != nil {
 			return err
 		}
-		if !ok {
-			return usageErrorf(1103, "%s option requires an additional argument", display)
-		}
 	}
-	if value == "" {
-		return usageErrorf(1103, "%s option requires an additional argument", display)
+	if value == "" { // given empty, or the command line ended
+		return missingArgument(display)
 	}
 	if !o.allows(value) {
 		return usageErrorf(1102, "%s: invalid option", tok)
@@ -199,9 +194,14 @@ func (n *normalizer) argument(display string) (arg string, ok bool, err error) {
 		return "", ok, err
 	}
 	if arg == "" || n.looksLikeOption(arg) {
-		return "", false, usageErrorf(1103, "%s option requires an additional argument", display)
+		return "", false, missingArgument(display)
 	}
 	return arg, true, nil
+}
+
+// missingArgument is PRF1103 for the option named display.
+func missingArgument(display string) error {
+	return usageErrorf(1103, "%s option requires an additional argument", display)
 }
 
 // looksLikeOption reports whether an option's argument is really an option,

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// wantFail checks that a tool failed with the given status and PRF number.
+func wantFail(t *testing.T, r result, status int, prf string) {
+	t.Helper()
+	if r.status != status || !strings.Contains(r.stderr, prf) {
+		t.Errorf("status %d, stderr %q; want status %d and %s", r.status, r.stderr, status, prf)
+	}
+	if strings.Contains(r.stdout, prf) {
+		t.Errorf("diagnostic %s on stdout: %q", prf, r.stdout)
+	}
+}
+
+func TestBadPrepInput(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notelf.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
+	for _, c := range []struct {
+		name, arg, prf string
+	}{
+		{"not ELF", "notelf.c", "PRF1401"},
+		{"directory", "./adir", "PRF1401"},
+		{"missing", "./nosuch", "PRF1011"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wantFail(t, tool(t, dir, "prep", "/nologo", "/FC", c.arg), 1, c.prf)
+			if _, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(c.arg, "./")+".pbi")); err == nil {
+				t.Errorf("a .pbi was written after a failure")
+			}
+		})
+	}
+}
+
+func TestStripped(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	testutil.MustHaveTool(t, "strip")
+	prog := testutil.BuildC(t, "counts")
+	dir := t.TempDir()
+	name := install(t, prog, dir)
+	// Without DWARF, functions come from the symbol table: same counts.
+	if out, err := exec.Command("strip", "--strip-debug", filepath.Join(dir, name)).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v %s", err, out)
+	}
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	must(t, dir, "profile", "/nologo", name)
+	must(t, dir, "prep", "/nologo", "/M", name)
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+	if tb.hits["f"] != 1000 || tb.hits["fib"] != 1973 || tb.hits["helper"] != 4 {
+		t.Errorf("symbol-table profile: f %d, fib %d, helper %d; want 1000, 1973, 4", tb.hits["f"], tb.hits["fib"], tb.hits["helper"])
+	}
+	// Without any symbols there is nothing to profile.
+	if out, err := exec.Command("strip", "--strip-all", filepath.Join(dir, name)).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v %s", err, out)
+	}
+	wantFail(t, tool(t, dir, "prep", "/nologo", "/FC", name), 1, "PRF1521")
+}
+
+func TestBadDataFiles(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	counts := testutil.BuildC(t, "counts")
+	crash := testutil.BuildC(t, "crash")
+	dir, _ := workflow(t, counts, []string{"/FC"})
+
+	t.Run("truncated pbt", func(t *testing.T) {
+		b, _ := os.ReadFile(filepath.Join(dir, "counts.pbt"))
+		os.WriteFile(filepath.Join(dir, "short.pbt"), b[:len(b)/2], 0o644)
+		wantFail(t, tool(t, dir, "plist", "/nologo", "short"), 1, "PRF1012")
+	})
+	t.Run("not a data file", func(t *testing.T) {
+		os.WriteFile(filepath.Join(dir, "text.pbt"), []byte("hello, world\n"), 0o644)
+		wantFail(t, tool(t, dir, "plist", "/nologo", "text"), 1, "PRF1301")
+	})
+	t.Run("pbo where pbt expected", func(t *testing.T) {
+		wantFail(t, tool(t, dir, "plist", "/nologo", "counts.pbo"), 1, "PRF1303")
+	})
+	t.Run("pbo of another program", func(t *testing.T) {
+		other := install(t, crash, dir)
+		must(t, dir, "prep", "/nologo", "/FC", other)
+		tool(t, dir, "profile", "/nologo", other)
+		before, _ := os.ReadFile(filepath.Join(dir, "counts.pbt"))
+		wantFail(t, tool(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", "crash", "/OT", "counts"), 1, "PRF1306")
+		after, _ := os.ReadFile(filepath.Join(dir, "counts.pbt"))
+		if string(before) != string(after) {
+			t.Error("a failed merge changed the .pbt")
+		}
+	})
+	t.Run("another profile type", func(t *testing.T) {
+		must(t, dir, "profile", "/nologo", "counts")
+		must(t, dir, "prep", "/nologo", "/FV", "counts")
+		wantFail(t, tool(t, dir, "prep", "/nologo", "/M", "counts"), 1, "PRF1304")
+	})
+	t.Run("program rebuilt after prep", func(t *testing.T) {
+		must(t, dir, "prep", "/nologo", "/FC", "counts")
+		// Rebuilt: same bytes are not enough, the file's time changed too.
+		later := time.Now().Add(2 * time.Second)
+		os.Chtimes(filepath.Join(dir, "counts"), later, later)
+		wantFail(t, tool(t, dir, "profile", "/nologo", "counts"), 1, "PRF1442")
+	})
+}
+
+// TestCrash: a program that crashes still leaves its counts, marked
+// incomplete, and PROFILE says what happened.
+func TestCrash(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir, r := workflow(t, testutil.BuildC(t, "crash"), []string{"/FC"})
+	wantFail(t, r, 1, "PRF1643")
+	if !strings.Contains(r.stderr, "SIGSEGV") {
+		t.Errorf("profile does not name the signal: %q", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "before crash 6") {
+		t.Errorf("program output %q", r.stdout)
+	}
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "crash").stdout)
+	if tb.hits["f"] != 3 || tb.hits["main"] != 1 {
+		t.Errorf("after the crash: f %d, main %d; want 3, 1", tb.hits["f"], tb.hits["main"])
+	}
+	// With /X PROFILE exits with the shell's status for the signal.
+	r = tool(t, dir, "profile", "/nologo", "/X", "crash")
+	if r.status != 128+11 {
+		t.Errorf("profile /X status %d, want %d", r.status, 128+11)
+	}
+}
+
+// TestCommandLineStatus: 0 for usage, 2 for a bad command line.
+func TestCommandLineStatus(t *testing.T) {
+	dir := t.TempDir()
+	for _, tl := range []string{"prep", "profile", "plist"} {
+		r := tool(t, dir, tl, "/?")
+		if r.status != 0 || !strings.Contains(r.stdout, strings.ToUpper(tl)+" [options]") {
+			t.Errorf("%s /?: status %d, stdout %q", tl, r.status, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "Source Profiler") {
+			t.Errorf("%s /?: no banner on stderr: %q", tl, r.stderr)
+		}
+		r = tool(t, dir, tl, "/nologo", "/bogus", "x")
+		wantFail(t, r, 2, "PRF1102")
+		if r.stderr != tl+": fatal error PRF1102: bogus: invalid option\n" {
+			t.Errorf("%s: stderr %q", tl, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,4 @@
+int util(int x)
+{
+	return x + 1;
+}
