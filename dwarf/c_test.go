@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,10 +38,14 @@ func TestCFunctions(t *testing.T) {
 		{"O2-pie-dwarf5", []string{"-O2", "-pie", "-fPIE", "-gdwarf-5"}, true, false},
 		{"O2-nopie-dwarf4-zlib", []string{"-O2", "-no-pie", "-fno-pie", "-gdwarf-4", "-gz=zlib"}, false, true},
 		{"O0-pie-dwarf5-zlib", []string{"-O0", "-pie", "-fPIE", "-gdwarf-5", "-gz=zlib"}, true, true},
+		{"O2-static", []string{"-O2", "-static"}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if slices.Contains(tt.flags, "-static") {
+				requireStaticLibc(t)
+			}
 			dir, path := buildC(t, "gcc", "prog.c", "prog", tt.flags...)
 			if tt.compressed {
 				requireCompressed(t, path)
@@ -135,6 +141,15 @@ func checkProgFuncs(t *testing.T, f *File, dir string) {
 		if len(fn.Ranges) != 1 || fn.Ranges[0].Low != fn.Entry || fn.Ranges[0].High <= fn.Entry {
 			t.Errorf("%s: entry %#x, ranges %x", fn.Name, fn.Entry, fn.Ranges)
 		}
+	}
+}
+
+// requireStaticLibc skips unless gcc finds libc.a (glibc-static).
+func requireStaticLibc(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(needTool(t, "gcc"), "-print-file-name=libc.a").Output()
+	if err != nil || !filepath.IsAbs(strings.TrimSpace(string(out))) {
+		t.Skip("no static C library (libc.a)")
 	}
 }
 

@@ -1,6 +1,7 @@
 package dwarf
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
 	"path/filepath"
@@ -113,7 +114,8 @@ func (w *walker) addUnit(e *stddwarf.Entry) int32 {
 }
 
 // unitPath joins the unit's name with its compilation directory. A rustc
-// unit name carries its codegen unit after "/@/": the path ends before.
+// unit name carries its codegen unit after "/@/": the path ends before. A
+// Go unit is named by its package path, which is no file.
 func unitPath(u Unit) string {
 	name := u.Name
 	if u.Language == "rust" {
@@ -292,24 +294,27 @@ func (w *walker) funcs(x *file, syms *symtab, module string) []Func {
 		}
 		entry := pickEntry(ranges, c.entryPC, name, syms)
 		ranges[0], ranges[entry] = ranges[entry], ranges[0]
-		slices.SortFunc(ranges[1:], func(a, b Range) int { return cmpUint(a.Low, b.Low) })
+		slices.SortFunc(ranges[1:], func(a, b Range) int { return cmp.Compare(a.Low, b.Low) })
 		fn := Func{
+			Name:     syms.cloneName(ranges[0].Low, name),
 			Entry:    ranges[0].Low,
 			Ranges:   ranges,
 			Unit:     int(w.dies[c.die].unit),
-			DeclFile: w.fileName(r.declUnit, r.declFile),
-			DeclLine: int(r.declLine),
 			External: r.external,
-		}
-		fn.Name = syms.cloneName(fn.Entry, name)
-		if fn.Name == "" {
-			// The name is in a dwz alternate file, or missing: leave the
-			// address to the symbol table.
-			continue
 		}
 		if fn.Name != name {
 			fn.External = false // gcc clones are local symbols
 		}
+		if fn.Name == "" {
+			// The name is in a dwz alternate file, or missing: the
+			// symbol table names the function.
+			syms := syms.at(fn.Entry)
+			if len(syms) == 0 {
+				continue
+			}
+			fn.Name, fn.External = syms[0].name, syms[0].bind != elf.STB_LOCAL
+		}
+		fn.DeclFile, fn.DeclLine = w.fileName(r.declUnit, r.declFile), int(r.declLine)
 		fn.Source = w.source(fn, r, sources, module)
 		out = append(out, fn)
 	}
@@ -317,8 +322,8 @@ func (w *walker) funcs(x *file, syms *symtab, module string) []Func {
 }
 
 // keepRanges returns the candidate's ranges that lie inside an executable
-// segment. Ranges at 0 or -1 are functions the linker
-// dropped (--gc-sections) whose DIEs stayed.
+// segment. Ranges at 0 or -1 are functions the linker dropped
+// (--gc-sections) whose DIEs stayed.
 func (w *walker) keepRanges(x *file, c candidate) []Range {
 	var out []Range
 	for _, r := range c.ranges {

@@ -1,6 +1,7 @@
 package dwarf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ func (f *File) Lines() (rows []LineRow, err error) {
 	}
 	// A stable sort keeps the rows of one address in table order, so the
 	// last of them is the one that names the line.
-	slices.SortStableFunc(rows, func(a, b LineRow) int { return cmpUint(a.Addr, b.Addr) })
+	slices.SortStableFunc(rows, func(a, b LineRow) int { return cmp.Compare(a.Addr, b.Addr) })
 	out := rows[:0]
 	for i, r := range rows {
 		if i+1 < len(rows) && rows[i+1].Addr == r.Addr {

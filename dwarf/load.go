@@ -2,6 +2,7 @@ package dwarf
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -46,19 +47,9 @@ func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error)
 		}
 	}
 	f.Funcs = append(f.Funcs, symbolFuncs(syms, f.Funcs, module)...)
-	slices.SortStableFunc(f.Funcs, func(a, b Func) int { return cmpUint(a.Entry, b.Entry) })
+	slices.SortStableFunc(f.Funcs, func(a, b Func) int { return cmp.Compare(a.Entry, b.Entry) })
 	f.Funcs = slices.CompactFunc(f.Funcs, func(a, b Func) bool { return a.Entry == b.Entry })
 	return nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // warn records a non-fatal problem.

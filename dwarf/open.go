@@ -37,6 +37,14 @@ type segment struct {
 // directory, checking the link's CRC. Without any DWARF, the functions come
 // from the symbol table.
 //
+// A function's name is its linkage name, found through
+// DW_AT_specification and DW_AT_abstract_origin. A gcc clone keeps the
+// suffix of its symbol ("scale.constprop.0", "foo.isra.0", "bar.part.0")
+// rather than its origin's name, so a clone and the original stay apart and
+// read as nm and perf print them; a cold part ("foo.cold") is a second
+// range of foo. Functions the symbol table knows and the DWARF does not
+// (C runtime start-up code) are added with Unit -1.
+//
 // Errors wrap [ErrNotELF], [ErrNotExecutable] or the operating system's error,
 // and name the path.
 func Open(path string) (*File, error) {

@@ -1,6 +1,7 @@
 package dwarf
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"slices"
@@ -73,7 +74,7 @@ func newSymtab(raw []elf.Symbol, x *file) *symtab {
 		st.syms = append(st.syms, sym)
 	}
 	slices.SortStableFunc(st.syms, func(a, b symbol) int {
-		if c := cmpUint(a.value, b.value); c != 0 {
+		if c := cmp.Compare(a.value, b.value); c != 0 {
 			return c
 		}
 		return bindRank(a) - bindRank(b)
@@ -237,7 +238,7 @@ func coverage(funcs []Func) intervals {
 	for _, f := range funcs {
 		all = append(all, f.Ranges...)
 	}
-	slices.SortFunc(all, func(a, b Range) int { return cmpUint(a.Low, b.Low) })
+	slices.SortFunc(all, func(a, b Range) int { return cmp.Compare(a.Low, b.Low) })
 	out := all[:0]
 	for _, r := range all {
 		if n := len(out); n > 0 && r.Low <= out[n-1].High {

@@ -60,6 +60,10 @@ func dwzFile() []byte {
 	})
 }
 
+// TestDWZ checks that references into a dwz alternate file, which the
+// standard library leaves unresolved, give a warning and names from the
+// symbol table, never empty or wrong names; the rest of the DIE (unit,
+// ranges) is kept.
 func TestDWZ(t *testing.T) {
 	const T = synthTextAddr
 	f, err := newFile(bytes.NewReader(dwzFile()), "dwz")
@@ -74,8 +78,8 @@ func TestDWZ(t *testing.T) {
 	}
 	want := []Func{
 		{Name: "good", Entry: T, Ranges: []Range{{T, T + 8}}, Unit: 0, Source: "a.o", External: true},
-		{Name: "alt_named", Entry: T + 8, Ranges: []Range{{T + 8, T + 16}}, Unit: -1, Source: "dwz", External: true},
-		{Name: "alt_origin", Entry: T + 16, Ranges: []Range{{T + 16, T + 24}}, Unit: -1, Source: "dwz"},
+		{Name: "alt_named", Entry: T + 8, Ranges: []Range{{T + 8, T + 16}}, Unit: 0, Source: "a.o", External: true},
+		{Name: "alt_origin", Entry: T + 16, Ranges: []Range{{T + 16, T + 24}}, Unit: 0, Source: "a.o"},
 	}
 	checkFuncs(t, f.Funcs, want)
 }

@@ -120,7 +120,7 @@ func decodeAMD64Raw(code []byte, pc uint64) (x86Inst, error) {
 		return x86Inst{}, ErrTruncated
 	}
 	p := scanX86Prefixes(code)
-	if p.n < len(code) && p.rex == 0 && (code[p.n] == 0xc4 || code[p.n] == 0xc5 || code[p.n] == 0x62) {
+	if p.n < len(code) && p.rex == 0 && isVexPrefix(code[p.n:]) {
 		return decodeX86Vex(code, pc, p)
 	}
 	in, err := x86asm.Decode(code, 64)
@@ -133,10 +133,34 @@ func decodeAMD64Raw(code []byte, pc uint64) (x86Inst, error) {
 		}
 		return fromSpecial(s, code, pc, p), nil
 	}
-	if errors.Is(err, x86asm.ErrTruncated) || p.n >= len(code) {
+	if p.n >= len(code) || x86Truncated(code) {
 		return x86Inst{}, ErrTruncated
 	}
 	return x86Inst{}, ErrUnrecognized
+}
+
+// x86Truncated reports whether code is the start of a longer instruction:
+// x86asm mostly says "unrecognized" when the input ends early, so decode
+// it again padded to the longest instruction.
+func x86Truncated(code []byte) bool {
+	if len(code) >= x86MaxLen {
+		return false
+	}
+	padded := make([]byte, x86MaxLen)
+	copy(padded, code)
+	in, err := x86asm.Decode(padded, 64)
+	return err == nil && in.Op != 0 && in.Len > len(code)
+}
+
+// isVexPrefix reports whether code starts with a VEX, EVEX or XOP prefix.
+func isVexPrefix(code []byte) bool {
+	switch code[0] {
+	case 0xc4, 0xc5, 0x62:
+		return true
+	case 0x8f: // XOP when the map field is 8 or more (ModRM.reg != 0 of POP)
+		return len(code) > 1 && code[1]&0x1f >= 8
+	}
+	return false
 }
 
 // decodeX86Vex decodes a VEX or EVEX instruction: the length and
@@ -149,7 +173,7 @@ func decodeX86Vex(code []byte, pc uint64, p x86Prefixes) (x86Inst, error) {
 	if err != nil {
 		return x86Inst{}, err
 	}
-	x := x86Inst{Inst: Inst{Len: n, Kind: Other, Text: "(bad avx)"}, pre: p}
+	x := x86Inst{Inst: Inst{Len: n, Kind: Other, Text: vexNames[code[p.n]]}, pre: p}
 	if in, err := x86asm.Decode(code[:n], 64); err == nil && in.Op != 0 && in.Len == n {
 		x.asm = in
 		x.Text = x86asm.GNUSyntax(in, pc, nil)
@@ -160,6 +184,9 @@ func decodeX86Vex(code []byte, pc uint64, p x86Prefixes) (x86Inst, error) {
 	}
 	return x, nil
 }
+
+// vexNames name the instructions x86asm cannot print by their prefix.
+var vexNames = map[byte]string{0xc4: "(vex)", 0xc5: "(vex)", 0x62: "(evex)", 0x8f: "(xop)"}
 
 // fromSpecial converts a hand-decoded instruction.
 func fromSpecial(s x86Special, code []byte, pc uint64, p x86Prefixes) x86Inst {

@@ -248,6 +248,17 @@ func TestObjdumpHostLibraries(t *testing.T) {
 	}
 }
 
+// objWaitForm reports whether objdump shows an x87 instruction of the
+// "wait" form (fstcw = fwait; fnstcw).
+func objWaitForm(text string) bool {
+	for _, m := range []string{"fstcw", "fstsw", "fstenv", "fsave", "finit", "fclex"} {
+		if strings.HasPrefix(text, m+" ") || text == m {
+			return true
+		}
+	}
+	return false
+}
+
 // compareLengths checks each instruction's length against the distance to
 // the next one objdump lists.
 func compareLengths(t *testing.T, lib string) {
@@ -276,6 +287,10 @@ func compareLengths(t *testing.T, lib string) {
 			checked++
 			in, err := AMD64.Decode(data[l.addr-sec.Addr:], l.addr)
 			switch {
+			case err == nil && in.Text == "fwait" && objWaitForm(l.text):
+				// objdump joins fwait (9b) to the no-wait x87 instruction
+				// after it; they are two instructions (Intel SDM "FSTCW").
+				continue
 			case err != nil:
 				t.Errorf("%#x %q: %v", l.addr, l.text, err)
 			case in.Len != want:

@@ -86,37 +86,37 @@ func x86ModRM(code []byte, pos int) (n, ripDisp int, err error) {
 	return n, ripDisp, nil
 }
 
-// x86Vex measures a VEX (c4, c5) or EVEX (62) encoded instruction whose
-// prefix is at code[pos] (in 64-bit mode these bytes are always prefixes).
+// x86Vex measures a VEX (c4, c5), EVEX (62) or XOP (8f) encoded
+// instruction whose prefix is at code[pos] (in 64-bit mode c4, c5 and 62
+// are always prefixes; 8f is XOP when its map field is 8 or more, else POP).
 // It returns the instruction's length and the offset of a RIP-relative
 // displacement (-1 if none). The immediate is known from the opcode map:
-// every 0F3A instruction has an imm8, and in map 0F only opcodes 70-73 and
-// C2, C4-C6 have one; VZEROUPPER/VZEROALL (0F 77) are the only ones
-// without a ModRM byte.
+// every 0F3A and XOP map 8 instruction has an imm8, XOP map A an imm32, and
+// in map 0F only opcodes 70-73 and C2, C4-C6 have one; VZEROUPPER/VZEROALL
+// (0F 77) are the only ones without a ModRM byte (Intel SDM Vol. 2A
+// §2.3.5; AMD64 APM Vol. 3 §1.8).
 func x86Vex(code []byte, pos int) (length, ripDisp int, err error) {
+	if pos+1 >= len(code) {
+		return 0, -1, ErrTruncated
+	}
 	var mapSel byte
 	var opPos int
-	evex := false
 	switch code[pos] {
 	case 0xc5:
 		mapSel, opPos = 1, pos+2
 	case 0xc4:
-		if pos+1 >= len(code) {
-			return 0, -1, ErrTruncated
-		}
 		mapSel, opPos = code[pos+1]&0x1f, pos+3
 	case 0x62:
-		if pos+1 >= len(code) {
-			return 0, -1, ErrTruncated
+		mapSel, opPos = code[pos+1]&7, pos+4 // 5 and 6 are AVX512-FP16's
+	case 0x8f:
+		mapSel, opPos = code[pos+1]&0x1f, pos+3
+		if mapSel < 8 || mapSel > 10 {
+			return 0, -1, ErrUnrecognized
 		}
-		mapSel, opPos, evex = code[pos+1]&7, pos+4, true
 	default:
 		return 0, -1, ErrUnrecognized
 	}
-	switch {
-	case mapSel >= 1 && mapSel <= 3:
-	case evex && (mapSel == 5 || mapSel == 6): // AVX512-FP16
-	default:
+	if mapSel == 0 || mapSel == 4 || mapSel == 7 || code[pos] == 0xc4 && mapSel > 3 {
 		return 0, -1, ErrUnrecognized
 	}
 	if opPos >= len(code) {
@@ -124,7 +124,7 @@ func x86Vex(code []byte, pos int) (length, ripDisp int, err error) {
 	}
 	op := code[opPos]
 	if mapSel == 1 && op == 0x77 {
-		if evex {
+		if code[pos] == 0x62 {
 			return 0, -1, ErrUnrecognized
 		}
 		return opPos + 1, -1, nil
@@ -134,7 +134,12 @@ func x86Vex(code []byte, pos int) (length, ripDisp int, err error) {
 		return 0, -1, err
 	}
 	length = opPos + 1 + n
-	if mapSel == 3 || mapSel == 1 && (op >= 0x70 && op <= 0x73 || op == 0xc2 || op >= 0xc4 && op <= 0xc6) {
+	switch {
+	case mapSel == 3, mapSel == 8:
+		length++
+	case mapSel == 10:
+		length += 4
+	case mapSel == 1 && (op >= 0x70 && op <= 0x73 || op == 0xc2 || op >= 0xc4 && op <= 0xc6):
 		length++
 	}
 	if length > len(code) {
@@ -155,7 +160,7 @@ type x86Special struct {
 // Op 0 or does not know: ENDBR64/32 and the other CET shadow-stack
 // instructions (RDSSP, INCSSP, SAVEPREVSSP, SETSSBSY, RSTORSSP, CLRSSBSY,
 // WRSS, WRUSS), ADCX/ADOX, RDPID, RDSEED, RD/WR FS/GS BASE,
-// RDPKRU/WRPKRU. ok is
+// RDPKRU/WRPKRU, MPX, VIA PadLock and 3DNow!. ok is
 // false when code is none of them.
 func decodeX86Special(code []byte) (s x86Special, ok bool, err error) {
 	p := scanX86Prefixes(code)
@@ -200,6 +205,21 @@ func decodeX86Special(code []byte) (s x86Special, ok bool, err error) {
 			return plain(3, "rdpid")
 		}
 		return plain(3, "rdseed")
+	case at(0x0f, 0xa6) && len(op) > 2 && (modrm == 0xc0 || modrm == 0xc8 || modrm == 0xd0):
+		return plain(3, "padlock") // VIA PadLock montmul, xsha1, xsha256
+	case at(0x0f, 0xa7) && len(op) > 2 && modrm&0xc7 == 0xc0:
+		return plain(3, "padlock") // VIA PadLock xstore, xcrypt-*
+	case at(0x0f, 0x0e):
+		return plain(2, "femms")
+	case at(0x0f, 0x0f): // 3DNow!: ModRM, then the opcode as an imm8
+		s, ok, err := x86ModRMInst(code, p.n+2, Other, "3dnow")
+		if err == nil && s.len >= len(code) {
+			err = ErrTruncated
+		}
+		s.len++
+		return s, ok, err
+	case at(0x0f, 0x1a), at(0x0f, 0x1b): // MPX, NOPs without MPX
+		return x86ModRMInst(code, p.n+2, Other, "mpx")
 	case at(0x0f, 0x38, 0xf6):
 		name := "wrss"
 		if p.opsize {

@@ -1,9 +1,31 @@
 // Package plist writes the reports of a merged profile (.pbt): the original's
 // listings for every profile type and sort order, and its tab-delimited
 // records 0 to 10. It sees only package datafile.
+//
+// The listings reproduce the original PLIST byte for byte (original.md §5
+// and §6, checked against its captured outputs), with LF line ends. Where
+// the port differs, on purpose:
+//   - Module, source and file names keep their case (the original
+//     lower-cased them).
+//   - Function names are demangled for C++ (without the return type the
+//     Itanium ABI encodes for templates) and Rust (without the hash).
+//   - A run that did not end normally has an "Incomplete run:" line after
+//     its "Command line at" line.
+//   - "Overhead Calculated" is the last merged run's calibration, in
+//     nanoseconds per event, and "Overhead Average" the integer mean over
+//     the runs.
+//   - /F writes the module's path in records 6 and 7 and the recorded source
+//     path in records 7 (the original documented /F and ignored it).
+//   - Attribution groups (records 8 to 10) follow their own function's
+//     record 6 (the original misplaced them).
+//
+// Not written yet: the listings of function sampling profiles and the
+// two-column attribution listing of timing profiles made with /AT; Generate
+// returns an error for them (their tab-delimited records are written).
 package plist
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -85,6 +107,9 @@ func DefaultOptions() Options {
 // original.md §5, or with o.Tab the tab-delimited records of §6. Lines end
 // in LF. Warnings go to o.Warn before anything is written.
 func Generate(w io.Writer, m *datafile.Merged, o Options) error {
+	if m == nil {
+		return errors.New("write report: no profile")
+	}
 	r := newReport(m, o)
 	return r.write(w)
 }

@@ -174,7 +174,10 @@ func (r *report) functionTable(p *printer, mod int, heading []string) {
 	}
 }
 
-// source returns the " (source)" that follows a function's name.
+// source returns the " (source)" that follows a function's name. Module
+// and source names are printed as recorded: the original lower-cased them
+// (Windows file names ignore case), but Linux file names are case-sensitive,
+// so the port keeps their case.
 func (r *report) source(i int) string {
 	return " (" + r.plan.Funcs[i].Source + ")"
 }

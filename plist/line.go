@@ -231,15 +231,13 @@ func (r *report) openSource(mod int, name string) (*os.File, string) {
 		tries = append(tries, filepath.Join(dir, filepath.Base(name)))
 	}
 	for _, try := range tries {
-		f, err := os.Open(try)
-		if err != nil {
+		// Only regular files: opening a FIFO would block.
+		if st, err := os.Stat(try); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			f.Close()
-			continue
+		if f, err := os.Open(try); err == nil {
+			return f, try
 		}
-		return f, try
 	}
 	return nil, ""
 }

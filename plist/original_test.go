@@ -728,6 +728,9 @@ func optionsFromCommand(t *testing.T, cmdline, dir string) Options {
 			o.TabWidth = number(i)
 		case "d":
 			i++
+			if i >= len(args) {
+				t.Fatalf("%q: /d without a directory", cmdline)
+			}
 			o.SourceDirs = append(o.SourceDirs, localPath(args[i], dir))
 		default:
 			s, ok := sorts[sw]

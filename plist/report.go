@@ -70,8 +70,14 @@ func newReport(m *datafile.Merged, o Options) *report {
 // write warns, then writes the report selected by the options.
 func (r *report) write(w io.Writer) error {
 	method := r.plan.Method
-	if !method.Valid() {
+	switch {
+	case !method.Valid():
 		return fmt.Errorf("write report: unknown profile method %d", uint16(method))
+	case r.o.Tab:
+	case method == datafile.FuncSampling:
+		return fmt.Errorf("write report: %w", errSampling)
+	case r.plan.Attribution && method.IsTiming():
+		return fmt.Errorf("write report: %w", errTimingAttribution)
 	}
 	if method.IsTiming() && len(r.m.Runs) == 0 {
 		// The original computed times with the clock frequency of the first
@@ -96,12 +102,6 @@ func (r *report) writeListing(w io.Writer) error {
 	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
 	if !ok {
 		r.warn(prf.Errorf(1481, "%s inconsistent with sorting type", r.o.Path))
-	}
-	switch {
-	case r.plan.Method == datafile.FuncSampling:
-		return errSampling
-	case r.plan.Attribution && r.plan.Method.IsTiming():
-		return errTimingAttribution
 	}
 	p := newPrinter(w, r.o, r.pageHeader())
 	if r.plan.Method.IsFunction() {
@@ -134,6 +134,7 @@ func resolveSort(m datafile.Method, s Sort) (Sort, bool) {
 	var valid []Sort
 	switch m {
 	case datafile.FuncTiming, datafile.FuncSampling:
+		// Sampling estimates time per function: it sorts as timing.
 		valid = []Sort{SortTime, SortChildTime, SortCount, SortName, SortNameSummary}
 	case datafile.FuncCounting:
 		valid = []Sort{SortCount, SortName, SortNameSummary}
@@ -192,9 +193,7 @@ func (r *report) childTime(i int) int64 {
 }
 
 // hasTimes reports whether the profile type carries times.
-func (r *report) hasTimes() bool {
-	return r.plan.Method.IsTiming() || r.plan.Method == datafile.FuncSampling
-}
+func (r *report) hasTimes() bool { return r.plan.Method.IsTiming() }
 
 // at returns s[i], or the zero value when i is out of range.
 func at[T any](s []T, i int) T {

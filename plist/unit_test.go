@@ -2,6 +2,8 @@ package plist
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +199,57 @@ func TestResolveSort(t *testing.T) {
 		got, ok := resolveSort(tt.m, tt.s)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("resolveSort(%v, %d) = %d, %v; want %d, %v", tt.m, tt.s, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestGenerateErrors(t *testing.T) {
+	sampling := readInput(t, "cpprust")
+	sampling.Plan.Method = datafile.FuncSampling
+	timingAT := readInput(t, "timing")
+	timingAT.Plan.Attribution = true
+	tests := []struct {
+		name string
+		m    *datafile.Merged
+		o    Options
+		want string // "" for success
+	}{
+		{"nil", nil, Options{}, "write report: no profile"},
+		{"sampling listing", sampling, Options{}, "write report: function sampling reports are not available yet"},
+		{"sampling records", sampling, Options{Tab: true}, ""},
+		{"timing attribution listing", timingAT, Options{}, "write report: timing attribution listings are not available yet"},
+		{"timing attribution records", timingAT, Options{Tab: true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			warned := false
+			tt.o.Warn = func(error) { warned = true }
+			err := Generate(io.Discard, tt.m, tt.o)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("Generate: %q, want %q", got, tt.want)
+			}
+			if err != nil && warned {
+				t.Errorf("warned before failing")
+			}
+		})
+	}
+}
+
+func TestGenerateWriteError(t *testing.T) {
+	m := readInput(t, "cpprust")
+	for _, tab := range []bool{false, true} {
+		err := Generate(failingWriter{}, m, Options{Tab: tab})
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("tab %v: %v, want the writer's error", tab, err)
 		}
 	}
 }

@@ -53,7 +53,7 @@ var profileConfig = config{tool: Profile, table: profileTable, program: true}
 // ParseProfile reads PROFILE's command line: args without the program name,
 // the environment through env (for the variable PROFILE; nil reads none).
 // Everything after the program's name is the program's (original.md §2.1).
-// Warnings (PRF4101, PRF4111) go to warn before ParseProfile returns.
+// Warning PRF4111 (/A without /E) goes to warn before ParseProfile returns.
 //
 // The options are never nil: after an error NoLogo still tells whether
 // /NOLOGO was seen. Every error is a [UsageError] carrying a [prf.Error].
