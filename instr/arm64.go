@@ -259,7 +259,7 @@ func a64Text(code []byte, x a64Inst) string {
 		if name := a64PACBranchName(w); name != "" {
 			return name
 		}
-		return fmt.Sprintf(".inst %#08x", w)
+		return fmt.Sprintf(".inst 0x%08x", w)
 	}
 	text := strings.TrimSpace(arm64asm.GNUSyntax(in))
 	for _, a := range in.Args {
