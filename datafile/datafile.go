@@ -137,8 +137,10 @@ type Func struct {
 	// and C++ ("parse.o"), the Go package path, the Rust crate, or the
 	// module's file name for a function known only from the symbol table.
 	Source string
-	// Entry is the link-time address of the function's first instruction: the
-	// site of its entry breakpoint.
+	// Entry is the link-time address of the function's entry breakpoint: its
+	// first instruction, or in a Go function the instruction after the
+	// stack-growth check (a function restarted after its stack grew is still
+	// one call).
 	Entry uint64
 	// File and Line locate the function's declaration, when known.
 	File string

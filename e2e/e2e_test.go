@@ -147,10 +147,20 @@ func workflow(t *testing.T, prog string, prepArgs []string, args ...string) (str
 	return dir, r
 }
 
-var fixtureBuilds = []struct {
+// build is one way of compiling a fixture.
+type build struct {
 	name  string
 	flags []string
-}{
+}
+
+// goBuilds are the builds of the Go fixtures.
+var goBuilds = []build{
+	{"exe", nil},
+	{"pie", []string{"-buildmode=pie"}},
+}
+
+// fixtureBuilds are the builds of the C fixtures.
+var fixtureBuilds = []build{
 	{"O0-pie", []string{"-O0", "-pie", "-fPIE"}},
 	{"O0-nopie", []string{"-O0", "-no-pie", "-fno-pie"}},
 	{"O2-pie", []string{"-O2", "-pie", "-fPIE"}},
@@ -162,6 +172,7 @@ var fixtureBuilds = []struct {
 // often a recursive function calls itself).
 var cases = []struct {
 	fixture string
+	goProg  bool // a Go fixture (testdata/progs/go/NAME), else C
 	args    []string
 	counts  map[string]uint64
 	o2      map[string]bool // functions whose -O2 count comes from callgrind
@@ -181,14 +192,30 @@ var cases = []struct {
 		counts:  map[string]uint64{"main": 1, "worker": 4, "work": 80000},
 		stdout:  "threads done",
 	},
+	{
+		fixture: "gocounts",
+		goProg:  true,
+		counts: map[string]uint64{"main.main": 1, "main.work": 20000, "main.fib": 1973, "main.unused": 0,
+			"main.main.func1": 4, "main.main.func1.deferwrap1": 4},
+		stdout: "gocounts 149990000 610",
+	},
 }
 
 func TestFunctionCounting(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	for _, c := range cases {
-		for _, b := range fixtureBuilds {
+		builds := fixtureBuilds
+		if c.goProg {
+			builds = goBuilds
+		}
+		for _, b := range builds {
 			t.Run(c.fixture+"/"+b.name, func(t *testing.T) {
-				prog := testutil.BuildC(t, c.fixture, b.flags...)
+				var prog string
+				if c.goProg {
+					prog = testutil.BuildGo(t, c.fixture, b.flags...)
+				} else {
+					prog = testutil.BuildC(t, c.fixture, b.flags...)
+				}
 				want := c.counts
 				if strings.HasPrefix(b.name, "O2") && len(c.o2) > 0 {
 					calls := testutil.Callgrind(t, prog, c.args...)

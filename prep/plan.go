@@ -252,7 +252,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(error)) [
 			Module: origins[i].mod,
 			Name:   fn.Name,
 			Source: fn.Source,
-			Entry:  fn.Entry,
+			Entry:  entrySite(m, fn),
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
 		})
@@ -301,6 +301,77 @@ func checkEntry(m *openModule, fn *dwarf.Func) error {
 		return fmt.Errorf("entry %#x is a trap instruction (%s)", fn.Entry, inst.Text)
 	}
 	return nil
+}
+
+// entrySite returns the address of fn's entry breakpoint: its first
+// instruction, except in a Go function that opens with a stack-growth
+// check. Such a function, when its goroutine's stack must grow, calls
+// runtime.morestack and starts again from its first instruction: a
+// breakpoint there would count that call twice. The site is then the
+// instruction after the check's conditional branch, which every call passes
+// exactly once (and where the return address is still in place: the frame
+// is not built yet).
+func entrySite(m *openModule, fn *dwarf.Func) uint64 {
+	if fn.Unit < 0 || fn.Unit >= len(m.file.Units) || m.file.Units[fn.Unit].Language != "go" {
+		return fn.Entry
+	}
+	end := fn.Entry + 64
+	if len(fn.Ranges) > 0 && fn.Ranges[0].Low <= fn.Entry && fn.Entry < fn.Ranges[0].High {
+		end = fn.Ranges[0].High
+	}
+	// The check is a compare of the stack pointer with the goroutine's
+	// stack guard and a conditional branch forward, within the first few
+	// instructions (amd64: CMP and JBE, with an LEA for large frames; arm64:
+	// LDR, CMP or SUB and CMP, B.LS).
+	pc := fn.Entry
+	for i := 0; i < 6 && pc < end; i++ {
+		inst, err := decodeAt(m, pc, end)
+		if err != nil {
+			return fn.Entry
+		}
+		switch inst.Kind {
+		case instr.CondJump:
+			if inst.Target > pc && inst.Target < end && restartsAt(m, inst.Target, end, fn.Entry) {
+				return pc + uint64(inst.Len)
+			}
+			return fn.Entry
+		case instr.Call, instr.Ret, instr.Jump, instr.Trap:
+			return fn.Entry
+		}
+		pc += uint64(inst.Len)
+	}
+	return fn.Entry
+}
+
+// restartsAt reports whether the code at from, the target of a stack check,
+// jumps back to entry after calling morestack.
+func restartsAt(m *openModule, from, end, entry uint64) bool {
+	pc, called := from, false
+	for i := 0; i < 32 && pc < end; i++ {
+		inst, err := decodeAt(m, pc, end)
+		if err != nil {
+			return false
+		}
+		switch inst.Kind {
+		case instr.Call:
+			called = true
+		case instr.Jump:
+			return called && inst.Target == entry
+		case instr.Ret, instr.Trap, instr.CondJump:
+			return false
+		}
+		pc += uint64(inst.Len)
+	}
+	return false
+}
+
+// decodeAt decodes the instruction at pc of a function ending at end.
+func decodeAt(m *openModule, pc, end uint64) (instr.Inst, error) {
+	code, err := m.file.Code(pc, int(min(uint64(m.arch.MaxInstLen()), end-pc)))
+	if err != nil {
+		return instr.Inst{}, err
+	}
+	return m.arch.Decode(code, pc)
 }
 
 // findStart returns the index of the /SF function among funcs: the one whose

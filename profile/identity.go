@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -31,19 +32,30 @@ func checkIdentity(path string, m *datafile.Module) (bool, error) {
 	return bytes.Equal(id, m.BuildID), nil
 }
 
-// buildID returns the GNU build ID note of an ELF file, or nil.
+// buildID returns the GNU build ID note of an ELF file, or nil. It looks in
+// the note sections and then the PT_NOTE segments: the Go linker writes
+// .note.gnu.build-id outside its PT_NOTE segment.
 func buildID(path string) ([]byte, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read build id: %w", err)
 	}
 	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
+	var notes []io.ReaderAt
+	var sizes []uint64
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_NOTE {
+			notes, sizes = append(notes, s), append(sizes, s.Size)
 		}
-		data := make([]byte, min(p.Filesz, 1<<16))
-		if _, err := p.ReadAt(data, 0); err != nil {
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_NOTE {
+			notes, sizes = append(notes, p), append(sizes, p.Filesz)
+		}
+	}
+	for i, r := range notes {
+		data := make([]byte, min(sizes[i], 1<<16))
+		if _, err := r.ReadAt(data, 0); err != nil {
 			continue
 		}
 		if id := findBuildID(data, f.ByteOrder); id != nil {

@@ -189,3 +189,41 @@ func Diff(want, got []byte) string {
 	}
 	return b.String()
 }
+
+// BuildGo builds the Go fixture testdata/progs/go/<name> with the given
+// extra go build flags ("-buildmode=pie") and returns the program's path,
+// cached like BuildC. The fixture is its own main package outside the
+// module's packages: it is built by file list, with GOFLAGS cleared.
+func BuildGo(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	root := Root(t)
+	dir := filepath.Join(root, "testdata", "progs", "go", name)
+	key := "go\x00" + name + "\x00" + strings.Join(flags, "\x00")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := buildCache[key]; ok {
+		return p
+	}
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "sprof-fixtures-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = d
+	}
+	sum := sha256.Sum256([]byte(key))
+	out := filepath.Join(buildDir, hex.EncodeToString(sum[:4]), name)
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("go fixture %s: no sources in %s", name, dir)
+	}
+	args := append(append([]string{"build", "-o", out}, flags...), files...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build go fixture %s: %v\n%s", name, err, b)
+	}
+	buildCache[key] = out
+	return out
+}
