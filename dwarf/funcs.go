@@ -295,6 +295,11 @@ func (w *walker) funcs(x *file, syms *symtab, module string) []Func {
 		entry := pickEntry(ranges, c.entryPC, name, syms)
 		ranges[0], ranges[entry] = ranges[entry], ranges[0]
 		slices.SortFunc(ranges[1:], func(a, b Range) int { return cmp.Compare(a.Low, b.Low) })
+		if r.linkage == "" {
+			// gcc gives static C++ functions no DW_AT_linkage_name: the
+			// symbol table's mangled name tells overloads apart.
+			name = syms.mangledAt(ranges[0].Low, name)
+		}
 		fn := Func{
 			Name:     syms.cloneName(ranges[0].Low, name),
 			Entry:    ranges[0].Low,

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -128,6 +129,23 @@ func (st *symtab) cloneName(addr uint64, name string) string {
 		}
 	}
 	return name
+}
+
+// mangledAt returns the mangled symbol at addr that names the function
+// called plain in DWARF (a C++ "_ZL5twicei" or Rust "_ZN...5twice..." for
+// "twice"), or plain when there is none. The plain name must appear in the
+// mangled one as a length-prefixed component, as both manglings write it.
+func (st *symtab) mangledAt(addr uint64, plain string) string {
+	if plain == "" {
+		return plain
+	}
+	component := strconv.Itoa(len(plain)) + plain
+	for _, s := range st.at(addr) {
+		if (strings.HasPrefix(s.name, "_Z") || strings.HasPrefix(s.name, "_R")) && strings.Contains(s.name, component) {
+			return s.name
+		}
+	}
+	return plain
 }
 
 // isCloneSuffix reports whether s looks like gcc's clone suffixes: dot

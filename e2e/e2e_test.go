@@ -172,7 +172,7 @@ var fixtureBuilds = []build{
 // often a recursive function calls itself).
 var cases = []struct {
 	fixture string
-	goProg  bool // a Go fixture (testdata/progs/go/NAME), else C
+	lang    string // "c" (the default), "c++", "go", "rust"
 	args    []string
 	counts  map[string]uint64
 	o2      map[string]bool // functions whose -O2 count comes from callgrind
@@ -194,28 +194,55 @@ var cases = []struct {
 	},
 	{
 		fixture: "gocounts",
-		goProg:  true,
+		lang:    "go",
 		counts: map[string]uint64{"main.main": 1, "main.work": 20000, "main.fib": 1973, "main.unused": 0,
 			"main.main.func1": 4, "main.main.func1.deferwrap1": 4},
 		stdout: "gocounts 149990000 610",
 	},
+	{
+		fixture: "cppcounts.cpp",
+		lang:    "c++",
+		counts: map[string]uint64{"main": 1, "Counter::Counter()": 1, "Counter::bump(int)": 60,
+			"Counter::value() const": 1, "twice(int)": 50, "twice(double)": 10, "maxof<int>(int, int)": 20},
+		stdout: "cppcounts 2550 19",
+	},
+	{
+		fixture: "rcounts",
+		lang:    "rust",
+		counts: map[string]uint64{"rcounts::main": 1, "rcounts::work": 1000, "rcounts::Acc::add": 300,
+			"rcounts::fib": 177},
+		o2:     map[string]bool{"rcounts::fib": true},
+		stdout: "rcounts 1499500 44850 55",
+	},
+}
+
+// rustBuilds are the builds of the Rust fixtures.
+var rustBuilds = []build{
+	{"O0", []string{"-Copt-level=0"}},
+	{"O2", []string{"-Copt-level=2"}},
+}
+
+// buildFixture builds a case's fixture in one of its builds.
+func buildFixture(t *testing.T, fixture, lang string, b build) string {
+	switch lang {
+	case "go":
+		return testutil.BuildGo(t, fixture, b.flags...)
+	case "rust":
+		return testutil.BuildRust(t, fixture, b.flags...)
+	}
+	return testutil.BuildC(t, fixture, b.flags...)
 }
 
 func TestFunctionCounting(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	for _, c := range cases {
-		builds := fixtureBuilds
-		if c.goProg {
-			builds = goBuilds
+		builds := map[string][]build{"go": goBuilds, "rust": rustBuilds}[c.lang]
+		if builds == nil {
+			builds = fixtureBuilds
 		}
 		for _, b := range builds {
 			t.Run(c.fixture+"/"+b.name, func(t *testing.T) {
-				var prog string
-				if c.goProg {
-					prog = testutil.BuildGo(t, c.fixture, b.flags...)
-				} else {
-					prog = testutil.BuildC(t, c.fixture, b.flags...)
-				}
+				prog := buildFixture(t, c.fixture, c.lang, b)
 				want := c.counts
 				if strings.HasPrefix(b.name, "O2") && len(c.o2) > 0 {
 					calls := testutil.Callgrind(t, prog, c.args...)

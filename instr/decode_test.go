@@ -23,7 +23,7 @@ type decodeCase struct {
 }
 
 // readDecodeCases parses a decoder data file in x/arch's style.
-func readDecodeCases(t *testing.T, name string) []decodeCase {
+func readDecodeCases(t testing.TB, name string) []decodeCase {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {

@@ -79,6 +79,14 @@ func CC() string {
 	return "gcc"
 }
 
+// CXX is the C++ compiler of the fixtures: $CXX or g++.
+func CXX() string {
+	if cxx := os.Getenv("CXX"); cxx != "" {
+		return cxx
+	}
+	return "g++"
+}
+
 var (
 	buildMu    sync.Mutex
 	buildCache = map[string]string{}
@@ -93,47 +101,29 @@ var (
 func BuildC(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	cc := CC()
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("no C compiler (%s)", cc)
-	}
 	root := Root(t)
 	var srcs []string
 	for _, s := range strings.Split(name, "+") {
 		if !strings.Contains(s, ".") {
 			s += ".c"
 		}
+		if strings.HasSuffix(s, ".cpp") {
+			cc = CXX()
+		}
 		srcs = append(srcs, filepath.Join(root, "testdata", "progs", "c", s))
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no compiler %s", cc)
 	}
 	args := append([]string{"-g", "-O0"}, flags...)
 	args = append(args, srcs...)
 	if strings.Contains(name, "threads") {
 		args = append(args, "-pthread")
 	}
-	key := cc + "\x00" + strings.Join(args, "\x00")
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := buildCache[key]; ok {
-		return p
-	}
-	if buildDir == "" {
-		d, err := os.MkdirTemp("", "sprof-fixtures-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		buildDir = d
-	}
-	sum := sha256.Sum256([]byte(key))
-	base := strings.ReplaceAll(name, "+", "_")
-	out := filepath.Join(buildDir, hex.EncodeToString(sum[:4]), base)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(cc, append(args, "-o", out)...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build fixture %s: %v\n%s %s\n%s", name, err, cc, strings.Join(args, " "), b)
-	}
-	buildCache[key] = out
-	return out
+	base := strings.TrimSuffix(strings.ReplaceAll(name, "+", "_"), ".cpp")
+	return buildCached(t, cc+"\x00"+strings.Join(args, "\x00"), base, func(out string) *exec.Cmd {
+		return exec.Command(cc, append(args, "-o", out)...)
+	})
 }
 
 // Cleanup removes the fixtures BuildC made.
@@ -198,7 +188,34 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	root := Root(t)
 	dir := filepath.Join(root, "testdata", "progs", "go", name)
-	key := "go\x00" + name + "\x00" + strings.Join(flags, "\x00")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("go fixture %s: no sources in %s", name, dir)
+	}
+	return buildCached(t, "go\x00"+name+"\x00"+strings.Join(flags, "\x00"), name, func(out string) *exec.Cmd {
+		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), files...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+		return cmd
+	})
+}
+
+// BuildRust compiles testdata/progs/rust/<name>.rs with rustc -g and the
+// given flags ("-Copt-level=2"), cached like BuildC; it skips the test when
+// rustc is not installed.
+func BuildRust(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	MustHaveTool(t, "rustc")
+	src := filepath.Join(Root(t), "testdata", "progs", "rust", name+".rs")
+	return buildCached(t, "rust\x00"+name+"\x00"+strings.Join(flags, "\x00"), name, func(out string) *exec.Cmd {
+		return exec.Command("rustc", append(append([]string{"-g", "-o", out}, flags...), src)...)
+	})
+}
+
+// buildCached runs the build command make gives for an output path, once
+// per key.
+func buildCached(t testing.TB, key, name string, make func(out string) *exec.Cmd) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if p, ok := buildCache[key]; ok {
@@ -213,16 +230,12 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	out := filepath.Join(buildDir, hex.EncodeToString(sum[:4]), name)
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("go fixture %s: no sources in %s", name, dir)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	args := append(append([]string{"build", "-o", out}, flags...), files...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+	cmd := make(out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build go fixture %s: %v\n%s", name, err, b)
+		t.Fatalf("build fixture %s: %v\n%s\n%s", name, err, cmd, b)
 	}
 	buildCache[key] = out
 	return out
