@@ -314,6 +314,13 @@ func TestCPlusPlus(t *testing.T) {
 					t.Errorf("%s: Source %q Unit %d External %v DeclLine %d", name, fn.Source, fn.Unit, fn.External, fn.DeclLine)
 				}
 			}
+			// Static functions have no linkage name in DWARF: the symbol
+			// table's mangled names still tell the overloads apart.
+			for _, name := range []string{"_ZL5twicei", "_ZL5twiced"} {
+				if fn := funcNamed(t, f, name); fn.External || fn.Unit < 0 {
+					t.Errorf("%s: External %v Unit %d, want a static function from DWARF", name, fn.External, fn.Unit)
+				}
+			}
 			if !hasFunc(f, "_ZN6shapes6CircleC2Ed") && !hasFunc(f, "_ZN6shapes6CircleC1Ed") {
 				t.Error("no constructor shapes::Circle::Circle(double)")
 			}
