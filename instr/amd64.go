@@ -96,10 +96,11 @@ type x86Inst struct {
 	ripMem  bool        // the PC-relative field is a memory displacement
 }
 
-// decodeAMD64 decodes with x86asm and mends what it gets wrong: VEX and
-// EVEX lengths and RIP-relative operands are measured by hand, an Op of 0
-// (a prefix taken for an instruction) is an error unless the instruction is
-// one of those decodeX86Special knows.
+// decodeAMD64 decodes with x86asm and mends what it gets wrong: VEX, EVEX
+// and XOP lengths and RIP-relative operands are measured by hand, and an Op
+// of 0 (a prefix taken for an instruction) is an error unless the
+// instruction is one of those decodeX86Special knows. At most 15 bytes of
+// code are looked at.
 func decodeAMD64(code []byte, pc uint64) (x86Inst, error) {
 	if len(code) > x86MaxLen {
 		code = code[:x86MaxLen]
@@ -163,7 +164,7 @@ func isVexPrefix(code []byte) bool {
 	return false
 }
 
-// decodeX86Vex decodes a VEX or EVEX instruction: the length and
+// decodeX86Vex decodes a VEX, EVEX or XOP instruction: the length and
 // RIP-relative displacement by hand, the text from x86asm when it agrees.
 func decodeX86Vex(code []byte, pc uint64, p x86Prefixes) (x86Inst, error) {
 	if p.opsize || p.rep || p.repne || p.lock {

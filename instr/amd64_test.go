@@ -146,6 +146,12 @@ func TestEmulateAMD64(t *testing.T) {
 			in: rg(xRSP, xSP, xRAX, 7), out: rg(xRSP, xSP-8, xRAX, 7).at(xPC + 0x1000),
 			word: [2]uint64{xSP - 8, xPC + 5},
 		},
+		{
+			name: "addr32 call", code: "67e8fa0f0000", mem: stack(),
+			in: rg(xRSP, xSP), out: rg(xRSP, xSP-8).at(xPC + 0x1000),
+			word: [2]uint64{xSP - 8, xPC + 6},
+		},
+		{name: "bnd jmp", code: "f2eb10", in: rg(), out: rg().at(xPC + 3 + 0x10)},
 		{name: "call unmapped stack", code: "e8fb0f0000", in: rg(xRSP, 0x10), err: true},
 		{
 			name: "call *rax", code: "ffd0", mem: stack(),
@@ -249,6 +255,7 @@ func TestSlotAMD64(t *testing.T) {
 		{"sub rsp", "4883ec10", xSlot, "4883ec10" + back(xPC+4), false},
 		{"syscall", "0f05", xSlot, "0f05" + back(xPC+2), false},
 		{"jmp *rax", "ffe0", xSlot, "ffe0" + back(xPC+2), false},
+		{"notrack jmp *rax", "3effe0", xSlot, "3effe0" + back(xPC+3), false},
 		{"far slot, not pc-relative", "55", 0x7f0000000000, "55" + back(xPC+1), false},
 		// mov 0x100(%rip),%rax at 0x401000 reads 0x401107; from the slot
 		// 0x500000 the displacement is 0x401107 - 0x500007 = -0xfef00.

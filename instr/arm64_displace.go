@@ -30,8 +30,30 @@ func (arm64) Displace(code []byte, pc, slot uint64) (Displaced, error) {
 	if err != nil {
 		return Displaced{}, fmt.Errorf("displace %q at %#x: %w", x.Text, pc, err)
 	}
+	if d.Emulate != nil {
+		d.Emulate = clearBTYPE(d.Emulate)
+	}
 	d.Inst = x.Inst
 	return d, nil
+}
+
+// pstateBTYPE is PSTATE.BTYPE, bits 11-10 (Arm ARM D1.4.5).
+const pstateBTYPE = 3 << 10
+
+// clearBTYPE wraps an emulation so it clears PSTATE.BTYPE when the
+// registers allow it (see [FlagsSetter]).
+func clearBTYPE(e emulation) emulation {
+	return func(r Regs, m Memory) error {
+		if err := e(r, m); err != nil {
+			return err
+		}
+		if fs, ok := r.(FlagsSetter); ok {
+			if f := r.Flags(); f&pstateBTYPE != 0 {
+				fs.SetFlags(f &^ pstateBTYPE)
+			}
+		}
+		return nil
+	}
 }
 
 func (x a64Inst) displace(pc, slot uint64) (Displaced, error) {

@@ -84,6 +84,31 @@ func TestEmulateARM64(t *testing.T) {
 	}
 }
 
+func TestEmulateBTYPE(t *testing.T) {
+	// BTYPE (PSTATE bits 11-10) set by the BLR that reached "bti c" is
+	// cleared by the emulation, through SetFlags; NZCV stays.
+	const btype = 2 << 10
+	for _, word := range []uint32{0xd503245f, 0x14000010, 0xd61f0200} {
+		d, err := ARM64.Displace(unhex(t, w(word)), aPC, aSlot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rg(aX16, 0x420000).fl(psZ | psC | btype).at(aPC)
+		if err := d.Emulate(r, newMem()); err != nil {
+			t.Fatal(err)
+		}
+		if r.flags != psZ|psC {
+			t.Errorf("%#08x: flags %#x after, want %#x", word, r.flags, psZ|psC)
+		}
+		// Registers that cannot set flags are emulated all the same.
+		var plain struct{ Regs }
+		plain.Regs = rg(aX16, 0x420000).fl(btype).at(aPC)
+		if err := d.Emulate(plain, newMem()); err != nil || plain.PC() == aPC {
+			t.Errorf("%#08x: emulation without SetFlags: pc %#x, %v", word, plain.PC(), err)
+		}
+	}
+}
+
 func TestEmulateBCondARM64(t *testing.T) {
 	// NZCV values under which each condition holds and does not (Arm ARM
 	// C1.2.4, "Condition code").

@@ -1,7 +1,6 @@
 package instr
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,16 +18,18 @@ var (
 // DecodeError is the error of [Arch.Decode] and [Boundaries]: the
 // instruction at Addr, starting with Bytes, could not be decoded.
 type DecodeError struct {
-	Arch  string
+	Arch  string // GOARCH spelling
 	Addr  uint64
 	Bytes []byte // at most MaxInstLen bytes from Addr
 	Err   error  // ErrTruncated or ErrUnrecognized
 }
 
+// Error says where decoding failed and on which bytes.
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("decode %s instruction at %#x (% x): %v", e.Arch, e.Addr, e.Bytes, e.Err)
 }
 
+// Unwrap returns ErrTruncated or ErrUnrecognized.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // decodeError builds a DecodeError, keeping a copy of the first bytes of
@@ -67,6 +68,3 @@ func OnBoundary(bounds []uint64, addr uint64) bool {
 	_, found := slices.BinarySearch(bounds, addr)
 	return found
 }
-
-// hexBytes formats code for messages.
-func hexBytes(code []byte) string { return hex.EncodeToString(code) }

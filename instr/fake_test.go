@@ -14,13 +14,13 @@ type fakeRegs struct {
 	flags uint64
 }
 
-func (f *fakeRegs) PC() uint64                     { return f.pc }
-func (f *fakeRegs) SetPC(v uint64)                 { f.pc = v }
-func (f *fakeRegs) Reg(n int) uint64               { return f.r[n] }
-func (f *fakeRegs) SetReg(n int, v uint64)         { f.r[n] = v }
-func (f *fakeRegs) Flags() uint64                  { return f.flags }
-func (f *fakeRegs) clone() *fakeRegs               { c := *f; return &c }
-func (f *fakeRegs) with(n int, v uint64) *fakeRegs { f.r[n] = v; return f }
+func (f *fakeRegs) PC() uint64             { return f.pc }
+func (f *fakeRegs) SetPC(v uint64)         { f.pc = v }
+func (f *fakeRegs) Reg(n int) uint64       { return f.r[n] }
+func (f *fakeRegs) SetReg(n int, v uint64) { f.r[n] = v }
+func (f *fakeRegs) Flags() uint64          { return f.flags }
+func (f *fakeRegs) SetFlags(v uint64)      { f.flags = v }
+func (f *fakeRegs) clone() *fakeRegs       { c := *f; return &c }
 
 // fakeMem is a sparse address space: reading or writing a byte never
 // written by poke is an error, unless lenient, when it reads 0.

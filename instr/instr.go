@@ -77,6 +77,16 @@ type Regs interface {
 	Flags() uint64
 }
 
+// FlagsSetter is implemented by a [Regs] that can also write the flags
+// register. On arm64, emulation clears PSTATE.BTYPE (bits 11-10) through
+// it, as the kernel does when it skips an instruction
+// (arm64_skip_faulting_instruction): a BTYPE left by the indirect branch
+// that reached a BTI landing pad would raise a Branch Target exception at
+// the next instruction of a guarded page. amd64 does not use it.
+type FlagsSetter interface {
+	SetFlags(uint64)
+}
+
 // Memory is the address space of the traced process.
 type Memory interface {
 	ReadMem(addr uint64, b []byte) error

@@ -1,5 +1,9 @@
 package instr
 
+// Differential tests against objdump (GNU binutils, or llvm-objdump for
+// arm64): on C fixtures compiled at test time, on hand-written assembly of
+// every decoder trap, and (with -long) on the host's libraries.
+
 import (
 	"bufio"
 	"bytes"
@@ -18,33 +22,40 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// long enables the differential test on the host's shared libraries, like
-// x/arch's -long external tests.
 var (
 	long = flag.Bool("long", false, "compare instruction lengths with objdump on host libraries")
 	libs = flag.String("libs", "/usr/lib/x86_64-linux-gnu/libc.so.6,/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 		"comma-separated amd64 ELF files -long checks")
 )
 
+// arm64Features lets llvm-mc and llvm-objdump know the instructions of
+// traps_arm64.s.
+const arm64Features = "+v8.5a,+lse,+rcpc,+pauth,+bti"
+
 // objLine is one instruction of an objdump -d listing.
 type objLine struct {
 	addr uint64
-	text string
+	text string // mnemonic and operands, blanks squeezed
 }
 
 var (
-	objInsnRE  = regexp.MustCompile(`^\s*([0-9a-f]+):\t(.*)$`)
-	objRIPRE   = regexp.MustCompile(`\(%rip\).*# ([0-9a-f]+)`)
-	objDirectR = regexp.MustCompile(`^(?:(?:bnd|notrack|addr32|data16|rex\.W)\s+)*(?:call|jmp|j[a-z]+|xbegin|loop[a-z]*|b|bl|b\.[a-z]+|cbn?z|tbn?z|adrp?|ldr|ldrsw|prfm)\s+(?:[^,]+,\s*)*([0-9a-f]+)(?: <[^>]*>)?$`)
+	objInsnRE = regexp.MustCompile(`^\s*([0-9a-f]+):\s+(.*)$`)
+	// objRIPRE finds the address objdump computes for a RIP-relative
+	// operand; objDirectRE the target of a direct branch or of an arm64
+	// PC-relative operand; objADRRE arm64 ADR's offset as llvm prints it.
+	objRIPRE    = regexp.MustCompile(`\(%rip\).*# ([0-9a-f]+)`)
+	objDirectRE = regexp.MustCompile(`^(?:(?:bnd|notrack|addr32|data16|rex\.W)\s+)*(?:call|jmp|j[a-z]+|loop[a-z]*|xbegin|b|bl|b\.[a-z]+|cbn?z|tbn?z|adrp?|ldr|ldrsw|prfm)\s+(?:[^,]+,\s*)*(?:0x)?([0-9a-f]+)(?: <[^>]*>)?$`)
+	objADRRE    = regexp.MustCompile(`^adr\s+\w+,\s*#(-?\d+)$`)
 )
 
 // objdump lists the instructions of an ELF file's executable sections in
 // address order.
-func objdump(t *testing.T, tool, path string) []objLine {
+func objdump(t *testing.T, tool []string, path string) []objLine {
 	t.Helper()
-	out, err := exec.Command(tool, "-d", "-z", "--no-show-raw-insn", path).Output()
+	args := append(append(tool[1:len(tool):len(tool)], "-d", "-z", "--no-show-raw-insn"), path)
+	out, err := exec.Command(tool[0], args...).Output()
 	if err != nil {
-		t.Fatalf("%s -d %s: %v", tool, path, err)
+		t.Fatalf("%s %s: %v", tool[0], strings.Join(args, " "), err)
 	}
 	var lines []objLine
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -70,7 +81,7 @@ type elfFunc struct {
 	code []byte
 }
 
-// elfFuncs returns the sized function symbols of an executable section.
+// elfFuncs returns the sized function symbols of the executable sections.
 func elfFuncs(t *testing.T, path string) []elfFunc {
 	t.Helper()
 	f, err := elf.Open(path)
@@ -85,7 +96,7 @@ func elfFuncs(t *testing.T, path string) []elfFunc {
 	var funcs []elfFunc
 	data := make(map[elf.SectionIndex][]byte)
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || int(s.Section) >= len(f.Sections) || s.Section == elf.SHN_UNDEF {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || s.Section == elf.SHN_UNDEF || int(s.Section) >= len(f.Sections) {
 			continue
 		}
 		sec := f.Sections[s.Section]
@@ -107,9 +118,9 @@ func elfFuncs(t *testing.T, path string) []elfFunc {
 }
 
 // compareWithObjdump checks that Boundaries finds objdump's instructions in
-// every function of the binary, and that Decode finds the target of every
-// direct branch and RIP-relative operand objdump prints.
-func compareWithObjdump(t *testing.T, a Arch, tool, bin string) {
+// every function of the binary, and that Decode agrees with objdump on the
+// kind of each instruction and the target of each PC-relative operand.
+func compareWithObjdump(t *testing.T, a Arch, tool []string, bin string) {
 	t.Helper()
 	listing := objdump(t, tool, bin)
 	text := make(map[uint64]string, len(listing))
@@ -136,8 +147,11 @@ func compareWithObjdump(t *testing.T, a Arch, tool, bin string) {
 			if err != nil {
 				t.Fatal(err) // Boundaries decoded it
 			}
-			if msg := checkTarget(in, text[pc]); msg != "" {
+			if msg := checkTarget(in, pc, text[pc]); msg != "" {
 				t.Errorf("%s %#x %q: %s", fn.name, pc, text[pc], msg)
+			}
+			if want := objKind(a, text[pc]); in.Kind != want {
+				t.Errorf("%s %#x %q: kind %v, objdump's mnemonic says %v", fn.name, pc, text[pc], in.Kind, want)
 			}
 		}
 	}
@@ -145,8 +159,8 @@ func compareWithObjdump(t *testing.T, a Arch, tool, bin string) {
 
 // checkTarget compares a decoded instruction's Target with the address
 // objdump prints for it.
-func checkTarget(in Inst, objText string) string {
-	want, ok := objTarget(objText)
+func checkTarget(in Inst, pc uint64, objText string) string {
+	want, ok := objTarget(pc, objText)
 	switch {
 	case !ok && in.PCRel && in.Kind != Nop:
 		return fmt.Sprintf("PCRel with target %#x, objdump shows none", in.Target)
@@ -160,10 +174,14 @@ func checkTarget(in Inst, objText string) string {
 
 // objTarget extracts the address a PC-relative operand refers to from an
 // objdump line.
-func objTarget(s string) (uint64, bool) {
+func objTarget(pc uint64, s string) (uint64, bool) {
+	if m := objADRRE.FindStringSubmatch(s); m != nil {
+		off, err := strconv.ParseInt(m[1], 10, 64)
+		return pc + uint64(off), err == nil
+	}
 	m := objRIPRE.FindStringSubmatch(s)
 	if m == nil {
-		m = objDirectR.FindStringSubmatch(s)
+		m = objDirectRE.FindStringSubmatch(s)
 	}
 	if m == nil {
 		return 0, false
@@ -172,62 +190,159 @@ func objTarget(s string) (uint64, bool) {
 	return v, err == nil
 }
 
-// buildC compiles the fixture with a compiler into dir.
-func buildC(t *testing.T, cc, out string, flags ...string) {
+// objKind classifies an objdump line by its mnemonic, prefixes skipped.
+func objKind(a Arch, s string) Kind {
+	fields := strings.Fields(s)
+	for len(fields) > 1 && objPrefixes[fields[0]] {
+		fields = fields[1:]
+	}
+	if len(fields) == 0 {
+		return Other
+	}
+	m := fields[0]
+	if a == AMD64 {
+		return objKindAMD64(m, s)
+	}
+	return objKindARM64(m, s)
+}
+
+var objPrefixes = map[string]bool{
+	"bnd": true, "notrack": true, "addr32": true, "data16": true, "rex.W": true,
+	"cs": true, "ds": true, "rep": true, "repz": true, "repnz": true, "lock": true,
+}
+
+func objKindAMD64(m, s string) Kind {
+	switch {
+	case strings.HasPrefix(m, "call"), strings.HasPrefix(m, "lcall"):
+		return Call
+	case strings.HasPrefix(m, "ret"), strings.HasPrefix(m, "lret"), strings.HasPrefix(m, "iret"):
+		return Ret
+	case strings.HasPrefix(m, "jmp"), strings.HasPrefix(m, "ljmp"):
+		return Jump
+	case strings.HasPrefix(m, "j"), strings.HasPrefix(m, "loop"):
+		return CondJump
+	case strings.HasPrefix(m, "nop"), strings.HasPrefix(m, "endbr"), strings.HasSuffix(s, "xchg %ax,%ax"):
+		return Nop
+	case m == "int3", m == "int", m == "int1", m == "icebp", m == "hlt", strings.HasPrefix(m, "ud"):
+		return Trap
+	}
+	return Other
+}
+
+func objKindARM64(m, s string) Kind {
+	switch m {
+	case "b", "br", "braa", "brab", "braaz", "brabz":
+		return Jump
+	case "bl", "blr", "blraa", "blrab", "blraaz", "blrabz":
+		return Call
+	case "ret", "retaa", "retab":
+		return Ret
+	case "cbz", "cbnz", "tbz", "tbnz":
+		return CondJump
+	case "nop", "bti":
+		return Nop
+	case "brk", "udf", "hlt", "hvc", "smc", "eret", "drps", "dcps1", "dcps2", "dcps3":
+		return Trap
+	case "prfm":
+		if _, ok := objTarget(0, s); ok {
+			return Nop // PRFM (literal)
+		}
+	}
+	if strings.HasPrefix(m, "b.") || strings.HasPrefix(m, "bc.") {
+		return CondJump
+	}
+	return Other
+}
+
+// need skips the test unless every program is installed.
+func need(t *testing.T, progs ...string) {
 	t.Helper()
-	args := append(append([]string{}, flags...), "-o", out, filepath.Join("testdata", "fixture.c"))
-	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, b)
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("needs %s: %v", p, err)
+		}
 	}
 }
 
-func TestObjdumpAMD64(t *testing.T) {
-	for _, tool := range []string{"gcc", "objdump"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("differential test needs %s: %v", tool, err)
-		}
+// run runs a command, failing the test with its output.
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if b, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, b)
 	}
-	builds := []struct {
-		name  string
-		flags []string
-	}{
-		{"O0", []string{"-O0"}},
-		{"O2-cet", []string{"-O2", "-fcf-protection=full"}},
-		{"O2-avx2", []string{"-O2", "-march=x86-64-v3"}},
-		{"O3-avx512", []string{"-O3", "-march=x86-64-v4"}},
-		{"O2-pie-static", []string{"-O2", "-static-pie"}},
-	}
+}
+
+// fixtureBuild is one way to compile testdata/fixture.c.
+type fixtureBuild struct {
+	name  string
+	flags []string
+}
+
+// testFixtures compiles testdata/fixture.c each way and compares.
+func testFixtures(t *testing.T, a Arch, cc string, objdumpCmd []string, builds []fixtureBuild) {
 	dir := t.TempDir()
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
 			bin := filepath.Join(dir, b.name)
-			buildC(t, "gcc", bin, b.flags...)
-			compareWithObjdump(t, AMD64, "objdump", bin)
+			run(t, cc, append(b.flags, "-o", bin, filepath.Join("testdata", "fixture.c"))...)
+			compareWithObjdump(t, a, objdumpCmd, bin)
 		})
 	}
 }
 
+func TestObjdumpAMD64(t *testing.T) {
+	need(t, "gcc", "objdump")
+	testFixtures(t, AMD64, "gcc", []string{"objdump"}, []fixtureBuild{
+		{"O0", []string{"-O0"}},
+		{"O2-cet", []string{"-O2", "-fcf-protection=full"}},
+		{"O2-avx2", []string{"-O2", "-march=x86-64-v3"}},
+		{"O3-avx512", []string{"-O3", "-march=x86-64-v4"}},
+		{"O2-static-pie", []string{"-O2", "-static-pie"}}, // libc's own code
+	})
+}
+
 func TestObjdumpARM64(t *testing.T) {
 	const cc, tool = "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump"
-	for _, p := range []string{cc, tool} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("no arm64 cross toolchain: %s not found", p)
-		}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no arm64 cross compiler (%s): the arm64 differential test runs on traps_arm64.s only", cc)
 	}
-	dir := t.TempDir()
-	for _, b := range []struct {
-		name  string
-		flags []string
-	}{
+	need(t, tool)
+	testFixtures(t, ARM64, cc, []string{tool}, []fixtureBuild{
 		{"O0", []string{"-O0"}},
 		{"O2-pac-bti", []string{"-O2", "-mbranch-protection=standard"}},
-	} {
-		t.Run(b.name, func(t *testing.T) {
-			bin := filepath.Join(dir, b.name)
-			buildC(t, cc, bin, b.flags...)
-			compareWithObjdump(t, ARM64, tool, bin)
-		})
+	})
+}
+
+// TestObjdumpTrapsAMD64 assembles every decoder trap of libraries.md with
+// GNU as and compares with objdump.
+func TestObjdumpTrapsAMD64(t *testing.T) {
+	need(t, "gcc", "objdump")
+	obj := filepath.Join(t.TempDir(), "traps.o")
+	run(t, "gcc", "-c", "-o", obj, filepath.Join("testdata", "traps_amd64.s"))
+	compareWithObjdump(t, AMD64, []string{"objdump"}, obj)
+}
+
+// TestObjdumpTrapsARM64 assembles the arm64 traps (pointer authentication,
+// BTI, LSE, RCPC, every PC-relative form) with llvm-mc, or the GNU cross
+// assembler, and compares with llvm-objdump or GNU objdump.
+func TestObjdumpTrapsARM64(t *testing.T) {
+	src := filepath.Join("testdata", "traps_arm64.s")
+	obj := filepath.Join(t.TempDir(), "traps.o")
+	switch {
+	case have("llvm-mc") && have("llvm-objdump"):
+		run(t, "llvm-mc", "-triple=aarch64-linux-gnu", "-mattr="+arm64Features, "-filetype=obj", "-o", obj, src)
+		compareWithObjdump(t, ARM64, []string{"llvm-objdump", "--mattr=" + arm64Features}, obj)
+	case have("aarch64-linux-gnu-as") && have("aarch64-linux-gnu-objdump"):
+		run(t, "aarch64-linux-gnu-as", "-march=armv8.5-a+lse+rcpc", "-o", obj, src)
+		compareWithObjdump(t, ARM64, []string{"aarch64-linux-gnu-objdump"}, obj)
+	default:
+		t.Skip("needs llvm-mc and llvm-objdump, or aarch64-linux-gnu-as and -objdump")
 	}
+}
+
+func have(prog string) bool {
+	_, err := exec.LookPath(prog)
+	return err == nil
 }
 
 // TestObjdumpHostLibraries decodes every instruction objdump lists in the
@@ -236,9 +351,7 @@ func TestObjdumpHostLibraries(t *testing.T) {
 	if !*long {
 		t.Skip("needs -long")
 	}
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Skipf("needs objdump: %v", err)
-	}
+	need(t, "objdump")
 	for _, lib := range strings.Split(*libs, ",") {
 		if _, err := os.Stat(lib); err != nil {
 			t.Logf("skip %s: %v", lib, err)
@@ -260,14 +373,15 @@ func objWaitForm(text string) bool {
 }
 
 // compareLengths checks each instruction's length against the distance to
-// the next one objdump lists.
+// the next one objdump lists. objdump's linear sweep also decodes data in
+// text (jump tables, constants), where differences do not matter.
 func compareLengths(t *testing.T, lib string) {
 	f, err := elf.Open(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	listing := objdump(t, "objdump", lib)
+	listing := objdump(t, []string{"objdump"}, lib)
 	var bad, checked int
 	for _, sec := range f.Sections {
 		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type != elf.SHT_PROGBITS {
@@ -296,11 +410,11 @@ func compareLengths(t *testing.T, lib string) {
 			case in.Len != want:
 				t.Errorf("%#x %q: length %d, objdump %d (%s)", l.addr, l.text, in.Len, want, in.Text)
 			default:
-				if msg := checkTarget(in, l.text); msg != "" {
-					t.Errorf("%#x %q: %s", l.addr, l.text, msg)
-				} else {
+				msg := checkTarget(in, l.addr, l.text)
+				if msg == "" {
 					continue
 				}
+				t.Errorf("%#x %q: %s", l.addr, l.text, msg)
 			}
 			if bad++; bad > 50 {
 				t.Fatalf("too many differences")
