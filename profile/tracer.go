@@ -168,10 +168,23 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	}
 }
 
+// spinWindow is how long the tracer polls for the next stop before it
+// sleeps, when stops come faster than that.
+const spinWindow = 100 * time.Microsecond
+
 // loop handles stops until the program's main thread is gone.
 func (t *tracer) loop(res *Result) error {
+	var last time.Time
 	for {
-		tid, ws, err := ptrace.Wait()
+		// Spin briefly when the last stop was recent: stops come in bursts
+		// (a function called in a loop), and a sleeping tracer pays for
+		// waking up at each one.
+		spin := time.Duration(0)
+		if time.Since(last) < spinWindow {
+			spin = spinWindow
+		}
+		tid, ws, err := ptrace.Wait(spin)
+		last = time.Now()
 		if err != nil {
 			if errors.Is(err, syscall.ECHILD) {
 				return errors.New("lost the program: no traced thread left")
@@ -422,7 +435,7 @@ func (t *tracer) exec(th *thread) error {
 // drain reaps the killed program after a fatal tracer error.
 func (t *tracer) drain() {
 	for {
-		tid, ws, err := ptrace.Wait()
+		tid, ws, err := ptrace.Wait(0)
 		if err != nil || (tid == t.pid && (ws.Exited() || ws.Signaled())) {
 			return
 		}

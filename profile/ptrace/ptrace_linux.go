@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,9 +56,24 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	return pid, nil
 }
 
-// Wait waits for any traced thread to change state.
-func Wait() (tid int, ws WaitStatus, err error) {
+// Wait waits for any traced thread to change state. When spin is positive
+// it first polls for that long without sleeping: a tracer that sleeps in
+// wait4 between two close stops pays for waking its CPU each time, which on
+// a virtual machine costs more than the stop itself.
+func Wait(spin time.Duration) (tid int, ws WaitStatus, err error) {
 	var st unix.WaitStatus
+	if spin > 0 {
+		deadline := time.Now().Add(spin)
+		for {
+			tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+			if tid != 0 || (err != nil && err != unix.EINTR) {
+				return tid, WaitStatus(st), err
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
 	for {
 		tid, err = unix.Wait4(-1, &st, unix.WALL, nil)
 		if err != unix.EINTR {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Start is not supported on this platform.
@@ -14,7 +15,7 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 }
 
 // Wait is not supported on this platform.
-func Wait() (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
+func Wait(spin time.Duration) (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
 
 // WaitFor is not supported on this platform.
 func WaitFor(tid int) (WaitStatus, error) { return 0, errors.ErrUnsupported }
