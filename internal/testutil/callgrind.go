@@ -48,7 +48,7 @@ func parseCallgrind(sc *bufio.Scanner) map[string]uint64 {
 		line := sc.Text()
 		if m := cgName.FindStringSubmatch(line); m != nil {
 			if m[2] != "" {
-				names[m[1]] = cgLevel.ReplaceAllString(m[2], "")
+				names[m[1]] = stripReturnType(cgLevel.ReplaceAllString(m[2], ""))
 			}
 			if strings.HasPrefix(line, "cfn=") {
 				callee = names[m[1]]
@@ -62,4 +62,27 @@ func parseCallgrind(sc *bufio.Scanner) map[string]uint64 {
 		}
 	}
 	return calls
+}
+
+// stripReturnType drops the return type that callgrind's demangler prints
+// before template instances ("int maxof<int>(int, int)"), which the
+// profiler's reports, like the original's, leave out.
+func stripReturnType(name string) string {
+	depth := 0
+	for i, c := range name {
+		switch c {
+		case '<', '(':
+			if c == '(' && depth == 0 {
+				return name
+			}
+			depth++
+		case '>', ')':
+			depth--
+		case ' ':
+			if depth == 0 {
+				return name[i+1:]
+			}
+		}
+	}
+	return name
 }

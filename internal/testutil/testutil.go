@@ -50,6 +50,12 @@ func SharedGolden(t testing.TB) string {
 	return dir
 }
 
+// HaveTool reports whether a program is on PATH.
+func HaveTool(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
 // MustHaveTool skips the test when a program is not on PATH.
 func MustHaveTool(t testing.TB, name string) string {
 	t.Helper()

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// writeProgram writes a file of the given mode at dir/name, making the
+// directories on the way.
+func writeProgram(t *testing.T, dir, name string, mode os.FileMode) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	// cwd is the current directory, bin the only directory on PATH.
+	cwd, bin := t.TempDir(), t.TempDir()
+	writeProgram(t, cwd, "both", 0o755)
+	writeProgram(t, cwd, "local", 0o755)
+	writeProgram(t, cwd, "plain", 0o644)
+	writeProgram(t, cwd, "sub/tool", 0o755)
+	if err := os.Mkdir(filepath.Join(cwd, "shadow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeProgram(t, bin, "both", 0o755)
+	writeProgram(t, bin, "onpath", 0o755)
+	writeProgram(t, bin, "shadow", 0o755)
+	t.Chdir(cwd)
+	t.Setenv("PATH", bin)
+
+	tests := []struct {
+		name    string
+		arg     string
+		want    string // the path found, or "" for an error
+		wantErr error
+	}{
+		{name: "current directory before PATH", arg: "both", want: filepath.Join(cwd, "both")},
+		{name: "current directory only", arg: "local", want: filepath.Join(cwd, "local")},
+		// linux.md: any file in the current directory is taken, as the
+		// original did; running it is the next step's business.
+		{name: "file without execute permission", arg: "plain", want: filepath.Join(cwd, "plain")},
+		{name: "directory is not a program", arg: "shadow", want: filepath.Join(bin, "shadow")},
+		{name: "PATH only", arg: "onpath", want: filepath.Join(bin, "onpath")},
+		{name: "relative with slash", arg: "sub/tool", want: filepath.Join(cwd, "sub", "tool")},
+		{name: "dot slash", arg: "./local", want: filepath.Join(cwd, "local")},
+		{name: "absolute", arg: filepath.Join(bin, "onpath"), want: filepath.Join(bin, "onpath")},
+		{name: "slash skips PATH", arg: "./onpath", wantErr: fs.ErrNotExist},
+		{name: "slash needs execute permission", arg: "./plain", wantErr: fs.ErrPermission},
+		{name: "missing", arg: "nosuch", wantErr: exec.ErrNotFound},
+		{name: "missing with slash", arg: "sub/nosuch", wantErr: fs.ErrNotExist},
+		{name: "empty", arg: "", wantErr: exec.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LookPath(tt.arg)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("LookPath(%q) = %q, %v; want an error wrapping %v", tt.arg, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("LookPath(%q) = %q, %v; want %q", tt.arg, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWithExt(t *testing.T) {
+	tests := []struct {
+		name, ext, want string
+	}{
+		{"prog", ".pbt", "prog.pbt"},
+		{"prog.pbo", ".pbt", "prog.pbo"},
+		{"prog.pbt", ".pbt", "prog.pbt"},
+		{"dir.d/name", ".pbt", "dir.d/name.pbt"},
+		{"/usr/bin/gzip", ".pbi", "/usr/bin/gzip.pbi"},
+		{"", ".pbt", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := WithExt(tt.name, tt.ext); got != tt.want {
+				t.Errorf("WithExt(%q, %q) = %q, want %q", tt.name, tt.ext, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDataName(t *testing.T) {
+	tests := []struct {
+		program, ext, want string
+	}{
+		{"/usr/bin/gzip", ".pbi", "gzip.pbi"},
+		{"gzip", ".pbo", "gzip.pbo"},
+		{"./a.out", ".pbt", "a.out.pbt"},
+		{"../build/prog", ".pbi", "prog.pbi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.program, func(t *testing.T) {
+			if got := DataName(tt.program, tt.ext); got != tt.want {
+				t.Errorf("DataName(%q, %q) = %q, want %q", tt.program, tt.ext, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,223 @@
+package profile
+
+import (
+	"bufio"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseMapsLine(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want mapping
+	}{
+		{
+			name: "program",
+			line: "55d0c7a00000-55d0c7a02000 r--p 00000000 08:01 1234                       /usr/bin/prog",
+			want: mapping{Start: 0x55d0c7a00000, End: 0x55d0c7a02000, Perms: "r--p", Dev: "08:01", Inode: 1234, Path: "/usr/bin/prog"},
+		},
+		{
+			name: "offset and hexadecimal device",
+			line: "7f2a1c228000-7f2a1c3bd000 r-xp 00028000 fd:0a 4064378  /usr/lib/x86_64-linux-gnu/libc.so.6",
+			want: mapping{Start: 0x7f2a1c228000, End: 0x7f2a1c3bd000, Perms: "r-xp", Offset: 0x28000, Dev: "fd:0a", Inode: 4064378,
+				Path: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		},
+		{
+			name: "path with spaces",
+			line: "00400000-00401000 r-xp 00000000 08:01 42         /home/u/my  prog v2",
+			want: mapping{Start: 0x400000, End: 0x401000, Perms: "r-xp", Dev: "08:01", Inode: 42, Path: "/home/u/my  prog v2"},
+		},
+		{
+			name: "anonymous",
+			line: "7ffd2b1e0000-7ffd2b1e2000 rw-p 00000000 00:00 0",
+			want: mapping{Start: 0x7ffd2b1e0000, End: 0x7ffd2b1e2000, Perms: "rw-p", Dev: "00:00"},
+		},
+		{
+			name: "anonymous with trailing space",
+			line: "7ffd2b1e0000-7ffd2b1e2000 rw-p 00000000 00:00 0 ",
+			want: mapping{Start: 0x7ffd2b1e0000, End: 0x7ffd2b1e2000, Perms: "rw-p", Dev: "00:00"},
+		},
+		{
+			name: "vdso",
+			line: "7ffd2b1f0000-7ffd2b1f2000 r-xp 00000000 00:00 0                          [vdso]",
+			want: mapping{Start: 0x7ffd2b1f0000, End: 0x7ffd2b1f2000, Perms: "r-xp", Dev: "00:00", Path: "[vdso]"},
+		},
+		{
+			name: "deleted",
+			line: "5600a0000000-5600a0001000 r--p 00000000 08:01 99 /tmp/prog (deleted)",
+			want: mapping{Start: 0x5600a0000000, End: 0x5600a0001000, Perms: "r--p", Dev: "08:01", Inode: 99, Path: "/tmp/prog (deleted)"},
+		},
+		{
+			name: "largest addresses",
+			line: "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]",
+			want: mapping{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: "--xp", Dev: "00:00", Path: "[vsyscall]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseMapsLine(tt.line)
+			if err != nil {
+				t.Fatalf("parseMapsLine: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("parseMapsLine(%q) (-want +got):\n%s", tt.line, diff)
+			}
+		})
+	}
+}
+
+func TestParseMapsLineErrors(t *testing.T) {
+	tests := []struct {
+		name, line, want string // want is in the error, after the quoted line
+	}{
+		{"empty", " ", "too few fields"},
+		{"four fields", "00400000-00401000 r-xp 00000000 08:01", "too few fields"},
+		{"no dash", "00400000 r-xp 00000000 08:01 42 /p", "bad address range"},
+		{"bad start", "0040000g-00401000 r-xp 00000000 08:01 42 /p", "invalid syntax"},
+		{"bad end", "00400000- r-xp 00000000 08:01 42 /p", "invalid syntax"},
+		{"start too large", "10000000000000000-0 r-xp 00000000 08:01 42 /p", "value out of range"},
+		{"bad offset", "00400000-00401000 r-xp 0000x000 08:01 42 /p", "invalid syntax"},
+		{"hexadecimal inode", "00400000-00401000 r-xp 00000000 08:01 4a /p", "invalid syntax"},
+		{"negative inode", "00400000-00401000 r-xp 00000000 08:01 -1 /p", "invalid syntax"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseMapsLine(tt.line)
+			if err == nil {
+				t.Fatalf("parseMapsLine(%q) succeeded", tt.line)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, `"`+tt.line+`": `) || !strings.Contains(msg, tt.want) {
+				t.Errorf("parseMapsLine(%q) = %q; want the quoted line and %q", tt.line, msg, tt.want)
+			}
+		})
+	}
+}
+
+// procMaps is a maps file of a PIE program started from a path with a space,
+// as the kernel prints it.
+const procMaps = `5581a9e00000-5581a9e01000 r--p 00000000 08:01 3141     /home/u/my prog
+5581a9e01000-5581a9e02000 r-xp 00001000 08:01 3141     /home/u/my prog
+5581a9e02000-5581a9e03000 r--p 00002000 08:01 3141     /home/u/my prog
+5581aa7c0000-5581aa7e1000 rw-p 00000000 00:00 0        [heap]
+7f2a1c200000-7f2a1c228000 r--p 00000000 08:01 2718     /usr/lib/x86_64-linux-gnu/libc.so.6
+7f2a1c228000-7f2a1c3bd000 r-xp 00028000 08:01 2718     /usr/lib/x86_64-linux-gnu/libc.so.6
+7f2a1c400000-7f2a1c402000 rw-p 00000000 00:00 0 
+7ffd2b1f0000-7ffd2b1f2000 r-xp 00000000 00:00 0        [vdso]
+`
+
+func TestParseMaps(t *testing.T) {
+	maps, err := parseMaps([]byte(procMaps))
+	if err != nil {
+		t.Fatalf("parseMaps: %v", err)
+	}
+	var paths []string
+	for _, m := range maps {
+		paths = append(paths, m.Path)
+	}
+	want := []string{"/home/u/my prog", "/home/u/my prog", "/home/u/my prog", "[heap]",
+		"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "", "[vdso]"}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+	if maps[1].Start != 0x5581a9e01000 || maps[1].Offset != 0x1000 || maps[1].Inode != 3141 {
+		t.Errorf("second mapping %+v; want start 0x5581a9e01000, offset 0x1000, inode 3141", maps[1])
+	}
+}
+
+func TestParseMapsEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n", "\n\n\n"} {
+		maps, err := parseMaps([]byte(in))
+		if err != nil || len(maps) != 0 {
+			t.Errorf("parseMaps(%q) = %v, %v; want no mappings and no error", in, maps, err)
+		}
+	}
+}
+
+func TestParseMapsErrorNamesLine(t *testing.T) {
+	// Empty lines are skipped but counted: the bad line is the fourth.
+	in := "00400000-00401000 r-xp 00000000 08:01 42 /p\n\n00401000-00402000 r--p 00001000 08:01 42 /p\nbogus line here\n"
+	_, err := parseMaps([]byte(in))
+	if err == nil {
+		t.Fatal("parseMaps succeeded on a bad line")
+	}
+	if want := `maps line 4: "bogus line here": too few fields`; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+func TestParseMapsLongLine(t *testing.T) {
+	// A line is bounded at 1 MiB (the kernel's paths are at most PATH_MAX).
+	line := "00400000-00401000 r-xp 00000000 08:01 42 /" + strings.Repeat("p", 1<<20)
+	_, err := parseMaps([]byte(line + "\n"))
+	if !errors.Is(err, bufio.ErrTooLong) {
+		t.Errorf("parseMaps of a %d-byte line: %v, want %v", len(line), err, bufio.ErrTooLong)
+	}
+}
+
+func TestModuleStart(t *testing.T) {
+	maps, err := parseMaps([]byte(procMaps + "7f2a1c500000-7f2a1c501000 r--p 00000000 08:02 3141     /other/prog\n"))
+	if err != nil {
+		t.Fatalf("parseMaps: %v", err)
+	}
+	tests := []struct {
+		name   string
+		file   string
+		inode  uint64
+		want   uint64
+		wantOK bool
+	}{
+		{"program with a space", "my prog", 3141, 0x5581a9e00000, true},
+		{"library", "libc.so.6", 2718, 0x7f2a1c200000, true},
+		// Same inode on another device: the name tells them apart.
+		{"same inode, other file", "prog", 3141, 0x7f2a1c500000, true},
+		{"wrong inode", "my prog", 3142, 0, false},
+		{"wrong name", "libc.so", 2718, 0, false},
+		{"anonymous is never a module", "", 0, 0, false},
+		{"vdso", "[vdso]", 0, 0x7ffd2b1f0000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := moduleStart(maps, tt.file, tt.inode)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("moduleStart(%q, %d) = %#x, %v; want %#x, %v", tt.file, tt.inode, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestModuleStartNeedsOffsetZero(t *testing.T) {
+	// Only the text of the file is mapped (its first page was unmapped):
+	// there is no load address to compute a bias from.
+	maps, err := parseMaps([]byte("5581a9e01000-5581a9e02000 r-xp 00001000 08:01 3141 /bin/prog\n"))
+	if err != nil {
+		t.Fatalf("parseMaps: %v", err)
+	}
+	if got, ok := moduleStart(maps, "prog", 3141); ok {
+		t.Errorf("moduleStart = %#x, true; want false without an offset-0 mapping", got)
+	}
+}
+
+func FuzzParseMaps(f *testing.F) {
+	f.Add([]byte(procMaps))
+	f.Add([]byte("00400000-00401000 r-xp 00000000 08:01 42 /p (deleted)\n\n"))
+	f.Add([]byte("0-0 r 0 0 0\n"))
+	f.Add([]byte("ffffffffffffffff-0 r 0 0 18446744073709551615 [x]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		maps, err := parseMaps(data)
+		if err != nil && maps != nil {
+			t.Fatalf("parseMaps returned %d mappings and the error %v", len(maps), err)
+		}
+		for _, m := range maps {
+			if m.Perms == "" || m.Dev == "" || strings.TrimSpace(m.Path) != m.Path {
+				t.Fatalf("mapping %+v: empty fields or a path with outer spaces", m)
+			}
+			if _, ok := moduleStart(maps, m.Path, m.Inode); ok && m.Path == "" {
+				t.Fatalf("an anonymous mapping was taken for a module")
+			}
+		}
+	})
+}
