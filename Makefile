@@ -18,6 +18,7 @@ build:
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
 	cp prep/profiler.ini $(BIN)/profiler.ini
 	cp scripts/fcount scripts/fcover scripts/ftime scripts/lcount scripts/lcover $(BIN)/
+	cp scripts/profile.mk $(BIN)/profile.mk
 
 # make test is what CI runs: the whole check.
 test: check
@@ -49,15 +50,26 @@ check: deps fmt-check vet tidy-check lint unit race
 deps:
 	@./scripts/install-deps
 
+# fuzz runs every Fuzz target of every package for FUZZTIME each; a package
+# whose tests do not build fails the target instead of being skipped.
 FUZZTIME ?= 30s
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	  list=$$($(GO) test -list '^Fuzz' $$pkg); \
+	  for f in $$(echo "$$list" | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
+# golden rewrites the golden files; review them with git diff. Only the
+# packages whose tests define -update take the flag: those declaring
+# flag.Bool("update", ...) and those using internal/testutil's Update (through
+# testutil.Golden). Their golden tests have various names (TestRoundTrip,
+# TestTextGolden, TestLinuxGoldens, TestReportGolden), so each runs whole.
+GOLDEN_GREP := flag\.Bool\("update"|testutil\.(Update|Golden)\b
 golden:
-	$(GO) test ./... -run Golden -update
+	@pkgs=$$(grep -rlE --include='*_test.go' --exclude-dir=testdata '$(GOLDEN_GREP)' . | xargs -r -n1 dirname | sort -u); \
+	if [ -z "$$pkgs" ]; then echo "golden: no package defines -update" >&2; exit 1; fi; \
+	echo $(GO) test $$pkgs -update; $(GO) test $$pkgs -update
 
 demo: build
 	@./scripts/demo

@@ -24,31 +24,40 @@ var bin string
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		dir, err := os.MkdirTemp("", "sprof-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin = dir
-		build := exec.Command("go", "build", "-o", dir+"/", "../cmd/prep", "../cmd/profile", "../cmd/plist")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build the tools: %v\n%s", err, out)
-			return 1
-		}
-		ini, err := os.ReadFile("../prep/profiler.ini")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "profiler.ini"), ini, 0o644)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+		// SPROF_BIN names tools built beforehand, with profiler.ini beside
+		// them (the arm64 VM has no Go toolchain); else they are built now.
+		if bin = os.Getenv("SPROF_BIN"); bin == "" {
+			dir, err := os.MkdirTemp("", "sprof-e2e-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			if err := buildTools(dir); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			bin = dir
 		}
 		defer testutil.Cleanup()
 		return m.Run()
 	}()
 	os.Exit(code)
+}
+
+// buildTools builds the three tools into dir, with profiler.ini beside
+// them, as make build does.
+func buildTools(dir string) error {
+	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/prep", "../cmd/profile", "../cmd/plist")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the tools: %v\n%s", err, out)
+	}
+	ini, err := os.ReadFile("../prep/profiler.ini")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "profiler.ini"), ini, 0o644)
 }
 
 // result is what one tool invocation did.
@@ -168,6 +177,10 @@ var fixtureBuilds = []build{
 	{"O2-nopie", []string{"-O2", "-no-pie", "-fno-pie"}},
 }
 
+// threadCalls is how often each of the four threads of the threads fixture
+// calls work.
+var threadCalls = testutil.Scale(20000)
+
 // cases are the fixtures with their expected counts, run in every build.
 // A nil count means "ask callgrind" (at -O2 the compiler may change how
 // often a recursive function calls itself).
@@ -189,7 +202,8 @@ var cases = []struct {
 	},
 	{
 		fixture: "threads",
-		counts:  map[string]uint64{"main": 1, "worker": 4, "work": 80000},
+		args:    []string{strconv.Itoa(threadCalls)},
+		counts:  map[string]uint64{"main": 1, "worker": 4, "work": 4 * uint64(threadCalls)},
 		stdout:  "threads done",
 	},
 	{
@@ -264,6 +278,9 @@ func TestFunctionCounting(t *testing.T) {
 					r := tool(t, dir, "profile", append([]string{"/nologo", "/X", name}, c.args...)...)
 					if r.status != c.status {
 						t.Errorf("%s: profile /X status %d, want %d\nstderr: %s", method, r.status, c.status, r.stderr)
+					}
+					if strings.Contains(r.stderr, "PRF") {
+						t.Errorf("%s: profile reported: %s", method, r.stderr)
 					}
 					if !strings.Contains(r.stdout, c.stdout) {
 						t.Errorf("%s: program output %q lacks %q", method, r.stdout, c.stdout)

@@ -66,9 +66,14 @@ func parseMapsLine(line string) (mapping, error) {
 		return mapping{}, fmt.Errorf("%q: %w", line, err)
 	}
 	if len(f) > 5 {
-		// The path is the rest of the line: it may contain spaces.
-		idx := strings.Index(line, f[5])
-		m.Path = line[idx:]
+		// The path is the rest of the line after the fifth field (it may
+		// contain spaces; the kernel pads the inode with spaces).
+		rest := line
+		for range 5 {
+			rest = strings.TrimLeft(rest, " \t")
+			rest = rest[strings.IndexAny(rest+" ", " \t"):]
+		}
+		m.Path = strings.TrimLeft(rest, " \t")
 	}
 	return m, nil
 }

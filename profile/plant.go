@@ -39,7 +39,7 @@ func (t *tracer) plantAll() error {
 		if m.PIE {
 			bias = start - m.LinkBase
 		}
-		return t.plantModule(mi, bias, start)
+		return t.plantModule(mi, bias, start, maps)
 	}
 	return nil
 }
@@ -53,8 +53,8 @@ func (t *tracer) readMaps() ([]mapping, error) {
 }
 
 // plantModule plants the entry breakpoints of module mi, loaded with bias,
-// whose first mapping starts at start.
-func (t *tracer) plantModule(mi int, bias, start uint64) error {
+// whose first mapping starts at start, in a process with the given maps.
+func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	var items []int
 	for i, f := range t.plan.Funcs {
 		if f.Module == mi {
@@ -66,13 +66,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64) error {
 	}
 	slotSize := uint64(t.arch.SlotSize())
 	size := (uint64(len(items))*slotSize + pageSize - 1) &^ (pageSize - 1)
-	// Slots go just below the module, well within reach of its code (±2 GiB
-	// for RIP-relative operands on amd64, ±128 MiB for B on arm64).
-	hint := uint64(0)
-	if start > size+16*pageSize {
-		hint = (start - size - 16*pageSize) &^ (pageSize - 1)
-	}
-	slots, err := t.mmap(hint, size)
+	slots, err := t.mmap(slotArea(maps, start, size), size)
 	if err != nil {
 		t.cfg.Warn(fmt.Errorf("no out-of-line slots (%v): instructions that need one are not profiled", err))
 		slots = 0
@@ -120,6 +114,57 @@ func (t *tracer) plantModule(mi int, bias, start uint64) error {
 	return nil
 }
 
+// slotArea chooses where to map size bytes of slots for a module whose
+// first mapping starts at start: in the free gap of the process's maps
+// nearest to the module, so that a relocated instruction reaches its
+// original neighbourhood (±2 GiB for RIP-relative operands on amd64,
+// ±128 MiB for B on arm64), with guard pages around it. Below the module
+// wins a tie: a C program's heap grows up from its end. 0 means no gap
+// within reach was found, and the kernel chooses.
+func slotArea(maps []mapping, start, size uint64) uint64 {
+	const (
+		guard  = 16 * pageSize
+		lowest = 1 << 20   // leave the lowest addresses alone
+		top    = 1 << 47   // the top of user space on both architectures
+		reach  = 100 << 20 // well within the shortest reach (arm64 B)
+		none   = ^uint64(0)
+	)
+	end := start
+	for _, m := range maps {
+		if m.Start >= start && m.Start <= end+guard {
+			end = max(end, m.End) // the module's mappings and its bss
+		}
+	}
+	best, bestDist := uint64(0), none
+	consider := func(lo, hi uint64) {
+		lo = max(lo, lowest)
+		if hi <= lo || hi-lo < size+2*guard {
+			return
+		}
+		var addr, dist uint64
+		switch {
+		case hi <= start:
+			addr = (hi - guard - size) &^ (pageSize - 1)
+			dist = start - addr
+		case lo >= end:
+			addr = (lo + guard + pageSize - 1) &^ (pageSize - 1)
+			dist = addr + size - end
+		default:
+			return
+		}
+		if dist < bestDist && dist <= reach {
+			best, bestDist = addr, dist
+		}
+	}
+	prev := uint64(0)
+	for _, m := range maps {
+		consider(prev, m.Start)
+		prev = max(prev, m.End)
+	}
+	consider(prev, top)
+	return best
+}
+
 // readCode reads up to len(b) bytes of code at addr; near the end of a
 // mapping it reads what there is and zeroes the rest.
 func (t *tracer) readCode(addr uint64, b []byte) error {
@@ -138,12 +183,13 @@ func (t *tracer) readCode(addr uint64, b []byte) error {
 // current instruction, single-stepped, and everything restored.
 func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 	const (
-		protRead          = 0x1
-		protExec          = 0x4
-		mapPrivate        = 0x02
-		mapAnon           = 0x20
-		maxErrno          = 4095
-		noFD       uint64 = ^uint64(0)
+		protRead                 = 0x1
+		protExec                 = 0x4
+		mapPrivate               = 0x02
+		mapAnon                  = 0x20
+		mapFixedNoReplace        = 0x100000
+		maxErrno                 = 4095
+		noFD              uint64 = ^uint64(0)
 	)
 	var saved ptrace.Regs
 	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
@@ -164,9 +210,15 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		}
 		return ptrace.SetRegs(t.pid, &saved)
 	}
+	flags := uint64(mapPrivate | mapAnon)
+	if hint != 0 {
+		// Exactly there or nowhere (Linux 4.17): a slot elsewhere may be out
+		// of reach. The kernel fails with EEXIST if the range is taken.
+		flags |= mapFixedNoReplace
+	}
 	regs := saved
 	regs.NoRestart()
-	t.arch.SetSyscall(&regs, t.arch.MmapNumber(), hint, size, protRead|protExec, mapPrivate|mapAnon, noFD, 0)
+	t.arch.SetSyscall(&regs, t.arch.MmapNumber(), hint, size, protRead|protExec, flags, noFD, 0)
 	regs.SetPC(pc)
 	if err := ptrace.SetRegs(t.pid, &regs); err != nil {
 		restore()

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,8 +154,9 @@ func TestThreads(t *testing.T) {
 		t.Run(build, func(t *testing.T) {
 			prog := testutil.BuildC(t, "threads", fixtureFlags[build]...)
 			plan := planFor(t, prog, datafile.FuncCounting, "main", "worker", "work")
-			got := runPlan(t, plan, prog)
-			want := map[string]uint64{"main": 1, "worker": 4, "work": 80000}
+			calls := testutil.Scale(20000)
+			got := runPlan(t, plan, prog, strconv.Itoa(calls))
+			want := map[string]uint64{"main": 1, "worker": 4, "work": 4 * uint64(calls)}
 			for name, w := range want {
 				if got.hits[name] != w {
 					t.Errorf("%s hit %d times, want %d", name, got.hits[name], w)

@@ -50,6 +50,19 @@ func SharedGolden(t testing.TB) string {
 	return dir
 }
 
+// Slow reports whether breakpoints are slow here ($SPROF_SLOW set, as in
+// the emulated arm64 VM, where a hit costs a millisecond or more): tests
+// then run their fixtures with fewer calls.
+func Slow() bool { return os.Getenv("SPROF_SLOW") != "" }
+
+// Scale returns n, or n/20 (at least 1) where breakpoints are slow.
+func Scale(n int) int {
+	if Slow() {
+		return max(n/20, 1)
+	}
+	return n
+}
+
 // HaveTool reports whether a program is on PATH.
 func HaveTool(name string) bool {
 	_, err := exec.LookPath(name)
@@ -100,14 +113,14 @@ var (
 )
 
 // BuildC compiles the C fixtures testdata/progs/c/<name>.c (name may list
-// several sources separated by '+') with the given extra flags (-O0 -g is
-// the default) and returns the program's path. Builds are cached per
-// process by sources and flags; the files live under os.TempDir and are
-// removed by Cleanup (call it from TestMain).
+// several sources separated by '+'; a .cpp source is compiled as C++) with
+// the given extra flags (-O0 -g is the default, $SPROF_CFLAGS is added) and
+// returns the program's path. Builds are cached per process by sources and
+// flags; the files live under os.TempDir and are removed by Cleanup (call it
+// from TestMain). See [Fixture] for the cross-building modes.
 func BuildC(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	cc := CC()
-	root := Root(t)
 	var srcs []string
 	for _, s := range strings.Split(name, "+") {
 		if !strings.Contains(s, ".") {
@@ -116,18 +129,21 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 		if strings.HasSuffix(s, ".cpp") {
 			cc = CXX()
 		}
-		srcs = append(srcs, filepath.Join(root, "testdata", "progs", "c", s))
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("no compiler %s", cc)
-	}
-	args := append([]string{"-g", "-O0"}, flags...)
-	args = append(args, srcs...)
-	if strings.Contains(name, "threads") {
-		args = append(args, "-pthread")
+		srcs = append(srcs, s)
 	}
 	base := strings.TrimSuffix(strings.ReplaceAll(name, "+", "_"), ".cpp")
-	return buildCached(t, cc+"\x00"+strings.Join(args, "\x00"), base, func(out string) *exec.Cmd {
+	return Fixture(t, "c", base, flags, func(out string) *exec.Cmd {
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no compiler %s", cc)
+		}
+		args := append([]string{"-g", "-O0"}, flags...)
+		args = append(args, strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
+		for _, s := range srcs {
+			args = append(args, filepath.Join(Root(t), "testdata", "progs", "c", s))
+		}
+		if strings.Contains(name, "threads") {
+			args = append(args, "-pthread")
+		}
 		return exec.Command(cc, append(args, "-o", out)...)
 	})
 }
@@ -189,42 +205,74 @@ func Diff(want, got []byte) string {
 // BuildGo builds the Go fixture testdata/progs/go/<name> with the given
 // extra go build flags ("-buildmode=pie") and returns the program's path,
 // cached like BuildC. The fixture is its own main package outside the
-// module's packages: it is built by file list, with GOFLAGS cleared.
+// module's packages: it is built by file list, with GOFLAGS cleared, for
+// $SPROF_FIXTURES_GOARCH when that is set.
 func BuildGo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	root := Root(t)
-	dir := filepath.Join(root, "testdata", "progs", "go", name)
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("go fixture %s: no sources in %s", name, dir)
-	}
-	return buildCached(t, "go\x00"+name+"\x00"+strings.Join(flags, "\x00"), name, func(out string) *exec.Cmd {
+	return Fixture(t, "go", name, flags, func(out string) *exec.Cmd {
+		dir := filepath.Join(Root(t), "testdata", "progs", "go", name)
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("go fixture %s: no sources in %s", name, dir)
+		}
 		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), files...)...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+		if arch := os.Getenv("SPROF_FIXTURES_GOARCH"); arch != "" {
+			cmd.Env = append(cmd.Env, "GOARCH="+arch)
+		}
 		return cmd
 	})
 }
 
 // BuildRust compiles testdata/progs/rust/<name>.rs with rustc -g and the
 // given flags ("-Copt-level=2"), cached like BuildC; it skips the test when
-// rustc is not installed.
+// rustc is not installed, and when fixtures are exported for another
+// machine (no cross target is set up).
 func BuildRust(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	MustHaveTool(t, "rustc")
-	src := filepath.Join(Root(t), "testdata", "progs", "rust", name+".rs")
-	return buildCached(t, "rust\x00"+name+"\x00"+strings.Join(flags, "\x00"), name, func(out string) *exec.Cmd {
+	if os.Getenv("SPROF_FIXTURES_OUT") != "" {
+		t.Skip("Rust fixtures are not cross-built")
+	}
+	return Fixture(t, "rust", name, flags, func(out string) *exec.Cmd {
+		MustHaveTool(t, "rustc")
+		src := filepath.Join(Root(t), "testdata", "progs", "rust", name+".rs")
 		return exec.Command("rustc", append(append([]string{"-g", "-o", out}, flags...), src)...)
 	})
 }
 
-// buildCached runs the build command make gives for an output path, once
-// per key.
-func buildCached(t testing.TB, key, name string, make func(out string) *exec.Cmd) string {
+// Fixture returns the program built by the command that build gives for
+// an output path, once per process for a kind, name and flags. Two
+// environment variables let the same tests run on another machine, such as
+// the arm64 VM, which has no compiler:
+//
+//   - SPROF_FIXTURES_OUT=DIR (export, on the build host): the fixture is
+//     built into DIR under a name derived from kind, name and flags (with
+//     the cross compilers named by CC, CXX and SPROF_FIXTURES_GOARCH), and
+//     the test is skipped;
+//   - SPROF_FIXTURES=DIR (prebuilt, on the test machine): the fixture is
+//     taken from DIR under that name, or the test is skipped when it is not
+//     there.
+func Fixture(t testing.TB, kind, name string, flags []string, build func(out string) *exec.Cmd) string {
 	t.Helper()
+	file := fixtureFile(kind, name, flags)
+	if dir := os.Getenv("SPROF_FIXTURES"); dir != "" {
+		p := filepath.Join(dir, file)
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("fixture %s %v is not prebuilt in %s", name, flags, dir)
+		}
+		return p
+	}
+	if dir := os.Getenv("SPROF_FIXTURES_OUT"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		buildInto(t, filepath.Join(dir, file), build)
+		t.Skipf("fixture %s exported to %s", name, dir)
+	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := buildCache[key]; ok {
+	if p, ok := buildCache[file]; ok {
 		return p
 	}
 	if buildDir == "" {
@@ -234,15 +282,26 @@ func buildCached(t testing.TB, key, name string, make func(out string) *exec.Cmd
 		}
 		buildDir = d
 	}
-	sum := sha256.Sum256([]byte(key))
-	out := filepath.Join(buildDir, hex.EncodeToString(sum[:4]), name)
+	out := filepath.Join(buildDir, file)
+	buildInto(t, out, build)
+	buildCache[file] = out
+	return out
+}
+
+// fixtureFile names a fixture build: a directory named by a hash of its
+// kind, name and flags, then its name (which reports print).
+func fixtureFile(kind, name string, flags []string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + name + "\x00" + strings.Join(flags, "\x00")))
+	return filepath.Join(hex.EncodeToString(sum[:4]), name)
+}
+
+func buildInto(t testing.TB, out string, build func(out string) *exec.Cmd) {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := make(out)
+	cmd := build(out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build fixture %s: %v\n%s\n%s", name, err, cmd, b)
+		t.Fatalf("build fixture %s: %v\n%s\n%s", filepath.Base(out), err, cmd, b)
 	}
-	buildCache[key] = out
-	return out
 }

@@ -1,0 +1,53 @@
+package profile
+
+import "testing"
+
+func TestSlotArea(t *testing.T) {
+	const size = 0x1000
+	for _, c := range []struct {
+		name  string
+		maps  []mapping
+		start uint64
+		want  uint64
+	}{
+		{
+			name: "PIE program: just below",
+			maps: []mapping{
+				{Start: 0x5555_5555_4000, End: 0x5555_5555_9000},
+				{Start: 0x7fff_f7fc_3000, End: 0x7fff_f7fc_7000},
+			},
+			start: 0x5555_5555_4000,
+			want:  0x5555_5554_3000,
+		},
+		{
+			name:  "non-PIE C on amd64: just below",
+			maps:  []mapping{{Start: 0x400000, End: 0x404000}, {Start: 0x7f00_0000_0000, End: 0x7f00_0001_0000}},
+			start: 0x400000,
+			want:  0x3ef000,
+		},
+		{
+			// Go on arm64 links at 0x10000; its bss is an anonymous
+			// mapping right after the file's.
+			name: "Go at 0x10000: above the bss",
+			maps: []mapping{
+				{Start: 0x10000, End: 0xa7000}, {Start: 0xa7000, End: 0x140000},
+				{Start: 0x140000, End: 0x160000}, {Start: 0x160000, End: 0x190000},
+				{Start: 0x40_0000_0000, End: 0x40_0040_0000},
+			},
+			start: 0x10000,
+			want:  0x1a0000,
+		},
+		{
+			name: "no gap within reach",
+			maps: []mapping{
+				{Start: 0, End: 0x20000000}, {Start: 0x20000000, End: 0x7fff_0000_0000},
+			},
+			start: 0x10000000,
+			want:  0,
+		},
+	} {
+		if got := slotArea(c.maps, c.start, size); got != c.want {
+			t.Errorf("%s: slotArea = %#x, want %#x", c.name, got, c.want)
+		}
+	}
+}
