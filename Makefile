@@ -9,7 +9,7 @@ TOOLS     := prep profile plist
 STATICCHECK_VERSION := v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race vet lint fmt fmt-check fuzz golden check clean demo bench deps
+.PHONY: all build test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-bti
 
 all: build
 
@@ -20,8 +20,10 @@ build:
 	cp scripts/fcount scripts/fcover scripts/ftime scripts/lcount scripts/lcover $(BIN)/
 	cp scripts/profile.mk $(BIN)/profile.mk
 
-# make test is what CI runs: the whole check.
-test: check
+# make test is what CI runs: the whole check on this machine, then the
+# end-to-end suites on a real arm64 kernel in a VM (twice: plain, and with
+# pointer authentication and branch protection).
+test: check arm64 arm64-bti
 
 unit:
 	$(GO) test ./...
@@ -66,6 +68,14 @@ fuzz:
 # testutil.Golden). Their golden tests have various names (TestRoundTrip,
 # TestTextGolden, TestLinuxGoldens, TestReportGolden), so each runs whole.
 GOLDEN_GREP := flag\.Bool\("update"|testutil\.(Update|Golden)\b
+# The end-to-end suites on arm64, in qemu-system-aarch64 (scripts/arm64-test;
+# needs ../shared/arm64-vm beside the repository).
+arm64:
+	./scripts/arm64-test
+
+arm64-bti:
+	./scripts/arm64-test --bti
+
 golden:
 	@pkgs=$$(grep -rlE --include='*_test.go' --exclude-dir=testdata '$(GOLDEN_GREP)' . | xargs -r -n1 dirname | sort -u); \
 	if [ -z "$$pkgs" ]; then echo "golden: no package defines -update" >&2; exit 1; fi; \
