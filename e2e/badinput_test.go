@@ -150,3 +150,48 @@ func TestCommandLineStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorFile: profile /E writes its diagnostics into a file, created even
+// when empty, overwritten unless /A; /A without /E is warning PRF4111.
+func TestErrorFile(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir := t.TempDir()
+	crash := install(t, testutil.BuildC(t, "crash"), dir)
+	must(t, dir, "prep", "/nologo", "/FC", crash)
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return string(b)
+	}
+
+	r := tool(t, dir, "profile", "/nologo", "/E", "errs.txt", crash)
+	if r.status != 1 || strings.Contains(r.stderr, "PRF1643") {
+		t.Errorf("with /E: status %d, stderr %q; want 1 and nothing on stderr", r.status, r.stderr)
+	}
+	if got := read("errs.txt"); strings.Count(got, "PRF1643") != 1 {
+		t.Errorf("errs.txt = %q, want one PRF1643 line", got)
+	}
+	tool(t, dir, "profile", "/nologo", "/E", "errs.txt", "/A", crash)
+	if got := read("errs.txt"); strings.Count(got, "PRF1643") != 2 {
+		t.Errorf("after /A: errs.txt = %q, want two PRF1643 lines", got)
+	}
+	tool(t, dir, "profile", "/nologo", "/E", "errs.txt", crash)
+	if got := read("errs.txt"); strings.Count(got, "PRF1643") != 1 {
+		t.Errorf("without /A: errs.txt = %q, want it overwritten", got)
+	}
+
+	counts := install(t, testutil.BuildC(t, "counts"), dir)
+	must(t, dir, "prep", "/nologo", "/FC", counts)
+	must(t, dir, "profile", "/nologo", "/E", "empty.txt", counts)
+	if _, err := os.Stat(filepath.Join(dir, "empty.txt")); err != nil || read("empty.txt") != "" {
+		t.Errorf("a successful run with /E: %v, %q; want an empty file", err, read("empty.txt"))
+	}
+	r = must(t, dir, "profile", "/nologo", "/A", counts)
+	if !strings.Contains(r.stderr, "warning PRF4111") {
+		t.Errorf("/A without /E: stderr %q, want PRF4111", r.stderr)
+	}
+	// /O names the .pbo; /I names the .pbi.
+	must(t, dir, "profile", "/nologo", "/I", "counts", "/O", "named", counts)
+	if _, err := os.Stat(filepath.Join(dir, "named.pbo")); err != nil {
+		t.Errorf("/O named: %v", err)
+	}
+}

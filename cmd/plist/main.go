@@ -10,7 +10,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -28,9 +27,7 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	report := func(severity string, err error) {
-		fmt.Fprintln(stderr, prf.Format(cli.Plist.Name, severity, err))
-	}
+	report := func(severity string, err error) { cli.Plist.Report(stderr, severity, err) }
 	if len(args) > 0 && args[0] == "--dump" {
 		if err := dump(args[1:], stdout); err != nil {
 			report("fatal error", err)
@@ -39,23 +36,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var warnings []error
-	opts, err := cli.ParsePlist(args, os.Getenv, func(err error) { warnings = append(warnings, err) })
-	if opts == nil || !opts.NoLogo {
-		io.WriteString(stderr, cli.Plist.Banner())
-	}
-	for _, w := range warnings {
-		report("warning", w)
-	}
-	if err != nil {
-		report("fatal error", err)
-		if cli.IsUsageError(err) {
-			return 2
-		}
-		return 1
-	}
-	if opts.Help != cli.NoHelp {
-		io.WriteString(stdout, cli.Plist.HelpText(opts.Help))
-		return 0
+	opts, err := cli.ParsePlist(args, os.Getenv, cli.Collect(&warnings))
+	if status, done := cli.Plist.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+		return status
 	}
 	if err := list(opts, stdout, func(err error) { report("warning", err) }); err != nil {
 		report("fatal error", err)

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,27 +24,11 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	report := func(severity string, err error) {
-		fmt.Fprintln(stderr, prf.Format(cli.Prep.Name, severity, err))
-	}
+	report := func(severity string, err error) { cli.Prep.Report(stderr, severity, err) }
 	var warnings []error
-	opts, err := cli.ParsePrep(args, os.Getenv, func(err error) { warnings = append(warnings, err) })
-	if opts == nil || !opts.NoLogo {
-		io.WriteString(stderr, cli.Prep.Banner())
-	}
-	for _, w := range warnings {
-		report("warning", w)
-	}
-	if err != nil {
-		report("fatal error", err)
-		if cli.IsUsageError(err) {
-			return 2
-		}
-		return 1
-	}
-	if opts.Help != cli.NoHelp {
-		io.WriteString(stdout, cli.Prep.HelpText(opts.Help))
-		return 0
+	opts, err := cli.ParsePrep(args, os.Getenv, cli.Collect(&warnings))
+	if status, done := cli.Prep.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+		return status
 	}
 	warn := func(err error) { report("warning", err) }
 	if opts.Merge != "" || opts.InputPBT != "" || len(opts.InputPBOs) > 0 {

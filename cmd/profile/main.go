@@ -8,7 +8,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -28,26 +27,13 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	diag := stderr
 	var warnings []error
-	opts, err := cli.ParseProfile(args, os.Getenv, func(err error) { warnings = append(warnings, err) })
-	if opts == nil || !opts.NoLogo {
-		io.WriteString(stderr, cli.Profile.Banner())
+	opts, err := cli.ParseProfile(args, os.Getenv, cli.Collect(&warnings))
+	if status, done := cli.Profile.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+		return status
 	}
-	report := func(severity string, err error) {
-		fmt.Fprintln(diag, prf.Format(cli.Profile.Name, severity, err))
-	}
-	if err != nil {
-		for _, w := range warnings {
-			report("warning", w)
-		}
-		report("fatal error", err)
-		return 2
-	}
-	if opts.Help != cli.NoHelp {
-		io.WriteString(stdout, cli.Profile.HelpText(opts.Help))
-		return 0
-	}
+	diag := stderr
+	report := func(severity string, err error) { cli.Profile.Report(diag, severity, err) }
 	if opts.ErrorFile != "" {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if opts.Append {
@@ -60,9 +46,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 		diag = f
-	}
-	for _, w := range warnings {
-		report("warning", w)
 	}
 	status, err := profileProgram(opts, func(err error) { report("warning", err) })
 	if err != nil {
