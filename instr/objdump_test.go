@@ -175,6 +175,11 @@ func checkTarget(in Inst, pc uint64, objText string) string {
 // objTarget extracts the address a PC-relative operand refers to from an
 // objdump line.
 func objTarget(pc uint64, s string) (uint64, bool) {
+	// GNU objdump annotates arm64 conditional branches with the condition's
+	// other names ("b.ne b14 <f+0x14> // b.any"): not part of the operands.
+	if i := strings.Index(s, " //"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
 	if m := objADRRE.FindStringSubmatch(s); m != nil {
 		off, err := strconv.ParseInt(m[1], 10, 64)
 		return pc + uint64(off), err == nil
