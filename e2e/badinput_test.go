@@ -195,3 +195,36 @@ func TestErrorFile(t *testing.T) {
 		t.Errorf("/O named: %v", err)
 	}
 }
+
+// TestDump: plist --dump prints any data file in its text form.
+func TestDump(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir, _ := workflow(t, testutil.BuildC(t, "counts"), []string{"/FC"})
+	for _, c := range []struct{ ext, want string }{
+		{".pbi", `"Name": "fib"`},
+		{".pbo", `"CommandLine": "counts"`},
+		{".pbt", `"CommandLine": "counts"`},
+	} {
+		out := must(t, dir, "plist", "--dump", "counts"+c.ext).stdout
+		if !strings.Contains(out, `"Kind": "`+c.ext[1:]+`"`) || !strings.Contains(out, c.want) {
+			t.Errorf("plist --dump counts%s: %.300q lacks %s", c.ext, out, c.want)
+		}
+	}
+	wantFail(t, tool(t, dir, "plist", "--dump", "counts"), 1, "PRF1301")
+	wantFail(t, tool(t, dir, "plist", "--dump", "nosuch.pbt"), 1, "PRF1011")
+}
+
+// TestSharedLibraryNotYet: a shared library given to PREP is a module of
+// the plan; until libraries are planted, PROFILE says its functions are not
+// counted rather than reporting zeros silently.
+func TestSharedLibraryNotYet(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir := t.TempDir()
+	prog := install(t, testutil.BuildC(t, "counts"), dir)
+	lib := install(t, testutil.BuildC(t, "libsq", "-shared", "-fPIC"), dir)
+	must(t, dir, "prep", "/nologo", "/FC", prog, lib)
+	r := must(t, dir, "profile", "/nologo", prog)
+	if !strings.Contains(r.stderr, "warning PRF4541") || !strings.Contains(r.stderr, lib) {
+		t.Errorf("profile: stderr %q, want warning PRF4541 naming %s", r.stderr, lib)
+	}
+}

@@ -27,6 +27,13 @@ func (t *tracer) plantAll() error {
 	}
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
+		if m := &t.plan.Modules[mi]; m.Name != base {
+			// Shared libraries are mapped after this stop, by the dynamic
+			// linker or dlopen: planting there comes with a later version.
+			t.cfg.Warn(prf.Errorf(4541, "functions of %s are not counted: profiling shared libraries is not available yet in this version", m.Name))
+		}
+	}
+	for mi := range t.plan.Modules {
 		m := &t.plan.Modules[mi]
 		if m.Name != base {
 			continue

@@ -10,6 +10,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -115,7 +116,10 @@ func dump(files []string, stdout io.Writer) error {
 		}
 		v, err := datafile.Read(bufio.NewReader(f))
 		f.Close()
-		if err != nil {
+		switch {
+		case errors.Is(err, datafile.ErrSignature):
+			return prf.Errorf(1301, "file %s has an incorrect (old) signature", name)
+		case err != nil:
 			return prf.Wrap(err, 1012, "cannot read expected number of bytes from file %s", name)
 		}
 		if err := datafile.WriteText(stdout, v); err != nil {
