@@ -91,24 +91,27 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 		}
 		s := &site{addr: addr, item: item, orig: append([]byte(nil), code[:len(bp)]...)}
-		if !t.coverage {
-			if slots != 0 {
-				s.slot = slots + uint64(n)*slotSize
-			}
-			d, err := t.arch.Displace(code, addr, s.slot)
-			if err == nil && d.Emulate == nil && slots == 0 {
-				err = instr.ErrOutOfReach
-			}
-			if err != nil {
-				t.cfg.Warn(prf.Wrap(err, 4525, "cannot profile function %s in file %s", f.Name, t.plan.Modules[mi].Name))
-				continue
-			}
-			s.disp = d
+		if slots != 0 {
+			s.slot = slots + uint64(n)*slotSize
+		}
+		// Coverage removes a breakpoint at its first hit and needs no
+		// displacement, except for a vfork child, which shares the
+		// program's memory: it must step over the breakpoint, not remove it.
+		d, err := t.arch.Displace(code, addr, s.slot)
+		if err == nil && d.Emulate == nil && slots == 0 {
+			err = instr.ErrOutOfReach
+		}
+		switch {
+		case err == nil:
+			s.disp, s.displaced = d, true
 			copy(slotImage[uint64(n)*slotSize:], d.Slot)
+		case !t.coverage:
+			t.cfg.Warn(prf.Wrap(err, 4525, "cannot profile function %s in file %s", f.Name, t.plan.Modules[mi].Name))
+			continue
 		}
 		t.sites[addr] = s
 	}
-	if slots != 0 && !t.coverage {
+	if slots != 0 {
 		if err := t.mem.WriteMem(slots, slotImage); err != nil {
 			return fmt.Errorf("write out-of-line slots: %w", err)
 		}

@@ -231,12 +231,18 @@ func TestChildrenUnharmed(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	testutil.MustHaveTool(t, "true")
 	prog := testutil.BuildC(t, "spawn")
-	plan := planFor(t, prog, datafile.FuncCounting, "main", "f")
-	got := runPlan(t, plan, prog)
-	if want := "spawn fork=3 vfork=0 traps=1 r=90\n"; got.stdout != want {
-		t.Errorf("program output %q, want %q", got.stdout, want)
-	}
-	if got.hits["f"] != 10 {
-		t.Errorf("f hit %d times, want 10 (the parent's calls only)", got.hits["f"])
+	for _, method := range []datafile.Method{datafile.FuncCounting, datafile.FuncCoverage} {
+		plan := planFor(t, prog, method, "main", "f")
+		got := runPlan(t, plan, prog)
+		if want := "spawn fork=3 vfork=0 traps=1 r=90\n"; got.stdout != want {
+			t.Errorf("%v: program output %q, want %q", method, got.stdout, want)
+		}
+		want := uint64(10) // the parent's calls only
+		if method.IsCoverage() {
+			want = 1
+		}
+		if got.hits["f"] != want {
+			t.Errorf("%v: f hit %d times, want %d", method, got.hits["f"], want)
+		}
 	}
 }

@@ -23,7 +23,10 @@ type site struct {
 	item int    // index of the counted item (Plan.Funcs)
 	orig []byte // the bytes the breakpoint replaced
 	disp instr.Displaced
-	slot uint64 // the site's out-of-line slot, or 0
+	// displaced is set when disp is valid (always, but for coverage sites
+	// whose instruction could not be displaced).
+	displaced bool
+	slot      uint64 // the site's out-of-line slot, or 0
 }
 
 // thread is one traced thread.
@@ -290,7 +293,10 @@ func (t *tracer) trap(th *thread) error {
 	if !th.foreign {
 		t.hits[s.item]++
 	}
-	if t.coverage && !th.foreign {
+	if t.coverage && (!th.foreign || !s.displaced) {
+		// (A vfork child on a breakpoint that cannot be stepped over
+		// removes it: the program's own first hit there is then lost, which
+		// is better than a child killed.)
 		return t.retire(th, s)
 	}
 	return t.displace(th, s)
