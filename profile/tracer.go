@@ -150,8 +150,7 @@ func (t *tracer) run() (*Result, error) {
 // counts builds the run's datafile.Counts.
 func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	run := datafile.Run{Time: start.Unix(), CommandLine: t.cfg.CommandLine}
-	switch {
-	case !res.Exited:
+	if !res.Exited {
 		run.Incomplete = true
 		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
 	}
