@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,41 @@ func TestSharedLibraryNotYet(t *testing.T) {
 	r := must(t, dir, "profile", "/nologo", prog)
 	if !strings.Contains(r.stderr, "warning PRF4541") || !strings.Contains(r.stderr, lib) {
 		t.Errorf("profile: stderr %q, want warning PRF4541 naming %s", r.stderr, lib)
+	}
+}
+
+// TestTrace: no run records an execution trace; as the original did, plist
+// /TRACE prints the report, then fails to open <base>.pbx (PRF1011).
+func TestTrace(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir, _ := workflow(t, testutil.BuildC(t, "counts"), []string{"/FC"})
+	r := tool(t, dir, "plist", "/nologo", "/TRACE", "counts")
+	wantFail(t, r, 1, "PRF1011: cannot open file counts.pbx")
+	if !strings.Contains(r.stdout, "    1973  66.0 fib (counts.o)") {
+		t.Errorf("plist /TRACE printed no report before failing: %q", r.stdout)
+	}
+}
+
+// TestDemoExample: the program of make demo (and of the README's example)
+// counts what its comments say.
+func TestDemoExample(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.Fixture(t, "c", "primes", []string{"-O0"}, func(out string) *exec.Cmd {
+		testutil.MustHaveTool(t, testutil.CC())
+		src := filepath.Join(testutil.Root(t), "examples", "c", "primes.c")
+		return exec.Command(testutil.CC(), "-g", "-O0", "-o", out, src)
+	})
+	limit := testutil.Scale(20000)
+	dir, _ := workflow(t, prog, []string{"/FC"}, strconv.Itoa(limit))
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "primes").stdout)
+	want := map[string]uint64{"is_prime": uint64(limit - 2), "gcd": 1000, "coprime": 1000,
+		"count_naive": 1, "sieve": 1, "main": 1, "unused": 0}
+	for name, n := range want {
+		if tb.hits[name] != n {
+			t.Errorf("%s hit %d times, want %d", name, tb.hits[name], n)
+		}
+	}
+	if len(tb.hits) != len(want) {
+		t.Errorf("%d functions profiled, want %d: %v", len(tb.hits), len(want), tb.hits)
 	}
 }

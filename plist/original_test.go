@@ -445,11 +445,7 @@ var originalCases = []originalCase{
 	}, pbt: lines(lcount, datafile.LineCounting, lcountRun), sources: lcountSources},
 	{files: []string{"lcount/lc-run2-plist.out", "lcount/lc-run2-plist-t.out"},
 		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: lcountSources},
-	{files: []string{"lcount/lc-nosrc-plist.out"},
-		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: map[string]string{
-			"lcount.c": "lcount.c", "srcdir/lcount2.c": "lcount2.c",
-		}},
-	{files: []string{"lcount/lc-nosrc-plist-d.out", "lcount/lc-nosrc-plist-d-abs.out"},
+	{files: []string{"lcount/lc-nosrc-plist.out", "lcount/lc-nosrc-plist-d.out", "lcount/lc-nosrc-plist-d-abs.out"},
 		pbt: lines(lcount, datafile.LineCounting, lcountRun, lcountRun), sources: map[string]string{
 			"lcount.c": "lcount.c", "srcdir/lcount2.c": "lcount2.c",
 		}},

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -109,7 +110,7 @@ func Run(cfg Config) (*Result, error) {
 	// child start included, runs on one locked thread. The goroutine never
 	// unlocks it, so the thread ends with the goroutine.
 	go func() {
-		lockThread()
+		runtime.LockOSThread()
 		t, err := newTracer(cfg)
 		if err != nil {
 			done <- outcome{nil, err}

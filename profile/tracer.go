@@ -15,8 +15,6 @@ import (
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
-func lockThread() { runtime.LockOSThread() }
-
 // site is one planted breakpoint: the physical side of a plan's logical site.
 type site struct {
 	addr uint64 // run-time address
