@@ -16,7 +16,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
-	cp prep/profiler.ini $(BIN)/profiler.ini
+	cp internal/prep/profiler.ini $(BIN)/profiler.ini
 	cp scripts/fcount scripts/fcover scripts/ftime scripts/lcount scripts/lcover $(BIN)/
 	cp scripts/profile.mk $(BIN)/profile.mk
 

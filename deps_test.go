@@ -14,25 +14,25 @@ const module = "github.com/sourceprofiler/sprof"
 // profile -> .pbo -> prep (merge) -> .pbt -> plist; profile never imports
 // dwarf or prep, plist sees only datafile (docs/architecture.md).
 var allowed = map[string][]string{
-	"dwarf":             {},
-	"instr":             {},
-	"internal/prf":      {},
-	"datafile":          {"internal/prf"},
-	"prep":              {"dwarf", "instr", "datafile", "internal/prf"},
-	"profile":           {"datafile", "instr", "profile/ptrace", "internal/prf"},
-	"profile/ptrace":    {},
-	"plist":             {"datafile", "internal/prf"},
-	"internal/cli":      {"datafile", "internal/prf"},
-	"internal/testutil": {"datafile"},
-	"e2e":               {},
-	"cmd/prep":          {"prep", "datafile", "internal/cli", "internal/prf"},
-	"cmd/profile":       {"profile", "datafile", "internal/cli", "internal/prf"},
-	"cmd/plist":         {"plist", "datafile", "internal/cli", "internal/prf"},
+	"internal/dwarf":          {},
+	"internal/instr":          {},
+	"internal/prf":            {},
+	"datafile":                {"internal/prf"},
+	"internal/prep":           {"internal/dwarf", "internal/instr", "datafile", "internal/prf"},
+	"internal/profile":        {"datafile", "internal/instr", "internal/profile/ptrace", "internal/prf"},
+	"internal/profile/ptrace": {},
+	"internal/plist":          {"datafile", "internal/prf"},
+	"internal/cli":            {"datafile", "internal/prf"},
+	"internal/testutil":       {"datafile"},
+	"e2e":                     {},
+	"cmd/prep":                {"internal/prep", "datafile", "internal/cli", "internal/prf"},
+	"cmd/profile":             {"internal/profile", "datafile", "internal/cli", "internal/prf"},
+	"cmd/plist":               {"internal/plist", "datafile", "internal/cli", "internal/prf"},
 }
 
 // onlyImporters lists outside packages that only some of ours may import.
 var onlyImporters = map[string][]string{
-	"golang.org/x/sys/unix": {"profile/ptrace"},
+	"golang.org/x/sys/unix": {"internal/profile/ptrace"},
 }
 
 func TestImportRules(t *testing.T) {

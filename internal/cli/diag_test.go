@@ -155,8 +155,8 @@ func noLogoOf(t *testing.T, opts any) bool {
 	return false
 }
 
-// goldenDir is ../golden of the shared tree, seen from this package.
-const goldenDir = "../../../shared/golden"
+// goldenDir is the original's recorded outputs, seen from this package.
+const goldenDir = "../../testdata/original"
 
 // goldenLine returns the first line of a golden file in the Linux form of
 // the diagnostic ("PREP : fatal error" becomes "prep: fatal error"),

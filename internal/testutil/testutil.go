@@ -39,13 +39,14 @@ func Root(t testing.TB) string {
 	}
 }
 
-// SharedGolden returns ../shared/golden beside the repository, skipping the
-// test when it is absent.
-func SharedGolden(t testing.TB) string {
+// Original returns testdata/original, the original tools' recorded outputs
+// (its README.md says how they were captured). They are part of the
+// repository: a test that needs them fails, never skips, when they are gone.
+func Original(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(Root(t), "..", "shared", "golden")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("the original's goldens are not beside the repository (%s): %v", dir, err)
+	dir := filepath.Join(Root(t), "testdata", "original")
+	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
+		t.Fatalf("the original's recorded outputs are missing: %v", err)
 	}
 	return dir
 }

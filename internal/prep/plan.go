@@ -1,0 +1,404 @@
+package prep
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/dwarf"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// MaxPrograms is how many programs phase I takes: the main program and up to
+// seven shared libraries (programname1 ... programname8 of the original).
+const MaxPrograms = 8
+
+// Options are the settings of phase I.
+type Options struct {
+	// Method is the profile type (/FC /FT /FV /LC /LV /FS).
+	Method datafile.Method
+	// Programs are the ELF files to profile: the main program first, then
+	// shared libraries. Relative paths are taken from the current directory.
+	Programs []string
+	// Specs are the selections in the order they apply: the defaults
+	// ([DefaultSpecs]) first, then /INC, /EXC and /EXCALL from left to right.
+	Specs []Spec
+	// Start is the /SF start function, or "".
+	Start string
+	// Attribution is /AT; Stack is /STACK (0: unlimited).
+	Attribution bool
+	Stack       int
+	// Calibration is /CB in nanoseconds per event, or -1 when not given.
+	Calibration int64
+	// Warn receives the warnings (PRF4106, PRF4524, PRF4525...); nil drops
+	// them.
+	Warn func(error)
+}
+
+// BuildPlan is phase I: it reads the programs and returns the plan of what
+// to profile.
+//
+// Every selected function's entry is decoded: a function whose first
+// instruction does not decode or is a trap is dropped with warning PRF4525,
+// never planted. Functions are in module order, then by entry address. The
+// /SF name is looked up among the selected functions by stored or demangled
+// name: PRF4524 (a warning; nothing will be counted) when none has it,
+// PRF1522 when several do. Fatal errors carry the original's numbers:
+// PRF1421 (no program), PRF1423 (more than eight), PRF1422 (a malformed
+// specification), PRF1011 (a program that cannot be opened), PRF1401 (not an
+// ELF executable or shared library), PRF1307 (modules of different
+// architectures), PRF1521 (no function left).
+//
+// Line profiles (/LC, /LV) and function sampling (/FS) are not available
+// yet: BuildPlan refuses them with PRF1001 after the checks common to all
+// methods.
+func BuildPlan(o Options) (*datafile.Plan, error) {
+	warn := o.Warn
+	if warn == nil {
+		warn = func(error) {}
+	}
+	if err := checkOptions(&o); err != nil {
+		return nil, err
+	}
+	patterns, err := parseSpecs(o.Specs)
+	if err != nil {
+		return nil, err
+	}
+	start := o.Start
+	if start != "" && (!o.Method.IsFunction() || o.Method == datafile.FuncSampling) {
+		warn(prf.Errorf(4107, "/SF option not valid for line-level or sample profiles"))
+		start = ""
+	}
+	if o.Method != datafile.FuncCounting && o.Method != datafile.FuncTiming && o.Method != datafile.FuncCoverage {
+		return nil, prf.Errorf(1001, "%s profiles are not available yet", strings.ToLower(o.Method.Words()))
+	}
+
+	mods, err := openModules(o.Programs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, m := range mods {
+			m.file.Close()
+		}
+	}()
+	for _, m := range mods {
+		for _, w := range m.file.Warnings {
+			warn(errors.New(w))
+		}
+	}
+
+	plan := &datafile.Plan{
+		Method:      o.Method,
+		StartFunc:   start,
+		StartIndex:  -1,
+		Attribution: o.Attribution,
+		StackDepth:  o.Stack,
+		Calibration: o.Calibration,
+	}
+	for _, m := range mods {
+		plan.Modules = append(plan.Modules, m.module)
+	}
+	plan.Funcs = selectFunctions(mods, patterns, warn)
+	if len(plan.Funcs) == 0 {
+		return nil, prf.Errorf(1521, "no functions marked for profiling in module %s", mods[0].module.Path)
+	}
+	if start != "" {
+		if plan.StartIndex, err = findStart(plan.Funcs, start, warn); err != nil {
+			return nil, err
+		}
+	}
+	plan.ID = datafile.PlanID(plan)
+	return plan, nil
+}
+
+// checkOptions refuses options no command line can give.
+func checkOptions(o *Options) error {
+	switch {
+	case !o.Method.Valid():
+		return fmt.Errorf("build plan: unknown profile method %d", uint16(o.Method))
+	case len(o.Programs) == 0:
+		return prf.Errorf(1421, "no input specified")
+	case len(o.Programs) > MaxPrograms:
+		return prf.Errorf(1423, "number of modules exceeds %d", MaxPrograms)
+	case o.Stack < 0:
+		return fmt.Errorf("build plan: negative stack depth %d", o.Stack)
+	case o.Calibration < -1:
+		return fmt.Errorf("build plan: negative calibration %d", o.Calibration)
+	}
+	return nil
+}
+
+func parseSpecs(specs []Spec) ([]pattern, error) {
+	patterns := make([]pattern, 0, len(specs))
+	for _, s := range specs {
+		p, err := parseSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		patterns = append(patterns, p)
+	}
+	return patterns, nil
+}
+
+// openModule is an opened program.
+type openModule struct {
+	file   *dwarf.File
+	arch   instr.Arch
+	module datafile.Module
+}
+
+// openModules opens the programs, in order, and checks that they share one
+// architecture. A program named twice is read once, as the original
+// accepted it silently.
+func openModules(programs []string) ([]*openModule, error) {
+	var mods []*openModule
+	fail := func(err error) ([]*openModule, error) {
+		for _, m := range mods {
+			m.file.Close()
+		}
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, name := range programs {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return fail(prf.Wrap(err, 1011, "cannot open file %s", name))
+		}
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		m, err := openProgram(abs)
+		if err != nil {
+			return fail(err)
+		}
+		mods = append(mods, m)
+		if m.module.Arch != mods[0].module.Arch {
+			return fail(prf.Errorf(1307, "CPU type of module %s is different from initial one", abs))
+		}
+		if m.arch, err = instr.ForName(m.module.Arch); err != nil {
+			return fail(fmt.Errorf("open %s: %w", abs, err))
+		}
+	}
+	return mods, nil
+}
+
+// openProgram opens one program and records its identity.
+func openProgram(abs string) (*openModule, error) {
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return nil, openError(abs, err)
+	case st.IsDir():
+		return nil, prf.Errorf(1401, "%s: not an ELF executable or shared library", abs)
+	}
+	f, err := dwarf.Open(abs)
+	switch {
+	case errors.Is(err, dwarf.ErrNotELF), errors.Is(err, dwarf.ErrNotExecutable):
+		return nil, prf.Errorf(1401, "%s: not an ELF executable or shared library", abs)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return nil, openError(abs, err)
+	case err != nil:
+		return nil, err
+	}
+	return &openModule{file: f, module: datafile.Module{
+		Name:     filepath.Base(abs),
+		Path:     abs,
+		Arch:     f.Arch,
+		BuildID:  datafile.Hex(f.BuildID),
+		Size:     st.Size(),
+		ModTime:  st.ModTime().UnixNano(),
+		PIE:      f.PIE,
+		LinkBase: f.LinkBase,
+	}}, nil
+}
+
+// selectFunctions applies the specifications to the functions of all
+// modules, checks the entries of those selected, and returns them in module
+// order, then by entry.
+func selectFunctions(mods []*openModule, patterns []pattern, warn func(error)) []datafile.Func {
+	type origin struct {
+		mod int
+		fn  *dwarf.Func
+	}
+	var cands []candidate
+	var origins []origin
+	for mi, m := range mods {
+		for fi := range m.file.Funcs {
+			fn := &m.file.Funcs[fi]
+			cands = append(cands, newCandidate(m, fn))
+			origins = append(origins, origin{mi, fn})
+		}
+	}
+	var funcs []datafile.Func
+	for i, ok := range applySpecs(cands, patterns, warn) {
+		if !ok {
+			continue
+		}
+		m, fn := mods[origins[i].mod], origins[i].fn
+		if err := checkEntry(m, fn); err != nil {
+			warn(prf.Wrap(err, 4525, "cannot profile function %s in file %s", fn.Name, m.module.Path))
+			continue
+		}
+		funcs = append(funcs, datafile.Func{
+			Module: origins[i].mod,
+			Name:   fn.Name,
+			Source: fn.Source,
+			Entry:  entrySite(m, fn),
+			File:   fn.DeclFile,
+			Line:   fn.DeclLine,
+		})
+	}
+	slices.SortStableFunc(funcs, func(a, b datafile.Func) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Entry, b.Entry))
+	})
+	return funcs
+}
+
+// newCandidate describes fn of module m for the selection.
+func newCandidate(m *openModule, fn *dwarf.Func) candidate {
+	c := candidate{
+		module:     m.module.Name,
+		modulePath: m.module.Path,
+		names:      matchNames(fn.Name),
+		source:     fn.Source,
+		noDebug:    fn.Unit < 0 && m.file.HasDWARF,
+		declFile:   fn.DeclFile,
+		declLine:   fn.DeclLine,
+	}
+	if fn.Unit >= 0 && fn.Unit < len(m.file.Units) {
+		lang := m.file.Units[fn.Unit].Language
+		c.unitIsPackage = lang == "go" || lang == "rust"
+	}
+	return c
+}
+
+// checkEntry decodes the first instruction of fn, where its entry
+// breakpoint goes: it must decode and must not be a trap (a breakpoint
+// there would be taken for the program's own).
+func checkEntry(m *openModule, fn *dwarf.Func) error {
+	n := m.arch.MaxInstLen()
+	if len(fn.Ranges) > 0 && fn.Ranges[0].Low <= fn.Entry && fn.Entry < fn.Ranges[0].High {
+		n = int(min(uint64(n), fn.Ranges[0].High-fn.Entry))
+	}
+	code, err := m.file.Code(fn.Entry, n)
+	if err != nil {
+		return fmt.Errorf("entry %#x: %w", fn.Entry, err)
+	}
+	inst, err := m.arch.Decode(code, fn.Entry)
+	if err != nil {
+		return fmt.Errorf("entry %#x: %w", fn.Entry, err)
+	}
+	if inst.Kind == instr.Trap {
+		return fmt.Errorf("entry %#x is a trap instruction (%s)", fn.Entry, inst.Text)
+	}
+	return nil
+}
+
+// entrySite returns the address of fn's entry breakpoint: its first
+// instruction, except in a Go function that opens with a stack-growth
+// check. Such a function, when its goroutine's stack must grow, calls
+// runtime.morestack and starts again from its first instruction: a
+// breakpoint there would count that call twice. The site is then the
+// instruction after the check's conditional branch, which every call passes
+// exactly once (and where the return address is still in place: the frame
+// is not built yet).
+func entrySite(m *openModule, fn *dwarf.Func) uint64 {
+	if fn.Unit < 0 || fn.Unit >= len(m.file.Units) || m.file.Units[fn.Unit].Language != "go" {
+		return fn.Entry
+	}
+	end := fn.Entry + 64
+	if len(fn.Ranges) > 0 && fn.Ranges[0].Low <= fn.Entry && fn.Entry < fn.Ranges[0].High {
+		end = fn.Ranges[0].High
+	}
+	// The check is a compare of the stack pointer with the goroutine's
+	// stack guard and a conditional branch forward, within the first few
+	// instructions (amd64: CMP and JBE, with an LEA for large frames; arm64:
+	// LDR, CMP or SUB and CMP, B.LS).
+	pc := fn.Entry
+	for i := 0; i < 6 && pc < end; i++ {
+		inst, err := decodeAt(m, pc, end)
+		if err != nil {
+			return fn.Entry
+		}
+		switch inst.Kind {
+		case instr.CondJump:
+			if inst.Target > pc && inst.Target < end && restartsAt(m, inst.Target, end, fn.Entry) {
+				return pc + uint64(inst.Len)
+			}
+			return fn.Entry
+		case instr.Call, instr.Ret, instr.Jump, instr.Trap:
+			return fn.Entry
+		}
+		pc += uint64(inst.Len)
+	}
+	return fn.Entry
+}
+
+// restartsAt reports whether the code at from, the target of a stack check,
+// jumps back to entry after calling morestack.
+func restartsAt(m *openModule, from, end, entry uint64) bool {
+	pc, called := from, false
+	for i := 0; i < 32 && pc < end; i++ {
+		inst, err := decodeAt(m, pc, end)
+		if err != nil {
+			return false
+		}
+		switch inst.Kind {
+		case instr.Call:
+			called = true
+		case instr.Jump:
+			return called && inst.Target == entry
+		case instr.Ret, instr.Trap, instr.CondJump:
+			return false
+		}
+		pc += uint64(inst.Len)
+	}
+	return false
+}
+
+// decodeAt decodes the instruction at pc of a function ending at end.
+func decodeAt(m *openModule, pc, end uint64) (instr.Inst, error) {
+	code, err := m.file.Code(pc, int(min(uint64(m.arch.MaxInstLen()), end-pc)))
+	if err != nil {
+		return instr.Inst{}, err
+	}
+	return m.arch.Decode(code, pc)
+}
+
+// findStart returns the index of the /SF function among funcs: the one whose
+// stored name, or one of whose demangled forms, is name exactly.
+func findStart(funcs []datafile.Func, name string, warn func(error)) (int, error) {
+	found := -1
+	for i := range funcs {
+		if !slices.Contains(matchNames(funcs[i].Name), name) {
+			continue
+		}
+		if found >= 0 {
+			return -1, prf.Errorf(1522, "more than one function matched entry specification: %s and %s",
+				funcs[found].Name, funcs[i].Name)
+		}
+		found = i
+	}
+	if found < 0 {
+		warn(prf.Errorf(4524, "entry function %s not found", name))
+	}
+	return found, nil
+}
+
+// WriteOutputs writes the .pbi of plan to pbiPath and a fresh .pbt, never
+// profiled, to pbtPath, each atomically. Errors carry PRF1013.
+func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string) error {
+	if err := datafile.SavePlan(pbiPath, plan); err != nil {
+		return err
+	}
+	return datafile.SaveMerged(pbtPath, datafile.NewMerged(plan))
+}

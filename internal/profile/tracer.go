@@ -1,0 +1,480 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// site is one planted breakpoint: the physical side of a plan's logical site.
+type site struct {
+	addr uint64 // run-time address
+	item int    // index of the counted item (Plan.Funcs)
+	orig []byte // the bytes the breakpoint replaced
+	disp instr.Displaced
+	// displaced is set when disp is valid (always, but for coverage sites
+	// whose instruction could not be displaced).
+	displaced bool
+	slot      uint64 // the site's out-of-line slot, or 0
+}
+
+// thread is one traced thread.
+type thread struct {
+	tid int
+	// foreign marks a thread of another process sharing the program's memory
+	// (a vfork child before its exec): its hits are not counted.
+	foreign bool
+	// stepping is the site whose slot the thread is single-stepping, and
+	// pendingSig a signal that arrived meanwhile, delivered after the step.
+	stepping   *site
+	pendingSig syscall.Signal
+}
+
+// tracer is the state of one run. All its methods run on the locked thread.
+type tracer struct {
+	cfg  Config
+	plan *datafile.Plan
+	arch instr.Arch
+	pid  int
+	mem  *ptrace.Mem
+	regs ptrace.Regs
+
+	sites   map[uint64]*site // active breakpoints by run-time address
+	retired map[uint64]*site // coverage breakpoints removed after their hit
+	threads map[int]*thread
+	// early holds new threads and children whose first stop came before the
+	// event that announces them.
+	early map[int]ptrace.WaitStatus
+	// expected holds IDs announced by an event whose first stop has not come
+	// yet, with the process kind.
+	expected map[int]childKind
+
+	hits     []uint64
+	trapped  uint64
+	coverage bool
+	execed   bool
+
+	// lastSignal[n] is when the program last reported signal n (Unix ns),
+	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
+	// process group) is not passed on twice.
+	lastSignal [65]atomic.Int64
+	sigNote    atomic.Value // string: the signal PROFILE received, if any
+}
+
+type childKind int
+
+const (
+	kindThread childKind = iota
+	kindFork
+	kindVfork
+)
+
+func newTracer(cfg Config) (*tracer, error) {
+	arch, err := instr.ForName(cfg.Plan.Modules[0].Arch)
+	if err != nil {
+		return nil, err
+	}
+	if arch.Name() != runtime.GOARCH {
+		return nil, fmt.Errorf("cannot profile an %s program on %s", arch.Name(), runtime.GOARCH)
+	}
+	if err := ptrace.Supported(); err != nil {
+		return nil, fmt.Errorf("profile on %s/%s: %w", runtime.GOOS, runtime.GOARCH, err)
+	}
+	return &tracer{
+		cfg:      cfg,
+		plan:     cfg.Plan,
+		arch:     arch,
+		sites:    make(map[uint64]*site),
+		retired:  make(map[uint64]*site),
+		threads:  make(map[int]*thread),
+		early:    make(map[int]ptrace.WaitStatus),
+		expected: make(map[int]childKind),
+		hits:     make([]uint64, cfg.Plan.NumItems()),
+		coverage: cfg.Plan.Method.IsCoverage(),
+	}, nil
+}
+
+// run starts the program, plants the breakpoints and traces it to its end.
+func (t *tracer) run() (*Result, error) {
+	files := []*os.File{t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr}
+	for i, f := range files {
+		if f == nil {
+			files[i] = []*os.File{os.Stdin, os.Stdout, os.Stderr}[i]
+		}
+	}
+	start := t.cfg.Now()
+	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
+	if err != nil {
+		return nil, prf.Wrap(err, 1443, "cannot run program %s", t.cfg.Path)
+	}
+	t.pid = pid
+	t.threads[pid] = &thread{tid: pid}
+	if t.mem, err = ptrace.OpenMem(pid); err != nil {
+		ptrace.Kill(pid, syscall.SIGKILL)
+		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
+	}
+	defer t.mem.Close()
+	if err := t.plantAll(); err != nil {
+		ptrace.Kill(pid, syscall.SIGKILL)
+		ptrace.WaitFor(pid)
+		return nil, err
+	}
+	stopForward := t.forwardSignals()
+	defer stopForward()
+
+	res := &Result{}
+	if err := ptrace.Cont(pid, 0); err != nil {
+		return nil, fmt.Errorf("start program: %w", err)
+	}
+	if err := t.loop(res); err != nil {
+		ptrace.Kill(pid, syscall.SIGKILL)
+		t.drain()
+		return nil, err
+	}
+	res.Hits = t.trapped
+	res.Counts = t.counts(start, res)
+	return res, nil
+}
+
+// counts builds the run's datafile.Counts.
+func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
+	run := datafile.Run{Time: start.Unix(), CommandLine: t.cfg.CommandLine}
+	if !res.Exited {
+		run.Incomplete = true
+		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
+	}
+	if note, _ := t.sigNote.Load().(string); note != "" {
+		run.Incomplete = true
+		if run.Reason != "" {
+			run.Reason = note + "; " + run.Reason
+		} else {
+			run.Reason = note
+		}
+	}
+	return &datafile.Counts{
+		PlanID: t.plan.ID,
+		Method: t.plan.Method,
+		Run:    run,
+		Stats:  datafile.Stats{Hits: t.hits},
+	}
+}
+
+// spinWindow is how long the tracer polls for the next stop before it
+// sleeps, when stops come faster than that.
+const spinWindow = 100 * time.Microsecond
+
+// loop handles stops until the program's main thread is gone.
+func (t *tracer) loop(res *Result) error {
+	var last time.Time
+	for {
+		// Spin briefly when the last stop was recent: stops come in bursts
+		// (a function called in a loop), and a sleeping tracer pays for
+		// waking up at each one.
+		spin := time.Duration(0)
+		if time.Since(last) < spinWindow {
+			spin = spinWindow
+		}
+		tid, ws, err := ptrace.Wait(spin)
+		last = time.Now()
+		if err != nil {
+			if errors.Is(err, syscall.ECHILD) {
+				return errors.New("lost the program: no traced thread left")
+			}
+			return fmt.Errorf("wait: %w", err)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			if tid == t.pid {
+				res.Exited = ws.Exited()
+				res.ExitCode = ws.ExitStatus()
+				if ws.Signaled() {
+					res.Signal = ws.Signal()
+				}
+				return nil
+			}
+			delete(t.threads, tid)
+		case ws.Stopped():
+			if err := t.stopped(tid, ws); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stopped handles one ptrace stop of thread tid.
+func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
+	th := t.threads[tid]
+	if th == nil {
+		return t.newcomer(tid, ws)
+	}
+	sig := ws.StopSignal()
+	if sig != syscall.SIGTRAP {
+		return t.signal(th, sig)
+	}
+	switch ws.Event() {
+	case 0:
+		return t.trap(th)
+	case ptrace.EventClone, ptrace.EventFork, ptrace.EventVfork:
+		return t.spawned(th, ws.Event())
+	case ptrace.EventExec:
+		return t.exec(th)
+	}
+	return t.resume(th.tid, 0)
+}
+
+// resume continues a thread; a thread that vanished meanwhile (killed by
+// another thread's exit_group) is not an error.
+func (t *tracer) resume(tid int, sig syscall.Signal) error {
+	if err := ptrace.Cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
+		return fmt.Errorf("resume thread %d: %w", tid, err)
+	}
+	return nil
+}
+
+// signal passes a signal on to the thread that received it, unchanged.
+func (t *tracer) signal(th *thread, sig syscall.Signal) error {
+	if int(sig) < len(t.lastSignal) {
+		t.lastSignal[sig].Store(time.Now().UnixNano())
+	}
+	if th.stepping != nil {
+		// The thread is inside a single-stepped slot: finish the step first
+		// and deliver the signal after it.
+		th.pendingSig = sig
+		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("step thread %d: %w", th.tid, err)
+		}
+		return nil
+	}
+	return t.resume(th.tid, sig)
+}
+
+// trap handles a SIGTRAP stop without an event: a breakpoint, the end of a
+// single step, or the program's own SIGTRAP.
+func (t *tracer) trap(th *thread) error {
+	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+	}
+	if s := th.stepping; s != nil {
+		th.stepping = nil
+		if err := s.disp.AfterStep(&t.regs, t.mem); err != nil {
+			return fmt.Errorf("finish step at %#x: %w", s.addr, err)
+		}
+		return t.setAndResume(th, th.takePending())
+	}
+	pc := t.regs.PC()
+	addr := t.arch.BreakpointAddr(pc)
+	s := t.sites[addr]
+	if s == nil {
+		if r := t.retired[addr]; r != nil {
+			// The breakpoint was removed after this thread trapped on it:
+			// the original instruction is back, run it in place.
+			t.regs.SetPC(addr)
+			return t.setAndResume(th, 0)
+		}
+		// Not ours: the program's own trap, delivered unchanged.
+		return t.resume(th.tid, syscall.SIGTRAP)
+	}
+	t.trapped++
+	if !th.foreign {
+		t.hits[s.item]++
+	}
+	if t.coverage && (!th.foreign || !s.displaced) {
+		// (A vfork child on a breakpoint that cannot be stepped over
+		// removes it: the program's own first hit there is then lost, which
+		// is better than a child killed.)
+		return t.retire(th, s)
+	}
+	return t.displace(th, s)
+}
+
+func (th *thread) takePending() syscall.Signal {
+	sig := th.pendingSig
+	th.pendingSig = 0
+	return sig
+}
+
+// displace carries out the instruction under a breakpoint for a stopped
+// thread, the breakpoint staying in place.
+func (t *tracer) displace(th *thread, s *site) error {
+	d := &s.disp
+	switch {
+	case d.Emulate != nil:
+		if err := d.Emulate(&t.regs, t.mem); err != nil {
+			return fmt.Errorf("emulate %s at %#x: %w", d.Inst.Text, s.addr, err)
+		}
+		return t.setAndResume(th, 0)
+	case d.SingleStep:
+		t.regs.SetPC(s.slot)
+		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+		}
+		th.stepping = s
+		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("step thread %d: %w", th.tid, err)
+		}
+		return nil
+	default:
+		t.regs.SetPC(s.slot)
+		return t.setAndResume(th, 0)
+	}
+}
+
+// retire removes a coverage breakpoint after its first hit and lets the
+// thread run the restored instruction in place. Other threads that trapped
+// on it meanwhile find it in t.retired.
+func (t *tracer) retire(th *thread, s *site) error {
+	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+		return fmt.Errorf("remove breakpoint: %w", err)
+	}
+	delete(t.sites, s.addr)
+	t.retired[s.addr] = s
+	t.regs.SetPC(s.addr)
+	return t.setAndResume(th, 0)
+}
+
+func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {
+	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+	}
+	return t.resume(th.tid, sig)
+}
+
+// spawned handles a clone, fork or vfork event of thread th.
+func (t *tracer) spawned(th *thread, event int) error {
+	msg, err := ptrace.EventMsg(th.tid)
+	if err != nil {
+		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
+	}
+	child := int(msg)
+	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
+	if th.foreign && kind == kindThread {
+		kind = kindVfork // a thread of a foreign process is foreign too
+	}
+	if ws, ok := t.early[child]; ok {
+		delete(t.early, child)
+		if err := t.adopt(child, kind, ws); err != nil {
+			return err
+		}
+	} else {
+		t.expected[child] = kind
+	}
+	return t.resume(th.tid, 0)
+}
+
+// newcomer handles the stop of a thread not yet known: a new thread or child
+// whose first stop came before or after the event that announced it.
+func (t *tracer) newcomer(tid int, ws ptrace.WaitStatus) error {
+	kind, ok := t.expected[tid]
+	if !ok {
+		t.early[tid] = ws
+		return nil
+	}
+	delete(t.expected, tid)
+	return t.adopt(tid, kind, ws)
+}
+
+// adopt takes a new thread or child under the tracer at its first stop.
+func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
+	switch kind {
+	case kindThread:
+		t.threads[tid] = &thread{tid: tid}
+		return t.resume(tid, 0)
+	case kindVfork:
+		// A vfork child shares the program's memory, breakpoints included,
+		// until it calls exec or exits: keep it traced, uncounted.
+		t.threads[tid] = &thread{tid: tid, foreign: true}
+		return t.resume(tid, 0)
+	}
+	// A forked child has its own copy of the memory: take the breakpoints
+	// out of it and let it go, unprofiled and unharmed.
+	mem, err := ptrace.OpenMem(tid)
+	if err == nil {
+		for _, s := range t.sites {
+			mem.WriteMem(s.addr, s.orig)
+		}
+		mem.Close()
+	}
+	if err := ptrace.Detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
+		return fmt.Errorf("detach child %d: %w", tid, err)
+	}
+	return nil
+}
+
+// exec handles an exec event: the process image, breakpoints and slots are
+// gone. A foreign (vfork) child is let go; for the program itself profiling
+// ends here, what was counted is kept, and the new image is only waited for.
+func (t *tracer) exec(th *thread) error {
+	if th.foreign {
+		delete(t.threads, th.tid)
+		if err := ptrace.Detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("detach child %d: %w", th.tid, err)
+		}
+		return nil
+	}
+	if !t.execed {
+		t.execed = true
+		t.cfg.Warn(fmt.Errorf("the program called exec: profiling ended there, the counts up to it are kept"))
+	}
+	clear(t.sites)
+	clear(t.retired)
+	return t.resume(th.tid, 0)
+}
+
+// drain reaps the killed program after a fatal tracer error.
+func (t *tracer) drain() {
+	for {
+		tid, ws, err := ptrace.Wait(0)
+		if err != nil || (tid == t.pid && (ws.Exited() || ws.Signaled())) {
+			return
+		}
+		if ws.Stopped() {
+			ptrace.Cont(tid, 0)
+		}
+	}
+}
+
+// forwardSignals passes the signals PROFILE receives on to the program. A
+// signal the program itself reported within the last moment (Ctrl-C reaches
+// the whole foreground process group) is not sent twice.
+func (t *tracer) forwardSignals() (stop func()) {
+	if t.cfg.Signals == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-quit:
+				return
+			case s := <-t.cfg.Signals:
+				sig, ok := s.(syscall.Signal)
+				if !ok {
+					continue
+				}
+				t.sigNote.Store("profile received " + signalName(sig))
+				received := time.Now().UnixNano()
+				time.Sleep(50 * time.Millisecond)
+				if int(sig) < len(t.lastSignal) && t.lastSignal[sig].Load() >= received-int64(50*time.Millisecond) {
+					continue
+				}
+				ptrace.Kill(t.pid, sig)
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
