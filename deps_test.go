@@ -14,12 +14,13 @@ const module = "github.com/sourceprofiler/sprof"
 // profile -> .pbo -> prep (merge) -> .pbt -> plist; profile never imports
 // dwarf or prep, plist sees only datafile (docs/architecture.md).
 var allowed = map[string][]string{
-	"internal/dwarf":          {},
+	"internal/elfid":          {},
+	"internal/dwarf":          {"internal/elfid"},
 	"internal/instr":          {},
 	"internal/prf":            {},
 	"datafile":                {"internal/prf"},
 	"internal/prep":           {"internal/dwarf", "internal/instr", "datafile", "internal/prf"},
-	"internal/profile":        {"datafile", "internal/instr", "internal/profile/ptrace", "internal/prf"},
+	"internal/profile":        {"datafile", "internal/elfid", "internal/instr", "internal/profile/ptrace", "internal/prf"},
 	"internal/profile/ptrace": {},
 	"internal/plist":          {"datafile", "internal/prf"},
 	"internal/cli":            {"datafile", "internal/prf"},

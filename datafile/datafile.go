@@ -116,9 +116,11 @@ type Module struct {
 	// PIE is true for position-independent files (ELF type ET_DYN): their
 	// addresses are relative and PROFILE adds the load bias found at run time.
 	PIE bool
-	// LinkBase is the virtual address of the PT_LOAD segment at file offset
-	// 0, rounded down to its alignment: the run-time start of the module's
-	// first mapping minus LinkBase is the load bias.
+	// LinkBase is the link-time address of file offset 0: p_vaddr minus
+	// p_offset of the loadable segment with the lowest offset. The run-time
+	// start of the module's first mapping, minus the file offset that
+	// mapping begins at, minus LinkBase is the load bias, whatever the
+	// system's page size.
 	LinkBase uint64
 	// Files are the module's source files in listing order (line profiles).
 	Files []string

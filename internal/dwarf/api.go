@@ -82,7 +82,7 @@ type File struct {
 	Shared bool // a shared library (ET_DYN without PT_INTERP) rather than an executable
 	// BuildID is the GNU build ID, or nil.
 	BuildID []byte
-	// LinkBase is the vaddr of the PT_LOAD at offset 0, aligned down.
+	// LinkBase is the link-time address of file offset 0 ([elfid.LinkBase]).
 	LinkBase uint64
 	// DebugFile is the separate debug file used, or "".
 	DebugFile string

@@ -112,7 +112,7 @@ func debugLink(ef *elf.File) (name string, crc uint32, ok bool) {
 	if n <= 0 {
 		return "", 0, false
 	}
-	off := align4(uint64(n) + 1)
+	off := (uint64(n) + 1 + 3) &^ 3
 	if off+4 > uint64(len(data)) {
 		return "", 0, false
 	}

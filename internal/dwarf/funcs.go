@@ -353,9 +353,11 @@ func (w *walker) keepRanges(x *file, c candidate) []Range {
 // isTombstone reports whether a range start is one of the values linkers
 // write for discarded code: 0 or 1 (ld.bfd, which avoids 0 in
 // .debug_ranges), ranges computed from such a base (below the first page),
-// -1 and -2 (lld).
+// -1 and -2 (lld). No linker places code in the first 4 KiB, the smallest
+// page of any target.
 func isTombstone(lo uint64) bool {
-	return lo < pageSize || lo >= ^uint64(1)
+	const firstPage = 4096
+	return lo < firstPage || lo >= ^uint64(1)
 }
 
 // pickEntry returns the index of the range holding the entry: the one with

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	stddwarf "debug/dwarf"
+
+	"github.com/sourceprofiler/sprof/internal/elfid"
 )
 
 // load reads everything Open promises from the binary bin and the debug
@@ -167,7 +169,7 @@ func matchDebug(bin, dbg *elf.File, id []byte) error {
 	if bin.Machine != dbg.Machine || bin.Class != dbg.Class {
 		return fmt.Errorf("machine %v %v, binary is %v %v", dbg.Class, dbg.Machine, bin.Class, bin.Machine)
 	}
-	if dbgID := buildID(dbg); id != nil && dbgID != nil && !bytes.Equal(id, dbgID) {
+	if dbgID := elfid.BuildID(dbg); id != nil && dbgID != nil && !bytes.Equal(id, dbgID) {
 		return fmt.Errorf("build ID %x, binary has %x", dbgID, id)
 	}
 	return nil

@@ -1,9 +1,7 @@
 package dwarf
 
 import (
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 
 	stddwarf "debug/dwarf"
+
+	"github.com/sourceprofiler/sprof/internal/elfid"
 )
 
 // file is what an open File keeps for Code and Lines: the binary (code bytes
@@ -218,8 +218,8 @@ func (f *File) identify(bin *elf.File) {
 	f.Arch = goarch(bin)
 	f.PIE = bin.Type == elf.ET_DYN
 	f.Shared = f.PIE && isShared(bin)
-	f.BuildID = buildID(bin)
-	f.LinkBase = linkBase(bin)
+	f.BuildID = elfid.BuildID(bin)
+	f.LinkBase = elfid.LinkBase(bin)
 	f.impl.exec = execSegments(bin)
 }
 
@@ -278,26 +278,6 @@ func isShared(ef *elf.File) (shared bool) {
 	return true
 }
 
-// pageSize is the alignment of LinkBase: the smallest page of x86-64 and
-// arm64, so the runtime start of the offset-0 mapping minus LinkBase is the
-// load bias.
-const pageSize = 4096
-
-// linkBase is the link-time address of file offset 0: the vaddr of the
-// PT_LOAD that maps offset 0, aligned down to a page.
-func linkBase(ef *elf.File) uint64 {
-	var first *elf.Prog
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD && (first == nil || p.Off < first.Off) {
-			first = p
-		}
-	}
-	if first == nil || first.Off > first.Vaddr {
-		return 0
-	}
-	return (first.Vaddr - first.Off) &^ (pageSize - 1)
-}
-
 // execSegments lists the executable PT_LOAD segments, their file size
 // clamped to what the file holds.
 func execSegments(ef *elf.File) []segment {
@@ -328,59 +308,6 @@ func (x *file) inExec(lo, hi uint64) bool {
 	}
 	return false
 }
-
-// maxNoteSize bounds the note sections read for the build ID.
-const maxNoteSize = 1 << 16
-
-// buildID returns the GNU build ID from the note sections, or from the
-// PT_NOTE segments when the section headers are gone.
-func buildID(ef *elf.File) []byte {
-	for _, s := range ef.Sections {
-		if s.Type != elf.SHT_NOTE || s.Size > maxNoteSize {
-			continue
-		}
-		if data, err := s.Data(); err == nil {
-			if id := findBuildID(data, ef.ByteOrder); id != nil {
-				return id
-			}
-		}
-	}
-	for _, p := range ef.Progs {
-		if p.Type != elf.PT_NOTE || p.Filesz > maxNoteSize {
-			continue
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err == nil {
-			if id := findBuildID(data, ef.ByteOrder); id != nil {
-				return id
-			}
-		}
-	}
-	return nil
-}
-
-// findBuildID walks ELF notes (namesz, descsz, type, name, desc, each
-// padded to 4 bytes) for NT_GNU_BUILD_ID with name "GNU".
-func findBuildID(data []byte, bo binary.ByteOrder) []byte {
-	const ntGNUBuildID = 3
-	for len(data) >= 12 {
-		namesz, descsz, typ := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:])), bo.Uint32(data[8:])
-		data = data[12:]
-		nameEnd := align4(namesz)
-		descEnd := nameEnd + align4(descsz)
-		if nameEnd > uint64(len(data)) || descEnd > uint64(len(data)) {
-			return nil
-		}
-		name := data[:namesz]
-		if typ == ntGNUBuildID && bytes.Equal(name, []byte("GNU\x00")) && descsz > 0 {
-			return bytes.Clone(data[nameEnd : nameEnd+descsz])
-		}
-		data = data[descEnd:]
-	}
-	return nil
-}
-
-func align4(n uint64) uint64 { return (n + 3) &^ 3 }
 
 // absDir is the directory of path, absolute and with symbolic links
 // resolved as gdb does, for the debug-link search.

@@ -78,15 +78,17 @@ func parseMapsLine(line string) (mapping, error) {
 	return m, nil
 }
 
-// moduleStart returns the start of the mapping of file offset 0 of the file
-// with the given base name and inode, or false when it is not mapped. The
-// device is not compared: on overlay file systems stat(2) and the maps file
-// disagree about it.
-func moduleStart(maps []mapping, name string, inode uint64) (uint64, bool) {
+// moduleMapping returns the mapping of the lowest file offset of the file
+// with the given base name and inode (the mapping of its first segment), or
+// false when it is not mapped. The device is not compared: on overlay file
+// systems stat(2) and the maps file disagree about it.
+func moduleMapping(maps []mapping, name string, inode uint64) (mapping, bool) {
+	var first mapping
+	found := false
 	for _, m := range maps {
-		if m.Inode == inode && m.Offset == 0 && filepath.Base(m.Path) == name {
-			return m.Start, true
+		if m.Inode == inode && filepath.Base(m.Path) == name && (!found || m.Offset < first.Offset) {
+			first, found = m, true
 		}
 	}
-	return 0, false
+	return first, found
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sourceprofiler/sprof/internal/elfid"
 )
 
 func TestParseMapsLine(t *testing.T) {
@@ -166,7 +168,7 @@ func TestParseMapsLongLine(t *testing.T) {
 	}
 }
 
-func TestModuleStart(t *testing.T) {
+func TestModuleMapping(t *testing.T) {
 	maps, err := parseMaps([]byte(procMaps + "7f2a1c500000-7f2a1c501000 r--p 00000000 08:02 3141     /other/prog\n"))
 	if err != nil {
 		t.Fatalf("parseMaps: %v", err)
@@ -187,23 +189,54 @@ func TestModuleStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := moduleStart(maps, tt.file, tt.inode)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("moduleStart(%q, %d) = %#x, %v; want %#x, %v", tt.file, tt.inode, got, ok, tt.want, tt.wantOK)
+			got, ok := moduleMapping(maps, tt.file, tt.inode)
+			if got.Start != tt.want || ok != tt.wantOK {
+				t.Errorf("moduleMapping(%q, %d) = %#x, %v; want %#x, %v", tt.file, tt.inode, got.Start, ok, tt.want, tt.wantOK)
+			}
+			if ok && got.Offset != 0 {
+				t.Errorf("moduleMapping(%q, %d) took the mapping at offset %#x, want the first", tt.file, tt.inode, got.Offset)
 			}
 		})
 	}
 }
 
-func TestModuleStartNeedsOffsetZero(t *testing.T) {
-	// Only the text of the file is mapped (its first page was unmapped):
-	// there is no load address to compute a bias from.
-	maps, err := parseMaps([]byte("5581a9e01000-5581a9e02000 r-xp 00001000 08:01 3141 /bin/prog\n"))
-	if err != nil {
-		t.Fatalf("parseMaps: %v", err)
+// TestLoadBiasFromMaps computes the bias of PIE programs from real maps
+// lines, on kernels with 4, 16 and 64 KiB pages. The kernel maps a segment
+// from its file offset and address rounded down to its page, so the first
+// mapping's start and offset differ with the page size while the bias does
+// not.
+func TestLoadBiasFromMaps(t *testing.T) {
+	const bias = 0xaaaad0000000
+	tests := []struct {
+		name     string
+		maps     string
+		linkBase uint64 // elfid.LinkBase of the program
+	}{
+		{"gcc PIE, 4K", "aaaad0000000-aaaad0001000 r--p 00000000 fe:01 7 /t/prog\n", 0},
+		{"gcc PIE, 64K", "aaaad0000000-aaaad0010000 r-xp 00000000 fe:01 7 /t/prog\n", 0},
+		// First PT_LOAD at offset 0x1000, address 0x1000 (text first, as
+		// lld lays out some programs): on 16K pages it is mapped from
+		// offset 0, at the bias itself.
+		{"text at 0x1000, 4K", "aaaad0001000-aaaad0002000 r-xp 00001000 fe:01 7 /t/prog\n", 0},
+		{"text at 0x1000, 16K", "aaaad0000000-aaaad0004000 r-xp 00000000 fe:01 7 /t/prog\n", 0},
+		// Only the text of the file is mapped (its first page was
+		// unmapped): the lowest mapping still gives the bias.
+		{"first page unmapped", "aaaad0001000-aaaad0002000 r-xp 00001000 fe:01 7 /t/prog\n", 0},
 	}
-	if got, ok := moduleStart(maps, "prog", 3141); ok {
-		t.Errorf("moduleStart = %#x, true; want false without an offset-0 mapping", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			maps, err := parseMaps([]byte(tt.maps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := moduleMapping(maps, "prog", 7)
+			if !ok {
+				t.Fatal("moduleMapping found nothing")
+			}
+			if got := elfid.LoadBias(m.Start, m.Offset, tt.linkBase); got != bias {
+				t.Errorf("bias %#x, want %#x", got, bias)
+			}
+		})
 	}
 }
 
@@ -221,8 +254,8 @@ func FuzzParseMaps(f *testing.F) {
 			if m.Perms == "" || m.Dev == "" || strings.HasPrefix(m.Path, " ") {
 				t.Fatalf("mapping %+v: an empty field or a path starting with a space", m)
 			}
-			if _, ok := moduleStart(maps, filepath.Base(m.Path), m.Inode); m.Offset == 0 && !ok {
-				t.Fatalf("moduleStart missed the offset-0 mapping %+v", m)
+			if got, ok := moduleMapping(maps, filepath.Base(m.Path), m.Inode); !ok || got.Offset > m.Offset {
+				t.Fatalf("moduleMapping returned %+v, %v; the file has a mapping at a lower offset: %+v", got, ok, m)
 			}
 		}
 	})

@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
-
-const pageSize = 4096
 
 // plantAll plants the breakpoints of every module mapped at the exec stop:
 // the program itself. (Shared libraries are not mapped yet at that stop.)
@@ -38,15 +37,15 @@ func (t *tracer) plantAll() error {
 		if m.Name != base {
 			continue
 		}
-		start, ok := moduleStart(maps, base, st.Ino)
+		first, ok := moduleMapping(maps, base, st.Ino)
 		if !ok {
 			return fmt.Errorf("plant breakpoints: %s is not mapped in process %d", t.cfg.Path, t.pid)
 		}
 		bias := uint64(0)
 		if m.PIE {
-			bias = start - m.LinkBase
+			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
 		}
-		return t.plantModule(mi, bias, start, maps)
+		return t.plantModule(mi, bias, first.Start, maps)
 	}
 	return nil
 }
@@ -72,8 +71,8 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		return nil
 	}
 	slotSize := uint64(t.arch.SlotSize())
-	size := (uint64(len(items))*slotSize + pageSize - 1) &^ (pageSize - 1)
-	slots, err := t.mmap(slotArea(maps, start, size), size)
+	size := (uint64(len(items))*slotSize + t.pageSize - 1) &^ (t.pageSize - 1)
+	slots, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
 	if err != nil {
 		t.cfg.Warn(fmt.Errorf("no out-of-line slots (%v): instructions that need one are not profiled", err))
 		slots = 0
@@ -130,10 +129,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 // original neighbourhood (±2 GiB for RIP-relative operands on amd64,
 // ±128 MiB for B on arm64), with guard pages around it. Below the module
 // wins a tie: a C program's heap grows up from its end. 0 means no gap
-// within reach was found, and the kernel chooses.
-func slotArea(maps []mapping, start, size uint64) uint64 {
+// within reach was found, and the kernel chooses. The area is aligned to
+// pageSize, the running system's page: MAP_FIXED_NOREPLACE refuses any
+// other address.
+func slotArea(maps []mapping, start, size, pageSize uint64) uint64 {
+	guard := 16 * pageSize
 	const (
-		guard  = 16 * pageSize
 		lowest = 1 << 20   // leave the lowest addresses alone
 		top    = 1 << 47   // the top of user space on both architectures
 		reach  = 100 << 20 // well within the shortest reach (arm64 B)
@@ -183,7 +184,7 @@ func (t *tracer) readCode(addr uint64, b []byte) error {
 		return nil
 	}
 	clear(b)
-	end := (addr + pageSize) &^ (pageSize - 1)
+	end := (addr + t.pageSize) &^ (t.pageSize - 1)
 	return t.mem.ReadMem(addr, b[:min(uint64(len(b)), end-addr)])
 }
 

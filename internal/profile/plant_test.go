@@ -3,11 +3,11 @@ package profile
 import "testing"
 
 func TestSlotArea(t *testing.T) {
-	const size = 0x1000
 	for _, c := range []struct {
 		name  string
 		maps  []mapping
 		start uint64
+		page  uint64 // the system's page size; 4 KiB when 0
 		want  uint64
 	}{
 		{
@@ -38,6 +38,23 @@ func TestSlotArea(t *testing.T) {
 			want:  0x1a0000,
 		},
 		{
+			// A 64 KiB-page arm64 kernel: one page of slots, 16 guard
+			// pages below the program, all aligned to 64 KiB, which
+			// MAP_FIXED_NOREPLACE demands.
+			name:  "PIE program, 64K pages",
+			maps:  []mapping{{Start: 0xaaaa_d000_0000, End: 0xaaaa_d005_0000}},
+			start: 0xaaaa_d000_0000,
+			page:  0x10000,
+			want:  0xaaaa_cfef_0000,
+		},
+		{
+			name:  "Go at 0x10000, 16K pages: above the bss",
+			maps:  []mapping{{Start: 0x10000, End: 0xa8000}, {Start: 0xa8000, End: 0x13c000}},
+			start: 0x10000,
+			page:  0x4000,
+			want:  0x17c000,
+		},
+		{
 			name: "no gap within reach",
 			maps: []mapping{
 				{Start: 0, End: 0x20000000}, {Start: 0x20000000, End: 0x7fff_0000_0000},
@@ -46,8 +63,17 @@ func TestSlotArea(t *testing.T) {
 			want:  0,
 		},
 	} {
-		if got := slotArea(c.maps, c.start, size); got != c.want {
+		page := c.page
+		if page == 0 {
+			page = 0x1000
+		}
+		size := page // one page of slots
+		got := slotArea(c.maps, c.start, size, page)
+		if got != c.want {
 			t.Errorf("%s: slotArea = %#x, want %#x", c.name, got, c.want)
+		}
+		if got%page != 0 {
+			t.Errorf("%s: slotArea = %#x, not aligned to the %#x-byte page", c.name, got, page)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -41,12 +42,7 @@ func planFor(t *testing.T, path string, method datafile.Method, names ...string)
 	arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
 	m := datafile.Module{Name: filepath.Base(path), Path: path, Arch: arch, Size: st.Size(),
 		ModTime: st.ModTime().UnixNano(), PIE: f.Type == elf.ET_DYN}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Off == 0 {
-			m.LinkBase = p.Vaddr &^ (p.Align - 1)
-			break
-		}
-	}
+	m.LinkBase = elfid.LinkBase(f)
 	plan := &datafile.Plan{Method: method, StartIndex: -1, Calibration: -1, Modules: []datafile.Module{m}}
 	for _, name := range names {
 		found := false

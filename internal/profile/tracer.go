@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
@@ -47,6 +48,9 @@ type tracer struct {
 	pid  int
 	mem  *ptrace.Mem
 	regs ptrace.Regs
+	// pageSize is the running system's page size (4, 16 or 64 KiB on
+	// arm64), the unit of the slot areas.
+	pageSize uint64
 
 	sites   map[uint64]*site // active breakpoints by run-time address
 	retired map[uint64]*site // coverage breakpoints removed after their hit
@@ -93,6 +97,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		cfg:      cfg,
 		plan:     cfg.Plan,
 		arch:     arch,
+		pageSize: elfid.PageSize(),
 		sites:    make(map[uint64]*site),
 		retired:  make(map[uint64]*site),
 		threads:  make(map[int]*thread),
