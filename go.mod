@@ -3,7 +3,6 @@ module github.com/sourceprofiler/sprof
 go 1.26.8
 
 require (
-	github.com/alecthomas/kong v1.17.0
 	github.com/google/go-cmp v0.7.0
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	golang.org/x/arch v0.32.0

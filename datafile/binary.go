@@ -10,7 +10,7 @@ import (
 )
 
 // Version is the binary format version this package writes and reads.
-const Version = 1
+const Version = 2
 
 // The constants of the header (doc.go).
 const (
@@ -20,25 +20,29 @@ const (
 	maxBody = 1 << 30
 )
 
-// kind is the file kind of the header.
-type kind byte
+// Kind is the Kind of a data file, recorded in its header.
+type Kind byte
 
+// The three kinds of data file.
 const (
-	kindPlan   kind = 1
-	kindCounts kind = 2
-	kindMerged kind = 3
+	KindPlan   Kind = 1 // a .pbi, written by PREP phase I
+	KindCounts Kind = 2 // a .pbo, one run written by PROFILE
+	KindMerged Kind = 3 // a .pbt, the database PREP merges into and PLIST reads
 )
 
-func (k kind) String() string {
+// String names the Kind with its extension: "plan (.pbi)".
+func (k Kind) String() string {
 	switch k {
-	case kindPlan:
+	case 0:
+		return "data file"
+	case KindPlan:
 		return "plan (.pbi)"
-	case kindCounts:
+	case KindCounts:
 		return "counts (.pbo)"
-	case kindMerged:
+	case KindMerged:
 		return "merged profile (.pbt)"
 	}
-	return fmt.Sprintf("kind %d", byte(k))
+	return fmt.Sprintf("Kind %d", byte(k))
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -66,7 +70,7 @@ func Write(w io.Writer, v any) error {
 
 // ReadPlan reads a .pbi and validates it.
 func ReadPlan(r io.Reader) (*Plan, error) {
-	v, err := read(r, kindPlan)
+	v, err := read(r, KindPlan)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +79,7 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 
 // ReadCounts reads a .pbo and validates it.
 func ReadCounts(r io.Reader) (*Counts, error) {
-	v, err := read(r, kindCounts)
+	v, err := read(r, KindCounts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +88,14 @@ func ReadCounts(r io.Reader) (*Counts, error) {
 
 // ReadMerged reads a .pbt and validates it.
 func ReadMerged(r io.Reader) (*Merged, error) {
-	v, err := read(r, kindMerged)
+	v, err := read(r, KindMerged)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Merged), nil
 }
 
-// Read reads a data file of any kind, validates it and returns a *Plan,
+// Read reads a data file of any Kind, validates it and returns a *Plan,
 // *Counts or *Merged. Like the typed readers, it reads exactly one file from
 // r and nothing after it.
 func Read(r io.Reader) (any, error) {
@@ -99,22 +103,22 @@ func Read(r io.Reader) (any, error) {
 }
 
 func write(w io.Writer, v any) error {
-	var k kind
+	var k Kind
 	var e *encoder
 	var err error
 	switch v := v.(type) {
 	case *Plan:
-		k, err = kindPlan, v.Validate()
+		k, err = KindPlan, v.Validate()
 		if err == nil {
 			e = encodePlan(v)
 		}
 	case *Counts:
-		k, err = kindCounts, v.Validate()
+		k, err = KindCounts, v.Validate()
 		if err == nil {
 			e = encodeCounts(v)
 		}
 	case *Merged:
-		k, err = kindMerged, v.Validate()
+		k, err = KindMerged, v.Validate()
 		if err == nil {
 			e = encodeMerged(v)
 		}
@@ -134,9 +138,9 @@ func write(w io.Writer, v any) error {
 	return nil
 }
 
-// writeFrame writes a whole file of kind k: the header, the body given in
+// writeFrame writes a whole file of Kind k: the header, the body given in
 // parts, and the checksum.
-func writeFrame(w io.Writer, k kind, body ...[]byte) error {
+func writeFrame(w io.Writer, k Kind, body ...[]byte) error {
 	n := 0
 	for _, b := range body {
 		n += len(b)
@@ -160,8 +164,8 @@ func writeFrame(w io.Writer, k kind, body ...[]byte) error {
 	return err
 }
 
-// read reads one file of kind want, or of any kind if want is 0.
-func read(r io.Reader, want kind) (any, error) {
+// read reads one file of Kind want, or of any Kind if want is 0.
+func read(r io.Reader, want Kind) (any, error) {
 	what := "data file"
 	if want != 0 {
 		what = want.String()
@@ -178,8 +182,8 @@ func read(r io.Reader, want kind) (any, error) {
 }
 
 // readFrame reads and checks the header, the body and the checksum, in the
-// order doc.go gives, and returns the kind and the body.
-func readFrame(r io.Reader, want kind) (kind, []byte, error) {
+// order doc.go gives, and returns the Kind and the body.
+func readFrame(r io.Reader, want Kind) (Kind, []byte, error) {
 	var h [headerSize]byte
 	if n, err := io.ReadFull(r, h[:]); err != nil {
 		if !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
@@ -197,9 +201,9 @@ func readFrame(r io.Reader, want kind) (kind, []byte, error) {
 	if v := binary.LittleEndian.Uint16(h[10:]); v != Version {
 		return 0, nil, fmt.Errorf("%w %d, want %d", ErrVersion, v, Version)
 	}
-	k := kind(h[12])
-	if k < kindPlan || k > kindMerged {
-		return 0, nil, &FormatError{Off: 12, Msg: fmt.Sprintf("unknown kind %d", k)}
+	k := Kind(h[12])
+	if k < KindPlan || k > KindMerged {
+		return 0, nil, &FormatError{Off: 12, Msg: fmt.Sprintf("unknown Kind %d", k)}
 	}
 	if want != 0 && k != want {
 		return 0, nil, fmt.Errorf("%w: %s, want %s", ErrKind, k, want)
@@ -238,19 +242,19 @@ func readN(r io.Reader, n int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode decodes and validates a body of kind k.
-func decode(k kind, body []byte) (any, error) {
+// decode decodes and validates a body of Kind k.
+func decode(k Kind, body []byte) (any, error) {
 	d := &decoder{buf: body, base: int64(headerSize)}
 	d.stringTable()
 	switch k {
-	case kindPlan:
+	case KindPlan:
 		p := new(Plan)
 		d.plan(p)
 		if err := d.done(); err != nil {
 			return nil, err
 		}
 		return p, p.Validate()
-	case kindCounts:
+	case KindCounts:
 		c := new(Counts)
 		d.counts(c)
 		if err := d.done(); err != nil {
@@ -448,6 +452,7 @@ func (e *encoder) runs(runs []Run, overheads []int64) {
 			w.str(r.CommandLine)
 			w.bool(r.Incomplete)
 			w.str(r.Reason)
+			w.bytes(r.ID)
 			w.varint(overheads[i])
 		}
 	})
@@ -455,7 +460,7 @@ func (e *encoder) runs(runs []Run, overheads []int64) {
 
 func (d *decoder) runs() ([]Run, []int64) {
 	s := d.section(secRuns)
-	n := s.count(5)
+	n := s.count(6)
 	var runs []Run
 	var overheads []int64
 	if n > 0 {
@@ -467,6 +472,7 @@ func (d *decoder) runs() ([]Run, []int64) {
 		r.CommandLine = s.str()
 		r.Incomplete = s.bool()
 		r.Reason = s.str()
+		r.ID = s.bytes()
 		overheads[i] = s.varint()
 	}
 	d.end(s)

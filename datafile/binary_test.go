@@ -138,14 +138,14 @@ func TestFlipped(t *testing.T) {
 	}
 }
 
-// frameFile returns a file of kind k whose body is the concatenation of
+// frameFile returns a file of Kind k whose body is the concatenation of
 // parts, with a correct length and checksum.
-func frameFile(k kind, parts ...[]byte) []byte {
+func frameFile(k Kind, parts ...[]byte) []byte {
 	return frame(k, bytes.Join(parts, nil))
 }
 
-// frame returns a file of kind k with the given body.
-func frame(k kind, body []byte) []byte {
+// frame returns a file of Kind k with the given body.
+func frame(k Kind, body []byte) []byte {
 	var b bytes.Buffer
 	if err := writeFrame(&b, k, body); err != nil {
 		panic(err) // a bytes.Buffer does not fail
@@ -166,12 +166,12 @@ func sec(id byte, parts ...[]byte) []byte {
 var (
 	oneString  = sec(secStrings, uv(1), uv(3), []byte("cmd"))
 	countsHead = sec(secCounts, make([]byte, 16), uv(uint64(FuncCounting)))
-	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), sv(0))
+	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), uv(0), sv(0))
 	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0))
 )
 
 func TestReadErrors(t *testing.T) {
-	valid := frameFile(kindCounts, oneString, countsHead, oneRun, oneHit)
+	valid := frameFile(KindCounts, oneString, countsHead, oneRun, oneHit)
 	withHeader := func(off int, v ...byte) []byte {
 		b := bytes.Clone(valid)
 		copy(b[off:], v)
@@ -188,37 +188,38 @@ func TestReadErrors(t *testing.T) {
 		{"c source", []byte("#include <stdio.h>\nint main(void) { return 0; }\n"), ErrSignature, 0},
 		{"elf", []byte("\x7fELF\x02\x01\x01\x00"), ErrSignature, 0},
 		{"short foreign", []byte("MZ"), ErrSignature, 0},
-		{"future version", withHeader(10, 2, 0), ErrVersion, 0},
+		{"future version", withHeader(10, Version+1, 0), ErrVersion, 0},
+		{"version 1, before run IDs", withHeader(10, 1, 0), ErrVersion, 0},
 		{"version zero", withHeader(10, 0, 0), ErrVersion, 0},
-		{"plan kind", withHeader(12, byte(kindPlan)), ErrKind, 0},
-		{"merged kind", withHeader(12, byte(kindMerged)), ErrKind, 0},
-		{"unknown kind", withHeader(12, 9), nil, 12},
+		{"plan Kind", withHeader(12, byte(KindPlan)), ErrKind, 0},
+		{"merged Kind", withHeader(12, byte(KindMerged)), ErrKind, 0},
+		{"unknown Kind", withHeader(12, 9), nil, 12},
 		{"flags", withHeader(13, 0x80), nil, 13},
 		{"huge body", withHeader(14, 1, 0, 0, 0x40, 0, 0, 0, 0), nil, 14},
 		{"bad checksum", withHeader(len(valid)-1, valid[len(valid)-1]+1), ErrChecksum, 0},
-		{"no sections", frameFile(kindCounts), nil, 22},
-		{"missing stats", frameFile(kindCounts, oneString, countsHead, oneRun), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun))},
-		{"sections swapped", frameFile(kindCounts, oneString, oneRun, countsHead, oneHit), nil, int64(22 + len(oneString))},
-		{"section too long", frameFile(kindCounts, []byte{secStrings}, uv(100), uv(0)), nil, 23},
-		{"string count too large", frameFile(kindCounts, sec(secStrings, uv(1<<40))), nil, 24},
-		{"string too long", frameFile(kindCounts, sec(secStrings, uv(1), uv(9), []byte("ab"))), nil, 25},
-		{"string index out of range", frameFile(kindCounts, oneString, countsHead,
-			sec(secRuns, uv(1), sv(0), uv(1), []byte{0}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 4)},
-		{"bad bool", frameFile(kindCounts, oneString, countsHead,
-			sec(secRuns, uv(1), sv(0), uv(0), []byte{2}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 5)},
-		{"two runs", frameFile(kindCounts, oneString, countsHead,
-			sec(secRuns, uv(2), sv(0), uv(0), []byte{0}, uv(0), sv(0), sv(0), uv(0), []byte{0}, uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead))},
-		{"uvarint overflow", frameFile(kindCounts, oneString, countsHead, oneRun,
+		{"no sections", frameFile(KindCounts), nil, 22},
+		{"missing stats", frameFile(KindCounts, oneString, countsHead, oneRun), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun))},
+		{"sections swapped", frameFile(KindCounts, oneString, oneRun, countsHead, oneHit), nil, int64(22 + len(oneString))},
+		{"section too long", frameFile(KindCounts, []byte{secStrings}, uv(100), uv(0)), nil, 23},
+		{"string count too large", frameFile(KindCounts, sec(secStrings, uv(1<<40))), nil, 24},
+		{"string too long", frameFile(KindCounts, sec(secStrings, uv(1), uv(9), []byte("ab"))), nil, 25},
+		{"string index out of range", frameFile(KindCounts, oneString, countsHead,
+			sec(secRuns, uv(1), sv(0), uv(1), []byte{0}, uv(0), uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 4)},
+		{"bad bool", frameFile(KindCounts, oneString, countsHead,
+			sec(secRuns, uv(1), sv(0), uv(0), []byte{2}, uv(0), uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead) + 5)},
+		{"two runs", frameFile(KindCounts, oneString, countsHead,
+			sec(secRuns, uv(2), sv(0), uv(0), []byte{0}, uv(0), uv(0), sv(0), sv(0), uv(0), []byte{0}, uv(0), uv(0), sv(0)), oneHit), nil, int64(22 + len(oneString) + len(countsHead))},
+		{"uvarint overflow", frameFile(KindCounts, oneString, countsHead, oneRun,
 			sec(secStats, bytes.Repeat([]byte{0xff}, 11))), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun) + 2)},
-		{"depth out of range", frameFile(kindCounts, oneString, countsHead, oneRun,
+		{"depth out of range", frameFile(KindCounts, oneString, countsHead, oneRun,
 			sec(secStats, uv(1<<63), sv(0), sv(0), uv(0), uv(0), uv(0), uv(0))), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun) + 2)},
-		{"varint overflow", frameFile(kindCounts, oneString, countsHead, oneRun,
+		{"varint overflow", frameFile(KindCounts, oneString, countsHead, oneRun,
 			sec(secStats, uv(0), bytes.Repeat([]byte{0xff}, 11))), nil, int64(22 + len(oneString) + len(countsHead) + len(oneRun) + 3)},
-		{"section ends early", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 16)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 16)},
-		{"id cut short", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 9)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2)},
-		{"unread bytes in section", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 16), uv(521), []byte{0}), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 18)},
-		{"bytes after the sections", frameFile(kindCounts, oneString, countsHead, oneRun, oneHit, []byte{0}), nil, int64(len(valid) - 4)},
-		{"method out of range", frameFile(kindCounts, oneString, sec(secCounts, make([]byte, 16), uv(1<<16)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 16)},
+		{"section ends early", frameFile(KindCounts, oneString, sec(secCounts, make([]byte, 16)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 16)},
+		{"id cut short", frameFile(KindCounts, oneString, sec(secCounts, make([]byte, 9)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2)},
+		{"unread bytes in section", frameFile(KindCounts, oneString, sec(secCounts, make([]byte, 16), uv(521), []byte{0}), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 18)},
+		{"bytes after the sections", frameFile(KindCounts, oneString, countsHead, oneRun, oneHit, []byte{0}), nil, int64(len(valid) - 4)},
+		{"method out of range", frameFile(KindCounts, oneString, sec(secCounts, make([]byte, 16), uv(1<<16)), oneRun, oneHit), nil, int64(22 + len(oneString) + 2 + 16)},
 	}
 	if _, err := ReadCounts(bytes.NewReader(valid)); err != nil {
 		t.Fatalf("the valid base file: %v", err)
@@ -252,7 +253,7 @@ func TestReadValidates(t *testing.T) {
 	p := testPlan(FuncCounting)
 	p.Funcs[2].Module = 5
 	strs, rest := encodePlan(p).parts()
-	b := frameFile(kindPlan, strs, rest)
+	b := frameFile(KindPlan, strs, rest)
 	_, err := ReadPlan(bytes.NewReader(b))
 	if err == nil || !strings.Contains(err.Error(), "func 2: module 5 out of range (2 modules)") {
 		t.Errorf("error %v, want the validation error", err)

@@ -1,6 +1,7 @@
 package datafile
 
 import (
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 )
@@ -193,6 +194,11 @@ func (p *Plan) NumItems() int {
 
 // Run describes one execution of the program under PROFILE.
 type Run struct {
+	// ID identifies the run: random bytes PROFILE draws when the run
+	// starts ([NewRunID]), so that a merge refuses a run the database
+	// already holds ([ErrDuplicateRun]). Runs of files written before IDs
+	// existed have none.
+	ID Hex `json:",omitempty"`
 	// Time is when the run started, in Unix seconds.
 	Time int64
 	// CommandLine is the program's command line as typed after PROFILE's
@@ -202,6 +208,13 @@ type Run struct {
 	// crashed or was killed, or PROFILE was interrupted); Reason says how.
 	Incomplete bool
 	Reason     string
+}
+
+// NewRunID returns a fresh [Run.ID]: 16 random bytes.
+func NewRunID() Hex {
+	id := make(Hex, 16)
+	rand.Read(id) // never fails (crypto/rand)
+	return id
 }
 
 // Stack is one distinct caller stack of a function (attribution, /AT).

@@ -9,7 +9,7 @@
 // internal/prf, whose PRF-numbered errors the file helpers ([OpenPlan],
 // [SaveMerged], [MergeError], ...) return.
 //
-// # Binary layout, format version 1
+// # Binary layout, format version 2
 //
 // This section is normative; docs/format.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -19,7 +19,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 1
+//	10      2     format version, u16: 2
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -82,7 +82,7 @@
 //	            list(uvarint) Addrs)
 //	6 counts    id PlanID, uvarint Method
 //	7 runs      list(varint Time, str CommandLine, bool Incomplete, str Reason,
-//	            varint Overhead): exactly one run in a .pbo (Counts.Run and
+//	            bytes ID, varint Overhead): exactly one run in a .pbo (Counts.Run and
 //	            Counts.Overhead), any number in a .pbt (Merged.Runs and
 //	            Merged.Overheads, pairwise)
 //	8 stats     uvarint CallDepth, varint TotalTime, varint OutsideTime,

@@ -23,6 +23,9 @@ var (
 	// ErrNotSamePlan means counts were made with another plan than the
 	// database's (PRF1306).
 	ErrNotSamePlan = errors.New("not derived from the same plan")
+	// ErrDuplicateRun means counts whose run the database already holds:
+	// the same .pbo merged twice.
+	ErrDuplicateRun = errors.New("run already merged")
 	// ErrConflict means counts of the same plan were made in another
 	// profiling state: another method, or attribution stacks for a plan
 	// without /AT (PRF1304).

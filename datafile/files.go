@@ -8,20 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/sourceprofiler/sprof/internal/prf"
-)
-
-// The PRF numbers of the file helpers (original.md §12).
-const (
-	codeOpen         = 1011
-	codeRead         = 1012
-	codeWrite        = 1013
-	codeSignature    = 1301
-	codePlanVersion  = 1302
-	codeTotalVersion = 1303
-	codeConflict     = 1304
-	codeNotSamePlan  = 1306
 )
 
 // filePerm is the mode of the files the Save helpers write.
@@ -94,63 +80,92 @@ func syncDir(dir string) error {
 	return err
 }
 
-// OpenPlan reads the .pbi at path. Its errors carry PRF numbers: PRF1011
-// when the file cannot be opened, PRF1301 when it is not a profiler file,
-// PRF1302 when it is of another version or kind, and PRF1012 when it is
-// truncated, corrupted or malformed.
+// FileError is the error of the Open and Save functions: what was done to
+// which file. Err is the cause: the system's error (without the path, which
+// FileError says), or a reader's error wrapping [ErrSignature],
+// [ErrVersion], [ErrKind], [ErrTruncated], [ErrChecksum] or a
+// [*FormatError].
+type FileError struct {
+	Op   Op
+	Path string
+	// Kind is the kind of file expected (read) or written.
+	Kind Kind
+	Err  error
+}
+
+// Op is what a [FileError] was doing.
+type Op string
+
+// The operations of a [FileError].
+const (
+	OpOpen  Op = "open"  // the file could not be opened
+	OpRead  Op = "read"  // it was opened but is not a valid file of its kind
+	OpWrite Op = "write" // it could not be written
+)
+
+func (e *FileError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// OpenPlan reads the .pbi at path. Its errors are [*FileError]s.
 func OpenPlan(path string) (*Plan, error) {
-	v, err := openFile(path, kindPlan)
+	v, err := openFile(path, KindPlan)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Plan), nil
 }
 
-// OpenCounts reads the .pbo at path. Its errors are those of [OpenPlan] but
-// that a file of another version or kind gives PRF1012, as the original has
-// no version message for a .pbo; the cause says which it is.
+// OpenCounts reads the .pbo at path. Its errors are [*FileError]s.
 func OpenCounts(path string) (*Counts, error) {
-	v, err := openFile(path, kindCounts)
+	v, err := openFile(path, KindCounts)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Counts), nil
 }
 
-// OpenMerged reads the .pbt at path. Its errors are those of [OpenPlan] but
-// that a file of another version or kind gives PRF1303, as PLIST gives for
-// a .pbo or a .pbi.
+// OpenMerged reads the .pbt at path. Its errors are [*FileError]s.
 func OpenMerged(path string) (*Merged, error) {
-	v, err := openFile(path, kindMerged)
+	v, err := openFile(path, KindMerged)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Merged), nil
 }
 
-func openFile(path string, k kind) (any, error) {
+// OpenAny reads a data file of any kind at path and returns a *Plan,
+// *Counts or *Merged. Its errors are [*FileError]s.
+func OpenAny(path string) (any, error) {
+	return openFile(path, 0)
+}
+
+func openFile(path string, k Kind) (any, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, prf.Wrap(pathCause(err), codeOpen, "cannot open file %s", path)
+		return nil, &FileError{Op: OpOpen, Path: path, Kind: k, Err: pathCause(err)}
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
-		return nil, prf.Wrap(pathCause(err), codeOpen, "cannot open file %s", path)
+		return nil, &FileError{Op: OpOpen, Path: path, Kind: k, Err: pathCause(err)}
 	} else if fi.IsDir() {
-		return nil, prf.Wrap(errors.New("is a directory"), codeOpen, "cannot open file %s", path)
+		return nil, &FileError{Op: OpOpen, Path: path, Kind: k, Err: errors.New("is a directory")}
 	}
 	v, err := read(f, k)
 	if err == nil {
 		err = trailing(f, k)
 	}
 	if err != nil {
-		return nil, readError(err, path, k)
+		return nil, &FileError{Op: OpRead, Path: path, Kind: k, Err: err}
 	}
 	return v, nil
 }
 
 // trailing refuses bytes after the end of the file's checksum.
-func trailing(f *os.File, k kind) error {
+func trailing(f *os.File, k Kind) error {
 	var b [1]byte
 	n, err := io.ReadFull(f, b[:])
 	switch {
@@ -167,7 +182,7 @@ func trailing(f *os.File, k kind) error {
 }
 
 // pathCause drops the *fs.PathError around an error, whose operation and
-// path the PRF message already says.
+// path the FileError says.
 func pathCause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -176,57 +191,26 @@ func pathCause(err error) error {
 	return err
 }
 
-// readError gives a reader's error its PRF number.
-func readError(err error, path string, k kind) error {
-	switch {
-	case errors.Is(err, ErrSignature):
-		return prf.Wrap(err, codeSignature, "file %s has an incorrect (old) signature", path)
-	case errors.Is(err, ErrVersion), errors.Is(err, ErrKind):
-		switch k {
-		case kindPlan:
-			return prf.Wrap(err, codePlanVersion, "PBI file %s has an incorrect (old) version number", path)
-		case kindMerged:
-			return prf.Wrap(err, codeTotalVersion, "PBT file %s has an incorrect (old) version number", path)
-		}
-	}
-	return prf.Wrap(err, codeRead, "cannot read expected number of bytes from file %s", path)
-}
-
-// SavePlan writes p to path atomically ([WriteFileAtomic]). Its errors
-// carry PRF1013.
+// SavePlan writes p to path atomically ([WriteFileAtomic]). Its errors are
+// [*FileError]s.
 func SavePlan(path string, p *Plan) error {
-	return save(path, p)
+	return save(path, KindPlan, p)
 }
 
-// SaveCounts writes c to path atomically. Its errors carry PRF1013.
+// SaveCounts writes c to path atomically. Its errors are [*FileError]s.
 func SaveCounts(path string, c *Counts) error {
-	return save(path, c)
+	return save(path, KindCounts, c)
 }
 
-// SaveMerged writes m to path atomically. Its errors carry PRF1013.
+// SaveMerged writes m to path atomically. Its errors are [*FileError]s.
 func SaveMerged(path string, m *Merged) error {
-	return save(path, m)
+	return save(path, KindMerged, m)
 }
 
-func save(path string, v any) error {
+func save(path string, k Kind, v any) error {
 	err := WriteFileAtomic(path, filePerm, func(w io.Writer) error { return write(w, v) })
 	if err != nil {
-		return prf.Wrap(err, codeWrite, "cannot write expected number of bytes to file %s", path)
+		return &FileError{Op: OpWrite, Path: path, Kind: k, Err: err}
 	}
 	return nil
-}
-
-// MergeError gives an error of [Merged.Add] its PRF number, naming path, the
-// .pbo or .pbt added: PRF1306 for [ErrNotSamePlan], PRF1304 for
-// [ErrConflict]. Other errors are returned with the path; nil stays nil.
-func MergeError(err error, path string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrNotSamePlan):
-		return prf.Wrap(err, codeNotSamePlan, "PBT or PBO file %s is not derived from same PBI file", path)
-	case errors.Is(err, ErrConflict):
-		return prf.Wrap(err, codeConflict, "PBT or PBO file %s conflicts with current profiling state", path)
-	}
-	return fmt.Errorf("merge %s: %w", path, err)
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -151,20 +150,20 @@ func TestSaveErrors(t *testing.T) {
 	bad := testPlan(FuncTiming)
 	bad.StartIndex = 9
 	err = SavePlan(path, bad)
-	checkPRF(t, err, 1013, "cannot write expected number of bytes to file "+path+": ")
+	checkFileError(t, err, OpWrite, "write "+path+": ")
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, old) {
 		t.Error("a failed save changed the file")
 	}
 	checkDir(t, dir, "x.pbi")
 
 	err = SaveCounts(filepath.Join(dir, "no", "x.pbo"), testCounts(FuncCounting, false))
-	checkPRF(t, err, 1013, "cannot write expected number of bytes to file "+filepath.Join(dir, "no", "x.pbo"))
+	checkFileError(t, err, OpWrite, "write "+filepath.Join(dir, "no", "x.pbo"))
 	err = SaveMerged(filepath.Join(dir, "no", "x.pbt"), testMerged(t, FuncCounting))
-	checkPRF(t, err, 1013, "cannot write expected number of bytes to file")
+	checkFileError(t, err, OpWrite, "write ")
 }
 
-// TestOpenErrors checks the PRF number and message of every failure of the
-// Open helpers (original.md §1.2 and §12).
+// TestOpenErrors checks the operation, cause and message of every failure
+// of the Open helpers. Package prf gives them their PRF numbers.
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name string, b []byte) string {
@@ -179,49 +178,42 @@ func TestOpenErrors(t *testing.T) {
 	pbo := encode(t, testCounts(FuncCounting, false))
 	pbt := encode(t, testMerged(t, FuncCounting))
 	future := bytes.Clone(pbt)
-	future[10] = 2
+	future[10] = Version + 1
 	flipped := bytes.Clone(pbo)
 	flipped[len(flipped)/2] ^= 0x20
 	open := map[string]func(string) error{
 		"plan":   func(p string) error { _, err := OpenPlan(p); return err },
 		"counts": func(p string) error { _, err := OpenCounts(p); return err },
 		"merged": func(p string) error { _, err := OpenMerged(p); return err },
+		"any":    func(p string) error { _, err := OpenAny(p); return err },
 	}
+	next := strconv.Itoa(Version + 1)
 	tests := []struct {
 		name  string
 		path  string
 		open  string
-		code  int
+		op    Op
 		text  string // the message after the path
 		cause error
 	}{
-		{"missing", filepath.Join(dir, "none.pbo"), "counts", 1011, ": no such file or directory", fs.ErrNotExist},
-		{"directory", dir, "merged", 1011, ": is a directory", nil},
-		{"empty", file("empty.pbo", nil), "counts", 1012, ": read counts (.pbo): file is truncated", ErrTruncated},
-		{"truncated", file("cut.pbo", pbo[:len(pbo)-5]), "counts", 1012, ": read counts (.pbo): file is truncated", ErrTruncated},
-		{"flipped", file("flip.pbo", flipped), "counts", 1012, ": read counts (.pbo): checksum mismatch", ErrChecksum},
-		{"trailing", file("long.pbi", append(bytes.Clone(pbi), 0)), "plan", 1012, ": read plan (.pbi): malformed data at offset " + strconv.Itoa(len(pbi)) + ": data after the checksum", nil},
-		{"exe as pbt", file("prog", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00")), "merged", 1301, " has an incorrect (old) signature", ErrSignature},
-		{"c source as pbi", file("prog.c", []byte("int main(void) { return 0; }\n")), "plan", 1301, " has an incorrect (old) signature", ErrSignature},
-		{"pbo as pbt", file("a.pbo", pbo), "merged", 1303, " has an incorrect (old) version number", ErrKind},
-		{"pbi as pbt", file("a.pbi", pbi), "merged", 1303, " has an incorrect (old) version number", ErrKind},
-		{"pbt as pbi", file("a.pbt", pbt), "plan", 1302, " has an incorrect (old) version number", ErrKind},
-		{"future pbt", file("future.pbt", future), "merged", 1303, " has an incorrect (old) version number", ErrVersion},
-		{"future pbt as pbi", file("future2.pbt", future), "plan", 1302, " has an incorrect (old) version number", ErrVersion},
-		{"pbi as pbo", file("b.pbi", pbi), "counts", 1012, ": read counts (.pbo): wrong kind of data file: plan (.pbi), want counts (.pbo)", ErrKind},
-		{"future pbo", file("future.pbo", future), "counts", 1012, ": read counts (.pbo): unsupported format version 2, want 1", ErrVersion},
+		{"missing", filepath.Join(dir, "none.pbo"), "counts", OpOpen, ": no such file or directory", fs.ErrNotExist},
+		{"directory", dir, "merged", OpOpen, ": is a directory", nil},
+		{"empty", file("empty.pbo", nil), "counts", OpRead, ": read counts (.pbo): file is truncated", ErrTruncated},
+		{"truncated", file("cut.pbo", pbo[:len(pbo)-5]), "counts", OpRead, ": read counts (.pbo): file is truncated", ErrTruncated},
+		{"flipped", file("flip.pbo", flipped), "counts", OpRead, ": read counts (.pbo): checksum mismatch", ErrChecksum},
+		{"trailing", file("long.pbi", append(bytes.Clone(pbi), 0)), "plan", OpRead, ": read plan (.pbi): malformed data at offset " + strconv.Itoa(len(pbi)) + ": data after the checksum", nil},
+		{"exe as pbt", file("prog", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00")), "merged", OpRead, ": read merged profile (.pbt): not a profiler data file", ErrSignature},
+		{"c source as pbi", file("prog.c", []byte("int main(void) { return 0; }\n")), "plan", OpRead, ": read plan (.pbi): not a profiler data file", ErrSignature},
+		{"pbo as pbt", file("a.pbo", pbo), "merged", OpRead, ": read merged profile (.pbt): wrong kind of data file: counts (.pbo), want merged profile (.pbt)", ErrKind},
+		{"pbt as pbi", file("a.pbt", pbt), "plan", OpRead, ": read plan (.pbi): wrong kind of data file", ErrKind},
+		{"future pbt", file("future.pbt", future), "merged", OpRead, ": read merged profile (.pbt): unsupported format version " + next + ", want " + strconv.Itoa(Version), ErrVersion},
+		{"future pbo", file("future.pbo", future), "counts", OpRead, ": read counts (.pbo): unsupported format version " + next, ErrVersion},
+		{"any kind, not a data file", file("prog.sh", []byte("#!/bin/sh\n")), "any", OpRead, ": read data file: not a profiler data file", ErrSignature},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := open[tt.open](tt.path)
-			prefix := map[int]string{
-				1011: "cannot open file ",
-				1012: "cannot read expected number of bytes from file ",
-				1301: "file ",
-				1302: "PBI file ",
-				1303: "PBT file ",
-			}[tt.code]
-			checkPRF(t, err, tt.code, prefix+tt.path+tt.text)
+			checkFileError(t, err, tt.op, string(tt.op)+" "+tt.path+tt.text)
 			if tt.cause != nil && !errors.Is(err, tt.cause) {
 				t.Errorf("error %v does not wrap %v", err, tt.cause)
 			}
@@ -238,14 +230,16 @@ func TestOpenUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := OpenPlan(path)
-	checkPRF(t, err, 1011, "cannot open file "+path+": permission denied")
+	checkFileError(t, err, OpOpen, "open "+path+": permission denied")
 }
 
-// checkPRF checks err's PRF number and that its message begins with want.
-func checkPRF(t *testing.T, err error, code int, want string) {
+// checkFileError checks that err is a *FileError of operation op whose
+// message begins with want.
+func checkFileError(t *testing.T, err error, op Op, want string) {
 	t.Helper()
-	if got := prf.Code(err); got != code {
-		t.Errorf("PRF%04d, want PRF%04d: %v", got, code, err)
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Op != op {
+		t.Errorf("error %#v, want a *FileError of operation %q", err, op)
 	}
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error %q, want it to begin with %q", err, want)

@@ -82,11 +82,11 @@ func testCounts(m Method, second bool) *Counts {
 	c := &Counts{
 		PlanID: PlanID(testPlan(m)),
 		Method: m,
-		Run:    Run{Time: 1700000100, CommandLine: "prog --fast input.txt"},
+		Run:    Run{ID: Hex{0x5e, 0xed, 1}, Time: 1700000100, CommandLine: "prog --fast input.txt"},
 		Stats:  Stats{Hits: []uint64{1000, 2000, 1, 0}, CallDepth: 5},
 	}
 	if second {
-		c.Run = Run{Time: 1700000200, CommandLine: "prog", Incomplete: true, Reason: "killed by signal SIGSEGV"}
+		c.Run = Run{ID: Hex{0x5e, 0xed, 2}, Time: 1700000200, CommandLine: "prog", Incomplete: true, Reason: "killed by signal SIGSEGV"}
 		c.Stats = Stats{Hits: []uint64{24, 48, 0, 7}, CallDepth: 3}
 	}
 	if !m.IsFunction() {

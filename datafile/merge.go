@@ -1,6 +1,7 @@
 package datafile
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -47,10 +48,10 @@ func zeros[T any](n int) []T {
 //     the stacks are kept sorted by Func, Callers and Key.
 //
 // Addition is associative and, but for the order of the runs, commutative:
-// adding runs in any grouping or order gives the same figures. There is no
-// duplicate detection: adding the same counts twice counts them twice, as
-// the original does. A sum that would overflow is an error. A failed Add
-// leaves m unchanged.
+// adding runs in any grouping or order gives the same figures. A run m
+// already holds (the same [Run.ID]) is refused with [ErrDuplicateRun]: the
+// original added the same .pbo twice, counting its run twice. A sum that
+// would overflow is an error. A failed Add leaves m unchanged.
 func (m *Merged) Add(c *Counts) error {
 	if err := m.check(c); err != nil {
 		return fmt.Errorf("merge: %w", err)
@@ -96,8 +97,24 @@ func (m *Merged) check(c *Counts) error {
 		return fmt.Errorf("%w: counts of %d items, database of %d", ErrNotSamePlan, len(c.Stats.Hits), len(m.Stats.Hits))
 	case len(c.Stats.Stacks) > 0 && !m.Plan.Attribution:
 		return fmt.Errorf("%w: attribution stacks for a plan without attribution", ErrConflict)
+	case m.HasRun(c.Run.ID):
+		return fmt.Errorf("%w: run %s", ErrDuplicateRun, c.Run.ID)
 	}
 	return nil
+}
+
+// HasRun reports whether m holds the run with the given ID. No run has an
+// empty ID: runs of files written before IDs existed are never found.
+func (m *Merged) HasRun(id Hex) bool {
+	if len(id) == 0 {
+		return false
+	}
+	for i := range m.Runs {
+		if bytes.Equal(m.Runs[i].ID, id) {
+			return true
+		}
+	}
+	return false
 }
 
 var errOverflow = errors.New("sum overflows")

@@ -146,7 +146,7 @@ func TestCommandLineStatus(t *testing.T) {
 		}
 		r = tool(t, dir, tl, "/nologo", "/bogus", "x")
 		wantFail(t, r, 2, "PRF1102")
-		if r.stderr != tl+": fatal error PRF1102: bogus: invalid option\n" {
+		if r.stderr != tl+": fatal error PRF1102: bogus: invalid option\n"+tl+": hint: try '"+tl+" --help' for the options\n" {
 			t.Errorf("%s: stderr %q", tl, r.stderr)
 		}
 	}

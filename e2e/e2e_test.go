@@ -328,12 +328,23 @@ func TestMergeAddsRuns(t *testing.T) {
 	if strings.Join(tb.runs, "|") != strings.Join(wantRuns, "|") {
 		t.Errorf("run records %q, want %q", tb.runs, wantRuns)
 	}
-	// /IT /IO /OT adds the same run again into another file, leaving the
-	// input as it was.
-	must(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", "counts", "/OT", "three")
+	// A run is merged once: the same .pbo again is refused, and the .pbt
+	// is left as it was.
+	r := tool(t, dir, "prep", "/nologo", "/M", "counts")
+	wantFail(t, r, 1, "the run in counts.pbo is already in counts.pbt")
+	if again := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "counts").stdout); again.hits["f"] != 2000 {
+		t.Errorf("after the refused merge: f %d, want 2000", again.hits["f"])
+	}
+	// /IT /IO /OT adds a third run into another file, leaving the input as
+	// it was.
+	must(t, dir, "profile", "/nologo", "/O", "third", "counts", "3")
+	must(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", "third", "/OT", "three")
 	tb3 := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "three.pbt").stdout)
 	if tb3.hits["f"] != 3000 || len(tb3.runs) != 3 {
 		t.Errorf("three.pbt: f %d, %d runs; want 3000, 3", tb3.hits["f"], len(tb3.runs))
+	}
+	if tb2 := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "counts").stdout); tb2.hits["f"] != 2000 {
+		t.Errorf("counts.pbt after /OT three: f %d, want 2000", tb2.hits["f"])
 	}
 }
 

@@ -3,14 +3,13 @@
 //
 //	plist [options] program          the listing (plist program.pbt is the same)
 //	plist /T program                 the tab-delimited records
-//	plist --dump file                any .pbi, .pbo or .pbt in its text form
+//	plist --dump file...             any .pbi, .pbo or .pbt in its text form
 //
 // See plist /? and plist --help, and docs/ in the repository.
 package main
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"os"
 	"strings"
@@ -28,99 +27,88 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	report := func(severity string, err error) { cli.Plist.Report(stderr, severity, err) }
-	if len(args) > 0 && args[0] == "--dump" {
-		if err := dump(args[1:], stdout); err != nil {
-			report("fatal error", err)
-			return 1
+	var warnings []*prf.Diagnostic
+	cmd, err := tool.Parse(args, os.Getenv, func(d *prf.Diagnostic) { warnings = append(warnings, d) })
+	if err == nil && cmd.Help == cli.NoHelp && len(cmd.Names) == 0 {
+		if cmd.Options.dump {
+			err = prf.NoInput()
+		} else {
+			cmd.Help = cli.UsageHelp // original.md §2.9: no input, usage
 		}
-		return 0
 	}
-	var warnings []error
-	opts, err := cli.ParsePlist(args, os.Getenv, cli.Collect(&warnings))
-	if status, done := cli.Plist.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+	if status, done := tool.Start(stdout, stderr, cmd, warnings, err); done {
 		return status
 	}
-	if err := list(opts, stdout, func(err error) { report("warning", err) }); err != nil {
-		report("fatal error", err)
-		return 1
+	warn := func(d *prf.Diagnostic) { prf.Write(stderr, tool.Name, d) }
+	if cmd.Options.dump {
+		err = dump(cmd.Names, stdout)
+	} else {
+		// PLIST lists the first input and ignores the others, as the
+		// original did (original.md §5.1).
+		err = list(&cmd.Options, cmd.Names[0], stdout, warn)
+	}
+	if err != nil {
+		prf.Write(stderr, tool.Name, err)
+		return prf.ExitStatus(err)
 	}
 	return 0
 }
 
-// list writes the report.
-func list(opts *cli.PlistOptions, stdout io.Writer, warn func(error)) error {
-	path := cli.WithExt(opts.Input, ".pbt")
+// list writes the report of the .pbt named input.
+func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
+	path := cli.FindFile(cli.WithExt(input, ".pbt"))
 	m, err := datafile.OpenMerged(path)
 	if err != nil {
-		return err
+		return prf.DataFile(err)
 	}
-	o := plist.DefaultOptions()
-	o.Sort = sortKeys[opts.Sort]
-	o.MinCount = opts.Count
-	o.Tab = opts.TabDelimited
-	o.Mangled = opts.Mangled
-	o.FullPaths = opts.Full
-	if opts.PageWidth >= 0 {
-		o.PageWidth, o.PageWidthGiven = opts.PageWidth, true
+	if w := unmerged(path, m); w != nil {
+		warn(w)
 	}
-	if opts.PageLength >= 0 {
-		// The original acted on /PL 0 to 16 as 16 (original.md §5.5.4).
-		o.PageLength = max(opts.PageLength, 16)
-	}
-	o.SourceDirs = opts.SourceDirs
-	o.Flat = opts.Flat
-	o.TabWidth = opts.TabWidth
-	o.Now = time.Now()
-	o.Path = path
-	o.Warn = warn
+	r := o.report
+	r.Now, r.Path, r.Warn = time.Now(), path, warn
 	w := bufio.NewWriter(stdout)
-	if err := plist.Generate(w, m, o); err != nil {
+	if err := plist.Generate(w, m, r); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if opts.Trace {
+	if o.trace {
 		// No run records an execution trace: as the original, PLIST looks
 		// for the trace file after the report and does not find it.
 		pbx := strings.TrimSuffix(path, ".pbt") + ".pbx"
 		if _, err := os.Stat(pbx); err != nil {
-			return prf.Wrap(err, 1011, "cannot open file %s", pbx)
+			return prf.CannotOpen(pbx, err)
 		}
-		return prf.Errorf(1001, "execution traces (/TRACE) are not available yet in this version")
+		return prf.Unavailable(prf.Trace)
 	}
 	return nil
 }
 
-var sortKeys = map[cli.SortKey]plist.Sort{
-	cli.SortDefault:     plist.SortDefault,
-	cli.SortCount:       plist.SortCount,
-	cli.SortLine:        plist.SortLine,
-	cli.SortLineSummary: plist.SortLineSummary,
-	cli.SortName:        plist.SortName,
-	cli.SortNameSummary: plist.SortNameSummary,
-	cli.SortTime:        plist.SortTime,
-	cli.SortChildTime:   plist.SortChildTime,
+// unmerged returns a warning when the .pbo beside the .pbt at path holds a
+// run of m's plan that m does not: the user profiled and did not merge.
+// Only a .pbo newer than the .pbt can, so older ones are not read.
+func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
+	base := strings.TrimSuffix(path, ".pbt")
+	pbo := cli.FindFile(base + ".pbo")
+	pst, err1 := os.Stat(path)
+	ost, err2 := os.Stat(pbo)
+	if err1 != nil || err2 != nil || ost.ModTime().Before(pst.ModTime()) {
+		return nil
+	}
+	c, err := datafile.OpenCounts(pbo)
+	if err != nil || c.PlanID != m.Plan.ID || len(c.Run.ID) == 0 || m.HasRun(c.Run.ID) {
+		return nil
+	}
+	return prf.MergeMissing(pbo, path, "prep /M "+base)
 }
 
 // dump writes data files in their text form.
 func dump(files []string, stdout io.Writer) error {
-	if len(files) == 0 {
-		return prf.Errorf(1421, "no input specified")
-	}
 	for _, name := range files {
-		f, err := os.Open(name)
+		v, err := datafile.OpenAny(cli.FindFile(name))
 		if err != nil {
-			return prf.Wrap(err, 1011, "cannot open file %s", name)
-		}
-		v, err := datafile.Read(bufio.NewReader(f))
-		f.Close()
-		switch {
-		case errors.Is(err, datafile.ErrSignature):
-			return prf.Errorf(1301, "file %s has an incorrect (old) signature", name)
-		case err != nil:
-			return prf.Wrap(err, 1012, "cannot read expected number of bytes from file %s", name)
+			return prf.DataFile(err)
 		}
 		if err := datafile.WriteText(stdout, v); err != nil {
 			return err

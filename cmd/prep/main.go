@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
 	"github.com/sourceprofiler/sprof/internal/prep"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -24,30 +23,51 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	report := func(severity string, err error) { cli.Prep.Report(stderr, severity, err) }
-	var warnings []error
-	opts, err := cli.ParsePrep(args, os.Getenv, cli.Collect(&warnings))
-	if status, done := cli.Prep.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+	var warnings []*prf.Diagnostic
+	cmd, err := tool.Parse(args, os.Getenv, func(d *prf.Diagnostic) { warnings = append(warnings, d) })
+	if err == nil {
+		err = checkInputs(cmd)
+	}
+	if status, done := tool.Start(stdout, stderr, cmd, warnings, err); done {
 		return status
 	}
-	warn := func(err error) { report("warning", err) }
-	if opts.Merge != "" || opts.InputPBT != "" || len(opts.InputPBOs) > 0 {
-		err = merge(opts, warn)
+	warn := func(d *prf.Diagnostic) { prf.Write(stderr, tool.Name, d) }
+	if cmd.Options.phaseII() {
+		err = merge(&cmd.Options, warn)
 	} else {
-		err = prepare(opts, warn)
+		err = prepare(&cmd.Options, cmd.Names, warn)
 	}
 	if err != nil {
-		report("fatal error", err)
-		return 1
+		prf.Write(stderr, tool.Name, err)
+		return prf.ExitStatus(err)
 	}
 	return 0
 }
 
-// prepare is phase I.
-func prepare(opts *cli.PrepOptions, warn func(error)) error {
-	if err := notYet(opts); err != nil {
-		return err
+// checkInputs applies the rules of original.md §2.9 and §3.1 for what a
+// phase needs: no arguments at all asks for the usage; phase I needs a
+// module (PRF1421), phase II without /M its .pbt input and output (PRF1462,
+// PRF1461).
+func checkInputs(cmd *cli.Command[options]) error {
+	o := &cmd.Options
+	switch {
+	case cmd.Help != cli.NoHelp:
+		return nil
+	case cmd.Empty:
+		cmd.Help = cli.UsageHelp
+		return nil
+	case !o.phaseII() && len(cmd.Names) == 0:
+		return prf.NoInput()
+	case o.phaseII() && o.merge == "" && o.inputPBT == "":
+		return prf.NoPBTInput()
+	case o.phaseII() && o.merge == "" && o.outputPBT == "":
+		return prf.NoPBTOutput()
 	}
+	return nil
+}
+
+// prepare is phase I.
+func prepare(o *options, names []string, warn func(*prf.Diagnostic)) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -56,103 +76,53 @@ func prepare(opts *cli.PrepOptions, warn func(error)) error {
 	if err != nil {
 		return err
 	}
-	specs, err := prep.DefaultSpecs(filepath.Dir(self), os.Getenv, cwd, warn)
+	defaults, err := prep.DefaultSpecs(filepath.Dir(self), os.Getenv, cwd, warn)
 	if err != nil {
 		return err
 	}
-	for _, s := range opts.Specs {
-		specs = append(specs, prep.Spec{Op: specOp(s.Op), Text: s.Text})
-	}
-	programs := make([]string, len(opts.Programs))
-	for i, p := range opts.Programs {
-		path, err := cli.LookPath(p)
+	plan := o.plan
+	plan.Specs = append(defaults, o.plan.Specs...)
+	plan.Warn = warn
+	for _, name := range names {
+		path, err := cli.LookPath(name)
 		if err != nil {
 			// BuildPlan names the file as typed in PRF1011.
-			path = p
+			path = name
 		}
-		programs[i] = path
+		plan.Programs = append(plan.Programs, path)
 	}
-	plan, err := prep.BuildPlan(prep.Options{
-		Method:      opts.Method,
-		Programs:    programs,
-		Specs:       specs,
-		Start:       opts.Start,
-		Attribution: opts.Attribution,
-		Stack:       opts.Stack,
-		Calibration: int64(opts.Calibrate),
-		Warn:        warn,
-	})
+	p, err := prep.BuildPlan(plan)
 	if err != nil {
 		return err
 	}
-	pbi := cli.WithExt(opts.OutputPBI, ".pbi")
+	// The data files are named after the program as found on disk.
+	pbi := cli.WithExt(o.outputPBI, ".pbi")
 	if pbi == "" {
-		pbi = cli.DataName(opts.Programs[0], ".pbi")
+		pbi = cli.DataName(plan.Programs[0], ".pbi")
 	}
-	pbt := cli.WithExt(opts.OutputPBT, ".pbt")
+	pbt := cli.WithExt(o.outputPBT, ".pbt")
 	if pbt == "" {
-		pbt = cli.DataName(opts.Programs[0], ".pbt")
+		pbt = cli.DataName(plan.Programs[0], ".pbt")
 	}
-	return prep.WriteOutputs(plan, pbi, pbt)
-}
-
-// notYet refuses the options of later versions with a clear message rather
-// than ignoring them.
-func notYet(opts *cli.PrepOptions) error {
-	var what string
-	switch {
-	case opts.Method == datafile.FuncTiming:
-		what = "function timing (/FT, the default type: give /FC or /FV)"
-	case opts.Method == datafile.LineCounting:
-		what = "line counting (/LC)"
-	case opts.Method == datafile.LineCoverage:
-		what = "line coverage (/LV)"
-	case opts.Method == datafile.FuncSampling:
-		what = "function sampling (/FS)"
-	case opts.Start != "":
-		what = "the start function option (/SF)"
-	case opts.Attribution:
-		what = "attribution (/AT)"
-	case opts.Calibrate >= 0:
-		what = "overhead calibration (/CB)"
-	default:
-		return nil
-	}
-	return prf.Errorf(1001, "%s is not available yet in this version", what)
-}
-
-func specOp(op cli.SpecOp) prep.SpecOp {
-	switch op {
-	case cli.Exclude:
-		return prep.Exclude
-	case cli.ExcludeAll:
-		return prep.ExcludeAll
-	}
-	return prep.Include
+	return prep.WriteOutputs(p, pbi, pbt, warn)
 }
 
 // merge is phase II: /M base, or /IT in [/IO run]... /OT out.
-func merge(opts *cli.PrepOptions, warn func(error)) error {
-	in := cli.WithExt(opts.InputPBT, ".pbt")
-	out := cli.WithExt(opts.OutputPBT, ".pbt")
+func merge(o *options, warn func(*prf.Diagnostic)) error {
+	in := cli.FindFile(cli.WithExt(o.inputPBT, ".pbt"))
+	out := cli.WithExt(o.outputPBT, ".pbt")
 	var pbos []string
-	if opts.Merge != "" {
+	if o.merge != "" {
 		if in == "" {
-			in = opts.Merge + ".pbt"
+			in = cli.FindFile(o.merge + ".pbt")
 		}
 		if out == "" {
-			out = opts.Merge + ".pbt"
+			out = in
 		}
-		pbos = append(pbos, opts.Merge+".pbo")
+		pbos = append(pbos, cli.FindFile(o.merge+".pbo"))
 	}
-	for _, p := range opts.InputPBOs {
-		pbos = append(pbos, cli.WithExt(p, ".pbo"))
-	}
-	switch {
-	case in == "":
-		return prf.Errorf(1462, "no PBT input file specified")
-	case out == "":
-		return prf.Errorf(1461, "no PBT output file specified")
+	for _, p := range o.inputPBOs {
+		pbos = append(pbos, cli.FindFile(cli.WithExt(p, ".pbo")))
 	}
 	return prep.Merge(in, pbos, out, warn)
 }

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -27,52 +28,65 @@ func main() {
 
 // run is the command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	var warnings []error
-	opts, err := cli.ParseProfile(args, os.Getenv, cli.Collect(&warnings))
-	if status, done := cli.Profile.Start(stdout, stderr, opts.NoLogo, opts.Help, warnings, err); done {
+	var warnings []*prf.Diagnostic
+	cmd, err := tool.Parse(args, os.Getenv, func(d *prf.Diagnostic) { warnings = append(warnings, d) })
+	if err == nil && cmd.Help == cli.NoHelp {
+		if len(cmd.Names) == 0 {
+			// No program (an empty name is one): the usage (original.md §2.9).
+			cmd.Help = cli.UsageHelp
+		} else if cmd.Options.appendErrors && cmd.Options.errorFile == "" {
+			warnings = append(warnings, prf.NoErrorFile())
+		}
+	}
+	if status, done := tool.Start(stdout, stderr, cmd, warnings, err); done {
 		return status
 	}
+	o := &cmd.Options
 	diag := stderr
-	report := func(severity string, err error) { cli.Profile.Report(diag, severity, err) }
-	if opts.ErrorFile != "" {
+	if o.errorFile != "" {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if opts.Append {
+		if o.appendErrors {
 			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 		}
-		f, err := os.OpenFile(opts.ErrorFile, flags, 0o644)
+		f, err := os.OpenFile(o.errorFile, flags, 0o644)
 		if err != nil {
-			report("fatal error", prf.Wrap(err, 1011, "cannot open file %s", opts.ErrorFile))
+			prf.Write(stderr, tool.Name, prf.CannotOpen(o.errorFile, err))
 			return 1
 		}
 		defer f.Close()
 		diag = f
 	}
-	status, err := profileProgram(opts, func(err error) { report("warning", err) })
+	status, err := profileProgram(o, cmd.Names[0], cmd.Args, func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) })
 	if err != nil {
-		report("fatal error", err)
-		return 1
+		prf.Write(diag, tool.Name, err)
+		return prf.ExitStatus(err)
 	}
 	return status
 }
 
 // profileProgram runs the program and writes the .pbo; it returns the exit
 // status of PROFILE.
-func profileProgram(opts *cli.ProfileOptions, warn func(error)) (int, error) {
-	pbi := cli.WithExt(opts.Input, ".pbi")
-	if opts.Input == "" {
-		pbi = cli.DataName(opts.Program, ".pbi")
+func profileProgram(o *options, program string, args []string, warn func(*prf.Diagnostic)) (int, error) {
+	pbi := cli.WithExt(o.input, ".pbi")
+	if o.input == "" {
+		pbi = cli.DataName(program, ".pbi")
 	}
-	pbo := cli.WithExt(opts.Output, ".pbo")
-	if opts.Output == "" {
+	pbi = cli.FindFile(pbi)
+	pbo := cli.WithExt(o.output, ".pbo")
+	if o.output == "" {
 		pbo = strings.TrimSuffix(filepath.Base(pbi), filepath.Ext(pbi)) + ".pbo"
 	}
 	plan, err := datafile.OpenPlan(pbi)
 	if err != nil {
-		return 0, err
+		var fe *datafile.FileError
+		if errors.As(err, &fe) && fe.Op == datafile.OpOpen {
+			return 0, prf.NoPlan(pbi, program, fe.Err)
+		}
+		return 0, prf.DataFile(err)
 	}
-	path, err := cli.LookPath(opts.Program)
+	path, err := cli.LookPath(program)
 	if err != nil {
-		return 0, prf.Wrap(err, 1011, "cannot open file %s", opts.Program)
+		return 0, prf.CannotOpen(program, err)
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -86,8 +100,8 @@ func profileProgram(opts *cli.ProfileOptions, warn func(error)) (int, error) {
 		Plan:        plan,
 		PlanPath:    pbi,
 		Path:        path,
-		Args:        append([]string{opts.Program}, opts.Args...),
-		CommandLine: commandLine(opts.Program, opts.Args),
+		Args:        append([]string{program}, args...),
+		CommandLine: commandLine(program, args),
 		Env:         os.Environ(),
 		Dir:         dir,
 		Stdin:       os.Stdin,
@@ -100,19 +114,19 @@ func profileProgram(opts *cli.ProfileOptions, warn func(error)) (int, error) {
 		return 0, err
 	}
 	if err := datafile.SaveCounts(pbo, res.Counts); err != nil {
-		return 0, err
+		return 0, prf.DataFile(err)
 	}
 	status := 0
-	if opts.ExitCode {
+	if o.exitCode {
 		status = res.Status()
 	}
 	if run := res.Counts.Run; run.Incomplete {
-		err := prf.Errorf(1643, "%s; the counts written to %s are incomplete", run.Reason, pbo)
-		if opts.ExitCode {
-			warn(err)
+		d := prf.Incomplete(run.Reason, pbo)
+		if o.exitCode {
+			warn(d.AsWarning())
 			return status, nil
 		}
-		return 0, err
+		return 0, d
 	}
 	return status, nil
 }

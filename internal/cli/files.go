@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,12 +11,15 @@ import (
 
 // LookPath finds a program as a shell would, except that a name without a
 // slash that is a file in the current directory is taken from there
-// (linux.md). It returns an absolute path.
+// (docs/design/linux.md), and that a name typed in another case than on
+// disk is found as [FindFile] finds it. It returns an absolute path.
 func LookPath(name string) (string, error) {
 	if !strings.Contains(name, "/") {
-		if st, err := os.Stat(name); err == nil && !st.IsDir() {
-			return filepath.Abs(name)
+		if st, err := os.Stat(FindFile(name)); err == nil && !st.IsDir() {
+			return filepath.Abs(FindFile(name))
 		}
+	} else {
+		name = FindFile(name)
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -26,6 +30,43 @@ func LookPath(name string) (string, error) {
 		return "", err
 	}
 	return filepath.Abs(p)
+}
+
+// FindFile returns name when a file of that name exists. Otherwise, when
+// its directory holds exactly one entry whose name differs from name's last
+// element only in case, it returns that entry, so that plist FCOUNT.PBT
+// finds fcount.pbt as the original's users on Windows typed it. Otherwise
+// it returns name, and opening it fails with the system's reason. Only the
+// last element is matched this way; directories must be typed as they are.
+func FindFile(name string) string {
+	if _, err := os.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+		return name
+	}
+	dir, base := filepath.Split(name)
+	if base == "" {
+		return name
+	}
+	list := dir
+	if list == "" {
+		list = "."
+	}
+	entries, err := os.ReadDir(list)
+	if err != nil {
+		return name
+	}
+	match := ""
+	for _, e := range entries {
+		if strings.EqualFold(e.Name(), base) {
+			if match != "" {
+				return name // ambiguous: FCOUNT.pbt and fcount.PBT
+			}
+			match = e.Name()
+		}
+	}
+	if match == "" {
+		return name
+	}
+	return dir + match
 }
 
 // WithExt adds ext (".pbt") to a file name that has none, as the original

@@ -59,6 +59,9 @@ func TestLookPath(t *testing.T) {
 		{name: "missing", arg: "nosuch", wantErr: exec.ErrNotFound},
 		{name: "missing with slash", arg: "sub/nosuch", wantErr: fs.ErrNotExist},
 		{name: "empty", arg: "", wantErr: exec.ErrNotFound},
+		{name: "another case, current directory", arg: "LOCAL", want: filepath.Join(cwd, "local")},
+		{name: "another case, with slash", arg: "sub/TOOL", want: filepath.Join(cwd, "sub", "tool")},
+		{name: "another case is not looked for on PATH", arg: "ONPATH", wantErr: exec.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,5 +114,36 @@ func TestDataName(t *testing.T) {
 				t.Errorf("DataName(%q, %q) = %q, want %q", tt.program, tt.ext, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFindFile checks the case-insensitive lookup of docs/linux.md: an
+// exact name wins, another case is found when it is the only match, and
+// only the last element is folded.
+func TestFindFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"fcount.pbt", "Mixed.PBO", "twice.pbt", "TWICE.pbt", "sub/inner.pbi"} {
+		writeProgram(t, dir, name, 0o644)
+	}
+	t.Chdir(dir)
+	tests := []struct{ name, want string }{
+		{"fcount.pbt", "fcount.pbt"},
+		{"FCOUNT.PBT", "fcount.pbt"},
+		{"Fcount.pbt", "fcount.pbt"},
+		{"mixed.pbo", "Mixed.PBO"},
+		{"./FCOUNT.pbt", "./fcount.pbt"},
+		{dir + "/FCOUNT.PBT", dir + "/fcount.pbt"},
+		{"sub/INNER.PBI", "sub/inner.pbi"},
+		{"SUB/inner.pbi", "SUB/inner.pbi"}, // directories are not folded
+		{"twice.pbt", "twice.pbt"},         // exact
+		{"Twice.pbt", "Twice.pbt"},         // ambiguous: left to fail
+		{"nosuch.pbt", "nosuch.pbt"},
+		{"nodir/x.pbt", "nodir/x.pbt"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := FindFile(tt.name); got != tt.want {
+			t.Errorf("FindFile(%q) = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -31,9 +30,10 @@ var errResponseTooLarge = errors.New("response files exceed 4 MiB in total")
 type readFunc func(name string, limit int) ([]byte, error)
 
 // readFile reads a response file from the file system, never more than
-// limit+1 bytes (a response file may be a FIFO or /dev/zero).
+// limit+1 bytes (a response file may be a FIFO or /dev/zero). A name typed
+// in another case than on disk is found as [FindFile] finds it.
 func readFile(name string, limit int) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := os.Open(FindFile(name))
 	if err != nil {
 		return nil, err
 	}
@@ -111,27 +111,16 @@ func (s *tokenStream) rest() []string {
 // the top frame, so the file's level is the number of open frames.
 func (s *tokenStream) open(name string) error {
 	if name == "" {
-		return usageErrorf(1201, "missing filename after @")
+		return prf.MissingResponseFile()
 	}
 	if len(s.frames) > maxNesting {
-		return usageErrorf(1202, "response files nested too deeply")
+		return prf.NestedResponseFiles()
 	}
 	data, err := s.read(name, s.budget)
 	if err != nil {
-		return &UsageError{Err: prf.Wrap(cause(err), 1011, "cannot open file %s", name)}
+		return prf.CannotOpenResponseFile(name, err)
 	}
 	s.budget -= len(data)
 	s.frames = append(s.frames, strings.Fields(string(data)))
 	return nil
-}
-
-// cause strips the operation and file name from a file-system error, which
-// the PRF1011 text already names: "cannot open file x.rsp: no such file or
-// directory".
-func cause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

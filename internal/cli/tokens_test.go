@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // writeFiles writes name=content files into dir.
@@ -39,70 +39,45 @@ func chain(n int) map[string]string {
 func TestResponseFiles(t *testing.T) {
 	tests := []struct {
 		name  string
-		tool  Tool
 		args  string
 		files map[string]string
-		want  any
+		list  []string // the List the command line gives
 		err   string
 	}{
-		// plist-response-file
-		{name: "plist", tool: Plist, args: "@resp.txt fcount", files: map[string]string{"resp.txt": "/nologo /sn\r\n"},
-			want: plistWant(func(o *PlistOptions) { o.NoLogo, o.Sort = true, SortName })},
-		{name: "split on any white space, no quoting", tool: Prep, args: "@r prog", files: map[string]string{"r": "\t/inc\na(1-2,\t3-4)\r\n\n /fc "},
-			want: prepWant(func(o *PrepOptions) {
-				o.Method, o.Specs = datafile.FuncCounting, []Spec{{Include, "a(1-2,"}}
-				o.Programs = []string{"3-4)", "prog"}
-			})},
-		{name: "argument in the next file", tool: Prep, args: "/oi @r prog", files: map[string]string{"r": "out.pbi /fc"},
-			want: prepWant(func(o *PrepOptions) { o.OutputPBI, o.Method = "out.pbi", datafile.FuncCounting })},
-		{name: "argument after the file", tool: Prep, args: "@r out.pbi prog", files: map[string]string{"r": "/oi"},
-			want: prepWant(func(o *PrepOptions) { o.OutputPBI = "out.pbi" })},
-		{name: "empty file", tool: Plist, args: "@empty fcount", files: map[string]string{"empty": ""},
-			want: plistWant(nil)},
-		{name: "8 levels", tool: Plist, args: "@r1 fcount", files: chain(8),
-			want: plistWant(func(o *PlistOptions) { o.NoLogo = true })},
-		{name: "9 levels", tool: Plist, args: "@r1 fcount", files: chain(9),
-			err: "plist: fatal error PRF1202: response files nested too deeply"},
-		{name: "same file twice", tool: Prep, args: "@r @r prog", files: map[string]string{"r": "/inc x"},
-			want: prepWant(func(o *PrepOptions) { o.Specs = []Spec{{Include, "x"}, {Include, "x"}} })},
-		{name: "missing", tool: Prep, args: "@nosuch.rsp",
-			err: "prep: fatal error PRF1011: cannot open file nosuch.rsp: no such file or directory"},
-		{name: "missing nested", tool: Plist, args: "@r fcount", files: map[string]string{"r": "/nologo @sub/nosuch"},
-			err: "plist: fatal error PRF1011: cannot open file sub/nosuch: no such file or directory"},
-		{name: "directory", tool: Plist, args: "@. fcount",
-			err: "plist: fatal error PRF1011: cannot open file .: is a directory"},
-		{name: "too large", tool: Plist, args: "@big fcount", files: map[string]string{"big": strings.Repeat(" ", maxResponseBytes+1)},
-			err: "plist: fatal error PRF1011: cannot open file big: response files exceed 4 MiB in total"},
-		{name: "too large together", tool: Plist, args: "@half @half @half fcount",
+		{name: "CR LF lines", args: "@resp.txt prog", files: map[string]string{"resp.txt": "/inc a\r\n/exc b\r\n"}, list: []string{"+a", "-b"}},
+		{name: "argument after the file", args: "@r x prog", files: map[string]string{"r": "/inc"}, list: []string{"+x"}},
+		{name: "empty file", args: "@empty prog", files: map[string]string{"empty": ""}},
+		{name: "8 levels", args: "@r1 prog", files: chain(8)},
+		{name: "9 levels", args: "@r1 prog", files: chain(9), err: "toy: fatal error PRF1202: response files nested too deeply"},
+		{name: "same file twice", args: "@r @r prog", files: map[string]string{"r": "/exc x"}, list: []string{"-x", "-x"}},
+		{name: "name in another case", args: "@RESP prog", files: map[string]string{"resp": "/inc y"}, list: []string{"+y"}},
+		{name: "missing", args: "@nosuch.rsp", err: "toy: fatal error PRF1011: cannot open file nosuch.rsp: no such file or directory"},
+		{name: "missing nested", args: "@r prog", files: map[string]string{"r": "/nologo @sub/nosuch"},
+			err: "toy: fatal error PRF1011: cannot open file sub/nosuch: no such file or directory"},
+		{name: "directory", args: "@. prog", err: "toy: fatal error PRF1011: cannot open file .: is a directory"},
+		{name: "too large", args: "@big prog", files: map[string]string{"big": strings.Repeat(" ", maxResponseBytes+1)},
+			err: "toy: fatal error PRF1011: cannot open file big: response files exceed 4 MiB in total"},
+		{name: "too large together", args: "@half @half @half prog",
 			files: map[string]string{"half": "/nologo" + strings.Repeat(" ", maxResponseBytes/2)},
-			err:   "plist: fatal error PRF1011: cannot open file half: response files exceed 4 MiB in total"},
-		{name: "after end of options", tool: Plist, args: "-- @r", files: map[string]string{"r": "/nologo"},
-			want: plistWant(func(o *PlistOptions) { o.Input = "@r" })},
+			err:   "toy: fatal error PRF1011: cannot open file half: response files exceed 4 MiB in total"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, tt.files)
 			t.Chdir(dir)
-			var opts any
-			var err error
-			switch tt.tool {
-			case Prep:
-				opts, err = ParsePrep(words(tt.args), nil, nil)
-			case Plist:
-				opts, err = ParsePlist(words(tt.args), nil, nil)
-			}
+			c, err := toyTool().Parse(words(tt.args), nil, nil)
 			if tt.err != "" {
-				if got := fatal(tt.tool, err); got != tt.err {
-					t.Errorf("%s %s:\n got %s\nwant %s", tt.tool.Name, tt.args, got, tt.err)
+				if err == nil || prf.Line("toy", err) != tt.err {
+					t.Errorf("toy %s:\n got %v\nwant %s", tt.args, err, tt.err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("%s %s: %v", tt.tool.Name, tt.args, err)
+				t.Fatalf("toy %s: %v", tt.args, err)
 			}
-			if diff := cmp.Diff(tt.want, opts, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s %s: options (-want +got):\n%s", tt.tool.Name, tt.args, diff)
+			if !cmp.Equal(c.Options.List, tt.list, cmpopts.EquateEmpty()) || !cmp.Equal(c.Names, []string{"prog"}) {
+				t.Errorf("toy %s: list %q, names %q; want %q, [prog]", tt.args, c.Options.List, c.Names, tt.list)
 			}
 		})
 	}
@@ -111,16 +86,12 @@ func TestResponseFiles(t *testing.T) {
 // TestResponseFileInEnv expands a response file named by the environment
 // variable, before the arguments.
 func TestResponseFileInEnv(t *testing.T) {
-	opts, _, err := parseAny(t, Prep, words("/inc c prog"), "/exc a @r", map[string]string{"r": "/inc b /nologo"})
+	c, _, err := parseToy(t, toyTool(), words("/inc c prog"), "/exc a @r", map[string]string{"r": "/inc b /nologo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := prepWant(func(o *PrepOptions) {
-		o.NoLogo = true
-		o.Specs = []Spec{{Exclude, "a"}, {Include, "b"}, {Include, "c"}}
-	})
-	if diff := cmp.Diff(want, opts, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("options (-want +got):\n%s", diff)
+	if want := []string{"-a", "+b", "+c"}; !cmp.Equal(c.Options.List, want) || !c.NoLogo {
+		t.Errorf("list %q, NoLogo %v; want %q, true", c.Options.List, c.NoLogo, want)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -70,7 +71,7 @@ func ReadBuildID(path string) (id []byte, err error) {
 
 // findBuildID reads a note area of size bytes (at most MaxNoteSize) and
 // returns the build ID among its notes, or nil.
-func findBuildID(r interface{ ReadAt([]byte, int64) (int, error) }, size uint64, bo binary.ByteOrder) []byte {
+func findBuildID(r io.ReaderAt, size uint64, bo binary.ByteOrder) []byte {
 	if size == 0 || size > MaxNoteSize {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -81,7 +80,7 @@ func TestBuildIDOfRealFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	goOut := filepath.Join(dir, "goprog")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-ldflags=-B 0x0123456789abcdef", "-o", goOut, goSrc)
+	cmd := exec.Command("go", "build", "-ldflags=-B 0x0123456789abcdef", "-o", goOut, goSrc)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0", "GO111MODULE=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)

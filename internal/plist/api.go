@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Sort is a sort switch of PLIST (original.md §5.4).
@@ -88,9 +89,9 @@ type Options struct {
 	Now time.Time
 	// Path is the .pbt's path, named in warning PRF1481.
 	Path string
-	// Warn receives the warnings (PRF1481, PRF4481, as *prf.Error) before
-	// the report is written; nil discards them.
-	Warn func(error)
+	// Warn receives the warnings (PRF1481, PRF4481) before the report is
+	// written; nil discards them.
+	Warn func(*prf.Diagnostic)
 	// Demangle turns a stored name into the displayed one; nil means the
 	// default demangler (C++ and Rust, legacy and v0; other names as they
 	// are). Unused with Mangled.

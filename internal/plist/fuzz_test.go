@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // FuzzGenerate checks that no valid merged profile, with any options,
@@ -41,7 +42,7 @@ func FuzzGenerate(f *testing.F) {
 			PageWidth:      width % 1000,
 			PageLength:     length % 1000,
 			TabWidth:       2,
-			Warn:           func(error) {},
+			Warn:           func(*prf.Diagnostic) {},
 		}
 		_ = Generate(io.Discard, m, o)
 	})

@@ -547,7 +547,7 @@ func TestOriginalGoldens(t *testing.T) {
 				o := optionsFromCommand(t, cmdline, dir)
 				o.Demangle = msvcDemangle
 				var warnings []int
-				o.Warn = func(err error) { warnings = append(warnings, prf.Code(err)) }
+				o.Warn = func(d *prf.Diagnostic) { warnings = append(warnings, d.Code) }
 				pbt := c.pbt(dir)
 				if err := pbt.Validate(); err != nil {
 					t.Fatalf("the test's profile: %v", err)

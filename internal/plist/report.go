@@ -82,7 +82,7 @@ func (r *report) write(w io.Writer) error {
 	if method.IsTiming() && len(r.m.Runs) == 0 {
 		// The original computed times with the clock frequency of the first
 		// run, which a .pbt that never ran does not have.
-		r.warn(prf.Errorf(4481, "clock frequency is zero"))
+		r.warn(prf.ClockZero())
 	}
 	var err error
 	if r.o.Tab {
@@ -101,7 +101,7 @@ func (r *report) writeListing(w io.Writer) error {
 	var ok bool
 	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
 	if !ok {
-		r.warn(prf.Errorf(1481, "%s inconsistent with sorting type", r.o.Path))
+		r.warn(prf.SortMismatch(r.o.Path))
 	}
 	p := newPrinter(w, r.o, r.pageHeader())
 	if r.plan.Method.IsFunction() {
@@ -112,9 +112,9 @@ func (r *report) writeListing(w io.Writer) error {
 	return p.flush()
 }
 
-func (r *report) warn(err error) {
+func (r *report) warn(d *prf.Diagnostic) {
 	if r.o.Warn != nil {
-		r.o.Warn(err)
+		r.o.Warn(d)
 	}
 }
 

@@ -289,7 +289,7 @@ func TestLinuxGoldens(t *testing.T) {
 			o.Now = linuxNow
 			o.Path = g.input + ".pbt"
 			var out bytes.Buffer
-			o.Warn = func(err error) { out.WriteString(prf.Format("plist", "warning", err) + "\n") }
+			o.Warn = func(d *prf.Diagnostic) { prf.Write(&out, "plist", d) }
 			if err := Generate(&out, m, o); err != nil {
 				t.Fatalf("Generate: %v", err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 func TestFixed(t *testing.T) {
@@ -228,7 +229,7 @@ func TestGenerateErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			warned := false
-			tt.o.Warn = func(error) { warned = true }
+			tt.o.Warn = func(*prf.Diagnostic) { warned = true }
 			err := Generate(io.Discard, tt.m, tt.o)
 			got := ""
 			if err != nil {

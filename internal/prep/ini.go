@@ -111,7 +111,7 @@ func parseDirective(line string) (Spec, error) {
 // open file" through warn, as the original did. A file that exists but
 // cannot be read, or is malformed, is an error. The specifications of
 // profiler.ini have Default set.
-func DefaultSpecs(prepBinaryDir string, getenv func(string) string, cwd string, warn func(error)) ([]Spec, error) {
+func DefaultSpecs(prepBinaryDir string, getenv func(string) string, cwd string, warn func(*prf.Diagnostic)) ([]Spec, error) {
 	specs, err := readProfilerIni(prepBinaryDir)
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func readProfilerIni(dir string) ([]Spec, error) {
 
 // readToolsIni reads tools.ini (or TOOLS.INI) from dir. When neither exists
 // it warns with PRF1011 unless quiet.
-func readToolsIni(dir string, quiet bool, warn func(error)) ([]Spec, error) {
+func readToolsIni(dir string, quiet bool, warn func(*prf.Diagnostic)) ([]Spec, error) {
 	lower := filepath.Join(dir, "tools.ini")
 	for _, name := range []string{lower, filepath.Join(dir, "TOOLS.INI")} {
 		specs, err := readIniFile(name)
@@ -158,7 +158,7 @@ func readToolsIni(dir string, quiet bool, warn func(error)) ([]Spec, error) {
 		if err != nil {
 			abs = lower
 		}
-		warn(prf.Errorf(1011, "cannot open file %s", abs))
+		warn(prf.ToolsIniMissing(abs))
 	}
 	return nil, nil
 }
@@ -171,19 +171,8 @@ func readIniFile(name string) ([]Spec, error) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, openError(name, err)
+		return nil, prf.CannotOpen(name, err)
 	}
 	defer f.Close()
 	return ReadIni(f, name)
-}
-
-// openError is PRF1011 for a file that could not be opened, with the
-// system's reason ("no such file or directory") rather than Go's whole
-// *PathError text.
-func openError(name string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return prf.Wrap(err, 1011, "cannot open file %s", name)
 }

@@ -183,7 +183,7 @@ func TestDefaultSpecs(t *testing.T) {
 				env["INIT"] = missing
 			}
 			var warnings []string
-			got, err := DefaultSpecs(bin, func(k string) string { return env[k] }, cwd, func(err error) {
+			got, err := DefaultSpecs(bin, func(k string) string { return env[k] }, cwd, func(err *prf.Diagnostic) {
 				warnings = append(warnings, fmt.Sprintf("PRF%d %s", prf.Code(err), strings.ReplaceAll(err.Error(), missing, "MISSING")))
 			})
 			if err != nil {
@@ -205,7 +205,7 @@ func TestDefaultSpecsErrors(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cwd, "tools.ini"), []byte("[profiler]\ninclude:x.c()\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := DefaultSpecs("", func(string) string { return "" }, cwd, func(error) {})
+		_, err := DefaultSpecs("", func(string) string { return "" }, cwd, func(*prf.Diagnostic) {})
 		if prf.Code(err) != 1422 {
 			t.Errorf("DefaultSpecs = %v, want PRF1422", err)
 		}
@@ -216,7 +216,7 @@ func TestDefaultSpecsErrors(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(bin, "profiler.ini"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := DefaultSpecs(bin, func(string) string { return "" }, t.TempDir(), func(error) {}); err == nil {
+		if _, err := DefaultSpecs(bin, func(string) string { return "" }, t.TempDir(), func(*prf.Diagnostic) {}); err == nil {
 			t.Error("DefaultSpecs succeeded, want an error")
 		}
 	})

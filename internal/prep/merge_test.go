@@ -74,7 +74,7 @@ func TestMergeAdds(t *testing.T) {
 	// The same .pbo twice counts twice: there is no duplicate detection.
 	pbos = append(pbos, pbos[0])
 	var warnings []error
-	if err := Merge(pbt, pbos, pbt, func(err error) { warnings = append(warnings, err) }); err != nil {
+	if err := Merge(pbt, pbos, pbt, func(err *prf.Diagnostic) { warnings = append(warnings, err) }); err != nil {
 		t.Fatalf("Merge: %v", err)
 	}
 	if len(warnings) != 0 {
@@ -145,7 +145,7 @@ func TestMergeIncompleteRun(t *testing.T) {
 	c.Run.Incomplete, c.Run.Reason = true, "killed by signal 9 (SIGKILL)"
 	pbt, pbos := mergeFixture(t, p, c)
 	var warnings []string
-	if err := Merge(pbt, pbos, pbt, func(err error) { warnings = append(warnings, err.Error()) }); err != nil {
+	if err := Merge(pbt, pbos, pbt, func(err *prf.Diagnostic) { warnings = append(warnings, err.Error()) }); err != nil {
 		t.Fatalf("Merge: %v", err)
 	}
 	want := []string{pbos[0] + " holds an incomplete run (killed by signal 9 (SIGKILL)): its counts stop where the run stopped"}
@@ -201,7 +201,7 @@ func TestMergeErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("Merge succeeded, want an error")
 			}
-			msg := strings.ReplaceAll(err.(*prf.Error).Text, dir, "DIR")
+			msg := strings.ReplaceAll(err.(*prf.Diagnostic).Text, dir, "DIR")
 			if prf.Code(err) != tt.code || msg != tt.msg {
 				t.Errorf("Merge = PRF%d %q, want PRF%d %q", prf.Code(err), msg, tt.code, tt.msg)
 			}

@@ -2,13 +2,13 @@ package prep
 
 import (
 	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/dwarf"
@@ -39,30 +39,38 @@ type Options struct {
 	Calibration int64
 	// Warn receives the warnings (PRF4106, PRF4524, PRF4525...); nil drops
 	// them.
-	Warn func(error)
+	Warn func(*prf.Diagnostic)
 }
 
 // BuildPlan is phase I: it reads the programs and returns the plan of what
 // to profile.
 //
-// Every selected function's entry is decoded: a function whose first
-// instruction does not decode or is a trap is dropped with warning PRF4525,
-// never planted. Functions are in module order, then by entry address. The
+// Every selected function's site is checked by decoding the function from
+// its entry through the site's instruction: a site that is not on an
+// instruction boundary, does not decode or is a trap is dropped with warning
+// PRF4525, never planted. Functions are in module order, then by entry address. The
 // /SF name is looked up among the selected functions by stored or demangled
 // name: PRF4524 (a warning; nothing will be counted) when none has it,
 // PRF1522 when several do. Fatal errors carry the original's numbers:
 // PRF1421 (no program), PRF1423 (more than eight), PRF1422 (a malformed
 // specification), PRF1011 (a program that cannot be opened), PRF1401 (not an
 // ELF executable or shared library), PRF1307 (modules of different
-// architectures), PRF1521 (no function left).
+// architectures), PRF1521 (no function left; with where debugging
+// information can come from when the program is stripped).
 //
-// Line profiles (/LC, /LV) and function sampling (/FS) are not available
-// yet: BuildPlan refuses them with PRF1001 after the checks common to all
-// methods.
+// What this version cannot do yet (prf.Unavailable: function timing, line
+// profiles, function sampling, /SF, /AT, /CB) is refused with PRF1001 after
+// the checks common to all methods.
 func BuildPlan(o Options) (*datafile.Plan, error) {
+	return buildPlan(o, Unavailable)
+}
+
+// buildPlan is BuildPlan with the availability check given: nil plans
+// everything PREP knows how to plan, for the tests.
+func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, error) {
 	warn := o.Warn
 	if warn == nil {
-		warn = func(error) {}
+		warn = func(*prf.Diagnostic) {}
 	}
 	if err := checkOptions(&o); err != nil {
 		return nil, err
@@ -73,11 +81,14 @@ func BuildPlan(o Options) (*datafile.Plan, error) {
 	}
 	start := o.Start
 	if start != "" && (!o.Method.IsFunction() || o.Method == datafile.FuncSampling) {
-		warn(prf.Errorf(4107, "/SF option not valid for line-level or sample profiles"))
+		warn(prf.StartIgnored())
 		start = ""
 	}
-	if o.Method != datafile.FuncCounting && o.Method != datafile.FuncTiming && o.Method != datafile.FuncCoverage {
-		return nil, prf.Errorf(1001, "%s profiles are not available yet", strings.ToLower(o.Method.Words()))
+	if unavailable != nil {
+		o.Start = start
+		if err := unavailable(o); err != nil {
+			return nil, err
+		}
 	}
 
 	mods, err := openModules(o.Programs)
@@ -91,7 +102,7 @@ func BuildPlan(o Options) (*datafile.Plan, error) {
 	}()
 	for _, m := range mods {
 		for _, w := range m.file.Warnings {
-			warn(errors.New(w))
+			warn(prf.DebugInfo(w))
 		}
 	}
 
@@ -108,7 +119,10 @@ func BuildPlan(o Options) (*datafile.Plan, error) {
 	}
 	plan.Funcs = selectFunctions(mods, patterns, warn)
 	if len(plan.Funcs) == 0 {
-		return nil, prf.Errorf(1521, "no functions marked for profiling in module %s", mods[0].module.Path)
+		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
+			return nil, prf.Stripped(mods[0].module.Path, hex.EncodeToString(f.BuildID))
+		}
+		return nil, prf.NoFunctions(mods[0].module.Path)
 	}
 	if start != "" {
 		if plan.StartIndex, err = findStart(plan.Funcs, start, warn); err != nil {
@@ -119,15 +133,43 @@ func BuildPlan(o Options) (*datafile.Plan, error) {
 	return plan, nil
 }
 
+// Unavailable returns PRF1001 for the first thing o asks that this version
+// cannot do yet (the profile type, then /SF, /AT and /CB, as prf's one list
+// says), or nil.
+func Unavailable(o Options) error {
+	features := map[datafile.Method]prf.Feature{
+		datafile.FuncTiming:   prf.FunctionTiming,
+		datafile.FuncSampling: prf.FunctionSampling,
+		datafile.LineCounting: prf.LineCounting,
+		datafile.LineCoverage: prf.LineCoverage,
+	}
+	if f, ok := features[o.Method]; ok {
+		if err := prf.Unavailable(f); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		asked bool
+		f     prf.Feature
+	}{{o.Start != "", prf.StartFunction}, {o.Attribution, prf.Attribution}, {o.Calibration >= 0, prf.Calibration}} {
+		if c.asked {
+			if err := prf.Unavailable(c.f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // checkOptions refuses options no command line can give.
 func checkOptions(o *Options) error {
 	switch {
 	case !o.Method.Valid():
 		return fmt.Errorf("build plan: unknown profile method %d", uint16(o.Method))
 	case len(o.Programs) == 0:
-		return prf.Errorf(1421, "no input specified")
+		return prf.NoInput()
 	case len(o.Programs) > MaxPrograms:
-		return prf.Errorf(1423, "number of modules exceeds %d", MaxPrograms)
+		return prf.TooManyModules(MaxPrograms)
 	case o.Stack < 0:
 		return fmt.Errorf("build plan: negative stack depth %d", o.Stack)
 	case o.Calibration < -1:
@@ -170,7 +212,7 @@ func openModules(programs []string) ([]*openModule, error) {
 	for _, name := range programs {
 		abs, err := filepath.Abs(name)
 		if err != nil {
-			return fail(prf.Wrap(err, 1011, "cannot open file %s", name))
+			return fail(prf.CannotOpen(name, err))
 		}
 		if seen[abs] {
 			continue
@@ -182,7 +224,7 @@ func openModules(programs []string) ([]*openModule, error) {
 		}
 		mods = append(mods, m)
 		if m.module.Arch != mods[0].module.Arch {
-			return fail(prf.Errorf(1307, "CPU type of module %s is different from initial one", abs))
+			return fail(prf.OtherCPU(abs))
 		}
 		if m.arch, err = instr.ForName(m.module.Arch); err != nil {
 			return fail(fmt.Errorf("open %s: %w", abs, err))
@@ -196,16 +238,16 @@ func openProgram(abs string) (*openModule, error) {
 	st, err := os.Stat(abs)
 	switch {
 	case err != nil:
-		return nil, openError(abs, err)
+		return nil, prf.CannotOpen(abs, err)
 	case st.IsDir():
-		return nil, prf.Errorf(1401, "%s: not an ELF executable or shared library", abs)
+		return nil, prf.NotELF(abs)
 	}
 	f, err := dwarf.Open(abs)
 	switch {
 	case errors.Is(err, dwarf.ErrNotELF), errors.Is(err, dwarf.ErrNotExecutable):
-		return nil, prf.Errorf(1401, "%s: not an ELF executable or shared library", abs)
+		return nil, prf.NotELF(abs)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-		return nil, openError(abs, err)
+		return nil, prf.CannotOpen(abs, err)
 	case err != nil:
 		return nil, err
 	}
@@ -224,7 +266,7 @@ func openProgram(abs string) (*openModule, error) {
 // selectFunctions applies the specifications to the functions of all
 // modules, checks the entries of those selected, and returns them in module
 // order, then by entry.
-func selectFunctions(mods []*openModule, patterns []pattern, warn func(error)) []datafile.Func {
+func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) []datafile.Func {
 	type origin struct {
 		mod int
 		fn  *dwarf.Func
@@ -244,15 +286,16 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(error)) [
 			continue
 		}
 		m, fn := mods[origins[i].mod], origins[i].fn
-		if err := checkEntry(m, fn); err != nil {
-			warn(prf.Wrap(err, 4525, "cannot profile function %s in file %s", fn.Name, m.module.Path))
+		site := entrySite(m, fn)
+		if err := checkSite(m, fn, site); err != nil {
+			warn(prf.CannotProfileFunction(fn.Name, m.module.Path, err))
 			continue
 		}
 		funcs = append(funcs, datafile.Func{
 			Module: origins[i].mod,
 			Name:   fn.Name,
 			Source: fn.Source,
-			Entry:  entrySite(m, fn),
+			Entry:  site,
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
 		})
@@ -281,24 +324,39 @@ func newCandidate(m *openModule, fn *dwarf.Func) candidate {
 	return c
 }
 
-// checkEntry decodes the first instruction of fn, where its entry
-// breakpoint goes: it must decode and must not be a trap (a breakpoint
-// there would be taken for the program's own).
-func checkEntry(m *openModule, fn *dwarf.Func) error {
-	n := m.arch.MaxInstLen()
+// checkSite checks the address where fn's breakpoint goes, its entry or
+// the site entrySite chose after a Go stack check, as docs/design/linux.md
+// asks of every breakpoint: fn is decoded from its entry through the site's
+// instruction ([instr.Boundaries]), the site must be on an instruction
+// boundary, and its instruction must not be a trap (a breakpoint there
+// would be taken for the program's own).
+func checkSite(m *openModule, fn *dwarf.Func, site uint64) error {
+	end := site + uint64(m.arch.MaxInstLen())
 	if len(fn.Ranges) > 0 && fn.Ranges[0].Low <= fn.Entry && fn.Entry < fn.Ranges[0].High {
-		n = int(min(uint64(n), fn.Ranges[0].High-fn.Entry))
+		end = min(end, fn.Ranges[0].High)
 	}
-	code, err := m.file.Code(fn.Entry, n)
+	if site < fn.Entry || site >= end {
+		return fmt.Errorf("site %#x outside the function's code", site)
+	}
+	code, err := m.file.Code(fn.Entry, int(end-fn.Entry))
 	if err != nil {
 		return fmt.Errorf("entry %#x: %w", fn.Entry, err)
 	}
-	inst, err := m.arch.Decode(code, fn.Entry)
+	// Decoding may stop after the site, where the code was cut: only the
+	// instructions up to the site matter.
+	bounds, err := instr.Boundaries(m.arch, code, fn.Entry)
+	if !instr.OnBoundary(bounds, site) {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("site %#x is not on an instruction boundary", site)
+	}
+	inst, err := m.arch.Decode(code[site-fn.Entry:], site)
 	if err != nil {
-		return fmt.Errorf("entry %#x: %w", fn.Entry, err)
+		return err
 	}
 	if inst.Kind == instr.Trap {
-		return fmt.Errorf("entry %#x is a trap instruction (%s)", fn.Entry, inst.Text)
+		return fmt.Errorf("site %#x is a trap instruction (%s)", site, inst.Text)
 	}
 	return nil
 }
@@ -376,29 +434,33 @@ func decodeAt(m *openModule, pc, end uint64) (instr.Inst, error) {
 
 // findStart returns the index of the /SF function among funcs: the one whose
 // stored name, or one of whose demangled forms, is name exactly.
-func findStart(funcs []datafile.Func, name string, warn func(error)) (int, error) {
+func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (int, error) {
 	found := -1
 	for i := range funcs {
 		if !slices.Contains(matchNames(funcs[i].Name), name) {
 			continue
 		}
 		if found >= 0 {
-			return -1, prf.Errorf(1522, "more than one function matched entry specification: %s and %s",
-				funcs[found].Name, funcs[i].Name)
+			return -1, prf.TwoStartFunctions(funcs[found].Name, funcs[i].Name)
 		}
 		found = i
 	}
 	if found < 0 {
-		warn(prf.Errorf(4524, "entry function %s not found", name))
+		warn(prf.StartNotFound(name))
 	}
 	return found, nil
 }
 
 // WriteOutputs writes the .pbi of plan to pbiPath and a fresh .pbt, never
-// profiled, to pbtPath, each atomically. Errors carry PRF1013.
-func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string) error {
-	if err := datafile.SavePlan(pbiPath, plan); err != nil {
-		return err
+// profiled, to pbtPath, each atomically. A .pbt at pbtPath that holds runs
+// is replaced all the same, as the original did, with a warning through
+// warn (nil drops it) that they are discarded. Errors carry PRF1013.
+func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string, warn func(*prf.Diagnostic)) error {
+	if old, err := datafile.OpenMerged(pbtPath); err == nil && len(old.Runs) > 0 && warn != nil {
+		warn(prf.RunsDiscarded(pbtPath, len(old.Runs)))
 	}
-	return datafile.SaveMerged(pbtPath, datafile.NewMerged(plan))
+	if err := datafile.SavePlan(pbiPath, plan); err != nil {
+		return prf.DataFile(err)
+	}
+	return prf.DataFile(datafile.SaveMerged(pbtPath, datafile.NewMerged(plan)))
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/dwarf"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -83,7 +86,7 @@ func testdataPath(t *testing.T, name string) string {
 // defaults returns the built-in default selections.
 func defaults(t *testing.T) []Spec {
 	t.Helper()
-	specs, err := DefaultSpecs("", func(string) string { return "" }, t.TempDir(), func(err error) { t.Errorf("warning: %v", err) })
+	specs, err := DefaultSpecs("", func(string) string { return "" }, t.TempDir(), func(err *prf.Diagnostic) { t.Errorf("warning: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,19 +100,23 @@ type planResult struct {
 	warnings []string
 }
 
-// build calls BuildPlan for a function counting profile of programs with
-// the default selections followed by specs.
+// build plans a function counting profile of programs with the default
+// selections followed by specs. It plans what this version cannot profile
+// yet too (the /SF start function): the planning is tested here, what
+// BuildPlan refuses in TestBuildPlanMethods.
 func build(t *testing.T, programs []string, start string, specs ...Spec) planResult {
 	t.Helper()
 	var r planResult
-	r.plan, r.err = BuildPlan(Options{
+	r.plan, r.err = buildPlan(Options{
 		Method:      datafile.FuncCounting,
 		Programs:    programs,
 		Specs:       append(defaults(t), specs...),
 		Start:       start,
 		Calibration: -1,
-		Warn:        func(err error) { r.warnings = append(r.warnings, fmt.Sprintf("PRF%d %v", prf.Code(err), err)) },
-	})
+		Warn: func(err *prf.Diagnostic) {
+			r.warnings = append(r.warnings, fmt.Sprintf("PRF%d %v", prf.Code(err), err))
+		},
+	}, nil)
 	return r
 }
 
@@ -380,8 +387,25 @@ func TestBuildPlanStripped(t *testing.T) {
 
 	run(t, dir, nil, tool(t, "strip"), prog)
 	r = build(t, []string{prog}, "")
-	if prf.Code(r.err) != 1521 {
-		t.Errorf("fully stripped: BuildPlan = %v, want PRF1521", r.err)
+	var d *prf.Diagnostic
+	if !errors.As(r.err, &d) || d.Code != 1521 {
+		t.Fatalf("fully stripped: BuildPlan = %v, want PRF1521", r.err)
+	}
+	// It says why, and where debugging information can come from: the
+	// dbgsym package, a .debug file by its debug link or build ID.
+	f, err := dwarf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id := hex.EncodeToString(f.BuildID)
+	for _, want := range []string{"-dbgsym", filepath.Base(prog) + ".debug", "/usr/lib/debug/.build-id/" + id[:2] + "/" + id[2:] + ".debug"} {
+		if !strings.Contains(d.Hint, want) {
+			t.Errorf("hint %q does not mention %q", d.Hint, want)
+		}
+	}
+	if !strings.Contains(r.err.Error(), "no debugging information and no symbol table") {
+		t.Errorf("error %q does not say why", r.err)
 	}
 }
 
@@ -395,8 +419,12 @@ func TestBuildPlanTrapEntries(t *testing.T) {
 	if len(r.warnings) != 2 {
 		t.Fatalf("warnings = %q, want two", r.warnings)
 	}
+	why := map[string]string{
+		"trapper":     fmt.Sprintf("site %#x is a trap instruction (int3)", syms["trapper"]),
+		"undecodable": fmt.Sprintf("decode amd64 instruction at %#x", syms["undecodable"]),
+	}
 	for i, name := range sortedByEntry(syms, "trapper", "undecodable") {
-		prefix := fmt.Sprintf("PRF4525 cannot profile function %s in file %s: entry %#x", name, prog, syms[name])
+		prefix := fmt.Sprintf("PRF4525 cannot profile function %s in file %s: %s", name, prog, why[name])
 		if !strings.HasPrefix(r.warnings[i], prefix) {
 			t.Errorf("warning %q, want it to start with %q", r.warnings[i], prefix)
 		}
@@ -525,27 +553,62 @@ func TestBuildPlanInputErrors(t *testing.T) {
 	})
 }
 
+// TestBuildPlanMethods builds a plan of every method and collection
+// option: those this version has are planned, the others refused with
+// PRF1001 as the one list of prf.Unavailable says.
 func TestBuildPlanMethods(t *testing.T) {
 	prog := buildC(t, t.TempDir(), "fixture", "-g", "-O0", "fixture.c")
-	for _, m := range []datafile.Method{datafile.FuncCounting, datafile.FuncTiming, datafile.FuncCoverage} {
-		p, err := BuildPlan(Options{Method: m, Programs: []string{prog}, Specs: defaults(t), Attribution: true, Stack: 3, Calibration: 250})
-		if err != nil {
-			t.Fatalf("%v: %v", m, err)
+	features := map[datafile.Method]prf.Feature{
+		datafile.FuncTiming: prf.FunctionTiming, datafile.FuncSampling: prf.FunctionSampling,
+		datafile.LineCounting: prf.LineCounting, datafile.LineCoverage: prf.LineCoverage,
+	}
+	for _, m := range []datafile.Method{datafile.FuncCounting, datafile.FuncCoverage, datafile.FuncTiming,
+		datafile.LineCounting, datafile.LineCoverage, datafile.FuncSampling} {
+		var warnings []string
+		o := Options{Method: m, Programs: []string{prog}, Specs: defaults(t), Calibration: -1,
+			Warn: func(d *prf.Diagnostic) { warnings = append(warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }}
+		lines := !m.IsFunction() || m == datafile.FuncSampling
+		if lines {
+			o.Start = "main" // ignored with PRF4107
 		}
-		if p.Method != m || !p.Attribution || p.StackDepth != 3 || p.Calibration != 250 || len(p.Funcs) != len(fixtureFuncs) {
-			t.Errorf("%v: plan method %v attribution %v stack %d calibration %d, %d functions", m, p.Method, p.Attribution, p.StackDepth, p.Calibration, len(p.Funcs))
+		p, err := BuildPlan(o)
+		want := prf.Unavailable(features[m])
+		switch {
+		case want != nil:
+			if prf.Code(err) != 1001 || err.Error() != want.Error() {
+				t.Errorf("%v: BuildPlan = PRF%d %v, want PRF1001 %q", m, prf.Code(err), err, want)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", m, err)
+		case p.Method != m || len(p.Funcs) != len(fixtureFuncs):
+			t.Errorf("%v: plan method %v, %d functions", m, p.Method, len(p.Funcs))
+		}
+		if lines {
+			if diff := gocmp.Diff([]string{"PRF4107 /SF option not valid for line-level or sample profiles"}, warnings); diff != "" {
+				t.Errorf("%v: warnings (-want +got):\n%s", m, diff)
+			}
 		}
 	}
-	for _, m := range []datafile.Method{datafile.LineCounting, datafile.LineCoverage, datafile.FuncSampling} {
-		var warnings []string
-		_, err := BuildPlan(Options{Method: m, Programs: []string{prog}, Start: "main", Calibration: -1,
-			Warn: func(err error) { warnings = append(warnings, fmt.Sprintf("PRF%d %v", prf.Code(err), err)) }})
-		want := strings.ToLower(m.Words()[:1]) + m.Words()[1:] + " profiles are not available yet"
-		if prf.Code(err) != 1001 || err.Error() != want {
-			t.Errorf("%v: BuildPlan = PRF%d %v, want PRF1001 %q", m, prf.Code(err), err, want)
-		}
-		if diff := gocmp.Diff([]string{"PRF4107 /SF option not valid for line-level or sample profiles"}, warnings); diff != "" {
-			t.Errorf("%v: warnings (-want +got):\n%s", m, diff)
+	for _, tt := range []struct {
+		name string
+		o    Options
+		f    prf.Feature
+	}{
+		{"start function", Options{Start: "main", Calibration: -1}, prf.StartFunction},
+		{"attribution", Options{Attribution: true, Stack: 3, Calibration: -1}, prf.Attribution},
+		{"calibration", Options{Calibration: 250}, prf.Calibration},
+	} {
+		o := tt.o
+		o.Method, o.Programs, o.Specs = datafile.FuncCounting, []string{prog}, defaults(t)
+		p, err := BuildPlan(o)
+		want := prf.Unavailable(tt.f)
+		switch {
+		case want != nil && (err == nil || err.Error() != want.Error()):
+			t.Errorf("%s: BuildPlan = %v, want %v", tt.name, err, want)
+		case want == nil && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case want == nil && (p.StartFunc != o.Start || p.Attribution != o.Attribution || p.StackDepth != o.Stack || p.Calibration != o.Calibration):
+			t.Errorf("%s: plan %+v", tt.name, p)
 		}
 	}
 }
@@ -555,7 +618,7 @@ func TestWriteOutputs(t *testing.T) {
 	prog := buildC(t, dir, "fixture", "-g", "-O0", "fixture.c")
 	r := mustBuild(t, []string{prog}, "")
 	pbi, pbt := filepath.Join(dir, "fixture.pbi"), filepath.Join(dir, "fixture.pbt")
-	if err := WriteOutputs(r.plan, pbi, pbt); err != nil {
+	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }); err != nil {
 		t.Fatalf("WriteOutputs: %v", err)
 	}
 	plan, err := datafile.OpenPlan(pbi)
@@ -576,7 +639,8 @@ func TestWriteOutputs(t *testing.T) {
 	pbo := filepath.Join(dir, "fixture.pbo")
 	hits := make([]uint64, len(plan.Funcs))
 	hits[0] = 1
-	if err := datafile.SaveCounts(pbo, &datafile.Counts{PlanID: plan.ID, Method: plan.Method, Stats: datafile.Stats{Hits: hits}}); err != nil {
+	run := datafile.Run{ID: datafile.NewRunID()}
+	if err := datafile.SaveCounts(pbo, &datafile.Counts{PlanID: plan.ID, Method: plan.Method, Run: run, Stats: datafile.Stats{Hits: hits}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := Merge(pbt, []string{pbo}, pbt, nil); err != nil {
@@ -585,8 +649,30 @@ func TestWriteOutputs(t *testing.T) {
 	if m, err = datafile.OpenMerged(pbt); err != nil || len(m.Runs) != 1 || m.Stats.Hits[0] != 1 {
 		t.Errorf("merged .pbt: %v, %+v", err, m)
 	}
+	// The same run again is refused, and the database is left as it was.
+	err = Merge(pbt, []string{pbo}, pbt, nil)
+	if want := "the run in " + pbo + " is already in " + pbt; err == nil || err.Error() != want || prf.Code(err) != 0 {
+		t.Errorf("second merge of one run: %v, want %q", err, want)
+	}
+	if m, err = datafile.OpenMerged(pbt); err != nil || len(m.Runs) != 1 || m.Stats.Hits[0] != 1 {
+		t.Errorf(".pbt after the refused merge: %v, %+v", err, m)
+	}
 
-	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt); prf.Code(err) != 1013 {
+	// Phase I again over the database that holds the run: it is replaced,
+	// with a warning that the run is discarded.
+	var warnings []string
+	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"prep: warning: " + pbt + " held 1 run; they are discarded and the new fixture.pbt is empty"}
+	if diff := gocmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if m, err = datafile.OpenMerged(pbt); err != nil || len(m.Runs) != 0 {
+		t.Errorf(".pbt after phase I: %v, %+v", err, m)
+	}
+
+	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs into a missing directory = %v, want PRF1013", err)
 	}
 }

@@ -93,7 +93,7 @@ func (p *pattern) matches(c *candidate) bool {
 // which start selected, and returns which are selected at the end. A
 // specification that is not a default and matched no candidate gives
 // warning PRF4106.
-func applySpecs(cands []candidate, specs []pattern, warn func(error)) []bool {
+func applySpecs(cands []candidate, specs []pattern, warn func(*prf.Diagnostic)) []bool {
 	selected := make([]bool, len(cands))
 	for i := range selected {
 		selected[i] = true
@@ -112,7 +112,7 @@ func applySpecs(cands []candidate, specs []pattern, warn func(error)) []bool {
 			}
 		}
 		if !matched && !p.quiet {
-			warn(prf.Errorf(4106, "function/source/object/lib %s was never matched", p.shown))
+			warn(prf.NeverMatched(p.shown))
 		}
 	}
 	return selected

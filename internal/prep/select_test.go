@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // testCandidates is a program "prog" built from prog.c and util.cpp with
@@ -60,7 +61,7 @@ func selectedNames(t *testing.T, specs ...Spec) ([]string, []string) {
 	}
 	var warnings []string
 	cands := testCandidates()
-	sel := applySpecs(cands, patterns, func(err error) { warnings = append(warnings, err.Error()) })
+	sel := applySpecs(cands, patterns, func(err *prf.Diagnostic) { warnings = append(warnings, err.Error()) })
 	var names []string
 	for i, ok := range sel {
 		if ok {

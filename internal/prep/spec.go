@@ -118,13 +118,13 @@ func parseSpec(s Spec) (pattern, error) {
 			if shown == "" {
 				shown = text
 			}
-			return p, prf.Errorf(1422, "syntax error in /EXC or /INC specification: %s", shown)
+			return p, prf.SpecSyntax(shown)
 		}
 		p.kind, p.glob, p.ranges, p.shown = kindSource, name, ranges, name
 		return p, nil
 	}
 	if text == "" {
-		return p, prf.Errorf(1422, "syntax error in /EXC or /INC specification: %s", text)
+		return p, prf.SpecSyntax(text)
 	}
 	p.kind, p.glob = classify(text), text
 	if strings.ContainsAny(text, "()") {

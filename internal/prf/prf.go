@@ -1,62 +1,152 @@
-// Package prf holds the diagnostics of the three tools: errors and warnings
-// that carry the original's PRF numbers (PRF1011 "cannot open file %s", ...).
+// Package prf is the catalogue of the diagnostics of the three tools: every
+// message prep, profile and plist print, with the original's PRF number
+// where the original had the message ("cannot open file %s" is PRF1011),
+// its severity, and for some a hint that says what to do next.
 //
-// An [Error] wraps its cause, so errors.Is and errors.As see through it; the
-// commands print it as "prep: fatal error PRF1011: cannot open file x.pbt:
-// no such file or directory". This package imports nothing of the project.
+// Each message has one constructor here (catalogue.go), so that its number,
+// text and severity are written once; the packages that detect a problem
+// call the constructor, and the commands print what they get with [Write]:
+//
+//	prep: fatal error PRF1011: cannot open file x.pbt: no such file or directory
+//	prep: warning PRF4106: function/source/object/lib foo was never matched
+//	profile: fatal error: cannot profile an arm64 program on amd64
+//
+// A [Diagnostic] wraps its cause, so errors.Is and errors.As see through it.
+// The package knows the data-file errors of package datafile, to give them
+// their numbers ([DataFile], [Merge]), and nothing else of the project.
 package prf
 
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
-// Error is a diagnostic with a PRF number.
-type Error struct {
-	// Code is the PRF number (1011, 4106, ...).
+// Severity says whether a tool goes on after a diagnostic.
+type Severity uint8
+
+const (
+	// Fatal ends the tool with exit status 1 (2 for a [Diagnostic.Usage]).
+	Fatal Severity = iota
+	// Warning is printed and the tool goes on.
+	Warning
+)
+
+// String returns the word printed before the number: "fatal error" or
+// "warning", as the original printed them.
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "fatal error"
+}
+
+// Diagnostic is one message of the catalogue, with its arguments filled in.
+type Diagnostic struct {
+	// Code is the original's PRF number, or 0 for the messages the
+	// original did not have.
 	Code int
-	// Text is the original's message with its arguments filled in.
+	// Severity is Fatal or Warning.
+	Severity Severity
+	// Usage marks a diagnostic about the command line itself: the tool
+	// exits with status 2 and suggests --help.
+	Usage bool
+	// Text is the message with its arguments.
 	Text string
-	// Err is the underlying cause, or nil.
+	// Hint says what to do next; it is printed on a line of its own, and
+	// may be empty.
+	Hint string
+	// Err is the cause, or nil; its text follows Text after ": ".
 	Err error
 }
 
-// Errorf returns an Error with the given PRF number and message.
-func Errorf(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Text: fmt.Sprintf(format, args...)}
-}
-
-// Wrap returns an Error with the given PRF number and message whose cause is
-// err.
-func Wrap(err error, code int, format string, args ...any) *Error {
-	return &Error{Code: code, Text: fmt.Sprintf(format, args...), Err: err}
-}
-
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return e.Text
+// Error returns the message and its cause, without number or severity.
+func (d *Diagnostic) Error() string {
+	if d.Err == nil {
+		return d.Text
 	}
-	return e.Text + ": " + e.Err.Error()
+	return d.Text + ": " + d.Err.Error()
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the cause.
+func (d *Diagnostic) Unwrap() error { return d.Err }
+
+// AsWarning returns a copy of d printed as a warning: the same message where
+// the tool can go on (PROFILE /X after an incomplete run).
+func (d *Diagnostic) AsWarning() *Diagnostic {
+	w := *d
+	w.Severity = Warning
+	return &w
+}
 
 // Code returns the PRF number carried by err, or 0.
 func Code(err error) int {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
+	var d *Diagnostic
+	if errors.As(err, &d) {
+		return d.Code
 	}
 	return 0
 }
 
-// Format renders a diagnostic line as the tools print it on stderr:
-// "<tool>: <severity> PRF<nnnn>: <text>". Severity is "warning" or
-// "fatal error"; an error without a PRF number prints as "<tool>: <text>".
-func Format(tool, severity string, err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return fmt.Sprintf("%s: %s PRF%04d: %s", tool, severity, e.Code, err.Error())
+// IsUsage reports whether err is a diagnostic about the command line.
+func IsUsage(err error) bool {
+	var d *Diagnostic
+	return errors.As(err, &d) && d.Usage
+}
+
+// ExitStatus is the exit status of a tool that stops on err: 2 for a bad
+// command line, 1 for any other fatal error, 0 for nil.
+func ExitStatus(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case IsUsage(err):
+		return 2
 	}
-	return fmt.Sprintf("%s: %s", tool, err.Error())
+	return 1
+}
+
+// Line renders the first line of a diagnostic as tool prints it on stderr,
+// without a line end: "<tool>: <severity> PRF<nnnn>: <text>", or without
+// the number for a message the original did not have. An error that is not
+// a Diagnostic is a fatal error without a number.
+func Line(tool string, err error) string {
+	var d *Diagnostic
+	if !errors.As(err, &d) {
+		return fmt.Sprintf("%s: %s: %s", tool, Fatal, err.Error())
+	}
+	if d.Code == 0 {
+		return fmt.Sprintf("%s: %s: %s", tool, d.Severity, err.Error())
+	}
+	return fmt.Sprintf("%s: %s PRF%04d: %s", tool, d.Severity, d.Code, err.Error())
+}
+
+// Write prints err as tool prints it on stderr: its [Line], then its hint
+// on a line of its own. A command-line diagnostic without a hint of its own
+// suggests the tool's --help.
+func Write(w io.Writer, tool string, err error) {
+	fmt.Fprintln(w, Line(tool, err))
+	var d *Diagnostic
+	if !errors.As(err, &d) {
+		return
+	}
+	hint := d.Hint
+	if hint == "" && d.Usage {
+		hint = fmt.Sprintf("try '%s --help' for the options", tool)
+	}
+	if hint != "" {
+		fmt.Fprintf(w, "%s: hint: %s\n", tool, hint)
+	}
+}
+
+// newDiag builds a diagnostic; the catalogue's constructors call it.
+func newDiag(code int, sev Severity, err error, format string, args ...any) *Diagnostic {
+	return &Diagnostic{Code: code, Severity: sev, Text: fmt.Sprintf(format, args...), Err: err}
+}
+
+// usage builds a command-line diagnostic.
+func usage(code int, format string, args ...any) *Diagnostic {
+	d := newDiag(code, Fatal, nil, format, args...)
+	d.Usage = true
+	return d
 }

@@ -22,14 +22,16 @@ func (t *tracer) plantAll() error {
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(t.cfg.Path, &st); err != nil {
-		return prf.Wrap(err, 1011, "cannot open file %s", t.cfg.Path)
+		return prf.CannotOpen(t.cfg.Path, err)
 	}
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
 		if m := &t.plan.Modules[mi]; m.Name != base {
 			// Shared libraries are mapped after this stop, by the dynamic
 			// linker or dlopen: planting there comes with a later version.
-			t.cfg.Warn(prf.Errorf(4541, "functions of %s are not counted: profiling shared libraries is not available yet in this version", m.Name))
+			if w := prf.LibraryNotCounted(m.Name); w != nil {
+				t.cfg.Warn(w)
+			}
 		}
 	}
 	for mi := range t.plan.Modules {
@@ -74,7 +76,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	size := (uint64(len(items))*slotSize + t.pageSize - 1) &^ (t.pageSize - 1)
 	slots, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
 	if err != nil {
-		t.cfg.Warn(fmt.Errorf("no out-of-line slots (%v): instructions that need one are not profiled", err))
+		t.cfg.Warn(prf.NoSlots(err))
 		slots = 0
 	}
 	code := make([]byte, t.arch.MaxInstLen())
@@ -105,7 +107,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			s.disp, s.displaced = d, true
 			copy(slotImage[uint64(n)*slotSize:], d.Slot)
 		case !t.coverage:
-			t.cfg.Warn(prf.Wrap(err, 4525, "cannot profile function %s in file %s", f.Name, t.plan.Modules[mi].Name))
+			t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[mi].Name, err))
 			continue
 		}
 		t.sites[addr] = s

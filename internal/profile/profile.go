@@ -52,8 +52,8 @@ type Config struct {
 	// Signals, when not nil, delivers the signals PROFILE receives
 	// (SIGINT, SIGTERM, SIGHUP): each is passed on to the program, once.
 	Signals <-chan os.Signal
-	// Warn receives warnings (prf errors); nil discards them.
-	Warn func(error)
+	// Warn receives the warnings; nil discards them.
+	Warn func(*prf.Diagnostic)
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }
@@ -80,10 +80,6 @@ func (r *Result) Status() int {
 	return 128 + int(r.Signal)
 }
 
-// ErrChanged is returned (wrapped) when the program file changed since PREP
-// read it (PRF1442).
-var ErrChanged = errors.New("timestamp of executable file has changed since PREP was run")
-
 // Run runs the program under the profiler until it ends and returns the
 // run's counts. An error means the program could not be profiled at all; a
 // program that crashes or is killed still gives a Result whose run is marked
@@ -96,7 +92,7 @@ func Run(cfg Config) (*Result, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Warn == nil {
-		cfg.Warn = func(error) {}
+		cfg.Warn = func(*prf.Diagnostic) {}
 	}
 	if err := checkProgram(cfg); err != nil {
 		return nil, err
@@ -135,14 +131,14 @@ func checkProgram(cfg Config) error {
 		}
 		same, err := checkIdentity(cfg.Path, m)
 		if err != nil {
-			return prf.Wrap(err, 1011, "cannot open file %s", cfg.Path)
+			return prf.CannotOpen(cfg.Path, err)
 		}
 		if !same {
-			return prf.Wrap(ErrChanged, 1442, "%s", cfg.Path)
+			return prf.ProgramChanged(cfg.Path, cfg.PlanPath)
 		}
 		return nil
 	}
-	cfg.Warn(prf.Errorf(4541, "%s not found in PBI file %s", cfg.Path, cfg.PlanPath))
+	cfg.Warn(prf.NotInPlan(cfg.Path, cfg.PlanPath))
 	return nil
 }
 

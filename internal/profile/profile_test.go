@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/elfid"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -78,7 +79,7 @@ func runPlan(t *testing.T, plan *datafile.Plan, path string, args ...string) run
 		Plan: plan, Path: path, Args: append([]string{filepath.Base(path)}, args...),
 		CommandLine: strings.Join(append([]string{filepath.Base(path)}, args...), " "),
 		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
-		Warn: func(err error) { warnings = append(warnings, err.Error()) },
+		Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()) },
 	})
 	if err != nil {
 		t.Fatalf("run %s: %v", path, err)

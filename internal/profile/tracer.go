@@ -88,10 +88,10 @@ func newTracer(cfg Config) (*tracer, error) {
 		return nil, err
 	}
 	if arch.Name() != runtime.GOARCH {
-		return nil, fmt.Errorf("cannot profile an %s program on %s", arch.Name(), runtime.GOARCH)
+		return nil, prf.OtherArch(arch.Name(), runtime.GOARCH)
 	}
 	if err := ptrace.Supported(); err != nil {
-		return nil, fmt.Errorf("profile on %s/%s: %w", runtime.GOOS, runtime.GOARCH, err)
+		return nil, prf.CannotTrace(runtime.GOOS+"/"+runtime.GOARCH, err)
 	}
 	return &tracer{
 		cfg:      cfg,
@@ -119,7 +119,7 @@ func (t *tracer) run() (*Result, error) {
 	start := t.cfg.Now()
 	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
 	if err != nil {
-		return nil, prf.Wrap(err, 1443, "cannot run program %s", t.cfg.Path)
+		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.pid = pid
 	t.threads[pid] = &thread{tid: pid}
@@ -152,7 +152,7 @@ func (t *tracer) run() (*Result, error) {
 
 // counts builds the run's datafile.Counts.
 func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
-	run := datafile.Run{Time: start.Unix(), CommandLine: t.cfg.CommandLine}
+	run := datafile.Run{ID: datafile.NewRunID(), Time: start.Unix(), CommandLine: t.cfg.CommandLine}
 	if !res.Exited {
 		run.Incomplete = true
 		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
@@ -433,7 +433,7 @@ func (t *tracer) exec(th *thread) error {
 	}
 	if !t.execed {
 		t.execed = true
-		t.cfg.Warn(fmt.Errorf("the program called exec: profiling ended there, the counts up to it are kept"))
+		t.cfg.Warn(prf.ExecEnded())
 	}
 	clear(t.sites)
 	clear(t.retired)

@@ -20,23 +20,28 @@ import (
 // Update is the -update flag of golden tests.
 var Update = flag.Bool("update", false, "rewrite golden files")
 
-// Root returns the repository's root directory (the one holding go.mod).
+// startDir is the working directory when the test binary started: the
+// package's directory under go test, before any test changes directory.
+var startDir, _ = os.Getwd()
+
+// Root returns the repository's root directory (the one holding go.mod),
+// found from the directory the test binary started in, so that tests that
+// change directory (t.Chdir) still find it.
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
+	dir := startDir
+	for dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
+			break
 		}
 		dir = parent
 	}
+	t.Fatalf("no go.mod above %s, where the test started", startDir)
+	return ""
 }
 
 // Original returns testdata/original, the original tools' recorded outputs
@@ -49,6 +54,30 @@ func Original(t testing.TB) string {
 		t.Fatalf("the original's recorded outputs are missing: %v", err)
 	}
 	return dir
+}
+
+// OriginalText returns the original's recorded output name (a path under
+// testdata/original, "usage/prep-help-q.out") with LF line ends.
+func OriginalText(t testing.TB, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(Original(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(data), "\r\n", "\n")
+}
+
+// OriginalLine returns the first line of the original's recorded output
+// name in the form the tools print on Linux: "PREP : fatal error PRF1101:
+// ..." becomes "prep: fatal error PRF1101: ...".
+func OriginalLine(t testing.TB, name string) string {
+	t.Helper()
+	line, _, _ := strings.Cut(OriginalText(t, name), "\n")
+	tool, rest, ok := strings.Cut(line, " : ")
+	if !ok {
+		t.Fatalf("%s: %q is not a diagnostic", name, line)
+	}
+	return strings.ToLower(tool) + ": " + rest
 }
 
 // Slow reports whether breakpoints are slow here ($SPROF_SLOW set, as in

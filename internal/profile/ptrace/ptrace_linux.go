@@ -8,7 +8,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,41 +116,6 @@ func EventMsg(tid int) (uint64, error) {
 
 // Kill sends a signal to a process.
 func Kill(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
-
-// Tgkill sends a signal to one thread of a process.
-func Tgkill(pid, tid int, sig syscall.Signal) error { return unix.Tgkill(pid, tid, sig) }
-
-// SigInfo is the part of a stopped thread's siginfo the tracer needs.
-type SigInfo struct {
-	Signo int32
-	Code  int32
-	// Addr is si_addr for faults.
-	Addr uint64
-}
-
-// GetSigInfo reads the siginfo of a thread in a signal-delivery stop.
-func GetSigInfo(tid int) (SigInfo, error) {
-	var raw [128]byte
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&raw)), 0, 0)
-	if e != 0 {
-		return SigInfo{}, e
-	}
-	le := func(b []byte) uint64 {
-		var v uint64
-		for i := len(b) - 1; i >= 0; i-- {
-			v = v<<8 | uint64(b[i])
-		}
-		return v
-	}
-	// struct siginfo: si_signo, si_errno, si_code (3 ints), padding to 16
-	// bytes on 64-bit, then the union whose first member for faults is
-	// si_addr.
-	return SigInfo{
-		Signo: int32(le(raw[0:4])),
-		Code:  int32(le(raw[8:12])),
-		Addr:  le(raw[16:24]),
-	}, nil
-}
 
 // Mem is the memory of a traced process, through /proc/pid/mem: it reads and
 // writes any mapping, read-only text included (the kernel writes with

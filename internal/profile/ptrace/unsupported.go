@@ -35,19 +35,6 @@ func EventMsg(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
 // Kill is not supported on this platform.
 func Kill(pid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 
-// Tgkill is not supported on this platform.
-func Tgkill(pid, tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
-
-// SigInfo is the part of a siginfo the tracer needs.
-type SigInfo struct {
-	Signo int32
-	Code  int32
-	Addr  uint64
-}
-
-// GetSigInfo is not supported on this platform.
-func GetSigInfo(tid int) (SigInfo, error) { return SigInfo{}, errors.ErrUnsupported }
-
 // Mem is the memory of a traced process.
 type Mem struct{}
 

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/cli"
+	"github.com/sourceprofiler/sprof/internal/plist"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// runPlist runs the command in-process with env as the variable PLIST.
+func runPlist(t *testing.T, args []string, env string) (stdout, stderr string, status int) {
+	t.Helper()
+	t.Setenv("PLIST", env)
+	var out, errb bytes.Buffer
+	status = run(args, &out, &errb)
+	return out.String(), errb.String(), status
+}
+
+func words(s string) []string { return strings.Fields(s) }
+
+func TestCommandLine(t *testing.T) {
+	with := func(edit func(o *plist.Options)) options {
+		o := tool.Defaults()
+		edit(&o.report)
+		return o
+	}
+	sort := func(s plist.Sort) options { return with(func(o *plist.Options) { o.Sort = s }) }
+	tests := []struct {
+		name string
+		args string
+		env  string
+		want options
+	}{
+		{"default", "fcount", "", tool.Defaults()},
+		{"C", "/c 10 fcount", "", with(func(o *plist.Options) { o.MinCount = 10 })},
+		{"C long", "--count=3 fcount", "", with(func(o *plist.Options) { o.MinCount = 3 })},
+		// plist-c-missing-arg: a trailing /C is a second input, ignored.
+		{"C trailing", "/nologo fcount /c", "", tool.Defaults()},
+		{"D", "/d srcdir /D /usr/src/x --source-dir=a,b --source-dir /tmp fcount", "", with(func(o *plist.Options) {
+			o.SourceDirs = []string{"srcdir", "/usr/src/x", "a,b", "/tmp"}
+		})},
+		{"F", "/f fcount", "", with(func(o *plist.Options) { o.FullPaths = true })},
+		{"L long", "--mangled fcount", "", with(func(o *plist.Options) { o.Mangled = true })},
+		// original.md §5.5.4: /PL 0 to 16 act as 16.
+		{"PL 0", "/pl 0 fcount", "", with(func(o *plist.Options) { o.PageLength = 16 })},
+		{"PL long", "--page-length=255 fcount", "", with(func(o *plist.Options) { o.PageLength = 255 })},
+		{"PW", "/PW 20 fcount", "", with(func(o *plist.Options) { o.PageWidth, o.PageWidthGiven = 20, true })},
+		{"PW 0", "/pw 0 fcount", "", with(func(o *plist.Options) { o.PageWidthGiven = true })},
+		{"SC", "/sc fcount", "", sort(plist.SortCount)},
+		{"SL", "/sl fcount", "", sort(plist.SortLine)},
+		{"SLS", "/SLS fcount", "", sort(plist.SortLineSummary)},
+		{"SN upper", "/NOLOGO /SN fcount", "", sort(plist.SortName)},
+		{"SNS", "/sns fcount", "", sort(plist.SortNameSummary)},
+		{"ST", "/st fcount", "", sort(plist.SortTime)},
+		{"STC", "/stc fcount", "", sort(plist.SortChildTime)},
+		{"sort long", "--sort=child-time fcount", "", sort(plist.SortChildTime)},
+		{"sort long, line summary", "--sort=line-summary fcount", "", sort(plist.SortLineSummary)},
+		{"T", "/t fcount", "", with(func(o *plist.Options) { o.Tab = true })},
+		{"TRACE TR", "/tr fcount", "", options{report: plist.DefaultOptions(), trace: true}},
+		{"FLAT", "/flat fcount", "", with(func(o *plist.Options) { o.Flat = true })},
+		{"FLAT then INDENT", "/flat /indent fcount", "", tool.Defaults()},
+		{"INDENT then FLAT", "--indent /flat fcount", "", with(func(o *plist.Options) { o.Flat = true })},
+		{"TAB", "/tab 8 fcount", "", with(func(o *plist.Options) { o.TabWidth = 8 })},
+		{"TAB zero", "/tab 0 fcount", "", with(func(o *plist.Options) { o.TabWidth = 0 })},
+		{"env", "fcount", "/sn /nologo", sort(plist.SortName)},
+		{"dump after options", "/nologo --dump a.pbi", "", options{report: plist.DefaultOptions(), dump: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tool.Parse(words(tt.args), func(string) string { return tt.env }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.Options, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plist %s (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// TestSortOverride is plist-sort-override: the second sort option wins with
+// PRF4101, also against the environment variable's.
+func TestSortOverride(t *testing.T) {
+	var warnings []string
+	c, err := tool.Parse(words("/nologo /sn /sc fcount"), nil, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("plist", d)) })
+	if err != nil || c.Options.report.Sort != plist.SortCount {
+		t.Fatalf("sort %v, %v", c.Options.report.Sort, err)
+	}
+	golden := testutil.OriginalLine(t, "diag/plist-sort-override.out")
+	if len(warnings) != 1 || warnings[0] != golden {
+		t.Errorf("warnings %q, the original printed %q", warnings, golden)
+	}
+}
+
+func TestDiagnostics(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    string
+		want   string
+		golden string
+	}{
+		{"bad option", words("/nologo /bogus fcount"), "", "plist: fatal error PRF1102: bogus: invalid option", "diag/plist-bad-option.out"},
+		{"glued C", words("/nologo /c5 fcount"), "", "plist: fatal error PRF1102: c5: invalid option", "diag/plist-c-glued.out"},
+		{"bad sort key", words("/nologo --sort=bogus fcount"), "", "plist: fatal error PRF1102: --sort=bogus: invalid option", ""},
+		{"PL minus one", words("/nologo /pl -1 fcount"), "", "plist: fatal error PRF1103: PL option requires an additional argument", "diag/plist-pl-1.out"},
+		{"argument is root", words("/nologo /d / fcount"), "", "plist: fatal error PRF1103: D option requires an additional argument", ""},
+		{"nonnumeric C", words("/nologo /c x fcount"), "", "plist: fatal error PRF1104: C option requires a numeric parameter", "diag/plist-c-nonnumeric.out"},
+		{"error in env", words("fcount"), "/nologo /c5", "plist: fatal error PRF1102: c5: invalid option", ""},
+		{"dump without files", words("/nologo --dump"), "", "plist: fatal error PRF1421: no input specified", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			stdout, stderr, status := runPlist(t, tt.args, tt.env)
+			want := tt.want + "\nplist: hint: try 'plist --help' for the options\n"
+			if stderr != want || stdout != "" || status != 2 {
+				t.Errorf("plist %q: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", tt.args, status, stdout, stderr, want)
+			}
+			if tt.golden != "" {
+				if golden := testutil.OriginalLine(t, tt.golden); golden != tt.want {
+					t.Errorf("%s: the original printed\n%s", tt.golden, golden)
+				}
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, tt := range []struct{ golden, args string }{
+		{"usage/plist-help-q.out", "/?"},
+		{"usage/plist-help-HELP.out", "/HELP"},
+		{"usage/plist-help-h.out", "/h"},
+		{"usage/plist-help-dash.out", "-?"},
+		{"usage/plist-noargs.out", ""},
+		{"usage/plist-nologo-noargs.out", "/nologo"},
+		{"usage/plist-nologo-help.out", "/nologo /?"},
+		// plist-no-input: options but no input print the usage.
+		{"diag/plist-no-input.out", "/nologo /t"},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			stdout, _, status := runPlist(t, words(tt.args), "")
+			if want := testutil.OriginalText(t, tt.golden); stdout != want || status != 0 {
+				t.Errorf("plist %s: status %d, stdout\n%q\nwant status 0 and\n%q", tt.args, status, stdout, want)
+			}
+		})
+	}
+}
+
+func TestLongHelp(t *testing.T) {
+	stdout, _, status := runPlist(t, words("--nologo --help"), "")
+	if status != 0 {
+		t.Errorf("status %d", status)
+	}
+	testutil.Golden(t, "testdata/help.golden", []byte(stdout))
+}
+
+// testPlan is a plan of two functions, f and g.
+func testPlan() *datafile.Plan {
+	p := &datafile.Plan{
+		Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+		Funcs: []datafile.Func{
+			{Name: "f", Source: "prog.o", Entry: 0x1100},
+			{Name: "g", Source: "prog.o", Entry: 0x1200},
+		},
+	}
+	p.ID = datafile.PlanID(p)
+	return p
+}
+
+// testRun is a run of testPlan in which f ran 1000 times and g 7.
+func testRun(p *datafile.Plan) *datafile.Counts {
+	return &datafile.Counts{
+		PlanID: p.ID, Method: p.Method,
+		Run:   datafile.Run{ID: datafile.NewRunID(), Time: 1700000000, CommandLine: "prog"},
+		Stats: datafile.Stats{Hits: []uint64{1000, 7}},
+	}
+}
+
+// writeProfile writes fcount.pbt holding the runs given, in the current
+// directory, and returns the database.
+func writeProfile(t *testing.T, name string, runs ...*datafile.Counts) *datafile.Merged {
+	t.Helper()
+	m := datafile.NewMerged(testPlan())
+	for _, c := range runs {
+		if err := m.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := datafile.SaveMerged(name, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestInputInAnotherCase lists FCOUNT.PBT, Fcount and fcount.PBT when the
+// file on disk is fcount.pbt, as the original's users on Windows typed the
+// names (docs/linux.md).
+func TestInputInAnotherCase(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := testPlan()
+	writeProfile(t, "fcount.pbt", testRun(p))
+	for _, name := range []string{"fcount", "FCOUNT.PBT", "Fcount", "fcount.PBT"} {
+		stdout, stderr, status := runPlist(t, []string{"/nologo", "/t", name}, "")
+		if status != 0 || !strings.Contains(stdout, "\t1000\t") || stderr != "" {
+			t.Errorf("plist /t %s: status %d, stderr %q, stdout\n%s", name, status, stderr, stdout)
+		}
+	}
+	_, stderr, status := runPlist(t, words("/nologo nosuch"), "")
+	if want := "plist: fatal error PRF1011: cannot open file nosuch.pbt: no such file or directory\n"; stderr != want || status != 1 {
+		t.Errorf("plist nosuch: status %d, stderr %q, want 1, %q", status, stderr, want)
+	}
+}
+
+// TestDumpAfterOptions prints data files in text form with --dump anywhere
+// on the command line.
+func TestDumpAfterOptions(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := testPlan()
+	writeProfile(t, "fcount.pbt", testRun(p))
+	for _, args := range []string{"--dump fcount.pbt", "/nologo --dump fcount.pbt", "/nologo /sc --dump FCOUNT.PBT", "--nologo fcount.pbt --dump"} {
+		stdout, _, status := runPlist(t, words(args), "")
+		if status != 0 || !strings.Contains(stdout, `"Merged"`) || !strings.Contains(stdout, `"Name": "g"`) {
+			t.Errorf("plist %s: status %d, stdout\n%s", args, status, stdout)
+		}
+	}
+	if err := os.WriteFile("prog.c", []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := runPlist(t, words("/nologo --dump prog.c"), "")
+	if !strings.HasPrefix(stderr, "plist: fatal error PRF1301: file prog.c has an incorrect (old) signature") || status != 1 {
+		t.Errorf("plist --dump prog.c: status %d, stderr %q", status, stderr)
+	}
+}
+
+// TestMergeMissing warns when the .pbo beside the .pbt holds a run the .pbt
+// does not, and only then.
+func TestMergeMissing(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := testPlan()
+	first := testRun(p)
+	writeProfile(t, "fcount.pbt", first)
+	old := time.Now().Add(-time.Hour)
+	warning := "plist: warning: fcount.pbo holds a run that fcount.pbt does not: this report leaves it out\n" +
+		"plist: hint: run 'prep /M fcount' to add it\n"
+
+	// The .pbo of the merged run: nothing to say.
+	if err := datafile.SaveCounts("fcount.pbo", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("merged run: stderr %q", stderr)
+	}
+	// A new run, not merged.
+	if err := datafile.SaveCounts("fcount.pbo", testRun(p)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, status := runPlist(t, words("/nologo fcount"), ""); stderr != warning || status != 0 {
+		t.Errorf("new run: status %d, stderr\n%s\nwant\n%s", status, stderr, warning)
+	}
+	// The same, but the .pbo is older than the .pbt: not read.
+	if err := os.Chtimes("fcount.pbo", old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("older .pbo: stderr %q", stderr)
+	}
+	// A .pbo of another plan (the program was prepared again): merging it
+	// would fail, so no warning.
+	other := testPlan()
+	other.Funcs = other.Funcs[:1]
+	other.ID = datafile.PlanID(other)
+	c := &datafile.Counts{PlanID: other.ID, Method: other.Method, Run: datafile.Run{ID: datafile.NewRunID()}, Stats: datafile.Stats{Hits: []uint64{1}}}
+	if err := datafile.SaveCounts("fcount.pbo", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("other plan: stderr %q", stderr)
+	}
+}
+
+// FuzzCommandLine parses any PLIST command line: it never panics and every
+// error is a usage diagnostic.
+func FuzzCommandLine(f *testing.F) {
+	for _, s := range []string{"", "fcount", "/sc\n/sn\nx", "/pl\n-1\nx", "--sort=name\nx", "/c5", "--dump\na\nb"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, line, env string) {
+		if strings.Contains(line+env, "@") {
+			t.Skip("response files are fuzzed in internal/cli, without a file system")
+		}
+		var args []string
+		if line != "" {
+			args = strings.Split(line, "\n")
+		}
+		c, err := tool.Parse(args, func(string) string { return env }, func(*prf.Diagnostic) {})
+		if err != nil {
+			if !prf.IsUsage(err) {
+				t.Fatalf("args %q: not a usage diagnostic: %v", args, err)
+			}
+			return
+		}
+		o := c.Options.report
+		if o.MinCount < 0 || (o.PageLength != 0 && o.PageLength < 16) || o.PageWidth < 0 || o.TabWidth < 0 || c.Help > cli.LongHelp {
+			t.Fatalf("args %q: invalid options %+v", args, o)
+		}
+	})
+}

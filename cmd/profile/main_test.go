@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/sourceprofiler/sprof/internal/cli"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// runProfile runs the command in-process with env as the variable PROFILE.
+func runProfile(t *testing.T, args []string, env string) (stdout, stderr string, status int) {
+	t.Helper()
+	t.Setenv("PROFILE", env)
+	var out, errb bytes.Buffer
+	status = run(args, &out, &errb)
+	return out.String(), errb.String(), status
+}
+
+func words(s string) []string { return strings.Fields(s) }
+
+// parse parses a PROFILE command line with env as the variable PROFILE.
+func parse(t *testing.T, args []string, env string) (*cli.Command[options], error) {
+	t.Helper()
+	return tool.Parse(args, func(string) string { return env }, nil)
+}
+
+func TestCommandLine(t *testing.T) {
+	type want struct {
+		o       options
+		program string
+		args    []string
+		noLogo  bool
+	}
+	def := tool.Defaults()
+	with := func(edit func(o *options)) options {
+		o := tool.Defaults()
+		edit(&o)
+		return o
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want want
+	}{
+		{"default", words("prog"), "", want{o: def, program: "prog"}},
+		{"A with E", words("/a /e errs.txt prog"), "", want{o: with(func(o *options) { o.appendErrors, o.errorFile = true, "errs.txt" }), program: "prog"}},
+		{"A E long", words("--error-file=errs.txt --append prog"), "", want{o: with(func(o *options) { o.appendErrors, o.errorFile = true, "errs.txt" }), program: "prog"}},
+		{"I O", words("/I dlllib /O dlllib dllhost"), "", want{o: with(func(o *options) { o.input, o.output = "dlllib", "dlllib" }), program: "dllhost"}},
+		{"O long", words("--output named prog"), "", want{o: with(func(o *options) { o.output = "named" }), program: "prog"}},
+		{"NC is accepted", words("/nc prog"), "", want{o: def, program: "prog"}},
+		{"S", words("/s 10000 prog"), "", want{o: with(func(o *options) { o.sampleInterval = 10000 }), program: "prog"}},
+		{"S long", words("--sample-interval=0 prog"), "", want{o: with(func(o *options) { o.sampleInterval = 0 }), program: "prog"}},
+		{"X", words("/x exitcode"), "", want{o: with(func(o *options) { o.exitCode = true }), program: "exitcode"}},
+		{"X long", words("--exit-code prog"), "", want{o: with(func(o *options) { o.exitCode = true }), program: "prog"}},
+		{"NOLOGO env", words("fcount"), "/nologo", want{o: def, program: "fcount", noLogo: true}},
+		// args-profile: everything after the program is the program's.
+		{"program arguments", []string{"/nologo", "args", "alpha", "beta gamma", "/x", "-y"}, "",
+			want{o: def, program: "args", args: []string{"alpha", "beta gamma", "/x", "-y"}, noLogo: true}},
+		{"program arguments untouched", []string{"prog", "@resp", "--", "", "--help", "/?", "-o", "x"}, "",
+			want{o: def, program: "prog", args: []string{"@resp", "--", "", "--help", "/?", "-o", "x"}}},
+		{"path program", words("/usr/bin/ls -l /tmp"), "", want{o: def, program: "/usr/bin/ls", args: []string{"-l", "/tmp"}}},
+		{"end of options", words("/x -- -prog -x"), "", want{o: with(func(o *options) { o.exitCode = true }), program: "-prog", args: []string{"-x"}}},
+		{"program in env", words("/x a"), "/nologo prog", want{o: def, program: "prog", args: []string{"/x", "a"}, noLogo: true}},
+		{"trailing O is the program", words("/nologo /o"), "", want{o: def, program: "/o", noLogo: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse(t, tt.args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{o: c.Options, args: c.Args, noLogo: c.NoLogo}
+			if len(c.Names) > 0 {
+				got.program = c.Names[0]
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{}, options{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("profile %q (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// TestAppendWithoutErrorFile is profile-a-without-e: /A alone warns
+// PRF4111 and the program still runs (here it fails for want of a .pbi).
+func TestAppendWithoutErrorFile(t *testing.T) {
+	w := "profile: warning PRF4111: no error file (/E) specified for /A option\n"
+	for _, tt := range []struct {
+		args    string
+		warning bool
+	}{
+		{"/nologo /a fcount", true},
+		{"--nologo --append fcount", true},
+		{"/nologo /a /e errs.txt fcount", false},
+		{"/nologo fcount /a", false}, // the program's /a
+		{"/nologo /a /?", false},
+	} {
+		t.Run(tt.args, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			_, stderr, _ := runProfile(t, words(tt.args), "")
+			if got := strings.HasPrefix(stderr, w); got != tt.warning {
+				t.Errorf("profile %s: stderr %q, warning %v, want %v", tt.args, stderr, got, tt.warning)
+			}
+		})
+	}
+	if golden := testutil.OriginalText(t, "diag/profile-a-without-e.out"); !strings.HasSuffix(golden, "PROFILE : warning PRF4111: no error file (/E) specified for /A option\n") {
+		t.Errorf("the original printed %q", golden)
+	}
+}
+
+func TestDiagnostics(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		want   string
+		golden string
+	}{
+		{"bad option", words("/nologo /bogus fcount"), "profile: fatal error PRF1102: bogus: invalid option", "diag/profile-bad-option.out"},
+		{"bad option after E", words("/nologo /e errs3.txt /a /bogus"), "profile: fatal error PRF1102: bogus: invalid option", "diag/profile-e-warning.out"},
+		{"empty argument", []string{"/nologo", "/e", "", "prog"}, "profile: fatal error PRF1103: E option requires an additional argument", ""},
+		{"long option dash argument", words("/nologo --input -x prog"), "profile: fatal error PRF1103: --input option requires an additional argument", ""},
+		{"far too large", words("/nologo /s 99999999999999999999999 prog"), "profile: fatal error PRF1104: S option requires a numeric parameter", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			stdout, stderr, status := runProfile(t, tt.args, "")
+			want := tt.want + "\nprofile: hint: try 'profile --help' for the options\n"
+			if stderr != want || stdout != "" || status != 2 {
+				t.Errorf("profile %q: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", tt.args, status, stdout, stderr, want)
+			}
+			if tt.golden != "" {
+				if golden := testutil.OriginalLine(t, tt.golden); golden != tt.want {
+					t.Errorf("%s: the original printed\n%s", tt.golden, golden)
+				}
+			}
+		})
+	}
+}
+
+// TestProfileBeforePrep runs PROFILE where PREP has not run: it says which
+// file is missing and that prep writes it.
+func TestProfileBeforePrep(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("prog", []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := runProfile(t, words("/nologo prog"), "")
+	want := "profile: fatal error PRF1011: cannot open file prog.pbi: no such file or directory\n" +
+		"profile: hint: prog.pbi is written by prep: run 'prep /FC prog' (or another profile type) first\n"
+	if stderr != want || status != 1 {
+		t.Errorf("status %d, stderr\n%s\nwant status 1, stderr\n%s", status, stderr, want)
+	}
+	if _, err := os.Stat("prog.pbo"); err == nil {
+		t.Error("a .pbo was written")
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, tt := range []struct{ golden, args string }{
+		{"usage/profile-help-q.out", "/?"},
+		{"usage/profile-help-HELP.out", "/HELP"},
+		{"usage/profile-help-h.out", "/h"},
+		{"usage/profile-help-dash.out", "-?"},
+		{"usage/profile-noargs.out", ""},
+		{"usage/profile-nologo-noargs.out", "/nologo"},
+		{"usage/profile-nologo-help.out", "/nologo /?"},
+		// profile-no-program: options but no program print the usage.
+		{"diag/profile-no-program.out", "/nologo /o named"},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			stdout, _, status := runProfile(t, words(tt.args), "")
+			if want := testutil.OriginalText(t, tt.golden); stdout != want || status != 0 {
+				t.Errorf("profile %s: status %d, stdout\n%q\nwant status 0 and\n%q", tt.args, status, stdout, want)
+			}
+		})
+	}
+}
+
+func TestLongHelp(t *testing.T) {
+	stdout, _, status := runProfile(t, words("--nologo --help"), "")
+	if status != 0 {
+		t.Errorf("status %d", status)
+	}
+	testutil.Golden(t, "testdata/help.golden", []byte(stdout))
+}
+
+// FuzzCommandLine parses any PROFILE command line: it never panics, every
+// error is a usage diagnostic, and without the variable and response files
+// the program's arguments are the last arguments, as typed.
+func FuzzCommandLine(f *testing.F) {
+	for _, s := range []string{"", "prog", "/x\nprog\n-a\n/b", "/e\nerr\n/a\nprog", "--\n-x", "/s\n5", "/bogus"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, line, env string) {
+		if strings.Contains(line+env, "@") {
+			t.Skip("response files are fuzzed in internal/cli, without a file system")
+		}
+		var args []string
+		if line != "" {
+			args = strings.Split(line, "\n")
+		}
+		c, err := tool.Parse(args, func(string) string { return env }, func(*prf.Diagnostic) {})
+		if err != nil {
+			if !prf.IsUsage(err) {
+				t.Fatalf("args %q: not a usage diagnostic: %v", args, err)
+			}
+			return
+		}
+		if n := len(c.Args); strings.TrimSpace(env) == "" && n > 0 && (n > len(args) || !cmp.Equal(c.Args, args[len(args)-n:])) {
+			t.Fatalf("args %q: program arguments %q are not a suffix", args, c.Args)
+		}
+	})
+}

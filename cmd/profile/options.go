@@ -1,0 +1,65 @@
+package main
+
+import "github.com/sourceprofiler/sprof/internal/cli"
+
+// options is PROFILE's command line, the program and its arguments aside.
+type options struct {
+	input          string // /I: the .pbi, or empty for the program's base name
+	output         string // /O: the .pbo, or empty for the .pbi's base name
+	errorFile      string // /E: where PROFILE's diagnostics go, or empty
+	appendErrors   bool   // /A: append to errorFile
+	exitCode       bool   // /X: exit with the program's status
+	sampleInterval int    // /S, or -1 when not given
+}
+
+const secRunning = "Options:"
+
+// tool is PROFILE's command line: its option table in the original's order
+// (original.md §2.3, §4.3), plus /S of function sampling and --help.
+// Everything after the program's name is the program's (original.md §2.1).
+var tool = cli.Tool[options]{
+	Name:     "profile",
+	Env:      "PROFILE",
+	Defaults: func() options { return options{sampleInterval: -1} },
+	Program:  true,
+	Options: []cli.Option[options]{
+		{Name: "A", Min: 1, Long: "append",
+			Set:     func(o *options, _ cli.Value) { o.appendErrors = true },
+			Usage:   "Append errors to error file",
+			Section: secRunning, Help: "append to the error file"},
+		{Name: "E", Min: 1, Long: "error-file", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.errorFile = v.Text },
+			Usage:   "<filename> Redirect errors to a file",
+			Section: secRunning, Meta: "FILE", Help: "write diagnostics to FILE"},
+		cli.UsageOption[options]("HELP", 1, "Display PROFILE usage"),
+		{Name: "I", Min: 1, Long: "input", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.input = v.Text },
+			Usage:   "<filename> Read a PBI file",
+			Section: secRunning, Meta: "FILE", Help: "read the .pbi from FILE"},
+		{Name: "NC", Min: 2, Long: "new-console", Set: func(*options, cli.Value) {},
+			Usage:   "Create new console for program being profiled",
+			Section: secRunning, Help: "accepted; the program keeps the terminal"},
+		cli.NoLogoOption[options](),
+		{Name: "O", Min: 1, Long: "output", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.output = v.Text },
+			Usage:   "<filename> Write a PBO file",
+			Section: secRunning, Meta: "FILE", Help: "write the .pbo to FILE"},
+		{Name: "S", Min: 1, Long: "sample-interval", Arg: cli.Number,
+			Set:     func(o *options, v cli.Value) { o.sampleInterval = v.Number },
+			Section: secRunning, Meta: "N", Help: "sampling interval (prep /FS profiles)"},
+		{Name: "X", Min: 1, Long: "exit-code",
+			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
+			Usage:   "Return exit code of <program>",
+			Section: secRunning, Help: "exit with the program's exit status"},
+		cli.UsageOption[options]("?", 1, "Display PROFILE usage"),
+		cli.LongHelpOption[options](),
+	},
+	UsageHead: "PROFILE [options] <program> [arguments...]\n\noptions:\n\n",
+	UsageFoot: "\n<program> is the name of the executable to profile\n" +
+		"[arguments...] are command-line arguments for <program>\n\n",
+	HelpHead: "Usage: profile [OPTION]... PROGRAM [ARGUMENT]...\n" +
+		"Run PROGRAM under the profiler and record the run in a .pbo.\n",
+	HelpSections: []string{secRunning, cli.SectionOther},
+	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n" +
+		"With /X profile exits with the program's status (128+N after signal N).\n",
+}

@@ -1,0 +1,361 @@
+package prf
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// The catalogue. Texts with a number are the original's (original.md §12),
+// with "not a portable executable file" said the Linux way; the others are
+// this port's, for what the original never met. Severities are the ones
+// the original printed.
+
+// The command line. Every one is a usage diagnostic (exit status 2).
+
+// MissingOptionSpecifier is PRF1101: a lone / or -.
+func MissingOptionSpecifier() *Diagnostic { return usage(1101, "missing option specifier") }
+
+// InvalidOption is PRF1102; word is the token without its first character
+// (bogus for /bogus), or a long option whole.
+func InvalidOption(word string) *Diagnostic { return usage(1102, "%s: invalid option", word) }
+
+// MissingArgument is PRF1103 for the option named name (STACK, --stack).
+func MissingArgument(name string) *Diagnostic {
+	return usage(1103, "%s option requires an additional argument", name)
+}
+
+// NotNumeric is PRF1104.
+func NotNumeric(name string) *Diagnostic {
+	return usage(1104, "%s option requires a numeric parameter", name)
+}
+
+// RepeatedOption is PRF1105: the option was given more than max times.
+func RepeatedOption(name string, max int) *Diagnostic {
+	return usage(1105, "%s option specified more than %d times", name, max)
+}
+
+// MissingResponseFile is PRF1201: an @ without a name.
+func MissingResponseFile() *Diagnostic { return usage(1201, "missing filename after @") }
+
+// NestedResponseFiles is PRF1202.
+func NestedResponseFiles() *Diagnostic { return usage(1202, "response files nested too deeply") }
+
+// CannotOpenResponseFile is PRF1011 for a response file, a command-line
+// error.
+func CannotOpenResponseFile(name string, err error) *Diagnostic {
+	d := CannotOpen(name, err)
+	d.Usage = true
+	return d
+}
+
+// NoInput is PRF1421: PREP phase I without a module.
+func NoInput() *Diagnostic { return usage(1421, "no input specified") }
+
+// TooManyModules is PRF1423.
+func TooManyModules(max int) *Diagnostic { return usage(1423, "number of modules exceeds %d", max) }
+
+// NoPBTOutput is PRF1461: PREP phase II without /OT (or /M).
+func NoPBTOutput() *Diagnostic { return usage(1461, "no PBT output file specified") }
+
+// NoPBTInput is PRF1462: PREP phase II without /IT (or /M).
+func NoPBTInput() *Diagnostic { return usage(1462, "no PBT input file specified") }
+
+// Overrides is warning PRF4101: a second /SF, or a second PLIST sort.
+func Overrides(name string) *Diagnostic {
+	return newDiag(4101, Warning, nil, "option %s overrides an earlier option", name)
+}
+
+// NoErrorFile is warning PRF4111: PROFILE /A without /E.
+func NoErrorFile() *Diagnostic {
+	return newDiag(4111, Warning, nil, "no error file (/E) specified for /A option")
+}
+
+// Files.
+
+// CannotOpen is PRF1011. The cause keeps the system's reason ("no such file
+// or directory") without repeating the path.
+func CannotOpen(path string, err error) *Diagnostic {
+	return newDiag(1011, Fatal, pathCause(err), "cannot open file %s", path)
+}
+
+// ToolsIniMissing is PRF1011 as a warning: $INIT names a directory without
+// a tools.ini, as the original warned.
+func ToolsIniMissing(path string) *Diagnostic {
+	return newDiag(1011, Warning, nil, "cannot open file %s", path)
+}
+
+// CannotRead is PRF1012: a data file that is truncated, corrupted or
+// malformed.
+func CannotRead(path string, err error) *Diagnostic {
+	return newDiag(1012, Fatal, err, "cannot read expected number of bytes from file %s", path)
+}
+
+// CannotWrite is PRF1013.
+func CannotWrite(path string, err error) *Diagnostic {
+	return newDiag(1013, Fatal, err, "cannot write expected number of bytes to file %s", path)
+}
+
+// BadSignature is PRF1301: the file is not a profiler data file.
+func BadSignature(path string, err error) *Diagnostic {
+	return newDiag(1301, Fatal, err, "file %s has an incorrect (old) signature", path)
+}
+
+// OldPBI is PRF1302: a .pbi of another version, or another kind of file
+// where a .pbi was expected.
+func OldPBI(path string, err error) *Diagnostic {
+	return newDiag(1302, Fatal, err, "PBI file %s has an incorrect (old) version number", path)
+}
+
+// OldPBT is PRF1303: the same for a .pbt.
+func OldPBT(path string, err error) *Diagnostic {
+	return newDiag(1303, Fatal, err, "PBT file %s has an incorrect (old) version number", path)
+}
+
+// Conflicts is PRF1304: a run of another profile type, or with attribution
+// data the plan did not ask for.
+func Conflicts(path string, err error) *Diagnostic {
+	return newDiag(1304, Fatal, err, "PBT or PBO file %s conflicts with current profiling state", path)
+}
+
+// NotSamePlan is PRF1306: a run of another PREP.
+func NotSamePlan(path string, err error) *Diagnostic {
+	d := newDiag(1306, Fatal, err, "PBT or PBO file %s is not derived from same PBI file", path)
+	d.Hint = "the program was prepared again since that run: profile it again before merging"
+	return d
+}
+
+// AlreadyMerged refuses a .pbo whose run the .pbt already holds: merging it
+// again would count the run twice (the original did so silently).
+func AlreadyMerged(pbo, pbt string) *Diagnostic {
+	d := newDiag(0, Fatal, nil, "the run in %s is already in %s", pbo, pbt)
+	d.Hint = "each run is merged once; run profile again for another run"
+	return d
+}
+
+// IncompleteRun warns that a merged .pbo holds a run that did not finish.
+func IncompleteRun(path, reason string) *Diagnostic {
+	if reason == "" {
+		reason = "reason unknown"
+	}
+	return newDiag(0, Warning, nil, "%s holds an incomplete run (%s): its counts stop where the run stopped", path, reason)
+}
+
+// RunsDiscarded warns that PREP phase I replaced a database holding runs.
+func RunsDiscarded(pbt string, runs int) *Diagnostic {
+	s := "s"
+	if runs == 1 {
+		s = ""
+	}
+	d := newDiag(0, Warning, nil, "%s held %d run%s; they are discarded and the new %s is empty", pbt, runs, s, filepath.Base(pbt))
+	d.Hint = "to keep runs, copy the .pbt before preparing the program again"
+	return d
+}
+
+// MergeMissing warns PLIST that the run of a .pbo is not in the .pbt it
+// lists.
+func MergeMissing(pbo, pbt, merge string) *Diagnostic {
+	d := newDiag(0, Warning, nil, "%s holds a run that %s does not: this report leaves it out", pbo, pbt)
+	d.Hint = fmt.Sprintf("run '%s' to add it", merge)
+	return d
+}
+
+// NoPlan is PRF1011 for the .pbi PROFILE reads: prep has not prepared the
+// program (or not under that name).
+func NoPlan(pbi, program string, err error) *Diagnostic {
+	d := CannotOpen(pbi, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		d.Hint = fmt.Sprintf("%s is written by prep: run 'prep /FC %s' (or another profile type) first", pbi, program)
+	}
+	return d
+}
+
+// DataFile gives an error of datafile's Open and Save functions its number:
+// PRF1011 when the file cannot be opened, PRF1301 when it is not a profiler
+// file, PRF1302 or PRF1303 when a .pbi or .pbt is of another version or
+// kind, PRF1013 when it cannot be written, PRF1012 for everything else (a
+// .pbo of another kind included: the original had no message for it).
+// Other errors are returned as they are.
+func DataFile(err error) error {
+	var fe *datafile.FileError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	switch {
+	case fe.Op == datafile.OpOpen:
+		return CannotOpen(fe.Path, fe.Err)
+	case fe.Op == datafile.OpWrite:
+		return CannotWrite(fe.Path, fe.Err)
+	case errors.Is(fe.Err, datafile.ErrSignature):
+		return BadSignature(fe.Path, fe.Err)
+	case errors.Is(fe.Err, datafile.ErrVersion), errors.Is(fe.Err, datafile.ErrKind):
+		switch fe.Kind {
+		case datafile.KindPlan:
+			return OldPBI(fe.Path, fe.Err)
+		case datafile.KindMerged:
+			return OldPBT(fe.Path, fe.Err)
+		}
+	}
+	return CannotRead(fe.Path, fe.Err)
+}
+
+// Merge gives an error of [datafile.Merged.Add] its number, naming the
+// .pbo added (pbo) to the database (pbt).
+func Merge(err error, pbo, pbt string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, datafile.ErrNotSamePlan):
+		return NotSamePlan(pbo, err)
+	case errors.Is(err, datafile.ErrConflict):
+		return Conflicts(pbo, err)
+	case errors.Is(err, datafile.ErrDuplicateRun):
+		return AlreadyMerged(pbo, pbt)
+	}
+	return fmt.Errorf("merge %s: %w", pbo, err)
+}
+
+// Programs and selection (PREP).
+
+// NotELF is PRF1401 (the original's "not a portable executable file").
+func NotELF(path string) *Diagnostic {
+	return newDiag(1401, Fatal, nil, "%s: not an ELF executable or shared library", path)
+}
+
+// OtherCPU is PRF1307: the modules are not of one architecture.
+func OtherCPU(path string) *Diagnostic {
+	return newDiag(1307, Fatal, nil, "CPU type of module %s is different from initial one", path)
+}
+
+// SpecSyntax is PRF1422.
+func SpecSyntax(text string) *Diagnostic {
+	return newDiag(1422, Fatal, nil, "syntax error in /EXC or /INC specification: %s", text)
+}
+
+// NoFunctions is PRF1521: the selection left nothing to profile.
+func NoFunctions(module string) *Diagnostic {
+	return newDiag(1521, Fatal, nil, "no functions marked for profiling in module %s", module)
+}
+
+// Stripped is PRF1521 for a module that has neither debugging information
+// nor a symbol table, with where they can come from. buildID is the
+// module's GNU build ID in hexadecimal, or empty.
+func Stripped(module, buildID string) *Diagnostic {
+	d := NoFunctions(module)
+	d.Err = errors.New("it has no debugging information and no symbol table (stripped)")
+	where := []string{
+		"its -dbgsym (or -dbg) package, which installs them under /usr/lib/debug",
+		fmt.Sprintf("a %s.debug file beside it or in %s, named by its .gnu_debuglink",
+			filepath.Base(module), filepath.Join(filepath.Dir(module), ".debug")),
+	}
+	if len(buildID) > 2 {
+		where = append(where, fmt.Sprintf("/usr/lib/debug/.build-id/%s/%s.debug (its build ID)", buildID[:2], buildID[2:]))
+	}
+	where = append(where, "or a build without strip (-g keeps the line numbers too)")
+	d.Hint = "debugging information can come from " + strings.Join(where, "; ")
+	return d
+}
+
+// TwoStartFunctions is PRF1522.
+func TwoStartFunctions(a, b string) *Diagnostic {
+	return newDiag(1522, Fatal, nil, "more than one function matched entry specification: %s and %s", a, b)
+}
+
+// NeverMatched is warning PRF4106.
+func NeverMatched(spec string) *Diagnostic {
+	return newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
+}
+
+// StartIgnored is warning PRF4107: /SF with a line or sampling profile.
+func StartIgnored() *Diagnostic {
+	return newDiag(4107, Warning, nil, "/SF option not valid for line-level or sample profiles")
+}
+
+// StartNotFound is warning PRF4524: nothing will be counted.
+func StartNotFound(name string) *Diagnostic {
+	return newDiag(4524, Warning, nil, "entry function %s not found", name)
+}
+
+// CannotProfileFunction is warning PRF4525: the function's site cannot take
+// a breakpoint (it does not decode, or is a trap).
+func CannotProfileFunction(fn, file string, err error) *Diagnostic {
+	return newDiag(4525, Warning, err, "cannot profile function %s in file %s", fn, file)
+}
+
+// DebugInfo passes on a warning of the ELF and DWARF reader, which says
+// what it could not read and what it did instead.
+func DebugInfo(text string) *Diagnostic { return newDiag(0, Warning, nil, "%s", text) }
+
+// Runs (PROFILE).
+
+// ProgramChanged is PRF1442: the program is not the file PREP read (its
+// build ID, size or modification time differ).
+func ProgramChanged(path, pbi string) *Diagnostic {
+	d := newDiag(1442, Fatal, nil, "timestamp of executable file has changed since PREP was run")
+	d.Hint = fmt.Sprintf("%s was rebuilt or replaced since prep read it: run prep again to write a new %s", path, pbi)
+	return d
+}
+
+// CannotRun is PRF1443.
+func CannotRun(path string, err error) *Diagnostic {
+	return newDiag(1443, Fatal, err, "cannot run program %s", path)
+}
+
+// NotInPlan is warning PRF4541: the program is not a module of the .pbi;
+// it runs unprofiled.
+func NotInPlan(path, pbi string) *Diagnostic {
+	return newDiag(4541, Warning, nil, "%s not found in PBI file %s", path, pbi)
+}
+
+// Incomplete is PRF1643: the run did not finish; what was counted is
+// written all the same. With PROFILE /X it is a warning ([Diagnostic.AsWarning]).
+func Incomplete(reason, pbo string) *Diagnostic {
+	return newDiag(1643, Fatal, nil, "%s; the counts written to %s are incomplete", reason, pbo)
+}
+
+// OtherArch refuses a program of another architecture than PROFILE's.
+func OtherArch(program, host string) *Diagnostic {
+	return newDiag(0, Fatal, nil, "cannot profile an %s program on %s", program, host)
+}
+
+// CannotTrace is a system that does not let PROFILE trace programs.
+func CannotTrace(system string, err error) *Diagnostic {
+	return newDiag(0, Fatal, err, "cannot trace programs on %s", system)
+}
+
+// NoSlots warns that PROFILE found no memory for relocated instructions:
+// the functions whose first instruction needs one are not counted.
+func NoSlots(err error) *Diagnostic {
+	return newDiag(0, Warning, err, "no out-of-line slots: instructions that need one are not profiled")
+}
+
+// ExecEnded warns that the program replaced itself with exec.
+func ExecEnded() *Diagnostic {
+	return newDiag(0, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")
+}
+
+// Reports (PLIST).
+
+// ClockZero is warning PRF4481: a timing profile that was never run.
+func ClockZero() *Diagnostic { return newDiag(4481, Warning, nil, "clock frequency is zero") }
+
+// SortMismatch is PRF1481, a warning as the original printed it: the sort
+// does not fit the profile type, whose default is used.
+func SortMismatch(path string) *Diagnostic {
+	return newDiag(1481, Warning, nil, "%s inconsistent with sorting type", path)
+}
+
+// pathCause drops the *fs.PathError around an error, whose operation and
+// path the message already says: "cannot open file x: no such file or
+// directory".
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

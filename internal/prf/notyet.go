@@ -1,0 +1,55 @@
+package prf
+
+// Feature is a capability the design specifies (docs/design/linux.md) that
+// this version may not have yet.
+type Feature int
+
+// The features that were, or are, not built yet.
+const (
+	FunctionTiming Feature = iota + 1
+	FunctionSampling
+	LineCounting
+	LineCoverage
+	StartFunction
+	Attribution
+	Calibration
+	Trace
+	SharedLibraries
+)
+
+// pending is the one list of what this version lacks, with the words that
+// name each feature in its diagnostic. The options of a pending feature are
+// parsed and refused, never silently ignored; a feature that lands leaves
+// this list, and the checks that ask [Unavailable] let it through.
+var pending = map[Feature]string{
+	FunctionTiming:   "function timing (/FT, the default type: give /FC or /FV)",
+	FunctionSampling: "function sampling (/FS)",
+	LineCounting:     "line counting (/LC)",
+	LineCoverage:     "line coverage (/LV)",
+	StartFunction:    "the start function option (/SF)",
+	Attribution:      "attribution (/AT)",
+	Calibration:      "overhead calibration (/CB)",
+	Trace:            "execution traces (/TRACE)",
+	SharedLibraries:  "profiling shared libraries",
+}
+
+// Unavailable returns PRF1001 when f is not available yet in this version,
+// and nil when it is.
+func Unavailable(f Feature) error {
+	what, ok := pending[f]
+	if !ok {
+		return nil
+	}
+	return newDiag(1001, Fatal, nil, "%s is not available yet in this version", what)
+}
+
+// LibraryNotCounted warns, with PRF4541, that the functions of a shared
+// library of the plan are not counted because [SharedLibraries] is not
+// available yet; nil when it is.
+func LibraryNotCounted(name string) *Diagnostic {
+	what, ok := pending[SharedLibraries]
+	if !ok {
+		return nil
+	}
+	return newDiag(4541, Warning, nil, "functions of %s are not counted: %s is not available yet in this version", name, what)
+}

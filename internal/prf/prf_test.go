@@ -1,0 +1,180 @@
+package prf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"fatal with a number and a cause", CannotOpen("x.pbt", &fs.PathError{Op: "open", Path: "x.pbt", Err: fs.ErrNotExist}),
+			"prep: fatal error PRF1011: cannot open file x.pbt: file does not exist\n"},
+		{"warning", NeverMatched("foo"), "prep: warning PRF4106: function/source/object/lib foo was never matched\n"},
+		{"warning the original printed as a warning", SortMismatch("x.pbt"), "prep: warning PRF1481: x.pbt inconsistent with sorting type\n"},
+		{"no number", OtherArch("arm64", "amd64"), "prep: fatal error: cannot profile an arm64 program on amd64\n"},
+		{"no number, warning", ExecEnded(), "prep: warning: the program called exec: profiling ended there, the counts up to it are kept\n"},
+		{"usage suggests --help", InvalidOption("bogus"),
+			"prep: fatal error PRF1102: bogus: invalid option\nprep: hint: try 'prep --help' for the options\n"},
+		{"hint of its own", AlreadyMerged("a.pbo", "a.pbt"),
+			"prep: fatal error: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
+		{"not a diagnostic", errors.New("plant breakpoints: lost"), "prep: fatal error: plant breakpoints: lost\n"},
+		{"wrapped", fmt.Errorf("context: %w", NoInput()),
+			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
+		{"as a warning", Incomplete("program terminated by signal SIGSEGV (segmentation fault)", "p.pbo").AsWarning(),
+			"prep: warning PRF1643: program terminated by signal SIGSEGV (segmentation fault); the counts written to p.pbo are incomplete\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Write(&b, "prep", tt.err)
+			if b.String() != tt.want {
+				t.Errorf("got\n%q\nwant\n%q", b.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0}, {CannotOpen("x", nil), 1}, {errors.New("x"), 1}, {InvalidOption("x"), 2},
+		{fmt.Errorf("wrapped: %w", MissingArgument("SF")), 2}, {CannotOpenResponseFile("r", fs.ErrNotExist), 2},
+	} {
+		if got := ExitStatus(tt.err); got != tt.want {
+			t.Errorf("ExitStatus(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	if Code(errors.New("x")) != 0 || Code(fmt.Errorf("a: %w", NotELF("p"))) != 1401 {
+		t.Error("Code does not see through wrapping")
+	}
+}
+
+// TestDataFile checks the PRF number and message of every failure of the
+// data-file helpers (original.md §1.2 and §12).
+func TestDataFile(t *testing.T) {
+	dir := t.TempDir()
+	p := &datafile.Plan{Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/p/prog", Arch: "amd64"}},
+		Funcs:   []datafile.Func{{Name: "f", Source: "f.o", Entry: 0x1000}}}
+	p.ID = datafile.PlanID(p)
+	c := &datafile.Counts{PlanID: p.ID, Method: p.Method, Run: datafile.Run{ID: datafile.NewRunID()}, Stats: datafile.Stats{Hits: []uint64{5}}}
+	save := func(name string, v any) string {
+		path := filepath.Join(dir, name)
+		var err error
+		switch v := v.(type) {
+		case *datafile.Plan:
+			err = datafile.SavePlan(path, v)
+		case *datafile.Counts:
+			err = datafile.SaveCounts(path, v)
+		case *datafile.Merged:
+			err = datafile.SaveMerged(path, v)
+		case []byte:
+			err = os.WriteFile(path, v, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	pbi, pbo, pbt := save("a.pbi", p), save("a.pbo", c), save("a.pbt", datafile.NewMerged(p))
+	data, err := os.ReadFile(pbt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := bytes.Clone(data)
+	future[10] = datafile.Version + 1
+	futurePBT := save("future.pbt", future)
+	open := map[string]func(string) error{
+		"plan":   func(p string) error { _, err := datafile.OpenPlan(p); return err },
+		"counts": func(p string) error { _, err := datafile.OpenCounts(p); return err },
+		"merged": func(p string) error { _, err := datafile.OpenMerged(p); return err },
+	}
+	next := strconv.Itoa(datafile.Version + 1)
+	tests := []struct {
+		name, path, open string
+		want             string // the message with the path as {P}
+	}{
+		{"missing", filepath.Join(dir, "none.pbo"), "counts", "PRF1011 cannot open file {P}: no such file or directory"},
+		{"directory", dir, "merged", "PRF1011 cannot open file {P}: is a directory"},
+		{"empty", save("empty.pbo", []byte{}), "counts", "PRF1012 cannot read expected number of bytes from file {P}: read counts (.pbo): file is truncated"},
+		{"source as .pbi", save("prog.c", []byte("int main(void) { return 0; }\n")), "plan", "PRF1301 file {P} has an incorrect (old) signature: read plan (.pbi): not a profiler data file"},
+		{".pbo as .pbt", pbo, "merged", "PRF1303 PBT file {P} has an incorrect (old) version number: read merged profile (.pbt): wrong kind of data file: counts (.pbo), want merged profile (.pbt)"},
+		{".pbi as .pbt", pbi, "merged", "PRF1303 PBT file {P} has an incorrect (old) version number"},
+		{".pbt as .pbi", pbt, "plan", "PRF1302 PBI file {P} has an incorrect (old) version number"},
+		{"future .pbt", futurePBT, "merged", "PRF1303 PBT file {P} has an incorrect (old) version number: read merged profile (.pbt): unsupported format version " + next},
+		{"future .pbt as .pbi", futurePBT, "plan", "PRF1302 PBI file {P} has an incorrect (old) version number"},
+		{".pbi as .pbo", pbi, "counts", "PRF1012 cannot read expected number of bytes from file {P}: read counts (.pbo): wrong kind of data file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := DataFile(open[tt.open](tt.path))
+			got := fmt.Sprintf("PRF%04d %v", Code(err), err)
+			if want := strings.ReplaceAll(tt.want, "{P}", tt.path); !strings.HasPrefix(got, want) {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+	err = DataFile(datafile.SavePlan(filepath.Join(dir, "no", "x.pbi"), p))
+	if Code(err) != 1013 || !strings.HasPrefix(err.Error(), "cannot write expected number of bytes to file "+filepath.Join(dir, "no", "x.pbi")) {
+		t.Errorf("save into a missing directory: PRF%04d %v", Code(err), err)
+	}
+	if DataFile(nil) != nil {
+		t.Error("DataFile(nil) is not nil")
+	}
+}
+
+func TestMerge(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("merge: %w: x", datafile.ErrNotSamePlan), "PRF1306 PBT or PBO file r.pbo is not derived from same PBI file: merge: not derived from the same plan: x"},
+		{fmt.Errorf("merge: %w: x", datafile.ErrConflict), "PRF1304 PBT or PBO file r.pbo conflicts with current profiling state: merge: conflicts with the profiling state: x"},
+		{fmt.Errorf("merge: %w: run 01", datafile.ErrDuplicateRun), "PRF0000 the run in r.pbo is already in d.pbt"},
+		{errors.New("merge: invalid counts"), "PRF0000 merge r.pbo: merge: invalid counts"},
+	} {
+		err := Merge(tt.err, "r.pbo", "d.pbt")
+		if got := fmt.Sprintf("PRF%04d %v", Code(err), err); got != tt.want {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+	}
+	if Merge(nil, "r.pbo", "d.pbt") != nil {
+		t.Error("Merge(nil) is not nil")
+	}
+}
+
+// TestUnavailable checks the one list of what is not built yet: every
+// pending feature gives PRF1001 naming it, and the features not listed
+// give nil.
+func TestUnavailable(t *testing.T) {
+	for f := FunctionTiming; f <= SharedLibraries; f++ {
+		err := Unavailable(f)
+		what, pendingNow := pending[f]
+		switch {
+		case pendingNow && (Code(err) != 1001 || err.Error() != what+" is not available yet in this version"):
+			t.Errorf("feature %d: %v", f, err)
+		case !pendingNow && err != nil:
+			t.Errorf("feature %d is built, but Unavailable says %v", f, err)
+		}
+	}
+	if _, ok := pending[SharedLibraries]; ok {
+		if w := LibraryNotCounted("libm.so.6"); w == nil || w.Code != 4541 || w.Severity != Warning {
+			t.Errorf("LibraryNotCounted = %#v", w)
+		}
+	}
+}
