@@ -5,13 +5,15 @@
 //
 // The model is independent of ELF and DWARF: a [Plan] names modules by their
 // identity and functions by their link-time addresses, so PROFILE needs nothing
-// else to run a program. This package imports nothing of the project but
-// internal/prf, whose PRF-numbered errors the file helpers ([OpenPlan],
-// [SaveMerged], [MergeError], ...) return.
+// else to run a program. This package imports nothing of the project: it is
+// the project's public API, for programs that read or write profiles. The
+// file helpers ([OpenPlan], [SaveMerged], ...) return [*FileError]s, and
+// [Merged.Add] sentinel errors; the commands give them the original's PRF
+// numbers (internal/prf).
 //
 // # Binary layout, format version 2
 //
-// This section is normative; docs/format.md mirrors it. Any change of the
+// This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
 //
 // A file is a header, a body and a checksum:

@@ -1,34 +1,31 @@
-// Package cli reads the command lines of prep, profile and plist and returns
-// their options as typed structs ([PrepOptions], [ProfileOptions],
-// [PlistOptions]); the cmd/ mains print what it returns and run the tool.
+// Package cli is the command-line engine of prep, profile and plist. Each
+// tool declares its options once, as the rows of a [Tool]'s table (in
+// cmd/<tool>/options.go); [Tool.Parse] reads a command line with it into the
+// tool's own options type, and the same table gives the original's usage
+// text and the --help text.
 //
 // # Syntax
 //
-// The syntax is the original's (spec original.md §2, linux.md "Commands and
-// the workflow"): options begin with / or -, are case-insensitive and may be
-// abbreviated down to a minimum length, in each tool's table order (/T is
-// PLIST's tab-delimited report, /TR its trace); an option's argument is the
-// next token; @file reads more arguments from a file; the environment
-// variable named after the tool (PREP, PROFILE, PLIST) comes before the
-// arguments; the rightmost of contradictory options wins. Every option also
-// has a GNU long form (--function-counting, --start=FUNC) listed by --help.
+// The syntax is the original's (docs/design/original.md §2, and
+// docs/design/linux.md, "Commands and the workflow"): options begin with /
+// or -, are case-insensitive and may be abbreviated down to a minimum
+// length, in each tool's table order (/T is PLIST's tab-delimited report,
+// /TR its trace); an option's argument is the next token; @file reads more
+// arguments from a file; the environment variable named after the tool
+// (PREP, PROFILE, PLIST) comes before the arguments; the rightmost of
+// contradictory options wins. Every option also has a GNU long form
+// (--function-counting, --start=FUNC) listed by --help.
 //
 // # How it works
 //
-// Parsing happens in two steps. A normaliser, driven by one option table per
-// tool, reads the tokens left to right, expands response files and reports
-// the original's diagnostics (PRF1101 to PRF1105, PRF1201, PRF1202, PRF1423,
-// warning PRF4101) with their exact texts. It turns every option into a
-// canonical GNU long option (--select=include:SPEC, --sort=count) and hands
-// that argument vector to kong, which fills the grammar structs: it applies
-// the last-wins groups of the profile types and PLIST's layouts and keeps
-// PROFILE's program arguments apart (passthrough). Kong never sees a token
-// the user typed, because its own diagnostics cannot carry PRF numbers, the
-// original's first-error-wins order, response files, abbreviations in table
-// order or the /IO limit (see normalize.go); and kong's string mapper, which
-// turns invalid UTF-8 into U+FFFD, is replaced by one that keeps bytes.
-// The --help text is written from the option tables, not by kong, so that it
-// shows each option's shortest abbreviation next to its long form.
+// One left-to-right pass over the tokens: response files are expanded when
+// they are reached, so that diagnostics come in command-line order; each
+// option found is checked (its argument, a number's range, how often it was
+// given) and handed to its row's Set function, which records it in the
+// tool's options, so the rightmost wins by construction. The original's
+// diagnostics (PRF1101 to PRF1105, PRF1201, PRF1202, PRF1423, warning
+// PRF4101) come from package prf with their exact texts; the first error
+// ends the parse. The pass is linear in the number of tokens.
 //
 // # Decisions for Linux
 //
@@ -62,14 +59,14 @@
 //   - A second sort option of PLIST warns PRF4101 even when it repeats the
 //     first or the first came from the environment variable; so does a
 //     second /SF.
-//   - PREP checks what each phase needs: PRF1421 when phase I has no
-//     module, then PRF1462 and PRF1461 when phase II lacks its .pbt input or
-//     output. PLIST uses the first input name and ignores the others, as
-//     the original did.
-//   - Every error of the Parse functions is a [UsageError] (exit status 2),
-//     response-file errors included. They are reported in command-line
-//     order: the first one ends the parse.
+//   - A response file's name typed in another case than on disk is found
+//     as [FindFile] finds it.
+//   - Every error of [Tool.Parse] is a usage diagnostic (exit status 2, and
+//     a hint to try --help), response-file errors included. They are
+//     reported in command-line order: the first one ends the parse.
 //
-// The package imports internal/prf, datafile (for [datafile.Method]) and
-// kong, nothing else of the project.
+// What a tool needs of its names (PREP: a module or a merge, PLIST: an
+// input) is checked by the tool, in cmd/.
+//
+// The package imports internal/prf, nothing else of the project.
 package cli

@@ -46,7 +46,7 @@ func TestLookPath(t *testing.T) {
 	}{
 		{name: "current directory before PATH", arg: "both", want: filepath.Join(cwd, "both")},
 		{name: "current directory only", arg: "local", want: filepath.Join(cwd, "local")},
-		// linux.md: any file in the current directory is taken, as the
+		// docs/design/linux.md: any file in the current directory is taken, as the
 		// original did; running it is the next step's business.
 		{name: "file without execute permission", arg: "plain", want: filepath.Join(cwd, "plain")},
 		{name: "directory is not a program", arg: "shadow", want: filepath.Join(bin, "shadow")},

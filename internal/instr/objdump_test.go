@@ -318,7 +318,7 @@ func TestObjdumpARM64(t *testing.T) {
 	})
 }
 
-// TestObjdumpTrapsAMD64 assembles every decoder trap of libraries.md with
+// TestObjdumpTrapsAMD64 assembles every decoder trap of docs/design/libraries.md with
 // GNU as and compares with objdump.
 func TestObjdumpTrapsAMD64(t *testing.T) {
 	need(t, "gcc", "objdump")

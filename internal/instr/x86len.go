@@ -3,7 +3,7 @@ package instr
 import "bytes"
 
 // Hand decoding of the amd64 instructions golang.org/x/arch/x86/x86asm gets
-// wrong or does not know (see libraries.md): only their length, the place
+// wrong or does not know (see docs/design/libraries.md): only their length, the place
 // of a RIP-relative displacement, and a name. The layout of an instruction
 // is Intel SDM Vol. 2A §2.1 (legacy), §2.2.1 (REX), §2.3 (VEX) and §2.7
 // (EVEX).

@@ -104,7 +104,7 @@ func (r *report) runLines(p *printer) {
 }
 
 // overheadLines writes the calibration figures of a timing profile, in
-// nanoseconds per event (linux.md "Timing"): the last run's measured
+// nanoseconds per event (docs/design/linux.md, "Timing"): the last run's measured
 // overhead, the /CB value when given, and the average over the runs
 // (integer division, as the original's %ld figures).
 func (r *report) overheadLines(p *printer) {
