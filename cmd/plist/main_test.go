@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -17,13 +16,13 @@ import (
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
+// command is PLIST for the tests of testutil.
+var command = testutil.Command{Name: "plist", Env: "PLIST", Banner: tool.Banner(), Run: run}
+
 // runPlist runs the command in-process with env as the variable PLIST.
 func runPlist(t *testing.T, args []string, env string) (stdout, stderr string, status int) {
 	t.Helper()
-	t.Setenv("PLIST", env)
-	var out, errb bytes.Buffer
-	status = run(args, &out, &errb)
-	return out.String(), errb.String(), status
+	return command.Exec(t, args, env)
 }
 
 func words(s string) []string { return strings.Fields(s) }
@@ -103,58 +102,38 @@ func TestSortOverride(t *testing.T) {
 }
 
 func TestDiagnostics(t *testing.T) {
-	tests := []struct {
-		name   string
-		args   []string
-		env    string
-		want   string
-		golden string
-	}{
-		{"bad option", words("/nologo /bogus fcount"), "", "plist: fatal error PRF1102: bogus: invalid option", "diag/plist-bad-option.out"},
-		{"glued C", words("/nologo /c5 fcount"), "", "plist: fatal error PRF1102: c5: invalid option", "diag/plist-c-glued.out"},
-		{"bad sort key", words("/nologo --sort=bogus fcount"), "", "plist: fatal error PRF1102: --sort=bogus: invalid option", ""},
-		{"PL minus one", words("/nologo /pl -1 fcount"), "", "plist: fatal error PRF1103: PL option requires an additional argument", "diag/plist-pl-1.out"},
-		{"argument is root", words("/nologo /d / fcount"), "", "plist: fatal error PRF1103: D option requires an additional argument", ""},
-		{"nonnumeric C", words("/nologo /c x fcount"), "", "plist: fatal error PRF1104: C option requires a numeric parameter", "diag/plist-c-nonnumeric.out"},
-		{"error in env", words("fcount"), "/nologo /c5", "plist: fatal error PRF1102: c5: invalid option", ""},
-		{"dump without files", words("/nologo --dump"), "", "plist: fatal error PRF1421: no input specified", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			stdout, stderr, status := runPlist(t, tt.args, tt.env)
-			want := tt.want + "\nplist: hint: try 'plist --help' for the options\n"
-			if stderr != want || stdout != "" || status != 2 {
-				t.Errorf("plist %q: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", tt.args, status, stdout, stderr, want)
-			}
-			if tt.golden != "" {
-				if golden := testutil.OriginalLine(t, tt.golden); golden != tt.want {
-					t.Errorf("%s: the original printed\n%s", tt.golden, golden)
-				}
-			}
-		})
-	}
+	command.TestDiagnostics(t, []testutil.Diagnostic{
+		{Name: "bad option", Args: words("/nologo /bogus fcount"),
+			Want: "plist: fatal error PRF1102: bogus: invalid option", Golden: "diag/plist-bad-option.out"},
+		{Name: "glued C", Args: words("/nologo /c5 fcount"),
+			Want: "plist: fatal error PRF1102: c5: invalid option", Golden: "diag/plist-c-glued.out"},
+		{Name: "bad sort key", Args: words("/nologo --sort=bogus fcount"),
+			Want: "plist: fatal error PRF1102: --sort=bogus: invalid option"},
+		{Name: "PL minus one", Args: words("/nologo /pl -1 fcount"),
+			Want: "plist: fatal error PRF1103: PL option requires an additional argument", Golden: "diag/plist-pl-1.out"},
+		{Name: "argument is root", Args: words("/nologo /d / fcount"),
+			Want: "plist: fatal error PRF1103: D option requires an additional argument"},
+		{Name: "nonnumeric C", Args: words("/nologo /c x fcount"),
+			Want: "plist: fatal error PRF1104: C option requires a numeric parameter", Golden: "diag/plist-c-nonnumeric.out"},
+		{Name: "error in env", Args: words("fcount"), Env: "/nologo /c5",
+			Want: "plist: fatal error PRF1102: c5: invalid option"},
+		{Name: "dump without files", Args: words("/nologo --dump"),
+			Want: "plist: fatal error PRF1421: no input specified"},
+	})
 }
 
 func TestUsage(t *testing.T) {
-	for _, tt := range []struct{ golden, args string }{
-		{"usage/plist-help-q.out", "/?"},
-		{"usage/plist-help-HELP.out", "/HELP"},
-		{"usage/plist-help-h.out", "/h"},
-		{"usage/plist-help-dash.out", "-?"},
-		{"usage/plist-noargs.out", ""},
-		{"usage/plist-nologo-noargs.out", "/nologo"},
-		{"usage/plist-nologo-help.out", "/nologo /?"},
+	command.TestUsage(t, []testutil.Usage{
+		{Golden: "usage/plist-help-q.out", Args: "/?"},
+		{Golden: "usage/plist-help-HELP.out", Args: "/HELP"},
+		{Golden: "usage/plist-help-h.out", Args: "/h"},
+		{Golden: "usage/plist-help-dash.out", Args: "-?"},
+		{Golden: "usage/plist-noargs.out", Args: ""},
+		{Golden: "usage/plist-nologo-noargs.out", Args: "/nologo"},
+		{Golden: "usage/plist-nologo-help.out", Args: "/nologo /?"},
 		// plist-no-input: options but no input print the usage.
-		{"diag/plist-no-input.out", "/nologo /t"},
-	} {
-		t.Run(tt.golden, func(t *testing.T) {
-			stdout, _, status := runPlist(t, words(tt.args), "")
-			if want := testutil.OriginalText(t, tt.golden); stdout != want || status != 0 {
-				t.Errorf("plist %s: status %d, stdout\n%q\nwant status 0 and\n%q", tt.args, status, stdout, want)
-			}
-		})
-	}
+		{Golden: "diag/plist-no-input.out", Args: "/nologo /t"},
+	})
 }
 
 func TestLongHelp(t *testing.T) {

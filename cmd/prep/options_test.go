@@ -218,7 +218,7 @@ func TestStartOverride(t *testing.T) {
 // merge, at most 8 modules and 8 .pbo files.
 func FuzzCommandLine(f *testing.F) {
 	for _, tt := range diagnostics {
-		f.Add(joinArgs(tt.args), tt.env)
+		f.Add(joinArgs(tt.Args), tt.Env)
 	}
 	f.Add("/fc\n/inc\na(1-2)\n--exclude=b\nprog", "")
 	f.Add("/m\nx\n/io\ny", "/nologo")

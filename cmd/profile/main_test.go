@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -14,13 +13,13 @@ import (
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
+// command is PROFILE for the tests of testutil.
+var command = testutil.Command{Name: "profile", Env: "PROFILE", Banner: tool.Banner(), Run: run}
+
 // runProfile runs the command in-process with env as the variable PROFILE.
 func runProfile(t *testing.T, args []string, env string) (stdout, stderr string, status int) {
 	t.Helper()
-	t.Setenv("PROFILE", env)
-	var out, errb bytes.Buffer
-	status = run(args, &out, &errb)
-	return out.String(), errb.String(), status
+	return command.Exec(t, args, env)
 }
 
 func words(s string) []string { return strings.Fields(s) }
@@ -116,33 +115,18 @@ func TestAppendWithoutErrorFile(t *testing.T) {
 }
 
 func TestDiagnostics(t *testing.T) {
-	tests := []struct {
-		name   string
-		args   []string
-		want   string
-		golden string
-	}{
-		{"bad option", words("/nologo /bogus fcount"), "profile: fatal error PRF1102: bogus: invalid option", "diag/profile-bad-option.out"},
-		{"bad option after E", words("/nologo /e errs3.txt /a /bogus"), "profile: fatal error PRF1102: bogus: invalid option", "diag/profile-e-warning.out"},
-		{"empty argument", []string{"/nologo", "/e", "", "prog"}, "profile: fatal error PRF1103: E option requires an additional argument", ""},
-		{"long option dash argument", words("/nologo --input -x prog"), "profile: fatal error PRF1103: --input option requires an additional argument", ""},
-		{"far too large", words("/nologo /s 99999999999999999999999 prog"), "profile: fatal error PRF1104: S option requires a numeric parameter", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			stdout, stderr, status := runProfile(t, tt.args, "")
-			want := tt.want + "\nprofile: hint: try 'profile --help' for the options\n"
-			if stderr != want || stdout != "" || status != 2 {
-				t.Errorf("profile %q: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", tt.args, status, stdout, stderr, want)
-			}
-			if tt.golden != "" {
-				if golden := testutil.OriginalLine(t, tt.golden); golden != tt.want {
-					t.Errorf("%s: the original printed\n%s", tt.golden, golden)
-				}
-			}
-		})
-	}
+	command.TestDiagnostics(t, []testutil.Diagnostic{
+		{Name: "bad option", Args: words("/nologo /bogus fcount"),
+			Want: "profile: fatal error PRF1102: bogus: invalid option", Golden: "diag/profile-bad-option.out"},
+		{Name: "bad option after E", Args: words("/nologo /e errs3.txt /a /bogus"),
+			Want: "profile: fatal error PRF1102: bogus: invalid option", Golden: "diag/profile-e-warning.out"},
+		{Name: "empty argument", Args: []string{"/nologo", "/e", "", "prog"},
+			Want: "profile: fatal error PRF1103: E option requires an additional argument"},
+		{Name: "long option dash argument", Args: words("/nologo --input -x prog"),
+			Want: "profile: fatal error PRF1103: --input option requires an additional argument"},
+		{Name: "far too large", Args: words("/nologo /s 99999999999999999999999 prog"),
+			Want: "profile: fatal error PRF1104: S option requires a numeric parameter"},
+	})
 }
 
 // TestProfileBeforePrep runs PROFILE where PREP has not run: it says which
@@ -165,24 +149,17 @@ func TestProfileBeforePrep(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	for _, tt := range []struct{ golden, args string }{
-		{"usage/profile-help-q.out", "/?"},
-		{"usage/profile-help-HELP.out", "/HELP"},
-		{"usage/profile-help-h.out", "/h"},
-		{"usage/profile-help-dash.out", "-?"},
-		{"usage/profile-noargs.out", ""},
-		{"usage/profile-nologo-noargs.out", "/nologo"},
-		{"usage/profile-nologo-help.out", "/nologo /?"},
+	command.TestUsage(t, []testutil.Usage{
+		{Golden: "usage/profile-help-q.out", Args: "/?"},
+		{Golden: "usage/profile-help-HELP.out", Args: "/HELP"},
+		{Golden: "usage/profile-help-h.out", Args: "/h"},
+		{Golden: "usage/profile-help-dash.out", Args: "-?"},
+		{Golden: "usage/profile-noargs.out", Args: ""},
+		{Golden: "usage/profile-nologo-noargs.out", Args: "/nologo"},
+		{Golden: "usage/profile-nologo-help.out", Args: "/nologo /?"},
 		// profile-no-program: options but no program print the usage.
-		{"diag/profile-no-program.out", "/nologo /o named"},
-	} {
-		t.Run(tt.golden, func(t *testing.T) {
-			stdout, _, status := runProfile(t, words(tt.args), "")
-			if want := testutil.OriginalText(t, tt.golden); stdout != want || status != 0 {
-				t.Errorf("profile %s: status %d, stdout\n%q\nwant status 0 and\n%q", tt.args, status, stdout, want)
-			}
-		})
-	}
+		{Golden: "diag/profile-no-program.out", Args: "/nologo /o named"},
+	})
 }
 
 func TestLongHelp(t *testing.T) {

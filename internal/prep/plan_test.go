@@ -664,7 +664,7 @@ func TestWriteOutputs(t *testing.T) {
 	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"prep: warning: " + pbt + " held 1 run; they are discarded and the new fixture.pbt is empty"}
+	want := []string{"prep: warning: " + pbt + " held 1 run; it is discarded and the new fixture.pbt is empty"}
 	if diff := gocmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

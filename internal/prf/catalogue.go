@@ -147,11 +147,11 @@ func IncompleteRun(path, reason string) *Diagnostic {
 
 // RunsDiscarded warns that PREP phase I replaced a database holding runs.
 func RunsDiscarded(pbt string, runs int) *Diagnostic {
-	s := "s"
+	what := fmt.Sprintf("%d runs; they are", runs)
 	if runs == 1 {
-		s = ""
+		what = "1 run; it is"
 	}
-	d := newDiag(0, Warning, nil, "%s held %d run%s; they are discarded and the new %s is empty", pbt, runs, s, filepath.Base(pbt))
+	d := newDiag(0, Warning, nil, "%s held %s discarded and the new %s is empty", pbt, what, filepath.Base(pbt))
 	d.Hint = "to keep runs, copy the .pbt before preparing the program again"
 	return d
 }

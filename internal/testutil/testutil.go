@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -333,5 +334,86 @@ func buildInto(t testing.TB, out string, build func(out string) *exec.Cmd) {
 	cmd := build(out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build fixture %s: %v\n%s\n%s", filepath.Base(out), err, cmd, b)
+	}
+}
+
+// Command is one of the three tools, run in-process through its run
+// function, for the tests of its command line.
+type Command struct {
+	// Name and Env are the tool's name and environment variable.
+	Name, Env string
+	// Banner is what it prints first unless /NOLOGO.
+	Banner string
+	// Run is the tool's main: arguments in, exit status out.
+	Run func(args []string, stdout, stderr io.Writer) int
+}
+
+// Exec runs the tool with env as its environment variable and returns its
+// standard output, standard error and exit status.
+func (c Command) Exec(t *testing.T, args []string, env string) (stdout, stderr string, status int) {
+	t.Helper()
+	t.Setenv(c.Env, env)
+	var out, errb bytes.Buffer
+	status = c.Run(args, &out, &errb)
+	return out.String(), errb.String(), status
+}
+
+// Usage is a way to ask for the original's usage text, and the recorded
+// output of the original that holds it.
+type Usage struct {
+	Golden string // under testdata/original
+	Args   string // split on spaces
+}
+
+// TestUsage checks that each command line prints the original's usage
+// text, byte for byte but for the line ends, and exits with status 0.
+func (c Command) TestUsage(t *testing.T, cases []Usage) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.Golden, func(t *testing.T) {
+			stdout, _, status := c.Exec(t, strings.Fields(tt.Args), "")
+			if want := OriginalText(t, tt.Golden); stdout != want || status != 0 {
+				t.Errorf("%s %s: status %d, stdout\n%q\nwant status 0 and\n%q", c.Name, tt.Args, status, stdout, want)
+			}
+		})
+	}
+}
+
+// Diagnostic is a command line that fails before the tool does anything,
+// with the line the tool prints.
+type Diagnostic struct {
+	Name   string
+	Args   []string
+	Env    string
+	Want   string
+	Golden string // the original's output of the same command, if recorded
+	Banner bool   // the banner comes first: /NOLOGO was not seen before the error
+}
+
+// TestDiagnostics runs each failing command line in an empty directory: it
+// must print the diagnostic and the hint to try --help, exit with status 2
+// and print nothing on stdout; where the original's output was recorded,
+// the line is the original's (Linux adds the system's reason to PRF1011).
+func (c Command) TestDiagnostics(t *testing.T, cases []Diagnostic) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			stdout, stderr, status := c.Exec(t, tt.Args, tt.Env)
+			want := tt.Want + "\n" + c.Name + ": hint: try '" + c.Name + " --help' for the options\n"
+			if tt.Banner {
+				want = c.Banner + want
+			}
+			if stderr != want || stdout != "" || status != 2 {
+				t.Errorf("%s %q: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", c.Name, tt.Args, status, stdout, stderr, want)
+			}
+			if tt.Golden == "" {
+				return
+			}
+			golden := OriginalLine(t, tt.Golden)
+			if tt.Want != golden && !(strings.Contains(golden, "PRF1011") && strings.HasPrefix(tt.Want, golden+": ")) {
+				t.Errorf("%s: the original printed\n%s", tt.Golden, golden)
+			}
+		})
 	}
 }
