@@ -1,7 +1,9 @@
 # Source Profiler for Linux: prep, profile, plist.
 #
 #   make demo    build the tools and an example, profile it, print the report
-#   make test    everything CI runs (unit, end-to-end, race, vet, lint, format)
+#   make deps    install the Debian packages the tests need (as root)
+#   make test    everything CI runs (unit, end-to-end, race, vet, lint, format,
+#                and the end-to-end suites on arm64)
 
 GO        ?= go
 BIN       := bin
@@ -9,7 +11,7 @@ TOOLS     := prep profile plist
 STATICCHECK_VERSION := v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-bti
+.PHONY: all build test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-bti arm64-16k
 
 all: build
 
@@ -20,10 +22,23 @@ build:
 	cp scripts/fcount scripts/fcover scripts/ftime scripts/lcount scripts/lcover $(BIN)/
 	cp scripts/profile.mk $(BIN)/profile.mk
 
-# make test is what CI runs: the whole check on this machine, then the
-# end-to-end suites on a real arm64 kernel in a VM (twice: plain, and with
-# pointer authentication and branch protection).
-test: check arm64 arm64-bti
+# make test is what CI runs (after make deps): the whole check on this
+# machine, then the end-to-end suites on a real arm64 kernel in a VM, three
+# times: plain, with pointer authentication and branch protection, and on a
+# kernel with 16K pages.
+test: check arm64 arm64-bti arm64-16k
+
+# The end-to-end suites on arm64, in qemu-system-aarch64 (scripts/arm64-test,
+# which boots scripts/arm64-vm). The first run downloads Debian's kernels
+# and busybox into ~/.cache/arm64-vm.
+arm64:
+	./scripts/arm64-test
+
+arm64-bti:
+	./scripts/arm64-test --bti
+
+arm64-16k:
+	./scripts/arm64-test --pages16k
 
 unit:
 	$(GO) test ./...
@@ -46,9 +61,12 @@ fmt-check:
 tidy-check:
 	$(GO) mod tidy -diff
 
-check: deps fmt-check vet tidy-check lint unit race
+# check is the tests of this machine only.
+check: fmt-check vet tidy-check lint unit race
 
-# deps installs what the tests need on a fresh Debian machine.
+# deps installs, as root, the Debian packages the tests need on a fresh
+# machine: C and C++ compilers, binutils, valgrind, make, the arm64 cross
+# compilers and glibc, qemu-system-arm and cpio. No other target runs it.
 deps:
 	@./scripts/install-deps
 
@@ -68,14 +86,6 @@ fuzz:
 # testutil.Golden). Their golden tests have various names (TestRoundTrip,
 # TestTextGolden, TestLinuxGoldens, TestReportGolden), so each runs whole.
 GOLDEN_GREP := flag\.Bool\("update"|testutil\.(Update|Golden)\b
-# The end-to-end suites on arm64, in qemu-system-aarch64 (scripts/arm64-test;
-# needs ../shared/arm64-vm beside the repository).
-arm64:
-	./scripts/arm64-test
-
-arm64-bti:
-	./scripts/arm64-test --bti
-
 golden:
 	@pkgs=$$(grep -rlE --include='*_test.go' --exclude-dir=testdata '$(GOLDEN_GREP)' . | xargs -r -n1 dirname | sort -u); \
 	if [ -z "$$pkgs" ]; then echo "golden: no package defines -update" >&2; exit 1; fi; \
