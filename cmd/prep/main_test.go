@@ -100,3 +100,11 @@ func TestLongHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestTable checks the option table: every option reachable, with a Set
+// and a help text.
+func TestTable(t *testing.T) {
+	if err := tool.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

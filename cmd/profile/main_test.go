@@ -197,3 +197,11 @@ func FuzzCommandLine(f *testing.F) {
 		}
 	})
 }
+
+// TestTable checks the option table: every option reachable, with a Set
+// and a help text.
+func TestTable(t *testing.T) {
+	if err := tool.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -374,3 +374,27 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestValidate(t *testing.T) {
+	if err := toyTool().Validate(); err != nil {
+		t.Fatalf("the test tool: %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*Tool[toy])
+		want string
+	}{
+		{"no Set", func(tl *Tool[toy]) { tl.Options[2].Set = nil }, "toy option FC has no Set"},
+		{"no help", func(tl *Tool[toy]) { tl.Options[2].Help = "" }, "toy option FC has no help"},
+		{"shadowed", func(tl *Tool[toy]) { tl.Options[3].Name = "FC" }, "toy option FC is taken by an earlier option"},
+		{"lower case", func(tl *Tool[toy]) { tl.Options[2].Name = "fc" }, "toy option fc: minimum length 2, or not upper case"},
+		{"long twice", func(tl *Tool[toy]) { tl.Options[3].Long = "counting" }, "toy long option --counting given twice"},
+		{"nameless", func(tl *Tool[toy]) { tl.Options[3].Name, tl.Options[3].Long = "", "" }, "toy option 3 has neither a name nor a long form"},
+	} {
+		tl := toyTool()
+		tt.edit(tl)
+		if err := tl.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: Validate = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -238,4 +239,35 @@ func (t *Tool[T]) abbreviation(o *Option[T]) string {
 		}
 	}
 	return o.Name
+}
+
+// Validate reports the first mistake in the tool's table: an option
+// without a way to write it, without Set, or without help; a minimum
+// length the name does not have; an option its own name does not select
+// (an earlier row takes it); a long form given twice.
+func (t *Tool[T]) Validate() error {
+	longs := map[string]bool{}
+	for i := range t.Options {
+		o := &t.Options[i]
+		label := o.Name
+		if label == "" {
+			label = "--" + o.Long
+		}
+		switch {
+		case o.Name == "" && o.Long == "":
+			return fmt.Errorf("%s option %d has neither a name nor a long form", t.Name, i)
+		case o.Set == nil && o.builtin == notBuiltin:
+			return fmt.Errorf("%s option %s has no Set", t.Name, label)
+		case o.Help == "":
+			return fmt.Errorf("%s option %s has no help", t.Name, label)
+		case o.Name != "" && (o.Min < 1 || o.Min > len(o.Name) || strings.ToUpper(o.Name) != o.Name):
+			return fmt.Errorf("%s option %s: minimum length %d, or not upper case", t.Name, label, o.Min)
+		case o.Name != "" && t.lookupShort(o.Name) != o:
+			return fmt.Errorf("%s option %s is taken by an earlier option", t.Name, label)
+		case o.Long != "" && longs[o.Long]:
+			return fmt.Errorf("%s long option --%s given twice", t.Name, o.Long)
+		}
+		longs[o.Long] = o.Long != ""
+	}
+	return nil
 }
