@@ -17,13 +17,20 @@ import (
 // exists.
 func TestCitations(t *testing.T) {
 	sections := headings(t, "docs/design/original.md", regexp.MustCompile(`^#+ (\d+(?:\.\d+)*)\.? `))
+	// Titled citations name a design document ("linux.md", "docs/design/
+	// linux.md") or one of the project's own ("docs/linux.md").
 	titles := map[string]map[string]bool{}
+	heading := regexp.MustCompile(`^#+ (.+)$`)
 	for _, doc := range []string{"linux", "libraries", "inprocess", "style"} {
-		titles[doc] = headings(t, "docs/design/"+doc+".md", regexp.MustCompile(`^#+ (.+)$`))
+		titles["docs/design/"+doc+".md"] = headings(t, "docs/design/"+doc+".md", heading)
+	}
+	own, _ := filepath.Glob("docs/*.md")
+	for _, doc := range own {
+		titles[doc] = headings(t, doc, heading)
 	}
 	section := regexp.MustCompile(`§([0-9]+(?:\.[0-9]+)*)`)
 	external := regexp.MustCompile(`SDM|ABI|APM|Arm 64-bit Architecture`)
-	titled := regexp.MustCompile(`(?:docs/design/)?(linux|libraries|inprocess|style)\.md,? "([^"]+)"`)
+	titled := regexp.MustCompile(`(docs/(?:design/)?)?([a-z]+)\.md,? "([^"]+)"`)
 	path := regexp.MustCompile(`docs/[a-z/]+\.md`)
 	checked := 0
 	err := filepath.WalkDir(".", func(file string, d os.DirEntry, err error) error {
@@ -55,9 +62,13 @@ func TestCitations(t *testing.T) {
 				}
 			}
 			for _, m := range titled.FindAllStringSubmatch(line, -1) {
+				doc := m[1] + m[2] + ".md"
+				if m[1] == "" {
+					doc = "docs/design/" + doc
+				}
 				checked++
-				if !titles[m[1]][m[2]] {
-					t.Errorf("%s:%d: %q is no heading of docs/design/%s.md", file, n, m[2], m[1])
+				if !titles[doc][m[3]] {
+					t.Errorf("%s:%d: %q is no heading of %s", file, n, m[3], doc)
 				}
 			}
 			for _, p := range path.FindAllString(line, -1) {

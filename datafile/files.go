@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // filePerm is the mode of the files the Save helpers write.
@@ -25,7 +26,7 @@ func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -47,6 +48,21 @@ func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// maxTempName bounds the temporary file's name: NAME_MAX is 255 bytes on
+// Linux file systems, and CreateTemp adds up to 20 digits to the pattern.
+const maxTempName = 255 - 20
+
+// tempPattern is the pattern of the temporary file that replaces base:
+// ".base.tmp*", with base shortened so that the temporary name is never
+// what fails (a name of 250 bytes has a temporary name of 265).
+func tempPattern(base string) string {
+	const extra = len("..tmp")
+	if len(base)+extra > maxTempName {
+		base = strings.ToValidUTF8(base[:maxTempName-extra], "")
+	}
+	return "." + base + ".tmp*"
 }
 
 // fill writes the temporary file f through a buffer, syncs and closes it.

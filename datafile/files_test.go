@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,6 +80,38 @@ func TestWriteFileAtomicRelative(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFile(t, "rel.pbo", "rel")
+}
+
+// TestWriteFileAtomicLongNames writes files whose names are up to the
+// longest a Linux file system takes (255 bytes): the temporary file must
+// never be what fails, whatever the name's length or characters.
+func TestWriteFileAtomicLongNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{200, 236, 237, 244, 251, 255} {
+		for _, r := range []string{"p", "é"} {
+			name := strings.Repeat(r, n/len(r))
+			if len(name) < n {
+				name += strings.Repeat("x", n-len(name))
+			}
+			path := filepath.Join(dir, name)
+			if err := WriteFileAtomic(path, 0o644, func(w io.Writer) error {
+				_, err := io.WriteString(w, name)
+				return err
+			}); err != nil {
+				t.Errorf("a %d-byte name: %v", len(name), err)
+				continue
+			}
+			checkFile(t, path, name)
+			os.Remove(path)
+		}
+	}
+	checkDir(t, dir)
+	// A name too long for the file system fails for itself, cleanly.
+	path := filepath.Join(dir, strings.Repeat("p", 256))
+	if err := WriteFileAtomic(path, 0o644, func(io.Writer) error { return nil }); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("a 256-byte name: %v, want ENAMETOOLONG", err)
+	}
+	checkDir(t, dir)
 }
 
 func checkFile(t *testing.T, path, want string) {

@@ -265,3 +265,23 @@ func TestDemoExample(t *testing.T) {
 		t.Errorf("%d functions profiled, want %d: %v", len(tb.hits), len(want), tb.hits)
 	}
 }
+
+// TestUnwritableRun: PROFILE finds out that it cannot write its .pbo
+// before the program runs, not after.
+func TestUnwritableRun(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "faults")
+	dir := t.TempDir()
+	name := install(t, prog, dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	if err := os.Mkdir(filepath.Join(dir, "adir.pbo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"nosuchdir/x", "adir"} {
+		r := tool(t, dir, "profile", "/nologo", "/O", out, name, "args", "1")
+		wantFail(t, r, 1, "PRF1013")
+		if r.stdout != "" {
+			t.Errorf("/O %s: the program ran: %q", out, r.stdout)
+		}
+	}
+}

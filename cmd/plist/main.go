@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // list writes the report of the .pbt named input.
 func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
-	path := cli.FindFile(cli.WithExt(input, ".pbt"))
+	path := cli.InputName(input, ".pbt")
 	m, err := datafile.OpenMerged(path)
 	if err != nil {
 		return prf.DataFile(err)
@@ -85,22 +86,30 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	return nil
 }
 
-// unmerged returns a warning when the .pbo beside the .pbt at path holds a
-// run of m's plan that m does not: the user profiled and did not merge.
-// Only a .pbo newer than the .pbt can, so older ones are not read.
+// unmerged returns a warning when the .pbo files beside the .pbt at path
+// (base.pbo, base.pbo.N) hold runs of m's plan that m does not: the user
+// profiled and did not merge. Only a .pbo newer than the .pbt can, so older
+// ones are not read.
 func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
-	base := strings.TrimSuffix(path, ".pbt")
-	pbo := cli.FindFile(base + ".pbo")
-	pst, err1 := os.Stat(path)
-	ost, err2 := os.Stat(pbo)
-	if err1 != nil || err2 != nil || ost.ModTime().Before(pst.ModTime()) {
+	base := strings.TrimSuffix(path, filepath.Ext(path))
+	pst, err := os.Stat(path)
+	if err != nil {
 		return nil
 	}
-	c, err := datafile.OpenCounts(pbo)
-	if err != nil || c.PlanID != m.Plan.ID || len(c.Run.ID) == 0 || m.HasRun(c.Run.ID) {
+	var pending []string
+	for _, pbo := range cli.RunFiles(base) {
+		if st, err := os.Stat(pbo); err != nil || st.ModTime().Before(pst.ModTime()) {
+			continue
+		}
+		c, err := datafile.OpenCounts(pbo)
+		if err == nil && c.PlanID == m.Plan.ID && len(c.Run.ID) > 0 && !m.HasRun(c.Run.ID) {
+			pending = append(pending, pbo)
+		}
+	}
+	if len(pending) == 0 {
 		return nil
 	}
-	return prf.MergeMissing(pbo, path, "prep /M "+base)
+	return prf.MergeMissing(pending, path, "prep /M "+base)
 }
 
 // dump writes data files in their text form.

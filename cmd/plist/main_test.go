@@ -231,7 +231,7 @@ func TestMergeMissing(t *testing.T) {
 	first := testRun(p)
 	writeProfile(t, "fcount.pbt", first)
 	old := time.Now().Add(-time.Hour)
-	warning := "plist: warning: fcount.pbo holds a run that fcount.pbt does not: this report leaves it out\n" +
+	warning := "plist: warning PRF4482: fcount.pbo holds a run that fcount.pbt does not: this report leaves it out\n" +
 		"plist: hint: run 'prep /M fcount' to add it\n"
 
 	// The .pbo of the merged run: nothing to say.

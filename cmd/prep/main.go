@@ -11,7 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
 	"github.com/sourceprofiler/sprof/internal/prep"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -107,9 +109,14 @@ func prepare(o *options, names []string, warn func(*prf.Diagnostic)) error {
 	return prep.WriteOutputs(p, pbi, pbt, warn)
 }
 
-// merge is phase II: /M base, or /IT in [/IO run]... /OT out.
+// merge is phase II: /M base, or /IT in [/IO run]... /OT out. It holds the
+// directory's lock, so that merges and PROFILE's writes of runs at the same
+// time all land.
 func merge(o *options, warn func(*prf.Diagnostic)) error {
-	in := cli.FindFile(cli.WithExt(o.inputPBT, ".pbt"))
+	if o.merge != "" && o.inputPBT == "" && o.outputPBT == "" && len(o.inputPBOs) == 0 {
+		return mergePending(o.merge, warn)
+	}
+	in := cli.InputName(o.inputPBT, ".pbt")
 	out := cli.WithExt(o.outputPBT, ".pbt")
 	var pbos []string
 	if o.merge != "" {
@@ -122,7 +129,40 @@ func merge(o *options, warn func(*prf.Diagnostic)) error {
 		pbos = append(pbos, cli.FindFile(o.merge+".pbo"))
 	}
 	for _, p := range o.inputPBOs {
-		pbos = append(pbos, cli.FindFile(cli.WithExt(p, ".pbo")))
+		pbos = append(pbos, cli.InputName(p, ".pbo"))
 	}
+	unlock, err := datafile.LockDir(out)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return prep.Merge(in, pbos, out, warn)
+}
+
+// mergePending is prep /M base: every run of base.pbo and of the base.pbo.N
+// files PROFILE wrote beside it that base.pbt does not hold yet. The
+// numbered files are removed once merged; base.pbo stays, as the original
+// left it.
+func mergePending(base string, warn func(*prf.Diagnostic)) error {
+	pbt := cli.FindFile(base + ".pbt")
+	unlock, err := datafile.LockDir(pbt)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	base = strings.TrimSuffix(pbt, filepath.Ext(pbt))
+	runs := cli.RunFiles(base)
+	if len(runs) == 0 {
+		runs = []string{base + ".pbo"} // PRF1011 names it
+	}
+	added, err := prep.MergePending(pbt, runs, warn)
+	if err != nil {
+		return err
+	}
+	for _, path := range added {
+		if !strings.HasSuffix(path, ".pbo") { // base.pbo.N
+			os.Remove(path)
+		}
+	}
+	return nil
 }

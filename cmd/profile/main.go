@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -67,11 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // profileProgram runs the program and writes the .pbo; it returns the exit
 // status of PROFILE.
 func profileProgram(o *options, program string, args []string, warn func(*prf.Diagnostic)) (int, error) {
-	pbi := cli.WithExt(o.input, ".pbi")
+	pbi := cli.InputName(o.input, ".pbi")
 	if o.input == "" {
-		pbi = cli.DataName(program, ".pbi")
+		pbi = cli.FindFile(cli.DataName(program, ".pbi"))
 	}
-	pbi = cli.FindFile(pbi)
 	pbo := cli.WithExt(o.output, ".pbo")
 	if o.output == "" {
 		pbo = strings.TrimSuffix(filepath.Base(pbi), filepath.Ext(pbi)) + ".pbo"
@@ -87,6 +87,11 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	path, err := cli.LookPath(program)
 	if err != nil {
 		return 0, prf.CannotOpen(program, err)
+	}
+	// A run that cannot be written is lost: find out before the program
+	// runs, not after.
+	if err := checkWritable(pbo); err != nil {
+		return 0, prf.CannotWrite(pbo, err)
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -113,8 +118,8 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	if err != nil {
 		return 0, err
 	}
-	if err := datafile.SaveCounts(pbo, res.Counts); err != nil {
-		return 0, prf.DataFile(err)
+	if pbo, err = saveRun(pbo, res.Counts, warn); err != nil {
+		return 0, err
 	}
 	status := 0
 	if o.exitCode {
@@ -129,6 +134,60 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 		return 0, d
 	}
 	return status, nil
+}
+
+// checkWritable reports why a .pbo could not be written at path: its
+// directory does not take new files, or path is a directory.
+func checkWritable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errors.New("is a directory")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".profile-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// saveRun writes the run's counts to pbo, or, when pbo holds a run of the
+// same plan that the .pbt beside it does not hold yet (it would be lost),
+// to the first free pbo.N: runs at the same time, or one after another
+// without prep /M between them, are all kept, and prep /M merges them all.
+// It returns the file written. The directory's lock makes the choice and
+// the write one step against other PROFILEs and PREP /M.
+func saveRun(pbo string, c *datafile.Counts, warn func(*prf.Diagnostic)) (string, error) {
+	unlock, err := datafile.LockDir(pbo)
+	if err != nil {
+		return "", prf.CannotWrite(pbo, err)
+	}
+	defer unlock()
+	name := pbo
+	base := strings.TrimSuffix(pbo, filepath.Ext(pbo))
+	if pending(pbo, base+".pbt", c.PlanID) {
+		name = cli.NextRunFile(base)
+		warn(prf.RunKept(pbo, name, base))
+	}
+	return name, prf.DataFile(datafile.SaveCounts(name, c))
+}
+
+// pending reports whether the .pbo at pbo holds a run of plan that the
+// database pbt does not hold. A missing or damaged .pbo, one of another
+// plan, or one of a database prepared again, holds nothing to keep.
+func pending(pbo, pbt string, plan datafile.ID) bool {
+	old, err := datafile.OpenCounts(pbo)
+	if err != nil || old.PlanID != plan {
+		return false
+	}
+	m, err := datafile.OpenMerged(pbt)
+	if err != nil {
+		return true // no database to tell: keep the run
+	}
+	return m.Plan.ID == old.PlanID && !m.HasRun(old.Run.ID)
 }
 
 // commandLine renders the program's command line for the run record,

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -69,8 +71,36 @@ func FindFile(name string) string {
 	return dir + match
 }
 
+// InputName returns the data file that a name given for an input of kind
+// ext (".pbt", ".pbo", ".pbi") means: the name itself when it ends in ext;
+// else the name with ext added when that file exists, so that a program
+// whose name has a dot reads the same files in the three tools (plist
+// app.v2 lists app.v2.pbt, as prep /FC app.v2 wrote it); else the name
+// itself when such a file exists (plist prog.pbo reads the .pbo, and says
+// it is no .pbt, as the original did); else the name with ext added, which
+// the error then names. Names typed in another case are found as
+// [FindFile] finds them.
+func InputName(name, ext string) string {
+	if name == "" || strings.EqualFold(filepath.Ext(name), ext) {
+		return FindFile(name)
+	}
+	withExt := FindFile(name + ext)
+	if exists(withExt) {
+		return withExt
+	}
+	if found := FindFile(name); exists(found) && filepath.Ext(filepath.Base(name)) != "" {
+		return found
+	}
+	return withExt
+}
+
+func exists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
 // WithExt adds ext (".pbt") to a file name that has none, as the original
-// did for the names given to /IT, /IO, /OT, /I, /O and PLIST's input.
+// did for the names given to /OT, /OI and /O: the outputs.
 func WithExt(name, ext string) string {
 	if name == "" || filepath.Ext(filepath.Base(name)) != "" {
 		return name
@@ -82,4 +112,55 @@ func WithExt(name, ext string) string {
 // ext, in the current directory (/usr/bin/gzip gives gzip.pbi).
 func DataName(program, ext string) string {
 	return filepath.Base(program) + ext
+}
+
+// RunFiles returns the .pbo files of the runs of base that exist: base.pbo,
+// then base.pbo.2, base.pbo.3..., in that order. PROFILE writes a run to
+// base.pbo.N when base.pbo holds a run not merged yet, so that runs at the
+// same time, or one after the other without prep /M between them, are all
+// kept (docs/linux.md, "Merging and concurrent runs"); prep /M base merges
+// them all.
+func RunFiles(base string) []string {
+	var files []string
+	if pbo := FindFile(base + ".pbo"); exists(pbo) {
+		files = append(files, pbo)
+	}
+	numbered, _ := filepath.Glob(globEscape(base) + ".pbo.[0-9]*")
+	type run struct {
+		n    int
+		name string
+	}
+	var runs []run
+	for _, name := range numbered {
+		n, err := strconv.Atoi(strings.TrimPrefix(name, base+".pbo."))
+		if err == nil && n >= 2 {
+			runs = append(runs, run{n, name})
+		}
+	}
+	slices.SortFunc(runs, func(a, b run) int { return a.n - b.n })
+	for _, r := range runs {
+		files = append(files, r.name)
+	}
+	return files
+}
+
+// NextRunFile returns the first base.pbo.N, N from 2, that does not exist.
+func NextRunFile(base string) string {
+	for n := 2; ; n++ {
+		if name := base + ".pbo." + strconv.Itoa(n); !exists(name) {
+			return name
+		}
+	}
+}
+
+// globEscape quotes the characters filepath.Match takes as patterns.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

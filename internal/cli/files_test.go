@@ -147,3 +147,34 @@ func TestFindFile(t *testing.T) {
 		}
 	}
 }
+
+// TestInputName checks that an input name means the same file in the three
+// tools: app.v2 is the program whose data files are app.v2.pbt and
+// app.v2.pbo, while a name that ends in another extension of an existing
+// file is that file.
+func TestInputName(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"app.v2", "app.v2.pbt", "fcount.pbt", "fcount.pbo", "libfoo.so.1.pbt", "only.pbo"} {
+		writeProgram(t, dir, name, 0o644)
+	}
+	t.Chdir(dir)
+	tests := []struct{ name, ext, want string }{
+		{"app.v2", ".pbt", "app.v2.pbt"},
+		{"app.v2.pbt", ".pbt", "app.v2.pbt"},
+		{"fcount", ".pbt", "fcount.pbt"},
+		{"fcount.pbt", ".pbt", "fcount.pbt"},
+		{"FCOUNT.PBT", ".pbt", "fcount.pbt"},
+		{"FCOUNT", ".pbt", "fcount.pbt"},
+		{"fcount.pbo", ".pbt", "fcount.pbo"}, // plist prog.pbo: PRF1303, as the original
+		{"libfoo.so.1", ".pbt", "libfoo.so.1.pbt"},
+		{"only", ".pbo", "only.pbo"},
+		{"nosuch", ".pbt", "nosuch.pbt"},
+		{"nosuch.v3", ".pbt", "nosuch.v3.pbt"},
+		{"", ".pbt", ""},
+	}
+	for _, tt := range tests {
+		if got := InputName(tt.name, tt.ext); got != tt.want {
+			t.Errorf("InputName(%q, %q) = %q, want %q", tt.name, tt.ext, got, tt.want)
+		}
+	}
+}

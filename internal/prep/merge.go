@@ -8,7 +8,7 @@ import (
 // Merge is phase II (original.md §10): it reads the .pbt at in, adds the
 // runs of the .pbo files in the order given, and writes the sum to out,
 // atomically. Without .pbo files it copies the .pbt. in and out may be the
-// same file (PREP /M).
+// same file.
 //
 // Errors carry the original's PRF numbers: PRF1011 and PRF1012 for a file
 // that cannot be read, PRF1303 for a .pbt of another version, PRF1306 for a
@@ -17,25 +17,49 @@ import (
 // .pbo merged twice) is refused. A failed merge leaves out untouched. A
 // .pbo from an incomplete run (the program crashed or was killed) is added
 // with a warning through warn (nil drops it) that gives the run's reason.
+//
+// Two merges into one file at once must be serialised by the caller
+// (datafile.LockDir), or one may lose the other's runs.
 func Merge(in string, pbos []string, out string, warn func(*prf.Diagnostic)) error {
+	_, err := merge(in, pbos, out, warn, false)
+	return err
+}
+
+// MergePending is PREP /M: it adds to the .pbt at pbt the runs of the .pbo
+// files that it does not hold yet, skipping the others, and returns the
+// files whose runs it added. It fails as [Merge] does, and when no run at
+// all is new (the same .pbo merged twice), naming the first file.
+func MergePending(pbt string, pbos []string, warn func(*prf.Diagnostic)) ([]string, error) {
+	return merge(pbt, pbos, pbt, warn, true)
+}
+
+func merge(in string, pbos []string, out string, warn func(*prf.Diagnostic), pendingOnly bool) ([]string, error) {
 	if warn == nil {
 		warn = func(*prf.Diagnostic) {}
 	}
 	m, err := datafile.OpenMerged(in)
 	if err != nil {
-		return prf.DataFile(err)
+		return nil, prf.DataFile(err)
 	}
+	var added []string
 	for _, path := range pbos {
 		c, err := datafile.OpenCounts(path)
 		if err != nil {
-			return prf.DataFile(err)
+			return nil, prf.DataFile(err)
+		}
+		if pendingOnly && m.HasRun(c.Run.ID) {
+			continue
 		}
 		if err := m.Add(c); err != nil {
-			return prf.Merge(err, path, in)
+			return nil, prf.Merge(err, path, in)
 		}
+		added = append(added, path)
 		if c.Run.Incomplete {
 			warn(prf.IncompleteRun(path, c.Run.Reason))
 		}
 	}
-	return prf.DataFile(datafile.SaveMerged(out, m))
+	if pendingOnly && len(added) == 0 && len(pbos) > 0 {
+		return nil, prf.AlreadyMerged(pbos[0], in)
+	}
+	return added, prf.DataFile(datafile.SaveMerged(out, m))
 }

@@ -227,7 +227,7 @@ func openModules(programs []string) ([]*openModule, error) {
 			return fail(prf.OtherCPU(abs))
 		}
 		if m.arch, err = instr.ForName(m.module.Arch); err != nil {
-			return fail(fmt.Errorf("open %s: %w", abs, err))
+			return fail(prf.UnsupportedArch(abs, m.module.Arch))
 		}
 	}
 	return mods, nil

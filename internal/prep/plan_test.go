@@ -651,7 +651,7 @@ func TestWriteOutputs(t *testing.T) {
 	}
 	// The same run again is refused, and the database is left as it was.
 	err = Merge(pbt, []string{pbo}, pbt, nil)
-	if want := "the run in " + pbo + " is already in " + pbt; err == nil || err.Error() != want || prf.Code(err) != 0 {
+	if want := "the run in " + pbo + " is already in " + pbt; err == nil || err.Error() != want || prf.Code(err) != 1308 {
 		t.Errorf("second merge of one run: %v, want %q", err, want)
 	}
 	if m, err = datafile.OpenMerged(pbt); err != nil || len(m.Runs) != 1 || m.Stats.Hits[0] != 1 {
@@ -664,7 +664,7 @@ func TestWriteOutputs(t *testing.T) {
 	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"prep: warning: " + pbt + " held 1 run; it is discarded and the new fixture.pbt is empty"}
+	want := []string{"prep: warning PRF4306: " + pbt + " held 1 run; it is discarded and the new fixture.pbt is empty"}
 	if diff := gocmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

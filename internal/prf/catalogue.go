@@ -10,10 +10,14 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
-// The catalogue. Texts with a number are the original's (original.md §12),
-// with "not a portable executable file" said the Linux way; the others are
-// this port's, for what the original never met. Severities are the ones
-// the original printed.
+// The catalogue. Every message has a number. Those of original.md §12 have
+// the original's text ("not a portable executable file" said the Linux
+// way) and the severity it printed. The messages this port added, for
+// what the original never met, have numbers the original did not use, in
+// the group of their neighbours: 1308 and 4305-4307 with the data files,
+// 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's start,
+// 4482 with PLIST's warnings, 4623 with debugging information, 4643 to
+// 4645 with PROFILE's run (docs/linux.md lists them).
 
 // The command line. Every one is a usage diagnostic (exit status 2).
 
@@ -132,7 +136,7 @@ func NotSamePlan(path string, err error) *Diagnostic {
 // AlreadyMerged refuses a .pbo whose run the .pbt already holds: merging it
 // again would count the run twice (the original did so silently).
 func AlreadyMerged(pbo, pbt string) *Diagnostic {
-	d := newDiag(0, Fatal, nil, "the run in %s is already in %s", pbo, pbt)
+	d := newDiag(1308, Fatal, nil, "the run in %s is already in %s", pbo, pbt)
 	d.Hint = "each run is merged once; run profile again for another run"
 	return d
 }
@@ -142,7 +146,7 @@ func IncompleteRun(path, reason string) *Diagnostic {
 	if reason == "" {
 		reason = "reason unknown"
 	}
-	return newDiag(0, Warning, nil, "%s holds an incomplete run (%s): its counts stop where the run stopped", path, reason)
+	return newDiag(4305, Warning, nil, "%s holds an incomplete run (%s): its counts stop where the run stopped", path, reason)
 }
 
 // RunsDiscarded warns that PREP phase I replaced a database holding runs.
@@ -151,16 +155,30 @@ func RunsDiscarded(pbt string, runs int) *Diagnostic {
 	if runs == 1 {
 		what = "1 run; it is"
 	}
-	d := newDiag(0, Warning, nil, "%s held %s discarded and the new %s is empty", pbt, what, filepath.Base(pbt))
+	d := newDiag(4306, Warning, nil, "%s held %s discarded and the new %s is empty", pbt, what, filepath.Base(pbt))
 	d.Hint = "to keep runs, copy the .pbt before preparing the program again"
 	return d
 }
 
-// MergeMissing warns PLIST that the run of a .pbo is not in the .pbt it
-// lists.
-func MergeMissing(pbo, pbt, merge string) *Diagnostic {
-	d := newDiag(0, Warning, nil, "%s holds a run that %s does not: this report leaves it out", pbo, pbt)
-	d.Hint = fmt.Sprintf("run '%s' to add it", merge)
+// MergeMissing warns PLIST that the runs of .pbo files are not in the
+// .pbt it lists.
+func MergeMissing(pbos []string, pbt, merge string) *Diagnostic {
+	d := newDiag(4482, Warning, nil, "%s holds a run that %s does not: this report leaves it out", pbos[0], pbt)
+	if len(pbos) > 1 {
+		d.Text = fmt.Sprintf("%s hold runs that %s does not: this report leaves them out", strings.Join(pbos, ", "), pbt)
+	}
+	d.Hint = fmt.Sprintf("run '%s' to add them", merge)
+	if len(pbos) == 1 {
+		d.Hint = fmt.Sprintf("run '%s' to add it", merge)
+	}
+	return d
+}
+
+// RunKept warns that PROFILE wrote its run beside pbo, which holds a run
+// not merged yet.
+func RunKept(pbo, written, base string) *Diagnostic {
+	d := newDiag(4307, Warning, nil, "%s holds a run not merged yet: this run is written to %s", pbo, written)
+	d.Hint = fmt.Sprintf("'prep /M %s' merges both", base)
 	return d
 }
 
@@ -226,6 +244,14 @@ func NotELF(path string) *Diagnostic {
 	return newDiag(1401, Fatal, nil, "%s: not an ELF executable or shared library", path)
 }
 
+// UnsupportedArch is PRF1402: a program of an architecture the profiler
+// does not know (a 32-bit one, say).
+func UnsupportedArch(path, arch string) *Diagnostic {
+	d := newDiag(1402, Fatal, nil, "%s: %s programs cannot be profiled", path, arch)
+	d.Hint = "the profiler runs amd64 (x86-64) and arm64 programs"
+	return d
+}
+
 // OtherCPU is PRF1307: the modules are not of one architecture.
 func OtherCPU(path string) *Diagnostic {
 	return newDiag(1307, Fatal, nil, "CPU type of module %s is different from initial one", path)
@@ -288,7 +314,7 @@ func CannotProfileFunction(fn, file string, err error) *Diagnostic {
 
 // DebugInfo passes on a warning of the ELF and DWARF reader, which says
 // what it could not read and what it did instead.
-func DebugInfo(text string) *Diagnostic { return newDiag(0, Warning, nil, "%s", text) }
+func DebugInfo(text string) *Diagnostic { return newDiag(4623, Warning, nil, "%s", text) }
 
 // Runs (PROFILE).
 
@@ -319,23 +345,33 @@ func Incomplete(reason, pbo string) *Diagnostic {
 
 // OtherArch refuses a program of another architecture than PROFILE's.
 func OtherArch(program, host string) *Diagnostic {
-	return newDiag(0, Fatal, nil, "cannot profile an %s program on %s", program, host)
+	return newDiag(1445, Fatal, nil, "cannot profile an %s program on %s", program, host)
 }
 
 // CannotTrace is a system that does not let PROFILE trace programs.
 func CannotTrace(system string, err error) *Diagnostic {
-	return newDiag(0, Fatal, err, "cannot trace programs on %s", system)
+	return newDiag(1446, Fatal, err, "cannot trace programs on %s", system)
 }
 
 // NoSlots warns that PROFILE found no memory for relocated instructions:
 // the functions whose first instruction needs one are not counted.
 func NoSlots(err error) *Diagnostic {
-	return newDiag(0, Warning, err, "no out-of-line slots: instructions that need one are not profiled")
+	return newDiag(4644, Warning, err, "no out-of-line slots: instructions that need one are not profiled")
+}
+
+// OwnTraps warns that the program uses SIGTRAP itself while breakpoints
+// were hit: where a thread blocks or ignores SIGTRAP, Linux unblocks it and
+// resets its handler when the thread hits a breakpoint (a trap signal is
+// forced), so the program's own SIGTRAP may behave otherwise than natively.
+func OwnTraps() *Diagnostic {
+	d := newDiag(4645, Warning, nil, "the program uses SIGTRAP itself: a breakpoint hit where it blocks or ignores SIGTRAP resets that to the default")
+	d.Hint = "see docs/linux.md, \"Signals\", for what breakpoints can change"
+	return d
 }
 
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
-	return newDiag(0, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")
+	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")
 }
 
 // Reports (PLIST).

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,12 +25,13 @@ func TestWrite(t *testing.T) {
 			"prep: fatal error PRF1011: cannot open file x.pbt: file does not exist\n"},
 		{"warning", NeverMatched("foo"), "prep: warning PRF4106: function/source/object/lib foo was never matched\n"},
 		{"warning the original printed as a warning", SortMismatch("x.pbt"), "prep: warning PRF1481: x.pbt inconsistent with sorting type\n"},
-		{"no number", OtherArch("arm64", "amd64"), "prep: fatal error: cannot profile an arm64 program on amd64\n"},
-		{"no number, warning", ExecEnded(), "prep: warning: the program called exec: profiling ended there, the counts up to it are kept\n"},
+		{"a number of this port", OtherArch("arm64", "amd64"), "prep: fatal error PRF1445: cannot profile an arm64 program on amd64\n"},
+		{"a number of this port, warning", ExecEnded(), "prep: warning PRF4643: the program called exec: profiling ended there, the counts up to it are kept\n"},
+		{"no number", &Diagnostic{Severity: Warning, Text: "a message"}, "prep: warning: a message\n"},
 		{"usage suggests --help", InvalidOption("bogus"),
 			"prep: fatal error PRF1102: bogus: invalid option\nprep: hint: try 'prep --help' for the options\n"},
 		{"hint of its own", AlreadyMerged("a.pbo", "a.pbt"),
-			"prep: fatal error: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
+			"prep: fatal error PRF1308: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
 		{"not a diagnostic", errors.New("plant breakpoints: lost"), "prep: fatal error: plant breakpoints: lost\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
@@ -145,7 +147,7 @@ func TestMerge(t *testing.T) {
 	}{
 		{fmt.Errorf("merge: %w: x", datafile.ErrNotSamePlan), "PRF1306 PBT or PBO file r.pbo is not derived from same PBI file: merge: not derived from the same plan: x"},
 		{fmt.Errorf("merge: %w: x", datafile.ErrConflict), "PRF1304 PBT or PBO file r.pbo conflicts with current profiling state: merge: conflicts with the profiling state: x"},
-		{fmt.Errorf("merge: %w: run 01", datafile.ErrDuplicateRun), "PRF0000 the run in r.pbo is already in d.pbt"},
+		{fmt.Errorf("merge: %w: run 01", datafile.ErrDuplicateRun), "PRF1308 the run in r.pbo is already in d.pbt"},
 		{errors.New("merge: invalid counts"), "PRF0000 merge r.pbo: merge: invalid counts"},
 	} {
 		err := Merge(tt.err, "r.pbo", "d.pbt")
@@ -177,4 +179,82 @@ func TestUnavailable(t *testing.T) {
 			t.Errorf("LibraryNotCounted = %#v", w)
 		}
 	}
+}
+
+// catalogue is every constructor of the catalogue, with arguments.
+func catalogue() []*Diagnostic {
+	err := errors.New("cause")
+	return []*Diagnostic{
+		MissingOptionSpecifier(), InvalidOption("x"), MissingArgument("SF"), NotNumeric("STACK"),
+		RepeatedOption("IO", 8), MissingResponseFile(), NestedResponseFiles(), CannotOpenResponseFile("r", err),
+		NoInput(), TooManyModules(8), NoPBTOutput(), NoPBTInput(), Overrides("SF"), NoErrorFile(),
+		CannotOpen("f", err), ToolsIniMissing("tools.ini"), CannotRead("f", err), CannotWrite("f", err),
+		BadSignature("f", err), OldPBI("f", err), OldPBT("f", err), Conflicts("f", err), NotSamePlan("f", err),
+		AlreadyMerged("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
+		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
+		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
+		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x"),
+		StartIgnored(), StartNotFound("x"), CannotProfileFunction("f", "m", err), DebugInfo("text"),
+		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
+		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
+		ClockZero(), SortMismatch("p.pbt"),
+	}
+}
+
+// TestCatalogueAgreesWithOriginal checks every message against the
+// original's catalogue (original.md §12): a number the original used has
+// the original's text; the others are numbers the original did not use.
+// Every message has a number.
+func TestCatalogueAgreesWithOriginal(t *testing.T) {
+	original := originalTexts(t)
+	// Texts said the Linux way on purpose: ELF, not PE; a program ends by
+	// any signal, not only an access violation (docs/linux.md).
+	reworded := map[int]bool{1401: true, 1643: true}
+	for _, d := range catalogue() {
+		if d.Code == 0 {
+			t.Errorf("%q has no number", d.Text)
+			continue
+		}
+		format, ok := original[d.Code]
+		switch {
+		case !ok:
+			if d.Code < 1000 || d.Code > 4999 || (d.Severity == Warning) != (d.Code >= 4000) {
+				t.Errorf("PRF%d %q: a number of this port must be a 1xxx fatal error or a 4xxx warning", d.Code, d.Text)
+			}
+		case reworded[d.Code]:
+		case !printfPattern(format).MatchString(d.Text):
+			t.Errorf("PRF%d: %q does not match the original's %q", d.Code, d.Text, format)
+		}
+	}
+}
+
+// originalTexts reads the table of original.md §12: number to printf text.
+func originalTexts(t *testing.T) map[int]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "design", "original.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| (\\d{4}) \\| `([^`]*)` \\|")
+	texts := map[int]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			texts[n] = m[2]
+		}
+	}
+	if len(texts) < 60 {
+		t.Fatalf("only %d messages read from original.md §12", len(texts))
+	}
+	return texts
+}
+
+// printfPattern turns a printf text into a regexp matching its outputs.
+func printfPattern(format string) *regexp.Regexp {
+	verb := regexp.MustCompile(`%[-0-9.]*(?:h|l)?[sdux]|%[0-9]*X`)
+	parts := verb.Split(format, -1)
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".+") + "$")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,4 +92,21 @@ func moduleMapping(maps []mapping, name string, inode uint64) (mapping, bool) {
 		}
 	}
 	return first, found
+}
+
+// tgidOf returns the process (thread group) of thread tid from
+// /proc/tid/status, or tid itself when that cannot be read.
+func tgidOf(tid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return tid
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return tid
 }

@@ -31,6 +31,9 @@ type site struct {
 // thread is one traced thread.
 type thread struct {
 	tid int
+	// tgid is its process: the program's, or another process sharing the
+	// program's memory (a vfork child, a child of clone(CLONE_VM)).
+	tgid int
 	// foreign marks a thread of another process sharing the program's memory
 	// (a vfork child before its exec): its hits are not counted.
 	foreign bool
@@ -66,6 +69,11 @@ type tracer struct {
 	trapped  uint64
 	coverage bool
 	execed   bool
+	// ownCont is set until the tracer has seen the SIGCONT that ended the
+	// stop of ptrace.Seize: it is the tracer's, not the program's.
+	ownCont bool
+	// ownTraps is set when the program raised a SIGTRAP of its own.
+	ownTraps bool
 
 	// lastSignal[n] is when the program last reported signal n (Unix ns),
 	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
@@ -122,7 +130,7 @@ func (t *tracer) run() (*Result, error) {
 		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.pid = pid
-	t.threads[pid] = &thread{tid: pid}
+	t.threads[pid] = &thread{tid: pid, tgid: pid}
 	if t.mem, err = ptrace.OpenMem(pid); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
@@ -133,6 +141,12 @@ func (t *tracer) run() (*Result, error) {
 		ptrace.WaitFor(pid)
 		return nil, err
 	}
+	if err := ptrace.Seize(pid); err != nil {
+		ptrace.Kill(pid, syscall.SIGKILL)
+		ptrace.WaitFor(pid)
+		return nil, prf.CannotRun(t.cfg.Path, err)
+	}
+	t.ownCont = true
 	stopForward := t.forwardSignals()
 	defer stopForward()
 
@@ -145,6 +159,10 @@ func (t *tracer) run() (*Result, error) {
 		t.drain()
 		return nil, err
 	}
+	t.release()
+	if t.ownTraps && t.trapped > 0 {
+		t.cfg.Warn(prf.OwnTraps())
+	}
 	res.Hits = t.trapped
 	res.Counts = t.counts(start, res)
 	return res, nil
@@ -154,15 +172,13 @@ func (t *tracer) run() (*Result, error) {
 func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	run := datafile.Run{ID: datafile.NewRunID(), Time: start.Unix(), CommandLine: t.cfg.CommandLine}
 	if !res.Exited {
+		// Incomplete means counts may be missing: only a program that did
+		// not finish. One that caught the signal PROFILE passed on and
+		// exited has every count.
 		run.Incomplete = true
 		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
-	}
-	if note, _ := t.sigNote.Load().(string); note != "" {
-		run.Incomplete = true
-		if run.Reason != "" {
+		if note, _ := t.sigNote.Load().(string); note != "" {
 			run.Reason = note + "; " + run.Reason
-		} else {
-			run.Reason = note
 		}
 	}
 	return &datafile.Counts{
@@ -221,7 +237,19 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if th == nil {
 		return t.newcomer(tid, ws)
 	}
+	if ws.GroupStop() {
+		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
+		// as it would natively, until SIGCONT.
+		if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
+		}
+		return nil
+	}
 	sig := ws.StopSignal()
+	if sig == syscall.SIGCONT && t.ownCont && tid == t.pid {
+		t.ownCont = false
+		return t.resume(tid, 0)
+	}
 	if sig != syscall.SIGTRAP {
 		return t.signal(th, sig)
 	}
@@ -289,6 +317,7 @@ func (t *tracer) trap(th *thread) error {
 			return t.setAndResume(th, 0)
 		}
 		// Not ours: the program's own trap, delivered unchanged.
+		t.ownTraps = true
 		return t.resume(th.tid, syscall.SIGTRAP)
 	}
 	t.trapped++
@@ -394,15 +423,32 @@ func (t *tracer) newcomer(tid int, ws ptrace.WaitStatus) error {
 }
 
 // adopt takes a new thread or child under the tracer at its first stop.
+//
+// What matters is whether it shares the program's memory, whatever the
+// clone flags that made it: a thread does, so does a child of
+// clone(CLONE_VM) that the kernel reports as a fork; a child of
+// clone(CLONE_THREAD) without CLONE_VM does not, though reported as a
+// thread. Writing the original bytes back "in the child" of a CLONE_VM
+// fork would take the breakpoints out of the program itself.
 func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
+	if kind != kindVfork {
+		if same, err := ptrace.SameMemory(t.pid, tid); err == nil {
+			kind = kindFork
+			if same {
+				kind = kindThread
+			}
+		}
+	}
 	switch kind {
 	case kindThread:
-		t.threads[tid] = &thread{tid: tid}
+		// It runs the program's code in the program's memory: its hits
+		// count, as a thread's.
+		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid)}
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints included,
 		// until it calls exec or exits: keep it traced, uncounted.
-		t.threads[tid] = &thread{tid: tid, foreign: true}
+		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid), foreign: true}
 		return t.resume(tid, 0)
 	}
 	// A forked child has its own copy of the memory: take the breakpoints
@@ -424,7 +470,8 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 // gone. A foreign (vfork) child is let go; for the program itself profiling
 // ends here, what was counted is kept, and the new image is only waited for.
 func (t *tracer) exec(th *thread) error {
-	if th.foreign {
+	if th.foreign || th.tgid != t.pid {
+		// Another process sharing the program's memory has left it.
 		delete(t.threads, th.tid)
 		if err := ptrace.Detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("detach child %d: %w", th.tid, err)
@@ -438,6 +485,62 @@ func (t *tracer) exec(th *thread) error {
 	clear(t.sites)
 	clear(t.retired)
 	return t.resume(th.tid, 0)
+}
+
+// release lets go, unharmed, the processes that shared the program's
+// memory and outlive it (children of clone(CLONE_VM)): each is stopped,
+// the breakpoints are taken out of the memory they still share, and it is
+// detached. Without this, PROFILE's exit would kill them (EXITKILL), and
+// they would trap on breakpoints nobody handles.
+func (t *tracer) release() {
+	var left []int
+	for tid := range t.threads {
+		if tid != t.pid {
+			left = append(left, tid)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	for _, tid := range left {
+		ptrace.Interrupt(tid)
+	}
+	restored := false
+	for len(left) > 0 {
+		tid, ws, err := ptrace.Wait(0)
+		if err != nil {
+			return
+		}
+		if ws.Exited() || ws.Signaled() {
+			left = remove(left, tid)
+			continue
+		}
+		if !restored {
+			if mem, err := ptrace.OpenMem(tid); err == nil {
+				for _, s := range t.sites {
+					mem.WriteMem(s.addr, s.orig)
+				}
+				mem.Close()
+				restored = true
+			}
+		}
+		sig := syscall.Signal(0)
+		if !ws.GroupStop() && ws.Event() == 0 && ws.StopSignal() != syscall.SIGTRAP {
+			sig = ws.StopSignal() // a signal on its way: deliver it
+		}
+		ptrace.Detach(tid, sig)
+		left = remove(left, tid)
+	}
+}
+
+// remove returns ids without id.
+func remove(ids []int, id int) []int {
+	for i, v := range ids {
+		if v == id {
+			return append(ids[:i], ids[i+1:]...)
+		}
+	}
+	return ids
 }
 
 // drain reaps the killed program after a fatal tracer error.

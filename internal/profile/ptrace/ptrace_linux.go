@@ -55,6 +55,58 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	return pid, nil
 }
 
+// Seize switches a program that Start left stopped at its exec to
+// PTRACE_SEIZE tracing, with which a stop signal sent to the program from
+// outside (SIGSTOP, SIGTSTP) stops it as it would natively: the tracer sees
+// the group-stop ([WaitStatus.GroupStop]) and lets the program stay stopped
+// ([Listen]) until SIGCONT. The switch: the tracer detaches with SIGSTOP,
+// so the program stops by itself, seizes it, and interrupts it. On return
+// the program is in a ptrace-stop and still in that group-stop; [Cont]
+// sends it on, after which the tracer sees a SIGCONT that is its own, not
+// the program's, which it must not deliver.
+func Seize(pid int) error {
+	if err := Detach(pid, unix.SIGSTOP); err != nil {
+		return fmt.Errorf("detach to seize: %w", err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, unix.WUNTRACED, nil); err != nil {
+		return fmt.Errorf("wait for the stop before seizing: %w", err)
+	}
+	if !ws.Stopped() {
+		return fmt.Errorf("program did not stop before seizing (status %#x)", uint32(ws))
+	}
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceExec | optExitKill
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(opts), 0, 0); e != 0 {
+		unix.Kill(pid, unix.SIGKILL)
+		return fmt.Errorf("seize: %w", e)
+	}
+	if err := unix.PtraceInterrupt(pid); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		return fmt.Errorf("interrupt: %w", err)
+	}
+	if _, err := WaitFor(pid); err != nil {
+		return fmt.Errorf("wait for the seized program: %w", err)
+	}
+	// End the group-stop of our SIGSTOP: the program resumes when it is
+	// continued.
+	return unix.Kill(pid, unix.SIGCONT)
+}
+
+// Listen lets a thread in a group-stop stay stopped, as it would without a
+// tracer, while the tracer goes on waiting for its next event (SIGCONT
+// ends the group-stop).
+func Listen(tid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_LISTEN, uintptr(tid), 0, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// Interrupt stops a running thread of a seized program; its stop is an
+// EventStop.
+func Interrupt(tid int) error { return unix.PtraceInterrupt(tid) }
+
 // Wait waits for any traced thread to change state. When spin is positive
 // it first polls for that long without sleeping: a tracer that sleeps in
 // wait4 between two close stops pays for waking its CPU each time, which on
@@ -112,6 +164,19 @@ func Detach(tid int, sig syscall.Signal) error {
 func EventMsg(tid int) (uint64, error) {
 	m, err := unix.PtraceGetEventMsg(tid)
 	return uint64(m), err
+}
+
+// SameMemory reports whether two processes share their memory: a thread,
+// a vfork child, or a child of clone(CLONE_VM) without CLONE_THREAD
+// (kcmp(2), KCMP_VM). Kernels without kcmp (CONFIG_CHECKPOINT_RESTORE off)
+// give an error.
+func SameMemory(pid1, pid2 int) (bool, error) {
+	const kcmpVM = 1
+	r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(pid1), uintptr(pid2), kcmpVM, 0, 0, 0)
+	if e != 0 {
+		return false, e
+	}
+	return r == 0, nil
 }
 
 // Kill sends a signal to a process.

@@ -37,6 +37,13 @@ func (w WaitStatus) Stopped() bool { return w&0xff == 0x7f }
 // StopSignal is the signal of a stopped thread.
 func (w WaitStatus) StopSignal() syscall.Signal { return syscall.Signal(w>>8) & 0xff }
 
+// GroupStop reports whether a thread of a seized program stopped because
+// the program was stopped (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU): an
+// EventStop with the stopping signal.
+func (w WaitStatus) GroupStop() bool {
+	return w.Stopped() && int(w>>16)&0xff == EventStop && w.StopSignal() != syscall.SIGTRAP
+}
+
 // Event is the ptrace event of a SIGTRAP stop (EventClone...), or 0.
 func (w WaitStatus) Event() int {
 	if !w.Stopped() || w.StopSignal() != syscall.SIGTRAP {

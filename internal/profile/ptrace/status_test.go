@@ -12,6 +12,7 @@ const (
 	sigKILL syscall.Signal = 9
 	sigSEGV syscall.Signal = 11
 	sigSTOP syscall.Signal = 19
+	sigTSTP syscall.Signal = 20
 )
 
 // Raw statuses built as <sys/wait.h> lays them out.
@@ -24,13 +25,14 @@ func event(ev int) WaitStatus               { return stopped(sigTRAP) | WaitStat
 // decoded is everything WaitStatus tells about a status.
 type decoded struct {
 	exited, signaled, core, stopped bool
+	groupStop                       bool
 	exitStatus                      int
 	signal, stopSignal              syscall.Signal
 	event                           int
 }
 
 func decode(w WaitStatus) decoded {
-	d := decoded{exited: w.Exited(), signaled: w.Signaled(), core: w.CoreDump(), stopped: w.Stopped(), event: w.Event()}
+	d := decoded{exited: w.Exited(), signaled: w.Signaled(), core: w.CoreDump(), stopped: w.Stopped(), event: w.Event(), groupStop: w.GroupStop()}
 	if d.exited {
 		d.exitStatus = w.ExitStatus()
 	}
@@ -66,6 +68,9 @@ func TestWaitStatus(t *testing.T) {
 		// Only a SIGTRAP stop carries an event; bits above a SIGSTOP are
 		// not one.
 		{"SIGSTOP with high bits", stopped(sigSTOP) | WaitStatus(EventClone<<16), decoded{stopped: true, stopSignal: sigSTOP}},
+		// A seized program stopped by SIGSTOP: its group-stop.
+		{"group-stop", stopped(sigSTOP) | WaitStatus(EventStop<<16), decoded{stopped: true, stopSignal: sigSTOP, groupStop: true}},
+		{"group-stop of SIGTSTP", stopped(sigTSTP) | WaitStatus(EventStop<<16), decoded{stopped: true, stopSignal: sigTSTP, groupStop: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +95,7 @@ func TestWaitStatusRawValues(t *testing.T) {
 		{"SIGTRAP stop", stopped(sigTRAP), 0x057f},
 		{"clone event", event(EventClone), 0x03057f},
 		{"stop event", event(EventStop), 0x80057f},
+		{"group-stop", stopped(sigSTOP) | WaitStatus(EventStop<<16), 0x80137f},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

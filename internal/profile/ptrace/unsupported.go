@@ -14,6 +14,15 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	return 0, errors.ErrUnsupported
 }
 
+// Seize is not supported on this platform.
+func Seize(pid int) error { return errors.ErrUnsupported }
+
+// Listen is not supported on this platform.
+func Listen(tid int) error { return errors.ErrUnsupported }
+
+// Interrupt is not supported on this platform.
+func Interrupt(tid int) error { return errors.ErrUnsupported }
+
 // Wait is not supported on this platform.
 func Wait(spin time.Duration) (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
 
@@ -31,6 +40,9 @@ func Detach(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 
 // EventMsg is not supported on this platform.
 func EventMsg(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// SameMemory is not supported on this platform.
+func SameMemory(pid1, pid2 int) (bool, error) { return false, errors.ErrUnsupported }
 
 // Kill is not supported on this platform.
 func Kill(pid int, sig syscall.Signal) error { return errors.ErrUnsupported }

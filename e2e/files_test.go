@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// installAs copies a fixture into dir under another name.
+func installAs(t *testing.T, prog, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// TestNameForms runs the workflow on programs whose names the three tools
+// must read alike: with a dot (app.v2, libfoo.so style), and as long as a
+// file name can be with the .pbi beside it (251 bytes; the temporary files
+// of the atomic writes must not be what fails).
+func TestNameForms(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	for _, name := range []string{"app.v2", "prog.so.1", strings.Repeat("p", 251)} {
+		t.Run(name[:min(len(name), 12)], func(t *testing.T) {
+			dir := t.TempDir()
+			name := installAs(t, prog, dir, name)
+			must(t, dir, "prep", "/nologo", "/FC", name)
+			must(t, dir, "profile", "/nologo", name, "1")
+			must(t, dir, "prep", "/nologo", "/M", name)
+			tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+			if tb.hits["f"] != 1000 || len(tb.runs) != 1 {
+				t.Errorf("plist /T %s: f %d, %d runs; want 1000, 1", name, tb.hits["f"], len(tb.runs))
+			}
+			// The listing names the same file with its extension.
+			tb = parseTab(t, must(t, dir, "plist", "/nologo", "/T", name+".pbt").stdout)
+			if tb.hits["f"] != 1000 {
+				t.Errorf("plist /T %s.pbt: f %d", name, tb.hits["f"])
+			}
+		})
+	}
+}
+
+// TestConcurrentMerges merges from two loops at once into one .pbt: every
+// merge lands (before the directory lock, 29 to 32 runs of 40 did).
+func TestConcurrentMerges(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	dir, _ := workflow(t, prog, []string{"/FC"}, "1")
+	const n = 10 // runs each loop merges
+	for i := range 2 * n {
+		must(t, dir, "profile", "/nologo", "/O", fmt.Sprint("run", i), "counts", "2")
+	}
+	var wg sync.WaitGroup
+	for loop := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := loop * n; i < (loop+1)*n; i++ {
+				if r := tool(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", fmt.Sprint("run", i), "/OT", "counts"); r.status != 0 {
+					t.Errorf("merge run%d: %s", i, r.stderr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "counts").stdout)
+	if len(tb.runs) != 1+2*n || tb.hits["f"] != uint64(1+2*n)*1000 {
+		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 1+2*n, (1+2*n)*1000)
+	}
+}
+
+// TestRunsKept profiles one program several times before merging, at once
+// and one after the other: no run is lost, and prep /M merges them all.
+func TestRunsKept(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	dir := t.TempDir()
+	name := install(t, prog, dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	// One after the other: the second run must not replace the first.
+	must(t, dir, "profile", "/nologo", name, "1")
+	r := must(t, dir, "profile", "/nologo", name, "2")
+	if !strings.Contains(r.stderr, "counts.pbo holds a run not merged yet: this run is written to counts.pbo.2") {
+		t.Errorf("second run: stderr %q", r.stderr)
+	}
+	// Four at once.
+	const n = 4
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := tool(t, dir, "profile", "/nologo", name, fmt.Sprint(10+i)); r.status != 0 {
+				t.Errorf("profile: %s", r.stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	must(t, dir, "prep", "/nologo", "/M", name)
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+	if len(tb.runs) != 2+n || tb.hits["f"] != (2+n)*1000 {
+		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 2+n, (2+n)*1000)
+	}
+	// The numbered files are gone once merged; counts.pbo stays, and
+	// merging again is refused: every run is in.
+	left, _ := filepath.Glob(filepath.Join(dir, name+".pbo*"))
+	if len(left) != 1 || filepath.Base(left[0]) != name+".pbo" {
+		t.Errorf("run files left: %v", left)
+	}
+	wantFail(t, tool(t, dir, "prep", "/nologo", "/M", name), 1, "is already in")
+}
+
+// TestManyArguments gives PREP 10,000 selections and PROFILE a program
+// with 40,000 arguments: every one is taken (the parse is linear: kong's
+// took 5 s and 19 s for these; BenchmarkParse in internal/cli measures
+// it).
+func TestManyArguments(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "faults")
+	dir := t.TempDir()
+	name := install(t, prog, dir)
+	args := []string{"/nologo", "/FC"}
+	for i := range 10000 {
+		args = append(args, "/EXC", fmt.Sprint("nosuch", i))
+	}
+	r := must(t, dir, "prep", append(args, name)...)
+	if n := strings.Count(r.stderr, "was never matched"); n != 10000 {
+		t.Errorf("prep: %d warnings of unmatched selections, want 10000", n)
+	}
+	// Each argument is a call of f: fewer where breakpoints are slow.
+	n := testutil.Scale(40000)
+	progArgs := []string{"/nologo", name, "args"}
+	for i := range n {
+		progArgs = append(progArgs, fmt.Sprintf("/x%05d", i))
+	}
+	r = must(t, dir, "profile", progArgs...)
+	if want := fmt.Sprintf("args %d last 7\n", n); r.stdout != want {
+		t.Errorf("the program printed %q, want %q", r.stdout, want)
+	}
+	must(t, dir, "prep", "/nologo", "/M", name)
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+	if tb.hits["f"] != uint64(n) {
+		t.Errorf("f %d, want %d", tb.hits["f"], n)
+	}
+}
