@@ -487,60 +487,59 @@ func (t *tracer) exec(th *thread) error {
 	return t.resume(th.tid, 0)
 }
 
-// release lets go, unharmed, the processes that shared the program's
-// memory and outlive it (children of clone(CLONE_VM)): each is stopped,
-// the breakpoints are taken out of the memory they still share, and it is
-// detached. Without this, PROFILE's exit would kill them (EXITKILL), and
+// release lets go, unharmed, the processes still traced when the program
+// has ended: children of clone(CLONE_VM) that share the memory of a program
+// that is gone, and children whose first stop has not been handled yet.
+// Each is stopped, the breakpoints are taken out of its memory, and it is
+// detached. Without this, PROFILE's exit would kill them (EXITKILL), or
 // they would trap on breakpoints nobody handles.
 func (t *tracer) release() {
-	var left []int
+	left := map[int]bool{}
 	for tid := range t.threads {
 		if tid != t.pid {
-			left = append(left, tid)
+			left[tid] = true
+			ptrace.Interrupt(tid)
 		}
 	}
-	if len(left) == 0 {
-		return
-	}
-	for _, tid := range left {
+	for tid := range t.expected {
+		left[tid] = true
 		ptrace.Interrupt(tid)
 	}
-	restored := false
+	for tid := range t.early {
+		// Stopped already, at its first stop.
+		t.letGo(tid, 0)
+	}
 	for len(left) > 0 {
 		tid, ws, err := ptrace.Wait(0)
 		if err != nil {
 			return
 		}
-		if ws.Exited() || ws.Signaled() {
-			left = remove(left, tid)
+		if !left[tid] {
 			continue
 		}
-		if !restored {
-			if mem, err := ptrace.OpenMem(tid); err == nil {
-				for _, s := range t.sites {
-					mem.WriteMem(s.addr, s.orig)
-				}
-				mem.Close()
-				restored = true
-			}
+		if ws.Exited() || ws.Signaled() {
+			delete(left, tid)
+			continue
 		}
 		sig := syscall.Signal(0)
 		if !ws.GroupStop() && ws.Event() == 0 && ws.StopSignal() != syscall.SIGTRAP {
 			sig = ws.StopSignal() // a signal on its way: deliver it
 		}
-		ptrace.Detach(tid, sig)
-		left = remove(left, tid)
+		t.letGo(tid, sig)
+		delete(left, tid)
 	}
 }
 
-// remove returns ids without id.
-func remove(ids []int, id int) []int {
-	for i, v := range ids {
-		if v == id {
-			return append(ids[:i], ids[i+1:]...)
+// letGo takes the breakpoints out of the memory of stopped task tid and
+// detaches it, delivering sig.
+func (t *tracer) letGo(tid int, sig syscall.Signal) {
+	if mem, err := ptrace.OpenMem(tid); err == nil {
+		for _, s := range t.sites {
+			mem.WriteMem(s.addr, s.orig)
 		}
+		mem.Close()
 	}
-	return ids
+	ptrace.Detach(tid, sig)
 }
 
 // drain reaps the killed program after a fatal tracer error.

@@ -22,6 +22,11 @@
  *              stopped until SIGCONT.
  *   args       calls f once per argument after it and prints how many there
  *              were and the length of the last.
+ *   orphan     clone(CLONE_VM|SIGCHLD) a child and exit at once, having
+ *              called f once; the child, sharing the memory of a program
+ *              that is gone, waits 200 ms, calls f and g and prints
+ *              "orphan 3": f 1 (PROFILE lets the child go, unharmed, when
+ *              the program exits).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -55,6 +60,15 @@ static int child_calls(void *arg)
     for (int i = 0; i < n; i++)
         r += f(i);
     return r == n * (n + 1) / 2 ? 0 : 1;
+}
+
+static int orphan(void *arg)
+{
+    (void)arg;
+    usleep(200000);
+    char line[32];
+    int n = snprintf(line, sizeof line, "orphan %d\n", g(f(0)));
+    return write(1, line, n) == n ? 0 : 1;
 }
 
 static int clone_child(int flags, int n)
@@ -151,6 +165,14 @@ int main(int argc, char **argv)
         }
         printf("stopped and continued\n");
         return 0;
+    }
+    if (strcmp(mode, "orphan") == 0) {
+        size_t size = 1 << 20;
+        f(1);
+        fflush(stdout);
+        if (clone(orphan, (char *)malloc(size) + size, CLONE_VM | SIGCHLD, NULL) < 0)
+            return 1;
+        _exit(0);
     }
     if (strcmp(mode, "args") == 0) {
         for (int i = 2; i < argc; i++)
