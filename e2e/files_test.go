@@ -30,21 +30,21 @@ func installAs(t *testing.T, prog, dir, name string) string {
 // of the atomic writes must not be what fails).
 func TestNameForms(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog := testutil.BuildC(t, "counts")
+	prog := testutil.BuildC(t, "faults")
 	for _, name := range []string{"app.v2", "prog.so.1", strings.Repeat("p", 251)} {
 		t.Run(name[:min(len(name), 12)], func(t *testing.T) {
 			dir := t.TempDir()
 			name := installAs(t, prog, dir, name)
 			must(t, dir, "prep", "/nologo", "/FC", name)
-			must(t, dir, "profile", "/nologo", name, "1")
+			must(t, dir, "profile", "/nologo", name, "args", "a", "b", "c")
 			must(t, dir, "prep", "/nologo", "/M", name)
 			tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
-			if tb.hits["f"] != 1000 || len(tb.runs) != 1 {
-				t.Errorf("plist /T %s: f %d, %d runs; want 1000, 1", name, tb.hits["f"], len(tb.runs))
+			if tb.hits["f"] != 3 || len(tb.runs) != 1 {
+				t.Errorf("plist /T %s: f %d, %d runs; want 3, 1", name, tb.hits["f"], len(tb.runs))
 			}
 			// The listing names the same file with its extension.
 			tb = parseTab(t, must(t, dir, "plist", "/nologo", "/T", name+".pbt").stdout)
-			if tb.hits["f"] != 1000 {
+			if tb.hits["f"] != 3 {
 				t.Errorf("plist /T %s.pbt: f %d", name, tb.hits["f"])
 			}
 		})
@@ -55,14 +55,14 @@ func TestNameForms(t *testing.T) {
 // merge lands (before the directory lock, 29 to 32 runs of 40 did).
 func TestConcurrentMerges(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog := testutil.BuildC(t, "counts")
-	dir, _ := workflow(t, prog, []string{"/FC"}, "1")
+	prog := testutil.BuildC(t, "faults")
+	dir, _ := workflow(t, prog, []string{"/FC"}, "args", "a", "b", "c")
 	n := 10 // runs each loop merges
 	if testutil.Slow() {
-		n = 3
+		n = 5
 	}
 	for i := range 2 * n {
-		must(t, dir, "profile", "/nologo", "/O", fmt.Sprint("run", i), "counts", "2")
+		must(t, dir, "profile", "/nologo", "/O", fmt.Sprint("run", i), "faults", "args", "a", "b", "c")
 	}
 	var wg sync.WaitGroup
 	for loop := range 2 {
@@ -70,16 +70,16 @@ func TestConcurrentMerges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := loop * n; i < (loop+1)*n; i++ {
-				if r := tool(t, dir, "prep", "/nologo", "/IT", "counts", "/IO", fmt.Sprint("run", i), "/OT", "counts"); r.status != 0 {
+				if r := tool(t, dir, "prep", "/nologo", "/IT", "faults", "/IO", fmt.Sprint("run", i), "/OT", "faults"); r.status != 0 {
 					t.Errorf("merge run%d: %s", i, r.stderr)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "counts").stdout)
-	if len(tb.runs) != 1+2*n || tb.hits["f"] != uint64(1+2*n)*1000 {
-		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 1+2*n, (1+2*n)*1000)
+	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "faults").stdout)
+	if len(tb.runs) != 1+2*n || tb.hits["f"] != uint64(1+2*n)*3 {
+		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 1+2*n, (1+2*n)*3)
 	}
 }
 
@@ -87,14 +87,14 @@ func TestConcurrentMerges(t *testing.T) {
 // and one after the other: no run is lost, and prep /M merges them all.
 func TestRunsKept(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog := testutil.BuildC(t, "counts")
+	prog := testutil.BuildC(t, "faults")
 	dir := t.TempDir()
 	name := install(t, prog, dir)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	// One after the other: the second run must not replace the first.
-	must(t, dir, "profile", "/nologo", name, "1")
-	r := must(t, dir, "profile", "/nologo", name, "2")
-	if !strings.Contains(r.stderr, "counts.pbo holds a run not merged yet: this run is written to counts.pbo.2") {
+	must(t, dir, "profile", "/nologo", name, "args", "a", "b", "c")
+	r := must(t, dir, "profile", "/nologo", name, "args", "a", "b", "c")
+	if !strings.Contains(r.stderr, "faults.pbo holds a run not merged yet: this run is written to faults.pbo.2") {
 		t.Errorf("second run: stderr %q", r.stderr)
 	}
 	// Four at once.
@@ -104,7 +104,7 @@ func TestRunsKept(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if r := tool(t, dir, "profile", "/nologo", name, fmt.Sprint(10+i)); r.status != 0 {
+			if r := tool(t, dir, "profile", "/nologo", name, "args", "a", "b", fmt.Sprint(i)); r.status != 0 {
 				t.Errorf("profile: %s", r.stderr)
 			}
 		}()
@@ -112,8 +112,8 @@ func TestRunsKept(t *testing.T) {
 	wg.Wait()
 	must(t, dir, "prep", "/nologo", "/M", name)
 	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
-	if len(tb.runs) != 2+n || tb.hits["f"] != (2+n)*1000 {
-		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 2+n, (2+n)*1000)
+	if len(tb.runs) != 2+n || tb.hits["f"] != (2+n)*3 {
+		t.Errorf("%d runs, f %d; want %d runs and f %d", len(tb.runs), tb.hits["f"], 2+n, (2+n)*3)
 	}
 	// The numbered files are gone once merged; counts.pbo stays, and
 	// merging again is refused: every run is in.
