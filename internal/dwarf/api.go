@@ -1,13 +1,3 @@
-// Package dwarf reads what PREP needs from an ELF file: its identity (build
-// ID, type, machine, load layout), its functions with all their address
-// ranges, linkage names and compilation units, and its line table. It reads
-// DWARF 4 and 5 from gcc, clang, Go and rustc, compressed sections included,
-// follows separate debug files (build ID, .gnu_debuglink with CRC, or named
-// directly), ignores functions the linker dropped, and falls back to the ELF
-// symbol table when there is no DWARF.
-//
-// The standard library's debug/dwarf is imported as stddwarf; its types stay
-// out of this package's API. This package imports nothing of the project.
 package dwarf
 
 import "errors"
@@ -38,8 +28,11 @@ type Func struct {
 	// Ranges are all the function's ranges, the entry range first; a function
 	// split by the compiler (foo and foo.cold) is one Func with two ranges.
 	Ranges []Range
-	// Unit indexes File.Units, or is -1 for a function known only from the
-	// symbol table.
+	// Unit indexes File.Units, or is -1 for a function outside every
+	// unit, known only from the symbol table (C run-time start-up code,
+	// static archives built without -g). A function of a split unit whose
+	// .dwo could not be read also comes from the symbol table but keeps
+	// its unit, marked [Unit.SymbolsOnly]: it is the program's own code.
 	Unit int
 	// Source is the unit the function belongs to, as reports name it: the
 	// object module of C and C++ ("parse.o" for src/parse.c), the Go package
@@ -60,6 +53,16 @@ type Unit struct {
 	Path     string
 	Language string // "c", "c++", "go", "rust", "asm", or ""
 	Producer string
+	// DWO is the file a split unit (gcc -gsplit-dwarf) was read from, its
+	// .dwo file or the program's .dwp package; "" for other units.
+	DWO string
+	// SymbolsOnly is set for a split unit whose .dwo could not be read (a
+	// warning says why): only its skeleton is known, and its functions come
+	// from the symbol table, without declarations. Name is then the line
+	// table's primary source file (DWARF 5), or "" (DWARF 4), and Language
+	// and Producer are "". Its line rows are still there: the line table is
+	// in the program.
+	SymbolsOnly bool
 }
 
 // LineRow is one row of the line table (statement rows only).

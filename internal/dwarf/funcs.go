@@ -23,6 +23,7 @@ const maxRefDepth = 16
 type die struct {
 	name, linkage string
 	ref           stddwarf.Offset // DW_AT_specification or DW_AT_abstract_origin, 0 if none
+	src           int32           // the DWARF it was read from: 0 the file's, k split unit k-1
 	unit          int32           // index into walker.units, -1 outside a compilation unit
 	declFile      int32           // index into the unit's file table, -1 if none
 	declLine      int32
@@ -38,26 +39,37 @@ type candidate struct {
 
 // walker reads all DIEs once, remembering every subprogram by offset for
 // the specification and abstract-origin lookups, and every subprogram with
-// code as a candidate function.
+// code as a candidate function. The DIEs of a split unit are read from its
+// .dwo file or .dwp package when the walk meets its skeleton.
 type walker struct {
 	d     *stddwarf.Data
 	dies  []die
-	index map[stddwarf.Offset]int32
+	index map[dieKey]int32
 	cands []candidate
 	units []Unit
-	cus   []*stddwarf.Entry
+	cus   []*stddwarf.Entry  // the file's unit entries (skeletons for split units)
 	files map[int32][]string // file tables read so far, by unit
 
+	dwo    *dwoFinder   // finds split units
+	splits []*splitUnit // the split units read, die.src-1 indexes them
+	lost   []lostUnit   // skeletons whose split unit could not be read
+	lostWs []string     // why, for the first maxSplitWarnings of them
+
 	alt       int   // DIEs referring to a dwz alternate file
-	split     int   // skeleton units (split DWARF)
 	rangeErrs int   // functions whose ranges could not be read
 	rangeErr  error // the first of them
 	outside   int   // functions with a range outside every executable segment
 	outName   string
 }
 
+// dieKey names a DIE: the DWARF it is in (die.src) and its offset there.
+type dieKey struct {
+	src int32
+	off stddwarf.Offset
+}
+
 func newWalker(d *stddwarf.Data) *walker {
-	return &walker{d: d, index: make(map[stddwarf.Offset]int32), files: make(map[int32][]string)}
+	return &walker{d: d, index: make(map[dieKey]int32), files: make(map[int32][]string)}
 }
 
 // walk reads every DIE once.
@@ -74,16 +86,16 @@ func (w *walker) walk() error {
 		}
 		switch e.Tag {
 		case stddwarf.TagCompileUnit, stddwarf.TagSkeletonUnit:
-			if e.Tag == stddwarf.TagSkeletonUnit {
-				w.split++
-			}
 			unit = w.addUnit(e)
+			if isSkeleton(e) {
+				w.split(unit, e)
+			}
 			lang = w.units[unit].Language
 		case stddwarf.TagPartialUnit, stddwarf.TagTypeUnit:
 			// dwz partial units and type units hold no code of their own.
 			unit, lang = -1, ""
 		case stddwarf.TagSubprogram:
-			w.subprogram(e, unit)
+			w.subprogram(e, 0, unit)
 			if lang == "go" && e.Children {
 				// Go nests no functions in functions: skip the
 				// parameters, variables, blocks and inlined calls.
@@ -127,9 +139,10 @@ func unitPath(u Unit) string {
 	return filepath.Join(u.CompDir, name)
 }
 
-// subprogram records a subprogram DIE, and a candidate when it has code.
-func (w *walker) subprogram(e *stddwarf.Entry, unit int32) {
-	d := die{unit: unit, declFile: -1}
+// subprogram records a subprogram DIE of the DWARF src, and a candidate
+// when it has code.
+func (w *walker) subprogram(e *stddwarf.Entry, src, unit int32) {
+	d := die{unit: unit, declFile: -1, src: src}
 	var low, high, entryPC uint64
 	var hasLow, hasHigh, hasRanges bool
 	var highOff int64
@@ -172,12 +185,18 @@ func (w *walker) subprogram(e *stddwarf.Entry, unit int32) {
 	}
 	idx := int32(len(w.dies))
 	w.dies = append(w.dies, d)
-	w.index[e.Offset] = idx
+	w.index[dieKey{src, e.Offset}] = idx
 
 	var ranges [][2]uint64
 	switch {
 	case hasRanges:
-		r, err := w.d.Ranges(e)
+		var r [][2]uint64
+		var err error
+		if src > 0 {
+			r, err = w.splits[src-1].ranges(e)
+		} else {
+			r, err = w.d.Ranges(e)
+		}
 		if err != nil {
 			w.rangeErrs++
 			if w.rangeErr == nil {
@@ -235,7 +254,7 @@ func (w *walker) resolve(i int32) resolved {
 			r.declLine = d.declLine
 		}
 		r.home = d.unit
-		next, ok := w.index[d.ref]
+		next, ok := w.index[dieKey{d.src, d.ref}]
 		if d.ref == 0 || !ok {
 			break
 		}
@@ -421,8 +440,11 @@ func (w *walker) warnings(op string, src *elf.File) []string {
 	if w.alt > 0 || src.Section(".gnu_debugaltlink") != nil {
 		out = append(out, fmt.Sprintf("%s: uses dwz (%d references into a .gnu_debugaltlink file): unsupported; names the DWARF keeps there are taken from the symbol table", op, w.alt))
 	}
-	if w.split > 0 {
-		out = append(out, fmt.Sprintf("%s: uses split DWARF (%d skeleton units, .dwo files): unsupported; their functions are taken from the symbol table", op, w.split))
+	for _, why := range w.lostWs {
+		out = append(out, fmt.Sprintf("%s: %s: its functions are taken from the symbol table", op, why))
+	}
+	if n := len(w.lost) - len(w.lostWs); n > 0 {
+		out = append(out, fmt.Sprintf("%s: %d more split units unreadable: their functions are taken from the symbol table", op, n))
 	}
 	if w.rangeErrs > 0 {
 		out = append(out, fmt.Sprintf("%s: %d functions with unreadable ranges ignored (first: %v)", op, w.rangeErrs, w.rangeErr))

@@ -29,7 +29,7 @@ func FuzzOpen(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := newFile(bytes.NewReader(data), "fuzz")
+		file, err := newFile(bytes.NewReader(data), "fuzz", nil)
 		if (file == nil) == (err == nil) {
 			t.Fatalf("newFile = %v, %v: want exactly one of them", file, err)
 		}

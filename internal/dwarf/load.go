@@ -41,14 +41,15 @@ func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error)
 		f.warn("read symbols of %s: %v", f.Path, err)
 	}
 	module := filepath.Base(f.Path)
+	var lost []lostUnit
 	if hasDWARF(src) {
-		if err := f.readDWARF(src, syms, module); err != nil {
+		if lost, err = f.readDWARF(src, syms, module); err != nil {
 			f.warn("%v: functions taken from the symbol table", err)
 			f.Funcs, f.Units, f.HasDWARF = nil, nil, false
 			f.impl.data, f.impl.cus = nil, nil
 		}
 	}
-	f.Funcs = append(f.Funcs, symbolFuncs(syms, f.Funcs, module)...)
+	f.Funcs = append(f.Funcs, adopt(symbolFuncs(syms, f.Funcs, module), lost)...)
 	slices.SortStableFunc(f.Funcs, func(a, b Func) int { return cmp.Compare(a.Entry, b.Entry) })
 	f.Funcs = slices.CompactFunc(f.Funcs, func(a, b Func) bool { return a.Entry == b.Entry })
 	return nil
@@ -59,27 +60,30 @@ func (f *File) warn(format string, args ...any) {
 	f.Warnings = append(f.Warnings, fmt.Sprintf(format, args...))
 }
 
-// readDWARF loads the DWARF of src and lists units and functions.
-func (f *File) readDWARF(src *elf.File, syms *symtab, module string) (err error) {
+// readDWARF loads the DWARF of src and lists units and functions, reading
+// split units from their .dwo files or .dwp package. It returns the units
+// whose split DWARF could not be read.
+func (f *File) readDWARF(src *elf.File, syms *symtab, module string) (lost []lostUnit, err error) {
 	op := "read DWARF of " + f.Path
 	if f.DebugFile != "" {
 		op = "read DWARF of " + f.DebugFile
 	}
 	defer catch(&err, op)
-	d, err := loadDWARF(src)
+	d, sec, err := loadDWARF(src)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	w := newWalker(d)
+	w.dwo = newDWOFinder(f.Path, src, sec, f.impl.openDWO)
 	if err := w.walk(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	f.impl.data, f.impl.cus = d, w.cus
 	f.Units = w.units
 	f.HasDWARF = true
 	f.Funcs = w.funcs(f.impl, syms, module)
 	f.Warnings = append(f.Warnings, w.warnings(op, src)...)
-	return nil
+	return w.lost, nil
 }
 
 // hasDWARF reports whether ef holds a .debug_info section with contents
@@ -106,15 +110,50 @@ const maxRatio = 2048
 
 // loadDWARF reads the DWARF sections of ef. Unlike elf.File.DWARF it reads
 // only the sections needed and applies no relocations (ET_REL files are
-// refused earlier).
-func loadDWARF(ef *elf.File) (*stddwarf.Data, error) {
+// refused earlier). It returns the sections too, by name without
+// ".debug_": split units need the binary's .debug_addr and .debug_ranges.
+func loadDWARF(ef *elf.File) (*stddwarf.Data, map[string][]byte, error) {
+	sec, err := readSections(ef, func(name string) (string, bool) {
+		suffix, ok := debugSuffix(name)
+		return suffix, ok && slices.Contains(dwarfSections, suffix)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(sec["info"]) == 0 {
+		return nil, nil, ErrNoDWARF
+	}
+	d, err := stddwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
+		if b := sec[name]; b != nil {
+			if err := d.AddSection(".debug_"+name, b); err != nil {
+				return nil, nil, fmt.Errorf("section .debug_%s: %w", name, err)
+			}
+		}
+	}
+	return d, sec, nil
+}
+
+// debugSuffix returns what follows ".debug_" (or ".zdebug_", the old GNU
+// compressed form) in a section name.
+func debugSuffix(name string) (string, bool) {
+	if suffix, ok := strings.CutPrefix(name, ".debug_"); ok {
+		return suffix, true
+	}
+	return strings.CutPrefix(name, ".zdebug_")
+}
+
+// readSections reads the sections of ef that want names, the first of each
+// name, uncompressed, keyed by what want returns. NOBITS sections are
+// skipped.
+func readSections(ef *elf.File, want func(name string) (string, bool)) (map[string][]byte, error) {
 	sec := make(map[string][]byte)
 	for _, s := range ef.Sections {
-		suffix, ok := strings.CutPrefix(s.Name, ".debug_")
-		if !ok {
-			suffix, ok = strings.CutPrefix(s.Name, ".zdebug_")
-		}
-		if !ok || !slices.Contains(dwarfSections, suffix) || sec[suffix] != nil || s.Type == elf.SHT_NOBITS {
+		key, ok := want(s.Name)
+		if !ok || sec[key] != nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
 		if err := checkSize(s); err != nil {
@@ -124,23 +163,9 @@ func loadDWARF(ef *elf.File) (*stddwarf.Data, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %s: %w", s.Name, err)
 		}
-		sec[suffix] = b
+		sec[key] = b
 	}
-	if len(sec["info"]) == 0 {
-		return nil, ErrNoDWARF
-	}
-	d, err := stddwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
-		if b := sec[name]; b != nil {
-			if err := d.AddSection(".debug_"+name, b); err != nil {
-				return nil, fmt.Errorf("section .debug_%s: %w", name, err)
-			}
-		}
-	}
-	return d, nil
+	return sec, nil
 }
 
 // checkSize refuses a compressed section whose declared size is

@@ -22,6 +22,9 @@ type file struct {
 	exec    []segment
 	data    *stddwarf.Data    // nil without DWARF
 	cus     []*stddwarf.Entry // the unit entries, parallel to File.Units
+	// openDWO opens a split DWARF file (.dwo, .dwp) by path; nil when
+	// none may be opened (newFile).
+	openDWO func(path string) (io.ReaderAt, io.Closer, error)
 }
 
 // segment is an executable PT_LOAD of the binary.
@@ -119,7 +122,7 @@ func openFile(path, debugPath string, search bool) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Path: path, impl: &file{closers: []io.Closer{osf}}}
+	f := &File{Path: path, impl: &file{closers: []io.Closer{osf}, openDWO: openDWOFile}}
 	var dbg *elf.File
 	if debugPath != "" {
 		d, dosf, err := openELF(debugPath)
@@ -138,13 +141,14 @@ func openFile(path, debugPath string, search bool) (*File, error) {
 }
 
 // newFile reads an ELF image from r without touching the file system (no
-// debug-file search). The fuzz target uses it.
-func newFile(r io.ReaderAt, name string) (*File, error) {
+// debug-file search); split DWARF files are opened with openDWO, or not
+// looked for if it is nil. The fuzz targets use it.
+func newFile(r io.ReaderAt, name string, openDWO func(path string) (io.ReaderAt, io.Closer, error)) (*File, error) {
 	bin, err := parseELF(r, name)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Path: name, impl: &file{}}
+	f := &File{Path: name, impl: &file{openDWO: openDWO}}
 	if err := f.load(bin, nil, "", false); err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func dwzFile() []byte {
 // ranges) is kept.
 func TestDWZ(t *testing.T) {
 	const T = synthTextAddr
-	f, err := newFile(bytes.NewReader(dwzFile()), "dwz")
+	f, err := newFile(bytes.NewReader(dwzFile()), "dwz", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func hostileFile() []byte {
 
 func TestHostileDWARF(t *testing.T) {
 	const T = synthTextAddr
-	f, err := newFile(bytes.NewReader(hostileFile()), "hostile")
+	f, err := newFile(bytes.NewReader(hostileFile()), "hostile", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func bombFile() []byte {
 }
 
 func TestCompressionBomb(t *testing.T) {
-	f, err := newFile(bytes.NewReader(bombFile()), "bomb")
+	f, err := newFile(bytes.NewReader(bombFile()), "bomb", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
