@@ -77,7 +77,7 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  list=$$($(GO) test -list '^Fuzz' $$pkg); \
 	  for f in $$(echo "$$list" | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
 	  done; done
 
 # golden rewrites the golden files; review them with git diff. Only the
