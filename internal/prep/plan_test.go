@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -523,6 +525,23 @@ func TestBuildPlanInputErrors(t *testing.T) {
 	obj := filepath.Join(dir, "fixture.o")
 	run(t, dir, nil, tool(t, "gcc"), "-c", "-o", obj, testdataPath(t, "fixture.c"))
 	missing := filepath.Join(dir, "nosuch")
+	// A 32-bit i386 executable: the ELF header, one PT_LOAD, a ret.
+	elf32 := filepath.Join(dir, "elf32")
+	hdr := []byte("\x7fELF\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	hdr = binary.LittleEndian.AppendUint16(hdr, uint16(elf.ET_EXEC))
+	hdr = binary.LittleEndian.AppendUint16(hdr, uint16(elf.EM_386))
+	for _, v := range []uint32{1, 0x8048054, 52, 0, 0} { // version, entry, phoff, shoff, flags
+		hdr = binary.LittleEndian.AppendUint32(hdr, v)
+	}
+	for _, v := range []uint16{52, 32, 1, 40, 0, 0} { // ehsize, phentsize, phnum, shentsize, shnum, shstrndx
+		hdr = binary.LittleEndian.AppendUint16(hdr, v)
+	}
+	for _, v := range []uint32{uint32(elf.PT_LOAD), 0, 0x8048000, 0x8048000, 85, 85, 5, 0x1000} {
+		hdr = binary.LittleEndian.AppendUint32(hdr, v)
+	}
+	if err := os.WriteFile(elf32, append(hdr, 0xc3), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		programs []string
@@ -530,6 +549,7 @@ func TestBuildPlanInputErrors(t *testing.T) {
 		msg      string
 	}{
 		{"missing", []string{missing}, 1011, "cannot open file " + missing + ": no such file or directory"},
+		{"32-bit", []string{elf32}, 1402, elf32 + ": 386 programs cannot be profiled"},
 		{"not ELF", []string{text}, 1401, text + ": not an ELF executable or shared library"},
 		{"object file", []string{obj}, 1401, obj + ": not an ELF executable or shared library"},
 		{"directory", []string{dir}, 1401, dir + ": not an ELF executable or shared library"},
