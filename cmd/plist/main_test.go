@@ -136,13 +136,7 @@ func TestUsage(t *testing.T) {
 	})
 }
 
-func TestLongHelp(t *testing.T) {
-	stdout, _, status := runPlist(t, words("--nologo --help"), "")
-	if status != 0 {
-		t.Errorf("status %d", status)
-	}
-	testutil.Golden(t, "testdata/help.golden", []byte(stdout))
-}
+func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
 
 // testPlan is a plan of two functions, f and g.
 func testPlan() *datafile.Plan {

@@ -103,7 +103,7 @@ var tool = cli.Tool[options]{
 			Usage:   "<width> Specify tab width",
 			Section: secAttribute, Meta: "N", Help: "indent by N columns (default 2)"},
 		{Long: "dump", Set: func(o *options, _ cli.Value) { o.dump = true },
-			Section: cli.SectionOther, Help: "print the data files named (.pbi, .pbo, .pbt) as text"},
+			Section: cli.SectionOther, Help: "print data files (.pbi, .pbo, .pbt) as text"},
 		cli.LongHelpOption[options](),
 	},
 	UsageHead: "PLIST [options] <inputfile>\n\noptions:\n\n",

@@ -86,20 +86,8 @@ func TestUsage(t *testing.T) {
 	})
 }
 
-// TestLongHelp pins the --help text (testdata/help.golden, rewritten with
-// -update) and checks that it fits 80 columns.
-func TestLongHelp(t *testing.T) {
-	stdout, _, status := command.Exec(t, words("--nologo --help"), "")
-	if status != 0 {
-		t.Errorf("status %d", status)
-	}
-	testutil.Golden(t, "testdata/help.golden", []byte(stdout))
-	for _, line := range strings.Split(stdout, "\n") {
-		if len(line) > 80 {
-			t.Errorf("line longer than 80 columns: %q", line)
-		}
-	}
-}
+// TestLongHelp pins the --help text.
+func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
 
 // TestTable checks the option table: every option reachable, with a Set
 // and a help text.

@@ -162,13 +162,7 @@ func TestUsage(t *testing.T) {
 	})
 }
 
-func TestLongHelp(t *testing.T) {
-	stdout, _, status := runProfile(t, words("--nologo --help"), "")
-	if status != 0 {
-		t.Errorf("status %d", status)
-	}
-	testutil.Golden(t, "testdata/help.golden", []byte(stdout))
-}
+func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
 
 // FuzzCommandLine parses any PROFILE command line: it never panics, every
 // error is a usage diagnostic, and without the variable and response files

@@ -417,3 +417,19 @@ func (c Command) TestDiagnostics(t *testing.T, cases []Diagnostic) {
 		})
 	}
 }
+
+// TestLongHelp pins the tool's --help text to testdata/help.golden
+// (rewritten with -update) and checks that it fits 80 columns.
+func (c Command) TestLongHelp(t *testing.T) {
+	t.Helper()
+	stdout, _, status := c.Exec(t, []string{"--nologo", "--help"}, "")
+	if status != 0 {
+		t.Errorf("%s --help: status %d", c.Name, status)
+	}
+	Golden(t, "testdata/help.golden", []byte(stdout))
+	for _, line := range strings.Split(stdout, "\n") {
+		if len(line) > 80 {
+			t.Errorf("%s --help: a line longer than 80 columns: %q", c.Name, line)
+		}
+	}
+}
