@@ -270,23 +270,13 @@ func FuzzCommandLine(f *testing.F) {
 		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, line, env string) {
-		if strings.Contains(line+env, "@") {
-			t.Skip("response files are fuzzed in internal/cli, without a file system")
-		}
-		var args []string
-		if line != "" {
-			args = strings.Split(line, "\n")
-		}
-		c, err := tool.Parse(args, func(string) string { return env }, func(*prf.Diagnostic) {})
-		if err != nil {
-			if !prf.IsUsage(err) {
-				t.Fatalf("args %q: not a usage diagnostic: %v", args, err)
-			}
+		c := testutil.ParseFuzzed(t, &tool, line, env)
+		if c == nil {
 			return
 		}
 		o := c.Options.report
 		if o.MinCount < 0 || (o.PageLength != 0 && o.PageLength < 16) || o.PageWidth < 0 || o.TabWidth < 0 || c.Help > cli.LongHelp {
-			t.Fatalf("args %q: invalid options %+v", args, o)
+			t.Fatalf("line %q: invalid options %+v", line, o)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +10,7 @@ import (
 	"github.com/sourceprofiler/sprof/internal/cli"
 	"github.com/sourceprofiler/sprof/internal/prep"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
 // parse parses a PREP command line with env as the variable PREP.
@@ -224,14 +224,11 @@ func FuzzCommandLine(f *testing.F) {
 	f.Add("/m\nx\n/io\ny", "/nologo")
 	f.Fuzz(func(t *testing.T, line, env string) {
 		args := splitArgs(line)
-		if strings.Contains(line+env, "@") {
-			t.Skip("response files are fuzzed in internal/cli, without a file system")
+		cmd := testutil.ParseFuzzed(t, &tool, line, env)
+		if cmd == nil {
+			return
 		}
-		cmd, err := tool.Parse(args, func(string) string { return env }, func(*prf.Diagnostic) {})
-		if err == nil {
-			err = checkInputs(cmd)
-		}
-		if err != nil {
+		if err := checkInputs(cmd); err != nil {
 			if !prf.IsUsage(err) {
 				t.Fatalf("args %q: not a usage diagnostic: %v", args, err)
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -172,19 +171,13 @@ func FuzzCommandLine(f *testing.F) {
 		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, line, env string) {
-		if strings.Contains(line+env, "@") {
-			t.Skip("response files are fuzzed in internal/cli, without a file system")
+		c := testutil.ParseFuzzed(t, &tool, line, env)
+		if c == nil {
+			return
 		}
 		var args []string
 		if line != "" {
 			args = strings.Split(line, "\n")
-		}
-		c, err := tool.Parse(args, func(string) string { return env }, func(*prf.Diagnostic) {})
-		if err != nil {
-			if !prf.IsUsage(err) {
-				t.Fatalf("args %q: not a usage diagnostic: %v", args, err)
-			}
-			return
 		}
 		if n := len(c.Args); strings.TrimSpace(env) == "" && n > 0 && (n > len(args) || !cmp.Equal(c.Args, args[len(args)-n:])) {
 			t.Fatalf("args %q: program arguments %q are not a suffix", args, c.Args)
