@@ -51,6 +51,7 @@ var faults = []fault{
 	{name: "clone CLONE_VM child", args: []string{"clonevm"}, hits: map[string]uint64{"f": 2000}},
 	{name: "clone child without CLONE_VM", args: []string{"clonefork"}, hits: map[string]uint64{"f": 1000}},
 	{name: "CLONE_VM child outliving the program", args: []string{"orphan"}, hits: map[string]uint64{"f": 1}},
+	{name: "threads after the main thread ended", args: []string{"mainexit"}, hits: map[string]uint64{"f": 2000}},
 	{name: "stopped from outside", args: []string{"stop"}, drive: stopFromOutside, hits: nil},
 	{name: "SIGTRAP handler calling a profiled function", args: []string{"trapcatch"},
 		breakpoints: "g's breakpoint, hit while SIGTRAP is blocked in its handler, resets the handler: the next raise kills",

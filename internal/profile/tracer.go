@@ -260,6 +260,16 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		return t.spawned(th, ws.Event())
 	case ptrace.EventExec:
 		return t.exec(th)
+	case ptrace.EventStop:
+		// A notification of the seized program's stop state, or an
+		// interrupt. A thread in the middle of a single step must go on
+		// stepping: continued, it would run past its slot.
+		if th.stepping != nil {
+			if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+				return fmt.Errorf("step thread %d: %w", th.tid, err)
+			}
+			return nil
+		}
 	}
 	return t.resume(th.tid, 0)
 }
@@ -396,8 +406,11 @@ func (t *tracer) spawned(th *thread, event int) error {
 	}
 	child := int(msg)
 	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
-	if th.foreign && kind == kindThread {
+	switch {
+	case th.foreign && kind == kindThread:
 		kind = kindVfork // a thread of a foreign process is foreign too
+	case kind != kindVfork:
+		kind = sharing(th.tid, child, kind)
 	}
 	if ws, ok := t.early[child]; ok {
 		delete(t.early, child)
@@ -408,6 +421,27 @@ func (t *tracer) spawned(th *thread, event int) error {
 		t.expected[child] = kind
 	}
 	return t.resume(th.tid, 0)
+}
+
+// sharing returns the kind of a new thread or child by what matters:
+// whether it shares the program's memory, whatever the clone flags that
+// made it. A thread does, so does a child of clone(CLONE_VM) that the
+// kernel reports as a fork; a child of clone without CLONE_VM does not,
+// though the kernel may report it as a clone. (Writing the original bytes
+// back "in the child" of a CLONE_VM fork would take the breakpoints out of
+// the program itself.) The child is compared with its parent while the
+// parent is stopped at the event that made it: later the parent may have
+// exited, and an exited thread has no memory to compare. Where the kernel
+// cannot compare (no kcmp), the event's kind stands.
+func sharing(parent, child int, kind childKind) childKind {
+	same, err := ptrace.SameMemory(parent, child)
+	switch {
+	case err != nil:
+		return kind
+	case same:
+		return kindThread
+	}
+	return kindFork
 }
 
 // newcomer handles the stop of a thread not yet known: a new thread or child
@@ -422,23 +456,9 @@ func (t *tracer) newcomer(tid int, ws ptrace.WaitStatus) error {
 	return t.adopt(tid, kind, ws)
 }
 
-// adopt takes a new thread or child under the tracer at its first stop.
-//
-// What matters is whether it shares the program's memory, whatever the
-// clone flags that made it: a thread does, so does a child of
-// clone(CLONE_VM) that the kernel reports as a fork; a child of
-// clone(CLONE_THREAD) without CLONE_VM does not, though reported as a
-// thread. Writing the original bytes back "in the child" of a CLONE_VM
-// fork would take the breakpoints out of the program itself.
+// adopt takes a new thread or child under the tracer at its first stop, of
+// the kind sharing found.
 func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
-	if kind != kindVfork {
-		if same, err := ptrace.SameMemory(t.pid, tid); err == nil {
-			kind = kindFork
-			if same {
-				kind = kindThread
-			}
-		}
-	}
 	switch kind {
 	case kindThread:
 		// It runs the program's code in the program's memory: its hits

@@ -22,6 +22,9 @@
  *              stopped until SIGCONT.
  *   args       calls f once per argument after it and prints how many there
  *              were and the length of the last.
+ *   mainexit   the main thread starts a thread and ends (pthread_exit); that
+ *              thread starts another that calls f 1000 times, joins it, calls
+ *              f 1000 times and exits the process: f 2000.
  *   orphan     clone(CLONE_VM|SIGCHLD) a child and exit at once, having
  *              called f once; the child, sharing the memory of a program
  *              that is gone, waits 200 ms, calls f and g and prints
@@ -29,6 +32,7 @@
  *              the program exits).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +73,25 @@ static int orphan(void *arg)
     char line[32];
     int n = snprintf(line, sizeof line, "orphan %d\n", g(f(0)));
     return write(1, line, n) == n ? 0 : 1;
+}
+
+static void *calls(void *arg)
+{
+    child_calls(arg);
+    return NULL;
+}
+
+static void *second_main(void *arg)
+{
+    pthread_t t;
+    int n = 1000;
+    (void)arg;
+    pthread_create(&t, NULL, calls, &n);
+    pthread_join(t, NULL);
+    child_calls(&n);
+    printf("mainexit done\n");
+    fflush(stdout);
+    exit(0);
 }
 
 static int clone_child(int flags, int n)
@@ -165,6 +188,11 @@ int main(int argc, char **argv)
         }
         printf("stopped and continued\n");
         return 0;
+    }
+    if (strcmp(mode, "mainexit") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, second_main, NULL);
+        pthread_exit(NULL);
     }
     if (strcmp(mode, "orphan") == 0) {
         size_t size = 1 << 20;
