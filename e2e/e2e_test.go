@@ -14,7 +14,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
@@ -66,6 +68,11 @@ type result struct {
 	status         int
 }
 
+// toolLimit bounds one tool invocation. The slowest, the threaded
+// fixtures under emulated arm64, take seconds; a run still going after
+// this has hung, and is reported with what every task was waiting on.
+const toolLimit = 3 * time.Minute
+
 // tool runs one of the tools in dir.
 func tool(t *testing.T, dir, name string, args ...string) result {
 	t.Helper()
@@ -74,7 +81,26 @@ func tool(t *testing.T, dir, name string, args ...string) result {
 	cmd.Env = append(os.Environ(), "PREP=", "PROFILE=", "PLIST=", "INIT=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(toolLimit):
+		tree := testutil.ProcessTree(cmd.Process.Pid)
+		cmd.Process.Signal(syscall.SIGQUIT) // a Go program prints its goroutines
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("%s %s: still running after %v\n%s\nstderr:\n%s",
+			name, strings.Join(args, " "), toolLimit, tree, errb.String())
+	}
 	status := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)

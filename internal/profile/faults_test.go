@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,14 +252,14 @@ func runFault(t *testing.T, prog string, sc fault, method datafile.Method) (outc
 	select {
 	case d = <-ch:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("%v: the run did not end", method)
+		t.Fatalf("%v: the run did not end\n%s\n%s", method, testutil.ProcessTree(os.Getpid()), goroutines())
 	}
 	// The output ends when every process that holds it is gone: a child
 	// left stopped on a breakpoint would hold it for ever.
 	select {
 	case <-copied:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%v: the program's output did not end 30 s after the run", method)
+		t.Fatalf("%v: the program's output did not end 30 s after the run\n%s", method, testutil.ProcessTree(os.Getpid()))
 	}
 	r.Close()
 	if d.err != nil {
@@ -276,3 +277,10 @@ func runFault(t *testing.T, prog string, sc fault, method datafile.Method) (outc
 
 // signalText names a signal as os.ProcessState does ("signal: interrupt").
 func signalText(sig syscall.Signal) string { return sig.String() }
+
+// goroutines is every goroutine's stack, for a run that hung: the
+// tracer's shows which event it waits for.
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}

@@ -1,0 +1,75 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ProcessTree describes the process pid and its descendants as /proc
+// sees them: for each process its name, state, tracer and signal masks,
+// and for each of its threads the state and the kernel function it
+// sleeps in. A test that finds a run hung prints it, so that the
+// failure says who was waiting for whom.
+func ProcessTree(pid int) string {
+	var b strings.Builder
+	describe(&b, pid, "")
+	return b.String()
+}
+
+func describe(b *strings.Builder, pid int, indent string) {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	fmt.Fprintf(b, "%sprocess %d %s:", indent, pid, readTrim(dir+"/comm"))
+	status := readTrim(dir + "/status")
+	for _, line := range strings.Split(status, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		switch key {
+		case "State", "TracerPid", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt":
+			if ok {
+				fmt.Fprintf(b, " %s=%s", key, strings.Join(strings.Fields(val), " "))
+			}
+		}
+	}
+	b.WriteByte('\n')
+	tasks, _ := filepath.Glob(dir + "/task/*")
+	var children []int
+	for _, task := range tasks {
+		state := "?"
+		stat := readTrim(task + "/stat")
+		if i := strings.LastIndexByte(stat, ')'); i >= 0 { // the name may hold spaces
+			if rest := strings.Fields(stat[i+1:]); len(rest) > 0 {
+				state = rest[0]
+			}
+		}
+		pending := ""
+		for _, line := range strings.Split(readTrim(task+"/status"), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
+				pending = strings.TrimSpace(v)
+			}
+		}
+		fmt.Fprintf(b, "%s  thread %s: state %s wchan %s pending %s\n",
+			indent, filepath.Base(task), state, readTrim(task+"/wchan"), pending)
+		for _, c := range strings.Fields(readTrim(task + "/children")) {
+			var n int
+			if _, err := fmt.Sscan(c, &n); err == nil {
+				children = append(children, n)
+			}
+		}
+	}
+	sort.Ints(children)
+	for _, c := range children {
+		describe(b, c, indent+"  ")
+	}
+}
+
+// readTrim is the file's text without surrounding space, or "?" when it
+// cannot be read (the process may have gone).
+func readTrim(name string) string {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(data))
+}
