@@ -10,7 +10,7 @@ import (
 )
 
 // Version is the binary format version this package writes and reads.
-const Version = 2
+const Version = 3
 
 // The constants of the header (doc.go).
 const (
@@ -337,6 +337,8 @@ func (e *encoder) plan(p *Plan) {
 			w.str(f.Name)
 			w.str(f.Source)
 			w.uvarint(f.Entry)
+			w.uvarint(f.Low)
+			w.uvarint(f.High)
 			w.str(f.File)
 			w.int(f.Line)
 		}
@@ -387,7 +389,7 @@ func (d *decoder) plan(p *Plan) {
 	d.end(s)
 
 	s = d.section(secFuncs)
-	if n := s.count(6); n > 0 {
+	if n := s.count(8); n > 0 {
 		p.Funcs = make([]Func, n)
 	}
 	for i := 0; i < len(p.Funcs) && s.ok(); i++ {
@@ -396,6 +398,8 @@ func (d *decoder) plan(p *Plan) {
 		f.Name = s.str()
 		f.Source = s.str()
 		f.Entry = s.uvarint()
+		f.Low = s.uvarint()
+		f.High = s.uvarint()
 		f.File = s.str()
 		f.Line = s.int()
 	}

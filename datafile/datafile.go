@@ -145,6 +145,11 @@ type Func struct {
 	// stack-growth check (a function restarted after its stack grew is still
 	// one call).
 	Entry uint64
+	// Low and High bound the function's code holding the entry, link-time
+	// addresses, High past the end; both 0 when unknown. PROFILE decodes
+	// that code to find the branches that land where an in-process patch
+	// would go.
+	Low, High uint64
 	// File and Line locate the function's declaration, when known.
 	File string
 	Line int

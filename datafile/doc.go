@@ -11,7 +11,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 2
+// # Binary layout, format version 3
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -21,7 +21,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 2
+//	10      2     format version, u16: 3
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -79,7 +79,7 @@
 //	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
 //	            list(str) CompDirs)
 //	4 funcs     list(uvarint Module, str Name, str Source, uvarint Entry,
-//	            str File, uvarint Line)
+//	            uvarint Low, uvarint High, str File, uvarint Line)
 //	5 lines     list(uvarint Module, uvarint File, uvarint Line,
 //	            list(uvarint) Addrs)
 //	6 counts    id PlanID, uvarint Method

@@ -305,7 +305,7 @@ func TestFunctionCounting(t *testing.T) {
 					if r.status != c.status {
 						t.Errorf("%s: profile /X status %d, want %d\nstderr: %s", method, r.status, c.status, r.stderr)
 					}
-					if strings.Contains(r.stderr, "PRF") {
+					if strings.Contains(withoutNoInProcess(r.stderr), "PRF") {
 						t.Errorf("%s: profile reported: %s", method, r.stderr)
 					}
 					if !strings.Contains(r.stdout, c.stdout) {
@@ -315,9 +315,9 @@ func TestFunctionCounting(t *testing.T) {
 					tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)
 					var total, executed uint64
 					for name, n := range want {
-						if method == "/FV" {
-							n = min(n, 1)
-						}
+						// Coverage counts every call in-process, as the
+						// original's records did; its report shows only
+						// whether a function ran.
 						if tb.hits[name] != n {
 							t.Errorf("%s: %s hit %d times, want %d", method, name, tb.hits[name], n)
 						}
@@ -399,4 +399,20 @@ var (
 func maskDates(s string) []byte {
 	s = dateLine.ReplaceAllString(s, "Date:    Sat Nov 21 04:51:11 2026")
 	return []byte(runDate.ReplaceAllString(s, "2026 Nov 21 04:51"))
+}
+
+// withoutNoInProcess removes from PROFILE's stderr the warning that the CPU
+// cannot count in-process (PRF4648, an ARMv8.0 core), which is expected
+// there, and its hint.
+func withoutNoInProcess(stderr string) string {
+	if testutil.InProcess() {
+		return stderr
+	}
+	var keep []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if !strings.Contains(l, "PRF4648") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

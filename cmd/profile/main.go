@@ -114,6 +114,8 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 		Stderr:      os.Stderr,
 		Signals:     sigs,
 		Warn:        warn,
+		Breakpoints: o.breakpoints,
+		Verbose:     o.verbose,
 	})
 	if err != nil {
 		return 0, err

@@ -10,6 +10,8 @@ type options struct {
 	appendErrors   bool   // /A: append to errorFile
 	exitCode       bool   // /X: exit with the program's status
 	sampleInterval int    // /S, or -1 when not given
+	breakpoints    bool   // --breakpoints: no in-process trampolines
+	verbose        bool   // --verbose: list the entries that keep a breakpoint
 }
 
 const secRunning = "Options:"
@@ -51,6 +53,12 @@ var tool = cli.Tool[options]{
 			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
 			Usage:   "Return exit code of <program>",
 			Section: secRunning, Help: "exit with the program's exit status"},
+		{Long: "breakpoints",
+			Set:     func(o *options, _ cli.Value) { o.breakpoints = true },
+			Section: secRunning, Help: "count with breakpoints, a stop per call"},
+		{Long: "verbose",
+			Set:     func(o *options, _ cli.Value) { o.verbose = true },
+			Section: secRunning, Help: "list the entries that keep a breakpoint"},
 		cli.UsageOption[options]("?", 1, "Display PROFILE usage"),
 		cli.LongHelpOption[options](),
 	},

@@ -81,8 +81,11 @@ func (amd64) SetSyscall(r Regs, nr uint64, args ...uint64) {
 // SyscallResult returns rax.
 func (amd64) SyscallResult(r Regs) uint64 { return r.Reg(amd64RAX) }
 
-// MmapNumber returns 9, mmap on x86-64 Linux.
-func (amd64) MmapNumber() uint64 { return 9 }
+// SyscallNumber returns the x86-64 Linux number of s
+// (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, openat 257, close 3.
+func (amd64) SyscallNumber(s Syscall) uint64 {
+	return [...]uint64{SysMmap: 9, SysOpenat: 257, SysClose: 3}[s]
+}
 
 // x86Inst is a decoded amd64 instruction with what Displace needs beyond
 // Inst.

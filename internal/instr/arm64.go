@@ -80,8 +80,11 @@ func (arm64) SetSyscall(r Regs, nr uint64, args ...uint64) {
 // SyscallResult returns x0.
 func (arm64) SyscallResult(r Regs) uint64 { return r.Reg(0) }
 
-// MmapNumber returns 222, mmap on arm64 Linux (asm-generic/unistd.h).
-func (arm64) MmapNumber() uint64 { return 222 }
+// SyscallNumber returns the arm64 Linux number of s
+// (include/uapi/asm-generic/unistd.h): mmap 222, openat 56, close 57.
+func (arm64) SyscallNumber(s Syscall) uint64 {
+	return [...]uint64{SysMmap: 222, SysOpenat: 56, SysClose: 57}[s]
+}
 
 // a64Op is what an arm64 instruction is to Displace.
 type a64Op uint8

@@ -156,9 +156,55 @@ type Arch interface {
 	// call injected at a stop; SyscallResult reads the result after it.
 	SetSyscall(r Regs, nr uint64, args ...uint64)
 	SyscallResult(r Regs) uint64
-	// MmapNumber is the number of the mmap system call.
-	MmapNumber() uint64
+	// SyscallNumber is the number of a system call on Linux.
+	SyscallNumber(Syscall) uint64
+
+	// PlanPatch chooses the bytes a jump to a trampoline replaces at site,
+	// inside the function whose code fn starts at start (and may end with
+	// the alignment padding that follows the function: see
+	// [PaddingAfter]): whole instructions, starting after a landing pad
+	// (endbr64, BTI, PACIASP) when the site is one, that no branch of the
+	// function lands in but on the first byte, and that a trampoline can
+	// carry out. Its errors wrap the fall-back reasons (ErrTooShort,
+	// ErrBranchInto, ErrNotRelocatable) or a decoding error.
+	PlanPatch(fn []byte, start, site uint64) (Patch, error)
+	// Trampoline builds the trampoline at addr for p: prelude (the
+	// instrumentation, position-independent), the replaced instructions
+	// relocated, and a jump back to p.End().
+	Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error)
+	// PatchJump returns the bytes written over p: a jump to the trampoline
+	// at tramp (for a short patch, to its hop), padded to len(p.Orig) with
+	// breakpoints.
+	PatchJump(p *Patch, tramp uint64) ([]byte, error)
+	// PlanShortPatch is PlanPatch for a short jump, which replaces fewer
+	// bytes (a branch into the bytes a full jump would replace, or a
+	// function too short, may leave room for it) and reaches a hop within
+	// ShortReach bytes; ErrTooShort where the architecture has none.
+	PlanShortPatch(fn []byte, start, site uint64) (Patch, error)
+	// ShortReach is how far a short jump at an address reaches, back and
+	// forward from that address (amd64: 126 and 129; arm64: none).
+	ShortReach() (back, fwd int64)
+	// Jump returns a jump of full reach from one address to another: a
+	// hop's code.
+	Jump(from, to uint64) ([]byte, error)
+	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
+	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
+	// they cannot.
+	Counting(hwcap uint64) (CountKind, error)
+	// CountCode returns the position-independent code that adds one to a
+	// counter: for CountPerThread, counter is its offset in the thread's
+	// block; for CountShared, its address.
+	CountCode(kind CountKind, counter uint64) []byte
 }
+
+// Syscall names the system calls the tracer injects.
+type Syscall uint8
+
+const (
+	SysMmap Syscall = iota
+	SysOpenat
+	SysClose
+)
 
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.
 var ErrUnsupportedArch = errors.New("unsupported architecture")

@@ -291,11 +291,14 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			warn(prf.CannotProfileFunction(fn.Name, m.module.Path, err))
 			continue
 		}
+		low, high := entryRange(fn)
 		funcs = append(funcs, datafile.Func{
 			Module: origins[i].mod,
 			Name:   fn.Name,
 			Source: fn.Source,
 			Entry:  site,
+			Low:    low,
+			High:   high,
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
 		})
@@ -304,6 +307,17 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Entry, b.Entry))
 	})
 	return funcs
+}
+
+// entryRange returns the bounds of fn's code range that holds its entry,
+// or zeros when no range does.
+func entryRange(fn *dwarf.Func) (low, high uint64) {
+	for _, r := range fn.Ranges {
+		if r.Low <= fn.Entry && fn.Entry < r.High {
+			return r.Low, r.High
+		}
+	}
+	return 0, 0
 }
 
 // newCandidate describes fn of module m for the selection.

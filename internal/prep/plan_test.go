@@ -170,6 +170,28 @@ func symbols(t *testing.T, path string) map[string]uint64 {
 	return syms
 }
 
+// symbolSizes returns the sizes of the function symbols of path (nm -S).
+func symbolSizes(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	out, err := exec.Command(tool(t, "nm"), "-S", path).Output()
+	if err != nil {
+		t.Fatalf("nm -S %s: %v", path, err)
+	}
+	sizes := map[string]uint64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 4 || (fields[2] != "T" && fields[2] != "t") {
+			continue
+		}
+		size, err := strconv.ParseUint(fields[1], 16, 64)
+		if err != nil {
+			t.Fatalf("nm -S %s: %q: %v", path, line, err)
+		}
+		sizes[fields[3]] = size
+	}
+	return sizes
+}
+
 // lineOf returns the number of the first line of testdata/name holding s.
 func lineOf(t *testing.T, name, s string) int {
 	t.Helper()
@@ -218,7 +240,7 @@ func TestBuildPlanC(t *testing.T) {
 				t.Errorf("warnings: %q", r.warnings)
 			}
 			p := r.plan
-			syms := symbols(t, prog)
+			syms, sizes := symbols(t, prog), symbolSizes(t, prog)
 			if diff := gocmp.Diff(sortedByEntry(syms, fixtureFuncs...), funcNames(p, 0)); diff != "" {
 				t.Fatalf("functions (-want +got):\n%s", diff)
 			}
@@ -226,7 +248,8 @@ func TestBuildPlanC(t *testing.T) {
 			for _, f := range p.Funcs {
 				decl := map[string]string{"main": "int main(", "f": "int f(", "g": "int g(", "h": "int h(",
 					"fib": "int fib(", "helper": "int helper("}[f.Name]
-				want := datafile.Func{Name: f.Name, Source: "fixture.o", Entry: syms[f.Name], File: src, Line: lineOf(t, "fixture.c", decl)}
+				want := datafile.Func{Name: f.Name, Source: "fixture.o", Entry: syms[f.Name],
+					Low: syms[f.Name], High: syms[f.Name] + sizes[f.Name], File: src, Line: lineOf(t, "fixture.c", decl)}
 				if diff := gocmp.Diff(want, f); diff != "" {
 					t.Errorf("function %s (-want +got):\n%s", f.Name, diff)
 				}

@@ -369,6 +369,33 @@ func OwnTraps() *Diagnostic {
 	return d
 }
 
+// BreakpointEntries warns that some function entries could not be
+// patched in-process and are counted with breakpoints, a stop each; why,
+// by reason ("too short: 2, branch into: 1").
+func BreakpointEntries(n, total int, reasons string) *Diagnostic {
+	d := newDiag(4646, Warning, nil, "%d of %d function entries are counted with breakpoints, a stop per call (%s)", n, total, reasons)
+	d.Hint = "profile --verbose lists them"
+	return d
+}
+
+// EntryNotPatched is one entry counted with a breakpoint, listed by
+// profile --verbose.
+func EntryNotPatched(fn, file string, err error) *Diagnostic {
+	return newDiag(4647, Warning, err, "function %s in file %s is counted with a breakpoint", fn, file)
+}
+
+// NoInProcess warns that the program cannot be counted in-process at all:
+// every entry gets a breakpoint.
+func NoInProcess(err error) *Diagnostic {
+	return newDiag(4648, Warning, err, "cannot count in-process: every function entry is counted with a breakpoint")
+}
+
+// SharedBlocks warns that more threads ran at once than there are counter
+// blocks: the threads beyond shared one, and may have lost counts.
+func SharedBlocks(n int) *Diagnostic {
+	return newDiag(4649, Warning, nil, "more than %d threads ran at once: the threads beyond shared counters, and counts may be missing", n-1)
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

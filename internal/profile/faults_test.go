@@ -154,33 +154,43 @@ func TestFaults(t *testing.T) {
 	for _, sc := range faults {
 		t.Run(sc.name, func(t *testing.T) {
 			native := runNative(t, prog, sc)
-			for _, method := range []datafile.Method{datafile.FuncCounting, datafile.FuncCoverage} {
-				got, res, warnings := runFault(t, prog, sc, method)
-				if sc.breakpoints != "" {
-					// A documented limit of breakpoints: PROFILE says so.
-					if !slices.Contains(warnings, sc.warns) {
-						t.Errorf("%v: warnings %v, want PRF%d (%s)", method, warnings, sc.warns, sc.breakpoints)
-					}
-					t.Logf("%v: natively %+v, under PROFILE %+v: %s", method, native, got, sc.breakpoints)
-					continue
-				}
-				if got != native {
-					t.Errorf("%v: under PROFILE %+v, natively %+v", method, got, native)
-				}
-				for i, fn := range []string{"f", "g"} {
-					want := sc.hits[fn]
-					if method.IsCoverage() && want > 1 {
-						want = 1
-					}
-					if sc.hits != nil && res.Counts.Stats.Hits[i] != want {
-						t.Errorf("%v: %s hit %d times, want %d", method, fn, res.Counts.Stats.Hits[i], want)
-					}
-				}
-				if run := res.Counts.Run; run.Incomplete != sc.incomplete {
-					t.Errorf("%v: run incomplete %v (%s), want %v", method, run.Incomplete, run.Reason, sc.incomplete)
+			for _, mech := range mechanisms {
+				for _, method := range []datafile.Method{datafile.FuncCounting, datafile.FuncCoverage} {
+					checkFault(t, prog, sc, native, mech.name, mech.breakpoints, method)
 				}
 			}
 		})
+	}
+}
+
+// checkFault runs scenario sc under PROFILE and compares it with its
+// native run.
+func checkFault(t *testing.T, prog string, sc fault, native outcome, mech string, breakpoints bool, method datafile.Method) {
+	t.Helper()
+	got, res, warnings := runFault(t, prog, sc, method, breakpoints)
+	breakpoints = breakpoints || !testutil.InProcess()
+	if sc.breakpoints != "" && breakpoints {
+		// A documented limit of breakpoints: PROFILE says so.
+		if !slices.Contains(warnings, sc.warns) {
+			t.Errorf("%s %v: warnings %v, want PRF%d (%s)", mech, method, warnings, sc.warns, sc.breakpoints)
+		}
+		t.Logf("%s %v: natively %+v, under PROFILE %+v: %s", mech, method, native, got, sc.breakpoints)
+		return
+	}
+	if got != native {
+		t.Errorf("%s %v: under PROFILE %+v, natively %+v", mech, method, got, native)
+	}
+	for i, fn := range []string{"f", "g"} {
+		want := sc.hits[fn]
+		if method.IsCoverage() && breakpoints && want > 1 {
+			want = 1
+		}
+		if sc.hits != nil && res.Counts.Stats.Hits[i] != want {
+			t.Errorf("%s %v: %s hit %d times, want %d", mech, method, fn, res.Counts.Stats.Hits[i], want)
+		}
+	}
+	if run := res.Counts.Run; run.Incomplete != sc.incomplete {
+		t.Errorf("%s %v: run incomplete %v (%s), want %v", mech, method, run.Incomplete, run.Reason, sc.incomplete)
 	}
 }
 
@@ -215,7 +225,7 @@ func runNative(t *testing.T, prog string, sc fault) outcome {
 // runFault runs a scenario under PROFILE, signals to PROFILE going through
 // Config.Signals as cmd/profile passes them, and returns what the program
 // did, the run, and the numbers of PROFILE's warnings.
-func runFault(t *testing.T, prog string, sc fault, method datafile.Method) (outcome, *Result, []int) {
+func runFault(t *testing.T, prog string, sc fault, method datafile.Method, breakpoints bool) (outcome, *Result, []int) {
 	t.Helper()
 	plan := planFor(t, prog, method, "f", "g")
 	r, w, err := os.Pipe()
@@ -231,7 +241,8 @@ func runFault(t *testing.T, prog string, sc fault, method datafile.Method) (outc
 	var warnings []int
 	go func() {
 		res, err := Run(Config{Plan: plan, Path: prog, Args: append([]string{"faults"}, sc.args...), Env: os.Environ(),
-			Stdout: w, Stderr: os.Stderr, Signals: sigs, Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Code) }})
+			Stdout: w, Stderr: os.Stderr, Signals: sigs, Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Code) },
+			Breakpoints: breakpoints})
 		w.Close()
 		ch <- done{res, err}
 	}()

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -24,6 +26,7 @@ func (t *tracer) plantAll() error {
 	if err := syscall.Stat(t.cfg.Path, &st); err != nil {
 		return prf.CannotOpen(t.cfg.Path, err)
 	}
+	t.chooseMechanism()
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
 		if m := &t.plan.Modules[mi]; m.Name != base {
@@ -47,9 +50,60 @@ func (t *tracer) plantAll() error {
 		if m.PIE {
 			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
 		}
-		return t.plantModule(mi, bias, first.Start, maps)
+		if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
+			return err
+		}
+		t.reportFallBacks()
+		return nil
 	}
 	return nil
+}
+
+// chooseMechanism decides how entries are counted: in-process where the
+// CPU allows it and --breakpoints was not given, else breakpoints. Coverage
+// with breakpoints removes each at its first hit; in-process, coverage
+// counts every call as counting does (its records carry the real counts,
+// as the original's did), breakpoints that stand in for a trampoline
+// included.
+func (t *tracer) chooseMechanism() {
+	if !t.cfg.Breakpoints {
+		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
+		if err == nil {
+			t.countKind, err = t.arch.Counting(hwcap)
+		}
+		if err != nil {
+			t.cfg.Warn(prf.NoInProcess(err))
+			t.countKind = 0
+		}
+	}
+	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0
+}
+
+// reportFallBacks warns about the entries that keep a breakpoint: how
+// many and why, and with --verbose each of them.
+func (t *tracer) reportFallBacks() {
+	ip := t.inproc
+	if ip == nil || len(ip.fellBack) == 0 {
+		return
+	}
+	byReason := map[string]int{}
+	var reasons []string
+	for _, fb := range ip.fellBack {
+		r := fallBackReason(fb.err)
+		if byReason[r] == 0 {
+			reasons = append(reasons, r)
+		}
+		byReason[r]++
+		if t.cfg.Verbose {
+			f := &t.plan.Funcs[fb.item]
+			t.cfg.Warn(prf.EntryNotPatched(f.Name, t.plan.Modules[f.Module].Name, fb.err))
+		}
+	}
+	var list []string
+	for _, r := range reasons {
+		list = append(list, fmt.Sprintf("%s: %d", r, byReason[r]))
+	}
+	t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched, strings.Join(list, ", ")))
 }
 
 func (t *tracer) readMaps() ([]mapping, error) {
@@ -60,8 +114,12 @@ func (t *tracer) readMaps() ([]mapping, error) {
 	return parseMaps(data)
 }
 
-// plantModule plants the entry breakpoints of module mi, loaded with bias,
-// whose first mapping starts at start, in a process with the given maps.
+// plantModule instruments the function entries of module mi, loaded with
+// bias, whose first mapping starts at start, in a process with the given
+// maps. One area is mapped next to the module, a cell of trampCell bytes
+// per entry: a trampoline where the entry can be patched in-process, else
+// the out-of-line slot of its breakpoint. Everything is written in bulk:
+// the area, then the jumps, then the breakpoints.
 func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	var items []int
 	for i, f := range t.plan.Funcs {
@@ -72,57 +130,308 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	if len(items) == 0 {
 		return nil
 	}
-	slotSize := uint64(t.arch.SlotSize())
-	size := (uint64(len(items))*slotSize + t.pageSize - 1) &^ (t.pageSize - 1)
-	slots, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
+	cells := uint64(len(items)) * trampCell
+	pathRoom := uint64(256) // the counters' file name, for the program to open
+	size := (cells + pathRoom + t.pageSize - 1) &^ (t.pageSize - 1)
+	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
-		slots = 0
+		area = 0
 	}
-	code := make([]byte, t.arch.MaxInstLen())
-	slotImage := make([]byte, size)
-	bp := t.arch.Breakpoint()
+	if area != 0 && t.inproc == nil && t.countKind != 0 {
+		ip, err := t.newInproc(t.countKind, t.plan.NumItems(), area+cells)
+		if err != nil {
+			t.cfg.Warn(prf.NoInProcess(err))
+			t.countKind = 0
+		} else {
+			t.inproc = ip
+			if err := t.giveBlock(t.pid, false); err != nil {
+				return fmt.Errorf("give the main thread its counters: %w", err)
+			}
+		}
+	}
+	text := t.readText(items, bias)
+	image := make([]byte, size)
+	var jumps []patchWrite
+	var short []int // entries to try again with a short jump
 	for n, item := range items {
 		f := &t.plan.Funcs[item]
 		addr := f.Entry + bias
 		if _, dup := t.sites[addr]; dup {
 			continue
 		}
-		if err := t.readCode(addr, code); err != nil {
-			return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
+		cell := uint64(0)
+		if area != 0 {
+			cell = area + uint64(n)*trampCell
 		}
-		s := &site{addr: addr, item: item, orig: append([]byte(nil), code[:len(bp)]...)}
-		if slots != 0 {
-			s.slot = slots + uint64(n)*slotSize
+		if t.inproc != nil {
+			j, err := t.trampoline(f, item, bias, cell, text, nil)
+			if err == nil {
+				copy(image[uint64(n)*trampCell:], j.code)
+				jumps = append(jumps, j)
+				continue
+			}
+			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
+				short = append(short, n)
+				continue
+			}
+			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
 		}
-		// Coverage removes a breakpoint at its first hit and needs no
-		// displacement, except for a vfork child, which shares the
-		// program's memory: it must step over the breakpoint, not remove it.
-		d, err := t.arch.Displace(code, addr, s.slot)
-		if err == nil && d.Emulate == nil && slots == 0 {
-			err = instr.ErrOutOfReach
-		}
-		switch {
-		case err == nil:
-			s.disp, s.displaced = d, true
-			copy(slotImage[uint64(n)*slotSize:], d.Slot)
-		case !t.coverage:
-			t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[mi].Name, err))
-			continue
-		}
-		t.sites[addr] = s
-	}
-	if slots != 0 {
-		if err := t.mem.WriteMem(slots, slotImage); err != nil {
-			return fmt.Errorf("write out-of-line slots: %w", err)
+		if err := t.breakpointSite(mi, item, bias, cell, image[uint64(n)*trampCell:]); err != nil {
+			return err
 		}
 	}
+	if len(short) > 0 {
+		hops := t.hopSpace(items, bias, text, jumps)
+		for _, n := range short {
+			item := items[n]
+			cell := area + uint64(n)*trampCell
+			j, err := t.trampoline(&t.plan.Funcs[item], item, bias, cell, text, hops)
+			if err == nil {
+				copy(image[uint64(n)*trampCell:], j.code)
+				jumps = append(jumps, j)
+				continue
+			}
+			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
+			if err := t.breakpointSite(mi, item, bias, cell, image[uint64(n)*trampCell:]); err != nil {
+				return err
+			}
+		}
+	}
+	if area != 0 {
+		if err := t.mem.WriteMem(area, image[:cells]); err != nil {
+			return fmt.Errorf("write trampolines and slots: %w", err)
+		}
+	}
+	for _, j := range jumps {
+		if j.hopCode != nil {
+			if err := t.mem.WriteMem(j.hop, j.hopCode); err != nil {
+				return fmt.Errorf("write hop at %#x: %w", j.hop, err)
+			}
+		}
+		if err := t.mem.WriteMem(j.addr, j.jump); err != nil {
+			return fmt.Errorf("patch entry at %#x: %w", j.addr, err)
+		}
+	}
+	bp := t.arch.Breakpoint()
 	for _, s := range t.sites {
 		if err := t.mem.WriteMem(s.addr, bp); err != nil {
 			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
 		}
 	}
+	if t.inproc != nil {
+		t.inproc.sortTramps()
+	}
 	return nil
+}
+
+// breakpointSite prepares the breakpoint of item's entry (module mi,
+// loaded with bias), with its
+// out-of-line slot at cell (0: none), whose bytes go to slot; a function
+// that cannot be profiled is warned about.
+func (t *tracer) breakpointSite(mi, item int, bias, cell uint64, slot []byte) error {
+	f := &t.plan.Funcs[item]
+	addr := f.Entry + bias
+	code := make([]byte, t.arch.MaxInstLen())
+	if err := t.readCode(addr, code); err != nil {
+		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
+	}
+	bp := t.arch.Breakpoint()
+	s := &site{addr: addr, item: item, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
+	// Coverage removes a breakpoint at its first hit and needs no
+	// displacement, except for a vfork child, which shares the program's
+	// memory: it must step over the breakpoint, not remove it.
+	d, err := t.arch.Displace(code, addr, s.slot)
+	if err == nil && d.Emulate == nil && cell == 0 {
+		err = instr.ErrOutOfReach
+	}
+	switch {
+	case err == nil:
+		s.disp, s.displaced = d, true
+		copy(slot, d.Slot)
+	case !t.coverage:
+		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[mi].Name, err))
+		return nil
+	}
+	t.sites[addr] = s
+	return nil
+}
+
+// patchWrite is a jump to write over an entry, its trampoline's code, and
+// for a short jump its hop.
+type patchWrite struct {
+	addr    uint64
+	jump    []byte
+	code    []byte
+	hop     uint64
+	hopCode []byte
+}
+
+// hopSpace is the padding where hops may go: the alignment padding after
+// the module's planned functions that no patch covers, as free ranges.
+type hopSpace struct {
+	free [][2]uint64
+}
+
+// hopSpace finds the padding after each of items' functions, less what the
+// patches in jumps cover.
+func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
+	covered := map[uint64]uint64{} // a patch's start, its end
+	for _, j := range jumps {
+		covered[j.addr] = j.addr + uint64(len(j.jump))
+	}
+	hs := &hopSpace{}
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low >= f.High || f.High+bias < text.start {
+			continue
+		}
+		hi := f.High + bias
+		off := hi - text.start
+		if off >= uint64(len(text.b)) {
+			continue
+		}
+		pad := uint64(instr.PaddingAfter(t.arch, text.b[off:], hi))
+		lo := hi
+		for start, end := range covered {
+			if start < hi && end > lo {
+				lo = end // a tiny function's patch ran into its padding
+			}
+		}
+		if lo+5 <= hi+pad {
+			hs.free = append(hs.free, [2]uint64{lo, hi + pad})
+		}
+	}
+	return hs
+}
+
+// take allocates n bytes of padding that a short jump at site reaches
+// (back and forward bytes from it), or returns false.
+func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) {
+	for i, r := range hs.free {
+		if r[1]-r[0] < n {
+			continue
+		}
+		if d := int64(r[0] - site); d >= -back && d <= fwd {
+			hs.free[i][0] += n
+			return r[0], true
+		}
+	}
+	return 0, false
+}
+
+// moduleText is a module's code as read from the program once: the span
+// of every planned function's code.
+type moduleText struct {
+	start uint64
+	b     []byte
+}
+
+// readText reads the code of the functions items, loaded with bias, in
+// one read. Functions whose extent the plan does not know, or a span too
+// large to read at once, give an empty text: their entries keep
+// breakpoints.
+func (t *tracer) readText(items []int, bias uint64) moduleText {
+	lo, hi := ^uint64(0), uint64(0)
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low < f.High {
+			lo, hi = min(lo, f.Low), max(hi, f.High)
+		}
+	}
+	if lo >= hi || hi-lo > 1<<30 || t.inproc == nil {
+		return moduleText{}
+	}
+	// And the padding after the last function, up to 16 bytes, where the
+	// mapping allows.
+	b := make([]byte, hi-lo+16)
+	if err := t.mem.ReadMem(lo+bias, b); err != nil {
+		b = b[:hi-lo]
+		if err := t.mem.ReadMem(lo+bias, b); err != nil {
+			return moduleText{}
+		}
+	}
+	return moduleText{start: lo + bias, b: b}
+}
+
+// trampoline plans the patch of f's entry and builds its trampoline in
+// cell; an error says why the entry keeps a breakpoint. With hops, the
+// patch is a short jump to a hop taken from them.
+func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text moduleText, hops *hopSpace) (patchWrite, error) {
+	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
+		return patchWrite{}, errNoExtent
+	}
+	if cell == 0 {
+		return patchWrite{}, errNoRoom
+	}
+	lo, hi := f.Low+bias, f.High+bias
+	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		return patchWrite{}, errNoCode
+	}
+	pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
+	fn := text.b[lo-text.start : hi-text.start+uint64(pad)]
+	plan := t.arch.PlanPatch
+	if hops != nil {
+		plan = t.arch.PlanShortPatch
+		fn = fn[:hi-lo] // the padding is for hops
+	}
+	p, err := plan(fn, lo, f.Entry+bias)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	count := t.arch.CountCode(t.inproc.kind, t.inproc.counterRef(item))
+	tr, err := t.arch.Trampoline(&p, cell, count)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if len(tr.Code) > trampCell {
+		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
+	}
+	w := patchWrite{addr: p.Site, code: tr.Code}
+	to := cell
+	if p.Short {
+		back, fwd := t.arch.ShortReach()
+		hop, ok := hops.take(p.Site, back, fwd, hopLen)
+		if !ok {
+			return patchWrite{}, errNoHop
+		}
+		if w.hopCode, err = t.arch.Jump(hop, cell); err != nil {
+			return patchWrite{}, err
+		}
+		w.hop, to = hop, hop
+	}
+	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
+		return patchWrite{}, err
+	}
+	t.inproc.tramps = append(t.inproc.tramps, &tramp{addr: cell, patch: p, code: tr})
+	t.inproc.patched++
+	return w, nil
+}
+
+// hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
+const hopLen = 5
+
+// Reasons for a breakpoint that are not the architecture's.
+var (
+	errNoExtent = errors.New("the plan does not hold the function's extent")
+	errNoRoom   = errors.New("no room for trampolines near the module")
+	errNoCode   = errors.New("the function's code could not be read")
+	errNoHop    = errors.New("no padding within a short jump's reach for a hop")
+)
+
+// fallBackReason classifies why an entry keeps a breakpoint, in a few words.
+func fallBackReason(err error) string {
+	switch {
+	case errors.Is(err, errNoExtent):
+		return "extent unknown"
+	case errors.Is(err, errNoRoom):
+		return "no room"
+	case errors.Is(err, errNoCode):
+		return "code unreadable"
+	case errors.Is(err, errNoHop):
+		return "no hop"
+	}
+	return instr.Reason(err)
 }
 
 // slotArea chooses where to map size bytes of slots for a module whose
@@ -191,9 +500,7 @@ func (t *tracer) readCode(addr uint64, b []byte) error {
 }
 
 // mmap maps size bytes of private, anonymous, readable and executable memory
-// in the program, near hint when that is free, by injecting one mmap system
-// call into the stopped main thread: the call instruction is written over the
-// current instruction, single-stepped, and everything restored.
+// in the program, near hint when that is free.
 func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 	const (
 		protRead                 = 0x1
@@ -201,11 +508,25 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		mapPrivate               = 0x02
 		mapAnon                  = 0x20
 		mapFixedNoReplace        = 0x100000
-		maxErrno                 = 4095
 		noFD              uint64 = ^uint64(0)
 	)
+	flags := uint64(mapPrivate | mapAnon)
+	if hint != 0 {
+		// Exactly there or nowhere (Linux 4.17): a slot elsewhere may be out
+		// of reach. The kernel fails with EEXIST if the range is taken.
+		flags |= mapFixedNoReplace
+	}
+	return t.inject(t.pid, instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+}
+
+// inject makes stopped thread tid run one system call: the system call
+// instruction is written over its current instruction, single-stepped,
+// and the instruction and registers restored. It returns the call's result,
+// or its errno as an error.
+func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	const maxErrno = 4095
 	var saved ptrace.Regs
-	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
+	if err := ptrace.GetRegs(tid, &saved); err != nil {
 		return 0, err
 	}
 	pc := saved.PC()
@@ -221,45 +542,39 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		if err := t.mem.WriteMem(pc, orig); err != nil {
 			return err
 		}
-		return ptrace.SetRegs(t.pid, &saved)
-	}
-	flags := uint64(mapPrivate | mapAnon)
-	if hint != 0 {
-		// Exactly there or nowhere (Linux 4.17): a slot elsewhere may be out
-		// of reach. The kernel fails with EEXIST if the range is taken.
-		flags |= mapFixedNoReplace
+		return ptrace.SetRegs(tid, &saved)
 	}
 	regs := saved
 	regs.NoRestart()
-	t.arch.SetSyscall(&regs, t.arch.MmapNumber(), hint, size, protRead|protExec, flags, noFD, 0)
+	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
 	regs.SetPC(pc)
-	if err := ptrace.SetRegs(t.pid, &regs); err != nil {
+	if err := ptrace.SetRegs(tid, &regs); err != nil {
 		restore()
 		return 0, err
 	}
-	if err := ptrace.Step(t.pid); err != nil {
+	if err := ptrace.Step(tid); err != nil {
 		restore()
 		return 0, err
 	}
-	ws, err := ptrace.WaitFor(t.pid)
+	ws, err := ptrace.WaitFor(tid)
 	if err != nil {
 		return 0, err
 	}
 	if !ws.Stopped() {
 		return 0, errors.New("program ended during set-up")
 	}
-	if err := ptrace.GetRegs(t.pid, &regs); err != nil {
+	if err := ptrace.GetRegs(tid, &regs); err != nil {
 		return 0, err
 	}
-	addr := t.arch.SyscallResult(&regs)
+	res := t.arch.SyscallResult(&regs)
 	if err := restore(); err != nil {
 		return 0, err
 	}
 	if ws.StopSignal() != syscall.SIGTRAP {
 		return 0, fmt.Errorf("unexpected %v during set-up", ws.StopSignal())
 	}
-	if addr > ^uint64(maxErrno) {
-		return 0, fmt.Errorf("mmap: %w", syscall.Errno(-addr))
+	if res > ^uint64(maxErrno) {
+		return 0, syscall.Errno(-res)
 	}
-	return addr, nil
+	return res, nil
 }

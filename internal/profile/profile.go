@@ -54,6 +54,11 @@ type Config struct {
 	Signals <-chan os.Signal
 	// Warn receives the warnings; nil discards them.
 	Warn func(*prf.Diagnostic)
+	// Breakpoints counts every function entry with a breakpoint, a stop
+	// per call, instead of in-process trampolines (profile --breakpoints).
+	Breakpoints bool
+	// Verbose warns about each entry that keeps a breakpoint, with why.
+	Verbose bool
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }

@@ -65,6 +65,11 @@ type tracer struct {
 	// yet, with the process kind.
 	expected map[int]childKind
 
+	// inproc is the in-process counting, once set up; countKind is how
+	// trampolines count on this CPU, 0 when entries take breakpoints.
+	inproc    *inproc
+	countKind instr.CountKind
+
 	hits     []uint64
 	trapped  uint64
 	coverage bool
@@ -112,7 +117,6 @@ func newTracer(cfg Config) (*tracer, error) {
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
 		hits:     make([]uint64, cfg.Plan.NumItems()),
-		coverage: cfg.Plan.Method.IsCoverage(),
 	}, nil
 }
 
@@ -136,6 +140,7 @@ func (t *tracer) run() (*Result, error) {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer t.mem.Close()
+	defer func() { t.inproc.close() }()
 	if err := t.plantAll(); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		ptrace.WaitFor(pid)
@@ -162,6 +167,12 @@ func (t *tracer) run() (*Result, error) {
 	t.release()
 	if t.ownTraps && t.trapped > 0 {
 		t.cfg.Warn(prf.OwnTraps())
+	}
+	if t.inproc != nil {
+		t.inproc.addCounts(t.hits)
+		if t.inproc.overflow {
+			t.cfg.Warn(prf.SharedBlocks(t.inproc.nBlocks))
+		}
 	}
 	res.Hits = t.trapped
 	res.Counts = t.counts(start, res)
@@ -223,6 +234,8 @@ func (t *tracer) loop(res *Result) error {
 				return nil
 			}
 			delete(t.threads, tid)
+			t.threadEnded(tid)
+			t.foreignDone(tid)
 		case ws.Stopped():
 			if err := t.stopped(tid, ws); err != nil {
 				return err
@@ -288,6 +301,11 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
+	if th.stepping == nil && t.inproc != nil && faultSignal(sig) {
+		if err := t.leaveTrampoline(th); err != nil {
+			return err
+		}
+	}
 	if th.stepping != nil {
 		// The thread is inside a single-stepped slot: finish the step first
 		// and deliver the signal after it.
@@ -341,6 +359,38 @@ func (t *tracer) trap(th *thread) error {
 		return t.retire(th, s)
 	}
 	return t.displace(th, s)
+}
+
+// faultSignal reports the signals an instruction raises by itself: a
+// relocated instruction that faults in a trampoline raises them there.
+func faultSignal(sig syscall.Signal) bool {
+	return sig == syscall.SIGSEGV || sig == syscall.SIGBUS || sig == syscall.SIGFPE || sig == syscall.SIGILL
+}
+
+// leaveTrampoline moves a thread about to receive a fault signal inside a
+// trampoline to the original address of the faulting instruction, so that
+// the program's handler, a core dump or Go's panic see the program's own
+// code; the registers are those the original code would have there.
+// Other signals are delivered where the thread is: the handler returns
+// into the trampoline, which goes on (a thread moved back to the entry
+// would count its call twice). Go declines to preempt at a PC it does not
+// know, which is harmless.
+func (t *tracer) leaveTrampoline(th *thread) error {
+	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+	}
+	orig, ok := t.inproc.origPC(t.regs.PC())
+	if !ok {
+		return nil
+	}
+	t.regs.SetPC(orig)
+	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+	}
+	return nil
 }
 
 func (th *thread) takePending() syscall.Signal {
@@ -464,20 +514,30 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		// It runs the program's code in the program's memory: its hits
 		// count, as a thread's.
 		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid)}
+		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("give thread %d its counters: %w", tid, err)
+		}
 		return t.resume(tid, 0)
 	case kindVfork:
-		// A vfork child shares the program's memory, breakpoints included,
-		// until it calls exec or exits: keep it traced, uncounted.
+		// A vfork child shares the program's memory, breakpoints and
+		// trampolines included, until it calls exec or exits: keep it
+		// traced, uncounted.
 		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid), foreign: true}
+		t.vforked(tid)
+		if err := t.giveBlock(tid, true); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("give child %d its counters: %w", tid, err)
+		}
 		return t.resume(tid, 0)
 	}
 	// A forked child has its own copy of the memory: take the breakpoints
-	// out of it and let it go, unprofiled and unharmed.
+	// and the patches out of it and let it go, unprofiled and unharmed
+	// (its trampolines would count into the program's counters).
 	mem, err := ptrace.OpenMem(tid)
 	if err == nil {
 		for _, s := range t.sites {
 			mem.WriteMem(s.addr, s.orig)
 		}
+		t.inproc.restorePatches(mem)
 		mem.Close()
 	}
 	if err := ptrace.Detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
@@ -493,6 +553,7 @@ func (t *tracer) exec(th *thread) error {
 	if th.foreign || th.tgid != t.pid {
 		// Another process sharing the program's memory has left it.
 		delete(t.threads, th.tid)
+		t.foreignDone(th.tid)
 		if err := ptrace.Detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("detach child %d: %w", th.tid, err)
 		}
@@ -504,6 +565,9 @@ func (t *tracer) exec(th *thread) error {
 	}
 	clear(t.sites)
 	clear(t.retired)
+	if t.inproc != nil {
+		t.inproc.tramps = nil // gone with the image; the counts are kept
+	}
 	return t.resume(th.tid, 0)
 }
 
@@ -551,7 +615,8 @@ func (t *tracer) release() {
 }
 
 // letGo takes the breakpoints out of the memory of stopped task tid and
-// detaches it, delivering sig.
+// detaches it, delivering sig. Trampolines stay: they need no tracer, and
+// other tasks sharing that memory may be running through them.
 func (t *tracer) letGo(tid int, sig syscall.Signal) {
 	if mem, err := ptrace.OpenMem(tid); err == nil {
 		for _, s := range t.sites {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,21 @@ func Scale(n int) int {
 func HaveTool(name string) bool {
 	_, err := exec.LookPath(name)
 	return err == nil
+}
+
+// InProcess reports whether PROFILE counts function entries in-process on
+// this machine: on x86-64 always, on arm64 when the CPU has the LSE atomics
+// ("atomics" in /proc/cpuinfo; an ARMv8.0 core such as the Cortex-A57 has
+// not, and PROFILE counts with breakpoints there, warning PRF4648).
+func InProcess() bool {
+	switch runtime.GOARCH {
+	case "amd64":
+		return true
+	case "arm64":
+		b, err := os.ReadFile("/proc/cpuinfo")
+		return err == nil && slices.Contains(strings.Fields(string(b)), "atomics")
+	}
+	return false
 }
 
 // MustHaveTool skips the test when a program is not on PATH.

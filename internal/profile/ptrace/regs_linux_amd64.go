@@ -89,3 +89,10 @@ func (r *Regs) ptr(n int) *uint64 {
 	}
 	return nil
 }
+
+// ThreadBase returns the thread's GS base, which in-process counting points
+// at the thread's counter block.
+func (r *Regs) ThreadBase() uint64 { return r.r.Gs_base }
+
+// SetThreadBase sets the thread's GS base (written with SetRegs).
+func (r *Regs) SetThreadBase(v uint64) { r.r.Gs_base = v }

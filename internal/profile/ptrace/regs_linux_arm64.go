@@ -56,3 +56,10 @@ func (r *Regs) SetReg(n int, v uint64) {
 // NoRestart is a no-op on arm64: the kernel restarts a system call only when
 // x0 holds a restart error code, which an injected call never leaves.
 func (r *Regs) NoRestart() {}
+
+// ThreadBase returns 0: arm64 has no register for a counter block (in-process
+// counters are shared and atomic there).
+func (r *Regs) ThreadBase() uint64 { return 0 }
+
+// SetThreadBase does nothing on arm64.
+func (r *Regs) SetThreadBase(uint64) {}

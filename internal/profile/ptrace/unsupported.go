@@ -97,3 +97,27 @@ func Supported() error { return errors.ErrUnsupported }
 
 // IsNoProcess reports false.
 func IsNoProcess(err error) bool { return false }
+
+// ThreadBase returns 0.
+func (r *Regs) ThreadBase() uint64 { return 0 }
+
+// SetThreadBase does nothing.
+func (r *Regs) SetThreadBase(uint64) {}
+
+// Shared is memory shared with the program; unsupported here.
+type Shared struct{}
+
+// NewShared fails: unsupported.
+func NewShared(size int) (*Shared, error) { return nil, errors.ErrUnsupported }
+
+// Path returns "".
+func (s *Shared) Path() string { return "" }
+
+// Bytes returns nil.
+func (s *Shared) Bytes() []byte { return nil }
+
+// Close does nothing.
+func (s *Shared) Close() error { return nil }
+
+// AuxValue fails: unsupported.
+func AuxValue(pid int, typ uint64) (uint64, error) { return 0, errors.ErrUnsupported }

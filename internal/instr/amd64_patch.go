@@ -1,0 +1,308 @@
+package instr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// amd64JumpLen is the length of jmp rel32 (e9 and a 32-bit displacement).
+const amd64JumpLen = 5
+
+// endbr64 is the CET landing pad (Intel SDM Vol. 2A "ENDBR64"): f3 0f 1e fa.
+var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
+
+// PlanPatch replaces at least 5 bytes of whole instructions at site (after
+// an endbr64 there) with jmp rel32. The instructions must be relocatable:
+// anything but a system call, a trap, a far or 16-bit transfer, jrcxz and
+// the loops; a call only as the last (it returns after the patch), not
+// through rsp. After a return or an unconditional jump the patch may go on
+// only over padding (nops and traps), which nothing runs: a function of
+// 4 bytes, lea and ret, followed by its alignment padding, is patched that
+// way. No branch of the function may land inside the replaced bytes but
+// on the first.
+func (a amd64) PlanPatch(fn []byte, start, site uint64) (Patch, error) {
+	return a.planPatch(fn, start, site, amd64JumpLen)
+}
+
+// amd64ShortLen is the length of jmp rel8 (eb and an 8-bit displacement).
+const amd64ShortLen = 2
+
+// PlanShortPatch replaces at least 2 bytes of whole instructions with
+// jmp rel8 to a hop, under the rules of PlanPatch but for padding: a
+// function's entry whose third byte starts a loop (push %rbx; mov
+// %rsi,%rbx; loop: ...) is patched that way.
+func (a amd64) PlanShortPatch(fn []byte, start, site uint64) (Patch, error) {
+	p, err := a.planPatch(fn, start, site, amd64ShortLen)
+	p.Short = err == nil
+	return p, err
+}
+
+// ShortReach returns 126 and 129: jmp rel8 reaches 128 bytes back and 127
+// forward from the address after it, 2 bytes on.
+func (amd64) ShortReach() (back, fwd int64) { return 126, 129 }
+
+// Jump returns jmp rel32 from one address to another.
+func (amd64) Jump(from, to uint64) ([]byte, error) { return amd64Rel32(0xe9, nil, from, to) }
+
+func (a amd64) planPatch(fn []byte, start, site uint64, jumpLen int) (Patch, error) {
+	end := start + uint64(len(fn))
+	if site < start || site >= end {
+		return Patch{}, fmt.Errorf("site %#x outside the function [%#x, %#x): %w", site, start, end, ErrTooShort)
+	}
+	off := int(site - start)
+	if bytes.HasPrefix(fn[off:], endbr64) {
+		off += len(endbr64) // keep the landing pad where indirect calls land
+	}
+	p := Patch{Site: start + uint64(off)}
+	n, ended := 0, false
+	for n < jumpLen {
+		pc := p.Site + uint64(n)
+		if off+n >= len(fn) {
+			return Patch{}, fmt.Errorf("%d bytes from %#x to the function's end: %w", n, p.Site, ErrTooShort)
+		}
+		x, err := decodeAMD64(fn[off+n:], pc)
+		if err != nil {
+			return Patch{}, err
+		}
+		switch {
+		case ended:
+			// Dead bytes after the last instruction: padding only. They
+			// are replaced, not copied.
+			if x.Kind != Nop && x.Kind != Trap {
+				return Patch{}, fmt.Errorf("%s at %#x ends the code after %d bytes: %w", x.Text, p.Site, n, ErrTooShort)
+			}
+		default:
+			if err := x.relocatable(); err != nil {
+				return Patch{}, fmt.Errorf("%s at %#x: %w", x.Text, pc, err)
+			}
+			p.Insts = append(p.Insts, x.Inst)
+			ended = x.Kind == Jump || x.Kind == Ret
+			if x.Kind == Call && n+x.Len < jumpLen {
+				// It would return into the patched bytes.
+				return Patch{}, fmt.Errorf("%s at %#x returns inside the patch: %w", x.Text, pc, ErrNotRelocatable)
+			}
+		}
+		n += x.Len
+	}
+	p.Orig = append([]byte(nil), fn[off:off+n]...)
+	into, err := branchTargets(a, fn, start, p.Site, p.End())
+	if err != nil {
+		return Patch{}, err
+	}
+	if len(into) > 0 {
+		return Patch{}, fmt.Errorf("a branch to %#x, inside [%#x, %#x): %w", into[0], p.Site, p.End(), ErrBranchInto)
+	}
+	return p, nil
+}
+
+// relocatable says whether x can run from a trampoline.
+func (x x86Inst) relocatable() error {
+	op := x.asm.Op
+	switch {
+	case x.Kind == Trap:
+		return ErrNotRelocatable
+	case x.Kind == Call:
+		return x.callRelocatable()
+	case op == x86asm.SYSCALL || op == x86asm.SYSENTER || op == x86asm.LJMP || op == x86asm.LRET:
+		return ErrNotRelocatable
+	case x.Kind == Ret && op != x86asm.RET:
+		return ErrNotRelocatable
+	case x.Kind != Other && x.Kind != Nop && x.pre.opsize:
+		return fmt.Errorf("operand-size prefix on a branch: %w", ErrNotRelocatable)
+	case x.Kind == CondJump:
+		if _, ok := x86Conds[op]; !ok {
+			return fmt.Errorf("jrcxz or loop: %w", ErrNotRelocatable)
+		}
+	case x.Kind == Jump && !x.ripMem:
+		// jmp rel becomes jmp rel32; jmp *reg and jmp *mem are copied.
+	case x.relSize != 0:
+		return x.ripRelocatable()
+	}
+	return nil
+}
+
+// callRelocatable says whether a call can run from a trampoline: as a
+// push of its original return address and a jump, which needs a direct
+// call, or an indirect one whose operand does not use rsp (the push moves
+// it) and that is not fs- or gs-relative.
+func (x x86Inst) callRelocatable() error {
+	if x.asm.Op != x86asm.CALL || x.pre.opsize || x.pre.addrsize {
+		return fmt.Errorf("far or 16-bit call: %w", ErrNotRelocatable)
+	}
+	switch a := x.asm.Args[0].(type) {
+	case x86asm.Rel:
+		return nil
+	case x86asm.Reg:
+		if a == x86asm.RSP || a == x86asm.ESP {
+			return fmt.Errorf("call through rsp: %w", ErrNotRelocatable)
+		}
+	case x86asm.Mem:
+		if a.Base == x86asm.RSP || a.Index == x86asm.RSP || a.Segment == x86asm.FS || a.Segment == x86asm.GS {
+			return fmt.Errorf("call through rsp or a segment: %w", ErrNotRelocatable)
+		}
+		if x.ripMem {
+			return x.ripRelocatable()
+		}
+	default:
+		return ErrNotRelocatable
+	}
+	if x.modrmOffset() < 0 {
+		return fmt.Errorf("no ModRM byte found: %w", ErrNotRelocatable)
+	}
+	return nil
+}
+
+// modrmOffset returns the offset of the ModRM byte of an FF /2 call,
+// after its legacy prefixes, REX and opcode; -1 when not found.
+func (x x86Inst) modrmOffset() int {
+	for i, b := range x.code {
+		switch {
+		case b == 0x66 || b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x3e ||
+			b == 0x26 || b == 0x64 || b == 0x65 || b == 0x36 || b == 0xf0 || b&0xf0 == 0x40:
+			continue
+		case b == 0xff && i+1 < len(x.code) && x.code[i+1]>>3&7 == 2:
+			return i + 1
+		}
+		return -1
+	}
+	return -1
+}
+
+func (x x86Inst) ripRelocatable() error {
+	if !x.ripMem || x.relSize != 4 || x.relOff < 0 || x.pre.addrsize {
+		return fmt.Errorf("%d-byte PC-relative field: %w", x.relSize, ErrNotRelocatable)
+	}
+	return nil
+}
+
+// Trampoline lays out prelude, the replaced instructions relocated (jcc
+// and jmp as their rel32 forms, RIP-relative operands adjusted) and
+// jmp rel32 back to the end of the patch.
+func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error) {
+	t := Trampoline{Code: append([]byte(nil), prelude...)}
+	off := 0
+	for _, in := range p.Insts {
+		pc := p.Site + uint64(off)
+		x, err := decodeAMD64(p.Orig[off:], pc)
+		if err != nil {
+			return Trampoline{}, err
+		}
+		at := addr + uint64(len(t.Code))
+		t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
+		code, err := x.relocate(pc, at)
+		if err != nil {
+			return Trampoline{}, fmt.Errorf("%s at %#x: %w", in.Text, pc, err)
+		}
+		t.Code = append(t.Code, code...)
+		off += x.Len
+	}
+	back, err := amd64Rel32(0xe9, nil, addr+uint64(len(t.Code)), p.End())
+	if err != nil {
+		return Trampoline{}, err
+	}
+	t.Code = append(t.Code, back...)
+	return t, nil
+}
+
+// relocate returns x's code to run at at instead of pc.
+func (x x86Inst) relocate(pc, at uint64) ([]byte, error) {
+	switch {
+	case x.Kind == Call:
+		return x.relocateCall(pc, at)
+	case x.Kind == Jump && x.relSize > 0 && !x.ripMem:
+		return amd64Rel32(0xe9, nil, at, x.Target)
+	case x.Kind == CondJump:
+		return amd64Rel32(0x0f, []byte{0x80 | x86Conds[x.asm.Op]}, at, x.Target)
+	case x.ripMem:
+		b := append([]byte(nil), x.code...)
+		field := b[x.relOff : x.relOff+4]
+		disp := int64(int32(binary.LittleEndian.Uint32(field))) + int64(pc-at)
+		if disp != int64(int32(disp)) {
+			return nil, fmt.Errorf("target %#x from %#x: %w: %w", x.Target, at, ErrOutOfReach, ErrNotRelocatable)
+		}
+		binary.LittleEndian.PutUint32(field, uint32(int32(disp)))
+		return b, nil
+	}
+	return append([]byte(nil), x.code...), nil
+}
+
+// relocateCall carries out a call from a trampoline: it pushes the
+// original return address, written as the call would write it (rsp moved
+// first, so that a signal frame cannot land on it), and jumps to the
+// target, direct or through the call's own operand:
+//
+//	lea -8(%rsp),%rsp       48 8d 64 24 f8  (no flags changed)
+//	movl $lo32,(%rsp)       c7 04 24 imm32
+//	movl $hi32,4(%rsp)      c7 44 24 04 imm32
+//	jmp target              e9 rel32, or the call's FF /2 as FF /4
+func (x x86Inst) relocateCall(pc, at uint64) ([]byte, error) {
+	ret := pc + uint64(x.Len)
+	b := []byte{0x48, 0x8d, 0x64, 0x24, 0xf8, 0xc7, 0x04, 0x24}
+	b = binary.LittleEndian.AppendUint32(b, uint32(ret))
+	b = append(b, 0xc7, 0x44, 0x24, 0x04)
+	b = binary.LittleEndian.AppendUint32(b, uint32(ret>>32))
+	jumpAt := at + uint64(len(b))
+	if _, ok := x.asm.Args[0].(x86asm.Rel); ok {
+		j, err := amd64Rel32(0xe9, nil, jumpAt, x.Target)
+		return append(b, j...), err
+	}
+	j := append([]byte(nil), x.code...)
+	m := x.modrmOffset()
+	j[m] = j[m]&^0x38 | 4<<3 // FF /2 call becomes FF /4 jmp, same operand
+	if x.ripMem {
+		field := j[x.relOff : x.relOff+4]
+		disp := int64(int32(binary.LittleEndian.Uint32(field))) + int64(pc-jumpAt)
+		if disp != int64(int32(disp)) {
+			return nil, fmt.Errorf("target %#x from %#x: %w: %w", x.Target, jumpAt, ErrOutOfReach, ErrNotRelocatable)
+		}
+		binary.LittleEndian.PutUint32(field, uint32(int32(disp)))
+	}
+	return append(b, j...), nil
+}
+
+// amd64Rel32 encodes an instruction of opcode op (and more opcode bytes)
+// with a rel32 to target, placed at at.
+func amd64Rel32(op byte, more []byte, at, target uint64) ([]byte, error) {
+	b := append([]byte{op}, more...)
+	rel := int64(target - (at + uint64(len(b)) + 4))
+	if rel != int64(int32(rel)) {
+		return nil, fmt.Errorf("jump from %#x to %#x: %w: %w", at, target, ErrOutOfReach, ErrNotRelocatable)
+	}
+	return binary.LittleEndian.AppendUint32(b, uint32(int32(rel))), nil
+}
+
+// PatchJump returns jmp rel32 to tramp, or jmp rel8 to the hop of a short
+// patch, padded with int3.
+func (amd64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
+	var b []byte
+	if p.Short {
+		rel := int64(tramp - (p.Site + amd64ShortLen))
+		if rel != int64(int8(rel)) {
+			return nil, fmt.Errorf("short jump from %#x to %#x: %w", p.Site, tramp, ErrOutOfReach)
+		}
+		b = []byte{0xeb, byte(int8(rel))}
+	} else {
+		var err error
+		if b, err = amd64Rel32(0xe9, nil, p.Site, tramp); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, bytes.Repeat([]byte{0xcc}, len(p.Orig)-len(b))...), nil
+}
+
+// Counting returns CountPerThread: every x86-64 CPU has GS, and Linux user
+// space leaves it unused (docs/design/inprocess.md).
+func (amd64) Counting(uint64) (CountKind, error) { return CountPerThread, nil }
+
+// CountCode returns incq %gs:counter (65 48 ff 04 25 disp32: GS override,
+// REX.W, FF /0 with a SIB byte of no base and no index; Intel SDM Vol. 2A
+// "INC" and Table 2-3). It changes the flags, which are dead at an entry.
+func (amd64) CountCode(kind CountKind, counter uint64) []byte {
+	if kind != CountPerThread || counter > 1<<31-1 {
+		return nil
+	}
+	return binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0xff, 0x04, 0x25}, uint32(counter))
+}

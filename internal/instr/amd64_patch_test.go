@@ -1,0 +1,225 @@
+package instr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestPlanPatchAMD64(t *testing.T) {
+	const start = 0x401000
+	tests := []struct {
+		name string
+		code string // the function, hex
+		site uint64
+		orig string // the bytes replaced, hex; empty for a refusal
+		err  error
+	}{
+		{"O0 prologue", "55 4889e5 4883ec10 897dfc c9 c3", start, "55 4889e5 4883ec10", nil},
+		{"endbr64 stays", "f30f1efa 55 4889e5 4883ec10 c3", start, "55 4889e5 4883ec10", nil},
+		{"long first instruction", "488b05 10000000 c3", start, "488b05 10000000", nil},
+		{"jcc rel8 relocated", "85ff 7403 31c0 c3 b801000000 c3", start, "85ff 7403 31c0", nil},
+		{"lea and ret then padding", "8d047f c3 cc cc cc cc", start, "8d047f c3 cc", nil},
+		{"ret then nop padding", "89f8 c3 0f1f4000", start, "89f8 c3 0f1f4000", nil},
+		{"jmp ends the patch", "eb00 c3", start, "", ErrTooShort},
+		{"too short", "31c0 c3", start, "", ErrTooShort},
+		{"code after ret", "31c0 c3 31c0 c3", start, "", ErrTooShort},
+		{"call ends the patch", "55 e8 00000000 c3", start, "55 e8 00000000", nil},
+		{"call through the GOT", "ff15 10000000 c3", start, "ff15 10000000", nil},
+		{"call returns inside the patch", "ffd0 31c0 31c0 c3", start, "", ErrNotRelocatable},
+		{"call through rsp", "55 ff542408 c3", start, "", ErrNotRelocatable},
+		{"syscall in the patch", "0f05 31c0 31c0 c3", start, "", ErrNotRelocatable},
+		{"int3 in the patch", "cc 31c0 31c0 c3", start, "", ErrNotRelocatable},
+		{"loop back into the patch", "31c0 ffc0 83f80a 75f9 c3", start, "", ErrBranchInto},
+		{"loop to the first byte", "ffc0 83f80a 75f9 c3", start, "ffc0 83f80a", nil},
+		{"jrcxz", "e3 00 31c0 31c0 c3", start, "", ErrNotRelocatable},
+		{"site at a later entry", "4c8d6424f8 4d3b6610 76f5 55 4889e5 4883ec10 c3", start + 11, "55 4889e5 4883ec10", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := AMD64.PlanPatch(hexs(t, tt.code), start, tt.site)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("PlanPatch = %x, %v; want %v", p.Orig, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := hexs(t, tt.orig); !bytes.Equal(p.Orig, want) {
+				t.Errorf("replaced %x, want %x", p.Orig, want)
+			}
+			if p.Site < tt.site {
+				t.Errorf("site %#x before %#x", p.Site, tt.site)
+			}
+		})
+	}
+}
+
+// TestTrampolineAMD64 checks a trampoline's code with the GNU disassembler:
+// the count, the relocated instructions with their targets unchanged, the
+// jump back, and the jump written over the site.
+func TestTrampolineAMD64(t *testing.T) {
+	need(t, "objdump")
+	const (
+		start = 0x401000
+		tramp = 0x400000
+	)
+	fn := hexs(t, "85ff 740a 488b0510000000 31c0 c3 b801000000 c3")
+	p, err := AMD64.PlanPatch(fn, start, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := AMD64.Counting(0)
+	if err != nil || kind != CountPerThread {
+		t.Fatalf("Counting = %v, %v", kind, err)
+	}
+	tr, err := AMD64.Trampoline(&p, tramp, AMD64.CountCode(kind, 24))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := disassemble(t, tr.Code, tramp)
+	want := []string{
+		"incq   %gs:0x18",
+		"test   %edi,%edi",
+		"je     0x40100e", // the jcc's target, from its new place
+		"mov    0x1003(%rip),%rax        # 0x40101b", // the same address
+		"jmp    0x40100b", // back after the patch
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("trampoline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantPCs := []PCMap{{tramp + 9, start}, {tramp + 11, start + 2}, {tramp + 17, start + 4}}
+	if len(tr.PCs) != len(wantPCs) {
+		t.Fatalf("PCs %x, want %x", tr.PCs, wantPCs)
+	}
+	for i := range wantPCs {
+		if tr.PCs[i] != wantPCs[i] {
+			t.Errorf("PCs[%d] = %x, want %x", i, tr.PCs[i], wantPCs[i])
+		}
+	}
+	for _, c := range []struct{ pc, want uint64 }{
+		{tramp, start}, {tramp + 4, start}, {tramp + 9, start}, {tramp + 12, start + 2},
+		{tramp + 17, start + 4}, {tramp + uint64(len(tr.Code)) - 2, p.End()},
+	} {
+		if got := tr.OrigPC(tramp, p.End(), c.pc); got != c.want {
+			t.Errorf("OrigPC(%#x) = %#x, want %#x", c.pc, got, c.want)
+		}
+	}
+	jump, err := AMD64.PatchJump(&p, tramp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jump) != len(p.Orig) {
+		t.Fatalf("jump of %d bytes over %d", len(jump), len(p.Orig))
+	}
+	got = disassemble(t, jump, start)
+	if got[0] != "jmp    0x400000" || !strings.HasPrefix(got[1], "int3") {
+		t.Errorf("patch: %q", got)
+	}
+}
+
+// TestTrampolineCallAMD64: a call in a patch pushes its original return
+// address and jumps, directly or through its own operand.
+func TestTrampolineCallAMD64(t *testing.T) {
+	need(t, "objdump")
+	const start, tramp = 0x555555554000, 0x555555550000
+	for _, c := range []struct {
+		name, code string
+		jump       string
+	}{
+		{"direct", "55 e8 10000000 c3", "jmp    0x555555554016"},
+		{"through a register", "55 4889e5 41ffd3 c3", "jmp    *%r11"},
+		{"through the GOT", "ff15 10000000 c3", "jmp    *0x3ffc(%rip)        # 0x555555554016"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := AMD64.PlanPatch(hexs(t, c.code), start, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := AMD64.Trampoline(&p, tramp, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := disassemble(t, tr.Code, tramp)
+			ret := p.End()
+			want := []string{
+				"lea    -0x8(%rsp),%rsp",
+				fmt.Sprintf("movl   $0x%x,(%%rsp)", uint32(ret)),
+				fmt.Sprintf("movl   $0x%x,0x4(%%rsp)", uint32(ret>>32)),
+				c.jump,
+			}
+			got = got[len(got)-5 : len(got)-1] // the call's expansion, before the jump back
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("call relocated as:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+func TestTrampolineReachAMD64(t *testing.T) {
+	p, err := AMD64.PlanPatch(hexs(t, "488b0510000000 c3"), 0x401000, 0x401000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AMD64.Trampoline(&p, 0x401000+3<<30, nil)
+	if !errors.Is(err, ErrOutOfReach) || !errors.Is(err, ErrNotRelocatable) {
+		t.Errorf("trampoline 3 GiB away: %v, want out of reach", err)
+	}
+	if _, err := AMD64.PatchJump(&p, 0x401000+3<<30); !errors.Is(err, ErrOutOfReach) {
+		t.Errorf("jump 3 GiB away: %v, want out of reach", err)
+	}
+}
+
+func TestPaddingAfter(t *testing.T) {
+	for _, c := range []struct {
+		code string
+		end  uint64
+		want int
+	}{
+		{"cccccccc cccccccc cccccccc cccccccc", 0x1004, 12},
+		{"0f1f4000 662e0f1f840000000000 90 90", 0x1000, 0}, // aligned already
+		{"0f1f4000 662e0f1f840000000000 90 90", 0x1010 - 14, 14},
+		{"cc cc 55 cc", 0x100c, 0}, // push: the next function
+	} {
+		if got := PaddingAfter(AMD64, hexs(t, c.code), c.end); got != c.want {
+			t.Errorf("PaddingAfter(%s, %#x) = %d, want %d", c.code, c.end, got, c.want)
+		}
+	}
+}
+
+// disassemble returns objdump's text of code at addr, one line per
+// instruction.
+func disassemble(t *testing.T, code []byte, addr uint64) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "code.bin")
+	if err := os.WriteFile(path, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+		"--adjust-vma="+strconv.FormatUint(addr, 10), path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) == 3 && strings.HasSuffix(f[0], ":") {
+			lines = append(lines, strings.TrimSpace(f[2]))
+		}
+	}
+	return lines
+}
+
+// hexs decodes hex with spaces between the instructions.
+func hexs(t *testing.T, s string) []byte {
+	t.Helper()
+	return unhex(t, strings.ReplaceAll(s, " ", ""))
+}

@@ -1,0 +1,370 @@
+package instr
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// In-process trampolines on arm64. A patch is one instruction (4 bytes)
+// replaced by B to the trampoline (±128 MiB); the trampoline is the
+// prelude, the instruction relocated, and B back to the instruction after
+// it. Every relocated form below can be restarted from its first
+// instruction (it writes its destination register whole, and nothing
+// else), so a thread moved back to the site from inside one by
+// [Trampoline.OrigPC] does the same work again.
+//
+// Encodings are written from the Arm Architecture Reference Manual for
+// A-profile (DDI 0487): the instruction classes of C4.1 ("A64 instruction
+// set encoding") and the instruction pages of C6.2, cited by name, since
+// C6.2's numbering changes between releases.
+
+// hwcapAtomics is HWCAP_ATOMICS, bit 8 of AT_HWCAP on arm64: the LSE
+// atomic instructions of ARMv8.1, STADD among them (Linux
+// arch/arm64/include/uapi/asm/hwcap.h).
+const hwcapAtomics = 1 << 8
+
+// Instruction words and fields the trampolines use.
+const (
+	// a64NOPWord is NOP (C6.2 "NOP": HINT #0).
+	a64NOPWord = 0xd503201f
+	// a64X16, a64X17 are IP0 and IP1, the registers CountCode uses.
+	a64X16, a64X17 = 16, 17
+	// a64Imm19Mask is the imm19 field of B.cond and CBZ/CBNZ, bits 23-5;
+	// a64Imm14Mask that of TBZ/TBNZ, bits 18-5.
+	a64Imm19Mask = 0x7ffff << 5
+	a64Imm14Mask = 0x3fff << 5
+	// a64NegBit is op, bit 24, which tells CBNZ from CBZ and TBNZ from TBZ.
+	a64NegBit = 1 << 24
+)
+
+// Landing pads: the hints an indirect branch may land on when BTI is
+// enforced (C6.2 "BTI", "PACIASP", "PACIBSP": HINT #34, #36, #38, #25,
+// #27).
+const (
+	a64BTIC    = 0xd503245f
+	a64BTIJ    = 0xd503249f
+	a64BTIJC   = 0xd50324df
+	a64PACIASP = 0xd503233f
+	a64PACIBSP = 0xd503237f
+)
+
+// isBTI reports whether x is BTI c, BTI j or BTI jc.
+func (x a64Inst) isBTI() bool {
+	return x.word == a64BTIC || x.word == a64BTIJ || x.word == a64BTIJC
+}
+
+// isLandingPad reports whether an indirect branch may land on x: BTI c,
+// j, jc, and PACIASP and PACIBSP, which act as BTI c (or jc, by
+// SCTLR_EL1.BT0).
+func (x a64Inst) isLandingPad() bool {
+	return x.isBTI() || x.word == a64PACIASP || x.word == a64PACIBSP
+}
+
+// a64Exclusive reports whether w is a load or store exclusive: LDXR,
+// STXR, LDAXR, STLXR (and their byte and halfword forms) in the class
+// "Load/store exclusive register" (bits 29-24 001000, o2 bit 23 and o1
+// bit 21 clear), or LDXP, STXP, LDAXP, STLXP in "Load/store exclusive
+// pair" (bit 31 set, o2 clear, o1 set; bit 31 clear is CASP). C4.1,
+// "Loads and Stores".
+func a64Exclusive(w uint32) bool {
+	return w&0x3fa00000 == 0x08000000 || w&0xbfa00000 == 0x88200000
+}
+
+// relocError says why x, at pc, cannot run from a trampoline, or nil.
+func (x a64Inst) relocError(pc uint64) error {
+	var why string
+	switch {
+	case x.word&0xff000000 == 0xd4000000: // C4.1 "Exception generation"
+		why = "exception-generating instruction"
+	case a64Exclusive(x.word):
+		why = "exclusive load or store (a branch out of its sequence breaks it)"
+	case x.op == a64Trap:
+		why = "trap"
+	case x.op == a64UnknownBranch:
+		why = "unknown branch encoding"
+	case x.op == a64LDRLitFP:
+		why = "load literal into a SIMD&FP register"
+	case x.op == a64LDRLit && x.reg == 31:
+		why = "load literal into xzr"
+	case x.op == a64BLR, x.op == a64PACCall:
+		why = "indirect call (its return address would point into the trampoline)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%q at %#x: %s: %w", x.Text, pc, why, ErrNotRelocatable)
+}
+
+// PlanPatch plans the patch of one instruction at site, or at site+4 when
+// site is a landing pad (BTI c/j/jc, PACIASP, PACIBSP), which stays in
+// place for indirect calls. The instruction must lie inside fn: the
+// function, and the alignment padding it may end with (where a patch
+// after a landing pad ending the function goes; a nop there is relocated,
+// a trap refused). A BTI right after a landing pad is refused: a B over
+// it would fault an indirect branch landing there; PACIASP after BTI c
+// only signs and is relocated. The instruction must be relocatable (see
+// Trampoline) and no PC-relative reference of the function may point
+// inside it but at its first byte.
+func (a arm64) PlanPatch(fn []byte, start, site uint64) (Patch, error) {
+	end := start + uint64(len(fn))
+	switch {
+	case start%a64InstLen != 0 || site%a64InstLen != 0:
+		return Patch{}, fmt.Errorf("plan patch at %#x: function %#x or site not 4-byte aligned", site, start)
+	case site < start || site >= end || end-site < a64InstLen:
+		return Patch{}, fmt.Errorf("plan patch at %#x: outside the function [%#x, %#x): %w", site, start, end, ErrTooShort)
+	}
+	x, err := decodeARM64(fn[site-start:], site)
+	if err != nil {
+		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+	}
+	at := site
+	if x.isLandingPad() {
+		pad := x
+		at += a64InstLen
+		if end-at < a64InstLen {
+			return Patch{}, fmt.Errorf("plan patch at %#x: landing pad %q and the function ends at %#x: %w", site, pad.Text, end, ErrTooShort)
+		}
+		if x, err = decodeARM64(fn[at-start:], at); err != nil {
+			return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+		}
+		if x.isBTI() {
+			return Patch{}, fmt.Errorf("plan patch at %#x: %q at %#x after landing pad %q: a landing pad would be lost: %w", site, x.Text, at, pad.Text, ErrNotRelocatable)
+		}
+	}
+	if err := x.relocError(at); err != nil {
+		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+	}
+	into, err := branchTargets(a, fn, start, at, at+a64InstLen)
+	if err != nil {
+		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+	}
+	if len(into) > 0 {
+		return Patch{}, fmt.Errorf("plan patch at %#x: a reference to %#x lands inside %q at %#x: %w", site, into[0], x.Text, at, ErrBranchInto)
+	}
+	orig := append([]byte(nil), fn[at-start:at-start+a64InstLen]...)
+	return Patch{Site: at, Orig: orig, Insts: []Inst{x.Inst}}, nil
+}
+
+// Trampoline builds the trampoline at addr: prelude, each instruction of
+// p relocated, then B p.End(). Relocation:
+//
+//   - B: B to the same target;
+//   - BL: x30 = the original return address (MOVZ/MOVK), then B target;
+//   - B.cond, CBZ/CBNZ, TBZ/TBNZ: the inverted test skipping the next
+//     instruction, then B target; the fall-through goes on (B.AL and
+//     B.NV: B target alone);
+//   - ADR, ADRP: MOVZ/MOVK of the address into the same register (NOP
+//     for xzr);
+//   - LDR (literal) of a W or X register, LDRSW (literal): MOVZ/MOVK of
+//     the literal's address into the destination, then LDR or LDRSW
+//     (immediate) from it into itself;
+//   - PRFM (literal): NOP;
+//   - anything else, RET, BR and BRAA-like branches included: copied.
+//
+// Refused ([ErrNotRelocatable]): exception-generating instructions (SVC,
+// BRK, HLT, UDF...), exclusive loads and stores, LDR (literal) into a
+// SIMD&FP register or xzr, BLR and BLRAA-like calls, unknown branch
+// encodings, and any B out of reach (with [ErrOutOfReach] too).
+func (arm64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error) {
+	switch {
+	case addr%a64InstLen != 0 || p.Site%a64InstLen != 0:
+		return Trampoline{}, fmt.Errorf("trampoline at %#x for %#x: not 4-byte aligned", addr, p.Site)
+	case len(prelude)%a64InstLen != 0:
+		return Trampoline{}, fmt.Errorf("trampoline at %#x: prelude of %d bytes, not whole instructions", addr, len(prelude))
+	case len(p.Orig) == 0 || len(p.Orig)%a64InstLen != 0:
+		return Trampoline{}, fmt.Errorf("trampoline at %#x: patch of %d bytes, not whole instructions", addr, len(p.Orig))
+	}
+	code := make([]byte, 0, len(prelude)+len(p.Orig)*4+a64InstLen)
+	code = append(code, prelude...)
+	var pcs []PCMap
+	for off := 0; off < len(p.Orig); off += a64InstLen {
+		pc := p.Site + uint64(off)
+		x, err := decodeARM64(p.Orig[off:], pc)
+		if err != nil {
+			return Trampoline{}, fmt.Errorf("trampoline at %#x: %w", addr, err)
+		}
+		at := addr + uint64(len(code))
+		words, err := x.relocate(pc, at)
+		if err != nil {
+			return Trampoline{}, fmt.Errorf("trampoline at %#x: %w", addr, err)
+		}
+		pcs = append(pcs, PCMap{Tramp: at, Orig: pc})
+		for _, w := range words {
+			code = binary.LittleEndian.AppendUint32(code, w)
+		}
+	}
+	back, err := a64Branch(addr+uint64(len(code)), p.End())
+	if err != nil {
+		return Trampoline{}, fmt.Errorf("trampoline at %#x: jump back: %w: %w", addr, ErrNotRelocatable, err)
+	}
+	code = binary.LittleEndian.AppendUint32(code, back)
+	return Trampoline{Code: code, PCs: pcs}, nil
+}
+
+// relocate returns the words that carry out x, originally at pc, from at.
+func (x a64Inst) relocate(pc, at uint64) ([]uint32, error) {
+	if err := x.relocError(pc); err != nil {
+		return nil, err
+	}
+	// branch is B from the word index i of the result to target.
+	branch := func(i int, target uint64) (uint32, error) {
+		b, err := a64Branch(at+uint64(i)*a64InstLen, target)
+		if err != nil {
+			return 0, fmt.Errorf("%q at %#x: %w: %w", x.Text, pc, ErrNotRelocatable, err)
+		}
+		return b, nil
+	}
+	switch x.op {
+	case a64B:
+		b, err := branch(0, x.Target)
+		return []uint32{b}, err
+	case a64BL:
+		// BL writes pc+4 to x30 and reads nothing (C6.2 "BL"); ADR would
+		// reach only ±1 MiB.
+		words := a64MovImm(a64LR, pc+a64InstLen)
+		b, err := branch(len(words), x.Target)
+		return append(words, b), err
+	case a64BCond, a64CBZ, a64TBZ:
+		if x.op == a64BCond && x.cond >= 14 { // AL, NV: always (C1.2.4)
+			b, err := branch(0, x.Target)
+			return []uint32{b}, err
+		}
+		b, err := branch(1, x.Target)
+		return []uint32{x.skipUnless(), b}, err
+	case a64ADR:
+		if x.reg == 31 {
+			return []uint32{a64NOPWord}, nil
+		}
+		return a64MovImm(x.reg, x.Target), nil
+	case a64LDRLit:
+		return append(a64MovImm(x.reg, x.Target), x.loadSelf()), nil
+	case a64Nop:
+		if x.PCRel { // PRFM (literal): a hint, and its address would be wrong
+			return []uint32{a64NOPWord}, nil
+		}
+	}
+	return []uint32{x.word}, nil
+}
+
+// skipUnless returns the inverse of the conditional branch x jumping 8
+// bytes ahead, over the next instruction: B.cond with the condition's
+// low bit flipped (C1.2.4: odd conditions negate even ones), CBNZ for
+// CBZ, TBNZ for TBZ and the reverse (op, bit 24). Encodings: C6.2
+// "B.cond" (01010100 imm19 0 cond), "CBZ"/"CBNZ" (sf 011010 op imm19 Rt),
+// "TBZ"/"TBNZ" (b5 011011 op b40 imm14 Rt); offsets are in words.
+func (x a64Inst) skipUnless() uint32 {
+	const words = 2
+	switch x.op {
+	case a64BCond:
+		return 0x54000000 | words<<5 | uint32(x.cond^1)
+	case a64CBZ:
+		return (x.word^a64NegBit)&^a64Imm19Mask | words<<5
+	}
+	return (x.word^a64NegBit)&^a64Imm14Mask | words<<5 // TBZ, TBNZ
+}
+
+// loadSelf returns the load of x's size from [Xt] into Xt or Wt, offset
+// 0: LDR (immediate), unsigned offset, 64-bit (11 111 0 01 01 imm12 Rn
+// Rt, 0xf9400000) and 32-bit (0xb9400000, zero-extending), or LDRSW
+// (immediate), unsigned offset (0xb9800000). C6.2 "LDR (immediate)",
+// "LDRSW (immediate)"; C4.1 "Load/store register (unsigned immediate)".
+func (x a64Inst) loadSelf() uint32 {
+	op := uint32(0xb9400000)
+	switch {
+	case x.sf:
+		op = 0xf9400000
+	case x.sext:
+		op = 0xb9800000
+	}
+	return op | uint32(x.reg)<<5 | uint32(x.reg)
+}
+
+// a64MovImm loads v into Xd with as few instructions as its nonzero
+// halfwords need: MOVZ of the lowest (MOVZ Xd, #0 for 0), MOVK of the
+// others. 64-bit MOVZ is 1 10 100101 hw imm16 Rd (0xd2800000), MOVK
+// 1 11 100101 hw imm16 Rd (0xf2800000), hw the halfword's index (C6.2
+// "MOVZ", "MOVK"; C4.1 "Move wide (immediate)"). Neither sets the flags.
+func a64MovImm(rd int, v uint64) []uint32 {
+	var words []uint32
+	for hw := range 4 {
+		h := uint32(v>>(16*hw)) & 0xffff
+		if h == 0 {
+			continue
+		}
+		op := uint32(0xf2800000) // MOVK
+		if len(words) == 0 {
+			op = 0xd2800000 // MOVZ
+		}
+		words = append(words, op|uint32(hw)<<21|h<<5|uint32(rd))
+	}
+	if len(words) == 0 {
+		words = append(words, 0xd2800000|uint32(rd))
+	}
+	return words
+}
+
+// PatchJump returns B tramp (C6.2 "B": 000101 imm26, ±128 MiB, else
+// [ErrOutOfReach]) from p.Site, padded to len(p.Orig) with BRK #0.
+func (a arm64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
+	if len(p.Orig) < a64InstLen || len(p.Orig)%a64InstLen != 0 || p.Site%a64InstLen != 0 || tramp%a64InstLen != 0 {
+		return nil, fmt.Errorf("patch jump at %#x to %#x: %d bytes: not whole aligned instructions", p.Site, tramp, len(p.Orig))
+	}
+	b, err := a64Branch(p.Site, tramp)
+	if err != nil {
+		return nil, fmt.Errorf("patch jump at %#x: %w", p.Site, err)
+	}
+	out := binary.LittleEndian.AppendUint32(make([]byte, 0, len(p.Orig)), b)
+	for len(out) < len(p.Orig) {
+		out = append(out, a.Breakpoint()...)
+	}
+	return out, nil
+}
+
+// errNoLSE is why an ARMv8.0 CPU cannot count: STADD is ARMv8.1 LSE, and
+// a LDXR/STXR loop needs a third register, which has no free home.
+var errNoLSE = errors.New("arm64 without LSE atomics (ARMv8.0)")
+
+// Counting returns CountShared when hwcap has HWCAP_ATOMICS, else an
+// error wrapping [ErrNoCounting].
+func (arm64) Counting(hwcap uint64) (CountKind, error) {
+	if hwcap&hwcapAtomics == 0 {
+		return 0, fmt.Errorf("%w: %w", ErrNoCounting, errNoLSE)
+	}
+	return CountShared, nil
+}
+
+// CountCode returns, for CountShared, the code adding one to the 8-byte
+// counter at address counter (which must be 8-byte aligned, as atomics
+// require): MOVZ/MOVK x16, counter; MOVZ x17, #1; STADD x17, [x16]. STADD
+// is LDADD with Rt = xzr (C6.2 "STADD", "LDADD": size 11 111 0 00 A 0 R 1
+// Rs 0 000 00 Rn Rt, 0xf8200000; C4.1 "Atomic memory operations"). It
+// writes x16 and x17 only, no flags, no stack. Other kinds: nil.
+func (arm64) CountCode(kind CountKind, counter uint64) []byte {
+	if kind != CountShared {
+		return nil
+	}
+	words := append(a64MovImm(a64X16, counter), 0xd2800000|1<<5|a64X17)
+	words = append(words, 0xf8200000|a64X17<<16|a64X16<<5|31)
+	code := make([]byte, 0, len(words)*a64InstLen)
+	for _, w := range words {
+		code = binary.LittleEndian.AppendUint32(code, w)
+	}
+	return code
+}
+
+// PlanShortPatch fails: a patch is one B already, of full reach.
+func (arm64) PlanShortPatch(fn []byte, start, site uint64) (Patch, error) {
+	return Patch{}, fmt.Errorf("no short jump on arm64: %w", ErrTooShort)
+}
+
+// ShortReach returns 0, 0: there is no short jump.
+func (arm64) ShortReach() (back, fwd int64) { return 0, 0 }
+
+// Jump returns B from one address to another (±128 MiB).
+func (arm64) Jump(from, to uint64) ([]byte, error) {
+	w, err := a64Branch(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return binary.LittleEndian.AppendUint32(nil, w), nil
+}

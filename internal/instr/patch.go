@@ -1,0 +1,170 @@
+package instr
+
+import (
+	"errors"
+	"slices"
+)
+
+// In-process instrumentation: a site's first instructions are replaced by a
+// jump to a trampoline, code written into the running program that does
+// the instrumentation's work (a count), runs the replaced instructions
+// relocated, and jumps back after them. The per-architecture part is here:
+// which bytes a patch may replace ([Arch.PlanPatch]), the trampoline's code
+// ([Arch.Trampoline]), the jump written over the site ([Arch.PatchJump]) and
+// how a trampoline counts ([Arch.Counting], [Arch.CountCode]).
+//
+// A trampoline never writes the program's stack and changes no register
+// but those the ABI makes dead at a function's entry (the flags; x16 and
+// x17 on arm64), so that the same code serves C, C++, Rust and Go.
+
+// Patch is a planned replacement of whole instructions at a site by a jump.
+type Patch struct {
+	// Site is the address of the first byte replaced.
+	Site uint64
+	// Orig holds the replaced bytes: at least the jump's length, whole
+	// instructions.
+	Orig []byte
+	// Insts are the replaced instructions, in order: their offsets in Orig
+	// are the sums of the lengths before them.
+	Insts []Inst
+	// Short marks a patch whose jump is the architecture's short jump
+	// (amd64 jmp rel8) to a hop: a jump of full reach, written in
+	// padding nearby ([Arch.PlanShortPatch]).
+	Short bool
+}
+
+// End is the address after the replaced bytes, where a trampoline returns.
+func (p *Patch) End() uint64 { return p.Site + uint64(len(p.Orig)) }
+
+// PCMap pairs an address in a trampoline with the original address whose
+// instruction it carries out, so that a thread stopped inside a trampoline
+// (a signal, a crash) can be shown where it is in the program's own code.
+type PCMap struct {
+	Tramp, Orig uint64
+}
+
+// Trampoline is the code of one trampoline and its PC map.
+type Trampoline struct {
+	Code []byte
+	// PCs maps the start of each replaced instruction's relocated copy to
+	// its original address; a PC before the first (in the instrumentation)
+	// maps to the site. Sorted by Tramp.
+	PCs []PCMap
+}
+
+// OrigPC returns the original address for pc, inside the trampoline at
+// addr: the instruction whose copy holds pc, or the site while the
+// instrumentation runs. Past the last copy (the jump back) it is the
+// address after the patch.
+func (t *Trampoline) OrigPC(addr, end, pc uint64) uint64 {
+	i, found := slices.BinarySearchFunc(t.PCs, pc, func(m PCMap, pc uint64) int {
+		switch {
+		case m.Tramp < pc:
+			return -1
+		case m.Tramp > pc:
+			return 1
+		}
+		return 0
+	})
+	switch {
+	case found:
+		return t.PCs[i].Orig
+	case i == 0:
+		return t.PCs[0].Orig
+	case i == len(t.PCs) && pc >= addr+uint64(len(t.Code))-jumpBackRoom:
+		return end
+	}
+	return t.PCs[i-1].Orig
+}
+
+// jumpBackRoom is an upper bound of the jump back's length at the end of a
+// trampoline on every architecture: a PC within it is past the last copy.
+const jumpBackRoom = 5
+
+// CountKind says how trampolines count on a CPU.
+type CountKind uint8
+
+const (
+	// CountPerThread: the counter is an offset in the running thread's own
+	// counter block, whose address is the thread's segment base (GS on
+	// amd64), given to each thread by the tracer. No atomic operation.
+	CountPerThread CountKind = iota + 1
+	// CountShared: the counter is an absolute address, shared by every
+	// thread and added to atomically (arm64 LSE STADD).
+	CountShared
+)
+
+// Reasons a site cannot be patched and keeps a breakpoint. Errors of
+// PlanPatch and Trampoline wrap one of them (or a decoding error).
+var (
+	// ErrTooShort: the function's code ends before a jump fits.
+	ErrTooShort = errors.New("too short for a jump")
+	// ErrBranchInto: a branch of the function lands inside the bytes the
+	// jump would replace (other than on their first byte).
+	ErrBranchInto = errors.New("a branch lands inside the patched bytes")
+	// ErrNotRelocatable: an instruction the jump would replace cannot run
+	// from a trampoline (a call, whose return address would point into
+	// it; a system call; a trap; a PC-relative operand out of reach).
+	ErrNotRelocatable = errors.New("an instruction cannot run from a trampoline")
+	// ErrNoCounting: the CPU lacks what counting in-process needs.
+	ErrNoCounting = errors.New("the CPU cannot count in-process")
+)
+
+// PaddingAfter returns how many of the bytes after a function, which
+// begin after (the function ending at end), are alignment padding: nops
+// and traps up to the next 16-byte boundary, which is where compilers
+// align the next function (GCC, Clang and Go on amd64 and arm64). A patch
+// of a function too short for a jump may cover them after its last
+// instruction. 0 when they are anything else.
+func PaddingAfter(a Arch, after []byte, end uint64) int {
+	limit := int(((end + 15) &^ 15) - end)
+	n := 0
+	for n < limit && n < len(after) {
+		in, err := a.Decode(after[n:limit], end+uint64(n))
+		if err != nil || (in.Kind != Nop && in.Kind != Trap) {
+			return 0
+		}
+		n += in.Len
+	}
+	if n != limit {
+		return 0
+	}
+	return n
+}
+
+// Reason classifies an error of PlanPatch or Trampoline in a few words,
+// for counting fall-backs by reason: "too short", "branch into",
+// "not relocatable", "no counting", "undecodable".
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, ErrTooShort):
+		return "too short"
+	case errors.Is(err, ErrBranchInto):
+		return "branch into"
+	case errors.Is(err, ErrNotRelocatable):
+		return "not relocatable"
+	case errors.Is(err, ErrNoCounting):
+		return "no counting"
+	}
+	return "undecodable"
+}
+
+// branchTargets decodes fn (starting at start) and returns the targets of
+// its direct branches that fall inside (lo, hi): the bytes a patch from lo
+// to hi would replace, but its first. An instruction it cannot decode is an
+// error: a branch after it could not be seen.
+func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
+	var into []uint64
+	for off := 0; off < len(fn); {
+		pc := start + uint64(off)
+		in, err := a.Decode(fn[off:], pc)
+		if err != nil {
+			return nil, err
+		}
+		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target > lo && in.Target < hi {
+			into = append(into, in.Target)
+		}
+		off += in.Len
+	}
+	return into, nil
+}

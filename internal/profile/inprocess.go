@@ -1,0 +1,305 @@
+package profile
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// In-process counting (docs/architecture.md, "Trampolines"): a function's
+// entry is replaced by a jump to a trampoline that PROFILE writes into the
+// program; the trampoline adds one to the function's counter and carries
+// on with the replaced instructions. The counters live in memory shared
+// with PROFILE, so a count costs no stop and survives a crash.
+//
+// On amd64 every thread has its own block of counters, its GS base, given
+// by PROFILE at the thread's first stop: a count is one incq %gs:offset,
+// with no lock. On arm64 the counters are shared and added to atomically
+// (LSE). Block 0 takes the counts of the processes that share the
+// program's memory but are not the program (a vfork child before its
+// exec): they are not the program's calls.
+
+// trampCell is the room of one site in the area PROFILE maps next to a
+// module: a trampoline, or a breakpoint's out-of-line slot.
+const trampCell = 64
+
+// hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
+const hwcapEntry = 16
+
+// maxBlocks bounds the counter blocks, one per live thread; a thread
+// beyond them shares the main thread's block, with a warning.
+const maxBlocks = 4096
+
+// inproc is the in-process side of a run.
+type inproc struct {
+	kind      instr.CountKind
+	shared    *ptrace.Shared
+	progAddr  uint64 // the counters' address in the program
+	blockSize uint64
+	nBlocks   int
+	next      int   // the next block never used
+	free      []int // blocks of threads that ended
+	blockOf   map[int]int
+	// tramps are the trampolines written, sorted by address, for finding
+	// the original PC of a thread stopped inside one.
+	tramps []*tramp
+	// fellBack lists the sites that keep a breakpoint, with the reason.
+	fellBack []fallBack
+	patched  int
+	// overflow is set once a thread had to share a block.
+	overflow bool
+	// Where counters are shared, a vfork child's calls land in them too:
+	// vforkSnap holds the counters as they were when a child of a
+	// single-threaded program was vforked (its parent is suspended, no
+	// other thread runs), and discount what such children added.
+	vforkSnap map[int][]uint64
+	discount  []uint64
+}
+
+// tramp is one written trampoline.
+type tramp struct {
+	addr  uint64
+	patch instr.Patch
+	code  instr.Trampoline
+}
+
+// fallBack is a site that keeps a breakpoint.
+type fallBack struct {
+	item int
+	err  error
+}
+
+// newInproc creates the shared counters for items counters per block and
+// maps them into the stopped program, whose main thread gets block 1.
+// pathAt is where in the program the path of the memory's file may be
+// written (the end of a freshly mapped area).
+func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inproc, error) {
+	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
+	nBlocks := maxBlocks
+	if kind == instr.CountShared {
+		nBlocks = 2
+	}
+	for nBlocks > 2 && uint64(nBlocks)*blockSize > 1<<30 {
+		nBlocks /= 2
+	}
+	size := (uint64(nBlocks)*blockSize + t.pageSize - 1) &^ (t.pageSize - 1)
+	shared, err := ptrace.NewShared(int(size))
+	if err != nil {
+		return nil, err
+	}
+	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{}}
+	addr, err := t.mapShared(shared.Path(), pathAt, size)
+	if err != nil {
+		shared.Close()
+		return nil, fmt.Errorf("map counters into the program: %w", err)
+	}
+	ip.progAddr = addr
+	return ip, nil
+}
+
+// mapShared makes the stopped main thread open path, map it shared and
+// read-write, and close it; path is written at pathAt first.
+func (t *tracer) mapShared(path string, pathAt, size uint64) (uint64, error) {
+	const (
+		atFDCWD   = ^uint64(99) // -100
+		oRDWR     = 0x2
+		oCLOEXEC  = 0x80000
+		protRW    = 0x3
+		mapShared = 0x01
+	)
+	if err := t.mem.WriteMem(pathAt, append([]byte(path), 0)); err != nil {
+		return 0, fmt.Errorf("write %s into the program: %w", path, err)
+	}
+	fd, err := t.inject(t.pid, instr.SysOpenat, atFDCWD, pathAt, oRDWR|oCLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	addr, err := t.inject(t.pid, instr.SysMmap, 0, size, protRW, mapShared, fd, 0)
+	if _, cerr := t.inject(t.pid, instr.SysClose, fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	return addr, err
+}
+
+// counterRef is what a trampoline's count instruction names for item:
+// its offset in a thread's block, or its address in block 1.
+func (ip *inproc) counterRef(item int) uint64 {
+	if ip.kind == instr.CountPerThread {
+		return uint64(item) * 8
+	}
+	return ip.progAddr + ip.blockSize + uint64(item)*8
+}
+
+// blockAddr is the address in the program of block b.
+func (ip *inproc) blockAddr(b int) uint64 { return ip.progAddr + uint64(b)*ip.blockSize }
+
+// giveBlock gives thread tid a counter block of its own (foreign: the
+// discard block 0) and points its thread base at it. Nothing to do where
+// counters are shared.
+func (t *tracer) giveBlock(tid int, foreign bool) error {
+	ip := t.inproc
+	if ip == nil || ip.kind != instr.CountPerThread {
+		return nil
+	}
+	b, owned := 0, true
+	switch {
+	case foreign:
+		owned = false
+	case len(ip.free) > 0:
+		b = ip.free[len(ip.free)-1]
+		ip.free = ip.free[:len(ip.free)-1]
+	case ip.next < ip.nBlocks:
+		b = ip.next
+		ip.next++
+	default:
+		// Every block is in use: this thread shares the main thread's,
+		// and a count may be lost when both add to one counter at once.
+		b, owned = 1, false
+		ip.overflow = true
+	}
+	if owned {
+		ip.blockOf[tid] = b
+	}
+	var regs ptrace.Regs
+	if err := ptrace.GetRegs(tid, &regs); err != nil {
+		return err
+	}
+	regs.SetThreadBase(ip.blockAddr(b))
+	return ptrace.SetRegs(tid, &regs)
+}
+
+// vforked notes, where counters are shared, the counters at the start of
+// vfork child tid of a program whose only thread is its suspended parent.
+func (t *tracer) vforked(tid int) {
+	ip := t.inproc
+	if ip == nil || ip.kind != instr.CountShared || t.programThreads() != 1 {
+		return
+	}
+	if ip.vforkSnap == nil {
+		ip.vforkSnap = map[int][]uint64{}
+	}
+	ip.vforkSnap[tid] = ip.block(1, t.plan.NumItems())
+}
+
+// foreignDone discounts what vfork child tid counted, now that it has
+// called exec or exited.
+func (t *tracer) foreignDone(tid int) {
+	ip := t.inproc
+	if ip == nil || ip.vforkSnap[tid] == nil {
+		return
+	}
+	snap := ip.vforkSnap[tid]
+	delete(ip.vforkSnap, tid)
+	if ip.discount == nil {
+		ip.discount = make([]uint64, len(snap))
+	}
+	for i, now := range ip.block(1, len(snap)) {
+		ip.discount[i] += now - snap[i]
+	}
+}
+
+// programThreads is the number of live threads of the program's own
+// process.
+func (t *tracer) programThreads() int {
+	n := 0
+	for _, th := range t.threads {
+		if th.tgid == t.pid && !th.foreign {
+			n++
+		}
+	}
+	return n
+}
+
+// block returns a copy of the first n counters of block b.
+func (ip *inproc) block(b, n int) []uint64 {
+	mem := ip.shared.Bytes()[uint64(b)*ip.blockSize:]
+	c := make([]uint64, n)
+	for i := range c {
+		c[i] = binary.LittleEndian.Uint64(mem[i*8:])
+	}
+	return c
+}
+
+// threadEnded returns an ended thread's block for reuse: its counts stay
+// in it and are summed at the end with the others.
+func (t *tracer) threadEnded(tid int) {
+	ip := t.inproc
+	if ip == nil {
+		return
+	}
+	if b, ok := ip.blockOf[tid]; ok {
+		delete(ip.blockOf, tid)
+		ip.free = append(ip.free, b)
+	}
+}
+
+// addCounts adds the in-process counts to hits: every block used but the
+// discard block.
+func (ip *inproc) addCounts(hits []uint64) {
+	mem := ip.shared.Bytes()
+	last := ip.next
+	if ip.kind == instr.CountShared {
+		last = 2
+	}
+	for b := 1; b < last; b++ {
+		block := mem[uint64(b)*ip.blockSize:]
+		for i := range hits {
+			hits[i] += binary.LittleEndian.Uint64(block[i*8:])
+		}
+	}
+	for i, d := range ip.discount {
+		hits[i] -= d
+	}
+}
+
+// origPC returns the program's own address for a PC inside a trampoline,
+// and whether it was in one.
+func (ip *inproc) origPC(pc uint64) (uint64, bool) {
+	if ip == nil {
+		return 0, false
+	}
+	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	tr := ip.tramps[i]
+	if pc >= tr.addr+uint64(len(tr.code.Code)) {
+		return 0, false
+	}
+	return tr.code.OrigPC(tr.addr, tr.patch.End(), pc), true
+}
+
+// restorePatches writes the original bytes of every patch into mem (a
+// forked child's own copy of the program).
+func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }) {
+	if ip == nil {
+		return
+	}
+	for _, tr := range ip.tramps {
+		mem.WriteMem(tr.patch.Site, tr.patch.Orig)
+	}
+}
+
+// sortTramps orders the trampolines by address after planting.
+func (ip *inproc) sortTramps() {
+	slices.SortFunc(ip.tramps, func(a, b *tramp) int {
+		switch {
+		case a.addr < b.addr:
+			return -1
+		case a.addr > b.addr:
+			return 1
+		}
+		return 0
+	})
+}
+
+// close releases PROFILE's mapping of the counters.
+func (ip *inproc) close() {
+	if ip != nil {
+		ip.shared.Close()
+	}
+}

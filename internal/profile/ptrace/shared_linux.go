@@ -1,0 +1,76 @@
+//go:build linux && (amd64 || arm64)
+
+package ptrace
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Shared is memory PROFILE shares with the program: a memfd mapped here and,
+// through /proc/PID/fd/N, in the program. What the program writes there is
+// read here without stopping it, and survives the program's crash.
+type Shared struct {
+	fd  int
+	mem []byte
+}
+
+// NewShared creates size bytes of zeroed shared memory (pages are
+// allocated when first written).
+func NewShared(size int) (*Shared, error) {
+	fd, err := unix.MemfdCreate("sprof-counters", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("size shared memory: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("map shared memory: %w", err)
+	}
+	return &Shared{fd: fd, mem: mem}, nil
+}
+
+// Path is the file the program opens to map the same memory.
+func (s *Shared) Path() string { return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.fd) }
+
+// Bytes is PROFILE's view of the memory.
+func (s *Shared) Bytes() []byte { return s.mem }
+
+// Close unmaps the memory and closes the memfd.
+func (s *Shared) Close() error {
+	err := unix.Munmap(s.mem)
+	if cerr := unix.Close(s.fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// AuxValue returns the value of entry typ of process pid's auxiliary
+// vector (/proc/PID/auxv), 0 when absent.
+func AuxValue(pid int, typ uint64) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/auxv", pid))
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i+16 <= len(b); i += 16 {
+		k, v := le64(b[i:]), le64(b[i+8:])
+		if k == typ {
+			return v, nil
+		}
+		if k == 0 {
+			break
+		}
+	}
+	return 0, nil
+}
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
