@@ -247,6 +247,20 @@ var cases = []struct {
 		stdout: "cppcounts 2550 19",
 	},
 	{
+		fixture: "gostacks",
+		lang:    "go",
+		counts: map[string]uint64{"main.main": 1, "main.deep": 16 * 1001, "main.guard": 100,
+			"main.mayPanic": 100, "main.guard.func1": 100, "main.main.func1": 16,
+			"main.main.func1.deferwrap1": 16},
+		stdout: "gostacks 500500 50",
+	},
+	{
+		fixture: "cppthrow.cpp",
+		lang:    "c++",
+		counts:  map[string]uint64{"main": 1, "outer(int)": 30, "inner(int)": 30, "Guard::~Guard()": 30},
+		stdout:  "cppthrow 620 10 30",
+	},
+	{
 		fixture: "rcounts",
 		lang:    "rust",
 		counts: map[string]uint64{"rcounts::main": 1, "rcounts::work": 1000, "rcounts::Acc::add": 300,
@@ -317,7 +331,11 @@ func TestFunctionCounting(t *testing.T) {
 					for name, n := range want {
 						// Coverage counts every call in-process, as the
 						// original's records did; its report shows only
-						// whether a function ran.
+						// whether a function ran. With breakpoints (an
+						// ARMv8.0 CPU) each goes at its first hit.
+						if method == "/FV" && !testutil.InProcess() {
+							n = min(n, 1)
+						}
 						if tb.hits[name] != n {
 							t.Errorf("%s: %s hit %d times, want %d", method, name, tb.hits[name], n)
 						}

@@ -108,6 +108,20 @@ func decodeAMD64(code []byte, pc uint64) (x86Inst, error) {
 	if len(code) > x86MaxLen {
 		code = code[:x86MaxLen]
 	}
+	x, err := decodeAMD64Bare(code, pc)
+	if err == nil && x.Text == "" {
+		x.Text = x86asm.GNUSyntax(x.asm, pc, nil)
+	}
+	return x, err
+}
+
+// decodeAMD64Bare is decodeAMD64 without the text of instructions x86asm
+// decoded (printing them costs more than decoding): for the patcher, which
+// decodes every instruction of every function and prints few.
+func decodeAMD64Bare(code []byte, pc uint64) (x86Inst, error) {
+	if len(code) > x86MaxLen {
+		code = code[:x86MaxLen]
+	}
 	x, err := decodeAMD64Raw(code, pc)
 	if err != nil {
 		if errors.Is(err, ErrTruncated) && len(code) == x86MaxLen {
@@ -117,6 +131,14 @@ func decodeAMD64(code []byte, pc uint64) (x86Inst, error) {
 	}
 	x.code = code[:x.Len]
 	return x, nil
+}
+
+// text returns the instruction's text, printing it if needed.
+func (x x86Inst) text(pc uint64) string {
+	if x.Text == "" && x.asm.Op != 0 {
+		return x86asm.GNUSyntax(x.asm, pc, nil)
+	}
+	return x.Text
 }
 
 func decodeAMD64Raw(code []byte, pc uint64) (x86Inst, error) {
@@ -216,7 +238,7 @@ func (x *x86Inst) setRIPDisp(code []byte, pc uint64, off int) {
 // disp32 zero-extended in Mem.Disp and sets PCRel for RIP, not EIP.
 func fromX86asm(in x86asm.Inst, pc uint64, p x86Prefixes) x86Inst {
 	x := x86Inst{
-		Inst: Inst{Len: in.Len, Kind: x86Kind(in.Op), Text: x86asm.GNUSyntax(in, pc, nil)},
+		Inst: Inst{Len: in.Len, Kind: x86Kind(in.Op)}, // the text is decodeAMD64's
 		asm:  in,
 		pre:  p,
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -63,7 +64,7 @@ func (a amd64) planPatch(fn []byte, start, site uint64, jumpLen int) (Patch, err
 		if off+n >= len(fn) {
 			return Patch{}, fmt.Errorf("%d bytes from %#x to the function's end: %w", n, p.Site, ErrTooShort)
 		}
-		x, err := decodeAMD64(fn[off+n:], pc)
+		x, err := decodeAMD64Bare(fn[off+n:], pc)
 		if err != nil {
 			return Patch{}, err
 		}
@@ -72,17 +73,17 @@ func (a amd64) planPatch(fn []byte, start, site uint64, jumpLen int) (Patch, err
 			// Dead bytes after the last instruction: padding only. They
 			// are replaced, not copied.
 			if x.Kind != Nop && x.Kind != Trap {
-				return Patch{}, fmt.Errorf("%s at %#x ends the code after %d bytes: %w", x.Text, p.Site, n, ErrTooShort)
+				return Patch{}, fmt.Errorf("%s at %#x ends the code after %d bytes: %w", x.text(pc), p.Site, n, ErrTooShort)
 			}
 		default:
 			if err := x.relocatable(); err != nil {
-				return Patch{}, fmt.Errorf("%s at %#x: %w", x.Text, pc, err)
+				return Patch{}, fmt.Errorf("%s at %#x: %w", x.text(pc), pc, err)
 			}
 			p.Insts = append(p.Insts, x.Inst)
 			ended = x.Kind == Jump || x.Kind == Ret
 			if x.Kind == Call && n+x.Len < jumpLen {
 				// It would return into the patched bytes.
-				return Patch{}, fmt.Errorf("%s at %#x returns inside the patch: %w", x.Text, pc, ErrNotRelocatable)
+				return Patch{}, fmt.Errorf("%s at %#x returns inside the patch: %w", x.text(pc), pc, ErrNotRelocatable)
 			}
 		}
 		n += x.Len
@@ -184,9 +185,9 @@ func (x x86Inst) ripRelocatable() error {
 func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error) {
 	t := Trampoline{Code: append([]byte(nil), prelude...)}
 	off := 0
-	for _, in := range p.Insts {
+	for range p.Insts {
 		pc := p.Site + uint64(off)
-		x, err := decodeAMD64(p.Orig[off:], pc)
+		x, err := decodeAMD64Bare(p.Orig[off:], pc)
 		if err != nil {
 			return Trampoline{}, err
 		}
@@ -194,7 +195,7 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
 		code, err := x.relocate(pc, at)
 		if err != nil {
-			return Trampoline{}, fmt.Errorf("%s at %#x: %w", in.Text, pc, err)
+			return Trampoline{}, fmt.Errorf("%s at %#x: %w", x.text(pc), pc, err)
 		}
 		t.Code = append(t.Code, code...)
 		off += x.Len
@@ -274,10 +275,77 @@ func amd64Rel32(op byte, more []byte, at, target uint64) ([]byte, error) {
 	return binary.LittleEndian.AppendUint32(b, uint32(int32(rel))), nil
 }
 
+// PlanPunPatch replaces the whole instructions before the first branch
+// target inside an entry's first 5 bytes with jmp rel32 whose last bytes
+// are the target instruction's own first bytes, unchanged: push %rbx; mov
+// %rsi,%rbx; loop: movzbl 8(%rbx),%edx becomes e9 d0 d1 d2 0f with 0f the
+// first byte of movzbl, still there for the loop. The trampoline must
+// then lie where that displacement lands: a window of 2^(8*k) bytes for k
+// bytes replaced after the opcode (16 MiB for 3).
+func (a amd64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
+	end := start + uint64(len(fn))
+	if site < start || site >= end {
+		return Patch{}, 0, 0, fmt.Errorf("site %#x outside the function: %w", site, ErrTooShort)
+	}
+	if bytes.HasPrefix(fn[site-start:], endbr64) {
+		site += uint64(len(endbr64))
+	}
+	if site+amd64JumpLen > end {
+		return Patch{}, 0, 0, fmt.Errorf("function ends before %d bytes from %#x: %w", amd64JumpLen, site, ErrTooShort)
+	}
+	into, err := branchTargets(a, fn, start, site, site+amd64JumpLen)
+	if err != nil {
+		return Patch{}, 0, 0, err
+	}
+	if len(into) == 0 {
+		return Patch{}, 0, 0, fmt.Errorf("no branch into the entry at %#x to pun around: %w", site, ErrTooShort)
+	}
+	target := slices.Min(into)
+	p := Patch{Site: site}
+	for pc := site; pc < target; {
+		x, err := decodeAMD64Bare(fn[pc-start:], pc)
+		if err != nil {
+			return Patch{}, 0, 0, err
+		}
+		if err := x.relocatable(); err != nil {
+			return Patch{}, 0, 0, fmt.Errorf("%s at %#x: %w", x.text(pc), pc, err)
+		}
+		if (x.Kind == Jump || x.Kind == Ret) && pc+uint64(x.Len) < target {
+			return Patch{}, 0, 0, fmt.Errorf("%s at %#x ends the code: %w", x.text(pc), pc, ErrTooShort)
+		}
+		p.Insts = append(p.Insts, x.Inst)
+		pc += uint64(x.Len)
+		if pc > target {
+			return Patch{}, 0, 0, fmt.Errorf("a branch to %#x inside %s at %#x: %w", target, x.text(pc), pc, ErrBranchInto)
+		}
+	}
+	m := int(target - site) // bytes replaced: the opcode and m-1 of rel32
+	p.Orig = append([]byte(nil), fn[site-start:target-start]...)
+	p.Punned = append([]byte(nil), fn[target-start:site+amd64JumpLen-start]...)
+	// rel32's top Pun bytes are the bytes at the target; the others free.
+	var fixed [4]byte
+	copy(fixed[m-1:], fn[target-start:site+amd64JumpLen-start])
+	free := uint64(1) << (8 * (m - 1))
+	low := int64(int32(binary.LittleEndian.Uint32(fixed[:])))
+	lo := site + amd64JumpLen + uint64(low)
+	return p, lo, lo + free, nil
+}
+
 // PatchJump returns jmp rel32 to tramp, or jmp rel8 to the hop of a short
-// patch, padded with int3.
+// patch, padded with int3; for a punned patch, the bytes of jmp rel32
+// before the ones it shares with the code after it.
 func (amd64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 	var b []byte
+	if p.Punned != nil {
+		j, err := amd64Rel32(0xe9, nil, p.Site, tramp)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.HasSuffix(j, p.Punned) {
+			return nil, fmt.Errorf("jump from %#x to %#x does not end with the code's bytes %x: %w", p.Site, tramp, p.Punned, ErrOutOfReach)
+		}
+		return j[:len(p.Orig)], nil
+	}
 	if p.Short {
 		rel := int64(tramp - (p.Site + amd64ShortLen))
 		if rel != int64(int8(rel)) {

@@ -223,3 +223,86 @@ func hexs(t *testing.T, s string) []byte {
 	t.Helper()
 	return unhex(t, strings.ReplaceAll(s, " ", ""))
 }
+
+// TestPunPatchAMD64: an entry whose fifth byte starts a loop is patched
+// with a jump whose last displacement byte is that instruction's first,
+// unchanged; the trampoline's window is where that jump lands.
+func TestPunPatchAMD64(t *testing.T) {
+	const start = 0x55555555daf0
+	// push %rbx; mov %rsi,%rbx; loop: movzbl 8(%rbx),%edx; ...; jmp loop
+	fn := hexs(t, "53 4889f3 0fb65308 85d2 75f8 5b c3")
+	if _, err := AMD64.PlanPatch(fn, start, start); !errors.Is(err, ErrBranchInto) {
+		t.Fatalf("PlanPatch: %v, want a branch into", err)
+	}
+	p, lo, hi, err := AMD64.PlanPunPatch(fn, start, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hexs(t, "53 4889f3"); !bytes.Equal(p.Orig, want) || !bytes.Equal(p.Punned, []byte{0x0f}) || p.End() != start+4 {
+		t.Fatalf("pun patch replaces %x (punned %x, end %#x), want %x, 0f, %#x", p.Orig, p.Punned, p.End(), want, start+4)
+	}
+	// rel32 = 0x0fXXXXXX: 0x0f000000 to 0x0fffffff past the jump.
+	if wantLo := uint64(start + 5 + 0x0f000000); lo != wantLo || hi != wantLo+1<<24 {
+		t.Fatalf("window [%#x, %#x), want [%#x, %#x)", lo, hi, wantLo, wantLo+1<<24)
+	}
+	for _, tramp := range []uint64{lo, lo + 0x123456, hi - 1} {
+		j, err := AMD64.PatchJump(&p, tramp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The jump as the CPU reads it: the 4 bytes written, then the
+		// code's own 0f.
+		full := append(j, fn[4])
+		if len(j) != 4 || full[0] != 0xe9 {
+			t.Fatalf("jump %x", j)
+		}
+		if got := disassemble(t, full, start); got[0] != fmt.Sprintf("jmp    0x%x", tramp) {
+			t.Errorf("jump to %#x reads %q", tramp, got[0])
+		}
+	}
+	if _, err := AMD64.PatchJump(&p, hi); err == nil {
+		t.Errorf("jump to %#x, past the window, accepted", hi)
+	}
+	tr, err := AMD64.Trampoline(&p, lo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := disassemble(t, tr.Code, lo)
+	if want := []string{"push   %rbx", "mov    %rsi,%rbx", fmt.Sprintf("jmp    0x%x", start+4)}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("trampoline %q, want %q", got, want)
+	}
+}
+
+// TestShortPatchAMD64: a short jump covers the instructions before a
+// branch target, and reaches a hop.
+func TestShortPatchAMD64(t *testing.T) {
+	const start = 0x401000
+	fn := hexs(t, "53 4889f3 0fb65308 85d2 75f8 5b c3")
+	p, err := AMD64.PlanShortPatch(fn, start, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hexs(t, "53 4889f3"); !bytes.Equal(p.Orig, want) || !p.Short {
+		t.Fatalf("short patch replaces %x (short %v), want %x", p.Orig, p.Short, want)
+	}
+	back, fwd := AMD64.ShortReach()
+	for _, hop := range []uint64{start - uint64(back), start + uint64(fwd)} {
+		j, err := AMD64.PatchJump(&p, hop)
+		if err != nil {
+			t.Fatalf("hop %#x: %v", hop, err)
+		}
+		if got := disassemble(t, j, start); got[0] != fmt.Sprintf("jmp    0x%x", hop) || len(j) != len(p.Orig) {
+			t.Errorf("short jump %x reads %q", j, got)
+		}
+	}
+	if _, err := AMD64.PatchJump(&p, start+uint64(fwd)+1); !errors.Is(err, ErrOutOfReach) {
+		t.Errorf("hop out of reach: %v", err)
+	}
+	hop, err := AMD64.Jump(start+0x80, 0x400000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := disassemble(t, hop, start+0x80); got[0] != "jmp    0x400000" {
+		t.Errorf("hop reads %q", got)
+	}
+}

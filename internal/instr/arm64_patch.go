@@ -368,3 +368,8 @@ func (arm64) Jump(from, to uint64) ([]byte, error) {
 	}
 	return binary.LittleEndian.AppendUint32(nil, w), nil
 }
+
+// PlanPunPatch fails: a B is one instruction, with nothing to overlap.
+func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
+	return Patch{}, 0, 0, fmt.Errorf("no punned jump on arm64: %w", ErrBranchInto)
+}

@@ -187,6 +187,13 @@ type Arch interface {
 	// Jump returns a jump of full reach from one address to another: a
 	// hop's code.
 	Jump(from, to uint64) ([]byte, error)
+	// PlanPunPatch is PlanPatch for an entry into whose first bytes a
+	// branch lands: the jump replaces only the instructions before the
+	// branch target, and the rest of its bytes are the original bytes
+	// there, left as they are (e9patch's punning). The trampoline must
+	// then start in [lo, hi), where the jump with those bytes lands.
+	// ErrBranchInto or ErrTooShort where that cannot be done.
+	PlanPunPatch(fn []byte, start, site uint64) (p Patch, lo, hi uint64, err error)
 	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
 	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
 	// they cannot.

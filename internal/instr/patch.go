@@ -31,6 +31,9 @@ type Patch struct {
 	// (amd64 jmp rel8) to a hop: a jump of full reach, written in
 	// padding nearby ([Arch.PlanShortPatch]).
 	Short bool
+	// Punned holds the bytes after Orig that a punned jump overlaps
+	// without changing them ([Arch.PlanPunPatch]); nil for other patches.
+	Punned []byte
 }
 
 // End is the address after the replaced bytes, where a trampoline returns.
@@ -118,9 +121,13 @@ var (
 // instruction. 0 when they are anything else.
 func PaddingAfter(a Arch, after []byte, end uint64) int {
 	limit := int(((end + 15) &^ 15) - end)
+	if limit > len(after) {
+		return 0
+	}
+	decode := bareDecoder(a)
 	n := 0
-	for n < limit && n < len(after) {
-		in, err := a.Decode(after[n:limit], end+uint64(n))
+	for n < limit {
+		in, err := decode(after[n:limit], end+uint64(n))
 		if err != nil || (in.Kind != Nop && in.Kind != Trap) {
 			return 0
 		}
@@ -149,15 +156,29 @@ func Reason(err error) string {
 	return "undecodable"
 }
 
+// bareDecoder returns a's decoder without the instructions' text where it
+// has one (printing costs more than decoding): for the patcher, which
+// decodes every instruction of every function and shows few.
+func bareDecoder(a Arch) func([]byte, uint64) (Inst, error) {
+	if a == AMD64 {
+		return func(code []byte, pc uint64) (Inst, error) {
+			x, err := decodeAMD64Bare(code, pc)
+			return x.Inst, err
+		}
+	}
+	return a.Decode
+}
+
 // branchTargets decodes fn (starting at start) and returns the targets of
 // its direct branches that fall inside (lo, hi): the bytes a patch from lo
 // to hi would replace, but its first. An instruction it cannot decode is an
 // error: a branch after it could not be seen.
 func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
+	decode := bareDecoder(a)
 	var into []uint64
 	for off := 0; off < len(fn); {
 		pc := start + uint64(off)
-		in, err := a.Decode(fn[off:], pc)
+		in, err := decode(fn[off:], pc)
 		if err != nil {
 			return nil, err
 		}

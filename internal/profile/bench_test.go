@@ -1,16 +1,20 @@
 package profile
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
@@ -20,8 +24,8 @@ import (
 
 const benchHits = 100000
 
-// BenchmarkHit: a counting breakpoint at the entry of a function called
-// benchHits times.
+// BenchmarkHit: a counting breakpoint (profile --breakpoints) at the entry
+// of a function called benchHits times.
 func BenchmarkHit(b *testing.B) {
 	testutil.MustHavePtrace(b)
 	prog := testutil.BuildC(b, "bench_hits", "-O2")
@@ -33,7 +37,7 @@ func BenchmarkHit(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
 		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_hits", strconv.Itoa(benchHits)},
-			Stdout: devnull, Stderr: devnull})
+			Stdout: devnull, Stderr: devnull, Breakpoints: true})
 		elapsed += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
@@ -99,8 +103,9 @@ func bareLoop(b *testing.B, prog string, devnull *os.File) int {
 	return <-done
 }
 
-// BenchmarkCoverage: function coverage of eight functions called a million
-// times each, against the same program run natively. The two alternate in
+// BenchmarkCoverage: function coverage with breakpoints (each removed at
+// its first hit) of eight functions called a million times each, against
+// the same program run natively. The two alternate in
 // every iteration, so that both see the same machine; the metrics are the
 // medians of each and the overhead between them.
 func BenchmarkCoverage(b *testing.B) {
@@ -116,7 +121,7 @@ func BenchmarkCoverage(b *testing.B) {
 		}
 		native = append(native, time.Since(start))
 		start = time.Now()
-		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_cover"}})
+		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_cover"}, Breakpoints: true})
 		covered = append(covered, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
@@ -135,4 +140,121 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkInProcess: function counting in-process (trampolines) of a
+// call-heavy workload (bench_calls: 15.6 million calls of small functions)
+// and a mixed one (bench_mixed: 31 million calls among loops), against the
+// same programs run natively, alternating in every iteration. Metrics: the
+// medians, their ratio, and the added cost per counted call.
+func BenchmarkInProcess(b *testing.B) {
+	testutil.MustHavePtrace(b)
+	for _, w := range []struct {
+		name  string
+		funcs []string
+	}{
+		{"calls", []string{"main", "mix", "step", "clamp", "fold"}},
+		{"mixed", []string{"main", "primes", "is_marked", "mark", "less", "sort", "rotl", "mixin"}},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			prog := testutil.BuildC(b, "bench_"+w.name, "-O2")
+			plan := planFor(&testing.T{}, prog, datafile.FuncCounting, w.funcs...)
+			devnull, _ := os.Open(os.DevNull)
+			defer devnull.Close()
+			var native, counted []time.Duration
+			var calls uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if err := exec.Command(prog).Run(); err != nil {
+					b.Fatal(err)
+				}
+				native = append(native, time.Since(start))
+				start = time.Now()
+				res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_" + w.name}, Stdout: devnull, Stderr: devnull})
+				counted = append(counted, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				calls = 0
+				for _, h := range res.Counts.Stats.Hits {
+					calls += h
+				}
+				if res.Hits != 0 && testutil.InProcess() {
+					b.Fatalf("%d breakpoint hits: an entry was not patched", res.Hits)
+				}
+			}
+			n, c := median(native), median(counted)
+			b.ReportMetric(float64(n.Microseconds())/1000, "native-ms")
+			b.ReportMetric(float64(c.Microseconds())/1000, "counted-ms")
+			b.ReportMetric(float64(c)/float64(n), "x-native")
+			b.ReportMetric(float64(c-n)/float64(calls), "ns/call")
+			b.ReportMetric(float64(calls), "calls")
+		})
+	}
+}
+
+// BenchmarkStartup: a program of 10,000 functions whose main returns at
+// once, profiled (every entry patched) and native, alternating: the
+// difference is PROFILE's start-up (the tracer's own start, the exec, the
+// mapping of the area and the counters, 10,000 trampolines and patches)
+// and its end (reading the counts).
+func BenchmarkStartup(b *testing.B) {
+	testutil.MustHavePtrace(b)
+	const n = 10000
+	prog := buildManyFuncs(b, n)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "fn" + strconv.Itoa(i)
+	}
+	plan := planFor(&testing.T{}, prog, datafile.FuncCounting, names...)
+	var native, counted []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if err := exec.Command(prog).Run(); err != nil {
+			b.Fatal(err)
+		}
+		native = append(native, time.Since(start))
+		var fellBack bool
+		start = time.Now()
+		_, err := Run(Config{Plan: plan, Path: prog, Args: []string{"many"},
+			Warn: func(*prf.Diagnostic) { fellBack = true }})
+		counted = append(counted, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fellBack && testutil.InProcess() {
+			b.Fatal("an entry was not patched")
+		}
+	}
+	nat, c := median(native), median(counted)
+	b.ReportMetric(float64(nat.Microseconds())/1000, "native-ms")
+	b.ReportMetric(float64(c.Microseconds())/1000, "profiled-ms")
+	b.ReportMetric(float64((c-nat).Microseconds())/1000, "startup-ms")
+}
+
+// buildManyFuncs compiles a C program of n functions (each a few
+// instructions, all reachable through a table) whose main returns at once.
+func buildManyFuncs(b *testing.B, n int) string {
+	dir := b.TempDir()
+	var src strings.Builder
+	src.WriteString("volatile long sink;\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&src, "__attribute__((noinline)) long fn%d(long x) { sink += x; return x * %d; }\n", i, i+1)
+	}
+	src.WriteString("long (*const table[])(long) = {\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&src, "fn%d,\n", i)
+	}
+	src.WriteString("};\nint main(int argc, char **argv) { (void)argv; return argc > 5 ? (int)table[argc](argc) : 0; }\n")
+	c := filepath.Join(dir, "many.c")
+	if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	prog := filepath.Join(dir, "many")
+	if out, err := exec.Command(testutil.CC(), "-O1", "-o", prog, c).CombinedOutput(); err != nil {
+		b.Fatalf("compile: %v\n%s", err, out)
+	}
+	return prog
 }

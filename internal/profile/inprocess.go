@@ -284,6 +284,12 @@ func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }
 	}
 }
 
+// add records a trampoline written.
+func (ip *inproc) add(tr *tramp) {
+	ip.tramps = append(ip.tramps, tr)
+	ip.patched++
+}
+
 // sortTramps orders the trampolines by address after planting.
 func (ip *inproc) sortTramps() {
 	slices.SortFunc(ip.tramps, func(a, b *tramp) int {

@@ -1,11 +1,15 @@
 package profile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -154,21 +158,25 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	image := make([]byte, size)
 	var jumps []patchWrite
 	var short []int // entries to try again with a short jump
+	planned := t.planEntries(items, bias, area, text)
+	seen := map[uint64]bool{} // an entry two names share is counted once
 	for n, item := range items {
 		f := &t.plan.Funcs[item]
 		addr := f.Entry + bias
-		if _, dup := t.sites[addr]; dup {
+		if seen[addr] {
 			continue
 		}
+		seen[addr] = true
 		cell := uint64(0)
 		if area != 0 {
 			cell = area + uint64(n)*trampCell
 		}
 		if t.inproc != nil {
-			j, err := t.trampoline(f, item, bias, cell, text, nil)
+			j, err := planned[n].j, planned[n].err
 			if err == nil {
 				copy(image[uint64(n)*trampCell:], j.code)
 				jumps = append(jumps, j)
+				t.inproc.add(j.tramp)
 				continue
 			}
 			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
@@ -190,6 +198,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			if err == nil {
 				copy(image[uint64(n)*trampCell:], j.code)
 				jumps = append(jumps, j)
+				t.inproc.add(j.tramp)
+				continue
+			}
+			if j, perr := t.punTrampoline(&t.plan.Funcs[item], item, bias, text); perr == nil {
+				jumps = append(jumps, j)
+				t.inproc.add(j.tramp)
 				continue
 			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
@@ -203,15 +217,15 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
 	}
+	var code []span
 	for _, j := range jumps {
 		if j.hopCode != nil {
-			if err := t.mem.WriteMem(j.hop, j.hopCode); err != nil {
-				return fmt.Errorf("write hop at %#x: %w", j.hop, err)
-			}
+			code = append(code, span{j.hop, j.hopCode})
 		}
-		if err := t.mem.WriteMem(j.addr, j.jump); err != nil {
-			return fmt.Errorf("patch entry at %#x: %w", j.addr, err)
-		}
+		code = append(code, span{j.addr, j.jump})
+	}
+	if err := t.writeCode(text, code); err != nil {
+		return fmt.Errorf("patch entries: %w", err)
 	}
 	bp := t.arch.Breakpoint()
 	for _, s := range t.sites {
@@ -221,6 +235,47 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	}
 	if t.inproc != nil {
 		t.inproc.sortTramps()
+	}
+	return nil
+}
+
+// span is bytes to write at an address.
+type span struct {
+	addr uint64
+	b    []byte
+}
+
+// writeCode writes the spans into the program's code, those close
+// together in one write filled with the code between them as read in text
+// (a write to another process's memory costs a system call: 10,000
+// patches one by one take longer than everything else PROFILE does at
+// start-up).
+func (t *tracer) writeCode(text moduleText, spans []span) error {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
+	const gap = 4096
+	end := text.start + uint64(len(text.b))
+	for i := 0; i < len(spans); {
+		lo, hi := spans[i].addr, spans[i].addr+uint64(len(spans[i].b))
+		j := i + 1
+		for j < len(spans) && spans[j].addr < hi+gap && lo >= text.start && spans[j].addr+uint64(len(spans[j].b)) <= end {
+			hi = max(hi, spans[j].addr+uint64(len(spans[j].b)))
+			j++
+		}
+		if j == i+1 {
+			if err := t.mem.WriteMem(lo, spans[i].b); err != nil {
+				return fmt.Errorf("write at %#x: %w", lo, err)
+			}
+			i = j
+			continue
+		}
+		buf := slices.Clone(text.b[lo-text.start : hi-text.start])
+		for _, sp := range spans[i:j] {
+			copy(buf[sp.addr-lo:], sp.b)
+		}
+		if err := t.mem.WriteMem(lo, buf); err != nil {
+			return fmt.Errorf("write %d bytes at %#x: %w", len(buf), lo, err)
+		}
+		i = j
 	}
 	return nil
 }
@@ -249,6 +304,9 @@ func (t *tracer) breakpointSite(mi, item int, bias, cell uint64, slot []byte) er
 	case err == nil:
 		s.disp, s.displaced = d, true
 		copy(slot, d.Slot)
+		if d.Slot != nil {
+			t.slots[cell] = s
+		}
 	case !t.coverage:
 		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[mi].Name, err))
 		return nil
@@ -265,6 +323,39 @@ type patchWrite struct {
 	code    []byte
 	hop     uint64
 	hopCode []byte
+	tramp   *tramp
+}
+
+// plannedEntry is the outcome of planning one entry's patch.
+type plannedEntry struct {
+	j   patchWrite
+	err error
+}
+
+// planEntries plans the patches and trampolines of items (without short
+// jumps, which share the padding): in parallel, since decoding every
+// function of a large program is most of PROFILE's start-up, and each
+// entry's plan is its own. Nothing here touches the program.
+func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []plannedEntry {
+	out := make([]plannedEntry, len(items))
+	if t.inproc == nil || area == 0 {
+		return out
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(items)/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := w; n < len(items); n += workers {
+				item := items[n]
+				cell := area + uint64(n)*trampCell
+				out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, cell, text, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // hopSpace is the padding where hops may go: the alignment padding after
@@ -403,9 +494,53 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
 		return patchWrite{}, err
 	}
-	t.inproc.tramps = append(t.inproc.tramps, &tramp{addr: cell, patch: p, code: tr})
-	t.inproc.patched++
+	w.tramp = &tramp{addr: cell, patch: p, code: tr}
 	return w, nil
+}
+
+// punTrampoline patches f's entry with a punned jump (see
+// [instr.Arch.PlanPunPatch]): its trampoline goes in a page of its own,
+// mapped where the jump lands, and is written at once.
+func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text moduleText) (patchWrite, error) {
+	lo, hi := f.Low+bias, f.High+bias
+	if f.Low >= f.High || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		return patchWrite{}, errNoCode
+	}
+	p, wlo, whi, err := t.arch.PlanPunPatch(text.b[lo-text.start:hi-text.start], lo, f.Entry+bias)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	const lowest, top = 1 << 20, 1 << 47
+	if wlo < lowest || whi > top || whi <= wlo {
+		return patchWrite{}, errNoHop
+	}
+	// A page in the window, or the page holding its start; a few tries.
+	var page uint64
+	for try, at := 0, wlo&^(t.pageSize-1); try < 4 && at < whi; try, at = try+1, at+t.pageSize {
+		if page, err = t.mmap(at, t.pageSize); err == nil {
+			break
+		}
+	}
+	if page == 0 {
+		return patchWrite{}, fmt.Errorf("no page where the punned jump lands: %w", errNoHop)
+	}
+	addr := max(wlo, page)
+	count := t.arch.CountCode(t.inproc.kind, t.inproc.counterRef(item))
+	tr, err := t.arch.Trampoline(&p, addr, count)
+	if err == nil && addr+uint64(len(tr.Code)) > page+t.pageSize {
+		err = fmt.Errorf("trampoline past its page: %w", errNoHop)
+	}
+	var jump []byte
+	if err == nil {
+		jump, err = t.arch.PatchJump(&p, addr)
+	}
+	if err == nil {
+		err = t.mem.WriteMem(addr, tr.Code)
+	}
+	if err != nil {
+		return patchWrite{}, err
+	}
+	return patchWrite{addr: p.Site, jump: jump, code: tr.Code, tramp: &tramp{addr: addr, patch: p, code: tr}}, nil
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

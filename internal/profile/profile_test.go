@@ -3,8 +3,10 @@ package profile
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -261,6 +263,65 @@ func TestChildrenUnharmed(t *testing.T) {
 			if got.hits["f"] != want {
 				t.Errorf("%s %v: f hit %d times, want %d", mech.name, method, got.hits["f"], want)
 			}
+		}
+	}
+}
+
+// TestInProcessSurvives: counts stay exact through what a trampoline must
+// survive (a signal handler calling a profiled function, longjmp out of
+// profiled frames, a fault in an instruction that runs in a trampoline),
+// and the entries that cannot be patched keep breakpoints, said once
+// with their reasons.
+func TestInProcessSurvives(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	names := []string{"main", "f", "on_alarm", "jumper", "leaf", "load", "sys3", "tiny"}
+	for _, build := range []string{"O0-pie", "O2-nopie"} {
+		prog := testutil.BuildC(t, "inproc", fixtureFlags[build]...)
+		for _, mech := range mechanisms {
+			t.Run(build+"/"+mech.name, func(t *testing.T) {
+				plan := planFor(t, prog, datafile.FuncCounting, names...)
+				var warnings []string
+				codes := map[int]int{}
+				out, err := os.CreateTemp(t.TempDir(), "stdout")
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"inproc"}, Stdout: out, Stderr: os.Stderr,
+					Breakpoints: mech.breakpoints, Verbose: true,
+					Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()); codes[d.Code]++ }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := os.ReadFile(out.Name())
+				var f int
+				var pc string
+				if _, err := fmt.Sscanf(string(b), "inproc f=%d load-pc=%s", &f, &pc); err != nil || pc != "ok" {
+					t.Fatalf("program output %q (%v), want load-pc=ok", b, err)
+				}
+				want := map[string]uint64{"main": 1, "f": uint64(f), "on_alarm": uint64(f - 1000), "jumper": 50, "leaf": 50,
+					"load": 10, "sys3": 3, "tiny": 5}
+				for i, fn := range plan.Funcs {
+					if got := res.Counts.Stats.Hits[i]; got != want[fn.Name] {
+						t.Errorf("%s hit %d times, want %d", fn.Name, got, want[fn.Name])
+					}
+				}
+				if mech.breakpoints || !testutil.InProcess() {
+					return
+				}
+				text := strings.Join(warnings, "\n")
+				fell := []string{"function sys3"}
+				if runtime.GOARCH == "amd64" {
+					fell = append(fell, "function tiny")
+				}
+				for _, w := range fell {
+					if !strings.Contains(text, w) {
+						t.Errorf("warnings lack %q:\n%s", w, text)
+					}
+				}
+				if codes[4646] != 1 || codes[4647] != len(fell) {
+					t.Errorf("warnings:\n%s\nwant PRF4646 once and PRF4647 for %v", text, fell)
+				}
+			})
 		}
 	}
 }

@@ -55,7 +55,10 @@ type tracer struct {
 	// arm64), the unit of the slot areas.
 	pageSize uint64
 
-	sites   map[uint64]*site // active breakpoints by run-time address
+	sites map[uint64]*site // active breakpoints by run-time address
+	// slots finds a site by its out-of-line slot, where its instruction
+	// runs (and may fault).
+	slots   map[uint64]*site
 	retired map[uint64]*site // coverage breakpoints removed after their hit
 	threads map[int]*thread
 	// early holds new threads and children whose first stop came before the
@@ -112,6 +115,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		arch:     arch,
 		pageSize: elfid.PageSize(),
 		sites:    make(map[uint64]*site),
+		slots:    make(map[uint64]*site),
 		retired:  make(map[uint64]*site),
 		threads:  make(map[int]*thread),
 		early:    make(map[int]ptrace.WaitStatus),
@@ -301,8 +305,8 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
-	if th.stepping == nil && t.inproc != nil && faultSignal(sig) {
-		if err := t.leaveTrampoline(th); err != nil {
+	if th.stepping == nil && faultSignal(sig) {
+		if err := t.leaveOwnCode(th); err != nil {
 			return err
 		}
 	}
@@ -367,22 +371,30 @@ func faultSignal(sig syscall.Signal) bool {
 	return sig == syscall.SIGSEGV || sig == syscall.SIGBUS || sig == syscall.SIGFPE || sig == syscall.SIGILL
 }
 
-// leaveTrampoline moves a thread about to receive a fault signal inside a
-// trampoline to the original address of the faulting instruction, so that
-// the program's handler, a core dump or Go's panic see the program's own
-// code; the registers are those the original code would have there.
-// Other signals are delivered where the thread is: the handler returns
-// into the trampoline, which goes on (a thread moved back to the entry
-// would count its call twice). Go declines to preempt at a PC it does not
-// know, which is harmless.
-func (t *tracer) leaveTrampoline(th *thread) error {
+// leaveOwnCode moves a thread about to receive a fault signal in code
+// PROFILE wrote (a trampoline, a breakpoint's out-of-line slot) to the
+// original address of the faulting instruction, so that the program's
+// handler, a core dump or Go's panic see the program's own code; the
+// registers are those the original code would have there. Other signals
+// are delivered where the thread is: the handler returns into the
+// trampoline, which goes on (a thread moved back to the entry would count
+// its call twice). Go declines to preempt at a PC it does not know, which
+// is harmless.
+func (t *tracer) leaveOwnCode(th *thread) error {
+	if t.inproc == nil && len(t.slots) == 0 {
+		return nil
+	}
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return nil
 		}
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
-	orig, ok := t.inproc.origPC(t.regs.PC())
+	pc := t.regs.PC()
+	orig, ok := t.inproc.origPC(pc)
+	if s := t.slots[pc]; !ok && s != nil {
+		orig, ok = s.addr, true
+	}
 	if !ok {
 		return nil
 	}
@@ -564,6 +576,7 @@ func (t *tracer) exec(th *thread) error {
 		t.cfg.Warn(prf.ExecEnded())
 	}
 	clear(t.sites)
+	clear(t.slots)
 	clear(t.retired)
 	if t.inproc != nil {
 		t.inproc.tramps = nil // gone with the image; the counts are kept
