@@ -9,8 +9,9 @@
  *            that the fault is reported in load's own code (at -O2 its
  *            first instruction, which runs in the trampoline) and
  *            siglongjmps out; then 9 good calls: 10
- *   sys3     3 calls: its first instructions hold a system call, so its
- *            entry keeps a breakpoint (not relocatable)
+ *   sys3     3 calls: its first instructions hold a system call (x86-64)
+ *            or an exclusive load (arm64), so its entry keeps a breakpoint
+ *            (not relocatable)
  *   tiny     5 calls: one instruction, no padding after it (too short on
  *            x86-64)
  *
@@ -72,7 +73,7 @@ __asm__(".text\n"
 #elif defined(__aarch64__)
 __asm__(".text\n"
         ".globl sys3\n.type sys3,@function\n"
-        "sys3: mov x8, #172\n svc #0\n ret\n.size sys3,.-sys3\n"
+        "sys3: ldxr x9, [sp]\n clrex\n mov x8, #172\n svc #0\n ret\n.size sys3,.-sys3\n"
         ".globl tiny\n.type tiny,@function\n"
         "tiny: ret\n.size tiny,.-tiny\n"
         ".globl aftertiny\n.type aftertiny,@function\n"
