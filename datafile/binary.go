@@ -339,6 +339,7 @@ func (e *encoder) plan(p *Plan) {
 			w.uvarint(f.Entry)
 			w.uvarint(f.Low)
 			w.uvarint(f.High)
+			w.bool(f.GoABI)
 			w.str(f.File)
 			w.int(f.Line)
 		}
@@ -389,7 +390,7 @@ func (d *decoder) plan(p *Plan) {
 	d.end(s)
 
 	s = d.section(secFuncs)
-	if n := s.count(8); n > 0 {
+	if n := s.count(9); n > 0 {
 		p.Funcs = make([]Func, n)
 	}
 	for i := 0; i < len(p.Funcs) && s.ok(); i++ {
@@ -400,6 +401,7 @@ func (d *decoder) plan(p *Plan) {
 		f.Entry = s.uvarint()
 		f.Low = s.uvarint()
 		f.High = s.uvarint()
+		f.GoABI = s.bool()
 		f.File = s.str()
 		f.Line = s.int()
 	}

@@ -150,6 +150,10 @@ type Func struct {
 	// that code to find the branches that land where an in-process patch
 	// would go.
 	Low, High uint64
+	// GoABI marks a Go function: at its entry the goroutine is in a
+	// register (r14 on amd64, x28 on arm64), from which PROFILE measures
+	// stack depth, since goroutine stacks move.
+	GoABI bool
 	// File and Line locate the function's declaration, when known.
 	File string
 	Line int

@@ -79,7 +79,8 @@
 //	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
 //	            list(str) CompDirs)
 //	4 funcs     list(uvarint Module, str Name, str Source, uvarint Entry,
-//	            uvarint Low, uvarint High, str File, uvarint Line)
+//	            uvarint Low, uvarint High, bool GoABI, str File,
+//	            uvarint Line)
 //	5 lines     list(uvarint Module, uvarint File, uvarint Line,
 //	            list(uvarint) Addrs)
 //	6 counts    id PlanID, uvarint Method

@@ -128,6 +128,7 @@ type tab struct {
 	total, marked, executed uint64            // record 3
 	runs                    []string          // record 4 command lines
 	method                  int               // record 1
+	depth                   int               // record 2, call depth
 }
 
 func parseTab(t *testing.T, out string) tab {
@@ -145,6 +146,8 @@ func parseTab(t *testing.T, out string) tab {
 		switch f[0] {
 		case "1":
 			tb.method = int(num(1))
+		case "2":
+			tb.depth = int(num(3))
 		case "3":
 			tb.total, tb.marked, tb.executed = num(1), num(2), num(3)
 		case "4":
@@ -218,6 +221,11 @@ var cases = []struct {
 	o2      map[string]bool // functions whose -O2 count comes from callgrind (the compiler changes it)
 	stdout  string          // a substring of the program's output
 	status  int             // the program's exit status (profile /X)
+	// depth is the deepest nesting of profiled functions, by
+	// construction: exact for C, C++ and Rust; for Go the least and the
+	// most it can be (a goroutine that moves to another thread starts a
+	// new shadow stack there, docs/linux.md "Call depth").
+	depth [2]int
 }{
 	{
 		fixture: "counts",
@@ -225,12 +233,14 @@ var cases = []struct {
 		counts:  map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7},
 		stdout:  "counts result ",
 		status:  5,
+		depth:   [2]int{16, 16}, // main, fib(15) down to fib(1)
 	},
 	{
 		fixture: "threads",
 		args:    []string{strconv.Itoa(threadCalls)},
 		counts:  map[string]uint64{"main": 1, "worker": 4, "work": 4 * uint64(threadCalls)},
 		stdout:  "threads done",
+		depth:   [2]int{2, 2}, // worker, work
 	},
 	{
 		fixture: "gocounts",
@@ -238,6 +248,7 @@ var cases = []struct {
 		counts: map[string]uint64{"main.main": 1, "main.work": 20000, "main.fib": 1973, "main.unused": 0,
 			"main.main.func1": 4, "main.main.func1.deferwrap1": 4},
 		stdout: "gocounts 149990000 610",
+		depth:  [2]int{15, 16}, // main.main (if it did not move), fib(15) to fib(1)
 	},
 	{
 		fixture: "cppcounts.cpp",
@@ -253,12 +264,14 @@ var cases = []struct {
 			"main.mayPanic": 100, "main.guard.func1": 100, "main.main.func1": 16,
 			"main.main.func1.deferwrap1": 16},
 		stdout: "gostacks 500500 50",
+		depth:  [2]int{1001, 1002}, // main.main.func1, deep(1000) to deep(0)
 	},
 	{
 		fixture: "cppthrow.cpp",
 		lang:    "c++",
 		counts:  map[string]uint64{"main": 1, "outer(int)": 30, "inner(int)": 30, "Guard::~Guard()": 30},
 		stdout:  "cppthrow 620 10 30",
+		depth:   [2]int{3, 3}, // main, outer, inner (or Guard::~Guard)
 	},
 	{
 		fixture: "rcounts",
@@ -346,6 +359,9 @@ func TestFunctionCounting(t *testing.T) {
 					}
 					if len(tb.hits) != len(want) {
 						t.Errorf("%s: %d functions profiled, want %d: %v", method, len(tb.hits), len(want), tb.hits)
+					}
+					if d := c.depth; testutil.KeepsDepth() && d != [2]int{} && (tb.depth < d[0] || tb.depth > d[1]) {
+						t.Errorf("%s: call depth %d, want %d to %d", method, tb.depth, d[0], d[1])
 					}
 					if tb.total != total || tb.marked != uint64(len(want)) || tb.executed != executed {
 						t.Errorf("%s: record 3 = %d %d %d, want %d %d %d", method, tb.total, tb.marked, tb.executed, total, len(want), executed)

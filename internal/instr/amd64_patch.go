@@ -374,3 +374,104 @@ func (amd64) CountCode(kind CountKind, counter uint64) []byte {
 	}
 	return binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0xff, 0x04, 0x25}, uint32(counter))
 }
+
+// DepthCode returns the shadow-stack code of a trampoline (see [Depth]),
+// with rcx (and rax in the Go form) saved in the block around it:
+//
+//	mov %rcx,%gs:D+0             C form: the key is rsp itself
+//	mov %gs:D+16,%rcx            n, the frames on the shadow stack
+//	1: test %rcx,%rcx; jz 2f
+//	cmp %gs:D+32(,%rcx,8),%rsp   stack[n-1]: still live if above rsp
+//	jb 2f
+//	dec %rcx; jmp 1b             returned: pop it
+//	2: cmp $slots,%rcx; jae 3f
+//	mov %rsp,%gs:D+40(,%rcx,8)   push
+//	inc %rcx; mov %rcx,%gs:D+16
+//	cmp %gs:D+24,%rcx; jbe 3f
+//	mov %rcx,%gs:D+24            a new deepest nesting
+//	3: mov %gs:D+0,%rcx
+//
+// The Go form keys frames by their distance from the goroutine's stack
+// top (g.stack.hi, at 8(%r14)), in rax, and starts afresh when the
+// goroutine is not the one of the frames. Only the flags change.
+func (amd64) DepthCode(d Depth) (DepthCode, bool) {
+	var c []byte
+	gs := func(op []byte, modrm byte, sib byte, disp uint64) {
+		c = append(c, 0x65)
+		c = append(c, op...)
+		c = append(c, modrm, sib)
+		c = binary.LittleEndian.AppendUint32(c, uint32(d.Offset+disp))
+	}
+	const sibAbs, sibRCX8 = 0x25, 0xcd // [disp32], [disp32+rcx*8]
+	var rb []Rollback
+	saveRCX := SavedReg{Reg: amd64RCX, Offset: d.Offset + DepthSave}
+	saveRAX := SavedReg{Reg: amd64RAX, Offset: d.Offset + DepthSave + 8}
+	var restore []SavedReg
+	mark := func() { rb = append(rb, Rollback{From: len(c), Restore: append([]SavedReg(nil), restore...)}) }
+	mark()
+	gs([]byte{0x48, 0x89}, 0x0c, sibAbs, DepthSave) // mov %rcx,%gs:D
+	restore = append(restore, saveRCX)
+	mark()
+	if d.GoABI {
+		gs([]byte{0x48, 0x89}, 0x04, sibAbs, DepthSave+8) // mov %rax,%gs:D+8
+		restore = append(restore, saveRAX)
+		mark()
+		gs([]byte{0x4c, 0x3b}, 0x34, sibAbs, DepthG) // cmp %gs:D+32,%r14
+		c = append(c, 0x74, 0)                       // je: the same goroutine
+		same := len(c) - 1
+		gs([]byte{0x4c, 0x89}, 0x34, sibAbs, DepthG) // mov %r14,%gs:D+32
+		gs([]byte{0x48, 0xc7}, 0x04, sibAbs, DepthCurrent)
+		c = append(c, 0, 0, 0, 0) // movq $0,%gs:D+16: a new shadow stack
+		c[same] = byte(len(c) - (same + 1))
+		c = append(c, 0x49, 0x8b, 0x46, 0x08) // mov 8(%r14),%rax
+		c = append(c, 0x48, 0x29, 0xe0)       // sub %rsp,%rax
+	}
+	gs([]byte{0x48, 0x8b}, 0x0c, sibAbs, DepthCurrent) // mov %gs:D+16,%rcx
+	loop := len(c)
+	c = append(c, 0x48, 0x85, 0xc9) // test %rcx,%rcx
+	c = append(c, 0x74, 0)          // jz 2f, patched below
+	jz := len(c) - 1
+	if d.GoABI {
+		gs([]byte{0x48, 0x3b}, 0x04, sibRCX8, DepthStack-8) // cmp stack[n-1],%rax: rax - stored
+		c = append(c, 0x77, 0)                              // ja 2f: deeper than the frame, which lives
+	} else {
+		gs([]byte{0x48, 0x3b}, 0x24, sibRCX8, DepthStack-8) // cmp stack[n-1],%rsp: rsp - stored
+		c = append(c, 0x72, 0)                              // jb 2f: below the frame, which lives
+	}
+	live := len(c) - 1
+	c = append(c, 0x48, 0xff, 0xc9)                  // dec %rcx
+	c = append(c, 0xeb, byte(int8(loop-(len(c)+2)))) // jmp 1b
+	push := len(c)
+	c[jz] = byte(push - (jz + 1))
+	c[live] = byte(push - (live + 1))
+	c = append(c, 0x48, 0x81, 0xf9) // cmp $slots,%rcx
+	c = binary.LittleEndian.AppendUint32(c, uint32(d.Slots))
+	c = append(c, 0x73, 0) // jae 3f
+	full := len(c) - 1
+	if d.GoABI {
+		gs([]byte{0x48, 0x89}, 0x04, sibRCX8, DepthStack) // mov %rax,stack[n]
+	} else {
+		gs([]byte{0x48, 0x89}, 0x24, sibRCX8, DepthStack) // mov %rsp,stack[n]
+	}
+	c = append(c, 0x48, 0xff, 0xc1)                    // inc %rcx
+	gs([]byte{0x48, 0x89}, 0x0c, sibAbs, DepthCurrent) // mov %rcx,%gs:D+16
+	gs([]byte{0x48, 0x3b}, 0x0c, sibAbs, DepthMax)     // cmp %gs:D+24,%rcx
+	c = append(c, 0x76, 0)                             // jbe 3f
+	notDeeper := len(c) - 1
+	gs([]byte{0x48, 0x89}, 0x0c, sibAbs, DepthMax) // mov %rcx,%gs:D+24
+	done := len(c)
+	c[full] = byte(done - (full + 1))
+	c[notDeeper] = byte(done - (notDeeper + 1))
+	if d.GoABI {
+		gs([]byte{0x48, 0x8b}, 0x04, sibAbs, DepthSave+8) // mov %gs:D+8,%rax
+	}
+	gs([]byte{0x48, 0x8b}, 0x0c, sibAbs, DepthSave) // mov %gs:D,%rcx
+	for i := range rb {
+		if i+1 < len(rb) {
+			rb[i].To = rb[i+1].From
+		} else {
+			rb[i].To = len(c)
+		}
+	}
+	return DepthCode{Code: c, Rollback: rb}, true
+}

@@ -306,3 +306,142 @@ func TestShortPatchAMD64(t *testing.T) {
 		t.Errorf("hop reads %q", got)
 	}
 }
+
+// TestDepthCodeAMD64 checks the shadow-stack code of both forms with the
+// GNU disassembler (branch targets by the instruction they land on), and
+// its rollback ranges.
+func TestDepthCodeAMD64(t *testing.T) {
+	need(t, "objdump")
+	loop := []string{
+		"mov    %gs:0x1010,%rcx",
+		"test   %rcx,%rcx",
+		"je     <push>",
+	}
+	for _, c := range []struct {
+		goABI bool
+		want  []string
+	}{
+		{false, append(append([]string{
+			"mov    %rcx,%gs:0x1000",
+		}, loop...),
+			"cmp    %gs:0x1020(,%rcx,8),%rsp",
+			"jb     <push>",
+			"dec    %rcx",
+			"jmp    <test>",
+			"cmp    $0x400,%rcx <push>",
+			"jae    <done>",
+			"mov    %rsp,%gs:0x1028(,%rcx,8)",
+			"inc    %rcx",
+			"mov    %rcx,%gs:0x1010",
+			"cmp    %gs:0x1018,%rcx",
+			"jbe    <done>",
+			"mov    %rcx,%gs:0x1018",
+			"mov    %gs:0x1000,%rcx <done>",
+		)},
+		{true, append(append([]string{
+			"mov    %rcx,%gs:0x1000",
+			"mov    %rax,%gs:0x1008",
+			"cmp    %gs:0x1020,%r14",
+			"je     <key>",
+			"mov    %r14,%gs:0x1020",
+			"movq   $0x0,%gs:0x1010",
+			"mov    0x8(%r14),%rax <key>",
+			"sub    %rsp,%rax",
+		}, loop...),
+			"cmp    %gs:0x1020(,%rcx,8),%rax",
+			"ja     <push>",
+			"dec    %rcx",
+			"jmp    <test>",
+			"cmp    $0x400,%rcx <push>",
+			"jae    <done>",
+			"mov    %rax,%gs:0x1028(,%rcx,8)",
+			"inc    %rcx",
+			"mov    %rcx,%gs:0x1010",
+			"cmp    %gs:0x1018,%rcx",
+			"jbe    <done>",
+			"mov    %rcx,%gs:0x1018",
+			"mov    %gs:0x1008,%rax <done>",
+			"mov    %gs:0x1000,%rcx",
+		)},
+	} {
+		d, ok := AMD64.DepthCode(Depth{Offset: 0x1000, Slots: 1024, GoABI: c.goABI})
+		if !ok {
+			t.Fatal("no depth code")
+		}
+		got := labelTargets(t, d.Code)
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("Go %v:\n%s\nwant:\n%s", c.goABI, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+		// Rollback: nothing saved before the first save, then rcx, then
+		// (Go) rax too, to the end.
+		wantSaved := []int{0, 1}
+		if c.goABI {
+			wantSaved = append(wantSaved, 2)
+		}
+		if len(d.Rollback) != len(wantSaved) || d.Rollback[0].From != 0 || d.Rollback[len(d.Rollback)-1].To != len(d.Code) {
+			t.Fatalf("rollback %+v", d.Rollback)
+		}
+		for i, r := range d.Rollback {
+			if len(r.Restore) != wantSaved[i] || (i > 0 && r.From != d.Rollback[i-1].To) {
+				t.Errorf("rollback %d: %+v", i, r)
+			}
+		}
+	}
+	if _, ok := ARM64.DepthCode(Depth{Offset: 0x1000, Slots: 1024}); ok {
+		t.Error("arm64 has depth code")
+	}
+}
+
+// labelTargets disassembles code at 0 and writes each branch's target as
+// the label of the instruction it lands on (<test>, <push>, <key>,
+// <done>: the first test, the slots check, the key's load, the first
+// restore), which is appended to that instruction's line.
+func labelTargets(t *testing.T, code []byte) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "code.bin")
+	if err := os.WriteFile(path, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("objdump", "-D", "-b", "binary", "-m", "i386:x86-64", path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) == 3 && strings.HasSuffix(f[0], ":") {
+			addrs = append(addrs, "0x"+strings.TrimSpace(strings.TrimSuffix(f[0], ":")))
+			lines = append(lines, strings.TrimSpace(f[2]))
+		}
+	}
+	label := map[string]string{}
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "test") && label["test"] == "":
+			label["test"] = addrs[i]
+		case strings.HasPrefix(l, "cmp    $0x400"):
+			label["push"] = addrs[i]
+		case strings.HasPrefix(l, "mov    0x8(%r14)"):
+			label["key"] = addrs[i]
+		case strings.HasPrefix(l, "mov    %gs:0x100") && i > len(lines)-3 && label["done"] == "":
+			label["done"] = addrs[i]
+		}
+	}
+	for i, l := range lines {
+		for name, a := range label {
+			if a == addrs[i] {
+				lines[i] += " <" + name + ">"
+			}
+			if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "j") && f[1] == a {
+				lines[i] = fmt.Sprintf("%-6s <%s>", f[0], name)
+			}
+		}
+	}
+	for i, l := range lines {
+		if strings.HasSuffix(l, " <test>") && !strings.HasPrefix(l, "j") {
+			lines[i] = strings.TrimSuffix(l, " <test>")
+		}
+	}
+	return lines
+}

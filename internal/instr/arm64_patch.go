@@ -373,3 +373,7 @@ func (arm64) Jump(from, to uint64) ([]byte, error) {
 func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
 	return Patch{}, 0, 0, fmt.Errorf("no punned jump on arm64: %w", ErrBranchInto)
 }
+
+// DepthCode returns false: arm64 has no thread register for a shadow stack
+// (the counters are shared), so in-process call depth is not kept there.
+func (arm64) DepthCode(Depth) (DepthCode, bool) { return DepthCode{}, false }

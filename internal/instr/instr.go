@@ -202,6 +202,10 @@ type Arch interface {
 	// counter: for CountPerThread, counter is its offset in the thread's
 	// block; for CountShared, its address.
 	CountCode(kind CountKind, counter uint64) []byte
+	// DepthCode returns the code that keeps a thread's call depth, which
+	// follows the count in a trampoline's prelude, where threads have
+	// blocks of their own; false where they do not.
+	DepthCode(d Depth) (DepthCode, bool)
 }
 
 // Syscall names the system calls the tracer injects.

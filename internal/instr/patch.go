@@ -189,3 +189,55 @@ func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
 	}
 	return into, nil
 }
+
+// Call depth in-process: where threads have blocks of their own (amd64),
+// each block holds after its counters a depth area, at an offset D in the
+// block, and each entry's trampoline keeps there a shadow stack of its
+// thread's profiled frames: a frame whose entry stack pointer is at or
+// below a new entry's has returned (a Go function measures it from its
+// goroutine's stack top, which survives stack copying, and a goroutine
+// other than the last one's starts the stack afresh). Offsets in the area:
+const (
+	DepthSave    = 0  // two save slots for the registers the code uses
+	DepthCurrent = 16 // the frames on the shadow stack
+	DepthMax     = 24 // the deepest nesting seen
+	DepthG       = 32 // the goroutine of the frames (Go)
+	DepthStack   = 40 // the shadow stack: one word per frame
+)
+
+// DepthAreaSize is the size of a depth area of slots frames.
+func DepthAreaSize(slots int) uint64 { return DepthStack + 8*uint64(slots) }
+
+// Depth describes the depth area for DepthCode.
+type Depth struct {
+	// Offset is D, the area's offset in the thread's block.
+	Offset uint64
+	// Slots is the shadow stack's size: deeper nesting counts as Slots.
+	Slots int
+	// GoABI selects the Go form (the goroutine in r14).
+	GoABI bool
+}
+
+// DepthCode is the depth part of a trampoline's prelude, which follows the
+// count.
+type DepthCode struct {
+	Code []byte
+	// Rollback says how to undo a thread stopped inside Code (for a
+	// signal, whose handler may run profiled functions that use the same
+	// save slots): restore the registers saved so far and resume at the
+	// start of Code, which is idempotent.
+	Rollback []Rollback
+}
+
+// Rollback is one range of DepthCode.Code (offsets From to To) and the
+// registers saved there: DWARF number and offset in the block.
+type Rollback struct {
+	From, To int
+	Restore  []SavedReg
+}
+
+// SavedReg is a register saved in a thread's block.
+type SavedReg struct {
+	Reg    int
+	Offset uint64
+}

@@ -299,6 +299,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			Entry:  site,
 			Low:    low,
 			High:   high,
+			GoABI:  isGo(m, fn),
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
 		})
@@ -307,6 +308,11 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Entry, b.Entry))
 	})
 	return funcs
+}
+
+// isGo reports whether fn was compiled from Go (its unit's language).
+func isGo(m *openModule, fn *dwarf.Func) bool {
+	return fn.Unit >= 0 && fn.Unit < len(m.file.Units) && m.file.Units[fn.Unit].Language == "go"
 }
 
 // entryRange returns the bounds of fn's code range that holds its entry,
@@ -384,7 +390,7 @@ func checkSite(m *openModule, fn *dwarf.Func, site uint64) error {
 // exactly once (and where the return address is still in place: the frame
 // is not built yet).
 func entrySite(m *openModule, fn *dwarf.Func) uint64 {
-	if fn.Unit < 0 || fn.Unit >= len(m.file.Units) || m.file.Units[fn.Unit].Language != "go" {
+	if !isGo(m, fn) {
 		return fn.Entry
 	}
 	end := fn.Entry + 64

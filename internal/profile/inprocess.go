@@ -24,8 +24,10 @@ import (
 // exec): they are not the program's calls.
 
 // trampCell is the room of one site in the area PROFILE maps next to a
-// module: a trampoline, or a breakpoint's out-of-line slot.
-const trampCell = 64
+// module: a trampoline (at most about 180 bytes: the count, the call
+// depth's code in its Go form, the relocated instructions and the jump
+// back), or a breakpoint's out-of-line slot.
+const trampCell = 256
 
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
 const hwcapEntry = 16
@@ -58,13 +60,24 @@ type inproc struct {
 	// other thread runs), and discount what such children added.
 	vforkSnap map[int][]uint64
 	discount  []uint64
+	// depthAt is the offset of each block's depth area (call depth kept
+	// in-process, where threads have blocks), 0 when there is none.
+	depthAt uint64
 }
+
+// depthSlots is the size of a thread's shadow stack: nesting deeper than
+// that counts as that deep.
+const depthSlots = 1024
 
 // tramp is one written trampoline.
 type tramp struct {
 	addr  uint64
 	patch instr.Patch
 	code  instr.Trampoline
+	// depth is where the trampoline's depth code starts, and its
+	// rollback ranges (offsets from there).
+	depth    int
+	rollback []instr.Rollback
 }
 
 // fallBack is a site that keeps a breakpoint.
@@ -79,6 +92,11 @@ type fallBack struct {
 // written (the end of a freshly mapped area).
 func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inproc, error) {
 	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
+	depthAt := uint64(0)
+	if _, ok := t.arch.DepthCode(instr.Depth{}); ok && kind == instr.CountPerThread {
+		depthAt = blockSize
+		blockSize += (instr.DepthAreaSize(depthSlots) + 63) &^ 63
+	}
 	nBlocks := maxBlocks
 	if kind == instr.CountShared {
 		nBlocks = 2
@@ -91,7 +109,8 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	if err != nil {
 		return nil, err
 	}
-	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{}}
+	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
+		depthAt: depthAt}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
 		shared.Close()
@@ -163,6 +182,13 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	}
 	if owned {
 		ip.blockOf[tid] = b
+	}
+	if ip.depthAt != 0 && owned {
+		// A new thread's shadow stack starts empty (a reused block holds
+		// the frames of the thread that ended).
+		area := ip.shared.Bytes()[uint64(b)*ip.blockSize+ip.depthAt:]
+		clear(area[instr.DepthCurrent : instr.DepthCurrent+8])
+		clear(area[instr.DepthG : instr.DepthG+8])
 	}
 	var regs ptrace.Regs
 	if err := ptrace.GetRegs(tid, &regs); err != nil {
@@ -254,6 +280,55 @@ func (ip *inproc) addCounts(hits []uint64) {
 	for i, d := range ip.discount {
 		hits[i] -= d
 	}
+}
+
+// callDepth is the deepest nesting any thread reached.
+func (ip *inproc) callDepth() int {
+	if ip.depthAt == 0 {
+		return 0
+	}
+	deepest := uint64(0)
+	mem := ip.shared.Bytes()
+	for b := 1; b < ip.next; b++ {
+		at := uint64(b)*ip.blockSize + ip.depthAt + instr.DepthMax
+		deepest = max(deepest, binary.LittleEndian.Uint64(mem[at:]))
+	}
+	return int(min(deepest, depthSlots))
+}
+
+// rollBack undoes a thread stopped inside a trampoline's depth code, before
+// a signal handler runs (it may call profiled functions, whose trampolines
+// use the same save slots): the registers saved so far come back from the
+// thread's block and the thread resumes at the start of the depth code,
+// which is idempotent. It reports whether regs changed.
+func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
+	if ip == nil || ip.depthAt == 0 {
+		return false
+	}
+	pc := regs.PC()
+	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr > pc }) - 1
+	if i < 0 || ip.tramps[i].rollback == nil {
+		return false
+	}
+	tr := ip.tramps[i]
+	start := tr.addr + uint64(tr.depth)
+	base := regs.ThreadBase()
+	if pc < start || base < ip.progAddr || base >= ip.progAddr+uint64(len(ip.shared.Bytes())) {
+		return false
+	}
+	block := ip.shared.Bytes()[base-ip.progAddr:]
+	off := int(pc - start)
+	for _, r := range tr.rollback {
+		if off < r.From || off >= r.To {
+			continue
+		}
+		for _, s := range r.Restore {
+			regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+		}
+		regs.SetPC(start)
+		return true
+	}
+	return false
 }
 
 // origPC returns the program's own address for a PC inside a trampoline,

@@ -470,8 +470,8 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	count := t.arch.CountCode(t.inproc.kind, t.inproc.counterRef(item))
-	tr, err := t.arch.Trampoline(&p, cell, count)
+	count, depth := t.prelude(f, item)
+	tr, err := t.arch.Trampoline(&p, cell, append(count, depth.Code...))
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -494,7 +494,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
 		return patchWrite{}, err
 	}
-	w.tramp = &tramp{addr: cell, patch: p, code: tr}
+	w.tramp = &tramp{addr: cell, patch: p, code: tr, depth: len(count), rollback: depth.Rollback}
 	return w, nil
 }
 
@@ -525,8 +525,8 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 		return patchWrite{}, fmt.Errorf("no page where the punned jump lands: %w", errNoHop)
 	}
 	addr := max(wlo, page)
-	count := t.arch.CountCode(t.inproc.kind, t.inproc.counterRef(item))
-	tr, err := t.arch.Trampoline(&p, addr, count)
+	count, depth := t.prelude(f, item)
+	tr, err := t.arch.Trampoline(&p, addr, append(count, depth.Code...))
 	if err == nil && addr+uint64(len(tr.Code)) > page+t.pageSize {
 		err = fmt.Errorf("trampoline past its page: %w", errNoHop)
 	}
@@ -540,7 +540,20 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 	if err != nil {
 		return patchWrite{}, err
 	}
-	return patchWrite{addr: p.Site, jump: jump, code: tr.Code, tramp: &tramp{addr: addr, patch: p, code: tr}}, nil
+	return patchWrite{addr: p.Site, jump: jump, code: tr.Code,
+		tramp: &tramp{addr: addr, patch: p, code: tr, depth: len(count), rollback: depth.Rollback}}, nil
+}
+
+// prelude returns the instrumentation of f's trampoline: its count, and
+// the code that keeps the call depth where there is a depth area.
+func (t *tracer) prelude(f *datafile.Func, item int) ([]byte, instr.DepthCode) {
+	ip := t.inproc
+	count := t.arch.CountCode(ip.kind, ip.counterRef(item))
+	if ip.depthAt == 0 {
+		return count, instr.DepthCode{}
+	}
+	d, _ := t.arch.DepthCode(instr.Depth{Offset: ip.depthAt, Slots: depthSlots, GoABI: f.GoABI})
+	return count, d
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

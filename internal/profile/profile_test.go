@@ -274,11 +274,11 @@ func TestChildrenUnharmed(t *testing.T) {
 // with their reasons.
 func TestInProcessSurvives(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	names := []string{"main", "f", "on_alarm", "jumper", "leaf", "load", "sys3", "tiny"}
+	names := []string{"main", "f", "on_alarm", "jumper", "leaf", "load", "sys3", "tiny", "f4"}
 	for _, build := range []string{"O0-pie", "O2-nopie"} {
-		prog := testutil.BuildC(t, "inproc", fixtureFlags[build]...)
 		for _, mech := range mechanisms {
 			t.Run(build+"/"+mech.name, func(t *testing.T) {
+				prog := testutil.BuildC(t, "inproc", fixtureFlags[build]...)
 				plan := planFor(t, prog, datafile.FuncCounting, names...)
 				var warnings []string
 				codes := map[int]int{}
@@ -286,7 +286,19 @@ func TestInProcessSurvives(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"inproc"}, Stdout: out, Stderr: os.Stderr,
+				// f4's calls per iteration, and the alarm's period: a
+				// breakpoint and a signal cost a stop each (1 ms under
+				// emulation, where a period of 200 µs would leave the
+				// program no time to run).
+				inner, every := 50, 200
+				if mech.breakpoints || !testutil.InProcess() {
+					inner, every = 2, 2000
+				}
+				if testutil.Slow() {
+					every *= 10
+				}
+				res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"inproc", strconv.Itoa(inner), strconv.Itoa(every)},
+					Stdout: out, Stderr: os.Stderr,
 					Breakpoints: mech.breakpoints, Verbose: true,
 					Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()); codes[d.Code]++ }})
 				if err != nil {
@@ -294,16 +306,19 @@ func TestInProcessSurvives(t *testing.T) {
 				}
 				b, _ := os.ReadFile(out.Name())
 				var f int
-				var pc string
-				if _, err := fmt.Sscanf(string(b), "inproc f=%d load-pc=%s", &f, &pc); err != nil || pc != "ok" {
-					t.Fatalf("program output %q (%v), want load-pc=ok", b, err)
+				var pc, f4 string
+				if _, err := fmt.Sscanf(string(b), "inproc f=%d load-pc=%s f4=%s", &f, &pc, &f4); err != nil || pc != "ok" || f4 != "ok" {
+					t.Fatalf("program output %q (%v), want load-pc=ok f4=ok", b, err)
 				}
 				want := map[string]uint64{"main": 1, "f": uint64(f), "on_alarm": uint64(f - 1000), "jumper": 50, "leaf": 50,
-					"load": 10, "sys3": 3, "tiny": 5}
+					"load": 10, "sys3": 3, "tiny": 5, "f4": 1000*uint64(inner) + uint64(f-1000)}
 				for i, fn := range plan.Funcs {
 					if got := res.Counts.Stats.Hits[i]; got != want[fn.Name] {
 						t.Errorf("%s hit %d times, want %d", fn.Name, got, want[fn.Name])
 					}
+				}
+				if d := res.Counts.Stats.CallDepth; testutil.KeepsDepth() && !mech.breakpoints && (d < 3 || d > 4) {
+					t.Errorf("call depth %d, want 3 or 4", d)
 				}
 				if mech.breakpoints || !testutil.InProcess() {
 					return

@@ -73,10 +73,12 @@ type tracer struct {
 	inproc    *inproc
 	countKind instr.CountKind
 
-	hits     []uint64
-	trapped  uint64
-	coverage bool
-	execed   bool
+	hits []uint64
+	// callDepth is the deepest nesting of profiled functions, where kept.
+	callDepth int
+	trapped   uint64
+	coverage  bool
+	execed    bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
 	ownCont bool
@@ -174,6 +176,7 @@ func (t *tracer) run() (*Result, error) {
 	}
 	if t.inproc != nil {
 		t.inproc.addCounts(t.hits)
+		t.callDepth = t.inproc.callDepth()
 		if t.inproc.overflow {
 			t.cfg.Warn(prf.SharedBlocks(t.inproc.nBlocks))
 		}
@@ -200,7 +203,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		PlanID: t.plan.ID,
 		Method: t.plan.Method,
 		Run:    run,
-		Stats:  datafile.Stats{Hits: t.hits},
+		Stats:  datafile.Stats{Hits: t.hits, CallDepth: t.callDepth},
 	}
 }
 
@@ -305,6 +308,11 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
+	if th.stepping == nil && t.inproc != nil && t.inproc.depthAt != 0 {
+		if err := t.rollBack(th); err != nil {
+			return err
+		}
+	}
 	if th.stepping == nil && faultSignal(sig) {
 		if err := t.leaveOwnCode(th); err != nil {
 			return err
@@ -363,6 +371,25 @@ func (t *tracer) trap(th *thread) error {
 		return t.retire(th, s)
 	}
 	return t.displace(th, s)
+}
+
+// rollBack undoes a thread stopped for a signal inside a trampoline's call
+// depth code (see inproc.rollBack), so that a handler that runs profiled
+// functions finds the save slots free.
+func (t *tracer) rollBack(th *thread) error {
+	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+	}
+	if !t.inproc.rollBack(&t.regs) {
+		return nil
+	}
+	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+	}
+	return nil
 }
 
 // faultSignal reports the signals an instruction raises by itself: a

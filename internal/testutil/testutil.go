@@ -116,6 +116,11 @@ func InProcess() bool {
 	return false
 }
 
+// KeepsDepth reports whether PROFILE keeps the call depth of function
+// counting and coverage here: in-process on x86-64, where each thread has
+// a block for its shadow stack.
+func KeepsDepth() bool { return runtime.GOARCH == "amd64" && InProcess() }
+
 // MustHaveTool skips the test when a program is not on PATH.
 func MustHaveTool(t testing.TB, name string) string {
 	t.Helper()

@@ -1,8 +1,9 @@
 /* inproc.c - what in-process counting must survive, each with the count it
  * must give:
  *
- *   f        called 1000 times from main and once per SIGALRM from its
- *            handler (the handler counts its calls: main prints the total)
+ *   f        called 1000 times from main and once per SIGALRM (every 200 µs,
+ *            or the second argument) from its handler (the handler counts
+ *            its calls: main prints the total)
  *   jumper   called 50 times; each calls leaf, which longjmps out of both
  *   leaf     50
  *   load     called with a null pointer once: the SIGSEGV handler checks
@@ -15,11 +16,18 @@
  *   tiny     5 calls: one instruction, no padding after it (too short on
  *            x86-64)
  *
- * It prints "inproc f=N load-pc=ok|bad". */
+ *   f4       N calls per iteration of main's loop (the argument, 50 by
+ *            default), 1000N in all, and one per SIGALRM: main checks the
+ *            sum of what they return
+ *
+ * It prints "inproc f=N load-pc=ok|bad f4=ok|bad". The deepest nesting of
+ * the functions above is 3 or 4: main, on_alarm (run where the alarm
+ * interrupts main, or f or f4 when it interrupts them), f or f4. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <ucontext.h>
@@ -32,9 +40,15 @@ static volatile sig_atomic_t handled;
 
 KEEP int f(int x) { sink += x; return x + 1; }
 
+/* Four arguments: the fourth is in rcx on x86-64, which the call depth's
+ * code of a trampoline saves and restores; a signal landing in that code
+ * must not change it. */
+KEEP long f4(long a, long b, long c, long d) { return a + 2 * b + 3 * c + 4 * d; }
+
 static void on_alarm(int sig) {
     (void)sig;
     f(1);
+    sink += f4(1, 2, 3, 4);
     handled++;
 }
 
@@ -83,17 +97,21 @@ long sys3(void);
 void tiny(void);
 int aftertiny(void);
 
-int main(void) {
+int main(int argc, char **argv) {
+    int inner = argc > 1 ? atoi(argv[1]) : 50;     /* f4 calls per iteration */
+    int every = argc > 2 ? atoi(argv[2]) : 200;    /* SIGALRM period, µs */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
-    struct itimerval it = {{0, 200}, {0, 200}};
+    struct itimerval it = {{0, every}, {0, every}};
     setitimer(ITIMER_REAL, &it, NULL);
-    long total = 0;
+    long total = 0, sum = 0;
     for (int i = 0; i < 1000; i++) {
         f(i);
         total++;
+        for (int k = 0; k < inner; k++)
+            sum += f4(i, 1, 2, k);
         for (volatile int k = 0; k < 20000; k++)
             ;
     }
@@ -122,6 +140,8 @@ int main(void) {
         tiny();
     sink += aftertiny();
 
-    printf("inproc f=%ld load-pc=%s\n", total, pc_ok == 1 ? "ok" : "bad");
+    /* sum of i + 2 + 6 + 4k over i < 1000, k < inner */
+    long want = inner * 499500L + 1000L * inner * 8 + 1000L * 4 * (inner * (inner - 1L) / 2);
+    printf("inproc f=%ld load-pc=%s f4=%s\n", total, pc_ok == 1 ? "ok" : "bad", sum == want ? "ok" : "bad");
     return 0;
 }
