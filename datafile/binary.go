@@ -339,7 +339,7 @@ func (e *encoder) plan(p *Plan) {
 			w.uvarint(f.Entry)
 			w.uvarint(f.Low)
 			w.uvarint(f.High)
-			w.bool(f.GoABI)
+			w.uvarint(uint64(f.Frame))
 			w.str(f.File)
 			w.int(f.Line)
 		}
@@ -401,7 +401,7 @@ func (d *decoder) plan(p *Plan) {
 		f.Entry = s.uvarint()
 		f.Low = s.uvarint()
 		f.High = s.uvarint()
-		f.GoABI = s.bool()
+		f.Frame = Frame(s.uvarint())
 		f.File = s.str()
 		f.Line = s.int()
 	}

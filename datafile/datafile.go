@@ -150,14 +150,32 @@ type Func struct {
 	// that code to find the branches that land where an in-process patch
 	// would go.
 	Low, High uint64
-	// GoABI marks a Go function: at its entry the goroutine is in a
-	// register (r14 on amd64, x28 on arm64), from which PROFILE measures
-	// stack depth, since goroutine stacks move.
-	GoABI bool
+	// Frame says how PROFILE tells the function's frames apart for the
+	// call depth.
+	Frame Frame
 	// File and Line locate the function's declaration, when known.
 	File string
 	Line int
 }
+
+// Frame says how PROFILE keys a function's frames when it keeps the call
+// depth: a frame whose key shows it at or above a new entry's has
+// returned.
+type Frame uint8
+
+const (
+	// FrameSP keys a frame by the stack pointer at its entry (C, C++,
+	// Rust).
+	FrameSP Frame = iota
+	// FrameGoroutine keys it by its distance from the goroutine's stack
+	// top, which survives the copying of goroutine stacks: a Go function
+	// whose entry holds the goroutine in its register (r14 on amd64, x28
+	// on arm64; Go's internal ABI).
+	FrameGoroutine
+	// FrameNone leaves the function out of the depth: a Go function
+	// without the goroutine at hand (assembly, or no stack check).
+	FrameNone
+)
 
 // Line is one profiled source line (line profiles).
 type Line struct {

@@ -79,7 +79,7 @@
 //	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
 //	            list(str) CompDirs)
 //	4 funcs     list(uvarint Module, str Name, str Source, uvarint Entry,
-//	            uvarint Low, uvarint High, bool GoABI, str File,
+//	            uvarint Low, uvarint High, uvarint Frame, str File,
 //	            uvarint Line)
 //	5 lines     list(uvarint Module, uvarint File, uvarint Line,
 //	            list(uvarint) Addrs)

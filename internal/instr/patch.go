@@ -1,6 +1,8 @@
 package instr
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 )
@@ -240,4 +242,25 @@ type Rollback struct {
 type SavedReg struct {
 	Reg    int
 	Offset uint64
+}
+
+// GoEntryUsesG reports whether the code before a Go function's entry site,
+// its stack-growth check, reads the stack guard through the goroutine
+// register of Go's internal ABI (amd64: cmp 0x10(%r14),%rsp or
+// cmp 0x10(%r14),%r12, 49/4d 3b 66 10; arm64: ldr x16, [x28, #16],
+// f9400b90): then the register holds the goroutine at the site. Assembly
+// functions (Go's ABI0) check through thread-local storage, and their
+// r14 may hold anything.
+func GoEntryUsesG(a Arch, check []byte) bool {
+	switch a.Name() {
+	case "amd64":
+		return bytes.Contains(check, []byte{0x49, 0x3b, 0x66, 0x10}) || bytes.Contains(check, []byte{0x4d, 0x3b, 0x66, 0x10})
+	case "arm64":
+		for i := 0; i+4 <= len(check); i += 4 {
+			if binary.LittleEndian.Uint32(check[i:]) == 0xf9400b90 {
+				return true
+			}
+		}
+	}
+	return false
 }

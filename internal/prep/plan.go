@@ -299,7 +299,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			Entry:  site,
 			Low:    low,
 			High:   high,
-			GoABI:  isGo(m, fn),
+			Frame:  frameKey(m, fn, site),
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
 		})
@@ -308,6 +308,24 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Entry, b.Entry))
 	})
 	return funcs
+}
+
+// frameKey says how PROFILE keys fn's frames for the call depth: by stack
+// pointer, or for Go by the distance from the goroutine's stack top when
+// the goroutine register is at hand at the entry site (a stack check
+// before the site read it), else not at all.
+func frameKey(m *openModule, fn *dwarf.Func, site uint64) datafile.Frame {
+	if !isGo(m, fn) {
+		return datafile.FrameSP
+	}
+	if site <= fn.Entry {
+		return datafile.FrameNone
+	}
+	check, err := m.file.Code(fn.Entry, int(site-fn.Entry))
+	if err != nil || !instr.GoEntryUsesG(m.arch, check) {
+		return datafile.FrameNone
+	}
+	return datafile.FrameGoroutine
 }
 
 // isGo reports whether fn was compiled from Go (its unit's language).
