@@ -117,9 +117,19 @@ static int catch_signals(void)
     sigaction(SIGHUP, &sa, NULL);
     for (int i = 0; i < 3; i++)
         r += f(i);
+    /* The signals stay blocked until sigsuspend waits for them: one that
+     * arrived between a test of caught and pause() would be lost, and the
+     * program would wait for ever. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
     ready();
     while (!caught)
-        pause();
+        sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     for (int i = 0; i < 2; i++)
         r += f(i);
     printf("caught %s r=%d\n", strsignal(caught), r);
