@@ -325,9 +325,12 @@ func TestDepthCodeAMD64(t *testing.T) {
 			"mov    %rcx,%gs:0x1000",
 		}, loop...),
 			"cmp    %gs:0x1020(,%rcx,8),%rsp",
-			"jb     <push>",
+			"je     <done>",
+			"jb     <push> <loop>",
 			"dec    %rcx",
-			"jmp    <test>",
+			"je     <push>",
+			"cmp    %gs:0x1020(,%rcx,8),%rsp",
+			"jmp    <loop>",
 			"cmp    $0x400,%rcx <push>",
 			"jae    <done>",
 			"mov    %rsp,%gs:0x1028(,%rcx,8)",
@@ -349,9 +352,12 @@ func TestDepthCodeAMD64(t *testing.T) {
 			"sub    %rsp,%rax",
 		}, loop...),
 			"cmp    %gs:0x1020(,%rcx,8),%rax",
-			"ja     <push>",
+			"je     <done>",
+			"ja     <push> <loop>",
 			"dec    %rcx",
-			"jmp    <test>",
+			"je     <push>",
+			"cmp    %gs:0x1020(,%rcx,8),%rax",
+			"jmp    <loop>",
 			"cmp    $0x400,%rcx <push>",
 			"jae    <done>",
 			"mov    %rax,%gs:0x1028(,%rcx,8)",
@@ -418,8 +424,8 @@ func labelTargets(t *testing.T, code []byte) []string {
 	label := map[string]string{}
 	for i, l := range lines {
 		switch {
-		case strings.HasPrefix(l, "test") && label["test"] == "":
-			label["test"] = addrs[i]
+		case (strings.HasPrefix(l, "jb ") || strings.HasPrefix(l, "ja ")) && label["loop"] == "":
+			label["loop"] = addrs[i]
 		case strings.HasPrefix(l, "cmp    $0x400"):
 			label["push"] = addrs[i]
 		case strings.HasPrefix(l, "mov    0x8(%r14)"):
@@ -430,17 +436,16 @@ func labelTargets(t *testing.T, code []byte) []string {
 	}
 	for i, l := range lines {
 		for name, a := range label {
-			if a == addrs[i] {
-				lines[i] += " <" + name + ">"
-			}
 			if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "j") && f[1] == a {
 				lines[i] = fmt.Sprintf("%-6s <%s>", f[0], name)
 			}
 		}
 	}
-	for i, l := range lines {
-		if strings.HasSuffix(l, " <test>") && !strings.HasPrefix(l, "j") {
-			lines[i] = strings.TrimSuffix(l, " <test>")
+	for i := range lines {
+		for name, a := range label {
+			if a == addrs[i] {
+				lines[i] += " <" + name + ">"
+			}
 		}
 	}
 	return lines

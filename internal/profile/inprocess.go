@@ -23,10 +23,11 @@ import (
 // program's memory but are not the program (a vfork child before its
 // exec): they are not the program's calls.
 
-// trampCell is the room of one site in the area PROFILE maps next to a
-// module: a trampoline (at most about 180 bytes: the count, the call
-// depth's code in its Go form, the relocated instructions and the jump
-// back), or a breakpoint's out-of-line slot.
+// trampCell is the most room one site may take in the area PROFILE maps
+// next to a module: a trampoline (at most about 210 bytes: the count, the
+// call depth's code in its Go form, the relocated instructions and the
+// jump back; about 120 for C), or a breakpoint's out-of-line slot. The
+// area is mapped for that much; what is written is packed.
 const trampCell = 256
 
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).

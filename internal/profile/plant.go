@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -120,10 +121,11 @@ func (t *tracer) readMaps() ([]mapping, error) {
 
 // plantModule instruments the function entries of module mi, loaded with
 // bias, whose first mapping starts at start, in a process with the given
-// maps. One area is mapped next to the module, a cell of trampCell bytes
+// maps. One area is mapped next to the module, room for trampCell bytes
 // per entry: a trampoline where the entry can be patched in-process, else
-// the out-of-line slot of its breakpoint. Everything is written in bulk:
-// the area, then the jumps, then the breakpoints.
+// the out-of-line slot of its breakpoint, packed from the area's start.
+// Everything is written in bulk: the area, then the jumps, then the
+// breakpoints.
 func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	var items []int
 	for i, f := range t.plan.Funcs {
@@ -154,27 +156,41 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			}
 		}
 	}
+	// Planting allocates a little for every entry, all of it live until
+	// the end: collecting meanwhile would only slow the start down.
+	defer debug.SetGCPercent(debug.SetGCPercent(1000))
 	text := t.readText(items, bias)
-	image := make([]byte, size)
+	image := make([]byte, cells)
+	// The area is filled from its start: trampolines and slots packed one
+	// after the other, each 16-byte aligned, so that the program's pages
+	// hold no more than they use.
+	next := area
+	alloc := func(n int) uint64 {
+		at := next
+		next += (uint64(n) + 15) &^ 15
+		return at
+	}
 	var jumps []patchWrite
 	var short []int // entries to try again with a short jump
 	planned := t.planEntries(items, bias, area, text)
-	seen := map[uint64]bool{} // an entry two names share is counted once
+	dup := make([]bool, len(items)) // an entry two names share is counted once
+	seen := map[uint64]bool{}
 	for n, item := range items {
-		f := &t.plan.Funcs[item]
-		addr := f.Entry + bias
-		if seen[addr] {
-			continue
+		addr := t.plan.Funcs[item].Entry + bias
+		dup[n], seen[addr] = seen[addr], true
+		if !dup[n] && planned[n].err == nil {
+			planned[n].at = alloc(len(planned[n].j.code))
 		}
-		seen[addr] = true
-		cell := uint64(0)
-		if area != 0 {
-			cell = area + uint64(n)*trampCell
+	}
+	t.placeEntries(planned)
+	for n, item := range items {
+		if dup[n] {
+			continue
 		}
 		if t.inproc != nil {
 			j, err := planned[n].j, planned[n].err
 			if err == nil {
-				copy(image[uint64(n)*trampCell:], j.code)
+				copy(image[j.tramp.addr-area:], j.code)
 				jumps = append(jumps, j)
 				t.inproc.add(j.tramp)
 				continue
@@ -185,7 +201,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
 		}
-		if err := t.breakpointSite(mi, item, bias, cell, image[uint64(n)*trampCell:]); err != nil {
+		if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
 			return err
 		}
 	}
@@ -193,10 +209,10 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		hops := t.hopSpace(items, bias, text, jumps)
 		for _, n := range short {
 			item := items[n]
-			cell := area + uint64(n)*trampCell
-			j, err := t.trampoline(&t.plan.Funcs[item], item, bias, cell, text, hops)
+			j, err := t.trampoline(&t.plan.Funcs[item], item, bias, next, text, hops)
 			if err == nil {
-				copy(image[uint64(n)*trampCell:], j.code)
+				at := alloc(len(j.code)) // where it was built: next
+				copy(image[at-area:], j.code)
 				jumps = append(jumps, j)
 				t.inproc.add(j.tramp)
 				continue
@@ -207,13 +223,13 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 				continue
 			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
-			if err := t.breakpointSite(mi, item, bias, cell, image[uint64(n)*trampCell:]); err != nil {
+			if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
 				return err
 			}
 		}
 	}
-	if area != 0 {
-		if err := t.mem.WriteMem(area, image[:cells]); err != nil {
+	if area != 0 && next > area {
+		if err := t.mem.WriteMem(area, image[:next-area]); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
 	}
@@ -281,10 +297,10 @@ func (t *tracer) writeCode(text moduleText, spans []span) error {
 }
 
 // breakpointSite prepares the breakpoint of item's entry (module mi,
-// loaded with bias), with its
-// out-of-line slot at cell (0: none), whose bytes go to slot; a function
-// that cannot be profiled is warned about.
-func (t *tracer) breakpointSite(mi, item int, bias, cell uint64, slot []byte) error {
+// loaded with bias), with its out-of-line slot taken with alloc from the
+// area (0: none) whose bytes are image; a function that cannot be
+// profiled is warned about.
+func (t *tracer) breakpointSite(mi, item int, bias, area uint64, alloc func(int) uint64, image []byte) error {
 	f := &t.plan.Funcs[item]
 	addr := f.Entry + bias
 	code := make([]byte, t.arch.MaxInstLen())
@@ -292,6 +308,10 @@ func (t *tracer) breakpointSite(mi, item int, bias, cell uint64, slot []byte) er
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
 	bp := t.arch.Breakpoint()
+	cell := uint64(0)
+	if area != 0 {
+		cell = alloc(t.arch.SlotSize())
+	}
 	s := &site{addr: addr, item: item, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
@@ -303,7 +323,7 @@ func (t *tracer) breakpointSite(mi, item int, bias, cell uint64, slot []byte) er
 	switch {
 	case err == nil:
 		s.disp, s.displaced = d, true
-		copy(slot, d.Slot)
+		copy(image[cell-area:], d.Slot)
 		if d.Slot != nil {
 			t.slots[cell] = s
 		}
@@ -324,12 +344,34 @@ type patchWrite struct {
 	hop     uint64
 	hopCode []byte
 	tramp   *tramp
+	prelude []byte
 }
 
-// plannedEntry is the outcome of planning one entry's patch.
+// plannedEntry is the outcome of planning one entry's patch, and where its
+// trampoline goes.
 type plannedEntry struct {
 	j   patchWrite
 	err error
+	at  uint64
+}
+
+// placeEntries moves the planned trampolines to their addresses (see
+// place), in parallel like planning.
+func (t *tracer) placeEntries(planned []plannedEntry) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(planned)/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := w; n < len(planned); n += workers {
+				if p := &planned[n]; p.err == nil && p.at != 0 {
+					p.err = t.place(&p.j, p.at)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // planEntries plans the patches and trampolines of items (without short
@@ -339,6 +381,9 @@ type plannedEntry struct {
 func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []plannedEntry {
 	out := make([]plannedEntry, len(items))
 	if t.inproc == nil || area == 0 {
+		for n := range out {
+			out[n].err = errNoRoom
+		}
 		return out
 	}
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(items)/256))
@@ -349,8 +394,8 @@ func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []
 			defer wg.Done()
 			for n := w; n < len(items); n += workers {
 				item := items[n]
-				cell := area + uint64(n)*trampCell
-				out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, cell, text, nil)
+				// Built at the area's start for its size; placed later.
+				out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, area, text, nil)
 			}
 		}()
 	}
@@ -471,7 +516,8 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		return patchWrite{}, err
 	}
 	count, depth := t.prelude(f, item)
-	tr, err := t.arch.Trampoline(&p, cell, append(count, depth.Code...))
+	prelude := append(count[:len(count):len(count)], depth.Code...)
+	tr, err := t.arch.Trampoline(&p, cell, prelude)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -495,7 +541,30 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		return patchWrite{}, err
 	}
 	w.tramp = &tramp{addr: cell, patch: p, code: tr, depth: len(count), rollback: depth.Rollback}
+	w.prelude = prelude
 	return w, nil
+}
+
+// place moves a planned trampoline to its address in the area: its code
+// and the jump to it are built again there (their lengths do not change).
+func (t *tracer) place(w *patchWrite, at uint64) error {
+	if w.tramp.addr == at {
+		return nil
+	}
+	tr, err := t.arch.Trampoline(&w.tramp.patch, at, w.prelude)
+	if err != nil {
+		return err
+	}
+	if len(tr.Code) != len(w.code) {
+		return fmt.Errorf("trampoline of %d bytes at %#x, %d elsewhere: %w", len(tr.Code), at, len(w.code), instr.ErrNotRelocatable)
+	}
+	jump, err := t.arch.PatchJump(&w.tramp.patch, at)
+	if err != nil {
+		return err
+	}
+	w.code, w.jump = tr.Code, jump
+	w.tramp.addr, w.tramp.code = at, tr
+	return nil
 }
 
 // punTrampoline patches f's entry with a punned jump (see
