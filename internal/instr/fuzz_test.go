@@ -94,3 +94,65 @@ func FuzzDisplace(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPatch plans every kind of patch over any bytes as a function's code,
+// on either architecture, builds the trampoline and the jump, and checks
+// what holds for any input: no panic; a patch replaces bytes of the code
+// from its site on, which its trampoline maps back; a jump as long as
+// what it replaces.
+func FuzzPatch(f *testing.F) {
+	f.Add([]byte{0x55, 0x48, 0x89, 0xe5, 0x89, 0x7d, 0xfc, 0xc3}, uint64(0x401000), uint8(0), false)
+	f.Add([]byte{0x53, 0x48, 0x89, 0xf3, 0x0f, 0xb6, 0x53, 0x08, 0x85, 0xd2, 0x75, 0xf8, 0x5b, 0xc3}, uint64(0x55555555daf0), uint8(0), false)
+	f.Add([]byte{0x3f, 0x23, 0x03, 0xd5, 0xfd, 0x7b, 0xbe, 0xa9, 0xc0, 0x03, 0x5f, 0xd6}, uint64(0xaaaaaaaa0754), uint8(0), true)
+	f.Fuzz(func(t *testing.T, fn []byte, start uint64, siteOff uint8, onARM64 bool) {
+		a := AMD64
+		if onARM64 {
+			a = ARM64
+			start &^= 3
+		}
+		if len(fn) == 0 || start > 1<<47 {
+			return
+		}
+		site := start + uint64(siteOff)%uint64(len(fn))
+		tramp := start - 1<<20
+		check := func(kind string, p Patch, err error, to uint64) {
+			if err != nil {
+				return
+			}
+			if p.Site < site || p.End() > start+uint64(len(fn))+uint64(len(p.Punned)) || len(p.Orig) == 0 {
+				t.Fatalf("%s: patch %#x+%d outside the code [%#x, %#x)", kind, p.Site, len(p.Orig), start, start+uint64(len(fn)))
+			}
+			tr, err := a.Trampoline(&p, to, a.CountCode(CountPerThread, 8))
+			if err != nil {
+				return
+			}
+			if len(tr.PCs) != len(p.Insts) {
+				t.Fatalf("%s: %d PCs for %d instructions", kind, len(tr.PCs), len(p.Insts))
+			}
+			for pc := to; pc < to+uint64(len(tr.Code)); pc++ {
+				if o := tr.OrigPC(to, p.End(), pc); o < p.Site || o > p.End() {
+					t.Fatalf("%s: trampoline PC %#x maps to %#x, outside the patch", kind, pc, o)
+				}
+			}
+			jump, err := a.PatchJump(&p, to)
+			if err == nil && len(jump) != len(p.Orig) {
+				t.Fatalf("%s: a jump of %d bytes over %d", kind, len(jump), len(p.Orig))
+			}
+		}
+		p, err := a.PlanPatch(fn, start, site)
+		check("patch", p, err, tramp)
+		p, err = a.PlanShortPatch(fn, start, site)
+		check("short", p, err, site+16)
+		p, lo, _, err := a.PlanPunPatch(fn, start, site)
+		check("pun", p, err, lo)
+		for _, goABI := range []bool{false, true} {
+			if d, ok := a.DepthCode(Depth{Offset: 0x1000, Slots: 64, GoABI: goABI}); ok {
+				for _, r := range d.Rollback {
+					if r.From < 0 || r.To > len(d.Code) || r.From > r.To {
+						t.Fatalf("rollback %+v outside %d bytes", r, len(d.Code))
+					}
+				}
+			}
+		}
+	})
+}

@@ -130,7 +130,7 @@ func PaddingAfter(a Arch, after []byte, end uint64) int {
 	n := 0
 	for n < limit {
 		in, err := decode(after[n:limit], end+uint64(n))
-		if err != nil || (in.Kind != Nop && in.Kind != Trap) {
+		if err != nil || in.Len <= 0 || (in.Kind != Nop && in.Kind != Trap) {
 			return 0
 		}
 		n += in.Len
@@ -183,6 +183,9 @@ func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
 		in, err := decode(fn[off:], pc)
 		if err != nil {
 			return nil, err
+		}
+		if in.Len <= 0 || in.Len > len(fn)-off {
+			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
 		}
 		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target > lo && in.Target < hi {
 			into = append(into, in.Target)
