@@ -340,3 +340,27 @@ func TestInProcessSurvives(t *testing.T) {
 		}
 	}
 }
+
+// TestManyThreads: 64 threads calling one function at the same time, each
+// 100,000 times, give 6,400,000, each thread counting into its own block
+// (x86-64) or atomically into shared counters (arm64). With breakpoints
+// (an ARMv8.0 CPU), a stop per call: fewer calls.
+func TestManyThreads(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "threads64", "-O2")
+	calls := 100000
+	if !testutil.InProcess() {
+		calls = 50
+	}
+	plan := planFor(t, prog, datafile.FuncCounting, "main", "worker", "f")
+	got := runPlan(t, plan, prog, strconv.Itoa(calls))
+	want := map[string]uint64{"main": 1, "worker": 64, "f": 64 * uint64(calls)}
+	for name, w := range want {
+		if got.hits[name] != w {
+			t.Errorf("%s hit %d times, want %d", name, got.hits[name], w)
+		}
+	}
+	if got.stdout != "threads64 done\n" {
+		t.Errorf("program output %q", got.stdout)
+	}
+}
