@@ -115,12 +115,8 @@ func BenchmarkCoverage(b *testing.B) {
 	var native, covered []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		native = append(native, runNatively(b, prog))
 		start := time.Now()
-		if err := exec.Command(prog).Run(); err != nil {
-			b.Fatal(err)
-		}
-		native = append(native, time.Since(start))
-		start = time.Now()
 		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_cover"}, Breakpoints: true})
 		covered = append(covered, time.Since(start))
 		if err != nil {
@@ -134,6 +130,15 @@ func BenchmarkCoverage(b *testing.B) {
 	b.ReportMetric(float64(n.Microseconds())/1000, "native-ms")
 	b.ReportMetric(float64(c.Microseconds())/1000, "coverage-ms")
 	b.ReportMetric(100*(float64(c)-float64(n))/float64(n), "overhead-%")
+}
+
+// runNatively runs prog without PROFILE and returns how long it took.
+func runNatively(b *testing.B, prog string) time.Duration {
+	start := time.Now()
+	if err := exec.Command(prog).Run(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }
 
 func median(d []time.Duration) time.Duration {
@@ -165,12 +170,8 @@ func BenchmarkInProcess(b *testing.B) {
 			var calls uint64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				native = append(native, runNatively(b, prog))
 				start := time.Now()
-				if err := exec.Command(prog).Run(); err != nil {
-					b.Fatal(err)
-				}
-				native = append(native, time.Since(start))
-				start = time.Now()
 				res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_" + w.name}, Stdout: devnull, Stderr: devnull})
 				counted = append(counted, time.Since(start))
 				if err != nil {
@@ -211,13 +212,9 @@ func BenchmarkStartup(b *testing.B) {
 	var native, counted []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		if err := exec.Command(prog).Run(); err != nil {
-			b.Fatal(err)
-		}
-		native = append(native, time.Since(start))
+		native = append(native, runNatively(b, prog))
 		var fellBack bool
-		start = time.Now()
+		start := time.Now()
 		_, err := Run(Config{Plan: plan, Path: prog, Args: []string{"many"},
 			Warn: func(*prf.Diagnostic) { fellBack = true }})
 		counted = append(counted, time.Since(start))

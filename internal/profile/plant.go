@@ -358,16 +358,24 @@ type plannedEntry struct {
 // placeEntries moves the planned trampolines to their addresses (see
 // place), in parallel like planning.
 func (t *tracer) placeEntries(planned []plannedEntry) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(planned)/256))
+	inParallel(len(planned), func(n int) {
+		if p := &planned[n]; p.err == nil && p.at != 0 {
+			p.err = t.place(&p.j, p.at)
+		}
+	})
+}
+
+// inParallel calls do for 0 to n-1, spread over the CPUs when n is large
+// enough to pay for the goroutines. Each call must touch its own data.
+func inParallel(n int, do func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := w; n < len(planned); n += workers {
-				if p := &planned[n]; p.err == nil && p.at != 0 {
-					p.err = t.place(&p.j, p.at)
-				}
+			for i := w; i < n; i += workers {
+				do(i)
 			}
 		}()
 	}
@@ -386,20 +394,11 @@ func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []
 		}
 		return out
 	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(items)/256))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := w; n < len(items); n += workers {
-				item := items[n]
-				// Built at the area's start for its size; placed later.
-				out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, area, text, nil)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(len(items), func(n int) {
+		item := items[n]
+		// Built at the area's start for its size; placed later.
+		out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, area, text, nil)
+	})
 	return out
 }
 
