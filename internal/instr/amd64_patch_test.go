@@ -198,6 +198,13 @@ func TestPaddingAfter(t *testing.T) {
 // disassemble returns objdump's text of code at addr, one line per
 // instruction.
 func disassemble(t *testing.T, code []byte, addr uint64) []string {
+	_, lines := disassembleAt(t, code, addr)
+	return lines
+}
+
+// disassembleAt returns the address ("0x..." as objdump prints it) and the
+// text of each instruction of code at addr, by the GNU disassembler.
+func disassembleAt(t *testing.T, code []byte, addr uint64) (addrs, lines []string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "code.bin")
 	if err := os.WriteFile(path, code, 0o644); err != nil {
@@ -208,14 +215,14 @@ func disassemble(t *testing.T, code []byte, addr uint64) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.SplitN(l, "\t", 3)
 		if len(f) == 3 && strings.HasSuffix(f[0], ":") {
+			addrs = append(addrs, "0x"+strings.TrimSpace(strings.TrimSuffix(f[0], ":")))
 			lines = append(lines, strings.TrimSpace(f[2]))
 		}
 	}
-	return lines
+	return addrs, lines
 }
 
 // hexs decodes hex with spaces between the instructions.
@@ -399,28 +406,12 @@ func TestDepthCodeAMD64(t *testing.T) {
 }
 
 // labelTargets disassembles code at 0 and writes each branch's target as
-// the label of the instruction it lands on (<test>, <push>, <key>,
-// <done>: the first test, the slots check, the key's load, the first
+// the label of the instruction it lands on (<loop>, <push>, <key>,
+// <done>: the popping loop, the slots check, the key's load, the first
 // restore), which is appended to that instruction's line.
 func labelTargets(t *testing.T, code []byte) []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "code.bin")
-	if err := os.WriteFile(path, code, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("objdump", "-D", "-b", "binary", "-m", "i386:x86-64", path).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addrs []string
-	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.SplitN(l, "\t", 3)
-		if len(f) == 3 && strings.HasSuffix(f[0], ":") {
-			addrs = append(addrs, "0x"+strings.TrimSpace(strings.TrimSuffix(f[0], ":")))
-			lines = append(lines, strings.TrimSpace(f[2]))
-		}
-	}
+	addrs, lines := disassembleAt(t, code, 0)
 	label := map[string]string{}
 	for i, l := range lines {
 		switch {

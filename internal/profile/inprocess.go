@@ -35,7 +35,7 @@ const hwcapEntry = 16
 
 // maxBlocks bounds the counter blocks, one per live thread; a thread
 // beyond them shares the main thread's block, with a warning.
-const maxBlocks = 4096
+var maxBlocks = 4096 // a variable for the tests of the overflow
 
 // inproc is the in-process side of a run.
 type inproc struct {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -362,5 +363,75 @@ func TestManyThreads(t *testing.T) {
 	}
 	if got.stdout != "threads64 done\n" {
 		t.Errorf("program output %q", got.stdout)
+	}
+}
+
+// TestBlockOverflow: with 8 counter blocks (block 0 for vfork children,
+// block 1 the main thread's, 2 to 7 for six threads) and 64 threads alive
+// at once, the 58 threads beyond share the main thread's block, and
+// PROFILE says counts may be missing (PRF4649). None is invented, and the
+// six threads with blocks of their own lose none.
+func TestBlockOverflow(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.KeepsDepth() {
+		t.Skip("threads have blocks of their own only on x86-64, in-process")
+	}
+	defer func(n int) { maxBlocks = n }(maxBlocks)
+	maxBlocks = 8
+	prog := testutil.BuildC(t, "threads64", "-O2")
+	plan := planFor(t, prog, datafile.FuncCounting, "main", "worker", "f")
+	var codes []int
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"threads64", "10000"}, Stdout: devnull,
+		Warn: func(d *prf.Diagnostic) { codes = append(codes, d.Code) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(codes, 4649) {
+		t.Errorf("warnings %v, want PRF4649", codes)
+	}
+	if f := res.Counts.Stats.Hits[2]; f > 64*10000 || f < 6*10000 {
+		t.Errorf("f hit %d times: more than the 640,000 calls, or fewer than the 60,000 of the six threads with blocks of their own", f)
+	}
+}
+
+// TestWrongExtent: a plan whose function extents do not hold the entry
+// (a damaged or foreign .pbi) costs speed, not counts: the entries keep
+// breakpoints, with the reason, and count exactly.
+func TestWrongExtent(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts", "-O2")
+	names := []string{"main", "f", "g", "h", "helper", "fib", "viaptr"}
+	plan := planFor(t, prog, datafile.FuncCounting, names...)
+	for i := range plan.Funcs {
+		switch i % 3 {
+		case 0:
+			plan.Funcs[i].Low, plan.Funcs[i].High = 0, 0 // unknown
+		case 1:
+			plan.Funcs[i].High = plan.Funcs[i].Low // empty
+		case 2:
+			plan.Funcs[i].Low, plan.Funcs[i].High = 1<<40, 1<<40+64 // elsewhere
+		}
+	}
+	var warnings []string
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"counts", "7"}, Stdout: devnull,
+		Warn: func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range plan.Funcs {
+		if got, want := res.Counts.Stats.Hits[i], countsWant[f.Name]; got != want {
+			t.Errorf("%s hit %d times, want %d", f.Name, got, want)
+		}
+	}
+	if testutil.InProcess() {
+		text := strings.Join(warnings, "\n")
+		if want := "7 of 7 function entries are counted with breakpoints"; !strings.Contains(text, want) ||
+			!strings.Contains(text, "extent unknown: 7") {
+			t.Errorf("warnings:\n%s\nwant %q, all for an unknown extent", text, want)
+		}
 	}
 }
