@@ -374,6 +374,120 @@ func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64,
 	return Patch{}, 0, 0, fmt.Errorf("no punned jump on arm64: %w", ErrBranchInto)
 }
 
-// DepthCode returns false: arm64 has no thread register for a shadow stack
-// (the counters are shared), so in-process call depth is not kept there.
-func (arm64) DepthCode(Depth) (DepthCode, bool) { return DepthCode{}, false }
+// DepthCode returns the shadow-stack code of the table form of [Depth]
+// (false for the Go form, whose goroutine stacks are in no table, and
+// without a table). It uses x16 and x17 and the flags, all dead at an
+// entry, and writes nothing but the thread's area:
+//
+//	mov x16, sp
+//	ubfx x16, x16, #12, #22          the stack page's entry
+//	mov x17, #Table
+//	ldr w16, [x17, x16, lsl #2]      the area's offset
+//	mov x17, #Areas
+//	add x16, x17, x16                the area
+//	ldr x17, [x16, #16]              n, the frames on the shadow stack
+//	cmp x17, #slots; b.hi done       (a torn count: leave it)
+//	add x16, x16, x17, lsl #3        x16: the area plus 8n, its "cursor"
+//	tst x16, #0x3fff; b.eq push      n = 0
+//	ldr x17, [x16, #32]              stack[n-1]
+//	cmp sp, x17; b.eq done           a sibling call: nothing changes
+//	1: b.lo push                     stack[n-1] is above: still live
+//	sub x16, x16, #8                 it has returned: pop it
+//	tst x16, #0x3fff; b.eq push
+//	ldr x17, [x16, #32]; cmp sp, x17; b 1b
+//	push: and x17, x16, #0x3fff; lsr x17, x17, #3
+//	cmp x17, #slots; b.hs done       n' = the frames left
+//	mov x17, sp; str x17, [x16, #40] stack[n'] = sp
+//	and x17, x16, #0x3fff; lsr x17, x17, #3; add x17, x17, #1
+//	and x16, x16, #~0x3fff           the area again
+//	str x17, [x16, #16]              n = n'+1
+//	done:
+//
+// The count is read once and kept in the cursor, whose low bits are 8n
+// (areas are aligned), so that every access stays in the area whatever
+// another thread sharing it (the discard area) does meanwhile; the stores
+// come last, the frame before the count, so that a thread moved back to
+// the code's start (a signal, [DepthCode.Rollback]) does the same work
+// again. The deepest nesting is not kept: [TableDepth] reads it.
+func (arm64) DepthCode(d Depth) (DepthCode, bool) {
+	if d.GoABI || d.Table == 0 || d.Slots <= 0 || d.Slots > MaxTableSlots {
+		return DepthCode{}, false
+	}
+	const (
+		x16, x17, sp, xzr = 16, 17, 31, 31
+		eq, hs, lo, hi    = 0, 2, 3, 8
+		// The bitmask immediates of 0x3fff (14 ones from bit 0) and of
+		// its complement (50 ones from bit 14): N=1, immr, imms (C4.1
+		// "Logical (immediate)", DecodeBitMasks).
+		lowBits  = 1<<22 | 0<<16 | 13<<10
+		highBits = 1<<22 | 50<<16 | 49<<10
+	)
+	var w []uint32
+	emit := func(ws ...uint32) { w = append(w, ws...) }
+	addImm := func(rd, rn, imm uint32) uint32 { return 0x91000000 | imm<<10 | rn<<5 | rd }   // ADD (immediate)
+	subImm := func(rd, rn, imm uint32) uint32 { return 0xd1000000 | imm<<10 | rn<<5 | rd }   // SUB (immediate)
+	cmpImm := func(rn, imm uint32) uint32 { return 0xf1000000 | imm<<10 | rn<<5 | xzr }      // SUBS (immediate)
+	ldr := func(rt, rn, off uint32) uint32 { return 0xf9400000 | off/8<<10 | rn<<5 | rt }    // LDR (immediate)
+	str := func(rt, rn, off uint32) uint32 { return 0xf9000000 | off/8<<10 | rn<<5 | rt }    // STR (immediate)
+	and := func(rd, rn, mask uint32) uint32 { return 0x92000000 | mask | rn<<5 | rd }        // AND (immediate)
+	tst := func(rn, mask uint32) uint32 { return 0xf2000000 | mask | rn<<5 | xzr }           // ANDS (immediate)
+	lsr := func(rd, rn, s uint32) uint32 { return 0xd3400000 | s<<16 | 63<<10 | rn<<5 | rd } // UBFM
+	cmpSP := uint32(0xeb200000 | x17<<16 | 3<<13 | sp<<5 | xzr)                              // SUBS (extended register), UXTX
+	slots := uint32(d.Slots)
+	// Branches, their offsets filled in once every label is placed.
+	type branch struct {
+		at int
+		to string
+	}
+	var branches []branch
+	labels := map[string]int{}
+	bcond := func(cond uint32, to string) {
+		branches = append(branches, branch{len(w), to})
+		emit(0x54000000 | cond) // B.cond
+	}
+	b := func(to string) {
+		branches = append(branches, branch{len(w), to})
+		emit(0x14000000) // B
+	}
+	compare := func() { emit(ldr(x17, x16, DepthStack-8), cmpSP) }
+
+	emit(addImm(x16, sp, 0))
+	emit(0xd3400000 | DepthTablePage<<16 | (DepthTablePage+DepthTableBits-1)<<10 | x16<<5 | x16) // UBFX (UBFM)
+	emit(a64MovImm(x17, d.Table)...)
+	emit(0xb8607800 | x16<<16 | x17<<5 | x16) // LDR (register), 32-bit, LSL #2
+	emit(a64MovImm(x17, d.Areas)...)
+	emit(0x8b000000 | x16<<16 | x17<<5 | x16) // ADD (shifted register)
+	emit(ldr(x17, x16, DepthCurrent), cmpImm(x17, slots))
+	bcond(hi, "done")
+	emit(0x8b000000 | x17<<16 | 3<<10 | x16<<5 | x16) // ADD (shifted register), LSL #3
+	emit(tst(x16, lowBits))
+	bcond(eq, "push")
+	compare()
+	bcond(eq, "done")
+	labels["loop"] = len(w)
+	bcond(lo, "push")
+	emit(subImm(x16, x16, 8), tst(x16, lowBits))
+	bcond(eq, "push")
+	compare()
+	b("loop")
+	labels["push"] = len(w)
+	emit(and(x17, x16, lowBits), lsr(x17, x17, 3), cmpImm(x17, slots))
+	bcond(hs, "done")
+	emit(addImm(x17, sp, 0), str(x17, x16, DepthStack))
+	emit(and(x17, x16, lowBits), lsr(x17, x17, 3), addImm(x17, x17, 1))
+	emit(and(x16, x16, highBits), str(x17, x16, DepthCurrent))
+	labels["done"] = len(w)
+	for _, br := range branches {
+		off := uint32(labels[br.to] - br.at)
+		if w[br.at]&0xfc000000 == 0x14000000 {
+			w[br.at] |= off & 0x3ffffff
+		} else {
+			w[br.at] |= off & 0x7ffff << 5
+		}
+	}
+	code := make([]byte, 0, 4*len(w))
+	for _, x := range w {
+		code = binary.LittleEndian.AppendUint32(code, x)
+	}
+	return DepthCode{Code: code, Rollback: []Rollback{{From: 0, To: len(code)}}}, true
+}

@@ -173,11 +173,68 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			set(rt, old)
 		case w&0xfffffc1f == 0xd61f0000, w&0xfffffc1f == 0xd65f0000: // BR, RET
 			next = get(rn)
+		case w&0xff800000 == 0x91000000: // ADD (immediate): Rd and Rn 31 are sp
+			r.r[rt] = r.r[rn] + uint64(w>>10&0xfff)<<(12*(w>>22&1))
+		case w&0xff800000 == 0xd1000000: // SUB (immediate)
+			r.r[rt] = r.r[rn] - uint64(w>>10&0xfff)<<(12*(w>>22&1))
+		case w&0xff800000 == 0xf1000000: // SUBS (immediate): Rn 31 is sp, Rd xzr
+			r.flags = subFlags(r.r[rn], uint64(w>>10&0xfff)<<(12*(w>>22&1)))
+		case w&0xffe0fc00 == 0xeb206000: // SUBS (extended register), UXTX #0
+			r.flags = subFlags(r.r[rn], get(w>>16&31))
+		case w&0xff200000 == 0x8b000000 && w>>22&3 == 0: // ADD (shifted register), LSL
+			set(rt, get(rn)+get(w>>16&31)<<(w>>10&63))
+		case w&0xffc00000 == 0xd3400000 && w>>10&63 >= w>>16&63: // UBFM as UBFX, LSR
+			lsb, width := w>>16&63, (w>>10&63)-(w>>16&63)+1
+			set(rt, get(rn)>>lsb&(1<<width-1))
+		case w&0xff800000 == 0x92000000: // AND (immediate): Rd 31 is sp
+			r.r[rt] = get(rn) & bitMask(w)
+		case w&0xff800000 == 0xf2000000: // ANDS (immediate)
+			v := get(rn) & bitMask(w)
+			set(rt, v)
+			r.flags = v & (1 << 63) >> 32 // N
+			if v == 0 {
+				r.flags |= pstateZ
+			}
+		case w&0xffe0fc00 == 0xb8607800: // LDR (register), 32-bit, LSL #2
+			base += get(w>>16&31) << 2
+			v, err := load(0, 4)
+			if err != nil {
+				return err
+			}
+			set(rt, v)
+		case w&0xffc00000 == 0xf9000000: // STR (immediate), 64-bit
+			if err := m.WriteMem(base+uint64(w>>10&0xfff)*8, binary.LittleEndian.AppendUint64(nil, get(rt))); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%#x: %#08x not emulated here", pc, w)
 		}
 		r.pc = next
 	}
+}
+
+// subFlags is NZCV of a - b (SUBS; Arm ARM AddWithCarry).
+func subFlags(a, b uint64) uint64 {
+	res := a - b
+	f := res & (1 << 63) >> 32 // N, bit 31
+	if res == 0 {
+		f |= pstateZ
+	}
+	if a >= b {
+		f |= pstateC
+	}
+	if (a^b)&(a^res)>>63 != 0 {
+		f |= pstateV
+	}
+	return f
+}
+
+// bitMask decodes the 64-bit immediate of a logical instruction with
+// N = 1: imms+1 ones rotated right by immr (Arm ARM DecodeBitMasks).
+func bitMask(w uint32) uint64 {
+	immr, imms := w>>16&63, w>>10&63
+	ones := uint64(1)<<(imms+1) - 1
+	return ones>>immr | ones<<((64-immr)&63)
 }
 
 func TestPlanPatchARM64(t *testing.T) {
@@ -941,4 +998,128 @@ func TestPatchRandomARM64(t *testing.T) {
 		}
 	}
 	t.Logf("%v", reasons)
+}
+
+// TestDepthCodeARM64 checks the table form's shadow-stack code: its
+// listing by the GNU disassembler, and what it does, run by a64Exec on a
+// thread entering functions at known stack pointers.
+func TestDepthCodeARM64(t *testing.T) {
+	const (
+		table = 0xfff0001000
+		areas = 0xfff2000000
+		slots = 3
+	)
+	if _, ok := ARM64.DepthCode(Depth{Slots: 1024, GoABI: true, Table: table, Areas: areas}); ok {
+		t.Error("a Go form")
+	}
+	if _, ok := ARM64.DepthCode(Depth{Slots: MaxTableSlots + 1, Table: table, Areas: areas}); ok {
+		t.Error("more slots than an area holds")
+	}
+	d, ok := ARM64.DepthCode(Depth{Slots: slots, Table: table, Areas: areas})
+	if !ok {
+		t.Fatal("no depth code")
+	}
+	if len(d.Rollback) != 1 || d.Rollback[0].From != 0 || d.Rollback[0].To != len(d.Code) || d.Rollback[0].Restore != nil {
+		t.Errorf("rollback %+v: want the whole code, nothing to restore", d.Rollback)
+	}
+	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
+		want := []string{
+			"mov x16, sp", "ubfx x16, x16, #12, #22",
+			"mov x17, #0x1000", "movk x17, #0xf000, lsl #16", "movk x17, #0xff, lsl #32",
+			"ldr w16, [x17, x16, lsl #2]",
+			"mov x17, #0xf2000000", "movk x17, #0xff, lsl #32",
+			"add x16, x17, x16",
+			"ldr x17, [x16, #16]", "cmp x17, #0x3", "b.hi 0x90",
+			"add x16, x16, x17, lsl #3", "tst x16, #0x3fff", "b.eq 0x64",
+			"ldr x17, [x16, #32]", "cmp sp, x17", "b.eq 0x90",
+			"b.cc 0x64", // 0x48, the popping loop
+			"sub x16, x16, #0x8", "tst x16, #0x3fff", "b.eq 0x64",
+			"ldr x17, [x16, #32]", "cmp sp, x17", "b 0x48",
+			"and x17, x16, #0x3fff", "lsr x17, x17, #3", "cmp x17, #0x3", "b.cs 0x90", // 0x64, push
+			"mov x17, sp", "str x17, [x16, #40]",
+			"and x17, x16, #0x3fff", "lsr x17, x17, #3", "add x17, x17, #0x1",
+			"and x16, x16, #0xffffffffffffc000", "str x17, [x16, #16]",
+		}
+		if got := gnuDisasm(t, d.Code, 0); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+
+	// The thread's stack is the pages of 0x7ff000000 to 0x7ff004000, owned
+	// by area 1; any other page is in the discard area 0.
+	const (
+		top   = 0x7ff004000
+		area1 = areas + DepthAreaAlign
+	)
+	mem := newMem()
+	mem.lenient = true
+	for sp := uint64(top - 0x4000); sp < top; sp += 1 << DepthTablePage {
+		mem.poke(table+4*TableIndex(sp), binary.LittleEndian.AppendUint32(nil, DepthAreaAlign))
+	}
+	enter := func(sp uint64) {
+		t.Helper()
+		r := &fakeRegs{pc: pTramp}
+		for i := range r.r {
+			r.r[i] = 0x1111 * uint64(i)
+		}
+		r.r[31] = sp
+		before := r.clone()
+		if err := a64Exec(d.Code, pTramp, r, mem); err != nil {
+			t.Fatal(err)
+		}
+		if r.pc != pTramp+uint64(len(d.Code)) {
+			t.Fatalf("left at %#x", r.pc)
+		}
+		for i := range r.r {
+			if i != 16 && i != 17 && r.r[i] != before.r[i] {
+				t.Fatalf("x%d changed: %#x, was %#x", i, r.r[i], before.r[i])
+			}
+		}
+	}
+	frames := func(area uint64) []uint64 {
+		n := mem.peek64(area + DepthCurrent)
+		var keys []uint64
+		for i := range min(n, 8) {
+			keys = append(keys, mem.peek64(area+DepthStack+8*i))
+		}
+		return keys
+	}
+	for _, step := range []struct {
+		name string
+		sp   uint64
+		want []uint64
+	}{
+		{"main", top - 0x100, []uint64{top - 0x100}},
+		{"nested", top - 0x200, []uint64{top - 0x100, top - 0x200}},
+		{"nested twice", top - 0x300, []uint64{top - 0x100, top - 0x200, top - 0x300}},
+		{"a sibling", top - 0x300, []uint64{top - 0x100, top - 0x200, top - 0x300}},
+		{"two returned, a sibling of the second", top - 0x200, []uint64{top - 0x100, top - 0x200}},
+		{"nested", top - 0x280, []uint64{top - 0x100, top - 0x200, top - 0x280}},
+		{"deeper than the slots", top - 0x380, []uint64{top - 0x100, top - 0x200, top - 0x280}},
+		{"all returned", top - 0x80, []uint64{top - 0x80}},
+		{"nested in it", top - 0x100, []uint64{top - 0x80, top - 0x100}},
+	} {
+		enter(step.sp)
+		if got := frames(area1); !slices.Equal(got, step.want) {
+			t.Errorf("%s (sp %#x): frames %#x, want %#x", step.name, step.sp, got, step.want)
+		}
+	}
+	area := make([]byte, DepthAreaAlign)
+	for i := range uint64(DepthAreaAlign) {
+		area[i] = mem.b[area1+i]
+	}
+	if got := TableDepth(area, slots); got != 3 {
+		t.Errorf("deepest %d, want 3", got)
+	}
+	// A stack nobody owns lands in the discard area; a torn count is left
+	// alone.
+	enter(top + 0x1000)
+	if got := frames(areas); len(got) != 1 {
+		t.Errorf("discard area: frames %#x", got)
+	}
+	mem.poke64(area1+DepthCurrent, 1<<40)
+	enter(top - 0x100)
+	if got := mem.peek64(area1 + DepthCurrent); got != 1<<40 {
+		t.Errorf("a torn count became %d", got)
+	}
 }

@@ -146,7 +146,7 @@ func FuzzPatch(f *testing.F) {
 		p, lo, _, err := a.PlanPunPatch(fn, start, site)
 		check("pun", p, err, lo)
 		for _, goABI := range []bool{false, true} {
-			if d, ok := a.DepthCode(Depth{Offset: 0x1000, Slots: 64, GoABI: goABI}); ok {
+			if d, ok := a.DepthCode(Depth{Offset: 0x1000, Slots: 64, GoABI: goABI, Table: 0x10000, Areas: 0x20000}); ok {
 				for _, r := range d.Rollback {
 					if r.From < 0 || r.To > len(d.Code) || r.From > r.To {
 						t.Fatalf("rollback %+v outside %d bytes", r, len(d.Code))

@@ -203,8 +203,9 @@ type Arch interface {
 	// block; for CountShared, its address.
 	CountCode(kind CountKind, counter uint64) []byte
 	// DepthCode returns the code that keeps a thread's call depth, which
-	// follows the count in a trampoline's prelude, where threads have
-	// blocks of their own; false where they do not.
+	// follows the count in a trampoline's prelude, in the form of Depth
+	// the architecture has (a thread's block, or the stack table); false
+	// where d does not describe it, or for a Go frame it cannot key.
 	DepthCode(d Depth) (DepthCode, bool)
 }
 

@@ -195,18 +195,21 @@ func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
 	return into, nil
 }
 
-// Call depth in-process: where threads have blocks of their own (amd64),
-// each block holds after its counters a depth area, at an offset D in the
-// block, and each entry's trampoline keeps there a shadow stack of its
-// thread's profiled frames: a frame whose entry stack pointer is at or
-// below a new entry's has returned (a Go function measures it from its
-// goroutine's stack top, which survives stack copying, and a goroutine
-// other than the last one's starts the stack afresh). Offsets in the area:
+// Call depth in-process: each thread has a depth area, in which each
+// entry's trampoline keeps a shadow stack of its thread's profiled frames:
+// a frame whose entry stack pointer is at or below a new entry's has
+// returned (a Go function measures it from its goroutine's stack top,
+// which survives stack copying, and a goroutine other than the last one's
+// starts the stack afresh). Where threads have blocks of their own
+// (amd64), the area is in the block, after its counters, at an offset D;
+// elsewhere (arm64) the stack pointer finds it through a table (the table
+// form of [Depth]), which uses only the count and the stack. Offsets in
+// the area:
 const (
 	DepthSave    = 0  // two save slots for the registers the code uses
 	DepthCurrent = 16 // the frames on the shadow stack
-	DepthMax     = 24 // the deepest nesting seen
-	DepthG       = 32 // the goroutine of the frames (Go)
+	DepthMax     = 24 // the deepest nesting seen (blocks only)
+	DepthG       = 32 // the goroutine of the frames (Go, blocks only)
 	DepthStack   = 40 // the shadow stack: one word per frame
 )
 
@@ -221,6 +224,46 @@ type Depth struct {
 	Slots int
 	// GoABI selects the Go form (the goroutine in r14).
 	GoABI bool
+	// Table and Areas serve where threads have no register of their own
+	// for a block (arm64, whose TPIDR_EL0 belongs to the C library): a
+	// thread's area is found from its stack pointer. Table is the address
+	// of DepthTableSize 4-byte entries, one per page of stack addresses
+	// (sp bits 12 to 12+DepthTableBits-1, so that stacks 16 GiB apart
+	// share entries), each the offset from Areas of the area of the thread
+	// whose stack holds that page; the tracer fills them for each thread's
+	// stack at its first stop. Entry 0 is a discard area, for stacks no
+	// thread owns (an alternate signal stack). Areas are DepthAreaAlign
+	// bytes apart and aligned, so that the code finds an area's start and
+	// its frame count from a pointer into its shadow stack alone.
+	Table, Areas uint64
+}
+
+// The stack table of the table form of [Depth].
+const (
+	DepthTablePage = 12 // the shift from a stack address to its page
+	DepthTableBits = 22
+	DepthTableSize = 1 << DepthTableBits
+	DepthAreaAlign = 1 << 14
+)
+
+// MaxTableSlots is the most frames a table-form area holds.
+const MaxTableSlots = (DepthAreaAlign - DepthStack) / 8
+
+// TableIndex is the stack table's entry for stack address sp.
+func TableIndex(sp uint64) uint64 { return sp >> DepthTablePage & (DepthTableSize - 1) }
+
+// TableDepth is the deepest nesting a table-form area (the table form
+// keeps no maximum) went to: the shadow stack's slots are written in
+// order from the first and never cleared, and a key is never 0, so it is
+// the number of slots written.
+func TableDepth(area []byte, slots int) int {
+	for n := slots; n > 0; n-- {
+		at := DepthStack + 8*(n-1)
+		if at+8 <= len(area) && binary.LittleEndian.Uint64(area[at:]) != 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // DepthCode is the depth part of a trampoline's prelude, which follows the

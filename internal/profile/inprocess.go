@@ -22,6 +22,13 @@ import (
 // (LSE). Block 0 takes the counts of the processes that share the
 // program's memory but are not the program (a vfork child before its
 // exec): they are not the program's calls.
+//
+// The call depth is kept in-process too, by a shadow stack per thread
+// (instr.Depth): on amd64 in the thread's block, after its counters; on
+// arm64, which has no thread register to spare, in an area of its own
+// found through a table indexed by the stack pointer's page, which PROFILE
+// fills for each thread's stack at its first stop. The memory is then:
+// the two counter blocks, the areas (area 0 the discard area), the table.
 
 // trampCell is the most room one site may take in the area PROFILE maps
 // next to a module: a trampoline (at most about 210 bytes: the count, the
@@ -64,6 +71,11 @@ type inproc struct {
 	// depthAt is the offset of each block's depth area (call depth kept
 	// in-process, where threads have blocks), 0 when there is none.
 	depthAt uint64
+	// areasAt and tableAt are the offsets of the depth areas and of the
+	// stack table where threads have no blocks (table is then set): area
+	// b is thread block b's.
+	table            bool
+	areasAt, tableAt uint64
 }
 
 // depthSlots is the size of a thread's shadow stack: nesting deeper than
@@ -94,7 +106,9 @@ type fallBack struct {
 func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inproc, error) {
 	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
 	depthAt := uint64(0)
-	if _, ok := t.arch.DepthCode(instr.Depth{}); ok && kind == instr.CountPerThread {
+	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
+	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
+	if perThread && kind == instr.CountPerThread {
 		depthAt = blockSize
 		blockSize += (instr.DepthAreaSize(depthSlots) + 63) &^ 63
 	}
@@ -105,20 +119,57 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	for nBlocks > 2 && uint64(nBlocks)*blockSize > 1<<30 {
 		nBlocks /= 2
 	}
-	size := (uint64(nBlocks)*blockSize + t.pageSize - 1) &^ (t.pageSize - 1)
+	size := uint64(nBlocks) * blockSize
+	table := byTable && kind == instr.CountShared
+	if table {
+		// Room for the areas' alignment (known once mapped), the areas,
+		// and the table.
+		nBlocks = maxBlocks
+		size += instr.DepthAreaAlign + uint64(nBlocks)*instr.DepthAreaAlign + 4*instr.DepthTableSize
+	}
+	size = (size + t.pageSize - 1) &^ (t.pageSize - 1)
 	shared, err := ptrace.NewShared(int(size))
 	if err != nil {
 		return nil, err
 	}
 	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
-		depthAt: depthAt}
+		depthAt: depthAt, table: table}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
 		shared.Close()
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	ip.progAddr = addr
+	if table {
+		areas := (addr + 2*blockSize + instr.DepthAreaAlign - 1) &^ (instr.DepthAreaAlign - 1)
+		ip.areasAt = areas - addr
+		ip.tableAt = ip.areasAt + uint64(nBlocks)*instr.DepthAreaAlign
+	}
 	return ip, nil
+}
+
+// keepsDepth reports whether trampolines keep the call depth.
+func (ip *inproc) keepsDepth() bool { return ip != nil && (ip.depthAt != 0 || ip.table) }
+
+// depth is what DepthCode needs for the trampolines of functions with
+// frames of the given kind (goroutine: Go's internal ABI).
+func (ip *inproc) depth(goroutine bool) instr.Depth {
+	d := instr.Depth{Offset: ip.depthAt, Slots: depthSlots, GoABI: goroutine}
+	if ip.table {
+		d.Table = ip.progAddr + ip.tableAt
+		d.Areas = ip.progAddr + ip.areasAt
+	}
+	return d
+}
+
+// area returns thread block b's depth area.
+func (ip *inproc) area(b int) []byte {
+	if ip.table {
+		at := ip.areasAt + uint64(b)*instr.DepthAreaAlign
+		return ip.shared.Bytes()[at : at+instr.DepthAreaAlign]
+	}
+	at := uint64(b)*ip.blockSize + ip.depthAt
+	return ip.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
 }
 
 // mapShared makes the stopped main thread open path, map it shared and
@@ -158,11 +209,12 @@ func (ip *inproc) counterRef(item int) uint64 {
 func (ip *inproc) blockAddr(b int) uint64 { return ip.progAddr + uint64(b)*ip.blockSize }
 
 // giveBlock gives thread tid a counter block of its own (foreign: the
-// discard block 0) and points its thread base at it. Nothing to do where
-// counters are shared.
+// discard block 0) and points its thread base at it; where counters are
+// shared, a depth area, found through its stack (a foreign process, a
+// vfork child, runs on its parent's stack, in its parent's area).
 func (t *tracer) giveBlock(tid int, foreign bool) error {
 	ip := t.inproc
-	if ip == nil || ip.kind != instr.CountPerThread {
+	if ip == nil || (ip.kind != instr.CountPerThread && !ip.table) || (ip.table && foreign) {
 		return nil
 	}
 	b, owned := 0, true
@@ -175,6 +227,10 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	case ip.next < ip.nBlocks:
 		b = ip.next
 		ip.next++
+	case ip.table:
+		// Every area is in use: this thread's frames go to the discard
+		// area (only its depth is lost: the counters are shared).
+		owned = false
 	default:
 		// Every block is in use: this thread shares the main thread's,
 		// and a count may be lost when both add to one counter at once.
@@ -184,10 +240,10 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	if owned {
 		ip.blockOf[tid] = b
 	}
-	if ip.depthAt != 0 && owned {
+	if ip.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
 		// the frames of the thread that ended).
-		area := ip.shared.Bytes()[uint64(b)*ip.blockSize+ip.depthAt:]
+		area := ip.area(b)
 		clear(area[instr.DepthCurrent : instr.DepthCurrent+8])
 		clear(area[instr.DepthG : instr.DepthG+8])
 	}
@@ -195,8 +251,59 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	if err := ptrace.GetRegs(tid, &regs); err != nil {
 		return err
 	}
+	if ip.table {
+		return t.ownStack(t.arch.SP(&regs), b)
+	}
 	regs.SetThreadBase(ip.blockAddr(b))
 	return ptrace.SetRegs(tid, &regs)
+}
+
+// maxStack bounds the stack a thread may grow to where its mapping does
+// not say (the main thread's grows down on demand).
+const maxStack = 256 << 20
+
+// ownStack points the stack table's entries of the stack that holds sp
+// (the pages of its mapping at and below sp) at area b. The main thread's
+// stack, which grows, is taken as deep as its limit allows.
+func (t *tracer) ownStack(sp uint64, b int) error {
+	ip := t.inproc
+	// The maps are read again for every thread: a cached copy could hold
+	// a stack since unmapped, whose bounds would take another's pages.
+	maps, err := t.readMaps()
+	if err != nil {
+		return err
+	}
+	m, ok := stackOf(maps, sp)
+	if !ok {
+		return nil // a stack in no mapping: its frames go to the discard area
+	}
+	lo := m.Start
+	if m.Path == "[stack]" {
+		limit := uint64(maxStack)
+		if l, err := ptrace.StackLimit(t.pid); err == nil && l < limit {
+			limit = l
+		}
+		if m.End-limit < lo && limit < m.End {
+			lo = m.End - limit
+		}
+	}
+	lo = max(lo, sp-min(sp, maxStack)) &^ (1<<instr.DepthTablePage - 1)
+	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
+	off := uint32(uint64(b) * instr.DepthAreaAlign)
+	for page := lo; page <= sp; page += 1 << instr.DepthTablePage {
+		binary.LittleEndian.PutUint32(table[4*instr.TableIndex(page):], off)
+	}
+	return nil
+}
+
+// stackOf returns the mapping that holds sp.
+func stackOf(maps []mapping, sp uint64) (mapping, bool) {
+	for _, m := range maps {
+		if m.Start <= sp && sp < m.End {
+			return m, true
+		}
+	}
+	return mapping{}, false
 }
 
 // vforked notes, where counters are shared, the counters at the start of
@@ -285,16 +392,15 @@ func (ip *inproc) addCounts(hits []uint64) {
 
 // callDepth is the deepest nesting any thread reached.
 func (ip *inproc) callDepth() int {
-	if ip.depthAt == 0 {
-		return 0
+	deepest := 0
+	for b := 1; b < ip.next && ip.keepsDepth(); b++ {
+		if ip.table {
+			deepest = max(deepest, instr.TableDepth(ip.area(b), depthSlots))
+		} else {
+			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(ip.area(b)[instr.DepthMax:]), depthSlots)))
+		}
 	}
-	deepest := uint64(0)
-	mem := ip.shared.Bytes()
-	for b := 1; b < ip.next; b++ {
-		at := uint64(b)*ip.blockSize + ip.depthAt + instr.DepthMax
-		deepest = max(deepest, binary.LittleEndian.Uint64(mem[at:]))
-	}
-	return int(min(deepest, depthSlots))
+	return deepest
 }
 
 // rollBack undoes a thread stopped inside a trampoline's depth code, before
@@ -303,7 +409,7 @@ func (ip *inproc) callDepth() int {
 // thread's block and the thread resumes at the start of the depth code,
 // which is idempotent. It reports whether regs changed.
 func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
-	if ip == nil || ip.depthAt == 0 {
+	if !ip.keepsDepth() {
 		return false
 	}
 	pc := regs.PC()
@@ -313,18 +419,24 @@ func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
 	}
 	tr := ip.tramps[i]
 	start := tr.addr + uint64(tr.depth)
-	base := regs.ThreadBase()
-	if pc < start || base < ip.progAddr || base >= ip.progAddr+uint64(len(ip.shared.Bytes())) {
+	if pc < start {
 		return false
 	}
-	block := ip.shared.Bytes()[base-ip.progAddr:]
 	off := int(pc - start)
 	for _, r := range tr.rollback {
 		if off < r.From || off >= r.To {
 			continue
 		}
-		for _, s := range r.Restore {
-			regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+		if len(r.Restore) > 0 {
+			// The registers were saved in the thread's block.
+			base := regs.ThreadBase()
+			if base < ip.progAddr || base >= ip.progAddr+uint64(len(ip.shared.Bytes())) {
+				return false
+			}
+			block := ip.shared.Bytes()[base-ip.progAddr:]
+			for _, s := range r.Restore {
+				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+			}
 		}
 		regs.SetPC(start)
 		return true

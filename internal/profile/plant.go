@@ -617,10 +617,10 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 func (t *tracer) prelude(f *datafile.Func, item int) ([]byte, instr.DepthCode) {
 	ip := t.inproc
 	count := t.arch.CountCode(ip.kind, ip.counterRef(item))
-	if ip.depthAt == 0 || f.Frame == datafile.FrameNone {
+	if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
 		return count, instr.DepthCode{}
 	}
-	d, _ := t.arch.DepthCode(instr.Depth{Offset: ip.depthAt, Slots: depthSlots, GoABI: f.Frame == datafile.FrameGoroutine})
+	d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
 	return count, d
 }
 

@@ -318,7 +318,7 @@ func TestInProcessSurvives(t *testing.T) {
 						t.Errorf("%s hit %d times, want %d", fn.Name, got, want[fn.Name])
 					}
 				}
-				if d := res.Counts.Stats.CallDepth; testutil.KeepsDepth() && !mech.breakpoints && (d < 3 || d > 4) {
+				if d := res.Counts.Stats.CallDepth; testutil.KeepsDepth(false) && !mech.breakpoints && (d < 3 || d > 4) {
 					t.Errorf("call depth %d, want 3 or 4", d)
 				}
 				if mech.breakpoints || !testutil.InProcess() {
@@ -373,7 +373,7 @@ func TestManyThreads(t *testing.T) {
 // six threads with blocks of their own lose none.
 func TestBlockOverflow(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	if !testutil.KeepsDepth() {
+	if !testutil.ThreadBlocks() {
 		t.Skip("threads have blocks of their own only on x86-64, in-process")
 	}
 	defer func(n int) { maxBlocks = n }(maxBlocks)

@@ -308,7 +308,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
-	if th.stepping == nil && t.inproc != nil && t.inproc.depthAt != 0 {
+	if th.stepping == nil && t.inproc.keepsDepth() {
 		if err := t.rollBack(th); err != nil {
 			return err
 		}

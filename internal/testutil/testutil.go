@@ -117,9 +117,16 @@ func InProcess() bool {
 }
 
 // KeepsDepth reports whether PROFILE keeps the call depth of function
-// counting and coverage here: in-process on x86-64, where each thread has
-// a block for its shadow stack.
-func KeepsDepth() bool { return runtime.GOARCH == "amd64" && InProcess() }
+// counting and coverage here, of a Go program or another: in-process, but
+// for Go programs on arm64, whose goroutine stacks are in no stack table
+// (docs/linux.md, "Call depth").
+func KeepsDepth(goProgram bool) bool {
+	return InProcess() && (runtime.GOARCH == "amd64" || !goProgram)
+}
+
+// ThreadBlocks reports whether each thread has a block of counters of its
+// own here (in-process on x86-64, through GS), which can run out.
+func ThreadBlocks() bool { return runtime.GOARCH == "amd64" && InProcess() }
 
 // MustHaveTool skips the test when a program is not on PATH.
 func MustHaveTool(t testing.TB, name string) string {

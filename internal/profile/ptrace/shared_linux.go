@@ -74,3 +74,13 @@ func le64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
+
+// StackLimit returns process pid's soft limit of its main thread's stack
+// (RLIMIT_STACK), how far that stack may grow.
+func StackLimit(pid int) (uint64, error) {
+	var rl unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_STACK, nil, &rl); err != nil {
+		return 0, fmt.Errorf("stack limit of process %d: %w", pid, err)
+	}
+	return rl.Cur, nil
+}

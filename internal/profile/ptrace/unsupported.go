@@ -121,3 +121,6 @@ func (s *Shared) Close() error { return nil }
 
 // AuxValue fails: unsupported.
 func AuxValue(pid int, typ uint64) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// StackLimit fails: unsupported.
+func StackLimit(pid int) (uint64, error) { return 0, errors.ErrUnsupported }
