@@ -14,9 +14,9 @@ func TestProcessTree(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var tree string
-	for i := 0; i < 100; i++ { // until the shell has started its child
+	for i := 0; i < 100; i++ { // until the shell's child has become sleep
 		tree = ProcessTree(cmd.Process.Pid)
-		if strings.Contains(tree, "sleep") {
+		if strings.Contains(tree, " sleep:") { // not "(sleeping)", a state
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
