@@ -42,8 +42,9 @@ func (r *report) writeFunctions(p *printer) {
 	}
 }
 
-// callerListing reports whether the modules' tables are replaced by caller
-// listings (§5.7).
+// callerListing reports whether the modules' tables are replaced by the
+// caller listings of counting (§5.7.1; timing's is a table, with a heading
+// repeated on every page like the others).
 func (r *report) callerListing() bool {
 	return r.plan.Attribution && r.plan.Method == datafile.FuncCounting && r.sort != SortNameSummary
 }
@@ -52,6 +53,8 @@ func (r *report) callerListing() bool {
 func (r *report) tableHeading() []string {
 	m := r.plan.Method
 	switch {
+	case r.plan.Attribution && m.IsTiming():
+		return r.timingCallersHeading() // /SNS keeps it, with coverage rows
 	case r.plan.Attribution:
 		return callerDataHeading
 	case m == datafile.FuncCounting:
@@ -167,6 +170,8 @@ func (r *report) functionTable(p *printer, mod int, heading []string) {
 		r.attributionListing(p, funcs)
 	case m == datafile.FuncCounting:
 		r.countingRows(p, funcs)
+	case m.IsTiming() && r.plan.Attribution:
+		r.timingCallerListing(p, funcs)
 	case m.IsTiming():
 		r.timingRows(p, funcs)
 	default:

@@ -14,11 +14,6 @@ import (
 // errSampling is returned for the listing of a function sampling profile.
 var errSampling = errors.New("function sampling reports are not available yet")
 
-// errTimingAttribution is returned for the attribution listing of a timing
-// profile made with PREP /AT (its two-column table is not written yet;
-// records 8 to 10 are).
-var errTimingAttribution = errors.New("timing attribution listings are not available yet")
-
 // report is one Generate call: the merged profile seen through the options.
 // Every index read from the profile is checked, so that a profile whose
 // slices disagree in length prints zeros instead of panicking.
@@ -76,8 +71,6 @@ func (r *report) write(w io.Writer) error {
 	case r.o.Tab:
 	case method == datafile.FuncSampling:
 		return fmt.Errorf("write report: %w", errSampling)
-	case r.plan.Attribution && method.IsTiming():
-		return fmt.Errorf("write report: %w", errTimingAttribution)
 	}
 	if method.IsTiming() && len(r.m.Runs) == 0 {
 		// The original computed times with the clock frequency of the first
