@@ -491,3 +491,58 @@ func (arm64) DepthCode(d Depth) (DepthCode, bool) {
 	}
 	return DepthCode{Code: code, Rollback: []Rollback{{From: 0, To: len(code)}}}, true
 }
+
+// relocateOne relocates the one instruction orig from pc to at.
+func (arm64) relocateOne(orig []byte, pc, at uint64) ([]byte, error) {
+	if len(orig) != a64InstLen || pc%a64InstLen != 0 || at%a64InstLen != 0 {
+		return nil, fmt.Errorf("relocate %d bytes from %#x to %#x: not one aligned instruction", len(orig), pc, at)
+	}
+	x, err := decodeARM64(orig, pc)
+	if err != nil {
+		return nil, err
+	}
+	words, err := x.relocate(pc, at)
+	if err != nil {
+		return nil, err
+	}
+	code := make([]byte, 0, 4*len(words))
+	for _, w := range words {
+		code = binary.LittleEndian.AppendUint32(code, w)
+	}
+	return code, nil
+}
+
+// PlanExits plans the patch of each exit: the exit itself, RET (RETAA,
+// RETAB) or B out of the function, one word replaced by B to the
+// trampoline, where the exit runs again (a branch landing on it lands on
+// the patch's first word).
+func (a arm64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error) {
+	if short {
+		return nil, fmt.Errorf("no short jump on arm64: %w", ErrTooShort)
+	}
+	if end < start || end-start > uint64(len(fn)) || start%a64InstLen != 0 {
+		return nil, fmt.Errorf("function [%#x, %#x) longer than its %d bytes of code, or not aligned", start, end, len(fn))
+	}
+	exits, err := FindExits(a, fn, start, end)
+	if err != nil {
+		return nil, err
+	}
+	plans := make([]ExitPlan, 0, len(exits))
+	for _, x := range exits {
+		plan := ExitPlan{Exit: x}
+		in, err := decodeARM64(fn[x.PC-start:], x.PC)
+		switch {
+		case x.Indirect:
+			plan.Err = fmt.Errorf("%q at %#x: %w: %w", in.Text, x.PC, errIndirect, ErrNotRelocatable)
+		case err != nil:
+			plan.Err = err
+		default:
+			plan.Err = in.relocError(x.PC)
+		}
+		if plan.Err == nil {
+			plan.Patch = Patch{Site: x.PC, Orig: append([]byte(nil), fn[x.PC-start:x.PC-start+a64InstLen]...), Insts: []Inst{in.Inst}}
+		}
+		plans = append(plans, plan)
+	}
+	return plans, nil
+}

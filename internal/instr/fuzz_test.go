@@ -141,6 +141,41 @@ func FuzzPatch(f *testing.F) {
 		}
 		p, err := a.PlanPatch(fn, start, site)
 		check("patch", p, err, tramp)
+		// Exits: the function ends where the exit search says, half way.
+		end := start + uint64(len(fn)+1)/2
+		exits, err := FindExits(a, fn, start, end)
+		if err == nil {
+			for _, x := range exits {
+				if x.PC < start || x.PC+uint64(x.Len) > end {
+					t.Fatalf("exit %+v outside [%#x, %#x)", x, start, end)
+				}
+			}
+		}
+		for _, short := range []bool{false, true} {
+			plans, err := a.PlanExits(fn, start, end, short)
+			if err != nil {
+				continue
+			}
+			if len(plans) != len(exits) {
+				t.Fatalf("%d exits planned of %d", len(plans), len(exits))
+			}
+			for _, plan := range plans {
+				x, p := plan.Exit, plan.Patch
+				if plan.Err != nil {
+					continue
+				}
+				if p.Site > x.PC || p.End() < x.PC+uint64(x.Len) || p.End() > start+uint64(len(fn)) {
+					t.Fatalf("exit patch %#x+%d does not hold the exit %+v", p.Site, len(p.Orig), x)
+				}
+				if tr, err := ExitTrampoline(a, &p, tramp, []byte{0x90, 0x90, 0x90, 0x90}); err == nil {
+					for pc := tramp; pc < tramp+uint64(len(tr.Code)); pc++ {
+						if o := tr.OrigPC(tramp, p.End(), pc); o < p.Site || o > x.PC {
+							t.Fatalf("exit trampoline PC %#x maps to %#x, outside [%#x, %#x]", pc, o, p.Site, x.PC)
+						}
+					}
+				}
+			}
+		}
 		p, err = a.PlanShortPatch(fn, start, site)
 		check("short", p, err, site+16)
 		p, lo, _, err := a.PlanPunPatch(fn, start, site)

@@ -202,6 +202,19 @@ type Arch interface {
 	// counter: for CountPerThread, counter is its offset in the thread's
 	// block; for CountShared, its address.
 	CountCode(kind CountKind, counter uint64) []byte
+	// PlanExits plans the patch of every exit of the function [start,
+	// end) (fn may go on past end, over the padding after the function):
+	// for each exit of FindExits but the indirect jumps, whole
+	// instructions ending with the exit, or the exit and padding after
+	// it, of at least a jump's length (a short jump's with short, where
+	// the architecture has one), that no branch lands in but on the first
+	// byte; the instructions before the exit must neither branch nor
+	// call. An exit that cannot be patched has Err, wrapping the fall-back
+	// reasons as PlanPatch's errors do.
+	PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error)
+	// relocateOne returns the code that carries out the instruction orig,
+	// originally at pc, from at.
+	relocateOne(orig []byte, pc, at uint64) ([]byte, error)
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false

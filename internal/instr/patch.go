@@ -55,6 +55,9 @@ type Trampoline struct {
 	// its original address; a PC before the first (in the instrumentation)
 	// maps to the site. Sorted by Tramp.
 	PCs []PCMap
+	// Exit marks an exit's trampoline ([ExitTrampoline]), which has no
+	// jump back.
+	Exit bool
 }
 
 // OrigPC returns the original address for pc, inside the trampoline at
@@ -76,7 +79,7 @@ func (t *Trampoline) OrigPC(addr, end, pc uint64) uint64 {
 		return t.PCs[i].Orig
 	case i == 0:
 		return t.PCs[0].Orig
-	case i == len(t.PCs) && pc >= addr+uint64(len(t.Code))-jumpBackRoom:
+	case i == len(t.PCs) && !t.Exit && pc >= addr+uint64(len(t.Code))-jumpBackRoom:
 		return end
 	}
 	return t.PCs[i-1].Orig

@@ -1,0 +1,113 @@
+package instr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exits, for function timing: where a function is left, a trampoline
+// takes its time before the exit instruction runs (after the epilogue, so
+// that the stack pointer is the one of the function's entry again). An
+// exit's patch replaces the exit and, where the exit is shorter than a
+// jump, the instructions of the epilogue before it or the alignment
+// padding after it ([Arch.PlanExitPatch]); its trampoline runs the
+// epilogue's instructions relocated, then the instrumentation, then the
+// exit, which never comes back ([ExitTrampoline]).
+
+// Exit is a way out of a function.
+type Exit struct {
+	// PC is the address of the exit instruction.
+	PC uint64
+	// Len is its length in bytes.
+	Len int
+	// Kind is Ret, or Jump for a jump out of the function (a tail call).
+	Kind Kind
+	// Indirect marks a jump through a register or memory: it may be a
+	// tail call or a jump table's jump inside the function, which
+	// decoding cannot tell apart. Not patched: a frame left that way is
+	// closed from the stack pointer at the thread's next event.
+	Indirect bool
+}
+
+// FindExits decodes fn, the code of the function [start, end) (fn may go
+// on past end, over padding), and returns its exits in address order:
+// returns, direct jumps to outside [start, end), indirect jumps.
+func FindExits(a Arch, fn []byte, start, end uint64) ([]Exit, error) {
+	decode := bareDecoder(a)
+	n := min(int(end-start), len(fn))
+	var exits []Exit
+	for off := 0; off < n; {
+		pc := start + uint64(off)
+		in, err := decode(fn[off:n], pc)
+		if err != nil {
+			return nil, err
+		}
+		if in.Len <= 0 {
+			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
+		}
+		switch {
+		case in.Kind == Ret:
+			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Ret})
+		case in.Kind == Jump && in.Target == 0:
+			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump, Indirect: true})
+		case in.Kind == Jump && (in.Target < start || in.Target >= end):
+			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump})
+		}
+		off += in.Len
+	}
+	return exits, nil
+}
+
+// ExitPlan is the plan of one exit's patch.
+type ExitPlan struct {
+	Exit  Exit
+	Patch Patch
+	// Err says why the exit cannot be patched (Patch is then empty).
+	Err error
+}
+
+// errIndirect is why an indirect jump is not patched.
+var errIndirect = errors.New("an indirect jump, maybe inside the function")
+
+// codeTargets returns the set of the targets of the direct branches and
+// PC-relative references of code insts (at pcs) that fall inside
+// [lo, hi): the addresses a patch there must not cover but at its start.
+func codeTargets(insts []Inst, lo, hi uint64) map[uint64]bool {
+	into := map[uint64]bool{}
+	for _, in := range insts {
+		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target >= lo && in.Target < hi {
+			into[in.Target] = true
+		}
+	}
+	return into
+}
+
+// ExitTrampoline builds the trampoline at addr for the exit patch p:
+// the instructions before the exit relocated, then instrumentation
+// (position-independent), then the exit relocated. There is no jump
+// back: the exit leaves. A PC in the instrumentation maps to the exit.
+func ExitTrampoline(a Arch, p *Patch, addr uint64, instrumentation []byte) (Trampoline, error) {
+	if len(p.Insts) == 0 {
+		return Trampoline{}, fmt.Errorf("exit trampoline for %#x: no instruction", p.Site)
+	}
+	t := Trampoline{Exit: true}
+	off := 0
+	for i, in := range p.Insts {
+		pc := p.Site + uint64(off)
+		if i == len(p.Insts)-1 {
+			t.PCs = append(t.PCs, PCMap{Tramp: addr + uint64(len(t.Code)), Orig: pc})
+			t.Code = append(t.Code, instrumentation...)
+		}
+		at := addr + uint64(len(t.Code))
+		code, err := a.relocateOne(p.Orig[off:off+in.Len], pc, at)
+		if err != nil {
+			return Trampoline{}, fmt.Errorf("exit trampoline for %#x: %w", p.Site, err)
+		}
+		if i < len(p.Insts)-1 || len(instrumentation) == 0 {
+			t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
+		}
+		t.Code = append(t.Code, code...)
+		off += in.Len
+	}
+	return t, nil
+}
