@@ -276,18 +276,26 @@ var crash = program{
 	depth: 2,
 }
 
-// sf is golden/src/sf.c prepared with /SF _work.
+// sf is golden/src/sf.c prepared with /SF _work, its functions in the
+// order of the source (and of the image).
 var sf = program{
 	modules: []string{"sf.exe"},
 	funcs: []fn{
 		{0, "_pre", "sf.obj", 0, 0, 0},
-		{0, "_post", "sf.obj", 0, 0, 0},
 		{0, "_inner", "sf.obj", 10, 0, 0},
+		{0, "_post", "sf.obj", 0, 0, 0},
 		{0, "_work", "sf.obj", 2, 0, 0},
 		{0, "_main", "sf.obj", 0, 0, 0},
 	},
 	depth:     2,
 	startFunc: "_work",
+}
+
+// deep is golden/src/deep.c, rec recursing 300 deep.
+var deep = program{
+	modules: []string{"deep.exe"},
+	funcs:   []fn{{0, "_rec", "deep.obj", 301, 0, 0}, {0, "_main", "deep.obj", 1, 0, 0}},
+	depth:   302,
 }
 
 // dll is golden/src/dllhost.c and dlllib.c: the EXE with its import
@@ -524,6 +532,48 @@ var originalCases = []originalCase{
 		"ftime/fc-at3-plist.out", "ftime/fc-at3-plist-t.out", "ftime/fc-at3-plist-flat.out",
 		"ftime/fc-at3-plist-tab8.out", "ftime/fc-at3-plist-sn.out",
 	}, pbt: withStacks(ftime, datafile.FuncCounting, ftimeFCStacks, run("04:53", "ftime"))},
+	// Profiles read back from the original's own /T outputs.
+	{files: []string{"sf/name1-plist.out", "sf/name1-plist-t.out"}, pbt: fromTab(sf, "sf/name1-plist-t.out")},
+	{files: []string{"sf/name2-plist.out", "sf/name2-plist-t.out"}, pbt: fromTab(sf, "sf/name2-plist-t.out")},
+	{files: []string{"sf/name3-plist.out", "sf/name3-plist-t.out"}, pbt: fromTab(sf, "sf/name3-plist-t.out")},
+	{files: []string{"sf/name4-plist.out", "sf/name4-plist-t.out"}, pbt: fromTab(sf, "sf/name4-plist-t.out")},
+	{files: []string{"sf/name5-plist.out", "sf/name5-plist-t.out"}, pbt: fromTab(sf, "sf/name5-plist-t.out")},
+	{files: []string{"sf/name6-plist.out", "sf/name6-plist-t.out"}, pbt: fromTab(sf, "sf/name6-plist-t.out")},
+	{files: []string{"sf/excl-plist.out", "sf/excl-plist-t.out"}, pbt: fromTab(sf, "sf/excl-plist-t.out")},
+	{files: []string{"sf/fc-nosf-plist.out", "sf/fc-nosf-plist-t.out"}, pbt: fromTab(sf, "sf/fc-nosf-plist-t.out")},
+	{files: []string{"sf/fv-nosf-plist.out", "sf/fv-nosf-plist-t.out"}, pbt: fromTab(sf, "sf/fv-nosf-plist-t.out")},
+	{files: []string{"sf/fc-at-plist.out", "sf/fc-at-plist-t.out"}, pbt: fromTab(sf, "sf/fc-at-plist-t.out")},
+	{files: []string{"deep/fc-atdefault-plist.out", "deep/fc-atdefault-plist-t.out"}, pbt: fromTab(deep, "deep/fc-atdefault-plist-t.out")},
+	{files: []string{"fcount/fc-at0-plist-t.out", "fcount/fc-at0-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at0-plist-t.out")},
+	{files: []string{"fcount/fc-at2-plist-flat.out", "fcount/fc-at2-plist-indent.out", "fcount/fc-at2-plist-sn.out", "fcount/fc-at2-plist-sns.out", "fcount/fc-at2-plist-t.out", "fcount/fc-at2-plist-tab8.out", "fcount/fc-at2-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at2-plist-t.out")},
+	{files: []string{"fcount/fc-at3-plist-flat.out", "fcount/fc-at3-plist-indent.out", "fcount/fc-at3-plist-sn.out", "fcount/fc-at3-plist-sns.out", "fcount/fc-at3-plist-t.out", "fcount/fc-at3-plist-tab8.out", "fcount/fc-at3-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at3-plist-t.out")},
+	{files: []string{"fcount/fc-at5-plist-t.out", "fcount/fc-at5-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at5-plist-t.out")},
+	{files: []string{"fcount/fc-at8-plist-t.out", "fcount/fc-at8-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at8-plist-t.out")},
+	{files: []string{"fcount/fc-at9-plist-t.out", "fcount/fc-at9-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at9-plist-t.out")},
+	{files: []string{"fcount/fc-at10-plist-t.out", "fcount/fc-at10-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at10-plist-t.out")},
+	{files: []string{"fcount/fc-at11-plist-t.out", "fcount/fc-at11-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at11-plist-t.out")},
+	{files: []string{"fcount/fc-at20-plist-t.out", "fcount/fc-at20-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at20-plist-t.out")},
+	{files: []string{"fcount/fc-at255-plist-t.out", "fcount/fc-at255-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at255-plist-t.out")},
+	{files: []string{"fcount/fc-at256-plist-t.out", "fcount/fc-at256-plist.out"}, pbt: fromTab(fcount, "fcount/fc-at256-plist-t.out")},
+	{files: []string{"deep/fc-at0-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at0-plist-t.out")},
+	{files: []string{"deep/fc-at16-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at16-plist-t.out")},
+	{files: []string{"deep/fc-at32-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at32-plist-t.out")},
+	{files: []string{"deep/fc-at64-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at64-plist-t.out")},
+	{files: []string{"deep/fc-at100-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at100-plist-t.out")},
+	{files: []string{"deep/fc-at128-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at128-plist-t.out")},
+	{files: []string{"deep/fc-at255-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at255-plist-t.out")},
+	{files: []string{"deep/fc-at256-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at256-plist-t.out")},
+	{files: []string{"deep/fc-at1000-plist-t.out"}, pbt: fromTab(deep, "deep/fc-at1000-plist-t.out")},
+	{files: []string{"fcount/sel1-plist.out", "fcount/sel1-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel1-plist-t.out")},
+	{files: []string{"fcount/sel2-plist.out", "fcount/sel2-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel2-plist-t.out")},
+	{files: []string{"fcount/sel3-plist.out", "fcount/sel3-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel3-plist-t.out")},
+	{files: []string{"fcount/sel4-plist.out", "fcount/sel4-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel4-plist-t.out")},
+	{files: []string{"fcount/sel5-plist.out", "fcount/sel5-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel5-plist-t.out")},
+	{files: []string{"fcount/sel6-plist.out", "fcount/sel6-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel6-plist-t.out")},
+	{files: []string{"fcount/sel7-plist.out", "fcount/sel7-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel7-plist-t.out")},
+	{files: []string{"fcount/sel9-plist.out", "fcount/sel9-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel9-plist-t.out")},
+	{files: []string{"fcount/sel11-plist.out", "fcount/sel11-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel11-plist-t.out")},
+	{files: []string{"ftime/fv-at-plist-t.out"}, pbt: fromTab(ftime, "ftime/fv-at-plist-t.out")},
 	{files: []string{"ftime/ft-atdefault-plist-sc.out"}, pbt: withTimedStacks(ftimeAT, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{"ftime/ft-at3-plist-sc.out"}, pbt: withTimedStacks(ftimeAT3, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{
@@ -590,6 +640,7 @@ var originalCases = []originalCase{
 
 func TestOriginalGoldens(t *testing.T) {
 	commands := readIndex(t)
+	goldenRoot = goldenDir(t)
 	for _, c := range originalCases {
 		for _, file := range c.files {
 			t.Run(file, func(t *testing.T) {
@@ -603,6 +654,9 @@ func TestOriginalGoldens(t *testing.T) {
 				var warnings []int
 				o.Warn = func(d *prf.Diagnostic) { warnings = append(warnings, d.Code) }
 				pbt := c.pbt(dir)
+				if pbt == nil {
+					t.Fatalf("the test's profile: %v", fromTabErr)
+				}
 				if err := pbt.Validate(); err != nil {
 					t.Fatalf("the test's profile: %v", err)
 				}
