@@ -156,6 +156,48 @@ func parseOriginalTab(p program, file string) (*datafile.Merged, error) {
 			m.Stats.Stacks = append(m.Stats.Stacks, s)
 		}
 	}
+	if m.Plan.Method.IsTiming() {
+		if err := originalOverheads(m, strings.TrimSuffix(file, "-t.out")+".out"); err != nil {
+			return nil, err
+		}
+		if tt, ok := solvedTimes[file]; ok && !*solve {
+			tt.apply(m)
+		}
+	}
 	m.Plan.ID = datafile.PlanID(&m.Plan)
 	return m, nil
+}
+
+// originalOverheads sets the runs' overheads to what the text listing of
+// the same run prints (the /T output has none): the last run's
+// "Overhead Calculated", and the others such that their average, in
+// integers as the original's, is its "Overhead Average".
+func originalOverheads(m *datafile.Merged, listing string) error {
+	data, err := os.ReadFile(filepath.Join(goldenRoot, listing))
+	if err != nil {
+		return err
+	}
+	var last, avg int64
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if v, ok := strings.CutPrefix(l, "Overhead Calculated "); ok {
+			last, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(l, "Overhead Average "); ok {
+			avg, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	n := int64(len(m.Runs))
+	if n == 0 {
+		return nil
+	}
+	rest := last
+	if n > 1 {
+		rest = (avg*n - last) / (n - 1)
+	}
+	for i := range m.Overheads {
+		m.Overheads[i] = rest
+	}
+	m.Overheads[n-1] = last
+	return nil
 }

@@ -298,6 +298,16 @@ var deep = program{
 	depth:   302,
 }
 
+// sftime is golden/src/sftime.c.
+var sftime = program{
+	modules: []string{"sftime.exe"},
+	funcs: []fn{
+		{0, "_spin", "sftime.obj", 0, 0, 0}, {0, "_pre", "sftime.obj", 0, 0, 0},
+		{0, "_inner", "sftime.obj", 0, 0, 0}, {0, "_post", "sftime.obj", 0, 0, 0},
+		{0, "_work", "sftime.obj", 0, 0, 0}, {0, "_main", "sftime.obj", 0, 0, 0},
+	},
+}
+
 // dll is golden/src/dllhost.c and dlllib.c: the EXE with its import
 // thunks, then the DLL.
 var dll = program{
@@ -574,6 +584,15 @@ var originalCases = []originalCase{
 	{files: []string{"fcount/sel9-plist.out", "fcount/sel9-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel9-plist-t.out")},
 	{files: []string{"fcount/sel11-plist.out", "fcount/sel11-plist-t.out"}, pbt: fromTab(fcount, "fcount/sel11-plist-t.out")},
 	{files: []string{"ftime/fv-at-plist-t.out"}, pbt: fromTab(ftime, "ftime/fv-at-plist-t.out")},
+	{files: []string{"sf/ft-plist.out", "sf/ft-plist-t.out", "sf/ft-plist-l.out", "sf/ft-plist-sn.out"}, pbt: fromTab(sf, "sf/ft-plist-t.out")},
+	{files: []string{"sf/ft-nosf-plist.out", "sf/ft-nosf-plist-t.out"}, pbt: fromTab(sf, "sf/ft-nosf-plist-t.out")},
+	{files: []string{"sf/ft-at-plist.out", "sf/ft-at-plist-t.out"}, pbt: fromTab(sf, "sf/ft-at-plist-t.out")},
+	{files: []string{"sf/sftime-plist.out", "sf/sftime-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-plist-t.out")},
+	{files: []string{"sf/sftime-nosf-plist.out", "sf/sftime-nosf-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-nosf-plist-t.out")},
+	{files: []string{"sf/sftime-at-plist.out", "sf/sftime-at-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-at-plist-t.out")},
+	{files: []string{"ftime/ft-merged-plist.out", "ftime/ft-merged-plist-t.out"}, pbt: fromTab(ftime, "ftime/ft-merged-plist-t.out")},
+	{files: []string{"ftime/ft-run2-plist.out", "ftime/ft-run2-plist-t.out"}, pbt: fromTab(ftime, "ftime/ft-run2-plist-t.out")},
+	{files: []string{"fcount/default-plist.out", "fcount/default-plist-t.out"}, pbt: fromTab(fcount, "fcount/default-plist-t.out")},
 	{files: []string{"ftime/ft-atdefault-plist-sc.out"}, pbt: withTimedStacks(ftimeAT, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{"ftime/ft-at3-plist-sc.out"}, pbt: withTimedStacks(ftimeAT3, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{
