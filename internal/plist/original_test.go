@@ -587,6 +587,7 @@ var originalCases = []originalCase{
 	{files: []string{"sf/ft-plist.out", "sf/ft-plist-t.out", "sf/ft-plist-l.out", "sf/ft-plist-sn.out"}, pbt: fromTab(sf, "sf/ft-plist-t.out")},
 	{files: []string{"sf/ft-nosf-plist.out", "sf/ft-nosf-plist-t.out"}, pbt: fromTab(sf, "sf/ft-nosf-plist-t.out")},
 	{files: []string{"sf/ft-at-plist.out", "sf/ft-at-plist-t.out"}, pbt: fromTab(sf, "sf/ft-at-plist-t.out")},
+	{files: []string{"dll/ft-plist.out", "dll/ft-plist-t.out", "dll/ft-plist-f-t.out"}, pbt: fromTab(dll, "dll/ft-plist-t.out")},
 	{files: []string{"sf/sftime-plist.out", "sf/sftime-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-plist-t.out")},
 	{files: []string{"sf/sftime-nosf-plist.out", "sf/sftime-nosf-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-nosf-plist-t.out")},
 	{files: []string{"sf/sftime-at-plist.out", "sf/sftime-at-plist-t.out"}, pbt: fromTab(sftime, "sf/sftime-at-plist-t.out")},
