@@ -511,7 +511,9 @@ func (amd64) relocateOne(orig []byte, pc, at uint64) ([]byte, error) {
 // function, which nothing runs. A ret is one byte: pop %rbp; ret and
 // three bytes of padding, or add $8,%rsp; pop %rbx; pop %rbp; ret, make
 // room for jmp rel32 (with short, 2 bytes for jmp rel8: repz ret, or pop
-// %rbx; ret). The function is decoded once.
+// %rbx; ret). In a function with an indirect jump, which may be a jump
+// table's, the window starts at the exit: a table's target cannot be seen,
+// and one on the exit lands on the jump. The function is decoded once.
 func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error) {
 	jumpLen := amd64JumpLen
 	if short {
@@ -535,6 +537,11 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 		pc += uint64(x.Len)
 	}
 	targets := codeTargets(plain, start, end)
+	// A jump through a register or memory may be a jump table's, whose
+	// targets decoding does not see: in a function that has one, an
+	// exit's window starts at the exit (a target there lands on the
+	// jump), not on the epilogue before it.
+	indirect := slices.ContainsFunc(plain, func(in Inst) bool { return in.Kind == Jump && in.Target == 0 })
 	var plans []ExitPlan
 	for e, x := range insts {
 		exit := Exit{PC: pcs[e], Len: x.Len, Kind: x.Kind}
@@ -548,7 +555,7 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 		default:
 			continue
 		}
-		p, err := a.planExit(fn, start, insts, pcs, targets, e, jumpLen)
+		p, err := a.planExit(fn, start, insts, pcs, targets, e, jumpLen, indirect)
 		p.Short = short && err == nil
 		plans = append(plans, ExitPlan{Exit: exit, Patch: p, Err: err})
 	}
@@ -556,7 +563,7 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 }
 
 // planExit plans the window of exit insts[e] (see PlanExits).
-func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, targets map[uint64]bool, e, jumpLen int) (Patch, error) {
+func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, targets map[uint64]bool, e, jumpLen int, exitOnly bool) (Patch, error) {
 	exit := pcs[e]
 	if err := insts[e].relocatable(); err != nil {
 		return Patch{}, fmt.Errorf("%s at %#x: %w", insts[e].text(exit), exit, err)
@@ -577,6 +584,10 @@ func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, 
 	for first := e; first >= 0 && first >= e-4; first-- {
 		if first < e {
 			x := insts[first]
+			if exitOnly {
+				last = fmt.Errorf("%s at %#x, in a function with an indirect jump, might be a jump table's target: %w", insts[e].text(exit), exit, ErrBranchInto)
+				break
+			}
 			if x.Kind != Other && x.Kind != Nop {
 				break // the epilogue starts after a branch, a call or a return
 			}

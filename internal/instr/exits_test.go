@@ -16,7 +16,7 @@ import (
 //	401006: 74 0a                je 401012
 //	401008: 83 ff 01             cmp $0x1,%edi
 //	40100b: 74 03                je 401010           (lands on the ret)
-//	40100d: ff e0                jmp *%rax
+//	40100d: ff e0                jmp *%rax           (or 66 90, a nop)
 //	40100f: 5d                   pop %rbp
 //	401010: c3                   ret
 //	401011: 90                   nop
@@ -30,8 +30,14 @@ import (
 //	401020: cc ...               padding
 const exitStart, exitEnd = 0x401000, 0x401020
 
-func exitCode(t *testing.T) []byte {
-	code := hexs(t, "55 4889e5 85ff 740a 83ff01 7403 ffe0 5d c3 90 4883c408 5b 5d c3 5d e9e10f0000 c3")
+// exitCode returns the fixture, with its jump through rax (indirect) or a
+// two-byte nop in its place.
+func exitCode(t *testing.T, indirect bool) []byte {
+	jmp := "6690"
+	if indirect {
+		jmp = "ffe0"
+	}
+	code := hexs(t, "55 4889e5 85ff 740a 83ff01 7403 "+jmp+" 5d c3 90 4883c408 5b 5d c3 5d e9e10f0000 c3")
 	if len(code) != exitEnd-exitStart {
 		t.Fatalf("exit fixture: %d bytes", len(code))
 	}
@@ -39,7 +45,7 @@ func exitCode(t *testing.T) []byte {
 }
 
 func TestFindExits(t *testing.T) {
-	exits, err := FindExits(AMD64, exitCode(t), exitStart, exitEnd)
+	exits, err := FindExits(AMD64, exitCode(t, true), exitStart, exitEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,15 +92,15 @@ func planExit(t *testing.T, a Arch, fn []byte, start, end, exit uint64, short bo
 }
 
 func TestPlanExitsAMD64(t *testing.T) {
-	fn := exitCode(t)
 	for _, c := range []struct {
-		name  string
-		exit  uint64
-		short bool
-		site  uint64
-		n     int    // bytes replaced
-		why   error  // or the fall-back reason
-		insts string // the replaced instructions, by the GNU disassembler
+		name     string
+		indirect bool // the fixture with its jump through rax
+		exit     uint64
+		short    bool
+		site     uint64
+		n        int    // bytes replaced
+		why      error  // or the fall-back reason
+		insts    string // the replaced instructions, by the GNU disassembler
 	}{
 		{name: "a return a je lands on, after a pop and before a nop", exit: 0x401010, why: ErrBranchInto},
 		{name: "the same, a short jump over the nop", exit: 0x401010, short: true, site: 0x401010, n: 2, insts: "ret"},
@@ -102,10 +108,12 @@ func TestPlanExitsAMD64(t *testing.T) {
 		{name: "an epilogue of three instructions", exit: 0x401018, site: 0x401012, n: 7, insts: "add $0x8,%rsp|pop %rbx|pop %rbp|ret"},
 		{name: "a tail call", exit: 0x40101a, site: 0x40101a, n: 5, insts: "jmp 0x402000"},
 		{name: "the last return, over the padding", exit: 0x40101f, site: 0x40101f, n: 5, insts: "ret"},
-		{name: "a jump through a register", exit: 0x40100d, why: ErrNotRelocatable},
+		{name: "a jump through a register", indirect: true, exit: 0x40100d, why: ErrNotRelocatable},
+		{name: "no epilogue where a jump table may land", indirect: true, exit: 0x401018, why: ErrBranchInto},
+		{name: "but the exit itself and padding", indirect: true, exit: 0x40101f, site: 0x40101f, n: 5, insts: "ret"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := planExit(t, AMD64, fn, exitStart, exitEnd, c.exit, c.short)
+			p, err := planExit(t, AMD64, exitCode(t, c.indirect), exitStart, exitEnd, c.exit, c.short)
 			if c.n == 0 {
 				if err == nil || (c.why != nil && !errors.Is(err, c.why)) {
 					t.Fatalf("patch %+v, err %v; want %v", p, err, c.why)
@@ -135,7 +143,7 @@ func TestPlanExitsAMD64(t *testing.T) {
 // tail call and reads them back: the epilogue, the instrumentation, the
 // exit; a PC in the instrumentation is at the exit.
 func TestExitTrampolineAMD64(t *testing.T) {
-	fn := exitCode(t)
+	fn := exitCode(t, false)
 	const tramp = 0x7f0000
 	instr := []byte{0x0f, 0x31} // rdtsc, for the test
 	p, err := planExit(t, AMD64, fn, exitStart, exitEnd, 0x401018, false)
