@@ -30,6 +30,7 @@ const (
 	amd64R8  = 8
 	amd64R9  = 9
 	amd64R10 = 10
+	amd64R14 = 14 // Go's internal ABI: the goroutine
 )
 
 // Name returns "amd64".
@@ -55,6 +56,9 @@ func (amd64) Decode(code []byte, pc uint64) (Inst, error) {
 
 // SP returns rsp.
 func (amd64) SP(r Regs) uint64 { return r.Reg(amd64RSP) }
+
+// Goroutine returns r14 (Go internal ABI, "amd64 architecture").
+func (amd64) Goroutine(r Regs) uint64 { return r.Reg(amd64R14) }
 
 // ReturnAddress reads the 8 bytes at [rsp]: at a function's first
 // instruction they are the address its caller's call pushed.

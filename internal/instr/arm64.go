@@ -20,6 +20,7 @@ const (
 	a64LR       = 30
 	a64SP       = 31 // DWARF number; as an instruction field, 31 is often XZR
 	a64X8       = 8
+	a64G        = 28 // Go's internal ABI: the goroutine
 )
 
 // DefaultPACMask is the pointer authentication mask [StripPAC] uses until
@@ -58,6 +59,9 @@ func (arm64) Decode(code []byte, pc uint64) (Inst, error) {
 
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }
+
+// Goroutine returns x28 (Go internal ABI, "arm64 architecture").
+func (arm64) Goroutine(r Regs) uint64 { return r.Reg(a64G) }
 
 // ReturnAddress returns x30 with the pointer authentication bits of
 // [DefaultPACMask] stripped.

@@ -150,6 +150,10 @@ type Arch interface {
 	ReturnAddress(r Regs, m Memory) (uint64, error)
 	// SP returns the stack pointer.
 	SP(r Regs) uint64
+	// Goroutine returns the register where Go's internal ABI keeps the
+	// running goroutine's g (r14 on amd64, x28 on arm64): meaningful only
+	// in a Go function whose entry reads it (see [GoEntryUsesG]).
+	Goroutine(r Regs) uint64
 	// SyscallInst returns the system call instruction (syscall, svc #0).
 	SyscallInst() []byte
 	// SetSyscall loads a system call number and its arguments into r, for a

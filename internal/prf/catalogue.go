@@ -396,6 +396,20 @@ func SharedBlocks(n int) *Diagnostic {
 	return newDiag(4649, Warning, nil, "more than %d threads ran at once: the threads beyond shared counters, and counts may be missing", n-1)
 }
 
+// BooksWithBreakpoints warns that what the run keeps (function timing,
+// a start function, attribution) is taken with breakpoints in this
+// version: a stop at every profiled call's entry, and with timing at its
+// exit too.
+func BooksWithBreakpoints(what string, exits bool) *Diagnostic {
+	where := "entry"
+	if exits {
+		where = "entry and at its exit"
+	}
+	d := newDiag(4650, Warning, nil, "%s is kept with breakpoints in this version: every profiled call stops the program at its %s", what, where)
+	d.Hint = "expect the program to run much slower than natively; see docs/performance.md"
+	return d
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

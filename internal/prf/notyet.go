@@ -22,13 +22,9 @@ const (
 // parsed and refused, never silently ignored; a feature that lands leaves
 // this list, and the checks that ask [Unavailable] let it through.
 var pending = map[Feature]string{
-	FunctionTiming:   "function timing (/FT, the default type: give /FC or /FV)",
 	FunctionSampling: "function sampling (/FS)",
 	LineCounting:     "line counting (/LC)",
 	LineCoverage:     "line coverage (/LV)",
-	StartFunction:    "the start function option (/SF)",
-	Attribution:      "attribution (/AT)",
-	Calibration:      "overhead calibration (/CB)",
 	Trace:            "execution traces (/TRACE)",
 	SharedLibraries:  "profiling shared libraries",
 }

@@ -71,7 +71,7 @@ func (t *tracer) plantAll() error {
 // as the original's did), breakpoints that stand in for a trampoline
 // included.
 func (t *tracer) chooseMechanism() {
-	if !t.cfg.Breakpoints {
+	if !t.cfg.Breakpoints && t.books == nil {
 		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 		if err == nil {
 			t.countKind, err = t.arch.Counting(hwcap)
@@ -81,7 +81,20 @@ func (t *tracer) chooseMechanism() {
 			t.countKind = 0
 		}
 	}
-	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0
+	if t.books != nil {
+		// Timing, /SF and /AT take every entry and exit with a
+		// breakpoint: the books are kept by PROFILE.
+		t.countKind = 0
+		what := "attribution (/AT)"
+		switch {
+		case t.plan.Method.IsTiming():
+			what = "function timing"
+		case t.plan.StartFunc != "":
+			what = "the start function (/SF)"
+		}
+		t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+	}
+	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
 }
 
 // reportFallBacks warns about the entries that keep a breakpoint: how
@@ -136,7 +149,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	if len(items) == 0 {
 		return nil
 	}
-	cells := uint64(len(items)) * trampCell
+	var exits map[int][]instr.Exit
+	nExits := 0
+	if t.plan.Method.IsTiming() {
+		exits, nExits = t.findExits(items, bias)
+	}
+	cells := uint64(len(items))*trampCell + uint64(nExits)*uint64((t.arch.SlotSize()+15)&^15)
 	pathRoom := uint64(256) // the counters' file name, for the program to open
 	size := (cells + pathRoom + t.pageSize - 1) &^ (t.pageSize - 1)
 	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
@@ -228,6 +246,9 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			}
 		}
 	}
+	if exits != nil {
+		t.exitSites(exits, area, alloc, image)
+	}
 	if area != 0 && next > area {
 		if err := t.mem.WriteMem(area, image[:next-area]); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
@@ -312,7 +333,7 @@ func (t *tracer) breakpointSite(mi, item int, bias, area uint64, alloc func(int)
 	if area != 0 {
 		cell = alloc(t.arch.SlotSize())
 	}
-	s := &site{addr: addr, item: item, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
+	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
 	// memory: it must step over the breakpoint, not remove it.

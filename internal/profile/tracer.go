@@ -19,7 +19,9 @@ import (
 // site is one planted breakpoint: the physical side of a plan's logical site.
 type site struct {
 	addr uint64 // run-time address
-	item int    // index of the counted item (Plan.Funcs)
+	item int    // index of the counted item (Plan.Funcs), or -1
+	// exit is the function an exit site leaves (timing), or -1.
+	exit int
 	orig []byte // the bytes the breakpoint replaced
 	disp instr.Displaced
 	// displaced is set when disp is valid (always, but for coverage sites
@@ -41,6 +43,8 @@ type thread struct {
 	// pendingSig a signal that arrived meanwhile, delivered after the step.
 	stepping   *site
 	pendingSig syscall.Signal
+	// born is when it started running, on the tracer's clock (timing).
+	born int64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -74,6 +78,26 @@ type tracer struct {
 	countKind instr.CountKind
 
 	hits []uint64
+	// books keep the stacks of profiled calls, when timing, a start
+	// function or attribution need them (timing.go); else nil.
+	books *books
+	// epoch is the origin of clock; waited is the clock when the stop
+	// being handled was seen, resumed when it was let go, and charged the goroutine its event was
+	// booked to. stolen has the time taken from each thread and goroutine
+	// by its stops; lived sums the lifetimes of the ended threads, stops
+	// taken out. overhead is what one event costs beyond what PROFILE's
+	// clock sees (timing), and calculated its calibrated value.
+	epoch      time.Time
+	waited     int64
+	resumed    int64
+	charged    ledgerKey
+	stolen     map[ledgerKey]int64
+	lived      int64
+	overhead   int64
+	calculated int64
+	// yielding is set when the tracer waits for stops with
+	// ptrace.WaitYielding (timing: see timing.go).
+	yielding bool
 	// callDepth is the deepest nesting of profiled functions, where kept.
 	callDepth int
 	trapped   uint64
@@ -111,7 +135,7 @@ func newTracer(cfg Config) (*tracer, error) {
 	if err := ptrace.Supported(); err != nil {
 		return nil, prf.CannotTrace(runtime.GOOS+"/"+runtime.GOARCH, err)
 	}
-	return &tracer{
+	t := &tracer{
 		cfg:      cfg,
 		plan:     cfg.Plan,
 		arch:     arch,
@@ -123,7 +147,13 @@ func newTracer(cfg Config) (*tracer, error) {
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
 		hits:     make([]uint64, cfg.Plan.NumItems()),
-	}, nil
+		epoch:    time.Now(),
+		stolen:   make(map[ledgerKey]int64),
+	}
+	if keepsBooks(cfg.Plan) {
+		t.books = newBooks(cfg.Plan)
+	}
+	return t, nil
 }
 
 // run starts the program, plants the breakpoints and traces it to its end.
@@ -152,6 +182,18 @@ func (t *tracer) run() (*Result, error) {
 		ptrace.WaitFor(pid)
 		return nil, err
 	}
+	if t.plan.Method.IsTiming() {
+		if t.calculated, err = t.calibrate(); err != nil {
+			ptrace.Kill(pid, syscall.SIGKILL)
+			ptrace.WaitFor(pid)
+			return nil, fmt.Errorf("calibrate the overhead: %w", err)
+		}
+		t.overhead = t.calculated
+		t.yielding = true
+		if c := t.plan.Calibration; c >= 0 {
+			t.overhead = c
+		}
+	}
 	if err := ptrace.Seize(pid); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		ptrace.WaitFor(pid)
@@ -165,6 +207,7 @@ func (t *tracer) run() (*Result, error) {
 	if err := ptrace.Cont(pid, 0); err != nil {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
+	t.born(t.threads[pid])
 	if err := t.loop(res); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		t.drain()
@@ -199,12 +242,17 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 			run.Reason = note + "; " + run.Reason
 		}
 	}
-	return &datafile.Counts{
+	c := &datafile.Counts{
 		PlanID: t.plan.ID,
 		Method: t.plan.Method,
 		Run:    run,
 		Stats:  datafile.Stats{Hits: t.hits, CallDepth: t.callDepth},
 	}
+	if t.books != nil {
+		t.timingStats(&c.Stats)
+		c.Overhead = t.calculated
+	}
+	return c
 }
 
 // spinWindow is how long the tracer polls for the next stop before it
@@ -222,8 +270,9 @@ func (t *tracer) loop(res *Result) error {
 		if time.Since(last) < spinWindow {
 			spin = spinWindow
 		}
-		tid, ws, err := ptrace.Wait(spin)
+		tid, ws, err := t.wait(spin)
 		last = time.Now()
+		t.waited = t.clock()
 		if err != nil {
 			if errors.Is(err, syscall.ECHILD) {
 				return errors.New("lost the program: no traced thread left")
@@ -240,12 +289,18 @@ func (t *tracer) loop(res *Result) error {
 				}
 				return nil
 			}
+			if th := t.threads[tid]; th != nil {
+				t.gone(th)
+			}
 			delete(t.threads, tid)
 			t.threadEnded(tid)
 			t.foreignDone(tid)
 		case ws.Stopped():
 			if err := t.stopped(tid, ws); err != nil {
 				return err
+			}
+			if t.books != nil {
+				t.charge(tid)
 			}
 		}
 	}
@@ -260,6 +315,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT.
+		t.let()
 		if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
 		}
@@ -285,6 +341,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// interrupt. A thread in the middle of a single step must go on
 		// stepping: continued, it would run past its slot.
 		if th.stepping != nil {
+			t.let()
+			t.let()
 			if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 				return fmt.Errorf("step thread %d: %w", th.tid, err)
 			}
@@ -294,9 +352,25 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	return t.resume(th.tid, 0)
 }
 
+// let notes the moment the tracer lets a stopped thread go: the end of
+// the time the stop takes from it (timing). It is taken before the
+// ptrace request, which may wake the thread on the tracer's own CPU and
+// leave the tracer waiting there while the thread runs.
+func (t *tracer) let() { t.resumed = t.clock() }
+
+// wait waits for the next stop, polling for spin first; with yielding,
+// see ptrace.WaitYielding.
+func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if t.yielding {
+		return ptrace.WaitYielding(yieldWindow)
+	}
+	return ptrace.Wait(spin)
+}
+
 // resume continues a thread; a thread that vanished meanwhile (killed by
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
+	t.let()
 	if err := ptrace.Cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("resume thread %d: %w", tid, err)
 	}
@@ -322,6 +396,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		// The thread is inside a single-stepped slot: finish the step first
 		// and deliver the signal after it.
 		th.pendingSig = sig
+		t.let()
 		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
@@ -361,7 +436,11 @@ func (t *tracer) trap(th *thread) error {
 		return t.resume(th.tid, syscall.SIGTRAP)
 	}
 	t.trapped++
-	if !th.foreign {
+	switch {
+	case th.foreign:
+	case t.books != nil:
+		t.book(th, s)
+	default:
 		t.hits[s.item]++
 	}
 	if t.coverage && (!th.foreign || !s.displaced) {
@@ -454,6 +533,7 @@ func (t *tracer) displace(th *thread, s *site) error {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
+		t.let()
 		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
@@ -552,10 +632,12 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	case kindThread:
 		// It runs the program's code in the program's memory: its hits
 		// count, as a thread's.
-		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid)}
+		th := &thread{tid: tid, tgid: tgidOf(tid)}
+		t.threads[tid] = th
 		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
+		t.born(th)
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints and

@@ -133,6 +133,26 @@ func Wait(spin time.Duration) (tid int, ws WaitStatus, err error) {
 	}
 }
 
+// WaitYielding is Wait for a tracer that must see every stop the moment
+// it comes (function timing with breakpoints, whose figures are the times
+// between stops): it polls for up to limit, giving up its CPU between two
+// polls, so that a traced thread waiting for that CPU runs at once, and
+// only then sleeps. A tracer asleep in wait4 wakes a hundred microseconds
+// or more after the stop on a virtual machine: time that would be counted
+// as the program's.
+func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
+	var st unix.WaitStatus
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+		if tid != 0 || (err != nil && err != unix.EINTR) {
+			return tid, WaitStatus(st), err
+		}
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return Wait(0)
+}
+
 // WaitFor waits for one thread.
 func WaitFor(tid int) (WaitStatus, error) {
 	var st unix.WaitStatus

@@ -29,6 +29,9 @@ func Wait(spin time.Duration) (int, WaitStatus, error) { return 0, 0, errors.Err
 // WaitFor is not supported on this platform.
 func WaitFor(tid int) (WaitStatus, error) { return 0, errors.ErrUnsupported }
 
+// WaitYielding is not supported.
+func WaitYielding(limit time.Duration) (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
+
 // Cont is not supported on this platform.
 func Cont(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 

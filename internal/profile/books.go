@@ -1,0 +1,255 @@
+package profile
+
+import (
+	"hash/fnv"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// The books keep what function timing, the start function (/SF) and
+// attribution (/AT) need beyond a count per function: for every thread (or,
+// in Go, every goroutine) the stack of its profiled calls, each with the
+// stack pointer of its entry and the time it began. From those stacks come
+// each call's time, its caller stack, and the call depth. They are written
+// from events, an entry or an exit of a profiled function in one thread at
+// one time, and know nothing of how the events were caught.
+//
+// Rules, for a stack that never hears of some of its returns (a longjmp, an
+// exception, a Go panic, an exit through an indirect or conditional jump):
+//
+//   - A frame whose entry stack pointer is at or below a new entry's has
+//     returned: a callee's entry is always deeper than its caller's. It is
+//     closed at the time of that event.
+//   - An exit closes the frames deeper than its stack pointer, then the
+//     frame whose entry had that stack pointer, if it is the function's.
+//     An exit deeper than the top frame (a jump to a function's cold part,
+//     which looks like a tail call but keeps the frame) closes nothing.
+//   - When a thread ends its frames close at its end; frames still open at
+//     the end of the run close at their stack's last event.
+//
+// Times are in nanoseconds of a clock that stops while the thread is
+// stopped by PROFILE (the tracer removes that time before an event gets
+// here). That clock is an estimate, which may step back by less than an
+// event's cost: each stack's time is kept from going back, so that no
+// time is ever negative and every frame's time is the sum of its own and
+// its children's.
+type books struct {
+	// start is the /SF function's index: only calls made while it is on
+	// the stack count. -1: no start function, everything counts. noStart:
+	// a start function was asked for and not found, nothing counts.
+	start int
+	// attribution is /AT; levels is /STACK (0: unlimited).
+	attribution bool
+	levels      int
+
+	hits       []uint64
+	self, all  []int64
+	depth      int
+	inside     int64 // time within outermost frames
+	stacks     []datafile.Stack
+	stackIndex map[stackKey]int
+	ledgers    map[ledgerKey]*ledger
+}
+
+// noStart is books.start when the start function was not found.
+const noStart = -2
+
+// ledgerKey names the owner of one stack of calls: a thread, by its ID, or
+// a goroutine, by the address of its g.
+type ledgerKey struct {
+	goroutine bool
+	id        uint64
+}
+
+// ledger is the stack of profiled calls of one thread or goroutine.
+type ledger struct {
+	frames []frame
+	// open counts the frames of each function on the stack: the
+	// function+child time of a recursive function is its outermost
+	// frame's, not the sum of every level's.
+	open map[int]int
+	last int64 // the time of its last event
+}
+
+// frame is one profiled call in progress.
+type frame struct {
+	fn    int
+	sp    uint64 // the stack pointer at entry (a frame key: see Frame)
+	begun int64
+	// children is the time spent in the profiled calls it made.
+	children int64
+	// stack indexes books.stacks (attribution), or is -1.
+	stack int
+}
+
+// stackKey identifies one caller stack: the function and the hash of its
+// chain of callers (up to /STACK levels).
+type stackKey struct {
+	fn   int
+	hash uint64
+}
+
+func newBooks(p *datafile.Plan) *books {
+	n := len(p.Funcs)
+	b := &books{
+		start:       -1,
+		attribution: p.Attribution,
+		levels:      p.StackDepth,
+		hits:        make([]uint64, n),
+		self:        make([]int64, n),
+		all:         make([]int64, n),
+		stackIndex:  map[stackKey]int{},
+		ledgers:     map[ledgerKey]*ledger{},
+	}
+	if p.StartFunc != "" {
+		b.start = p.StartIndex
+		if b.start < 0 {
+			b.start = noStart
+		}
+	}
+	return b
+}
+
+// tick returns the time of an event of l at now, never before its last.
+func (l *ledger) tick(now int64) int64 {
+	if now < l.last {
+		return l.last
+	}
+	l.last = now
+	return now
+}
+
+func (b *books) ledger(k ledgerKey) *ledger {
+	l := b.ledgers[k]
+	if l == nil {
+		l = &ledger{open: map[int]int{}}
+		b.ledgers[k] = l
+	}
+	return l
+}
+
+// enter records a call of fn, whose entry had stack pointer sp, at time
+// now.
+func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
+	l := b.ledger(k)
+	now = l.tick(now)
+	// Frames at or above sp have returned unseen.
+	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp <= sp {
+		b.close(l, now)
+	}
+	if len(l.frames) == 0 && b.start != -1 && fn != b.start {
+		return // the start function is not active here
+	}
+	b.hits[fn]++
+	stack := -1
+	if b.attribution {
+		stack = b.stackOf(l, fn)
+		b.stacks[stack].Hits++
+	}
+	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
+	l.open[fn]++
+	b.depth = max(b.depth, len(l.frames))
+}
+
+// exit records that fn leaves the frame whose entry had stack pointer sp.
+func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
+	l := b.ledgers[k]
+	if l == nil {
+		return
+	}
+	now = l.tick(now)
+	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp < sp {
+		b.close(l, now)
+	}
+	if n := len(l.frames); n > 0 && l.frames[n-1].sp == sp && l.frames[n-1].fn == fn {
+		b.close(l, now)
+	}
+}
+
+// end closes every frame of k at now: its thread has ended.
+func (b *books) end(k ledgerKey, now int64) {
+	if l := b.ledgers[k]; l != nil {
+		now = l.tick(now)
+		for len(l.frames) > 0 {
+			b.close(l, now)
+		}
+		delete(b.ledgers, k)
+	}
+}
+
+// finish closes the frames still open at the end of the run, each stack
+// at its last event.
+func (b *books) finish() {
+	for k, l := range b.ledgers {
+		b.end(k, l.last)
+	}
+}
+
+// close ends l's top frame at now and books its time.
+func (b *books) close(l *ledger, now int64) {
+	n := len(l.frames) - 1
+	f := l.frames[n]
+	l.frames = l.frames[:n]
+	l.open[f.fn]--
+	elapsed := now - f.begun
+	self := elapsed - f.children
+	b.self[f.fn] += self
+	if l.open[f.fn] == 0 {
+		b.all[f.fn] += elapsed
+		delete(l.open, f.fn)
+	}
+	if f.stack >= 0 {
+		b.stacks[f.stack].Time += self
+		b.stacks[f.stack].ChildTime += elapsed
+	}
+	if n > 0 {
+		l.frames[n-1].children += elapsed
+	} else {
+		b.inside += elapsed
+	}
+}
+
+// stackOf returns the index of the caller stack of a call of fn made from
+// l's current frames, adding it when new. Stacks are told apart by up to
+// b.levels callers (all of them when 0) and show the nearest two, outermost
+// first, -1 standing for the stack base (no profiled caller).
+func (b *books) stackOf(l *ledger, fn int) int {
+	n := len(l.frames)
+	levels := n
+	if b.levels > 0 {
+		levels = min(n, b.levels)
+	}
+	h := fnv.New64a()
+	var buf [8]byte
+	word := func(v int) {
+		for i := range buf {
+			buf[i] = byte(uint64(v) >> (8 * i))
+		}
+		h.Write(buf[:])
+	}
+	word(levels)
+	for i := n - 1; i >= n-levels; i-- {
+		word(l.frames[i].fn)
+	}
+	key := stackKey{fn, h.Sum64()}
+	if i, ok := b.stackIndex[key]; ok {
+		return i
+	}
+	shown := 2 // at most two caller names, one with /STACK 1
+	if b.levels == 1 {
+		shown = 1
+	}
+	var callers []int
+	for i := n - shown; i < n; i++ {
+		if i < 0 {
+			if len(callers) == 0 {
+				callers = append(callers, -1)
+			}
+			continue
+		}
+		callers = append(callers, l.frames[i].fn)
+	}
+	b.stacks = append(b.stacks, datafile.Stack{Func: fn, Callers: callers, Key: key.hash})
+	b.stackIndex[key] = len(b.stacks) - 1
+	return len(b.stacks) - 1
+}

@@ -1,0 +1,258 @@
+package profile
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// The books are tested on event sequences whose times are known by
+// construction; the tracer feeds them the same events from a real program.
+
+// Function indices of the test plans.
+const (
+	bMain = iota
+	bF
+	bG
+	bH
+)
+
+func testBooks(start int, startName string, attribution bool, levels int) *books {
+	p := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: start, StartFunc: startName,
+		Attribution: attribution, StackDepth: levels,
+		Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}, {Name: "g"}, {Name: "h"}}}
+	return newBooks(p)
+}
+
+var thread1 = ledgerKey{id: 1}
+
+// event is one entry (exit false) or exit.
+type event struct {
+	exit bool
+	fn   int
+	sp   uint64
+	at   int64
+}
+
+func in(fn int, sp uint64, at int64) event  { return event{false, fn, sp, at} }
+func out(fn int, sp uint64, at int64) event { return event{true, fn, sp, at} }
+
+func play(b *books, k ledgerKey, events ...event) {
+	for _, e := range events {
+		if e.exit {
+			b.exit(k, e.fn, e.sp, e.at)
+		} else {
+			b.enter(k, e.fn, e.sp, e.at)
+		}
+	}
+}
+
+type booked struct {
+	hits      []uint64
+	self, all []int64
+	depth     int
+	inside    int64
+}
+
+func checkBooks(t *testing.T, b *books, want booked) {
+	t.Helper()
+	b.finish()
+	if !slices.Equal(b.hits, want.hits) {
+		t.Errorf("hits = %v, want %v", b.hits, want.hits)
+	}
+	if !slices.Equal(b.self, want.self) {
+		t.Errorf("function times = %v, want %v", b.self, want.self)
+	}
+	if !slices.Equal(b.all, want.all) {
+		t.Errorf("function+child times = %v, want %v", b.all, want.all)
+	}
+	if b.depth != want.depth {
+		t.Errorf("depth = %d, want %d", b.depth, want.depth)
+	}
+	if b.inside != want.inside {
+		t.Errorf("time inside = %d, want %d", b.inside, want.inside)
+	}
+}
+
+func TestBooksNested(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	play(b, thread1,
+		in(bMain, 1000, 0),
+		in(bF, 900, 10), out(bF, 900, 30),
+		in(bF, 900, 40), in(bG, 800, 41), out(bG, 800, 43), out(bF, 900, 45),
+		out(bMain, 1000, 100))
+	checkBooks(t, b, booked{
+		hits: []uint64{1, 2, 1, 0}, self: []int64{75, 23, 2, 0}, all: []int64{100, 25, 2, 0},
+		depth: 3, inside: 100,
+	})
+}
+
+// TestBooksRecursion: a function's function+child time is its outermost
+// frame's; its function time sums every level's own.
+func TestBooksRecursion(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	play(b, thread1,
+		in(bF, 100, 0), in(bF, 90, 10), in(bF, 80, 20),
+		out(bF, 80, 30), out(bF, 90, 40), out(bF, 100, 50))
+	checkBooks(t, b, booked{
+		hits: []uint64{0, 3, 0, 0}, self: []int64{0, 50, 0, 0}, all: []int64{0, 50, 0, 0},
+		depth: 3, inside: 50,
+	})
+}
+
+// TestBooksUnseenReturns: frames left without their exits (a longjmp, an
+// exception) close at the next event that shows them gone; without exits
+// at all (counting), sibling calls still nest right.
+func TestBooksUnseenReturns(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	play(b, thread1,
+		in(bMain, 100, 0), in(bF, 90, 10), in(bG, 80, 20),
+		in(bH, 95, 50), // longjmp back into main, which calls h
+		out(bH, 95, 60), out(bMain, 100, 70))
+	checkBooks(t, b, booked{
+		hits: []uint64{1, 1, 1, 1}, self: []int64{20, 10, 30, 10}, all: []int64{70, 40, 30, 10},
+		depth: 3, inside: 70,
+	})
+
+	b = testBooks(-1, "", false, 0)
+	for i := range 5 {
+		play(b, thread1, in(bMain, 100, 0), in(bF, 90, int64(i)), in(bG, 80, int64(i)))
+	}
+	if b.depth != 3 || b.hits[bMain] != 5 || b.hits[bG] != 5 {
+		t.Errorf("entries only: depth %d, hits %v; want depth 3, 5 of each", b.depth, b.hits)
+	}
+}
+
+// TestBooksExits: a tail call leaves its caller at the jump; a jump to a
+// cold part, deeper than the frame, closes nothing; an exit whose frame is
+// gone is ignored.
+func TestBooksExits(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	play(b, thread1,
+		in(bMain, 100, 0), in(bF, 90, 10),
+		out(bF, 70, 12), // jump to f.cold
+		out(bF, 90, 20), // tail call to g
+		in(bG, 90, 20), out(bG, 90, 50),
+		out(bG, 90, 55), // nothing open there
+		out(bMain, 100, 60))
+	checkBooks(t, b, booked{
+		hits: []uint64{1, 1, 1, 0}, self: []int64{20, 10, 30, 0}, all: []int64{60, 10, 30, 0},
+		depth: 2, inside: 60,
+	})
+}
+
+// TestBooksThreads: each thread has its own stack; a thread's end closes
+// its frames; frames open at the end of the run close at their last event.
+func TestBooksThreads(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	thread2 := ledgerKey{id: 2}
+	gor := ledgerKey{goroutine: true, id: 0xc000001000}
+	play(b, thread1, in(bMain, 100, 0), in(bF, 90, 10))
+	play(b, thread2, in(bG, 500, 12), in(bH, 400, 15))
+	play(b, gor, in(bH, 100, 20))
+	b.end(thread2, 40) // g and h of thread 2 end with it
+	play(b, gor, out(bH, 100, 25))
+	play(b, thread1, out(bF, 90, 30), out(bMain, 100, 50))
+	play(b, gor, in(bF, 100, 60), in(bG, 90, 70)) // open at the end: closed at 70
+	checkBooks(t, b, booked{
+		hits: []uint64{1, 2, 2, 2}, self: []int64{30, 30, 3, 30}, all: []int64{50, 30, 28, 30},
+		depth: 2, inside: 50 + 28 + 5 + 10,
+	})
+}
+
+// TestBooksStart: with /SF, only calls made while the start function is
+// on the stack count, and the depth counts from it.
+func TestBooksStart(t *testing.T) {
+	b := testBooks(bF, "f", false, 0)
+	play(b, thread1,
+		in(bMain, 100, 0),
+		in(bG, 90, 5), out(bG, 90, 8), // before f: not counted
+		in(bF, 90, 10), in(bG, 80, 12), in(bH, 70, 13), out(bH, 70, 14), out(bG, 80, 16), out(bF, 90, 20),
+		in(bG, 90, 30), out(bG, 90, 31), // after f
+		in(bF, 90, 40), out(bF, 90, 41),
+		out(bMain, 100, 50))
+	checkBooks(t, b, booked{
+		hits: []uint64{0, 2, 1, 1}, self: []int64{0, 7, 3, 1}, all: []int64{0, 11, 4, 1},
+		depth: 3, inside: 11,
+	})
+
+	b = testBooks(-1, "nosuch", false, 0) // asked for, not found
+	play(b, thread1, in(bMain, 100, 0), in(bF, 90, 10), out(bF, 90, 30), out(bMain, 100, 40))
+	checkBooks(t, b, booked{hits: make([]uint64, 4), self: make([]int64, 4), all: make([]int64, 4)})
+}
+
+// TestBooksStacks: callers are told apart by /STACK levels and at most two
+// are shown, outermost first, -1 for the stack base.
+func TestBooksStacks(t *testing.T) {
+	// main calls f; main calls g, which calls f; twice over.
+	calls := []event{
+		in(bMain, 100, 0),
+		in(bF, 90, 10), out(bF, 90, 20),
+		in(bG, 90, 20), in(bF, 80, 21), out(bF, 80, 25), out(bG, 90, 30),
+		in(bG, 90, 30), in(bF, 80, 31), out(bF, 80, 35), out(bG, 90, 40),
+		out(bMain, 100, 50),
+	}
+	type stack struct {
+		fn      int
+		callers []int
+		hits    uint64
+		time    int64
+		all     int64
+	}
+	for _, c := range []struct {
+		levels int
+		want   []stack
+	}{
+		{0, []stack{
+			{bMain, []int{-1}, 1, 20, 50},
+			{bF, []int{-1, bMain}, 1, 10, 10},
+			{bG, []int{-1, bMain}, 2, 12, 20},
+			{bF, []int{bMain, bG}, 2, 8, 8},
+		}},
+		{1, []stack{
+			{bMain, []int{-1}, 1, 20, 50},
+			{bF, []int{bMain}, 1, 10, 10},
+			{bG, []int{bMain}, 2, 12, 20},
+			{bF, []int{bG}, 2, 8, 8},
+		}},
+	} {
+		b := testBooks(-1, "", true, c.levels)
+		play(b, thread1, calls...)
+		b.finish()
+		var got []stack
+		for _, s := range b.stacks {
+			got = append(got, stack{s.Func, s.Callers, s.Hits, s.Time, s.ChildTime})
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("/STACK %d: %d stacks %v, want %v", c.levels, len(got), got, c.want)
+		}
+		for i := range got {
+			g, w := got[i], c.want[i]
+			if g.fn != w.fn || !slices.Equal(g.callers, w.callers) || g.hits != w.hits || g.time != w.time || g.all != w.all {
+				t.Errorf("/STACK %d: stack %d = %+v, want %+v", c.levels, i, g, w)
+			}
+		}
+	}
+}
+
+// TestBooksDeepStacks reproduces the original's deep.c counts of stacks:
+// main calls fib, which recurses 300 more levels; /STACK n tells apart at
+// most n levels (golden deep/fc-at16, fc-at256, fc-atdefault: 18, 258 and
+// 302 stacks).
+func TestBooksDeepStacks(t *testing.T) {
+	for levels, want := range map[int]int{16: 18, 256: 258, 0: 302, 1000: 302, 1: 3, 2: 4} {
+		b := testBooks(-1, "", true, levels)
+		play(b, thread1, in(bMain, 100000, 0))
+		for d := range 301 {
+			play(b, thread1, in(bF, uint64(99000-100*d), int64(d)))
+		}
+		b.finish()
+		if len(b.stacks) != want {
+			t.Errorf("/STACK %d: %d stacks, want %d", levels, len(b.stacks), want)
+		}
+		if b.depth != 302 {
+			t.Errorf("/STACK %d: depth %d, want 302", levels, b.depth)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"maps"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// Function timing, the start function and attribution with breakpoints.
+//
+// Each function's entry and each of its exits (returns and tail calls,
+// instr.FindExits) is a breakpoint; at each hit the tracer reads the stack
+// pointer and hands an entry or an exit to the books (books.go), with the
+// time of the stop. A stopped thread does not run the program: the time it
+// spends stopped is not the program's. The tracer keeps, for every thread
+// and goroutine, the time taken from it so far (from the moment PROFILE
+// sees the stop to the moment it lets the thread go, plus the calibrated
+// cost of the trap itself, which PROFILE cannot see: the overhead), and
+// gives the books a clock that stops with the thread.
+//
+// The overhead is measured before the program starts: a breakpoint at the
+// program's first instruction is hit again and again, and the median time
+// from letting the thread go (just before the ptrace request) to seeing
+// its next stop is the cost of one event that no clock of PROFILE's
+// covers. /CB n imposes n instead.
+
+// calibrationRounds is how many breakpoint hits measure the overhead.
+const calibrationRounds = 101
+
+// yieldWindow is how long the tracer polls for the next stop, yielding
+// its CPU, before it sleeps (ptrace.WaitYielding), when timing: stops
+// closer than that are seen at once, as in the calibration; a function
+// that runs longer between two stops has a wake-up's error, some
+// hundred microseconds, which is small beside it.
+const yieldWindow = 20 * time.Millisecond
+
+// clock returns PROFILE's monotonic time in nanoseconds.
+func (t *tracer) clock() int64 { return int64(time.Since(t.epoch)) }
+
+// keepsBooks reports whether the plan needs the books: function timing,
+// a start function, attribution.
+func keepsBooks(p *datafile.Plan) bool {
+	return p.Method.IsFunction() && (p.Method.IsTiming() || p.StartFunc != "" || p.Attribution)
+}
+
+func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
+
+// book hands the hit of site s by thread th (whose registers are in
+// t.regs) to the books, as an entry or an exit, and notes which goroutine
+// the stop is to be charged to.
+func (t *tracer) book(th *thread, s *site) {
+	if s.item >= 0 {
+		k, sp := t.frameKey(th, &t.plan.Funcs[s.item])
+		t.books.enter(k, s.item, sp, t.waited-t.stolen[k])
+		t.charged = k
+	}
+	if s.exit >= 0 {
+		// (An entry that is also an exit, a function that is one ret or
+		// one jump, enters and leaves at once.)
+		k, sp := t.frameKey(th, &t.plan.Funcs[s.exit])
+		t.books.exit(k, s.exit, sp, t.waited-t.stolen[k])
+		t.charged = k
+	}
+}
+
+// frameKey returns whose stack a call of f belongs to and its frame's key:
+// the thread and the stack pointer, or for a Go function the goroutine and
+// its distance from the goroutine's stack top (which survives the copying
+// of goroutine stacks), turned so that deeper is smaller.
+func (t *tracer) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
+	sp := t.arch.SP(&t.regs)
+	if f.Frame != datafile.FrameGoroutine {
+		return threadLedger(th.tid), sp
+	}
+	g := t.arch.Goroutine(&t.regs)
+	var b [8]byte
+	// g.stack.hi is the second word of g (runtime/runtime2.go: type g
+	// struct { stack stack; ...}, type stack struct { lo, hi uintptr }).
+	if err := t.mem.ReadMem(g+8, b[:]); err != nil {
+		return threadLedger(th.tid), sp
+	}
+	hi := binary.LittleEndian.Uint64(b[:])
+	if hi < sp || hi-sp > 1<<40 {
+		return threadLedger(th.tid), sp
+	}
+	return ledgerKey{goroutine: true, id: g}, 1<<63 - (hi - sp)
+}
+
+// charge takes the time thread tid spent in its last stop, and the
+// overhead, from the thread and from the goroutine its event was booked
+// to.
+func (t *tracer) charge(tid int) {
+	th := t.threads[tid]
+	if th == nil || th.foreign || th.born > t.waited {
+		t.charged = ledgerKey{}
+		return
+	}
+	end := t.resumed
+	if end < t.waited {
+		end = t.clock() // (a stop the tracer did not end: a thread that went on as it was)
+	}
+	d := end - t.waited + t.overhead
+	tk := threadLedger(tid)
+	t.stolen[tk] += d
+	if t.charged.goroutine {
+		t.stolen[t.charged] += d
+	}
+	t.charged = ledgerKey{}
+}
+
+// born starts the clock of thread th, which is about to run.
+func (t *tracer) born(th *thread) {
+	if t.books != nil && !th.foreign {
+		th.born = t.clock()
+	}
+}
+
+// gone ends thread tid at the time of the last stop: its frames close and
+// its lifetime, less its stops, adds to the total time.
+func (t *tracer) gone(th *thread) {
+	if t.books == nil || th.foreign {
+		return
+	}
+	k := threadLedger(th.tid)
+	end := t.waited - t.stolen[k]
+	t.books.end(k, end)
+	t.lived += max(end-th.born, 0)
+	delete(t.stolen, k)
+}
+
+// timingStats completes the run's statistics from the books.
+func (t *tracer) timingStats(s *datafile.Stats) {
+	b := t.books
+	for _, th := range t.threads {
+		t.gone(th)
+	}
+	b.finish()
+	s.Hits = b.hits
+	s.CallDepth = b.depth
+	if b.attribution {
+		s.Stacks = slices.Clone(b.stacks)
+	}
+	if !t.plan.Method.IsTiming() {
+		return
+	}
+	s.FuncTime, s.ChildTime = b.self, b.all
+	s.TotalTime = t.lived
+	s.OutsideTime = max(t.lived-b.inside, 0)
+}
+
+// calibrate measures the overhead of one event at the exec stop, before
+// the program runs: the thread hits a breakpoint at its first instruction
+// calibrationRounds times. Its registers and code are restored.
+func (t *tracer) calibrate() (int64, error) {
+	var saved ptrace.Regs
+	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
+		return 0, err
+	}
+	pc := saved.PC()
+	bp := t.arch.Breakpoint()
+	orig := make([]byte, len(bp))
+	if err := t.mem.ReadMem(pc, orig); err != nil {
+		return 0, err
+	}
+	if err := t.mem.WriteMem(pc, bp); err != nil {
+		return 0, err
+	}
+	defer func() {
+		t.mem.WriteMem(pc, orig)
+		ptrace.SetRegs(t.pid, &saved)
+	}()
+	samples := make([]int64, 0, calibrationRounds)
+	for range calibrationRounds {
+		if err := ptrace.SetRegs(t.pid, &saved); err != nil {
+			return 0, err
+		}
+		let := t.clock()
+		if err := ptrace.Cont(t.pid, 0); err != nil {
+			return 0, err
+		}
+		tid, ws, err := ptrace.WaitYielding(yieldWindow)
+		if err != nil {
+			return 0, err
+		}
+		if tid != t.pid || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
+			return 0, errors.New("program did not stop at the calibration breakpoint")
+		}
+		samples = append(samples, t.clock()-let)
+	}
+	slices.Sort(samples)
+	return samples[len(samples)/2], nil
+}
+
+// exitSites plants a breakpoint at every exit of items' functions
+// (module loaded with bias), as instr.FindExits finds them, with slots
+// taken with alloc from the area whose bytes are image. Indirect jumps are
+// left: a frame left through one is closed from the stack pointer at the
+// next event. An exit at an address that already has a site, or whose
+// instruction cannot be carried out from a breakpoint, is left the same
+// way.
+func (t *tracer) exitSites(exits map[int][]instr.Exit, area uint64, alloc func(int) uint64, image []byte) {
+	for _, item := range slices.Sorted(maps.Keys(exits)) {
+		for _, e := range exits[item] {
+			if e.Indirect {
+				continue
+			}
+			if s := t.sites[e.PC]; s != nil {
+				if s.item == item && s.exit < 0 {
+					s.exit = item
+				}
+				continue
+			}
+			code := make([]byte, t.arch.MaxInstLen())
+			if err := t.readCode(e.PC, code); err != nil {
+				continue
+			}
+			cell := uint64(0)
+			if area != 0 {
+				cell = alloc(t.arch.SlotSize())
+			}
+			d, err := t.arch.Displace(code, e.PC, cell)
+			if err != nil || (d.Emulate == nil && cell == 0) {
+				continue
+			}
+			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
+				slot: cell, disp: d, displaced: true}
+			if d.Slot != nil {
+				copy(image[cell-area:], d.Slot)
+				t.slots[cell] = s
+			}
+			t.sites[e.PC] = s
+		}
+	}
+}
+
+// findExits decodes the code of items' functions (module loaded with
+// bias) and returns their exits by item, with run-time addresses; a
+// function whose extent is unknown or whose code does not decode has
+// none (its frames close from the stack pointer).
+func (t *tracer) findExits(items []int, bias uint64) (map[int][]instr.Exit, int) {
+	exits := map[int][]instr.Exit{}
+	n := 0
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low >= f.High || f.High-f.Low > 1<<24 {
+			continue
+		}
+		code := make([]byte, f.High-f.Low)
+		if err := t.mem.ReadMem(f.Low+bias, code); err != nil {
+			continue
+		}
+		es, err := instr.FindExits(t.arch, code, f.Low+bias, f.High+bias)
+		if err != nil {
+			continue
+		}
+		exits[item] = es
+		n += len(es)
+	}
+	return exits, n
+}

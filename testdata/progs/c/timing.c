@@ -1,0 +1,138 @@
+/* timing: function timing, the start function and attribution, with
+ * results known by construction.
+ *
+ *   timing work [N [U]]
+ *                    top() N times (default 10): two() does 2 units of
+ *                    work, four() calls one() (1 unit) and does 3 units:
+ *                    function times 1:2:3, four's function+child time 4,
+ *                    top's 6. A unit is U microseconds (default 2000) of
+ *                    busy waiting on the monotonic clock, by work(), which
+ *                    is not profiled: the functions take those times
+ *                    whatever the CPU, the optimisation or the machine's
+ *                    load.
+ *   timing sf        pre() x5, run() x2 calling inner() x5 each, post() x2
+ *                    (golden sf/: with /SF run: run 2, inner 10, depth 2).
+ *   timing at        caller_a() calls leaf() 3 times, caller_b() 2 times;
+ *                    main calls caller_a() once and caller_b() twice, and
+ *                    rec(4) recurses 4 levels below itself.
+ *   timing jump      jumper() calls deep1() -> deep2(), which longjmps back
+ *                    into jumper() three times; then jumper() calls after().
+ *   timing threads [U]
+ *                    4 threads each call one() 3 times and two() 3 times.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline))
+/* An empty asm after a call keeps the call from becoming a tail jump, so
+ * that the call tree is the source's at every optimisation level. */
+#define KEEP() __asm__ volatile("")
+
+volatile long sink;
+static long unit_ns = 2000000;
+
+static long now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+NOINLINE void work(long units) {
+	long end = now_ns() + units * unit_ns;
+	while (now_ns() < end)
+		sink++;
+}
+
+NOINLINE void one(void) { work(1); KEEP(); }
+NOINLINE void two(void) { work(2); KEEP(); }
+NOINLINE void four(void) { one(); work(3); KEEP(); }
+NOINLINE void top(void) { two(); four(); KEEP(); }
+
+NOINLINE void pre(void) { sink++; KEEP(); }
+NOINLINE void inner(void) { sink++; KEEP(); }
+NOINLINE void post(void) { sink++; KEEP(); }
+NOINLINE void run(void) {
+	for (int i = 0; i < 5; i++)
+		inner();
+	KEEP();
+}
+
+NOINLINE void leaf(void) { sink++; KEEP(); }
+NOINLINE void caller_a(void) {
+	for (int i = 0; i < 3; i++)
+		leaf();
+	KEEP();
+}
+NOINLINE void caller_b(void) {
+	for (int i = 0; i < 2; i++)
+		leaf();
+	KEEP();
+}
+NOINLINE int rec(int n) {
+	int r = n > 0 ? rec(n - 1) + 1 : 0;
+	KEEP();
+	return r;
+}
+
+static jmp_buf env;
+NOINLINE void deep2(void) { longjmp(env, 1); }
+NOINLINE void deep1(void) { deep2(); KEEP(); }
+NOINLINE void after(void) { sink++; KEEP(); }
+NOINLINE void jumper(void) {
+	for (volatile int i = 0; i < 3; i++)
+		if (setjmp(env) == 0)
+			deep1();
+	after();
+	KEEP();
+}
+
+static void *worker(void *arg) {
+	(void)arg;
+	for (int i = 0; i < 3; i++) {
+		one();
+		two();
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv) {
+	const char *mode = argc > 1 ? argv[1] : "work";
+	if (strcmp(mode, "work") == 0) {
+		int n = argc > 2 ? atoi(argv[2]) : 10;
+		if (argc > 3)
+			unit_ns = atol(argv[3]) * 1000;
+		for (int i = 0; i < n; i++)
+			top();
+	} else if (strcmp(mode, "sf") == 0) {
+		for (int i = 0; i < 5; i++)
+			pre();
+		run();
+		run();
+		post();
+		post();
+	} else if (strcmp(mode, "at") == 0) {
+		caller_a();
+		caller_b();
+		caller_b();
+		rec(4);
+	} else if (strcmp(mode, "jump") == 0) {
+		jumper();
+	} else if (strcmp(mode, "threads") == 0) {
+		pthread_t t[4];
+		if (argc > 2)
+			unit_ns = atol(argv[2]) * 1000;
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, worker, NULL);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	} else {
+		fprintf(stderr, "timing: unknown mode %s\n", mode);
+		return 2;
+	}
+	printf("timing %s done\n", mode);
+	return 0;
+}
