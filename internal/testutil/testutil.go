@@ -207,6 +207,22 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 	})
 }
 
+// BuildOriginal builds one of the C programs the original's goldens were
+// made from (testdata/original/src/NAME.c), as BuildC builds its fixtures.
+func BuildOriginal(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	return Fixture(t, "original", name, flags, func(out string) *exec.Cmd {
+		cc := CC()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no compiler %s", cc)
+		}
+		args := append([]string{"-g", "-O0"}, flags...)
+		args = append(args, strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
+		src := filepath.Join(Root(t), "testdata", "original", "src", name+".c")
+		return exec.Command(cc, append(args, src, "-o", out)...)
+	})
+}
+
 // Cleanup removes the fixtures BuildC made.
 func Cleanup() {
 	buildMu.Lock()

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// TestFunctionTiming runs the programs of the original's timing,
+// start-function and attribution goldens (testdata/original/src) through
+// the whole workflow with the options those goldens were made with, and
+// compares what both profilers counted from the same sources: the hits of
+// every function, the call depth, and the caller stacks with their hits.
+// (The original's /T output attaches some stacks to the wrong function, a
+// bug not copied: the stacks are compared as a set.) Function timing is
+// the default type: a PREP without a type switch asks for it.
+func TestFunctionTiming(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	for _, c := range []struct {
+		src    string
+		prep   []string
+		golden string
+	}{
+		{"ftime", nil, "ftime/ft-plist-t.out"},
+		{"ftime", []string{"/AT"}, "ftime/ft-atdefault-plist-t.out"},
+		{"ftime", []string{"/AT", "/STACK", "1"}, "ftime/ft-at1-plist-t.out"},
+		{"ftime", []string{"/AT", "/STACK", "2"}, "ftime/ft-at2-plist-t.out"},
+		{"ftime", []string{"/AT", "/STACK", "3"}, "ftime/ft-at3-plist-t.out"},
+		{"ftime", []string{"/FC", "/AT", "/STACK", "3"}, "ftime/fc-at3-plist-t.out"},
+		{"ftime", []string{"/FV", "/AT"}, "ftime/fv-at-plist-t.out"},
+		{"sf", []string{"/FT", "/SF", "work"}, "sf/ft-plist-t.out"},
+		{"sf", []string{"/FC", "/SF", "work"}, "sf/fc-plist-t.out"},
+		{"sf", []string{"/FC", "/AT", "/SF", "work"}, "sf/fc-at-plist-t.out"},
+		{"sf", []string{"/FT", "/AT", "/SF", "work"}, "sf/ft-at-plist-t.out"},
+		{"sf", []string{"/FC", "/SF", "nosuch"}, "sf/name3-plist-t.out"},
+		{"sf", []string{"/FC", "/SF", "main"}, "sf/name4-plist-t.out"},
+		{"sf", []string{"/FC", "/SF", "inner"}, "sf/name5-plist-t.out"},
+		{"deep", []string{"/FC", "/AT", "/STACK", "16"}, "deep/fc-at16-plist-t.out"},
+		{"deep", []string{"/FC", "/AT"}, "deep/fc-atdefault-plist-t.out"},
+	} {
+		name := c.src + strings.ReplaceAll(strings.Join(c.prep, ""), "/", "-")
+		t.Run(name, func(t *testing.T) {
+			prog := testutil.BuildOriginal(t, c.src)
+			dir, r := workflow(t, prog, c.prep)
+			if r.status != 0 {
+				t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+			}
+			got := parseCalls(t, must(t, dir, "plist", "/nologo", "/T", c.src).stdout)
+			want := parseCalls(t, testutil.OriginalText(t, c.golden))
+			t.Logf("%d functions, %d hits, depth %d, %d stacks", len(got.hits), sumHits(got), got.depth, len(got.stacks))
+			if diff := compareCalls(want, got); diff != "" {
+				t.Errorf("against the original's %s:\n%s", c.golden, diff)
+			}
+			if slices.Contains(c.prep, "/FC") || slices.Contains(c.prep, "/FV") {
+				return
+			}
+			report := must(t, dir, "plist", "/nologo", c.src).stdout
+			for _, line := range []string{"Profile: Function timing, sorted by time", "    Total time: ",
+				"    Time outside of functions: ", "    Overhead Calculated "} {
+				if !strings.Contains(report, line) {
+					t.Errorf("the report has no %q:\n%s", line, report)
+				}
+			}
+		})
+	}
+}
+
+// calls is what a /T output says was called: hits by function, the call
+// depth, the start function, and the caller stacks ("caller caller hits"),
+// names without the original's leading underscore.
+type calls struct {
+	hits   map[string]uint64
+	depth  int
+	start  string
+	stacks []string
+}
+
+func parseCalls(t *testing.T, out string) calls {
+	t.Helper()
+	c := calls{hits: map[string]uint64{}}
+	bare := func(name string) string { return strings.TrimPrefix(name, "_") }
+	var stack []string // names of the stack being read, then its hits last
+	var want int       // names it still awaits
+	for _, line := range strings.Split(strings.TrimRight(out, "\r\n"), "\n") {
+		f := strings.Split(strings.TrimRight(line, "\r"), "\t")
+		switch f[0] {
+		case "2":
+			c.depth, _ = strconv.Atoi(f[3])
+		case "5":
+			c.start = bare(f[1])
+		case "6":
+			hits, err := strconv.ParseUint(f[3], 10, 64)
+			if err != nil {
+				t.Fatalf("record %q: %v", line, err)
+			}
+			c.hits[bare(f[6])] = hits
+		case "9":
+			want, _ = strconv.Atoi(f[1])
+			stack = []string{f[2]}
+		case "10":
+			stack = append(stack, bare(f[1]))
+			if want--; want == 0 {
+				c.stacks = append(c.stacks, strings.Join(append(stack[1:], stack[0]), " "))
+			}
+		}
+	}
+	slices.Sort(c.stacks)
+	return c
+}
+
+// compareCalls says how got differs from want, or "".
+func compareCalls(want, got calls) string {
+	var b strings.Builder
+	for name, w := range want.hits {
+		if g, ok := got.hits[name]; !ok || g != w {
+			fmt.Fprintf(&b, "%s: %d hits, the original %d\n", name, g, w)
+		}
+	}
+	if len(got.hits) != len(want.hits) {
+		fmt.Fprintf(&b, "%d functions, the original %d\n", len(got.hits), len(want.hits))
+	}
+	if got.depth != want.depth {
+		fmt.Fprintf(&b, "call depth %d, the original %d\n", got.depth, want.depth)
+	}
+	if got.start != want.start {
+		fmt.Fprintf(&b, "start function %q, the original %q\n", got.start, want.start)
+	}
+	if !slices.Equal(got.stacks, want.stacks) {
+		fmt.Fprintf(&b, "stacks (callers, hits):\n  %q\nthe original:\n  %q\n", got.stacks, want.stacks)
+	}
+	return b.String()
+}
+
+
+func sumHits(c calls) uint64 {
+	var n uint64
+	for _, h := range c.hits {
+		n += h
+	}
+	return n
+}
