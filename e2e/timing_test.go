@@ -135,7 +135,6 @@ func compareCalls(want, got calls) string {
 	return b.String()
 }
 
-
 func sumHits(c calls) uint64 {
 	var n uint64
 	for _, h := range c.hits {
