@@ -26,6 +26,7 @@ func TestFunctionTiming(t *testing.T) {
 		golden string
 	}{
 		{"ftime", nil, "ftime/ft-plist-t.out"},
+		{"ftime", []string{"/CB", "5"}, "ftime/ft-cb-plist-t.out"},
 		{"ftime", []string{"/AT"}, "ftime/ft-atdefault-plist-t.out"},
 		{"ftime", []string{"/AT", "/STACK", "1"}, "ftime/ft-at1-plist-t.out"},
 		{"ftime", []string{"/AT", "/STACK", "2"}, "ftime/ft-at2-plist-t.out"},
@@ -59,8 +60,12 @@ func TestFunctionTiming(t *testing.T) {
 				return
 			}
 			report := must(t, dir, "plist", "/nologo", c.src).stdout
-			for _, line := range []string{"Profile: Function timing, sorted by time", "    Total time: ",
-				"    Time outside of functions: ", "    Overhead Calculated "} {
+			lines := []string{"Profile: Function timing, sorted by time", "    Total time: ",
+				"    Time outside of functions: ", "    Overhead Calculated "}
+			if slices.Contains(c.prep, "/CB") {
+				lines = append(lines, "    Overhead Used 5\n")
+			}
+			for _, line := range lines {
 				if !strings.Contains(report, line) {
 					t.Errorf("the report has no %q:\n%s", line, report)
 				}
@@ -141,4 +146,47 @@ func sumHits(c calls) uint64 {
 		n += h
 	}
 	return n
+}
+
+// TestGoroutineTiming: a Go program's calls are timed per goroutine, so
+// that a goroutine's time is its own whichever thread runs it. Four
+// goroutines, which move between threads as they sleep, run one() and
+// two(), which sleep one and two units: their function+child times are in
+// those units.
+func TestGoroutineTiming(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	// A unit of 20 ms: a goroutine that wakes up may wait for a thread
+	// the tracer holds, some hundred microseconds under breakpoints.
+	unit := 20000
+	if testutil.Slow() {
+		unit = 100000
+	}
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildGo(t, "gotiming", b.flags...)
+			dir, r := workflow(t, prog, nil, strconv.Itoa(unit))
+			if r.status != 0 || !strings.Contains(r.stdout, "gotiming done") {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			out := must(t, dir, "plist", "/nologo", "/T", "gotiming").stdout
+			hits, all := map[string]uint64{}, map[string]float64{}
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.Split(line, "\t")
+				if f[0] != "6" {
+					continue
+				}
+				hits[f[6]], _ = strconv.ParseUint(f[3], 10, 64)
+				all[f[6]], _ = strconv.ParseFloat(f[5], 64)
+			}
+			if hits["main.one"] != 12 || hits["main.two"] != 12 || hits["main.wait"] != 24 {
+				t.Errorf("hits: one %d, two %d, wait %d; want 12, 12, 24", hits["main.one"], hits["main.two"], hits["main.wait"])
+			}
+			ms := float64(unit) / 1000
+			for name, units := range map[string]float64{"main.one": 12, "main.two": 24, "main.wait": 36} {
+				if got := all[name] / ms; got < 0.9*units || got > 1.1*units {
+					t.Errorf("%s: function+child time %.3f ms, %.2f units; want %.0f (within 10%%)", name, all[name], got, units)
+				}
+			}
+		})
+	}
 }

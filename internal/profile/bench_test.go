@@ -49,6 +49,40 @@ func BenchmarkHit(b *testing.B) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*benchHits), "ns/hit")
 }
 
+// BenchmarkTimedCall: function timing of a function called benchHits
+// times, with this version's breakpoints at its entry and exit; ns/call is
+// the run's elapsed time divided by the calls, and x-hit that cost against
+// one counting breakpoint's (BenchmarkHit's program, run alternately).
+func BenchmarkTimedCall(b *testing.B) {
+	testutil.MustHavePtrace(b)
+	prog := testutil.BuildC(b, "bench_hits", "-O2")
+	timing := planFor(&testing.T{}, prog, datafile.FuncTiming, "f")
+	counting := planFor(&testing.T{}, prog, datafile.FuncCounting, "f")
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	run := func(plan *datafile.Plan) time.Duration {
+		start := time.Now()
+		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"bench_hits", strconv.Itoa(benchHits)},
+			Stdout: devnull, Stderr: devnull, Breakpoints: true})
+		elapsed := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Counts.Stats.Hits[0] != benchHits {
+			b.Fatalf("f hit %d times, want %d", res.Counts.Stats.Hits[0], benchHits)
+		}
+		return elapsed
+	}
+	b.ResetTimer()
+	var timed, counted time.Duration
+	for i := 0; i < b.N; i++ {
+		timed += run(timing)
+		counted += run(counting)
+	}
+	b.ReportMetric(float64(timed.Nanoseconds())/float64(b.N*benchHits), "ns/call")
+	b.ReportMetric(float64(timed)/float64(counted), "x-hit")
+}
+
 // BenchmarkBareLoop: the floor, a tracer that only waits for each int3 stop
 // of a program executing benchHits int3 instructions and continues it. It
 // waits as the tracer does (spinning briefly between close stops).

@@ -47,11 +47,16 @@ func Root(t testing.TB) string {
 }
 
 // Original returns testdata/original, the original tools' recorded outputs
-// (its README.md says how they were captured). They are part of the
-// repository: a test that needs them fails, never skips, when they are gone.
+// (its README.md says how they were captured), or $SPROF_ORIGINAL where the
+// tests run away from the repository (the arm64 VM, which gets a copy of
+// the parts its suites read). They are part of the repository: a test that
+// needs them fails, never skips, when they are gone.
 func Original(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(Root(t), "testdata", "original")
+	dir := os.Getenv("SPROF_ORIGINAL")
+	if dir == "" {
+		dir = filepath.Join(Root(t), "testdata", "original")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
 		t.Fatalf("the original's recorded outputs are missing: %v", err)
 	}
