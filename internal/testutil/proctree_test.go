@@ -14,9 +14,12 @@ func TestProcessTree(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var tree string
-	for i := 0; i < 100; i++ { // until the shell's child has become sleep
+	// Until the shell's child has become sleep (" sleep:", not
+	// "(sleeping)", a state) and both sleep: a process just started may
+	// still be running.
+	for i := 0; i < 100; i++ {
 		tree = ProcessTree(cmd.Process.Pid)
-		if strings.Contains(tree, " sleep:") { // not "(sleeping)", a state
+		if strings.Contains(tree, " sleep:") && !strings.Contains(tree, "State=R") {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
