@@ -416,6 +416,9 @@ func TestArchAMD64(t *testing.T) {
 	if err != nil || ret != 0x401234 || a.SP(r) != xSP {
 		t.Errorf("ReturnAddress %#x, %v; SP %#x", ret, err, a.SP(r))
 	}
+	if g := a.Goroutine(rg(14, 0xc000002380)); g != 0xc000002380 {
+		t.Errorf("Goroutine = %#x, want r14's 0xc000002380", g)
+	}
 	if _, err := a.ReturnAddress(r, newMem()); err == nil {
 		t.Error("ReturnAddress from unmapped stack succeeded")
 	}

@@ -287,6 +287,9 @@ func TestArchARM64(t *testing.T) {
 	if err != nil || ret != 0x401234 || a.SP(r) != aSP {
 		t.Errorf("ReturnAddress %#x, %v; SP %#x", ret, err, a.SP(r))
 	}
+	if g := a.Goroutine(rg(28, 0x4000002380)); g != 0x4000002380 {
+		t.Errorf("Goroutine = %#x, want x28's 0x4000002380", g)
+	}
 }
 
 func TestStripPAC(t *testing.T) {
