@@ -152,7 +152,8 @@ func sumHits(c calls) uint64 {
 // that a goroutine's time is its own whichever thread runs it. Four
 // goroutines, which move between threads as they sleep, run one() and
 // two(), which sleep one and two units: their function+child times are in
-// those units.
+// those units (within 10 %; above, only with testutil.Accuracy: a loaded
+// machine wakes sleepers late).
 func TestGoroutineTiming(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	// A unit of 20 ms: a goroutine that wakes up may wait for a thread
@@ -182,8 +183,10 @@ func TestGoroutineTiming(t *testing.T) {
 				t.Errorf("hits: one %d, two %d, wait %d; want 12, 12, 24", hits["main.one"], hits["main.two"], hits["main.wait"])
 			}
 			ms := float64(unit) / 1000
+			t.Logf("function+child times in units: one %.2f, two %.2f, wait %.2f (12, 24, 36 by construction)",
+				all["main.one"]/ms, all["main.two"]/ms, all["main.wait"]/ms)
 			for name, units := range map[string]float64{"main.one": 12, "main.two": 24, "main.wait": 36} {
-				if got := all[name] / ms; got < 0.9*units || got > 1.1*units {
+				if got := all[name] / ms; got < 0.9*units || (testutil.Accuracy() && got > 1.1*units) {
 					t.Errorf("%s: function+child time %.3f ms, %.2f units; want %.0f (within 10%%)", name, all[name], got, units)
 				}
 			}
