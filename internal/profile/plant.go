@@ -756,24 +756,22 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 	return t.inject(t.pid, instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
 }
 
-// inject makes stopped thread tid run one system call: the system call
-// instruction is written over its current instruction, single-stepped,
-// and the instruction and registers restored. It returns the call's result,
-// or its errno as an error.
-func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
-	const maxErrno = 4095
+// borrow writes code over the current instruction of stopped thread tid,
+// for the tracer's own use of the thread, and returns the thread's
+// registers as they were and the function that puts the instruction and
+// the registers back.
+func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error) {
 	var saved ptrace.Regs
 	if err := ptrace.GetRegs(tid, &saved); err != nil {
-		return 0, err
+		return saved, nil, err
 	}
 	pc := saved.PC()
-	insn := t.arch.SyscallInst()
-	orig := make([]byte, len(insn))
+	orig := make([]byte, len(code))
 	if err := t.mem.ReadMem(pc, orig); err != nil {
-		return 0, err
+		return saved, nil, err
 	}
-	if err := t.mem.WriteMem(pc, insn); err != nil {
-		return 0, err
+	if err := t.mem.WriteMem(pc, code); err != nil {
+		return saved, nil, err
 	}
 	restore := func() error {
 		if err := t.mem.WriteMem(pc, orig); err != nil {
@@ -781,10 +779,23 @@ func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, er
 		}
 		return ptrace.SetRegs(tid, &saved)
 	}
+	return saved, restore, nil
+}
+
+// inject makes stopped thread tid run one system call: the system call
+// instruction is written over its current instruction, single-stepped,
+// and the instruction and registers restored. It returns the call's result,
+// or its errno as an error.
+func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	const maxErrno = 4095
+	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
+	if err != nil {
+		return 0, err
+	}
 	regs := saved
 	regs.NoRestart()
 	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
-	regs.SetPC(pc)
+	regs.SetPC(saved.PC())
 	if err := ptrace.SetRegs(tid, &regs); err != nil {
 		restore()
 		return 0, err

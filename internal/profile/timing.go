@@ -159,23 +159,11 @@ func (t *tracer) timingStats(s *datafile.Stats) {
 // the program runs: the thread hits a breakpoint at its first instruction
 // calibrationRounds times. Its registers and code are restored.
 func (t *tracer) calibrate() (int64, error) {
-	var saved ptrace.Regs
-	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
+	saved, restore, err := t.borrow(t.pid, t.arch.Breakpoint())
+	if err != nil {
 		return 0, err
 	}
-	pc := saved.PC()
-	bp := t.arch.Breakpoint()
-	orig := make([]byte, len(bp))
-	if err := t.mem.ReadMem(pc, orig); err != nil {
-		return 0, err
-	}
-	if err := t.mem.WriteMem(pc, bp); err != nil {
-		return 0, err
-	}
-	defer func() {
-		t.mem.WriteMem(pc, orig)
-		ptrace.SetRegs(t.pid, &saved)
-	}()
+	defer restore()
 	samples := make([]int64, 0, calibrationRounds)
 	for range calibrationRounds {
 		if err := ptrace.SetRegs(t.pid, &saved); err != nil {
