@@ -201,3 +201,28 @@ func TestGoroutineTiming(t *testing.T) {
 		})
 	}
 }
+
+// TestGoexitTiming: a goroutine that ends with runtime.Goexit inside a
+// profiled function leaves its frame open; it closes at the goroutine's
+// last event, so that the function's time is what ran in it.
+func TestGoexitTiming(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildGo(t, "gotiming")
+	dir, r := workflow(t, prog, nil, "goexit", "20000")
+	if r.status != 0 || !strings.Contains(r.stdout, "gotiming goexit done") {
+		t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+	}
+	hits, all := map[string]uint64{}, map[string]float64{}
+	for _, line := range strings.Split(must(t, dir, "plist", "/nologo", "/T", "gotiming").stdout, "\n") {
+		if f := strings.Split(line, "\t"); f[0] == "6" {
+			hits[f[6]], _ = strconv.ParseUint(f[3], 10, 64)
+			all[f[6]], _ = strconv.ParseFloat(f[5], 64)
+		}
+	}
+	if hits["main.exiter"] != 1 || hits["main.one"] != 1 {
+		t.Errorf("hits: exiter %d, one %d; want 1, 1", hits["main.exiter"], hits["main.one"])
+	}
+	if ex, one := all["main.exiter"], all["main.one"]; one < 20 || ex < one || ex > 1.1*one {
+		t.Errorf("function+child times: exiter %.3f ms, one %.3f ms; want one at least 20 ms and exiter a little more", ex, one)
+	}
+}

@@ -290,3 +290,41 @@ func TestTimingThreads(t *testing.T) {
 	// in-process timing has no such wait (docs/linux.md, "Timing").
 	t.Logf("two's time / one's: %.3f (2 by construction)", float64(got.self["two"])/float64(got.self["one"]))
 }
+
+// TestTimingWaysOut: mutual recursion, a thread that ends inside a
+// profiled function, and a signal handler that runs profiled functions in
+// the middle of another keep the books right: exact counts and depth,
+// every call's time within its caller's, no time lost or invented.
+func TestTimingWaysOut(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	for _, build := range []string{"O0-pie", "O2-nopie"} {
+		t.Run(build, func(t *testing.T) {
+			prog := testutil.BuildC(t, "timing", append(fixtureFlags[build], "-pthread")...)
+			plan := planFor(t, prog, datafile.FuncTiming, "main", "is_even", "is_odd", "starter", "quitter", "interrupted", "leaf")
+			got := runTimed(t, plan, prog, "ways")
+			checkHits(t, got.hits, map[string]uint64{"main": 1, "is_even": 6, "is_odd": 5, "starter": 1,
+				"quitter": 1, "interrupted": 1, "leaf": 2})
+			if got.stats.CallDepth != 12 {
+				t.Errorf("call depth %d, want 12 (main, is_even(10) down to is_even(0))", got.stats.CallDepth)
+			}
+			var self int64
+			for name, v := range got.self {
+				self += v
+				if v < 0 || got.all[name] < v {
+					t.Errorf("%s: function time %d, function+child time %d", name, v, got.all[name])
+				}
+			}
+			// The time inside functions is main's and the thread's
+			// starter's, and every function time is part of it.
+			inside := got.stats.TotalTime - got.stats.OutsideTime
+			if want := got.all["main"] + got.all["starter"]; inside != want || self != inside {
+				t.Errorf("time inside functions %d; main's and starter's function+child times %d; function times sum to %d: want all equal",
+					inside, want, self)
+			}
+			if got.all["interrupted"] < got.all["leaf"] {
+				t.Errorf("interrupted's function+child time %d is less than the leaf calls its handler made, %d",
+					got.all["interrupted"], got.all["leaf"])
+			}
+		})
+	}
+}

@@ -19,9 +19,16 @@
  *                    into jumper() three times; then jumper() calls after().
  *   timing threads [U]
  *                    4 threads each call one() 3 times and two() 3 times.
+ *   timing ways      every other way out of a frame: is_even(10) and
+ *                    is_odd() call each other 11 times down to 0 (depth
+ *                    12 with main); a thread ends with pthread_exit inside
+ *                    quitter(), called from its start routine starter();
+ *                    a signal handler, raised inside interrupted(), runs
+ *                    leaf() twice in the middle of it.
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +97,36 @@ NOINLINE void jumper(void) {
 	KEEP();
 }
 
+NOINLINE int is_odd(int n);
+NOINLINE int is_even(int n) {
+	int r = n == 0 ? 1 : is_odd(n - 1);
+	KEEP();
+	return r;
+}
+NOINLINE int is_odd(int n) {
+	int r = n == 0 ? 0 : is_even(n - 1);
+	KEEP();
+	return r;
+}
+
+NOINLINE void quitter(void) { pthread_exit(NULL); }
+NOINLINE void *starter(void *arg) {
+	(void)arg;
+	quitter();
+	return NULL;
+}
+
+static void on_signal(int sig) {
+	(void)sig;
+	leaf();
+	leaf();
+}
+NOINLINE void interrupted(void) {
+	raise(SIGUSR1);
+	sink++;
+	KEEP();
+}
+
 static void *worker(void *arg) {
 	(void)arg;
 	for (int i = 0; i < 3; i++) {
@@ -129,6 +166,14 @@ int main(int argc, char **argv) {
 			pthread_create(&t[i], NULL, worker, NULL);
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], NULL);
+	} else if (strcmp(mode, "ways") == 0) {
+		pthread_t t;
+		if (is_even(10) != 1)
+			return 1;
+		pthread_create(&t, NULL, starter, NULL);
+		pthread_join(t, NULL);
+		signal(SIGUSR1, on_signal);
+		interrupted();
 	} else {
 		fprintf(stderr, "timing: unknown mode %s\n", mode);
 		return 2;

@@ -7,12 +7,16 @@
 // thread runs it (elapsed time, as the original measured it: a function
 // that sleeps is charged its sleep): two's time is twice one's.
 //
-//	gotiming [UNIT]   the unit in microseconds (default 5000)
+//	gotiming [UNIT]          the unit in microseconds (default 5000)
+//	gotiming goexit [UNIT]   a goroutine calls exiter(), which calls
+//	                         one() and then runtime.Goexit: exiter never
+//	                         returns
 package main
 
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -34,9 +38,22 @@ func one() int { return wait(1) }
 //go:noinline
 func two() int { return wait(2) }
 
+// exiter ends its goroutine inside itself.
+//
+//go:noinline
+func exiter() {
+	one()
+	runtime.Goexit()
+}
+
 func main() {
-	if len(os.Args) > 1 {
-		us, err := strconv.Atoi(os.Args[1])
+	args := os.Args[1:]
+	goexit := len(args) > 0 && args[0] == "goexit"
+	if goexit {
+		args = args[1:]
+	}
+	if len(args) > 0 {
+		us, err := strconv.Atoi(args[0])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "gotiming: bad unit:", err)
 			os.Exit(2)
@@ -44,6 +61,16 @@ func main() {
 		unit = time.Duration(us) * time.Microsecond
 	}
 	var wg sync.WaitGroup
+	if goexit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exiter()
+		}()
+		wg.Wait()
+		fmt.Println("gotiming goexit done")
+		return
+	}
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
