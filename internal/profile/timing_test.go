@@ -95,9 +95,16 @@ func TestTimingKnownWork(t *testing.T) {
 					t.Errorf("%s is %.2f%% of the time inside functions, want %.2f%% (within %.0f%%)", c.what, 100*s, 100*c.want, 100*shareTolerance)
 				}
 			}
+			// What is left of each stop's cost lands in the functions
+			// that only call: microseconds, but milliseconds under the
+			// VM's emulation, where a stop costs one or two.
+			callsOnly := 0.02
+			if testutil.Slow() {
+				callsOnly = 0.05
+			}
 			for _, name := range []string{"main", "top"} {
-				if s := share(got.self[name]); s > 0.02 {
-					t.Errorf("%s, which only calls, has %.2f%% of the time, want about 0", name, 100*s)
+				if s := share(got.self[name]); s > callsOnly {
+					t.Errorf("%s, which only calls, has %.2f%% of the time, want about 0 (at most %.0f%%)", name, 100*s, 100*callsOnly)
 				}
 			}
 			if testutil.Slow() {
