@@ -43,8 +43,9 @@ type thread struct {
 	// pendingSig a signal that arrived meanwhile, delivered after the step.
 	stepping   *site
 	pendingSig syscall.Signal
-	// born is when it started running, on the tracer's clock (timing).
-	born int64
+	// born is when it started running, on the tracer's clock, and let
+	// when the tracer last let it go (timing).
+	born, let int64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -95,6 +96,10 @@ type tracer struct {
 	lived      int64
 	overhead   int64
 	calculated int64
+	// forced is set when /CB imposes the overhead; gaps are the gaps
+	// between stops, which bound it otherwise (eventCost).
+	forced bool
+	gaps   gaps
 	// yielding is set when the tracer waits for stops with
 	// ptrace.WaitYielding (timing: see timing.go).
 	yielding bool
@@ -191,7 +196,7 @@ func (t *tracer) run() (*Result, error) {
 		t.overhead = t.calculated
 		t.yielding = true
 		if c := t.plan.Calibration; c >= 0 {
-			t.overhead = c
+			t.overhead, t.forced = c, true
 		}
 	}
 	if err := ptrace.Seize(pid); err != nil {
