@@ -256,3 +256,30 @@ func TestBooksDeepStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestEventCost: the overhead taken out at each stop is the calibrated
+// one, /CB's when forced, and never more than the lower quartile of the
+// run's gaps between stops once a window of them is known.
+func TestEventCost(t *testing.T) {
+	tr := &tracer{overhead: 30000}
+	if got := tr.eventCost(); got != 30000 {
+		t.Errorf("before any gap: %d, want the calibration 30000", got)
+	}
+	for i := range gapWindow {
+		tr.gaps.add(int64(10000 + 100*i)) // 10 µs to 35.5 µs
+	}
+	if got, want := tr.eventCost(), int64(10000+100*gapWindow/4); got != want {
+		t.Errorf("after gaps of 10-35.5 µs: %d, want their lower quartile %d", got, want)
+	}
+	tr.forced = true
+	if got := tr.eventCost(); got != 30000 {
+		t.Errorf("/CB: %d, want 30000 as imposed", got)
+	}
+	tr = &tracer{overhead: 5000}
+	for range gapWindow {
+		tr.gaps.add(1_000_000) // calls that all work a millisecond
+	}
+	if got := tr.eventCost(); got != 5000 {
+		t.Errorf("long gaps: %d, want the calibration 5000", got)
+	}
+}
