@@ -159,6 +159,9 @@ func TestFaults(t *testing.T) {
 					checkFault(t, prog, sc, native, mech.name, mech.breakpoints, method)
 				}
 			}
+			// Function timing stops at every entry and exit, in-process
+			// or not (this version).
+			checkFault(t, prog, sc, native, "timing", true, datafile.FuncTiming)
 		})
 	}
 }
