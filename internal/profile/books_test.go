@@ -262,9 +262,17 @@ func TestBooksDeepStacks(t *testing.T) {
 // run's gaps between stops once a window of them is known.
 func TestEventCost(t *testing.T) {
 	tr := &tracer{overhead: 30000}
-	if got := tr.eventCost(); got != 30000 {
-		t.Errorf("before any gap: %d, want the calibration 30000", got)
+	for range 15 {
+		tr.gaps.add(1000)
 	}
+	if got := tr.eventCost(); got != 30000 {
+		t.Errorf("before 16 gaps: %d, want the calibration 30000", got)
+	}
+	tr.gaps.add(1000)
+	if got := tr.eventCost(); got != 1000 {
+		t.Errorf("after 16 gaps of 1 µs: %d, want 1000", got)
+	}
+	tr = &tracer{overhead: 30000}
 	for i := range gapWindow {
 		tr.gaps.add(int64(10000 + 100*i)) // 10 µs to 35.5 µs
 	}

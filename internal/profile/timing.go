@@ -143,20 +143,26 @@ func (t *tracer) eventCost() int64 {
 const gapWindow = 256
 
 // gaps keeps the gaps between a thread's release and its next stop, and
-// their lower quartile over the last full window (0 before the first).
+// their lower quartile: over the first 16, 32, 64 and 128 gaps while the
+// run is young (a short run has few stops), then over the last full
+// window; 0 before 16.
 type gaps struct {
 	window [gapWindow]int64
 	n      int
+	full   bool
 	low    int64
 }
 
 func (g *gaps) add(d int64) {
 	g.window[g.n] = d
-	if g.n++; g.n == gapWindow {
-		sorted := g.window
-		slices.Sort(sorted[:])
-		g.low = max(sorted[gapWindow/4], 1)
-		g.n = 0
+	g.n++
+	if g.n == gapWindow || (!g.full && g.n >= 16 && g.n&(g.n-1) == 0) {
+		sorted := slices.Clone(g.window[:g.n])
+		slices.Sort(sorted)
+		g.low = max(sorted[len(sorted)/4], 1)
+	}
+	if g.n == gapWindow {
+		g.n, g.full = 0, true
 	}
 }
 
