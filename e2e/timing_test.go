@@ -187,11 +187,14 @@ func TestGoroutineTiming(t *testing.T) {
 				one, two, wait)
 			// A sleep is never shorter than asked, and ends late by the
 			// time its goroutine takes to wake up: the same for one and
-			// two, so that two's time less one's is 12 units.
+			// two on a real CPU, so that two's time less one's is 12
+			// units. Under emulation wake-ups are late by tens of
+			// milliseconds, unevenly (14 units seen): there the
+			// difference is only logged.
 			if one < 0.95*12 || two < 0.95*24 {
 				t.Errorf("one %.2f units, two %.2f: want at least 12 and 24", one, two)
 			}
-			if d := two - one; testutil.Accuracy() && (d < 0.9*12 || d > 1.1*12) {
+			if d := two - one; testutil.Accuracy() && !testutil.Slow() && (d < 0.9*12 || d > 1.1*12) {
 				t.Errorf("two's time less one's: %.2f units, want 12 (within 10%%)", d)
 			}
 			// wait runs inside one and two, and is almost all of them.
@@ -227,7 +230,13 @@ func TestGoexitTiming(t *testing.T) {
 		t.Errorf("hits: exiter %d, one %d; want 1, 1", hits["main.exiter"], hits["main.one"])
 	}
 	ms := float64(unit) / 1000
-	if ex, one := all["main.exiter"], all["main.one"]; one < ms || ex < one || ex > 1.1*one {
+	// exiter's time is one's and what runs between their entries: one
+	// stop's leftover, which under emulation can be 13 ms (seen).
+	slack := 1.1
+	if testutil.Slow() {
+		slack = 1.3
+	}
+	if ex, one := all["main.exiter"], all["main.one"]; one < ms || ex < one || ex > slack*one {
 		t.Errorf("function+child times: exiter %.3f ms, one %.3f ms; want one at least %.0f ms and exiter a little more", ex, one, ms)
 	}
 }
