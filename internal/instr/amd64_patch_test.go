@@ -438,3 +438,54 @@ func labelTargets(t *testing.T, code []byte) []string {
 	}
 	return lines
 }
+
+// TestRecordCodeAMD64 checks the ring's record code with the GNU
+// disassembler, where its ring-full breakpoint is, and its rollback
+// ranges: nothing to restore before the saves, every register until the
+// commit (start again), every register after it (go on after the code).
+func TestRecordCodeAMD64(t *testing.T) {
+	need(t, "objdump")
+	rc, ok := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 4096}, RecordTag(7, true))
+	if !ok {
+		t.Fatal("no record code")
+	}
+	want := []string{
+		"mov    %rax,%gs:0x1000",
+		"mov    %rdx,%gs:0x1008",
+		"mov    %gs:0x1018,%rdx",
+		"sub    %gs:0x1040,%rdx",
+		"cmp    $0x1000,%rdx",
+		"jb     0x30",
+		"int3",
+		"jmp    0x12",
+		"rdtsc",
+		"shl    $0x20,%rdx",
+		"or     %rdx,%rax",
+		"mov    %gs:0x1018,%rdx",
+		"and    $0xfff,%edx",
+		"shl    $0x5,%edx",
+		"mov    %rax,%gs:0x1080(%rdx)",
+		"mov    %rsp,%gs:0x1088(%rdx)",
+		"movq   $0xf,%gs:0x1090(%rdx)",
+		"incq   %gs:0x1018",
+		"mov    %gs:0x1000,%rax",
+		"mov    %gs:0x1008,%rdx",
+	}
+	addrs, got := disassembleAt(t, rc.Code, 0)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("record code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if rc.Code[rc.Full-1] != 0xcc || fmt.Sprintf("%x", rc.Full) != strings.TrimPrefix(addrs[7], "0x") {
+		t.Errorf("ring-full breakpoint ends at %#x, want before the jmp at %s", rc.Full, addrs[9])
+	}
+	rb := rc.Rollback
+	if len(rb) != 3 || rb[0].From != 0 || rb[0].To != rb[1].From || rb[1].To != rb[2].From || rb[2].To != len(rc.Code) {
+		t.Fatalf("rollback ranges %+v", rb)
+	}
+	if len(rb[0].Restore) != 0 || len(rb[1].Restore) != 2 || rb[1].Resume != 0 || len(rb[2].Restore) != 2 || rb[2].Resume != len(rc.Code) {
+		t.Errorf("rollback %+v", rb)
+	}
+	if _, ok := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 1000}, 0); ok {
+		t.Error("a ring of 1000 records (not a power of two) accepted")
+	}
+}

@@ -3,6 +3,7 @@ package instr
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Exits, for function timing: where a function is left, a trampoline
@@ -96,6 +97,7 @@ func ExitTrampoline(a Arch, p *Patch, addr uint64, instrumentation []byte) (Tram
 		pc := p.Site + uint64(off)
 		if i == len(p.Insts)-1 {
 			t.PCs = append(t.PCs, PCMap{Tramp: addr + uint64(len(t.Code)), Orig: pc})
+			t.At = len(t.Code)
 			t.Code = append(t.Code, instrumentation...)
 		}
 		at := addr + uint64(len(t.Code))
@@ -110,4 +112,59 @@ func ExitTrampoline(a Arch, p *Patch, addr uint64, instrumentation []byte) (Tram
 		off += in.Len
 	}
 	return t, nil
+}
+
+// PlanPatchThroughExit is PlanPatch for the entry of a timed function
+// [start, end) (fn may go on over the padding after it): where the
+// function's first exit (a return, or a jump out of it) comes within four
+// straight-line instructions after the patch, with no branch landing in
+// between, the patch goes on over them and the exit, so that the entry's
+// trampoline records the exit too (an exit's own patch would overlap the
+// entry's). Otherwise it is PlanPatch's patch.
+func PlanPatchThroughExit(a Arch, fn []byte, start, end, site uint64) (Patch, error) {
+	p, err := a.PlanPatch(fn, start, site)
+	if err != nil || ExitIndex(&p, start, end) >= 0 || slices.ContainsFunc(p.Insts, func(in Inst) bool { return in.Kind == Call }) {
+		// (A call's return lands at the patch's end, in the original
+		// code: the patch cannot go on over it.)
+		return p, err
+	}
+	decode := bareDecoder(a)
+	q := p
+	q.Insts = slices.Clone(p.Insts)
+	limit := min(end, start+uint64(len(fn)))
+	for pc, i := p.End(), 0; i < 4 && pc < limit; i++ {
+		in, err := decode(fn[pc-start:limit-start], pc)
+		if err != nil || in.Len <= 0 {
+			break
+		}
+		code := fn[pc-start : pc-start+uint64(in.Len)]
+		if _, err := a.relocateOne(code, pc, pc); err != nil {
+			break
+		}
+		q.Insts = append(q.Insts, in)
+		pc += uint64(in.Len)
+		if isExit(in, start, end) {
+			q.Orig = append([]byte(nil), fn[q.Site-start:pc-start]...)
+			into, err := branchTargets(a, fn, start, q.Site, q.End())
+			if err != nil || len(into) > 0 {
+				break
+			}
+			return q, nil
+		}
+		if in.Kind != Other && in.Kind != Nop {
+			break
+		}
+	}
+	return p, nil
+}
+
+// ExitIndex returns the index in p's instructions of the first that
+// leaves the function [start, end): a return, or a direct jump out (a
+// tail call); -1 for none.
+func ExitIndex(p *Patch, start, end uint64) int {
+	return slices.IndexFunc(p.Insts, func(in Inst) bool { return isExit(in, start, end) })
+}
+
+func isExit(in Inst, start, end uint64) bool {
+	return in.Kind == Ret || (in.Kind == Jump && in.Target != 0 && (in.Target < start || in.Target >= end))
 }

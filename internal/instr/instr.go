@@ -224,6 +224,10 @@ type Arch interface {
 	// the architecture has (a thread's block, or the stack table); false
 	// where d does not describe it, or for a Go frame it cannot key.
 	DepthCode(d Depth) (DepthCode, bool)
+	// RecordCode returns the code that appends a record with tag to the
+	// thread's ring (see [Ring]), position-independent and changing
+	// nothing but the flags; false where the architecture has no ring.
+	RecordCode(r Ring, tag uint64) (RecordCode, bool)
 }
 
 // Syscall names the system calls the tracer injects.

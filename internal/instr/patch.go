@@ -58,6 +58,9 @@ type Trampoline struct {
 	// Exit marks an exit's trampoline ([ExitTrampoline]), which has no
 	// jump back.
 	Exit bool
+	// At is the offset of the instrumentation in Code: 0 at an entry,
+	// after the relocated epilogue at an exit.
+	At int
 }
 
 // OrigPC returns the original address for pc, inside the trampoline at
@@ -280,11 +283,14 @@ type DepthCode struct {
 	Rollback []Rollback
 }
 
-// Rollback is one range of DepthCode.Code (offsets From to To) and the
-// registers saved there: DWARF number and offset in the block.
+// Rollback is one range of DepthCode.Code or RecordCode.Code (offsets
+// From to To) and the registers saved there: DWARF number and offset in
+// the block. The thread resumes at offset Resume of the code (0: its
+// start).
 type Rollback struct {
 	From, To int
 	Restore  []SavedReg
+	Resume   int
 }
 
 // SavedReg is a register saved in a thread's block.

@@ -410,6 +410,20 @@ func BooksWithBreakpoints(what string, exits bool) *Diagnostic {
 	return d
 }
 
+// BreakpointExits warns that some exits of timed functions keep a
+// breakpoint, with how many and why.
+func BreakpointExits(n, total int, reasons string) *Diagnostic {
+	d := newDiag(4651, Warning, nil, "%d of %d function exits are timed with breakpoints, a stop per return (%s)", n, total, reasons)
+	d.Hint = "profile --verbose lists them"
+	return d
+}
+
+// ExitNotPatched is one exit timed with a breakpoint, listed by profile
+// --verbose.
+func ExitNotPatched(fn, file string, pc uint64, err error) *Diagnostic {
+	return newDiag(4652, Warning, err, "the exit of function %s at %#x in file %s is timed with a breakpoint", fn, pc, file)
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

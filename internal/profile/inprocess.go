@@ -33,9 +33,11 @@ import (
 // trampCell is the most room one site may take in the area PROFILE maps
 // next to a module: a trampoline (at most about 210 bytes: the count, the
 // call depth's code in its Go form, the relocated instructions and the
-// jump back; about 120 for C), or a breakpoint's out-of-line slot. The
-// area is mapped for that much; what is written is packed.
-const trampCell = 256
+// jump back; about 120 for C; some 280 for the entry of a timed function
+// of a few bytes, with the records of its entry and its exit), or a
+// breakpoint's out-of-line slot. The area is mapped for that much; what
+// is written is packed.
+const trampCell = 320
 
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
 const hwcapEntry = 16
@@ -76,6 +78,15 @@ type inproc struct {
 	// b is thread block b's.
 	table            bool
 	areasAt, tableAt uint64
+	// ringAt is the offset of each block's ring (function timing
+	// in-process, ring.go), 0 when there is none; calibration is the
+	// address of the block of code that measures a record's cost.
+	ringAt      uint64
+	calibration uint64
+	// exitsPatched counts the exits patched in-process; exitsLeft lists
+	// the others, which keep a breakpoint, with the reason.
+	exitsPatched int
+	exitsLeft    []fallBack
 }
 
 // depthSlots is the size of a thread's shadow stack: nesting deeper than
@@ -87,16 +98,27 @@ type tramp struct {
 	addr  uint64
 	patch instr.Patch
 	code  instr.Trampoline
-	// depth is where the trampoline's depth code starts, and its
-	// rollback ranges (offsets from there).
-	depth    int
-	rollback []instr.Rollback
+	// regions are its code a thread stopped for a signal is rolled out
+	// of: the call depth's, or the records'.
+	regions []region
 }
 
-// fallBack is a site that keeps a breakpoint.
+// region is a piece of a trampoline's instrumentation that a signal must
+// not interrupt: where it starts in the trampoline, how to roll a thread
+// out of it (offsets from there), and for a record, where its ring-full
+// breakpoint ends (0: none).
+type region struct {
+	at       int
+	rollback []instr.Rollback
+	full     int
+}
+
+// fallBack is a site that keeps a breakpoint: item's entry, or its exit
+// at pc.
 type fallBack struct {
 	item int
 	err  error
+	pc   uint64
 }
 
 // newInproc creates the shared counters for items counters per block and
@@ -108,7 +130,13 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	if perThread && kind == instr.CountPerThread {
+	ringAt := uint64(0)
+	switch {
+	case t.timeInProcess:
+		// The books keep the depth, from the records.
+		ringAt = blockSize
+		blockSize += instr.RingSize(ringRecords)
+	case perThread && kind == instr.CountPerThread:
 		depthAt = blockSize
 		blockSize += (instr.DepthAreaSize(depthSlots) + 63) &^ 63
 	}
@@ -133,7 +161,7 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 		return nil, err
 	}
 	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
-		depthAt: depthAt, table: table}
+		depthAt: depthAt, table: table, ringAt: ringAt}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
 		shared.Close()
@@ -147,6 +175,10 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	}
 	return ip, nil
 }
+
+// rolls reports whether trampolines have code a thread stopped for a
+// signal must be rolled out of: the call depth's, or the record code.
+func (ip *inproc) rolls() bool { return ip.keepsDepth() || (ip != nil && ip.ringAt != 0) }
 
 // keepsDepth reports whether trampolines keep the call depth.
 func (ip *inproc) keepsDepth() bool { return ip != nil && (ip.depthAt != 0 || ip.table) }
@@ -239,6 +271,9 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	}
 	if owned {
 		ip.blockOf[tid] = b
+	}
+	if ip.ringAt != 0 && owned {
+		ip.resetRing(b)
 	}
 	if ip.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
@@ -409,21 +444,32 @@ func (ip *inproc) callDepth() int {
 // thread's block and the thread resumes at the start of the depth code,
 // which is idempotent. It reports whether regs changed.
 func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
-	if !ip.keepsDepth() {
+	if !ip.rolls() {
 		return false
 	}
 	pc := regs.PC()
 	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr > pc }) - 1
-	if i < 0 || ip.tramps[i].rollback == nil {
+	if i < 0 {
 		return false
 	}
 	tr := ip.tramps[i]
-	start := tr.addr + uint64(tr.depth)
-	if pc < start {
-		return false
+	for _, rg := range tr.regions {
+		start := tr.addr + uint64(rg.at)
+		if pc < start {
+			continue
+		}
+		if ip.rollOut(regs, start, int(pc-start), rg.rollback) {
+			return true
+		}
 	}
-	off := int(pc - start)
-	for _, r := range tr.rollback {
+	return false
+}
+
+// rollOut rolls a thread at off in code starting at start out of it by
+// the first of rollback's ranges that holds off, and reports whether one
+// did.
+func (ip *inproc) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []instr.Rollback) bool {
+	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
 		}
@@ -438,7 +484,7 @@ func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
 				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
 			}
 		}
-		regs.SetPC(start)
+		regs.SetPC(start + uint64(r.Resume))
 		return true
 	}
 	return false

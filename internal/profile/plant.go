@@ -82,9 +82,18 @@ func (t *tracer) chooseMechanism() {
 		}
 	}
 	if t.books != nil {
-		// Timing, /SF and /AT take every entry and exit with a
-		// breakpoint: the books are kept by PROFILE.
+		// Timing, /SF and /AT: the books are kept by PROFILE, from the
+		// records of the threads' rings where the architecture has them
+		// (ring.go), else from breakpoints at every entry and exit.
 		t.countKind = 0
+		if !t.cfg.Breakpoints && t.ringPossible() {
+			hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
+			if err == nil {
+				if kind, err := t.arch.Counting(hwcap); err == nil && kind == instr.CountPerThread {
+					t.countKind, t.timeInProcess = kind, true
+				}
+			}
+		}
 		what := "attribution (/AT)"
 		switch {
 		case t.plan.Method.IsTiming():
@@ -92,21 +101,41 @@ func (t *tracer) chooseMechanism() {
 		case t.plan.StartFunc != "":
 			what = "the start function (/SF)"
 		}
-		t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+		if !t.timeInProcess {
+			t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+		}
 	}
 	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
 }
 
-// reportFallBacks warns about the entries that keep a breakpoint: how
-// many and why, and with --verbose each of them.
+// reportFallBacks warns about the entries, and the exits of timed
+// functions, that keep a breakpoint: how many and why, and with --verbose
+// each of them.
 func (t *tracer) reportFallBacks() {
 	ip := t.inproc
-	if ip == nil || len(ip.fellBack) == 0 {
+	if ip == nil {
 		return
 	}
+	if len(ip.fellBack) > 0 {
+		reasons := t.reasons(ip.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+			return prf.EntryNotPatched(f.Name, file, fb.err)
+		})
+		t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched-ip.exitsPatched, reasons))
+	}
+	if len(ip.exitsLeft) > 0 {
+		reasons := t.reasons(ip.exitsLeft, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+			return prf.ExitNotPatched(f.Name, file, fb.pc, fb.err)
+		})
+		t.cfg.Warn(prf.BreakpointExits(len(ip.exitsLeft), len(ip.exitsLeft)+ip.exitsPatched, reasons))
+	}
+}
+
+// reasons counts the sites of list by reason, in a few words each, and
+// with --verbose warns about each with one.
+func (t *tracer) reasons(list []fallBack, one func(fallBack, *datafile.Func, string) *prf.Diagnostic) string {
 	byReason := map[string]int{}
 	var reasons []string
-	for _, fb := range ip.fellBack {
+	for _, fb := range list {
 		r := fallBackReason(fb.err)
 		if byReason[r] == 0 {
 			reasons = append(reasons, r)
@@ -114,14 +143,14 @@ func (t *tracer) reportFallBacks() {
 		byReason[r]++
 		if t.cfg.Verbose {
 			f := &t.plan.Funcs[fb.item]
-			t.cfg.Warn(prf.EntryNotPatched(f.Name, t.plan.Modules[f.Module].Name, fb.err))
+			t.cfg.Warn(one(fb, f, t.plan.Modules[f.Module].Name))
 		}
 	}
-	var list []string
+	var out []string
 	for _, r := range reasons {
-		list = append(list, fmt.Sprintf("%s: %d", r, byReason[r]))
+		out = append(out, fmt.Sprintf("%s: %d", r, byReason[r]))
 	}
-	t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched, strings.Join(list, ", ")))
+	return strings.Join(out, ", ")
 }
 
 func (t *tracer) readMaps() ([]mapping, error) {
@@ -154,7 +183,14 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	if t.plan.Method.IsTiming() {
 		exits, nExits = t.findExits(items, bias)
 	}
-	cells := uint64(len(items))*trampCell + uint64(nExits)*uint64((t.arch.SlotSize()+15)&^15)
+	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
+	if t.timeInProcess {
+		// Exits take trampolines, and the area holds the calibration
+		// block of the records' cost.
+		exitCell = trampCell
+		nExits += calibrationRecords
+	}
+	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
 	pathRoom := uint64(256) // the counters' file name, for the program to open
 	size := (cells + pathRoom + t.pageSize - 1) &^ (t.pageSize - 1)
 	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
@@ -217,7 +253,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 				short = append(short, n)
 				continue
 			}
-			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
+			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
 		}
 		if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
 			return err
@@ -240,11 +276,19 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 				t.inproc.add(j.tramp)
 				continue
 			}
-			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item, err})
+			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
 			if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
 				return err
 			}
 		}
+	}
+	if t.timeInProcess && t.inproc != nil && area != 0 {
+		var exitJumps []patchWrite
+		exitJumps, exits = t.exitTrampolines(exits, bias, text, jumps, func() uint64 { return next }, alloc, image, area)
+		jumps = append(jumps, exitJumps...)
+		block := t.calibrationBlock()
+		t.inproc.calibration = alloc(len(block))
+		copy(image[t.inproc.calibration-area:], block)
 	}
 	if exits != nil {
 		t.exitSites(exits, area, alloc, image)
@@ -365,7 +409,8 @@ type patchWrite struct {
 	hop     uint64
 	hopCode []byte
 	tramp   *tramp
-	prelude []byte
+	// build builds the trampoline again at another address.
+	build func(at uint64) (instr.Trampoline, error)
 }
 
 // plannedEntry is the outcome of planning one entry's patch, and where its
@@ -517,6 +562,9 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
 		return patchWrite{}, errNoExtent
 	}
+	if t.timeInProcess && f.Frame != datafile.FrameSP {
+		return patchWrite{}, errGoFrames
+	}
 	if cell == 0 {
 		return patchWrite{}, errNoRoom
 	}
@@ -531,13 +579,17 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		plan = t.arch.PlanShortPatch
 		fn = fn[:hi-lo] // the padding is for hops
 	}
+	if t.timeInProcess && hops == nil {
+		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
+			return instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
+		}
+	}
 	p, err := plan(fn, lo, f.Entry+bias)
 	if err != nil {
 		return patchWrite{}, err
 	}
-	count, depth := t.prelude(f, item)
-	prelude := append(count[:len(count):len(count)], depth.Code...)
-	tr, err := t.arch.Trampoline(&p, cell, prelude)
+	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
+	tr, err := build(cell)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -560,8 +612,8 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
 		return patchWrite{}, err
 	}
-	w.tramp = &tramp{addr: cell, patch: p, code: tr, depth: len(count), rollback: depth.Rollback}
-	w.prelude = prelude
+	w.tramp = &tramp{addr: cell, patch: p, code: tr, regions: t.regions(f, item, &tr)}
+	w.build = build
 	return w, nil
 }
 
@@ -571,7 +623,7 @@ func (t *tracer) place(w *patchWrite, at uint64) error {
 	if w.tramp.addr == at {
 		return nil
 	}
-	tr, err := t.arch.Trampoline(&w.tramp.patch, at, w.prelude)
+	tr, err := w.build(at)
 	if err != nil {
 		return err
 	}
@@ -614,8 +666,7 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 		return patchWrite{}, fmt.Errorf("no page where the punned jump lands: %w", errNoHop)
 	}
 	addr := max(wlo, page)
-	count, depth := t.prelude(f, item)
-	tr, err := t.arch.Trampoline(&p, addr, append(count, depth.Code...))
+	tr, err := t.entryTrampoline(&p, addr, f, item, lo, hi)
 	if err == nil && addr+uint64(len(tr.Code)) > page+t.pageSize {
 		err = fmt.Errorf("trampoline past its page: %w", errNoHop)
 	}
@@ -630,19 +681,67 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 		return patchWrite{}, err
 	}
 	return patchWrite{addr: p.Site, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: addr, patch: p, code: tr, depth: len(count), rollback: depth.Rollback}}, nil
+		tramp: &tramp{addr: addr, patch: p, code: tr, regions: t.regions(f, item, &tr)}}, nil
 }
 
-// prelude returns the instrumentation of f's trampoline: its count, and
-// the code that keeps the call depth where there is a depth area.
-func (t *tracer) prelude(f *datafile.Func, item int) ([]byte, instr.DepthCode) {
+// entryTrampoline builds the trampoline at addr of the patch p of f's
+// entry (item; its code [lo, hi)): the instrumentation (the count, and
+// the call depth's code where there is a depth area; timing in-process,
+// the entry's record), the replaced instructions relocated, and the jump
+// back. Timing in-process, where the patch covers the function's exit (a
+// function of a few bytes), the exit's record goes before the exit, which
+// leaves: no jump back.
+func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
 	ip := t.inproc
-	count := t.arch.CountCode(ip.kind, ip.counterRef(item))
-	if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
-		return count, instr.DepthCode{}
+	if !t.timeInProcess {
+		count := t.arch.CountCode(ip.kind, ip.counterRef(item))
+		if ip.keepsDepth() && f.Frame != datafile.FrameNone {
+			d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
+			count = append(count[:len(count):len(count)], d.Code...)
+		}
+		return t.arch.Trampoline(p, addr, count)
 	}
-	d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
-	return count, d
+	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	e := instr.ExitIndex(p, lo, hi)
+	if e < 0 {
+		return t.arch.Trampoline(p, addr, entry.Code)
+	}
+	exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+	upTo := *p
+	upTo.Insts = p.Insts[:e+1]
+	n := 0
+	for _, in := range upTo.Insts {
+		n += in.Len
+	}
+	upTo.Orig = p.Orig[:n]
+	at := addr + uint64(len(entry.Code))
+	tr, err := instr.ExitTrampoline(t.arch, &upTo, at, exit.Code)
+	if err != nil {
+		return instr.Trampoline{}, err
+	}
+	tr.Code = append(entry.Code, tr.Code...)
+	tr.At += len(entry.Code)
+	return tr, nil
+}
+
+// regions returns the regions of the trampoline tr of item's entry (see
+// entryTrampoline).
+func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []region {
+	ip := t.inproc
+	if !t.timeInProcess {
+		if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
+			return nil
+		}
+		d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: len(t.arch.CountCode(ip.kind, ip.counterRef(item))), rollback: d.Rollback}}
+	}
+	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	rs := []region{{at: 0, rollback: entry.Rollback, full: entry.Full}}
+	if tr.Exit {
+		exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+		rs = append(rs, region{at: tr.At, rollback: exit.Rollback, full: exit.Full})
+	}
+	return rs
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
@@ -667,6 +766,10 @@ func fallBackReason(err error) string {
 		return "code unreadable"
 	case errors.Is(err, errNoHop):
 		return "no hop"
+	case errors.Is(err, errGoFrames):
+		return "Go function, timed with breakpoints"
+	case errors.Is(err, errOverlap):
+		return "overlaps another patch"
 	}
 	return instr.Reason(err)
 }

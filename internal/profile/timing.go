@@ -58,16 +58,27 @@ func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
 func (t *tracer) book(th *thread, s *site) {
 	if s.item >= 0 {
 		k, sp := t.frameKey(th, &t.plan.Funcs[s.item])
-		t.books.enter(k, s.item, sp, t.waited-t.stolen[k])
+		t.books.enter(k, s.item, sp, t.now(th, k))
 		t.charged = k
 	}
 	if s.exit >= 0 {
 		// (An entry that is also an exit, a function that is one ret or
 		// one jump, enters and leaves at once.)
 		k, sp := t.frameKey(th, &t.plan.Funcs[s.exit])
-		t.books.exit(k, s.exit, sp, t.waited-t.stolen[k])
+		t.books.exit(k, s.exit, sp, t.now(th, k))
 		t.charged = k
 	}
+}
+
+// now is the time of the stop being handled on the clock of k, thread
+// th's or the goroutine's it runs: its stops and, for a thread, its
+// records taken out.
+func (t *tracer) now(th *thread, k ledgerKey) int64 {
+	now := t.waited - t.stolen[k]
+	if !k.goroutine {
+		now -= t.ringDebt(th)
+	}
+	return now
 }
 
 // frameKey returns whose stack a call of f belongs to and its frame's key:
@@ -179,8 +190,11 @@ func (t *tracer) gone(th *thread) {
 	if t.books == nil || th.foreign {
 		return
 	}
+	if t.timeInProcess {
+		t.drainThread(th)
+	}
 	k := threadLedger(th.tid)
-	end := t.waited - t.stolen[k]
+	end := t.now(th, k)
 	t.books.end(k, end)
 	t.lived += max(end-th.born, 0)
 	delete(t.stolen, k)

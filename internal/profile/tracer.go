@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -46,6 +47,8 @@ type thread struct {
 	// born is when it started running, on the tracer's clock, and let
 	// when the tracer last let it go (timing).
 	born, let int64
+	// events counts the records of its ring booked so far (ring.go).
+	events int64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -77,6 +80,12 @@ type tracer struct {
 	// trampolines count on this CPU, 0 when entries take breakpoints.
 	inproc    *inproc
 	countKind instr.CountKind
+	// timeInProcess is set when the books are fed from the threads'
+	// rings (ring.go); ctr turns the rings' times into the clock's, and
+	// ringCost is what one record costs the program, in nanoseconds.
+	timeInProcess bool
+	ctr           counterClock
+	ringCost      float64
 
 	hits []uint64
 	// books keep the stacks of profiled calls, when timing, a start
@@ -182,6 +191,7 @@ func (t *tracer) run() (*Result, error) {
 	}
 	defer t.mem.Close()
 	defer func() { t.inproc.close() }()
+	t.startCounter()
 	if err := t.plantAll(); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		ptrace.WaitFor(pid)
@@ -195,10 +205,25 @@ func (t *tracer) run() (*Result, error) {
 		}
 		t.overhead = t.calculated
 		t.yielding = true
+		if t.timeInProcess {
+			counts, err := t.calibrateRing()
+			if err != nil {
+				ptrace.Kill(pid, syscall.SIGKILL)
+				ptrace.WaitFor(pid)
+				return nil, fmt.Errorf("calibrate the cost of a record: %w", err)
+			}
+			t.refineCounter()
+			t.ringCost = counts * t.ctr.scale
+			t.calculated = int64(math.Round(t.ringCost))
+		}
 		if c := t.plan.Calibration; c >= 0 {
 			t.overhead, t.forced = c, true
+			if t.timeInProcess {
+				t.ringCost = float64(c)
+			}
 		}
 	}
+	t.refineCounter()
 	if err := ptrace.Seize(pid); err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		ptrace.WaitFor(pid)
@@ -301,6 +326,10 @@ func (t *tracer) loop(res *Result) error {
 			t.threadEnded(tid)
 			t.foreignDone(tid)
 		case ws.Stopped():
+			if th := t.threads[tid]; th != nil && t.timeInProcess {
+				// Its records come before this stop.
+				t.drainThread(th)
+			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
@@ -366,6 +395,9 @@ func (t *tracer) let() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if t.timeInProcess {
+		return ptrace.WaitIdle(yieldWindow, t.drainRings)
+	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)
 	}
@@ -387,7 +419,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
-	if th.stepping == nil && t.inproc.keepsDepth() {
+	if th.stepping == nil && t.inproc.rolls() {
 		if err := t.rollBack(th); err != nil {
 			return err
 		}
@@ -429,6 +461,10 @@ func (t *tracer) trap(th *thread) error {
 	pc := t.regs.PC()
 	addr := t.arch.BreakpointAddr(pc)
 	s := t.sites[addr]
+	if s == nil && t.inproc.ringFull(pc) {
+		// Its ring was full, and has been read: it tries again.
+		return t.resume(th.tid, 0)
+	}
 	if s == nil {
 		if r := t.retired[addr]; r != nil {
 			// The breakpoint was removed after this thread trapped on it:
@@ -688,6 +724,9 @@ func (t *tracer) exec(th *thread) error {
 	if !t.execed {
 		t.execed = true
 		t.cfg.Warn(prf.ExecEnded())
+	}
+	if t.timeInProcess {
+		t.drainRings()
 	}
 	clear(t.sites)
 	clear(t.slots)

@@ -153,6 +153,26 @@ func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
 	return Wait(0)
 }
 
+// WaitIdle is WaitYielding for a tracer with work to do between stops:
+// between two polls it calls idle, which reports whether it found any;
+// it sleeps in wait4 only after limit without a stop or work.
+func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+	var st unix.WaitStatus
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+		if tid != 0 || (err != nil && err != unix.EINTR) {
+			return tid, WaitStatus(st), err
+		}
+		if idle() {
+			deadline = time.Now().Add(limit)
+			continue
+		}
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return Wait(0)
+}
+
 // WaitFor waits for one thread.
 func WaitFor(tid int) (WaitStatus, error) {
 	var st unix.WaitStatus

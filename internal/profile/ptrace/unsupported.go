@@ -32,6 +32,11 @@ func WaitFor(tid int) (WaitStatus, error) { return 0, errors.ErrUnsupported }
 // WaitYielding is not supported.
 func WaitYielding(limit time.Duration) (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
 
+// WaitIdle is not supported.
+func WaitIdle(limit time.Duration, idle func() bool) (int, WaitStatus, error) {
+	return 0, 0, errors.ErrUnsupported
+}
+
 // Cont is not supported on this platform.
 func Cont(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 
@@ -127,3 +132,6 @@ func AuxValue(pid int, typ uint64) (uint64, error) { return 0, errors.ErrUnsuppo
 
 // StackLimit fails: unsupported.
 func StackLimit(pid int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// Counter returns 0: there is no counter for trampolines to read.
+func Counter() uint64 { return 0 }

@@ -1,0 +1,396 @@
+package profile
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// Function timing in-process (docs/architecture.md, "Timing in-process").
+// Every entry and exit of a timed C, C++ or Rust function jumps to a
+// trampoline whose instrumentation appends a record to its thread's ring
+// (instr.RecordCode): the CPU counter's time, the stack pointer, the
+// function and whether it is entered or left. PROFILE reads the rings
+// while it waits for stops, at every stop of a thread before anything is
+// booked for it, and at the end, and hands the records to the books, as
+// it hands them the events of its breakpoints: the books do not know how
+// an event was caught. A stop of a thread waits until its ring is read,
+// so the records of one thread reach the books in the order they were
+// made, before and after its stops.
+//
+// Go functions keep breakpoints: a goroutine's events may be in the rings
+// of several threads, whose records would have to be merged by time.
+//
+// Times. A record's counter reading becomes PROFILE's clock through a
+// scale measured against that clock (counterClock), less what the
+// thread's stops took from it, less the cost of the records it made
+// before: every record costs the program the same, measured at start-up
+// (calibrateRing), and a function's time is what its own code took.
+
+// ringRecords is the number of records of a thread's ring: a ring full
+// stops the thread until PROFILE has read it.
+const ringRecords = 8192
+
+// calibrationRecords is how many records the calibration block makes in
+// one round, back to back.
+const calibrationRecords = 64
+
+// errGoFrames is why a Go function keeps breakpoints when timed.
+var errGoFrames = errors.New("a Go function, timed with breakpoints")
+
+// ringPossible reports whether function timing can run in-process: the
+// architecture has record code, and some function of the plan keys its
+// frames by the stack pointer.
+func (t *tracer) ringPossible() bool {
+	if _, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords}, 0); !ok {
+		return false
+	}
+	return slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame == datafile.FrameSP })
+}
+
+// ring is what the record code of item's entry, or exit, needs.
+func (ip *inproc) ring() instr.Ring {
+	return instr.Ring{Offset: ip.ringAt, Records: ringRecords}
+}
+
+// ringArea returns block b's ring area.
+func (ip *inproc) ringArea(b int) []byte {
+	at := uint64(b)*ip.blockSize + ip.ringAt
+	return ip.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
+}
+
+// word returns the 8-byte word at off in b, for atomic access: the
+// thread writes its head while PROFILE reads it.
+func word(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+// resetRing empties block b's ring, for a new thread.
+func (ip *inproc) resetRing(b int) {
+	area := ip.ringArea(b)
+	atomic.StoreUint64(word(area, instr.RingHead), 0)
+	atomic.StoreUint64(word(area, instr.RingTail), 0)
+}
+
+// drainThread books the records in thread th's ring. A thread with no
+// block of its own (a vfork child, in the discard block) has its records
+// dropped.
+func (t *tracer) drainThread(th *thread) int {
+	ip := t.inproc
+	if ip == nil || ip.ringAt == 0 {
+		return 0
+	}
+	b, ok := ip.blockOf[th.tid]
+	if !ok || th.foreign {
+		if th.foreign {
+			area := ip.ringArea(0)
+			atomic.StoreUint64(word(area, instr.RingTail), atomic.LoadUint64(word(area, instr.RingHead)))
+		}
+		return 0
+	}
+	area := ip.ringArea(b)
+	head := atomic.LoadUint64(word(area, instr.RingHead))
+	tail := atomic.LoadUint64(word(area, instr.RingTail))
+	if head == tail {
+		return 0
+	}
+	if head-tail > ringRecords {
+		tail = head - ringRecords // never: a ring shared by threads beyond the blocks
+	}
+	k := threadLedger(th.tid)
+	base := t.stolen[k]
+	n := len(t.plan.Funcs)
+	for i := tail; i < head; i++ {
+		at := instr.RingRecords + int(i&(ringRecords-1))*instr.RingRecordSize
+		r := instr.ReadRecord(area[at : at+instr.RingRecordSize])
+		if r.Item >= n {
+			continue
+		}
+		now := t.ctr.ns(r.Time) - base - t.ringDebt(th)
+		th.events++
+		if r.Exit {
+			t.books.exit(k, r.Item, r.SP, now)
+		} else {
+			t.books.enter(k, r.Item, r.SP, now)
+		}
+	}
+	atomic.StoreUint64(word(area, instr.RingTail), head)
+	return int(head - tail)
+}
+
+// ringDebt is what the records thread th made so far cost it.
+func (t *tracer) ringDebt(th *thread) int64 {
+	return int64(float64(th.events) * t.ringCost)
+}
+
+// drainRings books the records of every thread's ring, and reports
+// whether there were any: PROFILE's work while it waits for stops.
+func (t *tracer) drainRings() bool {
+	n := 0
+	for _, th := range t.threads {
+		n += t.drainThread(th)
+	}
+	t.refineCounter()
+	return n > 0
+}
+
+// ringFull reports whether a thread that trapped at pc stopped at a
+// ring-full breakpoint of a trampoline.
+func (ip *inproc) ringFull(pc uint64) bool {
+	if ip == nil || ip.ringAt == 0 {
+		return false
+	}
+	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr >= pc }) - 1
+	if i < 0 {
+		return false
+	}
+	tr := ip.tramps[i]
+	return slices.ContainsFunc(tr.regions, func(r region) bool { return r.full != 0 && tr.addr+uint64(r.at+r.full) == pc })
+}
+
+// counterClock turns the CPU counter's readings into PROFILE's clock: a
+// reading and the clock at the same moment, and the clock's nanoseconds
+// per count, measured over the run so far.
+type counterClock struct {
+	ctr0    uint64
+	ns0     int64
+	scale   float64
+	refined int64 // the clock when scale was last measured
+}
+
+// counterPair reads the counter and the clock together: of a few tries,
+// the one with the two clock readings around the counter's closest.
+func (t *tracer) counterPair() (uint64, int64) {
+	best := int64(math.MaxInt64)
+	var ctr uint64
+	var ns int64
+	for range 5 {
+		a := t.clock()
+		c := ptrace.Counter()
+		b := t.clock()
+		if b-a < best {
+			best, ctr, ns = b-a, c, a+(b-a)/2
+		}
+	}
+	return ctr, ns
+}
+
+// startCounter takes the clock's first pair.
+func (t *tracer) startCounter() {
+	t.ctr.ctr0, t.ctr.ns0 = t.counterPair()
+}
+
+// refineCounter measures the scale from the first pair to now; at most
+// every 100 ms, each pair's error being some tens of nanoseconds.
+func (t *tracer) refineCounter() {
+	c := &t.ctr
+	if c.scale != 0 && t.clock()-c.refined < 100e6 {
+		return
+	}
+	ctr, ns := t.counterPair()
+	if ctr <= c.ctr0 || ns <= c.ns0 {
+		return
+	}
+	c.scale = float64(ns-c.ns0) / float64(ctr-c.ctr0)
+	c.refined = ns
+}
+
+// ns converts a counter reading.
+func (c *counterClock) ns(ctr uint64) int64 {
+	return c.ns0 + int64(float64(int64(ctr-c.ctr0))*c.scale)
+}
+
+// calibrateRing measures what one record costs the program, in counter
+// counts: the main thread, at the exec stop, runs the calibration block
+// (calibrationRecords copies of the record code, then a breakpoint) a few
+// times, and the median gap between consecutive records' times is the
+// cost. Its registers come back, and its ring is emptied.
+func (t *tracer) calibrateRing() (float64, error) {
+	ip := t.inproc
+	var saved ptrace.Regs
+	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
+		return 0, err
+	}
+	defer ptrace.SetRegs(t.pid, &saved)
+	b := ip.blockOf[t.pid]
+	area := ip.ringArea(b)
+	var gaps []uint64
+	const rounds = 9
+	for round := range rounds {
+		regs := saved
+		regs.SetPC(ip.calibration)
+		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
+			return 0, err
+		}
+		if err := ptrace.Cont(t.pid, 0); err != nil {
+			return 0, err
+		}
+		ws, err := ptrace.WaitFor(t.pid)
+		if err != nil {
+			return 0, err
+		}
+		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
+			return 0, fmt.Errorf("program did not stop after the calibration records (%v)", ws.StopSignal())
+		}
+		head := atomic.LoadUint64(word(area, instr.RingHead))
+		if head != calibrationRecords {
+			return 0, fmt.Errorf("calibration made %d records, want %d", head, calibrationRecords)
+		}
+		var last uint64
+		for i := range calibrationRecords {
+			r := instr.ReadRecord(area[instr.RingRecords+i*instr.RingRecordSize:])
+			if i > 0 && round > 0 { // the first round warms the caches
+				gaps = append(gaps, r.Time-last)
+			}
+			last = r.Time
+		}
+		ip.resetRing(b)
+	}
+	slices.Sort(gaps)
+	return float64(gaps[len(gaps)/2]), nil
+}
+
+// calibrationBlock returns the code of the calibration block.
+func (t *tracer) calibrationBlock() []byte {
+	rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+	var code []byte
+	for range calibrationRecords {
+		code = append(code, rc.Code...)
+	}
+	return append(code, t.arch.Breakpoint()...)
+}
+
+// exitTrampolines patches in-process the exits of the functions in exits
+// (module loaded with bias, code in text) that instr.PlanExits can patch
+// and that no patch or breakpoint planted before overlaps (entries, with
+// jumps), building each trampoline at next() and taking its room with
+// alloc from the area whose bytes are image. It returns the jumps to
+// write, and the exits left for breakpoints, by item.
+func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text moduleText, jumps []patchWrite,
+	next func() uint64, alloc func(int) uint64, image []byte, area uint64) ([]patchWrite, map[int][]instr.Exit) {
+	ip := t.inproc
+	taken := takenSpans(jumps, t.sites)
+	// The exits that entries' trampolines carry out, with their records.
+	inEntry := map[uint64]bool{}
+	for _, j := range jumps {
+		if p := &j.tramp.patch; j.tramp.code.Exit {
+			pc := p.Site
+			for _, in := range p.Insts {
+				if in.Kind == instr.Ret || in.Kind == instr.Jump {
+					inEntry[pc] = true
+					break
+				}
+				pc += uint64(in.Len)
+			}
+		}
+	}
+	left := map[int][]instr.Exit{}
+	var out []patchWrite
+	for _, item := range slices.Sorted(maps.Keys(exits)) {
+		f := &t.plan.Funcs[item]
+		lo, hi := f.Low+bias, f.High+bias
+		if f.Frame != datafile.FrameSP || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+			left[item] = exits[item]
+			continue
+		}
+		pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
+		plans, err := t.arch.PlanExits(text.b[lo-text.start:hi-text.start+uint64(pad)], lo, hi, false)
+		if err != nil {
+			left[item] = exits[item]
+			continue
+		}
+		var mine [][2]uint64 // this function's exit patches: windows of others are elsewhere
+		for _, p := range plans {
+			if p.Exit.Indirect {
+				continue
+			}
+			if inEntry[p.Exit.PC] {
+				ip.exitsPatched++
+				continue
+			}
+			w, err := t.exitTrampoline(item, &p, taken, mine, next())
+			if err != nil {
+				ip.exitsLeft = append(ip.exitsLeft, fallBack{item: item, err: err, pc: p.Exit.PC})
+				if !taken.covers(p.Exit.PC, p.Exit.PC+1) {
+					left[item] = append(left[item], p.Exit)
+				}
+				continue
+			}
+			alloc(len(w.code)) // where it was built: next()
+			copy(image[w.tramp.addr-area:], w.code)
+			out = append(out, w)
+			ip.add(w.tramp)
+			ip.exitsPatched++
+			mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
+		}
+	}
+	return out, left
+}
+
+// errOverlap is why an exit whose window another patch covers keeps a
+// breakpoint (or, inside an entry's patch, nothing: its frame closes from
+// the stack pointer).
+var errOverlap = errors.New("another patch covers the exit's window")
+
+// exitTrampoline builds the trampoline at cell of item's exit p.
+func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [][2]uint64, cell uint64) (patchWrite, error) {
+	if p.Err != nil {
+		return patchWrite{}, p.Err
+	}
+	lo, hi := p.Patch.Site, p.Patch.End()
+	if taken.covers(lo, hi) || slices.ContainsFunc(mine, func(m [2]uint64) bool { return m[0] < hi && lo < m[1] }) {
+		return patchWrite{}, errOverlap
+	}
+	rc, ok := t.arch.RecordCode(t.inproc.ring(), instr.RecordTag(item, true))
+	if !ok {
+		return patchWrite{}, errNoRoom
+	}
+	tr, err := instr.ExitTrampoline(t.arch, &p.Patch, cell, rc.Code)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if len(tr.Code) > trampCell {
+		return patchWrite{}, fmt.Errorf("exit trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
+	}
+	jump, err := t.arch.PatchJump(&p.Patch, cell)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	return patchWrite{addr: lo, jump: jump, code: tr.Code,
+		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full}}}}, nil
+}
+
+// spans are address ranges, sorted and not overlapping.
+type spans [][2]uint64
+
+// takenSpans returns the code the entries' patches and hops, and the
+// breakpoints, take.
+func takenSpans(jumps []patchWrite, sites map[uint64]*site) spans {
+	var s spans
+	for _, j := range jumps {
+		s = append(s, [2]uint64{j.addr, j.addr + uint64(len(j.jump))})
+		if j.hopCode != nil {
+			s = append(s, [2]uint64{j.hop, j.hop + uint64(len(j.hopCode))})
+		}
+	}
+	for addr, st := range sites {
+		s = append(s, [2]uint64{addr, addr + uint64(len(st.orig))})
+	}
+	slices.SortFunc(s, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	return s
+}
+
+// covers reports whether [lo, hi) overlaps a span.
+func (s spans) covers(lo, hi uint64) bool {
+	i := sort.Search(len(s), func(i int) bool { return s[i][1] > lo })
+	return i < len(s) && s[i][0] < hi
+}
