@@ -627,11 +627,11 @@ func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, 
 // thread's ring (see [Ring]), at R in the block GS points to:
 //
 //	mov %rax,%gs:R+0; mov %rdx,%gs:R+8
-//	retry: mov %gs:R+24,%rdx; sub %gs:R+64,%rdx   records unread
+//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax   the time
+//	mov %gs:R+24,%rdx; sub %gs:R+64,%rdx          records unread
 //	cmp $N,%rdx; jb ok
-//	int3; jmp retry                    full: PROFILE empties it
-//	ok: rdtsc; shl $32,%rdx; or %rdx,%rax
-//	mov %gs:R+24,%rdx; and $(N-1),%edx; shl $5,%edx
+//	mov %rax,%gs:R+16; int3; jmp retry  full: when it stopped, and stop
+//	ok: mov %gs:R+24,%rdx; and $(N-1),%edx; shl $5,%edx
 //	mov %rax,%gs:R+128(%rdx)           time
 //	mov %rsp,%gs:R+136(%rdx)           stack pointer
 //	movq $tag,%gs:R+144(%rdx)          item and entry or exit
@@ -667,15 +667,17 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	gs(0x89, modRAX, RingSave)
 	gs(0x89, modRDX, RingSave+8)
 	saves := len(c)
+	c = append(c, 0x0f, 0xae, 0xe8, 0x0f, 0x31) // lfence; rdtsc
+	c = append(c, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0)
 	gs(0x8b, modRDX, RingHead)
 	gs(0x2b, modRDX, RingTail)
 	c = append(c, 0x48, 0x81, 0xfa) // cmp $N,%rdx
 	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records))
-	c = append(c, 0x72, 0x03, 0xcc) // jb ok; int3
+	c = append(c, 0x72, 0x0c) // jb ok
+	gs(0x89, modRAX, RingFullTime)
+	c = append(c, 0xcc) // int3
 	full := len(c)
 	c = append(c, 0xeb, byte(int8(saves-(len(c)+2)))) // jmp retry
-	c = append(c, 0x0f, 0x31)                         // rdtsc
-	c = append(c, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0)
 	gs(0x8b, modRDX, RingHead)
 	c = append(c, 0x81, 0xe2) // and $(N-1),%edx
 	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records-1))

@@ -452,15 +452,17 @@ func TestRecordCodeAMD64(t *testing.T) {
 	want := []string{
 		"mov    %rax,%gs:0x1000",
 		"mov    %rdx,%gs:0x1008",
-		"mov    %gs:0x1018,%rdx",
-		"sub    %gs:0x1040,%rdx",
-		"cmp    $0x1000,%rdx",
-		"jb     0x30",
-		"int3",
-		"jmp    0x12",
+		"lfence",
 		"rdtsc",
 		"shl    $0x20,%rdx",
 		"or     %rdx,%rax",
+		"mov    %gs:0x1018,%rdx",
+		"sub    %gs:0x1040,%rdx",
+		"cmp    $0x1000,%rdx",
+		"jb     0x45",
+		"mov    %rax,%gs:0x1010",
+		"int3",
+		"jmp    0x12",
 		"mov    %gs:0x1018,%rdx",
 		"and    $0xfff,%edx",
 		"shl    $0x5,%edx",
@@ -475,7 +477,7 @@ func TestRecordCodeAMD64(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("record code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if rc.Code[rc.Full-1] != 0xcc || fmt.Sprintf("%x", rc.Full) != strings.TrimPrefix(addrs[7], "0x") {
+	if rc.Code[rc.Full-1] != 0xcc || fmt.Sprintf("%x", rc.Full) != strings.TrimPrefix(addrs[12], "0x") {
 		t.Errorf("ring-full breakpoint ends at %#x, want before the jmp at %s", rc.Full, addrs[9])
 	}
 	rb := rc.Rollback
@@ -487,5 +489,18 @@ func TestRecordCodeAMD64(t *testing.T) {
 	}
 	if _, ok := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 1000}, 0); ok {
 		t.Error("a ring of 1000 records (not a power of two) accepted")
+	}
+}
+
+// TestCalibrationWorkAMD64 checks the calibration's work with the GNU
+// disassembler.
+func TestCalibrationWorkAMD64(t *testing.T) {
+	need(t, "objdump")
+	_, got := disassembleAt(t, CalibrationWork(AMD64), 0)
+	if len(got) != 8 || got[0] != "imul   $0x2c1b3c6d,%r8,%r8" {
+		t.Errorf("calibration work: %q", got)
+	}
+	if CalibrationWork(ARM64) != nil {
+		t.Error("calibration work on arm64, which has no record code")
 	}
 }

@@ -16,8 +16,11 @@ import "encoding/binary"
 //
 // Offsets in the ring area (R, in the thread's block):
 const (
-	// RingSave holds three save slots for the registers the code uses.
+	// RingSave holds two save slots for the registers the code uses.
 	RingSave = 0
+	// RingFullTime is the time a thread found its ring full, and
+	// stopped.
+	RingFullTime = 16
 	// RingHead is the number of records written since the ring began:
 	// the thread's. RingTail is the number read: PROFILE's. Each has a
 	// cache line of its own.
@@ -84,4 +87,22 @@ type RecordCode struct {
 	// [DepthCode.Rollback] does; a range whose Resume is not 0 resumes
 	// there (the record is committed: only the registers come back).
 	Rollback []Rollback
+}
+
+// CalibrationWork returns a piece of work for the calibration of a
+// record's cost: records are timed between pieces of it, and without
+// them, and what they add is their cost in a program that does something
+// between its calls. On amd64 eight dependent multiplications of r8
+// (imul $0x2c1b3c6d,%r8,%r8: REX.W+R+B 69 /r id), some 24 cycles; it
+// changes r8 and the flags, which the calibration's thread gets back.
+// Nil where the architecture has no record code.
+func CalibrationWork(a Arch) []byte {
+	if a.Name() != "amd64" {
+		return nil
+	}
+	var c []byte
+	for range 8 {
+		c = append(c, 0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c)
+	}
+	return c
 }

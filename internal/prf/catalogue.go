@@ -424,6 +424,11 @@ func ExitNotPatched(fn, file string, pc uint64, err error) *Diagnostic {
 	return newDiag(4652, Warning, err, "the exit of function %s at %#x in file %s is timed with a breakpoint", fn, pc, file)
 }
 
+// ExitTakenOut warns that a hot exit's breakpoint was taken out.
+func ExitTakenOut(fn string, n int) *Diagnostic {
+	return newDiag(4653, Warning, nil, "an exit of function %s kept a breakpoint and was hit %d times: it is taken out, the function's calls end at their thread's next event", fn, n)
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

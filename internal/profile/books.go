@@ -66,9 +66,31 @@ type ledger struct {
 	frames []frame
 	// open counts the frames of each function on the stack: the
 	// function+child time of a recursive function is its outermost
-	// frame's, not the sum of every level's.
-	open map[int]int
-	last int64 // the time of its last event
+	// frame's, not the sum of every level's. A slice indexed by
+	// function where the plan has few enough (events are booked at tens
+	// of millions a second), else a map.
+	open    []int32
+	openMap map[int]int
+	last    int64 // the time of its last event
+}
+
+// maxOpenSlice is the most functions for which a ledger's open counts
+// are a slice.
+const maxOpenSlice = 1 << 14
+
+// opened adds d to the frames of fn open and returns how many are.
+func (l *ledger) opened(fn, d int) int {
+	if l.open != nil {
+		l.open[fn] += int32(d)
+		return int(l.open[fn])
+	}
+	n := l.openMap[fn] + d
+	if n == 0 {
+		delete(l.openMap, fn)
+	} else {
+		l.openMap[fn] = n
+	}
+	return n
 }
 
 // frame is one profiled call in progress.
@@ -122,7 +144,12 @@ func (l *ledger) tick(now int64) int64 {
 func (b *books) ledger(k ledgerKey) *ledger {
 	l := b.ledgers[k]
 	if l == nil {
-		l = &ledger{open: map[int]int{}}
+		l = &ledger{}
+		if n := len(b.hits); n <= maxOpenSlice {
+			l.open = make([]int32, n)
+		} else {
+			l.openMap = map[int]int{}
+		}
 		b.ledgers[k] = l
 	}
 	return l
@@ -131,7 +158,11 @@ func (b *books) ledger(k ledgerKey) *ledger {
 // enter records a call of fn, whose entry had stack pointer sp, at time
 // now.
 func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
-	l := b.ledger(k)
+	b.enterLedger(b.ledger(k), fn, sp, now)
+}
+
+// enterLedger is enter for l, the ledger of k.
+func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	// Frames at or above sp have returned unseen.
 	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp <= sp {
@@ -147,16 +178,19 @@ func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
 		b.stacks[stack].Hits++
 	}
 	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
-	l.open[fn]++
+	l.opened(fn, 1)
 	b.depth = max(b.depth, len(l.frames))
 }
 
 // exit records that fn leaves the frame whose entry had stack pointer sp.
 func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
-	l := b.ledgers[k]
-	if l == nil {
-		return
+	if l := b.ledgers[k]; l != nil {
+		b.exitLedger(l, fn, sp, now)
 	}
+}
+
+// exitLedger is exit for l, the ledger of k.
+func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp < sp {
 		b.close(l, now)
@@ -190,13 +224,11 @@ func (b *books) close(l *ledger, now int64) {
 	n := len(l.frames) - 1
 	f := l.frames[n]
 	l.frames = l.frames[:n]
-	l.open[f.fn]--
 	elapsed := now - f.begun
 	self := elapsed - f.children
 	b.self[f.fn] += self
-	if l.open[f.fn] == 0 {
+	if l.opened(f.fn, -1) == 0 {
 		b.all[f.fn] += elapsed
-		delete(l.open, f.fn)
 	}
 	if f.stack >= 0 {
 		b.stacks[f.stack].Time += self

@@ -291,3 +291,28 @@ func TestEventCost(t *testing.T) {
 		t.Errorf("long gaps: %d, want the calibration 5000", got)
 	}
 }
+
+// BenchmarkBooks measures what PROFILE spends on one event read from a
+// ring: a call tree of main calling f, which calls g and h, in a loop, as
+// entries and exits with their stack pointers. In-process timing needs
+// the books to keep up with a program making an event every few
+// nanoseconds.
+func BenchmarkBooks(b *testing.B) {
+	p := &datafile.Plan{Funcs: make([]datafile.Func, 4), StackDepth: 0}
+	bk := newBooks(p)
+	k := threadLedger(1)
+	const main, f, g, h = 0, 1, 2, 3
+	bk.enter(k, main, 1000, 0)
+	l := bk.ledger(k) // as drainThread does, once per ring
+	now := int64(1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 6 {
+		bk.enterLedger(l, f, 992, now)
+		bk.enterLedger(l, g, 984, now+1)
+		bk.exitLedger(l, g, 984, now+2)
+		bk.enterLedger(l, h, 984, now+3)
+		bk.exitLedger(l, h, 984, now+4)
+		bk.exitLedger(l, f, 992, now+5)
+		now += 6
+	}
+}

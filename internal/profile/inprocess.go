@@ -79,10 +79,10 @@ type inproc struct {
 	table            bool
 	areasAt, tableAt uint64
 	// ringAt is the offset of each block's ring (function timing
-	// in-process, ring.go), 0 when there is none; calibration is the
-	// address of the block of code that measures a record's cost.
+	// in-process, ring.go), 0 when there is none; calibration has the
+	// addresses of the blocks of code that measure a record's cost.
 	ringAt      uint64
-	calibration uint64
+	calibration [2]uint64
 	// exitsPatched counts the exits patched in-process; exitsLeft lists
 	// the others, which keep a breakpoint, with the reason.
 	exitsPatched int

@@ -186,9 +186,9 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
 	if t.timeInProcess {
 		// Exits take trampolines, and the area holds the calibration
-		// block of the records' cost.
+		// blocks of the records' cost.
 		exitCell = trampCell
-		nExits += calibrationRecords
+		nExits += 2 * calibrationRecords
 	}
 	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
 	pathRoom := uint64(256) // the counters' file name, for the program to open
@@ -226,6 +226,15 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	}
 	var jumps []patchWrite
 	var short []int // entries to try again with a short jump
+	// hops is the padding where short jumps' hops go, found once the
+	// entries' full jumps are known.
+	var hops *hopSpace
+	padding := func() *hopSpace {
+		if hops == nil {
+			hops = t.hopSpace(items, bias, text, jumps)
+		}
+		return hops
+	}
 	planned := t.planEntries(items, bias, area, text)
 	dup := make([]bool, len(items)) // an entry two names share is counted once
 	seen := map[uint64]bool{}
@@ -260,7 +269,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		}
 	}
 	if len(short) > 0 {
-		hops := t.hopSpace(items, bias, text, jumps)
+		hops := padding()
 		for _, n := range short {
 			item := items[n]
 			j, err := t.trampoline(&t.plan.Funcs[item], item, bias, next, text, hops)
@@ -284,11 +293,13 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	}
 	if t.timeInProcess && t.inproc != nil && area != 0 {
 		var exitJumps []patchWrite
-		exitJumps, exits = t.exitTrampolines(exits, bias, text, jumps, func() uint64 { return next }, alloc, image, area)
+		exitJumps, exits = t.exitTrampolines(exits, bias, text, jumps, padding, func() uint64 { return next }, alloc, image, area)
 		jumps = append(jumps, exitJumps...)
-		block := t.calibrationBlock()
-		t.inproc.calibration = alloc(len(block))
-		copy(image[t.inproc.calibration-area:], block)
+		with, without := t.calibrationBlocks()
+		for i, block := range [][]byte{with, without} {
+			t.inproc.calibration[i] = alloc(len(block))
+			copy(image[t.inproc.calibration[i]-area:], block)
+		}
 	}
 	if exits != nil {
 		t.exitSites(exits, area, alloc, image)
@@ -504,6 +515,24 @@ func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []pat
 		}
 	}
 	return hs
+}
+
+// remove takes [lo, hi) out of the free padding.
+func (hs *hopSpace) remove(lo, hi uint64) {
+	var free [][2]uint64
+	for _, r := range hs.free {
+		if r[1] <= lo || hi <= r[0] {
+			free = append(free, r)
+			continue
+		}
+		if r[0] < lo {
+			free = append(free, [2]uint64{r[0], lo})
+		}
+		if hi < r[1] {
+			free = append(free, [2]uint64{hi, r[1]})
+		}
+	}
+	hs.free = free
 }
 
 // take allocates n bytes of padding that a short jump at site reaches

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,6 +42,14 @@ import (
 // ringRecords is the number of records of a thread's ring: a ring full
 // stops the thread until PROFILE has read it.
 const ringRecords = 8192
+
+// drainInterval is how often PROFILE reads the rings while it waits
+// for stops: often enough that a ring does not fill (8192 records take a
+// program making an event every 10 ns some 80 µs), seldom enough that the
+// thread and PROFILE do not take each other the cache lines of a ring's
+// head at every record (which was seen to cost the program 4 ns a
+// record).
+const drainInterval = 50e3
 
 // calibrationRecords is how many records the calibration block makes in
 // one round, back to back.
@@ -107,8 +116,19 @@ func (t *tracer) drainThread(th *thread) int {
 		tail = head - ringRecords // never: a ring shared by threads beyond the blocks
 	}
 	k := threadLedger(th.tid)
+	if th.fullAt != 0 {
+		// Its first record was made when it could go on after a stop
+		// for a full ring: all of the time since it stopped was the
+		// stop's.
+		r := instr.ReadRecord(area[instr.RingRecords+int(tail&(ringRecords-1))*instr.RingRecordSize:])
+		if d := t.ctr.ns(r.Time) - th.fullAt; d > 0 {
+			t.stolen[k] += d
+		}
+		th.fullAt = 0
+	}
 	base := t.stolen[k]
 	n := len(t.plan.Funcs)
+	l := t.books.ledger(k)
 	for i := tail; i < head; i++ {
 		at := instr.RingRecords + int(i&(ringRecords-1))*instr.RingRecordSize
 		r := instr.ReadRecord(area[at : at+instr.RingRecordSize])
@@ -118,13 +138,22 @@ func (t *tracer) drainThread(th *thread) int {
 		now := t.ctr.ns(r.Time) - base - t.ringDebt(th)
 		th.events++
 		if r.Exit {
-			t.books.exit(k, r.Item, r.SP, now)
+			t.books.exitLedger(l, r.Item, r.SP, now)
 		} else {
-			t.books.enter(k, r.Item, r.SP, now)
+			t.books.enterLedger(l, r.Item, r.SP, now)
 		}
 	}
 	atomic.StoreUint64(word(area, instr.RingTail), head)
 	return int(head - tail)
+}
+
+// ringStopped notes the moment thread th, stopped at its ring-full
+// breakpoint, stopped: the record code saved its time.
+func (t *tracer) ringStopped(th *thread) {
+	ip := t.inproc
+	if b, ok := ip.blockOf[th.tid]; ok && !th.foreign {
+		th.fullAt = t.ctr.ns(binary.LittleEndian.Uint64(ip.ringArea(b)[instr.RingFullTime:]))
+	}
 }
 
 // ringDebt is what the records thread th made so far cost it.
@@ -135,6 +164,11 @@ func (t *tracer) ringDebt(th *thread) int64 {
 // drainRings books the records of every thread's ring, and reports
 // whether there were any: PROFILE's work while it waits for stops.
 func (t *tracer) drainRings() bool {
+	now := t.clock()
+	if now-t.drained < drainInterval {
+		return false
+	}
+	t.drained = now
 	n := 0
 	for _, th := range t.threads {
 		n += t.drainThread(th)
@@ -210,10 +244,11 @@ func (c *counterClock) ns(ctr uint64) int64 {
 }
 
 // calibrateRing measures what one record costs the program, in counter
-// counts: the main thread, at the exec stop, runs the calibration block
-// (calibrationRecords copies of the record code, then a breakpoint) a few
-// times, and the median gap between consecutive records' times is the
-// cost. Its registers come back, and its ring is emptied.
+// counts: the main thread, at the exec stop, runs the two calibration
+// blocks (see calibrationBlocks) a few times, each timed by its first and
+// last records; what the records between the pieces of work add to the
+// first block's time, per record, is the cost (the median of the
+// rounds). Its registers come back, and its ring is emptied.
 func (t *tracer) calibrateRing() (float64, error) {
 	ip := t.inproc
 	var saved ptrace.Regs
@@ -223,11 +258,23 @@ func (t *tracer) calibrateRing() (float64, error) {
 	defer ptrace.SetRegs(t.pid, &saved)
 	b := ip.blockOf[t.pid]
 	area := ip.ringArea(b)
-	var gaps []uint64
-	const rounds = 9
-	for round := range rounds {
+	// run runs the block at addr and returns the time from its first
+	// record to its last.
+	const pos = 0
+	run := func(addr uint64, records int) (int64, error) {
+		// The records go into cache lines PROFILE has just read, as in
+		// a run, where it reads each record a moment after the thread
+		// wrote it.
+		atomic.StoreUint64(word(area, instr.RingHead), pos)
+		atomic.StoreUint64(word(area, instr.RingTail), pos)
+		var sink uint64
+		for i := range records {
+			sink += atomic.LoadUint64(word(area, instr.RingRecords+int(pos)*instr.RingRecordSize+i*instr.RingRecordSize))
+		}
+		t.touched = sink
+		defer ip.resetRing(b)
 		regs := saved
-		regs.SetPC(ip.calibration)
+		regs.SetPC(addr)
 		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
 			return 0, err
 		}
@@ -241,32 +288,47 @@ func (t *tracer) calibrateRing() (float64, error) {
 		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 			return 0, fmt.Errorf("program did not stop after the calibration records (%v)", ws.StopSignal())
 		}
-		head := atomic.LoadUint64(word(area, instr.RingHead))
-		if head != calibrationRecords {
-			return 0, fmt.Errorf("calibration made %d records, want %d", head, calibrationRecords)
+		if head := atomic.LoadUint64(word(area, instr.RingHead)); head != pos+uint64(records) {
+			return 0, fmt.Errorf("calibration made %d records, want %d", head-pos, records)
 		}
-		var last uint64
-		for i := range calibrationRecords {
-			r := instr.ReadRecord(area[instr.RingRecords+i*instr.RingRecordSize:])
-			if i > 0 && round > 0 { // the first round warms the caches
-				gaps = append(gaps, r.Time-last)
-			}
-			last = r.Time
-		}
-		ip.resetRing(b)
+		at := instr.RingRecords + int(pos)*instr.RingRecordSize
+		first := instr.ReadRecord(area[at:])
+		last := instr.ReadRecord(area[at+(records-1)*instr.RingRecordSize:])
+		return int64(last.Time - first.Time), nil
 	}
-	slices.Sort(gaps)
-	return float64(gaps[len(gaps)/2]), nil
+	var costs []float64
+	const rounds = 11
+	for round := range rounds {
+		with, err := run(ip.calibration[0], calibrationRecords+2)
+		if err != nil {
+			return 0, err
+		}
+		without, err := run(ip.calibration[1], 2)
+		if err != nil {
+			return 0, err
+		}
+		if round > 0 { // the first round warms the caches
+			costs = append(costs, max(float64(with-without), 0)/calibrationRecords)
+		}
+	}
+	slices.Sort(costs)
+	return costs[len(costs)/2], nil
 }
 
-// calibrationBlock returns the code of the calibration block.
-func (t *tracer) calibrationBlock() []byte {
+// calibrationBlocks returns the code of the two calibration blocks: a
+// record, calibrationRecords pieces of work (instr.CalibrationWork) each
+// after a record, a record and a breakpoint; the same without the
+// records between.
+func (t *tracer) calibrationBlocks() (with, without []byte) {
 	rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
-	var code []byte
+	work := instr.CalibrationWork(t.arch)
+	with, without = slices.Clone(rc.Code), slices.Clone(rc.Code)
 	for range calibrationRecords {
-		code = append(code, rc.Code...)
+		with = append(append(with, rc.Code...), work...)
+		without = append(without, work...)
 	}
-	return append(code, t.arch.Breakpoint()...)
+	bp := t.arch.Breakpoint()
+	return append(append(with, rc.Code...), bp...), append(append(without, rc.Code...), bp...)
 }
 
 // exitTrampolines patches in-process the exits of the functions in exits
@@ -275,7 +337,7 @@ func (t *tracer) calibrationBlock() []byte {
 // jumps), building each trampoline at next() and taking its room with
 // alloc from the area whose bytes are image. It returns the jumps to
 // write, and the exits left for breakpoints, by item.
-func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text moduleText, jumps []patchWrite,
+func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text moduleText, jumps []patchWrite, padding func() *hopSpace,
 	next func() uint64, alloc func(int) uint64, image []byte, area uint64) ([]patchWrite, map[int][]instr.Exit) {
 	ip := t.inproc
 	taken := takenSpans(jumps, t.sites)
@@ -295,6 +357,16 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 	}
 	left := map[int][]instr.Exit{}
 	var out []patchWrite
+	var short []shortExit // exits to try again with a short jump
+	var windows spans     // the exits' patches
+	add := func(w patchWrite) {
+		alloc(len(w.code)) // where it was built: next()
+		copy(image[w.tramp.addr-area:], w.code)
+		out = append(out, w)
+		ip.add(w.tramp)
+		ip.exitsPatched++
+		windows = append(windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
+	}
 	for _, item := range slices.Sorted(maps.Keys(exits)) {
 		f := &t.plan.Funcs[item]
 		lo, hi := f.Low+bias, f.High+bias
@@ -319,21 +391,98 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 			}
 			w, err := t.exitTrampoline(item, &p, taken, mine, next())
 			if err != nil {
-				ip.exitsLeft = append(ip.exitsLeft, fallBack{item: item, err: err, pc: p.Exit.PC})
-				if !taken.covers(p.Exit.PC, p.Exit.PC+1) {
-					left[item] = append(left[item], p.Exit)
+				if back, _ := t.arch.ShortReach(); back > 0 && errors.Is(err, instr.ErrTooShort) {
+					short = append(short, shortExit{item: item, fn: text.b[lo-text.start : hi-text.start+uint64(pad)], lo: lo, hi: hi, exit: p.Exit})
+					continue
 				}
+				t.exitLeft(left, item, p.Exit, err, taken)
 				continue
 			}
-			alloc(len(w.code)) // where it was built: next()
-			copy(image[w.tramp.addr-area:], w.code)
-			out = append(out, w)
-			ip.add(w.tramp)
-			ip.exitsPatched++
+			add(w)
 			mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
 		}
 	}
+	if len(short) == 0 {
+		return out, left
+	}
+	// Short jumps to hops in the padding, which the exits' patches take
+	// first.
+	hops := padding()
+	for _, w := range windows {
+		hops.remove(w[0], w[1])
+	}
+	var claimed spans // hops and short exits' patches, in no order
+	for _, s := range short {
+		w, err := t.shortExit(s, taken, claimed, hops, next())
+		if err != nil {
+			t.exitLeft(left, s.item, s.exit, err, taken)
+			continue
+		}
+		add(w)
+		claimed = append(claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
+	}
 	return out, left
+}
+
+// shortExit is an exit too short for a full jump.
+type shortExit struct {
+	item   int
+	fn     []byte // its function's code and padding
+	lo, hi uint64 // its function's extent
+	exit   instr.Exit
+}
+
+// exitLeft notes that item's exit e keeps a breakpoint, for err; but an
+// exit inside an entry's patch gets none (its frame closes from the
+// stack pointer).
+func (t *tracer) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit, err error, taken spans) {
+	t.inproc.exitsLeft = append(t.inproc.exitsLeft, fallBack{item: item, err: err, pc: e.PC})
+	if !taken.covers(e.PC, e.PC+1) {
+		left[item] = append(left[item], e)
+	}
+}
+
+// shortExit patches exit s with a short jump to a hop taken from hops,
+// its trampoline at cell; its patch and hop must overlap neither taken
+// nor claimed.
+func (t *tracer) shortExit(s shortExit, taken, claimed spans, hops *hopSpace, cell uint64) (patchWrite, error) {
+	plans, err := t.arch.PlanExits(s.fn, s.lo, s.hi, true)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	i := slices.IndexFunc(plans, func(p instr.ExitPlan) bool { return p.Exit.PC == s.exit.PC })
+	if i < 0 {
+		return patchWrite{}, fmt.Errorf("exit at %#x: %w", s.exit.PC, instr.ErrTooShort)
+	}
+	p := &plans[i]
+	if p.Err != nil {
+		return patchWrite{}, p.Err
+	}
+	if overlaps(claimed, p.Patch.Site, p.Patch.End()) {
+		return patchWrite{}, errOverlap
+	}
+	w, err := t.exitTrampoline(s.item, p, taken, nil, cell)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	back, fwd := t.arch.ShortReach()
+	hop, ok := hops.take(p.Patch.Site, back, fwd, hopLen)
+	if !ok || overlaps(claimed, hop, hop+hopLen) || taken.covers(hop, hop+hopLen) {
+		return patchWrite{}, errNoHop
+	}
+	if w.hopCode, err = t.arch.Jump(hop, cell); err != nil {
+		return patchWrite{}, err
+	}
+	w.hop = hop
+	if w.jump, err = t.arch.PatchJump(&p.Patch, hop); err != nil {
+		return patchWrite{}, err
+	}
+	return w, nil
+}
+
+// overlaps reports whether [lo, hi) overlaps one of s, in any order.
+func overlaps(s spans, lo, hi uint64) bool {
+	return slices.ContainsFunc(s, func(r [2]uint64) bool { return r[0] < hi && lo < r[1] })
 }
 
 // errOverlap is why an exit whose window another patch covers keeps a
@@ -361,9 +510,11 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if len(tr.Code) > trampCell {
 		return patchWrite{}, fmt.Errorf("exit trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
 	}
-	jump, err := t.arch.PatchJump(&p.Patch, cell)
-	if err != nil {
-		return patchWrite{}, err
+	var jump []byte
+	if !p.Patch.Short { // (a short jump's goes to its hop: shortExit)
+		if jump, err = t.arch.PatchJump(&p.Patch, cell); err != nil {
+			return patchWrite{}, err
+		}
 	}
 	return patchWrite{addr: lo, jump: jump, code: tr.Code,
 		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full}}}}, nil

@@ -31,6 +31,14 @@ import (
 // its next stop is the cost of one event that no clock of PROFILE's
 // covers. /CB n imposes n instead.
 
+// exitStops is how many times, timing in-process, an exit that keeps a
+// breakpoint is hit before it is taken out: from then on the frames of
+// its function close from the stack pointer at their thread's next event
+// (books.go), which charges the function what its caller runs until that
+// event, less than a stop costs (some 50 µs) when the function is called
+// often; beyond that, its stops would cost the run more than that error.
+const exitStops = 1000
+
 // calibrationRounds is how many breakpoint hits measure the overhead.
 const calibrationRounds = 101
 
@@ -110,6 +118,13 @@ func (t *tracer) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
 func (t *tracer) charge(tid int) {
 	th := t.threads[tid]
 	if th == nil || th.foreign || th.born > t.waited {
+		t.charged = ledgerKey{}
+		return
+	}
+	if th.fullAt != 0 {
+		// Stopped with its ring full: the stop is taken out from when
+		// it began to the thread's next record (drainThread).
+		th.let = max(t.resumed, t.waited)
 		t.charged = ledgerKey{}
 		return
 	}

@@ -29,6 +29,7 @@ type site struct {
 	// whose instruction could not be displaced).
 	displaced bool
 	slot      uint64 // the site's out-of-line slot, or 0
+	hits      int    // the times an exit site was hit (timing in-process)
 }
 
 // thread is one traced thread.
@@ -47,8 +48,11 @@ type thread struct {
 	// born is when it started running, on the tracer's clock, and let
 	// when the tracer last let it go (timing).
 	born, let int64
-	// events counts the records of its ring booked so far (ring.go).
+	// events counts the records of its ring booked so far, and fullAt
+	// is when it stopped because its ring was full, until its next
+	// record (ring.go).
 	events int64
+	fullAt int64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -86,6 +90,10 @@ type tracer struct {
 	timeInProcess bool
 	ctr           counterClock
 	ringCost      float64
+	drained       int64 // when the rings were last read
+	// touched keeps what calibrateRing read of a ring, so that the reads
+	// are made.
+	touched uint64
 
 	hits []uint64
 	// books keep the stacks of profiled calls, when timing, a start
@@ -463,6 +471,7 @@ func (t *tracer) trap(th *thread) error {
 	s := t.sites[addr]
 	if s == nil && t.inproc.ringFull(pc) {
 		// Its ring was full, and has been read: it tries again.
+		t.ringStopped(th)
 		return t.resume(th.tid, 0)
 	}
 	if s == nil {
@@ -483,6 +492,14 @@ func (t *tracer) trap(th *thread) error {
 		t.book(th, s)
 	default:
 		t.hits[s.item]++
+	}
+	if s.item < 0 && t.timeInProcess {
+		if s.hits++; s.hits == exitStops {
+			// A hot exit: its frames close from the stack pointer from
+			// now on (timing.go).
+			t.cfg.Warn(prf.ExitTakenOut(t.plan.Funcs[s.exit].Name, exitStops))
+			return t.retire(th, s)
+		}
 	}
 	if t.coverage && (!th.foreign || !s.displaced) {
 		// (A vfork child on a breakpoint that cannot be stepped over
