@@ -72,8 +72,11 @@ type Result struct {
 	Exited   bool
 	ExitCode int
 	Signal   syscall.Signal
-	// Hits is the number of breakpoint traps handled (for benchmarks).
-	Hits uint64
+	// Hits is the number of breakpoint traps handled (for benchmarks),
+	// FullRings the stops of threads whose ring of records was full
+	// (timing in-process).
+	Hits      uint64
+	FullRings uint64
 }
 
 // Status is the program's status as a shell reports it: the exit code, or

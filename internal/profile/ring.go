@@ -39,9 +39,10 @@ import (
 // before: every record costs the program the same, measured at start-up
 // (calibrateRing), and a function's time is what its own code took.
 
-// ringRecords is the number of records of a thread's ring: a ring full
-// stops the thread until PROFILE has read it.
-const ringRecords = 8192
+// ringRecords is the number of records of a thread's ring, a power of
+// two: a ring full stops the thread until PROFILE has read it. (A
+// variable for the test of full rings.)
+var ringRecords = 8192
 
 // drainInterval is how often PROFILE reads the rings while it waits
 // for stops: often enough that a ring does not fill (8192 records take a
@@ -51,9 +52,12 @@ const ringRecords = 8192
 // record).
 const drainInterval = 50e3
 
-// calibrationRecords is how many records the calibration block makes in
-// one round, back to back.
-const calibrationRecords = 64
+// calibrationRecords is how many records the first calibration block
+// makes between its pieces of work, at most: no more than half a ring.
+const calibrationRecords = 128
+
+// calibrating is how many it makes.
+func calibrating() int { return min(calibrationRecords, ringRecords/2) }
 
 // errGoFrames is why a Go function keeps breakpoints when timed.
 var errGoFrames = errors.New("a Go function, timed with breakpoints")
@@ -112,15 +116,16 @@ func (t *tracer) drainThread(th *thread) int {
 	if head == tail {
 		return 0
 	}
-	if head-tail > ringRecords {
-		tail = head - ringRecords // never: a ring shared by threads beyond the blocks
+	size := uint64(ringRecords)
+	if head-tail > size {
+		tail = head - size // never: a ring shared by threads beyond the blocks
 	}
 	k := threadLedger(th.tid)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
-		r := instr.ReadRecord(area[instr.RingRecords+int(tail&(ringRecords-1))*instr.RingRecordSize:])
+		r := instr.ReadRecord(area[instr.RingRecords+int(tail&(size-1))*instr.RingRecordSize:])
 		if d := t.ctr.ns(r.Time) - th.fullAt; d > 0 {
 			t.stolen[k] += d
 		}
@@ -130,7 +135,7 @@ func (t *tracer) drainThread(th *thread) int {
 	n := len(t.plan.Funcs)
 	l := t.books.ledger(k)
 	for i := tail; i < head; i++ {
-		at := instr.RingRecords + int(i&(ringRecords-1))*instr.RingRecordSize
+		at := instr.RingRecords + int(i&(size-1))*instr.RingRecordSize
 		r := instr.ReadRecord(area[at : at+instr.RingRecordSize])
 		if r.Item >= n {
 			continue
@@ -247,8 +252,9 @@ func (c *counterClock) ns(ctr uint64) int64 {
 // counts: the main thread, at the exec stop, runs the two calibration
 // blocks (see calibrationBlocks) a few times, each timed by its first and
 // last records; what the records between the pieces of work add to the
-// first block's time, per record, is the cost (the median of the
-// rounds). Its registers come back, and its ring is emptied.
+// first block's time, per record, is the cost (the least time of each
+// block over the rounds: what the machine adds, an interrupt, a
+// migration, only adds). Its registers come back, and its ring is emptied.
 func (t *tracer) calibrateRing() (float64, error) {
 	ip := t.inproc
 	var saved ptrace.Regs
@@ -296,23 +302,22 @@ func (t *tracer) calibrateRing() (float64, error) {
 		last := instr.ReadRecord(area[at+(records-1)*instr.RingRecordSize:])
 		return int64(last.Time - first.Time), nil
 	}
-	var costs []float64
-	const rounds = 11
+	var with, without []int64
+	const rounds = 31
 	for round := range rounds {
-		with, err := run(ip.calibration[0], calibrationRecords+2)
+		w, err := run(ip.calibration[0], calibrating()+2)
 		if err != nil {
 			return 0, err
 		}
-		without, err := run(ip.calibration[1], 2)
+		wo, err := run(ip.calibration[1], 2)
 		if err != nil {
 			return 0, err
 		}
 		if round > 0 { // the first round warms the caches
-			costs = append(costs, max(float64(with-without), 0)/calibrationRecords)
+			with, without = append(with, w), append(without, wo)
 		}
 	}
-	slices.Sort(costs)
-	return costs[len(costs)/2], nil
+	return max(float64(slices.Min(with)-slices.Min(without)), 0) / float64(calibrating()), nil
 }
 
 // calibrationBlocks returns the code of the two calibration blocks: a
@@ -323,7 +328,7 @@ func (t *tracer) calibrationBlocks() (with, without []byte) {
 	rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
 	work := instr.CalibrationWork(t.arch)
 	with, without = slices.Clone(rc.Code), slices.Clone(rc.Code)
-	for range calibrationRecords {
+	for range calibrating() {
 		with = append(append(with, rc.Code...), work...)
 		without = append(without, work...)
 	}

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"fmt"
 	"math"
 	"os/exec"
 	"slices"
@@ -117,6 +118,83 @@ func TestTimingKnownWork(t *testing.T) {
 					time.Duration(got.stats.TotalTime), native, r)
 			}
 		})
+	}
+}
+
+// TestTimingShortCalls: a million calls of a function of some 50 ns
+// beside one function that runs as long as all of them, timed in-process:
+// each share of the time is the one the program measures itself when it
+// runs natively, within 10 % (testutil.Accuracy; elsewhere, the short
+// function's time is only required to be there). What is at stake is the
+// records' cost, taken out of every call: two records cost about half of
+// such a call.
+func TestTimingShortCalls(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.TimesInProcess() {
+		t.Skip("timing with breakpoints: a million calls would take a minute")
+	}
+	prog := testutil.BuildC(t, "timing", fixtureFlags["O2-pie"]...)
+	plan := planFor(t, prog, datafile.FuncTiming, "main", "tiny", "slow")
+	got := runTimed(t, plan, prog, "short")
+	checkHits(t, got.hits, map[string]uint64{"main": 1, "tiny": 1000000, "slow": 1})
+	if got.res.Hits != 0 {
+		t.Errorf("%d breakpoint hits: an entry or an exit was not patched", got.res.Hits)
+	}
+	if got.self["tiny"] <= 0 || got.self["slow"] <= 0 {
+		t.Fatalf("function times: tiny %d ns, slow %d ns", got.self["tiny"], got.self["slow"])
+	}
+	share := float64(got.self["tiny"]) / float64(got.self["tiny"]+got.self["slow"])
+	// The truth: the program's own measure of native runs (the median
+	// of three).
+	var shares []float64
+	var tiny int64
+	for range 3 {
+		out, err := exec.Command(prog, "short").Output()
+		var slow int64
+		if _, serr := fmt.Sscanf(string(out), "tiny %d ns, slow %d ns", &tiny, &slow); err != nil || serr != nil {
+			t.Fatalf("native run: %v %v: %q", err, serr, out)
+		}
+		shares = append(shares, float64(tiny)/float64(tiny+slow))
+	}
+	slices.Sort(shares)
+	want := shares[1]
+	t.Logf("tiny's share %.2f%% (%.1f ns a call), native %.2f%%; overhead per record %d ns",
+		100*share, float64(got.self["tiny"])/1e6, 100*want, got.res.Counts.Overhead)
+	if testutil.Accuracy() && math.Abs(share-want) > 0.10*want {
+		t.Errorf("tiny has %.2f%% of the time, natively %.2f%%: want within 10%%", 100*share, 100*want)
+	}
+}
+
+// TestFullRings: with rings of 16 records, a thread that calls a
+// function 20,000 times finds its ring full again and again; each time it
+// stops until PROFILE has read it, and goes on. No call is lost, and the
+// stops are not the program's time: the short function's share is still
+// about the native one.
+func TestFullRings(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.TimesInProcess() {
+		t.Skip("no rings: timing with breakpoints")
+	}
+	defer func(n int) { ringRecords = n }(ringRecords)
+	ringRecords = 16
+	prog := testutil.BuildC(t, "timing", fixtureFlags["O2-pie"]...)
+	plan := planFor(t, prog, datafile.FuncTiming, "main", "tiny", "slow")
+	const n = 20000
+	got := runTimed(t, plan, prog, "short", strconv.Itoa(n), "1000")
+	checkHits(t, got.hits, map[string]uint64{"main": 1, "tiny": n, "slow": 1})
+	if got.res.FullRings < 2*n/16/2 {
+		t.Errorf("%d stops for a full ring, want about %d", got.res.FullRings, 2*n/16)
+	}
+	var tiny, slow int64
+	if _, err := fmt.Sscanf(got.stdout, "tiny %d ns, slow %d ns", &tiny, &slow); err != nil {
+		t.Fatalf("output %q: %v", got.stdout, err)
+	}
+	// The program's own measure includes the stops; PROFILE's does not.
+	// Twenty thousand calls of 50 ns are 1 ms.
+	t.Logf("%d stops for a full ring; tiny %.2f ms in all (the program saw %.2f ms, stops included), slow %.2f ms",
+		got.res.FullRings, float64(got.self["tiny"])/1e6, float64(tiny)/1e6, float64(got.self["slow"])/1e6)
+	if ms := float64(got.self["tiny"]) / 1e6; ms < 0.5 || ms > 3 {
+		t.Errorf("tiny's time %.2f ms, want about 1 ms", ms)
 	}
 }
 

@@ -91,6 +91,7 @@ type tracer struct {
 	ctr           counterClock
 	ringCost      float64
 	drained       int64 // when the rings were last read
+	fullRings     uint64
 	// touched keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	touched uint64
@@ -262,7 +263,7 @@ func (t *tracer) run() (*Result, error) {
 			t.cfg.Warn(prf.SharedBlocks(t.inproc.nBlocks))
 		}
 	}
-	res.Hits = t.trapped
+	res.Hits, res.FullRings = t.trapped, t.fullRings
 	res.Counts = t.counts(start, res)
 	return res, nil
 }
@@ -472,6 +473,7 @@ func (t *tracer) trap(th *thread) error {
 	if s == nil && t.inproc.ringFull(pc) {
 		// Its ring was full, and has been read: it tries again.
 		t.ringStopped(th)
+		t.fullRings++
 		return t.resume(th.tid, 0)
 	}
 	if s == nil {

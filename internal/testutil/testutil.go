@@ -114,6 +114,11 @@ func HaveTool(name string) bool {
 	return err == nil
 }
 
+// TimesInProcess reports whether PROFILE times functions in-process on
+// this machine, through the threads' rings: on x86-64 (arm64 keeps
+// breakpoints for timing in this version).
+func TimesInProcess() bool { return runtime.GOARCH == "amd64" }
+
 // InProcess reports whether PROFILE counts function entries in-process on
 // this machine: on x86-64 always, on arm64 when the CPU has the LSE atomics
 // ("atomics" in /proc/cpuinfo; an ARMv8.0 core such as the Cortex-A57 has

@@ -19,6 +19,13 @@
  *                    into jumper() three times; then jumper() calls after().
  *   timing threads [U]
  *                    4 threads each call one() 3 times and two() 3 times.
+ *   timing short [N [U]]
+ *                    many short calls beside a long one: tiny(), some 50
+ *                    ns of arithmetic, N times (default 1,000,000), then
+ *                    slow(), U microseconds of busy waiting (default
+ *                    50,000); prints the time the loop of tiny() calls and
+ *                    slow() took, as the program measures them itself
+ *                    (natively, the truth PROFILE's times are held to).
  *   timing ways      every other way out of a frame: is_even(10) and
  *                    is_odd() call each other 11 times down to 0 (depth
  *                    12 with main); a thread ends with pthread_exit inside
@@ -109,6 +116,19 @@ NOINLINE int is_odd(int n) {
 	return r;
 }
 
+/* tiny is twenty rounds of a multiply-xorshift hash: a dependency chain
+ * of some 50 ns the compiler cannot fold. */
+NOINLINE unsigned tiny(unsigned x) {
+	for (unsigned k = 0; k < 20; k++) {
+		x += k;
+		x ^= x >> 15;
+		x *= 0x2c1b3c6du;
+		x ^= x >> 12;
+	}
+	return x;
+}
+NOINLINE void slow(void) { work(1); KEEP(); }
+
 NOINLINE void quitter(void) { pthread_exit(NULL); }
 NOINLINE void *starter(void *arg) {
 	(void)arg;
@@ -166,6 +186,18 @@ int main(int argc, char **argv) {
 			pthread_create(&t[i], NULL, worker, NULL);
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], NULL);
+	} else if (strcmp(mode, "short") == 0) {
+		long n = argc > 2 ? atol(argv[2]) : 1000000;
+		unit_ns = (argc > 3 ? atol(argv[3]) : 50000) * 1000;
+		unsigned x = 1;
+		long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			x = tiny(x);
+		long t1 = now_ns();
+		slow();
+		long t2 = now_ns();
+		sink = x;
+		printf("tiny %ld ns, slow %ld ns\n", t1 - t0, t2 - t1);
 	} else if (strcmp(mode, "ways") == 0) {
 		pthread_t t;
 		if (is_even(10) != 1)
