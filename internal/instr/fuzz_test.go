@@ -176,10 +176,31 @@ func FuzzPatch(f *testing.F) {
 				}
 			}
 		}
+		p, err = PlanPatchThroughExit(a, fn, start, end, site)
+		check("through exit", p, err, tramp)
+		if err == nil {
+			if e := ExitIndex(&p, start, end); e >= 0 && e < len(p.Insts)-1 {
+				for _, in := range p.Insts[e+1:] {
+					if in.Kind != Nop && in.Kind != Trap {
+						t.Fatalf("an instruction after the exit in the patch: %+v", in)
+					}
+				}
+			}
+		}
 		p, err = a.PlanShortPatch(fn, start, site)
 		check("short", p, err, site+16)
 		p, lo, _, err := a.PlanPunPatch(fn, start, site)
 		check("pun", p, err, lo)
+		if rc, ok := a.RecordCode(Ring{Offset: uint64(siteOff) * 64, Records: 1 << (siteOff % 16)}, uint64(len(fn))); ok {
+			if rc.Full <= 0 || rc.Full > len(rc.Code) {
+				t.Fatalf("ring-full breakpoint at %d of %d bytes", rc.Full, len(rc.Code))
+			}
+			for _, r := range rc.Rollback {
+				if r.From < 0 || r.To > len(rc.Code) || r.From > r.To || r.Resume < 0 || r.Resume > len(rc.Code) {
+					t.Fatalf("record rollback %+v outside %d bytes", r, len(rc.Code))
+				}
+			}
+		}
 		for _, goABI := range []bool{false, true} {
 			if d, ok := a.DepthCode(Depth{Offset: 0x1000, Slots: 64, GoABI: goABI, Table: 0x10000, Areas: 0x20000}); ok {
 				for _, r := range d.Rollback {
