@@ -35,9 +35,11 @@ import (
 // breakpoint is hit before it is taken out: from then on the frames of
 // its function close from the stack pointer at their thread's next event
 // (books.go), which charges the function what its caller runs until that
-// event, less than a stop costs (some 50 µs) when the function is called
-// often; beyond that, its stops would cost the run more than that error.
-const exitStops = 1000
+// event. A breakpoint gives a rarely called function its exact time
+// (a function left long before its caller's next profiled call), but a
+// hot one pays a stop (50 µs) per call, with the variation of a stop's
+// cost in its time.
+const exitStops = 100
 
 // calibrationRounds is how many breakpoint hits measure the overhead.
 const calibrationRounds = 101
@@ -80,9 +82,14 @@ func (t *tracer) book(th *thread, s *site) {
 
 // now is the time of the stop being handled on the clock of k, thread
 // th's or the goroutine's it runs: its stops and, for a thread, its
-// records taken out.
+// records taken out. The stop came before PROFILE saw it: by half the
+// calibrated overhead, which is the time from letting a thread go to
+// seeing its next stop. (Between two stops the half-overheads cancel;
+// between a record of a thread's ring and a stop, they do not: a function
+// whose entry is a record and whose exit is a breakpoint would be charged
+// the trap's latency.)
 func (t *tracer) now(th *thread, k ledgerKey) int64 {
-	now := t.waited - t.stolen[k]
+	now := t.waited - t.stolen[k] - t.eventCost()/2
 	if !k.goroutine {
 		now -= t.ringDebt(th)
 	}
