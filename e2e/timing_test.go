@@ -246,3 +246,36 @@ func TestGoexitTiming(t *testing.T) {
 		t.Errorf("function+child times: exiter %.3f ms, one %.3f ms; want one at least %.0f ms and exiter a little more", ex, one, ms)
 	}
 }
+
+// TestTraceLikeOriginal: plist /trace prints the report, then looks for
+// the trace file, which no run writes (neither did the original's), and
+// fails with PRF1011 naming it, as ftime/ft-plist-trace.out shows: the
+// same report as without /trace, then the error.
+func TestTraceLikeOriginal(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	golden := strings.ReplaceAll(testutil.OriginalText(t, "ftime/ft-plist-trace.out"), "\r\n", "\n")
+	plain := strings.ReplaceAll(testutil.OriginalText(t, "ftime/ft-plist.out"), "\r\n", "\n")
+	report, fatal, ok := strings.Cut(golden, "PLIST : fatal error PRF1011: cannot open file ")
+	if !ok || !strings.HasSuffix(strings.TrimSpace(fatal), `\ftime.pbx`) {
+		t.Fatalf("the golden does not end with PRF1011 for ftime.pbx:\n%s", golden)
+	}
+	if n, m := strings.Count(report, "\n"), strings.Count(plain, "\n"); n != m {
+		t.Fatalf("the golden's report has %d lines, its ft-plist.out %d", n, m)
+	}
+	prog := testutil.BuildOriginal(t, "ftime")
+	dir, r := workflow(t, prog, nil)
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	want := must(t, dir, "plist", "/nologo", "ftime").stdout
+	got := tool(t, dir, "plist", "/nologo", "/trace", "ftime")
+	if got.status == 0 {
+		t.Errorf("plist /trace: status 0, want a failure")
+	}
+	if got.stdout != want {
+		t.Errorf("plist /trace printed:\n%s\nwant the report of plist without it:\n%s", got.stdout, want)
+	}
+	if !strings.Contains(got.stderr, "fatal error PRF1011: cannot open file ftime.pbx") {
+		t.Errorf("plist /trace: stderr %q, want PRF1011 for ftime.pbx", got.stderr)
+	}
+}

@@ -396,7 +396,9 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 			}
 			w, err := t.exitTrampoline(item, &p, taken, mine, next())
 			if err != nil {
-				if back, _ := t.arch.ShortReach(); back > 0 && errors.Is(err, instr.ErrTooShort) {
+				// (A short jump's window is smaller: it may fit where a
+				// branch lands in a full jump's.)
+				if back, _ := t.arch.ShortReach(); back > 0 && (errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)) {
 					short = append(short, shortExit{item: item, fn: text.b[lo-text.start : hi-text.start+uint64(pad)], lo: lo, hi: hi, exit: p.Exit})
 					continue
 				}
