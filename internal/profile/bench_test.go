@@ -201,6 +201,9 @@ func BenchmarkInProcess(b *testing.B) {
 			method datafile.Method
 		}{{"count", datafile.FuncCounting}, {"time", datafile.FuncTiming}} {
 			b.Run(w.name+"-"+m.name, func(b *testing.B) {
+				if m.method.IsTiming() && !testutil.TimesInProcess() {
+					b.Skip("timing with breakpoints: two stops for each of millions of calls")
+				}
 				prog := testutil.BuildC(b, "bench_"+w.name, "-O2")
 				plan := planFor(&testing.T{}, prog, m.method, w.funcs...)
 				devnull, _ := os.Open(os.DevNull)
