@@ -673,6 +673,7 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	gs(0x2b, modRDX, RingTail)
 	c = append(c, 0x48, 0x81, 0xfa) // cmp $N,%rdx
 	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records))
+	skip := len(c)
 	c = append(c, 0x72, 0x0c) // jb ok
 	gs(0x89, modRAX, RingFullTime)
 	c = append(c, 0xcc) // int3
@@ -690,7 +691,7 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	committed := len(c)
 	gs(0x8b, modRAX, RingSave)
 	gs(0x8b, modRDX, RingSave+8)
-	return RecordCode{Code: c, Full: full, Rollback: []Rollback{
+	return RecordCode{Code: c, Full: full, Skip: skip, Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(c), Restore: saved, Resume: len(c)},

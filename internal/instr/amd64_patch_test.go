@@ -480,6 +480,9 @@ func TestRecordCodeAMD64(t *testing.T) {
 	if rc.Code[rc.Full-1] != 0xcc || fmt.Sprintf("%x", rc.Full) != strings.TrimPrefix(addrs[12], "0x") {
 		t.Errorf("ring-full breakpoint ends at %#x, want before the jmp at %s", rc.Full, addrs[9])
 	}
+	if rc.Code[rc.Skip] != 0x72 || fmt.Sprintf("%x", rc.Skip) != strings.TrimPrefix(addrs[9], "0x") {
+		t.Errorf("the branch over the breakpoint is at %#x, want the jb at %s", rc.Skip, addrs[9])
+	}
 	rb := rc.Rollback
 	if len(rb) != 3 || rb[0].From != 0 || rb[0].To != rb[1].From || rb[1].To != rb[2].From || rb[2].To != len(rc.Code) {
 		t.Fatalf("rollback ranges %+v", rb)

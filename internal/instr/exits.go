@@ -129,9 +129,13 @@ func PlanPatchThroughExit(a Arch, fn []byte, start, end, site uint64) (Patch, er
 		return p, err
 	}
 	decode := bareDecoder(a)
+	limit := min(end, start+uint64(len(fn)))
+	if hasIndirectJump(decode, fn[:limit-start], start) {
+		// A jump table's targets cannot be seen: one may be the exit.
+		return p, nil
+	}
 	q := p
 	q.Insts = slices.Clone(p.Insts)
-	limit := min(end, start+uint64(len(fn)))
 	for pc, i := p.End(), 0; i < 4 && pc < limit; i++ {
 		in, err := decode(fn[pc-start:limit-start], pc)
 		if err != nil || in.Len <= 0 {
@@ -156,6 +160,22 @@ func PlanPatchThroughExit(a Arch, fn []byte, start, end, site uint64) (Patch, er
 		}
 	}
 	return p, nil
+}
+
+// hasIndirectJump reports whether the code fn at start has a jump
+// through a register or memory, or does not decode.
+func hasIndirectJump(decode func([]byte, uint64) (Inst, error), fn []byte, start uint64) bool {
+	for off := 0; off < len(fn); {
+		in, err := decode(fn[off:], start+uint64(off))
+		if err != nil || in.Len <= 0 {
+			return true
+		}
+		if in.Kind == Jump && in.Target == 0 {
+			return true
+		}
+		off += in.Len
+	}
+	return false
 }
 
 // ExitIndex returns the index in p's instructions of the first that

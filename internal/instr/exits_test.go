@@ -246,6 +246,9 @@ func TestPlanPatchThroughExit(t *testing.T) {
 		{"a branch lands before the exit", "39f7 89f0 7402 31c0 c3", "39f7 89f0 7402", -1},
 		{"a loop before the exit", "4889f8 4801f0 ffc0 39f8 7cfa c3", "4889f8 4801f0", -1},
 		{"five instructions to the exit", "4889f8 4801f0 4801f0 4801f0 4801f0 4801f0 c3", "4889f8 4801f0", -1},
+		// test %edi,%edi; js +6; mov $1,%eax; ret; jmp *%rax: a jump table
+		// may land on the ret.
+		{"an indirect jump in the function", "85ff 7806 b801000000 c3 ffe0", "85ff 7806 b801000000", -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code := hexs(t, tt.code)

@@ -56,6 +56,14 @@ func RecordTag(item int, exit bool) uint64 {
 // MaxRecordItem is the largest item a record's tag names.
 const MaxRecordItem = 1<<30 - 1
 
+// Unchecked is the byte that replaces the one at RecordCode.Skip.
+func Unchecked(a Arch) byte {
+	if a.Name() == "amd64" {
+		return 0xeb // jmp rel8, over the same distance as the jb
+	}
+	return 0
+}
+
 // Record is one record read from a ring.
 type Record struct {
 	// Time is the CPU counter's value (amd64 TSC, arm64 CNTVCT_EL0).
@@ -81,8 +89,11 @@ type RecordCode struct {
 	Code []byte
 	// Full is the offset in Code just after the breakpoint a thread hits
 	// when its ring is full: where it stops, to go on once PROFILE has
-	// emptied the ring.
-	Full int
+	// emptied the ring. Skip is the offset of the conditional branch
+	// over it, which Unchecked turns into a jump for code no tracer
+	// serves any more (a task left running when the program has ended):
+	// its records then go round the ring, and it never stops.
+	Full, Skip int
 	// Rollback says how to undo a thread stopped inside Code, as
 	// [DepthCode.Rollback] does; a range whose Resume is not 0 resumes
 	// there (the record is committed: only the registers come back).

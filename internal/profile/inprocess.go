@@ -108,9 +108,9 @@ type tramp struct {
 // out of it (offsets from there), and for a record, where its ring-full
 // breakpoint ends (0: none).
 type region struct {
-	at       int
-	rollback []instr.Rollback
-	full     int
+	at         int
+	rollback   []instr.Rollback
+	full, skip int
 }
 
 // fallBack is a site that keeps a breakpoint: item's entry, or its exit
@@ -515,6 +515,24 @@ func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }
 	}
 	for _, tr := range ip.tramps {
 		mem.WriteMem(tr.patch.Site, tr.patch.Orig)
+	}
+}
+
+// unchecked turns the ring-full checks of every record code off in mem
+// (the memory of tasks left running when the program has ended): nobody
+// reads the rings any more, and a full one would stop its thread at a
+// breakpoint no tracer serves.
+func (ip *inproc) unchecked(a instr.Arch, mem interface{ WriteMem(uint64, []byte) error }) {
+	if ip == nil || ip.ringAt == 0 {
+		return
+	}
+	jump := []byte{instr.Unchecked(a)}
+	for _, tr := range ip.tramps {
+		for _, r := range tr.regions {
+			if r.full != 0 {
+				mem.WriteMem(tr.addr+uint64(r.at+r.skip), jump)
+			}
+		}
 	}
 }
 

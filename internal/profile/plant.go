@@ -94,18 +94,30 @@ func (t *tracer) chooseMechanism() {
 				}
 			}
 		}
-		what := "attribution (/AT)"
-		switch {
-		case t.plan.Method.IsTiming():
-			what = "function timing"
-		case t.plan.StartFunc != "":
-			what = "the start function (/SF)"
-		}
 		if !t.timeInProcess {
-			t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+			t.warnBooks()
 		}
 	}
 	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
+}
+
+// warnBooks warns that the books are kept with breakpoints.
+func (t *tracer) warnBooks() {
+	what := "attribution (/AT)"
+	switch {
+	case t.plan.Method.IsTiming():
+		what = "function timing"
+	case t.plan.StartFunc != "":
+		what = "the start function (/SF)"
+	}
+	t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+}
+
+// noRings gives up timing in-process (no room for trampolines, no shared
+// memory): the books are kept with breakpoints.
+func (t *tracer) noRings() {
+	t.timeInProcess, t.countKind = false, 0
+	t.warnBooks()
 }
 
 // reportFallBacks warns about the entries, and the exits of timed
@@ -203,12 +215,16 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		if err != nil {
 			t.cfg.Warn(prf.NoInProcess(err))
 			t.countKind = 0
+			t.noRings()
 		} else {
 			t.inproc = ip
 			if err := t.giveBlock(t.pid, false); err != nil {
 				return fmt.Errorf("give the main thread its counters: %w", err)
 			}
 		}
+	}
+	if t.inproc == nil && t.timeInProcess {
+		t.noRings()
 	}
 	// Planting allocates a little for every entry, all of it live until
 	// the end: collecting meanwhile would only slow the start down.
@@ -490,7 +506,7 @@ type hopSpace struct {
 func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
 	covered := map[uint64]uint64{} // a patch's start, its end
 	for _, j := range jumps {
-		covered[j.addr] = j.addr + uint64(len(j.jump))
+		covered[j.addr] = j.addr + uint64(len(j.jump)+len(j.tramp.patch.Punned))
 	}
 	hs := &hopSpace{}
 	for _, item := range items {
@@ -621,6 +637,16 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	tr, err := build(cell)
 	if err != nil {
 		return patchWrite{}, err
+	}
+	if len(tr.Code) > trampCell && t.timeInProcess && hops == nil {
+		// Two records and long instructions: without the exit, whose
+		// patch is then its own.
+		if p, err = t.arch.PlanPatch(fn, lo, f.Entry+bias); err != nil {
+			return patchWrite{}, err
+		}
+		if tr, err = build(cell); err != nil {
+			return patchWrite{}, err
+		}
 	}
 	if len(tr.Code) > trampCell {
 		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
@@ -765,10 +791,10 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 		return []region{{at: len(t.arch.CountCode(ip.kind, ip.counterRef(item))), rollback: d.Rollback}}
 	}
 	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
-	rs := []region{{at: 0, rollback: entry.Rollback, full: entry.Full}}
+	rs := []region{{at: 0, rollback: entry.Rollback, full: entry.Full, skip: entry.Skip}}
 	if tr.Exit {
 		exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
-		rs = append(rs, region{at: tr.At, rollback: exit.Rollback, full: exit.Full})
+		rs = append(rs, region{at: tr.At, rollback: exit.Rollback, full: exit.Full, skip: exit.Skip})
 	}
 	return rs
 }

@@ -1,6 +1,10 @@
 package profile
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+)
 
 func TestSlotArea(t *testing.T) {
 	for _, c := range []struct {
@@ -74,6 +78,32 @@ func TestSlotArea(t *testing.T) {
 		}
 		if got%page != 0 {
 			t.Errorf("%s: slotArea = %#x, not aligned to the %#x-byte page", c.name, got, page)
+		}
+	}
+}
+
+// TestTakenSpans: what entries' patches take, which no exit's patch or
+// breakpoint may touch: a punned jump's bytes beyond its patch, a hop,
+// a breakpoint.
+func TestTakenSpans(t *testing.T) {
+	punned := patchWrite{addr: 0x1000, jump: []byte{0xe9, 0x10, 0x20}, tramp: &tramp{patch: instr.Patch{Punned: []byte{0x30, 0x00}}}}
+	short := patchWrite{addr: 0x2000, jump: []byte{0xeb, 0x10}, hop: 0x2012, hopCode: []byte{0xe9, 1, 2, 3, 4}, tramp: &tramp{}}
+	taken := takenSpans([]patchWrite{punned, short}, map[uint64]*site{0x3000: {orig: []byte{0x55}}})
+	for _, c := range []struct {
+		lo, hi uint64
+		want   bool
+	}{
+		{0x1004, 0x1005, true}, // the punned jump's last byte, the code's too
+		{0x1005, 0x1006, false},
+		{0x0ffb, 0x1000, false},
+		{0x2001, 0x2002, true},
+		{0x2002, 0x2012, false},
+		{0x2016, 0x2017, true}, // the hop's last byte
+		{0x2017, 0x3000, false},
+		{0x2ffe, 0x3001, true}, // the breakpoint
+	} {
+		if got := taken.covers(c.lo, c.hi); got != c.want {
+			t.Errorf("[%#x, %#x) covered: %v, want %v", c.lo, c.hi, got, c.want)
 		}
 	}
 }

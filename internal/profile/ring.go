@@ -104,10 +104,10 @@ func (t *tracer) drainThread(th *thread) int {
 	}
 	b, ok := ip.blockOf[th.tid]
 	if !ok || th.foreign {
-		if th.foreign {
-			area := ip.ringArea(0)
-			atomic.StoreUint64(word(area, instr.RingTail), atomic.LoadUint64(word(area, instr.RingHead)))
-		}
+		// A vfork child, or a thread beyond the blocks: block 0, whose
+		// records are dropped (a thread waiting on its full ring goes on).
+		area := ip.ringArea(0)
+		atomic.StoreUint64(word(area, instr.RingTail), atomic.LoadUint64(word(area, instr.RingHead)))
 		return 0
 	}
 	area := ip.ringArea(b)
@@ -161,25 +161,45 @@ func (t *tracer) ringStopped(th *thread) {
 	}
 }
 
+// fullEnded ends, at the stop being handled, the time taken out for
+// thread th's last stop for a full ring when it has made no record since
+// (a signal came first, or it ended): the time from that stop to this one
+// was a stop's.
+func (t *tracer) fullEnded(th *thread) {
+	if th.fullAt == 0 {
+		return
+	}
+	if d := t.waited - th.fullAt; d > 0 {
+		t.stolen[threadLedger(th.tid)] += d
+	}
+	th.fullAt = 0
+}
+
 // ringDebt is what the records thread th made so far cost it.
 func (t *tracer) ringDebt(th *thread) int64 {
 	return int64(float64(th.events) * t.ringCost)
 }
 
 // drainRings books the records of every thread's ring, and reports
-// whether there were any: PROFILE's work while it waits for stops.
+// whether there were any: PROFILE's work while it waits for stops, no
+// more often than every drainInterval.
 func (t *tracer) drainRings() bool {
 	now := t.clock()
 	if now-t.drained < drainInterval {
 		return false
 	}
 	t.drained = now
+	return t.drainAll() > 0
+}
+
+// drainAll books the records of every thread's ring.
+func (t *tracer) drainAll() int {
 	n := 0
 	for _, th := range t.threads {
 		n += t.drainThread(th)
 	}
 	t.refineCounter()
-	return n > 0
+	return n
 }
 
 // ringFull reports whether a thread that trapped at pc stopped at a
@@ -418,7 +438,7 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 	for _, w := range windows {
 		hops.remove(w[0], w[1])
 	}
-	var claimed spans // hops and short exits' patches, in no order
+	claimed := slices.Clone(windows) // the exits' patches and hops, in no order
 	for _, s := range short {
 		w, err := t.shortExit(s, taken, claimed, hops, next())
 		if err != nil {
@@ -524,7 +544,7 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 		}
 	}
 	return patchWrite{addr: lo, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full}}}}, nil
+		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip}}}}, nil
 }
 
 // spans are address ranges, sorted and not overlapping.
@@ -535,7 +555,9 @@ type spans [][2]uint64
 func takenSpans(jumps []patchWrite, sites map[uint64]*site) spans {
 	var s spans
 	for _, j := range jumps {
-		s = append(s, [2]uint64{j.addr, j.addr + uint64(len(j.jump))})
+		// (A punned jump goes on over the bytes it shares with the code
+		// after its patch.)
+		s = append(s, [2]uint64{j.addr, j.addr + uint64(len(j.jump)+len(j.tramp.patch.Punned))})
 		if j.hopCode != nil {
 			s = append(s, [2]uint64{j.hop, j.hop + uint64(len(j.hopCode))})
 		}

@@ -214,6 +214,7 @@ func (t *tracer) gone(th *thread) {
 	}
 	if t.timeInProcess {
 		t.drainThread(th)
+		t.fullEnded(th)
 	}
 	k := threadLedger(th.tid)
 	end := t.now(th, k)

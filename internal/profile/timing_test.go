@@ -190,11 +190,16 @@ func TestFullRings(t *testing.T) {
 		t.Fatalf("output %q: %v", got.stdout, err)
 	}
 	// The program's own measure includes the stops; PROFILE's does not.
-	// Twenty thousand calls of 50 ns are 1 ms.
+	// Twenty thousand calls of 50 ns are 1 ms; the stops, some 100 ms.
+	// (Beside other test processes the thread may wait for a CPU.)
 	t.Logf("%d stops for a full ring; tiny %.2f ms in all (the program saw %.2f ms, stops included), slow %.2f ms",
 		got.res.FullRings, float64(got.self["tiny"])/1e6, float64(tiny)/1e6, float64(got.self["slow"])/1e6)
-	if ms := float64(got.self["tiny"]) / 1e6; ms < 0.5 || ms > 3 {
-		t.Errorf("tiny's time %.2f ms, want about 1 ms", ms)
+	high := 10.0
+	if testutil.Accuracy() {
+		high = 2
+	}
+	if ms := float64(got.self["tiny"]) / 1e6; ms < 0.5 || ms > high {
+		t.Errorf("tiny's time %.2f ms, want about 1 ms (at most %.0f)", ms, high)
 	}
 }
 

@@ -338,6 +338,7 @@ func (t *tracer) loop(res *Result) error {
 			if th := t.threads[tid]; th != nil && t.timeInProcess {
 				// Its records come before this stop.
 				t.drainThread(th)
+				t.fullEnded(th)
 			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
@@ -495,7 +496,7 @@ func (t *tracer) trap(th *thread) error {
 	default:
 		t.hits[s.item]++
 	}
-	if s.item < 0 && t.timeInProcess {
+	if s.item < 0 && t.timeInProcess && t.plan.Funcs[s.exit].Frame == datafile.FrameSP {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).
@@ -745,7 +746,7 @@ func (t *tracer) exec(th *thread) error {
 		t.cfg.Warn(prf.ExecEnded())
 	}
 	if t.timeInProcess {
-		t.drainRings()
+		t.drainAll()
 	}
 	clear(t.sites)
 	clear(t.slots)
@@ -807,6 +808,7 @@ func (t *tracer) letGo(tid int, sig syscall.Signal) {
 		for _, s := range t.sites {
 			mem.WriteMem(s.addr, s.orig)
 		}
+		t.inproc.unchecked(t.arch, mem)
 		mem.Close()
 	}
 	ptrace.Detach(tid, sig)
