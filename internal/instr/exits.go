@@ -188,3 +188,30 @@ func ExitIndex(p *Patch, start, end uint64) int {
 func isExit(in Inst, start, end uint64) bool {
 	return in.Kind == Ret || (in.Kind == Jump && in.Target != 0 && (in.Target < start || in.Target >= end))
 }
+
+// JumpTargets decodes code (at start) from end to end and returns the
+// targets of its direct jumps, conditional or not, sorted: the places
+// other code lands, among them those of a function's cold part (GCC's
+// f.cold) in the function itself, which decoding the function alone does
+// not see. Bytes that do not decode are stepped over.
+func JumpTargets(a Arch, code []byte, start uint64) []uint64 {
+	decode := bareDecoder(a)
+	step := 1
+	if a.Name() == "arm64" {
+		step = 4
+	}
+	var targets []uint64
+	for off := 0; off < len(code); {
+		in, err := decode(code[off:], start+uint64(off))
+		if err != nil || in.Len <= 0 {
+			off += step
+			continue
+		}
+		if (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0 {
+			targets = append(targets, in.Target)
+		}
+		off += in.Len
+	}
+	slices.Sort(targets)
+	return slices.Compact(targets)
+}

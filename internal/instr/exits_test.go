@@ -3,6 +3,7 @@ package instr
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -267,5 +268,18 @@ func TestPlanPatchThroughExit(t *testing.T) {
 				t.Errorf("exit at %d of the patch's instructions, want %d", e, tt.exit)
 			}
 		})
+	}
+}
+
+// TestJumpTargets: the direct jumps' targets of a piece of code, a cold
+// part's jump back into its function among them; calls and indirect
+// jumps are not jumps to a place inside code.
+func TestJumpTargets(t *testing.T) {
+	const start = 0x401000
+	// jne +2; call +0; jmp +3; jmp *%rax; nop; jmp -15
+	code := hexs(t, "7502 e8 00000000 e9 03000000 ffe0 90 ebf1")
+	got := JumpTargets(AMD64, code, start)
+	if want := []uint64{start + 2, start + 4, start + 0xf}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("targets %#x, want %#x", got, want)
 	}
 }

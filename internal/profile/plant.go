@@ -55,6 +55,9 @@ func (t *tracer) plantAll() error {
 		if m.PIE {
 			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
 		}
+		if t.timeInProcess {
+			t.landings = t.moduleLandings(maps, first)
+		}
 		if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
 			return err
 		}
@@ -626,12 +629,19 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	}
 	if t.timeInProcess && hops == nil {
 		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
-			return instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
+			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
+			if err == nil && t.landings.inside(p.Site, p.End()) {
+				return t.arch.PlanPatch(fn, start, site) // the exit's window is landed in
+			}
+			return p, err
 		}
 	}
 	p, err := plan(fn, lo, f.Entry+bias)
 	if err != nil {
 		return patchWrite{}, err
+	}
+	if t.timeInProcess && t.landings.inside(p.Site, p.End()) {
+		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in [%#x, %#x): %w", p.Site, p.End(), instr.ErrBranchInto)
 	}
 	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
 	tr, err := build(cell)

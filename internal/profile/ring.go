@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -526,6 +527,9 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if taken.covers(lo, hi) || slices.ContainsFunc(mine, func(m [2]uint64) bool { return m[0] < hi && lo < m[1] }) {
 		return patchWrite{}, errOverlap
 	}
+	if t.landings.inside(lo, hi) {
+		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in the exit's window [%#x, %#x): %w", lo, hi, instr.ErrBranchInto)
+	}
 	rc, ok := t.arch.RecordCode(t.inproc.ring(), instr.RecordTag(item, true))
 	if !ok {
 		return patchWrite{}, errNoRoom
@@ -545,6 +549,37 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	}
 	return patchWrite{addr: lo, jump: jump, code: tr.Code,
 		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip}}}}, nil
+}
+
+// landings are the targets of the direct jumps of a module's code,
+// sorted: a patch may start at one but not cover one.
+type landings []uint64
+
+// moduleLandings decodes the executable mappings of the module whose
+// first mapping is first and returns where their jumps land: the jumps of
+// a function's cold part (GCC's f.cold, placed apart) back into it among
+// them, which decoding the function alone does not see.
+func (t *tracer) moduleLandings(maps []mapping, first mapping) landings {
+	var all landings
+	for _, m := range maps {
+		if m.Inode != first.Inode || m.Path != first.Path || !strings.Contains(m.Perms, "x") || m.End-m.Start > 1<<30 {
+			continue
+		}
+		code := make([]byte, m.End-m.Start)
+		if err := t.mem.ReadMem(m.Start, code); err != nil {
+			continue
+		}
+		all = append(all, instr.JumpTargets(t.arch, code, m.Start)...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// inside reports whether a jump lands in (lo, hi): past the first byte of
+// a patch from lo to hi.
+func (l landings) inside(lo, hi uint64) bool {
+	i := sort.Search(len(l), func(i int) bool { return l[i] > lo })
+	return i < len(l) && l[i] < hi
 }
 
 // spans are address ranges, sorted and not overlapping.

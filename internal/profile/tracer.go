@@ -91,7 +91,9 @@ type tracer struct {
 	ctr           counterClock
 	ringCost      float64
 	drained       int64 // when the rings were last read
-	fullRings     uint64
+	// landings are where the module's jumps land (ring.go).
+	landings  landings
+	fullRings uint64
 	// touched keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	touched uint64
