@@ -263,6 +263,12 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		// Every area is in use: this thread's frames go to the discard
 		// area (only its depth is lost: the counters are shared).
 		owned = false
+	case ip.ringAt != 0:
+		// Every block is in use, timing in-process: this thread's
+		// records go to the discarded block 0 (its calls are missing),
+		// not into another thread's ring.
+		owned = false
+		ip.overflow = true
 	default:
 		// Every block is in use: this thread shares the main thread's,
 		// and a count may be lost when both add to one counter at once.
