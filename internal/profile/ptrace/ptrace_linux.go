@@ -141,16 +141,7 @@ func Wait(spin time.Duration) (tid int, ws WaitStatus, err error) {
 // or more after the stop on a virtual machine: time that would be counted
 // as the program's.
 func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
-	var st unix.WaitStatus
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
-		if tid != 0 || (err != nil && err != unix.EINTR) {
-			return tid, WaitStatus(st), err
-		}
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	return Wait(0)
+	return WaitIdle(limit, func() bool { return false })
 }
 
 // WaitIdle is WaitYielding for a tracer with work to do between stops:
