@@ -489,7 +489,7 @@ var originalCases = []originalCase{
 		pbt:     lines(dllLines, datafile.LineCoverage, dllhostRun),
 		sources: map[string]string{"dllhost.c": "dllhost.c", "dlllib.c": "dlllib.c"}},
 	{files: []string{
-		"fcount/fc-plist.out", "fcount/fc-plist-nologo.out", "fcount/fc-plist-t.out",
+		"fcount/fc-plist.out", "fcount/fc-plist-nologo.out", "fcount/fc-plist-t.out", "fcount/fc-noom-plist.out",
 		"fcount/fc-plist-sc.out", "fcount/fc-plist-sn.out", "fcount/fc-plist-sns.out",
 		"fcount/fc-plist-st.out", "fcount/fc-plist-stc.out", "fcount/fc-plist-sl.out",
 		"fcount/fc-plist-sls.out", "fcount/fc-plist-t-sc.out", "fcount/fc-plist-t-st.out",
