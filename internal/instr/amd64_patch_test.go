@@ -468,7 +468,7 @@ func TestRecordCodeAMD64(t *testing.T) {
 		"shl    $0x5,%edx",
 		"mov    %rax,%gs:0x1080(%rdx)",
 		"mov    %rsp,%gs:0x1088(%rdx)",
-		"movq   $0xf,%gs:0x1090(%rdx)",
+		"movq   $0x1d,%gs:0x1090(%rdx)",
 		"incq   %gs:0x1018",
 		"mov    %gs:0x1000,%rax",
 		"mov    %gs:0x1008,%rdx",

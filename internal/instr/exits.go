@@ -189,29 +189,43 @@ func isExit(in Inst, start, end uint64) bool {
 	return in.Kind == Ret || (in.Kind == Jump && in.Target != 0 && (in.Target < start || in.Target >= end))
 }
 
-// JumpTargets decodes code (at start) from end to end and returns the
-// targets of its direct jumps, conditional or not, sorted: the places
-// other code lands, among them those of a function's cold part (GCC's
-// f.cold) in the function itself, which decoding the function alone does
-// not see. Bytes that do not decode are stepped over.
-func JumpTargets(a Arch, code []byte, start uint64) []uint64 {
+// CodeScan is what decoding a module's code from end to end finds.
+type CodeScan struct {
+	// Jumps are the targets of its direct jumps, conditional or not,
+	// sorted: the places other code lands, among them those of a
+	// function's cold part (GCC's f.cold) in the function itself, which
+	// decoding the function alone does not see.
+	Jumps []uint64
+	// Returns has, for the target of each direct call, the addresses
+	// where its calls return.
+	Returns map[uint64][]uint64
+}
+
+// ScanCode decodes code (at start) from end to end. Bytes that do not
+// decode are stepped over.
+func ScanCode(a Arch, code []byte, start uint64) CodeScan {
 	decode := bareDecoder(a)
 	step := 1
 	if a.Name() == "arm64" {
 		step = 4
 	}
-	var targets []uint64
+	s := CodeScan{Returns: map[uint64][]uint64{}}
 	for off := 0; off < len(code); {
-		in, err := decode(code[off:], start+uint64(off))
+		pc := start + uint64(off)
+		in, err := decode(code[off:], pc)
 		if err != nil || in.Len <= 0 {
 			off += step
 			continue
 		}
-		if (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0 {
-			targets = append(targets, in.Target)
+		switch {
+		case (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0:
+			s.Jumps = append(s.Jumps, in.Target)
+		case in.Kind == Call && in.Target != 0:
+			s.Returns[in.Target] = append(s.Returns[in.Target], pc+uint64(in.Len))
 		}
 		off += in.Len
 	}
-	slices.Sort(targets)
-	return slices.Compact(targets)
+	slices.Sort(s.Jumps)
+	s.Jumps = slices.Compact(s.Jumps)
+	return s
 }

@@ -271,15 +271,19 @@ func TestPlanPatchThroughExit(t *testing.T) {
 	}
 }
 
-// TestJumpTargets: the direct jumps' targets of a piece of code, a cold
-// part's jump back into its function among them; calls and indirect
-// jumps are not jumps to a place inside code.
-func TestJumpTargets(t *testing.T) {
+// TestScanCode: the direct jumps' targets of a piece of code, a cold
+// part's jump back into its function among them (calls and indirect
+// jumps are not jumps to a place inside code), and where direct calls
+// return.
+func TestScanCode(t *testing.T) {
 	const start = 0x401000
 	// jne +2; call +0; jmp +3; jmp *%rax; nop; jmp -15
 	code := hexs(t, "7502 e8 00000000 e9 03000000 ffe0 90 ebf1")
-	got := JumpTargets(AMD64, code, start)
-	if want := []uint64{start + 2, start + 4, start + 0xf}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("targets %#x, want %#x", got, want)
+	got := ScanCode(AMD64, code, start)
+	if want := []uint64{start + 2, start + 4, start + 0xf}; fmt.Sprint(got.Jumps) != fmt.Sprint(want) {
+		t.Errorf("targets %#x, want %#x", got.Jumps, want)
+	}
+	if want := map[uint64][]uint64{start + 7: {start + 7}}; fmt.Sprint(got.Returns) != fmt.Sprint(want) {
+		t.Errorf("returns %#x, want %#x", got.Returns, want)
 	}
 }

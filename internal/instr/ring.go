@@ -46,15 +46,20 @@ type Ring struct {
 
 // RecordTag is the tag of a record: item's entry, or with exit its exit.
 func RecordTag(item int, exit bool) uint64 {
-	tag := uint64(item) << 1
+	tag := uint64(item) << 2
 	if exit {
 		tag |= 1
 	}
 	return tag
 }
 
+// ReturnTag is the tag of the record of item's exit made where a call of
+// it returns: its stack pointer is the one at item's exit, plus the
+// return address the exit popped.
+func ReturnTag(item int) uint64 { return RecordTag(item, true) | 2 }
+
 // MaxRecordItem is the largest item a record's tag names.
-const MaxRecordItem = 1<<30 - 1
+const MaxRecordItem = 1<<29 - 1
 
 // Unchecked is the byte that replaces the one at RecordCode.Skip.
 func Unchecked(a Arch) byte {
@@ -71,17 +76,31 @@ type Record struct {
 	SP   uint64
 	Item int
 	Exit bool
+	// Returned marks an exit recorded where the call returned (see
+	// ReturnTag): SP is then the exit's plus ReturnPop.
+	Returned bool
+}
+
+// ReturnPop is what a return adds to the stack pointer: amd64's ret pops
+// the return address; arm64's leaves the stack as it is.
+func ReturnPop(a Arch) uint64 {
+	if a.Name() == "amd64" {
+		return 8
+	}
+	return 0
 }
 
 // ReadRecord decodes the record at the start of b.
 func ReadRecord(b []byte) Record {
 	tag := binary.LittleEndian.Uint64(b[16:])
-	return Record{
+	r := Record{
 		Time: binary.LittleEndian.Uint64(b),
 		SP:   binary.LittleEndian.Uint64(b[8:]),
-		Item: int(tag >> 1 & MaxRecordItem),
+		Item: int(tag >> 2 & MaxRecordItem),
 		Exit: tag&1 != 0,
 	}
+	r.Returned = tag&2 != 0
+	return r
 }
 
 // RecordCode is the instrumentation of a timed entry or exit.

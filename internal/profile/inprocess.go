@@ -61,7 +61,7 @@ type inproc struct {
 	tramps []*tramp
 	// fellBack lists the sites that keep a breakpoint, with the reason.
 	fellBack []fallBack
-	patched  int
+	patched  int // entries
 	// overflow is set once a thread had to share a block.
 	overflow bool
 	// Where counters are shared, a vfork child's calls land in them too:
@@ -87,6 +87,9 @@ type inproc struct {
 	// the others, which keep a breakpoint, with the reason.
 	exitsPatched int
 	exitsLeft    []fallBack
+	// returnSites counts the places where calls return patched to
+	// record the exits of functions whose own exits could not all be.
+	returnSites int
 }
 
 // depthSlots is the size of a thread's shadow stack: nesting deeper than
@@ -543,8 +546,11 @@ func (ip *inproc) unchecked(a instr.Arch, mem interface{ WriteMem(uint64, []byte
 }
 
 // add records a trampoline written.
-func (ip *inproc) add(tr *tramp) {
-	ip.tramps = append(ip.tramps, tr)
+func (ip *inproc) add(tr *tramp) { ip.tramps = append(ip.tramps, tr) }
+
+// addEntry records the trampoline of an entry.
+func (ip *inproc) addEntry(tr *tramp) {
+	ip.add(tr)
 	ip.patched++
 }
 

@@ -56,7 +56,7 @@ func (t *tracer) plantAll() error {
 			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
 		}
 		if t.timeInProcess {
-			t.landings = t.moduleLandings(maps, first)
+			t.landings, t.returns = t.scanModule(maps, first)
 		}
 		if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
 			return err
@@ -135,7 +135,7 @@ func (t *tracer) reportFallBacks() {
 		reasons := t.reasons(ip.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched-ip.exitsPatched, reasons))
+		t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched, reasons))
 	}
 	if len(ip.exitsLeft) > 0 {
 		reasons := t.reasons(ip.exitsLeft, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
@@ -204,6 +204,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		// blocks of the records' cost.
 		exitCell = trampCell
 		nExits += 2 * calibrationRecords
+		// And return sites (see exitTrampolines).
+		calls := 0
+		for _, item := range items {
+			calls += len(t.returns[t.plan.Funcs[item].Entry+bias])
+		}
+		nExits += min(calls, returnSites)
 	}
 	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
 	pathRoom := uint64(256) // the counters' file name, for the program to open
@@ -274,7 +280,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 			if err == nil {
 				copy(image[j.tramp.addr-area:], j.code)
 				jumps = append(jumps, j)
-				t.inproc.add(j.tramp)
+				t.inproc.addEntry(j.tramp)
 				continue
 			}
 			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
@@ -296,12 +302,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 				at := alloc(len(j.code)) // where it was built: next
 				copy(image[at-area:], j.code)
 				jumps = append(jumps, j)
-				t.inproc.add(j.tramp)
+				t.inproc.addEntry(j.tramp)
 				continue
 			}
 			if j, perr := t.punTrampoline(&t.plan.Funcs[item], item, bias, text); perr == nil {
 				jumps = append(jumps, j)
-				t.inproc.add(j.tramp)
+				t.inproc.addEntry(j.tramp)
 				continue
 			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})

@@ -141,6 +141,9 @@ func (t *tracer) drainThread(th *thread) int {
 		if r.Item >= n {
 			continue
 		}
+		if r.Returned {
+			r.SP -= instr.ReturnPop(t.arch)
+		}
 		now := t.ctr.ns(r.Time) - base - t.ringDebt(th)
 		th.events++
 		if r.Exit {
@@ -430,26 +433,125 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 			mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
 		}
 	}
-	if len(short) == 0 {
-		return out, left
-	}
-	// Short jumps to hops in the padding, which the exits' patches take
-	// first.
-	hops := padding()
-	for _, w := range windows {
-		hops.remove(w[0], w[1])
-	}
 	claimed := slices.Clone(windows) // the exits' patches and hops, in no order
-	for _, s := range short {
-		w, err := t.shortExit(s, taken, claimed, hops, next())
-		if err != nil {
-			t.exitLeft(left, s.item, s.exit, err, taken)
+	if len(short) > 0 {
+		// Short jumps to hops in the padding, which the exits' patches
+		// take first.
+		hops := padding()
+		for _, w := range windows {
+			hops.remove(w[0], w[1])
+		}
+		for _, s := range short {
+			w, err := t.shortExit(s, taken, claimed, hops, next())
+			if err != nil {
+				t.exitLeft(left, s.item, s.exit, err, taken)
+				continue
+			}
+			add(w)
+			claimed = append(claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
+		}
+	}
+	// The functions whose exits could not all be patched are left where
+	// their calls return, when every call of theirs in the module can be
+	// patched there: their exits then keep no breakpoint.
+	callers := t.callers(bias)
+	budget := returnSites
+	for _, item := range slices.Sorted(maps.Keys(left)) {
+		f := &t.plan.Funcs[item]
+		rets := t.returns[f.Entry+bias]
+		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
-		add(w)
-		claimed = append(claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
+		// Planned first, all of them, where they would go; built again
+		// one after the other at their places.
+		mark := len(claimed)
+		ok := true
+		for n, r := range rets {
+			w, err := t.returnSite(item, r, callers, text, taken, claimed, next()+uint64(n)*trampCell)
+			if err != nil {
+				ok = false
+				break
+			}
+			claimed = append(claimed, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
+		}
+		if !ok {
+			claimed = claimed[:mark]
+			continue
+		}
+		for _, r := range rets {
+			w, err := t.returnSite(item, r, callers, text, taken, nil, next())
+			if err != nil {
+				continue // never: planned above
+			}
+			alloc(len(w.code))
+			copy(image[w.tramp.addr-area:], w.code)
+			out = append(out, w)
+			ip.add(w.tramp)
+			ip.returnSites++
+		}
+		budget -= len(rets)
+		ip.exitsPatched += len(left[item])
+		delete(left, item)
+		ip.exitsLeft = slices.DeleteFunc(ip.exitsLeft, func(fb fallBack) bool { return fb.item == item })
 	}
 	return out, left
+}
+
+// returnSites bounds the return sites a module's exits may take (the area
+// is mapped for them before it is known which functions need them).
+const returnSites = 4096
+
+// callers returns the extents of the profiled functions of the module
+// loaded with bias, sorted: where a return site may be patched.
+func (t *tracer) callers(bias uint64) spans {
+	var s spans
+	for _, f := range t.plan.Funcs {
+		if f.Low < f.High && f.Frame == datafile.FrameSP {
+			s = append(s, [2]uint64{f.Low + bias, f.High + bias})
+		}
+	}
+	slices.SortFunc(s, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	return s
+}
+
+// returnSite patches r, where a call of item returns, with a trampoline at
+// cell that records item's exit (instr.ReturnTag) and carries out the
+// instructions there: r must be in a profiled function, no jump may land
+// there or inside the patch, and the patch must overlap neither taken nor
+// claimed.
+func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, taken, claimed spans, cell uint64) (patchWrite, error) {
+	i := sort.Search(len(callers), func(i int) bool { return callers[i][1] > r })
+	if i >= len(callers) || callers[i][0] > r {
+		return patchWrite{}, errNoExtent
+	}
+	lo, hi := callers[i][0], callers[i][1]
+	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		return patchWrite{}, errNoCode
+	}
+	if t.landings.has(r) {
+		return patchWrite{}, fmt.Errorf("a jump lands where a call of it returns, at %#x: %w", r, instr.ErrBranchInto)
+	}
+	p, err := t.arch.PlanPatch(text.b[lo-text.start:hi-text.start], lo, r)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.landings.inside(p.Site, p.End()) {
+		return patchWrite{}, errOverlap
+	}
+	rc, _ := t.arch.RecordCode(t.inproc.ring(), instr.ReturnTag(item))
+	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if len(tr.Code) > trampCell {
+		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
+	}
+	jump, err := t.arch.PatchJump(&p, cell)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	return patchWrite{addr: r, jump: jump, code: tr.Code,
+		tramp: &tramp{addr: cell, patch: p, code: tr, regions: []region{{at: 0, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip}}}}, nil
 }
 
 // shortExit is an exit too short for a full jump.
@@ -555,12 +657,13 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 // sorted: a patch may start at one but not cover one.
 type landings []uint64
 
-// moduleLandings decodes the executable mappings of the module whose
-// first mapping is first and returns where their jumps land: the jumps of
-// a function's cold part (GCC's f.cold, placed apart) back into it among
-// them, which decoding the function alone does not see.
-func (t *tracer) moduleLandings(maps []mapping, first mapping) landings {
+// scanModule decodes the executable mappings of the module whose first
+// mapping is first: where their jumps land (the jumps of a function's cold
+// part, GCC's f.cold placed apart, back into it among them, which decoding
+// the function alone does not see), and where their calls return.
+func (t *tracer) scanModule(maps []mapping, first mapping) (landings, map[uint64][]uint64) {
 	var all landings
+	returns := map[uint64][]uint64{}
 	for _, m := range maps {
 		if m.Inode != first.Inode || m.Path != first.Path || !strings.Contains(m.Perms, "x") || m.End-m.Start > 1<<30 {
 			continue
@@ -569,10 +672,20 @@ func (t *tracer) moduleLandings(maps []mapping, first mapping) landings {
 		if err := t.mem.ReadMem(m.Start, code); err != nil {
 			continue
 		}
-		all = append(all, instr.JumpTargets(t.arch, code, m.Start)...)
+		s := instr.ScanCode(t.arch, code, m.Start)
+		all = append(all, s.Jumps...)
+		for target, rs := range s.Returns {
+			returns[target] = append(returns[target], rs...)
+		}
 	}
 	slices.Sort(all)
-	return all
+	return all, returns
+}
+
+// has reports whether a jump lands at addr.
+func (l landings) has(addr uint64) bool {
+	_, ok := slices.BinarySearch(l, addr)
+	return ok
 }
 
 // inside reports whether a jump lands in (lo, hi): past the first byte of

@@ -91,8 +91,10 @@ type tracer struct {
 	ctr           counterClock
 	ringCost      float64
 	drained       int64 // when the rings were last read
-	// landings are where the module's jumps land (ring.go).
+	// landings are where the module's jumps land, and returns where its
+	// direct calls of each address return (ring.go).
 	landings  landings
+	returns   map[uint64][]uint64
 	fullRings uint64
 	// touched keeps what calibrateRing read of a ring, so that the reads
 	// are made.
