@@ -73,10 +73,13 @@ type Result struct {
 	ExitCode int
 	Signal   syscall.Signal
 	// Hits is the number of breakpoint traps handled (for benchmarks),
-	// FullRings the stops of threads whose ring of records was full
-	// (timing in-process).
-	Hits      uint64
-	FullRings uint64
+	// FullRings the stops of threads whose ring of records was full, and
+	// ReturnSites the places where calls return patched to record the
+	// exits of functions whose own exits could not all be (timing
+	// in-process).
+	Hits        uint64
+	FullRings   uint64
+	ReturnSites int
 }
 
 // Status is the program's status as a shell reports it: the exit code, or

@@ -61,6 +61,7 @@ func TestTimingKnownWork(t *testing.T) {
 			args := []string{"work", "10", strconv.Itoa(timingUnit())}
 			got := runTimed(t, plan, prog, args...)
 			checkHits(t, got.hits, map[string]uint64{"main": 1, "top": n, "one": n, "two": n, "four": n})
+
 			if got.stats.CallDepth != 4 {
 				t.Errorf("call depth %d, want 4", got.stats.CallDepth)
 			}
@@ -118,6 +119,45 @@ func TestTimingKnownWork(t *testing.T) {
 					time.Duration(got.stats.TotalTime), native, r)
 			}
 		})
+	}
+}
+
+// TestReturnSites: unoptimised, wrap() calls leaf() and returns, an
+// epilogue (nop; pop %rbp; ret after the call) too short for a jump, with
+// no padding near for a hop (wrap() calls work_leaf()); main calls it three times, each followed by
+// straight-line code: wrap() is timed where those calls return, and
+// nothing stops the program.
+func TestReturnSites(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.TimesInProcess() {
+		t.Skip("no rings: timing with breakpoints")
+	}
+	prog := testutil.BuildC(t, "timing", fixtureFlags["O0-pie"]...)
+	plan := planFor(t, prog, datafile.FuncTiming, "main", "wrap", "work_leaf")
+	got := runTimed(t, plan, prog, "returns", "2000")
+	checkHits(t, got.hits, map[string]uint64{"main": 1, "wrap": 3, "work_leaf": 3})
+	// (main's own exit may keep a breakpoint: a branch lands in its
+	// epilogue.)
+	if got.res.ReturnSites != 3 || got.res.Hits > 1 {
+		t.Errorf("%d return sites patched and %d breakpoint stops, want 3 and at most 1", got.res.ReturnSites, got.res.Hits)
+	}
+	if got.stats.CallDepth != 3 {
+		t.Errorf("call depth %d, want 3", got.stats.CallDepth)
+	}
+	// work_leaf() works a unit of 2 ms; wrap() only calls it.
+	for _, c := range []struct {
+		what     string
+		ns, want int64
+	}{
+		{"work_leaf's function time", got.self["work_leaf"], 6e6},
+		{"wrap's function+child time", got.all["wrap"], 6e6},
+	} {
+		if c.ns < c.want || c.ns > c.want*3/2 {
+			t.Errorf("%s %v, want %v and a little more", c.what, time.Duration(c.ns), time.Duration(c.want))
+		}
+	}
+	if self := got.self["wrap"]; self < 0 || self > 1e6 {
+		t.Errorf("wrap's function time %v, want next to none", time.Duration(self))
 	}
 }
 

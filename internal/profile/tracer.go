@@ -268,6 +268,9 @@ func (t *tracer) run() (*Result, error) {
 		}
 	}
 	res.Hits, res.FullRings = t.trapped, t.fullRings
+	if t.inproc != nil {
+		res.ReturnSites = t.inproc.returnSites
+	}
 	res.Counts = t.counts(start, res)
 	return res, nil
 }

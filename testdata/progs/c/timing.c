@@ -26,6 +26,12 @@
  *                    50,000); prints the time the loop of tiny() calls and
  *                    slow() took, as the program measures them itself
  *                    (natively, the truth PROFILE's times are held to).
+ *   timing returns [U]
+ *                    main calls wrap() three times in straight-line code;
+ *                    wrap() calls work_leaf(), a unit of U microseconds
+ *                    (default 2000), and returns: unoptimised, its
+ *                    epilogue is too short for a jump, and it is timed
+ *                    where its calls return.
  *   timing ways      every other way out of a frame: is_even(10) and
  *                    is_odd() call each other 11 times down to 0 (depth
  *                    12 with main); a thread ends with pthread_exit inside
@@ -129,6 +135,12 @@ NOINLINE unsigned tiny(unsigned x) {
 }
 NOINLINE void slow(void) { work(1); KEEP(); }
 
+NOINLINE void work_leaf(void) {
+	work(1);
+	sink += 1; /* an epilogue long enough for a jump */
+}
+NOINLINE void wrap(void) { work_leaf(); }
+
 NOINLINE void quitter(void) { pthread_exit(NULL); }
 NOINLINE void *starter(void *arg) {
 	(void)arg;
@@ -198,6 +210,15 @@ int main(int argc, char **argv) {
 		long t2 = now_ns();
 		sink = x;
 		printf("tiny %ld ns, slow %ld ns\n", t1 - t0, t2 - t1);
+	} else if (strcmp(mode, "returns") == 0) {
+		if (argc > 2)
+			unit_ns = atol(argv[2]) * 1000;
+		wrap();
+		sink += 1;
+		wrap();
+		sink += 2;
+		wrap();
+		sink += 3;
 	} else if (strcmp(mode, "ways") == 0) {
 		pthread_t t;
 		if (is_even(10) != 1)
