@@ -447,11 +447,13 @@ func (ip *inproc) callDepth() int {
 	return deepest
 }
 
-// rollBack undoes a thread stopped inside a trampoline's depth code, before
-// a signal handler runs (it may call profiled functions, whose trampolines
-// use the same save slots): the registers saved so far come back from the
-// thread's block and the thread resumes at the start of the depth code,
-// which is idempotent. It reports whether regs changed.
+// rollBack undoes a thread stopped inside a trampoline's depth or record
+// code (its regions), before a signal handler runs (it may call profiled
+// functions, whose trampolines use the same save slots): the registers
+// saved so far come back from the thread's block and the thread resumes
+// where the region's rollback range says, the start of the code, which is
+// idempotent, or after a committed record. It reports whether regs
+// changed.
 func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
 	if !ip.rolls() {
 		return false

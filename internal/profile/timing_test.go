@@ -122,18 +122,26 @@ func TestTimingKnownWork(t *testing.T) {
 	}
 }
 
-// TestReturnSites: unoptimised, wrap() calls leaf() and returns, an
-// epilogue (nop; pop %rbp; ret after the call) too short for a jump, with
-// no padding near for a hop (wrap() calls work_leaf()); main calls it three times, each followed by
-// straight-line code: wrap() is timed where those calls return, and
-// nothing stops the program.
-func TestReturnSites(t *testing.T) {
+// ringFixture builds the timing fixture (build) and plans the timing of
+// funcs, where PROFILE times in-process; elsewhere it skips the test,
+// whose calls would each stop the program twice.
+func ringFixture(t *testing.T, build string, funcs ...string) (string, *datafile.Plan) {
+	t.Helper()
 	testutil.MustHavePtrace(t)
 	if !testutil.TimesInProcess() {
 		t.Skip("no rings: timing with breakpoints")
 	}
-	prog := testutil.BuildC(t, "timing", fixtureFlags["O0-pie"]...)
-	plan := planFor(t, prog, datafile.FuncTiming, "main", "wrap", "work_leaf")
+	prog := testutil.BuildC(t, "timing", fixtureFlags[build]...)
+	return prog, planFor(t, prog, datafile.FuncTiming, funcs...)
+}
+
+// TestReturnSites: unoptimised, wrap() calls work_leaf() and returns, an
+// epilogue (nop; pop %rbp; ret after the call) too short for a jump, with
+// no padding near for a hop; main calls it three times, each call
+// followed by straight-line code: wrap() is timed where those calls
+// return, and its exit stops nothing.
+func TestReturnSites(t *testing.T) {
+	prog, plan := ringFixture(t, "O0-pie", "main", "wrap", "work_leaf")
 	got := runTimed(t, plan, prog, "returns", "2000")
 	checkHits(t, got.hits, map[string]uint64{"main": 1, "wrap": 3, "work_leaf": 3})
 	// (main's own exit may keep a breakpoint: a branch lands in its
@@ -169,12 +177,7 @@ func TestReturnSites(t *testing.T) {
 // records' cost, taken out of every call: two records cost about half of
 // such a call.
 func TestTimingShortCalls(t *testing.T) {
-	testutil.MustHavePtrace(t)
-	if !testutil.TimesInProcess() {
-		t.Skip("timing with breakpoints: a million calls would take a minute")
-	}
-	prog := testutil.BuildC(t, "timing", fixtureFlags["O2-pie"]...)
-	plan := planFor(t, prog, datafile.FuncTiming, "main", "tiny", "slow")
+	prog, plan := ringFixture(t, "O2-pie", "main", "tiny", "slow")
 	// Three profiled runs and three native ones, alternating; the
 	// medians. The truth is the program's own measure of its native runs.
 	var shares, natives []float64
@@ -209,17 +212,12 @@ func TestTimingShortCalls(t *testing.T) {
 // TestFullRings: with rings of 16 records, a thread that calls a
 // function 20,000 times finds its ring full again and again; each time it
 // stops until PROFILE has read it, and goes on. No call is lost, and the
-// stops are not the program's time: the short function's share is still
-// about the native one.
+// stops are not the program's time: the short function's time is still
+// about its native 1 ms.
 func TestFullRings(t *testing.T) {
-	testutil.MustHavePtrace(t)
-	if !testutil.TimesInProcess() {
-		t.Skip("no rings: timing with breakpoints")
-	}
 	defer func(n int) { ringRecords = n }(ringRecords)
 	ringRecords = 16
-	prog := testutil.BuildC(t, "timing", fixtureFlags["O2-pie"]...)
-	plan := planFor(t, prog, datafile.FuncTiming, "main", "tiny", "slow")
+	prog, plan := ringFixture(t, "O2-pie", "main", "tiny", "slow")
 	const n = 20000
 	got := runTimed(t, plan, prog, "short", strconv.Itoa(n), "1000")
 	checkHits(t, got.hits, map[string]uint64{"main": 1, "tiny": n, "slow": 1})

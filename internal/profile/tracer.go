@@ -521,8 +521,8 @@ func (t *tracer) trap(th *thread) error {
 }
 
 // rollBack undoes a thread stopped for a signal inside a trampoline's call
-// depth code (see inproc.rollBack), so that a handler that runs profiled
-// functions finds the save slots free.
+// depth or record code (see inproc.rollBack), so that a handler that runs
+// profiled functions finds the save slots free.
 func (t *tracer) rollBack(th *thread) error {
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
