@@ -199,10 +199,15 @@ func TestGoroutineTiming(t *testing.T) {
 			}
 			// wait runs inside one and two, and is almost all of them:
 			// what is not is the stops' leftover cost, which beside
-			// other test processes was a tenth (seen: 0.90).
+			// other test processes was a tenth (seen: 0.90), and under
+			// the arm64 VM's emulation, where a stop costs a millisecond,
+			// a twentieth (0.949).
 			low := 0.95
-			if !testutil.Accuracy() {
+			switch {
+			case !testutil.Accuracy():
 				low = 0.5
+			case testutil.Slow():
+				low = 0.9
 			}
 			if r := wait / (one + two); r < low || r > 1.01 {
 				t.Errorf("wait's function+child time %.2f units, one's and two's %.2f: want a little less", wait, one+two)

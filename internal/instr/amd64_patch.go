@@ -638,7 +638,7 @@ func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, 
 //	incq %gs:R+24                      commit: the head moves on
 //	mov %gs:R+0,%rax; mov %gs:R+8,%rdx
 //
-// rax and rdx carry arguments at an entry and results at a return: they
+// The jb becomes jmp (0xeb) where the code is unchecked. rax and rdx carry arguments at an entry and results at a return: they
 // come back as they were; only the flags change. A thread stopped before
 // the commit starts again (the record's slot is the same until the head
 // moves); after it, its registers come back from the save slots and it
@@ -691,7 +691,7 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	committed := len(c)
 	gs(0x8b, modRAX, RingSave)
 	gs(0x8b, modRDX, RingSave+8)
-	return RecordCode{Code: c, Full: full, Skip: skip, Rollback: []Rollback{
+	return RecordCode{Code: c, Full: full, Skip: skip, Unchecked: []byte{0xeb}, Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(c), Restore: saved, Resume: len(c)},

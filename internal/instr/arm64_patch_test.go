@@ -1123,3 +1123,64 @@ func TestDepthCodeARM64(t *testing.T) {
 		t.Errorf("a torn count became %d", got)
 	}
 }
+
+// TestRecordCodeARM64 checks the ring's record code with the GNU
+// disassembler: the area found through the stack table, the cursor's
+// check, the ring-full breakpoint and where the thread goes on after it,
+// the record, the commit last; one rollback range, the whole code, with
+// nothing to restore.
+func TestRecordCodeARM64(t *testing.T) {
+	const (
+		table = 0xfff0001000
+		areas = 0xfff2000000
+	)
+	if _, ok := ARM64.RecordCode(Ring{Records: 4096}, 0); ok {
+		t.Error("record code without a stack table")
+	}
+	if _, ok := ARM64.RecordCode(Ring{Records: 1000, Table: table, Areas: areas}, 0); ok {
+		t.Error("a ring of 1000 records (not a power of two) accepted")
+	}
+	rc, ok := ARM64.RecordCode(Ring{Records: 4096, Table: table, Areas: areas}, RecordTag(0x12345, true))
+	if !ok {
+		t.Fatal("no record code")
+	}
+	if len(rc.Rollback) != 1 || rc.Rollback[0].From != 0 || rc.Rollback[0].To != len(rc.Code) || rc.Rollback[0].Restore != nil {
+		t.Errorf("rollback %+v: want the whole code, nothing to restore", rc.Rollback)
+	}
+	if rc.Full != 0x40 || rc.Skip != 0x2c {
+		t.Errorf("full %#x, skip %#x: want after the brk at 0x3c, the cbnz at 0x2c", rc.Full, rc.Skip)
+	}
+	// 4096 records of 32 bytes: A is 2^17.
+	want := []string{
+		"mov x16, sp", "ubfx x16, x16, #12, #22",
+		"mov x17, #0x1000", "movk x17, #0xf000, lsl #16", "movk x17, #0xff, lsl #32",
+		"ldr w16, [x17, x16, lsl #2]",
+		"mov x17, #0xf2000000", "movk x17, #0xff, lsl #32",
+		"add x16, x17, x16",
+		"ldr x17, [x16]", "eor x17, x17, x17, lsr #32", "cbnz w17, 0x44", // 0x24, retry
+		"isb", "mrs x17, cntvct_el0", "str x17, [x16, #16]", "brk #0x0", "b 0x24",
+		"ldr w17, [x16]", "add x16, x16, x17", // 0x44, ok
+		"isb", "mrs x17, cntvct_el0", "str x17, [x16, #128]",
+		"mov x17, sp", "str x17, [x16, #136]",
+		"mov x17, #0x8d15", "movk x17, #0x4, lsl #16", "str x17, [x16, #144]",
+		"and x17, x16, #0x1ffff", "add x17, x17, #0x20", "and x17, x17, #0x1ffff",
+		"and x16, x16, #0xfffffffffffe0000", "stlr w17, [x16]",
+	}
+	if got := gnuDisasm(t, rc.Code, 0); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	patched := slices.Clone(rc.Code)
+	copy(patched[rc.Skip:], rc.Unchecked)
+	if got := gnuDisasm(t, patched[rc.Skip:rc.Skip+4], uint64(rc.Skip)); len(got) != 1 || got[0] != "b 0x44" {
+		t.Errorf("unchecked: %q, want b 0x44", got)
+	}
+}
+
+// TestCalibrationWork checks the calibration's work with the GNU
+// disassemblers.
+func TestCalibrationWork(t *testing.T) {
+	want := slices.Repeat([]string{"mul x9, x9, x9"}, 8)
+	if got := gnuDisasm(t, CalibrationWork(ARM64), 0); !slices.Equal(got, want) {
+		t.Errorf("arm64 calibration work: %q", got)
+	}
+}

@@ -182,9 +182,13 @@ func FuzzPatch(f *testing.F) {
 		check("short", p, err, site+16)
 		p, lo, _, err := a.PlanPunPatch(fn, start, site)
 		check("pun", p, err, lo)
-		if rc, ok := a.RecordCode(Ring{Offset: uint64(siteOff) * 64, Records: 1 << (siteOff % 16)}, uint64(len(fn))); ok {
+		ring := Ring{Offset: uint64(siteOff) * 64, Records: 1 << (siteOff % 16), Table: uint64(start), Areas: uint64(site)}
+		if rc, ok := a.RecordCode(ring, uint64(len(fn))); ok {
 			if rc.Full <= 0 || rc.Full > len(rc.Code) {
 				t.Fatalf("ring-full breakpoint at %d of %d bytes", rc.Full, len(rc.Code))
+			}
+			if rc.Skip < 0 || rc.Skip+len(rc.Unchecked) > len(rc.Code) || len(rc.Unchecked) == 0 {
+				t.Fatalf("unchecked branch %x at %d of %d bytes", rc.Unchecked, rc.Skip, len(rc.Code))
 			}
 			for _, r := range rc.Rollback {
 				if r.From < 0 || r.To > len(rc.Code) || r.From > r.To || r.Resume < 0 || r.Resume > len(rc.Code) {

@@ -1,6 +1,10 @@
 package instr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
 
 // Function timing in-process: each thread has a ring of event records in
 // its block, and the trampoline of every entry and exit of a timed
@@ -14,16 +18,28 @@ import "encoding/binary"
 // record code; PROFILE empties the ring and the thread tries again. No
 // record is ever lost or overwritten.
 //
-// Offsets in the ring area (R, in the thread's block):
+// On amd64 the ring area is in the thread's block, which GS points to;
+// on arm64, which has no thread register to spare, it is found from the
+// stack pointer through the stack table, as the table form of [Depth]
+// finds a depth area. Offsets in the ring area (R, in the thread's block
+// on amd64):
 const (
-	// RingSave holds two save slots for the registers the code uses.
+	// RingSave holds two save slots for the registers the code uses
+	// (amd64).
 	RingSave = 0
+	// RingCursor (arm64) is the word both sides use: its low half is the
+	// byte offset from RingRecords of the next record to write, the
+	// head (the thread's), its high half the offset of the last slot
+	// the thread may write before PROFILE has read more, the stop: the
+	// slot before the first unread one (PROFILE's). The thread reads
+	// both with one load, and the ring is full when they are equal.
+	RingCursor = 0
 	// RingFullTime is the time a thread found its ring full, and
 	// stopped.
 	RingFullTime = 16
-	// RingHead is the number of records written since the ring began:
-	// the thread's. RingTail is the number read: PROFILE's. Each has a
-	// cache line of its own.
+	// RingHead (amd64) is the number of records written since the ring
+	// began: the thread's. RingTail is the number read: PROFILE's. Each
+	// has a cache line of its own.
 	RingHead = 24
 	RingTail = 64
 	// RingRecords is where the records start.
@@ -38,11 +54,70 @@ func RingSize(n int) uint64 { return RingRecords + RingRecordSize*uint64(n) }
 
 // Ring describes the ring area for RecordCode.
 type Ring struct {
-	// Offset is R, the area's offset in the thread's block.
+	// Offset is R, the area's offset in the thread's block (amd64).
 	Offset uint64
 	// Records is the number of records the ring holds, a power of two.
 	Records int
+	// Table and Areas are the stack table and the areas of its table
+	// form (arm64), as [Depth]'s: the areas are RingStride(Records)
+	// bytes apart and aligned to it.
+	Table, Areas uint64
 }
+
+// RingStride is how far apart, and aligned, the ring areas of the table
+// form are: twice the records' room, so that the record code finds the
+// area's start from a pointer to any of its records with one AND.
+func RingStride(records int) uint64 { return 2 * RingRecordSize * uint64(records) }
+
+// RingUnread returns the slot of the first record of ring area that
+// PROFILE has not read, and how many there are, in a's protocol.
+func RingUnread(a Arch, area []byte, records int) (first, n int) {
+	if a.Name() == "arm64" {
+		size := uint32(RingRecordSize * records)
+		head := atomic.LoadUint32(word32(area, RingCursor))
+		tail := (atomic.LoadUint32(word32(area, RingCursor+4)) + RingRecordSize) & (size - 1)
+		return int(tail / RingRecordSize), int((head-tail)&(size-1)) / RingRecordSize
+	}
+	head := atomic.LoadUint64(word64(area, RingHead))
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	return int(tail & uint64(records-1)), int(min(head-tail, uint64(records)))
+}
+
+// RingRead frees the n records RingUnread returned first, or n of them:
+// the thread may write their slots again.
+func RingRead(a Arch, area []byte, records, n int) {
+	if a.Name() == "arm64" {
+		size := uint32(RingRecordSize * records)
+		stop := atomic.LoadUint32(word32(area, RingCursor+4))
+		atomic.StoreUint32(word32(area, RingCursor+4), (stop+uint32(n)*RingRecordSize)&(size-1))
+		return
+	}
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	atomic.StoreUint64(word64(area, RingTail), tail+uint64(n))
+}
+
+// RingReset empties a ring area, for a thread that has not begun
+// writing to it.
+func RingReset(a Arch, area []byte, records int) {
+	if a.Name() == "arm64" {
+		atomic.StoreUint32(word32(area, RingCursor), 0)
+		atomic.StoreUint32(word32(area, RingCursor+4), uint32(RingRecordSize*(records-1)))
+		return
+	}
+	atomic.StoreUint64(word64(area, RingHead), 0)
+	atomic.StoreUint64(word64(area, RingTail), 0)
+}
+
+// RingSlot returns the bytes of slot i of ring area.
+func RingSlot(area []byte, i int) []byte {
+	at := RingRecords + i*RingRecordSize
+	return area[at : at+RingRecordSize]
+}
+
+// word64 and word32 are the words at off in b, for atomic access: the
+// thread writes its side of a ring while PROFILE reads it.
+func word64(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+func word32(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
 // RecordTag is the tag of a record: item's entry, or with exit its exit.
 func RecordTag(item int, exit bool) uint64 {
@@ -60,14 +135,6 @@ func ReturnTag(item int) uint64 { return RecordTag(item, true) | 2 }
 
 // MaxRecordItem is the largest item a record's tag names.
 const MaxRecordItem = 1<<29 - 1
-
-// Unchecked is the byte that replaces the one at RecordCode.Skip.
-func Unchecked(a Arch) byte {
-	if a.Name() == "amd64" {
-		return 0xeb // jmp rel8, over the same distance as the jb
-	}
-	return 0
-}
 
 // Record is one record read from a ring.
 type Record struct {
@@ -107,12 +174,20 @@ func ReadRecord(b []byte) Record {
 type RecordCode struct {
 	Code []byte
 	// Full is the offset in Code just after the breakpoint a thread hits
-	// when its ring is full: where it stops, to go on once PROFILE has
-	// emptied the ring. Skip is the offset of the conditional branch
-	// over it, which Unchecked turns into a jump for code no tracer
-	// serves any more (a task left running when the program has ended):
-	// its records then go round the ring, and it never stops.
+	// when its ring is full: where it goes on, once PROFILE has emptied
+	// the ring (amd64's int3 leaves the thread there; PROFILE moves an
+	// arm64 thread past its BRK). Skip is the offset of the conditional
+	// branch over it, which Unchecked replaces with a jump for code no
+	// tracer serves any more (a task left running when the program has
+	// ended): its records then go round the ring, and it never stops.
 	Full, Skip int
+	Unchecked  []byte
+	// Scratch marks code that changes registers the calling convention
+	// leaves free only at entries and returns (arm64's x16 and x17): at
+	// a jump out of a function it serves only a jump to another
+	// function's entry, a tail call, not one to the function's own code
+	// elsewhere (a cold part), where they may be live.
+	Scratch bool
 	// Rollback says how to undo a thread stopped inside Code, as
 	// [DepthCode.Rollback] does; a range whose Resume is not 0 resumes
 	// there (the record is committed: only the registers come back).
@@ -122,17 +197,18 @@ type RecordCode struct {
 // CalibrationWork returns a piece of work for the calibration of a
 // record's cost: records are timed between pieces of it, and without
 // them, and what they add is their cost in a program that does something
-// between its calls. On amd64 eight dependent multiplications of r8
-// (imul $0x2c1b3c6d,%r8,%r8: REX.W+R+B 69 /r id), some 24 cycles; it
-// changes r8 and the flags, which the calibration's thread gets back.
-// Nil where the architecture has no record code.
+// between its calls. Eight dependent multiplications, some 24 cycles: on
+// amd64 of r8 (imul $0x2c1b3c6d,%r8,%r8: REX.W+R+B 69 /r id), on arm64 of
+// x9 (mul x9, x9, x9: MADD with XZR, C6.2 "MADD"); they change that
+// register and the flags, which the calibration's thread gets back.
 func CalibrationWork(a Arch) []byte {
-	if a.Name() != "amd64" {
-		return nil
-	}
 	var c []byte
 	for range 8 {
-		c = append(c, 0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c)
+		if a.Name() == "arm64" {
+			c = binary.LittleEndian.AppendUint32(c, 0x9b097d29)
+		} else {
+			c = append(c, 0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c)
+		}
 	}
 	return c
 }

@@ -78,9 +78,12 @@ type inproc struct {
 	// b is thread block b's.
 	table            bool
 	areasAt, tableAt uint64
-	// ringAt is the offset of each block's ring (function timing
-	// in-process, ring.go), 0 when there is none; calibration has the
+	stride           uint64 // the distance between two areas
+	// rings is set when threads have rings (function timing
+	// in-process, ring.go): at ringAt in each block where threads have
+	// blocks, else each an area of the table; calibration has the
 	// addresses of the blocks of code that measure a record's cost.
+	rings       bool
 	ringAt      uint64
 	calibration [2]uint64
 	// exitsPatched counts the exits patched in-process; exitsLeft lists
@@ -114,6 +117,13 @@ type region struct {
 	at         int
 	rollback   []instr.Rollback
 	full, skip int
+	unchecked  []byte
+}
+
+// recordRegion is the region of record code rc at offset at of a
+// trampoline.
+func recordRegion(at int, rc *instr.RecordCode) region {
+	return region{at: at, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip, unchecked: rc.Unchecked}
 }
 
 // fallBack is a site that keeps a breakpoint: item's entry, or its exit
@@ -133,10 +143,15 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	ringAt := uint64(0)
+	ringAt, rings := uint64(0), t.timeInProcess
+	table := byTable && kind == instr.CountShared
+	stride := uint64(instr.DepthAreaAlign)
 	switch {
-	case t.timeInProcess:
-		// The books keep the depth, from the records.
+	case rings && table:
+		// The rings are the table's areas (the books keep the depth,
+		// from the records).
+		stride = instr.RingStride(ringRecords)
+	case rings:
 		ringAt = blockSize
 		blockSize += instr.RingSize(ringRecords)
 	case perThread && kind == instr.CountPerThread:
@@ -151,12 +166,14 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 		nBlocks /= 2
 	}
 	size := uint64(nBlocks) * blockSize
-	table := byTable && kind == instr.CountShared
 	if table {
 		// Room for the areas' alignment (known once mapped), the areas,
 		// and the table.
 		nBlocks = maxBlocks
-		size += instr.DepthAreaAlign + uint64(nBlocks)*instr.DepthAreaAlign + 4*instr.DepthTableSize
+		for nBlocks > 2 && uint64(nBlocks)*stride > 1<<30 {
+			nBlocks /= 2
+		}
+		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
 	}
 	size = (size + t.pageSize - 1) &^ (t.pageSize - 1)
 	shared, err := ptrace.NewShared(int(size))
@@ -164,7 +181,7 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 		return nil, err
 	}
 	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
-		depthAt: depthAt, table: table, ringAt: ringAt}
+		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
 		shared.Close()
@@ -172,19 +189,19 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	}
 	ip.progAddr = addr
 	if table {
-		areas := (addr + 2*blockSize + instr.DepthAreaAlign - 1) &^ (instr.DepthAreaAlign - 1)
+		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
 		ip.areasAt = areas - addr
-		ip.tableAt = ip.areasAt + uint64(nBlocks)*instr.DepthAreaAlign
+		ip.tableAt = ip.areasAt + uint64(nBlocks)*stride
 	}
 	return ip, nil
 }
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (ip *inproc) rolls() bool { return ip.keepsDepth() || (ip != nil && ip.ringAt != 0) }
+func (ip *inproc) rolls() bool { return ip.keepsDepth() || (ip != nil && ip.rings) }
 
 // keepsDepth reports whether trampolines keep the call depth.
-func (ip *inproc) keepsDepth() bool { return ip != nil && (ip.depthAt != 0 || ip.table) }
+func (ip *inproc) keepsDepth() bool { return ip != nil && (ip.depthAt != 0 || (ip.table && !ip.rings)) }
 
 // depth is what DepthCode needs for the trampolines of functions with
 // frames of the given kind (goroutine: Go's internal ABI).
@@ -200,7 +217,7 @@ func (ip *inproc) depth(goroutine bool) instr.Depth {
 // area returns thread block b's depth area.
 func (ip *inproc) area(b int) []byte {
 	if ip.table {
-		at := ip.areasAt + uint64(b)*instr.DepthAreaAlign
+		at := ip.areasAt + uint64(b)*ip.stride
 		return ip.shared.Bytes()[at : at+instr.DepthAreaAlign]
 	}
 	at := uint64(b)*ip.blockSize + ip.depthAt
@@ -262,16 +279,16 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	case ip.next < ip.nBlocks:
 		b = ip.next
 		ip.next++
+	case ip.rings:
+		// Every block or area is in use, timing in-process: this
+		// thread's records go to the discarded block 0, or area 0 (its
+		// calls are missing), not into another thread's ring.
+		owned = false
+		ip.overflow = true
 	case ip.table:
 		// Every area is in use: this thread's frames go to the discard
 		// area (only its depth is lost: the counters are shared).
 		owned = false
-	case ip.ringAt != 0:
-		// Every block is in use, timing in-process: this thread's
-		// records go to the discarded block 0 (its calls are missing),
-		// not into another thread's ring.
-		owned = false
-		ip.overflow = true
 	default:
 		// Every block is in use: this thread shares the main thread's,
 		// and a count may be lost when both add to one counter at once.
@@ -281,8 +298,8 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	if owned {
 		ip.blockOf[tid] = b
 	}
-	if ip.ringAt != 0 && owned {
-		ip.resetRing(b)
+	if ip.rings && owned {
+		t.resetRing(b)
 	}
 	if ip.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
@@ -333,7 +350,7 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 	}
 	lo = max(lo, sp-min(sp, maxStack)) &^ (1<<instr.DepthTablePage - 1)
 	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
-	off := uint32(uint64(b) * instr.DepthAreaAlign)
+	off := uint32(uint64(b) * ip.stride)
 	for page := lo; page <= sp; page += 1 << instr.DepthTablePage {
 		binary.LittleEndian.PutUint32(table[4*instr.TableIndex(page):], off)
 	}
@@ -533,15 +550,14 @@ func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }
 // (the memory of tasks left running when the program has ended): nobody
 // reads the rings any more, and a full one would stop its thread at a
 // breakpoint no tracer serves.
-func (ip *inproc) unchecked(a instr.Arch, mem interface{ WriteMem(uint64, []byte) error }) {
-	if ip == nil || ip.ringAt == 0 {
+func (ip *inproc) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
+	if ip == nil || !ip.rings {
 		return
 	}
-	jump := []byte{instr.Unchecked(a)}
 	for _, tr := range ip.tramps {
 		for _, r := range tr.regions {
 			if r.full != 0 {
-				mem.WriteMem(tr.addr+uint64(r.at+r.skip), jump)
+				mem.WriteMem(tr.addr+uint64(r.at+r.skip), r.unchecked)
 			}
 		}
 	}

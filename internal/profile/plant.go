@@ -88,12 +88,19 @@ func (t *tracer) chooseMechanism() {
 		// Timing, /SF and /AT: the books are kept by PROFILE, from the
 		// records of the threads' rings where the architecture has them
 		// (ring.go), else from breakpoints at every entry and exit.
+		// The rings are in the threads' blocks (amd64), or found through
+		// the stack table (arm64, which needs no atomic add for them).
 		t.countKind = 0
 		if !t.cfg.Breakpoints && t.ringPossible() {
 			hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 			if err == nil {
-				if kind, err := t.arch.Counting(hwcap); err == nil && kind == instr.CountPerThread {
+				kind, err := t.arch.Counting(hwcap)
+				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
+				switch {
+				case err == nil && kind == instr.CountPerThread:
 					t.countKind, t.timeInProcess = kind, true
+				case byTable:
+					t.countKind, t.timeInProcess = instr.CountShared, true
 				}
 			}
 		}
@@ -636,8 +643,11 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if t.timeInProcess && hops == nil {
 		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
 			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
-			if err == nil && t.landings.inside(p.Site, p.End()) {
-				return t.arch.PlanPatch(fn, start, site) // the exit's window is landed in
+			exit, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+			if err == nil && (t.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
+				// The exit's window is landed in, or it is a jump the
+				// record code cannot go before.
+				return t.arch.PlanPatch(fn, start, site)
 			}
 			return p, err
 		}
@@ -807,10 +817,10 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 		return []region{{at: len(t.arch.CountCode(ip.kind, ip.counterRef(item))), rollback: d.Rollback}}
 	}
 	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
-	rs := []region{{at: 0, rollback: entry.Rollback, full: entry.Full, skip: entry.Skip}}
+	rs := []region{recordRegion(0, &entry)}
 	if tr.Exit {
 		exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
-		rs = append(rs, region{at: tr.At, rollback: exit.Rollback, full: exit.Full, skip: exit.Skip})
+		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
 }

@@ -67,7 +67,7 @@ var errGoFrames = errors.New("a Go function, timed with breakpoints")
 // architecture has record code, and some function of the plan keys its
 // frames by the stack pointer.
 func (t *tracer) ringPossible() bool {
-	if _, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords}, 0); !ok {
+	if _, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1}, 0); !ok {
 		return false
 	}
 	return slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame == datafile.FrameSP })
@@ -75,24 +75,34 @@ func (t *tracer) ringPossible() bool {
 
 // ring is what the record code of item's entry, or exit, needs.
 func (ip *inproc) ring() instr.Ring {
-	return instr.Ring{Offset: ip.ringAt, Records: ringRecords}
+	r := instr.Ring{Offset: ip.ringAt, Records: ringRecords}
+	if ip.table {
+		r.Table = ip.progAddr + ip.tableAt
+		r.Areas = ip.progAddr + ip.areasAt
+	}
+	return r
 }
 
-// ringArea returns block b's ring area.
+// ringArea returns block b's ring area, or area b of the table.
 func (ip *inproc) ringArea(b int) []byte {
 	at := uint64(b)*ip.blockSize + ip.ringAt
+	if ip.table {
+		at = ip.areasAt + uint64(b)*ip.stride
+	}
 	return ip.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
 }
 
-// word returns the 8-byte word at off in b, for atomic access: the
-// thread writes its head while PROFILE reads it.
-func word(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
-
 // resetRing empties block b's ring, for a new thread.
-func (ip *inproc) resetRing(b int) {
-	area := ip.ringArea(b)
-	atomic.StoreUint64(word(area, instr.RingHead), 0)
-	atomic.StoreUint64(word(area, instr.RingTail), 0)
+func (t *tracer) resetRing(b int) {
+	instr.RingReset(t.arch, t.inproc.ringArea(b), ringRecords)
+}
+
+// dropRing empties block b's ring of the records in it: they are not the
+// program's (a vfork child's, a thread's beyond the blocks).
+func (t *tracer) dropRing(b int) {
+	area := t.inproc.ringArea(b)
+	_, n := instr.RingUnread(t.arch, area, ringRecords)
+	instr.RingRead(t.arch, area, ringRecords, n)
 }
 
 // drainThread books the records in thread th's ring. A thread with no
@@ -100,33 +110,32 @@ func (ip *inproc) resetRing(b int) {
 // dropped.
 func (t *tracer) drainThread(th *thread) int {
 	ip := t.inproc
-	if ip == nil || ip.ringAt == 0 {
+	if ip == nil || !ip.rings {
 		return 0
 	}
 	b, ok := ip.blockOf[th.tid]
 	if !ok || th.foreign {
 		// A vfork child, or a thread beyond the blocks: block 0, whose
 		// records are dropped (a thread waiting on its full ring goes on).
-		area := ip.ringArea(0)
-		atomic.StoreUint64(word(area, instr.RingTail), atomic.LoadUint64(word(area, instr.RingHead)))
+		t.dropRing(0)
+		return 0
+	}
+	if th.vforking {
+		// The records of its vfork child, on its stack, in its area.
+		t.dropRing(b)
 		return 0
 	}
 	area := ip.ringArea(b)
-	head := atomic.LoadUint64(word(area, instr.RingHead))
-	tail := atomic.LoadUint64(word(area, instr.RingTail))
-	if head == tail {
+	first, unread := instr.RingUnread(t.arch, area, ringRecords)
+	if unread == 0 {
 		return 0
-	}
-	size := uint64(ringRecords)
-	if head-tail > size {
-		tail = head - size // never: a ring shared by threads beyond the blocks
 	}
 	k := threadLedger(th.tid)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
-		r := instr.ReadRecord(area[instr.RingRecords+int(tail&(size-1))*instr.RingRecordSize:])
+		r := instr.ReadRecord(instr.RingSlot(area, first))
 		if d := t.ctr.ns(r.Time) - th.fullAt; d > 0 {
 			t.stolen[k] += d
 		}
@@ -135,25 +144,46 @@ func (t *tracer) drainThread(th *thread) int {
 	base := t.stolen[k]
 	n := len(t.plan.Funcs)
 	l := t.books.ledger(k)
-	for i := tail; i < head; i++ {
-		at := instr.RingRecords + int(i&(size-1))*instr.RingRecordSize
-		r := instr.ReadRecord(area[at : at+instr.RingRecordSize])
+	for i := range unread {
+		r := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
 		if r.Item >= n {
 			continue
 		}
 		if r.Returned {
 			r.SP -= instr.ReturnPop(t.arch)
 		}
-		now := t.ctr.ns(r.Time) - base - t.ringDebt(th)
+		raw := t.ctr.ns(r.Time) - base
+		th.debt = t.ringDebt(th, raw)
+		th.lastRaw = raw
 		th.events++
+		now := raw - int64(th.debt)
 		if r.Exit {
 			t.books.exitLedger(l, r.Item, r.SP, now)
 		} else {
 			t.books.enterLedger(l, r.Item, r.SP, now)
 		}
 	}
-	atomic.StoreUint64(word(area, instr.RingTail), head)
-	return int(head - tail)
+	instr.RingRead(t.arch, area, ringRecords, unread)
+	return unread
+}
+
+// vforking notes that thread th has made a vfork child, where rings are
+// found from the stack pointer: until th's vfork-done stop, the records
+// in its ring are the child's, made on its stack. Its own come first.
+func (t *tracer) vforking(th *thread) {
+	if ip := t.inproc; ip != nil && ip.rings && ip.table {
+		t.drainThread(th)
+		th.vforking = true
+	}
+}
+
+// vforkDone drops the records of thread th's vfork child, whose memory
+// it has back: it has not run since its vfork.
+func (t *tracer) vforkDone(th *thread) {
+	if th.vforking {
+		t.drainThread(th)
+		th.vforking = false
+	}
 }
 
 // ringStopped notes the moment thread th, stopped at its ring-full
@@ -179,9 +209,20 @@ func (t *tracer) fullEnded(th *thread) {
 	th.fullAt = 0
 }
 
-// ringDebt is what the records thread th made so far cost it.
-func (t *tracer) ringDebt(th *thread) int64 {
-	return int64(float64(th.events) * t.ringCost)
+// ringDebt is what the records thread th made so far cost it, at raw on
+// its clock (its stops taken out): each record's cost is taken from the
+// time between it and the thread's next event, and never more than that
+// time. A cost measured too high (a record costs less in place than in
+// the calibration; under emulation, much less) then shortens the
+// shortest of those times to nothing, but cannot add up to move the
+// thread's clock back: the books would hold every later event at the
+// last one's time until the true time caught up, a long function that
+// followed many short calls measured as nothing.
+func (t *tracer) ringDebt(th *thread, raw int64) float64 {
+	if th.events == 0 {
+		return 0
+	}
+	return th.debt + min(t.ringCost, max(float64(raw-th.lastRaw), 0))
 }
 
 // drainRings books the records of every thread's ring, and reports
@@ -206,18 +247,19 @@ func (t *tracer) drainAll() int {
 	return n
 }
 
-// ringFull reports whether a thread that trapped at pc stopped at a
-// ring-full breakpoint of a trampoline.
-func (ip *inproc) ringFull(pc uint64) bool {
-	if ip == nil || ip.ringAt == 0 {
+// ringFull reports whether a thread that trapped at a breakpoint that
+// ends at after stopped at a ring-full breakpoint of a trampoline: it
+// goes on from after.
+func (ip *inproc) ringFull(after uint64) bool {
+	if ip == nil || !ip.rings {
 		return false
 	}
-	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr >= pc }) - 1
+	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr >= after }) - 1
 	if i < 0 {
 		return false
 	}
 	tr := ip.tramps[i]
-	return slices.ContainsFunc(tr.regions, func(r region) bool { return r.full != 0 && tr.addr+uint64(r.at+r.full) == pc })
+	return slices.ContainsFunc(tr.regions, func(r region) bool { return r.full != 0 && tr.addr+uint64(r.at+r.full) == after })
 }
 
 // counterClock turns the CPU counter's readings into PROFILE's clock: a
@@ -290,19 +332,17 @@ func (t *tracer) calibrateRing() (float64, error) {
 	area := ip.ringArea(b)
 	// run runs the block at addr and returns the time from its first
 	// record to its last.
-	const pos = 0
 	run := func(addr uint64, records int) (int64, error) {
 		// The records go into cache lines PROFILE has just read, as in
 		// a run, where it reads each record a moment after the thread
 		// wrote it.
-		atomic.StoreUint64(word(area, instr.RingHead), pos)
-		atomic.StoreUint64(word(area, instr.RingTail), pos)
+		t.resetRing(b)
 		var sink uint64
 		for i := range records {
-			sink += atomic.LoadUint64(word(area, instr.RingRecords+int(pos)*instr.RingRecordSize+i*instr.RingRecordSize))
+			sink += atomic.LoadUint64((*uint64)(unsafe.Pointer(&instr.RingSlot(area, i)[0])))
 		}
 		t.touched = sink
-		defer ip.resetRing(b)
+		defer t.resetRing(b)
 		regs := saved
 		regs.SetPC(addr)
 		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
@@ -318,12 +358,11 @@ func (t *tracer) calibrateRing() (float64, error) {
 		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 			return 0, fmt.Errorf("program did not stop after the calibration records (%v)", ws.StopSignal())
 		}
-		if head := atomic.LoadUint64(word(area, instr.RingHead)); head != pos+uint64(records) {
-			return 0, fmt.Errorf("calibration made %d records, want %d", head-pos, records)
+		if first, n := instr.RingUnread(t.arch, area, ringRecords); first != 0 || n != records {
+			return 0, fmt.Errorf("calibration made %d records, want %d", n, records)
 		}
-		at := instr.RingRecords + int(pos)*instr.RingRecordSize
-		first := instr.ReadRecord(area[at:])
-		last := instr.ReadRecord(area[at+(records-1)*instr.RingRecordSize:])
+		first := instr.ReadRecord(instr.RingSlot(area, 0))
+		last := instr.ReadRecord(instr.RingSlot(area, records-1))
 		return int64(last.Time - first.Time), nil
 	}
 	var with, without []int64
@@ -551,7 +590,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 		return patchWrite{}, err
 	}
 	return patchWrite{addr: r, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: cell, patch: p, code: tr, regions: []region{{at: 0, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip}}}}, nil
+		tramp: &tramp{addr: cell, patch: p, code: tr, regions: []region{recordRegion(0, &rc)}}}, nil
 }
 
 // shortExit is an exit too short for a full jump.
@@ -636,6 +675,9 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if !ok {
 		return patchWrite{}, errNoRoom
 	}
+	if err := t.scratchAt(&rc, p.Patch.Insts); err != nil {
+		return patchWrite{}, err
+	}
 	tr, err := instr.ExitTrampoline(t.arch, &p.Patch, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err
@@ -650,7 +692,28 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 		}
 	}
 	return patchWrite{addr: lo, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{{at: tr.At, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip}}}}, nil
+		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{recordRegion(tr.At, &rc)}}}, nil
+}
+
+// errNotTailCall is why a jump out of a function keeps a breakpoint where
+// the record code needs registers free (instr.RecordCode.Scratch).
+var errNotTailCall = errors.New("a jump out of the function to no function's entry (its cold part?), where registers may be live")
+
+// scratchAt says why record code rc cannot go before the exit among
+// insts (the instructions a patch replaces): a jump out of the function
+// that is not a tail call, where rc needs registers that are free only at
+// entries and returns. A tail call is told by its target, which some call
+// of the module also calls.
+func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
+	if !rc.Scratch {
+		return nil
+	}
+	for _, in := range insts {
+		if in.Kind == instr.Jump && len(t.returns[in.Target]) == 0 {
+			return fmt.Errorf("%s: %w", in.Text, errNotTailCall)
+		}
+	}
+	return nil
 }
 
 // landings are the targets of the direct jumps of a module's code,

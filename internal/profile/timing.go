@@ -91,7 +91,7 @@ func (t *tracer) book(th *thread, s *site) {
 func (t *tracer) now(th *thread, k ledgerKey) int64 {
 	now := t.waited - t.stolen[k] - t.eventCost()/2
 	if !k.goroutine {
-		now -= t.ringDebt(th)
+		now -= int64(t.ringDebt(th, now))
 	}
 	return now
 }

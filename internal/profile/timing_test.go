@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,8 +140,12 @@ func ringFixture(t *testing.T, build string, funcs ...string) (string, *datafile
 // epilogue (nop; pop %rbp; ret after the call) too short for a jump, with
 // no padding near for a hop; main calls it three times, each call
 // followed by straight-line code: wrap() is timed where those calls
-// return, and its exit stops nothing.
+// return, and its exit stops nothing. (x86-64: on arm64 every return
+// takes a branch of its own size.)
 func TestReturnSites(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("arm64 patches every return in place")
+	}
 	prog, plan := ringFixture(t, "O0-pie", "main", "wrap", "work_leaf")
 	got := runTimed(t, plan, prog, "returns", "2000")
 	checkHits(t, got.hits, map[string]uint64{"main": 1, "wrap": 3, "work_leaf": 3})
@@ -204,7 +209,10 @@ func TestTimingShortCalls(t *testing.T) {
 	share, want := shares[1], natives[1]
 	t.Logf("tiny's share %.2f%% (runs: %.2f), native %.2f%% (runs: %.2f); overhead per record %d ns",
 		100*share, shares, 100*want, natives, got.res.Counts.Overhead)
-	if testutil.Accuracy() && math.Abs(share-want) > 0.10*want {
+	// (Under the arm64 VM's emulation a record costs some 180 ns, more
+	// than three of tiny's calls, and what it costs in place varies with
+	// the emulator's translation: the figures are only logged there.)
+	if testutil.Accuracy() && !testutil.Slow() && math.Abs(share-want) > 0.10*want {
 		t.Errorf("tiny has %.2f%% of the time, natively %.2f%%: want within 10%%", 100*share, 100*want)
 	}
 }
@@ -234,8 +242,8 @@ func TestFullRings(t *testing.T) {
 	t.Logf("%d stops for a full ring; tiny %.2f ms in all (the program saw %.2f ms, stops included), slow %.2f ms",
 		got.res.FullRings, float64(got.self["tiny"])/1e6, float64(tiny)/1e6, float64(got.self["slow"])/1e6)
 	high := 10.0
-	if testutil.Accuracy() {
-		high = 2
+	if testutil.Accuracy() && !testutil.Slow() {
+		high = 2 // (under emulation a stop leaves microseconds behind)
 	}
 	if ms := float64(got.self["tiny"]) / 1e6; ms < 0.5 || ms > high {
 		t.Errorf("tiny's time %.2f ms, want about 1 ms (at most %.0f)", ms, high)

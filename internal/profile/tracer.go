@@ -53,6 +53,14 @@ type thread struct {
 	// record (ring.go).
 	events int64
 	fullAt int64
+	// debt is what its records cost it so far, in nanoseconds, as of
+	// the last, at lastRaw on its clock (ringDebt).
+	debt    float64
+	lastRaw int64
+	// vforking is set from its vfork until its child lets the memory go,
+	// where rings are found from the stack: the child, on its stack,
+	// writes into its ring (ring.go).
+	vforking bool
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -387,6 +395,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		return t.spawned(th, ws.Event())
 	case ptrace.EventExec:
 		return t.exec(th)
+	case ptrace.EventVforkDone:
+		t.vforkDone(th)
 	case ptrace.EventStop:
 		// A notification of the seized program's stop state, or an
 		// interrupt. A thread in the middle of a single step must go on
@@ -478,10 +488,14 @@ func (t *tracer) trap(th *thread) error {
 	pc := t.regs.PC()
 	addr := t.arch.BreakpointAddr(pc)
 	s := t.sites[addr]
-	if s == nil && t.inproc.ringFull(pc) {
+	if after := addr + uint64(len(t.arch.Breakpoint())); s == nil && t.inproc.ringFull(after) {
 		// Its ring was full, and has been read: it tries again.
 		t.ringStopped(th)
 		t.fullRings++
+		if pc != after {
+			t.regs.SetPC(after) // past arm64's BRK
+			return t.setAndResume(th, 0)
+		}
 		return t.resume(th.tid, 0)
 	}
 	if s == nil {
@@ -649,6 +663,9 @@ func (t *tracer) spawned(th *thread, event int) error {
 	case kind != kindVfork:
 		kind = sharing(th.tid, child, kind)
 	}
+	if kind == kindVfork && !th.foreign {
+		t.vforking(th)
+	}
 	if ws, ok := t.early[child]; ok {
 		delete(t.early, child)
 		if err := t.adopt(child, kind, ws); err != nil {
@@ -815,7 +832,7 @@ func (t *tracer) letGo(tid int, sig syscall.Signal) {
 		for _, s := range t.sites {
 			mem.WriteMem(s.addr, s.orig)
 		}
-		t.inproc.unchecked(t.arch, mem)
+		t.inproc.unchecked(mem)
 		mem.Close()
 	}
 	ptrace.Detach(tid, sig)

@@ -115,9 +115,9 @@ func HaveTool(name string) bool {
 }
 
 // TimesInProcess reports whether PROFILE times functions in-process on
-// this machine, through the threads' rings: on x86-64 (arm64 keeps
-// breakpoints for timing in this version).
-func TimesInProcess() bool { return runtime.GOARCH == "amd64" }
+// this machine, through the threads' rings: on x86-64, and on arm64,
+// whose record code needs no atomic instruction (LSE or not).
+func TimesInProcess() bool { return runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" }
 
 // InProcess reports whether PROFILE counts function entries in-process on
 // this machine: on x86-64 always, on arm64 when the CPU has the LSE atomics

@@ -19,7 +19,10 @@ const (
 	optTraceFork  = unix.PTRACE_O_TRACEFORK
 	optTraceVfork = unix.PTRACE_O_TRACEVFORK
 	optTraceExec  = unix.PTRACE_O_TRACEEXEC
-	optExitKill   = unix.PTRACE_O_EXITKILL
+	// optTraceVforkDone stops a vfork's parent when its child has let
+	// the memory go: until then the records in its ring are the child's.
+	optTraceVforkDone = unix.PTRACE_O_TRACEVFORKDONE
+	optExitKill       = unix.PTRACE_O_EXITKILL
 )
 
 // Start runs the program at path with argv and env in dir, its standard
@@ -47,7 +50,7 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return 0, fmt.Errorf("program did not stop at exec (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceExec | optExitKill
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optExitKill
 	if err := unix.PtraceSetOptions(pid, opts); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		return 0, fmt.Errorf("set ptrace options: %w", err)
@@ -75,7 +78,7 @@ func Seize(pid int) error {
 	if !ws.Stopped() {
 		return fmt.Errorf("program did not stop before seizing (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceExec | optExitKill
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optExitKill
 	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(opts), 0, 0); e != 0 {
 		unix.Kill(pid, unix.SIGKILL)
 		return fmt.Errorf("seize: %w", e)

@@ -12,8 +12,11 @@ const (
 	EventVfork = 2
 	EventClone = 3
 	EventExec  = 4
-	EventExit  = 6
-	EventStop  = 128
+	// EventVforkDone stops a vfork's parent as its child lets the
+	// memory go (exec or exit), before the parent runs again.
+	EventVforkDone = 5
+	EventExit      = 6
+	EventStop      = 128
 )
 
 // Exited reports whether the thread exited normally.

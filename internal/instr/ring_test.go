@@ -1,0 +1,81 @@
+package instr
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// ringWriter does what a thread's record code does to a ring area, in
+// a's protocol: it reports false, writing nothing, when the ring is full.
+func ringWriter(a Arch, area []byte, records int) func(time uint64) bool {
+	size := uint64(RingRecordSize * records)
+	return func(time uint64) bool {
+		var at uint64
+		if a.Name() == "arm64" {
+			cur := binary.LittleEndian.Uint64(area[RingCursor:])
+			if uint32(cur) == uint32(cur>>32) {
+				return false
+			}
+			at = uint64(uint32(cur))
+			binary.LittleEndian.PutUint32(area[RingCursor:], uint32((at+RingRecordSize)&(size-1)))
+		} else {
+			head := binary.LittleEndian.Uint64(area[RingHead:])
+			if head-binary.LittleEndian.Uint64(area[RingTail:]) >= uint64(records) {
+				return false
+			}
+			at = head & uint64(records-1) * RingRecordSize
+			binary.LittleEndian.PutUint64(area[RingHead:], head+1)
+		}
+		binary.LittleEndian.PutUint64(area[RingRecords+at:], time)
+		return true
+	}
+}
+
+// TestRingProtocol writes records into a ring as the record code does
+// and reads them as PROFILE does, round the ring several times and
+// through full rings: every record is read once, in order, and a ring of
+// n records is full with n unread on amd64, n-1 on arm64 (whose head
+// never reaches the slot before its first unread one).
+func TestRingProtocol(t *testing.T) {
+	const records = 8
+	for _, a := range []Arch{AMD64, ARM64} {
+		t.Run(a.Name(), func(t *testing.T) {
+			area := make([]byte, RingSize(records))
+			RingReset(a, area, records)
+			write := ringWriter(a, area, records)
+			capacity := records
+			if a.Name() == "arm64" {
+				capacity--
+			}
+			next, want := uint64(1), uint64(1)
+			for round, batch := range []int{3, 5, 8, 1, 7, 20, 2} {
+				wrote := 0
+				for range batch {
+					if !write(next) {
+						break
+					}
+					next++
+					wrote++
+				}
+				if full := min(batch, capacity); wrote != full {
+					t.Fatalf("round %d: wrote %d of %d, want %d", round, wrote, batch, full)
+				}
+				first, n := RingUnread(a, area, records)
+				if n != wrote {
+					t.Fatalf("round %d: %d unread, want %d", round, n, wrote)
+				}
+				for i := range n {
+					got := binary.LittleEndian.Uint64(RingSlot(area, (first+i)%records))
+					if got != want {
+						t.Fatalf("round %d: record %d is %d, want %d", round, i, got, want)
+					}
+					want++
+				}
+				RingRead(a, area, records, n)
+				if _, n := RingUnread(a, area, records); n != 0 {
+					t.Fatalf("round %d: %d unread after reading", round, n)
+				}
+			}
+		})
+	}
+}
