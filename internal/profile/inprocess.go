@@ -79,6 +79,9 @@ type inproc struct {
 	table            bool
 	areasAt, tableAt uint64
 	stride           uint64 // the distance between two areas
+	// stacks has the pages of the table each area's thread owns, to be
+	// given back to the discard area when it ends.
+	stacks map[int][2]uint64
 	// rings is set when threads have rings (function timing
 	// in-process, ring.go): at ringAt in each block where threads have
 	// blocks, else each an area of the table; calibration has the
@@ -192,6 +195,11 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
 		ip.areasAt = areas - addr
 		ip.tableAt = ip.areasAt + uint64(nBlocks)*stride
+	}
+	if rings {
+		// The discard ring, whose records are dropped, starts empty too
+		// (an arm64 cursor of zeros is a full ring).
+		instr.RingReset(t.arch, ip.ringArea(0), ringRecords)
 	}
 	return ip, nil
 }
@@ -349,12 +357,35 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 		}
 	}
 	lo = max(lo, sp-min(sp, maxStack)) &^ (1<<instr.DepthTablePage - 1)
-	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
-	off := uint32(uint64(b) * ip.stride)
-	for page := lo; page <= sp; page += 1 << instr.DepthTablePage {
-		binary.LittleEndian.PutUint32(table[4*instr.TableIndex(page):], off)
+	ip.pointStack(lo, sp, b, -1)
+	if b != 0 {
+		if ip.stacks == nil {
+			ip.stacks = map[int][2]uint64{}
+		}
+		ip.stacks[b] = [2]uint64{lo, sp}
 	}
 	return nil
+}
+
+// pointStack points the stack table's entries of the pages from lo to hi
+// at area b: all of them, or where from is not -1, those that point at
+// area from.
+func (ip *inproc) pointStack(lo, hi uint64, b, from int) {
+	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
+	off := uint32(uint64(b) * ip.stride)
+	for page := lo; page <= hi; page += 1 << instr.DepthTablePage {
+		e := table[4*instr.TableIndex(page):]
+		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*ip.stride) {
+			binary.LittleEndian.PutUint32(e, off)
+		}
+	}
+}
+
+// tableArea is the area the stack table gives a thread whose stack
+// pointer is sp.
+func (ip *inproc) tableArea(sp uint64) int {
+	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
+	return int(uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):])) / ip.stride)
 }
 
 // stackOf returns the mapping that holds sp.
@@ -429,6 +460,15 @@ func (t *tracer) threadEnded(tid int) {
 	if b, ok := ip.blockOf[tid]; ok {
 		delete(ip.blockOf, tid)
 		ip.free = append(ip.free, b)
+		if s, ok := ip.stacks[b]; ok {
+			// Its stack's pages go back to the discard area: the memory
+			// may become another thread's alternate stack, or a
+			// coroutine's, which must not write into the next owner's
+			// area. (A new thread on the same stack may have been given
+			// its pages already: those stay.)
+			ip.pointStack(s[0], s[1], 0, b)
+			delete(ip.stacks, b)
+		}
 	}
 }
 

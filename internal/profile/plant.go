@@ -652,6 +652,9 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 			return p, err
 		}
 	}
+	if t.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, fn[:hi-lo], lo).Jumps, f.Entry+bias) {
+		return patchWrite{}, errLoopEntry
+	}
 	p, err := plan(fn, lo, f.Entry+bias)
 	if err != nil {
 		return patchWrite{}, err
@@ -825,6 +828,18 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 	return rs
 }
 
+// entryScratch reports whether the instrumentation of f's entry uses
+// registers the calling convention leaves free at a call, not at a branch
+// of f's own (arm64's x16 and x17: the record code, and the call depth's
+// table form).
+func (t *tracer) entryScratch(f *datafile.Func) bool {
+	if t.timeInProcess {
+		rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+		return rc.Scratch
+	}
+	return t.inproc.table && t.inproc.keepsDepth() && f.Frame != datafile.FrameNone
+}
+
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
 const hopLen = 5
 
@@ -834,6 +849,10 @@ var (
 	errNoRoom   = errors.New("no room for trampolines near the module")
 	errNoCode   = errors.New("the function's code could not be read")
 	errNoHop    = errors.New("no padding within a short jump's reach for a hop")
+	// errLoopEntry: a branch of the function goes back to its entry (a
+	// loop, or a recursive call made a jump), where the registers the
+	// instrumentation uses may be live.
+	errLoopEntry = errors.New("a branch of the function to its own entry")
 )
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
@@ -851,6 +870,10 @@ func fallBackReason(err error) string {
 		return "Go function, timed with breakpoints"
 	case errors.Is(err, errOverlap):
 		return "overlaps another patch"
+	case errors.Is(err, errLoopEntry):
+		return "a loop to the entry"
+	case errors.Is(err, errNotTailCall):
+		return "a jump to no function's entry"
 	}
 	return instr.Reason(err)
 }

@@ -186,12 +186,59 @@ func (t *tracer) vforkDone(th *thread) {
 	}
 }
 
-// ringStopped notes the moment thread th, stopped at its ring-full
-// breakpoint, stopped: the record code saved its time.
-func (t *tracer) ringStopped(th *thread) {
+// ringStopped handles thread th, stopped at a ring-full breakpoint: it
+// notes the moment it stopped, which the record code saved, and empties
+// the ring it was writing to when that is not its own (its own was read
+// at the stop): where rings are found from the stack, one on a stack no
+// thread owns writes into the discard area (an alternate signal stack),
+// and a vfork child into its parent's.
+func (t *tracer) ringStopped(th *thread, sp uint64) {
 	ip := t.inproc
-	if b, ok := ip.blockOf[th.tid]; ok && !th.foreign {
-		th.fullAt = t.ctr.ns(binary.LittleEndian.Uint64(ip.ringArea(b)[instr.RingFullTime:]))
+	b, own := ip.blockOf[th.tid]
+	if !own || th.foreign {
+		b, own = 0, false
+	}
+	if ip.table {
+		if w := ip.tableArea(sp); w != b {
+			b, own = w, false
+		}
+	}
+	at := t.ctr.ns(binary.LittleEndian.Uint64(ip.ringArea(b)[instr.RingFullTime:]))
+	if own {
+		th.fullAt = at
+		return
+	}
+	var owner *thread
+	for tid, ob := range ip.blockOf {
+		if ob == b && b != 0 {
+			owner = t.threads[tid]
+		}
+	}
+	if owner != nil {
+		t.drainThread(owner) // (a vforking parent's drops them)
+	} else {
+		t.dropRing(b)
+	}
+	if d := t.waited - at; d > 0 && !th.foreign {
+		t.stolen[threadLedger(th.tid)] += d
+	}
+}
+
+// pastFull moves thread tid, stopped on a ring-full breakpoint that
+// leaves the PC on itself (arm64's BRK), to where it goes on: a thread
+// let go there would run the breakpoint again, untraced.
+func (t *tracer) pastFull(tid int) {
+	if t.inproc == nil || !t.inproc.rings {
+		return
+	}
+	var regs ptrace.Regs
+	if ptrace.GetRegs(tid, &regs) != nil {
+		return
+	}
+	pc := regs.PC()
+	if after := t.arch.BreakpointAddr(pc) + uint64(len(t.arch.Breakpoint())); after != pc && t.inproc.ringFull(after) {
+		regs.SetPC(after)
+		ptrace.SetRegs(tid, &regs)
 	}
 }
 

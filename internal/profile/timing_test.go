@@ -250,6 +250,29 @@ func TestFullRings(t *testing.T) {
 	}
 }
 
+// TestAlternateSignalStack: a signal handler on an alternate signal stack
+// makes 40,000 records, more than a ring holds, then main as many. On
+// x86-64 they go into the thread's ring, found through GS, and every call
+// counts. On arm64 the ring is found from the stack pointer, and a stack
+// no thread owns has the discard area's: the handler's calls are dropped
+// (docs/linux.md, "Timing"), and the thread, which fills the discard
+// ring again and again, goes on each time (it once waited forever: PROFILE
+// emptied the thread's own ring, not the one it was writing to).
+func TestAlternateSignalStack(t *testing.T) {
+	prog, plan := ringFixture(t, "O2-pie", "main", "tiny")
+	const n = 20000
+	got := runTimed(t, plan, prog, "altstack", strconv.Itoa(n))
+	want := uint64(2 * n)
+	if runtime.GOARCH == "arm64" {
+		want = n
+	}
+	checkHits(t, got.hits, map[string]uint64{"main": 1, "tiny": want})
+	if !strings.Contains(got.stdout, "timing altstack done") {
+		t.Errorf("output %q", got.stdout)
+	}
+	t.Logf("%d stops for a full ring", got.res.FullRings)
+}
+
 // timingUnit is the timing fixture's unit of work in microseconds: 5 ms,
 // 50 ms where breakpoints are slow (a stop costs a millisecond or more in
 // the emulated VM).

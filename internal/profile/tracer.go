@@ -490,7 +490,7 @@ func (t *tracer) trap(th *thread) error {
 	s := t.sites[addr]
 	if after := addr + uint64(len(t.arch.Breakpoint())); s == nil && t.inproc.ringFull(after) {
 		// Its ring was full, and has been read: it tries again.
-		t.ringStopped(th)
+		t.ringStopped(th, t.arch.SP(&t.regs))
 		t.fullRings++
 		if pc != after {
 			t.regs.SetPC(after) // past arm64's BRK
@@ -835,6 +835,7 @@ func (t *tracer) letGo(tid int, sig syscall.Signal) {
 		t.inproc.unchecked(mem)
 		mem.Close()
 	}
+	t.pastFull(tid)
 	ptrace.Detach(tid, sig)
 }
 

@@ -38,6 +38,10 @@
  *                    quitter(), called from its start routine starter();
  *                    a signal handler, raised inside interrupted(), runs
  *                    leaf() twice in the middle of it.
+ *   timing altstack [N]
+ *                    a SIGUSR1 handler on an alternate signal stack calls
+ *                    tiny() N times (default 20,000); then main calls it
+ *                    N times.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -159,6 +163,15 @@ NOINLINE void interrupted(void) {
 	KEEP();
 }
 
+static long alt_calls = 20000;
+static void on_alt(int sig) {
+	(void)sig;
+	unsigned x = 1;
+	for (long i = 0; i < alt_calls; i++)
+		x = tiny(x);
+	sink = x;
+}
+
 static void *worker(void *arg) {
 	(void)arg;
 	for (int i = 0; i < 3; i++) {
@@ -227,6 +240,19 @@ int main(int argc, char **argv) {
 		pthread_join(t, NULL);
 		signal(SIGUSR1, on_signal);
 		interrupted();
+	} else if (strcmp(mode, "altstack") == 0) {
+		static char stack[1 << 16];
+		stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack};
+		struct sigaction sa = {.sa_handler = on_alt, .sa_flags = SA_ONSTACK};
+		if (argc > 2)
+			alt_calls = atol(argv[2]);
+		if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+			return 1;
+		raise(SIGUSR1);
+		unsigned x = 1;
+		for (long i = 0; i < alt_calls; i++)
+			x = tiny(x);
+		sink += x;
 	} else {
 		fprintf(stderr, "timing: unknown mode %s\n", mode);
 		return 2;
