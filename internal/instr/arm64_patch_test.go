@@ -1003,6 +1003,17 @@ func TestPatchRandomARM64(t *testing.T) {
 // TestDepthCodeARM64 checks the table form's shadow-stack code: its
 // listing by the GNU disassembler, and what it does, run by a64Exec on a
 // thread entering functions at known stack pointers.
+// tableLookup is the listing of the code that finds a thread's area
+// through the stack table at 0xfff0001000, the areas at 0xfff2000000:
+// the start of the depth code's table form and of the record code.
+var tableLookup = []string{
+	"mov x16, sp", "ubfx x16, x16, #12, #22",
+	"mov x17, #0x1000", "movk x17, #0xf000, lsl #16", "movk x17, #0xff, lsl #32",
+	"ldr w16, [x17, x16, lsl #2]",
+	"mov x17, #0xf2000000", "movk x17, #0xff, lsl #32",
+	"add x16, x17, x16",
+}
+
 func TestDepthCodeARM64(t *testing.T) {
 	const (
 		table = 0xfff0001000
@@ -1023,12 +1034,7 @@ func TestDepthCodeARM64(t *testing.T) {
 		t.Errorf("rollback %+v: want the whole code, nothing to restore", d.Rollback)
 	}
 	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
-		want := []string{
-			"mov x16, sp", "ubfx x16, x16, #12, #22",
-			"mov x17, #0x1000", "movk x17, #0xf000, lsl #16", "movk x17, #0xff, lsl #32",
-			"ldr w16, [x17, x16, lsl #2]",
-			"mov x17, #0xf2000000", "movk x17, #0xff, lsl #32",
-			"add x16, x17, x16",
+		want := append(slices.Clip(tableLookup),
 			"ldr x17, [x16, #16]", "cmp x17, #0x3", "b.hi 0x90",
 			"add x16, x16, x17, lsl #3", "tst x16, #0x3fff", "b.eq 0x64",
 			"ldr x17, [x16, #32]", "cmp sp, x17", "b.eq 0x90",
@@ -1039,7 +1045,7 @@ func TestDepthCodeARM64(t *testing.T) {
 			"mov x17, sp", "str x17, [x16, #40]",
 			"and x17, x16, #0x3fff", "lsr x17, x17, #3", "add x17, x17, #0x1",
 			"and x16, x16, #0xffffffffffffc000", "str x17, [x16, #16]",
-		}
+		)
 		if got := gnuDisasm(t, d.Code, 0); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
@@ -1151,12 +1157,7 @@ func TestRecordCodeARM64(t *testing.T) {
 		t.Errorf("full %#x, skip %#x: want after the brk at 0x3c, the cbnz at 0x2c", rc.Full, rc.Skip)
 	}
 	// 4096 records of 32 bytes: A is 2^17.
-	want := []string{
-		"mov x16, sp", "ubfx x16, x16, #12, #22",
-		"mov x17, #0x1000", "movk x17, #0xf000, lsl #16", "movk x17, #0xff, lsl #32",
-		"ldr w16, [x17, x16, lsl #2]",
-		"mov x17, #0xf2000000", "movk x17, #0xff, lsl #32",
-		"add x16, x17, x16",
+	want := append(slices.Clip(tableLookup),
 		"ldr x17, [x16]", "eor x17, x17, x17, lsr #32", "cbnz w17, 0x44", // 0x24, retry
 		"isb", "mrs x17, cntvct_el0", "str x17, [x16, #16]", "brk #0x0", "b 0x24",
 		"ldr w17, [x16]", "add x16, x16, x17", // 0x44, ok
@@ -1165,7 +1166,7 @@ func TestRecordCodeARM64(t *testing.T) {
 		"mov x17, #0x8d15", "movk x17, #0x4, lsl #16", "str x17, [x16, #144]",
 		"and x17, x16, #0x1ffff", "add x17, x17, #0x20", "and x17, x17, #0x1ffff",
 		"and x16, x16, #0xfffffffffffe0000", "stlr w17, [x16]",
-	}
+	)
 	if got := gnuDisasm(t, rc.Code, 0); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
