@@ -594,6 +594,7 @@ var originalCases = []originalCase{
 	{files: []string{"ftime/ft-merged-plist.out", "ftime/ft-merged-plist-t.out"}, pbt: fromTab(ftime, "ftime/ft-merged-plist-t.out")},
 	{files: []string{"ftime/ft-run2-plist.out", "ftime/ft-run2-plist-t.out"}, pbt: fromTab(ftime, "ftime/ft-run2-plist-t.out")},
 	{files: []string{"fcount/default-plist.out", "fcount/default-plist-t.out"}, pbt: fromTab(fcount, "fcount/default-plist-t.out")},
+	{files: []string{"fcount/default-noom-plist.out"}, pbt: fromTab(fcount, "fcount/default-noom-plist.out")},
 	{files: []string{"ftime/ft-atdefault-plist-sc.out"}, pbt: withTimedStacks(ftimeAT, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{"ftime/ft-at3-plist-sc.out"}, pbt: withTimedStacks(ftimeAT3, ftimeRun), tiesInAnyOrder: true},
 	{files: []string{
