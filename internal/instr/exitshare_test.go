@@ -61,6 +61,18 @@ func planProgramExits(path string) (exitShare, error) {
 	}
 	slices.SortFunc(funcs, func(a, b elf.Symbol) int { return int(int64(a.Value - b.Value)) })
 	funcs = slices.CompactFunc(funcs, func(a, b elf.Symbol) bool { return a.Value == b.Value })
+	// Where the record code needs registers free only at calls (arm64),
+	// a jump out of a function is patched only when it is a tail call:
+	// its target starts a function that is no cold part, or some call of
+	// the program calls it (PROFILE's scratchAt).
+	rc, _ := a.RecordCode(Ring{Records: 2, Table: 1}, 0)
+	calls := ScanCode(a, data, text.Addr).Returns
+	starts := map[uint64]bool{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && !strings.Contains(s.Name, ".cold") {
+			starts[s.Value] = true
+		}
+	}
 	share := exitShare{reasons: map[string]int{}}
 	for i, s := range funcs {
 		limit := text.Addr + text.Size
@@ -81,6 +93,8 @@ func planProgramExits(path string) (exitShare, error) {
 			case plan.Exit.Indirect:
 				share.indirect++
 				continue
+			case plan.Err == nil && rc.Scratch && plan.Exit.Kind == Jump && !tailCall(plan.Patch.Insts[len(plan.Patch.Insts)-1].Target, starts, calls):
+				share.reasons["a jump to no function's entry"]++
 			case plan.Err == nil:
 				share.full++
 			case k < len(short) && short[k].Err == nil:
@@ -92,6 +106,12 @@ func planProgramExits(path string) (exitShare, error) {
 		}
 	}
 	return share, nil
+}
+
+// tailCall reports whether a jump to target is a tail call: target starts
+// a function, or some call calls it.
+func tailCall(target uint64, starts map[uint64]bool, calls map[uint64][]uint64) bool {
+	return starts[target] || len(calls[target]) > 0
 }
 
 // TestExitShare plans the exits of the fixtures at -O0 and -O2, and of the

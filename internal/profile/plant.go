@@ -57,6 +57,7 @@ func (t *tracer) plantAll() error {
 		}
 		if t.timeInProcess {
 			t.landings, t.returns = t.scanModule(maps, first)
+			t.entries = funcStarts(t.cfg.Path, bias)
 		}
 		if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
 			return err

@@ -1,9 +1,13 @@
 package profile
 
 import (
+	"debug/elf"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
 func TestSlotArea(t *testing.T) {
@@ -105,5 +109,39 @@ func TestTakenSpans(t *testing.T) {
 		if got := taken.covers(c.lo, c.hi); got != c.want {
 			t.Errorf("[%#x, %#x) covered: %v, want %v", c.lo, c.hi, got, c.want)
 		}
+	}
+}
+
+// TestFuncStarts: the functions' starts from the symbol table, with the
+// bias added, without GCC's cold parts (a jump to one is no tail call).
+func TestFuncStarts(t *testing.T) {
+	prog := testutil.BuildC(t, "coldpart", "-O2")
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bias = 0x10000
+	starts := funcStarts(prog, bias)
+	cold := 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		isCold := strings.Contains(s.Name, ".cold")
+		if isCold {
+			cold++
+		}
+		if starts[s.Value+bias] == isCold {
+			t.Errorf("%s at %#x: a start %v, want %v", s.Name, s.Value, starts[s.Value+bias], !isCold)
+		}
+	}
+	// (GCC for arm64 made no cold part of coldpart.c.)
+	if cold == 0 && runtime.GOARCH == "amd64" {
+		t.Errorf("no cold part in %s", prog)
 	}
 }

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"cmp"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -749,18 +750,40 @@ var errNotTailCall = errors.New("a jump out of the function to no function's ent
 // scratchAt says why record code rc cannot go before the exit among
 // insts (the instructions a patch replaces): a jump out of the function
 // that is not a tail call, where rc needs registers that are free only at
-// entries and returns. A tail call is told by its target, which some call
-// of the module also calls.
+// entries and returns. A tail call is told by its target: the start of a
+// function of the module's symbol table that is no cold part, or an
+// address some call of the module calls.
 func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
 	if !rc.Scratch {
 		return nil
 	}
 	for _, in := range insts {
-		if in.Kind == instr.Jump && len(t.returns[in.Target]) == 0 {
+		if in.Kind == instr.Jump && !t.entries[in.Target] && len(t.returns[in.Target]) == 0 {
 			return fmt.Errorf("%s: %w", in.Text, errNotTailCall)
 		}
 	}
 	return nil
+}
+
+// funcStarts returns the addresses, with bias, where the functions of the
+// ELF file at path start, from its symbol tables: a function's cold part
+// ("f.cold", "f.cold.1": GCC's code of f placed apart, which f jumps to
+// with its registers live) is not one. None when the file cannot be read.
+func funcStarts(path string, bias uint64) map[uint64]bool {
+	starts := map[uint64]bool{}
+	f, err := elf.Open(path)
+	if err != nil {
+		return starts
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && !strings.Contains(s.Name, ".cold") {
+			starts[s.Value+bias] = true
+		}
+	}
+	return starts
 }
 
 // landings are the targets of the direct jumps of a module's code,

@@ -99,10 +99,12 @@ type tracer struct {
 	ctr           counterClock
 	ringCost      float64
 	drained       int64 // when the rings were last read
-	// landings are where the module's jumps land, and returns where its
-	// direct calls of each address return (ring.go).
+	// landings are where the module's jumps land, returns where its
+	// direct calls of each address return, and entries where its symbol
+	// table's functions start, cold parts aside (ring.go).
 	landings  landings
 	returns   map[uint64][]uint64
+	entries   map[uint64]bool
 	fullRings uint64
 	// touched keeps what calibrateRing read of a ring, so that the reads
 	// are made.
