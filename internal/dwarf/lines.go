@@ -16,7 +16,27 @@ import (
 // does. Rows outside every executable segment (sequences of functions the
 // linker dropped) and rows of line 0 (no source line) are left out. Lines
 // reads the tables on every call; callers keep the result.
-func (f *File) Lines() (rows []LineRow, err error) {
+func (f *File) Lines() ([]LineRow, error) {
+	rows, err := f.StatementRows()
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for i, r := range rows {
+		if i+1 < len(rows) && rows[i+1].Addr == r.Addr {
+			continue
+		}
+		out = append(out, r)
+	}
+	return slices.Clip(out), nil
+}
+
+// StatementRows returns every statement row of the line tables of all
+// units, sorted by address, the rows of one address in table order (gcc
+// 12's location views give several: an inlined call's line and its
+// callee's first line start at one address). Rows outside every
+// executable segment and rows of line 0 are left out, as in Lines.
+func (f *File) StatementRows() (rows []LineRow, err error) {
 	if f.impl == nil || f.impl.data == nil {
 		return nil, fmt.Errorf("read lines of %s: %w", f.Path, ErrNoDWARF)
 	}
@@ -32,16 +52,9 @@ func (f *File) Lines() (rows []LineRow, err error) {
 		}
 	}
 	// A stable sort keeps the rows of one address in table order, so the
-	// last of them is the one that names the line.
+	// last of them is the one that names the line (Lines).
 	slices.SortStableFunc(rows, func(a, b LineRow) int { return cmp.Compare(a.Addr, b.Addr) })
-	out := rows[:0]
-	for i, r := range rows {
-		if i+1 < len(rows) && rows[i+1].Addr == r.Addr {
-			continue
-		}
-		out = append(out, r)
-	}
-	return slices.Clip(out), nil
+	return slices.Clip(rows), nil
 }
 
 // unitLines appends the statement rows of one unit's line table.

@@ -117,7 +117,27 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	for _, m := range mods {
 		plan.Modules = append(plan.Modules, m.module)
 	}
-	plan.Funcs = selectFunctions(mods, patterns, warn)
+	sel := selectFunctions(mods, patterns, warn)
+	for _, s := range sel {
+		plan.Funcs = append(plan.Funcs, s.f)
+	}
+	if !o.Method.IsFunction() {
+		// Line profiles: the lines of the selected functions.
+		if !mods[0].file.HasDWARF {
+			return nil, prf.NoDebugInfo(mods[0].module.Path)
+		}
+		lines, files, err := planLines(mods, sel, o.Method, warn)
+		if err != nil {
+			return nil, err
+		}
+		if len(lines) == 0 {
+			return nil, prf.NoLines(mods[0].module.Path)
+		}
+		plan.Lines = lines
+		for mi := range plan.Modules {
+			plan.Modules[mi].Files = files[mi]
+		}
+	}
 	if len(plan.Funcs) == 0 {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
 			return nil, prf.Stripped(mods[0].module.Path, hex.EncodeToString(f.BuildID))
@@ -266,7 +286,7 @@ func openProgram(abs string) (*openModule, error) {
 // selectFunctions applies the specifications to the functions of all
 // modules, checks the entries of those selected, and returns them in module
 // order, then by entry.
-func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) []datafile.Func {
+func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) []selected {
 	type origin struct {
 		mod int
 		fn  *dwarf.Func
@@ -280,7 +300,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			origins = append(origins, origin{mi, fn})
 		}
 	}
-	var funcs []datafile.Func
+	var funcs []selected
 	for i, ok := range applySpecs(cands, patterns, warn) {
 		if !ok {
 			continue
@@ -292,7 +312,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			continue
 		}
 		low, high := entryRange(fn)
-		funcs = append(funcs, datafile.Func{
+		funcs = append(funcs, selected{f: datafile.Func{
 			Module: origins[i].mod,
 			Name:   fn.Name,
 			Source: fn.Source,
@@ -302,10 +322,10 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 			Frame:  frameKey(m, fn, site),
 			File:   fn.DeclFile,
 			Line:   fn.DeclLine,
-		})
+		}, fn: fn})
 	}
-	slices.SortStableFunc(funcs, func(a, b datafile.Func) int {
-		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Entry, b.Entry))
+	slices.SortStableFunc(funcs, func(a, b selected) int {
+		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
 	})
 	return funcs
 }

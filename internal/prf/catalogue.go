@@ -312,6 +312,25 @@ func CannotProfileFunction(fn, file string, err error) *Diagnostic {
 	return newDiag(4525, Warning, err, "cannot profile function %s in file %s", fn, file)
 }
 
+// NoLines is PRF1622: the selection left no source line to profile.
+func NoLines(module string) *Diagnostic {
+	return newDiag(1622, Fatal, nil, "no source lines marked for profiling in module %s", module)
+}
+
+// NoDebugInfo is PRF1621: a line profile of a module without line
+// tables.
+func NoDebugInfo(module string) *Diagnostic {
+	d := newDiag(1621, Fatal, nil, "no debugging information in file %s", module)
+	d.Hint = "line profiles need the module built with -g, or its debugging information beside it"
+	return d
+}
+
+// CannotProfileLine is warning PRF4624: an address of a line's statement
+// rows cannot take a breakpoint (not on an instruction boundary).
+func CannotProfileLine(line int, file, module string, err error) *Diagnostic {
+	return newDiag(4624, Warning, err, "cannot profile line %d of %s in file %s", line, file, module)
+}
+
 // DebugInfo passes on a warning of the ELF and DWARF reader, which says
 // what it could not read and what it did instead.
 func DebugInfo(text string) *Diagnostic { return newDiag(4623, Warning, nil, "%s", text) }

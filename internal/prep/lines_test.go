@@ -1,0 +1,217 @@
+package prep
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// buildLcount builds the original's lcount program from lcount.c and
+// lcount2.c, in that order, with flags.
+func buildLcount(t *testing.T, flags ...string) string {
+	t.Helper()
+	cc := testutil.CC()
+	testutil.MustHaveTool(t, cc)
+	src := filepath.Join(testutil.Root(t), "testdata", "original", "src")
+	prog := filepath.Join(t.TempDir(), "lcount")
+	args := append(flags, "-o", prog, filepath.Join(src, "lcount.c"), filepath.Join(src, "lcount2.c"))
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", cc, args, err, out)
+	}
+	return prog
+}
+
+// planLinesOf plans a line profile of prog with the default selections.
+func planLinesOf(t *testing.T, method datafile.Method, prog string) (*datafile.Plan, error) {
+	t.Helper()
+	return buildPlan(Options{Method: method, Programs: []string{prog}, Specs: defaults(t), Calibration: -1,
+		Warn: func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }}, nil)
+}
+
+// lineSet returns the lines of file (by base name) that plan has, each
+// with its sites.
+func lineSet(plan *datafile.Plan, file string) map[int][]uint64 {
+	got := map[int][]uint64{}
+	for _, l := range plan.Lines {
+		if filepath.Base(plan.Modules[l.Module].Files[l.File]) == file {
+			got[l.Line] = l.Addrs
+		}
+	}
+	return got
+}
+
+// objdumpRows returns the addresses of the statement rows of each line of
+// file in prog's line table, as objdump decodes it.
+func objdumpRows(t *testing.T, prog, file string) map[int][]uint64 {
+	t.Helper()
+	out, err := exec.Command("objdump", "--dwarf=decodedline", prog).Output()
+	if err != nil {
+		t.Fatalf("objdump: %v", err)
+	}
+	rows := map[int][]uint64{}
+	re := regexp.MustCompile(`^(\S+)\s+(\d+)\s+0x([0-9a-f]+)(?:\s+(\S+))?(?:\s+x)?\s*$`)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := re.FindStringSubmatch(sc.Text())
+		if m == nil || m[1] != file || !strings.HasSuffix(strings.TrimSpace(sc.Text()), "x") {
+			continue
+		}
+		line, _ := strconv.Atoi(m[2])
+		addr, _ := strconv.ParseUint(m[3], 16, 64)
+		if line > 0 && !slices.Contains(rows[line], addr) {
+			rows[line] = append(rows[line], addr)
+		}
+	}
+	return rows
+}
+
+// instructionStarts returns the address of every instruction of prog's
+// code, as objdump disassembles it.
+func instructionStarts(t *testing.T, prog string) map[uint64]bool {
+	t.Helper()
+	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", prog).Output()
+	if err != nil {
+		t.Fatalf("objdump: %v", err)
+	}
+	starts := map[uint64]bool{}
+	re := regexp.MustCompile(`^\s*([0-9a-f]+):\s`)
+	for _, l := range strings.Split(string(out), "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			a, _ := strconv.ParseUint(m[1], 16, 64)
+			starts[a] = true
+		}
+	}
+	return starts
+}
+
+// TestLineSites plans the lines of the original's lcount program (lcount.c
+// and lcount2.c, -O0), and checks them against objdump's reading of the
+// same line table and code: line counting has one site per line and
+// function, the lowest address of the line's statement rows (line 21, a
+// for header, has three rows: initialisation, test, increment, and counts
+// its first); line coverage has every row's address; every site is an
+// instruction's first byte; the files are listed in the reverse of the
+// order they were given to the compiler, as the original listed them.
+func TestLineSites(t *testing.T) {
+	testutil.MustHaveTool(t, "objdump")
+	prog := buildLcount(t, "-g", "-O0")
+	rows := objdumpRows(t, prog, "lcount.c")
+	starts := instructionStarts(t, prog)
+	if len(rows[21]) < 2 {
+		t.Fatalf("line 21 has rows %x: want the for header's several", rows[21])
+	}
+	for _, method := range []datafile.Method{datafile.LineCounting, datafile.LineCoverage} {
+		plan, err := planLinesOf(t, method, prog)
+		if err != nil {
+			t.Fatalf("%v: %v", method, err)
+		}
+		if files := plan.Modules[0].Files; len(files) != 2 || filepath.Base(files[0]) != "lcount2.c" || filepath.Base(files[1]) != "lcount.c" {
+			t.Errorf("%v: files %q, want lcount2.c then lcount.c", method, files)
+		}
+		got := lineSet(plan, "lcount.c")
+		if g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(rows)); !slices.Equal(g, w) {
+			t.Errorf("%v: lines %v, objdump's %v", method, g, w)
+		}
+		for line, addrs := range got {
+			want := slices.Sorted(slices.Values(rows[line]))
+			if method == datafile.LineCounting {
+				want = want[:1] // one function per line here
+			}
+			if !slices.Equal(addrs, want) {
+				t.Errorf("%v: line %d sites %x, want %x", method, line, addrs, want)
+			}
+			for _, a := range addrs {
+				if !starts[a] {
+					t.Errorf("%v: line %d site %#x is no instruction's start", method, line, a)
+				}
+			}
+		}
+	}
+}
+
+// TestLinesAgainstGcov: the lines of lcount.c that gcov marks executable
+// at -O0 are the planned lines but for how the two name a function's
+// start (gcov its declaration's line, the line table its opening brace)
+// and its end (the line table has the closing brace's epilogue).
+func TestLinesAgainstGcov(t *testing.T) {
+	testutil.MustHaveTool(t, "gcov")
+	cc := testutil.CC()
+	if filepath.Base(cc) != "gcc" && cc != "cc" {
+		t.Skipf("gcov needs gcc, not %s", cc)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(testutil.Root(t), "testdata", "original", "src")
+	for _, f := range []string{"lcount.c", "lcount2.c"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	build := exec.Command(cc, "-O0", "--coverage", "-o", "lc", "lcount.c", "lcount2.c")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cov := exec.Command("gcov", "-t", "lc-lcount.gcno")
+	cov.Dir = dir
+	out, _ := cov.Output()
+	gcovLines := map[int]bool{}
+	text := map[int]string{}
+	re := regexp.MustCompile(`^\s*(\S+):\s*(\d+):(.*)$`)
+	for _, l := range strings.Split(string(out), "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			text[n] = strings.TrimSpace(m[3])
+			if m[1] != "-" {
+				gcovLines[n] = true
+			}
+		}
+	}
+	if len(gcovLines) == 0 {
+		t.Fatalf("gcov printed no executable line:\n%s", out)
+	}
+	plan, err := planLinesOf(t, datafile.LineCoverage, buildLcount(t, "-g", "-O0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lineSet(plan, "lcount.c")
+	brace := func(n int) bool { return strings.HasPrefix(text[n], "{") || strings.HasPrefix(text[n], "}") }
+	for n := range gcovLines {
+		if _, ok := got[n]; !ok && !(brace(n+1) && got[n+1] != nil) {
+			t.Errorf("line %d (%q): gcov's, not planned", n, text[n])
+		}
+	}
+	for n := range got {
+		if !gcovLines[n] && !brace(n) {
+			t.Errorf("line %d (%q): planned, not gcov's", n, text[n])
+		}
+	}
+}
+
+// TestLinesNeedDebugInfo: a line profile of a program built without -g
+// is PRF1621; a selection that leaves no line, PRF1622.
+func TestLinesNeedDebugInfo(t *testing.T) {
+	_, err := planLinesOf(t, datafile.LineCounting, buildLcount(t, "-O0"))
+	if d := (*prf.Diagnostic)(nil); !errors.As(err, &d) || d.Code != 1621 {
+		t.Errorf("no -g: %v, want PRF1621", err)
+	}
+	_, err = buildPlan(Options{Method: datafile.LineCounting, Programs: []string{buildLcount(t, "-g", "-O0")},
+		Specs: append(defaults(t), Spec{Op: ExcludeAll}), Calibration: -1}, nil)
+	if d := (*prf.Diagnostic)(nil); !errors.As(err, &d) || d.Code != 1622 {
+		t.Errorf("/EXCALL: %v, want PRF1622", err)
+	}
+}
