@@ -23,8 +23,6 @@ const (
 // this list, and the checks that ask [Unavailable] let it through.
 var pending = map[Feature]string{
 	FunctionSampling: "function sampling (/FS)",
-	LineCounting:     "line counting (/LC)",
-	LineCoverage:     "line coverage (/LV)",
 	Trace:            "execution traces (/TRACE)",
 	SharedLibraries:  "profiling shared libraries",
 }

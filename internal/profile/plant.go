@@ -55,6 +55,9 @@ func (t *tracer) plantAll() error {
 		if m.PIE {
 			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
 		}
+		if !t.plan.Method.IsFunction() {
+			return t.plantLines(mi, bias, first.Start, maps)
+		}
 		if t.timeInProcess {
 			t.landings, t.returns = t.scanModule(maps, first)
 			t.entries = funcStarts(t.cfg.Path, bias)
@@ -75,7 +78,7 @@ func (t *tracer) plantAll() error {
 // as the original's did), breakpoints that stand in for a trampoline
 // included.
 func (t *tracer) chooseMechanism() {
-	if !t.cfg.Breakpoints && t.books == nil {
+	if !t.cfg.Breakpoints && t.books == nil && t.plan.Method.IsFunction() {
 		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 		if err == nil {
 			t.countKind, err = t.arch.Counting(hwcap)

@@ -20,7 +20,9 @@ import (
 // site is one planted breakpoint: the physical side of a plan's logical site.
 type site struct {
 	addr uint64 // run-time address
-	item int    // index of the counted item (Plan.Funcs), or -1
+	item int    // index of the counted item (Plan.Funcs or Plan.Lines), or -1
+	// more are the other lines of a line site that several lines share.
+	more []int
 	// exit is the function an exit site leaves (timing), or -1.
 	exit int
 	orig []byte // the bytes the breakpoint replaced
@@ -518,6 +520,9 @@ func (t *tracer) trap(th *thread) error {
 		t.book(th, s)
 	default:
 		t.hits[s.item]++
+		for _, i := range s.more {
+			t.hits[i]++
+		}
 	}
 	if s.item < 0 && t.timeInProcess && t.plan.Funcs[s.exit].Frame == datafile.FrameSP {
 		if s.hits++; s.hits == exitStops {

@@ -241,6 +241,25 @@ func BuildOriginal(t testing.TB, name string, flags ...string) string {
 	})
 }
 
+// BuildOriginalUnits builds the original's program name from several of
+// its sources (testdata/original/src), given to the compiler in order
+// ("lcount.c", "lcount2.c"), with -g -O0 and flags.
+func BuildOriginalUnits(t testing.TB, name string, units []string, flags ...string) string {
+	t.Helper()
+	return Fixture(t, "original", name+"+"+strings.Join(units, "+"), flags, func(out string) *exec.Cmd {
+		cc := CC()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no compiler %s", cc)
+		}
+		args := append([]string{"-g", "-O0"}, flags...)
+		args = append(args, strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
+		for _, u := range units {
+			args = append(args, filepath.Join(Root(t), "testdata", "original", "src", u))
+		}
+		return exec.Command(cc, append(args, "-o", out)...)
+	})
+}
+
 // Cleanup removes the fixtures BuildC made.
 func Cleanup() {
 	buildMu.Lock()

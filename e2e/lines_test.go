@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// lineCounts reads the line records (7) of plist /T: hits by file base
+// name and line.
+func lineCounts(t *testing.T, out string) map[string]map[int]uint64 {
+	t.Helper()
+	got := map[string]map[int]uint64{}
+	for _, l := range strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n") {
+		f := strings.Split(l, "\t")
+		if f[0] != "7" || len(f) < 5 {
+			continue
+		}
+		line, err1 := strconv.Atoi(f[3])
+		hits, err2 := strconv.ParseUint(f[4], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("record %q", l)
+		}
+		file := filepath.Base(strings.ReplaceAll(f[2], `\`, "/"))
+		if got[file] == nil {
+			got[file] = map[int]uint64{}
+		}
+		got[file][line] = hits
+	}
+	return got
+}
+
+// TestLineCounting profiles the original's lcount program (lcount.c and
+// lcount2.c) with /LC, unoptimised, PIE and not, and compares every count
+// with the original's (lcount/lc-plist-t.out): loops of 100 and of 5 × 4
+// iterations, a function called 20 times, one never called, a branch
+// never taken. A for header counts its initialisation once. The lines gcc
+// gives no code of their own (a loop's closing brace, an else) are the
+// only ones the original has and the profile has not.
+func TestLineCounting(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	want := lineCounts(t, testutil.OriginalText(t, "lcount/lc-plist-t.out"))
+	noCode := map[int]bool{27: true, 28: true, 32: true}
+	for _, b := range []build{fixtureBuilds[0], fixtureBuilds[1]} {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildOriginalUnits(t, "lcount", []string{"lcount.c", "lcount2.c"}, b.flags...)
+			dir, r := workflow(t, prog, []string{"/LC"})
+			if r.status != 0 || !strings.Contains(r.stdout, "sum=5033") {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)
+			for file, lines := range want {
+				for line, hits := range lines {
+					g, ok := got[file][line]
+					switch {
+					case !ok && !(file == "lcount.c" && noCode[line]):
+						t.Errorf("%s:%d: not profiled, the original counted %d", file, line, hits)
+					case ok && g != hits:
+						t.Errorf("%s:%d: %d hits, the original %d", file, line, g, hits)
+					}
+				}
+				for line := range got[file] {
+					if _, ok := lines[line]; !ok {
+						t.Errorf("%s:%d: profiled, the original has no such line", file, line)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLineCoverage profiles lcount with /LV and compares the lines it
+// covers with those gcov finds executed in a run of the same sources built
+// for it, at -O0: the same lines, but for how the two name a function's
+// first line (gcov its declaration's, the line table its opening brace)
+// and that gcov gives the closing brace no line.
+func TestLineCoverage(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildOriginalUnits(t, "lcount", []string{"lcount.c", "lcount2.c"}, fixtureBuilds[0].flags...)
+	dir, r := workflow(t, prog, []string{"/LV"})
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)
+	if testutil.Slow() || !testutil.HaveTool("gcov") {
+		// (No gcov in the arm64 VM: the lines are those counting finds
+		// run, known by construction.)
+		covered := []int{}
+		for line, hits := range got["lcount.c"] {
+			if hits > 0 {
+				covered = append(covered, line)
+			}
+		}
+		slices.Sort(covered)
+		if want := []int{12, 13, 14, 17, 19, 21, 22, 24, 25, 26, 30, 33, 36, 37, 38, 39}; !slices.Equal(covered, want) {
+			t.Errorf("covered lines of lcount.c %v, want %v", covered, want)
+		}
+		return
+	}
+	executed, text := gcovRun(t)
+	for file, lines := range got {
+		for line, hits := range lines {
+			first := strings.HasPrefix(text[file][line], "{") && executed[file][line-1]
+			end := strings.HasPrefix(text[file][line], "}")
+			if (hits > 0) != executed[file][line] && !first && !end {
+				t.Errorf("%s:%d (%q): covered %v, gcov executed %v", file, line, text[file][line], hits > 0, executed[file][line])
+			}
+		}
+	}
+	for file, lines := range executed {
+		for line := range lines {
+			if _, ok := got[file][line]; !ok && !strings.HasPrefix(text[file][line+1], "{") {
+				t.Errorf("%s:%d (%q): executed by gcov's count, not profiled", file, line, text[file][line])
+			}
+		}
+	}
+	t.Logf("%d files, gcov executed %v lines", len(executed), slices.Sorted(maps.Keys(executed["lcount.c"])))
+}
+
+// gcovRun builds lcount for gcov, runs it and returns the lines gcov
+// counts executed, and every line's text, by file.
+func gcovRun(t *testing.T) (executed map[string]map[int]bool, text map[string]map[int]string) {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(testutil.Root(t), "testdata", "original", "src")
+	for _, f := range []string{"lcount.c", "lcount2.c"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(name string, args ...string) string {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+	run(testutil.CC(), "-O0", "--coverage", "-o", "lc", "lcount.c", "lcount2.c")
+	run("./lc")
+	executed, text = map[string]map[int]bool{}, map[string]map[int]string{}
+	re := regexp.MustCompile(`^\s*([^:]+):\s*(\d+):(.*)$`)
+	for _, f := range []string{"lcount", "lcount2"} {
+		executed[f+".c"], text[f+".c"] = map[int]bool{}, map[int]string{}
+		for _, l := range strings.Split(run("gcov", "-t", "lc-"+f+".gcda"), "\n") {
+			m := re.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			n, _ := strconv.Atoi(m[2])
+			text[f+".c"][n] = strings.TrimSpace(m[3])
+			if c := strings.TrimSpace(m[1]); c != "-" && c != "#####" && c != "=====" {
+				executed[f+".c"][n] = true
+			}
+		}
+	}
+	return executed, text
+}
+
+// TestLineCountingThreads: four threads run a loop whose body calls
+// work() N times each; every hit of every thread counts, at -O0 the loop
+// body's line and work()'s, at -O2 work()'s (whose line's lowest address
+// is its entry; the loop's may be before the loop once optimised).
+func TestLineCountingThreads(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	// The lines of the loop body and of work() in threads.c, checked
+	// where the source is at hand (not in the arm64 VM).
+	const body, work = 21, 15
+	_, self, _, _ := runtime.Caller(0)
+	if src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", "c", "threads.c")); err == nil {
+		lines := strings.Split(string(src), "\n")
+		if !strings.Contains(lines[body-1], "r += work(i);") || !strings.Contains(lines[work-1], "KEEP long work(") {
+			t.Fatalf("threads.c lines %d and %d: %q, %q", body, work, lines[body-1], lines[work-1])
+		}
+	}
+	calls := max(threadCalls/4, 1) // (a stop per line: a quarter of the counting tests' calls)
+	for _, b := range []build{fixtureBuilds[0], fixtureBuilds[2]} {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildC(t, "threads", b.flags...)
+			dir, r := workflow(t, prog, []string{"/LC"}, strconv.Itoa(calls))
+			if r.status != 0 || !strings.Contains(r.stdout, "threads done") {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["threads.c"]
+			want := uint64(4 * calls)
+			if got[work] != want {
+				t.Errorf("work's line %d: %d hits, want %d", work, got[work], want)
+			}
+			if b.name == "O0-pie" && got[body] != want {
+				t.Errorf("the loop body's line %d: %d hits, want %d", body, got[body], want)
+			}
+		})
+	}
+}
