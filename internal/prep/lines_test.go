@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -138,66 +137,6 @@ func TestLineSites(t *testing.T) {
 					t.Errorf("%v: line %d site %#x is no instruction's start", method, line, a)
 				}
 			}
-		}
-	}
-}
-
-// TestLinesAgainstGcov: the lines of lcount.c that gcov marks executable
-// at -O0 are the planned lines but for how the two name a function's
-// start (gcov its declaration's line, the line table its opening brace)
-// and its end (the line table has the closing brace's epilogue).
-func TestLinesAgainstGcov(t *testing.T) {
-	testutil.MustHaveTool(t, "gcov")
-	cc := testutil.CC()
-	if filepath.Base(cc) != "gcc" && cc != "cc" {
-		t.Skipf("gcov needs gcc, not %s", cc)
-	}
-	dir := t.TempDir()
-	src := filepath.Join(testutil.Root(t), "testdata", "original", "src")
-	for _, f := range []string{"lcount.c", "lcount2.c"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
-	}
-	build := exec.Command(cc, "-O0", "--coverage", "-o", "lc", "lcount.c", "lcount2.c")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	cov := exec.Command("gcov", "-t", "lc-lcount.gcno")
-	cov.Dir = dir
-	out, _ := cov.Output()
-	gcovLines := map[int]bool{}
-	text := map[int]string{}
-	re := regexp.MustCompile(`^\s*(\S+):\s*(\d+):(.*)$`)
-	for _, l := range strings.Split(string(out), "\n") {
-		if m := re.FindStringSubmatch(l); m != nil {
-			n, _ := strconv.Atoi(m[2])
-			text[n] = strings.TrimSpace(m[3])
-			if m[1] != "-" {
-				gcovLines[n] = true
-			}
-		}
-	}
-	if len(gcovLines) == 0 {
-		t.Fatalf("gcov printed no executable line:\n%s", out)
-	}
-	plan, err := planLinesOf(t, datafile.LineCoverage, buildLcount(t, "-g", "-O0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := lineSet(plan, "lcount.c")
-	brace := func(n int) bool { return strings.HasPrefix(text[n], "{") || strings.HasPrefix(text[n], "}") }
-	for n := range gcovLines {
-		if _, ok := got[n]; !ok && !(brace(n+1) && got[n+1] != nil) {
-			t.Errorf("line %d (%q): gcov's, not planned", n, text[n])
-		}
-	}
-	for n := range got {
-		if !gcovLines[n] && !brace(n) {
-			t.Errorf("line %d (%q): planned, not gcov's", n, text[n])
 		}
 	}
 }

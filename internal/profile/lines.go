@@ -38,6 +38,9 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 	}
 	slices.Sort(addrs)
 	// The module's code from the first site to past the last: one read.
+	if span := addrs[len(addrs)-1] - addrs[0]; span > 1<<30 {
+		return fmt.Errorf("plant breakpoints: the lines of %s span %#x bytes of code, more than a module holds: the plan does not describe this program", t.plan.Modules[mi].Name, span)
+	}
 	text := moduleText{start: addrs[0], b: make([]byte, addrs[len(addrs)-1]-addrs[0]+uint64(t.arch.MaxInstLen()))}
 	if err := t.mem.ReadMem(text.start, text.b); err != nil {
 		// (The last instruction may end the mapping.)

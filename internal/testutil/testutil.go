@@ -229,16 +229,7 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 // made from (testdata/original/src/NAME.c), as BuildC builds its fixtures.
 func BuildOriginal(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	return Fixture(t, "original", name, flags, func(out string) *exec.Cmd {
-		cc := CC()
-		if _, err := exec.LookPath(cc); err != nil {
-			t.Skipf("no compiler %s", cc)
-		}
-		args := append([]string{"-g", "-O0"}, flags...)
-		args = append(args, strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
-		src := filepath.Join(Root(t), "testdata", "original", "src", name+".c")
-		return exec.Command(cc, append(args, src, "-o", out)...)
-	})
+	return buildOriginal(t, name, []string{name + ".c"}, flags)
 }
 
 // BuildOriginalUnits builds the original's program name from several of
@@ -246,7 +237,14 @@ func BuildOriginal(t testing.TB, name string, flags ...string) string {
 // ("lcount.c", "lcount2.c"), with -g -O0 and flags.
 func BuildOriginalUnits(t testing.TB, name string, units []string, flags ...string) string {
 	t.Helper()
-	return Fixture(t, "original", name+"+"+strings.Join(units, "+"), flags, func(out string) *exec.Cmd {
+	return buildOriginal(t, name+"+"+strings.Join(units, "+"), units, flags)
+}
+
+// buildOriginal builds the fixture named fixture from the original's
+// sources units.
+func buildOriginal(t testing.TB, fixture string, units, flags []string) string {
+	t.Helper()
+	return Fixture(t, "original", fixture, flags, func(out string) *exec.Cmd {
 		cc := CC()
 		if _, err := exec.LookPath(cc); err != nil {
 			t.Skipf("no compiler %s", cc)

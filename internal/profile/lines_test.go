@@ -1,0 +1,72 @@
+package profile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// linePlan turns the function plan of prog into a line plan with one
+// line per function, at its entry, and a line two functions' entries
+// share with the first: each function's count is its line's.
+func linePlan(t *testing.T, prog string, method datafile.Method, names ...string) *datafile.Plan {
+	t.Helper()
+	plan := planFor(t, prog, datafile.FuncCounting, names...)
+	plan.Method = method
+	plan.Modules[0].Files = []string{"test.c"}
+	for i, f := range plan.Funcs {
+		plan.Lines = append(plan.Lines, datafile.Line{File: 0, Line: i + 1, Addrs: []uint64{f.Entry}})
+	}
+	plan.Lines = append(plan.Lines, datafile.Line{File: 0, Line: 100, Addrs: []uint64{plan.Funcs[0].Entry}})
+	plan.ID = datafile.PlanID(plan)
+	return plan
+}
+
+// TestLineSitesShared: the counts fixture's functions (f 1,000 calls, g 3,
+// h none, fib 1,973 recursive ones), each a line at its
+// entry, one entry a second line's site too: line counting counts every
+// hit of each, the shared site for both lines; line coverage marks each
+// once.
+func TestLineSitesShared(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts", "-O2")
+	want := map[string]uint64{"f": 1000, "g": 3, "h": 0, "fib": 1973}
+	for _, method := range []datafile.Method{datafile.LineCounting, datafile.LineCoverage} {
+		plan := linePlan(t, prog, method, "f", "g", "h", "fib")
+		got := runPlan(t, plan, prog)
+		hits := got.res.Counts.Stats.Hits
+		for i, f := range plan.Funcs {
+			w := want[f.Name]
+			if method.IsCoverage() {
+				w = min(w, 1)
+			}
+			if hits[i] != w {
+				t.Errorf("%v: %s's line %d hits, want %d", method, f.Name, hits[i], w)
+			}
+		}
+		if shared := hits[len(hits)-1]; shared != hits[0] {
+			t.Errorf("%v: the line sharing %s's site %d hits, want %d", method, plan.Funcs[0].Name, shared, hits[0])
+		}
+	}
+}
+
+// TestLinePlanBadAddresses: a line plan whose sites are not this
+// program's code (a plan made for another build, or a forged one) is an
+// error, not a crash, however far apart they are.
+func TestLinePlanBadAddresses(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts", "-O2")
+	plan := linePlan(t, prog, datafile.LineCounting, "f")
+	plan.Lines[0].Addrs = append(plan.Lines[0].Addrs, plan.Funcs[0].Entry+1<<40)
+	plan.ID = datafile.PlanID(plan)
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	_, err := Run(Config{Plan: plan, Path: prog, Args: []string{filepath.Base(prog)}, Stdout: devnull, Stderr: devnull})
+	if err == nil || !strings.Contains(err.Error(), "span") {
+		t.Errorf("Run: %v, want an error: the sites span more than a module", err)
+	}
+}
