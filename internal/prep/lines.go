@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/dwarf"
@@ -38,23 +40,16 @@ type selected struct {
 	fn *dwarf.Func
 }
 
-// planLines returns the line items of the selected functions sel (in
-// module, then entry order) for method, and each module's source files in
-// listing order. A module with selected functions and no line table is
-// fatal (PRF1621).
-func planLines(mods []*openModule, sel []selected, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, error) {
+// planLines returns the line items of a line profile of mods, selected by
+// patterns line by line (lineMatches), and each module's source files in
+// listing order. A module without line tables is fatal (PRF1621); a
+// specification that is not a default and matched no line gives warning
+// PRF4106.
+func planLines(mods []*openModule, patterns []pattern, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, error) {
 	files := make([][]string, len(mods))
+	matched := make([]bool, len(patterns))
 	var lines []datafile.Line
 	for mi, m := range mods {
-		var fns []*dwarf.Func
-		for _, s := range sel {
-			if s.f.Module == mi {
-				fns = append(fns, s.fn)
-			}
-		}
-		if len(fns) == 0 {
-			continue
-		}
 		rows, err := m.file.StatementRows()
 		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
 			return nil, nil, prf.NoDebugInfo(m.module.Path)
@@ -62,28 +57,87 @@ func planLines(mods []*openModule, sel []selected, method datafile.Method, warn 
 		if err != nil {
 			return nil, nil, err
 		}
-		ml, mf := moduleLines(m, rows, fns, method, warn)
-		for i := range ml {
-			ml[i].Module = mi
+		var fns []*dwarf.Func
+		var cands []candidate
+		for i := range m.file.Funcs {
+			if fn := &m.file.Funcs[i]; fn.Unit >= 0 {
+				fns = append(fns, fn)
+				cands = append(cands, newCandidate(m, fn))
+			}
 		}
-		lines = append(lines, ml...)
-		files[mi] = mf
+		all := moduleLines(m, rows, fns, method, warn)
+		keep := map[string]bool{}
+		var kept []fileLine
+		for _, l := range all {
+			in := true
+			for pi := range patterns {
+				p := &patterns[pi]
+				switch {
+				case p.op == ExcludeAll:
+					in = false
+				case p.lineMatches(l, cands):
+					matched[pi] = true
+					in = p.op == Include
+				}
+			}
+			if in {
+				kept = append(kept, l)
+				keep[l.file] = true
+			}
+		}
+		files[mi] = fileOrder(rows, keep)
+		index := map[string]int{}
+		for i, f := range files[mi] {
+			index[f] = i
+		}
+		for _, l := range kept {
+			lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
+		}
 	}
+	if len(lines) == 0 {
+		// (The original said only this: no PRF4106 before it.)
+		return nil, nil, prf.NoLines(mods[0].module.Path)
+	}
+	for pi, p := range patterns {
+		if !matched[pi] && !p.quiet && p.op != ExcludeAll {
+			warn(prf.NeverMatched(p.shown))
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
 	return lines, files, nil
 }
 
-// lineKey names a line of a module: its file's index in the module's
-// listing order, and its number.
-type lineKey struct{ file, line int }
+// lineMatches reports whether p selects line l, whose functions are
+// cands[l.fns], as the original's line profiles were selected: by a source
+// file with line ranges (a bare file name matches no line; file names
+// match whatever their case, as they did on Windows), an object module or
+// a library. A function name selects no line (lcount/sel13: PRF1622).
+func (p *pattern) lineMatches(l fileLine, cands []candidate) bool {
+	switch p.kind {
+	case kindSource:
+		low := strings.ToLower(l.file)
+		return p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low) && inRanges(p.ranges, l.line)
+	case kindObject, kindLibrary:
+		return slices.ContainsFunc(l.fns, func(f int) bool { return p.matches(&cands[f]) })
+	}
+	return false
+}
 
-// moduleLines returns the line items of the functions fns of module m,
-// whose statement rows are rows (sorted by address), in file and line
-// order, and the module's source files in listing order: the units in the
-// reverse of their order (the original listed the object given last to
-// the linker first: original.md §5.6.6), each unit's files in the order
-// its rows first name them.
-func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, []string) {
-	// The rows of the selected functions, on instruction boundaries.
+// fileLine is a line of a source file with its sites and the functions
+// (indexes) it was compiled into.
+type fileLine struct {
+	file  string
+	line  int
+	addrs []uint64
+	fns   []int
+}
+
+// moduleLines returns the lines of the functions fns of module m, whose
+// statement rows are rows (sorted by address), in file and line order.
+func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, warn func(*prf.Diagnostic)) []fileLine {
+	// The rows of the functions, on instruction boundaries.
 	type site struct {
 		row dwarf.LineRow
 		fn  int
@@ -115,51 +169,66 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 			}
 		}
 	}
-	// The files in listing order.
-	named := map[string]bool{}
-	for _, s := range sites {
-		named[s.row.File] = true
+	// The addresses of each line: per function its lowest (counting), or
+	// every one (coverage).
+	type key struct {
+		file string
+		line int
 	}
+	byLine := map[key]*fileLine{}
+	lowest := map[[2]any]int{} // (line, function) -> index in its addrs
+	for _, s := range sites {
+		k := key{s.row.File, s.row.Line}
+		l := byLine[k]
+		if l == nil {
+			l = &fileLine{file: k.file, line: k.line}
+			byLine[k] = l
+		}
+		if !slices.Contains(l.fns, s.fn) {
+			l.fns = append(l.fns, s.fn)
+		}
+		if method == datafile.LineCounting {
+			fk := [2]any{k, s.fn}
+			if i, ok := lowest[fk]; ok {
+				l.addrs[i] = min(l.addrs[i], s.row.Addr)
+				continue
+			}
+			lowest[fk] = len(l.addrs)
+		}
+		l.addrs = append(l.addrs, s.row.Addr)
+	}
+	lines := make([]fileLine, 0, len(byLine))
+	for _, l := range byLine {
+		slices.Sort(l.addrs)
+		l.addrs = slices.Compact(l.addrs)
+		lines = append(lines, *l)
+	}
+	slices.SortFunc(lines, func(a, b fileLine) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.line, b.line)) })
+	return lines
+}
+
+// fileOrder returns the files of keep in listing order: the units in the
+// reverse of their order (the original listed the object given last to the
+// linker first: original.md §5.6.6), each unit's files in the order its
+// rows first name them.
+func fileOrder(rows []dwarf.LineRow, keep map[string]bool) []string {
 	byUnit := map[int][]string{}
 	seen := map[[2]any]bool{}
 	for _, r := range rows {
-		if k := [2]any{r.Unit, r.File}; named[r.File] && !seen[k] {
+		if k := [2]any{r.Unit, r.File}; keep[r.File] && !seen[k] {
 			seen[k] = true
 			byUnit[r.Unit] = append(byUnit[r.Unit], r.File)
 		}
 	}
-	units := slices.Sorted(maps.Keys(byUnit))
-	order := map[string]int{}
 	var files []string
-	for _, u := range slices.Backward(units) {
+	listed := map[string]bool{}
+	for _, u := range slices.Backward(slices.Sorted(maps.Keys(byUnit))) {
 		for _, f := range byUnit[u] {
-			if _, ok := order[f]; !ok {
-				order[f] = len(files)
+			if !listed[f] {
+				listed[f] = true
 				files = append(files, f)
 			}
 		}
 	}
-	// The addresses of each line: per function its lowest (counting), or
-	// every one (coverage).
-	addrs := map[lineKey][]uint64{}
-	lowest := map[[3]int]int{} // (file, line, function) -> index in addrs[key]
-	for _, s := range sites {
-		k := lineKey{order[s.row.File], s.row.Line}
-		if method == datafile.LineCounting {
-			fk := [3]int{k.file, k.line, s.fn}
-			if i, ok := lowest[fk]; ok {
-				addrs[k][i] = min(addrs[k][i], s.row.Addr)
-				continue
-			}
-			lowest[fk] = len(addrs[k])
-		}
-		addrs[k] = append(addrs[k], s.row.Addr)
-	}
-	lines := make([]datafile.Line, 0, len(addrs))
-	for k, a := range addrs {
-		slices.Sort(a)
-		lines = append(lines, datafile.Line{File: k.file, Line: k.line, Addrs: slices.Compact(a)})
-	}
-	slices.SortFunc(lines, func(a, b datafile.Line) int { return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line)) })
-	return lines, files
+	return files
 }

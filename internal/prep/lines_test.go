@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"os/exec"
 	"path/filepath"
@@ -152,5 +153,90 @@ func TestLinesNeedDebugInfo(t *testing.T) {
 		Specs: append(defaults(t), Spec{Op: ExcludeAll}), Calibration: -1}, nil)
 	if d := (*prf.Diagnostic)(nil); !errors.As(err, &d) || d.Code != 1622 {
 		t.Errorf("/EXCALL: %v, want PRF1622", err)
+	}
+}
+
+// TestLineSelection selects the lines of the original's lcount program as
+// its sel goldens did (lcount/selN: /INC and /EXC with source files and
+// line ranges, object modules, a function name, reversed and blank-only
+// ranges, a bare file name) and compares the lines with the ones the
+// original profiled (record 7 of selN-plist-t.out), or its diagnostics.
+// Windows names become Linux ones (lcount.obj: lcount.o). The lines gcc
+// gives no code of their own (27, 28, 32 of lcount.c) are the only ones
+// the original has and the plan may not.
+func TestLineSelection(t *testing.T) {
+	prog := buildLcount(t, "-g", "-O0")
+	inc := func(s string) Spec { return Spec{Op: Include, Text: s} }
+	exc := func(s string) Spec { return Spec{Op: Exclude, Text: s} }
+	all := Spec{Op: ExcludeAll}
+	for _, c := range []struct {
+		golden string
+		specs  []Spec
+		fatal  int // the PRF number of a fatal error
+		warn   int // of a warning
+	}{
+		{golden: "sel1", specs: []Spec{all, inc("lcount.c(16-30)")}},
+		{golden: "sel2", specs: []Spec{exc("lcount.c(6-9)")}},
+		{golden: "sel3", specs: []Spec{all, inc("lcount.c(20-22,35-37)")}},
+		{golden: "sel4", specs: []Spec{all, inc("lcount2.c(0-0)")}},
+		{golden: "sel5", specs: []Spec{exc("lcount2.c")}, warn: 4106},
+		{golden: "sel6", specs: []Spec{all, inc("lcount.c(3-5)")}, fatal: 1622},
+		{golden: "sel7", specs: []Spec{all, inc("lcount.c(23-23)")}, fatal: 1622},
+		{golden: "sel8", specs: []Spec{all, inc("lcount.c(21)")}},
+		{golden: "sel9", specs: []Spec{all, inc("lcount.c(5-")}, fatal: 1422},
+		{golden: "sel10", specs: []Spec{all, inc("lcount.c(30-20)")}, fatal: 1622},
+		{golden: "sel11", specs: []Spec{exc("lcount.o")}},
+		{golden: "sel12", specs: []Spec{all, inc("lcount2.o")}},
+		{golden: "sel13", specs: []Spec{all, inc("square")}, fatal: 1622},
+		{golden: "sel14", specs: []Spec{exc("nosuch.c")}, warn: 4106},
+		{golden: "sel15", specs: []Spec{all}, fatal: 1622},
+		{golden: "sel16", specs: []Spec{exc("lcount.c(0-0)")}},
+		{golden: "sel17", specs: []Spec{all, inc("lcount.c(19-20)")}},
+		{golden: "sel18", specs: []Spec{all, inc("lcount.c(21-22)"), inc("lcount.c(36-36)")}},
+		{golden: "sel19", specs: []Spec{exc("lcount.c")}, warn: 4106},
+		{golden: "sel20", specs: []Spec{all, inc("lcount.c(0-0)"), exc("lcount.c(21-28)")}},
+		{golden: "sel22", specs: []Spec{all, inc("lcount.c(21-22,35-37,13-13)")}},
+		{golden: "sel23", specs: []Spec{all, inc("LCOUNT.C(21-22)")}},
+	} {
+		t.Run(c.golden, func(t *testing.T) {
+			var warnings []int
+			plan, err := buildPlan(Options{Method: datafile.LineCounting, Programs: []string{prog}, Calibration: -1,
+				Specs: append(defaults(t), c.specs...),
+				Warn:  func(d *prf.Diagnostic) { warnings = append(warnings, d.Code) }}, nil)
+			if c.fatal != 0 {
+				if d := (*prf.Diagnostic)(nil); !errors.As(err, &d) || d.Code != c.fatal {
+					t.Errorf("%v, want PRF%d", err, c.fatal)
+				}
+				if len(warnings) != 0 {
+					t.Errorf("warnings %v before the fatal error: the original printed none", warnings)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantWarnings []int
+			if c.warn != 0 {
+				wantWarnings = append(wantWarnings, c.warn)
+			}
+			if !slices.Equal(warnings, wantWarnings) {
+				t.Errorf("warnings %v, want %v", warnings, wantWarnings)
+			}
+			var got []string
+			for _, l := range plan.Lines {
+				got = append(got, fmt.Sprintf("%s:%d", filepath.Base(plan.Modules[0].Files[l.File]), l.Line))
+			}
+			var want []string
+			for _, l := range strings.Split(testutil.OriginalText(t, "lcount/"+c.golden+"-plist-t.out"), "\n") {
+				f := strings.Split(strings.TrimSpace(l), "\t")
+				if len(f) == 5 && f[0] == "7" && !(f[2] == "lcount.c" && (f[3] == "27" || f[3] == "28" || f[3] == "32")) {
+					want = append(want, f[2]+":"+f[3])
+				}
+			}
+			if !slices.Equal(got, want) || len(want) == 0 {
+				t.Errorf("lines %v\nthe original's %v", got, want)
+			}
+			t.Logf("%d lines", len(got))
+		})
 	}
 }

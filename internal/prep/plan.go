@@ -117,7 +117,12 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	for _, m := range mods {
 		plan.Modules = append(plan.Modules, m.module)
 	}
-	sel := selectFunctions(mods, patterns, warn)
+	// (A line profile selects line by line: its warnings are planLines'.)
+	funcWarn := warn
+	if !o.Method.IsFunction() {
+		funcWarn = func(*prf.Diagnostic) {}
+	}
+	sel := selectFunctions(mods, patterns, funcWarn)
 	for _, s := range sel {
 		plan.Funcs = append(plan.Funcs, s.f)
 	}
@@ -126,7 +131,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		if !mods[0].file.HasDWARF {
 			return nil, prf.NoDebugInfo(mods[0].module.Path)
 		}
-		lines, files, err := planLines(mods, sel, o.Method, warn)
+		lines, files, err := planLines(mods, patterns, o.Method, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +143,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 			plan.Modules[mi].Files = files[mi]
 		}
 	}
-	if len(plan.Funcs) == 0 {
+	if len(plan.Funcs) == 0 && o.Method.IsFunction() {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
 			return nil, prf.Stripped(mods[0].module.Path, hex.EncodeToString(f.BuildID))
 		}

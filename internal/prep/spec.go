@@ -73,6 +73,10 @@ type pattern struct {
 	// ranges restrict a source specification to declaration lines; nil (no
 	// parentheses, or a 0-0 range) means every line.
 	ranges []lineRange
+	// lined is set for a source specification written with line ranges
+	// (0-0 included): in a line profile a bare source file matches nothing,
+	// as in the original.
+	lined bool
 	// shown is the text PRF4106 prints: the specification without ranges.
 	shown string
 	quiet bool
@@ -120,7 +124,7 @@ func parseSpec(s Spec) (pattern, error) {
 			}
 			return p, prf.SpecSyntax(shown)
 		}
-		p.kind, p.glob, p.ranges, p.shown = kindSource, name, ranges, name
+		p.kind, p.glob, p.ranges, p.shown, p.lined = kindSource, name, ranges, name, true
 		return p, nil
 	}
 	if text == "" {
