@@ -56,9 +56,9 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 		t.cfg.Warn(prf.NoSlots(err))
 		area = 0
 	}
-	image := make([]byte, size)
 	bp := t.arch.Breakpoint()
-	var spans []span
+	spans := make([]span, 0, len(addrs))
+	sites := make([]site, len(addrs)) // (one allocation for all)
 	for n, addr := range addrs {
 		code := text.b[addr-text.start:]
 		code = code[:min(len(code), t.arch.MaxInstLen())]
@@ -67,39 +67,44 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 			cell = area + uint64(n)*slot
 		}
 		lines := items[addr]
-		s := &site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: slices.Clone(code[:len(bp)]), slot: cell}
-		d, err := t.arch.Displace(code, addr, cell)
-		if err == nil && d.Emulate == nil && cell == 0 {
-			err = fmt.Errorf("no slot for the displaced instruction")
-		}
-		switch {
-		case err == nil:
-			s.disp, s.displaced = d, true
-			if d.Slot != nil {
-				copy(image[cell-area:], d.Slot)
-				t.slots[cell] = s
-			}
-		case !t.coverage:
-			// (Coverage removes the breakpoint at its first hit: it
-			// needs no displacement.)
-			l, m := &t.plan.Lines[lines[0]], &t.plan.Modules[mi]
-			file := "?"
-			if l.File >= 0 && l.File < len(m.Files) {
-				file = m.Files[l.File]
-			}
-			t.cfg.Warn(prf.CannotProfileLine(l.Line, file, m.Name, err))
-			continue
-		}
-		t.sites[addr] = s
+		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(bp)], slot: cell,
+			pending: true, code: code}
+		t.sites[addr] = &sites[n]
 		spans = append(spans, span{addr, bp})
-	}
-	if area != 0 {
-		if err := t.mem.WriteMem(area, image); err != nil {
-			return fmt.Errorf("write slots: %w", err)
-		}
 	}
 	if err := t.writeCode(text, spans); err != nil {
 		return fmt.Errorf("plant breakpoints: %w", err)
 	}
 	return nil
+}
+
+// displaceLater prepares, at its first hit, how a thread steps over the
+// instruction of line site s (its slot written into the program then),
+// and reports whether it could: a line whose instruction cannot be
+// displaced is warned about (PRF4624), and its breakpoint taken out after
+// this hit.
+func (t *tracer) displaceLater(s *site) bool {
+	s.pending = false
+	d, err := t.arch.Displace(s.code, s.addr, s.slot)
+	if err == nil && d.Emulate == nil && s.slot == 0 {
+		err = fmt.Errorf("no slot for the displaced instruction")
+	}
+	if err == nil && d.Slot != nil {
+		err = t.mem.WriteMem(s.slot, d.Slot)
+	}
+	if err != nil {
+		l := &t.plan.Lines[s.item]
+		m := &t.plan.Modules[l.Module]
+		file := "?"
+		if l.File >= 0 && l.File < len(m.Files) {
+			file = m.Files[l.File]
+		}
+		t.cfg.Warn(prf.CannotProfileLine(l.Line, file, m.Name, fmt.Errorf("%w; counted until its first hit", err)))
+		return false
+	}
+	s.disp, s.displaced = d, true
+	if d.Slot != nil {
+		t.slots[s.slot] = s
+	}
+	return true
 }

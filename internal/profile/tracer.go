@@ -32,6 +32,11 @@ type site struct {
 	displaced bool
 	slot      uint64 // the site's out-of-line slot, or 0
 	hits      int    // the times an exit site was hit (timing in-process)
+	// pending marks a line site whose displacement is prepared at its
+	// first hit (most lines of a program never run): code holds the
+	// instruction's bytes.
+	pending bool
+	code    []byte
 }
 
 // thread is one traced thread.
@@ -529,6 +534,11 @@ func (t *tracer) trap(th *thread) error {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).
 			t.cfg.Warn(prf.ExitTakenOut(t.plan.Funcs[s.exit].Name, exitStops))
+			return t.retire(th, s)
+		}
+	}
+	if s.pending && !(t.coverage && !th.foreign) {
+		if !t.displaceLater(s) {
 			return t.retire(th, s)
 		}
 	}
