@@ -241,9 +241,15 @@ func TestFullRings(t *testing.T) {
 	// (Beside other test processes the thread may wait for a CPU.)
 	t.Logf("%d stops for a full ring; tiny %.2f ms in all (the program saw %.2f ms, stops included), slow %.2f ms",
 		got.res.FullRings, float64(got.self["tiny"])/1e6, float64(tiny)/1e6, float64(got.self["slow"])/1e6)
+	// Under the arm64 VM's emulation each of the 2,600 stops leaves a few
+	// microseconds behind (seen: 12.7 ms in all, against 1,417 ms of
+	// stops the program saw).
 	high := 10.0
-	if testutil.Accuracy() && !testutil.Slow() {
-		high = 2 // (under emulation a stop leaves microseconds behind)
+	switch {
+	case testutil.Slow():
+		high = 40
+	case testutil.Accuracy():
+		high = 2
 	}
 	if ms := float64(got.self["tiny"]) / 1e6; ms < 0.5 || ms > high {
 		t.Errorf("tiny's time %.2f ms, want about 1 ms (at most %.0f)", ms, high)
