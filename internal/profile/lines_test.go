@@ -1,12 +1,15 @@
 package profile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -68,5 +71,23 @@ func TestLinePlanBadAddresses(t *testing.T) {
 	_, err := Run(Config{Plan: plan, Path: prog, Args: []string{filepath.Base(prog)}, Stdout: devnull, Stderr: devnull})
 	if err == nil || !strings.Contains(err.Error(), "span") {
 		t.Errorf("Run: %v, want an error: the sites span more than a module", err)
+	}
+}
+
+// TestDisplaceLaterFails: a line site whose instruction needs an
+// out-of-line slot and has none (no room was found near the module) is
+// warned about at its first hit, naming the line, and reported as not
+// displaced, so that its breakpoint is taken out rather than run again.
+func TestDisplaceLaterFails(t *testing.T) {
+	var warnings []string
+	tr := &tracer{arch: instr.AMD64, cfg: Config{Warn: func(d *prf.Diagnostic) { warnings = append(warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
+		plan: &datafile.Plan{Modules: []datafile.Module{{Name: "prog", Files: []string{"parse.c"}}},
+			Lines: []datafile.Line{{File: 0, Line: 42, Addrs: []uint64{0x1000}}}}}
+	s := &site{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}} // mov %rdi,%rax
+	if tr.displaceLater(s) || s.displaced || s.pending {
+		t.Errorf("displaced %v, pending %v: want neither, for a slot that is not there", s.displaced, s.pending)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "PRF4624") || !strings.Contains(warnings[0], "line 42 of parse.c") {
+		t.Errorf("warnings %q, want one PRF4624 naming line 42 of parse.c", warnings)
 	}
 }
