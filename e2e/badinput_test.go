@@ -215,18 +215,18 @@ func TestDump(t *testing.T) {
 	wantFail(t, tool(t, dir, "plist", "--dump", "nosuch.pbt"), 1, "PRF1011")
 }
 
-// TestSharedLibraryNotYet: a shared library given to PREP is a module of
-// the plan; until libraries are planted, PROFILE says its functions are not
-// counted rather than reporting zeros silently.
-func TestSharedLibraryNotYet(t *testing.T) {
+// TestStaticProgramLibraries: a static program has no dynamic linker to
+// follow, and loads no library: PROFILE says so (PRF4655, naming the
+// library) rather than reporting the library's functions as never called.
+func TestStaticProgramLibraries(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	dir := t.TempDir()
-	prog := install(t, testutil.BuildC(t, "counts"), dir)
+	prog := install(t, testutil.BuildC(t, "counts", "-static"), dir)
 	lib := install(t, testutil.BuildC(t, "libsq", "-shared", "-fPIC"), dir)
 	must(t, dir, "prep", "/nologo", "/FC", prog, lib)
 	r := must(t, dir, "profile", "/nologo", prog)
-	if !strings.Contains(r.stderr, "warning PRF4541") || !strings.Contains(r.stderr, lib) {
-		t.Errorf("profile: stderr %q, want warning PRF4541 naming %s", r.stderr, lib)
+	if !strings.Contains(r.stderr, "warning PRF4655") || !strings.Contains(r.stderr, lib) {
+		t.Errorf("profile: stderr %q, want warning PRF4655 naming %s", r.stderr, lib)
 	}
 }
 

@@ -99,10 +99,17 @@ func exists(name string) bool {
 	return err == nil
 }
 
-// WithExt adds ext (".pbt") to a file name that has none, as the original
-// did for the names given to /OT, /OI and /O: the outputs.
+// WithExt adds ext (".pbt") to a file name given for an output (/OT, /OI,
+// /O) unless it already ends in a data file's extension: the original
+// took any extension as given, but on Linux a program's or library's own
+// name has dots (libfoo.so, app.v2), and /O libfoo.so must not write over
+// the library.
 func WithExt(name, ext string) string {
-	if name == "" || filepath.Ext(filepath.Base(name)) != "" {
+	switch strings.ToLower(filepath.Ext(filepath.Base(name))) {
+	case ".pbi", ".pbo", ".pbt":
+		return name
+	}
+	if name == "" {
 		return name
 	}
 	return name + ext

@@ -88,6 +88,9 @@ func TestWithExt(t *testing.T) {
 		{"prog.pbt", ".pbt", "prog.pbt"},
 		{"dir.d/name", ".pbt", "dir.d/name.pbt"},
 		{"/usr/bin/gzip", ".pbi", "/usr/bin/gzip.pbi"},
+		{"libfoo.so", ".pbo", "libfoo.so.pbo"},
+		{"app.v2", ".pbt", "app.v2.pbt"},
+		{"RUN.PBO", ".pbo", "RUN.PBO"},
 		{"", ".pbt", ""},
 	}
 	for _, tt := range tests {

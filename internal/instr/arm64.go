@@ -85,9 +85,10 @@ func (arm64) SetSyscall(r Regs, nr uint64, args ...uint64) {
 func (arm64) SyscallResult(r Regs) uint64 { return r.Reg(0) }
 
 // SyscallNumber returns the arm64 Linux number of s
-// (include/uapi/asm-generic/unistd.h): mmap 222, openat 56, close 57.
+// (include/uapi/asm-generic/unistd.h): mmap 222, openat 56, close 57,
+// munmap 215.
 func (arm64) SyscallNumber(s Syscall) uint64 {
-	return [...]uint64{SysMmap: 222, SysOpenat: 56, SysClose: 57}[s]
+	return [...]uint64{SysMmap: 222, SysOpenat: 56, SysClose: 57, SysMunmap: 215}[s]
 }
 
 // a64Op is what an arm64 instruction is to Displace.

@@ -237,6 +237,7 @@ const (
 	SysMmap Syscall = iota
 	SysOpenat
 	SysClose
+	SysMunmap
 )
 
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.

@@ -448,6 +448,28 @@ func ExitTakenOut(fn string, n int) *Diagnostic {
 	return newDiag(4653, Warning, nil, "an exit of function %s kept a breakpoint and was hit %d times: it is taken out, the function's calls end at their thread's next event", fn, n)
 }
 
+// LibraryChanged warns that a shared library of the plan, loaded by the
+// program, is not the file PREP read: it is not profiled.
+func LibraryChanged(path, pbi string) *Diagnostic {
+	d := newDiag(4654, Warning, nil, "timestamp of %s has changed since PREP was run: it is not profiled", path)
+	d.Hint = fmt.Sprintf("%s was rebuilt or replaced since prep read it: run prep again to write a new %s", path, pbi)
+	return d
+}
+
+// LibrariesNotFollowed warns that the libraries of the plan cannot be
+// followed as the program loads them (no dynamic linker, or none PROFILE
+// knows): their counts stay zero.
+func LibrariesNotFollowed(names string, err error) *Diagnostic {
+	return newDiag(4655, Warning, err, "shared libraries %s are not profiled: cannot follow the dynamic linker", names)
+}
+
+// BreakpointBack warns that a breakpoint PROFILE had removed was found in
+// the program's memory again, and removed again: a fault of PROFILE's or
+// of the machine's, reported so that it is not silent.
+func BreakpointBack(addr uint64) *Diagnostic {
+	return newDiag(4656, Warning, nil, "a breakpoint removed at %#x was found in memory again: removed again", addr)
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

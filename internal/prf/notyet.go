@@ -24,7 +24,6 @@ const (
 var pending = map[Feature]string{
 	FunctionSampling: "function sampling (/FS)",
 	Trace:            "execution traces (/TRACE)",
-	SharedLibraries:  "profiling shared libraries",
 }
 
 // Unavailable returns PRF1001 when f is not available yet in this version,
@@ -35,15 +34,4 @@ func Unavailable(f Feature) error {
 		return nil
 	}
 	return newDiag(1001, Fatal, nil, "%s is not available yet in this version", what)
-}
-
-// LibraryNotCounted warns, with PRF4541, that the functions of a shared
-// library of the plan are not counted because [SharedLibraries] is not
-// available yet; nil when it is.
-func LibraryNotCounted(name string) *Diagnostic {
-	what, ok := pending[SharedLibraries]
-	if !ok {
-		return nil
-	}
-	return newDiag(4541, Warning, nil, "functions of %s are not counted: %s is not available yet in this version", name, what)
 }

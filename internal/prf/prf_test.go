@@ -174,11 +174,6 @@ func TestUnavailable(t *testing.T) {
 			t.Errorf("feature %d is built, but Unavailable says %v", f, err)
 		}
 	}
-	if _, ok := pending[SharedLibraries]; ok {
-		if w := LibraryNotCounted("libm.so.6"); w == nil || w.Code != 4541 || w.Severity != Warning {
-			t.Errorf("LibraryNotCounted = %#v", w)
-		}
-	}
 }
 
 // catalogue is every constructor of the catalogue, with arguments.
@@ -197,6 +192,7 @@ func catalogue() []*Diagnostic {
 		StartIgnored(), StartNotFound("x"), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
 		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
+		LibraryChanged("libf.so", "p.pbi"), LibrariesNotFollowed("libf.so", err), BreakpointBack(0x1000),
 		ClockZero(), SortMismatch("p.pbt"),
 	}
 }

@@ -245,12 +245,12 @@ func (t *tracer) mapShared(path string, pathAt, size uint64) (uint64, error) {
 	if err := t.mem.WriteMem(pathAt, append([]byte(path), 0)); err != nil {
 		return 0, fmt.Errorf("write %s into the program: %w", path, err)
 	}
-	fd, err := t.inject(t.pid, instr.SysOpenat, atFDCWD, pathAt, oRDWR|oCLOEXEC, 0)
+	fd, err := t.inject(t.setupThread(), instr.SysOpenat, atFDCWD, pathAt, oRDWR|oCLOEXEC, 0)
 	if err != nil {
 		return 0, fmt.Errorf("open %s: %w", path, err)
 	}
-	addr, err := t.inject(t.pid, instr.SysMmap, 0, size, protRW, mapShared, fd, 0)
-	if _, cerr := t.inject(t.pid, instr.SysClose, fd); err == nil && cerr != nil {
+	addr, err := t.inject(t.setupThread(), instr.SysMmap, 0, size, protRW, mapShared, fd, 0)
+	if _, cerr := t.inject(t.setupThread(), instr.SysClose, fd); err == nil && cerr != nil {
 		err = cerr
 	}
 	return addr, err

@@ -23,8 +23,14 @@ import (
 // second.
 func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 	items := map[uint64][]int{} // site -> the lines there
+	coverage := t.plan.Method.IsCoverage()
+	if coverage && t.lineSites == nil {
+		t.lineSites = make([][]*site, len(t.plan.Lines))
+	}
 	for i, l := range t.plan.Lines {
-		if l.Module != mi {
+		if l.Module != mi || (coverage && t.hits[i] != 0) {
+			// (A line covered in an earlier load of a library is
+			// not planted again.)
 			continue
 		}
 		for _, a := range l.Addrs {
@@ -57,6 +63,8 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
 		area = 0
+	} else {
+		t.areas[mi] = append(t.areas[mi], [2]uint64{area, size})
 	}
 	bp := t.arch.Breakpoint()
 	spans := make([]span, 0, len(addrs))
@@ -73,6 +81,11 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 			pending: true, code: code}
 		t.sites[addr] = &sites[n]
 		spans = append(spans, span{addr, bp})
+		if coverage {
+			for _, i := range lines {
+				t.lineSites[i] = append(t.lineSites[i], &sites[n])
+			}
+		}
 	}
 	if err := t.writeCode(text, spans); err != nil {
 		return fmt.Errorf("plant breakpoints: %w", err)
@@ -107,6 +120,49 @@ func (t *tracer) displaceLater(s *site) bool {
 	s.disp, s.displaced = d, true
 	if d.Slot != nil {
 		t.slots[s.slot] = s
+	}
+	return true
+}
+
+// cover books a hit of line coverage at site s: each of its lines is
+// covered, once a run however many of its sites run, as the original's
+// one breakpoint per line was; and the other sites of a line newly
+// covered are removed, when every line they carry is covered, so that
+// they cost no stop (a thread already stopped at one finds it retired).
+func (t *tracer) cover(s *site) error {
+	for k := -1; k < len(s.more); k++ {
+		i := s.item
+		if k >= 0 {
+			i = s.more[k]
+		}
+		if t.hits[i] != 0 {
+			continue
+		}
+		t.hits[i] = 1
+		for _, o := range t.lineSites[i] {
+			if o == s || t.sites[o.addr] != o || !t.covered(o) {
+				continue
+			}
+			if err := t.mem.WriteMem(o.addr, o.orig); err != nil {
+				return fmt.Errorf("remove breakpoint: %w", err)
+			}
+			delete(t.sites, o.addr)
+			t.retired[o.addr] = o
+		}
+		t.lineSites[i] = nil
+	}
+	return nil
+}
+
+// covered reports whether every line of site s is covered.
+func (t *tracer) covered(s *site) bool {
+	if t.hits[s.item] == 0 {
+		return false
+	}
+	for _, i := range s.more {
+		if t.hits[i] == 0 {
+			return false
+		}
 	}
 	return true
 }

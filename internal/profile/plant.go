@@ -20,53 +20,108 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
-// plantAll plants the breakpoints of every module mapped at the exec stop:
-// the program itself. (Shared libraries are not mapped yet at that stop.)
+// plantAll instruments the program at its exec stop: the counters are
+// mapped, the program's own functions or lines are planted, and when the
+// plan has shared libraries, the dynamic linker's rendezvous is watched so
+// that each is planted when it is mapped (modules.go).
 func (t *tracer) plantAll() error {
 	maps, err := t.readMaps()
 	if err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(t.cfg.Path, &st); err != nil {
-		return prf.CannotOpen(t.cfg.Path, err)
-	}
 	t.chooseMechanism()
+	if err := t.startInproc(); err != nil {
+		return err
+	}
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
-		if m := &t.plan.Modules[mi]; m.Name != base {
-			// Shared libraries are mapped after this stop, by the dynamic
-			// linker or dlopen: planting there comes with a later version.
-			if w := prf.LibraryNotCounted(m.Name); w != nil {
-				t.cfg.Warn(w)
-			}
-		}
-	}
-	for mi := range t.plan.Modules {
-		m := &t.plan.Modules[mi]
-		if m.Name != base {
+		if t.plan.Modules[mi].Name != base {
+			t.libs = append(t.libs, mi)
 			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(t.cfg.Path, &st); err != nil {
+			return prf.CannotOpen(t.cfg.Path, err)
 		}
 		first, ok := moduleMapping(maps, base, st.Ino)
 		if !ok {
 			return fmt.Errorf("plant breakpoints: %s is not mapped in process %d", t.cfg.Path, t.pid)
 		}
-		bias := uint64(0)
-		if m.PIE {
-			bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
-		}
-		if !t.plan.Method.IsFunction() {
-			return t.plantLines(mi, bias, first.Start, maps)
-		}
-		if t.timeInProcess {
-			t.landings, t.returns = t.scanModule(maps, first)
-			t.entries = funcStarts(t.cfg.Path, bias)
-		}
-		if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
+		if err := t.plantLoaded(mi, t.cfg.Path, first, maps); err != nil {
 			return err
 		}
-		t.reportFallBacks()
+	}
+	if len(t.libs) > 0 {
+		return t.watchLibraries(maps)
+	}
+	return nil
+}
+
+// plantLoaded plants module mi, the file at path whose first mapping is
+// first, in a process with the given maps.
+func (t *tracer) plantLoaded(mi int, path string, first mapping, maps []mapping) error {
+	m := &t.plan.Modules[mi]
+	bias := uint64(0)
+	if m.PIE {
+		bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
+	}
+	if !t.plan.Method.IsFunction() {
+		return t.plantLines(mi, bias, first.Start, maps)
+	}
+	if t.timeInProcess {
+		t.scanForExits(maps, first, path, bias)
+	}
+	if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
+		return err
+	}
+	t.reportFallBacks()
+	return nil
+}
+
+// startInproc maps the counters into the program, when entries are
+// counted in-process, and gives the main thread its block; when timing
+// in-process, it writes the calibration blocks of the records' cost. It
+// runs before any module is planted, so that every module, the program's
+// or a library loaded later, finds them set up.
+func (t *tracer) startInproc() error {
+	if t.countKind == 0 {
+		if t.timeInProcess {
+			t.noRings()
+		}
 		return nil
+	}
+	// The counters' file name, for the program to open, goes in a page
+	// of its own.
+	own, err := t.mmap(0, t.pageSize)
+	if err == nil {
+		t.inproc, err = t.newInproc(t.countKind, t.plan.NumItems(), own)
+	}
+	if err != nil {
+		t.cfg.Warn(prf.NoInProcess(err))
+		t.countKind = 0
+		if t.timeInProcess {
+			t.noRings()
+		}
+		return nil
+	}
+	if err := t.giveBlock(t.pid, false); err != nil {
+		return fmt.Errorf("give the main thread its counters: %w", err)
+	}
+	if !t.timeInProcess {
+		return nil
+	}
+	with, without := t.calibrationBlocks(t.inproc.ring())
+	size := (uint64(len(with)+len(without)) + 16 + t.pageSize - 1) &^ (t.pageSize - 1)
+	at, err := t.mmap(0, size)
+	if err != nil {
+		return fmt.Errorf("map the calibration blocks: %w", err)
+	}
+	for i, block := range [][]byte{with, without} {
+		t.inproc.calibration[i] = at
+		if err := t.mem.WriteMem(at, block); err != nil {
+			return fmt.Errorf("write the calibration blocks: %w", err)
+		}
+		at += (uint64(len(block)) + 15) &^ 15
 	}
 	return nil
 }
@@ -135,8 +190,8 @@ func (t *tracer) noRings() {
 }
 
 // reportFallBacks warns about the entries, and the exits of timed
-// functions, that keep a breakpoint: how many and why, and with --verbose
-// each of them.
+// functions, of the module just planted that keep a breakpoint: how many
+// and why, and with --verbose each of them.
 func (t *tracer) reportFallBacks() {
 	ip := t.inproc
 	if ip == nil {
@@ -154,6 +209,8 @@ func (t *tracer) reportFallBacks() {
 		})
 		t.cfg.Warn(prf.BreakpointExits(len(ip.exitsLeft), len(ip.exitsLeft)+ip.exitsPatched, reasons))
 	}
+	// (A library planted later is reported on its own.)
+	ip.fellBack, ip.patched, ip.exitsLeft, ip.exitsPatched = nil, 0, nil, 0
 }
 
 // reasons counts the sites of list by reason, in a few words each, and
@@ -211,11 +268,9 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	}
 	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
 	if t.timeInProcess {
-		// Exits take trampolines, and the area holds the calibration
-		// blocks of the records' cost.
+		// Exits take trampolines, and so do return sites (see
+		// exitTrampolines).
 		exitCell = trampCell
-		nExits += 2 * calibrationRecords
-		// And return sites (see exitTrampolines).
 		calls := 0
 		for _, item := range items {
 			calls += len(t.returns[t.plan.Funcs[item].Entry+bias])
@@ -223,25 +278,14 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		nExits += min(calls, returnSites)
 	}
 	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
-	pathRoom := uint64(256) // the counters' file name, for the program to open
-	size := (cells + pathRoom + t.pageSize - 1) &^ (t.pageSize - 1)
+	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
 	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
 		area = 0
 	}
-	if area != 0 && t.inproc == nil && t.countKind != 0 {
-		ip, err := t.newInproc(t.countKind, t.plan.NumItems(), area+cells)
-		if err != nil {
-			t.cfg.Warn(prf.NoInProcess(err))
-			t.countKind = 0
-			t.noRings()
-		} else {
-			t.inproc = ip
-			if err := t.giveBlock(t.pid, false); err != nil {
-				return fmt.Errorf("give the main thread its counters: %w", err)
-			}
-		}
+	if area != 0 {
+		t.areas[mi] = append(t.areas[mi], [2]uint64{area, size})
 	}
 	if t.inproc == nil && t.timeInProcess {
 		t.noRings()
@@ -331,11 +375,6 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		var exitJumps []patchWrite
 		exitJumps, exits = t.exitTrampolines(exits, bias, text, jumps, padding, func() uint64 { return next }, alloc, image, area)
 		jumps = append(jumps, exitJumps...)
-		with, without := t.calibrationBlocks()
-		for i, block := range [][]byte{with, without} {
-			t.inproc.calibration[i] = alloc(len(block))
-			copy(image[t.inproc.calibration[i]-area:], block)
-		}
 	}
 	if exits != nil {
 		t.exitSites(exits, area, alloc, image)
@@ -356,11 +395,12 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		return fmt.Errorf("patch entries: %w", err)
 	}
 	bp := t.arch.Breakpoint()
-	for _, s := range t.sites {
+	for _, s := range t.fresh {
 		if err := t.mem.WriteMem(s.addr, bp); err != nil {
 			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
 		}
 	}
+	t.fresh = t.fresh[:0]
 	if t.inproc != nil {
 		t.inproc.sortTramps()
 	}
@@ -444,6 +484,7 @@ func (t *tracer) breakpointSite(mi, item int, bias, area uint64, alloc func(int)
 		return nil
 	}
 	t.sites[addr] = s
+	t.fresh = append(t.fresh, s)
 	return nil
 }
 
@@ -899,10 +940,17 @@ func slotArea(maps []mapping, start, size, pageSize uint64) uint64 {
 		reach  = 100 << 20 // well within the shortest reach (arm64 B)
 		none   = ^uint64(0)
 	)
-	end := start
+	// The module's mappings (its file's, from start on) and its bss, the
+	// anonymous mapping right after them; not what happens to lie next to
+	// it (the counters, another library).
+	end, path := start, ""
 	for _, m := range maps {
-		if m.Start >= start && m.Start <= end+guard {
-			end = max(end, m.End) // the module's mappings and its bss
+		switch {
+		case m.Start == start:
+			end, path = m.End, m.Path
+		case m.Start < start:
+		case path != "" && m.Path == path, m.Start == end && m.Path == "":
+			end = max(end, m.End)
 		}
 	}
 	best, bestDist := uint64(0), none
@@ -964,7 +1012,16 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		// of reach. The kernel fails with EEXIST if the range is taken.
 		flags |= mapFixedNoReplace
 	}
-	return t.inject(t.pid, instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+	return t.inject(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+}
+
+// setupThread is the stopped thread PROFILE borrows for its system calls:
+// the main thread at the start, the thread at the rendezvous later.
+func (t *tracer) setupThread() int {
+	if t.here != 0 {
+		return t.here
+	}
+	return t.pid
 }
 
 // borrow writes code over the current instruction of stopped thread tid,

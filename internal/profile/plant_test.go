@@ -63,6 +63,22 @@ func TestSlotArea(t *testing.T) {
 			want:  0x17c000,
 		},
 		{
+			// A library mapped at start-up on arm64 (seen in the VM):
+			// libc below it, the counters' 1 GiB mapping right above
+			// it, which is no part of the library.
+			name: "library between libc and the counters: below libc",
+			maps: []mapping{
+				{Start: 0xffff_5e5a_0000, End: 0xffff_5e74_2000, Path: "/lib/libc.so.6"},
+				{Start: 0xffff_5e74_2000, End: 0xffff_5e74_f000},
+				{Start: 0xffff_5e75_0000, End: 0xffff_5e75_1000, Path: "/t/libdlllib.so"},
+				{Start: 0xffff_5e75_1000, End: 0xffff_5e77_1000, Path: "/t/libdlllib.so"},
+				{Start: 0xffff_5e77_7000, End: 0xffff_9f7f_8000, Path: "/memfd:sprof-counters (deleted)"},
+				{Start: 0xffff_9f7f_8000, End: 0xffff_9f81_f000, Path: "/lib/ld-linux-aarch64.so.1"},
+			},
+			start: 0xffff_5e75_0000,
+			want:  0xffff_5e58_f000,
+		},
+		{
 			name: "no gap within reach",
 			maps: []mapping{
 				{Start: 0, End: 0x20000000}, {Start: 0x20000000, End: 0x7fff_0000_0000},

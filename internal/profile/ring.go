@@ -434,9 +434,9 @@ func (t *tracer) calibrateRing() (float64, error) {
 // calibrationBlocks returns the code of the two calibration blocks: a
 // record, calibrationRecords pieces of work (instr.CalibrationWork) each
 // after a record, a record and a breakpoint; the same without the
-// records between.
-func (t *tracer) calibrationBlocks() (with, without []byte) {
-	rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+// records between; their records go to ring r.
+func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
+	rc, _ := t.arch.RecordCode(r, 0)
 	work := instr.CalibrationWork(t.arch)
 	with, without = slices.Clone(rc.Code), slices.Clone(rc.Code)
 	for range calibrating() {
@@ -784,6 +784,43 @@ func funcStarts(path string, bias uint64) map[uint64]bool {
 		}
 	}
 	return starts
+}
+
+// scanForExits adds the landings, returns and function starts of the
+// module at path, loaded with bias, whose first mapping is first, to
+// those of the modules planted before it.
+func (t *tracer) scanForExits(maps []mapping, first mapping, path string, bias uint64) {
+	l, returns := t.scanModule(maps, first)
+	t.landings = append(t.landings, l...)
+	slices.Sort(t.landings)
+	if t.returns == nil {
+		t.returns, t.entries = map[uint64][]uint64{}, map[uint64]bool{}
+	}
+	for target, rs := range returns {
+		t.returns[target] = append(t.returns[target], rs...)
+	}
+	for a := range funcStarts(path, bias) {
+		t.entries[a] = true
+	}
+}
+
+// forgetExits forgets the landings, returns and function starts in
+// [lo, hi): a module unloaded.
+func (t *tracer) forgetExits(lo, hi uint64) {
+	in := func(a uint64) bool { return a >= lo && a < hi }
+	t.landings = slices.DeleteFunc(t.landings, in)
+	for target, rs := range t.returns {
+		if rs = slices.DeleteFunc(rs, in); in(target) || len(rs) == 0 {
+			delete(t.returns, target)
+		} else {
+			t.returns[target] = rs
+		}
+	}
+	for a := range t.entries {
+		if in(a) {
+			delete(t.entries, a)
+		}
+	}
 }
 
 // landings are the targets of the direct jumps of a module's code,

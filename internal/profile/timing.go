@@ -312,6 +312,7 @@ func (t *tracer) exitSites(exits map[int][]instr.Exit, area uint64, alloc func(i
 				t.slots[cell] = s
 			}
 			t.sites[e.PC] = s
+			t.fresh = append(t.fresh, s)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -37,6 +38,8 @@ type site struct {
 	// instruction's bytes.
 	pending bool
 	code    []byte
+	// rendezvous marks the dynamic linker's breakpoint (modules.go).
+	rendezvous bool
 }
 
 // thread is one traced thread.
@@ -68,6 +71,9 @@ type thread struct {
 	// where rings are found from the stack: the child, on its stack,
 	// writes into its ring (ring.go).
 	vforking bool
+	// retrap is the removed breakpoint it was last sent back to, to run
+	// the restored instruction in place.
+	retrap uint64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -83,6 +89,12 @@ type tracer struct {
 	pageSize uint64
 
 	sites map[uint64]*site // active breakpoints by run-time address
+	// fresh are the sites of the module being planted, whose
+	// breakpoints are written last.
+	fresh []*site
+	// lineSites are the sites of each line not covered yet (line
+	// coverage; lines.go).
+	lineSites [][]*site
 	// slots finds a site by its out-of-line slot, where its instruction
 	// runs (and may fault).
 	slots   map[uint64]*site
@@ -113,6 +125,18 @@ type tracer struct {
 	returns   map[uint64][]uint64
 	entries   map[uint64]bool
 	fullRings uint64
+	// libs are the plan's modules other than the program, its shared
+	// libraries; loaded those mapped and planted, areas the areas PROFILE
+	// mapped next to each module, rdv the dynamic linker's rendezvous,
+	// and identity whether each library file seen is the file PREP read
+	// (modules.go). here is the thread stopped at the rendezvous, which
+	// PROFILE borrows for its system calls meanwhile.
+	libs     []int
+	loaded   map[int]*loaded
+	areas    map[int][][2]uint64
+	rdv      rendezvous
+	identity map[string]bool
+	here     int
 	// touched keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	touched uint64
@@ -193,6 +217,8 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:     make([]uint64, cfg.Plan.NumItems()),
 		epoch:    time.Now(),
 		stolen:   make(map[ledgerKey]int64),
+		areas:    make(map[int][][2]uint64),
+		identity: make(map[string]bool),
 	}
 	if keepsBooks(cfg.Plan) {
 		t.books = newBooks(cfg.Plan)
@@ -511,6 +537,14 @@ func (t *tracer) trap(th *thread) error {
 		if r := t.retired[addr]; r != nil {
 			// The breakpoint was removed after this thread trapped on it:
 			// the original instruction is back, run it in place.
+			if th.retrap == addr {
+				// Back at once: the memory still holds the breakpoint
+				// (seen once in the arm64 VM, never reproduced).
+				if err := t.restore(r); err != nil {
+					return err
+				}
+			}
+			th.retrap = addr
 			t.regs.SetPC(addr)
 			return t.setAndResume(th, 0)
 		}
@@ -518,11 +552,19 @@ func (t *tracer) trap(th *thread) error {
 		t.ownTraps = true
 		return t.resume(th.tid, syscall.SIGTRAP)
 	}
+	if s.rendezvous {
+		return t.rendezvousHit(th, s)
+	}
+	th.retrap = 0
 	t.trapped++
 	switch {
 	case th.foreign:
 	case t.books != nil:
 		t.book(th, s)
+	case t.lineSites != nil:
+		if err := t.cover(s); err != nil {
+			return err
+		}
 	default:
 		t.hits[s.item]++
 		for _, i := range s.more {
@@ -654,6 +696,21 @@ func (t *tracer) retire(th *thread, s *site) error {
 	t.retired[s.addr] = s
 	t.regs.SetPC(s.addr)
 	return t.setAndResume(th, 0)
+}
+
+// restore writes the original bytes of a removed breakpoint again, when
+// the memory holds the breakpoint still, and warns of it: a thread sent
+// back to run the restored instruction trapped there again.
+func (t *tracer) restore(s *site) error {
+	b := make([]byte, len(s.orig))
+	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) {
+		return nil
+	}
+	t.cfg.Warn(prf.BreakpointBack(s.addr))
+	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+		return fmt.Errorf("remove breakpoint again: %w", err)
+	}
+	return nil
 }
 
 func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {
@@ -792,6 +849,7 @@ func (t *tracer) exec(th *thread) error {
 	clear(t.sites)
 	clear(t.slots)
 	clear(t.retired)
+	t.loaded = nil // (the rendezvous went with the image)
 	if t.inproc != nil {
 		t.inproc.tramps = nil // gone with the image; the counts are kept
 	}

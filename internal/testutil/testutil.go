@@ -258,6 +258,57 @@ func buildOriginal(t testing.TB, fixture string, units, flags []string) string {
 	})
 }
 
+// Linked is a program and a shared library built together, for the tests
+// of modules other than the program.
+type Linked struct {
+	// Prog and Lib are the sources of each (under testdata/), Name the
+	// library's file name (its soname too); Link links the program with
+	// it (else the program loads it itself, with dlopen); Flags are added
+	// to both builds.
+	Prog, Lib []string
+	Name      string
+	Link      bool
+	Flags     []string
+}
+
+// BuildLinked builds l, as BuildC builds a fixture (-g -O0, $SPROF_CFLAGS,
+// cross-built or prebuilt the same ways), and returns the paths of the
+// program and the library, side by side. A program linked with the
+// library finds it in its own directory ($ORIGIN): copy both.
+func BuildLinked(t testing.TB, name string, l Linked) (prog, lib string) {
+	t.Helper()
+	prog = Fixture(t, "linked", name, append([]string{l.Name, strings.Join(l.Prog, "+"), strings.Join(l.Lib, "+")}, l.Flags...), func(out string) *exec.Cmd {
+		cc := CC()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no compiler %s", cc)
+		}
+		flags := append(append([]string{"-g", "-O0"}, l.Flags...), strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
+		src := func(files []string) []string {
+			var out []string
+			for _, f := range files {
+				out = append(out, filepath.Join(Root(t), "testdata", f))
+			}
+			return out
+		}
+		libOut := filepath.Join(filepath.Dir(out), l.Name)
+		libArgs := append(append(slices.Clone(flags), "-shared", "-fPIC", "-Wl,-soname,"+l.Name, "-o", libOut), src(l.Lib)...)
+		progArgs := append(append(slices.Clone(flags), "-pthread", "-o", out), src(l.Prog)...)
+		if l.Link {
+			progArgs = append(progArgs, libOut, "-Wl,-rpath,$ORIGIN")
+		}
+		quote := func(args []string) string {
+			q := make([]string, len(args))
+			for i, a := range args {
+				q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+			}
+			return strings.Join(q, " ")
+		}
+		script := "set -e; " + quote(append([]string{cc}, libArgs...)) + "; " + quote(append([]string{cc}, progArgs...))
+		return exec.Command("sh", "-c", script)
+	})
+	return prog, filepath.Join(filepath.Dir(prog), l.Name)
+}
+
 // Cleanup removes the fixtures BuildC made.
 func Cleanup() {
 	buildMu.Lock()

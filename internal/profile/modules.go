@@ -1,0 +1,312 @@
+package profile
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/sourceprofiler/sprof/internal/elfid"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// Shared libraries (docs/linux.md, "Shared libraries"). A
+// library of the plan is not mapped at the exec stop: the dynamic linker
+// maps the program's DT_NEEDED libraries a little later, and dlopen
+// others at any time. The dynamic linker tells debuggers about both
+// through its rendezvous: it calls an empty function, _dl_debug_state
+// (r_debug's r_brk), after each change to its list of objects, the new
+// objects mapped but not yet relocated, their constructors not yet run.
+// PROFILE keeps a breakpoint there; at each hit it reads the memory map
+// again, plants the libraries of the plan newly mapped, and forgets those
+// unmapped (dlclose), so that a second dlopen plants them again, where
+// they land then. The counts are kept by item: they add up over loads.
+
+// The dynamic linker's symbols, glibc's and musl's (which has no
+// _r_debug state word worth reading: every stop is then a sync).
+var rendezvousNames = []string{"_dl_debug_state", "_dl_debug_state@@GLIBC_PRIVATE"}
+
+// rtConsistent is r_debug's r_state when the list of objects is stable
+// (<link.h>: RT_CONSISTENT 0, RT_ADD 1, RT_DELETE 2); the state word is
+// at offset 24 of struct r_debug on a 64-bit system.
+const (
+	rtConsistent = 0
+	rStateOffset = 24
+)
+
+// rendezvous is the dynamic linker's breakpoint: the address of
+// _dl_debug_state, and of r_debug's state word (0: unknown).
+type rendezvous struct {
+	brk, state uint64
+}
+
+// loaded is a library of the plan while it is mapped: its first
+// mapping's start and file, and the range its mappings span.
+type loaded struct {
+	start, ino uint64
+	lo, hi     uint64
+}
+
+// watchLibraries plants the breakpoint of the dynamic linker's
+// rendezvous. A program without a dynamic linker (static) loads no
+// library: PROFILE says so, and the libraries' counts stay zero.
+func (t *tracer) watchLibraries(maps []mapping) error {
+	interp, err := interpreter(t.cfg.Path)
+	if err == nil && interp == "" {
+		err = fmt.Errorf("%s is linked statically", filepath.Base(t.cfg.Path))
+	}
+	var r rendezvous
+	if err == nil {
+		r, err = t.findRendezvous(interp, maps)
+	}
+	if err != nil {
+		t.cfg.Warn(prf.LibrariesNotFollowed(t.libNames(), err))
+		return nil
+	}
+	code := make([]byte, t.arch.MaxInstLen())
+	if err := t.readCode(r.brk, code); err != nil {
+		return fmt.Errorf("read the dynamic linker's rendezvous at %#x: %w", r.brk, err)
+	}
+	d, err := t.arch.Displace(code, r.brk, 0)
+	if err != nil || d.Emulate == nil {
+		// _dl_debug_state is a bare return everywhere we know of.
+		if err == nil {
+			err = fmt.Errorf("%s needs an out-of-line slot", d.Inst.Text)
+		}
+		t.cfg.Warn(prf.LibrariesNotFollowed(t.libNames(), fmt.Errorf("the rendezvous at %#x: %w", r.brk, err)))
+		return nil
+	}
+	bp := t.arch.Breakpoint()
+	s := &site{addr: r.brk, item: -1, exit: -1, orig: code[:len(bp)], disp: d, displaced: true, rendezvous: true}
+	if err := t.mem.WriteMem(r.brk, bp); err != nil {
+		return fmt.Errorf("plant the rendezvous breakpoint at %#x: %w", r.brk, err)
+	}
+	t.sites[r.brk] = s
+	t.rdv = r
+	t.loaded = map[int]*loaded{}
+	return nil
+}
+
+// libNames names the plan's libraries, for a warning.
+func (t *tracer) libNames() string {
+	var names []string
+	for _, mi := range t.libs {
+		names = append(names, t.plan.Modules[mi].Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// interpreter returns the program's PT_INTERP, its dynamic linker, or ""
+// when it has none.
+func interpreter(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
+		if err != nil {
+			return "", fmt.Errorf("read the interpreter's name: %w", err)
+		}
+		return string(bytes.TrimRight(b, "\x00")), nil
+	}
+	return "", nil
+}
+
+// findRendezvous finds, in the dynamic linker at path as mapped in maps,
+// where _dl_debug_state and _r_debug are.
+func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error) {
+	first, ok := fileMapping(maps, path)
+	if !ok {
+		return rendezvous{}, fmt.Errorf("the dynamic linker %s is not mapped", path)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return rendezvous{}, err
+	}
+	defer f.Close()
+	bias := elfid.LoadBias(first.Start, first.Offset, elfid.LinkBase(f))
+	syms, _ := f.DynamicSymbols()
+	more, _ := f.Symbols()
+	var r rendezvous
+	for _, s := range append(syms, more...) {
+		switch {
+		case s.Value == 0:
+		case slices.Contains(rendezvousNames, s.Name) && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			r.brk = s.Value + bias
+		case s.Name == "_r_debug" && elf.ST_TYPE(s.Info) == elf.STT_OBJECT:
+			r.state = s.Value + bias + rStateOffset
+		}
+	}
+	if r.brk == 0 {
+		return rendezvous{}, fmt.Errorf("no _dl_debug_state in the dynamic linker %s", path)
+	}
+	return r, nil
+}
+
+// fileMapping returns the first mapping of the file at path (symbolic
+// links followed).
+func fileMapping(maps []mapping, path string) (mapping, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return mapping{}, false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return mapping{}, false
+	}
+	ino := sys.Ino
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return moduleMapping(maps, filepath.Base(path), ino)
+}
+
+// rendezvousHit handles a thread stopped at the rendezvous: once the
+// dynamic linker's list is consistent, the plan's libraries are planted
+// or forgotten as the memory map says. The thread then returns from
+// _dl_debug_state.
+func (t *tracer) rendezvousHit(th *thread, s *site) error {
+	if !th.foreign && t.consistent() {
+		// The thread is borrowed for system calls at the breakpoint's
+		// own address, the PC as before the trap.
+		t.regs.SetPC(s.addr)
+		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+		}
+		t.here = th.tid
+		err := t.syncLibraries()
+		t.here = 0
+		if err != nil {
+			return err
+		}
+	}
+	return t.displace(th, s)
+}
+
+// consistent reads r_debug's state: true when the list of objects is
+// stable, or when the state cannot be read.
+func (t *tracer) consistent() bool {
+	if t.rdv.state == 0 {
+		return true
+	}
+	var b [4]byte
+	if err := t.mem.ReadMem(t.rdv.state, b[:]); err != nil {
+		return true
+	}
+	return binary.LittleEndian.Uint32(b[:]) == rtConsistent
+}
+
+// syncLibraries plants the plan's libraries that are mapped and not
+// planted, and forgets those planted that are no longer mapped where they
+// were.
+func (t *tracer) syncLibraries() error {
+	if t.loaded == nil {
+		return nil // after an exec
+	}
+	maps, err := t.readMaps()
+	if err != nil {
+		return err
+	}
+	for _, mi := range t.libs {
+		first, path, ok := t.libraryMapping(maps, mi)
+		if l := t.loaded[mi]; l != nil && (!ok || first.Start != l.start || first.Inode != l.ino) {
+			if err := t.forget(mi); err != nil {
+				return err
+			}
+		}
+		if !ok || t.loaded[mi] != nil {
+			continue
+		}
+		l := &loaded{start: first.Start, ino: first.Inode, lo: first.Start, hi: first.End}
+		for _, m := range maps {
+			if m.Inode == first.Inode && m.Path == first.Path {
+				l.lo, l.hi = min(l.lo, m.Start), max(l.hi, m.End)
+			}
+		}
+		t.loaded[mi] = l
+		if err := t.plantLoaded(mi, path, first, maps); err != nil {
+			return fmt.Errorf("plant %s: %w", t.plan.Modules[mi].Name, err)
+		}
+		if t.inproc != nil {
+			t.inproc.sortTramps()
+		}
+	}
+	return nil
+}
+
+// libraryMapping finds library mi in maps: a file of the library's name
+// (as given to PREP, or the file that name links to) that is the file
+// PREP read. It returns its first mapping and its path. A file of that
+// name that has changed since PREP is warned about, once, and not
+// planted.
+func (t *tracer) libraryMapping(maps []mapping, mi int) (mapping, string, bool) {
+	m := &t.plan.Modules[mi]
+	names := []string{m.Name, filepath.Base(m.Path)}
+	if real, err := filepath.EvalSymlinks(m.Path); err == nil {
+		names = append(names, filepath.Base(real))
+	}
+	for _, mp := range maps {
+		if mp.Inode == 0 || !slices.Contains(names, filepath.Base(mp.Path)) {
+			continue
+		}
+		first, _ := moduleMapping(maps, filepath.Base(mp.Path), mp.Inode)
+		key := fmt.Sprintf("%s\x00%d", first.Path, first.Inode)
+		same, known := t.identity[key]
+		if !known {
+			same, _ = checkIdentity(first.Path, m)
+			t.identity[key] = same
+			if !same {
+				t.cfg.Warn(prf.LibraryChanged(first.Path, t.cfg.PlanPath))
+			}
+		}
+		if same {
+			return first, first.Path, true
+		}
+	}
+	return mapping{}, "", false
+}
+
+// forget drops what was planted in library mi, unmapped: its breakpoints
+// and trampolines are gone with its code, and the areas PROFILE mapped
+// next to it are unmapped. Its counts stay.
+func (t *tracer) forget(mi int) error {
+	l := t.loaded[mi]
+	delete(t.loaded, mi)
+	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
+	for _, m := range []map[uint64]*site{t.sites, t.retired} {
+		for a := range m {
+			if in(a) {
+				delete(m, a)
+			}
+		}
+	}
+	for slot, s := range t.slots {
+		if in(s.addr) {
+			delete(t.slots, slot)
+		}
+	}
+	if ip := t.inproc; ip != nil {
+		ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return in(tr.patch.Site) })
+	}
+	t.forgetExits(l.lo, l.hi)
+	for _, a := range t.areas[mi] {
+		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {
+			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[mi].Name, a[0], err)
+		}
+	}
+	delete(t.areas, mi)
+	return nil
+}
