@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,20 @@ var dlopenFixture = testutil.Linked{
 	Prog: []string{"progs/c/dlopen.c"},
 	Lib:  []string{"progs/c/libsq.c"},
 	Name: "libsq.so",
+}
+
+// sourcePath is the directory of a listing's source file, which depends
+// on where the fixtures were built.
+var sourcePath = regexp.MustCompile(`(?m)^Source file: .*/`)
+
+// comparable is a listing with what differs by nature between the
+// original's run and ours taken out: dates, the source files'
+// directories, the modules' names and their underlines.
+func comparable(listing string) string {
+	listing = strings.NewReplacer("dllhost.exe", "dllhost", "dlllib.dll", "libdlllib.so").Replace(listing)
+	listing = regexp.MustCompile(`(?m)^Source file: .*[/\\]`).ReplaceAllString(listing, "Source file: ")
+	listing = regexp.MustCompile(`(?m)^(Date:|    Command line at).*$`).ReplaceAllString(listing, "$1")
+	return regexp.MustCompile(`(?m)^-+$`).ReplaceAllString(listing, "-")
 }
 
 // moduleRecords reads the records 6 or 7 of plist /T by module: for
@@ -127,6 +142,28 @@ func TestSharedLibraryGoldens(t *testing.T) {
 				if m == "fc" && testutil.KeepsDepth(false) {
 					if tb := parseTab(t, out); tb.depth != 4 {
 						t.Errorf("call depth %d, the original 4 (main, lib_twice, lib_add, helper)", tb.depth)
+					}
+				}
+				if b.name == "O0-pie" && m[0] == 'l' {
+					// The listings, end to end: every source line, the
+					// module blocks in PREP's order (the sources are
+					// found through /D where the build's paths are not).
+					src := filepath.Join(testutil.Original(t), "src")
+					views := [][]string{nil}
+					if m == "lc" {
+						views = append(views, []string{"/SC"})
+					}
+					for _, v := range views {
+						args := append(append([]string{"/nologo", "/D", src}, v...), "dllhost")
+						listing := sourcePath.ReplaceAllString(must(t, dir, "plist", args...).stdout, "Source file: ")
+						name := "dllhost-" + m + strings.ToLower(strings.ReplaceAll(strings.Join(v, ""), "/", "-"))
+						testutil.Golden(t, filepath.Join("testdata", name+".golden"), maskDates(listing))
+						// And the original's own listing, apart from the
+						// names, dates and underlines of names.
+						orig := testutil.OriginalText(t, "dll/"+m+"-plist"+strings.ToLower(strings.ReplaceAll(strings.Join(v, ""), "/", "-"))+".out")
+						if a, b := comparable(listing), comparable(orig); a != b {
+							t.Errorf("plist %s differs from the original's:\n%s", strings.Join(args, " "), testutil.Diff([]byte(b), []byte(a)))
+						}
 					}
 				}
 				report := must(t, dir, "plist", "/nologo", "dllhost").stdout
