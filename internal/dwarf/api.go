@@ -93,6 +93,12 @@ type File struct {
 	HasDWARF bool
 	Funcs    []Func
 	Units    []Unit
+	// Imports are the functions it calls through its PLT; Needed and
+	// RunPath its DT_NEEDED libraries and the directories of its
+	// DT_RUNPATH (or DT_RPATH), as written.
+	Imports []Import
+	Needed  []string
+	RunPath []string
 	// Warnings collects non-fatal problems met while reading (dwz
 	// references, ranges outside any executable segment...).
 	Warnings []string

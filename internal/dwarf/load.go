@@ -20,6 +20,8 @@ import (
 func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error) {
 	defer catch(&err, "read "+f.Path)
 	f.identify(bin)
+	f.Imports = readImports(bin)
+	f.Needed, f.RunPath = readNeeded(bin)
 	src := bin // the file whose DWARF is read
 	switch {
 	case dbg != nil:

@@ -298,10 +298,19 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 	}
 	var cands []candidate
 	var origins []origin
+	exports := exportCache{}
 	for mi, m := range mods {
 		for fi := range m.file.Funcs {
 			fn := &m.file.Funcs[fi]
 			cands = append(cands, newCandidate(m, fn))
+			origins = append(origins, origin{mi, fn})
+		}
+		imports := importFuncs(mods, m, exports)
+		for fi := range imports {
+			fn := &imports[fi]
+			c := newCandidate(m, fn)
+			c.imported, c.noDebug = true, false
+			cands = append(cands, c)
 			origins = append(origins, origin{mi, fn})
 		}
 	}

@@ -467,9 +467,14 @@ func TestBuildPlanSharedLibrary(t *testing.T) {
 	}
 	libSyms := symbols(t, lib)
 	got := [][]string{funcNames(p, 0), funcNames(p, 1)}
-	want := [][]string{{"main"}, sortedByEntry(libSyms, "lib_twice", "lib_add")}
+	// (The program's call of lib_add goes through its PLT, below main:
+	// a function of the program's, whose source is the library.)
+	want := [][]string{{"lib_add", "main"}, sortedByEntry(libSyms, "lib_twice", "lib_add")}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("functions per module (-want +got):\n%s", diff)
+	}
+	if plt := p.Funcs[0]; plt.Source != "libfix.so" || plt.High-plt.Low != 16 || plt.File != "" {
+		t.Errorf("PLT entry %+v: want source libfix.so, 16 bytes, no declaration", plt)
 	}
 	if last := p.Funcs[len(p.Funcs)-1]; last.Module != 1 || last.Entry != max(libSyms["lib_twice"], libSyms["lib_add"]) {
 		t.Errorf("last function %+v: want the library's last", last)
@@ -480,7 +485,7 @@ func TestBuildPlanSharedLibrary(t *testing.T) {
 		t.Errorf("/EXC libfix.so left %d functions (-want +got):\n%s", len(r.plan.Funcs), diff)
 	}
 	r = mustBuild(t, []string{prog, lib}, "", Spec{Op: ExcludeAll}, Spec{Op: Include, Text: "lib*.so*"})
-	if len(funcNames(r.plan, 0)) != 0 || len(funcNames(r.plan, 1)) != 2 {
+	if gocmp.Diff([]string{"lib_add"}, funcNames(r.plan, 0)) != "" || len(funcNames(r.plan, 1)) != 2 {
 		t.Errorf("/EXCALL /INC lib*.so* gave %+v", r.plan.Funcs)
 	}
 

@@ -24,6 +24,9 @@ type candidate struct {
 	// unitIsPackage is set when source is a Go package or a Rust crate, which
 	// bare names match as well as function names.
 	unitIsPackage bool
+	// imported marks a PLT entry, whose source is the library that
+	// defines it: a library specification matches it too.
+	imported bool
 	// noDebug is set for a function known only from the symbol table of a
 	// module that has DWARF: code from static archives, the C run-time's
 	// startup objects, assembly.
@@ -69,6 +72,9 @@ func matchNames(name string) []string {
 func (p *pattern) matches(c *candidate) bool {
 	switch p.kind {
 	case kindLibrary:
+		if c.imported && (glob(p.glob, c.source) || glob(p.glob, stripVersion(c.source))) {
+			return true
+		}
 		return matchPath(p.glob, c.module, c.modulePath) ||
 			matchPath(p.glob, stripVersion(c.module), stripVersion(c.modulePath))
 	case kindArchive:
