@@ -4,14 +4,24 @@
 #   make deps    install the Debian packages the tests need (as root)
 #   make test    everything CI runs (unit, end-to-end, race, vet, lint, format,
 #                and the end-to-end suites on arm64)
+#   make install the tools, the wrappers, profiler.ini, profile.mk and the
+#                man pages under $(PREFIX) (default /usr/local), staged
+#                under $(DESTDIR) when set; make uninstall removes them
 
 GO        ?= go
 BIN       := bin
 TOOLS     := prep profile plist
+WRAPPERS  := fcount fcover ftime lcount lcover
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+bindir    := $(DESTDIR)$(PREFIX)/bin
+datadir   := $(DESTDIR)$(PREFIX)/share/sprof
+mandir    := $(DESTDIR)$(PREFIX)/share/man/man1
+docdir    := $(DESTDIR)$(PREFIX)/share/doc/sprof
 STATICCHECK_VERSION := v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-bti arm64-16k
+.PHONY: all build install uninstall test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-bti arm64-16k
 
 all: build
 
@@ -19,8 +29,26 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
 	cp internal/prep/profiler.ini $(BIN)/profiler.ini
-	cp scripts/fcount scripts/fcover scripts/ftime scripts/lcount scripts/lcover $(BIN)/
+	cp $(addprefix scripts/,$(WRAPPERS)) $(BIN)/
 	cp scripts/profile.mk $(BIN)/profile.mk
+
+# install puts everything where a Linux user looks for it: PREP reads
+# profiler.ini from ../share/sprof beside itself, and a Makefile includes
+# $(PREFIX)/share/sprof/profile.mk with one line. The man pages are made
+# from the tools' own help (--man; the wrappers' --help).
+install: build
+	install -d $(bindir) $(datadir) $(mandir) $(docdir)
+	install -m 755 $(addprefix $(BIN)/,$(TOOLS) $(WRAPPERS)) $(bindir)/
+	install -m 644 internal/prep/profiler.ini scripts/profile.mk $(datadir)/
+	for t in $(TOOLS); do $(BIN)/$$t --man >$(mandir)/$$t.1; done
+	for w in $(WRAPPERS); do scripts/man-from-help $(BIN)/$$w >$(mandir)/$$w.1; done
+	install -m 644 LICENSE README.md $(docdir)/
+
+uninstall:
+	rm -f $(addprefix $(bindir)/,$(TOOLS) $(WRAPPERS))
+	rm -f $(datadir)/profiler.ini $(datadir)/profile.mk $(docdir)/LICENSE $(docdir)/README.md
+	rm -f $(addprefix $(mandir)/,$(addsuffix .1,$(TOOLS) $(WRAPPERS)))
+	-rmdir $(datadir) $(docdir) 2>/dev/null
 
 # make test is what CI runs (after make deps): the whole check on this
 # machine, then the end-to-end suites on a real arm64 kernel in a VM, three
@@ -45,7 +73,7 @@ arm64-16k:
 # (SPROF_ACCURACY: see internal/testutil).
 unit:
 	$(GO) test ./...
-	SPROF_ACCURACY=1 $(GO) test -count=1 -p 1 -run 'TestTimingKnownWork|TestGoroutineTiming|TestTimingShortCalls' ./internal/profile ./e2e
+	SPROF_ACCURACY=1 $(GO) test -count=1 -p 1 -run 'TestTimingKnownWork|TestGoroutineTiming|TestGoexitTiming|TestTimingShortCalls' ./internal/profile ./e2e
 
 race:
 	CGO_ENABLED=1 $(GO) test -race ./...

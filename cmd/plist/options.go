@@ -105,6 +105,8 @@ var tool = cli.Tool[options]{
 		{Long: "dump", Set: func(o *options, _ cli.Value) { o.dump = true },
 			Section: cli.SectionOther, Help: "print data files (.pbi, .pbo, .pbt) as text"},
 		cli.LongHelpOption[options](),
+		cli.VersionOption[options](),
+		cli.ManOption[options](),
 	},
 	UsageHead: "PLIST [options] <inputfile>\n\noptions:\n\n",
 	UsageFoot: "\n<input file> is the name of a PBT file containing profiling statistics.\n" +

@@ -125,6 +125,8 @@ var tool = cli.Tool[options]{
 			Usage:   "<number> Set attributed stack depth",
 			Section: secCollect, Meta: "N", Help: "callers that tell stacks apart (0: all)"},
 		cli.LongHelpOption[options](),
+		cli.VersionOption[options](),
+		cli.ManOption[options](),
 	},
 	UsageHead: "PREP [options] [module-names]\n\noptions:\n\n",
 	HelpHead: "Usage: prep [OPTION]... PROGRAM [LIBRARY]...\n" +

@@ -61,6 +61,8 @@ var tool = cli.Tool[options]{
 			Section: secRunning, Help: "list the entries that keep a breakpoint"},
 		cli.UsageOption[options]("?", 1, "Display PROFILE usage"),
 		cli.LongHelpOption[options](),
+		cli.VersionOption[options](),
+		cli.ManOption[options](),
 	},
 	UsageHead: "PROFILE [options] <program> [arguments...]\n\noptions:\n\n",
 	UsageFoot: "\n<program> is the name of the executable to profile\n" +

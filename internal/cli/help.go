@@ -65,3 +65,87 @@ func (t *Tool[T]) helpName(o *Option[T]) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// manPage returns the --help text as a manual page in man(7) macros: the
+// same head, sections, options and foot, so that `man prep` and `prep
+// --help` cannot disagree. make install writes it to share/man/man1.
+func (t *Tool[T]) manPage() string {
+	var b strings.Builder
+	// The head is "Usage: NAME ..." lines ("  or:  NAME ..."), then the
+	// description; its first sentence names the page.
+	var synopses, desc []string
+	for _, l := range strings.Split(strings.TrimSuffix(t.HelpHead, "\n"), "\n") {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "Usage: "); ok {
+			synopses = append(synopses, u)
+		} else if u, ok := strings.CutPrefix(strings.TrimSpace(l), "or:  "); ok {
+			synopses = append(synopses, u)
+		} else {
+			desc = append(desc, l)
+		}
+	}
+	summary := strings.Join(desc, " ")
+	if i := strings.Index(summary, ". "); i >= 0 {
+		summary = summary[:i]
+	}
+	summary = strings.TrimSuffix(summary, ".")
+	if summary != "" {
+		summary = strings.ToLower(summary[:1]) + summary[1:]
+	}
+	fmt.Fprintf(&b, ".TH %s 1 \"\" \"sprof %s\" \"Source Profiler for Linux\"\n", strings.ToUpper(t.Name), roff(Version))
+	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", t.Name, roff(summary))
+	b.WriteString(".SH SYNOPSIS\n")
+	for i, u := range synopses {
+		if i > 0 {
+			b.WriteString(".br\n")
+		}
+		fmt.Fprintf(&b, ".B %s\n%s\n", t.Name, roff(strings.TrimPrefix(u, t.Name+" ")))
+	}
+	b.WriteString(".SH DESCRIPTION\n")
+	for _, l := range desc {
+		b.WriteString(roffLine(l))
+	}
+	b.WriteString(".PP\n")
+	for _, l := range strings.Split(strings.TrimSuffix(syntaxHelp, "\n"), "\n") {
+		b.WriteString(roffLine(l))
+	}
+	b.WriteString(".SH OPTIONS\n")
+	for _, section := range t.HelpSections {
+		fmt.Fprintf(&b, ".SS %s\n", roff(strings.TrimSuffix(section, ":")))
+		for i := range t.Options {
+			if o := &t.Options[i]; o.Section == section {
+				fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", roff(t.helpName(o)), roff(o.Help))
+			}
+		}
+	}
+	b.WriteString(".SH NOTES\n")
+	for _, l := range strings.Split(strings.TrimSuffix(t.HelpFoot, "\n"), "\n") {
+		b.WriteString(roffLine(l))
+	}
+	fmt.Fprintf(&b, ".SH ENVIRONMENT\n.TP\n.B %s\nread before the arguments, as more arguments.\n", t.Env)
+	b.WriteString(".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line.\n")
+	b.WriteString(".SH SEE ALSO\n")
+	var see []string
+	for _, n := range []string{"prep", "profile", "plist", "fcount"} {
+		if n != t.Name {
+			see = append(see, ".BR "+n+" (1)")
+		}
+	}
+	b.WriteString(strings.Join(see, ",\n") + "\n")
+	return b.String()
+}
+
+// roff escapes text for a man page: backslashes and the hyphens of
+// options.
+func roff(s string) string {
+	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+}
+
+// roffLine returns one line of running text, escaped, with a leading dot
+// or quote kept from being read as a request.
+func roffLine(s string) string {
+	s = roff(s)
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
+		s = `\&` + s
+	}
+	return s + "\n"
+}

@@ -211,6 +211,10 @@ func (p *parser[T]) apply(o *Option[T], display, arg string) error {
 		p.cmd.Help = UsageHelp
 	case longHelpOption:
 		p.cmd.Help = LongHelp
+	case versionOption:
+		p.cmd.Help = VersionHelp
+	case manOption:
+		p.cmd.Help = ManHelp
 	case noLogoOption:
 		p.cmd.NoLogo = true
 	default:

@@ -78,6 +78,8 @@ const (
 	usageOption
 	longHelpOption
 	noLogoOption
+	versionOption
+	manOption
 )
 
 // UsageOption is /HELP or /?: the original's usage text. text is its line
@@ -98,6 +100,17 @@ func LongHelpOption[T any]() Option[T] {
 	return Option[T]{Long: "help", Section: SectionOther, Help: "print this help", builtin: longHelpOption}
 }
 
+// VersionOption is --version.
+func VersionOption[T any]() Option[T] {
+	return Option[T]{Long: "version", Section: SectionOther, Help: "print the version and the licence", builtin: versionOption}
+}
+
+// ManOption is --man: this help as a manual page, which make install
+// writes to share/man/man1.
+func ManOption[T any]() Option[T] {
+	return Option[T]{Long: "man", Section: SectionOther, Help: "print this help as a man(1) page", builtin: manOption}
+}
+
 // SectionOther is the --help section of the options every tool has.
 const SectionOther = "Other options:"
 
@@ -113,6 +126,10 @@ const (
 	// LongHelp is the GNU-style help of --help, listing every option with
 	// its abbreviation and long form.
 	LongHelp
+	// VersionHelp is --version; ManHelp is --man, the --help text as a
+	// manual page.
+	VersionHelp
+	ManHelp
 )
 
 // Tool is one of the three programs: its names and its options.
@@ -176,17 +193,28 @@ func (t *Tool[T]) HelpText(h Help) string {
 		return t.usageText()
 	case LongHelp:
 		return t.longHelp()
+	case VersionHelp:
+		return t.version()
+	case ManHelp:
+		return t.manPage()
 	}
 	return ""
 }
 
+// version returns the --version text, as GNU tools print it.
+func (t *Tool[T]) version() string {
+	return t.Name + " (Source Profiler for Linux) " + Version + "\n" +
+		"A reimplementation of the Microsoft Source Profiler's PREP, PROFILE and PLIST.\n" +
+		"License: MIT. This is free software: you are free to change and redistribute it.\n"
+}
+
 // Start does what every command does after parsing its command line: the
-// banner on stderr unless /NOLOGO, the parse warnings, then the parse error
+// banner on stderr unless /NOLOGO (or --version, --man), the parse warnings, then the parse error
 // (exit status 2 for a bad command line) or the help text on stdout (status
 // 0). It returns done when the command has nothing more to do, with its
 // exit status.
 func (t *Tool[T]) Start(stdout, stderr io.Writer, c *Command[T], warnings []*prf.Diagnostic, err error) (status int, done bool) {
-	if !c.NoLogo {
+	if !c.NoLogo && c.Help != VersionHelp && c.Help != ManHelp {
 		io.WriteString(stderr, t.Banner())
 	}
 	for _, w := range warnings {

@@ -101,8 +101,9 @@ func parseDirective(line string) (Spec, error) {
 }
 
 // DefaultSpecs returns the default selections, to be applied before the
-// command line's: those of profiler.ini, read from prepBinaryDir or, when
-// there is none there, the built-in copy; then those of tools.ini, read from
+// command line's: those of profiler.ini, read from prepBinaryDir or
+// ../share/sprof beside it (readProfilerIni) or, when there is none, the
+// built-in copy; then those of tools.ini, read from
 // the directory named by $INIT or, when INIT is unset or empty, from cwd.
 // On Linux the name is tools.ini, or TOOLS.INI when only that exists.
 //
@@ -132,15 +133,29 @@ func DefaultSpecs(prepBinaryDir string, getenv func(string) string, cwd string, 
 	return append(specs, tools...), nil
 }
 
-// readProfilerIni reads profiler.ini from dir, or the built-in copy.
+// readProfilerIni reads profiler.ini from dir, PREP's own directory (the
+// build's bin/), else from ../share/sprof beside it (where make install
+// puts it: /usr/local/bin/prep reads /usr/local/share/sprof/profiler.ini),
+// else the built-in copy.
 func readProfilerIni(dir string) ([]Spec, error) {
 	if dir != "" {
-		specs, err := readIniFile(filepath.Join(dir, "profiler.ini"))
-		if !errors.Is(err, fs.ErrNotExist) {
-			return specs, err
+		for _, p := range ProfilerIniPaths(dir) {
+			specs, err := readIniFile(p)
+			if !errors.Is(err, fs.ErrNotExist) {
+				return specs, err
+			}
 		}
 	}
 	return ReadIni(bytes.NewReader(builtinProfilerIni), "built-in profiler.ini")
+}
+
+// ProfilerIniPaths are where PREP, installed in dir, looks for
+// profiler.ini, in order.
+func ProfilerIniPaths(dir string) []string {
+	return []string{
+		filepath.Join(dir, "profiler.ini"),
+		filepath.Join(filepath.Dir(dir), "share", "sprof", "profiler.ini"),
+	}
 }
 
 // readToolsIni reads tools.ini (or TOOLS.INI) from dir. When neither exists

@@ -221,3 +221,35 @@ func TestDefaultSpecsErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestProfilerIniInstalled: an installed prep ($PREFIX/bin/prep) reads
+// $PREFIX/share/sprof/profiler.ini, and one beside prep wins over it.
+func TestProfilerIniInstalled(t *testing.T) {
+	root := t.TempDir()
+	bin, share := filepath.Join(root, "bin"), filepath.Join(root, "share", "sprof")
+	for _, d := range []string{bin, share} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(dir, spec string) {
+		if err := os.WriteFile(filepath.Join(dir, "profiler.ini"), []byte("[profiler]\nexclude:"+spec+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := func() string {
+		specs, err := DefaultSpecs(bin, func(string) string { return "" }, t.TempDir(), func(*prf.Diagnostic) {})
+		if err != nil || len(specs) == 0 {
+			t.Fatalf("DefaultSpecs = %v, %v", specs, err)
+		}
+		return specs[0].Text
+	}
+	write(share, "installed")
+	if got := first(); got != "installed" {
+		t.Errorf("with share/sprof/profiler.ini: first spec %q, want installed", got)
+	}
+	write(bin, "beside")
+	if got := first(); got != "beside" {
+		t.Errorf("with bin/profiler.ini too: first spec %q, want beside", got)
+	}
+}

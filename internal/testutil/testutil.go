@@ -549,7 +549,8 @@ func (c Command) TestDiagnostics(t *testing.T, cases []Diagnostic) {
 }
 
 // TestLongHelp pins the tool's --help text to testdata/help.golden
-// (rewritten with -update) and checks that it fits 80 columns.
+// (rewritten with -update) and checks that it fits 80 columns; and its
+// --man page and --version.
 func (c Command) TestLongHelp(t *testing.T) {
 	t.Helper()
 	stdout, _, status := c.Exec(t, []string{"--nologo", "--help"}, "")
@@ -561,5 +562,24 @@ func (c Command) TestLongHelp(t *testing.T) {
 		if len(line) > 80 {
 			t.Errorf("%s --help: a line longer than 80 columns: %q", c.Name, line)
 		}
+	}
+	// The man page is the same text in man(7) macros (testdata/man.golden),
+	// with every option of --help; --version names the tool and the
+	// licence. Neither prints the banner.
+	man, stderr, status := c.Exec(t, []string{"--man"}, "")
+	if status != 0 || stderr != "" || !strings.HasPrefix(man, ".TH "+strings.ToUpper(c.Name)+" 1 ") {
+		t.Errorf("%s --man: status %d, stderr %q, page %.100q", c.Name, status, stderr, man)
+	}
+	Golden(t, "testdata/man.golden", []byte(man))
+	for _, line := range strings.Split(stdout, "\n") {
+		if name, _, ok := strings.Cut(strings.TrimSpace(line), " "); ok && strings.HasPrefix(name, "--") {
+			if !strings.Contains(man, strings.ReplaceAll(strings.TrimSuffix(name, ","), "-", `\-`)) {
+				t.Errorf("%s --man lacks %s", c.Name, name)
+			}
+		}
+	}
+	version, stderr, status := c.Exec(t, []string{"--version"}, "")
+	if status != 0 || stderr != "" || !strings.HasPrefix(version, c.Name+" (Source Profiler for Linux) ") || !strings.Contains(version, "License: MIT") {
+		t.Errorf("%s --version: status %d, stderr %q, %q", c.Name, status, stderr, version)
 	}
 }

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// installed are the files make install puts under PREFIX.
+var installed = []string{
+	"bin/prep", "bin/profile", "bin/plist",
+	"bin/fcount", "bin/fcover", "bin/ftime", "bin/lcount", "bin/lcover",
+	"share/sprof/profiler.ini", "share/sprof/profile.mk",
+	"share/man/man1/prep.1", "share/man/man1/profile.1", "share/man/man1/plist.1",
+	"share/man/man1/fcount.1", "share/man/man1/fcover.1", "share/man/man1/ftime.1",
+	"share/man/man1/lcount.1", "share/man/man1/lcover.1",
+	"share/doc/sprof/LICENSE",
+}
+
+// TestInstall installs into a temporary DESTDIR as a packager would, and
+// uses what was installed as a user would: the tools and a wrapper from
+// PATH, PREP reading the installed profiler.ini, a Makefile that includes
+// the installed profile.mk with one line, the man pages; then uninstalls.
+// The program's exit status reaches the wrapper's and make's callers,
+// after its report.
+func TestInstall(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if os.Getenv("SPROF_BIN") != "" {
+		t.Skip("the tools are prebuilt here: no make install")
+	}
+	testutil.MustHaveTool(t, "make")
+	root, dest := testutil.Root(t), t.TempDir()
+	const prefix = "/opt/sprof"
+	run := func(dir string, env []string, name string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		status := 0
+		if err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("%s: %v", name, err)
+			}
+			status = ee.ExitCode()
+		}
+		return string(out), status
+	}
+	if out, status := run(root, nil, "make", "-s", "install", "DESTDIR="+dest, "PREFIX="+prefix); status != 0 {
+		t.Fatalf("make install: status %d\n%s", status, out)
+	}
+	top := filepath.Join(dest, prefix)
+	for _, f := range installed {
+		if _, err := os.Stat(filepath.Join(top, f)); err != nil {
+			t.Errorf("not installed: %v", err)
+		}
+	}
+	for _, page := range []string{"prep", "profile", "plist", "lcover"} {
+		b, _ := os.ReadFile(filepath.Join(top, "share/man/man1", page+".1"))
+		if !strings.HasPrefix(string(b), ".TH "+strings.ToUpper(page)+" 1") || !strings.Contains(string(b), ".SH SYNOPSIS") {
+			t.Errorf("%s.1: %.200q", page, b)
+		}
+		if testutil.HaveTool("groff") {
+			if out, status := run(root, nil, "groff", "-man", "-ww", "-z", filepath.Join(top, "share/man/man1", page+".1")); status != 0 || out != "" {
+				t.Errorf("groff %s.1: status %d\n%s", page, status, out)
+			}
+		}
+	}
+
+	// The installed PREP reads the installed profiler.ini: a line added
+	// there leaves fib out of the report.
+	ini := filepath.Join(top, "share/sprof/profiler.ini")
+	b, err := os.ReadFile(ini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ini, append(b, "exclude:fib\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	counts := install(t, testutil.BuildC(t, "counts"), work)
+	seven := install(t, testutil.BuildOriginal(t, "exitcode"), work)
+	path := []string{"PATH=" + filepath.Join(top, "bin") + ":" + os.Getenv("PATH"), "PREP=", "PROFILE=", "PLIST=", "INIT="}
+	out, status := run(work, path, filepath.Join(top, "bin", "fcount"), counts)
+	if status != 0 || !strings.Contains(out, "counts.o)") || strings.Contains(out, "fib (") {
+		t.Errorf("fcount counts: status %d, want a report without fib\n%s", status, out)
+	}
+	out, status = run(work, path, filepath.Join(top, "bin", "fcount"), seven)
+	if status != 7 || !strings.Contains(out, "seven (exitcode.o)") {
+		t.Errorf("fcount exitcode: status %d, want the program's 7 after its report\n%s", status, out)
+	}
+	if out, _ := run(work, path, filepath.Join(top, "bin", "prep"), "--version"); !strings.HasPrefix(out, "prep (Source Profiler for Linux) ") {
+		t.Errorf("prep --version: %q", out)
+	}
+
+	// A Makefile of the user's, one line for the profiler.
+	mk := "PROFILE_PROG = ./" + seven + "\nPROFILE_DEPS =\ninclude " + filepath.Join(top, "share/sprof/profile.mk") + "\n"
+	if err := os.WriteFile(filepath.Join(work, "Makefile"), []byte(mk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, status = run(work, path, "make", "-s", "lcount")
+	report, _ := os.ReadFile(filepath.Join(work, seven+".lcount.txt"))
+	if status == 0 || !strings.Contains(out, "Error 7") || !strings.Contains(string(report), "Line counting") {
+		t.Errorf("make lcount: status %d, want make to fail with the program's 7 after the report\n%s\nreport:\n%s", status, out, report)
+	}
+
+	if out, status := run(root, nil, "make", "-s", "uninstall", "DESTDIR="+dest, "PREFIX="+prefix); status != 0 {
+		t.Fatalf("make uninstall: status %d\n%s", status, out)
+	}
+	for _, f := range installed {
+		if _, err := os.Stat(filepath.Join(top, f)); err == nil {
+			t.Errorf("%s left after make uninstall", f)
+		}
+	}
+}
