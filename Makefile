@@ -73,7 +73,7 @@ arm64-16k:
 # (SPROF_ACCURACY: see internal/testutil).
 unit:
 	$(GO) test ./...
-	SPROF_ACCURACY=1 $(GO) test -count=1 -p 1 -run 'TestTimingKnownWork|TestGoroutineTiming|TestGoexitTiming|TestTimingShortCalls' ./internal/profile ./e2e
+	SPROF_ACCURACY=1 $(GO) test -count=1 -p 1 -run 'TestTimingKnownWork|TestGoroutineTiming|TestGoexitTiming|TestTimingShortCalls|TestReturnSites' ./internal/profile ./e2e
 
 race:
 	CGO_ENABLED=1 $(GO) test -race ./...

@@ -10,6 +10,8 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,11 +50,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// original did (original.md §5.1).
 		err = list(&cmd.Options, cmd.Names[0], stdout, warn)
 	}
+	var gate *belowGate
+	if errors.As(err, &gate) {
+		fmt.Fprintf(stderr, "%s: %v\n", tool.Name, gate)
+		return gateStatus
+	}
 	if err != nil {
 		prf.Write(stderr, tool.Name, err)
 		return prf.ExitStatus(err)
 	}
 	return 0
+}
+
+// gateStatus is the exit status of a coverage below --fail-under: not an
+// error of PLIST's (1), nor a bad command line (2).
+const gateStatus = 3
+
+// belowGate is a coverage below --fail-under.
+type belowGate struct{ coverage, want float64 }
+
+func (g *belowGate) Error() string {
+	return fmt.Sprintf("coverage %.1f%% is below --fail-under=%.0f%%", g.coverage, g.want)
 }
 
 // list writes the report of the .pbt named input.
@@ -66,13 +84,40 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		warn(w)
 	}
 	r := o.report
-	r.Now, r.Path, r.Warn = time.Now(), path, warn
-	w := bufio.NewWriter(stdout)
-	if err := plist.Generate(w, m, r); err != nil {
-		return err
+	r.Now, r.Path, r.Warn, r.Version = time.Now(), path, warn, cli.Version
+	if o.format != "" {
+		if r.Format, err = plist.ParseFormat(o.format); err != nil {
+			return prf.InvalidOption("--format=" + o.format)
+		}
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	write := func(w io.Writer) error { return plist.Generate(w, m, r) }
+	if o.diffBase != "" {
+		basePath := cli.InputName(o.diffBase, ".pbt")
+		base, err := datafile.OpenMerged(basePath)
+		if err != nil {
+			return prf.DataFile(err)
+		}
+		r.Path = basePath
+		write = func(w io.Writer) error { return plist.WriteDiff(w, base, m, r) }
+	}
+	if o.output != "" {
+		// Written whole or not at all, as the data files are.
+		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
+			return prf.CannotOpen(o.output, err)
+		}
+	} else {
+		w := bufio.NewWriter(stdout)
+		if err := write(w); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if o.failUnder >= 0 {
+		if c := plist.Coverage(m); c < float64(o.failUnder) {
+			return &belowGate{c, float64(o.failUnder)}
+		}
 	}
 	if o.trace {
 		// No run records an execution trace: as the original, PLIST looks

@@ -33,6 +33,11 @@ func TestCommandLine(t *testing.T) {
 		edit(&o.report)
 		return o
 	}
+	withCmd := func(edit func(o *options)) options {
+		o := tool.Defaults()
+		edit(&o)
+		return o
+	}
 	sort := func(s plist.Sort) options { return with(func(o *plist.Options) { o.Sort = s }) }
 	tests := []struct {
 		name string
@@ -65,14 +70,18 @@ func TestCommandLine(t *testing.T) {
 		{"sort long", "--sort=child-time fcount", "", sort(plist.SortChildTime)},
 		{"sort long, line summary", "--sort=line-summary fcount", "", sort(plist.SortLineSummary)},
 		{"T", "/t fcount", "", with(func(o *plist.Options) { o.Tab = true })},
-		{"TRACE TR", "/tr fcount", "", options{report: plist.DefaultOptions(), trace: true}},
+		{"TRACE TR", "/tr fcount", "", withCmd(func(o *options) { o.trace = true })},
 		{"FLAT", "/flat fcount", "", with(func(o *plist.Options) { o.Flat = true })},
 		{"FLAT then INDENT", "/flat /indent fcount", "", tool.Defaults()},
 		{"INDENT then FLAT", "--indent /flat fcount", "", with(func(o *plist.Options) { o.Flat = true })},
 		{"TAB", "/tab 8 fcount", "", with(func(o *plist.Options) { o.TabWidth = 8 })},
 		{"TAB zero", "/tab 0 fcount", "", with(func(o *plist.Options) { o.TabWidth = 0 })},
 		{"env", "fcount", "/sn /nologo", sort(plist.SortName)},
-		{"dump after options", "/nologo --dump a.pbi", "", options{report: plist.DefaultOptions(), dump: true}},
+		{"dump after options", "/nologo --dump a.pbi", "", withCmd(func(o *options) { o.dump = true })},
+		{"format and output", "--format=lcov -o x.info fcount", "", withCmd(func(o *options) { o.format, o.output = "lcov", "x.info" })},
+		{"O short", "/o x.json --format json fcount", "", withCmd(func(o *options) { o.format, o.output = "json", "x.json" })},
+		{"fail-under", "--fail-under=80 fcount", "", withCmd(func(o *options) { o.failUnder = 80 })},
+		{"diff-base", "--diff-base old fcount", "", withCmd(func(o *options) { o.diffBase = "old" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,14 @@ type options struct {
 	report plist.Options
 	trace  bool // /TRACE
 	dump   bool // --dump: the names are data files to print in text form
+	// format is --format's name ("" for the listing); output is /O, the
+	// file the report goes to ("" for stdout); failUnder is
+	// --fail-under's percentage (-1: none); diffBase is --diff-base's
+	// profile.
+	format    string
+	output    string
+	failUnder int
+	diffBase  string
 }
 
 // The --help sections.
@@ -19,6 +27,7 @@ const (
 	secReport    = "Report:"
 	secSort      = "Sort order (a second sort option replaces the first with warning PRF4101):"
 	secAttribute = "Attribution listings (profiles made with prep /AT):"
+	secExport    = "Other tools' formats, checks and comparisons:"
 )
 
 // sortBy returns the setter of a sort switch.
@@ -31,7 +40,7 @@ func sortBy(s plist.Sort) func(*options, cli.Value) {
 var tool = cli.Tool[options]{
 	Name:     "plist",
 	Env:      "PLIST",
-	Defaults: func() options { return options{report: plist.DefaultOptions()} },
+	Defaults: func() options { return options{report: plist.DefaultOptions(), failUnder: -1} },
 	Options: []cli.Option[options]{
 		{Name: "C", Min: 1, Long: "count", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.report.MinCount = v.Number },
@@ -102,6 +111,18 @@ var tool = cli.Tool[options]{
 			Set:     func(o *options, v cli.Value) { o.report.TabWidth = v.Number },
 			Usage:   "<width> Specify tab width",
 			Section: secAttribute, Meta: "N", Help: "indent by N columns (default 2)"},
+		{Name: "O", Min: 1, Long: "output", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.output = v.Text },
+			Section: secExport, Meta: "FILE", Help: "write the report to FILE instead of stdout"},
+		{Long: "format", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.format = v.Text },
+			Section: secExport, Meta: "NAME", Help: "text, tab, lcov, callgrind, pprof, folded, json"},
+		{Long: "fail-under", Arg: cli.Number,
+			Set:     func(o *options, v cli.Value) { o.failUnder = v.Number },
+			Section: secExport, Meta: "N", Help: "exit with status 3 when coverage is below N %"},
+		{Long: "diff-base", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.diffBase = v.Text },
+			Section: secExport, Meta: "BASE", Help: "list what changed since the profile BASE.pbt"},
 		{Long: "dump", Set: func(o *options, _ cli.Value) { o.dump = true },
 			Section: cli.SectionOther, Help: "print data files (.pbi, .pbo, .pbt) as text"},
 		cli.LongHelpOption[options](),
@@ -114,6 +135,7 @@ var tool = cli.Tool[options]{
 	HelpHead: "Usage: plist [OPTION]... INPUT\n" +
 		"  or:  plist --dump FILE...\n" +
 		"Write the report of the profile INPUT.pbt on standard output.\n",
-	HelpSections: []string{secReport, secSort, secAttribute, cli.SectionOther},
-	HelpFoot:     "INPUT may be given with or without its .pbt extension.\n",
+	HelpSections: []string{secReport, secSort, secAttribute, secExport, cli.SectionOther},
+	HelpFoot: "INPUT may be given with or without its .pbt extension. With --fail-under,\n" +
+		"plist exits with status 3 when the coverage is below N %, after the report.\n",
 }

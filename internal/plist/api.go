@@ -59,8 +59,15 @@ type Options struct {
 	// MinCount is /C: function-table rows and attribution entries with fewer
 	// hits are left out (original.md §5.8). PLIST's default is 1.
 	MinCount int
-	// Tab is /T: write the tab-delimited records instead of the listing.
+	// Tab is /T: write the tab-delimited records instead of the listing
+	// (Format FormatTab says the same).
 	Tab bool
+	// Format is --format: the listing (FormatText, the default), the
+	// tab-delimited records, or another tool's format.
+	Format Format
+	// Version is the creator's version written into the other tools'
+	// formats.
+	Version string
 	// Mangled is /L: print and sort by the stored (mangled) names.
 	Mangled bool
 	// FullPaths is /F: in the tab-delimited report, the module field is the

@@ -33,6 +33,8 @@ type report struct {
 	// stacks has, per function, the indices of its attribution stacks in
 	// Stats.Stacks, highest hits (or time) first.
 	stacks [][]int
+	// shared counts the functions of each displayed name (exportName).
+	shared map[string]int
 }
 
 func newReport(m *datafile.Merged, o Options) *report {
@@ -65,6 +67,9 @@ func newReport(m *datafile.Merged, o Options) *report {
 // write warns, then writes the report selected by the options.
 func (r *report) write(w io.Writer) error {
 	method := r.plan.Method
+	if r.o.Format == FormatTab {
+		r.o.Tab = true
+	}
 	switch {
 	case !method.Valid():
 		return fmt.Errorf("write report: unknown profile method %d", uint16(method))
@@ -78,9 +83,12 @@ func (r *report) write(w io.Writer) error {
 		r.warn(prf.ClockZero())
 	}
 	var err error
-	if r.o.Tab {
+	switch {
+	case r.o.Tab:
 		err = r.writeTab(w)
-	} else {
+	case r.o.Format != FormatText:
+		err = r.writeExport(w)
+	default:
 		err = r.writeListing(w)
 	}
 	if err != nil {

@@ -165,7 +165,9 @@ func TestReturnSites(t *testing.T) {
 		{"work_leaf's function time", got.self["work_leaf"], 6e6},
 		{"wrap's function+child time", got.all["wrap"], 6e6},
 	} {
-		if c.ns < c.want || c.ns > c.want*3/2 {
+		// (Beside other test processes the work takes longer: the
+		// bound above is held where the machine runs nothing else.)
+		if c.ns < c.want || (testutil.Accuracy() && c.ns > c.want*3/2) {
 			t.Errorf("%s %v, want %v and a little more", c.what, time.Duration(c.ns), time.Duration(c.want))
 		}
 	}

@@ -1,0 +1,146 @@
+package plist
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// Coverage returns the profile's coverage in percent: the functions, or
+// lines, with a hit among those profiled (0 when none is profiled). It is
+// what the listings' "Function coverage" and "Line coverage" say.
+func Coverage(m *datafile.Merged) float64 {
+	n := len(m.Plan.Funcs)
+	if !m.Plan.Method.IsFunction() {
+		n = len(m.Plan.Lines)
+	}
+	if n == 0 {
+		return 0
+	}
+	hit := 0
+	for i := range n {
+		if at(m.Stats.Hits, i) > 0 {
+			hit++
+		}
+	}
+	return 100 * float64(hit) / float64(n)
+}
+
+// diffRow is one function or line of a comparison.
+type diffRow struct {
+	name             string
+	base, now        uint64
+	baseTime, nowTim int64
+}
+
+// WriteDiff writes what changed from the profile base to m (--diff-base,
+// as pprof's -diff_base): each function, or line, whose hits or time
+// differ, matched by module and name (or module, file and line), with its
+// figure in each and the change, the largest changes first; then the
+// totals. A function or line that one profile has and the other has not
+// counts 0 there.
+func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
+	rb, rm := newReport(base, o), newReport(m, o)
+	timed := rm.hasTimes() && rb.hasTimes()
+	keys := func(r *report) map[string]int {
+		out := map[string]int{}
+		if r.plan.Method.IsFunction() {
+			for i, f := range r.plan.Funcs {
+				out[r.moduleName(f.Module)+"\x00"+f.Name] = i
+			}
+			return out
+		}
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			out[r.moduleName(l.Module)+"\x00"+r.lineFile(l)+"\x00"+strconv.Itoa(l.Line)] = i
+		}
+		return out
+	}
+	label := func(r *report, i int) string {
+		if r.plan.Method.IsFunction() {
+			return fmt.Sprintf("%s (%s)", r.names[i], r.plan.Funcs[i].Source)
+		}
+		l := &r.plan.Lines[i]
+		return fmt.Sprintf("%s:%d (%s)", r.lineFile(l), l.Line, r.moduleName(l.Module))
+	}
+	kb, km := keys(rb), keys(rm)
+	rows := map[string]*diffRow{}
+	for k, i := range km {
+		rows[k] = &diffRow{name: label(rm, i), now: rm.hits(i), nowTim: rm.funcTime(i)}
+	}
+	for k, i := range kb {
+		row := rows[k]
+		if row == nil {
+			row = &diffRow{name: label(rb, i)}
+			rows[k] = row
+		}
+		row.base, row.baseTime = rb.hits(i), rb.funcTime(i)
+	}
+	var changed []*diffRow
+	var totalBase, totalNow uint64
+	for _, row := range rows {
+		totalBase += row.base
+		totalNow += row.now
+		if row.base != row.now || (timed && row.baseTime != row.nowTim) {
+			changed = append(changed, row)
+		}
+	}
+	abs := func(d int64) int64 { return max(d, -d) }
+	slices.SortFunc(changed, func(a, b *diffRow) int {
+		da, db := int64(a.now)-int64(a.base), int64(b.now)-int64(b.base)
+		if timed {
+			da, db = a.nowTim-a.baseTime, b.nowTim-b.baseTime
+		}
+		return cmp.Or(cmp.Compare(abs(db), abs(da)), cmp.Compare(a.name, b.name))
+	})
+	bw := bufio.NewWriter(w)
+	what := "Function"
+	if !rm.plan.Method.IsFunction() {
+		what = "Line"
+	}
+	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", methodTitle(m.Plan.Method), o.Path)
+	head := fmt.Sprintf("%10s %10s %10s", "Base hits", "Hits", "Change")
+	if timed {
+		head += fmt.Sprintf(" %12s %12s %12s", "Base ms", "ms", "Change ms")
+	}
+	head += "  " + what
+	fmt.Fprintf(bw, "%s\n%s\n", head, dashes(len(head)))
+	for _, row := range changed {
+		fmt.Fprintf(bw, "%10d %10d %+10d", row.base, row.now, int64(row.now)-int64(row.base))
+		if timed {
+			fmt.Fprintf(bw, " %12.3f %12.3f %+12.3f", ms(row.baseTime), ms(row.nowTim), ms(row.nowTim-row.baseTime))
+		}
+		fmt.Fprintf(bw, "  %s\n", row.name)
+	}
+	fmt.Fprintf(bw, "\n%d of %d %ss changed; total hits %d, were %d (%+d)\n",
+		len(changed), len(rows), lower(what), totalNow, totalBase, int64(totalNow)-int64(totalBase))
+	return bw.Flush()
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func dashes(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '-'
+	}
+	return string(b)
+}
+
+func lower(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]|0x20) + s[1:]
+}
+
+// methodTitle is a profile type as the listings' first line names it.
+func methodTitle(m datafile.Method) string {
+	s := methodName(m)
+	return string(s[0]&^0x20) + s[1:]
+}

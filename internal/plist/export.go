@@ -1,0 +1,585 @@
+package plist
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// Format is a report's format: the original's listing and tab-delimited
+// records, and the formats of the tools people already use, each read by
+// its own consumer (docs/exports.md). One enum, as in pprof's report
+// package.
+type Format int
+
+// The formats.
+const (
+	FormatText      Format = iota // the original's listing (the default)
+	FormatTab                     // /T: the original's tab-delimited records 0 to 10
+	FormatLcov                    // an lcov tracefile, for genhtml and lcov
+	FormatCallgrind               // a callgrind profile, for callgrind_annotate and KCachegrind
+	FormatPprof                   // a gzipped profile.proto, for go tool pprof
+	FormatFolded                  // folded stacks, for flame graphs
+	FormatJSON                    // JSON of the documented schema
+)
+
+var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json"}
+
+// String names f as --format spells it.
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("format(%d)", int(f))
+}
+
+// ParseFormat returns the format named name (--format).
+func ParseFormat(name string) (Format, error) {
+	if i := slices.Index(formatNames, strings.ToLower(name)); i >= 0 {
+		return Format(i), nil
+	}
+	return 0, fmt.Errorf("unknown format %q (formats: %s)", name, strings.Join(formatNames, ", "))
+}
+
+// Binary reports whether f is not text (pprof's gzipped protocol buffer).
+func (f Format) Binary() bool { return f == FormatPprof }
+
+// writeExport writes the report in one of the formats of other tools.
+func (r *report) writeExport(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	var err error
+	switch r.o.Format {
+	case FormatLcov:
+		r.writeLcov(bw)
+	case FormatCallgrind:
+		r.writeCallgrind(bw)
+	case FormatPprof:
+		err = r.writePprof(bw)
+	case FormatFolded:
+		r.writeFolded(bw)
+	case FormatJSON:
+		err = r.writeJSON(bw)
+	default:
+		err = fmt.Errorf("unknown format %v", r.o.Format)
+	}
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// moduleName is the name of module mi, or "?".
+func (r *report) moduleName(mi int) string {
+	if mi >= 0 && mi < len(r.plan.Modules) {
+		return r.plan.Modules[mi].Name
+	}
+	return "?"
+}
+
+// lineFile is the recorded path of line l's source file, or "?".
+func (r *report) lineFile(l *datafile.Line) string {
+	if l.Module >= 0 && l.Module < len(r.plan.Modules) {
+		if files := r.plan.Modules[l.Module].Files; l.File >= 0 && l.File < len(files) {
+			return files[l.File]
+		}
+	}
+	return "?"
+}
+
+// lineFunc returns the function whose code holds line l's first site, or
+// -1.
+func (r *report) lineFunc(l *datafile.Line) int {
+	if len(l.Addrs) == 0 {
+		return -1
+	}
+	a := l.Addrs[0]
+	for _, i := range at(r.funcs, l.Module) {
+		if f := &r.plan.Funcs[i]; f.Low <= a && a < f.High {
+			return i
+		}
+	}
+	return -1
+}
+
+// exportName is function i's name in the other tools' formats: its
+// displayed name, followed by its source as the listings show it
+// ("lib_add (libdlllib.so)") where another function of the profile has
+// the same name (a call through the PLT and the library's function).
+func (r *report) exportName(i int) string {
+	if r.shared == nil {
+		r.shared = map[string]int{}
+		for _, n := range r.names {
+			r.shared[n]++
+		}
+	}
+	if r.shared[r.names[i]] > 1 {
+		return r.names[i] + " (" + r.plan.Funcs[i].Source + ")"
+	}
+	return r.names[i]
+}
+
+// mainValue is a function's figure in the one-value formats (folded):
+// its hits, or for timing its own time in nanoseconds.
+func (r *report) mainValue(i int) int64 {
+	if r.hasTimes() {
+		return r.funcTime(i)
+	}
+	return int64(r.hits(i))
+}
+
+// writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
+// functions (FN, FNDA: their hits, and DA: each one's first line, which
+// ran as often) for function profiles, its lines (DA) for line profiles. Functions without a source file (known from the
+// symbol table, PLT entries) have no place in it. Names are the stored
+// ones, which genhtml --demangle-cpp demangles, as gcov's tracefiles have.
+func (r *report) writeLcov(w *bufio.Writer) {
+	type record struct {
+		funcs []int
+		lines map[int]uint64
+	}
+	var order []string
+	files := map[string]*record{}
+	get := func(name string) *record {
+		if files[name] == nil {
+			files[name] = &record{lines: map[int]uint64{}}
+			order = append(order, name)
+		}
+		return files[name]
+	}
+	if r.plan.Method.IsFunction() {
+		for i, f := range r.plan.Funcs {
+			if f.File != "" {
+				rec := get(f.File)
+				rec.funcs = append(rec.funcs, i)
+			}
+		}
+	} else {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			get(r.lineFile(l)).lines[l.Line] += r.hits(i)
+		}
+	}
+	test := ""
+	if n := len(r.m.Runs); n > 0 {
+		test = lcovTestName(r.m.Runs[n-1].CommandLine)
+	}
+	for _, name := range order {
+		rec := files[name]
+		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, name)
+		hit := 0
+		for _, i := range rec.funcs {
+			fmt.Fprintf(w, "FN:%d,%s\n", max(r.plan.Funcs[i].Line, 1), r.plan.Funcs[i].Name)
+		}
+		for _, i := range rec.funcs {
+			fmt.Fprintf(w, "FNDA:%d,%s\n", r.hits(i), r.plan.Funcs[i].Name)
+			if r.hits(i) > 0 {
+				hit++
+			}
+		}
+		if len(rec.funcs) > 0 {
+			fmt.Fprintf(w, "FNF:%d\nFNH:%d\n", len(rec.funcs), hit)
+			// lcov takes a record without lines for none: each function's
+			// first line ran as often as the function was entered.
+			for _, i := range rec.funcs {
+				rec.lines[max(r.plan.Funcs[i].Line, 1)] += r.hits(i)
+			}
+		}
+		if len(rec.lines) > 0 {
+			lines := slices.Sorted(maps.Keys(rec.lines))
+			hit = 0
+			for _, n := range lines {
+				fmt.Fprintf(w, "DA:%d,%d\n", n, rec.lines[n])
+				if rec.lines[n] > 0 {
+					hit++
+				}
+			}
+			fmt.Fprintf(w, "LF:%d\nLH:%d\n", len(lines), hit)
+		}
+		w.WriteString("end_of_record\n")
+	}
+}
+
+// lcovTestName is a test name lcov accepts (letters, digits, _): the
+// program's base name.
+func lcovTestName(commandLine string) string {
+	prog, _, _ := strings.Cut(commandLine, " ")
+	name := []byte(filepath.Base(prog))
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			name[i] = '_'
+		}
+	}
+	return string(name)
+}
+
+// writeCallgrind writes a callgrind profile (Valgrind's "Callgrind Format
+// Specification"): the events are Calls (the hits) and, for timing, Time
+// (nanoseconds, the function's own); each function's cost at its
+// declaration line; with /AT, the calls from each caller, with their
+// inclusive cost; for line profiles each line's hits at the line, in the
+// function that holds it.
+func (r *report) writeCallgrind(w *bufio.Writer) {
+	timed := r.hasTimes()
+	events := "Calls"
+	if timed {
+		events += " Time"
+	}
+	fmt.Fprintf(w, "# callgrind format\nversion: 1\ncreator: sprof %s\n", r.version())
+	if n := len(r.m.Runs); n > 0 {
+		fmt.Fprintf(w, "cmd: %s\n", r.m.Runs[n-1].CommandLine)
+	}
+	fmt.Fprintf(w, "positions: line\nevents: %s\n", events)
+	cost := func(hits uint64, t int64) string {
+		if timed {
+			return fmt.Sprintf("%d %d", hits, t)
+		}
+		return fmt.Sprint(hits)
+	}
+	file := func(i int) string {
+		if i < 0 {
+			return "???"
+		}
+		if f := r.plan.Funcs[i].File; f != "" {
+			return f
+		}
+		return "???" // (callgrind's unknown file: nothing to annotate)
+	}
+	line := func(i int) int {
+		if i < 0 {
+			return 0
+		}
+		return r.plan.Funcs[i].Line
+	}
+	name := func(i int) string {
+		if i < 0 {
+			return "(outside)"
+		}
+		return r.exportName(i)
+	}
+	if !r.plan.Method.IsFunction() {
+		byFunc := map[int][]int{}
+		var order []int
+		for i := range r.plan.Lines {
+			fi := r.lineFunc(&r.plan.Lines[i])
+			if byFunc[fi] == nil {
+				order = append(order, fi)
+			}
+			byFunc[fi] = append(byFunc[fi], i)
+		}
+		var total uint64
+		for _, fi := range order {
+			l0 := &r.plan.Lines[byFunc[fi][0]]
+			fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n", r.moduleName(l0.Module), r.lineFile(l0), name(fi))
+			for _, i := range byFunc[fi] {
+				fmt.Fprintf(w, "%d %d\n", r.plan.Lines[i].Line, r.hits(i))
+				total += r.hits(i)
+			}
+		}
+		fmt.Fprintf(w, "\ntotals: %d\n", total)
+		return
+	}
+	// Calls by caller, from the attribution stacks: the nearest profiled
+	// caller of each stack calls its function.
+	type call struct {
+		callee     int
+		hits       uint64
+		inclusive  int64
+		calleeLine int
+	}
+	calls := map[int][]call{}
+	for _, s := range r.m.Stats.Stacks {
+		if s.Func < 0 || s.Func >= len(r.plan.Funcs) || len(s.Callers) == 0 {
+			continue
+		}
+		caller := s.Callers[len(s.Callers)-1]
+		if caller < 0 || caller >= len(r.plan.Funcs) {
+			continue
+		}
+		calls[caller] = append(calls[caller], call{s.Func, s.Hits, s.ChildTime, line(s.Func)})
+	}
+	var totalHits uint64
+	var totalTime int64
+	for i := range r.plan.Funcs {
+		fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n%d %s\n", r.moduleName(r.plan.Funcs[i].Module), file(i), name(i), line(i), cost(r.hits(i), r.funcTime(i)))
+		totalHits += r.hits(i)
+		totalTime += r.funcTime(i)
+		for _, c := range calls[i] {
+			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", r.moduleName(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
+				c.hits, c.calleeLine, line(i), cost(c.hits, c.inclusive))
+		}
+	}
+	fmt.Fprintf(w, "\ntotals: %s\n", cost(totalHits, totalTime))
+}
+
+// version is the creator's version.
+func (r *report) version() string {
+	if r.o.Version != "" {
+		return r.o.Version
+	}
+	return "dev"
+}
+
+// writePprof writes a profile.proto (github.com/google/pprof/profile):
+// the sample types are calls (count) and, for timing, time (nanoseconds,
+// each function's own); with /AT a sample per caller stack (the
+// function, its nearest profiled callers), else one per function; for
+// line profiles one per line, at the line, in the function that holds
+// it.
+func (r *report) writePprof(w io.Writer) error {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "calls", Unit: "count"}},
+		PeriodType: &profile.ValueType{Type: "calls", Unit: "count"},
+		Period:     1,
+	}
+	timed := r.hasTimes()
+	if timed {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
+	}
+	if n := len(r.m.Runs); n > 0 {
+		p.TimeNanos = r.m.Runs[0].Time * int64(time.Second)
+		p.Comments = []string{r.m.Runs[n-1].CommandLine}
+	}
+	for mi, m := range r.plan.Modules {
+		p.Mapping = append(p.Mapping, &profile.Mapping{ID: uint64(mi + 1), File: m.Path, BuildID: fmt.Sprintf("%x", []byte(m.BuildID))})
+	}
+	fn := make([]*profile.Function, len(r.plan.Funcs))
+	function := func(i int) *profile.Function {
+		if fn[i] == nil {
+			f := &r.plan.Funcs[i]
+			fn[i] = &profile.Function{ID: uint64(len(p.Function) + 1), Name: r.exportName(i), SystemName: f.Name,
+				Filename: f.File, StartLine: int64(f.Line)}
+			p.Function = append(p.Function, fn[i])
+		}
+		return fn[i]
+	}
+	location := func(f *profile.Function, mod, line int) *profile.Location {
+		loc := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f, Line: int64(line)}}}
+		if mod >= 0 && mod < len(p.Mapping) {
+			loc.Mapping = p.Mapping[mod]
+		}
+		p.Location = append(p.Location, loc)
+		return loc
+	}
+	values := func(hits uint64, t int64) []int64 {
+		if timed {
+			return []int64{int64(hits), t}
+		}
+		return []int64{int64(hits)}
+	}
+	if !r.plan.Method.IsFunction() {
+		files := map[string]*profile.Function{}
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			var f *profile.Function
+			if fi := r.lineFunc(l); fi >= 0 {
+				f = function(fi)
+			} else if f = files[r.lineFile(l)]; f == nil {
+				f = &profile.Function{ID: uint64(len(p.Function) + 1), Name: r.lineFile(l), Filename: r.lineFile(l)}
+				p.Function = append(p.Function, f)
+				files[r.lineFile(l)] = f
+			}
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{location(f, l.Module, l.Line)}, Value: values(r.hits(i), 0)})
+		}
+		return p.Write(w)
+	}
+	locs := make([]*profile.Location, len(r.plan.Funcs))
+	loc := func(i int) *profile.Location {
+		if locs[i] == nil {
+			locs[i] = location(function(i), r.plan.Funcs[i].Module, r.plan.Funcs[i].Line)
+		}
+		return locs[i]
+	}
+	withStacks := make([]bool, len(r.plan.Funcs))
+	for _, s := range r.m.Stats.Stacks {
+		if s.Func < 0 || s.Func >= len(r.plan.Funcs) {
+			continue
+		}
+		withStacks[s.Func] = true
+		stack := []*profile.Location{loc(s.Func)}
+		for k := len(s.Callers) - 1; k >= 0; k-- {
+			if c := s.Callers[k]; c >= 0 && c < len(r.plan.Funcs) {
+				stack = append(stack, loc(c))
+			}
+		}
+		p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: values(s.Hits, s.Time)})
+	}
+	for i := range r.plan.Funcs {
+		if !withStacks[i] {
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc(i)}, Value: values(r.hits(i), r.funcTime(i))})
+		}
+	}
+	return p.Write(w)
+}
+
+// writeFolded writes folded stacks, one line each, as flame graph tools
+// read them ("caller;callee value"): with /AT each caller stack, outermost
+// first, else each function alone; the value is the hits, or for timing
+// the function's own time in nanoseconds. Line profiles give
+// "module;file:line hits". Names are the displayed ones, with ';'
+// replaced.
+func (r *report) writeFolded(w *bufio.Writer) {
+	clean := strings.NewReplacer(";", ":", "\n", " ").Replace
+	if !r.plan.Method.IsFunction() {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			fmt.Fprintf(w, "%s;%s:%d %d\n", clean(r.moduleName(l.Module)), clean(r.lineFile(l)), l.Line, r.hits(i))
+		}
+		return
+	}
+	withStacks := make([]bool, len(r.plan.Funcs))
+	for _, s := range r.m.Stats.Stacks {
+		if s.Func < 0 || s.Func >= len(r.plan.Funcs) {
+			continue
+		}
+		withStacks[s.Func] = true
+		var frames []string
+		for _, c := range s.Callers {
+			if c >= 0 && c < len(r.plan.Funcs) {
+				frames = append(frames, clean(r.exportName(c)))
+			}
+		}
+		v := int64(s.Hits)
+		if r.hasTimes() {
+			v = s.Time
+		}
+		fmt.Fprintf(w, "%s %d\n", strings.Join(append(frames, clean(r.exportName(s.Func))), ";"), v)
+	}
+	for i := range r.plan.Funcs {
+		if !withStacks[i] {
+			fmt.Fprintf(w, "%s %d\n", clean(r.exportName(i)), r.mainValue(i))
+		}
+	}
+}
+
+// The JSON schema (docs/exports.md): names joined to their figures, not
+// the data files' model.
+type (
+	jsonProfile struct {
+		Schema    string         `json:"schema"`
+		Profile   string         `json:"profile"`
+		Runs      []jsonRun      `json:"runs"`
+		CallDepth int            `json:"callDepth,omitempty"`
+		TotalNs   int64          `json:"totalTimeNs,omitempty"`
+		Modules   []jsonModule   `json:"modules"`
+		Functions []jsonFunction `json:"functions,omitempty"`
+		Lines     []jsonLine     `json:"lines,omitempty"`
+	}
+	jsonRun struct {
+		Command    string    `json:"command"`
+		Time       time.Time `json:"time"`
+		Incomplete bool      `json:"incomplete,omitempty"`
+		Reason     string    `json:"reason,omitempty"`
+	}
+	jsonModule struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	}
+	jsonFunction struct {
+		Module  string       `json:"module"`
+		Name    string       `json:"name"`
+		Symbol  string       `json:"symbol"`
+		Source  string       `json:"source"`
+		File    string       `json:"file,omitempty"`
+		Line    int          `json:"line,omitempty"`
+		Hits    uint64       `json:"hits"`
+		TimeNs  *int64       `json:"timeNs,omitempty"`
+		ChildNs *int64       `json:"timeWithChildrenNs,omitempty"`
+		Callers []jsonCaller `json:"callers,omitempty"`
+	}
+	jsonCaller struct {
+		Stack  []string `json:"stack"`
+		Hits   uint64   `json:"hits"`
+		TimeNs *int64   `json:"timeNs,omitempty"`
+	}
+	jsonLine struct {
+		Module string `json:"module"`
+		File   string `json:"file"`
+		Line   int    `json:"line"`
+		Hits   uint64 `json:"hits"`
+	}
+)
+
+// jsonSchema names the schema and its version.
+const jsonSchema = "sprof-profile/1"
+
+// writeJSON writes the profile as JSON of the documented schema.
+func (r *report) writeJSON(w io.Writer) error {
+	out := jsonProfile{Schema: jsonSchema, Profile: methodName(r.plan.Method), CallDepth: r.m.Stats.CallDepth}
+	timed := r.hasTimes()
+	if timed {
+		out.TotalNs = r.m.Stats.TotalTime
+	}
+	for _, run := range r.m.Runs {
+		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})
+	}
+	for _, m := range r.plan.Modules {
+		out.Modules = append(out.Modules, jsonModule{Name: m.Name, Path: m.Path})
+	}
+	if r.plan.Method.IsFunction() {
+		for i, f := range r.plan.Funcs {
+			jf := jsonFunction{Module: r.moduleName(f.Module), Name: r.names[i], Symbol: f.Name, Source: f.Source,
+				File: f.File, Line: f.Line, Hits: r.hits(i)}
+			if timed {
+				t, c := r.funcTime(i), r.childTime(i)
+				jf.TimeNs, jf.ChildNs = &t, &c
+			}
+			for _, si := range at(r.stacks, i) {
+				s := r.m.Stats.Stacks[si]
+				var stack []string
+				for _, c := range s.Callers {
+					if c >= 0 && c < len(r.names) {
+						stack = append(stack, r.names[c])
+					}
+				}
+				jc := jsonCaller{Stack: stack, Hits: s.Hits}
+				if timed {
+					t := s.Time
+					jc.TimeNs = &t
+				}
+				jf.Callers = append(jf.Callers, jc)
+			}
+			out.Functions = append(out.Functions, jf)
+		}
+	} else {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Hits: r.hits(i)})
+		}
+		slices.SortStableFunc(out.Lines, func(a, b jsonLine) int {
+			return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// methodName names a profile type as the listings' first line does.
+func methodName(m datafile.Method) string {
+	switch m {
+	case datafile.FuncCounting:
+		return "function counting"
+	case datafile.FuncTiming:
+		return "function timing"
+	case datafile.FuncCoverage:
+		return "function coverage"
+	case datafile.FuncSampling:
+		return "function sampling"
+	case datafile.LineCounting:
+		return "line counting"
+	case datafile.LineCoverage:
+		return "line coverage"
+	}
+	return fmt.Sprintf("method %d", uint16(m))
+}

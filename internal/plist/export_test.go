@@ -1,0 +1,145 @@
+package plist
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// exportCases are profiles whose figures are the original's goldens':
+// the dll programs counted with /AT (caller stacks), ftime timed, and the
+// dll programs' lines counted.
+func exportCases(t *testing.T) map[string]*datafile.Merged {
+	t.Helper()
+	// The caller stacks of a run of dllhost with /AT, as PROFILE records
+	// them: each function's nearest profiled callers, outermost first, -1
+	// the stack base. (Functions: 0 _main, 1 _local_work, 2 and 3 the
+	// EXE's thunks _lib_add and _lib_twice, 4 _helper, 5 _lib_add, 6
+	// _lib_twice.) A call through a thunk is the library function's
+	// caller's: the thunk does not nest.
+	dllAT := functions(dll, datafile.FuncCounting, dllhostRun)("")
+	dllAT.Plan.Attribution = true
+	for _, s := range []datafile.Stack{
+		{Func: 0, Callers: []int{-1}, Hits: 1},
+		{Func: 1, Callers: []int{-1, 0}, Hits: 1},
+		{Func: 2, Callers: []int{0, 1}, Hits: 4},
+		{Func: 3, Callers: []int{-1, 0}, Hits: 2},
+		{Func: 4, Callers: []int{1, 5}, Hits: 4},
+		{Func: 4, Callers: []int{6, 5}, Hits: 2},
+		{Func: 5, Callers: []int{0, 1}, Hits: 4},
+		{Func: 5, Callers: []int{0, 6}, Hits: 2},
+		{Func: 6, Callers: []int{-1, 0}, Hits: 2},
+	} {
+		s.Key = uint64(len(dllAT.Stats.Stacks))
+		dllAT.Stats.Stacks = append(dllAT.Stats.Stacks, s)
+	}
+	return map[string]*datafile.Merged{
+		"dll-fc-at": dllAT,
+		"ftime-ft":  functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))(""),
+		"dll-lc":    lines(dllLines, datafile.LineCounting, dllhostRun)("/src"),
+	}
+}
+
+// TestExports pins every format of other tools for each case
+// (testdata/export/CASE.FORMAT.golden, rewritten with -update; pprof's as
+// its text form), and checks the figures where they can be read back: the
+// sum of the hits in pprof's samples and in the JSON is the profile's.
+func TestExports(t *testing.T) {
+	for name, m := range exportCases(t) {
+		var total uint64
+		for _, h := range m.Stats.Hits {
+			total += h
+		}
+		for _, f := range []Format{FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON} {
+			t.Run(name+"/"+f.String(), func(t *testing.T) {
+				var buf bytes.Buffer
+				o := DefaultOptions()
+				o.Format, o.Version = f, "test"
+				if err := Generate(&buf, m, o); err != nil {
+					t.Fatal(err)
+				}
+				out := buf.Bytes()
+				switch f {
+				case FormatPprof:
+					p, err := profile.Parse(bytes.NewReader(out))
+					if err != nil {
+						t.Fatalf("profile.Parse: %v", err)
+					}
+					if err := p.CheckValid(); err != nil {
+						t.Fatalf("CheckValid: %v", err)
+					}
+					var sum int64
+					for _, s := range p.Sample {
+						sum += s.Value[0]
+					}
+					if uint64(sum) != total {
+						t.Errorf("pprof samples add up to %d calls, the profile has %d", sum, total)
+					}
+					p.TimeNanos = 0
+					out = []byte(p.String())
+				case FormatJSON:
+					var j jsonProfile
+					if err := json.Unmarshal(out, &j); err != nil {
+						t.Fatal(err)
+					}
+					var sum uint64
+					for _, fn := range j.Functions {
+						sum += fn.Hits
+					}
+					for _, l := range j.Lines {
+						sum += l.Hits
+					}
+					if j.Schema != jsonSchema || sum != total {
+						t.Errorf("JSON: schema %q, hits %d, want %q and %d", j.Schema, sum, jsonSchema, total)
+					}
+				}
+				testutil.Golden(t, filepath.Join("testdata", "export", name+"."+f.String()+".golden"), out)
+			})
+		}
+	}
+}
+
+// TestParseFormat: every format's name, in any case, and an error naming
+// the formats for another.
+func TestParseFormat(t *testing.T) {
+	for i, name := range formatNames {
+		if f, err := ParseFormat(strings.ToUpper(name)); err != nil || f != Format(i) || f.String() != name {
+			t.Errorf("ParseFormat(%q) = %v, %v", name, f, err)
+		}
+	}
+	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "lcov, callgrind") {
+		t.Errorf("ParseFormat(xml) = %v", err)
+	}
+}
+
+// TestCoverageAndDiff: the coverage --fail-under compares is the listing's,
+// and a comparison lists only what changed, largest first, with totals.
+func TestCoverageAndDiff(t *testing.T) {
+	base := functions(dll, datafile.FuncCounting, dllhostRun)("")
+	if c := Coverage(base); c != 100 {
+		t.Errorf("coverage %v, want 100", c)
+	}
+	now := functions(dll, datafile.FuncCounting, dllhostRun)("")
+	now.Stats.Hits[2] = 40 // _lib_add (dlllib.dll): 4 calls, now 40
+	now.Stats.Hits[0] = 0  // _main: never
+	if c := Coverage(now); c < 85.7 || c > 85.8 {
+		t.Errorf("coverage %v, want 6 of 7", c)
+	}
+	var buf bytes.Buffer
+	o := DefaultOptions()
+	o.Path = "base.pbt"
+	if err := WriteDiff(&buf, base, now, o); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, filepath.Join("testdata", "export", "dll-diff.golden"), buf.Bytes())
+	if lines := strings.Split(buf.String(), "\n"); len(lines) < 6 || !strings.Contains(lines[4], "+36") || !strings.Contains(lines[5], "-1") {
+		t.Errorf("diff:\n%s", buf.String())
+	}
+}
