@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,5 +142,70 @@ func TestFailUnderAndDiff(t *testing.T) {
 	// A second run doubles every count: fib's 1973 calls become 3946.
 	if !strings.Contains(out, "compared with base.pbt") || !regexp.MustCompile(`\s1973\s+3946\s+\+1973  fib \(counts.o\)`).MatchString(out) {
 		t.Errorf("--diff-base:\n%s", out)
+	}
+}
+
+// TestExportsEveryType has every export of every profile type read by its
+// consumer, with the totals the original's dll goldens have: 22 calls
+// (function types, the PLT entries' 6 among them), 29 line hits (line
+// counting), 15 lines covered (line coverage).
+func TestExportsEveryType(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "dllhost", dllFixture)
+	for _, c := range []struct {
+		method string
+		total  int
+	}{{"FC", 22}, {"FV", 22}, {"FT", 22}, {"LC", 29}, {"LV", 15}} {
+		t.Run(c.method, func(t *testing.T) {
+			if c.method == "FV" && !testutil.InProcess() {
+				c.total = 7 // coverage with breakpoints: one each
+			}
+			dir, _ := linkedWorkflow(t, prog, lib, []string{"/" + c.method})
+			total := strconv.Itoa(c.total)
+			for _, f := range []string{"lcov", "callgrind", "pprof", "folded", "json"} {
+				must(t, dir, "plist", "/nologo", "--format="+f, "-o", "out."+f, "dllhost")
+			}
+			if out, ok := consumer(t, dir, "lcov", "--summary", "out.lcov"); ok && !regexp.MustCompile(`(lines|functions)\.+: 100.0%`).MatchString(out) {
+				t.Errorf("lcov --summary:\n%s", out)
+			}
+			if out, ok := consumer(t, dir, "callgrind_annotate", "out.callgrind"); ok && !regexp.MustCompile(`\n`+total+` \(100.0%\)`).MatchString(out) {
+				t.Errorf("callgrind_annotate: want %s in all\n%s", total, out)
+			}
+			if out, ok := consumer(t, dir, "go", "tool", "pprof", "-top", "-sample_index=calls", "out.pprof"); ok && !strings.Contains(out, "accounting for "+total+", 100% of "+total+" total") {
+				t.Errorf("go tool pprof: want %s in all\n%s", total, out)
+			}
+			if c.method != "FT" { // (its folded values are times)
+				folded, _ := os.ReadFile(filepath.Join(dir, "out.folded"))
+				sum := 0
+				for _, l := range strings.Split(strings.TrimSpace(string(folded)), "\n") {
+					n, err := strconv.Atoi(l[strings.LastIndexByte(l, ' ')+1:])
+					if err != nil {
+						t.Fatalf("folded line %q", l)
+					}
+					sum += n
+				}
+				if sum != c.total {
+					t.Errorf("folded stacks add up to %d, want %d", sum, c.total)
+				}
+			}
+			var j struct {
+				Functions []struct{ Hits int } `json:"functions"`
+				Lines     []struct{ Hits int } `json:"lines"`
+			}
+			data, _ := os.ReadFile(filepath.Join(dir, "out.json"))
+			if err := json.Unmarshal(data, &j); err != nil {
+				t.Fatal(err)
+			}
+			sum := 0
+			for _, f := range j.Functions {
+				sum += f.Hits
+			}
+			for _, l := range j.Lines {
+				sum += l.Hits
+			}
+			if sum != c.total {
+				t.Errorf("JSON hits add up to %d, want %d", sum, c.total)
+			}
+		})
 	}
 }
