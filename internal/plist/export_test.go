@@ -3,6 +3,7 @@ package plist
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,5 +142,38 @@ func TestCoverageAndDiff(t *testing.T) {
 	testutil.Golden(t, filepath.Join("testdata", "export", "dll-diff.golden"), buf.Bytes())
 	if lines := strings.Split(buf.String(), "\n"); len(lines) < 6 || !strings.Contains(lines[4], "+36") || !strings.Contains(lines[5], "-1") {
 		t.Errorf("diff:\n%s", buf.String())
+	}
+}
+
+// BenchmarkExports writes each format of a timing profile of 100,000
+// functions with caller stacks (one each), the size of a large C++
+// program's.
+func BenchmarkExports(b *testing.B) {
+	const n = 100000
+	m := &datafile.Merged{Plan: datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Attribution: true,
+		Modules: []datafile.Module{{Name: "big", Path: "/bin/big"}}}}
+	m.Runs = []datafile.Run{{Time: 1795600000, CommandLine: "big"}}
+	for i := range n {
+		m.Plan.Funcs = append(m.Plan.Funcs, datafile.Func{Name: fmt.Sprintf("_ZN3big4funcEi%d", i), Source: "big.o",
+			File: fmt.Sprintf("/src/big%d.cc", i%500), Line: i%1000 + 1})
+		m.Stats.Hits = append(m.Stats.Hits, uint64(i))
+		m.Stats.FuncTime = append(m.Stats.FuncTime, int64(i)*10)
+		m.Stats.ChildTime = append(m.Stats.ChildTime, int64(i)*20)
+		m.Stats.Stacks = append(m.Stats.Stacks, datafile.Stack{Func: i, Callers: []int{-1, (i + 1) % n}, Hits: uint64(i), Time: int64(i) * 10})
+	}
+	for _, f := range []Format{FormatText, FormatTab, FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON} {
+		b.Run(f.String(), func(b *testing.B) {
+			o := DefaultOptions()
+			o.Format, o.Sort = f, SortName
+			var size int
+			for b.Loop() {
+				var buf bytes.Buffer
+				if err := Generate(&buf, m, o); err != nil {
+					b.Fatal(err)
+				}
+				size = buf.Len()
+			}
+			b.ReportMetric(float64(size)/1e6, "MB")
+		})
 	}
 }
