@@ -73,10 +73,17 @@ func interruptWith(sig syscall.Signal) func(*testing.T, int, func(syscall.Signal
 func stopFromOutside(t *testing.T, pid int, _ func(syscall.Signal)) {
 	syscall.Kill(pid, syscall.SIGSTOP)
 	deadline := time.Now().Add(10 * time.Second)
-	for !stoppedState(pid) {
+	// The first stop seen may be the signal's delivery to the tracer,
+	// which then lets the thread run into its group stop: wait until it
+	// has stayed stopped a while (once, in the emulated VM, the thread was
+	// caught running between the two).
+	for settled := 0; settled < 10; {
 		if time.Now().After(deadline) {
 			t.Errorf("process %d is not stopped 10 s after SIGSTOP (state %s)", pid, procState(pid))
 			break
+		}
+		if settled++; !stoppedState(pid) {
+			settled = 0
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
