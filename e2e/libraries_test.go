@@ -75,6 +75,15 @@ func moduleRecords(t *testing.T, out string) map[string]map[string]uint64 {
 	return got
 }
 
+// installDll copies the dll programs into a fresh directory and returns
+// it, with the names of the program and the library there.
+func installDll(t *testing.T) (dir, prog, lib string) {
+	t.Helper()
+	p, l := testutil.BuildLinked(t, "dllhost", dllFixture)
+	dir = t.TempDir()
+	return dir, install(t, p, dir), install(t, l, dir)
+}
+
 // linkedWorkflow is workflow for a program and its library: both are
 // copied into a fresh directory and given to PREP, the program first.
 func linkedWorkflow(t *testing.T, prog, lib string, prepArgs []string, args ...string) (string, result) {
@@ -234,9 +243,7 @@ func TestDlopenTwice(t *testing.T) {
 // functions.
 func TestLibraryOnly(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "dllhost", dllFixture)
-	dir := t.TempDir()
-	prog, lib = install(t, prog, dir), install(t, lib, dir)
+	dir, prog, lib := installDll(t)
 	must(t, dir, "prep", "/nologo", "/FC", lib)
 	wantFail(t, tool(t, dir, "profile", "/nologo", prog), 1, "PRF1011")
 	r := must(t, dir, "profile", "/nologo", "/I", lib, "/O", lib, prog)
@@ -255,9 +262,7 @@ func TestLibraryOnly(t *testing.T) {
 // warning PRF4654; the program's own functions are.
 func TestLibraryChanged(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "dllhost", dllFixture)
-	dir := t.TempDir()
-	prog, lib = install(t, prog, dir), install(t, lib, dir)
+	dir, prog, lib := installDll(t)
 	must(t, dir, "prep", "/nologo", "/FC", prog, lib)
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(filepath.Join(dir, lib), later, later); err != nil {
@@ -280,9 +285,7 @@ func TestLibraryChanged(t *testing.T) {
 // is the original's but for names and dates.
 func TestProgramOnlyImports(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "dllhost", dllFixture)
-	dir := t.TempDir()
-	prog, _ = install(t, prog, dir), install(t, lib, dir)
+	dir, prog, _ := installDll(t)
 	must(t, dir, "prep", "/nologo", "/FC", prog)
 	if r := must(t, dir, "profile", "/nologo", prog); !strings.Contains(r.stdout, "dllhost result 20") {
 		t.Fatalf("profile: output %q\n%s", r.stdout, r.stderr)
