@@ -101,15 +101,21 @@ func tool(t *testing.T, dir, name string, args ...string) result {
 		t.Fatalf("%s %s: still running after %v\n%s\nstderr:\n%s",
 			name, strings.Join(args, " "), toolLimit, tree, errb.String())
 	}
-	status := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("%s: %v", name, err)
-		}
-		status = ee.ExitCode()
+	return result{out.String(), errb.String(), exitStatus(t, name, err)}
+}
+
+// exitStatus is the exit status of a command that ended with err; a
+// command that could not run fails the test.
+func exitStatus(t *testing.T, name string, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
 	}
-	return result{out.String(), errb.String(), status}
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ee.ExitCode()
 }
 
 // must runs a tool and fails the test unless it exits 0.

@@ -127,6 +127,13 @@ func TestFailUnderAndDiff(t *testing.T) {
 		t.Errorf("--fail-under=50: status %d, stderr %q", r.status, r.stderr)
 	}
 	wantFail(t, tool(t, dir, "plist", "/nologo", "--format=xml", name), 2, "--format=xml: invalid option")
+	// An output that cannot be written is named, and nothing is left
+	// half-written; a base that does not exist is PRF1011.
+	wantFail(t, tool(t, dir, "plist", "/nologo", "-o", "nodir/x.txt", name), 1, "PRF1011: cannot open file nodir/x.txt")
+	if _, err := os.Stat(filepath.Join(dir, "nodir")); err == nil {
+		t.Error("-o nodir/x.txt made the directory")
+	}
+	wantFail(t, tool(t, dir, "plist", "/nologo", "--diff-base=nosuch", name), 1, "PRF1011: cannot open file nosuch.pbt")
 
 	dir, _ = workflow(t, testutil.BuildC(t, "counts"), []string{"/FC"})
 	b, err := os.ReadFile(filepath.Join(dir, "counts.pbt"))

@@ -40,15 +40,7 @@ func TestInstall(t *testing.T) {
 		cmd := exec.Command(name, args...)
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
-		status := 0
-		if err != nil {
-			ee, ok := err.(*exec.ExitError)
-			if !ok {
-				t.Fatalf("%s: %v", name, err)
-			}
-			status = ee.ExitCode()
-		}
-		return string(out), status
+		return string(out), exitStatus(t, name, err)
 	}
 	if out, status := run(root, nil, "make", "-s", "install", "DESTDIR="+dest, "PREFIX="+prefix); status != 0 {
 		t.Fatalf("make install: status %d\n%s", status, out)

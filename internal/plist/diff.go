@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 )
@@ -15,20 +16,13 @@ import (
 // lines, with a hit among those profiled (0 when none is profiled). It is
 // what the listings' "Function coverage" and "Line coverage" say.
 func Coverage(m *datafile.Merged) float64 {
-	n := len(m.Plan.Funcs)
-	if !m.Plan.Method.IsFunction() {
-		n = len(m.Plan.Lines)
-	}
-	if n == 0 {
+	r := newReport(m, Options{})
+	items := r.allItems()
+	if len(items) == 0 {
 		return 0
 	}
-	hit := 0
-	for i := range n {
-		if at(m.Stats.Hits, i) > 0 {
-			hit++
-		}
-	}
-	return 100 * float64(hit) / float64(n)
+	_, hit := r.totals(items)
+	return 100 * float64(hit) / float64(len(items))
 }
 
 // diffRow is one function or line of a comparison.
@@ -103,13 +97,13 @@ func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	if !rm.plan.Method.IsFunction() {
 		what = "Line"
 	}
-	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", methodTitle(m.Plan.Method), o.Path)
+	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", m.Plan.Method.Words(), o.Path)
 	head := fmt.Sprintf("%10s %10s %10s", "Base hits", "Hits", "Change")
 	if timed {
 		head += fmt.Sprintf(" %12s %12s %12s", "Base ms", "ms", "Change ms")
 	}
 	head += "  " + what
-	fmt.Fprintf(bw, "%s\n%s\n", head, dashes(len(head)))
+	fmt.Fprintf(bw, "%s\n%s\n", head, strings.Repeat("-", len(head)))
 	for _, row := range changed {
 		fmt.Fprintf(bw, "%10d %10d %+10d", row.base, row.now, int64(row.now)-int64(row.base))
 		if timed {
@@ -118,29 +112,8 @@ func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 		fmt.Fprintf(bw, "  %s\n", row.name)
 	}
 	fmt.Fprintf(bw, "\n%d of %d %ss changed; total hits %d, were %d (%+d)\n",
-		len(changed), len(rows), lower(what), totalNow, totalBase, int64(totalNow)-int64(totalBase))
+		len(changed), len(rows), strings.ToLower(what), totalNow, totalBase, int64(totalNow)-int64(totalBase))
 	return bw.Flush()
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
-func dashes(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = '-'
-	}
-	return string(b)
-}
-
-func lower(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]|0x20) + s[1:]
-}
-
-// methodTitle is a profile type as the listings' first line names it.
-func methodTitle(m datafile.Method) string {
-	s := methodName(m)
-	return string(s[0]&^0x20) + s[1:]
-}

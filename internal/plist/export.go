@@ -515,7 +515,7 @@ const jsonSchema = "sprof-profile/1"
 
 // writeJSON writes the profile as JSON of the documented schema.
 func (r *report) writeJSON(w io.Writer) error {
-	out := jsonProfile{Schema: jsonSchema, Profile: methodName(r.plan.Method), CallDepth: r.m.Stats.CallDepth}
+	out := jsonProfile{Schema: jsonSchema, Profile: strings.ToLower(r.plan.Method.Words()), CallDepth: r.m.Stats.CallDepth}
 	timed := r.hasTimes()
 	if timed {
 		out.TotalNs = r.m.Stats.TotalTime
@@ -563,23 +563,4 @@ func (r *report) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
-}
-
-// methodName names a profile type as the listings' first line does.
-func methodName(m datafile.Method) string {
-	switch m {
-	case datafile.FuncCounting:
-		return "function counting"
-	case datafile.FuncTiming:
-		return "function timing"
-	case datafile.FuncCoverage:
-		return "function coverage"
-	case datafile.FuncSampling:
-		return "function sampling"
-	case datafile.LineCounting:
-		return "line counting"
-	case datafile.LineCoverage:
-		return "line coverage"
-	}
-	return fmt.Sprintf("method %d", uint16(m))
 }
