@@ -238,6 +238,10 @@ const (
 	SysOpenat
 	SysClose
 	SysMunmap
+	// SysPrctl is prctl(2): PROFILE makes a forked child of a
+	// non-dumpable program dumpable for the moment it takes the patches
+	// out of the child's memory.
+	SysPrctl
 )
 
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -237,7 +236,7 @@ func (t *tracer) reasons(list []fallBack, one func(fallBack, *datafile.Func, str
 }
 
 func (t *tracer) readMaps() ([]mapping, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", t.pid))
+	data, err := t.maps.Read()
 	if err != nil {
 		return nil, fmt.Errorf("read memory map: %w", err)
 	}
@@ -1055,21 +1054,31 @@ func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error)
 // and the instruction and registers restored. It returns the call's result,
 // or its errno as an error.
 func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
-	const maxErrno = 4095
 	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
 	if err != nil {
 		return 0, err
 	}
+	res, err := t.stepSyscall(tid, saved, saved.PC(), call, args...)
+	if rerr := restore(); err == nil && rerr != nil {
+		return 0, rerr
+	}
+	return res, err
+}
+
+// stepSyscall makes stopped thread tid, whose registers are saved, run
+// the system call instruction at pc as call with args, single-stepped,
+// and returns the call's result, or its errno as an error. The caller
+// puts the registers back.
+func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
+	const maxErrno = 4095
 	regs := saved
 	regs.NoRestart()
 	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
-	regs.SetPC(saved.PC())
+	regs.SetPC(pc)
 	if err := ptrace.SetRegs(tid, &regs); err != nil {
-		restore()
 		return 0, err
 	}
 	if err := ptrace.Step(tid); err != nil {
-		restore()
 		return 0, err
 	}
 	ws, err := ptrace.WaitFor(tid)
@@ -1082,13 +1091,10 @@ func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, er
 	if err := ptrace.GetRegs(tid, &regs); err != nil {
 		return 0, err
 	}
-	res := t.arch.SyscallResult(&regs)
-	if err := restore(); err != nil {
-		return 0, err
-	}
 	if ws.StopSignal() != syscall.SIGTRAP {
 		return 0, fmt.Errorf("unexpected %v during set-up", ws.StopSignal())
 	}
+	res := t.arch.SyscallResult(&regs)
 	if res > ^uint64(maxErrno) {
 		return 0, syscall.Errno(-res)
 	}

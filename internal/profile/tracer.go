@@ -83,6 +83,10 @@ type tracer struct {
 	arch instr.Arch
 	pid  int
 	mem  *ptrace.Mem
+	// maps is the program's memory map, opened at the exec stop and read
+	// again when needed (readMaps): a program that makes itself
+	// non-dumpable keeps it readable, as it keeps mem.
+	maps *ptrace.Maps
 	regs ptrace.Regs
 	// pageSize is the running system's page size (4, 16 or 64 KiB on
 	// arm64), the unit of the slot areas.
@@ -246,6 +250,11 @@ func (t *tracer) run() (*Result, error) {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer t.mem.Close()
+	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
+		ptrace.Kill(pid, syscall.SIGKILL)
+		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
+	}
+	defer t.maps.Close()
 	defer func() { t.inproc.close() }()
 	t.startCounter()
 	if err := t.plantAll(); err != nil {
@@ -812,14 +821,12 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	// A forked child has its own copy of the memory: take the breakpoints
 	// and the patches out of it and let it go, unprofiled and unharmed
 	// (its trampolines would count into the program's counters).
-	mem, err := ptrace.OpenMem(tid)
-	if err == nil {
-		for _, s := range t.sites {
-			mem.WriteMem(s.addr, s.orig)
-		}
-		t.inproc.restorePatches(mem)
-		mem.Close()
+	mem, err := t.childMem(tid)
+	if err != nil {
+		return fmt.Errorf("take the patches out of child %d: %w", tid, err)
 	}
+	t.unpatch(mem)
+	mem.Close()
 	if err := ptrace.Detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("detach child %d: %w", tid, err)
 	}
@@ -904,14 +911,24 @@ func (t *tracer) release() {
 // other tasks sharing that memory may be running through them.
 func (t *tracer) letGo(tid int, sig syscall.Signal) {
 	if mem, err := ptrace.OpenMem(tid); err == nil {
-		for _, s := range t.sites {
-			mem.WriteMem(s.addr, s.orig)
-		}
-		t.inproc.unchecked(mem)
+		t.takeOut(mem)
 		mem.Close()
+	} else if errors.Is(err, os.ErrPermission) {
+		// A non-dumpable program: the tasks let go here share its
+		// memory, which mem still reaches.
+		t.takeOut(t.mem)
 	}
 	t.pastFull(tid)
 	ptrace.Detach(tid, sig)
+}
+
+// takeOut takes the breakpoints out of mem and turns the rings' checks
+// off (letGo).
+func (t *tracer) takeOut(mem *ptrace.Mem) {
+	for _, s := range t.sites {
+		mem.WriteMem(s.addr, s.orig)
+	}
+	t.inproc.unchecked(mem)
 }
 
 // drain reaps the killed program after a fatal tracer error.

@@ -5,6 +5,7 @@ package ptrace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"time"
@@ -218,7 +219,12 @@ func Kill(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
 
 // Mem is the memory of a traced process, through /proc/pid/mem: it reads and
 // writes any mapping, read-only text included (the kernel writes with
-// FOLL_FORCE and keeps the instruction cache coherent).
+// FOLL_FORCE and keeps the instruction cache coherent). The kernel checks
+// the right to open that file, not each read or write: a file opened while
+// the program could be traced stays usable after the program made itself
+// non-dumpable (prctl(PR_SET_DUMPABLE, 0), as ssh-agent does), when opening
+// it again is refused to an unprivileged tracer (and so are
+// PTRACE_PEEKDATA and PTRACE_POKEDATA).
 type Mem struct{ f *os.File }
 
 // OpenMem opens the memory of process pid.
@@ -256,6 +262,39 @@ func (m *Mem) WriteMem(addr uint64, b []byte) error {
 
 // Close closes the memory file.
 func (m *Mem) Close() error { return m.f.Close() }
+
+// Maps is /proc/pid/maps of a traced process, opened once and read again
+// from its start at each Read: like /proc/pid/mem, the file opened before
+// the program made itself non-dumpable stays readable after.
+type Maps struct{ f *os.File }
+
+// OpenMaps opens the memory map of process pid.
+func OpenMaps(pid int) (*Maps, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	return &Maps{f: f}, nil
+}
+
+// Read returns the whole memory map as the kernel prints it now.
+func (m *Maps) Read() ([]byte, error) {
+	var data []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := m.f.ReadAt(buf, int64(len(data)))
+		data = append(data, buf[:n]...)
+		if err == io.EOF || (err == nil && n == 0) {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Close closes the memory map.
+func (m *Maps) Close() error { return m.f.Close() }
 
 // Supported reports whether this platform can trace programs.
 func Supported() error { return nil }

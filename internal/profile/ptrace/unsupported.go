@@ -70,6 +70,18 @@ func (m *Mem) WriteMem(addr uint64, b []byte) error { return errors.ErrUnsupport
 // Close does nothing.
 func (m *Mem) Close() error { return nil }
 
+// Maps is the memory map of a traced process.
+type Maps struct{}
+
+// OpenMaps is not supported on this platform.
+func OpenMaps(pid int) (*Maps, error) { return nil, errors.ErrUnsupported }
+
+// Read is not supported on this platform.
+func (m *Maps) Read() ([]byte, error) { return nil, errors.ErrUnsupported }
+
+// Close does nothing.
+func (m *Maps) Close() error { return nil }
+
 // Regs is the register file of a stopped thread.
 type Regs struct{}
 
