@@ -470,6 +470,67 @@ func BreakpointBack(addr uint64) *Diagnostic {
 	return newDiag(4656, Warning, nil, "a breakpoint removed at %#x was found in memory again: removed again", addr)
 }
 
+// ThreadBaseChanged warns that a thread of the program set its own GS
+// base (x86-64), which in-process counting points at the thread's
+// counter block: its counts went to the program's own memory.
+func ThreadBaseChanged(tid int, base uint64) *Diagnostic {
+	d := newDiag(4666, Warning, nil, "thread %d set its own GS base (%#x): its calls were counted into the program's own memory, not PROFILE's", tid, base)
+	d.Hint = "profile a program that uses GS with 'profile --breakpoints'; see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
+// CodeChanged warns that the program wrote its own code where PROFILE
+// had patched it: the instructions PROFILE moved ran as they were.
+func CodeChanged(addr uint64, what string) *Diagnostic {
+	where := ""
+	if what != "" {
+		where = ", " + what
+	}
+	d := newDiag(4667, Warning, nil, "the program changed its own code at %#x%s, where PROFILE had patched it: the instructions PROFILE moved ran as they were before", addr, where)
+	d.Hint = "exclude the code the program changes (prep /EXC NAME); see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
+// CodeWritable warns that the program made code PROFILE patched
+// writable (mprotect), as a program does to change its own code.
+func CodeWritable(path string, addr uint64) *Diagnostic {
+	d := newDiag(4668, Warning, nil, "the program made its code in %s at %#x writable: if it changed code PROFILE had patched, the instructions PROFILE moved ran as they were before", path, addr)
+	d.Hint = "exclude the code the program changes (prep /EXC NAME); see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
+// CodeCopied warns that the program ran a copy of code PROFILE had
+// patched: the copy's jump or breakpoint does not work where it is.
+func CodeCopied(copyAt, from uint64, what string) *Diagnostic {
+	where := ""
+	if what != "" {
+		where = ", " + what
+	}
+	d := newDiag(4669, Warning, nil, "the program ran, at %#x, a copy of code PROFILE had patched at %#x%s", copyAt, from, where)
+	d.Hint = "exclude the code the program copies (prep /EXC NAME); see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
+// UntracedChild warns that the program made a child PROFILE was never
+// told of (clone with CLONE_UNTRACED): it ran with PROFILE's patches.
+func UntracedChild(pid int, killed string) *Diagnostic {
+	how := ""
+	if killed != "" {
+		how = "; it was killed by " + killed
+	}
+	d := newDiag(4670, Warning, nil, "child process %d was made out of PROFILE's sight (clone with CLONE_UNTRACED): it ran with PROFILE's patches, and its calls may be counted as the program's%s", pid, how)
+	d.Hint = "see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
+// SignalStops warns that the program received signals fast: each is a
+// stop for PROFILE, which slows the program down.
+func SignalStops(n int, rate float64) *Diagnostic {
+	d := newDiag(4671, Warning, nil, "the program received %d signals, %.0f a second: each stops it for PROFILE, some tens of microseconds, and it ran that much slower than natively", n, rate)
+	d.Hint = "see docs/performance.md, \"Signals\""
+	return d
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

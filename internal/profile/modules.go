@@ -302,6 +302,7 @@ func (t *tracer) forget(mi int) error {
 		ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return in(tr.patch.Site) })
 	}
 	t.forgetExits(l.lo, l.hi)
+	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
 	for _, a := range t.areas[mi] {
 		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {
 			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[mi].Name, a[0], err)

@@ -393,6 +393,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	if err := t.writeCode(text, code); err != nil {
 		return fmt.Errorf("patch entries: %w", err)
 	}
+	t.wrote(mi, bias, code)
 	bp := t.arch.Breakpoint()
 	for _, s := range t.fresh {
 		if err := t.mem.WriteMem(s.addr, bp); err != nil {

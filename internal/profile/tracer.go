@@ -74,6 +74,8 @@ type thread struct {
 	// retrap is the removed breakpoint it was last sent back to, to run
 	// the restored instruction in place.
 	retrap uint64
+	// exiting is set at its exit stop (watch.go).
+	exiting bool
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -180,6 +182,8 @@ type tracer struct {
 	ownCont bool
 	// ownTraps is set when the program raised a SIGTRAP of its own.
 	ownTraps bool
+	// watch is what the program does behind PROFILE's back (watch.go).
+	watch watch
 
 	// lastSignal[n] is when the program last reported signal n (Unix ns),
 	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
@@ -309,6 +313,7 @@ func (t *tracer) run() (*Result, error) {
 		return nil, err
 	}
 	t.release()
+	t.signalCost(t.cfg.Now().Sub(start))
 	if t.ownTraps && t.trapped > 0 {
 		t.cfg.Warn(prf.OwnTraps())
 	}
@@ -441,6 +446,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		return t.exec(th)
 	case ptrace.EventVforkDone:
 		t.vforkDone(th)
+	case ptrace.EventExit:
+		return t.threadExit(th)
 	case ptrace.EventStop:
 		// A notification of the seized program's stop state, or an
 		// interrupt. A thread in the middle of a single step must go on
@@ -486,9 +493,16 @@ func (t *tracer) resume(tid int, sig syscall.Signal) error {
 }
 
 // signal passes a signal on to the thread that received it, unchanged.
+// Its registers are read only where the signal needs them: to roll a
+// thread out of a trampoline's code that a handler would run again, and
+// to move a fault in PROFILE's code to the program's own.
 func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
+	}
+	t.watch.signals++
+	if sig == syscall.SIGCHLD {
+		t.childSignal(th)
 	}
 	if th.stepping == nil && t.inproc.rolls() {
 		if err := t.rollBack(th); err != nil {
@@ -496,8 +510,12 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		}
 	}
 	if th.stepping == nil && faultSignal(sig) {
-		if err := t.leaveOwnCode(th); err != nil {
+		moved, err := t.leaveOwnCode(th)
+		if err != nil {
 			return err
+		}
+		if !moved && sig != syscall.SIGFPE {
+			t.copyOfJump(t.regs.PC())
 		}
 	}
 	if th.stepping != nil {
@@ -557,7 +575,9 @@ func (t *tracer) trap(th *thread) error {
 			t.regs.SetPC(addr)
 			return t.setAndResume(th, 0)
 		}
-		// Not ours: the program's own trap, delivered unchanged.
+		// Not ours: the program's own trap, delivered unchanged (or a
+		// copy of a breakpoint, which PROFILE says).
+		t.copyOfBreakpoint(addr)
 		t.ownTraps = true
 		return t.resume(th.tid, syscall.SIGTRAP)
 	}
@@ -612,6 +632,7 @@ func (t *tracer) rollBack(th *thread) error {
 		}
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
+	t.checkThreadBase(th, &t.regs)
 	if !t.inproc.rollBack(&t.regs) {
 		return nil
 	}
@@ -635,16 +656,14 @@ func faultSignal(sig syscall.Signal) bool {
 // are delivered where the thread is: the handler returns into the
 // trampoline, which goes on (a thread moved back to the entry would count
 // its call twice). Go declines to preempt at a PC it does not know, which
-// is harmless.
-func (t *tracer) leaveOwnCode(th *thread) error {
-	if t.inproc == nil && len(t.slots) == 0 {
-		return nil
-	}
+// is harmless. It reports whether it moved the thread; the thread's
+// registers are in t.regs either way.
+func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+		return false, fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	pc := t.regs.PC()
 	orig, ok := t.inproc.origPC(pc)
@@ -652,13 +671,13 @@ func (t *tracer) leaveOwnCode(th *thread) error {
 		orig, ok = s.addr, true
 	}
 	if !ok {
-		return nil
+		return false, nil
 	}
 	t.regs.SetPC(orig)
 	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
-		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+		return false, fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
-	return nil
+	return true, nil
 }
 
 func (th *thread) takePending() syscall.Signal {
@@ -739,6 +758,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
 	child := int(msg)
+	t.noteChild(child)
 	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
 	switch {
 	case th.foreign && kind == kindThread:
@@ -856,6 +876,7 @@ func (t *tracer) exec(th *thread) error {
 	clear(t.sites)
 	clear(t.slots)
 	clear(t.retired)
+	t.watch.written = nil
 	t.loaded = nil // (the rendezvous went with the image)
 	if t.inproc != nil {
 		t.inproc.tramps = nil // gone with the image; the counts are kept

@@ -3,12 +3,14 @@
 package ptrace
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +25,11 @@ const (
 	// optTraceVforkDone stops a vfork's parent when its child has let
 	// the memory go: until then the records in its ring are the child's.
 	optTraceVforkDone = unix.PTRACE_O_TRACEVFORKDONE
-	optExitKill       = unix.PTRACE_O_EXITKILL
+	// optTraceExit stops each thread as it exits, its registers and the
+	// program's memory still there: what the program did to PROFILE's
+	// patches and to its thread base is checked then.
+	optTraceExit = unix.PTRACE_O_TRACEEXIT
+	optExitKill  = unix.PTRACE_O_EXITKILL
 )
 
 // Start runs the program at path with argv and env in dir, its standard
@@ -51,7 +57,7 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return 0, fmt.Errorf("program did not stop at exec (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optExitKill
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit | optExitKill
 	if err := unix.PtraceSetOptions(pid, opts); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		return 0, fmt.Errorf("set ptrace options: %w", err)
@@ -79,7 +85,7 @@ func Seize(pid int) error {
 	if !ws.Stopped() {
 		return fmt.Errorf("program did not stop before seizing (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optExitKill
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit | optExitKill
 	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(opts), 0, 0); e != 0 {
 		unix.Kill(pid, unix.SIGKILL)
 		return fmt.Errorf("seize: %w", e)
@@ -212,6 +218,33 @@ func SameMemory(pid1, pid2 int) (bool, error) {
 		return false, e
 	}
 	return r == 0, nil
+}
+
+// SigInfo is what the kernel tells of a signal a thread is stopped for
+// (PTRACE_GETSIGINFO, siginfo_t of <asm-generic/siginfo.h>): its number
+// and code; for SIGCHLD the child's ID and status, for a fault the
+// address.
+type SigInfo struct {
+	Signo, Code int32
+	Pid, Status int32
+	Addr        uint64
+}
+
+// GetSigInfo reads the signal stopped thread tid is stopped for.
+func GetSigInfo(tid int) (SigInfo, error) {
+	var b [128]byte
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
+	if e != 0 {
+		return SigInfo{}, e
+	}
+	le := binary.LittleEndian
+	return SigInfo{
+		Signo:  int32(le.Uint32(b[0:])),
+		Code:   int32(le.Uint32(b[8:])),
+		Pid:    int32(le.Uint32(b[16:])),
+		Status: int32(le.Uint32(b[24:])),
+		Addr:   le.Uint64(b[16:]),
+	}, nil
 }
 
 // Kill sends a signal to a process.

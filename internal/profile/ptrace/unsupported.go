@@ -52,6 +52,16 @@ func EventMsg(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
 // SameMemory is not supported on this platform.
 func SameMemory(pid1, pid2 int) (bool, error) { return false, errors.ErrUnsupported }
 
+// SigInfo is what the kernel tells of a signal.
+type SigInfo struct {
+	Signo, Code int32
+	Pid, Status int32
+	Addr        uint64
+}
+
+// GetSigInfo is not supported on this platform.
+func GetSigInfo(tid int) (SigInfo, error) { return SigInfo{}, errors.ErrUnsupported }
+
 // Kill is not supported on this platform.
 func Kill(pid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 

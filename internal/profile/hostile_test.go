@@ -1,0 +1,203 @@
+package profile
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// The hostile suite: testdata/progs/c/hostile.c does what a tracer cannot
+// stop a program doing (docs/linux.md, "What PROFILE cannot see"), and
+// PROFILE must say so, with the warning of each case, rather than be
+// silent.
+
+// hostileRun is what a run of hostile.c under PROFILE showed.
+type hostileRun struct {
+	stdout   string
+	res      *Result
+	warnings []int // PRF numbers
+	hits     map[string]uint64
+}
+
+// runHostile runs prog with args under plan.
+func runHostile(t *testing.T, plan *datafile.Plan, prog string, breakpoints bool, args ...string) hostileRun {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var r hostileRun
+	r.res, err = Run(Config{
+		Plan: plan, Path: prog, Args: append([]string{filepath.Base(prog)}, args...),
+		CommandLine: strings.Join(append([]string{filepath.Base(prog)}, args...), " "),
+		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
+		Warn: func(d *prf.Diagnostic) {
+			t.Logf("warning: %v", d)
+			r.warnings = append(r.warnings, d.Code)
+		},
+		Breakpoints: breakpoints,
+	})
+	if err != nil {
+		t.Fatalf("run %s: %v", prog, err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	r.stdout = string(b)
+	r.hits = map[string]uint64{}
+	for i, f := range plan.Funcs {
+		r.hits[f.Name] = r.res.Counts.Stats.Hits[i]
+	}
+	return r
+}
+
+// native runs prog with args without PROFILE and returns its output.
+func native(t *testing.T, prog string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(prog, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %v natively: %v", prog, args, err)
+	}
+	return string(out)
+}
+
+// TestCodeChanged: a program that writes a new constant into its own
+// function (made writable, written, protected again) runs the constant
+// PROFILE moved into a trampoline or a breakpoint's slot, or breaks the
+// jump PROFILE wrote: it dies or prints the old value. PROFILE compares
+// its patches with the program's code when the program ends, and says
+// what changed (PRF4667).
+func TestCodeChanged(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	if got := native(t, prog, "patch"); got != "value 1\nvalue 2\n" {
+		t.Fatalf("natively %q", got)
+	}
+	plans := map[string]*datafile.Plan{
+		"function counting": planFor(t, prog, datafile.FuncCounting, "value", "main"),
+		"line counting":     linePlan(t, prog, datafile.LineCounting, "value"),
+	}
+	for name, plan := range plans {
+		t.Run(name, func(t *testing.T) {
+			r := runHostile(t, plan, prog, false, "patch")
+			if r.stdout == "value 1\nvalue 2\n" {
+				// Where nothing ran from a moved copy, nothing is wrong.
+				t.Logf("the program ran as natively: %q", r.stdout)
+			}
+			if !slices.Contains(r.warnings, 4667) {
+				t.Errorf("output %q, warnings %v: want PRF4667 (the program changed its own code)", r.stdout, r.warnings)
+			}
+		})
+	}
+}
+
+// TestCodeWritable: a program that makes its code writable, where
+// PROFILE patched it, and leaves it so, is warned about (PRF4668): it may
+// write it.
+func TestCodeWritable(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	plan := planFor(t, prog, datafile.FuncCounting, "value", "main")
+	r := runHostile(t, plan, prog, false, "writable")
+	if r.stdout != "value 1\nvalue 1\n" || r.hits["value"] != 2 {
+		t.Errorf("output %q, value %d times: want value 1 twice", r.stdout, r.hits["value"])
+	}
+	if !slices.Contains(r.warnings, 4668) || slices.Contains(r.warnings, 4667) {
+		t.Errorf("warnings %v: want PRF4668 (code made writable), not PRF4667 (nothing changed)", r.warnings)
+	}
+}
+
+// TestCodeCopied: a program that copies a function PROFILE patched and
+// runs the copy runs PROFILE's jump or breakpoint where it does not work:
+// it dies, and PROFILE says why (PRF4669), with a jump (in-process) and a
+// breakpoint.
+func TestCodeCopied(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	if got := native(t, prog, "copy"); got != "copy 1\n" {
+		t.Fatalf("natively %q", got)
+	}
+	for _, mech := range mechanisms {
+		t.Run(mech.name, func(t *testing.T) {
+			if !mech.breakpoints && !testutil.InProcess() {
+				t.Skip("no in-process counting on this CPU")
+			}
+			plan := planFor(t, prog, datafile.FuncCounting, "value", "main")
+			r := runHostile(t, plan, prog, mech.breakpoints, "copy")
+			if !slices.Contains(r.warnings, 4669) {
+				t.Errorf("output %q, exited %v, warnings %v: want PRF4669 (a copy of patched code ran)",
+					r.stdout, r.res.Exited, r.warnings)
+			}
+		})
+	}
+}
+
+// TestThreadBase: on x86-64, a program that sets its own GS base has the
+// trampolines count into its own memory; PROFILE says so (PRF4666), and
+// --breakpoints, which the warning advises, counts every call.
+func TestThreadBase(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("GS is x86-64's")
+	}
+	prog := testutil.BuildC(t, "hostile")
+	if got := native(t, prog, "gsbase"); got != "f 1000 buffer clean\n" {
+		t.Fatalf("natively %q", got)
+	}
+	plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
+	r := runHostile(t, plan, prog, false, "gsbase")
+	if !slices.Contains(r.warnings, 4666) {
+		t.Errorf("output %q, f %d times, warnings %v: want PRF4666 (the program set its own GS base)", r.stdout, r.hits["f"], r.warnings)
+	}
+	r = runHostile(t, plan, prog, true, "gsbase")
+	if r.stdout != "f 1000 buffer clean\n" || r.hits["f"] != 1000 || slices.Contains(r.warnings, 4666) {
+		t.Errorf("--breakpoints: output %q, f %d times, warnings %v: want the native output, 1000 and no PRF4666", r.stdout, r.hits["f"], r.warnings)
+	}
+}
+
+// TestUntracedChild: a child made with clone(CLONE_UNTRACED) is never
+// reported to PROFILE; it runs with the patches of the memory it copied
+// (in-process, its calls add to the program's counts; with breakpoints, it
+// dies of SIGTRAP at the first). PROFILE sees its SIGCHLD and says so
+// (PRF4670), naming the signal that killed it.
+func TestUntracedChild(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	if got := native(t, prog, "untraced"); got != "child 0\n" {
+		t.Fatalf("natively %q", got)
+	}
+	for _, mech := range mechanisms {
+		t.Run(mech.name, func(t *testing.T) {
+			plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
+			r := runHostile(t, plan, prog, mech.breakpoints, "untraced")
+			if !slices.Contains(r.warnings, 4670) {
+				t.Errorf("output %q, f %d times, warnings %v: want PRF4670 (a child out of PROFILE's sight)", r.stdout, r.hits["f"], r.warnings)
+			}
+			if r.hits["f"] < 100 {
+				t.Errorf("f %d times, want at least the program's 100", r.hits["f"])
+			}
+		})
+	}
+}
+
+// TestSignalStops: a program that takes thousands of signals a second
+// is told what they cost it (PRF4671); each is still delivered.
+func TestSignalStops(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
+	r := runHostile(t, plan, prog, false, "signals")
+	if r.stdout != "signals 5000\n" {
+		t.Errorf("output %q, want every signal caught", r.stdout)
+	}
+	if !slices.Contains(r.warnings, 4671) {
+		t.Errorf("warnings %v: want PRF4671 (the signals' cost)", r.warnings)
+	}
+}

@@ -1,0 +1,331 @@
+package profile
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// What a program can do behind PROFILE's back, and what PROFILE sees of
+// it (docs/linux.md, "What PROFILE cannot see"). Nothing here costs the
+// program a stop of its own: each check is made where PROFILE already
+// holds a thread, and each warning comes once a run.
+//
+//   - On x86-64 a thread's GS base points at its counter block. A program
+//     that sets its own (arch_prctl(ARCH_SET_GS), wrgsbase) has the
+//     trampolines count into its own memory: seen at the thread's stops
+//     and at its exit.
+//   - A program that writes its own code, where PROFILE patched it, or
+//     makes its code writable to do so, runs the instructions PROFILE
+//     moved into trampolines and slots as they were: the patches are
+//     compared with what PROFILE wrote, and the memory map is read, when
+//     the program ends. A copy of patched code that runs traps or jumps
+//     where no copy should: seen at the first such traps and faults.
+//   - A child made with clone(CLONE_UNTRACED) is never reported to a
+//     tracer: it runs with the patches of the program's memory, which it
+//     copied. Seen when its SIGCHLD reaches the program.
+//   - Every signal is a stop: a program that takes thousands a second
+//     runs much slower than natively. Said at the end.
+
+// copyLooks is how many unknown traps and faults of a run are examined
+// for copies of patched code: each look reads memory at every patch.
+const copyLooks = 8
+
+// signalRate is the rate of signals, per second of the run, above which
+// PROFILE says what they cost; signalFloor the fewest it says it of.
+const (
+	signalRate  = 1000
+	signalFloor = 1000
+)
+
+// watch is what the checks keep.
+type watch struct {
+	// said holds the PRF numbers warned about: each warning comes once.
+	said map[int]bool
+	// ended is set once the checks of the program's end have run.
+	ended bool
+	// written are the bytes PROFILE wrote into the program's code over
+	// its instructions: entry and exit jumps, and hops.
+	written []written
+	// looks counts the looks for copies of patched code.
+	looks int
+	// children are the processes PROFILE was told of: a SIGCHLD from
+	// another is from a child it never saw.
+	children map[int]bool
+	// signals counts the signals the program received.
+	signals int
+}
+
+// written is code PROFILE wrote over the program's instructions in
+// module mi, loaded with bias.
+type written struct {
+	span
+	mi   int
+	bias uint64
+}
+
+// wrote records code written over the instructions of module mi, loaded
+// with bias.
+func (t *tracer) wrote(mi int, bias uint64, code []span) {
+	for _, c := range code {
+		t.watch.written = append(t.watch.written, written{c, mi, bias})
+	}
+}
+
+// funcAt names the function of module mi, loaded with bias, whose code
+// holds addr, or "".
+func (t *tracer) funcAt(mi int, bias, addr uint64) string {
+	for _, f := range t.plan.Funcs {
+		if f.Module == mi && addr >= f.Low+bias && addr < f.High+bias {
+			return "function " + f.Name
+		}
+	}
+	return ""
+}
+
+// warnOnce warns d unless a warning of its number was given already.
+func (t *tracer) warnOnce(d *prf.Diagnostic) {
+	if t.watch.said == nil {
+		t.watch.said = map[int]bool{}
+	}
+	if t.watch.said[d.Code] {
+		return
+	}
+	t.watch.said[d.Code] = true
+	t.cfg.Warn(d)
+}
+
+// threadExit handles the exit stop of a thread (PTRACE_O_TRACEEXIT): its
+// registers and the program's memory are still there. When every thread
+// of the program is exiting, the program's end is checked.
+func (t *tracer) threadExit(th *thread) error {
+	th.exiting = true
+	if !th.foreign && th.tgid == t.pid {
+		if err := ptrace.GetRegs(th.tid, &t.regs); err == nil {
+			t.checkThreadBase(th, &t.regs)
+		}
+		if !t.watch.ended && t.allExiting() {
+			t.watch.ended = true
+			t.checkCode()
+		}
+	}
+	return t.resume(th.tid, 0)
+}
+
+// allExiting reports whether every thread of the program has reached its
+// exit stop.
+func (t *tracer) allExiting() bool {
+	for _, th := range t.threads {
+		if th.tgid == t.pid && !th.foreign && !th.exiting {
+			return false
+		}
+	}
+	return true
+}
+
+// checkThreadBase warns when thread th, whose registers are regs, has a
+// GS base that is not the counter block PROFILE gave it (x86-64).
+func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
+	ip := t.inproc
+	if ip == nil || ip.kind != instr.CountPerThread || th.foreign {
+		return
+	}
+	base := regs.ThreadBase()
+	if base >= ip.progAddr && base < ip.progAddr+uint64(len(ip.shared.Bytes())) {
+		return
+	}
+	t.warnOnce(prf.ThreadBaseChanged(th.tid, base))
+}
+
+// expectation is code PROFILE expects at an address, and whose it is.
+type expectation struct {
+	span
+	what string // the function or line, or ""
+}
+
+// expectations lists what PROFILE wrote into the program's code and expects
+// there still: the jumps and hops over instructions, the breakpoints, and
+// after a breakpoint the rest of the instruction it covers, which runs
+// from a slot.
+func (t *tracer) expectations() []expectation {
+	var want []expectation
+	for _, w := range t.watch.written {
+		want = append(want, expectation{w.span, t.funcAt(w.mi, w.bias, w.addr)})
+	}
+	bp := t.arch.Breakpoint()
+	for _, s := range t.sites {
+		what := t.itemName(s.item)
+		want = append(want, expectation{span{s.addr, bp}, what})
+		n := 0
+		switch {
+		case s.displaced:
+			n = s.disp.Inst.Len
+		case s.code != nil:
+			if in, err := t.arch.Decode(s.code, s.addr); err == nil {
+				n = in.Len
+			}
+		}
+		if n > len(bp) && n <= len(s.code) {
+			want = append(want, expectation{span{s.addr + uint64(len(bp)), s.code[len(bp):n]}, what})
+		}
+	}
+	slices.SortFunc(want, func(a, b expectation) int { return cmp.Compare(a.addr, b.addr) })
+	return want
+}
+
+// checkCode compares the program's code with what PROFILE wrote there,
+// and reads its memory map for code made writable: a program that wrote
+// its own code where PROFILE had moved the instructions ran them as they
+// were (docs/linux.md).
+func (t *tracer) checkCode() {
+	want := t.expectations()
+	for i := 0; i < len(want); {
+		// Reads of close expectations are one read.
+		lo, hi := want[i].addr, want[i].addr+uint64(len(want[i].b))
+		j := i + 1
+		for j < len(want) && want[j].addr < hi+4096 {
+			hi = max(hi, want[j].addr+uint64(len(want[j].b)))
+			j++
+		}
+		got := make([]byte, hi-lo)
+		if err := t.mem.ReadMem(lo, got); err == nil {
+			for _, w := range want[i:j] {
+				if !bytes.Equal(got[w.addr-lo:w.addr-lo+uint64(len(w.b))], w.b) {
+					t.warnOnce(prf.CodeChanged(w.addr, w.what))
+					break
+				}
+			}
+		}
+		i = j
+	}
+	t.checkWritable()
+}
+
+// itemName names item, a function or a line of the plan, or "" for -1.
+func (t *tracer) itemName(item int) string {
+	switch {
+	case item < 0 || item >= t.plan.NumItems():
+		return ""
+	case t.plan.Method.IsFunction():
+		return "function " + t.plan.Funcs[item].Name
+	}
+	l := &t.plan.Lines[item]
+	m := &t.plan.Modules[l.Module]
+	file := "?"
+	if l.File >= 0 && l.File < len(m.Files) {
+		file = m.Files[l.File]
+	}
+	return "line " + strconv.Itoa(l.Line) + " of " + file
+}
+
+// checkWritable warns when a mapping of code PROFILE patched is
+// writable: the program made its own code writable (mprotect), to change
+// it.
+func (t *tracer) checkWritable() {
+	maps, err := t.readMaps()
+	if err != nil {
+		return
+	}
+	want := t.expectations()
+	for _, m := range maps {
+		if !strings.Contains(m.Perms, "w") || m.Inode == 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(want, m.Start, func(e expectation, a uint64) int { return cmp.Compare(e.addr, a) })
+		if i < len(want) && want[i].addr < m.End {
+			t.warnOnce(prf.CodeWritable(m.Path, m.Start))
+			return
+		}
+	}
+}
+
+// copyOfBreakpoint looks, at a trap PROFILE did not plant at addr, for a
+// copy of a breakpoint's code: the program copied code PROFILE had
+// planted a breakpoint in, and ran the copy.
+func (t *tracer) copyOfBreakpoint(addr uint64) {
+	if t.watch.looks >= copyLooks || len(t.sites) == 0 {
+		return
+	}
+	t.watch.looks++
+	const window = 16
+	here := make([]byte, window)
+	if t.mem.ReadMem(addr, here) != nil {
+		return
+	}
+	for _, s := range t.sites {
+		there := make([]byte, window)
+		if s.addr != addr && t.mem.ReadMem(s.addr, there) == nil && bytes.Equal(here, there) {
+			t.warnOnce(prf.CodeCopied(addr, s.addr, t.itemName(s.item)))
+			return
+		}
+	}
+}
+
+// copyOfJump looks, at a fault at pc in no code PROFILE knows, for a
+// copy of a jump it wrote: a copy at c of a jump from a to b lands at c +
+// (b - a), where nothing is.
+func (t *tracer) copyOfJump(pc uint64) {
+	if t.watch.looks >= copyLooks || len(t.watch.written) == 0 {
+		return
+	}
+	t.watch.looks++
+	for _, w := range t.watch.written {
+		in, err := t.arch.Decode(w.b, w.addr)
+		if err != nil || in.Target == 0 {
+			continue
+		}
+		c := pc - (in.Target - w.addr)
+		if c == w.addr {
+			continue
+		}
+		there := make([]byte, len(w.b))
+		if t.mem.ReadMem(c, there) == nil && bytes.Equal(there, w.b) {
+			t.warnOnce(prf.CodeCopied(c, w.addr, t.funcAt(w.mi, w.bias, w.addr)))
+			return
+		}
+	}
+}
+
+// childSignal checks a SIGCHLD the program receives: from a child
+// PROFILE was never told of, made with clone(CLONE_UNTRACED), which ran
+// with PROFILE's patches.
+func (t *tracer) childSignal(th *thread) {
+	info, err := ptrace.GetSigInfo(th.tid)
+	if err != nil || info.Signo != int32(syscall.SIGCHLD) || t.watch.children[int(info.Pid)] {
+		return
+	}
+	const cldKilled, cldDumped = 2, 3 // si_code of a child killed by a signal
+	how := ""
+	if info.Code == cldKilled || info.Code == cldDumped {
+		how = describeSignal(syscall.Signal(info.Status))
+	}
+	t.warnOnce(prf.UntracedChild(int(info.Pid), how))
+}
+
+// noteChild records a process PROFILE was told of.
+func (t *tracer) noteChild(pid int) {
+	if t.watch.children == nil {
+		t.watch.children = map[int]bool{}
+	}
+	t.watch.children[pid] = true
+}
+
+// signalCost says, at the end of a run, what the program's signals cost
+// it, when there were many.
+func (t *tracer) signalCost(elapsed time.Duration) {
+	n := t.watch.signals
+	if n < signalFloor || elapsed <= 0 {
+		return
+	}
+	if rate := float64(n) / elapsed.Seconds(); rate >= signalRate {
+		t.cfg.Warn(prf.SignalStops(n, rate))
+	}
+}
