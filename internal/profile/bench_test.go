@@ -301,3 +301,79 @@ func buildManyFuncs(b *testing.B, n int) string {
 	}
 	return prog
 }
+
+// benchSignals is the number of signals BenchmarkSignal's program raises.
+const benchSignals = 20000
+
+// BenchmarkSignal: the cost of a signal under PROFILE. hostile.c raises
+// SIGUSR1 benchSignals times, each caught by a handler; it runs natively,
+// under PROFILE (function counting in-process), and under a bare tracer
+// that only passes each signal on (the floor ptrace sets: every signal to
+// a traced thread is a stop), alternating. Metrics: the medians, and the
+// cost of a signal above the native run's, in microseconds, for PROFILE
+// and for the bare tracer.
+func BenchmarkSignal(b *testing.B) {
+	testutil.MustHavePtrace(b)
+	prog := testutil.BuildC(b, "hostile", "-O2")
+	plan := planFor(&testing.T{}, prog, datafile.FuncCounting, "f", "main")
+	args := []string{"hostile", "signals", strconv.Itoa(benchSignals)}
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	var native, profiled, bare []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if err := exec.Command(prog, args[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		native = append(native, time.Since(start))
+		start = time.Now()
+		if _, err := Run(Config{Plan: plan, Path: prog, Args: args, Stdout: devnull, Stderr: devnull}); err != nil {
+			b.Fatal(err)
+		}
+		profiled = append(profiled, time.Since(start))
+		start = time.Now()
+		if n := bareSignals(b, prog, args, devnull); n != benchSignals {
+			b.Fatalf("%d signal stops, want %d", n, benchSignals)
+		}
+		bare = append(bare, time.Since(start))
+	}
+	n, p, f := median(native), median(profiled), median(bare)
+	per := func(d time.Duration) float64 { return float64(d-n) / float64(time.Microsecond) / benchSignals }
+	b.ReportMetric(float64(n.Microseconds())/1000, "native-ms")
+	b.ReportMetric(per(p), "profile-us/signal")
+	b.ReportMetric(per(f), "floor-us/signal")
+}
+
+// bareSignals runs prog under a tracer that passes every signal on and
+// does nothing else, and returns the SIGUSR1 stops it saw.
+func bareSignals(b *testing.B, prog string, args []string, devnull *os.File) int {
+	done := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		pid, err := ptrace.Start(prog, args, nil, "", []*os.File{devnull, devnull, devnull})
+		if err != nil {
+			b.Error(err)
+			done <- -1
+			return
+		}
+		stops := 0
+		ptrace.Cont(pid, 0)
+		for {
+			_, ws, err := ptrace.Wait(spinWindow)
+			if err != nil || ws.Exited() || ws.Signaled() {
+				done <- stops
+				return
+			}
+			sig := ws.StopSignal()
+			switch {
+			case sig == syscall.SIGUSR1:
+				stops++
+			case sig == syscall.SIGTRAP:
+				sig = 0 // (its exit stop)
+			}
+			ptrace.Cont(pid, sig)
+		}
+	}()
+	return <-done
+}

@@ -15,7 +15,8 @@
  *   untraced  makes a child with clone(CLONE_UNTRACED | SIGCHLD), which
  *             calls f 50,000 times and exits 0, and calls f 100 times
  *             itself: "child 0"
- *   signals   raises SIGUSR1 5,000 times, each caught: "signals 5000"
+ *   signals   raises SIGUSR1 5,000 times (or its second argument's
+ *             number), each caught: "signals 5000"
  *
  * value() is written in assembly, so that its layout is known: one
  * instruction that loads the constant 1, then a return. */
@@ -142,8 +143,9 @@ int main(int argc, char **argv)
         else
             printf("child %d\n", WEXITSTATUS(status));
     } else if (strcmp(mode, "signals") == 0) {
+        int n = argc > 2 ? atoi(argv[2]) : 5000;
         signal(SIGUSR1, on_usr1);
-        for (int i = 0; i < 5000; i++)
+        for (int i = 0; i < n; i++)
             raise(SIGUSR1);
         printf("signals %d\n", caught);
     } else {
