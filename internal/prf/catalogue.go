@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 )
@@ -524,10 +525,11 @@ func UntracedChild(pid int, killed string) *Diagnostic {
 }
 
 // SignalStops warns that the program received signals fast: each is a
-// stop for PROFILE, which slows the program down.
-func SignalStops(n int, rate float64) *Diagnostic {
-	d := newDiag(4671, Warning, nil, "the program received %d signals, %.0f a second: each stops it for PROFILE, some tens of microseconds, and it ran that much slower than natively", n, rate)
-	d.Hint = "see docs/performance.md, \"Signals\""
+// stop for PROFILE, of about stop each, which took some share of the run.
+func SignalStops(n int, rate float64, stop time.Duration, share float64) *Diagnostic {
+	d := newDiag(4671, Warning, nil, "the program received %d signals, %.0f a second: each stopped it for PROFILE (about %d µs), some %.0f%% of the run",
+		n, rate, (stop+time.Microsecond/2)/time.Microsecond, 100*share)
+	d.Hint = "every signal to a traced program is a stop: see docs/performance.md, \"Signals\""
 	return d
 }
 

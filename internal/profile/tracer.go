@@ -76,6 +76,8 @@ type thread struct {
 	retrap uint64
 	// exiting is set at its exit stop (watch.go).
 	exiting bool
+	// released is when the tracer last let it go, on its clock.
+	released int64
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -486,6 +488,9 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	t.let()
+	if th := t.threads[tid]; th != nil {
+		th.released = t.resumed
+	}
 	if err := ptrace.Cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("resume thread %d: %w", tid, err)
 	}
@@ -501,6 +506,9 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}
 	t.watch.signals++
+	if th.released > 0 {
+		t.watch.signalGap(t.waited - th.released)
+	}
 	if sig == syscall.SIGCHLD {
 		t.childSignal(th)
 	}

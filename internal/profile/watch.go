@@ -33,16 +33,18 @@ import (
 //     tracer: it runs with the patches of the program's memory, which it
 //     copied. Seen when its SIGCHLD reaches the program.
 //   - Every signal is a stop: a program that takes thousands a second
-//     runs much slower than natively. Said at the end.
+//     runs much slower than natively. Said at the end, when the stops
+//     took a good part of the run.
 
 // copyLooks is how many unknown traps and faults of a run are examined
 // for copies of patched code: each look reads memory at every patch.
 const copyLooks = 8
 
-// signalRate is the rate of signals, per second of the run, above which
-// PROFILE says what they cost; signalFloor the fewest it says it of.
+// signalShare is the share of the run its signals' stops may take before
+// PROFILE says what they cost; signalFloor the fewest signals it says it
+// of.
 const (
-	signalRate  = 1000
+	signalShare = 0.05
 	signalFloor = 1000
 )
 
@@ -60,8 +62,20 @@ type watch struct {
 	// children are the processes PROFILE was told of: a SIGCHLD from
 	// another is from a child it never saw.
 	children map[int]bool
-	// signals counts the signals the program received.
+	// signals counts the signals the program received, and stop is the
+	// least time from a thread's release to a signal's stop in it: at
+	// most what a signal's stop costs (the program's work between two
+	// signals adds to it), an estimate that holds on any machine.
 	signals int
+	stop    int64
+}
+
+// signalGap notes the time from a thread's release to its next stop, for
+// a signal.
+func (w *watch) signalGap(d int64) {
+	if d > 0 && (w.stop == 0 || d < w.stop) {
+		w.stop = d
+	}
 }
 
 // written is code PROFILE wrote over the program's instructions in
@@ -319,13 +333,13 @@ func (t *tracer) noteChild(pid int) {
 }
 
 // signalCost says, at the end of a run, what the program's signals cost
-// it, when there were many.
+// it, when there were many and their stops took a good part of the run.
 func (t *tracer) signalCost(elapsed time.Duration) {
-	n := t.watch.signals
-	if n < signalFloor || elapsed <= 0 {
+	n, stop := t.watch.signals, time.Duration(t.watch.stop)
+	if n < signalFloor || elapsed <= 0 || stop <= 0 {
 		return
 	}
-	if rate := float64(n) / elapsed.Seconds(); rate >= signalRate {
-		t.cfg.Warn(prf.SignalStops(n, rate))
+	if share := float64(n) * float64(stop) / float64(elapsed); share >= signalShare {
+		t.cfg.Warn(prf.SignalStops(n, float64(n)/elapsed.Seconds(), stop, min(share, 1)))
 	}
 }
