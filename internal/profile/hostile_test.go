@@ -187,14 +187,18 @@ func TestUntracedChild(t *testing.T) {
 	}
 }
 
-// TestSignalStops: a program that takes thousands of signals a second
-// is told what they cost it (PRF4671); each is still delivered.
+// TestSignalStops: a program whose signals' stops take a good part of
+// its run is told what they cost it (PRF4671); each is still delivered.
 func TestSignalStops(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildC(t, "hostile")
 	plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
-	r := runHostile(t, plan, prog, false, "signals")
-	if r.stdout != "signals 5000\n" {
+	n := "5000"
+	if testutil.Slow() {
+		n = "1200" // (PRF4671 is said of 1,000 signals or more)
+	}
+	r := runHostile(t, plan, prog, false, "signals", n)
+	if r.stdout != "signals "+n+"\n" {
 		t.Errorf("output %q, want every signal caught", r.stdout)
 	}
 	if !slices.Contains(r.warnings, 4671) {
