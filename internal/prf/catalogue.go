@@ -483,11 +483,7 @@ func ThreadBaseChanged(tid int, base uint64) *Diagnostic {
 // CodeChanged warns that the program wrote its own code where PROFILE
 // had patched it: the instructions PROFILE moved ran as they were.
 func CodeChanged(addr uint64, what string) *Diagnostic {
-	where := ""
-	if what != "" {
-		where = ", " + what
-	}
-	d := newDiag(4667, Warning, nil, "the program changed its own code at %#x%s, where PROFILE had patched it: the instructions PROFILE moved ran as they were before", addr, where)
+	d := newDiag(4667, Warning, nil, "the program changed its own code at %#x%s, where PROFILE had patched it: the instructions PROFILE moved ran as they were before", addr, aside(what))
 	d.Hint = "exclude the code the program changes (prep /EXC NAME); see docs/linux.md, \"What PROFILE cannot see\""
 	return d
 }
@@ -503,13 +499,17 @@ func CodeWritable(path string, addr uint64) *Diagnostic {
 // CodeCopied warns that the program ran a copy of code PROFILE had
 // patched: the copy's jump or breakpoint does not work where it is.
 func CodeCopied(copyAt, from uint64, what string) *Diagnostic {
-	where := ""
-	if what != "" {
-		where = ", " + what
-	}
-	d := newDiag(4669, Warning, nil, "the program ran, at %#x, a copy of code PROFILE had patched at %#x%s", copyAt, from, where)
+	d := newDiag(4669, Warning, nil, "the program ran, at %#x, a copy of code PROFILE had patched at %#x%s", copyAt, from, aside(what))
 	d.Hint = "exclude the code the program copies (prep /EXC NAME); see docs/linux.md, \"What PROFILE cannot see\""
 	return d
+}
+
+// aside is ", what", or "" for no what.
+func aside(what string) string {
+	if what == "" {
+		return ""
+	}
+	return ", " + what
 }
 
 // UntracedChild warns that the program made a child PROFILE was never

@@ -108,11 +108,17 @@ func BenchmarkBareLoop(b *testing.B) {
 }
 
 func bareLoop(b *testing.B, prog string, devnull *os.File) int {
+	return bareTracer(b, prog, []string{"bench_int3", strconv.Itoa(benchHits)}, devnull, syscall.SIGTRAP)
+}
+
+// bareTracer runs prog with args under a tracer that does nothing but
+// continue every stop, passing signals on, and returns the number of
+// stops for sig (a SIGTRAP stop is taken, not passed on).
+func bareTracer(b *testing.B, prog string, args []string, devnull *os.File, sig syscall.Signal) int {
 	done := make(chan int)
 	go func() {
 		runtime.LockOSThread()
-		pid, err := ptrace.Start(prog, []string{"bench_int3", strconv.Itoa(benchHits)}, nil, "",
-			[]*os.File{devnull, devnull, devnull})
+		pid, err := ptrace.Start(prog, args, nil, "", []*os.File{devnull, devnull, devnull})
 		if err != nil {
 			b.Error(err)
 			done <- -1
@@ -128,10 +134,14 @@ func bareLoop(b *testing.B, prog string, devnull *os.File) int {
 				done <- stops
 				return
 			}
-			if ws.StopSignal() == syscall.SIGTRAP {
+			got := ws.StopSignal()
+			if got == sig && ws.Event() == 0 {
 				stops++
 			}
-			ptrace.Cont(pid, 0)
+			if got == syscall.SIGTRAP {
+				got = 0 // a breakpoint, or an event's stop
+			}
+			ptrace.Cont(pid, got)
 		}
 	}()
 	return <-done
@@ -333,7 +343,7 @@ func BenchmarkSignal(b *testing.B) {
 		}
 		profiled = append(profiled, time.Since(start))
 		start = time.Now()
-		if n := bareSignals(b, prog, args, devnull); n != benchSignals {
+		if n := bareTracer(b, prog, args, devnull, syscall.SIGUSR1); n != benchSignals {
 			b.Fatalf("%d signal stops, want %d", n, benchSignals)
 		}
 		bare = append(bare, time.Since(start))
@@ -343,37 +353,4 @@ func BenchmarkSignal(b *testing.B) {
 	b.ReportMetric(float64(n.Microseconds())/1000, "native-ms")
 	b.ReportMetric(per(p), "profile-us/signal")
 	b.ReportMetric(per(f), "floor-us/signal")
-}
-
-// bareSignals runs prog under a tracer that passes every signal on and
-// does nothing else, and returns the SIGUSR1 stops it saw.
-func bareSignals(b *testing.B, prog string, args []string, devnull *os.File) int {
-	done := make(chan int)
-	go func() {
-		runtime.LockOSThread()
-		pid, err := ptrace.Start(prog, args, nil, "", []*os.File{devnull, devnull, devnull})
-		if err != nil {
-			b.Error(err)
-			done <- -1
-			return
-		}
-		stops := 0
-		ptrace.Cont(pid, 0)
-		for {
-			_, ws, err := ptrace.Wait(spinWindow)
-			if err != nil || ws.Exited() || ws.Signaled() {
-				done <- stops
-				return
-			}
-			sig := ws.StopSignal()
-			switch {
-			case sig == syscall.SIGUSR1:
-				stops++
-			case sig == syscall.SIGTRAP:
-				sig = 0 // (its exit stop)
-			}
-			ptrace.Cont(pid, sig)
-		}
-	}()
-	return <-done
 }

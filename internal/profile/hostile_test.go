@@ -1,16 +1,12 @@
 package profile
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -18,45 +14,6 @@ import (
 // stop a program doing (docs/linux.md, "What PROFILE cannot see"), and
 // PROFILE must say so, with the warning of each case, rather than be
 // silent.
-
-// hostileRun is what a run of hostile.c under PROFILE showed.
-type hostileRun struct {
-	stdout   string
-	res      *Result
-	warnings []int // PRF numbers
-	hits     map[string]uint64
-}
-
-// runHostile runs prog with args under plan.
-func runHostile(t *testing.T, plan *datafile.Plan, prog string, breakpoints bool, args ...string) hostileRun {
-	t.Helper()
-	out, err := os.CreateTemp(t.TempDir(), "stdout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	var r hostileRun
-	r.res, err = Run(Config{
-		Plan: plan, Path: prog, Args: append([]string{filepath.Base(prog)}, args...),
-		CommandLine: strings.Join(append([]string{filepath.Base(prog)}, args...), " "),
-		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
-		Warn: func(d *prf.Diagnostic) {
-			t.Logf("warning: %v", d)
-			r.warnings = append(r.warnings, d.Code)
-		},
-		Breakpoints: breakpoints,
-	})
-	if err != nil {
-		t.Fatalf("run %s: %v", prog, err)
-	}
-	b, _ := os.ReadFile(out.Name())
-	r.stdout = string(b)
-	r.hits = map[string]uint64{}
-	for i, f := range plan.Funcs {
-		r.hits[f.Name] = r.res.Counts.Stats.Hits[i]
-	}
-	return r
-}
 
 // native runs prog with args without PROFILE and returns its output.
 func native(t *testing.T, prog string, args ...string) string {
@@ -86,7 +43,7 @@ func TestCodeChanged(t *testing.T) {
 	}
 	for name, plan := range plans {
 		t.Run(name, func(t *testing.T) {
-			r := runHostile(t, plan, prog, false, "patch")
+			r := runWith(t, plan, prog, false, "patch")
 			if r.stdout == "value 1\nvalue 2\n" {
 				// Where nothing ran from a moved copy, nothing is wrong.
 				t.Logf("the program ran as natively: %q", r.stdout)
@@ -105,7 +62,7 @@ func TestCodeWritable(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildC(t, "hostile")
 	plan := planFor(t, prog, datafile.FuncCounting, "value", "main")
-	r := runHostile(t, plan, prog, false, "writable")
+	r := runWith(t, plan, prog, false, "writable")
 	if r.stdout != "value 1\nvalue 1\n" || r.hits["value"] != 2 {
 		t.Errorf("output %q, value %d times: want value 1 twice", r.stdout, r.hits["value"])
 	}
@@ -130,7 +87,7 @@ func TestCodeCopied(t *testing.T) {
 				t.Skip("no in-process counting on this CPU")
 			}
 			plan := planFor(t, prog, datafile.FuncCounting, "value", "main")
-			r := runHostile(t, plan, prog, mech.breakpoints, "copy")
+			r := runWith(t, plan, prog, mech.breakpoints, "copy")
 			if !slices.Contains(r.warnings, 4669) {
 				t.Errorf("output %q, exited %v, warnings %v: want PRF4669 (a copy of patched code ran)",
 					r.stdout, r.res.Exited, r.warnings)
@@ -152,11 +109,11 @@ func TestThreadBase(t *testing.T) {
 		t.Fatalf("natively %q", got)
 	}
 	plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
-	r := runHostile(t, plan, prog, false, "gsbase")
+	r := runWith(t, plan, prog, false, "gsbase")
 	if !slices.Contains(r.warnings, 4666) {
 		t.Errorf("output %q, f %d times, warnings %v: want PRF4666 (the program set its own GS base)", r.stdout, r.hits["f"], r.warnings)
 	}
-	r = runHostile(t, plan, prog, true, "gsbase")
+	r = runWith(t, plan, prog, true, "gsbase")
 	if r.stdout != "f 1000 buffer clean\n" || r.hits["f"] != 1000 || slices.Contains(r.warnings, 4666) {
 		t.Errorf("--breakpoints: output %q, f %d times, warnings %v: want the native output, 1000 and no PRF4666", r.stdout, r.hits["f"], r.warnings)
 	}
@@ -176,7 +133,7 @@ func TestUntracedChild(t *testing.T) {
 	for _, mech := range mechanisms {
 		t.Run(mech.name, func(t *testing.T) {
 			plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
-			r := runHostile(t, plan, prog, mech.breakpoints, "untraced")
+			r := runWith(t, plan, prog, mech.breakpoints, "untraced")
 			if !slices.Contains(r.warnings, 4670) {
 				t.Errorf("output %q, f %d times, warnings %v: want PRF4670 (a child out of PROFILE's sight)", r.stdout, r.hits["f"], r.warnings)
 			}
@@ -197,7 +154,7 @@ func TestSignalStops(t *testing.T) {
 	if testutil.Slow() {
 		n = "1200" // (PRF4671 is said of 1,000 signals or more)
 	}
-	r := runHostile(t, plan, prog, false, "signals", n)
+	r := runWith(t, plan, prog, false, "signals", n)
 	if r.stdout != "signals "+n+"\n" {
 		t.Errorf("output %q, want every signal caught", r.stdout)
 	}

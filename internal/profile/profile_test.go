@@ -69,6 +69,8 @@ type runOut struct {
 	res    *Result
 	stdout string
 	hits   map[string]uint64
+	// warnings are the PRF numbers of the warnings, in order.
+	warnings []int
 }
 
 // runPlan runs the program in-process (trampolines where they can go).
@@ -91,26 +93,26 @@ func runWith(t *testing.T, plan *datafile.Plan, path string, breakpoints bool, a
 		t.Fatal(err)
 	}
 	defer out.Close()
-	var warnings []string
+	var warnings []int
 	res, err := Run(Config{
 		Plan: plan, Path: path, Args: append([]string{filepath.Base(path)}, args...),
 		CommandLine: strings.Join(append([]string{filepath.Base(path)}, args...), " "),
 		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
-		Warn:        func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()) },
+		Warn: func(d *prf.Diagnostic) {
+			t.Logf("warning: %v", d)
+			warnings = append(warnings, d.Code)
+		},
 		Breakpoints: breakpoints,
 	})
 	if err != nil {
 		t.Fatalf("run %s: %v", path, err)
-	}
-	for _, w := range warnings {
-		t.Logf("warning: %s", w)
 	}
 	b, _ := os.ReadFile(out.Name())
 	hits := map[string]uint64{}
 	for i, f := range plan.Funcs {
 		hits[f.Name] = res.Counts.Stats.Hits[i]
 	}
-	return runOut{res: res, stdout: string(b), hits: hits}
+	return runOut{res: res, stdout: string(b), hits: hits, warnings: warnings}
 }
 
 var countsWant = map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7}
