@@ -89,7 +89,9 @@ func (m *Merged) check(c *Counts) error {
 	}
 	switch {
 	case c.PlanID != m.Plan.ID:
-		return fmt.Errorf("%w: counts of plan %s, database of plan %s", ErrNotSamePlan, c.PlanID, m.Plan.ID)
+		// The database's plan ID is not printed: it is what a forged
+		// .pbo would need.
+		return fmt.Errorf("%w: counts of plan %s, not the database's", ErrNotSamePlan, c.PlanID)
 	case c.Method != m.Plan.Method:
 		return fmt.Errorf("%w: %s counts, %s database", ErrConflict,
 			strings.ToLower(c.Method.Words()), strings.ToLower(m.Plan.Method.Words()))
@@ -115,6 +117,70 @@ func (m *Merged) HasRun(id Hex) bool {
 		}
 	}
 	return false
+}
+
+// HasMerged reports whether the run with the given ID was merged into m,
+// or into a database m replaced ([Merged.Discarded]). No run has an empty
+// ID.
+func (m *Merged) HasMerged(id Hex) bool {
+	if m.HasRun(id) {
+		return true
+	}
+	if len(id) == 0 {
+		return false
+	}
+	for _, d := range m.Discarded {
+		if bytes.Equal(d, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pending reports whether c holds a run that m can take and has never
+// taken: counts of m's plan and method whose run was merged neither into
+// m nor into a database m replaced ([Merged.HasMerged]). A run without an
+// ID (a file written before run IDs existed) is never pending: nothing
+// tells whether it was merged.
+//
+// PROFILE keeps a pending run rather than write over it, PREP /M merges
+// the pending runs, PLIST warns about them (docs/linux.md, "Merging and
+// concurrent runs"). A run merged into a database that phase I then
+// replaced is not pending: its counts were discarded on purpose.
+func (m *Merged) Pending(c *Counts) bool {
+	return c.PlanID == m.Plan.ID && c.Method == m.Plan.Method && len(c.Run.ID) > 0 && !m.HasMerged(c.Run.ID)
+}
+
+// Supersede records that m, a database phase I just made, replaces old,
+// the database that was there: when old is of the same plan ID, the runs
+// old held and those it had discarded itself become m's [Merged.Discarded],
+// in that order (old's discarded first) and each once, so that the .pbo
+// files of those runs do not count as pending. A database of another plan
+// passes nothing on: runs of another plan are never pending. m's own
+// discarded runs are kept.
+func (m *Merged) Supersede(old *Merged) {
+	if old == nil || old.Plan.ID != m.Plan.ID {
+		return
+	}
+	seen := make(map[string]bool, len(m.Runs)+len(m.Discarded)+len(old.Runs)+len(old.Discarded))
+	for i := range m.Runs {
+		seen[string(m.Runs[i].ID)] = true
+	}
+	for _, id := range m.Discarded {
+		seen[string(id)] = true
+	}
+	add := func(id Hex) {
+		if len(id) > 0 && !seen[string(id)] {
+			seen[string(id)] = true
+			m.Discarded = append(m.Discarded, slices.Clone(id))
+		}
+	}
+	for _, id := range old.Discarded {
+		add(id)
+	}
+	for i := range old.Runs {
+		add(old.Runs[i].ID)
+	}
 }
 
 var errOverflow = errors.New("sum overflows")
