@@ -132,9 +132,10 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 }
 
 // unmerged returns a warning when the .pbo files beside the .pbt at path
-// (base.pbo, base.pbo.N) hold runs of m's plan that m does not: the user
-// profiled and did not merge. Only a .pbo newer than the .pbt can, so older
-// ones are not read.
+// (base.pbo, base.pbo.N) hold runs that m counts as pending
+// ([datafile.Merged.Pending]): the user profiled and did not merge. A run
+// merged into a .pbt that phase I replaced is not one. Only a .pbo newer
+// than the .pbt can hold one, so older ones are not read.
 func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
 	base := strings.TrimSuffix(path, filepath.Ext(path))
 	pst, err := os.Stat(path)
@@ -147,7 +148,7 @@ func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
 			continue
 		}
 		c, err := datafile.OpenCounts(pbo)
-		if err == nil && c.PlanID == m.Plan.ID && len(c.Run.ID) > 0 && !m.HasRun(c.Run.ID) {
+		if err == nil && m.Pending(c) {
 			pending = append(pending, pbo)
 		}
 	}

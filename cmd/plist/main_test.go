@@ -270,6 +270,30 @@ func TestMergeMissing(t *testing.T) {
 	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
 		t.Errorf("other plan: stderr %q", stderr)
 	}
+	// The .pbo of a run merged into a .pbt that phase I replaced (prep
+	// /FC again, as a wrapper does): its run was discarded on purpose, not
+	// left unmerged, even with the .pbo newer than the new .pbt.
+	fresh := datafile.NewMerged(p)
+	fresh.Supersede(writeProfile(t, "fcount.pbt", first))
+	if err := datafile.SaveMerged("fcount.pbt", fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := datafile.SaveCounts("fcount.pbo", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("run of the replaced database: stderr %q", stderr)
+	}
+	// A run of the same plan but another type (prepared for coverage
+	// since): merging it would fail, so no warning.
+	c = testRun(p)
+	c.Method = datafile.FuncCoverage
+	if err := datafile.SaveCounts("fcount.pbo", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("other type: stderr %q", stderr)
+	}
 }
 
 // FuzzCommandLine parses any PLIST command line: it never panics and every

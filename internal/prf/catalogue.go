@@ -141,6 +141,15 @@ func AlreadyMerged(pbo, pbt string) *Diagnostic {
 	return d
 }
 
+// DiscardedRun refuses, in PREP /M, a .pbo whose run was merged into a
+// .pbt that phase I then replaced: its counts were discarded with it, and
+// it is not a run to merge. The hint says how to add it all the same.
+func DiscardedRun(pbo, pbt string) *Diagnostic {
+	d := newDiag(1309, Fatal, nil, "the run in %s was discarded when %s was prepared again: it is not merged", pbo, pbt)
+	d.Hint = fmt.Sprintf("run profile again for a new run; to add this one all the same: prep /IT %s /IO %s /OT %s", pbt, pbo, pbt)
+	return d
+}
+
 // IncompleteRun warns that a merged .pbo holds a run that did not finish.
 func IncompleteRun(path, reason string) *Diagnostic {
 	if reason == "" {
