@@ -3,7 +3,6 @@ package datafile
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -51,7 +50,7 @@ func zeros[T any](n int) []T {
 // adding runs in any grouping or order gives the same figures. A run m
 // already holds (the same [Run.ID]) is refused with [ErrDuplicateRun]: the
 // original added the same .pbo twice, counting its run twice. A sum that
-// would overflow is an error. A failed Add leaves m unchanged.
+// would overflow is [ErrOverflow]. A failed Add leaves m unchanged.
 func (m *Merged) Add(c *Counts) error {
 	if err := m.check(c); err != nil {
 		return fmt.Errorf("merge: %w", err)
@@ -183,13 +182,11 @@ func (m *Merged) Supersede(old *Merged) {
 	}
 }
 
-var errOverflow = errors.New("sum overflows")
-
 // checkSums reports whether adding b to a would overflow.
 func checkSums(a, b *Stats) error {
 	for i, h := range b.Hits {
 		if a.Hits[i] > math.MaxUint64-h {
-			return fmt.Errorf("hits of item %d: %w", i, errOverflow)
+			return fmt.Errorf("hits of item %d: %w", i, ErrOverflow)
 		}
 	}
 	for _, t := range []struct {
@@ -198,12 +195,12 @@ func checkSums(a, b *Stats) error {
 	}{{"function time", a.FuncTime, b.FuncTime}, {"child time", a.ChildTime, b.ChildTime}} {
 		for i := range t.b {
 			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
-				return fmt.Errorf("%s of function %d: %w", t.name, i, errOverflow)
+				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
 			}
 		}
 	}
 	if !canAdd(a.TotalTime, b.TotalTime) || !canAdd(a.OutsideTime, b.OutsideTime) {
-		return fmt.Errorf("total or outside time: %w", errOverflow)
+		return fmt.Errorf("total or outside time: %w", ErrOverflow)
 	}
 	return nil
 }
@@ -261,7 +258,7 @@ func mergeStacks(a, b []Stack) ([]Stack, error) {
 			}
 			t := &out[j]
 			if t.Hits > math.MaxUint64-s.Hits || !canAdd(t.Time, s.Time) || !canAdd(t.ChildTime, s.ChildTime) {
-				return nil, fmt.Errorf("stack of function %d: %w", s.Func, errOverflow)
+				return nil, fmt.Errorf("stack of function %d: %w", s.Func, ErrOverflow)
 			}
 			t.Hits += s.Hits
 			t.Time += s.Time

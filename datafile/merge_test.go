@@ -225,7 +225,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.Stacks = nil
 				return c
 			},
-			want: errOverflow, text: "hits of item 2: sum overflows",
+			want: ErrOverflow, text: "hits of item 2: sum overflows",
 		},
 		{
 			name: "time overflow", method: FuncTiming,
@@ -234,7 +234,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.ChildTime[0] = math.MaxInt64
 				return c
 			},
-			want: errOverflow, text: "child time of function 0",
+			want: ErrOverflow, text: "child time of function 0",
 		},
 		{
 			name: "stack overflow", method: FuncCounting,
@@ -243,7 +243,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.Stacks[0].Hits = math.MaxUint64
 				return c
 			},
-			want: errOverflow, text: "stack of function 1",
+			want: ErrOverflow, text: "stack of function 1",
 		},
 	}
 	for _, tt := range tests {

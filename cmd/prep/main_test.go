@@ -1,6 +1,9 @@
 package main
 
 import (
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -160,5 +163,86 @@ func TestMergeAfterPrepAgain(t *testing.T) {
 	}
 	if h, n := hits(); h != 11 || n != 2 {
 		t.Errorf("after the merge asked for: f %d, %d runs; want 11, 2", h, n)
+	}
+}
+
+// TestFatalErrorsNumbered runs PREP where it used to print "fatal error:"
+// without a number: each failure has its number and a hint.
+func TestFatalErrorsNumbered(t *testing.T) {
+	p := &datafile.Plan{
+		Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+		Funcs:   []datafile.Func{{Name: "f", Source: "prog.o", Entry: 0x1100}},
+	}
+	p.ID = datafile.PlanID(p)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		args  string
+		env   map[string]string
+		want  string // the first line
+		hint  string
+	}{
+		{
+			name: "current directory removed",
+			setup: func(t *testing.T, dir string) {
+				if err := os.Remove(dir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /FC prog",
+			want: "prep: fatal error PRF1647: cannot find the current directory: ",
+			hint: "prep: hint: it was removed, or a directory above it cannot be read: change to an existing directory and run again\n",
+		},
+		{
+			name: "malformed tools.ini",
+			setup: func(t *testing.T, dir string) {
+				if err := os.WriteFile(filepath.Join(dir, "tools.ini"), []byte("[profiler]\nexclud:main\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /FC prog",
+			want: "prep: fatal error PRF1648: cannot read the selections of {DIR}/tools.ini: line 2: \"exclud:main\" is not an include: or exclude: directive\n",
+			hint: "prep: hint: its [profiler] section holds lines 'exclude:SPEC' and 'include:SPEC'",
+		},
+		{
+			name: "sums overflow",
+			setup: func(t *testing.T, dir string) {
+				m := datafile.NewMerged(p)
+				m.Stats.Hits[0] = math.MaxUint64
+				c := &datafile.Counts{PlanID: p.ID, Method: p.Method, Run: datafile.Run{ID: datafile.NewRunID()}, Stats: datafile.Stats{Hits: []uint64{1}}}
+				for _, err := range []error{datafile.SaveMerged("prog.pbt", m), datafile.SaveCounts("prog.pbo", c)} {
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			args: "/nologo /M prog",
+			want: "prep: fatal error PRF1650: the counts of prog.pbo cannot be added to prog.pbt: merge: hits of item 0: sum overflows\n",
+			hint: "prep: hint: prog.pbt holds too much to add more: merge into another database (prep /IT prog.pbt /IO prog.pbo /OT OTHER), or prepare the program again for an empty one\n",
+		},
+		{
+			name: "output in a missing directory",
+			setup: func(t *testing.T, dir string) {
+				if err := datafile.SaveMerged("prog.pbt", datafile.NewMerged(p)); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /IT prog /OT nosuchdir/out",
+			want: "prep: fatal error PRF1013: cannot write expected number of bytes to file nosuchdir/out.pbt: lock nosuchdir: open nosuchdir: no such file or directory\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			t.Setenv("INIT", "")
+			tt.setup(t, dir)
+			_, stderr, status := command.Exec(t, words(tt.args), "")
+			want := strings.ReplaceAll(tt.want, "{DIR}", dir)
+			if !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, tt.hint) || status != 1 {
+				t.Errorf("prep %s: status %d, stderr\n%s\nwant status 1, stderr beginning\n%s\nwith\n%s", tt.args, status, stderr, want, tt.hint)
+			}
+		})
 	}
 }

@@ -95,7 +95,7 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return 0, err
+		return 0, prf.NoWorkingDir(err)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -268,5 +269,33 @@ func TestSaveRun(t *testing.T) {
 				t.Errorf("warnings (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestWorkingDirGone runs PROFILE in a directory removed since: PRF1647
+// with its hint (before, "fatal error: getwd: ..." without a number), and
+// the program does not run.
+func TestWorkingDirGone(t *testing.T) {
+	keep := t.TempDir()
+	p := &datafile.Plan{Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "true", Path: "/bin/true", Arch: "amd64"}}}
+	p.ID = datafile.PlanID(p)
+	pbi, pbo := filepath.Join(keep, "true.pbi"), filepath.Join(keep, "true.pbo")
+	if err := datafile.SavePlan(pbi, p); err != nil {
+		t.Fatal(err)
+	}
+	gone := t.TempDir()
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := runProfile(t, []string{"/nologo", "/I", pbi, "/O", pbo, "/bin/true"}, "")
+	want := "profile: fatal error PRF1647: cannot find the current directory: "
+	hint := "profile: hint: it was removed, or a directory above it cannot be read: change to an existing directory and run again\n"
+	if !strings.HasPrefix(stderr, want) || !strings.HasSuffix(stderr, hint) || status != 1 {
+		t.Errorf("status %d, stderr\n%s\nwant status 1, stderr beginning\n%s", status, stderr, want)
+	}
+	if _, err := os.Stat(pbo); err == nil {
+		t.Error("a .pbo was written")
 	}
 }

@@ -133,7 +133,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		}
 		lines, files, err := planLines(mods, patterns, o.Method, warn)
 		if err != nil {
-			return nil, err
+			return nil, debugInfoError(mods[0].module.Path, err)
 		}
 		if len(lines) == 0 {
 			return nil, prf.NoLines(mods[0].module.Path)
@@ -215,6 +215,15 @@ func parseSpecs(specs []Spec) ([]pattern, error) {
 	return patterns, nil
 }
 
+// debugInfoError gives an error of package dwarf, reading the module at
+// path, its number: PRF1649 unless it has one.
+func debugInfoError(path string, err error) error {
+	if prf.Code(err) != 0 {
+		return err
+	}
+	return prf.BadDebugInfo(path, err)
+}
+
 // openModule is an opened program.
 type openModule struct {
 	file   *dwarf.File
@@ -274,7 +283,7 @@ func openProgram(abs string) (*openModule, error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return nil, prf.CannotOpen(abs, err)
 	case err != nil:
-		return nil, err
+		return nil, debugInfoError(abs, err)
 	}
 	return &openModule{file: f, module: datafile.Module{
 		Name:     filepath.Base(abs),
