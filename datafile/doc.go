@@ -114,5 +114,8 @@
 // # Merging
 //
 // [NewMerged] starts a database from a plan and [Merged.Add] adds one run's
-// counts to it; see [Merged.Add] for the contract.
+// counts to it; see [Merged.Add] for the contract. [Merged.Supersede]
+// passes the runs of a database phase I replaces on to the new one, and
+// [Merged.Pending] says whether a run is one the database can take and
+// never took.
 package datafile
