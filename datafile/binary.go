@@ -9,8 +9,13 @@ import (
 	"io"
 )
 
-// Version is the binary format version this package writes and reads.
-const Version = 3
+// Version is the binary format version this package writes. It reads
+// this version and the ones listed in doc.go ([MinVersion] on).
+const Version = 4
+
+// MinVersion is the oldest format version this package reads: version 3
+// differs from 4 only in the .pbt, which had no discarded runs (doc.go).
+const MinVersion = 3
 
 // The constants of the header (doc.go).
 const (
@@ -170,11 +175,11 @@ func read(r io.Reader, want Kind) (any, error) {
 	if want != 0 {
 		what = want.String()
 	}
-	k, body, err := readFrame(r, want)
+	k, version, body, err := readFrame(r, want)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	v, err := decode(k, body)
+	v, err := decode(k, version, body)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", k, err)
 	}
@@ -182,49 +187,53 @@ func read(r io.Reader, want Kind) (any, error) {
 }
 
 // readFrame reads and checks the header, the body and the checksum, in the
-// order doc.go gives, and returns the Kind and the body.
-func readFrame(r io.Reader, want Kind) (Kind, []byte, error) {
+// order doc.go gives, and returns the Kind, the format version and the
+// body.
+func readFrame(r io.Reader, want Kind) (Kind, int, []byte, error) {
 	var h [headerSize]byte
 	if n, err := io.ReadFull(r, h[:]); err != nil {
 		if !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
-			return 0, nil, err
+			return 0, 0, nil, err
 		}
 		m := min(n, len(signature))
 		if string(h[:m]) != signature[:m] {
-			return 0, nil, ErrSignature
+			return 0, 0, nil, ErrSignature
 		}
-		return 0, nil, fmt.Errorf("%w: %d bytes, the header has %d", ErrTruncated, n, headerSize)
+		return 0, 0, nil, fmt.Errorf("%w: %d bytes, the header has %d", ErrTruncated, n, headerSize)
 	}
 	if string(h[:len(signature)]) != signature {
-		return 0, nil, ErrSignature
+		return 0, 0, nil, ErrSignature
 	}
-	if v := binary.LittleEndian.Uint16(h[10:]); v != Version {
-		return 0, nil, fmt.Errorf("%w %d, want %d", ErrVersion, v, Version)
+	v := int(binary.LittleEndian.Uint16(h[10:]))
+	if v < MinVersion || v > Version {
+		return 0, 0, nil, fmt.Errorf("%w %d, want %d to %d", ErrVersion, v, MinVersion, Version)
 	}
 	k := Kind(h[12])
 	if k < KindPlan || k > KindMerged {
-		return 0, nil, &FormatError{Off: 12, Msg: fmt.Sprintf("unknown Kind %d", k)}
+		return 0, 0, nil, &FormatError{Off: 12, Msg: fmt.Sprintf("unknown Kind %d", k)}
 	}
 	if want != 0 && k != want {
-		return 0, nil, fmt.Errorf("%w: %s, want %s", ErrKind, k, want)
+		return 0, 0, nil, fmt.Errorf("%w: %s, want %s", ErrKind, k, want)
 	}
 	if f := h[13]; f != 0 {
-		return 0, nil, &FormatError{Off: 13, Msg: fmt.Sprintf("unknown flags %#x", f)}
+		return 0, 0, nil, &FormatError{Off: 13, Msg: fmt.Sprintf("unknown flags %#x", f)}
 	}
 	n := binary.LittleEndian.Uint64(h[14:])
 	if n > maxBody {
-		return 0, nil, &FormatError{Off: 14, Msg: fmt.Sprintf("body length %d exceeds %d", n, maxBody)}
+		return 0, 0, nil, &FormatError{Off: 14, Msg: fmt.Sprintf("body length %d exceeds %d", n, maxBody)}
 	}
 	rest, err := readN(r, int(n)+4)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	body := rest[:n]
+	// Neither checksum is printed: the one the content gives is what a
+	// forged file would need.
 	crc := crc32.Update(crc32.Checksum(h[:], castagnoli), castagnoli, body)
 	if stored := binary.LittleEndian.Uint32(rest[n:]); stored != crc {
-		return 0, nil, fmt.Errorf("%w: stored %#08x, computed %#08x", ErrChecksum, stored, crc)
+		return 0, 0, nil, ErrChecksum
 	}
-	return k, body, nil
+	return k, v, body, nil
 }
 
 // readN reads exactly n bytes. Its memory grows with what r delivers, not
@@ -242,9 +251,10 @@ func readN(r io.Reader, n int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode decodes and validates a body of Kind k.
-func decode(k Kind, body []byte) (any, error) {
-	d := &decoder{buf: body, base: int64(headerSize)}
+// decode decodes and validates a body of Kind k written in format
+// version.
+func decode(k Kind, version int, body []byte) (any, error) {
+	d := &decoder{buf: body, base: int64(headerSize), version: version}
 	d.stringTable()
 	switch k {
 	case KindPlan:
@@ -299,6 +309,12 @@ func encodeMerged(m *Merged) *encoder {
 	e.plan(&m.Plan)
 	e.runs(m.Runs, m.Overheads)
 	e.stats(&m.Stats)
+	e.section(secDiscarded, func(w *payload) {
+		w.int(len(m.Discarded))
+		for _, id := range m.Discarded {
+			w.bytes(id)
+		}
+	})
 	return e
 }
 
@@ -446,6 +462,17 @@ func (d *decoder) merged(m *Merged) {
 	d.plan(&m.Plan)
 	m.Runs, m.Overheads = d.runs()
 	d.stats(&m.Stats)
+	if d.version < 4 {
+		return // no discarded runs before version 4
+	}
+	s := d.section(secDiscarded)
+	if n := s.count(1); n > 0 {
+		m.Discarded = make([]Hex, n)
+	}
+	for i := 0; i < len(m.Discarded) && s.ok(); i++ {
+		m.Discarded[i] = s.bytes()
+	}
+	d.end(s)
 }
 
 // runs encodes section 7; runs and overheads are parallel (Validate).

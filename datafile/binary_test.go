@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -190,6 +192,7 @@ func TestReadErrors(t *testing.T) {
 		{"short foreign", []byte("MZ"), ErrSignature, 0},
 		{"future version", withHeader(10, Version+1, 0), ErrVersion, 0},
 		{"version 1, before run IDs", withHeader(10, 1, 0), ErrVersion, 0},
+		{"version 2", withHeader(10, 2, 0), ErrVersion, 0},
 		{"version zero", withHeader(10, 0, 0), ErrVersion, 0},
 		{"plan Kind", withHeader(12, byte(KindPlan)), ErrKind, 0},
 		{"merged Kind", withHeader(12, byte(KindMerged)), ErrKind, 0},
@@ -275,3 +278,77 @@ func TestReadIOError(t *testing.T) {
 type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
+
+// TestReadVersion3 reads the files of format version 3 (testdata/v3, the
+// goldens written before version 4): each holds the value of its name,
+// and a .pbt of version 3 has no discarded runs.
+func TestReadVersion3(t *testing.T) {
+	values := map[string]any{}
+	for _, tv := range testValues(t) {
+		values[tv.name] = tv.v
+	}
+	names, err := filepath.Glob(filepath.Join("testdata", "v3", "*.golden"))
+	if err != nil || len(names) != 9 {
+		t.Fatalf("%d files of version 3: %v", len(names), err)
+	}
+	for _, name := range names {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := binary.LittleEndian.Uint16(b[10:]); v != 3 {
+				t.Fatalf("format version %d, want 3", v)
+			}
+			got, err := Read(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if d := cmp.Diff(values[strings.TrimSuffix(filepath.Base(name), ".golden")], got); d != "" {
+				t.Errorf("value read differs (-want +got):\n%s", d)
+			}
+			// Written again, it is a file of this version.
+			if v := binary.LittleEndian.Uint16(encode(t, got)[10:]); v != Version {
+				t.Errorf("written as version %d, want %d", v, Version)
+			}
+		})
+	}
+}
+
+// TestDiscardedSection checks the section of discarded runs: a .pbt of
+// version 4 must have it, one of version 3 must not, and none is empty.
+func TestDiscardedSection(t *testing.T) {
+	m := testRerun(t)
+	strs, rest := encodeMerged(m).parts()
+	v4 := frameFile(KindMerged, strs, rest)
+	if _, err := ReadMerged(bytes.NewReader(v4)); err != nil {
+		t.Fatalf("the valid file: %v", err)
+	}
+	// The last section is the discarded runs': two IDs of 3 bytes.
+	last := sec(secDiscarded, uv(2), uv(3), []byte{0x5e, 0xed, 1}, uv(3), []byte{0x5e, 0xed, 2})
+	if !bytes.HasSuffix(rest, last) {
+		t.Fatalf("the body does not end with the discarded runs")
+	}
+	without := rest[:len(rest)-len(last)]
+	asVersion := func(b []byte, v uint16) []byte {
+		b = bytes.Clone(b)
+		binary.LittleEndian.PutUint16(b[10:], v)
+		return reframe(b[:len(b)-4])
+	}
+	var fe *FormatError
+	if _, err := ReadMerged(bytes.NewReader(frameFile(KindMerged, strs, without))); !errors.As(err, &fe) || !strings.Contains(err.Error(), "unexpected end of section") {
+		t.Errorf("version 4 without the section: %v", err)
+	}
+	v3, err := ReadMerged(bytes.NewReader(asVersion(frameFile(KindMerged, strs, without), 3)))
+	if err != nil || v3.Discarded != nil {
+		t.Errorf("version 3: %v, discarded %v", err, v3)
+	}
+	if _, err := ReadMerged(bytes.NewReader(asVersion(v4, 3))); !errors.As(err, &fe) || !strings.Contains(err.Error(), "after the last section") {
+		t.Errorf("version 3 with the section: %v", err)
+	}
+	empty := sec(secDiscarded, uv(1), uv(0))
+	_, err = ReadMerged(bytes.NewReader(frameFile(KindMerged, strs, without, empty)))
+	if err == nil || !strings.Contains(err.Error(), "discarded run 0 has no id") {
+		t.Errorf("an empty discarded id: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ const (
 	secCounts
 	secRuns
 	secStats
+	secDiscarded
 )
 
 // encoder builds a body: the string table, collected while the other
@@ -110,11 +111,12 @@ func (w *payload) strs(list []string) {
 // the first failure every read returns a zero value, and callers check ok in
 // their loops so that none runs on after it.
 type decoder struct {
-	buf  []byte
-	off  int
-	base int64 // file offset of buf[0]
-	strs []string
-	err  error
+	buf     []byte
+	off     int
+	base    int64 // file offset of buf[0]
+	strs    []string
+	version int // the file's format version
+	err     error
 }
 
 func (d *decoder) ok() bool { return d.err == nil }
@@ -295,7 +297,7 @@ func (d *decoder) section(id byte) *decoder {
 		d.failAt(at, "section %d where section %d was expected", got, id)
 	}
 	n := d.count(1)
-	s := &decoder{base: d.base + int64(d.off), strs: d.strs, err: d.err}
+	s := &decoder{base: d.base + int64(d.off), strs: d.strs, version: d.version, err: d.err}
 	if d.ok() {
 		s.buf = d.buf[d.off : d.off+n]
 		d.off += n

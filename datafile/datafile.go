@@ -293,4 +293,10 @@ type Merged struct {
 	// Overheads has the calibrated overhead of each run (for the average).
 	Overheads []int64
 	Stats     Stats
+	// Discarded are the IDs of the runs that were merged into the
+	// databases this one replaced, when phase I prepared the same plan
+	// again ([Merged.Supersede]): their counts were discarded with those
+	// databases, and their .pbo files, still on disk, hold no run to merge
+	// ([Merged.Pending]). Empty for a database whose plan is new.
+	Discarded []Hex `json:",omitempty"`
 }

@@ -11,7 +11,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 3
+// # Binary layout, format version 4
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -21,7 +21,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 3
+//	10      2     format version, u16: 4 (3 is read too: below)
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -50,7 +50,8 @@
 //
 //	plan (.pbi)     1 strings, 2 plan, 3 modules, 4 funcs, 5 lines
 //	counts (.pbo)   1 strings, 6 counts, 7 runs, 8 stats
-//	merged (.pbt)   1 strings, 2 plan, 3 modules, 4 funcs, 5 lines, 7 runs, 8 stats
+//	merged (.pbt)   1 strings, 2 plan, 3 modules, 4 funcs, 5 lines, 7 runs, 8 stats,
+//	                9 discarded
 //
 // A payload must be consumed exactly. Inside payloads:
 //
@@ -92,9 +93,18 @@
 //	            list(uvarint) Hits, list(varint) FuncTime,
 //	            list(varint) ChildTime, list(uvarint Func, list(varint) Callers,
 //	            uvarint Key, uvarint Hits, varint Time, varint ChildTime) Stacks
+//	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
+//	            the databases phase I replaced with this one (none empty)
 //
 // Empty lists and byte strings read back as nil. The writer is canonical:
 // equal values give equal bytes.
+//
+// # Older versions
+//
+// The writer writes version 4; the readers also read version 3 ([MinVersion]),
+// whose layout is the same but for the .pbt, which ends after section 8: a
+// database of version 3 has no discarded runs. Other versions are
+// [ErrVersion].
 //
 // # Text form
 //
@@ -104,5 +114,8 @@
 // # Merging
 //
 // [NewMerged] starts a database from a plan and [Merged.Add] adds one run's
-// counts to it; see [Merged.Add] for the contract.
+// counts to it; see [Merged.Add] for the contract. [Merged.Supersede]
+// passes the runs of a database phase I replaces on to the new one, and
+// [Merged.Pending] says whether a run is one the database can take and
+// never took.
 package datafile

@@ -30,6 +30,9 @@ var (
 	// profiling state: another method, or attribution stacks for a plan
 	// without /AT (PRF1304).
 	ErrConflict = errors.New("conflicts with the profiling state")
+	// ErrOverflow means counts whose sums with the database's would not
+	// fit their integers.
+	ErrOverflow = errors.New("sum overflows")
 )
 
 // FormatError reports malformed content in a binary data file.

@@ -239,7 +239,7 @@ func TestOpenErrors(t *testing.T) {
 		{"c source as pbi", file("prog.c", []byte("int main(void) { return 0; }\n")), "plan", OpRead, ": read plan (.pbi): not a profiler data file", ErrSignature},
 		{"pbo as pbt", file("a.pbo", pbo), "merged", OpRead, ": read merged profile (.pbt): wrong kind of data file: counts (.pbo), want merged profile (.pbt)", ErrKind},
 		{"pbt as pbi", file("a.pbt", pbt), "plan", OpRead, ": read plan (.pbi): wrong kind of data file", ErrKind},
-		{"future pbt", file("future.pbt", future), "merged", OpRead, ": read merged profile (.pbt): unsupported format version " + next + ", want " + strconv.Itoa(Version), ErrVersion},
+		{"future pbt", file("future.pbt", future), "merged", OpRead, ": read merged profile (.pbt): unsupported format version " + next + ", want " + strconv.Itoa(MinVersion) + " to " + strconv.Itoa(Version), ErrVersion},
 		{"future pbo", file("future.pbo", future), "counts", OpRead, ": read counts (.pbo): unsupported format version " + next, ErrVersion},
 		{"any kind, not a data file", file("prog.sh", []byte("#!/bin/sh\n")), "any", OpRead, ": read data file: not a profiler data file", ErrSignature},
 	}

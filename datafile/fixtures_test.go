@@ -152,7 +152,18 @@ func testValues(t testing.TB) []testValue {
 		{"merged-fc-fresh", NewMerged(testPlan(FuncCounting))},
 		{"merged-ft", testMerged(t, FuncTiming)},
 		{"merged-lc", testMerged(t, LineCounting)},
+		{"merged-fc-rerun", testRerun(t)},
 	}
+}
+
+// testRerun returns the database phase I writes over testMerged(t,
+// FuncCounting) when it prepares the same plan again: empty, with the two
+// runs of the old one discarded.
+func testRerun(t testing.TB) *Merged {
+	t.Helper()
+	m := NewMerged(testPlan(FuncCounting))
+	m.Supersede(testMerged(t, FuncCounting))
+	return m
 }
 
 // encode returns the binary form of v.

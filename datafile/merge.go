@@ -3,7 +3,6 @@ package datafile
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -51,7 +50,7 @@ func zeros[T any](n int) []T {
 // adding runs in any grouping or order gives the same figures. A run m
 // already holds (the same [Run.ID]) is refused with [ErrDuplicateRun]: the
 // original added the same .pbo twice, counting its run twice. A sum that
-// would overflow is an error. A failed Add leaves m unchanged.
+// would overflow is [ErrOverflow]. A failed Add leaves m unchanged.
 func (m *Merged) Add(c *Counts) error {
 	if err := m.check(c); err != nil {
 		return fmt.Errorf("merge: %w", err)
@@ -89,7 +88,9 @@ func (m *Merged) check(c *Counts) error {
 	}
 	switch {
 	case c.PlanID != m.Plan.ID:
-		return fmt.Errorf("%w: counts of plan %s, database of plan %s", ErrNotSamePlan, c.PlanID, m.Plan.ID)
+		// The database's plan ID is not printed: it is what a forged
+		// .pbo would need.
+		return fmt.Errorf("%w: counts of plan %s, not the database's", ErrNotSamePlan, c.PlanID)
 	case c.Method != m.Plan.Method:
 		return fmt.Errorf("%w: %s counts, %s database", ErrConflict,
 			strings.ToLower(c.Method.Words()), strings.ToLower(m.Plan.Method.Words()))
@@ -117,13 +118,75 @@ func (m *Merged) HasRun(id Hex) bool {
 	return false
 }
 
-var errOverflow = errors.New("sum overflows")
+// HasMerged reports whether the run with the given ID was merged into m,
+// or into a database m replaced ([Merged.Discarded]). No run has an empty
+// ID.
+func (m *Merged) HasMerged(id Hex) bool {
+	if m.HasRun(id) {
+		return true
+	}
+	if len(id) == 0 {
+		return false
+	}
+	for _, d := range m.Discarded {
+		if bytes.Equal(d, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pending reports whether c holds a run that m can take and has never
+// taken: counts of m's plan and method whose run was merged neither into
+// m nor into a database m replaced ([Merged.HasMerged]). A run without an
+// ID (a file written before run IDs existed) is never pending: nothing
+// tells whether it was merged.
+//
+// PROFILE keeps a pending run rather than write over it, PREP /M merges
+// the pending runs, PLIST warns about them (docs/linux.md, "Merging and
+// concurrent runs"). A run merged into a database that phase I then
+// replaced is not pending: its counts were discarded on purpose.
+func (m *Merged) Pending(c *Counts) bool {
+	return c.PlanID == m.Plan.ID && c.Method == m.Plan.Method && len(c.Run.ID) > 0 && !m.HasMerged(c.Run.ID)
+}
+
+// Supersede records that m, a database phase I just made, replaces old,
+// the database that was there: when old is of the same plan ID, the runs
+// old held and those it had discarded itself become m's [Merged.Discarded],
+// in that order (old's discarded first) and each once, so that the .pbo
+// files of those runs do not count as pending. A database of another plan
+// passes nothing on: runs of another plan are never pending. m's own
+// discarded runs are kept.
+func (m *Merged) Supersede(old *Merged) {
+	if old == nil || old.Plan.ID != m.Plan.ID {
+		return
+	}
+	seen := make(map[string]bool, len(m.Runs)+len(m.Discarded)+len(old.Runs)+len(old.Discarded))
+	for i := range m.Runs {
+		seen[string(m.Runs[i].ID)] = true
+	}
+	for _, id := range m.Discarded {
+		seen[string(id)] = true
+	}
+	add := func(id Hex) {
+		if len(id) > 0 && !seen[string(id)] {
+			seen[string(id)] = true
+			m.Discarded = append(m.Discarded, slices.Clone(id))
+		}
+	}
+	for _, id := range old.Discarded {
+		add(id)
+	}
+	for i := range old.Runs {
+		add(old.Runs[i].ID)
+	}
+}
 
 // checkSums reports whether adding b to a would overflow.
 func checkSums(a, b *Stats) error {
 	for i, h := range b.Hits {
 		if a.Hits[i] > math.MaxUint64-h {
-			return fmt.Errorf("hits of item %d: %w", i, errOverflow)
+			return fmt.Errorf("hits of item %d: %w", i, ErrOverflow)
 		}
 	}
 	for _, t := range []struct {
@@ -132,12 +195,12 @@ func checkSums(a, b *Stats) error {
 	}{{"function time", a.FuncTime, b.FuncTime}, {"child time", a.ChildTime, b.ChildTime}} {
 		for i := range t.b {
 			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
-				return fmt.Errorf("%s of function %d: %w", t.name, i, errOverflow)
+				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
 			}
 		}
 	}
 	if !canAdd(a.TotalTime, b.TotalTime) || !canAdd(a.OutsideTime, b.OutsideTime) {
-		return fmt.Errorf("total or outside time: %w", errOverflow)
+		return fmt.Errorf("total or outside time: %w", ErrOverflow)
 	}
 	return nil
 }
@@ -195,7 +258,7 @@ func mergeStacks(a, b []Stack) ([]Stack, error) {
 			}
 			t := &out[j]
 			if t.Hits > math.MaxUint64-s.Hits || !canAdd(t.Time, s.Time) || !canAdd(t.ChildTime, s.ChildTime) {
-				return nil, fmt.Errorf("stack of function %d: %w", s.Func, errOverflow)
+				return nil, fmt.Errorf("stack of function %d: %w", s.Func, ErrOverflow)
 			}
 			t.Hits += s.Hits
 			t.Time += s.Time

@@ -225,7 +225,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.Stacks = nil
 				return c
 			},
-			want: errOverflow, text: "hits of item 2: sum overflows",
+			want: ErrOverflow, text: "hits of item 2: sum overflows",
 		},
 		{
 			name: "time overflow", method: FuncTiming,
@@ -234,7 +234,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.ChildTime[0] = math.MaxInt64
 				return c
 			},
-			want: errOverflow, text: "child time of function 0",
+			want: ErrOverflow, text: "child time of function 0",
 		},
 		{
 			name: "stack overflow", method: FuncCounting,
@@ -243,7 +243,7 @@ func TestMergeRefused(t *testing.T) {
 				c.Stats.Stacks[0].Hits = math.MaxUint64
 				return c
 			},
-			want: errOverflow, text: "stack of function 1",
+			want: ErrOverflow, text: "stack of function 1",
 		},
 	}
 	for _, tt := range tests {
@@ -320,5 +320,117 @@ func TestMergeDuplicateRun(t *testing.T) {
 	}
 	if len(m.Runs) != 4 || m.Stats.Hits[0] != 3*1000+24 {
 		t.Errorf("%d runs, main hit %d times; want 4 runs and 3024", len(m.Runs), m.Stats.Hits[0])
+	}
+}
+
+// TestSupersede checks what a database phase I writes over another keeps:
+// the IDs of the old one's runs, and of those it had discarded, when the
+// plan is the same; nothing for another plan.
+func TestSupersede(t *testing.T) {
+	run1, run2 := Hex{0x5e, 0xed, 1}, Hex{0x5e, 0xed, 2}
+	m := testRerun(t)
+	if d := cmp.Diff([]Hex{run1, run2}, m.Discarded); d != "" {
+		t.Errorf("discarded (-want +got):\n%s", d)
+	}
+	if len(m.Runs) != 0 || m.Stats.Hits[0] != 0 {
+		t.Errorf("the new database holds %d runs, main %d hits", len(m.Runs), m.Stats.Hits[0])
+	}
+	// A run of the new database, then phase I again: the runs discarded
+	// before and the new one, each once.
+	c := anotherRun(testCounts(FuncCounting, false))
+	if err := m.Add(c); err != nil {
+		t.Fatal(err)
+	}
+	again := NewMerged(testPlan(FuncCounting))
+	again.Supersede(m)
+	again.Supersede(m)
+	if d := cmp.Diff([]Hex{run1, run2, c.Run.ID}, again.Discarded); d != "" {
+		t.Errorf("discarded after a second phase I (-want +got):\n%s", d)
+	}
+	// Coverage of the same program: the same plan ID, runs passed on.
+	cover := NewMerged(testPlan(FuncCoverage))
+	cover.Supersede(m)
+	if len(cover.Discarded) != 3 {
+		t.Errorf("coverage over counting of the same plan: %d discarded, want 3", len(cover.Discarded))
+	}
+	// Timing (another plan ID) and another program: nothing passed on.
+	for _, p := range []*Plan{testPlan(FuncTiming), otherProgram()} {
+		n := NewMerged(p)
+		n.Supersede(m)
+		n.Supersede(nil)
+		if n.Discarded != nil {
+			t.Errorf("%s of another plan: discarded %v", p.Method.Words(), n.Discarded)
+		}
+	}
+	// Runs without an ID are not remembered.
+	old := NewMerged(testPlan(FuncCounting))
+	noID := testCounts(FuncCounting, false)
+	noID.Run.ID = nil
+	if err := old.Add(noID); err != nil {
+		t.Fatal(err)
+	}
+	n := NewMerged(testPlan(FuncCounting))
+	n.Supersede(old)
+	if n.Discarded != nil {
+		t.Errorf("a run without ID was remembered: %v", n.Discarded)
+	}
+	if err := n.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// otherProgram returns the function counting plan of another build of
+// the program.
+func otherProgram() *Plan {
+	p := testPlan(FuncCounting)
+	p.Modules[0].BuildID = Hex{1}
+	p.ID = PlanID(p)
+	return p
+}
+
+// TestPending checks which runs a database counts as pending: of its plan
+// and type, with an ID, neither merged nor discarded.
+func TestPending(t *testing.T) {
+	m := testRerun(t)
+	held := anotherRun(testCounts(FuncCounting, false))
+	if err := m.Add(held); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(edit func(c *Counts)) *Counts {
+		c := anotherRun(testCounts(FuncCounting, false))
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	tests := []struct {
+		name      string
+		c         *Counts
+		pending   bool
+		hasMerged bool
+	}{
+		{"a new run", fresh(nil), true, false},
+		{"a run it holds", held, false, true},
+		{"a run merged into the database phase I replaced", testCounts(FuncCounting, true), false, true},
+		{"a run without ID", fresh(func(c *Counts) { c.Run.ID = nil }), false, false},
+		{"a run of another plan", fresh(func(c *Counts) { c.PlanID = otherProgram().ID }), false, false},
+		{"a run of another type", fresh(func(c *Counts) { c.Method = FuncCoverage }), false, false},
+	}
+	for _, tt := range tests {
+		if got := m.Pending(tt.c); got != tt.pending {
+			t.Errorf("%s: pending %v, want %v", tt.name, got, tt.pending)
+		}
+		if got := m.HasMerged(tt.c.Run.ID); got != tt.hasMerged {
+			t.Errorf("%s: has merged %v, want %v", tt.name, got, tt.hasMerged)
+		}
+	}
+	// A discarded run can still be added on purpose (prep /IT /IO /OT, as
+	// the original allowed): it is then held.
+	c := testCounts(FuncCounting, true)
+	if err := m.Add(c); err != nil {
+		t.Errorf("add of a discarded run: %v", err)
+	}
+	if !m.HasRun(c.Run.ID) {
+		t.Error("the discarded run added is not held")
 	}
 }

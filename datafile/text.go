@@ -71,6 +71,9 @@ func ReadText(r io.Reader) (any, error) {
 	case env.Kind == "pbo" && env.Counts != nil && env.Plan == nil && env.Merged == nil:
 		v = env.Counts
 	case env.Kind == "pbt" && env.Merged != nil && env.Plan == nil && env.Counts == nil:
+		if len(env.Merged.Discarded) == 0 {
+			env.Merged.Discarded = nil // none, as WriteText and the binary form say it
+		}
 		v = env.Merged
 	default:
 		return nil, fmt.Errorf("read text: kind %q does not match its content", env.Kind)

@@ -88,3 +88,24 @@ func TestReadTextErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTextEmptyDiscarded checks that an empty list of discarded runs reads
+// as none, as in the binary form, so that the text round-trips.
+func TestTextEmptyDiscarded(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "merged-fc-fresh.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const end = "\"Stacks\": null\n    }\n  }\n}\n"
+	if !strings.HasSuffix(string(b), end) {
+		t.Fatalf("merged-fc-fresh.txt does not end with %q", end)
+	}
+	text := strings.TrimSuffix(string(b), end) + "\"Stacks\": null\n    },\n    \"Discarded\": []\n  }\n}\n"
+	v, err := ReadText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := v.(*Merged).Discarded; d != nil {
+		t.Errorf("discarded %#v, want nil", d)
+	}
+}

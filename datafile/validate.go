@@ -21,7 +21,9 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("invalid plan: %w", err)
 	}
 	if id := PlanID(p); id != p.ID {
-		return fmt.Errorf("invalid plan: id %s does not match its content, whose id is %s", p.ID, id)
+		// The id the content gives is not printed: it is what a forged
+		// plan would need.
+		return fmt.Errorf("invalid plan: id %s does not match its content", p.ID)
 	}
 	return nil
 }
@@ -98,8 +100,8 @@ func (c *Counts) Validate() error {
 
 // Validate reports the first inconsistency of m: those of its plan
 // ([Plan.Validate]), runs and overheads that do not pair up, negative
-// overheads, statistics that do not fit the plan, or attribution stacks in
-// a plan made without /AT.
+// overheads, statistics that do not fit the plan, attribution stacks in
+// a plan made without /AT, or a discarded run without an ID.
 func (m *Merged) Validate() error {
 	if m == nil {
 		return errors.New("invalid merged profile: nil")
@@ -113,6 +115,11 @@ func (m *Merged) Validate() error {
 	for i, o := range m.Overheads {
 		if o < 0 {
 			return fmt.Errorf("invalid merged profile: run %d: negative overhead %d", i, o)
+		}
+	}
+	for i, id := range m.Discarded {
+		if len(id) == 0 {
+			return fmt.Errorf("invalid merged profile: discarded run %d has no id", i)
 		}
 	}
 	if !m.Plan.Attribution && len(m.Stats.Stacks) > 0 {

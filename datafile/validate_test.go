@@ -1,6 +1,10 @@
 package datafile
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -129,5 +133,41 @@ func checkError(t *testing.T, err error, prefix, want string) {
 		t.Errorf("no error, want %q", want)
 	case !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), want):
 		t.Errorf("error %q, want %q containing %q", err, prefix+"...", want)
+	}
+}
+
+// TestErrorsHideExpectedIdentity checks that no reader's error prints the
+// identity it expected: the plan ID a plan's content gives, the checksum
+// of a file's content, the plan ID of the database counts are merged
+// into. Whoever forges a file would take them from the message.
+func TestErrorsHideExpectedIdentity(t *testing.T) {
+	// A plan whose content was changed after its ID was computed.
+	p := testPlan(FuncCounting)
+	p.Funcs[0].Entry++
+	want := PlanID(p).String()
+	if err := p.Validate(); err == nil || strings.Contains(err.Error(), want) {
+		t.Errorf("stale plan id: error %v prints the id of the content", err)
+	}
+	// A file whose checksum does not match.
+	b := encode(t, testCounts(FuncCounting, false))
+	crc := binary.LittleEndian.Uint32(b[len(b)-4:])
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc+1)
+	_, err := ReadCounts(bytes.NewReader(b))
+	if !errors.Is(err, ErrChecksum) {
+		t.Fatalf("bad checksum: %v", err)
+	}
+	for _, f := range []string{"%x", "%#x", "%#08x", "%d", "%08x"} {
+		if s := fmt.Sprintf(f, crc); strings.Contains(err.Error(), s) {
+			t.Errorf("bad checksum: error %q prints the checksum of the content (%s)", err, s)
+		}
+	}
+	// Counts of another plan merged into a database.
+	m := testMerged(t, FuncCounting)
+	c := testCounts(FuncCounting, false)
+	c.PlanID = otherProgram().ID
+	c.Run.ID = NewRunID()
+	err = m.Add(c)
+	if !errors.Is(err, ErrNotSamePlan) || strings.Contains(err.Error(), m.Plan.ID.String()) {
+		t.Errorf("counts of another plan: error %v prints the database's plan id", err)
 	}
 }

@@ -3,7 +3,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -155,5 +157,106 @@ func TestManyArguments(t *testing.T) {
 	tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
 	if tb.hits["f"] != uint64(n) {
 		t.Errorf("f %d, want %d", tb.hits["f"], n)
+	}
+}
+
+// TestProfileAgain profiles a program twice, with other arguments, each
+// time from phase I on, as a user runs a wrapper or a make target again:
+// the second report holds the second run alone (before, phase I discarded
+// the first run's .pbt but PROFILE took its .pbo for a run not merged yet,
+// and prep /M added both). The same with the three steps by hand.
+func TestProfileAgain(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "faults")
+	// The wrapper and profile.mk beside the tools, as make build puts them:
+	// from the tools' directory where they are (SPROF_BIN: the arm64 VM,
+	// which has no repository), else from scripts/.
+	scripts := bin
+	if _, err := os.Stat(filepath.Join(bin, "fcount")); err != nil {
+		scripts = filepath.Join(testutil.Root(t), "scripts")
+	}
+	wbin := t.TempDir()
+	for _, name := range []string{"prep", "profile", "plist", "profiler.ini"} {
+		if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wbin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fcount", "profile.mk"} {
+		b, err := os.ReadFile(filepath.Join(scripts, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wbin, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shell := func(t *testing.T, dir, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PREP=", "PROFILE=", "PLIST=", "INIT=")
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
+		}
+		return string(out)
+	}
+	// f runs once per argument after "args": 3 calls, then 5.
+	first, second := []string{"args", "a", "b", "c"}, []string{"args", "a", "b", "c", "d", "e"}
+	ways := []struct {
+		name string
+		// run profiles the program in dir with args and returns the report.
+		run func(t *testing.T, dir, name string, args []string) string
+	}{
+		{"fcount", func(t *testing.T, dir, name string, args []string) string {
+			return shell(t, dir, filepath.Join(wbin, "fcount"), append([]string{"./" + name}, args...)...)
+		}},
+		{"make fcount", func(t *testing.T, dir, name string, args []string) string {
+			testutil.MustHaveTool(t, "make")
+			mk := fmt.Sprintf("PROFILE_PROG = ./%s\nPROFILE_ARGS = %s\nPROFILE_BIN = %s\nPROFILE_DEPS =\ninclude %s\n",
+				name, strings.Join(args, " "), wbin, filepath.Join(wbin, "profile.mk"))
+			if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(mk), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			shell(t, dir, "make", "-s", "fcount")
+			b, err := os.ReadFile(filepath.Join(dir, name+".fcount.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}},
+		{"by hand", func(t *testing.T, dir, name string, args []string) string {
+			must(t, dir, "prep", "/nologo", "/FC", name)
+			must(t, dir, "profile", append([]string{"/nologo", name}, args...)...)
+			must(t, dir, "prep", "/nologo", "/M", name)
+			return must(t, dir, "plist", "/nologo", name).stdout
+		}},
+	}
+	hitLine := regexp.MustCompile(`(?m)^ +(\d+) +[0-9.]+ f \(faults\.o\)$`)
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name := install(t, prog, dir)
+			for i, args := range [][]string{first, second} {
+				report := w.run(t, dir, name, args)
+				want := 2*i + 3
+				m := hitLine.FindStringSubmatch(report)
+				if lines := strings.Count(report, "Command line at"); m == nil || m[1] != fmt.Sprint(want) || lines != 1 {
+					t.Errorf("run %d: f %v, %d command lines; want f %d and one command line\n%s", i+1, m, lines, want, report)
+				}
+				tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+				if tb.hits["f"] != uint64(want) || len(tb.runs) != 1 || !strings.HasSuffix(tb.runs[0], strings.Join(args, " ")) {
+					t.Errorf("run %d: plist /T: f %d, runs %q; want f %d and the run %q", i+1, tb.hits["f"], tb.runs, want, strings.Join(args, " "))
+				}
+			}
+			// The run wrote over the first one's .pbo: no numbered file.
+			if left, _ := filepath.Glob(filepath.Join(dir, name+".pbo.*")); len(left) != 0 {
+				t.Errorf("run files left: %v", left)
+			}
+		})
 	}
 }

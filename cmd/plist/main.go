@@ -103,16 +103,13 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if o.output != "" {
 		// Written whole or not at all, as the data files are.
 		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
+			if prf.Code(err) != 0 {
+				return err // the report's own, not the file's
+			}
 			return prf.CannotOpen(o.output, err)
 		}
-	} else {
-		w := bufio.NewWriter(stdout)
-		if err := write(w); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
+	} else if err := writeStdout(stdout, write); err != nil {
+		return err
 	}
 	if o.failUnder >= 0 {
 		if c := plist.Coverage(m); c < float64(o.failUnder) {
@@ -132,9 +129,10 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 }
 
 // unmerged returns a warning when the .pbo files beside the .pbt at path
-// (base.pbo, base.pbo.N) hold runs of m's plan that m does not: the user
-// profiled and did not merge. Only a .pbo newer than the .pbt can, so older
-// ones are not read.
+// (base.pbo, base.pbo.N) hold runs that m counts as pending
+// ([datafile.Merged.Pending]): the user profiled and did not merge. A run
+// merged into a .pbt that phase I replaced is not one. Only a .pbo newer
+// than the .pbt can hold one, so older ones are not read.
 func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
 	base := strings.TrimSuffix(path, filepath.Ext(path))
 	pst, err := os.Stat(path)
@@ -147,7 +145,7 @@ func unmerged(path string, m *datafile.Merged) *prf.Diagnostic {
 			continue
 		}
 		c, err := datafile.OpenCounts(pbo)
-		if err == nil && c.PlanID == m.Plan.ID && len(c.Run.ID) > 0 && !m.HasRun(c.Run.ID) {
+		if err == nil && m.Pending(c) {
 			pending = append(pending, pbo)
 		}
 	}
@@ -164,9 +162,43 @@ func dump(files []string, stdout io.Writer) error {
 		if err != nil {
 			return prf.DataFile(err)
 		}
-		if err := datafile.WriteText(stdout, v); err != nil {
+		if err := writeStdout(stdout, func(w io.Writer) error { return datafile.WriteText(w, v) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stdoutName names standard output in PRF1013.
+const stdoutName = "standard output"
+
+// writeStdout runs write on a buffer over stdout and flushes it. A failure
+// to write stdout (a full disk, a closed pipe) is PRF1013 naming standard
+// output; an error of write's own is returned as it is.
+func writeStdout(stdout io.Writer, write func(io.Writer) error) error {
+	ew := &errWriter{w: stdout}
+	w := bufio.NewWriter(ew)
+	err := write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if ew.err != nil {
+		return prf.CannotWrite(stdoutName, ew.err)
+	}
+	return err
+}
+
+// errWriter keeps the first error of w.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,6 +272,30 @@ func TestMergeMissing(t *testing.T) {
 	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
 		t.Errorf("other plan: stderr %q", stderr)
 	}
+	// The .pbo of a run merged into a .pbt that phase I replaced (prep
+	// /FC again, as a wrapper does): its run was discarded on purpose, not
+	// left unmerged, even with the .pbo newer than the new .pbt.
+	fresh := datafile.NewMerged(p)
+	fresh.Supersede(writeProfile(t, "fcount.pbt", first))
+	if err := datafile.SaveMerged("fcount.pbt", fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := datafile.SaveCounts("fcount.pbo", first); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("run of the replaced database: stderr %q", stderr)
+	}
+	// A run of the same plan but another type (prepared for coverage
+	// since): merging it would fail, so no warning.
+	c = testRun(p)
+	c.Method = datafile.FuncCoverage
+	if err := datafile.SaveCounts("fcount.pbo", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runPlist(t, words("/nologo fcount"), ""); stderr != "" {
+		t.Errorf("other type: stderr %q", stderr)
+	}
 }
 
 // FuzzCommandLine parses any PLIST command line: it never panics and every
@@ -295,5 +321,27 @@ func FuzzCommandLine(f *testing.F) {
 func TestTable(t *testing.T) {
 	if err := tool.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fullWriter is standard output on a full disk.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestStdoutFull writes a report and a dump to a standard output that
+// fails: PRF1013 naming standard output, with the hint, exit status 1
+// (before, "fatal error:" without a number).
+func TestStdoutFull(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeProfile(t, "fcount.pbt", testRun(testPlan()))
+	want := "plist: fatal error PRF1013: cannot write expected number of bytes to file standard output: no space left on device\n" +
+		"plist: hint: the file system is full, or your disk quota used up: make room, then run again\n"
+	for _, args := range []string{"/nologo fcount", "/nologo /T fcount", "--nologo --format=json fcount", "--nologo --dump fcount.pbt"} {
+		var stderr bytes.Buffer
+		status := run(words(args), fullWriter{}, &stderr)
+		if stderr.String() != want || status != 1 {
+			t.Errorf("plist %s: status %d, stderr\n%s\nwant status 1, stderr\n%s", args, status, stderr.String(), want)
+		}
 	}
 }

@@ -72,11 +72,12 @@ func checkInputs(cmd *cli.Command[options]) error {
 func prepare(o *options, names []string, warn func(*prf.Diagnostic)) error {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		// profiler.ini is found beside PREP, through /proc/self/exe.
+		return prf.CannotOpen("/proc/self/exe", err)
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return err
+		return prf.NoWorkingDir(err)
 	}
 	defaults, err := prep.DefaultSpecs(filepath.Dir(self), os.Getenv, cwd, warn)
 	if err != nil {
@@ -133,7 +134,10 @@ func merge(o *options, warn func(*prf.Diagnostic)) error {
 	}
 	unlock, err := datafile.LockDir(out)
 	if err != nil {
-		return err
+		if _, serr := os.Stat(in); serr != nil {
+			return prf.CannotOpen(in, serr) // as the merge would say first
+		}
+		return prf.CannotWrite(out, err)
 	}
 	defer unlock()
 	return prep.Merge(in, pbos, out, warn)
@@ -147,7 +151,10 @@ func mergePending(base string, warn func(*prf.Diagnostic)) error {
 	pbt := cli.FindFile(base + ".pbt")
 	unlock, err := datafile.LockDir(pbt)
 	if err != nil {
-		return err
+		if _, serr := os.Stat(pbt); serr != nil {
+			return prf.CannotOpen(pbt, serr) // as the merge would say
+		}
+		return prf.CannotWrite(pbt, err)
 	}
 	defer unlock()
 	base = strings.TrimSuffix(pbt, filepath.Ext(pbt))

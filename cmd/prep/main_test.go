@@ -1,9 +1,13 @@
 package main
 
 import (
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -94,5 +98,151 @@ func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
 func TestTable(t *testing.T) {
 	if err := tool.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergeAfterPrepAgain runs prep /M where phase I replaced the .pbt
+// that held the run of prog.pbo (a wrapper run twice, or the three steps
+// by hand): that run is not merged again, and prep /M says why; a run
+// profiled since, in prog.pbo.2, is merged alone; /IT /IO /OT still adds
+// the discarded run when asked to, as the original did.
+func TestMergeAfterPrepAgain(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := &datafile.Plan{
+		Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+		Funcs:   []datafile.Func{{Name: "f", Source: "prog.o", Entry: 0x1100}},
+	}
+	p.ID = datafile.PlanID(p)
+	run := func(hits uint64) *datafile.Counts {
+		return &datafile.Counts{PlanID: p.ID, Method: p.Method, Run: datafile.Run{ID: datafile.NewRunID(), CommandLine: "prog"},
+			Stats: datafile.Stats{Hits: []uint64{hits}}}
+	}
+	old := datafile.NewMerged(p)
+	first := run(5)
+	if err := old.Add(first); err != nil {
+		t.Fatal(err)
+	}
+	fresh := datafile.NewMerged(p)
+	fresh.Supersede(old)
+	for _, err := range []error{datafile.SaveCounts("prog.pbo", first), datafile.SaveMerged("prog.pbt", fresh)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, status := command.Exec(t, words("/nologo /M prog"), "")
+	want := "prep: fatal error PRF1309: the run in prog.pbo was discarded when prog.pbt was prepared again: it is not merged\n" +
+		"prep: hint: run profile again for a new run; to add this one all the same: prep /IT prog.pbt /IO prog.pbo /OT prog.pbt\n"
+	if stderr != want || status != 1 {
+		t.Errorf("prep /M: status %d, stderr\n%s\nwant status 1, stderr\n%s", status, stderr, want)
+	}
+	hits := func() (uint64, int) {
+		t.Helper()
+		m, err := datafile.OpenMerged("prog.pbt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Stats.Hits[0], len(m.Runs)
+	}
+	if h, n := hits(); h != 0 || n != 0 {
+		t.Errorf("after the refused merge: f %d, %d runs; want 0, 0", h, n)
+	}
+	// A new run beside it: merged alone.
+	if err := datafile.SaveCounts("prog.pbo.2", run(6)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, status := command.Exec(t, words("/nologo /M prog"), ""); status != 0 {
+		t.Fatalf("prep /M with a new run: status %d, stderr %s", status, stderr)
+	}
+	if h, n := hits(); h != 6 || n != 1 {
+		t.Errorf("after the merge of the new run: f %d, %d runs; want 6, 1", h, n)
+	}
+	// The discarded run, asked for by name.
+	if _, stderr, status := command.Exec(t, words("/nologo /IT prog /IO prog /OT prog"), ""); status != 0 {
+		t.Fatalf("prep /IT /IO /OT: status %d, stderr %s", status, stderr)
+	}
+	if h, n := hits(); h != 11 || n != 2 {
+		t.Errorf("after the merge asked for: f %d, %d runs; want 11, 2", h, n)
+	}
+}
+
+// TestFatalErrorsNumbered runs PREP where it used to print "fatal error:"
+// without a number: each failure has its number and a hint.
+func TestFatalErrorsNumbered(t *testing.T) {
+	p := &datafile.Plan{
+		Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+		Funcs:   []datafile.Func{{Name: "f", Source: "prog.o", Entry: 0x1100}},
+	}
+	p.ID = datafile.PlanID(p)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		args  string
+		env   map[string]string
+		want  string // the first line
+		hint  string
+	}{
+		{
+			name: "current directory removed",
+			setup: func(t *testing.T, dir string) {
+				if err := os.Remove(dir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /FC prog",
+			want: "prep: fatal error PRF1647: cannot find the current directory: ",
+			hint: "prep: hint: it was removed, or a directory above it cannot be read: change to an existing directory and run again\n",
+		},
+		{
+			name: "malformed tools.ini",
+			setup: func(t *testing.T, dir string) {
+				if err := os.WriteFile(filepath.Join(dir, "tools.ini"), []byte("[profiler]\nexclud:main\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /FC prog",
+			want: "prep: fatal error PRF1648: cannot read the selections of {DIR}/tools.ini: line 2: \"exclud:main\" is not an include: or exclude: directive\n",
+			hint: "prep: hint: its [profiler] section holds lines 'exclude:SPEC' and 'include:SPEC'",
+		},
+		{
+			name: "sums overflow",
+			setup: func(t *testing.T, dir string) {
+				m := datafile.NewMerged(p)
+				m.Stats.Hits[0] = math.MaxUint64
+				c := &datafile.Counts{PlanID: p.ID, Method: p.Method, Run: datafile.Run{ID: datafile.NewRunID()}, Stats: datafile.Stats{Hits: []uint64{1}}}
+				for _, err := range []error{datafile.SaveMerged("prog.pbt", m), datafile.SaveCounts("prog.pbo", c)} {
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			args: "/nologo /M prog",
+			want: "prep: fatal error PRF1650: the counts of prog.pbo cannot be added to prog.pbt: merge: hits of item 0: sum overflows\n",
+			hint: "prep: hint: prog.pbt holds too much to add more: merge into another database (prep /IT prog.pbt /IO prog.pbo /OT OTHER), or prepare the program again for an empty one\n",
+		},
+		{
+			name: "output in a missing directory",
+			setup: func(t *testing.T, dir string) {
+				if err := datafile.SaveMerged("prog.pbt", datafile.NewMerged(p)); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: "/nologo /IT prog /OT nosuchdir/out",
+			want: "prep: fatal error PRF1013: cannot write expected number of bytes to file nosuchdir/out.pbt: lock nosuchdir: open nosuchdir: no such file or directory\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			t.Setenv("INIT", "")
+			tt.setup(t, dir)
+			_, stderr, status := command.Exec(t, words(tt.args), "")
+			want := strings.ReplaceAll(tt.want, "{DIR}", dir)
+			if !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, tt.hint) || status != 1 {
+				t.Errorf("prep %s: status %d, stderr\n%s\nwant status 1, stderr beginning\n%s\nwith\n%s", tt.args, status, stderr, want, tt.hint)
+			}
+		})
 	}
 }

@@ -95,7 +95,7 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return 0, err
+		return 0, prf.NoWorkingDir(err)
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -178,8 +178,10 @@ func saveRun(pbo string, c *datafile.Counts, warn func(*prf.Diagnostic)) (string
 }
 
 // pending reports whether the .pbo at pbo holds a run of plan that the
-// database pbt does not hold. A missing or damaged .pbo, one of another
-// plan, or one of a database prepared again, holds nothing to keep.
+// database pbt counts as pending ([datafile.Merged.Pending]): never merged
+// into it, nor into a database phase I replaced with it. A missing or
+// damaged .pbo, one of another plan or type, one without a run ID, or one
+// whose run was merged, holds nothing to keep.
 func pending(pbo, pbt string, plan datafile.ID) bool {
 	old, err := datafile.OpenCounts(pbo)
 	if err != nil || old.PlanID != plan {
@@ -189,7 +191,7 @@ func pending(pbo, pbt string, plan datafile.ID) bool {
 	if err != nil {
 		return true // no database to tell: keep the run
 	}
-	return m.Plan.ID == old.PlanID && !m.HasRun(old.Run.ID)
+	return m.Pending(old)
 }
 
 // commandLine renders the program's command line for the run record,

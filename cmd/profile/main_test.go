@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -190,5 +194,108 @@ func FuzzCommandLine(f *testing.F) {
 func TestTable(t *testing.T) {
 	if err := tool.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSaveRun checks where PROFILE writes a run when prog.pbo exists: over
+// it when its run was merged, into the .pbt or into one that phase I
+// replaced (a wrapper run twice), or when it cannot be merged (another
+// type, no run ID); beside it, in prog.pbo.2, when its run is pending.
+func TestSaveRun(t *testing.T) {
+	p := &datafile.Plan{
+		Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+		Funcs:   []datafile.Func{{Name: "f", Source: "prog.o", Entry: 0x1100}},
+	}
+	p.ID = datafile.PlanID(p)
+	run := func(hits uint64) *datafile.Counts {
+		return &datafile.Counts{PlanID: p.ID, Method: p.Method, Run: datafile.Run{ID: datafile.NewRunID(), CommandLine: "prog"},
+			Stats: datafile.Stats{Hits: []uint64{hits}}}
+	}
+	merged := func(runs ...*datafile.Counts) *datafile.Merged {
+		m := datafile.NewMerged(p)
+		for _, c := range runs {
+			if err := m.Add(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	old := run(5)
+	rerun := datafile.NewMerged(p)
+	rerun.Supersede(merged(old))
+	otherType, noID := run(5), run(5)
+	otherType.Method = datafile.FuncCoverage
+	noID.Run.ID = nil
+	tests := []struct {
+		name string
+		pbo  *datafile.Counts // prog.pbo before the run
+		pbt  *datafile.Merged // prog.pbt, or nil for none
+		want string
+	}{
+		{"merged", old, merged(old), "prog.pbo"},
+		{"merged, then phase I again", old, rerun, "prog.pbo"},
+		{"not merged", old, datafile.NewMerged(p), "prog.pbo.2"},
+		{"not merged, then phase I again", run(3), rerun, "prog.pbo.2"},
+		{"no database", old, nil, "prog.pbo.2"},
+		{"another type", otherType, datafile.NewMerged(p), "prog.pbo"},
+		{"no run id", noID, datafile.NewMerged(p), "prog.pbo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := datafile.SaveCounts("prog.pbo", tt.pbo); err != nil {
+				t.Fatal(err)
+			}
+			if tt.pbt != nil {
+				if err := datafile.SaveMerged("prog.pbt", tt.pbt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var warnings []string
+			c := run(6)
+			got, err := saveRun("prog.pbo", c, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("profile", d)) })
+			if err != nil || got != tt.want {
+				t.Fatalf("saveRun = %q, %v; want %q", got, err, tt.want)
+			}
+			if back, err := datafile.OpenCounts(got); err != nil || !bytes.Equal(back.Run.ID, c.Run.ID) {
+				t.Errorf("%s does not hold the run: %v", got, err)
+			}
+			var want []string
+			if tt.want != "prog.pbo" {
+				want = []string{"profile: warning PRF4307: prog.pbo holds a run not merged yet: this run is written to prog.pbo.2"}
+			}
+			if d := cmp.Diff(want, warnings); d != "" {
+				t.Errorf("warnings (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestWorkingDirGone runs PROFILE in a directory removed since: PRF1647
+// with its hint (before, "fatal error: getwd: ..." without a number), and
+// the program does not run.
+func TestWorkingDirGone(t *testing.T) {
+	keep := t.TempDir()
+	p := &datafile.Plan{Method: datafile.FuncCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "true", Path: "/bin/true", Arch: "amd64"}}}
+	p.ID = datafile.PlanID(p)
+	pbi, pbo := filepath.Join(keep, "true.pbi"), filepath.Join(keep, "true.pbo")
+	if err := datafile.SavePlan(pbi, p); err != nil {
+		t.Fatal(err)
+	}
+	gone := t.TempDir()
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := runProfile(t, []string{"/nologo", "/I", pbi, "/O", pbo, "/bin/true"}, "")
+	want := "profile: fatal error PRF1647: cannot find the current directory: "
+	hint := "profile: hint: it was removed, or a directory above it cannot be read: change to an existing directory and run again\n"
+	if !strings.HasPrefix(stderr, want) || !strings.HasSuffix(stderr, hint) || status != 1 {
+		t.Errorf("status %d, stderr\n%s\nwant status 1, stderr beginning\n%s", status, stderr, want)
+	}
+	if _, err := os.Stat(pbo); err == nil {
+		t.Error("a .pbo was written")
 	}
 }

@@ -75,6 +75,11 @@ func (r *report) write(w io.Writer) error {
 		return fmt.Errorf("write report: unknown profile method %d", uint16(method))
 	case r.o.Tab:
 	case method == datafile.FuncSampling:
+		// PRF1001 while sampling is not available: no program can have
+		// made the profile.
+		if err := prf.Unavailable(prf.FunctionSampling); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 		return fmt.Errorf("write report: %w", errSampling)
 	}
 	if method.IsTiming() && len(r.m.Runs) == 0 {

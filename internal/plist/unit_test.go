@@ -221,7 +221,7 @@ func TestGenerateErrors(t *testing.T) {
 		want string // "" for success
 	}{
 		{"nil", nil, Options{}, "write report: no profile"},
-		{"sampling listing", sampling, Options{}, "write report: function sampling reports are not available yet"},
+		{"sampling listing", sampling, Options{}, "write report: function sampling (/FS) is not available yet in this version"},
 		{"sampling records", sampling, Options{Tab: true}, ""},
 		{"timing attribution listing", timingAT, Options{}, ""},
 		{"timing attribution records", timingAT, Options{Tab: true}, ""},

@@ -35,14 +35,26 @@ const (
 // CR LF line ends and a UTF-8 byte order mark are accepted. Name is the
 // file's name for error messages. A line of the [profiler] section that is
 // neither a directive nor a comment, a line longer than 4096 bytes, a file
-// over 1 MiB and a malformed SPEC (PRF1422) are errors.
+// over 1 MiB (PRF1648) and a malformed SPEC (PRF1422) are errors.
 func ReadIni(r io.Reader, name string) ([]Spec, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxIniSize+1))
-	if err != nil {
+	specs, err := readIni(r)
+	switch {
+	case err == nil:
+		return specs, nil
+	case prf.Code(err) != 0:
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
+	return nil, prf.BadIni(name, err)
+}
+
+// readIni is ReadIni with errors that do not name the file.
+func readIni(r io.Reader) ([]Spec, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxIniSize+1))
+	if err != nil {
+		return nil, err
+	}
 	if len(data) > maxIniSize {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", name, maxIniSize)
+		return nil, fmt.Errorf("larger than %d bytes", maxIniSize)
 	}
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -57,7 +69,7 @@ func ReadIni(r io.Reader, name string) ([]Spec, error) {
 		if line[0] == '[' {
 			section, ok := strings.CutSuffix(line[1:], "]")
 			if !ok {
-				return nil, fmt.Errorf("read %s: line %d: unclosed section header %q", name, n, line)
+				return nil, fmt.Errorf("line %d: unclosed section header %q", n, line)
 			}
 			inProfiler = strings.EqualFold(strings.TrimSpace(section), "profiler")
 			continue
@@ -67,7 +79,7 @@ func ReadIni(r io.Reader, name string) ([]Spec, error) {
 		}
 		spec, err := parseDirective(line)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: line %d: %w", name, n, err)
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		specs = append(specs, spec)
 	}
@@ -75,7 +87,7 @@ func ReadIni(r io.Reader, name string) ([]Spec, error) {
 		if errors.Is(err, bufio.ErrTooLong) {
 			err = fmt.Errorf("line longer than %d bytes", maxIniLine)
 		}
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, err
 	}
 	return specs, nil
 }
@@ -189,5 +201,8 @@ func readIniFile(name string) ([]Spec, error) {
 		return nil, prf.CannotOpen(name, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, prf.CannotOpen(name, errors.New("is a directory"))
+	}
 	return ReadIni(f, name)
 }

@@ -65,13 +65,13 @@ func TestReadIniErrors(t *testing.T) {
 		msg  string
 		code int
 	}{
-		{"unknown directive", "[profiler]\nexclude:a\nexclud:b\n", `read t.ini: line 3: "exclud:b" is not an include: or exclude: directive`, 0},
-		{"no colon", "[profiler]\nexclude fib\n", `read t.ini: line 2: "exclude fib" is not an include: or exclude: directive`, 0},
-		{"unclosed section", "[profiler\nexclude:a\n", `read t.ini: line 1: unclosed section header "[profiler"`, 0},
+		{"unknown directive", "[profiler]\nexclude:a\nexclud:b\n", `cannot read the selections of t.ini: line 3: "exclud:b" is not an include: or exclude: directive`, 1648},
+		{"no colon", "[profiler]\nexclude fib\n", `cannot read the selections of t.ini: line 2: "exclude fib" is not an include: or exclude: directive`, 1648},
+		{"unclosed section", "[profiler\nexclude:a\n", `cannot read the selections of t.ini: line 1: unclosed section header "[profiler"`, 1648},
 		{"bad spec", "[profiler]\r\nexclude:lcount.c(5-\r\n", "read t.ini: line 2: syntax error in /EXC or /INC specification: lcount.c", 1422},
 		{"empty spec", "[profiler]\ninclude:\n", "read t.ini: line 2: syntax error in /EXC or /INC specification: ", 1422},
-		{"long line", "[profiler]\nexclude:" + strings.Repeat("x", maxIniLine) + "\n", "read t.ini: line longer than 4096 bytes", 0},
-		{"too large", strings.Repeat(";\n", maxIniSize/2+1), "read t.ini: larger than 1048576 bytes", 0},
+		{"long line", "[profiler]\nexclude:" + strings.Repeat("x", maxIniLine) + "\n", "cannot read the selections of t.ini: line longer than 4096 bytes", 1648},
+		{"too large", strings.Repeat(";\n", maxIniSize/2+1), "cannot read the selections of t.ini: larger than 1048576 bytes", 1648},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,7 +55,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			return nil, nil, prf.NoDebugInfo(m.module.Path)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, debugInfoError(m.module.Path, err)
 		}
 		var fns []*dwarf.Func
 		var cands []candidate

@@ -3,9 +3,11 @@ package prep
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -238,5 +240,38 @@ func TestLineSelection(t *testing.T) {
 			}
 			t.Logf("%d lines", len(got))
 		})
+	}
+}
+
+// TestDamagedLineTables plans a line profile of a program whose line table
+// has a version no reader knows: PRF1649, naming the program, with a hint
+// (before, "fatal error:" without a number).
+func TestDamagedLineTables(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "fixture", "-g", "-O0", "fixture.c")
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := f.Section(".debug_line")
+	f.Close()
+	if sec == nil || sec.Flags&elf.SHF_COMPRESSED != 0 || sec.Size < 6 {
+		t.Skip("no uncompressed .debug_line to damage")
+	}
+	b, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first unit's version, after its 32-bit unit length.
+	b[sec.Offset+4], b[sec.Offset+5] = 0x99, 0x00
+	damaged := filepath.Join(dir, "damaged")
+	if err := os.WriteFile(damaged, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = buildPlan(Options{Method: datafile.LineCounting, Programs: []string{damaged}, Specs: defaults(t), Calibration: -1}, nil)
+	var d *prf.Diagnostic
+	if prf.Code(err) != 1649 || !errors.As(err, &d) || d.Hint == "" ||
+		!strings.HasPrefix(err.Error(), "cannot read the debugging information of "+damaged+": ") {
+		t.Errorf("BuildPlan = PRF%d %v, want PRF1649 naming %s, with a hint", prf.Code(err), err, damaged)
 	}
 }

@@ -26,9 +26,12 @@ func Merge(in string, pbos []string, out string, warn func(*prf.Diagnostic)) err
 }
 
 // MergePending is PREP /M: it adds to the .pbt at pbt the runs of the .pbo
-// files that it does not hold yet, skipping the others, and returns the
-// files whose runs it added. It fails as [Merge] does, and when no run at
-// all is new (the same .pbo merged twice), naming the first file.
+// files that were never merged, skipping those the .pbt holds and those
+// it discarded (merged into a .pbt that phase I then replaced:
+// [datafile.Merged.HasMerged]), and returns the files whose runs it added.
+// It fails as [Merge] does, and when no run at all is new, naming the
+// first file: PRF1308 when the .pbt holds its run (the same .pbo merged
+// twice), PRF1309 when the run was discarded.
 func MergePending(pbt string, pbos []string, warn func(*prf.Diagnostic)) ([]string, error) {
 	return merge(pbt, pbos, pbt, warn, true)
 }
@@ -42,12 +45,16 @@ func merge(in string, pbos []string, out string, warn func(*prf.Diagnostic), pen
 		return nil, prf.DataFile(err)
 	}
 	var added []string
+	var first *datafile.Counts // of the first file skipped
 	for _, path := range pbos {
 		c, err := datafile.OpenCounts(path)
 		if err != nil {
 			return nil, prf.DataFile(err)
 		}
-		if pendingOnly && m.HasRun(c.Run.ID) {
+		if pendingOnly && m.HasMerged(c.Run.ID) {
+			if first == nil {
+				first = c
+			}
 			continue
 		}
 		if err := m.Add(c); err != nil {
@@ -59,7 +66,10 @@ func merge(in string, pbos []string, out string, warn func(*prf.Diagnostic), pen
 		}
 	}
 	if pendingOnly && len(added) == 0 && len(pbos) > 0 {
-		return nil, prf.AlreadyMerged(pbos[0], in)
+		if m.HasRun(first.Run.ID) {
+			return nil, prf.AlreadyMerged(pbos[0], in)
+		}
+		return nil, prf.DiscardedRun(pbos[0], in)
 	}
 	return added, prf.DataFile(datafile.SaveMerged(out, m))
 }

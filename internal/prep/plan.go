@@ -133,7 +133,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		}
 		lines, files, err := planLines(mods, patterns, o.Method, warn)
 		if err != nil {
-			return nil, err
+			return nil, debugInfoError(mods[0].module.Path, err)
 		}
 		if len(lines) == 0 {
 			return nil, prf.NoLines(mods[0].module.Path)
@@ -215,6 +215,15 @@ func parseSpecs(specs []Spec) ([]pattern, error) {
 	return patterns, nil
 }
 
+// debugInfoError gives an error of package dwarf, reading the module at
+// path, its number: PRF1649 unless it has one.
+func debugInfoError(path string, err error) error {
+	if prf.Code(err) != 0 {
+		return err
+	}
+	return prf.BadDebugInfo(path, err)
+}
+
 // openModule is an opened program.
 type openModule struct {
 	file   *dwarf.File
@@ -274,7 +283,7 @@ func openProgram(abs string) (*openModule, error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return nil, prf.CannotOpen(abs, err)
 	case err != nil:
-		return nil, err
+		return nil, debugInfoError(abs, err)
 	}
 	return &openModule{file: f, module: datafile.Module{
 		Name:     filepath.Base(abs),
@@ -526,13 +535,31 @@ func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (
 // WriteOutputs writes the .pbi of plan to pbiPath and a fresh .pbt, never
 // profiled, to pbtPath, each atomically. A .pbt at pbtPath that holds runs
 // is replaced all the same, as the original did, with a warning through
-// warn (nil drops it) that they are discarded. Errors carry PRF1013.
+// warn (nil drops it) that they are discarded. When that .pbt is of the
+// same plan, the new one remembers its runs ([datafile.Merged.Supersede]):
+// their .pbo files, still on disk, hold no run to merge, so that PROFILE
+// writes over them and PREP /M leaves them out. The directory of pbtPath
+// is locked ([datafile.LockDir]) from the read of the old .pbt to the
+// write of the new one, so that a merge at the same time lands before
+// (and its run is remembered) or after. Errors carry PRF1013.
 func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string, warn func(*prf.Diagnostic)) error {
-	if old, err := datafile.OpenMerged(pbtPath); err == nil && len(old.Runs) > 0 && warn != nil {
-		warn(prf.RunsDiscarded(pbtPath, len(old.Runs)))
+	if warn == nil {
+		warn = func(*prf.Diagnostic) {}
+	}
+	unlock, err := datafile.LockDir(pbtPath)
+	if err != nil {
+		return prf.CannotWrite(pbtPath, err)
+	}
+	defer unlock()
+	fresh := datafile.NewMerged(plan)
+	if old, err := datafile.OpenMerged(pbtPath); err == nil {
+		if len(old.Runs) > 0 {
+			warn(prf.RunsDiscarded(pbtPath, len(old.Runs)))
+		}
+		fresh.Supersede(old)
 	}
 	if err := datafile.SavePlan(pbiPath, plan); err != nil {
 		return prf.DataFile(err)
 	}
-	return prf.DataFile(datafile.SaveMerged(pbtPath, datafile.NewMerged(plan)))
+	return prf.DataFile(datafile.SaveMerged(pbtPath, fresh))
 }

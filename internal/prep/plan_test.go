@@ -719,9 +719,30 @@ func TestWriteOutputs(t *testing.T) {
 	if m, err = datafile.OpenMerged(pbt); err != nil || len(m.Runs) != 0 {
 		t.Errorf(".pbt after phase I: %v, %+v", err, m)
 	}
+	// The new .pbt remembers the run: prep /M does not merge its .pbo
+	// again (PRF1309), twice over (phase I once more keeps it), but an
+	// explicit merge still adds it.
+	for range 2 {
+		if m, err = datafile.OpenMerged(pbt); err != nil || !m.HasMerged(run.ID) || m.Pending(&datafile.Counts{PlanID: plan.ID, Method: plan.Method, Run: run}) {
+			t.Errorf(".pbt after phase I: %v; the run is not remembered (%v)", err, m.Discarded)
+		}
+		added, err := MergePending(pbt, []string{pbo}, nil)
+		if want := "the run in " + pbo + " was discarded when " + pbt + " was prepared again: it is not merged"; len(added) != 0 || err == nil || err.Error() != want || prf.Code(err) != 1309 {
+			t.Errorf("prep /M of the discarded run: %v, %v; want PRF1309 %q", added, err, want)
+		}
+		if err := WriteOutputs(r.plan, pbi, pbt, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Merge(pbt, []string{pbo}, pbt, nil); err != nil {
+		t.Errorf("explicit merge of the discarded run: %v", err)
+	}
 
 	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs into a missing directory = %v, want PRF1013", err)
+	}
+	if err := WriteOutputs(r.plan, pbi, filepath.Join(dir, "nosuchdir", "x.pbt"), nil); prf.Code(err) != 1013 {
+		t.Errorf("WriteOutputs of a .pbt into a missing directory = %v, want PRF1013", err)
 	}
 }
 

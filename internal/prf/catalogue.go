@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -15,10 +16,13 @@ import (
 // the original's text ("not a portable executable file" said the Linux
 // way) and the severity it printed. The messages this port added, for
 // what the original never met, have numbers the original did not use, in
-// the group of their neighbours: 1308 and 4305-4307 with the data files,
-// 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's start,
-// 4482 with PLIST's warnings, 4623 with debugging information, 4643 to
-// 4645 with PROFILE's run (docs/linux.md lists them).
+// the group of their neighbours: 1308, 1309 and 4305-4307 with the data
+// files, 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's
+// start, 4482 with PLIST's warnings, 4623 with debugging information, 1644
+// to 1650 and 4643 to 4656 with PROFILE's run (1647 to 1650, which the
+// other tools print too, were free there) (docs/linux.md lists them). No
+// message is without a number: an error the catalogue does not cover is
+// printed as PRF1001, the original's "unknown error" ([Unknown]).
 
 // The command line. Every one is a usage diagnostic (exit status 2).
 
@@ -100,9 +104,46 @@ func CannotRead(path string, err error) *Diagnostic {
 	return newDiag(1012, Fatal, err, "cannot read expected number of bytes from file %s", path)
 }
 
-// CannotWrite is PRF1013.
+// CannotWrite is PRF1013, with a hint for the causes a user can remove: a
+// full file system or quota, a read-only one, a place the user may not
+// write.
 func CannotWrite(path string, err error) *Diagnostic {
-	return newDiag(1013, Fatal, err, "cannot write expected number of bytes to file %s", path)
+	d := newDiag(1013, Fatal, err, "cannot write expected number of bytes to file %s", path)
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		d.Hint = "the file system is full, or your disk quota used up: make room, then run again"
+	case errors.Is(err, syscall.EROFS):
+		d.Hint = "the file system is read-only: run in a directory you can write, or name another file"
+	case errors.Is(err, fs.ErrPermission):
+		d.Hint = "you may not write there: run in a directory you can write, or name another file"
+	}
+	return d
+}
+
+// OutOfMemory is PRF1005: the system refused memory, to PROFILE or to the
+// program PROFILE asked for some (counters, trampolines, slots).
+func OutOfMemory(err error) *Diagnostic {
+	d := newDiag(1005, Fatal, err, "operating system ran out of memory")
+	d.Hint = "free memory, or raise the limits that refused it (ulimit -v for the program's address space, a cgroup's memory.max), then run again"
+	return d
+}
+
+// Unknown is PRF1001, the original's "unknown error": an error the
+// catalogue has no message of its own for, which is a fault of the tool's.
+// [Write] prints every error without a number as Unknown, so that no fatal
+// error is ever printed without one.
+func Unknown(err error) *Diagnostic {
+	d := newDiag(1001, Fatal, err, "unknown error")
+	d.Hint = "this version has no better message for it: please report it, with the command line that caused it"
+	return d
+}
+
+// NoWorkingDir is PRF1647: the tool cannot find its current directory,
+// which names the data files and is the program's.
+func NoWorkingDir(err error) *Diagnostic {
+	d := newDiag(1647, Fatal, err, "cannot find the current directory")
+	d.Hint = "it was removed, or a directory above it cannot be read: change to an existing directory and run again"
+	return d
 }
 
 // BadSignature is PRF1301: the file is not a profiler data file.
@@ -139,6 +180,15 @@ func NotSamePlan(path string, err error) *Diagnostic {
 func AlreadyMerged(pbo, pbt string) *Diagnostic {
 	d := newDiag(1308, Fatal, nil, "the run in %s is already in %s", pbo, pbt)
 	d.Hint = "each run is merged once; run profile again for another run"
+	return d
+}
+
+// DiscardedRun refuses, in PREP /M, a .pbo whose run was merged into a
+// .pbt that phase I then replaced: its counts were discarded with it, and
+// it is not a run to merge. The hint says how to add it all the same.
+func DiscardedRun(pbo, pbt string) *Diagnostic {
+	d := newDiag(1309, Fatal, nil, "the run in %s was discarded when %s was prepared again: it is not merged", pbo, pbt)
+	d.Hint = fmt.Sprintf("run profile again for a new run; to add this one all the same: prep /IT %s /IO %s /OT %s", pbt, pbo, pbt)
 	return d
 }
 
@@ -234,8 +284,18 @@ func Merge(err error, pbo, pbt string) error {
 		return Conflicts(pbo, err)
 	case errors.Is(err, datafile.ErrDuplicateRun):
 		return AlreadyMerged(pbo, pbt)
+	case errors.Is(err, datafile.ErrOverflow):
+		return SumOverflow(pbo, pbt, err)
 	}
-	return fmt.Errorf("merge %s: %w", pbo, err)
+	return Unknown(fmt.Errorf("merge %s: %w", pbo, err))
+}
+
+// SumOverflow is PRF1650: the counts of a .pbo added to a .pbt would not
+// fit (more than 2^64 hits, or 292 years of time).
+func SumOverflow(pbo, pbt string, err error) *Diagnostic {
+	d := newDiag(1650, Fatal, err, "the counts of %s cannot be added to %s", pbo, pbt)
+	d.Hint = fmt.Sprintf("%s holds too much to add more: merge into another database (prep /IT %s /IO %s /OT OTHER), or prepare the program again for an empty one", pbt, pbt, pbo)
+	return d
 }
 
 // Programs and selection (PREP).
@@ -292,6 +352,24 @@ func TwoStartFunctions(a, b string) *Diagnostic {
 	return newDiag(1522, Fatal, nil, "more than one function matched entry specification: %s and %s", a, b)
 }
 
+// BadIni is PRF1648: a profiler.ini or tools.ini that cannot be read or is
+// malformed (its line is in the cause). A malformed specification in it is
+// PRF1422, as on the command line.
+func BadIni(name string, err error) *Diagnostic {
+	d := newDiag(1648, Fatal, err, "cannot read the selections of %s", name)
+	d.Hint = "its [profiler] section holds lines 'exclude:SPEC' and 'include:SPEC', and comments starting with ';' or '#' (docs/linux.md, \"Selection\")"
+	return d
+}
+
+// BadDebugInfo is PRF1649: a program whose ELF file or debugging
+// information PREP cannot read (damaged, or in a form it does not know),
+// beyond what it can work around with a warning.
+func BadDebugInfo(module string, err error) *Diagnostic {
+	d := newDiag(1649, Fatal, err, "cannot read the debugging information of %s", module)
+	d.Hint = "the file, or its separate debug file, is damaged or in a form prep does not read: rebuild it; a function profile (/FC) reads no line tables"
+	return d
+}
+
 // NeverMatched is warning PRF4106.
 func NeverMatched(spec string) *Diagnostic {
 	return newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
@@ -343,6 +421,31 @@ func DebugInfo(text string) *Diagnostic { return newDiag(4623, Warning, nil, "%s
 func ProgramChanged(path, pbi string) *Diagnostic {
 	d := newDiag(1442, Fatal, nil, "timestamp of executable file has changed since PREP was run")
 	d.Hint = fmt.Sprintf("%s was rebuilt or replaced since prep read it: run prep again to write a new %s", path, pbi)
+	return d
+}
+
+// TraceFailed is PRF1644: PROFILE failed while tracing the program, for a
+// cause the catalogue has no message of its own for. The cause names the
+// step ("plant breakpoints: ...", "read memory map: ...").
+func TraceFailed(program string, err error) *Diagnostic {
+	d := newDiag(1644, Fatal, err, "cannot profile %s", program)
+	d.Hint = "the program was stopped and no run was written; this is a failure of PROFILE's, not the program's: please report it, with the command line (profile --breakpoints may get around it)"
+	return d
+}
+
+// ProcessDenied is PRF1645: Linux denied PROFILE the files of the
+// program's process (/proc/PID/maps, /proc/PID/mem) or a ptrace request.
+func ProcessDenied(program string, err error) *Diagnostic {
+	d := newDiag(1645, Fatal, err, "cannot profile %s: access to its process was denied", program)
+	d.Hint = "a program that makes itself non-dumpable (prctl(PR_SET_DUMPABLE, 0), as ssh-agent and gpg-agent do) or takes other credentials (set-user-ID) closes its /proc files to a tracer without CAP_SYS_PTRACE, and a ptrace policy (kernel.yama.ptrace_scope, a security module) can deny them too: run profile as root, or profile a build that stays dumpable (docs/linux.md)"
+	return d
+}
+
+// ProcessLost is PRF1646: the program's process went away, or stopped
+// being PROFILE's, while PROFILE held it.
+func ProcessLost(program string, err error) *Diagnostic {
+	d := newDiag(1646, Fatal, err, "cannot profile %s: its process is gone or no longer traced", program)
+	d.Hint = "it was killed from outside (SIGKILL, the OOM killer) or taken by another tracer while PROFILE held it; no run was written: run it again"
 	return d
 }
 

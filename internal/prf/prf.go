@@ -9,7 +9,10 @@
 //
 //	prep: fatal error PRF1011: cannot open file x.pbt: no such file or directory
 //	prep: warning PRF4106: function/source/object/lib foo was never matched
-//	profile: fatal error: cannot profile an arm64 program on amd64
+//	profile: fatal error PRF1445: cannot profile an arm64 program on amd64
+//
+// Every line has a number: an error without one, which only a fault of
+// the tool's can bring to [Write], is printed as PRF1001 ([Unknown]).
 //
 // A [Diagnostic] wraps its cause, so errors.Is and errors.As see through it.
 // The package knows the data-file errors of package datafile, to give them
@@ -43,8 +46,9 @@ func (s Severity) String() string {
 
 // Diagnostic is one message of the catalogue, with its arguments filled in.
 type Diagnostic struct {
-	// Code is the original's PRF number, or 0 for the messages the
-	// original did not have.
+	// Code is the PRF number: the original's, or for the messages the
+	// original did not have one it did not use (docs/linux.md). A
+	// Diagnostic without one is printed as [Unknown].
 	Code int
 	// Severity is Fatal or Warning.
 	Severity Severity
@@ -107,18 +111,29 @@ func ExitStatus(err error) int {
 }
 
 // Line renders the first line of a diagnostic as tool prints it on stderr,
-// without a line end: "<tool>: <severity> PRF<nnnn>: <text>", or without
-// the number for a message the original did not have. An error that is not
-// a Diagnostic is a fatal error without a number.
+// without a line end: "<tool>: <severity> PRF<nnnn>: <text>". Every line
+// has a number: an error that is not a numbered Diagnostic (a path the
+// catalogue does not cover, which is a fault of the tool's) is printed as
+// [Unknown], PRF1001, never as a "fatal error:" without a number.
 func Line(tool string, err error) string {
-	var d *Diagnostic
-	if !errors.As(err, &d) {
-		return fmt.Sprintf("%s: %s: %s", tool, Fatal, err.Error())
-	}
-	if d.Code == 0 {
-		return fmt.Sprintf("%s: %s: %s", tool, d.Severity, err.Error())
-	}
+	d, err := numbered(err)
 	return fmt.Sprintf("%s: %s PRF%04d: %s", tool, d.Severity, d.Code, err.Error())
+}
+
+// numbered returns the Diagnostic that err is printed as, and the error
+// whose text is printed: err and the Diagnostic it wraps, or, for an error
+// without a number, [Unknown] of it, with the severity of an unnumbered
+// Diagnostic it wraps.
+func numbered(err error) (*Diagnostic, error) {
+	var d *Diagnostic
+	if errors.As(err, &d) && d.Code != 0 {
+		return d, err
+	}
+	u := Unknown(err)
+	if d != nil {
+		u.Severity = d.Severity
+	}
+	return u, u
 }
 
 // Write prints err as tool prints it on stderr: its [Line], then its hint
@@ -126,10 +141,7 @@ func Line(tool string, err error) string {
 // suggests the tool's --help.
 func Write(w io.Writer, tool string, err error) {
 	fmt.Fprintln(w, Line(tool, err))
-	var d *Diagnostic
-	if !errors.As(err, &d) {
-		return
-	}
+	d, _ := numbered(err)
 	hint := d.Hint
 	if hint == "" && d.Usage {
 		hint = fmt.Sprintf("try '%s --help' for the options", tool)

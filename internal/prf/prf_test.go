@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 )
@@ -27,12 +33,17 @@ func TestWrite(t *testing.T) {
 		{"warning the original printed as a warning", SortMismatch("x.pbt"), "prep: warning PRF1481: x.pbt inconsistent with sorting type\n"},
 		{"a number of this port", OtherArch("arm64", "amd64"), "prep: fatal error PRF1445: cannot profile an arm64 program on amd64\n"},
 		{"a number of this port, warning", ExecEnded(), "prep: warning PRF4643: the program called exec: profiling ended there, the counts up to it are kept\n"},
-		{"no number", &Diagnostic{Severity: Warning, Text: "a message"}, "prep: warning: a message\n"},
+		{"no number", &Diagnostic{Severity: Warning, Text: "a message"},
+			"prep: warning PRF1001: unknown error: a message\nprep: hint: " + unknownHint + "\n"},
 		{"usage suggests --help", InvalidOption("bogus"),
 			"prep: fatal error PRF1102: bogus: invalid option\nprep: hint: try 'prep --help' for the options\n"},
 		{"hint of its own", AlreadyMerged("a.pbo", "a.pbt"),
 			"prep: fatal error PRF1308: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
-		{"not a diagnostic", errors.New("plant breakpoints: lost"), "prep: fatal error: plant breakpoints: lost\n"},
+		{"not a diagnostic", errors.New("plant breakpoints: lost"),
+			"prep: fatal error PRF1001: unknown error: plant breakpoints: lost\nprep: hint: " + unknownHint + "\n"},
+		{"a full disk", CannotWrite("x.pbo", &fs.PathError{Op: "write", Path: "x.pbo", Err: syscall.ENOSPC}),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbo: write x.pbo: no space left on device\n" +
+				"prep: hint: the file system is full, or your disk quota used up: make room, then run again\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"as a warning", Incomplete("program terminated by signal SIGSEGV (segmentation fault)", "p.pbo").AsWarning(),
@@ -47,6 +58,109 @@ func TestWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unknownHint is the hint of PRF1001.
+const unknownHint = "this version has no better message for it: please report it, with the command line that caused it"
+
+// numberedLine is the first line of every diagnostic: tool, severity, PRF
+// number.
+var numberedLine = regexp.MustCompile(`^prep: (fatal error|warning) PRF[0-9]{4}: `)
+
+// TestNoLineWithoutNumber checks that no line Write prints lacks a PRF
+// number: errors of every shape, and every constructor of the catalogue.
+func TestNoLineWithoutNumber(t *testing.T) {
+	errs := []error{
+		errors.New("plant breakpoints: x is not mapped in process 1"),
+		&fs.PathError{Op: "open", Path: "/proc/1/maps", Err: syscall.EACCES},
+		fmt.Errorf("wrapped: %w", errors.New("cause")),
+		&Diagnostic{Text: "no number"},
+		fmt.Errorf("context: %w", &Diagnostic{Severity: Warning, Text: "no number"}),
+		Unknown(nil),
+	}
+	for _, d := range catalogue() {
+		errs = append(errs, d, fmt.Errorf("context: %w", d))
+	}
+	for _, err := range errs {
+		var b bytes.Buffer
+		Write(&b, "prep", err)
+		if first, _, _ := strings.Cut(b.String(), "\n"); !numberedLine.MatchString(first) {
+			t.Errorf("%q has no number", first)
+		}
+		if ExitStatus(err) == 0 {
+			t.Errorf("%v: exit status 0", err)
+		}
+	}
+}
+
+// TestConstructorsNumbered reads the catalogue's source: every call that
+// makes a diagnostic (newDiag, usage) gives a number other than 0, written
+// as a constant, and every exported constructor is in catalogue(), so
+// that TestCatalogueAgreesWithOriginal sees it.
+func TestConstructorsNumbered(t *testing.T) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no sources: %v", err)
+	}
+	listed := map[string]bool{}
+	constructors := map[string]bool{}
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if n.Name.Name == "catalogue" && strings.HasSuffix(name, "_test.go") {
+					ast.Inspect(n.Body, func(n ast.Node) bool {
+						if call, ok := n.(*ast.CallExpr); ok {
+							if id, ok := call.Fun.(*ast.Ident); ok {
+								listed[id.Name] = true
+							}
+						}
+						return true
+					})
+				}
+				if strings.HasSuffix(name, "_test.go") || !n.Name.IsExported() || n.Recv != nil || n.Type.Results == nil {
+					return true
+				}
+				if r := n.Type.Results.List; len(r) == 1 && types.ExprString(r[0].Type) == "*Diagnostic" {
+					constructors[n.Name.Name] = true
+				}
+			case *ast.CallExpr:
+				id, ok := n.Fun.(*ast.Ident)
+				if !ok || (id.Name != "newDiag" && id.Name != "usage") || strings.HasSuffix(name, "_test.go") || within(f, n, "usage") {
+					return true
+				}
+				lit, ok := n.Args[0].(*ast.BasicLit)
+				if !ok || lit.Kind != token.INT || lit.Value == "0" {
+					t.Errorf("%s: %s(%s, ...): the number must be a constant other than 0", fset.Position(n.Pos()), id.Name, types.ExprString(n.Args[0]))
+				}
+			}
+			return true
+		})
+	}
+	if len(constructors) < 60 {
+		t.Fatalf("only %d constructors found", len(constructors))
+	}
+	for name := range constructors {
+		if !listed[name] {
+			t.Errorf("constructor %s is not in catalogue()", name)
+		}
+	}
+}
+
+// within reports whether node n of file f is in the body of the function
+// named fn.
+func within(f *ast.File, n ast.Node, fn string) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == fn && fd.Pos() <= n.Pos() && n.End() <= fd.End() {
+			return true
+		}
+	}
+	return false
 }
 
 func TestExitStatus(t *testing.T) {
@@ -148,7 +262,8 @@ func TestMerge(t *testing.T) {
 		{fmt.Errorf("merge: %w: x", datafile.ErrNotSamePlan), "PRF1306 PBT or PBO file r.pbo is not derived from same PBI file: merge: not derived from the same plan: x"},
 		{fmt.Errorf("merge: %w: x", datafile.ErrConflict), "PRF1304 PBT or PBO file r.pbo conflicts with current profiling state: merge: conflicts with the profiling state: x"},
 		{fmt.Errorf("merge: %w: run 01", datafile.ErrDuplicateRun), "PRF1308 the run in r.pbo is already in d.pbt"},
-		{errors.New("merge: invalid counts"), "PRF0000 merge r.pbo: merge: invalid counts"},
+		{errors.New("merge: invalid counts"), "PRF1001 unknown error: merge r.pbo: merge: invalid counts"},
+		{fmt.Errorf("merge: hits of item 2: %w", datafile.ErrOverflow), "PRF1650 the counts of r.pbo cannot be added to d.pbt: merge: hits of item 2: sum overflows"},
 	} {
 		err := Merge(tt.err, "r.pbo", "d.pbt")
 		if got := fmt.Sprintf("PRF%04d %v", Code(err), err); got != tt.want {
@@ -185,7 +300,7 @@ func catalogue() []*Diagnostic {
 		NoInput(), TooManyModules(8), NoPBTOutput(), NoPBTInput(), Overrides("SF"), NoErrorFile(),
 		CannotOpen("f", err), ToolsIniMissing("tools.ini"), CannotRead("f", err), CannotWrite("f", err),
 		BadSignature("f", err), OldPBI("f", err), OldPBT("f", err), Conflicts("f", err), NotSamePlan("f", err),
-		AlreadyMerged("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
+		AlreadyMerged("a.pbo", "a.pbt"), DiscardedRun("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
 		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
 		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x"),
@@ -194,6 +309,15 @@ func catalogue() []*Diagnostic {
 		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
 		LibraryChanged("libf.so", "p.pbi"), LibrariesNotFollowed("libf.so", err), BreakpointBack(0x1000),
 		ClockZero(), SortMismatch("p.pbt"),
+		NoLines("m"), NoDebugInfo("m"), CannotProfileLine(3, "f.c", "m", err),
+		BreakpointEntries(1, 2, "too short: 1"), EntryNotPatched("f", "m", err), NoInProcess(err), SharedBlocks(64),
+		BooksWithBreakpoints("function timing", true), BreakpointExits(1, 2, "too short: 1"),
+		ExitNotPatched("f", "m", 0x1000, err), ExitTakenOut("f", 100),
+		Unknown(err), OutOfMemory(err), NoWorkingDir(err), SumOverflow("a.pbo", "a.pbt", err),
+		BadIni("tools.ini", err), BadDebugInfo("m", err),
+		TraceFailed("p", err), ProcessDenied("p", err), ProcessLost("p", err),
+		ThreadBaseChanged(12, 0x1000), CodeChanged(0x1000, "function f"), CodeWritable("p", 0x1000),
+		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
 	}
 }
 

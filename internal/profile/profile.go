@@ -20,8 +20,10 @@
 package profile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -94,10 +97,49 @@ func (r *Result) Status() int {
 // Run runs the program under the profiler until it ends and returns the
 // run's counts. An error means the program could not be profiled at all; a
 // program that crashes or is killed still gives a Result whose run is marked
-// incomplete.
+// incomplete. Every error is a numbered diagnostic ([numbered]).
 func Run(cfg Config) (*Result, error) {
+	res, err := run(cfg)
+	if err != nil {
+		return nil, numbered(cfg.Path, err)
+	}
+	return res, nil
+}
+
+// numbered gives an error of the tracer that carries no PRF number of its
+// own one that says what happened to the program: PRF1645 when Linux
+// denied PROFILE the program's process (its /proc files, a ptrace
+// request), PRF1646 when the process went away under PROFILE, PRF1005 when
+// memory ran out, and PRF1644, naming the program, for every other
+// failure of PROFILE's; the cause, which names the step, follows the
+// message. A numbered diagnostic is returned as it is.
+func numbered(program string, err error) error {
+	if prf.Code(err) != 0 {
+		return err
+	}
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return prf.ProcessDenied(program, err)
+	case errors.Is(err, syscall.ESRCH):
+		return prf.ProcessLost(program, err)
+	case errors.Is(err, syscall.ENOMEM):
+		return prf.OutOfMemory(err)
+	}
+	return prf.TraceFailed(program, err)
+}
+
+// run is Run before its errors are numbered.
+func run(cfg Config) (*Result, error) {
 	if cfg.Plan == nil {
 		return nil, errors.New("run: no plan")
+	}
+	// PREP writes a module at least, of an architecture it knows; a plan
+	// made otherwise is refused here, before anything indexes it.
+	if len(cfg.Plan.Modules) == 0 {
+		return nil, prf.CannotRead(cfg.PlanPath, errors.New("the plan names no module"))
+	}
+	if m := &cfg.Plan.Modules[0]; !knownArch(m.Arch) {
+		return nil, prf.UnsupportedArch(cmp.Or(m.Path, m.Name), m.Arch)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -128,6 +170,13 @@ func Run(cfg Config) (*Result, error) {
 	}()
 	o := <-done
 	return o.res, o.err
+}
+
+// knownArch reports whether package instr knows the architecture named
+// arch (GOARCH spelling).
+func knownArch(arch string) bool {
+	_, err := instr.ForName(arch)
+	return err == nil
 }
 
 // checkProgram refuses a program changed since PREP (PRF1442) and warns
