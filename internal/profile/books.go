@@ -1,8 +1,6 @@
 package profile
 
 import (
-	"hash/fnv"
-
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
@@ -48,7 +46,19 @@ type books struct {
 	inside     int64 // time within outermost frames
 	stacks     []datafile.Stack
 	stackIndex map[stackKey]int
-	ledgers    map[ledgerKey]*ledger
+	// steps finds a call's caller stack from its caller's: the stack
+	// (books.stacks) of a call of fn made from a frame whose stack is
+	// from (-1: from the stack base). See stackOf.
+	steps map[step]int
+	// hashed counts the callers hashed into stack keys: what finding
+	// new stacks costs (TestBooksDeepStackCost).
+	hashed  int
+	ledgers map[ledgerKey]*ledger
+}
+
+// step is a call of fn from a frame whose caller stack is from.
+type step struct {
+	from, fn int
 }
 
 // noStart is books.start when the start function was not found.
@@ -121,6 +131,7 @@ func newBooks(p *datafile.Plan) *books {
 		self:        make([]int64, n),
 		all:         make([]int64, n),
 		stackIndex:  map[stackKey]int{},
+		steps:       map[step]int{},
 		ledgers:     map[ledgerKey]*ledger{},
 	}
 	if p.StartFunc != "" {
@@ -174,7 +185,7 @@ func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	b.hits[fn]++
 	stack := -1
 	if b.attribution {
-		stack = b.stackOf(l, fn)
+		stack = b.callerStack(l, fn)
 		b.stacks[stack].Hits++
 	}
 	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
@@ -241,29 +252,51 @@ func (b *books) close(l *ledger, now int64) {
 	}
 }
 
+// callerStack returns the index of the caller stack of a call of fn made
+// from l's current frames (stackOf), in a time that does not depend on
+// how many there are: the caller stack of a call is a function of its
+// caller frame's and of fn, and once found it is kept in b.steps.
+//
+// That holds because a frame's stack key covers one frame more than its
+// callees need: the key of a frame at depth d is its function and its
+// nearest min(d, levels) callers (all of them when levels is 0), min(d+1,
+// levels+1) frames in all; a call from it needs min(d+1, levels) of them,
+// its caller and the nearest below, and the shown callers are the nearest
+// two. Two frames whose stacks are one have the same chain of callers for
+// what their callees' keys need, up to a collision of the 64-bit hash,
+// which would already make their own stacks one.
+func (b *books) callerStack(l *ledger, fn int) int {
+	from := -1
+	if n := len(l.frames); n > 0 {
+		from = l.frames[n-1].stack
+	}
+	s := step{from, fn}
+	i, ok := b.steps[s]
+	if !ok {
+		i = b.stackOf(l, fn)
+		b.steps[s] = i
+	}
+	return i
+}
+
 // stackOf returns the index of the caller stack of a call of fn made from
 // l's current frames, adding it when new. Stacks are told apart by up to
 // b.levels callers (all of them when 0) and show the nearest two, outermost
-// first, -1 standing for the stack base (no profiled caller).
+// first, -1 standing for the stack base (no profiled caller). It takes a
+// time in proportion to the callers it tells apart: callerStack calls it
+// once for each new step.
 func (b *books) stackOf(l *ledger, fn int) int {
 	n := len(l.frames)
 	levels := n
 	if b.levels > 0 {
 		levels = min(n, b.levels)
 	}
-	h := fnv.New64a()
-	var buf [8]byte
-	word := func(v int) {
-		for i := range buf {
-			buf[i] = byte(uint64(v) >> (8 * i))
-		}
-		h.Write(buf[:])
-	}
-	word(levels)
+	h := fnvWord(fnvOffset, levels)
+	b.hashed += levels
 	for i := n - 1; i >= n-levels; i-- {
-		word(l.frames[i].fn)
+		h = fnvWord(h, l.frames[i].fn)
 	}
-	key := stackKey{fn, h.Sum64()}
+	key := stackKey{fn, h}
 	if i, ok := b.stackIndex[key]; ok {
 		return i
 	}
@@ -284,4 +317,23 @@ func (b *books) stackOf(l *ledger, fn int) int {
 	b.stacks = append(b.stacks, datafile.Stack{Func: fn, Callers: callers, Key: key.hash})
 	b.stackIndex[key] = len(b.stacks) - 1
 	return len(b.stacks) - 1
+}
+
+// The stack keys are the 64-bit FNV-1a hash (hash/fnv) of the number of
+// callers told apart, then of each caller's function, innermost first,
+// each a little-endian 64-bit word. They are written in the .pbo, where
+// runs merge by them, and order the stacks whose shown callers are the
+// same: they must not change.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnvWord returns hash h continued with the eight bytes of v.
+func fnvWord(h uint64, v int) uint64 {
+	for i := range 8 {
+		h ^= uint64(v) >> (8 * i) & 0xff
+		h *= fnvPrime
+	}
+	return h
 }
