@@ -25,6 +25,26 @@ import (
 //   - When a thread ends its frames close at its end; frames still open at
 //     the end of the run close at their stack's last event.
 //
+// Stack pointers are compared only on one stack. A thread may run on
+// several: a signal handler on an alternate signal stack, a coroutine on a
+// stack of its own (swapcontext). Where the books are told which mapping
+// an address is in (books.where: the tracer, from the memory map), a
+// thread's frames are in stretches, each on one mapping (segment); the
+// rules above hold within the stretch of the event's stack:
+//
+//   - An entry on a stack the frames are not on starts a stretch: its
+//     frame nests in the frame it interrupted or switched from, as a
+//     handler's does on the thread's own stack.
+//   - An event on the stack of a stretch under the top one means the
+//     thread is back there (the handler returned, the coroutine switched
+//     back): the frames above that stretch close at that event.
+//   - An exit on a stack none of the frames is on closes nothing.
+//
+// Stacks in one mapping (coroutine stacks carved from one allocation)
+// are one stack to these rules. A goroutine's frames, and the frames of
+// functions not keyed by their stack pointer (Go), are not told apart:
+// they are compared with every frame, as where the mappings are not known.
+//
 // Times are in nanoseconds of a clock that stops while the thread is
 // stopped by PROFILE (the tracer removes that time before an event gets
 // here). That clock is an estimate, which may step back by less than an
@@ -54,6 +74,29 @@ type books struct {
 	// new stacks costs (TestBooksDeepStackCost).
 	hashed  int
 	ledgers map[ledgerKey]*ledger
+	// where tells which mapping an address is in, for the rules of
+	// stacks (nil: every thread's frames are taken as on one stack);
+	// noSP marks the functions whose frames are not keyed by the stack
+	// pointer (Go's), whose events are not told apart by stack (nil:
+	// none).
+	where stackFinder
+	noSP  []bool
+}
+
+// stackFinder tells which mapping holds an address.
+type stackFinder interface {
+	// stackAt returns the bounds of the mapping that holds sp; ok is
+	// false where none is known to.
+	stackAt(sp uint64) (lo, hi uint64, ok bool)
+}
+
+// segment is a stretch of a ledger's frames, from its first to the next
+// segment's, entered on one stack: the mapping from lo to hi (none known
+// when lo and hi are 0). A mapping is known by its end, which stays where
+// it is when a stack grows.
+type segment struct {
+	lo, hi uint64
+	first  int
 }
 
 // step is a call of fn from a frame whose caller stack is from.
@@ -82,6 +125,12 @@ type ledger struct {
 	open    []int32
 	openMap map[int]int
 	last    int64 // the time of its last event
+	// split is set when its frames are told apart by stack: a thread's
+	// whose books know the mappings. segs are then its stretches of
+	// frames, bottom first; the bottom one stays, empty, when the
+	// frames are gone: the stack the thread was on last.
+	split bool
+	segs  []segment
 }
 
 // maxOpenSlice is the most functions for which a ledger's open counts
@@ -134,6 +183,14 @@ func newBooks(p *datafile.Plan) *books {
 		steps:       map[step]int{},
 		ledgers:     map[ledgerKey]*ledger{},
 	}
+	for i, f := range p.Funcs {
+		if f.Frame != datafile.FrameSP {
+			if b.noSP == nil {
+				b.noSP = make([]bool, n)
+			}
+			b.noSP[i] = true
+		}
+	}
 	if p.StartFunc != "" {
 		b.start = p.StartIndex
 		if b.start < 0 {
@@ -155,7 +212,7 @@ func (l *ledger) tick(now int64) int64 {
 func (b *books) ledger(k ledgerKey) *ledger {
 	l := b.ledgers[k]
 	if l == nil {
-		l = &ledger{}
+		l = &ledger{split: b.where != nil && !k.goroutine}
 		if n := len(b.hits); n <= maxOpenSlice {
 			l.open = make([]int32, n)
 		} else {
@@ -175,12 +232,16 @@ func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
 // enterLedger is enter for l, the ledger of k.
 func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
+	floor, on := b.onStack(l, fn, sp, now)
 	// Frames at or above sp have returned unseen.
-	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp <= sp {
+	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp <= sp {
 		b.close(l, now)
 	}
 	if len(l.frames) == 0 && b.start != -1 && fn != b.start {
 		return // the start function is not active here
+	}
+	if l.split {
+		l.stretch(on)
 	}
 	b.hits[fn]++
 	stack := -1
@@ -203,11 +264,66 @@ func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
 // exitLedger is exit for l, the ledger of k.
 func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
-	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp < sp {
+	floor, _ := b.onStack(l, fn, sp, now)
+	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp < sp {
 		b.close(l, now)
 	}
-	if n := len(l.frames); n > 0 && l.frames[n-1].sp == sp && l.frames[n-1].fn == fn {
+	if n := len(l.frames); n > floor && l.frames[n-1].sp == sp && l.frames[n-1].fn == fn {
 		b.close(l, now)
+	}
+}
+
+// onStack returns the first of l's frames an event of fn at sp is
+// compared with (those below are on other stacks), and the stack it is
+// on (hi 0: not known, the event is compared with every frame). When the
+// event is on the stack of a stretch under the top one, the frames above
+// that stretch are closed at now: the thread has come back. floor is the
+// number of frames when none of them is on the event's stack.
+func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on segment) {
+	if !l.split || (b.noSP != nil && b.noSP[fn]) {
+		return 0, segment{}
+	}
+	n := len(l.segs)
+	if n > 0 {
+		if s := l.segs[n-1]; s.lo <= sp && sp < s.hi {
+			return s.first, s
+		}
+	}
+	i := n - 2
+	for i >= 0 && !(l.segs[i].lo <= sp && sp < l.segs[i].hi) {
+		i--
+	}
+	if i < 0 {
+		lo, hi, ok := b.where.stackAt(sp)
+		if !ok {
+			return 0, segment{}
+		}
+		for i = n - 1; i >= 0 && l.segs[i].hi != hi; i-- {
+		}
+		if i < 0 {
+			return len(l.frames), segment{lo: lo, hi: hi, first: len(l.frames)}
+		}
+		l.segs[i].lo = lo // (a stack that grew)
+	}
+	if i < n-1 {
+		for above := l.segs[i+1].first; len(l.frames) > above; {
+			b.close(l, now)
+		}
+	}
+	return l.segs[i].first, l.segs[i]
+}
+
+// stretch notes the stretch of a frame about to be pushed, entered on
+// stack on: the top one if it is on that stack, or a stack not known
+// (the first stretch, when there is none yet), else a new one.
+func (l *ledger) stretch(on segment) {
+	n := len(l.segs)
+	switch {
+	case n > 0 && (on.hi == 0 || l.segs[n-1].hi == on.hi):
+	case n > 0 && l.segs[n-1].first == len(l.frames):
+		l.segs[n-1] = segment{lo: on.lo, hi: on.hi} // the bottom stretch, empty
+	default:
+		l.segs = append(l.segs, segment{lo: on.lo, hi: on.hi, first: len(l.frames)})
 	}
 }
 
@@ -235,6 +351,9 @@ func (b *books) close(l *ledger, now int64) {
 	n := len(l.frames) - 1
 	f := l.frames[n]
 	l.frames = l.frames[:n]
+	if s := len(l.segs) - 1; s > 0 && l.segs[s].first == n {
+		l.segs = l.segs[:s]
+	}
 	elapsed := now - f.begun
 	self := elapsed - f.children
 	b.self[f.fn] += self

@@ -491,6 +491,8 @@ func TestEventCost(t *testing.T) {
 func BenchmarkBooks(b *testing.B) {
 	p := &datafile.Plan{Funcs: make([]datafile.Func, 4), StackDepth: 0}
 	bk := newBooks(p)
+	// The stack the events are on, as the tracer's memory map tells.
+	bk.where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
 	k := threadLedger(1)
 	const main, f, g, h = 0, 1, 2, 3
 	bk.enter(k, main, 1000, 0)
