@@ -23,16 +23,18 @@ import (
 func TestTimingAlternateStack(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildC(t, "sigstack", "-O2", "-pthread")
-	const spins = 80
-	unit := 1000 // µs of spin()
+	// 80 calls of spin() of 1 ms, a tick every millisecond. Under the
+	// arm64 VM's emulation, where a stop (each signal is one) costs one
+	// or two milliseconds, 40 calls of 5 ms and a tick every 10.
+	spins, unit, period := 80, 1000, 1000
 	if testutil.Slow() {
-		unit = 5000
+		spins, unit, period = 40, 5000, 10000
 	}
 	for _, place := range []string{"above", "below"} {
 		for _, mech := range mechanisms {
 			t.Run(place+"/"+mech.name, func(t *testing.T) {
 				plan := planFor(t, prog, datafile.FuncTiming, "outer", "spin", "tick")
-				got := runWith(t, plan, prog, mech.breakpoints, place, strconv.Itoa(spins), strconv.Itoa(unit))
+				got := runWith(t, plan, prog, mech.breakpoints, place, strconv.Itoa(spins), strconv.Itoa(unit), strconv.Itoa(period))
 				if !got.res.Exited || got.res.ExitCode != 0 {
 					t.Fatalf("exited %v, status %d, output %q", got.res.Exited, got.res.ExitCode, got.stdout)
 				}
@@ -52,7 +54,7 @@ func TestTimingAlternateStack(t *testing.T) {
 				if dropped {
 					wantTicks, wantDepth = 0, 2
 				}
-				checkHits(t, got.hits, map[string]uint64{"outer": 1, "spin": spins, "tick": wantTicks})
+				checkHits(t, got.hits, map[string]uint64{"outer": 1, "spin": uint64(spins), "tick": wantTicks})
 				if all["spin"] <= 0 || all["outer"] < all["spin"] {
 					t.Errorf("outer's function+child time %v, spin's %v: want outer's at least spin's",
 						time.Duration(all["outer"]), time.Duration(all["spin"]))

@@ -1,14 +1,14 @@
 /* sigstack: function timing when a signal handler runs on an alternate
  * signal stack, above or below the stack of the thread it interrupts.
  *
- *   sigstack above|below [N [U]]
+ *   sigstack above|below [N [U [P]]]
  *
  * A thread calls outer(), which calls spin() N times (default 80); spin()
  * busy-waits U microseconds (default 1000) on the monotonic clock. A timer
- * sends SIGALRM every millisecond while outer() runs; its handler, on the
- * thread's alternate signal stack (SA_ONSTACK), calls tick(). outer's
- * function+child time includes every call of spin() and every tick() that
- * interrupts it.
+ * sends SIGALRM every P microseconds (default 1000) while outer() runs;
+ * its handler, on the thread's alternate signal stack (SA_ONSTACK), calls
+ * tick(). outer's function+child time includes every call of spin() and
+ * every tick() that interrupts it.
  *
  * above: the thread's stack is a static buffer (in the program's data, at
  * low addresses) and the alternate stack is mapped (mmap: high addresses);
@@ -38,7 +38,7 @@ static _Alignas(4096) char static_alt[altStack];
 
 volatile long sink;
 static volatile sig_atomic_t ticks;
-static long spins = 80, spin_ns = 1000000;
+static long spins = 80, spin_ns = 1000000, period_us = 1000;
 static int above;
 
 static long now_ns(void) {
@@ -93,7 +93,8 @@ static void *worker(void *arg) {
 	sigaddset(&alrm, SIGALRM);
 	if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGALRM, &sa, NULL) != 0)
 		exit(1);
-	struct itimerval every = {{0, 1000}, {0, 1000}}, never = {{0, 0}, {0, 0}};
+	struct timeval period = {period_us / 1000000, period_us % 1000000};
+	struct itimerval every = {period, period}, never = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_REAL, &every, NULL);
 	pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
 	outer();
@@ -104,7 +105,7 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 2 || (strcmp(argv[1], "above") != 0 && strcmp(argv[1], "below") != 0)) {
-		fprintf(stderr, "usage: sigstack above|below [N [U]]\n");
+		fprintf(stderr, "usage: sigstack above|below [N [U [P]]]\n");
 		return 2;
 	}
 	above = strcmp(argv[1], "above") == 0;
@@ -112,6 +113,8 @@ int main(int argc, char **argv) {
 		spins = atol(argv[2]);
 	if (argc > 3)
 		spin_ns = atol(argv[3]) * 1000;
+	if (argc > 4)
+		period_us = atol(argv[4]);
 	/* Only the worker takes SIGALRM. */
 	sigset_t alrm;
 	sigemptyset(&alrm);
