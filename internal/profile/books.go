@@ -70,6 +70,10 @@ type books struct {
 	// (books.stacks) of a call of fn made from a frame whose stack is
 	// from (-1: from the stack base). See stackOf.
 	steps map[step]int
+	// lastStep holds, for each caller stack (from+1), the last step
+	// from it: most calls from a frame are of the function it called
+	// last (a loop), found without hashing.
+	lastStep []cachedStep
 	// hashed counts the callers hashed into stack keys: what finding
 	// new stacks costs (TestBooksDeepStackCost).
 	hashed  int
@@ -389,14 +393,27 @@ func (b *books) callerStack(l *ledger, fn int) int {
 	if n := len(l.frames); n > 0 {
 		from = l.frames[n-1].stack
 	}
+	if from+1 < len(b.lastStep) {
+		if c := b.lastStep[from+1]; c.fn == fn && c.from == from {
+			return c.to
+		}
+	}
 	s := step{from, fn}
 	i, ok := b.steps[s]
 	if !ok {
 		i = b.stackOf(l, fn)
 		b.steps[s] = i
 	}
+	for len(b.lastStep) <= from+1 {
+		b.lastStep = append(b.lastStep, cachedStep{from: -2})
+	}
+	b.lastStep[from+1] = cachedStep{from: from, fn: fn, to: i}
 	return i
 }
+
+// cachedStep is the last step taken from a caller stack: a call of fn
+// from stack from was booked to stack to.
+type cachedStep struct{ from, fn, to int }
 
 // stackOf returns the index of the caller stack of a call of fn made from
 // l's current frames, adding it when new. Stacks are told apart by up to
