@@ -1,8 +1,6 @@
 package profile
 
 import (
-	"hash/fnv"
-
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
@@ -27,6 +25,26 @@ import (
 //   - When a thread ends its frames close at its end; frames still open at
 //     the end of the run close at their stack's last event.
 //
+// Stack pointers are compared only on one stack. A thread may run on
+// several: a signal handler on an alternate signal stack, a coroutine on a
+// stack of its own (swapcontext). Where the books are told which mapping
+// an address is in (books.where: the tracer, from the memory map), a
+// thread's frames are in stretches, each on one mapping (segment); the
+// rules above hold within the stretch of the event's stack:
+//
+//   - An entry on a stack the frames are not on starts a stretch: its
+//     frame nests in the frame it interrupted or switched from, as a
+//     handler's does on the thread's own stack.
+//   - An event on the stack of a stretch under the top one means the
+//     thread is back there (the handler returned, the coroutine switched
+//     back): the frames above that stretch close at that event.
+//   - An exit on a stack none of the frames is on closes nothing.
+//
+// Stacks in one mapping (coroutine stacks carved from one allocation)
+// are one stack to these rules. A goroutine's frames, and the frames of
+// functions not keyed by their stack pointer (Go), are not told apart:
+// they are compared with every frame, as where the mappings are not known.
+//
 // Times are in nanoseconds of a clock that stops while the thread is
 // stopped by PROFILE (the tracer removes that time before an event gets
 // here). That clock is an estimate, which may step back by less than an
@@ -48,7 +66,46 @@ type books struct {
 	inside     int64 // time within outermost frames
 	stacks     []datafile.Stack
 	stackIndex map[stackKey]int
-	ledgers    map[ledgerKey]*ledger
+	// steps finds a call's caller stack from its caller's: the stack
+	// (books.stacks) of a call of fn made from a frame whose stack is
+	// from (-1: from the stack base). See stackOf.
+	steps map[step]int
+	// lastStep holds, for each caller stack (from+1), the last step
+	// from it: most calls from a frame are of the function it called
+	// last (a loop), found without hashing.
+	lastStep []cachedStep
+	// hashed counts the callers hashed into stack keys: what finding
+	// new stacks costs (TestBooksDeepStackCost).
+	hashed  int
+	ledgers map[ledgerKey]*ledger
+	// where tells which mapping an address is in, for the rules of
+	// stacks (nil: every thread's frames are taken as on one stack);
+	// noSP marks the functions whose frames are not keyed by the stack
+	// pointer (Go's), whose events are not told apart by stack (nil:
+	// none).
+	where stackFinder
+	noSP  []bool
+}
+
+// stackFinder tells which mapping holds an address.
+type stackFinder interface {
+	// stackAt returns the bounds of the mapping that holds sp; ok is
+	// false where none is known to.
+	stackAt(sp uint64) (lo, hi uint64, ok bool)
+}
+
+// segment is a stretch of a ledger's frames, from its first to the next
+// segment's, entered on one stack: the mapping from lo to hi (none known
+// when lo and hi are 0). A mapping is known by its end, which stays where
+// it is when a stack grows.
+type segment struct {
+	lo, hi uint64
+	first  int
+}
+
+// step is a call of fn from a frame whose caller stack is from.
+type step struct {
+	from, fn int
 }
 
 // noStart is books.start when the start function was not found.
@@ -72,6 +129,12 @@ type ledger struct {
 	open    []int32
 	openMap map[int]int
 	last    int64 // the time of its last event
+	// split is set when its frames are told apart by stack: a thread's
+	// whose books know the mappings. segs are then its stretches of
+	// frames, bottom first; the bottom one stays, empty, when the
+	// frames are gone: the stack the thread was on last.
+	split bool
+	segs  []segment
 }
 
 // maxOpenSlice is the most functions for which a ledger's open counts
@@ -121,7 +184,16 @@ func newBooks(p *datafile.Plan) *books {
 		self:        make([]int64, n),
 		all:         make([]int64, n),
 		stackIndex:  map[stackKey]int{},
+		steps:       map[step]int{},
 		ledgers:     map[ledgerKey]*ledger{},
+	}
+	for i, f := range p.Funcs {
+		if f.Frame != datafile.FrameSP {
+			if b.noSP == nil {
+				b.noSP = make([]bool, n)
+			}
+			b.noSP[i] = true
+		}
 	}
 	if p.StartFunc != "" {
 		b.start = p.StartIndex
@@ -144,7 +216,7 @@ func (l *ledger) tick(now int64) int64 {
 func (b *books) ledger(k ledgerKey) *ledger {
 	l := b.ledgers[k]
 	if l == nil {
-		l = &ledger{}
+		l = &ledger{split: b.where != nil && !k.goroutine}
 		if n := len(b.hits); n <= maxOpenSlice {
 			l.open = make([]int32, n)
 		} else {
@@ -164,17 +236,21 @@ func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
 // enterLedger is enter for l, the ledger of k.
 func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
+	floor, on := b.onStack(l, fn, sp, now)
 	// Frames at or above sp have returned unseen.
-	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp <= sp {
+	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp <= sp {
 		b.close(l, now)
 	}
 	if len(l.frames) == 0 && b.start != -1 && fn != b.start {
 		return // the start function is not active here
 	}
+	if l.split {
+		l.stretch(on)
+	}
 	b.hits[fn]++
 	stack := -1
 	if b.attribution {
-		stack = b.stackOf(l, fn)
+		stack = b.callerStack(l, fn)
 		b.stacks[stack].Hits++
 	}
 	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
@@ -192,11 +268,66 @@ func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
 // exitLedger is exit for l, the ledger of k.
 func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
-	for len(l.frames) > 0 && l.frames[len(l.frames)-1].sp < sp {
+	floor, _ := b.onStack(l, fn, sp, now)
+	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp < sp {
 		b.close(l, now)
 	}
-	if n := len(l.frames); n > 0 && l.frames[n-1].sp == sp && l.frames[n-1].fn == fn {
+	if n := len(l.frames); n > floor && l.frames[n-1].sp == sp && l.frames[n-1].fn == fn {
 		b.close(l, now)
+	}
+}
+
+// onStack returns the first of l's frames an event of fn at sp is
+// compared with (those below are on other stacks), and the stack it is
+// on (hi 0: not known, the event is compared with every frame). When the
+// event is on the stack of a stretch under the top one, the frames above
+// that stretch are closed at now: the thread has come back. floor is the
+// number of frames when none of them is on the event's stack.
+func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on segment) {
+	if !l.split || (b.noSP != nil && b.noSP[fn]) {
+		return 0, segment{}
+	}
+	n := len(l.segs)
+	if n > 0 {
+		if s := l.segs[n-1]; s.lo <= sp && sp < s.hi {
+			return s.first, s
+		}
+	}
+	i := n - 2
+	for i >= 0 && !(l.segs[i].lo <= sp && sp < l.segs[i].hi) {
+		i--
+	}
+	if i < 0 {
+		lo, hi, ok := b.where.stackAt(sp)
+		if !ok {
+			return 0, segment{}
+		}
+		for i = n - 1; i >= 0 && l.segs[i].hi != hi; i-- {
+		}
+		if i < 0 {
+			return len(l.frames), segment{lo: lo, hi: hi, first: len(l.frames)}
+		}
+		l.segs[i].lo = lo // (a stack that grew)
+	}
+	if i < n-1 {
+		for above := l.segs[i+1].first; len(l.frames) > above; {
+			b.close(l, now)
+		}
+	}
+	return l.segs[i].first, l.segs[i]
+}
+
+// stretch notes the stretch of a frame about to be pushed, entered on
+// stack on: the top one if it is on that stack, or a stack not known
+// (the first stretch, when there is none yet), else a new one.
+func (l *ledger) stretch(on segment) {
+	n := len(l.segs)
+	switch {
+	case n > 0 && (on.hi == 0 || l.segs[n-1].hi == on.hi):
+	case n > 0 && l.segs[n-1].first == len(l.frames):
+		l.segs[n-1] = segment{lo: on.lo, hi: on.hi} // the bottom stretch, empty
+	default:
+		l.segs = append(l.segs, segment{lo: on.lo, hi: on.hi, first: len(l.frames)})
 	}
 }
 
@@ -224,6 +355,9 @@ func (b *books) close(l *ledger, now int64) {
 	n := len(l.frames) - 1
 	f := l.frames[n]
 	l.frames = l.frames[:n]
+	if s := len(l.segs) - 1; s > 0 && l.segs[s].first == n {
+		l.segs = l.segs[:s]
+	}
 	elapsed := now - f.begun
 	self := elapsed - f.children
 	b.self[f.fn] += self
@@ -241,29 +375,64 @@ func (b *books) close(l *ledger, now int64) {
 	}
 }
 
+// callerStack returns the index of the caller stack of a call of fn made
+// from l's current frames (stackOf), in a time that does not depend on
+// how many there are: the caller stack of a call is a function of its
+// caller frame's and of fn, and once found it is kept in b.steps.
+//
+// That holds because a frame's stack key covers one frame more than its
+// callees need: the key of a frame at depth d is its function and its
+// nearest min(d, levels) callers (all of them when levels is 0), min(d+1,
+// levels+1) frames in all; a call from it needs min(d+1, levels) of them,
+// its caller and the nearest below, and the shown callers are the nearest
+// two. Two frames whose stacks are one have the same chain of callers for
+// what their callees' keys need, up to a collision of the 64-bit hash,
+// which would already make their own stacks one.
+func (b *books) callerStack(l *ledger, fn int) int {
+	from := -1
+	if n := len(l.frames); n > 0 {
+		from = l.frames[n-1].stack
+	}
+	if from+1 < len(b.lastStep) {
+		if c := b.lastStep[from+1]; c.fn == fn && c.from == from {
+			return c.to
+		}
+	}
+	s := step{from, fn}
+	i, ok := b.steps[s]
+	if !ok {
+		i = b.stackOf(l, fn)
+		b.steps[s] = i
+	}
+	for len(b.lastStep) <= from+1 {
+		b.lastStep = append(b.lastStep, cachedStep{from: -2})
+	}
+	b.lastStep[from+1] = cachedStep{from: from, fn: fn, to: i}
+	return i
+}
+
+// cachedStep is the last step taken from a caller stack: a call of fn
+// from stack from was booked to stack to.
+type cachedStep struct{ from, fn, to int }
+
 // stackOf returns the index of the caller stack of a call of fn made from
 // l's current frames, adding it when new. Stacks are told apart by up to
 // b.levels callers (all of them when 0) and show the nearest two, outermost
-// first, -1 standing for the stack base (no profiled caller).
+// first, -1 standing for the stack base (no profiled caller). It takes a
+// time in proportion to the callers it tells apart: callerStack calls it
+// once for each new step.
 func (b *books) stackOf(l *ledger, fn int) int {
 	n := len(l.frames)
 	levels := n
 	if b.levels > 0 {
 		levels = min(n, b.levels)
 	}
-	h := fnv.New64a()
-	var buf [8]byte
-	word := func(v int) {
-		for i := range buf {
-			buf[i] = byte(uint64(v) >> (8 * i))
-		}
-		h.Write(buf[:])
-	}
-	word(levels)
+	h := fnvWord(fnvOffset, levels)
+	b.hashed += levels
 	for i := n - 1; i >= n-levels; i-- {
-		word(l.frames[i].fn)
+		h = fnvWord(h, l.frames[i].fn)
 	}
-	key := stackKey{fn, h.Sum64()}
+	key := stackKey{fn, h}
 	if i, ok := b.stackIndex[key]; ok {
 		return i
 	}
@@ -284,4 +453,23 @@ func (b *books) stackOf(l *ledger, fn int) int {
 	b.stacks = append(b.stacks, datafile.Stack{Func: fn, Callers: callers, Key: key.hash})
 	b.stackIndex[key] = len(b.stacks) - 1
 	return len(b.stacks) - 1
+}
+
+// The stack keys are the 64-bit FNV-1a hash (hash/fnv) of the number of
+// callers told apart, then of each caller's function, innermost first,
+// each a little-endian 64-bit word. They are written in the .pbo, where
+// runs merge by them, and order the stacks whose shown callers are the
+// same: they must not change.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnvWord returns hash h continued with the eight bytes of v.
+func fnvWord(h uint64, v int) uint64 {
+	for i := range 8 {
+		h ^= uint64(v) >> (8 * i) & 0xff
+		h *= fnvPrime
+	}
+	return h
 }

@@ -1,6 +1,9 @@
 package profile
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -257,6 +260,194 @@ func TestBooksDeepStacks(t *testing.T) {
 	}
 }
 
+// stackKeyOf is the key of a caller stack (datafile.Stack.Key), as the
+// .pbo keeps it: the FNV-1a hash of the number of callers told apart,
+// then of those callers, innermost first, each a little-endian 64-bit
+// word.
+func stackKeyOf(callers ...int) uint64 {
+	h := fnv.New64a()
+	for _, v := range append([]int{len(callers)}, callers...) {
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+	}
+	return h.Sum64()
+}
+
+// TestBooksStacksBeyondLevels: the same function reached through stacks
+// deeper than /STACK that differ only beyond its levels, and recursion,
+// twice over (the second time every caller stack is known). main calls
+// a, which calls g, h, f; then b, which calls g, h, f; then r, which
+// recurses 4 levels below itself. The stacks are told apart by /STACK
+// callers and keyed by them (the .pbo's keys); they show two.
+func TestBooksStacksBeyondLevels(t *testing.T) {
+	const (
+		main = iota
+		a
+		b
+		g
+		h
+		f
+		r
+	)
+	round := func(at int64) []event {
+		return []event{
+			in(main, 1000, at+0),
+			in(a, 990, at+10), in(g, 980, at+11), in(h, 970, at+12), in(f, 960, at+13),
+			out(f, 960, at+15), out(h, 970, at+16), out(g, 980, at+17), out(a, 990, at+20),
+			in(b, 990, at+20), in(g, 980, at+21), in(h, 970, at+22), in(f, 960, at+23),
+			out(f, 960, at+26), out(h, 970, at+27), out(g, 980, at+28), out(b, 990, at+30),
+			in(r, 990, at+30), in(r, 980, at+31), in(r, 970, at+32), in(r, 960, at+33), in(r, 950, at+34),
+			out(r, 950, at+35), out(r, 960, at+36), out(r, 970, at+37), out(r, 980, at+38), out(r, 990, at+40),
+			out(main, 1000, at+50),
+		}
+	}
+	// One round's stacks: the function, the callers told apart
+	// (innermost first: the key), the callers shown, hits, function
+	// time, function+child time.
+	type stack struct {
+		fn        int
+		key       []int
+		shown     []int
+		hits      uint64
+		time, all int64
+	}
+	for _, c := range []struct {
+		levels int
+		want   []stack
+	}{
+		{2, []stack{
+			{main, nil, []int{-1}, 1, 20, 50},
+			{a, []int{main}, []int{-1, main}, 1, 4, 10},
+			{g, []int{a, main}, []int{main, a}, 1, 2, 6},
+			{h, []int{g, a}, []int{a, g}, 1, 2, 4},
+			{f, []int{h, g}, []int{g, h}, 2, 5, 5}, // through a and through b
+			{b, []int{main}, []int{-1, main}, 1, 3, 10},
+			{g, []int{b, main}, []int{main, b}, 1, 2, 7},
+			{h, []int{g, b}, []int{b, g}, 1, 2, 5},
+			{r, []int{main}, []int{-1, main}, 1, 3, 10},
+			{r, []int{r, main}, []int{main, r}, 1, 2, 7},
+			{r, []int{r, r}, []int{r, r}, 3, 5, 9}, // levels 3, 4 and 5
+		}},
+		{3, []stack{
+			{main, nil, []int{-1}, 1, 20, 50},
+			{a, []int{main}, []int{-1, main}, 1, 4, 10},
+			{g, []int{a, main}, []int{main, a}, 1, 2, 6},
+			{h, []int{g, a, main}, []int{a, g}, 1, 2, 4},
+			{f, []int{h, g, a}, []int{g, h}, 1, 2, 2},
+			{b, []int{main}, []int{-1, main}, 1, 3, 10},
+			{g, []int{b, main}, []int{main, b}, 1, 2, 7},
+			{h, []int{g, b, main}, []int{b, g}, 1, 2, 5},
+			{f, []int{h, g, b}, []int{g, h}, 1, 3, 3},
+			{r, []int{main}, []int{-1, main}, 1, 3, 10},
+			{r, []int{r, main}, []int{main, r}, 1, 2, 7},
+			{r, []int{r, r, main}, []int{r, r}, 1, 2, 5},
+			{r, []int{r, r, r}, []int{r, r}, 2, 3, 4}, // levels 4 and 5
+		}},
+		{0, []stack{
+			{main, nil, []int{-1}, 1, 20, 50},
+			{a, []int{main}, []int{-1, main}, 1, 4, 10},
+			{g, []int{a, main}, []int{main, a}, 1, 2, 6},
+			{h, []int{g, a, main}, []int{a, g}, 1, 2, 4},
+			{f, []int{h, g, a, main}, []int{g, h}, 1, 2, 2},
+			{b, []int{main}, []int{-1, main}, 1, 3, 10},
+			{g, []int{b, main}, []int{main, b}, 1, 2, 7},
+			{h, []int{g, b, main}, []int{b, g}, 1, 2, 5},
+			{f, []int{h, g, b, main}, []int{g, h}, 1, 3, 3},
+			{r, []int{main}, []int{-1, main}, 1, 3, 10},
+			{r, []int{r, main}, []int{main, r}, 1, 2, 7},
+			{r, []int{r, r, main}, []int{r, r}, 1, 2, 5},
+			{r, []int{r, r, r, main}, []int{r, r}, 1, 2, 3},
+			{r, []int{r, r, r, r, main}, []int{r, r}, 1, 1, 1},
+		}},
+	} {
+		p := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Attribution: true, StackDepth: c.levels,
+			Funcs: make([]datafile.Func, 7)}
+		bk := newBooks(p)
+		play(bk, thread1, round(0)...)
+		play(bk, thread1, round(100)...)
+		bk.finish()
+		if len(bk.stacks) != len(c.want) {
+			t.Errorf("/STACK %d: %d stacks %+v, want %d", c.levels, len(bk.stacks), bk.stacks, len(c.want))
+			continue
+		}
+		for i, s := range bk.stacks {
+			w := c.want[i]
+			want := datafile.Stack{Func: w.fn, Callers: w.shown, Key: stackKeyOf(w.key...),
+				Hits: 2 * w.hits, Time: 2 * w.time, ChildTime: 2 * w.all}
+			if s.Func != want.Func || !slices.Equal(s.Callers, want.Callers) || s.Key != want.Key ||
+				s.Hits != want.Hits || s.Time != want.Time || s.ChildTime != want.ChildTime {
+				t.Errorf("/STACK %d: stack %d = %+v, want %+v (callers %v)", c.levels, i, s, want, w.key)
+			}
+		}
+	}
+}
+
+// TestBooksDeepStackCost: a call's caller stack is found in a time that
+// does not grow with the stack's depth. Under 4,000 frames of a
+// recursion, 10,000 calls of one function hash their callers once, the
+// first time, whatever /STACK (it used to hash them at every call: 40
+// million callers).
+func TestBooksDeepStackCost(t *testing.T) {
+	const depth, calls = 4000, 10000
+	for _, levels := range []int{0, 2, 16, 10000} {
+		bk := testBooks(-1, "", true, levels)
+		sp := uint64(1 << 30)
+		play(bk, thread1, in(bMain, sp, 0))
+		for range depth {
+			sp -= 64
+			play(bk, thread1, in(bF, sp, 0))
+		}
+		before := bk.hashed
+		for i := range calls {
+			play(bk, thread1, in(bG, sp-64, int64(2*i+1)), out(bG, sp-64, int64(2*i+2)))
+		}
+		if d := bk.hashed - before; d > depth+1 {
+			t.Errorf("/STACK %d: %d calls at depth %d hashed %d callers, want at most %d", levels, calls, depth+1, d, depth+1)
+		}
+		if s := bk.stacks[len(bk.stacks)-1]; s.Func != bG || s.Hits != calls || s.Time != calls {
+			t.Errorf("/STACK %d: g's stack %+v, want %d hits of 1 ns", levels, s, calls)
+		}
+	}
+}
+
+// TestBooksStepsAreStacks: on random sequences of entries and exits
+// (nesting, returns seen and unseen, recursion, a start function), the
+// caller stack each call is booked to from its caller's (callerStack) is
+// the one its whole chain of callers makes (stackOf), whatever /STACK.
+func TestBooksStepsAreStacks(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(18, 8))
+	for _, levels := range []int{0, 1, 2, 3, 5} {
+		for _, start := range []int{-1, bF} {
+			bk := testBooks(start, "f", true, levels)
+			l := bk.ledger(thread1)
+			sp := uint64(1 << 20)
+			for i := range 20000 {
+				fn := rnd.IntN(4)
+				switch r := rnd.IntN(10); {
+				case r < 5 || len(l.frames) == 0: // a call
+					sp -= 16
+					bk.enterLedger(l, fn, sp, int64(i))
+				case r < 8: // a return
+					top := l.frames[len(l.frames)-1]
+					bk.exitLedger(l, top.fn, top.sp, int64(i))
+					sp = top.sp + 16
+				default: // a longjmp: a call from a frame further out
+					up := uint64(16 * (1 + rnd.IntN(len(l.frames))))
+					sp += up
+					bk.enterLedger(l, fn, sp, int64(i))
+				}
+				if n := len(l.frames); n > 0 && l.frames[n-1].begun == int64(i) {
+					top := l.frames[n-1]
+					under := &ledger{frames: l.frames[:n-1]}
+					if want := bk.stackOf(under, top.fn); top.stack != want {
+						t.Fatalf("/STACK %d, start %d, event %d: call of %d booked to stack %d %+v, its callers make %d %+v",
+							levels, start, i, top.fn, top.stack, bk.stacks[top.stack], want, bk.stacks[want])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestEventCost: the overhead taken out at each stop is the calibrated
 // one, /CB's when forced, and never more than the lower quartile of the
 // run's gaps between stops once a window of them is known.
@@ -300,6 +491,8 @@ func TestEventCost(t *testing.T) {
 func BenchmarkBooks(b *testing.B) {
 	p := &datafile.Plan{Funcs: make([]datafile.Func, 4), StackDepth: 0}
 	bk := newBooks(p)
+	// The stack the events are on, as the tracer's memory map tells.
+	bk.where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
 	k := threadLedger(1)
 	const main, f, g, h = 0, 1, 2, 3
 	bk.enter(k, main, 1000, 0)

@@ -232,6 +232,7 @@ func newTracer(cfg Config) (*tracer, error) {
 	}
 	if keepsBooks(cfg.Plan) {
 		t.books = newBooks(cfg.Plan)
+		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
 	}
 	return t, nil
 }

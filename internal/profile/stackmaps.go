@@ -1,0 +1,81 @@
+package profile
+
+import "sort"
+
+// stackMaps tells the books which mapping of the program's memory holds
+// a stack pointer, so that the frames of a thread on different stacks (a
+// signal handler's alternate stack, a coroutine's) are not compared
+// (books.go). It reads the memory map once, at the first address asked
+// about, and again only when an address falls where the last reading had
+// no mapping: a stack mapped since (a thread's, an alternate stack), or
+// the main thread's stack, grown. A gap found empty after a reading is
+// remembered until the next, so that an address in no mapping (a stack
+// unmapped before its records were read) costs one reading. Where the map
+// cannot be read (a program that made itself non-dumpable), no address
+// is known, and the books compare every frame, as they did.
+type stackMaps struct {
+	read func() ([]mapping, error)
+	// extents are the mappings of the last reading, sorted; empty are the
+	// gaps between them found empty since.
+	extents []extent
+	empty   []extent
+	failed  bool
+	// reads counts the readings (TestStackMaps).
+	reads int
+}
+
+// extent is the memory from lo to hi.
+type extent struct{ lo, hi uint64 }
+
+func (s extent) holds(a uint64) bool { return s.lo <= a && a < s.hi }
+
+// stackAt returns the bounds of the mapping that holds sp.
+func (m *stackMaps) stackAt(sp uint64) (lo, hi uint64, ok bool) {
+	if s, ok := m.find(sp); ok {
+		return s.lo, s.hi, true
+	}
+	for _, g := range m.empty {
+		if g.holds(sp) {
+			return 0, 0, false
+		}
+	}
+	if m.failed {
+		return 0, 0, false
+	}
+	maps, err := m.read()
+	m.reads++
+	if err != nil {
+		m.failed = true
+		return 0, 0, false
+	}
+	m.extents = m.extents[:0]
+	for _, mp := range maps {
+		if mp.Start < mp.End {
+			m.extents = append(m.extents, extent{mp.Start, mp.End})
+		}
+	}
+	sort.Slice(m.extents, func(i, j int) bool { return m.extents[i].lo < m.extents[j].lo })
+	m.empty = m.empty[:0]
+	if s, ok := m.find(sp); ok {
+		return s.lo, s.hi, true
+	}
+	g := extent{0, ^uint64(0)}
+	i := sort.Search(len(m.extents), func(i int) bool { return m.extents[i].lo > sp })
+	if i > 0 {
+		g.lo = m.extents[i-1].hi
+	}
+	if i < len(m.extents) {
+		g.hi = m.extents[i].lo
+	}
+	m.empty = append(m.empty, g)
+	return 0, 0, false
+}
+
+// find returns the extent of the last reading that holds a.
+func (m *stackMaps) find(a uint64) (extent, bool) {
+	i := sort.Search(len(m.extents), func(i int) bool { return m.extents[i].hi > a })
+	if i < len(m.extents) && m.extents[i].holds(a) {
+		return m.extents[i], true
+	}
+	return extent{}, false
+}
