@@ -11,8 +11,8 @@ import "sort"
 // the main thread's stack, grown. A gap found empty after a reading is
 // remembered until the next, so that an address in no mapping (a stack
 // unmapped before its records were read) costs one reading. Where the map
-// cannot be read (a program that made itself non-dumpable), no address
-// is known, and the books compare every frame, as they did.
+// cannot be read (the program is gone), no address is known, and the
+// books compare every frame, as they did.
 type stackMaps struct {
 	read func() ([]mapping, error)
 	// extents are the mappings of the last reading, sorted; empty are the
