@@ -1,0 +1,206 @@
+package instr
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// CodeMap is a module's code decoded once, for the tracer to check what
+// it plants against the code the program has, whatever its plan says:
+// where the direct jumps of the code land and its calls return
+// ([CodeScan]: a patch must cover no place a jump lands, from the
+// function or from anywhere else), and where instructions begin.
+//
+// Each function of the plan is decoded from its start to its end, and
+// the code between functions linearly from the end of one to the start
+// of the next (the alignment padding, and code the plan does not name:
+// other functions, a function's cold part, PLT entries). A site may be
+// planted only where an instruction of that decoding begins, and not
+// inside an instruction of any function's decoding (a function's extent
+// that overlaps another's and begins inside one of its instructions
+// fails there). On arm64, where instructions are 4 bytes and aligned, a
+// site is an instruction boundary when it is aligned and its
+// instruction decodes.
+type CodeMap struct {
+	CodeScan
+	arch  Arch
+	start uint64
+	code  []byte
+	// begins and inside are bitmaps over code (amd64): an instruction
+	// begins at the byte, or the byte is inside an instruction of a
+	// function's decoding, past its first byte.
+	begins, inside []uint64
+	// failed holds the functions whose decoding did not reach their end
+	// cleanly, and why.
+	failed map[[2]uint64]error
+}
+
+// Errors of [CodeMap.Boundary] and [CodeMap.Decoded].
+var (
+	// ErrNotBoundary: no instruction of the code's decoding begins at
+	// the address.
+	ErrNotBoundary = errors.New("not on an instruction boundary")
+	// ErrNotDecoded: a function's code does not decode from its start
+	// to its end.
+	ErrNotDecoded = errors.New("its code does not decode from its start to its end")
+)
+
+// MapCode decodes code, at start, and funcs, the extents [lo, hi) of
+// the functions of the plan in it (in any order; those not inside code
+// are ignored): see [CodeMap].
+func MapCode(a Arch, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
+	m := &CodeMap{arch: a, start: start, code: code, failed: map[[2]uint64]error{}}
+	m.Returns = map[uint64][]uint64{}
+	end := start + uint64(len(code))
+	var fns [][2]uint64
+	for _, f := range funcs {
+		if f[0] < f[1] && f[0] >= start && f[1] <= end {
+			fns = append(fns, f)
+		}
+	}
+	slices.SortFunc(fns, func(x, y [2]uint64) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) })
+	fns = slices.Compact(fns)
+	if a == AMD64 {
+		words := (len(code) + 63) / 64
+		m.begins, m.inside = make([]uint64, words), make([]uint64, words)
+	}
+	decode := scanDecoder(a)
+	step := 1
+	if a.Name() == "arm64" {
+		step = 4
+	}
+	// note books an instruction's branch or call.
+	note := func(in Inst, pc uint64) {
+		switch {
+		case (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0:
+			m.Jumps = append(m.Jumps, in.Target)
+		case in.Kind == Call && in.Target != 0:
+			m.Returns[in.Target] = append(m.Returns[in.Target], pc+uint64(in.Len))
+		}
+	}
+	// sweep decodes [lo, hi) linearly, stepping over what does not
+	// decode: its instructions begin there, but bound nothing.
+	sweep := func(lo, hi uint64) {
+		for pc := lo; pc < hi; {
+			in, err := decode(code[pc-start:hi-start], pc)
+			if err != nil || in.Len <= 0 {
+				pc += uint64(step)
+				continue
+			}
+			note(in, pc)
+			m.mark(pc, 1, false)
+			pc += uint64(in.Len)
+		}
+	}
+	pos := start
+	for _, f := range fns {
+		if f[0] > pos {
+			sweep(pos, f[0])
+		}
+		pos = max(pos, f[1])
+		if err := m.decodeFunc(decode, f, note); err != nil {
+			m.failed[f] = err
+		}
+	}
+	sweep(pos, end)
+	slices.Sort(m.Jumps)
+	m.Jumps = slices.Compact(m.Jumps)
+	for target, rs := range m.Returns {
+		slices.Sort(rs)
+		m.Returns[target] = slices.Compact(rs)
+	}
+	return m
+}
+
+// decodeFunc decodes the function f from its start to its end, noting
+// its branches and marking its instructions.
+func (m *CodeMap) decodeFunc(decode func([]byte, uint64) (Inst, error), f [2]uint64, note func(Inst, uint64)) error {
+	if m.arch != AMD64 {
+		// arm64: aligned, and each instruction checked where it is
+		// planted (Boundary). Its branches are noted.
+		if f[0]%4 != 0 || f[1]%4 != 0 {
+			return fmt.Errorf("[%#x, %#x) is not 4-byte aligned: %w", f[0], f[1], ErrNotDecoded)
+		}
+		for pc := f[0]; pc+4 <= f[1]; pc += 4 {
+			if in, err := decode(m.code[pc-m.start:f[1]-m.start], pc); err == nil {
+				note(in, pc)
+			}
+		}
+		return nil
+	}
+	for pc := f[0]; pc < f[1]; {
+		in, err := decode(m.code[pc-m.start:f[1]-m.start], pc)
+		if err != nil {
+			return fmt.Errorf("at %#x: %w: %w", pc, ErrNotDecoded, err)
+		}
+		if in.Len <= 0 {
+			return fmt.Errorf("at %#x: %w", pc, ErrNotDecoded) // never: a guard against a loop
+		}
+		note(in, pc)
+		m.mark(pc, in.Len, true)
+		pc += uint64(in.Len)
+	}
+	return nil
+}
+
+// mark books an instruction of n bytes at pc: it begins there, and with
+// inner its other bytes are inside it.
+func (m *CodeMap) mark(pc uint64, n int, inner bool) {
+	if m.begins == nil {
+		return
+	}
+	off := pc - m.start
+	m.begins[off/64] |= 1 << (off % 64)
+	if !inner {
+		return
+	}
+	for i := off + 1; i < off+uint64(n) && i < uint64(len(m.code)); i++ {
+		m.inside[i/64] |= 1 << (i % 64)
+	}
+}
+
+// Contains reports whether addr is in the code.
+func (m *CodeMap) Contains(addr uint64) bool {
+	return addr >= m.start && addr-m.start < uint64(len(m.code))
+}
+
+// Decoded returns nil when the function [lo, hi), one of MapCode's
+// funcs, decoded from its start to exactly its end, else why it did not
+// (wrapping [ErrNotDecoded]).
+func (m *CodeMap) Decoded(lo, hi uint64) error {
+	if lo >= hi || !m.Contains(lo) || hi > m.start+uint64(len(m.code)) {
+		return fmt.Errorf("[%#x, %#x) is not in the module's code: %w", lo, hi, ErrNotDecoded)
+	}
+	return m.failed[[2]uint64{lo, hi}]
+}
+
+// Boundary returns nil when a site may be planted at addr: an
+// instruction of the decoding begins there, inside no instruction of a
+// function's decoding (amd64); aligned, and its instruction decodes
+// (arm64). Else why not, wrapping [ErrNotBoundary] (the caller names
+// the address).
+func (m *CodeMap) Boundary(addr uint64) error {
+	if !m.Contains(addr) {
+		return fmt.Errorf("not in the module's code: %w", ErrNotBoundary)
+	}
+	off := addr - m.start
+	if m.arch != AMD64 {
+		if addr%4 != 0 {
+			return fmt.Errorf("not 4-byte aligned: %w", ErrNotBoundary)
+		}
+		if _, err := m.arch.Decode(m.code[off:], addr); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotBoundary, err)
+		}
+		return nil
+	}
+	bit := uint64(1) << (off % 64)
+	switch {
+	case m.inside[off/64]&bit != 0:
+		return fmt.Errorf("inside an instruction: %w", ErrNotBoundary)
+	case m.begins[off/64]&bit == 0:
+		return fmt.Errorf("no instruction begins there: %w", ErrNotBoundary)
+	}
+	return nil
+}
