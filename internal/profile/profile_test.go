@@ -66,9 +66,10 @@ func planFor(t *testing.T, path string, method datafile.Method, names ...string)
 }
 
 type runOut struct {
-	res    *Result
-	stdout string
-	hits   map[string]uint64
+	res      *Result
+	stdout   string
+	hits     map[string]uint64
+	warnings []string
 }
 
 // runPlan runs the program in-process (trampolines where they can go).
@@ -110,7 +111,7 @@ func runWith(t *testing.T, plan *datafile.Plan, path string, breakpoints bool, a
 	for i, f := range plan.Funcs {
 		hits[f.Name] = res.Counts.Stats.Hits[i]
 	}
-	return runOut{res: res, stdout: string(b), hits: hits}
+	return runOut{res: res, stdout: string(b), hits: hits, warnings: warnings}
 }
 
 var countsWant = map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7}
