@@ -99,3 +99,40 @@ func TestMapCodeARM64(t *testing.T) {
 		t.Errorf("Decoded of a misaligned extent = %v, want %v", err, ErrNotDecoded)
 	}
 }
+
+// TestMapCodeShared: the decoding shared among CPUs finds what one CPU
+// finds, on a module of 200 copies of TestMapCodeAMD64's functions, each
+// with a jump and a call into its neighbour's code.
+func TestMapCodeShared(t *testing.T) {
+	one := unhex(t, "89f8"+"83c001"+"c3"+"89f8"+"ebf8"+"660f1f440000"+"e8ebffffff"+"c3"+"06"+"c3")
+	var code []byte
+	var funcs [][2]uint64
+	const start = 0x10000
+	for i := range 200 {
+		at := start + uint64(len(code))
+		code = append(code, one...)
+		funcs = append(funcs, [2]uint64{at, at + 6}, [2]uint64{at + 6, at + 10}, [2]uint64{at + 16, at + 22}, [2]uint64{at + 22, at + 24})
+		if i%7 == 0 {
+			funcs = append(funcs, [2]uint64{at + 1, at + 6}) // overlapping
+		}
+	}
+	defer func(n int) { mapShare = n }(mapShare)
+	mapShare = 1 << 30
+	whole := MapCode(AMD64, code, start, funcs)
+	mapShare = 64
+	shared := MapCode(AMD64, code, start, funcs)
+	if !slices.Equal(whole.begins, shared.begins) || !slices.Equal(whole.inside, shared.inside) {
+		t.Error("the bitmaps differ")
+	}
+	if !slices.Equal(whole.Jumps, shared.Jumps) || len(whole.Jumps) != 200 {
+		t.Errorf("jumps: %d shared, %d whole, want 200", len(shared.Jumps), len(whole.Jumps))
+	}
+	if len(whole.Returns) != 200 || len(shared.Returns) != 200 || len(whole.failed) != len(shared.failed) || len(whole.failed) != 200 {
+		t.Errorf("returns %d and %d, failed %d and %d; want 200 each", len(whole.Returns), len(shared.Returns), len(whole.failed), len(shared.failed))
+	}
+	for target, rs := range whole.Returns {
+		if !slices.Equal(rs, shared.Returns[target]) {
+			t.Errorf("returns of %#x: %#x shared, %#x whole", target, shared.Returns[target], rs)
+		}
+	}
+}

@@ -144,15 +144,24 @@ func x86SSEImm(op byte) bool { return op == 0x70 || op == 0xc6 }
 // path, and code that does not decode, go to decodeAMD64Bare.
 func scanAMD64(code []byte, pc uint64) (Inst, error) {
 	if in, ok := scanAMD64Fast(code, pc); ok {
-		return in, nil
+		return Inst{Len: in.n, Kind: in.kind, PCRel: in.pcrel, Target: in.target}, nil
 	}
 	x, err := decodeAMD64Bare(code, pc)
 	return x.Inst, err
 }
 
+// scanned is what the fast path tells of an instruction: its length,
+// kind (Jump, CondJump, Call or Other), and PC-relative target.
+type scanned struct {
+	n      int
+	kind   Kind
+	pcrel  bool
+	target uint64
+}
+
 // scanAMD64Fast is scanAMD64's table; false sends the instruction to
 // the full decoder.
-func scanAMD64Fast(code []byte, pc uint64) (Inst, bool) {
+func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
 	var opsize, rexW bool
 	// mand is the mandatory prefix of an SSE instruction: 66, F3 or F2
 	// when it is the only prefix, none when there is none.
@@ -170,7 +179,7 @@ prefixes:
 			m = sseF2
 		case 0xf0, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65:
 		case 0x67:
-			return Inst{}, false // 32-bit addressing: rare, EIP-relative
+			return scanned{}, false // 32-bit addressing: rare, EIP-relative
 		default:
 			break prefixes
 		}
@@ -185,36 +194,36 @@ prefixes:
 		p++
 	}
 	if p >= len(code) {
-		return Inst{}, false
+		return scanned{}, false
 	}
 	op := code[p]
 	p++
 	kind := x86OneByte[op]
 	if op == 0x0f {
 		if p >= len(code) {
-			return Inst{}, false
+			return scanned{}, false
 		}
 		switch op2 := code[p]; {
 		case x86SSE[op2] != 0:
 			if x86SSE[op2]&mand == 0 {
-				return Inst{}, false
+				return scanned{}, false
 			}
 			p, kind = p+1, opM
 			if x86SSEImm(op2) {
 				kind = opMIb
 			}
 		case op2 == 0x1f && p+1 < len(code) && code[p+1]>>3&7 != 0:
-			return Inst{}, false // a reserved NOP
+			return scanned{}, false // a reserved NOP
 		case op2 == 0x1e:
 			if p == 2 && code[0] == 0xf3 && p+1 < len(code) && code[p+1] == 0xfa {
-				return Inst{Len: 4, Kind: Other}, true // endbr64
+				return scanned{n: 4, kind: Other}, true // endbr64
 			}
-			return Inst{}, false
+			return scanned{}, false
 		default:
 			p, kind = p+1, x86TwoByte[op2]
 			if kind == opRel32 {
 				if opsize {
-					return Inst{}, false
+					return scanned{}, false
 				}
 				return x86Rel(code, pc, p, 4, CondJump)
 			}
@@ -224,7 +233,7 @@ prefixes:
 	modrm := false
 	switch kind {
 	case opSlow:
-		return Inst{}, false
+		return scanned{}, false
 	case opNone:
 	case opM:
 		modrm = true
@@ -249,7 +258,7 @@ prefixes:
 		imm = 2
 	case opRel8, opRel32:
 		if opsize {
-			return Inst{}, false
+			return scanned{}, false
 		}
 		k := Jump
 		switch {
@@ -265,7 +274,7 @@ prefixes:
 		return x86Rel(code, pc, p, n, k)
 	case opGrp3b, opGrp3z:
 		if p >= len(code) {
-			return Inst{}, false
+			return scanned{}, false
 		}
 		switch code[p] >> 3 & 7 {
 		case 0:
@@ -274,50 +283,50 @@ prefixes:
 				imm = x86Iz(opsize, rexW)
 			}
 		case 1:
-			return Inst{}, false // the undocumented alias of /0
+			return scanned{}, false // the undocumented alias of /0
 		}
 		modrm = true
 	case opPop:
 		if p >= len(code) || code[p]&0x1f >= 8 {
-			return Inst{}, false // XOP
+			return scanned{}, false // XOP
 		}
 		modrm = true
 	}
-	in := Inst{Kind: Other}
+	in := scanned{kind: Other}
 	if op == 0xff {
 		if p < len(code) {
 			switch code[p] >> 3 & 7 {
 			case 2, 3:
-				in.Kind = Call
+				in.kind = Call
 			case 4, 5:
-				in.Kind = Jump
+				in.kind = Jump
 			}
 		}
 	}
 	if modrm {
 		if p >= len(code) || !x86ValidModRM(op, code[p]) {
-			return Inst{}, false
+			return scanned{}, false
 		}
 		n, ripDisp, err := x86ModRM(code, p)
 		if err != nil {
-			return Inst{}, false
+			return scanned{}, false
 		}
 		p += n
 		if ripDisp >= 0 {
-			in.PCRel = true
+			in.pcrel = true
 			end := p + imm
 			if end > len(code) {
-				return Inst{}, false
+				return scanned{}, false
 			}
 			disp := int32(binary.LittleEndian.Uint32(code[ripDisp:]))
-			in.Target = pc + uint64(end) + uint64(int64(disp))
+			in.target = pc + uint64(end) + uint64(int64(disp))
 		}
 	}
 	p += imm
 	if p > len(code) || p > x86MaxLen {
-		return Inst{}, false
+		return scanned{}, false
 	}
-	in.Len = p
+	in.n = p
 	return in, true
 }
 
@@ -331,9 +340,9 @@ func x86Iz(opsize, rexW bool) int {
 
 // x86Rel completes a relative branch whose displacement of n bytes is at
 // code[p].
-func x86Rel(code []byte, pc uint64, p, n int, k Kind) (Inst, bool) {
+func x86Rel(code []byte, pc uint64, p, n int, k Kind) (scanned, bool) {
 	if p+n > len(code) {
-		return Inst{}, false
+		return scanned{}, false
 	}
 	var rel int64
 	if n == 1 {
@@ -342,7 +351,7 @@ func x86Rel(code []byte, pc uint64, p, n int, k Kind) (Inst, bool) {
 		rel = int64(int32(binary.LittleEndian.Uint32(code[p:])))
 	}
 	end := p + n
-	return Inst{Len: end, Kind: k, PCRel: true, Target: pc + uint64(end) + uint64(rel)}, true
+	return scanned{n: end, kind: k, pcrel: true, target: pc + uint64(end) + uint64(rel)}, true
 }
 
 // x86ValidModRM reports whether the ModRM byte m is a valid operand of

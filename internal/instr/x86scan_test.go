@@ -29,10 +29,10 @@ func agree(t *testing.T, code []byte, pc uint64) bool {
 		// (%rax)), which GNU as writes and CPUs run.
 		return true
 	case err != nil:
-		t.Errorf("%#x % x: fast path %d bytes, the decoder fails: %v", pc, code[:min(len(code), 15)], fast.Len, err)
-	case fast.Len != x.Len || fast.PCRel != x.PCRel || fast.Target != x.Target || branchClass(fast.Kind) != branchClass(x.Kind):
+		t.Errorf("%#x % x: fast path %d bytes, the decoder fails: %v", pc, code[:min(len(code), 15)], fast.n, err)
+	case fast.n != x.Len || fast.pcrel != x.PCRel || fast.target != x.Target || branchClass(fast.kind) != branchClass(x.Kind):
 		t.Errorf("%#x % x: fast path len %d pcrel %v target %#x %v; decoder %d %v %#x %v (%s)", pc, code[:min(len(code), 15)],
-			fast.Len, fast.PCRel, fast.Target, fast.Kind, x.Len, x.PCRel, x.Target, x.Kind, x.text(pc))
+			fast.n, fast.pcrel, fast.target, fast.kind, x.Len, x.PCRel, x.Target, x.Kind, x.text(pc))
 	default:
 		return true
 	}
