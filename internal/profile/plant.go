@@ -386,7 +386,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 				t.inproc.addEntry(j.tramp)
 				continue
 			}
-			if errors.Is(planned[n].err, errJumpInto) {
+			if errors.Is(planned[n].err, errJumpInto) && !errors.Is(err, errJumpInto) {
 				// (Why a full jump could not go there says more.)
 				err = fmt.Errorf("%w; %v", planned[n].err, err)
 			}
@@ -775,7 +775,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if t.landings.inside(p.Site, p.End()) {
 		// (A jump of another function, into an alternate entry of
 		// this one's: the patch would replace where it lands.)
-		return patchWrite{}, fmt.Errorf("[%#x, %#x): %w: %w", p.Site, p.End(), errJumpInto, instr.ErrBranchInto)
+		return patchWrite{}, jumpInto{p.Site, p.End()}
 	}
 	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
 	tr, err := build(cell)
@@ -851,7 +851,7 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 		return patchWrite{}, err
 	}
 	if t.landings.inside(p.Site, p.End()) {
-		return patchWrite{}, fmt.Errorf("[%#x, %#x): %w: %w", p.Site, p.End(), errJumpInto, instr.ErrBranchInto)
+		return patchWrite{}, jumpInto{p.Site, p.End()}
 	}
 	const lowest, top = 1 << 20, 1 << 47
 	if wlo < lowest || whi > top || whi <= wlo {
@@ -977,6 +977,18 @@ var (
 	// alone does not see.
 	errJumpInto = errors.New("a jump from elsewhere lands in the bytes a patch would replace")
 )
+
+// jumpInto is why a patch of [lo, hi) cannot go where it would: a jump
+// from elsewhere in the module lands inside (errJumpInto, and to the
+// tactics of shorter patches instr.ErrBranchInto).
+type jumpInto struct{ lo, hi uint64 }
+
+func (e jumpInto) Error() string {
+	return fmt.Sprintf("a jump from elsewhere in the module lands in [%#x, %#x), the bytes a patch would replace", e.lo, e.hi)
+}
+
+// Is makes a jumpInto both errJumpInto and instr.ErrBranchInto.
+func (e jumpInto) Is(target error) bool { return target == errJumpInto || target == instr.ErrBranchInto }
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
 func fallBackReason(err error) string {
