@@ -988,7 +988,9 @@ func (e jumpInto) Error() string {
 }
 
 // Is makes a jumpInto both errJumpInto and instr.ErrBranchInto.
-func (e jumpInto) Is(target error) bool { return target == errJumpInto || target == instr.ErrBranchInto }
+func (e jumpInto) Is(target error) bool {
+	return target == errJumpInto || target == instr.ErrBranchInto
+}
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
 func fallBackReason(err error) string {
