@@ -260,11 +260,12 @@ func (t *tracer) readMaps() ([]mapping, error) {
 }
 
 // plantModule instruments the function entries of module mi, loaded with
-// bias, mapped as in, in a process with the given maps. One area is mapped next to the module, room for trampCell bytes
-// per entry: a trampoline where the entry can be patched in-process, else
-// the out-of-line slot of its breakpoint, packed from the area's start.
-// Everything is written in bulk: the area, then the jumps, then the
-// breakpoints.
+// bias, mapped as in, in a process with the given maps; an entry the
+// module's decoding refuses (checkEntry) gets nothing. One area is mapped
+// next to the module, room for trampCell bytes per entry: a trampoline
+// where the entry can be patched in-process, else the out-of-line slot of
+// its breakpoint, packed from the area's start. Everything is written in
+// bulk: the area, then the jumps, then the breakpoints.
 func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
 	var items []int
 	for i := range t.plan.Funcs {
