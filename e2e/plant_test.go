@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -180,4 +185,112 @@ func TestAlternateEntry(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCraftedPlan: a plan PREP wrote, rewritten with datafile after one
+// site was moved one byte into an instruction (arm64: two bytes, off
+// its alignment), its identity recomputed, as a hostile plan would be:
+// PROFILE refuses that site with a warning (PRF4657 for a function's
+// entry, PRF4624 for a line's site), plants nothing there, and the
+// program runs as it does natively; the other functions count exactly.
+func TestCraftedPlan(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	c := cases[0] // counts
+	prog := testutil.BuildC(t, c.fixture, fixtureBuilds[2].flags...)
+	for _, m := range []string{"FC", "LC"} {
+		t.Run(m, func(t *testing.T) {
+			dir := t.TempDir()
+			name := install(t, prog, dir)
+			must(t, dir, "prep", "/nologo", "/"+m, name)
+			pbi := filepath.Join(dir, name+".pbi")
+			plan, err := datafile.OpenPlan(pbi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi := slices.IndexFunc(plan.Funcs, func(f datafile.Func) bool { return f.Name == "f" })
+			if fi < 0 {
+				t.Fatalf("no f in the plan")
+			}
+			f := plan.Funcs[fi]
+			bad := insideInstruction(t, filepath.Join(dir, name), f.Low, f.High)
+			moved := -1
+			if m == "FC" {
+				plan.Funcs[fi].Entry = bad
+			} else {
+				moved = slices.IndexFunc(plan.Lines, func(l datafile.Line) bool { return slices.Contains(l.Addrs, f.Entry) })
+				if moved < 0 {
+					t.Fatalf("no line at f's entry %#x", f.Entry)
+				}
+				plan.Lines[moved].Addrs = []uint64{bad}
+			}
+			plan.ID = datafile.PlanID(plan)
+			if err := datafile.SavePlan(pbi, plan); err != nil {
+				t.Fatal(err)
+			}
+			r := tool(t, dir, "profile", append([]string{"/nologo", "/X", name}, c.args...)...)
+			if r.status != c.status || !strings.Contains(r.stdout, c.stdout) {
+				t.Fatalf("profile: status %d (want %d), output %q\n%s", r.status, c.status, r.stdout, r.stderr)
+			}
+			want := map[string]string{"FC": "warning PRF4657: function f in file " + name, "LC": "warning PRF4624: cannot profile line"}[m]
+			if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, fmt.Sprintf("%#x: ", bad)) {
+				t.Errorf("profile's warnings do not refuse the site at %#x (%q):\n%s", bad, want, r.stderr)
+			}
+			counts, err := datafile.OpenCounts(filepath.Join(dir, name+".pbo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == "FC" {
+				for i, fn := range plan.Funcs {
+					w := c.counts[fn.Name]
+					if fn.Name == "f" {
+						w = 0
+					}
+					if got := counts.Stats.Hits[i]; got != w {
+						t.Errorf("%s: %d hits, want %d", fn.Name, got, w)
+					}
+				}
+			} else if got := counts.Stats.Hits[moved]; got != 0 {
+				t.Errorf("the moved line: %d hits, want none", got)
+			}
+		})
+	}
+}
+
+// insideInstruction returns an address in [lo, hi) of the program at
+// path that is inside an instruction: the second byte of its first
+// instruction longer than a byte (x86-64), or lo+2 (arm64).
+func insideInstruction(t *testing.T, path string, lo, hi uint64) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := instr.ForMachine(f.Machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() == "arm64" {
+		return lo + 2
+	}
+	code := make([]byte, hi-lo)
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Addr <= lo && hi <= s.Addr+s.Size {
+			if _, err := s.ReadAt(code, int64(lo-s.Addr)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for pc := lo; pc < hi; {
+		in, err := a.Decode(code[pc-lo:], pc)
+		if err != nil {
+			t.Fatalf("decode at %#x: %v", pc, err)
+		}
+		if in.Len > 1 {
+			return pc + 1
+		}
+		pc += uint64(in.Len)
+	}
+	t.Fatalf("no instruction of more than a byte in [%#x, %#x)", lo, hi)
+	return 0
 }
