@@ -204,7 +204,7 @@ type CodeScan struct {
 // ScanCode decodes code (at start) from end to end. Bytes that do not
 // decode are stepped over.
 func ScanCode(a Arch, code []byte, start uint64) CodeScan {
-	decode := bareDecoder(a)
+	decode := scanDecoder(a)
 	step := 1
 	if a.Name() == "arm64" {
 		step = 4

@@ -177,12 +177,23 @@ func bareDecoder(a Arch) func([]byte, uint64) (Inst, error) {
 	return a.Decode
 }
 
+// scanDecoder returns a's decoder for the scans, which read of an
+// instruction only its length, whether it is a direct jump, conditional
+// jump or call, and its target or PC-relative operand's address: on
+// amd64 the fast path of x86scan.go.
+func scanDecoder(a Arch) func([]byte, uint64) (Inst, error) {
+	if a == AMD64 {
+		return scanAMD64
+	}
+	return a.Decode
+}
+
 // branchTargets decodes fn (starting at start) and returns the targets of
 // its direct branches that fall inside (lo, hi): the bytes a patch from lo
 // to hi would replace, but its first. An instruction it cannot decode is an
 // error: a branch after it could not be seen.
 func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
-	decode := bareDecoder(a)
+	decode := scanDecoder(a)
 	var into []uint64
 	for off := 0; off < len(fn); {
 		pc := start + uint64(off)

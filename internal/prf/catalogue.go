@@ -636,6 +636,32 @@ func SignalStops(n int, rate float64, stop time.Duration, share float64) *Diagno
 	return d
 }
 
+// EntryRefused is warning PRF4657: the plan puts a function's entry
+// where the program's code, decoded, has no instruction boundary (inside
+// an instruction, of its function or of another), or its code does not
+// decode from the start to the end the plan gives: nothing is planted
+// there, and the function counts nothing.
+func EntryRefused(fn, file string, err error) *Diagnostic {
+	d := newDiag(4657, Warning, err, "function %s in file %s is not profiled: the plan does not match the program's code", fn, file)
+	d.Hint = "the plan was written for other code than this program's: run prep again"
+	return d
+}
+
+// SiteRefused is warning PRF4658: an exit or return site PROFILE would
+// plant is not on an instruction boundary of the program's code.
+func SiteRefused(what string, addr uint64, fn, file string, err error) *Diagnostic {
+	return newDiag(4658, Warning, err, "the %s at %#x of function %s in file %s is not planted: it is not on an instruction boundary", what, addr, fn, file)
+}
+
+// NotMapped is PRF1660: the program's file is not in the memory map of
+// the process that runs it (another file at its path, or a file system
+// that names it otherwise).
+func NotMapped(path string, pid int) *Diagnostic {
+	d := newDiag(1660, Fatal, nil, "%s is not mapped in process %d", path, pid)
+	d.Hint = "the file at that path changed as the program started, or the process maps it under another name: profile the file itself"
+	return d
+}
+
 // ExecEnded warns that the program replaced itself with exec.
 func ExecEnded() *Diagnostic {
 	return newDiag(4643, Warning, nil, "the program called exec: profiling ended there, the counts up to it are kept")

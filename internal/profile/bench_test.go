@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 	"github.com/sourceprofiler/sprof/internal/testutil"
@@ -353,4 +355,41 @@ func BenchmarkSignal(b *testing.B) {
 	b.ReportMetric(float64(n.Microseconds())/1000, "native-ms")
 	b.ReportMetric(per(p), "profile-us/signal")
 	b.ReportMetric(per(f), "floor-us/signal")
+}
+
+// BenchmarkScanModule: what decoding a module costs before anything is
+// planted in it (scanModule: instr.MapCode over its code, every planned
+// function from its start, the code between linearly), for the program
+// of 10,000 functions of BenchmarkStartup, all of them planned: the
+// landings of its jumps and calls, and its instruction boundaries.
+func BenchmarkScanModule(b *testing.B) {
+	prog := buildManyFuncs(b, 10000)
+	f, err := elf.Open(prog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	text := f.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := instr.ForMachine(f.Machine)
+	if err != nil {
+		b.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	var funcs [][2]uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			funcs = append(funcs, [2]uint64{s.Value, s.Value + s.Size})
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		instr.MapCode(a, code, text.Addr, funcs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/module")
+	b.ReportMetric(float64(len(funcs)), "functions")
+	b.ReportMetric(float64(len(code)), "bytes")
 }

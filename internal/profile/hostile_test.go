@@ -48,8 +48,8 @@ func TestCodeChanged(t *testing.T) {
 				// Where nothing ran from a moved copy, nothing is wrong.
 				t.Logf("the program ran as natively: %q", r.stdout)
 			}
-			if !slices.Contains(r.warnings, 4667) {
-				t.Errorf("output %q, warnings %v: want PRF4667 (the program changed its own code)", r.stdout, r.warnings)
+			if !slices.Contains(r.codes, 4667) {
+				t.Errorf("output %q, warnings %v: want PRF4667 (the program changed its own code)", r.stdout, r.codes)
 			}
 		})
 	}
@@ -66,8 +66,8 @@ func TestCodeWritable(t *testing.T) {
 	if r.stdout != "value 1\nvalue 1\n" || r.hits["value"] != 2 {
 		t.Errorf("output %q, value %d times: want value 1 twice", r.stdout, r.hits["value"])
 	}
-	if !slices.Contains(r.warnings, 4668) || slices.Contains(r.warnings, 4667) {
-		t.Errorf("warnings %v: want PRF4668 (code made writable), not PRF4667 (nothing changed)", r.warnings)
+	if !slices.Contains(r.codes, 4668) || slices.Contains(r.codes, 4667) {
+		t.Errorf("warnings %v: want PRF4668 (code made writable), not PRF4667 (nothing changed)", r.codes)
 	}
 }
 
@@ -88,9 +88,9 @@ func TestCodeCopied(t *testing.T) {
 			}
 			plan := planFor(t, prog, datafile.FuncCounting, "value", "main")
 			r := runWith(t, plan, prog, mech.breakpoints, "copy")
-			if !slices.Contains(r.warnings, 4669) {
+			if !slices.Contains(r.codes, 4669) {
 				t.Errorf("output %q, exited %v, warnings %v: want PRF4669 (a copy of patched code ran)",
-					r.stdout, r.res.Exited, r.warnings)
+					r.stdout, r.res.Exited, r.codes)
 			}
 		})
 	}
@@ -110,12 +110,12 @@ func TestThreadBase(t *testing.T) {
 	}
 	plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
 	r := runWith(t, plan, prog, false, "gsbase")
-	if !slices.Contains(r.warnings, 4666) {
-		t.Errorf("output %q, f %d times, warnings %v: want PRF4666 (the program set its own GS base)", r.stdout, r.hits["f"], r.warnings)
+	if !slices.Contains(r.codes, 4666) {
+		t.Errorf("output %q, f %d times, warnings %v: want PRF4666 (the program set its own GS base)", r.stdout, r.hits["f"], r.codes)
 	}
 	r = runWith(t, plan, prog, true, "gsbase")
-	if r.stdout != "f 1000 buffer clean\n" || r.hits["f"] != 1000 || slices.Contains(r.warnings, 4666) {
-		t.Errorf("--breakpoints: output %q, f %d times, warnings %v: want the native output, 1000 and no PRF4666", r.stdout, r.hits["f"], r.warnings)
+	if r.stdout != "f 1000 buffer clean\n" || r.hits["f"] != 1000 || slices.Contains(r.codes, 4666) {
+		t.Errorf("--breakpoints: output %q, f %d times, warnings %v: want the native output, 1000 and no PRF4666", r.stdout, r.hits["f"], r.codes)
 	}
 }
 
@@ -134,8 +134,8 @@ func TestUntracedChild(t *testing.T) {
 		t.Run(mech.name, func(t *testing.T) {
 			plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
 			r := runWith(t, plan, prog, mech.breakpoints, "untraced")
-			if !slices.Contains(r.warnings, 4670) {
-				t.Errorf("output %q, f %d times, warnings %v: want PRF4670 (a child out of PROFILE's sight)", r.stdout, r.hits["f"], r.warnings)
+			if !slices.Contains(r.codes, 4670) {
+				t.Errorf("output %q, f %d times, warnings %v: want PRF4670 (a child out of PROFILE's sight)", r.stdout, r.hits["f"], r.codes)
 			}
 			if r.hits["f"] < 100 {
 				t.Errorf("f %d times, want at least the program's 100", r.hits["f"])
@@ -158,7 +158,7 @@ func TestSignalStops(t *testing.T) {
 	if r.stdout != "signals "+n+"\n" {
 		t.Errorf("output %q, want every signal caught", r.stdout)
 	}
-	if !slices.Contains(r.warnings, 4671) {
-		t.Errorf("warnings %v: want PRF4671 (the signals' cost)", r.warnings)
+	if !slices.Contains(r.codes, 4671) {
+		t.Errorf("warnings %v: want PRF4671 (the signals' cost)", r.codes)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -15,13 +16,14 @@ import (
 // callee's first line start at one address): a hit there counts for both.
 
 // plantLines plants the breakpoints of the lines of module mi, loaded
-// with bias, whose first mapping starts at start, in a process with the
-// given maps. The module's code is read once and the breakpoints are
-// written with the code between them (writeCode); each site's slot is
-// reserved in one area, and written at the site's first hit
-// (displaceLater): a program of 120,000 lines starts in a third of a
-// second.
-func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
+// with bias, mapped as in, in a process with the given maps. The
+// module's code is read once and the breakpoints are written with the
+// code between them (writeCode); each site's slot is reserved in one
+// area, and written at the site's first hit (displaceLater): a program
+// of 120,000 lines starts in a third of a second. A site where the
+// module's code, decoded (t.code), has no instruction boundary is not
+// planted, whatever the plan says (PRF4624).
+func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) error {
 	items := map[uint64][]int{} // site -> the lines there
 	coverage := t.plan.Method.IsCoverage()
 	if coverage && t.lineSites == nil {
@@ -34,6 +36,10 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 			continue
 		}
 		for _, a := range l.Addrs {
+			if err := t.code.boundary(a + bias); err != nil {
+				t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(&l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
+				continue
+			}
 			items[a+bias] = append(items[a+bias], i)
 		}
 	}
@@ -59,12 +65,12 @@ func (t *tracer) plantLines(mi int, bias, start uint64, maps []mapping) error {
 	}
 	slot := uint64((t.arch.SlotSize() + 15) &^ 15)
 	size := (uint64(len(addrs))*slot + t.pageSize - 1) &^ (t.pageSize - 1)
-	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
+	area, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
 		area = 0
 	} else {
-		t.areas[mi] = append(t.areas[mi], [2]uint64{area, size})
+		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{area, size})
 	}
 	bp := t.arch.Breakpoint()
 	spans := make([]span, 0, len(addrs))
@@ -109,12 +115,7 @@ func (t *tracer) displaceLater(s *site) bool {
 	}
 	if err != nil {
 		l := &t.plan.Lines[s.item]
-		m := &t.plan.Modules[l.Module]
-		file := "?"
-		if l.File >= 0 && l.File < len(m.Files) {
-			file = m.Files[l.File]
-		}
-		t.cfg.Warn(prf.CannotProfileLine(l.Line, file, m.Name, fmt.Errorf("%w; counted until its first hit", err)))
+		t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
 		return false
 	}
 	s.disp, s.displaced = d, true
@@ -122,6 +123,15 @@ func (t *tracer) displaceLater(s *site) bool {
 		t.slots[s.slot] = s
 	}
 	return true
+}
+
+// lineFile returns the source file of line l, as the plan names it.
+func (t *tracer) lineFile(l *datafile.Line) string {
+	m := &t.plan.Modules[l.Module]
+	if l.File >= 0 && l.File < len(m.Files) {
+		return m.Files[l.File]
+	}
+	return "?"
 }
 
 // cover books a hit of line coverage at site s: each of its lines is

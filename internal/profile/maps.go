@@ -3,11 +3,13 @@ package profile
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // mapping is one line of /proc/pid/maps.
@@ -80,18 +82,126 @@ func parseMapsLine(line string) (mapping, error) {
 }
 
 // moduleMapping returns the mapping of the lowest file offset of the file
-// with the given base name and inode (the mapping of its first segment), or
-// false when it is not mapped. The device is not compared: on overlay file
-// systems stat(2) and the maps file disagree about it.
-func moduleMapping(maps []mapping, name string, inode uint64) (mapping, bool) {
-	var first mapping
-	found := false
-	for _, m := range maps {
-		if m.Inode == inode && filepath.Base(m.Path) == name && (!found || m.Offset < first.Offset) {
-			first, found = m, true
+// with the given inode mapped under one of names (base names, the first
+// found wins: see fileNames), the mapping of its first segment, or false
+// when it is not mapped. The device is not compared: on overlay file
+// systems stat(2) and the maps file disagree about it. (Of several
+// instances of the file, see instances.)
+func moduleMapping(maps []mapping, names []string, inode uint64) (mapping, bool) {
+	for _, name := range names {
+		var first mapping
+		found := false
+		for _, m := range maps {
+			if m.Inode == inode && (!found || m.Offset < first.Offset) && filepath.Base(m.Path) == name {
+				first, found = m, true
+			}
+		}
+		if found {
+			return first, true
 		}
 	}
-	return first, found
+	return mapping{}, false
+}
+
+// fileNames returns the base names under which the file at path may be
+// mapped, the likeliest first: the kernel names a mapping after the file
+// it opened, at the end of the chain of symbolic links path may be (a
+// link in the same directory, in another, a chain of links: "python3"
+// runs "python3.11"); then path's own.
+func fileNames(path string) []string {
+	names := []string{filepath.Base(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) != names[0] {
+		names = []string{filepath.Base(real), names[0]}
+	}
+	return names
+}
+
+// fileMapping returns the first mapping of the file at path, identified
+// by its inode (symbolic links followed) and mapped under one of its
+// names (fileNames).
+func fileMapping(maps []mapping, path string) (mapping, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return mapping{}, false
+	}
+	return moduleMapping(maps, fileNames(path), st.Ino)
+}
+
+// instance is one mapping of a module's file in the process: the
+// program, or one load of a library (a library may be loaded twice at
+// once: dlmopen of a library already loaded, or a copy of it at another
+// path). first is its mapping of the lowest address, which gives its
+// load bias, and [lo, hi) the span its segments take.
+type instance struct {
+	first  mapping
+	lo, hi uint64
+}
+
+// instances groups the mappings of the file with first's inode and path
+// into instances, in address order. The dynamic linker (and the kernel,
+// for the program) reserves the whole span of an instance's segments
+// at once, span bytes from its first mapping, and maps its segments
+// inside: instances do not interleave, and each begins at its first
+// segment's mapping. (File offsets do not tell: the RELRO part of a
+// segment is a mapping of its own, and on arm64, whose segments are
+// aligned to 64 KiB, a later segment may map the file from offset 0
+// again; but an instance begins at a mapping of the file's lowest
+// offset.) With span 0 (the file's segments unknown) the file's mappings
+// are one instance. An instance must have an executable mapping: the
+// program may map the file as data too.
+func instances(maps []mapping, first mapping, span uint64) []instance {
+	var file []mapping
+	for _, m := range maps {
+		if m.Inode == first.Inode && m.Path == first.Path {
+			file = append(file, m)
+		}
+	}
+	lowest := ^uint64(0)
+	for _, m := range file {
+		lowest = min(lowest, m.Offset)
+	}
+	var out []instance
+	for i := 0; i < len(file); {
+		in := instance{first: file[i], lo: file[i].Start, hi: file[i].End}
+		exec := false
+		j := i
+		// (A mapping of a later offset begins no instance, whatever
+		// span says.)
+		for ; j < len(file) && (j == i || span == 0 || file[j].Start < in.lo+span || file[j].Offset != lowest); j++ {
+			in.hi = max(in.hi, file[j].End)
+			exec = exec || strings.Contains(file[j].Perms, "x")
+		}
+		if span != 0 {
+			in.hi = max(in.hi, in.lo+span)
+		}
+		if exec {
+			out = append(out, in)
+		}
+		i = j
+	}
+	return out
+}
+
+// loadSpan returns the bytes the loadable segments of the ELF file at
+// path span, from the page of the first to the end of the last's memory
+// rounded up to a page: what the dynamic linker reserves for an instance
+// of it. 0 when the file cannot be read.
+func loadSpan(path string, page uint64) uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	lo, hi := ^uint64(0), uint64(0)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			lo, hi = min(lo, p.Vaddr&^(page-1)), max(hi, p.Vaddr+p.Memsz)
+		}
+	}
+	if hi <= lo {
+		return 0
+	}
+	return (hi - lo + page - 1) &^ (page - 1)
 }
 
 // tgidOf returns the process (thread group) of thread tid from

@@ -3,8 +3,11 @@ package profile
 import (
 	"bufio"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,7 +192,7 @@ func TestModuleMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := moduleMapping(maps, tt.file, tt.inode)
+			got, ok := moduleMapping(maps, []string{tt.file}, tt.inode)
 			if got.Start != tt.want || ok != tt.wantOK {
 				t.Errorf("moduleMapping(%q, %d) = %#x, %v; want %#x, %v", tt.file, tt.inode, got.Start, ok, tt.want, tt.wantOK)
 			}
@@ -229,7 +232,7 @@ func TestLoadBiasFromMaps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, ok := moduleMapping(maps, "prog", 7)
+			m, ok := moduleMapping(maps, []string{"prog"}, 7)
 			if !ok {
 				t.Fatal("moduleMapping found nothing")
 			}
@@ -254,9 +257,123 @@ func FuzzParseMaps(f *testing.F) {
 			if m.Perms == "" || m.Dev == "" || strings.HasPrefix(m.Path, " ") {
 				t.Fatalf("mapping %+v: an empty field or a path starting with a space", m)
 			}
-			if got, ok := moduleMapping(maps, filepath.Base(m.Path), m.Inode); !ok || got.Offset > m.Offset {
+			if got, ok := moduleMapping(maps, []string{filepath.Base(m.Path)}, m.Inode); !ok || got.Offset > m.Offset {
 				t.Fatalf("moduleMapping returned %+v, %v; the file has a mapping at a lower offset: %+v", got, ok, m)
 			}
 		}
 	})
+}
+
+// TestFileMappingThroughLinks finds a program run through symbolic links
+// (issue 18: `profile clink` of a link to a profiled program failed):
+// the kernel names its mapping after the file at the end of the links, a
+// link in the same directory, in another, or a chain of two; a file of
+// the link's name with the same inode elsewhere is not it.
+func TestFileMappingThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "hello")
+	if err := os.WriteFile(real, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(real, &st); err != nil {
+		t.Fatal(err)
+	}
+	link := func(target, name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	same := link("hello", "clink")
+	other := link("../hello", "bin/olink")
+	chain := link("clink", "chain")
+	maps := []mapping{
+		{Start: 0x5000, End: 0x6000, Perms: "r--p", Inode: st.Ino, Path: "/elsewhere/clink"},
+		{Start: 0x10000, End: 0x11000, Perms: "r--p", Inode: st.Ino, Path: real},
+		{Start: 0x11000, End: 0x12000, Perms: "r-xp", Offset: 0x1000, Inode: st.Ino, Path: real},
+	}
+	for _, path := range []string{real, same, other, chain} {
+		m, ok := fileMapping(maps, path)
+		if !ok || m.Start != 0x10000 {
+			t.Errorf("fileMapping(%s) = %#x, %v; want the mapping of %s at 0x10000", path, m.Start, ok, real)
+		}
+	}
+	if names := fileNames(chain); !slices.Equal(names, []string{"hello", "chain"}) {
+		t.Errorf("fileNames(%s) = %q, want hello, then chain", chain, names)
+	}
+}
+
+// TestInstances groups a file's mappings into the instances of its
+// module, as maps show them: two loads of one library side by side (a
+// dlmopen of a library already loaded), each with the RELRO part of its
+// data segment a mapping of its own at the offset of the one before;
+// arm64's layout, whose data segment maps the file from offset 0 again;
+// a mapping of the file as data, which is no instance; and a file whose
+// segments are unknown (span 0), one instance as before.
+func TestInstances(t *testing.T) {
+	twoLoads := `7fa2cf572000-7fa2cf573000 r--p 00000000 fe:00 58 /t/libsq.so
+7fa2cf573000-7fa2cf574000 r-xp 00001000 fe:00 58 /t/libsq.so
+7fa2cf574000-7fa2cf575000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf575000-7fa2cf576000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf576000-7fa2cf577000 rw-p 00003000 fe:00 58 /t/libsq.so
+7fa2cf577000-7fa2cf57a000 rw-p 00000000 00:00 0
+7fa2cf57a000-7fa2cf57b000 r--p 00000000 fe:00 58 /t/libsq.so
+7fa2cf57b000-7fa2cf57c000 r-xp 00001000 fe:00 58 /t/libsq.so
+7fa2cf57c000-7fa2cf57d000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf57d000-7fa2cf57e000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf57e000-7fa2cf57f000 rw-p 00003000 fe:00 58 /t/libsq.so
+7fa2cf760000-7fa2cf761000 r--p 00000000 fe:00 58 /t/libsq.so
+7fa2cf761000-7fa2cf762000 r-xp 00001000 fe:00 58 /t/libsq.so
+7fa2cf762000-7fa2cf763000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf763000-7fa2cf764000 r--p 00002000 fe:00 58 /t/libsq.so
+7fa2cf764000-7fa2cf765000 rw-p 00003000 fe:00 58 /t/libsq.so
+7fa2cf800000-7fa2cf805000 r--p 00000000 fe:00 58 /t/libsq.so
+`
+	arm64 := `ffff8a4a0000-ffff8a4a1000 r-xp 00000000 fe:01 77 /t/libsq.so
+ffff8a4a1000-ffff8a4b0000 ---p 00001000 fe:01 77 /t/libsq.so
+ffff8a4b0000-ffff8a4b1000 r--p 00000000 fe:01 77 /t/libsq.so
+ffff8a4b1000-ffff8a4b2000 rw-p 00001000 fe:01 77 /t/libsq.so
+ffff8a4c0000-ffff8a4c1000 r-xp 00000000 fe:01 77 /t/libsq.so
+ffff8a4c1000-ffff8a4d0000 ---p 00001000 fe:01 77 /t/libsq.so
+ffff8a4d0000-ffff8a4d1000 r--p 00000000 fe:01 77 /t/libsq.so
+ffff8a4d1000-ffff8a4d2000 rw-p 00001000 fe:01 77 /t/libsq.so
+`
+	for _, tt := range []struct {
+		name string
+		maps string
+		span uint64
+		want [][2]uint64
+	}{
+		{"two loads and a data mapping", twoLoads, 0x5000, [][2]uint64{
+			{0x7fa2cf572000, 0x7fa2cf577000}, {0x7fa2cf57a000, 0x7fa2cf57f000}, {0x7fa2cf760000, 0x7fa2cf765000}}},
+		{"arm64, data from offset 0", arm64, 0x12000, [][2]uint64{
+			{0xffff8a4a0000, 0xffff8a4b2000}, {0xffff8a4c0000, 0xffff8a4d2000}}},
+		// A span too short: a mapping at a later offset begins no
+		// instance, so the bias stays the first mapping's.
+		{"span too short", twoLoads, 0x2000, [][2]uint64{
+			{0x7fa2cf572000, 0x7fa2cf577000}, {0x7fa2cf57a000, 0x7fa2cf57f000}, {0x7fa2cf760000, 0x7fa2cf765000}}},
+		{"span unknown", arm64, 0, [][2]uint64{{0xffff8a4a0000, 0xffff8a4d2000}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			maps, err := parseMaps([]byte(tt.maps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][2]uint64
+			for _, in := range instances(maps, maps[0], tt.span) {
+				if in.first.Start != in.lo || in.first.Offset != 0 {
+					t.Errorf("instance at %#x begins with the mapping at %#x, offset %#x", in.lo, in.first.Start, in.first.Offset)
+				}
+				got = append(got, [2]uint64{in.lo, in.hi})
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("instances %#x, want %#x", got, tt.want)
+			}
+		})
+	}
 }

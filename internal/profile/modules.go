@@ -6,11 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
@@ -48,11 +46,10 @@ type rendezvous struct {
 	brk, state uint64
 }
 
-// loaded is a library of the plan while it is mapped: its first
-// mapping's start and file, and the range its mappings span.
+// loaded is an instance of library mi of the plan, mapped and planted.
 type loaded struct {
-	start, ino uint64
-	lo, hi     uint64
+	mi int
+	instance
 }
 
 // watchLibraries plants the breakpoint of the dynamic linker's
@@ -91,7 +88,7 @@ func (t *tracer) watchLibraries(maps []mapping) error {
 	}
 	t.sites[r.brk] = s
 	t.rdv = r
-	t.loaded = map[int]*loaded{}
+	t.loaded = map[uint64]*loaded{}
 	return nil
 }
 
@@ -156,24 +153,6 @@ func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error)
 	return r, nil
 }
 
-// fileMapping returns the first mapping of the file at path (symbolic
-// links followed).
-func fileMapping(maps []mapping, path string) (mapping, bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return mapping{}, false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return mapping{}, false
-	}
-	ino := sys.Ino
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	return moduleMapping(maps, filepath.Base(path), ino)
-}
-
 // rendezvousHit handles a thread stopped at the rendezvous: once the
 // dynamic linker's list is consistent, the plan's libraries are planted
 // or forgotten as the memory map says. The thread then returns from
@@ -209,9 +188,12 @@ func (t *tracer) consistent() bool {
 	return binary.LittleEndian.Uint32(b[:]) == rtConsistent
 }
 
-// syncLibraries plants the plan's libraries that are mapped and not
-// planted, and forgets those planted that are no longer mapped where they
-// were.
+// syncLibraries plants the instances of the plan's libraries that are
+// mapped and not planted, and forgets those planted that are no longer
+// mapped where they were. Each instance is planted and forgotten on its
+// own: a library loaded twice at once (dlmopen of a library already
+// loaded, a copy of it at another path) has both planted, counting into
+// the same items, and the dlclose of one leaves the other as it was.
 func (t *tracer) syncLibraries() error {
 	if t.loaded == nil {
 		return nil // after an exec
@@ -220,25 +202,30 @@ func (t *tracer) syncLibraries() error {
 	if err != nil {
 		return err
 	}
+	now := map[uint64]*loaded{} // by start
 	for _, mi := range t.libs {
-		first, path, ok := t.libraryMapping(maps, mi)
-		if l := t.loaded[mi]; l != nil && (!ok || first.Start != l.start || first.Inode != l.ino) {
-			if err := t.forget(mi); err != nil {
+		for _, in := range t.libraryInstances(maps, mi) {
+			if now[in.first.Start] == nil {
+				now[in.first.Start] = &loaded{mi: mi, instance: in}
+			}
+		}
+	}
+	for _, start := range starts(t.loaded) {
+		l, n := t.loaded[start], now[start]
+		if n == nil || n.mi != l.mi || n.first.Inode != l.first.Inode || n.first.Path != l.first.Path {
+			if err := t.forget(l); err != nil {
 				return err
 			}
 		}
-		if !ok || t.loaded[mi] != nil {
+	}
+	for _, start := range starts(now) {
+		if t.loaded[start] != nil {
 			continue
 		}
-		l := &loaded{start: first.Start, ino: first.Inode, lo: first.Start, hi: first.End}
-		for _, m := range maps {
-			if m.Inode == first.Inode && m.Path == first.Path {
-				l.lo, l.hi = min(l.lo, m.Start), max(l.hi, m.End)
-			}
-		}
-		t.loaded[mi] = l
-		if err := t.plantLoaded(mi, path, first, maps); err != nil {
-			return fmt.Errorf("plant %s: %w", t.plan.Modules[mi].Name, err)
+		l := now[start]
+		t.loaded[start] = l
+		if err := t.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
+			return fmt.Errorf("plant %s: %w", t.plan.Modules[l.mi].Name, err)
 		}
 		if t.inproc != nil {
 			t.inproc.sortTramps()
@@ -247,23 +234,35 @@ func (t *tracer) syncLibraries() error {
 	return nil
 }
 
-// libraryMapping finds library mi in maps: a file of the library's name
-// (as given to PREP, or the file that name links to) that is the file
-// PREP read. It returns its first mapping and its path. A file of that
-// name that has changed since PREP is warned about, once, and not
-// planted.
-func (t *tracer) libraryMapping(maps []mapping, mi int) (mapping, string, bool) {
-	m := &t.plan.Modules[mi]
-	names := []string{m.Name, filepath.Base(m.Path)}
-	if real, err := filepath.EvalSymlinks(m.Path); err == nil {
-		names = append(names, filepath.Base(real))
+// starts returns the starts of the instances of l, in order.
+func starts(l map[uint64]*loaded) []uint64 {
+	out := make([]uint64, 0, len(l))
+	for start := range l {
+		out = append(out, start)
 	}
+	slices.Sort(out)
+	return out
+}
+
+// libraryInstances finds library mi in maps: every instance of a file of
+// the library's name (as given to PREP, or the file that name links to;
+// see fileNames) that is the file PREP read. A file of that name that
+// has changed since PREP is warned about, once, and not planted.
+func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
+	m := &t.plan.Modules[mi]
+	names := append([]string{m.Name}, fileNames(m.Path)...)
+	var out []instance
+	done := map[string]bool{}
 	for _, mp := range maps {
 		if mp.Inode == 0 || !slices.Contains(names, filepath.Base(mp.Path)) {
 			continue
 		}
-		first, _ := moduleMapping(maps, filepath.Base(mp.Path), mp.Inode)
-		key := fmt.Sprintf("%s\x00%d", first.Path, first.Inode)
+		key := fmt.Sprintf("%s\x00%d", mp.Path, mp.Inode)
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		first, _ := moduleMapping(maps, []string{filepath.Base(mp.Path)}, mp.Inode)
 		same, known := t.identity[key]
 		if !known {
 			same, _ = checkIdentity(first.Path, m)
@@ -273,18 +272,18 @@ func (t *tracer) libraryMapping(maps []mapping, mi int) (mapping, string, bool) 
 			}
 		}
 		if same {
-			return first, first.Path, true
+			out = append(out, instances(maps, first, loadSpan(first.Path, t.pageSize))...)
 		}
 	}
-	return mapping{}, "", false
+	return out
 }
 
-// forget drops what was planted in library mi, unmapped: its breakpoints
-// and trampolines are gone with its code, and the areas PROFILE mapped
-// next to it are unmapped. Its counts stay.
-func (t *tracer) forget(mi int) error {
-	l := t.loaded[mi]
-	delete(t.loaded, mi)
+// forget drops what was planted in instance l, unmapped: its
+// breakpoints and trampolines are gone with its code, and the areas
+// PROFILE mapped next to it are unmapped. Its counts stay, and so does
+// every other instance of its library.
+func (t *tracer) forget(l *loaded) error {
+	delete(t.loaded, l.first.Start)
 	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
 	for _, m := range []map[uint64]*site{t.sites, t.retired} {
 		for a := range m {
@@ -303,11 +302,11 @@ func (t *tracer) forget(mi int) error {
 	}
 	t.forgetExits(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
-	for _, a := range t.areas[mi] {
+	for _, a := range t.areas[l.first.Start] {
 		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {
-			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[mi].Name, a[0], err)
+			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
 		}
 	}
-	delete(t.areas, mi)
+	delete(t.areas, l.first.Start)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -38,15 +39,14 @@ func (t *tracer) plantAll() error {
 			t.libs = append(t.libs, mi)
 			continue
 		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(t.cfg.Path, &st); err != nil {
+		if _, err := os.Stat(t.cfg.Path); err != nil {
 			return prf.CannotOpen(t.cfg.Path, err)
 		}
-		first, ok := moduleMapping(maps, base, st.Ino)
+		in, ok := t.programInstance(maps)
 		if !ok {
-			return fmt.Errorf("plant breakpoints: %s is not mapped in process %d", t.cfg.Path, t.pid)
+			return prf.NotMapped(t.cfg.Path, t.pid)
 		}
-		if err := t.plantLoaded(mi, t.cfg.Path, first, maps); err != nil {
+		if err := t.plantLoaded(mi, t.cfg.Path, in, maps); err != nil {
 			return err
 		}
 	}
@@ -56,21 +56,37 @@ func (t *tracer) plantAll() error {
 	return nil
 }
 
-// plantLoaded plants module mi, the file at path whose first mapping is
-// first, in a process with the given maps.
-func (t *tracer) plantLoaded(mi int, path string, first mapping, maps []mapping) error {
+// programInstance finds the program in the maps of its exec stop: the
+// file the kernel mapped, which is the end of the chain of symbolic
+// links the program's path may be (fileMapping).
+func (t *tracer) programInstance(maps []mapping) (instance, bool) {
+	first, ok := fileMapping(maps, t.cfg.Path)
+	if !ok {
+		return instance{}, false
+	}
+	for _, in := range instances(maps, first, loadSpan(t.cfg.Path, t.pageSize)) {
+		if in.first.Start == first.Start {
+			return in, true
+		}
+	}
+	return instance{}, false
+}
+
+// plantLoaded plants module mi, the file at path mapped as in, in a
+// process with the given maps. Its code is decoded first (scanCode):
+// nothing is planted where that decoding finds no instruction boundary.
+func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) error {
 	m := &t.plan.Modules[mi]
 	bias := uint64(0)
 	if m.PIE {
-		bias = elfid.LoadBias(first.Start, first.Offset, m.LinkBase)
+		bias = elfid.LoadBias(in.first.Start, in.first.Offset, m.LinkBase)
 	}
+	t.scanCode(maps, in, mi, path, bias)
+	defer func() { t.code = nil }()
 	if !t.plan.Method.IsFunction() {
-		return t.plantLines(mi, bias, first.Start, maps)
+		return t.plantLines(mi, bias, in, maps)
 	}
-	if t.timeInProcess {
-		t.scanForExits(maps, first, path, bias)
-	}
-	if err := t.plantModule(mi, bias, first.Start, maps); err != nil {
+	if err := t.plantModule(mi, bias, in, maps); err != nil {
 		return err
 	}
 	t.reportFallBacks()
@@ -244,18 +260,24 @@ func (t *tracer) readMaps() ([]mapping, error) {
 }
 
 // plantModule instruments the function entries of module mi, loaded with
-// bias, whose first mapping starts at start, in a process with the given
-// maps. One area is mapped next to the module, room for trampCell bytes
-// per entry: a trampoline where the entry can be patched in-process, else
-// the out-of-line slot of its breakpoint, packed from the area's start.
-// Everything is written in bulk: the area, then the jumps, then the
-// breakpoints.
-func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
+// bias, mapped as in, in a process with the given maps; an entry the
+// module's decoding refuses (checkEntry) gets nothing. One area is mapped
+// next to the module, room for trampCell bytes per entry: a trampoline
+// where the entry can be patched in-process, else the out-of-line slot of
+// its breakpoint, packed from the area's start. Everything is written in
+// bulk: the area, then the jumps, then the breakpoints.
+func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
 	var items []int
-	for i, f := range t.plan.Funcs {
-		if f.Module == mi {
-			items = append(items, i)
+	for i := range t.plan.Funcs {
+		f := &t.plan.Funcs[i]
+		if f.Module != mi {
+			continue
 		}
+		if err := t.checkEntry(f, bias); err != nil {
+			t.cfg.Warn(prf.EntryRefused(f.Name, t.plan.Modules[mi].Name, err))
+			continue
+		}
+		items = append(items, i)
 	}
 	if len(items) == 0 {
 		return nil
@@ -264,6 +286,7 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	nExits := 0
 	if t.plan.Method.IsTiming() {
 		exits, nExits = t.findExits(items, bias)
+		nExits -= t.checkExits(exits)
 	}
 	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
 	if t.timeInProcess {
@@ -278,13 +301,13 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 	}
 	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
 	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
-	area, err := t.mmap(slotArea(maps, start, size, t.pageSize), size)
+	area, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
 		area = 0
 	}
 	if area != 0 {
-		t.areas[mi] = append(t.areas[mi], [2]uint64{area, size})
+		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{area, size})
 	}
 	if t.inproc == nil && t.timeInProcess {
 		t.noRings()
@@ -364,6 +387,10 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 				t.inproc.addEntry(j.tramp)
 				continue
 			}
+			if errors.Is(planned[n].err, errJumpInto) && !errors.Is(err, errJumpInto) {
+				// (Why a full jump could not go there says more.)
+				err = fmt.Errorf("%w; %v", planned[n].err, err)
+			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
 			if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
 				return err
@@ -405,6 +432,49 @@ func (t *tracer) plantModule(mi int, bias, start uint64, maps []mapping) error {
 		t.inproc.sortTramps()
 	}
 	return nil
+}
+
+// checkEntry returns nil when f's entry, loaded with bias, may be
+// planted: where the decoding of its module's code (t.code) has an
+// instruction boundary, inside no instruction of another function, and,
+// when the plan gives its extent, its code decodes from its start to its
+// end. Else why not: the plan does not describe the code the program has
+// (a plan written by hand, or for another build).
+func (t *tracer) checkEntry(f *datafile.Func, bias uint64) error {
+	entry := f.Entry + bias
+	cm := t.code.at(entry)
+	if cm == nil {
+		return fmt.Errorf("its entry %#x: not in the module's code: %w", f.Entry, instr.ErrNotBoundary)
+	}
+	if lo, hi := f.Low+bias, f.High+bias; f.Low < f.High && cm.Contains(lo) && cm.Contains(hi-1) {
+		if err := cm.Decoded(lo, hi); err != nil {
+			return fmt.Errorf("[%#x, %#x): %w", f.Low, f.High, err)
+		}
+	}
+	if err := cm.Boundary(entry); err != nil {
+		return fmt.Errorf("its entry %#x: %w", f.Entry, err)
+	}
+	return nil
+}
+
+// checkExits takes out of exits those whose instruction the decoding of
+// the module's code does not begin where FindExits found it (never, but
+// in a plan that does not describe the code), with a warning, and
+// returns how many.
+func (t *tracer) checkExits(exits map[int][]instr.Exit) int {
+	n := 0
+	for item, es := range exits {
+		f := &t.plan.Funcs[item]
+		exits[item] = slices.DeleteFunc(es, func(e instr.Exit) bool {
+			err := t.code.boundary(e.PC)
+			if err != nil {
+				t.cfg.Warn(prf.SiteRefused("exit", e.PC, f.Name, t.plan.Modules[f.Module].Name, err))
+				n++
+			}
+			return err != nil
+		})
+	}
+	return n
 }
 
 // span is bytes to write at an address.
@@ -704,8 +774,10 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if t.timeInProcess && t.landings.inside(p.Site, p.End()) {
-		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in [%#x, %#x): %w", p.Site, p.End(), instr.ErrBranchInto)
+	if t.landings.inside(p.Site, p.End()) {
+		// (A jump of another function, into an alternate entry of
+		// this one's: the patch would replace where it lands.)
+		return patchWrite{}, jumpInto{p.Site, p.End()}
 	}
 	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
 	tr, err := build(cell)
@@ -779,6 +851,9 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 	p, wlo, whi, err := t.arch.PlanPunPatch(text.b[lo-text.start:hi-text.start], lo, f.Entry+bias)
 	if err != nil {
 		return patchWrite{}, err
+	}
+	if t.landings.inside(p.Site, p.End()) {
+		return patchWrite{}, jumpInto{p.Site, p.End()}
 	}
 	const lowest, top = 1 << 20, 1 << 47
 	if wlo < lowest || whi > top || whi <= wlo {
@@ -898,7 +973,26 @@ var (
 	// loop, or a recursive call made a jump), where the registers the
 	// instrumentation uses may be live.
 	errLoopEntry = errors.New("a branch of the function to its own entry")
+	// errJumpInto: a jump or call from elsewhere in the module (an
+	// alternate entry of hand-written assembly, a cold part) lands in
+	// the bytes the patch would replace, which decoding the function
+	// alone does not see.
+	errJumpInto = errors.New("a jump from elsewhere lands in the bytes a patch would replace")
 )
+
+// jumpInto is why a patch of [lo, hi) cannot go where it would: a jump
+// from elsewhere in the module lands inside (errJumpInto, and to the
+// tactics of shorter patches instr.ErrBranchInto).
+type jumpInto struct{ lo, hi uint64 }
+
+func (e jumpInto) Error() string {
+	return fmt.Sprintf("a jump from elsewhere in the module lands in [%#x, %#x), the bytes a patch would replace", e.lo, e.hi)
+}
+
+// Is makes a jumpInto both errJumpInto and instr.ErrBranchInto.
+func (e jumpInto) Is(target error) bool {
+	return target == errJumpInto || target == instr.ErrBranchInto
+}
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
 func fallBackReason(err error) string {
@@ -917,6 +1011,8 @@ func fallBackReason(err error) string {
 		return "overlaps another patch"
 	case errors.Is(err, errLoopEntry):
 		return "a loop to the entry"
+	case errors.Is(err, errJumpInto):
+		return "a jump from elsewhere into its first bytes"
 	case errors.Is(err, errNotTailCall):
 		return "a jump to no function's entry"
 	}
@@ -924,15 +1020,15 @@ func fallBackReason(err error) string {
 }
 
 // slotArea chooses where to map size bytes of slots for a module whose
-// first mapping starts at start: in the free gap of the process's maps
-// nearest to the module, so that a relocated instruction reaches its
-// original neighbourhood (±2 GiB for RIP-relative operands on amd64,
-// ±128 MiB for B on arm64), with guard pages around it. Below the module
-// wins a tie: a C program's heap grows up from its end. 0 means no gap
-// within reach was found, and the kernel chooses. The area is aligned to
-// pageSize, the running system's page: MAP_FIXED_NOREPLACE refuses any
-// other address.
-func slotArea(maps []mapping, start, size, pageSize uint64) uint64 {
+// instance spans [start, end) (its segments and bss): in the free gap of
+// the process's maps nearest to the module, so that a relocated
+// instruction reaches its original neighbourhood (±2 GiB for RIP-relative
+// operands on amd64, ±128 MiB for B on arm64), with guard pages around
+// it. Below the module wins a tie: a C program's heap grows up from its
+// end. 0 means no gap within reach was found, and the kernel chooses. The
+// area is aligned to pageSize, the running system's page:
+// MAP_FIXED_NOREPLACE refuses any other address.
+func slotArea(maps []mapping, start, end, size, pageSize uint64) uint64 {
 	guard := 16 * pageSize
 	const (
 		lowest = 1 << 20   // leave the lowest addresses alone
@@ -940,17 +1036,12 @@ func slotArea(maps []mapping, start, size, pageSize uint64) uint64 {
 		reach  = 100 << 20 // well within the shortest reach (arm64 B)
 		none   = ^uint64(0)
 	)
-	// The module's mappings (its file's, from start on) and its bss, the
-	// anonymous mapping right after them; not what happens to lie next to
-	// it (the counters, another library).
-	end, path := start, ""
+	// (Its bss may go on in an anonymous mapping past the segments'
+	// span as the file says it; not what happens to lie next to it, the
+	// counters, another library.)
 	for _, m := range maps {
-		switch {
-		case m.Start == start:
-			end, path = m.End, m.Path
-		case m.Start < start:
-		case path != "" && m.Path == path, m.Start == end && m.Path == "":
-			end = max(end, m.End)
+		if m.Start == end && m.Path == "" {
+			end = m.End
 		}
 	}
 	best, bestDist := uint64(0), none

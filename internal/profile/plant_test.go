@@ -15,6 +15,7 @@ func TestSlotArea(t *testing.T) {
 		name  string
 		maps  []mapping
 		start uint64
+		end   uint64 // the instance's end (its segments' span)
 		page  uint64 // the system's page size; 4 KiB when 0
 		want  uint64
 	}{
@@ -25,12 +26,14 @@ func TestSlotArea(t *testing.T) {
 				{Start: 0x7fff_f7fc_3000, End: 0x7fff_f7fc_7000},
 			},
 			start: 0x5555_5555_4000,
+			end:   0x5555_5555_9000,
 			want:  0x5555_5554_3000,
 		},
 		{
 			name:  "non-PIE C on amd64: just below",
 			maps:  []mapping{{Start: 0x400000, End: 0x404000}, {Start: 0x7f00_0000_0000, End: 0x7f00_0001_0000}},
 			start: 0x400000,
+			end:   0x404000,
 			want:  0x3ef000,
 		},
 		{
@@ -43,6 +46,7 @@ func TestSlotArea(t *testing.T) {
 				{Start: 0x40_0000_0000, End: 0x40_0040_0000},
 			},
 			start: 0x10000,
+			end:   0x160000,
 			want:  0x1a0000,
 		},
 		{
@@ -52,6 +56,7 @@ func TestSlotArea(t *testing.T) {
 			name:  "PIE program, 64K pages",
 			maps:  []mapping{{Start: 0xaaaa_d000_0000, End: 0xaaaa_d005_0000}},
 			start: 0xaaaa_d000_0000,
+			end:   0xaaaa_d005_0000,
 			page:  0x10000,
 			want:  0xaaaa_cfef_0000,
 		},
@@ -59,6 +64,7 @@ func TestSlotArea(t *testing.T) {
 			name:  "Go at 0x10000, 16K pages: above the bss",
 			maps:  []mapping{{Start: 0x10000, End: 0xa8000}, {Start: 0xa8000, End: 0x13c000}},
 			start: 0x10000,
+			end:   0xa8000,
 			page:  0x4000,
 			want:  0x17c000,
 		},
@@ -76,6 +82,7 @@ func TestSlotArea(t *testing.T) {
 				{Start: 0xffff_9f7f_8000, End: 0xffff_9f81_f000, Path: "/lib/ld-linux-aarch64.so.1"},
 			},
 			start: 0xffff_5e75_0000,
+			end:   0xffff_5e77_1000,
 			want:  0xffff_5e58_f000,
 		},
 		{
@@ -84,6 +91,7 @@ func TestSlotArea(t *testing.T) {
 				{Start: 0, End: 0x20000000}, {Start: 0x20000000, End: 0x7fff_0000_0000},
 			},
 			start: 0x10000000,
+			end:   0x10001000,
 			want:  0,
 		},
 	} {
@@ -92,7 +100,7 @@ func TestSlotArea(t *testing.T) {
 			page = 0x1000
 		}
 		size := page // one page of slots
-		got := slotArea(c.maps, c.start, size, page)
+		got := slotArea(c.maps, c.start, c.end, size, page)
 		if got != c.want {
 			t.Errorf("%s: slotArea = %#x, want %#x", c.name, got, c.want)
 		}

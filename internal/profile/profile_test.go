@@ -69,8 +69,9 @@ type runOut struct {
 	res    *Result
 	stdout string
 	hits   map[string]uint64
-	// warnings are the PRF numbers of the warnings, in order.
-	warnings []int
+	// warnings are the warnings' texts, codes their PRF numbers.
+	warnings []string
+	codes    []int
 }
 
 // runPlan runs the program in-process (trampolines where they can go).
@@ -93,14 +94,16 @@ func runWith(t *testing.T, plan *datafile.Plan, path string, breakpoints bool, a
 		t.Fatal(err)
 	}
 	defer out.Close()
-	var warnings []int
+	var warnings []string
+	var codes []int
 	res, err := Run(Config{
 		Plan: plan, Path: path, Args: append([]string{filepath.Base(path)}, args...),
 		CommandLine: strings.Join(append([]string{filepath.Base(path)}, args...), " "),
 		Env:         os.Environ(), Stdout: out, Stderr: os.Stderr,
 		Warn: func(d *prf.Diagnostic) {
 			t.Logf("warning: %v", d)
-			warnings = append(warnings, d.Code)
+			warnings = append(warnings, d.Error())
+			codes = append(codes, d.Code)
 		},
 		Breakpoints: breakpoints,
 	})
@@ -112,7 +115,7 @@ func runWith(t *testing.T, plan *datafile.Plan, path string, breakpoints bool, a
 	for i, f := range plan.Funcs {
 		hits[f.Name] = res.Counts.Stats.Hits[i]
 	}
-	return runOut{res: res, stdout: string(b), hits: hits, warnings: warnings}
+	return runOut{res: res, stdout: string(b), hits: hits, warnings: warnings, codes: codes}
 }
 
 var countsWant = map[string]uint64{"main": 1, "f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7}

@@ -130,18 +130,20 @@ type tracer struct {
 	// direct calls of each address return, and entries where its symbol
 	// table's functions start, cold parts aside (ring.go).
 	landings  landings
+	code      codeMaps // the module being planted, decoded (ring.go)
 	returns   map[uint64][]uint64
 	entries   map[uint64]bool
 	fullRings uint64
 	// libs are the plan's modules other than the program, its shared
-	// libraries; loaded those mapped and planted, areas the areas PROFILE
-	// mapped next to each module, rdv the dynamic linker's rendezvous,
+	// libraries; loaded the instances of those mapped and planted, areas
+	// the areas PROFILE mapped next to each module's instance (both by
+	// the instance's start), rdv the dynamic linker's rendezvous,
 	// and identity whether each library file seen is the file PREP read
 	// (modules.go). here is the thread stopped at the rendezvous, which
 	// PROFILE borrows for its system calls meanwhile.
 	libs     []int
-	loaded   map[int]*loaded
-	areas    map[int][][2]uint64
+	loaded   map[uint64]*loaded
+	areas    map[uint64][][2]uint64
 	rdv      rendezvous
 	identity map[string]bool
 	here     int
@@ -227,7 +229,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:     make([]uint64, cfg.Plan.NumItems()),
 		epoch:    time.Now(),
 		stolen:   make(map[ledgerKey]int64),
-		areas:    make(map[int][][2]uint64),
+		areas:    make(map[uint64][][2]uint64),
 		identity: make(map[string]bool),
 	}
 	if keepsBooks(cfg.Plan) {

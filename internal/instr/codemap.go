@@ -1,0 +1,279 @@
+package instr
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// CodeMap is a module's code decoded once, for the tracer to check what
+// it plants against the code the program has, whatever its plan says:
+// where the direct jumps of the code land and its calls return
+// ([CodeScan]: a patch must cover no place a jump lands, from the
+// function or from anywhere else), and where instructions begin.
+//
+// Each function of the plan is decoded from its start to its end, and
+// the code between functions linearly from the end of one to the start
+// of the next (the alignment padding, and code the plan does not name:
+// other functions, a function's cold part, PLT entries). A site may be
+// planted only where an instruction of that decoding begins, and not
+// inside an instruction of any function's decoding (a function's extent
+// that overlaps another's and begins inside one of its instructions
+// fails there). On arm64, where instructions are 4 bytes and aligned, a
+// site is an instruction boundary when it is aligned and its
+// instruction decodes.
+type CodeMap struct {
+	CodeScan
+	arch  Arch
+	start uint64
+	code  []byte
+	// begins and inside are bitmaps over code (amd64): an instruction
+	// begins at the byte, or the byte is inside an instruction of a
+	// function's decoding, past its first byte.
+	begins, inside []uint64
+	// failed holds the functions whose decoding did not reach their end
+	// cleanly, and why.
+	failed map[[2]uint64]error
+}
+
+// Errors of [CodeMap.Boundary] and [CodeMap.Decoded].
+var (
+	// ErrNotBoundary: no instruction of the code's decoding begins at
+	// the address.
+	ErrNotBoundary = errors.New("not on an instruction boundary")
+	// ErrNotDecoded: a function's code does not decode from its start
+	// to its end.
+	ErrNotDecoded = errors.New("its code does not decode from its start to its end")
+)
+
+// mapShare is the least code a CPU is given to decode (a variable for
+// the tests).
+var mapShare = 128 << 10
+
+// MapCode decodes code, at start, and funcs, the extents [lo, hi) of
+// the functions of the plan in it (in any order; those not inside code
+// are ignored): see [CodeMap].
+func MapCode(a Arch, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
+	m := &CodeMap{arch: a, start: start, code: code, failed: map[[2]uint64]error{}}
+	m.Returns = map[uint64][]uint64{}
+	end := start + uint64(len(code))
+	var fns [][2]uint64
+	for _, f := range funcs {
+		if f[0] < f[1] && f[0] >= start && f[1] <= end {
+			fns = append(fns, f)
+		}
+	}
+	slices.SortFunc(fns, func(x, y [2]uint64) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) })
+	fns = slices.Compact(fns)
+	// The work is shared among the CPUs, each a run of functions and the
+	// code up to the next run's, with bitmaps and findings of its own,
+	// merged after: 10,000 functions in some 3 ms.
+	workers := min(runtime.GOMAXPROCS(0), len(fns), max(1, len(code)/mapShare))
+	parts := make([]*CodeMap, max(1, workers))
+	var wg sync.WaitGroup
+	for w := range parts {
+		fs := fns[len(fns)*w/len(parts) : len(fns)*(w+1)/len(parts)]
+		lo, hi := start, end
+		if w > 0 {
+			lo = fs[0][0]
+		}
+		if w < len(parts)-1 {
+			hi = fns[len(fns)*(w+1)/len(parts)][0]
+		}
+		p := m
+		if w > 0 {
+			p = &CodeMap{arch: a, start: start, code: code, failed: map[[2]uint64]error{}}
+			p.Returns = map[uint64][]uint64{}
+		}
+		if a == AMD64 {
+			words := (len(code) + 63) / 64
+			p.begins, p.inside = make([]uint64, words), make([]uint64, words)
+		}
+		parts[w] = p
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.mapRange(lo, hi, fs)
+		}()
+	}
+	wg.Wait()
+	for _, p := range parts[1:] {
+		for i, w := range p.begins {
+			m.begins[i] |= w
+		}
+		for i, w := range p.inside {
+			m.inside[i] |= w
+		}
+		m.Jumps = append(m.Jumps, p.Jumps...)
+		for target, rs := range p.Returns {
+			m.Returns[target] = append(m.Returns[target], rs...)
+		}
+		for f, err := range p.failed {
+			m.failed[f] = err
+		}
+	}
+	slices.Sort(m.Jumps)
+	m.Jumps = slices.Compact(m.Jumps)
+	for target, rs := range m.Returns {
+		slices.Sort(rs)
+		m.Returns[target] = slices.Compact(rs)
+	}
+	return m
+}
+
+// mapRange decodes [lo, hi): each of fns (sorted, starting at lo but
+// for the first run) from its start to its end, and the code between
+// linearly, stepping over what does not decode: the instructions found
+// there begin where they are, but bound nothing.
+func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
+	step := uint64(1)
+	if m.arch.Name() == "arm64" {
+		step = 4
+	}
+	sweep := func(lo, hi uint64) {
+		for pc := lo; pc < hi; {
+			in, err := m.scan(m.code[pc-m.start:hi-m.start], pc)
+			if err != nil || in.n <= 0 {
+				pc += step
+				continue
+			}
+			m.note(in, pc)
+			m.mark(pc, 1, false)
+			pc += uint64(in.n)
+		}
+	}
+	pos := lo
+	for _, f := range fns {
+		if f[0] > pos {
+			sweep(pos, f[0])
+		}
+		pos = max(pos, f[1])
+		if err := m.decodeFunc(f); err != nil {
+			m.failed[f] = err
+		}
+	}
+	if hi > pos {
+		sweep(pos, hi)
+	}
+}
+
+// scan decodes the instruction at the start of code, at pc, as the
+// scans need it (on amd64 the fast path of x86scan.go).
+func (m *CodeMap) scan(code []byte, pc uint64) (scanned, error) {
+	if m.arch == AMD64 {
+		if in, ok := scanAMD64Fast(code, pc); ok {
+			return in, nil
+		}
+		x, err := decodeAMD64Bare(code, pc)
+		return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
+	}
+	in, err := m.arch.Decode(code, pc)
+	return scanned{n: in.Len, kind: in.Kind, pcrel: in.PCRel, target: in.Target}, err
+}
+
+// note books the branch or call in at pc.
+func (m *CodeMap) note(in scanned, pc uint64) {
+	switch {
+	case (in.kind == Jump || in.kind == CondJump) && in.target != 0:
+		m.Jumps = append(m.Jumps, in.target)
+	case in.kind == Call && in.target != 0:
+		m.Returns[in.target] = append(m.Returns[in.target], pc+uint64(in.n))
+	}
+}
+
+// decodeFunc decodes the function f from its start to its end, noting
+// its branches and marking its instructions.
+func (m *CodeMap) decodeFunc(f [2]uint64) error {
+	end := f[1] - m.start
+	if m.arch != AMD64 {
+		// arm64: aligned, and each instruction checked where it is
+		// planted (Boundary). Its branches are noted.
+		if f[0]%4 != 0 || f[1]%4 != 0 {
+			return fmt.Errorf("[%#x, %#x) is not 4-byte aligned: %w", f[0], f[1], ErrNotDecoded)
+		}
+		for pc := f[0]; pc+4 <= f[1]; pc += 4 {
+			if in, err := m.scan(m.code[pc-m.start:end], pc); err == nil {
+				m.note(in, pc)
+			}
+		}
+		return nil
+	}
+	for pc := f[0]; pc < f[1]; {
+		in, err := m.scan(m.code[pc-m.start:end], pc)
+		if err != nil {
+			return fmt.Errorf("at %#x: %w: %w", pc, ErrNotDecoded, err)
+		}
+		if in.n <= 0 {
+			return fmt.Errorf("at %#x: %w", pc, ErrNotDecoded) // never: a guard against a loop
+		}
+		if in.kind != Other {
+			m.note(in, pc)
+		}
+		m.mark(pc, in.n, true)
+		pc += uint64(in.n)
+	}
+	return nil
+}
+
+// mark books an instruction of n bytes at pc: it begins there, and with
+// inner its other bytes are inside it.
+func (m *CodeMap) mark(pc uint64, n int, inner bool) {
+	if m.begins == nil {
+		return
+	}
+	off := pc - m.start
+	m.begins[off/64] |= 1 << (off % 64)
+	if !inner {
+		return
+	}
+	for i := off + 1; i < off+uint64(n) && i < uint64(len(m.code)); i++ {
+		m.inside[i/64] |= 1 << (i % 64)
+	}
+}
+
+// Contains reports whether addr is in the code.
+func (m *CodeMap) Contains(addr uint64) bool {
+	return addr >= m.start && addr-m.start < uint64(len(m.code))
+}
+
+// Decoded returns nil when the function [lo, hi), one of MapCode's
+// funcs, decoded from its start to exactly its end, else why it did not
+// (wrapping [ErrNotDecoded]).
+func (m *CodeMap) Decoded(lo, hi uint64) error {
+	if lo >= hi || !m.Contains(lo) || hi > m.start+uint64(len(m.code)) {
+		return fmt.Errorf("[%#x, %#x) is not in the module's code: %w", lo, hi, ErrNotDecoded)
+	}
+	return m.failed[[2]uint64{lo, hi}]
+}
+
+// Boundary returns nil when a site may be planted at addr: an
+// instruction of the decoding begins there, inside no instruction of a
+// function's decoding (amd64); aligned, and its instruction decodes
+// (arm64). Else why not, wrapping [ErrNotBoundary] (the caller names
+// the address).
+func (m *CodeMap) Boundary(addr uint64) error {
+	if !m.Contains(addr) {
+		return fmt.Errorf("not in the module's code: %w", ErrNotBoundary)
+	}
+	off := addr - m.start
+	if m.arch != AMD64 {
+		if addr%4 != 0 {
+			return fmt.Errorf("not 4-byte aligned: %w", ErrNotBoundary)
+		}
+		if _, err := m.arch.Decode(m.code[off:], addr); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotBoundary, err)
+		}
+		return nil
+	}
+	bit := uint64(1) << (off % 64)
+	switch {
+	case m.inside[off/64]&bit != 0:
+		return fmt.Errorf("inside an instruction: %w", ErrNotBoundary)
+	case m.begins[off/64]&bit == 0:
+		return fmt.Errorf("no instruction begins there: %w", ErrNotBoundary)
+	}
+	return nil
+}
