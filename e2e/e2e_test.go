@@ -74,7 +74,7 @@ type result struct {
 const toolLimit = 3 * time.Minute
 
 // tool runs one of the tools in dir.
-func tool(t *testing.T, dir, name string, args ...string) result {
+func tool(t testing.TB, dir, name string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Dir = dir
@@ -106,7 +106,7 @@ func tool(t *testing.T, dir, name string, args ...string) result {
 
 // exitStatus is the exit status of a command that ended with err; a
 // command that could not run fails the test.
-func exitStatus(t *testing.T, name string, err error) int {
+func exitStatus(t testing.TB, name string, err error) int {
 	t.Helper()
 	if err == nil {
 		return 0
@@ -119,7 +119,7 @@ func exitStatus(t *testing.T, name string, err error) int {
 }
 
 // must runs a tool and fails the test unless it exits 0.
-func must(t *testing.T, dir, name string, args ...string) result {
+func must(t testing.TB, dir, name string, args ...string) result {
 	t.Helper()
 	r := tool(t, dir, name, args...)
 	if r.status != 0 {
@@ -167,7 +167,7 @@ func parseTab(t *testing.T, out string) tab {
 
 // install copies a fixture into dir and returns its bare name, which the
 // tools find in the current directory: reports then name no temporary path.
-func install(t *testing.T, prog, dir string) string {
+func install(t testing.TB, prog, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(prog)
 	if err != nil {
@@ -182,7 +182,7 @@ func install(t *testing.T, prog, dir string) string {
 
 // workflow runs prep, profile, prep /M in a fresh directory and returns the
 // directory and profile's result.
-func workflow(t *testing.T, prog string, prepArgs []string, args ...string) (string, result) {
+func workflow(t testing.TB, prog string, prepArgs []string, args ...string) (string, result) {
 	t.Helper()
 	dir := t.TempDir()
 	prog = install(t, prog, dir)

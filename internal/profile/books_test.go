@@ -483,6 +483,71 @@ func TestEventCost(t *testing.T) {
 	}
 }
 
+// TestStopsTakenOut: a stopped thread's time is not the program's. The
+// tracer's clock for a thread (and for the goroutine its event was booked
+// to) leaves out each stop, from the moment PROFILE saw it to the moment
+// it let the thread go, and the overhead of each event: between two stops
+// a thread is given the time it ran, from its release to the next stop
+// seen, less the overhead. A goroutine keeps the time of another's
+// stops. Times known by construction: the end-to-end timing tests cannot
+// tell a stop from the program's own time where the machine is busy.
+func TestStopsTakenOut(t *testing.T) {
+	const tid, overhead = 7, 10000
+	tr := &tracer{overhead: overhead, forced: true, threads: map[int]*thread{tid: {tid: tid}}, stolen: map[ledgerKey]int64{}}
+	th := tr.threads[tid]
+	k := threadLedger(tid)
+	g, other := ledgerKey{goroutine: true, id: 0xc000001000}, ledgerKey{goroutine: true, id: 0xc000002000}
+	// Three stops, seen at 1, 3 and 3.3 ms and let go 50 and 200 µs
+	// later; the first two booked to goroutine g.
+	type stop struct{ seen, let int64 }
+	var times, gTimes, otherTimes []int64
+	for i, s := range []stop{{1e6, 1.05e6}, {3e6, 3.2e6}, {3.3e6, 3.31e6}} {
+		tr.waited = s.seen
+		times = append(times, tr.now(th, k))
+		gTimes = append(gTimes, tr.now(th, g))
+		otherTimes = append(otherTimes, tr.now(th, other))
+		if i < 2 {
+			tr.charged = g
+		}
+		tr.resumed = s.let
+		tr.charge(tid)
+	}
+	for _, c := range []struct {
+		what string
+		got  []int64
+		want []int64 // between one stop and the next
+	}{
+		{"thread", times, []int64{3e6 - 1.05e6 - overhead, 3.3e6 - 3.2e6 - overhead}},
+		{"goroutine", gTimes, []int64{3e6 - 1.05e6 - overhead, 3.3e6 - 3.2e6 - overhead}},
+		{"another goroutine", otherTimes, []int64{3e6 - 1e6, 3.3e6 - 3e6}},
+	} {
+		for i, w := range c.want {
+			if d := c.got[i+1] - c.got[i]; d != w {
+				t.Errorf("%s: %d ns between stops %d and %d, want %d", c.what, d, i+1, i+2, w)
+			}
+		}
+	}
+}
+
+// TestRingDebt: what a record costs the program (ringCost, calibrated)
+// is taken from the time between it and its thread's next event, never
+// more than that time.
+func TestRingDebt(t *testing.T) {
+	tr := &tracer{ringCost: 15}
+	th := &thread{events: 1, lastRaw: 1000}
+	for _, c := range []struct {
+		raw  int64
+		want float64
+	}{{1100, 15}, {1005, 5}, {990, 0}} {
+		if got := tr.ringDebt(th, c.raw); got != c.want {
+			t.Errorf("record at %d, the last at 1000: debt %g, want %g", c.raw, got, c.want)
+		}
+	}
+	if got := tr.ringDebt(&thread{}, 1000); got != 0 {
+		t.Errorf("before any record: debt %g, want 0", got)
+	}
+}
+
 // BenchmarkBooks measures what PROFILE spends on one event read from a
 // ring: a call tree of main calling f, which calls g and h, in a loop, as
 // entries and exits with their stack pointers. In-process timing needs

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 // planFor makes a plan for the named functions of an ELF program straight
 // from its symbol table (debug/elf): the tracer is tested without PREP.
-func planFor(t *testing.T, path string, method datafile.Method, names ...string) *datafile.Plan {
+func planFor(t testing.TB, path string, method datafile.Method, names ...string) *datafile.Plan {
 	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
@@ -75,7 +75,7 @@ type runOut struct {
 }
 
 // runPlan runs the program in-process (trampolines where they can go).
-func runPlan(t *testing.T, plan *datafile.Plan, path string, args ...string) runOut {
+func runPlan(t testing.TB, plan *datafile.Plan, path string, args ...string) runOut {
 	t.Helper()
 	return runWith(t, plan, path, false, args...)
 }
@@ -87,7 +87,7 @@ var mechanisms = []struct {
 	breakpoints bool
 }{{"inprocess", false}, {"breakpoints", true}}
 
-func runWith(t *testing.T, plan *datafile.Plan, path string, breakpoints bool, args ...string) runOut {
+func runWith(t testing.TB, plan *datafile.Plan, path string, breakpoints bool, args ...string) runOut {
 	t.Helper()
 	out, err := os.CreateTemp(t.TempDir(), "stdout")
 	if err != nil {

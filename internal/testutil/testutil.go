@@ -92,14 +92,6 @@ func OriginalLine(t testing.TB, name string) string {
 // then run their fixtures with fewer calls.
 func Slow() bool { return os.Getenv("SPROF_SLOW") != "" }
 
-// Accuracy reports whether timing tests hold measured times to their
-// tolerances here ($SPROF_ACCURACY set): where the machine runs nothing
-// else, as in make's accuracy step (one test process alone) and in the
-// arm64 VM. Elsewhere, beside other test processes on the same CPUs, they
-// check only what load cannot change (counts, call trees, the order of
-// the times), and log the figures.
-func Accuracy() bool { return os.Getenv("SPROF_ACCURACY") != "" }
-
 // Scale returns n, or n/20 (at least 1) where breakpoints are slow.
 func Scale(n int) int {
 	if Slow() {
