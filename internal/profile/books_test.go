@@ -574,3 +574,37 @@ func BenchmarkBooks(b *testing.B) {
 		now += 6
 	}
 }
+
+// TestStopCostBounded: a calibration made while the machine was busy can
+// find a stop's unseen cost far above what later stops cost (4 ms was
+// seen, for stops some 30 µs apart). Before the run has gaps enough to
+// bound it, each stop takes out no more than the time since the thread
+// was let go: the thread's clock never goes back, and its lifetime is
+// what it ran.
+func TestStopCostBounded(t *testing.T) {
+	const tid, overhead = 7, 4e6
+	tr := &tracer{overhead: overhead, threads: map[int]*thread{tid: {tid: tid, born: 1e6}}, stolen: map[ledgerKey]int64{}}
+	th := tr.threads[tid]
+	k := threadLedger(tid)
+	// Ten stops, 30 µs of the program's each, each stop lasting 5 µs as
+	// PROFILE sees it.
+	at := int64(1e6)
+	var times []int64
+	for range 10 {
+		at += 30e3
+		tr.waited = at
+		times = append(times, tr.now(th, k))
+		at += 5e3
+		tr.resumed = at
+		tr.charge(tid)
+	}
+	for i := 1; i < len(times); i++ {
+		if d := times[i] - times[i-1]; d < 0 || d > 30e3 {
+			t.Errorf("%d ns between stops %d and %d on the thread's clock, want 0 to 30 µs", d, i, i+1)
+		}
+	}
+	tr.waited = at // it ends as it is let go
+	if end := tr.now(th, k); end < th.born || end > th.born+300e3 {
+		t.Errorf("the thread's clock ends at %d, want between its birth at %d and 300 µs later", end, th.born)
+	}
+}

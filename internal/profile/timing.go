@@ -89,7 +89,7 @@ func (t *tracer) book(th *thread, s *site) {
 // whose entry is a record and whose exit is a breakpoint would be charged
 // the trap's latency.)
 func (t *tracer) now(th *thread, k ledgerKey) int64 {
-	now := t.waited - t.stolen[k] - t.eventCost()/2
+	now := t.waited - t.stolen[k] - t.stopCost(th)/2
 	if !k.goroutine {
 		now -= int64(t.ringDebt(th, now))
 	}
@@ -139,11 +139,12 @@ func (t *tracer) charge(tid int) {
 	if end < t.waited {
 		end = t.clock() // (a stop the tracer did not end: a thread that went on as it was)
 	}
+	cost := t.stopCost(th)
 	if th.let > 0 {
 		t.gaps.add(t.waited - th.let)
 	}
 	th.let = end
-	d := end - t.waited + t.eventCost()
+	d := end - t.waited + cost
 	tk := threadLedger(tid)
 	t.stolen[tk] += d
 	if t.charged.goroutine {
@@ -170,6 +171,27 @@ func (t *tracer) eventCost() int64 {
 		return t.overhead
 	}
 	return min(t.gaps.low, t.overhead)
+}
+
+// stopCost is what is taken out, for thread th's stop being handled, of
+// the time no clock of PROFILE's sees: eventCost, but never more than the
+// time since PROFILE last let the thread go (or since it was born), which
+// holds that time and the program's own work before the stop. The
+// calibration of a busy machine may find a stop a thousand times dearer
+// than later stops are (4 ms has been seen); until the run has gaps
+// enough to bound it (eventCost), it would otherwise take out more than
+// the stop took, and move the thread's clock back past its start. /CB's
+// value is taken out as it is.
+func (t *tracer) stopCost(th *thread) int64 {
+	c := t.eventCost()
+	if t.forced {
+		return c
+	}
+	since := th.let
+	if since == 0 {
+		since = th.born
+	}
+	return min(c, max(t.waited-since, 0))
 }
 
 // gapWindow is how many gaps between stops make one estimate.
