@@ -52,11 +52,13 @@ KEEP int f(int x) { return x + 1; }
 
 static long page;
 
-/* protect sets the protection of the pages of value(). */
+/* protect sets the protection of the page or pages of value()'s first
+ * 16 bytes (a page past them may not be mapped: 16K pages). */
 static void protect(int prot)
 {
     uintptr_t p = (uintptr_t)value & ~(uintptr_t)(page - 1);
-    if (mprotect((void *)p, 2 * page, prot) != 0) {
+    uintptr_t end = ((uintptr_t)value + 16 + page - 1) & ~(uintptr_t)(page - 1);
+    if (mprotect((void *)p, end - p, prot) != 0) {
         perror("mprotect");
         exit(1);
     }
