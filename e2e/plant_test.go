@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -212,7 +210,7 @@ func TestCraftedPlan(t *testing.T) {
 				t.Fatalf("no f in the plan")
 			}
 			f := plan.Funcs[fi]
-			bad := insideInstruction(t, filepath.Join(dir, name), f.Low, f.High)
+			bad := testutil.InsideInstruction(t, filepath.Join(dir, name), f.Low, f.High)
 			moved := -1
 			if m == "FC" {
 				plan.Funcs[fi].Entry = bad
@@ -254,43 +252,4 @@ func TestCraftedPlan(t *testing.T) {
 			}
 		})
 	}
-}
-
-// insideInstruction returns an address in [lo, hi) of the program at
-// path that is inside an instruction: the second byte of its first
-// instruction longer than a byte (x86-64), or lo+2 (arm64).
-func insideInstruction(t *testing.T, path string, lo, hi uint64) uint64 {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, err := instr.ForMachine(f.Machine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Name() == "arm64" {
-		return lo + 2
-	}
-	code := make([]byte, hi-lo)
-	for _, s := range f.Sections {
-		if s.Type == elf.SHT_PROGBITS && s.Addr <= lo && hi <= s.Addr+s.Size {
-			if _, err := s.ReadAt(code, int64(lo-s.Addr)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for pc := lo; pc < hi; {
-		in, err := a.Decode(code[pc-lo:], pc)
-		if err != nil {
-			t.Fatalf("decode at %#x: %v", pc, err)
-		}
-		if in.Len > 1 {
-			return pc + 1
-		}
-		pc += uint64(in.Len)
-	}
-	t.Fatalf("no instruction of more than a byte in [%#x, %#x)", lo, hi)
-	return 0
 }

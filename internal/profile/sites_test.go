@@ -1,14 +1,12 @@
 package profile
 
 import (
-	"debug/elf"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -17,46 +15,6 @@ import (
 // checks every site against the code it reads from the process, decoded
 // from each function's start, whatever the plan says, and refuses those
 // that are not instruction boundaries: the program runs unharmed.
-
-// insideInstruction returns an address inside an instruction of the
-// function fn of the program at path, not on a boundary: past the first
-// byte of its first instruction of more than one byte (amd64), or 2
-// bytes into its first instruction (arm64).
-func insideInstruction(t *testing.T, path string, fn *datafile.Func) uint64 {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, err := instr.ForMachine(f.Machine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Name() == "arm64" {
-		return fn.Low + 2
-	}
-	code := make([]byte, fn.High-fn.Low)
-	for _, s := range f.Sections {
-		if s.Addr <= fn.Low && fn.High <= s.Addr+s.Size && s.Type == elf.SHT_PROGBITS {
-			if _, err := s.ReadAt(code, int64(fn.Low-s.Addr)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for pc := fn.Low; pc < fn.High; {
-		in, err := a.Decode(code[pc-fn.Low:], pc)
-		if err != nil {
-			t.Fatalf("decode %s at %#x: %v", fn.Name, pc, err)
-		}
-		if in.Len > 1 {
-			return pc + 1
-		}
-		pc += uint64(in.Len)
-	}
-	t.Fatalf("%s has no instruction of more than one byte", fn.Name)
-	return 0
-}
 
 // TestCraftedEntry moves f's entry inside one of its instructions in an
 // otherwise right plan (identity recomputed): f is not planted, with
@@ -70,7 +28,7 @@ func TestCraftedEntry(t *testing.T) {
 		t.Run(mech.name, func(t *testing.T) {
 			plan := planFor(t, prog, datafile.FuncCounting, "main", "f", "g", "h", "helper", "fib", "viaptr")
 			f := &plan.Funcs[1]
-			f.Entry = insideInstruction(t, prog, f)
+			f.Entry = testutil.InsideInstruction(t, prog, f.Low, f.High)
 			plan.ID = datafile.PlanID(plan)
 			got := runWith(t, plan, prog, mech.breakpoints)
 			if !strings.Contains(got.stdout, "counts result ") {
@@ -104,7 +62,7 @@ func TestCraftedLineSite(t *testing.T) {
 	for _, method := range []datafile.Method{datafile.LineCounting, datafile.LineCoverage} {
 		t.Run(method.String(), func(t *testing.T) {
 			plan := linePlan(t, prog, method, "f", "g", "h", "fib")
-			bad := insideInstruction(t, prog, &plan.Funcs[0])
+			bad := testutil.InsideInstruction(t, prog, plan.Funcs[0].Low, plan.Funcs[0].High)
 			plan.Lines[0].Addrs = []uint64{bad}
 			plan.Lines = plan.Lines[:len(plan.Lines)-1] // (not the line sharing f's site)
 			plan.ID = datafile.PlanID(plan)

@@ -1,0 +1,48 @@
+package testutil
+
+import (
+	"debug/elf"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+)
+
+// InsideInstruction returns an address in [lo, hi) of the program at path
+// that is inside an instruction, not on a boundary: the second byte of
+// its first instruction longer than a byte (x86-64), or lo+2 (arm64). The
+// tests of crafted plans put a site there.
+func InsideInstruction(t testing.TB, path string, lo, hi uint64) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, err := instr.ForMachine(f.Machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() == "arm64" {
+		return lo + 2
+	}
+	code := make([]byte, hi-lo)
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Addr <= lo && hi <= s.Addr+s.Size {
+			if _, err := s.ReadAt(code, int64(lo-s.Addr)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for pc := lo; pc < hi; {
+		in, err := a.Decode(code[pc-lo:], pc)
+		if err != nil {
+			t.Fatalf("decode at %#x: %v", pc, err)
+		}
+		if in.Len > 1 {
+			return pc + 1
+		}
+		pc += uint64(in.Len)
+	}
+	t.Fatalf("no instruction of more than a byte in [%#x, %#x)", lo, hi)
+	return 0
+}
