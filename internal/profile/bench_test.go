@@ -257,7 +257,8 @@ func BenchmarkInProcess(b *testing.B) {
 // once, profiled (every entry patched) and native, alternating: the
 // difference is PROFILE's start-up (the tracer's own start, the exec, the
 // mapping of the area and the counters, 10,000 trampolines and patches)
-// and its end (reading the counts).
+// and its end (reading the counts, and comparing the code with the
+// patches: end-check-ms).
 func BenchmarkStartup(b *testing.B) {
 	testutil.MustHavePtrace(b)
 	const n = 10000
@@ -267,18 +268,19 @@ func BenchmarkStartup(b *testing.B) {
 		names[i] = "fn" + strconv.Itoa(i)
 	}
 	plan := planFor(&testing.T{}, prog, datafile.FuncCounting, names...)
-	var native, counted []time.Duration
+	var native, counted, checked []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		native = append(native, runNatively(b, prog))
 		var fellBack bool
 		start := time.Now()
-		_, err := Run(Config{Plan: plan, Path: prog, Args: []string{"many"},
+		res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"many"},
 			Warn: func(*prf.Diagnostic) { fellBack = true }})
 		counted = append(counted, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
 		}
+		checked = append(checked, res.EndCheck)
 		if fellBack && testutil.InProcess() {
 			b.Fatal("an entry was not patched")
 		}
@@ -287,6 +289,7 @@ func BenchmarkStartup(b *testing.B) {
 	b.ReportMetric(float64(nat.Microseconds())/1000, "native-ms")
 	b.ReportMetric(float64(c.Microseconds())/1000, "profiled-ms")
 	b.ReportMetric(float64((c-nat).Microseconds())/1000, "startup-ms")
+	b.ReportMetric(float64(median(checked).Microseconds())/1000, "end-check-ms")
 }
 
 // buildManyFuncs compiles a C program of n functions (each a few

@@ -83,6 +83,9 @@ type Result struct {
 	Hits        uint64
 	FullRings   uint64
 	ReturnSites int
+	// EndCheck is what comparing the program's code with PROFILE's
+	// patches took when the program ended (watch.go; for benchmarks).
+	EndCheck time.Duration
 }
 
 // Status is the program's status as a shell reports it: the exit code, or

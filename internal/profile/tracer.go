@@ -329,7 +329,7 @@ func (t *tracer) run() (*Result, error) {
 			t.cfg.Warn(prf.SharedBlocks(t.inproc.nBlocks))
 		}
 	}
-	res.Hits, res.FullRings = t.trapped, t.fullRings
+	res.Hits, res.FullRings, res.EndCheck = t.trapped, t.fullRings, t.watch.checked
 	if t.inproc != nil {
 		res.ReturnSites = t.inproc.returnSites
 	}

@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,8 +53,10 @@ const (
 type watch struct {
 	// said holds the PRF numbers warned about: each warning comes once.
 	said map[int]bool
-	// ended is set once the checks of the program's end have run.
-	ended bool
+	// ended is set once the checks of the program's end have run, which
+	// took checked.
+	ended   bool
+	checked time.Duration
 	// written are the bytes PROFILE wrote into the program's code over
 	// its instructions: entry and exit jumps, and hops.
 	written []written
@@ -128,7 +131,9 @@ func (t *tracer) threadExit(th *thread) error {
 		}
 		if !t.watch.ended && t.allExiting() {
 			t.watch.ended = true
+			start := time.Now()
 			t.checkCode()
+			t.watch.checked = time.Since(start)
 		}
 	}
 	return t.resume(th.tid, 0)
@@ -159,70 +164,6 @@ func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
 	t.warnOnce(prf.ThreadBaseChanged(th.tid, base))
 }
 
-// expectation is code PROFILE expects at an address, and whose it is.
-type expectation struct {
-	span
-	what string // the function or line, or ""
-}
-
-// expectations lists what PROFILE wrote into the program's code and expects
-// there still: the jumps and hops over instructions, the breakpoints, and
-// after a breakpoint the rest of the instruction it covers, which runs
-// from a slot.
-func (t *tracer) expectations() []expectation {
-	var want []expectation
-	for _, w := range t.watch.written {
-		want = append(want, expectation{w.span, t.funcAt(w.mi, w.bias, w.addr)})
-	}
-	bp := t.arch.Breakpoint()
-	for _, s := range t.sites {
-		what := t.itemName(s.item)
-		want = append(want, expectation{span{s.addr, bp}, what})
-		n := 0
-		switch {
-		case s.displaced:
-			n = s.disp.Inst.Len
-		case s.code != nil:
-			if in, err := t.arch.Decode(s.code, s.addr); err == nil {
-				n = in.Len
-			}
-		}
-		if n > len(bp) && n <= len(s.code) {
-			want = append(want, expectation{span{s.addr + uint64(len(bp)), s.code[len(bp):n]}, what})
-		}
-	}
-	slices.SortFunc(want, func(a, b expectation) int { return cmp.Compare(a.addr, b.addr) })
-	return want
-}
-
-// checkCode compares the program's code with what PROFILE wrote there,
-// and reads its memory map for code made writable: a program that wrote
-// its own code where PROFILE had moved the instructions ran them as they
-// were (docs/linux.md).
-func (t *tracer) checkCode() {
-	want := t.expectations()
-	for i := 0; i < len(want); {
-		// Reads of close expectations are one read.
-		lo, hi := want[i].addr, want[i].addr+uint64(len(want[i].b))
-		j := i + 1
-		for j < len(want) && want[j].addr < hi+4096 {
-			hi = max(hi, want[j].addr+uint64(len(want[j].b)))
-			j++
-		}
-		got := make([]byte, hi-lo)
-		if err := t.mem.ReadMem(lo, got); err == nil {
-			for _, w := range want[i:j] {
-				if !bytes.Equal(got[w.addr-lo:w.addr-lo+uint64(len(w.b))], w.b) {
-					t.warnOnce(prf.CodeChanged(w.addr, w.what))
-					break
-				}
-			}
-		}
-		i = j
-	}
-	t.checkWritable()
-}
-
 // itemName names item, a function or a line of the plan, or "" for -1.
 func (t *tracer) itemName(item int) string {
 	switch {
@@ -240,21 +181,97 @@ func (t *tracer) itemName(item int) string {
 	return "line " + strconv.Itoa(l.Line) + " of " + file
 }
 
-// checkWritable warns when a mapping of code PROFILE patched is
-// writable: the program made its own code writable (mprotect), to change
-// it.
-func (t *tracer) checkWritable() {
+// checkCode compares the program's code with what PROFILE wrote there,
+// and reads its memory map for code made writable: a program that wrote
+// its own code where PROFILE had moved the instructions ran them as they
+// were (docs/linux.md). What PROFILE wrote: the jumps and hops over
+// instructions, the breakpoints, and after a line's breakpoint the rest of
+// the code PROFILE read there (up to the next site), which holds the rest
+// of the instruction that runs from a slot.
+func (t *tracer) checkCode() {
+	written := slices.SortedFunc(slices.Values(t.watch.written), func(a, b written) int { return cmp.Compare(a.addr, b.addr) })
+	t.readPlaces(len(written), func(i int) (uint64, int) { return written[i].addr, len(written[i].b) },
+		func(i int, got []byte) bool {
+			w := &written[i]
+			if bytes.Equal(got, w.b) {
+				return true
+			}
+			t.warnOnce(prf.CodeChanged(w.addr, t.funcAt(w.mi, w.bias, w.addr)))
+			return false
+		})
+	addrs := slices.Sorted(maps.Keys(t.sites))
+	bp := t.arch.Breakpoint()
+	sites, sizes := make([]*site, len(addrs)), make([]int, len(addrs))
+	for i, a := range addrs {
+		sites[i] = t.sites[a]
+		end := a + uint64(max(len(sites[i].code), len(bp)))
+		if i+1 < len(addrs) {
+			end = min(end, addrs[i+1])
+		}
+		sizes[i] = int(end - a)
+	}
+	t.readPlaces(len(addrs), func(i int) (uint64, int) { return addrs[i], sizes[i] }, func(i int, got []byte) bool {
+		s := sites[i]
+		if bytes.Equal(got[:len(bp)], bp) && (len(got) == len(bp) || bytes.Equal(got[len(bp):], s.code[len(bp):len(got)])) {
+			return true
+		}
+		t.warnOnce(prf.CodeChanged(s.addr, t.itemName(s.item)))
+		return false
+	})
+	at := make([]uint64, 0, len(written)+len(addrs))
+	for _, w := range written {
+		at = append(at, w.addr)
+	}
+	at = append(at, addrs...)
+	slices.Sort(at)
+	t.checkWritable(at)
+}
+
+// readPlaces reads the program's code at n places, sorted by address
+// (place gives each's address and size), in one read for the places
+// within a page of each other (120,000 lines' sites: some tens of
+// milliseconds), and calls check with each place's bytes until it
+// returns false. Places that cannot be read are passed over.
+func (t *tracer) readPlaces(n int, place func(int) (uint64, int), check func(int, []byte) bool) {
+	var buf []byte
+	for k := 0; k < n; {
+		lo, size := place(k)
+		hi := lo + uint64(size)
+		j := k + 1
+		for ; j < n; j++ {
+			a, size := place(j)
+			if a >= hi+4096 {
+				break
+			}
+			hi = max(hi, a+uint64(size))
+		}
+		buf = slices.Grow(buf[:0], int(hi-lo))[:hi-lo]
+		if t.mem.ReadMem(lo, buf) == nil {
+			for m := k; m < j; m++ {
+				a, size := place(m)
+				if !check(m, buf[a-lo:a-lo+uint64(size)]) {
+					return
+				}
+			}
+		}
+		k = j
+	}
+}
+
+// checkWritable warns when a mapping of code PROFILE patched (at, sorted)
+// is writable: the program made its own code writable (mprotect), to
+// change it.
+func (t *tracer) checkWritable(at []uint64) {
 	maps, err := t.readMaps()
 	if err != nil {
 		return
 	}
-	want := t.expectations()
 	for _, m := range maps {
 		if !strings.Contains(m.Perms, "w") || m.Inode == 0 {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(want, m.Start, func(e expectation, a uint64) int { return cmp.Compare(e.addr, a) })
-		if i < len(want) && want[i].addr < m.End {
+		i, _ := slices.BinarySearch(at, m.Start)
+		if i < len(at) && at[i] < m.End {
 			t.warnOnce(prf.CodeWritable(m.Path, m.Start))
 			return
 		}
