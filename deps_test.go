@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"internal/profile/ptrace": {},
 	"internal/plist":          {"datafile", "internal/prf"},
 	"internal/cli":            {"internal/prf"},
-	"internal/testutil":       {"datafile", "internal/cli", "internal/instr", "internal/prf"},
+	"internal/testutil":       {"datafile", "internal/cli", "internal/prf"},
 	"e2e":                     {},
 	"cmd/prep":                {"internal/prep", "datafile", "internal/cli", "internal/prf"},
 	"cmd/profile":             {"internal/profile", "datafile", "internal/cli", "internal/prf"},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -210,7 +211,7 @@ func TestCraftedPlan(t *testing.T) {
 				t.Fatalf("no f in the plan")
 			}
 			f := plan.Funcs[fi]
-			bad := testutil.InsideInstruction(t, filepath.Join(dir, name), f.Low, f.High)
+			bad := testutil.InsideInstruction(t, filepath.Join(dir, name), f.Low, f.High, amd64Len)
 			moved := -1
 			if m == "FC" {
 				plan.Funcs[fi].Entry = bad
@@ -252,4 +253,11 @@ func TestCraftedPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// amd64Len is the length of the x86-64 instruction at the start of code
+// (testutil.InsideInstruction).
+func amd64Len(code []byte, pc uint64) (int, error) {
+	in, err := instr.AMD64.Decode(code, pc)
+	return in.Len, err
 }

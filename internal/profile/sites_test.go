@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -28,7 +29,7 @@ func TestCraftedEntry(t *testing.T) {
 		t.Run(mech.name, func(t *testing.T) {
 			plan := planFor(t, prog, datafile.FuncCounting, "main", "f", "g", "h", "helper", "fib", "viaptr")
 			f := &plan.Funcs[1]
-			f.Entry = testutil.InsideInstruction(t, prog, f.Low, f.High)
+			f.Entry = testutil.InsideInstruction(t, prog, f.Low, f.High, amd64Len)
 			plan.ID = datafile.PlanID(plan)
 			got := runWith(t, plan, prog, mech.breakpoints)
 			if !strings.Contains(got.stdout, "counts result ") {
@@ -62,7 +63,7 @@ func TestCraftedLineSite(t *testing.T) {
 	for _, method := range []datafile.Method{datafile.LineCounting, datafile.LineCoverage} {
 		t.Run(method.String(), func(t *testing.T) {
 			plan := linePlan(t, prog, method, "f", "g", "h", "fib")
-			bad := testutil.InsideInstruction(t, prog, plan.Funcs[0].Low, plan.Funcs[0].High)
+			bad := testutil.InsideInstruction(t, prog, plan.Funcs[0].Low, plan.Funcs[0].High, amd64Len)
 			plan.Lines[0].Addrs = []uint64{bad}
 			plan.Lines = plan.Lines[:len(plan.Lines)-1] // (not the line sharing f's site)
 			plan.ID = datafile.PlanID(plan)
@@ -88,4 +89,11 @@ func TestCraftedLineSite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// amd64Len is the length of the x86-64 instruction at the start of code
+// (testutil.InsideInstruction).
+func amd64Len(code []byte, pc uint64) (int, error) {
+	in, err := instr.AMD64.Decode(code, pc)
+	return in.Len, err
 }

@@ -3,26 +3,21 @@ package testutil
 import (
 	"debug/elf"
 	"testing"
-
-	"github.com/sourceprofiler/sprof/internal/instr"
 )
 
 // InsideInstruction returns an address in [lo, hi) of the program at path
 // that is inside an instruction, not on a boundary: the second byte of
-// its first instruction longer than a byte (x86-64), or lo+2 (arm64). The
-// tests of crafted plans put a site there.
-func InsideInstruction(t testing.TB, path string, lo, hi uint64) uint64 {
+// its first instruction longer than a byte (x86-64, whose instructions'
+// lengths length gives), or lo+2 (arm64). The tests of crafted plans put
+// a site there. (testutil does not import instr, whose tests import it.)
+func InsideInstruction(t testing.TB, path string, lo, hi uint64, length func(code []byte, pc uint64) (int, error)) uint64 {
 	t.Helper()
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	a, err := instr.ForMachine(f.Machine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Name() == "arm64" {
+	if f.Machine == elf.EM_AARCH64 {
 		return lo + 2
 	}
 	code := make([]byte, hi-lo)
@@ -34,14 +29,14 @@ func InsideInstruction(t testing.TB, path string, lo, hi uint64) uint64 {
 		}
 	}
 	for pc := lo; pc < hi; {
-		in, err := a.Decode(code[pc-lo:], pc)
+		n, err := length(code[pc-lo:], pc)
 		if err != nil {
 			t.Fatalf("decode at %#x: %v", pc, err)
 		}
-		if in.Len > 1 {
+		if n > 1 {
 			return pc + 1
 		}
-		pc += uint64(in.Len)
+		pc += uint64(n)
 	}
 	t.Fatalf("no instruction of more than a byte in [%#x, %#x)", lo, hi)
 	return 0
