@@ -91,6 +91,8 @@ func tool(t testing.TB, dir, name string, args ...string) result {
 	case err = <-done:
 	case <-time.After(toolLimit):
 		tree := testutil.ProcessTree(cmd.Process.Pid)
+		time.Sleep(time.Second)
+		again := testutil.ProcessTree(cmd.Process.Pid)
 		cmd.Process.Signal(syscall.SIGQUIT) // a Go program prints its goroutines
 		select {
 		case <-done:
@@ -98,8 +100,9 @@ func tool(t testing.TB, dir, name string, args ...string) result {
 			cmd.Process.Kill()
 			<-done
 		}
-		t.Fatalf("%s %s: still running after %v\n%s\nstderr:\n%s",
-			name, strings.Join(args, " "), toolLimit, tree, errb.String())
+		// (The tree comes last: a CI log's excerpt is its tail.)
+		t.Fatalf("%s %s: still running after %v\nstderr:\n%s\n%s\na second later:\n%s",
+			name, strings.Join(args, " "), toolLimit, errb.String(), tree, again)
 	}
 	return result{out.String(), errb.String(), exitStatus(t, name, err)}
 }

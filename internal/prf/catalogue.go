@@ -636,6 +636,17 @@ func SignalStops(n int, rate float64, stop time.Duration, share float64) *Diagno
 	return d
 }
 
+// StaleCode warns that the processor ran a breakpoint PROFILE had
+// removed, again and again, though the memory holds the original
+// instruction: it runs a stale copy of the code. The instruction is then
+// carried out of line at each pass, a stop each: the counts stay right,
+// the run is slower.
+func StaleCode(addr uint64) *Diagnostic {
+	d := newDiag(4672, Warning, nil, "the processor still runs the breakpoint removed at %#x (a stale copy of the code): each pass there stops the thread", addr)
+	d.Hint = "seen under qemu's emulation of arm64; see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
 // EntryRefused is warning PRF4657: the plan puts a function's entry
 // where the program's code, decoded, has no instruction boundary (inside
 // an instruction, of its function or of another), or its code does not

@@ -105,6 +105,17 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 // displaced is warned about (PRF4624), and its breakpoint taken out after
 // this hit.
 func (t *tracer) displaceLater(s *site) bool {
+	if err := t.prepareDisplace(s); err != nil {
+		l := &t.plan.Lines[s.item]
+		t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
+		return false
+	}
+	return true
+}
+
+// prepareDisplace works out how line site s's instruction is carried
+// out of line, and writes its slot.
+func (t *tracer) prepareDisplace(s *site) error {
 	s.pending = false
 	d, err := t.arch.Displace(s.code, s.addr, s.slot)
 	if err == nil && d.Emulate == nil && s.slot == 0 {
@@ -114,15 +125,13 @@ func (t *tracer) displaceLater(s *site) bool {
 		err = t.mem.WriteMem(s.slot, d.Slot)
 	}
 	if err != nil {
-		l := &t.plan.Lines[s.item]
-		t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
-		return false
+		return err
 	}
 	s.disp, s.displaced = d, true
 	if d.Slot != nil {
 		t.slots[s.slot] = s
 	}
-	return true
+	return nil
 }
 
 // lineFile returns the source file of line l, as the plan names it.
@@ -153,8 +162,8 @@ func (t *tracer) cover(s *site) error {
 			if o == s || t.sites[o.addr] != o || !t.covered(o) {
 				continue
 			}
-			if err := t.mem.WriteMem(o.addr, o.orig); err != nil {
-				return fmt.Errorf("remove breakpoint: %w", err)
+			if err := t.unplant(o); err != nil {
+				return err
 			}
 			delete(t.sites, o.addr)
 			t.retired[o.addr] = o

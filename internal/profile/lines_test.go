@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,4 +95,61 @@ func TestDisplaceLaterFails(t *testing.T) {
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "PRF4624") || !strings.Contains(warnings[0], "line 42 of parse.c") {
 		t.Errorf("warnings %q, want one PRF4624 naming line 42 of parse.c", warnings)
 	}
+}
+
+// TestStaleCode: a processor that still runs a breakpoint PROFILE has
+// removed (a stale copy of the code, which qemu's emulation of arm64 kept
+// for minutes, every thread trapping there again and again) no longer
+// holds the program at the breakpoint forever: after the second trap in a
+// row, the site's instruction is carried out of line at every pass,
+// PRF4672 says so once, and the program runs to its end with every call
+// made and the coverage right: line coverage (sites displaced only then)
+// and function coverage with breakpoints (displaced from the start), four
+// threads at once on each site.
+func TestStaleCode(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	staleCode = true
+	defer func() { staleCode = false }()
+	prog := testutil.BuildC(t, "threads", "-O2")
+	calls := 2000
+	if testutil.Slow() {
+		calls = 100
+	}
+	sink := 4 * calls * (calls - 1) / 2
+	for _, c := range []struct {
+		name   string
+		method datafile.Method
+	}{{"LV", datafile.LineCoverage}, {"FV", datafile.FuncCoverage}} {
+		t.Run(c.name, func(t *testing.T) {
+			var plan *datafile.Plan
+			if c.method.IsFunction() {
+				plan = planFor(t, prog, c.method, "main", "worker", "work")
+			} else {
+				plan = linePlan(t, prog, c.method, "main", "worker", "work")
+			}
+			got := runWith(t, plan, prog, true, strconv.Itoa(calls))
+			if want := fmt.Sprintf("threads done %d", sink); !strings.Contains(got.stdout, want) {
+				t.Errorf("output %q, want %q", got.stdout, want)
+			}
+			for i, f := range plan.Funcs {
+				if n := got.res.Counts.Stats.Hits[i]; n != 1 {
+					t.Errorf("%s: %d hits, want 1 (covered)", f.Name, n)
+				}
+			}
+			if n := countOf(got.codes, 4672); n != 1 {
+				t.Errorf("PRF4672 %d times (warnings %q), want once", n, got.warnings)
+			}
+		})
+	}
+}
+
+// countOf counts code in codes.
+func countOf(codes []int, code int) int {
+	n := 0
+	for _, c := range codes {
+		if c == code {
+			n++
+		}
+	}
+	return n
 }

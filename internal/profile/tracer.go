@@ -40,6 +40,9 @@ type site struct {
 	code    []byte
 	// rendezvous marks the dynamic linker's breakpoint (modules.go).
 	rendezvous bool
+	// stale marks a retired site whose breakpoint the processor still
+	// runs (retrapped): its instruction is carried out of line.
+	stale bool
 }
 
 // thread is one traced thread.
@@ -573,18 +576,7 @@ func (t *tracer) trap(th *thread) error {
 	}
 	if s == nil {
 		if r := t.retired[addr]; r != nil {
-			// The breakpoint was removed after this thread trapped on it:
-			// the original instruction is back, run it in place.
-			if th.retrap == addr {
-				// Back at once: the memory still holds the breakpoint
-				// (seen once in the arm64 VM, never reproduced).
-				if err := t.restore(r); err != nil {
-					return err
-				}
-			}
-			th.retrap = addr
-			t.regs.SetPC(addr)
-			return t.setAndResume(th, 0)
+			return t.retrapped(th, r)
 		}
 		// Not ours: the program's own trap, delivered unchanged (or a
 		// copy of a breakpoint, which PROFILE says).
@@ -728,8 +720,8 @@ func (t *tracer) displace(th *thread, s *site) error {
 // thread run the restored instruction in place. Other threads that trapped
 // on it meanwhile find it in t.retired.
 func (t *tracer) retire(th *thread, s *site) error {
-	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
-		return fmt.Errorf("remove breakpoint: %w", err)
+	if err := t.unplant(s); err != nil {
+		return err
 	}
 	delete(t.sites, s.addr)
 	t.retired[s.addr] = s
@@ -737,19 +729,87 @@ func (t *tracer) retire(th *thread, s *site) error {
 	return t.setAndResume(th, 0)
 }
 
+// unplant takes the breakpoint of site s out of the program's memory.
+func (t *tracer) unplant(s *site) error {
+	if staleCode {
+		return nil
+	}
+	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+		return fmt.Errorf("remove breakpoint: %w", err)
+	}
+	return nil
+}
+
+// staleCode, set by tests only, makes the processor run a stale copy of
+// the code as retrapped describes: the breakpoints PROFILE removes stay
+// in memory, and PROFILE, looking, believes them gone.
+var staleCode bool
+
+// retrapped handles a thread stopped at the breakpoint of retired site
+// s. It trapped there before the breakpoint was removed, and runs the
+// restored instruction in place. A thread that traps there again at once
+// finds either the breakpoint back in memory (written out again, with a
+// warning), or memory holding the original instruction while the
+// processor still runs the breakpoint: a stale copy of the code, which
+// qemu's emulation of arm64 was seen to keep for minutes, every thread
+// trapping there at every pass. Sent back again and again, the threads
+// would never get past it; the instruction is carried out of line
+// instead, at this pass and every later one (StaleCode, PRF4672).
+func (t *tracer) retrapped(th *thread, s *site) error {
+	if s.stale {
+		return t.displace(th, s)
+	}
+	if th.retrap == s.addr {
+		back, err := t.restore(s)
+		if err != nil {
+			return err
+		}
+		if !back {
+			if err := t.displaceStale(s); err != nil {
+				return err
+			}
+			t.warnOnce(prf.StaleCode(s.addr))
+			s.stale = true
+			return t.displace(th, s)
+		}
+	}
+	th.retrap = s.addr
+	t.regs.SetPC(s.addr)
+	return t.setAndResume(th, 0)
+}
+
+// displaceStale prepares the displacement of retired site s, whose
+// breakpoint the processor runs though memory no longer holds it: a
+// coverage site was never displaced. A site whose instruction cannot be
+// carried out of line ends the run: the program could not get past it.
+func (t *tracer) displaceStale(s *site) error {
+	if s.displaced {
+		return nil
+	}
+	err := errors.New("its instruction cannot be carried out of line")
+	if s.pending {
+		err = t.prepareDisplace(s)
+	}
+	if err != nil {
+		return fmt.Errorf("the processor still runs the breakpoint removed at %#x, though memory holds the original instruction: %w", s.addr, err)
+	}
+	return nil
+}
+
 // restore writes the original bytes of a removed breakpoint again, when
 // the memory holds the breakpoint still, and warns of it: a thread sent
-// back to run the restored instruction trapped there again.
-func (t *tracer) restore(s *site) error {
+// back to run the restored instruction trapped there again. It reports
+// whether it found the breakpoint back.
+func (t *tracer) restore(s *site) (bool, error) {
 	b := make([]byte, len(s.orig))
-	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) {
-		return nil
+	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) || staleCode {
+		return false, nil
 	}
 	t.cfg.Warn(prf.BreakpointBack(s.addr))
 	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
-		return fmt.Errorf("remove breakpoint again: %w", err)
+		return true, fmt.Errorf("remove breakpoint again: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {

@@ -10,8 +10,11 @@ import (
 
 // ProcessTree describes the process pid and its descendants as /proc
 // sees them: for each process its name, state, tracer and signal masks,
-// and for each of its threads the state and the kernel function it
-// sleeps in. A test that finds a run hung prints it, so that the
+// and for each of its threads the state, the kernel function it sleeps
+// in, the CPU time it has used (user+system, in clock ticks: a thread
+// that uses more between two looks is spinning) and its system call
+// with the stack pointer and PC (/proc/pid/syscall: "running", or -1 and
+// the registers of a thread stopped outside a system call). A test that finds a run hung prints it, so that the
 // failure says who was waiting for whom.
 func ProcessTree(pid int) string {
 	var b strings.Builder
@@ -36,11 +39,18 @@ func describe(b *strings.Builder, pid int, indent string) {
 	tasks, _ := filepath.Glob(dir + "/task/*")
 	var children []int
 	for _, task := range tasks {
-		state := "?"
+		state, cpu := "?", "?"
 		stat := readTrim(task + "/stat")
 		if i := strings.LastIndexByte(stat, ')'); i >= 0 { // the name may hold spaces
-			if rest := strings.Fields(stat[i+1:]); len(rest) > 0 {
+			rest := strings.Fields(stat[i+1:])
+			if len(rest) > 0 {
 				state = rest[0]
+			}
+			if len(rest) > 12 { // utime and stime, fields 14 and 15
+				var u, s int
+				fmt.Sscan(rest[11], &u)
+				fmt.Sscan(rest[12], &s)
+				cpu = fmt.Sprint(u + s)
 			}
 		}
 		pending := ""
@@ -49,8 +59,8 @@ func describe(b *strings.Builder, pid int, indent string) {
 				pending = strings.TrimSpace(v)
 			}
 		}
-		fmt.Fprintf(b, "%s  thread %s: state %s wchan %s pending %s\n",
-			indent, filepath.Base(task), state, readTrim(task+"/wchan"), pending)
+		fmt.Fprintf(b, "%s  thread %s: state %s wchan %s pending %s cpu %s syscall %s\n",
+			indent, filepath.Base(task), state, readTrim(task+"/wchan"), pending, cpu, readTrim(task+"/syscall"))
 		for _, c := range strings.Fields(readTrim(task + "/children")) {
 			var n int
 			if _, err := fmt.Sscan(c, &n); err == nil {
