@@ -4,13 +4,18 @@
 //
 // PREP records the build ID and link base in the .pbi (through package
 // dwarf) and PROFILE checks and uses them (package profile); both read them
-// here, so that what PREP records is what PROFILE compares. The package
-// imports nothing of the project.
+// here, so that what PREP records is what PROFILE compares. PROFILE reads
+// through it, too, the other facts of the files on the machine that runs
+// the program (runtime.go): the span an instance of a library takes, a
+// program's dynamic linker and that linker's rendezvous, and where the
+// functions of a module start. PROFILE imports no ELF reader of its own.
+// The package imports nothing of the project.
 //
 // # Security
 //
 // The readers take hostile files: every note read is bounded by
-// [MaxNoteSize], and malformed notes end the search instead of panicking.
+// [MaxNoteSize], and malformed notes end the search instead of panicking;
+// FuzzParseNotes and FuzzRuntimeReaders hold them to it.
 package elfid
 
 import (

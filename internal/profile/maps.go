@@ -3,7 +3,6 @@ package profile
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,28 +179,6 @@ func instances(maps []mapping, first mapping, span uint64) []instance {
 		i = j
 	}
 	return out
-}
-
-// loadSpan returns the bytes the loadable segments of the ELF file at
-// path span, from the page of the first to the end of the last's memory
-// rounded up to a page: what the dynamic linker reserves for an instance
-// of it. 0 when the file cannot be read.
-func loadSpan(path string, page uint64) uint64 {
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	lo, hi := ^uint64(0), uint64(0)
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			lo, hi = min(lo, p.Vaddr&^(page-1)), max(hi, p.Vaddr+p.Memsz)
-		}
-	}
-	if hi <= lo {
-		return 0
-	}
-	return (hi - lo + page - 1) &^ (page - 1)
 }
 
 // tgidOf returns the process (thread group) of thread tid from

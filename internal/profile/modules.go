@@ -1,11 +1,8 @@
 package profile
 
 import (
-	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,10 +24,6 @@ import (
 // again, plants the libraries of the plan newly mapped, and forgets those
 // unmapped (dlclose), so that a second dlopen plants them again, where
 // they land then. The counts are kept by item: they add up over loads.
-
-// The dynamic linker's symbols, glibc's and musl's (which has no
-// _r_debug state word worth reading: every stop is then a sync).
-var rendezvousNames = []string{"_dl_debug_state", "_dl_debug_state@@GLIBC_PRIVATE"}
 
 // rtConsistent is r_debug's r_state when the list of objects is stable
 // (<link.h>: RT_CONSISTENT 0, RT_ADD 1, RT_DELETE 2); the state word is
@@ -56,7 +49,7 @@ type loaded struct {
 // rendezvous. A program without a dynamic linker (static) loads no
 // library: PROFILE says so, and the libraries' counts stay zero.
 func (t *tracer) watchLibraries(maps []mapping) error {
-	interp, err := interpreter(t.cfg.Path)
+	interp, err := elfid.ReadInterpreter(t.cfg.Path)
 	if err == nil && interp == "" {
 		err = fmt.Errorf("%s is linked statically", filepath.Base(t.cfg.Path))
 	}
@@ -101,27 +94,6 @@ func (t *tracer) libNames() string {
 	return strings.Join(names, ", ")
 }
 
-// interpreter returns the program's PT_INTERP, its dynamic linker, or ""
-// when it has none.
-func interpreter(path string) (string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
-		if err != nil {
-			return "", fmt.Errorf("read the interpreter's name: %w", err)
-		}
-		return string(bytes.TrimRight(b, "\x00")), nil
-	}
-	return "", nil
-}
-
 // findRendezvous finds, in the dynamic linker at path as mapped in maps,
 // where _dl_debug_state and _r_debug are.
 func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error) {
@@ -129,26 +101,16 @@ func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error)
 	if !ok {
 		return rendezvous{}, fmt.Errorf("the dynamic linker %s is not mapped", path)
 	}
-	f, err := elf.Open(path)
+	found, err := elfid.ReadRendezvous(path)
 	if err != nil {
 		return rendezvous{}, err
 	}
-	defer f.Close()
-	bias := elfid.LoadBias(first.Start, first.Offset, elfid.LinkBase(f))
-	syms, _ := f.DynamicSymbols()
-	more, _ := f.Symbols()
-	var r rendezvous
-	for _, s := range append(syms, more...) {
-		switch {
-		case s.Value == 0:
-		case slices.Contains(rendezvousNames, s.Name) && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			r.brk = s.Value + bias
-		case s.Name == "_r_debug" && elf.ST_TYPE(s.Info) == elf.STT_OBJECT:
-			r.state = s.Value + bias + rStateOffset
-		}
-	}
-	if r.brk == 0 {
-		return rendezvous{}, fmt.Errorf("no _dl_debug_state in the dynamic linker %s", path)
+	bias := elfid.LoadBias(first.Start, first.Offset, found.LinkBase)
+	r := rendezvous{brk: found.Brk + bias}
+	if found.RDebug != 0 {
+		// (musl has no r_debug state word worth reading: every stop is
+		// then a sync.)
+		r.state = found.RDebug + bias + rStateOffset
 	}
 	return r, nil
 }
@@ -272,7 +234,7 @@ func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
 			}
 		}
 		if same {
-			out = append(out, instances(maps, first, loadSpan(first.Path, t.pageSize))...)
+			out = append(out, instances(maps, first, elfid.ReadLoadSpan(first.Path, t.pageSize))...)
 		}
 	}
 	return out

@@ -64,7 +64,7 @@ func (t *tracer) programInstance(maps []mapping) (instance, bool) {
 	if !ok {
 		return instance{}, false
 	}
-	for _, in := range instances(maps, first, loadSpan(t.cfg.Path, t.pageSize)) {
+	for _, in := range instances(maps, first, elfid.ReadLoadSpan(t.cfg.Path, t.pageSize)) {
 		if in.first.Start == first.Start {
 			return in, true
 		}

@@ -1,7 +1,10 @@
 // Package profile runs a program under the profiler: it plants the plan's
 // breakpoints through ptrace, counts their hits in every thread, and returns
 // one run's [datafile.Counts]. It reads nothing but the plan: it never
-// imports package dwarf or package prep.
+// imports package dwarf or package prep, nor an ELF reader; what it must
+// learn of the files on the machine that runs the program (their identity,
+// the span an instance takes, the dynamic linker's rendezvous, function
+// starts) package elfid reads for it.
 //
 // How it works (docs/architecture.md tells it at length):
 //

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"cmp"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
@@ -774,27 +774,6 @@ func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
 	return nil
 }
 
-// funcStarts returns the addresses, with bias, where the functions of the
-// ELF file at path start, from its symbol tables: a function's cold part
-// ("f.cold", "f.cold.1": GCC's code of f placed apart, which f jumps to
-// with its registers live) is not one. None when the file cannot be read.
-func funcStarts(path string, bias uint64) map[uint64]bool {
-	starts := map[uint64]bool{}
-	f, err := elf.Open(path)
-	if err != nil {
-		return starts
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && !strings.Contains(s.Name, ".cold") {
-			starts[s.Value+bias] = true
-		}
-	}
-	return starts
-}
-
 // scanCode decodes the code of module mi, at path, loaded with bias,
 // mapped as in (scanModule), for what is planted in it: t.code until it
 // is planted, and the places its jumps land added to those of the
@@ -825,8 +804,8 @@ func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias
 			t.returns[target] = append(t.returns[target], rs...)
 		}
 	}
-	for a := range funcStarts(path, bias) {
-		t.entries[a] = true
+	for _, a := range elfid.ReadFuncStarts(path) {
+		t.entries[a+bias] = true
 	}
 }
 

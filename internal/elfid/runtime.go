@@ -1,0 +1,155 @@
+package elfid
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// What PROFILE reads of an ELF file at run time, beside its identity: the
+// span an instance of it takes, its dynamic linker, the dynamic linker's
+// rendezvous, and where its functions start. PROFILE plants from the plan;
+// these are the facts of the files on the machine that run the program,
+// which the plan cannot hold (the dynamic linker is not the program's), or
+// which PROFILE needs only in some runs (function starts, for timing
+// in-process). Each reader takes an open file; the Read functions open
+// one by path.
+
+// LoadSpan returns the bytes the loadable segments of f span, from the
+// page of the first to the end of the last's memory rounded up to a page
+// of the given size: what the dynamic linker reserves for an instance of
+// the file. It returns 0 for a file without loadable segments.
+func LoadSpan(f *elf.File, page uint64) uint64 {
+	if page == 0 || page&(page-1) != 0 {
+		return 0
+	}
+	lo, hi := ^uint64(0), uint64(0)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			lo, hi = min(lo, p.Vaddr&^(page-1)), max(hi, p.Vaddr+p.Memsz)
+		}
+	}
+	if hi <= lo || hi-lo > ^uint64(0)-page {
+		return 0
+	}
+	return (hi - lo + page - 1) &^ (page - 1)
+}
+
+// ReadLoadSpan is [LoadSpan] of the file at path, 0 when it cannot be
+// read.
+func ReadLoadSpan(path string, page uint64) uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return LoadSpan(f, page)
+}
+
+// maxInterp bounds the name of a dynamic linker read from PT_INTERP.
+const maxInterp = 4096
+
+// Interpreter returns the dynamic linker f names (PT_INTERP), or "" for a
+// file without one (linked statically).
+func Interpreter(f *elf.File) (string, error) {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(p.Open(), maxInterp))
+		if err != nil {
+			return "", fmt.Errorf("read the interpreter's name: %w", err)
+		}
+		return string(bytes.TrimRight(b, "\x00")), nil
+	}
+	return "", nil
+}
+
+// ReadInterpreter is [Interpreter] of the file at path.
+func ReadInterpreter(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return Interpreter(f)
+}
+
+// Rendezvous is where a dynamic linker tells a debugger of the libraries it
+// loads (glibc's <link.h>): Brk, the link-time address of the empty
+// function _dl_debug_state it calls after each change, and RDebug, of the
+// r_debug structure whose state says whether the list is consistent (0:
+// not found). LinkBase is the file's [LinkBase], for the load bias.
+type Rendezvous struct {
+	Brk, RDebug, LinkBase uint64
+}
+
+// rendezvousNames are the names _dl_debug_state goes by in the symbol
+// tables (the versioned one in some builds).
+var rendezvousNames = []string{"_dl_debug_state", "_dl_debug_state@@GLIBC_PRIVATE"}
+
+// FindRendezvous finds the rendezvous in the symbol tables of f, a
+// dynamic linker.
+func FindRendezvous(f *elf.File) (Rendezvous, error) {
+	syms, _ := f.DynamicSymbols()
+	more, _ := f.Symbols()
+	r := Rendezvous{LinkBase: LinkBase(f)}
+	for _, s := range append(syms, more...) {
+		switch {
+		case s.Value == 0:
+		case slices.Contains(rendezvousNames, s.Name) && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			r.Brk = s.Value
+		case s.Name == "_r_debug" && elf.ST_TYPE(s.Info) == elf.STT_OBJECT:
+			r.RDebug = s.Value
+		}
+	}
+	if r.Brk == 0 {
+		return Rendezvous{}, fmt.Errorf("no _dl_debug_state")
+	}
+	return r, nil
+}
+
+// ReadRendezvous is [FindRendezvous] of the dynamic linker at path.
+func ReadRendezvous(path string) (Rendezvous, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return Rendezvous{}, err
+	}
+	defer f.Close()
+	r, err := FindRendezvous(f)
+	if err != nil {
+		return Rendezvous{}, fmt.Errorf("the dynamic linker %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// FuncStarts returns the link-time addresses where the functions of f
+// start, from its symbol tables, sorted and without repeats. A function's
+// cold part ("f.cold", "f.cold.1": GCC's code of f placed apart, which f
+// jumps to with its registers live) is not one.
+func FuncStarts(f *elf.File) []uint64 {
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	var starts []uint64
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && !strings.Contains(s.Name, ".cold") {
+			starts = append(starts, s.Value)
+		}
+	}
+	slices.Sort(starts)
+	return slices.Compact(starts)
+}
+
+// ReadFuncStarts is [FuncStarts] of the file at path, none when it cannot
+// be read.
+func ReadFuncStarts(path string) []uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return FuncStarts(f)
+}

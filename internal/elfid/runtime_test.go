@@ -1,0 +1,157 @@
+package elfid
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestLoadSpan(t *testing.T) {
+	seg := func(vaddr, memsz uint64) *elf.Prog {
+		return &elf.Prog{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Vaddr: vaddr, Memsz: memsz}}
+	}
+	tests := []struct {
+		name  string
+		progs []*elf.Prog
+		page  uint64
+		want  uint64
+	}{
+		{"PIE, two segments", []*elf.Prog{seg(0, 0x1234), seg(0x3010, 0x500)}, 0x1000, 0x4000},
+		{"16K pages", []*elf.Prog{seg(0, 0x1234), seg(0x3010, 0x500)}, 0x4000, 0x4000},
+		{"non-PIE, first not page-aligned", []*elf.Prog{seg(0x400040, 0x100), seg(0x401000, 0x2001)}, 0x1000, 0x4000},
+		{"no loadable segment", []*elf.Prog{{ProgHeader: elf.ProgHeader{Type: elf.PT_NOTE}}}, 0x1000, 0},
+		{"a page size that is none", []*elf.Prog{seg(0, 0x1000)}, 0x1800, 0},
+		{"a segment to the top of memory", []*elf.Prog{seg(0, 0x1000), seg(^uint64(0)-0x10, 0x8)}, 0x1000, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LoadSpan(&elf.File{Progs: tt.progs}, tt.page); got != tt.want {
+				t.Errorf("LoadSpan = %#x, want %#x", got, tt.want)
+			}
+		})
+	}
+}
+
+// buildC compiles a C program of two functions with gcc, or skips.
+func buildC(t *testing.T, flags ...string) string {
+	t.Helper()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "p.c")
+	code := "int twice(int x) { return 2 * x; }\nint main(void) { return twice(0); }\n"
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "p")
+	if b, err := exec.Command(cc, append(flags, "-o", out, src)...).CombinedOutput(); err != nil {
+		t.Skipf("gcc %v: %v\n%s", flags, err, b)
+	}
+	return out
+}
+
+// readelfSymbols returns, as readelf -s prints them, the values of the
+// symbols of the file at path of the given type, by name (the version
+// cut off), or skips when readelf is not installed.
+func readelfSymbols(t *testing.T, path, typ string) map[string][]uint64 {
+	t.Helper()
+	out, err := exec.Command("readelf", "-s", "-W", path).Output()
+	if err != nil {
+		t.Skip("readelf:", err)
+	}
+	syms := map[string][]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 8 || f[3] != typ {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 16, 64)
+		if err != nil {
+			continue
+		}
+		name, _, _ := strings.Cut(f[7], "@")
+		syms[name] = append(syms[name], v)
+	}
+	return syms
+}
+
+// TestRendezvous reads the dynamic linker a program names, as the kernel
+// would, and finds its rendezvous where readelf sees _dl_debug_state and
+// _r_debug; a static program names none.
+func TestRendezvous(t *testing.T) {
+	interp, err := ReadInterpreter(buildC(t))
+	if err != nil || interp == "" {
+		t.Fatalf("interpreter %q, %v: want the dynamic linker", interp, err)
+	}
+	r, err := ReadRendezvous(interp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, objects := readelfSymbols(t, interp, "FUNC"), readelfSymbols(t, interp, "OBJECT")
+	if !slices.Contains(funcs["_dl_debug_state"], r.Brk) {
+		t.Errorf("Brk %#x, readelf has _dl_debug_state at %#x", r.Brk, funcs["_dl_debug_state"])
+	}
+	if !slices.Contains(objects["_r_debug"], r.RDebug) {
+		t.Errorf("RDebug %#x, readelf has _r_debug at %#x", r.RDebug, objects["_r_debug"])
+	}
+	if _, err := ReadRendezvous(buildC(t)); err == nil {
+		t.Error("a program's rendezvous found: want an error, it has no _dl_debug_state")
+	}
+	if interp, err := ReadInterpreter(buildC(t, "-static")); err != nil || interp != "" {
+		t.Errorf("static program: interpreter %q, %v; want none", interp, err)
+	}
+}
+
+// TestReadFuncStarts: a program's function starts are the values of the
+// FUNC symbols readelf lists, defined ones.
+func TestReadFuncStarts(t *testing.T) {
+	prog := buildC(t, "-O1")
+	var want []uint64
+	for _, vs := range readelfSymbols(t, prog, "FUNC") {
+		for _, v := range vs {
+			if v != 0 {
+				want = append(want, v)
+			}
+		}
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := ReadFuncStarts(prog); !slices.Equal(got, want) {
+		t.Errorf("starts %#x, want %#x", got, want)
+	}
+	if got := ReadFuncStarts(filepath.Join(t.TempDir(), "none")); got != nil {
+		t.Errorf("a missing file's starts: %#x, want none", got)
+	}
+}
+
+// FuzzRuntimeReaders checks that no ELF file, however malformed, makes a
+// reader of this file panic.
+func FuzzRuntimeReaders(f *testing.F) {
+	hdr := make([]byte, 64)
+	copy(hdr, "\x7fELF\x02\x01\x01")
+	hdr[16], hdr[18] = 2, 62 // ET_EXEC, EM_X86_64
+	f.Add(hdr)
+	if prog, err := os.ReadFile("/proc/self/exe"); err == nil && len(prog) > 4096 {
+		f.Add(prog[:4096]) // the headers of a real file, its sections cut off
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		LoadSpan(ef, 0x1000)
+		Interpreter(ef)
+		FindRendezvous(ef)
+		FuncStarts(ef)
+	})
+}
