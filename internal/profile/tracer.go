@@ -243,6 +243,8 @@ func newTracer(cfg Config) (*tracer, error) {
 }
 
 // run starts the program, plants the breakpoints and traces it to its end.
+// Whatever fails on the way, the program is killed and reaped, in one
+// place.
 func (t *tracer) run() (*Result, error) {
 	files := []*os.File{t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr}
 	for i, f := range files {
@@ -257,27 +259,35 @@ func (t *tracer) run() (*Result, error) {
 	}
 	t.pid = pid
 	t.threads[pid] = &thread{tid: pid, tgid: pid}
-	if t.mem, err = ptrace.OpenMem(pid); err != nil {
+	res, err := t.trace(start)
+	if err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
+		t.drain()
+		return nil, err
+	}
+	return res, nil
+}
+
+// trace plants the breakpoints in the program started at start, stopped
+// at its exec, and traces it to its end.
+func (t *tracer) trace(start time.Time) (*Result, error) {
+	pid := t.pid
+	var err error
+	if t.mem, err = ptrace.OpenMem(pid); err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer t.mem.Close()
 	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
-		ptrace.Kill(pid, syscall.SIGKILL)
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}
 	defer t.maps.Close()
 	defer func() { t.inproc.close() }()
 	t.startCounter()
 	if err := t.plantAll(); err != nil {
-		ptrace.Kill(pid, syscall.SIGKILL)
-		ptrace.WaitFor(pid)
 		return nil, err
 	}
 	if t.plan.Method.IsTiming() {
 		if t.calculated, err = t.calibrate(); err != nil {
-			ptrace.Kill(pid, syscall.SIGKILL)
-			ptrace.WaitFor(pid)
 			return nil, fmt.Errorf("calibrate the overhead: %w", err)
 		}
 		t.overhead = t.calculated
@@ -285,8 +295,6 @@ func (t *tracer) run() (*Result, error) {
 		if t.timeInProcess {
 			counts, err := t.calibrateRing()
 			if err != nil {
-				ptrace.Kill(pid, syscall.SIGKILL)
-				ptrace.WaitFor(pid)
 				return nil, fmt.Errorf("calibrate the cost of a record: %w", err)
 			}
 			t.refineCounter()
@@ -302,8 +310,6 @@ func (t *tracer) run() (*Result, error) {
 	}
 	t.refineCounter()
 	if err := ptrace.Seize(pid); err != nil {
-		ptrace.Kill(pid, syscall.SIGKILL)
-		ptrace.WaitFor(pid)
 		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.ownCont = true
@@ -316,8 +322,6 @@ func (t *tracer) run() (*Result, error) {
 	}
 	t.born(t.threads[pid])
 	if err := t.loop(res); err != nil {
-		ptrace.Kill(pid, syscall.SIGKILL)
-		t.drain()
 		return nil, err
 	}
 	t.release()
