@@ -265,8 +265,81 @@ func (t *tracer) readMaps() ([]mapping, error) {
 // next to the module, room for trampCell bytes per entry: a trampoline
 // where the entry can be patched in-process, else the out-of-line slot of
 // its breakpoint, packed from the area's start. Everything is written in
-// bulk: the area, then the jumps, then the breakpoints.
+// bulk: the area, then the jumps, then the breakpoints (writePlanting).
 func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
+	items := t.plantable(mi, bias)
+	if len(items) == 0 {
+		return nil
+	}
+	var exits map[int][]instr.Exit
+	nExits := 0
+	if t.plan.Method.IsTiming() {
+		exits, nExits = t.findExits(items, bias)
+		nExits -= t.checkExits(exits)
+	}
+	cells := t.areaCells(items, bias, nExits)
+	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
+	base, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
+	if err != nil {
+		t.cfg.Warn(prf.NoSlots(err))
+		base = 0
+	}
+	if base != 0 {
+		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{base, size})
+	}
+	if t.inproc == nil && t.timeInProcess {
+		t.noRings()
+	}
+	// Planting allocates a little for every entry, all of it live until
+	// the end: collecting meanwhile would only slow the start down.
+	defer debug.SetGCPercent(debug.SetGCPercent(1000))
+	p := &planting{mi: mi, bias: bias, items: items, text: t.readText(items, bias), area: newCodeArea(base, cells)}
+	short, err := t.plantEntries(p)
+	if err != nil {
+		return err
+	}
+	if err := t.plantShortEntries(p, short); err != nil {
+		return err
+	}
+	if t.timeInProcess && t.inproc != nil && p.area.mapped() {
+		var exitJumps []patchWrite
+		exitJumps, exits = t.exitTrampolines(p, exits)
+		p.jumps = append(p.jumps, exitJumps...)
+	}
+	if exits != nil {
+		t.exitSites(p.area, exits)
+	}
+	return t.writePlanting(p)
+}
+
+// planting is the work of planting the function entries of one module
+// (plantModule): the module, its functions' code as read, the area next
+// to it, and the jumps built so far, which what is planted after them
+// must not overlap.
+type planting struct {
+	mi    int
+	bias  uint64
+	items []int      // the functions planted, by index in the plan
+	text  moduleText // their code
+	area  *codeArea
+	jumps []patchWrite
+	// hops is the padding where short jumps' hops go (padding).
+	hops *hopSpace
+}
+
+// padding returns the padding where the short jumps of planting p put
+// their hops, found at the first need, once the entries' full jumps are
+// known.
+func (t *tracer) padding(p *planting) *hopSpace {
+	if p.hops == nil {
+		p.hops = t.hopSpace(p.items, p.bias, p.text, p.jumps)
+	}
+	return p.hops
+}
+
+// plantable returns the functions of module mi, loaded with bias, whose
+// entries may be planted; the others are warned about (checkEntry).
+func (t *tracer) plantable(mi int, bias uint64) []int {
 	var items []int
 	for i := range t.plan.Funcs {
 		f := &t.plan.Funcs[i]
@@ -279,19 +352,17 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 		}
 		items = append(items, i)
 	}
-	if len(items) == 0 {
-		return nil
-	}
-	var exits map[int][]instr.Exit
-	nExits := 0
-	if t.plan.Method.IsTiming() {
-		exits, nExits = t.findExits(items, bias)
-		nExits -= t.checkExits(exits)
-	}
+	return items
+}
+
+// areaCells returns the bytes the area next to a module needs for the
+// entries of items (module loaded with bias) and nExits exits: trampCell
+// an entry (a trampoline, or a breakpoint's slot), a slot an exit; timing
+// in-process, a trampoline an exit, and room for the return sites of the
+// functions' calls too (see exitTrampolines).
+func (t *tracer) areaCells(items []int, bias uint64, nExits int) uint64 {
 	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
 	if t.timeInProcess {
-		// Exits take trampolines, and so do return sites (see
-		// exitTrampolines).
 		exitCell = trampCell
 		calls := 0
 		for _, item := range items {
@@ -299,128 +370,118 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 		}
 		nExits += min(calls, returnSites)
 	}
-	cells := uint64(len(items))*trampCell + uint64(nExits)*exitCell
-	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
-	area, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
-	if err != nil {
-		t.cfg.Warn(prf.NoSlots(err))
-		area = 0
-	}
-	if area != 0 {
-		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{area, size})
-	}
-	if t.inproc == nil && t.timeInProcess {
-		t.noRings()
-	}
-	// Planting allocates a little for every entry, all of it live until
-	// the end: collecting meanwhile would only slow the start down.
-	defer debug.SetGCPercent(debug.SetGCPercent(1000))
-	text := t.readText(items, bias)
-	image := make([]byte, cells)
-	// The area is filled from its start: trampolines and slots packed one
-	// after the other, each 16-byte aligned, so that the program's pages
-	// hold no more than they use.
-	next := area
-	alloc := func(n int) uint64 {
-		at := next
-		next += (uint64(n) + 15) &^ 15
-		return at
-	}
-	var jumps []patchWrite
-	var short []int // entries to try again with a short jump
-	// hops is the padding where short jumps' hops go, found once the
-	// entries' full jumps are known.
-	var hops *hopSpace
-	padding := func() *hopSpace {
-		if hops == nil {
-			hops = t.hopSpace(items, bias, text, jumps)
-		}
-		return hops
-	}
-	planned := t.planEntries(items, bias, area, text)
-	dup := make([]bool, len(items)) // an entry two names share is counted once
+	return uint64(len(items))*trampCell + uint64(nExits)*exitCell
+}
+
+// retry is an entry to patch again with a short jump, and why a full one
+// could not go there.
+type retry struct {
+	item int
+	err  error
+}
+
+// plantEntries builds the trampolines of the entries of planting p,
+// planned in parallel and placed one after the other in the area, and
+// prepares a breakpoint for each entry that cannot take one. It returns
+// the entries to try again with a short jump, whose hop needs the padding
+// the full jumps leave (plantShortEntries).
+func (t *tracer) plantEntries(p *planting) ([]retry, error) {
+	planned := t.planEntries(p.items, p.bias, p.area.base, p.text)
+	dup := make([]bool, len(p.items)) // an entry two names share is counted once
 	seen := map[uint64]bool{}
-	for n, item := range items {
-		addr := t.plan.Funcs[item].Entry + bias
+	for n, item := range p.items {
+		addr := t.plan.Funcs[item].Entry + p.bias
 		dup[n], seen[addr] = seen[addr], true
 		if !dup[n] && planned[n].err == nil {
-			planned[n].at = alloc(len(planned[n].j.code))
+			planned[n].at = p.area.alloc(len(planned[n].j.code))
 		}
 	}
 	t.placeEntries(planned)
-	for n, item := range items {
+	var short []retry
+	for n, item := range p.items {
 		if dup[n] {
 			continue
 		}
 		if t.inproc != nil {
 			j, err := planned[n].j, planned[n].err
 			if err == nil {
-				copy(image[j.tramp.addr-area:], j.code)
-				jumps = append(jumps, j)
-				t.inproc.addEntry(j.tramp)
+				p.area.put(j.tramp.addr, j.code)
+				t.addEntryJump(p, j)
 				continue
 			}
 			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
-				short = append(short, n)
+				short = append(short, retry{item, err})
 				continue
 			}
 			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
 		}
-		if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
+		if err := t.breakpointSite(p, item); err != nil {
+			return nil, err
+		}
+	}
+	return short, nil
+}
+
+// plantShortEntries patches the entries of short with a short jump to a
+// hop in the padding, or else a punned jump; an entry that takes neither
+// gets a breakpoint.
+func (t *tracer) plantShortEntries(p *planting, short []retry) error {
+	if len(short) == 0 {
+		return nil
+	}
+	hops := t.padding(p)
+	for _, r := range short {
+		f := &t.plan.Funcs[r.item]
+		j, err := t.trampoline(f, r.item, p.bias, p.area.next, p.text, hops)
+		if err == nil {
+			at := p.area.alloc(len(j.code)) // where it was built: next
+			p.area.put(at, j.code)
+			t.addEntryJump(p, j)
+			continue
+		}
+		if j, perr := t.punTrampoline(f, r.item, p.bias, p.text); perr == nil {
+			t.addEntryJump(p, j)
+			continue
+		}
+		if errors.Is(r.err, errJumpInto) && !errors.Is(err, errJumpInto) {
+			// (Why a full jump could not go there says more.)
+			err = fmt.Errorf("%w; %v", r.err, err)
+		}
+		t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: r.item, err: err})
+		if err := t.breakpointSite(p, r.item); err != nil {
 			return err
 		}
 	}
-	if len(short) > 0 {
-		hops := padding()
-		for _, n := range short {
-			item := items[n]
-			j, err := t.trampoline(&t.plan.Funcs[item], item, bias, next, text, hops)
-			if err == nil {
-				at := alloc(len(j.code)) // where it was built: next
-				copy(image[at-area:], j.code)
-				jumps = append(jumps, j)
-				t.inproc.addEntry(j.tramp)
-				continue
-			}
-			if j, perr := t.punTrampoline(&t.plan.Funcs[item], item, bias, text); perr == nil {
-				jumps = append(jumps, j)
-				t.inproc.addEntry(j.tramp)
-				continue
-			}
-			if errors.Is(planned[n].err, errJumpInto) && !errors.Is(err, errJumpInto) {
-				// (Why a full jump could not go there says more.)
-				err = fmt.Errorf("%w; %v", planned[n].err, err)
-			}
-			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
-			if err := t.breakpointSite(mi, item, bias, area, alloc, image); err != nil {
-				return err
-			}
-		}
-	}
-	if t.timeInProcess && t.inproc != nil && area != 0 {
-		var exitJumps []patchWrite
-		exitJumps, exits = t.exitTrampolines(exits, bias, text, jumps, padding, func() uint64 { return next }, alloc, image, area)
-		jumps = append(jumps, exitJumps...)
-	}
-	if exits != nil {
-		t.exitSites(exits, area, alloc, image)
-	}
-	if area != 0 && next > area {
-		if err := t.mem.WriteMem(area, image[:next-area]); err != nil {
+	return nil
+}
+
+// addEntryJump adds entry jump j to those of planting p, and its
+// trampoline to those the run knows.
+func (t *tracer) addEntryJump(p *planting, j patchWrite) {
+	p.jumps = append(p.jumps, j)
+	t.inproc.addEntry(j.tramp)
+}
+
+// writePlanting writes what planting p built into the program: the
+// area's code, then the jumps with the code between them (writeCode),
+// then the breakpoints.
+func (t *tracer) writePlanting(p *planting) error {
+	if used := p.area.used(); len(used) > 0 {
+		if err := t.mem.WriteMem(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
 	}
 	var code []span
-	for _, j := range jumps {
+	for _, j := range p.jumps {
 		if j.hopCode != nil {
 			code = append(code, span{j.hop, j.hopCode})
 		}
 		code = append(code, span{j.addr, j.jump})
 	}
-	if err := t.writeCode(text, code); err != nil {
+	if err := t.writeCode(p.text, code); err != nil {
 		return fmt.Errorf("patch entries: %w", err)
 	}
-	t.wrote(mi, bias, code)
+	t.wrote(p.mi, p.bias, code)
 	bp := t.arch.Breakpoint()
 	for _, s := range t.fresh {
 		if err := t.mem.WriteMem(s.addr, bp); err != nil {
@@ -518,21 +579,20 @@ func (t *tracer) writeCode(text moduleText, spans []span) error {
 	return nil
 }
 
-// breakpointSite prepares the breakpoint of item's entry (module mi,
-// loaded with bias), with its out-of-line slot taken with alloc from the
-// area (0: none) whose bytes are image; a function that cannot be
-// profiled is warned about.
-func (t *tracer) breakpointSite(mi, item int, bias, area uint64, alloc func(int) uint64, image []byte) error {
+// breakpointSite prepares the breakpoint of item's entry, planted by p,
+// with its out-of-line slot taken from p's area (when there is one); a
+// function that cannot be profiled is warned about.
+func (t *tracer) breakpointSite(p *planting, item int) error {
 	f := &t.plan.Funcs[item]
-	addr := f.Entry + bias
+	addr := f.Entry + p.bias
 	code := make([]byte, t.arch.MaxInstLen())
 	if err := t.readCode(addr, code); err != nil {
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
 	bp := t.arch.Breakpoint()
 	cell := uint64(0)
-	if area != 0 {
-		cell = alloc(t.arch.SlotSize())
+	if p.area.mapped() {
+		cell = p.area.alloc(t.arch.SlotSize())
 	}
 	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
 	// Coverage removes a breakpoint at its first hit and needs no
@@ -545,12 +605,12 @@ func (t *tracer) breakpointSite(mi, item int, bias, area uint64, alloc func(int)
 	switch {
 	case err == nil:
 		s.disp, s.displaced = d, true
-		copy(image[cell-area:], d.Slot)
 		if d.Slot != nil {
+			p.area.put(cell, d.Slot)
 			t.slots[cell] = s
 		}
 	case !t.coverage:
-		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[mi].Name, err))
+		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
 		return nil
 	}
 	t.sites[addr] = s

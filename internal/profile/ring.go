@@ -449,16 +449,46 @@ func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
 }
 
 // exitTrampolines patches in-process the exits of the functions in exits
-// (module loaded with bias, code in text) that instr.PlanExits can patch
-// and that no patch or breakpoint planted before overlaps (entries, with
-// jumps), building each trampoline at next() and taking its room with
-// alloc from the area whose bytes are image. It returns the jumps to
-// write, and the exits left for breakpoints, by item.
-func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text moduleText, jumps []patchWrite, padding func() *hopSpace,
-	next func() uint64, alloc func(int) uint64, image []byte, area uint64) ([]patchWrite, map[int][]instr.Exit) {
-	ip := t.inproc
-	taken := takenSpans(jumps, t.sites)
-	// The exits that entries' trampolines carry out, with their records.
+// (planted by p) that instr.PlanExits can patch and that no patch or
+// breakpoint planted before overlaps (p's entries, with their jumps):
+// with full jumps, then with short ones to hops in the padding, and the
+// functions whose exits could not all be patched at the return sites of
+// their calls. Each trampoline is built where it goes, at the area's
+// next. It returns the jumps to write, and the exits left for
+// breakpoints, by item.
+func (t *tracer) exitTrampolines(p *planting, exits map[int][]instr.Exit) ([]patchWrite, map[int][]instr.Exit) {
+	e := &exitPatching{p: p, taken: takenSpans(p.jumps, t.sites), left: map[int][]instr.Exit{}}
+	inEntry := entryExits(p.jumps)
+	for _, item := range slices.Sorted(maps.Keys(exits)) {
+		t.patchExits(e, item, exits[item], inEntry)
+	}
+	e.claimed = slices.Clone(e.windows)
+	t.shortExits(e)
+	t.returnSitesOf(e)
+	return e.out, e.left
+}
+
+// exitPatching is the work of patching one module's exits in-process
+// (exitTrampolines).
+type exitPatching struct {
+	p *planting
+	// taken is what the entries' patches and breakpoints cover.
+	taken spans
+	// left are the exits left for breakpoints, by item.
+	left map[int][]instr.Exit
+	// out are the jumps to write.
+	out []patchWrite
+	// short are the exits to try again with a short jump.
+	short []shortExit
+	// windows are the exits' patches; claimed those and the short
+	// jumps' hops and the return sites' patches, in no order.
+	windows, claimed spans
+}
+
+// entryExits returns the exits that the entries' trampolines of jumps
+// carry out, with their records (a function whose first instructions,
+// moved, hold its return).
+func entryExits(jumps []patchWrite) map[uint64]bool {
 	inEntry := map[uint64]bool{}
 	for _, j := range jumps {
 		if p := &j.tramp.patch; j.tramp.code.Exit {
@@ -472,79 +502,90 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 			}
 		}
 	}
-	left := map[int][]instr.Exit{}
-	var out []patchWrite
-	var short []shortExit // exits to try again with a short jump
-	var windows spans     // the exits' patches
-	add := func(w patchWrite) {
-		alloc(len(w.code)) // where it was built: next()
-		copy(image[w.tramp.addr-area:], w.code)
-		out = append(out, w)
-		ip.add(w.tramp)
-		ip.exitsPatched++
-		windows = append(windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
+	return inEntry
+}
+
+// addExit takes exit trampoline w into the area and the run.
+func (t *tracer) addExit(e *exitPatching, w patchWrite) {
+	e.p.area.alloc(len(w.code)) // where it was built: next
+	e.p.area.put(w.tramp.addr, w.code)
+	e.out = append(e.out, w)
+	t.inproc.add(w.tramp)
+	t.inproc.exitsPatched++
+	e.windows = append(e.windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
+}
+
+// patchExits patches the exits of item's function with full jumps where
+// they fit; those a short jump may fit are kept in e.short, the others
+// left for breakpoints.
+func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEntry map[uint64]bool) {
+	ip, text := t.inproc, e.p.text
+	f := &t.plan.Funcs[item]
+	lo, hi := f.Low+e.p.bias, f.High+e.p.bias
+	if f.Frame != datafile.FrameSP || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		e.left[item] = exits
+		return
 	}
-	for _, item := range slices.Sorted(maps.Keys(exits)) {
-		f := &t.plan.Funcs[item]
-		lo, hi := f.Low+bias, f.High+bias
-		if f.Frame != datafile.FrameSP || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
-			left[item] = exits[item]
+	pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
+	plans, err := t.arch.PlanExits(text.b[lo-text.start:hi-text.start+uint64(pad)], lo, hi, false)
+	if err != nil {
+		e.left[item] = exits
+		return
+	}
+	var mine [][2]uint64 // this function's exit patches: windows of others are elsewhere
+	for _, p := range plans {
+		if p.Exit.Indirect {
 			continue
 		}
-		pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
-		plans, err := t.arch.PlanExits(text.b[lo-text.start:hi-text.start+uint64(pad)], lo, hi, false)
+		if inEntry[p.Exit.PC] {
+			ip.exitsPatched++
+			continue
+		}
+		w, err := t.exitTrampoline(item, &p, e.taken, mine, e.p.area.next)
 		if err != nil {
-			left[item] = exits[item]
+			// (A short jump's window is smaller: it may fit where a
+			// branch lands in a full jump's.)
+			if back, _ := t.arch.ShortReach(); back > 0 && (errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)) {
+				e.short = append(e.short, shortExit{item: item, fn: text.b[lo-text.start : hi-text.start+uint64(pad)], lo: lo, hi: hi, exit: p.Exit})
+				continue
+			}
+			t.exitLeft(e.left, item, p.Exit, err, e.taken)
 			continue
 		}
-		var mine [][2]uint64 // this function's exit patches: windows of others are elsewhere
-		for _, p := range plans {
-			if p.Exit.Indirect {
-				continue
-			}
-			if inEntry[p.Exit.PC] {
-				ip.exitsPatched++
-				continue
-			}
-			w, err := t.exitTrampoline(item, &p, taken, mine, next())
-			if err != nil {
-				// (A short jump's window is smaller: it may fit where a
-				// branch lands in a full jump's.)
-				if back, _ := t.arch.ShortReach(); back > 0 && (errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)) {
-					short = append(short, shortExit{item: item, fn: text.b[lo-text.start : hi-text.start+uint64(pad)], lo: lo, hi: hi, exit: p.Exit})
-					continue
-				}
-				t.exitLeft(left, item, p.Exit, err, taken)
-				continue
-			}
-			add(w)
-			mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
-		}
+		t.addExit(e, w)
+		mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
 	}
-	claimed := slices.Clone(windows) // the exits' patches and hops, in no order
-	if len(short) > 0 {
-		// Short jumps to hops in the padding, which the exits' patches
-		// take first.
-		hops := padding()
-		for _, w := range windows {
-			hops.remove(w[0], w[1])
-		}
-		for _, s := range short {
-			w, err := t.shortExit(s, taken, claimed, hops, next())
-			if err != nil {
-				t.exitLeft(left, s.item, s.exit, err, taken)
-				continue
-			}
-			add(w)
-			claimed = append(claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
-		}
+}
+
+// shortExits patches the exits of e.short with short jumps to hops in the
+// padding, which the exits' full patches take first.
+func (t *tracer) shortExits(e *exitPatching) {
+	if len(e.short) == 0 {
+		return
 	}
-	// The functions whose exits could not all be patched are left where
-	// their calls return, when every call of theirs in the module can be
-	// patched there: their exits then keep no breakpoint.
+	hops := t.padding(e.p)
+	for _, w := range e.windows {
+		hops.remove(w[0], w[1])
+	}
+	for _, s := range e.short {
+		w, err := t.shortExit(s, e.taken, e.claimed, hops, e.p.area.next)
+		if err != nil {
+			t.exitLeft(e.left, s.item, s.exit, err, e.taken)
+			continue
+		}
+		t.addExit(e, w)
+		e.claimed = append(e.claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
+	}
+}
+
+// returnSitesOf leaves the functions whose exits could not all be patched
+// where their calls return, when every call of theirs in the module can be
+// patched there: their exits then keep no breakpoint.
+func (t *tracer) returnSitesOf(e *exitPatching) {
+	ip, bias := t.inproc, e.p.bias
 	callers := t.callers(bias)
 	budget := returnSites
-	for _, item := range slices.Sorted(maps.Keys(left)) {
+	for _, item := range slices.Sorted(maps.Keys(e.left)) {
 		f := &t.plan.Funcs[item]
 		rets := t.returns[f.Entry+bias]
 		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
@@ -552,37 +593,36 @@ func (t *tracer) exitTrampolines(exits map[int][]instr.Exit, bias uint64, text m
 		}
 		// Planned first, all of them, where they would go; built again
 		// one after the other at their places.
-		mark := len(claimed)
+		mark := len(e.claimed)
 		ok := true
 		for n, r := range rets {
-			w, err := t.returnSite(item, r, callers, text, taken, claimed, next()+uint64(n)*trampCell)
+			w, err := t.returnSite(item, r, callers, e.p.text, e.taken, e.claimed, e.p.area.next+uint64(n)*trampCell)
 			if err != nil {
 				ok = false
 				break
 			}
-			claimed = append(claimed, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
+			e.claimed = append(e.claimed, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
 		}
 		if !ok {
-			claimed = claimed[:mark]
+			e.claimed = e.claimed[:mark]
 			continue
 		}
 		for _, r := range rets {
-			w, err := t.returnSite(item, r, callers, text, taken, nil, next())
+			w, err := t.returnSite(item, r, callers, e.p.text, e.taken, nil, e.p.area.next)
 			if err != nil {
 				continue // never: planned above
 			}
-			alloc(len(w.code))
-			copy(image[w.tramp.addr-area:], w.code)
-			out = append(out, w)
+			at := e.p.area.alloc(len(w.code))
+			e.p.area.put(at, w.code)
+			e.out = append(e.out, w)
 			ip.add(w.tramp)
 			ip.returnSites++
 		}
 		budget -= len(rets)
-		ip.exitsPatched += len(left[item])
-		delete(left, item)
+		ip.exitsPatched += len(e.left[item])
+		delete(e.left, item)
 		ip.exitsLeft = slices.DeleteFunc(ip.exitsLeft, func(fb fallBack) bool { return fb.item == item })
 	}
-	return out, left
 }
 
 // returnSites bounds the return sites a module's exits may take (the area

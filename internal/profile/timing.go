@@ -302,12 +302,12 @@ func (t *tracer) calibrate() (int64, error) {
 
 // exitSites plants a breakpoint at every exit of items' functions
 // (module loaded with bias), as instr.FindExits finds them, with slots
-// taken with alloc from the area whose bytes are image. Indirect jumps are
+// taken from area when there is one. Indirect jumps are
 // left: a frame left through one is closed from the stack pointer at the
 // next event. An exit at an address that already has a site, or whose
 // instruction cannot be carried out from a breakpoint, is left the same
 // way.
-func (t *tracer) exitSites(exits map[int][]instr.Exit, area uint64, alloc func(int) uint64, image []byte) {
+func (t *tracer) exitSites(area *codeArea, exits map[int][]instr.Exit) {
 	for _, item := range slices.Sorted(maps.Keys(exits)) {
 		for _, e := range exits[item] {
 			if e.Indirect {
@@ -324,8 +324,8 @@ func (t *tracer) exitSites(exits map[int][]instr.Exit, area uint64, alloc func(i
 				continue
 			}
 			cell := uint64(0)
-			if area != 0 {
-				cell = alloc(t.arch.SlotSize())
+			if area.mapped() {
+				cell = area.alloc(t.arch.SlotSize())
 			}
 			d, err := t.arch.Displace(code, e.PC, cell)
 			if err != nil || (d.Emulate == nil && cell == 0) {
@@ -334,7 +334,7 @@ func (t *tracer) exitSites(exits map[int][]instr.Exit, area uint64, alloc func(i
 			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
 				slot: cell, disp: d, displaced: true}
 			if d.Slot != nil {
-				copy(image[cell-area:], d.Slot)
+				area.put(cell, d.Slot)
 				t.slots[cell] = s
 			}
 			t.sites[e.PC] = s

@@ -1,0 +1,43 @@
+package profile
+
+// codeArea is the memory PROFILE maps next to a module for the code it
+// writes there: trampolines, return sites and the out-of-line slots of
+// breakpoints, of every mechanism that plants in the module. It is filled
+// from its start, each piece 16-byte aligned, so that the program's pages
+// hold no more than they use, and built in image, the area's bytes, to be
+// written into the program in one write (planting.write).
+type codeArea struct {
+	base  uint64 // 0: no area was mapped
+	next  uint64 // where the next piece goes
+	image []byte
+}
+
+// newCodeArea returns the area mapped at base (0: none), of room for
+// cells bytes.
+func newCodeArea(base, cells uint64) *codeArea {
+	return &codeArea{base: base, next: base, image: make([]byte, cells)}
+}
+
+// mapped reports whether there is an area.
+func (a *codeArea) mapped() bool { return a.base != 0 }
+
+// alloc takes room for n bytes and returns its address, which code
+// position-dependent was built for when it was built at a.next.
+func (a *codeArea) alloc(n int) uint64 {
+	at := a.next
+	a.next += (uint64(n) + 15) &^ 15
+	return at
+}
+
+// put copies code into the image at at, an address alloc returned.
+func (a *codeArea) put(at uint64, code []byte) {
+	copy(a.image[at-a.base:], code)
+}
+
+// used returns the bytes of the area taken so far.
+func (a *codeArea) used() []byte {
+	if !a.mapped() {
+		return nil
+	}
+	return a.image[:a.next-a.base]
+}
