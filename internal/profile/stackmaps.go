@@ -1,6 +1,12 @@
 package profile
 
-import "sort"
+import (
+	"encoding/binary"
+	"sort"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
 
 // stackMaps tells the books which mapping of the program's memory holds
 // a stack pointer, so that the frames of a thread on different stacks (a
@@ -78,4 +84,75 @@ func (m *stackMaps) find(a uint64) (extent, bool) {
 		return m.extents[i], true
 	}
 	return extent{}, false
+}
+
+// maxStack bounds the stack a thread may grow to where its mapping does
+// not say (the main thread's grows down on demand).
+const maxStack = 256 << 20
+
+// ownStack points the stack table's entries of the stack that holds sp
+// (the pages of its mapping at and below sp) at area b. The main thread's
+// stack, which grows, is taken as deep as its limit allows.
+func (t *tracer) ownStack(sp uint64, b int) error {
+	ip := t.inproc
+	// The maps are read again for every thread: a cached copy could hold
+	// a stack since unmapped, whose bounds would take another's pages.
+	maps, err := t.readMaps()
+	if err != nil {
+		return err
+	}
+	m, ok := stackOf(maps, sp)
+	if !ok {
+		return nil // a stack in no mapping: its frames go to the discard area
+	}
+	lo := m.Start
+	if m.Path == "[stack]" {
+		limit := uint64(maxStack)
+		if l, err := ptrace.StackLimit(t.pid); err == nil && l < limit {
+			limit = l
+		}
+		if m.End-limit < lo && limit < m.End {
+			lo = m.End - limit
+		}
+	}
+	lo = max(lo, sp-min(sp, maxStack)) &^ (1<<instr.DepthTablePage - 1)
+	ip.pointStack(lo, sp, b, -1)
+	if b != 0 {
+		if ip.stacks == nil {
+			ip.stacks = map[int][2]uint64{}
+		}
+		ip.stacks[b] = [2]uint64{lo, sp}
+	}
+	return nil
+}
+
+// pointStack points the stack table's entries of the pages from lo to hi
+// at area b: all of them, or where from is not -1, those that point at
+// area from.
+func (ip *inproc) pointStack(lo, hi uint64, b, from int) {
+	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
+	off := uint32(uint64(b) * ip.stride)
+	for page := lo; page <= hi; page += 1 << instr.DepthTablePage {
+		e := table[4*instr.TableIndex(page):]
+		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*ip.stride) {
+			binary.LittleEndian.PutUint32(e, off)
+		}
+	}
+}
+
+// tableArea is the area the stack table gives a thread whose stack
+// pointer is sp.
+func (ip *inproc) tableArea(sp uint64) int {
+	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
+	return int(uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):])) / ip.stride)
+}
+
+// stackOf returns the mapping that holds sp.
+func stackOf(maps []mapping, sp uint64) (mapping, bool) {
+	for _, m := range maps {
+		if m.Start <= sp && sp < m.End {
+			return m, true
+		}
+	}
+	return mapping{}, false
 }

@@ -1,0 +1,451 @@
+// Function entries: planting a module's entries, in-process (a jump to a
+// trampoline that counts, or times, and runs the moved instructions) or,
+// where no patch can go, with a breakpoint whose instruction runs from an
+// out-of-line slot. Everything a module takes is built in its codeArea
+// and written in bulk (writePlanting). The trampolines themselves are
+// trampolines.go's; the exits' patches ring.go's.
+
+package profile
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// plantModule instruments the function entries of module mi, loaded with
+// bias, mapped as in, in a process with the given maps; an entry the
+// module's decoding refuses (checkEntry) gets nothing. One area is mapped
+// next to the module, room for trampCell bytes per entry: a trampoline
+// where the entry can be patched in-process, else the out-of-line slot of
+// its breakpoint, packed from the area's start. Everything is written in
+// bulk: the area, then the jumps, then the breakpoints (writePlanting).
+func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
+	items := t.plantable(mi, bias)
+	if len(items) == 0 {
+		return nil
+	}
+	var exits map[int][]instr.Exit
+	nExits := 0
+	if t.plan.Method.IsTiming() {
+		exits, nExits = t.findExits(items, bias)
+		nExits -= t.checkExits(exits)
+	}
+	cells := t.areaCells(items, bias, nExits)
+	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
+	base, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
+	if err != nil {
+		t.cfg.Warn(prf.NoSlots(err))
+		base = 0
+	}
+	if base != 0 {
+		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{base, size})
+	}
+	if t.inproc == nil && t.timeInProcess {
+		t.noRings()
+	}
+	// Planting allocates a little for every entry, all of it live until
+	// the end: collecting meanwhile would only slow the start down.
+	defer debug.SetGCPercent(debug.SetGCPercent(1000))
+	p := &planting{mi: mi, bias: bias, items: items, text: t.readText(items, bias), area: newCodeArea(base, cells)}
+	short, err := t.plantEntries(p)
+	if err != nil {
+		return err
+	}
+	if err := t.plantShortEntries(p, short); err != nil {
+		return err
+	}
+	if t.timeInProcess && t.inproc != nil && p.area.mapped() {
+		var exitJumps []patchWrite
+		exitJumps, exits = t.exitTrampolines(p, exits)
+		p.jumps = append(p.jumps, exitJumps...)
+	}
+	if exits != nil {
+		t.exitSites(p.area, exits)
+	}
+	return t.writePlanting(p)
+}
+
+// planting is the work of planting the function entries of one module
+// (plantModule): the module, its functions' code as read, the area next
+// to it, and the jumps built so far, which what is planted after them
+// must not overlap.
+type planting struct {
+	mi    int
+	bias  uint64
+	items []int      // the functions planted, by index in the plan
+	text  moduleText // their code
+	area  *codeArea
+	jumps []patchWrite
+	// hops is the padding where short jumps' hops go (padding).
+	hops *hopSpace
+}
+
+// padding returns the padding where the short jumps of planting p put
+// their hops, found at the first need, once the entries' full jumps are
+// known.
+func (t *tracer) padding(p *planting) *hopSpace {
+	if p.hops == nil {
+		p.hops = t.hopSpace(p.items, p.bias, p.text, p.jumps)
+	}
+	return p.hops
+}
+
+// plantable returns the functions of module mi, loaded with bias, whose
+// entries may be planted; the others are warned about (checkEntry).
+func (t *tracer) plantable(mi int, bias uint64) []int {
+	var items []int
+	for i := range t.plan.Funcs {
+		f := &t.plan.Funcs[i]
+		if f.Module != mi {
+			continue
+		}
+		if err := t.checkEntry(f, bias); err != nil {
+			t.cfg.Warn(prf.EntryRefused(f.Name, t.plan.Modules[mi].Name, err))
+			continue
+		}
+		items = append(items, i)
+	}
+	return items
+}
+
+// areaCells returns the bytes the area next to a module needs for the
+// entries of items (module loaded with bias) and nExits exits: trampCell
+// an entry (a trampoline, or a breakpoint's slot), a slot an exit; timing
+// in-process, a trampoline an exit, and room for the return sites of the
+// functions' calls too (see exitTrampolines).
+func (t *tracer) areaCells(items []int, bias uint64, nExits int) uint64 {
+	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
+	if t.timeInProcess {
+		exitCell = trampCell
+		calls := 0
+		for _, item := range items {
+			calls += len(t.returns[t.plan.Funcs[item].Entry+bias])
+		}
+		nExits += min(calls, returnSites)
+	}
+	return uint64(len(items))*trampCell + uint64(nExits)*exitCell
+}
+
+// retry is an entry to patch again with a short jump, and why a full one
+// could not go there.
+type retry struct {
+	item int
+	err  error
+}
+
+// plantEntries builds the trampolines of the entries of planting p,
+// planned in parallel and placed one after the other in the area, and
+// prepares a breakpoint for each entry that cannot take one. It returns
+// the entries to try again with a short jump, whose hop needs the padding
+// the full jumps leave (plantShortEntries).
+func (t *tracer) plantEntries(p *planting) ([]retry, error) {
+	planned := t.planEntries(p.items, p.bias, p.area.base, p.text)
+	dup := make([]bool, len(p.items)) // an entry two names share is counted once
+	seen := map[uint64]bool{}
+	for n, item := range p.items {
+		addr := t.plan.Funcs[item].Entry + p.bias
+		dup[n], seen[addr] = seen[addr], true
+		if !dup[n] && planned[n].err == nil {
+			planned[n].at = p.area.alloc(len(planned[n].j.code))
+		}
+	}
+	t.placeEntries(planned)
+	var short []retry
+	for n, item := range p.items {
+		if dup[n] {
+			continue
+		}
+		if t.inproc != nil {
+			j, err := planned[n].j, planned[n].err
+			if err == nil {
+				p.area.put(j.tramp.addr, j.code)
+				t.addEntryJump(p, j)
+				continue
+			}
+			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
+				short = append(short, retry{item, err})
+				continue
+			}
+			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
+		}
+		if err := t.breakpointSite(p, item); err != nil {
+			return nil, err
+		}
+	}
+	return short, nil
+}
+
+// plantShortEntries patches the entries of short with a short jump to a
+// hop in the padding, or else a punned jump; an entry that takes neither
+// gets a breakpoint.
+func (t *tracer) plantShortEntries(p *planting, short []retry) error {
+	if len(short) == 0 {
+		return nil
+	}
+	hops := t.padding(p)
+	for _, r := range short {
+		f := &t.plan.Funcs[r.item]
+		j, err := t.trampoline(f, r.item, p.bias, p.area.next, p.text, hops)
+		if err == nil {
+			at := p.area.alloc(len(j.code)) // where it was built: next
+			p.area.put(at, j.code)
+			t.addEntryJump(p, j)
+			continue
+		}
+		if j, perr := t.punTrampoline(f, r.item, p.bias, p.text); perr == nil {
+			t.addEntryJump(p, j)
+			continue
+		}
+		if errors.Is(r.err, errJumpInto) && !errors.Is(err, errJumpInto) {
+			// (Why a full jump could not go there says more.)
+			err = fmt.Errorf("%w; %v", r.err, err)
+		}
+		t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: r.item, err: err})
+		if err := t.breakpointSite(p, r.item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addEntryJump adds entry jump j to those of planting p, and its
+// trampoline to those the run knows.
+func (t *tracer) addEntryJump(p *planting, j patchWrite) {
+	p.jumps = append(p.jumps, j)
+	t.inproc.addEntry(j.tramp)
+}
+
+// writePlanting writes what planting p built into the program: the
+// area's code, then the jumps with the code between them (writeCode),
+// then the breakpoints.
+func (t *tracer) writePlanting(p *planting) error {
+	if used := p.area.used(); len(used) > 0 {
+		if err := t.mem.WriteMem(p.area.base, used); err != nil {
+			return fmt.Errorf("write trampolines and slots: %w", err)
+		}
+	}
+	var code []span
+	for _, j := range p.jumps {
+		if j.hopCode != nil {
+			code = append(code, span{j.hop, j.hopCode})
+		}
+		code = append(code, span{j.addr, j.jump})
+	}
+	if err := t.writeCode(p.text, code); err != nil {
+		return fmt.Errorf("patch entries: %w", err)
+	}
+	t.wrote(p.mi, p.bias, code)
+	bp := t.arch.Breakpoint()
+	for _, s := range t.fresh {
+		if err := t.mem.WriteMem(s.addr, bp); err != nil {
+			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
+		}
+	}
+	t.fresh = t.fresh[:0]
+	if t.inproc != nil {
+		t.inproc.sortTramps()
+	}
+	return nil
+}
+
+// span is bytes to write at an address.
+type span struct {
+	addr uint64
+	b    []byte
+}
+
+// writeCode writes the spans into the program's code, those close
+// together in one write filled with the code between them as read in text
+// (a write to another process's memory costs a system call: 10,000
+// patches one by one take longer than everything else PROFILE does at
+// start-up).
+func (t *tracer) writeCode(text moduleText, spans []span) error {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
+	const gap = 4096
+	end := text.start + uint64(len(text.b))
+	for i := 0; i < len(spans); {
+		lo, hi := spans[i].addr, spans[i].addr+uint64(len(spans[i].b))
+		j := i + 1
+		for j < len(spans) && spans[j].addr < hi+gap && lo >= text.start && spans[j].addr+uint64(len(spans[j].b)) <= end {
+			hi = max(hi, spans[j].addr+uint64(len(spans[j].b)))
+			j++
+		}
+		if j == i+1 {
+			if err := t.mem.WriteMem(lo, spans[i].b); err != nil {
+				return fmt.Errorf("write at %#x: %w", lo, err)
+			}
+			i = j
+			continue
+		}
+		buf := slices.Clone(text.b[lo-text.start : hi-text.start])
+		for _, sp := range spans[i:j] {
+			copy(buf[sp.addr-lo:], sp.b)
+		}
+		if err := t.mem.WriteMem(lo, buf); err != nil {
+			return fmt.Errorf("write %d bytes at %#x: %w", len(buf), lo, err)
+		}
+		i = j
+	}
+	return nil
+}
+
+// breakpointSite prepares the breakpoint of item's entry, planted by p,
+// with its out-of-line slot taken from p's area (when there is one); a
+// function that cannot be profiled is warned about.
+func (t *tracer) breakpointSite(p *planting, item int) error {
+	f := &t.plan.Funcs[item]
+	addr := f.Entry + p.bias
+	code := make([]byte, t.arch.MaxInstLen())
+	if err := t.readCode(addr, code); err != nil {
+		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
+	}
+	bp := t.arch.Breakpoint()
+	cell := uint64(0)
+	if p.area.mapped() {
+		cell = p.area.alloc(t.arch.SlotSize())
+	}
+	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
+	// Coverage removes a breakpoint at its first hit and needs no
+	// displacement, except for a vfork child, which shares the program's
+	// memory: it must step over the breakpoint, not remove it.
+	d, err := t.arch.Displace(code, addr, s.slot)
+	if err == nil && d.Emulate == nil && cell == 0 {
+		err = instr.ErrOutOfReach
+	}
+	switch {
+	case err == nil:
+		s.disp, s.displaced = d, true
+		if d.Slot != nil {
+			p.area.put(cell, d.Slot)
+			t.slots[cell] = s
+		}
+	case !t.coverage:
+		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
+		return nil
+	}
+	t.sites[addr] = s
+	t.fresh = append(t.fresh, s)
+	return nil
+}
+
+// patchWrite is a jump to write over an entry, its trampoline's code, and
+// for a short jump its hop.
+type patchWrite struct {
+	addr    uint64
+	jump    []byte
+	code    []byte
+	hop     uint64
+	hopCode []byte
+	tramp   *tramp
+	// build builds the trampoline again at another address.
+	build func(at uint64) (instr.Trampoline, error)
+}
+
+// plannedEntry is the outcome of planning one entry's patch, and where its
+// trampoline goes.
+type plannedEntry struct {
+	j   patchWrite
+	err error
+	at  uint64
+}
+
+// placeEntries moves the planned trampolines to their addresses (see
+// place), in parallel like planning.
+func (t *tracer) placeEntries(planned []plannedEntry) {
+	inParallel(len(planned), func(n int) {
+		if p := &planned[n]; p.err == nil && p.at != 0 {
+			p.err = t.place(&p.j, p.at)
+		}
+	})
+}
+
+// inParallel calls do for 0 to n-1, spread over the CPUs when n is large
+// enough to pay for the goroutines. Each call must touch its own data.
+func inParallel(n int, do func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				do(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// planEntries plans the patches and trampolines of items (without short
+// jumps, which share the padding): in parallel, since decoding every
+// function of a large program is most of PROFILE's start-up, and each
+// entry's plan is its own. Nothing here touches the program.
+func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []plannedEntry {
+	out := make([]plannedEntry, len(items))
+	if t.inproc == nil || area == 0 {
+		for n := range out {
+			out[n].err = errNoRoom
+		}
+		return out
+	}
+	inParallel(len(items), func(n int) {
+		item := items[n]
+		// Built at the area's start for its size; placed later.
+		out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, area, text, nil)
+	})
+	return out
+}
+
+// moduleText is a module's code as read from the program once: the span
+// of every planned function's code.
+type moduleText struct {
+	start uint64
+	b     []byte
+}
+
+// readText reads the code of the functions items, loaded with bias, in
+// one read. Functions whose extent the plan does not know, or a span too
+// large to read at once, give an empty text: their entries keep
+// breakpoints.
+func (t *tracer) readText(items []int, bias uint64) moduleText {
+	lo, hi := ^uint64(0), uint64(0)
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low < f.High {
+			lo, hi = min(lo, f.Low), max(hi, f.High)
+		}
+	}
+	if lo >= hi || hi-lo > 1<<30 || t.inproc == nil {
+		return moduleText{}
+	}
+	// And the padding after the last function, up to 16 bytes, where the
+	// mapping allows.
+	b := make([]byte, hi-lo+16)
+	if err := t.mem.ReadMem(lo+bias, b); err != nil {
+		b = b[:hi-lo]
+		if err := t.mem.ReadMem(lo+bias, b); err != nil {
+			return moduleText{}
+		}
+	}
+	return moduleText{start: lo + bias, b: b}
+}
+
+// readCode reads up to len(b) bytes of code at addr; near the end of a
+// mapping it reads what there is and zeroes the rest.
+func (t *tracer) readCode(addr uint64, b []byte) error {
+	err := t.mem.ReadMem(addr, b)
+	if err == nil {
+		return nil
+	}
+	clear(b)
+	end := (addr + t.pageSize) &^ (t.pageSize - 1)
+	return t.mem.ReadMem(addr, b[:min(uint64(len(b)), end-addr)])
+}

@@ -1,0 +1,373 @@
+// Trampolines: how one entry's patch is chosen (a full jump, a short jump
+// to a hop in the padding, a punned jump) and its trampoline built and
+// placed, and the reasons an entry falls back to a breakpoint.
+
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+)
+
+// hopSpace is the padding where hops may go: the alignment padding after
+// the module's planned functions that no patch covers, as free ranges.
+type hopSpace struct {
+	free [][2]uint64
+}
+
+// hopSpace finds the padding after each of items' functions, less what the
+// patches in jumps cover.
+func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
+	covered := map[uint64]uint64{} // a patch's start, its end
+	for _, j := range jumps {
+		covered[j.addr] = j.addr + uint64(len(j.jump)+len(j.tramp.patch.Punned))
+	}
+	hs := &hopSpace{}
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low >= f.High || f.High+bias < text.start {
+			continue
+		}
+		hi := f.High + bias
+		off := hi - text.start
+		if off >= uint64(len(text.b)) {
+			continue
+		}
+		pad := uint64(instr.PaddingAfter(t.arch, text.b[off:], hi))
+		lo := hi
+		for start, end := range covered {
+			if start < hi && end > lo {
+				lo = end // a tiny function's patch ran into its padding
+			}
+		}
+		if lo+5 <= hi+pad {
+			hs.free = append(hs.free, [2]uint64{lo, hi + pad})
+		}
+	}
+	return hs
+}
+
+// remove takes [lo, hi) out of the free padding.
+func (hs *hopSpace) remove(lo, hi uint64) {
+	var free [][2]uint64
+	for _, r := range hs.free {
+		if r[1] <= lo || hi <= r[0] {
+			free = append(free, r)
+			continue
+		}
+		if r[0] < lo {
+			free = append(free, [2]uint64{r[0], lo})
+		}
+		if hi < r[1] {
+			free = append(free, [2]uint64{hi, r[1]})
+		}
+	}
+	hs.free = free
+}
+
+// take allocates n bytes of padding that a short jump at site reaches
+// (back and forward bytes from it), or returns false.
+func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) {
+	for i, r := range hs.free {
+		if r[1]-r[0] < n {
+			continue
+		}
+		if d := int64(r[0] - site); d >= -back && d <= fwd {
+			hs.free[i][0] += n
+			return r[0], true
+		}
+	}
+	return 0, false
+}
+
+// trampoline plans the patch of f's entry and builds its trampoline in
+// cell; an error says why the entry keeps a breakpoint. With hops, the
+// patch is a short jump to a hop taken from them.
+func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text moduleText, hops *hopSpace) (patchWrite, error) {
+	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
+		return patchWrite{}, errNoExtent
+	}
+	if t.timeInProcess && f.Frame != datafile.FrameSP {
+		return patchWrite{}, errGoFrames
+	}
+	if cell == 0 {
+		return patchWrite{}, errNoRoom
+	}
+	lo, hi := f.Low+bias, f.High+bias
+	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		return patchWrite{}, errNoCode
+	}
+	pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
+	fn := text.b[lo-text.start : hi-text.start+uint64(pad)]
+	plan := t.arch.PlanPatch
+	if hops != nil {
+		plan = t.arch.PlanShortPatch
+		fn = fn[:hi-lo] // the padding is for hops
+	}
+	if t.timeInProcess && hops == nil {
+		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
+			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
+			exit, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+			if err == nil && (t.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
+				// The exit's window is landed in, or it is a jump the
+				// record code cannot go before.
+				return t.arch.PlanPatch(fn, start, site)
+			}
+			return p, err
+		}
+	}
+	if t.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, fn[:hi-lo], lo).Jumps, f.Entry+bias) {
+		return patchWrite{}, errLoopEntry
+	}
+	p, err := plan(fn, lo, f.Entry+bias)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if t.landings.inside(p.Site, p.End()) {
+		// (A jump of another function, into an alternate entry of
+		// this one's: the patch would replace where it lands.)
+		return patchWrite{}, jumpInto{p.Site, p.End()}
+	}
+	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
+	tr, err := build(cell)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if len(tr.Code) > trampCell && t.timeInProcess && hops == nil {
+		// Two records and long instructions: without the exit, whose
+		// patch is then its own.
+		if p, err = t.arch.PlanPatch(fn, lo, f.Entry+bias); err != nil {
+			return patchWrite{}, err
+		}
+		if tr, err = build(cell); err != nil {
+			return patchWrite{}, err
+		}
+	}
+	if len(tr.Code) > trampCell {
+		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
+	}
+	w := patchWrite{addr: p.Site, code: tr.Code}
+	to := cell
+	if p.Short {
+		back, fwd := t.arch.ShortReach()
+		hop, ok := hops.take(p.Site, back, fwd, hopLen)
+		if !ok {
+			return patchWrite{}, errNoHop
+		}
+		if w.hopCode, err = t.arch.Jump(hop, cell); err != nil {
+			return patchWrite{}, err
+		}
+		w.hop, to = hop, hop
+	}
+	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
+		return patchWrite{}, err
+	}
+	w.tramp = &tramp{addr: cell, patch: p, code: tr, regions: t.regions(f, item, &tr)}
+	w.build = build
+	return w, nil
+}
+
+// place moves a planned trampoline to its address in the area: its code
+// and the jump to it are built again there (their lengths do not change).
+func (t *tracer) place(w *patchWrite, at uint64) error {
+	if w.tramp.addr == at {
+		return nil
+	}
+	tr, err := w.build(at)
+	if err != nil {
+		return err
+	}
+	if len(tr.Code) != len(w.code) {
+		return fmt.Errorf("trampoline of %d bytes at %#x, %d elsewhere: %w", len(tr.Code), at, len(w.code), instr.ErrNotRelocatable)
+	}
+	jump, err := t.arch.PatchJump(&w.tramp.patch, at)
+	if err != nil {
+		return err
+	}
+	w.code, w.jump = tr.Code, jump
+	w.tramp.addr, w.tramp.code = at, tr
+	return nil
+}
+
+// punTrampoline patches f's entry with a punned jump (see
+// [instr.Arch.PlanPunPatch]): its trampoline goes in a page of its own,
+// mapped where the jump lands, and is written at once.
+func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text moduleText) (patchWrite, error) {
+	lo, hi := f.Low+bias, f.High+bias
+	if f.Low >= f.High || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+		return patchWrite{}, errNoCode
+	}
+	p, wlo, whi, err := t.arch.PlanPunPatch(text.b[lo-text.start:hi-text.start], lo, f.Entry+bias)
+	if err != nil {
+		return patchWrite{}, err
+	}
+	if t.landings.inside(p.Site, p.End()) {
+		return patchWrite{}, jumpInto{p.Site, p.End()}
+	}
+	const lowest, top = 1 << 20, 1 << 47
+	if wlo < lowest || whi > top || whi <= wlo {
+		return patchWrite{}, errNoHop
+	}
+	// A page in the window, or the page holding its start; a few tries.
+	var page uint64
+	for try, at := 0, wlo&^(t.pageSize-1); try < 4 && at < whi; try, at = try+1, at+t.pageSize {
+		if page, err = t.mmap(at, t.pageSize); err == nil {
+			break
+		}
+	}
+	if page == 0 {
+		return patchWrite{}, fmt.Errorf("no page where the punned jump lands: %w", errNoHop)
+	}
+	addr := max(wlo, page)
+	tr, err := t.entryTrampoline(&p, addr, f, item, lo, hi)
+	if err == nil && addr+uint64(len(tr.Code)) > page+t.pageSize {
+		err = fmt.Errorf("trampoline past its page: %w", errNoHop)
+	}
+	var jump []byte
+	if err == nil {
+		jump, err = t.arch.PatchJump(&p, addr)
+	}
+	if err == nil {
+		err = t.mem.WriteMem(addr, tr.Code)
+	}
+	if err != nil {
+		return patchWrite{}, err
+	}
+	return patchWrite{addr: p.Site, jump: jump, code: tr.Code,
+		tramp: &tramp{addr: addr, patch: p, code: tr, regions: t.regions(f, item, &tr)}}, nil
+}
+
+// entryTrampoline builds the trampoline at addr of the patch p of f's
+// entry (item; its code [lo, hi)): the instrumentation (the count, and
+// the call depth's code where there is a depth area; timing in-process,
+// the entry's record), the replaced instructions relocated, and the jump
+// back. Timing in-process, where the patch covers the function's exit (a
+// function of a few bytes), the exit's record goes before the exit, which
+// leaves: no jump back.
+func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
+	ip := t.inproc
+	if !t.timeInProcess {
+		count := t.arch.CountCode(ip.kind, ip.counterRef(item))
+		if ip.keepsDepth() && f.Frame != datafile.FrameNone {
+			d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
+			count = append(count[:len(count):len(count)], d.Code...)
+		}
+		return t.arch.Trampoline(p, addr, count)
+	}
+	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	e := instr.ExitIndex(p, lo, hi)
+	if e < 0 {
+		return t.arch.Trampoline(p, addr, entry.Code)
+	}
+	exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+	upTo := *p
+	upTo.Insts = p.Insts[:e+1]
+	n := 0
+	for _, in := range upTo.Insts {
+		n += in.Len
+	}
+	upTo.Orig = p.Orig[:n]
+	at := addr + uint64(len(entry.Code))
+	tr, err := instr.ExitTrampoline(t.arch, &upTo, at, exit.Code)
+	if err != nil {
+		return instr.Trampoline{}, err
+	}
+	tr.Code = append(entry.Code, tr.Code...)
+	tr.At += len(entry.Code)
+	return tr, nil
+}
+
+// regions returns the regions of the trampoline tr of item's entry (see
+// entryTrampoline).
+func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []region {
+	ip := t.inproc
+	if !t.timeInProcess {
+		if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
+			return nil
+		}
+		d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: len(t.arch.CountCode(ip.kind, ip.counterRef(item))), rollback: d.Rollback}}
+	}
+	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	rs := []region{recordRegion(0, &entry)}
+	if tr.Exit {
+		exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+		rs = append(rs, recordRegion(tr.At, &exit))
+	}
+	return rs
+}
+
+// entryScratch reports whether the instrumentation of f's entry uses
+// registers the calling convention leaves free at a call, not at a branch
+// of f's own (arm64's x16 and x17: the record code, and the call depth's
+// table form).
+func (t *tracer) entryScratch(f *datafile.Func) bool {
+	if t.timeInProcess {
+		rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+		return rc.Scratch
+	}
+	return t.inproc.table && t.inproc.keepsDepth() && f.Frame != datafile.FrameNone
+}
+
+// hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
+const hopLen = 5
+
+// Reasons for a breakpoint that are not the architecture's.
+var (
+	errNoExtent = errors.New("the plan does not hold the function's extent")
+	errNoRoom   = errors.New("no room for trampolines near the module")
+	errNoCode   = errors.New("the function's code could not be read")
+	errNoHop    = errors.New("no padding within a short jump's reach for a hop")
+	// errLoopEntry: a branch of the function goes back to its entry (a
+	// loop, or a recursive call made a jump), where the registers the
+	// instrumentation uses may be live.
+	errLoopEntry = errors.New("a branch of the function to its own entry")
+	// errJumpInto: a jump or call from elsewhere in the module (an
+	// alternate entry of hand-written assembly, a cold part) lands in
+	// the bytes the patch would replace, which decoding the function
+	// alone does not see.
+	errJumpInto = errors.New("a jump from elsewhere lands in the bytes a patch would replace")
+)
+
+// jumpInto is why a patch of [lo, hi) cannot go where it would: a jump
+// from elsewhere in the module lands inside (errJumpInto, and to the
+// tactics of shorter patches instr.ErrBranchInto).
+type jumpInto struct{ lo, hi uint64 }
+
+func (e jumpInto) Error() string {
+	return fmt.Sprintf("a jump from elsewhere in the module lands in [%#x, %#x), the bytes a patch would replace", e.lo, e.hi)
+}
+
+// Is makes a jumpInto both errJumpInto and instr.ErrBranchInto.
+func (e jumpInto) Is(target error) bool {
+	return target == errJumpInto || target == instr.ErrBranchInto
+}
+
+// fallBackReason classifies why an entry keeps a breakpoint, in a few words.
+func fallBackReason(err error) string {
+	switch {
+	case errors.Is(err, errNoExtent):
+		return "extent unknown"
+	case errors.Is(err, errNoRoom):
+		return "no room"
+	case errors.Is(err, errNoCode):
+		return "code unreadable"
+	case errors.Is(err, errNoHop):
+		return "no hop"
+	case errors.Is(err, errGoFrames):
+		return "Go function, timed with breakpoints"
+	case errors.Is(err, errOverlap):
+		return "overlaps another patch"
+	case errors.Is(err, errLoopEntry):
+		return "a loop to the entry"
+	case errors.Is(err, errJumpInto):
+		return "a jump from elsewhere into its first bytes"
+	case errors.Is(err, errNotTailCall):
+		return "a jump to no function's entry"
+	}
+	return instr.Reason(err)
+}
