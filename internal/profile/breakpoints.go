@@ -111,7 +111,7 @@ func (t *tracer) displace(th *thread, s *site) error {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
-		t.let()
+		t.noteRelease()
 		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}

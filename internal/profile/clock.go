@@ -102,7 +102,7 @@ func (t *tracer) calibrateRing() (float64, error) {
 		for i := range records {
 			sink += atomic.LoadUint64((*uint64)(unsafe.Pointer(&instr.RingSlot(area, i)[0])))
 		}
-		t.touched = sink
+		t.ringSink = sink
 		defer t.resetRing(b)
 		regs := saved
 		regs.SetPC(addr)

@@ -244,12 +244,12 @@ func (t *tracer) writePlanting(p *planting) error {
 	}
 	t.wrote(p.mi, p.bias, code)
 	bp := t.arch.Breakpoint()
-	for _, s := range t.fresh {
+	for _, s := range t.unwritten {
 		if err := t.mem.WriteMem(s.addr, bp); err != nil {
 			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
 		}
 	}
-	t.fresh = t.fresh[:0]
+	t.unwritten = t.unwritten[:0]
 	if t.inproc != nil {
 		t.inproc.sortTramps()
 	}
@@ -332,7 +332,7 @@ func (t *tracer) breakpointSite(p *planting, item int) error {
 		return nil
 	}
 	t.sites[addr] = s
-	t.fresh = append(t.fresh, s)
+	t.unwritten = append(t.unwritten, s)
 	return nil
 }
 

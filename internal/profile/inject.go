@@ -91,8 +91,8 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 // setupThread is the stopped thread PROFILE borrows for its system calls:
 // the main thread at the start, the thread at the rendezvous later.
 func (t *tracer) setupThread() int {
-	if t.here != 0 {
-		return t.here
+	if t.rendezvousThread != 0 {
+		return t.rendezvousThread
 	}
 	return t.pid
 }

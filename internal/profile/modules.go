@@ -127,9 +127,9 @@ func (t *tracer) rendezvousHit(th *thread, s *site) error {
 		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
-		t.here = th.tid
+		t.rendezvousThread = th.tid
 		err := t.syncLibraries()
-		t.here = 0
+		t.rendezvousThread = 0
 		if err != nil {
 			return err
 		}

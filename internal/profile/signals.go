@@ -45,7 +45,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		// The thread is inside a single-stepped slot: finish the step first
 		// and deliver the signal after it.
 		th.pendingSig = sig
-		t.let()
+		t.noteRelease()
 		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}

@@ -98,7 +98,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
-		t.born(th)
+		t.openThreadBooks(th)
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints and
@@ -157,13 +157,14 @@ func (t *tracer) exec(th *thread) error {
 	return t.resume(th.tid, 0)
 }
 
-// release lets go, unharmed, the processes still traced when the program
-// has ended: children of clone(CLONE_VM) that share the memory of a program
-// that is gone, and children whose first stop has not been handled yet.
+// releaseSurvivors lets go, unharmed, the processes still traced when the
+// program has ended: children of clone(CLONE_VM) that share the memory of
+// a program that is gone, and children whose first stop has not been
+// handled yet.
 // Each is stopped, the breakpoints are taken out of its memory, and it is
 // detached. Without this, PROFILE's exit would kill them (EXITKILL), or
 // they would trap on breakpoints nobody handles.
-func (t *tracer) release() {
+func (t *tracer) releaseSurvivors() {
 	left := map[int]bool{}
 	for tid := range t.threads {
 		if tid != t.pid {
@@ -177,7 +178,7 @@ func (t *tracer) release() {
 	}
 	for tid := range t.early {
 		// Stopped already, at its first stop.
-		t.letGo(tid, 0)
+		t.detachClean(tid, 0)
 	}
 	for len(left) > 0 {
 		tid, ws, err := ptrace.Wait(0)
@@ -195,15 +196,15 @@ func (t *tracer) release() {
 		if !ws.GroupStop() && ws.Event() == 0 && ws.StopSignal() != syscall.SIGTRAP {
 			sig = ws.StopSignal() // a signal on its way: deliver it
 		}
-		t.letGo(tid, sig)
+		t.detachClean(tid, sig)
 		delete(left, tid)
 	}
 }
 
-// letGo takes the breakpoints out of the memory of stopped task tid and
-// detaches it, delivering sig. Trampolines stay: they need no tracer, and
+// detachClean takes the breakpoints out of the memory of stopped task tid
+// and detaches it, delivering sig. Trampolines stay: they need no tracer, and
 // other tasks sharing that memory may be running through them.
-func (t *tracer) letGo(tid int, sig syscall.Signal) {
+func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 	if mem, err := ptrace.OpenMem(tid); err == nil {
 		t.takeOut(mem)
 		mem.Close()
@@ -217,7 +218,7 @@ func (t *tracer) letGo(tid int, sig syscall.Signal) {
 }
 
 // takeOut takes the breakpoints out of mem and turns the rings' checks
-// off (letGo).
+// off (detachClean).
 func (t *tracer) takeOut(mem *ptrace.Mem) {
 	for _, s := range t.sites {
 		mem.WriteMem(s.addr, s.orig)
@@ -225,8 +226,8 @@ func (t *tracer) takeOut(mem *ptrace.Mem) {
 	t.inproc.unchecked(mem)
 }
 
-// drain reaps the killed program after a fatal tracer error.
-func (t *tracer) drain() {
+// reapKilled reaps the killed program after a fatal tracer error.
+func (t *tracer) reapKilled() {
 	for {
 		tid, ws, err := ptrace.Wait(0)
 		if err != nil || (tid == t.pid && (ws.Exited() || ws.Signaled())) {

@@ -221,16 +221,16 @@ func (g *gaps) add(d int64) {
 	}
 }
 
-// born starts the clock of thread th, which is about to run.
-func (t *tracer) born(th *thread) {
+// openThreadBooks starts the clock of thread th, which is about to run.
+func (t *tracer) openThreadBooks(th *thread) {
 	if t.books != nil && !th.foreign {
 		th.born = t.clock()
 	}
 }
 
-// gone ends thread tid at the time of the last stop: its frames close and
-// its lifetime, less its stops, adds to the total time.
-func (t *tracer) gone(th *thread) {
+// closeThreadBooks ends thread th at the time of its last stop: its frames
+// close, and its lifetime, less its stops, adds to the total time.
+func (t *tracer) closeThreadBooks(th *thread) {
 	if t.books == nil || th.foreign {
 		return
 	}
@@ -249,7 +249,7 @@ func (t *tracer) gone(th *thread) {
 func (t *tracer) timingStats(s *datafile.Stats) {
 	b := t.books
 	for _, th := range t.threads {
-		t.gone(th)
+		t.closeThreadBooks(th)
 	}
 	b.finish()
 	s.Hits = b.hits
@@ -338,7 +338,7 @@ func (t *tracer) exitSites(area *codeArea, exits map[int][]instr.Exit) {
 				t.slots[cell] = s
 			}
 			t.sites[e.PC] = s
-			t.fresh = append(t.fresh, s)
+			t.unwritten = append(t.unwritten, s)
 		}
 	}
 }

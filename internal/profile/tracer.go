@@ -99,9 +99,9 @@ type tracer struct {
 	pageSize uint64
 
 	sites map[uint64]*site // active breakpoints by run-time address
-	// fresh are the sites of the module being planted, whose
+	// unwritten are the sites of the module being planted, whose
 	// breakpoints are written last.
-	fresh []*site
+	unwritten []*site
 	// lineSites are the sites of each line not covered yet (line
 	// coverage; lines.go).
 	lineSites [][]*site
@@ -141,17 +141,17 @@ type tracer struct {
 	// the areas PROFILE mapped next to each module's instance (both by
 	// the instance's start), rdv the dynamic linker's rendezvous,
 	// and identity whether each library file seen is the file PREP read
-	// (modules.go). here is the thread stopped at the rendezvous, which
-	// PROFILE borrows for its system calls meanwhile.
-	libs     []int
-	loaded   map[uint64]*loaded
-	areas    map[uint64][][2]uint64
-	rdv      rendezvous
-	identity map[string]bool
-	here     int
-	// touched keeps what calibrateRing read of a ring, so that the reads
+	// (modules.go). rendezvousThread is the thread stopped at the
+	// rendezvous, which PROFILE borrows for its system calls meanwhile.
+	libs             []int
+	loaded           map[uint64]*loaded
+	areas            map[uint64][][2]uint64
+	rdv              rendezvous
+	identity         map[string]bool
+	rendezvousThread int
+	// ringSink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
-	touched uint64
+	ringSink uint64
 
 	hits []uint64
 	// books keep the stacks of profiled calls, when timing, a start
@@ -254,7 +254,7 @@ func (t *tracer) run() (*Result, error) {
 	res, err := t.trace(start)
 	if err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
-		t.drain()
+		t.reapKilled()
 		return nil, err
 	}
 	return res, nil
@@ -312,11 +312,11 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	if err := ptrace.Cont(pid, 0); err != nil {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
-	t.born(t.threads[pid])
+	t.openThreadBooks(t.threads[pid])
 	if err := t.loop(res); err != nil {
 		return nil, err
 	}
-	t.release()
+	t.releaseSurvivors()
 	t.signalCost(t.cfg.Now().Sub(start))
 	if t.ownTraps && t.trapped > 0 {
 		t.cfg.Warn(prf.OwnTraps())
@@ -397,7 +397,7 @@ func (t *tracer) loop(res *Result) error {
 				return nil
 			}
 			if th := t.threads[tid]; th != nil {
-				t.gone(th)
+				t.closeThreadBooks(th)
 			}
 			delete(t.threads, tid)
 			t.threadEnded(tid)
@@ -427,7 +427,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT.
-		t.let()
+		t.noteRelease()
 		if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
 		}
@@ -457,8 +457,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// interrupt. A thread in the middle of a single step must go on
 		// stepping: continued, it would run past its slot.
 		if th.stepping != nil {
-			t.let()
-			t.let()
+			t.noteRelease()
+			t.noteRelease()
 			if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 				return fmt.Errorf("step thread %d: %w", th.tid, err)
 			}
@@ -468,11 +468,11 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	return t.resume(th.tid, 0)
 }
 
-// let notes the moment the tracer lets a stopped thread go: the end of
-// the time the stop takes from it (timing). It is taken before the
+// noteRelease notes the moment the tracer lets a stopped thread go: the
+// end of the time the stop takes from it (timing). It is taken before the
 // ptrace request, which may wake the thread on the tracer's own CPU and
 // leave the tracer waiting there while the thread runs.
-func (t *tracer) let() { t.resumed = t.clock() }
+func (t *tracer) noteRelease() { t.resumed = t.clock() }
 
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
@@ -489,7 +489,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 // resume continues a thread; a thread that vanished meanwhile (killed by
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
-	t.let()
+	t.noteRelease()
 	if th := t.threads[tid]; th != nil {
 		th.released = t.resumed
 	}
