@@ -161,7 +161,7 @@ func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
 }
 
 // scan decodes the instruction at the start of code, at pc, as the
-// scans need it (on amd64 the fast path of x86scan.go).
+// scans need it (on amd64 the fast path of amd64_scan.go).
 func (m *CodeMap) scan(code []byte, pc uint64) (scanned, error) {
 	if m.arch == AMD64 {
 		if in, ok := scanAMD64Fast(code, pc); ok {

@@ -180,7 +180,7 @@ func bareDecoder(a Arch) func([]byte, uint64) (Inst, error) {
 // scanDecoder returns a's decoder for the scans, which read of an
 // instruction only its length, whether it is a direct jump, conditional
 // jump or call, and its target or PC-relative operand's address: on
-// amd64 the fast path of x86scan.go.
+// amd64 the fast path of amd64_scan.go.
 func scanDecoder(a Arch) func([]byte, uint64) (Inst, error) {
 	if a == AMD64 {
 		return scanAMD64
