@@ -33,7 +33,7 @@ import "encoding/binary"
 //	stlr w17, [x16]                          commit: the head moves on
 //
 // It uses x16 and x17 only, which AAPCS64 leaves free at an entry and at a
-// return (see [Arch.DepthCode]), and changes no flags. The ISB makes the
+// return (see [Instrumenter.DepthCode]), and changes no flags. The ISB makes the
 // counter's reading wait for the instructions before it, as amd64's
 // lfence does. The records are written before the head that publishes
 // them, with release; PROFILE reads the head with acquire, and moves the

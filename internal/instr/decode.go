@@ -15,7 +15,7 @@ var (
 	ErrUnrecognized = errors.New("unrecognized instruction")
 )
 
-// DecodeError is the error of [Arch.Decode] and [Boundaries]: the
+// DecodeError is the error of [Decoder.Decode] and [Boundaries]: the
 // instruction at Addr, starting with Bytes, could not be decoded.
 type DecodeError struct {
 	Arch  string // GOARCH spelling

@@ -11,7 +11,7 @@ import (
 // that the stack pointer is the one of the function's entry again). An
 // exit's patch replaces the exit and, where the exit is shorter than a
 // jump, the instructions of the epilogue before it or the alignment
-// padding after it ([Arch.PlanExitPatch]); its trampoline runs the
+// padding after it ([Patcher.PlanExits]); its trampoline runs the
 // epilogue's instructions relocated, then the instrumentation, then the
 // exit, which never comes back ([ExitTrampoline]).
 

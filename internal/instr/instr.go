@@ -100,8 +100,9 @@ type Memory interface {
 //   - Emulate != nil: the tracer calls Emulate on the thread's registers and
 //     memory and resumes the thread where it leaves the PC.
 //   - Slot != nil and !SingleStep: the tracer copies Slot to the slot address
-//     given to [Arch.Displace] (once, when planting), sets the PC to the slot
-//     and resumes: the relocated instruction runs and jumps back by itself.
+//     given to [Displacer.Displace] (once, when planting), sets the PC to the
+//     slot and resumes: the relocated instruction runs and jumps back by
+//     itself.
 //   - Slot != nil and SingleStep: the tracer sets the PC to the slot,
 //     single-steps the thread, then calls AfterStep, which moves the PC (and a
 //     pushed return address) back from the slot to the original code.
@@ -123,10 +124,42 @@ var (
 	ErrUnsupported = errors.New("instruction cannot be displaced")
 )
 
-// Arch is what the tracer and PREP need to know of one architecture.
+// Arch is everything the tracer and PREP need to know of one
+// architecture. It is the sum of the architecture's jobs, one interface
+// each, so that code which needs one job can ask for that alone:
+//
+//   - [Decoder]: what its instructions are;
+//   - [Displacer]: its breakpoint, and how a thread stopped on one
+//     carries out the instruction under it;
+//   - [ABI]: what its calling convention says of a frame;
+//   - [Injector]: its system calls, which the tracer makes a stopped
+//     thread run;
+//   - [Patcher]: how a jump to a trampoline replaces instructions;
+//   - [Instrumenter]: the code a trampoline runs.
+//
+// docs/porting.md lists what a new architecture must supply.
 type Arch interface {
+	Decoder
+	Displacer
+	ABI
+	Injector
+	Patcher
+	Instrumenter
+}
+
+// Decoder decodes an architecture's instructions.
+type Decoder interface {
 	// Name is the GOARCH spelling: "amd64", "arm64".
 	Name() string
+	// MaxInstLen is the longest instruction the architecture has (15 or 4).
+	MaxInstLen() int
+	// Decode decodes the instruction at the start of code, located at pc.
+	Decode(code []byte, pc uint64) (Inst, error)
+}
+
+// Displacer is the breakpoint of an architecture, and how a thread
+// stopped on one goes on without it ever being lifted.
+type Displacer interface {
 	// Breakpoint returns the breakpoint instruction's bytes (int3 0xCC, Intel
 	// SDM Vol. 2A; BRK #0 = d4200000, Arm ARM C6.2.38).
 	Breakpoint() []byte
@@ -134,16 +167,17 @@ type Arch interface {
 	// the PC the thread reports at the trap stop (int3 leaves the PC one byte
 	// past itself; BRK leaves it on the BRK).
 	BreakpointAddr(pc uint64) uint64
-	// MaxInstLen is the longest instruction the architecture has (15 or 4).
-	MaxInstLen() int
-	// Decode decodes the instruction at the start of code, located at pc.
-	Decode(code []byte, pc uint64) (Inst, error)
 	// SlotSize is the size of one out-of-line slot.
 	SlotSize() int
 	// Displace prepares how a thread stopped on a breakpoint at pc, whose
 	// original bytes start code, carries out that instruction; slot is the
 	// address of the site's slot of SlotSize bytes.
 	Displace(code []byte, pc, slot uint64) (Displaced, error)
+}
+
+// ABI is what an architecture's calling conventions say of a function's
+// frame, for the tracer at a function's entry and exit.
+type ABI interface {
 	// ReturnAddress reads the return address of a function at its entry
 	// breakpoint ([sp] on amd64, x30 with pointer authentication bits
 	// stripped on arm64).
@@ -154,6 +188,11 @@ type Arch interface {
 	// running goroutine's g (r14 on amd64, x28 on arm64): meaningful only
 	// in a Go function whose entry reads it (see [GoEntryUsesG]).
 	Goroutine(r Regs) uint64
+}
+
+// Injector makes a stopped thread run a system call for the tracer
+// (to map its areas in the program, open a file there...).
+type Injector interface {
 	// SyscallInst returns the system call instruction (syscall, svc #0).
 	SyscallInst() []byte
 	// SetSyscall loads a system call number and its arguments into r, for a
@@ -162,7 +201,12 @@ type Arch interface {
 	SyscallResult(r Regs) uint64
 	// SyscallNumber is the number of a system call on Linux.
 	SyscallNumber(Syscall) uint64
+}
 
+// Patcher plans and writes the jumps that replace a function's
+// instructions with a jump to a trampoline (see patch.go), and the
+// trampoline's relocated copy of them.
+type Patcher interface {
 	// PlanPatch chooses the bytes a jump to a trampoline replaces at site,
 	// inside the function whose code fn starts at start (and may end with
 	// the alignment padding that follows the function: see
@@ -198,14 +242,6 @@ type Arch interface {
 	// then start in [lo, hi), where the jump with those bytes lands.
 	// ErrBranchInto or ErrTooShort where that cannot be done.
 	PlanPunPatch(fn []byte, start, site uint64) (p Patch, lo, hi uint64, err error)
-	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
-	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
-	// they cannot.
-	Counting(hwcap uint64) (CountKind, error)
-	// CountCode returns the position-independent code that adds one to a
-	// counter: for CountPerThread, counter is its offset in the thread's
-	// block; for CountShared, its address.
-	CountCode(kind CountKind, counter uint64) []byte
 	// PlanExits plans the patch of every exit of the function [start,
 	// end) (fn may go on past end, over the padding after the function):
 	// for each exit of FindExits but the indirect jumps, whole
@@ -216,9 +252,23 @@ type Arch interface {
 	// call. An exit that cannot be patched has Err, wrapping the fall-back
 	// reasons as PlanPatch's errors do.
 	PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error)
+
 	// relocateOne returns the code that carries out the instruction orig,
 	// originally at pc, from at.
 	relocateOne(orig []byte, pc, at uint64) ([]byte, error)
+}
+
+// Instrumenter builds the code a trampoline runs before the relocated
+// instructions (a count, the call depth, a record of the time).
+type Instrumenter interface {
+	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
+	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
+	// they cannot.
+	Counting(hwcap uint64) (CountKind, error)
+	// CountCode returns the position-independent code that adds one to a
+	// counter: for CountPerThread, counter is its offset in the thread's
+	// block; for CountShared, its address.
+	CountCode(kind CountKind, counter uint64) []byte
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false

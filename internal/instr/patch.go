@@ -10,10 +10,11 @@ import (
 // In-process instrumentation: a site's first instructions are replaced by a
 // jump to a trampoline, code written into the running program that does
 // the instrumentation's work (a count), runs the replaced instructions
-// relocated, and jumps back after them. The per-architecture part is here:
-// which bytes a patch may replace ([Arch.PlanPatch]), the trampoline's code
-// ([Arch.Trampoline]), the jump written over the site ([Arch.PatchJump]) and
-// how a trampoline counts ([Arch.Counting], [Arch.CountCode]).
+// relocated, and jumps back after them. The per-architecture part is the
+// architecture's: which bytes a patch may replace ([Patcher.PlanPatch]),
+// the trampoline's code ([Patcher.Trampoline]), the jump written over the
+// site ([Patcher.PatchJump]) and how a trampoline counts
+// ([Instrumenter.Counting], [Instrumenter.CountCode]).
 //
 // A trampoline never writes the program's stack and changes no register
 // but those the ABI makes dead at a function's entry (the flags; x16 and
@@ -31,10 +32,10 @@ type Patch struct {
 	Insts []Inst
 	// Short marks a patch whose jump is the architecture's short jump
 	// (amd64 jmp rel8) to a hop: a jump of full reach, written in
-	// padding nearby ([Arch.PlanShortPatch]).
+	// padding nearby ([Patcher.PlanShortPatch]).
 	Short bool
 	// Punned holds the bytes after Orig that a punned jump overlaps
-	// without changing them ([Arch.PlanPunPatch]); nil for other patches.
+	// without changing them ([Patcher.PlanPunPatch]); nil for other patches.
 	Punned []byte
 }
 
