@@ -1,6 +1,9 @@
 package instr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Timing in-process on amd64 (see ring.go): the ring is in the thread's
 // block, which GS points to, at R. Its head and its tail are counts of
@@ -82,3 +85,27 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 		{From: committed, To: len(c), Restore: saved, Resume: len(c)},
 	}}, true
 }
+
+// ringUnread returns the tail's slot and the records between the tail
+// and the head.
+func (amd64) ringUnread(area []byte, records int) (first, n int) {
+	head := atomic.LoadUint64(word64(area, RingHead))
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	return int(tail & uint64(records-1)), int(min(head-tail, uint64(records)))
+}
+
+// ringRead moves the tail on by n.
+func (amd64) ringRead(area []byte, _, n int) {
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	atomic.StoreUint64(word64(area, RingTail), tail+uint64(n))
+}
+
+// ringReset sets the head and the tail to 0.
+func (amd64) ringReset(area []byte, _ int) {
+	atomic.StoreUint64(word64(area, RingHead), 0)
+	atomic.StoreUint64(word64(area, RingTail), 0)
+}
+
+// calibrationStep returns imul $0x2c1b3c6d,%r8,%r8 (REX.W+R+B 69 /r
+// id): it changes r8 and the flags.
+func (amd64) calibrationStep() []byte { return []byte{0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c} }

@@ -137,12 +137,12 @@ var x86SSE = func() (t [256]uint8) {
 // x86SSEImm marks the SSE instructions of x86SSE with an imm8.
 func x86SSEImm(op byte) bool { return op == 0x70 || op == 0xc6 }
 
-// scanAMD64 measures the instruction at the start of code, at pc, for
+// decodeScan measures the instruction at the start of code, at pc, for
 // the scans: its length, PCRel and Target as decodeAMD64Bare gives them,
 // and its Kind where it is Jump, CondJump or Call (the only kinds the
 // scans look at; the others may be Other). Instructions off the fast
 // path, and code that does not decode, go to decodeAMD64Bare.
-func scanAMD64(code []byte, pc uint64) (Inst, error) {
+func (amd64) decodeScan(code []byte, pc uint64) (Inst, error) {
 	if in, ok := scanAMD64Fast(code, pc); ok {
 		return Inst{Len: in.n, Kind: in.kind, PCRel: in.pcrel, Target: in.target}, nil
 	}
@@ -159,7 +159,7 @@ type scanned struct {
 	target uint64
 }
 
-// scanAMD64Fast is scanAMD64's table; false sends the instruction to
+// scanAMD64Fast is decodeScan's table; false sends the instruction to
 // the full decoder.
 func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
 	var opsize, rexW bool

@@ -57,11 +57,34 @@ func (arm64) Decode(code []byte, pc uint64) (Inst, error) {
 	return x.Inst, err
 }
 
+// instAlign returns 4: every instruction is an aligned word.
+func (arm64) instAlign() int { return a64InstLen }
+
+// decodeBare is Decode: arm64's decoder has no form without the text.
+func (a arm64) decodeBare(code []byte, pc uint64) (Inst, error) { return a.Decode(code, pc) }
+
+// decodeScan is Decode: there is no fast path.
+func (a arm64) decodeScan(code []byte, pc uint64) (Inst, error) { return a.Decode(code, pc) }
+
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }
 
 // Goroutine returns x28 (Go internal ABI, "arm64 architecture").
 func (arm64) Goroutine(r Regs) uint64 { return r.Reg(a64G) }
+
+// returnPop returns 0: RET branches to x30 and leaves the stack as it is.
+func (arm64) returnPop() uint64 { return 0 }
+
+// goEntryUsesG looks for ldr x16, [x28, #16] (f9400b90): the stack
+// guard read through x28.
+func (arm64) goEntryUsesG(check []byte) bool {
+	for i := 0; i+4 <= len(check); i += 4 {
+		if binary.LittleEndian.Uint32(check[i:]) == 0xf9400b90 {
+			return true
+		}
+	}
+	return false
+}
 
 // ReturnAddress returns x30 with the pointer authentication bits of
 // [DefaultPACMask] stripped.

@@ -1,6 +1,9 @@
 package instr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Timing in-process on arm64 (see ring.go): a thread's ring area is
 // found from its stack pointer through the stack table, as a depth area
@@ -95,3 +98,29 @@ func (arm64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	return RecordCode{Code: code, Full: 4 * full, Skip: 4 * skip, Unchecked: unchecked, Scratch: true,
 		Rollback: []Rollback{{From: 0, To: len(code)}}}, true
 }
+
+// ringUnread returns the slot after the stop and the records from there
+// to the head.
+func (arm64) ringUnread(area []byte, records int) (first, n int) {
+	size := uint32(RingRecordSize * records)
+	head := atomic.LoadUint32(word32(area, RingCursor))
+	tail := (atomic.LoadUint32(word32(area, RingCursor+4)) + RingRecordSize) & (size - 1)
+	return int(tail / RingRecordSize), int((head-tail)&(size-1)) / RingRecordSize
+}
+
+// ringRead moves the stop on by n records, round the ring.
+func (arm64) ringRead(area []byte, records, n int) {
+	size := uint32(RingRecordSize * records)
+	stop := atomic.LoadUint32(word32(area, RingCursor+4))
+	atomic.StoreUint32(word32(area, RingCursor+4), (stop+uint32(n)*RingRecordSize)&(size-1))
+}
+
+// ringReset sets the head to the first slot and the stop to the last.
+func (arm64) ringReset(area []byte, records int) {
+	atomic.StoreUint32(word32(area, RingCursor), 0)
+	atomic.StoreUint32(word32(area, RingCursor+4), uint32(RingRecordSize*(records-1)))
+}
+
+// calibrationStep returns mul x9, x9, x9 (MADD with XZR, C6.2 "MADD"):
+// it changes x9.
+func (arm64) calibrationStep() []byte { return binary.LittleEndian.AppendUint32(nil, 0x9b097d29) }

@@ -5,10 +5,13 @@
 // under it without the breakpoint ever being lifted: emulated on the thread's
 // registers, or executed out of line from a relocated copy in a slot.
 //
-// amd64.go and arm64.go sit side by side with no build tags, so every host
-// tests both architectures. Registers are addressed by their DWARF numbers
-// (System V AMD64 ABI §3.6.2; DWARF for the Arm 64-bit Architecture §4.1).
-// This package imports nothing of the project.
+// Each architecture's files, named after it (amd64*.go, arm64*.go), sit
+// side by side with no build tags, so every host tests both
+// architectures. They define everything in which the architectures
+// differ, as the methods of [Arch]; the other files are shared and
+// choose nothing by architecture. Registers are addressed by their DWARF
+// numbers (System V AMD64 ABI §3.6.2; DWARF for the Arm 64-bit
+// Architecture §4.1). This package imports nothing of the project.
 package instr
 
 import (
@@ -135,9 +138,13 @@ var (
 //   - [Injector]: its system calls, which the tracer makes a stopped
 //     thread run;
 //   - [Patcher]: how a jump to a trampoline replaces instructions;
-//   - [Instrumenter]: the code a trampoline runs.
+//   - [Instrumenter]: the code a trampoline runs, and PROFILE's side of
+//     what that code shares with it.
 //
-// docs/porting.md lists what a new architecture must supply.
+// Everything in which two architectures differ is a method of one of
+// these interfaces, defined in the architecture's own files (amd64*.go,
+// arm64*.go): the files shared by every architecture never choose by its
+// name. docs/porting.md lists what a new one must supply.
 type Arch interface {
 	Decoder
 	Displacer
@@ -149,13 +156,39 @@ type Arch interface {
 
 // Decoder decodes an architecture's instructions.
 type Decoder interface {
-	// Name is the GOARCH spelling: "amd64", "arm64".
+	// Name is the GOARCH spelling: "amd64", "arm64". It names the
+	// architecture in messages and plans; no code of this package
+	// chooses by it.
 	Name() string
 	// MaxInstLen is the longest instruction the architecture has (15 or 4).
 	MaxInstLen() int
 	// Decode decodes the instruction at the start of code, located at pc.
 	Decode(code []byte, pc uint64) (Inst, error)
+
+	// instAlign is the alignment of every instruction: 1 where an
+	// instruction may begin at any byte (amd64), 4 where each is an
+	// aligned word (arm64). A scan that meets bytes that do not decode
+	// steps over this many. Where it equals MaxInstLen, every
+	// instruction has that length (see [fixedLength]).
+	instAlign() int
+	// decodeBare is Decode without the instruction's text, where
+	// leaving it out saves time (printing costs more than decoding), or
+	// Decode: for the patcher, which decodes every instruction of every
+	// function and shows few.
+	decodeBare(code []byte, pc uint64) (Inst, error)
+	// decodeScan is the decoder of the scans, which read of an
+	// instruction only its length, whether it is a direct jump,
+	// conditional jump or call (other kinds may be Other), and its
+	// target or PC-relative operand's address: a fast path where the
+	// architecture has one, or Decode.
+	decodeScan(code []byte, pc uint64) (Inst, error)
 }
+
+// fixedLength reports whether every instruction of a has one length,
+// its alignment (arm64's words): an address is then an instruction
+// boundary when it is aligned and its instruction decodes, and no map
+// of where instructions begin is needed.
+func fixedLength(a Decoder) bool { return a.instAlign() == a.MaxInstLen() }
 
 // Displacer is the breakpoint of an architecture, and how a thread
 // stopped on one goes on without it ever being lifted.
@@ -188,6 +221,14 @@ type ABI interface {
 	// running goroutine's g (r14 on amd64, x28 on arm64): meaningful only
 	// in a Go function whose entry reads it (see [GoEntryUsesG]).
 	Goroutine(r Regs) uint64
+
+	// returnPop is what a return adds to the stack pointer: see
+	// [ReturnPop].
+	returnPop() uint64
+	// goEntryUsesG reports whether the stack-growth check of a Go
+	// function's entry reads the stack guard through the goroutine
+	// register: see [GoEntryUsesG].
+	goEntryUsesG(check []byte) bool
 }
 
 // Injector makes a stopped thread run a system call for the tracer
@@ -259,7 +300,8 @@ type Patcher interface {
 }
 
 // Instrumenter builds the code a trampoline runs before the relocated
-// instructions (a count, the call depth, a record of the time).
+// instructions (a count, the call depth, a record of the time), and
+// holds PROFILE's side of the ring that the record code fills.
 type Instrumenter interface {
 	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
 	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
@@ -278,6 +320,16 @@ type Instrumenter interface {
 	// thread's ring (see [Ring]), position-independent and changing
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
+
+	// ringUnread, ringRead and ringReset are PROFILE's side of the
+	// protocol of the ring RecordCode's code writes: see [RingUnread],
+	// [RingRead] and [RingReset].
+	ringUnread(area []byte, records int) (first, n int)
+	ringRead(area []byte, records, n int)
+	ringReset(area []byte, records int)
+	// calibrationStep is one step of [CalibrationWork]: a multiplication
+	// of a register by itself, or by a constant.
+	calibrationStep() []byte
 }
 
 // Syscall names the system calls the tracer injects.
@@ -297,24 +349,32 @@ const (
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.
 var ErrUnsupportedArch = errors.New("unsupported architecture")
 
+// arches are the architectures the profiler knows, each with its ELF
+// machine: the one place that names them all (a port adds its own here).
+var arches = []struct {
+	machine elf.Machine
+	arch    Arch
+}{
+	{elf.EM_X86_64, AMD64},
+	{elf.EM_AARCH64, ARM64},
+}
+
 // ForMachine returns the Arch of an ELF machine.
 func ForMachine(m elf.Machine) (Arch, error) {
-	switch m {
-	case elf.EM_X86_64:
-		return AMD64, nil
-	case elf.EM_AARCH64:
-		return ARM64, nil
+	for _, a := range arches {
+		if a.machine == m {
+			return a.arch, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %v", ErrUnsupportedArch, m)
 }
 
 // ForName returns the Arch named by its GOARCH spelling.
 func ForName(name string) (Arch, error) {
-	switch name {
-	case "amd64":
-		return AMD64, nil
-	case "arm64":
-		return ARM64, nil
+	for _, a := range arches {
+		if a.arch.Name() == name {
+			return a.arch, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedArch, name)
 }

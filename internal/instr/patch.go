@@ -1,7 +1,6 @@
 package instr
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -128,12 +127,12 @@ var (
 // align the next function (GCC, Clang and Go on amd64 and arm64). A patch
 // of a function too short for a jump may cover them after its last
 // instruction. 0 when they are anything else.
-func PaddingAfter(a Arch, after []byte, end uint64) int {
+func PaddingAfter(a Decoder, after []byte, end uint64) int {
 	limit := int(((end + 15) &^ 15) - end)
 	if limit > len(after) {
 		return 0
 	}
-	decode := bareDecoder(a)
+	decode := a.decodeBare
 	n := 0
 	for n < limit {
 		in, err := decode(after[n:limit], end+uint64(n))
@@ -165,36 +164,12 @@ func Reason(err error) string {
 	return "undecodable"
 }
 
-// bareDecoder returns a's decoder without the instructions' text where it
-// has one (printing costs more than decoding): for the patcher, which
-// decodes every instruction of every function and shows few.
-func bareDecoder(a Arch) func([]byte, uint64) (Inst, error) {
-	if a == AMD64 {
-		return func(code []byte, pc uint64) (Inst, error) {
-			x, err := decodeAMD64Bare(code, pc)
-			return x.Inst, err
-		}
-	}
-	return a.Decode
-}
-
-// scanDecoder returns a's decoder for the scans, which read of an
-// instruction only its length, whether it is a direct jump, conditional
-// jump or call, and its target or PC-relative operand's address: on
-// amd64 the fast path of amd64_scan.go.
-func scanDecoder(a Arch) func([]byte, uint64) (Inst, error) {
-	if a == AMD64 {
-		return scanAMD64
-	}
-	return a.Decode
-}
-
 // branchTargets decodes fn (starting at start) and returns the targets of
 // its direct branches that fall inside (lo, hi): the bytes a patch from lo
 // to hi would replace, but its first. An instruction it cannot decode is an
 // error: a branch after it could not be seen.
-func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
-	decode := scanDecoder(a)
+func branchTargets(a Decoder, fn []byte, start, lo, hi uint64) ([]uint64, error) {
+	decode := a.decodeScan
 	var into []uint64
 	for off := 0; off < len(fn); {
 		pc := start + uint64(off)
@@ -318,16 +293,4 @@ type SavedReg struct {
 // f9400b90): then the register holds the goroutine at the site. Assembly
 // functions (Go's ABI0) check through thread-local storage, and their
 // r14 may hold anything.
-func GoEntryUsesG(a Arch, check []byte) bool {
-	switch a.Name() {
-	case "amd64":
-		return bytes.Contains(check, []byte{0x49, 0x3b, 0x66, 0x10}) || bytes.Contains(check, []byte{0x4d, 0x3b, 0x66, 0x10})
-	case "arm64":
-		for i := 0; i+4 <= len(check); i += 4 {
-			if binary.LittleEndian.Uint32(check[i:]) == 0xf9400b90 {
-				return true
-			}
-		}
-	}
-	return false
-}
+func GoEntryUsesG(a ABI, check []byte) bool { return a.goEntryUsesG(check) }
