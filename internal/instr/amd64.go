@@ -58,12 +58,17 @@ func (amd64) Decode(code []byte, pc uint64) (Inst, error) {
 // instAlign returns 1: an instruction may begin at any byte.
 func (amd64) instAlign() int { return 1 }
 
-// decodeBare is Decode without the text of the instructions x86asm
-// decodes (decodeAMD64Bare).
-func (amd64) decodeBare(code []byte, pc uint64) (Inst, error) {
-	x, err := decodeAMD64Bare(code, pc)
-	return x.Inst, err
+// bareDecoder returns Decode without the text of the instructions
+// x86asm decodes (decodeAMD64Bare).
+func (amd64) bareDecoder() decodeFunc {
+	return func(code []byte, pc uint64) (Inst, error) {
+		x, err := decodeAMD64Bare(code, pc)
+		return x.Inst, err
+	}
 }
+
+// scanDecoder returns scanAMD64, the fast path of amd64_scan.go.
+func (amd64) scanDecoder() scanFunc { return scanAMD64 }
 
 // SP returns rsp.
 func (amd64) SP(r Regs) uint64 { return r.Reg(amd64RSP) }

@@ -137,29 +137,18 @@ var x86SSE = func() (t [256]uint8) {
 // x86SSEImm marks the SSE instructions of x86SSE with an imm8.
 func x86SSEImm(op byte) bool { return op == 0x70 || op == 0xc6 }
 
-// decodeScan measures the instruction at the start of code, at pc, for
-// the scans: its length, PCRel and Target as decodeAMD64Bare gives them,
-// and its Kind where it is Jump, CondJump or Call (the only kinds the
-// scans look at; the others may be Other). Instructions off the fast
-// path, and code that does not decode, go to decodeAMD64Bare.
-func (amd64) decodeScan(code []byte, pc uint64) (Inst, error) {
+// scanAMD64 measures the instruction at the start of code, at pc, for
+// the scans: on the fast path, or else with decodeAMD64Bare, which also
+// says what does not decode.
+func scanAMD64(code []byte, pc uint64) (scanned, error) {
 	if in, ok := scanAMD64Fast(code, pc); ok {
-		return Inst{Len: in.n, Kind: in.kind, PCRel: in.pcrel, Target: in.target}, nil
+		return in, nil
 	}
 	x, err := decodeAMD64Bare(code, pc)
-	return x.Inst, err
+	return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
 }
 
-// scanned is what the fast path tells of an instruction: its length,
-// kind (Jump, CondJump, Call or Other), and PC-relative target.
-type scanned struct {
-	n      int
-	kind   Kind
-	pcrel  bool
-	target uint64
-}
-
-// scanAMD64Fast is decodeScan's table; false sends the instruction to
+// scanAMD64Fast is scanAMD64's table; false sends the instruction to
 // the full decoder.
 func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
 	var opsize, rexW bool

@@ -60,11 +60,23 @@ func (arm64) Decode(code []byte, pc uint64) (Inst, error) {
 // instAlign returns 4: every instruction is an aligned word.
 func (arm64) instAlign() int { return a64InstLen }
 
-// decodeBare is Decode: arm64's decoder has no form without the text.
-func (a arm64) decodeBare(code []byte, pc uint64) (Inst, error) { return a.Decode(code, pc) }
+// bareDecoder returns Decode: arm64's decoder has no form without the
+// text.
+func (arm64) bareDecoder() decodeFunc { return decodeARM64Inst }
 
-// decodeScan is Decode: there is no fast path.
-func (a arm64) decodeScan(code []byte, pc uint64) (Inst, error) { return a.Decode(code, pc) }
+// scanDecoder returns Decode's findings: there is no fast path.
+func (arm64) scanDecoder() scanFunc {
+	return func(code []byte, pc uint64) (scanned, error) {
+		x, err := decodeARM64(code, pc)
+		return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
+	}
+}
+
+// decodeARM64Inst is Decode, as a function.
+func decodeARM64Inst(code []byte, pc uint64) (Inst, error) {
+	x, err := decodeARM64(code, pc)
+	return x.Inst, err
+}
 
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }

@@ -27,7 +27,9 @@ import (
 // and its instruction decodes.
 type CodeMap struct {
 	CodeScan
-	arch  Decoder
+	arch Decoder
+	// scan is arch's decoder for the scans (see [Decoder]).
+	scan  scanFunc
 	start uint64
 	code  []byte
 	// fixed marks an architecture whose instructions have one length
@@ -123,7 +125,7 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 
 // newCodeMap returns a map of code, at start, with nothing found yet.
 func newCodeMap(a Decoder, code []byte, start uint64) *CodeMap {
-	m := &CodeMap{arch: a, start: start, code: code, fixed: fixedLength(a), failed: map[[2]uint64]error{}}
+	m := &CodeMap{arch: a, scan: a.scanDecoder(), start: start, code: code, fixed: fixedLength(a), failed: map[[2]uint64]error{}}
 	m.Returns = map[uint64][]uint64{}
 	if !m.fixed {
 		words := (len(code) + 63) / 64
@@ -140,14 +142,14 @@ func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
 	step := uint64(m.arch.instAlign())
 	sweep := func(lo, hi uint64) {
 		for pc := lo; pc < hi; {
-			in, err := m.arch.decodeScan(m.code[pc-m.start:hi-m.start], pc)
-			if err != nil || in.Len <= 0 {
+			in, err := m.scan(m.code[pc-m.start:hi-m.start], pc)
+			if err != nil || in.n <= 0 {
 				pc += step
 				continue
 			}
 			m.note(in, pc)
 			m.mark(pc, 1, false)
-			pc += uint64(in.Len)
+			pc += uint64(in.n)
 		}
 	}
 	pos := lo
@@ -166,12 +168,12 @@ func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
 }
 
 // note books the branch or call in at pc.
-func (m *CodeMap) note(in Inst, pc uint64) {
+func (m *CodeMap) note(in scanned, pc uint64) {
 	switch {
-	case (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0:
-		m.Jumps = append(m.Jumps, in.Target)
-	case in.Kind == Call && in.Target != 0:
-		m.Returns[in.Target] = append(m.Returns[in.Target], pc+uint64(in.Len))
+	case (in.kind == Jump || in.kind == CondJump) && in.target != 0:
+		m.Jumps = append(m.Jumps, in.target)
+	case in.kind == Call && in.target != 0:
+		m.Returns[in.target] = append(m.Returns[in.target], pc+uint64(in.n))
 	}
 }
 
@@ -187,25 +189,25 @@ func (m *CodeMap) decodeFunc(f [2]uint64) error {
 			return fmt.Errorf("[%#x, %#x) is not %d-byte aligned: %w", f[0], f[1], align, ErrNotDecoded)
 		}
 		for pc := f[0]; pc+align <= f[1]; pc += align {
-			if in, err := m.arch.decodeScan(m.code[pc-m.start:end], pc); err == nil {
+			if in, err := m.scan(m.code[pc-m.start:end], pc); err == nil {
 				m.note(in, pc)
 			}
 		}
 		return nil
 	}
 	for pc := f[0]; pc < f[1]; {
-		in, err := m.arch.decodeScan(m.code[pc-m.start:end], pc)
+		in, err := m.scan(m.code[pc-m.start:end], pc)
 		if err != nil {
 			return fmt.Errorf("at %#x: %w: %w", pc, ErrNotDecoded, err)
 		}
-		if in.Len <= 0 {
+		if in.n <= 0 {
 			return fmt.Errorf("at %#x: %w", pc, ErrNotDecoded) // never: a guard against a loop
 		}
-		if in.Kind != Other {
+		if in.kind != Other {
 			m.note(in, pc)
 		}
-		m.mark(pc, in.Len, true)
-		pc += uint64(in.Len)
+		m.mark(pc, in.n, true)
+		pc += uint64(in.n)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ type Exit struct {
 // on past end, over padding), and returns its exits in address order:
 // returns, direct jumps to outside [start, end), indirect jumps.
 func FindExits(a Decoder, fn []byte, start, end uint64) ([]Exit, error) {
-	decode := a.decodeBare
+	decode := a.bareDecoder()
 	n := min(int(end-start), len(fn))
 	var exits []Exit
 	for off := 0; off < n; {
@@ -128,7 +128,7 @@ func PlanPatchThroughExit(a Arch, fn []byte, start, end, site uint64) (Patch, er
 		// code: the patch cannot go on over it.)
 		return p, err
 	}
-	decode := a.decodeBare
+	decode := a.bareDecoder()
 	limit := min(end, start+uint64(len(fn)))
 	if hasIndirectJump(decode, fn[:limit-start], start) {
 		// A jump table's targets cannot be seen: one may be the exit.
@@ -204,23 +204,23 @@ type CodeScan struct {
 // ScanCode decodes code (at start) from end to end. Bytes that do not
 // decode are stepped over.
 func ScanCode(a Decoder, code []byte, start uint64) CodeScan {
-	decode := a.decodeScan
+	decode := a.scanDecoder()
 	step := a.instAlign()
 	s := CodeScan{Returns: map[uint64][]uint64{}}
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)
 		in, err := decode(code[off:], pc)
-		if err != nil || in.Len <= 0 {
+		if err != nil || in.n <= 0 {
 			off += step
 			continue
 		}
 		switch {
-		case (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0:
-			s.Jumps = append(s.Jumps, in.Target)
-		case in.Kind == Call && in.Target != 0:
-			s.Returns[in.Target] = append(s.Returns[in.Target], pc+uint64(in.Len))
+		case (in.kind == Jump || in.kind == CondJump) && in.target != 0:
+			s.Jumps = append(s.Jumps, in.target)
+		case in.kind == Call && in.target != 0:
+			s.Returns[in.target] = append(s.Returns[in.target], pc+uint64(in.n))
 		}
-		off += in.Len
+		off += in.n
 	}
 	slices.Sort(s.Jumps)
 	s.Jumps = slices.Compact(s.Jumps)

@@ -171,17 +171,39 @@ type Decoder interface {
 	// steps over this many. Where it equals MaxInstLen, every
 	// instruction has that length (see [fixedLength]).
 	instAlign() int
-	// decodeBare is Decode without the instruction's text, where
-	// leaving it out saves time (printing costs more than decoding), or
-	// Decode: for the patcher, which decodes every instruction of every
-	// function and shows few.
-	decodeBare(code []byte, pc uint64) (Inst, error)
-	// decodeScan is the decoder of the scans, which read of an
-	// instruction only its length, whether it is a direct jump,
-	// conditional jump or call (other kinds may be Other), and its
-	// target or PC-relative operand's address: a fast path where the
+	// bareDecoder returns the patcher's decoder, which decodes every
+	// instruction of every function and shows few: Decode without the
+	// instruction's text where leaving it out saves time (printing
+	// costs more than decoding), or Decode.
+	bareDecoder() decodeFunc
+	// scanDecoder returns the decoder of the scans, which read of an
+	// instruction only what [scanned] holds: a fast path where the
 	// architecture has one, or Decode.
-	decodeScan(code []byte, pc uint64) (Inst, error)
+	scanDecoder() scanFunc
+}
+
+// decodeFunc decodes the instruction at the start of code, at pc. The
+// loops over many instructions take theirs from the architecture once
+// ([Decoder]'s bareDecoder or scanDecoder): a call through the interface
+// for every instruction would cost more than some decode.
+type decodeFunc = func(code []byte, pc uint64) (Inst, error)
+
+// scanFunc decodes the instruction at the start of code, at pc, for the
+// scans, which decode a whole module or function only to find where
+// instructions begin and where their branches go ([ScanCode],
+// [MapCode], the branch check of a patch).
+type scanFunc = func(code []byte, pc uint64) (scanned, error)
+
+// scanned is what a scan reads of an instruction: its length, its kind
+// where it is Jump, CondJump or Call (the only kinds the scans look at;
+// the others may be Other), and PCRel and Target, as Decode gives them.
+// It is smaller than an Inst, and cheaper to return for every
+// instruction of a module.
+type scanned struct {
+	n      int
+	kind   Kind
+	pcrel  bool
+	target uint64
 }
 
 // fixedLength reports whether every instruction of a has one length,

@@ -132,7 +132,7 @@ func PaddingAfter(a Decoder, after []byte, end uint64) int {
 	if limit > len(after) {
 		return 0
 	}
-	decode := a.decodeBare
+	decode := a.bareDecoder()
 	n := 0
 	for n < limit {
 		in, err := decode(after[n:limit], end+uint64(n))
@@ -169,7 +169,7 @@ func Reason(err error) string {
 // to hi would replace, but its first. An instruction it cannot decode is an
 // error: a branch after it could not be seen.
 func branchTargets(a Decoder, fn []byte, start, lo, hi uint64) ([]uint64, error) {
-	decode := a.decodeScan
+	decode := a.scanDecoder()
 	var into []uint64
 	for off := 0; off < len(fn); {
 		pc := start + uint64(off)
@@ -177,13 +177,13 @@ func branchTargets(a Decoder, fn []byte, start, lo, hi uint64) ([]uint64, error)
 		if err != nil {
 			return nil, err
 		}
-		if in.Len <= 0 || in.Len > len(fn)-off {
+		if in.n <= 0 || in.n > len(fn)-off {
 			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
 		}
-		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target > lo && in.Target < hi {
-			into = append(into, in.Target)
+		if (in.kind == Jump || in.kind == CondJump || in.kind == Call || in.pcrel) && in.target > lo && in.target < hi {
+			into = append(into, in.target)
 		}
-		off += in.Len
+		off += in.n
 	}
 	return into, nil
 }
