@@ -1,6 +1,7 @@
 package instr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 
@@ -54,11 +55,35 @@ func (amd64) Decode(code []byte, pc uint64) (Inst, error) {
 	return x.Inst, err
 }
 
+// instAlign returns 1: an instruction may begin at any byte.
+func (amd64) instAlign() int { return 1 }
+
+// bareDecoder returns Decode without the text of the instructions
+// x86asm decodes (decodeAMD64Bare).
+func (amd64) bareDecoder() decodeFunc {
+	return func(code []byte, pc uint64) (Inst, error) {
+		x, err := decodeAMD64Bare(code, pc)
+		return x.Inst, err
+	}
+}
+
+// scanDecoder returns scanAMD64, the fast path of amd64_scan.go.
+func (amd64) scanDecoder() scanFunc { return scanAMD64 }
+
 // SP returns rsp.
 func (amd64) SP(r Regs) uint64 { return r.Reg(amd64RSP) }
 
 // Goroutine returns r14 (Go internal ABI, "amd64 architecture").
 func (amd64) Goroutine(r Regs) uint64 { return r.Reg(amd64R14) }
+
+// returnPop returns 8: ret pops the return address the call pushed.
+func (amd64) returnPop() uint64 { return 8 }
+
+// goEntryUsesG looks for cmp 0x10(%r14),%rsp or cmp 0x10(%r14),%r12
+// (49/4d 3b 66 10): the stack guard read through r14.
+func (amd64) goEntryUsesG(check []byte) bool {
+	return bytes.Contains(check, []byte{0x49, 0x3b, 0x66, 0x10}) || bytes.Contains(check, []byte{0x4d, 0x3b, 0x66, 0x10})
+}
 
 // ReturnAddress reads the 8 bytes at [rsp]: at a function's first
 // instruction they are the address its caller's call pushed.

@@ -7,10 +7,6 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// emulation carries out one instruction on a stopped thread. It changes
-// no register when it fails.
-type emulation = func(r Regs, m Memory) error
-
 // Displace prepares the instruction at pc for a thread stopped on its
 // breakpoint:
 //
@@ -72,26 +68,6 @@ func (x x86Inst) displace(pc, slot uint64) (Displaced, error) {
 	}
 	slotCode, err := x.outOfLine(pc, slot)
 	return Displaced{Slot: slotCode}, err
-}
-
-// jumpTo sets the PC.
-func jumpTo(target uint64) emulation {
-	return func(r Regs, _ Memory) error {
-		r.SetPC(target)
-		return nil
-	}
-}
-
-// branchIf sets the PC to target or next as taken says.
-func branchIf(taken func(r Regs) bool, target, next uint64) emulation {
-	return func(r Regs, _ Memory) error {
-		if taken(r) {
-			r.SetPC(target)
-		} else {
-			r.SetPC(next)
-		}
-		return nil
-	}
 }
 
 // condJump emulates jcc, jrcxz, jecxz and the loops.

@@ -57,11 +57,46 @@ func (arm64) Decode(code []byte, pc uint64) (Inst, error) {
 	return x.Inst, err
 }
 
+// instAlign returns 4: every instruction is an aligned word.
+func (arm64) instAlign() int { return a64InstLen }
+
+// bareDecoder returns Decode: arm64's decoder has no form without the
+// text.
+func (arm64) bareDecoder() decodeFunc { return decodeARM64Inst }
+
+// scanDecoder returns Decode's findings: there is no fast path.
+func (arm64) scanDecoder() scanFunc {
+	return func(code []byte, pc uint64) (scanned, error) {
+		x, err := decodeARM64(code, pc)
+		return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
+	}
+}
+
+// decodeARM64Inst is Decode, as a function.
+func decodeARM64Inst(code []byte, pc uint64) (Inst, error) {
+	x, err := decodeARM64(code, pc)
+	return x.Inst, err
+}
+
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }
 
 // Goroutine returns x28 (Go internal ABI, "arm64 architecture").
 func (arm64) Goroutine(r Regs) uint64 { return r.Reg(a64G) }
+
+// returnPop returns 0: RET branches to x30 and leaves the stack as it is.
+func (arm64) returnPop() uint64 { return 0 }
+
+// goEntryUsesG looks for ldr x16, [x28, #16] (f9400b90): the stack
+// guard read through x28.
+func (arm64) goEntryUsesG(check []byte) bool {
+	for i := 0; i+4 <= len(check); i += 4 {
+		if binary.LittleEndian.Uint32(check[i:]) == 0xf9400b90 {
+			return true
+		}
+	}
+	return false
+}
 
 // ReturnAddress returns x30 with the pointer authentication bits of
 // [DefaultPACMask] stripped.

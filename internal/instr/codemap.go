@@ -22,17 +22,22 @@ import (
 // planted only where an instruction of that decoding begins, and not
 // inside an instruction of any function's decoding (a function's extent
 // that overlaps another's and begins inside one of its instructions
-// fails there). On arm64, where instructions are 4 bytes and aligned, a
-// site is an instruction boundary when it is aligned and its
-// instruction decodes.
+// fails there). Where instructions have one length and are aligned to it
+// (arm64's words), a site is an instruction boundary when it is aligned
+// and its instruction decodes.
 type CodeMap struct {
 	CodeScan
-	arch  Arch
+	arch Decoder
+	// scan is arch's decoder for the scans (see [Decoder]).
+	scan  scanFunc
 	start uint64
 	code  []byte
-	// begins and inside are bitmaps over code (amd64): an instruction
-	// begins at the byte, or the byte is inside an instruction of a
-	// function's decoding, past its first byte.
+	// fixed marks an architecture whose instructions have one length
+	// ([fixedLength]): its boundaries are not mapped.
+	fixed bool
+	// begins and inside are bitmaps over code (not fixed): an
+	// instruction begins at the byte, or the byte is inside an
+	// instruction of a function's decoding, past its first byte.
 	begins, inside []uint64
 	// failed holds the functions whose decoding did not reach their end
 	// cleanly, and why.
@@ -56,9 +61,8 @@ var mapShare = 128 << 10
 // MapCode decodes code, at start, and funcs, the extents [lo, hi) of
 // the functions of the plan in it (in any order; those not inside code
 // are ignored): see [CodeMap].
-func MapCode(a Arch, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
-	m := &CodeMap{arch: a, start: start, code: code, failed: map[[2]uint64]error{}}
-	m.Returns = map[uint64][]uint64{}
+func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
+	m := newCodeMap(a, code, start)
 	end := start + uint64(len(code))
 	var fns [][2]uint64
 	for _, f := range funcs {
@@ -85,12 +89,7 @@ func MapCode(a Arch, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 		}
 		p := m
 		if w > 0 {
-			p = &CodeMap{arch: a, start: start, code: code, failed: map[[2]uint64]error{}}
-			p.Returns = map[uint64][]uint64{}
-		}
-		if a == AMD64 {
-			words := (len(code) + 63) / 64
-			p.begins, p.inside = make([]uint64, words), make([]uint64, words)
+			p = newCodeMap(a, code, start)
 		}
 		parts[w] = p
 		wg.Add(1)
@@ -124,15 +123,23 @@ func MapCode(a Arch, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 	return m
 }
 
+// newCodeMap returns a map of code, at start, with nothing found yet.
+func newCodeMap(a Decoder, code []byte, start uint64) *CodeMap {
+	m := &CodeMap{arch: a, scan: a.scanDecoder(), start: start, code: code, fixed: fixedLength(a), failed: map[[2]uint64]error{}}
+	m.Returns = map[uint64][]uint64{}
+	if !m.fixed {
+		words := (len(code) + 63) / 64
+		m.begins, m.inside = make([]uint64, words), make([]uint64, words)
+	}
+	return m
+}
+
 // mapRange decodes [lo, hi): each of fns (sorted, starting at lo but
 // for the first run) from its start to its end, and the code between
 // linearly, stepping over what does not decode: the instructions found
 // there begin where they are, but bound nothing.
 func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
-	step := uint64(1)
-	if m.arch.Name() == "arm64" {
-		step = 4
-	}
+	step := uint64(m.arch.instAlign())
 	sweep := func(lo, hi uint64) {
 		for pc := lo; pc < hi; {
 			in, err := m.scan(m.code[pc-m.start:hi-m.start], pc)
@@ -160,20 +167,6 @@ func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
 	}
 }
 
-// scan decodes the instruction at the start of code, at pc, as the
-// scans need it (on amd64 the fast path of x86scan.go).
-func (m *CodeMap) scan(code []byte, pc uint64) (scanned, error) {
-	if m.arch == AMD64 {
-		if in, ok := scanAMD64Fast(code, pc); ok {
-			return in, nil
-		}
-		x, err := decodeAMD64Bare(code, pc)
-		return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
-	}
-	in, err := m.arch.Decode(code, pc)
-	return scanned{n: in.Len, kind: in.Kind, pcrel: in.PCRel, target: in.Target}, err
-}
-
 // note books the branch or call in at pc.
 func (m *CodeMap) note(in scanned, pc uint64) {
 	switch {
@@ -188,13 +181,14 @@ func (m *CodeMap) note(in scanned, pc uint64) {
 // its branches and marking its instructions.
 func (m *CodeMap) decodeFunc(f [2]uint64) error {
 	end := f[1] - m.start
-	if m.arch != AMD64 {
-		// arm64: aligned, and each instruction checked where it is
-		// planted (Boundary). Its branches are noted.
-		if f[0]%4 != 0 || f[1]%4 != 0 {
-			return fmt.Errorf("[%#x, %#x) is not 4-byte aligned: %w", f[0], f[1], ErrNotDecoded)
+	if m.fixed {
+		// Aligned, and each instruction checked where it is planted
+		// (Boundary). Its branches are noted.
+		align := uint64(m.arch.instAlign())
+		if f[0]%align != 0 || f[1]%align != 0 {
+			return fmt.Errorf("[%#x, %#x) is not %d-byte aligned: %w", f[0], f[1], align, ErrNotDecoded)
 		}
-		for pc := f[0]; pc+4 <= f[1]; pc += 4 {
+		for pc := f[0]; pc+align <= f[1]; pc += align {
 			if in, err := m.scan(m.code[pc-m.start:end], pc); err == nil {
 				m.note(in, pc)
 			}
@@ -252,16 +246,16 @@ func (m *CodeMap) Decoded(lo, hi uint64) error {
 // Boundary returns nil when a site may be planted at addr: an
 // instruction of the decoding begins there, inside no instruction of a
 // function's decoding (amd64); aligned, and its instruction decodes
-// (arm64). Else why not, wrapping [ErrNotBoundary] (the caller names
-// the address).
+// (instructions of one length: arm64). Else why not, wrapping
+// [ErrNotBoundary] (the caller names the address).
 func (m *CodeMap) Boundary(addr uint64) error {
 	if !m.Contains(addr) {
 		return fmt.Errorf("not in the module's code: %w", ErrNotBoundary)
 	}
 	off := addr - m.start
-	if m.arch != AMD64 {
-		if addr%4 != 0 {
-			return fmt.Errorf("not 4-byte aligned: %w", ErrNotBoundary)
+	if m.fixed {
+		if align := uint64(m.arch.instAlign()); addr%align != 0 {
+			return fmt.Errorf("not %d-byte aligned: %w", align, ErrNotBoundary)
 		}
 		if _, err := m.arch.Decode(m.code[off:], addr); err != nil {
 			return fmt.Errorf("%w: %w", ErrNotBoundary, err)

@@ -15,7 +15,7 @@ var (
 	ErrUnrecognized = errors.New("unrecognized instruction")
 )
 
-// DecodeError is the error of [Arch.Decode] and [Boundaries]: the
+// DecodeError is the error of [Decoder.Decode] and [Boundaries]: the
 // instruction at Addr, starting with Bytes, could not be decoded.
 type DecodeError struct {
 	Arch  string // GOARCH spelling
@@ -34,7 +34,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // decodeError builds a DecodeError, keeping a copy of the first bytes of
 // code so the error does not pin the caller's buffer.
-func decodeError(a Arch, code []byte, pc uint64, err error) *DecodeError {
+func decodeError(a Decoder, code []byte, pc uint64, err error) *DecodeError {
 	n := min(len(code), a.MaxInstLen())
 	return &DecodeError{Arch: a.Name(), Addr: pc, Bytes: slices.Clone(code[:n]), Err: err}
 }
@@ -44,7 +44,7 @@ func decodeError(a Arch, code []byte, pc uint64, err error) *DecodeError {
 // instruction in order. Decoding stops at the end of code; an instruction
 // that cannot be decoded, or that runs past the end, is a [*DecodeError]
 // naming its address.
-func Boundaries(a Arch, code []byte, start uint64) ([]uint64, error) {
+func Boundaries(a Decoder, code []byte, start uint64) ([]uint64, error) {
 	var addrs []uint64
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)

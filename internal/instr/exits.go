@@ -11,7 +11,7 @@ import (
 // that the stack pointer is the one of the function's entry again). An
 // exit's patch replaces the exit and, where the exit is shorter than a
 // jump, the instructions of the epilogue before it or the alignment
-// padding after it ([Arch.PlanExitPatch]); its trampoline runs the
+// padding after it ([Patcher.PlanExits]); its trampoline runs the
 // epilogue's instructions relocated, then the instrumentation, then the
 // exit, which never comes back ([ExitTrampoline]).
 
@@ -33,8 +33,8 @@ type Exit struct {
 // FindExits decodes fn, the code of the function [start, end) (fn may go
 // on past end, over padding), and returns its exits in address order:
 // returns, direct jumps to outside [start, end), indirect jumps.
-func FindExits(a Arch, fn []byte, start, end uint64) ([]Exit, error) {
-	decode := bareDecoder(a)
+func FindExits(a Decoder, fn []byte, start, end uint64) ([]Exit, error) {
+	decode := a.bareDecoder()
 	n := min(int(end-start), len(fn))
 	var exits []Exit
 	for off := 0; off < n; {
@@ -87,7 +87,7 @@ func codeTargets(insts []Inst, lo, hi uint64) map[uint64]bool {
 // the instructions before the exit relocated, then instrumentation
 // (position-independent), then the exit relocated. There is no jump
 // back: the exit leaves. A PC in the instrumentation maps to the exit.
-func ExitTrampoline(a Arch, p *Patch, addr uint64, instrumentation []byte) (Trampoline, error) {
+func ExitTrampoline(a Patcher, p *Patch, addr uint64, instrumentation []byte) (Trampoline, error) {
 	if len(p.Insts) == 0 {
 		return Trampoline{}, fmt.Errorf("exit trampoline for %#x: no instruction", p.Site)
 	}
@@ -128,7 +128,7 @@ func PlanPatchThroughExit(a Arch, fn []byte, start, end, site uint64) (Patch, er
 		// code: the patch cannot go on over it.)
 		return p, err
 	}
-	decode := bareDecoder(a)
+	decode := a.bareDecoder()
 	limit := min(end, start+uint64(len(fn)))
 	if hasIndirectJump(decode, fn[:limit-start], start) {
 		// A jump table's targets cannot be seen: one may be the exit.
@@ -203,27 +203,24 @@ type CodeScan struct {
 
 // ScanCode decodes code (at start) from end to end. Bytes that do not
 // decode are stepped over.
-func ScanCode(a Arch, code []byte, start uint64) CodeScan {
-	decode := scanDecoder(a)
-	step := 1
-	if a.Name() == "arm64" {
-		step = 4
-	}
+func ScanCode(a Decoder, code []byte, start uint64) CodeScan {
+	decode := a.scanDecoder()
+	step := a.instAlign()
 	s := CodeScan{Returns: map[uint64][]uint64{}}
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)
 		in, err := decode(code[off:], pc)
-		if err != nil || in.Len <= 0 {
+		if err != nil || in.n <= 0 {
 			off += step
 			continue
 		}
 		switch {
-		case (in.Kind == Jump || in.Kind == CondJump) && in.Target != 0:
-			s.Jumps = append(s.Jumps, in.Target)
-		case in.Kind == Call && in.Target != 0:
-			s.Returns[in.Target] = append(s.Returns[in.Target], pc+uint64(in.Len))
+		case (in.kind == Jump || in.kind == CondJump) && in.target != 0:
+			s.Jumps = append(s.Jumps, in.target)
+		case in.kind == Call && in.target != 0:
+			s.Returns[in.target] = append(s.Returns[in.target], pc+uint64(in.n))
 		}
-		off += in.Len
+		off += in.n
 	}
 	slices.Sort(s.Jumps)
 	s.Jumps = slices.Compact(s.Jumps)

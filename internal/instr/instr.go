@@ -5,10 +5,13 @@
 // under it without the breakpoint ever being lifted: emulated on the thread's
 // registers, or executed out of line from a relocated copy in a slot.
 //
-// amd64.go and arm64.go sit side by side with no build tags, so every host
-// tests both architectures. Registers are addressed by their DWARF numbers
-// (System V AMD64 ABI §3.6.2; DWARF for the Arm 64-bit Architecture §4.1).
-// This package imports nothing of the project.
+// Each architecture's files, named after it (amd64*.go, arm64*.go), sit
+// side by side with no build tags, so every host tests both
+// architectures. They define everything in which the architectures
+// differ, as the methods of [Arch]; the other files are shared and
+// choose nothing by architecture. Registers are addressed by their DWARF
+// numbers (System V AMD64 ABI §3.6.2; DWARF for the Arm 64-bit
+// Architecture §4.1). This package imports nothing of the project.
 package instr
 
 import (
@@ -100,8 +103,9 @@ type Memory interface {
 //   - Emulate != nil: the tracer calls Emulate on the thread's registers and
 //     memory and resumes the thread where it leaves the PC.
 //   - Slot != nil and !SingleStep: the tracer copies Slot to the slot address
-//     given to [Arch.Displace] (once, when planting), sets the PC to the slot
-//     and resumes: the relocated instruction runs and jumps back by itself.
+//     given to [Displacer.Displace] (once, when planting), sets the PC to the
+//     slot and resumes: the relocated instruction runs and jumps back by
+//     itself.
 //   - Slot != nil and SingleStep: the tracer sets the PC to the slot,
 //     single-steps the thread, then calls AfterStep, which moves the PC (and a
 //     pushed return address) back from the slot to the original code.
@@ -123,10 +127,94 @@ var (
 	ErrUnsupported = errors.New("instruction cannot be displaced")
 )
 
-// Arch is what the tracer and PREP need to know of one architecture.
+// Arch is everything the tracer and PREP need to know of one
+// architecture. It is the sum of the architecture's jobs, one interface
+// each, so that code which needs one job can ask for that alone:
+//
+//   - [Decoder]: what its instructions are;
+//   - [Displacer]: its breakpoint, and how a thread stopped on one
+//     carries out the instruction under it;
+//   - [ABI]: what its calling convention says of a frame;
+//   - [Injector]: its system calls, which the tracer makes a stopped
+//     thread run;
+//   - [Patcher]: how a jump to a trampoline replaces instructions;
+//   - [Instrumenter]: the code a trampoline runs, and PROFILE's side of
+//     what that code shares with it.
+//
+// Everything in which two architectures differ is a method of one of
+// these interfaces, defined in the architecture's own files (amd64*.go,
+// arm64*.go): the files shared by every architecture never choose by its
+// name. docs/porting.md lists what a new one must supply.
 type Arch interface {
-	// Name is the GOARCH spelling: "amd64", "arm64".
+	Decoder
+	Displacer
+	ABI
+	Injector
+	Patcher
+	Instrumenter
+}
+
+// Decoder decodes an architecture's instructions.
+type Decoder interface {
+	// Name is the GOARCH spelling: "amd64", "arm64". It names the
+	// architecture in messages and plans; no code of this package
+	// chooses by it.
 	Name() string
+	// MaxInstLen is the longest instruction the architecture has (15 or 4).
+	MaxInstLen() int
+	// Decode decodes the instruction at the start of code, located at pc.
+	Decode(code []byte, pc uint64) (Inst, error)
+
+	// instAlign is the alignment of every instruction: 1 where an
+	// instruction may begin at any byte (amd64), 4 where each is an
+	// aligned word (arm64). A scan that meets bytes that do not decode
+	// steps over this many. Where it equals MaxInstLen, every
+	// instruction has that length (see [fixedLength]).
+	instAlign() int
+	// bareDecoder returns the patcher's decoder, which decodes every
+	// instruction of every function and shows few: Decode without the
+	// instruction's text where leaving it out saves time (printing
+	// costs more than decoding), or Decode.
+	bareDecoder() decodeFunc
+	// scanDecoder returns the decoder of the scans, which read of an
+	// instruction only what [scanned] holds: a fast path where the
+	// architecture has one, or Decode.
+	scanDecoder() scanFunc
+}
+
+// decodeFunc decodes the instruction at the start of code, at pc. The
+// loops over many instructions take theirs from the architecture once
+// ([Decoder]'s bareDecoder or scanDecoder): a call through the interface
+// for every instruction would cost more than some decode.
+type decodeFunc = func(code []byte, pc uint64) (Inst, error)
+
+// scanFunc decodes the instruction at the start of code, at pc, for the
+// scans, which decode a whole module or function only to find where
+// instructions begin and where their branches go ([ScanCode],
+// [MapCode], the branch check of a patch).
+type scanFunc = func(code []byte, pc uint64) (scanned, error)
+
+// scanned is what a scan reads of an instruction: its length, its kind
+// where it is Jump, CondJump or Call (the only kinds the scans look at;
+// the others may be Other), and PCRel and Target, as Decode gives them.
+// It is smaller than an Inst, and cheaper to return for every
+// instruction of a module.
+type scanned struct {
+	n      int
+	kind   Kind
+	pcrel  bool
+	target uint64
+}
+
+// fixedLength reports whether every instruction of a has one length,
+// its alignment (arm64's words): an address is then an instruction
+// boundary when it is aligned and its instruction decodes, and no map
+// of where instructions begin is needed.
+func fixedLength(a Decoder) bool { return a.instAlign() == a.MaxInstLen() }
+
+// Displacer is the breakpoint of an architecture, and how a thread
+// stopped on one goes on without it ever being lifted.
+type Displacer interface {
 	// Breakpoint returns the breakpoint instruction's bytes (int3 0xCC, Intel
 	// SDM Vol. 2A; BRK #0 = d4200000, Arm ARM C6.2.38).
 	Breakpoint() []byte
@@ -134,16 +222,17 @@ type Arch interface {
 	// the PC the thread reports at the trap stop (int3 leaves the PC one byte
 	// past itself; BRK leaves it on the BRK).
 	BreakpointAddr(pc uint64) uint64
-	// MaxInstLen is the longest instruction the architecture has (15 or 4).
-	MaxInstLen() int
-	// Decode decodes the instruction at the start of code, located at pc.
-	Decode(code []byte, pc uint64) (Inst, error)
 	// SlotSize is the size of one out-of-line slot.
 	SlotSize() int
 	// Displace prepares how a thread stopped on a breakpoint at pc, whose
 	// original bytes start code, carries out that instruction; slot is the
 	// address of the site's slot of SlotSize bytes.
 	Displace(code []byte, pc, slot uint64) (Displaced, error)
+}
+
+// ABI is what an architecture's calling conventions say of a function's
+// frame, for the tracer at a function's entry and exit.
+type ABI interface {
 	// ReturnAddress reads the return address of a function at its entry
 	// breakpoint ([sp] on amd64, x30 with pointer authentication bits
 	// stripped on arm64).
@@ -154,6 +243,19 @@ type Arch interface {
 	// running goroutine's g (r14 on amd64, x28 on arm64): meaningful only
 	// in a Go function whose entry reads it (see [GoEntryUsesG]).
 	Goroutine(r Regs) uint64
+
+	// returnPop is what a return adds to the stack pointer: see
+	// [ReturnPop].
+	returnPop() uint64
+	// goEntryUsesG reports whether the stack-growth check of a Go
+	// function's entry reads the stack guard through the goroutine
+	// register: see [GoEntryUsesG].
+	goEntryUsesG(check []byte) bool
+}
+
+// Injector makes a stopped thread run a system call for the tracer
+// (to map its areas in the program, open a file there...).
+type Injector interface {
 	// SyscallInst returns the system call instruction (syscall, svc #0).
 	SyscallInst() []byte
 	// SetSyscall loads a system call number and its arguments into r, for a
@@ -162,7 +264,12 @@ type Arch interface {
 	SyscallResult(r Regs) uint64
 	// SyscallNumber is the number of a system call on Linux.
 	SyscallNumber(Syscall) uint64
+}
 
+// Patcher plans and writes the jumps that replace a function's
+// instructions with a jump to a trampoline (see patch.go), and the
+// trampoline's relocated copy of them.
+type Patcher interface {
 	// PlanPatch chooses the bytes a jump to a trampoline replaces at site,
 	// inside the function whose code fn starts at start (and may end with
 	// the alignment padding that follows the function: see
@@ -198,14 +305,6 @@ type Arch interface {
 	// then start in [lo, hi), where the jump with those bytes lands.
 	// ErrBranchInto or ErrTooShort where that cannot be done.
 	PlanPunPatch(fn []byte, start, site uint64) (p Patch, lo, hi uint64, err error)
-	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
-	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
-	// they cannot.
-	Counting(hwcap uint64) (CountKind, error)
-	// CountCode returns the position-independent code that adds one to a
-	// counter: for CountPerThread, counter is its offset in the thread's
-	// block; for CountShared, its address.
-	CountCode(kind CountKind, counter uint64) []byte
 	// PlanExits plans the patch of every exit of the function [start,
 	// end) (fn may go on past end, over the padding after the function):
 	// for each exit of FindExits but the indirect jumps, whole
@@ -216,9 +315,24 @@ type Arch interface {
 	// call. An exit that cannot be patched has Err, wrapping the fall-back
 	// reasons as PlanPatch's errors do.
 	PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error)
+
 	// relocateOne returns the code that carries out the instruction orig,
 	// originally at pc, from at.
 	relocateOne(orig []byte, pc, at uint64) ([]byte, error)
+}
+
+// Instrumenter builds the code a trampoline runs before the relocated
+// instructions (a count, the call depth, a record of the time), and
+// holds PROFILE's side of the ring that the record code fills.
+type Instrumenter interface {
+	// Counting says how trampolines count on a CPU whose AT_HWCAP bits
+	// (from the program's auxiliary vector) are hwcap; ErrNoCounting when
+	// they cannot.
+	Counting(hwcap uint64) (CountKind, error)
+	// CountCode returns the position-independent code that adds one to a
+	// counter: for CountPerThread, counter is its offset in the thread's
+	// block; for CountShared, its address.
+	CountCode(kind CountKind, counter uint64) []byte
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false
@@ -228,6 +342,16 @@ type Arch interface {
 	// thread's ring (see [Ring]), position-independent and changing
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
+
+	// ringUnread, ringRead and ringReset are PROFILE's side of the
+	// protocol of the ring RecordCode's code writes: see [RingUnread],
+	// [RingRead] and [RingReset].
+	ringUnread(area []byte, records int) (first, n int)
+	ringRead(area []byte, records, n int)
+	ringReset(area []byte, records int)
+	// calibrationStep is one step of [CalibrationWork]: a multiplication
+	// of a register by itself, or by a constant.
+	calibrationStep() []byte
 }
 
 // Syscall names the system calls the tracer injects.
@@ -247,24 +371,32 @@ const (
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.
 var ErrUnsupportedArch = errors.New("unsupported architecture")
 
+// arches are the architectures the profiler knows, each with its ELF
+// machine: the one place that names them all (a port adds its own here).
+var arches = []struct {
+	machine elf.Machine
+	arch    Arch
+}{
+	{elf.EM_X86_64, AMD64},
+	{elf.EM_AARCH64, ARM64},
+}
+
 // ForMachine returns the Arch of an ELF machine.
 func ForMachine(m elf.Machine) (Arch, error) {
-	switch m {
-	case elf.EM_X86_64:
-		return AMD64, nil
-	case elf.EM_AARCH64:
-		return ARM64, nil
+	for _, a := range arches {
+		if a.machine == m {
+			return a.arch, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %v", ErrUnsupportedArch, m)
 }
 
 // ForName returns the Arch named by its GOARCH spelling.
 func ForName(name string) (Arch, error) {
-	switch name {
-	case "amd64":
-		return AMD64, nil
-	case "arm64":
-		return ARM64, nil
+	for _, a := range arches {
+		if a.arch.Name() == name {
+			return a.arch, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedArch, name)
 }

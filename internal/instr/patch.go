@@ -1,7 +1,6 @@
 package instr
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -10,10 +9,11 @@ import (
 // In-process instrumentation: a site's first instructions are replaced by a
 // jump to a trampoline, code written into the running program that does
 // the instrumentation's work (a count), runs the replaced instructions
-// relocated, and jumps back after them. The per-architecture part is here:
-// which bytes a patch may replace ([Arch.PlanPatch]), the trampoline's code
-// ([Arch.Trampoline]), the jump written over the site ([Arch.PatchJump]) and
-// how a trampoline counts ([Arch.Counting], [Arch.CountCode]).
+// relocated, and jumps back after them. The per-architecture part is the
+// architecture's: which bytes a patch may replace ([Patcher.PlanPatch]),
+// the trampoline's code ([Patcher.Trampoline]), the jump written over the
+// site ([Patcher.PatchJump]) and how a trampoline counts
+// ([Instrumenter.Counting], [Instrumenter.CountCode]).
 //
 // A trampoline never writes the program's stack and changes no register
 // but those the ABI makes dead at a function's entry (the flags; x16 and
@@ -31,10 +31,10 @@ type Patch struct {
 	Insts []Inst
 	// Short marks a patch whose jump is the architecture's short jump
 	// (amd64 jmp rel8) to a hop: a jump of full reach, written in
-	// padding nearby ([Arch.PlanShortPatch]).
+	// padding nearby ([Patcher.PlanShortPatch]).
 	Short bool
 	// Punned holds the bytes after Orig that a punned jump overlaps
-	// without changing them ([Arch.PlanPunPatch]); nil for other patches.
+	// without changing them ([Patcher.PlanPunPatch]); nil for other patches.
 	Punned []byte
 }
 
@@ -127,12 +127,12 @@ var (
 // align the next function (GCC, Clang and Go on amd64 and arm64). A patch
 // of a function too short for a jump may cover them after its last
 // instruction. 0 when they are anything else.
-func PaddingAfter(a Arch, after []byte, end uint64) int {
+func PaddingAfter(a Decoder, after []byte, end uint64) int {
 	limit := int(((end + 15) &^ 15) - end)
 	if limit > len(after) {
 		return 0
 	}
-	decode := bareDecoder(a)
+	decode := a.bareDecoder()
 	n := 0
 	for n < limit {
 		in, err := decode(after[n:limit], end+uint64(n))
@@ -164,36 +164,12 @@ func Reason(err error) string {
 	return "undecodable"
 }
 
-// bareDecoder returns a's decoder without the instructions' text where it
-// has one (printing costs more than decoding): for the patcher, which
-// decodes every instruction of every function and shows few.
-func bareDecoder(a Arch) func([]byte, uint64) (Inst, error) {
-	if a == AMD64 {
-		return func(code []byte, pc uint64) (Inst, error) {
-			x, err := decodeAMD64Bare(code, pc)
-			return x.Inst, err
-		}
-	}
-	return a.Decode
-}
-
-// scanDecoder returns a's decoder for the scans, which read of an
-// instruction only its length, whether it is a direct jump, conditional
-// jump or call, and its target or PC-relative operand's address: on
-// amd64 the fast path of x86scan.go.
-func scanDecoder(a Arch) func([]byte, uint64) (Inst, error) {
-	if a == AMD64 {
-		return scanAMD64
-	}
-	return a.Decode
-}
-
 // branchTargets decodes fn (starting at start) and returns the targets of
 // its direct branches that fall inside (lo, hi): the bytes a patch from lo
 // to hi would replace, but its first. An instruction it cannot decode is an
 // error: a branch after it could not be seen.
-func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
-	decode := scanDecoder(a)
+func branchTargets(a Decoder, fn []byte, start, lo, hi uint64) ([]uint64, error) {
+	decode := a.scanDecoder()
 	var into []uint64
 	for off := 0; off < len(fn); {
 		pc := start + uint64(off)
@@ -201,13 +177,13 @@ func branchTargets(a Arch, fn []byte, start, lo, hi uint64) ([]uint64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if in.Len <= 0 || in.Len > len(fn)-off {
+		if in.n <= 0 || in.n > len(fn)-off {
 			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
 		}
-		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target > lo && in.Target < hi {
-			into = append(into, in.Target)
+		if (in.kind == Jump || in.kind == CondJump || in.kind == Call || in.pcrel) && in.target > lo && in.target < hi {
+			into = append(into, in.target)
 		}
-		off += in.Len
+		off += in.n
 	}
 	return into, nil
 }
@@ -317,16 +293,4 @@ type SavedReg struct {
 // f9400b90): then the register holds the goroutine at the site. Assembly
 // functions (Go's ABI0) check through thread-local storage, and their
 // r14 may hold anything.
-func GoEntryUsesG(a Arch, check []byte) bool {
-	switch a.Name() {
-	case "amd64":
-		return bytes.Contains(check, []byte{0x49, 0x3b, 0x66, 0x10}) || bytes.Contains(check, []byte{0x4d, 0x3b, 0x66, 0x10})
-	case "arm64":
-		for i := 0; i+4 <= len(check); i += 4 {
-			if binary.LittleEndian.Uint32(check[i:]) == 0xf9400b90 {
-				return true
-			}
-		}
-	}
-	return false
-}
+func GoEntryUsesG(a ABI, check []byte) bool { return a.goEntryUsesG(check) }

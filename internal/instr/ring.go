@@ -2,7 +2,6 @@ package instr
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -71,42 +70,17 @@ func RingStride(records int) uint64 { return 2 * RingRecordSize * uint64(records
 
 // RingUnread returns the slot of the first record of ring area that
 // PROFILE has not read, and how many there are, in a's protocol.
-func RingUnread(a Arch, area []byte, records int) (first, n int) {
-	if a.Name() == "arm64" {
-		size := uint32(RingRecordSize * records)
-		head := atomic.LoadUint32(word32(area, RingCursor))
-		tail := (atomic.LoadUint32(word32(area, RingCursor+4)) + RingRecordSize) & (size - 1)
-		return int(tail / RingRecordSize), int((head-tail)&(size-1)) / RingRecordSize
-	}
-	head := atomic.LoadUint64(word64(area, RingHead))
-	tail := atomic.LoadUint64(word64(area, RingTail))
-	return int(tail & uint64(records-1)), int(min(head-tail, uint64(records)))
+func RingUnread(a Instrumenter, area []byte, records int) (first, n int) {
+	return a.ringUnread(area, records)
 }
 
 // RingRead frees the n records RingUnread returned first, or n of them:
 // the thread may write their slots again.
-func RingRead(a Arch, area []byte, records, n int) {
-	if a.Name() == "arm64" {
-		size := uint32(RingRecordSize * records)
-		stop := atomic.LoadUint32(word32(area, RingCursor+4))
-		atomic.StoreUint32(word32(area, RingCursor+4), (stop+uint32(n)*RingRecordSize)&(size-1))
-		return
-	}
-	tail := atomic.LoadUint64(word64(area, RingTail))
-	atomic.StoreUint64(word64(area, RingTail), tail+uint64(n))
-}
+func RingRead(a Instrumenter, area []byte, records, n int) { a.ringRead(area, records, n) }
 
 // RingReset empties a ring area, for a thread that has not begun
 // writing to it.
-func RingReset(a Arch, area []byte, records int) {
-	if a.Name() == "arm64" {
-		atomic.StoreUint32(word32(area, RingCursor), 0)
-		atomic.StoreUint32(word32(area, RingCursor+4), uint32(RingRecordSize*(records-1)))
-		return
-	}
-	atomic.StoreUint64(word64(area, RingHead), 0)
-	atomic.StoreUint64(word64(area, RingTail), 0)
-}
+func RingReset(a Instrumenter, area []byte, records int) { a.ringReset(area, records) }
 
 // RingSlot returns the bytes of slot i of ring area.
 func RingSlot(area []byte, i int) []byte {
@@ -150,12 +124,7 @@ type Record struct {
 
 // ReturnPop is what a return adds to the stack pointer: amd64's ret pops
 // the return address; arm64's leaves the stack as it is.
-func ReturnPop(a Arch) uint64 {
-	if a.Name() == "amd64" {
-		return 8
-	}
-	return 0
-}
+func ReturnPop(a ABI) uint64 { return a.returnPop() }
 
 // ReadRecord decodes the record at the start of b.
 func ReadRecord(b []byte) Record {
@@ -197,18 +166,14 @@ type RecordCode struct {
 // CalibrationWork returns a piece of work for the calibration of a
 // record's cost: records are timed between pieces of it, and without
 // them, and what they add is their cost in a program that does something
-// between its calls. Eight dependent multiplications, some 24 cycles: on
-// amd64 of r8 (imul $0x2c1b3c6d,%r8,%r8: REX.W+R+B 69 /r id), on arm64 of
-// x9 (mul x9, x9, x9: MADD with XZR, C6.2 "MADD"); they change that
-// register and the flags, which the calibration's thread gets back.
-func CalibrationWork(a Arch) []byte {
+// between its calls. Eight dependent multiplications of one register,
+// some 24 cycles (on amd64 of r8, on arm64 of x9: the architecture's
+// calibrationStep); they change that register and the flags, which the
+// calibration's thread gets back.
+func CalibrationWork(a Instrumenter) []byte {
 	var c []byte
 	for range 8 {
-		if a.Name() == "arm64" {
-			c = binary.LittleEndian.AppendUint32(c, 0x9b097d29)
-		} else {
-			c = append(c, 0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c)
-		}
+		c = append(c, a.calibrationStep()...)
 	}
 	return c
 }

@@ -138,25 +138,14 @@ var x86SSE = func() (t [256]uint8) {
 func x86SSEImm(op byte) bool { return op == 0x70 || op == 0xc6 }
 
 // scanAMD64 measures the instruction at the start of code, at pc, for
-// the scans: its length, PCRel and Target as decodeAMD64Bare gives them,
-// and its Kind where it is Jump, CondJump or Call (the only kinds the
-// scans look at; the others may be Other). Instructions off the fast
-// path, and code that does not decode, go to decodeAMD64Bare.
-func scanAMD64(code []byte, pc uint64) (Inst, error) {
+// the scans: on the fast path, or else with decodeAMD64Bare, which also
+// says what does not decode.
+func scanAMD64(code []byte, pc uint64) (scanned, error) {
 	if in, ok := scanAMD64Fast(code, pc); ok {
-		return Inst{Len: in.n, Kind: in.kind, PCRel: in.pcrel, Target: in.target}, nil
+		return in, nil
 	}
 	x, err := decodeAMD64Bare(code, pc)
-	return x.Inst, err
-}
-
-// scanned is what the fast path tells of an instruction: its length,
-// kind (Jump, CondJump, Call or Other), and PC-relative target.
-type scanned struct {
-	n      int
-	kind   Kind
-	pcrel  bool
-	target uint64
+	return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
 }
 
 // scanAMD64Fast is scanAMD64's table; false sends the instruction to

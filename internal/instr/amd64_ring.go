@@ -1,0 +1,111 @@
+package instr
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
+
+// Timing in-process on amd64 (see ring.go): the ring is in the thread's
+// block, which GS points to, at R. Its head and its tail are counts of
+// the records written (the thread's, RingHead) and read (PROFILE's,
+// RingTail), each in a cache line of its own; the ring is full when
+// they are Records apart.
+
+// RecordCode returns the code that appends a record with tag to the
+// thread's ring (see [Ring]), at R in the block GS points to:
+//
+//	mov %rax,%gs:R+0; mov %rdx,%gs:R+8
+//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax   the time
+//	mov %gs:R+24,%rdx; sub %gs:R+64,%rdx          records unread
+//	cmp $N,%rdx; jb ok
+//	mov %rax,%gs:R+16; int3; jmp retry  full: when it stopped, and stop
+//	ok: mov %gs:R+24,%rdx; and $(N-1),%edx; shl $5,%edx
+//	mov %rax,%gs:R+128(%rdx)           time
+//	mov %rsp,%gs:R+136(%rdx)           stack pointer
+//	movq $tag,%gs:R+144(%rdx)          item and entry or exit
+//	incq %gs:R+24                      commit: the head moves on
+//	mov %gs:R+0,%rax; mov %gs:R+8,%rdx
+//
+// The jb becomes jmp (0xeb) where the code is unchecked. rax and rdx carry arguments at an entry and results at a return: they
+// come back as they were; only the flags change. A thread stopped before
+// the commit starts again (the record's slot is the same until the head
+// moves); after it, its registers come back from the save slots and it
+// goes on after the code.
+func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
+	if r.Records <= 0 || r.Records&(r.Records-1) != 0 || r.Records > 1<<26 ||
+		r.Offset+RingSize(r.Records) > 1<<31 || tag > 1<<31-1 {
+		return RecordCode{}, false
+	}
+	var c []byte
+	const sibAbs = 0x25 // [disp32]
+	const modRAX, modRDX = 0x04, 0x14
+	gs := func(op, modrm byte, disp uint64) {
+		c = append(c, 0x65, 0x48, op, modrm, sibAbs)
+		c = binary.LittleEndian.AppendUint32(c, uint32(r.Offset+disp))
+	}
+	// rec is an operand disp32(%rdx), the record's word at off.
+	rec := func(op, modrm byte, off uint64) {
+		c = append(c, 0x65, 0x48, op, modrm)
+		c = binary.LittleEndian.AppendUint32(c, uint32(r.Offset+RingRecords+off))
+	}
+	saved := []SavedReg{
+		{Reg: amd64RAX, Offset: r.Offset + RingSave},
+		{Reg: amd64RDX, Offset: r.Offset + RingSave + 8},
+	}
+	gs(0x89, modRAX, RingSave)
+	gs(0x89, modRDX, RingSave+8)
+	saves := len(c)
+	c = append(c, 0x0f, 0xae, 0xe8, 0x0f, 0x31) // lfence; rdtsc
+	c = append(c, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0)
+	gs(0x8b, modRDX, RingHead)
+	gs(0x2b, modRDX, RingTail)
+	c = append(c, 0x48, 0x81, 0xfa) // cmp $N,%rdx
+	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records))
+	skip := len(c)
+	c = append(c, 0x72, 0x0c) // jb ok
+	gs(0x89, modRAX, RingFullTime)
+	c = append(c, 0xcc) // int3
+	full := len(c)
+	c = append(c, 0xeb, byte(int8(saves-(len(c)+2)))) // jmp retry
+	gs(0x8b, modRDX, RingHead)
+	c = append(c, 0x81, 0xe2) // and $(N-1),%edx
+	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records-1))
+	c = append(c, 0xc1, 0xe2, 0x05) // shl $5,%edx: a record's offset
+	rec(0x89, 0x82, 0)              // mov %rax,disp(%rdx)
+	rec(0x89, 0xa2, 8)              // mov %rsp,disp(%rdx)
+	rec(0xc7, 0x82, 16)             // movq $tag,disp(%rdx)
+	c = binary.LittleEndian.AppendUint32(c, uint32(tag))
+	gs(0xff, modRAX, RingHead) // incq: commit
+	committed := len(c)
+	gs(0x8b, modRAX, RingSave)
+	gs(0x8b, modRDX, RingSave+8)
+	return RecordCode{Code: c, Full: full, Skip: skip, Unchecked: []byte{0xeb}, Rollback: []Rollback{
+		{From: 0, To: saves},
+		{From: saves, To: committed, Restore: saved},
+		{From: committed, To: len(c), Restore: saved, Resume: len(c)},
+	}}, true
+}
+
+// ringUnread returns the tail's slot and the records between the tail
+// and the head.
+func (amd64) ringUnread(area []byte, records int) (first, n int) {
+	head := atomic.LoadUint64(word64(area, RingHead))
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	return int(tail & uint64(records-1)), int(min(head-tail, uint64(records)))
+}
+
+// ringRead moves the tail on by n.
+func (amd64) ringRead(area []byte, _, n int) {
+	tail := atomic.LoadUint64(word64(area, RingTail))
+	atomic.StoreUint64(word64(area, RingTail), tail+uint64(n))
+}
+
+// ringReset sets the head and the tail to 0.
+func (amd64) ringReset(area []byte, _ int) {
+	atomic.StoreUint64(word64(area, RingHead), 0)
+	atomic.StoreUint64(word64(area, RingTail), 0)
+}
+
+// calibrationStep returns imul $0x2c1b3c6d,%r8,%r8 (REX.W+R+B 69 /r
+// id): it changes r8 and the flags.
+func (amd64) calibrationStep() []byte { return []byte{0x4d, 0x69, 0xc0, 0x6d, 0x3c, 0x1b, 0x2c} }
