@@ -194,7 +194,7 @@ func (t *tracer) place(w *patchWrite, at uint64) error {
 }
 
 // punTrampoline patches f's entry with a punned jump (see
-// [instr.Arch.PlanPunPatch]): its trampoline goes in a page of its own,
+// [instr.Patcher.PlanPunPatch]): its trampoline goes in a page of its own,
 // mapped where the jump lands, and is written at once.
 func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text moduleText) (patchWrite, error) {
 	lo, hi := f.Low+bias, f.High+bias
