@@ -1,0 +1,230 @@
+// An A64 interpreter and the GNU disassembler for the tests: the arm64
+// trampolines, depth and record code are run here (a64Exec) on fake
+// registers and memory, on any host, and listed by objdump (gnuDisasm)
+// to compare with what the Arm ARM says they are.
+
+package instr
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// a64Words is the memory image of instruction words.
+func a64Words(ws ...uint32) []byte {
+	var b []byte
+	for _, w := range ws {
+		b = binary.LittleEndian.AppendUint32(b, w)
+	}
+	return b
+}
+
+// gnuLineRE matches one instruction of objdump -D on a raw binary: address,
+// word, text.
+var gnuLineRE = regexp.MustCompile(`^\s*([0-9a-f]+):\s+([0-9a-f]{8})\s+(.*)$`)
+
+// gnuDisasm disassembles code placed at addr with the GNU disassembler
+// (aarch64-linux-gnu-objdump -D -b binary -m aarch64), skipping the test
+// if it is missing, and returns each instruction's text with blanks
+// squeezed and comments ("// #1", "// b.any") and symbols dropped.
+func gnuDisasm(t *testing.T, code []byte, addr uint64) []string {
+	t.Helper()
+	const tool = "aarch64-linux-gnu-objdump"
+	need(t, tool)
+	bin := filepath.Join(t.TempDir(), "code.bin")
+	if err := os.WriteFile(bin, code, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "-D", "-b", "binary", "-m", "aarch64", fmt.Sprintf("--adjust-vma=%#x", addr), bin).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := gnuLineRE.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		at, err := strconv.ParseUint(m[1], 16, 64)
+		if err != nil || at != addr+uint64(4*len(lines)) {
+			t.Fatalf("objdump line %q: address %#x, want %#x", sc.Text(), at, addr+uint64(4*len(lines)))
+		}
+		if want := fmt.Sprintf("%08x", binary.LittleEndian.Uint32(code[4*len(lines):])); m[2] != want {
+			t.Fatalf("objdump line %q: word %s, want %s", sc.Text(), m[2], want)
+		}
+		text := m[3]
+		if i := strings.Index(text, "//"); i >= 0 {
+			text = text[:i]
+		}
+		if i := strings.Index(text, " <"); i >= 0 {
+			text = text[:i]
+		}
+		lines = append(lines, strings.Join(strings.Fields(text), " "))
+	}
+	if len(lines) != len(code)/4 {
+		t.Fatalf("objdump listed %d instructions of %d:\n%s", len(lines), len(code)/4, out)
+	}
+	return lines
+}
+
+// a64Exec runs code placed at addr on r and m until the PC leaves it. It
+// knows only the instructions trampolines are made of, written out here
+// from the Arm ARM (C6.2) rather than taken from the package, and fails on
+// any other.
+func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
+	sx := func(v uint32, bits uint) uint64 { return uint64(int64(int32(v<<(32-bits)) >> (32 - bits))) }
+	for n := 0; ; n++ {
+		pc := r.pc
+		if pc < addr || pc >= addr+uint64(len(code)) {
+			return nil
+		}
+		if n == 64 {
+			return fmt.Errorf("still in the code after %d instructions", n)
+		}
+		w := binary.LittleEndian.Uint32(code[pc-addr:])
+		rt, rn := w&31, w>>5&31
+		get := func(n uint32) uint64 { // 31 is xzr
+			if n == 31 {
+				return 0
+			}
+			return r.r[n]
+		}
+		set := func(n uint32, v uint64) {
+			if n != 31 {
+				r.r[n] = v
+			}
+		}
+		base := r.r[rn] // 31 is sp
+		load := func(off uint64, size int) (uint64, error) {
+			var b [8]byte
+			err := m.ReadMem(base+off, b[:size])
+			return binary.LittleEndian.Uint64(b[:]), err
+		}
+		next := pc + 4
+		switch {
+		case w == 0xd503201f: // NOP
+		case w&0xff800000 == 0xd2800000: // MOVZ (64-bit)
+			set(rt, uint64(w>>5&0xffff)<<(16*(w>>21&3)))
+		case w&0xff800000 == 0xf2800000: // MOVK (64-bit)
+			sh := 16 * (w >> 21 & 3)
+			set(rt, get(rt)&^(0xffff<<sh)|uint64(w>>5&0xffff)<<sh)
+		case w&0xfc000000 == 0x14000000: // B
+			next = pc + sx(w&0x3ffffff, 26)*4
+		case w&0xff000010 == 0x54000000: // B.cond
+			if a64CondHolds(uint8(w&15), r.flags) {
+				next = pc + sx(w>>5&0x7ffff, 19)*4
+			}
+		case w&0x7e000000 == 0x34000000: // CBZ, CBNZ
+			v := get(rt)
+			if w>>31 == 0 {
+				v = uint64(uint32(v))
+			}
+			if (v == 0) != (w>>24&1 == 1) {
+				next = pc + sx(w>>5&0x7ffff, 19)*4
+			}
+		case w&0x7e000000 == 0x36000000: // TBZ, TBNZ
+			if (get(rt)>>(w>>31<<5|w>>19&31)&1 == 0) != (w>>24&1 == 1) {
+				next = pc + sx(w>>5&0x3fff, 14)*4
+			}
+		case w&0xffc00000 == 0xf9400000: // LDR (immediate), 64-bit
+			v, err := load(uint64(w>>10&0xfff)*8, 8)
+			if err != nil {
+				return err
+			}
+			set(rt, v)
+		case w&0xffc00000 == 0xb9400000: // LDR (immediate), 32-bit
+			v, err := load(uint64(w>>10&0xfff)*4, 4)
+			if err != nil {
+				return err
+			}
+			set(rt, v)
+		case w&0xffc00000 == 0xb9800000: // LDRSW (immediate)
+			v, err := load(uint64(w>>10&0xfff)*4, 4)
+			if err != nil {
+				return err
+			}
+			set(rt, uint64(int64(int32(v))))
+		case w&0xffe0fc00 == 0xf8200000: // LDADD (64-bit); STADD is Rt = xzr
+			old, err := load(0, 8)
+			if err != nil {
+				return err
+			}
+			if err := m.WriteMem(base, binary.LittleEndian.AppendUint64(nil, old+get(w>>16&31))); err != nil {
+				return err
+			}
+			set(rt, old)
+		case w&0xfffffc1f == 0xd61f0000, w&0xfffffc1f == 0xd65f0000: // BR, RET
+			next = get(rn)
+		case w&0xff800000 == 0x91000000: // ADD (immediate): Rd and Rn 31 are sp
+			r.r[rt] = r.r[rn] + uint64(w>>10&0xfff)<<(12*(w>>22&1))
+		case w&0xff800000 == 0xd1000000: // SUB (immediate)
+			r.r[rt] = r.r[rn] - uint64(w>>10&0xfff)<<(12*(w>>22&1))
+		case w&0xff800000 == 0xf1000000: // SUBS (immediate): Rn 31 is sp, Rd xzr
+			r.flags = subFlags(r.r[rn], uint64(w>>10&0xfff)<<(12*(w>>22&1)))
+		case w&0xffe0fc00 == 0xeb206000: // SUBS (extended register), UXTX #0
+			r.flags = subFlags(r.r[rn], get(w>>16&31))
+		case w&0xff200000 == 0x8b000000 && w>>22&3 == 0: // ADD (shifted register), LSL
+			set(rt, get(rn)+get(w>>16&31)<<(w>>10&63))
+		case w&0xffc00000 == 0xd3400000 && w>>10&63 >= w>>16&63: // UBFM as UBFX, LSR
+			lsb, width := w>>16&63, (w>>10&63)-(w>>16&63)+1
+			set(rt, get(rn)>>lsb&(1<<width-1))
+		case w&0xff800000 == 0x92000000: // AND (immediate): Rd 31 is sp
+			r.r[rt] = get(rn) & bitMask(w)
+		case w&0xff800000 == 0xf2000000: // ANDS (immediate)
+			v := get(rn) & bitMask(w)
+			set(rt, v)
+			r.flags = v & (1 << 63) >> 32 // N
+			if v == 0 {
+				r.flags |= pstateZ
+			}
+		case w&0xffe0fc00 == 0xb8607800: // LDR (register), 32-bit, LSL #2
+			base += get(w>>16&31) << 2
+			v, err := load(0, 4)
+			if err != nil {
+				return err
+			}
+			set(rt, v)
+		case w&0xffc00000 == 0xf9000000: // STR (immediate), 64-bit
+			if err := m.WriteMem(base+uint64(w>>10&0xfff)*8, binary.LittleEndian.AppendUint64(nil, get(rt))); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%#x: %#08x not emulated here", pc, w)
+		}
+		r.pc = next
+	}
+}
+
+// subFlags is NZCV of a - b (SUBS; Arm ARM AddWithCarry).
+func subFlags(a, b uint64) uint64 {
+	res := a - b
+	f := res & (1 << 63) >> 32 // N, bit 31
+	if res == 0 {
+		f |= pstateZ
+	}
+	if a >= b {
+		f |= pstateC
+	}
+	if (a^b)&(a^res)>>63 != 0 {
+		f |= pstateV
+	}
+	return f
+}
+
+// bitMask decodes the 64-bit immediate of a logical instruction with
+// N = 1: imms+1 ones rotated right by immr (Arm ARM DecodeBitMasks).
+func bitMask(w uint32) uint64 {
+	immr, imms := w>>16&63, w>>10&63
+	ones := uint64(1)<<(imms+1) - 1
+	return ones>>immr | ones<<((64-immr)&63)
+}
