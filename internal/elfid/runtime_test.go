@@ -155,3 +155,28 @@ func FuzzRuntimeReaders(f *testing.F) {
 		FuncStarts(ef)
 	})
 }
+
+// TestRuntimeReadersBadFiles: a file that is missing, or not ELF, gives
+// each reader its "nothing" (a span of 0, no starts) or an error naming
+// what failed, never a panic or a made-up answer.
+func TestRuntimeReadersBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("not an ELF file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "missing"), text} {
+		if n := ReadLoadSpan(path, 4096); n != 0 {
+			t.Errorf("%s: load span %#x, want 0", path, n)
+		}
+		if s := ReadFuncStarts(path); s != nil {
+			t.Errorf("%s: function starts %#x, want none", path, s)
+		}
+		if interp, err := ReadInterpreter(path); err == nil {
+			t.Errorf("%s: interpreter %q and no error", path, interp)
+		}
+		if r, err := ReadRendezvous(path); err == nil {
+			t.Errorf("%s: rendezvous %+v and no error", path, r)
+		}
+	}
+}

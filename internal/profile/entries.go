@@ -3,7 +3,7 @@
 // where no patch can go, with a breakpoint whose instruction runs from an
 // out-of-line slot. Everything a module takes is built in its codeArea
 // and written in bulk (writePlanting). The trampolines themselves are
-// trampolines.go's; the exits' patches ring.go's.
+// trampolines.go's; the exits' patches exitpatch.go's.
 
 package profile
 

@@ -171,3 +171,21 @@ func countOf(codes []int, code int) int {
 	}
 	return n
 }
+
+// TestDisplaceStaleFails: a site the processor still runs after its
+// removal, whose instruction cannot be carried out of line (a coverage
+// site never displaced; a line site needing a slot it has not), ends the
+// run with an error naming the address, rather than sending the thread
+// back for ever.
+func TestDisplaceStaleFails(t *testing.T) {
+	tr := &tracer{arch: instr.AMD64, slots: map[uint64]*site{}}
+	for _, s := range []*site{
+		{addr: 0x401000, item: 0, exit: -1},
+		{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}}, // mov %rdi,%rax, no slot
+	} {
+		err := tr.displaceStale(s)
+		if err == nil || !strings.Contains(err.Error(), "0x401000") || s.displaced {
+			t.Errorf("pending %v: error %v, displaced %v; want an error naming 0x401000", s.pending, err, s.displaced)
+		}
+	}
+}

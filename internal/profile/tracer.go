@@ -123,16 +123,17 @@ type tracer struct {
 	countKind instr.CountKind
 	// timeInProcess is set when the books are fed from the threads'
 	// rings (ring.go); ctr turns the rings' times into the clock's, and
-	// ringCost is what one record costs the program, in nanoseconds.
+	// ringCost is what one record costs the program, in nanoseconds
+	// (clock.go).
 	timeInProcess bool
 	ctr           counterClock
 	ringCost      float64
 	drained       int64 // when the rings were last read
 	// landings are where the module's jumps land, returns where its
 	// direct calls of each address return, and entries where its symbol
-	// table's functions start, cold parts aside (ring.go).
+	// table's functions start, cold parts aside (scan.go).
 	landings  landings
-	code      codeMaps // the module being planted, decoded (ring.go)
+	code      codeMaps // the module being planted, decoded (scan.go)
 	returns   map[uint64][]uint64
 	entries   map[uint64]bool
 	fullRings uint64

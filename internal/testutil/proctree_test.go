@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,8 +31,59 @@ func TestProcessTree(t *testing.T) {
 			t.Errorf("tree lacks %q:\n%s", want, tree)
 		}
 	}
+	// sleep's thread is in its system call: nanosleep or clock_nanosleep,
+	// by number, then its arguments, stack pointer and PC.
+	sleeping, inSleep := 0, false
+	for _, line := range strings.Split(tree, "\n") {
+		if strings.Contains(line, "process ") {
+			inSleep = strings.Contains(line, " sleep:")
+		}
+		if !inSleep || !strings.Contains(line, "thread ") {
+			continue
+		}
+		sleeping++
+		_, call, _ := strings.Cut(line, " syscall ")
+		f := strings.Fields(call)
+		if len(f) != 9 || (f[0] != strconv.Itoa(syscall.SYS_NANOSLEEP) && f[0] != strconv.Itoa(syscall.SYS_CLOCK_NANOSLEEP)) {
+			t.Errorf("sleep's thread %q: want nanosleep's number (%d or %d), 6 arguments, SP and PC",
+				line, syscall.SYS_NANOSLEEP, syscall.SYS_CLOCK_NANOSLEEP)
+		}
+	}
+	if sleeping != 1 {
+		t.Errorf("sleep has %d threads, want 1:\n%s", sleeping, tree)
+	}
 	if got := ProcessTree(1 << 30); !strings.Contains(got, "?") {
 		t.Errorf("a gone process: %q", got)
 	}
 	t.Log(tree)
+}
+
+// TestProcessTreeCPU: a thread that spins shows the CPU time it used, in
+// clock ticks, growing.
+func TestProcessTreeCPU(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	cpu := func() int {
+		tree := ProcessTree(cmd.Process.Pid)
+		_, rest, ok := strings.Cut(tree, " cpu ")
+		if !ok {
+			t.Fatalf("no cpu in %q", tree)
+		}
+		n, err := strconv.Atoi(strings.Fields(rest)[0])
+		if err != nil {
+			t.Fatalf("cpu in %q: %v", tree, err)
+		}
+		return n
+	}
+	first := cpu()
+	for i := 0; i < 200; i++ {
+		if cpu() > first {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("a spinning shell used %d ticks, and no more in 10 s", first)
 }
