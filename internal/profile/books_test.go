@@ -529,21 +529,21 @@ func TestStopsTakenOut(t *testing.T) {
 	}
 }
 
-// TestRingDebt: what a record costs the program (ringCost, calibrated)
+// TestRingDebt: what a record costs the program (rings.cost, calibrated)
 // is taken from the time between it and its thread's next event, never
 // more than that time.
 func TestRingDebt(t *testing.T) {
-	tr := &tracer{ringCost: 15}
+	r := &rings{cost: 15}
 	th := &thread{events: 1, lastRaw: 1000}
 	for _, c := range []struct {
 		raw  int64
 		want float64
 	}{{1100, 15}, {1005, 5}, {990, 0}} {
-		if got := tr.ringDebt(th, c.raw); got != c.want {
+		if got := r.debt(th, c.raw); got != c.want {
 			t.Errorf("record at %d, the last at 1000: debt %g, want %g", c.raw, got, c.want)
 		}
 	}
-	if got := tr.ringDebt(&thread{}, 1000); got != 0 {
+	if got := r.debt(&thread{}, 1000); got != 0 {
 		t.Errorf("before any record: debt %g, want 0", got)
 	}
 }

@@ -1,6 +1,9 @@
-// Breakpoints: a thread stopped at one of PROFILE's breakpoints, its hit
-// booked, and the instruction under it carried out (emulated, or run from
-// the site's slot) or, for coverage, the breakpoint taken out.
+// Breakpoints: the mechanism of the entries that take no trampoline, of
+// the exits of timed functions left to it, of lines, and of the dynamic
+// linker's rendezvous. A thread stopped at one of PROFILE's breakpoints
+// has its hit booked, and the instruction under it carried out
+// (emulated, or run from the site's slot) or, for coverage, the
+// breakpoint taken out.
 
 package profile
 
@@ -15,8 +18,115 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
+// breakpoints holds PROFILE's breakpoints in the program, each a site,
+// and handles the stops at them.
+type breakpoints struct {
+	t *tracer
+	// sites are the breakpoints in place, by run-time address; retired
+	// those coverage removed after their hit, which threads that trapped
+	// meanwhile still stop at.
+	sites   map[uint64]*site
+	retired map[uint64]*site
+	// slots finds a site by its out-of-line slot, where its instruction
+	// runs (and may fault).
+	slots map[uint64]*site
+	// unwritten are the sites of the module being planted, whose
+	// breakpoints are written last (write).
+	unwritten []*site
+	// lineSites are the sites of each line not covered yet (line
+	// coverage; lines.go).
+	lineSites [][]*site
+	// removeAtHit is set for coverage by breakpoints: each is taken out
+	// at its first hit.
+	removeAtHit bool
+	hits        uint64 // the stops at a site
+}
+
+func newBreakpoints(t *tracer) *breakpoints {
+	return &breakpoints{t: t, sites: map[uint64]*site{}, retired: map[uint64]*site{}, slots: map[uint64]*site{}}
+}
+
+// add adds site s, displaced into its slot where it has one, to be
+// written with the module being planted (write).
+func (bp *breakpoints) add(s *site) {
+	bp.sites[s.addr] = s
+	if s.displaced && s.disp.Slot != nil {
+		bp.slots[s.slot] = s
+	}
+	bp.unwritten = append(bp.unwritten, s)
+}
+
+// write writes the breakpoints of the sites added since the last write.
+func (bp *breakpoints) write() error {
+	code := bp.t.arch.Breakpoint()
+	for _, s := range bp.unwritten {
+		if err := bp.t.mem.WriteMem(s.addr, code); err != nil {
+			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
+		}
+	}
+	bp.unwritten = bp.unwritten[:0]
+	return nil
+}
+
+// inSlot returns the site whose instruction runs from the slot at pc.
+func (bp *breakpoints) inSlot(pc uint64) *site { return bp.slots[pc] }
+
+// forget drops the sites in [lo, hi), gone with their module's code.
+func (bp *breakpoints) forget(lo, hi uint64) {
+	in := func(a uint64) bool { return a >= lo && a < hi }
+	for _, m := range []map[uint64]*site{bp.sites, bp.retired} {
+		for a := range m {
+			if in(a) {
+				delete(m, a)
+			}
+		}
+	}
+	for slot, s := range bp.slots {
+		if in(s.addr) {
+			delete(bp.slots, slot)
+		}
+	}
+}
+
+// forgetAll drops every site: the program's image is gone (exec).
+func (bp *breakpoints) forgetAll() {
+	clear(bp.sites)
+	clear(bp.slots)
+	clear(bp.retired)
+}
+
+// takeOut writes the original bytes of the breakpoints in place into
+// mem; with retired, of those removed since too (a forked child's copy
+// of the memory still has them).
+func (bp *breakpoints) takeOut(mem interface{ WriteMem(uint64, []byte) error }, retired bool) {
+	for _, s := range bp.sites {
+		mem.WriteMem(s.addr, s.orig)
+	}
+	if retired {
+		for _, s := range bp.retired {
+			mem.WriteMem(s.addr, s.orig)
+		}
+	}
+}
+
+// collect gives the run's result the number of stops at sites.
+func (bp *breakpoints) collect(res *Result) { res.Hits = bp.hits }
+
+// stop handles a thread stopped by a breakpoint at addr, and reports
+// whether it was one of PROFILE's.
+func (bp *breakpoints) stop(th *thread, addr uint64) (bool, error) {
+	if s := bp.sites[addr]; s != nil {
+		return true, bp.hit(th, s)
+	}
+	if s := bp.retired[addr]; s != nil {
+		return true, bp.retrapped(th, s)
+	}
+	return false, nil
+}
+
 // trap handles a SIGTRAP stop without an event: a breakpoint, the end of a
-// single step, or the program's own SIGTRAP.
+// single step, or the program's own SIGTRAP. A breakpoint is offered to
+// each mechanism in turn (stop); one that none claims is the program's.
 func (t *tracer) trap(th *thread) error {
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
@@ -31,40 +141,35 @@ func (t *tracer) trap(th *thread) error {
 		}
 		return t.setAndResume(th, th.takePending())
 	}
-	pc := t.regs.PC()
-	addr := t.arch.BreakpointAddr(pc)
-	s := t.sites[addr]
-	if after := addr + uint64(len(t.arch.Breakpoint())); s == nil && t.inproc.ringFull(after) {
-		// Its ring was full, and has been read: it tries again.
-		t.ringStopped(th, t.arch.SP(&t.regs))
-		t.fullRings++
-		if pc != after {
-			t.regs.SetPC(after) // past arm64's BRK
-			return t.setAndResume(th, 0)
+	addr := t.arch.BreakpointAddr(t.regs.PC())
+	for _, m := range t.mechanisms() {
+		if ours, err := m.stop(th, addr); ours {
+			return err
 		}
-		return t.resume(th.tid, 0)
 	}
-	if s == nil {
-		if r := t.retired[addr]; r != nil {
-			return t.retrapped(th, r)
-		}
-		// Not ours: the program's own trap, delivered unchanged (or a
-		// copy of a breakpoint, which PROFILE says).
-		t.copyOfBreakpoint(addr)
-		t.ownTraps = true
-		return t.resume(th.tid, syscall.SIGTRAP)
-	}
+	// Not ours: the program's own trap, delivered unchanged (or a copy
+	// of a breakpoint, which PROFILE says).
+	t.copyOfBreakpoint(addr)
+	t.ownTraps = true
+	return t.resume(th.tid, syscall.SIGTRAP)
+}
+
+// hit handles a thread stopped at the breakpoint of site s: the hit is
+// booked (timing and attribution), covered (line coverage) or counted,
+// and the thread goes on past the site.
+func (bp *breakpoints) hit(th *thread, s *site) error {
+	t := bp.t
 	if s.rendezvous {
 		return t.rendezvousHit(th, s)
 	}
 	th.retrap = 0
-	t.trapped++
+	bp.hits++
 	switch {
 	case th.foreign:
 	case t.books != nil:
 		t.book(th, s)
-	case t.lineSites != nil:
-		if err := t.cover(s); err != nil {
+	case bp.lineSites != nil:
+		if err := bp.cover(s); err != nil {
 			return err
 		}
 	default:
@@ -73,32 +178,32 @@ func (t *tracer) trap(th *thread) error {
 			t.hits[i]++
 		}
 	}
-	if s.item < 0 && t.timeInProcess && t.plan.Funcs[s.exit].Frame == datafile.FrameSP {
+	if s.item < 0 && t.rings != nil && t.plan.Funcs[s.exit].Frame == datafile.FrameSP {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).
 			t.cfg.Warn(prf.ExitTakenOut(t.plan.Funcs[s.exit].Name, exitStops))
-			return t.retire(th, s)
+			return bp.retire(th, s)
 		}
 	}
-	if s.pending && !(t.coverage && !th.foreign) {
-		if !t.displaceLater(s) {
-			return t.retire(th, s)
+	if s.pending && !(bp.removeAtHit && !th.foreign) {
+		if !bp.displaceLater(s) {
+			return bp.retire(th, s)
 		}
 	}
-	if t.coverage && (!th.foreign || !s.displaced) {
+	if bp.removeAtHit && (!th.foreign || !s.displaced) {
 		// (A vfork child on a breakpoint that cannot be stepped over
 		// removes it: the program's own first hit there is then lost, which
 		// is better than a child killed.)
-		return t.retire(th, s)
+		return bp.retire(th, s)
 	}
-	return t.displace(th, s)
+	return bp.displace(th, s)
 }
 
 // displace carries out the instruction under a breakpoint for a stopped
 // thread, the breakpoint staying in place.
-func (t *tracer) displace(th *thread, s *site) error {
-	d := &s.disp
+func (bp *breakpoints) displace(th *thread, s *site) error {
+	t, d := bp.t, &s.disp
 	switch {
 	case d.Emulate != nil:
 		if err := d.Emulate(&t.regs, t.mem); err != nil {
@@ -124,23 +229,23 @@ func (t *tracer) displace(th *thread, s *site) error {
 
 // retire removes a coverage breakpoint after its first hit and lets the
 // thread run the restored instruction in place. Other threads that trapped
-// on it meanwhile find it in t.retired.
-func (t *tracer) retire(th *thread, s *site) error {
-	if err := t.unplant(s); err != nil {
+// on it meanwhile find it in bp.retired.
+func (bp *breakpoints) retire(th *thread, s *site) error {
+	if err := bp.unplant(s); err != nil {
 		return err
 	}
-	delete(t.sites, s.addr)
-	t.retired[s.addr] = s
-	t.regs.SetPC(s.addr)
-	return t.setAndResume(th, 0)
+	delete(bp.sites, s.addr)
+	bp.retired[s.addr] = s
+	bp.t.regs.SetPC(s.addr)
+	return bp.t.setAndResume(th, 0)
 }
 
 // unplant takes the breakpoint of site s out of the program's memory.
-func (t *tracer) unplant(s *site) error {
+func (bp *breakpoints) unplant(s *site) error {
 	if staleCode {
 		return nil
 	}
-	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+	if err := bp.t.mem.WriteMem(s.addr, s.orig); err != nil {
 		return fmt.Errorf("remove breakpoint: %w", err)
 	}
 	return nil
@@ -161,40 +266,40 @@ var staleCode bool
 // trapping there at every pass. Sent back again and again, the threads
 // would never get past it; the instruction is carried out of line
 // instead, at this pass and every later one (StaleCode, PRF4672).
-func (t *tracer) retrapped(th *thread, s *site) error {
+func (bp *breakpoints) retrapped(th *thread, s *site) error {
 	if s.stale {
-		return t.displace(th, s)
+		return bp.displace(th, s)
 	}
 	if th.retrap == s.addr {
-		back, err := t.restore(s)
+		back, err := bp.restore(s)
 		if err != nil {
 			return err
 		}
 		if !back {
-			if err := t.displaceStale(s); err != nil {
+			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			t.warnOnce(prf.StaleCode(s.addr))
+			bp.t.warnOnce(prf.StaleCode(s.addr))
 			s.stale = true
-			return t.displace(th, s)
+			return bp.displace(th, s)
 		}
 	}
 	th.retrap = s.addr
-	t.regs.SetPC(s.addr)
-	return t.setAndResume(th, 0)
+	bp.t.regs.SetPC(s.addr)
+	return bp.t.setAndResume(th, 0)
 }
 
 // displaceStale prepares the displacement of retired site s, whose
 // breakpoint the processor runs though memory no longer holds it: a
 // coverage site was never displaced. A site whose instruction cannot be
 // carried out of line ends the run: the program could not get past it.
-func (t *tracer) displaceStale(s *site) error {
+func (bp *breakpoints) displaceStale(s *site) error {
 	if s.displaced {
 		return nil
 	}
 	err := errors.New("its instruction cannot be carried out of line")
 	if s.pending {
-		err = t.prepareDisplace(s)
+		err = bp.prepareDisplace(s)
 	}
 	if err != nil {
 		return fmt.Errorf("the processor still runs the breakpoint removed at %#x, though memory holds the original instruction: %w", s.addr, err)
@@ -206,7 +311,8 @@ func (t *tracer) displaceStale(s *site) error {
 // the memory holds the breakpoint still, and warns of it: a thread sent
 // back to run the restored instruction trapped there again. It reports
 // whether it found the breakpoint back.
-func (t *tracer) restore(s *site) (bool, error) {
+func (bp *breakpoints) restore(s *site) (bool, error) {
+	t := bp.t
 	b := make([]byte, len(s.orig))
 	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) || staleCode {
 		return false, nil

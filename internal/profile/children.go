@@ -26,11 +26,7 @@ const (
 // fork (coverage removes each at its first hit, in the program's memory)
 // are still in the child's copy: they are written too.
 func (t *tracer) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
-	for _, m := range []map[uint64]*site{t.sites, t.retired} {
-		for _, s := range m {
-			mem.WriteMem(s.addr, s.orig)
-		}
-	}
+	t.bp.takeOut(mem, true)
 	t.inproc.restorePatches(mem)
 }
 

@@ -20,10 +20,10 @@ func (w writes) WriteMem(addr uint64, b []byte) error {
 // dies of SIGTRAP at one (seen with line coverage: a line covered by the
 // parent between the fork and the child's first stop).
 func TestUnpatchRetired(t *testing.T) {
-	tr := &tracer{
-		sites:   map[uint64]*site{0x1000: {addr: 0x1000, orig: []byte{0x55}}},
-		retired: map[uint64]*site{0x2000: {addr: 0x2000, orig: []byte{0x48}}},
-	}
+	tr := &tracer{}
+	tr.bp = newBreakpoints(tr)
+	tr.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
+	tr.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}
 	w := writes{}
 	tr.unpatch(w)
 	if got := slices.Sorted(maps.Keys(w)); !slices.Equal(got, []uint64{0x1000, 0x2000}) {

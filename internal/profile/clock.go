@@ -97,13 +97,13 @@ func (t *tracer) calibrateRing() (float64, error) {
 		// The records go into cache lines PROFILE has just read, as in
 		// a run, where it reads each record a moment after the thread
 		// wrote it.
-		t.resetRing(b)
+		t.rings.reset(b)
 		var sink uint64
 		for i := range records {
 			sink += atomic.LoadUint64((*uint64)(unsafe.Pointer(&instr.RingSlot(area, i)[0])))
 		}
-		t.ringSink = sink
-		defer t.resetRing(b)
+		t.rings.sink = sink
+		defer t.rings.reset(b)
 		regs := saved
 		regs.SetPC(addr)
 		if err := ptrace.SetRegs(t.pid, &regs); err != nil {

@@ -48,7 +48,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 	if base != 0 {
 		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{base, size})
 	}
-	if t.inproc == nil && t.timeInProcess {
+	if t.inproc == nil && t.rings != nil {
 		t.noRings()
 	}
 	// Planting allocates a little for every entry, all of it live until
@@ -62,7 +62,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 	if err := t.plantShortEntries(p, short); err != nil {
 		return err
 	}
-	if t.timeInProcess && t.inproc != nil && p.area.mapped() {
+	if t.rings != nil && t.inproc != nil && p.area.mapped() {
 		var exitJumps []patchWrite
 		exitJumps, exits = t.exitTrampolines(p, exits)
 		p.jumps = append(p.jumps, exitJumps...)
@@ -123,7 +123,7 @@ func (t *tracer) plantable(mi int, bias uint64) []int {
 // functions' calls too (see exitTrampolines).
 func (t *tracer) areaCells(items []int, bias uint64, nExits int) uint64 {
 	exitCell := uint64((t.arch.SlotSize() + 15) &^ 15)
-	if t.timeInProcess {
+	if t.rings != nil {
 		exitCell = trampCell
 		calls := 0
 		for _, item := range items {
@@ -243,13 +243,9 @@ func (t *tracer) writePlanting(p *planting) error {
 		return fmt.Errorf("patch entries: %w", err)
 	}
 	t.wrote(p.mi, p.bias, code)
-	bp := t.arch.Breakpoint()
-	for _, s := range t.unwritten {
-		if err := t.mem.WriteMem(s.addr, bp); err != nil {
-			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
-		}
+	if err := t.bp.write(); err != nil {
+		return err
 	}
-	t.unwritten = t.unwritten[:0]
 	if t.inproc != nil {
 		t.inproc.sortTramps()
 	}
@@ -325,14 +321,12 @@ func (t *tracer) breakpointSite(p *planting, item int) error {
 		s.disp, s.displaced = d, true
 		if d.Slot != nil {
 			p.area.put(cell, d.Slot)
-			t.slots[cell] = s
 		}
-	case !t.coverage:
+	case !t.bp.removeAtHit:
 		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
 		return nil
 	}
-	t.sites[addr] = s
-	t.unwritten = append(t.unwritten, s)
+	t.bp.add(s)
 	return nil
 }
 

@@ -27,7 +27,7 @@ import (
 // next. It returns the jumps to write, and the exits left for
 // breakpoints, by item.
 func (t *tracer) exitTrampolines(p *planting, exits map[int][]instr.Exit) ([]patchWrite, map[int][]instr.Exit) {
-	e := &exitPatching{p: p, taken: takenSpans(p.jumps, t.sites), left: map[int][]instr.Exit{}}
+	e := &exitPatching{p: p, taken: takenSpans(p.jumps, t.bp.sites), left: map[int][]instr.Exit{}}
 	inEntry := entryExits(p.jumps)
 	for _, item := range slices.Sorted(maps.Keys(exits)) {
 		t.patchExits(e, item, exits[item], inEntry)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
@@ -48,6 +49,7 @@ var maxBlocks = 4096 // a variable for the tests of the overflow
 
 // inproc is the in-process side of a run.
 type inproc struct {
+	t         *tracer
 	kind      instr.CountKind
 	shared    *ptrace.Shared
 	progAddr  uint64 // the counters' address in the program
@@ -146,7 +148,7 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	ringAt, rings := uint64(0), t.timeInProcess
+	ringAt, rings := uint64(0), t.rings != nil
 	table := byTable && kind == instr.CountShared
 	stride := uint64(instr.DepthAreaAlign)
 	switch {
@@ -183,7 +185,7 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	if err != nil {
 		return nil, err
 	}
-	ip := &inproc{kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
+	ip := &inproc{t: t, kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
 		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
@@ -307,7 +309,7 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		ip.blockOf[tid] = b
 	}
 	if ip.rings && owned {
-		t.resetRing(b)
+		t.rings.reset(b)
 	}
 	if ip.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
@@ -559,4 +561,25 @@ func (ip *inproc) close() {
 	if ip != nil {
 		ip.shared.Close()
 	}
+}
+
+// stop claims no stop: a trampoline's breakpoints are the rings'.
+func (ip *inproc) stop(*thread, uint64) (bool, error) { return false, nil }
+
+// forget drops the trampolines of the entries in [lo, hi), gone with
+// their module's code; their counts stay.
+func (ip *inproc) forget(lo, hi uint64) {
+	ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
+}
+
+// collect adds the counters of every thread's block to the run's hits,
+// with the deepest call depth the blocks kept.
+func (ip *inproc) collect(res *Result) {
+	t := ip.t
+	ip.addCounts(t.hits)
+	t.callDepth = ip.callDepth()
+	if ip.overflow {
+		t.cfg.Warn(prf.SharedBlocks(ip.nBlocks))
+	}
+	res.ReturnSites = ip.returnSites
 }

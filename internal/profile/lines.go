@@ -26,8 +26,8 @@ import (
 func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) error {
 	items := map[uint64][]int{} // site -> the lines there
 	coverage := t.plan.Method.IsCoverage()
-	if coverage && t.lineSites == nil {
-		t.lineSites = make([][]*site, len(t.plan.Lines))
+	if coverage && t.bp.lineSites == nil {
+		t.bp.lineSites = make([][]*site, len(t.plan.Lines))
 	}
 	for i, l := range t.plan.Lines {
 		if l.Module != mi || (coverage && t.hits[i] != 0) {
@@ -85,11 +85,11 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 		lines := items[addr]
 		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(bp)], slot: cell,
 			pending: true, code: code}
-		t.sites[addr] = &sites[n]
+		t.bp.sites[addr] = &sites[n]
 		spans = append(spans, span{addr, bp})
 		if coverage {
 			for _, i := range lines {
-				t.lineSites[i] = append(t.lineSites[i], &sites[n])
+				t.bp.lineSites[i] = append(t.bp.lineSites[i], &sites[n])
 			}
 		}
 	}
@@ -104,8 +104,9 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 // and reports whether it could: a line whose instruction cannot be
 // displaced is warned about (PRF4624), and its breakpoint taken out after
 // this hit.
-func (t *tracer) displaceLater(s *site) bool {
-	if err := t.prepareDisplace(s); err != nil {
+func (bp *breakpoints) displaceLater(s *site) bool {
+	t := bp.t
+	if err := bp.prepareDisplace(s); err != nil {
 		l := &t.plan.Lines[s.item]
 		t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
 		return false
@@ -115,7 +116,8 @@ func (t *tracer) displaceLater(s *site) bool {
 
 // prepareDisplace works out how line site s's instruction is carried
 // out of line, and writes its slot.
-func (t *tracer) prepareDisplace(s *site) error {
+func (bp *breakpoints) prepareDisplace(s *site) error {
+	t := bp.t
 	s.pending = false
 	d, err := t.arch.Displace(s.code, s.addr, s.slot)
 	if err == nil && d.Emulate == nil && s.slot == 0 {
@@ -129,7 +131,7 @@ func (t *tracer) prepareDisplace(s *site) error {
 	}
 	s.disp, s.displaced = d, true
 	if d.Slot != nil {
-		t.slots[s.slot] = s
+		bp.slots[s.slot] = s
 	}
 	return nil
 }
@@ -148,7 +150,8 @@ func (t *tracer) lineFile(l *datafile.Line) string {
 // one breakpoint per line was; and the other sites of a line newly
 // covered are removed, when every line they carry is covered, so that
 // they cost no stop (a thread already stopped at one finds it retired).
-func (t *tracer) cover(s *site) error {
+func (bp *breakpoints) cover(s *site) error {
+	t := bp.t
 	for k := -1; k < len(s.more); k++ {
 		i := s.item
 		if k >= 0 {
@@ -158,17 +161,17 @@ func (t *tracer) cover(s *site) error {
 			continue
 		}
 		t.hits[i] = 1
-		for _, o := range t.lineSites[i] {
-			if o == s || t.sites[o.addr] != o || !t.covered(o) {
+		for _, o := range bp.lineSites[i] {
+			if o == s || bp.sites[o.addr] != o || !t.covered(o) {
 				continue
 			}
-			if err := t.unplant(o); err != nil {
+			if err := bp.unplant(o); err != nil {
 				return err
 			}
-			delete(t.sites, o.addr)
-			t.retired[o.addr] = o
+			delete(bp.sites, o.addr)
+			bp.retired[o.addr] = o
 		}
-		t.lineSites[i] = nil
+		bp.lineSites[i] = nil
 	}
 	return nil
 }

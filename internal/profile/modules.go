@@ -79,7 +79,7 @@ func (t *tracer) watchLibraries(maps []mapping) error {
 	if err := t.mem.WriteMem(r.brk, bp); err != nil {
 		return fmt.Errorf("plant the rendezvous breakpoint at %#x: %w", r.brk, err)
 	}
-	t.sites[r.brk] = s
+	t.bp.sites[r.brk] = s
 	t.rdv = r
 	t.loaded = map[uint64]*loaded{}
 	return nil
@@ -134,7 +134,7 @@ func (t *tracer) rendezvousHit(th *thread, s *site) error {
 			return err
 		}
 	}
-	return t.displace(th, s)
+	return t.bp.displace(th, s)
 }
 
 // consistent reads r_debug's state: true when the list of objects is
@@ -247,20 +247,8 @@ func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
 func (t *tracer) forget(l *loaded) error {
 	delete(t.loaded, l.first.Start)
 	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
-	for _, m := range []map[uint64]*site{t.sites, t.retired} {
-		for a := range m {
-			if in(a) {
-				delete(m, a)
-			}
-		}
-	}
-	for slot, s := range t.slots {
-		if in(s.addr) {
-			delete(t.slots, slot)
-		}
-	}
-	if ip := t.inproc; ip != nil {
-		ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return in(tr.patch.Site) })
+	for _, m := range t.mechanisms() {
+		m.forget(l.lo, l.hi)
 	}
 	t.forgetExits(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })

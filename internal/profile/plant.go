@@ -94,7 +94,7 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 // or a library loaded later, finds them set up.
 func (t *tracer) startInproc() error {
 	if t.countKind == 0 {
-		if t.timeInProcess {
+		if t.rings != nil {
 			t.noRings()
 		}
 		return nil
@@ -108,7 +108,7 @@ func (t *tracer) startInproc() error {
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
 		t.countKind = 0
-		if t.timeInProcess {
+		if t.rings != nil {
 			t.noRings()
 		}
 		return nil
@@ -116,7 +116,7 @@ func (t *tracer) startInproc() error {
 	if err := t.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
-	if !t.timeInProcess {
+	if t.rings == nil {
 		return nil
 	}
 	with, without := t.calibrationBlocks(t.inproc.ring())
@@ -166,17 +166,17 @@ func (t *tracer) chooseMechanism() {
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					t.countKind, t.timeInProcess = kind, true
+					t.countKind, t.rings = kind, &rings{t: t}
 				case byTable:
-					t.countKind, t.timeInProcess = instr.CountShared, true
+					t.countKind, t.rings = instr.CountShared, &rings{t: t}
 				}
 			}
 		}
-		if !t.timeInProcess {
+		if t.rings == nil {
 			t.warnBooks()
 		}
 	}
-	t.coverage = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
+	t.bp.removeAtHit = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
 }
 
 // warnBooks warns that the books are kept with breakpoints.
@@ -194,7 +194,7 @@ func (t *tracer) warnBooks() {
 // noRings gives up timing in-process (no room for trampolines, no shared
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
-	t.timeInProcess, t.countKind = false, 0
+	t.rings, t.countKind = nil, 0
 	t.warnBooks()
 }
 

@@ -45,6 +45,20 @@ var ringRecords = 8192
 // record).
 const drainInterval = 50e3
 
+// rings is the mechanism of function timing in-process: it reads the
+// threads' rings and hands their records to the books.
+type rings struct {
+	t *tracer
+	// cost is what one record costs the program, in nanoseconds
+	// (clock.go).
+	cost    float64
+	drained int64  // when the rings were last read
+	full    uint64 // the stops for a full ring
+	// sink keeps what calibrateRing read of a ring, so that the reads
+	// are made.
+	sink uint64
+}
+
 // errGoFrames is why a Go function keeps breakpoints when timed.
 var errGoFrames = errors.New("a Go function, timed with breakpoints")
 
@@ -77,24 +91,24 @@ func (ip *inproc) ringArea(b int) []byte {
 	return ip.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
 }
 
-// resetRing empties block b's ring, for a new thread.
-func (t *tracer) resetRing(b int) {
-	instr.RingReset(t.arch, t.inproc.ringArea(b), ringRecords)
+// reset empties block b's ring, for a new thread.
+func (r *rings) reset(b int) {
+	instr.RingReset(r.t.arch, r.t.inproc.ringArea(b), ringRecords)
 }
 
-// dropRing empties block b's ring of the records in it: they are not the
+// drop empties block b's ring of the records in it: they are not the
 // program's (a vfork child's, a thread's beyond the blocks).
-func (t *tracer) dropRing(b int) {
-	area := t.inproc.ringArea(b)
-	_, n := instr.RingUnread(t.arch, area, ringRecords)
-	instr.RingRead(t.arch, area, ringRecords, n)
+func (r *rings) drop(b int) {
+	area := r.t.inproc.ringArea(b)
+	_, n := instr.RingUnread(r.t.arch, area, ringRecords)
+	instr.RingRead(r.t.arch, area, ringRecords, n)
 }
 
-// drainThread books the records in thread th's ring. A thread with no
-// block of its own (a vfork child, in the discard block) has its records
+// drain books the records in thread th's ring. A thread with no block
+// of its own (a vfork child, in the discard block) has its records
 // dropped.
-func (t *tracer) drainThread(th *thread) int {
-	ip := t.inproc
+func (r *rings) drain(th *thread) int {
+	t, ip := r.t, r.t.inproc
 	if ip == nil || !ip.rings {
 		return 0
 	}
@@ -102,12 +116,12 @@ func (t *tracer) drainThread(th *thread) int {
 	if !ok || th.foreign {
 		// A vfork child, or a thread beyond the blocks: block 0, whose
 		// records are dropped (a thread waiting on its full ring goes on).
-		t.dropRing(0)
+		r.drop(0)
 		return 0
 	}
 	if th.vforking {
 		// The records of its vfork child, on its stack, in its area.
-		t.dropRing(b)
+		r.drop(b)
 		return 0
 	}
 	area := ip.ringArea(b)
@@ -120,8 +134,8 @@ func (t *tracer) drainThread(th *thread) int {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
-		r := instr.ReadRecord(instr.RingSlot(area, first))
-		if d := t.ctr.ns(r.Time) - th.fullAt; d > 0 {
+		rec := instr.ReadRecord(instr.RingSlot(area, first))
+		if d := t.ctr.ns(rec.Time) - th.fullAt; d > 0 {
 			t.stolen[k] += d
 		}
 		th.fullAt = 0
@@ -130,22 +144,22 @@ func (t *tracer) drainThread(th *thread) int {
 	n := len(t.plan.Funcs)
 	l := t.books.ledger(k)
 	for i := range unread {
-		r := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
-		if r.Item >= n {
+		rec := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
+		if rec.Item >= n {
 			continue
 		}
-		if r.Returned {
-			r.SP -= instr.ReturnPop(t.arch)
+		if rec.Returned {
+			rec.SP -= instr.ReturnPop(t.arch)
 		}
-		raw := t.ctr.ns(r.Time) - base
-		th.debt = t.ringDebt(th, raw)
+		raw := t.ctr.ns(rec.Time) - base
+		th.debt = r.debt(th, raw)
 		th.lastRaw = raw
 		th.events++
 		now := raw - int64(th.debt)
-		if r.Exit {
-			t.books.exitLedger(l, r.Item, r.SP, now)
+		if rec.Exit {
+			t.books.exitLedger(l, rec.Item, rec.SP, now)
 		} else {
-			t.books.enterLedger(l, r.Item, r.SP, now)
+			t.books.enterLedger(l, rec.Item, rec.SP, now)
 		}
 	}
 	instr.RingRead(t.arch, area, ringRecords, unread)
@@ -156,8 +170,8 @@ func (t *tracer) drainThread(th *thread) int {
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (t *tracer) vforking(th *thread) {
-	if ip := t.inproc; ip != nil && ip.rings && ip.table {
-		t.drainThread(th)
+	if ip := t.inproc; t.rings != nil && ip != nil && ip.rings && ip.table {
+		t.rings.drain(th)
 		th.vforking = true
 	}
 }
@@ -166,19 +180,19 @@ func (t *tracer) vforking(th *thread) {
 // it has back: it has not run since its vfork.
 func (t *tracer) vforkDone(th *thread) {
 	if th.vforking {
-		t.drainThread(th)
+		t.rings.drain(th)
 		th.vforking = false
 	}
 }
 
-// ringStopped handles thread th, stopped at a ring-full breakpoint: it
+// fullStop handles thread th, stopped at a ring-full breakpoint: it
 // notes the moment it stopped, which the record code saved, and empties
 // the ring it was writing to when that is not its own (its own was read
 // at the stop): where rings are found from the stack, one on a stack no
 // thread owns writes into the discard area (an alternate signal stack),
 // and a vfork child into its parent's.
-func (t *tracer) ringStopped(th *thread, sp uint64) {
-	ip := t.inproc
+func (r *rings) fullStop(th *thread, sp uint64) {
+	t, ip := r.t, r.t.inproc
 	b, own := ip.blockOf[th.tid]
 	if !own || th.foreign {
 		b, own = 0, false
@@ -200,9 +214,9 @@ func (t *tracer) ringStopped(th *thread, sp uint64) {
 		}
 	}
 	if owner != nil {
-		t.drainThread(owner) // (a vforking parent's drops them)
+		r.drain(owner) // (a vforking parent's drops them)
 	} else {
-		t.dropRing(b)
+		r.drop(b)
 	}
 	if d := t.waited - at; d > 0 && !th.foreign {
 		t.stolen[threadLedger(th.tid)] += d
@@ -213,7 +227,7 @@ func (t *tracer) ringStopped(th *thread, sp uint64) {
 // leaves the PC on itself (arm64's BRK), to where it goes on: a thread
 // let go there would run the breakpoint again, untraced.
 func (t *tracer) pastFull(tid int) {
-	if t.inproc == nil || !t.inproc.rings {
+	if t.rings == nil || t.inproc == nil || !t.inproc.rings {
 		return
 	}
 	var regs ptrace.Regs
@@ -231,17 +245,17 @@ func (t *tracer) pastFull(tid int) {
 // thread th's last stop for a full ring when it has made no record since
 // (a signal came first, or it ended): the time from that stop to this one
 // was a stop's.
-func (t *tracer) fullEnded(th *thread) {
+func (r *rings) fullEnded(th *thread) {
 	if th.fullAt == 0 {
 		return
 	}
-	if d := t.waited - th.fullAt; d > 0 {
-		t.stolen[threadLedger(th.tid)] += d
+	if d := r.t.waited - th.fullAt; d > 0 {
+		r.t.stolen[threadLedger(th.tid)] += d
 	}
 	th.fullAt = 0
 }
 
-// ringDebt is what the records thread th made so far cost it, at raw on
+// debt is what the records thread th made so far cost it, at raw on
 // its clock (its stops taken out): each record's cost is taken from the
 // time between it and the thread's next event, and never more than that
 // time. A cost measured too high (a record costs less in place than in
@@ -250,34 +264,66 @@ func (t *tracer) fullEnded(th *thread) {
 // thread's clock back: the books would hold every later event at the
 // last one's time until the true time caught up, a long function that
 // followed many short calls measured as nothing.
-func (t *tracer) ringDebt(th *thread, raw int64) float64 {
-	if th.events == 0 {
+func (r *rings) debt(th *thread, raw int64) float64 {
+	if r == nil || th.events == 0 {
 		return 0
 	}
-	return th.debt + min(t.ringCost, max(float64(raw-th.lastRaw), 0))
+	return th.debt + min(r.cost, max(float64(raw-th.lastRaw), 0))
 }
 
-// drainRings books the records of every thread's ring, and reports
+// drainIdle books the records of every thread's ring, and reports
 // whether there were any: PROFILE's work while it waits for stops, no
 // more often than every drainInterval.
-func (t *tracer) drainRings() bool {
-	now := t.clock()
-	if now-t.drained < drainInterval {
+func (r *rings) drainIdle() bool {
+	now := r.t.clock()
+	if now-r.drained < drainInterval {
 		return false
 	}
-	t.drained = now
-	return t.drainAll() > 0
+	r.drained = now
+	return r.drainAll() > 0
 }
 
 // drainAll books the records of every thread's ring.
-func (t *tracer) drainAll() int {
+func (r *rings) drainAll() int {
 	n := 0
-	for _, th := range t.threads {
-		n += t.drainThread(th)
+	for _, th := range r.t.threads {
+		n += r.drain(th)
 	}
-	t.refineCounter()
+	r.t.refineCounter()
 	return n
 }
+
+// stopped books, at a stop of thread th, the records its ring holds,
+// which came before the stop.
+func (r *rings) stopped(th *thread) {
+	r.drain(th)
+	r.fullEnded(th)
+}
+
+// stop handles a thread stopped by a breakpoint at addr: one of a
+// trampoline's ring-full breakpoints, reached when its ring was full.
+// The ring has been read (stopped): the thread tries again.
+func (r *rings) stop(th *thread, addr uint64) (bool, error) {
+	t := r.t
+	after := addr + uint64(len(t.arch.Breakpoint()))
+	if !t.inproc.ringFull(after) {
+		return false, nil
+	}
+	r.fullStop(th, t.arch.SP(&t.regs))
+	r.full++
+	if t.regs.PC() != after {
+		t.regs.SetPC(after) // past arm64's BRK
+		return true, t.setAndResume(th, 0)
+	}
+	return true, t.resume(th.tid, 0)
+}
+
+// collect gives the run's result the number of stops for a full ring.
+func (r *rings) collect(res *Result) { res.FullRings = r.full }
+
+// forget has nothing to do: a module's trampolines go with the
+// entries' mechanism (inproc).
+func (r *rings) forget(lo, hi uint64) {}
 
 // ringFull reports whether a thread that trapped at a breakpoint that
 // ends at after stopped at a ring-full breakpoint of a trampoline: it

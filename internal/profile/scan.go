@@ -35,7 +35,7 @@ func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias
 	}
 	slices.Sort(t.landings)
 	t.landings = slices.Compact(t.landings)
-	if !t.timeInProcess {
+	if t.rings == nil {
 		return
 	}
 	if t.returns == nil {

@@ -99,7 +99,7 @@ func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
 	}
 	pc := t.regs.PC()
 	orig, ok := t.inproc.origPC(pc)
-	if s := t.slots[pc]; !ok && s != nil {
+	if s := t.bp.inSlot(pc); !ok && s != nil {
 		orig, ok = s.addr, true
 	}
 	if !ok {

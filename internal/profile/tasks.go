@@ -143,12 +143,10 @@ func (t *tracer) exec(th *thread) error {
 		t.execed = true
 		t.cfg.Warn(prf.ExecEnded())
 	}
-	if t.timeInProcess {
-		t.drainAll()
+	if t.rings != nil {
+		t.rings.drainAll()
 	}
-	clear(t.sites)
-	clear(t.slots)
-	clear(t.retired)
+	t.bp.forgetAll()
 	t.watch.written = nil
 	t.loaded = nil // (the rendezvous went with the image)
 	if t.inproc != nil {
@@ -220,9 +218,7 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 // takeOut takes the breakpoints out of mem and turns the rings' checks
 // off (detachClean).
 func (t *tracer) takeOut(mem *ptrace.Mem) {
-	for _, s := range t.sites {
-		mem.WriteMem(s.addr, s.orig)
-	}
+	t.bp.takeOut(mem, false)
 	t.inproc.unchecked(mem)
 }
 

@@ -91,7 +91,7 @@ func (t *tracer) book(th *thread, s *site) {
 func (t *tracer) now(th *thread, k ledgerKey) int64 {
 	now := t.waited - t.stolen[k] - t.stopCost(th)/2
 	if !k.goroutine {
-		now -= int64(t.ringDebt(th, now))
+		now -= int64(t.rings.debt(th, now))
 	}
 	return now
 }
@@ -234,9 +234,8 @@ func (t *tracer) closeThreadBooks(th *thread) {
 	if t.books == nil || th.foreign {
 		return
 	}
-	if t.timeInProcess {
-		t.drainThread(th)
-		t.fullEnded(th)
+	if t.rings != nil {
+		t.rings.stopped(th)
 	}
 	k := threadLedger(th.tid)
 	end := t.now(th, k)
@@ -313,7 +312,7 @@ func (t *tracer) exitSites(area *codeArea, exits map[int][]instr.Exit) {
 			if e.Indirect {
 				continue
 			}
-			if s := t.sites[e.PC]; s != nil {
+			if s := t.bp.sites[e.PC]; s != nil {
 				if s.item == item && s.exit < 0 {
 					s.exit = item
 				}
@@ -335,10 +334,8 @@ func (t *tracer) exitSites(area *codeArea, exits map[int][]instr.Exit) {
 				slot: cell, disp: d, displaced: true}
 			if d.Slot != nil {
 				area.put(cell, d.Slot)
-				t.slots[cell] = s
 			}
-			t.sites[e.PC] = s
-			t.unwritten = append(t.unwritten, s)
+			t.bp.add(s)
 		}
 	}
 }

@@ -98,17 +98,8 @@ type tracer struct {
 	// arm64), the unit of the slot areas.
 	pageSize uint64
 
-	sites map[uint64]*site // active breakpoints by run-time address
-	// unwritten are the sites of the module being planted, whose
-	// breakpoints are written last.
-	unwritten []*site
-	// lineSites are the sites of each line not covered yet (line
-	// coverage; lines.go).
-	lineSites [][]*site
-	// slots finds a site by its out-of-line slot, where its instruction
-	// runs (and may fault).
-	slots   map[uint64]*site
-	retired map[uint64]*site // coverage breakpoints removed after their hit
+	// bp are PROFILE's breakpoints (breakpoints.go).
+	bp      *breakpoints
 	threads map[int]*thread
 	// early holds new threads and children whose first stop came before the
 	// event that announces them.
@@ -121,22 +112,17 @@ type tracer struct {
 	// trampolines count on this CPU, 0 when entries take breakpoints.
 	inproc    *inproc
 	countKind instr.CountKind
-	// timeInProcess is set when the books are fed from the threads'
-	// rings (ring.go); ctr turns the rings' times into the clock's, and
-	// ringCost is what one record costs the program, in nanoseconds
-	// (clock.go).
-	timeInProcess bool
-	ctr           counterClock
-	ringCost      float64
-	drained       int64 // when the rings were last read
+	// rings are the threads' rings, when the books are fed from them
+	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
+	rings *rings
+	ctr   counterClock
 	// landings are where the module's jumps land, returns where its
 	// direct calls of each address return, and entries where its symbol
 	// table's functions start, cold parts aside (scan.go).
-	landings  landings
-	code      codeMaps // the module being planted, decoded (scan.go)
-	returns   map[uint64][]uint64
-	entries   map[uint64]bool
-	fullRings uint64
+	landings landings
+	code     codeMaps // the module being planted, decoded (scan.go)
+	returns  map[uint64][]uint64
+	entries  map[uint64]bool
 	// libs are the plan's modules other than the program, its shared
 	// libraries; loaded the instances of those mapped and planted, areas
 	// the areas PROFILE mapped next to each module's instance (both by
@@ -150,9 +136,6 @@ type tracer struct {
 	rdv              rendezvous
 	identity         map[string]bool
 	rendezvousThread int
-	// ringSink keeps what calibrateRing read of a ring, so that the reads
-	// are made.
-	ringSink uint64
 
 	hits []uint64
 	// books keep the stacks of profiled calls, when timing, a start
@@ -181,8 +164,6 @@ type tracer struct {
 	yielding bool
 	// callDepth is the deepest nesting of profiled functions, where kept.
 	callDepth int
-	trapped   uint64
-	coverage  bool
 	execed    bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
@@ -216,9 +197,6 @@ func newTracer(cfg Config) (*tracer, error) {
 		plan:     cfg.Plan,
 		arch:     arch,
 		pageSize: elfid.PageSize(),
-		sites:    make(map[uint64]*site),
-		slots:    make(map[uint64]*site),
-		retired:  make(map[uint64]*site),
 		threads:  make(map[int]*thread),
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
@@ -228,6 +206,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		areas:    make(map[uint64][][2]uint64),
 		identity: make(map[string]bool),
 	}
+	t.bp = newBreakpoints(t)
 	if keepsBooks(cfg.Plan) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
@@ -285,19 +264,19 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 		}
 		t.overhead = t.calculated
 		t.yielding = true
-		if t.timeInProcess {
+		if t.rings != nil {
 			counts, err := t.calibrateRing()
 			if err != nil {
 				return nil, fmt.Errorf("calibrate the cost of a record: %w", err)
 			}
 			t.refineCounter()
-			t.ringCost = counts * t.ctr.scale
-			t.calculated = int64(math.Round(t.ringCost))
+			t.rings.cost = counts * t.ctr.scale
+			t.calculated = int64(math.Round(t.rings.cost))
 		}
 		if c := t.plan.Calibration; c >= 0 {
 			t.overhead, t.forced = c, true
-			if t.timeInProcess {
-				t.ringCost = float64(c)
+			if t.rings != nil {
+				t.rings.cost = float64(c)
 			}
 		}
 	}
@@ -319,20 +298,13 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	}
 	t.releaseSurvivors()
 	t.signalCost(t.cfg.Now().Sub(start))
-	if t.ownTraps && t.trapped > 0 {
+	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
 	}
-	if t.inproc != nil {
-		t.inproc.addCounts(t.hits)
-		t.callDepth = t.inproc.callDepth()
-		if t.inproc.overflow {
-			t.cfg.Warn(prf.SharedBlocks(t.inproc.nBlocks))
-		}
+	for _, m := range t.mechanisms() {
+		m.collect(res)
 	}
-	res.Hits, res.FullRings, res.EndCheck = t.trapped, t.fullRings, t.watch.checked
-	if t.inproc != nil {
-		res.ReturnSites = t.inproc.returnSites
-	}
+	res.EndCheck = t.watch.checked
 	res.Counts = t.counts(start, res)
 	return res, nil
 }
@@ -404,10 +376,9 @@ func (t *tracer) loop(res *Result) error {
 			t.threadEnded(tid)
 			t.foreignDone(tid)
 		case ws.Stopped():
-			if th := t.threads[tid]; th != nil && t.timeInProcess {
+			if th := t.threads[tid]; th != nil && t.rings != nil {
 				// Its records come before this stop.
-				t.drainThread(th)
-				t.fullEnded(th)
+				t.rings.stopped(th)
 			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
@@ -478,8 +449,8 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
-	if t.timeInProcess {
-		return ptrace.WaitIdle(yieldWindow, t.drainRings)
+	if t.rings != nil {
+		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
 	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)

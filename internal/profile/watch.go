@@ -199,11 +199,11 @@ func (t *tracer) checkCode() {
 			t.warnOnce(prf.CodeChanged(w.addr, t.funcAt(w.mi, w.bias, w.addr)))
 			return false
 		})
-	addrs := slices.Sorted(maps.Keys(t.sites))
+	addrs := slices.Sorted(maps.Keys(t.bp.sites))
 	bp := t.arch.Breakpoint()
 	sites, sizes := make([]*site, len(addrs)), make([]int, len(addrs))
 	for i, a := range addrs {
-		sites[i] = t.sites[a]
+		sites[i] = t.bp.sites[a]
 		end := a + uint64(max(len(sites[i].code), len(bp)))
 		if i+1 < len(addrs) {
 			end = min(end, addrs[i+1])
@@ -282,7 +282,7 @@ func (t *tracer) checkWritable(at []uint64) {
 // copy of a breakpoint's code: the program copied code PROFILE had
 // planted a breakpoint in, and ran the copy.
 func (t *tracer) copyOfBreakpoint(addr uint64) {
-	if t.watch.looks >= copyLooks || len(t.sites) == 0 {
+	if t.watch.looks >= copyLooks || len(t.bp.sites) == 0 {
 		return
 	}
 	t.watch.looks++
@@ -291,7 +291,7 @@ func (t *tracer) copyOfBreakpoint(addr uint64) {
 	if t.mem.ReadMem(addr, here) != nil {
 		return
 	}
-	for _, s := range t.sites {
+	for _, s := range t.bp.sites {
 		there := make([]byte, window)
 		if s.addr != addr && t.mem.ReadMem(s.addr, there) == nil && bytes.Equal(here, there) {
 			t.warnOnce(prf.CodeCopied(addr, s.addr, t.itemName(s.item)))
