@@ -127,7 +127,7 @@ func (t *tracer) areaCells(items []int, bias uint64, nExits int) uint64 {
 		exitCell = trampCell
 		calls := 0
 		for _, item := range items {
-			calls += len(t.returns[t.plan.Funcs[item].Entry+bias])
+			calls += len(t.scan.returns[t.plan.Funcs[item].Entry+bias])
 		}
 		nExits += min(calls, returnSites)
 	}

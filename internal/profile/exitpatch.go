@@ -157,7 +157,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
 		f := &t.plan.Funcs[item]
-		rets := t.returns[f.Entry+bias]
+		rets := t.scan.returns[f.Entry+bias]
 		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
@@ -226,10 +226,10 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		return patchWrite{}, errNoCode
 	}
-	if t.landings.has(r) {
+	if t.scan.landings.has(r) {
 		return patchWrite{}, fmt.Errorf("a jump lands where a call of it returns, at %#x: %w", r, instr.ErrBranchInto)
 	}
-	if err := t.code.boundary(r); err != nil {
+	if err := t.scan.code.boundary(r); err != nil {
 		f := &t.plan.Funcs[item]
 		t.cfg.Warn(prf.SiteRefused("return site", r, f.Name, t.plan.Modules[f.Module].Name, err))
 		return patchWrite{}, err
@@ -238,7 +238,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.landings.inside(p.Site, p.End()) {
+	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
 	rc, _ := t.arch.RecordCode(t.inproc.ring(), instr.ReturnTag(item))
@@ -332,10 +332,10 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if taken.covers(lo, hi) || slices.ContainsFunc(mine, func(m [2]uint64) bool { return m[0] < hi && lo < m[1] }) {
 		return patchWrite{}, errOverlap
 	}
-	if t.landings.inside(lo, hi) {
+	if t.scan.landings.inside(lo, hi) {
 		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in the exit's window [%#x, %#x): %w", lo, hi, instr.ErrBranchInto)
 	}
-	if err := t.code.boundary(lo); err != nil {
+	if err := t.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
 	rc, ok := t.arch.RecordCode(t.inproc.ring(), instr.RecordTag(item, true))
@@ -377,7 +377,7 @@ func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
 		return nil
 	}
 	for _, in := range insts {
-		if in.Kind == instr.Jump && !t.entries[in.Target] && len(t.returns[in.Target]) == 0 {
+		if in.Kind == instr.Jump && !t.scan.starts[in.Target] && len(t.scan.returns[in.Target]) == 0 {
 			return fmt.Errorf("%s: %w", in.Text, errNotTailCall)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 // code between them (writeCode); each site's slot is reserved in one
 // area, and written at the site's first hit (displaceLater): a program
 // of 120,000 lines starts in a third of a second. A site where the
-// module's code, decoded (t.code), has no instruction boundary is not
+// module's code, decoded (t.scan.code), has no instruction boundary is not
 // planted, whatever the plan says (PRF4624).
 func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) error {
 	items := map[uint64][]int{} // site -> the lines there
@@ -36,7 +36,7 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 			continue
 		}
 		for _, a := range l.Addrs {
-			if err := t.code.boundary(a + bias); err != nil {
+			if err := t.scan.code.boundary(a + bias); err != nil {
 				t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(&l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}

@@ -250,7 +250,7 @@ func (t *tracer) forget(l *loaded) error {
 	for _, m := range t.mechanisms() {
 		m.forget(l.lo, l.hi)
 	}
-	t.forgetExits(l.lo, l.hi)
+	t.scan.forget(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
 	for _, a := range t.areas[l.first.Start] {
 		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {

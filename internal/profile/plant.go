@@ -23,8 +23,7 @@ func (t *tracer) plantAll() error {
 	if err != nil {
 		return err
 	}
-	t.chooseMechanism()
-	if err := t.startInproc(); err != nil {
+	if err := t.startInproc(t.chooseMechanism()); err != nil {
 		return err
 	}
 	base := filepath.Base(t.cfg.Path)
@@ -76,7 +75,7 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 		bias = elfid.LoadBias(in.first.Start, in.first.Offset, m.LinkBase)
 	}
 	t.scanCode(maps, in, mi, path, bias)
-	defer func() { t.code = nil }()
+	defer func() { t.scan.code = nil }()
 	if !t.plan.Method.IsFunction() {
 		return t.plantLines(mi, bias, in, maps)
 	}
@@ -88,12 +87,12 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 }
 
 // startInproc maps the counters into the program, when entries are
-// counted in-process, and gives the main thread its block; when timing
+// counted in-process (kind is how, 0 when they are not), and gives the main thread its block; when timing
 // in-process, it writes the calibration blocks of the records' cost. It
 // runs before any module is planted, so that every module, the program's
 // or a library loaded later, finds them set up.
-func (t *tracer) startInproc() error {
-	if t.countKind == 0 {
+func (t *tracer) startInproc(kind instr.CountKind) error {
+	if kind == 0 {
 		if t.rings != nil {
 			t.noRings()
 		}
@@ -103,11 +102,10 @@ func (t *tracer) startInproc() error {
 	// of its own.
 	own, err := t.mmap(0, t.pageSize)
 	if err == nil {
-		t.inproc, err = t.newInproc(t.countKind, t.plan.NumItems(), own)
+		t.inproc, err = t.newInproc(kind, t.plan.NumItems(), own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
-		t.countKind = 0
 		if t.rings != nil {
 			t.noRings()
 		}
@@ -136,20 +134,22 @@ func (t *tracer) startInproc() error {
 }
 
 // chooseMechanism decides how entries are counted: in-process where the
-// CPU allows it and --breakpoints was not given, else breakpoints. Coverage
+// CPU allows it and --breakpoints was not given (it returns how the
+// trampolines count), else breakpoints (it returns 0). Coverage
 // with breakpoints removes each at its first hit; in-process, coverage
 // counts every call as counting does (its records carry the real counts,
 // as the original's did), breakpoints that stand in for a trampoline
 // included.
-func (t *tracer) chooseMechanism() {
+func (t *tracer) chooseMechanism() instr.CountKind {
+	var count instr.CountKind
 	if !t.cfg.Breakpoints && t.books == nil && t.plan.Method.IsFunction() {
 		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 		if err == nil {
-			t.countKind, err = t.arch.Counting(hwcap)
+			count, err = t.arch.Counting(hwcap)
 		}
 		if err != nil {
 			t.cfg.Warn(prf.NoInProcess(err))
-			t.countKind = 0
+			count = 0
 		}
 	}
 	if t.books != nil {
@@ -158,7 +158,7 @@ func (t *tracer) chooseMechanism() {
 		// (ring.go), else from breakpoints at every entry and exit.
 		// The rings are in the threads' blocks (amd64), or found through
 		// the stack table (arm64, which needs no atomic add for them).
-		t.countKind = 0
+		count = 0
 		if !t.cfg.Breakpoints && t.ringPossible() {
 			hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 			if err == nil {
@@ -166,9 +166,9 @@ func (t *tracer) chooseMechanism() {
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					t.countKind, t.rings = kind, &rings{t: t}
+					count, t.rings = kind, &rings{t: t}
 				case byTable:
-					t.countKind, t.rings = instr.CountShared, &rings{t: t}
+					count, t.rings = instr.CountShared, &rings{t: t}
 				}
 			}
 		}
@@ -176,7 +176,8 @@ func (t *tracer) chooseMechanism() {
 			t.warnBooks()
 		}
 	}
-	t.bp.removeAtHit = t.plan.Method.IsCoverage() && t.countKind == 0 && t.books == nil
+	t.bp.removeAtHit = t.plan.Method.IsCoverage() && count == 0 && t.books == nil
+	return count
 }
 
 // warnBooks warns that the books are kept with breakpoints.
@@ -194,7 +195,7 @@ func (t *tracer) warnBooks() {
 // noRings gives up timing in-process (no room for trampolines, no shared
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
-	t.rings, t.countKind = nil, 0
+	t.rings = nil
 	t.warnBooks()
 }
 
@@ -254,14 +255,14 @@ func (t *tracer) readMaps() ([]mapping, error) {
 }
 
 // checkEntry returns nil when f's entry, loaded with bias, may be
-// planted: where the decoding of its module's code (t.code) has an
+// planted: where the decoding of its module's code (t.scan.code) has an
 // instruction boundary, inside no instruction of another function, and,
 // when the plan gives its extent, its code decodes from its start to its
 // end. Else why not: the plan does not describe the code the program has
 // (a plan written by hand, or for another build).
 func (t *tracer) checkEntry(f *datafile.Func, bias uint64) error {
 	entry := f.Entry + bias
-	cm := t.code.at(entry)
+	cm := t.scan.code.at(entry)
 	if cm == nil {
 		return fmt.Errorf("its entry %#x: not in the module's code: %w", f.Entry, instr.ErrNotBoundary)
 	}
@@ -285,7 +286,7 @@ func (t *tracer) checkExits(exits map[int][]instr.Exit) int {
 	for item, es := range exits {
 		f := &t.plan.Funcs[item]
 		exits[item] = slices.DeleteFunc(es, func(e instr.Exit) bool {
-			err := t.code.boundary(e.PC)
+			err := t.scan.code.boundary(e.PC)
 			if err != nil {
 				t.cfg.Warn(prf.SiteRefused("exit", e.PC, f.Name, t.plan.Modules[f.Module].Name, err))
 				n++

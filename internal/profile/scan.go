@@ -17,55 +17,67 @@ import (
 )
 
 // scanCode decodes the code of module mi, at path, loaded with bias,
-// mapped as in (scanModule), for what is planted in it: t.code until it
+// mapped as in (scanModule), for what is planted in it: t.scan.code until it
 // is planted, and the places its jumps land added to those of the
-// modules planted before it (t.landings: a patch covers none, whoever
+// modules planted before it (t.scan.landings: a patch covers none, whoever
 // jumps there); timing in-process, the returns of its calls and its
 // symbol table's function starts too.
 func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias uint64) {
-	t.code = t.scanModule(maps, in, mi, bias)
+	t.scan.code = t.scanModule(maps, in, mi, bias)
 	if !t.plan.Method.IsFunction() {
 		return
 	}
-	for _, cm := range t.code {
-		t.landings = append(t.landings, cm.Jumps...)
+	for _, cm := range t.scan.code {
+		t.scan.landings = append(t.scan.landings, cm.Jumps...)
 		for target := range cm.Returns {
-			t.landings = append(t.landings, target) // a call lands too
+			t.scan.landings = append(t.scan.landings, target) // a call lands too
 		}
 	}
-	slices.Sort(t.landings)
-	t.landings = slices.Compact(t.landings)
+	slices.Sort(t.scan.landings)
+	t.scan.landings = slices.Compact(t.scan.landings)
 	if t.rings == nil {
 		return
 	}
-	if t.returns == nil {
-		t.returns, t.entries = map[uint64][]uint64{}, map[uint64]bool{}
+	if t.scan.returns == nil {
+		t.scan.returns, t.scan.starts = map[uint64][]uint64{}, map[uint64]bool{}
 	}
-	for _, cm := range t.code {
+	for _, cm := range t.scan.code {
 		for target, rs := range cm.Returns {
-			t.returns[target] = append(t.returns[target], rs...)
+			t.scan.returns[target] = append(t.scan.returns[target], rs...)
 		}
 	}
 	for _, a := range elfid.ReadFuncStarts(path) {
-		t.entries[a+bias] = true
+		t.scan.starts[a+bias] = true
 	}
 }
 
-// forgetExits forgets the landings, returns and function starts in
-// [lo, hi): a module unloaded.
-func (t *tracer) forgetExits(lo, hi uint64) {
+// codeScan is what the scans of the modules' code found, which the
+// mechanisms plant by: the decoding of the module being planted, and of
+// every module planted, the places where jumps land (landings), where
+// the direct calls of each address return (returns), and where the
+// symbol tables' functions start, cold parts aside (starts).
+type codeScan struct {
+	code     codeMaps // the module being planted, decoded
+	landings landings
+	returns  map[uint64][]uint64
+	starts   map[uint64]bool
+}
+
+// forget forgets the landings, returns and function starts in [lo, hi):
+// a module unloaded.
+func (s *codeScan) forget(lo, hi uint64) {
 	in := func(a uint64) bool { return a >= lo && a < hi }
-	t.landings = slices.DeleteFunc(t.landings, in)
-	for target, rs := range t.returns {
+	s.landings = slices.DeleteFunc(s.landings, in)
+	for target, rs := range s.returns {
 		if rs = slices.DeleteFunc(rs, in); in(target) || len(rs) == 0 {
-			delete(t.returns, target)
+			delete(s.returns, target)
 		} else {
-			t.returns[target] = rs
+			s.returns[target] = rs
 		}
 	}
-	for a := range t.entries {
+	for a := range s.starts {
 		if in(a) {
-			delete(t.entries, a)
+			delete(s.starts, a)
 		}
 	}
 }

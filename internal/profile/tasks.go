@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
@@ -217,7 +218,7 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 
 // takeOut takes the breakpoints out of mem and turns the rings' checks
 // off (detachClean).
-func (t *tracer) takeOut(mem *ptrace.Mem) {
+func (t *tracer) takeOut(mem instr.Memory) {
 	t.bp.takeOut(mem, false)
 	t.inproc.unchecked(mem)
 }

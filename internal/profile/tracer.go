@@ -88,7 +88,8 @@ type tracer struct {
 	plan *datafile.Plan
 	arch instr.Arch
 	pid  int
-	mem  *ptrace.Mem
+	// mem is the program's memory (ptrace.Mem; a fake in unit tests).
+	mem instr.Memory
 	// maps is the program's memory map, opened at the exec stop and read
 	// again when needed (readMaps): a program that makes itself
 	// non-dumpable keeps it readable, as it keeps mem.
@@ -108,21 +109,15 @@ type tracer struct {
 	// yet, with the process kind.
 	expected map[int]childKind
 
-	// inproc is the in-process counting, once set up; countKind is how
-	// trampolines count on this CPU, 0 when entries take breakpoints.
-	inproc    *inproc
-	countKind instr.CountKind
+	// inproc is the in-process counting, once set up (nil when entries
+	// take breakpoints).
+	inproc *inproc
 	// rings are the threads' rings, when the books are fed from them
 	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
 	rings *rings
 	ctr   counterClock
-	// landings are where the module's jumps land, returns where its
-	// direct calls of each address return, and entries where its symbol
-	// table's functions start, cold parts aside (scan.go).
-	landings landings
-	code     codeMaps // the module being planted, decoded (scan.go)
-	returns  map[uint64][]uint64
-	entries  map[uint64]bool
+	// scan is what the scans of the modules' code found (scan.go).
+	scan codeScan
 	// libs are the plan's modules other than the program, its shared
 	// libraries; loaded the instances of those mapped and planted, areas
 	// the areas PROFILE mapped next to each module's instance (both by
@@ -245,10 +240,12 @@ func (t *tracer) run() (*Result, error) {
 func (t *tracer) trace(start time.Time) (*Result, error) {
 	pid := t.pid
 	var err error
-	if t.mem, err = ptrace.OpenMem(pid); err != nil {
+	mem, err := ptrace.OpenMem(pid)
+	if err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
-	defer t.mem.Close()
+	defer mem.Close()
+	t.mem = mem
 	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}

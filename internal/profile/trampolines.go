@@ -112,7 +112,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
 			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
 			exit, _ := t.arch.RecordCode(t.inproc.ring(), 0)
-			if err == nil && (t.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
+			if err == nil && (t.scan.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
 				// The exit's window is landed in, or it is a jump the
 				// record code cannot go before.
 				return t.arch.PlanPatch(fn, start, site)
@@ -127,7 +127,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if t.landings.inside(p.Site, p.End()) {
+	if t.scan.landings.inside(p.Site, p.End()) {
 		// (A jump of another function, into an alternate entry of
 		// this one's: the patch would replace where it lands.)
 		return patchWrite{}, jumpInto{p.Site, p.End()}
@@ -205,7 +205,7 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if t.landings.inside(p.Site, p.End()) {
+	if t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, jumpInto{p.Site, p.End()}
 	}
 	const lowest, top = 1 << 20, 1 << 47

@@ -1,0 +1,272 @@
+package profile
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// The mechanisms without a process: a plan, a module's code in a fake
+// memory, and the tracer's planting, stops and forgetting as pure
+// functions of them. The process the tracer would borrow for its system
+// calls does not exist, so that the area next to the module cannot be
+// mapped: each test also shows what planting does then (PRF4644).
+
+// fakeMem is a program's memory: code at base.
+type fakeMem struct {
+	base uint64
+	b    []byte
+}
+
+func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
+	if addr < m.base || addr+uint64(n) > m.base+uint64(len(m.b)) {
+		return nil, fmt.Errorf("%#x: not mapped", addr)
+	}
+	return m.b[addr-m.base : addr-m.base+uint64(n)], nil
+}
+
+func (m *fakeMem) ReadMem(addr uint64, b []byte) error {
+	s, err := m.span(addr, len(b))
+	if err == nil {
+		copy(b, s)
+	}
+	return err
+}
+
+func (m *fakeMem) WriteMem(addr uint64, b []byte) error {
+	s, err := m.span(addr, len(b))
+	if err == nil {
+		copy(s, b)
+	}
+	return err
+}
+
+// leafCode is a function at 0x401000, x86-64:
+//
+//	401000 push %rbp
+//	401001 mov  %rsp,%rbp
+//	401004 mov  %edi,-4(%rbp)
+//	401007 mov  -4(%rbp),%eax
+//	40100a pop  %rbp
+//	40100b ret
+var leafCode = []byte{0x55, 0x48, 0x89, 0xe5, 0x89, 0x7d, 0xfc, 0x8b, 0x45, 0xfc, 0x5d, 0xc3}
+
+const leafAt = 0x401000
+
+// fakeTracer returns a tracer of plan over a fake memory holding
+// leafCode, decoded as the module scan decodes it, with its warnings.
+func fakeTracer(plan *datafile.Plan) (*tracer, *fakeMem, *[]string) {
+	warnings := &[]string{}
+	// (Then padding, as a function is followed in a module.)
+	mem := &fakeMem{base: leafAt, b: append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 64)...)}
+	t := &tracer{
+		cfg:      Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
+		plan:     plan,
+		arch:     instr.AMD64,
+		pid:      1 << 30, // no such process: nothing can be mapped
+		mem:      mem,
+		pageSize: 4096,
+		hits:     make([]uint64, plan.NumItems()),
+		areas:    map[uint64][][2]uint64{},
+		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, leafCode, leafAt, nil)}},
+	}
+	t.bp = newBreakpoints(t)
+	return t, mem, warnings
+}
+
+func leafInstance() instance {
+	return instance{first: mapping{Start: leafAt}, lo: leafAt, hi: leafAt + 0x1000}
+}
+
+// leafLines has four lines of leafCode: the first at its entry, two that
+// share a site, and one whose address is inside an instruction.
+func leafLines(m datafile.Method) *datafile.Plan {
+	return &datafile.Plan{
+		Method:  m,
+		Modules: []datafile.Module{{Name: "prog", Arch: "amd64", Files: []string{"leaf.c"}}},
+		Lines: []datafile.Line{
+			{File: 0, Line: 1, Addrs: []uint64{leafAt}},
+			{File: 0, Line: 2, Addrs: []uint64{leafAt + 4}},
+			{File: 0, Line: 3, Addrs: []uint64{leafAt + 4}},
+			{File: 0, Line: 4, Addrs: []uint64{leafAt + 5}},
+		},
+	}
+}
+
+// TestBreakpointsPlantLines: line sites are planted where the plan puts
+// them, two lines at one address share a site, an address inside an
+// instruction is refused (PRF4624); with no area for slots, each site is
+// still planted, its displacement left to its first hit. Forgetting a
+// range drops its sites only, and taking the breakpoints out gives the
+// code back as it was.
+func TestBreakpointsPlantLines(t *testing.T) {
+	tr, mem, warnings := fakeTracer(leafLines(datafile.LineCounting))
+	if err := tr.plantLines(0, 0, leafInstance(), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(leafCode)
+	want[0], want[4] = 0xcc, 0xcc
+	if !bytes.Equal(mem.b[:len(want)], want) {
+		t.Errorf("code after planting % x, want % x", mem.b[:len(want)], want)
+	}
+	if len(tr.bp.sites) != 2 {
+		t.Fatalf("%d sites, want 2", len(tr.bp.sites))
+	}
+	if s := tr.bp.sites[leafAt+4]; s.item != 1 || !slices.Equal(s.more, []int{2}) || !s.pending || s.slot != 0 {
+		t.Errorf("shared site: lines %d and %v, pending %v, slot %#x; want 1 and [2], pending, no slot", s.item, s.more, s.pending, s.slot)
+	}
+	got := strings.Join(*warnings, "\n")
+	if !strings.Contains(got, "PRF4644") || !strings.Contains(got, "PRF4624") || !strings.Contains(got, "line 4 of leaf.c") {
+		t.Errorf("warnings:\n%s\nwant PRF4644 (no slots) and PRF4624 naming line 4 of leaf.c", got)
+	}
+	if ours, err := tr.bp.stop(&thread{}, leafAt+1); ours || err != nil {
+		t.Errorf("a stop at no site: claimed %v, %v; want not claimed", ours, err)
+	}
+
+	tr.bp.forget(leafAt, leafAt+4)
+	if _, ok := tr.bp.sites[leafAt]; ok || tr.bp.sites[leafAt+4] == nil {
+		t.Errorf("after forgetting [%#x, %#x): sites at %#x, want only %#x", leafAt, leafAt+4, sortedKeys(tr.bp.sites), leafAt+4)
+	}
+	tr.bp.takeOut(mem, false)
+	want[4] = leafCode[4]
+	if !bytes.Equal(mem.b[:len(want)], want) {
+		t.Errorf("code after taking out % x, want % x (the forgotten site's breakpoint is its module's)", mem.b[:len(want)], want)
+	}
+}
+
+// TestBreakpointsCoverLines: line coverage plants each line once; the
+// first hit at a site covers its lines and takes out the other sites of
+// those lines, retired so that a thread stopped at one still finds it.
+func TestBreakpointsCoverLines(t *testing.T) {
+	plan := leafLines(datafile.LineCoverage)
+	plan.Lines[0].Addrs = []uint64{leafAt, leafAt + 7} // line 1 at two sites
+	tr, mem, _ := fakeTracer(plan)
+	tr.hits[2] = 1 // line 3 covered by an earlier load: not planted again
+	if err := tr.plantLines(0, 0, leafInstance(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := tr.bp.sites[leafAt+4]; s == nil || s.item != 1 || len(s.more) != 0 {
+		t.Fatalf("site at %#x: %+v, want line 2 only", leafAt+4, s)
+	}
+	if err := tr.bp.cover(tr.bp.sites[leafAt]); err != nil {
+		t.Fatal(err)
+	}
+	if tr.hits[0] != 1 || tr.hits[1] != 0 {
+		t.Errorf("hits %v, want line 1 covered, line 2 not", tr.hits)
+	}
+	if tr.bp.sites[leafAt+7] != nil || tr.bp.retired[leafAt+7] == nil || mem.b[7] != leafCode[7] {
+		t.Errorf("line 1's other site: in place %v, retired %v, code %#x; want retired and taken out",
+			tr.bp.sites[leafAt+7] != nil, tr.bp.retired[leafAt+7] != nil, mem.b[7])
+	}
+	if tr.bp.sites[leafAt] == nil {
+		t.Errorf("the site hit was taken out by cover: it is the stop's to retire")
+	}
+}
+
+// leafFuncs has leafCode as function f, counted or covered.
+func leafFuncs(m datafile.Method) *datafile.Plan {
+	return &datafile.Plan{
+		Method:  m,
+		Modules: []datafile.Module{{Name: "prog", Arch: "amd64"}},
+		Funcs:   []datafile.Func{{Name: "f", Module: 0, Entry: leafAt, Low: leafAt, High: leafAt + uint64(len(leafCode))}},
+	}
+}
+
+// TestBreakpointsPlantEntries: with no in-process counting, an entry
+// takes a breakpoint; with no area for slots it is planted when its
+// instruction can be emulated (ret) and, for counting, refused
+// when it cannot (PRF4525), while coverage, which removes it at its
+// first hit, plants it anyway.
+func TestBreakpointsPlantEntries(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		method  datafile.Method
+		entry   uint64
+		planted bool
+	}{
+		{"counting, emulated", datafile.FuncCounting, leafAt + 11, true},
+		{"counting, needs a slot", datafile.FuncCounting, leafAt + 4, false},
+		{"coverage, needs a slot", datafile.FuncCoverage, leafAt + 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan := leafFuncs(c.method)
+			plan.Funcs[0].Entry, plan.Funcs[0].Low = c.entry, c.entry
+			tr, mem, warnings := fakeTracer(plan)
+			tr.bp.removeAtHit = c.method.IsCoverage()
+			if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
+				t.Fatal(err)
+			}
+			s := tr.bp.sites[c.entry]
+			if (s != nil) != c.planted || (mem.b[c.entry-leafAt] == 0xcc) != c.planted {
+				t.Fatalf("site %v, code %#x; want planted %v", s != nil, mem.b[c.entry-leafAt], c.planted)
+			}
+			if !c.planted && !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+				t.Errorf("warnings %q, want PRF4525 naming f", *warnings)
+			}
+			if c.planted && (s.item != 0 || s.exit != -1 || s.slot != 0) {
+				t.Errorf("site %+v, want f's entry, no exit, no slot", s)
+			}
+		})
+	}
+}
+
+// TestMechanismsOfARun: every run has breakpoints; counting in-process
+// adds the counters, timing in-process the rings, offered a stop after
+// the breakpoints.
+func TestMechanismsOfARun(t *testing.T) {
+	tr := &tracer{}
+	tr.bp = newBreakpoints(tr)
+	if ms := tr.mechanisms(); len(ms) != 1 || ms[0] != mechanism(tr.bp) {
+		t.Errorf("breakpoints only: %v", ms)
+	}
+	tr.rings, tr.inproc = &rings{t: tr}, &inproc{t: tr}
+	if ms := tr.mechanisms(); len(ms) != 3 || ms[1] != mechanism(tr.rings) || ms[2] != mechanism(tr.inproc) {
+		t.Errorf("timing in-process: %v", ms)
+	}
+}
+
+// TestInprocForget: a module unloaded takes its trampolines with it, and
+// a ring-full breakpoint there is no longer recognised.
+func TestInprocForget(t *testing.T) {
+	ip := &inproc{rings: true, tramps: []*tramp{
+		{addr: 0x10000, patch: instr.Patch{Site: 0x401000}, regions: []region{{at: 0x20, full: 2}}},
+		{addr: 0x20000, patch: instr.Patch{Site: 0x7f0000}, regions: []region{{at: 0x20, full: 2}}},
+	}}
+	if !ip.ringFull(0x10022) || !ip.ringFull(0x20022) || ip.ringFull(0x10021) {
+		t.Fatalf("ring-full breakpoints not found where the trampolines have them")
+	}
+	ip.forget(0x400000, 0x500000)
+	if len(ip.tramps) != 1 || ip.ringFull(0x10022) || !ip.ringFull(0x20022) {
+		t.Errorf("after forgetting the module at 0x400000: %d trampolines; want the other module's only", len(ip.tramps))
+	}
+}
+
+// TestCodeScanForget: what the scan found in a module unloaded is
+// forgotten; a return into another module from it goes too.
+func TestCodeScanForget(t *testing.T) {
+	s := codeScan{
+		landings: landings{0x401000, 0x402000, 0x7f1000},
+		returns:  map[uint64][]uint64{0x7f2000: {0x401005, 0x7f1005}, 0x401100: {0x401105}},
+		starts:   map[uint64]bool{0x401000: true, 0x7f2000: true},
+	}
+	s.forget(0x400000, 0x500000)
+	if !slices.Equal(s.landings, landings{0x7f1000}) || len(s.returns) != 1 || !slices.Equal(s.returns[0x7f2000], []uint64{0x7f1005}) ||
+		len(s.starts) != 1 || !s.starts[0x7f2000] {
+		t.Errorf("after forgetting [0x400000, 0x500000): %+v", s)
+	}
+}
+
+func sortedKeys(m map[uint64]*site) []uint64 {
+	keys := make([]uint64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
