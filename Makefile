@@ -113,11 +113,11 @@ fuzz:
 	  done; done
 
 # golden rewrites the golden files; review them with git diff. Only the
-# packages whose tests define -update take the flag: those declaring
-# flag.Bool("update", ...) and those using internal/testutil's Update (through
-# testutil.Golden). Their golden tests have various names (TestRoundTrip,
+# packages whose tests compare golden files take the flag, the one -update
+# of internal/golden: those calling golden.Check, or testutil.Golden and
+# testutil.Update, which are its. Their golden tests have various names (TestRoundTrip,
 # TestTextGolden, TestLinuxGoldens, TestReportGolden), so each runs whole.
-GOLDEN_GREP := flag\.Bool\("update"|testutil\.(Update|Golden)\b
+GOLDEN_GREP := (testutil|golden|goldenfile)\.(Update|Golden|Check)\b
 golden:
 	@pkgs=$$(grep -rlE --include='*_test.go' --exclude-dir=testdata '$(GOLDEN_GREP)' . | xargs -r -n1 dirname | sort -u); \
 	if [ -z "$$pkgs" ]; then echo "golden: no package defines -update" >&2; exit 1; fi; \

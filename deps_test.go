@@ -24,7 +24,8 @@ var allowed = map[string][]string{
 	"internal/profile/ptrace": {},
 	"internal/plist":          {"datafile", "internal/prf"},
 	"internal/cli":            {"internal/prf"},
-	"internal/testutil":       {"datafile", "internal/cli", "internal/prf"},
+	"internal/testutil":       {"datafile", "internal/cli", "internal/golden", "internal/prf"},
+	"internal/golden":         {},
 	"e2e":                     {},
 	"cmd/prep":                {"internal/prep", "datafile", "internal/cli", "internal/prf"},
 	"cmd/profile":             {"internal/profile", "datafile", "internal/cli", "internal/prf"},
@@ -64,8 +65,8 @@ func TestImportRules(t *testing.T) {
 				continue
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
-			if dep == "internal/testutil" {
-				t.Errorf("%s imports internal/testutil outside its tests", pkg)
+			if (dep == "internal/testutil" || dep == "internal/golden") && pkg != "internal/testutil" {
+				t.Errorf("%s imports %s outside its tests", pkg, dep)
 			} else if !slices.Contains(allow, dep) {
 				t.Errorf("%s imports %s, which the import rules do not allow", pkg, dep)
 			}

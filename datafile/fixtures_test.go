@@ -2,13 +2,11 @@ package datafile
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	goldenfile "github.com/sourceprofiler/sprof/internal/golden"
+)
 
 // testModules are two modules: a PIE program and a shared library.
 func testModules() []Module {
@@ -180,18 +178,5 @@ func encode(t testing.TB, v any) []byte {
 // -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test -update and review the diff)", path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }

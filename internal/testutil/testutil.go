@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,10 +15,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/golden"
 )
 
-// Update is the -update flag of golden tests.
-var Update = flag.Bool("update", false, "rewrite golden files")
+// Update is the -update flag of golden tests (package golden's).
+var Update = golden.Update
 
 // startDir is the working directory when the test binary started: the
 // package's directory under go test, before any test changes directory.
@@ -311,49 +311,15 @@ func Cleanup() {
 	}
 }
 
-// Golden compares got with the golden file path, rewriting it under -update.
+// Golden compares got with the golden file path, rewriting it under
+// -update (package golden).
 func Golden(t testing.TB, path string, got []byte) {
 	t.Helper()
-	if *Update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output:\n%s", path, Diff(want, got))
-	}
+	golden.Check(t, path, got)
 }
 
-// Diff returns a line diff of want and got (the first differing lines with
-// context), enough to see what changed.
-func Diff(want, got []byte) string {
-	wl := strings.Split(string(want), "\n")
-	gl := strings.Split(string(got), "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(wl), len(gl)) && shown < 20; i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g || i >= len(wl) || i >= len(gl) {
-			fmt.Fprintf(&b, "line %d:\n  want %q\n  got  %q\n", i+1, w, g)
-			shown++
-		}
-	}
-	return b.String()
-}
+// Diff returns a line diff of want and got (package golden).
+func Diff(want, got []byte) string { return golden.Diff(want, got) }
 
 // BuildGo builds the Go fixture testdata/progs/go/<name> with the given
 // extra go build flags ("-buildmode=pie") and returns the program's path,
