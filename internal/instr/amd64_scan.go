@@ -31,6 +31,7 @@ const (
 	opGrp3b              // F6: ModRM, imm8 for /0
 	opGrp3z              // F7: ModRM, imm16/32 for /0
 	opPop                // 8F: POP r/m, or an XOP prefix
+	opEndbr              // endbr64 (F3 0F 1E FA), whole: fastTwoByte's only
 )
 
 // x86OneByte is the one-byte opcode map in 64-bit mode; prefixes, the
@@ -149,19 +150,20 @@ func scanAMD64(code []byte, pc uint64) (scanned, error) {
 }
 
 // scanAMD64Fast is scanAMD64's table; false sends the instruction to
-// the full decoder.
+// the full decoder. An instruction is its prefixes, its opcode (the 0F
+// map's in fastTwoByte), its operands (fastOperands for the kinds other
+// than the common none and ModRM), the ModRM byte's addressing, and the
+// immediate. (The common paths stay in this function: the scan runs it
+// for every instruction of a module.)
 func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
-	var opsize, rexW bool
-	// mand is the mandatory prefix of an SSE instruction: 66, F3 or F2
-	// when it is the only prefix, none when there is none.
-	mand := uint8(sseNone)
+	pre := fastPrefix{mand: sseNone}
 	p := 0
 prefixes:
 	for ; p < len(code); p++ {
 		m := uint8(0)
 		switch code[p] {
 		case 0x66:
-			opsize, m = true, sse66
+			pre.opsize, m = true, sse66
 		case 0xf3:
 			m = sseF3
 		case 0xf2:
@@ -173,123 +175,50 @@ prefixes:
 			break prefixes
 		}
 		if p == 0 {
-			mand = m
+			pre.mand = m
 		} else {
-			mand = 0
+			pre.mand = 0
 		}
 	}
 	if p < len(code) && code[p]&0xf0 == 0x40 {
-		rexW = code[p]&8 != 0
+		pre.rexW = code[p]&8 != 0
 		p++
 	}
 	if p >= len(code) {
 		return scanned{}, false
 	}
 	op := code[p]
-	p++
 	kind := x86OneByte[op]
+	p++
 	if op == 0x0f {
-		if p >= len(code) {
+		var ok bool
+		if kind, p, ok = fastTwoByte(code, p, pre); !ok {
 			return scanned{}, false
-		}
-		switch op2 := code[p]; {
-		case x86SSE[op2] != 0:
-			if x86SSE[op2]&mand == 0 {
-				return scanned{}, false
-			}
-			p, kind = p+1, opM
-			if x86SSEImm(op2) {
-				kind = opMIb
-			}
-		case op2 == 0x1f && p+1 < len(code) && code[p+1]>>3&7 != 0:
-			return scanned{}, false // a reserved NOP
-		case op2 == 0x1e:
-			if p == 2 && code[0] == 0xf3 && p+1 < len(code) && code[p+1] == 0xfa {
-				return scanned{n: 4, kind: Other}, true // endbr64
-			}
-			return scanned{}, false
-		default:
-			p, kind = p+1, x86TwoByte[op2]
-			if kind == opRel32 {
-				if opsize {
-					return scanned{}, false
-				}
-				return x86Rel(code, pc, p, 4, CondJump)
-			}
 		}
 	}
-	imm := 0
-	modrm := false
+	modrm, imm := kind == opM, 0
 	switch kind {
-	case opSlow:
-		return scanned{}, false
-	case opNone:
-	case opM:
-		modrm = true
-	case opIb:
-		imm = 1
-	case opIz:
-		imm = x86Iz(opsize, rexW)
-	case opMIb:
-		modrm, imm = true, 1
-	case opMIz:
-		modrm, imm = true, x86Iz(opsize, rexW)
-	case opIv:
-		switch {
-		case rexW:
-			imm = 8
-		case opsize:
-			imm = 2
-		default:
-			imm = 4
-		}
-	case opIw:
-		imm = 2
+	case opM, opNone:
+	case opEndbr:
+		return scanned{n: p, kind: Other}, true
 	case opRel8, opRel32:
-		if opsize {
+		if pre.opsize {
 			return scanned{}, false
 		}
-		k := Jump
-		switch {
-		case op == 0xe8:
-			k = Call
-		case op >= 0x70 && op <= 0x7f:
-			k = CondJump
-		}
-		n := 1
-		if kind == opRel32 {
-			n = 4
-		}
-		return x86Rel(code, pc, p, n, k)
-	case opGrp3b, opGrp3z:
-		if p >= len(code) {
+		return fastBranch(code, pc, p, op, kind)
+	default:
+		var ok bool
+		if modrm, imm, ok = fastOperands(code, p, kind, pre); !ok {
 			return scanned{}, false
 		}
-		switch code[p] >> 3 & 7 {
-		case 0:
-			imm = 1
-			if kind == opGrp3z {
-				imm = x86Iz(opsize, rexW)
-			}
-		case 1:
-			return scanned{}, false // the undocumented alias of /0
-		}
-		modrm = true
-	case opPop:
-		if p >= len(code) || code[p]&0x1f >= 8 {
-			return scanned{}, false // XOP
-		}
-		modrm = true
 	}
 	in := scanned{kind: Other}
-	if op == 0xff {
-		if p < len(code) {
-			switch code[p] >> 3 & 7 {
-			case 2, 3:
-				in.kind = Call
-			case 4, 5:
-				in.kind = Jump
-			}
+	if op == 0xff && p < len(code) {
+		switch code[p] >> 3 & 7 {
+		case 2, 3:
+			in.kind = Call
+		case 4, 5:
+			in.kind = Jump
 		}
 	}
 	if modrm {
@@ -317,6 +246,112 @@ prefixes:
 	}
 	in.n = p
 	return in, true
+}
+
+// fastPrefix is what an instruction's prefixes say to the fast path: an
+// operand-size prefix (66), REX.W, and the mandatory prefix of an SSE
+// instruction (66, F3 or F2 when it is the only prefix, none when there
+// is none).
+type fastPrefix struct {
+	opsize, rexW bool
+	mand         uint8
+}
+
+// fastTwoByte reads the second byte of an opcode of the 0F map, at
+// code[p], and returns its kind of operands and where they start; false
+// for what the fast path leaves to the full decoder.
+func fastTwoByte(code []byte, p int, pre fastPrefix) (kind x86Op, next int, ok bool) {
+	if p >= len(code) {
+		return 0, 0, false
+	}
+	switch op2 := code[p]; {
+	case x86SSE[op2] != 0:
+		if x86SSE[op2]&pre.mand == 0 {
+			return 0, 0, false
+		}
+		kind = opM
+		if x86SSEImm(op2) {
+			kind = opMIb
+		}
+	case op2 == 0x1f && p+1 < len(code) && code[p+1]>>3&7 != 0:
+		return 0, 0, false // a reserved NOP
+	case op2 == 0x1e:
+		if p == 2 && code[0] == 0xf3 && p+1 < len(code) && code[p+1] == 0xfa {
+			return opEndbr, 4, true
+		}
+		return 0, 0, false
+	default:
+		kind = x86TwoByte[op2] // (a Jcc rel32: fastBranch knows it by op 0F)
+	}
+	return kind, p + 1, true
+}
+
+// fastBranch measures a direct jump or call, op with operands of kind
+// opRel8 or opRel32 at code[p]: op 0F is a two-byte Jcc.
+func fastBranch(code []byte, pc uint64, p int, op byte, kind x86Op) (scanned, bool) {
+	k := Jump
+	switch {
+	case op == 0xe8:
+		k = Call
+	case op >= 0x70 && op <= 0x7f, op == 0x0f:
+		k = CondJump
+	}
+	n := 1
+	if kind == opRel32 {
+		n = 4
+	}
+	return x86Rel(code, pc, p, n, k)
+}
+
+// fastOperands says, for an opcode whose operands, of kind, start at
+// code[p], whether a ModRM byte follows and how long the immediate is.
+func fastOperands(code []byte, p int, kind x86Op, pre fastPrefix) (modrm bool, imm int, ok bool) {
+	switch kind {
+	case opNone:
+	case opM:
+		modrm = true
+	case opIb:
+		imm = 1
+	case opIz:
+		imm = x86Iz(pre.opsize, pre.rexW)
+	case opMIb:
+		modrm, imm = true, 1
+	case opMIz:
+		modrm, imm = true, x86Iz(pre.opsize, pre.rexW)
+	case opIv:
+		switch {
+		case pre.rexW:
+			imm = 8
+		case pre.opsize:
+			imm = 2
+		default:
+			imm = 4
+		}
+	case opIw:
+		imm = 2
+	case opGrp3b, opGrp3z:
+		if p >= len(code) {
+			return false, 0, false
+		}
+		switch code[p] >> 3 & 7 {
+		case 0:
+			imm = 1
+			if kind == opGrp3z {
+				imm = x86Iz(pre.opsize, pre.rexW)
+			}
+		case 1:
+			return false, 0, false // the undocumented alias of /0
+		}
+		modrm = true
+	case opPop:
+		if p >= len(code) || code[p]&0x1f >= 8 {
+			return false, 0, false // XOP
+		}
+		modrm = true
+	default:
+		return false, 0, false
+	}
+	return modrm, imm, true
 }
 
 // x86Iz is the size of an iz immediate.
