@@ -11,9 +11,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
@@ -122,6 +125,104 @@ func (bp *breakpoints) stop(th *thread, addr uint64) (bool, error) {
 		return true, bp.retrapped(th, s)
 	}
 	return false, nil
+}
+
+// plant plants the breakpoints of planting p: a line profile's lines
+// (plantLines), or the entries and exits no other mechanism took.
+func (bp *breakpoints) plant(p *planting) error {
+	if p.lines {
+		return bp.plantLines(p)
+	}
+	for _, item := range p.entries {
+		if err := bp.plantEntry(p, item); err != nil {
+			return err
+		}
+	}
+	p.entries = nil
+	if p.exits != nil {
+		bp.plantExits(p.area, p.exits)
+	}
+	return nil
+}
+
+// plantEntry prepares the breakpoint of item's entry, planted by p,
+// with its out-of-line slot taken from p's area (when there is one); a
+// function that cannot be profiled is warned about.
+func (bp *breakpoints) plantEntry(p *planting, item int) error {
+	t := bp.t
+	f := &t.plan.Funcs[item]
+	addr := f.Entry + p.bias
+	code := make([]byte, t.arch.MaxInstLen())
+	if err := t.readCode(addr, code); err != nil {
+		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
+	}
+	brk := t.arch.Breakpoint()
+	cell := uint64(0)
+	if p.area.mapped() {
+		cell = p.area.alloc(t.arch.SlotSize())
+	}
+	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(brk)]...), slot: cell}
+	// Coverage removes a breakpoint at its first hit and needs no
+	// displacement, except for a vfork child, which shares the program's
+	// memory: it must step over the breakpoint, not remove it.
+	d, err := t.arch.Displace(code, addr, s.slot)
+	if err == nil && d.Emulate == nil && cell == 0 {
+		err = instr.ErrOutOfReach
+	}
+	switch {
+	case err == nil:
+		s.disp, s.displaced = d, true
+		if d.Slot != nil {
+			p.area.put(cell, d.Slot)
+		}
+	case !bp.removeAtHit:
+		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
+		return nil
+	}
+	bp.add(s)
+	return nil
+}
+
+// plantExits plants a breakpoint at every exit of exits' functions, as
+// instr.FindExits finds them, with slots taken from area when there is
+// one. Indirect jumps are
+// left: a frame left through one is closed from the stack pointer at the
+// next event. An exit at an address that already has a site, or whose
+// instruction cannot be carried out from a breakpoint, is left the same
+// way.
+func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
+	t := bp.t
+	for _, item := range slices.Sorted(maps.Keys(exits)) {
+		for _, e := range exits[item] {
+			if e.Indirect {
+				continue
+			}
+			if s := bp.sites[e.PC]; s != nil {
+				if s.item == item && s.exit < 0 {
+					s.exit = item
+				}
+				continue
+			}
+			code := make([]byte, t.arch.MaxInstLen())
+			if err := t.readCode(e.PC, code); err != nil {
+				continue
+			}
+			cell := uint64(0)
+			if area.mapped() {
+				cell = area.alloc(t.arch.SlotSize())
+			}
+			d, err := t.arch.Displace(code, e.PC, cell)
+			if err != nil || (d.Emulate == nil && cell == 0) {
+				continue
+			}
+			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
+				slot: cell, disp: d, displaced: true}
+			if d.Slot != nil {
+				area.put(cell, d.Slot)
+			}
+			bp.add(s)
+		}
+	}
 }
 
 // trap handles a SIGTRAP stop without an event: a breakpoint, the end of a

@@ -20,14 +20,62 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
-// plantModule instruments the function entries of module mi, loaded with
-// bias, mapped as in, in a process with the given maps; an entry the
-// module's decoding refuses (checkEntry) gets nothing. One area is mapped
-// next to the module, room for trampCell bytes per entry: a trampoline
-// where the entry can be patched in-process, else the out-of-line slot of
-// its breakpoint, packed from the area's start. Everything is written in
-// bulk: the area, then the jumps, then the breakpoints (writePlanting).
+// plantModule plants module mi, loaded with bias, mapped as in, in a
+// process with the given maps: each mechanism in turn plants what it
+// takes (plant) into one planting, written in bulk at the end
+// (writePlanting): the area, then the jumps, then the breakpoints.
 func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
+	p := t.newPlanting(mi, bias, in, maps)
+	if p == nil {
+		return nil
+	}
+	// Planting allocates a little for every entry, all of it live until
+	// the end: collecting meanwhile would only slow the start down.
+	defer debug.SetGCPercent(debug.SetGCPercent(1000))
+	for _, m := range t.mechanisms() {
+		if err := m.plant(p); err != nil {
+			return err
+		}
+	}
+	return t.writePlanting(p)
+}
+
+// planting is the work of planting one module (plantModule): the module,
+// and for a function profile its functions' code as read, the area next
+// to it, what is left to plant, and the jumps built so far, which what is
+// planted after them must not overlap.
+type planting struct {
+	mi   int
+	bias uint64
+	in   instance
+	maps []mapping
+	// lines is set for a line profile: the breakpoints plant the lines
+	// (plantLines), and nothing else is planted.
+	lines bool
+	items []int      // the functions planted, by index in the plan
+	text  moduleText // their code
+	area  *codeArea
+	// entries are the functions whose entries are left to plant, one
+	// for each address (an entry two names share is counted once); exits
+	// the exits left to plant, by function (timing).
+	entries []int
+	exits   map[int][]instr.Exit
+	jumps   []patchWrite
+	// hops is the padding where short jumps' hops go (padding).
+	hops *hopSpace
+}
+
+// newPlanting prepares the planting of module mi, loaded with bias,
+// mapped as in: for a function profile, the functions whose entries the
+// module's decoding accepts (checkEntry), their exits when timing, their
+// code, and one area mapped next to the module, room for trampCell bytes
+// per entry (a trampoline where the entry can be patched in-process,
+// else the out-of-line slot of its breakpoint) and the exits' cells. It
+// returns nil when there is nothing to plant.
+func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
+	if !t.plan.Method.IsFunction() {
+		return &planting{mi: mi, bias: bias, in: in, maps: maps, lines: true}
+	}
 	items := t.plantable(mi, bias)
 	if len(items) == 0 {
 		return nil
@@ -38,54 +86,42 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 		exits, nExits = t.findExits(items, bias)
 		nExits -= t.checkExits(exits)
 	}
-	cells := t.areaCells(items, bias, nExits)
-	size := (cells + t.pageSize - 1) &^ (t.pageSize - 1)
-	base, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
-	if err != nil {
-		t.cfg.Warn(prf.NoSlots(err))
-		base = 0
-	}
-	if base != 0 {
-		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{base, size})
-	}
+	area := t.areaNear(in, maps, t.areaCells(items, bias, nExits))
 	if t.inproc == nil && t.rings != nil {
 		t.noRings()
 	}
-	// Planting allocates a little for every entry, all of it live until
-	// the end: collecting meanwhile would only slow the start down.
-	defer debug.SetGCPercent(debug.SetGCPercent(1000))
-	p := &planting{mi: mi, bias: bias, items: items, text: t.readText(items, bias), area: newCodeArea(base, cells)}
-	short, err := t.plantEntries(p)
-	if err != nil {
-		return err
-	}
-	if err := t.plantShortEntries(p, short); err != nil {
-		return err
-	}
-	if t.rings != nil && t.inproc != nil && p.area.mapped() {
-		var exitJumps []patchWrite
-		exitJumps, exits = t.exitTrampolines(p, exits)
-		p.jumps = append(p.jumps, exitJumps...)
-	}
-	if exits != nil {
-		t.exitSites(p.area, exits)
-	}
-	return t.writePlanting(p)
+	return &planting{mi: mi, bias: bias, in: in, maps: maps, items: items, text: t.readText(items, bias), area: area,
+		entries: t.uniqueEntries(items, bias), exits: exits}
 }
 
-// planting is the work of planting the function entries of one module
-// (plantModule): the module, its functions' code as read, the area next
-// to it, and the jumps built so far, which what is planted after them
-// must not overlap.
-type planting struct {
-	mi    int
-	bias  uint64
-	items []int      // the functions planted, by index in the plan
-	text  moduleText // their code
-	area  *codeArea
-	jumps []patchWrite
-	// hops is the padding where short jumps' hops go (padding).
-	hops *hopSpace
+// areaNear maps an area of size bytes, rounded up to pages, where code
+// of instance in (mapped as maps say) reaches it, for what is planted
+// there, and notes it, to be unmapped with the instance (forget). With
+// no room there, it warns (PRF4644) and returns an area that is not
+// mapped: nothing needing one is planted.
+func (t *tracer) areaNear(in instance, maps []mapping, size uint64) *codeArea {
+	pages := (size + t.pageSize - 1) &^ (t.pageSize - 1)
+	base, err := t.mmap(slotArea(maps, in.lo, in.hi, pages, t.pageSize), pages)
+	if err != nil {
+		t.cfg.Warn(prf.NoSlots(err))
+		return newCodeArea(0, size)
+	}
+	t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{base, pages})
+	return newCodeArea(base, size)
+}
+
+// uniqueEntries returns items, loaded with bias, less those whose entry
+// an earlier item has too.
+func (t *tracer) uniqueEntries(items []int, bias uint64) []int {
+	seen := map[uint64]bool{}
+	out := make([]int, 0, len(items))
+	for _, item := range items {
+		if addr := t.plan.Funcs[item].Entry + bias; !seen[addr] {
+			seen[addr] = true
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // padding returns the padding where the short jumps of planting p put
@@ -141,42 +177,52 @@ type retry struct {
 	err  error
 }
 
+// plant plants the entries of planting p: each a jump to its trampoline,
+// which counts (or records) and runs the instructions the jump moved;
+// where no jump fits, a breakpoint (plantEntry).
+func (ip *inproc) plant(p *planting) error {
+	if p.lines {
+		return nil
+	}
+	short, err := ip.plantEntries(p)
+	if err != nil {
+		return err
+	}
+	if err := ip.plantShortEntries(p, short); err != nil {
+		return err
+	}
+	p.entries = nil
+	return nil
+}
+
 // plantEntries builds the trampolines of the entries of planting p,
 // planned in parallel and placed one after the other in the area, and
 // prepares a breakpoint for each entry that cannot take one. It returns
 // the entries to try again with a short jump, whose hop needs the padding
 // the full jumps leave (plantShortEntries).
-func (t *tracer) plantEntries(p *planting) ([]retry, error) {
-	planned := t.planEntries(p.items, p.bias, p.area.base, p.text)
-	dup := make([]bool, len(p.items)) // an entry two names share is counted once
-	seen := map[uint64]bool{}
-	for n, item := range p.items {
-		addr := t.plan.Funcs[item].Entry + p.bias
-		dup[n], seen[addr] = seen[addr], true
-		if !dup[n] && planned[n].err == nil {
+func (ip *inproc) plantEntries(p *planting) ([]retry, error) {
+	t := ip.t
+	planned := t.planEntries(p.entries, p.bias, p.area.base, p.text)
+	for n := range p.entries {
+		if planned[n].err == nil {
 			planned[n].at = p.area.alloc(len(planned[n].j.code))
 		}
 	}
 	t.placeEntries(planned)
 	var short []retry
-	for n, item := range p.items {
-		if dup[n] {
+	for n, item := range p.entries {
+		j, err := planned[n].j, planned[n].err
+		if err == nil {
+			p.area.put(j.tramp.addr, j.code)
+			ip.addEntryJump(p, j)
 			continue
 		}
-		if t.inproc != nil {
-			j, err := planned[n].j, planned[n].err
-			if err == nil {
-				p.area.put(j.tramp.addr, j.code)
-				t.addEntryJump(p, j)
-				continue
-			}
-			if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
-				short = append(short, retry{item, err})
-				continue
-			}
-			t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: item, err: err})
+		if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
+			short = append(short, retry{item, err})
+			continue
 		}
-		if err := t.breakpointSite(p, item); err != nil {
+		ip.fellBack = append(ip.fellBack, fallBack{item: item, err: err})
+		if err := t.bp.plantEntry(p, item); err != nil {
 			return nil, err
 		}
 	}
@@ -186,10 +232,11 @@ func (t *tracer) plantEntries(p *planting) ([]retry, error) {
 // plantShortEntries patches the entries of short with a short jump to a
 // hop in the padding, or else a punned jump; an entry that takes neither
 // gets a breakpoint.
-func (t *tracer) plantShortEntries(p *planting, short []retry) error {
+func (ip *inproc) plantShortEntries(p *planting, short []retry) error {
 	if len(short) == 0 {
 		return nil
 	}
+	t := ip.t
 	hops := t.padding(p)
 	for _, r := range short {
 		f := &t.plan.Funcs[r.item]
@@ -197,19 +244,19 @@ func (t *tracer) plantShortEntries(p *planting, short []retry) error {
 		if err == nil {
 			at := p.area.alloc(len(j.code)) // where it was built: next
 			p.area.put(at, j.code)
-			t.addEntryJump(p, j)
+			ip.addEntryJump(p, j)
 			continue
 		}
 		if j, perr := t.punTrampoline(f, r.item, p.bias, p.text); perr == nil {
-			t.addEntryJump(p, j)
+			ip.addEntryJump(p, j)
 			continue
 		}
 		if errors.Is(r.err, errJumpInto) && !errors.Is(err, errJumpInto) {
 			// (Why a full jump could not go there says more.)
 			err = fmt.Errorf("%w; %v", r.err, err)
 		}
-		t.inproc.fellBack = append(t.inproc.fellBack, fallBack{item: r.item, err: err})
-		if err := t.breakpointSite(p, r.item); err != nil {
+		ip.fellBack = append(ip.fellBack, fallBack{item: r.item, err: err})
+		if err := t.bp.plantEntry(p, r.item); err != nil {
 			return err
 		}
 	}
@@ -218,15 +265,18 @@ func (t *tracer) plantShortEntries(p *planting, short []retry) error {
 
 // addEntryJump adds entry jump j to those of planting p, and its
 // trampoline to those the run knows.
-func (t *tracer) addEntryJump(p *planting, j patchWrite) {
+func (ip *inproc) addEntryJump(p *planting, j patchWrite) {
 	p.jumps = append(p.jumps, j)
-	t.inproc.addEntry(j.tramp)
+	ip.addEntry(j.tramp)
 }
 
 // writePlanting writes what planting p built into the program: the
 // area's code, then the jumps with the code between them (writeCode),
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
+	if p.lines {
+		return nil // (plantLines writes its own)
+	}
 	if used := p.area.used(); len(used) > 0 {
 		if err := t.mem.WriteMem(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
@@ -290,43 +340,6 @@ func (t *tracer) writeCode(text moduleText, spans []span) error {
 		}
 		i = j
 	}
-	return nil
-}
-
-// breakpointSite prepares the breakpoint of item's entry, planted by p,
-// with its out-of-line slot taken from p's area (when there is one); a
-// function that cannot be profiled is warned about.
-func (t *tracer) breakpointSite(p *planting, item int) error {
-	f := &t.plan.Funcs[item]
-	addr := f.Entry + p.bias
-	code := make([]byte, t.arch.MaxInstLen())
-	if err := t.readCode(addr, code); err != nil {
-		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
-	}
-	bp := t.arch.Breakpoint()
-	cell := uint64(0)
-	if p.area.mapped() {
-		cell = p.area.alloc(t.arch.SlotSize())
-	}
-	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(bp)]...), slot: cell}
-	// Coverage removes a breakpoint at its first hit and needs no
-	// displacement, except for a vfork child, which shares the program's
-	// memory: it must step over the breakpoint, not remove it.
-	d, err := t.arch.Displace(code, addr, s.slot)
-	if err == nil && d.Emulate == nil && cell == 0 {
-		err = instr.ErrOutOfReach
-	}
-	switch {
-	case err == nil:
-		s.disp, s.displaced = d, true
-		if d.Slot != nil {
-			p.area.put(cell, d.Slot)
-		}
-	case !t.bp.removeAtHit:
-		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
-		return nil
-	}
-	t.bp.add(s)
 	return nil
 }
 

@@ -18,6 +18,44 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
+// exitPatches is the mechanism of timed functions' exits in-process:
+// each exit a jump to a trampoline that records the leave into the
+// thread's ring, or, for a function whose exits cannot all be patched,
+// the places where its calls return. The exits it cannot patch are left
+// to the breakpoints.
+type exitPatches struct {
+	t *tracer
+	// patched counts the exits patched in-process; left lists the
+	// others, which keep a breakpoint, with the reason (reportFallBacks).
+	patched int
+	left    []fallBack
+	// returnSites counts the places where calls return patched to
+	// record the exits of functions whose own exits could not all be.
+	returnSites int
+}
+
+// plant patches the exits of planting p that it can, after the entries
+// (whose patches the exits' must not overlap), and leaves the others in
+// p.exits for the breakpoints.
+func (x *exitPatches) plant(p *planting) error {
+	if p.exits == nil || !p.area.mapped() {
+		return nil
+	}
+	jumps, left := x.t.exitTrampolines(p, p.exits)
+	p.jumps, p.exits = append(p.jumps, jumps...), left
+	return nil
+}
+
+// stop claims no stop: an exit left to a breakpoint is the breakpoints'.
+func (x *exitPatches) stop(*thread, uint64) (bool, error) { return false, nil }
+
+// forget has nothing to drop: the trampolines are the counters' (inproc)
+// and what the scan found is the tracer's (codeScan).
+func (x *exitPatches) forget(lo, hi uint64) {}
+
+// collect gives the run's result the number of return sites patched.
+func (x *exitPatches) collect(res *Result) { res.ReturnSites = x.returnSites }
+
 // exitTrampolines patches in-process the exits of the functions in exits
 // (planted by p) that instr.PlanExits can patch and that no patch or
 // breakpoint planted before overlaps (p's entries, with their jumps):
@@ -81,7 +119,7 @@ func (t *tracer) addExit(e *exitPatching, w patchWrite) {
 	e.p.area.put(w.tramp.addr, w.code)
 	e.out = append(e.out, w)
 	t.inproc.add(w.tramp)
-	t.inproc.exitsPatched++
+	t.exits.patched++
 	e.windows = append(e.windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
 }
 
@@ -89,7 +127,7 @@ func (t *tracer) addExit(e *exitPatching, w patchWrite) {
 // they fit; those a short jump may fit are kept in e.short, the others
 // left for breakpoints.
 func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEntry map[uint64]bool) {
-	ip, text := t.inproc, e.p.text
+	text := e.p.text
 	f := &t.plan.Funcs[item]
 	lo, hi := f.Low+e.p.bias, f.High+e.p.bias
 	if f.Frame != datafile.FrameSP || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
@@ -108,7 +146,7 @@ func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEnt
 			continue
 		}
 		if inEntry[p.Exit.PC] {
-			ip.exitsPatched++
+			t.exits.patched++
 			continue
 		}
 		w, err := t.exitTrampoline(item, &p, e.taken, mine, e.p.area.next)
@@ -152,7 +190,7 @@ func (t *tracer) shortExits(e *exitPatching) {
 // where their calls return, when every call of theirs in the module can be
 // patched there: their exits then keep no breakpoint.
 func (t *tracer) returnSitesOf(e *exitPatching) {
-	ip, bias := t.inproc, e.p.bias
+	ip, x, bias := t.inproc, t.exits, e.p.bias
 	callers := t.callers(bias)
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
@@ -186,12 +224,12 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 			e.p.area.put(at, w.code)
 			e.out = append(e.out, w)
 			ip.add(w.tramp)
-			ip.returnSites++
+			x.returnSites++
 		}
 		budget -= len(rets)
-		ip.exitsPatched += len(e.left[item])
+		x.patched += len(e.left[item])
 		delete(e.left, item)
-		ip.exitsLeft = slices.DeleteFunc(ip.exitsLeft, func(fb fallBack) bool { return fb.item == item })
+		x.left = slices.DeleteFunc(x.left, func(fb fallBack) bool { return fb.item == item })
 	}
 }
 
@@ -269,7 +307,7 @@ type shortExit struct {
 // exit inside an entry's patch gets none (its frame closes from the
 // stack pointer).
 func (t *tracer) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit, err error, taken spans) {
-	t.inproc.exitsLeft = append(t.inproc.exitsLeft, fallBack{item: item, err: err, pc: e.PC})
+	t.exits.left = append(t.exits.left, fallBack{item: item, err: err, pc: e.PC})
 	if !taken.covers(e.PC, e.PC+1) {
 		left[item] = append(left[item], e)
 	}

@@ -91,13 +91,6 @@ type inproc struct {
 	rings       bool
 	ringAt      uint64
 	calibration [2]uint64
-	// exitsPatched counts the exits patched in-process; exitsLeft lists
-	// the others, which keep a breakpoint, with the reason.
-	exitsPatched int
-	exitsLeft    []fallBack
-	// returnSites counts the places where calls return patched to
-	// record the exits of functions whose own exits could not all be.
-	returnSites int
 }
 
 // depthSlots is the size of a thread's shadow stack: nesting deeper than
@@ -572,6 +565,8 @@ func (ip *inproc) forget(lo, hi uint64) {
 	ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
 }
 
+// plant: see entries.go.
+
 // collect adds the counters of every thread's block to the run's hits,
 // with the deepest call depth the blocks kept.
 func (ip *inproc) collect(res *Result) {
@@ -581,5 +576,4 @@ func (ip *inproc) collect(res *Result) {
 	if ip.overflow {
 		t.cfg.Warn(prf.SharedBlocks(ip.nBlocks))
 	}
-	res.ReturnSites = ip.returnSites
 }

@@ -15,19 +15,19 @@ import (
 // first hit. Two lines may share a site (an inlined call's line and its
 // callee's first line start at one address): a hit there counts for both.
 
-// plantLines plants the breakpoints of the lines of module mi, loaded
-// with bias, mapped as in, in a process with the given maps. The
-// module's code is read once and the breakpoints are written with the
+// plantLines plants the breakpoints of the lines of the module of
+// planting p. The module's code is read once and the breakpoints are written with the
 // code between them (writeCode); each site's slot is reserved in one
 // area, and written at the site's first hit (displaceLater): a program
 // of 120,000 lines starts in a third of a second. A site where the
 // module's code, decoded (t.scan.code), has no instruction boundary is not
 // planted, whatever the plan says (PRF4624).
-func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) error {
+func (bp *breakpoints) plantLines(p *planting) error {
+	t, mi, bias := bp.t, p.mi, p.bias
 	items := map[uint64][]int{} // site -> the lines there
 	coverage := t.plan.Method.IsCoverage()
-	if coverage && t.bp.lineSites == nil {
-		t.bp.lineSites = make([][]*site, len(t.plan.Lines))
+	if coverage && bp.lineSites == nil {
+		bp.lineSites = make([][]*site, len(t.plan.Lines))
 	}
 	for i, l := range t.plan.Lines {
 		if l.Module != mi || (coverage && t.hits[i] != 0) {
@@ -64,15 +64,8 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 		}
 	}
 	slot := uint64((t.arch.SlotSize() + 15) &^ 15)
-	size := (uint64(len(addrs))*slot + t.pageSize - 1) &^ (t.pageSize - 1)
-	area, err := t.mmap(slotArea(maps, in.lo, in.hi, size, t.pageSize), size)
-	if err != nil {
-		t.cfg.Warn(prf.NoSlots(err))
-		area = 0
-	} else {
-		t.areas[in.first.Start] = append(t.areas[in.first.Start], [2]uint64{area, size})
-	}
-	bp := t.arch.Breakpoint()
+	area := t.areaNear(p.in, p.maps, uint64(len(addrs))*slot).base
+	brk := t.arch.Breakpoint()
 	spans := make([]span, 0, len(addrs))
 	sites := make([]site, len(addrs)) // (one allocation for all)
 	for n, addr := range addrs {
@@ -83,13 +76,13 @@ func (t *tracer) plantLines(mi int, bias uint64, in instance, maps []mapping) er
 			cell = area + uint64(n)*slot
 		}
 		lines := items[addr]
-		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(bp)], slot: cell,
+		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(brk)], slot: cell,
 			pending: true, code: code}
-		t.bp.sites[addr] = &sites[n]
-		spans = append(spans, span{addr, bp})
+		bp.sites[addr] = &sites[n]
+		spans = append(spans, span{addr, brk})
 		if coverage {
 			for _, i := range lines {
-				t.bp.lineSites[i] = append(t.bp.lineSites[i], &sites[n])
+				bp.lineSites[i] = append(bp.lineSites[i], &sites[n])
 			}
 		}
 	}

@@ -107,7 +107,7 @@ func leafLines(m datafile.Method) *datafile.Plan {
 // code back as it was.
 func TestBreakpointsPlantLines(t *testing.T) {
 	tr, mem, warnings := fakeTracer(leafLines(datafile.LineCounting))
-	if err := tr.plantLines(0, 0, leafInstance(), nil); err != nil {
+	if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := slices.Clone(leafCode)
@@ -148,7 +148,7 @@ func TestBreakpointsCoverLines(t *testing.T) {
 	plan.Lines[0].Addrs = []uint64{leafAt, leafAt + 7} // line 1 at two sites
 	tr, mem, _ := fakeTracer(plan)
 	tr.hits[2] = 1 // line 3 covered by an earlier load: not planted again
-	if err := tr.plantLines(0, 0, leafInstance(), nil); err != nil {
+	if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := tr.bp.sites[leafAt+4]; s == nil || s.item != 1 || len(s.more) != 0 {
@@ -216,17 +216,21 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 	}
 }
 
-// TestMechanismsOfARun: every run has breakpoints; counting in-process
-// adds the counters, timing in-process the rings, offered a stop after
-// the breakpoints.
+// TestMechanismsOfARun: every run has breakpoints, last, to plant what
+// the others leave; counting in-process adds the counters, timing
+// in-process the exits' patches and the rings too.
 func TestMechanismsOfARun(t *testing.T) {
 	tr := &tracer{}
 	tr.bp = newBreakpoints(tr)
-	if ms := tr.mechanisms(); len(ms) != 1 || ms[0] != mechanism(tr.bp) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
-	tr.rings, tr.inproc = &rings{t: tr}, &inproc{t: tr}
-	if ms := tr.mechanisms(); len(ms) != 3 || ms[1] != mechanism(tr.rings) || ms[2] != mechanism(tr.inproc) {
+	tr.inproc = &inproc{t: tr}
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.inproc, tr.bp}) {
+		t.Errorf("counting in-process: %v", ms)
+	}
+	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.inproc, tr.exits, tr.rings, tr.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
 }

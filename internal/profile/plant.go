@@ -76,9 +76,6 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 	}
 	t.scanCode(maps, in, mi, path, bias)
 	defer func() { t.scan.code = nil }()
-	if !t.plan.Method.IsFunction() {
-		return t.plantLines(mi, bias, in, maps)
-	}
 	if err := t.plantModule(mi, bias, in, maps); err != nil {
 		return err
 	}
@@ -166,9 +163,9 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					count, t.rings = kind, &rings{t: t}
+					count, t.rings, t.exits = kind, &rings{t: t}, &exitPatches{t: t}
 				case byTable:
-					count, t.rings = instr.CountShared, &rings{t: t}
+					count, t.rings, t.exits = instr.CountShared, &rings{t: t}, &exitPatches{t: t}
 				}
 			}
 		}
@@ -195,7 +192,7 @@ func (t *tracer) warnBooks() {
 // noRings gives up timing in-process (no room for trampolines, no shared
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
-	t.rings = nil
+	t.rings, t.exits = nil, nil
 	t.warnBooks()
 }
 
@@ -203,24 +200,25 @@ func (t *tracer) noRings() {
 // functions, of the module just planted that keep a breakpoint: how many
 // and why, and with --verbose each of them.
 func (t *tracer) reportFallBacks() {
-	ip := t.inproc
-	if ip == nil {
-		return
-	}
-	if len(ip.fellBack) > 0 {
+	if ip := t.inproc; ip != nil && len(ip.fellBack) > 0 {
 		reasons := t.reasons(ip.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
 		t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched, reasons))
 	}
-	if len(ip.exitsLeft) > 0 {
-		reasons := t.reasons(ip.exitsLeft, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+	if x := t.exits; x != nil && len(x.left) > 0 {
+		reasons := t.reasons(x.left, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.ExitNotPatched(f.Name, file, fb.pc, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointExits(len(ip.exitsLeft), len(ip.exitsLeft)+ip.exitsPatched, reasons))
+		t.cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, reasons))
 	}
 	// (A library planted later is reported on its own.)
-	ip.fellBack, ip.patched, ip.exitsLeft, ip.exitsPatched = nil, 0, nil, 0
+	if t.inproc != nil {
+		t.inproc.fellBack, t.inproc.patched = nil, 0
+	}
+	if t.exits != nil {
+		t.exits.left, t.exits.patched = nil, 0
+	}
 }
 
 // reasons counts the sites of list by reason, in a few words each, and

@@ -321,6 +321,10 @@ func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 // collect gives the run's result the number of stops for a full ring.
 func (r *rings) collect(res *Result) { res.FullRings = r.full }
 
+// plant has nothing to plant: the records are made by the entries' and
+// the exits' trampolines (inproc, exitPatches).
+func (r *rings) plant(*planting) error { return nil }
+
 // forget has nothing to do: a module's trampolines go with the
 // entries' mechanism (inproc).
 func (r *rings) forget(lo, hi uint64) {}

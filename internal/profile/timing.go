@@ -3,7 +3,6 @@ package profile
 import (
 	"encoding/binary"
 	"errors"
-	"maps"
 	"slices"
 	"syscall"
 	"time"
@@ -297,47 +296,6 @@ func (t *tracer) calibrate() (int64, error) {
 	}
 	slices.Sort(samples)
 	return samples[len(samples)/4], nil
-}
-
-// exitSites plants a breakpoint at every exit of items' functions
-// (module loaded with bias), as instr.FindExits finds them, with slots
-// taken from area when there is one. Indirect jumps are
-// left: a frame left through one is closed from the stack pointer at the
-// next event. An exit at an address that already has a site, or whose
-// instruction cannot be carried out from a breakpoint, is left the same
-// way.
-func (t *tracer) exitSites(area *codeArea, exits map[int][]instr.Exit) {
-	for _, item := range slices.Sorted(maps.Keys(exits)) {
-		for _, e := range exits[item] {
-			if e.Indirect {
-				continue
-			}
-			if s := t.bp.sites[e.PC]; s != nil {
-				if s.item == item && s.exit < 0 {
-					s.exit = item
-				}
-				continue
-			}
-			code := make([]byte, t.arch.MaxInstLen())
-			if err := t.readCode(e.PC, code); err != nil {
-				continue
-			}
-			cell := uint64(0)
-			if area.mapped() {
-				cell = area.alloc(t.arch.SlotSize())
-			}
-			d, err := t.arch.Displace(code, e.PC, cell)
-			if err != nil || (d.Emulate == nil && cell == 0) {
-				continue
-			}
-			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
-				slot: cell, disp: d, displaced: true}
-			if d.Slot != nil {
-				area.put(cell, d.Slot)
-			}
-			t.bp.add(s)
-		}
-	}
 }
 
 // findExits decodes the code of items' functions (module loaded with

@@ -115,6 +115,9 @@ type tracer struct {
 	// rings are the threads' rings, when the books are fed from them
 	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
 	rings *rings
+	// exits patches timed functions' exits in-process, beside the rings
+	// (exitpatch.go).
+	exits *exitPatches
 	ctr   counterClock
 	// scan is what the scans of the modules' code found (scan.go).
 	scan codeScan
