@@ -101,7 +101,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 // mapped: nothing needing one is planted.
 func (t *tracer) areaNear(in instance, maps []mapping, size uint64) *codeArea {
 	pages := (size + t.pageSize - 1) &^ (t.pageSize - 1)
-	base, err := t.mmap(slotArea(maps, in.lo, in.hi, pages, t.pageSize), pages)
+	base, err := t.mapArea(slotArea(maps, in.lo, in.hi, pages, t.pageSize), pages)
 	if err != nil {
 		t.cfg.Warn(prf.NoSlots(err))
 		return newCodeArea(0, size)

@@ -2,6 +2,8 @@ package profile
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,21 +16,39 @@ import (
 
 // The mechanisms without a process: a plan, a module's code in a fake
 // memory, and the tracer's planting, stops and forgetting as pure
-// functions of them. The process the tracer would borrow for its system
-// calls does not exist, so that the area next to the module cannot be
-// mapped: each test also shows what planting does then (PRF4644).
+// functions of them. Unless a test maps areas (mapAreas), the area next
+// to the module cannot be mapped, and the test also shows what planting
+// does then (PRF4644).
 
-// fakeMem is a program's memory: code at base.
+// fakeMem is a program's memory: code at base, and the areas mapped.
 type fakeMem struct {
-	base uint64
-	b    []byte
+	base  uint64
+	b     []byte
+	areas map[uint64][]byte
 }
 
 func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
-	if addr < m.base || addr+uint64(n) > m.base+uint64(len(m.b)) {
-		return nil, fmt.Errorf("%#x: not mapped", addr)
+	if addr >= m.base && addr+uint64(n) <= m.base+uint64(len(m.b)) {
+		return m.b[addr-m.base : addr-m.base+uint64(n)], nil
 	}
-	return m.b[addr-m.base : addr-m.base+uint64(n)], nil
+	for at, b := range m.areas {
+		if addr >= at && addr+uint64(n) <= at+uint64(len(b)) {
+			return b[addr-at : addr-at+uint64(n)], nil
+		}
+	}
+	return nil, fmt.Errorf("%#x: not mapped", addr)
+}
+
+// mapAreas lets tr map areas in mem, each at the address asked for.
+func mapAreas(tr *tracer, mem *fakeMem) {
+	mem.areas = map[uint64][]byte{}
+	tr.mapArea = func(hint, size uint64) (uint64, error) {
+		if hint == 0 {
+			return 0, errors.New("no address asked for")
+		}
+		mem.areas[hint] = make([]byte, size)
+		return hint, nil
+	}
 }
 
 func (m *fakeMem) ReadMem(addr uint64, b []byte) error {
@@ -69,8 +89,8 @@ func fakeTracer(plan *datafile.Plan) (*tracer, *fakeMem, *[]string) {
 		cfg:      Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
 		plan:     plan,
 		arch:     instr.AMD64,
-		pid:      1 << 30, // no such process: nothing can be mapped
 		mem:      mem,
+		mapArea:  func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") },
 		pageSize: 4096,
 		hits:     make([]uint64, plan.NumItems()),
 		areas:    map[uint64][][2]uint64{},
@@ -213,6 +233,56 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 				t.Errorf("site %+v, want f's entry, no exit, no slot", s)
 			}
 		})
+	}
+}
+
+// TestInprocPlantEntries: counting in-process, an entry with room for
+// a jump takes one, to its trampoline in the area mapped next to the
+// module, which counts into f's counter and runs the instructions the
+// jump moved; the breakpoints plant nothing. With no area, the entry
+// falls back to the breakpoints, with the reason counted (PRF4646),
+// which cannot plant it either: push %rbp needs a slot (PRF4525).
+func TestInprocPlantEntries(t *testing.T) {
+	const counters = 0x7f0000000000
+	for _, mapped := range []bool{true, false} {
+		tr, mem, warnings := fakeTracer(leafFuncs(datafile.FuncCounting))
+		if mapped {
+			mapAreas(tr, mem)
+		}
+		tr.inproc = &inproc{t: tr, kind: instr.CountShared, progAddr: counters, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
+		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+			t.Fatal(err)
+		}
+		ip := tr.inproc
+		if !mapped {
+			if len(ip.tramps) != 0 || len(ip.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+				t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
+					len(ip.tramps), len(ip.fellBack), len(tr.bp.sites), *warnings)
+			}
+			continue
+		}
+		if len(ip.tramps) != 1 || len(ip.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
+			t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints, %d areas; want one trampoline in one area",
+				len(ip.tramps), len(ip.fellBack), len(tr.bp.sites), len(mem.areas))
+		}
+		tramp := ip.tramps[0]
+		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tramp.addr {
+			t.Errorf("entry % x, want a jmp rel32 to the trampoline at %#x", mem.b[:5], tramp.addr)
+		}
+		var area []byte
+		for at, b := range mem.areas {
+			if tramp.addr >= at && tramp.addr < at+uint64(len(b)) {
+				area = b[tramp.addr-at:]
+			}
+		}
+		count := tr.arch.CountCode(instr.CountShared, ip.counterRef(0))
+		if area == nil || !bytes.Equal(area[:len(count)], count) {
+			t.Errorf("trampoline starts % x, want f's counting code % x", area[:min(len(area), len(count))], count)
+		}
+		if moved := leafCode[:tramp.patch.End()-leafAt]; !bytes.Contains(area[:trampCell], moved) {
+			t.Errorf("trampoline % x does not run the moved instructions % x", area[:trampCell], moved)
+		}
 	}
 }
 

@@ -88,8 +88,11 @@ type tracer struct {
 	plan *datafile.Plan
 	arch instr.Arch
 	pid  int
-	// mem is the program's memory (ptrace.Mem; a fake in unit tests).
-	mem instr.Memory
+	// mem is the program's memory (ptrace.Mem), and mapArea maps code
+	// into it (mmap, as a system call the program makes): fakes in the
+	// unit tests of planting.
+	mem     instr.Memory
+	mapArea func(hint, size uint64) (uint64, error)
 	// maps is the program's memory map, opened at the exec stop and read
 	// again when needed (readMaps): a program that makes itself
 	// non-dumpable keeps it readable, as it keeps mem.
@@ -205,6 +208,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		identity: make(map[string]bool),
 	}
 	t.bp = newBreakpoints(t)
+	t.mapArea = t.mmap
 	if keepsBooks(cfg.Plan) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
