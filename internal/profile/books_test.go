@@ -561,7 +561,7 @@ func BenchmarkBooks(b *testing.B) {
 	k := threadLedger(1)
 	const main, f, g, h = 0, 1, 2, 3
 	bk.enter(k, main, 1000, 0)
-	l := bk.ledger(k) // as drainThread does, once per ring
+	l := bk.ledger(k) // as rings.drain does, once per ring
 	now := int64(1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i += 6 {

@@ -397,7 +397,7 @@ func inParallel(n int, do func(int)) {
 // entry's plan is its own. Nothing here touches the program.
 func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []plannedEntry {
 	out := make([]plannedEntry, len(items))
-	if t.inproc == nil || area == 0 {
+	if area == 0 {
 		for n := range out {
 			out[n].err = errNoRoom
 		}

@@ -129,7 +129,7 @@ func (t *tracer) charge(tid int) {
 	}
 	if th.fullAt != 0 {
 		// Stopped with its ring full: the stop is taken out from when
-		// it began to the thread's next record (drainThread).
+		// it began to the thread's next record (rings.drain).
 		th.let = max(t.resumed, t.waited)
 		t.charged = ledgerKey{}
 		return

@@ -17,31 +17,38 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
-// site is one planted breakpoint: the physical side of a plan's logical site.
+// site is one of PROFILE's breakpoints (breakpoints.go): where it is
+// and the bytes it replaced, how the instruction under it is carried out
+// while it stays, and what a hit there means.
 type site struct {
 	addr uint64 // run-time address
-	item int    // index of the counted item (Plan.Funcs or Plan.Lines), or -1
-	// more are the other lines of a line site that several lines share.
-	more []int
-	// exit is the function an exit site leaves (timing), or -1.
-	exit int
 	orig []byte // the bytes the breakpoint replaced
-	disp instr.Displaced
-	// displaced is set when disp is valid (always, but for coverage sites
-	// whose instruction could not be displaced).
+
+	// How its instruction is carried out: disp says how, valid when
+	// displaced is set (always, but for coverage sites whose instruction
+	// could not be displaced), from slot, its out-of-line slot (0: none).
+	// A line site's is prepared at its first hit (most lines of a program
+	// never run): pending until then, code holding the instruction's
+	// bytes. stale marks a retired site whose breakpoint the processor
+	// still runs (retrapped): its instruction is carried out of line.
+	disp      instr.Displaced
 	displaced bool
-	slot      uint64 // the site's out-of-line slot, or 0
-	hits      int    // the times an exit site was hit (timing in-process)
-	// pending marks a line site whose displacement is prepared at its
-	// first hit (most lines of a program never run): code holds the
-	// instruction's bytes.
-	pending bool
-	code    []byte
-	// rendezvous marks the dynamic linker's breakpoint (modules.go).
+	slot      uint64
+	pending   bool
+	code      []byte
+	stale     bool
+
+	// What a hit means: item is the function entered (Plan.Funcs) or the
+	// line run (Plan.Lines), -1 for none; more are the other lines of a
+	// line site several lines share; exit is the function left (timing),
+	// -1 for none (an entry that is also an exit has both); rendezvous
+	// marks the dynamic linker's breakpoint (modules.go). hits counts the
+	// stops at an exit site (timing in-process: exitStops).
+	item       int
+	more       []int
+	exit       int
 	rendezvous bool
-	// stale marks a retired site whose breakpoint the processor still
-	// runs (retrapped): its instruction is carried out of line.
-	stale bool
+	hits       int
 }
 
 // thread is one traced thread.
@@ -66,7 +73,7 @@ type thread struct {
 	events int64
 	fullAt int64
 	// debt is what its records cost it so far, in nanoseconds, as of
-	// the last, at lastRaw on its clock (ringDebt).
+	// the last, at lastRaw on its clock (rings.debt).
 	debt    float64
 	lastRaw int64
 	// vforking is set from its vfork until its child lets the memory go,

@@ -91,7 +91,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
 		return patchWrite{}, errNoExtent
 	}
-	if t.rings != nil && f.Frame != datafile.FrameSP {
+	if t.inproc.rings && f.Frame != datafile.FrameSP {
 		return patchWrite{}, errGoFrames
 	}
 	if cell == 0 {
@@ -108,7 +108,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		plan = t.arch.PlanShortPatch
 		fn = fn[:hi-lo] // the padding is for hops
 	}
-	if t.rings != nil && hops == nil {
+	if t.inproc.rings && hops == nil {
 		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
 			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
 			exit, _ := t.arch.RecordCode(t.inproc.ring(), 0)
@@ -137,7 +137,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if len(tr.Code) > trampCell && t.rings != nil && hops == nil {
+	if len(tr.Code) > trampCell && t.inproc.rings && hops == nil {
 		// Two records and long instructions: without the exit, whose
 		// patch is then its own.
 		if p, err = t.arch.PlanPatch(fn, lo, f.Entry+bias); err != nil {
@@ -250,7 +250,7 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 // leaves: no jump back.
 func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
 	ip := t.inproc
-	if t.rings == nil {
+	if !ip.rings {
 		count := t.arch.CountCode(ip.kind, ip.counterRef(item))
 		if ip.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
@@ -285,7 +285,7 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 // entryTrampoline).
 func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []region {
 	ip := t.inproc
-	if t.rings == nil {
+	if !ip.rings {
 		if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
@@ -306,7 +306,7 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
 func (t *tracer) entryScratch(f *datafile.Func) bool {
-	if t.rings != nil {
+	if t.inproc.rings {
 		rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
 		return rc.Scratch
 	}
