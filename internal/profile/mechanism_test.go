@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -151,7 +152,7 @@ func TestBreakpointsPlantLines(t *testing.T) {
 
 	tr.bp.forget(leafAt, leafAt+4)
 	if _, ok := tr.bp.sites[leafAt]; ok || tr.bp.sites[leafAt+4] == nil {
-		t.Errorf("after forgetting [%#x, %#x): sites at %#x, want only %#x", leafAt, leafAt+4, sortedKeys(tr.bp.sites), leafAt+4)
+		t.Errorf("after forgetting [%#x, %#x): sites at %#x, want only %#x", leafAt, leafAt+4, slices.Sorted(maps.Keys(tr.bp.sites)), leafAt+4)
 	}
 	tr.bp.takeOut(mem, false)
 	want[4] = leafCode[4]
@@ -334,13 +335,4 @@ func TestCodeScanForget(t *testing.T) {
 		len(s.starts) != 1 || !s.starts[0x7f2000] {
 		t.Errorf("after forgetting [0x400000, 0x500000): %+v", s)
 	}
-}
-
-func sortedKeys(m map[uint64]*site) []uint64 {
-	keys := make([]uint64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
