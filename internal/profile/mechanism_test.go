@@ -83,9 +83,14 @@ const leafAt = 0x401000
 // fakeTracer returns a tracer of plan over a fake memory holding
 // leafCode, decoded as the module scan decodes it, with its warnings.
 func fakeTracer(plan *datafile.Plan) (*tracer, *fakeMem, *[]string) {
+	return fakeTracerOf(plan, leafCode)
+}
+
+// fakeTracerOf is fakeTracer with code at leafAt instead.
+func fakeTracerOf(plan *datafile.Plan, code []byte) (*tracer, *fakeMem, *[]string) {
 	warnings := &[]string{}
 	// (Then padding, as a function is followed in a module.)
-	mem := &fakeMem{base: leafAt, b: append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 64)...)}
+	mem := &fakeMem{base: leafAt, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
 	t := &tracer{
 		cfg:      Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
 		plan:     plan,
@@ -95,7 +100,7 @@ func fakeTracer(plan *datafile.Plan) (*tracer, *fakeMem, *[]string) {
 		pageSize: 4096,
 		hits:     make([]uint64, plan.NumItems()),
 		areas:    map[uint64][][2]uint64{},
-		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, leafCode, leafAt, nil)}},
+		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, leafAt, nil)}},
 	}
 	t.bp = newBreakpoints(t)
 	return t, mem, warnings
@@ -284,6 +289,84 @@ func TestInprocPlantEntries(t *testing.T) {
 		if moved := leafCode[:tramp.patch.End()-leafAt]; !bytes.Contains(area[:trampCell], moved) {
 			t.Errorf("trampoline % x does not run the moved instructions % x", area[:trampCell], moved)
 		}
+	}
+}
+
+// twoExits is a function at 0x401000 with two exits, gcc -O2's of
+//
+//	int f(int x) {
+//		if (x > 10)
+//			return g(x) + 1;
+//		int s = 0;
+//		for (int i = 0; i < x; i++)
+//			s += g(i);
+//		return s;
+//	}
+var twoExits = []byte{
+	0x41, 0x54, 0x41, 0x89, 0xfc, 0x55, 0x53, 0x83, 0xff, 0x0a, 0x7f, 0x24, 0x31, 0xdb, 0x31, 0xed, // 0x00
+	0x85, 0xff, 0x7e, 0x15, 0x0f, 0x1f, 0x40, 0x00, 0x89, 0xdf, 0x83, 0xc3, 0x01, 0xe8, 0x00, 0x00, // 0x10
+	0x00, 0x00, 0x01, 0xc5, 0x41, 0x39, 0xdc, 0x75, 0xef, 0x89, 0xe8, 0x5b, 0x5d, 0x41, 0x5c, 0xc3, // 0x20: ret at 0x2f
+	0xe8, 0x00, 0x00, 0x00, 0x00, 0x5b, 0x8d, 0x68, 0x01, 0x89, 0xe8, 0x5d, 0x41, 0x5c, 0xc3, //       0x30: ret at 0x3e
+}
+
+// TestExitPatchesPlant: timing in-process, the entry takes a jump to a
+// trampoline that records it, and each exit one to a trampoline that
+// records the leave, the exits' patches planted after the entry's and
+// none of them left to the breakpoints.
+func TestExitPatchesPlant(t *testing.T) {
+	plan := leafFuncs(datafile.FuncTiming)
+	plan.Funcs[0].High = leafAt + uint64(len(twoExits))
+	plan.Funcs[0].Frame = datafile.FrameSP
+	tr, mem, warnings := fakeTracerOf(plan, twoExits)
+	mapAreas(tr, mem)
+	tr.inproc = &inproc{t: tr, kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1, blockOf: map[int]int{}}
+	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+		t.Fatal(err)
+	}
+	if tr.exits.patched != 2 || len(tr.exits.left) != 0 || len(tr.bp.sites) != 0 {
+		t.Fatalf("%d exits patched, %d left, %d breakpoints (warnings %q); want both exits patched",
+			tr.exits.patched, len(tr.exits.left), len(tr.bp.sites), *warnings)
+	}
+	var covered []uint64 // the rets the exits' patches cover
+	for _, tramp := range tr.inproc.tramps {
+		site := tramp.patch.Site
+		if b := mem.b[site-leafAt:]; b[0] != 0xe9 || site+5+uint64(int32(binary.LittleEndian.Uint32(b[1:]))) != tramp.addr {
+			t.Errorf("patch at %#x: % x, want a jmp rel32 to its trampoline at %#x", site, b[:5], tramp.addr)
+		}
+		for _, ret := range []uint64{leafAt + 0x2f, leafAt + 0x3e} {
+			if site != leafAt && site <= ret && ret < tramp.patch.End() {
+				covered = append(covered, ret)
+			}
+		}
+	}
+	if len(tr.inproc.tramps) != 3 || !slices.Equal(covered, []uint64{leafAt + 0x2f, leafAt + 0x3e}) {
+		t.Errorf("%d trampolines, the exits' patches covering the rets at %#x; want 3, covering 0x40102f and 0x40103e",
+			len(tr.inproc.tramps), covered)
+	}
+}
+
+// TestBreakpointsPlantExits: timing with breakpoints (no in-process
+// timing), the entry and each exit take a breakpoint, an exit's hit
+// meaning the function left.
+func TestBreakpointsPlantExits(t *testing.T) {
+	plan := leafFuncs(datafile.FuncTiming)
+	plan.Funcs[0].High = leafAt + uint64(len(twoExits))
+	tr, mem, _ := fakeTracerOf(plan, twoExits)
+	mapAreas(tr, mem)
+	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][2]int{leafAt: {0, -1}, leafAt + 0x2f: {-1, 0}, leafAt + 0x3e: {-1, 0}} // item, exit
+	for addr, s := range tr.bp.sites {
+		if w, ok := want[addr]; !ok || s.item != w[0] || s.exit != w[1] || mem.b[addr-leafAt] != 0xcc {
+			t.Errorf("site at %#x: item %d, exit %d, code %#x; want one of %v, planted", addr, s.item, s.exit, mem.b[addr-leafAt], want)
+		}
+	}
+	if len(tr.bp.sites) != len(want) {
+		t.Errorf("%d sites, want %d", len(tr.bp.sites), len(want))
 	}
 }
 
