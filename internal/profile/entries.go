@@ -177,10 +177,24 @@ type retry struct {
 	err  error
 }
 
+// entryTrampolines is the mechanism of function entries in-process: a
+// jump at each entry to a trampoline that counts into the thread's block
+// of counters (inproc), or records the entry into its ring; full jumps,
+// short jumps with a hop in the padding, or punned jumps. An entry that
+// takes none is handed to the breakpoints at once (plantEntry).
+type entryTrampolines struct {
+	t *tracer
+	// fellBack lists the entries of the module being planted that keep a
+	// breakpoint, with the reason, and patched counts the others
+	// (reportFallBacks).
+	fellBack []fallBack
+	patched  int
+}
+
 // plant plants the entries of planting p: each a jump to its trampoline,
 // which counts (or records) and runs the instructions the jump moved;
 // where no jump fits, a breakpoint (plantEntry).
-func (ip *inproc) plant(p *planting) error {
+func (ip *entryTrampolines) plant(p *planting) error {
 	if p.lines {
 		return nil
 	}
@@ -195,12 +209,23 @@ func (ip *inproc) plant(p *planting) error {
 	return nil
 }
 
+// stop claims no stop: a trampoline's breakpoints are the rings'.
+func (ip *entryTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
+
+// forget has nothing of its own to drop: the trampolines are the
+// counters' (inproc.forget).
+func (ip *entryTrampolines) forget(lo, hi uint64) {}
+
+// collect has nothing of its own: the counts are in the counters'
+// blocks (inproc.collect).
+func (ip *entryTrampolines) collect(*Result) {}
+
 // plantEntries builds the trampolines of the entries of planting p,
 // planned in parallel and placed one after the other in the area, and
 // prepares a breakpoint for each entry that cannot take one. It returns
 // the entries to try again with a short jump, whose hop needs the padding
 // the full jumps leave (plantShortEntries).
-func (ip *inproc) plantEntries(p *planting) ([]retry, error) {
+func (ip *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
 	t := ip.t
 	planned := t.planEntries(p.entries, p.bias, p.area.base, p.text)
 	for n := range p.entries {
@@ -232,7 +257,7 @@ func (ip *inproc) plantEntries(p *planting) ([]retry, error) {
 // plantShortEntries patches the entries of short with a short jump to a
 // hop in the padding, or else a punned jump; an entry that takes neither
 // gets a breakpoint.
-func (ip *inproc) plantShortEntries(p *planting, short []retry) error {
+func (ip *entryTrampolines) plantShortEntries(p *planting, short []retry) error {
 	if len(short) == 0 {
 		return nil
 	}
@@ -265,9 +290,10 @@ func (ip *inproc) plantShortEntries(p *planting, short []retry) error {
 
 // addEntryJump adds entry jump j to those of planting p, and its
 // trampoline to those the run knows.
-func (ip *inproc) addEntryJump(p *planting, j patchWrite) {
+func (ip *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
 	p.jumps = append(p.jumps, j)
-	ip.addEntry(j.tramp)
+	ip.t.inproc.add(j.tramp)
+	ip.patched++
 }
 
 // writePlanting writes what planting p built into the program: the

@@ -61,9 +61,6 @@ type inproc struct {
 	// tramps are the trampolines written, sorted by address, for finding
 	// the original PC of a thread stopped inside one.
 	tramps []*tramp
-	// fellBack lists the sites that keep a breakpoint, with the reason.
-	fellBack []fallBack
-	patched  int // entries
 	// overflow is set once a thread had to share a block.
 	overflow bool
 	// Where counters are shared, a vfork child's calls land in them too:
@@ -530,12 +527,6 @@ func (ip *inproc) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
 // add records a trampoline written.
 func (ip *inproc) add(tr *tramp) { ip.tramps = append(ip.tramps, tr) }
 
-// addEntry records the trampoline of an entry.
-func (ip *inproc) addEntry(tr *tramp) {
-	ip.add(tr)
-	ip.patched++
-}
-
 // sortTramps orders the trampolines by address after planting.
 func (ip *inproc) sortTramps() {
 	slices.SortFunc(ip.tramps, func(a, b *tramp) int {
@@ -556,20 +547,15 @@ func (ip *inproc) close() {
 	}
 }
 
-// stop claims no stop: a trampoline's breakpoints are the rings'.
-func (ip *inproc) stop(*thread, uint64) (bool, error) { return false, nil }
-
-// forget drops the trampolines of the entries in [lo, hi), gone with
-// their module's code; their counts stay.
+// forget drops the trampolines in [lo, hi), gone with their module's
+// code; their counts stay.
 func (ip *inproc) forget(lo, hi uint64) {
 	ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
 }
 
-// plant: see entries.go.
-
 // collect adds the counters of every thread's block to the run's hits,
 // with the deepest call depth the blocks kept.
-func (ip *inproc) collect(res *Result) {
+func (ip *inproc) collect() {
 	t := ip.t
 	ip.addCounts(t.hits)
 	t.callDepth = ip.callDepth()

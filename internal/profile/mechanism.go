@@ -54,8 +54,8 @@ type mechanism interface {
 // offered to them.
 func (t *tracer) mechanisms() []mechanism {
 	ms := make([]mechanism, 0, 4)
-	if t.inproc != nil {
-		ms = append(ms, t.inproc)
+	if t.entries != nil {
+		ms = append(ms, t.entries)
 	}
 	if t.exits != nil {
 		ms = append(ms, t.exits)

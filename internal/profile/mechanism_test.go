@@ -256,21 +256,22 @@ func TestInprocPlantEntries(t *testing.T) {
 			mapAreas(tr, mem)
 		}
 		tr.inproc = &inproc{t: tr, kind: instr.CountShared, progAddr: counters, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
+		tr.entries = &entryTrampolines{t: tr}
 		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
 		ip := tr.inproc
 		if !mapped {
-			if len(ip.tramps) != 0 || len(ip.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+			if len(ip.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
 				t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
-					len(ip.tramps), len(ip.fellBack), len(tr.bp.sites), *warnings)
+					len(ip.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
 			}
 			continue
 		}
-		if len(ip.tramps) != 1 || len(ip.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
+		if len(ip.tramps) != 1 || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
 			t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints, %d areas; want one trampoline in one area",
-				len(ip.tramps), len(ip.fellBack), len(tr.bp.sites), len(mem.areas))
+				len(ip.tramps), len(tr.entries.fellBack), len(tr.bp.sites), len(mem.areas))
 		}
 		tramp := ip.tramps[0]
 		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tramp.addr {
@@ -319,6 +320,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	plan.Funcs[0].Frame = datafile.FrameSP
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
+	tr.entries = &entryTrampolines{t: tr}
 	tr.inproc = &inproc{t: tr, kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1, blockOf: map[int]int{}}
 	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
@@ -379,12 +381,12 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
-	tr.inproc = &inproc{t: tr}
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.inproc, tr.bp}) {
+	tr.entries = &entryTrampolines{t: tr}
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
 	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.inproc, tr.exits, tr.rings, tr.bp}) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
 }

@@ -250,6 +250,9 @@ func (t *tracer) forget(l *loaded) error {
 	for _, m := range t.mechanisms() {
 		m.forget(l.lo, l.hi)
 	}
+	if t.inproc != nil {
+		t.inproc.forget(l.lo, l.hi)
+	}
 	t.scan.forget(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
 	for _, a := range t.areas[l.first.Start] {

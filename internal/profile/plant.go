@@ -108,6 +108,7 @@ func (t *tracer) startInproc(kind instr.CountKind) error {
 		}
 		return nil
 	}
+	t.entries = &entryTrampolines{t: t}
 	if err := t.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
@@ -200,7 +201,7 @@ func (t *tracer) noRings() {
 // functions, of the module just planted that keep a breakpoint: how many
 // and why, and with --verbose each of them.
 func (t *tracer) reportFallBacks() {
-	if ip := t.inproc; ip != nil && len(ip.fellBack) > 0 {
+	if ip := t.entries; ip != nil && len(ip.fellBack) > 0 {
 		reasons := t.reasons(ip.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
@@ -213,8 +214,8 @@ func (t *tracer) reportFallBacks() {
 		t.cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, reasons))
 	}
 	// (A library planted later is reported on its own.)
-	if t.inproc != nil {
-		t.inproc.fellBack, t.inproc.patched = nil, 0
+	if t.entries != nil {
+		t.entries.fellBack, t.entries.patched = nil, 0
 	}
 	if t.exits != nil {
 		t.exits.left, t.exits.patched = nil, 0

@@ -119,9 +119,12 @@ type tracer struct {
 	// yet, with the process kind.
 	expected map[int]childKind
 
-	// inproc is the in-process counting, once set up (nil when entries
-	// take breakpoints).
+	// inproc is the memory PROFILE shares with the program, once set up
+	// (nil when nothing is counted in-process): the threads' blocks of
+	// counters, and the trampolines written that count into them.
 	inproc *inproc
+	// entries plants function entries in-process (entries.go).
+	entries *entryTrampolines
 	// rings are the threads' rings, when the books are fed from them
 	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
 	rings *rings
@@ -311,6 +314,9 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	t.signalCost(t.cfg.Now().Sub(start))
 	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
+	}
+	if t.inproc != nil {
+		t.inproc.collect()
 	}
 	for _, m := range t.mechanisms() {
 		m.collect(res)
