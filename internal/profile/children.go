@@ -27,7 +27,7 @@ const (
 // are still in the child's copy: they are written too.
 func (t *tracer) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
 	t.bp.takeOut(mem, true)
-	t.inproc.restorePatches(mem)
+	t.counters.restorePatches(mem)
 }
 
 // childMem opens the memory of child tid, stopped at its first stop, and

@@ -83,14 +83,14 @@ func (c *counterClock) ns(ctr uint64) int64 {
 // block over the rounds: what the machine adds, an interrupt, a
 // migration, only adds). Its registers come back, and its ring is emptied.
 func (t *tracer) calibrateRing() (float64, error) {
-	ip := t.inproc
+	c := t.counters
 	var saved ptrace.Regs
 	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
 		return 0, err
 	}
 	defer ptrace.SetRegs(t.pid, &saved)
-	b := ip.blockOf[t.pid]
-	area := ip.ringArea(b)
+	b := c.blockOf[t.pid]
+	area := c.ringArea(b)
 	// run runs the block at addr and returns the time from its first
 	// record to its last.
 	run := func(addr uint64, records int) (int64, error) {
@@ -129,11 +129,11 @@ func (t *tracer) calibrateRing() (float64, error) {
 	var with, without []int64
 	const rounds = 31
 	for round := range rounds {
-		w, err := run(ip.calibration[0], calibrating()+2)
+		w, err := run(c.calibration[0], calibrating()+2)
 		if err != nil {
 			return 0, err
 		}
-		wo, err := run(ip.calibration[1], 2)
+		wo, err := run(c.calibration[1], 2)
 		if err != nil {
 			return 0, err
 		}

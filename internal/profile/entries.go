@@ -87,7 +87,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 		nExits -= t.checkExits(exits)
 	}
 	area := t.areaNear(in, maps, t.areaCells(items, bias, nExits))
-	if t.inproc == nil && t.rings != nil {
+	if t.counters == nil && t.rings != nil {
 		t.noRings()
 	}
 	return &planting{mi: mi, bias: bias, in: in, maps: maps, items: items, text: t.readText(items, bias), area: area,
@@ -179,7 +179,7 @@ type retry struct {
 
 // entryTrampolines is the mechanism of function entries in-process: a
 // jump at each entry to a trampoline that counts into the thread's block
-// of counters (inproc), or records the entry into its ring; full jumps,
+// of counters (counters), or records the entry into its ring; full jumps,
 // short jumps with a hop in the padding, or punned jumps. An entry that
 // takes none is handed to the breakpoints at once (plantEntry).
 type entryTrampolines struct {
@@ -194,15 +194,15 @@ type entryTrampolines struct {
 // plant plants the entries of planting p: each a jump to its trampoline,
 // which counts (or records) and runs the instructions the jump moved;
 // where no jump fits, a breakpoint (plantEntry).
-func (ip *entryTrampolines) plant(p *planting) error {
+func (et *entryTrampolines) plant(p *planting) error {
 	if p.lines {
 		return nil
 	}
-	short, err := ip.plantEntries(p)
+	short, err := et.plantEntries(p)
 	if err != nil {
 		return err
 	}
-	if err := ip.plantShortEntries(p, short); err != nil {
+	if err := et.plantShortEntries(p, short); err != nil {
 		return err
 	}
 	p.entries = nil
@@ -210,23 +210,23 @@ func (ip *entryTrampolines) plant(p *planting) error {
 }
 
 // stop claims no stop: a trampoline's breakpoints are the rings'.
-func (ip *entryTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
+func (et *entryTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
 
 // forget has nothing of its own to drop: the trampolines are the
-// counters' (inproc.forget).
-func (ip *entryTrampolines) forget(lo, hi uint64) {}
+// counters' (counters.forget).
+func (et *entryTrampolines) forget(lo, hi uint64) {}
 
 // collect has nothing of its own: the counts are in the counters'
-// blocks (inproc.collect).
-func (ip *entryTrampolines) collect(*Result) {}
+// blocks (counters.collect).
+func (et *entryTrampolines) collect(*Result) {}
 
 // plantEntries builds the trampolines of the entries of planting p,
 // planned in parallel and placed one after the other in the area, and
 // prepares a breakpoint for each entry that cannot take one. It returns
 // the entries to try again with a short jump, whose hop needs the padding
 // the full jumps leave (plantShortEntries).
-func (ip *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
-	t := ip.t
+func (et *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
+	t := et.t
 	planned := t.planEntries(p.entries, p.bias, p.area.base, p.text)
 	for n := range p.entries {
 		if planned[n].err == nil {
@@ -239,14 +239,14 @@ func (ip *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
 		j, err := planned[n].j, planned[n].err
 		if err == nil {
 			p.area.put(j.tramp.addr, j.code)
-			ip.addEntryJump(p, j)
+			et.addEntryJump(p, j)
 			continue
 		}
 		if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
 			short = append(short, retry{item, err})
 			continue
 		}
-		ip.fellBack = append(ip.fellBack, fallBack{item: item, err: err})
+		et.fellBack = append(et.fellBack, fallBack{item: item, err: err})
 		if err := t.bp.plantEntry(p, item); err != nil {
 			return nil, err
 		}
@@ -257,11 +257,11 @@ func (ip *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
 // plantShortEntries patches the entries of short with a short jump to a
 // hop in the padding, or else a punned jump; an entry that takes neither
 // gets a breakpoint.
-func (ip *entryTrampolines) plantShortEntries(p *planting, short []retry) error {
+func (et *entryTrampolines) plantShortEntries(p *planting, short []retry) error {
 	if len(short) == 0 {
 		return nil
 	}
-	t := ip.t
+	t := et.t
 	hops := t.padding(p)
 	for _, r := range short {
 		f := &t.plan.Funcs[r.item]
@@ -269,18 +269,18 @@ func (ip *entryTrampolines) plantShortEntries(p *planting, short []retry) error 
 		if err == nil {
 			at := p.area.alloc(len(j.code)) // where it was built: next
 			p.area.put(at, j.code)
-			ip.addEntryJump(p, j)
+			et.addEntryJump(p, j)
 			continue
 		}
 		if j, perr := t.punTrampoline(f, r.item, p.bias, p.text); perr == nil {
-			ip.addEntryJump(p, j)
+			et.addEntryJump(p, j)
 			continue
 		}
 		if errors.Is(r.err, errJumpInto) && !errors.Is(err, errJumpInto) {
 			// (Why a full jump could not go there says more.)
 			err = fmt.Errorf("%w; %v", r.err, err)
 		}
-		ip.fellBack = append(ip.fellBack, fallBack{item: r.item, err: err})
+		et.fellBack = append(et.fellBack, fallBack{item: r.item, err: err})
 		if err := t.bp.plantEntry(p, r.item); err != nil {
 			return err
 		}
@@ -290,10 +290,10 @@ func (ip *entryTrampolines) plantShortEntries(p *planting, short []retry) error 
 
 // addEntryJump adds entry jump j to those of planting p, and its
 // trampoline to those the run knows.
-func (ip *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
+func (et *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
 	p.jumps = append(p.jumps, j)
-	ip.t.inproc.add(j.tramp)
-	ip.patched++
+	et.t.counters.add(j.tramp)
+	et.patched++
 }
 
 // writePlanting writes what planting p built into the program: the
@@ -322,8 +322,8 @@ func (t *tracer) writePlanting(p *planting) error {
 	if err := t.bp.write(); err != nil {
 		return err
 	}
-	if t.inproc != nil {
-		t.inproc.sortTramps()
+	if t.counters != nil {
+		t.counters.sortTramps()
 	}
 	return nil
 }
@@ -456,7 +456,7 @@ func (t *tracer) readText(items []int, bias uint64) moduleText {
 			lo, hi = min(lo, f.Low), max(hi, f.High)
 		}
 	}
-	if lo >= hi || hi-lo > 1<<30 || t.inproc == nil {
+	if lo >= hi || hi-lo > 1<<30 || t.counters == nil {
 		return moduleText{}
 	}
 	// And the padding after the last function, up to 16 bytes, where the

@@ -49,7 +49,7 @@ func (x *exitPatches) plant(p *planting) error {
 // stop claims no stop: an exit left to a breakpoint is the breakpoints'.
 func (x *exitPatches) stop(*thread, uint64) (bool, error) { return false, nil }
 
-// forget has nothing to drop: the trampolines are the counters' (inproc)
+// forget has nothing to drop: the trampolines are the counters'
 // and what the scan found is the tracer's (codeScan).
 func (x *exitPatches) forget(lo, hi uint64) {}
 
@@ -118,7 +118,7 @@ func (t *tracer) addExit(e *exitPatching, w patchWrite) {
 	e.p.area.alloc(len(w.code)) // where it was built: next
 	e.p.area.put(w.tramp.addr, w.code)
 	e.out = append(e.out, w)
-	t.inproc.add(w.tramp)
+	t.counters.add(w.tramp)
 	t.exits.patched++
 	e.windows = append(e.windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
 }
@@ -190,7 +190,7 @@ func (t *tracer) shortExits(e *exitPatching) {
 // where their calls return, when every call of theirs in the module can be
 // patched there: their exits then keep no breakpoint.
 func (t *tracer) returnSitesOf(e *exitPatching) {
-	ip, x, bias := t.inproc, t.exits, e.p.bias
+	c, x, bias := t.counters, t.exits, e.p.bias
 	callers := t.callers(bias)
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
@@ -223,7 +223,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 			at := e.p.area.alloc(len(w.code))
 			e.p.area.put(at, w.code)
 			e.out = append(e.out, w)
-			ip.add(w.tramp)
+			c.add(w.tramp)
 			x.returnSites++
 		}
 		budget -= len(rets)
@@ -279,7 +279,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := t.arch.RecordCode(t.inproc.ring(), instr.ReturnTag(item))
+	rc, _ := t.arch.RecordCode(t.counters.ring(), instr.ReturnTag(item))
 	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err
@@ -376,7 +376,7 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if err := t.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
-	rc, ok := t.arch.RecordCode(t.inproc.ring(), instr.RecordTag(item, true))
+	rc, ok := t.arch.RecordCode(t.counters.ring(), instr.RecordTag(item, true))
 	if !ok {
 		return patchWrite{}, errNoRoom
 	}

@@ -47,8 +47,12 @@ const hwcapEntry = 16
 // beyond them shares the main thread's block, with a warning.
 var maxBlocks = 4096 // a variable for the tests of the overflow
 
-// inproc is the in-process side of a run.
-type inproc struct {
+// counters is the memory PROFILE shares with the program when it counts
+// or times in-process: a block of counters for each thread (with its
+// depth area, or the stack table's, and its ring), and the trampolines
+// written that count or record into them, which signals, forks and the
+// end of the run need to know.
+type counters struct {
 	t         *tracer
 	kind      instr.CountKind
 	shared    *ptrace.Shared
@@ -133,7 +137,7 @@ type fallBack struct {
 // maps them into the stopped program, whose main thread gets block 1.
 // pathAt is where in the program the path of the memory's file may be
 // written (the end of a freshly mapped area).
-func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inproc, error) {
+func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*counters, error) {
 	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
@@ -175,53 +179,53 @@ func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*inp
 	if err != nil {
 		return nil, err
 	}
-	ip := &inproc{t: t, kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
+	c := &counters{t: t, kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
 		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
 	addr, err := t.mapShared(shared.Path(), pathAt, size)
 	if err != nil {
 		shared.Close()
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
-	ip.progAddr = addr
+	c.progAddr = addr
 	if table {
 		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
-		ip.areasAt = areas - addr
-		ip.tableAt = ip.areasAt + uint64(nBlocks)*stride
+		c.areasAt = areas - addr
+		c.tableAt = c.areasAt + uint64(nBlocks)*stride
 	}
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		instr.RingReset(t.arch, ip.ringArea(0), ringRecords)
+		instr.RingReset(t.arch, c.ringArea(0), ringRecords)
 	}
-	return ip, nil
+	return c, nil
 }
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (ip *inproc) rolls() bool { return ip.keepsDepth() || (ip != nil && ip.rings) }
+func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && c.rings) }
 
 // keepsDepth reports whether trampolines keep the call depth.
-func (ip *inproc) keepsDepth() bool { return ip != nil && (ip.depthAt != 0 || (ip.table && !ip.rings)) }
+func (c *counters) keepsDepth() bool { return c != nil && (c.depthAt != 0 || (c.table && !c.rings)) }
 
 // depth is what DepthCode needs for the trampolines of functions with
 // frames of the given kind (goroutine: Go's internal ABI).
-func (ip *inproc) depth(goroutine bool) instr.Depth {
-	d := instr.Depth{Offset: ip.depthAt, Slots: depthSlots, GoABI: goroutine}
-	if ip.table {
-		d.Table = ip.progAddr + ip.tableAt
-		d.Areas = ip.progAddr + ip.areasAt
+func (c *counters) depth(goroutine bool) instr.Depth {
+	d := instr.Depth{Offset: c.depthAt, Slots: depthSlots, GoABI: goroutine}
+	if c.table {
+		d.Table = c.progAddr + c.tableAt
+		d.Areas = c.progAddr + c.areasAt
 	}
 	return d
 }
 
 // area returns thread block b's depth area.
-func (ip *inproc) area(b int) []byte {
-	if ip.table {
-		at := ip.areasAt + uint64(b)*ip.stride
-		return ip.shared.Bytes()[at : at+instr.DepthAreaAlign]
+func (c *counters) area(b int) []byte {
+	if c.table {
+		at := c.areasAt + uint64(b)*c.stride
+		return c.shared.Bytes()[at : at+instr.DepthAreaAlign]
 	}
-	at := uint64(b)*ip.blockSize + ip.depthAt
-	return ip.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
+	at := uint64(b)*c.blockSize + c.depthAt
+	return c.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
 }
 
 // mapShared makes the stopped main thread open path, map it shared and
@@ -250,42 +254,42 @@ func (t *tracer) mapShared(path string, pathAt, size uint64) (uint64, error) {
 
 // counterRef is what a trampoline's count instruction names for item:
 // its offset in a thread's block, or its address in block 1.
-func (ip *inproc) counterRef(item int) uint64 {
-	if ip.kind == instr.CountPerThread {
+func (c *counters) counterRef(item int) uint64 {
+	if c.kind == instr.CountPerThread {
 		return uint64(item) * 8
 	}
-	return ip.progAddr + ip.blockSize + uint64(item)*8
+	return c.progAddr + c.blockSize + uint64(item)*8
 }
 
 // blockAddr is the address in the program of block b.
-func (ip *inproc) blockAddr(b int) uint64 { return ip.progAddr + uint64(b)*ip.blockSize }
+func (c *counters) blockAddr(b int) uint64 { return c.progAddr + uint64(b)*c.blockSize }
 
 // giveBlock gives thread tid a counter block of its own (foreign: the
 // discard block 0) and points its thread base at it; where counters are
 // shared, a depth area, found through its stack (a foreign process, a
 // vfork child, runs on its parent's stack, in its parent's area).
 func (t *tracer) giveBlock(tid int, foreign bool) error {
-	ip := t.inproc
-	if ip == nil || (ip.kind != instr.CountPerThread && !ip.table) || (ip.table && foreign) {
+	c := t.counters
+	if c == nil || (c.kind != instr.CountPerThread && !c.table) || (c.table && foreign) {
 		return nil
 	}
 	b, owned := 0, true
 	switch {
 	case foreign:
 		owned = false
-	case len(ip.free) > 0:
-		b = ip.free[len(ip.free)-1]
-		ip.free = ip.free[:len(ip.free)-1]
-	case ip.next < ip.nBlocks:
-		b = ip.next
-		ip.next++
-	case ip.rings:
+	case len(c.free) > 0:
+		b = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+	case c.next < c.nBlocks:
+		b = c.next
+		c.next++
+	case c.rings:
 		// Every block or area is in use, timing in-process: this
 		// thread's records go to the discarded block 0, or area 0 (its
 		// calls are missing), not into another thread's ring.
 		owned = false
-		ip.overflow = true
-	case ip.table:
+		c.overflow = true
+	case c.table:
 		// Every area is in use: this thread's frames go to the discard
 		// area (only its depth is lost: the counters are shared).
 		owned = false
@@ -293,18 +297,18 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		// Every block is in use: this thread shares the main thread's,
 		// and a count may be lost when both add to one counter at once.
 		b, owned = 1, false
-		ip.overflow = true
+		c.overflow = true
 	}
 	if owned {
-		ip.blockOf[tid] = b
+		c.blockOf[tid] = b
 	}
-	if ip.rings && owned {
+	if c.rings && owned {
 		t.rings.reset(b)
 	}
-	if ip.keepsDepth() && owned {
+	if c.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
 		// the frames of the thread that ended).
-		area := ip.area(b)
+		area := c.area(b)
 		clear(area[instr.DepthCurrent : instr.DepthCurrent+8])
 		clear(area[instr.DepthG : instr.DepthG+8])
 	}
@@ -312,40 +316,40 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	if err := ptrace.GetRegs(tid, &regs); err != nil {
 		return err
 	}
-	if ip.table {
+	if c.table {
 		return t.ownStack(t.arch.SP(&regs), b)
 	}
-	regs.SetThreadBase(ip.blockAddr(b))
+	regs.SetThreadBase(c.blockAddr(b))
 	return ptrace.SetRegs(tid, &regs)
 }
 
 // vforked notes, where counters are shared, the counters at the start of
 // vfork child tid of a program whose only thread is its suspended parent.
 func (t *tracer) vforked(tid int) {
-	ip := t.inproc
-	if ip == nil || ip.kind != instr.CountShared || t.programThreads() != 1 {
+	c := t.counters
+	if c == nil || c.kind != instr.CountShared || t.programThreads() != 1 {
 		return
 	}
-	if ip.vforkSnap == nil {
-		ip.vforkSnap = map[int][]uint64{}
+	if c.vforkSnap == nil {
+		c.vforkSnap = map[int][]uint64{}
 	}
-	ip.vforkSnap[tid] = ip.block(1, t.plan.NumItems())
+	c.vforkSnap[tid] = c.block(1, t.plan.NumItems())
 }
 
 // foreignDone discounts what vfork child tid counted, now that it has
 // called exec or exited.
 func (t *tracer) foreignDone(tid int) {
-	ip := t.inproc
-	if ip == nil || ip.vforkSnap[tid] == nil {
+	c := t.counters
+	if c == nil || c.vforkSnap[tid] == nil {
 		return
 	}
-	snap := ip.vforkSnap[tid]
-	delete(ip.vforkSnap, tid)
-	if ip.discount == nil {
-		ip.discount = make([]uint64, len(snap))
+	snap := c.vforkSnap[tid]
+	delete(c.vforkSnap, tid)
+	if c.discount == nil {
+		c.discount = make([]uint64, len(snap))
 	}
-	for i, now := range ip.block(1, len(snap)) {
-		ip.discount[i] += now - snap[i]
+	for i, now := range c.block(1, len(snap)) {
+		c.discount[i] += now - snap[i]
 	}
 }
 
@@ -362,64 +366,64 @@ func (t *tracer) programThreads() int {
 }
 
 // block returns a copy of the first n counters of block b.
-func (ip *inproc) block(b, n int) []uint64 {
-	mem := ip.shared.Bytes()[uint64(b)*ip.blockSize:]
-	c := make([]uint64, n)
-	for i := range c {
-		c[i] = binary.LittleEndian.Uint64(mem[i*8:])
+func (c *counters) block(b, n int) []uint64 {
+	mem := c.shared.Bytes()[uint64(b)*c.blockSize:]
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(mem[i*8:])
 	}
-	return c
+	return out
 }
 
 // threadEnded returns an ended thread's block for reuse: its counts stay
 // in it and are summed at the end with the others.
 func (t *tracer) threadEnded(tid int) {
-	ip := t.inproc
-	if ip == nil {
+	c := t.counters
+	if c == nil {
 		return
 	}
-	if b, ok := ip.blockOf[tid]; ok {
-		delete(ip.blockOf, tid)
-		ip.free = append(ip.free, b)
-		if s, ok := ip.stacks[b]; ok {
+	if b, ok := c.blockOf[tid]; ok {
+		delete(c.blockOf, tid)
+		c.free = append(c.free, b)
+		if s, ok := c.stacks[b]; ok {
 			// Its stack's pages go back to the discard area: the memory
 			// may become another thread's alternate stack, or a
 			// coroutine's, which must not write into the next owner's
 			// area. (A new thread on the same stack may have been given
 			// its pages already: those stay.)
-			ip.pointStack(s[0], s[1], 0, b)
-			delete(ip.stacks, b)
+			c.pointStack(s[0], s[1], 0, b)
+			delete(c.stacks, b)
 		}
 	}
 }
 
 // addCounts adds the in-process counts to hits: every block used but the
 // discard block.
-func (ip *inproc) addCounts(hits []uint64) {
-	mem := ip.shared.Bytes()
-	last := ip.next
-	if ip.kind == instr.CountShared {
+func (c *counters) addCounts(hits []uint64) {
+	mem := c.shared.Bytes()
+	last := c.next
+	if c.kind == instr.CountShared {
 		last = 2
 	}
 	for b := 1; b < last; b++ {
-		block := mem[uint64(b)*ip.blockSize:]
+		block := mem[uint64(b)*c.blockSize:]
 		for i := range hits {
 			hits[i] += binary.LittleEndian.Uint64(block[i*8:])
 		}
 	}
-	for i, d := range ip.discount {
+	for i, d := range c.discount {
 		hits[i] -= d
 	}
 }
 
 // callDepth is the deepest nesting any thread reached.
-func (ip *inproc) callDepth() int {
+func (c *counters) callDepth() int {
 	deepest := 0
-	for b := 1; b < ip.next && ip.keepsDepth(); b++ {
-		if ip.table {
-			deepest = max(deepest, instr.TableDepth(ip.area(b), depthSlots))
+	for b := 1; b < c.next && c.keepsDepth(); b++ {
+		if c.table {
+			deepest = max(deepest, instr.TableDepth(c.area(b), depthSlots))
 		} else {
-			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(ip.area(b)[instr.DepthMax:]), depthSlots)))
+			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(c.area(b)[instr.DepthMax:]), depthSlots)))
 		}
 	}
 	return deepest
@@ -432,22 +436,22 @@ func (ip *inproc) callDepth() int {
 // where the region's rollback range says, the start of the code, which is
 // idempotent, or after a committed record. It reports whether regs
 // changed.
-func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
-	if !ip.rolls() {
+func (c *counters) rollBack(regs *ptrace.Regs) bool {
+	if !c.rolls() {
 		return false
 	}
 	pc := regs.PC()
-	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr > pc }) - 1
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
 	if i < 0 {
 		return false
 	}
-	tr := ip.tramps[i]
+	tr := c.tramps[i]
 	for _, rg := range tr.regions {
 		start := tr.addr + uint64(rg.at)
 		if pc < start {
 			continue
 		}
-		if ip.rollOut(regs, start, int(pc-start), rg.rollback) {
+		if c.rollOut(regs, start, int(pc-start), rg.rollback) {
 			return true
 		}
 	}
@@ -457,7 +461,7 @@ func (ip *inproc) rollBack(regs *ptrace.Regs) bool {
 // rollOut rolls a thread at off in code starting at start out of it by
 // the first of rollback's ranges that holds off, and reports whether one
 // did.
-func (ip *inproc) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []instr.Rollback) bool {
+func (c *counters) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []instr.Rollback) bool {
 	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
@@ -465,10 +469,10 @@ func (ip *inproc) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []i
 		if len(r.Restore) > 0 {
 			// The registers were saved in the thread's block.
 			base := regs.ThreadBase()
-			if base < ip.progAddr || base >= ip.progAddr+uint64(len(ip.shared.Bytes())) {
+			if base < c.progAddr || base >= c.progAddr+uint64(len(c.shared.Bytes())) {
 				return false
 			}
-			block := ip.shared.Bytes()[base-ip.progAddr:]
+			block := c.shared.Bytes()[base-c.progAddr:]
 			for _, s := range r.Restore {
 				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
 			}
@@ -481,15 +485,15 @@ func (ip *inproc) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []i
 
 // origPC returns the program's own address for a PC inside a trampoline,
 // and whether it was in one.
-func (ip *inproc) origPC(pc uint64) (uint64, bool) {
-	if ip == nil {
+func (c *counters) origPC(pc uint64) (uint64, bool) {
+	if c == nil {
 		return 0, false
 	}
-	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr > pc }) - 1
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
 	if i < 0 {
 		return 0, false
 	}
-	tr := ip.tramps[i]
+	tr := c.tramps[i]
 	if pc >= tr.addr+uint64(len(tr.code.Code)) {
 		return 0, false
 	}
@@ -498,11 +502,11 @@ func (ip *inproc) origPC(pc uint64) (uint64, bool) {
 
 // restorePatches writes the original bytes of every patch into mem (a
 // forked child's own copy of the program).
-func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }) {
-	if ip == nil {
+func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error }) {
+	if c == nil {
 		return
 	}
-	for _, tr := range ip.tramps {
+	for _, tr := range c.tramps {
 		mem.WriteMem(tr.patch.Site, tr.patch.Orig)
 	}
 }
@@ -511,11 +515,11 @@ func (ip *inproc) restorePatches(mem interface{ WriteMem(uint64, []byte) error }
 // (the memory of tasks left running when the program has ended): nobody
 // reads the rings any more, and a full one would stop its thread at a
 // breakpoint no tracer serves.
-func (ip *inproc) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
-	if ip == nil || !ip.rings {
+func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
+	if c == nil || !c.rings {
 		return
 	}
-	for _, tr := range ip.tramps {
+	for _, tr := range c.tramps {
 		for _, r := range tr.regions {
 			if r.full != 0 {
 				mem.WriteMem(tr.addr+uint64(r.at+r.skip), r.unchecked)
@@ -525,11 +529,11 @@ func (ip *inproc) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
 }
 
 // add records a trampoline written.
-func (ip *inproc) add(tr *tramp) { ip.tramps = append(ip.tramps, tr) }
+func (c *counters) add(tr *tramp) { c.tramps = append(c.tramps, tr) }
 
 // sortTramps orders the trampolines by address after planting.
-func (ip *inproc) sortTramps() {
-	slices.SortFunc(ip.tramps, func(a, b *tramp) int {
+func (c *counters) sortTramps() {
+	slices.SortFunc(c.tramps, func(a, b *tramp) int {
 		switch {
 		case a.addr < b.addr:
 			return -1
@@ -541,25 +545,25 @@ func (ip *inproc) sortTramps() {
 }
 
 // close releases PROFILE's mapping of the counters.
-func (ip *inproc) close() {
-	if ip != nil {
-		ip.shared.Close()
+func (c *counters) close() {
+	if c != nil {
+		c.shared.Close()
 	}
 }
 
 // forget drops the trampolines in [lo, hi), gone with their module's
 // code; their counts stay.
-func (ip *inproc) forget(lo, hi uint64) {
-	ip.tramps = slices.DeleteFunc(ip.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
+func (c *counters) forget(lo, hi uint64) {
+	c.tramps = slices.DeleteFunc(c.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
 }
 
 // collect adds the counters of every thread's block to the run's hits,
 // with the deepest call depth the blocks kept.
-func (ip *inproc) collect() {
-	t := ip.t
-	ip.addCounts(t.hits)
-	t.callDepth = ip.callDepth()
-	if ip.overflow {
-		t.cfg.Warn(prf.SharedBlocks(ip.nBlocks))
+func (c *counters) collect() {
+	t := c.t
+	c.addCounts(t.hits)
+	t.callDepth = c.callDepth()
+	if c.overflow {
+		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))
 	}
 }

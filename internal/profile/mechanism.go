@@ -15,23 +15,25 @@ package profile
 //
 // The mechanisms, in that order:
 //
-//	inproc        entries.go, trampolines.go, inprocess.go: a jump at each
-//	              entry to a trampoline that counts (and keeps the call
-//	              depth) in memory shared with PROFILE, or records the
-//	              entry into the thread's ring; full, short (with a hop)
-//	              or punned jumps
-//	exitPatches   exitpatch.go: timed functions' exits, and the return
-//	              sites of their calls, patched to record the leave
-//	rings         ring.go: the threads' rings read into the books
-//	breakpoints   breakpoints.go, lines.go: whatever the others left
-//	              (entries and exits no jump fits), lines, and the dynamic
-//	              linker's rendezvous (modules.go)
+//	entryTrampolines  entries.go, trampolines.go: a jump at each entry
+//	                  to a trampoline that counts (and keeps the call
+//	                  depth) in memory shared with PROFILE (counters,
+//	                  inprocess.go), or records the entry into the
+//	                  thread's ring; full, short (with a hop) or punned
+//	                  jumps
+//	exitPatches       exitpatch.go: timed functions' exits, and the return
+//	                  sites of their calls, patched to record the leave
+//	rings             ring.go: the threads' rings read into the books
+//	breakpoints       breakpoints.go, lines.go: whatever the others left
+//	                  (entries and exits no jump fits), lines, and the
+//	                  dynamic linker's rendezvous (modules.go)
 //
 // A run has the breakpoints always; the others where the profile type,
 // the CPU and room near the code allow (chooseMechanism). A stop that no
 // mechanism claims is the program's own SIGTRAP. What several of them
-// share is the tracer's: the code scan's findings (codeScan), the areas
-// next to each module (areaNear, codeArea), the books.
+// share is the tracer's: the memory shared with the program and the
+// trampolines written (counters), the code scan's findings (codeScan),
+// the areas next to each module (areaNear, codeArea), the books.
 
 // mechanism is one way of instrumenting the program.
 type mechanism interface {

@@ -249,31 +249,31 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 // falls back to the breakpoints, with the reason counted (PRF4646),
 // which cannot plant it either: push %rbp needs a slot (PRF4525).
 func TestInprocPlantEntries(t *testing.T) {
-	const counters = 0x7f0000000000
+	const countersAt = 0x7f0000000000
 	for _, mapped := range []bool{true, false} {
 		tr, mem, warnings := fakeTracer(leafFuncs(datafile.FuncCounting))
 		if mapped {
 			mapAreas(tr, mem)
 		}
-		tr.inproc = &inproc{t: tr, kind: instr.CountShared, progAddr: counters, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
+		tr.counters = &counters{t: tr, kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
 		tr.entries = &entryTrampolines{t: tr}
 		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
-		ip := tr.inproc
+		c := tr.counters
 		if !mapped {
-			if len(ip.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+			if len(c.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
 				t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
-					len(ip.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
+					len(c.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
 			}
 			continue
 		}
-		if len(ip.tramps) != 1 || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
+		if len(c.tramps) != 1 || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
 			t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints, %d areas; want one trampoline in one area",
-				len(ip.tramps), len(tr.entries.fellBack), len(tr.bp.sites), len(mem.areas))
+				len(c.tramps), len(tr.entries.fellBack), len(tr.bp.sites), len(mem.areas))
 		}
-		tramp := ip.tramps[0]
+		tramp := c.tramps[0]
 		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tramp.addr {
 			t.Errorf("entry % x, want a jmp rel32 to the trampoline at %#x", mem.b[:5], tramp.addr)
 		}
@@ -283,7 +283,7 @@ func TestInprocPlantEntries(t *testing.T) {
 				area = b[tramp.addr-at:]
 			}
 		}
-		count := tr.arch.CountCode(instr.CountShared, ip.counterRef(0))
+		count := tr.arch.CountCode(instr.CountShared, c.counterRef(0))
 		if area == nil || !bytes.Equal(area[:len(count)], count) {
 			t.Errorf("trampoline starts % x, want f's counting code % x", area[:min(len(area), len(count))], count)
 		}
@@ -321,7 +321,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
 	tr.entries = &entryTrampolines{t: tr}
-	tr.inproc = &inproc{t: tr, kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1, blockOf: map[int]int{}}
+	tr.counters = &counters{t: tr, kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1, blockOf: map[int]int{}}
 	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -332,7 +332,7 @@ func TestExitPatchesPlant(t *testing.T) {
 			tr.exits.patched, len(tr.exits.left), len(tr.bp.sites), *warnings)
 	}
 	var covered []uint64 // the rets the exits' patches cover
-	for _, tramp := range tr.inproc.tramps {
+	for _, tramp := range tr.counters.tramps {
 		site := tramp.patch.Site
 		if b := mem.b[site-leafAt:]; b[0] != 0xe9 || site+5+uint64(int32(binary.LittleEndian.Uint32(b[1:]))) != tramp.addr {
 			t.Errorf("patch at %#x: % x, want a jmp rel32 to its trampoline at %#x", site, b[:5], tramp.addr)
@@ -343,9 +343,9 @@ func TestExitPatchesPlant(t *testing.T) {
 			}
 		}
 	}
-	if len(tr.inproc.tramps) != 3 || !slices.Equal(covered, []uint64{leafAt + 0x2f, leafAt + 0x3e}) {
+	if len(tr.counters.tramps) != 3 || !slices.Equal(covered, []uint64{leafAt + 0x2f, leafAt + 0x3e}) {
 		t.Errorf("%d trampolines, the exits' patches covering the rets at %#x; want 3, covering 0x40102f and 0x40103e",
-			len(tr.inproc.tramps), covered)
+			len(tr.counters.tramps), covered)
 	}
 }
 
@@ -394,16 +394,16 @@ func TestMechanismsOfARun(t *testing.T) {
 // TestInprocForget: a module unloaded takes its trampolines with it, and
 // a ring-full breakpoint there is no longer recognised.
 func TestInprocForget(t *testing.T) {
-	ip := &inproc{rings: true, tramps: []*tramp{
+	c := &counters{rings: true, tramps: []*tramp{
 		{addr: 0x10000, patch: instr.Patch{Site: 0x401000}, regions: []region{{at: 0x20, full: 2}}},
 		{addr: 0x20000, patch: instr.Patch{Site: 0x7f0000}, regions: []region{{at: 0x20, full: 2}}},
 	}}
-	if !ip.ringFull(0x10022) || !ip.ringFull(0x20022) || ip.ringFull(0x10021) {
+	if !c.ringFull(0x10022) || !c.ringFull(0x20022) || c.ringFull(0x10021) {
 		t.Fatalf("ring-full breakpoints not found where the trampolines have them")
 	}
-	ip.forget(0x400000, 0x500000)
-	if len(ip.tramps) != 1 || ip.ringFull(0x10022) || !ip.ringFull(0x20022) {
-		t.Errorf("after forgetting the module at 0x400000: %d trampolines; want the other module's only", len(ip.tramps))
+	c.forget(0x400000, 0x500000)
+	if len(c.tramps) != 1 || c.ringFull(0x10022) || !c.ringFull(0x20022) {
+		t.Errorf("after forgetting the module at 0x400000: %d trampolines; want the other module's only", len(c.tramps))
 	}
 }
 

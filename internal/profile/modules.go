@@ -189,8 +189,8 @@ func (t *tracer) syncLibraries() error {
 		if err := t.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
 			return fmt.Errorf("plant %s: %w", t.plan.Modules[l.mi].Name, err)
 		}
-		if t.inproc != nil {
-			t.inproc.sortTramps()
+		if t.counters != nil {
+			t.counters.sortTramps()
 		}
 	}
 	return nil
@@ -250,8 +250,8 @@ func (t *tracer) forget(l *loaded) error {
 	for _, m := range t.mechanisms() {
 		m.forget(l.lo, l.hi)
 	}
-	if t.inproc != nil {
-		t.inproc.forget(l.lo, l.hi)
+	if t.counters != nil {
+		t.counters.forget(l.lo, l.hi)
 	}
 	t.scan.forget(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })

@@ -99,7 +99,7 @@ func (t *tracer) startInproc(kind instr.CountKind) error {
 	// of its own.
 	own, err := t.mmap(0, t.pageSize)
 	if err == nil {
-		t.inproc, err = t.newInproc(kind, t.plan.NumItems(), own)
+		t.counters, err = t.newInproc(kind, t.plan.NumItems(), own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
@@ -115,14 +115,14 @@ func (t *tracer) startInproc(kind instr.CountKind) error {
 	if t.rings == nil {
 		return nil
 	}
-	with, without := t.calibrationBlocks(t.inproc.ring())
+	with, without := t.calibrationBlocks(t.counters.ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.pageSize - 1) &^ (t.pageSize - 1)
 	at, err := t.mmap(0, size)
 	if err != nil {
 		return fmt.Errorf("map the calibration blocks: %w", err)
 	}
 	for i, block := range [][]byte{with, without} {
-		t.inproc.calibration[i] = at
+		t.counters.calibration[i] = at
 		if err := t.mem.WriteMem(at, block); err != nil {
 			return fmt.Errorf("write the calibration blocks: %w", err)
 		}
@@ -201,11 +201,11 @@ func (t *tracer) noRings() {
 // functions, of the module just planted that keep a breakpoint: how many
 // and why, and with --verbose each of them.
 func (t *tracer) reportFallBacks() {
-	if ip := t.entries; ip != nil && len(ip.fellBack) > 0 {
-		reasons := t.reasons(ip.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+	if et := t.entries; et != nil && len(et.fellBack) > 0 {
+		reasons := t.reasons(et.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointEntries(len(ip.fellBack), len(ip.fellBack)+ip.patched, reasons))
+		t.cfg.Warn(prf.BreakpointEntries(len(et.fellBack), len(et.fellBack)+et.patched, reasons))
 	}
 	if x := t.exits; x != nil && len(x.left) > 0 {
 		reasons := t.reasons(x.left, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {

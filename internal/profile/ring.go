@@ -73,33 +73,33 @@ func (t *tracer) ringPossible() bool {
 }
 
 // ring is what the record code of item's entry, or exit, needs.
-func (ip *inproc) ring() instr.Ring {
-	r := instr.Ring{Offset: ip.ringAt, Records: ringRecords}
-	if ip.table {
-		r.Table = ip.progAddr + ip.tableAt
-		r.Areas = ip.progAddr + ip.areasAt
+func (c *counters) ring() instr.Ring {
+	r := instr.Ring{Offset: c.ringAt, Records: ringRecords}
+	if c.table {
+		r.Table = c.progAddr + c.tableAt
+		r.Areas = c.progAddr + c.areasAt
 	}
 	return r
 }
 
 // ringArea returns block b's ring area, or area b of the table.
-func (ip *inproc) ringArea(b int) []byte {
-	at := uint64(b)*ip.blockSize + ip.ringAt
-	if ip.table {
-		at = ip.areasAt + uint64(b)*ip.stride
+func (c *counters) ringArea(b int) []byte {
+	at := uint64(b)*c.blockSize + c.ringAt
+	if c.table {
+		at = c.areasAt + uint64(b)*c.stride
 	}
-	return ip.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
+	return c.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
 }
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
-	instr.RingReset(r.t.arch, r.t.inproc.ringArea(b), ringRecords)
+	instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
 }
 
 // drop empties block b's ring of the records in it: they are not the
 // program's (a vfork child's, a thread's beyond the blocks).
 func (r *rings) drop(b int) {
-	area := r.t.inproc.ringArea(b)
+	area := r.t.counters.ringArea(b)
 	_, n := instr.RingUnread(r.t.arch, area, ringRecords)
 	instr.RingRead(r.t.arch, area, ringRecords, n)
 }
@@ -108,11 +108,11 @@ func (r *rings) drop(b int) {
 // of its own (a vfork child, in the discard block) has its records
 // dropped.
 func (r *rings) drain(th *thread) int {
-	t, ip := r.t, r.t.inproc
-	if ip == nil || !ip.rings {
+	t, c := r.t, r.t.counters
+	if c == nil || !c.rings {
 		return 0
 	}
-	b, ok := ip.blockOf[th.tid]
+	b, ok := c.blockOf[th.tid]
 	if !ok || th.foreign {
 		// A vfork child, or a thread beyond the blocks: block 0, whose
 		// records are dropped (a thread waiting on its full ring goes on).
@@ -124,7 +124,7 @@ func (r *rings) drain(th *thread) int {
 		r.drop(b)
 		return 0
 	}
-	area := ip.ringArea(b)
+	area := c.ringArea(b)
 	first, unread := instr.RingUnread(t.arch, area, ringRecords)
 	if unread == 0 {
 		return 0
@@ -170,7 +170,7 @@ func (r *rings) drain(th *thread) int {
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (t *tracer) vforking(th *thread) {
-	if ip := t.inproc; t.rings != nil && ip != nil && ip.rings && ip.table {
+	if c := t.counters; t.rings != nil && c != nil && c.rings && c.table {
 		t.rings.drain(th)
 		th.vforking = true
 	}
@@ -192,23 +192,23 @@ func (t *tracer) vforkDone(th *thread) {
 // thread owns writes into the discard area (an alternate signal stack),
 // and a vfork child into its parent's.
 func (r *rings) fullStop(th *thread, sp uint64) {
-	t, ip := r.t, r.t.inproc
-	b, own := ip.blockOf[th.tid]
+	t, c := r.t, r.t.counters
+	b, own := c.blockOf[th.tid]
 	if !own || th.foreign {
 		b, own = 0, false
 	}
-	if ip.table {
-		if w := ip.tableArea(sp); w != b {
+	if c.table {
+		if w := c.tableArea(sp); w != b {
 			b, own = w, false
 		}
 	}
-	at := t.ctr.ns(binary.LittleEndian.Uint64(ip.ringArea(b)[instr.RingFullTime:]))
+	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
 	if own {
 		th.fullAt = at
 		return
 	}
 	var owner *thread
-	for tid, ob := range ip.blockOf {
+	for tid, ob := range c.blockOf {
 		if ob == b && b != 0 {
 			owner = t.threads[tid]
 		}
@@ -227,7 +227,7 @@ func (r *rings) fullStop(th *thread, sp uint64) {
 // leaves the PC on itself (arm64's BRK), to where it goes on: a thread
 // let go there would run the breakpoint again, untraced.
 func (t *tracer) pastFull(tid int) {
-	if t.rings == nil || t.inproc == nil || !t.inproc.rings {
+	if t.rings == nil || t.counters == nil || !t.counters.rings {
 		return
 	}
 	var regs ptrace.Regs
@@ -235,7 +235,7 @@ func (t *tracer) pastFull(tid int) {
 		return
 	}
 	pc := regs.PC()
-	if after := t.arch.BreakpointAddr(pc) + uint64(len(t.arch.Breakpoint())); after != pc && t.inproc.ringFull(after) {
+	if after := t.arch.BreakpointAddr(pc) + uint64(len(t.arch.Breakpoint())); after != pc && t.counters.ringFull(after) {
 		regs.SetPC(after)
 		ptrace.SetRegs(tid, &regs)
 	}
@@ -306,7 +306,7 @@ func (r *rings) stopped(th *thread) {
 func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 	t := r.t
 	after := addr + uint64(len(t.arch.Breakpoint()))
-	if !t.inproc.ringFull(after) {
+	if !t.counters.ringFull(after) {
 		return false, nil
 	}
 	r.fullStop(th, t.arch.SP(&t.regs))
@@ -322,24 +322,24 @@ func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 func (r *rings) collect(res *Result) { res.FullRings = r.full }
 
 // plant has nothing to plant: the records are made by the entries' and
-// the exits' trampolines (inproc, exitPatches).
+// the exits' trampolines (entryTrampolines, exitPatches).
 func (r *rings) plant(*planting) error { return nil }
 
 // forget has nothing to do: a module's trampolines go with the
-// entries' mechanism (inproc).
+// counters (counters.forget).
 func (r *rings) forget(lo, hi uint64) {}
 
 // ringFull reports whether a thread that trapped at a breakpoint that
 // ends at after stopped at a ring-full breakpoint of a trampoline: it
 // goes on from after.
-func (ip *inproc) ringFull(after uint64) bool {
-	if ip == nil || !ip.rings {
+func (c *counters) ringFull(after uint64) bool {
+	if c == nil || !c.rings {
 		return false
 	}
-	i := sort.Search(len(ip.tramps), func(i int) bool { return ip.tramps[i].addr >= after }) - 1
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
 	if i < 0 {
 		return false
 	}
-	tr := ip.tramps[i]
+	tr := c.tramps[i]
 	return slices.ContainsFunc(tr.regions, func(r region) bool { return r.full != 0 && tr.addr+uint64(r.at+r.full) == after })
 }

@@ -27,7 +27,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if sig == syscall.SIGCHLD {
 		t.childSignal(th)
 	}
-	if th.stepping == nil && t.inproc.rolls() {
+	if th.stepping == nil && t.counters.rolls() {
 		if err := t.rollBack(th); err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 }
 
 // rollBack undoes a thread stopped for a signal inside a trampoline's call
-// depth or record code (see inproc.rollBack), so that a handler that runs
+// depth or record code (see counters.rollBack), so that a handler that runs
 // profiled functions finds the save slots free.
 func (t *tracer) rollBack(th *thread) error {
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
@@ -65,7 +65,7 @@ func (t *tracer) rollBack(th *thread) error {
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	t.checkThreadBase(th, &t.regs)
-	if !t.inproc.rollBack(&t.regs) {
+	if !t.counters.rollBack(&t.regs) {
 		return nil
 	}
 	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
@@ -98,7 +98,7 @@ func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
 		return false, fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	pc := t.regs.PC()
-	orig, ok := t.inproc.origPC(pc)
+	orig, ok := t.counters.origPC(pc)
 	if s := t.bp.inSlot(pc); !ok && s != nil {
 		orig, ok = s.addr, true
 	}

@@ -94,7 +94,7 @@ const maxStack = 256 << 20
 // (the pages of its mapping at and below sp) at area b. The main thread's
 // stack, which grows, is taken as deep as its limit allows.
 func (t *tracer) ownStack(sp uint64, b int) error {
-	ip := t.inproc
+	c := t.counters
 	// The maps are read again for every thread: a cached copy could hold
 	// a stack since unmapped, whose bounds would take another's pages.
 	maps, err := t.readMaps()
@@ -116,12 +116,12 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 		}
 	}
 	lo = max(lo, sp-min(sp, maxStack)) &^ (1<<instr.DepthTablePage - 1)
-	ip.pointStack(lo, sp, b, -1)
+	c.pointStack(lo, sp, b, -1)
 	if b != 0 {
-		if ip.stacks == nil {
-			ip.stacks = map[int][2]uint64{}
+		if c.stacks == nil {
+			c.stacks = map[int][2]uint64{}
 		}
-		ip.stacks[b] = [2]uint64{lo, sp}
+		c.stacks[b] = [2]uint64{lo, sp}
 	}
 	return nil
 }
@@ -129,12 +129,12 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 // pointStack points the stack table's entries of the pages from lo to hi
 // at area b: all of them, or where from is not -1, those that point at
 // area from.
-func (ip *inproc) pointStack(lo, hi uint64, b, from int) {
-	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
-	off := uint32(uint64(b) * ip.stride)
+func (c *counters) pointStack(lo, hi uint64, b, from int) {
+	table := c.shared.Bytes()[c.tableAt : c.tableAt+4*instr.DepthTableSize]
+	off := uint32(uint64(b) * c.stride)
 	for page := lo; page <= hi; page += 1 << instr.DepthTablePage {
 		e := table[4*instr.TableIndex(page):]
-		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*ip.stride) {
+		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*c.stride) {
 			binary.LittleEndian.PutUint32(e, off)
 		}
 	}
@@ -142,9 +142,9 @@ func (ip *inproc) pointStack(lo, hi uint64, b, from int) {
 
 // tableArea is the area the stack table gives a thread whose stack
 // pointer is sp.
-func (ip *inproc) tableArea(sp uint64) int {
-	table := ip.shared.Bytes()[ip.tableAt : ip.tableAt+4*instr.DepthTableSize]
-	return int(uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):])) / ip.stride)
+func (c *counters) tableArea(sp uint64) int {
+	table := c.shared.Bytes()[c.tableAt : c.tableAt+4*instr.DepthTableSize]
+	return int(uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):])) / c.stride)
 }
 
 // stackOf returns the mapping that holds sp.

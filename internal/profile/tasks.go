@@ -150,8 +150,8 @@ func (t *tracer) exec(th *thread) error {
 	t.bp.forgetAll()
 	t.watch.written = nil
 	t.loaded = nil // (the rendezvous went with the image)
-	if t.inproc != nil {
-		t.inproc.tramps = nil // gone with the image; the counts are kept
+	if t.counters != nil {
+		t.counters.tramps = nil // gone with the image; the counts are kept
 	}
 	return t.resume(th.tid, 0)
 }
@@ -220,7 +220,7 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 // off (detachClean).
 func (t *tracer) takeOut(mem instr.Memory) {
 	t.bp.takeOut(mem, false)
-	t.inproc.unchecked(mem)
+	t.counters.unchecked(mem)
 }
 
 // reapKilled reaps the killed program after a fatal tracer error.

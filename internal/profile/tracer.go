@@ -119,10 +119,10 @@ type tracer struct {
 	// yet, with the process kind.
 	expected map[int]childKind
 
-	// inproc is the memory PROFILE shares with the program, once set up
+	// counters is the memory PROFILE shares with the program, once set up
 	// (nil when nothing is counted in-process): the threads' blocks of
 	// counters, and the trampolines written that count into them.
-	inproc *inproc
+	counters *counters
 	// entries plants function entries in-process (entries.go).
 	entries *entryTrampolines
 	// rings are the threads' rings, when the books are fed from them
@@ -267,7 +267,7 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}
 	defer t.maps.Close()
-	defer func() { t.inproc.close() }()
+	defer func() { t.counters.close() }()
 	t.startCounter()
 	if err := t.plantAll(); err != nil {
 		return nil, err
@@ -315,8 +315,8 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
 	}
-	if t.inproc != nil {
-		t.inproc.collect()
+	if t.counters != nil {
+		t.counters.collect()
 	}
 	for _, m := range t.mechanisms() {
 		m.collect(res)

@@ -91,7 +91,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
 		return patchWrite{}, errNoExtent
 	}
-	if t.inproc.rings && f.Frame != datafile.FrameSP {
+	if t.counters.rings && f.Frame != datafile.FrameSP {
 		return patchWrite{}, errGoFrames
 	}
 	if cell == 0 {
@@ -108,10 +108,10 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 		plan = t.arch.PlanShortPatch
 		fn = fn[:hi-lo] // the padding is for hops
 	}
-	if t.inproc.rings && hops == nil {
+	if t.counters.rings && hops == nil {
 		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
 			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
-			exit, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+			exit, _ := t.arch.RecordCode(t.counters.ring(), 0)
 			if err == nil && (t.scan.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
 				// The exit's window is landed in, or it is a jump the
 				// record code cannot go before.
@@ -137,7 +137,7 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if len(tr.Code) > trampCell && t.inproc.rings && hops == nil {
+	if len(tr.Code) > trampCell && t.counters.rings && hops == nil {
 		// Two records and long instructions: without the exit, whose
 		// patch is then its own.
 		if p, err = t.arch.PlanPatch(fn, lo, f.Entry+bias); err != nil {
@@ -249,21 +249,21 @@ func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text mod
 // function of a few bytes), the exit's record goes before the exit, which
 // leaves: no jump back.
 func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
-	ip := t.inproc
-	if !ip.rings {
-		count := t.arch.CountCode(ip.kind, ip.counterRef(item))
-		if ip.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
+	c := t.counters
+	if !c.rings {
+		count := t.arch.CountCode(c.kind, c.counterRef(item))
+		if c.keepsDepth() && f.Frame != datafile.FrameNone {
+			d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
 		return t.arch.Trampoline(p, addr, count)
 	}
-	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return t.arch.Trampoline(p, addr, entry.Code)
 	}
-	exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -284,18 +284,18 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 // regions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
 func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []region {
-	ip := t.inproc
-	if !ip.rings {
-		if !ip.keepsDepth() || f.Frame == datafile.FrameNone {
+	c := t.counters
+	if !c.rings {
+		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
-		d, _ := t.arch.DepthCode(ip.depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: len(t.arch.CountCode(ip.kind, ip.counterRef(item))), rollback: d.Rollback}}
+		d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, false))
 	rs := []region{recordRegion(0, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(ip.ring(), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
@@ -306,11 +306,11 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
 func (t *tracer) entryScratch(f *datafile.Func) bool {
-	if t.inproc.rings {
-		rc, _ := t.arch.RecordCode(t.inproc.ring(), 0)
+	if t.counters.rings {
+		rc, _ := t.arch.RecordCode(t.counters.ring(), 0)
 		return rc.Scratch
 	}
-	return t.inproc.table && t.inproc.keepsDepth() && f.Frame != datafile.FrameNone
+	return t.counters.table && t.counters.keepsDepth() && f.Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

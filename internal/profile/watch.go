@@ -153,12 +153,12 @@ func (t *tracer) allExiting() bool {
 // checkThreadBase warns when thread th, whose registers are regs, has a
 // GS base that is not the counter block PROFILE gave it (x86-64).
 func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
-	ip := t.inproc
-	if ip == nil || ip.kind != instr.CountPerThread || th.foreign {
+	c := t.counters
+	if c == nil || c.kind != instr.CountPerThread || th.foreign {
 		return
 	}
 	base := regs.ThreadBase()
-	if base >= ip.progAddr && base < ip.progAddr+uint64(len(ip.shared.Bytes())) {
+	if base >= c.progAddr && base < c.progAddr+uint64(len(c.shared.Bytes())) {
 		return
 	}
 	t.warnOnce(prf.ThreadBaseChanged(th.tid, base))
