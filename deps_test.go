@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"internal/testutil":       {"datafile", "internal/cli", "internal/golden", "internal/prf"},
 	"internal/golden":         {},
 	"e2e":                     {},
+	"bench/linecheck":         {"datafile"},
 	"cmd/prep":                {"internal/prep", "datafile", "internal/cli", "internal/prf"},
 	"cmd/profile":             {"internal/profile", "datafile", "internal/cli", "internal/prf"},
 	"cmd/plist":               {"internal/plist", "datafile", "internal/cli", "internal/prf"},

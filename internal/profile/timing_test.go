@@ -153,9 +153,12 @@ func TestReturnSites(t *testing.T) {
 // the records cost in the run is known from the run: the chunks of tiny
 // took cpu of CPU time (stops take none), their twin's twin; the
 // difference, per call, is two records and the patches' jumps (a few ns
-// more than the calibration, seen). Where the calibration was off by more
-// than half or twice that, the bounds move by what it was off, on each
-// call's two records.
+// more than the calibration on a steady machine, seen; on this project's
+// machine on 2026-11-26, while the counter took 50 ns to read, a
+// calibration of 70 ns against 37 in the run). The lower bound moves by
+// what a calibration above the run's cost takes from each call's two
+// records; the upper bound, which holds that the records' cost is taken
+// out at all, only by a calibration below half the run's.
 //
 // Under the arm64 VM's emulation a record costs some 180 ns, more than
 // three of tiny's calls, and what it costs in place varies with the
@@ -199,7 +202,7 @@ func TestTimingShortCalls(t *testing.T) {
 	t.Logf("a record: calibrated %.0f ns, %.1f ns in the run", cal, inRun)
 	low, high := 0.75*want, 1.10*want+float64(waits(c))
 	switch {
-	case cal > 2*inRun:
+	case cal > inRun:
 		low -= 2 * calls * (cal - inRun)
 	case cal < inRun/2:
 		high += 2 * calls * (inRun - cal)
