@@ -127,12 +127,14 @@ func readCallgrind(r io.Reader, path string) (*profile, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	names := map[string]string{} // "(n)" compressed names, by kind and id
-	// afterCall is the position of the last call's cost line: callgrind
-	// writes the Ir of a call into another object's code twice, before
-	// and right after the call's cost line, at the call's position (seen
-	// with valgrind 3.19: a call of __ctype_b_loc through the PLT, 40
-	// calls, the first instruction of the caller run 40 times, and the
-	// call's two lines 40 each). The second is not counted.
+	// afterCall is the position of the last call's cost line. A cost
+	// line right after it at the same position is not the call
+	// instruction's: it is the cost of the PLT stub the call went
+	// through, which callgrind charges to the caller (--skip-plt=yes,
+	// its default; dump.c's fprint_bbcc writes it after the call). With a
+	// stub of one jmp it equals the calls' count (seen with valgrind
+	// 3.19: 40 calls of __ctype_b_loc, the call's lines 40 and 40). It is
+	// not counted.
 	afterCall := ^uint64(0)
 	var (
 		positions    = 0 // how many position columns: "instr" and maybe "line"
@@ -159,8 +161,14 @@ func readCallgrind(r io.Reader, path string) (*profile, error) {
 			}
 		case strings.HasPrefix(line, "ob="):
 			ours = name(names, "ob", line[3:]) == path
+			afterCall = ^uint64(0)
 		case strings.HasPrefix(line, "fn="):
 			fn = name(names, "fn", line[3:])
+			afterCall = ^uint64(0)
+		case strings.HasPrefix(line, "jfn="):
+			name(names, "fn", line[4:])
+		case strings.HasPrefix(line, "jfi="):
+			name(names, "fl", line[4:])
 		case strings.HasPrefix(line, "cob="):
 			name(names, "ob", line[4:])
 		case strings.HasPrefix(line, "cfn="):
@@ -238,8 +246,8 @@ func position(s string, last int64) (int64, error) {
 }
 
 // name resolves a name of kind that may be compressed: "(n) name" defines
-// n, "(n)" refers to it. Objects (ob, cob), functions (fn, cfn) and files
-// (fl, fi, fe, cfi, cfl) each share one set of numbers.
+// n, "(n)" refers to it. Objects (ob, cob), functions (fn, cfn, jfn) and
+// files (fl, fi, fe, cfi, cfl, jfi) each share one set of numbers.
 func name(names map[string]string, kind, s string) string {
 	if !strings.HasPrefix(s, "(") {
 		return s
@@ -274,6 +282,11 @@ func loadBias(plan *datafile.Plan, p *profile) (uint64, error) {
 	for b := range votes {
 		biases = append(biases, b)
 	}
-	sort.Slice(biases, func(i, j int) bool { return votes[biases[i]] > votes[biases[j]] })
+	sort.Slice(biases, func(i, j int) bool {
+		if votes[biases[i]] != votes[biases[j]] {
+			return votes[biases[i]] > votes[biases[j]]
+		}
+		return biases[i] < biases[j] // (a tie: the lowest, every time)
+	})
 	return biases[0], nil
 }

@@ -9,9 +9,9 @@ import (
 
 // callgrindOut is a callgrind output of the shape --dump-instr=yes
 // writes: compressed names, absolute and relative positions, a call into
-// another object whose cost line is the callee's inclusive cost, with the
-// call instruction's own cost written again after it, and another
-// object's code.
+// another object through the PLT, whose cost line is the callee's
+// inclusive cost, followed by the PLT stub's cost charged to the call's
+// position, and another object's code.
 const callgrindOut = `# callgrind format
 version: 1
 positions: instr line

@@ -56,8 +56,10 @@ type planting struct {
 	text  moduleText // their code
 	area  *codeArea
 	// entries are the functions whose entries are left to plant, one
-	// for each address (an entry two names share is counted once); exits
-	// the exits left to plant, by function (timing).
+	// for each address (an entry two names share is counted once): all,
+	// or none once entryTrampolines planted them, handing those no jump
+	// fits to the breakpoints itself. exits are the exits left to plant,
+	// by function (timing).
 	entries []int
 	exits   map[int][]instr.Exit
 	jumps   []patchWrite

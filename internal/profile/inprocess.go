@@ -133,11 +133,11 @@ type fallBack struct {
 	pc   uint64
 }
 
-// newInproc creates the shared counters for items counters per block and
+// newCounters creates the shared counters for items counters per block and
 // maps them into the stopped program, whose main thread gets block 1.
 // pathAt is where in the program the path of the memory's file may be
 // written (the end of a freshly mapped area).
-func (t *tracer) newInproc(kind instr.CountKind, items int, pathAt uint64) (*counters, error) {
+func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*counters, error) {
 	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
@@ -558,7 +558,8 @@ func (c *counters) forget(lo, hi uint64) {
 }
 
 // collect adds the counters of every thread's block to the run's hits,
-// with the deepest call depth the blocks kept.
+// with the deepest call depth the blocks kept, and warns when threads had
+// to share a block (SharedBlocks).
 func (c *counters) collect() {
 	t := c.t
 	c.addCounts(t.hits)

@@ -6,8 +6,10 @@ package profile
 // calls the mechanisms, in one order, at four points:
 //
 //	a module mapped      plant(p)         each plants what it takes of the
-//	                                      module; what it cannot, it leaves
-//	                                      in p for the next (plantModule)
+//	                                      module and leaves the rest in p
+//	                                      for the next (plantModule); an
+//	                                      entry no jump fits goes to the
+//	                                      breakpoints at once
 //	a breakpoint stop    stop(th, addr)   offered to each in turn until one
 //	                                      claims it (trap)
 //	a module unmapped    forget(lo, hi)   (forget)
@@ -28,17 +30,30 @@ package profile
 //	                  (entries and exits no jump fits), lines, and the
 //	                  dynamic linker's rendezvous (modules.go)
 //
-// A run has the breakpoints always; the others where the profile type,
-// the CPU and room near the code allow (chooseMechanism). A stop that no
-// mechanism claims is the program's own SIGTRAP. What several of them
-// share is the tracer's: the memory shared with the program and the
-// trampolines written (counters), the code scan's findings (codeScan),
-// the areas next to each module (areaNear, codeArea), the books.
+// A run has the breakpoints always; the others where the profile type
+// and the CPU allow (chooseMechanism) and the counters could be mapped
+// into the program (startCounters). A stop that no mechanism claims is
+// the program's own SIGTRAP. What several of them share is the tracer's:
+// the memory shared with the program and the trampolines written
+// (counters), the code scan's findings (codeScan), the areas next to
+// each module (areaNear, codeArea), the books.
+//
+// The four calls are not all the tracer needs of what a mechanism
+// writes into the program. It finds that code in two registers: the
+// breakpoints' sites, and the trampolines (counters.add, with their jumps'
+// original bytes). Through them it forgets everything at an exec
+// (tasks.go), writes the original bytes into a forked child's copy of the
+// memory (unpatch, children.go) and into the memory of tasks it lets go
+// (takeOut, tasks.go), moves a thread a signal stops inside a trampoline
+// or a slot back to the program's own code (origPC, rollBack, inSlot,
+// signals.go), and checks at the end that the code is as it wrote it
+// (watch.go). A new mechanism that writes code registers it there.
 
 // mechanism is one way of instrumenting the program.
 type mechanism interface {
-	// plant plants what the mechanism takes of planting p, a module:
-	// what it cannot plant it leaves in p for the next.
+	// plant plants what the mechanism takes of planting p, a module,
+	// and leaves the rest in p for the next (or, for an entry that must
+	// be planted before the exits are, hands it to the breakpoints).
 	plant(p *planting) error
 	// stop handles thread th, stopped by a breakpoint at addr (the
 	// registers read into the tracer's), and reports whether the

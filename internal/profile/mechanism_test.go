@@ -242,13 +242,13 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 	}
 }
 
-// TestInprocPlantEntries: counting in-process, an entry with room for
+// TestEntryTrampolinesPlant: counting in-process, an entry with room for
 // a jump takes one, to its trampoline in the area mapped next to the
 // module, which counts into f's counter and runs the instructions the
 // jump moved; the breakpoints plant nothing. With no area, the entry
 // falls back to the breakpoints, with the reason counted (PRF4646),
 // which cannot plant it either: push %rbp needs a slot (PRF4525).
-func TestInprocPlantEntries(t *testing.T) {
+func TestEntryTrampolinesPlant(t *testing.T) {
 	const countersAt = 0x7f0000000000
 	for _, mapped := range []bool{true, false} {
 		tr, mem, warnings := fakeTracer(leafFuncs(datafile.FuncCounting))
@@ -391,9 +391,9 @@ func TestMechanismsOfARun(t *testing.T) {
 	}
 }
 
-// TestInprocForget: a module unloaded takes its trampolines with it, and
+// TestCountersForget: a module unloaded takes its trampolines with it, and
 // a ring-full breakpoint there is no longer recognised.
-func TestInprocForget(t *testing.T) {
+func TestCountersForget(t *testing.T) {
 	c := &counters{rings: true, tramps: []*tramp{
 		{addr: 0x10000, patch: instr.Patch{Site: 0x401000}, regions: []region{{at: 0x20, full: 2}}},
 		{addr: 0x20000, patch: instr.Patch{Site: 0x7f0000}, regions: []region{{at: 0x20, full: 2}}},

@@ -23,7 +23,7 @@ func (t *tracer) plantAll() error {
 	if err != nil {
 		return err
 	}
-	if err := t.startInproc(t.chooseMechanism()); err != nil {
+	if err := t.startCounters(t.chooseMechanism()); err != nil {
 		return err
 	}
 	base := filepath.Base(t.cfg.Path)
@@ -83,12 +83,12 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 	return nil
 }
 
-// startInproc maps the counters into the program, when entries are
+// startCounters maps the counters into the program, when entries are
 // counted in-process (kind is how, 0 when they are not), and gives the main thread its block; when timing
 // in-process, it writes the calibration blocks of the records' cost. It
 // runs before any module is planted, so that every module, the program's
 // or a library loaded later, finds them set up.
-func (t *tracer) startInproc(kind instr.CountKind) error {
+func (t *tracer) startCounters(kind instr.CountKind) error {
 	if kind == 0 {
 		if t.rings != nil {
 			t.noRings()
@@ -99,7 +99,7 @@ func (t *tracer) startInproc(kind instr.CountKind) error {
 	// of its own.
 	own, err := t.mmap(0, t.pageSize)
 	if err == nil {
-		t.counters, err = t.newInproc(kind, t.plan.NumItems(), own)
+		t.counters, err = t.newCounters(kind, t.plan.NumItems(), own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))

@@ -95,9 +95,11 @@ type tracer struct {
 	plan *datafile.Plan
 	arch instr.Arch
 	pid  int
-	// mem is the program's memory (ptrace.Mem), and mapArea maps code
-	// into it (mmap, as a system call the program makes): fakes in the
-	// unit tests of planting.
+	// mem is the program's memory (ptrace.Mem), and mapArea maps the
+	// area next to a module in it (areaNear: mmap, as a system call the
+	// program makes): fakes in the unit tests of planting. (The counters,
+	// the calibration blocks and punned jumps' pages are mapped with
+	// t.mmap itself.)
 	mem     instr.Memory
 	mapArea func(hint, size uint64) (uint64, error)
 	// maps is the program's memory map, opened at the exec stop and read
