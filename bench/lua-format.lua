@@ -1,4 +1,4 @@
--- bench/lua-format.lua: a string.format loop, for bench/lua-lines.
+-- bench/lua-format.lua: a string.format loop, for bench/lines.
 --   lua lua-format.lua N    formats N strings (N = 1,000,000: some 0.35 s)
 local n = tonumber(arg[1]) or 1000000
 local t = {}

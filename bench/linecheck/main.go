@@ -3,7 +3,7 @@
 // instruction: a line's count is the number of times its sites ran (a hit
 // at any of the line's sites counts it, docs/linux.md), and callgrind's
 // Ir of an instruction, dumped with --dump-instr=yes, is the number of
-// times it ran. Used by bench/lua-lines; any deterministic program will do.
+// times it ran. Used by bench/lines; any deterministic program will do.
 //
 //	linecheck PROG.pbi PROG.pbo callgrind.out
 //
