@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -106,4 +108,52 @@ func FuzzReadCallgrind(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		readCallgrind(strings.NewReader(in), "/opt/prog")
 	})
+}
+
+// TestRun: the whole command, on files written as PREP, PROFILE and
+// callgrind write them; and its refusals of files that do not go
+// together, each naming the file.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	plan := &datafile.Plan{
+		Method:  datafile.LineCounting,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", Files: []string{"prog.c"}}},
+		Funcs:   []datafile.Func{{Name: "main", Entry: 0x1000}, {Name: "leaf", Entry: 0x1100}},
+		Lines: []datafile.Line{
+			{Line: 1, Addrs: []uint64{0x1000, 0x1002}},
+			{Line: 5, Addrs: []uint64{0x1005}},
+			{Line: 7, Addrs: []uint64{0x1100}},
+		},
+	}
+	plan.ID = datafile.PlanID(plan)
+	counts := &datafile.Counts{PlanID: plan.ID, Method: plan.Method, Stats: datafile.Stats{Hits: []uint64{2, 5, 6}}}
+	other := &datafile.Counts{PlanID: datafile.ID{2}, Method: plan.Method, Stats: datafile.Stats{Hits: []uint64{2, 5, 7}}}
+	pbi, pbo, otherPbo := dir+"/prog.pbi", dir+"/prog.pbo", dir+"/other.pbo"
+	cg, bad := dir+"/callgrind.out", dir+"/bad.out"
+	for _, err := range []error{
+		datafile.SavePlan(pbi, plan), datafile.SaveCounts(pbo, counts), datafile.SaveCounts(otherPbo, other),
+		os.WriteFile(cg, []byte(callgrindOut), 0o644), os.WriteFile(bad, []byte("events: Ir\n0x1000 1\n"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := run(&out, pbi, pbo, cg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "2 of 3 lines of prog counted as callgrind ran their sites (3 of them ran)\n") ||
+		!strings.Contains(out.String(), "prog.c:7: counted 6, its sites ran 7 times") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	for _, c := range []struct{ pbi, pbo, cg, want string }{
+		{dir + "/missing.pbi", pbo, cg, "missing.pbi"},
+		{pbi, otherPbo, cg, "other.pbo is not a line profile of the plan"},
+		{pbi, pbo, bad, "bad.out"},
+		{pbi, pbo, dir + "/missing.out", "missing.out"},
+	} {
+		if err := run(io.Discard, c.pbi, c.pbo, c.cg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run(%s, %s, %s): %v, want an error naming %q", c.pbi, c.pbo, c.cg, err, c.want)
+		}
+	}
 }
