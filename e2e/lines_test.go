@@ -206,3 +206,139 @@ func TestLineCountingThreads(t *testing.T) {
 		})
 	}
 }
+
+// The lines of lines.c the tests below check by construction, checked
+// against the source where it is at hand (not in the arm64 VM).
+var linesFixture = map[string]int{
+	"switch":  34,  // switch (x % 12) {
+	"inc":     58,  // acc += 1;
+	"thrown":  86,  // thrown++;
+	"after":   90,  // sink += 1; (after the call that may longjmp)
+	"handler": 97,  // handled += sig;
+	"spin":    104, // s += i ^ (s >> 3);
+	// From the handler to the end of the thread that sends the signals,
+	// the lines run as often as the signals come, and the spin loop's as
+	// SPIN says: compared apart.
+	"timedFrom": 95,  // static void on_signal(int sig)
+	"timedTo":   118, // the end of pester
+}
+
+// checkLinesFixture fails unless lines.c's lines are where
+// linesFixture says.
+func checkLinesFixture(t *testing.T) {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", "c", "lines.c"))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(src), "\n")
+	want := map[string]string{"switch": "switch (x % 12)", "inc": "acc += 1;", "thrown": "thrown++;",
+		"after": "sink += 1;", "handler": "handled += sig;", "spin": "s += i ^ (s >> 3);",
+		"timedFrom": "static void on_signal", "timedTo": "}"}
+	for k, text := range want {
+		if !strings.Contains(lines[linesFixture[k]-1], text) {
+			t.Fatalf("lines.c:%d is %q, not %q", linesFixture[k], lines[linesFixture[k]-1], text)
+		}
+	}
+}
+
+// linesRun profiles lines.c (prog) with prepArg, N and SPIN as given and
+// profile's flags, and returns its line counts, the figures it printed
+// (thrown=, handled=) and profile's standard error.
+func linesRun(t *testing.T, prog, prepArg string, n, spin int, flags ...string) (map[int]uint64, map[string]uint64, string) {
+	t.Helper()
+	dir := t.TempDir()
+	prog = install(t, prog, dir)
+	must(t, dir, "prep", "/nologo", prepArg, prog)
+	r := tool(t, dir, "profile", append(append([]string{"/nologo"}, flags...), prog, strconv.Itoa(n), strconv.Itoa(spin))...)
+	if r.status != 0 || !strings.Contains(r.stdout, "lines done") {
+		t.Fatalf("profile %v: status %d, output %q\n%s", flags, r.status, r.stdout, r.stderr)
+	}
+	must(t, dir, "prep", "/nologo", "/M", filepath.Base(prog))
+	figures := map[string]uint64{}
+	for _, f := range strings.Fields(r.stdout) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			figures[k], _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["lines.c"], figures, r.stderr
+}
+
+// untimed drops from line counts of lines.c the lines that run as
+// often as signals come.
+func untimed(counts ...map[int]uint64) {
+	for _, c := range counts {
+		maps.DeleteFunc(c, func(line int, _ uint64) bool {
+			return line >= linesFixture["timedFrom"] && line <= linesFixture["timedTo"]
+		})
+	}
+}
+
+// TestLinesInProcess counts and covers the lines of lines.c, in every
+// build, in-process and with breakpoints, and compares: every line's count
+// equal on both paths (but for the spin loop and the signal handler, which
+// the in-process run runs far longer, the handler a number of times the
+// program prints), and the counts known by construction exact on both: a
+// switch's jump table at -O2, a computed goto, a longjmp out of a call
+// (the line after it runs N - N/10 times), signals landing inside the
+// spin loop's probes (its line runs SPIN times, the handler's as often as
+// the program counted), four threads over the same lines. Where lines are
+// counted in-process, at most the sites PRF4673 names keep breakpoints.
+func TestLinesInProcess(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	checkLinesFixture(t)
+	n := testutil.Scale(300)
+	spin := n
+	if testutil.InProcess() {
+		spin = 3000000 // (some 10 ms natively)
+	}
+	for _, b := range fixtureBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildC(t, "lines", append(b.flags, "-pthread")...)
+			in, figures, stderr := linesRun(t, prog, "/LC", n, spin)
+			bp, bpFigures, _ := linesRun(t, prog, "/LC", n, n, "--breakpoints")
+			if testutil.InProcess() && strings.Contains(stderr, "PRF4673") && !strings.Contains(b.name, "nopie") {
+				t.Errorf("line sites kept breakpoints:\n%s", stderr)
+			}
+			if in[linesFixture["spin"]] != uint64(spin) || bp[linesFixture["spin"]] != uint64(n) {
+				t.Errorf("the spin loop's line: %d and %d hits (in-process, breakpoints), want %d and %d",
+					in[linesFixture["spin"]], bp[linesFixture["spin"]], spin, n)
+			}
+			if h := linesFixture["handler"]; in[h] != figures["handled"] || bp[h] != bpFigures["handled"] {
+				t.Errorf("the handler's line: %d and %d hits, the program counted %d and %d", in[h], bp[h], figures["handled"], bpFigures["handled"])
+			}
+			thrown := uint64(n / 10)
+			for _, counts := range []map[int]uint64{in, bp} {
+				if counts[linesFixture["after"]] != uint64(n)-thrown || counts[linesFixture["thrown"]] != thrown {
+					t.Errorf("after the longjmp: %d and %d hits, want %d and %d", counts[linesFixture["after"]],
+						counts[linesFixture["thrown"]], uint64(n)-thrown, thrown)
+				}
+			}
+			if b.flags[0] == "-O0" {
+				// (Known by construction where every line keeps its code:
+				// 5N calls of sw and interp, 3 increments a call.)
+				if got := in[linesFixture["switch"]]; got != uint64(5*n) {
+					t.Errorf("the switch's line: %d hits, want %d", got, 5*n)
+				}
+				if got := in[linesFixture["inc"]]; got != uint64(15*n) {
+					t.Errorf("the computed goto's increment: %d hits, want %d", got, 15*n)
+				}
+			}
+			untimed(in, bp)
+			for line, c := range bp {
+				if in[line] != c {
+					t.Errorf("lines.c:%d: %d hits in-process, %d with breakpoints", line, in[line], c)
+				}
+			}
+			if len(in) != len(bp) {
+				t.Errorf("%d lines in-process, %d with breakpoints", len(in), len(bp))
+			}
+			cover, _, _ := linesRun(t, prog, "/LV", n, spin)
+			bpCover, _, _ := linesRun(t, prog, "/LV", n, n, "--breakpoints")
+			if untimed(cover, bpCover); !maps.Equal(cover, bpCover) {
+				t.Errorf("coverage in-process %v, with breakpoints %v", cover, bpCover)
+			}
+		})
+	}
+}

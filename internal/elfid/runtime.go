@@ -153,3 +153,128 @@ func ReadFuncStarts(path string) []uint64 {
 	defer f.Close()
 	return FuncStarts(f)
 }
+
+// maxPointerScan bounds the bytes of one section CodePointers reads.
+const maxPointerScan = 256 << 20
+
+// CodePointers returns the link-time addresses in f's executable
+// segments that f's data may hold as pointers to code: places where an
+// indirect jump or call may land that no decoding of the code finds (a
+// switch's table of absolute addresses, a computed goto's table such as
+// Lua's disptab, a function pointer). In a position-independent file
+// every such pointer has a relocation, and they are the relocations'
+// targets (the addend of a relative relocation, the value of a defined
+// symbol plus the addend of an absolute one); in a file of fixed
+// addresses they are every aligned 8-byte word of its allocated data
+// whose value falls in an executable segment. Sorted, without repeats.
+// It may hold numbers that only look like pointers; it misses none
+// that a relocation or a data word holds. Tables of offsets (a PIE's
+// switch tables) are not pointers: the code scan finds those.
+func CodePointers(f *elf.File) []uint64 {
+	var exec [][2]uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr+p.Memsz > p.Vaddr {
+			exec = append(exec, [2]uint64{p.Vaddr, p.Vaddr + p.Memsz})
+		}
+	}
+	inCode := func(a uint64) bool {
+		for _, r := range exec {
+			if a >= r[0] && a < r[1] {
+				return true
+			}
+		}
+		return false
+	}
+	var out []uint64
+	add := func(a uint64) {
+		if inCode(a) {
+			out = append(out, a)
+		}
+	}
+	if f.Type == elf.ET_DYN {
+		relocTargets(f, add)
+	} else {
+		dataWords(f, add)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// relocTargets calls add with the target of each relocation of f (RELA
+// sections of 64-bit files) that names an address: a relative one's
+// addend, or a defined dynamic symbol's value plus the addend.
+func relocTargets(f *elf.File, add func(uint64)) {
+	if f.Class != elf.ELFCLASS64 {
+		return
+	}
+	syms, _ := f.DynamicSymbols() // (index 0, the null symbol, is left out)
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || s.Size > maxPointerScan {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(data) >= 24 {
+			info, addend := f.ByteOrder.Uint64(data[8:]), f.ByteOrder.Uint64(data[16:])
+			data = data[24:]
+			sym := info >> 32
+			switch {
+			case sym == 0:
+				add(addend) // relative, IRELATIVE: B + A
+			case int(sym) <= len(syms) && syms[sym-1].Section != elf.SHN_UNDEF:
+				add(syms[sym-1].Value + addend)
+			}
+		}
+	}
+}
+
+// dataWords calls add with every aligned 8-byte word of f's allocated
+// sections that hold data.
+func dataWords(f *elf.File, add func(uint64)) {
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Flags&elf.SHF_EXECINSTR != 0 || s.Type == elf.SHT_NOBITS || s.Size > maxPointerScan {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for off := (8 - s.Addr%8) % 8; off+8 <= uint64(len(data)); off += 8 {
+			add(f.ByteOrder.Uint64(data[off:]))
+		}
+	}
+}
+
+// ReadCodePointers is [CodePointers] of the file at path, none when it
+// cannot be read.
+func ReadCodePointers(path string) (ptrs []uint64) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	defer func() {
+		if recover() != nil {
+			ptrs = nil // (debug/elf has panicked on hostile headers)
+		}
+	}()
+	return CodePointers(f)
+}
+
+// IsGo reports whether f was built by Go's toolchain: it has Go's build
+// information (.go.buildinfo) or its function table (.gopclntab).
+func IsGo(f *elf.File) bool {
+	return f.Section(".go.buildinfo") != nil || f.Section(".gopclntab") != nil
+}
+
+// ReadIsGo is [IsGo] of the file at path, false when it cannot be read.
+func ReadIsGo(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return IsGo(f)
+}

@@ -153,6 +153,8 @@ func FuzzRuntimeReaders(f *testing.F) {
 		Interpreter(ef)
 		FindRendezvous(ef)
 		FuncStarts(ef)
+		CodePointers(ef)
+		IsGo(ef)
 	})
 }
 

@@ -180,17 +180,19 @@ func (x x86Inst) ripRelocatable() error {
 }
 
 // Trampoline lays out prelude, the replaced instructions relocated (jcc
-// and jmp as their rel32 forms, RIP-relative operands adjusted) and
-// jmp rel32 back to the end of the patch.
+// and jmp as their rel32 forms, RIP-relative operands adjusted), each
+// after the code p.Before gives it, and jmp rel32 back to the end of the
+// patch.
 func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error) {
 	t := Trampoline{Code: append([]byte(nil), prelude...)}
 	off := 0
-	for range p.Insts {
+	for i := range p.Insts {
 		pc := p.Site + uint64(off)
 		x, err := decodeAMD64Bare(p.Orig[off:], pc)
 		if err != nil {
 			return Trampoline{}, err
 		}
+		t.Code = append(t.Code, p.before(i)...)
 		at := addr + uint64(len(t.Code))
 		t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
 		code, err := x.relocate(pc, at)
@@ -300,7 +302,26 @@ func (a amd64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint6
 	if len(into) == 0 {
 		return Patch{}, 0, 0, fmt.Errorf("no branch into the entry at %#x to pun around: %w", site, ErrTooShort)
 	}
-	target := slices.Min(into)
+	return a.PlanPunPatchTo(fn, start, site, slices.Min(into))
+}
+
+// PlanPunPatchTo replaces the whole instructions from site to stop with
+// the first bytes of jmp rel32, whose last bytes are the bytes at stop,
+// unchanged (see PlanPunPatch): nothing else of the code moves, so
+// whatever lands at stop or after it, seen or not, finds the program's
+// own instructions. At least the opcode and one byte of the
+// displacement must be replaced (a window of 256 bytes).
+func (a amd64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint64, uint64, error) {
+	end := start + uint64(len(fn))
+	switch {
+	case site < start || stop > end || stop < site+2:
+		return Patch{}, 0, 0, fmt.Errorf("a punned jump from %#x to %#x: %w", site, stop, ErrTooShort)
+	case stop >= site+amd64JumpLen:
+		return Patch{}, 0, 0, fmt.Errorf("a punned jump from %#x to %#x: room for a whole jump", site, stop)
+	case site+amd64JumpLen > end:
+		return Patch{}, 0, 0, fmt.Errorf("the code ends before %d bytes from %#x: %w", amd64JumpLen, site, ErrTooShort)
+	}
+	target := stop
 	p := Patch{Site: site}
 	for pc := site; pc < target; {
 		x, err := decodeAMD64Bare(fn[pc-start:], pc)
@@ -373,6 +394,98 @@ func (amd64) CountCode(kind CountKind, counter uint64) []byte {
 		return nil
 	}
 	return binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0xff, 0x04, 0x25}, uint32(counter))
+}
+
+// LineCode returns the count of a line site, which changes neither the
+// flags (live inside a body: a cmp before the line's first instruction,
+// a jcc after it) nor any register, and writes nothing on the stack (the
+// red zone of C, a Go stack's end):
+//
+//	mov %rax,%gs:save        65 48 89 04 25 disp32
+//	mov %gs:counter,%rax     65 48 8b 04 25 disp32
+//	lea 1(%rax),%rax         48 8d 40 01 (lea adds without flags)
+//	mov %rax,%gs:counter
+//	mov %gs:save,%rax
+//
+// A thread stopped before the store gets rax back from the block and
+// starts again; one stopped after it gets rax back and goes on past the
+// code (a signal handler may count lines too, through the same slot).
+// Coverage is one instruction, movq $1,%gs:counter (65 48 c7 04 25
+// disp32 imm32), with nothing to roll back; and where the flags are dead
+// (s.NoFlags), the count is CountCode's incq, one instruction. Go code is
+// no different: the code touches no stack.
+func (a amd64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
+	counter, save, cover := s.Counter, s.Save, s.Cover
+	if kind != CountPerThread || counter > 1<<31-1 || save > 1<<31-1 {
+		return DepthCode{}, false
+	}
+	if s.NoFlags && !cover {
+		return DepthCode{Code: a.CountCode(kind, counter)}, true
+	}
+	gs := func(c []byte, op byte, disp uint64) []byte {
+		return binary.LittleEndian.AppendUint32(append(c, 0x65, 0x48, op, 0x04, 0x25), uint32(disp))
+	}
+	if cover {
+		return DepthCode{Code: binary.LittleEndian.AppendUint32(gs(nil, 0xc7, counter), 1)}, true
+	}
+	const movStore, movLoad = 0x89, 0x8b
+	c := gs(nil, movStore, save)
+	saved := len(c)
+	c = gs(c, movLoad, counter)
+	c = append(c, 0x48, 0x8d, 0x40, 0x01)
+	c = gs(c, movStore, counter)
+	stored := len(c)
+	c = gs(c, movLoad, save)
+	rax := []SavedReg{{Reg: 0, Offset: save}}
+	return DepthCode{Code: c, Rollback: []Rollback{
+		{From: saved, To: stored, Restore: rax, Resume: 0},
+		{From: stored, To: len(c), Restore: rax, Resume: len(c)},
+	}}, true
+}
+
+// flagsWritten are the instructions that write OF, SF, ZF, AF and PF
+// (some leave AF or more undefined, which no program reads) and read none
+// of them: incq's flags are dead before one (it keeps CF, which ADC and
+// SBB read). Intel SDM Vol. 1, Appendix A, Table A-2.
+var flagsWritten = map[x86asm.Op]bool{
+	x86asm.ADD: true, x86asm.ADC: true, x86asm.SUB: true, x86asm.SBB: true, x86asm.CMP: true,
+	x86asm.TEST: true, x86asm.AND: true, x86asm.OR: true, x86asm.XOR: true, x86asm.NEG: true,
+	x86asm.INC: true, x86asm.DEC: true, x86asm.IMUL: true,
+	x86asm.UCOMISD: true, x86asm.UCOMISS: true, x86asm.COMISD: true, x86asm.COMISS: true,
+}
+
+// flagsUntouched are instructions that read no flag (the shifts may
+// write them, or not for a count of 0: the flags go on to the next
+// instruction either way).
+var flagsUntouched = map[x86asm.Op]bool{
+	x86asm.MOV: true, x86asm.MOVZX: true, x86asm.MOVSX: true, x86asm.MOVSXD: true, x86asm.LEA: true,
+	x86asm.PUSH: true, x86asm.POP: true, x86asm.NOP: true, x86asm.NOT: true, x86asm.BSWAP: true,
+	x86asm.SHL: true, x86asm.SHR: true, x86asm.SAR: true, x86asm.XCHG: true,
+	x86asm.MOVSS: true, x86asm.MOVSD_XMM: true, x86asm.MOVAPS: true, x86asm.MOVAPD: true, x86asm.MOVUPS: true,
+	x86asm.MOVDQA: true, x86asm.MOVDQU: true, x86asm.MOVQ: true, x86asm.MOVD: true, x86asm.PXOR: true,
+	x86asm.CVTSI2SD: true, x86asm.CVTSI2SS: true,
+}
+
+// FlagsDead reports whether the arithmetic flags are dead at the start
+// of code: on the straight path from there, at most 8 instructions, one
+// in flagsWritten comes before any that might read them, or a call or a
+// return (no ABI passes flags to a callee or a caller). A branch, an
+// instruction of another kind or the end of code first: not known,
+// false.
+func (amd64) FlagsDead(code []byte, pc uint64) bool {
+	for range 8 {
+		x, err := decodeAMD64Bare(code, pc)
+		switch {
+		case err != nil:
+			return false
+		case x.Kind == Call || x.Kind == Ret || flagsWritten[x.asm.Op]:
+			return true
+		case !flagsUntouched[x.asm.Op]:
+			return false
+		}
+		code, pc = code[x.Len:], pc+uint64(x.Len)
+	}
+	return false
 }
 
 // DepthCode returns the shadow-stack code of a trampoline (see [Depth]),

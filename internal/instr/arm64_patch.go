@@ -146,7 +146,8 @@ func (a arm64) PlanPatch(fn []byte, start, site uint64) (Patch, error) {
 }
 
 // Trampoline builds the trampoline at addr: prelude, each instruction of
-// p relocated, then B p.End(). Relocation:
+// p relocated (after the code p.Before gives it), then B p.End().
+// Relocation:
 //
 //   - B: B to the same target;
 //   - BL: x30 = the original return address (MOVZ/MOVK), then B target;
@@ -183,6 +184,7 @@ func (arm64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		if err != nil {
 			return Trampoline{}, fmt.Errorf("trampoline at %#x: %w", addr, err)
 		}
+		code = append(code, p.before(off/a64InstLen)...)
 		at := addr + uint64(len(code))
 		words, err := x.relocate(pc, at)
 		if err != nil {
@@ -352,6 +354,32 @@ func (arm64) CountCode(kind CountKind, counter uint64) []byte {
 	return code
 }
 
+// LineCode returns, for CountShared, the count of a line site: CountCode
+// between a push and a pop of x16 and x17, which a body may use as it
+// likes (AAPCS64 frees them only at calls):
+//
+//	stp x16, x17, [sp, #-16]!     a9bf47f0 (C6.2 "STP", pre-index)
+//	CountCode                     MOVZ/MOVK x16; MOVZ x17, #1; STADD
+//	ldp x16, x17, [sp], #16       a8c147f0 ("LDP", post-index)
+//
+// The stack pointer moves before anything is written below it, so a
+// signal frame lands below the saved pair, and Linux arm64 has no red
+// zone for the push to spoil; the flags are not changed. Coverage counts
+// the same way (any count is a cover). Nothing to roll back: the code
+// keeps nothing in memory a signal handler's own count could change. It
+// is not fit for Go code (goStack), whose goroutine stack may end right
+// below the stack pointer (a nosplit function may use all of the stack
+// guard): false.
+func (a arm64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
+	count := a.CountCode(kind, s.Counter)
+	if count == nil || s.Counter%8 != 0 || s.GoStack {
+		return DepthCode{}, false
+	}
+	c := binary.LittleEndian.AppendUint32(nil, 0xa9bf47f0)
+	c = append(c, count...)
+	return DepthCode{Code: binary.LittleEndian.AppendUint32(c, 0xa8c147f0)}, true
+}
+
 // PlanShortPatch fails: a patch is one B already, of full reach.
 func (arm64) PlanShortPatch(fn []byte, start, site uint64) (Patch, error) {
 	return Patch{}, fmt.Errorf("no short jump on arm64: %w", ErrTooShort)
@@ -372,6 +400,15 @@ func (arm64) Jump(from, to uint64) ([]byte, error) {
 // PlanPunPatch fails: a B is one instruction, with nothing to overlap.
 func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
 	return Patch{}, 0, 0, fmt.Errorf("no punned jump on arm64: %w", ErrBranchInto)
+}
+
+// FlagsDead returns false: LineCode does not change the flags, and need
+// not know.
+func (arm64) FlagsDead([]byte, uint64) bool { return false }
+
+// PlanPunPatchTo fails as PlanPunPatch does.
+func (a arm64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint64, uint64, error) {
+	return a.PlanPunPatch(fn, start, site)
 }
 
 // DepthCode returns the shadow-stack code of the table form of [Depth]

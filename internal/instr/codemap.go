@@ -107,6 +107,7 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 			m.inside[i] |= w
 		}
 		m.Jumps = append(m.Jumps, p.Jumps...)
+		m.Refs = append(m.Refs, p.Refs...)
 		for target, rs := range p.Returns {
 			m.Returns[target] = append(m.Returns[target], rs...)
 		}
@@ -116,6 +117,8 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 	}
 	slices.Sort(m.Jumps)
 	m.Jumps = slices.Compact(m.Jumps)
+	slices.Sort(m.Refs)
+	m.Refs = slices.Compact(m.Refs)
 	for target, rs := range m.Returns {
 		slices.Sort(rs)
 		m.Returns[target] = slices.Compact(rs)
@@ -174,6 +177,8 @@ func (m *CodeMap) note(in scanned, pc uint64) {
 		m.Jumps = append(m.Jumps, in.target)
 	case in.kind == Call && in.target != 0:
 		m.Returns[in.target] = append(m.Returns[in.target], pc+uint64(in.n))
+	case in.pcrel && in.target != 0 && in.kind != Jump && in.kind != CondJump:
+		m.Refs = append(m.Refs, in.target)
 	}
 }
 

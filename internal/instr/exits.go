@@ -199,6 +199,11 @@ type CodeScan struct {
 	// Returns has, for the target of each direct call, the addresses
 	// where its calls return.
 	Returns map[uint64][]uint64
+	// Refs are the addresses the PC-relative operands of its other
+	// instructions refer to (lea of a switch's jump table, of a code
+	// label; ADR, ADRP, a literal), sorted: where jump tables and code
+	// pointers may be found.
+	Refs []uint64
 }
 
 // ScanCode decodes code (at start) from end to end. Bytes that do not
@@ -219,10 +224,14 @@ func ScanCode(a Decoder, code []byte, start uint64) CodeScan {
 			s.Jumps = append(s.Jumps, in.target)
 		case in.kind == Call && in.target != 0:
 			s.Returns[in.target] = append(s.Returns[in.target], pc+uint64(in.n))
+		case in.pcrel && in.target != 0 && in.kind != Jump && in.kind != CondJump && in.kind != Call:
+			s.Refs = append(s.Refs, in.target)
 		}
 		off += in.n
 	}
 	slices.Sort(s.Jumps)
 	s.Jumps = slices.Compact(s.Jumps)
+	slices.Sort(s.Refs)
+	s.Refs = slices.Compact(s.Refs)
 	return s
 }

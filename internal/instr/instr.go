@@ -305,6 +305,10 @@ type Patcher interface {
 	// then start in [lo, hi), where the jump with those bytes lands.
 	// ErrBranchInto or ErrTooShort where that cannot be done.
 	PlanPunPatch(fn []byte, start, site uint64) (p Patch, lo, hi uint64, err error)
+	// PlanPunPatchTo is PlanPunPatch with the instructions replaced
+	// given: those from site to stop, which must be shorter than a jump
+	// (a line site whose next instruction something may land on).
+	PlanPunPatchTo(fn []byte, start, site, stop uint64) (p Patch, lo, hi uint64, err error)
 	// PlanExits plans the patch of every exit of the function [start,
 	// end) (fn may go on past end, over the padding after the function):
 	// for each exit of FindExits but the indirect jumps, whole
@@ -333,6 +337,20 @@ type Instrumenter interface {
 	// counter: for CountPerThread, counter is its offset in the thread's
 	// block; for CountShared, its address.
 	CountCode(kind CountKind, counter uint64) []byte
+	// LineCode returns the code that counts line site s in its
+	// trampoline (see [LineSite]). Inside a function body the flags and
+	// every register may be live, so the code changes neither (but the
+	// flags where s says they are dead) and writes nothing below the
+	// stack pointer; where it must save a register, it saves it in the
+	// thread's block, and its Rollback says how a thread stopped inside
+	// is rolled out. False for a kind the architecture does not count
+	// with, or where the code cannot run on a goroutine's stack.
+	LineCode(kind CountKind, s LineSite) (DepthCode, bool)
+	// FlagsDead reports whether the flags are dead at the start of code
+	// (at pc): written, before any instruction reads them, on the one
+	// path from there that a few instructions show; false where that is
+	// not known.
+	FlagsDead(code []byte, pc uint64) bool
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false

@@ -36,6 +36,20 @@ type Patch struct {
 	// Punned holds the bytes after Orig that a punned jump overlaps
 	// without changing them ([Patcher.PlanPunPatch]); nil for other patches.
 	Punned []byte
+	// Before holds, for each of Insts, code the trampoline runs before
+	// that instruction's relocated copy, after the copies of the ones
+	// before it (a line's count, where one patch replaces the first
+	// instructions of several lines); nil, or shorter than Insts, for
+	// none.
+	Before [][]byte
+}
+
+// before returns the code to run before instruction i of p.
+func (p *Patch) before(i int) []byte {
+	if i < len(p.Before) {
+		return p.Before[i]
+	}
+	return nil
 }
 
 // End is the address after the replaced bytes, where a trampoline returns.
@@ -91,6 +105,16 @@ func (t *Trampoline) OrigPC(addr, end, pc uint64) uint64 {
 // jumpBackRoom is an upper bound of the jump back's length at the end of a
 // trampoline on every architecture: a PC within it is past the last copy.
 const jumpBackRoom = 5
+
+// LineSite is what [Instrumenter.LineCode] counts: the counter (as
+// CountCode takes it), the offset in a thread's block where the code may
+// save a register, and whether the count is a cover (the counter set to
+// one), the code runs on a goroutine's stack (a Go module's code), and
+// the flags are dead there ([Instrumenter.FlagsDead]).
+type LineSite struct {
+	Counter, Save           uint64
+	Cover, GoStack, NoFlags bool
+}
 
 // CountKind says how trampolines count on a CPU.
 type CountKind uint8
@@ -162,6 +186,23 @@ func Reason(err error) string {
 		return "no counting"
 	}
 	return "undecodable"
+}
+
+// WholeInsts returns the length of the whole instructions that code,
+// at pc, starts with, decoded one after the other until one does not
+// decode or is cut off by the end of code: where a piece of a function
+// taken at a site may end without cutting an instruction.
+func WholeInsts(a Decoder, code []byte, pc uint64) int {
+	decode := a.scanDecoder()
+	off := 0
+	for off < len(code) {
+		in, err := decode(code[off:], pc+uint64(off))
+		if err != nil || in.n <= 0 || in.n > len(code)-off {
+			break
+		}
+		off += in.n
+	}
+	return off
 }
 
 // branchTargets decodes fn (starting at start) and returns the targets of

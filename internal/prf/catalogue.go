@@ -507,6 +507,21 @@ func EntryNotPatched(fn, file string, err error) *Diagnostic {
 	return newDiag(4647, Warning, err, "function %s in file %s is counted with a breakpoint", fn, file)
 }
 
+// BreakpointLines warns that some line sites could not be patched
+// in-process and are counted with breakpoints, a stop each; why, by
+// reason.
+func BreakpointLines(n, total int, reasons string) *Diagnostic {
+	d := newDiag(4673, Warning, nil, "%d of %d line sites are counted with breakpoints, a stop per pass (%s)", n, total, reasons)
+	d.Hint = "profile --verbose lists them"
+	return d
+}
+
+// LineNotPatched is one line site counted with a breakpoint, listed by
+// profile --verbose.
+func LineNotPatched(line int, file, module string, addr uint64, err error) *Diagnostic {
+	return newDiag(4674, Warning, err, "line %d of file %s in %s is counted with a breakpoint at %#x", line, file, module, addr)
+}
+
 // NoInProcess warns that the program cannot be counted in-process at all:
 // every entry gets a breakpoint.
 func NoInProcess(err error) *Diagnostic {

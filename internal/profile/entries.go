@@ -29,6 +29,9 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 	if p == nil {
 		return nil
 	}
+	if p.err != nil {
+		return p.err
+	}
 	// Planting allocates a little for every entry, all of it live until
 	// the end: collecting meanwhile would only slow the start down.
 	defer debug.SetGCPercent(debug.SetGCPercent(1000))
@@ -49,9 +52,16 @@ type planting struct {
 	bias uint64
 	in   instance
 	maps []mapping
-	// lines is set for a line profile: the breakpoints plant the lines
-	// (plantLines), and nothing else is planted.
-	lines bool
+	// lines is set for a line profile, whose sites are planted and
+	// nothing else: lineSites are the sites left to plant, each with the
+	// lines there (lineTrampolines takes those it can, the breakpoints
+	// the rest), text the code from the first to past the last, and
+	// spans what the breakpoints write there, with the jumps.
+	lines     bool
+	lineSites map[uint64][]int
+	spans     []span
+	// err is why the module cannot be planted at all.
+	err   error
 	items []int      // the functions planted, by index in the plan
 	text  moduleText // their code
 	area  *codeArea
@@ -76,7 +86,7 @@ type planting struct {
 // returns nil when there is nothing to plant.
 func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
 	if !t.plan.Method.IsFunction() {
-		return &planting{mi: mi, bias: bias, in: in, maps: maps, lines: true}
+		return t.newLinePlanting(mi, bias, in, maps)
 	}
 	items := t.plantable(mi, bias)
 	if len(items) == 0 {
@@ -302,25 +312,23 @@ func (et *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
 // area's code, then the jumps with the code between them (writeCode),
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
-	if p.lines {
-		return nil // (plantLines writes its own)
-	}
 	if used := p.area.used(); len(used) > 0 {
 		if err := t.mem.WriteMem(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
 	}
-	var code []span
+	var jumps []span
 	for _, j := range p.jumps {
 		if j.hopCode != nil {
-			code = append(code, span{j.hop, j.hopCode})
+			jumps = append(jumps, span{j.hop, j.hopCode})
 		}
-		code = append(code, span{j.addr, j.jump})
+		jumps = append(jumps, span{j.addr, j.jump})
 	}
-	if err := t.writeCode(p.text, code); err != nil {
-		return fmt.Errorf("patch entries: %w", err)
+	// (The breakpoints of lines go with the jumps, in the same text.)
+	if err := t.writeCode(p.text, append(slices.Clone(p.spans), jumps...)); err != nil {
+		return fmt.Errorf("patch the code: %w", err)
 	}
-	t.wrote(p.mi, p.bias, code)
+	t.wrote(p.mi, p.bias, jumps)
 	if err := t.bp.write(); err != nil {
 		return err
 	}

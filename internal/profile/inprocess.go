@@ -92,6 +92,9 @@ type counters struct {
 	rings       bool
 	ringAt      uint64
 	calibration [2]uint64
+	// saves is set when line trampolines save a register in the block
+	// (instr.Instrumenter.LineCode), which a signal rolls them out of.
+	saves bool
 }
 
 // depthSlots is the size of a thread's shadow stack: nesting deeper than
@@ -202,7 +205,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && c.rings) }
+func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.rings || c.saves)) }
 
 // keepsDepth reports whether trampolines keep the call depth.
 func (c *counters) keepsDepth() bool { return c != nil && (c.depthAt != 0 || (c.table && !c.rings)) }
@@ -397,9 +400,17 @@ func (t *tracer) threadEnded(tid int) {
 	}
 }
 
-// addCounts adds the in-process counts to hits: every block used but the
-// discard block.
+// addCounts adds the in-process counts to hits (totals).
 func (c *counters) addCounts(hits []uint64) {
+	for i, n := range c.totals(len(hits)) {
+		hits[i] += n
+	}
+}
+
+// totals returns the first n counters summed over every block used but
+// the discard block, less what vfork children added.
+func (c *counters) totals(n int) []uint64 {
+	sums := make([]uint64, n)
 	mem := c.shared.Bytes()
 	last := c.next
 	if c.kind == instr.CountShared {
@@ -407,13 +418,14 @@ func (c *counters) addCounts(hits []uint64) {
 	}
 	for b := 1; b < last; b++ {
 		block := mem[uint64(b)*c.blockSize:]
-		for i := range hits {
-			hits[i] += binary.LittleEndian.Uint64(block[i*8:])
+		for i := range sums {
+			sums[i] += binary.LittleEndian.Uint64(block[i*8:])
 		}
 	}
-	for i, d := range c.discount {
-		hits[i] -= d
+	for i, d := range c.discount[:min(n, len(c.discount))] {
+		sums[i] -= d
 	}
+	return sums
 }
 
 // callDepth is the deepest nesting any thread reached.
@@ -562,7 +574,9 @@ func (c *counters) forget(lo, hi uint64) {
 // to share a block (SharedBlocks).
 func (c *counters) collect() {
 	t := c.t
-	c.addCounts(t.hits)
+	if t.plan.Method.IsFunction() {
+		c.addCounts(t.hits) // (lines: lineTrampolines.collect)
+	}
 	t.callDepth = c.callDepth()
 	if c.overflow {
 		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -15,20 +16,16 @@ import (
 // first hit. Two lines may share a site (an inlined call's line and its
 // callee's first line start at one address): a hit there counts for both.
 
-// plantLines plants the breakpoints of the lines of the module of
-// planting p. The module's code is read once and the breakpoints are written with the
-// code between them (writeCode); each site's slot is reserved in one
-// area, and written at the site's first hit (displaceLater): a program
-// of 120,000 lines starts in a third of a second. A site where the
-// module's code, decoded (t.scan.code), has no instruction boundary is not
-// planted, whatever the plan says (PRF4624).
-func (bp *breakpoints) plantLines(p *planting) error {
-	t, mi, bias := bp.t, p.mi, p.bias
-	items := map[uint64][]int{} // site -> the lines there
+// newLinePlanting prepares the planting of the lines of module mi,
+// loaded with bias, mapped as in: its sites (a site where the module's
+// code, decoded (t.scan.code), has no instruction boundary is not
+// planted, whatever the plan says: PRF4624), the module's code from the
+// first to past the last, read once, and one area for the trampolines
+// of the sites counted in-process and the slots of the others. It
+// returns nil when there is nothing to plant.
+func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
+	sites := map[uint64][]int{} // site -> the lines there
 	coverage := t.plan.Method.IsCoverage()
-	if coverage && bp.lineSites == nil {
-		bp.lineSites = make([][]*site, len(t.plan.Lines))
-	}
 	for i, l := range t.plan.Lines {
 		if l.Module != mi || (coverage && t.hits[i] != 0) {
 			// (A line covered in an earlier load of a library is
@@ -40,55 +37,76 @@ func (bp *breakpoints) plantLines(p *planting) error {
 				t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(&l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}
-			items[a+bias] = append(items[a+bias], i)
+			sites[a+bias] = append(sites[a+bias], i)
 		}
 	}
-	if len(items) == 0 {
+	if len(sites) == 0 {
 		return nil
 	}
-	addrs := make([]uint64, 0, len(items))
-	for a := range items {
-		addrs = append(addrs, a)
+	lo, hi := ^uint64(0), uint64(0)
+	for a := range sites {
+		lo, hi = min(lo, a), max(hi, a)
 	}
-	slices.Sort(addrs)
+	p := &planting{mi: mi, bias: bias, in: in, maps: maps, lines: true, lineSites: sites}
 	// The module's code from the first site to past the last: one read.
-	if span := addrs[len(addrs)-1] - addrs[0]; span > 1<<30 {
-		return fmt.Errorf("plant breakpoints: the lines of %s span %#x bytes of code, more than a module holds: the plan does not describe this program", t.plan.Modules[mi].Name, span)
+	if hi-lo > 1<<30 {
+		p.err = fmt.Errorf("plant lines: the lines of %s span %#x bytes of code, more than a module holds: the plan does not describe this program", t.plan.Modules[mi].Name, hi-lo)
+		return p
 	}
-	text := moduleText{start: addrs[0], b: make([]byte, addrs[len(addrs)-1]-addrs[0]+uint64(t.arch.MaxInstLen()))}
-	if err := t.mem.ReadMem(text.start, text.b); err != nil {
+	p.text = moduleText{start: lo, b: make([]byte, hi-lo+lineCell/2+uint64(t.arch.MaxInstLen()))}
+	if err := t.readCode(lo, p.text.b); err != nil {
 		// (The last instruction may end the mapping.)
-		text.b = text.b[:addrs[len(addrs)-1]-addrs[0]+1]
-		if err := t.mem.ReadMem(text.start, text.b); err != nil {
-			return fmt.Errorf("read code of %s: %w", t.plan.Modules[mi].Name, err)
+		p.text.b = p.text.b[:hi-lo+1]
+		if err := t.mem.ReadMem(lo, p.text.b); err != nil {
+			p.err = fmt.Errorf("read code of %s: %w", t.plan.Modules[mi].Name, err)
+			return p
 		}
 	}
-	slot := uint64((t.arch.SlotSize() + 15) &^ 15)
-	area := t.areaNear(p.in, p.maps, uint64(len(addrs))*slot).base
+	cell := uint64((t.arch.SlotSize() + 15) &^ 15)
+	if t.lines != nil {
+		cell += lineCell // (a trampoline is planned for each site first)
+	}
+	p.area = t.areaNear(in, maps, uint64(len(sites))*cell)
+	return p
+}
+
+// plantLines plants a breakpoint at each line site of planting p left to
+// it (p.lineSites), written with the code between them (writePlanting);
+// each site's slot is reserved in the area, and written at the site's
+// first hit (displaceLater): a program of 120,000 lines starts in a
+// third of a second with breakpoints alone.
+func (bp *breakpoints) plantLines(p *planting) error {
+	t := bp.t
+	if len(p.lineSites) == 0 {
+		return nil
+	}
+	coverage := t.plan.Method.IsCoverage()
+	if coverage && bp.lineSites == nil {
+		bp.lineSites = make([][]*site, len(t.plan.Lines))
+	}
+	addrs := slices.Sorted(maps.Keys(p.lineSites))
+	slot := (t.arch.SlotSize() + 15) &^ 15
 	brk := t.arch.Breakpoint()
-	spans := make([]span, 0, len(addrs))
 	sites := make([]site, len(addrs)) // (one allocation for all)
 	for n, addr := range addrs {
-		code := text.b[addr-text.start:]
+		code := p.text.b[addr-p.text.start:]
 		code = code[:min(len(code), t.arch.MaxInstLen())]
 		cell := uint64(0)
-		if area != 0 {
-			cell = area + uint64(n)*slot
+		if p.area.mapped() {
+			cell = p.area.alloc(slot)
 		}
-		lines := items[addr]
+		lines := p.lineSites[addr]
 		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(brk)], slot: cell,
 			pending: true, code: code}
 		bp.sites[addr] = &sites[n]
-		spans = append(spans, span{addr, brk})
+		p.spans = append(p.spans, span{addr, brk})
 		if coverage {
 			for _, i := range lines {
 				bp.lineSites[i] = append(bp.lineSites[i], &sites[n])
 			}
 		}
 	}
-	if err := t.writeCode(text, spans); err != nil {
-		return fmt.Errorf("plant breakpoints: %w", err)
-	}
+	p.lineSites = nil
 	return nil
 }
 

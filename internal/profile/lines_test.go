@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"debug/elf"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -190,4 +191,69 @@ func TestDisplaceStaleFails(t *testing.T) {
 			t.Errorf("pending %v: error %v, displaced %v; want an error naming 0x401000", s.pending, err, s.displaced)
 		}
 	}
+}
+
+// TestLineSignalsInProbes: a line site where the flags are live (the
+// spin loop's conditional jump in lines.c, at -O0) counts with code that
+// saves a register in the thread's block; another thread sends the
+// spinning one SIGUSR1 every 200 µs, whose handler counts a line too.
+// Threads stopped inside that code are rolled out of it before the
+// handler runs (some are, in a run of this length), and every pass is
+// counted once: the jump runs SPIN+1 times, the loop's result is the
+// program's own.
+func TestLineSignalsInProbes(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.ThreadBlocks() {
+		t.Skip("line counts save no register here")
+	}
+	prog := testutil.BuildC(t, "lines", "-O0", "-pthread")
+	native, err := exec.Command(prog, "10", "3000000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spun := strings.Fields(string(native))[3]
+	plan := linePlan(t, prog, datafile.LineCounting, "spin")
+	jcc := condJumpIn(t, prog, &plan.Funcs[0])
+	plan.Lines = []datafile.Line{{File: 0, Line: 1, Addrs: []uint64{jcc}}}
+	plan.ID = datafile.PlanID(plan)
+	got := runPlan(t, plan, prog, "10", "3000000")
+	if !strings.Contains(got.stdout, spun) {
+		t.Errorf("output %q, natively %q", got.stdout, native)
+	}
+	if hits := got.res.Counts.Stats.Hits[0]; hits != 3000001 {
+		t.Errorf("the loop's jump: %d hits, want 3,000,001", hits)
+	}
+	if got.res.RolledBack == 0 {
+		t.Errorf("no thread was stopped inside the count's code: the test proves nothing (output %q)", got.stdout)
+	}
+	t.Logf("%d threads rolled out of the count's code; %s", got.res.RolledBack, got.stdout)
+}
+
+// condJumpIn returns the address of the first conditional jump of
+// function f of prog.
+func condJumpIn(t *testing.T, prog string, f *datafile.Func) uint64 {
+	t.Helper()
+	ef, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, _ := instr.ForMachine(ef.Machine)
+	for pc := f.Low; pc < f.High; {
+		in, err := arch.Decode(code[pc-text.Addr:], pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Kind == instr.CondJump {
+			return pc
+		}
+		pc += uint64(in.Len)
+	}
+	t.Fatalf("no conditional jump in %s", f.Name)
+	return 0
 }

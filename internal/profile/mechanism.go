@@ -70,7 +70,7 @@ type mechanism interface {
 // mechanisms returns the mechanisms of the run, in the order a stop is
 // offered to them.
 func (t *tracer) mechanisms() []mechanism {
-	ms := make([]mechanism, 0, 4)
+	ms := make([]mechanism, 0, 5)
 	if t.entries != nil {
 		ms = append(ms, t.entries)
 	}
@@ -79,6 +79,9 @@ func (t *tracer) mechanisms() []mechanism {
 	}
 	if t.rings != nil {
 		ms = append(ms, t.rings)
+	}
+	if t.lines != nil {
+		ms = append(ms, t.lines)
 	}
 	return append(ms, t.bp)
 }

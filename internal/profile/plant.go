@@ -97,9 +97,15 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	// The counters' file name, for the program to open, goes in a page
 	// of its own.
+	items := t.plan.NumItems()
+	var lines *lineTrampolines
+	if !t.plan.Method.IsFunction() {
+		lines = newLineTrampolines(t)
+		items = lines.counters()
+	}
 	own, err := t.mmap(0, t.pageSize)
 	if err == nil {
-		t.counters, err = t.newCounters(kind, t.plan.NumItems(), own)
+		t.counters, err = t.newCounters(kind, items, own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
@@ -108,7 +114,13 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 		}
 		return nil
 	}
-	t.entries = &entryTrampolines{t: t}
+	if lines != nil {
+		t.lines = lines
+		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.counters.counterRef(0), Save: lines.save, Cover: lines.cover})
+		t.counters.saves = len(code.Rollback) > 0
+	} else {
+		t.entries = &entryTrampolines{t: t}
+	}
 	if err := t.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
@@ -140,7 +152,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 // included.
 func (t *tracer) chooseMechanism() instr.CountKind {
 	var count instr.CountKind
-	if !t.cfg.Breakpoints && t.books == nil && t.plan.Method.IsFunction() {
+	if !t.cfg.Breakpoints && t.books == nil {
 		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
 		if err == nil {
 			count, err = t.arch.Counting(hwcap)
@@ -174,7 +186,9 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 			t.warnBooks()
 		}
 	}
-	t.bp.removeAtHit = t.plan.Method.IsCoverage() && count == 0 && t.books == nil
+	// (Line coverage's breakpoints, where a line site takes no jump, are
+	// removed at their first hit too.)
+	t.bp.removeAtHit = t.plan.Method.IsCoverage() && (count == 0 || !t.plan.Method.IsFunction()) && t.books == nil
 	return count
 }
 
@@ -213,6 +227,9 @@ func (t *tracer) reportFallBacks() {
 		})
 		t.cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, reasons))
 	}
+	if t.lines != nil {
+		t.lines.report()
+	}
 	// (A library planted later is reported on its own.)
 	if t.entries != nil {
 		t.entries.fellBack, t.entries.patched = nil, 0
@@ -225,17 +242,25 @@ func (t *tracer) reportFallBacks() {
 // reasons counts the sites of list by reason, in a few words each, and
 // with --verbose warns about each with one.
 func (t *tracer) reasons(list []fallBack, one func(fallBack, *datafile.Func, string) *prf.Diagnostic) string {
+	return t.byReason(len(list), func(n int) error { return list[n].err }, func(n int) *prf.Diagnostic {
+		f := &t.plan.Funcs[list[n].item]
+		return one(list[n], f, t.plan.Modules[f.Module].Name)
+	})
+}
+
+// byReason counts n sites by the reason of each (errOf), in a few words
+// each, and with --verbose warns about each (one).
+func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagnostic) string {
 	byReason := map[string]int{}
 	var reasons []string
-	for _, fb := range list {
-		r := fallBackReason(fb.err)
+	for i := range n {
+		r := fallBackReason(errOf(i))
 		if byReason[r] == 0 {
 			reasons = append(reasons, r)
 		}
 		byReason[r]++
 		if t.cfg.Verbose {
-			f := &t.plan.Funcs[fb.item]
-			t.cfg.Warn(one(fb, f, t.plan.Modules[f.Module].Name))
+			t.cfg.Warn(one(i))
 		}
 	}
 	var out []string

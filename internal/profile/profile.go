@@ -86,6 +86,10 @@ type Result struct {
 	Hits        uint64
 	FullRings   uint64
 	ReturnSites int
+	// RolledBack counts the threads a signal stopped inside
+	// instrumentation code that saves registers in the thread's block,
+	// rolled out of it before their handler ran (for tests).
+	RolledBack uint64
 	// EndCheck is what comparing the program's code with PROFILE's
 	// patches took when the program ended (watch.go; for benchmarks).
 	EndCheck time.Duration

@@ -24,7 +24,7 @@ import (
 // symbol table's function starts too.
 func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias uint64) {
 	t.scan.code = t.scanModule(maps, in, mi, bias)
-	if !t.plan.Method.IsFunction() {
+	if !t.plan.Method.IsFunction() && t.lines == nil {
 		return
 	}
 	for _, cm := range t.scan.code {
@@ -35,7 +35,7 @@ func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias
 	}
 	slices.Sort(t.scan.landings)
 	t.scan.landings = slices.Compact(t.scan.landings)
-	if t.rings == nil {
+	if t.rings == nil || !t.plan.Method.IsFunction() {
 		return
 	}
 	if t.scan.returns == nil {

@@ -68,6 +68,7 @@ func (t *tracer) rollBack(th *thread) error {
 	if !t.counters.rollBack(&t.regs) {
 		return nil
 	}
+	t.rolledBack++
 	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}

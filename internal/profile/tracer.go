@@ -127,6 +127,11 @@ type tracer struct {
 	counters *counters
 	// entries plants function entries in-process (entries.go).
 	entries *entryTrampolines
+	// lines plants line sites in-process (linetramps.go).
+	lines *lineTrampolines
+	// rolledBack counts the threads rolled out of instrumentation code
+	// for a signal (Result.RolledBack).
+	rolledBack uint64
 	// rings are the threads' rings, when the books are fed from them
 	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
 	rings *rings
@@ -324,6 +329,7 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 		m.collect(res)
 	}
 	res.EndCheck = t.watch.checked
+	res.RolledBack = t.rolledBack
 	res.Counts = t.counts(start, res)
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -207,6 +208,11 @@ func (t *tracer) checkCode() {
 		end := a + uint64(max(len(sites[i].code), len(bp)))
 		if i+1 < len(addrs) {
 			end = min(end, addrs[i+1])
+		}
+		// (Nor past the jumps written after it: a line's next site may
+		// have taken one.)
+		if w := sort.Search(len(written), func(w int) bool { return written[w].addr > a }); w < len(written) {
+			end = min(end, max(written[w].addr, a+uint64(len(bp))))
 		}
 		sizes[i] = int(end - a)
 	}
