@@ -102,20 +102,21 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	defer signal.Stop(sigs)
 
 	res, err := profile.Run(profile.Config{
-		Plan:        plan,
-		PlanPath:    pbi,
-		Path:        path,
-		Args:        append([]string{program}, args...),
-		CommandLine: commandLine(program, args),
-		Env:         os.Environ(),
-		Dir:         dir,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		Signals:     sigs,
-		Warn:        warn,
-		Breakpoints: o.breakpoints,
-		Verbose:     o.verbose,
+		Plan:          plan,
+		PlanPath:      pbi,
+		Path:          path,
+		Args:          append([]string{program}, args...),
+		CommandLine:   commandLine(program, args),
+		Env:           os.Environ(),
+		Dir:           dir,
+		Stdin:         os.Stdin,
+		Stdout:        os.Stdout,
+		Stderr:        os.Stderr,
+		Signals:       sigs,
+		Warn:          warn,
+		Breakpoints:   o.breakpoints,
+		EveryLineSite: o.everyLineSite,
+		Verbose:       o.verbose,
 	})
 	if err != nil {
 		return 0, err

@@ -11,6 +11,7 @@ type options struct {
 	exitCode       bool   // /X: exit with the program's status
 	sampleInterval int    // /S, or -1 when not given
 	breakpoints    bool   // --breakpoints: no in-process trampolines
+	everyLineSite  bool   // --every-line-site: no counts shared in a block
 	verbose        bool   // --verbose: list the entries that keep a breakpoint
 }
 
@@ -56,9 +57,12 @@ var tool = cli.Tool[options]{
 		{Long: "breakpoints",
 			Set:     func(o *options, _ cli.Value) { o.breakpoints = true },
 			Section: secRunning, Help: "count with breakpoints, a stop per call"},
+		{Long: "every-line-site",
+			Set:     func(o *options, _ cli.Value) { o.everyLineSite = true },
+			Section: secRunning, Help: "line profiles: probe every site, none sharing a block's count (a test mode)"},
 		{Long: "verbose",
 			Set:     func(o *options, _ cli.Value) { o.verbose = true },
-			Section: secRunning, Help: "list the entries that keep a breakpoint"},
+			Section: secRunning, Help: "list the entries and line sites that keep a breakpoint"},
 		cli.UsageOption[options]("?", 1, "Display PROFILE usage"),
 		cli.LongHelpOption[options](),
 		cli.VersionOption[options](),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +181,84 @@ func TestRuntimeReadersBadFiles(t *testing.T) {
 		if r, err := ReadRendezvous(path); err == nil {
 			t.Errorf("%s: rendezvous %+v and no error", path, r)
 		}
+	}
+}
+
+// codePointersSrc has code pointers in data: a table of functions and a
+// computed goto's table of labels, whose offsets from interp it prints.
+const codePointersSrc = `#include <stdio.h>
+int one(int x) { return x + 1; }
+int two(int x) { return x + 2; }
+int (*const table[])(int) = {one, two};
+__attribute__((noinline)) int interp(const unsigned char *c, int print) {
+    static void *const disp[] = {&&inc, &&end};
+    int acc = 0;
+    if (print) {
+        printf("%ld %ld\n", (long)((char *)&&inc - (char *)interp), (long)((char *)&&end - (char *)interp));
+        return 0;
+    }
+    goto *disp[*c++];
+inc:
+    acc++;
+    goto *disp[*c++];
+end:
+    return acc;
+}
+int main(int argc, char **argv) {
+    static const unsigned char prog[] = {0, 0, 1};
+    if (argc > 1)
+        return interp(prog, 1);
+    return interp(prog, 0) + table[argc & 1](argc);
+}
+`
+
+// TestCodePointers: the functions of a table and the labels of a
+// computed goto's table are among a program's code pointers, read from
+// its relocations (PIE) or its data's words (not PIE); a missing file
+// has none.
+func TestCodePointers(t *testing.T) {
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	for _, flags := range [][]string{{"-O2", "-pie", "-fPIE"}, {"-O2", "-no-pie", "-fno-pie"}} {
+		dir := t.TempDir()
+		src, prog := filepath.Join(dir, "p.c"), filepath.Join(dir, "p")
+		if err := os.WriteFile(src, []byte(codePointersSrc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(cc, append(flags, "-o", prog, src)...).CombinedOutput(); err != nil {
+			t.Skipf("gcc %v: %v\n%s", flags, err, b)
+		}
+		out, err := exec.Command(prog, "print").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inc, end int64
+		if _, err := fmt.Sscan(string(out), &inc, &end); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		syms := readelfSymbols(t, prog, "FUNC")
+		at := func(name string) uint64 { return syms[name][0] }
+		ptrs := ReadCodePointers(prog)
+		for name, want := range map[string]uint64{"one": at("one"), "two": at("two"),
+			"inc": at("interp") + uint64(inc), "end": at("interp") + uint64(end)} {
+			if _, ok := slices.BinarySearch(ptrs, want); !ok {
+				t.Errorf("%v: %s at %#x is not among the code pointers %#x", flags, name, want, ptrs)
+			}
+		}
+	}
+	if ReadCodePointers(filepath.Join(t.TempDir(), "none")) != nil {
+		t.Error("code pointers of a missing file")
+	}
+}
+
+// TestIsGo: a C program is not Go's; this test binary is.
+func TestIsGo(t *testing.T) {
+	if ReadIsGo(buildC(t, "-O1")) {
+		t.Error("a C program taken for Go")
+	}
+	if self, err := os.Executable(); err == nil && !ReadIsGo(self) {
+		t.Error("this test binary not taken for Go")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -69,6 +70,31 @@ func (amd64) bareDecoder() decodeFunc {
 
 // scanDecoder returns scanAMD64, the fast path of amd64_scan.go.
 func (amd64) scanDecoder() scanFunc { return scanAMD64 }
+
+// breaksFlow: the scan's branches and calls, and after the prefixes
+// (legacy and REX) ret, int3, int, into, iret, hlt, syscall, sysret,
+// sysenter, sysexit, ud0, ud1, ud2, and FF /2 to /5 (indirect calls and
+// jumps).
+func (amd64) breaksFlow(code []byte, in scanned) bool {
+	if in.kind == Jump || in.kind == CondJump || in.kind == Call {
+		return true
+	}
+	b := code[:min(len(code), in.n)]
+	for len(b) > 0 && (b[0]&0xf0 == 0x40 || slices.Contains([]byte{0x66, 0x67, 0xf0, 0xf2, 0xf3, 0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65}, b[0])) {
+		b = b[1:]
+	}
+	switch {
+	case len(b) == 0:
+		return true
+	case b[0] >= 0xc2 && b[0] <= 0xc3, b[0] >= 0xca && b[0] <= 0xcf, b[0] == 0xf4:
+		return true
+	case b[0] == 0x0f && len(b) > 1:
+		return slices.Contains([]byte{0x05, 0x07, 0x0b, 0x34, 0x35, 0xb9, 0xff}, b[1])
+	case b[0] == 0xff && len(b) > 1:
+		return b[1]>>3&7 >= 2 && b[1]>>3&7 <= 5
+	}
+	return false
+}
 
 // SP returns rsp.
 func (amd64) SP(r Regs) uint64 { return r.Reg(amd64RSP) }

@@ -474,18 +474,63 @@ var flagsUntouched = map[x86asm.Op]bool{
 // false.
 func (amd64) FlagsDead(code []byte, pc uint64) bool {
 	for range 8 {
-		x, err := decodeAMD64Bare(code, pc)
-		switch {
-		case err != nil:
-			return false
-		case x.Kind == Call || x.Kind == Ret || flagsWritten[x.asm.Op]:
-			return true
-		case !flagsUntouched[x.asm.Op]:
-			return false
+		n, flags := flagsFast(code, pc)
+		if flags == flagsUnknown {
+			x, err := decodeAMD64Bare(code, pc)
+			switch {
+			case err != nil:
+				return false
+			case x.Kind == Call || x.Kind == Ret || flagsWritten[x.asm.Op]:
+				flags = flagsKilled
+			case flagsUntouched[x.asm.Op]:
+				flags = flagsKept
+			default:
+				return false
+			}
+			n = x.Len
 		}
-		code, pc = code[x.Len:], pc+uint64(x.Len)
+		if flags == flagsKilled {
+			return true
+		}
+		code, pc = code[n:], pc+uint64(n)
 	}
 	return false
+}
+
+// What an instruction does to the flags, for FlagsDead.
+const (
+	flagsUnknown = iota // ask x86asm
+	flagsKilled         // written before read, or a call or a return
+	flagsKept           // neither read nor (always) written
+)
+
+// flagsFast classifies the commonest instructions by their opcode byte,
+// after a REX or operand-size prefix, with their length from the scan's
+// fast path: the ALU operations (00-3D, 80-85, A8, A9: add, or, adc,
+// sbb, and, sub, xor, cmp, test) write the flags; mov, lea, movsxd, push
+// and pop (50-5F, 63, 88-8B, 8D, B0-BF, C6, C7) leave them; call (E8)
+// and ret (C3) end the search. TestFlagsFastAgrees holds it to x86asm.
+func flagsFast(code []byte, pc uint64) (int, int) {
+	in, ok := scanAMD64Fast(code, pc)
+	if !ok || len(code) == 0 {
+		return 0, flagsUnknown
+	}
+	b := code
+	for len(b) > 1 && (b[0]&0xf0 == 0x40 || b[0] == 0x66) {
+		b = b[1:]
+	}
+	op := b[0]
+	switch {
+	case op < 0x40 && op&7 <= 5 && op != 0x0f, op >= 0x80 && op <= 0x85 && op != 0x82, op == 0xa8, op == 0xa9:
+		return in.n, flagsKilled
+	case op == 0xe8 || op == 0xc3:
+		return in.n, flagsKilled
+	case op >= 0x50 && op <= 0x5f, op == 0x63, op >= 0x88 && op <= 0x8b, op == 0x8d, op >= 0xb0 && op <= 0xbf:
+		return in.n, flagsKept
+	case (op == 0xc6 || op == 0xc7) && len(b) > 1 && b[1]>>3&7 == 0:
+		return in.n, flagsKept
+	}
+	return 0, flagsUnknown
 }
 
 // DepthCode returns the shadow-stack code of a trampoline (see [Depth]),

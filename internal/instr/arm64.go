@@ -64,6 +64,15 @@ func (arm64) instAlign() int { return a64InstLen }
 // text.
 func (arm64) bareDecoder() decodeFunc { return decodeARM64Inst }
 
+// breaksFlow: branches, calls and returns, traps (UDF, BRK, HLT, HVC,
+// SMC) and SVC.
+func (arm64) breaksFlow(code []byte, in scanned) bool {
+	if in.kind == Jump || in.kind == CondJump || in.kind == Call || in.kind == Ret || in.kind == Trap || len(code) < a64InstLen {
+		return true
+	}
+	return binary.LittleEndian.Uint32(code)&0xffe0001f == 0xd4000001 // SVC
+}
+
 // scanDecoder returns Decode's findings: there is no fast path.
 func (arm64) scanDecoder() scanFunc {
 	return func(code []byte, pc uint64) (scanned, error) {

@@ -208,7 +208,7 @@ func (m *CodeMap) decodeFunc(f [2]uint64) error {
 		if in.n <= 0 {
 			return fmt.Errorf("at %#x: %w", pc, ErrNotDecoded) // never: a guard against a loop
 		}
-		if in.kind != Other {
+		if in.kind != Other || in.pcrel {
 			m.note(in, pc)
 		}
 		m.mark(pc, in.n, true)

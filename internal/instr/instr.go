@@ -180,6 +180,10 @@ type Decoder interface {
 	// instruction only what [scanned] holds: a fast path where the
 	// architecture has one, or Decode.
 	scanDecoder() scanFunc
+	// breaksFlow reports whether the instruction code starts with, in
+	// as scanned, may leave for anywhere but the next instruction: a
+	// branch or call, a return, a system call (exit), a trap.
+	breaksFlow(code []byte, in scanned) bool
 }
 
 // decodeFunc decodes the instruction at the start of code, at pc. The

@@ -188,6 +188,29 @@ func Reason(err error) string {
 	return "undecodable"
 }
 
+// StraightTo reports whether code, at pc, always runs on to the address
+// to: the instructions from pc to to fall through, each to the next (no
+// branch, call, return, system call or trap among them), and one begins
+// at to. Whatever passes at pc then passes at to, barring a signal
+// whose handler does not return.
+func StraightTo(a Decoder, code []byte, pc, to uint64) bool {
+	decode := a.scanDecoder()
+	for off := uint64(0); pc+off < to; {
+		if off >= uint64(len(code)) {
+			return false
+		}
+		in, err := decode(code[off:], pc+off)
+		if err != nil || in.n <= 0 || a.breaksFlow(code[off:], in) {
+			return false
+		}
+		off += uint64(in.n)
+		if pc+off > to {
+			return false
+		}
+	}
+	return true
+}
+
 // WholeInsts returns the length of the whole instructions that code,
 // at pc, starts with, decoded one after the other until one does not
 // decode or is cut off by the end of code: where a piece of a function

@@ -58,7 +58,7 @@ type planting struct {
 	// the rest), text the code from the first to past the last, and
 	// spans what the breakpoints write there, with the jumps.
 	lines     bool
-	lineSites map[uint64][]int
+	lineSites *lineSiteSet
 	spans     []span
 	// err is why the module cannot be planted at all.
 	err   error

@@ -1,8 +1,8 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -24,7 +24,11 @@ import (
 // of the sites counted in-process and the slots of the others. It
 // returns nil when there is nothing to plant.
 func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
-	sites := map[uint64][]int{} // site -> the lines there
+	type siteLine struct {
+		addr uint64
+		line int
+	}
+	var pairs []siteLine
 	coverage := t.plan.Method.IsCoverage()
 	for i, l := range t.plan.Lines {
 		if l.Module != mi || (coverage && t.hits[i] != 0) {
@@ -37,16 +41,30 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 				t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(&l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}
-			sites[a+bias] = append(sites[a+bias], i)
+			pairs = append(pairs, siteLine{a + bias, i})
 		}
 	}
-	if len(sites) == 0 {
+	if len(pairs) == 0 {
 		return nil
 	}
-	lo, hi := ^uint64(0), uint64(0)
-	for a := range sites {
-		lo, hi = min(lo, a), max(hi, a)
+	slices.SortStableFunc(pairs, func(a, b siteLine) int { return cmp.Compare(a.addr, b.addr) })
+	sites := &lineSiteSet{}
+	for _, pr := range pairs {
+		if n := len(sites.addrs); n > 0 && sites.addrs[n-1] == pr.addr {
+			sites.lines[n-1] = append(sites.lines[n-1], pr.line)
+			continue
+		}
+		sites.addrs = append(sites.addrs, pr.addr)
+		sites.lines = append(sites.lines, []int{pr.line})
 	}
+	sites.done, sites.left = make([]bool, len(sites.addrs)), len(sites.addrs)
+	if t.lines != nil {
+		sites.counter = make([]int, len(sites.addrs))
+		for n, a := range sites.addrs {
+			sites.counter[n] = t.lines.index[siteKey{mi, a - bias}]
+		}
+	}
+	lo, hi := sites.addrs[0], sites.addrs[len(sites.addrs)-1]
 	p := &planting{mi: mi, bias: bias, in: in, maps: maps, lines: true, lineSites: sites}
 	// The module's code from the first site to past the last: one read.
 	if hi-lo > 1<<30 {
@@ -66,8 +84,41 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 	if t.lines != nil {
 		cell += lineCell // (a trampoline is planned for each site first)
 	}
-	p.area = t.areaNear(in, maps, uint64(len(sites))*cell)
+	p.area = t.areaNear(in, maps, uint64(len(sites.addrs))*cell)
 	return p
+}
+
+// lineSiteSet are the line sites of a module being planted, sorted by
+// address: each with the lines there, its counter (in-process), and
+// whether a mechanism took it (done); left counts the others.
+type lineSiteSet struct {
+	addrs   []uint64
+	lines   [][]int
+	counter []int
+	done    []bool
+	left    int
+}
+
+// find returns the index of the site at addr, or -1.
+func (s *lineSiteSet) find(addr uint64) int {
+	if n, ok := slices.BinarySearch(s.addrs, addr); ok {
+		return n
+	}
+	return -1
+}
+
+// take marks the site at addr taken.
+func (s *lineSiteSet) take(addr uint64) {
+	if n := s.find(addr); n >= 0 && !s.done[n] {
+		s.done[n] = true
+		s.left--
+	}
+}
+
+// taken reports whether the site at addr was taken.
+func (s *lineSiteSet) taken(addr uint64) bool {
+	n := s.find(addr)
+	return n >= 0 && s.done[n]
 }
 
 // plantLines plants a breakpoint at each line site of planting p left to
@@ -77,25 +128,30 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 // third of a second with breakpoints alone.
 func (bp *breakpoints) plantLines(p *planting) error {
 	t := bp.t
-	if len(p.lineSites) == 0 {
+	ls := p.lineSites
+	if ls == nil || ls.left == 0 {
 		return nil
 	}
 	coverage := t.plan.Method.IsCoverage()
 	if coverage && bp.lineSites == nil {
 		bp.lineSites = make([][]*site, len(t.plan.Lines))
 	}
-	addrs := slices.Sorted(maps.Keys(p.lineSites))
 	slot := (t.arch.SlotSize() + 15) &^ 15
 	brk := t.arch.Breakpoint()
-	sites := make([]site, len(addrs)) // (one allocation for all)
-	for n, addr := range addrs {
+	sites := make([]site, 0, ls.left) // (one allocation for all)
+	for k, addr := range ls.addrs {
+		if ls.done[k] {
+			continue
+		}
+		n := len(sites)
+		sites = sites[:n+1]
 		code := p.text.b[addr-p.text.start:]
 		code = code[:min(len(code), t.arch.MaxInstLen())]
 		cell := uint64(0)
 		if p.area.mapped() {
 			cell = p.area.alloc(slot)
 		}
-		lines := p.lineSites[addr]
+		lines := ls.lines[k]
 		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(brk)], slot: cell,
 			pending: true, code: code}
 		bp.sites[addr] = &sites[n]

@@ -12,8 +12,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/sourceprofiler/sprof/internal/elfid"
@@ -45,9 +45,11 @@ type lineTrampolines struct {
 	cover bool
 	// index is each site's counter; lines are the lines of each counter's
 	// site. Both come from the plan, so that a library loaded twice
-	// counts into the same counters.
+	// counts into the same counters. alias gives, for a site that shares
+	// the count of an earlier site of its block, that site's counter.
 	index map[siteKey]int
 	lines [][]int
+	alias map[int]int
 	// save is the offset in a thread's block where the count code may
 	// save a register (instr.Instrumenter.LineCode).
 	save uint64
@@ -60,6 +62,8 @@ type lineTrampolines struct {
 	// punPages are the pages mapped for punned jumps' trampolines: each
 	// its address and where its free room starts.
 	punPages [][2]uint64
+	// sweep takes covered lines' jumps out (coverage; linesweep.go).
+	sweep *sweeper
 }
 
 // lineFallBack is a line site that keeps a breakpoint, and why.
@@ -71,7 +75,10 @@ type lineFallBack struct {
 
 // newLineTrampolines numbers the line sites of the plan.
 func newLineTrampolines(t *tracer) *lineTrampolines {
-	lt := &lineTrampolines{t: t, cover: t.plan.Method.IsCoverage(), index: map[siteKey]int{}, goModules: map[int]bool{}}
+	lt := &lineTrampolines{t: t, cover: t.plan.Method.IsCoverage(), index: map[siteKey]int{}, alias: map[int]int{}, goModules: map[int]bool{}}
+	if lt.cover {
+		lt.sweep = &sweeper{}
+	}
 	for i, l := range t.plan.Lines {
 		for _, a := range l.Addrs {
 			k := siteKey{l.Module, a}
@@ -94,11 +101,10 @@ func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 
 // Reasons for a line site's breakpoint that are not the architecture's.
 var (
-	errLineNotIndexed = errors.New("the site is not in the plan")
-	errIndirectInto   = errors.New("an indirect jump may land in the instructions a jump would replace")
-	errGoStack        = errors.New("Go code, whose stack may end right below the stack pointer")
-	errNextSite       = errors.New("the next line's site is within a jump's length")
-	errNoPunPage      = errors.New("no page can be mapped where a punned jump lands")
+	errIndirectInto = errors.New("an indirect jump may land in the instructions a jump would replace")
+	errGoStack      = errors.New("Go code, whose stack may end right below the stack pointer")
+	errNextSite     = errors.New("the next line's site is within a jump's length")
+	errNoPunPage    = errors.New("no page can be mapped where a punned jump lands")
 )
 
 // plant patches the line sites of planting p that a jump fits, and leaves
@@ -112,12 +118,17 @@ var (
 // trampoline counts them too, each before its instruction.
 func (lt *lineTrampolines) plant(p *planting) error {
 	t := lt.t
-	if !p.lines || len(p.lineSites) == 0 || !p.area.mapped() {
+	if !p.lines || p.lineSites == nil || p.lineSites.left == 0 || !p.area.mapped() {
 		return nil
 	}
-	addrs := slices.Sorted(maps.Keys(p.lineSites))
+	ls := p.lineSites
+	all := ls.addrs
 	lt.punPages = nil // (they go with their module)
 	targets := sync.OnceValue(func() landings { return t.indirectTargets(p) })
+	addrs, shared := all, [][2]uint64(nil)
+	if !t.cfg.EveryLineSite {
+		addrs, shared = lt.shareBlocks(p, all, targets())
+	}
 	plans := make([]linePatch, len(addrs))
 	inParallel(len(addrs), func(n int) { plans[n].p, plans[n].err = lt.planSite(p, addrs[n]) })
 	lt.join(addrs, plans, targets)
@@ -132,7 +143,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 			pl.j, pl.err = lt.trampoline(p, pl, goCode)
 		}
 	})
-	lt.pun(p, addrs, plans, targets(), goCode)
+	lt.pun(p, addrs, plans, shared, targets(), goCode)
 	for n := range addrs {
 		pl := &plans[n]
 		if pl.err != nil {
@@ -141,7 +152,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 				sites = addrs[n : n+1]
 			}
 			for _, a := range sites {
-				lt.fellBack = append(lt.fellBack, lineFallBack{line: p.lineSites[a][0], addr: a, err: pl.err})
+				lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(a)][0], addr: a, err: pl.err})
 			}
 			continue
 		}
@@ -158,11 +169,63 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		p.jumps = append(p.jumps, pl.j)
 		t.counters.add(pl.j.tramp)
 		for _, a := range pl.sites {
-			delete(p.lineSites, a)
+			ls.take(a)
 			lt.patched++
 		}
 	}
+	for _, ba := range shared {
+		b, a := ba[0], ba[1]
+		if !ls.taken(a) {
+			continue // (the site it shares with keeps a breakpoint: so does it)
+		}
+		lt.alias[ls.counter[ls.find(b)]] = ls.counter[ls.find(a)]
+		ls.take(b)
+		lt.patched++
+	}
+	if lt.sweep != nil {
+		// (A punned jump after the patches whose bytes it shares.)
+		for _, punned := range []bool{false, true} {
+			for n := range plans {
+				if pl := &plans[n]; pl.err == nil && pl.sites != nil && pl.punned == punned {
+					lt.sweep.add(pl.j.tramp, lt.siteCounters(p, pl.sites), pl.shares)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// siteCounters returns the counters of sites, of planting p.
+func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
+	ks := make([]int, len(sites))
+	for i, a := range sites {
+		ks[i] = p.lineSites.counter[p.lineSites.find(a)]
+	}
+	return ks
+}
+
+// shareBlocks returns, of the line sites addrs of planting p, those that
+// need a probe, and for each of the others the site whose count is its
+// own: the first site of its run of straight code, where nothing lands
+// after it (targets) and every instruction falls through to the next
+// (instr.StraightTo), whatever passes at one passes at the other. A
+// signal handler that does not return (a longjmp out of it) between the
+// two would count the second once too often.
+func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
+	t := lt.t
+	var shared [][2]uint64 // a site, and the one it shares with
+	probed := make([]uint64, 0, len(addrs))
+	root := uint64(0) // the site the last one shares with, or itself
+	for n, b := range addrs {
+		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
+			shared = append(shared, [2]uint64{b, root})
+			continue
+		}
+		probed = append(probed, b)
+		root = b
+	}
+	return probed, shared
 }
 
 // linePatch is the patch of a line site, planned (p, or why not: err),
@@ -176,17 +239,16 @@ type linePatch struct {
 	cell  uint64
 	j     patchWrite
 	// punned marks a punned jump, whose trampoline is in a page of its
-	// own where the jump lands (lineTrampolines.pun).
+	// own where the jump lands (lineTrampolines.pun), and shares lists
+	// the patches whose first bytes are its last.
 	punned bool
+	shares []uint64
 }
 
 // planSite plans the patch of the line site at addr, in planting p: whole
 // instructions from the site, at least a jump's length.
 func (lt *lineTrampolines) planSite(p *planting, addr uint64) (instr.Patch, error) {
 	t := lt.t
-	if _, ok := lt.index[siteKey{p.mi, addr - p.bias}]; !ok {
-		return instr.Patch{}, errLineNotIndexed
-	}
 	end := min(addr+lineCell/2, p.text.start+uint64(len(p.text.b)))
 	fn := p.text.b[addr-p.text.start : end-p.text.start]
 	return t.arch.PlanPatch(fn[:instr.WholeInsts(t.arch, fn, addr)], addr, addr)
@@ -239,7 +301,7 @@ func (lt *lineTrampolines) join(addrs []uint64, plans []linePatch, targets func(
 // Its trampoline must lie in the window those bytes give, in a page
 // mapped there (punCell). The jumps' trampolines are built by then
 // (plans), and no later patch changes the bytes a punned jump shares.
-func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, targets landings, goCode bool) {
+func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, shared [][2]uint64, targets landings, goCode bool) {
 	t := lt.t
 	var taken, punned spans
 	for n := range plans {
@@ -257,15 +319,17 @@ func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, t
 		if stop == 0 {
 			continue
 		}
-		if taken.covers(addr, stop) || punned.covers(addr, addr+hopLen) || lt.brokenPun(addrs[n:], plans[n:], stop, addr+hopLen) {
+		if taken.covers(addr, stop) || punned.covers(addr, addr+hopLen) || brokenPun(addrs, plans, shared, addr, stop) {
 			pl.err = fmt.Errorf("%w; a punned jump: %w", pl.err, errOverlap)
 			continue
 		}
 		end := min(addr+lineCell/2, p.text.start+uint64(len(p.text.b)))
 		code := slices.Clone(p.text.b[addr-p.text.start : end-p.text.start])
+		var shares []uint64
 		for k := n + 1; k < len(addrs) && addrs[k] < addr+hopLen; k++ {
 			if o := &plans[k]; o.err == nil && o.sites != nil {
 				copy(code[o.p.Site-addr:], o.j.jump) // (the bytes shared are the next jump's)
+				shares = append(shares, o.p.Site)
 			}
 		}
 		pt, lo, hi, err := t.arch.PlanPunPatchTo(code, addr, addr, stop)
@@ -282,7 +346,7 @@ func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, t
 			pl.err = fmt.Errorf("%w; a punned jump: %w", pl.err, err)
 			continue
 		}
-		*pl = linePatch{p: pt, sites: sites, cell: cell, j: j, punned: true}
+		*pl = linePatch{p: pt, sites: sites, cell: cell, j: j, punned: true, shares: shares}
 		for k := 1; k < len(sites); k++ {
 			plans[n+k] = linePatch{}
 		}
@@ -290,16 +354,24 @@ func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, t
 	}
 }
 
-// brokenPun reports whether a line site in [lo, hi), the bytes a punned
-// jump shares with the code after it, has no patch of its own: it would
-// keep a breakpoint, whose byte would change where the jump lands
-// (sites are the sites from the punned one on, plans their patches).
-func (lt *lineTrampolines) brokenPun(sites []uint64, plans []linePatch, lo, hi uint64) bool {
-	for k, a := range sites {
-		if a >= hi {
-			break
+// brokenPun reports whether a line site in [stop, site+5), the bytes a
+// punned jump at site shares with the code after it, may keep a
+// breakpoint, whose byte would change where the jump lands: a site
+// probed (addrs, with plans) whose patch failed, or one sharing the
+// count of such a site (shared, sorted) other than the punned one.
+func brokenPun(addrs []uint64, plans []linePatch, shared [][2]uint64, site, stop uint64) bool {
+	lo, hi := stop, site+hopLen
+	failed := func(a uint64) bool {
+		k, ok := slices.BinarySearch(addrs, a)
+		return a != site && (!ok || plans[k].err != nil)
+	}
+	for k := sort.Search(len(addrs), func(k int) bool { return addrs[k] >= lo }); k < len(addrs) && addrs[k] < hi; k++ {
+		if plans[k].err != nil {
+			return true
 		}
-		if a >= lo && plans[k].err != nil {
+	}
+	for k := sort.Search(len(shared), func(k int) bool { return shared[k][0] >= lo }); k < len(shared) && shared[k][0] < hi; k++ {
+		if failed(shared[k][1]) {
 			return true
 		}
 	}
@@ -401,8 +473,8 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (
 	var rollbacks [][]instr.Rollback
 	for k, a := range pl.sites {
 		code, ok := t.arch.LineCode(t.counters.kind, instr.LineSite{
-			Counter: t.counters.counterRef(lt.index[siteKey{p.mi, a - p.bias}]), Save: lt.save,
-			Cover: lt.cover, GoStack: goCode, NoFlags: t.arch.FlagsDead(p.text.b[a-p.text.start:], a),
+			Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(a)]), Save: lt.save,
+			Cover: lt.cover, GoStack: goCode, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b[a-p.text.start:], a),
 		})
 		if !ok {
 			if goCode {
@@ -458,7 +530,8 @@ func (lt *lineTrampolines) isGo(mi int) bool {
 // land that the code's decoding does not follow, with the direct ones:
 // the landings of direct jumps and calls, the functions' starts, the code
 // pointers of the module's data (elfid.CodePointers), and the entries of
-// the jump tables its code refers to (jumpTables). Sorted.
+// the jump tables its code refers to (jumpTables), where instructions
+// begin. Sorted.
 func (t *tracer) indirectTargets(p *planting) landings {
 	path := t.plan.Modules[p.mi].Path
 	if mapped := p.in.first.Path; mapped != "" {
@@ -473,7 +546,12 @@ func (t *tracer) indirectTargets(p *planting) landings {
 	}
 	out = append(out, t.jumpTables(p)...)
 	slices.Sort(out)
-	return slices.Compact(out)
+	// (A place inside an instruction of the decoding is no target: a
+	// number that looks like a pointer, a table read past its end.)
+	return slices.DeleteFunc(slices.Compact(out), func(a uint64) bool {
+		cm := t.scan.code.at(a)
+		return cm != nil && cm.Boundary(a) != nil
+	})
 }
 
 // maxTable bounds the entries read from one jump table.
@@ -531,15 +609,23 @@ func le32(b []byte) uint32 {
 // stop claims no stop: a line trampoline has no breakpoint.
 func (lt *lineTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
 
-// forget has nothing of its own to drop: the trampolines are the
-// counters' (counters.forget), and the counts stay.
-func (lt *lineTrampolines) forget(lo, hi uint64) {}
+// forget drops the coverage patches in [lo, hi); the trampolines are
+// the counters' (counters.forget), and the counts stay.
+func (lt *lineTrampolines) forget(lo, hi uint64) {
+	if lt.sweep != nil {
+		lt.sweep.forget(lo, hi)
+	}
+}
 
 // collect gives each line the counts of its sites: their sum, or for
 // coverage one where any ran.
 func (lt *lineTrampolines) collect(*Result) {
 	t := lt.t
-	for k, n := range t.counters.totals(len(lt.lines)) {
+	totals := t.counters.totals(len(lt.lines))
+	for b, a := range lt.alias {
+		totals[b] += totals[a]
+	}
+	for k, n := range totals {
 		if n == 0 {
 			continue
 		}

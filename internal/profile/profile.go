@@ -63,6 +63,10 @@ type Config struct {
 	// Breakpoints counts every function entry with a breakpoint, a stop
 	// per call, instead of in-process trampolines (profile --breakpoints).
 	Breakpoints bool
+	// EveryLineSite gives every line site a probe of its own in-process:
+	// none shares the count of an earlier site of its block (a test mode,
+	// whose counts the default's must equal).
+	EveryLineSite bool
 	// Verbose warns about each entry that keeps a breakpoint, with why.
 	Verbose bool
 	// Now returns the time of the run; nil means time.Now.

@@ -153,6 +153,9 @@ func (t *tracer) exec(th *thread) error {
 	if t.counters != nil {
 		t.counters.tramps = nil // gone with the image; the counts are kept
 	}
+	if t.lines != nil && t.lines.sweep != nil {
+		t.lines.sweep = &sweeper{}
+	}
 	return t.resume(th.tid, 0)
 }
 

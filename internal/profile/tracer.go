@@ -451,8 +451,12 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		return t.threadExit(th)
 	case ptrace.EventStop:
 		// A notification of the seized program's stop state, or an
-		// interrupt. A thread in the middle of a single step must go on
+		// interrupt (for a sweep of line coverage's jumps, among
+		// others). A thread in the middle of a single step must go on
 		// stepping: continued, it would run past its slot.
+		if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
+			t.sweepStop()
+		}
 		if th.stepping != nil {
 			t.noteRelease()
 			t.noteRelease()
@@ -476,6 +480,9 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.rings != nil {
 		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
+	}
+	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 {
+		return ptrace.WaitPolling(spin, time.Millisecond, t.sweepIdle)
 	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)

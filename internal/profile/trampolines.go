@@ -376,8 +376,6 @@ func fallBackReason(err error) string {
 		return "the next line too near"
 	case errors.Is(err, errGoStack):
 		return "Go code"
-	case errors.Is(err, errLineNotIndexed):
-		return "not in the plan"
 	}
 	return instr.Reason(err)
 }

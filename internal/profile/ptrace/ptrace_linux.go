@@ -174,6 +174,26 @@ func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, er
 	return Wait(0)
 }
 
+// WaitPolling is Wait for a tracer with work to do every so often while
+// nothing happens: it polls for spin without sleeping, then every every,
+// calling idle between two polls.
+func WaitPolling(spin, every time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+	var st unix.WaitStatus
+	deadline := time.Now().Add(spin)
+	for {
+		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+		if tid != 0 || (err != nil && err != unix.EINTR) {
+			return tid, WaitStatus(st), err
+		}
+		if idle() {
+			continue
+		}
+		if time.Now().After(deadline) {
+			time.Sleep(every)
+		}
+	}
+}
+
 // WaitFor waits for one thread.
 func WaitFor(tid int) (WaitStatus, error) {
 	var st unix.WaitStatus

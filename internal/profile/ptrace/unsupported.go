@@ -37,6 +37,11 @@ func WaitIdle(limit time.Duration, idle func() bool) (int, WaitStatus, error) {
 	return 0, 0, errors.ErrUnsupported
 }
 
+// WaitPolling is not supported.
+func WaitPolling(spin, every time.Duration, idle func() bool) (int, WaitStatus, error) {
+	return 0, 0, errors.ErrUnsupported
+}
+
 // Cont is not supported on this platform.
 func Cont(tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 
