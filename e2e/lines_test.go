@@ -283,8 +283,10 @@ func untimed(counts ...map[int]uint64) {
 // switch's jump table at -O2, a computed goto, a longjmp out of a call
 // (the line after it runs N - N/10 times), signals landing inside the
 // spin loop's probes (its line runs SPIN times, the handler's as often as
-// the program counted), four threads over the same lines. Where lines are
-// counted in-process, at most the sites PRF4673 names keep breakpoints.
+// the program counted), four threads over the same lines; and the counts
+// equal with a probe at every site (--every-line-site), none sharing its
+// block's count. Where lines are counted in-process, no site of a PIE
+// keeps a breakpoint.
 func TestLinesInProcess(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	checkLinesFixture(t)
@@ -298,6 +300,7 @@ func TestLinesInProcess(t *testing.T) {
 			prog := testutil.BuildC(t, "lines", append(b.flags, "-pthread")...)
 			in, figures, stderr := linesRun(t, prog, "/LC", n, spin)
 			bp, bpFigures, _ := linesRun(t, prog, "/LC", n, n, "--breakpoints")
+			every, _, _ := linesRun(t, prog, "/LC", n, n, "--every-line-site")
 			if testutil.InProcess() && strings.Contains(stderr, "PRF4673") && !strings.Contains(b.name, "nopie") {
 				t.Errorf("line sites kept breakpoints:\n%s", stderr)
 			}
@@ -310,9 +313,13 @@ func TestLinesInProcess(t *testing.T) {
 			}
 			thrown := uint64(n / 10)
 			for _, counts := range []map[int]uint64{in, bp} {
-				if counts[linesFixture["after"]] != uint64(n)-thrown || counts[linesFixture["thrown"]] != thrown {
-					t.Errorf("after the longjmp: %d and %d hits, want %d and %d", counts[linesFixture["after"]],
-						counts[linesFixture["thrown"]], uint64(n)-thrown, thrown)
+				if counts[linesFixture["after"]] != uint64(n)-thrown {
+					t.Errorf("after the call that may longjmp: %d hits, want %d", counts[linesFixture["after"]], uint64(n)-thrown)
+				}
+				// (At -O2, gcc on arm64 gives the line thrown++ an address
+				// every pass runs.)
+				if b.flags[0] == "-O0" && counts[linesFixture["thrown"]] != thrown {
+					t.Errorf("after the longjmp: %d hits, want %d", counts[linesFixture["thrown"]], thrown)
 				}
 			}
 			if b.flags[0] == "-O0" {
@@ -325,10 +332,10 @@ func TestLinesInProcess(t *testing.T) {
 					t.Errorf("the computed goto's increment: %d hits, want %d", got, 15*n)
 				}
 			}
-			untimed(in, bp)
+			untimed(in, bp, every)
 			for line, c := range bp {
-				if in[line] != c {
-					t.Errorf("lines.c:%d: %d hits in-process, %d with breakpoints", line, in[line], c)
+				if in[line] != c || every[line] != c {
+					t.Errorf("lines.c:%d: %d hits in-process, %d probing every site, %d with breakpoints", line, in[line], every[line], c)
 				}
 			}
 			if len(in) != len(bp) {

@@ -182,6 +182,23 @@ func FuzzPatch(f *testing.F) {
 		check("short", p, err, site+16)
 		p, lo, _, err := a.PlanPunPatch(fn, start, site)
 		check("pun", p, err, lo)
+		// A line site's: a pun to a stop, a straight run, the flags.
+		stop := site + 1 + uint64(siteOff)%4
+		p, lo, _, err = a.PlanPunPatchTo(fn, start, site, stop)
+		check("pun to a stop", p, err, lo)
+		if err == nil && p.End() != stop {
+			t.Fatalf("a pun to %#x replaces up to %#x", stop, p.End())
+		}
+		code := fn[site-start:]
+		StraightTo(a, code, site, site+uint64(siteOff)%16)
+		a.FlagsDead(code, site)
+		if lc, ok := a.LineCode(CountPerThread, LineSite{Counter: uint64(siteOff) * 8, Save: 0x800, NoFlags: onARM64}); ok {
+			for _, r := range lc.Rollback {
+				if r.From < 0 || r.To > len(lc.Code) || r.From > r.To || r.Resume < 0 || r.Resume > len(lc.Code) {
+					t.Fatalf("line count rollback %+v outside %d bytes", r, len(lc.Code))
+				}
+			}
+		}
 		ring := Ring{Offset: uint64(siteOff) * 64, Records: 1 << (siteOff % 16), Table: uint64(start), Areas: uint64(site)}
 		if rc, ok := a.RecordCode(ring, uint64(len(fn))); ok {
 			if rc.Full <= 0 || rc.Full > len(rc.Code) {

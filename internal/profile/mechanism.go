@@ -26,9 +26,13 @@ package profile
 //	exitPatches       exitpatch.go: timed functions' exits, and the return
 //	                  sites of their calls, patched to record the leave
 //	rings             ring.go: the threads' rings read into the books
+//	lineTrampolines   linetramps.go, linesweep.go: a jump at each line
+//	                  site a jump fits to a trampoline that counts, or
+//	                  covers, into the counters; coverage's jumps taken
+//	                  out once covered
 //	breakpoints       breakpoints.go, lines.go: whatever the others left
-//	                  (entries and exits no jump fits), lines, and the
-//	                  dynamic linker's rendezvous (modules.go)
+//	                  (entries, exits and line sites no jump fits), and
+//	                  the dynamic linker's rendezvous (modules.go)
 //
 // A run has the breakpoints always; the others where the profile type
 // and the CPU allow (chooseMechanism) and the counters could be mapped
