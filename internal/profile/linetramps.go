@@ -470,7 +470,15 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (
 	t := lt.t
 	pt := pl.p
 	pt.Before = make([][]byte, len(pt.Insts))
-	var rollbacks [][]instr.Rollback
+	// Each site's count goes before its instruction, after the counts
+	// already there: a site at a landing pad and the next, at the
+	// instruction after it where the patch starts, count one after the
+	// other.
+	type placed struct {
+		inst, off int
+		rollback  []instr.Rollback
+	}
+	var counts []placed
 	for k, a := range pl.sites {
 		code, ok := t.arch.LineCode(t.counters.kind, instr.LineSite{
 			Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(a)]), Save: lt.save,
@@ -486,8 +494,8 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (
 		if k > 0 {
 			i = instIndex(&pt, a)
 		}
-		pt.Before[i] = code.Code
-		rollbacks = append(rollbacks, code.Rollback)
+		counts = append(counts, placed{i, len(pt.Before[i]), code.Rollback})
+		pt.Before[i] = append(pt.Before[i], code.Code...)
 	}
 	tr, err := t.arch.Trampoline(&pt, pl.cell, nil)
 	if err != nil {
@@ -501,16 +509,11 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (
 		return patchWrite{}, err
 	}
 	tp := &tramp{addr: pl.cell, patch: pt, code: tr}
-	for k, a := range pl.sites {
-		if len(rollbacks[k]) == 0 {
-			continue
+	for _, c := range counts {
+		if len(c.rollback) > 0 {
+			at := int(tr.PCs[c.inst].Tramp-pl.cell) - len(pt.Before[c.inst]) + c.off
+			tp.regions = append(tp.regions, region{at: at, rollback: c.rollback})
 		}
-		i := 0
-		if k > 0 {
-			i = instIndex(&pt, a)
-		}
-		at := int(tr.PCs[i].Tramp-pl.cell) - len(pt.Before[i])
-		tp.regions = append(tp.regions, region{at: at, rollback: rollbacks[k]})
 	}
 	return patchWrite{addr: pt.Site, jump: jump, code: tr.Code, tramp: tp}, nil
 }
