@@ -13,6 +13,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
 // The mechanisms without a process: a plan, a module's code in a fake
@@ -419,5 +420,118 @@ func TestCodeScanForget(t *testing.T) {
 	if !slices.Equal(s.landings, landings{0x7f1000}) || len(s.returns) != 1 || !slices.Equal(s.returns[0x7f2000], []uint64{0x7f1005}) ||
 		len(s.starts) != 1 || !s.starts[0x7f2000] {
 		t.Errorf("after forgetting [0x400000, 0x500000): %+v", s)
+	}
+}
+
+// TestLineTrampolinesPlant: line counting in-process over leafCode. The
+// site at its entry, push %rbp (1 byte), takes a jump over the first
+// three instructions (nothing lands among them), to a trampoline that
+// counts with incq (the flags are dead: nothing reads them before the
+// return) and runs the moved instructions. The site of lines 2 and 3,
+// inside that straight run, shares the entry's count: no probe of its
+// own; probing every site (--every-line-site) joins it to the entry's
+// trampoline instead, counted before its instruction. Line 4, inside an
+// instruction, is refused (PRF4624). collect gives each line its sites'
+// counts.
+func TestLineTrampolinesPlant(t *testing.T) {
+	const countersAt = 0x7f0000000000
+	for _, every := range []bool{false, true} {
+		plan := leafLines(datafile.LineCounting)
+		// (Padding after it: the code is read a trampoline's length past
+		// the last site.)
+		tr, mem, warnings := fakeTracerOf(plan, append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
+		tr.cfg.EveryLineSite = every
+		mapAreas(tr, mem)
+		lt := newLineTrampolines(tr)
+		shared, err := ptrace.NewShared(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shared.Close()
+		tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: countersAt, blockSize: 64, nBlocks: 2, next: 2, blockOf: map[int]int{}}
+		tr.lines = lt
+		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+			t.Fatal(err)
+		}
+		c := tr.counters
+		if len(c.tramps) != 1 || len(tr.bp.sites) != 0 || len(lt.fellBack) != 0 {
+			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want one trampoline", every, len(c.tramps), len(tr.bp.sites), len(lt.fellBack))
+		}
+		tp := c.tramps[0]
+		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tp.addr || mem.b[5] != 0xcc || mem.b[6] != 0xcc || mem.b[7] != leafCode[7] {
+			t.Errorf("code % x: want a jmp rel32 to %#x, two int3 over the rest of the window, the code after it as it was", mem.b[:8], tp.addr)
+		}
+		k0, k1 := lt.index[siteKey{0, leafAt}], lt.index[siteKey{0, leafAt + 4}]
+		entry := tr.arch.CountCode(instr.CountPerThread, c.counterRef(k0))
+		if !bytes.HasPrefix(tp.code.Code, entry) || !bytes.Contains(tp.code.Code, leafCode[:4]) {
+			t.Errorf("trampoline % x: want incq of the entry's counter first, then the moved instructions", tp.code.Code)
+		}
+		second := tr.arch.CountCode(instr.CountPerThread, c.counterRef(k1))
+		if got := bytes.Contains(tp.code.Code, second); got != every {
+			t.Errorf("every site %v: the second site's count in the trampoline: %v", every, got)
+		}
+		if _, ok := lt.alias[k1]; ok == every {
+			t.Errorf("every site %v: the second site shares the entry's count: %v", every, ok)
+		}
+		if !strings.Contains(strings.Join(*warnings, "\n"), "PRF4624") {
+			t.Errorf("warnings %q: want line 4 refused (PRF4624)", *warnings)
+		}
+		block := shared.Bytes()[c.blockSize:]
+		binary.LittleEndian.PutUint64(block[k0*8:], 5)
+		if every {
+			binary.LittleEndian.PutUint64(block[k1*8:], 3)
+		}
+		lt.collect(nil)
+		want := []uint64{5, 5, 5, 0}
+		if every {
+			want = []uint64{5, 3, 3, 0}
+		}
+		if !slices.Equal(tr.hits, want) {
+			t.Errorf("every site %v: hits %v, want %v", every, tr.hits, want)
+		}
+	}
+}
+
+// TestLineCoverageSweep: line coverage in-process over leafCode; a sweep
+// while no line is covered changes nothing; once the entry's counter is
+// set, a sweep in a program of one thread writes the original bytes back
+// and drops the jump from those the end of the run checks; in a program
+// of two threads it leaves the jump.
+func TestLineCoverageSweep(t *testing.T) {
+	const countersAt = 0x7f0000000000
+	for _, threads := range []int{1, 2} {
+		plan := leafLines(datafile.LineCoverage)
+		tr, mem, _ := fakeTracerOf(plan, append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
+		mapAreas(tr, mem)
+		lt := newLineTrampolines(tr)
+		shared, err := ptrace.NewShared(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shared.Close()
+		tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: countersAt, blockSize: 64, nBlocks: 2, next: 2, blockOf: map[int]int{}}
+		tr.lines = lt
+		tr.threads = map[int]*thread{}
+		for tid := range threads {
+			tr.threads[100+tid] = &thread{tid: 100 + tid}
+		}
+		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+			t.Fatal(err)
+		}
+		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.watch.written) != 1 {
+			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.watch.written))
+		}
+		tr.sweepStop()
+		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
+			t.Errorf("a sweep before any cover took the jump out")
+		}
+		binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
+		tr.sweepStop()
+		out := threads == 1
+		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.watch.written) == 0) != out {
+			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.watch.written), out)
+		}
 	}
 }
