@@ -102,7 +102,7 @@ func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 // Reasons for a line site's breakpoint that are not the architecture's.
 var (
 	errIndirectInto = errors.New("an indirect jump may land in the instructions a jump would replace")
-	errGoStack      = errors.New("Go code, whose stack may end right below the stack pointer")
+	errGoStack      = errors.New("code in Go, whose goroutine stack may end right below the stack pointer")
 	errNextSite     = errors.New("the next line's site is within a jump's length")
 	errNoPunPage    = errors.New("no page can be mapped where a punned jump lands")
 )
