@@ -105,6 +105,7 @@ var (
 	errGoStack      = errors.New("code in Go, whose goroutine stack may end right below the stack pointer")
 	errNextSite     = errors.New("the next line's site is within a jump's length")
 	errNoPunPage    = errors.New("no page can be mapped where a punned jump lands")
+	errGoLines      = errors.New("code in Go, whose lines keep breakpoints in this version")
 )
 
 // plant patches the line sites of planting p that a jump fits, and leaves
@@ -123,6 +124,15 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	}
 	ls := p.lineSites
 	all := ls.addrs
+	if lt.isGo(p.mi) {
+		// A Go program crashed with its lines' probes in place (a fault
+		// in a goroutine whose traceback did not unwind, gostacks): not
+		// understood yet, so Go's lines keep breakpoints.
+		for k, a := range all {
+			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[k][0], addr: a, err: errGoLines})
+		}
+		return nil
+	}
 	lt.punPages = nil // (they go with their module)
 	targets := sync.OnceValue(func() landings { return t.indirectTargets(p) })
 	addrs, shared := all, [][2]uint64(nil)
