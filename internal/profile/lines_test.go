@@ -196,7 +196,8 @@ func TestDisplaceStaleFails(t *testing.T) {
 // TestLineSignalsInProbes: a line site where the flags are live (the
 // spin loop's conditional jump in lines.c, at -O0) counts with code that
 // saves a register in the thread's block; another thread sends the
-// spinning one SIGUSR1 every 200 µs, whose handler counts a line too.
+// spinning one SIGUSR1 200 times, every 200 µs, whose handler counts a
+// line too.
 // Threads stopped inside that code are rolled out of it before the
 // handler runs (some are, in a run of this length), and every pass is
 // counted once: the jump runs SPIN+1 times, the loop's result is the
@@ -207,7 +208,10 @@ func TestLineSignalsInProbes(t *testing.T) {
 		t.Skip("line counts save no register here")
 	}
 	prog := testutil.BuildC(t, "lines", "-O0", "-pthread")
-	native, err := exec.Command(prog, "10", "3000000").Output()
+	// (Long enough for all 200 signals to come: some 8 % land inside
+	// the count's code.)
+	const spin = "30000000"
+	native, err := exec.Command(prog, "10", spin).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,12 +220,12 @@ func TestLineSignalsInProbes(t *testing.T) {
 	jcc := condJumpIn(t, prog, &plan.Funcs[0])
 	plan.Lines = []datafile.Line{{File: 0, Line: 1, Addrs: []uint64{jcc}}}
 	plan.ID = datafile.PlanID(plan)
-	got := runPlan(t, plan, prog, "10", "3000000")
+	got := runPlan(t, plan, prog, "10", spin)
 	if !strings.Contains(got.stdout, spun) {
 		t.Errorf("output %q, natively %q", got.stdout, native)
 	}
-	if hits := got.res.Counts.Stats.Hits[0]; hits != 3000001 {
-		t.Errorf("the loop's jump: %d hits, want 3,000,001", hits)
+	if hits := got.res.Counts.Stats.Hits[0]; hits != 30000001 {
+		t.Errorf("the loop's jump: %d hits, want 30,000,001", hits)
 	}
 	if got.res.RolledBack == 0 {
 		t.Errorf("no thread was stopped inside the count's code: the test proves nothing (output %q)", got.stdout)
