@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -105,7 +106,7 @@ func TestLineCodeAMD64(t *testing.T) {
 		ops = append(ops, x.asm.Op)
 		off += x.Len
 	}
-	if want := []x86asm.Op{x86asm.MOV, x86asm.MOV, x86asm.LEA, x86asm.MOV, x86asm.MOV}; !slicesEqual(ops, want) {
+	if want := []x86asm.Op{x86asm.MOV, x86asm.MOV, x86asm.LEA, x86asm.MOV, x86asm.MOV}; !slices.Equal(ops, want) {
 		t.Errorf("ops %v, want %v", ops, want)
 	}
 	if len(dc.Rollback) != 2 || dc.Rollback[0].Resume != 0 || dc.Rollback[1].Resume != len(dc.Code) ||
@@ -285,16 +286,4 @@ func TestScanRefs(t *testing.T) {
 	if len(m.Refs) != 1 || m.Refs[0] != 0x1017 {
 		t.Errorf("map refs %#x, want [0x1017]", m.Refs)
 	}
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

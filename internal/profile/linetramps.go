@@ -10,6 +10,7 @@ package profile
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,7 +103,6 @@ func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 // Reasons for a line site's breakpoint that are not the architecture's.
 var (
 	errIndirectInto = errors.New("an indirect jump may land in the instructions a jump would replace")
-	errGoStack      = errors.New("code in Go, whose goroutine stack may end right below the stack pointer")
 	errNextSite     = errors.New("the next line's site is within a jump's length")
 	errNoPunPage    = errors.New("no page can be mapped where a punned jump lands")
 	errGoLines      = errors.New("code in Go, whose lines keep breakpoints in this version")
@@ -147,13 +147,12 @@ func (lt *lineTrampolines) plant(p *planting) error {
 			plans[n].cell = p.area.alloc(lineCell)
 		}
 	}
-	goCode := lt.isGo(p.mi)
 	inParallel(len(plans), func(n int) {
 		if pl := &plans[n]; pl.err == nil && pl.sites != nil {
-			pl.j, pl.err = lt.trampoline(p, pl, goCode)
+			pl.j, pl.err = lt.trampoline(p, pl)
 		}
 	})
-	lt.pun(p, addrs, plans, shared, targets(), goCode)
+	lt.pun(p, addrs, plans, shared, targets())
 	for n := range addrs {
 		pl := &plans[n]
 		if pl.err != nil {
@@ -311,7 +310,7 @@ func (lt *lineTrampolines) join(addrs []uint64, plans []linePatch, targets func(
 // Its trampoline must lie in the window those bytes give, in a page
 // mapped there (punCell). The jumps' trampolines are built by then
 // (plans), and no later patch changes the bytes a punned jump shares.
-func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, shared [][2]uint64, targets landings, goCode bool) {
+func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, shared [][2]uint64, targets landings) {
 	t := lt.t
 	var taken, punned spans
 	for n := range plans {
@@ -350,7 +349,7 @@ func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, s
 		var j patchWrite
 		if err == nil {
 			try := linePatch{p: pt, sites: sites, cell: cell}
-			j, err = lt.trampoline(p, &try, goCode)
+			j, err = lt.trampoline(p, &try)
 		}
 		if err != nil {
 			pl.err = fmt.Errorf("%w; a punned jump: %w", pl.err, err)
@@ -476,7 +475,7 @@ func instIndex(p *instr.Patch, addr uint64) int {
 // first site's before the patch's first instruction, which is the site's
 // own or the one after its landing pad), the instructions relocated, and
 // the jump back.
-func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (patchWrite, error) {
+func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch) (patchWrite, error) {
 	t := lt.t
 	pt := pl.p
 	pt.Before = make([][]byte, len(pt.Insts))
@@ -492,12 +491,9 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch, goCode bool) (
 	for k, a := range pl.sites {
 		code, ok := t.arch.LineCode(t.counters.kind, instr.LineSite{
 			Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(a)]), Save: lt.save,
-			Cover: lt.cover, GoStack: goCode, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b[a-p.text.start:], a),
+			Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b[a-p.text.start:], a),
 		})
 		if !ok {
-			if goCode {
-				return patchWrite{}, errGoStack
-			}
 			return patchWrite{}, fmt.Errorf("no count code: %w", instr.ErrNoCounting)
 		}
 		i := 0
@@ -603,7 +599,7 @@ func (t *tracer) jumpTables(p *planting) []uint64 {
 				break
 			}
 			for off := r - m.Start; off+4 <= uint64(len(data)) && off < r-m.Start+4*maxTable; off += 4 {
-				e := r + uint64(int64(int32(le32(data[off:]))))
+				e := r + uint64(int64(int32(binary.LittleEndian.Uint32(data[off:]))))
 				if !inCode(e) {
 					break
 				}
@@ -612,11 +608,6 @@ func (t *tracer) jumpTables(p *planting) []uint64 {
 		}
 	}
 	return out
-}
-
-// le32 reads a little-endian 32-bit word.
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 // stop claims no stop: a line trampoline has no breakpoint.

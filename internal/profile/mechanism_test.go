@@ -423,6 +423,33 @@ func TestCodeScanForget(t *testing.T) {
 	}
 }
 
+// lineTracer plants leafLines(m) in-process over a fake memory holding
+// leafCode (and padding: the code is read a trampoline's length past the
+// last site), with areas mapped, counters of two blocks in shared memory
+// and the given number of threads; every sets --every-line-site.
+func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*tracer, *fakeMem, *[]string, *lineTrampolines, *ptrace.Shared) {
+	t.Helper()
+	tr, mem, warnings := fakeTracerOf(leafLines(m), append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
+	tr.cfg.EveryLineSite = every
+	mapAreas(tr, mem)
+	shared, err := ptrace.NewShared(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2, next: 2, blockOf: map[int]int{}}
+	tr.lines = newLineTrampolines(tr)
+	tr.threads = map[int]*thread{}
+	for tid := range threads {
+		tr.threads[100+tid] = &thread{tid: 100 + tid}
+	}
+	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+		t.Fatal(err)
+	}
+	return tr, mem, warnings, tr.lines, shared
+}
+
 // TestLineTrampolinesPlant: line counting in-process over leafCode. The
 // site at its entry, push %rbp (1 byte), takes a jump over the first
 // three instructions (nothing lands among them), to a trampoline that
@@ -434,26 +461,8 @@ func TestCodeScanForget(t *testing.T) {
 // instruction, is refused (PRF4624). collect gives each line its sites'
 // counts.
 func TestLineTrampolinesPlant(t *testing.T) {
-	const countersAt = 0x7f0000000000
 	for _, every := range []bool{false, true} {
-		plan := leafLines(datafile.LineCounting)
-		// (Padding after it: the code is read a trampoline's length past
-		// the last site.)
-		tr, mem, warnings := fakeTracerOf(plan, append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
-		tr.cfg.EveryLineSite = every
-		mapAreas(tr, mem)
-		lt := newLineTrampolines(tr)
-		shared, err := ptrace.NewShared(4096)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer shared.Close()
-		tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: countersAt, blockSize: 64, nBlocks: 2, next: 2, blockOf: map[int]int{}}
-		tr.lines = lt
-		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
-		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
-			t.Fatal(err)
-		}
+		tr, mem, warnings, lt, shared := lineTracer(t, datafile.LineCounting, every, 1)
 		c := tr.counters
 		if len(c.tramps) != 1 || len(tr.bp.sites) != 0 || len(lt.fellBack) != 0 {
 			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want one trampoline", every, len(c.tramps), len(tr.bp.sites), len(lt.fellBack))
@@ -499,27 +508,8 @@ func TestLineTrampolinesPlant(t *testing.T) {
 // and drops the jump from those the end of the run checks; in a program
 // of two threads it leaves the jump.
 func TestLineCoverageSweep(t *testing.T) {
-	const countersAt = 0x7f0000000000
 	for _, threads := range []int{1, 2} {
-		plan := leafLines(datafile.LineCoverage)
-		tr, mem, _ := fakeTracerOf(plan, append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
-		mapAreas(tr, mem)
-		lt := newLineTrampolines(tr)
-		shared, err := ptrace.NewShared(4096)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer shared.Close()
-		tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: countersAt, blockSize: 64, nBlocks: 2, next: 2, blockOf: map[int]int{}}
-		tr.lines = lt
-		tr.threads = map[int]*thread{}
-		for tid := range threads {
-			tr.threads[100+tid] = &thread{tid: 100 + tid}
-		}
-		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
-		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
-			t.Fatal(err)
-		}
+		tr, mem, _, lt, shared := lineTracer(t, datafile.LineCoverage, false, threads)
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.watch.written) != 1 {
 			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.watch.written))
 		}

@@ -481,7 +481,9 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.rings != nil {
 		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
 	}
-	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 {
+	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
+		// (Sweeps only in a program of one thread: with several, stops
+		// are waited for as always, not polled for.)
 		return ptrace.WaitPolling(spin, time.Millisecond, t.sweepIdle)
 	}
 	if t.yielding {

@@ -374,7 +374,7 @@ func fallBackReason(err error) string {
 		return "no page for a punned jump"
 	case errors.Is(err, errNextSite):
 		return "the next line too near"
-	case errors.Is(err, errGoStack), errors.Is(err, errGoLines):
+	case errors.Is(err, errGoLines):
 		return "Go code"
 	}
 	return instr.Reason(err)
