@@ -11,10 +11,11 @@ import (
 
 // Version is the binary format version this package writes. It reads
 // this version and the ones listed in doc.go ([MinVersion] on).
-const Version = 4
+const Version = 5
 
 // MinVersion is the oldest format version this package reads: version 3
-// differs from 4 only in the .pbt, which had no discarded runs (doc.go).
+// differs from 4 only in the .pbt, which had no discarded runs, and 4 from
+// 5 only in the statistics, which had no sampling figures (doc.go).
 const MinVersion = 3
 
 // The constants of the header (doc.go).
@@ -537,7 +538,34 @@ func (e *encoder) stats(st *Stats) {
 			w.varint(k.Time)
 			w.varint(k.ChildTime)
 		}
+		sm := &st.Sampling
+		w.varint(sm.Interval)
+		w.uvarint(uint64(sm.Sampler))
+		w.uvarint(sm.Outside)
+		w.uvarint(sm.Lost)
+		w.varint(sm.KernelTime)
+		w.uvarints(sm.Samples)
+		w.uvarints(sm.LineSamples)
 	})
+}
+
+func (w *payload) uvarints(list []uint64) {
+	w.int(len(list))
+	for _, v := range list {
+		w.uvarint(v)
+	}
+}
+
+func (d *decoder) uvarints() []uint64 {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	list := make([]uint64, n)
+	for i := 0; i < n && d.ok(); i++ {
+		list[i] = d.uvarint()
+	}
+	return list
 }
 
 func (w *payload) varints(list []int64) {
@@ -588,6 +616,16 @@ func (d *decoder) stats(st *Stats) {
 		k.Hits = s.uvarint()
 		k.Time = s.varint()
 		k.ChildTime = s.varint()
+	}
+	if d.version >= 5 {
+		sm := &st.Sampling
+		sm.Interval = s.varint()
+		sm.Sampler = Sampler(s.uvarint())
+		sm.Outside = s.uvarint()
+		sm.Lost = s.uvarint()
+		sm.KernelTime = s.varint()
+		sm.Samples = s.uvarints()
+		sm.LineSamples = s.uvarints()
 	}
 	d.end(s)
 }

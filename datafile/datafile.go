@@ -65,8 +65,16 @@ func (m Method) IsFunction() bool { return m > 400 }
 // IsCoverage reports whether m removes each breakpoint at its first hit.
 func (m Method) IsCoverage() bool { return m == FuncCoverage || m == LineCoverage }
 
-// IsTiming reports whether m measures time.
+// IsTiming reports whether m measures time with a clock at each call.
 func (m Method) IsTiming() bool { return m == FuncTiming }
+
+// IsSampling reports whether m samples the program counter (function
+// sampling, /FS).
+func (m Method) IsSampling() bool { return m == FuncSampling }
+
+// HasTimes reports whether profiles of m carry times per function:
+// measured (timing) or estimated from samples (sampling).
+func (m Method) HasTimes() bool { return m.IsTiming() || m.IsSampling() }
 
 // Valid reports whether m is one of the six known methods.
 func (m Method) Valid() bool {
@@ -177,7 +185,9 @@ const (
 	FrameNone
 )
 
-// Line is one profiled source line (line profiles).
+// Line is one profiled source line (line profiles), or one line of the
+// profiled functions' code (function sampling: the line a sampled
+// program counter is in).
 type Line struct {
 	Module int
 	// File indexes Plan.Modules[Module].Files.
@@ -185,6 +195,9 @@ type Line struct {
 	Line int
 	// Addrs are the link-time addresses of the line's sites: one per function
 	// the line was compiled into. The line's count is the sum of their hits.
+	// In a sampling plan they are the starts of every range of code the
+	// line table gives the line: a program counter belongs to the line of
+	// the nearest start at or below it in its function.
 	Addrs []uint64
 }
 
@@ -263,16 +276,87 @@ type Stack struct {
 type Stats struct {
 	// Hits has one count per item (Plan.Funcs or Plan.Lines).
 	Hits []uint64
-	// FuncTime and ChildTime are per function in nanoseconds (timing only;
-	// nil otherwise).
+	// FuncTime and ChildTime are per function in nanoseconds (timing and
+	// sampling; nil otherwise): the time in the function itself, and with
+	// its children. A sampling run estimates them from its samples.
 	FuncTime  []int64
 	ChildTime []int64
 	// CallDepth is the deepest nesting of profiled functions (0 if unknown).
 	CallDepth int
-	// TotalTime and OutsideTime are in nanoseconds (timing only).
+	// TotalTime and OutsideTime are in nanoseconds (timing and sampling).
 	TotalTime   int64
 	OutsideTime int64
 	Stacks      []Stack
+	// The figures of function sampling (zero and nil otherwise).
+	Sampling SamplingStats `json:",omitzero"`
+}
+
+// SamplingStats are the figures of function sampling runs.
+type SamplingStats struct {
+	// Interval is the sampling interval in nanoseconds of the thread's CPU
+	// time: every run of a database has the same (PRF1463). 0 in a
+	// database no run was merged into.
+	Interval int64
+	// Samples has the samples that fell in each function (Plan.Funcs), and
+	// LineSamples those that fell in each line (Plan.Lines). Outside is
+	// the number of samples in no profiled function.
+	Samples     []uint64
+	LineSamples []uint64
+	Outside     uint64
+	// Lost is the number of samples the kernel dropped (its buffer was
+	// full), and KernelTime the CPU time the program's threads spent in
+	// the kernel, in nanoseconds, which user-space samples do not see.
+	Lost       uint64
+	KernelTime int64
+	// Sampler says how the samples were taken.
+	Sampler Sampler
+}
+
+// Sampler is how a sampling run took its samples.
+type Sampler uint8
+
+// The samplers.
+const (
+	NoSampler     Sampler = iota // no sampling run
+	PerfSampler                  // the kernel's per-thread clock events
+	PtraceSampler                // PROFILE stopping the threads in turn
+	MixedSamplers                // a database holding runs of both
+)
+
+func (s Sampler) String() string {
+	switch s {
+	case NoSampler:
+		return "none"
+	case PerfSampler:
+		return "perf events"
+	case PtraceSampler:
+		return "ptrace"
+	case MixedSamplers:
+		return "perf events and ptrace"
+	}
+	return fmt.Sprintf("sampler %d", uint8(s))
+}
+
+var samplerNames = []string{"", "perf", "ptrace", "mixed"}
+
+// MarshalText implements [encoding.TextMarshaler]: "", "perf", "ptrace"
+// or "mixed".
+func (s Sampler) MarshalText() ([]byte, error) {
+	if int(s) >= len(samplerNames) {
+		return nil, fmt.Errorf("unknown sampler %d", uint8(s))
+	}
+	return []byte(samplerNames[s]), nil
+}
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (s *Sampler) UnmarshalText(b []byte) error {
+	for i, name := range samplerNames {
+		if string(b) == name {
+			*s = Sampler(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown sampler %q", b)
 }
 
 // Counts is the content of a .pbo: one run's figures for one plan.

@@ -30,6 +30,9 @@ var (
 	// profiling state: another method, or attribution stacks for a plan
 	// without /AT (PRF1304).
 	ErrConflict = errors.New("conflicts with the profiling state")
+	// ErrInterval means sampling counts taken at another interval than
+	// the database's runs (PRF1463).
+	ErrInterval = errors.New("different sampling interval")
 	// ErrOverflow means counts whose sums with the database's would not
 	// fit their integers.
 	ErrOverflow = errors.New("sum overflows")

@@ -60,9 +60,10 @@ func testPlan(m Method) *Plan {
 	case m == FuncTiming:
 		p.StartFunc, p.StartIndex = "main", 0
 		p.Attribution, p.StackDepth, p.Calibration = true, 16, 120
-	case m.IsFunction():
+	case m.IsFunction() && m != FuncSampling:
 		p.Attribution = true
 	default:
+		p.Attribution = m == FuncSampling // (and the lines of its functions)
 		p.Lines = []Line{
 			{Module: 0, File: 0, Line: 13, Addrs: []uint64{0x1141}},
 			{Module: 0, File: 0, Line: 14, Addrs: []uint64{0x1150, 0x1190}},
@@ -97,6 +98,10 @@ func testCounts(m Method, second bool) *Counts {
 	if second {
 		c.Stats.Stacks = append(c.Stats.Stacks, Stack{Func: 3, Callers: []int{0, 2}, Key: 1, Hits: 7})
 	}
+	if m == FuncSampling {
+		sampled(c, second)
+		return c
+	}
 	if m != FuncTiming {
 		return c
 	}
@@ -117,6 +122,31 @@ func testCounts(m Method, second bool) *Counts {
 		s.Time, s.ChildTime = c.Stats.FuncTime[s.Func], c.Stats.ChildTime[s.Func]
 	}
 	return c
+}
+
+// sampled gives sampling counts c the figures of a run of testPlan's
+// functions sampled every millisecond.
+func sampled(c *Counts, second bool) {
+	const interval = 1000000
+	sm := SamplingStats{Interval: interval, Sampler: PerfSampler, Samples: []uint64{5, 3, 0, 0},
+		LineSamples: []uint64{4, 2, 1, 0}, Outside: 1, KernelTime: 2000000}
+	if second {
+		sm = SamplingStats{Interval: interval, Sampler: PtraceSampler, Samples: []uint64{2, 1, 0, 1},
+			LineSamples: []uint64{1, 1, 0, 1}, Lost: 3}
+	}
+	c.Stats.Sampling = sm
+	total := sm.Outside
+	for _, n := range sm.Samples {
+		c.Stats.FuncTime = append(c.Stats.FuncTime, int64(n)*interval)
+		c.Stats.ChildTime = append(c.Stats.ChildTime, int64(n)*interval)
+		total += n
+	}
+	c.Stats.ChildTime[0] += c.Stats.FuncTime[1]
+	c.Stats.TotalTime, c.Stats.OutsideTime = int64(total)*interval, int64(sm.Outside)*interval
+	for i := range c.Stats.Stacks {
+		s := &c.Stats.Stacks[i]
+		s.Time, s.ChildTime = c.Stats.FuncTime[s.Func], c.Stats.ChildTime[s.Func]
+	}
 }
 
 // testMerged returns the database of testPlan(m) after its two runs.
@@ -151,6 +181,9 @@ func testValues(t testing.TB) []testValue {
 		{"merged-ft", testMerged(t, FuncTiming)},
 		{"merged-lc", testMerged(t, LineCounting)},
 		{"merged-fc-rerun", testRerun(t)},
+		{"plan-fs", testPlan(FuncSampling)},
+		{"counts-fs", testCounts(FuncSampling, false)},
+		{"merged-fs", testMerged(t, FuncSampling)},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // NewMerged returns a database of plan p that was never run: no runs and
@@ -16,9 +17,13 @@ import (
 func NewMerged(p *Plan) *Merged {
 	m := &Merged{Plan: *p}
 	m.Stats.Hits = zeros[uint64](p.NumItems())
-	if p.Method.IsTiming() {
+	if p.Method.HasTimes() {
 		m.Stats.FuncTime = zeros[int64](len(p.Funcs))
 		m.Stats.ChildTime = zeros[int64](len(p.Funcs))
+	}
+	if p.Method.IsSampling() {
+		m.Stats.Sampling.Samples = zeros[uint64](len(p.Funcs))
+		m.Stats.Sampling.LineSamples = zeros[uint64](len(p.Lines))
 	}
 	return m
 }
@@ -74,7 +79,32 @@ func (m *Merged) Add(c *Counts) error {
 	s.OutsideTime += cs.OutsideTime
 	s.CallDepth = max(s.CallDepth, cs.CallDepth)
 	s.Stacks = stacks
+	s.Sampling.add(&cs.Sampling)
 	return nil
+}
+
+// add adds the sampling figures of a run to those of a database; check
+// made sure they fit (same interval, same lengths).
+func (s *SamplingStats) add(c *SamplingStats) {
+	if c.Interval == 0 {
+		return // not a sampling run
+	}
+	s.Interval = c.Interval
+	switch {
+	case s.Sampler == NoSampler:
+		s.Sampler = c.Sampler
+	case s.Sampler != c.Sampler:
+		s.Sampler = MixedSamplers
+	}
+	for i, n := range c.Samples {
+		s.Samples[i] += n
+	}
+	for i, n := range c.LineSamples {
+		s.LineSamples[i] += n
+	}
+	s.Outside += c.Outside
+	s.Lost += c.Lost
+	s.KernelTime += c.KernelTime
 }
 
 // check refuses counts that do not belong to m, and an m whose statistics
@@ -100,6 +130,36 @@ func (m *Merged) check(c *Counts) error {
 		return fmt.Errorf("%w: attribution stacks for a plan without attribution", ErrConflict)
 	case m.HasRun(c.Run.ID):
 		return fmt.Errorf("%w: run %s", ErrDuplicateRun, c.Run.ID)
+	}
+	return m.checkSampling(&c.Stats.Sampling)
+}
+
+// checkSampling checks that a run's sampling figures fit the database's:
+// the same interval as the runs before (PRF1463), and a count for each of
+// the plan's functions and lines.
+func (m *Merged) checkSampling(c *SamplingStats) error {
+	s := &m.Stats.Sampling
+	switch {
+	case !m.Plan.Method.IsSampling():
+		return nil
+	case c.Interval <= 0:
+		return fmt.Errorf("%w: sampling counts without a sampling interval", ErrConflict)
+	case s.Interval != 0 && c.Interval != s.Interval:
+		return fmt.Errorf("%w: sampled every %v, the database's runs every %v", ErrInterval,
+			time.Duration(c.Interval), time.Duration(s.Interval))
+	case len(c.Samples) != len(s.Samples) || len(c.LineSamples) != len(s.LineSamples):
+		return fmt.Errorf("%w: samples of %d functions and %d lines, database of %d and %d", ErrNotSamePlan,
+			len(c.Samples), len(c.LineSamples), len(s.Samples), len(s.LineSamples))
+	}
+	for _, t := range []struct{ a, b []uint64 }{{s.Samples, c.Samples}, {s.LineSamples, c.LineSamples}} {
+		for i, n := range t.b {
+			if t.a[i] > math.MaxUint64-n {
+				return fmt.Errorf("samples of item %d: %w", i, ErrOverflow)
+			}
+		}
+	}
+	if s.Outside > math.MaxUint64-c.Outside || s.Lost > math.MaxUint64-c.Lost || !canAdd(s.KernelTime, c.KernelTime) {
+		return fmt.Errorf("outside or lost samples, or kernel time: %w", ErrOverflow)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ func TestNewMerged(t *testing.T) {
 	}{
 		{FuncCounting, 4, 0},
 		{FuncTiming, 4, 4},
+		{FuncSampling, 4, 4},
 		{LineCoverage, 4, 0},
 	}
 	for _, tt := range tests {
@@ -432,5 +433,48 @@ func TestPending(t *testing.T) {
 	}
 	if !m.HasRun(c.Run.ID) {
 		t.Error("the discarded run added is not held")
+	}
+}
+
+// TestMergeSampling checks that sampling runs add up, and that a run
+// sampled at another interval, or without samples of every function and
+// line, is refused and leaves the database as it was (PRF1463).
+func TestMergeSampling(t *testing.T) {
+	m := testMerged(t, FuncSampling)
+	sm := m.Stats.Sampling
+	if sm.Interval != 1000000 || sm.Sampler != MixedSamplers || sm.Outside != 1 || sm.Lost != 3 || sm.KernelTime != 2000000 {
+		t.Errorf("merged figures %+v", sm)
+	}
+	if d := cmp.Diff([]uint64{7, 4, 0, 1}, sm.Samples); d != "" {
+		t.Errorf("samples (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]uint64{5, 3, 1, 1}, sm.LineSamples); d != "" {
+		t.Errorf("line samples (-want +got):\n%s", d)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(c *Counts)
+		want error
+	}{
+		{"another interval", func(c *Counts) { c.Stats.Sampling.Interval = 250000 }, ErrInterval},
+		{"no interval", func(c *Counts) { c.Stats.Sampling.Interval = 0 }, ErrConflict},
+		{"a line short", func(c *Counts) { c.Stats.Sampling.LineSamples = c.Stats.Sampling.LineSamples[:3] }, ErrNotSamePlan},
+		{"too many samples", func(c *Counts) { c.Stats.Sampling.Samples[0] = math.MaxUint64 }, ErrOverflow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := NewMerged(testPlan(FuncSampling))
+			if err := db.Add(testCounts(FuncSampling, false)); err != nil {
+				t.Fatal(err)
+			}
+			before := encode(t, db)
+			c := testCounts(FuncSampling, true)
+			tt.edit(c)
+			if err := db.Add(c); !errors.Is(err, tt.want) {
+				t.Errorf("error %v, want %v", err, tt.want)
+			}
+			if !bytes.Equal(before, encode(t, db)) {
+				t.Error("the refused run changed the database")
+			}
+		})
 	}
 }

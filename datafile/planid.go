@@ -9,11 +9,13 @@ import (
 // PlanID returns the ID of p's content: the first 16 bytes of a SHA-256 of
 // the identity of every module (Name, Arch, BuildID, Size, ModTime, PIE,
 // LinkBase), every function's Module, Name and Entry, every line's Module,
-// file name, Line and Addrs, and one bit of the method: timing or not.
+// file name, Line and Addrs, and one bit of the method: with times (timing,
+// sampling) or not.
 //
 // Two plans with equal IDs count the same sites of the same files, so the
 // counts of one can be added to a database of the other; of the method only
-// timing matters, as timing and non-timing data cannot mix. Counts of a
+// whether it has times matters (timing and sampling), as data with and
+// without times cannot mix. Counts of a
 // function counting run thus fit a database re-prepared for function
 // coverage of the same program, where [Merged.Add] refuses them for their
 // method (PRF1304), and do not fit one re-prepared for function timing
@@ -22,7 +24,7 @@ import (
 func PlanID(p *Plan) ID {
 	h := idHash{h: sha256.New()}
 	h.str("sprof plan id 1")
-	h.bool(p.Method.IsTiming())
+	h.bool(p.Method.HasTimes())
 	h.uint(uint64(len(p.Modules)))
 	for i := range p.Modules {
 		m := &p.Modules[i]

@@ -12,7 +12,7 @@ func TestPlanID(t *testing.T) {
 	}{
 		{"equal plan", FuncCounting, func(*Plan) {}, true},
 		{"coverage of the same sites", FuncCoverage, func(*Plan) {}, true},
-		{"sampling of the same sites", FuncSampling, func(*Plan) {}, true},
+		{"sampling of the same functions", FuncSampling, func(p *Plan) { p.Lines = nil }, false},
 		{"timing of the same sites", FuncTiming, func(*Plan) {}, false},
 		{"entry moved", FuncCounting, func(p *Plan) { p.Funcs[1].Entry += 4 }, false},
 		{"functions swapped", FuncCounting, func(p *Plan) { p.Funcs[0], p.Funcs[1] = p.Funcs[1], p.Funcs[0] }, false},

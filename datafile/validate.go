@@ -128,6 +128,9 @@ func (m *Merged) Validate() error {
 	if err := m.Stats.check(m.Plan.Method, m.Plan.NumItems(), len(m.Plan.Funcs)); err != nil {
 		return fmt.Errorf("invalid merged profile: %w", err)
 	}
+	if n := len(m.Stats.Sampling.LineSamples); n > 0 && n != len(m.Plan.Lines) {
+		return fmt.Errorf("invalid merged profile: samples of %d lines for %d lines", n, len(m.Plan.Lines))
+	}
 	return nil
 }
 
@@ -160,6 +163,29 @@ func (s *Stats) check(method Method, items, funcs int) error {
 			return fmt.Errorf("stack %d: %w", i, err)
 		}
 	}
+	return s.Sampling.check(method, funcs)
+}
+
+// check validates the sampling figures of a profile of the given method
+// with funcs functions.
+func (s *SamplingStats) check(method Method, funcs int) error {
+	if !method.IsSampling() {
+		if s.Interval != 0 || s.Sampler != NoSampler || s.Outside != 0 || s.Lost != 0 || s.KernelTime != 0 ||
+			len(s.Samples) > 0 || len(s.LineSamples) > 0 {
+			return fmt.Errorf("sampling figures in a %s profile", strings.ToLower(method.Words()))
+		}
+		return nil
+	}
+	switch {
+	case s.Interval < 0:
+		return fmt.Errorf("negative sampling interval %d", s.Interval)
+	case s.Sampler > MixedSamplers:
+		return fmt.Errorf("unknown sampler %d", s.Sampler)
+	case s.KernelTime < 0:
+		return fmt.Errorf("negative kernel time %d", s.KernelTime)
+	case len(s.Samples) > 0 && len(s.Samples) != funcs:
+		return fmt.Errorf("samples of %d functions for %d functions", len(s.Samples), funcs)
+	}
 	return nil
 }
 
@@ -167,7 +193,7 @@ func checkTimes(name string, list []int64, method Method, funcs int) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if !method.IsTiming() {
+	if !method.HasTimes() {
 		return fmt.Errorf("%s in a %s profile", name, strings.ToLower(method.Words()))
 	}
 	if len(list) != funcs {

@@ -90,6 +90,12 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 			return prf.InvalidOption("--format=" + o.format)
 		}
 	}
+	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
+		d := prf.InvalidOption("--format=" + o.format)
+		d.Hint = fmt.Sprintf("gmon.out holds sampled time, and %s is a %s profile: only function sampling profiles (prep /FS) can be written for gprof",
+			path, strings.ToLower(m.Plan.Method.Words()))
+		return d
+	}
 	write := func(w io.Writer) error { return plist.Generate(w, m, r) }
 	if o.diffBase != "" {
 		basePath := cli.InputName(o.diffBase, ".pbt")

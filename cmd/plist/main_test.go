@@ -345,3 +345,59 @@ func TestStdoutFull(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplingFormats lists a function sampling profile, writes it for
+// gprof (--format=gmon -o gmon.out, warning that without /AT it has no
+// callers), and refuses --format=gmon for a profile that has no samples,
+// with a hint.
+func TestSamplingFormats(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := &datafile.Plan{
+		Method: datafile.FuncSampling, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "sprog", Path: "/opt/sprog", Arch: "amd64", Files: []string{"sprog.c"}}},
+		Funcs: []datafile.Func{
+			{Name: "f", Source: "sprog.o", Entry: 0x401100, Low: 0x401100, High: 0x401140},
+			{Name: "g", Source: "sprog.o", Entry: 0x401140, Low: 0x401140, High: 0x401180},
+		},
+		Lines: []datafile.Line{{Line: 3, Addrs: []uint64{0x401108}}},
+	}
+	p.ID = datafile.PlanID(p)
+	const ms = 1_000_000
+	c := &datafile.Counts{
+		PlanID: p.ID, Method: p.Method,
+		Run: datafile.Run{ID: datafile.NewRunID(), Time: 1700000000, CommandLine: "sprog"},
+		Stats: datafile.Stats{Hits: []uint64{1000, 7}, FuncTime: []int64{250 * ms, 50 * ms}, ChildTime: []int64{250 * ms, 50 * ms},
+			TotalTime: 310 * ms, OutsideTime: 10 * ms,
+			Sampling: datafile.SamplingStats{Interval: ms, Sampler: datafile.PerfSampler, Samples: []uint64{250, 50},
+				LineSamples: []uint64{200}, Outside: 10}},
+	}
+	m := datafile.NewMerged(p)
+	if err := m.Add(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := datafile.SaveMerged("sprog.pbt", m); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, status := runPlist(t, words("/nologo sprog"), "")
+	if status != 0 || stderr != "" || !strings.Contains(stdout, "Profile: Function sampling, sorted by time") ||
+		!strings.Contains(stdout, "    Sampled every 1.000 millisecond of CPU time (perf events)") {
+		t.Errorf("plist sprog: status %d, stderr %q, stdout\n%s", status, stderr, stdout)
+	}
+	_, stderr, status = runPlist(t, words("/nologo --format=gmon -o gmon.out sprog"), "")
+	if status != 0 || !strings.HasPrefix(stderr, "plist: warning PRF4484: gmon.out has no callers without /AT") {
+		t.Errorf("plist --format=gmon: status %d, stderr %q", status, stderr)
+	}
+	if b, err := os.ReadFile("gmon.out"); err != nil || !bytes.HasPrefix(b, []byte("gmon\x01\x00\x00\x00")) {
+		t.Errorf("gmon.out: %q, %v", b[:min(len(b), 8)], err)
+	}
+	writeProfile(t, "fcount.pbt", testRun(testPlan()))
+	_, stderr, status = runPlist(t, words("/nologo --format=gmon -o gmon2.out fcount"), "")
+	want := "plist: fatal error PRF1102: --format=gmon: invalid option\n" +
+		"plist: hint: gmon.out holds sampled time, and fcount.pbt is a function counting profile: only function sampling profiles (prep /FS) can be written for gprof\n"
+	if status != 2 || stderr != want {
+		t.Errorf("plist --format=gmon fcount: status %d, stderr\n%s\nwant\n%s", status, stderr, want)
+	}
+	if _, err := os.Stat("gmon2.out"); err == nil {
+		t.Error("gmon2.out written for a counting profile")
+	}
+}

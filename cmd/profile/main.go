@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
@@ -93,6 +94,10 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	if err := checkWritable(pbo); err != nil {
 		return 0, prf.CannotWrite(pbo, err)
 	}
+	interval, err := sampleInterval(o.sampleInterval, plan.Method, warn)
+	if err != nil {
+		return 0, err
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return 0, prf.NoWorkingDir(err)
@@ -102,21 +107,22 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	defer signal.Stop(sigs)
 
 	res, err := profile.Run(profile.Config{
-		Plan:          plan,
-		PlanPath:      pbi,
-		Path:          path,
-		Args:          append([]string{program}, args...),
-		CommandLine:   commandLine(program, args),
-		Env:           os.Environ(),
-		Dir:           dir,
-		Stdin:         os.Stdin,
-		Stdout:        os.Stdout,
-		Stderr:        os.Stderr,
-		Signals:       sigs,
-		Warn:          warn,
-		Breakpoints:   o.breakpoints,
-		EveryLineSite: o.everyLineSite,
-		Verbose:       o.verbose,
+		Plan:           plan,
+		PlanPath:       pbi,
+		Path:           path,
+		Args:           append([]string{program}, args...),
+		CommandLine:    commandLine(program, args),
+		Env:            os.Environ(),
+		Dir:            dir,
+		Stdin:          os.Stdin,
+		Stdout:         os.Stdout,
+		Stderr:         os.Stderr,
+		Signals:        sigs,
+		Warn:           warn,
+		Breakpoints:    o.breakpoints,
+		EveryLineSite:  o.everyLineSite,
+		Verbose:        o.verbose,
+		SampleInterval: interval,
 	})
 	if err != nil {
 		return 0, err
@@ -206,4 +212,23 @@ func commandLine(prog string, args []string) string {
 		parts = append(parts, a)
 	}
 	return strings.Join(parts, " ")
+}
+
+// sampleInterval returns the sampling interval /S gives (us microseconds,
+// -1 when not given) for a profile of method m: 0, PROFILE's default,
+// when it is not given, and for the profiles that do not sample (warned
+// about, PRF4677).
+func sampleInterval(us int, m datafile.Method, warn func(*prf.Diagnostic)) (time.Duration, error) {
+	switch {
+	case us < 0:
+		return 0, nil
+	case !m.IsSampling():
+		warn(prf.IntervalIgnored(strings.ToLower(m.Words())))
+		return 0, nil
+	}
+	d := time.Duration(us) * time.Microsecond
+	if d < profile.MinInterval || d > profile.MaxInterval {
+		return 0, prf.BadInterval(us, int(profile.MinInterval/time.Microsecond), int(profile.MaxInterval/time.Microsecond))
+	}
+	return d, nil
 }

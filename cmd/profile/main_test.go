@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -297,5 +299,37 @@ func TestWorkingDirGone(t *testing.T) {
 	}
 	if _, err := os.Stat(pbo); err == nil {
 		t.Error("a .pbo was written")
+	}
+}
+
+// TestSampleInterval checks /S: microseconds, for sampling profiles only
+// (PRF4677 for the others), between PROFILE's bounds (PRF1464).
+func TestSampleInterval(t *testing.T) {
+	for _, tt := range []struct {
+		us     int
+		method datafile.Method
+		want   time.Duration
+		diag   int // the number warned or refused with, or 0
+	}{
+		{-1, datafile.FuncSampling, 0, 0},
+		{1000, datafile.FuncSampling, time.Millisecond, 0},
+		{250, datafile.FuncSampling, 250 * time.Microsecond, 0},
+		{10000, datafile.FuncCounting, 0, 4677},
+		{50, datafile.FuncSampling, 0, 1464},
+		{2000000, datafile.FuncSampling, 0, 1464},
+	} {
+		var warned []*prf.Diagnostic
+		got, err := sampleInterval(tt.us, tt.method, func(d *prf.Diagnostic) { warned = append(warned, d) })
+		num := 0
+		var d *prf.Diagnostic
+		switch {
+		case errors.As(err, &d):
+			num = d.Code
+		case len(warned) == 1:
+			num = warned[0].Code
+		}
+		if got != tt.want || num != tt.diag {
+			t.Errorf("/S %d for %s: %v, PRF%d (%v); want %v, PRF%d", tt.us, tt.method, got, num, err, tt.want, tt.diag)
+		}
 	}
 }

@@ -49,7 +49,7 @@ var tool = cli.Tool[options]{
 			Section: secRunning, Meta: "FILE", Help: "write the .pbo to FILE"},
 		{Name: "S", Min: 1, Long: "sample-interval", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.sampleInterval = v.Number },
-			Section: secRunning, Meta: "N", Help: "sampling interval (prep /FS profiles)"},
+			Section: secRunning, Meta: "N", Help: "sample every N µs of CPU time (default: 1000)"},
 		{Name: "X", Min: 1, Long: "exit-code",
 			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
 			Usage:   "Return exit code of <program>",

@@ -18,10 +18,10 @@
 //     path in records 7 (the original documented /F and ignored it).
 //   - Attribution groups (records 8 to 10) follow their own function's
 //     record 6 (the original misplaced them).
-//
-// Not written yet: the listings of function sampling profiles and the
-// two-column attribution listing of timing profiles made with /AT; Generate
-// returns an error for them (their tab-delimited records are written).
+//   - Function sampling (method 523, which the original had retired) is
+//     listed as function timing is, its times estimated from the samples;
+//     its Program Statistics add the sampling figures, and each module's
+//     table is followed by the source listings of its sampled lines.
 package plist
 
 import (
@@ -96,8 +96,8 @@ type Options struct {
 	Now time.Time
 	// Path is the .pbt's path, named in warning PRF1481.
 	Path string
-	// Warn receives the warnings (PRF1481, PRF4481) before the report is
-	// written; nil discards them.
+	// Warn receives the warnings (PRF1481, PRF4481; gmon.out's PRF4483
+	// and PRF4484) before the report is written; nil discards them.
 	Warn func(*prf.Diagnostic)
 	// Demangle turns a stored name into the displayed one; nil means the
 	// default demangler (C++ and Rust, legacy and v0; other names as they

@@ -32,9 +32,10 @@ const (
 	FormatPprof                   // a gzipped profile.proto, for go tool pprof
 	FormatFolded                  // folded stacks, for flame graphs
 	FormatJSON                    // JSON of the documented schema
+	FormatGmon                    // a gmon.out, for GNU gprof (function sampling)
 )
 
-var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json"}
+var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json", "gmon"}
 
 // String names f as --format spells it.
 func (f Format) String() string {
@@ -52,8 +53,9 @@ func ParseFormat(name string) (Format, error) {
 	return 0, fmt.Errorf("unknown format %q (formats: %s)", name, strings.Join(formatNames, ", "))
 }
 
-// Binary reports whether f is not text (pprof's gzipped protocol buffer).
-func (f Format) Binary() bool { return f == FormatPprof }
+// Binary reports whether f is not text (pprof's gzipped protocol buffer,
+// gmon.out).
+func (f Format) Binary() bool { return f == FormatPprof || f == FormatGmon }
 
 // writeExport writes the report in one of the formats of other tools.
 func (r *report) writeExport(w io.Writer) error {
@@ -70,6 +72,8 @@ func (r *report) writeExport(w io.Writer) error {
 		r.writeFolded(bw)
 	case FormatJSON:
 		err = r.writeJSON(bw)
+	case FormatGmon:
+		err = r.writeGmon(bw)
 	default:
 		err = fmt.Errorf("unknown format %v", r.o.Format)
 	}
@@ -130,7 +134,7 @@ func (r *report) exportName(i int) string {
 }
 
 // mainValue is a function's figure in the one-value formats (folded):
-// its hits, or for timing its own time in nanoseconds.
+// its hits, or for timing and sampling its own time in nanoseconds.
 func (r *report) mainValue(i int) int64 {
 	if r.hasTimes() {
 		return r.funcTime(i)
@@ -224,11 +228,11 @@ func lcovTestName(commandLine string) string {
 }
 
 // writeCallgrind writes a callgrind profile (Valgrind's "Callgrind Format
-// Specification"): the events are Calls (the hits) and, for timing, Time
-// (nanoseconds, the function's own); each function's cost at its
-// declaration line; with /AT, the calls from each caller, with their
-// inclusive cost; for line profiles each line's hits at the line, in the
-// function that holds it.
+// Specification"): the events are Calls (the hits) and, for timing and
+// sampling, Time (nanoseconds, the function's own); each function's cost
+// at its declaration line; with /AT, the calls from each caller, with
+// their inclusive cost; for line profiles each line's hits at the line,
+// in the function that holds it.
 func (r *report) writeCallgrind(w *bufio.Writer) {
 	timed := r.hasTimes()
 	events := "Calls"
@@ -330,22 +334,13 @@ func (r *report) version() string {
 	return "dev"
 }
 
-// writePprof writes a profile.proto (github.com/google/pprof/profile):
-// the sample types are calls (count) and, for timing, time (nanoseconds,
-// each function's own); with /AT a sample per caller stack (the
-// function, its nearest profiled callers), else one per function; for
-// line profiles one per line, at the line, in the function that holds
-// it.
-func (r *report) writePprof(w io.Writer) error {
-	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "calls", Unit: "count"}},
-		PeriodType: &profile.ValueType{Type: "calls", Unit: "count"},
-		Period:     1,
-	}
-	timed := r.hasTimes()
-	if timed {
-		p.SampleType = append(p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
-	}
+// newPprof returns a profile of the runs and the modules (as mappings),
+// without sample types, and the functions that make its functions
+// (function i of the plan, made at its first use) and its locations (a
+// line of a function in a module).
+func (r *report) newPprof() (p *profile.Profile, function func(int) *profile.Function,
+	location func(f *profile.Function, mod, line int) *profile.Location) {
+	p = &profile.Profile{}
 	if n := len(r.m.Runs); n > 0 {
 		p.TimeNanos = r.m.Runs[0].Time * int64(time.Second)
 		p.Comments = []string{r.m.Runs[n-1].CommandLine}
@@ -354,7 +349,7 @@ func (r *report) writePprof(w io.Writer) error {
 		p.Mapping = append(p.Mapping, &profile.Mapping{ID: uint64(mi + 1), File: m.Path, BuildID: fmt.Sprintf("%x", []byte(m.BuildID))})
 	}
 	fn := make([]*profile.Function, len(r.plan.Funcs))
-	function := func(i int) *profile.Function {
+	function = func(i int) *profile.Function {
 		if fn[i] == nil {
 			f := &r.plan.Funcs[i]
 			fn[i] = &profile.Function{ID: uint64(len(p.Function) + 1), Name: r.exportName(i), SystemName: f.Name,
@@ -363,13 +358,34 @@ func (r *report) writePprof(w io.Writer) error {
 		}
 		return fn[i]
 	}
-	location := func(f *profile.Function, mod, line int) *profile.Location {
+	location = func(f *profile.Function, mod, line int) *profile.Location {
 		loc := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f, Line: int64(line)}}}
 		if mod >= 0 && mod < len(p.Mapping) {
 			loc.Mapping = p.Mapping[mod]
 		}
 		p.Location = append(p.Location, loc)
 		return loc
+	}
+	return p, function, location
+}
+
+// writePprof writes a profile.proto (github.com/google/pprof/profile):
+// the sample types are calls (count) and, for timing, time (nanoseconds,
+// each function's own); with /AT a sample per caller stack (the
+// function, its nearest profiled callers), else one per function; for
+// line profiles one per line, at the line, in the function that holds
+// it. Function sampling profiles are CPU profiles (writeSampledPprof).
+func (r *report) writePprof(w io.Writer) error {
+	if r.plan.Method.IsSampling() {
+		return r.writeSampledPprof(w)
+	}
+	p, function, location := r.newPprof()
+	p.SampleType = []*profile.ValueType{{Type: "calls", Unit: "count"}}
+	p.PeriodType = &profile.ValueType{Type: "calls", Unit: "count"}
+	p.Period = 1
+	timed := r.hasTimes()
+	if timed {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: "time", Unit: "nanoseconds"})
 	}
 	values := func(hits uint64, t int64) []int64 {
 		if timed {
@@ -422,10 +438,66 @@ func (r *report) writePprof(w io.Writer) error {
 	return p.Write(w)
 }
 
+// writeSampledPprof writes a function sampling profile as a CPU profile,
+// as runtime/pprof writes one: the sample types are samples (count) and
+// cpu (nanoseconds), the period Interval nanoseconds of CPU time. Each
+// sampled line is a sample at that line of its function (placeSamples),
+// and the samples of a function on none of its lines one at its
+// declaration's line. Samples are leaves, without stacks even with /AT:
+// the samples are of the program counter alone, and the /AT stacks are
+// the calls', their times estimated.
+func (r *report) writeSampledPprof(w io.Writer) error {
+	p, function, location := r.newPprof()
+	interval := r.m.Stats.Sampling.Interval
+	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
+	p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	p.Period = interval
+	for _, m := range p.Mapping {
+		// Every location has its function and line: nothing to look up.
+		m.HasFunctions, m.HasFilenames, m.HasLineNumbers = true, true, true
+	}
+	type key struct {
+		fn   int
+		file string
+		line int
+	}
+	// elsewhere has the functions of lines in another file than their
+	// function's (inlined code).
+	elsewhere := map[key]*profile.Function{}
+	samples := map[key]*profile.Sample{}
+	for _, pl := range r.placeSamples() {
+		f := &r.plan.Funcs[pl.fn]
+		pf, line := function(pl.fn), f.Line
+		if pl.line >= 0 {
+			l := &r.plan.Lines[pl.line]
+			line = l.Line
+			if file := r.lineFile(l); file != f.File {
+				k := key{pl.fn, file, 0}
+				if elsewhere[k] == nil {
+					elsewhere[k] = &profile.Function{ID: uint64(len(p.Function) + 1), Name: pf.Name,
+						SystemName: pf.SystemName, Filename: file}
+					p.Function = append(p.Function, elsewhere[k])
+				}
+				pf = elsewhere[k]
+			}
+		}
+		k := key{pl.fn, pf.Filename, line}
+		if s := samples[k]; s != nil {
+			s.Value[0] += int64(pl.n)
+			s.Value[1] += int64(pl.n) * interval
+			continue
+		}
+		samples[k] = &profile.Sample{Location: []*profile.Location{location(pf, f.Module, line)},
+			Value: []int64{int64(pl.n), int64(pl.n) * interval}}
+		p.Sample = append(p.Sample, samples[k])
+	}
+	return p.Write(w)
+}
+
 // writeFolded writes folded stacks, one line each, as flame graph tools
 // read them ("caller;callee value"): with /AT each caller stack, outermost
 // first, else each function alone; the value is the hits, or for timing
-// the function's own time in nanoseconds. Line profiles give
+// and sampling the function's own time in nanoseconds. Line profiles give
 // "module;file:line hits". Names are the displayed ones, with ';'
 // replaced.
 func (r *report) writeFolded(w *bufio.Writer) {
@@ -471,9 +543,18 @@ type (
 		Runs      []jsonRun      `json:"runs"`
 		CallDepth int            `json:"callDepth,omitempty"`
 		TotalNs   int64          `json:"totalTimeNs,omitempty"`
+		Sampling  *jsonSampling  `json:"sampling,omitempty"`
 		Modules   []jsonModule   `json:"modules"`
 		Functions []jsonFunction `json:"functions,omitempty"`
 		Lines     []jsonLine     `json:"lines,omitempty"`
+	}
+	jsonSampling struct {
+		IntervalNs   int64  `json:"intervalNs"`
+		Sampler      string `json:"sampler"`
+		Samples      uint64 `json:"samples"`
+		Outside      uint64 `json:"outside"`
+		Lost         uint64 `json:"lost"`
+		KernelTimeNs int64  `json:"kernelTimeNs"`
 	}
 	jsonRun struct {
 		Command    string    `json:"command"`
@@ -495,6 +576,7 @@ type (
 		Hits    uint64       `json:"hits"`
 		TimeNs  *int64       `json:"timeNs,omitempty"`
 		ChildNs *int64       `json:"timeWithChildrenNs,omitempty"`
+		Samples *uint64      `json:"samples,omitempty"`
 		Callers []jsonCaller `json:"callers,omitempty"`
 	}
 	jsonCaller struct {
@@ -503,10 +585,11 @@ type (
 		TimeNs *int64   `json:"timeNs,omitempty"`
 	}
 	jsonLine struct {
-		Module string `json:"module"`
-		File   string `json:"file"`
-		Line   int    `json:"line"`
-		Hits   uint64 `json:"hits"`
+		Module  string  `json:"module"`
+		File    string  `json:"file"`
+		Line    int     `json:"line"`
+		Hits    uint64  `json:"hits"`
+		Samples *uint64 `json:"samples,omitempty"`
 	}
 )
 
@@ -519,6 +602,13 @@ func (r *report) writeJSON(w io.Writer) error {
 	timed := r.hasTimes()
 	if timed {
 		out.TotalNs = r.m.Stats.TotalTime
+	}
+	sampled := r.plan.Method.IsSampling()
+	if sampled {
+		sm := &r.m.Stats.Sampling
+		name, _ := sm.Sampler.MarshalText()
+		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
+			Outside: sm.Outside, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
 	}
 	for _, run := range r.m.Runs {
 		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})
@@ -533,6 +623,10 @@ func (r *report) writeJSON(w io.Writer) error {
 			if timed {
 				t, c := r.funcTime(i), r.childTime(i)
 				jf.TimeNs, jf.ChildNs = &t, &c
+			}
+			if sampled {
+				n := r.samples(i)
+				jf.Samples = &n
 			}
 			for _, si := range at(r.stacks, i) {
 				s := r.m.Stats.Stacks[si]
@@ -551,15 +645,25 @@ func (r *report) writeJSON(w io.Writer) error {
 			}
 			out.Functions = append(out.Functions, jf)
 		}
-	} else {
+	}
+	if sampled {
+		// The sampled lines: a sampling profile counts no line.
+		for i := range r.plan.Lines {
+			if n := r.lineSamples(i); n > 0 {
+				l := &r.plan.Lines[i]
+				out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Samples: &n})
+			}
+		}
+	}
+	if !r.plan.Method.IsFunction() {
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]
 			out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Hits: r.hits(i)})
 		}
-		slices.SortStableFunc(out.Lines, func(a, b jsonLine) int {
-			return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
-		})
 	}
+	slices.SortStableFunc(out.Lines, func(a, b jsonLine) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

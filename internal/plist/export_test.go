@@ -16,7 +16,8 @@ import (
 
 // exportCases are profiles whose figures are the original's goldens':
 // the dll programs counted with /AT (caller stacks), ftime timed, and the
-// dll programs' lines counted.
+// dll programs' lines counted; and sampling.c sampled, with and without
+// /AT.
 func exportCases(t *testing.T) map[string]*datafile.Merged {
 	t.Helper()
 	// The caller stacks of a run of dllhost with /AT, as PROFILE records
@@ -45,20 +46,30 @@ func exportCases(t *testing.T) map[string]*datafile.Merged {
 		"dll-fc-at": dllAT,
 		"ftime-ft":  functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))(""),
 		"dll-lc":    lines(dllLines, datafile.LineCounting, dllhostRun)("/src"),
+		"fs":        samplingProfile(samplingLayoutGCC, gccRun),
+		"fs-at":     samplingProfile(samplingLayoutGCC, gccRunAT),
 	}
 }
 
 // TestExports pins every format of other tools for each case
 // (testdata/export/CASE.FORMAT.golden, rewritten with -update; pprof's as
-// its text form), and checks the figures where they can be read back: the
-// sum of the hits in pprof's samples and in the JSON is the profile's.
+// its text form, gmon.out's as gmonText's), and checks the figures where
+// they can be read back: the sum of the hits in pprof's samples (of the
+// samples, for sampling) and in the JSON is the profile's.
 func TestExports(t *testing.T) {
 	for name, m := range exportCases(t) {
-		var total uint64
+		var total, samples uint64
 		for _, h := range m.Stats.Hits {
 			total += h
 		}
-		for _, f := range []Format{FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON} {
+		for _, n := range m.Stats.Sampling.Samples {
+			samples += n
+		}
+		formats := []Format{FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON}
+		if m.Plan.Method.IsSampling() {
+			formats = append(formats, FormatGmon)
+		}
+		for _, f := range formats {
 			t.Run(name+"/"+f.String(), func(t *testing.T) {
 				var buf bytes.Buffer
 				o := DefaultOptions()
@@ -80,8 +91,8 @@ func TestExports(t *testing.T) {
 					for _, s := range p.Sample {
 						sum += s.Value[0]
 					}
-					if uint64(sum) != total {
-						t.Errorf("pprof samples add up to %d calls, the profile has %d", sum, total)
+					if want := map[bool]uint64{false: total, true: samples}[m.Plan.Method.IsSampling()]; uint64(sum) != want {
+						t.Errorf("pprof samples add up to %d %s, the profile has %d", sum, p.SampleType[0].Type, want)
 					}
 					p.TimeNanos = 0
 					out = []byte(p.String())
@@ -100,6 +111,12 @@ func TestExports(t *testing.T) {
 					if j.Schema != jsonSchema || sum != total {
 						t.Errorf("JSON: schema %q, hits %d, want %q and %d", j.Schema, sum, jsonSchema, total)
 					}
+				case FormatGmon:
+					text, err := gmonText(out)
+					if err != nil {
+						t.Fatalf("gmon.out: %v", err)
+					}
+					out = []byte(text)
 				}
 				testutil.Golden(t, filepath.Join("testdata", "export", name+"."+f.String()+".golden"), out)
 			})

@@ -25,20 +25,28 @@ var (
 )
 
 // writeFunctions writes the listing of a function profile: the program
-// statistics, then per module its statistics and its table.
+// statistics, then per module its statistics and its table, and for
+// function sampling the source listings of its sampled lines.
 func (r *report) writeFunctions(p *printer) {
 	heading := r.tableHeading()
+	var repeat []string
 	if !r.callerListing() {
 		// PLIST repeats a table's heading on every page, even after a
 		// break inside the statistics; caller listings repeat nothing.
-		p.heading = heading
+		repeat = heading
 	}
+	p.heading = repeat
 	r.programStatistics(p)
 	for mod := range r.plan.Modules {
 		p.blank()
 		r.moduleStatistics(p, mod)
 		p.blank()
 		r.functionTable(p, mod, heading)
+		if r.plan.Method.IsSampling() {
+			p.heading = nil // source listings repeat nothing
+			r.sampledSources(p, mod)
+			p.heading = repeat
+		}
 	}
 }
 
@@ -53,13 +61,13 @@ func (r *report) callerListing() bool {
 func (r *report) tableHeading() []string {
 	m := r.plan.Method
 	switch {
-	case r.plan.Attribution && m.IsTiming():
+	case r.plan.Attribution && m.HasTimes():
 		return r.timingCallersHeading() // /SNS keeps it, with coverage rows
 	case r.plan.Attribution:
 		return callerDataHeading
 	case m == datafile.FuncCounting:
 		return countingHeading // /SNS keeps it, with coverage rows
-	case m.IsTiming() && r.sort != SortNameSummary:
+	case m.HasTimes() && r.sort != SortNameSummary:
 		return timingHeading
 	}
 	return coverageHeading
@@ -74,9 +82,12 @@ func (r *report) programStatistics(p *printer) {
 	if name, ok := r.startFunction(); ok {
 		p.text("    Start function: " + name)
 	}
-	if m.IsTiming() {
+	if m.HasTimes() {
 		p.text(fmt.Sprintf("    Total time: %s millisecond", fixed(millis(st.TotalTime), 3)))
 		p.text(fmt.Sprintf("    Time outside of functions: %s millisecond", fixed(millis(st.OutsideTime), 3)))
+	}
+	if m.IsSampling() {
+		r.samplingLines(p)
 	}
 	hits, hit := r.totals(r.allItems())
 	p.text(fmt.Sprintf("    Call depth: %d", st.CallDepth))
@@ -138,7 +149,7 @@ func (r *report) moduleStatistics(p *printer, mod int) {
 	m := r.plan.Method
 	funcs := r.funcs[mod]
 	p.title("Module Statistics for " + r.plan.Modules[mod].Name)
-	if m.IsTiming() {
+	if m.HasTimes() {
 		var t int64
 		for _, i := range funcs {
 			t += r.funcTime(i)
@@ -164,15 +175,15 @@ func (r *report) functionTable(p *printer, mod int, heading []string) {
 	funcs := r.sortFuncs(r.funcs[mod], r.sort)
 	switch {
 	case r.sort == SortNameSummary:
-		// Only timing summaries name the source (§5.6.5).
-		r.coverageRows(p, funcs, m.IsTiming())
+		// Only timing (and sampling) summaries name the source (§5.6.5).
+		r.coverageRows(p, funcs, m.HasTimes())
 	case r.callerListing():
 		r.attributionListing(p, funcs)
 	case m == datafile.FuncCounting:
 		r.countingRows(p, funcs)
-	case m.IsTiming() && r.plan.Attribution:
+	case m.HasTimes() && r.plan.Attribution:
 		r.timingCallerListing(p, funcs)
-	case m.IsTiming():
+	case m.HasTimes():
 		r.timingRows(p, funcs)
 	default:
 		r.coverageRows(p, funcs, true)

@@ -5,14 +5,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
-// FuzzGenerate checks that no valid merged profile, with any options,
-// makes Generate panic.
+// FuzzGenerate checks that no valid merged profile, with any options and
+// in any format, makes Generate panic. The function sampling inputs are
+// seeded in the formats that place their samples too (pprof, gmon.out).
 func FuzzGenerate(f *testing.F) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.pbt.json"))
 	if err != nil {
@@ -23,10 +25,14 @@ func FuzzGenerate(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b, []byte{}, uint8(0), 1, 0, 0)
-		f.Add(b, []byte("\t\xff\x03\x80"), uint8(0x3f), 0, 7, 16)
+		f.Add(b, []byte{}, uint8(0), 1, 0, 0, uint8(FormatText))
+		f.Add(b, []byte("\t\xff\x03\x80"), uint8(0x3f), 0, 7, 16, uint8(FormatText))
+		if strings.HasPrefix(filepath.Base(path), "sampling") {
+			f.Add(b, []byte{}, uint8(0), 1, 0, 0, uint8(FormatGmon))
+			f.Add(b, []byte("\x04\x05\xfd\x34"), uint8(0), 1, 0, 0, uint8(FormatPprof))
+		}
 	}
-	f.Fuzz(func(t *testing.T, text, noise []byte, flags uint8, minCount, width, length int) {
+	f.Fuzz(func(t *testing.T, text, noise []byte, flags uint8, minCount, width, length int, format uint8) {
 		m := validMerged(text, noise)
 		if m == nil {
 			return
@@ -42,6 +48,7 @@ func FuzzGenerate(f *testing.F) {
 			PageWidth:      width % 1000,
 			PageLength:     length % 1000,
 			TabWidth:       2,
+			Format:         Format(int(format) % len(formatNames)),
 			Warn:           func(*prf.Diagnostic) {},
 		}
 		_ = Generate(io.Discard, m, o)
@@ -58,9 +65,10 @@ func validMerged(text, noise []byte) *datafile.Merged {
 	}
 	m := env.Merged
 	if n := len(m.Plan.Funcs); n > 0 && len(m.Stats.Hits) == n {
+		sm := &m.Stats.Sampling
 		for k, b := range noise {
 			i := k % n
-			switch b % 4 {
+			switch b % 8 {
 			case 0:
 				m.Stats.Hits[i] = uint64(b) << (b % 64)
 			case 1:
@@ -71,6 +79,19 @@ func validMerged(text, noise []byte) *datafile.Merged {
 				}
 			case 3:
 				m.Plan.Funcs[i].Source = string(noise[k:])
+			case 4:
+				if i < len(sm.Samples) {
+					sm.Samples[i] = uint64(b) << (b % 64)
+				}
+			case 5:
+				if len(sm.LineSamples) > 0 {
+					sm.LineSamples[k%len(sm.LineSamples)] = uint64(b) << (b % 64)
+				}
+			case 6:
+				m.Plan.Funcs[i].Entry = ^uint64(0) >> (b % 64)
+			case 7:
+				f := &m.Plan.Funcs[i]
+				f.Low, f.High = f.High-uint64(b), f.Low+uint64(b)<<(b%64)
 			}
 		}
 	}

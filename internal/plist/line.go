@@ -22,6 +22,13 @@ var (
 		"  Line Covered  Source",
 		"----------------------",
 	}
+	// lineSamplingHeading heads the source listings of function
+	// sampling (a port's addition): the samples of each line.
+	lineSamplingHeading = []string{
+		"      Sample",
+		"  Line Count   %    Source",
+		"--------------------------",
+	}
 	lineSortedHeading = []string{
 		" Hit",
 		"Count    %   Line",
@@ -142,7 +149,8 @@ func (r *report) sourceListings(p *printer, mod int) {
 }
 
 // sourceListing prints one source file with the counts of its profiled
-// lines (line number to hits), or says it cannot be opened.
+// lines (line number to hits, or to samples), each with its share of
+// modHits, or says it cannot be opened.
 func (r *report) sourceListing(p *printer, mod int, name string, counts map[int]uint64, modHits uint64) {
 	p.blank()
 	f, found := r.openSource(mod, name)
@@ -154,10 +162,13 @@ func (r *report) sourceListing(p *printer, mod int, name string, counts map[int]
 	p.text("Source file: " + found)
 	p.blank()
 	row := r.countRow
-	if r.coverageLayout() {
+	switch {
+	case r.plan.Method.IsSampling():
+		printHeading(p, lineSamplingHeading)
+	case r.coverageLayout():
 		printHeading(p, lineCoverageHeading)
 		row = coverageRow
-	} else {
+	default:
 		printHeading(p, lineCountingHeading)
 	}
 	br := bufio.NewReader(f)

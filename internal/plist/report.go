@@ -2,17 +2,14 @@ package plist
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
-
-// errSampling is returned for the listing of a function sampling profile.
-var errSampling = errors.New("function sampling reports are not available yet")
 
 // report is one Generate call: the merged profile seen through the options.
 // Every index read from the profile is checked, so that a profile whose
@@ -35,6 +32,9 @@ type report struct {
 	stacks [][]int
 	// shared counts the functions of each displayed name (exportName).
 	shared map[string]int
+	// byLow has, per module, its functions of known code range by their
+	// lowest address (funcAt), built at the first use.
+	byLow [][]int
 }
 
 func newReport(m *datafile.Merged, o Options) *report {
@@ -73,14 +73,8 @@ func (r *report) write(w io.Writer) error {
 	switch {
 	case !method.Valid():
 		return fmt.Errorf("write report: unknown profile method %d", uint16(method))
-	case r.o.Tab:
-	case method == datafile.FuncSampling:
-		// PRF1001 while sampling is not available: no program can have
-		// made the profile.
-		if err := prf.Unavailable(prf.FunctionSampling); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		return fmt.Errorf("write report: %w", errSampling)
+	case r.o.Format == FormatGmon && !r.o.Tab && !method.IsSampling():
+		return fmt.Errorf("write report: %w, not %s ones", errNotSampling, strings.ToLower(method.Words()))
 	}
 	if method.IsTiming() && len(r.m.Runs) == 0 {
 		// The original computed times with the clock frequency of the first
@@ -198,8 +192,9 @@ func (r *report) childTime(i int) int64 {
 	return at(r.m.Stats.ChildTime, i)
 }
 
-// hasTimes reports whether the profile type carries times.
-func (r *report) hasTimes() bool { return r.plan.Method.IsTiming() }
+// hasTimes reports whether the profile type carries times: measured
+// (timing) or estimated from samples (sampling).
+func (r *report) hasTimes() bool { return r.plan.Method.HasTimes() }
 
 // at returns s[i], or the zero value when i is out of range.
 func at[T any](s []T, i int) T {

@@ -190,6 +190,9 @@ func TestResolveSort(t *testing.T) {
 		{datafile.FuncTiming, SortDefault, SortTime, true},
 		{datafile.FuncTiming, SortChildTime, SortChildTime, true},
 		{datafile.FuncTiming, SortLineSummary, SortTime, false},
+		{datafile.FuncSampling, SortDefault, SortTime, true},
+		{datafile.FuncSampling, SortCount, SortCount, true},
+		{datafile.FuncSampling, SortLine, SortTime, false},
 		{datafile.LineCounting, SortDefault, SortLine, true},
 		{datafile.LineCounting, SortName, SortLine, false},
 		{datafile.LineCoverage, SortDefault, SortLineSummary, true},
@@ -221,8 +224,14 @@ func TestGenerateErrors(t *testing.T) {
 		want string // "" for success
 	}{
 		{"nil", nil, Options{}, "write report: no profile"},
-		{"sampling listing", sampling, Options{}, "write report: function sampling (/FS) is not available yet in this version"},
+		{"sampling listing", sampling, Options{}, ""},
 		{"sampling records", sampling, Options{Tab: true}, ""},
+		{"sampling gmon.out without runs", sampling, Options{Format: FormatGmon},
+			"write report: write gmon.out: the profile has no sampling run (no sampling interval)"},
+		{"counting gmon.out", readInput(t, "cpprust"), Options{Format: FormatGmon},
+			"write report: gmon.out holds sampled time: only function sampling profiles (prep /FS) can be written as one, not function counting ones"},
+		{"timing gmon.out, no run", readInput(t, "never"), Options{Format: FormatGmon},
+			"write report: gmon.out holds sampled time: only function sampling profiles (prep /FS) can be written as one, not function timing ones"},
 		{"timing attribution listing", timingAT, Options{}, ""},
 		{"timing attribution records", timingAT, Options{Tab: true}, ""},
 	}

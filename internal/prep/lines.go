@@ -66,7 +66,6 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			}
 		}
 		all := moduleLines(m, rows, fns, method, warn)
-		keep := map[string]bool{}
 		var kept []fileLine
 		for _, l := range all {
 			in := true
@@ -82,17 +81,9 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			}
 			if in {
 				kept = append(kept, l)
-				keep[l.file] = true
 			}
 		}
-		files[mi] = fileOrder(rows, keep)
-		index := map[string]int{}
-		for i, f := range files[mi] {
-			index[f] = i
-		}
-		for _, l := range kept {
-			lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
-		}
+		files[mi], lines = addLines(lines, mi, rows, kept)
 	}
 	if len(lines) == 0 {
 		// (The original said only this: no PRF4106 before it.)
@@ -107,6 +98,59 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
 	return lines, files, nil
+}
+
+// sampledLines returns the lines of the functions sel of a sampling
+// profile of mods, each with the start of every statement row of its code,
+// for PROFILE to give each sampled program counter its line, and each
+// module's source files in listing order. A module without line tables
+// has no lines: its samples go to its functions only.
+func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]string, error) {
+	files := make([][]string, len(mods))
+	var lines []datafile.Line
+	for mi, m := range mods {
+		var fns []*dwarf.Func
+		for _, s := range sel {
+			if s.f.Module == mi && s.fn != nil && s.fn.Unit >= 0 {
+				fns = append(fns, s.fn)
+			}
+		}
+		if len(fns) == 0 || !m.file.HasDWARF {
+			continue
+		}
+		rows, err := m.file.StatementRows()
+		if errors.Is(err, dwarf.ErrNoDWARF) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		all := moduleLines(m, rows, fns, datafile.FuncSampling, func(*prf.Diagnostic) {})
+		files[mi], lines = addLines(lines, mi, rows, all)
+	}
+	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	return lines, files, nil
+}
+
+// addLines appends kept, lines of module mi whose rows are rows, to lines
+// as the plan's, and returns the module's files in listing order (those of
+// kept) with the lines.
+func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLine) ([]string, []datafile.Line) {
+	keep := map[string]bool{}
+	for _, l := range kept {
+		keep[l.file] = true
+	}
+	files := fileOrder(rows, keep)
+	index := map[string]int{}
+	for i, f := range files {
+		index[f] = i
+	}
+	for _, l := range kept {
+		lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
+	}
+	return files, lines
 }
 
 // lineMatches reports whether p selects line l, whose functions are

@@ -275,3 +275,45 @@ func TestDamagedLineTables(t *testing.T) {
 		t.Errorf("BuildPlan = PRF%d %v, want PRF1649 naming %s, with a hint", prf.Code(err), err, damaged)
 	}
 }
+
+// TestSamplingPlanLines checks the lines of a function sampling plan: the
+// start of every statement row of the planned functions' code, each under
+// its line, and nothing outside them, as objdump decodes the line table.
+func TestSamplingPlanLines(t *testing.T) {
+	prog := testutil.BuildC(t, "shares", "-O2", "-pthread")
+	plan, err := planLinesOf(t, datafile.FuncSampling, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFunc := func(a uint64) bool {
+		for _, f := range plan.Funcs {
+			if a >= f.Low && a < f.High {
+				return true
+			}
+		}
+		return false
+	}
+	got := lineSet(plan, "shares.c")
+	rows := objdumpRows(t, prog, "shares.c")
+	n := 0
+	for line, addrs := range rows {
+		for _, a := range addrs {
+			if inFunc(a) {
+				n++
+				if !slices.Contains(got[line], a) {
+					t.Errorf("line %d: row at %#x missing (have %#x)", line, a, got[line])
+				}
+			}
+		}
+	}
+	for line, addrs := range got {
+		for _, a := range addrs {
+			if !inFunc(a) || !slices.Contains(rows[line], a) {
+				t.Errorf("line %d: %#x is no row of a planned function", line, a)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d rows in the planned functions", n)
+	}
+}

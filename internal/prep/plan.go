@@ -143,6 +143,17 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 			plan.Modules[mi].Files = files[mi]
 		}
 	}
+	if o.Method.IsSampling() {
+		// Sampling: every line of the functions, to place each sample.
+		lines, files, err := sampledLines(mods, sel)
+		if err != nil {
+			return nil, debugInfoError(mods[0].module.Path, err)
+		}
+		plan.Lines = lines
+		for mi := range plan.Modules {
+			plan.Modules[mi].Files = files[mi]
+		}
+	}
 	if len(plan.Funcs) == 0 && o.Method.IsFunction() {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
 			return nil, prf.Stripped(mods[0].module.Path, hex.EncodeToString(f.BuildID))
@@ -164,7 +175,6 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 func Unavailable(o Options) error {
 	features := map[datafile.Method]prf.Feature{
 		datafile.FuncTiming:   prf.FunctionTiming,
-		datafile.FuncSampling: prf.FunctionSampling,
 		datafile.LineCounting: prf.LineCounting,
 		datafile.LineCoverage: prf.LineCoverage,
 	}

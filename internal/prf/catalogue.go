@@ -282,12 +282,64 @@ func Merge(err error, pbo, pbt string) error {
 		return NotSamePlan(pbo, err)
 	case errors.Is(err, datafile.ErrConflict):
 		return Conflicts(pbo, err)
+	case errors.Is(err, datafile.ErrInterval):
+		return OtherInterval(pbo, pbt, err)
 	case errors.Is(err, datafile.ErrDuplicateRun):
 		return AlreadyMerged(pbo, pbt)
 	case errors.Is(err, datafile.ErrOverflow):
 		return SumOverflow(pbo, pbt, err)
 	}
 	return Unknown(fmt.Errorf("merge %s: %w", pbo, err))
+}
+
+// OtherInterval is PRF1463: a sampling run taken at another interval than
+// the runs the database holds.
+func OtherInterval(pbo, pbt string, err error) *Diagnostic {
+	d := newDiag(1463, Fatal, err, "%s: different clock/sampling frequency", pbo)
+	d.Hint = fmt.Sprintf("profile again with the interval of the runs in %s (profile /S), or merge into another database", pbt)
+	return d
+}
+
+// BadInterval is PRF1464: PROFILE's /S outside the intervals it samples
+// at.
+func BadInterval(us, lo, hi int) *Diagnostic {
+	return newDiag(1464, Fatal, nil, "sampling interval of %d microseconds: PROFILE samples every %d to %d microseconds", us, lo, hi)
+}
+
+// PtraceSampler warns, once, that the kernel refused its clock events
+// (perf_event_open): PROFILE samples by stopping every thread in turn.
+func PtraceSampler(err error, every time.Duration) *Diagnostic {
+	d := newDiag(4675, Warning, err, "cannot sample with the kernel's clock events: PROFILE stops each thread every %v to read its program counter", every)
+	d.Hint = "this costs each running thread some 50 to 100 microseconds per sample, and a thread's samples are taken at its stops, weighed by the CPU time it used since the last one; allow perf_event_open (perf_event_paranoid at most 2, no seccomp filter refusing it) for cheaper and finer samples"
+	return d
+}
+
+// LostSamples warns that the kernel dropped samples: its buffer was full
+// before PROFILE read it.
+func LostSamples(lost, taken uint64) *Diagnostic {
+	return newDiag(4676, Warning, nil, "%d samples were lost (the kernel's buffer was full), %d were taken: the times are estimated from fewer samples", lost, taken)
+}
+
+// GmonLibraries warns that gmon.out leaves out the functions of the
+// shared libraries libs: gprof reads the program's own only.
+func GmonLibraries(libs string) *Diagnostic {
+	d := newDiag(4483, Warning, nil, "gmon.out leaves out the functions of %s: gprof reads the program's own functions only", libs)
+	d.Hint = "plist's listing and --format=pprof show them"
+	return d
+}
+
+// GmonNoCallers warns that a gmon.out of a profile without /AT has no
+// arcs: gprof counts no calls.
+func GmonNoCallers() *Diagnostic {
+	d := newDiag(4484, Warning, nil, "gmon.out has no callers without /AT: gprof shows every function <spontaneous> and counts no calls")
+	d.Hint = "prepare with prep /FS /AT for gprof's call graph and calls column; plist's listing has the exact calls"
+	return d
+}
+
+// IntervalIgnored warns that /S was given for a profile that does not
+// sample.
+func IntervalIgnored(method string) *Diagnostic {
+	return newDiag(4677, Warning, nil, "/S ignored: the sampling interval applies to function sampling (prep /FS), not to %s", method)
 }
 
 // SumOverflow is PRF1650: the counts of a .pbo added to a .pbt would not

@@ -22,8 +22,7 @@ const (
 // parsed and refused, never silently ignored; a feature that lands leaves
 // this list, and the checks that ask [Unavailable] let it through.
 var pending = map[Feature]string{
-	FunctionSampling: "function sampling (/FS)",
-	Trace:            "execution traces (/TRACE)",
+	Trace: "execution traces (/TRACE)",
 }
 
 // Unavailable returns PRF1001 when f is not available yet in this version,

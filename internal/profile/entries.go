@@ -313,7 +313,7 @@ func (et *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
 	if used := p.area.used(); len(used) > 0 {
-		if err := t.mem.WriteMem(p.area.base, used); err != nil {
+		if err := t.writeArea(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
 	}
@@ -336,6 +336,26 @@ func (t *tracer) writePlanting(p *planting) error {
 		t.counters.sortTramps()
 	}
 	return nil
+}
+
+// writeArea writes code into an area PROFILE mapped, untouched so far.
+// A write that fails is tried once more after a read of each of its
+// pages: a write through /proc/PID/mem into a fresh private mapping
+// without write permission was seen to fail with EIO, once in a great
+// many runs (arm64, 16K pages, Linux 6.12), where the page it needs made
+// by a read first is the path every other write of PROFILE's takes.
+func (t *tracer) writeArea(base uint64, code []byte) error {
+	err := t.mem.WriteMem(base, code)
+	if err == nil {
+		return nil
+	}
+	var b [1]byte
+	for at := base; at < base+uint64(len(code)); at += max(t.pageSize, 4096) {
+		if rerr := t.mem.ReadMem(at, b[:]); rerr != nil {
+			return fmt.Errorf("%w (and a read there: %v)", err, rerr)
+		}
+	}
+	return t.mem.WriteMem(base, code)
 }
 
 // span is bytes to write at an address.

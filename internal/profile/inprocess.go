@@ -146,6 +146,11 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 	ringAt, rings := uint64(0), t.rings != nil
+	if t.plan.Method.IsSampling() && !rings {
+		// (Sampling keeps no call depth: its report has none, as the
+		// original's had none, and it counts at counting's cost alone.)
+		perThread, byTable = false, false
+	}
 	table := byTable && kind == instr.CountShared
 	stride := uint64(instr.DepthAreaAlign)
 	switch {

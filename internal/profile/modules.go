@@ -245,6 +245,9 @@ func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
 // PROFILE mapped next to it are unmapped. Its counts stay, and so does
 // every other instance of its library.
 func (t *tracer) forget(l *loaded) error {
+	if t.sampling != nil {
+		t.sampling.forget(l.lo, l.hi, t.areas[l.first.Start])
+	}
 	delete(t.loaded, l.first.Start)
 	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
 	for _, m := range t.mechanisms() {

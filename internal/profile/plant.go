@@ -79,6 +79,9 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 	if err := t.plantModule(mi, bias, in, maps); err != nil {
 		return err
 	}
+	if t.sampling != nil {
+		t.sampling.planted(mi, bias, in)
+	}
 	t.reportFallBacks()
 	return nil
 }

@@ -69,6 +69,9 @@ type Config struct {
 	EveryLineSite bool
 	// Verbose warns about each entry that keeps a breakpoint, with why.
 	Verbose bool
+	// SampleInterval is the sampling interval of function sampling, in
+	// the thread's CPU time (profile /S); 0 means DefaultInterval.
+	SampleInterval time.Duration
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }

@@ -100,6 +100,9 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 		t.openThreadBooks(th)
+		if t.sampling != nil {
+			t.sampling.threadStarted(tid)
+		}
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints and
@@ -152,6 +155,9 @@ func (t *tracer) exec(th *thread) error {
 	t.loaded = nil // (the rendezvous went with the image)
 	if t.counters != nil {
 		t.counters.tramps = nil // gone with the image; the counts are kept
+	}
+	if t.sampling != nil {
+		t.sampling.forget(0, ^uint64(0), nil) // (the new image's samples are outside)
 	}
 	if t.lines != nil && t.lines.sweep != nil {
 		t.lines.sweep = &sweeper{}

@@ -156,6 +156,9 @@ type tracer struct {
 	rendezvousThread int
 
 	hits []uint64
+	// sampling samples the threads' program counters (function
+	// sampling; else nil: sampling.go).
+	sampling *sampler
 	// books keep the stacks of profiled calls, when timing, a start
 	// function or attribution need them (timing.go); else nil.
 	books *books
@@ -226,6 +229,13 @@ func newTracer(cfg Config) (*tracer, error) {
 	}
 	t.bp = newBreakpoints(t)
 	t.mapArea = t.mmap
+	if cfg.Plan.Method.IsSampling() {
+		interval := cfg.SampleInterval
+		if interval == 0 {
+			interval = DefaultInterval
+		}
+		t.sampling = newSampler(t, interval)
+	}
 	if keepsBooks(cfg.Plan) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
@@ -310,6 +320,10 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	defer stopForward()
 
 	res := &Result{}
+	if t.sampling != nil {
+		t.sampling.start(pid)
+		defer t.sampling.finish()
+	}
 	if err := ptrace.Cont(pid, 0); err != nil {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
@@ -324,6 +338,9 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	}
 	if t.counters != nil {
 		t.counters.collect()
+	}
+	if t.sampling != nil {
+		t.sampling.finish()
 	}
 	for _, m := range t.mechanisms() {
 		m.collect(res)
@@ -356,6 +373,9 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	if t.books != nil {
 		t.timingStats(&c.Stats)
 		c.Overhead = t.calculated
+	}
+	if t.sampling != nil {
+		t.sampling.stats(&c.Stats)
 	}
 	return c
 }
@@ -399,6 +419,9 @@ func (t *tracer) loop(res *Result) error {
 			}
 			delete(t.threads, tid)
 			t.threadEnded(tid)
+			if t.sampling != nil {
+				t.sampling.threadEnded(tid)
+			}
 			t.foreignDone(tid)
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil && t.rings != nil {
@@ -457,6 +480,9 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
 			t.sweepStop()
 		}
+		if t.sampling != nil {
+			t.sampling.sampleStop(tid)
+		}
 		if th.stepping != nil {
 			t.noteRelease()
 			t.noteRelease()
@@ -488,6 +514,9 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)
+	}
+	if t.sampling != nil && t.sampling.kind == datafile.PtraceSampler {
+		return ptrace.WaitPolling(spin, min(t.sampling.interval/2, 500*time.Microsecond), t.sampling.interruptAll)
 	}
 	return ptrace.Wait(spin)
 }

@@ -126,6 +126,9 @@ func (t *tracer) warnOnce(d *prf.Diagnostic) {
 // of the program is exiting, the program's end is checked.
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
+	if t.sampling != nil && !th.foreign && th.tgid == t.pid {
+		t.sampling.noteTimes(t.pid)
+	}
 	if !th.foreign && th.tgid == t.pid {
 		if err := ptrace.GetRegs(th.tid, &t.regs); err == nil {
 			t.checkThreadBase(th, &t.regs)

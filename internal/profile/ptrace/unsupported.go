@@ -162,3 +162,19 @@ func StackLimit(pid int) (uint64, error) { return 0, errors.ErrUnsupported }
 
 // Counter returns 0: there is no counter for trampolines to read.
 func Counter() uint64 { return 0 }
+
+// Sampler samples a thread's program counter; unsupported here.
+type Sampler struct{}
+
+// OpenSampler is not supported on this platform.
+func OpenSampler(tid int, period time.Duration) (*Sampler, error) {
+	return nil, errors.ErrUnsupported
+}
+
+// Read is not supported on this platform.
+func (s *Sampler) Read(fn func(pc uint64)) (lost uint64, err error) {
+	return 0, errors.ErrUnsupported
+}
+
+// Close does nothing.
+func (s *Sampler) Close() error { return nil }

@@ -1,0 +1,414 @@
+package e2e
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// samplingRounds is how many rounds of the sampling fixtures' work each of
+// their three threads runs: 10 ms of CPU time a round, some 1,200 samples
+// a run at the default interval. (Not scaled in the VMs: the fixtures
+// spin on their threads' CPU clocks, which emulation does not change.)
+const samplingRounds = 40
+
+// shares is what a sampling fixture (testdata/progs/c/shares.c,
+// testdata/progs/go/gosampling) printed: the calls of each of its
+// functions, and the CPU time each used, measured inside it.
+type shares struct {
+	calls          uint64
+	a, b, c, total float64 // nanoseconds; total is the process's CPU time
+}
+
+var sharesLine = regexp.MustCompile(`shares calls=(\d+) a=(\d+) b=(\d+) c=(\d+) total=(\d+)`)
+
+// parseShares reads a sampling fixture's output.
+func parseShares(t *testing.T, out string) shares {
+	t.Helper()
+	m := sharesLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no shares line in the program's output %q", out)
+	}
+	var n [5]float64
+	for i := range n {
+		n[i], _ = strconv.ParseFloat(m[i+1], 64)
+	}
+	return shares{calls: uint64(n[0]), a: n[1], b: n[2], c: n[3], total: n[4]}
+}
+
+// sampled is a sampling database's figures for the fixtures' functions.
+type sampled struct {
+	m     *datafile.Merged
+	index map[string]int
+}
+
+// openSampled reads the .pbt of prog in dir.
+func openSampled(t *testing.T, dir, prog string) sampled {
+	t.Helper()
+	m, err := datafile.OpenMerged(filepath.Join(dir, prog+".pbt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sampled{m: m, index: map[string]int{}}
+	for i, f := range m.Plan.Funcs {
+		s.index[strings.TrimPrefix(f.Name, "main.")] = i
+	}
+	return s
+}
+
+// fn returns the index of the fixture's function name ("spin_a" in C,
+// main.spinA in Go).
+func (s sampled) fn(t *testing.T, name string) int {
+	t.Helper()
+	for _, n := range []string{name, strings.ReplaceAll(name, "_a", "A"), strings.ReplaceAll(name, "_b", "B"), strings.ReplaceAll(name, "_c", "C")} {
+		if i, ok := s.index[n]; ok {
+			return i
+		}
+	}
+	t.Fatalf("no function %s in the plan", name)
+	return -1
+}
+
+// checkShares checks the figures of a sampling run of a fixture that
+// printed known: every call counted exactly, the samples of the three
+// spinning functions in the shares of the CPU time they used within tol
+// points, enough samples for that, and as many samples as their CPU time
+// makes (the late thread's included: without them the run would have a
+// third fewer).
+func checkShares(t *testing.T, s sampled, known shares, tol float64) {
+	t.Helper()
+	st := &s.m.Stats
+	sm := &st.Sampling
+	for _, name := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
+		if got := st.Hits[s.fn(t, name)]; got != known.calls {
+			t.Errorf("%s: %d calls, want %d", name, got, known.calls)
+		}
+	}
+	a, b, c := sm.Samples[s.fn(t, "spin_a")], sm.Samples[s.fn(t, "spin_b")], sm.Samples[s.fn(t, "spin_c")]
+	all := float64(a + b + c)
+	t.Logf("samples %d %d %d (outside %d, lost %d, by %s); CPU time %.0f %.0f %.0f ms",
+		a, b, c, sm.Outside, sm.Lost, sm.Sampler, known.a/1e6, known.b/1e6, known.c/1e6)
+	// Under emulation (the arm64 VMs) the kernel takes half of the CPU
+	// time or more (each interrupt, each system call costs much more than
+	// the user code around it): user-space samples are fewer, their
+	// shares looser. The figures there show the sampler works, not how
+	// well; this machine's show how well.
+	least, lowest := 500.0, 0.8
+	if testutil.Slow() {
+		tol, least, lowest = max(tol, 8), 150, 0.1
+	}
+	if all < least {
+		t.Fatalf("%v samples: too few to measure shares", all)
+	}
+	knownAll := known.a + known.b + known.c
+	for _, x := range []struct {
+		name string
+		n    uint64
+		cpu  float64
+	}{{"spin_a", a, known.a}, {"spin_b", b, known.b}, {"spin_c", c, known.c}} {
+		got, want := 100*float64(x.n)/all, 100*x.cpu/knownAll
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s: %.1f %% of the samples, %.1f %% of the CPU time", x.name, got, want)
+		}
+		if ft := st.FuncTime[s.fn(t, x.name)]; ft != int64(x.n)*sm.Interval {
+			t.Errorf("%s: time %d, want its %d samples of %d ns", x.name, ft, x.n, sm.Interval)
+		}
+	}
+	// The functions' CPU time includes what their clock's system calls
+	// took in the kernel, which user-space samples do not see.
+	if ratio := all * float64(sm.Interval) / knownAll; ratio < lowest || ratio > 1.05 {
+		t.Errorf("the samples make %.2f of the functions' CPU time", ratio)
+	}
+	var lines uint64
+	for _, n := range sm.LineSamples {
+		lines += n
+	}
+	var inFuncs uint64
+	for _, n := range sm.Samples {
+		inFuncs += n
+	}
+	if lines < inFuncs*9/10 || lines > inFuncs {
+		t.Errorf("%d samples placed on lines, of %d in functions", lines, inFuncs)
+	}
+}
+
+// TestSamplingShares samples programs that spend known shares of their
+// CPU time in known functions, over three threads, one born late: C at
+// -O0 and -O2, PIE or not, and Go. The shares must be within 3 points of
+// the CPU time the functions measured themselves, every call must be
+// counted exactly, and with /AT middle's time with children must be
+// spin_c's, which it calls and does nothing else.
+func TestSamplingShares(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	rounds := strconv.Itoa(samplingRounds)
+	for _, c := range []struct {
+		name  string
+		build func(t *testing.T) string
+		prep  []string
+	}{
+		{"c-O0-pie", func(t *testing.T) string { return testutil.BuildC(t, "shares", "-O0", "-pie", "-fPIE", "-pthread") }, nil},
+		{"c-O2-nopie", func(t *testing.T) string {
+			return testutil.BuildC(t, "shares", "-O2", "-no-pie", "-fno-pie", "-pthread")
+		}, nil},
+		{"c-O2-pie-AT", func(t *testing.T) string { return testutil.BuildC(t, "shares", "-O2", "-pie", "-fPIE", "-pthread") }, []string{"/AT"}},
+		{"go-exe", func(t *testing.T) string { return testutil.BuildGo(t, "gosampling") }, nil},
+		{"go-pie", func(t *testing.T) string { return testutil.BuildGo(t, "gosampling", "-buildmode=pie") }, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prog := c.build(t)
+			dir, r := workflow(t, prog, append([]string{"/FS"}, c.prep...), rounds)
+			if r.status != 0 {
+				t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+			}
+			needsPerf(t, r.stderr)
+			s := openSampled(t, dir, filepath.Base(prog))
+			if s.m.Stats.Sampling.Sampler != datafile.PerfSampler {
+				t.Errorf("sampled by %s", s.m.Stats.Sampling.Sampler)
+			}
+			checkShares(t, s, parseShares(t, r.stdout), 3)
+			st := &s.m.Stats
+			middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
+			want := st.FuncTime[middle]
+			if len(c.prep) > 0 {
+				want += st.FuncTime[spinC] // (all of spin_c's calls are middle's)
+			}
+			if got := st.ChildTime[middle]; math.Abs(float64(got-want)) > float64(st.Sampling.Interval) {
+				t.Errorf("middle: time with children %d, want %d", got, want)
+			}
+			checkExports(t, dir, filepath.Base(prog), s, len(c.prep) > 0)
+		})
+	}
+}
+
+// checkExports writes the sampling profile in dir for gprof and for pprof
+// and reads them back with those tools' own readers: each spinning
+// function's samples and time as PLIST has them, and with /AT (arcs)
+// its exact calls in gprof's flat profile.
+func checkExports(t *testing.T, dir, prog string, s sampled, arcs bool) {
+	t.Helper()
+	st := &s.m.Stats
+	must(t, dir, "plist", "/nologo", "--format=pprof", "-o", "cpu.pprof", prog)
+	p := readPprof(t, filepath.Join(dir, "cpu.pprof"))
+	samples, nanos := map[string]int64{}, map[string]int64{}
+	for _, smp := range p.Sample {
+		fn := strings.TrimPrefix(smp.Location[0].Line[0].Function.Name, "main.")
+		samples[fn] += smp.Value[0]
+		nanos[fn] += smp.Value[1]
+	}
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		i := s.fn(t, fn)
+		name := strings.TrimPrefix(s.m.Plan.Funcs[i].Name, "main.")
+		if samples[name] != int64(st.Sampling.Samples[i]) || nanos[name] != st.FuncTime[i] {
+			t.Errorf("pprof export: %s %d samples, %d ns; PLIST's %d and %d", fn, samples[name], nanos[name], st.Sampling.Samples[i], st.FuncTime[i])
+		}
+	}
+	if strings.HasPrefix(s.m.Plan.Funcs[0].Name, "main.") {
+		return // (gprof reads C programs' symbols: Go's are its own)
+	}
+	if _, err := exec.LookPath("gprof"); err != nil {
+		return
+	}
+	must(t, dir, "plist", "/nologo", "--format=gmon", "-o", "gmon.out", prog)
+	cmd := exec.Command("gprof", "-b", "-p", prog, "gmon.out")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gprof: %v", err)
+	}
+	// "  %   cumulative   self              self     total"
+	// " 49.96      0.56     0.56      120     4.65     4.65  spin_a"
+	flat := map[string][]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 {
+			flat[f[len(f)-1]] = f
+		}
+	}
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		i := s.fn(t, fn)
+		f := flat[fn]
+		if f == nil {
+			t.Errorf("gprof has no %s:\n%s", fn, out)
+			continue
+		}
+		self, _ := strconv.ParseFloat(f[2], 64)
+		if want := float64(st.FuncTime[i]) / 1e9; math.Abs(self-want) > 0.006 {
+			t.Errorf("gprof: %s self %.2f s, PLIST's %.3f s", fn, self, want)
+		}
+		if arcs && (len(f) < 7 || f[3] != strconv.FormatUint(st.Hits[i], 10)) {
+			t.Errorf("gprof: %s's calls %v, want %d", fn, f, st.Hits[i])
+		}
+	}
+}
+
+// TestSamplingMerge merges two sampling runs at the default interval,
+// whose samples and calls add up, and refuses a third taken at another
+// interval (PRF1463), leaving the database as it was.
+func TestSamplingMerge(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "shares", "-O2", "-pthread")
+	dir, r := workflow(t, prog, []string{"/FS"}, "5")
+	name := filepath.Base(prog)
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	must(t, dir, "profile", "/nologo", "/S", "1000", name, "5")
+	must(t, dir, "prep", "/nologo", "/M", name)
+	s := openSampled(t, dir, name)
+	if n := s.m.Stats.Hits[s.fn(t, "spin_a")]; n != 30 || len(s.m.Runs) != 2 {
+		t.Errorf("after two runs: %d calls of spin_a in %d runs, want 30 in 2", n, len(s.m.Runs))
+	}
+	before, err := os.ReadFile(filepath.Join(dir, name+".pbt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, dir, "profile", "/nologo", "/S", "500", name, "5")
+	if r := tool(t, dir, "prep", "/nologo", "/M", name); r.status == 0 || !strings.Contains(r.stdout+r.stderr, "PRF1463") {
+		t.Errorf("a run at another interval merged: status %d\n%s%s", r.status, r.stdout, r.stderr)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, name+".pbt"))
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the refused merge changed the database (%v)", err)
+	}
+	if r := tool(t, dir, "profile", "/nologo", "/S", "5", name, "1"); r.status == 0 || !strings.Contains(r.stderr, "PRF1464") {
+		t.Errorf("an interval of 5 microseconds was taken: status %d\n%s", r.status, r.stderr)
+	}
+}
+
+// TestSamplingFallback runs PROFILE under a seccomp filter that refuses
+// the kernel's clock events (testdata/progs/c/noperf.c): it must sample
+// with ptrace instead, say so once (PRF4675), still count every call
+// exactly, and weigh its samples by the CPU time the threads used, so
+// that they add up to the program's CPU time. Its shares are looser than
+// the kernel's: it sees a thread where the thread stops, often at the end
+// of its clock's system call (outside functions), and a round the tracer
+// is late for puts several intervals on one program counter.
+func TestSamplingFallback(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	// Two fixtures: the first built in a subtest, as exporting one skips
+	// the test that asked for it (testutil.Fixture).
+	var noperf string
+	t.Run("noperf", func(t *testing.T) { noperf = testutil.BuildC(t, "noperf") })
+	prog := testutil.BuildC(t, "shares", "-O2", "-pthread")
+	if noperf == "" {
+		t.Skip("no noperf")
+	}
+	dir := t.TempDir()
+	name := install(t, prog, dir)
+	must(t, dir, "prep", "/nologo", "/FS", name)
+	cmd := exec.Command(noperf, filepath.Join(bin, "profile"), "/nologo", name, strconv.Itoa(samplingRounds))
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("noperf profile: %v\n%s", err, errb.String())
+	}
+	if n := strings.Count(errb.String(), "PRF4675"); n != 1 {
+		t.Errorf("%d warnings PRF4675, want 1:\n%s", n, errb.String())
+	}
+	must(t, dir, "prep", "/nologo", "/M", name)
+	s := openSampled(t, dir, name)
+	if s.m.Stats.Sampling.Sampler != datafile.PtraceSampler {
+		t.Errorf("sampled by %s", s.m.Stats.Sampling.Sampler)
+	}
+	known := parseShares(t, out.String())
+	st := &s.m.Stats
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
+		if got := st.Hits[s.fn(t, fn)]; got != known.calls {
+			t.Errorf("%s: %d calls, want %d", fn, got, known.calls)
+		}
+	}
+	a, b, c := st.Sampling.Samples[s.fn(t, "spin_a")], st.Sampling.Samples[s.fn(t, "spin_b")], st.Sampling.Samples[s.fn(t, "spin_c")]
+	all := float64(a + b + c)
+	t.Logf("samples %d %d %d, outside %d; CPU time %.0f ms", a, b, c, st.Sampling.Outside, known.total/1e6)
+	if ratio := float64(st.TotalTime) / known.total; ratio < 0.8 || ratio > 1.1 {
+		t.Errorf("the samples make %.2f of the program's CPU time", ratio)
+	}
+	if !(a > b && b > c && c > 0) {
+		t.Fatalf("samples %d %d %d: not in the order of the work", a, b, c)
+	}
+	tol := 10.0
+	if testutil.Slow() {
+		tol = 15 // (see checkShares)
+	}
+	knownAll := known.a + known.b + known.c
+	for _, x := range []struct {
+		name string
+		n    uint64
+		cpu  float64
+	}{{"spin_a", a, known.a}, {"spin_b", b, known.b}, {"spin_c", c, known.c}} {
+		if got, want := 100*float64(x.n)/all, 100*x.cpu/knownAll; math.Abs(got-want) > tol {
+			t.Errorf("%s: %.1f %% of the samples, %.1f %% of the CPU time", x.name, got, want)
+		}
+	}
+}
+
+// TestSamplingOwnProfile samples a Go program that profiles itself with
+// runtime/pprof meanwhile: the program's own profile must be whole (its
+// SIGPROF timers untouched), and so must PROFILE's.
+func TestSamplingOwnProfile(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildGo(t, "gosampling")
+	dir, r := workflow(t, prog, []string{"/FS"}, strconv.Itoa(samplingRounds), "own.prof")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	known := parseShares(t, r.stdout)
+	checkShares(t, openSampled(t, dir, filepath.Base(prog)), known, 3)
+	p := readPprof(t, filepath.Join(dir, "own.prof"))
+	// Its samples are cpu/nanoseconds, at Go's 100 Hz: too few for
+	// shares (Go's own profile of this program is off by more than its
+	// binomial spread), enough to see that it is whole.
+	var total int64
+	seen := map[string]bool{}
+	for _, smp := range p.Sample {
+		total += smp.Value[1]
+		seen[smp.Location[0].Line[0].Function.Name] = true
+	}
+	want := known.a + known.b + known.c
+	t.Logf("the program's own profile: %v in all, %d samples", total, len(p.Sample))
+	if r := float64(total) / want; r < 0.7 || r > 1.3 {
+		t.Errorf("the program's own profile holds %d ns, of some %.0f ns of CPU time", total, want)
+	}
+	for _, fn := range []string{"main.spinA", "main.spinB", "main.spinC"} {
+		if !seen[fn] {
+			t.Errorf("the program's own profile has no sample in %s", fn)
+		}
+	}
+}
+
+// readPprof reads the pprof profile at path.
+func readPprof(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
+}
+
+// needsPerf skips a test of the kernel's sampler where the system refuses
+// it (PROFILE's stderr warns PRF4675 and the run was sampled with
+// ptrace): TestSamplingFallback covers that sampler, everywhere.
+func needsPerf(t *testing.T, stderr string) {
+	t.Helper()
+	if strings.Contains(stderr, "PRF4675") {
+		t.Skipf("the kernel refuses its clock events here:\n%s", stderr)
+	}
+}

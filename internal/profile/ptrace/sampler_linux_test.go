@@ -1,0 +1,410 @@
+//go:build linux && (amd64 || arm64)
+
+package ptrace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// samplerHelperEnv, set to "burn", makes the test binary a busy child for
+// TestSampler (see TestSamplerHelperProcess).
+const samplerHelperEnv = "SPROF_SAMPLER_HELPER"
+
+// samplerBurn is the CPU time the helper burns.
+const samplerBurn = 300 * time.Millisecond
+
+// sink keeps the helper's busy loop from being optimised away.
+var sink uint64
+
+// TestSamplerHelperProcess is not a test: TestSampler runs the test binary
+// again with samplerHelperEnv set, and this is the child. It locks itself to
+// its thread, prints the thread's ID, waits for its standard input to
+// close (the sampler is open then), burns samplerBurn of its thread's CPU
+// time and exits.
+func TestSamplerHelperProcess(t *testing.T) {
+	if os.Getenv(samplerHelperEnv) != "burn" {
+		return
+	}
+	runtime.LockOSThread()
+	fmt.Println(unix.Gettid())
+	var b [1]byte
+	os.Stdin.Read(b[:])
+	x := uint64(1)
+	for threadCPU() < samplerBurn {
+		for range 1000000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	sink = x
+	os.Exit(0)
+}
+
+// threadCPU returns the CPU time of the calling thread.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// skipIfRefused skips the test when err says the system refuses
+// perf_event_open (paranoid level, seccomp, no such event).
+func skipIfRefused(t *testing.T, err error) {
+	t.Helper()
+	for _, errno := range []unix.Errno{unix.EACCES, unix.EPERM, unix.ENOSYS, unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP} {
+		if errors.Is(err, errno) {
+			t.Skipf("perf_event_open refused: %v", err)
+		}
+	}
+}
+
+// TestSampler samples a child burning CPU at 1 ms and checks the number of
+// samples against the child's user CPU time (its rusage): within 50 % to
+// 110 % of one sample a millisecond of user time. The child's time
+// includes its start before the sampler opened, so the ratio is a little
+// under 1.
+func TestSampler(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestSamplerHelperProcess$")
+	cmd.Env = append(os.Environ(), samplerHelperEnv+"=burn")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	var tid int
+	if _, err := fmt.Fscan(stdout, &tid); err != nil {
+		stop()
+		t.Fatalf("read helper's thread ID: %v", err)
+	}
+	s, err := OpenSampler(tid, time.Millisecond)
+	if err != nil {
+		stop()
+		skipIfRefused(t, err)
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var samples, zeros, lost uint64
+	count := func(pc uint64) {
+		samples++
+		if pc == 0 {
+			zeros++
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for running := true; running; {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("helper: %v", err)
+			}
+			running = false
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatal("helper still running after a minute")
+		case <-tick.C:
+		}
+		n, err := s.Read(count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost += n
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+
+	user, sys := cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
+	want := float64(user) / float64(time.Millisecond)
+	ratio := float64(samples) / want
+	t.Logf("%d samples (%d lost) for %v user and %v system CPU time: %.2f of one sample a millisecond of user time", samples, lost, user, sys, ratio)
+	if ratio < 0.5 || ratio > 1.1 {
+		t.Errorf("%d samples for %v of user CPU time at 1 ms, want %.0f to %.0f", samples, user, 0.5*want, 1.1*want)
+	}
+	if zeros > 0 {
+		t.Errorf("%d of %d samples at PC 0", zeros, samples)
+	}
+}
+
+// TestOpenSamplerErrors checks that OpenSampler's errors wrap the errno.
+func TestOpenSamplerErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		tid    int
+		period time.Duration
+		want   error
+	}{
+		// PID_MAX_LIMIT is 4M on 64-bit kernels.
+		{"no thread", 1 << 30, time.Millisecond, unix.ESRCH},
+		{"zero period", unix.Gettid(), 0, unix.EINVAL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := OpenSampler(tt.tid, tt.period)
+			if err == nil {
+				s.Close()
+				t.Fatalf("OpenSampler(%d, %v) succeeded", tt.tid, tt.period)
+			}
+			if !errors.Is(err, tt.want) {
+				skipIfRefused(t, err)
+				t.Fatalf("OpenSampler(%d, %v): %v, want %v", tt.tid, tt.period, err, tt.want)
+			}
+		})
+	}
+}
+
+// ringWriter writes records into a ring as the kernel does: at a
+// free-running position, wrapping around the ring's end.
+type ringWriter struct {
+	ring       []byte
+	tail, head uint64
+	bad        uint64 // where the reader must stop, set by mark
+}
+
+func newRingWriter(size int, tail uint64) *ringWriter {
+	return &ringWriter{ring: make([]byte, size), tail: tail, head: tail, bad: tail}
+}
+
+// put writes b at the head.
+func (w *ringWriter) put(b []byte) {
+	for _, c := range b {
+		w.ring[w.head%uint64(len(w.ring))] = c
+		w.head++
+	}
+}
+
+// record writes a record of type typ and the given size, then body.
+func (w *ringWriter) record(typ uint32, size uint16, body ...uint64) {
+	b := binary.NativeEndian.AppendUint32(nil, typ)
+	b = binary.NativeEndian.AppendUint16(b, 0)
+	b = binary.NativeEndian.AppendUint16(b, size)
+	for _, v := range body {
+		b = binary.NativeEndian.AppendUint64(b, v)
+	}
+	w.put(b)
+}
+
+// sample writes a PERF_RECORD_SAMPLE of IP and TID.
+func (w *ringWriter) sample(pc uint64) {
+	w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize, pc, 1234|1235<<32)
+}
+
+// lost writes a PERF_RECORD_LOST of n samples.
+func (w *ringWriter) lost(n uint64) { w.record(unix.PERF_RECORD_LOST, recordLostSize, 7, n) }
+
+// mark notes that the next record is the bad one.
+func (w *ringWriter) mark() { w.bad = w.head }
+
+// ringTests are synthetic rings for walkRing.
+var ringTests = []struct {
+	name    string
+	size    int
+	tail    uint64
+	build   func(w *ringWriter)
+	pcs     []uint64
+	lost    uint64
+	wantErr bool
+}{
+	{name: "empty", size: 64, build: func(w *ringWriter) {}},
+	{
+		name: "samples", size: 128,
+		build: func(w *ringWriter) { w.sample(0x401000); w.sample(0x401004); w.sample(0x7f0000001000) },
+		pcs:   []uint64{0x401000, 0x401004, 0x7f0000001000},
+	},
+	{
+		name: "full ring", size: 48,
+		build: func(w *ringWriter) { w.sample(1); w.sample(2) },
+		pcs:   []uint64{1, 2},
+	},
+	{
+		name: "wrap between fields", size: 64, tail: 48,
+		build: func(w *ringWriter) { w.sample(0x1111); w.sample(0x2222) },
+		pcs:   []uint64{0x1111, 0x2222},
+	},
+	{
+		name: "wrap inside the PC", size: 64, tail: 52,
+		build: func(w *ringWriter) { w.sample(0x1122334455667788); w.sample(3) },
+		pcs:   []uint64{0x1122334455667788, 3},
+	},
+	{
+		name: "wrap inside the header", size: 64, tail: 60,
+		build: func(w *ringWriter) { w.sample(0xabcdef); w.sample(4) },
+		pcs:   []uint64{0xabcdef, 4},
+	},
+	{
+		name: "large positions", size: 64, tail: 1<<40 - 8,
+		build: func(w *ringWriter) { w.sample(5); w.sample(6) },
+		pcs:   []uint64{5, 6},
+	},
+	{
+		name: "lost", size: 256,
+		build: func(w *ringWriter) { w.sample(1); w.lost(5); w.sample(2); w.lost(3) },
+		pcs:   []uint64{1, 2},
+		lost:  8,
+	},
+	{
+		name: "other records skipped", size: 256, tail: 200,
+		build: func(w *ringWriter) {
+			w.record(5, 32, 1, 2, 3) // PERF_RECORD_THROTTLE: time, id, stream_id
+			w.sample(7)
+			w.record(0xffff, 8)
+			w.sample(8)
+		},
+		pcs: []uint64{7, 8},
+	},
+	{
+		name: "longer sample", size: 128,
+		build: func(w *ringWriter) { w.record(unix.PERF_RECORD_SAMPLE, 32, 9, 1, 99); w.sample(10) },
+		pcs:   []uint64{9, 10},
+	},
+	{
+		name: "size 0", size: 128,
+		build:   func(w *ringWriter) { w.sample(1); w.mark(); w.record(unix.PERF_RECORD_SAMPLE, 0, 2, 3) },
+		pcs:     []uint64{1},
+		wantErr: true,
+	},
+	{
+		name: "size past the head", size: 128,
+		build:   func(w *ringWriter) { w.sample(1); w.mark(); w.record(unix.PERF_RECORD_SAMPLE, 32, 2, 3) },
+		pcs:     []uint64{1},
+		wantErr: true,
+	},
+	{
+		name: "size past the ring", size: 64,
+		build: func(w *ringWriter) {
+			w.mark()
+			w.record(unix.PERF_RECORD_LOST, 0xffff, 1, 2)
+			w.put(make([]byte, 40))
+		},
+		wantErr: true,
+	},
+	{
+		name: "short sample", size: 64,
+		build:   func(w *ringWriter) { w.mark(); w.record(unix.PERF_RECORD_SAMPLE, 16, 2) },
+		wantErr: true,
+	},
+	{
+		name: "short loss record", size: 64,
+		build:   func(w *ringWriter) { w.lost(1); w.mark(); w.record(unix.PERF_RECORD_LOST, 16, 2) },
+		lost:    1,
+		wantErr: true,
+	},
+	{
+		name: "partial header", size: 64,
+		build:   func(w *ringWriter) { w.sample(1); w.mark(); w.put([]byte{9, 0, 0, 0}) },
+		pcs:     []uint64{1},
+		wantErr: true,
+	},
+	{
+		name: "head too far", size: 64,
+		build:   func(w *ringWriter) { w.sample(1); w.head += 48 },
+		wantErr: true,
+	},
+	{
+		name: "head behind the tail", size: 64, tail: 100,
+		build:   func(w *ringWriter) { w.head = 90 },
+		wantErr: true,
+	},
+	{
+		name: "no ring", size: 0,
+		build:   func(w *ringWriter) { w.head += 24 },
+		wantErr: true,
+	},
+}
+
+// TestWalkRing walks synthetic rings: records wrapping the ring's end,
+// losses, unknown records and malformed sizes.
+func TestWalkRing(t *testing.T) {
+	for _, tt := range ringTests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newRingWriter(tt.size, tt.tail)
+			tt.build(w)
+			var pcs []uint64
+			tail, lost, err := walkRing(w.ring, w.head, w.tail, func(pc uint64) { pcs = append(pcs, pc) })
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want error %v", err, tt.wantErr)
+			}
+			want := w.head
+			if tt.wantErr {
+				want = w.bad
+			}
+			if tail != want {
+				t.Errorf("tail %d, want %d", tail, want)
+			}
+			if !slices.Equal(pcs, tt.pcs) {
+				t.Errorf("PCs %#x, want %#x", pcs, tt.pcs)
+			}
+			if lost != tt.lost {
+				t.Errorf("%d lost, want %d", lost, tt.lost)
+			}
+		})
+	}
+}
+
+// TestWalkRingAllocs checks that walking the ring allocates nothing.
+func TestWalkRingAllocs(t *testing.T) {
+	w := newRingWriter(4096, 4000)
+	for i := range 100 {
+		w.sample(uint64(i))
+	}
+	var sum uint64
+	fn := func(pc uint64) { sum += pc }
+	if n := testing.AllocsPerRun(10, func() { walkRing(w.ring, w.head, w.tail, fn) }); n != 0 {
+		t.Errorf("%v allocations per walk", n)
+	}
+}
+
+// FuzzSamplerRing checks that walkRing never panics and stops between the
+// tail and the head, at the head when it succeeds.
+func FuzzSamplerRing(f *testing.F) {
+	for _, tt := range ringTests {
+		w := newRingWriter(tt.size, tt.tail)
+		tt.build(w)
+		f.Add(w.ring, w.head, w.tail)
+	}
+	f.Fuzz(func(t *testing.T, ring []byte, head, tail uint64) {
+		n := 0
+		newTail, _, err := walkRing(ring, head, tail, func(uint64) { n++ })
+		if err == nil && newTail != head {
+			t.Errorf("stopped at %d without error, head %d", newTail, head)
+		}
+		if newTail-tail > head-tail {
+			t.Errorf("stopped at %d, outside tail %d to head %d", newTail, tail, head)
+		}
+		if n > len(ring)/recordSampleSize {
+			t.Errorf("%d samples in a ring of %d bytes", n, len(ring))
+		}
+	})
+}
