@@ -620,7 +620,7 @@ func (d *decoder) stats(st *Stats) {
 	if d.version >= 5 {
 		sm := &st.Sampling
 		sm.Interval = s.varint()
-		sm.Sampler = Sampler(s.uvarint())
+		sm.Sampler = Sampler(min(s.uvarint(), 255)) // (Validate refuses what is not a sampler)
 		sm.Outside = s.uvarint()
 		sm.Lost = s.uvarint()
 		sm.KernelTime = s.varint()

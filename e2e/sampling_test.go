@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -292,7 +293,8 @@ func TestSamplingMerge(t *testing.T) {
 // that they add up to the program's CPU time. Its shares are looser than
 // the kernel's: it sees a thread where the thread stops, often at the end
 // of its clock's system call (outside functions), and a round the tracer
-// is late for puts several intervals on one program counter.
+// is late for puts several intervals on one program counter. With /AT the
+// tracer reads the threads' rings as well, between its rounds.
 func TestSamplingFallback(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	// Two fixtures: the first built in a subtest, as exporting one skips
@@ -303,9 +305,16 @@ func TestSamplingFallback(t *testing.T) {
 	if noperf == "" {
 		t.Skip("no noperf")
 	}
+	for _, prepArgs := range [][]string{{"/FS"}, {"/FS", "/AT"}} {
+		t.Run(strings.ReplaceAll(strings.Join(prepArgs, ""), "/", ""), func(t *testing.T) { fallback(t, noperf, prog, prepArgs) })
+	}
+}
+
+// fallback is one run of TestSamplingFallback, prepared with prepArgs.
+func fallback(t *testing.T, noperf, prog string, prepArgs []string) {
 	dir := t.TempDir()
 	name := install(t, prog, dir)
-	must(t, dir, "prep", "/nologo", "/FS", name)
+	must(t, dir, "prep", append(append([]string{"/nologo"}, prepArgs...), name)...)
 	cmd := exec.Command(noperf, filepath.Join(bin, "profile"), "/nologo", name, strconv.Itoa(samplingRounds))
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
@@ -410,5 +419,52 @@ func needsPerf(t *testing.T, stderr string) {
 	t.Helper()
 	if strings.Contains(stderr, "PRF4675") {
 		t.Skipf("the kernel refuses its clock events here:\n%s", stderr)
+	}
+}
+
+// TestSamplingLibrary samples a program that spends known shares of its
+// CPU time in a function of its own and in one of a shared library named
+// to PREP (testdata/progs/c/spinhost.c, libspin.c): both counted exactly,
+// their samples in the shares of their CPU time.
+func TestSamplingLibrary(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "spinhost", testutil.Linked{
+		Prog: []string{"progs/c/spinhost.c"}, Lib: []string{"progs/c/libspin.c"}, Name: "libspin.so", Link: true,
+		Flags: []string{"-O2"},
+	})
+	dir := t.TempDir()
+	prog, lib = install(t, prog, dir), install(t, lib, dir)
+	must(t, dir, "prep", "/nologo", "/FS", prog, lib)
+	r := tool(t, dir, "profile", "/nologo", prog, "100")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	must(t, dir, "prep", "/nologo", "/M", prog)
+	var calls int
+	var libNS, hostNS float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "spinhost calls=%d lib=%g host=%g", &calls, &libNS, &hostNS); err != nil {
+		t.Fatalf("the program's output %q: %v", r.stdout, err)
+	}
+	s := openSampled(t, dir, prog)
+	st := &s.m.Stats
+	l, h := s.fn(t, "lib_spin"), s.fn(t, "host_spin")
+	if s.m.Plan.Funcs[l].Module != 1 {
+		t.Fatalf("lib_spin is in module %d", s.m.Plan.Funcs[l].Module)
+	}
+	if st.Hits[l] != uint64(calls) || st.Hits[h] != uint64(calls) {
+		t.Errorf("calls: lib_spin %d, host_spin %d, want %d", st.Hits[l], st.Hits[h], calls)
+	}
+	ls, hs := float64(st.Sampling.Samples[l]), float64(st.Sampling.Samples[h])
+	t.Logf("samples: lib_spin %v, host_spin %v, outside %d", ls, hs, st.Sampling.Outside)
+	tol, least := 3.0, 500.0
+	if testutil.Slow() {
+		tol, least = 8, 100 // (see checkShares)
+	}
+	if ls+hs < least {
+		t.Fatalf("%v samples: too few to measure shares", ls+hs)
+	}
+	if got, want := 100*ls/(ls+hs), 100*libNS/(libNS+hostNS); math.Abs(got-want) > tol {
+		t.Errorf("lib_spin: %.1f %% of the samples, %.1f %% of the CPU time", got, want)
 	}
 }

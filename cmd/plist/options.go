@@ -116,7 +116,7 @@ var tool = cli.Tool[options]{
 			Section: secExport, Meta: "FILE", Help: "write the report to FILE instead of stdout"},
 		{Long: "format", Arg: cli.Text,
 			Set:     func(o *options, v cli.Value) { o.format = v.Text },
-			Section: secExport, Meta: "NAME", Help: "text tab lcov callgrind pprof folded json gmon"},
+			Section: secExport, Meta: "NAME", Help: "text|tab|lcov|callgrind|pprof|folded|json|gmon"},
 		{Long: "fail-under", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.failUnder = v.Number },
 			Section: secExport, Meta: "N", Help: "exit with status 3 when coverage is below N %"},

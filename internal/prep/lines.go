@@ -118,7 +118,9 @@ func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]stri
 		if len(fns) == 0 || !m.file.HasDWARF {
 			continue
 		}
-		rows, err := m.file.StatementRows()
+		// One row per address, the last statement row there naming the
+		// line, as gdb names a PC's (location views give several).
+		rows, err := m.file.Lines()
 		if errors.Is(err, dwarf.ErrNoDWARF) {
 			continue
 		}

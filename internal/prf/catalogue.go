@@ -336,6 +336,20 @@ func GmonNoCallers() *Diagnostic {
 	return d
 }
 
+// UnsampledThreads warns that n threads were not sampled: the kernel
+// refused their clock events after it had given the main thread one.
+func UnsampledThreads(n int, err error) *Diagnostic {
+	d := newDiag(4678, Warning, err, "%d threads were not sampled: the kernel refused their clock events", n)
+	d.Hint = "each sampled thread takes a ring of the kernel's locked memory: raise RLIMIT_MEMLOCK (ulimit -l) or perf_event_mlock_kb, or sample less often (profile /S)"
+	return d
+}
+
+// SamplesUnreadable warns that a thread's samples could no longer be
+// read: its ring held a record the reader does not take.
+func SamplesUnreadable(err error) *Diagnostic {
+	return newDiag(4679, Warning, err, "the samples of a thread could not be read to the end: its later samples are missing")
+}
+
 // IntervalIgnored warns that /S was given for a profile that does not
 // sample.
 func IntervalIgnored(method string) *Diagnostic {

@@ -139,6 +139,25 @@ func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, er
 	return res, err
 }
 
+// stepOnce single-steps stopped thread tid and waits for its stop. An
+// interrupt that was pending (the ptrace sampler's, sent as the thread
+// stopped) stops it before the instruction runs, as an EventStop: the
+// step is made again.
+func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
+	for {
+		if err := ptrace.Step(tid); err != nil {
+			return 0, err
+		}
+		ws, err := ptrace.WaitFor(tid)
+		if err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || ws.Event() != ptrace.EventStop || ws.GroupStop() {
+			return ws, err
+		}
+		if t.sampling != nil {
+			t.sampling.consumed(tid)
+		}
+	}
+}
+
 // stepSyscall makes stopped thread tid, whose registers are saved, run
 // the system call instruction at pc as call with args, single-stepped,
 // and returns the call's result, or its errno as an error. The caller
@@ -152,10 +171,7 @@ func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.S
 	if err := ptrace.SetRegs(tid, &regs); err != nil {
 		return 0, err
 	}
-	if err := ptrace.Step(tid); err != nil {
-		return 0, err
-	}
-	ws, err := ptrace.WaitFor(tid)
+	ws, err := t.stepOnce(tid)
 	if err != nil {
 		return 0, err
 	}

@@ -78,6 +78,13 @@ type sampler struct {
 	lost        uint64
 	readErr     error // the first ring that could not be read
 	stop, done  chan struct{}
+	// unsampled counts the threads whose clock event the kernel refused
+	// after it took the main thread's (its memory for the rings, say),
+	// and openErr is the first refusal.
+	unsampled int
+	openErr   error
+	// ended is set at an exec: the new image is not sampled.
+	ended bool
 
 	// The ptrace sampler's: each thread's CPU time at its last sample, and
 	// what is left of it short of an interval; when each thread
@@ -135,14 +142,18 @@ func (s *sampler) openPerf(tid int) error {
 }
 
 // threadStarted samples a new thread of the program, at its first stop.
+// A thread the kernel refuses a clock event (having given the main thread
+// one: the memory of the rings is limited, RLIMIT_MEMLOCK) is not
+// sampled, and counted for a warning at the end (PRF4678).
 func (s *sampler) threadStarted(tid int) {
-	if s.kind != datafile.PerfSampler {
+	if s.kind != datafile.PerfSampler || s.ended {
 		return
 	}
 	if err := s.openPerf(tid); err != nil && !ptrace.IsNoProcess(err) {
-		// (The kernel took the main thread's: this is not a refusal but
-		// a failure, of memory for instance.)
-		s.t.cfg.Warn(prf.PtraceSampler(fmt.Errorf("thread %d: %w", tid, err), s.interval))
+		s.unsampled++
+		if s.openErr == nil {
+			s.openErr = err
+		}
 	}
 }
 
@@ -191,7 +202,7 @@ func (s *sampler) drainOne(ps *ptrace.Sampler, places *placeTable) {
 	lost, err := ps.Read(func(pc uint64) { s.place(places, pc, 1) })
 	s.lost += lost
 	if err != nil && s.readErr == nil {
-		s.readErr = err // (warned at the end, from the tracer's goroutine)
+		s.readErr = err // (warned at the end, from the tracer's goroutine: PRF4679)
 	}
 }
 
@@ -224,9 +235,21 @@ func (s *sampler) finish() {
 		delete(s.perf, tid)
 	}
 	if s.readErr != nil {
-		s.t.cfg.Warn(prf.Unknown(fmt.Errorf("read the samples: %w", s.readErr)))
+		s.t.cfg.Warn(prf.SamplesUnreadable(s.readErr))
 		s.readErr = nil
 	}
+	if s.unsampled > 0 {
+		s.t.cfg.Warn(prf.UnsampledThreads(s.unsampled, s.openErr))
+		s.unsampled = 0
+	}
+}
+
+// execed stops sampling at an exec: the new image's samples would all be
+// outside functions.
+func (s *sampler) execed() {
+	s.forget(0, ^uint64(0), nil)
+	s.finish()
+	s.ended = true
 }
 
 // noteTimes reads the program's CPU time in the kernel at an exit stop of
@@ -242,6 +265,11 @@ func (s *sampler) noteTimes(pid int) {
 // they estimate.
 func (s *sampler) stats(st *datafile.Stats) {
 	iv := int64(s.interval)
+	if s.kind == datafile.PtraceSampler {
+		// (Its samples are weighed by the threads' whole CPU time, the
+		// kernel's included: none is left out.)
+		s.kernel = 0
+	}
 	st.Sampling = datafile.SamplingStats{
 		Interval:    iv,
 		Sampler:     s.kind,
@@ -268,63 +296,83 @@ func (s *sampler) stats(st *datafile.Stats) {
 // The ptrace sampler.
 
 // wantsRound reports whether the ptrace sampler is due a round: every
-// thread is interrupted once an interval.
+// thread is looked at once an interval.
 func (s *sampler) wantsRound() bool {
-	return s.kind == datafile.PtraceSampler && time.Since(s.round) >= s.interval
+	return s.kind == datafile.PtraceSampler && !s.ended && time.Since(s.round) >= s.interval
 }
 
-// interruptAll interrupts every thread of the program for a sample; it
-// reports whether it interrupted any. (The stop comes as an EventStop:
-// sampleStop.)
+// pollEvery is how often the tracer looks for a round due while it waits
+// for stops (ptrace sampler).
+func (s *sampler) pollEvery() time.Duration {
+	return min(max(s.interval/4, 50*time.Microsecond), 5*time.Millisecond)
+}
+
+// interruptAll interrupts, for a sample, every thread of the program that
+// is running and has used an interval of CPU time since its last sample;
+// it reports whether it interrupted any. (The stop comes as an EventStop:
+// sampleStop.) A thread that sleeps, in a system call that blocks, is not
+// interrupted: an interrupt would end the call with EINTR, as a stop
+// signal does.
 func (s *sampler) interruptAll() bool {
 	if !s.wantsRound() {
 		return false
 	}
 	s.round = time.Now()
-	any := false
+	interrupted := false
 	for tid, th := range s.t.threads {
 		// (A thread whose interrupt has not stopped it yet is not
 		// interrupted again, for a while: it may be in a group stop,
 		// which it leaves at the program's SIGCONT.)
-		if at, ok := s.interrupted[tid]; th.foreign || th.tgid != s.t.pid || ok && time.Since(at) < 100*s.interval {
+		if at, ok := s.interrupted[tid]; th.foreign || ok && time.Since(at) < 100*s.interval {
+			continue
+		}
+		if ran, err := runTime(th.tgid, tid); err == nil && ran-s.ran[tid]+s.credit[tid] < int64(s.interval) {
+			continue
+		}
+		if !running(th.tgid, tid) {
 			continue
 		}
 		if ptrace.Interrupt(tid) == nil {
 			s.interrupted[tid] = s.round
-			any = true
+			interrupted = true
 		}
 	}
-	return any
+	return interrupted
 }
 
-// sampleStop takes the sample of thread tid, if an interrupt of
+// sampleStop takes the sample of thread th, if an interrupt of
 // interruptAll stopped it: its program counter, weighed by the intervals
-// of CPU time it used since its last sample.
-func (s *sampler) sampleStop(tid int) {
+// of CPU time it used since its last sample (one, where the system keeps
+// no schedstat).
+func (s *sampler) sampleStop(th *thread) {
+	tid := th.tid
 	if _, ok := s.interrupted[tid]; !ok {
 		return
 	}
 	delete(s.interrupted, tid)
-	ran, err := runTime(s.t.pid, tid)
-	if err != nil {
-		return
-	}
-	used := ran - s.ran[tid]
-	s.ran[tid] = ran
-	credit := s.credit[tid] + used
-	n := credit / int64(s.interval)
-	s.credit[tid] = credit - n*int64(s.interval)
-	if n <= 0 {
-		return
-	}
 	var regs ptrace.Regs
 	if err := ptrace.GetRegs(tid, &regs); err != nil {
+		return
+	}
+	n := int64(1)
+	if ran, err := runTime(th.tgid, tid); err == nil {
+		credit := s.credit[tid] + ran - s.ran[tid]
+		s.ran[tid] = ran
+		n = credit / int64(s.interval)
+		s.credit[tid] = credit - n*int64(s.interval)
+	}
+	if n <= 0 {
 		return
 	}
 	s.mu.Lock()
 	s.place(s.places.Load(), regs.PC(), uint64(n))
 	s.mu.Unlock()
 }
+
+// consumed notes that the stop of thread tid an interrupt of the sampler
+// would have made was taken by PROFILE itself (a system call it ran in
+// the thread: stepSyscall).
+func (s *sampler) consumed(tid int) { delete(s.interrupted, tid) }
 
 // The places of program counters.
 
@@ -446,7 +494,7 @@ func (p *placeTable) sort() {
 		out = append(out, c)
 	}
 	p.funcs = out
-	slices.SortFunc(p.lines, func(a, b lineStart) int { return cmp.Compare(a.addr, b.addr) })
+	slices.SortStableFunc(p.lines, func(a, b lineStart) int { return cmp.Compare(a.addr, b.addr) })
 }
 
 // planted adds module mi, loaded with bias as instance in, to the places,
@@ -496,6 +544,18 @@ func cpuTimes(pid int) (user, kernel time.Duration, err error) {
 	return time.Duration(u) * clockTick, time.Duration(k) * clockTick, nil
 }
 
+// running reports whether thread tid of process pid is running or
+// runnable (state R in /proc/PID/task/TID/stat), not asleep in a system
+// call; true when it cannot tell.
+func running(pid, tid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'R'
+}
+
 // runTime returns the CPU time thread tid of process pid has run, in
 // nanoseconds (/proc/PID/task/TID/schedstat, its first field).
 func runTime(pid, tid int) (int64, error) {
@@ -516,7 +576,8 @@ func runTime(pid, tid int) (int64, error) {
 // the time in each function itself, as gprof propagates it along the
 // exact arcs of the call graph: a function's time with children is its
 // own plus, for each function it calls, that callee's time with children
-// in the share of the callee's calls that came from it. The arcs are the
+// in the share of the callee's calls from other functions that came from
+// it (a function's calls of itself are no share of anyone's). The arcs are the
 // nearest profiled callers of the attribution stacks (/AT); without them
 // a function's time with children is its own. A call that closes a cycle
 // of calls (recursion) passes no time back up the cycle: gprof would
@@ -556,10 +617,12 @@ func childTimes(self []int64, hits []uint64, stacks []datafile.Stack) []int64 {
 		state[f] = open
 		t := float64(self[f])
 		for _, g := range slices.Sorted(maps.Keys(calls[f])) {
-			if g == f || hits[g] == 0 {
+			// (Of g's calls, those from g itself are not shares.)
+			outer := hits[g] - min(calls[g][g], hits[g])
+			if g == f || outer == 0 {
 				continue
 			}
-			share := float64(calls[f][g]) / float64(hits[g])
+			share := float64(calls[f][g]) / float64(outer)
 			t += visit(g) * min(share, 1)
 		}
 		state[f] = done

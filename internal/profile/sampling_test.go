@@ -97,9 +97,9 @@ func TestChildTimes(t *testing.T) {
 		{Func: c, Callers: []int{main, a}, Key: 1, Hits: 4},
 		{Func: c, Callers: []int{b, a}, Key: 2, Hits: 2},
 	}
-	// a: 30 + all of c's 60 = 90. b: 20 + a third of a = 50.
-	// main: 10 + two thirds of a (60) + half of b (25) = 95.
-	want := []int64{95, 90, 50, 60}
+	// a: 30 + all of c's 60 = 90. b: 20 + a third of a = 50. main: 10 +
+	// two thirds of a (60) + all of b (50): b's other call is its own.
+	want := []int64{120, 90, 50, 60}
 	if d := cmp.Diff(want, childTimes(self, hits, stacks)); d != "" {
 		t.Errorf("times with children (-want +got):\n%s", d)
 	}

@@ -157,7 +157,7 @@ func (t *tracer) exec(th *thread) error {
 		t.counters.tramps = nil // gone with the image; the counts are kept
 	}
 	if t.sampling != nil {
-		t.sampling.forget(0, ^uint64(0), nil) // (the new image's samples are outside)
+		t.sampling.execed()
 	}
 	if t.lines != nil && t.lines.sweep != nil {
 		t.lines.sweep = &sweeper{}

@@ -234,6 +234,9 @@ func newTracer(cfg Config) (*tracer, error) {
 		if interval == 0 {
 			interval = DefaultInterval
 		}
+		if interval < MinInterval || interval > MaxInterval {
+			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
+		}
 		t.sampling = newSampler(t, interval)
 	}
 	if keepsBooks(cfg.Plan) {
@@ -481,7 +484,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 			t.sweepStop()
 		}
 		if t.sampling != nil {
-			t.sampling.sampleStop(tid)
+			t.sampling.sampleStop(th)
 		}
 		if th.stepping != nil {
 			t.noteRelease()
@@ -504,6 +507,17 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
+		// The ptrace sampler's rounds, and the rings' reading if any.
+		idle := s.interruptAll
+		if t.rings != nil {
+			idle = func() bool {
+				drained := t.rings.drainIdle()
+				return s.interruptAll() || drained
+			}
+		}
+		return ptrace.WaitPolling(spin, s.pollEvery(), idle)
+	}
 	if t.rings != nil {
 		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
 	}
@@ -514,9 +528,6 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)
-	}
-	if t.sampling != nil && t.sampling.kind == datafile.PtraceSampler {
-		return ptrace.WaitPolling(spin, min(t.sampling.interval/2, 500*time.Microsecond), t.sampling.interruptAll)
 	}
 	return ptrace.Wait(spin)
 }

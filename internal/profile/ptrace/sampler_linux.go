@@ -36,10 +36,14 @@ const (
 )
 
 // Ring sizing: the data area holds at least ringSeconds of samples, as a
-// power of two of pages between ringMinPages and ringMaxPages.
+// power of two of pages between ringMinPages and ringMaxPages. The reader
+// empties the rings every 20 ms: a tenth of a second leaves it room to be
+// late, and keeps each thread's ring small, as the kernel charges the
+// rings of every thread to perf_event_mlock_kb and then RLIMIT_MEMLOCK
+// (one data page at 1 kHz: a program of thousands of threads fits).
 const (
-	ringSeconds  = 0.5
-	ringMinPages = 8
+	ringSeconds  = 0.1
+	ringMinPages = 1
 	ringMaxPages = 64
 )
 
@@ -63,8 +67,8 @@ type Sampler struct {
 // (exclude_kernel=1, exclude_hv=1), inherit=0, cpu=-1, enabled at once
 // (disabled=0), sample_type = PERF_SAMPLE_IP|PERF_SAMPLE_TID, with a ring of
 // 1 + 2^n pages mapped read-write from the event's fd, n chosen so the ring
-// holds at least half a second of samples at that period (8 data pages
-// minimum, 64 maximum). It returns an error wrapping the errno: callers
+// holds at least a tenth of a second of samples at that period (1 data
+// page minimum, 64 maximum). It returns an error wrapping the errno: callers
 // test errors.Is(err, syscall.EACCES), EPERM, ENOSYS, ENOENT (the system
 // refuses perf_event_open) or ESRCH (no such thread).
 func OpenSampler(tid int, period time.Duration) (*Sampler, error) {
