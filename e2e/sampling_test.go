@@ -343,13 +343,19 @@ func fallback(t *testing.T, noperf, prog string, prepArgs []string) {
 	if ratio := float64(st.TotalTime) / known.total; ratio < 0.8 || ratio > 1.1 {
 		t.Errorf("the samples make %.2f of the program's CPU time", ratio)
 	}
-	if !(a > b && b > c && c > 0) {
+	if a == 0 || b == 0 || c == 0 {
+		t.Fatalf("samples %d %d %d: a function not sampled", a, b, c)
+	}
+	if testutil.Slow() {
+		// Under emulation the stops fall where the emulator lets the
+		// threads stop, not where their time goes (seen: spin_c ahead
+		// of spin_b): its shares are not checked there.
+		return
+	}
+	if !(a > b && b > c) {
 		t.Fatalf("samples %d %d %d: not in the order of the work", a, b, c)
 	}
 	tol := 10.0
-	if testutil.Slow() {
-		tol = 15 // (see checkShares)
-	}
 	knownAll := known.a + known.b + known.c
 	for _, x := range []struct {
 		name string

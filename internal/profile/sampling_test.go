@@ -141,10 +141,10 @@ func TestSamplingRun(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildC(t, "shares", "-O2", "-pthread")
 	plan := planFor(t, prog, datafile.FuncSampling, "spin_a", "spin_b", "spin_c", "middle")
-	out := runPlan(t, plan, prog, "10")
+	out := runPlan(t, plan, prog, "20")
 	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
-		if out.hits[fn] != 30 {
-			t.Errorf("%s: %d calls, want 30", fn, out.hits[fn])
+		if out.hits[fn] != 60 {
+			t.Errorf("%s: %d calls, want 60", fn, out.hits[fn])
 		}
 	}
 	sm := out.res.Counts.Stats.Sampling
