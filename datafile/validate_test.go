@@ -76,6 +76,12 @@ func TestCountsValidate(t *testing.T) {
 		{"caller below -1", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[0] = -2 }, "stack 0: caller -2 out of range"},
 		{"caller too large", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[1] = 4 }, "stack 0: caller 4 out of range"},
 		{"negative stack time", FuncTiming, func(c *Counts) { c.Stats.Stacks[1].ChildTime = -1 }, "stack 1: negative time"},
+		{"valid sampling", FuncSampling, func(*Counts) {}, ""},
+		{"sampling figures in counting", FuncCounting, func(c *Counts) { c.Stats.Sampling.Lost = 1 }, "sampling figures in a function counting profile"},
+		{"negative interval", FuncSampling, func(c *Counts) { c.Stats.Sampling.Interval = -1 }, "negative sampling interval -1"},
+		{"unknown sampler", FuncSampling, func(c *Counts) { c.Stats.Sampling.Sampler = 9 }, "unknown sampler 9"},
+		{"negative kernel time", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelTime = -1 }, "negative kernel time -1"},
+		{"samples of too few functions", FuncSampling, func(c *Counts) { c.Stats.Sampling.Samples = c.Stats.Sampling.Samples[:3] }, "samples of 3 functions for 4 functions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +110,10 @@ func TestMergedValidate(t *testing.T) {
 		{"fewer lines than hits", LineCounting, func(m *Merged) { m.Plan.Lines = m.Plan.Lines[:3] }, "invalid merged profile: 4 hit counts for 3 items"},
 		{"one time too many", FuncTiming, func(m *Merged) { m.Stats.FuncTime = append(m.Stats.FuncTime, 0) }, "5 function times for 4 functions"},
 		{"stack beyond the plan", FuncCounting, func(m *Merged) { m.Stats.Stacks[0].Func = 9 }, "stack 0: function 9 out of range"},
+		{"valid sampling", FuncSampling, func(*Merged) {}, ""},
+		{"samples of more lines than the plan's", FuncSampling, func(m *Merged) {
+			m.Stats.Sampling.LineSamples = append(m.Stats.Sampling.LineSamples, 1)
+		}, "invalid merged profile: samples of 5 lines for 4 lines"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

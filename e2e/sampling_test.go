@@ -91,12 +91,8 @@ func checkShares(t *testing.T, s sampled, known shares, tol float64) {
 	t.Helper()
 	st := &s.m.Stats
 	sm := &st.Sampling
-	for _, name := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
-		if got := st.Hits[s.fn(t, name)]; got != known.calls {
-			t.Errorf("%s: %d calls, want %d", name, got, known.calls)
-		}
-	}
-	a, b, c := sm.Samples[s.fn(t, "spin_a")], sm.Samples[s.fn(t, "spin_b")], sm.Samples[s.fn(t, "spin_c")]
+	checkCalls(t, s, known)
+	a, b, c := s.spins(t)
 	all := float64(a + b + c)
 	t.Logf("samples %d %d %d (outside %d, lost %d, by %s); CPU time %.0f %.0f %.0f ms",
 		a, b, c, sm.Outside, sm.Lost, sm.Sampler, known.a/1e6, known.b/1e6, known.c/1e6)
@@ -112,20 +108,14 @@ func checkShares(t *testing.T, s sampled, known shares, tol float64) {
 	if all < least {
 		t.Fatalf("%v samples: too few to measure shares", all)
 	}
-	knownAll := known.a + known.b + known.c
-	for _, x := range []struct {
-		name string
-		n    uint64
-		cpu  float64
-	}{{"spin_a", a, known.a}, {"spin_b", b, known.b}, {"spin_c", c, known.c}} {
-		got, want := 100*float64(x.n)/all, 100*x.cpu/knownAll
-		if math.Abs(got-want) > tol {
-			t.Errorf("%s: %.1f %% of the samples, %.1f %% of the CPU time", x.name, got, want)
-		}
-		if ft := st.FuncTime[s.fn(t, x.name)]; ft != int64(x.n)*sm.Interval {
-			t.Errorf("%s: time %d, want its %d samples of %d ns", x.name, ft, x.n, sm.Interval)
+	checkSpinShares(t, s, known, tol)
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		i := s.fn(t, fn)
+		if ft, n := st.FuncTime[i], sm.Samples[i]; ft != int64(n)*sm.Interval {
+			t.Errorf("%s: time %d, want its %d samples of %d ns", fn, ft, n, sm.Interval)
 		}
 	}
+	knownAll := known.a + known.b + known.c
 	// The functions' CPU time includes what their clock's system calls
 	// took in the kernel, which user-space samples do not see.
 	if ratio := all * float64(sm.Interval) / knownAll; ratio < lowest || ratio > 1.05 {
@@ -141,6 +131,42 @@ func checkShares(t *testing.T, s sampled, known shares, tol float64) {
 	}
 	if lines < inFuncs*9/10 || lines > inFuncs {
 		t.Errorf("%d samples placed on lines, of %d in functions", lines, inFuncs)
+	}
+}
+
+// spins returns the samples of the fixture's three spinning functions.
+func (s sampled) spins(t *testing.T) (a, b, c uint64) {
+	t.Helper()
+	sm := &s.m.Stats.Sampling
+	return sm.Samples[s.fn(t, "spin_a")], sm.Samples[s.fn(t, "spin_b")], sm.Samples[s.fn(t, "spin_c")]
+}
+
+// checkCalls checks that each function of the fixture was called as
+// often as it says.
+func checkCalls(t *testing.T, s sampled, known shares) {
+	t.Helper()
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
+		if got := s.m.Stats.Hits[s.fn(t, fn)]; got != known.calls {
+			t.Errorf("%s: %d calls, want %d", fn, got, known.calls)
+		}
+	}
+}
+
+// checkSpinShares checks each spinning function's share of their samples
+// against its share of their CPU time, as the fixture measured it, within
+// tol points.
+func checkSpinShares(t *testing.T, s sampled, known shares, tol float64) {
+	t.Helper()
+	a, b, c := s.spins(t)
+	all, knownAll := float64(a+b+c), known.a+known.b+known.c
+	for _, x := range []struct {
+		name string
+		n    uint64
+		cpu  float64
+	}{{"spin_a", a, known.a}, {"spin_b", b, known.b}, {"spin_c", c, known.c}} {
+		if got, want := 100*float64(x.n)/all, 100*x.cpu/knownAll; math.Abs(got-want) > tol {
+			t.Errorf("%s: %.1f %% of the samples, %.1f %% of the CPU time", x.name, got, want)
+		}
 	}
 }
 
@@ -332,13 +358,8 @@ func fallback(t *testing.T, noperf, prog string, prepArgs []string) {
 	}
 	known := parseShares(t, out.String())
 	st := &s.m.Stats
-	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
-		if got := st.Hits[s.fn(t, fn)]; got != known.calls {
-			t.Errorf("%s: %d calls, want %d", fn, got, known.calls)
-		}
-	}
-	a, b, c := st.Sampling.Samples[s.fn(t, "spin_a")], st.Sampling.Samples[s.fn(t, "spin_b")], st.Sampling.Samples[s.fn(t, "spin_c")]
-	all := float64(a + b + c)
+	checkCalls(t, s, known)
+	a, b, c := s.spins(t)
 	t.Logf("samples %d %d %d, outside %d; CPU time %.0f ms", a, b, c, st.Sampling.Outside, known.total/1e6)
 	if ratio := float64(st.TotalTime) / known.total; ratio < 0.8 || ratio > 1.1 {
 		t.Errorf("the samples make %.2f of the program's CPU time", ratio)
@@ -355,17 +376,7 @@ func fallback(t *testing.T, noperf, prog string, prepArgs []string) {
 	if !(a > b && b > c) {
 		t.Fatalf("samples %d %d %d: not in the order of the work", a, b, c)
 	}
-	tol := 10.0
-	knownAll := known.a + known.b + known.c
-	for _, x := range []struct {
-		name string
-		n    uint64
-		cpu  float64
-	}{{"spin_a", a, known.a}, {"spin_b", b, known.b}, {"spin_c", c, known.c}} {
-		if got, want := 100*float64(x.n)/all, 100*x.cpu/knownAll; math.Abs(got-want) > tol {
-			t.Errorf("%s: %.1f %% of the samples, %.1f %% of the CPU time", x.name, got, want)
-		}
-	}
+	checkSpinShares(t, s, known, 10)
 }
 
 // TestSamplingOwnProfile samples a Go program that profiles itself with

@@ -69,6 +69,9 @@ type sampler struct {
 	// changed, when a module is planted or forgotten, as the goroutine
 	// reading the rings uses it.
 	places atomic.Pointer[placeTable]
+	// open opens the kernel's sampler of a thread (ptrace.OpenSampler; a
+	// fake in unit tests).
+	open func(tid int, period time.Duration) (*ptrace.Sampler, error)
 	// mu guards the perf samplers and the figures.
 	mu          sync.Mutex
 	perf        map[int]*ptrace.Sampler // by thread
@@ -105,6 +108,7 @@ func newSampler(t *tracer, interval time.Duration) *sampler {
 		t:           t,
 		interval:    interval,
 		kind:        datafile.PerfSampler,
+		open:        ptrace.OpenSampler,
 		perf:        map[int]*ptrace.Sampler{},
 		samples:     make([]uint64, len(t.plan.Funcs)),
 		lineSamples: make([]uint64, len(t.plan.Lines)),
@@ -131,7 +135,7 @@ func (s *sampler) start(tid int) {
 
 // openPerf opens the kernel's sampler of thread tid.
 func (s *sampler) openPerf(tid int) error {
-	ps, err := ptrace.OpenSampler(tid, s.interval)
+	ps, err := s.open(tid, s.interval)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,17 @@ package profile
 import (
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -161,5 +166,37 @@ func TestSamplingRun(t *testing.T) {
 	}
 	if got := out.res.Counts.Stats.FuncTime[0]; got != int64(a)*sm.Interval {
 		t.Errorf("spin_a's time %d, want %d samples of %d ns", got, a, sm.Interval)
+	}
+}
+
+// TestSamplerWarnings checks the sampler's warnings: threads whose clock
+// event the kernel refused after the main thread's are counted, warned
+// about once at the end (PRF4678), and a run's lost samples are warned
+// about with their number (PRF4676).
+func TestSamplerWarnings(t *testing.T) {
+	var warned []*prf.Diagnostic
+	tr := &tracer{plan: samplingPlan(), cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
+	s := newSampler(tr, time.Millisecond)
+	s.open = func(int, time.Duration) (*ptrace.Sampler, error) { return nil, syscall.EPERM }
+	for _, tid := range []int{101, 102, 103} {
+		s.threadStarted(tid)
+	}
+	if len(warned) != 0 {
+		t.Fatalf("warned before the end: %v", warned)
+	}
+	s.finish()
+	s.finish() // (once)
+	if len(warned) != 1 || warned[0].Code != 4678 || !strings.HasPrefix(warned[0].Text, "3 threads were not sampled") {
+		t.Fatalf("warnings %v, want one PRF4678 for 3 threads", warned)
+	}
+	warned = nil
+	s.samples[0], s.outside, s.lost = 7, 2, 5
+	st := &datafile.Stats{Hits: make([]uint64, len(tr.plan.Funcs))}
+	s.stats(st)
+	if len(warned) != 1 || warned[0].Code != 4676 || !strings.HasPrefix(warned[0].Text, "5 samples were lost") {
+		t.Errorf("warnings %v, want one PRF4676 for 5 samples", warned)
+	}
+	if st.TotalTime != 9*int64(time.Millisecond) || st.OutsideTime != 2*int64(time.Millisecond) || st.Sampling.Lost != 5 {
+		t.Errorf("total %d, outside %d, lost %d; want 9 ms, 2 ms and 5", st.TotalTime, st.OutsideTime, st.Sampling.Lost)
 	}
 }
