@@ -211,6 +211,102 @@ func TestGoroutineTiming(t *testing.T) {
 	}
 }
 
+// TestGoKnownWork: a Go program's functions are timed as the program
+// measures them (testdata/progs/go/goknown): each function's share of the
+// total time within 5 points of its share of the run's own elapsed time,
+// a and b, which only call work, with about none of their own, and the
+// total time within 10 % of the run's elapsed time. Among them a
+// goroutine that goes on in other threads between its units of work, one
+// that sleeps, a stack that grows and is copied inside a timed call, and a
+// panic recovered two frames up.
+func TestGoKnownWork(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	unit := 2000 // µs
+	if testutil.Slow() {
+		unit = 20000
+	}
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildGo(t, "goknown", b.flags...)
+			dir, r := workflow(t, prog, nil, strconv.Itoa(unit))
+			if r.status != 0 || !strings.Contains(r.stdout, "goknown done") {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			out := must(t, dir, "plist", "/nologo", "/T", "goknown").stdout
+			hits, self, all := goTimes(t, out)
+			want := map[string]uint64{"main.a": 20, "main.b": 10, "main.c": 10, "main.work": 56, "main.moved": 1,
+				"main.blocked": 5, "main.grow": 5, "main.deep": 325, "main.rescue": 5, "main.thrower1": 5, "main.thrower2": 5}
+			for name, n := range want {
+				if hits[name] != n {
+					t.Errorf("%s: %d hits, want %d", name, hits[name], n)
+				}
+			}
+			total := statsTotal(t, out)
+			own := testutil.ParseOwn(t, r.stdout)
+			elapsed := ownValue(t, r.stdout, "elapsed")
+			if d := math.Abs(float64(total-elapsed)) / float64(elapsed); d > 0.10 {
+				t.Errorf("total time %.3f ms, the run's own elapsed time %.3f ms: %.1f %% apart, want at most 10 %%",
+					float64(total)/1e6, float64(elapsed)/1e6, 100*d)
+			}
+			share := func(v, of int64) float64 { return 100 * float64(v) / float64(of) }
+			for _, name := range []string{"main.a", "main.b", "main.c", "main.work", "main.moved", "main.blocked", "main.grow", "main.rescue"} {
+				m := own[name]
+				if m["calls"] != int64(hits[name]) {
+					t.Errorf("%s: the program counted %d calls, PROFILE %d", name, m["calls"], hits[name])
+				}
+				got, known := share(all[name], total), share(m["in"], elapsed)
+				if name == "main.work" {
+					got = share(self[name], total) // (its own time: it calls nothing profiled)
+				}
+				if math.Abs(got-known) > 5 {
+					t.Errorf("%s: %.1f %% of the total time, %.1f %% of the run's own: want within 5 points", name, got, known)
+				}
+			}
+			for _, name := range []string{"main.a", "main.b", "main.c", "main.grow", "main.rescue"} {
+				if s := share(self[name], total); s > 5 {
+					t.Errorf("%s: function time %.1f %% of the total, want about 0 (its time is work's)", name, s)
+				}
+			}
+			if n := ownValue(t, r.stdout, "moved threads"); n < 2 {
+				t.Logf("moved's goroutine ran on %d thread: the test did not see it move", n)
+			}
+		})
+	}
+}
+
+// statsTotal reads the total time, in nanoseconds, from a /T report
+// (record 2).
+func statsTotal(t testing.TB, out string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Split(line, "\t"); f[0] == "2" && len(f) > 1 {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("/T report: total time %q: %v", f[1], err)
+			}
+			return int64(math.Round(v * 1e6))
+		}
+	}
+	t.Fatalf("/T report without record 2:\n%s", out)
+	return 0
+}
+
+// ownValue reads a fixture's line "KEY N".
+func ownValue(t testing.TB, out, key string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("fixture's line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("the fixture printed no %q line:\n%s", key, out)
+	return 0
+}
+
 // TestGoexitTiming: a goroutine that ends with runtime.Goexit inside a
 // profiled function leaves its frame open; it closes at the goroutine's
 // last event, one's exit, so that the function's time is what ran in it:

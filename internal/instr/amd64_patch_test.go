@@ -2,11 +2,13 @@ package instr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -502,5 +504,53 @@ func TestCalibrationWorkAMD64(t *testing.T) {
 	_, got := disassembleAt(t, CalibrationWork(AMD64), 0)
 	if len(got) != 8 || got[0] != "imul   $0x2c1b3c6d,%r8,%r8" {
 		t.Errorf("calibration work: %q", got)
+	}
+}
+
+// TestGoRecordCodeAMD64 checks the record code of Go code with the GNU
+// disassembler: where r14 is a goroutine, the frame's key is its
+// distance from g.stack.hi and the record names the goroutine, with the
+// tag marked; where r14 is 0, the record has the stack pointer and no
+// goroutine, the thread's.
+func TestGoRecordCodeAMD64(t *testing.T) {
+	need(t, "objdump")
+	rc, ok := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 4096, Goroutine: true}, RecordTag(7, true))
+	if !ok {
+		t.Fatal("no record code")
+	}
+	want := []string{
+		"mov    %rax,%gs:0x1080(%rdx)",
+		"test   %r14,%r14",
+		"je     0x6d",
+		"mov    0x8(%r14),%rax",
+		"sub    %rsp,%rax",
+		"jmp    0x70",
+		"mov    %rsp,%rax",
+		"mov    %rax,%gs:0x1088(%rdx)",
+		"mov    %r14,%gs:0x1098(%rdx)",
+		"movq   $0x4000001d,%gs:0x1090(%rdx)",
+		"incq   %gs:0x1018",
+	}
+	_, got := disassembleAt(t, rc.Code, 0)
+	at := slices.Index(got, want[0])
+	if at < 0 || at+len(want) > len(got) || strings.Join(got[at:at+len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("record code:\n%s\nwant, from the time's store:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The record a goroutine's code made, and a thread's.
+	slot := make([]byte, RingRecordSize)
+	binary.LittleEndian.PutUint64(slot[8:], 0x40)
+	binary.LittleEndian.PutUint64(slot[16:], RecordTag(7, true)|recordGoroutine)
+	binary.LittleEndian.PutUint64(slot[24:], 0xc000001000)
+	if r := ReadRecord(slot); r.G != 0xc000001000 || r.Item != 7 || !r.Exit || r.SP != 0x40 {
+		t.Errorf("goroutine's record read as %+v", r)
+	}
+	binary.LittleEndian.PutUint64(slot[16:], RecordTag(7, true))
+	if r := ReadRecord(slot); r.G != 0 || r.Item != 7 {
+		t.Errorf("C's record (a stale goroutine word) read as %+v", r)
+	}
+	binary.LittleEndian.PutUint64(slot[16:], RecordTag(7, true)|recordGoroutine)
+	binary.LittleEndian.PutUint64(slot[24:], 0)
+	if r := ReadRecord(slot); r.G != 0 || r.Item != 7 || r.SP != 0x40 {
+		t.Errorf("Go code's record without a goroutine read as %+v", r)
 	}
 }

@@ -26,6 +26,17 @@ import (
 //	incq %gs:R+24                      commit: the head moves on
 //	mov %gs:R+0,%rax; mov %gs:R+8,%rdx
 //
+// For Go code (r.Goroutine) the stack pointer's word is, where r14, the
+// goroutine register of Go's internal ABI, is not 0, the distance from
+// the goroutine's stack top, and the record names the goroutine:
+//
+//	test %r14,%r14; jz thread
+//	mov 8(%r14),%rax; sub %rsp,%rax; jmp store   g.stack.hi less the SP
+//	thread: mov %rsp,%rax                       (r14 0: the thread's)
+//	store: mov %rax,%gs:R+136(%rdx)
+//	mov %r14,%gs:R+152(%rdx)                    the goroutine, or 0
+//	movq $tag|G,%gs:R+144(%rdx)                 the tag, marked
+//
 // The jb becomes jmp (0xeb) where the code is unchecked. rax and rdx carry arguments at an entry and results at a return: they
 // come back as they were; only the flags change. A thread stopped before
 // the commit starts again (the record's slot is the same until the head
@@ -33,7 +44,7 @@ import (
 // goes on after the code.
 func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	if r.Records <= 0 || r.Records&(r.Records-1) != 0 || r.Records > 1<<26 ||
-		r.Offset+RingSize(r.Records) > 1<<31 || tag > 1<<31-1 {
+		r.Offset+RingSize(r.Records) > 1<<31 || tag >= recordGoroutine {
 		return RecordCode{}, false
 	}
 	var c []byte
@@ -72,8 +83,21 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	c = binary.LittleEndian.AppendUint32(c, uint32(r.Records-1))
 	c = append(c, 0xc1, 0xe2, 0x05) // shl $5,%edx: a record's offset
 	rec(0x89, 0x82, 0)              // mov %rax,disp(%rdx)
-	rec(0x89, 0xa2, 8)              // mov %rsp,disp(%rdx)
-	rec(0xc7, 0x82, 16)             // movq $tag,disp(%rdx)
+	if r.Goroutine {
+		c = append(c, 0x4d, 0x85, 0xf6)       // test %r14,%r14
+		c = append(c, 0x74, 0x09)             // jz thread
+		c = append(c, 0x49, 0x8b, 0x46, 0x08) // mov 8(%r14),%rax
+		c = append(c, 0x48, 0x29, 0xe0)       // sub %rsp,%rax
+		c = append(c, 0xeb, 0x03)             // jmp store
+		c = append(c, 0x48, 0x89, 0xe0)       // thread: mov %rsp,%rax
+		rec(0x89, 0x82, 8)                    // store: mov %rax,disp(%rdx)
+		c = append(c, 0x65, 0x4c, 0x89, 0xb2) // mov %r14,disp(%rdx)
+		c = binary.LittleEndian.AppendUint32(c, uint32(r.Offset+RingRecords+24))
+		tag |= recordGoroutine
+	} else {
+		rec(0x89, 0xa2, 8) // mov %rsp,disp(%rdx)
+	}
+	rec(0xc7, 0x82, 16) // movq $tag,disp(%rdx)
 	c = binary.LittleEndian.AppendUint32(c, uint32(tag))
 	gs(0xff, modRAX, RingHead) // incq: commit
 	committed := len(c)

@@ -925,6 +925,9 @@ func TestRecordCodeARM64(t *testing.T) {
 		table = 0xfff0001000
 		areas = 0xfff2000000
 	)
+	if _, ok := ARM64.RecordCode(Ring{Records: 4096, Table: table, Areas: areas, Goroutine: true}, 0); ok {
+		t.Error("a goroutine's record code on arm64, where goroutine stacks are in no table")
+	}
 	if _, ok := ARM64.RecordCode(Ring{Records: 4096}, 0); ok {
 		t.Error("record code without a stack table")
 	}

@@ -45,7 +45,9 @@ import (
 // becomes b where the code is unchecked.
 func (arm64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	size := RingRecordSize * uint64(r.Records)
-	if r.Table == 0 || r.Records < 2 || r.Records&(r.Records-1) != 0 || RingStride(r.Records) > 1<<30 || tag > 1<<31-1 {
+	// (No goroutine's record: the ring is found from the stack pointer,
+	// and goroutine stacks are in no table.)
+	if r.Goroutine || r.Table == 0 || r.Records < 2 || r.Records&(r.Records-1) != 0 || RingStride(r.Records) > 1<<30 || tag > 1<<31-1 {
 		return RecordCode{}, false
 	}
 	const x16, x17, sp = 16, 17, 31

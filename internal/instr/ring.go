@@ -44,7 +44,7 @@ const (
 	// RingRecords is where the records start.
 	RingRecords = 128
 	// RingRecordSize is the size of a record: the counter's time, the
-	// stack pointer, the tag, and a word spare.
+	// stack pointer, the tag, and the goroutine of a Go record.
 	RingRecordSize = 32
 )
 
@@ -61,6 +61,16 @@ type Ring struct {
 	// form (arm64), as [Depth]'s: the areas are RingStride(Records)
 	// bytes apart and aligned to it.
 	Table, Areas uint64
+	// Goroutine asks for the records of Go code: where the goroutine
+	// register holds a goroutine (not 0), the record names it (the
+	// record's G) and keys the frame by its distance from the
+	// goroutine's stack top, g.stack.hi less the stack pointer, which
+	// survives the copying of goroutine stacks; the tag is marked. A
+	// goroutine's records are in the rings of every thread that ran it,
+	// and PROFILE puts them back in order by their times. Where the
+	// register is 0 (runtime code that runs without a goroutine), the
+	// record is the thread's, as C's are.
+	Goroutine bool
 }
 
 // RingStride is how far apart, and aligned, the ring areas of the table
@@ -108,7 +118,11 @@ func RecordTag(item int, exit bool) uint64 {
 func ReturnTag(item int) uint64 { return RecordTag(item, true) | 2 }
 
 // MaxRecordItem is the largest item a record's tag names.
-const MaxRecordItem = 1<<29 - 1
+const MaxRecordItem = 1<<28 - 1
+
+// recordGoroutine is the tag's mark of a goroutine's record (see
+// [Ring.Goroutine]), which the record code adds.
+const recordGoroutine = 1 << 30
 
 // Record is one record read from a ring.
 type Record struct {
@@ -120,6 +134,10 @@ type Record struct {
 	// Returned marks an exit recorded where the call returned (see
 	// ReturnTag): SP is then the exit's plus ReturnPop.
 	Returned bool
+	// G is the goroutine of a Go record (see [Ring.Goroutine]), 0 for a
+	// thread's record; SP is then the distance from the goroutine's stack
+	// top.
+	G uint64
 }
 
 // ReturnPop is what a return adds to the stack pointer: amd64's ret pops
@@ -136,6 +154,9 @@ func ReadRecord(b []byte) Record {
 		Exit: tag&1 != 0,
 	}
 	r.Returned = tag&2 != 0
+	if tag&recordGoroutine != 0 {
+		r.G = binary.LittleEndian.Uint64(b[24:])
+	}
 	return r
 }
 

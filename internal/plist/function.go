@@ -144,6 +144,20 @@ func (r *report) insideTime() int64 {
 	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
 }
 
+// modulesTime is the denominator of a module's share of the time: the
+// time inside profiled functions, which the modules' function times add
+// up to, or their sum where threads or goroutines ran side by side (each
+// is charged its own time: together they take more than the run's).
+func (r *report) modulesTime() int64 {
+	var sum int64
+	for _, funcs := range r.funcs {
+		for _, i := range funcs {
+			sum += r.funcTime(i)
+		}
+	}
+	return max(sum, r.insideTime())
+}
+
 // moduleStatistics writes a module's statistics block (§5.6.1).
 func (r *report) moduleStatistics(p *printer, mod int) {
 	m := r.plan.Method
@@ -156,7 +170,7 @@ func (r *report) moduleStatistics(p *printer, mod int) {
 		}
 		p.text(fmt.Sprintf("    Time in module: %s millisecond", fixed(millis(t), 3)))
 		p.text(fmt.Sprintf("    Percent of time in module: %s%%",
-			fixed(percent(float64(t), float64(r.insideTime())), 1)))
+			fixed(percent(float64(t), float64(r.modulesTime())), 1)))
 	}
 	hits, hit := r.totals(funcs)
 	p.text(fmt.Sprintf("    Functions in module: %d", len(funcs)))

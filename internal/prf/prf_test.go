@@ -321,7 +321,7 @@ func catalogue() []*Diagnostic {
 		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
 		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), PtraceSampler(err, time.Millisecond),
 		LostSamples(3, 1000), IntervalIgnored("function counting"), GmonLibraries("libf.so"), GmonNoCallers(),
-		UnsampledThreads(3, err), SamplesUnreadable(err),
+		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet"),
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
@@ -279,7 +278,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 			t.hits[i]++
 		}
 	}
-	if s.item < 0 && t.rings != nil && t.plan.Funcs[s.exit].Frame == datafile.FrameSP {
+	if s.item < 0 && t.rings != nil && t.ringTimed(&t.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).

@@ -5,14 +5,19 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
@@ -158,4 +163,38 @@ func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
 	}
 	bp := t.arch.Breakpoint()
 	return append(append(with, rc.Code...), bp...), append(append(without, rc.Code...), bp...)
+}
+
+// errGoClock is why Go functions keep breakpoints where the counter is
+// not one clock across CPUs.
+var errGoClock = errors.New("a Go function, and the counter not one clock across CPUs")
+
+// clockSourceFile names the kernel's clock source. The kernel takes the
+// TSC as its clock only when it has checked that the CPUs' counters agree
+// and run at a constant rate (arch/x86/kernel/tsc_sync.c); arm64's
+// system counter is one clock across CPUs by the architecture (Arm ARM,
+// "The Generic Timer": the system counter is shared by every PE).
+const clockSourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+// oneClock reports whether the counter the records read is one clock
+// across CPUs, warning once (PRF4680) where it is not known to be.
+func (t *tracer) oneClock() bool {
+	if t.clockChecked {
+		return t.clockShared
+	}
+	t.clockChecked = true
+	if t.arch.Name() == "arm64" {
+		t.clockShared = true
+		return true
+	}
+	b, err := os.ReadFile(clockSourceFile)
+	source := strings.TrimSpace(string(b))
+	if err != nil {
+		source = "unknown (" + clockSourceFile + " unreadable)"
+	}
+	t.clockShared = source == "tsc"
+	if !t.clockShared && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+		t.cfg.Warn(prf.CounterNotShared(source))
+	}
+	return t.clockShared
 }

@@ -130,7 +130,7 @@ func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEnt
 	text := e.p.text
 	f := &t.plan.Funcs[item]
 	lo, hi := f.Low+e.p.bias, f.High+e.p.bias
-	if f.Frame != datafile.FrameSP || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+	if t.ringTimed(f) != nil || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		e.left[item] = exits
 		return
 	}
@@ -196,7 +196,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
 		f := &t.plan.Funcs[item]
 		rets := t.scan.returns[f.Entry+bias]
-		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
+		if t.ringTimed(f) != nil || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
 		// Planned first, all of them, where they would go; built again
@@ -238,11 +238,13 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 const returnSites = 4096
 
 // callers returns the extents of the profiled functions of the module
-// loaded with bias, sorted: where a return site may be patched.
+// loaded with bias, sorted: where a return site may be patched (C's, and
+// Go's compiled from Go, where the goroutine register is the goroutine
+// when a call returns).
 func (t *tracer) callers(bias uint64) spans {
 	var s spans
 	for _, f := range t.plan.Funcs {
-		if f.Low < f.High && f.Frame == datafile.FrameSP {
+		if f.Low < f.High && (f.Frame == datafile.FrameSP || goFrames(&f)) {
 			s = append(s, [2]uint64{f.Low + bias, f.High + bias})
 		}
 	}
@@ -279,7 +281,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := t.arch.RecordCode(t.counters.ring(), instr.ReturnTag(item))
+	rc, _ := t.arch.RecordCode(t.recordRing(&t.plan.Funcs[item]), instr.ReturnTag(item))
 	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err
@@ -376,7 +378,7 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if err := t.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
-	rc, ok := t.arch.RecordCode(t.counters.ring(), instr.RecordTag(item, true))
+	rc, ok := t.arch.RecordCode(t.recordRing(&t.plan.Funcs[item]), instr.RecordTag(item, true))
 	if !ok {
 		return patchWrite{}, errNoRoom
 	}

@@ -35,10 +35,11 @@ import (
 // next to a module: a trampoline (at most about 210 bytes: the count, the
 // call depth's code in its Go form, the relocated instructions and the
 // jump back; about 120 for C; some 280 for the entry of a timed function
-// of a few bytes, with the records of its entry and its exit), or a
+// of a few bytes, with the records of its entry and its exit, 350 for
+// Go's, whose records name the goroutine), or a
 // breakpoint's out-of-line slot. The area is mapped for that much; what
 // is written is packed.
-const trampCell = 320
+const trampCell = 384
 
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
 const hwcapEntry = 16

@@ -179,9 +179,9 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					count, t.rings, t.exits = kind, &rings{t: t}, &exitPatches{t: t}
+					count, t.rings, t.exits = kind, newRings(t), &exitPatches{t: t}
 				case byTable:
-					count, t.rings, t.exits = instr.CountShared, &rings{t: t}, &exitPatches{t: t}
+					count, t.rings, t.exits = instr.CountShared, newRings(t), &exitPatches{t: t}
 				}
 			}
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // Function timing in-process (docs/architecture.md, "Timing in-process").
-// Every entry and exit of a timed C, C++ or Rust function jumps to a
+// Every entry and exit of a timed function jumps to a
 // trampoline whose instrumentation appends a record to its thread's ring
 // (instr.RecordCode): the CPU counter's time, the stack pointer, the
 // function and whether it is entered or left. PROFILE reads the rings
@@ -23,8 +23,8 @@ import (
 // so the records of one thread reach the books in the order they were
 // made, before and after its stops.
 //
-// Go functions keep breakpoints: a goroutine's events may be in the rings
-// of several threads, whose records would have to be merged by time.
+// A goroutine's records may be in the rings of several threads: they
+// wait until they can be put back in its order (goroutines.go).
 //
 // Times. A record's counter reading becomes PROFILE's clock through a
 // scale measured against that clock (counterClock), less what the
@@ -57,19 +57,48 @@ type rings struct {
 	// sink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	sink uint64
+	// The goroutines (goroutines.go): what PROFILE keeps of each, the
+	// last found, those with records waiting, and the number of the
+	// last record read; merged and byThread are the merge's buffers.
+	goroutines map[uint64]*goroutine
+	last       *goroutine
+	queued     []*goroutine
+	seq        uint64
+	merged     []goRecord
+	byThread   [][]int
 }
+
+func newRings(t *tracer) *rings { return &rings{t: t, goroutines: map[uint64]*goroutine{}} }
 
 // errGoFrames is why a Go function keeps breakpoints when timed.
 var errGoFrames = errors.New("a Go function, timed with breakpoints")
 
 // ringPossible reports whether function timing can run in-process: the
-// architecture has record code, and some function of the plan keys its
-// frames by the stack pointer.
+// architecture has record code, and some function of the plan can be
+// timed with it.
 func (t *tracer) ringPossible() bool {
 	if _, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1}, 0); !ok {
 		return false
 	}
-	return slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame == datafile.FrameSP })
+	return slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return t.ringTimed(&f) == nil })
+}
+
+// ringTimed returns nil when f's calls can be timed in-process, else why
+// not: a Go function of assembly, or on an architecture without
+// goroutines' records, or where the counter is not one clock across
+// CPUs (PRF4680).
+func (t *tracer) ringTimed(f *datafile.Func) error {
+	switch {
+	case f.Frame == datafile.FrameSP:
+		return nil
+	case !goFrames(f):
+		return errGoFrames
+	case !t.goRingPossible():
+		return errGoFrames
+	case !t.oneClock():
+		return errGoClock
+	}
+	return nil
 }
 
 // ring is what the record code of item's entry, or exit, needs.
@@ -135,9 +164,7 @@ func (r *rings) drain(th *thread) int {
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
 		rec := instr.ReadRecord(instr.RingSlot(area, first))
-		if d := t.ctr.ns(rec.Time) - th.fullAt; d > 0 {
-			t.stolen[k] += d
-		}
+		t.steal(th.tid, th.fullAt, t.ctr.ns(rec.Time))
 		th.fullAt = 0
 	}
 	base := t.stolen[k]
@@ -146,6 +173,13 @@ func (r *rings) drain(th *thread) int {
 	for i := range unread {
 		rec := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
 		if rec.Item >= n {
+			continue
+		}
+		if rec.G != 0 {
+			if rec.Returned {
+				rec.SP += instr.ReturnPop(t.arch) // (a distance from the stack's top)
+			}
+			r.keep(th.tid, rec, t.ctr.ns(rec.Time), base)
 			continue
 		}
 		if rec.Returned {
@@ -218,8 +252,8 @@ func (r *rings) fullStop(th *thread, sp uint64) {
 	} else {
 		r.drop(b)
 	}
-	if d := t.waited - at; d > 0 && !th.foreign {
-		t.stolen[threadLedger(th.tid)] += d
+	if !th.foreign {
+		t.steal(th.tid, at, t.waited)
 	}
 }
 
@@ -249,9 +283,7 @@ func (r *rings) fullEnded(th *thread) {
 	if th.fullAt == 0 {
 		return
 	}
-	if d := r.t.waited - th.fullAt; d > 0 {
-		r.t.stolen[threadLedger(th.tid)] += d
-	}
+	r.t.steal(th.tid, th.fullAt, r.t.waited)
 	th.fullAt = 0
 }
 
@@ -283,14 +315,30 @@ func (r *rings) drainIdle() bool {
 	return r.drainAll() > 0
 }
 
-// drainAll books the records of every thread's ring.
+// drainAll books the records of every thread's ring, twice over when
+// goroutines' records wait (goroutines.go).
 func (r *rings) drainAll() int {
 	n := 0
 	for _, th := range r.t.threads {
 		n += r.drain(th)
 	}
+	if len(r.queued) > 0 {
+		first := r.seq + 1
+		for _, th := range r.t.threads {
+			n += r.drain(th)
+		}
+		r.bookGoroutines(first)
+	}
 	r.t.refineCounter()
 	return n
+}
+
+// drainEnd books every record left, at the end of the run (or of the
+// image, at an exec): every thread has stopped, and each goroutine's
+// records are all read.
+func (r *rings) drainEnd() {
+	r.drainAll()
+	r.bookGoroutines(r.seq + 1)
 }
 
 // stopped books, at a stop of thread th, the records its ring holds,

@@ -148,7 +148,7 @@ func (t *tracer) exec(th *thread) error {
 		t.cfg.Warn(prf.ExecEnded())
 	}
 	if t.rings != nil {
-		t.rings.drainAll()
+		t.rings.drainEnd()
 	}
 	t.bp.forgetAll()
 	t.watch.written = nil

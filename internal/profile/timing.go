@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -67,16 +68,27 @@ func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
 func (t *tracer) book(th *thread, s *site) {
 	if s.item >= 0 {
 		k, sp := t.frameKey(th, &t.plan.Funcs[s.item])
-		t.books.enter(k, s.item, sp, t.now(th, k))
+		t.books.enter(k, s.item, sp, t.eventTime(th, k))
 		t.charged = k
 	}
 	if s.exit >= 0 {
 		// (An entry that is also an exit, a function that is one ret or
 		// one jump, enters and leaves at once.)
 		k, sp := t.frameKey(th, &t.plan.Funcs[s.exit])
-		t.books.exit(k, s.exit, sp, t.now(th, k))
+		t.books.exit(k, s.exit, sp, t.eventTime(th, k))
 		t.charged = k
 	}
+}
+
+// eventTime is the time of the event of thread th at the stop being
+// handled, on the clock of k: timing in-process, a goroutine's records in
+// the rings come first, and its clock is the rings' (goroutines.go).
+func (t *tracer) eventTime(th *thread, k ledgerKey) int64 {
+	if !k.goroutine || t.rings == nil {
+		return t.now(th, k)
+	}
+	t.rings.goStop(k.id)
+	return t.rings.goNow(th, k.id)
 }
 
 // now is the time of the stop being handled on the clock of k, thread
@@ -98,21 +110,24 @@ func (t *tracer) now(th *thread, k ledgerKey) int64 {
 // frameKey returns whose stack a call of f belongs to and its frame's key:
 // the thread and the stack pointer, or for a Go function the goroutine and
 // its distance from the goroutine's stack top (which survives the copying
-// of goroutine stacks), turned so that deeper is smaller.
+// of goroutine stacks), turned so that deeper is smaller. A Go function
+// whose goroutine register holds no goroutine whose stack holds the stack
+// pointer (runtime code that runs without one) is the thread's, as the
+// record code's goroutine form makes it.
 func (t *tracer) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
 	sp := t.arch.SP(&t.regs)
-	if f.Frame != datafile.FrameGoroutine {
+	if !goFrames(f) {
 		return threadLedger(th.tid), sp
 	}
 	g := t.arch.Goroutine(&t.regs)
-	var b [8]byte
-	// g.stack.hi is the second word of g (runtime/runtime2.go: type g
+	var b [16]byte
+	// g.stack is the first two words of g (runtime/runtime2.go: type g
 	// struct { stack stack; ...}, type stack struct { lo, hi uintptr }).
-	if err := t.mem.ReadMem(g+8, b[:]); err != nil {
+	if g == 0 || t.mem.ReadMem(g, b[:]) != nil {
 		return threadLedger(th.tid), sp
 	}
-	hi := binary.LittleEndian.Uint64(b[:])
-	if hi < sp || hi-sp > 1<<40 {
+	lo, hi := binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])
+	if sp < lo || hi < sp || hi-sp > 1<<40 {
 		return threadLedger(th.tid), sp
 	}
 	return ledgerKey{goroutine: true, id: g}, 1<<63 - (hi - sp)
@@ -143,13 +158,77 @@ func (t *tracer) charge(tid int) {
 		t.gaps.add(t.waited - th.let)
 	}
 	th.let = end
-	d := end - t.waited + cost
-	tk := threadLedger(tid)
-	t.stolen[tk] += d
-	if t.charged.goroutine {
-		t.stolen[t.charged] += d
+	t.steal(tid, t.waited-cost, end)
+	if t.charged.goroutine && t.rings == nil {
+		// (In-process, a goroutine's clock takes out its threads'
+		// stops: goClock.)
+		t.stolen[t.charged] += end - t.waited + cost
 	}
 	t.charged = ledgerKey{}
+}
+
+// steal takes the time from..to, when PROFILE held thread tid, from the
+// thread's clock and from the run's (held).
+func (t *tracer) steal(tid int, from, to int64) {
+	if to <= from {
+		return
+	}
+	t.stolen[threadLedger(tid)] += to - from
+	t.held.add(from, to)
+}
+
+// heldTime is the time during which PROFILE held at least one thread of
+// the program: the union of the intervals of its stops. They come nearly
+// in the order they began, but not quite: a stop for a full ring ends at
+// the thread's next record, read later, and threads stop side by side.
+// So they are kept, and merged (sorted, and the overlapping ones made
+// one) when there are many; all but the latest of the merged ones are
+// then added up and forgotten: a stop is known within the reading of the
+// rings after it ended, long before heldKept more have come.
+type heldTime struct {
+	total int64      // of the intervals forgotten
+	spans [][2]int64 // the others
+}
+
+// heldKept is how many intervals are kept before they are merged, and
+// heldLatest how many of the merged ones are kept after.
+const heldKept, heldLatest = 1 << 14, 256
+
+func (h *heldTime) add(from, to int64) {
+	h.spans = append(h.spans, [2]int64{from, to})
+	if len(h.spans) >= heldKept {
+		h.merge()
+		if n := len(h.spans) - heldLatest; n > 0 {
+			for _, s := range h.spans[:n] {
+				h.total += s[1] - s[0]
+			}
+			h.spans = append(h.spans[:0], h.spans[n:]...)
+		}
+	}
+}
+
+// merge sorts the intervals and makes the overlapping ones one.
+func (h *heldTime) merge() {
+	slices.SortFunc(h.spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	out := h.spans[:0]
+	for _, s := range h.spans {
+		if n := len(out); n > 0 && s[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], s[1])
+			continue
+		}
+		out = append(out, s)
+	}
+	h.spans = out
+}
+
+// sum is the time held so far.
+func (h *heldTime) sum() int64 {
+	h.merge()
+	sum := h.total
+	for _, s := range h.spans {
+		sum += s[1] - s[0]
+	}
+	return sum
 }
 
 // eventCost is the overhead taken out at each stop: /CB's, or the
@@ -224,11 +303,14 @@ func (g *gaps) add(d int64) {
 func (t *tracer) openThreadBooks(th *thread) {
 	if t.books != nil && !th.foreign {
 		th.born = t.clock()
+		if t.started == 0 || th.born < t.started {
+			t.started = th.born
+		}
 	}
 }
 
 // closeThreadBooks ends thread th at the time of its last stop: its frames
-// close, and its lifetime, less its stops, adds to the total time.
+// close, and the run lasts at least until then, on its clock.
 func (t *tracer) closeThreadBooks(th *thread) {
 	if t.books == nil || th.foreign {
 		return
@@ -237,15 +319,34 @@ func (t *tracer) closeThreadBooks(th *thread) {
 		t.rings.stopped(th)
 	}
 	k := threadLedger(th.tid)
-	end := t.now(th, k)
-	t.books.end(k, end)
-	t.lived += max(end-th.born, 0)
+	t.books.end(k, t.now(th, k))
+	t.ended = max(t.ended, t.waited)
+	t.debt = max(t.debt, th.debt)
 	delete(t.stolen, k)
+}
+
+// elapsed is the run's total time: from its first thread's start to its
+// last thread's end, less the time PROFILE held any thread (the union of
+// the stops), and less the cost of the records of the thread or
+// goroutine that made the most (the threads that ran side by side paid
+// theirs at the same time; the goroutines that ran one after the other
+// paid more, which is left in: a record costs some ten nanoseconds).
+func (t *tracer) elapsed() int64 {
+	debt := t.debt
+	if t.rings != nil {
+		for _, g := range t.rings.goroutines {
+			debt = max(debt, g.clock.debt)
+		}
+	}
+	return max(t.ended-t.started-t.held.sum()-int64(debt), 0)
 }
 
 // timingStats completes the run's statistics from the books.
 func (t *tracer) timingStats(s *datafile.Stats) {
 	b := t.books
+	if t.rings != nil {
+		t.rings.drainEnd()
+	}
 	for _, th := range t.threads {
 		t.closeThreadBooks(th)
 	}
@@ -259,8 +360,8 @@ func (t *tracer) timingStats(s *datafile.Stats) {
 		return
 	}
 	s.FuncTime, s.ChildTime = b.self, b.all
-	s.TotalTime = t.lived
-	s.OutsideTime = max(t.lived-b.inside, 0)
+	s.TotalTime = t.elapsed()
+	s.OutsideTime = max(s.TotalTime-b.inside, 0)
 }
 
 // calibrate measures the overhead of one event at the exec stop, before

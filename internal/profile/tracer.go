@@ -165,17 +165,25 @@ type tracer struct {
 	// epoch is the origin of clock; waited is the clock when the stop
 	// being handled was seen, resumed when it was let go, and charged the goroutine its event was
 	// booked to. stolen has the time taken from each thread and goroutine
-	// by its stops; lived sums the lifetimes of the ended threads, stops
-	// taken out. overhead is what one event costs beyond what PROFILE's
+	// by its stops; started is when the first thread was born, ended
+	// when the last ended, held the time PROFILE held any of them, and
+	// debt the cost of the records of the thread that made the most:
+	// the run's total time (elapsed). overhead is what one event costs beyond what PROFILE's
 	// clock sees (timing), and calculated its calibrated value.
-	epoch      time.Time
-	waited     int64
-	resumed    int64
-	charged    ledgerKey
-	stolen     map[ledgerKey]int64
-	lived      int64
-	overhead   int64
-	calculated int64
+	epoch   time.Time
+	waited  int64
+	resumed int64
+	charged ledgerKey
+	// clockChecked and clockShared: whether the counter was found to be
+	// one clock across CPUs (oneClock).
+	clockChecked, clockShared bool
+	stolen                    map[ledgerKey]int64
+	started                   int64
+	ended                     int64
+	held                      heldTime
+	debt                      float64
+	overhead                  int64
+	calculated                int64
 	// forced is set when /CB imposes the overhead; gaps are the gaps
 	// between stops, which bound it otherwise (eventCost).
 	forced bool

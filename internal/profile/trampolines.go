@@ -91,8 +91,10 @@ func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text 
 	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
 		return patchWrite{}, errNoExtent
 	}
-	if t.counters.rings && f.Frame != datafile.FrameSP {
-		return patchWrite{}, errGoFrames
+	if t.counters.rings {
+		if err := t.ringTimed(f); err != nil {
+			return patchWrite{}, err
+		}
 	}
 	if cell == 0 {
 		return patchWrite{}, errNoRoom
@@ -258,12 +260,12 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 		}
 		return t.arch.Trampoline(p, addr, count)
 	}
-	entry, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return t.arch.Trampoline(p, addr, entry.Code)
 	}
-	exit, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -292,10 +294,10 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []reg
 		d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
 		return []region{{at: len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(0, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(c.ring(), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
@@ -360,6 +362,8 @@ func fallBackReason(err error) string {
 		return "no hop"
 	case errors.Is(err, errGoFrames):
 		return "Go function, timed with breakpoints"
+	case errors.Is(err, errGoClock):
+		return "Go function, the counter not one clock"
 	case errors.Is(err, errOverlap):
 		return "overlaps another patch"
 	case errors.Is(err, errLoopEntry):

@@ -17,11 +17,13 @@ func TestProcessTree(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var tree string
 	// Until the shell's child has become sleep (" sleep:", not
-	// "(sleeping)", a state) and both sleep: a process just started may
-	// still be running.
+	// "(sleeping)", a state) and both sleep in a system call: a process
+	// just started may still be running, or waiting for its pages (State
+	// D, its thread running).
 	for i := 0; i < 100; i++ {
 		tree = ProcessTree(cmd.Process.Pid)
-		if strings.Contains(tree, " sleep:") && !strings.Contains(tree, "State=R") {
+		if strings.Contains(tree, " sleep:") && !strings.Contains(tree, "State=R") &&
+			!strings.Contains(tree, "State=D") && !strings.Contains(tree, "syscall running") {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -1,0 +1,77 @@
+package profile
+
+import (
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/instr"
+)
+
+// TestGoroutineOrder: a goroutine's records, read from the rings of the
+// threads that ran it in whatever order the readings found them, are
+// booked in its own order: each thread's as they came, the threads' runs
+// by their times; a record read in the second pass after the last one
+// read before it waits for the next reading. Goroutine 7 enters f at 100
+// and g at 200 on thread 1, moves to thread 2, leaves g at 500 and f at
+// 600: f's function time is 200 (100 to 200, 500 to 600), g's 300.
+func TestGoroutineOrder(t *testing.T) {
+	tr := &tracer{books: testBooks(-1, "", false, 0), stolen: map[ledgerKey]int64{}}
+	r := newRings(tr)
+	// keep reads goroutine 7's entry or exit of fn on thread tid, at
+	// distance 100 plus depth from its stack's top, made at time at.
+	keep := func(tid, fn int, exit bool, depth uint64, at int64) {
+		r.keep(tid, instr.Record{Item: fn, Exit: exit, SP: 100 + depth, G: 7}, at, 0)
+	}
+
+	// First reading: thread 1's ring has f's entry; then thread 2's has
+	// g's exit (g's entry, made on thread 1 after its ring was read, is
+	// not read yet).
+	keep(1, bF, false, 0, 100)
+	keep(2, bG, true, 8, 500)
+	first := r.seq + 1
+	// Second pass: thread 1's ring has g's entry now, thread 2's f's exit.
+	keep(1, bG, false, 8, 200)
+	keep(2, bF, true, 0, 600)
+	r.bookGoroutines(first)
+
+	// g's exit, read in the first pass, is booked with g's entry before
+	// it; f's exit, read in the second and last, waits.
+	if got := tr.books.self[bG]; got != 300 {
+		t.Errorf("g: function time %d, want 300", got)
+	}
+	if got := len(r.goroutines[7].recs); got != 1 || r.goroutines[7].recs[0].ns != 600 {
+		t.Fatalf("%d records wait (%+v), want f's exit", got, r.goroutines[7].recs)
+	}
+	r.bookGoroutines(r.seq + 1)
+	if got := tr.books.self[bF]; got != 200 {
+		t.Errorf("f: function time %d, want 200", got)
+	}
+	if len(r.queued) != 0 {
+		t.Errorf("%d goroutines still queued", len(r.queued))
+	}
+}
+
+// TestGoClock: a goroutine's clock takes out the stops of a thread while
+// it stayed on it, not those of a thread it left, nor of one it came to
+// before it came.
+func TestGoClock(t *testing.T) {
+	var c goClock
+	steps := []struct {
+		tid           int
+		ns, stolen    int64
+		want          int64
+		whatItChecked string
+	}{
+		{1, 1000, 50, 1000, "the first event: nothing taken out"},
+		{1, 2000, 80, 1970, "thread 1 stopped 30 since: taken out"},
+		{2, 3000, 500, 2970, "moved to thread 2: its earlier stops are not the goroutine's"},
+		{2, 4000, 520, 3950, "thread 2 stopped 20 since"},
+		{1, 5000, 900, 4950, "back on thread 1, whose stops while it was away are not the goroutine's"},
+	}
+	for _, s := range steps {
+		got := c.raw(s.tid, s.ns, s.stolen)
+		c.events++
+		if got != s.want {
+			t.Errorf("%s: %d, want %d", s.whatItChecked, got, s.want)
+		}
+	}
+}
