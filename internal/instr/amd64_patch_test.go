@@ -495,6 +495,12 @@ func TestRecordCodeAMD64(t *testing.T) {
 	if _, ok := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 1000}, 0); ok {
 		t.Error("a ring of 1000 records (not a power of two) accepted")
 	}
+	// An entry's reading of the counter goes without the fence.
+	entry, _ := AMD64.RecordCode(Ring{Offset: 0x1000, Records: 4096}, RecordTag(7, false))
+	_, got = disassembleAt(t, entry.Code, 0)
+	if slices.Contains(got, "lfence") || !slices.Contains(got, "rdtsc") || len(entry.Code) != len(rc.Code)-3 {
+		t.Errorf("entry's record code:\n%s\nwant the exit's without its lfence", strings.Join(got, "\n"))
+	}
 }
 
 // TestCalibrationWorkAMD64 checks the calibration's work with the GNU

@@ -15,7 +15,7 @@ import (
 // thread's ring (see [Ring]), at R in the block GS points to:
 //
 //	mov %rax,%gs:R+0; mov %rdx,%gs:R+8
-//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax   the time
+//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax   the time (lfence: exits)
 //	mov %gs:R+24,%rdx; sub %gs:R+64,%rdx          records unread
 //	cmp $N,%rdx; jb ok
 //	mov %rax,%gs:R+16; int3; jmp retry  full: when it stopped, and stop
@@ -36,6 +36,15 @@ import (
 //	store: mov %rax,%gs:R+136(%rdx)
 //	mov %r14,%gs:R+152(%rdx)                    the goroutine, or 0
 //	movq $tag|G,%gs:R+144(%rdx)                 the tag, marked
+//
+// The lfence makes an exit's reading of the counter wait until the
+// instructions before it are done: without it, the counter could be read
+// before the function's last instructions, a long chain of dependent
+// arithmetic, have run, and the function charged a fraction of its time.
+// An entry's reading goes without (lfence costs as much as rdtsc: half
+// of a record): read early, it moves the end of the caller's work before
+// the call, some tens of cycles at most, into the callee's time, which
+// the callee's exit, fenced, then bounds.
 //
 // The jb becomes jmp (0xeb) where the code is unchecked. rax and rdx carry arguments at an entry and results at a return: they
 // come back as they were; only the flags change. A thread stopped before
@@ -66,7 +75,10 @@ func (amd64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	gs(0x89, modRAX, RingSave)
 	gs(0x89, modRDX, RingSave+8)
 	saves := len(c)
-	c = append(c, 0x0f, 0xae, 0xe8, 0x0f, 0x31) // lfence; rdtsc
+	if tag&1 != 0 {
+		c = append(c, 0x0f, 0xae, 0xe8) // lfence: an exit's time waits for the function's work
+	}
+	c = append(c, 0x0f, 0x31) // rdtsc
 	c = append(c, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0)
 	gs(0x8b, modRDX, RingHead)
 	gs(0x2b, modRDX, RingTail)

@@ -154,15 +154,23 @@ func (t *tracer) calibrateRing() (float64, error) {
 // after a record, a record and a breakpoint; the same without the
 // records between; their records go to ring r.
 func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
-	rc, _ := t.arch.RecordCode(r, 0)
+	// The records between are entries and exits in turn, as a call's
+	// (their readings of the counter differ: instr.RecordCode); those
+	// that time the blocks are exits', which wait for the work before.
+	entry, _ := t.arch.RecordCode(r, instr.RecordTag(0, false))
+	exit, _ := t.arch.RecordCode(r, instr.RecordTag(0, true))
 	work := instr.CalibrationWork(t.arch)
-	with, without = slices.Clone(rc.Code), slices.Clone(rc.Code)
-	for range calibrating() {
+	with, without = slices.Clone(exit.Code), slices.Clone(exit.Code)
+	for i := range calibrating() {
+		rc := entry
+		if i%2 == 1 {
+			rc = exit
+		}
 		with = append(append(with, rc.Code...), work...)
 		without = append(without, work...)
 	}
 	bp := t.arch.Breakpoint()
-	return append(append(with, rc.Code...), bp...), append(append(without, rc.Code...), bp...)
+	return append(append(with, exit.Code...), bp...), append(append(without, exit.Code...), bp...)
 }
 
 // errGoClock is why Go functions keep breakpoints where the counter is
