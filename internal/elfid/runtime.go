@@ -78,6 +78,29 @@ func ReadInterpreter(path string) (string, error) {
 	return Interpreter(f)
 }
 
+// OwnThreadPointer reports whether the program at path leaves its
+// thread pointer alone: linked statically (no dynamic linker to set it)
+// and without thread-local storage (PT_TLS: no C library's threads, whose
+// TLS it points to). A Go program built without cgo is one.
+func OwnThreadPointer(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return ownThreadPointer(f), nil
+}
+
+// ownThreadPointer is [OwnThreadPointer] of f.
+func ownThreadPointer(f *elf.File) bool {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_TLS {
+			return false
+		}
+	}
+	return true
+}
+
 // Rendezvous is where a dynamic linker tells a debugger of the libraries it
 // loads (glibc's <link.h>): Brk, the link-time address of the empty
 // function _dl_debug_state it calls after each change, and RDebug, of the

@@ -152,6 +152,7 @@ func FuzzRuntimeReaders(f *testing.F) {
 		}
 		LoadSpan(ef, 0x1000)
 		Interpreter(ef)
+		ownThreadPointer(ef)
 		FindRendezvous(ef)
 		FuncStarts(ef)
 		CodePointers(ef)
@@ -263,5 +264,37 @@ func TestIsGo(t *testing.T) {
 	}
 	if self, err := os.Executable(); err == nil && !ReadIsGo(self) {
 		t.Error("this test binary not taken for Go")
+	}
+}
+
+// TestOwnThreadPointer: a Go program built without cgo leaves its thread
+// pointer alone (static, no TLS); a C program, dynamic or static, does
+// not (its dynamic linker or C library sets it, for its TLS).
+func TestOwnThreadPointer(t *testing.T) {
+	for _, flags := range [][]string{nil, {"-static"}} {
+		if own, err := OwnThreadPointer(buildC(t, flags...)); err != nil || own {
+			t.Errorf("C program %v: own thread pointer %v, %v; want false", flags, own, err)
+		}
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hi\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "p")
+	cmd := exec.Command(goTool, "build", "-o", out, src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	if own, err := OwnThreadPointer(out); err != nil || !own {
+		t.Errorf("Go program without cgo: own thread pointer %v, %v; want true", own, err)
+	}
+	if _, err := OwnThreadPointer(src); err == nil {
+		t.Error("a Go source file read as a program")
 	}
 }

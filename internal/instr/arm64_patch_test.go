@@ -965,6 +965,39 @@ func TestRecordCodeARM64(t *testing.T) {
 	}
 }
 
+// TestGoRecordCodeARM64 checks the record code of Go code with the GNU
+// disassembler: the ring area from TPIDR_EL0, and where x28 holds a
+// goroutine, the frame's key its distance from g.stack.hi and the record
+// naming the goroutine, the tag marked; where x28 is 0, the stack
+// pointer and no goroutine. Without the thread pointer there is none.
+func TestGoRecordCodeARM64(t *testing.T) {
+	if _, ok := ARM64.RecordCode(Ring{Records: 4096, Table: 1, Areas: 1, Goroutine: true}, 0); ok {
+		t.Error("a goroutine's record code without the thread pointer (goroutine stacks are in no table)")
+	}
+	rc, ok := ARM64.RecordCode(Ring{Records: 4096, Goroutine: true, ThreadPointer: true}, RecordTag(0x12345, true))
+	if !ok {
+		t.Fatal("no record code")
+	}
+	if rc.Full != 0x20 || rc.Skip != 0xc || !rc.Scratch || !rc.ThreadPointer {
+		t.Errorf("full %#x, skip %#x, scratch %v: want after the brk at 0x1c, the cbnz at 0xc, x16 and x17", rc.Full, rc.Skip, rc.Scratch)
+	}
+	want := []string{
+		"mrs x16, tpidr_el0",
+		"ldr x17, [x16]", "eor x17, x17, x17, lsr #32", "cbnz w17, 0x24", // 0x4, retry
+		"isb", "mrs x17, cntvct_el0", "str x17, [x16, #16]", "brk #0x0", "b 0x4",
+		"ldr w17, [x16]", "add x16, x16, x17", // 0x24, ok
+		"isb", "mrs x17, cntvct_el0", "str x17, [x16, #128]",
+		"cbz x28, 0x4c", "ldr x17, [x28, #8]", "sub x17, sp, x17", "neg x17, x17", "b 0x50",
+		"mov x17, sp", "str x17, [x16, #136]", "str x28, [x16, #152]",
+		"mov x17, #0x8d15", "movk x17, #0x4004, lsl #16", "str x17, [x16, #144]",
+		"and x17, x16, #0x1ffff", "add x17, x17, #0x20", "and x17, x17, #0x1ffff",
+		"and x16, x16, #0xfffffffffffe0000", "stlr w17, [x16]",
+	}
+	if got := gnuDisasm(t, rc.Code, 0); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestCalibrationWork checks the calibration's work with the GNU
 // disassemblers.
 func TestCalibrationWork(t *testing.T) {

@@ -69,8 +69,13 @@ type Ring struct {
 	// goroutine's records are in the rings of every thread that ran it,
 	// and PROFILE puts them back in order by their times. Where the
 	// register is 0 (runtime code that runs without a goroutine), the
-	// record is the thread's, as C's are.
-	Goroutine bool
+	// record is the thread's, as C's are. On arm64 a goroutine's record
+	// finds its thread's ring area through the thread pointer
+	// (ThreadPointer: TPIDR_EL0, which PROFILE sets for each thread of a
+	// program that has no other use for it), not through the stack table:
+	// goroutine stacks are in none.
+	Goroutine     bool
+	ThreadPointer bool
 }
 
 // RingStride is how far apart, and aligned, the ring areas of the table
@@ -182,6 +187,10 @@ type RecordCode struct {
 	// [DepthCode.Rollback] does; a range whose Resume is not 0 resumes
 	// there (the record is committed: only the registers come back).
 	Rollback []Rollback
+	// ThreadPointer marks code that finds its ring through the thread
+	// pointer (arm64's TPIDR_EL0, [Ring.ThreadPointer]): a thread that
+	// stops on its full ring was writing to its own.
+	ThreadPointer bool
 }
 
 // CalibrationWork returns a piece of work for the calibration of a

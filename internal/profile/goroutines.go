@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/instr"
 )
 
@@ -32,13 +33,16 @@ import (
 // goRecord is a goroutine's record read from a thread's ring, waiting to
 // be booked in its goroutine's order.
 type goRecord struct {
-	rec instr.Record
 	// ns is the record's time on PROFILE's clock; stolen is what the
 	// stops of its thread had taken from the thread when it was read.
 	ns, stolen int64
+	// key is the frame's distance from the goroutine's stack top.
+	key uint64
 	// seq is the order in which the records were read.
-	seq uint64
-	tid int
+	seq  uint64
+	tid  int32
+	item int32
+	exit bool
 }
 
 // goroutine is what PROFILE keeps of a goroutine: its ledger in the
@@ -97,14 +101,35 @@ func goFrames(f *datafile.Func) bool {
 func (t *tracer) recordRing(f *datafile.Func) instr.Ring {
 	r := t.counters.ring()
 	r.Goroutine = goFrames(f)
+	r.ThreadPointer = r.Goroutine && t.goThreadPointer()
 	return r
 }
 
 // goRingPossible reports whether the architecture writes goroutines'
-// records.
+// records here.
 func (t *tracer) goRingPossible() bool {
-	_, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1, Goroutine: true}, 0)
+	_, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1, Goroutine: true, ThreadPointer: t.goThreadPointer()}, 0)
 	return ok
+}
+
+// goThreadPointer reports whether Go's record code finds its ring through
+// the thread pointer, which PROFILE then sets for each thread (arm64: the
+// ring is otherwise found from the stack pointer, and goroutine stacks are
+// in no table): only where the plan has Go functions, in a program that
+// has no other use for TPIDR_EL0, linked statically and without
+// thread-local storage (a Go program built without cgo). A program with a
+// dynamic linker has its thread pointer set by it (Go's PIE programs
+// too), a C library's threads by their clone: there Go functions keep
+// breakpoints.
+func (t *tracer) goThreadPointer() bool {
+	if !t.tpChecked {
+		t.tpChecked = true
+		if t.arch.Name() == "arm64" && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+			ok, err := elfid.OwnThreadPointer(t.cfg.Path)
+			t.tpUsable = err == nil && ok
+		}
+	}
+	return t.tpUsable
 }
 
 // goroutine returns what PROFILE keeps of goroutine id.
@@ -126,7 +151,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 func (r *rings) keep(tid int, rec instr.Record, ns, stolen int64) {
 	g := r.goroutine(rec.G)
 	r.seq++
-	g.recs = append(g.recs, goRecord{rec: rec, ns: ns, stolen: stolen, seq: r.seq, tid: tid})
+	g.recs = append(g.recs, goRecord{ns: ns, stolen: stolen, key: rec.SP, seq: r.seq, tid: int32(tid), item: int32(rec.Item), exit: rec.Exit})
 	if !g.queued {
 		g.queued = true
 		r.queued = append(r.queued, g)
@@ -209,18 +234,18 @@ func (r *rings) switches(recs []goRecord) bool {
 // bookGoroutine books a goroutine's record, its goroutine's next event.
 func (r *rings) bookGoroutine(g *goroutine, rec goRecord) {
 	c := &g.clock
-	raw := c.raw(rec.tid, rec.ns, rec.stolen)
+	raw := c.raw(int(rec.tid), rec.ns, rec.stolen)
 	if c.events > 0 {
-		c.debt += min(r.cost, max(float64(raw-c.lastRaw), 0))
+		c.debt += owed(r.cost, raw-c.lastRaw)
 	}
 	c.lastRaw = raw
 	c.events++
 	now := raw - int64(c.debt)
-	key := 1<<63 - rec.rec.SP
-	if rec.rec.Exit {
-		r.t.books.exitLedger(g.ledger, rec.rec.Item, key, now)
+	key := 1<<63 - rec.key
+	if rec.exit {
+		r.t.books.exitLedger(g.ledger, int(rec.item), key, now)
 	} else {
-		r.t.books.enterLedger(g.ledger, rec.rec.Item, key, now)
+		r.t.books.enterLedger(g.ledger, int(rec.item), key, now)
 	}
 }
 

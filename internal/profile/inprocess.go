@@ -121,12 +121,15 @@ type region struct {
 	rollback   []instr.Rollback
 	full, skip int
 	unchecked  []byte
+	// tp marks record code that finds its ring through the thread
+	// pointer (instr.RecordCode.ThreadPointer).
+	tp bool
 }
 
 // recordRegion is the region of record code rc at offset at of a
 // trampoline.
 func recordRegion(at int, rc *instr.RecordCode) region {
-	return region{at: at, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip, unchecked: rc.Unchecked}
+	return region{at: at, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip, unchecked: rc.Unchecked, tp: rc.ThreadPointer}
 }
 
 // fallBack is a site that keeps a breakpoint: item's entry, or its exit
@@ -326,6 +329,17 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		return err
 	}
 	if c.table {
+		if c.rings && t.goThreadPointer() {
+			// Go's record code finds the thread's ring area here (the
+			// discard area for a thread beyond them).
+			area := b
+			if !owned {
+				area = 0
+			}
+			if err := ptrace.SetThreadPointer(tid, c.progAddr+c.areasAt+uint64(area)*c.stride); err != nil {
+				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
+			}
+		}
 		return t.ownStack(t.arch.SP(&regs), b)
 	}
 	regs.SetThreadBase(c.blockAddr(b))

@@ -73,6 +73,10 @@ func newRings(t *tracer) *rings { return &rings{t: t, goroutines: map[uint64]*go
 // errGoFrames is why a Go function keeps breakpoints when timed.
 var errGoFrames = errors.New("a Go function, timed with breakpoints")
 
+// errGoThreadPointer is why a Go function keeps breakpoints on arm64 in a
+// program whose thread pointer is not PROFILE's to set (goThreadPointer).
+var errGoThreadPointer = errors.New("a Go function, in a program whose thread pointer its dynamic linker or C library sets")
+
 // ringPossible reports whether function timing can run in-process: the
 // architecture has record code, and some function of the plan can be
 // timed with it.
@@ -84,15 +88,17 @@ func (t *tracer) ringPossible() bool {
 }
 
 // ringTimed returns nil when f's calls can be timed in-process, else why
-// not: a Go function of assembly, or on an architecture without
-// goroutines' records, or where the counter is not one clock across
-// CPUs (PRF4680).
+// not: a Go function of assembly, on arm64 in a program that sets its own
+// thread pointer, or where the counter is not one clock across CPUs
+// (PRF4680).
 func (t *tracer) ringTimed(f *datafile.Func) error {
 	switch {
 	case f.Frame == datafile.FrameSP:
 		return nil
 	case !goFrames(f):
 		return errGoFrames
+	case t.arch.Name() == "arm64" && !t.goThreadPointer():
+		return errGoThreadPointer
 	case !t.goRingPossible():
 		return errGoFrames
 	case !t.oneClock():
@@ -225,13 +231,13 @@ func (t *tracer) vforkDone(th *thread) {
 // at the stop): where rings are found from the stack, one on a stack no
 // thread owns writes into the discard area (an alternate signal stack),
 // and a vfork child into its parent's.
-func (r *rings) fullStop(th *thread, sp uint64) {
+func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	t, c := r.t, r.t.counters
 	b, own := c.blockOf[th.tid]
 	if !own || th.foreign {
 		b, own = 0, false
 	}
-	if c.table {
+	if c.table && !tp { // (through the thread pointer: its own, or the discard area)
 		if w := c.tableArea(sp); w != b {
 			b, own = w, false
 		}
@@ -300,7 +306,22 @@ func (r *rings) debt(th *thread, raw int64) float64 {
 	if r == nil || th.events == 0 {
 		return 0
 	}
-	return th.debt + min(r.cost, max(float64(raw-th.lastRaw), 0))
+	return th.debt + owed(r.cost, raw-th.lastRaw)
+}
+
+// owed is what a record of cost takes from the gap after it: its cost,
+// no more than the gap, nothing from none. (Plain comparisons: the min
+// and max of floats, which order NaNs and signed zeros, cost more, and
+// this runs for every record.)
+func owed(cost float64, gap int64) float64 {
+	g := float64(gap)
+	switch {
+	case g <= 0:
+		return 0
+	case g < cost:
+		return g
+	}
+	return cost
 }
 
 // drainIdle books the records of every thread's ring, and reports
@@ -354,10 +375,11 @@ func (r *rings) stopped(th *thread) {
 func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 	t := r.t
 	after := addr + uint64(len(t.arch.Breakpoint()))
-	if !t.counters.ringFull(after) {
+	reg, ok := t.counters.fullRegion(after)
+	if !ok {
 		return false, nil
 	}
-	r.fullStop(th, t.arch.SP(&t.regs))
+	r.fullStop(th, t.arch.SP(&t.regs), reg.tp)
 	r.full++
 	if t.regs.PC() != after {
 		t.regs.SetPC(after) // past arm64's BRK
@@ -381,13 +403,25 @@ func (r *rings) forget(lo, hi uint64) {}
 // ends at after stopped at a ring-full breakpoint of a trampoline: it
 // goes on from after.
 func (c *counters) ringFull(after uint64) bool {
+	_, ok := c.fullRegion(after)
+	return ok
+}
+
+// fullRegion returns the record code's region whose ring-full breakpoint
+// ends at after, if there is one.
+func (c *counters) fullRegion(after uint64) (region, bool) {
 	if c == nil || !c.rings {
-		return false
+		return region{}, false
 	}
 	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
 	if i < 0 {
-		return false
+		return region{}, false
 	}
 	tr := c.tramps[i]
-	return slices.ContainsFunc(tr.regions, func(r region) bool { return r.full != 0 && tr.addr+uint64(r.at+r.full) == after })
+	for _, r := range tr.regions {
+		if r.full != 0 && tr.addr+uint64(r.at+r.full) == after {
+			return r, true
+		}
+	}
+	return region{}, false
 }

@@ -177,13 +177,16 @@ type tracer struct {
 	// clockChecked and clockShared: whether the counter was found to be
 	// one clock across CPUs (oneClock).
 	clockChecked, clockShared bool
-	stolen                    map[ledgerKey]int64
-	started                   int64
-	ended                     int64
-	held                      heldTime
-	debt                      float64
-	overhead                  int64
-	calculated                int64
+	// tpChecked and tpUsable: whether arm64's thread pointer was found
+	// free for Go's record code (goThreadPointer).
+	tpChecked, tpUsable bool
+	stolen              map[ledgerKey]int64
+	started             int64
+	ended               int64
+	held                heldTime
+	debt                float64
+	overhead            int64
+	calculated          int64
 	// forced is set when /CB imposes the overhead; gaps are the gaps
 	// between stops, which bound it otherwise (eventCost).
 	forced bool

@@ -364,6 +364,8 @@ func fallBackReason(err error) string {
 		return "Go function, timed with breakpoints"
 	case errors.Is(err, errGoClock):
 		return "Go function, the counter not one clock"
+	case errors.Is(err, errGoThreadPointer):
+		return "Go function, the thread pointer not free"
 	case errors.Is(err, errOverlap):
 		return "overlaps another patch"
 	case errors.Is(err, errLoopEntry):

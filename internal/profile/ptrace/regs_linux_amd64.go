@@ -2,7 +2,11 @@
 
 package ptrace
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 // Regs is the register file of a stopped amd64 thread. It implements
 // instr.Regs, addressing registers by their DWARF numbers (System V AMD64
@@ -96,3 +100,10 @@ func (r *Regs) ThreadBase() uint64 { return r.r.Gs_base }
 
 // SetThreadBase sets the thread's GS base (written with SetRegs).
 func (r *Regs) SetThreadBase(v uint64) { r.r.Gs_base = v }
+
+// SetThreadPointer is arm64's: x86-64's thread register for PROFILE is
+// the GS base (SetThreadBase).
+func SetThreadPointer(tid int, v uint64) error { return errors.ErrUnsupported }
+
+// ThreadPointer is arm64's.
+func ThreadPointer(tid int) (uint64, error) { return 0, errors.ErrUnsupported }

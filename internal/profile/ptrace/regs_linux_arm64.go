@@ -2,7 +2,12 @@
 
 package ptrace
 
-import "golang.org/x/sys/unix"
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // Regs is the register file of a stopped arm64 thread. It implements
 // instr.Regs, addressing registers by their DWARF numbers (DWARF for the Arm
@@ -63,3 +68,31 @@ func (r *Regs) ThreadBase() uint64 { return 0 }
 
 // SetThreadBase does nothing on arm64.
 func (r *Regs) SetThreadBase(uint64) {}
+
+// ntARMTLS is the register set of TPIDR_EL0 (NT_ARM_TLS, linux/elf.h).
+const ntARMTLS = 0x401
+
+// SetThreadPointer sets the thread's TPIDR_EL0 (PTRACE_SETREGSET,
+// NT_ARM_TLS): in-process timing of Go code finds the thread's ring
+// there, in a program that has no other use for it.
+func SetThreadPointer(tid int, v uint64) error { return tlsRegSet(unix.PTRACE_SETREGSET, tid, &v) }
+
+// ThreadPointer reads the thread's TPIDR_EL0.
+func ThreadPointer(tid int) (uint64, error) {
+	var v uint64
+	err := tlsRegSet(unix.PTRACE_GETREGSET, tid, &v)
+	return v, err
+}
+
+// tlsRegSet reads or writes (req) the NT_ARM_TLS register set of tid,
+// its first word: TPIDR_EL0.
+func tlsRegSet(req uintptr, tid int, v *uint64) error {
+	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(v))}
+	iov.SetLen(8)
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, req, uintptr(tid), ntARMTLS, uintptr(unsafe.Pointer(&iov)), 0, 0)
+	runtime.KeepAlive(v)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

@@ -178,3 +178,9 @@ func (s *Sampler) Read(fn func(pc uint64)) (lost uint64, err error) {
 
 // Close does nothing.
 func (s *Sampler) Close() error { return nil }
+
+// SetThreadPointer is not supported on this platform.
+func SetThreadPointer(tid int, v uint64) error { return errors.ErrUnsupported }
+
+// ThreadPointer is not supported on this platform.
+func ThreadPointer(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
