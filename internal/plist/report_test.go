@@ -164,6 +164,22 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{37}
 		return m
 	},
+	// Timing of threads that ran side by side (docs/linux.md, "What a
+	// function's time means"): the function times add up to more than the
+	// total time, the run's elapsed time; each function's percentage is
+	// of the total, and the modules' percentages of their times together.
+	"sidebyside": func() *datafile.Merged {
+		p := demoPlan(datafile.FuncTiming)
+		m := &datafile.Merged{Plan: p, Runs: []datafile.Run{at0907(0, "prog -j4")},
+			Stats: datafile.Stats{Hits: demoHits, CallDepth: 4,
+				TotalTime: 1_000_000, OutsideTime: 0,
+				//        main     twice(i) twice(d) Counter  bump    value   max     helper _start add      mul      helper ver
+				FuncTime:  []int64{10_000, 0, 0, 0, 0, 0, 0, 0, 0, 1_500_000, 1_000_000, 0, 0},
+				ChildTime: []int64{1_000_000, 0, 0, 0, 0, 0, 0, 0, 0, 1_500_000, 1_000_000, 0, 0}}}
+		m = seal(m)
+		m.Overheads = []int64{12}
+		return m
+	},
 	// A timing profile that was never run (PRF4481).
 	"never": func() *datafile.Merged {
 		n := len(demoHits)
@@ -235,6 +251,7 @@ var linuxGoldens = []struct {
 	{"coverage", "sns", func(o *Options) { o.Sort = SortNameSummary }},
 	{"coverage", "t", func(o *Options) { o.Tab = true }},
 	{"timing", "default", nil},
+	{"sidebyside", "default", nil},
 	{"timing", "stc", func(o *Options) { o.Sort = SortChildTime }},
 	{"timing", "sc", func(o *Options) { o.Sort = SortCount }},
 	{"timing", "sn", func(o *Options) { o.Sort = SortName }},
