@@ -2,6 +2,7 @@ package instr
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync/atomic"
 )
 
@@ -44,62 +45,21 @@ import (
 // starts again: nothing it wrote counts until the head moves. The cbnz
 // becomes b where the code is unchecked.
 func (arm64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
-	size := RingRecordSize * uint64(r.Records)
 	if r.Goroutine {
 		return goRecordCode(r, tag)
 	}
 	if r.Table == 0 || r.Records < 2 || r.Records&(r.Records-1) != 0 || RingStride(r.Records) > 1<<30 || tag > 1<<31-1 {
 		return RecordCode{}, false
 	}
-	const x16, x17, sp = 16, 17, 31
-	bits := uint32(0)
-	for 1<<bits < size {
-		bits++
-	}
-	var w []uint32
-	emit := func(ws ...uint32) { w = append(w, ws...) }
-	str := func(rt, rn, off uint32) uint32 { return 0xf9000000 | off/8<<10 | rn<<5 | rt } // STR (immediate)
-	// The bitmask immediates of A-1 (bits ones from bit 0) and of its
-	// complement: N=1, immr, imms (C4.1 "Logical (immediate)").
-	low := 1<<22 | (bits-1)<<10
-	high := 1<<22 | (64-bits)<<16 | (63-bits)<<10
-	and := func(rd, rn, mask uint32) uint32 { return 0x92000000 | mask | rn<<5 | rd }
-	const (
-		isb      = 0xd5033fdf
-		mrsCount = 0xd53be040 | x17 // MRS x17, CNTVCT_EL0 (op0 3, op1 3, CRn 14, CRm 0, op2 2)
-		movSP    = 0x91000000 | sp<<5 | x17
-		loadCur  = 0xf9400000 | x16<<5 | x17 // LDR x17, [x16]
-		loadHead = 0xb9400000 | x16<<5 | x17 // LDR w17, [x16]
-	)
-	emit(0x91000000 | sp<<5 | x16)                                                               // MOV x16, sp
-	emit(0xd3400000 | DepthTablePage<<16 | (DepthTablePage+DepthTableBits-1)<<10 | x16<<5 | x16) // UBFX (UBFM)
-	emit(a64MovImm(x17, r.Table)...)
-	emit(0xb8607800 | x16<<16 | x17<<5 | x16) // LDR (register), 32-bit, LSL #2
-	emit(a64MovImm(x17, r.Areas)...)
-	emit(0x8b000000 | x16<<16 | x17<<5 | x16) // ADD (shifted register)
-	retry := len(w)
-	emit(loadCur, 0xca400000|x17<<16|32<<10|x17<<5|x17) // EOR (shifted register), LSR #32
-	skip := len(w)
-	emit(0x35000000 | 6<<5 | x17) // CBNZ w17, ok: six words on
-	emit(isb, mrsCount, str(x17, x16, RingFullTime))
-	emit(0xd4200000) // BRK #0
-	full := len(w)
-	emit(0x14000000 | uint32(retry-full)&0x3ffffff) // B retry
-	emit(loadHead, 0x8b000000|x17<<16|x16<<5|x16)   // ADD x16, x16, x17
-	emit(isb, mrsCount, str(x17, x16, RingRecords))
-	emit(movSP, str(x17, x16, RingRecords+8))
-	emit(0xd2800000|uint32(tag&0xffff)<<5|x17, 0xf2800000|1<<21|uint32(tag>>16&0xffff)<<5|x17) // MOVZ, MOVK lsl 16
-	emit(str(x17, x16, RingRecords+16))
-	emit(and(x17, x16, low), 0x91000000|RingRecordSize<<10|x17<<5|x17, and(x17, x17, low)) // ADD (immediate)
-	emit(and(x16, x16, high))
-	emit(0x889ffc00 | x16<<5 | x17) // STLR w17, [x16]
-	code := make([]byte, 0, 4*len(w))
-	for _, x := range w {
-		code = binary.LittleEndian.AppendUint32(code, x)
-	}
-	unchecked := binary.LittleEndian.AppendUint32(nil, 0x14000006) // B ok
-	return RecordCode{Code: code, Full: 4 * full, Skip: 4 * skip, Unchecked: unchecked, Scratch: true,
-		Rollback: []Rollback{{From: 0, To: len(code)}}}, true
+	var locate []uint32
+	locate = append(locate, 0x91000000|a64SP<<5|a64X16)                                                           // MOV x16, sp
+	locate = append(locate, 0xd3400000|DepthTablePage<<16|(DepthTablePage+DepthTableBits-1)<<10|a64X16<<5|a64X16) // UBFX (UBFM)
+	locate = append(locate, a64MovImm(a64X17, r.Table)...)
+	locate = append(locate, 0xb8607800|a64X16<<16|a64X17<<5|a64X16) // LDR (register), 32-bit, LSL #2
+	locate = append(locate, a64MovImm(a64X17, r.Areas)...)
+	locate = append(locate, 0x8b000000|a64X16<<16|a64X17<<5|a64X16) // ADD (shifted register)
+	key := []uint32{a64MovSP17, a64Str(a64X17, a64X16, RingRecords+8)}
+	return arm64Record(r, tag, locate, key), true
 }
 
 // goRecordCode is arm64's record code for Go code (see [Ring.Goroutine]):
@@ -121,51 +81,69 @@ func (arm64) RecordCode(r Ring, tag uint64) (RecordCode, bool) {
 //	movz x17, #tag; movk x17, #tag>>16 | G, lsl #16; str x17, [x16, #144]
 //	(the commit, as the table form)
 func goRecordCode(r Ring, tag uint64) (RecordCode, bool) {
-	size := RingRecordSize * uint64(r.Records)
 	if !r.ThreadPointer || r.Records < 2 || r.Records&(r.Records-1) != 0 || RingStride(r.Records) > 1<<30 || tag >= recordGoroutine {
 		return RecordCode{}, false
 	}
-	tag |= recordGoroutine
-	const x16, x17, x28, sp = 16, 17, 28, 31
+	const x28 = 28
+	locate := []uint32{0xd53bd040 | a64X16} // MRS x16, TPIDR_EL0 (op0 3, op1 3, CRn 13, CRm 0, op2 2)
+	key := []uint32{
+		0xb4000000 | 5<<5 | x28,                     // CBZ x28, thread: five words on
+		0xf9400000 | 1<<10 | x28<<5 | a64X17,        // LDR x17, [x28, #8]
+		0xcb206000 | a64X17<<16 | a64SP<<5 | a64X17, // SUB (extended register) x17, sp, x17, UXTX
+		0xcb1103f1,                            // NEG x17, x17 (SUB x17, xzr, x17)
+		0x14000002,                            // B store
+		a64MovSP17,                            // thread: MOV x17, sp
+		a64Str(a64X17, a64X16, RingRecords+8), // store
+		a64Str(x28, a64X16, RingRecords+24),   // the goroutine
+	}
+	rc := arm64Record(r, tag|recordGoroutine, locate, key)
+	rc.ThreadPointer = true
+	return rc, true
+}
+
+// a64MovSP17 is MOV x17, sp (ADD (immediate) x17, sp, #0).
+const a64MovSP17 = 0x91000000 | a64SP<<5 | a64X17
+
+// a64Str is STR (immediate) of rt at off from rn.
+func a64Str(rt, rn, off uint32) uint32 { return 0xf9000000 | off/8<<10 | rn<<5 | rt }
+
+// arm64Record builds a record code of ring r with tag: locate, the
+// instructions that leave the ring area in x16; the cursor's check, and
+// the stop where the ring is full; the time; key, the instructions that
+// store the frame's key (and the goroutine); the tag; the commit.
+func arm64Record(r Ring, tag uint64, locate, key []uint32) RecordCode {
+	const x16, x17 = a64X16, a64X17
+	size := RingRecordSize * uint64(r.Records)
 	bits := uint32(0)
 	for 1<<bits < size {
 		bits++
 	}
-	var w []uint32
+	w := slices.Clone(locate)
 	emit := func(ws ...uint32) { w = append(w, ws...) }
-	str := func(rt, rn, off uint32) uint32 { return 0xf9000000 | off/8<<10 | rn<<5 | rt } // STR (immediate)
+	// The bitmask immediates of A-1 (bits ones from bit 0) and of its
+	// complement: N=1, immr, imms (C4.1 "Logical (immediate)").
 	low := 1<<22 | (bits-1)<<10
 	high := 1<<22 | (64-bits)<<16 | (63-bits)<<10
 	and := func(rd, rn, mask uint32) uint32 { return 0x92000000 | mask | rn<<5 | rd }
 	const (
 		isb      = 0xd5033fdf
-		mrsCount = 0xd53be040 | x17 // MRS x17, CNTVCT_EL0
-		mrsTP    = 0xd53bd040 | x16 // MRS x16, TPIDR_EL0 (op0 3, op1 3, CRn 13, CRm 0, op2 2)
-		movSP    = 0x91000000 | sp<<5 | x17
+		mrsCount = 0xd53be040 | x17          // MRS x17, CNTVCT_EL0 (op0 3, op1 3, CRn 14, CRm 0, op2 2)
 		loadCur  = 0xf9400000 | x16<<5 | x17 // LDR x17, [x16]
 		loadHead = 0xb9400000 | x16<<5 | x17 // LDR w17, [x16]
 	)
-	emit(mrsTP)
 	retry := len(w)
 	emit(loadCur, 0xca400000|x17<<16|32<<10|x17<<5|x17) // EOR (shifted register), LSR #32
 	skip := len(w)
 	emit(0x35000000 | 6<<5 | x17) // CBNZ w17, ok: six words on
-	emit(isb, mrsCount, str(x17, x16, RingFullTime))
+	emit(isb, mrsCount, a64Str(x17, x16, RingFullTime))
 	emit(0xd4200000) // BRK #0
 	full := len(w)
 	emit(0x14000000 | uint32(retry-full)&0x3ffffff) // B retry
 	emit(loadHead, 0x8b000000|x17<<16|x16<<5|x16)   // ADD x16, x16, x17
-	emit(isb, mrsCount, str(x17, x16, RingRecords))
-	emit(0xb4000000 | 5<<5 | x28)                                                              // CBZ x28, thread: five words on
-	emit(0xf9400000 | 1<<10 | x28<<5 | x17)                                                    // LDR x17, [x28, #8]
-	emit(0xcb206000 | x17<<16 | sp<<5 | x17)                                                   // SUB (extended register) x17, sp, x17, UXTX
-	emit(0xcb1103f1)                                                                           // NEG x17, x17 (SUB x17, xzr, x17)
-	emit(0x14000002)                                                                           // B store
-	emit(movSP)                                                                                // thread: MOV x17, sp
-	emit(str(x17, x16, RingRecords+8))                                                         // store
-	emit(str(x28, x16, RingRecords+24))                                                        // the goroutine
+	emit(isb, mrsCount, a64Str(x17, x16, RingRecords))
+	emit(key...)
 	emit(0xd2800000|uint32(tag&0xffff)<<5|x17, 0xf2800000|1<<21|uint32(tag>>16&0xffff)<<5|x17) // MOVZ, MOVK lsl 16
-	emit(str(x17, x16, RingRecords+16))
+	emit(a64Str(x17, x16, RingRecords+16))
 	emit(and(x17, x16, low), 0x91000000|RingRecordSize<<10|x17<<5|x17, and(x17, x17, low)) // ADD (immediate)
 	emit(and(x16, x16, high))
 	emit(0x889ffc00 | x16<<5 | x17) // STLR w17, [x16]
@@ -175,7 +153,7 @@ func goRecordCode(r Ring, tag uint64) (RecordCode, bool) {
 	}
 	unchecked := binary.LittleEndian.AppendUint32(nil, 0x14000006) // B ok
 	return RecordCode{Code: code, Full: 4 * full, Skip: 4 * skip, Unchecked: unchecked, Scratch: true,
-		Rollback: []Rollback{{From: 0, To: len(code)}}, ThreadPointer: true}, true
+		Rollback: []Rollback{{From: 0, To: len(code)}}}
 }
 
 // ringUnread returns the slot after the stop and the records from there
