@@ -196,7 +196,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
 		f := &t.plan.Funcs[item]
 		rets := t.scan.returns[f.Entry+bias]
-		if t.ringTimed(f) != nil || len(rets) == 0 || len(rets) > budget {
+		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
 		// Planned first, all of them, where they would go; built again
@@ -238,13 +238,12 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 const returnSites = 4096
 
 // callers returns the extents of the profiled functions of the module
-// loaded with bias, sorted: where a return site may be patched (C's, and
-// Go's compiled from Go, where the goroutine register is the goroutine
-// when a call returns).
+// loaded with bias, sorted: where a return site may be patched. (Not Go's:
+// the exits of Go functions are not timed where their calls return.)
 func (t *tracer) callers(bias uint64) spans {
 	var s spans
 	for _, f := range t.plan.Funcs {
-		if f.Low < f.High && (f.Frame == datafile.FrameSP || goFrames(&f)) {
+		if f.Low < f.High && f.Frame == datafile.FrameSP {
 			s = append(s, [2]uint64{f.Low + bias, f.High + bias})
 		}
 	}
@@ -281,7 +280,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := t.arch.RecordCode(t.recordRing(&t.plan.Funcs[item]), instr.ReturnTag(item))
+	rc, _ := t.arch.RecordCode(t.counters.ring(), instr.ReturnTag(item))
 	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err

@@ -182,9 +182,6 @@ func (r *rings) drain(th *thread) int {
 			continue
 		}
 		if rec.G != 0 {
-			if rec.Returned {
-				rec.SP += instr.ReturnPop(t.arch) // (a distance from the stack's top)
-			}
 			r.keep(th.tid, rec, t.ctr.ns(rec.Time), base)
 			continue
 		}
