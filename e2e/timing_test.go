@@ -223,9 +223,13 @@ func TestGoroutineTiming(t *testing.T) {
 // for the PIE (its thread pointer is the dynamic linker's): breakpoints.
 func TestGoKnownWork(t *testing.T) {
 	testutil.MustHavePtrace(t)
+	// Under emulation a breakpoint's stop takes a millisecond or two,
+	// which the program's own measure holds and PROFILE's does not: units
+	// of 50 ms keep the PIE's (arm64: breakpoints) some 270 stops within
+	// a few per cent of the run.
 	unit := 2000 // µs
 	if testutil.Slow() {
-		unit = 20000
+		unit = 50000
 	}
 	for _, b := range goBuilds {
 		t.Run(b.name, func(t *testing.T) {
@@ -243,7 +247,7 @@ func TestGoKnownWork(t *testing.T) {
 			out := must(t, dir, "plist", "/nologo", "/T", "goknown").stdout
 			hits, self, all := goTimes(t, out)
 			want := map[string]uint64{"main.a": 20, "main.b": 10, "main.c": 10, "main.work": 56, "main.moved": 1,
-				"main.blocked": 5, "main.grow": 5, "main.deep": 325, "main.rescue": 5, "main.thrower1": 5, "main.thrower2": 5}
+				"main.blocked": 5, "main.grow": 5, "main.big": 5, "main.rescue": 5, "main.thrower1": 5, "main.thrower2": 5}
 			for name, n := range want {
 				if hits[name] != n {
 					t.Errorf("%s: %d hits, want %d", name, hits[name], n)

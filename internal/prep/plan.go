@@ -460,6 +460,31 @@ func checkSite(m *openModule, fn *dwarf.Func, site uint64) error {
 // instruction after the check's conditional branch, which every call passes
 // exactly once (and where the return address is still in place: the frame
 // is not built yet).
+// afterCheck returns the end of a Go stack check whose first branch to
+// morestack (restart) ends at pc: a frame larger than StackBig is checked
+// twice, for the subtraction's wrap-around and against the stack guard,
+// each with a branch to the same place (amd64: SUB, JB; CMP, JBE. arm64:
+// SUBS, B.LO; CMP, B.LS). The site goes after the last, so that a call
+// that grows the stack, and starts again, passes it once.
+func afterCheck(m *openModule, pc, end, restart uint64) uint64 {
+	site := pc
+	for i := 0; i < 3 && pc < end; i++ {
+		inst, err := decodeAt(m, pc, end)
+		if err != nil {
+			break
+		}
+		pc += uint64(inst.Len)
+		if inst.Kind == instr.CondJump && inst.Target == restart {
+			site = pc
+			continue
+		}
+		if inst.Kind != instr.Other {
+			break
+		}
+	}
+	return site
+}
+
 func entrySite(m *openModule, fn *dwarf.Func) uint64 {
 	if !isGo(m, fn) {
 		return fn.Entry
@@ -481,7 +506,7 @@ func entrySite(m *openModule, fn *dwarf.Func) uint64 {
 		switch inst.Kind {
 		case instr.CondJump:
 			if inst.Target > pc && inst.Target < end && restartsAt(m, inst.Target, end, fn.Entry) {
-				return pc + uint64(inst.Len)
+				return afterCheck(m, pc+uint64(inst.Len), end, inst.Target)
 			}
 			return fn.Entry
 		case instr.Call, instr.Ret, instr.Jump, instr.Trap:

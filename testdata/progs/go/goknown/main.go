@@ -18,7 +18,7 @@
 //   - blocked: a function that sleeps two units (elapsed time: it is
 //     charged its sleep);
 //   - grow: a function whose goroutine's stack grows, and is copied,
-//     inside it (deep: 64 frames of 1 KiB), around a unit of work;
+//     inside it (big, a frame of 64 KiB), around a unit of work;
 //   - rescue: a panic in thrower2, after a unit of work, recovered two
 //     frames up (rescue -> thrower1 -> thrower2).
 //
@@ -156,17 +156,15 @@ func blocked(n int) {
 	spanEnd(owns["main.blocked"], begun)
 }
 
-// deep recurses with frames of 1 KiB until depth is 0, then works.
+// big has a frame of 64 KiB: entered from grow, it grows the goroutine's
+// stack, which is copied, grow's frame with it; then it works.
 //
 //go:noinline
-func deep(depth int) int {
-	var pad [1024]byte
-	pad[depth%len(pad)] = byte(depth)
-	if depth == 0 {
-		work(1)
-		return int(pad[0])
-	}
-	return deep(depth-1) + int(pad[depth%len(pad)])
+func big(n int) int {
+	var pad [64 << 10]byte
+	pad[n%len(pad)] = byte(n)
+	work(1)
+	return int(pad[(n+1)%len(pad)])
 }
 
 // grow grows its goroutine's stack inside itself.
@@ -174,7 +172,7 @@ func deep(depth int) int {
 //go:noinline
 func grow() int {
 	begun := time.Now()
-	n := deep(64)
+	n := big(64)
 	spanEnd(owns["main.grow"], begun)
 	return n
 }
