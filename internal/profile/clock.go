@@ -177,12 +177,13 @@ func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
 // not one clock across CPUs.
 var errGoClock = errors.New("a Go function, and the counter not one clock across CPUs")
 
-// clockSourceFile names the kernel's clock source. The kernel takes the
+// clockSourceFile names the kernel's clock source (a variable for the
+// tests of another source, or none). The kernel takes the
 // TSC as its clock only when it has checked that the CPUs' counters agree
 // and run at a constant rate (arch/x86/kernel/tsc_sync.c); arm64's
 // system counter is one clock across CPUs by the architecture (Arm ARM,
 // "The Generic Timer": the system counter is shared by every PE).
-const clockSourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+var clockSourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 
 // oneClock reports whether the counter the records read is one clock
 // across CPUs, warning once (PRF4680) where it is not known to be.

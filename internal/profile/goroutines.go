@@ -106,10 +106,14 @@ func (t *tracer) recordRing(f *datafile.Func) instr.Ring {
 }
 
 // goRingPossible reports whether the architecture writes goroutines'
-// records here.
+// records here (asked once: every function of the plan, and every hit of
+// an exit's breakpoint, asks through ringTimed).
 func (t *tracer) goRingPossible() bool {
-	_, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1, Goroutine: true, ThreadPointer: t.goThreadPointer()}, 0)
-	return ok
+	if !t.goRingChecked {
+		t.goRingChecked = true
+		_, t.goRing = t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1, Goroutine: true, ThreadPointer: t.goThreadPointer()}, 0)
+	}
+	return t.goRing
 }
 
 // goThreadPointer reports whether Go's record code finds its ring through

@@ -1,9 +1,14 @@
 package profile
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // TestGoroutineOrder: a goroutine's records, read from the rings of the
@@ -73,5 +78,61 @@ func TestGoClock(t *testing.T) {
 		if got != s.want {
 			t.Errorf("%s: %d, want %d", s.whatItChecked, got, s.want)
 		}
+	}
+}
+
+// TestOneClock: Go functions are timed in-process only where the counter
+// is one clock across CPUs: on x86-64 when the kernel's clock source is
+// the TSC, else they keep breakpoints with PRF4680, once; on arm64
+// always. A plan without Go functions is not warned about.
+func TestOneClock(t *testing.T) {
+	goPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: []datafile.Func{
+		{Name: "main", Frame: datafile.FrameSP},
+		{Name: "main.work", Frame: datafile.FrameGoroutine, File: "main.go"},
+	}}
+	cPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: goPlan.Funcs[:1]}
+	dir := t.TempDir()
+	source := func(text string) string {
+		path := filepath.Join(dir, text)
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	saved := clockSourceFile
+	defer func() { clockSourceFile = saved }()
+	for _, c := range []struct {
+		name   string
+		arch   instr.Arch
+		plan   *datafile.Plan
+		file   string
+		shared bool
+		warned int
+	}{
+		{"tsc", instr.AMD64, goPlan, source("tsc"), true, 0},
+		{"hpet", instr.AMD64, goPlan, source("hpet"), false, 1},
+		{"unreadable", instr.AMD64, goPlan, filepath.Join(dir, "none"), false, 1},
+		{"hpet, no Go", instr.AMD64, cPlan, source("hpet"), false, 0},
+		{"arm64", instr.ARM64, goPlan, source("arch_sys_counter"), true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clockSourceFile = c.file
+			var warned []*prf.Diagnostic
+			tr := &tracer{arch: c.arch, plan: c.plan, cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
+			for range 3 {
+				if got := tr.oneClock(); got != c.shared {
+					t.Errorf("one clock: %v, want %v", got, c.shared)
+				}
+			}
+			if len(warned) != c.warned || (c.warned > 0 && warned[0].Code != 4680) {
+				t.Errorf("warnings %v, want %d of PRF4680", warned, c.warned)
+			}
+			if c.plan == goPlan && c.arch == instr.AMD64 {
+				err := tr.ringTimed(&c.plan.Funcs[1])
+				if c.shared != (err == nil) || (!c.shared && !errors.Is(err, errGoClock)) {
+					t.Errorf("the Go function timed in-process: %v, want the counter's reason when it is not one clock", err)
+				}
+			}
+		})
 	}
 }

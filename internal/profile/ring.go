@@ -70,8 +70,10 @@ type rings struct {
 
 func newRings(t *tracer) *rings { return &rings{t: t, goroutines: map[uint64]*goroutine{}} }
 
-// errGoFrames is why a Go function keeps breakpoints when timed.
-var errGoFrames = errors.New("a Go function, timed with breakpoints")
+// errGoFrames is why a Go function keeps breakpoints when timed: one of
+// assembly, where the goroutine register may hold anything, or an
+// architecture without goroutines' records.
+var errGoFrames = errors.New("a Go function of assembly, whose goroutine register is not known: timed with breakpoints")
 
 // errGoThreadPointer is why a Go function keeps breakpoints on arm64 in a
 // program whose thread pointer is not PROFILE's to set (goThreadPointer).

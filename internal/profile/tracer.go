@@ -178,15 +178,18 @@ type tracer struct {
 	// one clock across CPUs (oneClock).
 	clockChecked, clockShared bool
 	// tpChecked and tpUsable: whether arm64's thread pointer was found
-	// free for Go's record code (goThreadPointer).
-	tpChecked, tpUsable bool
-	stolen              map[ledgerKey]int64
-	started             int64
-	ended               int64
-	held                heldTime
-	debt                float64
-	overhead            int64
-	calculated          int64
+	// free for Go's record code (goThreadPointer); goRingChecked and
+	// goRing: whether goroutines' records can be written
+	// (goRingPossible).
+	tpChecked, tpUsable   bool
+	goRingChecked, goRing bool
+	stolen                map[ledgerKey]int64
+	started               int64
+	ended                 int64
+	held                  heldTime
+	debt                  float64
+	overhead              int64
+	calculated            int64
 	// forced is set when /CB imposes the overhead; gaps are the gaps
 	// between stops, which bound it otherwise (eventCost).
 	forced bool

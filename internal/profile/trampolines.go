@@ -361,7 +361,7 @@ func fallBackReason(err error) string {
 	case errors.Is(err, errNoHop):
 		return "no hop"
 	case errors.Is(err, errGoFrames):
-		return "Go function, timed with breakpoints"
+		return "Go assembly, timed with breakpoints"
 	case errors.Is(err, errGoClock):
 		return "Go function, the counter not one clock"
 	case errors.Is(err, errGoThreadPointer):
