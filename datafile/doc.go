@@ -1,7 +1,9 @@
-// Package datafile owns the three data files of the profiler and nothing else:
+// Package datafile owns the data files of the profiler and nothing else:
 // the plan (.pbi) that PREP writes and PROFILE reads, the counts of one run
 // (.pbo) that PROFILE writes, and the merged database (.pbt) that PREP /M
-// writes and PLIST reads.
+// writes and PLIST reads; and the execution trace (.pbx) that PROFILE
+// /TRACE writes as the run goes and PLIST /TRACE reads (trace.go, whose
+// layout is its own).
 //
 // The model is independent of ELF and DWARF: a [Plan] names modules by their
 // identity and functions by their link-time addresses, so PROFILE needs nothing

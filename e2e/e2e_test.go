@@ -187,10 +187,17 @@ func install(t testing.TB, prog, dir string) string {
 // directory and profile's result.
 func workflow(t testing.TB, prog string, prepArgs []string, args ...string) (string, result) {
 	t.Helper()
+	return workflowWith(t, prog, prepArgs, nil, args...)
+}
+
+// workflowWith is workflow with PROFILE's options profileOpts.
+func workflowWith(t testing.TB, prog string, prepArgs, profileOpts []string, args ...string) (string, result) {
+	t.Helper()
 	dir := t.TempDir()
 	prog = install(t, prog, dir)
 	must(t, dir, "prep", append(append([]string{"/nologo"}, prepArgs...), prog)...)
-	r := tool(t, dir, "profile", append([]string{"/nologo", prog}, args...)...)
+	opts := append(append([]string{"/nologo"}, profileOpts...), prog)
+	r := tool(t, dir, "profile", append(opts, args...)...)
 	must(t, dir, "prep", "/nologo", "/M", filepath.Base(prog))
 	return dir, r
 }

@@ -387,9 +387,10 @@ func BenchmarkGoroutineTiming(b *testing.B) {
 }
 
 // TestTraceLikeOriginal: plist /trace prints the report, then looks for
-// the trace file, which no run writes (neither did the original's), and
-// fails with PRF1011 naming it, as ftime/ft-plist-trace.out shows: the
-// same report as without /trace, then the error.
+// the trace file, which a run without profile /TRACE does not write (the
+// original's never did), and fails with PRF1011 naming it, as
+// ftime/ft-plist-trace.out shows: the same report as without /trace, then
+// the error. (TestTraceOriginalLayout has the trace.)
 func TestTraceLikeOriginal(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	golden := strings.ReplaceAll(testutil.OriginalText(t, "ftime/ft-plist-trace.out"), "\r\n", "\n")

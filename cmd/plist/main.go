@@ -10,11 +10,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +98,11 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 			path, strings.ToLower(m.Plan.Method.Words()))
 		return d
 	}
+	if r.Format == plist.FormatChrome && o.diffBase == "" {
+		if r.Trace, err = readTrace(path, m, warn); err != nil {
+			return err
+		}
+	}
 	write := func(w io.Writer) error { return plist.Generate(w, m, r) }
 	if o.diffBase != "" {
 		basePath := cli.InputName(o.diffBase, ".pbt")
@@ -123,15 +130,46 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		}
 	}
 	if o.trace {
-		// No run records an execution trace: as the original, PLIST looks
-		// for the trace file after the report and does not find it.
-		pbx := strings.TrimSuffix(path, ".pbt") + ".pbx"
-		if _, err := os.Stat(pbx); err != nil {
-			return prf.CannotOpen(pbx, err)
+		// As the original, PLIST looks for the trace after the report
+		// (original.md §5.10), and appends it.
+		tr, err := readTrace(path, m, warn)
+		if err != nil {
+			return err
 		}
-		return prf.Unavailable(prf.Trace)
+		return writeStdout(stdout, func(w io.Writer) error { return plist.WriteTrace(w, m, tr, r) })
 	}
 	return nil
+}
+
+// readTrace reads the execution trace beside the .pbt at path (base.pbx),
+// of a run of m's plan, warning when that run is not merged into m or the
+// trace is not whole.
+func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*plist.Trace, error) {
+	pbx := strings.TrimSuffix(path, filepath.Ext(path)) + ".pbx"
+	f, err := os.Open(pbx)
+	if err != nil {
+		return nil, prf.CannotOpen(pbx, err)
+	}
+	defer f.Close()
+	tr, err := plist.ReadTrace(f)
+	if err != nil {
+		return nil, prf.CannotRead(pbx, err)
+	}
+	if tr.Header.PlanID != m.Plan.ID {
+		return nil, prf.TraceOtherPlan(pbx, path)
+	}
+	if !slices.ContainsFunc(m.Runs, func(r datafile.Run) bool { return bytes.Equal(r.ID, tr.Header.RunID) }) {
+		warn(prf.TraceNotMerged(pbx, path))
+	}
+	switch st := tr.Status; {
+	case st.Cut:
+		warn(prf.TraceIncomplete(pbx, fmt.Sprintf("it was cut at its limit of %d MiB (profile --trace-limit)", st.Limit>>20)))
+	case st.Torn:
+		warn(prf.TraceIncomplete(pbx, fmt.Sprintf("it ends in a chunk not whole at offset %d: PROFILE did not finish it", st.TornAt)))
+	case !st.Ended:
+		warn(prf.TraceIncomplete(pbx, "PROFILE did not finish it (killed, or still running)"))
+	}
+	return tr, nil
 }
 
 // unmerged returns a warning when the .pbo files beside the .pbt at path

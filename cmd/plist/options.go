@@ -116,7 +116,7 @@ var tool = cli.Tool[options]{
 			Section: secExport, Meta: "FILE", Help: "write the report to FILE instead of stdout"},
 		{Long: "format", Arg: cli.Text,
 			Set:     func(o *options, v cli.Value) { o.format = v.Text },
-			Section: secExport, Meta: "NAME", Help: "text|tab|lcov|callgrind|pprof|folded|json|gmon"},
+			Section: secExport, Meta: "NAME", Help: "write the report in format NAME (below)"},
 		{Long: "fail-under", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.failUnder = v.Number },
 			Section: secExport, Meta: "N", Help: "exit with status 3 when coverage is below N %"},
@@ -137,5 +137,8 @@ var tool = cli.Tool[options]{
 		"Write the report of the profile INPUT.pbt on standard output.\n",
 	HelpSections: []string{secReport, secSort, secAttribute, secExport, cli.SectionOther},
 	HelpFoot: "INPUT may be given with or without its .pbt extension. With --fail-under,\n" +
-		"plist exits with status 3 when the coverage is below N %, after the report.\n",
+		"plist exits with status 3 when the coverage is below N %, after the report.\n" +
+		"--format's NAME is text (the listing, the default), tab, lcov, callgrind,\n" +
+		"pprof, folded, json, gmon, or chrome (the execution trace of profile /TRACE\n" +
+		"as a timeline for Perfetto and chrome://tracing).\n",
 }

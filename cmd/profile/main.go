@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		diag = f
 	}
-	status, err := profileProgram(o, cmd.Names[0], cmd.Args, func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) })
+	status, err := profileProgram(o, cmd.Names[0], cmd.Args, diag, func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) })
 	if err != nil {
 		prf.Write(diag, tool.Name, err)
 		return prf.ExitStatus(err)
@@ -67,8 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // profileProgram runs the program and writes the .pbo; it returns the exit
-// status of PROFILE.
-func profileProgram(o *options, program string, args []string, warn func(*prf.Diagnostic)) (int, error) {
+// status of PROFILE. With --explain, its narration goes to diag, with the
+// diagnostics.
+func profileProgram(o *options, program string, args []string, diag io.Writer, warn func(*prf.Diagnostic)) (int, error) {
 	pbi := cli.InputName(o.input, ".pbi")
 	if o.input == "" {
 		pbi = cli.FindFile(cli.DataName(program, ".pbi"))
@@ -98,6 +99,12 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 	if err != nil {
 		return 0, err
 	}
+	// The trace goes beside the .pbo: prog.pbx for prog.pbo, where PLIST
+	// /TRACE looks for it.
+	trace := ""
+	if o.trace {
+		trace = strings.TrimSuffix(pbo, filepath.Ext(pbo)) + ".pbx"
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return 0, prf.NoWorkingDir(err)
@@ -122,13 +129,20 @@ func profileProgram(o *options, program string, args []string, warn func(*prf.Di
 		Breakpoints:    o.breakpoints,
 		EveryLineSite:  o.everyLineSite,
 		Verbose:        o.verbose,
+		Explain:        explainTo(o, diag),
+		ExplainLimit:   explainLimit(o.explainLimit),
 		SampleInterval: interval,
+		Trace:          trace,
+		TraceLimit:     traceLimit(o.traceLimit),
 	})
 	if err != nil {
 		return 0, err
 	}
 	if pbo, err = saveRun(pbo, res.Counts, warn); err != nil {
 		return 0, err
+	}
+	if o.explain {
+		profile.ExplainSaved(diag, pbo, res.Counts)
 	}
 	status := 0
 	if o.exitCode {
@@ -231,4 +245,31 @@ func sampleInterval(us int, m datafile.Method, warn func(*prf.Diagnostic)) (time
 		return 0, prf.BadInterval(us, int(profile.MinInterval/time.Microsecond), int(profile.MaxInterval/time.Microsecond))
 	}
 	return d, nil
+}
+
+// traceLimit returns the trace's size limit in bytes for --trace-limit's
+// MiB (-1: not given).
+func traceLimit(mib int) int64 {
+	if mib < 0 {
+		return profile.DefaultTraceLimit
+	}
+	return int64(mib) << 20
+}
+
+// explainTo is where --explain's narration goes: diag, or nowhere
+// without --explain.
+func explainTo(o *options, diag io.Writer) io.Writer {
+	if !o.explain {
+		return nil
+	}
+	return diag
+}
+
+// explainLimit returns the narration's limit for --explain-limit's N
+// (-1: not given).
+func explainLimit(n int) int {
+	if n < 0 {
+		return profile.DefaultExplainLimit
+	}
+	return n
 }

@@ -64,6 +64,9 @@ func TestCommandLine(t *testing.T) {
 		{"S long", words("--sample-interval=0 prog"), "", want{o: with(func(o *options) { o.sampleInterval = 0 }), program: "prog"}},
 		{"X", words("/x exitcode"), "", want{o: with(func(o *options) { o.exitCode = true }), program: "exitcode"}},
 		{"X long", words("--exit-code prog"), "", want{o: with(func(o *options) { o.exitCode = true }), program: "prog"}},
+		{"explain", words("--explain prog"), "", want{o: with(func(o *options) { o.explain = true }), program: "prog"}},
+		{"explain limit", words("--explain-limit=3 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 3 }), program: "prog"}},
+		{"explain limit 0", words("--explain --explain-limit 0 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 0 }), program: "prog"}},
 		{"NOLOGO env", words("fcount"), "/nologo", want{o: def, program: "fcount", noLogo: true}},
 		// args-profile: everything after the program is the program's.
 		{"program arguments", []string{"/nologo", "args", "alpha", "beta gamma", "/x", "-y"}, "",

@@ -13,6 +13,10 @@ type options struct {
 	breakpoints    bool   // --breakpoints: no in-process trampolines
 	everyLineSite  bool   // --every-line-site: no counts shared in a block
 	verbose        bool   // --verbose: list the entries that keep a breakpoint
+	explain        bool   // --explain: tell what PROFILE does as it does it
+	explainLimit   int    // --explain-limit, or -1 when not given
+	trace          bool   // /TRACE: write an execution trace (.pbx)
+	traceLimit     int    // --trace-limit in MiB, or -1 when not given
 }
 
 const secRunning = "Options:"
@@ -23,7 +27,7 @@ const secRunning = "Options:"
 var tool = cli.Tool[options]{
 	Name:     "profile",
 	Env:      "PROFILE",
-	Defaults: func() options { return options{sampleInterval: -1} },
+	Defaults: func() options { return options{sampleInterval: -1, traceLimit: -1, explainLimit: -1} },
 	Program:  true,
 	Options: []cli.Option[options]{
 		{Name: "A", Min: 1, Long: "append",
@@ -50,6 +54,12 @@ var tool = cli.Tool[options]{
 		{Name: "S", Min: 1, Long: "sample-interval", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.sampleInterval = v.Number },
 			Section: secRunning, Meta: "N", Help: "sample every N µs of CPU time (default: 1000)"},
+		{Name: "TRACE", Min: 2, Long: "trace",
+			Set:     func(o *options, _ cli.Value) { o.trace = true },
+			Section: secRunning, Help: "write every call and return to a trace (.pbx)"},
+		{Long: "trace-limit", Arg: cli.Number,
+			Set:     func(o *options, v cli.Value) { o.traceLimit = v.Number },
+			Section: secRunning, Meta: "MIB", Help: "cut the trace at MIB MiB (1024; 0: none)"},
 		{Name: "X", Min: 1, Long: "exit-code",
 			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
 			Usage:   "Return exit code of <program>",
@@ -63,6 +73,12 @@ var tool = cli.Tool[options]{
 		{Long: "verbose",
 			Set:     func(o *options, _ cli.Value) { o.verbose = true },
 			Section: secRunning, Help: "list the sites that keep a breakpoint"},
+		{Long: "explain",
+			Set:     func(o *options, _ cli.Value) { o.explain = true },
+			Section: secRunning, Help: "narrate what PROFILE does, as it does it"},
+		{Long: "explain-limit", Arg: cli.Number,
+			Set:     func(o *options, v cli.Value) { o.explain, o.explainLimit = true, v.Number },
+			Section: secRunning, Meta: "N", Help: "--explain, describing N sites (default 10; 0: all)"},
 		cli.UsageOption[options]("?", 1, "Display PROFILE usage"),
 		cli.LongHelpOption[options](),
 		cli.VersionOption[options](),

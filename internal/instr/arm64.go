@@ -311,6 +311,9 @@ func a64Text(code []byte, x a64Inst) string {
 		if name := a64PACBranchName(w); name != "" {
 			return name
 		}
+		if name := a64AddName(w); name != "" {
+			return name
+		}
 		return fmt.Sprintf(".inst 0x%08x", w)
 	}
 	text := strings.TrimSpace(arm64asm.GNUSyntax(in))
@@ -320,6 +323,36 @@ func a64Text(code []byte, x a64Inst) string {
 		}
 	}
 	return text
+}
+
+// a64AddName names LDADD and STADD (FEAT_LSE, Arm ARM C6.2.135 and
+// C6.2.300), of a word or a doubleword, which arm64asm does not know:
+// STADD is the count of in-process counting. Other atomics stay ".inst".
+func a64AddName(w uint32) string {
+	// size 1x, 111000, A, R, 1, Rs, o3 0, opc 000, 00, Rn, Rt.
+	if w&0xbf20fc00 != 0xb8200000 {
+		return ""
+	}
+	r := "w"
+	if w>>30&1 == 1 {
+		r = "x"
+	}
+	reg := func(n uint32) string {
+		if n == 31 {
+			return r + "zr"
+		}
+		return fmt.Sprintf("%s%d", r, n)
+	}
+	rs, rn, rt := w>>16&31, w>>5&31, w&31
+	base := fmt.Sprintf("x%d", rn)
+	if rn == 31 {
+		base = "sp"
+	}
+	order := [4]string{"", "l", "a", "al"}[w>>22&3] // (R, then A)
+	if rt == 31 && w>>23&1 == 0 {
+		return fmt.Sprintf("stadd%s %s, [%s]", order, reg(rs), base)
+	}
+	return fmt.Sprintf("ldadd%s %s, %s, [%s]", order, reg(rs), reg(rt), base)
 }
 
 // a64PACBranchName names the branches with pointer authentication.

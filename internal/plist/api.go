@@ -99,6 +99,9 @@ type Options struct {
 	// Warn receives the warnings (PRF1481, PRF4481; gmon.out's PRF4483
 	// and PRF4484) before the report is written; nil discards them.
 	Warn func(*prf.Diagnostic)
+	// Trace is the run's execution trace (profile /TRACE), which
+	// FormatChrome writes; nil for none.
+	Trace *Trace
 	// Demangle turns a stored name into the displayed one; nil means the
 	// default demangler (C++ and Rust, legacy and v0; other names as they
 	// are). Unused with Mangled.

@@ -33,9 +33,10 @@ const (
 	FormatFolded                  // folded stacks, for flame graphs
 	FormatJSON                    // JSON of the documented schema
 	FormatGmon                    // a gmon.out, for GNU gprof (function sampling)
+	FormatChrome                  // the execution trace as Trace Event JSON, for Perfetto and chrome://tracing
 )
 
-var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json", "gmon"}
+var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json", "gmon", "chrome"}
 
 // String names f as --format spells it.
 func (f Format) String() string {
@@ -74,6 +75,8 @@ func (r *report) writeExport(w io.Writer) error {
 		err = r.writeJSON(bw)
 	case FormatGmon:
 		err = r.writeGmon(bw)
+	case FormatChrome:
+		err = r.writeChrome(bw)
 	default:
 		err = fmt.Errorf("unknown format %v", r.o.Format)
 	}

@@ -789,3 +789,55 @@ func CounterNotShared(source string) *Diagnostic {
 	d.Hint = "a goroutine's calls are in the rings of every thread that ran it, put in order by the counter's times"
 	return d
 }
+
+// TraceLines warns that /TRACE was given for a line profile: a trace is of
+// function calls.
+func TraceLines(method string) *Diagnostic {
+	d := newDiag(4681, Warning, nil, "/TRACE ignored: an execution trace is of function calls, and this is a %s profile", method)
+	d.Hint = "prepare a function profile (prep /FT, /FC, /FV or /FS) to trace the calls"
+	return d
+}
+
+// TraceCut warns that the execution trace reached its size limit: the
+// calls after it are counted, not traced.
+func TraceCut(path string, limit int64) *Diagnostic {
+	d := newDiag(4682, Warning, nil, "the execution trace %s was cut at its limit of %d MiB: the later calls are counted but not in it", path, limit>>20)
+	d.Hint = "raise the limit with --trace-limit=MIB (0: none)"
+	return d
+}
+
+// TraceWrite warns that the execution trace could not be written to the
+// end: what was written before stays readable.
+func TraceWrite(path string, err error) *Diagnostic {
+	return newDiag(4683, Warning, err, "cannot write the execution trace %s to the end: it holds the calls before the failure", path)
+}
+
+// TraceBusy warns that another PROFILE is writing the trace: this run
+// writes none.
+func TraceBusy(path string) *Diagnostic {
+	d := newDiag(4684, Warning, nil, "another PROFILE is writing the execution trace %s: this run writes none", path)
+	d.Hint = "name another .pbo with /O: its trace goes beside it"
+	return d
+}
+
+// TraceNotMerged warns that the trace is of a run the .pbt does not hold
+// (PLIST /TRACE): its times are that run's, not the report's.
+func TraceNotMerged(pbx, pbt string) *Diagnostic {
+	d := newDiag(4485, Warning, nil, "the execution trace %s is of a run not merged into %s: its times are that run's alone", pbx, pbt)
+	d.Hint = "merge the run (prep /M) to list it with the report it belongs to"
+	return d
+}
+
+// TraceIncomplete warns that the trace ends before its run did (PLIST
+// /TRACE): PROFILE was killed, or the trace was cut.
+func TraceIncomplete(pbx, why string) *Diagnostic {
+	return newDiag(4486, Warning, nil, "the execution trace %s is not whole: %s", pbx, why)
+}
+
+// TraceOtherPlan is PRF1306 for a trace (PLIST /TRACE): a run of another
+// PREP than the .pbt's.
+func TraceOtherPlan(pbx, pbt string) *Diagnostic {
+	d := newDiag(1306, Fatal, nil, "PBT or PBO file %s is not derived from same PBI file", pbx)
+	d.Hint = "the trace is of a run of another preparation than " + pbt + "'s: profile the program again with /TRACE"
+	return d
+}

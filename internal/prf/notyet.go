@@ -21,9 +21,7 @@ const (
 // name each feature in its diagnostic. The options of a pending feature are
 // parsed and refused, never silently ignored; a feature that lands leaves
 // this list, and the checks that ask [Unavailable] let it through.
-var pending = map[Feature]string{
-	Trace: "execution traces (/TRACE)",
-}
+var pending = map[Feature]string{}
 
 // Unavailable returns PRF1001 when f is not available yet in this version,
 // and nil when it is.

@@ -322,6 +322,8 @@ func catalogue() []*Diagnostic {
 		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), PtraceSampler(err, time.Millisecond),
 		LostSamples(3, 1000), IntervalIgnored("function counting"), GmonLibraries("libf.so"), GmonNoCallers(),
 		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet"),
+		TraceLines("line counting"), TraceCut("p.pbx", 1<<30), TraceWrite("p.pbx", err), TraceBusy("p.pbx"), TraceNotMerged("p.pbx", "p.pbt"),
+		TraceIncomplete("p.pbx", "cut"), TraceOtherPlan("p.pbx", "p.pbt"),
 	}
 }
 

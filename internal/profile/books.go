@@ -85,6 +85,9 @@ type books struct {
 	// none).
 	where stackFinder
 	noSP  []bool
+	// trace, when not nil, receives every call and return booked
+	// (profile /TRACE).
+	trace *datafile.TraceWriter
 }
 
 // stackFinder tells which mapping holds an address.
@@ -135,6 +138,8 @@ type ledger struct {
 	// frames are gone: the stack the thread was on last.
 	split bool
 	segs  []segment
+	// traced is its owner in the trace (nil: no trace).
+	traced *datafile.TraceOwnerState
 }
 
 // maxOpenSlice is the most functions for which a ledger's open counts
@@ -217,6 +222,9 @@ func (b *books) ledger(k ledgerKey) *ledger {
 	l := b.ledgers[k]
 	if l == nil {
 		l = &ledger{split: b.where != nil && !k.goroutine}
+		if b.trace != nil {
+			l.traced = b.trace.Owner(datafile.TraceOwner{Goroutine: k.goroutine, ID: k.id})
+		}
 		if n := len(b.hits); n <= maxOpenSlice {
 			l.open = make([]int32, n)
 		} else {
@@ -255,6 +263,9 @@ func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	}
 	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
 	l.opened(fn, 1)
+	if l.traced != nil {
+		b.trace.Event(l.traced, false, fn, now)
+	}
 	b.depth = max(b.depth, len(l.frames))
 }
 
@@ -357,6 +368,9 @@ func (b *books) close(l *ledger, now int64) {
 	l.frames = l.frames[:n]
 	if s := len(l.segs) - 1; s > 0 && l.segs[s].first == n {
 		l.segs = l.segs[:s]
+	}
+	if l.traced != nil {
+		b.trace.Event(l.traced, true, f.fn, now)
 	}
 	elapsed := now - f.begun
 	self := elapsed - f.children

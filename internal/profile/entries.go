@@ -94,7 +94,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 	}
 	var exits map[int][]instr.Exit
 	nExits := 0
-	if t.plan.Method.IsTiming() {
+	if t.timed {
 		exits, nExits = t.findExits(items, bias)
 		nExits -= t.checkExits(exits)
 	}
@@ -312,6 +312,7 @@ func (et *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
 // area's code, then the jumps with the code between them (writeCode),
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
+	t.explain.planting(p)
 	if used := p.area.used(); len(used) > 0 {
 		if err := t.writeArea(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)

@@ -163,6 +163,7 @@ func (t *tracer) sweepStop() {
 		clear(s.live[len(live):])
 		s.live = live
 	}
+	t.explain.swept(len(out))
 	if len(out) > 0 {
 		w := t.watch.written[:0]
 		for _, x := range t.watch.written {

@@ -102,6 +102,7 @@ func fakeTracerOf(plan *datafile.Plan, code []byte) (*tracer, *fakeMem, *[]strin
 		hits:     make([]uint64, plan.NumItems()),
 		areas:    map[uint64][][2]uint64{},
 		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, leafAt, nil)}},
+		timed:    plan.Method.IsTiming(),
 	}
 	t.bp = newBreakpoints(t)
 	return t, mem, warnings

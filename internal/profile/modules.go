@@ -81,6 +81,7 @@ func (t *tracer) watchLibraries(maps []mapping) error {
 	}
 	t.bp.sites[r.brk] = s
 	t.rdv = r
+	t.explain.rendezvous(r, interp)
 	t.loaded = map[uint64]*loaded{}
 	return nil
 }
@@ -186,6 +187,7 @@ func (t *tracer) syncLibraries() error {
 		}
 		l := now[start]
 		t.loaded[start] = l
+		t.explain.library(l, true)
 		if err := t.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
 			return fmt.Errorf("plant %s: %w", t.plan.Modules[l.mi].Name, err)
 		}
@@ -249,6 +251,7 @@ func (t *tracer) forget(l *loaded) error {
 		t.sampling.forget(l.lo, l.hi, t.areas[l.first.Start])
 	}
 	delete(t.loaded, l.first.Start)
+	t.explain.library(l, false)
 	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
 	for _, m := range t.mechanisms() {
 		m.forget(l.lo, l.hi)

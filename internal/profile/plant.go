@@ -26,6 +26,7 @@ func (t *tracer) plantAll() error {
 	if err := t.startCounters(t.chooseMechanism()); err != nil {
 		return err
 	}
+	t.explain.mechanism()
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
 		if t.plan.Modules[mi].Name != base {
@@ -201,10 +202,12 @@ func (t *tracer) warnBooks() {
 	switch {
 	case t.plan.Method.IsTiming():
 		what = "function timing"
+	case t.trace != nil:
+		what = "the execution trace (/TRACE)"
 	case t.plan.StartFunc != "":
 		what = "the start function (/SF)"
 	}
-	t.cfg.Warn(prf.BooksWithBreakpoints(what, t.plan.Method.IsTiming()))
+	t.cfg.Warn(prf.BooksWithBreakpoints(what, t.timed))
 }
 
 // noRings gives up timing in-process (no room for trampolines, no shared

@@ -26,6 +26,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,9 +70,21 @@ type Config struct {
 	EveryLineSite bool
 	// Verbose warns about each entry that keeps a breakpoint, with why.
 	Verbose bool
+	// Explain, when not nil, receives PROFILE's narration of what it does
+	// as it does it (profile --explain, explain.go); nil narrates nothing.
+	// ExplainLimit is how many sites it describes in full, and how many
+	// first hits (and ring drains, threads, signals) it tells: the rest
+	// are summarised. 0 means no limit.
+	Explain      io.Writer
+	ExplainLimit int
 	// SampleInterval is the sampling interval of function sampling, in
 	// the thread's CPU time (profile /S); 0 means DefaultInterval.
 	SampleInterval time.Duration
+	// Trace, when not empty, is the execution trace (.pbx) to write: every
+	// call and return of a function profile, as the run goes (trace.go).
+	// TraceLimit bounds its size in bytes (0: no limit).
+	Trace      string
+	TraceLimit int64
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }

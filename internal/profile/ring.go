@@ -183,6 +183,7 @@ func (r *rings) drain(th *thread) int {
 		if rec.Item >= n {
 			continue
 		}
+		t.explain.record(th.tid, &rec)
 		if rec.G != 0 {
 			r.keep(th.tid, rec, t.ctr.ns(rec.Time), base)
 			continue
@@ -202,6 +203,7 @@ func (r *rings) drain(th *thread) int {
 		}
 	}
 	instr.RingRead(t.arch, area, ringRecords, unread)
+	t.explain.drained(th.tid, unread)
 	return unread
 }
 

@@ -27,6 +27,7 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	if sig == syscall.SIGCHLD {
 		t.childSignal(th)
 	}
+	t.explain.signal(th, sig)
 	if th.stepping == nil && t.counters.rolls() {
 		if err := t.rollBack(th); err != nil {
 			return err
@@ -143,6 +144,7 @@ func (t *tracer) forwardSignals() (stop func()) {
 				if int(sig) < len(t.lastSignal) && t.lastSignal[sig].Load() >= received-int64(50*time.Millisecond) {
 					continue
 				}
+				t.explain.forwarded(sig)
 				ptrace.Kill(t.pid, sig)
 			}
 		}

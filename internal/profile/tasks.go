@@ -103,6 +103,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if t.sampling != nil {
 			t.sampling.threadStarted(tid)
 		}
+		t.explain.thread(tid)
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints and
@@ -113,6 +114,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.giveBlock(tid, true); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give child %d its counters: %w", tid, err)
 		}
+		t.explain.child(tid, true)
 		return t.resume(tid, 0)
 	}
 	// A forked child has its own copy of the memory: take the breakpoints
@@ -124,6 +126,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	}
 	t.unpatch(mem)
 	mem.Close()
+	t.explain.child(tid, false)
 	if err := ptrace.Detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("detach child %d: %w", tid, err)
 	}
@@ -146,6 +149,7 @@ func (t *tracer) exec(th *thread) error {
 	if !t.execed {
 		t.execed = true
 		t.cfg.Warn(prf.ExecEnded())
+		t.explain.exec()
 	}
 	if t.rings != nil {
 		t.rings.drainEnd()

@@ -95,6 +95,13 @@ type tracer struct {
 	plan *datafile.Plan
 	arch instr.Arch
 	pid  int
+	// timed is set when calls are timed: function timing, or a function
+	// profile of another type that writes a trace (trace.go).
+	timed bool
+	// runID names the run in its .pbo and its trace; trace is the trace
+	// being written, or nil.
+	runID datafile.Hex
+	trace *traceFile
 	// mem is the program's memory (ptrace.Mem), and mapArea maps the
 	// area next to a module in it (areaNear: mmap, as a system call the
 	// program makes): fakes in the unit tests of planting. (The counters,
@@ -213,6 +220,10 @@ type tracer struct {
 	// process group) is not passed on twice.
 	lastSignal [65]atomic.Int64
 	sigNote    atomic.Value // string: the signal PROFILE received, if any
+
+	// explain narrates the run (profile --explain, explain.go); nil when
+	// it is not narrated.
+	explain *explainer
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -243,6 +254,9 @@ func newTracer(cfg Config) (*tracer, error) {
 	}
 	t.bp = newBreakpoints(t)
 	t.mapArea = t.mmap
+	t.explain = newExplainer(t)
+	t.runID = datafile.NewRunID()
+	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)
 	if cfg.Plan.Method.IsSampling() {
 		interval := cfg.SampleInterval
 		if interval == 0 {
@@ -253,7 +267,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		}
 		t.sampling = newSampler(t, interval)
 	}
-	if keepsBooks(cfg.Plan) {
+	if keepsBooks(cfg.Plan) || tracing(&cfg) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
 	}
@@ -271,24 +285,30 @@ func (t *tracer) run() (*Result, error) {
 		}
 	}
 	start := t.cfg.Now()
+	if err := t.openTrace(start); err != nil {
+		return nil, err
+	}
+	defer t.closeTrace(false)
+	t.explain.plan()
 	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
 	if err != nil {
 		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.pid = pid
 	t.threads[pid] = &thread{tid: pid, tgid: pid}
-	res, err := t.trace(start)
+	res, err := t.traceRun(start)
 	if err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		t.reapKilled()
 		return nil, err
 	}
+	t.closeTrace(true)
 	return res, nil
 }
 
-// trace plants the breakpoints in the program started at start, stopped
-// at its exec, and traces it to its end.
-func (t *tracer) trace(start time.Time) (*Result, error) {
+// traceRun plants the breakpoints in the program started at start,
+// stopped at its exec, and traces it to its end.
+func (t *tracer) traceRun(start time.Time) (*Result, error) {
 	pid := t.pid
 	var err error
 	mem, err := ptrace.OpenMem(pid)
@@ -301,12 +321,13 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}
 	defer t.maps.Close()
+	t.explain.startedAt()
 	defer func() { t.counters.close() }()
 	t.startCounter()
 	if err := t.plantAll(); err != nil {
 		return nil, err
 	}
-	if t.plan.Method.IsTiming() {
+	if t.timed {
 		if t.calculated, err = t.calibrate(); err != nil {
 			return nil, fmt.Errorf("calibrate the overhead: %w", err)
 		}
@@ -328,6 +349,7 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 			}
 		}
 	}
+	t.explain.calibrated()
 	t.refineCounter()
 	if err := ptrace.Seize(pid); err != nil {
 		return nil, prf.CannotRun(t.cfg.Path, err)
@@ -345,6 +367,7 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
 	t.openThreadBooks(t.threads[pid])
+	t.explain.running()
 	if err := t.loop(res); err != nil {
 		return nil, err
 	}
@@ -365,12 +388,13 @@ func (t *tracer) trace(start time.Time) (*Result, error) {
 	res.EndCheck = t.watch.checked
 	res.RolledBack = t.rolledBack
 	res.Counts = t.counts(start, res)
+	t.explain.ended(res)
 	return res, nil
 }
 
 // counts builds the run's datafile.Counts.
 func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
-	run := datafile.Run{ID: datafile.NewRunID(), Time: start.Unix(), CommandLine: t.cfg.CommandLine}
+	run := datafile.Run{ID: t.runID, Time: start.Unix(), CommandLine: t.cfg.CommandLine}
 	if !res.Exited {
 		// Incomplete means counts may be missing: only a program that did
 		// not finish. One that caught the signal PROFILE passed on and
@@ -445,6 +469,7 @@ func (t *tracer) loop(res *Result) error {
 				// Its records come before this stop.
 				t.rings.stopped(th)
 			}
+			t.explain.stop()
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
@@ -452,6 +477,7 @@ func (t *tracer) loop(res *Result) error {
 				t.charge(tid)
 			}
 		}
+		t.flushTrace()
 	}
 }
 
@@ -527,18 +553,32 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		if t.rings != nil {
 			idle = func() bool {
 				drained := t.rings.drainIdle()
+				t.flushTrace()
 				return s.interruptAll() || drained
 			}
 		}
 		return ptrace.WaitPolling(spin, s.pollEvery(), idle)
 	}
+	if t.trace != nil && (t.rings != nil || t.yielding) {
+		// The events booked are written before the tracer sleeps: a
+		// program that waits long keeps them if PROFILE is killed.
+		idle := func() bool { return false }
+		if t.rings != nil {
+			idle = t.rings.drainIdle
+		}
+		return ptrace.WaitIdle(yieldWindow, idle, t.trace.w.Flush)
+	}
 	if t.rings != nil {
-		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
+		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle, nil)
 	}
 	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops
 		// are waited for as always, not polled for.)
 		return ptrace.WaitPolling(spin, time.Millisecond, t.sweepIdle)
+	}
+	if idle := t.explain.idle(); idle != nil {
+		// (The narration's first hits of in-process counters.)
+		return ptrace.WaitPolling(spin, time.Millisecond, idle)
 	}
 	if t.yielding {
 		return ptrace.WaitYielding(yieldWindow)

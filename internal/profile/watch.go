@@ -126,6 +126,7 @@ func (t *tracer) warnOnce(d *prf.Diagnostic) {
 // of the program is exiting, the program's end is checked.
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
+	t.explain.threadExiting()
 	if t.sampling != nil && !th.foreign && th.tgid == t.pid {
 		t.sampling.noteTimes(t.pid)
 	}

@@ -1,5 +1,6 @@
 // Package testutil builds the C fixtures of the end-to-end tests, compares
-// golden files and skips tests whose tools are missing. Tests only.
+// golden files, skips tests whose tools are missing, and reads and draws
+// the timelines plist writes (ReadChrome, WriteSVG). Tests only.
 package testutil
 
 import (

@@ -151,13 +151,14 @@ func Wait(spin time.Duration) (tid int, ws WaitStatus, err error) {
 // or more after the stop on a virtual machine: time that would be counted
 // as the program's.
 func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
-	return WaitIdle(limit, func() bool { return false })
+	return WaitIdle(limit, func() bool { return false }, nil)
 }
 
 // WaitIdle is WaitYielding for a tracer with work to do between stops:
 // between two polls it calls idle, which reports whether it found any;
-// it sleeps in wait4 only after limit without a stop or work.
-func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+// it sleeps in wait4 only after limit without a stop or work, calling
+// sleeping (when not nil) just before.
+func WaitIdle(limit time.Duration, idle func() bool, sleeping func()) (tid int, ws WaitStatus, err error) {
 	var st unix.WaitStatus
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -170,6 +171,9 @@ func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, er
 			continue
 		}
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	if sleeping != nil {
+		sleeping()
 	}
 	return Wait(0)
 }

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// The narrated mode, profile --explain, on the counts fixture
+// (testdata/progs/c/counts.c): what PROFILE says it does, checked against
+// what it did. The sites' bytes are each architecture's; whether a site
+// is patched in-process or keeps a breakpoint depends on the CPU (arm64
+// counts in-process only with LSE), and the narration says which: the
+// checks follow it.
+
+// explained runs prep with prepArgs, then profile with the options
+// before the program counts and its argument 5, then prep /M, in a fresh
+// directory; it returns profile's stderr, the narration, and the run's
+// counts by function or "counts.c:LINE".
+func explained(t *testing.T, prepArgs []string, options ...string) (string, map[string]uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	prog := install(t, testutil.BuildC(t, "counts"), dir)
+	must(t, dir, "prep", append(append([]string{"/nologo"}, prepArgs...), prog)...)
+	r := tool(t, dir, "profile", append(append([]string{"/nologo"}, options...), prog, "5")...)
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\nstderr:\n%s", r.status, r.stderr)
+	}
+	must(t, dir, "prep", "/nologo", "/M", prog)
+	counts := moduleRecords(t, must(t, dir, "plist", "/nologo", "/T", prog).stdout)["counts"]
+	return r.stderr, counts
+}
+
+// has fails the test unless the narration matches each pattern.
+func has(t *testing.T, narration string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(narration) {
+			t.Errorf("the narration lacks %q:\n%s", p, narration)
+		}
+	}
+}
+
+// firstHits returns the first hits the narration tells, by item (a
+// function, or "counts.c:LINE"), with the count told, and how (the
+// words after "first").
+func firstHits(t *testing.T, narration string) map[string]struct {
+	count uint64
+	how   string
+} {
+	t.Helper()
+	out := map[string]struct {
+		count uint64
+		how   string
+	}{}
+	re := regexp.MustCompile(`(?m)^\[[0-9.]+ ms\] (?:thread \d+(?:, [^:]*)?: )?(line (\d+) of counts\.c|\S+) first (hit|entered), ([^(]*)\(count (\d+)`)
+	for _, m := range re.FindAllStringSubmatch(narration, -1) {
+		item := m[1]
+		if m[2] != "" {
+			item = "counts.c:" + m[2]
+		}
+		if _, dup := out[item]; dup {
+			t.Errorf("%s's first hit told twice", item)
+		}
+		n, _ := strconv.ParseUint(m[5], 10, 64)
+		out[item] = struct {
+			count uint64
+			how   string
+		}{n, m[3] + ", " + strings.TrimSpace(m[4])}
+	}
+	return out
+}
+
+// checkFirstHits checks the first hits told against the run's counts:
+// each item told ran, with a count no more than its final one (exactly
+// one at a breakpoint or in a record, where PROFILE sees the first hit
+// itself; so far, when seen in a counter); an item that ran once is told
+// with count 1; an item that never ran is not told. It returns how many
+// were told.
+func checkFirstHits(t *testing.T, narration string, counts map[string]uint64) int {
+	t.Helper()
+	told := firstHits(t, narration)
+	once := 0
+	for item, h := range told {
+		final := counts[item]
+		switch {
+		case final == 0:
+			t.Errorf("%s told hit (%d), but it never ran", item, h.count)
+		case h.count < 1 || h.count > final:
+			t.Errorf("%s told hit with count %d, of %d in the run", item, h.count, final)
+		case !strings.Contains(h.how, "counter") && h.count != 1:
+			t.Errorf("%s: first hit %q with count %d, want 1", item, h.how, h.count)
+		}
+		if final == 1 {
+			once++
+			if h.count != 1 {
+				t.Errorf("%s ran once, told with count %d", item, h.count)
+			}
+		}
+	}
+	if once == 0 {
+		t.Errorf("no first hit told of an item that ran once; told %v", told)
+	}
+	return len(told)
+}
+
+// siteBytes are the patterns of a site's bytes on this architecture: an
+// entry's jump to its trampoline, and a breakpoint.
+func siteBytes() (jump, brk string) {
+	if runtime.GOARCH == "arm64" {
+		// B imm26: 0x14000000 | imm26, in memory order; BRK #0.
+		return `  after   ([0-9a-f]{2} ){3}1[4-7]  b 0x[0-9a-f]+\n`, `  after   00 00 20 d4  brk #0x0`
+	}
+	return `  after   e9( [0-9a-f]{2}){4}( cc)*  jmpq 0x[0-9a-f]+(; int3)*\n`, `  after   cc( [0-9a-f]{2})*  int3`
+}
+
+// countInstruction is the count a trampoline of function counting runs.
+func countInstruction() string {
+	if runtime.GOARCH == "arm64" {
+		return `stadd x17, \[x16\]`
+	}
+	return `incq %gs:0x[0-9a-f]+`
+}
+
+func TestExplain(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	jump, brk := siteBytes()
+	common := []string{
+		`(?m)^PROFILE started counts under ptrace, as process \d+\. The kernel stopped it at its first instruction, before it ran anything \(the exec stop\), at 0x[0-9a-f]+ in \S+`,
+		`(?m)^Module counts, mapped at 0x[0-9a-f]+ \(load bias 0x[0-9a-f]+\): PROFILE read its code`,
+		`(?m)^\[[0-9.]+ ms\] PROFILE lets the program run\.`,
+		`(?m)^\[[0-9.]+ ms\] the program exited with status 5\.$`,
+		`(?m)^PROFILE wrote the run to counts\.pbo: its counts, complete\.`,
+	}
+
+	t.Run("FC", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/FC"}, "--explain")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE read the plan counts\.pbi: function counting, 7 functions in 1 module \(counts\)\.`,
+			`(?m)^PROFILE collected the counts: 6 of 7 functions ran;`)
+		if strings.Contains(narration, "PROFILE counts in-process") {
+			// A jump over f's first instructions, its trampoline counting
+			// and running them.
+			has(t, narration,
+				`(?m)^The counters: .* of memory shared by PROFILE and the program, mapped into it at 0x[0-9a-f]+\.`,
+				`(?m)^function f, entry, at 0x[0-9a-f]+: a jump to its trampoline replaces \d+ instructions?\.\n  before  ([0-9a-f]{2} ?)+  \S.*\n`+jump+
+					`  trampoline at 0x[0-9a-f]+, .*:\n    0x[0-9a-f]+  [0-9a-f ]+  \S.*; the count: one more call of f\n`,
+				`(?m)^    0x[0-9a-f]+  [0-9a-f ]+  `+countInstruction(),
+				`; moved from 0x[0-9a-f]+\n`,
+				`; back to 0x[0-9a-f]+, after the patch\n`,
+				`(?m)^Module counts: 7 sites, \d+ jumps? to (a trampoline|trampolines), \d+ keeps? (a breakpoint|breakpoints)\.$`,
+				`(?m)^\[[0-9.]+ ms\] (thread \d+: )?main first hit, seen in its counter \(count 1 so far\)$`)
+		} else {
+			has(t, narration, `(?m)^function f, entry, at 0x[0-9a-f]+: keeps a breakpoint \(.*\)\.\n  before .*\n`+brk)
+		}
+		if strings.Contains(narration, "... and") {
+			t.Errorf("the default limit cut the narration of 7 functions:\n%s", narration)
+		}
+		if n := checkFirstHits(t, narration, counts); n != 6 {
+			t.Errorf("%d first hits told, want 6:\n%s", n, narration)
+		}
+	})
+
+	t.Run("FC breakpoints limit", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/FC"}, "--breakpoints", "--explain-limit=2")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE counts with breakpoints \(profile --breakpoints\): a breakpoint at each function entry\.`,
+			`(?m)^function \w+, entry, at 0x[0-9a-f]+: keeps a breakpoint \(profile --breakpoints\)\.\n  before  ([0-9a-f]{2} ?)+  \S.*\n`+brk+`.*\n  At each hit `,
+			`(?m)^  \.\.\. and 5 more sites of counts, not described \(the limit is 2; --explain-limit=0 describes every site\)\.$`,
+			`(?m)^Module counts: 7 sites, 0 jump to trampolines, 7 keep breakpoints\.$`,
+			`(?m)^\[[0-9.]+ ms\] thread \d+: main first hit, at its breakpoint \(count 1\)$`,
+			`(?m)^\[[0-9.]+ ms\] thread \d+: f first hit, at its breakpoint \(count 1\)$`,
+			`(?m)^\.\.\. and 4 more first hits, not told \(the limit is 2; --explain-limit=0 tells everything\)\.$`)
+		if n := len(regexp.MustCompile(`(?m)^function \w+, entry, at `).FindAllString(narration, -1)); n != 2 {
+			t.Errorf("%d sites described, want the limit, 2:\n%s", n, narration)
+		}
+		if n := checkFirstHits(t, narration, counts); n != 2 {
+			t.Errorf("%d first hits told, want the limit, 2:\n%s", n, narration)
+		}
+		if counts["f"] != 1000 || counts["main"] != 1 {
+			t.Errorf("counts %v: the narration changed them", counts)
+		}
+	})
+
+	t.Run("FT", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/FT"}, "--explain-limit=0")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE read the plan counts\.pbi: function timing, 7 functions in 1 module \(counts\)\. It measures how long each function takes`,
+			`(?m)^PROFILE measured what a (record|stop) costs the program`)
+		if strings.Contains(narration, "PROFILE times in-process") {
+			has(t, narration,
+				`(?m)^function f, entry, at 0x[0-9a-f]+: a jump to its trampoline replaces`,
+				`(?m)^function f, exit, at 0x[0-9a-f]+: (a jump to its trampoline replaces|keeps a breakpoint)`,
+				`; the record of the entry \(the CPU's counter, the stack pointer, the function\), into the thread's ring\n`,
+				`; the record of the exit, before the exit\n`,
+				`; moved from 0x[0-9a-f]+: the exit\n`,
+				`(?m)^\[[0-9.]+ ms\] the ring of thread \d+ drained: \d+ records? booked$`,
+				`(?m)^\[[0-9.]+ ms\] thread \d+: main first entered, a record of its ring \(count 1\)$`)
+		} else {
+			has(t, narration,
+				`(?m)^PROFILE times with breakpoints`,
+				`(?m)^function f, entry, at 0x[0-9a-f]+: keeps a breakpoint`,
+				`(?m)^function f, exit, at 0x[0-9a-f]+: keeps a breakpoint`,
+				`(?m)^\[[0-9.]+ ms\] thread \d+: main first entered, at its breakpoint \(count 1\)$`)
+		}
+		if n := checkFirstHits(t, narration, counts); n != 6 {
+			t.Errorf("%d first hits told, want 6:\n%s", n, narration)
+		}
+	})
+
+	t.Run("LC", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/LC"}, "--explain-limit=0")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE read the plan counts\.pbi: line counting, \d+ lines in 1 module \(counts\)\. It measures how many times each line runs\.`,
+			`(?m)^line \d+ of counts\.c \(function f\), at 0x[0-9a-f]+: (a jump to its trampoline replaces \d+ instructions?|keeps a breakpoint .*)\.\n  before  ([0-9a-f]{2} ?)+  \S.*\n  after   `,
+			`(?m)^Module counts: \d+ sites, \d+ jumps? to (a trampoline|trampolines), \d+ keeps? (a breakpoint|breakpoints)`)
+		ran := 0
+		for _, n := range counts {
+			if n > 0 {
+				ran++
+			}
+		}
+		has(t, narration, fmt.Sprintf(`(?m)^PROFILE collected the counts: %d of \d+ lines ran;`, ran))
+		if n := checkFirstHits(t, narration, counts); n != ran {
+			t.Errorf("%d first hits told, want one for each line that ran, %d:\n%s", n, ran, narration)
+		}
+	})
+}

@@ -1,0 +1,192 @@
+package plist
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// Trace is an execution trace (.pbx) read whole: each thread's or
+// goroutine's calls and returns, in the order of its time.
+type Trace struct {
+	Header datafile.TraceHeader
+	Status datafile.TraceStatus
+	// Owners are the threads and goroutines, in the order of their first
+	// event in the file.
+	Owners []TraceOwner
+}
+
+// TraceOwner is one thread's or goroutine's events.
+type TraceOwner struct {
+	datafile.TraceOwner
+	Events []TraceEvent
+}
+
+// TraceEvent is a call (Return false) or a return of function Func at
+// Time, in nanoseconds of the run's clock.
+type TraceEvent struct {
+	Func   int32
+	Return bool
+	Time   int64
+}
+
+// ReadTrace reads the trace in r. A trace that ends early (a run that
+// ended badly) is read to its last whole chunk; Status says so.
+func ReadTrace(r io.Reader) (*Trace, error) {
+	tr, err := datafile.NewTraceReader(r)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trace{Header: tr.Header()}
+	index := map[datafile.TraceOwner]int{}
+	for {
+		ev, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[ev.Owner]
+		if !ok {
+			i = len(t.Owners)
+			index[ev.Owner] = i
+			t.Owners = append(t.Owners, TraceOwner{TraceOwner: ev.Owner})
+		}
+		o := &t.Owners[i]
+		o.Events = append(o.Events, TraceEvent{Func: int32(ev.Func), Return: ev.Return, Time: ev.Time})
+	}
+	t.Status = tr.Status()
+	return t, nil
+}
+
+// Name names the owner in a report: "thread 4242", "goroutine at 0x...".
+func (o *TraceOwner) Name() string {
+	if o.Goroutine {
+		return fmt.Sprintf("goroutine at %#x", o.ID)
+	}
+	return fmt.Sprintf("thread %d", o.ID)
+}
+
+// TraceCall is one call of a trace, found by walking its owner's events
+// (Walk).
+type TraceCall struct {
+	Func  int
+	Depth int // 0 for a call no profiled caller made
+	// Start and End are the times of the call and of its return.
+	Start, End int64
+	// Self is the call's time less its profiled callees'.
+	Self int64
+}
+
+// TraceStep is what one event of an owner's trace means.
+type TraceStep struct {
+	Return bool
+	// Call is the call begun or returned from; at a call its End and
+	// Self are not known yet.
+	Call TraceCall
+	// Before is the time spent since the owner's previous event by the
+	// frame below the call (its caller, or no function at depth 0): the
+	// original's "caller+=" at a call, "callee+=" at a return, where the
+	// returning call was that frame.
+	Before int64
+}
+
+// Walk calls step for each event of o, in order, with its call's depth and
+// times. A return that is not of the innermost open call (a damaged
+// trace) returns from it anyway; calls still open at the end (a trace
+// that was cut) return at the owner's last event.
+func (o *TraceOwner) Walk(step func(TraceStep)) {
+	type open struct {
+		call    TraceCall
+		resumed int64 // when its own time last began
+	}
+	var stack []open
+	last := int64(0)
+	if len(o.Events) > 0 {
+		last = o.Events[0].Time
+	}
+	ret := func(now int64) {
+		n := len(stack) - 1
+		top := &stack[n]
+		top.call.End = now
+		before := now - top.resumed
+		top.call.Self += before
+		step(TraceStep{Return: true, Call: top.call, Before: before})
+		stack = stack[:n]
+		if n > 0 {
+			stack[n-1].resumed = now
+		}
+	}
+	for _, ev := range o.Events {
+		now := max(ev.Time, last)
+		if ev.Return {
+			if len(stack) > 0 {
+				ret(now)
+			}
+		} else {
+			before := now - last
+			if n := len(stack); n > 0 {
+				before = now - stack[n-1].resumed
+				stack[n-1].call.Self += before
+			}
+			c := TraceCall{Func: int(ev.Func), Depth: len(stack), Start: now}
+			step(TraceStep{Call: c, Before: before})
+			stack = append(stack, open{call: c, resumed: now})
+		}
+		last = now
+	}
+	for len(stack) > 0 {
+		ret(last)
+	}
+}
+
+// WriteTrace writes the trace of m's run in the original's layout
+// (original.md §5.10), after a report: "*** Execution Trace ***", then per
+// call its function, indented o.TabWidth columns a level, and what its
+// caller's own time grew by since the last event; per return what the
+// callee's own time grew by and the call's time with its children, in
+// milliseconds. Several threads or goroutines give a section each, headed
+// by its name.
+func WriteTrace(w io.Writer, m *datafile.Merged, t *Trace, o Options) error {
+	r := newReport(m, o)
+	bw := bufio.NewWriter(w)
+	bw.WriteString("\n\n*** Execution Trace ***\n")
+	step := max(o.TabWidth, 0)
+	for i := range t.Owners {
+		ow := &t.Owners[i]
+		if len(t.Owners) > 1 {
+			fmt.Fprintf(bw, "\n%s:\n", capitalised(ow.Name()))
+		}
+		ow.Walk(func(s TraceStep) {
+			bw.WriteString(strings.Repeat(" ", s.Call.Depth*step))
+			if s.Return {
+				fmt.Fprintf(bw, "<--\t(callee+=%5.5f; callee_child+=%5.5f) }\n", millis(s.Before), millis(s.Call.End-s.Call.Start))
+				return
+			}
+			fmt.Fprintf(bw, "%s\t(caller+=%5.5f) {\n", r.traceName(s.Call.Func), millis(s.Before))
+		})
+	}
+	return bw.Flush()
+}
+
+// traceName is function fn's displayed name, with its source where
+// another function has the same (exportName: a call through the PLT, then
+// the library's function), or a placeholder for an index the plan does
+// not have.
+func (r *report) traceName(fn int) string {
+	if fn >= 0 && fn < len(r.names) {
+		return r.exportName(fn)
+	}
+	return fmt.Sprintf("function %d", fn)
+}
+
+func capitalised(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

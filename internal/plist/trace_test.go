@@ -1,0 +1,194 @@
+package plist
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/golden"
+)
+
+// ftimeTrace is the trace of a run of the original's ftime.c (golden/src)
+// as PROFILE /TRACE would write it: its calls in the order of its source,
+// with spin(n) taking n nanoseconds and every other function 100 ns of
+// its own before each call it makes and after its last. It returns the
+// trace and, per function of the ftime plan, the time of its own and with
+// its children that the report would show.
+func ftimeTrace() (*Trace, []int64, []int64) {
+	// The plan's functions (original_test.go's ftime).
+	const (
+		spin = iota
+		leaf
+		mid
+		shortWork
+		longWork
+		callerA
+		callerB
+		main
+	)
+	type step struct {
+		fn   int
+		spin int64 // spin's argument when fn is spin
+	}
+	body := map[int][]step{
+		leaf:      {{spin, 200000}},
+		mid:       {{spin, 100000}, {leaf, 0}},
+		shortWork: {{spin, 100000}},
+		longWork:  {{spin, 1000000}, {mid, 0}},
+		callerA:   {{leaf, 0}, {mid, 0}},
+		callerB:   {{leaf, 0}},
+		main:      {{shortWork, 0}, {shortWork, 0}, {shortWork, 0}, {longWork, 0}, {callerA, 0}, {callerB, 0}, {callerB, 0}},
+	}
+	self, all := make([]int64, 8), make([]int64, 8)
+	var evs []TraceEvent
+	now := int64(5000)
+	var call func(fn int, n int64)
+	call = func(fn int, n int64) {
+		evs = append(evs, TraceEvent{Func: int32(fn)})
+		evs[len(evs)-1].Time = now
+		begun := now
+		if fn == spin {
+			now += n
+			self[fn] += n
+		} else {
+			for _, s := range body[fn] {
+				now += 100
+				self[fn] += 100
+				call(s.fn, s.spin)
+			}
+			now += 100
+			self[fn] += 100
+		}
+		all[fn] += now - begun
+		evs = append(evs, TraceEvent{Func: int32(fn), Return: true, Time: now})
+	}
+	call(main, 0)
+	t := &Trace{
+		Header: datafile.TraceHeader{Method: datafile.FuncTiming, Funcs: 8},
+		Status: datafile.TraceStatus{Ended: true},
+		Owners: []TraceOwner{{TraceOwner: datafile.TraceOwner{ID: 4242}, Events: evs}},
+	}
+	return t, self, all
+}
+
+// TestWriteTraceGolden pins the original's trace layout (original.md
+// §5.10) for the ftime trace (testdata/trace/ftime.golden, rewritten with
+// -update), and checks that the times it prints add up to the report's:
+// a function's "caller+=" and "callee+=" lines make its time, and its
+// calls' "callee_child+=" its time with its children.
+func TestWriteTraceGolden(t *testing.T) {
+	tr, self, all := ftimeTrace()
+	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
+	var out bytes.Buffer
+	if err := WriteTrace(&out, m, tr, DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "trace", "ftime.golden"), out.Bytes())
+
+	r := newReport(m, DefaultOptions())
+	index := map[string]int{}
+	for i, n := range r.names {
+		index[n] = i
+	}
+	gotSelf, gotAll := make([]float64, len(self)), make([]float64, len(all))
+	var stack []int
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if lines[2] != "*** Execution Trace ***" {
+		t.Fatalf("the trace begins %q", lines[:3])
+	}
+	for _, line := range lines[3:] {
+		depth := (len(line) - len(strings.TrimLeft(line, " "))) / 2
+		line = strings.TrimLeft(line, " ")
+		if rest, ok := strings.CutPrefix(line, "<--\t"); ok {
+			var callee, child float64
+			if _, err := fmt.Sscanf(rest, "(callee+=%f; callee_child+=%f) }", &callee, &child); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			fn := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if depth != len(stack) {
+				t.Errorf("%q at depth %d, want %d", line, depth, len(stack))
+			}
+			gotSelf[fn] += callee
+			gotAll[fn] += child
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "\t")
+		var caller float64
+		if _, err := fmt.Sscanf(rest, "(caller+=%f) {", &caller); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if depth != len(stack) {
+			t.Errorf("%q at depth %d, want %d", line, depth, len(stack))
+		}
+		if len(stack) > 0 {
+			gotSelf[stack[len(stack)-1]] += caller
+		}
+		stack = append(stack, index[name])
+	}
+	for fn := range self {
+		// (Each figure is rounded to 10 ns.)
+		if d := gotSelf[fn] - millis(self[fn]); d > 1e-4 || d < -1e-4 {
+			t.Errorf("%s: the trace's own time %.5f ms, the report's %.5f", r.names[fn], gotSelf[fn], millis(self[fn]))
+		}
+		if d := gotAll[fn] - millis(all[fn]); d > 1e-4 || d < -1e-4 {
+			t.Errorf("%s: the trace's time with children %.5f ms, the report's %.5f", r.names[fn], gotAll[fn], millis(all[fn]))
+		}
+	}
+}
+
+// TestWriteTraceOwners checks the sections of several threads and
+// goroutines, and a trace cut with calls open: they return at their
+// owner's last event.
+func TestWriteTraceOwners(t *testing.T) {
+	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
+	tr := &Trace{Owners: []TraceOwner{
+		{TraceOwner: datafile.TraceOwner{ID: 7}, Events: []TraceEvent{{Func: 7, Time: 0}, {Func: 0, Time: 1000}, {Func: 0, Return: true, Time: 3000}}},
+		{TraceOwner: datafile.TraceOwner{Goroutine: true, ID: 0xc000001000}, Events: []TraceEvent{{Func: 1, Time: 50}, {Func: 1, Return: true, Time: 70}}},
+	}}
+	var out bytes.Buffer
+	if err := WriteTrace(&out, m, tr, DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	want := "\n\n*** Execution Trace ***\n" +
+		"\nThread 7:\n" +
+		"_main\t(caller+=0.00000) {\n" +
+		"  _spin\t(caller+=0.00100) {\n" +
+		"  <--\t(callee+=0.00200; callee_child+=0.00200) }\n" +
+		"<--\t(callee+=0.00000; callee_child+=0.00300) }\n" +
+		"\nGoroutine at 0xc000001000:\n" +
+		"_leaf\t(caller+=0.00000) {\n" +
+		"<--\t(callee+=0.00002; callee_child+=0.00002) }\n"
+	if got := out.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestReadTrace reads back what datafile's writer wrote, owners in the
+// order of their first event.
+func TestReadTrace(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := datafile.NewTraceWriter(&buf, datafile.TraceHeader{Funcs: 3}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := w.Owner(datafile.TraceOwner{ID: 2}), w.Owner(datafile.TraceOwner{ID: 1})
+	w.Event(a, false, 0, 10)
+	w.Event(b, false, 1, 5)
+	w.Event(a, true, 0, 20)
+	w.Event(b, true, 1, 30)
+	w.Close()
+	tr, err := ReadTrace(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Owners) != 2 || tr.Owners[0].ID != 2 || tr.Owners[1].ID != 1 || !tr.Status.Ended {
+		t.Fatalf("%+v", tr)
+	}
+	if got := tr.Owners[1].Events; len(got) != 2 || got[1] != (TraceEvent{Func: 1, Return: true, Time: 30}) {
+		t.Errorf("thread 1: %+v", got)
+	}
+}

@@ -1,0 +1,122 @@
+package profile
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// The execution trace (profile /TRACE, Config.Trace).
+//
+// The books see every call and return of a timed run, in each thread and
+// goroutine, at the times of the report: the trace is what they book,
+// written as they book it (books.trace). A function profile of another
+// type asked for a trace is run as timing is (its exits recorded too, the
+// rings timed), and reported as its own type: its counts are the same.
+//
+// The file is written as the run goes, a chunk at a time
+// (datafile.TraceWriter), and at least every traceFlushEvery, so that a
+// run that ends badly keeps what came before; past Config.TraceLimit it
+// is cut, with a warning (PRF4682).
+
+// traceFlushEvery is how long booked events may wait in memory.
+const traceFlushEvery = 200 * time.Millisecond
+
+// DefaultTraceLimit is the trace's size limit unless told otherwise.
+const DefaultTraceLimit = 1 << 30
+
+// traceFile is the trace being written.
+type traceFile struct {
+	path    string
+	f       *os.File
+	w       *datafile.TraceWriter
+	flushed time.Time
+	closed  bool
+}
+
+// tracing reports whether the run writes a trace: one asked for, of a
+// function profile.
+func tracing(cfg *Config) bool {
+	return cfg.Trace != "" && cfg.Plan.Method.IsFunction()
+}
+
+// openTrace creates the trace file and writes its header, before the
+// program starts: a trace that cannot be written is known at once.
+func (t *tracer) openTrace(start time.Time) error {
+	if t.cfg.Trace == "" {
+		return nil
+	}
+	if !tracing(&t.cfg) {
+		t.cfg.Warn(prf.TraceLines(t.plan.Method.Words()))
+		return nil
+	}
+	f, err := os.OpenFile(t.cfg.Trace, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return prf.CannotWrite(t.cfg.Trace, err)
+	}
+	// Two runs at once write their .pbo files apart (pbo.N); a trace
+	// has one name, which the first run keeps: the other runs without.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		t.cfg.Warn(prf.TraceBusy(t.cfg.Trace))
+		return nil
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return prf.CannotWrite(t.cfg.Trace, err)
+	}
+	h := datafile.TraceHeader{PlanID: t.plan.ID, RunID: t.runID, Method: t.plan.Method, Start: start, Funcs: len(t.plan.Funcs)}
+	w, err := datafile.NewTraceWriter(f, h, t.cfg.TraceLimit)
+	if err != nil {
+		f.Close()
+		return prf.CannotWrite(t.cfg.Trace, err)
+	}
+	t.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now()}
+	t.books.trace = w
+	return nil
+}
+
+// flushTrace writes the events booked since the last chunk when they have
+// waited long enough.
+func (t *tracer) flushTrace() {
+	if tr := t.trace; tr != nil && time.Since(tr.flushed) >= traceFlushEvery {
+		tr.w.Flush()
+		tr.flushed = time.Now()
+	}
+}
+
+// closeTrace ends the trace: the run is over and every event booked
+// (whole is set), or PROFILE gives up on the run (what was written
+// stays, without an end). It warns when the trace was cut or could not be
+// written.
+func (t *tracer) closeTrace(whole bool) {
+	tr := t.trace
+	if tr == nil || tr.closed {
+		return
+	}
+	tr.closed = true
+	var err error
+	if whole {
+		err = tr.w.Close()
+	} else {
+		tr.w.Flush()
+	}
+	if cerr := tr.f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		t.cfg.Warn(prf.TraceWrite(tr.path, err))
+	case tr.w.Cut():
+		t.cfg.Warn(prf.TraceCut(tr.path, t.cfg.TraceLimit))
+	}
+}
+
+// traceSummary describes the trace for --explain and tests.
+func (tr *traceFile) String() string {
+	return fmt.Sprintf("%s: %d events, %d bytes", tr.path, tr.w.Events(), tr.w.Written())
+}
