@@ -329,6 +329,14 @@ func TestTraceKilled(t *testing.T) {
 	must(t, dir, "prep", "/nologo", "/FT", prog)
 	cmd := exec.Command(filepath.Join(bin, "profile"), "/nologo", "/TRACE", prog, "int")
 	cmd.Dir = dir
+	// (A file, which the child writes itself: the test reads it while
+	// PROFILE runs.)
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +359,8 @@ func TestTraceKilled(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the trace holds no 3 calls of f after 30 s: %+v", tr)
+			errs, _ := os.ReadFile(stderr.Name())
+			t.Fatalf("the trace holds no 3 calls of f after 30 s: %+v\nprofile's stderr:\n%s", tr, errs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

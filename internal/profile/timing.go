@@ -319,9 +319,11 @@ func (t *tracer) closeThreadBooks(th *thread) {
 		t.rings.stopped(th)
 	}
 	k := threadLedger(th.tid)
-	t.books.end(k, t.now(th, k))
+	end := t.now(th, k)
+	t.books.end(k, end)
 	t.ended = max(t.ended, t.waited)
 	t.debt = max(t.debt, th.debt)
+	t.longest = max(t.longest, end-th.born)
 	delete(t.stolen, k)
 }
 
@@ -330,7 +332,13 @@ func (t *tracer) closeThreadBooks(th *thread) {
 // the stops), and less the cost of the records of the thread or
 // goroutine that made the most (the threads that ran side by side paid
 // theirs at the same time; the goroutines that ran one after the other
-// paid more, which is left in: a record costs some ten nanoseconds).
+// paid more, which is left in: a record costs some ten nanoseconds); but
+// never less than the longest life of a thread on its own clock, from its
+// start to its end less its own stops and records. The union counts every
+// stop as one the whole run waited for; where threads run side by side,
+// a thread held while the others go on delays the run by less, and a
+// thread that waits for the others (main in pthread_join) lives through
+// the run: its time, and its functions', are within the total.
 func (t *tracer) elapsed() int64 {
 	debt := t.debt
 	if t.rings != nil {
@@ -338,7 +346,7 @@ func (t *tracer) elapsed() int64 {
 			debt = max(debt, g.clock.debt)
 		}
 	}
-	return max(t.ended-t.started-t.held.sum()-int64(debt), 0)
+	return max(t.ended-t.started-t.held.sum()-int64(debt), t.longest, 0)
 }
 
 // timingStats completes the run's statistics from the books.

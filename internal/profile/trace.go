@@ -19,9 +19,10 @@ import (
 // rings timed), and reported as its own type: its counts are the same.
 //
 // The file is written as the run goes, a chunk at a time
-// (datafile.TraceWriter), and at least every traceFlushEvery, so that a
-// run that ends badly keeps what came before; past Config.TraceLimit it
-// is cut, with a warning (PRF4682).
+// (datafile.TraceWriter), and at least every traceFlushEvery, also while
+// no thread stops (tracer.wait: ptrace.WaitTicking), so that a run that
+// ends badly keeps what came before; past Config.TraceLimit it is cut,
+// with a warning (PRF4682).
 
 // traceFlushEvery is how long booked events may wait in memory.
 const traceFlushEvery = 200 * time.Millisecond

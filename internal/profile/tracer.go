@@ -193,6 +193,7 @@ type tracer struct {
 	stolen                map[ledgerKey]int64
 	started               int64
 	ended                 int64
+	longest               int64 // the longest life of a thread on its own clock
 	held                  heldTime
 	debt                  float64
 	overhead              int64
@@ -560,16 +561,25 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		return ptrace.WaitPolling(spin, s.pollEvery(), idle)
 	}
 	if t.trace != nil && (t.rings != nil || t.yielding) {
-		// The events booked are written before the tracer sleeps: a
-		// program that waits long keeps them if PROFILE is killed.
-		idle := func() bool { return false }
-		if t.rings != nil {
-			idle = t.rings.drainIdle
+		// The events booked are written at least every traceFlushEvery,
+		// also while no thread stops (the tracer does not sleep until the
+		// next stop, reading the rings meanwhile): a program that runs or
+		// waits long without a stop keeps them if PROFILE is killed.
+		idle := func() bool {
+			t.flushTrace()
+			return false
 		}
-		return ptrace.WaitIdle(yieldWindow, idle, t.trace.w.Flush)
+		if t.rings != nil {
+			idle = func() bool {
+				drained := t.rings.drainIdle()
+				t.flushTrace()
+				return drained
+			}
+		}
+		return ptrace.WaitTicking(yieldWindow, traceFlushEvery/2, idle)
 	}
 	if t.rings != nil {
-		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle, nil)
+		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
 	}
 	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops

@@ -218,6 +218,23 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 	})
 }
 
+// BuildExample builds examples/c/<name>.c, a program of make demo and of
+// the course (docs/course/), as examples/Makefile does (-g -O0) and as
+// BuildC builds its fixtures otherwise (cross-built or prebuilt the same
+// ways).
+func BuildExample(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	return Fixture(t, "example", name, flags, func(out string) *exec.Cmd {
+		cc := CC()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no compiler %s", cc)
+		}
+		args := append([]string{"-g", "-O0"}, flags...)
+		args = append(args, filepath.Join(Root(t), "examples", "c", name+".c"), "-o", out)
+		return exec.Command(cc, args...)
+	})
+}
+
 // BuildOriginal builds one of the C programs the original's goldens were
 // made from (testdata/original/src/NAME.c), as BuildC builds its fixtures.
 func BuildOriginal(t testing.TB, name string, flags ...string) string {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -151,17 +153,48 @@ func Wait(spin time.Duration) (tid int, ws WaitStatus, err error) {
 // or more after the stop on a virtual machine: time that would be counted
 // as the program's.
 func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
-	return WaitIdle(limit, func() bool { return false }, nil)
+	return WaitIdle(limit, func() bool { return false })
 }
 
 // WaitIdle is WaitYielding for a tracer with work to do between stops:
 // between two polls it calls idle, which reports whether it found any;
-// it sleeps in wait4 only after limit without a stop or work, calling
-// sleeping (when not nil) just before.
-func WaitIdle(limit time.Duration, idle func() bool, sleeping func()) (tid int, ws WaitStatus, err error) {
+// it sleeps in wait4 only after limit without a stop or work.
+func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+	return waitIdle(limit, 0, idle)
+}
+
+// WaitTicking is WaitIdle for a tracer whose work cannot wait for the
+// next stop (an execution trace written as the run goes): after limit
+// without a stop or work it does not sleep in wait4, but waits for the
+// SIGCHLD of the next stop, and calls idle every every meanwhile. A stop
+// is seen as soon as its SIGCHLD arrives.
+func WaitTicking(limit, every time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+	return waitIdle(limit, every, idle)
+}
+
+// stopSignals receives the tracer's SIGCHLD (WaitTicking): the kernel
+// sends one at each stop of a tracee.
+var (
+	stopSignalsOnce sync.Once
+	stopSignals     chan os.Signal
+)
+
+func waitIdle(limit, every time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
 	var st unix.WaitStatus
+	if every > 0 {
+		stopSignalsOnce.Do(func() {
+			stopSignals = make(chan os.Signal, 1)
+			signal.Notify(stopSignals, syscall.SIGCHLD)
+		})
+	}
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	var tick *time.Timer
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
+	for {
 		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
 		if tid != 0 || (err != nil && err != unix.EINTR) {
 			return tid, WaitStatus(st), err
@@ -170,12 +203,26 @@ func WaitIdle(limit time.Duration, idle func() bool, sleeping func()) (tid int, 
 			deadline = time.Now().Add(limit)
 			continue
 		}
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		switch {
+		case time.Now().Before(deadline):
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		case every <= 0:
+			return Wait(0)
+		default:
+			// (A SIGCHLD that came before this wait is in the channel,
+			// and ends it at once: the poll above may have missed its
+			// stop by a moment.)
+			if tick == nil {
+				tick = time.NewTimer(every)
+			} else {
+				tick.Reset(every)
+			}
+			select {
+			case <-stopSignals:
+			case <-tick.C:
+			}
+		}
 	}
-	if sleeping != nil {
-		sleeping()
-	}
-	return Wait(0)
 }
 
 // WaitPolling is Wait for a tracer with work to do every so often while

@@ -33,7 +33,12 @@ func WaitFor(tid int) (WaitStatus, error) { return 0, errors.ErrUnsupported }
 func WaitYielding(limit time.Duration) (int, WaitStatus, error) { return 0, 0, errors.ErrUnsupported }
 
 // WaitIdle is not supported.
-func WaitIdle(limit time.Duration, idle func() bool, sleeping func()) (int, WaitStatus, error) {
+func WaitIdle(limit time.Duration, idle func() bool) (int, WaitStatus, error) {
+	return 0, 0, errors.ErrUnsupported
+}
+
+// WaitTicking is not supported.
+func WaitTicking(limit, every time.Duration, idle func() bool) (int, WaitStatus, error) {
 	return 0, 0, errors.ErrUnsupported
 }
 
