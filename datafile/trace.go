@@ -43,9 +43,9 @@ import (
 //
 // A call or return needs an owner earlier in its chunk. Its time is in
 // nanoseconds of the run's clock (the time PROFILE held the threads taken
-// out), given as the distance from the last event of the same owner in the
-// same chunk, or from 0 for the owner's first event in the chunk: each
-// chunk reads on its own. An owner's events are in the order of its time;
+// out), given as the distance from the event before it, or from 0 for
+// the first event after an owner operation: each owner operation starts
+// its owner's time again, and each chunk reads on its own. An owner's events are in the order of its time;
 // the owners' events interleave in no order of time.
 
 // TraceVersion is the trace format version this package writes and reads.
@@ -235,8 +235,8 @@ func (t *TraceWriter) chunk(payload []byte, n ...uint64) {
 // Cut reports whether the trace was cut at its size limit.
 func (t *TraceWriter) Cut() bool { return t.cut }
 
-// Events returns the number of events added, those dropped by a cut
-// included.
+// Events returns the number of events added before the trace was cut or
+// failed (those of the last chunk, dropped by a cut, included).
 func (t *TraceWriter) Events() uint64 { return t.events }
 
 // Written returns the bytes written so far.

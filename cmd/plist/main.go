@@ -98,12 +98,30 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 			path, strings.ToLower(m.Plan.Method.Words()))
 		return d
 	}
+	if o.trace && (o.diffBase != "" || (r.Format != plist.FormatText && r.Format != plist.FormatTab)) {
+		d := prf.InvalidOption("/TRACE")
+		d.Hint = "/TRACE appends the trace to the listing or to /T's records; --format=chrome writes it for a timeline viewer"
+		return d
+	}
 	if r.Format == plist.FormatChrome && o.diffBase == "" {
 		if r.Trace, err = readTrace(path, m, warn); err != nil {
 			return err
 		}
 	}
-	write := func(w io.Writer) error { return plist.Generate(w, m, r) }
+	// As the original, PLIST looks for the trace to append (/TRACE) after
+	// the report (original.md §5.10): the report is written, then a
+	// missing trace is an error.
+	var trace *plist.Trace
+	var traceErr error
+	if o.trace {
+		trace, traceErr = readTrace(path, m, warn)
+	}
+	write := func(w io.Writer) error {
+		if err := plist.Generate(w, m, r); err != nil || trace == nil {
+			return err
+		}
+		return plist.WriteTrace(w, m, trace, r)
+	}
 	if o.diffBase != "" {
 		basePath := cli.InputName(o.diffBase, ".pbt")
 		base, err := datafile.OpenMerged(basePath)
@@ -129,16 +147,7 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 			return &belowGate{c, float64(o.failUnder)}
 		}
 	}
-	if o.trace {
-		// As the original, PLIST looks for the trace after the report
-		// (original.md §5.10), and appends it.
-		tr, err := readTrace(path, m, warn)
-		if err != nil {
-			return err
-		}
-		return writeStdout(stdout, func(w io.Writer) error { return plist.WriteTrace(w, m, tr, r) })
-	}
-	return nil
+	return traceErr
 }
 
 // readTrace reads the execution trace beside the .pbt at path (base.pbx),

@@ -59,7 +59,7 @@ var tool = cli.Tool[options]{
 			Section: secRunning, Help: "write every call and return to a trace (.pbx)"},
 		{Long: "trace-limit", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.traceLimit = v.Number },
-			Section: secRunning, Meta: "MIB", Help: "cut the trace at MIB MiB (1024; 0: none)"},
+			Section: secRunning, Meta: "MIB", Help: "cut the trace at MIB MiB (256; 0: none)"},
 		{Name: "X", Min: 1, Long: "exit-code",
 			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
 			Usage:   "Return exit code of <program>",

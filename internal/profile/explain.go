@@ -197,10 +197,14 @@ func (x *explainer) mechanism() {
 		why = " (profile --breakpoints)"
 	}
 	switch {
-	case t.rings != nil:
+	case t.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
-	case t.books != nil:
+	case t.rings != nil:
+		x.say("PROFILE records calls in-process: each function's entry jumps to a trampoline that appends a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them, for %s.", ringRecords, x.booksFor())
+	case t.books != nil && t.timed:
 		x.say("PROFILE times with breakpoints%s: a breakpoint at each function's entry and exits. At each hit the thread stops, PROFILE books the call or the return at that time, and lets the thread go on.", why)
+	case t.books != nil:
+		x.say("PROFILE records calls with breakpoints%s: a breakpoint at each function's entry. At each hit the thread stops, PROFILE books the call, for %s, and lets the thread go on.", why, x.booksFor())
 	case c != nil && m.IsFunction():
 		x.say("PROFILE counts in-process: each function entry it can patch jumps to a trampoline that adds one to the function's counter, without stopping the program. An entry no jump fits keeps a breakpoint, a stop per call.")
 	case c != nil && m.IsCoverage():
@@ -800,10 +804,26 @@ func (x *explainer) hit(th *thread, s *site) {
 	if t.bp.removeAtHit {
 		cover = "; covered, its breakpoint taken out"
 	}
+	if note := x.startNote(); note != "" {
+		x.firstHit(s.item, "%s thread %d: %s %s%s", x.now(), th.tid, x.itemName(s.item), what, note)
+		return
+	}
 	x.firstHit(s.item, "%s thread %d: %s %s (count %d%s)", x.now(), th.tid, x.itemName(s.item), what, n, cover)
 	for _, i := range s.more {
 		x.firstHit(i, "%s thread %d: %s %s (count %d%s)", x.now(), th.tid, x.itemName(i), what, max(t.hits[i], 1), cover)
 	}
+}
+
+// booksFor says what the books of an untimed run are kept for.
+func (x *explainer) booksFor() string {
+	p := x.t.plan
+	switch {
+	case p.StartFunc != "" && p.Attribution:
+		return "the start function (/SF) and the callers (/AT)"
+	case p.StartFunc != "":
+		return "the start function (/SF): only the calls made while it runs count"
+	}
+	return "the callers of each call (/AT)"
 }
 
 // record tells the first entry of a timed function, from a record of
@@ -820,7 +840,17 @@ func (x *explainer) firstRecord(tid int, rec *instr.Record) {
 	if rec.G != 0 {
 		who += fmt.Sprintf(", goroutine %#x", rec.G)
 	}
-	x.firstHit(rec.Item, "%s %s: %s first entered, a record of its ring (count 1)", x.at(x.t.ctr.ns(rec.Time)), who, x.itemName(rec.Item))
+	x.firstHit(rec.Item, "%s %s: %s first entered, a record of its ring%s", x.at(x.t.ctr.ns(rec.Time)), who, x.itemName(rec.Item), x.startNote())
+}
+
+// startNote is what a first entry's line says of its count: with a start
+// function, whether the call counts is the books' to say (the start
+// function must be running), and its count is not known yet.
+func (x *explainer) startNote() string {
+	if x.t.plan.StartFunc != "" {
+		return " (counted if the start function is running)"
+	}
+	return " (count 1)"
 }
 
 // drained tells a thread's ring read, with the records it held.
@@ -1061,7 +1091,11 @@ func (x *explainer) ended(res *Result) {
 	if !x.t.plan.Method.IsFunction() {
 		what = "lines"
 	}
-	x.say("PROFILE collected the counts: %d of %d %s ran; threads stopped %s at PROFILE's breakpoints.", hit, x.t.plan.NumItems(), what, plural(int(x.t.bp.hits), "time"))
+	ran := "ran"
+	if x.t.plan.StartFunc != "" {
+		ran = "were counted, called while the start function ran"
+	}
+	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.bp.hits), "time"))
 	x.mu.Lock()
 	x.untold["hit"] = untold
 	var more []string

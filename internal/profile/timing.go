@@ -361,6 +361,11 @@ func (t *tracer) timingStats(s *datafile.Stats) {
 	b.finish()
 	s.Hits = b.hits
 	s.CallDepth = b.depth
+	if t.plan.Method.IsSampling() && !keepsBooks(t.plan) {
+		// (Books kept for a trace alone: sampling reports no call
+		// depth, with /TRACE or without.)
+		s.CallDepth = 0
+	}
 	if b.attribution {
 		s.Stacks = slices.Clone(b.stacks)
 	}

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -27,8 +26,10 @@ import (
 // traceFlushEvery is how long booked events may wait in memory.
 const traceFlushEvery = 200 * time.Millisecond
 
-// DefaultTraceLimit is the trace's size limit unless told otherwise.
-const DefaultTraceLimit = 1 << 30
+// DefaultTraceLimit is the trace's size limit unless told otherwise: some
+// 90 million calls and returns, which PLIST reads in some 1.4 GiB of
+// memory.
+const DefaultTraceLimit = 256 << 20
 
 // traceFile is the trace being written.
 type traceFile struct {
@@ -45,8 +46,10 @@ func tracing(cfg *Config) bool {
 	return cfg.Trace != "" && cfg.Plan.Method.IsFunction()
 }
 
-// openTrace creates the trace file and writes its header, before the
-// program starts: a trace that cannot be written is known at once.
+// openTrace creates the trace file and writes its header, once the
+// program is started and stopped at its exec, before it runs: a trace
+// that cannot be written is known at once, and a program that cannot be
+// started leaves the trace of the last run as it was.
 func (t *tracer) openTrace(start time.Time) error {
 	if t.cfg.Trace == "" {
 		return nil
@@ -55,6 +58,25 @@ func (t *tracer) openTrace(start time.Time) error {
 		t.cfg.Warn(prf.TraceLines(t.plan.Method.Words()))
 		return nil
 	}
+	if err := t.createTrace(start); err != nil {
+		t.untraced()
+		return err
+	}
+	return nil
+}
+
+// untraced makes a run asked for a trace that writes none the run it
+// would have been without /TRACE: not timed, without books, unless its
+// plan needs them.
+func (t *tracer) untraced() {
+	t.timed = t.plan.Method.IsTiming()
+	if !keepsBooks(t.plan) {
+		t.books = nil
+	}
+}
+
+// createTrace creates the trace file and writes its header.
+func (t *tracer) createTrace(start time.Time) error {
 	f, err := os.OpenFile(t.cfg.Trace, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return prf.CannotWrite(t.cfg.Trace, err)
@@ -64,6 +86,7 @@ func (t *tracer) openTrace(start time.Time) error {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		t.cfg.Warn(prf.TraceBusy(t.cfg.Trace))
+		t.untraced()
 		return nil
 	}
 	if err := f.Truncate(0); err != nil {
@@ -117,7 +140,3 @@ func (t *tracer) closeTrace(whole bool) {
 	}
 }
 
-// traceSummary describes the trace for --explain and tests.
-func (tr *traceFile) String() string {
-	return fmt.Sprintf("%s: %d events, %d bytes", tr.path, tr.w.Events(), tr.w.Written())
-}

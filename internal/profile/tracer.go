@@ -286,10 +286,6 @@ func (t *tracer) run() (*Result, error) {
 		}
 	}
 	start := t.cfg.Now()
-	if err := t.openTrace(start); err != nil {
-		return nil, err
-	}
-	defer t.closeTrace(false)
 	t.explain.plan()
 	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
 	if err != nil {
@@ -297,7 +293,12 @@ func (t *tracer) run() (*Result, error) {
 	}
 	t.pid = pid
 	t.threads[pid] = &thread{tid: pid, tgid: pid}
-	res, err := t.traceRun(start)
+	defer t.closeTrace(false)
+	err = t.openTrace(start)
+	var res *Result
+	if err == nil {
+		res, err = t.traceRun(start)
+	}
 	if err != nil {
 		ptrace.Kill(pid, syscall.SIGKILL)
 		t.reapKilled()

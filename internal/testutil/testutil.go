@@ -224,15 +224,7 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 // ways).
 func BuildExample(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	return Fixture(t, "example", name, flags, func(out string) *exec.Cmd {
-		cc := CC()
-		if _, err := exec.LookPath(cc); err != nil {
-			t.Skipf("no compiler %s", cc)
-		}
-		args := append([]string{"-g", "-O0"}, flags...)
-		args = append(args, filepath.Join(Root(t), "examples", "c", name+".c"), "-o", out)
-		return exec.Command(cc, args...)
-	})
+	return buildUnits(t, "example", name, []string{"examples", "c"}, []string{name + ".c"}, flags)
 }
 
 // BuildOriginal builds one of the C programs the original's goldens were
@@ -254,7 +246,16 @@ func BuildOriginalUnits(t testing.TB, name string, units []string, flags ...stri
 // sources units.
 func buildOriginal(t testing.TB, fixture string, units, flags []string) string {
 	t.Helper()
-	return Fixture(t, "original", fixture, flags, func(out string) *exec.Cmd {
+	return buildUnits(t, "original", fixture, []string{"testdata", "original", "src"}, units, flags)
+}
+
+// buildUnits builds the C fixture of kind named fixture from the sources
+// units in the repository's directory dir, with -g -O0, flags and
+// $SPROF_CFLAGS. (The repository is looked for only to build: a prebuilt
+// fixture needs none.)
+func buildUnits(t testing.TB, kind, fixture string, dir, units, flags []string) string {
+	t.Helper()
+	return Fixture(t, kind, fixture, flags, func(out string) *exec.Cmd {
 		cc := CC()
 		if _, err := exec.LookPath(cc); err != nil {
 			t.Skipf("no compiler %s", cc)
@@ -262,7 +263,7 @@ func buildOriginal(t testing.TB, fixture string, units, flags []string) string {
 		args := append([]string{"-g", "-O0"}, flags...)
 		args = append(args, strings.Fields(os.Getenv("SPROF_CFLAGS"))...)
 		for _, u := range units {
-			args = append(args, filepath.Join(Root(t), "testdata", "original", "src", u))
+			args = append(args, filepath.Join(append(append([]string{Root(t)}, dir...), u)...))
 		}
 		return exec.Command(cc, append(args, "-o", out)...)
 	})
