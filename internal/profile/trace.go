@@ -139,4 +139,3 @@ func (t *tracer) closeTrace(whole bool) {
 		t.cfg.Warn(prf.TraceCut(tr.path, t.cfg.TraceLimit))
 	}
 }
-
