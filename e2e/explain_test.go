@@ -216,6 +216,47 @@ func TestExplain(t *testing.T) {
 		}
 	})
 
+	t.Run("FV", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/FV"}, "--explain")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE read the plan counts\.pbi: function coverage, 7 functions in 1 module \(counts\)\.`,
+			`(?m)^PROFILE collected the counts: 6 of 7 functions ran;`)
+		if n := checkFirstHits(t, narration, counts); n != 6 {
+			t.Errorf("%d first hits told, want 6:\n%s", n, narration)
+		}
+	})
+
+	t.Run("FS", func(t *testing.T) {
+		narration, counts := explained(t, []string{"/FS"}, "--explain")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE read the plan counts\.pbi: function sampling, 7 functions in 1 module \(counts\)\. It measures where the program spends its time`,
+			`(?m)^\[[0-9.]+ ms\] PROFILE samples every 1ms of each thread's CPU time, by (the kernel's clock event|PROFILE interrupting each thread)`,
+			`(?m)^PROFILE collected the counts: 6 of 7 functions ran;`)
+		if n := checkFirstHits(t, narration, counts); n != 6 {
+			t.Errorf("%d first hits told, want 6:\n%s", n, narration)
+		}
+	})
+
+	t.Run("FC SF", func(t *testing.T) {
+		// With a start function the books count: a first entry is told
+		// without a count, and the summary says what was counted (fib and
+		// the calls it makes: fib alone).
+		narration, counts := explained(t, []string{"/FC", "/SF", "fib"}, "--explain")
+		has(t, narration, common...)
+		has(t, narration,
+			`(?m)^PROFILE records calls (in-process|with breakpoints).*for the start function \(/SF\): only the calls made while it runs count\.`,
+			`(?m)^\[[0-9.]+ ms\] thread \d+: fib first entered, .*\(counted if the start function is running\)$`,
+			`(?m)^PROFILE collected the counts: 1 of 7 functions were counted, called while the start function ran;`)
+		if strings.Contains(narration, "times") && strings.Contains(narration, "PROFILE times") {
+			t.Errorf("an untimed run is said to be timed:\n%s", narration)
+		}
+		if counts["fib"] != 1973 || counts["main"] != 0 {
+			t.Errorf("counts %v, want fib 1973 and nothing else", counts)
+		}
+	})
+
 	t.Run("LC", func(t *testing.T) {
 		narration, counts := explained(t, []string{"/LC"}, "--explain-limit=0")
 		has(t, narration, common...)

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"testing"
@@ -93,5 +94,37 @@ func BenchmarkBooksDepth(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkBooksCall is what the books take for one call, its entry and
+// its exit, at depth 3 of one thread, without an execution trace and with
+// one (written to io.Discard): what /TRACE adds to every call PROFILE
+// books, and what the books cost without it.
+func BenchmarkBooksCall(b *testing.B) {
+	for _, traced := range []bool{false, true} {
+		name := "plain"
+		if traced {
+			name = "trace"
+		}
+		b.Run(name, func(b *testing.B) {
+			bk := testBooks(-1, "", false, 0)
+			if traced {
+				w, err := datafile.NewTraceWriter(io.Discard, datafile.TraceHeader{Funcs: 4}, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bk.trace = w
+			}
+			l := bk.ledger(thread1)
+			bk.enterLedger(l, 0, 1000, 0)
+			bk.enterLedger(l, 1, 900, 1)
+			now := int64(2)
+			for b.Loop() {
+				bk.enterLedger(l, 2, 800, now)
+				bk.exitLedger(l, 2, 800, now+5)
+				now += 10
+			}
+		})
 	}
 }
