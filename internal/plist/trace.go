@@ -93,6 +93,10 @@ type TraceStep struct {
 	// original's "caller+=" at a call, "callee+=" at a return, where the
 	// returning call was that frame.
 	Before int64
+	// Unfinished marks a return the trace does not have: a call still
+	// open where the trace ends (cut, or not whole), closed at the owner's
+	// last event.
+	Unfinished bool
 }
 
 // Walk calls step for each event of o, in order, with its call's depth and
@@ -109,13 +113,13 @@ func (o *TraceOwner) Walk(step func(TraceStep)) {
 	if len(o.Events) > 0 {
 		last = o.Events[0].Time
 	}
-	ret := func(now int64) {
+	ret := func(now int64, unfinished bool) {
 		n := len(stack) - 1
 		top := &stack[n]
 		top.call.End = now
 		before := now - top.resumed
 		top.call.Self += before
-		step(TraceStep{Return: true, Call: top.call, Before: before})
+		step(TraceStep{Return: true, Call: top.call, Before: before, Unfinished: unfinished})
 		stack = stack[:n]
 		if n > 0 {
 			stack[n-1].resumed = now
@@ -125,7 +129,7 @@ func (o *TraceOwner) Walk(step func(TraceStep)) {
 		now := max(ev.Time, last)
 		if ev.Return {
 			if len(stack) > 0 {
-				ret(now)
+				ret(now, false)
 			}
 		} else {
 			before := now - last
@@ -140,7 +144,7 @@ func (o *TraceOwner) Walk(step func(TraceStep)) {
 		last = now
 	}
 	for len(stack) > 0 {
-		ret(last)
+		ret(last, true)
 	}
 }
 
@@ -161,14 +165,26 @@ func WriteTrace(w io.Writer, m *datafile.Merged, t *Trace, o Options) error {
 		if len(t.Owners) > 1 {
 			fmt.Fprintf(bw, "\n%s:\n", capitalised(ow.Name()))
 		}
+		open := 0
 		ow.Walk(func(s TraceStep) {
 			bw.WriteString(strings.Repeat(" ", s.Call.Depth*step))
 			if s.Return {
 				fmt.Fprintf(bw, "<--\t(callee+=%5.5f; callee_child+=%5.5f) }\n", millis(s.Before), millis(s.Call.End-s.Call.Start))
+				if s.Unfinished {
+					open++
+				}
 				return
 			}
 			fmt.Fprintf(bw, "%s\t(caller+=%5.5f) {\n", r.traceName(s.Call.Func), millis(s.Before))
 		})
+		if open > 0 {
+			// (Not the original's: its traces were never cut.)
+			what := fmt.Sprintf("%d calls open: their returns above are", open)
+			if open == 1 {
+				what = "1 call open: its return above is"
+			}
+			fmt.Fprintf(bw, "*** The trace ends with %s at its last event ***\n", what)
+		}
 	}
 	return bw.Flush()
 }

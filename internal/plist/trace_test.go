@@ -141,8 +141,8 @@ func TestWriteTraceGolden(t *testing.T) {
 }
 
 // TestWriteTraceOwners checks the sections of several threads and
-// goroutines, and a trace cut with calls open: they return at their
-// owner's last event.
+// goroutines, and a trace cut with a call open (main, in thread 7): it
+// returns at its owner's last event, which the section says.
 func TestWriteTraceOwners(t *testing.T) {
 	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
 	tr := &Trace{Owners: []TraceOwner{
@@ -159,6 +159,7 @@ func TestWriteTraceOwners(t *testing.T) {
 		"  _spin\t(caller+=0.00100) {\n" +
 		"  <--\t(callee+=0.00200; callee_child+=0.00200) }\n" +
 		"<--\t(callee+=0.00000; callee_child+=0.00300) }\n" +
+		"*** The trace ends with 1 call open: its return above is at its last event ***\n" +
 		"\nGoroutine at 0xc000001000:\n" +
 		"_leaf\t(caller+=0.00000) {\n" +
 		"<--\t(callee+=0.00002; callee_child+=0.00002) }\n"
