@@ -216,6 +216,13 @@ func TestExplain(t *testing.T) {
 		}
 	})
 
+	// (The wording of function coverage, sampling and a start function is
+	// each architecture's alike: under emulation, where each run takes
+	// seconds, they are left to the host.)
+	if testutil.Slow() {
+		t.Run("LC", func(t *testing.T) { explainLines(t, common) })
+		return
+	}
 	t.Run("FV", func(t *testing.T) {
 		narration, counts := explained(t, []string{"/FV"}, "--explain")
 		has(t, narration, common...)
@@ -257,22 +264,27 @@ func TestExplain(t *testing.T) {
 		}
 	})
 
-	t.Run("LC", func(t *testing.T) {
-		narration, counts := explained(t, []string{"/LC"}, "--explain-limit=0")
-		has(t, narration, common...)
-		has(t, narration,
-			`(?m)^PROFILE read the plan counts\.pbi: line counting, \d+ lines in 1 module \(counts\)\. It measures how many times each line runs\.`,
-			`(?m)^line \d+ of counts\.c \(function f\), at 0x[0-9a-f]+: (a jump to its trampoline replaces \d+ instructions?|keeps a breakpoint .*)\.\n  before  ([0-9a-f]{2} ?)+  \S.*\n  after   `,
-			`(?m)^Module counts: \d+ sites, \d+ jumps? to (a trampoline|trampolines), \d+ keeps? (a breakpoint|breakpoints)`)
-		ran := 0
-		for _, n := range counts {
-			if n > 0 {
-				ran++
-			}
+	t.Run("LC", func(t *testing.T) { explainLines(t, common) })
+}
+
+// explainLines is TestExplain's line counting: the narration of line
+// sites, and a first hit told for each line that ran.
+func explainLines(t *testing.T, common []string) {
+	t.Helper()
+	narration, counts := explained(t, []string{"/LC"}, "--explain-limit=0")
+	has(t, narration, common...)
+	has(t, narration,
+		`(?m)^PROFILE read the plan counts\.pbi: line counting, \d+ lines in 1 module \(counts\)\. It measures how many times each line runs\.`,
+		`(?m)^line \d+ of counts\.c \(function f\), at 0x[0-9a-f]+: (a jump to its trampoline replaces \d+ instructions?|keeps a breakpoint .*)\.\n  before  ([0-9a-f]{2} ?)+  \S.*\n  after   `,
+		`(?m)^Module counts: \d+ sites, \d+ jumps? to (a trampoline|trampolines), \d+ keeps? (a breakpoint|breakpoints)`)
+	ran := 0
+	for _, n := range counts {
+		if n > 0 {
+			ran++
 		}
-		has(t, narration, fmt.Sprintf(`(?m)^PROFILE collected the counts: %d of \d+ lines ran;`, ran))
-		if n := checkFirstHits(t, narration, counts); n != ran {
-			t.Errorf("%d first hits told, want one for each line that ran, %d:\n%s", n, ran, narration)
-		}
-	})
+	}
+	has(t, narration, fmt.Sprintf(`(?m)^PROFILE collected the counts: %d of \d+ lines ran;`, ran))
+	if n := checkFirstHits(t, narration, counts); n != ran {
+		t.Errorf("%d first hits told, want one for each line that ran, %d:\n%s", n, ran, narration)
+	}
 }
