@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,7 +129,7 @@ func traceShape(t *testing.T, out string, keep ...string) (string, int) {
 		}
 		if mm[2] != "" {
 			stack = append(stack, mm[2])
-			if contains(keep, mm[2]) {
+			if slices.Contains(keep, mm[2]) {
 				b.WriteString(mm[2] + "(")
 			}
 			continue
@@ -135,21 +137,12 @@ func traceShape(t *testing.T, out string, keep ...string) (string, int) {
 		if len(stack) == 0 {
 			t.Fatalf("a return with no call open: %q", line)
 		}
-		if contains(keep, stack[len(stack)-1]) {
+		if slices.Contains(keep, stack[len(stack)-1]) {
 			b.WriteString(")")
 		}
 		stack = stack[:len(stack)-1]
 	}
 	return strings.TrimPrefix(b.String(), "|"), sections
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestTraceCalls profiles calls known by construction (timing.c's at
@@ -470,5 +463,59 @@ func TestTraceNot(t *testing.T) {
 	dir, r = workflowWith(t, testutil.BuildC(t, "timing", "-O0"), []string{"/LC"}, []string{"/TRACE"}, "at")
 	if _, err := os.Stat(filepath.Join(dir, "timing.pbx")); err == nil || r.status != 0 || !strings.Contains(r.stderr, "PRF4681") {
 		t.Errorf("a line profile with /TRACE: status %d, trace %v, stderr:\n%s", r.status, err, r.stderr)
+	}
+}
+
+// TestTraceBadFile: plist /TRACE with a .pbx that is not a trace, one
+// whose chunk is damaged in the middle, and one of another preparation
+// of the program: the report first, as the original printed it, then a
+// clear error naming the file (PRF1012, PRF1306), or the calls before the
+// damage with PRF4486; the data files are left as they were.
+func TestTraceBadFile(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "timing", "-O0")
+	dir, r := workflowWith(t, prog, []string{"/FT"}, []string{"/TRACE"}, "at")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	pbx := filepath.Join(dir, "timing.pbx")
+	good, err := os.ReadFile(pbx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pbt, _ := os.ReadFile(filepath.Join(dir, "timing.pbt"))
+	report := must(t, dir, "plist", "/nologo", "timing").stdout
+	undated := func(s string) string { return dateLine.ReplaceAllString(s, "Date:") }
+
+	// Not a trace at all.
+	os.WriteFile(pbx, []byte("this is not a trace\n"), 0o644)
+	out := tool(t, dir, "plist", "/nologo", "/trace", "timing")
+	if out.status != 1 || !strings.Contains(out.stderr, "fatal error PRF1012: cannot read expected number of bytes from file timing.pbx") ||
+		undated(out.stdout) != undated(report) {
+		t.Errorf("garbage: status %d, stderr %q; want 1, PRF1012, and the report alone", out.status, out.stderr)
+	}
+
+	// The first chunk's payload damaged: no call is read, the trace says
+	// where it stops.
+	damaged := bytes.Clone(good)
+	damaged[len(damaged)-20] ^= 0xff
+	os.WriteFile(pbx, damaged, 0o644)
+	out = tool(t, dir, "plist", "/nologo", "/trace", "timing")
+	if out.status != 0 || !strings.Contains(out.stderr, "PRF4486") {
+		t.Errorf("damaged: status %d, stderr %q; want 0 and PRF4486", out.status, out.stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "timing.pbt")); !bytes.Equal(after, pbt) {
+		t.Error("plist changed the .pbt")
+	}
+
+	// Another preparation (another type): the trace is refused.
+	os.WriteFile(pbx, good, 0o644)
+	must(t, dir, "prep", "/nologo", "/FC", filepath.Base(prog))
+	out = tool(t, dir, "plist", "/nologo", "/trace", "timing")
+	if out.status != 1 || !strings.Contains(out.stderr, "fatal error PRF1306: PBT or PBO file timing.pbx is not derived from same PBI file") {
+		t.Errorf("another plan: status %d, stderr %q; want 1 and PRF1306", out.status, out.stderr)
+	}
+	if after, _ := os.ReadFile(pbx); !bytes.Equal(after, good) {
+		t.Error("plist changed the .pbx")
 	}
 }

@@ -67,6 +67,8 @@ func TestCommandLine(t *testing.T) {
 		{"explain", words("--explain prog"), "", want{o: with(func(o *options) { o.explain = true }), program: "prog"}},
 		{"explain limit", words("--explain-limit=3 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 3 }), program: "prog"}},
 		{"explain limit 0", words("--explain --explain-limit 0 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 0 }), program: "prog"}},
+		{"TRACE", words("/tr prog"), "", want{o: with(func(o *options) { o.trace = true }), program: "prog"}},
+		{"trace limit", words("--trace --trace-limit=0 prog"), "", want{o: with(func(o *options) { o.trace, o.traceLimit = true, 0 }), program: "prog"}},
 		{"NOLOGO env", words("fcount"), "/nologo", want{o: def, program: "fcount", noLogo: true}},
 		// args-profile: everything after the program is the program's.
 		{"program arguments", []string{"/nologo", "args", "alpha", "beta gamma", "/x", "-y"}, "",
@@ -134,6 +136,10 @@ func TestDiagnostics(t *testing.T) {
 			Want: "profile: fatal error PRF1103: --input option requires an additional argument"},
 		{Name: "far too large", Args: words("/nologo /s 99999999999999999999999 prog"),
 			Want: "profile: fatal error PRF1104: S option requires a numeric parameter"},
+		{Name: "negative trace limit", Args: words("/nologo --trace-limit=-1 prog"),
+			Want: "profile: fatal error PRF1104: --trace-limit option requires a numeric parameter"},
+		{Name: "trace limit not a number", Args: words("/nologo --trace-limit=1G prog"),
+			Want: "profile: fatal error PRF1104: --trace-limit option requires a numeric parameter"},
 	})
 }
 

@@ -186,7 +186,7 @@ func TestExplainPlanting(t *testing.T) {
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{
+		wantNarration(t, out.String(),
 			"Module prog, mapped at 0x401000 (load bias 0x0): PROFILE read its code from the process, decoded it once, and plants 1 function.",
 			"function f, entry, at 0x401000: a jump to its trampoline replaces 3 instructions.",
 			"  before  55 48 89 e5 89 7d fc  push %rbp; mov %rsp,%rbp; mov %edi,-0x4(%rbp)\n  after   e9 ",
@@ -194,11 +194,7 @@ func TestExplainPlanting(t *testing.T) {
 			"; the count: one more call of f\n",
 			"; moved from 0x401000",
 			"Module prog: 1 site, 1 jumps to a trampoline, 0 keep breakpoints.",
-		} {
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("narration:\n%s\nwant %q", out, want)
-			}
-		}
+		)
 	})
 	t.Run("breakpoints", func(t *testing.T) {
 		plan := leafFuncs(datafile.FuncCounting)
@@ -207,18 +203,14 @@ func TestExplainPlanting(t *testing.T) {
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{
+		wantNarration(t, out.String(),
 			"function f, entry, at 0x401000: keeps a breakpoint (profile --breakpoints).",
 			"  before  55  push %rbp\n  after   cc  int3\n",
 			"At each hit the thread runs the instruction from its slot at ",
 			"jmpq *(%rip)",
 			"(data: 0x401001)",
 			"Module prog: 1 site, 0 jump to trampolines, 1 keeps a breakpoint.",
-		} {
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("narration:\n%s\nwant %q", out, want)
-			}
-		}
+		)
 	})
 	t.Run("limit", func(t *testing.T) {
 		// Two functions, the limit one: the second is summarised.
@@ -314,6 +306,16 @@ func TestBytesWords(t *testing.T) {
 	for n, want := range map[uint64]string{1: "1 byte", 96: "96 bytes", 2688: "2688 bytes", 4096: "4 KiB", 7680: "7.5 KiB", 1 << 20: "1 MiB", 34078720: "32.5 MiB"} {
 		if got := bytesWords(n); got != want {
 			t.Errorf("bytesWords(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// wantNarration fails the test unless the narration holds each of wants.
+func wantNarration(t *testing.T, narration string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(narration, want) {
+			t.Errorf("narration:\n%s\nwant %q", narration, want)
 		}
 	}
 }
