@@ -33,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var warnings []*prf.Diagnostic
 	cmd, err := tool.Parse(args, os.Getenv, func(d *prf.Diagnostic) { warnings = append(warnings, d) })
 	if err == nil && cmd.Help == cli.NoHelp {
-		if len(cmd.Names) == 0 {
+		if len(cmd.Names) == 0 && cmd.Options.pid == 0 {
 			// No program (an empty name is one): the usage (original.md §2.9).
 			cmd.Help = cli.UsageHelp
 		} else if cmd.Options.appendErrors && cmd.Options.errorFile == "" {
@@ -58,7 +58,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		diag = f
 	}
-	status, err := profileProgram(o, cmd.Names[0], cmd.Args, diag, func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) })
+	warn := func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) }
+	var status int
+	if o.pid != 0 || o.duration != "" {
+		status, err = attachProcess(o, cmd.Names, cmd.Args, diag, warn)
+	} else {
+		status, err = profileProgram(o, cmd.Names[0], cmd.Args, diag, warn)
+	}
 	if err != nil {
 		prf.Write(diag, tool.Name, err)
 		return prf.ExitStatus(err)
@@ -70,6 +76,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 // status of PROFILE. With --explain, its narration goes to diag, with the
 // diagnostics.
 func profileProgram(o *options, program string, args []string, diag io.Writer, warn func(*prf.Diagnostic)) (int, error) {
+	return record(o, program, diag, warn, func(cfg *profile.Config) error {
+		path, err := cli.LookPath(program)
+		if err != nil {
+			return prf.CannotOpen(program, err)
+		}
+		dir, err := os.Getwd()
+		if err != nil {
+			return prf.NoWorkingDir(err)
+		}
+		cfg.Path = path
+		cfg.Args = append([]string{program}, args...)
+		cfg.CommandLine = commandLine(program, args)
+		cfg.Env = os.Environ()
+		cfg.Dir = dir
+		cfg.Stdin, cfg.Stdout, cfg.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return nil
+	})
+}
+
+// record makes one run of the plan of program, the process or program
+// that target puts in the run's configuration, and writes its .pbo.
+func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnostic), target func(*profile.Config) error) (int, error) {
 	pbi := cli.InputName(o.input, ".pbi")
 	if o.input == "" {
 		pbi = cli.FindFile(cli.DataName(program, ".pbi"))
@@ -86,55 +114,39 @@ func profileProgram(o *options, program string, args []string, diag io.Writer, w
 		}
 		return 0, prf.DataFile(err)
 	}
-	path, err := cli.LookPath(program)
-	if err != nil {
-		return 0, prf.CannotOpen(program, err)
+	cfg := profile.Config{
+		Plan:          plan,
+		PlanPath:      pbi,
+		Warn:          warn,
+		Breakpoints:   o.breakpoints,
+		EveryLineSite: o.everyLineSite,
+		Verbose:       o.verbose,
+		Explain:       explainTo(o, diag),
+		ExplainLimit:  explainLimit(o.explainLimit),
+		TraceLimit:    traceLimit(o.traceLimit),
+	}
+	if err := target(&cfg); err != nil {
+		return 0, err
 	}
 	// A run that cannot be written is lost: find out before the program
 	// runs, not after.
 	if err := checkWritable(pbo); err != nil {
 		return 0, prf.CannotWrite(pbo, err)
 	}
-	interval, err := sampleInterval(o.sampleInterval, plan.Method, warn)
-	if err != nil {
+	if cfg.SampleInterval, err = sampleInterval(o.sampleInterval, plan.Method, warn); err != nil {
 		return 0, err
 	}
 	// The trace goes beside the .pbo: prog.pbx for prog.pbo, where PLIST
 	// /TRACE looks for it.
-	trace := ""
 	if o.trace {
-		trace = strings.TrimSuffix(pbo, filepath.Ext(pbo)) + ".pbx"
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return 0, prf.NoWorkingDir(err)
+		cfg.Trace = strings.TrimSuffix(pbo, filepath.Ext(pbo)) + ".pbx"
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	cfg.Signals = sigs
 
-	res, err := profile.Run(profile.Config{
-		Plan:           plan,
-		PlanPath:       pbi,
-		Path:           path,
-		Args:           append([]string{program}, args...),
-		CommandLine:    commandLine(program, args),
-		Env:            os.Environ(),
-		Dir:            dir,
-		Stdin:          os.Stdin,
-		Stdout:         os.Stdout,
-		Stderr:         os.Stderr,
-		Signals:        sigs,
-		Warn:           warn,
-		Breakpoints:    o.breakpoints,
-		EveryLineSite:  o.everyLineSite,
-		Verbose:        o.verbose,
-		Explain:        explainTo(o, diag),
-		ExplainLimit:   explainLimit(o.explainLimit),
-		SampleInterval: interval,
-		Trace:          trace,
-		TraceLimit:     traceLimit(o.traceLimit),
-	})
+	res, err := profile.Run(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -143,6 +155,11 @@ func profileProgram(o *options, program string, args []string, diag io.Writer, w
 	}
 	if o.explain {
 		profile.ExplainSaved(diag, pbo, res.Counts)
+	}
+	if cfg.Attach != 0 {
+		// The run record says what the counts cover; the process is
+		// not PROFILE's to report on.
+		return 0, nil
 	}
 	status := 0
 	if o.exitCode {

@@ -17,9 +17,14 @@ type options struct {
 	explainLimit   int    // --explain-limit, or -1 when not given
 	trace          bool   // /TRACE: write an execution trace (.pbx)
 	traceLimit     int    // --trace-limit in MiB, or -1 when not given
+	pid            int    // --pid: the running process to attach to, or 0
+	duration       string // --duration: how long to profile it, in seconds
 }
 
-const secRunning = "Options:"
+const (
+	secRunning = "Options:"
+	secAttach  = "Attaching to a running process:"
+)
 
 // tool is PROFILE's command line: its option table in the original's order
 // (original.md §2.3, §4.3), plus /S of function sampling and --help.
@@ -64,6 +69,12 @@ var tool = cli.Tool[options]{
 			Set:     func(o *options, _ cli.Value) { o.exitCode = true },
 			Usage:   "Return exit code of <program>",
 			Section: secRunning, Help: "exit with the program's exit status"},
+		{Long: "pid", Arg: cli.Number,
+			Set:     func(o *options, v cli.Value) { o.pid = v.Number },
+			Section: secAttach, Meta: "PID", Help: "profile running process PID, then let it go"},
+		{Long: "duration", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.duration = v.Text },
+			Section: secAttach, Meta: "SECONDS", Help: "profile it for SECONDS (default: until Ctrl-C)"},
 		{Long: "breakpoints",
 			Set:     func(o *options, _ cli.Value) { o.breakpoints = true },
 			Section: secRunning, Help: "count with breakpoints, a stop per call"},
@@ -88,8 +99,12 @@ var tool = cli.Tool[options]{
 	UsageFoot: "\n<program> is the name of the executable to profile\n" +
 		"[arguments...] are command-line arguments for <program>\n\n",
 	HelpHead: "Usage: profile [OPTION]... PROGRAM [ARGUMENT]...\n" +
-		"Run PROGRAM under the profiler and record the run in a .pbo.\n",
-	HelpSections: []string{secRunning, cli.SectionOther},
+		"  or:  profile [OPTION]... --pid=PID [--duration=SECONDS] [PROGRAM]\n" +
+		"Run PROGRAM under the profiler and record the run in a .pbo; or profile\n" +
+		"the running process PID for a while, and let it go as it was.\n",
+	HelpSections: []string{secRunning, secAttach, cli.SectionOther},
 	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n" +
-		"With /X profile exits with the program's status (128+N after signal N).\n",
+		"With /X profile exits with the program's status (128+N after signal N).\n" +
+		"With --pid, PROGRAM (default: the process's executable) names the .pbi;\n" +
+		"the run's counts cover the window, and the run record says so.\n",
 }

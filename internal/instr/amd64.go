@@ -99,6 +99,10 @@ func (amd64) breaksFlow(code []byte, in scanned) bool {
 // SP returns rsp.
 func (amd64) SP(r Regs) uint64 { return r.Reg(amd64RSP) }
 
+func (amd64) SetSP(r Regs, sp uint64) { r.SetReg(amd64RSP, sp) }
+
+func (amd64) RedZone() uint64 { return 128 }
+
 // Goroutine returns r14 (Go internal ABI, "amd64 architecture").
 func (amd64) Goroutine(r Regs) uint64 { return r.Reg(amd64R14) }
 

@@ -90,6 +90,10 @@ func decodeARM64Inst(code []byte, pc uint64) (Inst, error) {
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }
 
+func (arm64) SetSP(r Regs, sp uint64) { r.SetReg(a64SP, sp) }
+
+func (arm64) RedZone() uint64 { return 0 }
+
 // Goroutine returns x28 (Go internal ABI, "arm64 architecture").
 func (arm64) Goroutine(r Regs) uint64 { return r.Reg(a64G) }
 

@@ -243,6 +243,12 @@ type ABI interface {
 	ReturnAddress(r Regs, m Memory) (uint64, error)
 	// SP returns the stack pointer.
 	SP(r Regs) uint64
+	// SetSP sets the stack pointer.
+	SetSP(r Regs, sp uint64)
+	// RedZone is how far below the stack pointer a function may keep
+	// data without moving it (128 bytes on amd64, none on arm64): code
+	// that PROFILE runs on a thread stopped anywhere uses the stack below.
+	RedZone() uint64
 	// Goroutine returns the register where Go's internal ABI keeps the
 	// running goroutine's g (r14 on amd64, x28 on arm64): meaningful only
 	// in a Go function whose entry reads it (see [GoEntryUsesG]).

@@ -499,6 +499,15 @@ func TraceFailed(program string, err error) *Diagnostic {
 	return d
 }
 
+// CannotAttach is PRF1651: PROFILE cannot attach to the running process
+// pid (profile --pid): it is gone, not the user's, or a ptrace policy
+// denies it. The process is left as it was.
+func CannotAttach(pid int, err error) *Diagnostic {
+	d := newDiag(1651, Fatal, err, "cannot attach to process %d", pid)
+	d.Hint = "the process must exist and be yours, and not be traced already (by gdb, strace or another PROFILE); kernel.yama.ptrace_scope 1, Debian's default, lets only a parent trace: run profile as root, or set it to 0 (docs/linux.md, \"Attaching to a running process\")"
+	return d
+}
+
 // ProcessDenied is PRF1645: Linux denied PROFILE the files of the
 // program's process (/proc/PID/maps, /proc/PID/mem) or a ptrace request.
 func ProcessDenied(program string, err error) *Diagnostic {

@@ -109,7 +109,7 @@ func (t *tracer) calibrateRing() (float64, error) {
 		}
 		t.rings.sink = sink
 		defer t.rings.reset(b)
-		regs := saved
+		regs := t.borrowed(saved)
 		regs.SetPC(addr)
 		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
 			return 0, err

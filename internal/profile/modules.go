@@ -261,6 +261,9 @@ func (t *tracer) forget(l *loaded) error {
 	}
 	t.scan.forget(l.lo, l.hi)
 	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
+	if t.attach != nil && t.attach.undo != nil {
+		t.attach.undo.forget(l.lo, l.hi)
+	}
 	for _, a := range t.areas[l.first.Start] {
 		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {
 			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)

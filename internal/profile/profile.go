@@ -85,6 +85,16 @@ type Config struct {
 	// TraceLimit bounds its size in bytes (0: no limit).
 	Trace      string
 	TraceLimit int64
+	// Attach, when not 0, is the process to profile instead of starting
+	// Path: PROFILE attaches to it, profiles it for Duration (0: until a
+	// signal to PROFILE, or its end), and detaches, leaving it running as
+	// it was (attach.go). Path is then its executable, and Args, Env,
+	// Dir and the streams are not used.
+	Attach   int
+	Duration time.Duration
+	// Attached, when not nil, is called once the process runs planted,
+	// with the number of its threads: the window has begun.
+	Attached func(threads int)
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }
@@ -195,7 +205,12 @@ func run(cfg Config) (*Result, error) {
 			done <- outcome{nil, err}
 			return
 		}
-		res, err := t.run()
+		var res *Result
+		if cfg.Attach != 0 {
+			res, err = t.attachRun()
+		} else {
+			res, err = t.run()
+		}
 		done <- outcome{res, err}
 	}()
 	o := <-done

@@ -391,8 +391,9 @@ func (t *tracer) calibrate() (int64, error) {
 	}
 	defer restore()
 	samples := make([]int64, 0, calibrationRounds)
+	regs := t.borrowed(saved)
 	for range calibrationRounds {
-		if err := ptrace.SetRegs(t.pid, &saved); err != nil {
+		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
 			return 0, err
 		}
 		let := t.clock()

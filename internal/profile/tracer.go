@@ -225,6 +225,9 @@ type tracer struct {
 	// explain narrates the run (profile --explain, explain.go); nil when
 	// it is not narrated.
 	explain *explainer
+	// attach is the state of a run of a process PROFILE attached to
+	// (attach.go); nil when PROFILE started the program.
+	attach *attachment
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -397,7 +400,11 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 // counts builds the run's datafile.Counts.
 func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	run := datafile.Run{ID: t.runID, Time: start.Unix(), CommandLine: t.cfg.CommandLine}
-	if !res.Exited {
+	if a := t.attach; a != nil {
+		// Counts cover the window only: as good as incomplete.
+		run.Incomplete = true
+		run.Reason = a.reason(t.pid, res)
+	} else if !res.Exited {
 		// Incomplete means counts may be missing: only a program that did
 		// not finish. One that caught the signal PROFILE passed on and
 		// exited has every count.
@@ -441,6 +448,10 @@ func (t *tracer) loop(res *Result) error {
 		tid, ws, err := t.wait(spin)
 		last = time.Now()
 		t.waited = t.clock()
+		if err == ptrace.ErrQuit {
+			t.attach.windowEnded = true
+			return nil
+		}
 		if err != nil {
 			if errors.Is(err, syscall.ECHILD) {
 				return errors.New("lost the program: no traced thread left")
@@ -549,6 +560,9 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if t.attach != nil {
+		return t.waitWindow()
+	}
 	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
 		// The ptrace sampler's rounds, and the rings' reading if any.
 		idle := s.interruptAll

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -160,7 +162,7 @@ func WaitYielding(limit time.Duration) (tid int, ws WaitStatus, err error) {
 // between two polls it calls idle, which reports whether it found any;
 // it sleeps in wait4 only after limit without a stop or work.
 func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
-	return waitIdle(limit, 0, idle)
+	return waitIdle(limit, 0, idle, nil)
 }
 
 // WaitTicking is WaitIdle for a tracer whose work cannot wait for the
@@ -169,8 +171,18 @@ func WaitIdle(limit time.Duration, idle func() bool) (tid int, ws WaitStatus, er
 // SIGCHLD of the next stop, and calls idle every every meanwhile. A stop
 // is seen as soon as its SIGCHLD arrives.
 func WaitTicking(limit, every time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
-	return waitIdle(limit, every, idle)
+	return waitIdle(limit, every, idle, nil)
 }
+
+// WaitUntil is WaitTicking for a tracer that may be told to stop waiting
+// (the end of an attached run's window): it returns ErrQuit as soon as
+// quit is closed and no stop is waiting.
+func WaitUntil(limit, every time.Duration, idle func() bool, quit <-chan struct{}) (tid int, ws WaitStatus, err error) {
+	return waitIdle(limit, every, idle, quit)
+}
+
+// ErrQuit is WaitUntil's error when it was told to stop waiting.
+var ErrQuit = errors.New("the wait was ended")
 
 // stopSignals receives the tracer's SIGCHLD (WaitTicking): the kernel
 // sends one at each stop of a tracee.
@@ -179,7 +191,7 @@ var (
 	stopSignals     chan os.Signal
 )
 
-func waitIdle(limit, every time.Duration, idle func() bool) (tid int, ws WaitStatus, err error) {
+func waitIdle(limit, every time.Duration, idle func() bool, quit <-chan struct{}) (tid int, ws WaitStatus, err error) {
 	var st unix.WaitStatus
 	if every > 0 {
 		stopSignalsOnce.Do(func() {
@@ -198,6 +210,13 @@ func waitIdle(limit, every time.Duration, idle func() bool) (tid int, ws WaitSta
 		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
 		if tid != 0 || (err != nil && err != unix.EINTR) {
 			return tid, WaitStatus(st), err
+		}
+		if quit != nil {
+			select {
+			case <-quit:
+				return 0, 0, ErrQuit
+			default:
+			}
 		}
 		if idle() {
 			deadline = time.Now().Add(limit)
@@ -220,6 +239,7 @@ func waitIdle(limit, every time.Duration, idle func() bool) (tid int, ws WaitSta
 			select {
 			case <-stopSignals:
 			case <-tick.C:
+			case <-quit:
 			}
 		}
 	}
@@ -405,3 +425,147 @@ func Supported() error { return nil }
 
 // IsNoProcess reports whether err means the thread is gone (ESRCH).
 func IsNoProcess(err error) bool { return errors.Is(err, unix.ESRCH) }
+
+// Attach seizes every thread of the running process pid and stops each,
+// for a tracer that profiles a process it did not start (profile --pid).
+// The process is seized without PTRACE_O_EXITKILL: it must outlive the
+// tracer. Threads that start while Attach works are seized through their
+// parent's clone event, or found when the process's task list is read
+// again; a signal that comes to a thread before its stop is delivered
+// there and then (no patch is in yet), so none is lost. On return every
+// thread Attach names is in an interrupt stop (an EventStop), its
+// registers readable; the first is pid. group names those that were in a
+// group-stop (the process stopped by SIGSTOP), to be left so. On error
+// the threads seized so far are detached.
+func Attach(pid int) (tids []int, group map[int]bool, err error) {
+	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit
+	seized := map[int]bool{}
+	stopped := map[int]bool{}
+	group = map[int]bool{}
+	order := []int{}
+	release := func() {
+		for tid := range seized {
+			unix.PtraceInterrupt(tid)
+			Detach(tid, 0)
+		}
+	}
+	seize := func(tid int) error {
+		if seized[tid] {
+			return nil
+		}
+		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(opts), 0, 0); e != 0 {
+			if e == unix.ESRCH && tid != pid {
+				return nil // a thread that ended meanwhile
+			}
+			return fmt.Errorf("seize thread %d: %w", tid, e)
+		}
+		seized[tid] = true
+		order = append(order, tid)
+		if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("interrupt thread %d: %w", tid, err)
+		}
+		return nil
+	}
+	for {
+		tids, err := Tasks(pid)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		fresh := 0
+		for _, tid := range tids {
+			if !seized[tid] {
+				fresh++
+				if err := seize(tid); err != nil {
+					release()
+					return nil, nil, err
+				}
+			}
+		}
+		for len(stopped) < len(seized) {
+			var st unix.WaitStatus
+			tid, err := unix.Wait4(-1, &st, unix.WALL, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				release()
+				return nil, nil, fmt.Errorf("wait for the threads of process %d: %w", pid, err)
+			}
+			ws := WaitStatus(st)
+			switch {
+			case ws.Exited() || ws.Signaled():
+				if tid == pid {
+					release()
+					return nil, nil, fmt.Errorf("process %d ended as PROFILE attached: %w", pid, unix.ESRCH)
+				}
+				delete(seized, tid)
+				delete(stopped, tid)
+			case !seized[tid]:
+				// A thread seized with its parent at a clone whose event
+				// may come later (its first stop is an EventStop), or
+				// the child of a fork, let go unharmed: nothing is
+				// planted yet.
+				if tgid(tid) != pid {
+					Detach(tid, 0)
+					continue
+				}
+				seized[tid] = true
+				order = append(order, tid)
+				stopped[tid] = true
+			case ws.StopSignal() == unix.SIGTRAP && ws.Event() == EventStop:
+				stopped[tid] = true
+			case ws.GroupStop():
+				// Stopped by SIGSTOP or SIGTSTP: it stays so, and is
+				// stopped for the tracer too.
+				stopped[tid] = true
+				group[tid] = true
+			case ws.StopSignal() == unix.SIGTRAP && ws.Event() != 0:
+				// A clone, fork, exec or exit of a thread on its way to
+				// the interrupt: let it go on to it.
+				unix.PtraceCont(tid, 0)
+				unix.PtraceInterrupt(tid)
+			default:
+				// A signal on its way to the thread: delivered now.
+				unix.PtraceCont(tid, int(ws.StopSignal()))
+				unix.PtraceInterrupt(tid)
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return order, group, nil
+}
+
+// tgid returns the process of thread tid (the Tgid of
+// /proc/tid/status), 0 when it cannot be read.
+func tgid(tid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// Tasks lists the threads of process pid (/proc/pid/task).
+func Tasks(pid int) ([]int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	var tids []int
+	for _, e := range ents {
+		var tid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &tid); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}

@@ -189,3 +189,17 @@ func SetThreadPointer(tid int, v uint64) error { return errors.ErrUnsupported }
 
 // ThreadPointer is not supported on this platform.
 func ThreadPointer(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// Attach needs Linux.
+func Attach(pid int) ([]int, map[int]bool, error) { return nil, nil, errors.ErrUnsupported }
+
+// Tasks needs Linux.
+func Tasks(pid int) ([]int, error) { return nil, errors.ErrUnsupported }
+
+// WaitUntil needs Linux.
+func WaitUntil(limit, every time.Duration, idle func() bool, quit <-chan struct{}) (int, WaitStatus, error) {
+	return 0, 0, errors.ErrUnsupported
+}
+
+// ErrQuit is WaitUntil's error when it was told to stop waiting.
+var ErrQuit = errors.New("the wait was ended")

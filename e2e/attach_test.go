@@ -1,0 +1,403 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// attachFixture is a server that does known work on command
+// (testdata/progs/c/attach.c): main calls work() N times while its worker
+// thread calls square() of libsq.so N times.
+var attachFixture = testutil.Linked{
+	Prog: []string{"progs/c/attach.c"},
+	Lib:  []string{"progs/c/libsq.c"},
+	Name: "libsq.so",
+	Link: true,
+}
+
+// TestAttach profiles a running server with profile --pid, every function
+// and line type, in-process and with breakpoints, and checks both sides of
+// the window:
+//
+//   - the counts are exactly the work done inside it (N calls of work in
+//     main, N of square in the worker thread and its library, the three
+//     SIGUSR1s handled), none of the work done before;
+//   - afterwards the server runs as if nothing had happened: no tracer,
+//     no thread stopped, every byte of its code (program, library, libc,
+//     the dynamic linker) as it was, every signal handled, and its next
+//     command answered.
+func TestAttach(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	n := testutil.Scale(1000)
+	for _, c := range []struct {
+		name string
+		prep []string
+		opts []string
+	}{
+		{"FC", []string{"/FC"}, nil},
+		{"FC-breakpoints", []string{"/FC"}, []string{"--breakpoints"}},
+		{"FT", []string{"/FT"}, nil},
+		{"LC", []string{"/LC"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name, _ := install(t, prog, dir), install(t, lib, dir)
+			must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
+			s := startServer(t, dir, name)
+			s.ask(t, "w 100", "did 100") // before the window: not counted
+			before := codeBytes(t, s.pid())
+
+			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
+			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+			for k := 1; k <= 3; k++ {
+				syscall.Kill(s.pid(), syscall.SIGUSR1)
+				s.await(t, "s", fmt.Sprintf("signals %d", k))
+			}
+			p.end(t, syscall.SIGINT)
+
+			checkLetGo(t, s.pid(), before)
+			s.ask(t, "w 100", "did 100")
+			s.ask(t, "s", "signals 3")
+
+			must(t, dir, "prep", "/nologo", "/M", name)
+			out := must(t, dir, "plist", "/nologo", "/T", name).stdout
+			tb := parseTab(t, out)
+			if len(tb.runs) != 1 {
+				t.Fatalf("runs %v", tb.runs)
+			}
+			listing := must(t, dir, "plist", "/nologo", name).stdout
+			if !strings.Contains(listing, fmt.Sprintf("attached to process %d until PROFILE received SIGINT after", s.pid())) {
+				t.Errorf("the run record does not say it covers a window:\n%s", listing)
+			}
+			if c.prep[0] == "/LC" {
+				lines := lineHits(out)
+				for _, want := range []struct {
+					file string
+					line int
+					hits uint64
+				}{{"attach.c", 28, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 21, 3}} {
+					if got := lines[fmt.Sprintf("%s:%d", want.file, want.line)]; got != want.hits {
+						t.Errorf("%s line %d: %d hits, want %d\n%s", want.file, want.line, got, want.hits, out)
+					}
+				}
+				return
+			}
+			for fn, want := range map[string]uint64{"work": uint64(n), "square": uint64(n), "on_usr1": 3, "worker": 0, "main": 0} {
+				if got := tb.hits[fn]; got != want {
+					t.Errorf("%s: %d hits, want %d\n%s", fn, got, want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestAttachDuration ends the window with --duration, on a server that
+// waits, and refuses what cannot be attached to.
+func TestAttachDuration(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	dir := t.TempDir()
+	name, _ := install(t, prog, dir), install(t, lib, dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	s := startServer(t, dir, name)
+	before := codeBytes(t, s.pid())
+	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.2")
+	if !strings.Contains(r.stderr, fmt.Sprintf("profile: profiling process %d (attach, 2 threads) for 0.2 s", s.pid())) {
+		t.Errorf("profile --pid --duration=0.2 said:\n%s", r.stderr)
+	}
+	checkLetGo(t, s.pid(), before)
+	s.ask(t, "w 10", "did 10")
+	must(t, dir, "prep", "/nologo", "/M", name)
+	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "for 0.2 s: the counts cover that window") {
+		t.Errorf("listing:\n%s", out)
+	}
+
+	for _, c := range []struct{ args, want string }{
+		{"--pid=999999999", "PRF1651: cannot attach to process 999999999"},
+		{"--pid=1 attach", "PRF1651: cannot attach to process 1"},
+		{fmt.Sprintf("--pid=%d --duration=soon", s.pid()), "PRF1102: --duration=soon: invalid option"},
+		{fmt.Sprintf("--pid=%d attach now", s.pid()), "PRF1102: now: a running process takes no arguments: invalid option"},
+	} {
+		r := tool(t, dir, "profile", append([]string{"/nologo"}, strings.Fields(c.args)...)...)
+		if r.status == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("profile %s: status %d, stderr\n%s\nwant %q", c.args, r.status, r.stderr, c.want)
+		}
+	}
+	s.ask(t, "s", "signals 0")
+}
+
+// server is a running attach fixture, talked to through its standard
+// streams.
+type server struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+}
+
+// startServer starts the fixture name in dir and waits for its "ready";
+// it is told to quit, and reaped, when the test ends.
+func startServer(t *testing.T, dir, name string) *server {
+	t.Helper()
+	cmd := exec.Command("./" + name)
+	cmd.Dir = dir
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, in: in, lines: make(chan string, 16)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	t.Cleanup(func() {
+		io.WriteString(in, "q\n")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil && !t.Failed() {
+				t.Errorf("the server ended with %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("the server did not quit")
+		}
+	})
+	s.expect(t, "ready")
+	return s
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// expect reads the server's next line, which must be want.
+func (s *server) expect(t *testing.T, want string) {
+	t.Helper()
+	select {
+	case got, ok := <-s.lines:
+		if !ok || got != want {
+			t.Fatalf("server said %q (open %v), want %q", got, ok, want)
+		}
+	case <-time.After(toolLimit):
+		t.Fatalf("server: no %q after %v", want, toolLimit)
+	}
+}
+
+// ask sends a command and expects its answer.
+func (s *server) ask(t *testing.T, cmd, want string) {
+	t.Helper()
+	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	s.expect(t, want)
+}
+
+// await sends a command until its answer is want (a signal is handled
+// by whichever thread the kernel chooses, a moment after it is sent).
+func (s *server) await(t *testing.T, cmd, want string) {
+	t.Helper()
+	deadline := time.Now().Add(toolLimit)
+	for {
+		if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		select {
+		case got = <-s.lines:
+		case <-time.After(toolLimit):
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server said %q, want %q", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// profiler is profile --pid running in the background.
+type profiler struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startProfile starts profile with args in dir and waits until it says
+// the window has begun.
+func startProfile(t *testing.T, dir string, args []string) *profiler {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "profile"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PROFILE=")
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &profiler{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	began := make(chan bool, 1)
+	copied := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			p.stderr.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "profile: profiling process ") {
+				began <- true
+			}
+		}
+		close(copied)
+		began <- false
+	}()
+	go func() {
+		<-copied
+		p.done <- cmd.Wait()
+	}()
+	select {
+	case ok := <-began:
+		if !ok {
+			err := <-p.done
+			t.Fatalf("profile %s: %v\n%s", strings.Join(args, " "), err, p.stderr)
+		}
+	case <-time.After(toolLimit):
+		cmd.Process.Kill()
+		t.Fatalf("profile %s did not begin:\n%s", strings.Join(args, " "), p.stderr)
+	}
+	return p
+}
+
+// end sends profile sig and waits for it to exit 0.
+func (p *profiler) end(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("profile: %v\n%s", err, p.stderr)
+		}
+	case <-time.After(toolLimit):
+		p.cmd.Process.Kill()
+		t.Fatalf("profile did not end after %v:\n%s", sig, p.stderr)
+	}
+}
+
+// codeBytes reads every executable mapping of a file in process pid:
+// its name, its addresses and its bytes.
+func codeBytes(t *testing.T, pid int) map[string][]byte {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	code := map[string][]byte{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, hi-lo)
+		if _, err := mem.ReadAt(b, int64(lo)); err != nil {
+			t.Fatalf("read %s: %v", line, err)
+		}
+		code[f[5]+"@"+f[0]] = b
+	}
+	return code
+}
+
+// checkLetGo checks that process pid runs untraced, no thread stopped,
+// its code as it was before.
+func checkLetGo(t *testing.T, pid int, before map[string][]byte) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "\nTracerPid:\t0\n") {
+		t.Errorf("still traced:\n%s", status)
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	for _, task := range tasks {
+		stat, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 't' || stat[i+2] == 'T') {
+			t.Errorf("a thread is left stopped: %s", stat)
+		}
+	}
+	after := codeBytes(t, pid)
+	if len(after) != len(before) {
+		t.Errorf("code mappings: %d after, %d before", len(after), len(before))
+	}
+	for name, b := range before {
+		a, ok := after[name]
+		if !ok {
+			t.Errorf("%s: gone", name)
+			continue
+		}
+		if i := firstDiff(a, b); i >= 0 {
+			t.Errorf("%s: byte %#x is %#x, was %#x", name, i, a[i], b[i])
+		}
+	}
+}
+
+// firstDiff is the first offset where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+// lineHits reads a line profile's records 7 from plist /T: hits by
+// "file:line".
+func lineHits(tab string) map[string]uint64 {
+	hits := map[string]uint64{}
+	for _, line := range strings.Split(tab, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) == 5 && f[0] == "7" {
+			n, _ := strconv.ParseUint(f[4], 10, 64)
+			hits[filepath.Base(f[2])+":"+f[3]] += n
+		}
+	}
+	return hits
+}

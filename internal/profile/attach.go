@@ -1,0 +1,586 @@
+// Attaching: profiling a process that is already running (profile
+// --pid), for a window, then letting it go as it was.
+
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
+)
+
+// An attached run differs from a run of a program PROFILE starts in four
+// ways (docs/architecture.md, "Attaching to a running process"):
+//
+//   - Every thread is seized and stopped where it is (ptrace.Attach), and
+//     planted as a program is at its exec stop; the libraries already
+//     loaded are planted at once. Frames open at that moment are closed
+//     by their returns, as the books close any frame whose entry they did
+//     not see.
+//   - What PROFILE runs on a thread of the program (the calibrations, its
+//     system calls) starts below the thread's red zone, and never restarts
+//     a system call the thread was in: the thread's registers, and the
+//     system call it was in, come back as they were.
+//   - Every byte PROFILE writes over the program's code is logged with the
+//     bytes it replaced (undoMemory), and written back before PROFILE
+//     detaches, with every thread stopped. The trampolines and the
+//     counters stay mapped: a thread may be inside a callee of a
+//     relocated call, and return there. They need no tracer, and are
+//     never entered again.
+//   - The window ends after Config.Duration, at a signal to PROFILE
+//     (Ctrl-C), or when the program ends. A signal PROFILE receives is
+//     not passed on.
+
+// attachment is the state of an attached run.
+type attachment struct {
+	// quit is closed when the window ends.
+	quit chan struct{}
+	// undo is the program's memory as PROFILE writes it, logging what it
+	// replaces.
+	undo *undoMemory
+	// bases are the thread bases (amd64's GS base) and thread pointers
+	// (arm64's TPIDR_EL0, for Go) of the threads as PROFILE found them,
+	// put back before it detaches; base is the main thread's, which
+	// threads started during the window inherited.
+	bases, pointers map[int]uint64
+	base, pointer   uint64
+	// group lists the threads that were in a group-stop (the program
+	// stopped by SIGSTOP) when PROFILE attached: they stay stopped.
+	group map[int]bool
+	// began is when PROFILE attached; detached is set when it has let the
+	// process go, still running.
+	began    time.Time
+	detached bool
+	// running is set once the threads were let go; windowEnded when the
+	// window ended with the process running (loop).
+	running, windowEnded bool
+	// why is what ended the window, for the run record.
+	why string
+}
+
+// attachRun profiles process cfg.Attach for its window and lets it go.
+// Whatever fails after it attached, the patches are taken out and the
+// process is let go, never killed.
+func (t *tracer) attachRun() (*Result, error) {
+	start := t.cfg.Now()
+	t.explain.plan()
+	pid := t.cfg.Attach
+	tids, group, err := ptrace.Attach(pid)
+	if err != nil {
+		return nil, prf.CannotAttach(pid, err)
+	}
+	a := &attachment{
+		quit:     make(chan struct{}),
+		bases:    map[int]uint64{},
+		pointers: map[int]uint64{},
+		group:    group,
+		began:    time.Now(),
+	}
+	t.attach = a
+	t.pid = pid
+	for _, tid := range tids {
+		t.threads[tid] = &thread{tid: tid, tgid: pid}
+	}
+	defer t.closeTrace(false)
+	err = t.openTrace(start)
+	var res *Result
+	if err == nil {
+		res, err = t.attachedRun(start)
+	}
+	if err != nil {
+		if a.running {
+			t.haltAll()
+		}
+		t.letGo()
+		return nil, err
+	}
+	t.closeTrace(true)
+	return res, nil
+}
+
+// attachedRun is traceRun for a process PROFILE attached to: it plants the
+// plan in the stopped process, lets it run for the window, and detaches.
+func (t *tracer) attachedRun(start time.Time) (*Result, error) {
+	a, pid := t.attach, t.pid
+	mem, err := ptrace.OpenMem(pid)
+	if err != nil {
+		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
+	}
+	defer mem.Close()
+	a.undo = &undoMemory{Memory: mem, own: t.ownArea}
+	t.mem = a.undo
+	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
+		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
+	}
+	defer t.maps.Close()
+	t.saveBases()
+	t.explain.startedAt()
+	defer func() { t.counters.close() }()
+	t.startCounter()
+	if err := t.plantAll(); err != nil {
+		return nil, err
+	}
+	// The libraries are loaded already: planted now, and followed from
+	// here as in any run.
+	if err := t.syncLibraries(); err != nil {
+		return nil, err
+	}
+	if err := t.calibrateAll(); err != nil {
+		return nil, err
+	}
+	t.explain.calibrated()
+	t.refineCounter()
+	for _, tid := range t.threadIDs() {
+		if tid == pid {
+			continue
+		}
+		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
+			return nil, fmt.Errorf("give thread %d its counters: %w", tid, err)
+		}
+	}
+	res := &Result{}
+	if t.sampling != nil {
+		t.sampling.start(pid)
+		defer t.sampling.finish()
+		for tid := range t.threads {
+			if tid != pid {
+				t.sampling.threadStarted(tid)
+			}
+		}
+	}
+	stop := t.endWindow()
+	defer stop()
+	for _, tid := range t.threadIDs() {
+		t.openThreadBooks(t.threads[tid])
+		if a.group[tid] {
+			t.noteRelease()
+			if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
+				return nil, fmt.Errorf("leave thread %d stopped: %w", tid, err)
+			}
+			continue
+		}
+		if err := t.resume(tid, 0); err != nil {
+			return nil, err
+		}
+	}
+	a.running = true
+	t.explain.running()
+	if t.cfg.Attached != nil {
+		t.cfg.Attached(len(t.threads))
+	}
+	if err := t.loop(res); err != nil {
+		return nil, err
+	}
+	if a.windowEnded {
+		if err := t.detachAll(res); err != nil {
+			return nil, err
+		}
+	}
+	if !a.detached {
+		t.releaseSurvivors()
+	}
+	t.signalCost(t.cfg.Now().Sub(start))
+	if t.counters != nil {
+		t.counters.collect()
+	}
+	if t.sampling != nil {
+		t.sampling.finish()
+	}
+	for _, m := range t.mechanisms() {
+		m.collect(res)
+	}
+	res.RolledBack = t.rolledBack
+	res.Counts = t.counts(start, res)
+	t.explain.ended(res)
+	return res, nil
+}
+
+// calibrateAll is traceRun's calibration, on the main thread where
+// PROFILE stopped it.
+func (t *tracer) calibrateAll() error {
+	if !t.timed {
+		return nil
+	}
+	var err error
+	if t.calculated, err = t.calibrate(); err != nil {
+		return fmt.Errorf("calibrate the overhead: %w", err)
+	}
+	t.overhead = t.calculated
+	t.yielding = true
+	if t.rings != nil {
+		counts, err := t.calibrateRing()
+		if err != nil {
+			return fmt.Errorf("calibrate the cost of a record: %w", err)
+		}
+		t.refineCounter()
+		t.rings.cost = counts * t.ctr.scale
+		t.calculated = int64(t.rings.cost + 0.5)
+	}
+	if c := t.plan.Calibration; c >= 0 {
+		t.overhead, t.forced = c, true
+		if t.rings != nil {
+			t.rings.cost = float64(c)
+		}
+	}
+	return nil
+}
+
+// threadIDs returns the threads' IDs in order.
+func (t *tracer) threadIDs() []int {
+	ids := make([]int, 0, len(t.threads))
+	for tid := range t.threads {
+		ids = append(ids, tid)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// saveBases notes the thread bases and pointers of the threads as PROFILE
+// found them (attachment.bases).
+func (t *tracer) saveBases() {
+	a := t.attach
+	for tid := range t.threads {
+		var regs ptrace.Regs
+		if err := ptrace.GetRegs(tid, &regs); err == nil {
+			a.bases[tid] = regs.ThreadBase()
+		}
+		if p, err := ptrace.ThreadPointer(tid); err == nil {
+			a.pointers[tid] = p
+		}
+	}
+	a.base, a.pointer = a.bases[t.pid], a.pointers[t.pid]
+}
+
+// endWindow starts what ends the window: Config.Duration, a signal to
+// PROFILE, whichever comes first. It returns the function that stops
+// watching.
+func (t *tracer) endWindow() (stop func()) {
+	a := t.attach
+	done := make(chan struct{})
+	var timeout <-chan time.Time
+	if t.cfg.Duration > 0 {
+		timer := time.NewTimer(t.cfg.Duration)
+		defer func() { stop = func() { timer.Stop(); close(done) } }()
+		timeout = timer.C
+	} else {
+		defer func() { stop = func() { close(done) } }()
+	}
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-timeout:
+			a.why = fmt.Sprintf("for %s", seconds(t.cfg.Duration))
+		case s := <-t.cfg.Signals:
+			a.why = fmt.Sprintf("until PROFILE received %s after %s", signalName(s.(syscall.Signal)), seconds(time.Since(a.began)))
+		}
+		close(a.quit)
+	}()
+	return stop
+}
+
+// seconds writes d as a user reads a window: "5 s", "1.5 s".
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%.3g s", d.Seconds())
+}
+
+// detachAll ends the window: it stops every thread, reads what the rings
+// hold, takes every patch out, moves the threads out of PROFILE's code,
+// puts their thread bases back, and detaches them. A thread's stop that
+// comes on the way (a breakpoint, a signal, a new thread) is handled as
+// in the run, and the thread is stopped again: no signal is lost.
+func (t *tracer) detachAll(res *Result) error {
+	ready, asked := map[int]bool{}, map[int]bool{}
+	ask := func() {
+		for tid := range t.threads {
+			if !ready[tid] && !asked[tid] {
+				ptrace.Interrupt(tid)
+				asked[tid] = true
+			}
+		}
+	}
+	ask()
+	for len(ready) < len(t.threads) {
+		tid, ws, err := ptrace.Wait(0)
+		if err != nil {
+			if errors.Is(err, syscall.ECHILD) {
+				return nil
+			}
+			return fmt.Errorf("wait: %w", err)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			if tid == t.pid {
+				res.Exited, res.ExitCode = ws.Exited(), ws.ExitStatus()
+				if ws.Signaled() {
+					res.Signal = ws.Signal()
+				}
+				clear(t.threads)
+				return nil
+			}
+			t.threadGone(tid)
+			delete(ready, tid)
+			delete(asked, tid)
+		case ws.Stopped():
+			th := t.threads[tid]
+			if th != nil && asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) {
+				// (A thread stepping through a slot is ready too: it may
+				// be in a system call there, as long as the call lasts,
+				// and the slot's jump back needs no tracer.)
+				ready[tid] = true
+				continue
+			}
+			if th != nil && t.rings != nil {
+				t.rings.stopped(th)
+			}
+			if err := t.stopped(tid, ws); err != nil {
+				return err
+			}
+			if t.books != nil {
+				t.charge(tid)
+			}
+			delete(asked, tid)
+		}
+		ask()
+	}
+	return t.letGo()
+}
+
+// haltAll stops the threads of the process, after an error of PROFILE's
+// while it ran, so that letGo can take the patches out: each is
+// interrupted, and given a second to stop (one stopped already reports
+// nothing). A signal on its way is delivered when it is detached.
+func (t *tracer) haltAll() {
+	for tid := range t.threads {
+		ptrace.Interrupt(tid)
+	}
+	quit := make(chan struct{})
+	timer := time.AfterFunc(time.Second, func() { close(quit) })
+	defer timer.Stop()
+	for {
+		tid, ws, err := ptrace.WaitUntil(0, 10*time.Millisecond, func() bool { return false }, quit)
+		if err != nil {
+			return
+		}
+		th := t.threads[tid]
+		switch {
+		case th == nil:
+		case ws.Exited() || ws.Signaled():
+			delete(t.threads, tid)
+		case ws.Stopped() && !ws.GroupStop() && ws.StopSignal() != syscall.SIGTRAP:
+			th.pendingSig = ws.StopSignal()
+		}
+	}
+}
+
+// threadGone forgets thread tid, ended (loop).
+func (t *tracer) threadGone(tid int) {
+	if th := t.threads[tid]; th != nil {
+		t.closeThreadBooks(th)
+	}
+	delete(t.threads, tid)
+	t.threadEnded(tid)
+	if t.sampling != nil {
+		t.sampling.threadEnded(tid)
+	}
+	t.foreignDone(tid)
+}
+
+// letGo puts the process back as PROFILE found it, every thread stopped:
+// the rings are read, the code is written back, each thread leaves
+// PROFILE's code and gets its thread base back, and is detached (those
+// that were stopped by a signal stay stopped).
+func (t *tracer) letGo() error {
+	a := t.attach
+	if a.detached || a.undo == nil {
+		for tid := range t.threads {
+			ptrace.Detach(tid, 0)
+		}
+		a.detached = true
+		return nil
+	}
+	for _, tid := range t.threadIDs() {
+		if th := t.threads[tid]; th != nil && t.rings != nil {
+			t.rings.stopped(th)
+		}
+	}
+	// The rings' checks off first: a thread in a trampoline, or one that
+	// returns into one, must never stop for a full ring.
+	t.counters.unchecked(a.undo.Memory)
+	var errs []error
+	if err := a.undo.restore(); err != nil {
+		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
+	}
+	for _, tid := range t.threadIDs() {
+		t.putBase(tid)
+		sig := syscall.Signal(0)
+		if th := t.threads[tid]; th != nil {
+			sig = th.takePending()
+		}
+		if err := ptrace.Detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
+			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
+		}
+	}
+	for tid := range t.early {
+		ptrace.Detach(tid, 0)
+	}
+	a.detached = true
+	return errors.Join(errs...)
+}
+
+// putBase gives stopped thread tid its thread base (and, for Go on arm64,
+// its thread pointer) as PROFILE found it; a thread started during the
+// window gets the main thread's, which it inherited. A thread stopped in
+// PROFILE's code keeps PROFILE's, which that code reads: single-stepped
+// out, it might block there in a system call of a slot.
+func (t *tracer) putBase(tid int) {
+	a := t.attach
+	base, ok := a.bases[tid]
+	if !ok {
+		base = a.base
+	}
+	var regs ptrace.Regs
+	if ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
+		return
+	}
+	if regs.ThreadBase() != base {
+		regs.SetThreadBase(base)
+		ptrace.SetRegs(tid, &regs)
+	}
+	if t.counters != nil && t.counters.table && t.counters.rings && t.goThreadPointer() {
+		p, ok := a.pointers[tid]
+		if !ok {
+			p = a.pointer
+		}
+		ptrace.SetThreadPointer(tid, p)
+	}
+}
+
+// ownArea reports whether addr is in one of the areas PROFILE mapped in
+// the program (trampolines, slots, hops).
+func (t *tracer) ownArea(addr uint64) bool {
+	for _, list := range t.areas {
+		for _, a := range list {
+			if addr >= a[0] && addr < a[0]+a[1] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// borrowed returns the registers saved of a thread PROFILE borrows, made
+// ready for code of PROFILE's: no system call restarts when the thread
+// goes on (it may have been stopped in one), and, in a process PROFILE
+// attached to, the stack starts below the red zone of the function the
+// thread was stopped in. The saved registers, put back, restart it.
+func (t *tracer) borrowed(saved ptrace.Regs) ptrace.Regs {
+	regs := saved
+	regs.NoRestart()
+	if t.attach != nil {
+		t.arch.SetSP(&regs, (t.arch.SP(&regs)-t.arch.RedZone()-64)&^15)
+	}
+	return regs
+}
+
+// undoMemory is a process's memory that logs, for every write over the
+// program's code, the bytes it replaced, so that they can be written
+// back (restore). Writes into PROFILE's own areas (own) are not logged.
+type undoMemory struct {
+	instr.Memory
+	own func(addr uint64) bool
+	log []undoWrite
+}
+
+type undoWrite struct {
+	addr uint64
+	old  []byte
+}
+
+// WriteMem writes b at addr, logging what it replaces.
+func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
+	if u.own(addr) {
+		return u.Memory.WriteMem(addr, b)
+	}
+	old := make([]byte, len(b))
+	if err := u.Memory.ReadMem(addr, old); err != nil {
+		return err
+	}
+	if err := u.Memory.WriteMem(addr, b); err != nil {
+		return err
+	}
+	u.log = append(u.log, undoWrite{addr, old})
+	return nil
+}
+
+// forget drops the writes in [lo, hi), unmapped.
+func (u *undoMemory) forget(lo, hi uint64) {
+	u.log = slices.DeleteFunc(u.log, func(w undoWrite) bool { return w.addr >= lo && w.addr < hi })
+}
+
+// restore writes back what every write replaced, the last first, and
+// empties the log.
+func (u *undoMemory) restore() error {
+	var errs []error
+	for i := len(u.log) - 1; i >= 0; i-- {
+		w := u.log[i]
+		if err := u.Memory.WriteMem(w.addr, w.old); err != nil {
+			errs = append(errs, fmt.Errorf("at %#x: %w", w.addr, err))
+		}
+	}
+	u.log = nil
+	return errors.Join(errs...)
+}
+
+// waitWindow is wait in an attached run: the ways of waiting of the run's
+// mechanisms, their idle work done every few milliseconds, until the next
+// stop or the end of the window (ptrace.ErrQuit).
+func (t *tracer) waitWindow() (int, ptrace.WaitStatus, error) {
+	every := 20 * time.Millisecond
+	s := t.sampling
+	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
+	if ptraceSampler {
+		every = min(every, s.pollEvery())
+	}
+	explainIdle := t.explain.idle()
+	idle := func() bool {
+		work := false
+		if ptraceSampler {
+			work = s.interruptAll() || work
+		}
+		if t.rings != nil {
+			work = t.rings.drainIdle() || work
+		}
+		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
+			work = t.sweepIdle() || work
+		}
+		if explainIdle != nil {
+			work = explainIdle() || work
+		}
+		t.flushTrace()
+		return work
+	}
+	return ptrace.WaitUntil(yieldWindow, every, idle, t.attach.quit)
+}
+
+// reason is the run record's word on an attached run: the window its
+// counts cover.
+func (a *attachment) reason(pid int, res *Result) string {
+	d := seconds(time.Since(a.began))
+	switch {
+	case a.detached && a.why != "":
+		return fmt.Sprintf("attached to process %d %s: the counts cover that window", pid, a.why)
+	case a.detached:
+		return fmt.Sprintf("attached to process %d for %s: the counts cover that window", pid, d)
+	case res.Exited:
+		return fmt.Sprintf("attached to process %d for the last %s of its run, until it exited with status %d", pid, d, res.ExitCode)
+	}
+	return fmt.Sprintf("attached to process %d for the last %s of its run, until it was terminated by signal %s", pid, d, describeSignal(res.Signal))
+}

@@ -1,0 +1,82 @@
+/* attach.c - a server for the tests of profile --pid (e2e/attach_test.go),
+ * linked with libsq.so. It runs until told to stop, and does known work on
+ * command; commands come on stdin, one per line, answers on stdout:
+ *
+ *   w N   main calls work() N times while the worker thread calls
+ *         square() (libsq.so) N times; "did N" when both are done
+ *   s     "signals N": the SIGUSR1s handled so far
+ *   q     exit 0
+ *
+ * It prints "ready" once the worker waits. Between commands main waits in
+ * read(2) and the worker on a condition variable: profile --pid finds
+ * both in a system call. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int square(int x);
+
+static volatile sig_atomic_t signals;
+static void on_usr1(int sig) { (void)sig; signals++; }
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static long todo, gen, finished;
+static volatile long sink;
+
+__attribute__((noinline)) long work(long i) { return i * 2 + 1; }
+
+static void *worker(void *arg) {
+	long seen = 0;
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		while (gen == seen)
+			pthread_cond_wait(&cv, &mu);
+		seen = gen;
+		long n = todo;
+		pthread_mutex_unlock(&mu);
+		long s = 0;
+		for (long i = 0; i < n; i++)
+			s += square((int)i);
+		sink += s;
+		pthread_mutex_lock(&mu);
+		finished = seen;
+		pthread_cond_broadcast(&cv);
+		pthread_mutex_unlock(&mu);
+	}
+	return arg;
+}
+
+int main(void) {
+	struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = SA_RESTART};
+	sigaction(SIGUSR1, &sa, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	pthread_t th;
+	pthread_create(&th, NULL, worker, NULL);
+	printf("ready\n");
+	char line[64];
+	while (fgets(line, sizeof line, stdin)) {
+		if (line[0] == 'w') {
+			long n = atol(line + 2), s = 0;
+			pthread_mutex_lock(&mu);
+			todo = n;
+			gen++;
+			pthread_cond_broadcast(&cv);
+			pthread_mutex_unlock(&mu);
+			for (long i = 0; i < n; i++)
+				s += work(i);
+			sink += s;
+			pthread_mutex_lock(&mu);
+			while (finished != gen)
+				pthread_cond_wait(&cv, &mu);
+			pthread_mutex_unlock(&mu);
+			printf("did %ld\n", n);
+		} else if (line[0] == 's') {
+			printf("signals %d\n", (int)signals);
+		} else if (line[0] == 'q') {
+			return 0;
+		}
+	}
+	return 0;
+}
