@@ -132,7 +132,7 @@ func checkScreenshot(t *testing.T, path string) []byte {
 // its profile, the .pbt at path: it draws a frame, named in its tooltip,
 // of each function whose stacks take enough of it that one of its frames
 // is half a pixel wide or more (narrower ones are not drawn), and none of
-// another name. It returns the names drawn.
+// a function no stack has. It returns the names drawn.
 func checkFlame(t *testing.T, dom, path string) map[string]bool {
 	t.Helper()
 	start := strings.Index(dom, `<svg class="flame"`)
@@ -176,7 +176,10 @@ func checkFlame(t *testing.T, dom, path string) map[string]bool {
 		drawn[f[1]] = true
 	}
 	for name, ns := range through {
-		if float64(ns)/float64(total)*(windowWidth-10) >= 0.5*float64(len(frames[name]))+0.01 && !drawn[name] {
+		// (Chains deeper than the two callers a stack names, as the
+		// page may draw them, can split a function into more frames:
+		// eight are allowed for.)
+		if float64(ns)/float64(total)*(windowWidth-10) >= 0.5*float64(max(len(frames[name]), 8))+0.01 && !drawn[name] {
 			t.Errorf("the flame graph has no frame of %s (%d ns of %d)", name, ns, total)
 		}
 	}
@@ -272,10 +275,11 @@ func TestHTMLReport(t *testing.T) {
 
 // TestHTMLFlameGraph profiles the examples' primes with /FT /AT: main
 // calls coprime 1000 times, which calls gcd; then count_naive, which calls
-// is_prime for each number from 2 below the limit, and sieve. No stack is
-// deeper than the two callers the profile records, so every stack starts
-// at main: the flame graph has one frame over all, main, 100% of the
-// time, and the frames its stacks call for (checkFlame). The page's
+// is_prime for each number from 2 below the limit, and sieve. No chain of
+// calls is deeper than three functions, which the profile records whole,
+// so every stack starts at main: the flame graph has one frame over all,
+// main, 100% of the time, and the frames its stacks call for
+// (checkFlame). The page's
 // screenshot is a drawn page (docs/images/html-report.png with
 // -html-png).
 func TestHTMLFlameGraph(t *testing.T) {
