@@ -92,6 +92,11 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 			return prf.InvalidOption("--format=" + o.format)
 		}
 	}
+	if r.Format == plist.FormatHTML && (r.Tab || o.diffBase != "") {
+		d := prf.InvalidOption("--format=" + o.format)
+		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
+		return d
+	}
 	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
 		d := prf.InvalidOption("--format=" + o.format)
 		d.Hint = fmt.Sprintf("gmon.out holds sampled time, and %s is a %s profile: only function sampling profiles (prep /FS) can be written for gprof",

@@ -401,3 +401,28 @@ func TestSamplingFormats(t *testing.T) {
 		t.Error("gmon2.out written for a counting profile")
 	}
 }
+
+// TestHTMLFormat writes the HTML report to a file, and refuses it with
+// what is not a page of its own: /T's records, --diff-base's comparison
+// and /TRACE's trace (PRF1102, nothing written).
+func TestHTMLFormat(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeProfile(t, "fcount.pbt", testRun(testPlan()))
+	stdout, stderr, status := runPlist(t, words("/nologo --format=html -o report.html fcount"), "")
+	if status != 0 || stdout != "" || stderr != "" {
+		t.Errorf("plist --format=html -o report.html: status %d, stdout %q, stderr %q", status, stdout, stderr)
+	}
+	if b, err := os.ReadFile("report.html"); err != nil || !bytes.HasPrefix(b, []byte("<!DOCTYPE html>\n")) ||
+		!bytes.Contains(b, []byte(`<td class="n" data-v="1000">1000</td>`)) {
+		t.Errorf("report.html: %v\n%.300s", err, b)
+	}
+	for _, args := range []string{"/T --format=html", "--format=HTML --diff-base=fcount", "--format=html /TRACE"} {
+		_, stderr, status := runPlist(t, words("/nologo -o other.html "+args+" fcount"), "")
+		if status != 2 || !strings.Contains(stderr, "PRF1102") || !strings.Contains(stderr, "plist: hint: ") {
+			t.Errorf("plist %s: status %d, stderr %q", args, status, stderr)
+		}
+		if _, err := os.Stat("other.html"); err == nil {
+			t.Errorf("plist %s wrote other.html", args)
+		}
+	}
+}

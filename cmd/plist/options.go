@@ -139,6 +139,9 @@ var tool = cli.Tool[options]{
 	HelpFoot: "INPUT may be given with or without its .pbt extension. With --fail-under,\n" +
 		"plist exits with status 3 when the coverage is below N %, after the report.\n" +
 		"--format's NAME is text (the listing, the default), tab, lcov, callgrind,\n" +
-		"pprof, folded, json, gmon, or chrome (the execution trace of profile /TRACE\n" +
-		"as a timeline for Perfetto and chrome://tracing).\n",
+		"pprof, folded, json, gmon, chrome (the execution trace of profile /TRACE\n" +
+		"as a timeline for Perfetto and chrome://tracing), or html (one page for a\n" +
+		"browser, that fetches nothing: the statistics, the table sortable by each\n" +
+		"column, the annotated source of line profiles, and with /AT the flame\n" +
+		"graph of timing's callers).\n",
 }

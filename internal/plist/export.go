@@ -34,9 +34,10 @@ const (
 	FormatJSON                    // JSON of the documented schema
 	FormatGmon                    // a gmon.out, for GNU gprof (function sampling)
 	FormatChrome                  // the execution trace as Trace Event JSON, for Perfetto and chrome://tracing
+	FormatHTML                    // a self-contained HTML page, for a browser
 )
 
-var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json", "gmon", "chrome"}
+var formatNames = []string{"text", "tab", "lcov", "callgrind", "pprof", "folded", "json", "gmon", "chrome", "html"}
 
 // String names f as --format spells it.
 func (f Format) String() string {
@@ -77,6 +78,8 @@ func (r *report) writeExport(w io.Writer) error {
 		err = r.writeGmon(bw)
 	case FormatChrome:
 		err = r.writeChrome(bw)
+	case FormatHTML:
+		err = r.writeHTML(bw)
 	default:
 		err = fmt.Errorf("unknown format %v", r.o.Format)
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // FuzzGenerate checks that no valid merged profile, with any options and
-// in any format, makes Generate panic. The function sampling inputs are
+// in any format, makes Generate panic (the HTML page of each input is
+// seeded too). The function sampling inputs are
 // seeded in the formats that place their samples too (pprof, gmon.out).
 func FuzzGenerate(f *testing.F) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.pbt.json"))
@@ -27,6 +28,7 @@ func FuzzGenerate(f *testing.F) {
 		}
 		f.Add(b, []byte{}, uint8(0), 1, 0, 0, uint8(FormatText))
 		f.Add(b, []byte("\t\xff\x03\x80"), uint8(0x3f), 0, 7, 16, uint8(FormatText))
+		f.Add(b, []byte("<\xff&\x03"), uint8(0), 0, 0, 0, uint8(FormatHTML))
 		if strings.HasPrefix(filepath.Base(path), "sampling") {
 			f.Add(b, []byte{}, uint8(0), 1, 0, 0, uint8(FormatGmon))
 			f.Add(b, []byte("\x04\x05\xfd\x34"), uint8(0), 1, 0, 0, uint8(FormatPprof))

@@ -1,0 +1,389 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// htmlPNG is -html-png: TestHTMLFlameGraph saves its screenshot as
+// docs/images/html-report.png, the picture of docs/exports.md.
+var htmlPNG = flag.Bool("html-png", false, "save TestHTMLFlameGraph's screenshot as docs/images/html-report.png")
+
+// chromiumName is the browser the HTML report is read with: Debian's
+// chromium-headless-shell package.
+const chromiumName = "chromium-headless-shell"
+
+// The window the pages are laid out in, in CSS pixels.
+const windowWidth, windowHeight = 1200, 1100
+
+// chromium runs headless Chromium on the page file with the fragment
+// fragment and one action (--dump-dom, --screenshot=FILE), and returns
+// its standard output. It reports false when Chromium is not installed
+// (as the other consumers, in exports_test.go: the arm64 VM has none).
+func chromium(t *testing.T, file, fragment, action string) (string, bool) {
+	t.Helper()
+	if !testutil.HaveTool(chromiumName) {
+		if *htmlPNG {
+			t.Fatalf("-html-png: %s is not installed", chromiumName)
+		}
+		t.Logf("%s not installed: the page is not read in a browser", chromiumName)
+		return "", false
+	}
+	args := []string{"--disable-gpu", "--hide-scrollbars", "--no-first-run",
+		fmt.Sprintf("--window-size=%d,%d", windowWidth, windowHeight),
+		"--user-data-dir=" + t.TempDir(), action, "file://" + file + fragment}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--no-sandbox"}, args...) // (Chromium's sandbox refuses root)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, chromiumName, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", chromiumName, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), true
+}
+
+// domTable returns the rows of the table of a page's DOM, each the text
+// of its cells, in the order the DOM has them, and the column sorted
+// (its data-key and aria-sort).
+func domTable(t *testing.T, dom string) (rows [][]string, sorted string) {
+	t.Helper()
+	start := strings.Index(dom, `<table id="table">`)
+	if start < 0 {
+		t.Fatalf("no table in the DOM:\n%.2000s", dom)
+	}
+	table := dom[start:]
+	table = table[:strings.Index(table, "</table>")]
+	if m := regexp.MustCompile(`<th data-key="([a-z-]+)"[^>]* aria-sort="([a-z]+)"`).FindStringSubmatch(table); m != nil {
+		sorted = m[1] + " " + m[2]
+	}
+	tag := regexp.MustCompile(`<[^>]*>`)
+	for _, tr := range regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`).FindAllStringSubmatch(table[strings.Index(table, "<tbody>"):], -1) {
+		var cells []string
+		for _, td := range regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(tr[1], -1) {
+			cells = append(cells, tag.ReplaceAllString(td[1], ""))
+		}
+		rows = append(rows, cells)
+	}
+	return rows, sorted
+}
+
+// column returns the index of the column named by its data-key.
+func column(t *testing.T, dom, key string) int {
+	t.Helper()
+	keys := regexp.MustCompile(`<th data-key="([a-z-]+)"`).FindAllStringSubmatch(dom, -1)
+	for i, k := range keys {
+		if k[1] == key {
+			return i
+		}
+	}
+	t.Fatalf("no column %s", key)
+	return -1
+}
+
+// checkScreenshot checks that Chromium drew the page: a PNG of the
+// window's size, of more than a few colours.
+func checkScreenshot(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if s := img.Bounds().Size(); s != (image.Point{windowWidth, windowHeight}) {
+		t.Errorf("screenshot of %v, want %dx%d", s, windowWidth, windowHeight)
+	}
+	colours := map[[4]uint32]bool{}
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y += 3 {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x += 3 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	if len(colours) < 20 || len(b) < 20_000 {
+		t.Errorf("screenshot of %d bytes, %d colours: the page was not drawn", len(b), len(colours))
+	}
+	return b
+}
+
+// checkFlame checks the flame graph of a page's DOM against the stacks of
+// its profile, the .pbt at path: it draws a frame, named in its tooltip,
+// of each function whose stacks take enough of it that one of its frames
+// is half a pixel wide or more (narrower ones are not drawn), and none of
+// a function no stack has. It returns the names drawn.
+func checkFlame(t *testing.T, dom, path string) map[string]bool {
+	t.Helper()
+	start := strings.Index(dom, `<svg class="flame"`)
+	if start < 0 {
+		t.Fatal("no flame graph")
+	}
+	svg := dom[start:]
+	svg = svg[:strings.Index(svg, "</svg>")]
+	m, err := datafile.OpenMerged(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	through := map[string]int64{}
+	frames := map[string]map[string]bool{} // each function's frames, by their stack
+	for _, s := range m.Stats.Stacks {
+		if s.Time <= 0 {
+			continue
+		}
+		total += s.Time
+		seen := map[int]bool{}
+		stack := ""
+		for _, f := range append(slices.Clone(s.Callers), s.Func) {
+			if f < 0 {
+				continue
+			}
+			name := m.Plan.Funcs[f].Name
+			stack += ";" + name
+			if frames[name] == nil {
+				frames[name] = map[string]bool{}
+			}
+			frames[name][stack] = true
+			if !seen[f] {
+				through[name] += s.Time
+				seen[f] = true
+			}
+		}
+	}
+	drawn := map[string]bool{}
+	for _, f := range regexp.MustCompile(`<title>([^\n<]+)\n`).FindAllStringSubmatch(svg, -1) {
+		drawn[f[1]] = true
+	}
+	for name, ns := range through {
+		// (Chains deeper than the two callers a stack names, as the
+		// page may draw them, can split a function into more frames:
+		// eight are allowed for.)
+		if float64(ns)/float64(total)*(windowWidth-10) >= 0.5*float64(max(len(frames[name]), 8))+0.01 && !drawn[name] {
+			t.Errorf("the flame graph has no frame of %s (%d ns of %d)", name, ns, total)
+		}
+	}
+	for name := range drawn {
+		if _, ok := through[name]; !ok && name != "all" {
+			t.Errorf("the flame graph has a frame of %s, which no stack has", name)
+		}
+	}
+	if !drawn["all"] || len(m.Stats.Stacks) == 0 {
+		t.Errorf("the flame graph of %d stacks draws %v", len(m.Stats.Stacks), drawn)
+	}
+	return drawn
+}
+
+// TestHTMLReport profiles timing.c's at mode with /FT /AT (main calls
+// caller_a once and caller_b twice; caller_a calls leaf 3 times, each
+// caller_b twice; rec(4) recurses 4 levels: leaf 7 calls, rec 5,
+// caller_b 2, caller_a and main 1), writes plist --format=html and reads
+// the page in headless Chromium: its DOM after the script ran, sorted by
+// the address's fragment (by calls, by name), holds those calls, and the
+// flame graph the frames of its stacks (checkFlame).
+func TestHTMLReport(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "timing", "-O0")
+	dir, r := workflowWith(t, prog, []string{"/FT", "/AT"}, nil, "at")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	out := must(t, dir, "plist", "/nologo", "--format=html", "-o", "report.html", "timing")
+	if out.stdout != "" || out.stderr != "" {
+		t.Errorf("plist --format=html -o report.html printed %q, %q", out.stdout, out.stderr)
+	}
+	file := filepath.Join(dir, "report.html")
+	page, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(page, []byte("http://")) || bytes.Contains(page, []byte("https://")) {
+		t.Error("the page names a web address")
+	}
+	calls := map[string]string{"leaf": "7", "rec": "5", "caller_b": "2", "caller_a": "1", "main": "1"}
+	for name, n := range calls {
+		if !regexp.MustCompile(`<tr><td>` + name + `</td>.*<td class="n" data-v="` + n + `">` + n + `</td></tr>`).Match(page) {
+			t.Errorf("the page has no row of %s with %s calls", name, n)
+		}
+	}
+
+	dom, ok := chromium(t, file, "#sort=hits-desc", "--dump-dom")
+	if !ok {
+		return
+	}
+	rows, sorted := domTable(t, dom)
+	hits, name := column(t, dom, "hits"), column(t, dom, "name")
+	if sorted != "hits descending" {
+		t.Errorf("#sort=hits-desc: the column sorted is %q", sorted)
+	}
+	if len(rows) < 5 {
+		t.Fatalf("%d rows: %q", len(rows), rows)
+	}
+	// Sorted by calls, highest first: leaf, rec, caller_b, then the two
+	// functions of one call in the order they had (by time).
+	var order []string
+	prev := int64(-1)
+	for i, row := range rows {
+		n, err := strconv.ParseInt(row[hits], 10, 64)
+		if err != nil || (prev >= 0 && n > prev) {
+			t.Errorf("row %d: %q after %d calls: not in order", i, row, prev)
+		}
+		prev = n
+		if want, ok := calls[row[name]]; ok {
+			if row[hits] != want {
+				t.Errorf("%s: %s calls, want %s", row[name], row[hits], want)
+			}
+			order = append(order, row[name])
+		}
+	}
+	if len(order) != 5 || strings.Join(order[:3], " ") != "leaf rec caller_b" {
+		t.Errorf("functions in the order %q, want leaf rec caller_b, then caller_a and main", order)
+	}
+	checkFlame(t, dom, filepath.Join(dir, "timing.pbt"))
+
+	dom, _ = chromium(t, file, "#sort=name-asc", "--dump-dom")
+	rows, sorted = domTable(t, dom)
+	var names []string
+	for _, row := range rows {
+		names = append(names, row[name])
+	}
+	if sorted != "name ascending" || !slices.IsSorted(names) || len(names) != len(rows) {
+		t.Errorf("#sort=name-asc: %q sorted, names %q", sorted, names)
+	}
+
+}
+
+// TestHTMLFlameGraph profiles the examples' primes with /FT /AT: main
+// calls coprime 1000 times, which calls gcd; then count_naive, which calls
+// is_prime for each number from 2 below the limit, and sieve. No chain of
+// calls is deeper than three functions, which the profile records whole,
+// so every stack starts at main: the flame graph has one frame over all,
+// main, 100% of the time, and the frames its stacks call for
+// (checkFlame). The page's
+// screenshot is a drawn page (docs/images/html-report.png with
+// -html-png).
+func TestHTMLFlameGraph(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	limit := testutil.Scale(100000)
+	dir, r := workflow(t, testutil.BuildExample(t, "primes"), []string{"/FT", "/AT"}, strconv.Itoa(limit))
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	must(t, dir, "plist", "/nologo", "--format=html", "-o", "primes.html", "primes")
+	file := filepath.Join(dir, "primes.html")
+	dom, ok := chromium(t, file, "", "--dump-dom")
+	if !ok {
+		return
+	}
+	rows, _ := domTable(t, dom)
+	name, hits := column(t, dom, "name"), column(t, dom, "hits")
+	calls := map[string]string{}
+	for _, row := range rows {
+		calls[row[name]] = row[hits]
+	}
+	want := map[string]string{"main": "1", "coprime": "1000", "gcd": "1000", "count_naive": "1",
+		"is_prime": strconv.Itoa(limit - 2), "sieve": "1"}
+	for fn, n := range want {
+		if calls[fn] != n {
+			t.Errorf("%s: %s calls, want %s", fn, calls[fn], n)
+		}
+	}
+	if len(calls) != len(want) {
+		t.Errorf("rows of %v, want those of %v", calls, want)
+	}
+	checkFlame(t, dom, filepath.Join(dir, "primes.pbt"))
+	if !regexp.MustCompile(`<g><title>main\n[0-9.]+ ms, 100.0% of the stacks' time</title><rect x="4" y="[0-9.]+" width="1191.5"`).MatchString(dom) {
+		t.Error("no frame of main over the whole flame graph")
+	}
+
+	shot := filepath.Join(dir, "primes.png")
+	chromium(t, file, "", "--screenshot="+shot)
+	b := checkScreenshot(t, shot)
+	if *htmlPNG {
+		if len(b) > 200_000 {
+			t.Errorf("the screenshot has %d bytes, more than docs/ should hold", len(b))
+		}
+		if err := os.WriteFile(filepath.Join(testutil.Root(t), "docs", "images", "html-report.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHTMLLineReport profiles counts.c with /LC and reads the page's
+// annotated source in headless Chromium: the line of the loop that calls
+// f ran 1000 times, the line of fib's test 1973 times (fib(15)'s calls),
+// the most of any line, and h's line, never called, is marked so; sorted
+// by hits, fib's lines come first.
+func TestHTMLLineReport(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "counts")
+	dir, r := workflow(t, prog, []string{"/LC"})
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	src := filepath.Join(testutil.Root(t), "testdata", "progs", "c")
+	must(t, dir, "plist", "/nologo", "--format=html", "/D", src, "-o", "lines.html", "counts")
+	text, err := os.ReadFile(filepath.Join(src, "counts.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineOf := func(s string) int {
+		for i, l := range strings.Split(string(text), "\n") {
+			if strings.Contains(l, s) {
+				return i + 1
+			}
+		}
+		t.Fatalf("counts.c has no line %q", s)
+		return 0
+	}
+	file := filepath.Join(dir, "lines.html")
+	dom, ok := chromium(t, file, "#sort=hits-desc", "--dump-dom")
+	if !ok {
+		page, _ := os.ReadFile(file)
+		dom = string(page)
+	}
+	for _, c := range []struct {
+		code, class, hits string
+	}{
+		{"r += f(i);", "run", "1000"},
+		{"if (n < 2)", "hot", "1973"},
+		{"s_total *= x;", "never", "0"},
+	} {
+		re := regexp.MustCompile(`<tr id="L0-\d+-` + strconv.Itoa(lineOf(c.code)) + `" class="([a-z]+)"><td class="ln">\d+</td><td class="c">(\d+)</td>`)
+		m := re.FindStringSubmatch(dom)
+		if m == nil || m[2] != c.hits || (m[1] != c.class && !(c.class == "run" && m[1] == "hot")) {
+			t.Errorf("%q: %v, want %s hits, a line %s", c.code, m, c.hits, c.class)
+		}
+	}
+	if !ok {
+		return
+	}
+	rows, sorted := domTable(t, dom)
+	hits := column(t, dom, "hits")
+	if sorted != "hits descending" || len(rows) == 0 || rows[0][hits] != "1973" {
+		t.Errorf("#sort=hits-desc: %q sorted, first row %q, want 1973 hits", sorted, rows[0])
+	}
+	shot := filepath.Join(dir, "lines.png")
+	chromium(t, file, "", "--screenshot="+shot)
+	checkScreenshot(t, shot)
+}
