@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -400,4 +401,49 @@ func lineHits(tab string) map[string]uint64 {
 		}
 	}
 	return hits
+}
+
+// TestProgress runs a program for three seconds under profile on a
+// terminal (script(1) gives it one): a status line, written in place,
+// tells the hits so far from the second second on, and is taken away at
+// the end. Off a terminal there is none.
+func TestProgress(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.HaveTool("script") || testutil.Slow() {
+		t.Skip("needs script(1), to run profile on a terminal")
+	}
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	dir := t.TempDir()
+	name, _ := install(t, prog, dir), install(t, lib, dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	run := fmt.Sprintf("(echo 'w 1000'; sleep 3; echo q) | %s /nologo ./%s", filepath.Join(bin, "profile"), name)
+	cmd := exec.Command("script", "-qec", run, "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PROFILE=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("script: %v\n%q", err, out)
+	}
+	status := regexp.MustCompile(`\r\x1b\[Kprofile: (\d+\.\d) s, ([\d,]+) hits, (\d+)% of ([\d,]+) sites in-process`)
+	lines := status.FindAllStringSubmatch(string(out), -1)
+	if len(lines) < 2 {
+		t.Fatalf("no status line, or one, in %q", out)
+	}
+	// The hits: main and worker once, work and square's PLT stub (the
+	// library's import, in the program's module) 1000 times each.
+	if first := lines[0]; first[1] < "2.0" || first[2] != "2,002" || first[3] != "100" {
+		t.Errorf("first status %q: want 2 s or more, 2,002 hits, every site in-process", first[0])
+	}
+	if !strings.HasSuffix(string(out), "\r\x1b[K") || strings.Count(string(out), "\r\x1b[K") != len(lines)+1 {
+		t.Errorf("the status line is not taken away at the end: %q", out)
+	}
+
+	plain := exec.Command("sh", "-c", strings.Replace(run, "/nologo", "/nologo /O plain", 1))
+	plain.Dir = dir
+	plain.Env = cmd.Env
+	var stderr bytes.Buffer
+	plain.Stderr = &stderr
+	if err := plain.Run(); err != nil || stderr.Len() != 0 {
+		t.Errorf("off a terminal: %v, stderr %q", err, stderr.String())
+	}
 }

@@ -114,6 +114,16 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		}
 		return 0, prf.DataFile(err)
 	}
+	// A run that lasts shows a status line on a terminal, taken away
+	// before any message and at the end; not with --explain, whose
+	// narration goes there.
+	var line *statusLine
+	if !o.explain && diag == io.Writer(os.Stderr) && profile.IsTerminal(os.Stderr) {
+		line = &statusLine{w: os.Stderr}
+		defer line.clear()
+		inner := warn
+		warn = func(d *prf.Diagnostic) { line.clear(); inner(d) }
+	}
 	cfg := profile.Config{
 		Plan:          plan,
 		PlanPath:      pbi,
@@ -124,6 +134,9 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		Explain:       explainTo(o, diag),
 		ExplainLimit:  explainLimit(o.explainLimit),
 		TraceLimit:    traceLimit(o.traceLimit),
+	}
+	if line != nil {
+		cfg.Progress = line.update
 	}
 	if err := target(&cfg); err != nil {
 		return 0, err

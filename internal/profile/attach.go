@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
@@ -31,9 +30,9 @@ import (
 //   - Every byte PROFILE writes over the program's code is logged with the
 //     bytes it replaced (undoMemory), and written back before PROFILE
 //     detaches, with every thread stopped. The trampolines and the
-//     counters stay mapped: a thread may be inside a callee of a
-//     relocated call, and return there. They need no tracer, and are
-//     never entered again.
+//     counters stay mapped: a thread stopped in one finishes it, and one
+//     inside the callee of a relocated call returns there, to its jump
+//     back. They need no tracer, and no patch leads into them any more.
 //   - The window ends after Config.Duration, at a signal to PROFILE
 //     (Ctrl-C), or when the program ends. A signal PROFILE receives is
 //     not passed on.
@@ -292,10 +291,10 @@ func seconds(d time.Duration) string {
 }
 
 // detachAll ends the window: it stops every thread, reads what the rings
-// hold, takes every patch out, moves the threads out of PROFILE's code,
-// puts their thread bases back, and detaches them. A thread's stop that
-// comes on the way (a breakpoint, a signal, a new thread) is handled as
-// in the run, and the thread is stopped again: no signal is lost.
+// hold, takes every patch out, puts the thread bases back, and detaches
+// the threads. A thread's stop that comes on the way (a breakpoint, a
+// signal, a new thread) is handled as in the run, and the thread is
+// stopped again: no signal is lost.
 func (t *tracer) detachAll(res *Result) error {
 	ready, asked := map[int]bool{}, map[int]bool{}
 	ask := func() {
@@ -537,37 +536,6 @@ func (u *undoMemory) restore() error {
 	}
 	u.log = nil
 	return errors.Join(errs...)
-}
-
-// waitWindow is wait in an attached run: the ways of waiting of the run's
-// mechanisms, their idle work done every few milliseconds, until the next
-// stop or the end of the window (ptrace.ErrQuit).
-func (t *tracer) waitWindow() (int, ptrace.WaitStatus, error) {
-	every := 20 * time.Millisecond
-	s := t.sampling
-	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
-	if ptraceSampler {
-		every = min(every, s.pollEvery())
-	}
-	explainIdle := t.explain.idle()
-	idle := func() bool {
-		work := false
-		if ptraceSampler {
-			work = s.interruptAll() || work
-		}
-		if t.rings != nil {
-			work = t.rings.drainIdle() || work
-		}
-		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
-			work = t.sweepIdle() || work
-		}
-		if explainIdle != nil {
-			work = explainIdle() || work
-		}
-		t.flushTrace()
-		return work
-	}
-	return ptrace.WaitUntil(yieldWindow, every, idle, t.attach.quit)
 }
 
 // reason is the run record's word on an attached run: the window its

@@ -95,6 +95,9 @@ type Config struct {
 	// Attached, when not nil, is called once the process runs planted,
 	// with the number of its threads: the window has begun.
 	Attached func(threads int)
+	// Progress, when not nil, is told how the run goes every half second
+	// once it has run two seconds (a status line on a terminal).
+	Progress func(Progress)
 	// Now returns the time of the run; nil means time.Now.
 	Now func() time.Time
 }

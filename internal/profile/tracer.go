@@ -228,6 +228,9 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
+	// progressStart and progressLast are when the run began and when its
+	// progress was last told (progress.go).
+	progressStart, progressLast time.Time
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -468,15 +471,7 @@ func (t *tracer) loop(res *Result) error {
 				}
 				return nil
 			}
-			if th := t.threads[tid]; th != nil {
-				t.closeThreadBooks(th)
-			}
-			delete(t.threads, tid)
-			t.threadEnded(tid)
-			if t.sampling != nil {
-				t.sampling.threadEnded(tid)
-			}
-			t.foreignDone(tid)
+			t.threadGone(tid)
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil && t.rings != nil {
 				// Its records come before this stop.
@@ -491,6 +486,7 @@ func (t *tracer) loop(res *Result) error {
 			}
 		}
 		t.flushTrace()
+		t.progress()
 	}
 }
 
@@ -560,8 +556,8 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
-	if t.attach != nil {
-		return t.waitWindow()
+	if t.attach != nil || t.cfg.Progress != nil {
+		return t.waitTelling()
 	}
 	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
 		// The ptrace sampler's rounds, and the rings' reading if any.

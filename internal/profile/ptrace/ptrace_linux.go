@@ -569,3 +569,9 @@ func Tasks(pid int) ([]int, error) {
 	}
 	return tids, nil
 }
+
+// IsTerminal reports whether f is a terminal (PROFILE's status line).
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

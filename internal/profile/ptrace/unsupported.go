@@ -203,3 +203,6 @@ func WaitUntil(limit, every time.Duration, idle func() bool, quit <-chan struct{
 
 // ErrQuit is WaitUntil's error when it was told to stop waiting.
 var ErrQuit = errors.New("the wait was ended")
+
+// IsTerminal is false where PROFILE does not run.
+func IsTerminal(f *os.File) bool { return false }
