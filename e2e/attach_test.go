@@ -126,9 +126,14 @@ func TestAttachDuration(t *testing.T) {
 		t.Errorf("listing:\n%s", out)
 	}
 
+	other := exec.Command("sleep", "600")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
 	for _, c := range []struct{ args, want string }{
 		{"--pid=999999999", "PRF1651: cannot attach to process 999999999"},
-		{"--pid=1 attach", "PRF1651: cannot attach to process 1"},
+		{fmt.Sprintf("--pid=%d attach", other.Process.Pid), fmt.Sprintf("PRF1651: cannot attach to process %d: it runs ", other.Process.Pid)},
 		{fmt.Sprintf("--pid=%d --duration=soon", s.pid()), "PRF1102: --duration=soon: invalid option"},
 		{fmt.Sprintf("--pid=%d attach now", s.pid()), "PRF1102: now: a running process takes no arguments: invalid option"},
 	} {

@@ -229,7 +229,8 @@ func knownArch(arch string) bool {
 
 // checkProgram refuses a program changed since PREP (PRF1442) and warns
 // when the program is not one of the plan's modules (PRF4541): it then runs
-// unprofiled, as when only its libraries are profiled.
+// unprofiled, as when only its libraries are profiled. A process to attach
+// to that runs no program of the plan is refused (PRF1651).
 func checkProgram(cfg Config) error {
 	base := filepath.Base(cfg.Path)
 	for i := range cfg.Plan.Modules {
@@ -245,6 +246,11 @@ func checkProgram(cfg Config) error {
 			return prf.ProgramChanged(cfg.Path, cfg.PlanPath)
 		}
 		return nil
+	}
+	if cfg.Attach != 0 {
+		// (A program PROFILE starts may be run for its libraries alone;
+		// a process is attached to for its program.)
+		return prf.CannotAttach(cfg.Attach, fmt.Errorf("it runs %s, which %s does not plan: prepare it with prep, or name its plan with /I", cfg.Path, cfg.PlanPath))
 	}
 	cfg.Warn(prf.NotInPlan(cfg.Path, cfg.PlanPath))
 	return nil
