@@ -22,24 +22,25 @@ func exportCases(t *testing.T) map[string]*datafile.Merged {
 	t.Helper()
 	// The caller stacks of a run of dllhost with /AT, as PROFILE records
 	// them: each function's nearest profiled callers, outermost first, -1
-	// the stack base. (Functions: 0 _main, 1 _local_work, 2 and 3 the
-	// EXE's thunks _lib_add and _lib_twice, 4 _helper, 5 _lib_add, 6
-	// _lib_twice.) A call through a thunk is the library function's
-	// caller's: the thunk does not nest.
+	// the stack base, and the key of the caller's own stack. (Functions: 0
+	// _main, 1 _local_work, 2 and 3 the EXE's thunks _lib_add and
+	// _lib_twice, 4 _helper, 5 _lib_add, 6 _lib_twice.) A call through a
+	// thunk is the library function's caller's: the thunk does not nest.
+	// The keys here are the stacks' places from 1.
 	dllAT := functions(dll, datafile.FuncCounting, dllhostRun)("")
 	dllAT.Plan.Attribution = true
 	for _, s := range []datafile.Stack{
 		{Func: 0, Callers: []int{-1}, Hits: 1},
-		{Func: 1, Callers: []int{-1, 0}, Hits: 1},
-		{Func: 2, Callers: []int{0, 1}, Hits: 4},
-		{Func: 3, Callers: []int{-1, 0}, Hits: 2},
-		{Func: 4, Callers: []int{1, 5}, Hits: 4},
-		{Func: 4, Callers: []int{6, 5}, Hits: 2},
-		{Func: 5, Callers: []int{0, 1}, Hits: 4},
-		{Func: 5, Callers: []int{0, 6}, Hits: 2},
-		{Func: 6, Callers: []int{-1, 0}, Hits: 2},
+		{Func: 1, Callers: []int{-1, 0}, CallerKey: 1, Hits: 1},
+		{Func: 2, Callers: []int{0, 1}, CallerKey: 2, Hits: 4},
+		{Func: 3, Callers: []int{-1, 0}, CallerKey: 1, Hits: 2},
+		{Func: 4, Callers: []int{1, 5}, CallerKey: 7, Hits: 4},
+		{Func: 4, Callers: []int{6, 5}, CallerKey: 8, Hits: 2},
+		{Func: 5, Callers: []int{0, 1}, CallerKey: 2, Hits: 4},
+		{Func: 5, Callers: []int{0, 6}, CallerKey: 9, Hits: 2},
+		{Func: 6, Callers: []int{-1, 0}, CallerKey: 1, Hits: 2},
 	} {
-		s.Key = uint64(len(dllAT.Stats.Stacks))
+		s.Key = uint64(len(dllAT.Stats.Stacks)) + 1
 		dllAT.Stats.Stacks = append(dllAT.Stats.Stacks, s)
 	}
 	return map[string]*datafile.Merged{

@@ -32,6 +32,9 @@ type report struct {
 	stacks [][]int
 	// shared counts the functions of each displayed name (exportName).
 	shared map[string]int
+	// stackIndex finds a stack by its function and key (callerStack),
+	// built at the first use.
+	stackIndex map[stackID]int
 	// byLow has, per module, its functions of known code range by their
 	// lowest address (funcAt), built at the first use.
 	byLow [][]int
