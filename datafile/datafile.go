@@ -133,8 +133,11 @@ type Module struct {
 	LinkBase uint64
 	// Files are the module's source files in listing order (line profiles).
 	Files []string
-	// CompDirs are directories where the sources were compiled (for PLIST's
-	// source search), parallel to nothing: a set.
+	// CompDirs are the directories of the module's compilation units, for
+	// PLIST's search of its sources: where each unit was compiled and,
+	// when elsewhere, the directory of its main source file (a generated
+	// parser names its grammar, #line "bc.y", relative to the one or the
+	// other). A set, parallel to nothing; sorted as PREP writes it.
 	CompDirs []string
 }
 
