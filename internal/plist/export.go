@@ -146,35 +146,59 @@ func (r *report) mainValue(i int) int64 {
 }
 
 // writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
-// functions (FN, FNDA: their hits, and DA: each one's first line, which
-// ran as often) for function profiles, its lines (DA) for line profiles. Functions without a source file (known from the
-// symbol table, PLT entries) have no place in it. Names are the stored
-// ones, which genhtml --demangle-cpp demangles, as gcov's tracefiles have.
+// functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
+// profile has the counts of its lines and the calls of its functions,
+// each function's those of its first line (lcovFirstLine). A function
+// profile has the calls of its functions and, for each, its declaration
+// line with the same count: lcov 1.16 and genhtml refuse a file without
+// lines ("no valid records found"). SF is the path where the source file
+// is found (exportPath), which genhtml opens, else the one recorded.
+// Functions without a source file (known from the symbol table, PLT
+// entries) have no place in it. Names are the stored ones, which genhtml
+// --demangle-cpp demangles, as gcov's tracefiles have.
 func (r *report) writeLcov(w *bufio.Writer) {
+	type function struct {
+		line int
+		name string
+		hits uint64
+	}
 	type record struct {
-		funcs []int
+		funcs []function
 		lines map[int]uint64
 	}
 	var order []string
 	files := map[string]*record{}
-	get := func(name string) *record {
-		if files[name] == nil {
-			files[name] = &record{lines: map[int]uint64{}}
-			order = append(order, name)
+	get := func(mod int, name string) *record {
+		path := r.exportPath(mod, name)
+		if files[path] == nil {
+			files[path] = &record{lines: map[int]uint64{}}
+			order = append(order, path)
 		}
-		return files[name]
+		return files[path]
 	}
-	if r.plan.Method.IsFunction() {
-		for i, f := range r.plan.Funcs {
-			if f.File != "" {
-				rec := get(f.File)
-				rec.funcs = append(rec.funcs, i)
-			}
-		}
-	} else {
+	funcProfile := r.plan.Method.IsFunction()
+	if !funcProfile {
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]
-			get(r.lineFile(l)).lines[l.Line] += r.hits(i)
+			get(l.Module, r.lineFile(l)).lines[l.Line] += r.hits(i)
+		}
+	}
+	for i, f := range r.plan.Funcs {
+		if f.File == "" {
+			continue
+		}
+		hits := r.hits(i)
+		if !funcProfile {
+			line := r.lcovFirstLine(i)
+			if line < 0 {
+				continue // none of its lines is profiled
+			}
+			hits = r.hits(line)
+		}
+		rec := get(f.Module, f.File)
+		rec.funcs = append(rec.funcs, function{max(f.Line, 1), f.Name, hits})
+		if funcProfile {
+			rec.lines[max(f.Line, 1)] += hits
 		}
 	}
 	test := ""
@@ -184,23 +208,18 @@ func (r *report) writeLcov(w *bufio.Writer) {
 	for _, name := range order {
 		rec := files[name]
 		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, name)
-		hit := 0
-		for _, i := range rec.funcs {
-			fmt.Fprintf(w, "FN:%d,%s\n", max(r.plan.Funcs[i].Line, 1), r.plan.Funcs[i].Name)
+		for _, f := range rec.funcs {
+			fmt.Fprintf(w, "FN:%d,%s\n", f.line, f.name)
 		}
-		for _, i := range rec.funcs {
-			fmt.Fprintf(w, "FNDA:%d,%s\n", r.hits(i), r.plan.Funcs[i].Name)
-			if r.hits(i) > 0 {
+		hit := 0
+		for _, f := range rec.funcs {
+			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, f.name)
+			if f.hits > 0 {
 				hit++
 			}
 		}
 		if len(rec.funcs) > 0 {
 			fmt.Fprintf(w, "FNF:%d\nFNH:%d\n", len(rec.funcs), hit)
-			// lcov takes a record without lines for none: each function's
-			// first line ran as often as the function was entered.
-			for _, i := range rec.funcs {
-				rec.lines[max(r.plan.Funcs[i].Line, 1)] += r.hits(i)
-			}
 		}
 		if len(rec.lines) > 0 {
 			lines := slices.Sorted(maps.Keys(rec.lines))
@@ -215,6 +234,50 @@ func (r *report) writeLcov(w *bufio.Writer) {
 		}
 		w.WriteString("end_of_record\n")
 	}
+}
+
+// lcovFirstLine returns the index of function i's first line in a line
+// profile: the line of the lowest of its module's line sites in the
+// function's code (from its entry when its bounds are not known), the
+// line every call begins with, whose count is the function's calls (for
+// line coverage, the runs that called it). It returns -1 when no
+// profiled line is in the function.
+func (r *report) lcovFirstLine(i int) int {
+	if r.lineSites == nil {
+		r.lineSites = make([][]lineSite, len(r.plan.Modules))
+		for li := range r.plan.Lines {
+			l := &r.plan.Lines[li]
+			if l.Module < 0 || l.Module >= len(r.lineSites) {
+				continue
+			}
+			for _, a := range l.Addrs {
+				r.lineSites[l.Module] = append(r.lineSites[l.Module], lineSite{a, li})
+			}
+		}
+		for _, sites := range r.lineSites {
+			slices.SortStableFunc(sites, func(a, b lineSite) int { return cmp.Compare(a.addr, b.addr) })
+		}
+	}
+	f := &r.plan.Funcs[i]
+	if f.Module < 0 || f.Module >= len(r.lineSites) {
+		return -1
+	}
+	lo, hi := f.Low, f.High
+	if lo >= hi {
+		lo, hi = f.Entry, f.Entry+1
+	}
+	sites := r.lineSites[f.Module]
+	k, _ := slices.BinarySearchFunc(sites, lo, func(s lineSite, a uint64) int { return cmp.Compare(s.addr, a) })
+	if k < len(sites) && sites[k].addr < hi {
+		return sites[k].line
+	}
+	return -1
+}
+
+// lineSite is a line site's address and the index of its line.
+type lineSite struct {
+	addr uint64
+	line int
 }
 
 // lcovTestName is a test name lcov accepts (letters, digits, _): the
