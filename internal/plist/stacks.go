@@ -50,12 +50,12 @@ func (r *report) callStacks() []callStack {
 		}
 		callers, whole := r.stackCallers(si)
 		funcs := append(callers, s.Func)
-		key = key[:0]
+		key = append(key[:0], 0)
+		if whole {
+			key[0] = 1
+		}
 		for _, f := range funcs {
 			key = binary.AppendUvarint(key, uint64(f))
-		}
-		if whole {
-			key = append(key, 1)
 		}
 		if i, ok := index[string(key)]; ok {
 			c := &out[i]
