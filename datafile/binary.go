@@ -11,11 +11,12 @@ import (
 
 // Version is the binary format version this package writes. It reads
 // this version and the ones listed in doc.go ([MinVersion] on).
-const Version = 5
+const Version = 6
 
 // MinVersion is the oldest format version this package reads: version 3
-// differs from 4 only in the .pbt, which had no discarded runs, and 4 from
-// 5 only in the statistics, which had no sampling figures (doc.go).
+// differs from 4 only in the .pbt, which had no discarded runs, 4 from 5
+// only in the statistics, which had no sampling figures, and 5 from 6 only
+// in the stacks, which had no CallerKey (doc.go).
 const MinVersion = 3
 
 // The constants of the header (doc.go).
@@ -534,6 +535,7 @@ func (e *encoder) stats(st *Stats) {
 				w.varint(int64(c))
 			}
 			w.uvarint(k.Key)
+			w.uvarint(k.CallerKey)
 			w.uvarint(k.Hits)
 			w.varint(k.Time)
 			w.varint(k.ChildTime)
@@ -613,6 +615,9 @@ func (d *decoder) stats(st *Stats) {
 			k.Callers[j] = s.signed()
 		}
 		k.Key = s.uvarint()
+		if d.version >= 6 {
+			k.CallerKey = s.uvarint()
+		}
 		k.Hits = s.uvarint()
 		k.Time = s.varint()
 		k.ChildTime = s.varint()

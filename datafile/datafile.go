@@ -133,8 +133,11 @@ type Module struct {
 	LinkBase uint64
 	// Files are the module's source files in listing order (line profiles).
 	Files []string
-	// CompDirs are directories where the sources were compiled (for PLIST's
-	// source search), parallel to nothing: a set.
+	// CompDirs are the directories of the module's compilation units, for
+	// PLIST's search of its sources: where each unit was compiled and,
+	// when elsewhere, the directory of its main source file (a generated
+	// parser names its grammar, #line "bc.y", relative to the one or the
+	// other). A set, parallel to nothing; sorted as PREP writes it.
 	CompDirs []string
 }
 
@@ -262,11 +265,22 @@ type Stack struct {
 	// Func indexes Plan.Funcs.
 	Func int
 	// Callers are the nearest profiled callers, outermost first, at most
-	// two of them; -1 stands for the stack base ("no profiled caller").
+	// two of them (the listings show them, as the original's); -1 stands
+	// for the stack base ("no profiled caller").
 	Callers []int
 	// Key distinguishes stacks whose shown callers are equal but whose deeper
 	// chain (up to /STACK levels) differs.
-	Key       uint64
+	Key uint64
+	// CallerKey is the Key of the caller's own stack: the stack of the
+	// call of Callers[len(Callers)-1] that this stack's first call was
+	// made from. Going from stack to stack by CallerKey gives the whole
+	// chain of callers, as far as /STACK tells stacks apart (the stacks
+	// of a function are keyed by the callers that tell them apart, and a
+	// caller's stack by one caller more: any call of the stack would give
+	// the same chain to that depth). 0 when the nearest caller is the
+	// stack base, and in files of format version 5 and older, which do
+	// not record it.
+	CallerKey uint64 `json:",omitempty"`
 	Hits      uint64
 	Time      int64
 	ChildTime int64

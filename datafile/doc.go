@@ -13,7 +13,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 5
+// # Binary layout, format version 6
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -23,7 +23,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 5 (3 and 4 are read too: below)
+//	10      2     format version, u16: 6 (3 to 5 are read too: below)
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -94,7 +94,8 @@
 //	8 stats     uvarint CallDepth, varint TotalTime, varint OutsideTime,
 //	            list(uvarint) Hits, list(varint) FuncTime,
 //	            list(varint) ChildTime, list(uvarint Func, list(varint) Callers,
-//	            uvarint Key, uvarint Hits, varint Time, varint ChildTime) Stacks,
+//	            uvarint Key, uvarint CallerKey, uvarint Hits, varint Time,
+//	            varint ChildTime) Stacks,
 //	            then the sampling figures (Stats.Sampling): varint Interval,
 //	            uvarint Sampler (0 none, 1 perf events, 2 ptrace, 3 both), uvarint Outside, uvarint Lost, varint KernelTime,
 //	            list(uvarint) Samples, list(uvarint) LineSamples
@@ -106,8 +107,10 @@
 //
 // # Older versions
 //
-// The writer writes version 5; the readers also read versions 4 and 3
-// ([MinVersion]). Version 4's section 8 ends after the stacks: its files
+// The writer writes version 6; the readers also read versions 5, 4 and 3
+// ([MinVersion]). Version 5's stacks have no CallerKey (it reads as 0: the
+// chain of callers beyond the two shown is not known). Version 4 is
+// version 5 but for section 8, which ends after the stacks: its files
 // hold no sampling figures. Version 3 is version 4 but for the .pbt, which
 // ends after section 8: a database of version 3 has no discarded runs.
 // Other versions are [ErrVersion].

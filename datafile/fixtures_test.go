@@ -96,7 +96,8 @@ func testCounts(m Method, second bool) *Counts {
 		{Func: 0, Callers: []int{-1}, Hits: c.Stats.Hits[0]},
 	}
 	if second {
-		c.Stats.Stacks = append(c.Stats.Stacks, Stack{Func: 3, Callers: []int{0, 2}, Key: 1, Hits: 7})
+		// (Its caller's stack, 0x77, was kept apart from the others'.)
+		c.Stats.Stacks = append(c.Stats.Stacks, Stack{Func: 3, Callers: []int{0, 2}, Key: 1, CallerKey: 0x77, Hits: 7})
 	}
 	if m == FuncSampling {
 		sampled(c, second)

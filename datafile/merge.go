@@ -48,8 +48,10 @@ func zeros[T any](n int) []T {
 //   - hits, function and child times, total and outside time add up, so
 //     coverage flags count the runs that covered an item;
 //   - CallDepth becomes the larger of the two;
-//   - stacks with equal Func, Callers and Key add their hits and times, and
-//     the stacks are kept sorted by Func, Callers and Key.
+//   - stacks with equal Func, Callers and Key add their hits and times,
+//     keep the smaller CallerKey of the two (either leads to the same
+//     callers: 0, not known, only when both are), and the stacks are kept
+//     sorted by Func, Callers and Key.
 //
 // Addition is associative and, but for the order of the runs, commutative:
 // adding runs in any grouping or order gives the same figures. A run m
@@ -323,6 +325,11 @@ func mergeStacks(a, b []Stack) ([]Stack, error) {
 			t.Hits += s.Hits
 			t.Time += s.Time
 			t.ChildTime += s.ChildTime
+			// Any caller stack gives the same chain as far as the stack's
+			// key tells: the smaller known one, whatever the order.
+			if t.CallerKey == 0 || (s.CallerKey != 0 && s.CallerKey < t.CallerKey) {
+				t.CallerKey = s.CallerKey
+			}
 		}
 	}
 	slices.SortFunc(out, compareStacks)

@@ -60,7 +60,7 @@ func TestMergeSums(t *testing.T) {
 			Stacks: []Stack{
 				{Func: 0, Callers: []int{-1}, Hits: 1024, Time: 7500000, ChildTime: 12000000},
 				{Func: 1, Callers: []int{-1, 0}, Key: 0x9e37, Hits: 2048, Time: 4500000, ChildTime: 4500000},
-				{Func: 3, Callers: []int{0, 2}, Key: 1, Hits: 7},
+				{Func: 3, Callers: []int{0, 2}, Key: 1, CallerKey: 0x77, Hits: 7},
 			},
 		},
 	}
@@ -98,6 +98,27 @@ func TestMergeStackKeys(t *testing.T) {
 	}
 	if d := cmp.Diff(want, m.Stats.Stacks); d != "" {
 		t.Errorf("stacks differ (-want +got):\n%s", d)
+	}
+}
+
+// TestMergeCallerKeys: stacks that merge keep the smaller known key of
+// their caller stacks (0 is none known), whatever the order of the runs.
+func TestMergeCallerKeys(t *testing.T) {
+	stack := func(callerKey uint64) Stack {
+		return Stack{Func: 2, Callers: []int{0, 1}, Key: 5, CallerKey: callerKey, Hits: 1}
+	}
+	for _, keys := range [][]uint64{{0, 9, 7}, {7, 0, 9}, {9, 7, 0}, {0, 0, 7}} {
+		m := NewMerged(testPlan(FuncCounting))
+		for _, k := range keys {
+			c := anotherRun(testCounts(FuncCounting, false))
+			c.Stats.Stacks = []Stack{stack(k)}
+			if err := m.Add(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := m.Stats.Stacks; len(got) != 1 || got[0].CallerKey != 7 || got[0].Hits != 3 {
+			t.Errorf("runs with caller keys %v: %+v, want one stack of 3 hits, caller key 7", keys, got)
+		}
 	}
 }
 

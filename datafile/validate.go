@@ -219,6 +219,9 @@ func (k *Stack) check(funcs int) error {
 			return fmt.Errorf("caller %d out of range (%d functions)", c, funcs)
 		}
 	}
+	if k.Callers[len(k.Callers)-1] == -1 && k.CallerKey != 0 {
+		return fmt.Errorf("caller stack %#x of a call from the stack base", k.CallerKey)
+	}
 	if k.Time < 0 || k.ChildTime < 0 {
 		return fmt.Errorf("negative time %d or child time %d", k.Time, k.ChildTime)
 	}

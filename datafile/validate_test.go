@@ -75,6 +75,7 @@ func TestCountsValidate(t *testing.T) {
 		{"three callers", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers = []int{-1, 0, 1} }, "stack 0: 3 callers"},
 		{"caller below -1", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[0] = -2 }, "stack 0: caller -2 out of range"},
 		{"caller too large", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers[1] = 4 }, "stack 0: caller 4 out of range"},
+		{"caller stack of the base", FuncCounting, func(c *Counts) { c.Stats.Stacks[1].CallerKey = 0x77 }, "stack 1: caller stack 0x77 of a call from the stack base"},
 		{"negative stack time", FuncTiming, func(c *Counts) { c.Stats.Stacks[1].ChildTime = -1 }, "stack 1: negative time"},
 		{"valid sampling", FuncSampling, func(*Counts) {}, ""},
 		{"sampling figures in counting", FuncCounting, func(c *Counts) { c.Stats.Sampling.Lost = 1 }, "sampling figures in a function counting profile"},

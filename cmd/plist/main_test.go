@@ -378,9 +378,14 @@ func TestSamplingFormats(t *testing.T) {
 	if err := datafile.SaveMerged("sprog.pbt", m); err != nil {
 		t.Fatal(err)
 	}
+	// (The source of its sampled line, which the listing shows.)
+	if err := os.WriteFile("sprog.c", []byte("int f(int x)\n{\n\treturn x;\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stdout, stderr, status := runPlist(t, words("/nologo sprog"), "")
 	if status != 0 || stderr != "" || !strings.Contains(stdout, "Profile: Function sampling, sorted by time") ||
-		!strings.Contains(stdout, "    Sampled every 1.000 millisecond of CPU time (perf events)") {
+		!strings.Contains(stdout, "    Sampled every 1.000 millisecond of CPU time (perf events)") ||
+		!strings.Contains(stdout, "    3:   200  66.7      return x;\n") {
 		t.Errorf("plist sprog: status %d, stderr %q, stdout\n%s", status, stderr, stdout)
 	}
 	_, stderr, status = runPlist(t, words("/nologo --format=gmon -o gmon.out sprog"), "")

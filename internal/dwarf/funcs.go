@@ -275,7 +275,7 @@ func (w *walker) fileName(u, n int32) string {
 			for _, f := range lr.Files() {
 				name := ""
 				if f != nil {
-					name = f.Name
+					name = inCompDir(f.Name, w.units[u].CompDir)
 				}
 				files = append(files, name)
 			}

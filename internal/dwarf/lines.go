@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	stddwarf "debug/dwarf"
@@ -46,7 +47,7 @@ func (f *File) StatementRows() (rows []LineRow, err error) {
 	}
 	defer catch(&err, op)
 	for i, cu := range f.impl.cus {
-		rows, err = f.impl.unitLines(rows, cu, i)
+		rows, err = f.impl.unitLines(rows, cu, i, f.Units[i].CompDir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: unit %q: %w", op, f.Units[i].Name, err)
 		}
@@ -57,13 +58,17 @@ func (f *File) StatementRows() (rows []LineRow, err error) {
 	return slices.Clip(rows), nil
 }
 
-// unitLines appends the statement rows of one unit's line table.
-func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int) ([]LineRow, error) {
+// unitLines appends the statement rows of one unit's line table, whose
+// compilation directory is compDir.
+func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int, compDir string) ([]LineRow, error) {
 	lr, err := x.data.LineReader(cu)
 	if err != nil || lr == nil {
 		return rows, err
 	}
 	var e stddwarf.LineEntry
+	// The names of one file, resolved once.
+	var last *stddwarf.LineFile
+	name := ""
 	for {
 		if err := lr.Next(&e); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -74,10 +79,29 @@ func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int) ([]LineRo
 		if e.EndSequence || !e.IsStmt || e.Line <= 0 || !x.inExec(e.Address, e.Address+1) {
 			continue
 		}
-		file := ""
-		if e.File != nil {
-			file = e.File.Name
+		if e.File != last {
+			last, name = e.File, ""
+			if e.File != nil {
+				name = inCompDir(e.File.Name, compDir)
+			}
 		}
-		rows = append(rows, LineRow{Addr: e.Address, File: file, Line: e.Line, Unit: unit})
+		rows = append(rows, LineRow{Addr: e.Address, File: name, Line: e.Line, Unit: unit})
 	}
+}
+
+// inCompDir returns the name of a file of a unit's line table resolved
+// against the unit's compilation directory compDir: relative names of
+// DWARF 5 line tables are relative to it (DWARF 5 section 6.2.4: "each
+// additional path entry is either a full path name or is relative to the
+// current directory of the compilation"), and debug/dwarf joins a DWARF
+// 5 file with its directory entry as it is. A unit compiled from another
+// directory ("gcc -c ../src/parse.c") then names its files
+// "../src/parse.c", which only the compilation directory resolves. A name
+// stays as it is when the directory is not absolute itself (one made
+// relative by -ffile-prefix-map says nothing of where it was).
+func inCompDir(name, compDir string) string {
+	if name == "" || filepath.IsAbs(name) || !filepath.IsAbs(compDir) {
+		return name
+	}
+	return filepath.Join(compDir, name)
 }

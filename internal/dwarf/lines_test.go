@@ -2,6 +2,7 @@ package dwarf
 
 import (
 	"bufio"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -51,6 +52,48 @@ func TestLines(t *testing.T) {
 		if !slices.Contains(got, line(m)) {
 			t.Errorf("rows of loop: lines %v, no %s (%d)", got, m, line(m))
 		}
+	}
+}
+
+// TestLinesOtherDirectory: a unit compiled from another directory (gcc -c
+// ../src/lines.c, an out-of-tree build) names its files by their full
+// paths, resolved against its compilation directory, in its rows and its
+// declarations, with the line tables of DWARF 5 (whose directory entries
+// debug/dwarf leaves relative) and of DWARF 4.
+func TestLinesOtherDirectory(t *testing.T) {
+	needTool(t, "gcc")
+	for _, version := range []string{"-gdwarf-5", "-gdwarf-4"} {
+		t.Run(version, func(t *testing.T) {
+			dir := t.TempDir()
+			src, build := filepath.Join(dir, "src"), filepath.Join(dir, "build")
+			for _, d := range []string{src, build} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			copySource(t, src, "lines.c")
+			run(t, build, nil, "gcc", version, "-O0", "-o", "lines", "../src/lines.c")
+			f := open(t, filepath.Join(build, "lines"))
+			rows, err := f.Lines()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(src, "lines.c")
+			if len(rows) == 0 {
+				t.Fatal("no rows")
+			}
+			for _, r := range rows {
+				if r.File != want {
+					t.Fatalf("row %+v: want file %s", r, want)
+				}
+			}
+			if add := funcNamed(t, f, "add"); add.DeclFile != want {
+				t.Errorf("add is declared in %q, want %q", add.DeclFile, want)
+			}
+			if u := f.Units[0]; u.CompDir != build || u.Path != want {
+				t.Errorf("unit compiled in %q from %q, want %q and %q", u.CompDir, u.Path, build, want)
+			}
+		})
 	}
 }
 

@@ -97,7 +97,9 @@ type Options struct {
 	// Path is the .pbt's path, named in warning PRF1481.
 	Path string
 	// Warn receives the warnings (PRF1481, PRF4481; gmon.out's PRF4483
-	// and PRF4484) before the report is written; nil discards them.
+	// and PRF4484; the sources a listing leaves out, PRF4487; WriteDiff's
+	// base of another type, PRF4488) before the report is written; nil
+	// discards them.
 	Warn func(*prf.Diagnostic)
 	// Trace is the run's execution trace (profile /TRACE), which
 	// FormatChrome writes; nil for none.

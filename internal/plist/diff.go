@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Coverage returns the profile's coverage in percent: the functions, or
@@ -37,9 +38,15 @@ type diffRow struct {
 // differ, matched by module and name (or module, file and line), with its
 // figure in each and the change, the largest changes first; then the
 // totals. A function or line that one profile has and the other has not
-// counts 0 there.
+// counts 0 there. Profiles of two types are compared all the same, after
+// warning PRF4488 (o.Path names the base): a function profile and a line
+// profile have nothing in common, and times are compared only where both
+// have them.
 func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	rb, rm := newReport(base, o), newReport(m, o)
+	if bm, mm := base.Plan.Method, m.Plan.Method; bm != mm {
+		rm.warn(prf.DiffOtherType(o.Path, strings.ToLower(bm.Words()), strings.ToLower(mm.Words())))
+	}
 	timed := rm.hasTimes() && rb.hasTimes()
 	keys := func(r *report) map[string]int {
 		out := map[string]int{}

@@ -149,35 +149,59 @@ func (r *report) mainValue(i int) int64 {
 }
 
 // writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
-// functions (FN, FNDA: their hits, and DA: each one's first line, which
-// ran as often) for function profiles, its lines (DA) for line profiles. Functions without a source file (known from the
-// symbol table, PLT entries) have no place in it. Names are the stored
-// ones, which genhtml --demangle-cpp demangles, as gcov's tracefiles have.
+// functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
+// profile has the counts of its lines and the calls of its functions,
+// each function's those of its first line (lcovFirstLine). A function
+// profile has the calls of its functions and, for each, its declaration
+// line with the same count: lcov 1.16 and genhtml refuse a file without
+// lines ("no valid records found"). SF is the path where the source file
+// is found (exportPath), which genhtml opens, else the one recorded.
+// Functions without a source file (known from the symbol table, PLT
+// entries) have no place in it. Names are the stored ones, which genhtml
+// --demangle-cpp demangles, as gcov's tracefiles have.
 func (r *report) writeLcov(w *bufio.Writer) {
+	type function struct {
+		line int
+		name string
+		hits uint64
+	}
 	type record struct {
-		funcs []int
+		funcs []function
 		lines map[int]uint64
 	}
 	var order []string
 	files := map[string]*record{}
-	get := func(name string) *record {
-		if files[name] == nil {
-			files[name] = &record{lines: map[int]uint64{}}
-			order = append(order, name)
+	get := func(mod int, name string) *record {
+		path := r.exportPath(mod, name)
+		if files[path] == nil {
+			files[path] = &record{lines: map[int]uint64{}}
+			order = append(order, path)
 		}
-		return files[name]
+		return files[path]
 	}
-	if r.plan.Method.IsFunction() {
-		for i, f := range r.plan.Funcs {
-			if f.File != "" {
-				rec := get(f.File)
-				rec.funcs = append(rec.funcs, i)
-			}
-		}
-	} else {
+	funcProfile := r.plan.Method.IsFunction()
+	if !funcProfile {
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]
-			get(r.lineFile(l)).lines[l.Line] += r.hits(i)
+			get(l.Module, r.lineFile(l)).lines[l.Line] += r.hits(i)
+		}
+	}
+	for i, f := range r.plan.Funcs {
+		if f.File == "" {
+			continue
+		}
+		hits := r.hits(i)
+		if !funcProfile {
+			line := r.lcovFirstLine(i)
+			if line < 0 {
+				continue // none of its lines is profiled
+			}
+			hits = r.hits(line)
+		}
+		rec := get(f.Module, f.File)
+		rec.funcs = append(rec.funcs, function{max(f.Line, 1), f.Name, hits})
+		if funcProfile {
+			rec.lines[max(f.Line, 1)] += hits
 		}
 	}
 	test := ""
@@ -187,23 +211,18 @@ func (r *report) writeLcov(w *bufio.Writer) {
 	for _, name := range order {
 		rec := files[name]
 		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, name)
-		hit := 0
-		for _, i := range rec.funcs {
-			fmt.Fprintf(w, "FN:%d,%s\n", max(r.plan.Funcs[i].Line, 1), r.plan.Funcs[i].Name)
+		for _, f := range rec.funcs {
+			fmt.Fprintf(w, "FN:%d,%s\n", f.line, f.name)
 		}
-		for _, i := range rec.funcs {
-			fmt.Fprintf(w, "FNDA:%d,%s\n", r.hits(i), r.plan.Funcs[i].Name)
-			if r.hits(i) > 0 {
+		hit := 0
+		for _, f := range rec.funcs {
+			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, f.name)
+			if f.hits > 0 {
 				hit++
 			}
 		}
 		if len(rec.funcs) > 0 {
 			fmt.Fprintf(w, "FNF:%d\nFNH:%d\n", len(rec.funcs), hit)
-			// lcov takes a record without lines for none: each function's
-			// first line ran as often as the function was entered.
-			for _, i := range rec.funcs {
-				rec.lines[max(r.plan.Funcs[i].Line, 1)] += r.hits(i)
-			}
 		}
 		if len(rec.lines) > 0 {
 			lines := slices.Sorted(maps.Keys(rec.lines))
@@ -218,6 +237,50 @@ func (r *report) writeLcov(w *bufio.Writer) {
 		}
 		w.WriteString("end_of_record\n")
 	}
+}
+
+// lcovFirstLine returns the index of function i's first line in a line
+// profile: the line of the lowest of its module's line sites in the
+// function's code (from its entry when its bounds are not known), the
+// line every call begins with, whose count is the function's calls (for
+// line coverage, the runs that called it). It returns -1 when no
+// profiled line is in the function.
+func (r *report) lcovFirstLine(i int) int {
+	if r.lineSites == nil {
+		r.lineSites = make([][]lineSite, len(r.plan.Modules))
+		for li := range r.plan.Lines {
+			l := &r.plan.Lines[li]
+			if l.Module < 0 || l.Module >= len(r.lineSites) {
+				continue
+			}
+			for _, a := range l.Addrs {
+				r.lineSites[l.Module] = append(r.lineSites[l.Module], lineSite{a, li})
+			}
+		}
+		for _, sites := range r.lineSites {
+			slices.SortStableFunc(sites, func(a, b lineSite) int { return cmp.Compare(a.addr, b.addr) })
+		}
+	}
+	f := &r.plan.Funcs[i]
+	if f.Module < 0 || f.Module >= len(r.lineSites) {
+		return -1
+	}
+	lo, hi := f.Low, f.High
+	if lo >= hi {
+		lo, hi = f.Entry, f.Entry+1
+	}
+	sites := r.lineSites[f.Module]
+	k, _ := slices.BinarySearchFunc(sites, lo, func(s lineSite, a uint64) int { return cmp.Compare(s.addr, a) })
+	if k < len(sites) && sites[k].addr < hi {
+		return sites[k].line
+	}
+	return -1
+}
+
+// lineSite is a line site's address and the index of its line.
+type lineSite struct {
+	addr uint64
+	line int
 }
 
 // lcovTestName is a test name lcov accepts (letters, digits, _): the
@@ -237,8 +300,8 @@ func lcovTestName(commandLine string) string {
 // Specification"): the events are Calls (the hits) and, for timing and
 // sampling, Time (nanoseconds, the function's own); each function's cost
 // at its declaration line; with /AT, the calls from each caller, with
-// their inclusive cost; for line profiles each line's hits at the line,
-// in the function that holds it.
+// their inclusive cost (callgrindCalls); for line profiles each line's
+// hits at the line, in the function that holds it.
 func (r *report) writeCallgrind(w *bufio.Writer) {
 	timed := r.hasTimes()
 	events := "Calls"
@@ -299,25 +362,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		fmt.Fprintf(w, "\ntotals: %d\n", total)
 		return
 	}
-	// Calls by caller, from the attribution stacks: the nearest profiled
-	// caller of each stack calls its function.
-	type call struct {
-		callee     int
-		hits       uint64
-		inclusive  int64
-		calleeLine int
-	}
-	calls := map[int][]call{}
-	for _, s := range r.m.Stats.Stacks {
-		if s.Func < 0 || s.Func >= len(r.plan.Funcs) || len(s.Callers) == 0 {
-			continue
-		}
-		caller := s.Callers[len(s.Callers)-1]
-		if caller < 0 || caller >= len(r.plan.Funcs) {
-			continue
-		}
-		calls[caller] = append(calls[caller], call{s.Func, s.Hits, s.ChildTime, line(s.Func)})
-	}
+	calls := r.callgrindCalls()
 	var totalHits uint64
 	var totalTime int64
 	for i := range r.plan.Funcs {
@@ -326,10 +371,66 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		totalTime += r.funcTime(i)
 		for _, c := range calls[i] {
 			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", r.moduleName(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
-				c.hits, c.calleeLine, line(i), cost(c.hits, c.inclusive))
+				c.hits, line(c.callee), line(i), cost(c.hits, c.inclusive))
 		}
 	}
 	fmt.Fprintf(w, "\ntotals: %s\n", cost(totalHits, totalTime))
+}
+
+// callgrindCall is the calls of one caller to one callee, with the
+// inclusive cost callgrind gives a call: its calls, and its time with
+// children.
+type callgrindCall struct {
+	callee    int
+	hits      uint64
+	inclusive int64
+}
+
+// callgrindCalls returns the calls made by each function, from the
+// attribution stacks (callStacks): each chain's nearest caller calls its
+// function, the calls of the same caller to the same callee added up, in
+// the order of their first chain. callgrind_annotate --inclusive=yes (and
+// KCachegrind) take a function's inclusive cost as the sum of the
+// inclusive costs of the calls to it, so a call's time with children
+// counts only where the callee is not on the chain already: a recursive
+// call's time is inside its outermost call's, as it is in the listing's
+// function+child time, and counting it again would put a recursive
+// function above 100 %. Where /STACK cuts the chains shorter than a
+// recursion, the outermost calls are not all known: when a callee's calls
+// then add up to more than its time with children, their times are
+// scaled down to it.
+func (r *report) callgrindCalls() map[int][]callgrindCall {
+	calls := map[int][]callgrindCall{}
+	into := map[int]int64{} // a callee's inclusive time, all calls
+	for _, c := range r.callStacks() {
+		n := len(c.funcs)
+		if n < 2 {
+			continue // from the stack base
+		}
+		caller, callee := c.funcs[n-2], c.funcs[n-1]
+		inclusive := c.childTime
+		if c.recursive() {
+			inclusive = 0
+		}
+		into[callee] += inclusive
+		list := calls[caller]
+		k := slices.IndexFunc(list, func(cc callgrindCall) bool { return cc.callee == callee })
+		if k < 0 {
+			calls[caller] = append(list, callgrindCall{callee: callee, hits: c.hits, inclusive: inclusive})
+			continue
+		}
+		list[k].hits += c.hits
+		list[k].inclusive += inclusive
+	}
+	for _, list := range calls {
+		for k := range list {
+			c := &list[k]
+			if all, most := into[c.callee], r.childTime(c.callee); all > most {
+				c.inclusive = int64(float64(c.inclusive) * float64(most) / float64(all))
+			}
+		}
+	}
+	return calls
 }
 
 // version is the creator's version.
@@ -377,10 +478,14 @@ func (r *report) newPprof() (p *profile.Profile, function func(int) *profile.Fun
 
 // writePprof writes a profile.proto (github.com/google/pprof/profile):
 // the sample types are calls (count) and, for timing, time (nanoseconds,
-// each function's own); with /AT a sample per caller stack (the
-// function, its nearest profiled callers), else one per function; for
-// line profiles one per line, at the line, in the function that holds
-// it. Function sampling profiles are CPU profiles (writeSampledPprof).
+// each function's own); with /AT a sample per distinct chain of calls
+// (callStacks: the function and its callers, as deep as /STACK tells
+// them), else one per function; for line profiles one per line, at the
+// line, in the function that holds it. pprof counts a sample once in the
+// cumulative figure of each function it holds, however often the
+// function recurs in it: a recursive function's is its time with
+// children, as the listing's. Function sampling profiles are CPU
+// profiles (writeSampledPprof).
 func (r *report) writePprof(w io.Writer) error {
 	if r.plan.Method.IsSampling() {
 		return r.writeSampledPprof(w)
@@ -423,18 +528,13 @@ func (r *report) writePprof(w io.Writer) error {
 		return locs[i]
 	}
 	withStacks := make([]bool, len(r.plan.Funcs))
-	for _, s := range r.m.Stats.Stacks {
-		if s.Func < 0 || s.Func >= len(r.plan.Funcs) {
-			continue
+	for _, c := range r.callStacks() {
+		withStacks[c.funcs[len(c.funcs)-1]] = true
+		stack := make([]*profile.Location, 0, len(c.funcs))
+		for k := len(c.funcs) - 1; k >= 0; k-- {
+			stack = append(stack, loc(c.funcs[k]))
 		}
-		withStacks[s.Func] = true
-		stack := []*profile.Location{loc(s.Func)}
-		for k := len(s.Callers) - 1; k >= 0; k-- {
-			if c := s.Callers[k]; c >= 0 && c < len(r.plan.Funcs) {
-				stack = append(stack, loc(c))
-			}
-		}
-		p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: values(s.Hits, s.Time)})
+		p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: values(c.hits, c.time)})
 	}
 	for i := range r.plan.Funcs {
 		if !withStacks[i] {
@@ -501,9 +601,10 @@ func (r *report) writeSampledPprof(w io.Writer) error {
 }
 
 // writeFolded writes folded stacks, one line each, as flame graph tools
-// read them ("caller;callee value"): with /AT each caller stack, outermost
-// first, else each function alone; the value is the hits, or for timing
-// and sampling the function's own time in nanoseconds. Line profiles give
+// read them ("caller;callee value"): with /AT each distinct chain of calls
+// (callStacks), outermost first, as deep as /STACK tells stacks apart,
+// else each function alone; the value is the hits, or for timing and
+// sampling the function's own time in nanoseconds. Line profiles give
 // "module;file:line hits". Names are the displayed ones, with ';'
 // replaced.
 func (r *report) writeFolded(w *bufio.Writer) {
@@ -516,22 +617,19 @@ func (r *report) writeFolded(w *bufio.Writer) {
 		return
 	}
 	withStacks := make([]bool, len(r.plan.Funcs))
-	for _, s := range r.m.Stats.Stacks {
-		if s.Func < 0 || s.Func >= len(r.plan.Funcs) {
-			continue
-		}
-		withStacks[s.Func] = true
-		var frames []string
-		for _, c := range s.Callers {
-			if c >= 0 && c < len(r.plan.Funcs) {
-				frames = append(frames, clean(r.exportName(c)))
+	for _, c := range r.callStacks() {
+		withStacks[c.funcs[len(c.funcs)-1]] = true
+		for k, f := range c.funcs {
+			if k > 0 {
+				w.WriteByte(';')
 			}
+			w.WriteString(clean(r.exportName(f)))
 		}
-		v := int64(s.Hits)
+		v := int64(c.hits)
 		if r.hasTimes() {
-			v = s.Time
+			v = c.time
 		}
-		fmt.Fprintf(w, "%s %d\n", strings.Join(append(frames, clean(r.exportName(s.Func))), ";"), v)
+		fmt.Fprintf(w, " %d\n", v)
 	}
 	for i := range r.plan.Funcs {
 		if !withStacks[i] {

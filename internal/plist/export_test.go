@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -22,24 +25,25 @@ func exportCases(t *testing.T) map[string]*datafile.Merged {
 	t.Helper()
 	// The caller stacks of a run of dllhost with /AT, as PROFILE records
 	// them: each function's nearest profiled callers, outermost first, -1
-	// the stack base. (Functions: 0 _main, 1 _local_work, 2 and 3 the
-	// EXE's thunks _lib_add and _lib_twice, 4 _helper, 5 _lib_add, 6
-	// _lib_twice.) A call through a thunk is the library function's
-	// caller's: the thunk does not nest.
+	// the stack base, and the key of the caller's own stack. (Functions: 0
+	// _main, 1 _local_work, 2 and 3 the EXE's thunks _lib_add and
+	// _lib_twice, 4 _helper, 5 _lib_add, 6 _lib_twice.) A call through a
+	// thunk is the library function's caller's: the thunk does not nest.
+	// The keys here are the stacks' places from 1.
 	dllAT := functions(dll, datafile.FuncCounting, dllhostRun)("")
 	dllAT.Plan.Attribution = true
 	for _, s := range []datafile.Stack{
 		{Func: 0, Callers: []int{-1}, Hits: 1},
-		{Func: 1, Callers: []int{-1, 0}, Hits: 1},
-		{Func: 2, Callers: []int{0, 1}, Hits: 4},
-		{Func: 3, Callers: []int{-1, 0}, Hits: 2},
-		{Func: 4, Callers: []int{1, 5}, Hits: 4},
-		{Func: 4, Callers: []int{6, 5}, Hits: 2},
-		{Func: 5, Callers: []int{0, 1}, Hits: 4},
-		{Func: 5, Callers: []int{0, 6}, Hits: 2},
-		{Func: 6, Callers: []int{-1, 0}, Hits: 2},
+		{Func: 1, Callers: []int{-1, 0}, CallerKey: 1, Hits: 1},
+		{Func: 2, Callers: []int{0, 1}, CallerKey: 2, Hits: 4},
+		{Func: 3, Callers: []int{-1, 0}, CallerKey: 1, Hits: 2},
+		{Func: 4, Callers: []int{1, 5}, CallerKey: 7, Hits: 4},
+		{Func: 4, Callers: []int{6, 5}, CallerKey: 8, Hits: 2},
+		{Func: 5, Callers: []int{0, 1}, CallerKey: 2, Hits: 4},
+		{Func: 5, Callers: []int{0, 6}, CallerKey: 9, Hits: 2},
+		{Func: 6, Callers: []int{-1, 0}, CallerKey: 1, Hits: 2},
 	} {
-		s.Key = uint64(len(dllAT.Stats.Stacks))
+		s.Key = uint64(len(dllAT.Stats.Stacks)) + 1
 		dllAT.Stats.Stacks = append(dllAT.Stats.Stacks, s)
 	}
 	return map[string]*datafile.Merged{
@@ -117,6 +121,15 @@ func TestExports(t *testing.T) {
 						t.Fatalf("gmon.out: %v", err)
 					}
 					out = []byte(text)
+				case FormatLcov:
+					// The sources found (in testdata/src) are named by
+					// their absolute paths, which the golden does not
+					// hold.
+					wd, err := os.Getwd()
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = bytes.ReplaceAll(out, []byte("SF:"+wd+"/"), []byte("SF:${PWD}/"))
 				}
 				testutil.Golden(t, filepath.Join("testdata", "export", name+"."+f.String()+".golden"), out)
 			})
@@ -159,6 +172,45 @@ func TestCoverageAndDiff(t *testing.T) {
 	testutil.Golden(t, filepath.Join("testdata", "export", "dll-diff.golden"), buf.Bytes())
 	if lines := strings.Split(buf.String(), "\n"); len(lines) < 6 || !strings.Contains(lines[4], "+36") || !strings.Contains(lines[5], "-1") {
 		t.Errorf("diff:\n%s", buf.String())
+	}
+}
+
+// TestDiffOtherType: --diff-base with a base of another profile type
+// warns once (PRF4488), naming the base and both types, before the
+// comparison, which is written all the same; a base of the same type
+// does not.
+func TestDiffOtherType(t *testing.T) {
+	base := functions(dll, datafile.FuncCounting, dllhostRun)("")
+	for _, c := range []struct {
+		now  *datafile.Merged
+		want []string
+	}{
+		{functions(dll, datafile.FuncCounting, dllhostRun)(""), nil},
+		{functions(dll, datafile.FuncTiming, dllhostRun)(""), []string{
+			"PRF4488 --diff-base base.pbt is a function counting profile, and this one a function timing profile: only what both count is compared, and what one alone counts is listed as a change"}},
+		{lines(dllLines, datafile.LineCounting, dllhostRun)("/src"), []string{
+			"PRF4488 --diff-base base.pbt is a function counting profile, and this one a line counting profile: only what both count is compared, and what one alone counts is listed as a change"}},
+	} {
+		var warnings []string
+		var buf bytes.Buffer
+		o := DefaultOptions()
+		o.Path = "base.pbt"
+		o.Warn = func(d *prf.Diagnostic) {
+			warnings = append(warnings, fmt.Sprintf("PRF%d %s", d.Code, d.Error()))
+			if buf.Len() > 0 {
+				t.Errorf("warning after %d bytes of the comparison", buf.Len())
+			}
+		}
+		if err := WriteDiff(&buf, base, c.now, o); err != nil {
+			t.Fatal(err)
+		}
+		method := strings.ToLower(c.now.Plan.Method.Words())
+		if !slices.Equal(warnings, c.want) {
+			t.Errorf("%s: warnings %q, want %q", method, warnings, c.want)
+		}
+		if !strings.Contains(buf.String(), "compared with base.pbt") {
+			t.Errorf("%s: no comparison:\n%s", method, buf.String())
+		}
 	}
 }
 

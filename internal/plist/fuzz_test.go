@@ -96,6 +96,19 @@ func validMerged(text, noise []byte) *datafile.Merged {
 				f.Low, f.High = f.High-uint64(b), f.Low+uint64(b)<<(b%64)
 			}
 		}
+		// The links between stacks: a stack's caller stack made another
+		// one's (loops, a caller stack of another function) or none.
+		if st := m.Stats.Stacks; len(st) > 0 {
+			for k, b := range noise {
+				s := &st[(k+int(b))%len(st)]
+				switch {
+				case b%3 == 0:
+					s.CallerKey = st[int(b)%len(st)].Key
+				case b%3 == 1:
+					s.Key = uint64(b % 4)
+				}
+			}
+		}
 	}
 	m.Plan.ID = datafile.PlanID(&m.Plan)
 	if m.Validate() != nil {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // The headings of the line listings (original.md §5.6.6-§5.6.8).
@@ -148,6 +149,35 @@ func (r *report) sourceListings(p *printer, mod int) {
 	}
 }
 
+// warnSourcesLeftOut warns, once, of the source files whose listings the
+// report leaves out because it cannot find them (PRF4487), each with the
+// number of the profile's lines it holds: those of a line profile, which
+// count in its statistics, or the sampled lines of function sampling.
+// The listing itself says "Unable to open source file" in place of each,
+// as the original's did.
+func (r *report) warnSourcesLeftOut() {
+	sampled := r.plan.Method.IsSampling()
+	var files []string
+	total := 0
+	for mod, m := range r.plan.Modules {
+		n := make(map[int]int)
+		for _, i := range r.lines[mod] {
+			if !sampled || r.lineSamples(i) > 0 {
+				n[r.plan.Lines[i].File]++
+			}
+		}
+		for file, name := range m.Files {
+			if n[file] > 0 && r.findSource(mod, name) == "" {
+				files = append(files, fmt.Sprintf("%s (%d %s)", path.Base(name), n[file], plural(uint64(n[file]), "line")))
+				total += n[file]
+			}
+		}
+	}
+	if len(files) > 0 {
+		r.warn(prf.SourcesLeftOut(files, total))
+	}
+}
+
 // sourceListing prints one source file with the counts of its profiled
 // lines (line number to hits, or to samples), each with its share of
 // modHits, or says it cannot be opened.
@@ -220,35 +250,16 @@ func coverageRow(n int, profiled bool, hits, _ uint64, text string) string {
 	return fmt.Sprintf("%5d:    %c \t%s", n, mark, text)
 }
 
-// openSource opens a module's source file: where PREP recorded it, then
-// (for a relative path) in the compilation directories, then in the /D
-// directories, with its recorded relative path and with its base name.
-// It returns the file and the path it was found at, or nil.
+// openSource opens a module's source file where findSource finds it, and
+// returns it with that path, or nil.
 func (r *report) openSource(mod int, name string) (*os.File, string) {
-	var tries []string
-	if name != "" {
-		tries = append(tries, name)
+	found := r.findSource(mod, name)
+	if found == "" {
+		return nil, ""
 	}
-	rel := !filepath.IsAbs(name)
-	if rel {
-		for _, dir := range r.plan.Modules[mod].CompDirs {
-			tries = append(tries, filepath.Join(dir, name))
-		}
+	f, err := os.Open(found)
+	if err != nil {
+		return nil, ""
 	}
-	for _, dir := range r.o.SourceDirs {
-		if rel {
-			tries = append(tries, filepath.Join(dir, name))
-		}
-		tries = append(tries, filepath.Join(dir, filepath.Base(name)))
-	}
-	for _, try := range tries {
-		// Only regular files: opening a FIFO would block.
-		if st, err := os.Stat(try); err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		if f, err := os.Open(try); err == nil {
-			return f, try
-		}
-	}
-	return nil, ""
+	return f, found
 }

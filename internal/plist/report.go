@@ -32,6 +32,15 @@ type report struct {
 	stacks [][]int
 	// shared counts the functions of each displayed name (exportName).
 	shared map[string]int
+	// stackIndex finds a stack by its function and key (callerStack),
+	// built at the first use.
+	stackIndex map[stackID]int
+	// sources has the paths where source files were found (findSource),
+	// "" for those found nowhere.
+	sources map[sourceKey]string
+	// lineSites has, per module, the sites of the plan's lines by address
+	// (lcovFirstLine), built at the first use.
+	lineSites [][]lineSite
 	// byLow has, per module, its functions of known code range by their
 	// lowest address (funcAt), built at the first use.
 	byLow [][]int
@@ -102,6 +111,10 @@ func (r *report) writeListing(w io.Writer) error {
 	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
 	if !ok {
 		r.warn(prf.SortMismatch(r.o.Path))
+	}
+	if r.plan.Method.IsSampling() || (!r.plan.Method.IsFunction() && r.sort != SortCount) {
+		// (Function sampling and line profiles but /SC list the sources.)
+		r.warnSourcesLeftOut()
 	}
 	p := newPrinter(w, r.o, r.pageHeader())
 	if r.plan.Method.IsFunction() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -125,6 +126,9 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	sel := selectFunctions(mods, patterns, funcWarn)
 	for _, s := range sel {
 		plan.Funcs = append(plan.Funcs, s.f)
+	}
+	for mi, m := range mods {
+		plan.Modules[mi].CompDirs = unitDirs(m, mi, sel)
 	}
 	if !o.Method.IsFunction() {
 		// Line profiles: the lines of the selected functions.
@@ -361,6 +365,38 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
 	})
 	return funcs
+}
+
+// unitDirs returns the directories of the units of module mi's selected
+// functions, for PLIST's search of their sources (datafile.Module's
+// CompDirs): where each unit was compiled and, when elsewhere, the
+// directory of its main source file, where a generated parser's grammar
+// named by #line relative to the generator's directory is found. Sorted,
+// each once; "." (where PLIST runs, which it tries anyway) left out. Go
+// units, named by their package, have none.
+func unitDirs(m *openModule, mi int, sel []selected) []string {
+	units := map[int]bool{}
+	dirs := map[string]bool{}
+	for _, s := range sel {
+		u := s.fn.Unit
+		if s.f.Module != mi || u < 0 || u >= len(m.file.Units) || units[u] {
+			continue
+		}
+		units[u] = true
+		unit := &m.file.Units[u]
+		if unit.Language == "go" {
+			continue
+		}
+		for _, d := range []string{unit.CompDir, filepath.Dir(unit.Path)} {
+			if d = filepath.Clean(d); d != "." {
+				dirs[d] = true
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(dirs))
 }
 
 // frameKey says how PROFILE keys fn's frames for the call depth: by stack

@@ -259,8 +259,12 @@ func TestBuildPlanC(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := p.Modules[0]
+			// The unit's directories: where it was compiled (dir), and
+			// where its source is.
+			compDirs := []string{dir, filepath.Dir(src)}
+			slices.Sort(compDirs)
 			want := datafile.Module{Name: "fixture", Path: prog, Arch: runtime.GOARCH, BuildID: m.BuildID,
-				Size: st.Size(), ModTime: st.ModTime().UnixNano(), PIE: tt.pie, LinkBase: tt.linkBase}
+				Size: st.Size(), ModTime: st.ModTime().UnixNano(), PIE: tt.pie, LinkBase: tt.linkBase, CompDirs: compDirs}
 			if diff := gocmp.Diff([]datafile.Module{want}, p.Modules); diff != "" {
 				t.Errorf("modules (-want +got):\n%s", diff)
 			}

@@ -843,6 +843,31 @@ func TraceIncomplete(pbx, why string) *Diagnostic {
 	return newDiag(4486, Warning, nil, "the execution trace %s is not whole: %s", pbx, why)
 }
 
+// SourcesLeftOut warns that the listing leaves out the source files it
+// cannot find (PLIST): files names each with the number of the profile's
+// lines it holds ("bc.y (125 lines)"), which count in the statistics but
+// are not listed.
+func SourcesLeftOut(files []string, lines int) *Diagnostic {
+	what := "a source file"
+	if len(files) > 1 {
+		what = fmt.Sprintf("%d source files", len(files))
+	}
+	d := newDiag(4487, Warning, nil, "the listing leaves out %s it cannot find, with %d of the profile's lines: %s",
+		what, lines, strings.Join(files, ", "))
+	d.Hint = "name the directories that hold them with /D DIR (repeatable); the line counts are in the statistics all the same"
+	return d
+}
+
+// DiffOtherType warns that --diff-base compares profiles of two types
+// (PLIST): only what both count is compared, and the rest is listed as
+// appearing or vanishing.
+func DiffOtherType(base, baseType, thisType string) *Diagnostic {
+	d := newDiag(4488, Warning, nil, "--diff-base %s is a %s profile, and this one a %s profile: only what both count is compared, and what one alone counts is listed as a change",
+		base, baseType, thisType)
+	d.Hint = "compare two profiles of one type: prepare the program with the type of the other (prep /FC, /FT, /FV, /FS, /LC or /LV), profile it, and compare again"
+	return d
+}
+
 // TraceOtherPlan is PRF1306 for a trace (PLIST /TRACE): a run of another
 // PREP than the .pbt's.
 func TraceOtherPlan(pbx, pbt string) *Diagnostic {

@@ -324,6 +324,7 @@ func catalogue() []*Diagnostic {
 		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet"),
 		TraceLines("line counting"), TraceCut("p.pbx", 1<<30), TraceWrite("p.pbx", err), TraceBusy("p.pbx"), TraceNotMerged("p.pbx", "p.pbt"),
 		TraceIncomplete("p.pbx", "cut"), TraceOtherPlan("p.pbx", "p.pbt"),
+		SourcesLeftOut([]string{"bc.y (125 lines)"}, 125), DiffOtherType("b.pbt", "line counting", "function timing"),
 	}
 }
 

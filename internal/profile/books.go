@@ -432,7 +432,9 @@ type cachedStep struct{ from, fn, to int }
 // stackOf returns the index of the caller stack of a call of fn made from
 // l's current frames, adding it when new. Stacks are told apart by up to
 // b.levels callers (all of them when 0) and show the nearest two, outermost
-// first, -1 standing for the stack base (no profiled caller). It takes a
+// first, -1 standing for the stack base (no profiled caller); a new stack
+// keeps its caller frame's stack's key (CallerKey), which links it to
+// the rest of its chain. It takes a
 // time in proportion to the callers it tells apart: callerStack calls it
 // once for each new step.
 func (b *books) stackOf(l *ledger, fn int) int {
@@ -464,7 +466,12 @@ func (b *books) stackOf(l *ledger, fn int) int {
 		}
 		callers = append(callers, l.frames[i].fn)
 	}
-	b.stacks = append(b.stacks, datafile.Stack{Func: fn, Callers: callers, Key: key.hash})
+	st := datafile.Stack{Func: fn, Callers: callers, Key: key.hash}
+	if n > 0 && l.frames[n-1].stack >= 0 {
+		// The caller's stack, for the whole chain (datafile.Stack).
+		st.CallerKey = b.stacks[l.frames[n-1].stack].Key
+	}
+	b.stacks = append(b.stacks, st)
 	b.stackIndex[key] = len(b.stacks) - 1
 	return len(b.stacks) - 1
 }

@@ -277,7 +277,9 @@ func stackKeyOf(callers ...int) uint64 {
 // twice over (the second time every caller stack is known). main calls
 // a, which calls g, h, f; then b, which calls g, h, f; then r, which
 // recurses 4 levels below itself. The stacks are told apart by /STACK
-// callers and keyed by them (the .pbo's keys); they show two.
+// callers and keyed by them (the .pbo's keys); they show two, and keep
+// their caller's stack's key, which leads from stack to stack through
+// the callers told apart.
 func TestBooksStacksBeyondLevels(t *testing.T) {
 	const (
 		main = iota
@@ -376,6 +378,22 @@ func TestBooksStacksBeyondLevels(t *testing.T) {
 			if s.Func != want.Func || !slices.Equal(s.Callers, want.Callers) || s.Key != want.Key ||
 				s.Hits != want.Hits || s.Time != want.Time || s.ChildTime != want.ChildTime {
 				t.Errorf("/STACK %d: stack %d = %+v, want %+v (callers %v)", c.levels, i, s, want, w.key)
+			}
+			// Each stack keeps its caller's stack's key: from stack to
+			// stack, the callers told apart, innermost first.
+			var chain []int
+			for k := s; k.Callers[len(k.Callers)-1] >= 0 && (c.levels == 0 || len(chain) < c.levels); {
+				caller := k.Callers[len(k.Callers)-1]
+				chain = append(chain, caller)
+				next := slices.IndexFunc(bk.stacks, func(o datafile.Stack) bool { return o.Func == caller && o.Key == k.CallerKey })
+				if next < 0 {
+					t.Errorf("/STACK %d: stack %d: no stack of function %d with key %#x (chain %v)", c.levels, i, caller, k.CallerKey, chain)
+					break
+				}
+				k = bk.stacks[next]
+			}
+			if !slices.Equal(chain, w.key) {
+				t.Errorf("/STACK %d: stack %d's chain of caller stacks %v, want %v", c.levels, i, chain, w.key)
 			}
 		}
 	}
