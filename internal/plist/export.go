@@ -616,25 +616,14 @@ func (r *report) writeFolded(w *bufio.Writer) {
 		}
 		return
 	}
-	withStacks := make([]bool, len(r.plan.Funcs))
-	for _, c := range r.callStacks() {
-		withStacks[c.funcs[len(c.funcs)-1]] = true
-		for k, f := range c.funcs {
+	for _, st := range r.foldedStacks() {
+		for k, f := range st.frames {
 			if k > 0 {
 				w.WriteByte(';')
 			}
 			w.WriteString(clean(r.exportName(f)))
 		}
-		v := int64(c.hits)
-		if r.hasTimes() {
-			v = c.time
-		}
-		fmt.Fprintf(w, " %d\n", v)
-	}
-	for i := range r.plan.Funcs {
-		if !withStacks[i] {
-			fmt.Fprintf(w, "%s %d\n", clean(r.exportName(i)), r.mainValue(i))
-		}
+		fmt.Fprintf(w, " %d\n", st.value)
 	}
 }
 

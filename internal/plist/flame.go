@@ -29,22 +29,13 @@ type foldedStack struct {
 func (r *report) foldedStacks() []foldedStack {
 	var out []foldedStack
 	withStacks := make([]bool, len(r.plan.Funcs))
-	for _, s := range r.m.Stats.Stacks {
-		if s.Func < 0 || s.Func >= len(r.plan.Funcs) {
-			continue
-		}
-		withStacks[s.Func] = true
-		frames := make([]int, 0, len(s.Callers)+1)
-		for _, c := range s.Callers {
-			if c >= 0 && c < len(r.plan.Funcs) {
-				frames = append(frames, c)
-			}
-		}
-		v := int64(s.Hits)
+	for _, c := range r.callStacks() {
+		withStacks[c.funcs[len(c.funcs)-1]] = true
+		v := int64(c.hits)
 		if r.hasTimes() {
-			v = s.Time
+			v = c.time
 		}
-		out = append(out, foldedStack{append(frames, s.Func), v})
+		out = append(out, foldedStack{c.funcs, v})
 	}
 	for i := range r.plan.Funcs {
 		if !withStacks[i] {
