@@ -47,9 +47,6 @@ func withTimedStacks(p timedProgram, runs ...datafile.Run) func(string) *datafil
 }
 
 // ftimeAT is ftime prepared with /AT, with the times of its run in ftime/ft-atdefault.
-// ftimeAT is ftime prepared with /AT, with the times of its run in ftime/ft-atdefault.
-// ftimeAT is ftime prepared with /AT, with the times of its run in ftime/ft-atdefault.
-// ftimeAT is ftime prepared with /AT, with the times of its run in ftime/ft-atdefault.
 var ftimeAT = timedProgram{
 	program: program{
 		modules: []string{"ftime.exe"},
