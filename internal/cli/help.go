@@ -21,7 +21,8 @@ func (t *Tool[T]) usageText() string {
 }
 
 const syntaxHelp = "Options begin with / or - and ignore case; letters in [ ] may be left out.\n" +
-	"Long options (--name) take their argument after = or as the next word.\n"
+	"Long options (--name) take their argument after = or as the next word, and\n" +
+	"may be cut short to a prefix no other long option begins with (--nolo).\n"
 
 // longHelp returns the --help text: every option with its shortest
 // abbreviation and its long form, by section.

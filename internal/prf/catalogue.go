@@ -33,6 +33,23 @@ func MissingOptionSpecifier() *Diagnostic { return usage(1101, "missing option s
 // (bogus for /bogus), or a long option whole.
 func InvalidOption(word string) *Diagnostic { return usage(1102, "%s: invalid option", word) }
 
+// AmbiguousOption is PRF1102 for a long option cut short to a prefix of
+// several (--tra: --trace or --trace-limit); candidates are those options,
+// written whole.
+func AmbiguousOption(word string, candidates []string) *Diagnostic {
+	d := usage(1102, "%s: invalid option", word)
+	d.Err = fmt.Errorf("ambiguous option, could be %s", orList(candidates))
+	return d
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // MissingArgument is PRF1103 for the option named name (STACK, --stack).
 func MissingArgument(name string) *Diagnostic {
 	return usage(1103, "%s option requires an additional argument", name)

@@ -37,6 +37,8 @@ func TestWrite(t *testing.T) {
 			"prep: warning PRF1001: unknown error: a message\nprep: hint: " + unknownHint + "\n"},
 		{"usage suggests --help", InvalidOption("bogus"),
 			"prep: fatal error PRF1102: bogus: invalid option\nprep: hint: try 'prep --help' for the options\n"},
+		{"ambiguous", AmbiguousOption("--f", []string{"--flat", "--format", "--full-paths"}),
+			"prep: fatal error PRF1102: --f: invalid option: ambiguous option, could be --flat, --format or --full-paths\nprep: hint: try 'prep --help' for the options\n"},
 		{"hint of its own", AlreadyMerged("a.pbo", "a.pbt"),
 			"prep: fatal error PRF1308: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
 		{"not a diagnostic", errors.New("plant breakpoints: lost"),
@@ -295,7 +297,7 @@ func TestUnavailable(t *testing.T) {
 func catalogue() []*Diagnostic {
 	err := errors.New("cause")
 	return []*Diagnostic{
-		MissingOptionSpecifier(), InvalidOption("x"), MissingArgument("SF"), NotNumeric("STACK"),
+		MissingOptionSpecifier(), InvalidOption("x"), AmbiguousOption("--tr", []string{"--trace", "--trace-limit"}), MissingArgument("SF"), NotNumeric("STACK"),
 		RepeatedOption("IO", 8), MissingResponseFile(), NestedResponseFiles(), CannotOpenResponseFile("r", err),
 		NoInput(), TooManyModules(8), NoPBTOutput(), NoPBTInput(), Overrides("SF"), NoErrorFile(),
 		CannotOpen("f", err), ToolsIniMissing("tools.ini"), CannotRead("f", err), CannotWrite("f", err),
