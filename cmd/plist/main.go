@@ -77,6 +77,15 @@ func (g *belowGate) Error() string {
 
 // list writes the report of the .pbt named input.
 func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
+	r := o.report
+	if o.format != "" {
+		var err error
+		if r.Format, err = plist.ParseFormat(o.format); err != nil {
+			d := prf.InvalidOption("--format=" + o.format)
+			d.Hint = "the formats are " + strings.Join(plist.FormatNames(), ", ")
+			return d
+		}
+	}
 	path := cli.InputName(input, ".pbt")
 	m, err := datafile.OpenMerged(path)
 	if err != nil {
@@ -85,13 +94,7 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if w := unmerged(path, m); w != nil {
 		warn(w)
 	}
-	r := o.report
 	r.Now, r.Path, r.Warn, r.Version = time.Now(), path, warn, cli.Version
-	if o.format != "" {
-		if r.Format, err = plist.ParseFormat(o.format); err != nil {
-			return prf.InvalidOption("--format=" + o.format)
-		}
-	}
 	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
 		d := prf.InvalidOption("--format=" + o.format)
 		d.Hint = fmt.Sprintf("gmon.out holds sampled time, and %s is a %s profile: only function sampling profiles (prep /FS) can be written for gprof",

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,6 +86,9 @@ func TestCommandLine(t *testing.T) {
 		{"O short", "/o x.json --format json fcount", "", withCmd(func(o *options) { o.format, o.output = "json", "x.json" })},
 		{"fail-under", "--fail-under=80 fcount", "", withCmd(func(o *options) { o.failUnder = 80 })},
 		{"diff-base", "--diff-base old fcount", "", withCmd(func(o *options) { o.diffBase = "old" })},
+		{"long options cut short", "--form=lcov --fail 5 --out x --nolo fcount", "", withCmd(func(o *options) {
+			o.format, o.failUnder, o.output = "lcov", 5, "x"
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +133,8 @@ func TestDiagnostics(t *testing.T) {
 			Want: "plist: fatal error PRF1104: C option requires a numeric parameter", Golden: "diag/plist-c-nonnumeric.out"},
 		{Name: "error in env", Args: words("fcount"), Env: "/nologo /c5",
 			Want: "plist: fatal error PRF1102: c5: invalid option"},
+		{Name: "ambiguous long option", Args: words("/nologo --f lcov fcount"),
+			Want: "plist: fatal error PRF1102: --f: invalid option: ambiguous option, could be --fail-under, --flat, --format or --full-paths"},
 		{Name: "dump without files", Args: words("/nologo --dump"),
 			Want: "plist: fatal error PRF1421: no input specified"},
 	})
@@ -148,6 +155,35 @@ func TestUsage(t *testing.T) {
 }
 
 func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
+
+// TestUnknownFormat asks for a format PLIST does not write, before the
+// input is read: PRF1102 with the formats there are, from plist's table,
+// each of which --help names too.
+func TestUnknownFormat(t *testing.T) {
+	t.Chdir(t.TempDir())
+	names := plist.FormatNames()
+	if len(names) < 9 || !slices.Contains(names, "lcov") || !slices.Contains(names, "chrome") {
+		t.Fatalf("formats %q", names)
+	}
+	for _, format := range []string{"bogus", "LCOVX", ""} {
+		stdout, stderr, status := runPlist(t, []string{"/nologo", "--format=" + format + "x", "nosuch"}, "")
+		want := "plist: fatal error PRF1102: --format=" + format + "x: invalid option\n" +
+			"plist: hint: the formats are " + strings.Join(names, ", ") + "\n"
+		if status != 2 || stdout != "" || stderr != want {
+			t.Errorf("--format=%sx: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", format, status, stdout, stderr, want)
+		}
+	}
+	help, _, _ := runPlist(t, []string{"--help"}, "")
+	_, foot, _ := strings.Cut(help, "--format's NAME")
+	for _, name := range names {
+		if _, err := plist.ParseFormat(name); err != nil {
+			t.Errorf("format %s: %v", name, err)
+		}
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(foot) {
+			t.Errorf("--help does not name the format %s after \"--format's NAME\":\n%s", name, help)
+		}
+	}
+}
 
 // testPlan is a plan of two functions, f and g.
 func testPlan() *datafile.Plan {
