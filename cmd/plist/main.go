@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,8 +138,15 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if o.output != "" {
 		// Written whole or not at all, as the data files are.
 		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
-			if prf.Code(err) != 0 {
+			var de *datafile.DirError
+			switch {
+			case prf.Code(err) != 0:
 				return err // the report's own, not the file's
+			case errors.As(err, &de) && !errors.Is(err, fs.ErrNotExist):
+				// A directory that exists and takes no file.
+				return prf.OutputOption(prf.CannotWrite(o.output, err), "/O")
+			case de != nil:
+				err = de
 			}
 			return prf.CannotOpen(o.output, err)
 		}

@@ -123,18 +123,53 @@ func CannotRead(path string, err error) *Diagnostic {
 
 // CannotWrite is PRF1013, with a hint for the causes a user can remove: a
 // full file system or quota, a read-only one, a place the user may not
-// write.
+// write. A directory in which no file can be made ([datafile.DirError]:
+// the data files are written through a temporary file beside them) is
+// named as the cause, whatever wraps it. [OutputOption] adds to the hint
+// the option that names another file.
 func CannotWrite(path string, err error) *Diagnostic {
+	var de *datafile.DirError
+	if errors.As(err, &de) {
+		err = de
+	}
 	d := newDiag(1013, Fatal, err, "cannot write expected number of bytes to file %s", path)
+	d.Hint = writeHint(err, "")
+	return d
+}
+
+// writeHint is the hint of PRF1013 for err, with the option that names
+// another file when there is one ("" for none).
+func writeHint(err error, option string) string {
+	elsewhere := "run in a directory you can write, or name another file"
+	if option != "" {
+		elsewhere += " with " + option
+	}
+	var de *datafile.DirError
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		d.Hint = "the file system is full, or your disk quota used up: make room, then run again"
+		return "the file system is full, or your disk quota used up: make room, then run again"
 	case errors.Is(err, syscall.EROFS):
-		d.Hint = "the file system is read-only: run in a directory you can write, or name another file"
+		return "the file system is read-only: " + elsewhere
+	case errors.Is(err, fs.ErrPermission) && errors.As(err, &de):
+		return elsewhere // the message names the directory
 	case errors.Is(err, fs.ErrPermission):
-		d.Hint = "you may not write there: run in a directory you can write, or name another file"
+		return "you may not write there: " + elsewhere
 	}
-	return d
+	return ""
+}
+
+// OutputOption returns err with the hint of a PRF1013 that says to name
+// another file saying how: with option, the tool's option that names the
+// file written ("/O", "/OI and /OT"). Other errors are returned as they
+// are.
+func OutputOption(err error, option string) error {
+	var d *Diagnostic
+	if errors.As(err, &d) && d.Code == 1013 && d.Hint != "" {
+		if h := writeHint(d.Err, option); h != "" {
+			d.Hint = h
+		}
+	}
+	return err
 }
 
 // OutOfMemory is PRF1005: the system refused memory, to PROFILE or to the

@@ -46,6 +46,21 @@ func TestWrite(t *testing.T) {
 		{"a full disk", CannotWrite("x.pbo", &fs.PathError{Op: "write", Path: "x.pbo", Err: syscall.ENOSPC}),
 			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbo: write x.pbo: no space left on device\n" +
 				"prep: hint: the file system is full, or your disk quota used up: make room, then run again\n"},
+		{"a directory that takes no file", CannotWrite("x.pbi", &datafile.FileError{Op: datafile.OpWrite, Path: "x.pbi",
+			Err: fmt.Errorf("write x.pbi: %w", &datafile.DirError{Dir: "/d", Err: syscall.EACCES})}),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbi: directory /d cannot be written: permission denied\n" +
+				"prep: hint: run in a directory you can write, or name another file\n"},
+		{"a directory that takes no file, and the option that names another", OutputOption(
+			DataFile(&datafile.FileError{Op: datafile.OpWrite, Path: "x.pbi",
+				Err: fmt.Errorf("write x.pbi: %w", &datafile.DirError{Dir: "/d", Err: syscall.EACCES})}), "/OI and /OT"),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbi: directory /d cannot be written: permission denied\n" +
+				"prep: hint: run in a directory you can write, or name another file with /OI and /OT\n"},
+		{"a read-only file system, and the option that names another", OutputOption(
+			CannotWrite("x.pbo", &datafile.DirError{Dir: "/mnt", Err: syscall.EROFS}), "/O"),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbo: directory /mnt cannot be written: read-only file system\n" +
+				"prep: hint: the file system is read-only: run in a directory you can write, or name another file with /O\n"},
+		{"the option that names another, for another error", OutputOption(NoInput(), "/O"),
+			"prep: fatal error PRF1421: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"as a warning", Incomplete("program terminated by signal SIGSEGV (segmentation fault)", "p.pbo").AsWarning(),
