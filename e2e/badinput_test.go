@@ -44,6 +44,39 @@ func TestBadPrepInput(t *testing.T) {
 	}
 }
 
+// TestNearNames selects, in the demo's program, names typed wrong: each
+// warning that one was never matched suggests the program's names near
+// it, for a function, a source file and an object module, in a function
+// and a line profile, and for /SF.
+func TestNearNames(t *testing.T) {
+	dir := t.TempDir()
+	name := install(t, testutil.BuildExample(t, "primes"), dir)
+	never := func(spec, near string) string {
+		return "prep: warning PRF4106: function/source/object/lib " + spec + " was never matched\n" +
+			"prep: hint: did you mean " + near + "?\n"
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/FC", "/INC", "is_prme"}, never("is_prme", "is_prime")},
+		{[]string{"/FC", "/EXC", "gdc", "/EXC", "primes.cc", "/EXC", "prims.o"},
+			never("gdc", "gcd") + never("primes.cc", "primes.c") + never("prims.o", "primes.o")},
+		{[]string{"/LC", "/EXC", "cooprime"}, never("cooprime", "coprime")},
+		{[]string{"/FT", "/SF", "is_prme"}, "prep: warning PRF4524: entry function is_prme not found\n" +
+			"prep: hint: did you mean is_prime?\n"},
+		{[]string{"/FC", "/INC", "is_*prme", "/EXC", "zzzzzz"},
+			"prep: warning PRF4106: function/source/object/lib is_*prme was never matched\n" +
+				"prep: warning PRF4106: function/source/object/lib zzzzzz was never matched\n"},
+	}
+	for _, tt := range tests {
+		r := tool(t, dir, "prep", append(append([]string{"/nologo"}, tt.args...), name)...)
+		if r.status != 0 || r.stderr != tt.want {
+			t.Errorf("prep %q: status %d, stderr\n%s\nwant status 0, stderr\n%s", tt.args, r.status, r.stderr, tt.want)
+		}
+	}
+}
+
 func TestStripped(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	testutil.MustHaveTool(t, "strip")

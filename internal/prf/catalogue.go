@@ -488,9 +488,21 @@ func BadDebugInfo(module string, err error) *Diagnostic {
 	return d
 }
 
-// NeverMatched is warning PRF4106.
-func NeverMatched(spec string) *Diagnostic {
-	return newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
+// NeverMatched is warning PRF4106; near are the names of the program near
+// the one typed, which the hint suggests ("did you mean is_prime?").
+func NeverMatched(spec string, near []string) *Diagnostic {
+	d := newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
+	d.Hint = didYouMean(near)
+	return d
+}
+
+// didYouMean is the hint that suggests the names near one typed, or "" for
+// none.
+func didYouMean(near []string) string {
+	if len(near) == 0 {
+		return ""
+	}
+	return "did you mean " + orList(near) + "?"
 }
 
 // StartIgnored is warning PRF4107: /SF with a line or sampling profile.
@@ -498,9 +510,12 @@ func StartIgnored() *Diagnostic {
 	return newDiag(4107, Warning, nil, "/SF option not valid for line-level or sample profiles")
 }
 
-// StartNotFound is warning PRF4524: nothing will be counted.
-func StartNotFound(name string) *Diagnostic {
-	return newDiag(4524, Warning, nil, "entry function %s not found", name)
+// StartNotFound is warning PRF4524: nothing will be counted. near are the
+// names of the plan near name, which the hint suggests.
+func StartNotFound(name string, near []string) *Diagnostic {
+	d := newDiag(4524, Warning, nil, "entry function %s not found", name)
+	d.Hint = didYouMean(near)
+	return d
 }
 
 // CannotProfileFunction is warning PRF4525: the function's site cannot take
