@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,6 +156,20 @@ func TestUsage(t *testing.T) {
 }
 
 func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
+
+// TestExitStatusDocumented: --help and the man page list the exit status
+// of a coverage below --fail-under.
+func TestExitStatusDocumented(t *testing.T) {
+	status := strconv.Itoa(gateStatus) + " coverage below --fail-under"
+	help, _, _ := runPlist(t, []string{"--help"}, "")
+	if !strings.Contains(strings.ReplaceAll(help, "\n", " "), "Exit status: 0 success, 1 fatal error, 2 invalid command line, "+status) {
+		t.Errorf("--help does not list exit status %s:\n%s", status, help)
+	}
+	man, _, _ := runPlist(t, []string{"--man"}, "")
+	if !strings.Contains(man, ".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line, "+strings.ReplaceAll(status, "-", `\-`)) {
+		t.Errorf("--man does not list exit status %s:\n%s", status, man)
+	}
+}
 
 // TestUnknownFormat asks for a format PLIST does not write, before the
 // input is read: PRF1102 with the formats there are, from plist's table,

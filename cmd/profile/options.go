@@ -90,6 +90,6 @@ var tool = cli.Tool[options]{
 	HelpHead: "Usage: profile [OPTION]... PROGRAM [ARGUMENT]...\n" +
 		"Run PROGRAM under the profiler and record the run in a .pbo.\n",
 	HelpSections: []string{secRunning, cli.SectionOther},
-	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n" +
-		"With /X profile exits with the program's status (128+N after signal N).\n",
+	ExitStatus:   "with /X the program's own (128+N after signal N)",
+	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n",
 }

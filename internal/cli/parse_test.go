@@ -322,6 +322,39 @@ func TestHelpTexts(t *testing.T) {
 	if got := tool.HelpText(NoHelp); got != "" {
 		t.Errorf("HelpText(NoHelp) = %q", got)
 	}
+	if !strings.HasSuffix(long, "reads\narguments from FILE. Exit status: 0 success, 1 fatal error, 2 invalid\ncommand line.\n") {
+		t.Errorf("--help does not end with the exit statuses:\n%s", long)
+	}
+	tool.ExitStatus = "3 a third outcome, named here to make a long line"
+	if long := tool.HelpText(LongHelp); !strings.HasSuffix(long, "Exit status: 0 success, 1 fatal error, 2 invalid\n"+
+		"command line, 3 a third outcome, named here to make a long line.\n") {
+		t.Errorf("--help does not end with the exit statuses, the tool's own last:\n%s", long)
+	}
+	if man := tool.HelpText(ManHelp); !strings.Contains(man, ".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line, "+
+		"3 a third outcome, named here to make a long line.\n.SH") {
+		t.Errorf("--man lacks the exit statuses:\n%s", man)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		text  string
+		width int
+		want  string
+	}{
+		{"", 10, "\n"},
+		{"one", 10, "one\n"},
+		{"one two three", 7, "one two\nthree\n"},
+		{"one  two\nthree", 9, "one two\nthree\n"},
+		{"a verylongword b", 4, "a\nverylongword\nb\n"},
+		{"abcd efgh", 9, "abcd efgh\n"},
+		{"abcd efghi", 9, "abcd\nefghi\n"},
+	}
+	for _, tt := range tests {
+		if got := wrap(tt.text, tt.width); got != tt.want {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tt.text, tt.width, got, tt.want)
+		}
+	}
 }
 
 func TestStart(t *testing.T) {

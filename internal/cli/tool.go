@@ -154,6 +154,10 @@ type Tool[T any] struct {
 	HelpHead     string
 	HelpSections []string
 	HelpFoot     string
+	// ExitStatus lists, for --help and the man page's EXIT STATUS, the
+	// exit statuses of the tool besides 0 (success), 1 (a fatal error) and
+	// 2 (an invalid command line): "3 coverage below --fail-under".
+	ExitStatus string
 }
 
 // Command is a parsed command line.
