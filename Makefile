@@ -4,9 +4,10 @@
 #   make deps    install the Debian packages the tests need (as root)
 #   make test    everything CI runs (unit, end-to-end, race, vet, lint, format,
 #                and the end-to-end suites on arm64)
-#   make install the tools, the wrappers, profiler.ini, profile.mk and the
-#                man pages under $(PREFIX) (default /usr/local), staged
-#                under $(DESTDIR) when set; make uninstall removes them
+#   make install the tools, the wrappers, profiler.ini, profile.mk, the
+#                man pages and the documentation (README.md, docs/) under
+#                $(PREFIX) (default /usr/local), staged under $(DESTDIR)
+#                when set; make uninstall removes them
 
 GO        ?= go
 BIN       := bin
@@ -43,10 +44,16 @@ install: build
 	for t in $(TOOLS); do $(BIN)/$$t --man >$(mandir)/$$t.1; done
 	for w in $(WRAPPERS); do scripts/man-from-help $(BIN)/$$w >$(mandir)/$$w.1; done
 	install -m 644 LICENSE README.md $(docdir)/
+	@# docs/ whole (the course, the design, the images), where the
+	@# README's links lead; a file an earlier version installed goes.
+	rm -rf $(docdir)/docs
+	cp -R docs $(docdir)/
+	chmod -R u=rwX,go=rX $(docdir)/docs
 
 uninstall:
 	rm -f $(addprefix $(bindir)/,$(TOOLS) $(WRAPPERS))
 	rm -f $(datadir)/profiler.ini $(datadir)/profile.mk $(docdir)/LICENSE $(docdir)/README.md
+	rm -rf $(docdir)/docs
 	rm -f $(addprefix $(mandir)/,$(addsuffix .1,$(TOOLS) $(WRAPPERS)))
 	-rmdir $(datadir) $(docdir) 2>/dev/null
 
