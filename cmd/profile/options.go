@@ -91,5 +91,5 @@ var tool = cli.Tool[options]{
 		"Run PROGRAM under the profiler and record the run in a .pbo.\n",
 	HelpSections: []string{secRunning, cli.SectionOther},
 	ExitStatus:   "with /X the program's own (128+N after signal N)",
-	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n",
+	HelpFoot:     "Everything after PROGRAM is passed to it unchanged, options included.\n",
 }
