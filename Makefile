@@ -1,9 +1,10 @@
 # Source Profiler for Linux: prep, profile, plist.
 #
 #   make demo    build the tools and an example, profile it, print the report
-#   make deps    install the Debian packages the tests need (as root)
 #   make test    everything CI runs (unit, end-to-end, race, vet, lint, format,
-#                and the end-to-end suites on arm64)
+#                and the end-to-end suites on arm64), after installing the
+#                Debian packages it needs (make deps)
+#   make deps    install the Debian packages the tests need (as root)
 #   make install the tools, the wrappers, profiler.ini, profile.mk, the
 #                man pages and the documentation (README.md, docs/) under
 #                $(PREFIX) (default /usr/local), staged under $(DESTDIR)
@@ -57,11 +58,14 @@ uninstall:
 	rm -f $(addprefix $(mandir)/,$(addsuffix .1,$(TOOLS) $(WRAPPERS)))
 	-rmdir $(datadir) $(docdir) 2>/dev/null
 
-# make test is what CI runs (after make deps): the whole check on this
-# machine, then the end-to-end suites on a real arm64 kernel in a VM, three
-# times: plain, with pointer authentication and branch protection, and on a
-# kernel with 16K pages.
-test: check arm64 arm64-bti arm64-16k
+# make test is what CI runs: first make deps, which installs the Debian
+# packages the tests need when they are missing, as root (otherwise it
+# stops here, before any test, with the command to run); then the whole
+# check on this machine, then the end-to-end suites on a real arm64 kernel
+# in a VM, three times: plain, with pointer authentication and branch
+# protection, and on a kernel with 16K pages.
+test: deps
+	@$(MAKE) --no-print-directory check arm64 arm64-bti arm64-16k
 
 # The end-to-end suites on arm64, in qemu-system-aarch64 (scripts/arm64-test,
 # which boots scripts/arm64-vm). The first run downloads Debian's kernels
@@ -104,8 +108,9 @@ tidy-check:
 check: fmt-check vet tidy-check lint unit race
 
 # deps installs, as root, the Debian packages the tests need on a fresh
-# machine: C and C++ compilers, binutils, valgrind, make, the arm64 cross
-# compilers and glibc, qemu-system-arm and cpio. No other target runs it.
+# machine (scripts/install-deps lists them, with what needs each): C and
+# C++ compilers, binutils, valgrind, make, groff, lcov, the arm64 cross
+# compilers and glibc, qemu-system-arm and cpio. make test runs it first.
 deps:
 	@./scripts/install-deps
 
