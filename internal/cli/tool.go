@@ -286,10 +286,9 @@ func (t *Tool[T]) matchLong(tok string) (o *Option[T], value string, hasValue bo
 	for i := range t.Options {
 		c := &t.Options[i]
 		key, fixed, isFixed := strings.Cut(c.Long, "=")
-		if name == "" || !strings.HasPrefix(key, name) || (isFixed && (!hasValue || value != fixed)) {
-			continue
+		if name != "" && strings.HasPrefix(key, name) && (!isFixed || (hasValue && value == fixed)) {
+			found = append(found, c)
 		}
-		found = append(found, c)
 	}
 	switch len(found) {
 	case 0:
