@@ -1,12 +1,14 @@
 # Source Profiler for Linux: prep, profile, plist.
 #
 #   make demo    build the tools and an example, profile it, print the report
-#   make deps    install the Debian packages the tests need (as root)
 #   make test    everything CI runs (unit, end-to-end, race, vet, lint, format,
-#                and the end-to-end suites on arm64)
-#   make install the tools, the wrappers, profiler.ini, profile.mk and the
-#                man pages under $(PREFIX) (default /usr/local), staged
-#                under $(DESTDIR) when set; make uninstall removes them
+#                and the end-to-end suites on arm64), after installing the
+#                Debian packages it needs (make deps)
+#   make deps    install the Debian packages the tests need (as root)
+#   make install the tools, the wrappers, profiler.ini, profile.mk, the
+#                man pages and the documentation (README.md, docs/) under
+#                $(PREFIX) (default /usr/local), staged under $(DESTDIR)
+#                when set; make uninstall removes them
 
 GO        ?= go
 BIN       := bin
@@ -43,18 +45,27 @@ install: build
 	for t in $(TOOLS); do $(BIN)/$$t --man >$(mandir)/$$t.1; done
 	for w in $(WRAPPERS); do scripts/man-from-help $(BIN)/$$w >$(mandir)/$$w.1; done
 	install -m 644 LICENSE README.md $(docdir)/
+	@# docs/ whole (the course, the design, the images), where the
+	@# README's links lead; a file an earlier version installed goes.
+	rm -rf $(docdir)/docs
+	cp -R docs $(docdir)/
+	chmod -R u=rwX,go=rX $(docdir)/docs
 
 uninstall:
 	rm -f $(addprefix $(bindir)/,$(TOOLS) $(WRAPPERS))
 	rm -f $(datadir)/profiler.ini $(datadir)/profile.mk $(docdir)/LICENSE $(docdir)/README.md
+	rm -rf $(docdir)/docs
 	rm -f $(addprefix $(mandir)/,$(addsuffix .1,$(TOOLS) $(WRAPPERS)))
 	-rmdir $(datadir) $(docdir) 2>/dev/null
 
-# make test is what CI runs (after make deps): the whole check on this
-# machine, then the end-to-end suites on a real arm64 kernel in a VM, three
-# times: plain, on a kernel with 16K pages (the two from one build), and
-# with pointer authentication and branch protection.
-test: check arm64-all
+# make test is what CI runs: first make deps, which installs the Debian
+# packages the tests need when they are missing, as root (otherwise it
+# stops here, before any test, with the command to run); then the whole
+# check on this machine, then the end-to-end suites on a real arm64 kernel
+# in a VM, three times: plain, on a kernel with 16K pages (the two from one
+# build), and with pointer authentication and branch protection.
+test: deps
+	@$(MAKE) --no-print-directory check arm64-all
 
 arm64-all:
 	./scripts/arm64-test --all
@@ -103,8 +114,9 @@ tidy-check:
 check: fmt-check vet tidy-check lint unit race
 
 # deps installs, as root, the Debian packages the tests need on a fresh
-# machine: C and C++ compilers, binutils, valgrind, make, the arm64 cross
-# compilers and glibc, qemu-system-arm and cpio. No other target runs it.
+# machine (scripts/install-deps lists them, with what needs each): C and
+# C++ compilers, binutils, valgrind, make, groff, lcov, the arm64 cross
+# compilers and glibc, qemu-system-arm and cpio. make test runs it first.
 deps:
 	@./scripts/install-deps
 

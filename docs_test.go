@@ -107,3 +107,24 @@ func headings(t *testing.T, doc string, re *regexp.Regexp) map[string]bool {
 	}
 	return out
 }
+
+// TestReadmeGoVersion: the README names the Go that go.mod's go line asks
+// for.
+func TestReadmeGoVersion(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ") // lines joined
+	if want := "Go " + string(m[1]) + " or later"; !strings.Contains(text, want) {
+		t.Errorf("README.md does not say %q (go.mod's go line)", want)
+	}
+}

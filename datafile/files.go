@@ -28,7 +28,9 @@ func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error)
 	}
 	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		// The temporary file's name would mean nothing to the user: the
+		// error names the directory.
+		return fmt.Errorf("write %s: %w", path, NewDirError(dir, err))
 	}
 	renamed := false
 	defer func() {
@@ -49,6 +51,33 @@ func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error)
 	}
 	return nil
 }
+
+// DirError is the error of a write that cannot make a file in its
+// directory: one the user may not write, on a read-only file system, or
+// one that does not exist. [WriteFileAtomic] returns one wrapped when it
+// cannot create its temporary file, whose name it does not give.
+type DirError struct {
+	// Dir is the directory, absolute when it could be made so.
+	Dir string
+	// Err is the system's reason, without a path.
+	Err error
+}
+
+// NewDirError returns the [*DirError] of directory dir for err, an error of
+// creating a file in it.
+func NewDirError(dir string, err error) *DirError {
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
+	return &DirError{Dir: dir, Err: pathCause(err)}
+}
+
+func (e *DirError) Error() string {
+	return fmt.Sprintf("directory %s cannot be written: %v", e.Dir, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *DirError) Unwrap() error { return e.Err }
 
 // maxTempName bounds the temporary file's name: NAME_MAX is 255 bytes on
 // Linux file systems, and CreateTemp adds up to 20 digits to the pattern.

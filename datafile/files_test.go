@@ -71,6 +71,48 @@ func TestWriteFileAtomic(t *testing.T) {
 	checkDir(t, dir, "d", "x.pbt")
 }
 
+// TestWriteFileAtomicDirError writes where no file can be made: into a
+// missing directory, under a file, into a directory without write
+// permission. The error names the directory, made absolute, with the
+// system's reason, and never the temporary file.
+func TestWriteFileAtomicDirError(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("file", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("ro", 0o555); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path, dir string
+		cause     error
+	}{
+		{"missing/x.pbo", filepath.Join(dir, "missing"), syscall.ENOENT},
+		{"file/x.pbo", filepath.Join(dir, "file"), syscall.ENOTDIR},
+		{"ro/x.pbo", filepath.Join(dir, "ro"), syscall.EACCES},
+	}
+	for _, tt := range tests {
+		if tt.cause == syscall.EACCES && os.Geteuid() == 0 {
+			continue // root writes there (e2e's TestUnwritableDirectory runs as nobody)
+		}
+		err := WriteFileAtomic(tt.path, 0o644, func(w io.Writer) error {
+			_, err := io.WriteString(w, "x")
+			return err
+		})
+		var de *DirError
+		if !errors.As(err, &de) || de.Dir != tt.dir || !errors.Is(err, tt.cause) {
+			t.Errorf("%s: error %v, want a *DirError of %s wrapping %v", tt.path, err, tt.dir, tt.cause)
+			continue
+		}
+		want := "write " + tt.path + ": directory " + tt.dir + " cannot be written: " + tt.cause.Error()
+		if err.Error() != want || strings.Contains(err.Error(), ".tmp") {
+			t.Errorf("%s: error %q, want %q", tt.path, err, want)
+		}
+	}
+	checkDir(t, dir, "file", "ro")
+}
+
 func TestWriteFileAtomicRelative(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if err := WriteFileAtomic("rel.pbo", 0o644, func(w io.Writer) error {

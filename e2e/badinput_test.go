@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,39 @@ func TestBadPrepInput(t *testing.T) {
 				t.Errorf("a .pbi was written after a failure")
 			}
 		})
+	}
+}
+
+// TestNearNames selects, in the demo's program, names typed wrong: each
+// warning that one was never matched suggests the program's names near
+// it, for a function, a source file and an object module, in a function
+// and a line profile, and for /SF.
+func TestNearNames(t *testing.T) {
+	dir := t.TempDir()
+	name := install(t, testutil.BuildExample(t, "primes"), dir)
+	never := func(spec, near string) string {
+		return "prep: warning PRF4106: function/source/object/lib " + spec + " was never matched\n" +
+			"prep: hint: did you mean " + near + "?\n"
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/FC", "/INC", "is_prme"}, never("is_prme", "is_prime")},
+		{[]string{"/FC", "/EXC", "gdc", "/EXC", "primes.cc", "/EXC", "prims.o"},
+			never("gdc", "gcd") + never("primes.cc", "primes.c") + never("prims.o", "primes.o")},
+		{[]string{"/LC", "/EXC", "cooprime"}, never("cooprime", "coprime")},
+		{[]string{"/FT", "/SF", "is_prme"}, "prep: warning PRF4524: entry function is_prme not found\n" +
+			"prep: hint: did you mean is_prime?\n"},
+		{[]string{"/FC", "/INC", "is_*prme", "/EXC", "zzzzzz"},
+			"prep: warning PRF4106: function/source/object/lib is_*prme was never matched\n" +
+				"prep: warning PRF4106: function/source/object/lib zzzzzz was never matched\n"},
+	}
+	for _, tt := range tests {
+		r := tool(t, dir, "prep", append(append([]string{"/nologo"}, tt.args...), name)...)
+		if r.status != 0 || r.stderr != tt.want {
+			t.Errorf("prep %q: status %d, stderr\n%s\nwant status 0, stderr\n%s", tt.args, r.status, r.stderr, tt.want)
+		}
 	}
 }
 
@@ -284,4 +318,72 @@ func TestUnwritableRun(t *testing.T) {
 			t.Errorf("/O %s: the program ran: %q", out, r.stdout)
 		}
 	}
+}
+
+// TestUnwritableDirectory runs the tools, as a user without privileges, in
+// a directory that user may not write, where the data files are: each
+// write fails with PRF1013 naming the file and the directory, never the
+// temporary file of the atomic write, with the hint of what to do and the
+// tool's option that names another file; nothing is left behind, and
+// PROFILE fails before the program runs.
+func TestUnwritableDirectory(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	base := t.TempDir()
+	tools, ro := filepath.Join(base, "tools"), filepath.Join(base, "ro")
+	for _, d := range []string{tools, ro} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := install(t, testutil.BuildExample(t, "primes"), ro)
+	must(t, ro, "prep", "/nologo", "/FC", name)
+	must(t, ro, "profile", "/nologo", name, "100")
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	before := entries(t, ro)
+	real, err := filepath.EvalSymlinks(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := func(tool, file, option string) string {
+		return tool + ": fatal error PRF1013: cannot write expected number of bytes to file " + file +
+			": directory " + real + " cannot be written: permission denied\n" +
+			tool + ": hint: run in a directory you can write, or name another file with " + option + "\n"
+	}
+	tests := []struct {
+		tool string
+		args []string
+		want string
+	}{
+		{"prep", []string{"/FC", name}, fail("prep", name+".pbi", "/OI and /OT")},
+		{"profile", []string{name, "100"}, fail("profile", name+".pbo", "/O")},
+		{"prep", []string{"/M", name}, fail("prep", name+".pbt", "/OT")},
+		// After PRF4482: the run in the .pbo is not merged.
+		{"plist", []string{"--format=lcov", "-o", name + ".info", name}, fail("plist", name+".info", "/O")},
+	}
+	for _, tt := range tests {
+		r := unprivilegedIn(t, tools, ro, tt.tool, append([]string{"/nologo"}, tt.args...)...)
+		if r.status != 1 || !strings.HasSuffix(r.stderr, tt.want) || r.stdout != "" {
+			t.Errorf("%s %q: status %d, stdout %q, stderr\n%s\nwant status 1, stderr ending\n%s", tt.tool, tt.args, r.status, r.stdout, r.stderr, tt.want)
+		}
+	}
+	if after := entries(t, ro); !slices.Equal(before, after) {
+		t.Errorf("the directory held %q, now %q", before, after)
+	}
+}
+
+// entries returns the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	list, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range list {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -32,6 +32,13 @@ const nobody = 65534
 // everyone.
 func unprivileged(t *testing.T, dir, name string, args ...string) result {
 	t.Helper()
+	return unprivilegedIn(t, dir, dir, name, args...)
+}
+
+// unprivilegedIn is unprivileged with the copy of the tool in dir and the
+// working directory cwd, whose mode is left as it is.
+func unprivilegedIn(t *testing.T, dir, cwd, name string, args ...string) result {
+	t.Helper()
 	path := filepath.Join(bin, name)
 	cmd := exec.Command(path, args...)
 	if os.Geteuid() == 0 {
@@ -64,7 +71,7 @@ func unprivileged(t *testing.T, dir, name string, args ...string) result {
 		cmd = exec.Command(path, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	}
-	cmd.Dir = dir
+	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), "PREP=", "PROFILE=", "PLIST=", "INIT=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

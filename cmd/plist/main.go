@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,20 @@ func (g *belowGate) Error() string {
 
 // list writes the report of the .pbt named input.
 func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
+	r := o.report
+	if o.format != "" {
+		var err error
+		if r.Format, err = plist.ParseFormat(o.format); err != nil {
+			d := prf.InvalidOption("--format=" + o.format)
+			d.Hint = "the formats are " + strings.Join(plist.FormatNames(), ", ")
+			return d
+		}
+	}
+	if r.Format == plist.FormatHTML && (r.Tab || o.diffBase != "") {
+		d := prf.InvalidOption("--format=" + o.format)
+		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
+		return d
+	}
 	path := cli.InputName(input, ".pbt")
 	m, err := datafile.OpenMerged(path)
 	if err != nil {
@@ -85,18 +100,7 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if w := unmerged(path, m); w != nil {
 		warn(w)
 	}
-	r := o.report
 	r.Now, r.Path, r.Warn, r.Version = time.Now(), path, warn, cli.Version
-	if o.format != "" {
-		if r.Format, err = plist.ParseFormat(o.format); err != nil {
-			return prf.InvalidOption("--format=" + o.format)
-		}
-	}
-	if r.Format == plist.FormatHTML && (r.Tab || o.diffBase != "") {
-		d := prf.InvalidOption("--format=" + o.format)
-		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
-		return d
-	}
 	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
 		d := prf.InvalidOption("--format=" + o.format)
 		d.Hint = fmt.Sprintf("gmon.out holds sampled time, and %s is a %s profile: only function sampling profiles (prep /FS) can be written for gprof",
@@ -139,8 +143,15 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if o.output != "" {
 		// Written whole or not at all, as the data files are.
 		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
-			if prf.Code(err) != 0 {
+			var de *datafile.DirError
+			switch {
+			case prf.Code(err) != 0:
 				return err // the report's own, not the file's
+			case errors.As(err, &de) && !errors.Is(err, fs.ErrNotExist):
+				// A directory that exists and takes no file.
+				return prf.OutputOption(prf.CannotWrite(o.output, err), "/O")
+			case de != nil:
+				err = de
 			}
 			return prf.CannotOpen(o.output, err)
 		}

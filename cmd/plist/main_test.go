@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,6 +87,9 @@ func TestCommandLine(t *testing.T) {
 		{"O short", "/o x.json --format json fcount", "", withCmd(func(o *options) { o.format, o.output = "json", "x.json" })},
 		{"fail-under", "--fail-under=80 fcount", "", withCmd(func(o *options) { o.failUnder = 80 })},
 		{"diff-base", "--diff-base old fcount", "", withCmd(func(o *options) { o.diffBase = "old" })},
+		{"long options cut short", "--form=lcov --fail 5 --out x --nolo fcount", "", withCmd(func(o *options) {
+			o.format, o.failUnder, o.output = "lcov", 5, "x"
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +134,8 @@ func TestDiagnostics(t *testing.T) {
 			Want: "plist: fatal error PRF1104: C option requires a numeric parameter", Golden: "diag/plist-c-nonnumeric.out"},
 		{Name: "error in env", Args: words("fcount"), Env: "/nologo /c5",
 			Want: "plist: fatal error PRF1102: c5: invalid option"},
+		{Name: "ambiguous long option", Args: words("/nologo --f lcov fcount"),
+			Want: "plist: fatal error PRF1102: --f: invalid option: ambiguous option, could be --fail-under, --flat, --format or --full-paths"},
 		{Name: "dump without files", Args: words("/nologo --dump"),
 			Want: "plist: fatal error PRF1421: no input specified"},
 	})
@@ -148,6 +156,49 @@ func TestUsage(t *testing.T) {
 }
 
 func TestLongHelp(t *testing.T) { command.TestLongHelp(t) }
+
+// TestExitStatusDocumented: --help and the man page list the exit status
+// of a coverage below --fail-under.
+func TestExitStatusDocumented(t *testing.T) {
+	status := strconv.Itoa(gateStatus) + " coverage below --fail-under"
+	help, _, _ := runPlist(t, []string{"--help"}, "")
+	if !strings.Contains(strings.ReplaceAll(help, "\n", " "), "Exit status: 0 success, 1 fatal error, 2 invalid command line, "+status) {
+		t.Errorf("--help does not list exit status %s:\n%s", status, help)
+	}
+	man, _, _ := runPlist(t, []string{"--man"}, "")
+	if !strings.Contains(man, ".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line, "+strings.ReplaceAll(status, "-", `\-`)) {
+		t.Errorf("--man does not list exit status %s:\n%s", status, man)
+	}
+}
+
+// TestUnknownFormat asks for a format PLIST does not write, before the
+// input is read: PRF1102 with the formats there are, from plist's table,
+// each of which --help names too.
+func TestUnknownFormat(t *testing.T) {
+	t.Chdir(t.TempDir())
+	names := plist.FormatNames()
+	if len(names) < 9 || !slices.Contains(names, "lcov") || !slices.Contains(names, "chrome") {
+		t.Fatalf("formats %q", names)
+	}
+	for _, format := range []string{"bogus", "LCOVX", ""} {
+		stdout, stderr, status := runPlist(t, []string{"/nologo", "--format=" + format + "x", "nosuch"}, "")
+		want := "plist: fatal error PRF1102: --format=" + format + "x: invalid option\n" +
+			"plist: hint: the formats are " + strings.Join(names, ", ") + "\n"
+		if status != 2 || stdout != "" || stderr != want {
+			t.Errorf("--format=%sx: status %d, stdout %q, stderr\n%s\nwant status 2, stderr\n%s", format, status, stdout, stderr, want)
+		}
+	}
+	help, _, _ := runPlist(t, []string{"--help"}, "")
+	_, foot, _ := strings.Cut(help, "--format's NAME")
+	for _, name := range names {
+		if _, err := plist.ParseFormat(name); err != nil {
+			t.Errorf("format %s: %v", name, err)
+		}
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(foot) {
+			t.Errorf("--help does not name the format %s after \"--format's NAME\":\n%s", name, help)
+		}
+	}
+}
 
 // testPlan is a plan of two functions, f and g.
 func testPlan() *datafile.Plan {

@@ -136,6 +136,7 @@ var tool = cli.Tool[options]{
 		"  or:  plist --dump FILE...\n" +
 		"Write the report of the profile INPUT.pbt on standard output.\n",
 	HelpSections: []string{secReport, secSort, secAttribute, secExport, cli.SectionOther},
+	ExitStatus:   "3 coverage below --fail-under (after the report)",
 	HelpFoot: "INPUT may be given with or without its .pbt extension. With --fail-under,\n" +
 		"plist exits with status 3 when the coverage is below N %, after the report.\n" +
 		"--format's NAME is text (the listing, the default), tab, lcov, callgrind,\n" +

@@ -35,9 +35,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	warn := func(d *prf.Diagnostic) { prf.Write(stderr, tool.Name, d) }
 	if cmd.Options.phaseII() {
-		err = merge(&cmd.Options, warn)
+		err = prf.OutputOption(merge(&cmd.Options, warn), "/OT")
 	} else {
-		err = prepare(&cmd.Options, cmd.Names, warn)
+		err = prf.OutputOption(prepare(&cmd.Options, cmd.Names, warn), "/OI and /OT")
 	}
 	if err != nil {
 		prf.Write(stderr, tool.Name, err)

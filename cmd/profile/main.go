@@ -10,7 +10,6 @@ package main
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -66,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = profileProgram(o, cmd.Names[0], cmd.Args, diag, warn)
 	}
 	if err != nil {
+		err = prf.OutputOption(err, "/O")
 		prf.Write(diag, tool.Name, err)
 		return prf.ExitStatus(err)
 	}
@@ -197,11 +197,7 @@ func checkWritable(path string) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".profile-check-*")
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return err
+		return datafile.NewDirError(filepath.Dir(path), err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -103,8 +103,8 @@ var tool = cli.Tool[options]{
 		"Run PROGRAM under the profiler and record the run in a .pbo; or profile\n" +
 		"the running process PID for a while, and let it go as it was.\n",
 	HelpSections: []string{secRunning, secAttach, cli.SectionOther},
+	ExitStatus:   "with /X the program's own (128+N after signal N)",
 	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n" +
-		"With /X profile exits with the program's status (128+N after signal N).\n" +
 		"With --pid, PROGRAM (default: the process's executable) names the .pbi;\n" +
 		"the run's counts cover the window, and the run record says so.\n",
 }

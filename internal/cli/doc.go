@@ -14,7 +14,8 @@
 // arguments from a file; the environment variable named after the tool
 // (PREP, PROFILE, PLIST) comes before the arguments; the rightmost of
 // contradictory options wins. Every option also has a GNU long form
-// (--function-counting, --start=FUNC) listed by --help.
+// (--function-counting, --start=FUNC) listed by --help, which may be cut
+// short to a unique prefix (--nolo for --nologo).
 //
 // # How it works
 //
@@ -42,8 +43,14 @@
 //     "/ot"; plist prog /c lists prog. A long option there is PRF1103.
 //   - "--" ends the options, as in GNU tools; what follows is taken as typed,
 //     without response files.
-//   - Long options are exact and case-sensitive, as getopt_long's without
-//     abbreviations. In diagnostics an option is named by its table name
+//   - Long options are case-sensitive and may be cut short to any prefix
+//     that no other long option of the tool begins with, as getopt_long
+//     takes them: --nolo is --nologo, --form=lcov is --format=lcov. A name
+//     typed whole wins over the longer names it begins (--trace, not
+//     --trace-limit); a prefix of several is PRF1102, which names them. A
+//     long form that holds its value (--sort=count) is cut short in its
+//     name only (--so=count). The original's /X options keep their own
+//     rule (a minimum length, in table order). In diagnostics an option is named by its table name
 //     (STACK) when written short and by its long form (--stack) when written
 //     long; PRF1102 shows the token without its first character (bogus for
 //     /bogus), or whole for a long one (--bogus).

@@ -34,6 +34,7 @@ func FuzzParse(f *testing.F) {
 		"", "@r\nprog", "@loop", "@a", "/fc\n/inc\na(1-2)\n--exclude=b\nprog", "/sf\na\n/sf\nb\n--start=-c\nprog",
 		"/?\n--help", "--\n-x", "/usr/bin/ls\n/x\n-y", "/sn\n/sc\n/tab\n010\nin", "--sort=name\n--sort\nx",
 		"/stack", "--stack", "/tr\n/ta\n/t", "/\n-", "a\nb\nc\nd", "/inc\n1\n/inc\n2\n/inc\n3\n/inc\n4",
+		"--tr\nprog", "--trace-l=5\n--nolo\n--so=name\nprog", "--s=count\n--=\n--sort=c", "--star\n-x\n--inc",
 	} {
 		f.Add(s, "", false)
 		f.Add(s, "/nologo /exc e", true)

@@ -21,7 +21,8 @@ func (t *Tool[T]) usageText() string {
 }
 
 const syntaxHelp = "Options begin with / or - and ignore case; letters in [ ] may be left out.\n" +
-	"Long options (--name) take their argument after = or as the next word.\n"
+	"Long options (--name) take their argument after = or as the next word, and\n" +
+	"may be cut short to a prefix no other long option begins with (--nolo).\n"
 
 // longHelp returns the --help text: every option with its shortest
 // abbreviation and its long form, by section.
@@ -40,9 +41,39 @@ func (t *Tool[T]) longHelp() string {
 	}
 	b.WriteString("\n")
 	b.WriteString(t.HelpFoot)
-	fmt.Fprintf(&b, "The environment variable %s is read before the arguments; @FILE reads\n", t.Env)
-	b.WriteString("arguments from FILE. Exit status: 0 success, 1 fatal error, 2 invalid\n" +
-		"command line.\n")
+	b.WriteString(wrap(fmt.Sprintf("The environment variable %s is read before the arguments; @FILE reads "+
+		"arguments from FILE. Exit status: %s.", t.Env, t.exitStatus()), 74))
+	return b.String()
+}
+
+// exitStatus lists the tool's exit statuses, without a final period.
+func (t *Tool[T]) exitStatus() string {
+	s := "0 success, 1 fatal error, 2 invalid command line"
+	if t.ExitStatus != "" {
+		s += ", " + t.ExitStatus
+	}
+	return s
+}
+
+// wrap breaks text into lines of at most width bytes at spaces (a longer
+// word has a line of its own), each ending in a line end.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == 0:
+		case line+1+len(w) > width:
+			b.WriteString("\n")
+			line = 0
+		default:
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
@@ -122,7 +153,7 @@ func (t *Tool[T]) manPage() string {
 		b.WriteString(roffLine(l))
 	}
 	fmt.Fprintf(&b, ".SH ENVIRONMENT\n.TP\n.B %s\nread before the arguments, as more arguments.\n", t.Env)
-	b.WriteString(".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line.\n")
+	fmt.Fprintf(&b, ".SH EXIT STATUS\n%s.\n", roff(t.exitStatus()))
 	b.WriteString(".SH SEE ALSO\n")
 	var see []string
 	for _, n := range []string{"prep", "profile", "plist", "fcount"} {

@@ -22,8 +22,9 @@ type toy struct {
 // toyTool is a tool whose table exercises every feature of the parser:
 // abbreviations decided by table order (/T before /TRACE and /TAB), text and
 // number arguments, a limit, an override group, long forms with a fixed
-// value, the built-in help and logo options, and options the original's
-// usage does not list.
+// value, a long form that begins another (--trace, --trace-limit), the
+// built-in help and logo options, and options the original's usage does
+// not list.
 func toyTool() *Tool[toy] {
 	mode := func(m string) func(*toy, Value) { return func(o *toy, _ Value) { o.Mode = m } }
 	sort := func(k string) func(*toy, Value) { return func(o *toy, _ Value) { o.Sort = k } }
@@ -51,6 +52,8 @@ func toyTool() *Tool[toy] {
 			{Name: "SN", Min: 2, Long: "sort=name", Override: "sort", Usage: "Sort by name", Section: "Sort:", Help: "by name", Set: sort("name")},
 			{Name: "T", Min: 1, Long: "quiet", Usage: "Quiet", Section: "Mode:", Help: "be quiet", Set: func(o *toy, _ Value) { o.Quiet = true }},
 			{Name: "TRACE", Min: 1, Long: "trace", Usage: "Trace", Section: "Mode:", Help: "trace", Set: mode("trace")},
+			{Long: "trace-limit", Arg: Number, Section: "Mode:", Meta: "N", Help: "trace N",
+				Set: func(o *toy, v Value) { o.Depth = v.Number }},
 			UsageOption[toy]("?", 1, "Display TOY usage"),
 			{Name: "TAB", Min: 3, Long: "tab", Arg: Number, Usage: "<width> Tab", Section: "Mode:", Meta: "N", Help: "tab N",
 				Set: func(o *toy, v Value) { o.Depth = v.Number }},

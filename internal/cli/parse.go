@@ -134,22 +134,23 @@ func (p *parser[T]) short(tok string) error {
 }
 
 // long handles GNU long options: --name, --name=value, --name value, and
-// the long forms that hold their value (--sort=count).
+// the long forms that hold their value (--sort=count). A name may be cut
+// short to any prefix that no other long option shares (--nolo), as GNU
+// tools accept; a name typed whole wins over the longer names it begins
+// (profile's --trace over --trace-limit).
 func (p *parser[T]) long(tok string) error {
-	if o := p.tool.lookupLong(tok[2:]); o != nil && o.Arg == NoArg {
-		return p.apply(o, tok, "")
-	}
-	name, value, hasValue := strings.Cut(tok[2:], "=")
-	o := p.tool.lookupLong(name)
-	if o == nil || (o.Arg == NoArg && hasValue) {
-		return prf.InvalidOption(tok)
+	o, value, hasValue, err := p.tool.matchLong(tok)
+	if err != nil {
+		return err
 	}
 	display := "--" + o.Long
 	if o.Arg == NoArg {
+		if hasValue {
+			return prf.InvalidOption(tok)
+		}
 		return p.apply(o, display, "")
 	}
 	if !hasValue {
-		var err error
 		if value, _, err = p.argument(display); err != nil {
 			return err
 		}

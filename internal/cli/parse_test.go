@@ -74,6 +74,14 @@ func TestParse(t *testing.T) {
 		{"argument in the next response file", words("/sf @r prog"), "", map[string]string{"r": "main"},
 			opts(func(o *toy) { o.Start = "main" })},
 
+		{"long cut short", words("--count prog"), "", nil, opts(func(o *toy) { o.Mode = "counting" })},
+		{"long cut short, value after =", words("--inc=a --exclude-a --stac=4 prog"), "", nil,
+			opts(func(o *toy) { o.List, o.Depth = []string{"+a", "-*"}, 4 })},
+		{"long cut short, value next", words("--star main prog"), "", nil, opts(func(o *toy) { o.Start = "main" })},
+		{"long whole wins over longer names", words("--exclude x --trace prog"), "", nil,
+			opts(func(o *toy) { o.List, o.Mode = []string{"-x"}, "trace" })},
+		{"long with a fixed value cut short in its name", words("--so=name prog"), "", nil, opts(func(o *toy) { o.Sort = "name" })},
+		{"nologo cut short", words("--nolo prog"), "", nil, want(func(c *Command[toy]) { c.NoLogo = true })},
 		{"usage", words("/?"), "", nil, &Command[toy]{Options: toyTool().Defaults(), Help: UsageHelp}},
 		{"usage abbreviated", words("/h prog"), "", nil, want(func(c *Command[toy]) { c.Help = UsageHelp })},
 		{"long help", words("--help"), "", nil, &Command[toy]{Options: toyTool().Defaults(), Help: LongHelp}},
@@ -183,6 +191,18 @@ func TestErrors(t *testing.T) {
 		{name: "long is case-sensitive", args: words("--NOLOGO prog"), want: "toy: fatal error PRF1102: --NOLOGO: invalid option"},
 		{name: "long with stray value", args: words("--nologo=yes prog"), want: "toy: fatal error PRF1102: --nologo=yes: invalid option"},
 		{name: "unknown fixed value", args: words("--sort=bogus prog"), want: "toy: fatal error PRF1102: --sort=bogus: invalid option"},
+		{name: "fixed value cut short", args: words("--sort=c prog"), want: "toy: fatal error PRF1102: --sort=c: invalid option"},
+		{name: "fixed form without its value", args: words("--so prog"), want: "toy: fatal error PRF1102: --so: invalid option"},
+		{name: "ambiguous", args: words("--tr prog"),
+			want: "toy: fatal error PRF1102: --tr: invalid option: ambiguous option, could be --trace or --trace-limit"},
+		{name: "ambiguous, three", args: words("--s=x prog"),
+			want: "toy: fatal error PRF1102: --s=x: invalid option: ambiguous option, could be --sampling, --stack or --start"},
+		{name: "ambiguous with a fixed value", args: words("--s=count prog"),
+			want: "toy: fatal error PRF1102: --s=count: invalid option: ambiguous option, could be --sampling, --sort=count, --stack or --start"},
+		{name: "prefix with stray value", args: words("--nolo=yes prog"), want: "toy: fatal error PRF1102: --nolo=yes: invalid option"},
+		{name: "prefix is case-sensitive", args: words("--NOL prog"), want: "toy: fatal error PRF1102: --NOL: invalid option"},
+		{name: "no name", args: words("--=x prog"), want: "toy: fatal error PRF1102: --=x: invalid option"},
+		{name: "prefix at the end", args: words("prog --star"), want: "toy: fatal error PRF1103: --start option requires an additional argument"},
 		{name: "argument is negative", args: words("/stack -1 prog"), want: "toy: fatal error PRF1103: STACK option requires an additional argument"},
 		{name: "argument is an option", args: words("/sf /fc prog"), want: "toy: fatal error PRF1103: SF option requires an additional argument"},
 		{name: "argument is end of options", args: words("/sf -- prog"), want: "toy: fatal error PRF1103: SF option requires an additional argument"},
@@ -302,6 +322,39 @@ func TestHelpTexts(t *testing.T) {
 	if got := tool.HelpText(NoHelp); got != "" {
 		t.Errorf("HelpText(NoHelp) = %q", got)
 	}
+	if !strings.HasSuffix(long, "reads\narguments from FILE. Exit status: 0 success, 1 fatal error, 2 invalid\ncommand line.\n") {
+		t.Errorf("--help does not end with the exit statuses:\n%s", long)
+	}
+	tool.ExitStatus = "3 a third outcome, named here to make a long line"
+	if long := tool.HelpText(LongHelp); !strings.HasSuffix(long, "Exit status: 0 success, 1 fatal error, 2 invalid\n"+
+		"command line, 3 a third outcome, named here to make a long line.\n") {
+		t.Errorf("--help does not end with the exit statuses, the tool's own last:\n%s", long)
+	}
+	if man := tool.HelpText(ManHelp); !strings.Contains(man, ".SH EXIT STATUS\n0 success, 1 fatal error, 2 invalid command line, "+
+		"3 a third outcome, named here to make a long line.\n.SH") {
+		t.Errorf("--man lacks the exit statuses:\n%s", man)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		text  string
+		width int
+		want  string
+	}{
+		{"", 10, "\n"},
+		{"one", 10, "one\n"},
+		{"one two three", 7, "one two\nthree\n"},
+		{"one  two\nthree", 9, "one two\nthree\n"},
+		{"a verylongword b", 4, "a\nverylongword\nb\n"},
+		{"abcd efgh", 9, "abcd efgh\n"},
+		{"abcd efghi", 9, "abcd\nefghi\n"},
+	}
+	for _, tt := range tests {
+		if got := wrap(tt.text, tt.width); got != tt.want {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tt.text, tt.width, got, tt.want)
+		}
+	}
 }
 
 func TestStart(t *testing.T) {
@@ -395,6 +448,46 @@ func TestValidate(t *testing.T) {
 		tt.edit(tl)
 		if err := tl.Validate(); err == nil || err.Error() != tt.want {
 			t.Errorf("%s: Validate = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestLongPrefixes takes every prefix of every long name of the test tool:
+// it names its option when it is the name whole or no other long name
+// begins with it, another option when it is that one's name whole
+// (--exclude of --exclude-all), and is otherwise ambiguous, naming the
+// option among the others.
+func TestLongPrefixes(t *testing.T) {
+	tool := toyTool()
+	for i := range tool.Options {
+		o := &tool.Options[i]
+		key, fixed, isFixed := strings.Cut(o.Long, "=")
+		for n := 1; n <= len(key); n++ {
+			tok := "--" + key[:n]
+			if isFixed {
+				tok += "=" + fixed
+			}
+			others := 0
+			for j := range tool.Options {
+				k, f, _ := strings.Cut(tool.Options[j].Long, "=")
+				if j != i && strings.HasPrefix(k, key[:n]) && (f == "" || f == fixed) {
+					others++
+				}
+			}
+			got, _, _, err := tool.matchLong(tok)
+			whole := tool.lookupLong(key[:n]) // another name typed whole
+			switch {
+			case n < len(key) && whole != nil:
+				if got != whole || err != nil {
+					t.Errorf("%s: %v, %v; want --%s", tok, got, err, whole.Long)
+				}
+			case n == len(key) || others == 0:
+				if got != o || err != nil {
+					t.Errorf("%s: %v, %v; want --%s", tok, got, err, o.Long)
+				}
+			case err == nil || !strings.Contains(err.Error(), "ambiguous option") || !strings.Contains(err.Error(), "--"+o.Long):
+				t.Errorf("%s: %v, want ambiguous, naming --%s", tok, err, o.Long)
+			}
 		}
 	}
 }

@@ -154,6 +154,10 @@ type Tool[T any] struct {
 	HelpHead     string
 	HelpSections []string
 	HelpFoot     string
+	// ExitStatus lists, for --help and the man page's EXIT STATUS, the
+	// exit statuses of the tool besides 0 (success), 1 (a fatal error) and
+	// 2 (an invalid command line): "3 coverage below --fail-under".
+	ExitStatus string
 }
 
 // Command is a parsed command line.
@@ -248,13 +252,59 @@ func (t *Tool[T]) lookupShort(word string) *Option[T] {
 }
 
 // lookupLong returns the option with the GNU long name (case-sensitive, as
-// getopt_long), or nil.
+// getopt_long) typed whole, or nil.
 func (t *Tool[T]) lookupLong(name string) *Option[T] {
+	if name == "" {
+		return nil // the options without a long form
+	}
 	i := slices.IndexFunc(t.Options, func(o Option[T]) bool { return o.Long == name })
 	if i < 0 {
 		return nil
 	}
 	return &t.Options[i]
+}
+
+// matchLong returns the option a long option token (--name, --name=value)
+// names, with its value when the token holds one: the option whose long
+// form is the token exactly (--sort=count, --nologo), else the one whose
+// name is the token's name exactly (--format=lcov), else the only one whose
+// name begins with the token's name (--form=lcov, --nolo), as getopt_long
+// takes abbreviations. A long form that holds its value (sort=count) is
+// abbreviated in its name only (--so=count), its value typed whole. A
+// prefix of several names is PRF1102, ambiguous, naming them; a name of
+// none is PRF1102.
+func (t *Tool[T]) matchLong(tok string) (o *Option[T], value string, hasValue bool, err error) {
+	body := tok[2:]
+	if o := t.lookupLong(body); o != nil && o.Arg == NoArg {
+		return o, "", false, nil
+	}
+	name, value, hasValue := strings.Cut(body, "=")
+	if o := t.lookupLong(name); o != nil {
+		return o, value, hasValue, nil
+	}
+	var found []*Option[T]
+	for i := range t.Options {
+		c := &t.Options[i]
+		key, fixed, isFixed := strings.Cut(c.Long, "=")
+		if name != "" && strings.HasPrefix(key, name) && (!isFixed || (hasValue && value == fixed)) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, "", false, prf.InvalidOption(tok)
+	case 1:
+		if strings.Contains(found[0].Long, "=") {
+			return found[0], "", false, nil // the value is the form's own
+		}
+		return found[0], value, hasValue, nil
+	}
+	names := make([]string, len(found))
+	for i, c := range found {
+		names[i] = "--" + c.Long
+	}
+	slices.Sort(names)
+	return nil, "", false, prf.AmbiguousOption(tok, names)
 }
 
 // abbreviation returns the shortest prefix of o's name that selects o, which

@@ -47,6 +47,10 @@ func (f Format) String() string {
 	return fmt.Sprintf("format(%d)", int(f))
 }
 
+// FormatNames returns the names of the formats, as --format spells them,
+// in the order of the Format constants.
+func FormatNames() []string { return slices.Clone(formatNames) }
+
 // ParseFormat returns the format named name (--format).
 func ParseFormat(name string) (Format, error) {
 	if i := slices.Index(formatNames, strings.ToLower(name)); i >= 0 {

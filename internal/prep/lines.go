@@ -44,11 +44,12 @@ type selected struct {
 // patterns line by line (lineMatches), and each module's source files in
 // listing order. A module without line tables is fatal (PRF1621); a
 // specification that is not a default and matched no line gives warning
-// PRF4106.
+// PRF4106, with the names near the one typed.
 func planLines(mods []*openModule, patterns []pattern, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, error) {
 	files := make([][]string, len(mods))
 	matched := make([]bool, len(patterns))
 	var lines []datafile.Line
+	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
 		rows, err := m.file.StatementRows()
 		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
@@ -65,9 +66,9 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 				cands = append(cands, newCandidate(m, fn))
 			}
 		}
-		all := moduleLines(m, rows, fns, method, warn)
+		all = append(all, cands...)
 		var kept []fileLine
-		for _, l := range all {
+		for _, l := range moduleLines(m, rows, fns, method, warn) {
 			in := true
 			for pi := range patterns {
 				p := &patterns[pi]
@@ -91,7 +92,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	}
 	for pi, p := range patterns {
 		if !matched[pi] && !p.quiet && p.op != ExcludeAll {
-			warn(prf.NeverMatched(p.shown))
+			warn(prf.NeverMatched(p.shown, nearSpec(&p, all)))
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b datafile.Line) int {

@@ -585,7 +585,8 @@ func decodeAt(m *openModule, pc, end uint64) (instr.Inst, error) {
 }
 
 // findStart returns the index of the /SF function among funcs: the one whose
-// stored name, or one of whose demangled forms, is name exactly.
+// stored name, or one of whose demangled forms, is name exactly. None is
+// warning PRF4524, with the names near it.
 func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (int, error) {
 	found := -1
 	for i := range funcs {
@@ -598,7 +599,15 @@ func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (
 		found = i
 	}
 	if found < 0 {
-		warn(prf.StartNotFound(name))
+		warn(prf.StartNotFound(name, nearNames(name, func(yield func(string) bool) {
+			for i := range funcs {
+				for _, n := range matchNames(funcs[i].Name) {
+					if !yield(n) {
+						return
+					}
+				}
+			}
+		})))
 	}
 	return found, nil
 }

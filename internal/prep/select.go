@@ -98,7 +98,7 @@ func (p *pattern) matches(c *candidate) bool {
 // applySpecs applies the specifications in order to the candidates, all of
 // which start selected, and returns which are selected at the end. A
 // specification that is not a default and matched no candidate gives
-// warning PRF4106.
+// warning PRF4106, with the names near the one typed.
 func applySpecs(cands []candidate, specs []pattern, warn func(*prf.Diagnostic)) []bool {
 	selected := make([]bool, len(cands))
 	for i := range selected {
@@ -118,7 +118,7 @@ func applySpecs(cands []candidate, specs []pattern, warn func(*prf.Diagnostic)) 
 			}
 		}
 		if !matched && !p.quiet {
-			warn(prf.NeverMatched(p.shown))
+			warn(prf.NeverMatched(p.shown, nearSpec(p, cands)))
 		}
 	}
 	return selected

@@ -33,6 +33,23 @@ func MissingOptionSpecifier() *Diagnostic { return usage(1101, "missing option s
 // (bogus for /bogus), or a long option whole.
 func InvalidOption(word string) *Diagnostic { return usage(1102, "%s: invalid option", word) }
 
+// AmbiguousOption is PRF1102 for a long option cut short to a prefix of
+// several (--tra: --trace or --trace-limit); candidates are those options,
+// written whole.
+func AmbiguousOption(word string, candidates []string) *Diagnostic {
+	d := usage(1102, "%s: invalid option", word)
+	d.Err = fmt.Errorf("ambiguous option, could be %s", orList(candidates))
+	return d
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // MissingArgument is PRF1103 for the option named name (STACK, --stack).
 func MissingArgument(name string) *Diagnostic {
 	return usage(1103, "%s option requires an additional argument", name)
@@ -106,18 +123,53 @@ func CannotRead(path string, err error) *Diagnostic {
 
 // CannotWrite is PRF1013, with a hint for the causes a user can remove: a
 // full file system or quota, a read-only one, a place the user may not
-// write.
+// write. A directory in which no file can be made ([datafile.DirError]:
+// the data files are written through a temporary file beside them) is
+// named as the cause, whatever wraps it. [OutputOption] adds to the hint
+// the option that names another file.
 func CannotWrite(path string, err error) *Diagnostic {
+	var de *datafile.DirError
+	if errors.As(err, &de) {
+		err = de
+	}
 	d := newDiag(1013, Fatal, err, "cannot write expected number of bytes to file %s", path)
+	d.Hint = writeHint(err, "")
+	return d
+}
+
+// writeHint is the hint of PRF1013 for err, with the option that names
+// another file when there is one ("" for none).
+func writeHint(err error, option string) string {
+	elsewhere := "run in a directory you can write, or name another file"
+	if option != "" {
+		elsewhere += " with " + option
+	}
+	var de *datafile.DirError
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		d.Hint = "the file system is full, or your disk quota used up: make room, then run again"
+		return "the file system is full, or your disk quota used up: make room, then run again"
 	case errors.Is(err, syscall.EROFS):
-		d.Hint = "the file system is read-only: run in a directory you can write, or name another file"
+		return "the file system is read-only: " + elsewhere
+	case errors.Is(err, fs.ErrPermission) && errors.As(err, &de):
+		return elsewhere // the message names the directory
 	case errors.Is(err, fs.ErrPermission):
-		d.Hint = "you may not write there: run in a directory you can write, or name another file"
+		return "you may not write there: " + elsewhere
 	}
-	return d
+	return ""
+}
+
+// OutputOption returns err with the hint of a PRF1013 that says to name
+// another file saying how: with option, the tool's option that names the
+// file written ("/O", "/OI and /OT"). Other errors are returned as they
+// are.
+func OutputOption(err error, option string) error {
+	var d *Diagnostic
+	if errors.As(err, &d) && d.Code == 1013 && d.Hint != "" {
+		if h := writeHint(d.Err, option); h != "" {
+			d.Hint = h
+		}
+	}
+	return err
 }
 
 // OutOfMemory is PRF1005: the system refused memory, to PROFILE or to the
@@ -436,9 +488,21 @@ func BadDebugInfo(module string, err error) *Diagnostic {
 	return d
 }
 
-// NeverMatched is warning PRF4106.
-func NeverMatched(spec string) *Diagnostic {
-	return newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
+// NeverMatched is warning PRF4106; near are the names of the program near
+// the one typed, which the hint suggests ("did you mean is_prime?").
+func NeverMatched(spec string, near []string) *Diagnostic {
+	d := newDiag(4106, Warning, nil, "function/source/object/lib %s was never matched", spec)
+	d.Hint = didYouMean(near)
+	return d
+}
+
+// didYouMean is the hint that suggests the names near one typed, or "" for
+// none.
+func didYouMean(near []string) string {
+	if len(near) == 0 {
+		return ""
+	}
+	return "did you mean " + orList(near) + "?"
 }
 
 // StartIgnored is warning PRF4107: /SF with a line or sampling profile.
@@ -446,9 +510,12 @@ func StartIgnored() *Diagnostic {
 	return newDiag(4107, Warning, nil, "/SF option not valid for line-level or sample profiles")
 }
 
-// StartNotFound is warning PRF4524: nothing will be counted.
-func StartNotFound(name string) *Diagnostic {
-	return newDiag(4524, Warning, nil, "entry function %s not found", name)
+// StartNotFound is warning PRF4524: nothing will be counted. near are the
+// names of the plan near name, which the hint suggests.
+func StartNotFound(name string, near []string) *Diagnostic {
+	d := newDiag(4524, Warning, nil, "entry function %s not found", name)
+	d.Hint = didYouMean(near)
+	return d
 }
 
 // CannotProfileFunction is warning PRF4525: the function's site cannot take

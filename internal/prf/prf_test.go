@@ -29,7 +29,11 @@ func TestWrite(t *testing.T) {
 	}{
 		{"fatal with a number and a cause", CannotOpen("x.pbt", &fs.PathError{Op: "open", Path: "x.pbt", Err: fs.ErrNotExist}),
 			"prep: fatal error PRF1011: cannot open file x.pbt: file does not exist\n"},
-		{"warning", NeverMatched("foo"), "prep: warning PRF4106: function/source/object/lib foo was never matched\n"},
+		{"warning", NeverMatched("foo", nil), "prep: warning PRF4106: function/source/object/lib foo was never matched\n"},
+		{"warning with near names", NeverMatched("is_prme", []string{"is_prime"}),
+			"prep: warning PRF4106: function/source/object/lib is_prme was never matched\nprep: hint: did you mean is_prime?\n"},
+		{"warning with names near", StartNotFound("gdc", []string{"gcd", "gdb", "god"}),
+			"prep: warning PRF4524: entry function gdc not found\nprep: hint: did you mean gcd, gdb or god?\n"},
 		{"warning the original printed as a warning", SortMismatch("x.pbt"), "prep: warning PRF1481: x.pbt inconsistent with sorting type\n"},
 		{"a number of this port", OtherArch("arm64", "amd64"), "prep: fatal error PRF1445: cannot profile an arm64 program on amd64\n"},
 		{"a number of this port, warning", ExecEnded(), "prep: warning PRF4643: the program called exec: profiling ended there, the counts up to it are kept\n"},
@@ -37,6 +41,8 @@ func TestWrite(t *testing.T) {
 			"prep: warning PRF1001: unknown error: a message\nprep: hint: " + unknownHint + "\n"},
 		{"usage suggests --help", InvalidOption("bogus"),
 			"prep: fatal error PRF1102: bogus: invalid option\nprep: hint: try 'prep --help' for the options\n"},
+		{"ambiguous", AmbiguousOption("--f", []string{"--flat", "--format", "--full-paths"}),
+			"prep: fatal error PRF1102: --f: invalid option: ambiguous option, could be --flat, --format or --full-paths\nprep: hint: try 'prep --help' for the options\n"},
 		{"hint of its own", AlreadyMerged("a.pbo", "a.pbt"),
 			"prep: fatal error PRF1308: the run in a.pbo is already in a.pbt\nprep: hint: each run is merged once; run profile again for another run\n"},
 		{"not a diagnostic", errors.New("plant breakpoints: lost"),
@@ -44,6 +50,21 @@ func TestWrite(t *testing.T) {
 		{"a full disk", CannotWrite("x.pbo", &fs.PathError{Op: "write", Path: "x.pbo", Err: syscall.ENOSPC}),
 			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbo: write x.pbo: no space left on device\n" +
 				"prep: hint: the file system is full, or your disk quota used up: make room, then run again\n"},
+		{"a directory that takes no file", CannotWrite("x.pbi", &datafile.FileError{Op: datafile.OpWrite, Path: "x.pbi",
+			Err: fmt.Errorf("write x.pbi: %w", &datafile.DirError{Dir: "/d", Err: syscall.EACCES})}),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbi: directory /d cannot be written: permission denied\n" +
+				"prep: hint: run in a directory you can write, or name another file\n"},
+		{"a directory that takes no file, and the option that names another", OutputOption(
+			DataFile(&datafile.FileError{Op: datafile.OpWrite, Path: "x.pbi",
+				Err: fmt.Errorf("write x.pbi: %w", &datafile.DirError{Dir: "/d", Err: syscall.EACCES})}), "/OI and /OT"),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbi: directory /d cannot be written: permission denied\n" +
+				"prep: hint: run in a directory you can write, or name another file with /OI and /OT\n"},
+		{"a read-only file system, and the option that names another", OutputOption(
+			CannotWrite("x.pbo", &datafile.DirError{Dir: "/mnt", Err: syscall.EROFS}), "/O"),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file x.pbo: directory /mnt cannot be written: read-only file system\n" +
+				"prep: hint: the file system is read-only: run in a directory you can write, or name another file with /O\n"},
+		{"the option that names another, for another error", OutputOption(NoInput(), "/O"),
+			"prep: fatal error PRF1421: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"as a warning", Incomplete("program terminated by signal SIGSEGV (segmentation fault)", "p.pbo").AsWarning(),
@@ -295,7 +316,7 @@ func TestUnavailable(t *testing.T) {
 func catalogue() []*Diagnostic {
 	err := errors.New("cause")
 	return []*Diagnostic{
-		MissingOptionSpecifier(), InvalidOption("x"), MissingArgument("SF"), NotNumeric("STACK"),
+		MissingOptionSpecifier(), InvalidOption("x"), AmbiguousOption("--tr", []string{"--trace", "--trace-limit"}), MissingArgument("SF"), NotNumeric("STACK"),
 		RepeatedOption("IO", 8), MissingResponseFile(), NestedResponseFiles(), CannotOpenResponseFile("r", err),
 		NoInput(), TooManyModules(8), NoPBTOutput(), NoPBTInput(), Overrides("SF"), NoErrorFile(),
 		CannotOpen("f", err), ToolsIniMissing("tools.ini"), CannotRead("f", err), CannotWrite("f", err),
@@ -303,8 +324,8 @@ func catalogue() []*Diagnostic {
 		AlreadyMerged("a.pbo", "a.pbt"), DiscardedRun("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
 		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
-		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x"),
-		StartIgnored(), StartNotFound("x"), CannotProfileFunction("f", "m", err), DebugInfo("text"),
+		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
+		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
 		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
 		LibraryChanged("libf.so", "p.pbi"), LibrariesNotFollowed("libf.so", err), BreakpointBack(0x1000), StaleCode(0x1000),
@@ -316,7 +337,7 @@ func catalogue() []*Diagnostic {
 		ExitNotPatched("f", "m", 0x1000, err), ExitTakenOut("f", 100),
 		Unknown(err), OutOfMemory(err), NoWorkingDir(err), SumOverflow("a.pbo", "a.pbt", err),
 		BadIni("tools.ini", err), BadDebugInfo("m", err),
-		TraceFailed("p", err), ProcessDenied("p", err), ProcessLost("p", err),
+		TraceFailed("p", err), ProcessDenied("p", err), CannotAttach(1234, err), ProcessLost("p", err),
 		ThreadBaseChanged(12, 0x1000), CodeChanged(0x1000, "function f"), CodeWritable("p", 0x1000),
 		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
 		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), PtraceSampler(err, time.Millisecond),

@@ -1,0 +1,129 @@
+package sprof_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeTools are the commands scripts/install-deps runs, standing in for
+// dpkg-query, id and apt-get: every package is installed but those named
+// in $FAKE_MISSING, the user is $FAKE_UID, and apt-get writes its
+// arguments to $FAKE_LOG, a line a call.
+var fakeTools = map[string]string{
+	"dpkg-query": `#!/bin/sh
+for p; do pkg=$p; done
+case " $FAKE_MISSING " in
+*" $pkg "*) echo "dpkg-query: no packages found matching $pkg" >&2; exit 1 ;;
+esac
+printf 'install ok installed'
+`,
+	"id": `#!/bin/sh
+[ "$1" = -u ] || exit 9
+echo "$FAKE_UID"
+`,
+	"apt-get": `#!/bin/sh
+echo "$*" >>"$FAKE_LOG"
+`,
+}
+
+// TestInstallDeps runs scripts/install-deps, as make test does, with fake
+// dpkg-query, id and apt-get: with every package there it installs
+// nothing; with packages missing and not root it installs nothing and
+// fails at once, printing the one command that installs them; as root it
+// updates apt's lists and installs exactly the missing packages.
+func TestInstallDeps(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	fake := t.TempDir()
+	for name, script := range fakeTools {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, missing, uid string
+		status             int
+		stdout, stderr     string
+		apt                string // apt-get's calls
+	}{
+		{name: "all there", uid: "1000"},
+		{name: "all there, root", uid: "0"},
+		{name: "missing, not root", missing: "valgrind lcov", uid: "1000", status: 1,
+			stderr: "install-deps: missing Debian packages: valgrind lcov\n" +
+				"install-deps: this installs them (as root); then run make test again:\n" +
+				"  sudo ./scripts/install-deps\n"},
+		{name: "missing, root", missing: "valgrind lcov", uid: "0",
+			stdout: "install-deps: installing valgrind lcov\n",
+			apt:    "update -qq\ninstall -y -qq --no-install-recommends valgrind lcov\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "apt-get.log")
+			cmd := exec.Command("./scripts/install-deps")
+			cmd.Env = append(os.Environ(), "PATH="+fake+string(filepath.ListSeparator)+os.Getenv("PATH"),
+				"FAKE_MISSING="+tt.missing, "FAKE_UID="+tt.uid, "FAKE_LOG="+log)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			status := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			apt, err := os.ReadFile(log)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			if status != tt.status || stdout.String() != tt.stdout || stderr.String() != tt.stderr || string(apt) != tt.apt {
+				t.Errorf("status %d, stdout %q, stderr %q, apt-get %q\nwant status %d, stdout %q, stderr %q, apt-get %q",
+					status, stdout.String(), stderr.String(), apt, tt.status, tt.stdout, tt.stderr, tt.apt)
+			}
+		})
+	}
+}
+
+// TestMakeTestInstallsDepsFirst: make test runs scripts/install-deps
+// before anything else, once, and then the tests (make -n prints the
+// commands without running them; the sub-make of the tests prints its
+// own).
+func TestMakeTestInstallsDepsFirst(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	// Not the flags of a make this test may run under (make test's own).
+	var env []string
+	for _, e := range os.Environ() {
+		if name, _, _ := strings.Cut(e, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			env = append(env, e)
+		}
+	}
+	makeN := func(target string) ([]byte, error) {
+		cmd := exec.Command("make", "-n", target)
+		cmd.Env = env
+		return cmd.CombinedOutput()
+	}
+	out, err := makeN("test")
+	if err != nil {
+		t.Fatalf("make -n test: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if lines[0] != "./scripts/install-deps" || strings.Count(string(out), "install-deps") != 1 {
+		t.Errorf("make -n test does not run ./scripts/install-deps first, once:\n%s", out)
+	}
+	for _, step := range []string{"go vet ./...", "go test ./...", "./scripts/arm64-test --all"} {
+		if !strings.Contains(string(out), "\n"+step+"\n") {
+			t.Errorf("make -n test does not run %q after install-deps:\n%s", step, out)
+		}
+	}
+	if out, err := makeN("deps"); err != nil || string(out) != "./scripts/install-deps\n" {
+		t.Errorf("make -n deps: %v\n%s", err, out)
+	}
+}
