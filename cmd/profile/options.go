@@ -100,8 +100,8 @@ var tool = cli.Tool[options]{
 		"[arguments...] are command-line arguments for <program>\n\n",
 	HelpHead: "Usage: profile [OPTION]... PROGRAM [ARGUMENT]...\n" +
 		"  or:  profile [OPTION]... --pid=PID [--duration=SECONDS] [PROGRAM]\n" +
-		"Run PROGRAM under the profiler and record the run in a .pbo; or profile\n" +
-		"the running process PID for a while, and let it go as it was.\n",
+		"Run PROGRAM under the profiler and record the run in a .pbo, or attach\n" +
+		"to the running process PID for a while and let it go as it was.\n",
 	HelpSections: []string{secRunning, secAttach, cli.SectionOther},
 	ExitStatus:   "with /X the program's own (128+N after signal N)",
 	HelpFoot: "Everything after PROGRAM is passed to it unchanged, options included.\n" +
