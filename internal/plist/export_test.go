@@ -230,7 +230,7 @@ func BenchmarkExports(b *testing.B) {
 		m.Stats.ChildTime = append(m.Stats.ChildTime, int64(i)*20)
 		m.Stats.Stacks = append(m.Stats.Stacks, datafile.Stack{Func: i, Callers: []int{-1, (i + 1) % n}, Hits: uint64(i), Time: int64(i) * 10})
 	}
-	for _, f := range []Format{FormatText, FormatTab, FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON} {
+	for _, f := range []Format{FormatText, FormatTab, FormatLcov, FormatCallgrind, FormatPprof, FormatFolded, FormatJSON, FormatHTML} {
 		b.Run(f.String(), func(b *testing.B) {
 			o := DefaultOptions()
 			o.Format, o.Sort = f, SortName

@@ -51,17 +51,39 @@ type flameNode struct {
 	fn       int // -1 for the root, "all"
 	value    int64
 	children []*flameNode
+	// index finds a child by function once there are many (the root of
+	// a large program has one per function).
+	index map[int]*flameNode
 }
+
+// flameIndexAfter is how many children a node scans before it indexes
+// them.
+const flameIndexAfter = 16
 
 // child returns n's child for function fn, made at its first use.
 func (n *flameNode) child(fn int) *flameNode {
-	for _, c := range n.children {
-		if c.fn == fn {
+	if n.index != nil {
+		if c := n.index[fn]; c != nil {
 			return c
+		}
+	} else {
+		for _, c := range n.children {
+			if c.fn == fn {
+				return c
+			}
 		}
 	}
 	c := &flameNode{fn: fn}
 	n.children = append(n.children, c)
+	switch {
+	case n.index != nil:
+		n.index[fn] = c
+	case len(n.children) > flameIndexAfter:
+		n.index = make(map[int]*flameNode, 2*len(n.children))
+		for _, c := range n.children {
+			n.index[c.fn] = c
+		}
+	}
 	return c
 }
 
