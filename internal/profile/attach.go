@@ -185,50 +185,8 @@ func (t *tracer) attachedRun(start time.Time) (*Result, error) {
 	if !a.detached {
 		t.releaseSurvivors()
 	}
-	t.signalCost(t.cfg.Now().Sub(start))
-	if t.counters != nil {
-		t.counters.collect()
-	}
-	if t.sampling != nil {
-		t.sampling.finish()
-	}
-	for _, m := range t.mechanisms() {
-		m.collect(res)
-	}
-	res.RolledBack = t.rolledBack
-	res.Counts = t.counts(start, res)
-	t.explain.ended(res)
+	t.finish(start, res)
 	return res, nil
-}
-
-// calibrateAll is traceRun's calibration, on the main thread where
-// PROFILE stopped it.
-func (t *tracer) calibrateAll() error {
-	if !t.timed {
-		return nil
-	}
-	var err error
-	if t.calculated, err = t.calibrate(); err != nil {
-		return fmt.Errorf("calibrate the overhead: %w", err)
-	}
-	t.overhead = t.calculated
-	t.yielding = true
-	if t.rings != nil {
-		counts, err := t.calibrateRing()
-		if err != nil {
-			return fmt.Errorf("calibrate the cost of a record: %w", err)
-		}
-		t.refineCounter()
-		t.rings.cost = counts * t.ctr.scale
-		t.calculated = int64(t.rings.cost + 0.5)
-	}
-	if c := t.plan.Calibration; c >= 0 {
-		t.overhead, t.forced = c, true
-		if t.rings != nil {
-			t.rings.cost = float64(c)
-		}
-	}
-	return nil
 }
 
 // threadIDs returns the threads' IDs in order.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"syscall"
 	"time"
@@ -411,6 +413,37 @@ func (t *tracer) calibrate() (int64, error) {
 	}
 	slices.Sort(samples)
 	return samples[len(samples)/4], nil
+}
+
+// calibrateAll measures, for a timed run, what a breakpoint's stop and a
+// ring's record cost the program (calibrate, calibrateRing), on the main
+// thread where PROFILE stopped it, or takes /CALIBRATION's figure.
+func (t *tracer) calibrateAll() error {
+	if !t.timed {
+		return nil
+	}
+	var err error
+	if t.calculated, err = t.calibrate(); err != nil {
+		return fmt.Errorf("calibrate the overhead: %w", err)
+	}
+	t.overhead = t.calculated
+	t.yielding = true
+	if t.rings != nil {
+		counts, err := t.calibrateRing()
+		if err != nil {
+			return fmt.Errorf("calibrate the cost of a record: %w", err)
+		}
+		t.refineCounter()
+		t.rings.cost = counts * t.ctr.scale
+		t.calculated = int64(math.Round(t.rings.cost))
+	}
+	if c := t.plan.Calibration; c >= 0 {
+		t.overhead, t.forced = c, true
+		if t.rings != nil {
+			t.rings.cost = float64(c)
+		}
+	}
+	return nil
 }
 
 // findExits decodes the code of items' functions (module loaded with

@@ -3,7 +3,6 @@ package profile
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -335,27 +334,8 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 	if err := t.plantAll(); err != nil {
 		return nil, err
 	}
-	if t.timed {
-		if t.calculated, err = t.calibrate(); err != nil {
-			return nil, fmt.Errorf("calibrate the overhead: %w", err)
-		}
-		t.overhead = t.calculated
-		t.yielding = true
-		if t.rings != nil {
-			counts, err := t.calibrateRing()
-			if err != nil {
-				return nil, fmt.Errorf("calibrate the cost of a record: %w", err)
-			}
-			t.refineCounter()
-			t.rings.cost = counts * t.ctr.scale
-			t.calculated = int64(math.Round(t.rings.cost))
-		}
-		if c := t.plan.Calibration; c >= 0 {
-			t.overhead, t.forced = c, true
-			if t.rings != nil {
-				t.rings.cost = float64(c)
-			}
-		}
+	if err := t.calibrateAll(); err != nil {
+		return nil, err
 	}
 	t.explain.calibrated()
 	t.refineCounter()
@@ -380,6 +360,13 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 		return nil, err
 	}
 	t.releaseSurvivors()
+	t.finish(start, res)
+	return res, nil
+}
+
+// finish gathers the run's counts into res when the program has ended, or
+// PROFILE has let it go.
+func (t *tracer) finish(start time.Time, res *Result) {
 	t.signalCost(t.cfg.Now().Sub(start))
 	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
@@ -397,7 +384,6 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 	res.RolledBack = t.rolledBack
 	res.Counts = t.counts(start, res)
 	t.explain.ended(res)
-	return res, nil
 }
 
 // counts builds the run's datafile.Counts.
