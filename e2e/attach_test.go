@@ -89,7 +89,7 @@ func TestAttach(t *testing.T) {
 					file string
 					line int
 					hits uint64
-				}{{"attach.c", 28, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 21, 3}} {
+				}{{"attach.c", 39, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 30, 3}} {
 					if got := lines[fmt.Sprintf("%s:%d", want.file, want.line)]; got != want.hits {
 						t.Errorf("%s line %d: %d hits, want %d\n%s", want.file, want.line, got, want.hits, out)
 					}
@@ -103,6 +103,92 @@ func TestAttach(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAttachBusy attaches, again and again, to the server when it is
+// anything but idle: a thread calling nop() and work() without end (so
+// that PROFILE finds it anywhere in them, inside the span a patch would
+// cover, or inside a call whose return a patch would cover), SIGALRM
+// every millisecond (a signal on its way at every step of the set-up and
+// of the detach), a fork in the window. Each type, in-process and with
+// breakpoints (an emulated call at the start of nop()'s line writes a
+// return address on the stack: not the program's code, not written back).
+// After each window the server is as it was and answers; the ticks go on.
+func TestAttachBusy(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	dir := t.TempDir()
+	name, _ := install(t, prog, dir), install(t, lib, dir)
+	s := startServer(t, dir, name)
+	s.ask(t, "b", "busy")
+	s.ask(t, "t", "ticking")
+	cases := []struct{ prep, opts []string }{
+		{[]string{"/LC"}, nil},
+		{[]string{"/LC"}, []string{"--breakpoints"}},
+		{[]string{"/FC"}, nil},
+		{[]string{"/FT"}, nil},
+		{[]string{"/FC"}, []string{"--breakpoints"}},
+	}
+	var rounds []struct{ prep, opts []string }
+	for range testutil.Scale(20) {
+		rounds = append(rounds, cases[0], cases[2])
+	}
+	for _, c := range append(cases, rounds...) {
+		must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
+		before := codeBytes(t, s.pid())
+		p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
+		s.ask(t, "f", "forked")
+		s.ask(t, "w 10", "did 10")
+		p.end(t, syscall.SIGINT)
+		if strings.Contains(p.stderr.String(), "PRF4670") {
+			t.Errorf("%v: a child made before the attach taken for one made out of sight:\n%s", c, p.stderr)
+		}
+		checkLetGo(t, s.pid(), before)
+		s.ask(t, "w 10", "did 10")
+		must(t, dir, "prep", "/nologo", "/M", name)
+		if t.Failed() {
+			t.Fatalf("after %v", c)
+		}
+	}
+	ticks := func() int {
+		if _, err := io.WriteString(s.in, "T\n"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		select {
+		case line := <-s.lines:
+			fmt.Sscanf(line, "ticks %d", &n)
+		case <-time.After(toolLimit):
+		}
+		return n
+	}
+	first := ticks()
+	time.Sleep(50 * time.Millisecond)
+	if then := ticks(); then <= first {
+		t.Errorf("the server's timer stopped: %d ticks, then %d", first, then)
+	}
+}
+
+// TestAttachStopped refuses a process stopped by SIGSTOP, and leaves it
+// stopped.
+func TestAttachStopped(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	dir := t.TempDir()
+	name, _ := install(t, prog, dir), install(t, lib, dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	s := startServer(t, dir, name)
+	syscall.Kill(s.pid(), syscall.SIGSTOP)
+	r := tool(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()))
+	if want := fmt.Sprintf("PRF1651: cannot attach to process %d: it is stopped (SIGSTOP or SIGTSTP)", s.pid()); r.status == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("profile --pid of a stopped process: status %d\n%s\nwant %q", r.status, r.stderr, want)
+	}
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid()))
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+		t.Errorf("the process is not left stopped: %s", stat)
+	}
+	syscall.Kill(s.pid(), syscall.SIGCONT)
+	s.ask(t, "w 10", "did 10")
 }
 
 // TestAttachDuration ends the window with --duration, on a server that
@@ -421,7 +507,9 @@ func TestProgress(t *testing.T) {
 	dir := t.TempDir()
 	name, _ := install(t, prog, dir), install(t, lib, dir)
 	must(t, dir, "prep", "/nologo", "/FC", name)
-	run := fmt.Sprintf("(echo 'w 1000'; sleep 3; echo q) | %s /nologo ./%s", filepath.Join(bin, "profile"), name)
+	// (The program's output goes to a file: on the terminal, the status
+	// line would write over it, and is not shown.)
+	run := fmt.Sprintf("(echo 'w 1000'; sleep 3; echo q) | %s /nologo ./%s >out.txt", filepath.Join(bin, "profile"), name)
 	cmd := exec.Command("script", "-qec", run, "/dev/null")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PROFILE=")
@@ -436,8 +524,11 @@ func TestProgress(t *testing.T) {
 	}
 	// The hits: main and worker once, work and square's PLT stub (the
 	// library's import, in the program's module) 1000 times each.
-	if first := lines[0]; first[1] < "2.0" || first[2] != "2,002" || first[3] != "100" {
+	if first := lines[0]; !atLeast(first[1], 2) || first[2] != "2,002" || first[3] != "100" {
 		t.Errorf("first status %q: want 2 s or more, 2,002 hits, every site in-process", first[0])
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "ready\ndid 1000\n" {
+		t.Errorf("the program's output: %q", b)
 	}
 	if !strings.HasSuffix(string(out), "\r\x1b[K") || strings.Count(string(out), "\r\x1b[K") != len(lines)+1 {
 		t.Errorf("the status line is not taken away at the end: %q", out)
@@ -451,4 +542,10 @@ func TestProgress(t *testing.T) {
 	if err := plain.Run(); err != nil || stderr.Len() != 0 {
 		t.Errorf("off a terminal: %v, stderr %q", err, stderr.String())
 	}
+}
+
+// atLeast reports whether the decimal number text is at least v.
+func atLeast(text string, v float64) bool {
+	f, err := strconv.ParseFloat(text, 64)
+	return err == nil && f >= v
 }

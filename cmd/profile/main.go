@@ -114,16 +114,6 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		}
 		return 0, prf.DataFile(err)
 	}
-	// A run that lasts shows a status line on a terminal, taken away
-	// before any message and at the end; not with --explain, whose
-	// narration goes there.
-	var line *statusLine
-	if !o.explain && diag == io.Writer(os.Stderr) && profile.IsTerminal(os.Stderr) {
-		line = &statusLine{w: os.Stderr}
-		defer line.clear()
-		inner := warn
-		warn = func(d *prf.Diagnostic) { line.clear(); inner(d) }
-	}
 	cfg := profile.Config{
 		Plan:          plan,
 		PlanPath:      pbi,
@@ -135,11 +125,19 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		ExplainLimit:  explainLimit(o.explainLimit),
 		TraceLimit:    traceLimit(o.traceLimit),
 	}
-	if line != nil {
-		cfg.Progress = line.update
-	}
 	if err := target(&cfg); err != nil {
 		return 0, err
+	}
+	// A run that lasts shows a status line on a terminal, taken away
+	// before any message and at the end: with --pid, or when the
+	// program's output goes elsewhere (it would be written over); not
+	// with --explain, whose narration goes there.
+	if !o.explain && diag == io.Writer(os.Stderr) && profile.IsTerminal(os.Stderr) && (cfg.Attach != 0 || !profile.IsTerminal(os.Stdout)) {
+		line := &statusLine{w: os.Stderr}
+		defer line.clear()
+		inner := warn
+		warn = func(d *prf.Diagnostic) { line.clear(); inner(d) }
+		cfg.Warn, cfg.Progress = warn, line.update
 	}
 	// A run that cannot be written is lost: find out before the program
 	// runs, not after.

@@ -108,6 +108,7 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 		}
 		m.Jumps = append(m.Jumps, p.Jumps...)
 		m.Refs = append(m.Refs, p.Refs...)
+		m.AfterCalls = append(m.AfterCalls, p.AfterCalls...)
 		for target, rs := range p.Returns {
 			m.Returns[target] = append(m.Returns[target], rs...)
 		}
@@ -119,6 +120,8 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 	m.Jumps = slices.Compact(m.Jumps)
 	slices.Sort(m.Refs)
 	m.Refs = slices.Compact(m.Refs)
+	slices.Sort(m.AfterCalls)
+	m.AfterCalls = slices.Compact(m.AfterCalls)
 	for target, rs := range m.Returns {
 		slices.Sort(rs)
 		m.Returns[target] = slices.Compact(rs)
@@ -172,6 +175,9 @@ func (m *CodeMap) mapRange(lo, hi uint64, fns [][2]uint64) {
 
 // note books the branch or call in at pc.
 func (m *CodeMap) note(in scanned, pc uint64) {
+	if in.kind == Call {
+		m.AfterCalls = append(m.AfterCalls, pc+uint64(in.n))
+	}
 	switch {
 	case (in.kind == Jump || in.kind == CondJump) && in.target != 0:
 		m.Jumps = append(m.Jumps, in.target)

@@ -199,6 +199,10 @@ type CodeScan struct {
 	// Returns has, for the target of each direct call, the addresses
 	// where its calls return.
 	Returns map[uint64][]uint64
+	// AfterCalls are the addresses after every call, direct or not,
+	// sorted: where a thread inside a callee returns (a landing for a
+	// process attached to, whose stacks hold such addresses already).
+	AfterCalls []uint64
 	// Refs are the addresses the PC-relative operands of its other
 	// instructions refer to (lea of a switch's jump table, of a code
 	// label; ADR, ADRP, a literal), sorted: where jump tables and code

@@ -6,7 +6,10 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,9 +53,12 @@ type attachment struct {
 	// threads started during the window inherited.
 	bases, pointers map[int]uint64
 	base, pointer   uint64
-	// group lists the threads that were in a group-stop (the program
-	// stopped by SIGSTOP) when PROFILE attached: they stay stopped.
-	group map[int]bool
+	// pcs are where the threads were stopped: no patch covers one
+	// (scanCode's landings).
+	pcs []uint64
+	// mask is the main thread's signal mask, every signal blocked while
+	// PROFILE sets up.
+	mask uint64
 	// began is when PROFILE attached; detached is set when it has let the
 	// process go, still running.
 	began    time.Time
@@ -75,11 +81,18 @@ func (t *tracer) attachRun() (*Result, error) {
 	if err != nil {
 		return nil, prf.CannotAttach(pid, err)
 	}
+	if len(group) > 0 {
+		// (Set-up steps the main thread, which a group-stop would take
+		// back; detached, the threads stay stopped.)
+		for _, tid := range tids {
+			ptrace.Detach(tid, 0)
+		}
+		return nil, prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
+	}
 	a := &attachment{
 		quit:     make(chan struct{}),
 		bases:    map[int]uint64{},
 		pointers: map[int]uint64{},
-		group:    group,
 		began:    time.Now(),
 	}
 	t.attach = a
@@ -87,6 +100,7 @@ func (t *tracer) attachRun() (*Result, error) {
 	for _, tid := range tids {
 		t.threads[tid] = &thread{tid: tid, tgid: pid}
 	}
+	t.knownChildren()
 	defer t.closeTrace(false)
 	err = t.openTrace(start)
 	var res *Result
@@ -94,10 +108,11 @@ func (t *tracer) attachRun() (*Result, error) {
 		res, err = t.attachedRun(start)
 	}
 	if err != nil {
-		if a.running {
-			t.haltAll()
+		if !a.detached {
+			// Nothing was planted yet (attachedRun lets go of what it
+			// planted itself).
+			t.letGo(nil)
 		}
-		t.letGo()
 		return nil, err
 	}
 	t.closeTrace(true)
@@ -106,14 +121,14 @@ func (t *tracer) attachRun() (*Result, error) {
 
 // attachedRun is traceRun for a process PROFILE attached to: it plants the
 // plan in the stopped process, lets it run for the window, and detaches.
-func (t *tracer) attachedRun(start time.Time) (*Result, error) {
+func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	a, pid := t.attach, t.pid
 	mem, err := ptrace.OpenMem(pid)
 	if err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer mem.Close()
-	a.undo = &undoMemory{Memory: mem, own: t.ownArea}
+	a.undo = &undoMemory{Memory: mem, maps: t.readMaps}
 	t.mem = a.undo
 	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
@@ -122,16 +137,43 @@ func (t *tracer) attachedRun(start time.Time) (*Result, error) {
 	t.saveBases()
 	t.explain.startedAt()
 	defer func() { t.counters.close() }()
+	// Whatever fails from here, what was planted is taken out, before
+	// the memory, the map and the counters are closed.
+	defer func() {
+		if err != nil && !a.detached {
+			if a.running {
+				t.haltAll()
+			}
+			err = errors.Join(err, t.letGo(nil))
+		}
+	}()
+	// The main thread runs PROFILE's set-up with every signal blocked:
+	// one that comes meanwhile waits, and is delivered once its mask is
+	// back.
+	if a.mask, err = ptrace.SigMask(pid); err == nil {
+		err = ptrace.SetSigMask(pid, ^uint64(0))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("block the signals of thread %d: %w", pid, err)
+	}
+	masked := true
+	unmask := func() {
+		if masked {
+			ptrace.SetSigMask(pid, a.mask)
+			masked = false
+		}
+	}
+	defer unmask()
 	t.startCounter()
-	if err := t.plantAll(); err != nil {
+	if err = t.plantAll(); err != nil {
 		return nil, err
 	}
 	// The libraries are loaded already: planted now, and followed from
 	// here as in any run.
-	if err := t.syncLibraries(); err != nil {
+	if err = t.syncLibraries(); err != nil {
 		return nil, err
 	}
-	if err := t.calibrateAll(); err != nil {
+	if err = t.calibrateAll(); err != nil {
 		return nil, err
 	}
 	t.explain.calibrated()
@@ -144,7 +186,7 @@ func (t *tracer) attachedRun(start time.Time) (*Result, error) {
 			return nil, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
-	res := &Result{}
+	res = &Result{}
 	if t.sampling != nil {
 		t.sampling.start(pid)
 		defer t.sampling.finish()
@@ -156,20 +198,15 @@ func (t *tracer) attachedRun(start time.Time) (*Result, error) {
 	}
 	stop := t.endWindow()
 	defer stop()
+	unmask()
 	for _, tid := range t.threadIDs() {
 		t.openThreadBooks(t.threads[tid])
-		if a.group[tid] {
-			t.noteRelease()
-			if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
-				return nil, fmt.Errorf("leave thread %d stopped: %w", tid, err)
-			}
-			continue
-		}
-		if err := t.resume(tid, 0); err != nil {
+		if err = t.resume(tid, 0); err != nil {
 			return nil, err
 		}
 	}
 	a.running = true
+	t.progressStart = time.Now()
 	t.explain.running()
 	if t.cfg.Attached != nil {
 		t.cfg.Attached(len(t.threads))
@@ -207,6 +244,7 @@ func (t *tracer) saveBases() {
 		var regs ptrace.Regs
 		if err := ptrace.GetRegs(tid, &regs); err == nil {
 			a.bases[tid] = regs.ThreadBase()
+			a.pcs = append(a.pcs, regs.PC())
 		}
 		if p, err := ptrace.ThreadPointer(tid); err == nil {
 			a.pointers[tid] = p
@@ -248,24 +286,63 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%.3g s", d.Seconds())
 }
 
+// knownChildren notes the children the process had when PROFILE attached
+// (/proc/PID/task/TID/children): their SIGCHLD is no sign of a child made
+// out of PROFILE's sight (PRF4670).
+func (t *tracer) knownChildren() {
+	for tid := range t.threads {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", t.pid, tid))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				t.noteChild(child)
+			}
+		}
+	}
+}
+
+// detachLimit is how long the end of the window waits for the threads to
+// stop: one that does not (a vfork parent whose child never lets go) is
+// left traced, and is let go when PROFILE exits.
+const detachLimit = 10 * time.Second
+
 // detachAll ends the window: it stops every thread, reads what the rings
 // hold, takes every patch out, puts the thread bases back, and detaches
 // the threads. A thread's stop that comes on the way (a breakpoint, a
-// signal, a new thread) is handled as in the run, and the thread is
-// stopped again: no signal is lost.
+// signal, a new thread, a vfork child's exec) is handled as in the run,
+// and the thread is stopped again: no signal is lost. A vfork child,
+// which shares the memory, is not stopped: its parent stops when it has
+// let the memory go. A thread past its exit stop is not waited for.
 func (t *tracer) detachAll(res *Result) error {
 	ready, asked := map[int]bool{}, map[int]bool{}
+	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
 	ask := func() {
-		for tid := range t.threads {
-			if !ready[tid] && !asked[tid] {
+		for tid, th := range t.threads {
+			if needed(th) && !ready[tid] && !asked[tid] {
 				ptrace.Interrupt(tid)
 				asked[tid] = true
 			}
 		}
 	}
+	done := func() bool {
+		for tid, th := range t.threads {
+			if (needed(th) && !ready[tid]) || th.foreign {
+				return false
+			}
+		}
+		return true
+	}
+	quit := make(chan struct{})
+	timer := time.AfterFunc(detachLimit, func() { close(quit) })
+	defer timer.Stop()
 	ask()
-	for len(ready) < len(t.threads) {
-		tid, ws, err := ptrace.Wait(0)
+	for !done() {
+		tid, ws, err := ptrace.WaitUntil(0, 10*time.Millisecond, func() bool { return false }, quit)
+		if err == ptrace.ErrQuit {
+			break
+		}
 		if err != nil {
 			if errors.Is(err, syscall.ECHILD) {
 				return nil
@@ -280,6 +357,7 @@ func (t *tracer) detachAll(res *Result) error {
 					res.Signal = ws.Signal()
 				}
 				clear(t.threads)
+				t.attach.detached = true
 				return nil
 			}
 			t.threadGone(tid)
@@ -307,13 +385,15 @@ func (t *tracer) detachAll(res *Result) error {
 		}
 		ask()
 	}
-	return t.letGo()
+	return t.letGo(ready)
 }
 
 // haltAll stops the threads of the process, after an error of PROFILE's
 // while it ran, so that letGo can take the patches out: each is
 // interrupted, and given a second to stop (one stopped already reports
-// nothing). A signal on its way is delivered when it is detached.
+// nothing). A thread stopped at a breakpoint is put back before it, to
+// run the instruction there once the code is back; a signal on its way
+// is delivered when it is detached.
 func (t *tracer) haltAll() {
 	for tid := range t.threads {
 		ptrace.Interrupt(tid)
@@ -331,6 +411,14 @@ func (t *tracer) haltAll() {
 		case th == nil:
 		case ws.Exited() || ws.Signaled():
 			delete(t.threads, tid)
+		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
+			var regs ptrace.Regs
+			if ptrace.GetRegs(tid, &regs) == nil {
+				if addr := t.arch.BreakpointAddr(regs.PC()); t.bp.sites[addr] != nil {
+					regs.SetPC(addr)
+					ptrace.SetRegs(tid, &regs)
+				}
+			}
 		case ws.Stopped() && !ws.GroupStop() && ws.StopSignal() != syscall.SIGTRAP:
 			th.pendingSig = ws.StopSignal()
 		}
@@ -350,13 +438,15 @@ func (t *tracer) threadGone(tid int) {
 	t.foreignDone(tid)
 }
 
-// letGo puts the process back as PROFILE found it, every thread stopped:
-// the rings are read, the code is written back, each thread leaves
-// PROFILE's code and gets its thread base back, and is detached (those
-// that were stopped by a signal stay stopped).
-func (t *tracer) letGo() error {
+// letGo puts the process back as PROFILE found it, its threads stopped:
+// the rings are read, the code is written back, each thread gets its
+// thread base back and is detached. ready names the threads known to be
+// stopped (nil: all of them); the others, which would not stop, keep
+// PROFILE as their tracer until it exits.
+func (t *tracer) letGo(ready map[int]bool) error {
 	a := t.attach
-	if a.detached || a.undo == nil {
+	stopped := func(tid int) bool { return ready == nil || ready[tid] }
+	if a.undo == nil {
 		for tid := range t.threads {
 			ptrace.Detach(tid, 0)
 		}
@@ -364,7 +454,7 @@ func (t *tracer) letGo() error {
 		return nil
 	}
 	for _, tid := range t.threadIDs() {
-		if th := t.threads[tid]; th != nil && t.rings != nil {
+		if th := t.threads[tid]; th != nil && t.rings != nil && stopped(tid) {
 			t.rings.stopped(th)
 		}
 	}
@@ -376,6 +466,9 @@ func (t *tracer) letGo() error {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
 	}
 	for _, tid := range t.threadIDs() {
+		if !stopped(tid) {
+			continue
+		}
 		t.putBase(tid)
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
@@ -448,12 +541,16 @@ func (t *tracer) borrowed(saved ptrace.Regs) ptrace.Regs {
 }
 
 // undoMemory is a process's memory that logs, for every write over the
-// program's code, the bytes it replaced, so that they can be written
-// back (restore). Writes into PROFILE's own areas (own) are not logged.
+// code of a file mapped executable (the program, its libraries, the
+// dynamic linker), the bytes it replaced, so that they can be written
+// back (restore). Nothing else is logged: PROFILE's own areas, its
+// counters, the stacks that emulated instructions write to.
 type undoMemory struct {
 	instr.Memory
-	own func(addr uint64) bool
-	log []undoWrite
+	// maps reads the process's memory map; known is its last reading.
+	maps  func() ([]mapping, error)
+	known []mapping
+	log   []undoWrite
 }
 
 type undoWrite struct {
@@ -461,9 +558,9 @@ type undoWrite struct {
 	old  []byte
 }
 
-// WriteMem writes b at addr, logging what it replaces.
+// WriteMem writes b at addr, logging what it replaces in a file's code.
 func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
-	if u.own(addr) {
+	if !u.inFileCode(addr) {
 		return u.Memory.WriteMem(addr, b)
 	}
 	old := make([]byte, len(b))
@@ -475,6 +572,35 @@ func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
 	}
 	u.log = append(u.log, undoWrite{addr, old})
 	return nil
+}
+
+// inFileCode reports whether addr is in an executable mapping of a file,
+// reading the map again for an address it does not know (a mapping made
+// since).
+func (u *undoMemory) inFileCode(addr uint64) bool {
+	find := func() (mapping, bool) {
+		i, found := slices.BinarySearchFunc(u.known, addr, func(m mapping, a uint64) int {
+			switch {
+			case m.End <= a:
+				return -1
+			case m.Start > a:
+				return 1
+			}
+			return 0
+		})
+		if !found {
+			return mapping{}, false
+		}
+		return u.known[i], true
+	}
+	m, ok := find()
+	if !ok {
+		if maps, err := u.maps(); err == nil {
+			u.known = maps
+			m, ok = find()
+		}
+	}
+	return ok && m.Inode != 0 && strings.Contains(m.Perms, "x")
 }
 
 // forget drops the writes in [lo, hi), unmapped.

@@ -38,9 +38,6 @@ func (t *tracer) progress() {
 		return
 	}
 	now := time.Now()
-	if t.progressStart.IsZero() {
-		t.progressStart = now
-	}
 	if now.Sub(t.progressStart) < progressAfter || now.Sub(t.progressLast) < progressEvery {
 		return
 	}
@@ -51,7 +48,11 @@ func (t *tracer) progress() {
 			p.Breakpoints++
 		}
 	}
-	for _, n := range t.hits {
+	hits := t.hits
+	if t.books != nil {
+		hits = t.books.hits // (timing, /SF, /AT: the calls booked)
+	}
+	for _, n := range hits {
 		p.Hits += n
 	}
 	if c := t.counters; c != nil {
@@ -74,7 +75,7 @@ func (t *tracer) progress() {
 // the ways of waiting of the run's mechanisms, their idle work done every
 // few milliseconds, until the next stop, or the end of an attached run's
 // window (ptrace.ErrQuit).
-func (t *tracer) waitTelling() (int, ptrace.WaitStatus, error) {
+func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	every := 20 * time.Millisecond
 	s := t.sampling
 	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
@@ -104,7 +105,13 @@ func (t *tracer) waitTelling() (int, ptrace.WaitStatus, error) {
 	if t.attach != nil {
 		quit = t.attach.quit
 	}
-	return ptrace.WaitUntil(yieldWindow, every, idle, quit)
+	// (It polls as long as the run's own way of waiting would: spin
+	// without rings or yielding, then waits for the next stop's SIGCHLD.)
+	limit := spin
+	if t.yielding || t.rings != nil {
+		limit = yieldWindow
+	}
+	return ptrace.WaitUntil(limit, every, idle, quit)
 }
 
 // IsTerminal reports whether f is a terminal, where PROFILE shows its

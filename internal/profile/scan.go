@@ -32,6 +32,15 @@ func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias
 		for target := range cm.Returns {
 			t.scan.landings = append(t.scan.landings, target) // a call lands too
 		}
+		if t.attach != nil {
+			// In a process attached to, the threads are somewhere in
+			// the code already: where each stopped, and where each
+			// call returns, which its callers' frames may hold.
+			t.scan.landings = append(t.scan.landings, cm.AfterCalls...)
+		}
+	}
+	if t.attach != nil {
+		t.scan.landings = append(t.scan.landings, t.attach.pcs...)
 	}
 	slices.Sort(t.scan.landings)
 	t.scan.landings = slices.Compact(t.scan.landings)

@@ -291,6 +291,7 @@ func (t *tracer) run() (*Result, error) {
 		}
 	}
 	start := t.cfg.Now()
+	t.progressStart = time.Now()
 	t.explain.plan()
 	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
 	if err != nil {
@@ -543,7 +544,7 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.attach != nil || t.cfg.Progress != nil {
-		return t.waitTelling()
+		return t.waitTelling(spin)
 	}
 	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
 		// The ptrace sampler's rounds, and the rings' reading if any.

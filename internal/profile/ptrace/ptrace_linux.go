@@ -454,8 +454,17 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 			return nil
 		}
 		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(opts), 0, 0); e != 0 {
-			if e == unix.ESRCH && tid != pid {
-				return nil // a thread that ended meanwhile
+			switch {
+			case tid == pid:
+				return fmt.Errorf("seize thread %d: %w", tid, e)
+			case e == unix.EPERM && tracer(tid) == os.Getpid():
+				// Seized already, with its parent at its clone: its
+				// first stop is on its way.
+				seized[tid] = true
+				order = append(order, tid)
+				return nil
+			case e == unix.ESRCH || e == unix.EPERM:
+				return nil // a thread that ended, or is ending
 			}
 			return fmt.Errorf("seize thread %d: %w", tid, e)
 		}
@@ -540,19 +549,27 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 
 // tgid returns the process of thread tid (the Tgid of
 // /proc/tid/status), 0 when it cannot be read.
-func tgid(tid int) int {
+func tgid(tid int) int { return statusField(tid, "Tgid:") }
+
+// statusField reads the number of a field of /proc/tid/status, 0 when it
+// cannot be read.
+func statusField(tid int, field string) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			n, _ := strconv.Atoi(strings.TrimSpace(v))
 			return n
 		}
 	}
 	return 0
 }
+
+// tracer returns the tracer of thread tid (the TracerPid of
+// /proc/tid/status), 0 when none or unknown.
+func tracer(tid int) int { return statusField(tid, "TracerPid:") }
 
 // Tasks lists the threads of process pid (/proc/pid/task).
 func Tasks(pid int) ([]int, error) {
@@ -574,4 +591,23 @@ func Tasks(pid int) ([]int, error) {
 func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// SigMask returns the signal mask of stopped thread tid
+// (PTRACE_GETSIGMASK): bit n-1 blocks signal n.
+func SigMask(tid int) (uint64, error) {
+	var mask uint64
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
+		return 0, e
+	}
+	return mask, nil
+}
+
+// SetSigMask sets the signal mask of stopped thread tid
+// (PTRACE_SETSIGMASK); SIGKILL and SIGSTOP are never blocked.
+func SetSigMask(tid int, mask uint64) error {
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -206,3 +206,9 @@ var ErrQuit = errors.New("the wait was ended")
 
 // IsTerminal is false where PROFILE does not run.
 func IsTerminal(f *os.File) bool { return false }
+
+// SigMask needs Linux.
+func SigMask(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// SetSigMask needs Linux.
+func SetSigMask(tid int, mask uint64) error { return errors.ErrUnsupported }

@@ -5,6 +5,12 @@
  *   w N   main calls work() N times while the worker thread calls
  *         square() (libsq.so) N times; "did N" when both are done
  *   s     "signals N": the SIGUSR1s handled so far
+ *   b     "busy": a third thread starts, which calls nop() and work()
+ *         without end (profile --pid finds it anywhere in them)
+ *   t     "ticking": SIGALRM every millisecond from now on (a signal on
+ *         its way whenever PROFILE attaches or detaches)
+ *   T     "ticks N": the SIGALRMs handled so far
+ *   f     "forked": main forks a child that exits at once, and reaps it
  *   q     exit 0
  *
  * It prints "ready" once the worker waits. Between commands main waits in
@@ -14,11 +20,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int square(int x);
 
 static volatile sig_atomic_t signals;
 static void on_usr1(int sig) { (void)sig; signals++; }
+static volatile sig_atomic_t ticks;
+static void on_alarm(int sig) { (void)sig; ticks++; }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -26,6 +37,15 @@ static long todo, gen, finished;
 static volatile long sink;
 
 __attribute__((noinline)) long work(long i) { return i * 2 + 1; }
+__attribute__((noinline)) void nop(void) { sink++; }
+
+static void *busy(void *arg) {
+	for (;;) {
+		nop();
+		sink += work(sink & 7);
+	}
+	return arg;
+}
 
 static void *worker(void *arg) {
 	long seen = 0;
@@ -74,6 +94,25 @@ int main(void) {
 			printf("did %ld\n", n);
 		} else if (line[0] == 's') {
 			printf("signals %d\n", (int)signals);
+		} else if (line[0] == 'b') {
+			pthread_t b;
+			pthread_create(&b, NULL, busy, NULL);
+			printf("busy\n");
+		} else if (line[0] == 't') {
+			struct sigaction al = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+			sigaction(SIGALRM, &al, NULL);
+			struct itimerval it = {{0, 1000}, {0, 1000}};
+			setitimer(ITIMER_REAL, &it, NULL);
+			printf("ticking\n");
+		} else if (line[0] == 'T') {
+			printf("ticks %d\n", (int)ticks);
+		} else if (line[0] == 'f') {
+			pid_t child = fork();
+			if (child == 0)
+				_exit(0);
+			while (waitpid(child, NULL, 0) < 0)
+				;
+			printf("forked\n");
 		} else if (line[0] == 'q') {
 			return 0;
 		}
