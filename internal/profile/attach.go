@@ -334,6 +334,13 @@ func (t *tracer) detachAll(res *Result) error {
 		}
 		return true
 	}
+	// trapped: a thread with a SIGTRAP on its way after the interrupt's
+	// stop, of a breakpoint it hit or of a step through a slot it made.
+	// Detached, it would die of it: the trap is handled first, as in the
+	// run.
+	trapped := func(th *thread) bool {
+		return ptrace.Pending(th.tid)&(1<<(syscall.SIGTRAP-1)) != 0
+	}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(detachLimit, func() { close(quit) })
 	defer timer.Stop()
@@ -365,10 +372,11 @@ func (t *tracer) detachAll(res *Result) error {
 			delete(asked, tid)
 		case ws.Stopped():
 			th := t.threads[tid]
-			if th != nil && asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) {
-				// (A thread stepping through a slot is ready too: it may
-				// be in a system call there, as long as the call lasts,
-				// and the slot's jump back needs no tracer.)
+			if th != nil && asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) && !trapped(th) {
+				// (A thread stepping through a slot is ready too, its
+				// step not made: it may be in a system call there, as
+				// long as the call lasts, and the slot's jump back needs
+				// no tracer.)
 				ready[tid] = true
 				continue
 			}

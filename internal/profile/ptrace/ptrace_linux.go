@@ -611,3 +611,19 @@ func SetSigMask(tid int, mask uint64) error {
 	}
 	return nil
 }
+
+// Pending returns the signals pending for thread tid itself (SigPnd of
+// /proc/tid/status): bit n-1 for signal n; 0 when it cannot be read.
+func Pending(tid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -212,3 +212,6 @@ func SigMask(tid int) (uint64, error) { return 0, errors.ErrUnsupported }
 
 // SetSigMask needs Linux.
 func SetSigMask(tid int, mask uint64) error { return errors.ErrUnsupported }
+
+// Pending needs Linux.
+func Pending(tid int) uint64 { return 0 }
