@@ -34,7 +34,7 @@ func attachProcess(o *options, names, args []string, diag io.Writer, warn func(*
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", o.pid))
 	if err != nil {
-		return 0, prf.CannotAttach(o.pid, processError(err))
+		return 0, prf.CannotAttach(o.pid, processError(o.pid, err))
 	}
 	if strings.HasSuffix(exe, " (deleted)") {
 		return 0, prf.CannotAttach(o.pid, fmt.Errorf("its executable %s was deleted: the plan cannot be checked against it", strings.TrimSuffix(exe, " (deleted)")))
@@ -74,8 +74,11 @@ func duration(text string) (time.Duration, error) {
 
 // processError words the failure to read a process's files: the process
 // is not there, or not the user's.
-func processError(err error) error {
+func processError(pid int, err error) error {
+	status, serr := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	switch {
+	case serr == nil && strings.Contains(string(status), "\nState:\tZ"):
+		return errors.New("its main thread has exited")
 	case errors.Is(err, os.ErrNotExist):
 		return errors.New("no such process")
 	case errors.Is(err, os.ErrPermission):

@@ -439,6 +439,10 @@ func IsNoProcess(err error) bool { return errors.Is(err, unix.ESRCH) }
 // the threads seized so far are detached.
 func Attach(pid int) (tids []int, group map[int]bool, err error) {
 	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(b), "\nState:\tZ") {
+		// (Its other threads run on; the leader would never stop.)
+		return nil, nil, errors.New("its main thread has exited")
+	}
 	seized := map[int]bool{}
 	stopped := map[int]bool{}
 	group = map[int]bool{}
