@@ -336,6 +336,11 @@ func TestHTMLFlameGraph(t *testing.T) {
 // by hits, fib's lines come first.
 func TestHTMLLineReport(t *testing.T) {
 	testutil.MustHavePtrace(t)
+	if !testutil.HaveTool(chromiumName) {
+		// (Nor are the sources, whose lines the page annotates, where
+		// no browser is: the arm64 VM.)
+		t.Skipf("%s not installed: the page is not read in a browser", chromiumName)
+	}
 	prog := testutil.BuildC(t, "counts")
 	dir, r := workflow(t, prog, []string{"/LC"})
 	if r.status != 0 {
