@@ -345,8 +345,16 @@ func Diff(want, got []byte) string { return golden.Diff(want, got) }
 // cached like BuildC. The fixture is its own main package outside the
 // module's packages: it is built by file list, with GOFLAGS cleared, for
 // $SPROF_FIXTURES_GOARCH when that is set.
+//
+// SPROF_FIXTURES_NO_GO, set where fixtures are exported for a run whose
+// point is the C flags (the arm64 VM's branch protection, which Go's
+// compiler does not emit), exports none: those tests skip there, run by
+// the other VMs.
 func BuildGo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
+	if os.Getenv("SPROF_FIXTURES_OUT") != "" && os.Getenv("SPROF_FIXTURES_NO_GO") != "" {
+		t.Skip("Go fixtures are not exported for this run (SPROF_FIXTURES_NO_GO)")
+	}
 	return Fixture(t, "go", name, flags, func(out string) *exec.Cmd {
 		dir := filepath.Join(Root(t), "testdata", "progs", "go", name)
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
