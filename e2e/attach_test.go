@@ -89,7 +89,7 @@ func TestAttach(t *testing.T) {
 					file string
 					line int
 					hits uint64
-				}{{"attach.c", 39, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 30, 3}} {
+				}{{"attach.c", 40, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 31, 3}} {
 					if got := lines[fmt.Sprintf("%s:%d", want.file, want.line)]; got != want.hits {
 						t.Errorf("%s line %d: %d hits, want %d\n%s", want.file, want.line, got, want.hits, out)
 					}

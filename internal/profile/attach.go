@@ -522,13 +522,11 @@ func (t *tracer) putBase(tid int) {
 }
 
 // ownArea reports whether addr is in one of the areas PROFILE mapped in
-// the program (trampolines, slots, hops).
+// the program (trampolines, slots, hops, punned trampolines' pages).
 func (t *tracer) ownArea(addr uint64) bool {
-	for _, list := range t.areas {
-		for _, a := range list {
-			if addr >= a[0] && addr < a[0]+a[1] {
-				return true
-			}
+	for _, a := range t.ownMaps {
+		if addr >= a[0] && addr < a[0]+a[1] {
+			return true
 		}
 	}
 	return false

@@ -85,7 +85,11 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		// of reach. The kernel fails with EEXIST if the range is taken.
 		flags |= mapFixedNoReplace
 	}
-	return t.inject(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+	addr, err := t.inject(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+	if err == nil {
+		t.ownMaps = append(t.ownMaps, [2]uint64{addr, size})
+	}
+	return addr, err
 }
 
 // setupThread is the stopped thread PROFILE borrows for its system calls:

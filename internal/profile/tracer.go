@@ -227,6 +227,10 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
+	// ownMaps are the executable areas PROFILE mapped in the program
+	// (mmap): trampolines, slots, hops, the calibration's code, whether
+	// or not a module's areas (areas) list them.
+	ownMaps [][2]uint64
 	// progressStart and progressLast are when the run began and when its
 	// progress was last told (progress.go).
 	progressStart, progressLast time.Time

@@ -6,7 +6,8 @@
  *         square() (libsq.so) N times; "did N" when both are done
  *   s     "signals N": the SIGUSR1s handled so far
  *   b     "busy": a third thread starts, which calls nop() and work()
- *         without end (profile --pid finds it anywhere in them)
+ *         without end (profile --pid finds it anywhere in them), with
+ *         every signal blocked
  *   t     "ticking": SIGALRM every millisecond from now on (a signal on
  *         its way whenever PROFILE attaches or detaches)
  *   T     "ticks N": the SIGALRMs handled so far
@@ -40,6 +41,13 @@ __attribute__((noinline)) long work(long i) { return i * 2 + 1; }
 __attribute__((noinline)) void nop(void) { sink++; }
 
 static void *busy(void *arg) {
+	// (Its signals go to the other threads: a handler run where it was
+	// stopped inside a function's first instructions would return there,
+	// into a patch PROFILE wrote when it attached: docs/linux.md,
+	// "Attaching to a running process".)
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		nop();
 		sink += work(sink & 7);
