@@ -28,6 +28,17 @@ var attachFixture = testutil.Linked{
 	Link: true,
 }
 
+// attachDir builds the attach fixture and installs it, with its library,
+// in a fresh directory; it returns the directory and the program's name.
+func attachDir(t *testing.T) (dir, name string) {
+	t.Helper()
+	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
+	dir = t.TempDir()
+	name = install(t, prog, dir)
+	install(t, lib, dir)
+	return dir, name
+}
+
 // TestAttach profiles a running server with profile --pid, every function
 // and line type, in-process and with breakpoints, and checks both sides of
 // the window:
@@ -41,7 +52,6 @@ var attachFixture = testutil.Linked{
 //     command answered.
 func TestAttach(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
 	n := testutil.Scale(1000)
 	for _, c := range []struct {
 		name string
@@ -54,8 +64,7 @@ func TestAttach(t *testing.T) {
 		{"LC", []string{"/LC"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			name, _ := install(t, prog, dir), install(t, lib, dir)
+			dir, name := attachDir(t)
 			must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
 			s := startServer(t, dir, name)
 			s.ask(t, "w 100", "did 100") // before the window: not counted
@@ -116,9 +125,7 @@ func TestAttach(t *testing.T) {
 // After each window the server is as it was and answers; the ticks go on.
 func TestAttachBusy(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
-	dir := t.TempDir()
-	name, _ := install(t, prog, dir), install(t, lib, dir)
+	dir, name := attachDir(t)
 	s := startServer(t, dir, name)
 	s.ask(t, "b", "busy")
 	s.ask(t, "t", "ticking")
@@ -180,9 +187,7 @@ func TestAttachBusy(t *testing.T) {
 // stopped.
 func TestAttachStopped(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
-	dir := t.TempDir()
-	name, _ := install(t, prog, dir), install(t, lib, dir)
+	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
 	syscall.Kill(s.pid(), syscall.SIGSTOP)
@@ -202,9 +207,7 @@ func TestAttachStopped(t *testing.T) {
 // waits, and refuses what cannot be attached to.
 func TestAttachDuration(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
-	dir := t.TempDir()
-	name, _ := install(t, prog, dir), install(t, lib, dir)
+	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
 	before := codeBytes(t, s.pid())
@@ -228,6 +231,10 @@ func TestAttachDuration(t *testing.T) {
 		{"--pid=999999999", "PRF1651: cannot attach to process 999999999"},
 		{fmt.Sprintf("--pid=%d attach", other.Process.Pid), fmt.Sprintf("PRF1651: cannot attach to process %d: it runs ", other.Process.Pid)},
 		{fmt.Sprintf("--pid=%d --duration=soon", s.pid()), "PRF1102: --duration=soon: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=0", s.pid()), "PRF1102: --duration=0: invalid option"},
+		{"--pid=0", "PRF1102: --pid=0: invalid option"},
+		{"--pid=-4", "PRF1104: --pid option requires a numeric parameter"},
+		{"--duration=2 attach", "PRF1103: --pid option requires an additional argument"},
 		{fmt.Sprintf("--pid=%d attach now", s.pid()), "PRF1102: now: a running process takes no arguments: invalid option"},
 	} {
 		r := tool(t, dir, "profile", append([]string{"/nologo"}, strings.Fields(c.args)...)...)
@@ -528,9 +535,7 @@ func TestProgress(t *testing.T) {
 	if !testutil.HaveTool("script") || testutil.Slow() {
 		t.Skip("needs script(1), to run profile on a terminal")
 	}
-	prog, lib := testutil.BuildLinked(t, "attach", attachFixture)
-	dir := t.TempDir()
-	name, _ := install(t, prog, dir), install(t, lib, dir)
+	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	// (The program's output goes to a file: on the terminal, the status
 	// line would write over it, and is not shown.)

@@ -19,10 +19,10 @@ import (
 // optional PROGRAM, which names the .pbi (the process's executable by
 // default); a process takes no arguments.
 func attachProcess(o *options, names, args []string, diag io.Writer, warn func(*prf.Diagnostic)) (int, error) {
-	if o.pid <= 0 {
-		if o.pid == 0 {
-			return 0, prf.MissingArgument("--pid")
-		}
+	switch {
+	case o.pid == -1:
+		return 0, prf.MissingArgument("--pid") // (--duration alone)
+	case o.pid <= 0:
 		return 0, prf.InvalidOption("--pid=" + strconv.Itoa(o.pid))
 	}
 	window, err := duration(o.duration)
@@ -58,6 +58,10 @@ func attachProcess(o *options, names, args []string, diag io.Writer, warn func(*
 		return nil
 	})
 }
+
+// attaching reports whether the command line attaches to a running
+// process: --pid or --duration given.
+func (o *options) attaching() bool { return o.pid != -1 || o.duration != "" }
 
 // duration reads --duration's seconds ("" for none): a positive number,
 // decimals allowed.

@@ -32,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var warnings []*prf.Diagnostic
 	cmd, err := tool.Parse(args, os.Getenv, func(d *prf.Diagnostic) { warnings = append(warnings, d) })
 	if err == nil && cmd.Help == cli.NoHelp {
-		if len(cmd.Names) == 0 && cmd.Options.pid == 0 {
+		if len(cmd.Names) == 0 && !cmd.Options.attaching() {
 			// No program (an empty name is one): the usage (original.md §2.9).
 			cmd.Help = cli.UsageHelp
 		} else if cmd.Options.appendErrors && cmd.Options.errorFile == "" {
@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	warn := func(d *prf.Diagnostic) { prf.Write(diag, tool.Name, d) }
 	var status int
-	if o.pid != 0 || o.duration != "" {
+	if o.attaching() {
 		status, err = attachProcess(o, cmd.Names, cmd.Args, diag, warn)
 	} else {
 		status, err = profileProgram(o, cmd.Names[0], cmd.Args, diag, warn)

@@ -17,7 +17,7 @@ type options struct {
 	explainLimit   int    // --explain-limit, or -1 when not given
 	trace          bool   // /TRACE: write an execution trace (.pbx)
 	traceLimit     int    // --trace-limit in MiB, or -1 when not given
-	pid            int    // --pid: the running process to attach to, or 0
+	pid            int    // --pid: the running process to attach to, or -1
 	duration       string // --duration: how long to profile it, in seconds
 }
 
@@ -32,7 +32,7 @@ const (
 var tool = cli.Tool[options]{
 	Name:     "profile",
 	Env:      "PROFILE",
-	Defaults: func() options { return options{sampleInterval: -1, traceLimit: -1, explainLimit: -1} },
+	Defaults: func() options { return options{sampleInterval: -1, traceLimit: -1, explainLimit: -1, pid: -1} },
 	Program:  true,
 	Options: []cli.Option[options]{
 		{Name: "A", Min: 1, Long: "append",
