@@ -54,8 +54,9 @@ type attachment struct {
 	bases, pointers map[int]uint64
 	base, pointer   uint64
 	// pcs are where the threads were stopped: no patch covers one
-	// (scanCode's landings).
+	// (scanCode's landings); sps are their stack pointers then.
 	pcs []uint64
+	sps map[int]uint64
 	// mask is the main thread's signal mask, every signal blocked while
 	// PROFILE sets up.
 	mask uint64
@@ -93,6 +94,7 @@ func (t *tracer) attachRun() (*Result, error) {
 		quit:     make(chan struct{}),
 		bases:    map[int]uint64{},
 		pointers: map[int]uint64{},
+		sps:      map[int]uint64{},
 		began:    time.Now(),
 	}
 	t.attach = a
@@ -186,6 +188,9 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 			return nil, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
+	if err = t.ownFramesAbove(); err != nil {
+		return nil, fmt.Errorf("give the threads their stacks: %w", err)
+	}
 	res = &Result{}
 	if t.sampling != nil {
 		t.sampling.start(pid)
@@ -226,6 +231,54 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	return res, nil
 }
 
+// ownFramesAbove gives each thread, where a thread's area is found from
+// its stack pointer through the stack table (arm64), the pages of its
+// stack above the stack pointer it was stopped with: the frames of the
+// calls it was in, where it returns to during the window. (A thread
+// PROFILE sees start begins at its stack's top: ownStack's pages, at and
+// below its stack pointer, are all of it. A thread found in the middle of
+// its calls has frames above: main's loop, a page or more above the
+// read(2) it waits in, whose records would go to the discard area.) The
+// pages go up to the end of the stack's mapping, or to the page below the
+// next thread's stack pointer in the same mapping, and only those that no
+// thread has.
+func (t *tracer) ownFramesAbove() error {
+	c, a := t.counters, t.attach
+	if c == nil || !c.table {
+		return nil
+	}
+	maps, err := t.readMaps()
+	if err != nil {
+		return err
+	}
+	const page = 1 << instr.DepthTablePage
+	for tid, sp := range a.sps {
+		b, ok := c.blockOf[tid]
+		if !ok || b == 0 {
+			continue
+		}
+		m, ok := stackOf(maps, sp)
+		if !ok {
+			continue
+		}
+		top := m.End - 1
+		for other, osp := range a.sps {
+			if other != tid && sp < osp && osp <= top {
+				top = osp&^(page-1) - 1
+			}
+		}
+		lo := sp &^ (page - 1)
+		if top < lo {
+			continue
+		}
+		c.pointStack(lo, top, b, 0)
+		if s, ok := c.stacks[b]; ok && s[1] < top {
+			c.stacks[b] = [2]uint64{s[0], top}
+		}
+	}
+	return nil
+}
+
 // threadIDs returns the threads' IDs in order.
 func (t *tracer) threadIDs() []int {
 	ids := make([]int, 0, len(t.threads))
@@ -245,6 +298,7 @@ func (t *tracer) saveBases() {
 		if err := ptrace.GetRegs(tid, &regs); err == nil {
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
+			a.sps[tid] = t.arch.SP(&regs)
 		}
 		if p, err := ptrace.ThreadPointer(tid); err == nil {
 			a.pointers[tid] = p

@@ -16,7 +16,9 @@
  *
  * It prints "ready" once the worker waits. Between commands main waits in
  * read(2) and the worker on a condition variable: profile --pid finds
- * both in a system call. */
+ * both in a system call. Main waits more than 8 KiB below the frame it
+ * calls work() from: the calls of the window are in stack pages above the
+ * one PROFILE finds it in (internal/profile/attach.go, ownFramesAbove). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,6 +78,13 @@ static void *worker(void *arg) {
 	return arg;
 }
 
+// next_line reads a command into line, deep below main's frame.
+__attribute__((noinline)) static char *next_line(char *line, int size) {
+	volatile char deep[8192];
+	deep[0] = deep[sizeof deep - 1] = 0;
+	return fgets(line, size, stdin);
+}
+
 int main(void) {
 	struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = SA_RESTART};
 	sigaction(SIGUSR1, &sa, NULL);
@@ -84,7 +93,7 @@ int main(void) {
 	pthread_create(&th, NULL, worker, NULL);
 	printf("ready\n");
 	char line[64];
-	while (fgets(line, sizeof line, stdin)) {
+	while (next_line(line, sizeof line)) {
 		if (line[0] == 'w') {
 			long n = atol(line + 2), s = 0;
 			pthread_mutex_lock(&mu);
