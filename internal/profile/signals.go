@@ -5,10 +5,14 @@
 package profile
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
@@ -66,7 +70,9 @@ func (t *tracer) rollBack(th *thread) error {
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	t.checkThreadBase(th, &t.regs)
-	if !t.counters.rollBack(&t.regs) {
+	rolled := t.counters.rollBack(&t.regs)
+	t.settleDepth(&t.regs)
+	if !rolled {
 		return nil
 	}
 	t.rolledBack++
@@ -74,6 +80,58 @@ func (t *tracer) rollBack(th *thread) error {
 		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
 	return nil
+}
+
+// settleDepth pops from the shadow stack of a thread stopped for a signal
+// (its registers regs, rolled back) the frames that have returned: those
+// entered below its stack pointer. The entry code pops a returned frame
+// only at the next entry from as high or higher; a handler that runs
+// before that (an alarm while the thread runs code of its own, after a
+// handler that called profiled functions) would find the last handler's
+// frames above its own, lower on the stack, and take them for its
+// callers: two frames more at each such alarm (TestInProcessSurvives saw
+// a call depth of 6 where 4 is the deepest). Go's frames, keyed by their
+// distance from their goroutine's stack top, are left as they are.
+func (t *tracer) settleDepth(regs *ptrace.Regs) {
+	c := t.counters
+	if !c.keepsDepth() {
+		return
+	}
+	if !t.goDepthChecked {
+		t.goDepthChecked = true
+		t.goDepth = slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame == datafile.FrameGoroutine })
+	}
+	if t.goDepth {
+		return
+	}
+	sp := t.arch.SP(regs)
+	var area []byte
+	if c.table {
+		b := c.tableArea(sp)
+		if b == 0 {
+			return // the discard area
+		}
+		area = c.area(b)
+	} else {
+		base := regs.ThreadBase()
+		if base < c.progAddr || c.blockSize == 0 || (base-c.progAddr)%c.blockSize != 0 {
+			return
+		}
+		b := (base - c.progAddr) / c.blockSize
+		if b == 0 || b >= uint64(c.nBlocks) {
+			return
+		}
+		area = c.area(int(b))
+	}
+	n := binary.LittleEndian.Uint64(area[instr.DepthCurrent:])
+	n = min(n, uint64(len(area)-instr.DepthStack)/8)
+	top := n
+	for top > 0 && binary.LittleEndian.Uint64(area[instr.DepthStack+8*(top-1):]) < sp {
+		top--
+	}
+	if top < n {
+		binary.LittleEndian.PutUint64(area[instr.DepthCurrent:], top)
+	}
 }
 
 // faultSignal reports the signals an instruction raises by itself: a

@@ -189,14 +189,17 @@ type tracer struct {
 	// (goRingPossible).
 	tpChecked, tpUsable   bool
 	goRingChecked, goRing bool
-	stolen                map[ledgerKey]int64
-	started               int64
-	ended                 int64
-	longest               int64 // the longest life of a thread on its own clock
-	held                  heldTime
-	debt                  float64
-	overhead              int64
-	calculated            int64
+	// goDepthChecked and goDepth: whether the plan has functions whose
+	// frames the depth code keys as Go's (settleDepth).
+	goDepthChecked, goDepth bool
+	stolen                  map[ledgerKey]int64
+	started                 int64
+	ended                   int64
+	longest                 int64 // the longest life of a thread on its own clock
+	held                    heldTime
+	debt                    float64
+	overhead                int64
+	calculated              int64
 	// forced is set when /CB imposes the overhead; gaps are the gaps
 	// between stops, which bound it otherwise (eventCost).
 	forced bool
