@@ -116,7 +116,8 @@ check: fmt-check vet tidy-check lint unit race
 # deps installs, as root, the Debian packages the tests need on a fresh
 # machine (scripts/install-deps lists them, with what needs each): C and
 # C++ compilers, binutils, valgrind, make, groff, lcov, the arm64 cross
-# compilers and glibc, qemu-system-arm and cpio. make test runs it first.
+# compilers and glibc, qemu-system-arm, cpio and chromium-headless-shell.
+# make test runs it first.
 deps:
 	@./scripts/install-deps
 

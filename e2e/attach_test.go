@@ -98,7 +98,7 @@ func TestAttach(t *testing.T) {
 					file string
 					line int
 					hits uint64
-				}{{"attach.c", 42, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 33, 3}} {
+				}{{"attach.c", 43, uint64(n)}, {"libsq.c", 3, uint64(n)}, {"attach.c", 34, 3}} {
 					if got := lines[fmt.Sprintf("%s:%d", want.file, want.line)]; got != want.hits {
 						t.Errorf("%s line %d: %d hits, want %d\n%s", want.file, want.line, got, want.hits, out)
 					}
@@ -227,11 +227,25 @@ func TestAttachDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { other.Process.Kill(); other.Wait() }()
+	worker := 0 // the server's worker thread
+	if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.pid())); err == nil {
+		for _, e := range tasks {
+			if tid, _ := strconv.Atoi(e.Name()); tid != s.pid() {
+				worker = tid
+			}
+		}
+	}
+	if worker == 0 {
+		t.Fatalf("no worker thread in /proc/%d/task", s.pid())
+	}
 	for _, c := range []struct{ args, want string }{
 		{"--pid=999999999", "PRF1651: cannot attach to process 999999999"},
 		{fmt.Sprintf("--pid=%d attach", other.Process.Pid), fmt.Sprintf("PRF1651: cannot attach to process %d: it runs ", other.Process.Pid)},
 		{fmt.Sprintf("--pid=%d --duration=soon", s.pid()), "PRF1102: --duration=soon: invalid option"},
 		{fmt.Sprintf("--pid=%d --duration=0", s.pid()), "PRF1102: --duration=0: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=NaN", s.pid()), "PRF1102: --duration=NaN: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=1e-10", s.pid()), "PRF1102: --duration=1e-10: invalid option"},
+		{fmt.Sprintf("--pid=%d", worker), fmt.Sprintf("PRF1651: cannot attach to process %d: it is a thread of process %d: attach to that", worker, s.pid())},
 		{"--pid=0", "PRF1102: --pid=0: invalid option"},
 		{"--pid=-4", "PRF1104: --pid option requires a numeric parameter"},
 		{"--duration=2 attach", "PRF1103: --pid option requires an additional argument"},

@@ -63,14 +63,16 @@ func attachProcess(o *options, names, args []string, diag io.Writer, warn func(*
 // process: --pid or --duration given.
 func (o *options) attaching() bool { return o.pid != -1 || o.duration != "" }
 
-// duration reads --duration's seconds ("" for none): a positive number,
-// decimals allowed.
+// duration reads --duration's seconds ("" for none): a number from 0.001
+// to 10^9, decimals allowed.
 func duration(text string) (time.Duration, error) {
 	if text == "" {
 		return 0, nil
 	}
 	s, err := strconv.ParseFloat(text, 64)
-	if err != nil || s <= 0 || s > 1e9 {
+	// (A millisecond at least: a window that rounds to nothing would be
+	// taken for none, and run until Ctrl-C; NaN fails every comparison.)
+	if err != nil || !(s >= 0.001 && s <= 1e9) {
 		return 0, prf.InvalidOption("--duration=" + text)
 	}
 	return time.Duration(s * float64(time.Second)), nil

@@ -326,7 +326,8 @@ type lineKey struct{ mod, file, line int }
 // With marked, profiled lines that never ran are marked.
 func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64, marked bool) {
 	counts := map[lineKey]uint64{}
-	profiled := map[lineKey]bool{}
+	// byFile are the profiled lines of each file of each module.
+	byFile := map[[2]int][]int{}
 	for i := range r.plan.Lines {
 		l := &r.plan.Lines[i]
 		k := lineKey{l.Module, l.File, l.Line}
@@ -334,8 +335,10 @@ func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64,
 		if !marked && c == 0 {
 			continue // (a sampling profile counts no line)
 		}
+		if _, seen := counts[k]; !seen {
+			byFile[[2]int{k.mod, k.file}] = append(byFile[[2]int{k.mod, k.file}], k.line)
+		}
 		counts[k] += c
-		profiled[k] = true
 	}
 	hot := uint64(0) // the count a hot line has at least; 0: none
 	if !r.plan.Method.IsCoverage() {
@@ -372,12 +375,7 @@ func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64,
 			modWhole, _ = r.totals(r.lines[mod])
 		}
 		for file, name := range r.plan.Modules[mod].Files {
-			var lines []int
-			for k := range profiled {
-				if k.mod == mod && k.file == file {
-					lines = append(lines, k.line)
-				}
-			}
+			lines := byFile[[2]int{mod, file}]
 			if len(lines) == 0 {
 				continue
 			}
@@ -389,7 +387,10 @@ func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64,
 				if c, ok := counts[k]; ok {
 					hl.ID = lineAnchor(k)
 					if r.plan.Method.IsCoverage() {
-						hl.Count = map[bool]string{true: "\u2713", false: "\u2717"}[c > 0]
+						hl.Count = "\u2717"
+						if c > 0 {
+							hl.Count = "\u2713"
+						}
 					} else {
 						hl.Count = strconv.FormatUint(c, 10)
 						hl.Pct = fixed(percent(float64(c), float64(modWhole)), 1)

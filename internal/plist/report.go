@@ -35,6 +35,9 @@ type report struct {
 	// stackIndex finds a stack by its function and key (callerStack),
 	// built at the first use.
 	stackIndex map[stackID]int
+	// visited and chain mark the stacks a chain of stackCallers passed.
+	visited []int
+	chain   int
 	// sources has the paths where source files were found (findSource),
 	// "" for those found nowhere.
 	sources map[sourceKey]string

@@ -81,12 +81,20 @@ func (r *report) callStacks() []callStack {
 // with the callers it shows: two at most.
 func (r *report) stackCallers(si int) (callers []int, whole bool) {
 	stacks := r.m.Stats.Stacks
-	limit := r.plan.StackDepth
-	if limit <= 0 {
-		// Unlimited: a chain has a stack per level, so no chain is
-		// longer than the stacks (a damaged link cannot loop).
-		limit = len(stacks)
+	limit, unlimited := r.plan.StackDepth, r.plan.StackDepth <= 0
+	if unlimited {
+		limit = len(stacks) // a stack per level
 	}
+	// Unlimited, a stack's key tells its whole chain apart, and a chain
+	// passes each stack once: a damaged link that leads back ends it
+	// (r.visited holds the chain's number, r.chain, for each stack it
+	// passed). With /STACK n a recursion deeper than n links a stack to
+	// itself: the limit ends it.
+	if len(r.visited) != len(stacks) {
+		r.visited = make([]int, len(stacks))
+	}
+	r.chain++
+	r.visited[si] = r.chain
 	s := &stacks[si]
 	for {
 		n := len(s.Callers)
@@ -114,6 +122,10 @@ func (r *report) stackCallers(si int) (callers []int, whole bool) {
 			}
 			break
 		}
+		if unlimited && r.visited[next] == r.chain {
+			break
+		}
+		r.visited[next] = r.chain
 		s = &stacks[next]
 	}
 	slices.Reverse(callers)

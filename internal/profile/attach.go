@@ -6,6 +6,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -60,8 +61,8 @@ type attachment struct {
 	// mask is the main thread's signal mask, every signal blocked while
 	// PROFILE sets up.
 	mask uint64
-	// began is when PROFILE attached; detached is set when it has let the
-	// process go, still running.
+	// began is when the window began, as the threads were let go;
+	// detached is set when PROFILE has let the process go, still running.
 	began    time.Time
 	detached bool
 	// running is set once the threads were let go; windowEnded when the
@@ -95,7 +96,6 @@ func (t *tracer) attachRun() (*Result, error) {
 		bases:    map[int]uint64{},
 		pointers: map[int]uint64{},
 		sps:      map[int]uint64{},
-		began:    time.Now(),
 	}
 	t.attach = a
 	t.pid = pid
@@ -201,6 +201,7 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 			}
 		}
 	}
+	a.began = time.Now()
 	stop := t.endWindow()
 	defer stop()
 	unmask()
@@ -335,9 +336,14 @@ func (t *tracer) endWindow() (stop func()) {
 	return stop
 }
 
-// seconds writes d as a user reads a window: "5 s", "1.5 s".
+// seconds writes d as a user reads a window: "0.25 s", "1.5 s", three
+// digits, or whole seconds from 100 s on ("3600 s").
 func seconds(d time.Duration) string {
-	return fmt.Sprintf("%.3g s", d.Seconds())
+	s := d.Seconds()
+	if s >= 99.95 {
+		return strconv.FormatFloat(math.Round(s), 'f', -1, 64) + " s"
+	}
+	return strconv.FormatFloat(s, 'g', 3, 64) + " s"
 }
 
 // knownChildren notes the children the process had when PROFILE attached

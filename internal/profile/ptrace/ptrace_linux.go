@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -443,6 +444,11 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 		// (Its other threads run on; the leader would never stop.)
 		return nil, nil, errors.New("its main thread has exited")
 	}
+	if g := tgid(pid); g != 0 && g != pid {
+		// (Its clones would look like another process's, and its end
+		// like the process's.)
+		return nil, nil, fmt.Errorf("it is a thread of process %d: attach to that", g)
+	}
 	seized := map[int]bool{}
 	stopped := map[int]bool{}
 	group = map[int]bool{}
@@ -461,7 +467,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 			switch {
 			case tid == pid:
 				return fmt.Errorf("seize thread %d: %w", tid, e)
-			case e == unix.EPERM && tracer(tid) == os.Getpid():
+			case e == unix.EPERM && tracer(tid) == unix.Gettid():
 				// Seized already, with its parent at its clone: its
 				// first stop is on its way.
 				seized[tid] = true
@@ -514,6 +520,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 				}
 				delete(seized, tid)
 				delete(stopped, tid)
+				order = slices.DeleteFunc(order, func(t int) bool { return t == tid })
 			case !seized[tid]:
 				// A thread seized with its parent at a clone whose event
 				// may come later (its first stop is an EventStop), or
