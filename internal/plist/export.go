@@ -405,6 +405,7 @@ type callgrindCall struct {
 // scaled down to it.
 func (r *report) callgrindCalls() map[int][]callgrindCall {
 	calls := map[int][]callgrindCall{}
+	at := map[[2]int]int{}  // where a caller's calls to a callee are in its list
 	into := map[int]int64{} // a callee's inclusive time, all calls
 	for _, c := range r.callStacks() {
 		n := len(c.funcs)
@@ -417,14 +418,14 @@ func (r *report) callgrindCalls() map[int][]callgrindCall {
 			inclusive = 0
 		}
 		into[callee] += inclusive
-		list := calls[caller]
-		k := slices.IndexFunc(list, func(cc callgrindCall) bool { return cc.callee == callee })
-		if k < 0 {
-			calls[caller] = append(list, callgrindCall{callee: callee, hits: c.hits, inclusive: inclusive})
+		k, ok := at[[2]int{caller, callee}]
+		if !ok {
+			at[[2]int{caller, callee}] = len(calls[caller])
+			calls[caller] = append(calls[caller], callgrindCall{callee: callee, hits: c.hits, inclusive: inclusive})
 			continue
 		}
-		list[k].hits += c.hits
-		list[k].inclusive += inclusive
+		calls[caller][k].hits += c.hits
+		calls[caller][k].inclusive += inclusive
 	}
 	for _, list := range calls {
 		for k := range list {

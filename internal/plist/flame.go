@@ -142,6 +142,15 @@ func (r *report) flameGraph(stacks []foldedStack) *htmlFlame {
 	g := &htmlFlame{Width: flameWidth, Height: (depth+1)*flameRow + 2*flameMargin,
 		Total: fixed(millis(root.value), 3) + " ms"}
 	scale := float64(flameWidth-2*flameMargin) / float64(root.value)
+	names := map[int]string{-1: "all"} // each function's, made once
+	nameOf := func(fn int) string {
+		s, ok := names[fn]
+		if !ok {
+			s = r.exportName(fn)
+			names[fn] = s
+		}
+		return s
+	}
 	var draw func(n *flameNode, x float64, level int)
 	draw = func(n *flameNode, x float64, level int) {
 		w := float64(n.value) * scale
@@ -149,10 +158,7 @@ func (r *report) flameGraph(stacks []foldedStack) *htmlFlame {
 			g.Hidden += n.count()
 			return
 		}
-		name := "all"
-		if n.fn >= 0 {
-			name = r.exportName(n.fn)
-		}
+		name := nameOf(n.fn)
 		y := float64(g.Height - flameMargin - (level+1)*flameRow)
 		share := fixed(percent(float64(n.value), float64(root.value)), 1)
 		f := htmlFrame{Name: name, Fill: flameColour(name, n.fn < 0),
@@ -165,7 +171,7 @@ func (r *report) flameGraph(stacks []foldedStack) *htmlFlame {
 		g.Frames = append(g.Frames, f)
 		kids := slices.Clone(n.children)
 		slices.SortStableFunc(kids, func(a, b *flameNode) int {
-			return cmp.Or(cmp.Compare(r.exportName(a.fn), r.exportName(b.fn)), cmp.Compare(a.fn, b.fn))
+			return cmp.Or(cmp.Compare(nameOf(a.fn), nameOf(b.fn)), cmp.Compare(a.fn, b.fn))
 		})
 		for _, c := range kids {
 			draw(c, x, level+1)
