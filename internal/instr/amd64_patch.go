@@ -358,14 +358,15 @@ func (a amd64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint6
 func (amd64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 	var b []byte
 	if p.Punned != nil {
-		j, err := amd64Rel32(0xe9, nil, p.Site, tramp)
+		j, err := amd64Rel32(0xe9, nil, p.Site+uint64(len(p.Prefix)), tramp)
 		if err != nil {
 			return nil, err
 		}
+		j = append(slices.Clone(p.Prefix), j...)
 		if !bytes.HasSuffix(j, p.Punned) {
 			return nil, fmt.Errorf("jump from %#x to %#x does not end with the code's bytes %x: %w", p.Site, tramp, p.Punned, ErrOutOfReach)
 		}
-		return j[:len(p.Orig)], nil
+		return j[:p.Written()], nil
 	}
 	if p.Short {
 		rel := int64(tramp - (p.Site + amd64ShortLen))
@@ -374,12 +375,13 @@ func (amd64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 		}
 		b = []byte{0xeb, byte(int8(rel))}
 	} else {
-		var err error
-		if b, err = amd64Rel32(0xe9, nil, p.Site, tramp); err != nil {
+		j, err := amd64Rel32(0xe9, nil, p.Site+uint64(len(p.Prefix)), tramp)
+		if err != nil {
 			return nil, err
 		}
+		b = append(slices.Clone(p.Prefix), j...)
 	}
-	return append(b, bytes.Repeat([]byte{0xcc}, len(p.Orig)-len(b))...), nil
+	return append(b, bytes.Repeat([]byte{0xcc}, p.Written()-len(b))...), nil
 }
 
 // Counting returns CountPerThread: every x86-64 CPU has GS, and Linux user
@@ -466,21 +468,32 @@ var flagsUntouched = map[x86asm.Op]bool{
 	x86asm.CVTSI2SD: true, x86asm.CVTSI2SS: true,
 }
 
-// FlagsDead reports whether the arithmetic flags are dead at the start
-// of code: on the straight path from there, at most 8 instructions, one
-// in flagsWritten comes before any that might read them, or a call or a
-// return (no ABI passes flags to a callee or a caller). A branch, an
-// instruction of another kind or the end of code first: not known,
-// false.
-func (amd64) FlagsDead(code []byte, pc uint64) bool {
-	for range 8 {
+// FlagsDead reports whether the arithmetic flags are dead at pc, in
+// text (at start): on the one path from there, at most 32 instructions,
+// one in flagsWritten comes before any that might read them. The path
+// follows direct jumps and calls into the code they lead to (a callee
+// that writes the flags before it reads them), inside text; anything
+// else first (a conditional branch, a return, an indirect jump or call,
+// an instruction of another kind, the end of text) is not known: false.
+// A return ends nothing: hand-written assembly may return a result in
+// the flags (cmp; ret, its caller then jne), and a count before it
+// would change it.
+func (amd64) FlagsDead(text []byte, start, pc uint64) bool {
+	for range 32 {
+		if pc < start || pc-start >= uint64(len(text)) {
+			return false
+		}
+		code := text[pc-start:]
 		n, flags := flagsFast(code, pc)
 		if flags == flagsUnknown {
 			x, err := decodeAMD64Bare(code, pc)
 			switch {
 			case err != nil:
 				return false
-			case x.Kind == Call || x.Kind == Ret || flagsWritten[x.asm.Op]:
+			case (x.Kind == Call || x.Kind == Jump) && x.Target != 0 && x.asm.Op != x86asm.LJMP:
+				pc = x.Target // (what runs next)
+				continue
+			case flagsWritten[x.asm.Op]:
 				flags = flagsKilled
 			case flagsUntouched[x.asm.Op]:
 				flags = flagsKept
@@ -492,7 +505,7 @@ func (amd64) FlagsDead(code []byte, pc uint64) bool {
 		if flags == flagsKilled {
 			return true
 		}
-		code, pc = code[n:], pc+uint64(n)
+		pc += uint64(n)
 	}
 	return false
 }
@@ -500,7 +513,7 @@ func (amd64) FlagsDead(code []byte, pc uint64) bool {
 // What an instruction does to the flags, for FlagsDead.
 const (
 	flagsUnknown = iota // ask x86asm
-	flagsKilled         // written before read, or a call or a return
+	flagsKilled         // written before read
 	flagsKept           // neither read nor (always) written
 )
 
@@ -508,8 +521,9 @@ const (
 // after a REX or operand-size prefix, with their length from the scan's
 // fast path: the ALU operations (00-3D, 80-85, A8, A9: add, or, adc,
 // sbb, and, sub, xor, cmp, test) write the flags; mov, lea, movsxd, push
-// and pop (50-5F, 63, 88-8B, 8D, B0-BF, C6, C7) leave them; call (E8)
-// and ret (C3) end the search. TestFlagsFastAgrees holds it to x86asm.
+// and pop (50-5F, 63, 88-8B, 8D, B0-BF, C6, C7) leave them. A branch, a
+// call or a return is x86asm's to decode. TestFlagsFastAgrees holds it
+// to x86asm.
 func flagsFast(code []byte, pc uint64) (int, int) {
 	in, ok := scanAMD64Fast(code, pc)
 	if !ok || len(code) == 0 {
@@ -522,8 +536,6 @@ func flagsFast(code []byte, pc uint64) (int, int) {
 	op := b[0]
 	switch {
 	case op < 0x40 && op&7 <= 5 && op != 0x0f, op >= 0x80 && op <= 0x85 && op != 0x82, op == 0xa8, op == 0xa9:
-		return in.n, flagsKilled
-	case op == 0xe8 || op == 0xc3:
 		return in.n, flagsKilled
 	case op >= 0x50 && op <= 0x5f, op == 0x63, op >= 0x88 && op <= 0x8b, op == 0x8d, op >= 0xb0 && op <= 0xbf:
 		return in.n, flagsKept

@@ -404,7 +404,7 @@ func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64,
 
 // FlagsDead returns false: LineCode does not change the flags, and need
 // not know.
-func (arm64) FlagsDead([]byte, uint64) bool { return false }
+func (arm64) FlagsDead([]byte, uint64, uint64) bool { return false }
 
 // PlanPunPatchTo fails as PlanPunPatch does.
 func (a arm64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint64, uint64, error) {

@@ -37,7 +37,7 @@ func (m *benchModule) fn(i int) (code []byte, lo, hi uint64) {
 }
 
 // loadBenchModule reads the library of a for a benchmark, or skips it.
-func loadBenchModule(b *testing.B, a Arch) *benchModule {
+func loadBenchModule(b testing.TB, a Arch) *benchModule {
 	b.Helper()
 	f, err := elf.Open(benchLibs[a.Name()])
 	if err != nil {

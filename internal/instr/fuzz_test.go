@@ -191,7 +191,7 @@ func FuzzPatch(f *testing.F) {
 		}
 		code := fn[site-start:]
 		StraightTo(a, code, site, site+uint64(siteOff)%16)
-		a.FlagsDead(code, site)
+		a.FlagsDead(fn, start, site)
 		if lc, ok := a.LineCode(CountPerThread, LineSite{Counter: uint64(siteOff) * 8, Save: 0x800, NoFlags: onARM64}); ok {
 			for _, r := range lc.Rollback {
 				if r.From < 0 || r.To > len(lc.Code) || r.From > r.To || r.Resume < 0 || r.Resume > len(lc.Code) {

@@ -319,6 +319,24 @@ type Patcher interface {
 	// given: those from site to stop, which must be shorter than a jump
 	// (a line site whose next instruction something may land on).
 	PlanPunPatchTo(fn []byte, start, site, stop uint64) (p Patch, lo, hi uint64, err error)
+	// PlanOwn plans the patch of the one instruction at site (after a
+	// landing pad there), inside code starting at start, for a [Layout]:
+	// its bytes replaced, the instruction relocatable. Its errors are
+	// PlanPatch's.
+	PlanOwn(code []byte, start, site uint64) (Patch, error)
+	// JumpLen is the length of the jump a patch writes (no prefixes).
+	JumpLen() int
+	// Reach returns the addresses a jump starting at from reaches.
+	Reach(from uint64) (lo, hi uint64)
+	// JumpPrefixes returns the prefix layouts a jump may start with, in
+	// order of preference, the first none: each position the bytes it
+	// may hold, the first the one to use when any will do.
+	JumpPrefixes() [][][]byte
+	// PunWindow returns where a jump over p (with p.Prefix), longer than
+	// p's instruction, lands when the bytes it shares with the code after
+	// it are after; false where the architecture has no such jump, or it
+	// does not fit.
+	PunWindow(p *Patch, after []byte) (lo, hi uint64, ok bool)
 	// PlanExits plans the patch of every exit of the function [start,
 	// end) (fn may go on past end, over the padding after the function):
 	// for each exit of FindExits but the indirect jumps, whole
@@ -356,11 +374,11 @@ type Instrumenter interface {
 	// is rolled out. False for a kind the architecture does not count
 	// with, or where the code cannot run on a goroutine's stack.
 	LineCode(kind CountKind, s LineSite) (DepthCode, bool)
-	// FlagsDead reports whether the flags are dead at the start of code
-	// (at pc): written, before any instruction reads them, on the one
-	// path from there that a few instructions show; false where that is
-	// not known.
-	FlagsDead(code []byte, pc uint64) bool
+	// FlagsDead reports whether the flags are dead at pc, in text (at
+	// start): written, before any instruction reads them, on the one
+	// path from there that the code shows (through direct jumps and
+	// calls); false where that is not known.
+	FlagsDead(text []byte, start, pc uint64) bool
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false

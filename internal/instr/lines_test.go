@@ -39,7 +39,7 @@ func TestFlagsFastAgrees(t *testing.T) {
 		}
 		want := flagsUnknown
 		switch {
-		case x.Kind == Call || x.Kind == Ret || flagsWritten[x.asm.Op]:
+		case flagsWritten[x.asm.Op]:
 			want = flagsKilled
 		case flagsUntouched[x.asm.Op]:
 			want = flagsKept
@@ -54,9 +54,11 @@ func TestFlagsFastAgrees(t *testing.T) {
 }
 
 // TestFlagsDead: the flags are dead where a comparison or an ALU
-// operation writes them before anything reads them, or a call comes
-// first; live before a conditional jump or a setcc, and not known past
-// what the search sees.
+// operation writes them before anything reads them, on the path through
+// direct jumps and calls; not known (false) at a branch that reads
+// them, a return (hand-written assembly may return a result in the
+// flags: cmp; ret), an indirect call, setcc, cmov or the end of the
+// code.
 func TestFlagsDead(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -65,20 +67,26 @@ func TestFlagsDead(t *testing.T) {
 	}{
 		{"mov then cmp", []byte{0x48, 0x89, 0xc7, 0x48, 0x39, 0xf7}, true},
 		{"lea then test", []byte{0x48, 0x8d, 0x40, 0x01, 0x85, 0xc0}, true},
-		{"a call", []byte{0xe8, 0, 0, 0, 0}, true},
-		{"a return after a pop", []byte{0x5d, 0xc3}, true},
+		{"a call to a function that compares", []byte{0xe8, 0x01, 0, 0, 0, 0xc3, 0x55, 0x48, 0x39, 0xf7}, true},
+		{"a call to a function that returns", []byte{0xe8, 0x00, 0, 0, 0, 0xc3}, false},
+		{"a call out of the code", []byte{0xe8, 0x00, 0x10, 0, 0}, false},
+		{"an indirect call", []byte{0xff, 0xd0}, false},
+		{"a jump to a comparison", []byte{0xeb, 0x01, 0xc3, 0x48, 0x39, 0xf7}, true},
+		{"a return after a pop", []byte{0x5d, 0xc3}, false},
+		{"cmp; ret: a result in the flags", []byte{0x48, 0x89, 0xc7, 0xc3}, false},
 		{"jcc", []byte{0x74, 0x02}, false},
 		{"mov then setcc", []byte{0x48, 0x89, 0xc7, 0x0f, 0x94, 0xc0}, false},
 		{"mov then cmov", []byte{0x48, 0x89, 0xc7, 0x48, 0x0f, 0x44, 0xc1}, false},
 		{"the end of the code", []byte{0x48, 0x89, 0xc7}, false},
 		{"shl then sete", []byte{0x48, 0xc1, 0xe0, 0x03, 0x0f, 0x94, 0xc0}, false},
 		{"adc reads only CF, which incq keeps", []byte{0x48, 0x11, 0xc0}, true},
+		{"a loop of jumps", []byte{0xeb, 0xfe}, false},
 	} {
-		if got := AMD64.FlagsDead(c.code, 0x1000); got != c.dead {
+		if got := AMD64.FlagsDead(c.code, 0x1000, 0x1000); got != c.dead {
 			t.Errorf("%s (% x): dead %v, want %v", c.name, c.code, got, c.dead)
 		}
 	}
-	if ARM64.FlagsDead([]byte{0x1f, 0x20, 0x03, 0xd5}, 0x1000) {
+	if ARM64.FlagsDead([]byte{0x1f, 0x20, 0x03, 0xd5}, 0x1000, 0x1000) {
 		t.Error("arm64: flags dead, where its count changes none")
 	}
 }

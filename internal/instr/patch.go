@@ -36,6 +36,15 @@ type Patch struct {
 	// Punned holds the bytes after Orig that a punned jump overlaps
 	// without changing them ([Patcher.PlanPunPatch]); nil for other patches.
 	Punned []byte
+	// Own is the number of bytes of Orig the jump writes over, where the
+	// trampoline carries out more instructions than the jump replaces
+	// (the next ones moved out with patches of their own: [Layout]); 0
+	// for all of them.
+	Own int
+	// Prefix holds the prefixes a jump starts with, which change nothing
+	// it does but move its displacement over other bytes: a punned jump
+	// then lands in another window ([Patcher.PunWindow]). Nil for most.
+	Prefix []byte
 	// Before holds, for each of Insts, code the trampoline runs before
 	// that instruction's relocated copy, after the copies of the ones
 	// before it (a line's count, where one patch replaces the first
@@ -50,6 +59,15 @@ func (p *Patch) before(i int) []byte {
 		return p.Before[i]
 	}
 	return nil
+}
+
+// Written returns how many bytes at Site the jump writes over: Own, or
+// all of Orig.
+func (p *Patch) Written() int {
+	if p.Own > 0 {
+		return p.Own
+	}
+	return len(p.Orig)
 }
 
 // End is the address after the replaced bytes, where a trampoline returns.

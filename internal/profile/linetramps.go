@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/sourceprofiler/sprof/internal/elfid"
@@ -60,9 +59,10 @@ type lineTrampolines struct {
 	// breakpoint, and patched counts the others (reportFallBacks).
 	fellBack []lineFallBack
 	patched  int
-	// punPages are the pages mapped for punned jumps' trampolines: each
-	// its address and where its free room starts.
-	punPages [][2]uint64
+	// funcStarts are the function starts (symbols) of module
+	// funcStartsOf, loaded, sorted (knownCode).
+	funcStarts   []uint64
+	funcStartsOf int
 	// sweep takes covered lines' jumps out (coverage; linesweep.go).
 	sweep *sweeper
 }
@@ -100,23 +100,18 @@ func newLineTrampolines(t *tracer) *lineTrampolines {
 // and the save slot.
 func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 
-// Reasons for a line site's breakpoint that are not the architecture's.
-var (
-	errIndirectInto = errors.New("an indirect jump may land in the instructions a jump would replace")
-	errNextSite     = errors.New("the next line's site is within a jump's length")
-	errNoPunPage    = errors.New("no page can be mapped where a punned jump lands")
-	errGoLines      = errors.New("code in Go, whose lines keep breakpoints in this version")
-)
+// errGoLines is why a Go module's line sites keep breakpoints.
+var errGoLines = errors.New("code in Go, whose lines keep breakpoints in this version")
 
-// plant patches the line sites of planting p that a jump fits, and leaves
-// the others in p for the breakpoints. A patch of a site's instruction
-// alone is always safe: every other instruction starts where it did.
-// One that replaces the next instructions too is taken only where
-// nothing lands among them (targets): no direct jump or call, no code
-// pointer of the module's data, no entry of a jump table. Where such a
-// window covers the next lines' sites, nothing lands on them either, so
-// they are reached only through the site's instructions: the one
-// trampoline counts them too, each before its instruction.
+// plant patches the line sites of planting p that a jump fits, and
+// leaves the others in p for the breakpoints. Each patch writes over its
+// site's instruction alone (instr.Layout: a punned jump where the
+// instruction is shorter than a jump, the next instruction moved out to
+// a trampoline of its own where no window has room), so whatever lands
+// anywhere else, seen or not, finds the program's own instructions, or a
+// jump to a trampoline that runs the one it replaced. The sites are
+// planned from the highest down, each knowing the bytes after it as they
+// will be.
 func (lt *lineTrampolines) plant(p *planting) error {
 	t := lt.t
 	if !p.lines || p.lineSites == nil || p.lineSites.left == 0 || !p.area.mapped() {
@@ -133,54 +128,27 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		}
 		return nil
 	}
-	lt.punPages = nil // (they go with their module)
 	targets := sync.OnceValue(func() landings { return t.indirectTargets(p) })
 	addrs, shared := all, [][2]uint64(nil)
 	if !t.cfg.EveryLineSite {
 		addrs, shared = lt.shareBlocks(p, all, targets())
 	}
-	plans := make([]linePatch, len(addrs))
-	inParallel(len(addrs), func(n int) { plans[n].p, plans[n].err = lt.planSite(p, addrs[n]) })
-	lt.join(addrs, plans, targets)
-	for n := range plans {
-		if plans[n].err == nil && plans[n].sites != nil {
-			plans[n].cell = p.area.alloc(lineCell)
-		}
-	}
-	inParallel(len(plans), func(n int) {
-		if pl := &plans[n]; pl.err == nil && pl.sites != nil {
-			pl.j, pl.err = lt.trampoline(p, pl)
-		}
-	})
-	lt.pun(p, addrs, plans, shared, targets())
-	for n := range addrs {
-		pl := &plans[n]
-		if pl.err != nil {
-			sites := pl.sites
-			if sites == nil {
-				sites = addrs[n : n+1]
-			}
-			for _, a := range sites {
-				lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(a)][0], addr: a, err: pl.err})
-			}
+	r := newRoom(t, p)
+	lay := instr.NewLayout(t.arch, p.text.start, p.text.b, lt.knownCode(p), r)
+	planned := make([]*instr.Planned, len(addrs))
+	for n := len(addrs) - 1; n >= 0; n-- {
+		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
+		if err != nil {
+			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(addrs[n])][0], addr: addrs[n], err: err})
+			lay.Unstable(addrs[n], len(t.arch.Breakpoint()))
 			continue
 		}
-		if pl.sites == nil {
-			continue // (joined to an earlier site's)
-		}
-		if pl.punned {
-			if err := t.mem.WriteMem(pl.cell, pl.j.code); err != nil {
-				return fmt.Errorf("write a trampoline: %w", err)
-			}
-		} else {
-			p.area.put(pl.j.tramp.addr, pl.j.code)
-		}
-		p.jumps = append(p.jumps, pl.j)
-		t.counters.add(pl.j.tramp)
-		for _, a := range pl.sites {
-			ls.take(a)
-			lt.patched++
-		}
+		planned[n] = pl
+		ls.take(addrs[n])
+		lt.patched++
+	}
+	if err := lt.write(p, r, addrs, planned); err != nil {
+		return err
 	}
 	for _, ba := range shared {
 		b, a := ba[0], ba[1]
@@ -190,16 +158,6 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		lt.alias[ls.counter[ls.find(b)]] = ls.counter[ls.find(a)]
 		ls.take(b)
 		lt.patched++
-	}
-	if lt.sweep != nil {
-		// (A punned jump after the patches whose bytes it shares.)
-		for _, punned := range []bool{false, true} {
-			for n := range plans {
-				if pl := &plans[n]; pl.err == nil && pl.sites != nil && pl.punned == punned {
-					lt.sweep.add(pl.j.tramp, lt.siteCounters(p, pl.sites), pl.shares)
-				}
-			}
-		}
 	}
 	return nil
 }
@@ -237,291 +195,134 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 	return probed, shared
 }
 
-// linePatch is the patch of a line site, planned (p, or why not: err),
-// the sites whose counts its trampoline runs (the site's, and those of
-// the next sites its window covers; nil for a site joined to an earlier
-// one's), and where it goes.
-type linePatch struct {
-	p     instr.Patch
-	err   error
-	sites []uint64
-	cell  uint64
-	j     patchWrite
-	// punned marks a punned jump, whose trampoline is in a page of its
-	// own where the jump lands (lineTrampolines.pun), and shares lists
-	// the patches whose first bytes are its last.
-	punned bool
-	shares []uint64
-}
-
-// planSite plans the patch of the line site at addr, in planting p: whole
-// instructions from the site, at least a jump's length.
-func (lt *lineTrampolines) planSite(p *planting, addr uint64) (instr.Patch, error) {
+// write puts the patches planned (one for each of addrs, nil where a
+// breakpoint stays) into planting p: their trampolines into the area, or
+// into the room's pages at once, their jumps with the other jumps, each
+// trampoline among the run's; for coverage, each patch to be taken out
+// once its line is covered, after the patches that lean on it.
+func (lt *lineTrampolines) write(p *planting, r *room, addrs []uint64, planned []*instr.Planned) error {
 	t := lt.t
-	end := min(addr+lineCell/2, p.text.start+uint64(len(p.text.b)))
-	fn := p.text.b[addr-p.text.start : end-p.text.start]
-	return t.arch.PlanPatch(fn[:instr.WholeInsts(t.arch, fn, addr)], addr, addr)
-}
-
-// join decides which planned patches of the sites addrs are taken: a
-// patch of several instructions only where no target lands inside it,
-// and one that covers the next sites only where none of them is a
-// target and each begins an instruction of the patch, those sites then
-// joined to it.
-func (lt *lineTrampolines) join(addrs []uint64, plans []linePatch, targets func() landings) {
-	for n := 0; n < len(addrs); n++ {
-		pl := &plans[n]
-		if pl.err != nil {
+	var paged []span
+	for n := len(planned) - 1; n >= 0; n-- {
+		pl := planned[n]
+		if pl == nil {
 			continue
 		}
-		m := n + 1
-		for m < len(addrs) && addrs[m] < pl.p.End() {
-			m++
-		}
-		if len(pl.p.Insts) > 1 && targets().inside(pl.p.Site, pl.p.End()) {
-			pl.err = errIndirectInto
-			if m > n+1 {
-				pl.err = errNextSite
+		for _, x := range append(slices.Clone(pl.Evicted), pl) {
+			tp := &tramp{addr: x.At, patch: x.Patch, code: x.Tramp}
+			var counters []int
+			if x == pl {
+				tp.regions = lt.regions(p, addrs[n], &x.Tramp)
+				counters = lt.siteCounters(p, addrs[n:n+1])
 			}
-			continue
-		}
-		for _, a := range addrs[n+1 : m] {
-			if instIndex(&pl.p, a) < 0 {
-				pl.err = errNextSite
+			if r.inPage(x.At) {
+				paged = append(paged, span{x.At, x.Tramp.Code})
+			} else {
+				p.area.put(x.At, x.Tramp.Code)
+			}
+			p.jumps = append(p.jumps, patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp})
+			t.counters.add(tp)
+			if lt.sweep != nil {
+				lt.sweep.add(tp, counters, x.Leans)
 			}
 		}
-		if pl.err != nil {
-			continue
-		}
-		pl.sites = addrs[n:m]
-		for k := n + 1; k < m; k++ {
-			plans[k] = linePatch{}
-		}
-		n = m - 1
 	}
+	return lt.writePaged(paged)
 }
 
-// pun gives a punned jump (instr.Patcher.PlanPunPatchTo) to each site of
-// planting p whose own patch would cover a place where something lands
-// or may land (the next site among them, after a jump or a call, a
-// target): the jump replaces the instructions before that place, and its
-// last bytes are the bytes there as they will be, the program's own or
-// the first bytes of the next site's jump (e9patch's punning, chained).
-// Its trampoline must lie in the window those bytes give, in a page
-// mapped there (punCell). The jumps' trampolines are built by then
-// (plans), and no later patch changes the bytes a punned jump shares.
-func (lt *lineTrampolines) pun(p *planting, addrs []uint64, plans []linePatch, shared [][2]uint64, targets landings) {
+// writePaged writes the trampolines of the room's pages, one write for
+// the pieces of each page.
+func (lt *lineTrampolines) writePaged(paged []span) error {
 	t := lt.t
-	var taken, punned spans
-	for n := range plans {
-		if pl := &plans[n]; pl.err == nil && pl.sites != nil {
-			taken = append(taken, [2]uint64{pl.p.Site, pl.p.End()})
+	slices.SortFunc(paged, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
+	for i := 0; i < len(paged); {
+		page := paged[i].addr &^ (t.pageSize - 1)
+		j := i + 1
+		for j < len(paged) && paged[j].addr < page+t.pageSize {
+			j++
 		}
+		lo := paged[i].addr
+		hi := paged[j-1].addr + uint64(len(paged[j-1].b))
+		buf := make([]byte, hi-lo)
+		for _, sp := range paged[i:j] {
+			copy(buf[sp.addr-lo:], sp.b)
+		}
+		if err := t.mem.WriteMem(lo, buf); err != nil {
+			return fmt.Errorf("write trampolines at %#x: %w", lo, err)
+		}
+		i = j
 	}
-	slices.SortFunc(taken, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
-	for n, addr := range addrs {
-		pl := &plans[n]
-		if pl.err == nil || !punnable(pl.err) || pl.sites != nil {
-			continue
-		}
-		stop, sites := lt.punStop(p, addr, addrs[n:], targets)
-		if stop == 0 {
-			continue
-		}
-		if taken.covers(addr, stop) || punned.covers(addr, addr+hopLen) || brokenPun(addrs, plans, shared, addr, stop) {
-			pl.err = fmt.Errorf("%w; a punned jump: %w", pl.err, errOverlap)
-			continue
-		}
-		end := min(addr+lineCell/2, p.text.start+uint64(len(p.text.b)))
-		code := slices.Clone(p.text.b[addr-p.text.start : end-p.text.start])
-		var shares []uint64
-		for k := n + 1; k < len(addrs) && addrs[k] < addr+hopLen; k++ {
-			if o := &plans[k]; o.err == nil && o.sites != nil {
-				copy(code[o.p.Site-addr:], o.j.jump) // (the bytes shared are the next jump's)
-				shares = append(shares, o.p.Site)
-			}
-		}
-		pt, lo, hi, err := t.arch.PlanPunPatchTo(code, addr, addr, stop)
-		var cell uint64
-		if err == nil {
-			cell, err = lt.punCell(p, lo, hi)
-		}
-		var j patchWrite
-		if err == nil {
-			try := linePatch{p: pt, sites: sites, cell: cell}
-			j, err = lt.trampoline(p, &try)
-		}
-		if err != nil {
-			pl.err = fmt.Errorf("%w; a punned jump: %w", pl.err, err)
-			continue
-		}
-		*pl = linePatch{p: pt, sites: sites, cell: cell, j: j, punned: true, shares: shares}
-		for k := 1; k < len(sites); k++ {
-			plans[n+k] = linePatch{}
-		}
-		punned = append(punned, [2]uint64{addr, addr + hopLen}) // (in order)
-	}
+	return nil
 }
 
-// brokenPun reports whether a line site in [stop, site+5), the bytes a
-// punned jump at site shares with the code after it, may keep a
-// breakpoint, whose byte would change where the jump lands: a site
-// probed (addrs, with plans) whose patch failed, or one sharing the
-// count of such a site (shared, sorted) other than the punned one.
-func brokenPun(addrs []uint64, plans []linePatch, shared [][2]uint64, site, stop uint64) bool {
-	lo, hi := stop, site+hopLen
-	failed := func(a uint64) bool {
-		k, ok := slices.BinarySearch(addrs, a)
-		return a != site && (!ok || plans[k].err != nil)
-	}
-	for k := sort.Search(len(addrs), func(k int) bool { return addrs[k] >= lo }); k < len(addrs) && addrs[k] < hi; k++ {
-		if plans[k].err != nil {
-			return true
-		}
-	}
-	for k := sort.Search(len(shared), func(k int) bool { return shared[k][0] >= lo }); k < len(shared) && shared[k][0] < hi; k++ {
-		if failed(shared[k][1]) {
-			return true
-		}
-	}
-	return false
-}
-
-// punnable reports whether a site that could not be patched for reason
-// err may take a punned jump: where its patch would have covered a place
-// something lands on, or run past the code's end.
-func punnable(err error) bool {
-	return errors.Is(err, errNextSite) || errors.Is(err, errIndirectInto) || errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)
-}
-
-// punStop returns where a punned jump at the line site addr (sites the
-// sites from it on, in order) must stop replacing instructions: at the
-// first place within a jump's length where something lands or may land
-// (targets), or after the first jump, return or call; 0 where there is
-// no such place, or an instruction does not decode. It returns the sites
-// before that place too, which the jump's trampoline counts.
-func (lt *lineTrampolines) punStop(p *planting, addr uint64, sites []uint64, targets landings) (uint64, []uint64) {
+// build returns the builder of the trampoline of the line site at addr,
+// in planting p: the site's count (instr.Instrumenter.LineCode), then the
+// instruction relocated, then the jump back.
+func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 	t := lt.t
-	in := sites[:1]
-	for a := addr; a < addr+hopLen; {
-		if a > addr && targets.has(a) {
-			return a, in
-		}
-		if len(in) < len(sites) && sites[len(in)] == a && a > addr {
-			in = sites[:len(in)+1]
-		}
-		if a < p.text.start || a >= p.text.start+uint64(len(p.text.b)) {
-			return 0, nil
-		}
-		x, err := t.arch.Decode(p.text.b[a-p.text.start:], a)
-		if err != nil {
-			return 0, nil
-		}
-		a += uint64(x.Len)
-		if x.Kind == instr.Jump || x.Kind == instr.Ret || x.Kind == instr.Call {
-			return a, in
-		}
-	}
-	return 0, nil
-}
-
-// punCell returns room for a line trampoline at an address in [lo, hi),
-// the window of a punned jump: in a page already mapped for one, or in a
-// page mapped in the window (a few tries), noted to be unmapped with the
-// module of planting p.
-func (lt *lineTrampolines) punCell(p *planting, lo, hi uint64) (uint64, error) {
-	t := lt.t
-	const lowest, top = 1 << 20, 1 << 47
-	if lo < lowest || hi > top || hi <= lo {
-		return 0, errNoPunPage
-	}
-	for i := range lt.punPages {
-		pg := &lt.punPages[i]
-		if at := max(pg[1], lo); at < hi && at+lineCell <= pg[0]+t.pageSize {
-			pg[1] = at + lineCell
-			return at, nil
-		}
-	}
-	for try, page := 0, lo&^(t.pageSize-1); try < 4 && page < hi; try, page = try+1, page+t.pageSize {
-		at := max(lo, page)
-		if at+lineCell > page+t.pageSize {
-			continue
-		}
-		if _, err := t.mmap(page, t.pageSize); err != nil {
-			continue
-		}
-		t.areas[p.in.first.Start] = append(t.areas[p.in.first.Start], [2]uint64{page, t.pageSize})
-		lt.punPages = append(lt.punPages, [2]uint64{page, at + lineCell})
-		return at, nil
-	}
-	return 0, errNoPunPage
-}
-
-// instIndex returns the index of the instruction of p that begins at
-// addr, or -1.
-func instIndex(p *instr.Patch, addr uint64) int {
-	at := p.Site
-	for i, in := range p.Insts {
-		if at == addr {
-			return i
-		}
-		at += uint64(in.Len)
-	}
-	return -1
-}
-
-// trampoline builds the trampoline of line patch pl, of planting p, at
-// its cell: each of its sites' counts before the site's instruction (the
-// first site's before the patch's first instruction, which is the site's
-// own or the one after its landing pad), the instructions relocated, and
-// the jump back.
-func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch) (patchWrite, error) {
-	t := lt.t
-	pt := pl.p
-	pt.Before = make([][]byte, len(pt.Insts))
-	// Each site's count goes before its instruction, after the counts
-	// already there: a site at a landing pad and the next, at the
-	// instruction after it where the patch starts, count one after the
-	// other.
-	type placed struct {
-		inst, off int
-		rollback  []instr.Rollback
-	}
-	var counts []placed
-	for k, a := range pl.sites {
-		code, ok := t.arch.LineCode(t.counters.kind, instr.LineSite{
-			Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(a)]), Save: lt.save,
-			Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b[a-p.text.start:], a),
-		})
+	code, ok := lt.lineCode(p, addr)
+	return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		if !ok {
-			return patchWrite{}, fmt.Errorf("no count code: %w", instr.ErrNoCounting)
+			return instr.Trampoline{}, fmt.Errorf("no count code: %w", instr.ErrNoCounting)
 		}
-		i := 0
-		if k > 0 {
-			i = instIndex(&pt, a)
+		q := *pt
+		q.Before = [][]byte{code.Code}
+		return t.arch.Trampoline(&q, at, nil)
+	}
+}
+
+// lineCode returns the count of the line site at addr, in planting p:
+// without touching the flags unless they are dead there.
+func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
+	t := lt.t
+	return t.arch.LineCode(t.counters.kind, instr.LineSite{
+		Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+		Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b, p.text.start, addr),
+	})
+}
+
+// regions returns the region of the trampoline tr of the line site at
+// addr, in planting p, that a signal rolls a thread out of: its count's
+// (before the instruction).
+func (lt *lineTrampolines) regions(p *planting, addr uint64, tr *instr.Trampoline) []region {
+	code, ok := lt.lineCode(p, addr)
+	if !ok || len(code.Rollback) == 0 {
+		return nil
+	}
+	return []region{{at: 0, rollback: code.Rollback}}
+}
+
+// knownCode returns what the planting p knows to be code, for the rule
+// that nothing that may be data is moved out: the plan's line sites and
+// function entries in the module, the module's symbols, and the targets
+// of its direct branches and calls.
+func (lt *lineTrampolines) knownCode(p *planting) func(uint64) bool {
+	t := lt.t
+	return func(addr uint64) bool {
+		if _, ok := lt.index[siteKey{p.mi, addr - p.bias}]; ok {
+			return true
 		}
-		counts = append(counts, placed{i, len(pt.Before[i]), code.Rollback})
-		pt.Before[i] = append(pt.Before[i], code.Code...)
+		_, start := slices.BinarySearch(lt.starts(p), addr)
+		return start || t.scan.landings.has(addr)
 	}
-	tr, err := t.arch.Trampoline(&pt, pl.cell, nil)
-	if err != nil {
-		return patchWrite{}, err
-	}
-	if len(tr.Code) > lineCell {
-		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
-	}
-	jump, err := t.arch.PatchJump(&pt, pl.cell)
-	if err != nil {
-		return patchWrite{}, err
-	}
-	tp := &tramp{addr: pl.cell, patch: pt, code: tr}
-	for _, c := range counts {
-		if len(c.rollback) > 0 {
-			at := int(tr.PCs[c.inst].Tramp-pl.cell) - len(pt.Before[c.inst]) + c.off
-			tp.regions = append(tp.regions, region{at: at, rollback: c.rollback})
+}
+
+// starts returns the function starts of the module of planting p (its
+// symbols), read once per module, sorted.
+func (lt *lineTrampolines) starts(p *planting) []uint64 {
+	if lt.funcStarts == nil || lt.funcStartsOf != p.mi {
+		path := lt.t.plan.Modules[p.mi].Path
+		if mapped := p.in.first.Path; mapped != "" {
+			path = mapped
 		}
+		lt.funcStarts = nil
+		for _, a := range elfid.ReadFuncStarts(path) {
+			lt.funcStarts = append(lt.funcStarts, a+p.bias)
+		}
+		slices.Sort(lt.funcStarts)
+		lt.funcStartsOf = p.mi
 	}
-	return patchWrite{addr: pt.Site, jump: jump, code: tr.Code, tramp: tp}, nil
+	return lt.funcStarts
 }
 
 // isGo reports whether module mi is written in Go (it has Go's build

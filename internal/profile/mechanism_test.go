@@ -89,9 +89,15 @@ func fakeTracer(plan *datafile.Plan) (*tracer, *fakeMem, *[]string) {
 
 // fakeTracerOf is fakeTracer with code at leafAt instead.
 func fakeTracerOf(plan *datafile.Plan, code []byte) (*tracer, *fakeMem, *[]string) {
+	return fakeTracerAt(plan, code, leafAt)
+}
+
+// fakeTracerAt is fakeTracerOf with the code loaded at base (the plan's
+// addresses are leafAt's: plant with bias base-leafAt).
+func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fakeMem, *[]string) {
 	warnings := &[]string{}
 	// (Then padding, as a function is followed in a module.)
-	mem := &fakeMem{base: leafAt, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
+	mem := &fakeMem{base: base, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
 	t := &tracer{
 		cfg:      Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
 		plan:     plan,
@@ -101,7 +107,7 @@ func fakeTracerOf(plan *datafile.Plan, code []byte) (*tracer, *fakeMem, *[]strin
 		pageSize: 4096,
 		hits:     make([]uint64, plan.NumItems()),
 		areas:    map[uint64][][2]uint64{},
-		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, leafAt, nil)}},
+		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}},
 		timed:    plan.Method.IsTiming(),
 	}
 	t.bp = newBreakpoints(t)
@@ -430,7 +436,7 @@ func TestCodeScanForget(t *testing.T) {
 // and the given number of threads; every sets --every-line-site.
 func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*tracer, *fakeMem, *[]string, *lineTrampolines, *ptrace.Shared) {
 	t.Helper()
-	tr, mem, warnings := fakeTracerOf(leafLines(m), append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...))
+	tr, mem, warnings := fakeTracerAt(leafLines(m), append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...), pieAt)
 	tr.cfg.EveryLineSite = every
 	mapAreas(tr, mem)
 	shared, err := ptrace.NewShared(4096)
@@ -444,42 +450,62 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 	for tid := range threads {
 		tr.threads[100+tid] = &thread{tid: 100 + tid}
 	}
-	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
-	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+	in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
+	if err := tr.plantModule(0, pieAt-leafAt, in, maps); err != nil {
 		t.Fatal(err)
 	}
 	return tr, mem, warnings, tr.lines, shared
 }
 
-// TestLineTrampolinesPlant: line counting in-process over leafCode. The
-// site at its entry, push %rbp (1 byte), takes a jump over the first
-// three instructions (nothing lands among them), to a trampoline that
-// counts with incq (the flags are dead: nothing reads them before the
-// return) and runs the moved instructions. The site of lines 2 and 3,
-// inside that straight run, shares the entry's count: no probe of its
-// own; probing every site (--every-line-site) joins it to the entry's
-// trampoline instead, counted before its instruction. Line 4, inside an
-// instruction, is refused (PRF4624). collect gives each line its sites'
-// counts.
+// pieAt is where lineTracer loads leafCode, as a PIE program is loaded:
+// a punned jump may land below it.
+const pieAt = 0x555555556000
+
+// TestLineTrampolinesPlant: line counting in-process over leafCode,
+// loaded as a PIE program is. The site at its entry, push %rbp (1 byte),
+// takes a punned jump: e9, then the next instruction's bytes as they
+// were, so its trampoline lies exactly where those bytes make the jump
+// land; it counts without touching the flags (a return follows: they
+// may be its result) and runs push %rbp alone. The site of lines 2 and
+// 3, inside that straight run, shares the entry's count: no probe of its
+// own; probing every site (--every-line-site) gives it a punned jump of
+// its own, planned first, with which the entry's jump then ends. Line 4,
+// inside an instruction, is refused (PRF4624). collect gives each line
+// its sites' counts.
 func TestLineTrampolinesPlant(t *testing.T) {
 	for _, every := range []bool{false, true} {
 		tr, mem, warnings, lt, shared := lineTracer(t, datafile.LineCounting, every, 1)
 		c := tr.counters
-		if len(c.tramps) != 1 || len(tr.bp.sites) != 0 || len(lt.fellBack) != 0 {
-			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want one trampoline", every, len(c.tramps), len(tr.bp.sites), len(lt.fellBack))
+		want := 1
+		if every {
+			want = 2
 		}
-		tp := c.tramps[0]
-		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tp.addr || mem.b[5] != 0xcc || mem.b[6] != 0xcc || mem.b[7] != leafCode[7] {
-			t.Errorf("code % x: want a jmp rel32 to %#x, two int3 over the rest of the window, the code after it as it was", mem.b[:8], tp.addr)
+		if len(c.tramps) != want || len(tr.bp.sites) != 0 || len(lt.fellBack) != 0 {
+			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want %d trampolines", every, len(c.tramps), len(tr.bp.sites), len(lt.fellBack), want)
+		}
+		final := slices.Clone(leafCode)
+		final[0] = 0xe9
+		if every {
+			// (The second site's jump: its opcode, then the two bytes
+			// of its displacement inside its instruction.)
+			copy(final[4:], mem.b[4:7])
+			final[4] = 0xe9
+		}
+		if !bytes.Equal(mem.b[:len(leafCode)], final) {
+			t.Errorf("every site %v: code % x, want % x: a jump's first byte over each site, the other bytes as they were", every, mem.b[:len(leafCode)], final)
+		}
+		entry := pieAt + 5 + uint64(int32(binary.LittleEndian.Uint32(mem.b[1:])))
+		tp := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt })]
+		if tp.addr != entry {
+			t.Errorf("the entry's trampoline at %#x, want %#x, where its jump lands", tp.addr, entry)
 		}
 		k0, k1 := lt.index[siteKey{0, leafAt}], lt.index[siteKey{0, leafAt + 4}]
-		entry := tr.arch.CountCode(instr.CountPerThread, c.counterRef(k0))
-		if !bytes.HasPrefix(tp.code.Code, entry) || !bytes.Contains(tp.code.Code, leafCode[:4]) {
-			t.Errorf("trampoline % x: want incq of the entry's counter first, then the moved instructions", tp.code.Code)
-		}
-		second := tr.arch.CountCode(instr.CountPerThread, c.counterRef(k1))
-		if got := bytes.Contains(tp.code.Code, second); got != every {
-			t.Errorf("every site %v: the second site's count in the trampoline: %v", every, got)
+		incq := tr.arch.CountCode(instr.CountPerThread, c.counterRef(k0))
+		count, _ := tr.arch.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.counterRef(k0), Save: lt.save})
+		code := tp.code.Code
+		if bytes.Contains(code, incq) || !bytes.HasPrefix(code, count.Code) || !bytes.Equal(code[len(count.Code):len(count.Code)+1], leafCode[:1]) {
+			t.Errorf("trampoline % x: want the count that keeps the flags (% x), then push %%rbp alone", code, count.Code)
 		}
 		if _, ok := lt.alias[k1]; ok == every {
 			t.Errorf("every site %v: the second site shares the entry's count: %v", every, ok)
@@ -493,12 +519,12 @@ func TestLineTrampolinesPlant(t *testing.T) {
 			binary.LittleEndian.PutUint64(block[k1*8:], 3)
 		}
 		lt.collect(nil)
-		want := []uint64{5, 5, 5, 0}
+		wantHits := []uint64{5, 5, 5, 0}
 		if every {
-			want = []uint64{5, 3, 3, 0}
+			wantHits = []uint64{5, 3, 3, 0}
 		}
-		if !slices.Equal(tr.hits, want) {
-			t.Errorf("every site %v: hits %v, want %v", every, tr.hits, want)
+		if !slices.Equal(tr.hits, wantHits) {
+			t.Errorf("every site %v: hits %v, want %v", every, tr.hits, wantHits)
 		}
 	}
 }

@@ -374,12 +374,8 @@ func fallBackReason(err error) string {
 		return "a jump from elsewhere into its first bytes"
 	case errors.Is(err, errNotTailCall):
 		return "a jump to no function's entry"
-	case errors.Is(err, errIndirectInto):
-		return "an indirect jump may land in the window"
-	case errors.Is(err, errNoPunPage):
-		return "no page for a punned jump"
-	case errors.Is(err, errNextSite):
-		return "the next line too near"
+	case errors.Is(err, instr.ErrNoWindow):
+		return "no room where its jump lands"
 	case errors.Is(err, errGoLines):
 		return "Go code"
 	}

@@ -1,0 +1,506 @@
+package instr
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Layout plans the patches of a module's code one instruction at a time,
+// under the rule that keeps the patched code meaning what it did, whatever
+// jumps where, seen or not (e9patch's tactics,
+// docs/design/lines-inprocess.md):
+//
+//   - a patch writes over the one instruction it moves to its trampoline,
+//     and over nothing else;
+//   - a jump longer than that instruction (on amd64, one of fewer than 5
+//     bytes) ends with the bytes after it as they will be: the program's
+//     own, unchanged, or the first bytes of the next instruction's own
+//     patch (a punned jump); its trampoline lies in the window those
+//     bytes leave it;
+//   - the next instruction may be moved out ("evicted") to a trampoline
+//     of its own that runs it, so that a jump landing on it still runs
+//     it; the first jump then ends with the first bytes of its jump, whose
+//     prefixes choose the first one's window, and the first trampoline
+//     carries the next instruction out too where the first falls through
+//     to it (one trampoline a pass, as a patch of both would);
+//   - nothing that may be data is evicted: the code after an
+//     unconditional jump or a return, up to the next address known to be
+//     code (a line's or a symbol's address, a direct branch's target).
+//
+// Every other instruction keeps its bytes, so a jump the decoding did not
+// see (a jump table, a computed goto, hand-written assembly) lands on the
+// program's own instruction or on a jump that runs it. Patches are
+// planned from the highest address down, so that the bytes after each are
+// known when it is planned.
+type Layout struct {
+	a     Arch
+	start uint64
+	orig  []byte
+	final []byte
+	// written marks the bytes a planned patch writes; unstable those a
+	// jump may not end with because they change during the run (a
+	// breakpoint's, taken out or moved at its hit).
+	written, unstable []uint64
+	// code reports the addresses known to be code, for the rule on data.
+	code func(uint64) bool
+	room Room
+	// Evict returns the trampoline builder of an instruction moved out
+	// for another's patch: nil for the instruction alone, relocated.
+	Evict func(addr uint64) Build
+}
+
+// Build builds the trampoline of patch p at address at: its
+// instrumentation, the instructions relocated, the jump back.
+type Build func(p *Patch, at uint64) (Trampoline, error)
+
+// Room is where trampolines go: the memory PROFILE maps in the program.
+type Room interface {
+	// Find returns the lowest address in [lo, hi) congruent to phase
+	// modulo step where n bytes are free, or false; with grow, it may
+	// make room there (a page mapped), else only room made already is
+	// looked at.
+	Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64, bool)
+	// Take takes the n bytes at addr, found free; Release gives them
+	// back.
+	Take(addr uint64, n int)
+	Release(addr uint64, n int)
+}
+
+// Planned is a patch planned: the patch, its trampoline's address and
+// code, and the bytes written over its instruction.
+type Planned struct {
+	Patch Patch
+	At    uint64
+	Tramp Trampoline
+	Jump  []byte
+	// Evicted are the instructions moved out for this patch, each with a
+	// patch of its own, the next instruction first.
+	Evicted []*Planned
+	// Leans are the sites of the patches whose bytes this one's jump
+	// ends with: they must stay while it does.
+	Leans []uint64
+}
+
+// ErrNoWindow: no window a jump at the site may land in has room for its
+// trampoline, even with the instructions after it moved out.
+var ErrNoWindow = errors.New("no window a jump may land in has room for its trampoline")
+
+// errPatched: the instruction is patched already, or its bytes change.
+var errPatched = errors.New("the instruction is patched already, or holds a breakpoint")
+
+// evictDepth is how many instructions after a site may be moved out for
+// its patch, one after the other.
+const evictDepth = 2
+
+// NewLayout returns the layout of code at start (as read from the
+// program), whose trampolines go in room; code reports the addresses
+// known to be code.
+func NewLayout(a Arch, start uint64, orig []byte, code func(uint64) bool, room Room) *Layout {
+	words := (len(orig) + 63) / 64
+	return &Layout{a: a, start: start, orig: orig, final: slices.Clone(orig),
+		written: make([]uint64, words), unstable: make([]uint64, words), code: code, room: room}
+}
+
+// Final returns the code as it will be once every patch planned is
+// written.
+func (l *Layout) Final() []byte { return l.final }
+
+// Unstable marks the n bytes at addr as changing during the run (a
+// breakpoint): no jump ends with them.
+func (l *Layout) Unstable(addr uint64, n int) { l.mark(l.unstable, addr, n) }
+
+// Plan plans the patch of the instruction at site (after a landing pad
+// there), with its trampoline built by build, and takes it: the code is
+// as it will be once written. It must be planned after every site above
+// it.
+func (l *Layout) Plan(site uint64, build Build) (*Planned, error) {
+	p, err := l.own(site)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := l.place(p, build, evictDepth)
+	if err != nil {
+		return nil, err
+	}
+	l.commit(pl)
+	return pl, nil
+}
+
+// own plans the patch of the instruction at addr alone, not patched yet.
+func (l *Layout) own(addr uint64) (Patch, error) {
+	p, err := l.a.PlanOwn(l.orig, l.start, addr)
+	if err != nil {
+		return Patch{}, err
+	}
+	if l.any(l.written, p.Site, len(p.Orig)) || l.any(l.unstable, p.Site, len(p.Orig)) {
+		return Patch{}, fmt.Errorf("at %#x: %w", p.Site, errPatched)
+	}
+	return p, nil
+}
+
+// place plans p, built by build: a jump of its own where a whole one
+// fits; else a punned jump into room made already, a punned jump into
+// room made for it, or, with depth left, the next instruction moved out,
+// in that order. p's prefixes, where it has some, were chosen by the
+// caller and stay. What it finds is taken from the room; the code is
+// left as it is (commit writes it).
+func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
+	tr, err := build(&p, p.Site)
+	if err != nil {
+		return nil, err
+	}
+	n := len(tr.Code)
+	if p.Written() >= len(p.Prefix)+l.a.JumpLen() {
+		lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
+		return l.placeIn(p, build, n, lo, hi, true)
+	}
+	for _, grow := range []bool{false, true} {
+		if pl, err := l.pun(p, build, n, grow, nil); err == nil {
+			return pl, nil
+		}
+	}
+	if depth == 0 {
+		return nil, ErrNoWindow
+	}
+	pl, err := l.evict(p, build, depth)
+	if err != nil {
+		return nil, fmt.Errorf("%w; moving out the next instruction: %w", ErrNoWindow, err)
+	}
+	return pl, nil
+}
+
+// pun places p (its trampoline n bytes) with a punned jump, over the code
+// after it as it will be with overlay's bytes over it, in each prefix
+// layout (or p's own prefixes, where it has some).
+func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64) (byte, bool)) (*Planned, error) {
+	layouts := l.a.JumpPrefixes()
+	if p.Prefix != nil {
+		layouts = [][][]byte{nil}
+	}
+	var last error = ErrNoWindow
+	for _, layout := range layouts {
+		q := p
+		if p.Prefix == nil {
+			var ok bool
+			if q, ok = withPrefix(p, layout, nil); !ok {
+				continue
+			}
+		}
+		after, ok := l.after(&q, overlay)
+		if !ok {
+			continue
+		}
+		lo, hi, ok := l.a.PunWindow(&q, after)
+		if !ok {
+			continue
+		}
+		q.Punned = after
+		pl, err := l.placeIn(q, build, n, lo, hi, grow)
+		if err == nil {
+			return pl, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// placeIn takes room for p's trampoline of n bytes at an address in
+// [lo, hi), builds it there and its jump: a few addresses are tried
+// where the trampoline cannot go (a relocated operand out of reach).
+func (l *Layout) placeIn(p Patch, build Build, n int, lo, hi uint64, grow bool) (*Planned, error) {
+	step := uint64(1)
+	if hi-lo >= 256 {
+		step = 16 // (aligned, where the window leaves room)
+	}
+	var last error = ErrNoWindow
+	for try := 0; try < 4 && lo < hi; try++ {
+		at, ok := l.room.Find(lo, hi, n, step, 0, grow)
+		if !ok {
+			break
+		}
+		tr, err := build(&p, at)
+		if err == nil && len(tr.Code) != n {
+			err = fmt.Errorf("trampoline of %d bytes at %#x, %d elsewhere: %w", len(tr.Code), at, n, ErrNotRelocatable)
+		}
+		var jump []byte
+		if err == nil {
+			jump, err = l.a.PatchJump(&p, at)
+		}
+		if err == nil {
+			l.room.Take(at, n)
+			return &Planned{Patch: p, At: at, Tramp: tr, Jump: jump}, nil
+		}
+		last, lo = err, at+1
+	}
+	return nil, last
+}
+
+// evict plans p, built by build, with the instruction after it moved
+// out to a trampoline of its own (placed first, cold), p's jump ending
+// with the first bytes of its jump: each prefix layout of that jump is
+// tried, with each value of the prefixes p's jump ends with, and where
+// p's jump ends with its displacement too, a few places of its
+// trampoline. Where p falls through to it, p's trampoline carries it out
+// too, and returns after it.
+func (l *Layout) evict(p Patch, build Build, depth int) (*Planned, error) {
+	b := p.End()
+	last := p.Insts[len(p.Insts)-1]
+	if (last.Kind == Jump || last.Kind == Ret) && !l.code(b) {
+		return nil, fmt.Errorf("the bytes at %#x, after %s, may be data", b, last.Text)
+	}
+	e, err := l.own(b)
+	if err != nil {
+		return nil, err
+	}
+	if e.Site != b {
+		return nil, fmt.Errorf("a landing pad at %#x: its bytes stay", b)
+	}
+	run := p
+	if last.Kind != Jump && last.Kind != Ret {
+		// (Carried out by p's trampoline too: one trampoline a pass.)
+		run.Own = len(p.Orig)
+		run.Orig = append(slices.Clone(p.Orig), e.Orig...)
+		run.Insts = append(slices.Clone(p.Insts), e.Insts...)
+	}
+	tr, err := build(&run, run.Site)
+	if err != nil {
+		return nil, err
+	}
+	n, eb := len(tr.Code), l.evictBuild(b)
+	var lastErr error = ErrNoWindow
+	for _, layout := range l.a.JumpPrefixes() {
+		q, ok := withPrefix(e, layout, nil)
+		if !ok {
+			continue
+		}
+		pl, err := l.evictAs(run, build, n, q, layout, eb, depth)
+		if err == nil {
+			return pl, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// evictAs is evict with the next instruction's patch e, its prefix
+// layout given, built by eb: e is placed, then p over e's jump.
+func (l *Layout) evictAs(p Patch, build Build, n int, e Patch, layout [][]byte, eb Build, depth int) (*Planned, error) {
+	seen := min(l.a.JumpLen()-p.Written(), len(layout)) // (of e's prefixes, those p's jump ends with)
+	var last error = ErrNoWindow
+	for try := 0; try < 8; try++ {
+		ep, err := l.placeNext(e, eb, depth-1, try)
+		if err != nil {
+			return nil, err
+		}
+		for _, values := range prefixValues(layout[:max(seen, 0)]) {
+			pl, err := l.over(p, build, n, ep.withValues(values))
+			if err == nil {
+				return pl, nil
+			}
+			last = err
+		}
+		l.release(ep)
+		if l.a.JumpLen() <= p.Written()+len(e.Prefix)+1 {
+			break // (p's jump ends before e's displacement: where e's trampoline goes changes nothing for p)
+		}
+	}
+	return nil, last
+}
+
+// placeNext places e, built by eb, cold, for the try-th time: each try
+// further into its window than the last.
+func (l *Layout) placeNext(e Patch, eb Build, depth, try int) (*Planned, error) {
+	if try == 0 {
+		return l.place(e, eb, depth)
+	}
+	tr, err := eb(&e, e.Site)
+	if err != nil {
+		return nil, err
+	}
+	var lo, hi uint64
+	if e.Written() >= len(e.Prefix)+l.a.JumpLen() {
+		lo, hi = l.a.Reach(e.Site + uint64(len(e.Prefix)))
+	} else {
+		after, ok := l.after(&e, nil)
+		if !ok {
+			return nil, ErrNoWindow
+		}
+		if lo, hi, ok = l.a.PunWindow(&e, after); !ok {
+			return nil, ErrNoWindow
+		}
+		e.Punned = after
+	}
+	span := (hi - lo) / 8
+	return l.placeIn(e, eb, len(tr.Code), lo+uint64(try)*span, hi, true)
+}
+
+// withValues returns pl with the first prefixes of its jump set to
+// values.
+func (pl *Planned) withValues(values []byte) *Planned {
+	if len(values) == 0 {
+		return pl
+	}
+	q := *pl
+	q.Patch.Prefix = slices.Clone(pl.Patch.Prefix)
+	q.Jump = slices.Clone(pl.Jump)
+	copy(q.Patch.Prefix, values)
+	copy(q.Jump, values)
+	return &q
+}
+
+// over places p, built by build, its jump ending with the bytes of ep's
+// (the instruction after p, moved out).
+func (l *Layout) over(p Patch, build Build, n int, ep *Planned) (*Planned, error) {
+	for _, grow := range []bool{false, true} {
+		pl, err := l.pun(p, build, n, grow, ep.byteAt)
+		if err == nil {
+			e := *ep
+			e.Evicted = nil
+			pl.Evicted = append([]*Planned{&e}, ep.Evicted...)
+			return pl, nil
+		}
+		if grow {
+			return nil, err
+		}
+	}
+	return nil, ErrNoWindow
+}
+
+// byteAt returns the byte pl's jump (or one it evicted) writes at addr.
+func (pl *Planned) byteAt(addr uint64) (byte, bool) {
+	if addr >= pl.Patch.Site && addr < pl.Patch.Site+uint64(len(pl.Jump)) {
+		return pl.Jump[addr-pl.Patch.Site], true
+	}
+	for _, e := range pl.Evicted {
+		if b, ok := e.byteAt(addr); ok {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
+// release gives back the room pl and what it evicted took.
+func (l *Layout) release(pl *Planned) {
+	l.room.Release(pl.At, len(pl.Tramp.Code))
+	for _, e := range pl.Evicted {
+		l.release(e)
+	}
+}
+
+// after returns the bytes a jump over p (with its prefixes) ends with,
+// past the bytes it writes: the code as it will be, with overlay's bytes
+// over it; false where they run past the code or may change.
+func (l *Layout) after(p *Patch, overlay func(uint64) (byte, bool)) ([]byte, bool) {
+	from, to := p.Site+uint64(p.Written()), p.Site+uint64(len(p.Prefix)+l.a.JumpLen())
+	if to <= from {
+		return nil, true
+	}
+	if from < l.start || to > l.start+uint64(len(l.final)) {
+		return nil, false
+	}
+	b := slices.Clone(l.final[from-l.start : to-l.start])
+	for i := range b {
+		addr := from + uint64(i)
+		if overlay != nil {
+			if v, ok := overlay(addr); ok {
+				b[i] = v
+				continue
+			}
+		}
+		if l.any(l.unstable, addr, 1) {
+			return nil, false
+		}
+	}
+	return b, true
+}
+
+// evictBuild is the builder of an instruction moved out at addr.
+func (l *Layout) evictBuild(addr uint64) Build {
+	if l.Evict != nil {
+		if b := l.Evict(addr); b != nil {
+			return b
+		}
+	}
+	return func(p *Patch, at uint64) (Trampoline, error) { return l.a.Trampoline(p, at, nil) }
+}
+
+// commit writes pl and what it evicted into the code as it will be, and
+// notes which patches each jump leans on.
+func (l *Layout) commit(pl *Planned) {
+	all := append([]*Planned{pl}, pl.Evicted...)
+	for _, x := range all {
+		copy(l.final[x.Patch.Site-l.start:], x.Jump)
+		l.mark(l.written, x.Patch.Site, len(x.Jump))
+	}
+	decode := l.a.bareDecoder()
+	for _, x := range all {
+		end := x.Patch.Site + uint64(len(x.Patch.Prefix)+l.a.JumpLen())
+		for at := x.Patch.Site + uint64(x.Patch.Written()); at < end && l.any(l.written, at, 1); {
+			x.Leans = append(x.Leans, at)
+			in, err := decode(l.orig[at-l.start:], at)
+			if err != nil || in.Len <= 0 {
+				break
+			}
+			at += uint64(in.Len)
+		}
+	}
+}
+
+// withPrefix returns p with the prefix layout given, its positions
+// holding values (the first value of each where values is nil), or
+// false where the prefixes and the jump's opcode do not fit in the bytes
+// p's jump writes.
+func withPrefix(p Patch, layout [][]byte, values []byte) (Patch, bool) {
+	if len(layout)+1 > p.Written() {
+		return Patch{}, false
+	}
+	p.Prefix = nil
+	for i, vs := range layout {
+		v := vs[0]
+		if i < len(values) {
+			v = values[i]
+		}
+		p.Prefix = append(p.Prefix, v)
+	}
+	return p, true
+}
+
+// prefixValues returns the combinations of values a prefix layout's
+// positions may hold, at most a few dozen.
+func prefixValues(layout [][]byte) [][]byte {
+	out := [][]byte{nil}
+	for _, vs := range layout {
+		var next [][]byte
+		for _, o := range out {
+			for _, v := range vs {
+				next = append(next, append(slices.Clone(o), v))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func (l *Layout) mark(bits []uint64, addr uint64, n int) {
+	for i := range uint64(n) {
+		if off := addr + i - l.start; addr+i >= l.start && off < uint64(len(l.orig)) {
+			bits[off/64] |= 1 << (off % 64)
+		}
+	}
+}
+
+// any reports whether one of the n bytes at addr is marked in bits, or
+// lies outside the code.
+func (l *Layout) any(bits []uint64, addr uint64, n int) bool {
+	for i := range uint64(n) {
+		off := addr + i - l.start
+		if addr+i < l.start || off >= uint64(len(l.orig)) {
+			return true
+		}
+		if bits[off/64]&(1<<(off%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,277 @@
+package instr
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// fakeRoom is a process's memory for trampolines: pages made where
+// asked, but where busy says another mapping is.
+type fakeRoom struct {
+	pageSize uint64
+	pages    map[uint64][]byte
+	taken    map[uint64][][2]uint64 // by page
+	busy     [][2]uint64
+	area     [2]uint64
+	made     int
+}
+
+func newFakeRoom(busy ...[2]uint64) *fakeRoom {
+	return &fakeRoom{pageSize: 4096, pages: map[uint64][]byte{}, taken: map[uint64][][2]uint64{}, busy: busy}
+}
+
+// withArea gives r an area of size bytes at addr, made already, which
+// Find looks at first (as PROFILE's area next to a module).
+func (r *fakeRoom) withArea(addr, size uint64) *fakeRoom {
+	for pg := addr; pg < addr+size; pg += r.pageSize {
+		r.pages[pg] = make([]byte, r.pageSize)
+	}
+	r.area = [2]uint64{addr, addr + size}
+	return r
+}
+
+func (r *fakeRoom) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64, bool) {
+	if a := r.area; a[0] < a[1] && lo <= a[0] && hi >= a[1] {
+		for pg := a[0]; pg < a[1]; pg += r.pageSize {
+			if at, ok := r.freeIn(pg, pg, a[1], n, step, phase); ok {
+				return at, true
+			}
+		}
+	}
+	// Pages made first, lowest first.
+	var made []uint64
+	for pg := range r.pages {
+		if pg+r.pageSize > lo && pg < hi {
+			made = append(made, pg)
+		}
+	}
+	slices.Sort(made)
+	for _, pg := range made {
+		if at, ok := r.freeIn(pg, max(lo, pg), hi, n, step, phase); ok {
+			return at, true
+		}
+	}
+	if !grow {
+		return 0, false
+	}
+	for try, pg := 0, lo&^(r.pageSize-1); try < 4 && pg < hi; pg += r.pageSize {
+		if _, ok := r.pages[pg]; ok || r.isBusy(pg) {
+			continue
+		}
+		try++
+		at := align(max(lo, pg), step, phase)
+		if at >= hi || at+uint64(n) > pg+r.pageSize {
+			continue
+		}
+		r.pages[pg] = make([]byte, r.pageSize)
+		r.made++
+		return at, true
+	}
+	return 0, false
+}
+
+func (r *fakeRoom) freeIn(pg, lo, hi uint64, n int, step, phase uint64) (uint64, bool) {
+	at := align(lo, step, phase)
+	for _, t := range r.taken[pg] {
+		if at+uint64(n) <= t[0] {
+			break
+		}
+		if t[1] > at {
+			at = align(t[1], step, phase)
+		}
+	}
+	return at, at < hi && at+uint64(n) <= pg+r.pageSize
+}
+
+func (r *fakeRoom) isBusy(pg uint64) bool {
+	for _, b := range r.busy {
+		if pg < b[1] && pg+r.pageSize > b[0] {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *fakeRoom) Take(addr uint64, n int) {
+	pg := addr &^ (r.pageSize - 1)
+	t := append(r.taken[pg], [2]uint64{addr, addr + uint64(n)})
+	slices.SortFunc(t, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	r.taken[pg] = t
+}
+
+func (r *fakeRoom) Release(addr uint64, n int) {
+	pg := addr &^ (r.pageSize - 1)
+	r.taken[pg] = slices.DeleteFunc(r.taken[pg], func(t [2]uint64) bool { return t[0] == addr })
+}
+
+func (r *fakeRoom) write(addr uint64, b []byte) {
+	for i, v := range b {
+		a := addr + uint64(i)
+		pg := a &^ (r.pageSize - 1)
+		if r.pages[pg] == nil {
+			panic(fmt.Sprintf("a write at %#x (%#x+%d) outside the room's pages", a, addr, len(b)))
+		}
+		r.pages[pg][a-pg] = v
+	}
+}
+
+func (r *fakeRoom) read(addr uint64, n int) ([]byte, bool) {
+	out := make([]byte, 0, n)
+	for a := addr; a < addr+uint64(n); a++ {
+		pg := a &^ (r.pageSize - 1)
+		p, ok := r.pages[pg]
+		if !ok {
+			break
+		}
+		out = append(out, p[a-pg])
+	}
+	return out, len(out) > 0
+}
+
+// layoutOf plans a patch, with a plain trampoline, at each of sites
+// (sorted) in code at start, from the highest down, in room; the
+// trampolines are written into the room's pages. It returns the code as
+// it will be, and how many sites were planned, moved out their next
+// instruction, or failed.
+func layoutOf(t *testing.T, a Arch, code []byte, start uint64, sites []uint64, room *fakeRoom, known func(uint64) bool) (final []byte, planned, evicted, failed int) {
+	t.Helper()
+	l := NewLayout(a, start, code, known, room)
+	for i := len(sites) - 1; i >= 0; i-- {
+		build := func(p *Patch, at uint64) (Trampoline, error) {
+			// (A count's worth of bytes before, as a line's trampoline.)
+			return a.Trampoline(p, at, bytes.Repeat(a.Breakpoint(), 9))
+		}
+		pl, err := l.Plan(sites[i], build)
+		if err != nil {
+			if failed < 5 {
+				t.Logf("%#x: %v", sites[i], err)
+			}
+			failed++
+			l.Unstable(sites[i], len(a.Breakpoint()))
+			continue
+		}
+		planned++
+		evicted += len(pl.Evicted)
+		for _, x := range append([]*Planned{pl}, pl.Evicted...) {
+			room.write(x.At, x.Tramp.Code)
+		}
+	}
+	return l.Final(), planned, evicted, failed
+}
+
+// TestLayoutLibc: every instruction of the host's C library (x86-64) a
+// site, and every third: each patch writes over its instruction alone,
+// punned over the next ones or moving them out, and the code as it will
+// be keeps every other instruction as it was or a jump that carries it
+// out (VerifyPatched); almost every site is planned.
+func TestLayoutLibc(t *testing.T) {
+	m := loadBenchModule(t, AMD64)
+	const bias = 0x7f1200000000 // (loaded as a library is)
+	start := m.start + bias
+	funcs := make([][2]uint64, 0, len(m.funcs))
+	for _, f := range m.funcs {
+		funcs = append(funcs, [2]uint64{f[0] + bias, f[1] + bias})
+	}
+	funcs = funcs[:min(len(funcs), 400)]
+	var starts []uint64
+	var every []uint64
+	decode := AMD64.bareDecoder()
+	for _, f := range funcs {
+		starts = append(starts, f[0])
+		for pc := f[0]; pc < f[1]; {
+			in, err := decode(m.code[pc-start:f[1]-start], pc)
+			if err != nil || in.Len <= 0 {
+				break
+			}
+			every = append(every, pc)
+			pc += uint64(in.Len)
+		}
+	}
+	for _, stride := range []int{1, 3} {
+		var sites []uint64
+		for i := 0; i < len(every); i += stride {
+			sites = append(sites, every[i])
+		}
+		named := slices.Concat(starts, sites, ScanCode(AMD64, m.code, start).Jumps)
+		slices.Sort(named)
+		known := func(a uint64) bool { _, ok := slices.BinarySearch(named, a); return ok }
+		end := start + uint64(len(m.code))
+		room := newFakeRoom([2]uint64{start, end}).withArea((end+1<<20)&^4095, 4<<20)
+		final, planned, evicted, failed := layoutOf(t, AMD64, m.code, start, sites, room, known)
+		errs := VerifyPatched(AMD64, Patched{Start: start, Orig: m.code, Final: final, Funcs: funcs, Code: known, Read: room.read})
+		for _, err := range errs[:min(len(errs), 10)] {
+			t.Errorf("every %d: %v", stride, err)
+		}
+		t.Logf("every %d instructions: %d sites planned, %d failed, %d moved out; %d pages", stride, planned, failed, evicted, room.made)
+		// (Every instruction a site leaves nothing to move out: a jump
+		// of one byte then lands where the next one's bytes say.)
+		if limit := []int{0, 10, 0, 1}[stride]; failed*100 > limit*len(sites) {
+			t.Errorf("every %d: %d of %d sites not planned, want at most %d%%", stride, failed, len(sites), limit)
+		}
+	}
+}
+
+// TestLayoutPun: push %rbp (1 byte) before mov %rsp,%rbp and sub: its jump
+// is punned over the next instructions' bytes, left as they are, and its
+// trampoline lies exactly where that jump lands; with that address taken,
+// the next instruction is moved out and carried by the first trampoline.
+func TestLayoutPun(t *testing.T) {
+	code := hexs(t, "55 4889e5 4883ec10 897dfc 8b45fc c9 c3")
+	const start = 0x555555556000
+	rel := int64(int32(binary.LittleEndian.Uint32(code[1:5])))
+	exact := uint64(int64(start+5) + rel)
+	known := func(uint64) bool { return false }
+
+	room := newFakeRoom()
+	final, planned, evicted, _ := layoutOf(t, AMD64, code, start, []uint64{start}, room, known)
+	if planned != 1 || evicted != 0 || final[0] != 0xe9 || !bytes.Equal(final[1:], code[1:]) {
+		t.Fatalf("planned %d, moved out %d, code % x: want one punned jump, the bytes after it as they were", planned, evicted, final)
+	}
+	if _, ok := room.read(exact, 1); !ok {
+		t.Errorf("no trampoline at %#x, where the jump lands", exact)
+	}
+
+	room = newFakeRoom([2]uint64{exact &^ 4095, exact&^4095 + 4096})
+	final, planned, evicted, _ = layoutOf(t, AMD64, code, start, []uint64{start}, room, known)
+	if planned != 1 || evicted == 0 || final[0] != 0xe9 || !bytes.Equal(final[len(code)-5:], code[len(code)-5:]) {
+		t.Fatalf("planned %d, moved out %d, code % x: want the next instruction moved out", planned, evicted, final)
+	}
+	if errs := VerifyPatched(AMD64, Patched{Start: start, Orig: code, Final: final, Funcs: [][2]uint64{{start, start + uint64(len(code))}}, Code: known, Read: room.read}); len(errs) > 0 {
+		t.Error(errors.Join(errs...))
+	}
+}
+
+// TestLayoutData: a site on a return whose next bytes may be data (no
+// line or symbol names them) takes a punned jump over them, left as they
+// are, or nothing: they are never moved out, even where no window has
+// room.
+func TestLayoutData(t *testing.T) {
+	code := hexs(t, "c3 4883ec10 90909090")
+	const start = 0x555555556000
+	rel := int64(int32(binary.LittleEndian.Uint32(code[1:5])))
+	exact := uint64(int64(start+5) + rel)
+	room := newFakeRoom([2]uint64{exact &^ 4095, exact&^4095 + 4096})
+	final, planned, evicted, _ := layoutOf(t, AMD64, code, start, []uint64{start}, room, func(uint64) bool { return false })
+	if evicted != 0 || !bytes.Equal(final[1:], code[1:]) {
+		t.Errorf("planned %d, moved out %d, code % x: want the bytes after the return as they were", planned, evicted, final)
+	}
+	// Known as code, the next instruction may move out.
+	final, planned, evicted, _ = layoutOf(t, AMD64, code, start, []uint64{start}, newFakeRoom([2]uint64{exact &^ 4095, exact&^4095 + 4096}), func(a uint64) bool { return a == start+1 })
+	if planned != 1 || evicted != 1 {
+		t.Errorf("planned %d, moved out %d, code % x: want the next instruction, known as code, moved out", planned, evicted, final)
+	}
+}
+
+// align returns the lowest address at or above at congruent to phase
+// modulo step.
+func align(at, step, phase uint64) uint64 {
+	if step <= 1 {
+		return at
+	}
+	return at + (phase-at%step+step)%step
+}

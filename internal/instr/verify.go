@@ -1,0 +1,120 @@
+package instr
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Patched is a module's code as patched, for [VerifyPatched]: the code
+// as it was and as it is, the extents of its functions, what is known to
+// be code, and a reader of the memory its jumps lead to.
+type Patched struct {
+	Start       uint64
+	Orig, Final []byte
+	// Funcs are the extents [lo, hi) of the functions to check, each
+	// decoded from its start to its end.
+	Funcs [][2]uint64
+	// Code reports the addresses known to be code (a line's or a
+	// symbol's address, a direct branch's target).
+	Code func(uint64) bool
+	// Read returns n bytes of memory at addr (a trampoline's), or false.
+	Read func(addr uint64, n int) ([]byte, bool)
+}
+
+// VerifyPatched checks patched code against the rule of [Layout], and
+// returns what breaks it: every instruction of the functions decoded is
+// either as it was, or begins with a jump to code that carries it out
+// (its relocated copy) and goes on after it; and no byte that may be
+// data, after an unconditional jump or a return and up to the next
+// address known to be code, has changed.
+func VerifyPatched(a Arch, p Patched) []error {
+	var errs []error
+	decode := a.bareDecoder()
+	end := p.Start + uint64(len(p.Orig))
+	for _, f := range p.Funcs {
+		if f[0] < p.Start || f[1] > end || f[0] >= f[1] {
+			continue
+		}
+		maybeData := false
+		for pc := f[0]; pc < f[1]; {
+			in, err := decode(p.Orig[pc-p.Start:f[1]-p.Start], pc)
+			if err != nil || in.Len <= 0 {
+				break
+			}
+			n := uint64(in.Len)
+			if p.Code(pc) {
+				maybeData = false
+			}
+			was, is := p.Orig[pc-p.Start:pc-p.Start+n], p.Final[pc-p.Start:pc-p.Start+n]
+			switch {
+			case bytes.Equal(was, is):
+			case maybeData:
+				errs = append(errs, fmt.Errorf("%#x: bytes that may be data (after an unconditional jump or a return) changed: % x to % x", pc, was, is))
+			default:
+				if err := verifyMoved(a, p, pc, in); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if in.Kind == Jump || in.Kind == Ret {
+				maybeData = true
+			}
+			pc += n
+		}
+	}
+	return errs
+}
+
+// verifyMoved checks the instruction in at pc, whose bytes changed: they
+// must begin with a direct jump to code that carries it out and then
+// goes on after it.
+func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
+	j, err := a.Decode(p.Final[pc-p.Start:], pc)
+	if err != nil || j.Kind != Jump || j.Target == 0 {
+		return fmt.Errorf("%#x: %s changed into % x, which is no jump", pc, in.Text, p.Final[pc-p.Start:pc-p.Start+uint64(in.Len)])
+	}
+	code, ok := p.Read(j.Target, 256)
+	if !ok {
+		return fmt.Errorf("%#x: %s jumps to %#x, which cannot be read", pc, in.Text, j.Target)
+	}
+	orig := p.Orig[pc-p.Start : pc-p.Start+uint64(in.Len)]
+	found := false
+	for off := 0; off < len(code); {
+		at := j.Target + uint64(off)
+		c, err := a.Decode(code[off:], at)
+		if err != nil || c.Len <= 0 {
+			break
+		}
+		if !found && sameEffect(in, orig, c, code[off:off+c.Len]) {
+			found = true
+			if in.Kind == Jump || in.Kind == Ret || in.Kind == Call {
+				return nil // (it does not go on after it)
+			}
+		}
+		if found && c.Kind == Jump && c.Target > pc && c.Target <= pc+uint64(in.Len)+2*uint64(a.MaxInstLen()) {
+			return nil
+		}
+		off += c.Len
+	}
+	if !found {
+		return fmt.Errorf("%#x: %s is moved to %#x, which does not carry it out", pc, in.Text, j.Target)
+	}
+	return fmt.Errorf("%#x: %s is moved to %#x, which does not go on after it", pc, in.Text, j.Target)
+}
+
+// sameEffect reports whether instruction c (its bytes cb) carries out
+// instruction in (its bytes ib), relocated: the same bytes, or a branch
+// of the same kind to the same target, or, for a call, the jump to the
+// call's target that follows its return address pushed. Another
+// instruction with a PC-relative operand may be relocated as several
+// (arm64's ADRP): it is taken as carried out by the code there.
+func sameEffect(in Inst, ib []byte, c Inst, cb []byte) bool {
+	switch {
+	case in.Kind == Call:
+		return c.Kind == Jump && c.Target == in.Target
+	case in.PCRel && in.Kind == Other:
+		return true
+	case in.PCRel && in.Target != 0:
+		return c.Kind == in.Kind && c.Target == in.Target
+	}
+	return bytes.Equal(ib, cb)
+}

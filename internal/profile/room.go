@@ -1,0 +1,175 @@
+package profile
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
+
+// room is where the trampolines of one module's planting go
+// (instr.Room): the area mapped next to the module, for jumps that reach
+// it, and pages mapped where punned jumps land, each page holding every
+// trampoline whose window it meets. The pages stay the module's: they
+// are unmapped with it (t.areas).
+type room struct {
+	t *tracer
+	p *planting
+	// pages are the pages mapped so far, by address, each with the
+	// ranges taken in it, sorted.
+	pages []roomPage
+	// busy are the process's mappings at the planting, and PROFILE's own
+	// since: no page is asked for there.
+	busy [][2]uint64
+	// tries counts the pages asked for, mapped or refused: each is a
+	// system call in the program.
+	tries int
+}
+
+type roomPage struct {
+	addr  uint64
+	taken [][2]uint64
+}
+
+// maxPageTries bounds the pages a planting asks the program to map for
+// punned jumps: past it, a site no page already mapped has room for
+// keeps a breakpoint.
+const maxPageTries = 1 << 15
+
+// newRoom returns the room of planting p.
+func newRoom(t *tracer, p *planting) *room {
+	r := &room{t: t, p: p}
+	for _, m := range p.maps {
+		r.busy = append(r.busy, [2]uint64{m.Start, m.End})
+	}
+	for _, a := range t.ownMaps {
+		r.busy = append(r.busy, [2]uint64{a[0], a[0] + a[1]})
+	}
+	slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	return r
+}
+
+// Find returns the lowest address in [lo, hi) congruent to phase modulo
+// step with n bytes free: in the area, in a page mapped already, or with
+// grow in a page it maps (a few tries).
+func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64, bool) {
+	a := r.p.area
+	if a.mapped() {
+		if at := align(a.next, step, phase); at >= lo && at < hi && at+uint64(n) <= a.base+uint64(len(a.image)) {
+			return at, true
+		}
+	}
+	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.t.pageSize > lo })
+	for ; i < len(r.pages) && r.pages[i].addr < hi; i++ {
+		if at, ok := r.pages[i].free(max(lo, r.pages[i].addr), min(hi, r.pages[i].addr+r.t.pageSize), r.pages[i].addr+r.t.pageSize, n, step, phase); ok {
+			return at, true
+		}
+	}
+	if !grow {
+		return 0, false
+	}
+	return r.mapPage(lo, hi, n, step, phase)
+}
+
+// mapPage maps a page where n bytes at an address in [lo, hi)
+// congruent to phase modulo step fit, a few tries: none where another
+// mapping is.
+func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) {
+	ps := r.t.pageSize
+	for try, page := 0, lo&^(ps-1); try < 4 && page < hi && r.tries < maxPageTries; page += ps {
+		at := align(max(lo, page), step, phase)
+		if at+uint64(n) > page+ps || at >= hi {
+			continue
+		}
+		if r.busyAt(page, page+ps) {
+			continue
+		}
+		try++
+		r.tries++
+		if _, err := r.t.mapArea(page, ps); err != nil {
+			r.busy = append(r.busy, [2]uint64{page, page + ps})
+			slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+			continue
+		}
+		r.t.areas[r.p.in.first.Start] = append(r.t.areas[r.p.in.first.Start], [2]uint64{page, ps})
+		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
+		r.pages = slices.Insert(r.pages, k, roomPage{addr: page})
+		return at, true
+	}
+	return 0, false
+}
+
+// busyAt reports whether [lo, hi) meets a mapping of the process.
+func (r *room) busyAt(lo, hi uint64) bool {
+	i := sort.Search(len(r.busy), func(i int) bool { return r.busy[i][1] > lo })
+	for ; i < len(r.busy) && r.busy[i][0] < hi; i++ {
+		if r.busy[i][1] > lo {
+			return true
+		}
+	}
+	return false
+}
+
+// Take takes n bytes at addr, which Find returned.
+func (r *room) Take(addr uint64, n int) {
+	a := r.p.area
+	if a.mapped() && addr >= a.base && addr < a.base+uint64(len(a.image)) {
+		a.next = addr
+		a.alloc(n)
+		return
+	}
+	if pg := r.page(addr); pg != nil {
+		k, _ := slices.BinarySearchFunc(pg.taken, addr, func(t [2]uint64, a uint64) int { return cmp.Compare(t[0], a) })
+		pg.taken = slices.Insert(pg.taken, k, [2]uint64{addr, addr + uint64(n)})
+	}
+}
+
+// Release gives back the n bytes at addr: in a page, for another
+// trampoline; in the area only when they were the last taken.
+func (r *room) Release(addr uint64, n int) {
+	a := r.p.area
+	if a.mapped() && addr >= a.base && addr < a.base+uint64(len(a.image)) {
+		if a.next == addr+(uint64(n)+15)&^15 {
+			a.next = addr
+		}
+		return
+	}
+	if pg := r.page(addr); pg != nil {
+		pg.taken = slices.DeleteFunc(pg.taken, func(t [2]uint64) bool { return t[0] == addr })
+	}
+}
+
+// page returns the page holding addr, or nil.
+func (r *room) page(addr uint64) *roomPage {
+	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.t.pageSize > addr })
+	if i < len(r.pages) && r.pages[i].addr <= addr {
+		return &r.pages[i]
+	}
+	return nil
+}
+
+// inPage reports whether addr is in a page of the room (not the area).
+func (r *room) inPage(addr uint64) bool { return r.page(addr) != nil }
+
+// free returns the lowest address in [lo, hi), congruent to phase
+// modulo step, where n bytes up to end (the page's) are not taken.
+func (pg *roomPage) free(lo, hi, end uint64, n int, step, phase uint64) (uint64, bool) {
+	at := align(lo, step, phase)
+	for _, t := range pg.taken {
+		if at+uint64(n) <= t[0] {
+			break
+		}
+		if t[1] > at {
+			at = align(t[1], step, phase)
+		}
+	}
+	return at, at < hi && at+uint64(n) <= end
+}
+
+// align returns the lowest address at or above at congruent to phase
+// modulo step.
+func align(at, step, phase uint64) uint64 {
+	if step <= 1 {
+		return at
+	}
+	return at + (phase-at%step+step)%step
+}
