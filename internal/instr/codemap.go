@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 )
 
@@ -42,6 +43,10 @@ type CodeMap struct {
 	// failed holds the functions whose decoding did not reach their end
 	// cleanly, and why.
 	failed map[[2]uint64]error
+	// Indirect are the extents of the functions with an indirect jump (a
+	// jump table's, a computed goto's, or a tail call through a
+	// pointer), sorted: where they land, no decoding sees.
+	Indirect [][2]uint64
 }
 
 // Errors of [CodeMap.Boundary] and [CodeMap.Decoded].
@@ -115,7 +120,9 @@ func MapCode(a Decoder, code []byte, start uint64, funcs [][2]uint64) *CodeMap {
 		for f, err := range p.failed {
 			m.failed[f] = err
 		}
+		m.Indirect = append(m.Indirect, p.Indirect...)
 	}
+	slices.SortFunc(m.Indirect, func(x, y [2]uint64) int { return cmp.Compare(x[0], y[0]) })
 	slices.Sort(m.Jumps)
 	m.Jumps = slices.Compact(m.Jumps)
 	slices.Sort(m.Refs)
@@ -199,13 +206,24 @@ func (m *CodeMap) decodeFunc(f [2]uint64) error {
 		if f[0]%align != 0 || f[1]%align != 0 {
 			return fmt.Errorf("[%#x, %#x) is not %d-byte aligned: %w", f[0], f[1], align, ErrNotDecoded)
 		}
+		indirect := false
 		for pc := f[0]; pc+align <= f[1]; pc += align {
 			if in, err := m.scan(m.code[pc-m.start:end], pc); err == nil {
 				m.note(in, pc)
+				indirect = indirect || in.kind == Jump && in.target == 0
 			}
+		}
+		if indirect {
+			m.Indirect = append(m.Indirect, f)
 		}
 		return nil
 	}
+	indirect := false
+	defer func() {
+		if indirect {
+			m.Indirect = append(m.Indirect, f)
+		}
+	}()
 	for pc := f[0]; pc < f[1]; {
 		in, err := m.scan(m.code[pc-m.start:end], pc)
 		if err != nil {
@@ -216,6 +234,7 @@ func (m *CodeMap) decodeFunc(f [2]uint64) error {
 		}
 		if in.kind != Other || in.pcrel {
 			m.note(in, pc)
+			indirect = indirect || in.kind == Jump && in.target == 0
 		}
 		m.mark(pc, in.n, true)
 		pc += uint64(in.n)
@@ -237,6 +256,13 @@ func (m *CodeMap) mark(pc uint64, n int, inner bool) {
 	for i := off + 1; i < off+uint64(n) && i < uint64(len(m.code)); i++ {
 		m.inside[i/64] |= 1 << (i % 64)
 	}
+}
+
+// InIndirect reports whether addr is in a function with an indirect
+// jump ([CodeMap.Indirect]).
+func (m *CodeMap) InIndirect(addr uint64) bool {
+	i := sort.Search(len(m.Indirect), func(i int) bool { return m.Indirect[i][1] > addr })
+	return i < len(m.Indirect) && m.Indirect[i][0] <= addr
 }
 
 // Contains reports whether addr is in the code.

@@ -1,6 +1,7 @@
 package instr
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,6 +49,11 @@ type Layout struct {
 	// Evict returns the trampoline builder of an instruction moved out
 	// for another's patch: nil for the instruction alone, relocated.
 	Evict func(addr uint64) Build
+	// sites are the sites to be planned, sorted (Sites), and prefer how
+	// many prefixes the jump of the site being planned should start
+	// with (preferPrefix).
+	sites  []uint64
+	prefer int
 }
 
 // Build builds the trampoline of patch p at address at: its
@@ -119,12 +125,52 @@ func (l *Layout) Plan(site uint64, build Build) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.prefer = l.preferPrefix(&p)
+	defer func() { l.prefer = 0 }()
 	pl, err := l.place(p, build, evictDepth)
 	if err != nil {
 		return nil, err
 	}
 	l.commit(pl)
 	return pl, nil
+}
+
+// Sites tells the layout where every site to be planned is (sorted): a
+// site whose jump the one before will end with may choose its prefixes
+// for that one's window (preferPrefix).
+func (l *Layout) Sites(sites []uint64) { l.sites = sites }
+
+// preferPrefix returns how many prefixes p's jump should start with for
+// the site before it, whose jump (planned next) ends with the first
+// bytes of p's: as many as its jump's bytes on p's, where its window
+// with p's opcode as its top byte leaves user space (a program loaded
+// low, whose negative windows go below address 0); else 0.
+func (l *Layout) preferPrefix(p *Patch) int {
+	i, _ := slices.BinarySearch(l.sites, p.Site)
+	if i == 0 || len(l.a.JumpPrefixes()) < 2 {
+		return 0
+	}
+	q, err := l.a.PlanOwn(l.orig, l.start, l.sites[i-1])
+	if err != nil || q.End() > p.Site {
+		return 0
+	}
+	c := int(q.Site + uint64(l.a.JumpLen()) - p.Site) // (its bytes on p's)
+	if c <= 0 {
+		return 0
+	}
+	after, ok := l.after(&q, func(a uint64) (byte, bool) {
+		if a >= p.Site {
+			return 0xe9, true // (the worst: the opcode, a byte of 0x80 or more)
+		}
+		return 0, false
+	})
+	if !ok {
+		return 0
+	}
+	if _, _, ok := l.a.PunWindow(&q, after); ok {
+		return 0
+	}
+	return c
 }
 
 // own plans the patch of the instruction at addr alone, not patched yet.
@@ -151,6 +197,17 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 		return nil, err
 	}
 	n := len(tr.Code)
+	if p.Prefix == nil && l.prefer > 0 && p.Written() >= l.prefer+l.a.JumpLen() {
+		// A whole jump, prefixed for the site before.
+		for _, layout := range l.a.JumpPrefixes() {
+			if q, ok := withPrefix(p, layout, nil); ok && len(layout) >= l.prefer {
+				lo, hi := l.a.Reach(q.Site + uint64(len(q.Prefix)))
+				if pl, err := l.placeIn(q, build, n, lo, hi, true); err == nil {
+					return pl, nil
+				}
+			}
+		}
+	}
 	if p.Written() >= len(p.Prefix)+l.a.JumpLen() {
 		lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
 		return l.placeIn(p, build, n, lo, hi, true)
@@ -177,6 +234,12 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 	layouts := l.a.JumpPrefixes()
 	if p.Prefix != nil {
 		layouts = [][][]byte{nil}
+	} else if l.prefer > 0 {
+		// (Those the site before prefers first.)
+		layouts = slices.Clone(layouts)
+		slices.SortStableFunc(layouts, func(a, b [][]byte) int {
+			return cmp.Compare(boolInt(len(b) >= l.prefer), boolInt(len(a) >= l.prefer))
+		})
 	}
 	var last error = ErrNoWindow
 	for _, layout := range layouts {
@@ -436,8 +499,10 @@ func (l *Layout) commit(pl *Planned) {
 	decode := l.a.bareDecoder()
 	for _, x := range all {
 		end := x.Patch.Site + uint64(len(x.Patch.Prefix)+l.a.JumpLen())
-		for at := x.Patch.Site + uint64(x.Patch.Written()); at < end && l.any(l.written, at, 1); {
-			x.Leans = append(x.Leans, at)
+		for at := x.Patch.Site + uint64(x.Patch.Written()); at < end; {
+			if l.any(l.written, at, 1) {
+				x.Leans = append(x.Leans, at)
+			}
 			in, err := decode(l.orig[at-l.start:], at)
 			if err != nil || in.Len <= 0 {
 				break
@@ -503,4 +568,11 @@ func (l *Layout) any(bits []uint64, addr uint64, n int) bool {
 		}
 	}
 	return false
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

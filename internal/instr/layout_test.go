@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -274,4 +275,52 @@ func align(at, step, phase uint64) uint64 {
 		return at
 	}
 	return at + (phase-at%step+step)%step
+}
+
+// TestLayoutLeans: a jump of one byte (ret) ends with the bytes after it:
+// an instruction left as it is, then the first byte of the next site's
+// jump, planned before. The first leans on the second (it must stay
+// while the first does), though an instruction lies between them.
+func TestLayoutLeans(t *testing.T) {
+	// push %rbx; mov %rsp,%rbp (3 bytes); add $1,%rax (4): sites at 0
+	// and 4.
+	code := hexs(t, "53 4889e5 4883c001 4883c001 c3")
+	const start = 0x555555556000
+	l := NewLayout(AMD64, start, code, func(uint64) bool { return true }, newFakeRoom())
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	second, err := l.Plan(start+4, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.Plan(start, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Leans) != 0 || !slices.Equal(first.Leans, []uint64{start + 4}) {
+		t.Errorf("leans: first %#x, second %#x; want the first on the second only", first.Leans, second.Leans)
+	}
+}
+
+// TestVerifyFindsWindows: VerifyPatched finds what a patch of several
+// instructions (a window, as line sites had before issue 31) breaks: the
+// second instruction's bytes changed into no jump, where a jump to it
+// would land in the middle of the first's.
+func TestVerifyFindsWindows(t *testing.T) {
+	code := hexs(t, "55 4889e5 897dfc 8b45fc 5d c3")
+	const start = 0x555555556000
+	p, err := AMD64.PlanPatch(code, start, start)
+	if err != nil || len(p.Insts) < 2 {
+		t.Fatalf("PlanPatch: %d instructions, %v; want a window", len(p.Insts), err)
+	}
+	room := newFakeRoom().withArea(0x555560000000, 4096)
+	tr, _ := AMD64.Trampoline(&p, 0x555560000000, nil)
+	room.write(0x555560000000, tr.Code)
+	jump, _ := AMD64.PatchJump(&p, 0x555560000000)
+	final := slices.Clone(code)
+	copy(final, jump)
+	errs := VerifyPatched(AMD64, Patched{Start: start, Orig: code, Final: final, Funcs: [][2]uint64{{start, start + uint64(len(code))}},
+		Code: func(uint64) bool { return true }, Read: room.read})
+	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "which is no jump") {
+		t.Errorf("errors %v; want the second instruction changed into no jump", errs)
+	}
 }

@@ -148,7 +148,7 @@ func (t *tracer) sweepStop() {
 				continue
 			}
 			p := &cp.tr.patch
-			if err := t.mem.WriteMem(p.Site, p.Orig); err != nil {
+			if err := t.mem.WriteMem(p.Site, p.Orig[:p.Written()]); err != nil {
 				live = append(live, cp)
 				continue
 			}

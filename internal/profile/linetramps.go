@@ -135,6 +135,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	}
 	r := newRoom(t, p)
 	lay := instr.NewLayout(t.arch, p.text.start, p.text.b, lt.knownCode(p), r)
+	lay.Sites(addrs)
 	planned := make([]*instr.Planned, len(addrs))
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
@@ -175,7 +176,9 @@ func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
 // need a probe, and for each of the others the site whose count is its
 // own: the first site of its run of straight code, where nothing lands
 // after it (targets) and every instruction falls through to the next
-// (instr.StraightTo), whatever passes at one passes at the other. A
+// (instr.StraightTo), whatever passes at one passes at the other. In a
+// function with an indirect jump (a jump table's, a computed goto's),
+// whose landings no decoding can know for sure, every site is probed. A
 // signal handler that does not return (a longjmp out of it) between the
 // two would count the second once too often.
 func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
@@ -184,7 +187,7 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 	probed := make([]uint64, 0, len(addrs))
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
-		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) && !t.scan.code.inIndirect(b) &&
 			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
 			continue
@@ -208,7 +211,11 @@ func (lt *lineTrampolines) write(p *planting, r *room, addrs []uint64, planned [
 		if pl == nil {
 			continue
 		}
-		for _, x := range append(slices.Clone(pl.Evicted), pl) {
+		// (Each after the patches its jump ends with: the instructions
+		// moved out from the deepest, then the site's.)
+		order := slices.Clone(pl.Evicted)
+		slices.Reverse(order)
+		for _, x := range append(order, pl) {
 			tp := &tramp{addr: x.At, patch: x.Patch, code: x.Tramp}
 			var counters []int
 			if x == pl {

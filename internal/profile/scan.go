@@ -149,6 +149,13 @@ func (c codeMaps) boundary(addr uint64) error {
 	return cm.Boundary(addr)
 }
 
+// inIndirect reports whether addr is in a function with an indirect
+// jump (instr.CodeMap.Indirect).
+func (c codeMaps) inIndirect(addr uint64) bool {
+	cm := c.at(addr)
+	return cm != nil && cm.InIndirect(addr)
+}
+
 // has reports whether a jump lands at addr.
 func (l landings) has(addr uint64) bool {
 	_, ok := slices.BinarySearch(l, addr)

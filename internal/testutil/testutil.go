@@ -201,7 +201,11 @@ func BuildC(t testing.TB, name string, flags ...string) string {
 		}
 		srcs = append(srcs, s)
 	}
-	base := strings.TrimSuffix(strings.ReplaceAll(name, "+", "_"), ".cpp")
+	var names []string
+	for _, s := range srcs {
+		names = append(names, strings.TrimSuffix(s, filepath.Ext(s)))
+	}
+	base := strings.Join(names, "_")
 	return Fixture(t, "c", base, flags, func(out string) *exec.Cmd {
 		if _, err := exec.LookPath(cc); err != nil {
 			t.Skipf("no compiler %s", cc)
