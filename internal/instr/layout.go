@@ -299,38 +299,78 @@ func (l *Layout) placeIn(p Patch, build Build, n int, lo, hi uint64, grow bool) 
 	return nil, last
 }
 
-// evict plans p, built by build, with the instruction after it moved
-// out to a trampoline of its own (placed first, cold), p's jump ending
-// with the first bytes of its jump: each prefix layout of that jump is
-// tried, with each value of the prefixes p's jump ends with, and where
+// evict plans p, built by build, with an instruction of its tail (the
+// bytes its jump ends with) moved out to a trampoline of its own (placed
+// first), p's jump ending with the first bytes of its jump: each
+// instruction of the tail in turn, nearest first, each prefix layout of
+// its jump, each value of the prefixes p's jump ends with, and where
 // p's jump ends with its displacement too, a few places of its
-// trampoline. Where p falls through to it, p's trampoline carries it out
-// too, and returns after it.
+// trampoline. Where p falls through to it over instructions left as
+// they are, p's trampoline carries them and it out too, and returns
+// after it (one trampoline a pass).
 func (l *Layout) evict(p Patch, build Build, depth int) (*Planned, error) {
-	b := p.End()
-	last := p.Insts[len(p.Insts)-1]
-	if (last.Kind == Jump || last.Kind == Ret) && !l.code(b) {
-		return nil, fmt.Errorf("the bytes at %#x, after %s, may be data", b, last.Text)
+	var lastErr error = ErrNoWindow
+	prev := p.Insts[len(p.Insts)-1]
+	run, falls := p, fallsThrough(prev)
+	end := p.Site + uint64(l.a.JumpLen()+maxPrefixes(l.a))
+	for at := p.End(); at < end && at < l.start+uint64(len(l.orig)); {
+		in, err := l.a.bareDecoder()(l.orig[at-l.start:], at)
+		if err != nil || in.Len <= 0 {
+			break
+		}
+		if !fallsThrough(prev) && !l.code(at) {
+			return nil, fmt.Errorf("%w; the bytes at %#x, after a jump or a return, may be data", lastErr, at)
+		}
+		if e, err := l.own(at); err == nil && e.Site == at {
+			pl, err := l.evictThis(carry(run, e, falls), build, e, depth)
+			if err == nil {
+				return pl, nil
+			}
+			lastErr = err
+		}
+		// (Carried on past it only where it is the program's own:
+		// a site patched already counts on its own jump.)
+		falls = falls && fallsThrough(in) && !l.any(l.written, at, in.Len)
+		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+uint64(in.Len)], Insts: []Inst{in}}, falls)
+		prev = in
+		at += uint64(in.Len)
 	}
-	e, err := l.own(b)
-	if err != nil {
-		return nil, err
+	return nil, lastErr
+}
+
+// carry returns run carrying e's instructions out too where falls, p's
+// jump still writing over its own instruction alone.
+func carry(run, e Patch, falls bool) Patch {
+	if !falls {
+		return run
 	}
-	if e.Site != b {
-		return nil, fmt.Errorf("a landing pad at %#x: its bytes stay", b)
+	run.Own = run.Written()
+	run.Orig = append(slices.Clone(run.Orig), e.Orig...)
+	run.Insts = append(slices.Clone(run.Insts), e.Insts...)
+	return run
+}
+
+// fallsThrough reports whether in goes on to the next instruction, as
+// a trampoline carrying it does (a call returns there too).
+func fallsThrough(in Inst) bool { return in.Kind != Jump && in.Kind != Ret && in.Kind != Trap }
+
+// maxPrefixes is the most prefixes a jump of a may start with.
+func maxPrefixes(a Arch) int {
+	n := 0
+	for _, l := range a.JumpPrefixes() {
+		n = max(n, len(l))
 	}
-	run := p
-	if last.Kind != Jump && last.Kind != Ret {
-		// (Carried out by p's trampoline too: one trampoline a pass.)
-		run.Own = len(p.Orig)
-		run.Orig = append(slices.Clone(p.Orig), e.Orig...)
-		run.Insts = append(slices.Clone(p.Insts), e.Insts...)
-	}
+	return n
+}
+
+// evictThis is evict with e, the patch of the tail's instruction moved
+// out; run is p's patch, carrying e where it falls through to it.
+func (l *Layout) evictThis(run Patch, build Build, e Patch, depth int) (*Planned, error) {
 	tr, err := build(&run, run.Site)
 	if err != nil {
 		return nil, err
 	}
-	n, eb := len(tr.Code), l.evictBuild(b)
+	n, eb := len(tr.Code), l.evictBuild(e.Site)
 	var lastErr error = ErrNoWindow
 	for _, layout := range l.a.JumpPrefixes() {
 		q, ok := withPrefix(e, layout, nil)
@@ -346,10 +386,11 @@ func (l *Layout) evict(p Patch, build Build, depth int) (*Planned, error) {
 	return nil, lastErr
 }
 
-// evictAs is evict with the next instruction's patch e, its prefix
-// layout given, built by eb: e is placed, then p over e's jump.
+// evictAs is evict with the tail's patch e, its prefix layout given,
+// built by eb: e is placed, then p over the code with e's jump.
 func (l *Layout) evictAs(p Patch, build Build, n int, e Patch, layout [][]byte, eb Build, depth int) (*Planned, error) {
-	seen := min(l.a.JumpLen()-p.Written(), len(layout)) // (of e's prefixes, those p's jump ends with)
+	// (Of e's prefixes, those p's jump, unprefixed, ends with.)
+	seen := min(int(p.Site+uint64(l.a.JumpLen())-e.Site), len(layout))
 	var last error = ErrNoWindow
 	for try := 0; try < 8; try++ {
 		ep, err := l.placeNext(e, eb, depth-1, try)
@@ -364,7 +405,7 @@ func (l *Layout) evictAs(p Patch, build Build, n int, e Patch, layout [][]byte, 
 			last = err
 		}
 		l.release(ep)
-		if l.a.JumpLen() <= p.Written()+len(e.Prefix)+1 {
+		if p.Site+uint64(l.a.JumpLen()) <= e.Site+uint64(len(e.Prefix))+1 {
 			break // (p's jump ends before e's displacement: where e's trampoline goes changes nothing for p)
 		}
 	}

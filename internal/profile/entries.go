@@ -9,12 +9,9 @@ package profile
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"slices"
-	"sync"
 
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -75,6 +72,12 @@ type planting struct {
 	jumps   []patchWrite
 	// hops is the padding where short jumps' hops go (padding).
 	hops *hopSpace
+	// lay is the layout of text's patches, and room where their
+	// trampolines go (layout), paged those trampolines in the room's
+	// pages, written in bulk (writePaged).
+	lay   *instr.Layout
+	room  *room
+	paged []span
 }
 
 // newPlanting prepares the planting of module mi, loaded with bias,
@@ -182,13 +185,6 @@ func (t *tracer) areaCells(items []int, bias uint64, nExits int) uint64 {
 	return uint64(len(items))*trampCell + uint64(nExits)*exitCell
 }
 
-// retry is an entry to patch again with a short jump, and why a full one
-// could not go there.
-type retry struct {
-	item int
-	err  error
-}
-
 // entryTrampolines is the mechanism of function entries in-process: a
 // jump at each entry to a trampoline that counts into the thread's block
 // of counters (counters), or records the entry into its ring; full jumps,
@@ -204,21 +200,109 @@ type entryTrampolines struct {
 }
 
 // plant plants the entries of planting p: each a jump to its trampoline,
-// which counts (or records) and runs the instructions the jump moved;
-// where no jump fits, a breakpoint (plantEntry).
+// which counts (or records) and runs the instruction the jump replaced
+// (the layout's rule: planted from the highest down); where no jump
+// fits, a breakpoint (plantEntry).
 func (et *entryTrampolines) plant(p *planting) error {
 	if p.lines {
 		return nil
 	}
-	short, err := et.plantEntries(p)
-	if err != nil {
-		return err
+	t := et.t
+	order := slices.Clone(p.entries)
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(t.plan.Funcs[b].Entry, t.plan.Funcs[a].Entry) })
+	sites := make([]uint64, len(order))
+	for n, item := range order {
+		sites[len(order)-1-n] = t.plan.Funcs[item].Entry + p.bias
 	}
-	if err := et.plantShortEntries(p, short); err != nil {
-		return err
+	if p.area.mapped() {
+		t.layout(p).Sites(sites)
+	}
+	for _, item := range order {
+		pl, err := et.planEntry(p, item)
+		if err == nil {
+			t.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) })
+			et.patched++
+			continue
+		}
+		et.fellBack = append(et.fellBack, fallBack{item: item, err: err})
+		if p.lay != nil {
+			p.lay.Unstable(t.plan.Funcs[item].Entry+p.bias, len(t.arch.Breakpoint()))
+		}
+		if err := t.bp.plantEntry(p, item); err != nil {
+			return err
+		}
 	}
 	p.entries = nil
 	return nil
+}
+
+// planEntry plans the patch of item's entry in planting p's layout, or
+// says why it keeps a breakpoint.
+func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, error) {
+	t := et.t
+	f := &t.plan.Funcs[item]
+	lo, hi := f.Low+p.bias, f.High+p.bias
+	switch {
+	case f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High:
+		return nil, errNoExtent
+	case !p.area.mapped():
+		return nil, errNoRoom
+	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
+		return nil, errNoCode
+	}
+	if t.counters.rings {
+		if err := t.ringTimed(f); err != nil {
+			return nil, err
+		}
+	}
+	if t.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
+		return nil, errLoopEntry
+	}
+	lay := t.layout(p)
+	lay.Evict = et.exitBuild(p, item, lo, hi)
+	return lay.Plan(f.Entry+p.bias, func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
+		tr, err := t.entryTrampoline(pt, at, f, item, lo, hi)
+		if err == nil && len(tr.Code) > trampCell {
+			err = fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
+		}
+		return tr, err
+	})
+}
+
+// exitBuild returns, timing in-process, the builder of the trampoline of
+// an exit of item (its code [lo, hi)) moved out for its entry's patch:
+// the exit's record, then the exit. Nil otherwise, or for an
+// instruction that is no exit (then the instruction alone, relocated).
+func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
+	t := et.t
+	if !t.counters.rings {
+		return nil
+	}
+	f := &t.plan.Funcs[item]
+	return func(addr uint64) instr.Build {
+		if !slices.ContainsFunc(p.exits[item], func(e instr.Exit) bool { return e.PC == addr }) {
+			return nil
+		}
+		exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+		return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
+			return instr.ExitTrampoline(t.arch, pt, at, exit.Code)
+		}
+	}
+}
+
+// regions returns the regions of the trampoline of x, item's entry's
+// patch pl or an instruction it moved out: an exit's, its record.
+func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned) []region {
+	t := et.t
+	f := &t.plan.Funcs[item]
+	if x == pl {
+		return t.regions(f, item, &x.Tramp)
+	}
+	if !t.counters.rings || !x.Tramp.Exit {
+		return nil
+	}
+	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+	return []region{recordRegion(x.Tramp.At, &exit)}
 }
 
 // stop claims no stop: a trampoline's breakpoints are the rings'.
@@ -232,82 +316,6 @@ func (et *entryTrampolines) forget(lo, hi uint64) {}
 // blocks (counters.collect).
 func (et *entryTrampolines) collect(*Result) {}
 
-// plantEntries builds the trampolines of the entries of planting p,
-// planned in parallel and placed one after the other in the area, and
-// prepares a breakpoint for each entry that cannot take one. It returns
-// the entries to try again with a short jump, whose hop needs the padding
-// the full jumps leave (plantShortEntries).
-func (et *entryTrampolines) plantEntries(p *planting) ([]retry, error) {
-	t := et.t
-	planned := t.planEntries(p.entries, p.bias, p.area.base, p.text)
-	for n := range p.entries {
-		if planned[n].err == nil {
-			planned[n].at = p.area.alloc(len(planned[n].j.code))
-		}
-	}
-	t.placeEntries(planned)
-	var short []retry
-	for n, item := range p.entries {
-		j, err := planned[n].j, planned[n].err
-		if err == nil {
-			p.area.put(j.tramp.addr, j.code)
-			et.addEntryJump(p, j)
-			continue
-		}
-		if _, fwd := t.arch.ShortReach(); fwd > 0 && (errors.Is(err, instr.ErrBranchInto) || errors.Is(err, instr.ErrTooShort)) {
-			short = append(short, retry{item, err})
-			continue
-		}
-		et.fellBack = append(et.fellBack, fallBack{item: item, err: err})
-		if err := t.bp.plantEntry(p, item); err != nil {
-			return nil, err
-		}
-	}
-	return short, nil
-}
-
-// plantShortEntries patches the entries of short with a short jump to a
-// hop in the padding, or else a punned jump; an entry that takes neither
-// gets a breakpoint.
-func (et *entryTrampolines) plantShortEntries(p *planting, short []retry) error {
-	if len(short) == 0 {
-		return nil
-	}
-	t := et.t
-	hops := t.padding(p)
-	for _, r := range short {
-		f := &t.plan.Funcs[r.item]
-		j, err := t.trampoline(f, r.item, p.bias, p.area.next, p.text, hops)
-		if err == nil {
-			at := p.area.alloc(len(j.code)) // where it was built: next
-			p.area.put(at, j.code)
-			et.addEntryJump(p, j)
-			continue
-		}
-		if j, perr := t.punTrampoline(f, r.item, p.bias, p.text); perr == nil {
-			et.addEntryJump(p, j)
-			continue
-		}
-		if errors.Is(r.err, errJumpInto) && !errors.Is(err, errJumpInto) {
-			// (Why a full jump could not go there says more.)
-			err = fmt.Errorf("%w; %v", r.err, err)
-		}
-		et.fellBack = append(et.fellBack, fallBack{item: r.item, err: err})
-		if err := t.bp.plantEntry(p, r.item); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addEntryJump adds entry jump j to those of planting p, and its
-// trampoline to those the run knows.
-func (et *entryTrampolines) addEntryJump(p *planting, j patchWrite) {
-	p.jumps = append(p.jumps, j)
-	et.t.counters.add(j.tramp)
-	et.patched++
-}
-
 // writePlanting writes what planting p built into the program: the
 // area's code, then the jumps with the code between them (writeCode),
 // then the breakpoints.
@@ -317,6 +325,9 @@ func (t *tracer) writePlanting(p *planting) error {
 		if err := t.writeArea(p.area.base, used); err != nil {
 			return fmt.Errorf("write trampolines and slots: %w", err)
 		}
+	}
+	if err := t.writePaged(p); err != nil {
+		return err
 	}
 	var jumps []span
 	for _, j := range p.jumps {
@@ -409,63 +420,6 @@ type patchWrite struct {
 	hop     uint64
 	hopCode []byte
 	tramp   *tramp
-	// build builds the trampoline again at another address.
-	build func(at uint64) (instr.Trampoline, error)
-}
-
-// plannedEntry is the outcome of planning one entry's patch, and where its
-// trampoline goes.
-type plannedEntry struct {
-	j   patchWrite
-	err error
-	at  uint64
-}
-
-// placeEntries moves the planned trampolines to their addresses (see
-// place), in parallel like planning.
-func (t *tracer) placeEntries(planned []plannedEntry) {
-	inParallel(len(planned), func(n int) {
-		if p := &planned[n]; p.err == nil && p.at != 0 {
-			p.err = t.place(&p.j, p.at)
-		}
-	})
-}
-
-// inParallel calls do for 0 to n-1, spread over the CPUs when n is large
-// enough to pay for the goroutines. Each call must touch its own data.
-func inParallel(n int, do func(int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				do(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// planEntries plans the patches and trampolines of items (without short
-// jumps, which share the padding): in parallel, since decoding every
-// function of a large program is most of PROFILE's start-up, and each
-// entry's plan is its own. Nothing here touches the program.
-func (t *tracer) planEntries(items []int, bias, area uint64, text moduleText) []plannedEntry {
-	out := make([]plannedEntry, len(items))
-	if area == 0 {
-		for n := range out {
-			out[n].err = errNoRoom
-		}
-		return out
-	}
-	inParallel(len(items), func(n int) {
-		item := items[n]
-		// Built at the area's start for its size; placed later.
-		out[n].j, out[n].err = t.trampoline(&t.plan.Funcs[item], item, bias, area, text, nil)
-	})
-	return out
 }
 
 // moduleText is a module's code as read from the program once: the span

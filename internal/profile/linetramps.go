@@ -9,7 +9,6 @@
 package profile
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,10 +58,6 @@ type lineTrampolines struct {
 	// breakpoint, and patched counts the others (reportFallBacks).
 	fellBack []lineFallBack
 	patched  int
-	// funcStarts are the function starts (symbols) of module
-	// funcStartsOf, loaded, sorted (knownCode).
-	funcStarts   []uint64
-	funcStartsOf int
 	// sweep takes covered lines' jumps out (coverage; linesweep.go).
 	sweep *sweeper
 }
@@ -133,10 +128,8 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	if !t.cfg.EveryLineSite {
 		addrs, shared = lt.shareBlocks(p, all, targets())
 	}
-	r := newRoom(t, p)
-	lay := instr.NewLayout(t.arch, p.text.start, p.text.b, lt.knownCode(p), r)
+	lay := t.layout(p)
 	lay.Sites(addrs)
-	planned := make([]*instr.Planned, len(addrs))
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
 		if err != nil {
@@ -144,12 +137,9 @@ func (lt *lineTrampolines) plant(p *planting) error {
 			lay.Unstable(addrs[n], len(t.arch.Breakpoint()))
 			continue
 		}
-		planned[n] = pl
+		lt.put(p, addrs[n], pl)
 		ls.take(addrs[n])
 		lt.patched++
-	}
-	if err := lt.write(p, r, addrs, planned); err != nil {
-		return err
 	}
 	for _, ba := range shared {
 		b, a := ba[0], ba[1]
@@ -198,66 +188,35 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 	return probed, shared
 }
 
-// write puts the patches planned (one for each of addrs, nil where a
-// breakpoint stays) into planting p: their trampolines into the area, or
-// into the room's pages at once, their jumps with the other jumps, each
-// trampoline among the run's; for coverage, each patch to be taken out
-// once its line is covered, after the patches that lean on it.
-func (lt *lineTrampolines) write(p *planting, r *room, addrs []uint64, planned []*instr.Planned) error {
-	t := lt.t
-	var paged []span
-	for n := len(planned) - 1; n >= 0; n-- {
-		pl := planned[n]
-		if pl == nil {
-			continue
+// put puts patch pl of the line site at addr, and what it moved out,
+// into planting p (putPlanned); for coverage, each patch to be taken out
+// once its lines are covered, after the patches that lean on it.
+func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
+	tramps := lt.t.putPlanned(p, pl, func(x *instr.Planned) []region {
+		if x != pl {
+			return nil
 		}
-		// (Each after the patches its jump ends with: the instructions
-		// moved out from the deepest, then the site's.)
-		order := slices.Clone(pl.Evicted)
-		slices.Reverse(order)
-		for _, x := range append(order, pl) {
-			tp := &tramp{addr: x.At, patch: x.Patch, code: x.Tramp}
-			var counters []int
-			if x == pl {
-				tp.regions = lt.regions(p, addrs[n], &x.Tramp)
-				counters = lt.siteCounters(p, addrs[n:n+1])
-			}
-			if r.inPage(x.At) {
-				paged = append(paged, span{x.At, x.Tramp.Code})
-			} else {
-				p.area.put(x.At, x.Tramp.Code)
-			}
-			p.jumps = append(p.jumps, patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp})
-			t.counters.add(tp)
-			if lt.sweep != nil {
-				lt.sweep.add(tp, counters, x.Leans)
-			}
-		}
+		return lt.regions(p, addr, &x.Tramp)
+	})
+	if lt.sweep == nil {
+		return
 	}
-	return lt.writePaged(paged)
+	for i, tp := range tramps {
+		var counters []int
+		if i == len(tramps)-1 {
+			counters = lt.siteCounters(p, []uint64{addr})
+		}
+		lt.sweep.add(tp, counters, leansOf(pl, tp.patch.Site))
+	}
 }
 
-// writePaged writes the trampolines of the room's pages, one write for
-// the pieces of each page.
-func (lt *lineTrampolines) writePaged(paged []span) error {
-	t := lt.t
-	slices.SortFunc(paged, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
-	for i := 0; i < len(paged); {
-		page := paged[i].addr &^ (t.pageSize - 1)
-		j := i + 1
-		for j < len(paged) && paged[j].addr < page+t.pageSize {
-			j++
+// leansOf returns the sites whose patches the patch at site, pl or one
+// it moved out, leans on.
+func leansOf(pl *instr.Planned, site uint64) []uint64 {
+	for _, x := range append([]*instr.Planned{pl}, pl.Evicted...) {
+		if x.Patch.Site == site {
+			return x.Leans
 		}
-		lo := paged[i].addr
-		hi := paged[j-1].addr + uint64(len(paged[j-1].b))
-		buf := make([]byte, hi-lo)
-		for _, sp := range paged[i:j] {
-			copy(buf[sp.addr-lo:], sp.b)
-		}
-		if err := t.mem.WriteMem(lo, buf); err != nil {
-			return fmt.Errorf("write trampolines at %#x: %w", lo, err)
-		}
-		i = j
 	}
 	return nil
 }
@@ -297,39 +256,6 @@ func (lt *lineTrampolines) regions(p *planting, addr uint64, tr *instr.Trampolin
 		return nil
 	}
 	return []region{{at: 0, rollback: code.Rollback}}
-}
-
-// knownCode returns what the planting p knows to be code, for the rule
-// that nothing that may be data is moved out: the plan's line sites and
-// function entries in the module, the module's symbols, and the targets
-// of its direct branches and calls.
-func (lt *lineTrampolines) knownCode(p *planting) func(uint64) bool {
-	t := lt.t
-	return func(addr uint64) bool {
-		if _, ok := lt.index[siteKey{p.mi, addr - p.bias}]; ok {
-			return true
-		}
-		_, start := slices.BinarySearch(lt.starts(p), addr)
-		return start || t.scan.landings.has(addr)
-	}
-}
-
-// starts returns the function starts of the module of planting p (its
-// symbols), read once per module, sorted.
-func (lt *lineTrampolines) starts(p *planting) []uint64 {
-	if lt.funcStarts == nil || lt.funcStartsOf != p.mi {
-		path := lt.t.plan.Modules[p.mi].Path
-		if mapped := p.in.first.Path; mapped != "" {
-			path = mapped
-		}
-		lt.funcStarts = nil
-		for _, a := range elfid.ReadFuncStarts(path) {
-			lt.funcStarts = append(lt.funcStarts, a+p.bias)
-		}
-		slices.Sort(lt.funcStarts)
-		lt.funcStartsOf = p.mi
-	}
-	return lt.funcStarts
 }
 
 // isGo reports whether module mi is written in Go (it has Go's build

@@ -250,54 +250,81 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 	}
 }
 
-// TestEntryTrampolinesPlant: counting in-process, an entry with room for
-// a jump takes one, to its trampoline in the area mapped next to the
-// module, which counts into f's counter and runs the instructions the
-// jump moved; the breakpoints plant nothing. With no area, the entry
-// falls back to the breakpoints, with the reason counted (PRF4646),
-// which cannot plant it either: push %rbp needs a slot (PRF4525).
+// TestEntryTrampolinesPlant: counting in-process, the entry, push %rbp
+// (1 byte), takes a jump whose last bytes are those after it, left as
+// they are, to its trampoline where those bytes make it land (leafCode
+// loaded as a PIE program is); the trampoline counts into f's counter
+// and runs push %rbp alone. Loaded low (a program not PIE, whose jumps
+// cannot land below address 0), the jump ends instead with the prefix of
+// the jump that moves out the instruction under its last byte, and its
+// trampoline carries the instructions up to it: every instruction of
+// leafCode keeps its bytes or begins a jump to a trampoline that runs it
+// (instr.VerifyPatched). The breakpoints plant nothing. With no area,
+// the entry falls back to the breakpoints, with the reason counted
+// (PRF4646), which cannot plant it either: push %rbp needs a slot
+// (PRF4525).
 func TestEntryTrampolinesPlant(t *testing.T) {
 	const countersAt = 0x7f0000000000
-	for _, mapped := range []bool{true, false} {
-		tr, mem, warnings := fakeTracer(leafFuncs(datafile.FuncCounting))
-		if mapped {
-			mapAreas(tr, mem)
-		}
-		tr.counters = &counters{t: tr, kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
-		tr.entries = &entryTrampolines{t: tr}
-		maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
-		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
-			t.Fatal(err)
-		}
-		c := tr.counters
-		if !mapped {
-			if len(c.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
-				t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
-					len(c.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
+	for _, c := range []struct {
+		name   string
+		base   uint64
+		mapped bool
+		tramps int
+	}{{"pie", pieAt, true, 1}, {"low", leafAt, true, 2}, {"no area", leafAt, false, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, mem, warnings := fakeTracerAt(leafFuncs(datafile.FuncCounting), leafCode, c.base)
+			if c.mapped {
+				mapAreas(tr, mem)
 			}
-			continue
-		}
-		if len(c.tramps) != 1 || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 || len(mem.areas) != 1 {
-			t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints, %d areas; want one trampoline in one area",
-				len(c.tramps), len(tr.entries.fellBack), len(tr.bp.sites), len(mem.areas))
-		}
-		tramp := c.tramps[0]
-		if mem.b[0] != 0xe9 || leafAt+5+uint64(int32(binary.LittleEndian.Uint32(mem.b[1:]))) != tramp.addr {
-			t.Errorf("entry % x, want a jmp rel32 to the trampoline at %#x", mem.b[:5], tramp.addr)
-		}
-		var area []byte
-		for at, b := range mem.areas {
-			if tramp.addr >= at && tramp.addr < at+uint64(len(b)) {
-				area = b[tramp.addr-at:]
+			tr.counters = &counters{t: tr, kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
+			tr.entries = &entryTrampolines{t: tr}
+			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
+			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
+			if err := tr.plantModule(0, c.base-leafAt, in, maps); err != nil {
+				t.Fatal(err)
 			}
-		}
-		count := tr.arch.CountCode(instr.CountShared, c.counterRef(0))
-		if area == nil || !bytes.Equal(area[:len(count)], count) {
-			t.Errorf("trampoline starts % x, want f's counting code % x", area[:min(len(area), len(count))], count)
-		}
-		if moved := leafCode[:tramp.patch.End()-leafAt]; !bytes.Contains(area[:trampCell], moved) {
-			t.Errorf("trampoline % x does not run the moved instructions % x", area[:trampCell], moved)
-		}
+			tc := tr.counters
+			if !c.mapped {
+				if len(tc.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+					t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
+						len(tc.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
+				}
+				return
+			}
+			if len(tc.tramps) != c.tramps || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 {
+				t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints; want %d trampolines", len(tc.tramps), len(tr.entries.fellBack), len(tr.bp.sites), c.tramps)
+			}
+			entry := tc.tramps[slices.IndexFunc(tc.tramps, func(x *tramp) bool { return x.patch.Site == c.base })]
+			if j, err := tr.arch.Decode(mem.b, c.base); err != nil || j.Kind != instr.Jump || j.Target != entry.addr || mem.b[0] != 0xe9 {
+				t.Errorf("entry % x: want a jump to the trampoline at %#x", mem.b[:5], entry.addr)
+			}
+			area, _ := mem.span(entry.addr, len(entry.code.Code))
+			count := tr.arch.CountCode(instr.CountShared, tc.counterRef(0))
+			if !bytes.HasPrefix(area, count) || !bytes.Contains(area, entry.patch.Orig) {
+				t.Errorf("trampoline % x: want f's counting code % x, then the moved instructions % x", area, count, entry.patch.Orig)
+			}
+			verifyFake(t, tr, mem, leafCode)
+		})
+	}
+}
+
+// verifyFake checks the code of mem, once orig at its base, against the
+// rule of instr.Layout (instr.VerifyPatched).
+func verifyFake(t *testing.T, tr *tracer, mem *fakeMem, orig []byte) {
+	t.Helper()
+	errs := instr.VerifyPatched(tr.arch, instr.Patched{Start: mem.base, Orig: orig, Final: mem.b[:len(orig)],
+		Funcs: [][2]uint64{{mem.base, mem.base + uint64(len(orig))}}, Code: func(uint64) bool { return false },
+		Read: func(addr uint64, n int) ([]byte, bool) {
+			for n > 0 {
+				if b, err := mem.span(addr, n); err == nil {
+					return b, true
+				}
+				n--
+			}
+			return nil, false
+		}})
+	for _, err := range errs {
+		t.Error(err)
 	}
 }
 
@@ -342,8 +369,8 @@ func TestExitPatchesPlant(t *testing.T) {
 	var covered []uint64 // the rets the exits' patches cover
 	for _, tramp := range tr.counters.tramps {
 		site := tramp.patch.Site
-		if b := mem.b[site-leafAt:]; b[0] != 0xe9 || site+5+uint64(int32(binary.LittleEndian.Uint32(b[1:]))) != tramp.addr {
-			t.Errorf("patch at %#x: % x, want a jmp rel32 to its trampoline at %#x", site, b[:5], tramp.addr)
+		if j, err := tr.arch.Decode(mem.b[site-leafAt:], site); err != nil || j.Kind != instr.Jump || j.Target != tramp.addr {
+			t.Errorf("patch at %#x: % x, want a jump to its trampoline at %#x", site, mem.b[site-leafAt:site-leafAt+5], tramp.addr)
 		}
 		for _, ret := range []uint64{leafAt + 0x2f, leafAt + 0x3e} {
 			if site != leafAt && site <= ret && ret < tramp.patch.End() {

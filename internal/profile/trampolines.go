@@ -6,8 +6,6 @@ package profile
 
 import (
 	"errors"
-	"fmt"
-	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
@@ -82,165 +80,6 @@ func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) 
 		}
 	}
 	return 0, false
-}
-
-// trampoline plans the patch of f's entry and builds its trampoline in
-// cell; an error says why the entry keeps a breakpoint. With hops, the
-// patch is a short jump to a hop taken from them.
-func (t *tracer) trampoline(f *datafile.Func, item int, bias, cell uint64, text moduleText, hops *hopSpace) (patchWrite, error) {
-	if f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High {
-		return patchWrite{}, errNoExtent
-	}
-	if t.counters.rings {
-		if err := t.ringTimed(f); err != nil {
-			return patchWrite{}, err
-		}
-	}
-	if cell == 0 {
-		return patchWrite{}, errNoRoom
-	}
-	lo, hi := f.Low+bias, f.High+bias
-	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
-		return patchWrite{}, errNoCode
-	}
-	pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
-	fn := text.b[lo-text.start : hi-text.start+uint64(pad)]
-	plan := t.arch.PlanPatch
-	if hops != nil {
-		plan = t.arch.PlanShortPatch
-		fn = fn[:hi-lo] // the padding is for hops
-	}
-	if t.counters.rings && hops == nil {
-		plan = func(fn []byte, start, site uint64) (instr.Patch, error) {
-			p, err := instr.PlanPatchThroughExit(t.arch, fn, start, hi, site)
-			exit, _ := t.arch.RecordCode(t.counters.ring(), 0)
-			if err == nil && (t.scan.landings.inside(p.Site, p.End()) || t.scratchAt(&exit, p.Insts) != nil) {
-				// The exit's window is landed in, or it is a jump the
-				// record code cannot go before.
-				return t.arch.PlanPatch(fn, start, site)
-			}
-			return p, err
-		}
-	}
-	if t.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, fn[:hi-lo], lo).Jumps, f.Entry+bias) {
-		return patchWrite{}, errLoopEntry
-	}
-	p, err := plan(fn, lo, f.Entry+bias)
-	if err != nil {
-		return patchWrite{}, err
-	}
-	if t.scan.landings.inside(p.Site, p.End()) {
-		// (A jump of another function, into an alternate entry of
-		// this one's: the patch would replace where it lands.)
-		return patchWrite{}, jumpInto{p.Site, p.End()}
-	}
-	build := func(at uint64) (instr.Trampoline, error) { return t.entryTrampoline(&p, at, f, item, lo, hi) }
-	tr, err := build(cell)
-	if err != nil {
-		return patchWrite{}, err
-	}
-	if len(tr.Code) > trampCell && t.counters.rings && hops == nil {
-		// Two records and long instructions: without the exit, whose
-		// patch is then its own.
-		if p, err = t.arch.PlanPatch(fn, lo, f.Entry+bias); err != nil {
-			return patchWrite{}, err
-		}
-		if tr, err = build(cell); err != nil {
-			return patchWrite{}, err
-		}
-	}
-	if len(tr.Code) > trampCell {
-		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
-	}
-	w := patchWrite{addr: p.Site, code: tr.Code}
-	to := cell
-	if p.Short {
-		back, fwd := t.arch.ShortReach()
-		hop, ok := hops.take(p.Site, back, fwd, hopLen)
-		if !ok {
-			return patchWrite{}, errNoHop
-		}
-		if w.hopCode, err = t.arch.Jump(hop, cell); err != nil {
-			return patchWrite{}, err
-		}
-		w.hop, to = hop, hop
-	}
-	if w.jump, err = t.arch.PatchJump(&p, to); err != nil {
-		return patchWrite{}, err
-	}
-	w.tramp = &tramp{addr: cell, patch: p, code: tr, regions: t.regions(f, item, &tr)}
-	w.build = build
-	return w, nil
-}
-
-// place moves a planned trampoline to its address in the area: its code
-// and the jump to it are built again there (their lengths do not change).
-func (t *tracer) place(w *patchWrite, at uint64) error {
-	if w.tramp.addr == at {
-		return nil
-	}
-	tr, err := w.build(at)
-	if err != nil {
-		return err
-	}
-	if len(tr.Code) != len(w.code) {
-		return fmt.Errorf("trampoline of %d bytes at %#x, %d elsewhere: %w", len(tr.Code), at, len(w.code), instr.ErrNotRelocatable)
-	}
-	jump, err := t.arch.PatchJump(&w.tramp.patch, at)
-	if err != nil {
-		return err
-	}
-	w.code, w.jump = tr.Code, jump
-	w.tramp.addr, w.tramp.code = at, tr
-	return nil
-}
-
-// punTrampoline patches f's entry with a punned jump (see
-// [instr.Patcher.PlanPunPatch]): its trampoline goes in a page of its own,
-// mapped where the jump lands, and is written at once.
-func (t *tracer) punTrampoline(f *datafile.Func, item int, bias uint64, text moduleText) (patchWrite, error) {
-	lo, hi := f.Low+bias, f.High+bias
-	if f.Low >= f.High || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
-		return patchWrite{}, errNoCode
-	}
-	p, wlo, whi, err := t.arch.PlanPunPatch(text.b[lo-text.start:hi-text.start], lo, f.Entry+bias)
-	if err != nil {
-		return patchWrite{}, err
-	}
-	if t.scan.landings.inside(p.Site, p.End()) {
-		return patchWrite{}, jumpInto{p.Site, p.End()}
-	}
-	const lowest, top = 1 << 20, 1 << 47
-	if wlo < lowest || whi > top || whi <= wlo {
-		return patchWrite{}, errNoHop
-	}
-	// A page in the window, or the page holding its start; a few tries.
-	var page uint64
-	for try, at := 0, wlo&^(t.pageSize-1); try < 4 && at < whi; try, at = try+1, at+t.pageSize {
-		if page, err = t.mmap(at, t.pageSize); err == nil {
-			break
-		}
-	}
-	if page == 0 {
-		return patchWrite{}, fmt.Errorf("no page where the punned jump lands: %w", errNoHop)
-	}
-	addr := max(wlo, page)
-	tr, err := t.entryTrampoline(&p, addr, f, item, lo, hi)
-	if err == nil && addr+uint64(len(tr.Code)) > page+t.pageSize {
-		err = fmt.Errorf("trampoline past its page: %w", errNoHop)
-	}
-	var jump []byte
-	if err == nil {
-		jump, err = t.arch.PatchJump(&p, addr)
-	}
-	if err == nil {
-		err = t.mem.WriteMem(addr, tr.Code)
-	}
-	if err != nil {
-		return patchWrite{}, err
-	}
-	return patchWrite{addr: p.Site, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: addr, patch: p, code: tr, regions: t.regions(f, item, &tr)}}, nil
 }
 
 // entryTrampoline builds the trampoline at addr of the patch p of f's
@@ -328,26 +167,7 @@ var (
 	// loop, or a recursive call made a jump), where the registers the
 	// instrumentation uses may be live.
 	errLoopEntry = errors.New("a branch of the function to its own entry")
-	// errJumpInto: a jump or call from elsewhere in the module (an
-	// alternate entry of hand-written assembly, a cold part) lands in
-	// the bytes the patch would replace, which decoding the function
-	// alone does not see.
-	errJumpInto = errors.New("a jump from elsewhere lands in the bytes a patch would replace")
 )
-
-// jumpInto is why a patch of [lo, hi) cannot go where it would: a jump
-// from elsewhere in the module lands inside (errJumpInto, and to the
-// tactics of shorter patches instr.ErrBranchInto).
-type jumpInto struct{ lo, hi uint64 }
-
-func (e jumpInto) Error() string {
-	return fmt.Sprintf("a jump from elsewhere in the module lands in [%#x, %#x), the bytes a patch would replace", e.lo, e.hi)
-}
-
-// Is makes a jumpInto both errJumpInto and instr.ErrBranchInto.
-func (e jumpInto) Is(target error) bool {
-	return target == errJumpInto || target == instr.ErrBranchInto
-}
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
 func fallBackReason(err error) string {
@@ -370,8 +190,6 @@ func fallBackReason(err error) string {
 		return "overlaps another patch"
 	case errors.Is(err, errLoopEntry):
 		return "a loop to the entry"
-	case errors.Is(err, errJumpInto):
-		return "a jump from elsewhere into its first bytes"
 	case errors.Is(err, errNotTailCall):
 		return "a jump to no function's entry"
 	case errors.Is(err, instr.ErrNoWindow):
