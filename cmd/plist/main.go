@@ -141,8 +141,10 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		write = func(w io.Writer) error { return plist.WriteDiff(w, base, m, r) }
 	}
 	if o.output != "" {
-		// Written whole or not at all, as the data files are.
-		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
+		// Written whole or not at all, as the data files are, but in
+		// place where it is not a regular file (/dev/null, a FIFO,
+		// /dev/stdout).
+		if err := datafile.WriteOutput(o.output, 0o666, write); err != nil {
 			var de *datafile.DirError
 			switch {
 			case prf.Code(err) != 0:

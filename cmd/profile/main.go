@@ -45,11 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o := &cmd.Options
 	diag := stderr
 	if o.errorFile != "" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if o.appendErrors {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		}
-		f, err := os.OpenFile(o.errorFile, flags, 0o644)
+		// A new file that takes the name at once, written as the run
+		// goes; with /A the file of that name, appended to; in place, a
+		// terminal or /dev/stderr.
+		f, err := datafile.OpenLog(o.errorFile, o.appendErrors, 0o666)
 		if err != nil {
 			prf.Write(stderr, tool.Name, prf.CannotOpen(o.errorFile, err))
 			return 1
@@ -188,10 +187,11 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 }
 
 // checkWritable reports why a .pbo could not be written at path: its
-// directory does not take new files, or path is a directory.
+// directory does not take new files, or path is a directory, or another
+// file that is not replaced ([datafile.Replaceable]).
 func checkWritable(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return errors.New("is a directory")
+	if err := datafile.Replaceable(path); err != nil {
+		return err // a directory, a device, a FIFO: not written over
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".profile-check-*")
 	if err != nil {

@@ -145,7 +145,13 @@ func writeHint(err error, option string) string {
 		elsewhere += " with " + option
 	}
 	var de *datafile.DirError
+	var nr *datafile.NotRegularError
 	switch {
+	case errors.As(err, &nr):
+		if option != "" {
+			return "a data file is written as a regular file: name another with " + option
+		}
+		return "a data file is written as a regular file: name another"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the file system is full, or your disk quota used up: make room, then run again"
 	case errors.Is(err, syscall.EROFS):

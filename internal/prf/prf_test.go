@@ -67,6 +67,10 @@ func TestWrite(t *testing.T) {
 			"prep: fatal error PRF1421: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
+		{"not a regular file, and the option that names another", OutputOption(
+			CannotWrite("p.pbo", fmt.Errorf("write p.pbo: %w", &datafile.NotRegularError{Mode: fs.ModeNamedPipe})), "/O"),
+			"prep: fatal error PRF1013: cannot write expected number of bytes to file p.pbo: write p.pbo: is a FIFO, not a regular file\n" +
+				"prep: hint: a data file is written as a regular file: name another with /O\n"},
 		{"as a warning", Incomplete("program terminated by signal SIGSEGV (segmentation fault)", "p.pbo").AsWarning(),
 			"prep: warning PRF1643: program terminated by signal SIGSEGV (segmentation fault); the counts written to p.pbo are incomplete\n"},
 	}
