@@ -9,6 +9,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -240,16 +241,58 @@ func pending(pbo, pbt string, plan datafile.ID) bool {
 }
 
 // commandLine renders the program's command line for the run record,
-// quoting the arguments a shell would need quoted.
+// quoting the words a shell would need quoted (shellWord).
 func commandLine(prog string, args []string) string {
 	parts := []string{prog}
+	if hasControl(prog) {
+		parts[0] = shellWord(prog)
+	}
 	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`*?[]{}()<>|&;#~") {
-			a = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(a) + `"`
-		}
-		parts = append(parts, a)
+		parts = append(parts, shellWord(a))
 	}
 	return strings.Join(parts, " ")
+}
+
+// shellWord quotes a word of a command line as a shell reads it back: as
+// it is when nothing in it is special, in double quotes when something
+// is, and, when it holds a control character (a newline, a tab, an
+// escape), as $'...' with that character escaped (\n, \t, \xHH), which
+// bash, zsh, ksh and POSIX sh (since 2024) read: the command line in the
+// records and reports is then one line, and a word of it a newline in an
+// argument cannot turn into a record of its own.
+func shellWord(a string) string {
+	switch {
+	case hasControl(a):
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(a); i++ {
+			switch c := a[i]; {
+			case c == '\\' || c == '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c < 0x20 || c == 0x7f:
+				fmt.Fprintf(&b, `\x%02x`, c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('\'')
+		return b.String()
+	case a == "" || strings.ContainsAny(a, " \"'\\$`*?[]{}()<>|&;#~"):
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(a) + `"`
+	}
+	return a
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
 }
 
 // sampleInterval returns the sampling interval /S gives (us microseconds,

@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Format is a report's format: the original's listing and tab-delimited
@@ -214,13 +215,13 @@ func (r *report) writeLcov(w *bufio.Writer) {
 	}
 	for _, name := range order {
 		rec := files[name]
-		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, name)
+		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, prf.Printable(name))
 		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FN:%d,%s\n", f.line, f.name)
+			fmt.Fprintf(w, "FN:%d,%s\n", f.line, prf.Printable(f.name))
 		}
 		hit := 0
 		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, f.name)
+			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, prf.Printable(f.name))
 			if f.hits > 0 {
 				hit++
 			}
@@ -314,7 +315,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 	}
 	fmt.Fprintf(w, "# callgrind format\nversion: 1\ncreator: sprof %s\n", r.version())
 	if n := len(r.m.Runs); n > 0 {
-		fmt.Fprintf(w, "cmd: %s\n", r.m.Runs[n-1].CommandLine)
+		fmt.Fprintf(w, "cmd: %s\n", prf.Printable(r.m.Runs[n-1].CommandLine))
 	}
 	fmt.Fprintf(w, "positions: line\nevents: %s\n", events)
 	cost := func(hits uint64, t int64) string {
@@ -323,15 +324,17 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		}
 		return fmt.Sprint(hits)
 	}
+	names := callgrindNames{}
 	file := func(i int) string {
 		if i < 0 {
 			return "???"
 		}
 		if f := r.plan.Funcs[i].File; f != "" {
-			return f
+			return names.get("fl", f)
 		}
 		return "???" // (callgrind's unknown file: nothing to annotate)
 	}
+	module := func(mod int) string { return names.get("ob", r.moduleName(mod)) }
 	line := func(i int) int {
 		if i < 0 {
 			return 0
@@ -342,7 +345,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		if i < 0 {
 			return "(outside)"
 		}
-		return r.exportName(i)
+		return names.get("fn", r.exportName(i))
 	}
 	if !r.plan.Method.IsFunction() {
 		byFunc := map[int][]int{}
@@ -357,7 +360,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		var total uint64
 		for _, fi := range order {
 			l0 := &r.plan.Lines[byFunc[fi][0]]
-			fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n", r.moduleName(l0.Module), r.lineFile(l0), name(fi))
+			fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n", module(l0.Module), names.get("fl", r.lineFile(l0)), name(fi))
 			for _, i := range byFunc[fi] {
 				fmt.Fprintf(w, "%d %d\n", r.plan.Lines[i].Line, r.hits(i))
 				total += r.hits(i)
@@ -370,11 +373,11 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 	var totalHits uint64
 	var totalTime int64
 	for i := range r.plan.Funcs {
-		fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n%d %s\n", r.moduleName(r.plan.Funcs[i].Module), file(i), name(i), line(i), cost(r.hits(i), r.funcTime(i)))
+		fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n%d %s\n", module(r.plan.Funcs[i].Module), file(i), name(i), line(i), cost(r.hits(i), r.funcTime(i)))
 		totalHits += r.hits(i)
 		totalTime += r.funcTime(i)
 		for _, c := range calls[i] {
-			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", r.moduleName(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
+			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", module(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
 				c.hits, line(c.callee), line(i), cost(c.hits, c.inclusive))
 		}
 	}
@@ -610,10 +613,11 @@ func (r *report) writeSampledPprof(w io.Writer) error {
 // (callStacks), outermost first, as deep as /STACK tells stacks apart,
 // else each function alone; the value is the hits, or for timing and
 // sampling the function's own time in nanoseconds. Line profiles give
-// "module;file:line hits". Names are the displayed ones, with ';'
-// replaced.
+// "module;file:line hits". Names are the displayed ones, [prf.Printable],
+// with ';' replaced.
 func (r *report) writeFolded(w *bufio.Writer) {
-	clean := strings.NewReplacer(";", ":", "\n", " ").Replace
+	semicolon := strings.NewReplacer(";", ":")
+	clean := func(s string) string { return semicolon.Replace(prf.Printable(s)) }
 	if !r.plan.Method.IsFunction() {
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]

@@ -67,6 +67,10 @@ func TestWrite(t *testing.T) {
 			"prep: fatal error PRF1421: no input specified\nprep: hint: try 'prep --help' for the options\n"},
 		{"wrapped", fmt.Errorf("context: %w", NoInput()),
 			"prep: fatal error PRF1421: context: no input specified\nprep: hint: try 'prep --help' for the options\n"},
+		{"a name with a newline and a tab: one line", CannotOpen("x\nprep: fatal error PRF1011: forged\t.pbt", fs.ErrNotExist),
+			"prep: fatal error PRF1011: cannot open file x\\nprep: fatal error PRF1011: forged\\t.pbt: file does not exist\n"},
+		{"a hint with such a name", NeverMatched("is_prme", []string{"is_prime\nprep: hint: forged"}),
+			"prep: warning PRF4106: function/source/object/lib is_prme was never matched\nprep: hint: did you mean is_prime\\nprep: hint: forged?\n"},
 		{"not a regular file, and the option that names another", OutputOption(
 			CannotWrite("p.pbo", fmt.Errorf("write p.pbo: %w", &datafile.NotRegularError{Mode: fs.ModeNamedPipe})), "/O"),
 			"prep: fatal error PRF1013: cannot write expected number of bytes to file p.pbo: write p.pbo: is a FIFO, not a regular file\n" +
