@@ -150,8 +150,8 @@ type Shared struct{}
 // NewShared fails: unsupported.
 func NewShared(size int) (*Shared, error) { return nil, errors.ErrUnsupported }
 
-// Path returns "".
-func (s *Shared) Path() string { return "" }
+// MapShared fails: unsupported.
+func MapShared(pid, fd, size int) (*Shared, error) { return nil, errors.ErrUnsupported }
 
 // Bytes returns nil.
 func (s *Shared) Bytes() []byte { return nil }
