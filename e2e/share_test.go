@@ -8,13 +8,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
 // The memory PROFILE shares with a program, and the system calls it makes
 // in one to share it (issue 31): a process of another user attached to by
-// root.
+// root, a process that shares its memory with another one.
 
 // serveAsNobody starts the server name of dir, with args, as the user
 // nobody (the tests run as root), dir opened to it.
@@ -78,4 +79,65 @@ func TestAttachOtherUser(t *testing.T) {
 			checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "square": uint64(n), "main": 0, "worker": 0}, p.stderr)
 		})
 	}
+}
+
+// TestAttachSharedMemory attaches to a server whose child, made with
+// clone(CLONE_VM), shares its memory without being a thread of it
+// (testdata/progs/c/sharer.c): the child runs the code PROFILE patches,
+// and died of SIGSEGV at its first count (x86-64) or SIGTRAP at its first
+// breakpoint. PROFILE finds it, traces it with the server's threads and
+// counts its calls: work and other exactly N times each, in-process and
+// with breakpoints; both processes are let go as they were, and answer.
+func TestAttachSharedMemory(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	n := testutil.Scale(1000)
+	for _, c := range []struct {
+		name string
+		prep string
+		opts []string
+	}{
+		{"FC", "/FC", []string{"--explain"}},
+		{"FC-breakpoints", "/FC", []string{"--breakpoints"}},
+		{"FT", "/FT", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name := install(t, testutil.BuildC(t, "sharer"), dir)
+			must(t, dir, "prep", "/nologo", c.prep, name)
+			s := startServer(t, dir, name)
+			child := 0
+			if _, err := fmt.Sscanf(s.said(t, "c"), "child %d", &child); err != nil || child == 0 {
+				t.Fatalf("no child: %v", err)
+			}
+			before := codeBytes(t, s.pid())
+			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
+			if want := fmt.Sprintf("profiling process %d (sharer, 2 threads)", s.pid()); !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("PROFILE did not take the child in: %q\n%s", want, p.stderr)
+			}
+			if want := fmt.Sprintf("Process %d shares its memory with process %d, made by clone with CLONE_VM", s.pid(), child); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("--explain does not say %q:\n%s", want, p.stderr)
+			}
+			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+			p.end(t, syscall.SIGINT)
+			checkLetGo(t, s.pid(), before)
+			checkLetGo(t, child, before)
+			s.ask(t, "w 10", "did 10")
+			checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "other": uint64(n), "child_main": 0, "main": 0}, p.stderr)
+		})
+	}
+}
+
+// said sends a command and returns the server's answer.
+func (s *server) said(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(s.in, cmd); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case line := <-s.lines:
+		return line
+	case <-time.After(toolLimit):
+		t.Fatalf("server: no answer to %q after %v", cmd, toolLimit)
+	}
+	return ""
 }
