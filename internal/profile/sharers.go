@@ -26,11 +26,15 @@ import (
 
 // attachChecks makes ready, or refuses, a process PROFILE has just
 // attached to, before anything is planted: the processes that share its
-// memory are seized with it (attachSharers). It returns PRF1651 on
-// refusal; the caller lets every thread go.
+// memory are seized with it (attachSharers), and a seccomp filter its
+// set-up could not get past refuses it (checkSeccomp). It returns PRF1651
+// on refusal; the caller lets every thread go.
 func (t *tracer) attachChecks() error {
 	if err := t.attachSharers(); err != nil {
 		return prf.CannotAttach(t.pid, err)
+	}
+	if err := t.checkSeccomp(); err != nil {
+		return prf.AttachFiltered(t.pid, err)
 	}
 	return nil
 }
