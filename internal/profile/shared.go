@@ -1,7 +1,9 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
@@ -24,15 +26,22 @@ const sharedName = "sprof-counters"
 // then kept a breakpoint.) What fails on the way is undone.
 func (t *tracer) shareMemory(nameAt, size uint64) (*ptrace.Shared, uint64, error) {
 	const (
-		mfdCloexec = 0x1
-		protRW     = 0x3
-		mapShared  = 0x01
+		mfdCloexec    = 0x1
+		mfdNoexecSeal = 0x8 // Linux 6.3
+		protRW        = 0x3
+		mapShared     = 0x01
 	)
 	tid := t.setupThread()
 	if err := t.mem.WriteMem(nameAt, append([]byte(sharedName), 0)); err != nil {
 		return nil, 0, fmt.Errorf("write the memory's name into the program: %w", err)
 	}
-	fd, err := t.inject(tid, instr.SysMemfdCreate, nameAt, mfdCloexec)
+	// Counters are never code: sealed so (which a system set to refuse
+	// memfds that may be made executable, vm.memfd_noexec 2, requires),
+	// where the kernel knows the flag.
+	fd, err := t.inject(tid, instr.SysMemfdCreate, nameAt, mfdCloexec|mfdNoexecSeal)
+	if errors.Is(err, syscall.EINVAL) {
+		fd, err = t.inject(tid, instr.SysMemfdCreate, nameAt, mfdCloexec)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("create the memory in the program (memfd_create): %w", err)
 	}
