@@ -77,7 +77,7 @@ func beyondOwn(st, own ptrace.Seccomp) bool {
 // Where the thread has a seccomp filter of its own, the filter is
 // suspended until the function returned is called. Where the kernel does
 // not allow that, the call must not be made: unfiltered returns
-// errFiltered, wrapped with the kernel's reason, and warns once.
+// errFiltered, and warns once, with the kernel's reason (PRF4659).
 func (t *tracer) unfiltered(tid int) (func(), error) {
 	own, st := t.ownFilter(tid)
 	if !own {
