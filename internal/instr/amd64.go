@@ -141,10 +141,10 @@ func (amd64) SetSyscall(r Regs, nr uint64, args ...uint64) {
 func (amd64) SyscallResult(r Regs) uint64 { return r.Reg(amd64RAX) }
 
 // SyscallNumber returns the x86-64 Linux number of s
-// (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, openat 257, close 3,
-// munmap 11, prctl 157.
+// (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, memfd_create 319,
+// ftruncate 77, close 3, munmap 11, prctl 157.
 func (amd64) SyscallNumber(s Syscall) uint64 {
-	return [...]uint64{SysMmap: 9, SysOpenat: 257, SysClose: 3, SysMunmap: 11, SysPrctl: 157}[s]
+	return [...]uint64{SysMmap: 9, SysMemfdCreate: 319, SysFtruncate: 77, SysClose: 3, SysMunmap: 11, SysPrctl: 157}[s]
 }
 
 // x86Inst is a decoded amd64 instruction with what Displace needs beyond

@@ -581,6 +581,16 @@ func CannotAttach(pid int, err error) *Diagnostic {
 	return d
 }
 
+// AttachFiltered is PRF1651 for a process whose main thread runs under a
+// seccomp filter of its own that PROFILE cannot suspend: the system calls
+// of the set-up might kill it. Nothing was planted; the process is left
+// as it was.
+func AttachFiltered(pid int, err error) *Diagnostic {
+	d := newDiag(1651, Fatal, err, "cannot attach to process %d", pid)
+	d.Hint = "suspending a seccomp filter for PROFILE's own calls needs CAP_SYS_ADMIN, and PROFILE under no filter of its own: run profile as root, or profile the program from its start (docs/linux.md, \"Attaching to a running process\")"
+	return d
+}
+
 // ProcessDenied is PRF1645: Linux denied PROFILE the files of the
 // program's process (/proc/PID/maps, /proc/PID/mem) or a ptrace request.
 func ProcessDenied(program string, err error) *Diagnostic {
@@ -825,6 +835,17 @@ func EntryRefused(fn, file string, err error) *Diagnostic {
 // plant is not on an instruction boundary of the program's code.
 func SiteRefused(what string, addr uint64, fn, file string, err error) *Diagnostic {
 	return newDiag(4658, Warning, err, "the %s at %#x of function %s in file %s is not planted: it is not on an instruction boundary", what, addr, fn, file)
+}
+
+// SeccompFiltered is warning PRF4659: a thread of the program runs under a
+// seccomp filter of its own that PROFILE cannot suspend, which might kill
+// the program for a system call PROFILE would have the thread make (the
+// mmap of a library's area): the call is not made, and what needs it is
+// not profiled.
+func SeccompFiltered(tid int, err error) *Diagnostic {
+	d := newDiag(4659, Warning, err, "thread %d runs under a seccomp filter of its own, which PROFILE cannot suspend: PROFILE makes no system call in it, and what needs one is not profiled", tid)
+	d.Hint = "suspending the filter for PROFILE's own calls needs CAP_SYS_ADMIN, and PROFILE under no filter of its own: run profile as root, or have the program load its libraries before it installs its filter"
+	return d
 }
 
 // NotMapped is PRF1660: the program's file is not in the memory map of

@@ -345,7 +345,7 @@ func catalogue() []*Diagnostic {
 		ExitNotPatched("f", "m", 0x1000, err), ExitTakenOut("f", 100),
 		Unknown(err), OutOfMemory(err), NoWorkingDir(err), SumOverflow("a.pbo", "a.pbt", err),
 		BadIni("tools.ini", err), BadDebugInfo("m", err),
-		TraceFailed("p", err), ProcessDenied("p", err), CannotAttach(1234, err), ProcessLost("p", err),
+		TraceFailed("p", err), ProcessDenied("p", err), CannotAttach(1234, err), AttachFiltered(1234, err), SeccompFiltered(1234, err), ProcessLost("p", err),
 		ThreadBaseChanged(12, 0x1000), CodeChanged(0x1000, "function f"), CodeWritable("p", 0x1000),
 		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
 		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), PtraceSampler(err, time.Millisecond),
