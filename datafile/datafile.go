@@ -393,7 +393,9 @@ type Merged struct {
 	Stats     Stats
 	// Discarded are the IDs of the runs that were merged into the
 	// databases this one replaced, when phase I prepared the same plan
-	// again ([Merged.Supersede]): their counts were discarded with those
+	// again ([Merged.Supersede]), and of the runs of the plan that
+	// waited in .pbo files beside them, never merged (PREP phase I
+	// discards those too): their counts were discarded with those
 	// databases, and their .pbo files, still on disk, hold no run to merge
 	// ([Merged.Pending]). Empty for a database whose plan is new.
 	Discarded []Hex `json:",omitempty"`

@@ -100,7 +100,8 @@
 //	            uvarint Sampler (0 none, 1 perf events, 2 ptrace, 3 both), uvarint Outside, uvarint Lost, varint KernelTime,
 //	            list(uvarint) Samples, list(uvarint) LineSamples
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
-//	            the databases phase I replaced with this one (none empty)
+//	            the databases phase I replaced with this one, and of the
+//	            runs that waited beside them, never merged (none empty)
 //
 // Empty lists and byte strings read back as nil. The writer is canonical:
 // equal values give equal bytes.

@@ -611,35 +611,3 @@ func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (
 	}
 	return found, nil
 }
-
-// WriteOutputs writes the .pbi of plan to pbiPath and a fresh .pbt, never
-// profiled, to pbtPath, each atomically. A .pbt at pbtPath that holds runs
-// is replaced all the same, as the original did, with a warning through
-// warn (nil drops it) that they are discarded. When that .pbt is of the
-// same plan, the new one remembers its runs ([datafile.Merged.Supersede]):
-// their .pbo files, still on disk, hold no run to merge, so that PROFILE
-// writes over them and PREP /M leaves them out. The directory of pbtPath
-// is locked ([datafile.LockDir]) from the read of the old .pbt to the
-// write of the new one, so that a merge at the same time lands before
-// (and its run is remembered) or after. Errors carry PRF1013.
-func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string, warn func(*prf.Diagnostic)) error {
-	if warn == nil {
-		warn = func(*prf.Diagnostic) {}
-	}
-	unlock, err := datafile.LockDir(pbtPath)
-	if err != nil {
-		return prf.CannotWrite(pbtPath, err)
-	}
-	defer unlock()
-	fresh := datafile.NewMerged(plan)
-	if old, err := datafile.OpenMerged(pbtPath); err == nil {
-		if len(old.Runs) > 0 {
-			warn(prf.RunsDiscarded(pbtPath, len(old.Runs)))
-		}
-		fresh.Supersede(old)
-	}
-	if err := datafile.SavePlan(pbiPath, plan); err != nil {
-		return prf.DataFile(err)
-	}
-	return prf.DataFile(datafile.SaveMerged(pbtPath, fresh))
-}

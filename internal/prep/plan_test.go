@@ -670,7 +670,7 @@ func TestWriteOutputs(t *testing.T) {
 	prog := buildC(t, dir, "fixture", "-g", "-O0", "fixture.c")
 	r := mustBuild(t, []string{prog}, "")
 	pbi, pbt := filepath.Join(dir, "fixture.pbi"), filepath.Join(dir, "fixture.pbt")
-	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }); err != nil {
+	if err := WriteOutputs(r.plan, pbi, pbt, nil, func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }); err != nil {
 		t.Fatalf("WriteOutputs: %v", err)
 	}
 	plan, err := datafile.OpenPlan(pbi)
@@ -713,7 +713,7 @@ func TestWriteOutputs(t *testing.T) {
 	// Phase I again over the database that holds the run: it is replaced,
 	// with a warning that the run is discarded.
 	var warnings []string
-	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
+	if err := WriteOutputs(r.plan, pbi, pbt, nil, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"prep: warning PRF4306: " + pbt + " held 1 run; it is discarded and the new fixture.pbt is empty"}
@@ -734,7 +734,7 @@ func TestWriteOutputs(t *testing.T) {
 		if want := "the run in " + pbo + " was discarded when " + pbt + " was prepared again: it is not merged"; len(added) != 0 || err == nil || err.Error() != want || prf.Code(err) != 1309 {
 			t.Errorf("prep /M of the discarded run: %v, %v; want PRF1309 %q", added, err, want)
 		}
-		if err := WriteOutputs(r.plan, pbi, pbt, nil); err != nil {
+		if err := WriteOutputs(r.plan, pbi, pbt, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -742,10 +742,10 @@ func TestWriteOutputs(t *testing.T) {
 		t.Errorf("explicit merge of the discarded run: %v", err)
 	}
 
-	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil); prf.Code(err) != 1013 {
+	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs into a missing directory = %v, want PRF1013", err)
 	}
-	if err := WriteOutputs(r.plan, pbi, filepath.Join(dir, "nosuchdir", "x.pbt"), nil); prf.Code(err) != 1013 {
+	if err := WriteOutputs(r.plan, pbi, filepath.Join(dir, "nosuchdir", "x.pbt"), nil, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs of a .pbt into a missing directory = %v, want PRF1013", err)
 	}
 }

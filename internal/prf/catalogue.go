@@ -43,11 +43,17 @@ func AmbiguousOption(word string, candidates []string) *Diagnostic {
 }
 
 // orList joins words as "a, b or c".
-func orList(words []string) string {
+func orList(words []string) string { return joinList(words, " or ") }
+
+// andList joins words as "a, b and c".
+func andList(words []string) string { return joinList(words, " and ") }
+
+// joinList joins words with commas, and last before the last word.
+func joinList(words []string, last string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + last + words[len(words)-1]
 }
 
 // MissingArgument is PRF1103 for the option named name (STACK, --stack).
@@ -224,6 +230,11 @@ func Conflicts(path string, err error) *Diagnostic {
 func NotSamePlan(path string, err error) *Diagnostic {
 	d := newDiag(1306, Fatal, err, "PBT or PBO file %s is not derived from same PBI file", path)
 	d.Hint = "the program was prepared again since that run: profile it again before merging"
+	if ext := filepath.Ext(path); ext != ".pbo" && strings.HasSuffix(strings.TrimSuffix(path, ext), ".pbo") {
+		// A numbered run file (prog.pbo.2) is PROFILE's, kept for
+		// prep /M: profiling again writes another beside it.
+		d.Hint = fmt.Sprintf("its run is of another preparation of the program, which prep /M cannot add: remove %s and merge again", path)
+	}
 	return d
 }
 
@@ -263,6 +274,30 @@ func RunsDiscarded(pbt string, runs int) *Diagnostic {
 	return d
 }
 
+// RunFilesCleared warns that PREP phase I discarded the runs waiting to
+// be merged in the run files cleared (prog.pbo, prog.pbo.N), of the
+// database pbt it replaced, and removed the numbered files among them
+// (removed): PROFILE wrote those only to keep a run for prep /M.
+func RunFilesCleared(cleared, removed []string, pbt string) *Diagnostic {
+	what, verb := "runs", "they are"
+	if len(cleared) == 1 {
+		what, verb = "a run", "it is"
+	}
+	d := newDiag(4308, Warning, nil, "%s held %s of the earlier preparation, not merged into %s: %s discarded with it",
+		andList(cleared), what, pbt, verb)
+	switch {
+	case len(removed) == 0:
+	case len(removed) == len(cleared) && len(removed) == 1:
+		d.Text += ", and the file removed"
+	case len(removed) == len(cleared):
+		d.Text += ", and the files removed"
+	default:
+		d.Text += ", and " + andList(removed) + " removed"
+	}
+	d.Hint = fmt.Sprintf("to keep runs, merge them (prep /M %s) before preparing the program again", strings.TrimSuffix(pbt, filepath.Ext(pbt)))
+	return d
+}
+
 // MergeMissing warns PLIST that the runs of .pbo files are not in the
 // .pbt it lists.
 func MergeMissing(pbos []string, pbt, merge string) *Diagnostic {
@@ -282,6 +317,9 @@ func MergeMissing(pbos []string, pbt, merge string) *Diagnostic {
 func RunKept(pbo, written, base string) *Diagnostic {
 	d := newDiag(4307, Warning, nil, "%s holds a run not merged yet: this run is written to %s", pbo, written)
 	d.Hint = fmt.Sprintf("'prep /M %s' merges both", base)
+	if !strings.HasSuffix(written, ".pbo.2") {
+		d.Hint = fmt.Sprintf("'prep /M %s' merges them all", base)
+	}
 	return d
 }
 

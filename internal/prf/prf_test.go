@@ -323,6 +323,7 @@ func catalogue() []*Diagnostic {
 		BadSignature("f", err), OldPBI("f", err), OldPBT("f", err), Conflicts("f", err), NotSamePlan("f", err),
 		AlreadyMerged("a.pbo", "a.pbt"), DiscardedRun("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
+		RunFilesCleared([]string{"a.pbo", "a.pbo.2"}, []string{"a.pbo.2"}, "a.pbt"),
 		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
 		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
 		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
