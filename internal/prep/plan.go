@@ -105,6 +105,10 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		for _, w := range m.file.Warnings {
 			warn(prf.DebugInfo(w))
 		}
+		if f := m.file; f.ExportsOnly && len(f.Funcs) > 0 && o.Method.IsFunction() {
+			// (A line profile of it is PRF1621.)
+			warn(prf.ExportsOnly(m.module.Path, hex.EncodeToString(f.BuildID), len(f.Funcs)))
+		}
 	}
 
 	plan := &datafile.Plan{

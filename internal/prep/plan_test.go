@@ -438,6 +438,36 @@ func TestBuildPlanStripped(t *testing.T) {
 	}
 }
 
+// TestBuildPlanExportsOnly: a program stripped of its symbol table that
+// still exports functions (f and fib here, as /usr/bin/sort exports its
+// obstack functions) is planned with those alone, and PREP says so, with
+// where debugging information can come from (the promise of linux.md,
+// "Commands": before, 2 functions and not a word). Stripped of its
+// debugging information only, it keeps its symbol table: no warning.
+func TestBuildPlanExportsOnly(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "fixture", "-g", "-O2", "-Wl,--export-dynamic-symbol=f", "-Wl,--export-dynamic-symbol=fib", "fixture.c")
+	run(t, dir, nil, tool(t, "strip"), "--strip-debug", prog)
+	if r := mustBuild(t, []string{prog}, ""); len(r.plan.Funcs) != len(fixtureFuncs) || len(r.warnings) != 0 {
+		t.Errorf("without DWARF: %d functions, warnings %q; want %d, none", len(r.plan.Funcs), r.warnings, len(fixtureFuncs))
+	}
+	run(t, dir, nil, tool(t, "strip"), "--strip-all", prog)
+	r := mustBuild(t, []string{prog}, "")
+	if diff := gocmp.Diff([]string{"f", "fib"}, funcNames(r.plan, 0)); diff != "" {
+		t.Errorf("functions (-want +got):\n%s", diff)
+	}
+	want := "PRF4625 " + prog + " has no debugging information and no symbol table (stripped): only the 2 functions it exports are known, and the rest of its code is not profiled"
+	if len(r.warnings) != 1 || r.warnings[0] != want {
+		t.Fatalf("warnings %q, want\n%s", r.warnings, want)
+	}
+	var hint string
+	r.plan, r.err = buildPlan(Options{Method: datafile.FuncCounting, Programs: []string{prog}, Specs: defaults(t), Calibration: -1,
+		Warn: func(d *prf.Diagnostic) { hint = d.Hint }}, nil)
+	if !strings.Contains(hint, "-dbgsym") || !strings.Contains(hint, "/usr/lib/debug/.build-id/") {
+		t.Errorf("hint %q: want where debugging information can come from", hint)
+	}
+}
+
 func TestBuildPlanTrapEntries(t *testing.T) {
 	prog := buildC(t, t.TempDir(), "trap", "-g", "-O0", "trap.c")
 	syms := symbols(t, prog)

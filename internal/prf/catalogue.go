@@ -490,6 +490,28 @@ func NoFunctions(module string) *Diagnostic {
 func Stripped(module, buildID string) *Diagnostic {
 	d := NoFunctions(module)
 	d.Err = errors.New("it has no debugging information and no symbol table (stripped)")
+	d.Hint = debugInfoHint(module, buildID)
+	return d
+}
+
+// ExportsOnly warns that a module has neither debugging information nor
+// a symbol table, but exports functions (a stripped program that exports
+// a few, such as /usr/bin/sort, or a stripped library): only those n are
+// profiled, and the calls its code makes inside itself are not seen.
+// The hint is Stripped's.
+func ExportsOnly(module, buildID string, n int) *Diagnostic {
+	what := fmt.Sprintf("the %d functions it exports are", n)
+	if n == 1 {
+		what = "the one function it exports is"
+	}
+	d := newDiag(4625, Warning, nil, "%s has no debugging information and no symbol table (stripped): only %s known, and the rest of its code is not profiled", module, what)
+	d.Hint = debugInfoHint(module, buildID)
+	return d
+}
+
+// debugInfoHint says where the debugging information of a stripped
+// module can come from.
+func debugInfoHint(module, buildID string) string {
 	where := []string{
 		"its -dbgsym (or -dbg) package, which installs them under /usr/lib/debug",
 		fmt.Sprintf("a %s.debug file beside it or in %s, named by its .gnu_debuglink",
@@ -499,8 +521,7 @@ func Stripped(module, buildID string) *Diagnostic {
 		where = append(where, fmt.Sprintf("/usr/lib/debug/.build-id/%s/%s.debug (its build ID)", buildID[:2], buildID[2:]))
 	}
 	where = append(where, "or a build without strip (-g keeps the line numbers too)")
-	d.Hint = "debugging information can come from " + strings.Join(where, "; ")
-	return d
+	return "debugging information can come from " + strings.Join(where, "; ")
 }
 
 // TwoStartFunctions is PRF1522.

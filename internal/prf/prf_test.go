@@ -325,7 +325,7 @@ func catalogue() []*Diagnostic {
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
 		RunFilesCleared([]string{"a.pbo", "a.pbo.2"}, []string{"a.pbo.2"}, "a.pbt"),
 		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
-		NoFunctions("m"), Stripped("m", "abcdef"), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
+		NoFunctions("m"), Stripped("m", "abcdef"), ExportsOnly("m", "abcdef", 6), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
 		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
 		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
