@@ -333,6 +333,31 @@ func NoPlan(pbi, program string, err error) *Diagnostic {
 	return d
 }
 
+// NoTrace is PRF1011 for the execution trace PLIST reads (/TRACE,
+// --format=chrome): only a run of profile /TRACE writes one, which the
+// hint says, or, for a line profile (lines: its trace is of no calls),
+// that a trace needs a function profile. program is the base name of
+// the files.
+func NoTrace(pbx, program string, lines bool, err error) *Diagnostic {
+	d := CannotOpen(pbx, err)
+	switch {
+	case !errors.Is(err, fs.ErrNotExist):
+	case lines:
+		d.Hint = fmt.Sprintf("an execution trace is of function calls, and this is a line profile: prepare a function profile (prep /FT %s), then run the program with 'profile /TRACE %s ...' and 'prep /M %s'", program, program, program)
+	default:
+		d.Hint = fmt.Sprintf("%s is written by profile /TRACE: run the program with 'profile /TRACE %s ...', then 'prep /M %s'", pbx, program, program)
+	}
+	return d
+}
+
+// NotSampling is PRF1483: PLIST --format=gmon of a profile that has no
+// samples, which gmon.out holds; method is the profile's type in words.
+func NotSampling(pbt, method string) *Diagnostic {
+	d := newDiag(1483, Fatal, nil, "--format=gmon needs a function sampling profile, and %s is a %s profile", pbt, method)
+	d.Hint = "gmon.out holds sampled time: prepare the program for function sampling (prep /FS), profile it and merge, then write gmon.out; --format=callgrind or pprof take any profile"
+	return d
+}
+
 // DataFile gives an error of datafile's Open and Save functions its number:
 // PRF1011 when the file cannot be opened, PRF1301 when it is not a profiler
 // file, PRF1302 or PRF1303 when a .pbi or .pbt is of another version or

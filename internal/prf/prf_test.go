@@ -324,7 +324,7 @@ func catalogue() []*Diagnostic {
 		AlreadyMerged("a.pbo", "a.pbt"), DiscardedRun("a.pbo", "a.pbt"), IncompleteRun("a.pbo", "killed"), RunsDiscarded("a.pbt", 2),
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
 		RunFilesCleared([]string{"a.pbo", "a.pbo.2"}, []string{"a.pbo.2"}, "a.pbt"),
-		NoPlan("a.pbi", "a", err), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
+		NoPlan("a.pbi", "a", err), NoTrace("a.pbx", "a", false, err), NotSampling("a.pbt", "function timing"), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
 		NoFunctions("m"), Stripped("m", "abcdef"), ExportsOnly("m", "abcdef", 6), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
 		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
