@@ -119,3 +119,54 @@ end_of_record
 		t.Errorf("lcov:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestLcovInlinedFunctions: a function whose first line was also inlined
+// elsewhere has no count of its own in a line profile (the line's count
+// adds every copy's), so it is left out of the tracefile's functions: sq,
+// called 7 times, inlined into main's loop of 1000, was listed with
+// FNDA:1007. Its lines keep their counts; main's first line is its own.
+func TestLcovInlinedFunctions(t *testing.T) {
+	m := &datafile.Merged{
+		Plan: datafile.Plan{Method: datafile.LineCounting, StartIndex: -1,
+			Modules: []datafile.Module{{Name: "prog", Files: []string{"/nonexistent/a.c"}}},
+			Funcs: []datafile.Func{
+				{Name: "sq", Entry: 0x100, Low: 0x100, High: 0x120, File: "/nonexistent/a.c", Line: 3},
+				{Name: "main", Entry: 0x200, Low: 0x200, High: 0x300, File: "/nonexistent/a.c", Line: 10},
+			},
+			Lines: []datafile.Line{
+				{File: 0, Line: 4, Addrs: []uint64{0x100, 0x240}}, // return x * x; in sq, and inlined in main
+				{File: 0, Line: 11, Addrs: []uint64{0x200}},
+				{File: 0, Line: 12, Addrs: []uint64{0x230}},
+			},
+		},
+		Runs:      []datafile.Run{{Time: 1795600000, CommandLine: "prog"}},
+		Overheads: []int64{0},
+		Stats:     datafile.Stats{Hits: []uint64{1007, 1, 1000}},
+	}
+	m.Plan.ID = datafile.PlanID(&m.Plan)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	o := DefaultOptions()
+	o.Format = FormatLcov
+	if err := Generate(&buf, m, o); err != nil {
+		t.Fatal(err)
+	}
+	want := `TN:prog
+SF:/nonexistent/a.c
+FN:10,main
+FNDA:1,main
+FNF:1
+FNH:1
+DA:4,1007
+DA:11,1
+DA:12,1000
+LF:3
+LH:3
+end_of_record
+`
+	if got := buf.String(); got != want {
+		t.Errorf("lcov:\n%s\nwant:\n%s", got, want)
+	}
+}
