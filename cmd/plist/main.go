@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if cmd.Options.dump {
 			err = prf.NoInput()
 		} else {
-			cmd.Help = cli.UsageHelp // original.md §2.9: no input, usage
+			cmd.Help = cli.NoInputHelp // original.md §2.9: no input, usage
 		}
 	}
 	if status, done := tool.Start(stdout, stderr, cmd, warnings, err); done {

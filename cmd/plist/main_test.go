@@ -147,11 +147,11 @@ func TestUsage(t *testing.T) {
 		{Golden: "usage/plist-help-HELP.out", Args: "/HELP"},
 		{Golden: "usage/plist-help-h.out", Args: "/h"},
 		{Golden: "usage/plist-help-dash.out", Args: "-?"},
-		{Golden: "usage/plist-noargs.out", Args: ""},
-		{Golden: "usage/plist-nologo-noargs.out", Args: "/nologo"},
+		{Golden: "usage/plist-noargs.out", Args: "", NoInput: true},
+		{Golden: "usage/plist-nologo-noargs.out", Args: "/nologo", NoInput: true},
 		{Golden: "usage/plist-nologo-help.out", Args: "/nologo /?"},
 		// plist-no-input: options but no input print the usage.
-		{Golden: "diag/plist-no-input.out", Args: "/nologo /t"},
+		{Golden: "diag/plist-no-input.out", Args: "/nologo /t", NoInput: true},
 	})
 }
 

@@ -56,7 +56,7 @@ func checkInputs(cmd *cli.Command[options]) error {
 	case cmd.Help != cli.NoHelp:
 		return nil
 	case cmd.Empty:
-		cmd.Help = cli.UsageHelp
+		cmd.Help = cli.NoInputHelp
 		return nil
 	case !o.phaseII() && len(cmd.Names) == 0:
 		return prf.NoInput()

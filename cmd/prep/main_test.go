@@ -85,7 +85,7 @@ func TestUsage(t *testing.T) {
 		{Golden: "usage/prep-help-HELP.out", Args: "/HELP"},
 		{Golden: "usage/prep-help-h.out", Args: "/h"},
 		{Golden: "usage/prep-help-dash.out", Args: "-?"},
-		{Golden: "usage/prep-noargs.out", Args: ""},
+		{Golden: "usage/prep-noargs.out", Args: "", NoInput: true},
 		{Golden: "usage/prep-nologo-help.out", Args: "/nologo /?"},
 	})
 }
