@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -614,7 +613,7 @@ func disasm(d instr.Decoder, code []byte, pc uint64) []asmLine {
 			(in.Kind == instr.Other || strings.Contains(in.Text, "*")) {
 			data[in.Target] = true
 		}
-		out = append(out, asmLine{at, code[off : off+in.Len], segmentZero.ReplaceAllString(in.Text, "$1:0x0$2")})
+		out = append(out, asmLine{at, code[off : off+in.Len], in.Text})
 		off += in.Len
 	}
 	return out
@@ -626,10 +625,6 @@ func leWord(b []byte) uint64 {
 	copy(w[:], b)
 	return binary.LittleEndian.Uint64(w[:])
 }
-
-// segmentZero finds a segment-relative operand of displacement 0, which
-// the GNU syntax of x86asm prints without its number ("%gs:").
-var segmentZero = regexp.MustCompile(`(%[cdefgs]s):(,|$)`)
 
 // hexBytes shows bytes as hexadecimal pairs: "55 48 89 e5".
 func hexBytes(b []byte) string {

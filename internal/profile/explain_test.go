@@ -104,8 +104,8 @@ func a64Code(words ...uint32) []byte {
 
 // TestExplainDisasm: the listing shows the word an instruction jumps
 // through as data (an out-of-line slot's jump back on x86-64), bytes that
-// are no instruction as such, and a segment's displacement 0, which
-// x86asm leaves out.
+// are no instruction as such, and a displacement 0 without base or index,
+// with a segment or without ("mov %rcx," before), which x86asm leaves out.
 func TestExplainDisasm(t *testing.T) {
 	slot := append([]byte{0x55, 0xff, 0x25, 0, 0, 0, 0}, 0x01, 0x10, 0x40, 0, 0, 0, 0, 0)
 	for _, c := range []struct {
@@ -116,6 +116,7 @@ func TestExplainDisasm(t *testing.T) {
 		{instr.AMD64, slot, []string{"push %rbp", "jmpq *(%rip)", "(data: 0x401001)"}},
 		{instr.AMD64, []byte{0x65, 0x48, 0xff, 0x04, 0x25, 0, 0, 0, 0}, []string{"incq %gs:0x0"}},
 		{instr.AMD64, []byte{0x65, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}, []string{"mov %gs:0x0,%rcx"}},
+		{instr.AMD64, []byte{0x48, 0x89, 0x0c, 0x25, 0, 0, 0, 0}, []string{"mov %rcx,0x0"}},
 		{instr.ARM64, append(a64Code(0xd503233f, 0xd65f03c0), 0x1f, 0x20), []string{"paciasp", "ret", "(not an instruction)"}},
 	} {
 		var got []string
