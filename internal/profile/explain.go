@@ -446,10 +446,19 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 	item := x.entryItem(p, v.addr)
 	switch {
 	case p.lines && first:
-		notes[tr.addr] = "the count of the line"
+		count := "the count of the line"
 		if c.kind == instr.CountPerThread {
-			notes[tr.addr] += ", in the thread's block"
+			count += ", in the thread's block"
 		}
+		// The count proper may come after registers it saves first
+		// (x86-64 where the flags are live, arm64's x16 and x17): the
+		// note goes on the instruction that reads the counter.
+		if n := v.j.count; n > 0 {
+			notes[tr.addr] = "the register the count uses, saved first and put back after it: a line's count changes nothing the program can see"
+			notes[tr.addr+uint64(n)] = count
+			break
+		}
+		notes[tr.addr] = count
 	case c.rings:
 		if first && item >= 0 {
 			notes[tr.addr] = "the record of the entry (the CPU's counter, the stack pointer, the function), into the thread's ring"
