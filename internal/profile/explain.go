@@ -154,32 +154,55 @@ func (x *explainer) plan() {
 }
 
 // startedAt tells the program started, stopped by the kernel at its
-// first instruction (the exec stop): where that is.
+// first instruction (the exec stop): where that is. A process attached
+// to (profile --pid) was not started: its threads were stopped wherever
+// they were.
 func (x *explainer) startedAt() {
 	if x == nil {
 		return
 	}
 	t := x.t
 	x.start = t.clock()
-	where := ""
-	var regs ptrace.Regs
-	if ptrace.GetRegs(t.pid, &regs) == nil {
-		pc := regs.PC()
-		where = fmt.Sprintf(", at %#x", pc)
-		if maps, err := t.readMaps(); err == nil {
-			for _, m := range maps {
-				if pc >= m.Start && pc < m.End && m.Path != "" {
-					who := "the dynamic linker"
-					if filepath.Base(m.Path) == filepath.Base(t.cfg.Path) {
-						who = "the program's entry point"
-					}
-					where += fmt.Sprintf(" in %s (%s)", filepath.Base(m.Path), who)
-				}
-			}
+	pc, file := x.mainPC()
+	if t.attach != nil {
+		where := ""
+		if file != "" {
+			where = fmt.Sprintf(", the main thread at %#x in %s", pc, file)
 		}
+		x.say("PROFILE attached to process %d (%s), which was running: it took its %s under ptrace (PTRACE_SEIZE) and stopped each where it was%s. What the program did before is not seen: the counts begin when PROFILE lets it go on.",
+			t.pid, filepath.Base(t.cfg.Path), plural(len(t.threads), "thread"), where)
+		return
+	}
+	where := ""
+	if file != "" {
+		who := "the dynamic linker"
+		if file == filepath.Base(t.cfg.Path) {
+			who = "the program's entry point"
+		}
+		where = fmt.Sprintf(", at %#x in %s (%s)", pc, file, who)
 	}
 	x.say("PROFILE started %s under ptrace, as process %d. The kernel stopped it at its first instruction, before it ran anything (the exec stop)%s.",
 		filepath.Base(t.cfg.Path), t.pid, where)
+}
+
+// mainPC returns where the main thread is stopped, and the base name of
+// the file mapped there ("" when unknown).
+func (x *explainer) mainPC() (uint64, string) {
+	var regs ptrace.Regs
+	if ptrace.GetRegs(x.t.pid, &regs) != nil {
+		return 0, ""
+	}
+	pc := regs.PC()
+	maps, err := x.t.readMaps()
+	if err != nil {
+		return pc, ""
+	}
+	for _, m := range maps {
+		if pc >= m.Start && pc < m.End && m.Path != "" {
+			return pc, filepath.Base(m.Path)
+		}
+	}
+	return pc, ""
 }
 
 // mechanism tells how the run counts or times, once the counters are
@@ -740,11 +763,15 @@ func (x *explainer) calibrated() {
 		return
 	}
 	t := x.t
+	when, where := "at the exec stop", "at its first instruction"
+	if t.attach != nil {
+		when, where = "before the window", "where PROFILE stopped it"
+	}
 	if t.rings != nil {
-		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (at the exec stop, the main thread timed a block of work with records and without).", t.calculated)
+		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.calculated, when)
 		return
 	}
-	x.say("PROFILE measured what a stop costs the program beyond what its clock sees: %d ns (the overhead), taken out of the times (the thread hit a breakpoint at its first instruction %d times).", t.calculated, calibrationRounds)
+	x.say("PROFILE measured what a stop costs the program beyond what its clock sees: %d ns (the overhead), taken out of the times (the thread hit a breakpoint %s %d times).", t.calculated, where, calibrationRounds)
 	if t.forced {
 		x.say("The plan imposes %d ns instead (prep /CB).", t.overhead)
 	}
@@ -1002,7 +1029,12 @@ func (x *explainer) library(l *loaded, loaded bool) {
 		return
 	}
 	name := x.t.plan.Modules[l.mi].Name
-	if loaded {
+	switch {
+	case loaded && x.t.rendezvousThread == 0:
+		// (Attached: a library the process had loaded already.)
+		x.tell("library", "%s %s is loaded already, at %#x: PROFILE plants it now.", x.now(), name, l.lo)
+		return
+	case loaded:
 		x.tell("library", "%s the dynamic linker loaded %s at %#x: PROFILE plants it now, borrowing the thread stopped at the rendezvous for the system calls.", x.now(), name, l.lo)
 		return
 	}
@@ -1076,6 +1108,8 @@ func (x *explainer) ended(res *Result) {
 		return
 	}
 	switch {
+	case x.t.attach != nil && x.t.attach.detached:
+		x.say("%s the window ended: PROFILE wrote the program's code back as it was and let each thread go; process %d runs on, untraced.", x.now(), x.t.pid)
 	case res.Exited:
 		x.say("%s the program exited with status %d.", x.now(), res.ExitCode)
 	default:
