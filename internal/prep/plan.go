@@ -127,7 +127,8 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	if !o.Method.IsFunction() {
 		funcWarn = func(*prf.Diagnostic) {}
 	}
-	sel := selectFunctions(mods, patterns, funcWarn)
+	sel, left := selectFunctions(mods, patterns, funcWarn)
+	plan.LeftOut = left
 	for _, s := range sel {
 		plan.Funcs = append(plan.Funcs, s.f)
 	}
@@ -318,7 +319,7 @@ func openProgram(abs string) (*openModule, error) {
 // selectFunctions applies the specifications to the functions of all
 // modules, checks the entries of those selected, and returns them in module
 // order, then by entry.
-func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) []selected {
+func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) ([]selected, []datafile.LeftOut) {
 	type origin struct {
 		mod int
 		fn  *dwarf.Func
@@ -342,7 +343,8 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 		}
 	}
 	var funcs []selected
-	for i, ok := range applySpecs(cands, patterns, warn) {
+	chosen := applySpecs(cands, patterns, warn)
+	for i, ok := range chosen {
 		if !ok {
 			continue
 		}
@@ -368,7 +370,7 @@ func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diag
 	slices.SortStableFunc(funcs, func(a, b selected) int {
 		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
 	})
-	return funcs
+	return funcs, leftOut(cands, patterns, chosen)
 }
 
 // unitDirs returns the directories of the units of module mi's selected
@@ -449,8 +451,8 @@ func newCandidate(m *openModule, fn *dwarf.Func) candidate {
 		declLine:   fn.DeclLine,
 	}
 	if fn.Unit >= 0 && fn.Unit < len(m.file.Units) {
-		lang := m.file.Units[fn.Unit].Language
-		c.unitIsPackage = lang == "go" || lang == "rust"
+		c.lang = m.file.Units[fn.Unit].Language
+		c.unitIsPackage = c.lang == "go" || c.lang == "rust"
 	}
 	return c
 }

@@ -562,6 +562,7 @@ func TestBuildPlanGo(t *testing.T) {
 	if n := len(r.plan.Funcs); n < 100 {
 		t.Errorf("/INC runtime gives %d functions, want the runtime's hundreds", n)
 	}
+	t.Run("lines", func(t *testing.T) { goLines(t, prog) })
 
 	t.Run("architecture mismatch", func(t *testing.T) {
 		arm := filepath.Join(dir, "hello-arm64")

@@ -2,9 +2,11 @@ package prep
 
 import (
 	"path"
+	"slices"
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -34,6 +36,9 @@ type candidate struct {
 	// declFile and declLine locate the declaration ("" and 0 when unknown).
 	declFile string
 	declLine int
+	// lang is the language of the function's unit ("go", "c++"...), ""
+	// when it has none.
+	lang string
 }
 
 // demangleLimit bounds the demangler's output on hostile names.
@@ -122,4 +127,44 @@ func applySpecs(cands []candidate, specs []pattern, warn func(*prf.Diagnostic)) 
 		}
 	}
 	return selected
+}
+
+// leftOutGroups are the code of the languages whose run-time or standard
+// library is compiled into the program, with debugging information, that
+// profiler.ini leaves out: what a report's header says of it, and the
+// option that brings some back, as an example.
+var leftOutGroups = []struct{ lang, what, include string }{
+	{"go", "the Go runtime and standard library", "/INC runtime, /INC 'fmt.*'"},
+	{"rust", "Rust's standard library", "/INC 'std::*'"},
+	{"c++", "the C++ standard library", "/INC 'std::*'"},
+}
+
+// leftOut counts, by leftOutGroups, the candidates that are not selected
+// because a default specification (profiler.ini's) was the last to
+// match them: what the default selection left out of the profile that
+// a reader may look for. A candidate the user excluded is not counted.
+func leftOut(cands []candidate, specs []pattern, selected []bool) []datafile.LeftOut {
+	n := make([]int, len(leftOutGroups))
+	for j := range cands {
+		c := &cands[j]
+		g := slices.IndexFunc(leftOutGroups, func(g struct{ lang, what, include string }) bool { return g.lang == c.lang })
+		if selected[j] || g < 0 || c.noDebug {
+			continue
+		}
+		for i := len(specs) - 1; i >= 0; i-- {
+			if p := &specs[i]; p.op == ExcludeAll || p.matches(c) {
+				if p.quiet && p.op == Exclude {
+					n[g]++
+				}
+				break
+			}
+		}
+	}
+	var out []datafile.LeftOut
+	for g, k := range n {
+		if k > 0 {
+			out = append(out, datafile.LeftOut{What: leftOutGroups[g].what, Funcs: k, Include: leftOutGroups[g].include})
+		}
+	}
+	return out
 }
