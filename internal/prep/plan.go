@@ -1,7 +1,6 @@
 package prep
 
 import (
-	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -316,63 +315,6 @@ func openProgram(abs string) (*openModule, error) {
 	}}, nil
 }
 
-// selectFunctions applies the specifications to the functions of all
-// modules, checks the entries of those selected, and returns them in module
-// order, then by entry.
-func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) ([]selected, []datafile.LeftOut) {
-	type origin struct {
-		mod int
-		fn  *dwarf.Func
-	}
-	var cands []candidate
-	var origins []origin
-	exports := exportCache{}
-	for mi, m := range mods {
-		for fi := range m.file.Funcs {
-			fn := &m.file.Funcs[fi]
-			cands = append(cands, newCandidate(m, fn))
-			origins = append(origins, origin{mi, fn})
-		}
-		imports := importFuncs(mods, m, exports)
-		for fi := range imports {
-			fn := &imports[fi]
-			c := newCandidate(m, fn)
-			c.imported, c.noDebug = true, false
-			cands = append(cands, c)
-			origins = append(origins, origin{mi, fn})
-		}
-	}
-	var funcs []selected
-	chosen := applySpecs(cands, patterns, warn)
-	for i, ok := range chosen {
-		if !ok {
-			continue
-		}
-		m, fn := mods[origins[i].mod], origins[i].fn
-		site := entrySite(m, fn)
-		if err := checkSite(m, fn, site); err != nil {
-			warn(prf.CannotProfileFunction(fn.Name, m.module.Path, err))
-			continue
-		}
-		low, high := entryRange(fn)
-		funcs = append(funcs, selected{f: datafile.Func{
-			Module: origins[i].mod,
-			Name:   fn.Name,
-			Source: fn.Source,
-			Entry:  site,
-			Low:    low,
-			High:   high,
-			Frame:  frameKey(m, fn, site),
-			File:   fn.DeclFile,
-			Line:   fn.DeclLine,
-		}, fn: fn})
-	}
-	slices.SortStableFunc(funcs, func(a, b selected) int {
-		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
-	})
-	return funcs, leftOut(cands, patterns, chosen)
-}
-
 // unitDirs returns the directories of the units of module mi's selected
 // functions, for PLIST's search of their sources (datafile.Module's
 // CompDirs): where each unit was compiled and, when elsewhere, the
@@ -437,24 +379,6 @@ func entryRange(fn *dwarf.Func) (low, high uint64) {
 		}
 	}
 	return 0, 0
-}
-
-// newCandidate describes fn of module m for the selection.
-func newCandidate(m *openModule, fn *dwarf.Func) candidate {
-	c := candidate{
-		module:     m.module.Name,
-		modulePath: m.module.Path,
-		names:      matchNames(fn.Name),
-		source:     fn.Source,
-		noDebug:    fn.Unit < 0 && m.file.HasDWARF,
-		declFile:   fn.DeclFile,
-		declLine:   fn.DeclLine,
-	}
-	if fn.Unit >= 0 && fn.Unit < len(m.file.Units) {
-		c.lang = m.file.Units[fn.Unit].Language
-		c.unitIsPackage = c.lang == "go" || c.lang == "rust"
-	}
-	return c
 }
 
 // checkSite checks the address where fn's breakpoint goes, its entry or
