@@ -16,9 +16,10 @@ import (
 // the original's text ("not a portable executable file" said the Linux
 // way) and the severity it printed. The messages this port added, for
 // what the original never met, have numbers the original did not use, in
-// the group of their neighbours: 1308, 1309 and 4305-4307 with the data
+// the group of their neighbours: 1308, 1309 and 4305-4308 with the data
 // files, 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's
-// start, 4482 with PLIST's warnings, 4623 with debugging information, 1644
+// start, 1483 and 4482 with PLIST's, 4623 and 4625 with debugging
+// information, 1644
 // to 1650 and 4643 to 4656 with PROFILE's run (1647 to 1650, which the
 // other tools print too, were free there) (docs/linux.md lists them). No
 // message is without a number: an error the catalogue does not cover is
