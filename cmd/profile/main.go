@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && cmd.Help == cli.NoHelp {
 		if len(cmd.Names) == 0 && !cmd.Options.attaching() {
 			// No program (an empty name is one): the usage (original.md §2.9).
-			cmd.Help = cli.UsageHelp
+			cmd.Help = cli.NoInputHelp
 		} else if cmd.Options.appendErrors && cmd.Options.errorFile == "" {
 			warnings = append(warnings, prf.NoErrorFile())
 		}

@@ -156,7 +156,8 @@ func (r *report) mainValue(i int) int64 {
 // writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
 // functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
 // profile has the counts of its lines and the calls of its functions,
-// each function's those of its first line (lcovFirstLine). A function
+// each function's those of its first line (lcovFirstLine), where that
+// line is the function's alone (one inlined elsewhere is left out). A function
 // profile has the calls of its functions and, for each, its declaration
 // line with the same count: lcov 1.16 and genhtml refuse a file without
 // lines ("no valid records found"). SF is the path where the source file
@@ -249,7 +250,10 @@ func (r *report) writeLcov(w *bufio.Writer) {
 // function's code (from its entry when its bounds are not known), the
 // line every call begins with, whose count is the function's calls (for
 // line coverage, the runs that called it). It returns -1 when no
-// profiled line is in the function.
+// profiled line is in the function, and when that line has a site
+// outside the function's code too (the function inlined elsewhere, a
+// line of a header compiled into several): the line's count adds every
+// copy's, which are not calls of the function.
 func (r *report) lcovFirstLine(i int) int {
 	if r.lineSites == nil {
 		r.lineSites = make([][]lineSite, len(r.plan.Modules))
@@ -276,10 +280,16 @@ func (r *report) lcovFirstLine(i int) int {
 	}
 	sites := r.lineSites[f.Module]
 	k, _ := slices.BinarySearchFunc(sites, lo, func(s lineSite, a uint64) int { return cmp.Compare(s.addr, a) })
-	if k < len(sites) && sites[k].addr < hi {
-		return sites[k].line
+	if k >= len(sites) || sites[k].addr >= hi {
+		return -1
 	}
-	return -1
+	line := sites[k].line
+	for _, a := range r.plan.Lines[line].Addrs {
+		if a < lo || a >= hi {
+			return -1
+		}
+	}
+	return line
 }
 
 // lineSite is a line site's address and the index of its line.
@@ -305,12 +315,16 @@ func lcovTestName(commandLine string) string {
 // Specification"): the events are Calls (the hits) and, for timing and
 // sampling, Time (nanoseconds, the function's own); each function's cost
 // at its declaration line; with /AT, the calls from each caller, with
-// their inclusive cost (callgrindCalls); for line profiles each line's
-// hits at the line, in the function that holds it.
+// their inclusive cost (callgrindCalls); for line profiles the event is
+// Hits, each line's hits at the line, in the function that holds it (a
+// line is not called).
 func (r *report) writeCallgrind(w *bufio.Writer) {
 	timed := r.hasTimes()
 	events := "Calls"
-	if timed {
+	switch {
+	case !r.plan.Method.IsFunction():
+		events = "Hits"
+	case timed:
 		events += " Time"
 	}
 	fmt.Fprintf(w, "# callgrind format\nversion: 1\ncreator: sprof %s\n", r.version())

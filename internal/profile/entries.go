@@ -409,6 +409,9 @@ type patchWrite struct {
 	hop     uint64
 	hopCode []byte
 	tramp   *tramp
+	// count is, in a line trampoline, the offset of the instruction
+	// that reads the first site's counter (instr.DepthCode.Count).
+	count int
 	// build builds the trampoline again at another address.
 	build func(at uint64) (instr.Trampoline, error)
 }

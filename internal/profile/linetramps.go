@@ -488,6 +488,7 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch) (patchWrite, e
 		rollback  []instr.Rollback
 	}
 	var counts []placed
+	first := 0 // where the first count reads its counter (--explain)
 	for k, a := range pl.sites {
 		code, ok := t.arch.LineCode(t.counters.kind, instr.LineSite{
 			Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(a)]), Save: lt.save,
@@ -499,6 +500,8 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch) (patchWrite, e
 		i := 0
 		if k > 0 {
 			i = instIndex(&pt, a)
+		} else {
+			first = code.Count
 		}
 		counts = append(counts, placed{i, len(pt.Before[i]), code.Rollback})
 		pt.Before[i] = append(pt.Before[i], code.Code...)
@@ -521,7 +524,7 @@ func (lt *lineTrampolines) trampoline(p *planting, pl *linePatch) (patchWrite, e
 			tp.regions = append(tp.regions, region{at: at, rollback: c.rollback})
 		}
 	}
-	return patchWrite{addr: pt.Site, jump: jump, code: tr.Code, tramp: tp}, nil
+	return patchWrite{addr: pt.Site, jump: jump, code: tr.Code, tramp: tp, count: first}, nil
 }
 
 // isGo reports whether module mi is written in Go (it has Go's build
