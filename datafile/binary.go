@@ -11,12 +11,13 @@ import (
 
 // Version is the binary format version this package writes. It reads
 // this version and the ones listed in doc.go ([MinVersion] on).
-const Version = 6
+const Version = 7
 
 // MinVersion is the oldest format version this package reads: version 3
 // differs from 4 only in the .pbt, which had no discarded runs, 4 from 5
-// only in the statistics, which had no sampling figures, and 5 from 6 only
-// in the stacks, which had no CallerKey (doc.go).
+// only in the statistics, which had no sampling figures, 5 from 6 only
+// in the stacks, which had no CallerKey, and 6 from 7 only in the plan,
+// which had no LeftOut (doc.go).
 const MinVersion = 3
 
 // The constants of the header (doc.go).
@@ -286,7 +287,7 @@ func decode(k Kind, version int, body []byte) (any, error) {
 // planStrings estimates the distinct strings of p: a name per function and
 // a few per module, as sources and files repeat.
 func planStrings(p *Plan) int {
-	return len(p.Funcs) + 8*len(p.Modules)
+	return len(p.Funcs) + 8*len(p.Modules) + 2*len(p.LeftOut)
 }
 
 func encodePlan(p *Plan) *encoder {
@@ -330,6 +331,12 @@ func (e *encoder) plan(p *Plan) {
 		w.bool(p.Attribution)
 		w.int(p.StackDepth)
 		w.varint(p.Calibration)
+		w.int(len(p.LeftOut))
+		for _, l := range p.LeftOut {
+			w.str(l.What)
+			w.int(l.Funcs)
+			w.str(l.Include)
+		}
 	})
 	e.section(secModules, func(w *payload) {
 		w.int(len(p.Modules))
@@ -386,6 +393,17 @@ func (d *decoder) plan(p *Plan) {
 	p.Attribution = s.bool()
 	p.StackDepth = s.int()
 	p.Calibration = s.varint()
+	if d.version >= 7 {
+		if n := s.count(3); n > 0 {
+			p.LeftOut = make([]LeftOut, n)
+		}
+		for i := 0; i < len(p.LeftOut) && s.ok(); i++ {
+			l := &p.LeftOut[i]
+			l.What = s.str()
+			l.Funcs = s.int()
+			l.Include = s.str()
+		}
+	}
 	d.end(s)
 
 	s = d.section(secModules)

@@ -281,30 +281,42 @@ type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 
-// TestReadOlderVersions reads the files of format versions 3 to 5
-// (testdata/v3, v4 and v5, the goldens written before versions 4, 5 and
-// 6): each holds the value of its name (a .pbt of version 3 has no
-// discarded runs, no file before version 5 has sampling figures, and none
-// before version 6 the keys of its stacks' caller stacks), and is written
+// TestReadOlderVersions reads the files of format versions 3 to 6
+// (testdata/v3, v4, v5 and v6, the goldens written before versions 4, 5,
+// 6 and 7): each holds the value of its name (a .pbt of version 3 has no
+// discarded runs, no file before version 5 has sampling figures, none
+// before version 6 the keys of its stacks' caller stacks, and no plan
+// before version 7 what the default selection left out), and is written
 // again in this version.
 func TestReadOlderVersions(t *testing.T) {
-	values := map[string]any{}
-	for _, tv := range testValues(t) {
-		var st *Stats
-		switch v := tv.v.(type) {
-		case *Counts:
-			st = &v.Stats
-		case *Merged:
-			st = &v.Stats
-		}
-		if st != nil {
-			for i := range st.Stacks {
-				st.Stacks[i].CallerKey = 0
+	// values are the test values as a file of version v holds them.
+	values := func(v uint16) map[string]any {
+		out := map[string]any{}
+		for _, tv := range testValues(t) {
+			var st *Stats
+			var p *Plan
+			switch v := tv.v.(type) {
+			case *Plan:
+				p = v
+			case *Counts:
+				st = &v.Stats
+			case *Merged:
+				st, p = &v.Stats, &v.Plan
 			}
+			if st != nil && v < 6 {
+				for i := range st.Stacks {
+					st.Stacks[i].CallerKey = 0
+				}
+			}
+			if p != nil && v < 7 {
+				p.LeftOut = nil
+			}
+			out[tv.name] = tv.v
 		}
-		values[tv.name] = tv.v
+		return out
 	}
-	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13} {
+	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13} {
+		values := values(version)
 		dir := fmt.Sprintf("v%d", version)
 		names, err := filepath.Glob(filepath.Join("testdata", dir, "*.golden"))
 		if err != nil || len(names) != files {

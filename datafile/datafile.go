@@ -225,6 +225,21 @@ type Plan struct {
 	Modules     []Module
 	Funcs       []Func
 	Lines       []Line
+	// LeftOut is what the default selection (profiler.ini) left out of
+	// the profile that has debugging information, the code of a language's
+	// run-time or standard library compiled into the program (Go's, Rust's,
+	// C++'s), by group, for the report's header to say so. Empty when
+	// nothing was, or when the user's selections brought it all back.
+	LeftOut []LeftOut `json:",omitempty"`
+}
+
+// LeftOut is a group of functions the default selection left out: what
+// they are ("the Go runtime and standard library"), how many, and the
+// option that brings them back, as an example ("/INC runtime").
+type LeftOut struct {
+	What    string
+	Funcs   int
+	Include string
 }
 
 // NumItems is the number of counted items: functions or lines.
@@ -393,7 +408,9 @@ type Merged struct {
 	Stats     Stats
 	// Discarded are the IDs of the runs that were merged into the
 	// databases this one replaced, when phase I prepared the same plan
-	// again ([Merged.Supersede]): their counts were discarded with those
+	// again ([Merged.Supersede]), and of the runs of the plan that
+	// waited in .pbo files beside them, never merged (PREP phase I
+	// discards those too): their counts were discarded with those
 	// databases, and their .pbo files, still on disk, hold no run to merge
 	// ([Merged.Pending]). Empty for a database whose plan is new.
 	Discarded []Hex `json:",omitempty"`

@@ -13,7 +13,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 6
+// # Binary layout, format version 7
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -23,7 +23,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 6 (3 to 5 are read too: below)
+//	10      2     format version, u16: 7 (3 to 6 are read too: below)
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -77,7 +77,8 @@
 //	            in order of first use by the writer (UTF-8 by convention;
 //	            the reader does not check it)
 //	2 plan      id ID, uvarint Method, str StartFunc, varint StartIndex,
-//	            bool Attribution, uvarint StackDepth, varint Calibration
+//	            bool Attribution, uvarint StackDepth, varint Calibration,
+//	            list(str What, uvarint Funcs, str Include) LeftOut
 //	3 modules   list(str Name, str Path, str Arch, bytes BuildID, varint Size,
 //	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
 //	            list(str) CompDirs)
@@ -100,15 +101,18 @@
 //	            uvarint Sampler (0 none, 1 perf events, 2 ptrace, 3 both), uvarint Outside, uvarint Lost, varint KernelTime,
 //	            list(uvarint) Samples, list(uvarint) LineSamples
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
-//	            the databases phase I replaced with this one (none empty)
+//	            the databases phase I replaced with this one, and of the
+//	            runs that waited beside them, never merged (none empty)
 //
 // Empty lists and byte strings read back as nil. The writer is canonical:
 // equal values give equal bytes.
 //
 // # Older versions
 //
-// The writer writes version 6; the readers also read versions 5, 4 and 3
-// ([MinVersion]). Version 5's stacks have no CallerKey (it reads as 0: the
+// The writer writes version 7; the readers also read versions 6, 5, 4 and
+// 3 ([MinVersion]). Version 6 is version 7 but for section 2, which ends
+// after Calibration: its plans say nothing of what the default selection
+// left out. Version 5's stacks have no CallerKey (it reads as 0: the
 // chain of callers beyond the two shown is not known). Version 4 is
 // version 5 but for section 8, which ends after the stacks: its files
 // hold no sampling figures. Version 3 is version 4 but for the .pbt, which

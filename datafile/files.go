@@ -11,26 +11,32 @@ import (
 	"strings"
 )
 
-// filePerm is the mode of the files the Save helpers write.
-const filePerm = 0o644
+// filePerm is the mode of a new data file before the umask, as open(2)
+// takes it: 0666 less the umask, as cp and compilers make their files.
+const filePerm = 0o666
 
 // WriteFileAtomic replaces the file at path with what write writes, so that
 // path holds either its old content or the whole new one, never a part:
 // write fills a buffered temporary file in the same directory, which is
-// synced, given mode perm (as is, not filtered by the umask) and renamed
-// over path; the directory is synced last. On any error the temporary file
-// is removed and path is left as it was. A symbolic link at path is
-// replaced, not followed.
+// synced and renamed over path; the directory is synced last. On any error
+// the temporary file is removed and path is left as it was.
+//
+// The new file's mode is perm less the umask, as open(2) and os.WriteFile
+// make it (the kernel applies the umask, or the directory's default ACL),
+// and never wider than the mode of the file it replaces: a 0600 file stays
+// 0600. A symbolic link at path is replaced, not followed, unless it leads
+// to what is not a regular file: that, and what is not a regular file at
+// path itself (a device, a FIFO, a socket, a directory, an open file named
+// through /proc as /dev/stdout is), is never replaced: the error is a
+// [*NotRegularError].
 func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, tempPattern(base))
+	old, err := replaced(path)
 	if err != nil {
-		// The temporary file's name would mean nothing to the user: the
-		// error names the directory.
-		return fmt.Errorf("write %s: %w", path, NewDirError(dir, err))
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := createTemp(path, perm, old)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	renamed := false
 	defer func() {
@@ -39,14 +45,14 @@ func WriteFileAtomic(path string, perm os.FileMode, write func(io.Writer) error)
 			os.Remove(f.Name())
 		}
 	}()
-	if err := fill(f, perm, write); err != nil {
+	if err := fill(f, write); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	renamed = true
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -95,15 +101,12 @@ func tempPattern(base string) string {
 }
 
 // fill writes the temporary file f through a buffer, syncs and closes it.
-func fill(f *os.File, perm os.FileMode, write func(io.Writer) error) error {
+func fill(f *os.File, write func(io.Writer) error) error {
 	bw := bufio.NewWriterSize(f, 64<<10)
 	if err := write(bw); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -62,6 +62,7 @@ func testPlan(m Method) *Plan {
 		p.Attribution, p.StackDepth, p.Calibration = true, 16, 120
 	case m.IsFunction() && m != FuncSampling:
 		p.Attribution = true
+		p.LeftOut = []LeftOut{{What: "the Go runtime and standard library", Funcs: 1817, Include: "/INC runtime"}}
 	default:
 		p.Attribution = m == FuncSampling // (and the lines of its functions)
 		p.Lines = []Line{

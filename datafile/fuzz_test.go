@@ -40,6 +40,7 @@ func FuzzRead(f *testing.F) {
 	addSeeds(f, "v3/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
 	addSeeds(f, "v4/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
 	addSeeds(f, "v5/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
+	addSeeds(f, "v6/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRoundTrip(t, data)
 		if len(data) >= headerSize {

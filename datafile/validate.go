@@ -39,6 +39,11 @@ func (p *Plan) check() error {
 	case p.Calibration < -1:
 		return fmt.Errorf("calibration %d is neither -1 nor a duration", p.Calibration)
 	}
+	for i, l := range p.LeftOut {
+		if l.Funcs < 0 {
+			return fmt.Errorf("left out %d: negative count %d", i, l.Funcs)
+		}
+	}
 	for i := range p.Modules {
 		m := &p.Modules[i]
 		switch {

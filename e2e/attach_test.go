@@ -281,12 +281,19 @@ func (s *server) alive(t *testing.T, said string) {
 	}
 }
 
-// startServer starts the fixture name in dir and waits for its "ready";
-// it is told to quit, and reaped, when the test ends.
-func startServer(t *testing.T, dir, name string) *server {
+// startServer starts the fixture name in dir, with args, and waits for
+// its "ready"; it is told to quit, and reaped, when the test ends.
+func startServer(t *testing.T, dir, name string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command("./" + name)
+	cmd := exec.Command("./"+name, args...)
 	cmd.Dir = dir
+	return serve(t, cmd)
+}
+
+// serve is startServer for a server's command made by the caller (run as
+// another user).
+func serve(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

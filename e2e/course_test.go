@@ -56,7 +56,9 @@ func readChapter(t *testing.T, path string) chapter {
 }
 
 // TestCourse runs the commands of every chapter of docs/course in the
-// layout the course sets up (the examples built, sources in ../c), checks
+// layout the course sets up (the examples built, sources in ../c), the
+// chapters one after the other in one directory, as a student does (a
+// chapter's runs left the next chapter's prep /M failing once), checks
 // that each succeeds, and that every line of output a chapter quotes that
 // carries no number (addresses, times and process IDs change from run to
 // run) is a line of the output, as it is. The outputs quoted are of
@@ -81,33 +83,34 @@ func TestCourse(t *testing.T) {
 		Prog: []string{"../examples/c/shapes.c"}, Lib: []string{"../examples/c/libarea.c"},
 		Name: "libarea.so", Link: true,
 	})
+	// examples/build and examples/c, as the course's setup has them: one
+	// directory for every chapter, in order, as a student runs them (the
+	// runs a chapter leaves are there for the next).
+	top := t.TempDir()
+	work := filepath.Join(top, "build")
+	src := filepath.Join(top, "c")
+	for _, d := range []string{work, src} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{primes, workers, shapes, libarea} {
+		install(t, p, work)
+	}
+	for _, f := range []string{"primes.c", "workers.c", "shapes.c", "libarea.c"} {
+		b, err := os.ReadFile(filepath.Join(root, "examples", "c", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, path := range chapters {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".md"), func(t *testing.T) {
 			c := readChapter(t, path)
 			if len(c.commands) == 0 {
 				t.Fatal("no command")
-			}
-			// examples/build and examples/c, as the course's setup has
-			// them.
-			top := t.TempDir()
-			work := filepath.Join(top, "build")
-			src := filepath.Join(top, "c")
-			for _, d := range []string{work, src} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, p := range []string{primes, workers, shapes, libarea} {
-				install(t, p, work)
-			}
-			for _, f := range []string{"primes.c", "workers.c", "shapes.c", "libarea.c"} {
-				b, err := os.ReadFile(filepath.Join(root, "examples", "c", f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
 			}
 			var out strings.Builder
 			for _, cmd := range c.commands {

@@ -288,3 +288,33 @@ func explainLines(t *testing.T, common []string) {
 		t.Errorf("%d first hits told, want one for each line that ran, %d:\n%s", n, ran, narration)
 	}
 }
+
+// TestExplainAttach: profile --explain --pid tells an attach as it
+// happened: the process was running (no exec stop, which the narration
+// told, naming the C library the main thread waited in "the dynamic
+// linker"), its library was loaded already (not loaded by the dynamic
+// linker at a rendezvous), the cost of a record was measured before the
+// window, and at the end the process was let go, running (not "killed by
+// signal 0").
+func TestExplainAttach(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir, name := attachDir(t)
+	must(t, dir, "prep", "/nologo", "/FT", name, "libsq.so")
+	s := startServer(t, dir, name)
+	pid := strconv.Itoa(s.pid())
+	r := must(t, dir, "profile", "/nologo", "--explain-limit=1", "--pid="+pid, "--duration=0.3")
+	has(t, r.stderr,
+		`\nPROFILE attached to process `+pid+` \(attach\), which was running: it took its 2 threads under ptrace \(PTRACE_SEIZE\) and stopped each where it was, the main thread at 0x[0-9a-f]+ in [^ ]+\. What the program did before is not seen`,
+		`\] libsq\.so is loaded already, at 0x[0-9a-f]+: PROFILE plants it now\.\n`,
+		`\] the window ended: PROFILE wrote the program's code back as it was and let each thread go; process `+pid+` runs on, untraced\.\n`,
+	)
+	if runtime.GOARCH == "amd64" {
+		has(t, r.stderr, `taken out of the times \(before the window, the main thread timed a block of work`)
+	}
+	for _, wrong := range []string{"exec stop", "the dynamic linker loaded", "killed by", "the dynamic linker)"} {
+		if strings.Contains(r.stderr, wrong) {
+			t.Errorf("the narration of an attach says %q:\n%s", wrong, r.stderr)
+		}
+	}
+	s.ask(t, "w 10", "did 10")
+}

@@ -50,24 +50,7 @@ func unprivilegedIn(t *testing.T, dir, cwd, name string, args ...string) result 
 		if err := os.WriteFile(path, b, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
-			st, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Mode().Perm()&0o005 != 0o005 {
-				if err := os.Chmod(p, st.Mode().Perm()|0o005); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := os.Chmod(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			os.Chmod(filepath.Join(dir, e.Name()), 0o777)
-		}
+		openToAll(t, dir)
 		cmd = exec.Command(path, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	}
@@ -77,6 +60,30 @@ func unprivilegedIn(t *testing.T, dir, cwd, name string, args ...string) result 
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return result{out.String(), errb.String(), exitStatus(t, name, err)}
+}
+
+// openToAll lets every user use dir: the directories above it may be
+// searched and read, and dir and its files may be written too.
+func openToAll(t *testing.T, dir string) {
+	t.Helper()
+	for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o005 != 0o005 {
+			if err := os.Chmod(p, st.Mode().Perm()|0o005); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.Chmod(filepath.Join(dir, e.Name()), 0o777)
+	}
 }
 
 // TestNonDumpable profiles, as a user without privileges, a program that

@@ -39,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if cmd.Options.dump {
 			err = prf.NoInput()
 		} else {
-			cmd.Help = cli.UsageHelp // original.md §2.9: no input, usage
+			cmd.Help = cli.NoInputHelp // original.md §2.9: no input, usage
 		}
 	}
 	if status, done := tool.Start(stdout, stderr, cmd, warnings, err); done {
@@ -102,10 +102,9 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	}
 	r.Now, r.Path, r.Warn, r.Version = time.Now(), path, warn, cli.Version
 	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
-		d := prf.InvalidOption("--format=" + o.format)
-		d.Hint = fmt.Sprintf("gmon.out holds sampled time, and %s is a %s profile: only function sampling profiles (prep /FS) can be written for gprof",
-			path, strings.ToLower(m.Plan.Method.Words()))
-		return d
+		// (The option is right; the profile is not of the type it
+		// writes.)
+		return prf.NotSampling(path, strings.ToLower(m.Plan.Method.Words()))
 	}
 	if o.trace && (o.diffBase != "" || (r.Format != plist.FormatText && r.Format != plist.FormatTab)) {
 		d := prf.InvalidOption("/TRACE")
@@ -141,8 +140,10 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		write = func(w io.Writer) error { return plist.WriteDiff(w, base, m, r) }
 	}
 	if o.output != "" {
-		// Written whole or not at all, as the data files are.
-		if err := datafile.WriteFileAtomic(o.output, 0o644, write); err != nil {
+		// Written whole or not at all, as the data files are, but in
+		// place where it is not a regular file (/dev/null, a FIFO,
+		// /dev/stdout).
+		if err := datafile.WriteOutput(o.output, 0o666, write); err != nil {
 			var de *datafile.DirError
 			switch {
 			case prf.Code(err) != 0:
@@ -170,10 +171,11 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 // of a run of m's plan, warning when that run is not merged into m or the
 // trace is not whole.
 func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*plist.Trace, error) {
-	pbx := strings.TrimSuffix(path, filepath.Ext(path)) + ".pbx"
+	base := strings.TrimSuffix(path, filepath.Ext(path))
+	pbx := base + ".pbx"
 	f, err := os.Open(pbx)
 	if err != nil {
-		return nil, prf.CannotOpen(pbx, err)
+		return nil, prf.NoTrace(pbx, base, !m.Plan.Method.IsFunction(), err)
 	}
 	defer f.Close()
 	tr, err := plist.ReadTrace(f)

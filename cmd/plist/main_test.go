@@ -147,11 +147,11 @@ func TestUsage(t *testing.T) {
 		{Golden: "usage/plist-help-HELP.out", Args: "/HELP"},
 		{Golden: "usage/plist-help-h.out", Args: "/h"},
 		{Golden: "usage/plist-help-dash.out", Args: "-?"},
-		{Golden: "usage/plist-noargs.out", Args: ""},
-		{Golden: "usage/plist-nologo-noargs.out", Args: "/nologo"},
+		{Golden: "usage/plist-noargs.out", Args: "", NoInput: true},
+		{Golden: "usage/plist-nologo-noargs.out", Args: "/nologo", NoInput: true},
 		{Golden: "usage/plist-nologo-help.out", Args: "/nologo /?"},
 		// plist-no-input: options but no input print the usage.
-		{Golden: "diag/plist-no-input.out", Args: "/nologo /t"},
+		{Golden: "diag/plist-no-input.out", Args: "/nologo /t", NoInput: true},
 	})
 }
 
@@ -448,13 +448,48 @@ func TestSamplingFormats(t *testing.T) {
 	}
 	writeProfile(t, "fcount.pbt", testRun(testPlan()))
 	_, stderr, status = runPlist(t, words("/nologo --format=gmon -o gmon2.out fcount"), "")
-	want := "plist: fatal error PRF1102: --format=gmon: invalid option\n" +
-		"plist: hint: gmon.out holds sampled time, and fcount.pbt is a function counting profile: only function sampling profiles (prep /FS) can be written for gprof\n"
-	if status != 2 || stderr != want {
+	// (The option is valid: the profile is not of the type it writes.
+	// PRF1102 "--format=gmon: invalid option" said the contrary.)
+	want := "plist: fatal error PRF1483: --format=gmon needs a function sampling profile, and fcount.pbt is a function counting profile\n" +
+		"plist: hint: gmon.out holds sampled time: prepare the program for function sampling (prep /FS), profile it and merge, then write gmon.out; --format=callgrind or pprof take any profile\n"
+	if status != 1 || stderr != want {
 		t.Errorf("plist --format=gmon fcount: status %d, stderr\n%s\nwant\n%s", status, stderr, want)
 	}
 	if _, err := os.Stat("gmon2.out"); err == nil {
 		t.Error("gmon2.out written for a counting profile")
+	}
+}
+
+// TestChromeWithoutTrace: --format=chrome of a profile whose run wrote no
+// execution trace names the file it cannot open, as the original's /TRACE
+// did (PRF1011), and the hint says what writes one: profile /TRACE, or,
+// for a line profile, a function profile first. Before, the message
+// named the .pbx alone.
+func TestChromeWithoutTrace(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeProfile(t, "fcount.pbt", testRun(testPlan()))
+	_, stderr, status := runPlist(t, words("/nologo --format=chrome -o trace.json fcount"), "")
+	want := "plist: fatal error PRF1011: cannot open file fcount.pbx: no such file or directory\n" +
+		"plist: hint: fcount.pbx is written by profile /TRACE: run the program with 'profile /TRACE fcount ...', then 'prep /M fcount'\n"
+	if status != 1 || stderr != want {
+		t.Errorf("plist --format=chrome fcount: status %d, stderr\n%s\nwant\n%s", status, stderr, want)
+	}
+	p := &datafile.Plan{
+		Method: datafile.LineCounting, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true, Files: []string{"prog.c"}}},
+		Lines:   []datafile.Line{{Line: 3, Addrs: []uint64{0x1108}}},
+	}
+	p.ID = datafile.PlanID(p)
+	if err := datafile.SaveMerged("lcount.pbt", datafile.NewMerged(p)); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status = runPlist(t, words("/nologo --format=chrome -o trace.json lcount"), "")
+	want = "plist: hint: an execution trace is of function calls, and this is a line profile: prepare a function profile (prep /FT lcount), then run the program with 'profile /TRACE lcount ...' and 'prep /M lcount'\n"
+	if status != 1 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("plist --format=chrome lcount: status %d, stderr\n%s\nwant it to end\n%s", status, stderr, want)
+	}
+	if _, err := os.Stat("trace.json"); err == nil {
+		t.Error("trace.json written without a trace")
 	}
 }
 

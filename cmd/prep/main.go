@@ -56,7 +56,7 @@ func checkInputs(cmd *cli.Command[options]) error {
 	case cmd.Help != cli.NoHelp:
 		return nil
 	case cmd.Empty:
-		cmd.Help = cli.UsageHelp
+		cmd.Help = cli.NoInputHelp
 		return nil
 	case !o.phaseII() && len(cmd.Names) == 0:
 		return prf.NoInput()
@@ -107,7 +107,10 @@ func prepare(o *options, names []string, warn func(*prf.Diagnostic)) error {
 	if pbt == "" {
 		pbt = cli.DataName(plan.Programs[0], ".pbt")
 	}
-	return prep.WriteOutputs(p, pbi, pbt, warn)
+	// Phase I discards the runs waiting beside the database it replaces
+	// (docs/linux.md, "Merging and concurrent runs").
+	base := strings.TrimSuffix(pbt, filepath.Ext(pbt))
+	return prep.WriteOutputs(p, pbi, pbt, func() []string { return cli.RunFiles(base) }, warn)
 }
 
 // merge is phase II: /M base, or /IT in [/IO run]... /OT out. It holds the

@@ -85,7 +85,7 @@ func TestUsage(t *testing.T) {
 		{Golden: "usage/prep-help-HELP.out", Args: "/HELP"},
 		{Golden: "usage/prep-help-h.out", Args: "/h"},
 		{Golden: "usage/prep-help-dash.out", Args: "-?"},
-		{Golden: "usage/prep-noargs.out", Args: ""},
+		{Golden: "usage/prep-noargs.out", Args: "", NoInput: true},
 		{Golden: "usage/prep-nologo-help.out", Args: "/nologo /?"},
 	})
 }
@@ -163,6 +163,41 @@ func TestMergeAfterPrepAgain(t *testing.T) {
 	}
 	if h, n := hits(); h != 11 || n != 2 {
 		t.Errorf("after the merge asked for: f %d, %d runs; want 11, 2", h, n)
+	}
+}
+
+// TestMergeRunOfOtherPlan runs prep /M where prog.pbo.2, a file PROFILE
+// wrote to keep a run for prep /M, holds a run of another preparation of
+// the program (one phase I left there before it cleared such files):
+// PRF1306, whose hint says to remove the file. Profiling again, which
+// the hint of prog.pbo says, would write prog.pbo.3 beside it and fail
+// the same way.
+func TestMergeRunOfOtherPlan(t *testing.T) {
+	t.Chdir(t.TempDir())
+	plan := func(m datafile.Method) *datafile.Plan {
+		p := &datafile.Plan{
+			Method: m, StartIndex: -1, Calibration: -1,
+			Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true}},
+			Funcs:   []datafile.Func{{Name: "f", Source: "prog.o", Entry: 0x1100}},
+		}
+		p.ID = datafile.PlanID(p)
+		return p
+	}
+	counting, timing := plan(datafile.FuncCounting), plan(datafile.FuncTiming)
+	run := &datafile.Counts{PlanID: counting.ID, Method: counting.Method, Run: datafile.Run{ID: datafile.NewRunID(), CommandLine: "prog"},
+		Stats: datafile.Stats{Hits: []uint64{3}}}
+	timed := &datafile.Counts{PlanID: timing.ID, Method: timing.Method, Run: datafile.Run{ID: datafile.NewRunID(), CommandLine: "prog"},
+		Stats: datafile.Stats{Hits: []uint64{3}, FuncTime: []int64{5}, ChildTime: []int64{5}}}
+	for _, err := range []error{datafile.SaveMerged("prog.pbt", datafile.NewMerged(timing)), datafile.SaveCounts("prog.pbo", timed), datafile.SaveCounts("prog.pbo.2", run)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, status := command.Exec(t, words("/nologo /M prog"), "")
+	want := "prep: fatal error PRF1306: PBT or PBO file prog.pbo.2 is not derived from same PBI file: merge: not derived from the same plan: counts of plan " + counting.ID.String() + ", not the database's\n" +
+		"prep: hint: its run is of another preparation of the program, which prep /M cannot add: remove prog.pbo.2 and merge again\n"
+	if stderr != want || status != 1 {
+		t.Errorf("prep /M: status %d, stderr\n%s\nwant status 1, stderr\n%s", status, stderr, want)
 	}
 }
 

@@ -54,6 +54,11 @@ func TestCommandLine(t *testing.T) {
 		c.Names, c.Help = nil, cli.UsageHelp
 		return c
 	}
+	noInput := func(edit func(c *cli.Command[options], o *options)) *cli.Command[options] {
+		c := usage(edit)
+		c.Help = cli.NoInputHelp
+		return c
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -159,8 +164,8 @@ func TestCommandLine(t *testing.T) {
 		{"help HELP", words("/HELP"), "", usage(nil)},
 		{"help HEL with a program", words("/hel prog"), "", want(func(c *cli.Command[options], _ *options) { c.Help = cli.UsageHelp })},
 		{"long help", words("--help"), "", want(func(c *cli.Command[options], _ *options) { c.Names, c.Help = nil, cli.LongHelp })},
-		{"no arguments", nil, "", usage(nil)},
-		{"no arguments, env nologo", nil, "/nologo", usage(func(c *cli.Command[options], _ *options) { c.NoLogo = true })},
+		{"no arguments", nil, "", noInput(nil)},
+		{"no arguments, env nologo", nil, "/nologo", noInput(func(c *cli.Command[options], _ *options) { c.NoLogo = true })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

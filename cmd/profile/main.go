@@ -9,6 +9,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -34,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && cmd.Help == cli.NoHelp {
 		if len(cmd.Names) == 0 && !cmd.Options.attaching() {
 			// No program (an empty name is one): the usage (original.md §2.9).
-			cmd.Help = cli.UsageHelp
+			cmd.Help = cli.NoInputHelp
 		} else if cmd.Options.appendErrors && cmd.Options.errorFile == "" {
 			warnings = append(warnings, prf.NoErrorFile())
 		}
@@ -45,11 +46,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o := &cmd.Options
 	diag := stderr
 	if o.errorFile != "" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if o.appendErrors {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		}
-		f, err := os.OpenFile(o.errorFile, flags, 0o644)
+		// A new file that takes the name at once, written as the run
+		// goes; with /A the file of that name, appended to; in place, a
+		// terminal or /dev/stderr.
+		f, err := datafile.OpenLog(o.errorFile, o.appendErrors, 0o666)
 		if err != nil {
 			prf.Write(stderr, tool.Name, prf.CannotOpen(o.errorFile, err))
 			return 1
@@ -188,10 +188,11 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 }
 
 // checkWritable reports why a .pbo could not be written at path: its
-// directory does not take new files, or path is a directory.
+// directory does not take new files, or path is a directory, or another
+// file that is not replaced ([datafile.Replaceable]).
 func checkWritable(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return errors.New("is a directory")
+	if err := datafile.Replaceable(path); err != nil {
+		return err // a directory, a device, a FIFO: not written over
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".profile-check-*")
 	if err != nil {
@@ -240,16 +241,58 @@ func pending(pbo, pbt string, plan datafile.ID) bool {
 }
 
 // commandLine renders the program's command line for the run record,
-// quoting the arguments a shell would need quoted.
+// quoting the words a shell would need quoted (shellWord).
 func commandLine(prog string, args []string) string {
 	parts := []string{prog}
+	if hasControl(prog) {
+		parts[0] = shellWord(prog)
+	}
 	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`*?[]{}()<>|&;#~") {
-			a = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(a) + `"`
-		}
-		parts = append(parts, a)
+		parts = append(parts, shellWord(a))
 	}
 	return strings.Join(parts, " ")
+}
+
+// shellWord quotes a word of a command line as a shell reads it back: as
+// it is when nothing in it is special, in double quotes when something
+// is, and, when it holds a control character (a newline, a tab, an
+// escape), as $'...' with that character escaped (\n, \t, \xHH), which
+// bash, zsh, ksh and POSIX sh (since 2024) read: the command line in the
+// records and reports is then one line, and a word of it a newline in an
+// argument cannot turn into a record of its own.
+func shellWord(a string) string {
+	switch {
+	case hasControl(a):
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(a); i++ {
+			switch c := a[i]; {
+			case c == '\\' || c == '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c < 0x20 || c == 0x7f:
+				fmt.Fprintf(&b, `\x%02x`, c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('\'')
+		return b.String()
+	case a == "" || strings.ContainsAny(a, " \"'\\$`*?[]{}()<>|&;#~"):
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(a) + `"`
+	}
+	return a
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
 }
 
 // sampleInterval returns the sampling interval /S gives (us microseconds,

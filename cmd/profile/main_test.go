@@ -168,11 +168,11 @@ func TestUsage(t *testing.T) {
 		{Golden: "usage/profile-help-HELP.out", Args: "/HELP"},
 		{Golden: "usage/profile-help-h.out", Args: "/h"},
 		{Golden: "usage/profile-help-dash.out", Args: "-?"},
-		{Golden: "usage/profile-noargs.out", Args: ""},
-		{Golden: "usage/profile-nologo-noargs.out", Args: "/nologo"},
+		{Golden: "usage/profile-noargs.out", Args: "", NoInput: true},
+		{Golden: "usage/profile-nologo-noargs.out", Args: "/nologo", NoInput: true},
 		{Golden: "usage/profile-nologo-help.out", Args: "/nologo /?"},
 		// profile-no-program: options but no program print the usage.
-		{Golden: "diag/profile-no-program.out", Args: "/nologo /o named"},
+		{Golden: "diag/profile-no-program.out", Args: "/nologo /o named", NoInput: true},
 	})
 }
 

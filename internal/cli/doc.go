@@ -61,8 +61,9 @@
 //     may hold 4 MiB together (PRF1011 beyond, with the reason); PRF1011
 //     for a missing one adds the system's reason to the name as typed.
 //   - The environment variable is split on white space and may name
-//     response files. "No arguments at all" (the usage) means none on the
-//     command line, whatever the variable holds.
+//     response files. "No arguments at all" (the usage on stderr, exit
+//     status 2: [NoInputHelp]) means none on the command line, whatever
+//     the variable holds.
 //   - A second sort option of PLIST warns PRF4101 even when it repeats the
 //     first or the first came from the environment variable; so does a
 //     second /SF.

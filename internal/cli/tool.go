@@ -120,9 +120,16 @@ type Help int
 const (
 	// NoHelp means the tool should run.
 	NoHelp Help = iota
-	// UsageHelp is the original's usage text: /?, /H, /HELP, -?, no
-	// arguments at all, and PROFILE or PLIST without a program or input.
+	// UsageHelp is the original's usage text, asked for: /?, /H, /HELP,
+	// -?.
 	UsageHelp
+	// NoInputHelp is the same text, for a command line that names no
+	// input: no arguments at all, or PROFILE or PLIST without a program or
+	// input (original.md §2.9). The tool has nothing to do: the usage
+	// goes to stderr, with exit status 2, as a GNU tool answers a command
+	// line without its operands (the original printed it on stdout and
+	// exited 0).
+	NoInputHelp
 	// LongHelp is the GNU-style help of --help, listing every option with
 	// its abbreviation and long form.
 	LongHelp
@@ -193,7 +200,7 @@ func (t *Tool[T]) Banner() string {
 // end; it is empty for [NoHelp].
 func (t *Tool[T]) HelpText(h Help) string {
 	switch h {
-	case UsageHelp:
+	case UsageHelp, NoInputHelp:
 		return t.usageText()
 	case LongHelp:
 		return t.longHelp()
@@ -215,8 +222,9 @@ func (t *Tool[T]) version() string {
 // Start does what every command does after parsing its command line: the
 // banner on stderr unless /NOLOGO (or --version, --man), the parse warnings, then the parse error
 // (exit status 2 for a bad command line) or the help text on stdout (status
-// 0). It returns done when the command has nothing more to do, with its
-// exit status.
+// 0), or on stderr for a command line without input ([NoInputHelp],
+// status 2). It returns done when the command has nothing more to do,
+// with its exit status.
 func (t *Tool[T]) Start(stdout, stderr io.Writer, c *Command[T], warnings []*prf.Diagnostic, err error) (status int, done bool) {
 	if !c.NoLogo && c.Help != VersionHelp && c.Help != ManHelp {
 		io.WriteString(stderr, t.Banner())
@@ -228,6 +236,9 @@ func (t *Tool[T]) Start(stdout, stderr io.Writer, c *Command[T], warnings []*prf
 	case err != nil:
 		prf.Write(stderr, t.Name, err)
 		return prf.ExitStatus(err), true
+	case c.Help == NoInputHelp:
+		io.WriteString(stderr, t.HelpText(c.Help))
+		return 2, true
 	case c.Help != NoHelp:
 		io.WriteString(stdout, t.HelpText(c.Help))
 		return 0, true

@@ -91,8 +91,13 @@ type File struct {
 	DebugFile string
 	// HasDWARF reports whether functions and lines came from DWARF.
 	HasDWARF bool
-	Funcs    []Func
-	Units    []Unit
+	// ExportsOnly reports that the file has neither DWARF nor a symbol
+	// table (stripped, with no debug file found): its functions are
+	// those of its dynamic symbol table, the ones it exports, and its
+	// other code is not known.
+	ExportsOnly bool
+	Funcs       []Func
+	Units       []Unit
 	// Imports are the functions it calls through its PLT; Needed and
 	// RunPath its DT_NEEDED libraries and the directories of its
 	// DT_RUNPATH (or DT_RPATH), as written.

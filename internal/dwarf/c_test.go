@@ -338,8 +338,8 @@ func TestStripped(t *testing.T) {
 	stripped := filepath.Join(dir, "prog-stripped")
 	run(t, dir, nil, needTool(t, "strip"), "--strip-debug", "-o", stripped, path)
 	f := open(t, stripped)
-	if f.HasDWARF || len(f.Units) != 0 {
-		t.Errorf("HasDWARF %v, %d units; want false, 0", f.HasDWARF, len(f.Units))
+	if f.HasDWARF || len(f.Units) != 0 || f.ExportsOnly {
+		t.Errorf("HasDWARF %v, %d units, ExportsOnly %v; want false, 0, false (its symbol table is there)", f.HasDWARF, len(f.Units), f.ExportsOnly)
 	}
 	checkNM(t, f, nmFuncs(t, stripped, false))
 	for _, fn := range f.Funcs {
@@ -363,8 +363,8 @@ func TestStripAllSharedLibrary(t *testing.T) {
 	dir, path := buildC(t, "gcc", "lib.c", "libdemo.so", "-O2", "-shared", "-fPIC")
 	run(t, dir, nil, needTool(t, "strip"), "--strip-all", path)
 	f := open(t, path)
-	if !f.PIE || !f.Shared || f.HasDWARF {
-		t.Errorf("PIE %v Shared %v HasDWARF %v; want true, true, false", f.PIE, f.Shared, f.HasDWARF)
+	if !f.PIE || !f.Shared || f.HasDWARF || !f.ExportsOnly {
+		t.Errorf("PIE %v Shared %v HasDWARF %v ExportsOnly %v; want true, true, false, true", f.PIE, f.Shared, f.HasDWARF, f.ExportsOnly)
 	}
 	checkNM(t, f, nmFuncs(t, path, true))
 	for _, name := range []string{"lib_add", "lib_mul"} {

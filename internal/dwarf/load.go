@@ -38,7 +38,7 @@ func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error)
 		}
 	}
 
-	syms, err := readSymbols(bin, dbg, f.impl)
+	syms, dynamic, err := readSymbols(bin, dbg, f.impl)
 	if err != nil {
 		f.warn("read symbols of %s: %v", f.Path, err)
 	}
@@ -51,6 +51,7 @@ func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error)
 			f.impl.data, f.impl.cus = nil, nil
 		}
 	}
+	f.ExportsOnly = dynamic && !f.HasDWARF
 	f.Funcs = append(f.Funcs, adopt(symbolFuncs(syms, f.Funcs, module), lost)...)
 	slices.SortStableFunc(f.Funcs, func(a, b Func) int { return cmp.Compare(a.Entry, b.Entry) })
 	f.Funcs = slices.CompactFunc(f.Funcs, func(a, b Func) bool { return a.Entry == b.Entry })

@@ -28,7 +28,8 @@ type symtab struct {
 
 // readSymbols reads the function symbols of the first table that has any:
 // the binary's .symtab, the debug file's .symtab, the binary's .dynsym.
-func readSymbols(bin, dbg *elf.File, x *file) (st *symtab, err error) {
+// dynamic reports that they are .dynsym's: the file is stripped.
+func readSymbols(bin, dbg *elf.File, x *file) (st *symtab, dynamic bool, err error) {
 	defer catch(&err, "read symbols")
 	var raw []elf.Symbol
 	sources := []func() ([]elf.Symbol, error){bin.Symbols}
@@ -37,17 +38,17 @@ func readSymbols(bin, dbg *elf.File, x *file) (st *symtab, err error) {
 	}
 	sources = append(sources, bin.DynamicSymbols)
 	var errs []error
-	for _, read := range sources {
+	for i, read := range sources {
 		syms, err := read()
 		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 			errs = append(errs, err)
 		}
 		if len(syms) > 0 {
-			raw = syms
+			raw, dynamic = syms, i == len(sources)-1
 			break
 		}
 	}
-	return newSymtab(raw, x), errors.Join(errs...)
+	return newSymtab(raw, x), dynamic, errors.Join(errs...)
 }
 
 // newSymtab keeps the function symbols (STT_FUNC and STT_GNU_IFUNC, whose

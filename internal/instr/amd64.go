@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"regexp"
 	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -141,10 +142,10 @@ func (amd64) SetSyscall(r Regs, nr uint64, args ...uint64) {
 func (amd64) SyscallResult(r Regs) uint64 { return r.Reg(amd64RAX) }
 
 // SyscallNumber returns the x86-64 Linux number of s
-// (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, openat 257, close 3,
-// munmap 11, prctl 157.
+// (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, memfd_create 319,
+// ftruncate 77, close 3, munmap 11, prctl 157.
 func (amd64) SyscallNumber(s Syscall) uint64 {
-	return [...]uint64{SysMmap: 9, SysOpenat: 257, SysClose: 3, SysMunmap: 11, SysPrctl: 157}[s]
+	return [...]uint64{SysMmap: 9, SysMemfdCreate: 319, SysFtruncate: 77, SysClose: 3, SysMunmap: 11, SysPrctl: 157}[s]
 }
 
 // x86Inst is a decoded amd64 instruction with what Displace needs beyond
@@ -170,7 +171,7 @@ func decodeAMD64(code []byte, pc uint64) (x86Inst, error) {
 	}
 	x, err := decodeAMD64Bare(code, pc)
 	if err == nil && x.Text == "" {
-		x.Text = x86asm.GNUSyntax(x.asm, pc, nil)
+		x.Text = gnuText(x.asm, pc)
 	}
 	return x, err
 }
@@ -193,10 +194,29 @@ func decodeAMD64Bare(code []byte, pc uint64) (x86Inst, error) {
 	return x, nil
 }
 
+// gnuText prints in in the GNU syntax, as objdump does: x86asm leaves
+// out a memory operand's displacement when it is 0 and there is no base
+// and no index register ("mov %rcx," for mov %rcx,0x0, "incq %gs:" for
+// incq %gs:0x0, the count of a thread's first counter), which is put
+// back.
+func gnuText(in x86asm.Inst, pc uint64) string {
+	text := x86asm.GNUSyntax(in, pc, nil)
+	for _, a := range in.Args {
+		if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Index == 0 && m.Disp == 0 {
+			return emptyOperand.ReplaceAllString(text, "${1}${2}0x0$3")
+		}
+	}
+	return text
+}
+
+// emptyOperand finds an operand printed empty, or as a segment alone:
+// after the mnemonic's space or a comma, before a comma or the end.
+var emptyOperand = regexp.MustCompile(`([ ,])(%[cdefgs]s:)?(,|$)`)
+
 // text returns the instruction's text, printing it if needed.
 func (x x86Inst) text(pc uint64) string {
 	if x.Text == "" && x.asm.Op != 0 {
-		return x86asm.GNUSyntax(x.asm, pc, nil)
+		return gnuText(x.asm, pc)
 	}
 	return x.Text
 }
@@ -262,7 +282,7 @@ func decodeX86Vex(code []byte, pc uint64, p x86Prefixes) (x86Inst, error) {
 	x := x86Inst{Inst: Inst{Len: n, Kind: Other, Text: vexNames[code[p.n]]}, pre: p}
 	if in, err := x86asm.Decode(code[:n], 64); err == nil && in.Op != 0 && in.Len == n {
 		x.asm = in
-		x.Text = x86asm.GNUSyntax(in, pc, nil)
+		x.Text = gnuText(in, pc)
 	}
 	if ripDisp >= 0 {
 		x.setRIPDisp(code, pc, ripDisp)

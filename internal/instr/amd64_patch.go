@@ -439,7 +439,7 @@ func (a amd64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
 	stored := len(c)
 	c = gs(c, movLoad, save)
 	rax := []SavedReg{{Reg: 0, Offset: save}}
-	return DepthCode{Code: c, Rollback: []Rollback{
+	return DepthCode{Code: c, Count: saved, Rollback: []Rollback{
 		{From: saved, To: stored, Restore: rax, Resume: 0},
 		{From: stored, To: len(c), Restore: rax, Resume: len(c)},
 	}}, true

@@ -376,8 +376,9 @@ func (a arm64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
 		return DepthCode{}, false
 	}
 	c := binary.LittleEndian.AppendUint32(nil, 0xa9bf47f0)
+	at := len(c)
 	c = append(c, count...)
-	return DepthCode{Code: binary.LittleEndian.AppendUint32(c, 0xa8c147f0)}, true
+	return DepthCode{Code: binary.LittleEndian.AppendUint32(c, 0xa8c147f0), Count: at}, true
 }
 
 // PlanShortPatch fails: a patch is one B already, of full reach.

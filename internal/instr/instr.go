@@ -405,7 +405,11 @@ type Syscall uint8
 
 const (
 	SysMmap Syscall = iota
-	SysOpenat
+	// SysMemfdCreate and SysFtruncate make the memory the program shares
+	// with PROFILE: the program creates it, PROFILE maps it through the
+	// program's /proc/PID/fd/N.
+	SysMemfdCreate
+	SysFtruncate
 	SysClose
 	SysMunmap
 	// SysPrctl is prctl(2): PROFILE makes a forked child of a

@@ -345,6 +345,10 @@ func TableDepth(area []byte, slots int) int {
 // count.
 type DepthCode struct {
 	Code []byte
+	// Count is, in a line site's count ([Instrumenter.LineCode]), the
+	// offset of the instruction that reads the counter: 0, or after the
+	// registers the count saves first.
+	Count int
 	// Rollback says how to undo a thread stopped inside Code (for a
 	// signal, whose handler may run profiled functions that use the same
 	// save slots): restore the registers saved so far and resume at the

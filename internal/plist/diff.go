@@ -64,10 +64,10 @@ func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	}
 	label := func(r *report, i int) string {
 		if r.plan.Method.IsFunction() {
-			return fmt.Sprintf("%s (%s)", r.names[i], r.plan.Funcs[i].Source)
+			return prf.Printable(fmt.Sprintf("%s (%s)", r.names[i], r.plan.Funcs[i].Source))
 		}
 		l := &r.plan.Lines[i]
-		return fmt.Sprintf("%s:%d (%s)", r.lineFile(l), l.Line, r.moduleName(l.Module))
+		return prf.Printable(fmt.Sprintf("%s:%d (%s)", r.lineFile(l), l.Line, r.moduleName(l.Module)))
 	}
 	kb, km := keys(rb), keys(rm)
 	rows := map[string]*diffRow{}
@@ -104,7 +104,7 @@ func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	if !rm.plan.Method.IsFunction() {
 		what = "Line"
 	}
-	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", m.Plan.Method.Words(), o.Path)
+	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", m.Plan.Method.Words(), prf.Printable(o.Path))
 	head := fmt.Sprintf("%10s %10s %10s", "Base hits", "Hits", "Change")
 	if timed {
 		head += fmt.Sprintf(" %12s %12s %12s", "Base ms", "ms", "Change ms")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Format is a report's format: the original's listing and tab-delimited
@@ -155,7 +156,8 @@ func (r *report) mainValue(i int) int64 {
 // writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
 // functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
 // profile has the counts of its lines and the calls of its functions,
-// each function's those of its first line (lcovFirstLine). A function
+// each function's those of its first line (lcovFirstLine), where that
+// line is the function's alone (one inlined elsewhere is left out). A function
 // profile has the calls of its functions and, for each, its declaration
 // line with the same count: lcov 1.16 and genhtml refuse a file without
 // lines ("no valid records found"). SF is the path where the source file
@@ -214,13 +216,13 @@ func (r *report) writeLcov(w *bufio.Writer) {
 	}
 	for _, name := range order {
 		rec := files[name]
-		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, name)
+		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, prf.Printable(name))
 		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FN:%d,%s\n", f.line, f.name)
+			fmt.Fprintf(w, "FN:%d,%s\n", f.line, prf.Printable(f.name))
 		}
 		hit := 0
 		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, f.name)
+			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, prf.Printable(f.name))
 			if f.hits > 0 {
 				hit++
 			}
@@ -248,7 +250,10 @@ func (r *report) writeLcov(w *bufio.Writer) {
 // function's code (from its entry when its bounds are not known), the
 // line every call begins with, whose count is the function's calls (for
 // line coverage, the runs that called it). It returns -1 when no
-// profiled line is in the function.
+// profiled line is in the function, and when that line has a site
+// outside the function's code too (the function inlined elsewhere, a
+// line of a header compiled into several): the line's count adds every
+// copy's, which are not calls of the function.
 func (r *report) lcovFirstLine(i int) int {
 	if r.lineSites == nil {
 		r.lineSites = make([][]lineSite, len(r.plan.Modules))
@@ -275,10 +280,16 @@ func (r *report) lcovFirstLine(i int) int {
 	}
 	sites := r.lineSites[f.Module]
 	k, _ := slices.BinarySearchFunc(sites, lo, func(s lineSite, a uint64) int { return cmp.Compare(s.addr, a) })
-	if k < len(sites) && sites[k].addr < hi {
-		return sites[k].line
+	if k >= len(sites) || sites[k].addr >= hi {
+		return -1
 	}
-	return -1
+	line := sites[k].line
+	for _, a := range r.plan.Lines[line].Addrs {
+		if a < lo || a >= hi {
+			return -1
+		}
+	}
+	return line
 }
 
 // lineSite is a line site's address and the index of its line.
@@ -304,17 +315,21 @@ func lcovTestName(commandLine string) string {
 // Specification"): the events are Calls (the hits) and, for timing and
 // sampling, Time (nanoseconds, the function's own); each function's cost
 // at its declaration line; with /AT, the calls from each caller, with
-// their inclusive cost (callgrindCalls); for line profiles each line's
-// hits at the line, in the function that holds it.
+// their inclusive cost (callgrindCalls); for line profiles the event is
+// Hits, each line's hits at the line, in the function that holds it (a
+// line is not called).
 func (r *report) writeCallgrind(w *bufio.Writer) {
 	timed := r.hasTimes()
 	events := "Calls"
-	if timed {
+	switch {
+	case !r.plan.Method.IsFunction():
+		events = "Hits"
+	case timed:
 		events += " Time"
 	}
 	fmt.Fprintf(w, "# callgrind format\nversion: 1\ncreator: sprof %s\n", r.version())
 	if n := len(r.m.Runs); n > 0 {
-		fmt.Fprintf(w, "cmd: %s\n", r.m.Runs[n-1].CommandLine)
+		fmt.Fprintf(w, "cmd: %s\n", prf.Printable(r.m.Runs[n-1].CommandLine))
 	}
 	fmt.Fprintf(w, "positions: line\nevents: %s\n", events)
 	cost := func(hits uint64, t int64) string {
@@ -323,15 +338,17 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		}
 		return fmt.Sprint(hits)
 	}
+	names := callgrindNames{}
 	file := func(i int) string {
 		if i < 0 {
 			return "???"
 		}
 		if f := r.plan.Funcs[i].File; f != "" {
-			return f
+			return names.get("fl", f)
 		}
 		return "???" // (callgrind's unknown file: nothing to annotate)
 	}
+	module := func(mod int) string { return names.get("ob", r.moduleName(mod)) }
 	line := func(i int) int {
 		if i < 0 {
 			return 0
@@ -342,7 +359,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		if i < 0 {
 			return "(outside)"
 		}
-		return r.exportName(i)
+		return names.get("fn", r.exportName(i))
 	}
 	if !r.plan.Method.IsFunction() {
 		byFunc := map[int][]int{}
@@ -357,7 +374,7 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 		var total uint64
 		for _, fi := range order {
 			l0 := &r.plan.Lines[byFunc[fi][0]]
-			fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n", r.moduleName(l0.Module), r.lineFile(l0), name(fi))
+			fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n", module(l0.Module), names.get("fl", r.lineFile(l0)), name(fi))
 			for _, i := range byFunc[fi] {
 				fmt.Fprintf(w, "%d %d\n", r.plan.Lines[i].Line, r.hits(i))
 				total += r.hits(i)
@@ -370,11 +387,11 @@ func (r *report) writeCallgrind(w *bufio.Writer) {
 	var totalHits uint64
 	var totalTime int64
 	for i := range r.plan.Funcs {
-		fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n%d %s\n", r.moduleName(r.plan.Funcs[i].Module), file(i), name(i), line(i), cost(r.hits(i), r.funcTime(i)))
+		fmt.Fprintf(w, "\nob=%s\nfl=%s\nfn=%s\n%d %s\n", module(r.plan.Funcs[i].Module), file(i), name(i), line(i), cost(r.hits(i), r.funcTime(i)))
 		totalHits += r.hits(i)
 		totalTime += r.funcTime(i)
 		for _, c := range calls[i] {
-			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", r.moduleName(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
+			fmt.Fprintf(w, "cob=%s\ncfl=%s\ncfn=%s\ncalls=%d %d\n%d %s\n", module(r.plan.Funcs[c.callee].Module), file(c.callee), name(c.callee),
 				c.hits, line(c.callee), line(i), cost(c.hits, c.inclusive))
 		}
 	}
@@ -610,10 +627,11 @@ func (r *report) writeSampledPprof(w io.Writer) error {
 // (callStacks), outermost first, as deep as /STACK tells stacks apart,
 // else each function alone; the value is the hits, or for timing and
 // sampling the function's own time in nanoseconds. Line profiles give
-// "module;file:line hits". Names are the displayed ones, with ';'
-// replaced.
+// "module;file:line hits". Names are the displayed ones, [prf.Printable],
+// with ';' replaced.
 func (r *report) writeFolded(w *bufio.Writer) {
-	clean := strings.NewReplacer(";", ":", "\n", " ").Replace
+	semicolon := strings.NewReplacer(";", ":")
+	clean := func(s string) string { return semicolon.Replace(prf.Printable(s)) }
 	if !r.plan.Method.IsFunction() {
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // printer is the output engine of every listing (original.md §5.5): it
@@ -59,10 +61,10 @@ func (p *printer) blank() { p.emit("") }
 // underline prints n dashes, never checked for a page break.
 func (p *printer) underline(n int) { p.emit(strings.Repeat("-", n)) }
 
-// title prints s underlined with dashes of its length.
+// title prints s underlined with dashes of its length as printed.
 func (p *printer) title(s string) {
 	p.text(s)
-	p.underline(utf8.RuneCountInString(s))
+	p.underline(utf8.RuneCountInString(expandTabs(prf.PrintableTabs(s))))
 }
 
 // newPage writes a form feed, the page header and the table heading.
@@ -77,9 +79,12 @@ func (p *printer) newPage() {
 	}
 }
 
-// emit writes one line: TABs expanded, cut at the page width, counted.
+// emit writes one line: its other control characters escaped
+// ([prf.PrintableTabs]: a name or a line of source that holds a newline,
+// a form feed or a terminal's escape stays one line of the listing), TABs
+// expanded, cut at the page width, counted.
 func (p *printer) emit(s string) {
-	s = expandTabs(s)
+	s = expandTabs(prf.PrintableTabs(s))
 	if p.cut {
 		s = cutRunes(s, p.width)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -134,14 +135,28 @@ func (r *report) warn(d *prf.Diagnostic) {
 	}
 }
 
-// pageHeader is the four lines that start every page.
+// pageHeader is the four lines that start every page, as the original's,
+// and after its date a line for each group of functions the default
+// selection left out (Plan.LeftOut), which says how to profile them.
 func (r *report) pageHeader() []string {
-	return []string{
+	h := []string{
 		fmt.Sprintf("Profile: %s, sorted by %s", r.plan.Method.Words(), sortWords(r.sort)),
 		"Date:    " + ctime(r.o.Now),
-		"",
-		"",
 	}
+	for _, l := range r.plan.LeftOut {
+		h = append(h, fmt.Sprintf("Left out: %s functions of %s, by profiler.ini (prep %s... profiles them)",
+			grouped(l.Funcs), l.What, l.Include))
+	}
+	return append(h, "", "")
+}
+
+// grouped writes n with its thousands apart: "1,817".
+func grouped(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // resolveSort returns the sort in effect for a profile type, and false when

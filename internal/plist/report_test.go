@@ -380,3 +380,46 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeftOutHeader: what the default selection left out (Plan.LeftOut)
+// is said in the header, after the date, with the option that profiles
+// it; a profile that left nothing out has the original's header.
+func TestLeftOutHeader(t *testing.T) {
+	m := &datafile.Merged{
+		Plan: datafile.Plan{Method: datafile.LineCounting, StartIndex: -1,
+			Modules: []datafile.Module{{Name: "gofmt", Files: []string{"/nonexistent/main.go"}}},
+			Lines:   []datafile.Line{{File: 0, Line: 3, Addrs: []uint64{0x100}}},
+			LeftOut: []datafile.LeftOut{{What: "the Go runtime and standard library", Funcs: 5884, Include: "/INC runtime, /INC 'fmt.*'"}},
+		},
+		Runs:      []datafile.Run{{Time: 1795600000, CommandLine: "gofmt x.go"}},
+		Overheads: []int64{0},
+		Stats:     datafile.Stats{Hits: []uint64{1}},
+	}
+	m.Plan.ID = datafile.PlanID(&m.Plan)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Now = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	if err := Generate(&buf, m, o); err != nil {
+		t.Fatal(err)
+	}
+	want := "Profile: Line counting, sorted by line\n" +
+		"Date:    Sat Nov 28 12:00:00 2026\n" +
+		"Left out: 5,884 functions of the Go runtime and standard library, by profiler.ini (prep /INC runtime, /INC 'fmt.*'... profiles them)\n\n\n"
+	if got := buf.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("listing:\n%s\nwant it to begin\n%s", got, want)
+	}
+	m.Plan.LeftOut = nil
+	buf.Reset()
+	if err := Generate(&buf, m, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.HasPrefix(got, "Profile: Line counting, sorted by line\nDate:    Sat Nov 28 12:00:00 2026\n\n\nProgram Statistics\n") {
+		t.Errorf("listing without LeftOut:\n%s", got)
+	}
+	if g := grouped(1234567); g != "1,234,567" {
+		t.Errorf("grouped(1234567) = %q", g)
+	}
+}

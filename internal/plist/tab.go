@@ -9,11 +9,17 @@ import (
 	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // tabBanner is record 0. Tools that read the tab file (the original's
 // PROFILER.XLM among them) expect this exact text, so the port keeps it.
 const tabBanner = "0\t168\tMicrosoft 32-bit PLIST Version 1.00"
+
+// field is a text field of a record: a name or command line with its
+// tabs, line ends and other control characters escaped
+// ([prf.Printable]), so that it stays one field of one record.
+func field(s string) string { return prf.Printable(s) }
 
 // stackBase names the bottom of a recorded caller chain in record 10.
 const stackBase = "<stack base>"
@@ -40,10 +46,10 @@ func (r *report) writeTab(w io.Writer) error {
 	hits, hit := r.totals(r.allItems())
 	fmt.Fprintf(bw, "3\t%d\t%d\t%d\n", hits, r.plan.NumItems(), hit)
 	for _, run := range r.m.Runs {
-		fmt.Fprintf(bw, "4\t%s\t%s\n", runDate(run.Time, r.o.Now), run.CommandLine)
+		fmt.Fprintf(bw, "4\t%s\t%s\n", runDate(run.Time, r.o.Now), field(run.CommandLine))
 	}
 	if name, ok := r.startFunction(); ok {
-		fmt.Fprintf(bw, "5\t%s\n", name)
+		fmt.Fprintf(bw, "5\t%s\n", field(name))
 	}
 	if m.IsFunction() {
 		r.functionRecords(bw)
@@ -69,9 +75,9 @@ func (r *report) moduleField(mod int) string {
 func (r *report) functionRecords(w io.Writer) {
 	for mod := range r.plan.Modules {
 		for _, i := range r.sortFuncs(r.funcs[mod], SortName) {
-			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", r.moduleField(mod), r.plan.Funcs[i].Source,
+			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", field(r.moduleField(mod)), field(r.plan.Funcs[i].Source),
 				r.hits(i), fixedWidth(millis(r.funcTime(i)), 5, 3),
-				fixedWidth(millis(r.childTime(i)), 5, 3), r.names[i])
+				fixedWidth(millis(r.childTime(i)), 5, 3), field(r.names[i]))
 			if r.plan.Attribution {
 				r.attributionRecords(w, r.stacks[i])
 			}
@@ -117,7 +123,7 @@ func (r *report) attributionRecords(w io.Writer, stacks []int) {
 		fmt.Fprintf(w, "9\t%d\t%d\t%s\t%s\n", len(s.Callers), s.Hits,
 			fixedWidth(millis(t), 5, 3), fixedWidth(millis(c), 5, 3))
 		for _, caller := range s.Callers {
-			fmt.Fprintf(w, "10\t%s\n", r.callerName(caller))
+			fmt.Fprintf(w, "10\t%s\n", field(r.callerName(caller)))
 		}
 	}
 }
@@ -148,7 +154,7 @@ func (r *report) lineRecords(w io.Writer) {
 		if l.Module < 0 || l.Module >= len(r.plan.Modules) {
 			continue
 		}
-		fmt.Fprintf(w, "7\t%s\t%s\t%d\t%d\n", r.moduleField(l.Module), r.lineSource(l), l.Line, r.hits(i))
+		fmt.Fprintf(w, "7\t%s\t%s\t%d\t%d\n", field(r.moduleField(l.Module)), field(r.lineSource(l)), l.Line, r.hits(i))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // Trace is an execution trace (.pbx) read whole: each thread's or
@@ -191,11 +192,11 @@ func WriteTrace(w io.Writer, m *datafile.Merged, t *Trace, o Options) error {
 
 // traceName is function fn's displayed name, with its source where
 // another function has the same (exportName: a call through the PLT, then
-// the library's function), or a placeholder for an index the plan does
-// not have.
+// the library's function), [prf.Printable], or a placeholder for an
+// index the plan does not have.
 func (r *report) traceName(fn int) string {
 	if fn >= 0 && fn < len(r.names) {
-		return r.exportName(fn)
+		return prf.Printable(r.exportName(fn))
 	}
 	return fmt.Sprintf("function %d", fn)
 }

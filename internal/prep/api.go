@@ -87,7 +87,18 @@
 // library by function name ("fmt.*", "internal/*", "type:*"...), the Rust
 // standard crates (std, core, alloc, compiler_builtins...) and the C++
 // standard library ("std::*", "__gnu_cxx::*", "__cxa_*"). Its
-// specifications never give PRF4106.
+// specifications never give PRF4106. What they leave out of the code
+// with debugging information of Go, Rust and C++ is counted in the plan
+// (datafile.Plan.LeftOut), for the report's header.
+//
+// # Line profiles
+//
+// A line profile selects line by line, as the original's did: a source
+// file with line ranges selects the lines in them, an object module or a
+// library the lines of its code, and any other specification (a
+// function's name, a Go package, a Rust crate) the lines of the code of
+// the functions it selects, so that the defaults leave the same code out
+// of line and function profiles. A bare source file selects no line.
 //
 // # Phase I
 //

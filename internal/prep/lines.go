@@ -67,8 +67,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			}
 		}
 		all = append(all, cands...)
-		var kept []fileLine
-		for _, l := range moduleLines(m, rows, fns, method, warn) {
+		selects := func(l fileLine, mark bool) bool {
 			in := true
 			for pi := range patterns {
 				p := &patterns[pi]
@@ -76,11 +75,22 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 				case p.op == ExcludeAll:
 					in = false
 				case p.lineMatches(l, cands):
-					matched[pi] = true
+					matched[pi] = matched[pi] || mark
 					in = p.op == Include
 				}
 			}
-			if in {
+			return in
+		}
+		// (A row that cannot be profiled is warned about when its line
+		// would be: not in the code the selection leaves out.)
+		rowWarn := func(row dwarf.LineRow, fn int, d *prf.Diagnostic) {
+			if selects(fileLine{file: row.File, line: row.Line, fns: []int{fn}}, false) {
+				warn(d)
+			}
+		}
+		var kept []fileLine
+		for _, l := range moduleLines(m, rows, fns, method, rowWarn) {
+			if selects(l, true) {
 				kept = append(kept, l)
 			}
 		}
@@ -128,7 +138,7 @@ func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]stri
 		if err != nil {
 			return nil, nil, err
 		}
-		all := moduleLines(m, rows, fns, datafile.FuncSampling, func(*prf.Diagnostic) {})
+		all := moduleLines(m, rows, fns, datafile.FuncSampling, func(dwarf.LineRow, int, *prf.Diagnostic) {})
 		files[mi], lines = addLines(lines, mi, rows, all)
 	}
 	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
@@ -160,16 +170,19 @@ func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLi
 // cands[l.fns], as the original's line profiles were selected: by a source
 // file with line ranges (a bare file name matches no line; file names
 // match whatever their case, as they did on Windows), an object module or
-// a library. A function name selects no line (lcount/sel13: PRF1622).
+// a library. Any other specification selects the lines of the functions
+// it selects in a function profile, whose code holds them: a function's
+// name, a Go package, a Rust crate. So one rule leaves the same code out
+// of both kinds of profile, profiler.ini's defaults among them (the Go
+// runtime's lines were all kept: 32,000 sites in gofmt). The original's
+// line profiles ignored a function's name (lcount/sel13: /EXCALL /INC
+// _square left no line, PRF1622); here it selects square's lines.
 func (p *pattern) lineMatches(l fileLine, cands []candidate) bool {
-	switch p.kind {
-	case kindSource:
+	if p.kind == kindSource {
 		low := strings.ToLower(l.file)
 		return p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low) && inRanges(p.ranges, l.line)
-	case kindObject, kindLibrary:
-		return slices.ContainsFunc(l.fns, func(f int) bool { return p.matches(&cands[f]) })
 	}
-	return false
+	return slices.ContainsFunc(l.fns, func(f int) bool { return p.matches(&cands[f]) })
 }
 
 // fileLine is a line of a source file with its sites and the functions
@@ -182,8 +195,10 @@ type fileLine struct {
 }
 
 // moduleLines returns the lines of the functions fns of module m, whose
-// statement rows are rows (sorted by address), in file and line order.
-func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, warn func(*prf.Diagnostic)) []fileLine {
+// statement rows are rows (sorted by address), in file and line order. A
+// row that is not on an instruction boundary is dropped, with warning
+// PRF4624 through warn, given the row and its function (an index of fns).
+func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
 	// The rows of the functions, on instruction boundaries.
 	type site struct {
 		row dwarf.LineRow
@@ -209,7 +224,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 					if err != nil {
 						why = err
 					}
-					warn(prf.CannotProfileLine(row.Line, row.File, m.module.Path, why))
+					warn(row, i, prf.CannotProfileLine(row.Line, row.File, m.module.Path, why))
 					continue
 				}
 				sites = append(sites, site{row, i})

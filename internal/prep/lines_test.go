@@ -191,7 +191,8 @@ func TestLineSelection(t *testing.T) {
 		{golden: "sel10", specs: []Spec{all, inc("lcount.c(30-20)")}, fatal: 1622},
 		{golden: "sel11", specs: []Spec{exc("lcount.o")}},
 		{golden: "sel12", specs: []Spec{all, inc("lcount2.o")}},
-		{golden: "sel13", specs: []Spec{all, inc("square")}, fatal: 1622},
+		// (sel13, /EXCALL /INC square, selected no line in the original:
+		// here a function's name selects its lines, TestLineSelectionByFunction.)
 		{golden: "sel14", specs: []Spec{exc("nosuch.c")}, warn: 4106},
 		{golden: "sel15", specs: []Spec{all}, fatal: 1622},
 		{golden: "sel16", specs: []Spec{exc("lcount.c(0-0)")}},
@@ -242,6 +243,42 @@ func TestLineSelection(t *testing.T) {
 			}
 			t.Logf("%d lines", len(got))
 		})
+	}
+}
+
+// TestLineSelectionByFunction: in a line profile a function's name
+// selects the lines of its code, as it selects the function in a
+// function profile: /EXCALL /INC square leaves square's lines alone
+// (lcount.c 11-14; the original's line profiles ignored a function's
+// name, lcount/sel13, PRF1622), and /EXC square takes exactly those out
+// of the default selection.
+func TestLineSelectionByFunction(t *testing.T) {
+	prog := buildLcount(t, "-g", "-O0")
+	plan := func(specs ...Spec) []string {
+		t.Helper()
+		p, err := buildPlan(Options{Method: datafile.LineCounting, Programs: []string{prog}, Calibration: -1,
+			Specs: append(defaults(t), specs...),
+			Warn:  func(d *prf.Diagnostic) { t.Errorf("warning %v", d) }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range p.Lines {
+			got = append(got, fmt.Sprintf("%s:%d", filepath.Base(p.Modules[0].Files[l.File]), l.Line))
+		}
+		return got
+	}
+	square := plan(Spec{Op: ExcludeAll}, Spec{Op: Include, Text: "square"})
+	if !slices.Contains(square, "lcount.c:13") || slices.ContainsFunc(square, func(l string) bool {
+		var n int
+		_, err := fmt.Sscanf(l, "lcount.c:%d", &n)
+		return err != nil || n < 11 || n > 14
+	}) {
+		t.Errorf("/EXCALL /INC square: lines %v, want square's, among lcount.c 11-14, 13 with them", square)
+	}
+	all, without := plan(), plan(Spec{Op: Exclude, Text: "square"})
+	if want := slices.DeleteFunc(slices.Clone(all), func(l string) bool { return slices.Contains(square, l) }); !slices.Equal(without, want) {
+		t.Errorf("/EXC square: lines %v, want the default's %v without square's %v", without, all, square)
 	}
 }
 
@@ -344,4 +381,62 @@ func objdumpLastRows(t *testing.T, prog, file string) map[uint64]int {
 		}
 	}
 	return rows
+}
+
+// goLines: a Go program's line profile, by the default selection, holds
+// the lines of the functions its function profile holds, main's, and no
+// line of the runtime or the standard library (it held every one of them:
+// 32,000 sites in gofmt, a program of a millisecond that did not end in a
+// minute), and the plan says what the defaults left out, for the report's
+// header, as a function profile's does. /EXC runtime matches (it "was
+// never matched"), /INC runtime brings the runtime's lines back. prog is
+// testdata/hello.go built (TestBuildPlanGo).
+func goLines(t *testing.T, prog string) {
+	lines := func(specs ...Spec) (*datafile.Plan, []string) {
+		t.Helper()
+		var warnings []string
+		p, err := buildPlan(Options{Method: datafile.LineCounting, Programs: []string{prog}, Calibration: -1,
+			Specs: append(defaults(t), specs...),
+			Warn:  func(d *prf.Diagnostic) { warnings = append(warnings, d.Error()) }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, warnings
+	}
+	inFile := func(p *datafile.Plan, f func(string) bool) int {
+		n := 0
+		for _, l := range p.Lines {
+			if f(p.Modules[0].Files[l.File]) {
+				n++
+			}
+		}
+		return n
+	}
+	runtimeFile := func(f string) bool { return strings.Contains(f, "/src/runtime/") }
+	p, warnings := lines()
+	// main.go: M on line 10, fib 12-17, main 19-22.
+	if own := inFile(p, func(f string) bool { return filepath.Base(f) == "main.go" }); own < 8 || inFile(p, runtimeFile) != 0 || len(warnings) != 0 {
+		t.Errorf("default: %d lines of main.go, %d of the runtime, of %d; warnings %q; want main.go's and none of the runtime",
+			own, inFile(p, runtimeFile), len(p.Lines), warnings)
+	}
+	for _, l := range p.Lines {
+		if f := p.Modules[0].Files[l.File]; filepath.Base(f) == "main.go" && (l.Line < 10 || l.Line > 22) {
+			t.Errorf("line %s:%d is no line of hello.go's functions", f, l.Line)
+		}
+	}
+	fp := mustBuild(t, []string{prog}, "").plan
+	if len(p.LeftOut) != 1 || p.LeftOut[0].What != "the Go runtime and standard library" || p.LeftOut[0].Funcs < 100 ||
+		!slices.Equal(p.LeftOut, fp.LeftOut) {
+		t.Errorf("left out: lines %+v, functions %+v; want the same, the Go runtime and standard library's hundreds", p.LeftOut, fp.LeftOut)
+	}
+	if _, warnings := lines(Spec{Op: Exclude, Text: "runtime"}); len(warnings) != 0 {
+		t.Errorf("/EXC runtime: warnings %q, want none", warnings)
+	}
+	p, _ = lines(Spec{Op: Include, Text: "runtime"})
+	if inFile(p, runtimeFile) < 100 {
+		t.Errorf("/INC runtime: %d lines of the runtime, want its thousands", inFile(p, runtimeFile))
+	}
+	if len(p.LeftOut) != 1 || p.LeftOut[0].Funcs >= fp.LeftOut[0].Funcs {
+		t.Errorf("/INC runtime: left out %+v, want fewer than %+v", p.LeftOut, fp.LeftOut)
+	}
 }

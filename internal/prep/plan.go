@@ -1,7 +1,6 @@
 package prep
 
 import (
-	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -105,6 +104,10 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		for _, w := range m.file.Warnings {
 			warn(prf.DebugInfo(w))
 		}
+		if f := m.file; f.ExportsOnly && len(f.Funcs) > 0 && o.Method.IsFunction() {
+			// (A line profile of it is PRF1621.)
+			warn(prf.ExportsOnly(m.module.Path, hex.EncodeToString(f.BuildID), len(f.Funcs)))
+		}
 	}
 
 	plan := &datafile.Plan{
@@ -123,7 +126,8 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	if !o.Method.IsFunction() {
 		funcWarn = func(*prf.Diagnostic) {}
 	}
-	sel := selectFunctions(mods, patterns, funcWarn)
+	sel, left := selectFunctions(mods, patterns, funcWarn)
+	plan.LeftOut = left
 	for _, s := range sel {
 		plan.Funcs = append(plan.Funcs, s.f)
 	}
@@ -311,62 +315,6 @@ func openProgram(abs string) (*openModule, error) {
 	}}, nil
 }
 
-// selectFunctions applies the specifications to the functions of all
-// modules, checks the entries of those selected, and returns them in module
-// order, then by entry.
-func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) []selected {
-	type origin struct {
-		mod int
-		fn  *dwarf.Func
-	}
-	var cands []candidate
-	var origins []origin
-	exports := exportCache{}
-	for mi, m := range mods {
-		for fi := range m.file.Funcs {
-			fn := &m.file.Funcs[fi]
-			cands = append(cands, newCandidate(m, fn))
-			origins = append(origins, origin{mi, fn})
-		}
-		imports := importFuncs(mods, m, exports)
-		for fi := range imports {
-			fn := &imports[fi]
-			c := newCandidate(m, fn)
-			c.imported, c.noDebug = true, false
-			cands = append(cands, c)
-			origins = append(origins, origin{mi, fn})
-		}
-	}
-	var funcs []selected
-	for i, ok := range applySpecs(cands, patterns, warn) {
-		if !ok {
-			continue
-		}
-		m, fn := mods[origins[i].mod], origins[i].fn
-		site := entrySite(m, fn)
-		if err := checkSite(m, fn, site); err != nil {
-			warn(prf.CannotProfileFunction(fn.Name, m.module.Path, err))
-			continue
-		}
-		low, high := entryRange(fn)
-		funcs = append(funcs, selected{f: datafile.Func{
-			Module: origins[i].mod,
-			Name:   fn.Name,
-			Source: fn.Source,
-			Entry:  site,
-			Low:    low,
-			High:   high,
-			Frame:  frameKey(m, fn, site),
-			File:   fn.DeclFile,
-			Line:   fn.DeclLine,
-		}, fn: fn})
-	}
-	slices.SortStableFunc(funcs, func(a, b selected) int {
-		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
-	})
-	return funcs
-}
-
 // unitDirs returns the directories of the units of module mi's selected
 // functions, for PLIST's search of their sources (datafile.Module's
 // CompDirs): where each unit was compiled and, when elsewhere, the
@@ -431,24 +379,6 @@ func entryRange(fn *dwarf.Func) (low, high uint64) {
 		}
 	}
 	return 0, 0
-}
-
-// newCandidate describes fn of module m for the selection.
-func newCandidate(m *openModule, fn *dwarf.Func) candidate {
-	c := candidate{
-		module:     m.module.Name,
-		modulePath: m.module.Path,
-		names:      matchNames(fn.Name),
-		source:     fn.Source,
-		noDebug:    fn.Unit < 0 && m.file.HasDWARF,
-		declFile:   fn.DeclFile,
-		declLine:   fn.DeclLine,
-	}
-	if fn.Unit >= 0 && fn.Unit < len(m.file.Units) {
-		lang := m.file.Units[fn.Unit].Language
-		c.unitIsPackage = lang == "go" || lang == "rust"
-	}
-	return c
 }
 
 // checkSite checks the address where fn's breakpoint goes, its entry or
@@ -610,36 +540,4 @@ func findStart(funcs []datafile.Func, name string, warn func(*prf.Diagnostic)) (
 		})))
 	}
 	return found, nil
-}
-
-// WriteOutputs writes the .pbi of plan to pbiPath and a fresh .pbt, never
-// profiled, to pbtPath, each atomically. A .pbt at pbtPath that holds runs
-// is replaced all the same, as the original did, with a warning through
-// warn (nil drops it) that they are discarded. When that .pbt is of the
-// same plan, the new one remembers its runs ([datafile.Merged.Supersede]):
-// their .pbo files, still on disk, hold no run to merge, so that PROFILE
-// writes over them and PREP /M leaves them out. The directory of pbtPath
-// is locked ([datafile.LockDir]) from the read of the old .pbt to the
-// write of the new one, so that a merge at the same time lands before
-// (and its run is remembered) or after. Errors carry PRF1013.
-func WriteOutputs(plan *datafile.Plan, pbiPath, pbtPath string, warn func(*prf.Diagnostic)) error {
-	if warn == nil {
-		warn = func(*prf.Diagnostic) {}
-	}
-	unlock, err := datafile.LockDir(pbtPath)
-	if err != nil {
-		return prf.CannotWrite(pbtPath, err)
-	}
-	defer unlock()
-	fresh := datafile.NewMerged(plan)
-	if old, err := datafile.OpenMerged(pbtPath); err == nil {
-		if len(old.Runs) > 0 {
-			warn(prf.RunsDiscarded(pbtPath, len(old.Runs)))
-		}
-		fresh.Supersede(old)
-	}
-	if err := datafile.SavePlan(pbiPath, plan); err != nil {
-		return prf.DataFile(err)
-	}
-	return prf.DataFile(datafile.SaveMerged(pbtPath, fresh))
 }

@@ -438,6 +438,36 @@ func TestBuildPlanStripped(t *testing.T) {
 	}
 }
 
+// TestBuildPlanExportsOnly: a program stripped of its symbol table that
+// still exports functions (f and fib here, as /usr/bin/sort exports its
+// obstack functions) is planned with those alone, and PREP says so, with
+// where debugging information can come from (the promise of linux.md,
+// "Commands": before, 2 functions and not a word). Stripped of its
+// debugging information only, it keeps its symbol table: no warning.
+func TestBuildPlanExportsOnly(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "fixture", "-g", "-O2", "-Wl,--export-dynamic-symbol=f", "-Wl,--export-dynamic-symbol=fib", "fixture.c")
+	run(t, dir, nil, tool(t, "strip"), "--strip-debug", prog)
+	if r := mustBuild(t, []string{prog}, ""); len(r.plan.Funcs) != len(fixtureFuncs) || len(r.warnings) != 0 {
+		t.Errorf("without DWARF: %d functions, warnings %q; want %d, none", len(r.plan.Funcs), r.warnings, len(fixtureFuncs))
+	}
+	run(t, dir, nil, tool(t, "strip"), "--strip-all", prog)
+	r := mustBuild(t, []string{prog}, "")
+	if diff := gocmp.Diff([]string{"f", "fib"}, funcNames(r.plan, 0)); diff != "" {
+		t.Errorf("functions (-want +got):\n%s", diff)
+	}
+	want := "PRF4625 " + prog + " has no debugging information and no symbol table (stripped): only the 2 functions it exports are known, and the rest of its code is not profiled"
+	if len(r.warnings) != 1 || r.warnings[0] != want {
+		t.Fatalf("warnings %q, want\n%s", r.warnings, want)
+	}
+	var hint string
+	r.plan, r.err = buildPlan(Options{Method: datafile.FuncCounting, Programs: []string{prog}, Specs: defaults(t), Calibration: -1,
+		Warn: func(d *prf.Diagnostic) { hint = d.Hint }}, nil)
+	if !strings.Contains(hint, "-dbgsym") || !strings.Contains(hint, "/usr/lib/debug/.build-id/") {
+		t.Errorf("hint %q: want where debugging information can come from", hint)
+	}
+}
+
 func TestBuildPlanTrapEntries(t *testing.T) {
 	prog := buildC(t, t.TempDir(), "trap", "-g", "-O0", "trap.c")
 	syms := symbols(t, prog)
@@ -532,6 +562,7 @@ func TestBuildPlanGo(t *testing.T) {
 	if n := len(r.plan.Funcs); n < 100 {
 		t.Errorf("/INC runtime gives %d functions, want the runtime's hundreds", n)
 	}
+	t.Run("lines", func(t *testing.T) { goLines(t, prog) })
 
 	t.Run("architecture mismatch", func(t *testing.T) {
 		arm := filepath.Join(dir, "hello-arm64")
@@ -670,7 +701,7 @@ func TestWriteOutputs(t *testing.T) {
 	prog := buildC(t, dir, "fixture", "-g", "-O0", "fixture.c")
 	r := mustBuild(t, []string{prog}, "")
 	pbi, pbt := filepath.Join(dir, "fixture.pbi"), filepath.Join(dir, "fixture.pbt")
-	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }); err != nil {
+	if err := WriteOutputs(r.plan, pbi, pbt, nil, func(d *prf.Diagnostic) { t.Errorf("warning: %v", d) }); err != nil {
 		t.Fatalf("WriteOutputs: %v", err)
 	}
 	plan, err := datafile.OpenPlan(pbi)
@@ -713,7 +744,7 @@ func TestWriteOutputs(t *testing.T) {
 	// Phase I again over the database that holds the run: it is replaced,
 	// with a warning that the run is discarded.
 	var warnings []string
-	if err := WriteOutputs(r.plan, pbi, pbt, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
+	if err := WriteOutputs(r.plan, pbi, pbt, nil, func(d *prf.Diagnostic) { warnings = append(warnings, prf.Line("prep", d)) }); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"prep: warning PRF4306: " + pbt + " held 1 run; it is discarded and the new fixture.pbt is empty"}
@@ -734,7 +765,7 @@ func TestWriteOutputs(t *testing.T) {
 		if want := "the run in " + pbo + " was discarded when " + pbt + " was prepared again: it is not merged"; len(added) != 0 || err == nil || err.Error() != want || prf.Code(err) != 1309 {
 			t.Errorf("prep /M of the discarded run: %v, %v; want PRF1309 %q", added, err, want)
 		}
-		if err := WriteOutputs(r.plan, pbi, pbt, nil); err != nil {
+		if err := WriteOutputs(r.plan, pbi, pbt, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -742,10 +773,10 @@ func TestWriteOutputs(t *testing.T) {
 		t.Errorf("explicit merge of the discarded run: %v", err)
 	}
 
-	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil); prf.Code(err) != 1013 {
+	if err := WriteOutputs(r.plan, filepath.Join(dir, "nosuchdir", "x.pbi"), pbt, nil, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs into a missing directory = %v, want PRF1013", err)
 	}
-	if err := WriteOutputs(r.plan, pbi, filepath.Join(dir, "nosuchdir", "x.pbt"), nil); prf.Code(err) != 1013 {
+	if err := WriteOutputs(r.plan, pbi, filepath.Join(dir, "nosuchdir", "x.pbt"), nil, nil); prf.Code(err) != 1013 {
 		t.Errorf("WriteOutputs of a .pbt into a missing directory = %v, want PRF1013", err)
 	}
 }

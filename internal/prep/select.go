@@ -1,10 +1,14 @@
 package prep
 
 import (
+	"cmp"
 	"path"
+	"slices"
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/dwarf"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -34,6 +38,9 @@ type candidate struct {
 	// declFile and declLine locate the declaration ("" and 0 when unknown).
 	declFile string
 	declLine int
+	// lang is the language of the function's unit ("go", "c++"...), ""
+	// when it has none.
+	lang string
 }
 
 // demangleLimit bounds the demangler's output on hostile names.
@@ -122,4 +129,119 @@ func applySpecs(cands []candidate, specs []pattern, warn func(*prf.Diagnostic)) 
 		}
 	}
 	return selected
+}
+
+// leftOutGroups are the code of the languages whose run-time or standard
+// library is compiled into the program, with debugging information, that
+// profiler.ini leaves out: what a report's header says of it, and the
+// option that brings some back, as an example.
+var leftOutGroups = []struct{ lang, what, include string }{
+	{"go", "the Go runtime and standard library", "/INC runtime, /INC 'fmt.*'"},
+	{"rust", "Rust's standard library", "/INC 'std::*'"},
+	{"c++", "the C++ standard library", "/INC 'std::*'"},
+}
+
+// leftOut counts, by leftOutGroups, the candidates that are not selected
+// because a default specification (profiler.ini's) was the last to
+// match them: what the default selection left out of the profile that
+// a reader may look for. A candidate the user excluded is not counted.
+func leftOut(cands []candidate, specs []pattern, selected []bool) []datafile.LeftOut {
+	n := make([]int, len(leftOutGroups))
+	for j := range cands {
+		c := &cands[j]
+		g := slices.IndexFunc(leftOutGroups, func(g struct{ lang, what, include string }) bool { return g.lang == c.lang })
+		if selected[j] || g < 0 || c.noDebug {
+			continue
+		}
+		for i := len(specs) - 1; i >= 0; i-- {
+			if p := &specs[i]; p.op == ExcludeAll || p.matches(c) {
+				if p.quiet && p.op == Exclude {
+					n[g]++
+				}
+				break
+			}
+		}
+	}
+	var out []datafile.LeftOut
+	for g, k := range n {
+		if k > 0 {
+			out = append(out, datafile.LeftOut{What: leftOutGroups[g].what, Funcs: k, Include: leftOutGroups[g].include})
+		}
+	}
+	return out
+}
+
+// selectFunctions applies the specifications to the functions of all
+// modules, checks the entries of those selected, and returns them in module
+// order, then by entry.
+func selectFunctions(mods []*openModule, patterns []pattern, warn func(*prf.Diagnostic)) ([]selected, []datafile.LeftOut) {
+	type origin struct {
+		mod int
+		fn  *dwarf.Func
+	}
+	var cands []candidate
+	var origins []origin
+	exports := exportCache{}
+	for mi, m := range mods {
+		for fi := range m.file.Funcs {
+			fn := &m.file.Funcs[fi]
+			cands = append(cands, newCandidate(m, fn))
+			origins = append(origins, origin{mi, fn})
+		}
+		imports := importFuncs(mods, m, exports)
+		for fi := range imports {
+			fn := &imports[fi]
+			c := newCandidate(m, fn)
+			c.imported, c.noDebug = true, false
+			cands = append(cands, c)
+			origins = append(origins, origin{mi, fn})
+		}
+	}
+	var funcs []selected
+	chosen := applySpecs(cands, patterns, warn)
+	for i, ok := range chosen {
+		if !ok {
+			continue
+		}
+		m, fn := mods[origins[i].mod], origins[i].fn
+		site := entrySite(m, fn)
+		if err := checkSite(m, fn, site); err != nil {
+			warn(prf.CannotProfileFunction(fn.Name, m.module.Path, err))
+			continue
+		}
+		low, high := entryRange(fn)
+		funcs = append(funcs, selected{f: datafile.Func{
+			Module: origins[i].mod,
+			Name:   fn.Name,
+			Source: fn.Source,
+			Entry:  site,
+			Low:    low,
+			High:   high,
+			Frame:  frameKey(m, fn, site),
+			File:   fn.DeclFile,
+			Line:   fn.DeclLine,
+		}, fn: fn})
+	}
+	slices.SortStableFunc(funcs, func(a, b selected) int {
+		return cmp.Or(cmp.Compare(a.f.Module, b.f.Module), cmp.Compare(a.f.Entry, b.f.Entry))
+	})
+	return funcs, leftOut(cands, patterns, chosen)
+}
+
+// newCandidate describes fn of module m for the selection.
+func newCandidate(m *openModule, fn *dwarf.Func) candidate {
+	c := candidate{
+		module:     m.module.Name,
+		modulePath: m.module.Path,
+		names:      matchNames(fn.Name),
+		source:     fn.Source,
+		noDebug:    fn.Unit < 0 && m.file.HasDWARF,
+		declFile:   fn.DeclFile,
+		declLine:   fn.DeclLine,
+	}
+	if fn.Unit >= 0 && fn.Unit < len(m.file.Units) {
+		c.lang = m.file.Units[fn.Unit].Language
+		c.unitIsPackage = c.lang == "go" || c.lang == "rust"
+	}
+	return c
 }

@@ -16,9 +16,10 @@ import (
 // the original's text ("not a portable executable file" said the Linux
 // way) and the severity it printed. The messages this port added, for
 // what the original never met, have numbers the original did not use, in
-// the group of their neighbours: 1308, 1309 and 4305-4307 with the data
+// the group of their neighbours: 1308, 1309 and 4305-4308 with the data
 // files, 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's
-// start, 4482 with PLIST's warnings, 4623 with debugging information, 1644
+// start, 1483 and 4482 with PLIST's, 4623 and 4625 with debugging
+// information, 1644
 // to 1650 and 4643 to 4656 with PROFILE's run (1647 to 1650, which the
 // other tools print too, were free there) (docs/linux.md lists them). No
 // message is without a number: an error the catalogue does not cover is
@@ -43,11 +44,17 @@ func AmbiguousOption(word string, candidates []string) *Diagnostic {
 }
 
 // orList joins words as "a, b or c".
-func orList(words []string) string {
+func orList(words []string) string { return joinList(words, " or ") }
+
+// andList joins words as "a, b and c".
+func andList(words []string) string { return joinList(words, " and ") }
+
+// joinList joins words with commas, and last before the last word.
+func joinList(words []string, last string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + last + words[len(words)-1]
 }
 
 // MissingArgument is PRF1103 for the option named name (STACK, --stack).
@@ -145,7 +152,13 @@ func writeHint(err error, option string) string {
 		elsewhere += " with " + option
 	}
 	var de *datafile.DirError
+	var nr *datafile.NotRegularError
 	switch {
+	case errors.As(err, &nr):
+		if option != "" {
+			return "a data file is written as a regular file: name another with " + option
+		}
+		return "a data file is written as a regular file: name another"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the file system is full, or your disk quota used up: make room, then run again"
 	case errors.Is(err, syscall.EROFS):
@@ -224,6 +237,11 @@ func Conflicts(path string, err error) *Diagnostic {
 func NotSamePlan(path string, err error) *Diagnostic {
 	d := newDiag(1306, Fatal, err, "PBT or PBO file %s is not derived from same PBI file", path)
 	d.Hint = "the program was prepared again since that run: profile it again before merging"
+	if ext := filepath.Ext(path); ext != ".pbo" && strings.HasSuffix(strings.TrimSuffix(path, ext), ".pbo") {
+		// A numbered run file (prog.pbo.2) is PROFILE's, kept for
+		// prep /M: profiling again writes another beside it.
+		d.Hint = fmt.Sprintf("its run is of another preparation of the program, which prep /M cannot add: remove %s and merge again", path)
+	}
 	return d
 }
 
@@ -263,6 +281,30 @@ func RunsDiscarded(pbt string, runs int) *Diagnostic {
 	return d
 }
 
+// RunFilesCleared warns that PREP phase I discarded the runs waiting to
+// be merged in the run files cleared (prog.pbo, prog.pbo.N), of the
+// database pbt it replaced, and removed the numbered files among them
+// (removed): PROFILE wrote those only to keep a run for prep /M.
+func RunFilesCleared(cleared, removed []string, pbt string) *Diagnostic {
+	what, verb := "runs", "they are"
+	if len(cleared) == 1 {
+		what, verb = "a run", "it is"
+	}
+	d := newDiag(4308, Warning, nil, "%s held %s of the earlier preparation, not merged into %s: %s discarded with it",
+		andList(cleared), what, pbt, verb)
+	switch {
+	case len(removed) == 0:
+	case len(removed) == len(cleared) && len(removed) == 1:
+		d.Text += ", and the file removed"
+	case len(removed) == len(cleared):
+		d.Text += ", and the files removed"
+	default:
+		d.Text += ", and " + andList(removed) + " removed"
+	}
+	d.Hint = fmt.Sprintf("to keep runs, merge them (prep /M %s) before preparing the program again", strings.TrimSuffix(pbt, filepath.Ext(pbt)))
+	return d
+}
+
 // MergeMissing warns PLIST that the runs of .pbo files are not in the
 // .pbt it lists.
 func MergeMissing(pbos []string, pbt, merge string) *Diagnostic {
@@ -282,6 +324,9 @@ func MergeMissing(pbos []string, pbt, merge string) *Diagnostic {
 func RunKept(pbo, written, base string) *Diagnostic {
 	d := newDiag(4307, Warning, nil, "%s holds a run not merged yet: this run is written to %s", pbo, written)
 	d.Hint = fmt.Sprintf("'prep /M %s' merges both", base)
+	if !strings.HasSuffix(written, ".pbo.2") {
+		d.Hint = fmt.Sprintf("'prep /M %s' merges them all", base)
+	}
 	return d
 }
 
@@ -292,6 +337,31 @@ func NoPlan(pbi, program string, err error) *Diagnostic {
 	if errors.Is(err, fs.ErrNotExist) {
 		d.Hint = fmt.Sprintf("%s is written by prep: run 'prep /FC %s' (or another profile type) first", pbi, program)
 	}
+	return d
+}
+
+// NoTrace is PRF1011 for the execution trace PLIST reads (/TRACE,
+// --format=chrome): only a run of profile /TRACE writes one, which the
+// hint says, or, for a line profile (lines: its trace is of no calls),
+// that a trace needs a function profile. program is the base name of
+// the files.
+func NoTrace(pbx, program string, lines bool, err error) *Diagnostic {
+	d := CannotOpen(pbx, err)
+	switch {
+	case !errors.Is(err, fs.ErrNotExist):
+	case lines:
+		d.Hint = fmt.Sprintf("an execution trace is of function calls, and this is a line profile: prepare a function profile (prep /FT %s), then run the program with 'profile /TRACE %s ...' and 'prep /M %s'", program, program, program)
+	default:
+		d.Hint = fmt.Sprintf("%s is written by profile /TRACE: run the program with 'profile /TRACE %s ...', then 'prep /M %s'", pbx, program, program)
+	}
+	return d
+}
+
+// NotSampling is PRF1483: PLIST --format=gmon of a profile that has no
+// samples, which gmon.out holds; method is the profile's type in words.
+func NotSampling(pbt, method string) *Diagnostic {
+	d := newDiag(1483, Fatal, nil, "--format=gmon needs a function sampling profile, and %s is a %s profile", pbt, method)
+	d.Hint = "gmon.out holds sampled time: prepare the program for function sampling (prep /FS), profile it and merge, then write gmon.out; --format=callgrind or pprof take any profile"
 	return d
 }
 
@@ -452,6 +522,28 @@ func NoFunctions(module string) *Diagnostic {
 func Stripped(module, buildID string) *Diagnostic {
 	d := NoFunctions(module)
 	d.Err = errors.New("it has no debugging information and no symbol table (stripped)")
+	d.Hint = debugInfoHint(module, buildID)
+	return d
+}
+
+// ExportsOnly warns that a module has neither debugging information nor
+// a symbol table, but exports functions (a stripped program that exports
+// a few, such as /usr/bin/sort, or a stripped library): only those n are
+// profiled, and the calls its code makes inside itself are not seen.
+// The hint is Stripped's.
+func ExportsOnly(module, buildID string, n int) *Diagnostic {
+	what := fmt.Sprintf("the %d functions it exports are", n)
+	if n == 1 {
+		what = "the one function it exports is"
+	}
+	d := newDiag(4625, Warning, nil, "%s has no debugging information and no symbol table (stripped): only %s known, and the rest of its code is not profiled", module, what)
+	d.Hint = debugInfoHint(module, buildID)
+	return d
+}
+
+// debugInfoHint says where the debugging information of a stripped
+// module can come from.
+func debugInfoHint(module, buildID string) string {
 	where := []string{
 		"its -dbgsym (or -dbg) package, which installs them under /usr/lib/debug",
 		fmt.Sprintf("a %s.debug file beside it or in %s, named by its .gnu_debuglink",
@@ -461,8 +553,7 @@ func Stripped(module, buildID string) *Diagnostic {
 		where = append(where, fmt.Sprintf("/usr/lib/debug/.build-id/%s/%s.debug (its build ID)", buildID[:2], buildID[2:]))
 	}
 	where = append(where, "or a build without strip (-g keeps the line numbers too)")
-	d.Hint = "debugging information can come from " + strings.Join(where, "; ")
-	return d
+	return "debugging information can come from " + strings.Join(where, "; ")
 }
 
 // TwoStartFunctions is PRF1522.
@@ -572,6 +663,16 @@ func TraceFailed(program string, err error) *Diagnostic {
 func CannotAttach(pid int, err error) *Diagnostic {
 	d := newDiag(1651, Fatal, err, "cannot attach to process %d", pid)
 	d.Hint = "the process must exist and be yours, and not be traced already (by gdb, strace or another PROFILE); kernel.yama.ptrace_scope 1, Debian's default, lets only a parent trace: run profile as root, or set it to 0 (docs/linux.md, \"Attaching to a running process\")"
+	return d
+}
+
+// AttachFiltered is PRF1651 for a process whose main thread runs under a
+// seccomp filter of its own that PROFILE cannot suspend: the system calls
+// of the set-up might kill it. Nothing was planted; the process is left
+// as it was.
+func AttachFiltered(pid int, err error) *Diagnostic {
+	d := newDiag(1651, Fatal, err, "cannot attach to process %d", pid)
+	d.Hint = "suspending a seccomp filter for PROFILE's own calls needs CAP_SYS_ADMIN, and PROFILE under no filter of its own: run profile as root, or profile the program from its start (docs/linux.md, \"Attaching to a running process\")"
 	return d
 }
 
@@ -819,6 +920,17 @@ func EntryRefused(fn, file string, err error) *Diagnostic {
 // plant is not on an instruction boundary of the program's code.
 func SiteRefused(what string, addr uint64, fn, file string, err error) *Diagnostic {
 	return newDiag(4658, Warning, err, "the %s at %#x of function %s in file %s is not planted: it is not on an instruction boundary", what, addr, fn, file)
+}
+
+// SeccompFiltered is warning PRF4659: a thread of the program runs under a
+// seccomp filter of its own that PROFILE cannot suspend, which might kill
+// the program for a system call PROFILE would have the thread make (the
+// mmap of a library's area): the call is not made, and what needs it is
+// not profiled.
+func SeccompFiltered(tid int, err error) *Diagnostic {
+	d := newDiag(4659, Warning, err, "thread %d runs under a seccomp filter of its own, which PROFILE cannot suspend: PROFILE makes no system call in it, and what needs one is not profiled", tid)
+	d.Hint = "suspending the filter for PROFILE's own calls needs CAP_SYS_ADMIN, and PROFILE under no filter of its own: run profile as root, or have the program load its libraries before it installs its filter"
+	return d
 }
 
 // NotMapped is PRF1660: the program's file is not in the memory map of

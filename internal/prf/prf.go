@@ -114,10 +114,12 @@ func ExitStatus(err error) int {
 // without a line end: "<tool>: <severity> PRF<nnnn>: <text>". Every line
 // has a number: an error that is not a numbered Diagnostic (a path the
 // catalogue does not cover, which is a fault of the tool's) is printed as
-// [Unknown], PRF1001, never as a "fatal error:" without a number.
+// [Unknown], PRF1001, never as a "fatal error:" without a number. The
+// names in it are [Printable]: one diagnostic is one line, whatever a
+// file's name holds.
 func Line(tool string, err error) string {
 	d, err := numbered(err)
-	return fmt.Sprintf("%s: %s PRF%04d: %s", tool, d.Severity, d.Code, err.Error())
+	return fmt.Sprintf("%s: %s PRF%04d: %s", tool, d.Severity, d.Code, Printable(err.Error()))
 }
 
 // numbered returns the Diagnostic that err is printed as, and the error
@@ -147,7 +149,7 @@ func Write(w io.Writer, tool string, err error) {
 		hint = fmt.Sprintf("try '%s --help' for the options", tool)
 	}
 	if hint != "" {
-		fmt.Fprintf(w, "%s: hint: %s\n", tool, hint)
+		fmt.Fprintf(w, "%s: hint: %s\n", tool, Printable(hint))
 	}
 }
 

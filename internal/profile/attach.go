@@ -102,6 +102,10 @@ func (t *tracer) attachRun() (*Result, error) {
 	for _, tid := range tids {
 		t.threads[tid] = &thread{tid: tid, tgid: pid}
 	}
+	if err := t.attachChecks(); err != nil {
+		t.letGo(nil)
+		return nil, err
+	}
 	t.knownChildren()
 	defer t.closeTrace(false)
 	err = t.openTrace(start)
@@ -350,8 +354,8 @@ func seconds(d time.Duration) string {
 // (/proc/PID/task/TID/children): their SIGCHLD is no sign of a child made
 // out of PROFILE's sight (PRF4670).
 func (t *tracer) knownChildren() {
-	for tid := range t.threads {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", t.pid, tid))
+	for tid, th := range t.threads {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", th.tgid, tid))
 		if err != nil {
 			continue
 		}

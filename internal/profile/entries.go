@@ -220,7 +220,7 @@ func (et *entryTrampolines) plant(p *planting) error {
 	for _, item := range order {
 		pl, err := et.planEntry(p, item)
 		if err == nil {
-			t.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) })
+			t.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) }, 0)
 			et.patched++
 			continue
 		}
@@ -420,6 +420,9 @@ type patchWrite struct {
 	hop     uint64
 	hopCode []byte
 	tramp   *tramp
+	// count is, in a line trampoline, the offset of the instruction
+	// that reads the site's counter (instr.DepthCode.Count).
+	count int
 }
 
 // moduleText is a module's code as read from the program once: the span

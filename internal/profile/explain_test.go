@@ -104,8 +104,8 @@ func a64Code(words ...uint32) []byte {
 
 // TestExplainDisasm: the listing shows the word an instruction jumps
 // through as data (an out-of-line slot's jump back on x86-64), bytes that
-// are no instruction as such, and a segment's displacement 0, which
-// x86asm leaves out.
+// are no instruction as such, and a displacement 0 without base or index,
+// with a segment or without ("mov %rcx," before), which x86asm leaves out.
 func TestExplainDisasm(t *testing.T) {
 	slot := append([]byte{0x55, 0xff, 0x25, 0, 0, 0, 0}, 0x01, 0x10, 0x40, 0, 0, 0, 0, 0)
 	for _, c := range []struct {
@@ -116,6 +116,7 @@ func TestExplainDisasm(t *testing.T) {
 		{instr.AMD64, slot, []string{"push %rbp", "jmpq *(%rip)", "(data: 0x401001)"}},
 		{instr.AMD64, []byte{0x65, 0x48, 0xff, 0x04, 0x25, 0, 0, 0, 0}, []string{"incq %gs:0x0"}},
 		{instr.AMD64, []byte{0x65, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}, []string{"mov %gs:0x0,%rcx"}},
+		{instr.AMD64, []byte{0x48, 0x89, 0x0c, 0x25, 0, 0, 0, 0}, []string{"mov %rcx,0x0"}},
 		{instr.ARM64, append(a64Code(0xd503233f, 0xd65f03c0), 0x1f, 0x20), []string{"paciasp", "ret", "(not an instruction)"}},
 	} {
 		var got []string
@@ -195,6 +196,35 @@ func TestExplainPlanting(t *testing.T) {
 			"; moved from 0x401000",
 			"Module prog: 1 site, 1 jumps to a trampoline, 0 keep breakpoints.",
 		)
+	})
+	t.Run("line where the flags are live", func(t *testing.T) {
+		// mov $0,%eax; jl; ret: the count saves %rax, reads the counter,
+		// adds without flags. The note of the count is on the read of
+		// the counter, not on the save (as it was).
+		code := append([]byte{0xb8, 0, 0, 0, 0, 0x7c, 0x00, 0xc3}, bytes.Repeat([]byte{0x90}, 256)...)
+		plan := &datafile.Plan{Method: datafile.LineCounting,
+			Modules: []datafile.Module{{Name: "prog", Arch: "amd64", Files: []string{"leaf.c"}}},
+			Lines:   []datafile.Line{{File: 0, Line: 1, Addrs: []uint64{leafAt}}}}
+		tr, _, out := narrated(plan, code, 0)
+		shared, err := ptrace.NewShared(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shared.Close()
+		tr.counters = &counters{t: tr, kind: instr.CountPerThread, shared: shared, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1, blockOf: map[int]int{}}
+		tr.lines = newLineTrampolines(tr)
+		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
+			t.Fatal(err)
+		}
+		for _, re := range []string{
+			`\n    0x[0-9a-f]+  65 48 89 04 25 [0-9a-f ]+  mov %rax,%gs:0x[0-9a-f]+ +; the register the count uses, saved first and put back after it: a line's count changes nothing the program can see\n`,
+			`\n    0x[0-9a-f]+  65 48 8b 04 25 [0-9a-f ]+  mov %gs:0x[0-9a-f]+,%rax +; the count of the line, in the thread's block\n`,
+			`\n    0x[0-9a-f]+  b8 00 00 00 00 +  mov \$0x0,%eax +; moved from 0x401000\n`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out.String()) {
+				t.Errorf("narration:\n%s\nlacks %s", out, re)
+			}
+		}
 	})
 	t.Run("breakpoints", func(t *testing.T) {
 		plan := leafFuncs(datafile.FuncCounting)

@@ -165,9 +165,16 @@ func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 // stepSyscall makes stopped thread tid, whose registers are saved, run
 // the system call instruction at pc as call with args, single-stepped,
 // and returns the call's result, or its errno as an error. The caller
-// puts the registers back.
+// puts the registers back. A seccomp filter of the thread's own is
+// suspended for the call, and where it cannot be, the call is not made
+// (errFiltered: seccomp.go).
 func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
 	const maxErrno = 4095
+	filtered, err := t.unfiltered(tid)
+	if err != nil {
+		return 0, err
+	}
+	defer filtered()
 	regs := saved
 	regs.NoRestart()
 	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
@@ -187,6 +194,11 @@ func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.S
 	}
 	if ws.StopSignal() != syscall.SIGTRAP {
 		return 0, fmt.Errorf("unexpected %v during set-up", ws.StopSignal())
+	}
+	if ws.Event() == ptrace.EventExit {
+		// (Killed for the call, by a filter PROFILE took for one that
+		// allows it: its exit stop, not the step's.)
+		return 0, fmt.Errorf("thread %d was killed by its system call %d", tid, t.arch.SyscallNumber(call))
 	}
 	res := t.arch.SyscallResult(&regs)
 	if res > ^uint64(maxErrno) {

@@ -140,11 +140,11 @@ type fallBack struct {
 	pc   uint64
 }
 
-// newCounters creates the shared counters for items counters per block and
-// maps them into the stopped program, whose main thread gets block 1.
-// pathAt is where in the program the path of the memory's file may be
-// written (the end of a freshly mapped area).
-func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*counters, error) {
+// newCounters creates the shared counters for items counters per block in
+// the stopped program, and maps them in PROFILE too (shareMemory); the
+// main thread gets block 1. nameAt is where in the program the memory's
+// name may be written (a freshly mapped page).
+func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
 	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
 	depthAt := uint64(0)
 	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
@@ -187,18 +187,12 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
 	}
 	size = (size + t.pageSize - 1) &^ (t.pageSize - 1)
-	shared, err := ptrace.NewShared(int(size))
+	shared, addr, err := t.shareMemory(nameAt, size)
 	if err != nil {
-		return nil, err
-	}
-	c := &counters{t: t, kind: kind, shared: shared, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
-		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
-	addr, err := t.mapShared(shared.Path(), pathAt, size)
-	if err != nil {
-		shared.Close()
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
-	c.progAddr = addr
+	c := &counters{t: t, kind: kind, shared: shared, progAddr: addr, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
+		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
 	if table {
 		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
 		c.areasAt = areas - addr
@@ -238,30 +232,6 @@ func (c *counters) area(b int) []byte {
 	}
 	at := uint64(b)*c.blockSize + c.depthAt
 	return c.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
-}
-
-// mapShared makes the stopped main thread open path, map it shared and
-// read-write, and close it; path is written at pathAt first.
-func (t *tracer) mapShared(path string, pathAt, size uint64) (uint64, error) {
-	const (
-		atFDCWD   = ^uint64(99) // -100
-		oRDWR     = 0x2
-		oCLOEXEC  = 0x80000
-		protRW    = 0x3
-		mapShared = 0x01
-	)
-	if err := t.mem.WriteMem(pathAt, append([]byte(path), 0)); err != nil {
-		return 0, fmt.Errorf("write %s into the program: %w", path, err)
-	}
-	fd, err := t.inject(t.setupThread(), instr.SysOpenat, atFDCWD, pathAt, oRDWR|oCLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", path, err)
-	}
-	addr, err := t.inject(t.setupThread(), instr.SysMmap, 0, size, protRW, mapShared, fd, 0)
-	if _, cerr := t.inject(t.setupThread(), instr.SysClose, fd); err == nil && cerr != nil {
-		err = cerr
-	}
-	return addr, err
 }
 
 // counterRef is what a trampoline's count instruction names for item:

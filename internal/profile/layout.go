@@ -66,8 +66,9 @@ func (t *tracer) knownCode(p *planting) func(uint64) bool {
 // jumps, each trampoline among the run's (regions gives its regions, for
 // pl's own and for each moved out). It returns the trampolines, the
 // instructions moved out first, deepest first: the order in which each
-// comes after those its jump ends with.
-func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *instr.Planned) []region) []*tramp {
+// comes after those its jump ends with. count is where pl's trampoline
+// reads a line's counter (--explain).
+func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *instr.Planned) []region, count int) []*tramp {
 	order := slices.Clone(pl.Evicted)
 	slices.Reverse(order)
 	var out []*tramp
@@ -78,7 +79,11 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 		} else {
 			p.area.put(x.At, x.Tramp.Code)
 		}
-		p.jumps = append(p.jumps, patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp})
+		w := patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp}
+		if x == pl {
+			w.count = count
+		}
+		p.jumps = append(p.jumps, w)
 		t.counters.add(tp)
 		out = append(out, tp)
 	}

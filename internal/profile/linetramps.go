@@ -192,12 +192,13 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 // into planting p (putPlanned); for coverage, each patch to be taken out
 // once its lines are covered, after the patches that lean on it.
 func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
+	code, _ := lt.lineCode(p, addr)
 	tramps := lt.t.putPlanned(p, pl, func(x *instr.Planned) []region {
 		if x != pl {
 			return nil
 		}
 		return lt.regions(p, addr, &x.Tramp)
-	})
+	}, code.Count)
 	if lt.sweep == nil {
 		return
 	}

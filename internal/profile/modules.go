@@ -2,6 +2,7 @@ package profile
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -265,7 +266,9 @@ func (t *tracer) forget(l *loaded) error {
 		t.attach.undo.forget(l.lo, l.hi)
 	}
 	for _, a := range t.areas[l.first.Start] {
-		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil {
+		// (An area a seccomp filter keeps PROFILE from unmapping stays,
+		// unused.)
+		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
 			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
 		}
 	}

@@ -99,8 +99,8 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 		}
 		return nil
 	}
-	// The counters' file name, for the program to open, goes in a page
-	// of its own.
+	// The name of the counters' memory, for the program to create it
+	// with, goes in a page of its own.
 	items := t.plan.NumItems()
 	var lines *lineTrampolines
 	if !t.plan.Method.IsFunction() {

@@ -1,8 +1,8 @@
 package profile
 
 import (
+	"errors"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -75,22 +75,21 @@ func (t *tracer) untraced() {
 	}
 }
 
-// createTrace creates the trace file and writes its header.
+// createTrace creates the trace file and writes its header. The file
+// is a new one that takes the trace's name at once ([datafile.CreateLive]):
+// what is written survives PROFILE, and a symbolic link of that name is
+// replaced, not followed.
 func (t *tracer) createTrace(start time.Time) error {
-	f, err := os.OpenFile(t.cfg.Trace, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return prf.CannotWrite(t.cfg.Trace, err)
-	}
-	// Two runs at once write their .pbo files apart (pbo.N); a trace
-	// has one name, which the first run keeps: the other runs without.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+	f, err := datafile.CreateLive(t.cfg.Trace, 0o666, true)
+	if errors.Is(err, datafile.ErrBusy) {
+		// Two runs at once write their .pbo files apart (pbo.N); a
+		// trace has one name, which the first run keeps: the other runs
+		// without.
 		t.cfg.Warn(prf.TraceBusy(t.cfg.Trace))
 		t.untraced()
 		return nil
 	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
+	if err != nil {
 		return prf.CannotWrite(t.cfg.Trace, err)
 	}
 	h := datafile.TraceHeader{PlanID: t.plan.ID, RunID: t.runID, Method: t.plan.Method, Start: start, Funcs: len(t.plan.Funcs)}

@@ -160,6 +160,9 @@ type tracer struct {
 	rdv              rendezvous
 	identity         map[string]bool
 	rendezvousThread int
+	// seccomp is what the system calls PROFILE makes in the program know
+	// of its seccomp filters (seccomp.go).
+	seccomp seccompState
 
 	hits []uint64
 	// sampling samples the threads' program counters (function

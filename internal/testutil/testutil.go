@@ -482,16 +482,25 @@ func (c Command) Exec(t *testing.T, args []string, env string) (stdout, stderr s
 type Usage struct {
 	Golden string // under testdata/original
 	Args   string // split on spaces
+	// NoInput is set for a command line that names no input: the
+	// usage goes to stderr, with status 2 (the original exited 0).
+	NoInput bool
 }
 
 // TestUsage checks that each command line prints the original's usage
-// text, byte for byte but for the line ends, and exits with status 0.
+// text, byte for byte but for the line ends: asked for, on stdout with
+// status 0; for a command line without input (Usage.NoInput), after
+// anything else on stderr, nothing on stdout, with status 2.
 func (c Command) TestUsage(t *testing.T, cases []Usage) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.Golden, func(t *testing.T) {
-			stdout, _, status := c.Exec(t, strings.Fields(tt.Args), "")
-			if want := OriginalText(t, tt.Golden); stdout != want || status != 0 {
+			stdout, stderr, status := c.Exec(t, strings.Fields(tt.Args), "")
+			want := OriginalText(t, tt.Golden)
+			switch {
+			case tt.NoInput && (stdout != "" || !strings.HasSuffix(stderr, want) || status != 2):
+				t.Errorf("%s %s: status %d, stdout %q, stderr\n%q\nwant status 2 and stderr ending\n%q", c.Name, tt.Args, status, stdout, stderr, want)
+			case !tt.NoInput && (stdout != want || status != 0):
 				t.Errorf("%s %s: status %d, stdout\n%q\nwant status 0 and\n%q", c.Name, tt.Args, status, stdout, want)
 			}
 		})

@@ -62,8 +62,7 @@ func Start(path string, argv, env []string, dir string, files []*os.File) (int, 
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return 0, fmt.Errorf("program did not stop at exec (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit | optExitKill
-	if err := unix.PtraceSetOptions(pid, opts); err != nil {
+	if err := unix.PtraceSetOptions(pid, startOptions); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		return 0, fmt.Errorf("set ptrace options: %w", err)
 	}
@@ -90,8 +89,7 @@ func Seize(pid int) error {
 	if !ws.Stopped() {
 		return fmt.Errorf("program did not stop before seizing (status %#x)", uint32(ws))
 	}
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit | optExitKill
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(opts), 0, 0); e != 0 {
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, uintptr(startOptions), 0, 0); e != 0 {
 		unix.Kill(pid, unix.SIGKILL)
 		return fmt.Errorf("seize: %w", e)
 	}
@@ -439,7 +437,6 @@ func IsNoProcess(err error) bool { return errors.Is(err, unix.ESRCH) }
 // group-stop (the process stopped by SIGSTOP), to be left so. On error
 // the threads seized so far are detached.
 func Attach(pid int) (tids []int, group map[int]bool, err error) {
-	opts := optTraceClone | optTraceFork | optTraceVfork | optTraceVforkDone | optTraceExec | optTraceExit
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(b), "\nState:\tZ") {
 		// (Its other threads run on; the leader would never stop.)
 		return nil, nil, errors.New("its main thread has exited")
@@ -463,7 +460,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 		if seized[tid] {
 			return nil
 		}
-		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(opts), 0, 0); e != 0 {
+		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(attachOptions), 0, 0); e != 0 {
 			switch {
 			case tid == pid:
 				return fmt.Errorf("seize thread %d: %w", tid, e)

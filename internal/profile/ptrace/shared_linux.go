@@ -5,20 +5,23 @@ package ptrace
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// Shared is memory PROFILE shares with the program: a memfd mapped here and,
-// through /proc/PID/fd/N, in the program. What the program writes there is
-// read here without stopping it, and survives the program's crash.
+// Shared is memory PROFILE shares with the program: a memfd the program
+// created and mapped, mapped here too (MapShared). What the program writes
+// there is read here without stopping it, and survives the program's
+// crash.
 type Shared struct {
-	fd  int
+	fd  int // -1: none is kept open
 	mem []byte
 }
 
 // NewShared creates size bytes of zeroed shared memory (pages are
-// allocated when first written).
+// allocated when first written), PROFILE's alone: a stand-in for the
+// program's in tests.
 func NewShared(size int) (*Shared, error) {
 	fd, err := unix.MemfdCreate("sprof-counters", unix.MFD_CLOEXEC)
 	if err != nil {
@@ -36,17 +39,48 @@ func NewShared(size int) (*Shared, error) {
 	return &Shared{fd: fd, mem: mem}, nil
 }
 
-// Path is the file the program opens to map the same memory.
-func (s *Shared) Path() string { return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.fd) }
+// MapShared maps the size bytes of the memfd that stopped process pid
+// holds as its file descriptor fd, through /proc/PID/fd/FD. The program
+// makes the memory and PROFILE opens it, not the other way round: opening
+// another process's /proc/PID/fd/N takes the right to trace it, which
+// PROFILE has over the program and a program run by another user (root
+// attaching to it) has not over PROFILE. The file must be a memfd of
+// that size: the program's threads are stopped, but the descriptor is
+// checked rather than trusted.
+func MapShared(pid, fd, size int) (*Shared, error) {
+	path := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if link, err := os.Readlink(path); err != nil || !strings.HasPrefix(link, "/memfd:") {
+		return nil, fmt.Errorf("%s is not the memory PROFILE asked for (%s)", path, link)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Size != int64(size) {
+		return nil, fmt.Errorf("%s holds %d bytes, not %d", path, st.Size, size)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	return &Shared{fd: -1, mem: mem}, nil
+}
 
 // Bytes is PROFILE's view of the memory.
 func (s *Shared) Bytes() []byte { return s.mem }
 
-// Close unmaps the memory and closes the memfd.
+// Close unmaps the memory (and closes the memfd NewShared made).
 func (s *Shared) Close() error {
 	err := unix.Munmap(s.mem)
-	if cerr := unix.Close(s.fd); err == nil {
-		err = cerr
+	if s.fd >= 0 {
+		if cerr := unix.Close(s.fd); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

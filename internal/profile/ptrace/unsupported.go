@@ -150,14 +150,23 @@ type Shared struct{}
 // NewShared fails: unsupported.
 func NewShared(size int) (*Shared, error) { return nil, errors.ErrUnsupported }
 
-// Path returns "".
-func (s *Shared) Path() string { return "" }
+// MapShared fails: unsupported.
+func MapShared(pid, fd, size int) (*Shared, error) { return nil, errors.ErrUnsupported }
 
 // Bytes returns nil.
 func (s *Shared) Bytes() []byte { return nil }
 
 // Close does nothing.
 func (s *Shared) Close() error { return nil }
+
+// Seccomp is a thread's seccomp state; unsupported here.
+type Seccomp struct{ Mode, Filters int }
+
+// SeccompOf fails: unsupported.
+func SeccompOf(tid int) (Seccomp, error) { return Seccomp{}, errors.ErrUnsupported }
+
+// SuspendSeccomp fails: unsupported.
+func SuspendSeccomp(tid int, attached, on bool) error { return errors.ErrUnsupported }
 
 // AuxValue fails: unsupported.
 func AuxValue(pid int, typ uint64) (uint64, error) { return 0, errors.ErrUnsupported }
