@@ -423,6 +423,9 @@ type patchWrite struct {
 	// count is, in a line trampoline, the offset of the instruction
 	// that reads the site's counter (instr.DepthCode.Count).
 	count int
+	// movedOut marks the jump of an instruction moved out of the way of
+	// a site's jump (instr.Layout), whose trampoline only runs it.
+	movedOut bool
 }
 
 // moduleText is a module's code as read from the program once: the span

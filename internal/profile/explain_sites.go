@@ -63,11 +63,14 @@ func (x *explainer) planting(p *planting) {
 	}
 	slices.SortFunc(views, func(a, b siteView) int { return cmp.Compare(a.addr, b.addr) })
 	reasons := x.reasons()
-	jumps, bps, more := 0, 0, 0
+	jumps, bps, moved, more := 0, 0, 0, 0
 	for _, v := range views {
-		if v.j != nil {
+		switch {
+		case v.j != nil && v.j.movedOut:
+			moved++
+		case v.j != nil:
 			jumps++
-		} else {
+		default:
 			bps++
 		}
 		if x.full("site") {
@@ -85,6 +88,9 @@ func (x *explainer) planting(p *planting) {
 		x.say("  ... and %s of %s, not described (the limit is %d; --explain-limit=0 describes every site).", plural(more, "more site"), m.Name, x.limit)
 	}
 	sum := fmt.Sprintf("Module %s: %s, %d %s, %d %s", m.Name, plural(jumps+bps, "site"), jumps, verb(jumps, "jumps to a trampoline", "jump to trampolines"), bps, verb(bps, "keeps a breakpoint", "keep breakpoints"))
+	if moved > 0 {
+		sum += fmt.Sprintf("; %s moved out of the way of a jump", plural(moved, "instruction"))
+	}
 	if shared > 0 {
 		sum += fmt.Sprintf("; %s share the count of an earlier site in straight code, and need no probe", plural(shared, "more line site"))
 	}
@@ -129,8 +135,19 @@ func (x *explainer) describe(p *planting, v siteView, reasons map[uint64]error) 
 		j := v.j
 		pt := &j.tramp.patch
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces %s.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts), "instruction"))
-		b.WriteString(beforeAfter(t.arch, j.addr, pt.Orig, j.jump))
+		own := disasm(t.arch, pt.Orig[:pt.Written()], j.addr)
+		switch {
+		case j.movedOut:
+			fmt.Fprintf(&b, "%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it.\n", texts(own), j.addr)
+		case len(own) < len(pt.Insts):
+			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, up to one moved out of the way, and goes on after it.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts)-1, "instruction"))
+		default:
+			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces %s.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts), "instruction"))
+		}
+		if len(pt.Punned) > 0 {
+			fmt.Fprintf(&b, "  The jump is longer than the instruction: its last %s are those of the code after it, as they are or as the next jump makes them, so its trampoline lies where they make it land.\n", plural(len(pt.Punned), "byte"))
+		}
+		b.WriteString(beforeAfter(t.arch, j.addr, pt.Orig[:pt.Written()], j.jump))
 		if j.hopCode != nil {
 			fmt.Fprintf(&b, "  The jump is short: it goes to a hop in the padding at %#x, a full jump on to the trampoline.\n", j.hop)
 			b.WriteString(listing(t.arch, "  hop", j.hop, j.hopCode, nil))

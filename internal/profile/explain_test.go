@@ -176,8 +176,10 @@ func narrated(plan *datafile.Plan, code []byte, limit int) (*tracer, *fakeMem, *
 }
 
 // TestExplainPlanting: the narration of a module planted: counting
-// in-process, the entry's jump and trampoline; with breakpoints, the
-// breakpoint, and how its instruction is carried out at a hit.
+// in-process, the entry's jump and trampoline, and the instruction moved
+// out of its way (leafCode loaded low, as a program not PIE is); with
+// breakpoints, the breakpoint, and how its instruction is carried out at
+// a hit.
 func TestExplainPlanting(t *testing.T) {
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	t.Run("in-process", func(t *testing.T) {
@@ -189,12 +191,14 @@ func TestExplainPlanting(t *testing.T) {
 		}
 		wantNarration(t, out.String(),
 			"Module prog, mapped at 0x401000 (load bias 0x0): PROFILE read its code from the process, decoded it once, and plants 1 function.",
-			"function f, entry, at 0x401000: a jump to its trampoline replaces 3 instructions.",
-			"  before  55 48 89 e5 89 7d fc  push %rbp; mov %rsp,%rbp; mov %edi,-0x4(%rbp)\n  after   e9 ",
+			"function f, entry, at 0x401000: a jump to its trampoline replaces 1 instruction; the trampoline runs the next 2 instructions too, up to one moved out of the way, and goes on after it.",
+			"  The jump is longer than the instruction: its last 4 bytes are those of the code after it",
+			"  before  55  push %rbp\n  after   e9  (not an instruction)",
 			"incq %gs:0x0",
 			"; the count: one more call of f\n",
 			"; moved from 0x401000",
-			"Module prog: 1 site, 1 jumps to a trampoline, 0 keep breakpoints.",
+			"mov %edi,-0x4(%rbp) at 0x401004, moved out of the way of the jump before it",
+			"Module prog: 1 site, 1 jumps to a trampoline, 0 keep breakpoints; 1 instruction moved out of the way of a jump.",
 		)
 	})
 	t.Run("line where the flags are live", func(t *testing.T) {

@@ -82,6 +82,8 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 		w := patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp}
 		if x == pl {
 			w.count = count
+		} else {
+			w.movedOut = true
 		}
 		p.jumps = append(p.jumps, w)
 		t.counters.add(tp)

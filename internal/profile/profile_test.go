@@ -332,18 +332,22 @@ func TestInProcessSurvives(t *testing.T) {
 				if mech.breakpoints || !testutil.InProcess() {
 					return
 				}
+				// (On x86-64 a jump replaces one instruction: sys3's
+				// first, before the system call, and tiny's ret,
+				// punned over the code after it. On arm64 sys3's is
+				// an exclusive load, which runs nowhere else.)
 				text := strings.Join(warnings, "\n")
-				fell := []string{"function sys3"}
-				if runtime.GOARCH == "amd64" {
-					fell = append(fell, "function tiny")
+				var fell []string
+				if runtime.GOARCH == "arm64" {
+					fell = append(fell, "function sys3")
 				}
 				for _, w := range fell {
 					if !strings.Contains(text, w) {
 						t.Errorf("warnings lack %q:\n%s", w, text)
 					}
 				}
-				if codes[4646] != 1 || codes[4647] != len(fell) {
-					t.Errorf("warnings:\n%s\nwant PRF4646 once and PRF4647 for %v", text, fell)
+				if codes[4646] != min(len(fell), 1) || codes[4647] != len(fell) {
+					t.Errorf("warnings:\n%s\nwant PRF4647 for %v", text, fell)
 				}
 			})
 		}

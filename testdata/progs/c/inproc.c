@@ -10,11 +10,12 @@
  *            that the fault is reported in load's own code (at -O2 its
  *            first instruction, which runs in the trampoline) and
  *            siglongjmps out; then 9 good calls: 10
- *   sys3     3 calls: its first instructions hold a system call (x86-64)
- *            or an exclusive load (arm64), so its entry keeps a breakpoint
- *            (not relocatable)
- *   tiny     5 calls: one instruction, no padding after it (too short on
- *            x86-64)
+ *   sys3     3 calls: its first instructions hold a system call (x86-64:
+ *            the jump over its first instruction leaves it in place) or
+ *            begin with an exclusive load (arm64: its entry keeps a
+ *            breakpoint, not relocatable)
+ *   tiny     5 calls: one instruction, no padding after it (x86-64: a
+ *            jump of one byte, punned over the next function's code)
  *
  *   f4       N calls per iteration of main's loop (the argument, 50 by
  *            default), 1000N in all, and one per SIGALRM: main checks the
