@@ -2,9 +2,12 @@ package instr
 
 // PlanOwn plans the patch of the one instruction at site, or at site+4
 // after a landing pad: PlanPatch's patch, which is always one
-// instruction, replaced by one B.
+// instruction, replaced by one B (the references into it, which only a
+// misaligned one could make, are not looked for: code may be a whole
+// module's).
 func (a arm64) PlanOwn(code []byte, start, site uint64) (Patch, error) {
-	return a.PlanPatch(code, start, site)
+	p, _, err := a.planOne(code, start, site)
+	return p, err
 }
 
 // JumpLen is the length of B.

@@ -106,43 +106,55 @@ func (x a64Inst) relocError(pc uint64) error {
 // Trampoline) and no PC-relative reference of the function may point
 // inside it but at its first byte.
 func (a arm64) PlanPatch(fn []byte, start, site uint64) (Patch, error) {
+	p, x, err := a.planOne(fn, start, site)
+	if err != nil {
+		return Patch{}, err
+	}
+	into, err := branchTargets(a, fn, start, p.Site, p.Site+a64InstLen)
+	if err != nil {
+		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+	}
+	if len(into) > 0 {
+		return Patch{}, fmt.Errorf("plan patch at %#x: a reference to %#x lands inside %q at %#x: %w", site, into[0], x.Text, p.Site, ErrBranchInto)
+	}
+	return p, nil
+}
+
+// planOne plans the patch of the one instruction at site, or at site+4
+// after a landing pad (PlanPatch's rules but for the references into
+// it), and returns it with the instruction.
+func (a arm64) planOne(fn []byte, start, site uint64) (Patch, a64Inst, error) {
 	end := start + uint64(len(fn))
+	var x a64Inst
 	switch {
 	case start%a64InstLen != 0 || site%a64InstLen != 0:
-		return Patch{}, fmt.Errorf("plan patch at %#x: function %#x or site not 4-byte aligned", site, start)
+		return Patch{}, x, fmt.Errorf("plan patch at %#x: function %#x or site not 4-byte aligned", site, start)
 	case site < start || site >= end || end-site < a64InstLen:
-		return Patch{}, fmt.Errorf("plan patch at %#x: outside the function [%#x, %#x): %w", site, start, end, ErrTooShort)
+		return Patch{}, x, fmt.Errorf("plan patch at %#x: outside the function [%#x, %#x): %w", site, start, end, ErrTooShort)
 	}
 	x, err := decodeARM64(fn[site-start:], site)
 	if err != nil {
-		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+		return Patch{}, x, fmt.Errorf("plan patch at %#x: %w", site, err)
 	}
 	at := site
 	if x.isLandingPad() {
 		pad := x
 		at += a64InstLen
 		if end-at < a64InstLen {
-			return Patch{}, fmt.Errorf("plan patch at %#x: landing pad %q and the function ends at %#x: %w", site, pad.Text, end, ErrTooShort)
+			return Patch{}, x, fmt.Errorf("plan patch at %#x: landing pad %q and the function ends at %#x: %w", site, pad.Text, end, ErrTooShort)
 		}
 		if x, err = decodeARM64(fn[at-start:], at); err != nil {
-			return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
+			return Patch{}, x, fmt.Errorf("plan patch at %#x: %w", site, err)
 		}
 		if x.isBTI() {
-			return Patch{}, fmt.Errorf("plan patch at %#x: %q at %#x after landing pad %q: a landing pad would be lost: %w", site, x.Text, at, pad.Text, ErrNotRelocatable)
+			return Patch{}, x, fmt.Errorf("plan patch at %#x: %q at %#x after landing pad %q: a landing pad would be lost: %w", site, x.Text, at, pad.Text, ErrNotRelocatable)
 		}
 	}
 	if err := x.relocError(at); err != nil {
-		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
-	}
-	into, err := branchTargets(a, fn, start, at, at+a64InstLen)
-	if err != nil {
-		return Patch{}, fmt.Errorf("plan patch at %#x: %w", site, err)
-	}
-	if len(into) > 0 {
-		return Patch{}, fmt.Errorf("plan patch at %#x: a reference to %#x lands inside %q at %#x: %w", site, into[0], x.Text, at, ErrBranchInto)
+		return Patch{}, x, fmt.Errorf("plan patch at %#x: %w", site, err)
 	}
 	orig := append([]byte(nil), fn[at-start:at-start+a64InstLen]...)
-	return Patch{Site: at, Orig: orig, Insts: []Inst{x.Inst}}, nil
+	return Patch{Site: at, Orig: orig, Insts: []Inst{x.Inst}}, x, nil
 }
 
 // Trampoline builds the trampoline at addr: prelude, each instruction of

@@ -41,8 +41,9 @@ type Layout struct {
 	final []byte
 	// written marks the bytes a planned patch writes; unstable those a
 	// jump may not end with because they change during the run (a
-	// breakpoint's, taken out or moved at its hit).
-	written, unstable []uint64
+	// breakpoint's, taken out or moved at its hit); leaned those a
+	// planned jump ends with, which no later patch may change.
+	written, unstable, leaned []uint64
 	// code reports the addresses known to be code, for the rule on data.
 	code func(uint64) bool
 	room Room
@@ -92,8 +93,9 @@ type Planned struct {
 // trampoline, even with the instructions after it moved out.
 var ErrNoWindow = errors.New("no window a jump may land in has room for its trampoline")
 
-// errPatched: the instruction is patched already, or its bytes change.
-var errPatched = errors.New("the instruction is patched already, or holds a breakpoint")
+// errPatched: the instruction is patched already, its bytes change, or
+// a jump planned before ends with them.
+var errPatched = errors.New("the instruction is patched already, holds a breakpoint, or a jump planned before ends with its bytes")
 
 // evictDepth is how many instructions after a site may be moved out for
 // its patch, one after the other.
@@ -105,7 +107,7 @@ const evictDepth = 2
 func NewLayout(a Arch, start uint64, orig []byte, code func(uint64) bool, room Room) *Layout {
 	words := (len(orig) + 63) / 64
 	return &Layout{a: a, start: start, orig: orig, final: slices.Clone(orig),
-		written: make([]uint64, words), unstable: make([]uint64, words), code: code, room: room}
+		written: make([]uint64, words), unstable: make([]uint64, words), leaned: make([]uint64, words), code: code, room: room}
 }
 
 // Final returns the code as it will be once every patch planned is
@@ -179,7 +181,7 @@ func (l *Layout) own(addr uint64) (Patch, error) {
 	if err != nil {
 		return Patch{}, err
 	}
-	if l.any(l.written, p.Site, len(p.Orig)) || l.any(l.unstable, p.Site, len(p.Orig)) {
+	if l.any(l.written, p.Site, len(p.Orig)) || l.any(l.unstable, p.Site, len(p.Orig)) || l.any(l.leaned, p.Site, len(p.Orig)) {
 		return Patch{}, fmt.Errorf("at %#x: %w", p.Site, errPatched)
 	}
 	return p, nil
@@ -540,6 +542,9 @@ func (l *Layout) commit(pl *Planned) {
 	decode := l.a.bareDecoder()
 	for _, x := range all {
 		end := x.Patch.Site + uint64(len(x.Patch.Prefix)+l.a.JumpLen())
+		if from := x.Patch.Site + uint64(x.Patch.Written()); from < end {
+			l.mark(l.leaned, from, int(end-from))
+		}
 		for at := x.Patch.Site + uint64(x.Patch.Written()); at < end; {
 			if l.any(l.written, at, 1) {
 				x.Leans = append(x.Leans, at)

@@ -23,10 +23,11 @@ type Patched struct {
 
 // VerifyPatched checks patched code against the rule of [Layout], and
 // returns what breaks it: every instruction of the functions decoded is
-// either as it was, or begins with a jump to code that carries it out
-// (its relocated copy) and goes on after it; and no byte that may be
-// data, after an unconditional jump or a return and up to the next
-// address known to be code, has changed.
+// either as it was, or begins with a breakpoint (its other bytes as they
+// were), or with a jump to code that carries it out (its relocated copy)
+// and goes on after it; and no byte that may be data, after an
+// unconditional jump or a return and up to the next address known to be
+// code, has changed.
 func VerifyPatched(a Arch, p Patched) []error {
 	var errs []error
 	decode := a.bareDecoder()
@@ -46,8 +47,12 @@ func VerifyPatched(a Arch, p Patched) []error {
 				maybeData = false
 			}
 			was, is := p.Orig[pc-p.Start:pc-p.Start+n], p.Final[pc-p.Start:pc-p.Start+n]
+			brk := a.Breakpoint()
 			switch {
 			case bytes.Equal(was, is):
+			case len(is) >= len(brk) && bytes.Equal(is[:len(brk)], brk) && bytes.Equal(was[len(brk):], is[len(brk):]):
+				// A breakpoint: a jump landing on it traps, and PROFILE
+				// carries the instruction out.
 			case maybeData:
 				errs = append(errs, fmt.Errorf("%#x: bytes that may be data (after an unconditional jump or a return) changed: % x to % x", pc, was, is))
 			default:
@@ -95,10 +100,13 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 		}
 		off += c.Len
 	}
-	if !found {
-		return fmt.Errorf("%#x: %s is moved to %#x, which does not carry it out", pc, in.Text, j.Target)
+	if full, err := a.Decode(orig, pc); err == nil {
+		in = full // (the instruction's text, for the message)
 	}
-	return fmt.Errorf("%#x: %s is moved to %#x, which does not go on after it", pc, in.Text, j.Target)
+	if !found {
+		return fmt.Errorf("%#x: %s (% x) is moved to %#x, which does not carry it out: % x", pc, in.Text, orig, j.Target, code[:min(len(code), 48)])
+	}
+	return fmt.Errorf("%#x: %s (% x) is moved to %#x, which does not go on after it: % x", pc, in.Text, orig, j.Target, code[:min(len(code), 48)])
 }
 
 // sameEffect reports whether instruction c (its bytes cb) carries out
@@ -113,6 +121,10 @@ func sameEffect(in Inst, ib []byte, c Inst, cb []byte) bool {
 		return c.Kind == Jump && c.Target == in.Target
 	case in.PCRel && in.Kind == Other:
 		return true
+	case in.Kind == CondJump:
+		// (Relocated as a branch of the same condition to the same
+		// target, or, on arm64, the inverted test over a B there.)
+		return (c.Kind == CondJump || c.Kind == Jump) && c.Target == in.Target
 	case in.PCRel && in.Target != 0:
 		return c.Kind == in.Kind && c.Target == in.Target
 	}

@@ -98,9 +98,9 @@ func (t *tracer) writePaged(p *planting) error {
 	paged := p.paged
 	slices.SortFunc(paged, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
 	for i := 0; i < len(paged); {
-		page := paged[i].addr &^ (t.pageSize - 1)
+		pg := p.room.page(paged[i].addr)
 		j := i + 1
-		for j < len(paged) && paged[j].addr < page+t.pageSize {
+		for j < len(paged) && paged[j].addr < pg.addr+pg.size {
 			j++
 		}
 		lo, hi := paged[i].addr, paged[j-1].addr+uint64(len(paged[j-1].b))

@@ -41,12 +41,21 @@ func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%#x: not mapped", addr)
 }
 
-// mapAreas lets tr map areas in mem, each at the address asked for.
+// mapAreas lets tr map areas in mem, each at the address asked for,
+// where nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
 func mapAreas(tr *tracer, mem *fakeMem) {
 	mem.areas = map[uint64][]byte{}
 	tr.mapArea = func(hint, size uint64) (uint64, error) {
 		if hint == 0 {
 			return 0, errors.New("no address asked for")
+		}
+		if hint < mem.base+uint64(len(mem.b)) && mem.base < hint+size {
+			return 0, errors.New("the code is mapped there")
+		}
+		for at, b := range mem.areas {
+			if hint < at+uint64(len(b)) && at < hint+size {
+				return 0, fmt.Errorf("%#x is mapped already", at)
+			}
 		}
 		mem.areas[hint] = make([]byte, size)
 		return hint, nil

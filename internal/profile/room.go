@@ -25,9 +25,11 @@ type room struct {
 	tries int
 }
 
+// roomPage is memory the room mapped: a page, or two where a
+// trampoline's window asked for one that crosses into the next.
 type roomPage struct {
-	addr  uint64
-	taken [][2]uint64
+	addr, size uint64
+	taken      [][2]uint64
 }
 
 // maxPageTries bounds the pages a planting asks the program to map for
@@ -58,9 +60,10 @@ func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64
 			return at, true
 		}
 	}
-	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.t.pageSize > lo })
+	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.pages[i].size > lo })
 	for ; i < len(r.pages) && r.pages[i].addr < hi; i++ {
-		if at, ok := r.pages[i].free(max(lo, r.pages[i].addr), min(hi, r.pages[i].addr+r.t.pageSize), r.pages[i].addr+r.t.pageSize, n, step, phase); ok {
+		pg := &r.pages[i]
+		if at, ok := pg.free(max(lo, pg.addr), min(hi, pg.addr+pg.size), pg.addr+pg.size, n, step, phase); ok {
 			return at, true
 		}
 	}
@@ -71,28 +74,31 @@ func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64
 }
 
 // mapPage maps a page where n bytes at an address in [lo, hi)
-// congruent to phase modulo step fit, a few tries: none where another
-// mapping is.
+// congruent to phase modulo step fit (two, where they cross into the
+// next), a few tries: none where another mapping is.
 func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) {
 	ps := r.t.pageSize
 	for try, page := 0, lo&^(ps-1); try < 4 && page < hi && r.tries < maxPageTries; page += ps {
 		at := align(max(lo, page), step, phase)
-		if at+uint64(n) > page+ps || at >= hi {
+		if at >= hi || at >= page+ps {
 			continue
 		}
-		if r.busyAt(page, page+ps) {
+		size := (at + uint64(n) + ps - 1 - page) &^ (ps - 1)
+		if r.busyAt(page, page+size) {
 			continue
 		}
 		try++
 		r.tries++
-		if _, err := r.t.mapArea(page, ps); err != nil {
-			r.busy = append(r.busy, [2]uint64{page, page + ps})
+		if _, err := r.t.mapArea(page, size); err != nil {
+			r.busy = append(r.busy, [2]uint64{page, page + size})
 			slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 			continue
 		}
-		r.t.areas[r.p.in.first.Start] = append(r.t.areas[r.p.in.first.Start], [2]uint64{page, ps})
+		r.t.areas[r.p.in.first.Start] = append(r.t.areas[r.p.in.first.Start], [2]uint64{page, size})
+		r.busy = append(r.busy, [2]uint64{page, page + size})
+		slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
-		r.pages = slices.Insert(r.pages, k, roomPage{addr: page})
+		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size})
 		return at, true
 	}
 	return 0, false
@@ -140,7 +146,7 @@ func (r *room) Release(addr uint64, n int) {
 
 // page returns the page holding addr, or nil.
 func (r *room) page(addr uint64) *roomPage {
-	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.t.pageSize > addr })
+	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.pages[i].size > addr })
 	if i < len(r.pages) && r.pages[i].addr <= addr {
 		return &r.pages[i]
 	}
