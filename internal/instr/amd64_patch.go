@@ -192,7 +192,14 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		if err != nil {
 			return Trampoline{}, err
 		}
-		t.Code = append(t.Code, p.before(i)...)
+		if b := p.before(i); len(b) > 0 {
+			if i > 0 {
+				// (A thread stopped in that code has not run this
+				// instruction yet.)
+				t.PCs = append(t.PCs, PCMap{Tramp: addr + uint64(len(t.Code)), Orig: pc})
+			}
+			t.Code = append(t.Code, b...)
+		}
 		at := addr + uint64(len(t.Code))
 		t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
 		code, err := x.relocate(pc, at)

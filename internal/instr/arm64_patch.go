@@ -196,7 +196,14 @@ func (arm64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		if err != nil {
 			return Trampoline{}, fmt.Errorf("trampoline at %#x: %w", addr, err)
 		}
-		code = append(code, p.before(off/a64InstLen)...)
+		if b := p.before(off / a64InstLen); len(b) > 0 {
+			if off > 0 {
+				// (A thread stopped in that code has not run this
+				// instruction yet.)
+				pcs = append(pcs, PCMap{Tramp: addr + uint64(len(code)), Orig: pc})
+			}
+			code = append(code, b...)
+		}
 		at := addr + uint64(len(code))
 		words, err := x.relocate(pc, at)
 		if err != nil {

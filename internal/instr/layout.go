@@ -55,6 +55,8 @@ type Layout struct {
 	// with (preferPrefix).
 	sites  []uint64
 	prefer int
+	// fill is the code's alignment fill where hops may go (Fill).
+	fill [][2]uint64
 }
 
 // Build builds the trampoline of patch p at address at: its
@@ -81,6 +83,14 @@ type Planned struct {
 	At    uint64
 	Tramp Trampoline
 	Jump  []byte
+	// Hop is where the jump lands, where it is not At: a jump of full
+	// reach to the trampoline (HopCode), in a window too small for the
+	// trampoline itself.
+	Hop     uint64
+	HopCode []byte
+	// HopInCode marks a hop in the code's alignment fill, reached by a
+	// short jump (shortHop); the others are in the room.
+	HopInCode bool
 	// Evicted are the instructions moved out for this patch, each with a
 	// patch of its own, the next instruction first.
 	Evicted []*Planned
@@ -175,6 +185,42 @@ func (l *Layout) preferPrefix(p *Patch) int {
 	return c
 }
 
+// PlanThrough is Plan for a patch at site whose trampoline carries out
+// the instructions after it too, through the one at through, which it
+// must reach falling through (branches that may not be taken, no call):
+// a count for through may go before its copy (Patch.Before), though the
+// jump writes over site's instruction alone. A Go function's entry is
+// planned that way at its start, carrying its stack check, where no jump
+// fits after it.
+func (l *Layout) PlanThrough(site, through uint64, build Build) (*Planned, error) {
+	p, err := l.own(site)
+	if err != nil {
+		return nil, err
+	}
+	run := p
+	for at := p.End(); at <= through; {
+		in, err := l.a.bareDecoder()(l.orig[at-l.start:], at)
+		if err != nil || in.Len <= 0 || !fallsThrough(in) || in.Kind == Call || at > through {
+			return nil, fmt.Errorf("the code from %#x to %#x does not fall through: %w", site, through, ErrNotRelocatable)
+		}
+		n := uint64(in.Len)
+		if l.any(l.written, at, int(n)) || l.any(l.unstable, at, int(n)) {
+			return nil, fmt.Errorf("at %#x: %w", at, errPatched)
+		}
+		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+n], Insts: []Inst{in}}, true)
+		at += n
+		if at > through && at-n != through {
+			return nil, fmt.Errorf("%#x is inside an instruction: %w", through, ErrNotRelocatable)
+		}
+	}
+	pl, err := l.place(run, build, 0)
+	if err != nil {
+		return nil, err
+	}
+	l.commit(pl)
+	return pl, nil
+}
+
 // own plans the patch of the instruction at addr alone, not patched yet.
 func (l *Layout) own(addr uint64) (Patch, error) {
 	p, err := l.a.PlanOwn(l.orig, l.start, addr)
@@ -189,10 +235,11 @@ func (l *Layout) own(addr uint64) (Patch, error) {
 
 // place plans p, built by build: a jump of its own where a whole one
 // fits; else a punned jump into room made already, a punned jump into
-// room made for it, or, with depth left, the next instruction moved out,
-// in that order. p's prefixes, where it has some, were chosen by the
-// caller and stay. What it finds is taken from the room; the code is
-// left as it is (commit writes it).
+// room made for it, with depth left an instruction after it moved out,
+// or a short jump to a hop in the alignment fill, in that order. p's
+// prefixes, where it has some, were chosen by the caller and stay. What
+// it finds is taken from the room; the code is left as it is (commit
+// writes it).
 func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 	tr, err := build(&p, p.Site)
 	if err != nil {
@@ -214,19 +261,95 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 		lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
 		return l.placeIn(p, build, n, lo, hi, true)
 	}
+	if q, ok := l.overFill(p); ok {
+		lo, hi := l.a.Reach(q.Site)
+		if pl, err := l.placeIn(q, build, n, lo, hi, true); err == nil {
+			return pl, nil
+		}
+	}
 	for _, grow := range []bool{false, true} {
 		if pl, err := l.pun(p, build, n, grow, nil); err == nil {
 			return pl, nil
 		}
 	}
-	if depth == 0 {
+	err = ErrNoWindow
+	if depth > 0 {
+		pl, eerr := l.evict(p, build, depth)
+		if eerr == nil {
+			return pl, nil
+		}
+		err = fmt.Errorf("%w; moving out the next instruction: %w", err, eerr)
+	}
+	if pl, herr := l.shortHop(p, build, n); herr == nil {
+		return pl, nil
+	}
+	return nil, err
+}
+
+// overFill returns p with its jump going on over the alignment fill
+// after it, where p is a function's last instruction, a return or an
+// unconditional jump, and the fill there makes room for a whole jump:
+// nothing runs there, and the jump needs no window.
+func (l *Layout) overFill(p Patch) (Patch, bool) {
+	k := p.Insts[len(p.Insts)-1].Kind
+	need := l.a.JumpLen() - p.Written()
+	if p.Prefix != nil || p.Own != 0 || (k != Ret && k != Jump) || need <= 0 {
+		return p, false
+	}
+	end := p.End()
+	i, _ := slices.BinarySearchFunc(l.fill, end, func(f [2]uint64, a uint64) int { return cmp.Compare(f[0], a) })
+	if i == len(l.fill) || l.fill[i][0] != end || l.fill[i][1]-end < uint64(need) ||
+		l.any(l.written, end, need) || l.any(l.leaned, end, need) || l.any(l.unstable, end, need) {
+		return p, false
+	}
+	q := p
+	q.Own = len(p.Orig) + need
+	q.Orig = slices.Clone(l.orig[p.Site-l.start : end-l.start+uint64(need)])
+	return q, true
+}
+
+// Fill tells the layout where the code's alignment fill is: sorted
+// ranges of the architecture's fill (int3, nops) between a function's end
+// and the next function's start, which nothing runs and no data is in.
+// A hop may go there (shortHop).
+func (l *Layout) Fill(ranges [][2]uint64) { l.fill = ranges }
+
+// shortHop places p with the architecture's short jump (amd64 jmp rel8)
+// to a hop in the alignment fill within its reach, a jump of full reach
+// on to its trampoline: where p's instruction is too short for a whole
+// jump and no window its bytes leave has room, as that of a function of
+// two instructions followed by its fill, in a program loaded low.
+func (l *Layout) shortHop(p Patch, build Build, n int) (*Planned, error) {
+	back, fwd := l.a.ShortReach()
+	hn := l.a.JumpLen()
+	if fwd == 0 || p.Prefix != nil || p.Written() < 2 {
 		return nil, ErrNoWindow
 	}
-	pl, err := l.evict(p, build, depth)
-	if err != nil {
-		return nil, fmt.Errorf("%w; moving out the next instruction: %w", ErrNoWindow, err)
+	for _, f := range l.fill {
+		lo, hi := max(f[0], p.Site-uint64(back)), min(f[1], p.Site+uint64(fwd)+uint64(hn))
+		for h := lo; h+uint64(hn) <= hi; h++ {
+			if l.any(l.written, h, hn) || l.any(l.leaned, h, hn) || l.any(l.unstable, h, hn) {
+				continue
+			}
+			q := p
+			q.Short = true
+			jump, err := l.a.PatchJump(&q, h)
+			if err != nil {
+				continue
+			}
+			rlo, rhi := l.a.Reach(h)
+			var code []byte
+			at, tr, err := l.placeTramp(q, build, n, rlo, rhi, true, func(at uint64) (err error) {
+				code, err = l.a.Jump(h, at)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &Planned{Patch: q, At: at, Tramp: tr, Jump: jump, Hop: h, HopCode: code, HopInCode: true}, nil
+		}
 	}
-	return pl, nil
+	return nil, ErrNoWindow
 }
 
 // pun places p (its trampoline n bytes) with a punned jump, over the code
@@ -271,34 +394,82 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 }
 
 // placeIn takes room for p's trampoline of n bytes at an address in
-// [lo, hi), builds it there and its jump: a few addresses are tried
-// where the trampoline cannot go (a relocated operand out of reach).
+// [lo, hi), builds it there and its jump; where no trampoline fits in a
+// punned jump's window, a hop does (placeHop).
 func (l *Layout) placeIn(p Patch, build Build, n int, lo, hi uint64, grow bool) (*Planned, error) {
+	at, tr, err := l.placeTramp(p, build, n, lo, hi, grow, func(at uint64) error {
+		_, err := l.a.PatchJump(&p, at)
+		return err
+	})
+	if err == nil {
+		jump, _ := l.a.PatchJump(&p, at)
+		return &Planned{Patch: p, At: at, Tramp: tr, Jump: jump}, nil
+	}
+	if p.Punned != nil {
+		if pl, herr := l.placeHop(p, build, n, lo, hi, grow); herr == nil {
+			return pl, nil
+		}
+	}
+	return nil, err
+}
+
+// placeTramp takes room for p's trampoline of n bytes at an address in
+// [lo, hi) where ok accepts it, and builds it there: a few addresses are
+// tried where the trampoline cannot go (a relocated operand out of
+// reach).
+func (l *Layout) placeTramp(p Patch, build Build, n int, lo, hi uint64, grow bool, ok func(uint64) error) (uint64, Trampoline, error) {
 	step := uint64(1)
 	if hi-lo >= 256 {
 		step = 16 // (aligned, where the window leaves room)
 	}
 	var last error = ErrNoWindow
 	for try := 0; try < 4 && lo < hi; try++ {
-		at, ok := l.room.Find(lo, hi, n, step, 0, grow)
-		if !ok {
+		at, found := l.room.Find(lo, hi, n, step, 0, grow)
+		if !found {
 			break
 		}
 		tr, err := build(&p, at)
 		if err == nil && len(tr.Code) != n {
 			err = fmt.Errorf("trampoline of %d bytes at %#x, %d elsewhere: %w", len(tr.Code), at, n, ErrNotRelocatable)
 		}
-		var jump []byte
 		if err == nil {
-			jump, err = l.a.PatchJump(&p, at)
+			err = ok(at)
 		}
 		if err == nil {
 			l.room.Take(at, n)
-			return &Planned{Patch: p, At: at, Tramp: tr, Jump: jump}, nil
+			return at, tr, nil
 		}
 		last, lo = err, at+1
 	}
-	return nil, last
+	return 0, Trampoline{}, last
+}
+
+// placeHop places p's trampoline of n bytes where the jump over p's
+// window does not need it to be, with a hop in the window: a jump of
+// full reach to it, a few bytes where its n do not fit (a window of
+// one address, which a trampoline planned before covers).
+func (l *Layout) placeHop(p Patch, build Build, n int, lo, hi uint64, grow bool) (*Planned, error) {
+	hn := l.a.JumpLen()
+	hop, ok := l.room.Find(lo, hi, hn, 1, 0, grow)
+	if !ok {
+		return nil, ErrNoWindow
+	}
+	jump, err := l.a.PatchJump(&p, hop)
+	if err != nil {
+		return nil, err
+	}
+	l.room.Take(hop, hn)
+	rlo, rhi := l.a.Reach(hop)
+	var code []byte
+	at, tr, err := l.placeTramp(p, build, n, rlo, rhi, true, func(at uint64) (err error) {
+		code, err = l.a.Jump(hop, at)
+		return err
+	})
+	if err != nil {
+		l.room.Release(hop, hn)
+		return nil, err
+	}
+	return &Planned{Patch: p, At: at, Tramp: tr, Jump: jump, Hop: hop, HopCode: code}, nil
 }
 
 // evict plans p, built by build, with an instruction of its tail (the
@@ -489,6 +660,9 @@ func (pl *Planned) byteAt(addr uint64) (byte, bool) {
 // release gives back the room pl and what it evicted took.
 func (l *Layout) release(pl *Planned) {
 	l.room.Release(pl.At, len(pl.Tramp.Code))
+	if pl.HopCode != nil && !pl.HopInCode {
+		l.room.Release(pl.Hop, len(pl.HopCode))
+	}
 	for _, e := range pl.Evicted {
 		l.release(e)
 	}
@@ -538,6 +712,10 @@ func (l *Layout) commit(pl *Planned) {
 	for _, x := range all {
 		copy(l.final[x.Patch.Site-l.start:], x.Jump)
 		l.mark(l.written, x.Patch.Site, len(x.Jump))
+		if x.HopInCode {
+			copy(l.final[x.Hop-l.start:], x.HopCode)
+			l.mark(l.written, x.Hop, len(x.HopCode))
+		}
 	}
 	decode := l.a.bareDecoder()
 	for _, x := range all {

@@ -160,6 +160,9 @@ func layoutOf(t *testing.T, a Arch, code []byte, start uint64, sites []uint64, r
 		evicted += len(pl.Evicted)
 		for _, x := range append([]*Planned{pl}, pl.Evicted...) {
 			room.write(x.At, x.Tramp.Code)
+			if x.HopCode != nil {
+				room.write(x.Hop, x.HopCode)
+			}
 		}
 	}
 	return l.Final(), planned, evicted, failed

@@ -27,7 +27,8 @@ type Patched struct {
 // were), or with a jump to code that carries it out (its relocated copy)
 // and goes on after it; and no byte that may be data, after an
 // unconditional jump or a return and up to the next address known to be
-// code, has changed.
+// code, has changed, but the alignment fill there (int3, nops), which a
+// hop may take.
 func VerifyPatched(a Arch, p Patched) []error {
 	var errs []error
 	decode := a.bareDecoder()
@@ -53,6 +54,9 @@ func VerifyPatched(a Arch, p Patched) []error {
 			case len(is) >= len(brk) && bytes.Equal(is[:len(brk)], brk) && bytes.Equal(was[len(brk):], is[len(brk):]):
 				// A breakpoint: a jump landing on it traps, and PROFILE
 				// carries the instruction out.
+			case maybeData && (in.Kind == Nop || in.Kind == Trap):
+				// Alignment fill after a function's last instruction:
+				// nothing runs there, and a hop may go there.
 			case maybeData:
 				errs = append(errs, fmt.Errorf("%#x: bytes that may be data (after an unconditional jump or a return) changed: % x to % x", pc, was, is))
 			default:
@@ -80,6 +84,14 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 	code, ok := p.Read(j.Target, 256)
 	if !ok {
 		return fmt.Errorf("%#x: %s jumps to %#x, which cannot be read", pc, in.Text, j.Target)
+	}
+	inCode := func(a uint64) bool { return a >= p.Start && a < p.Start+uint64(len(p.Orig)) }
+	if hop, err := a.Decode(code, j.Target); err == nil && hop.Kind == Jump && hop.Target != 0 && !inCode(hop.Target) {
+		// A hop: a jump of full reach to the trampoline.
+		if code, ok = p.Read(hop.Target, 256); !ok {
+			return fmt.Errorf("%#x: %s hops through %#x to %#x, which cannot be read", pc, in.Text, j.Target, hop.Target)
+		}
+		j = hop
 	}
 	orig := p.Orig[pc-p.Start : pc-p.Start+uint64(in.Len)]
 	found := false

@@ -260,13 +260,24 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	}
 	lay := t.layout(p)
 	lay.Evict = et.exitBuild(p, item, lo, hi)
-	return lay.Plan(f.Entry+p.bias, func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
+	build := func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		tr, err := t.entryTrampoline(pt, at, f, item, lo, hi)
 		if err == nil && len(tr.Code) > trampCell {
 			err = fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
 		}
 		return tr, err
-	})
+	}
+	entry := f.Entry + p.bias
+	pl, err := lay.Plan(entry, build)
+	if err != nil && lo < entry && !t.scan.landings.has(entry) {
+		// A Go function's entry, after its stack check: planned at its
+		// start instead, carrying the check, the count after it (where
+		// nothing jumps to the entry but through the start).
+		if pl2, err2 := lay.PlanThrough(lo, entry, build); err2 == nil {
+			return pl2, nil
+		}
+	}
+	return pl, err
 }
 
 // exitBuild returns, timing in-process, the builder of the trampoline of
@@ -296,7 +307,7 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	t := et.t
 	f := &t.plan.Funcs[item]
 	if x == pl {
-		return t.regions(f, item, &x.Tramp)
+		return t.regions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
 	if !t.counters.rings || !x.Tramp.Exit {
 		return nil
@@ -426,6 +437,9 @@ type patchWrite struct {
 	// movedOut marks the jump of an instruction moved out of the way of
 	// a site's jump (instr.Layout), whose trampoline only runs it.
 	movedOut bool
+	// farHop is where the jump lands when its window has no room for
+	// the trampoline: a jump of full reach on to it (instr.Planned.Hop).
+	farHop uint64
 }
 
 // moduleText is a module's code as read from the program once: the span

@@ -147,6 +147,9 @@ func (x *explainer) describe(p *planting, v siteView, reasons map[uint64]error) 
 		if len(pt.Punned) > 0 {
 			fmt.Fprintf(&b, "  The jump is longer than the instruction: its last %s are those of the code after it, as they are or as the next jump makes them, so its trampoline lies where they make it land.\n", plural(len(pt.Punned), "byte"))
 		}
+		if j.farHop != 0 {
+			fmt.Fprintf(&b, "  Its window has no room for the trampoline: the jump lands on a hop at %#x, a jump on to it.\n", j.farHop)
+		}
 		b.WriteString(beforeAfter(t.arch, j.addr, pt.Orig[:pt.Written()], j.jump))
 		if j.hopCode != nil {
 			fmt.Fprintf(&b, "  The jump is short: it goes to a hop in the padding at %#x, a full jump on to the trampoline.\n", j.hop)
@@ -255,8 +258,11 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 // at addr (at the entry, or after its landing pad), or -1.
 func (x *explainer) entryItem(p *planting, addr uint64) int {
 	for _, item := range p.items {
-		entry := x.t.plan.Funcs[item].Entry + p.bias
-		if addr == entry || addr == afterLandingPad(x.t.arch, p.text, entry) {
+		f := &x.t.plan.Funcs[item]
+		entry := f.Entry + p.bias
+		// (A Go function's entry may be patched at its start, before
+		// its stack check: Layout.PlanThrough.)
+		if addr == entry || addr == afterLandingPad(x.t.arch, p.text, entry) || addr == f.Low+p.bias {
 			return item
 		}
 	}

@@ -23,8 +23,51 @@ func (t *tracer) layout(p *planting) *instr.Layout {
 	if p.lay == nil {
 		p.room = newRoom(t, p)
 		p.lay = instr.NewLayout(t.arch, p.text.start, p.text.b, t.knownCode(p), p.room)
+		p.lay.Fill(t.fill(p))
 	}
 	return p.lay
+}
+
+// fill returns the alignment fill in planting p's code: after each
+// function of the plan in its module, the architecture's fill (int3,
+// nops) up to the next 16 bytes (instr.PaddingAfter), and no further
+// than the next function's start. Nothing runs there.
+func (t *tracer) fill(p *planting) [][2]uint64 {
+	var starts []uint64
+	for _, f := range t.plan.Funcs {
+		if f.Module == p.mi {
+			starts = append(starts, f.Low+p.bias, f.Entry+p.bias)
+		}
+	}
+	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
+		starts = append(starts, a+p.bias)
+	}
+	slices.Sort(starts)
+	end := p.text.start + uint64(len(p.text.b))
+	var out [][2]uint64
+	for _, f := range t.plan.Funcs {
+		hi := f.High + p.bias
+		if f.Module != p.mi || f.Low >= f.High || hi < p.text.start || hi >= end {
+			continue
+		}
+		n := uint64(instr.PaddingAfter(t.arch, p.text.b[hi-p.text.start:], hi))
+		if i, _ := slices.BinarySearch(starts, hi+1); i < len(starts) {
+			n = min(n, starts[i]-hi)
+		}
+		if n > 0 {
+			out = append(out, [2]uint64{hi, hi + n})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	return slices.CompactFunc(out, func(a, b [2]uint64) bool { return a[0] == b[0] })
+}
+
+// modulePath returns the path of planting p's module as mapped.
+func (t *tracer) modulePath(p *planting) string {
+	if mapped := p.in.first.Path; mapped != "" {
+		return mapped
+	}
+	return t.plan.Modules[p.mi].Path
 }
 
 // knownCode returns what planting p knows to be code, for the rule that
@@ -45,11 +88,7 @@ func (t *tracer) knownCode(p *planting) func(uint64) bool {
 			known = append(known, f.Entry+p.bias, f.Low+p.bias)
 		}
 	}
-	path := t.plan.Modules[p.mi].Path
-	if mapped := p.in.first.Path; mapped != "" {
-		path = mapped
-	}
-	for _, a := range elfid.ReadFuncStarts(path) {
+	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
 		known = append(known, a+p.bias)
 	}
 	slices.Sort(known)
@@ -74,12 +113,20 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 	var out []*tramp
 	for _, x := range append(order, pl) {
 		tp := &tramp{addr: x.At, patch: x.Patch, code: x.Tramp, regions: regions(x)}
-		if p.room.inPage(x.At) {
-			p.paged = append(p.paged, span{x.At, x.Tramp.Code})
-		} else {
-			p.area.put(x.At, x.Tramp.Code)
+		t.putCode(p, x.At, x.Tramp.Code)
+		if x.HopCode != nil {
+			// The hop: a thread stopped there has run nothing yet.
+			if !x.HopInCode {
+				t.putCode(p, x.Hop, x.HopCode)
+			}
+			t.counters.add(&tramp{addr: x.Hop, patch: x.Patch, code: instr.Trampoline{Code: x.HopCode, PCs: []instr.PCMap{{Tramp: x.Hop, Orig: x.Patch.Site}}, Exit: true}})
 		}
 		w := patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp}
+		if x.HopInCode {
+			w.hop, w.hopCode = x.Hop, x.HopCode // (written with the jumps, in the code)
+		} else {
+			w.farHop = x.Hop
+		}
 		if x == pl {
 			w.count = count
 		} else {
@@ -90,6 +137,16 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 		out = append(out, tp)
 	}
 	return out
+}
+
+// putCode puts code at addr, in planting p's area or one of its room's
+// pages.
+func (t *tracer) putCode(p *planting, addr uint64, code []byte) {
+	if p.room.inPage(addr) {
+		p.paged = append(p.paged, span{addr, code})
+	} else {
+		p.area.put(addr, code)
+	}
 }
 
 // writePaged writes the trampolines of the room's pages of planting p,

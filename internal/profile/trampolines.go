@@ -6,6 +6,7 @@ package profile
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
@@ -91,18 +92,33 @@ func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) 
 // leaves: no jump back.
 func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
 	c := t.counters
+	prelude := func(code []byte) (instr.Trampoline, error) {
+		k := entryIndex(p, f.Entry+lo-f.Low)
+		if k == 0 {
+			return t.arch.Trampoline(p, addr, code)
+		}
+		// (Planned at the function's start, carrying its stack check:
+		// the count goes before the entry's instruction.)
+		q := *p
+		q.Before = make([][]byte, k+1)
+		q.Before[k] = code
+		return t.arch.Trampoline(&q, addr, nil)
+	}
 	if !c.rings {
 		count := t.arch.CountCode(c.kind, c.counterRef(item))
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
-		return t.arch.Trampoline(p, addr, count)
+		return prelude(count)
 	}
 	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
-		return t.arch.Trampoline(p, addr, entry.Code)
+		return prelude(entry.Code)
+	}
+	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
+		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
 	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
@@ -124,22 +140,52 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 
 // regions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
-func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline) []region {
+func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	c := t.counters
 	if !c.rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
 		d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
+		return []region{{at: base + len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
 	}
 	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
-	rs := []region{recordRegion(0, &entry)}
+	rs := []region{recordRegion(base, &entry)}
 	if tr.Exit {
 		exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
+}
+
+// entryIndex returns the index in p's instructions of the one at
+// entry: 0 where p starts there (or after its landing pad), more where
+// p starts earlier and carries the instructions before the entry (a Go
+// function's stack check, Layout.PlanThrough).
+func entryIndex(p *instr.Patch, entry uint64) int {
+	at := p.Site
+	for i, in := range p.Insts {
+		if at == entry {
+			return i
+		}
+		at += uint64(in.Len)
+	}
+	return 0
+}
+
+// preludeAt returns the offset in trampoline tr, at addr, of its patch
+// p's instrumentation: 0, or where the code before the entry's
+// instruction starts (entryIndex).
+func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
+	if entryIndex(p, entry) == 0 {
+		return 0
+	}
+	for _, m := range tr.PCs {
+		if m.Orig == entry {
+			return int(m.Tramp - addr)
+		}
+	}
+	return 0
 }
 
 // entryScratch reports whether the instrumentation of f's entry uses
