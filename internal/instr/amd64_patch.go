@@ -31,16 +31,6 @@ func (a amd64) PlanPatch(fn []byte, start, site uint64) (Patch, error) {
 // amd64ShortLen is the length of jmp rel8 (eb and an 8-bit displacement).
 const amd64ShortLen = 2
 
-// PlanShortPatch replaces at least 2 bytes of whole instructions with
-// jmp rel8 to a hop, under the rules of PlanPatch but for padding: a
-// function's entry whose third byte starts a loop (push %rbx; mov
-// %rsi,%rbx; loop: ...) is patched that way.
-func (a amd64) PlanShortPatch(fn []byte, start, site uint64) (Patch, error) {
-	p, err := a.planPatch(fn, start, site, amd64ShortLen)
-	p.Short = err == nil
-	return p, err
-}
-
 // ShortReach returns 126 and 129: jmp rel8 reaches 128 bytes back and 127
 // forward from the address after it, 2 bytes on.
 func (amd64) ShortReach() (back, fwd int64) { return 126, 129 }
@@ -282,81 +272,6 @@ func amd64Rel32(op byte, more []byte, at, target uint64) ([]byte, error) {
 		return nil, fmt.Errorf("jump from %#x to %#x: %w: %w", at, target, ErrOutOfReach, ErrNotRelocatable)
 	}
 	return binary.LittleEndian.AppendUint32(b, uint32(int32(rel))), nil
-}
-
-// PlanPunPatch replaces the whole instructions before the first branch
-// target inside an entry's first 5 bytes with jmp rel32 whose last bytes
-// are the target instruction's own first bytes, unchanged: push %rbx; mov
-// %rsi,%rbx; loop: movzbl 8(%rbx),%edx becomes e9 d0 d1 d2 0f with 0f the
-// first byte of movzbl, still there for the loop. The trampoline must
-// then lie where that displacement lands: a window of 2^(8*k) bytes for k
-// bytes replaced after the opcode (16 MiB for 3).
-func (a amd64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
-	end := start + uint64(len(fn))
-	if site < start || site >= end {
-		return Patch{}, 0, 0, fmt.Errorf("site %#x outside the function: %w", site, ErrTooShort)
-	}
-	if bytes.HasPrefix(fn[site-start:], endbr64) {
-		site += uint64(len(endbr64))
-	}
-	if site+amd64JumpLen > end {
-		return Patch{}, 0, 0, fmt.Errorf("function ends before %d bytes from %#x: %w", amd64JumpLen, site, ErrTooShort)
-	}
-	into, err := branchTargets(a, fn, start, site, site+amd64JumpLen)
-	if err != nil {
-		return Patch{}, 0, 0, err
-	}
-	if len(into) == 0 {
-		return Patch{}, 0, 0, fmt.Errorf("no branch into the entry at %#x to pun around: %w", site, ErrTooShort)
-	}
-	return a.PlanPunPatchTo(fn, start, site, slices.Min(into))
-}
-
-// PlanPunPatchTo replaces the whole instructions from site to stop with
-// the first bytes of jmp rel32, whose last bytes are the bytes at stop,
-// unchanged (see PlanPunPatch): nothing else of the code moves, so
-// whatever lands at stop or after it, seen or not, finds the program's
-// own instructions. At least the opcode and one byte of the
-// displacement must be replaced (a window of 256 bytes).
-func (a amd64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint64, uint64, error) {
-	end := start + uint64(len(fn))
-	switch {
-	case site < start || stop > end || stop < site+2:
-		return Patch{}, 0, 0, fmt.Errorf("a punned jump from %#x to %#x: %w", site, stop, ErrTooShort)
-	case stop >= site+amd64JumpLen:
-		return Patch{}, 0, 0, fmt.Errorf("a punned jump from %#x to %#x: room for a whole jump", site, stop)
-	case site+amd64JumpLen > end:
-		return Patch{}, 0, 0, fmt.Errorf("the code ends before %d bytes from %#x: %w", amd64JumpLen, site, ErrTooShort)
-	}
-	target := stop
-	p := Patch{Site: site}
-	for pc := site; pc < target; {
-		x, err := decodeAMD64Bare(fn[pc-start:], pc)
-		if err != nil {
-			return Patch{}, 0, 0, err
-		}
-		if err := x.relocatable(); err != nil {
-			return Patch{}, 0, 0, fmt.Errorf("%s at %#x: %w", x.text(pc), pc, err)
-		}
-		if (x.Kind == Jump || x.Kind == Ret) && pc+uint64(x.Len) < target {
-			return Patch{}, 0, 0, fmt.Errorf("%s at %#x ends the code: %w", x.text(pc), pc, ErrTooShort)
-		}
-		p.Insts = append(p.Insts, x.Inst)
-		pc += uint64(x.Len)
-		if pc > target {
-			return Patch{}, 0, 0, fmt.Errorf("a branch to %#x inside %s at %#x: %w", target, x.text(pc), pc, ErrBranchInto)
-		}
-	}
-	m := int(target - site) // bytes replaced: the opcode and m-1 of rel32
-	p.Orig = append([]byte(nil), fn[site-start:target-start]...)
-	p.Punned = append([]byte(nil), fn[target-start:site+amd64JumpLen-start]...)
-	// rel32's top Pun bytes are the bytes at the target; the others free.
-	var fixed [4]byte
-	copy(fixed[m-1:], fn[target-start:site+amd64JumpLen-start])
-	free := uint64(1) << (8 * (m - 1))
-	low := int64(int32(binary.LittleEndian.Uint32(fixed[:])))
-	lo := site + amd64JumpLen + uint64(low)
-	return p, lo, lo + free, nil
 }
 
 // PatchJump returns jmp rel32 to tramp, or jmp rel8 to the hop of a short

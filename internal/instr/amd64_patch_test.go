@@ -233,74 +233,93 @@ func hexs(t *testing.T, s string) []byte {
 	return unhex(t, strings.ReplaceAll(s, " ", ""))
 }
 
-// TestPunPatchAMD64: an entry whose fifth byte starts a loop is patched
-// with a jump whose last displacement byte is that instruction's first,
-// unchanged; the trampoline's window is where that jump lands.
-func TestPunPatchAMD64(t *testing.T) {
+// TestPunWindowAMD64: push %rbx (1 byte) and mov %rsi,%rbx (3) before
+// a loop's head: the patch of push %rbx replaces it alone; the jump's
+// last bytes are mov's and the loop head's first, unchanged, so its
+// trampoline can go at one address only; mov's jump (its own 3 bytes,
+// the loop head's first 2 after) lands in a window of 64 KiB (below it:
+// those bytes make the displacement negative), and with a REX prefix, in
+// one of 256 bytes above it.
+func TestPunWindowAMD64(t *testing.T) {
 	const start = 0x55555555daf0
 	// push %rbx; mov %rsi,%rbx; loop: movzbl 8(%rbx),%edx; ...; jmp loop
 	fn := hexs(t, "53 4889f3 0fb65308 85d2 75f8 5b c3")
-	if _, err := AMD64.PlanPatch(fn, start, start); !errors.Is(err, ErrBranchInto) {
-		t.Fatalf("PlanPatch: %v, want a branch into", err)
+	p, err := AMD64.PlanOwn(fn, start, start)
+	if err != nil || !bytes.Equal(p.Orig, fn[:1]) || p.End() != start+1 {
+		t.Fatalf("PlanOwn: %x, end %#x, %v; want push %%rbx alone", p.Orig, p.End(), err)
 	}
-	p, lo, hi, err := AMD64.PlanPunPatch(fn, start, start)
+	lo, hi, ok := AMD64.PunWindow(&p, fn[1:5])
+	rel := uint64(int64(int32(0x0ff38948))) // 48 89 f3 0f
+	if !ok || lo != start+5+rel || hi != lo+1 {
+		t.Errorf("window [%#x, %#x) %v, want %#x alone", lo, hi, ok, start+5+rel)
+	}
+	m, err := AMD64.PlanOwn(fn, start, start+1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := hexs(t, "53 4889f3"); !bytes.Equal(p.Orig, want) || !bytes.Equal(p.Punned, []byte{0x0f}) || p.End() != start+4 {
-		t.Fatalf("pun patch replaces %x (punned %x, end %#x), want %x, 0f, %#x", p.Orig, p.Punned, p.End(), want, start+4)
+	lo, hi, ok = AMD64.PunWindow(&m, fn[4:6])
+	// (0f b6: a displacement of 0xb60fXXXX, below the jump.)
+	below := int64(-0x49f10000)
+	if want := uint64(int64(start+1+5) + below); !ok || lo != want || hi != want+1<<16 {
+		t.Errorf("mov's window [%#x, %#x) %v, want [%#x, %#x)", lo, hi, ok, want, want+1<<16)
 	}
-	// rel32 = 0x0fXXXXXX: 0x0f000000 to 0x0fffffff past the jump.
-	if wantLo := uint64(start + 5 + 0x0f000000); lo != wantLo || hi != wantLo+1<<24 {
-		t.Fatalf("window [%#x, %#x), want [%#x, %#x)", lo, hi, wantLo, wantLo+1<<24)
-	}
-	for _, tramp := range []uint64{lo, lo + 0x123456, hi - 1} {
-		j, err := AMD64.PatchJump(&p, tramp)
+	for _, tramp := range []uint64{lo, lo + 0x1234, hi - 1} {
+		m.Punned = fn[4:6]
+		j, err := AMD64.PatchJump(&m, tramp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The jump as the CPU reads it: the 4 bytes written, then the
-		// code's own 0f.
-		full := append(j, fn[4])
-		if len(j) != 4 || full[0] != 0xe9 {
+		// The jump as the CPU reads it: the 3 bytes written, then the
+		// code's own two.
+		full := append(j, fn[4:6]...)
+		if len(j) != 3 || full[0] != 0xe9 {
 			t.Fatalf("jump %x", j)
 		}
-		if got := disassemble(t, full, start); got[0] != fmt.Sprintf("jmp    0x%x", tramp) {
+		if got := disassemble(t, full, start+1); got[0] != fmt.Sprintf("jmp    0x%x", tramp) {
 			t.Errorf("jump to %#x reads %q", tramp, got[0])
 		}
 	}
-	if _, err := AMD64.PatchJump(&p, hi); err == nil {
+	if _, err := AMD64.PatchJump(&m, hi); err == nil {
 		t.Errorf("jump to %#x, past the window, accepted", hi)
 	}
-	tr, err := AMD64.Trampoline(&p, lo, nil)
-	if err != nil {
-		t.Fatal(err)
+	m.Prefix = []byte{0x48}
+	lo, hi, ok = AMD64.PunWindow(&m, fn[4:7])
+	if want := start + 1 + 6 + uint64(0x53b60f)<<8; !ok || lo != want || hi != want+256 {
+		t.Errorf("prefixed window [%#x, %#x) %v, want [%#x, %#x)", lo, hi, ok, want, want+256)
 	}
-	got := disassemble(t, tr.Code, lo)
-	if want := []string{"push   %rbx", "mov    %rsi,%rbx", fmt.Sprintf("jmp    0x%x", start+4)}; strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("trampoline %q, want %q", got, want)
+	m.Punned = fn[4:7]
+	j, err := AMD64.PatchJump(&m, lo+7)
+	if err != nil || !bytes.Equal(j[:2], []byte{0x48, 0xe9}) {
+		t.Fatalf("prefixed jump % x, %v", j, err)
+	}
+	if got := disassemble(t, append(j, fn[4:7]...), start+1); !strings.HasSuffix(got[0], fmt.Sprintf("jmp 0x%x", lo+7)) {
+		t.Errorf("prefixed jump reads %q", got[0])
+	}
+	if _, _, ok := ARM64.PunWindow(&p, fn[1:5]); ok {
+		t.Error("a punned jump on arm64")
 	}
 }
 
-// TestShortPatchAMD64: a short jump covers the instructions before a
-// branch target, and reaches a hop.
+
+// TestShortPatchAMD64: a short jump over push %rbx; mov %rsi,%rbx's
+// first instruction reaches a hop 126 bytes back or 129 on, padded with
+// int3 over the rest of the instruction, and no further; the hop is a
+// jump of full reach.
 func TestShortPatchAMD64(t *testing.T) {
 	const start = 0x401000
-	fn := hexs(t, "53 4889f3 0fb65308 85d2 75f8 5b c3")
-	p, err := AMD64.PlanShortPatch(fn, start, start)
+	fn := hexs(t, "4889f3 0fb65308 85d2 75f8 5b c3")
+	p, err := AMD64.PlanOwn(fn, start, start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := hexs(t, "53 4889f3"); !bytes.Equal(p.Orig, want) || !p.Short {
-		t.Fatalf("short patch replaces %x (short %v), want %x", p.Orig, p.Short, want)
-	}
+	p.Short = true
 	back, fwd := AMD64.ShortReach()
 	for _, hop := range []uint64{start - uint64(back), start + uint64(fwd)} {
 		j, err := AMD64.PatchJump(&p, hop)
 		if err != nil {
 			t.Fatalf("hop %#x: %v", hop, err)
 		}
-		if got := disassemble(t, j, start); got[0] != fmt.Sprintf("jmp    0x%x", hop) || len(j) != len(p.Orig) {
+		if got := disassemble(t, j, start); got[0] != fmt.Sprintf("jmp    0x%x", hop) || len(j) != len(p.Orig) || j[2] != 0xcc {
 			t.Errorf("short jump %x reads %q", j, got)
 		}
 	}

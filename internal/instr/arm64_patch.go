@@ -400,11 +400,6 @@ func (a arm64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
 	return DepthCode{Code: binary.LittleEndian.AppendUint32(c, 0xa8c147f0), Count: at}, true
 }
 
-// PlanShortPatch fails: a patch is one B already, of full reach.
-func (arm64) PlanShortPatch(fn []byte, start, site uint64) (Patch, error) {
-	return Patch{}, fmt.Errorf("no short jump on arm64: %w", ErrTooShort)
-}
-
 // ShortReach returns 0, 0: there is no short jump.
 func (arm64) ShortReach() (back, fwd int64) { return 0, 0 }
 
@@ -417,19 +412,9 @@ func (arm64) Jump(from, to uint64) ([]byte, error) {
 	return binary.LittleEndian.AppendUint32(nil, w), nil
 }
 
-// PlanPunPatch fails: a B is one instruction, with nothing to overlap.
-func (arm64) PlanPunPatch(fn []byte, start, site uint64) (Patch, uint64, uint64, error) {
-	return Patch{}, 0, 0, fmt.Errorf("no punned jump on arm64: %w", ErrBranchInto)
-}
-
 // FlagsDead returns false: LineCode does not change the flags, and need
 // not know.
 func (arm64) FlagsDead([]byte, uint64, uint64) bool { return false }
-
-// PlanPunPatchTo fails as PlanPunPatch does.
-func (a arm64) PlanPunPatchTo(fn []byte, start, site, stop uint64) (Patch, uint64, uint64, error) {
-	return a.PlanPunPatch(fn, start, site)
-}
 
 // DepthCode returns the shadow-stack code of the table form of [Depth]
 // (false for the Go form, whose goroutine stacks are in no table, and

@@ -114,15 +114,17 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// BenchmarkPlanEntries plans the patch of every function's entry, as a
-// timed function's (PlanPatchThroughExit), with the padding after it.
+// BenchmarkPlanEntries plans the patch of every function's entry in a
+// layout of the library's code, from the highest down, as PROFILE plants
+// a module's entries (the room's pages made where asked).
 func BenchmarkPlanEntries(b *testing.B) {
 	benchArches(b, func(b *testing.B, m *benchModule) {
+		const bias = 0x7f1200000000
+		build := func(p *Patch, at uint64) (Trampoline, error) { return m.arch.Trampoline(p, at, []byte{0x90}) }
 		for b.Loop() {
-			for i := range m.funcs {
-				fn, lo, hi := m.fn(i)
-				_ = PaddingAfter(m.arch, fn[hi-lo:], hi)
-				_, _ = PlanPatchThroughExit(m.arch, fn, lo, hi, lo)
+			l := NewLayout(m.arch, m.start+bias, m.code, func(uint64) bool { return false }, newFakeRoom())
+			for i := len(m.funcs) - 1; i >= 0; i-- {
+				_, _ = l.Plan(m.funcs[i][0]+bias, build)
 			}
 		}
 	})

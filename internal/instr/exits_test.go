@@ -1,7 +1,6 @@
 package instr
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -223,51 +222,6 @@ func TestExitARM64(t *testing.T) {
 	}
 	if _, err := ARM64.PlanExits(fn, start, start+12, true); !errors.Is(err, ErrTooShort) {
 		t.Errorf("a short exit patch on arm64: %v", err)
-	}
-}
-
-// TestPlanPatchThroughExit: a timed function's entry patch goes on over
-// the instructions up to its exit where they are few and straight, so
-// that the entry's trampoline records the exit too; not over a call (it
-// returns to the patch's end), a branch target, or a branch.
-func TestPlanPatchThroughExit(t *testing.T) {
-	const start = 0x401000
-	for _, tt := range []struct {
-		name string
-		code string // the function, hex
-		orig string // the bytes replaced, hex
-		exit int    // the exit's index in the patch, or -1
-	}{
-		// cmp %esi,%edi; mov %esi,%eax; cmovge %edi,%eax; ret (maxof at -O2)
-		{"straight to the exit", "39f7 89f0 0f4dc7 c3", "39f7 89f0 0f4dc7 c3", 3},
-		{"the exit in the patch already", "8d047f c3 cc cc cc cc", "8d047f c3 cc", 1},
-		{"a tail jump", "4883c701 4883c601 e9 00100000", "4883c701 4883c601 e9 00100000", 2},
-		// push %rbp; mov %rsp,%rbp; call; nop; pop %rbp; ret (caller_b at -O0)
-		{"a call ends the patch", "55 4889e5 e8 00000000 90 5d c3", "55 4889e5 e8 00000000", -1},
-		{"a branch lands before the exit", "39f7 89f0 7402 31c0 c3", "39f7 89f0 7402", -1},
-		{"a loop before the exit", "4889f8 4801f0 ffc0 39f8 7cfa c3", "4889f8 4801f0", -1},
-		{"five instructions to the exit", "4889f8 4801f0 4801f0 4801f0 4801f0 4801f0 c3", "4889f8 4801f0", -1},
-		// test %edi,%edi; js +6; mov $1,%eax; ret; jmp *%rax: a jump table
-		// may land on the ret.
-		{"an indirect jump in the function", "85ff 7806 b801000000 c3 ffe0", "85ff 7806 b801000000", -1},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			code := hexs(t, tt.code)
-			end := start + uint64(len(code))
-			if strings.HasSuffix(tt.name, "already") {
-				end = start + 4 // the padding is not the function's
-			}
-			p, err := PlanPatchThroughExit(AMD64, code, start, end, start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := hexs(t, tt.orig); !bytes.Equal(p.Orig, want) {
-				t.Errorf("replaced %x, want %x", p.Orig, want)
-			}
-			if e := ExitIndex(&p, start, end); e != tt.exit {
-				t.Errorf("exit at %d of the patch's instructions, want %d", e, tt.exit)
-			}
-		})
 	}
 }
 

@@ -297,28 +297,12 @@ type Patcher interface {
 	// at tramp (for a short patch, to its hop), padded to len(p.Orig) with
 	// breakpoints.
 	PatchJump(p *Patch, tramp uint64) ([]byte, error)
-	// PlanShortPatch is PlanPatch for a short jump, which replaces fewer
-	// bytes (a branch into the bytes a full jump would replace, or a
-	// function too short, may leave room for it) and reaches a hop within
-	// ShortReach bytes; ErrTooShort where the architecture has none.
-	PlanShortPatch(fn []byte, start, site uint64) (Patch, error)
 	// ShortReach is how far a short jump at an address reaches, back and
 	// forward from that address (amd64: 126 and 129; arm64: none).
 	ShortReach() (back, fwd int64)
 	// Jump returns a jump of full reach from one address to another: a
 	// hop's code.
 	Jump(from, to uint64) ([]byte, error)
-	// PlanPunPatch is PlanPatch for an entry into whose first bytes a
-	// branch lands: the jump replaces only the instructions before the
-	// branch target, and the rest of its bytes are the original bytes
-	// there, left as they are (e9patch's punning). The trampoline must
-	// then start in [lo, hi), where the jump with those bytes lands.
-	// ErrBranchInto or ErrTooShort where that cannot be done.
-	PlanPunPatch(fn []byte, start, site uint64) (p Patch, lo, hi uint64, err error)
-	// PlanPunPatchTo is PlanPunPatch with the instructions replaced
-	// given: those from site to stop, which must be shorter than a jump
-	// (a line site whose next instruction something may land on).
-	PlanPunPatchTo(fn []byte, start, site, stop uint64) (p Patch, lo, hi uint64, err error)
 	// PlanOwn plans the patch of the one instruction at site (after a
 	// landing pad there), inside code starting at start, for a [Layout]:
 	// its bytes replaced, the instruction relocatable. Its errors are

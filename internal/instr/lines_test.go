@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"slices"
 	"testing"
 
@@ -158,36 +157,6 @@ func TestLineCodeARM64(t *testing.T) {
 	}
 	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter}); ok {
 		t.Error("line code without LSE")
-	}
-}
-
-// TestPlanPunPatchTo: push %rbp (1 byte) cannot be punned; mov %rdi,%rax
-// (3 bytes) before a landing is replaced alone, the jump's last two bytes
-// the landing's own, and the window where the trampoline must go is the
-// 64 KiB those bytes leave free; a patch reaching a whole jump's length
-// is refused.
-func TestPlanPunPatchTo(t *testing.T) {
-	code := []byte{0x48, 0x89, 0xf8, 0x48, 0x01, 0xf0, 0xc3} // mov %rdi,%rax; add %rsi,%rax; ret
-	const at = 0x10000000
-	p, lo, hi, err := AMD64.PlanPunPatchTo(code, at, at, at+3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(p.Orig, code[:3]) || !bytes.Equal(p.Punned, code[3:5]) || hi-lo != 1<<16 {
-		t.Errorf("orig % x, punned % x, window %#x-%#x", p.Orig, p.Punned, lo, hi)
-	}
-	jump, err := AMD64.PatchJump(&p, lo+0x100)
-	if err != nil || len(jump) != 3 || jump[0] != 0xe9 {
-		t.Errorf("jump % x: %v", jump, err)
-	}
-	if _, _, _, err := AMD64.PlanPunPatchTo([]byte{0x55, 0x48, 0x89, 0xe5, 0x90, 0x90}, at, at, at+1); !errors.Is(err, ErrTooShort) {
-		t.Errorf("a pun of 1 byte: %v", err)
-	}
-	if _, _, _, err := AMD64.PlanPunPatchTo(code, at, at, at+6); err == nil {
-		t.Error("a pun as long as a jump")
-	}
-	if _, _, _, err := ARM64.PlanPunPatchTo(make([]byte, 8), at, at, at+4); err == nil {
-		t.Error("a punned jump on arm64")
 	}
 }
 
