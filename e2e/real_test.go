@@ -37,7 +37,11 @@ func TestRealProgramsUnharmed(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build cmd/gofmt: %v\n%s", err, out)
 	}
-	goroot := runtime.GOROOT()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	goroot := strings.TrimSpace(string(out))
 	work, err := os.ReadFile(filepath.Join(testutil.Root(t), "bench", "lua-work.lua"))
 	if err != nil {
 		t.Fatal(err)

@@ -300,7 +300,6 @@ func TestPunWindowAMD64(t *testing.T) {
 	}
 }
 
-
 // TestShortPatchAMD64: a short jump over push %rbx; mov %rsi,%rbx's
 // first instruction reaches a hop 126 bytes back or 129 on, padded with
 // int3 over the rest of the instruction, and no further; the hop is a
