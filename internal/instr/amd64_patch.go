@@ -171,8 +171,8 @@ func (x x86Inst) ripRelocatable() error {
 
 // Trampoline lays out prelude, the replaced instructions relocated (jcc
 // and jmp as their rel32 forms, RIP-relative operands adjusted), each
-// after the code p.Before gives it, and jmp rel32 back to the end of the
-// patch.
+// after the code p.Before gives it, and jmp rel32 on to p.Return(): back
+// after the patch.
 func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error) {
 	t := Trampoline{Code: append([]byte(nil), prelude...)}
 	off := 0
@@ -199,7 +199,7 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		t.Code = append(t.Code, code...)
 		off += x.Len
 	}
-	back, err := amd64Rel32(0xe9, nil, addr+uint64(len(t.Code)), p.End())
+	back, err := amd64Rel32(0xe9, nil, addr+uint64(len(t.Code)), p.Return())
 	if err != nil {
 		return Trampoline{}, err
 	}

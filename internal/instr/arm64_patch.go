@@ -158,7 +158,7 @@ func (a arm64) planOne(fn []byte, start, site uint64) (Patch, a64Inst, error) {
 }
 
 // Trampoline builds the trampoline at addr: prelude, each instruction of
-// p relocated (after the code p.Before gives it), then B p.End().
+// p relocated (after the code p.Before gives it), then B p.Return().
 // Relocation:
 //
 //   - B: B to the same target;
@@ -214,7 +214,7 @@ func (arm64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 			code = binary.LittleEndian.AppendUint32(code, w)
 		}
 	}
-	back, err := a64Branch(addr+uint64(len(code)), p.End())
+	back, err := a64Branch(addr+uint64(len(code)), p.Return())
 	if err != nil {
 		return Trampoline{}, fmt.Errorf("trampoline at %#x: jump back: %w: %w", addr, ErrNotRelocatable, err)
 	}

@@ -291,7 +291,7 @@ type Patcher interface {
 	PlanPatch(fn []byte, start, site uint64) (Patch, error)
 	// Trampoline builds the trampoline at addr for p: prelude (the
 	// instrumentation, position-independent), the replaced instructions
-	// relocated, and a jump back to p.End().
+	// relocated, and a jump on to p.Return().
 	Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, error)
 	// PatchJump returns the bytes written over p: a jump to the trampoline
 	// at tramp (for a short patch, to its hop), padded to len(p.Orig) with

@@ -57,6 +57,9 @@ type Layout struct {
 	prefer int
 	// fill is the code's alignment fill where hops may go (Fill).
 	fill [][2]uint64
+	// dest is where the jump of each site planned goes on to: its
+	// trampoline (carryTail).
+	dest map[uint64]uint64
 }
 
 // Build builds the trampoline of patch p at address at: its
@@ -117,7 +120,8 @@ const evictDepth = 2
 func NewLayout(a Arch, start uint64, orig []byte, code func(uint64) bool, room Room) *Layout {
 	words := (len(orig) + 63) / 64
 	return &Layout{a: a, start: start, orig: orig, final: slices.Clone(orig),
-		written: make([]uint64, words), unstable: make([]uint64, words), leaned: make([]uint64, words), code: code, room: room}
+		written: make([]uint64, words), unstable: make([]uint64, words), leaned: make([]uint64, words), code: code, room: room,
+		dest: map[uint64]uint64{}}
 }
 
 // Final returns the code as it will be once every patch planned is
@@ -384,6 +388,11 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 			continue
 		}
 		q.Punned = after
+		if c, cn, ok := l.carryTail(q, build); ok {
+			if pl, err := l.placeIn(c, build, cn, lo, hi, grow); err == nil {
+				return pl, nil
+			}
+		}
 		pl, err := l.placeIn(q, build, n, lo, hi, grow)
 		if err == nil {
 			return pl, nil
@@ -391,6 +400,52 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 		last = err
 	}
 	return nil, last
+}
+
+// carryTail returns p, whose jump is punned, carrying out the
+// instructions its jump's last bytes lie over too, as they are (the
+// program's own, p falling through to each), and its trampoline's size:
+// the trampoline returns after them, to an instruction the jump left
+// whole. Returning into the jump's last bytes, the CPU would decode them
+// as an instruction of their own right after decoding them as part of the
+// jump, which costs an x86-64 core some 25 cycles a pass
+// (docs/performance.md, "Punned jumps"). Where they are the start of the
+// next site's jump, the trampoline goes on to that one's trampoline
+// instead. False where there is nothing to carry, or it cannot be
+// carried: what is not relocatable, or a call, whose copy would push its
+// return address behind the back of the CPU's return predictor, and
+// every return from there up would be mispredicted.
+func (l *Layout) carryTail(p Patch, build Build) (Patch, int, bool) {
+	end := p.Site + uint64(len(p.Prefix)+l.a.JumpLen())
+	run, prev := p, p.Insts[len(p.Insts)-1]
+	for at := p.End(); at < end; {
+		if !fallsThrough(prev) {
+			return p, 0, false
+		}
+		if next, ok := l.dest[at]; ok {
+			run.Back = next
+			break
+		}
+		if at+1 > l.start+uint64(len(l.orig)) || l.any(l.written, at, 1) || l.any(l.unstable, at, 1) {
+			return p, 0, false
+		}
+		in, err := l.a.bareDecoder()(l.orig[at-l.start:], at)
+		n := uint64(in.Len)
+		if err != nil || in.Len <= 0 || in.Kind == Trap || in.Kind == Call || l.any(l.written, at, in.Len) || l.any(l.unstable, at, in.Len) {
+			return p, 0, false
+		}
+		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+n], Insts: []Inst{in}}, true)
+		prev = in
+		at += n
+	}
+	if run.Back == 0 && len(run.Insts) == len(p.Insts) {
+		return p, 0, false
+	}
+	tr, err := build(&run, run.Site)
+	if err != nil {
+		return p, 0, false
+	}
+	return run, len(tr.Code), true
 }
 
 // placeIn takes room for p's trampoline of n bytes at an address in
@@ -712,6 +767,7 @@ func (l *Layout) commit(pl *Planned) {
 	for _, x := range all {
 		copy(l.final[x.Patch.Site-l.start:], x.Jump)
 		l.mark(l.written, x.Patch.Site, len(x.Jump))
+		l.dest[x.Patch.Site] = x.At
 		if x.HopInCode {
 			copy(l.final[x.Hop-l.start:], x.HopCode)
 			l.mark(l.written, x.Hop, len(x.HopCode))

@@ -250,6 +250,79 @@ func TestLayoutPun(t *testing.T) {
 	}
 }
 
+// TestLayoutCarriesTail: a punned jump's trampoline carries out the
+// instructions the jump's last bytes lie over too, and returns after
+// them, where the jump left an instruction whole: returning into those
+// bytes, the CPU would decode them as an instruction right after decoding
+// them as the jump's (some 25 cycles a pass, docs/performance.md). The
+// bytes stay as they were, for whatever jumps there. Where they are the
+// start of the next site's jump, the trampoline goes on to that one's
+// trampoline; a call is not carried (its return would come back into
+// the bytes).
+func TestLayoutCarriesTail(t *testing.T) {
+	const start = 0x555555556000
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	backTo := func(pl *Planned) uint64 {
+		t.Helper()
+		code := pl.Tramp.Code
+		j, err := AMD64.Decode(code[len(code)-5:], pl.At+uint64(len(code)-5))
+		if err != nil || j.Kind != Jump {
+			t.Fatalf("the trampoline % x does not end with a jump", code)
+		}
+		return j.Target
+	}
+	known := func(uint64) bool { return false }
+	for _, c := range []struct {
+		name    string
+		code    string
+		sites   []uint64 // offsets, planned from the last
+		carried int      // instructions the first site's trampoline runs
+		back    uint64   // where it goes on to: an offset, or ^0 for the next site's trampoline
+	}{
+		// push %rbp; mov %rsp,%rbp; sub $0x10,%rsp: the jump lies over
+		// the mov and the sub's first byte.
+		{"a prologue", "55 4889e5 4883ec10 897dfc c9 c3", []uint64{0}, 3, 8},
+		// mov %edi,%eax; add $1,%edx: the loop of bench_calls' step.
+		{"a loop's line", "89f8 83c201 89c1 c1e90f c3", []uint64{0}, 2, 5},
+		// push %rbp; call: the call is not carried.
+		{"a call", "55 e800000000 c9 c3", []uint64{0}, 1, 1},
+		// mov %edi,%eax; sub $0x10,%rsp, both sites: the first jump ends
+		// with the second's first bytes.
+		{"the next site's jump", "89f8 4883ec10 897dfc c9 c3", []uint64{0, 2}, 1, ^uint64(0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code := hexs(t, c.code)
+			l := NewLayout(AMD64, start, code, known, newFakeRoom())
+			var pl, next *Planned
+			for i := len(c.sites) - 1; i >= 0; i-- {
+				var err error
+				next = pl
+				if pl, err = l.Plan(start+c.sites[i], build); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if pl.Patch.Punned == nil || pl.Patch.Written() != len(code[:c.sites[0]+1]) && pl.Patch.Written() >= 5 {
+				t.Fatalf("patch %+v: want a punned jump", pl.Patch)
+			}
+			if got := len(pl.Tramp.PCs); got != c.carried {
+				t.Errorf("the trampoline carries out %d instructions, want %d", got, c.carried)
+			}
+			want := start + c.back
+			if c.back == ^uint64(0) {
+				want = next.At
+			}
+			if got := backTo(pl); got != want {
+				t.Errorf("the trampoline goes on to %#x, want %#x", got, want)
+			}
+			final := l.Final()
+			w := pl.Patch.Written()
+			if !bytes.Equal(final[w:], code[w:]) && next == nil {
+				t.Errorf("code % x: want the bytes after the site's instruction as they were", final)
+			}
+		})
+	}
+}
+
 // TestLayoutData: a site on a return whose next bytes may be data (no
 // line or symbol names them) takes a punned jump over them, left as they
 // are, or nothing: they are never moved out, even where no window has

@@ -51,6 +51,10 @@ type Patch struct {
 	// instructions of several lines); nil, or shorter than Insts, for
 	// none.
 	Before [][]byte
+	// Back is where the trampoline goes on to after the instructions it
+	// carries out, where that is not End: the trampoline of the jump at
+	// End (Layout.carryTail). 0 for End.
+	Back uint64
 }
 
 // before returns the code to run before instruction i of p.
@@ -70,8 +74,16 @@ func (p *Patch) Written() int {
 	return len(p.Orig)
 }
 
-// End is the address after the replaced bytes, where a trampoline returns.
+// End is the address after the replaced bytes.
 func (p *Patch) End() uint64 { return p.Site + uint64(len(p.Orig)) }
+
+// Return is where the trampoline goes on to: Back, or End.
+func (p *Patch) Return() uint64 {
+	if p.Back != 0 {
+		return p.Back
+	}
+	return p.End()
+}
 
 // PCMap pairs an address in a trampoline with the original address whose
 // instruction it carries out, so that a thread stopped inside a trampoline

@@ -73,9 +73,31 @@ func VerifyPatched(a Arch, p Patched) []error {
 	return errs
 }
 
+// jumpsOnTo reports whether the code as it will be holds, a few
+// instructions from after, a jump to target, directly or through a hop:
+// a trampoline that goes on to target goes on after the code it carries
+// out (Patch.Back).
+func jumpsOnTo(a Arch, p Patched, after, target uint64) bool {
+	for at := after; at < after+2*uint64(a.MaxInstLen()) && at < p.Start+uint64(len(p.Final)); at++ {
+		j, err := a.Decode(p.Final[at-p.Start:], at)
+		if err != nil || j.Kind != Jump || j.Target == 0 {
+			continue
+		}
+		if j.Target == target {
+			return true
+		}
+		if code, ok := p.Read(j.Target, a.MaxInstLen()); ok {
+			if hop, err := a.Decode(code, j.Target); err == nil && hop.Kind == Jump && hop.Target == target {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // verifyMoved checks the instruction in at pc, whose bytes changed: they
 // must begin with a direct jump to code that carries it out and then
-// goes on after it.
+// goes on after it, or on to where the jump after it goes.
 func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 	j, err := a.Decode(p.Final[pc-p.Start:], pc)
 	if err != nil || j.Kind != Jump || j.Target == 0 {
@@ -109,6 +131,9 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 		}
 		if found && c.Kind == Jump && c.Target > pc && c.Target <= pc+uint64(in.Len)+2*uint64(a.MaxInstLen()) {
 			return nil
+		}
+		if found && c.Kind == Jump && c.Target != 0 && jumpsOnTo(a, p, pc+uint64(in.Len), c.Target) {
+			return nil // (on to the trampoline of the jump after it)
 		}
 		off += c.Len
 	}

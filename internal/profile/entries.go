@@ -437,6 +437,9 @@ type patchWrite struct {
 	// movedOut marks the jump of an instruction moved out of the way of
 	// a site's jump (instr.Layout), whose trampoline only runs it.
 	movedOut bool
+	// evicts marks a site's jump whose trampoline carries out the
+	// instruction moved out of its way (movedOut) too.
+	evicts bool
 	// farHop is where the jump lands when its window has no room for
 	// the trampoline: a jump of full reach on to it (instr.Planned.Hop).
 	farHop uint64

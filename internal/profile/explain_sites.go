@@ -139,13 +139,18 @@ func (x *explainer) describe(p *planting, v siteView, reasons map[uint64]error) 
 		switch {
 		case j.movedOut:
 			fmt.Fprintf(&b, "%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it.\n", texts(own), j.addr)
-		case len(own) < len(pt.Insts):
+		case len(own) < len(pt.Insts) && j.evicts:
 			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, up to one moved out of the way, and goes on after it.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts)-1, "instruction"))
+		case len(own) < len(pt.Insts):
+			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, those the jump's last bytes lie over, and goes on after them, where the jump left an instruction whole.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts)-1, "instruction"))
 		default:
 			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces %s.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts), "instruction"))
 		}
 		if len(pt.Punned) > 0 {
 			fmt.Fprintf(&b, "  The jump is longer than the instruction: its last %s are those of the code after it, as they are or as the next jump makes them, so its trampoline lies where they make it land.\n", plural(len(pt.Punned), "byte"))
+		}
+		if pt.Back != 0 {
+			fmt.Fprintf(&b, "  Its last bytes are the start of the next site's jump: the trampoline goes on to that one's trampoline, as the jump would.\n")
 		}
 		if j.farHop != 0 {
 			fmt.Fprintf(&b, "  Its window has no room for the trampoline: the jump lands on a hop at %#x, a jump on to it.\n", j.farHop)
@@ -496,6 +501,9 @@ func trampNotes(d instr.Decoder, tr *tramp) map[uint64]string {
 	last := lines[len(lines)-1].pc
 	if !code.Exit {
 		notes[last] = fmt.Sprintf("back to %#x, after the patch", tr.patch.End())
+		if tr.patch.Back != 0 {
+			notes[last] = fmt.Sprintf("on to %#x, the trampoline of the jump at %#x, after the patch", tr.patch.Back, tr.patch.End())
+		}
 		return notes
 	}
 	// An exit's trampoline: the instrumentation runs before the exit,

@@ -509,7 +509,7 @@ func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error 
 		return
 	}
 	for _, tr := range c.tramps {
-		mem.WriteMem(tr.patch.Site, tr.patch.Orig)
+		mem.WriteMem(tr.patch.Site, tr.patch.Orig[:tr.patch.Written()])
 	}
 }
 

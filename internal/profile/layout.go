@@ -128,7 +128,7 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 			w.farHop = x.Hop
 		}
 		if x == pl {
-			w.count = count
+			w.count, w.evicts = count, len(pl.Evicted) > 0
 		} else {
 			w.movedOut = true
 		}
