@@ -85,7 +85,7 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		// of reach. The kernel fails with EEXIST if the range is taken.
 		flags |= mapFixedNoReplace
 	}
-	addr, err := t.inject(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
+	addr, err := t.syscall(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
 	if err == nil {
 		t.ownMaps = append(t.ownMaps, [2]uint64{addr, size})
 	}
@@ -143,6 +143,82 @@ func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, er
 	return res, err
 }
 
+// borrowed is a stopped thread borrowed for a run of system calls: its
+// instruction and registers saved, its seccomp filter suspended, once;
+// each call then costs a step. A planting maps a page for every few
+// punned jumps, some thousands in a large program.
+type borrowed struct {
+	tid   int
+	saved ptrace.Regs
+	// restore puts the thread's instruction, registers and filter back.
+	restore func() error
+}
+
+// withCalls runs f with thread tid borrowed for the system calls made
+// through t.syscall meanwhile, and puts it back after. f must not write
+// the program's code (the thread's instruction is the system call's).
+func (t *tracer) withCalls(tid int, f func() error) error {
+	if t.calls != nil {
+		return f()
+	}
+	var regs ptrace.Regs
+	orig := make([]byte, len(t.arch.SyscallInst()))
+	if err := ptrace.GetRegs(tid, &regs); err != nil || t.mem.ReadMem(regs.PC(), orig) != nil {
+		return f() // (each call borrows it, and fails, on its own)
+	}
+	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
+	if err != nil {
+		return f()
+	}
+	filtered, err := t.unfiltered(tid)
+	if err != nil {
+		if rerr := restore(); rerr != nil {
+			return rerr
+		}
+		return f()
+	}
+	mem := t.mem
+	t.mem = borrowedMem{Memory: mem, pc: saved.PC(), orig: orig}
+	t.calls = &borrowed{tid: tid, saved: saved, restore: func() error { filtered(); return restore() }}
+	ferr := f()
+	t.mem = mem
+	rerr := t.calls.restore()
+	t.calls = nil
+	return errors.Join(ferr, rerr)
+}
+
+// borrowedMem is the program's memory while a thread is borrowed for a
+// run of calls: read, the bytes at its PC are the program's own, not the
+// system call instruction written over them.
+type borrowedMem struct {
+	instr.Memory
+	pc   uint64
+	orig []byte
+}
+
+func (m borrowedMem) ReadMem(addr uint64, b []byte) error {
+	if err := m.Memory.ReadMem(addr, b); err != nil {
+		return err
+	}
+	end := addr + uint64(len(b))
+	for i, v := range m.orig {
+		if a := m.pc + uint64(i); a >= addr && a < end {
+			b[a-addr] = v
+		}
+	}
+	return nil
+}
+
+// syscall makes stopped thread tid run one system call: in the run of
+// calls it is borrowed for (withCalls), or borrowed for this one alone
+// (inject).
+func (t *tracer) syscall(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	if c := t.calls; c != nil && c.tid == tid {
+		return t.stepCall(tid, c.saved, c.saved.PC(), call, args...)
+	}
+	return t.inject(tid, call, args...)
+}
+
 // stepOnce single-steps stopped thread tid and waits for its stop. An
 // interrupt that was pending (the ptrace sampler's, sent as the thread
 // stopped) stops it before the instruction runs, as an EventStop: the
@@ -169,12 +245,18 @@ func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 // suspended for the call, and where it cannot be, the call is not made
 // (errFiltered: seccomp.go).
 func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
-	const maxErrno = 4095
 	filtered, err := t.unfiltered(tid)
 	if err != nil {
 		return 0, err
 	}
 	defer filtered()
+	return t.stepCall(tid, saved, pc, call, args...)
+}
+
+// stepCall is stepSyscall in a thread whose filter, if any, is
+// suspended already.
+func (t *tracer) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
+	const maxErrno = 4095
 	regs := saved
 	regs.NoRestart()
 	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)

@@ -265,13 +265,16 @@ func (t *tracer) forget(l *loaded) error {
 	if t.attach != nil && t.attach.undo != nil {
 		t.attach.undo.forget(l.lo, l.hi)
 	}
-	for _, a := range t.areas[l.first.Start] {
-		// (An area a seccomp filter keeps PROFILE from unmapping stays,
-		// unused.)
-		if _, err := t.inject(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
-			return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
-		}
-	}
+	areas := t.areas[l.first.Start]
 	delete(t.areas, l.first.Start)
-	return nil
+	return t.withCalls(t.setupThread(), func() error {
+		for _, a := range areas {
+			// (An area a seccomp filter keeps PROFILE from unmapping
+			// stays, unused.)
+			if _, err := t.syscall(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
+				return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
+			}
+		}
+		return nil
+	})
 }

@@ -30,6 +30,21 @@ type room struct {
 type roomPage struct {
 	addr, size uint64
 	taken      [][2]uint64
+	// gap is the longest run of bytes not taken: a page with less than a
+	// trampoline's is passed over at once (a window of 16 MiB may hold
+	// hundreds of pages, most of them full).
+	gap uint64
+}
+
+// measure sets pg.gap from its ranges taken.
+func (pg *roomPage) measure() {
+	pg.gap = 0
+	at := pg.addr
+	for _, t := range pg.taken {
+		pg.gap = max(pg.gap, t[0]-min(at, t[0]))
+		at = max(at, t[1])
+	}
+	pg.gap = max(pg.gap, pg.addr+pg.size-min(at, pg.addr+pg.size))
 }
 
 // maxPageTries bounds the pages a planting asks the program to map for
@@ -63,6 +78,9 @@ func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64
 	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.pages[i].size > lo })
 	for ; i < len(r.pages) && r.pages[i].addr < hi; i++ {
 		pg := &r.pages[i]
+		if pg.gap < uint64(n)+step-1 {
+			continue // (at any alignment: one that would fit aligned is passed over, rarely)
+		}
 		if at, ok := pg.free(max(lo, pg.addr), min(hi, pg.addr+pg.size), pg.addr+pg.size, n, step, phase); ok {
 			return at, true
 		}
@@ -89,19 +107,22 @@ func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) 
 		}
 		try++
 		r.tries++
+		r.markBusy(page, page+size)
 		if _, err := r.t.mapArea(page, size); err != nil {
-			r.busy = append(r.busy, [2]uint64{page, page + size})
-			slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 			continue
 		}
 		r.t.areas[r.p.in.first.Start] = append(r.t.areas[r.p.in.first.Start], [2]uint64{page, size})
-		r.busy = append(r.busy, [2]uint64{page, page + size})
-		slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
-		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size})
+		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size, gap: size})
 		return at, true
 	}
 	return 0, false
+}
+
+// markBusy notes [lo, hi) as mapped, in order.
+func (r *room) markBusy(lo, hi uint64) {
+	k, _ := slices.BinarySearchFunc(r.busy, lo, func(b [2]uint64, a uint64) int { return cmp.Compare(b[0], a) })
+	r.busy = slices.Insert(r.busy, k, [2]uint64{lo, hi})
 }
 
 // busyAt reports whether [lo, hi) meets a mapping of the process.
@@ -126,6 +147,7 @@ func (r *room) Take(addr uint64, n int) {
 	if pg := r.page(addr); pg != nil {
 		k, _ := slices.BinarySearchFunc(pg.taken, addr, func(t [2]uint64, a uint64) int { return cmp.Compare(t[0], a) })
 		pg.taken = slices.Insert(pg.taken, k, [2]uint64{addr, addr + uint64(n)})
+		pg.measure()
 	}
 }
 
@@ -141,6 +163,7 @@ func (r *room) Release(addr uint64, n int) {
 	}
 	if pg := r.page(addr); pg != nil {
 		pg.taken = slices.DeleteFunc(pg.taken, func(t [2]uint64) bool { return t[0] == addr })
+		pg.measure()
 	}
 }
 
@@ -160,13 +183,13 @@ func (r *room) inPage(addr uint64) bool { return r.page(addr) != nil }
 // modulo step, where n bytes up to end (the page's) are not taken.
 func (pg *roomPage) free(lo, hi, end uint64, n int, step, phase uint64) (uint64, bool) {
 	at := align(lo, step, phase)
-	for _, t := range pg.taken {
-		if at+uint64(n) <= t[0] {
+	// (The ranges taken do not overlap: their ends are in order too.)
+	i := sort.Search(len(pg.taken), func(i int) bool { return pg.taken[i][1] > at })
+	for _, t := range pg.taken[i:] {
+		if at+uint64(n) <= t[0] || at >= hi {
 			break
 		}
-		if t[1] > at {
-			at = align(t[1], step, phase)
-		}
+		at = max(at, align(t[1], step, phase))
 	}
 	return at, at < hi && at+uint64(n) <= end
 }

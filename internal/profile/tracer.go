@@ -163,6 +163,9 @@ type tracer struct {
 	// seccomp is what the system calls PROFILE makes in the program know
 	// of its seccomp filters (seccomp.go).
 	seccomp seccompState
+	// calls is the thread borrowed for a run of system calls (a
+	// planting's pages, their unmapping), or nil (inject.go).
+	calls *borrowed
 
 	hits []uint64
 	// sampling samples the threads' program counters (function

@@ -1,0 +1,69 @@
+package profile
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestRoomPageFree: a page's free space is found past the ranges taken,
+// aligned, within the window asked for; the longest gap, which Find
+// passes full pages over with, follows every take and release.
+func TestRoomPageFree(t *testing.T) {
+	pg := &roomPage{addr: 0x10000, size: 0x1000, gap: 0x1000}
+	take := func(lo, hi uint64) {
+		pg.taken = append(pg.taken, [2]uint64{lo, hi})
+		pg.measure()
+	}
+	take(0x10000, 0x10030)
+	take(0x10040, 0x10f00)
+	if pg.gap != 0x100 {
+		t.Errorf("gap %#x, want 0x100 (the end of the page)", pg.gap)
+	}
+	for _, c := range []struct {
+		lo, hi uint64
+		n      int
+		step   uint64
+		at     uint64
+		ok     bool
+	}{
+		{0x10000, 0x11000, 16, 1, 0x10030, true},   // the hole between the two
+		{0x10000, 0x11000, 16, 16, 0x10030, true},  // aligned already
+		{0x10000, 0x11000, 17, 16, 0x10f00, true},  // too long for the hole
+		{0x10000, 0x10f00, 17, 16, 0x10f00, false}, // nor in the window
+		{0x10f80, 0x11000, 0x80, 1, 0x10f80, true},
+		{0x10f81, 0x11000, 0x80, 1, 0x10f81, false}, // past the page's end
+	} {
+		at, ok := pg.free(c.lo, c.hi, pg.addr+pg.size, c.n, c.step, 0)
+		if ok != c.ok || ok && at != c.at {
+			t.Errorf("free(%#x, %#x, %d, step %d) = %#x, %v; want %#x, %v", c.lo, c.hi, c.n, c.step, at, ok, c.at, c.ok)
+		}
+	}
+	pg.taken = pg.taken[:1]
+	pg.measure()
+	if pg.gap != 0x1000-0x30 {
+		t.Errorf("gap %#x after a release, want %#x", pg.gap, 0x1000-0x30)
+	}
+}
+
+// TestBorrowedMem: while a thread is borrowed for a run of system
+// calls, the code read at its PC is the program's own, not the system
+// call written over it, wherever a read begins or ends.
+func TestBorrowedMem(t *testing.T) {
+	mem := &fakeMem{base: 0x1000, b: []byte{1, 2, 3, 0x0f, 0x05, 6, 7}}
+	m := borrowedMem{Memory: mem, pc: 0x1003, orig: []byte{4, 5}}
+	for _, c := range []struct {
+		addr uint64
+		n    int
+		want []byte
+	}{
+		{0x1000, 7, []byte{1, 2, 3, 4, 5, 6, 7}},
+		{0x1004, 2, []byte{5, 6}},
+		{0x1002, 2, []byte{3, 4}},
+		{0x1005, 2, []byte{6, 7}},
+	} {
+		b := make([]byte, c.n)
+		if err := m.ReadMem(c.addr, b); err != nil || !bytes.Equal(b, c.want) {
+			t.Errorf("ReadMem(%#x, %d) = % x, %v; want % x", c.addr, c.n, b, err, c.want)
+		}
+	}
+}
