@@ -349,3 +349,45 @@ func TestLinesInProcess(t *testing.T) {
 		})
 	}
 }
+
+// inlinesFixture are the lines of inlines.c the tests check.
+var inlinesFixture = map[string]int{"add": 23, "back": 24, "walk": 44}
+
+// TestLinesInlined counts the lines of inlines.c, in every build,
+// in-process and with breakpoints: bump is inlined four times into walk
+// (at -O0 too: always_inline), its copies on paths of their own, two of
+// them one after the other; each of its lines runs 4N/3 times, walk's
+// call N times. A line had one site per function, the lowest address of
+// its rows there, and counted one copy: N/3.
+func TestLinesInlined(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	_, self, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", "c", "inlines.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Split(string(src), "\n")
+	for k, want := range map[string]string{"add": "/* bump: add */", "back": "/* bump: back */", "walk": "s += walk(x);"} {
+		if !strings.Contains(text[inlinesFixture[k]-1], want) {
+			t.Fatalf("inlines.c:%d is %q, not %q", inlinesFixture[k], text[inlinesFixture[k]-1], want)
+		}
+	}
+	const n = 3000
+	for _, b := range fixtureBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildC(t, "inlines", b.flags...)
+			for _, flags := range [][]string{nil, {"--breakpoints"}} {
+				dir, r := workflowWith(t, prog, []string{"/LC"}, flags, strconv.Itoa(n))
+				if r.status != 0 || !strings.Contains(r.stdout, "inlines done") {
+					t.Fatalf("profile %v: status %d, output %q\n%s", flags, r.status, r.stdout, r.stderr)
+				}
+				got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["inlines.c"]
+				for k, want := range map[string]uint64{"add": 4 * n / 3, "back": 4 * n / 3, "walk": n} {
+					if got[inlinesFixture[k]] != want {
+						t.Errorf("%v: inlines.c:%d (%s): %d hits, want %d", flags, inlinesFixture[k], k, got[inlinesFixture[k]], want)
+					}
+				}
+			}
+		})
+	}
+}

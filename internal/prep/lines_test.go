@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/dwarf"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
@@ -344,4 +345,53 @@ func objdumpLastRows(t *testing.T, prog, file string) map[uint64]int {
 		}
 	}
 	return rows
+}
+
+// TestLineSitesInlined plans the lines of inlines.c, whose bump is inlined
+// four times into walk, and checks that each line of bump has one site in
+// each copy, the code of each inlined call (a line had one site per
+// function, in one copy), and the lines of walk one each.
+func TestLineSitesInlined(t *testing.T) {
+	for _, opt := range []string{"-O0", "-O2"} {
+		t.Run(opt, func(t *testing.T) {
+			prog := testutil.BuildC(t, "inlines", opt)
+			plan, err := planLinesOf(t, datafile.LineCounting, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := dwarf.Open(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			calls, err := f.InlinedCalls()
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyOf := func(a uint64) int {
+				for i, c := range calls {
+					for _, r := range c.Ranges {
+						if r.Low <= a && a < r.High {
+							return i
+						}
+					}
+				}
+				return -1
+			}
+			sites := lineSet(plan, "inlines.c")
+			for _, line := range []int{23, 24} { // bump: add, bump: back
+				var copies []int
+				for _, a := range sites[line] {
+					copies = append(copies, copyOf(a))
+				}
+				slices.Sort(copies)
+				if len(copies) != 4 || slices.Contains(copies, -1) || len(slices.Compact(copies)) != 4 {
+					t.Errorf("line %d: sites %#x in the inlined calls %v, want one in each of 4", line, sites[line], copies)
+				}
+			}
+			if len(sites[44]) != 1 { // s += walk(x);
+				t.Errorf("line 44: sites %#x, want one", sites[44])
+			}
+		})
+	}
 }
