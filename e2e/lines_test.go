@@ -391,3 +391,47 @@ func TestLinesInlined(t *testing.T) {
 		})
 	}
 }
+
+// TestGoLinesStackGrowth counts the lines of gogrow, whose goroutines grow
+// their stacks at down's entry many times, as an executable and as PIE:
+// down's first line counts its calls, 5,001 a goroutine, its other lines as
+// often as they run. The first line's site was before the stack check,
+// which a call whose stack grows runs twice: morestack returns to the
+// function's first instruction.
+func TestGoLinesStackGrowth(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	const n, depth = 4, 5000
+	src, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "progs", "go", "gogrow", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]uint64{}
+	for i, text := range strings.Split(string(src), "\n") {
+		switch strings.TrimSpace(text) {
+		case "func down(n int, pad [16]int64) int64 {", "if n == 0 {":
+			want[i+1] = n * (depth + 1)
+		case "return pad[0]":
+			want[i+1] = n
+		case "pad[n%16] += int64(n)", "return down(n-1, pad) + pad[n%16]":
+			want[i+1] = n * depth
+		}
+	}
+	if len(want) != 5 {
+		t.Fatalf("gogrow's lines %v: the fixture changed", want)
+	}
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildGo(t, "gogrow", b.flags...)
+			dir, r := workflow(t, prog, []string{"/LC", "/EXCALL", "/INC", "main.go(1-99)"}, strconv.Itoa(n))
+			if r.status != 0 || !strings.HasPrefix(r.stdout, "gogrow 4 ") {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["main.go"]
+			for line, w := range want {
+				if got[line] != w {
+					t.Errorf("main.go:%d: %d hits, want %d", line, got[line], w)
+				}
+			}
+		})
+	}
+}
