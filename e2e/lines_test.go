@@ -435,3 +435,53 @@ func TestGoLinesStackGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestLinesSameBaseName profiles samename, built from main.c, a/util.c and
+// b/util.c, whose two functions sit on the same lines of files of one base
+// name: the records name each file by the shortest end of its path that
+// tells it apart (a/util.c, b/util.c; main.c as before), each line once with
+// its own count, as do the listing by count and the HTML report. Record 7
+// named both util.c, and gave each line of the one twice.
+func TestLinesSameBaseName(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	src := filepath.Join(testutil.Root(t), "testdata", "progs", "c", "samename")
+	prog := testutil.Fixture(t, "c", "samename", nil, func(out string) *exec.Cmd {
+		cmd := exec.Command(testutil.CC(), "-g", "-O0", "-o", out, "main.c", "a/util.c", "b/util.c")
+		cmd.Dir = src
+		return cmd
+	})
+	dir, r := workflow(t, prog, []string{"/LC"})
+	if r.status != 0 || !strings.Contains(r.stdout, "samename done") {
+		t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+	}
+	tab := must(t, dir, "plist", "/nologo", "/T", "samename").stdout
+	got := map[string]uint64{}
+	for _, l := range strings.Split(tab, "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 5 && f[0] == "7" {
+			key := f[2] + ":" + f[3]
+			if _, twice := got[key]; twice {
+				t.Errorf("record 7 of %s twice", key)
+			}
+			got[key], _ = strconv.ParseUint(f[4], 10, 64)
+		}
+	}
+	for key, want := range map[string]uint64{
+		"a/util.c:6": 30, "a/util.c:7": 10, "b/util.c:6": 100, "b/util.c:7": 20, "main.c:14": 10, "main.c:16": 20,
+	} {
+		if got[key] != want {
+			t.Errorf("%s: %d hits, want %d (records: %v)", key, got[key], want, got)
+		}
+	}
+	sorted := must(t, dir, "plist", "/nologo", "/SC", "samename").stdout
+	html := must(t, dir, "plist", "/nologo", "--format=html", "samename").stdout
+	for _, want := range []string{"(a/util.c:6)", "(b/util.c:6)"} {
+		if !strings.Contains(sorted, want) {
+			t.Errorf("plist /SC names no %s:\n%s", want, sorted)
+		}
+	}
+	for _, want := range []string{">a/util.c<", ">b/util.c<"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the HTML report's line table has no %s", want)
+		}
+	}
+}
