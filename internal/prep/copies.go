@@ -2,6 +2,7 @@ package prep
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/internal/dwarf"
@@ -13,7 +14,7 @@ import (
 // inlineIndex finds the inlined call that holds an address.
 type inlineIndex struct {
 	calls []dwarf.Inlined
-	depth []int    // of each call: 0 in a function's own code
+	depth []int    // of each call: 0 for one in a function's own code
 	segs  []inlSeg // every range of every call, by start
 }
 
@@ -112,7 +113,8 @@ func (x *inlineIndex) fillGaps(rows []dwarf.LineRow, out []int, hulls map[int]dw
 	}
 	gap := make([]int, len(out))
 	copy(gap, out)
-	for c, h := range hulls {
+	for _, c := range slices.Sorted(maps.Keys(hulls)) { // (in one order, for one plan)
+		h := hulls[c]
 		for i := at(h.Low); i < len(rows) && rows[i].Addr < h.High; i++ {
 			if g := gap[i]; (g < 0 || x.depth[c] > x.depth[g]) && has[c][lineKey{rows[i].File, rows[i].Line}] {
 				gap[i] = c

@@ -16,13 +16,15 @@ import (
 // into one caller), and code the compiler duplicated or split, whose
 // lowest address may be on a path the run did not take. So a line has a
 // site in each of its copies (the rows of one inlined call, or of the
-// function's own code), at every statement row of the copy that control
-// can reach from where the function starts, or from code nothing jumps
-// to directly (a jump table's cases), without passing another row of the
-// copy: wherever the copy can be entered, and no other row. A for
-// header's initialisation is such a row; its test and increment, reached
-// only through it, are not, so the header counts its initialisation, as
-// the original's did. A line that ran passed one of its sites.
+// function's own code: copies.go), at every statement row of the copy
+// that control can reach from where the function starts, or from code no
+// direct jump leads to (a jump table's cases), without passing another
+// row of the copy: wherever the copy can be entered, and no other row
+// (flow.go). A for header's initialisation is such a row; its test and
+// increment, reached only through it, are not, so the header counts its
+// initialisation, as the original's did. A line that ran passed one of
+// its sites. Line coverage has every row, but the location views that end
+// a block (linePlaces).
 
 // decoded is an instruction of a function's code at its address.
 type decoded struct {
@@ -108,8 +110,9 @@ func statements(rows []dwarf.LineRow) ([]dwarf.LineRow, []bool) {
 }
 
 // linePlaces returns the rows that are places where their lines begin,
-// with their view flags and copies, rows being a function's (those of one address in
-// table order, view flagging the location views) and copies theirs.
+// with their view flags and copies, rows being a function's (those of one
+// address in table order, view flagging the location views) and copies
+// theirs.
 //
 // Of several rows at one address, the last names the instruction there;
 // the others, location views, mark statements of no code of their own
@@ -134,7 +137,7 @@ func (g *flowGraph) linePlaces(rows []dwarf.LineRow, view []bool, copies []int) 
 
 // afterStackCheck returns rows, and view, their flags, with the rows of a
 // Go function's stack check moved to its entry site and those of the block
-// that calls morestack dropped (see countingRows), sorted by address.
+// that calls morestack dropped (see countingSites), sorted by address.
 func afterStackCheck(m *openModule, fn *dwarf.Func, rows []dwarf.LineRow, view []bool) ([]dwarf.LineRow, []bool) {
 	site, restart := goStackCheck(m, fn)
 	if site <= fn.Entry {
