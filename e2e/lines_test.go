@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -361,18 +362,10 @@ var inlinesFixture = map[string]int{"add": 23, "back": 24, "walk": 44}
 // its rows there, and counted one copy: N/3.
 func TestLinesInlined(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	_, self, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", "c", "inlines.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Split(string(src), "\n")
-	for k, want := range map[string]string{"add": "/* bump: add */", "back": "/* bump: back */", "walk": "s += walk(x);"} {
-		if !strings.Contains(text[inlinesFixture[k]-1], want) {
-			t.Fatalf("inlines.c:%d is %q, not %q", inlinesFixture[k], text[inlinesFixture[k]-1], want)
-		}
-	}
-	const n = 3000
+	checkFixtureLines(t, "c/inlines.c", map[int]string{
+		inlinesFixture["add"]: "/* bump: add */", inlinesFixture["back"]: "/* bump: back */", inlinesFixture["walk"]: "s += walk(x);",
+	})
+	n := 3 * testutil.Scale(1000)
 	for _, b := range fixtureBuilds {
 		t.Run(b.name, func(t *testing.T) {
 			prog := testutil.BuildC(t, "inlines", b.flags...)
@@ -382,7 +375,7 @@ func TestLinesInlined(t *testing.T) {
 					t.Fatalf("profile %v: status %d, output %q\n%s", flags, r.status, r.stdout, r.stderr)
 				}
 				got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["inlines.c"]
-				for k, want := range map[string]uint64{"add": 4 * n / 3, "back": 4 * n / 3, "walk": n} {
+				for k, want := range map[string]uint64{"add": uint64(4 * n / 3), "back": uint64(4 * n / 3), "walk": uint64(n)} {
 					if got[inlinesFixture[k]] != want {
 						t.Errorf("%v: inlines.c:%d (%s): %d hits, want %d", flags, inlinesFixture[k], k, got[inlinesFixture[k]], want)
 					}
@@ -400,30 +393,22 @@ func TestLinesInlined(t *testing.T) {
 // function's first instruction.
 func TestGoLinesStackGrowth(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	const n, depth = 4, 5000
-	src, err := os.ReadFile(filepath.Join(testutil.Root(t), "testdata", "progs", "go", "gogrow", "main.go"))
-	if err != nil {
-		t.Fatal(err)
+	checkFixtureLines(t, "go/gogrow/main.go", map[int]string{
+		22: "func down(n int, pad [16]int64) int64 {", 23: "if n == 0 {", 24: "return pad[0]",
+		26: "pad[n%16] += int64(n)", 27: "return down(n-1, pad) + pad[n%16]",
+	})
+	// (Where breakpoints are slow, one goroutine 1,000 deep: its stack
+	// grows some 5 times.)
+	n, depth := 4, 5000
+	if testutil.Slow() {
+		n, depth = 1, 1000
 	}
-	want := map[int]uint64{}
-	for i, text := range strings.Split(string(src), "\n") {
-		switch strings.TrimSpace(text) {
-		case "func down(n int, pad [16]int64) int64 {", "if n == 0 {":
-			want[i+1] = n * (depth + 1)
-		case "return pad[0]":
-			want[i+1] = n
-		case "pad[n%16] += int64(n)", "return down(n-1, pad) + pad[n%16]":
-			want[i+1] = n * depth
-		}
-	}
-	if len(want) != 5 {
-		t.Fatalf("gogrow's lines %v: the fixture changed", want)
-	}
+	want := map[int]uint64{22: uint64(n * (depth + 1)), 23: uint64(n * (depth + 1)), 24: uint64(n), 26: uint64(n * depth), 27: uint64(n * depth)}
 	for _, b := range goBuilds {
 		t.Run(b.name, func(t *testing.T) {
 			prog := testutil.BuildGo(t, "gogrow", b.flags...)
-			dir, r := workflow(t, prog, []string{"/LC", "/EXCALL", "/INC", "main.go(1-99)"}, strconv.Itoa(n))
-			if r.status != 0 || !strings.HasPrefix(r.stdout, "gogrow 4 ") {
+			dir, r := workflow(t, prog, []string{"/LC", "/EXCALL", "/INC", "main.go(1-99)"}, strconv.Itoa(n), strconv.Itoa(depth))
+			if r.status != 0 || !strings.HasPrefix(r.stdout, fmt.Sprintf("gogrow %d ", n)) {
 				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
 			}
 			got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["main.go"]
@@ -444,10 +429,9 @@ func TestGoLinesStackGrowth(t *testing.T) {
 // named both util.c, and gave each line of the one twice.
 func TestLinesSameBaseName(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	src := filepath.Join(testutil.Root(t), "testdata", "progs", "c", "samename")
 	prog := testutil.Fixture(t, "c", "samename", nil, func(out string) *exec.Cmd {
 		cmd := exec.Command(testutil.CC(), "-g", "-O0", "-o", out, "main.c", "a/util.c", "b/util.c")
-		cmd.Dir = src
+		cmd.Dir = filepath.Join(testutil.Root(t), "testdata", "progs", "c", "samename")
 		return cmd
 	})
 	dir, r := workflow(t, prog, []string{"/LC"})
@@ -482,6 +466,24 @@ func TestLinesSameBaseName(t *testing.T) {
 	for _, want := range []string{">a/util.c<", ">b/util.c<"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the HTML report's line table has no %s", want)
+		}
+	}
+}
+
+// checkFixtureLines checks that the lines of testdata/progs/NAME hold the
+// texts want gives, where the source is at hand (not in the arm64 VM,
+// whose fixtures are built beforehand).
+func checkFixtureLines(t *testing.T, name string, want map[int]string) {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", name))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(src), "\n")
+	for n, text := range want {
+		if n > len(lines) || !strings.Contains(lines[n-1], text) {
+			t.Fatalf("%s:%d is not %q: the fixture changed", name, n, text)
 		}
 	}
 }

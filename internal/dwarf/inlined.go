@@ -132,7 +132,9 @@ func (w *inlineWalk) inlined(d *stddwarf.Data, su *splitUnit, unit int, e *stddw
 	}
 	in := Inlined{Parent: parent}
 	for _, r := range rs {
-		if r[0] < r[1] && !isTombstone(r[0]) && w.x.inExec(r[0], r[1]) {
+		// (An arm64 PIE's code may start in its first page: the executable
+		// segments, not isTombstone, tell a discarded range.)
+		if r[0] < r[1] && r[0] != 0 && w.x.inExec(r[0], r[1]) {
 			in.Ranges = append(in.Ranges, Range{r[0], r[1]})
 		}
 	}

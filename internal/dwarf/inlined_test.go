@@ -7,16 +7,22 @@ import (
 )
 
 // TestInlinedCalls reads the inlined calls of testdata/inlined.c, built
-// unoptimised and optimised, with DWARF 4 and 5 and with split DWARF: sq
-// inlined twice into twosq, on the lines of its two calls, and into
-// outer, inlined into nested, the inner call's parent the outer; each
-// call's code inside its caller's.
+// unoptimised and optimised, with DWARF 4 and 5 and with split DWARF, and
+// for arm64 as PIE (whose code starts in its first page): sq inlined twice
+// into twosq, on the lines of its two calls, and into outer, inlined into
+// nested, the inner call's parent the outer; each call's code inside its
+// caller's.
 func TestInlinedCalls(t *testing.T) {
-	for _, flags := range [][]string{
-		{"-O0", "-gdwarf-4"}, {"-O2", "-gdwarf-5"}, {"-O2", "-gdwarf-4"}, {"-O2", "-gdwarf-5", "-gsplit-dwarf"},
+	for _, c := range []struct {
+		cc    string
+		flags []string
+	}{
+		{"gcc", []string{"-O0", "-gdwarf-4"}}, {"gcc", []string{"-O2", "-gdwarf-5"}}, {"gcc", []string{"-O2", "-gdwarf-4"}},
+		{"gcc", []string{"-O2", "-gdwarf-5", "-gsplit-dwarf"}},
+		{"aarch64-linux-gnu-gcc", []string{"-O0", "-pie", "-fPIE"}}, {"aarch64-linux-gnu-gcc", []string{"-O2", "-pie", "-fPIE"}},
 	} {
-		t.Run(filepath.Join(flags...), func(t *testing.T) {
-			dir, path := buildC(t, "gcc", "inlined.c", "inlined", flags...)
+		t.Run(filepath.Join(append([]string{c.cc}, c.flags...)...), func(t *testing.T) {
+			dir, path := buildC(t, c.cc, "inlined.c", "inlined", c.flags...)
 			f := open(t, path)
 			calls, err := f.InlinedCalls()
 			if err != nil {

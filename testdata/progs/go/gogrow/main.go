@@ -1,14 +1,15 @@
 // Command gogrow is a Go fixture whose recursion grows its goroutines'
 // stacks many times, with line counts known by construction (N, the first
-// argument, 20 by default): N goroutines, one after the other, each
-// calling down(5000), which recurses to down(0) with a frame of some 200
-// bytes: a goroutine's stack grows from its first size to a megabyte, a
-// growth at a time, each at down's entry (the stack check calls
-// runtime.morestack and starts down again from its first instruction).
+// argument, 20 by default; D, the second, 5,000): N goroutines, one after
+// the other, each calling down(D), which recurses to down(0) with a frame
+// of some 200 bytes: a goroutine's stack grows from its first size to a
+// megabyte (D 5,000), a growth at a time, each at down's entry (the stack
+// check calls runtime.morestack and starts down again from its first
+// instruction).
 //
-//	down's first line, and "if n == 0"   5,001 N (5,001 calls a goroutine)
+//	down's first line, and "if n == 0"   (D+1) N (D+1 calls a goroutine)
 //	"return pad[0]"                      N
-//	"pad[n%16] += n" and "return down"   5,000 N
+//	"pad[n%16] += n" and "return down"   D N
 package main
 
 import (
@@ -16,8 +17,6 @@ import (
 	"os"
 	"strconv"
 )
-
-const depth = 5000
 
 //go:noinline
 func down(n int, pad [16]int64) int64 {
@@ -29,9 +28,10 @@ func down(n int, pad [16]int64) int64 {
 }
 
 func main() {
-	n := 20
-	if len(os.Args) > 1 {
+	n, depth := 20, 5000
+	if len(os.Args) > 2 {
 		n, _ = strconv.Atoi(os.Args[1])
+		depth, _ = strconv.Atoi(os.Args[2])
 	}
 	var sum int64
 	for i := 0; i < n; i++ {
