@@ -348,13 +348,19 @@ func objdumpLastRows(t *testing.T, prog, file string) map[uint64]int {
 }
 
 // TestLineSitesInlined plans the lines of inlines.c, whose bump is inlined
-// four times into walk, and checks that each line of bump has one site in
-// each copy, the code of each inlined call (a line had one site per
-// function, in one copy), and the lines of walk one each.
+// four times into walk, for x86-64 and for arm64 as PIE, and checks that
+// each line of bump has one site in each copy, the code of each inlined
+// call (a line had one site per function, in one copy), and the lines of
+// walk one each.
 func TestLineSitesInlined(t *testing.T) {
-	for _, opt := range []string{"-O0", "-O2"} {
-		t.Run(opt, func(t *testing.T) {
-			prog := testutil.BuildC(t, "inlines", opt)
+	for _, c := range []struct{ cc, opt string }{
+		{"gcc", "-O0"}, {"gcc", "-O2"}, {"aarch64-linux-gnu-gcc", "-O0"}, {"aarch64-linux-gnu-gcc", "-O2"},
+	} {
+		t.Run(c.cc+c.opt, func(t *testing.T) {
+			testutil.MustHaveTool(t, c.cc)
+			prog := filepath.Join(t.TempDir(), "inlines")
+			run(t, "", nil, c.cc, "-g", c.opt, "-pie", "-fPIE", "-o", prog,
+				filepath.Join(testutil.Root(t), "testdata", "progs", "c", "inlines.c"))
 			plan, err := planLinesOf(t, datafile.LineCounting, prog)
 			if err != nil {
 				t.Fatal(err)
