@@ -397,11 +397,11 @@ func TestGoLinesStackGrowth(t *testing.T) {
 		22: "func down(n int, pad [16]int64) int64 {", 23: "if n == 0 {", 24: "return pad[0]",
 		26: "pad[n%16] += int64(n)", 27: "return down(n-1, pad) + pad[n%16]",
 	})
-	// (Where breakpoints are slow, one goroutine 1,000 deep: its stack
-	// grows some 5 times.)
+	// (Where breakpoints are slow, one goroutine 300 deep: its stack grows
+	// some 3 times.)
 	n, depth := 4, 5000
 	if testutil.Slow() {
-		n, depth = 1, 1000
+		n, depth = 1, 300
 	}
 	want := map[int]uint64{22: uint64(n * (depth + 1)), 23: uint64(n * (depth + 1)), 24: uint64(n), 26: uint64(n * depth), 27: uint64(n * depth)}
 	for _, b := range goBuilds {
