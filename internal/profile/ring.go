@@ -167,6 +167,7 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	k := threadLedger(th.tid)
+	t.settleWait(th)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
@@ -352,6 +353,7 @@ func (r *rings) drainAll() int {
 		r.bookGoroutines(first)
 	}
 	r.t.refineCounter()
+	r.t.waitTick()
 	return n
 }
 

@@ -177,6 +177,9 @@ func (t *tracer) steal(tid int, from, to int64) {
 	}
 	t.stolen[threadLedger(tid)] += to - from
 	t.held.add(from, to)
+	if th := t.threads[tid]; th != nil {
+		th.heldTotal += to - from
+	}
 }
 
 // heldTime is the time during which PROFILE held at least one thread of
@@ -320,6 +323,9 @@ func (t *tracer) closeThreadBooks(th *thread) {
 	if t.rings != nil {
 		t.rings.stopped(th)
 	}
+	t.settleWait(th)
+	th.closeWait()
+	t.waitEnded(th)
 	k := threadLedger(th.tid)
 	end := t.now(th, k)
 	t.books.end(k, end)

@@ -86,6 +86,13 @@ type thread struct {
 	exiting bool
 	// released is when the tracer last let it go, on its clock.
 	released int64
+	// heldTotal is the time PROFILE has held it, its stops taken out of
+	// its clock (timing); wait is what PROFILE read of its waits since
+	// its last event, evented whether it made one since PROFILE last
+	// looked (waits.go).
+	heldTotal int64
+	wait      *waiting
+	evented   bool
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -197,6 +204,7 @@ type tracer struct {
 	ended                   int64
 	longest                 int64 // the longest life of a thread on its own clock
 	held                    heldTime
+	waits                   waits
 	debt                    float64
 	overhead                int64
 	calculated              int64
@@ -363,6 +371,7 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
 	t.openThreadBooks(t.threads[pid])
+	t.startWaits()
 	t.explain.running()
 	if err := t.loop(res); err != nil {
 		return nil, err
@@ -467,9 +476,12 @@ func (t *tracer) loop(res *Result) error {
 			}
 			t.threadGone(tid)
 		case ws.Stopped():
-			if th := t.threads[tid]; th != nil && t.rings != nil {
-				// Its records come before this stop.
-				t.rings.stopped(th)
+			if th := t.threads[tid]; th != nil {
+				// Its wait came before this stop, and its records.
+				t.settleWait(th)
+				if t.rings != nil {
+					t.rings.stopped(th)
+				}
 			}
 			t.explain.stop()
 			if err := t.stopped(tid, ws); err != nil {
@@ -477,6 +489,7 @@ func (t *tracer) loop(res *Result) error {
 			}
 			if t.books != nil {
 				t.charge(tid)
+				t.waitTick()
 			}
 		}
 		t.flushTrace()
