@@ -391,6 +391,27 @@ func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 	return true, t.resume(th.tid, 0)
 }
 
+// passFull moves thread th, stopped at a ring-full breakpoint while
+// PROFILE single-steps it (its registers in t.regs), past it, its ring
+// read, and reports whether it was one.
+func (r *rings) passFull(th *thread) bool {
+	t := r.t
+	addr := t.arch.BreakpointAddr(t.regs.PC())
+	after := addr + uint64(len(t.arch.Breakpoint()))
+	reg, ok := t.counters.fullRegion(after)
+	if !ok {
+		return false
+	}
+	r.stopped(th)
+	r.fullStop(th, t.arch.SP(&t.regs), reg.tp)
+	r.full++
+	if t.regs.PC() != after {
+		t.regs.SetPC(after) // past arm64's BRK
+		ptrace.SetRegs(th.tid, &t.regs)
+	}
+	return true
+}
+
 // collect gives the run's result the number of stops for a full ring.
 func (r *rings) collect(res *Result) { res.FullRings = r.full }
 

@@ -16,40 +16,6 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
-// site is one of PROFILE's breakpoints (breakpoints.go): where it is
-// and the bytes it replaced, how the instruction under it is carried out
-// while it stays, and what a hit there means.
-type site struct {
-	addr uint64 // run-time address
-	orig []byte // the bytes the breakpoint replaced
-
-	// How its instruction is carried out: disp says how, valid when
-	// displaced is set (always, but for coverage sites whose instruction
-	// could not be displaced), from slot, its out-of-line slot (0: none).
-	// A line site's is prepared at its first hit (most lines of a program
-	// never run): pending until then, code holding the instruction's
-	// bytes. stale marks a retired site whose breakpoint the processor
-	// still runs (retrapped): its instruction is carried out of line.
-	disp      instr.Displaced
-	displaced bool
-	slot      uint64
-	pending   bool
-	code      []byte
-	stale     bool
-
-	// What a hit means: item is the function entered (Plan.Funcs) or the
-	// line run (Plan.Lines), -1 for none; more are the other lines of a
-	// line site several lines share; exit is the function left (timing),
-	// -1 for none (an entry that is also an exit has both); rendezvous
-	// marks the dynamic linker's breakpoint (modules.go). hits counts the
-	// stops at an exit site (timing in-process: exitStops).
-	item       int
-	more       []int
-	exit       int
-	rendezvous bool
-	hits       int
-}
-
 // thread is one traced thread.
 type thread struct {
 	tid int
@@ -238,6 +204,9 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
+	// later are stops a wait for one thread took (deliverOutside), which
+	// the loop handles first.
+	later []laterStop
 	// ownMaps are the executable areas PROFILE mapped in the program
 	// (mmap): trampolines, slots, hops, the calibration's code, whether
 	// or not a module's areas (areas) list them.
@@ -536,12 +505,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// interrupt (for a sweep of line coverage's jumps, among
 		// others). A thread in the middle of a single step must go on
 		// stepping: continued, it would run past its slot.
-		if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
-			t.sweepStop()
-		}
-		if t.sampling != nil {
-			t.sampling.sampleStop(th)
-		}
+		t.interruptStop(th)
 		if th.stepping != nil {
 			t.noteRelease()
 			t.noteRelease()
@@ -563,6 +527,11 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if n := len(t.later); n > 0 {
+		s := t.later[0]
+		t.later = t.later[1:]
+		return s.tid, s.ws, nil
+	}
 	if t.attach != nil || t.cfg.Progress != nil {
 		return t.waitTelling(spin)
 	}

@@ -339,8 +339,38 @@ func GetSigInfo(tid int) (SigInfo, error) {
 	}, nil
 }
 
+// RawSigInfo is a signal's siginfo_t as the kernel gives it, whole: what
+// a signal held back is delivered with later (SetSigInfo).
+type RawSigInfo [128]byte
+
+// GetRawSigInfo reads the whole siginfo of the signal stopped thread tid
+// is stopped for.
+func GetRawSigInfo(tid int) (RawSigInfo, error) {
+	var b RawSigInfo
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
+	if e != 0 {
+		return b, e
+	}
+	return b, nil
+}
+
+// SetSigInfo gives stopped thread tid the siginfo of the signal it is
+// stopped for: resumed with that signal (its si_signo), the thread
+// receives it with this siginfo, not one the kernel makes for a signal
+// of the tracer's.
+func SetSigInfo(tid int, info RawSigInfo) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&info[0])), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // Kill sends a signal to a process.
 func Kill(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
+
+// Tgkill sends a signal to thread tid of process tgid.
+func Tgkill(tgid, tid int, sig syscall.Signal) error { return unix.Tgkill(tgid, tid, sig) }
 
 // Mem is the memory of a traced process, through /proc/pid/mem: it reads and
 // writes any mapping, read-only text included (the kernel writes with
