@@ -186,11 +186,16 @@ func (r *rings) drain(th *thread) int {
 		}
 		t.explain.record(th.tid, &rec)
 		if rec.G != 0 {
-			r.keep(th.tid, rec, t.ctr.ns(rec.Time), base)
+			t.carried[th.tid] = rec.G
+			r.keep(th.tid, rec.G, rec, t.ctr.ns(rec.Time), base, false)
 			continue
 		}
 		if rec.Returned {
 			rec.SP -= instr.ReturnPop(t.arch)
+		}
+		if g := t.carrier(th.tid, rec.Item); g != 0 {
+			r.keep(th.tid, g, rec, t.ctr.ns(rec.Time), base, true)
+			continue
 		}
 		raw := t.ctr.ns(rec.Time) - base
 		th.debt = r.debt(th, raw)

@@ -166,6 +166,7 @@ type tracer struct {
 	// frames the depth code keys as Go's (settleDepth).
 	goDepthChecked, goDepth bool
 	stolen                  map[ledgerKey]int64
+	carried                 map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
 	started                 int64
 	ended                   int64
 	longest                 int64 // the longest life of a thread on its own clock
@@ -239,6 +240,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:     make([]uint64, cfg.Plan.NumItems()),
 		epoch:    time.Now(),
 		stolen:   make(map[ledgerKey]int64),
+		carried:  make(map[int]uint64),
 		areas:    make(map[uint64][][2]uint64),
 		identity: make(map[string]bool),
 	}
