@@ -16,19 +16,31 @@ import (
 // each profile type in-process (entry and exit trampolines, line
 // trampolines) and with breakpoints (the instruction under a breakpoint
 // run from its slot), with the calls that make each run long enough for
-// a few dozen signals and short enough for a test.
+// a few dozen signals and short enough for a test: calls in-process,
+// stepped where each call stops (with breakpoints, or counting on an
+// arm64 CPU without LSE, where nothing counts in-process).
 var ownCodeRuns = []struct {
-	name  string
-	prep  []string
-	opts  []string
-	calls int
+	name    string
+	prep    []string
+	opts    []string
+	calls   int
+	stepped int
 }{
-	{"FC", []string{"/FC"}, nil, 4000000},
-	{"FC-breakpoints", []string{"/FC"}, []string{"--breakpoints"}, 20000},
-	{"FT", []string{"/FT"}, nil, 1000000},
-	{"FT-breakpoints", []string{"/FT"}, []string{"--breakpoints"}, 20000},
-	{"LC", []string{"/LC"}, nil, 4000000},
-	{"LC-breakpoints", []string{"/LC"}, []string{"--breakpoints"}, 10000},
+	{"FC", []string{"/FC"}, nil, 4000000, 20000},
+	{"FC-breakpoints", []string{"/FC"}, []string{"--breakpoints"}, 20000, 20000},
+	{"FT", []string{"/FT"}, nil, 1000000, 1000000},
+	{"FT-breakpoints", []string{"/FT"}, []string{"--breakpoints"}, 20000, 20000},
+	{"LC", []string{"/LC"}, nil, 4000000, 10000},
+	{"LC-breakpoints", []string{"/LC"}, []string{"--breakpoints"}, 10000, 10000},
+}
+
+// ownCodeCalls is how many calls a run of ownCodeRuns makes on this
+// machine.
+func ownCodeCalls(typ string, calls, stepped int) int {
+	if typ != "/FT" && !testutil.InProcess() {
+		calls = stepped
+	}
+	return testutil.Scale(calls)
 }
 
 // TestSignalsInOwnCode: sigprof.c samples itself, a SIGPROF every
@@ -46,7 +58,7 @@ func TestSignalsInOwnCode(t *testing.T) {
 	prog := testutil.BuildC(t, "sigprof", "-O0")
 	for _, run := range ownCodeRuns {
 		t.Run(run.name, func(t *testing.T) {
-			n := testutil.Scale(run.calls)
+			n := ownCodeCalls(run.prep[0], run.calls, run.stepped)
 			dir, r := workflowWith(t, prog, run.prep, run.opts, strconv.Itoa(n))
 			var calls, signals, foreign int
 			if _, err := fmt.Sscanf(r.stdout, "sigprof calls %d signals %d foreign %d", &calls, &signals, &foreign); err != nil || r.status != 0 {
@@ -86,19 +98,19 @@ func TestGoProfilesItself(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildGo(t, "goprof")
 	for _, run := range []struct {
-		name  string
-		prep  []string
-		opts  []string
-		calls int
+		name           string
+		prep           []string
+		opts           []string
+		calls, stepped int
 	}{
-		{"FC", []string{"/FC"}, nil, 30000000},
-		{"FC-breakpoints", []string{"/FC"}, []string{"--breakpoints"}, 20000},
-		{"FT", []string{"/FT"}, nil, 1000000},
-		{"LC", []string{"/LC", "/EXCALL", "/INC", "main.go(0-0)"}, nil, 5000},
+		{"FC", []string{"/FC"}, nil, 30000000, 40000},
+		{"FC-breakpoints", []string{"/FC"}, []string{"--breakpoints"}, 40000, 40000},
+		{"FT", []string{"/FT"}, nil, 1000000, 1000000},
+		{"LC", []string{"/LC", "/EXCALL", "/INC", "main.go(0-0)"}, nil, 5000, 5000},
 	} {
 		t.Run(run.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "cpu.pprof")
-			n := testutil.Scale(run.calls)
+			n := ownCodeCalls(run.prep[0], run.calls, run.stepped)
 			_, r := workflowWith(t, prog, run.prep, run.opts, out, strconv.Itoa(n))
 			if r.status != 0 || !strings.Contains(r.stdout, fmt.Sprintf("goprof calls %d", n)) {
 				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
