@@ -33,7 +33,7 @@ func TestCgoTiming(t *testing.T) {
 	t.Setenv("GODEBUG", "asyncpreemptoff=1")
 	n, unit := 10, 1000 // calls, µs
 	if testutil.Slow() {
-		unit = 10000
+		n, unit = 4, 10000
 	}
 	measured := []string{"main.run", "c_outer", "main.goCallback", "main.goWork", "c_leaf", "c_work"}
 	for _, m := range []struct {

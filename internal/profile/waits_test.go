@@ -29,7 +29,7 @@ func TestWaitForThread(t *testing.T) {
 	prog := testutil.BuildC(t, "timing", fixtureFlags["O2-pie"]...)
 	for _, m := range mechanisms {
 		t.Run(m.name, func(t *testing.T) {
-			n := 20000
+			n := testutil.Scale(20000)
 			if m.breakpoints {
 				n = testutil.Scale(2000)
 			} else {
