@@ -326,7 +326,7 @@ func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err erro
 		}
 		return 0, false, fmt.Errorf("step thread %d: %w", tid, err)
 	}
-	ws, err = ptrace.WaitFor(tid)
+	ws, err = ptrace.WaitForYielding(tid, time.Millisecond)
 	if err != nil {
 		return 0, false, fmt.Errorf("wait for thread %d: %w", tid, err)
 	}

@@ -277,6 +277,24 @@ func WaitFor(tid int) (WaitStatus, error) {
 	}
 }
 
+// WaitForYielding is WaitFor for a stop that comes at once (the end of a
+// single step): it polls for up to limit, giving up its CPU between two
+// polls, and only then sleeps. A tracer asleep in wait4 wakes a hundred
+// microseconds or more after the stop on a busy or virtual machine, for
+// a step of a nanosecond.
+func WaitForYielding(tid int, limit time.Duration) (WaitStatus, error) {
+	var st unix.WaitStatus
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		got, err := unix.Wait4(tid, &st, unix.WALL|unix.WNOHANG, nil)
+		if got != 0 || (err != nil && err != unix.EINTR) {
+			return WaitStatus(st), err
+		}
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return WaitFor(tid)
+}
+
 // Cont resumes a stopped thread, delivering sig unless it is 0.
 func Cont(tid int, sig syscall.Signal) error { return unix.PtraceCont(tid, int(sig)) }
 

@@ -69,6 +69,11 @@ type SigInfo struct {
 	Addr        uint64
 }
 
+// WaitForYielding is not supported on this platform.
+func WaitForYielding(tid int, limit time.Duration) (WaitStatus, error) {
+	return 0, errors.ErrUnsupported
+}
+
 // GetSigInfo is not supported on this platform.
 func GetSigInfo(tid int) (SigInfo, error) { return SigInfo{}, errors.ErrUnsupported }
 
