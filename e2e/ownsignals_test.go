@@ -48,8 +48,8 @@ func ownCodeCalls(typ string, opts []string, calls, stepped, slow int) int {
 
 // TestSignalsInOwnCode: sigprof.c samples itself, a SIGPROF every
 // millisecond of its CPU time, while it calls f() and g() millions of
-// times; its handler notes the PC each signal interrupted (its ucontext)
-// and calls tick(). No noted PC may be in an executable mapping of no
+// times (rounds of N calls, until 20 signals have come); its handler
+// notes the PC each signal interrupted (its ucontext) and calls tick(). No noted PC may be in an executable mapping of no
 // file, which the program makes none of and PROFILE's trampolines, slots
 // and hops are: a signal that comes in PROFILE's code is delivered where
 // the thread is back in the program's, with every mechanism (some of the
@@ -62,7 +62,7 @@ func TestSignalsInOwnCode(t *testing.T) {
 	for _, run := range ownCodeRuns {
 		t.Run(run.name, func(t *testing.T) {
 			n := ownCodeCalls(run.prep[0], run.opts, run.calls, run.stepped, run.slow)
-			dir, r := workflowWith(t, prog, run.prep, run.opts, strconv.Itoa(n))
+			dir, r := workflowWith(t, prog, run.prep, run.opts, strconv.Itoa(n), "20")
 			var calls, signals, foreign int
 			if _, err := fmt.Sscanf(r.stdout, "sigprof calls %d signals %d foreign %d", &calls, &signals, &foreign); err != nil || r.status != 0 {
 				t.Fatalf("profile: status %d, output %q (%v)\n%s", r.status, r.stdout, err, r.stderr)
@@ -78,7 +78,10 @@ func TestSignalsInOwnCode(t *testing.T) {
 				return
 			}
 			tab := parseTab(t, must(t, dir, "plist", "/nologo", "/T", "sigprof").stdout)
-			want := map[string]uint64{"main": 1, "f": uint64(n), "g": 2 * uint64(n), "tick": uint64(signals)}
+			if calls%n != 0 {
+				t.Fatalf("%d calls, not rounds of %d", calls, n)
+			}
+			want := map[string]uint64{"main": 1, "f": uint64(calls), "g": 2 * uint64(calls), "tick": uint64(signals)}
 			for name, w := range want {
 				if tab.hits[name] != w {
 					t.Errorf("%s: %d hits, want %d", name, tab.hits[name], w)
@@ -89,7 +92,8 @@ func TestSignalsInOwnCode(t *testing.T) {
 }
 
 // TestGoProfilesItself: goprof profiles itself with runtime/pprof while
-// it calls mid() and leaf() many times. Go's SIGPROF handler reads the PC
+// it calls mid() and leaf() many times (rounds of N calls, until it has
+// used 300 ms of CPU time: some 30 samples). Go's SIGPROF handler reads the PC
 // the signal interrupted and walks the stack from there: a sample taken
 // in PROFILE's code has no function (<unknown>), some 30 % of them under
 // /FC in-process, all of them under /FT, half under /LC (whose Go lines
@@ -114,9 +118,10 @@ func TestGoProfilesItself(t *testing.T) {
 		t.Run(run.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "cpu.pprof")
 			n := ownCodeCalls(run.prep[0], run.opts, run.calls, run.stepped, run.slow)
-			_, r := workflowWith(t, prog, run.prep, run.opts, out, strconv.Itoa(n))
-			if r.status != 0 || !strings.Contains(r.stdout, fmt.Sprintf("goprof calls %d", n)) {
-				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			_, r := workflowWith(t, prog, run.prep, run.opts, out, strconv.Itoa(n), "300")
+			var calls int
+			if _, err := fmt.Sscanf(r.stdout, "goprof calls %d", &calls); err != nil || r.status != 0 || calls%n != 0 {
+				t.Fatalf("profile: status %d, output %q (%v)\n%s", r.status, r.stdout, err, r.stderr)
 			}
 			samples, unknown, own := goSamples(t, out)
 			t.Logf("%d samples, %d of no function, %d of main's", samples, unknown, own)

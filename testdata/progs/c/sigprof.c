@@ -3,13 +3,16 @@
  * SIGPROF every millisecond of it, and the handler notes where the
  * signal interrupted the program, the PC of its ucontext.
  *
- *   sigprof [N]
+ *   sigprof [N [S]]
  *
- * main calls f() N times (default 2,000,000); f() calls g() twice, each
- * call a few dozen nanoseconds of arithmetic: most of the time is in
- * calls, where PROFILE's entry, exit and line probes are. The handler
- * calls tick() once a signal. Counts: main 1, f N, g 2N, tick one a
- * signal, as printed. At the end main reads /proc/self/maps and counts
+ * main calls f() N times (default 2,000,000), and again N times until
+ * at least S signals have come (default 1; at most 10,000 rounds: a run
+ * takes long enough to be sampled, whatever the machine makes of it);
+ * f() calls g() twice, each call a few dozen nanoseconds of arithmetic:
+ * most of the time is in calls, where PROFILE's entry, exit and line
+ * probes are. The handler calls tick() once a signal. Counts: main 1, f
+ * C, g 2C, tick one a signal, where C is the calls printed (N times the
+ * rounds). At the end main reads /proc/self/maps and counts
  * the PCs the handler noted in an executable mapping of no file (the
  * program makes none; PROFILE's trampolines, slots and hops are such
  * mappings) and prints
@@ -106,7 +109,7 @@ static long foreign(void) {
 }
 
 int main(int argc, char **argv) {
-	long n = argc > 1 ? atol(argv[1]) : 2000000;
+	long n = argc > 1 ? atol(argv[1]) : 2000000, want = argc > 2 ? atol(argv[2]) : 1, calls = 0;
 	struct sigaction sa = {.sa_sigaction = on_prof, .sa_flags = SA_SIGINFO | SA_RESTART};
 	struct itimerval every = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
 	if (sigaction(SIGPROF, &sa, NULL) != 0 || setitimer(ITIMER_PROF, &every, NULL) != 0) {
@@ -114,10 +117,13 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	unsigned x = 1;
-	for (long i = 0; i < n; i++)
-		x = f(x);
+	for (int round = 0; round == 0 || (signals < want && round < 10000); round++) {
+		for (long i = 0; i < n; i++)
+			x = f(x);
+		calls += n;
+	}
 	setitimer(ITIMER_PROF, &off, NULL);
 	sink += x;
-	printf("sigprof calls %ld signals %ld foreign %ld\n", n, signals, foreign());
+	printf("sigprof calls %ld signals %ld foreign %ld\n", calls, signals, foreign());
 	return 0;
 }

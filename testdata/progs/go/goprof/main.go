@@ -4,15 +4,18 @@
 // from there, while it calls small functions many times, where PROFILE's
 // entry, exit and line probes are.
 //
-//	goprof FILE [N]
+//	goprof FILE [N [MS]]
 //
-// main calls mid() N times (default 10,000,000), and mid() calls leaf()
-// 4 times: counts main.main 1, main.mid N, main.leaf 4N. The CPU profile
+// main calls mid() N times (default 10,000,000), and again N times until
+// the process has used MS milliseconds of CPU time (default 0; at most
+// 10,000 rounds): some 100 samples a second of it. mid() calls leaf() 4
+// times: counts main.main 1, main.mid C, main.leaf 4C, where C is the
+// calls printed (N times the rounds). The CPU profile
 // goes to FILE. A sample whose program counter is in PROFILE's code has
 // no function in the profile (<unknown> in go tool pprof): PROFILE
 // delivers a signal that comes there where the thread is back in the
 // program's code, so that every sample is of a function, as natively.
-// It prints "goprof calls N".
+// It prints "goprof calls C".
 package main
 
 import (
@@ -20,6 +23,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
+	"time"
 )
 
 var sink uint64
@@ -40,13 +45,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: goprof FILE [N]")
 		os.Exit(2)
 	}
-	n := 10000000
+	n, ms := 10000000, 0
+	var err error
 	if len(os.Args) > 2 {
-		var err error
-		if n, err = strconv.Atoi(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "goprof:", err)
-			os.Exit(2)
-		}
+		n, err = strconv.Atoi(os.Args[2])
+	}
+	if err == nil && len(os.Args) > 3 {
+		ms, err = strconv.Atoi(os.Args[3])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "goprof:", err)
+		os.Exit(2)
 	}
 	f, err := os.Create(os.Args[1])
 	if err != nil {
@@ -57,9 +66,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "goprof:", err)
 		os.Exit(1)
 	}
-	x := uint64(1)
-	for i := 0; i < n; i++ {
-		x = mid(x)
+	x, calls := uint64(1), 0
+	for round := 0; round == 0 || (cpu() < time.Duration(ms)*time.Millisecond && round < 10000); round++ {
+		for i := 0; i < n; i++ {
+			x = mid(x)
+		}
+		calls += n
 	}
 	sink = x
 	pprof.StopCPUProfile()
@@ -67,5 +79,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "goprof:", err)
 		os.Exit(1)
 	}
-	fmt.Println("goprof calls", n)
+	fmt.Println("goprof calls", calls)
+}
+
+// cpu is the CPU time the process has used.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
