@@ -21,7 +21,14 @@ type timed struct {
 
 func runTimed(t testing.TB, plan *datafile.Plan, prog string, args ...string) timed {
 	t.Helper()
-	got := runPlan(t, plan, prog, args...)
+	return runTimedWith(t, plan, prog, false, args...)
+}
+
+// runTimedWith is runTimed, with every event on a breakpoint where asked
+// (profile --breakpoints).
+func runTimedWith(t testing.TB, plan *datafile.Plan, prog string, breakpoints bool, args ...string) timed {
+	t.Helper()
+	got := runWith(t, plan, prog, breakpoints, args...)
 	if !got.res.Exited || got.res.ExitCode != 0 {
 		t.Fatalf("%s %v: exited %v, status %d, output %q", prog, args, got.res.Exited, got.res.ExitCode, got.stdout)
 	}
