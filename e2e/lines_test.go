@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -347,5 +348,142 @@ func TestLinesInProcess(t *testing.T) {
 				t.Errorf("coverage in-process %v, with breakpoints %v", cover, bpCover)
 			}
 		})
+	}
+}
+
+// inlinesFixture are the lines of inlines.c the tests check.
+var inlinesFixture = map[string]int{"add": 23, "back": 24, "walk": 44}
+
+// TestLinesInlined counts the lines of inlines.c, in every build,
+// in-process and with breakpoints: bump is inlined four times into walk
+// (at -O0 too: always_inline), its copies on paths of their own, two of
+// them one after the other; each of its lines runs 4N/3 times, walk's
+// call N times. A line had one site per function, the lowest address of
+// its rows there, and counted one copy: N/3.
+func TestLinesInlined(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	checkFixtureLines(t, "c/inlines.c", map[int]string{
+		inlinesFixture["add"]: "/* bump: add */", inlinesFixture["back"]: "/* bump: back */", inlinesFixture["walk"]: "s += walk(x);",
+	})
+	n := 3 * testutil.Scale(1000)
+	for _, b := range fixtureBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildC(t, "inlines", b.flags...)
+			for _, flags := range [][]string{nil, {"--breakpoints"}} {
+				dir, r := workflowWith(t, prog, []string{"/LC"}, flags, strconv.Itoa(n))
+				if r.status != 0 || !strings.Contains(r.stdout, "inlines done") {
+					t.Fatalf("profile %v: status %d, output %q\n%s", flags, r.status, r.stdout, r.stderr)
+				}
+				got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["inlines.c"]
+				for k, want := range map[string]uint64{"add": uint64(4 * n / 3), "back": uint64(4 * n / 3), "walk": uint64(n)} {
+					if got[inlinesFixture[k]] != want {
+						t.Errorf("%v: inlines.c:%d (%s): %d hits, want %d", flags, inlinesFixture[k], k, got[inlinesFixture[k]], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGoLinesStackGrowth counts the lines of gogrow, whose goroutines grow
+// their stacks at down's entry many times, as an executable and as PIE:
+// down's first line counts its calls, 5,001 a goroutine, its other lines as
+// often as they run. The first line's site was before the stack check,
+// which a call whose stack grows runs twice: morestack returns to the
+// function's first instruction.
+func TestGoLinesStackGrowth(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	checkFixtureLines(t, "go/gogrow/main.go", map[int]string{
+		22: "func down(n int, pad [16]int64) int64 {", 23: "if n == 0 {", 24: "return pad[0]",
+		26: "pad[n%16] += int64(n)", 27: "return down(n-1, pad) + pad[n%16]",
+	})
+	// (Where breakpoints are slow, one goroutine 300 deep: its stack grows
+	// some 3 times.)
+	n, depth := 4, 5000
+	if testutil.Slow() {
+		n, depth = 1, 300
+	}
+	want := map[int]uint64{22: uint64(n * (depth + 1)), 23: uint64(n * (depth + 1)), 24: uint64(n), 26: uint64(n * depth), 27: uint64(n * depth)}
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildGo(t, "gogrow", b.flags...)
+			dir, r := workflow(t, prog, []string{"/LC", "/EXCALL", "/INC", "main.go(1-99)"}, strconv.Itoa(n), strconv.Itoa(depth))
+			if r.status != 0 || !strings.HasPrefix(r.stdout, fmt.Sprintf("gogrow %d ", n)) {
+				t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+			}
+			got := lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["main.go"]
+			for line, w := range want {
+				if got[line] != w {
+					t.Errorf("main.go:%d: %d hits, want %d", line, got[line], w)
+				}
+			}
+		})
+	}
+}
+
+// TestLinesSameBaseName profiles samename, built from main.c, a/util.c and
+// b/util.c, whose two functions sit on the same lines of files of one base
+// name: the records name each file by the shortest end of its path that
+// tells it apart (a/util.c, b/util.c; main.c as before), each line once with
+// its own count, as do the listing by count and the HTML report. Record 7
+// named both util.c, and gave each line of the one twice.
+func TestLinesSameBaseName(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.Fixture(t, "c", "samename", nil, func(out string) *exec.Cmd {
+		cmd := exec.Command(testutil.CC(), "-g", "-O0", "-o", out, "main.c", "a/util.c", "b/util.c")
+		cmd.Dir = filepath.Join(testutil.Root(t), "testdata", "progs", "c", "samename")
+		return cmd
+	})
+	dir, r := workflow(t, prog, []string{"/LC"})
+	if r.status != 0 || !strings.Contains(r.stdout, "samename done") {
+		t.Fatalf("profile: status %d, output %q\n%s", r.status, r.stdout, r.stderr)
+	}
+	tab := must(t, dir, "plist", "/nologo", "/T", "samename").stdout
+	got := map[string]uint64{}
+	for _, l := range strings.Split(tab, "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 5 && f[0] == "7" {
+			key := f[2] + ":" + f[3]
+			if _, twice := got[key]; twice {
+				t.Errorf("record 7 of %s twice", key)
+			}
+			got[key], _ = strconv.ParseUint(f[4], 10, 64)
+		}
+	}
+	for key, want := range map[string]uint64{
+		"a/util.c:6": 30, "a/util.c:7": 10, "b/util.c:6": 100, "b/util.c:7": 20, "main.c:14": 10, "main.c:16": 20,
+	} {
+		if got[key] != want {
+			t.Errorf("%s: %d hits, want %d (records: %v)", key, got[key], want, got)
+		}
+	}
+	sorted := must(t, dir, "plist", "/nologo", "/SC", "samename").stdout
+	html := must(t, dir, "plist", "/nologo", "--format=html", "samename").stdout
+	for _, want := range []string{"(a/util.c:6)", "(b/util.c:6)"} {
+		if !strings.Contains(sorted, want) {
+			t.Errorf("plist /SC names no %s:\n%s", want, sorted)
+		}
+	}
+	for _, want := range []string{">a/util.c<", ">b/util.c<"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the HTML report's line table has no %s", want)
+		}
+	}
+}
+
+// checkFixtureLines checks that the lines of testdata/progs/NAME hold the
+// texts want gives, where the source is at hand (not in the arm64 VM,
+// whose fixtures are built beforehand).
+func checkFixtureLines(t *testing.T, name string, want map[int]string) {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "progs", name))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(src), "\n")
+	for n, text := range want {
+		if n > len(lines) || !strings.Contains(lines[n-1], text) {
+			t.Fatalf("%s:%d is not %q: the fixture changed", name, n, text)
+		}
 	}
 }

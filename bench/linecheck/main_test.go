@@ -139,7 +139,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	if err := run(&out, pbi, pbo, cg); err != nil {
+	if err := run(&out, pbi, pbo, cg, ""); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "2 of 3 lines of prog counted as callgrind ran their sites (3 of them ran)\n") ||
@@ -152,8 +152,69 @@ func TestRun(t *testing.T) {
 		{pbi, pbo, bad, "bad.out"},
 		{pbi, pbo, dir + "/missing.out", "missing.out"},
 	} {
-		if err := run(io.Discard, c.pbi, c.pbo, c.cg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := run(io.Discard, c.pbi, c.pbo, c.cg, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run(%s, %s, %s): %v, want an error naming %q", c.pbi, c.pbo, c.cg, err, c.want)
 		}
+	}
+}
+
+// TestRunCover: given a line coverage plan, the lines whose statement
+// rows ran (its addresses) and those callgrind's line numbers say ran,
+// each with the lines no site of which ran and those that read 0; a
+// coverage plan of another program is refused, naming it.
+func TestRunCover(t *testing.T) {
+	dir := t.TempDir()
+	mod := datafile.Module{Name: "prog", Path: "/opt/prog", Arch: "amd64", BuildID: []byte{1}, Files: []string{"prog.c"}}
+	plan := &datafile.Plan{
+		Method:  datafile.LineCounting,
+		Modules: []datafile.Module{mod},
+		Funcs:   []datafile.Func{{Name: "main", Entry: 0x1000}, {Name: "leaf", Entry: 0x1100}},
+		Lines: []datafile.Line{
+			{Line: 1, Addrs: []uint64{0x1000, 0x1002}},
+			{Line: 5, Addrs: []uint64{0x1005}},
+			{Line: 7, Addrs: []uint64{0x1100}},
+			{Line: 10, Addrs: []uint64{0x1300}}, // no site that ran
+		},
+	}
+	plan.ID = datafile.PlanID(plan)
+	cover := &datafile.Plan{Method: datafile.LineCoverage, StartIndex: -1, Modules: []datafile.Module{mod}, Lines: []datafile.Line{
+		{Line: 1, Addrs: []uint64{0x1000}},
+		{Line: 5, Addrs: []uint64{0x1009}},
+		{Line: 7, Addrs: []uint64{0x1100}},
+		{Line: 10, Addrs: []uint64{0x1101}}, // ran 7 times
+		{Line: 12, Addrs: []uint64{0x1400}}, // never ran
+	}}
+	cover.ID = datafile.PlanID(cover)
+	other := &datafile.Plan{Method: datafile.LineCoverage, StartIndex: -1, Modules: []datafile.Module{{Name: "prog", BuildID: []byte{2}}}}
+	other.ID = datafile.PlanID(other)
+	counts := &datafile.Counts{PlanID: plan.ID, Method: plan.Method, Stats: datafile.Stats{Hits: []uint64{2, 5, 7, 0}}}
+	pbi, pbo, cg := dir+"/prog.pbi", dir+"/prog.pbo", dir+"/callgrind.out"
+	for _, err := range []error{
+		datafile.SavePlan(pbi, plan), datafile.SavePlan(dir+"/cover.pbi", cover), datafile.SavePlan(dir+"/other.pbi", other),
+		datafile.SaveCounts(pbo, counts), os.WriteFile(cg, []byte(callgrindOut), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := run(&out, pbi, pbo, cg, dir+"/cover.pbi"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"4 of 4 lines of prog counted as callgrind ran their sites (3 of them ran)\n",
+		"4 lines of prog ran, a statement row of theirs: 1 with no site that ran, 1 read 0\n" +
+			"   prog.c:10: no site ran, its instructions ran 7 times (sites [0x1300])\n" +
+			"   prog.c:10: counted 0, its instructions ran 7 times, its sites 0 (sites [0x1300])\n",
+		// callgrind's lines of prog.c: 3, 4, 5 (10 executions) and 10 (14).
+		"2 lines of prog ran, any instruction of theirs: 1 with no site that ran, 1 read 0\n" +
+			"   prog.c:10: no site ran, its instructions ran 14 times (sites [0x1300])\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output:\n%s\nwant in it:\n%s", out.String(), want)
+		}
+	}
+	if err := run(io.Discard, pbi, pbo, cg, dir+"/other.pbi"); err == nil || !strings.Contains(err.Error(), "other.pbi is not a line coverage plan of /opt/prog") {
+		t.Errorf("another program's coverage plan: %v", err)
 	}
 }

@@ -65,13 +65,16 @@ type Unit struct {
 	SymbolsOnly bool
 }
 
-// LineRow is one row of the line table (statement rows only).
+// LineRow is one row of the line table.
 type LineRow struct {
 	Addr uint64
 	File string // full path
 	Line int
 	// Unit indexes File.Units.
 	Unit int
+	// Stmt is set for a statement row (the line table's is_stmt: "a
+	// recommended breakpoint location", DWARF 5 section 6.2.2).
+	Stmt bool
 }
 
 // File is an opened ELF file with what PREP needs of it.

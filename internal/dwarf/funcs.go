@@ -52,6 +52,7 @@ type walker struct {
 
 	dwo    *dwoFinder   // finds split units
 	splits []*splitUnit // the split units read, die.src-1 indexes them
+	kept   []splitRef   // those read whole, with their units
 	lost   []lostUnit   // skeletons whose split unit could not be read
 	lostWs []string     // why, for the first maxSplitWarnings of them
 

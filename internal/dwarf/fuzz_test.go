@@ -9,8 +9,8 @@ import (
 )
 
 // FuzzOpen reads arbitrary bytes as an ELF file: it must return a File or
-// an error, never panic, and the File's Lines and Code must not panic
-// either.
+// an error, never panic, and the File's Lines, Rows, InlinedCalls and Code
+// must not panic either.
 func FuzzOpen(f *testing.F) {
 	f.Add([]byte(nil))
 	f.Add([]byte("\x7fELF"))
@@ -37,6 +37,8 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		file.Lines()
+		file.Rows()
+		file.InlinedCalls()
 		for _, fn := range file.Funcs {
 			file.Code(fn.Entry, 16)
 		}

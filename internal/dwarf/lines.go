@@ -37,7 +37,24 @@ func (f *File) Lines() ([]LineRow, error) {
 // 12's location views give several: an inlined call's line and its
 // callee's first line start at one address). Rows outside every
 // executable segment and rows of line 0 are left out, as in Lines.
-func (f *File) StatementRows() (rows []LineRow, err error) {
+func (f *File) StatementRows() ([]LineRow, error) {
+	return f.rows(false)
+}
+
+// Rows returns every row of the line tables of all units, statement rows
+// ([LineRow.Stmt]) and the others, sorted by address, the rows of one
+// address in table order, those outside every executable segment and of
+// line 0 left out, as in StatementRows. Of the rows of one address the
+// last names the instruction there, be it a statement row or not: the
+// statement rows before it mark statements that have no instruction of
+// their own there (location views).
+func (f *File) Rows() ([]LineRow, error) {
+	return f.rows(true)
+}
+
+// rows reads the rows of the line tables: every row with all, else the
+// statement rows.
+func (f *File) rows(all bool) (rows []LineRow, err error) {
 	if f.impl == nil || f.impl.data == nil {
 		return nil, fmt.Errorf("read lines of %s: %w", f.Path, ErrNoDWARF)
 	}
@@ -47,7 +64,7 @@ func (f *File) StatementRows() (rows []LineRow, err error) {
 	}
 	defer catch(&err, op)
 	for i, cu := range f.impl.cus {
-		rows, err = f.impl.unitLines(rows, cu, i, f.Units[i].CompDir)
+		rows, err = f.impl.unitLines(rows, cu, i, f.Units[i].CompDir, all)
 		if err != nil {
 			return nil, fmt.Errorf("%s: unit %q: %w", op, f.Units[i].Name, err)
 		}
@@ -59,8 +76,8 @@ func (f *File) StatementRows() (rows []LineRow, err error) {
 }
 
 // unitLines appends the statement rows of one unit's line table, whose
-// compilation directory is compDir.
-func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int, compDir string) ([]LineRow, error) {
+// compilation directory is compDir, or with all its every row.
+func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int, compDir string, all bool) ([]LineRow, error) {
 	lr, err := x.data.LineReader(cu)
 	if err != nil || lr == nil {
 		return rows, err
@@ -76,7 +93,7 @@ func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int, compDir s
 			}
 			return rows, err
 		}
-		if e.EndSequence || !e.IsStmt || e.Line <= 0 || !x.inExec(e.Address, e.Address+1) {
+		if e.EndSequence || (!e.IsStmt && !all) || e.Line <= 0 || !x.inExec(e.Address, e.Address+1) {
 			continue
 		}
 		if e.File != last {
@@ -85,7 +102,7 @@ func (x *file) unitLines(rows []LineRow, cu *stddwarf.Entry, unit int, compDir s
 				name = inCompDir(e.File.Name, compDir)
 			}
 		}
-		rows = append(rows, LineRow{Addr: e.Address, File: name, Line: e.Line, Unit: unit})
+		rows = append(rows, LineRow{Addr: e.Address, File: name, Line: e.Line, Unit: unit, Stmt: e.IsStmt})
 	}
 }
 

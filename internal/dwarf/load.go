@@ -48,7 +48,7 @@ func (f *File) load(bin, dbg *elf.File, dbgPath string, search bool) (err error)
 		if lost, err = f.readDWARF(src, syms, module); err != nil {
 			f.warn("%v: functions taken from the symbol table", err)
 			f.Funcs, f.Units, f.HasDWARF = nil, nil, false
-			f.impl.data, f.impl.cus = nil, nil
+			f.impl.data, f.impl.cus, f.impl.splits = nil, nil, nil
 		}
 	}
 	f.ExportsOnly = dynamic && !f.HasDWARF
@@ -81,7 +81,7 @@ func (f *File) readDWARF(src *elf.File, syms *symtab, module string) (lost []los
 	if err := w.walk(); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	f.impl.data, f.impl.cus = d, w.cus
+	f.impl.data, f.impl.cus, f.impl.splits = d, w.cus, w.kept
 	f.Units = w.units
 	f.HasDWARF = true
 	f.Funcs = w.funcs(f.impl, syms, module)

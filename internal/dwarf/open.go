@@ -22,6 +22,7 @@ type file struct {
 	exec    []segment
 	data    *stddwarf.Data    // nil without DWARF
 	cus     []*stddwarf.Entry // the unit entries, parallel to File.Units
+	splits  []splitRef        // the split units read, for InlinedCalls
 	// openDWO opens a split DWARF file (.dwo, .dwp) by path; nil when
 	// none may be opened (newFile).
 	openDWO func(path string) (io.ReaderAt, io.Closer, error)

@@ -152,6 +152,7 @@ func (w *walker) readSplit(sk *skeleton) (err error) {
 		}
 	}
 	w.units[sk.unit].DWO = su.path
+	w.kept = append(w.kept, splitRef{int(sk.unit), su})
 	return nil
 }
 

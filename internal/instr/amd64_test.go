@@ -392,7 +392,7 @@ func TestDisplaceUnsupportedAMD64(t *testing.T) {
 
 func TestArchAMD64(t *testing.T) {
 	a := AMD64
-	if a.Name() != "amd64" || a.MaxInstLen() != 15 || a.SlotSize() != 32 || a.SyscallNumber(SysMmap) != 9 || a.SyscallNumber(SysMemfdCreate) != 319 || a.SyscallNumber(SysFtruncate) != 77 || a.SyscallNumber(SysClose) != 3 || a.SyscallNumber(SysMunmap) != 11 || a.SyscallNumber(SysPrctl) != 157 {
+	if a.Name() != "amd64" || a.MaxInstLen() != 15 || a.SlotSize() != 32 || a.SyscallNumber(SysMmap) != 9 || a.SyscallNumber(SysMemfdCreate) != 319 || a.SyscallNumber(SysFtruncate) != 77 || a.SyscallNumber(SysClose) != 3 || a.SyscallNumber(SysMunmap) != 11 || a.SyscallNumber(SysPrctl) != 157 || a.SyscallNumber(SysFutex) != 202 || a.SyscallNumber(SysFutexWaitv) != 449 {
 		t.Errorf("Name %q MaxInstLen %d SlotSize %d mmap %d", a.Name(), a.MaxInstLen(), a.SlotSize(), a.SyscallNumber(SysMmap))
 	}
 	if !bytes.Equal(a.Breakpoint(), []byte{0xcc}) || a.BreakpointAddr(0x401001) != 0x401000 {

@@ -264,7 +264,7 @@ func TestDisplaceUnsupportedARM64(t *testing.T) {
 
 func TestArchARM64(t *testing.T) {
 	a := ARM64
-	if a.Name() != "arm64" || a.MaxInstLen() != 4 || a.SlotSize() != 8 || a.SyscallNumber(SysMmap) != 222 || a.SyscallNumber(SysMemfdCreate) != 279 || a.SyscallNumber(SysFtruncate) != 46 || a.SyscallNumber(SysClose) != 57 || a.SyscallNumber(SysMunmap) != 215 || a.SyscallNumber(SysPrctl) != 167 {
+	if a.Name() != "arm64" || a.MaxInstLen() != 4 || a.SlotSize() != 8 || a.SyscallNumber(SysMmap) != 222 || a.SyscallNumber(SysMemfdCreate) != 279 || a.SyscallNumber(SysFtruncate) != 46 || a.SyscallNumber(SysClose) != 57 || a.SyscallNumber(SysMunmap) != 215 || a.SyscallNumber(SysPrctl) != 167 || a.SyscallNumber(SysFutex) != 98 || a.SyscallNumber(SysFutexWaitv) != 449 {
 		t.Errorf("Name %q MaxInstLen %d SlotSize %d mmap %d", a.Name(), a.MaxInstLen(), a.SlotSize(), a.SyscallNumber(SysMmap))
 	}
 	if !bytes.Equal(a.Breakpoint(), []byte{0x00, 0x00, 0x20, 0xd4}) || a.BreakpointAddr(aPC) != aPC {

@@ -384,7 +384,8 @@ type Instrumenter interface {
 	calibrationStep() []byte
 }
 
-// Syscall names the system calls the tracer injects.
+// Syscall names the system calls the tracer injects, or looks for in a
+// thread that waits (SysFutex, SysFutexWaitv).
 type Syscall uint8
 
 const (
@@ -400,6 +401,12 @@ const (
 	// non-dumpable program dumpable for the moment it takes the patches
 	// out of the child's memory.
 	SysPrctl
+	// SysFutex and SysFutexWaitv are futex(2) and futex_waitv(2), where
+	// a thread waits for another thread of its program (a join, a lock,
+	// a condition variable): function timing does not charge such a
+	// wait the time PROFILE held the others (internal/profile/waits.go).
+	SysFutex
+	SysFutexWaitv
 )
 
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -465,7 +464,7 @@ func (r *report) htmlLineTable(pg *htmlPage) {
 		if class == "run" {
 			class = "" // (the table marks the hot lines and those never run)
 		}
-		row := htmlRow{Class: class, Cells: []htmlCell{{Text: path.Base(name), Title: name}, numCell(uint64(l.Line))}}
+		row := htmlRow{Class: class, Cells: []htmlCell{{Text: r.fileName(l.Module, l.File), Title: name}, numCell(uint64(l.Line))}}
 		if pg.found[[2]int{k.mod, k.file}] {
 			row.Cells[1].Href = "#" + lineAnchor(k)
 		}

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strings"
 
@@ -116,7 +115,7 @@ func (r *report) lineCountTable(p *printer, mod int) {
 		l := &lines[i]
 		h := r.hits(i)
 		p.text(fmt.Sprintf("%5d %s (%s:%d)", h, fixedWidth(percent(float64(h), float64(total)), 5, 1),
-			path.Base(at(r.plan.Modules[mod].Files, l.File)), l.Line))
+			r.fileName(mod, l.File), l.Line))
 	}
 }
 
@@ -142,9 +141,9 @@ func (r *report) sourceListings(p *printer, mod int) {
 		}
 		byFile[l.File][l.Line] += r.hits(i)
 	}
-	for file, name := range r.plan.Modules[mod].Files {
+	for file := range r.plan.Modules[mod].Files {
 		if counts := byFile[file]; counts != nil {
-			r.sourceListing(p, mod, name, counts, modHits)
+			r.sourceListing(p, mod, file, counts, modHits)
 		}
 	}
 }
@@ -169,7 +168,7 @@ func (r *report) warnSourcesLeftOut() {
 		}
 		for file, name := range m.Files {
 			if n[file] > 0 && !noFile(name) && r.findSource(mod, name) == "" {
-				files = append(files, fmt.Sprintf("%s (%d %s)", path.Base(name), n[file], plural(uint64(n[file]), "line")))
+				files = append(files, fmt.Sprintf("%s (%d %s)", r.fileName(mod, file), n[file], plural(uint64(n[file]), "line")))
 				total += n[file]
 			}
 		}
@@ -179,18 +178,19 @@ func (r *report) warnSourcesLeftOut() {
 	}
 }
 
-// sourceListing prints one source file with the counts of its profiled
-// lines (line number to hits, or to samples), each with its share of
-// modHits, or says it cannot be opened.
-func (r *report) sourceListing(p *printer, mod int, name string, counts map[int]uint64, modHits uint64) {
+// sourceListing prints source file file of module mod with the counts of
+// its profiled lines (line number to hits, or to samples), each with its
+// share of modHits, or says it cannot be opened.
+func (r *report) sourceListing(p *printer, mod, file int, counts map[int]uint64, modHits uint64) {
 	p.blank()
+	name := r.plan.Modules[mod].Files[file]
 	if noFile(name) {
 		p.text("No source file for " + name + ": code the compiler generated")
 		return
 	}
 	f, found := r.openSource(mod, name)
 	if f == nil {
-		p.text("Unable to open source file " + path.Base(name))
+		p.text("Unable to open source file " + r.fileName(mod, file))
 		return
 	}
 	defer f.Close()

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/sourceprofiler/sprof/datafile"
 )
 
 // demangleLimit bounds a demangled name to 2^16 characters; a longer one is
@@ -71,4 +73,46 @@ func withoutReturnType(a demangle.AST) (demangle.AST, bool) {
 		return &t, true
 	}
 	return nil, false
+}
+
+// fileNames returns the names the reports give the source files of mods,
+// by module and file: each file's shortest path suffix, of whole
+// components, that no other file of the profile ends with, which is its
+// base name where that is unique, as the original named every file; a
+// path that another ends with is named whole. The same path in two modules
+// is one file (a header both include) and has one name. Two files of one
+// base name (asm_linux_amd64.s of several Go packages) were one file in
+// the records and the listings.
+func fileNames(mods []datafile.Module) [][]string {
+	ends := map[string]int{} // how many distinct paths end with each suffix
+	seen := map[string]bool{}
+	for _, m := range mods {
+		for _, p := range m.Files {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			for i := len(p); i >= 0; i-- {
+				if i == 0 || p[i-1] == '/' {
+					if i < len(p) {
+						ends[p[i:]]++
+					}
+				}
+			}
+		}
+	}
+	names := make([][]string, len(mods))
+	for mi, m := range mods {
+		names[mi] = make([]string, len(m.Files))
+		for fi, p := range m.Files {
+			names[mi][fi] = p
+			for i := len(p); i > 0; i-- {
+				if p[i-1] == '/' && i < len(p) && ends[p[i:]] == 1 {
+					names[mi][fi] = p[i:]
+					break
+				}
+			}
+		}
+	}
+	return names
 }

@@ -24,6 +24,8 @@ type report struct {
 	sort Sort
 	// names are the displayed names of Plan.Funcs.
 	names []string
+	// files are the displayed names of the modules' files (fileNames).
+	files [][]string
 	// funcs and lines have, per module, the indices of its functions and
 	// lines in plan order.
 	funcs [][]int
@@ -74,7 +76,17 @@ func newReport(m *datafile.Merged, o Options) *report {
 		}
 	}
 	r.stacks = r.stacksByFunc()
+	r.files = fileNames(r.plan.Modules)
 	return r
+}
+
+// fileName is the displayed name of file of module mod (fileNames), or
+// "?".
+func (r *report) fileName(mod, file int) string {
+	if mod < 0 || mod >= len(r.files) || file < 0 || file >= len(r.files[mod]) {
+		return "?"
+	}
+	return r.files[mod][file]
 }
 
 // write warns, then writes the report selected by the options.

@@ -72,9 +72,9 @@ func (r *report) sampledSources(p *printer, mod int) {
 		byFile[l.File][l.Line] += n
 	}
 	inside := r.insideSamples()
-	for file, name := range r.plan.Modules[mod].Files {
+	for file := range r.plan.Modules[mod].Files {
 		if counts := byFile[file]; counts != nil {
-			r.sourceListing(p, mod, name, counts, inside)
+			r.sourceListing(p, mod, file, counts, inside)
 		}
 	}
 }

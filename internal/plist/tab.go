@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -158,12 +157,12 @@ func (r *report) lineRecords(w io.Writer) {
 	}
 }
 
-// lineSource is the source field of record 7: the file's base name, or
-// with /F the path PREP recorded.
+// lineSource is the source field of record 7: the file's name
+// (fileNames: its base name where that is unique), or with /F the path
+// PREP recorded.
 func (r *report) lineSource(l *datafile.Line) string {
-	name := at(r.plan.Modules[l.Module].Files, l.File)
 	if r.o.FullPaths {
-		return name
+		return at(r.plan.Modules[l.Module].Files, l.File)
 	}
-	return path.Base(name)
+	return r.fileName(l.Module, l.File)
 }

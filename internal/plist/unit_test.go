@@ -263,3 +263,31 @@ func TestGenerateWriteError(t *testing.T) {
 		}
 	}
 }
+
+// TestFileNames: each file is named by the shortest path suffix no other
+// file of the profile ends with, its base name where that is unique; a
+// path that another ends with is named whole; one path in two modules is
+// one file.
+func TestFileNames(t *testing.T) {
+	for _, c := range []struct {
+		files [][]string
+		want  [][]string
+	}{
+		{[][]string{{"/src/a/util.c", "/src/b/util.c", "/src/main.c"}}, [][]string{{"a/util.c", "b/util.c", "main.c"}}},
+		{[][]string{{"/go/src/syscall/asm_linux_amd64.s", "/go/src/internal/runtime/syscall/asm_linux_amd64.s"}},
+			[][]string{{"src/syscall/asm_linux_amd64.s", "runtime/syscall/asm_linux_amd64.s"}}},
+		{[][]string{{"src/util.c", "lib/src/util.c", "lcount.c"}}, [][]string{{"src/util.c", "lib/src/util.c", "lcount.c"}}},
+		{[][]string{{"/x/prog.c", "/usr/include/stdio.h"}, {"/y/lib.c", "/usr/include/stdio.h"}},
+			[][]string{{"prog.c", "stdio.h"}, {"lib.c", "stdio.h"}}},
+		{[][]string{{"/x/util.c"}, {"/y/util.c"}}, [][]string{{"x/util.c"}, {"y/util.c"}}},
+		{[][]string{{"util.c", "/util.c", "C:\\src\\lcount.c", ""}}, [][]string{{"util.c", "/util.c", "C:\\src\\lcount.c", ""}}},
+	} {
+		mods := make([]datafile.Module, len(c.files))
+		for i, f := range c.files {
+			mods[i].Files = f
+		}
+		if d := cmp.Diff(c.want, fileNames(mods)); d != "" {
+			t.Errorf("fileNames(%q) (-want +got):\n%s", c.files, d)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/dwarf"
-	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
@@ -51,7 +50,13 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	var lines []datafile.Line
 	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
-		rows, err := m.file.StatementRows()
+		every, err := m.file.Rows()
+		var rows []dwarf.LineRow // the statement rows
+		for _, r := range every {
+			if r.Stmt {
+				rows = append(rows, r)
+			}
+		}
 		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
 			return nil, nil, prf.NoDebugInfo(m.module.Path)
 		}
@@ -88,8 +93,12 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 				warn(d)
 			}
 		}
+		inl, err := m.file.InlinedCalls()
+		if err != nil {
+			return nil, nil, debugInfoError(m.module.Path, err)
+		}
 		var kept []fileLine
-		for _, l := range moduleLines(m, rows, fns, method, rowWarn) {
+		for _, l := range moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn) {
 			if selects(l, true) {
 				kept = append(kept, l)
 			}
@@ -138,7 +147,7 @@ func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]stri
 		if err != nil {
 			return nil, nil, err
 		}
-		all := moduleLines(m, rows, fns, datafile.FuncSampling, func(dwarf.LineRow, int, *prf.Diagnostic) {})
+		all := moduleLines(m, rows, fns, datafile.FuncSampling, nil, func(dwarf.LineRow, int, *prf.Diagnostic) {})
 		files[mi], lines = addLines(lines, mi, rows, all)
 	}
 	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
@@ -195,69 +204,42 @@ type fileLine struct {
 }
 
 // moduleLines returns the lines of the functions fns of module m, whose
-// statement rows are rows (sorted by address), in file and line order. A
-// row that is not on an instruction boundary is dropped, with warning
-// PRF4624 through warn, given the row and its function (an index of fns).
-func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
-	// The rows of the functions, on instruction boundaries.
-	type site struct {
-		row dwarf.LineRow
-		fn  int
-	}
-	var sites []site
-	for i, fn := range fns {
-		for _, r := range fn.Ranges {
-			lo, _ := slices.BinarySearchFunc(rows, r.Low, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
-			hi, _ := slices.BinarySearchFunc(rows, r.High, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
-			if lo == hi {
-				continue
-			}
-			code, err := m.file.Code(r.Low, int(r.High-r.Low))
-			var bounds []uint64
-			if err == nil {
-				// (A decoding error leaves the boundaries before it.)
-				bounds, _ = instr.Boundaries(m.arch, code, r.Low)
-			}
-			for _, row := range rows[lo:hi] {
-				if !instr.OnBoundary(bounds, row.Addr) {
-					why := fmt.Errorf("address %#x of function %s is not on an instruction boundary", row.Addr, fn.Name)
-					if err != nil {
-						why = err
-					}
-					warn(row, i, prf.CannotProfileLine(row.Line, row.File, m.module.Path, why))
-					continue
-				}
-				sites = append(sites, site{row, i})
-			}
-		}
-	}
-	// The addresses of each line: per function its lowest (counting), or
-	// every one (coverage).
+// rows are rows (sorted by address: for line profiles every row, else the
+// statement rows), in file and line order,
+// each with its sites: for line counting those of each copy of the line
+// (countingSites), for line coverage every place where it begins (its
+// rows but the ends of blocks a jump lands after: linePlaces), calls
+// being the module's inlined calls; for sampling every row's address. A
+// statement row that is not on an instruction boundary is dropped, with
+// warning PRF4624 through warn, given the row and its function (an index
+// of fns).
+func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
 	type key struct {
 		file string
 		line int
 	}
 	byLine := map[key]*fileLine{}
-	lowest := map[[2]any]int{} // (line, function) -> index in its addrs
-	for _, s := range sites {
-		k := key{s.row.File, s.row.Line}
-		l := byLine[k]
-		if l == nil {
-			l = &fileLine{file: k.file, line: k.line}
-			byLine[k] = l
+	for i, fn := range fns {
+		fnWarn := func(row dwarf.LineRow, d *prf.Diagnostic) { warn(row, i, d) }
+		fnRows, code := functionRows(m, rows, fn, fnWarn)
+		switch method {
+		case datafile.LineCounting:
+			fnRows = countingSites(m, fn, code, fnRows, calls)
+		case datafile.LineCoverage:
+			fnRows = coverageSites(fn, code, fnRows, calls)
 		}
-		if !slices.Contains(l.fns, s.fn) {
-			l.fns = append(l.fns, s.fn)
-		}
-		if method == datafile.LineCounting {
-			fk := [2]any{k, s.fn}
-			if i, ok := lowest[fk]; ok {
-				l.addrs[i] = min(l.addrs[i], s.row.Addr)
-				continue
+		for _, r := range fnRows {
+			k := key{r.File, r.Line}
+			l := byLine[k]
+			if l == nil {
+				l = &fileLine{file: k.file, line: k.line}
+				byLine[k] = l
 			}
-			lowest[fk] = len(l.addrs)
+			if !slices.Contains(l.fns, i) {
+				l.fns = append(l.fns, i)
+			}
+			l.addrs = append(l.addrs, r.Addr)
 		}
-		l.addrs = append(l.addrs, s.row.Addr)
 	}
 	lines := make([]fileLine, 0, len(byLine))
 	for _, l := range byLine {
@@ -267,6 +249,46 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	}
 	slices.SortFunc(lines, func(a, b fileLine) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.line, b.line)) })
 	return lines
+}
+
+// functionRows returns the rows of fn's code, of rows (sorted by
+// address), that are on instruction boundaries, decoding each of its
+// ranges from its start, sorted by address (those of one address in
+// table order), and fn's instructions. A statement row elsewhere is
+// dropped with warning PRF4624 through warn, given the row, another
+// without a word.
+func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func(dwarf.LineRow, *prf.Diagnostic)) ([]dwarf.LineRow, []decoded) {
+	var out []dwarf.LineRow
+	var code []decoded
+	for _, r := range fn.Ranges {
+		lo, _ := slices.BinarySearchFunc(rows, r.Low, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
+		hi, _ := slices.BinarySearchFunc(rows, r.High, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
+		if lo == hi {
+			continue
+		}
+		// (A decoding error leaves the instructions before it.)
+		insts, err := decodeRange(m, r)
+		code = append(code, insts...)
+		for _, row := range rows[lo:hi] {
+			_, on := slices.BinarySearchFunc(insts, row.Addr, func(d decoded, a uint64) int { return cmp.Compare(d.addr, a) })
+			if !on && !row.Stmt {
+				continue // (only a statement row may be a site)
+			}
+			if !on {
+				why := fmt.Errorf("address %#x of function %s is not on an instruction boundary", row.Addr, fn.Name)
+				if err != nil {
+					why = err
+				}
+				warn(row, prf.CannotProfileLine(row.Line, row.File, m.module.Path, why))
+				continue
+			}
+			out = append(out, row)
+		}
+	}
+	byAddr := func(a, b dwarf.LineRow) int { return cmp.Compare(a.Addr, b.Addr) }
+	slices.SortStableFunc(out, byAddr)
+	slices.SortFunc(code, func(a, b decoded) int { return cmp.Compare(a.addr, b.addr) })
+	return out, code
 }
 
 // fileOrder returns the files of keep in listing order: the units in the

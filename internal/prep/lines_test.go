@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/dwarf"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
@@ -438,5 +439,60 @@ func goLines(t *testing.T, prog string) {
 	}
 	if len(p.LeftOut) != 1 || p.LeftOut[0].Funcs >= fp.LeftOut[0].Funcs {
 		t.Errorf("/INC runtime: left out %+v, want fewer than %+v", p.LeftOut, fp.LeftOut)
+	}
+}
+
+// TestLineSitesInlined plans the lines of inlines.c, whose bump is inlined
+// four times into walk, for x86-64 and for arm64 as PIE, and checks that
+// each line of bump has one site in each copy, the code of each inlined
+// call (a line had one site per function, in one copy), and the lines of
+// walk one each.
+func TestLineSitesInlined(t *testing.T) {
+	for _, c := range []struct{ cc, opt string }{
+		{"gcc", "-O0"}, {"gcc", "-O2"}, {"aarch64-linux-gnu-gcc", "-O0"}, {"aarch64-linux-gnu-gcc", "-O2"},
+	} {
+		t.Run(c.cc+c.opt, func(t *testing.T) {
+			testutil.MustHaveTool(t, c.cc)
+			prog := filepath.Join(t.TempDir(), "inlines")
+			run(t, "", nil, c.cc, "-g", c.opt, "-pie", "-fPIE", "-o", prog,
+				filepath.Join(testutil.Root(t), "testdata", "progs", "c", "inlines.c"))
+			plan, err := planLinesOf(t, datafile.LineCounting, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := dwarf.Open(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			calls, err := f.InlinedCalls()
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyOf := func(a uint64) int {
+				for i, c := range calls {
+					for _, r := range c.Ranges {
+						if r.Low <= a && a < r.High {
+							return i
+						}
+					}
+				}
+				return -1
+			}
+			sites := lineSet(plan, "inlines.c")
+			for _, line := range []int{23, 24} { // bump: add, bump: back
+				var copies []int
+				for _, a := range sites[line] {
+					copies = append(copies, copyOf(a))
+				}
+				slices.Sort(copies)
+				if len(copies) != 4 || slices.Contains(copies, -1) || len(slices.Compact(copies)) != 4 {
+					t.Errorf("line %d: sites %#x in the inlined calls %v, want one in each of 4", line, sites[line], copies)
+				}
+			}
+			if len(sites[44]) != 1 { // s += walk(x);
+				t.Errorf("line 44: sites %#x, want one", sites[44])
+			}
+		})
 	}
 }

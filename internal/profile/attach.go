@@ -209,6 +209,7 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	stop := t.endWindow()
 	defer stop()
 	unmask()
+	t.startWaits()
 	for _, tid := range t.threadIDs() {
 		t.openThreadBooks(t.threads[tid])
 		if err = t.resume(tid, 0); err != nil {

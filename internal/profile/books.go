@@ -45,6 +45,21 @@ import (
 // functions not keyed by their stack pointer (Go), are not told apart:
 // they are compared with every frame, as where the mappings are not known.
 //
+// A goroutine's ledger also holds the C frames of its cgo calls (the
+// tracer books there a thread's C calls made while it runs the
+// goroutine), and the Go frames of the callbacks those make: runs of
+// frames of one kind, Go's keyed by their distance from the goroutine's
+// stack top, C's by the stack pointer of the thread's system stack, two
+// keys that say nothing of each other. The rules above hold within the
+// latest run of the event's kind (runFloor):
+//
+//   - An entry of the other kind than the top run's, deeper than the top
+//     frame of the latest run of its kind (or the first of its kind),
+//     starts a run: a C function called by Go, a Go function called back
+//     by C, nested in the frame below.
+//   - An event of that kind that is not deeper is back in that run, or
+//     in one below: the frames above close (their exits were not seen).
+//
 // Times are in nanoseconds of a clock that stops while the thread is
 // stopped by PROFILE (the tracer removes that time before an event gets
 // here). That clock is an estimate, which may step back by less than an
@@ -140,6 +155,17 @@ type ledger struct {
 	segs  []segment
 	// traced is its owner in the trace (nil: no trace).
 	traced *datafile.TraceOwnerState
+	// goroutine marks a goroutine's ledger, whose frames are in runs of
+	// Go's and C's (runFloor), bottom first.
+	goroutine bool
+	runs      []kindRun
+}
+
+// kindRun is a stretch of a goroutine's frames, from first to the next
+// run's, all of Go functions or all of C functions (c).
+type kindRun struct {
+	first int
+	c     bool
 }
 
 // maxOpenSlice is the most functions for which a ledger's open counts
@@ -221,7 +247,7 @@ func (l *ledger) tick(now int64) int64 {
 func (b *books) ledger(k ledgerKey) *ledger {
 	l := b.ledgers[k]
 	if l == nil {
-		l = &ledger{split: b.where != nil && !k.goroutine}
+		l = &ledger{split: b.where != nil && !k.goroutine, goroutine: k.goroutine}
 		if b.trace != nil {
 			l.traced = b.trace.Owner(datafile.TraceOwner{Goroutine: k.goroutine, ID: k.id})
 		}
@@ -245,6 +271,10 @@ func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
 func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	floor, on := b.onStack(l, fn, sp, now)
+	nested := false
+	if l.goroutine {
+		floor, nested = b.runFloor(l, fn, sp, now, false)
+	}
 	// Frames at or above sp have returned unseen.
 	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp <= sp {
 		b.close(l, now)
@@ -254,6 +284,9 @@ func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	}
 	if l.split {
 		l.stretch(on)
+	}
+	if nested {
+		l.runs = append(l.runs, kindRun{first: len(l.frames), c: b.keyedBySP(fn)})
 	}
 	b.hits[fn]++
 	stack := -1
@@ -280,6 +313,9 @@ func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
 func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	floor, _ := b.onStack(l, fn, sp, now)
+	if l.goroutine {
+		floor, _ = b.runFloor(l, fn, sp, now, true)
+	}
 	for len(l.frames) > floor && l.frames[len(l.frames)-1].sp < sp {
 		b.close(l, now)
 	}
@@ -328,6 +364,54 @@ func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on 
 	return l.segs[i].first, l.segs[i]
 }
 
+// keyedBySP reports whether fn's frames are keyed by the stack pointer
+// (C's; not Go's).
+func (b *books) keyedBySP(fn int) bool { return b.noSP == nil || !b.noSP[fn] }
+
+// runFloor returns the first of goroutine ledger l's frames an event of
+// fn at key is compared with. It looks at the runs of fn's kind from the
+// latest down: an event deeper than such a run's top frame is a call
+// from the frames above it (an entry nests in them, starting a run of its
+// own; an exit closes nothing), unless that run is the top one (the rules
+// hold in it); an event within a run (deeper than its first frame, or an
+// exit of it) is back there: the frames above the run close at now. An
+// event at or above a run's first frame returns from the whole run, and
+// the next one down is looked at; when none is left, the frames from the
+// lowest one up close, and an entry starts a run where they were.
+func (b *books) runFloor(l *ledger, fn int, key uint64, now int64, exit bool) (floor int, nested bool) {
+	c := b.keyedBySP(fn)
+	lowest := -1
+	for i := len(l.runs) - 1; i >= 0; i-- {
+		r := l.runs[i]
+		if r.c != c {
+			continue
+		}
+		lowest = i
+		top := len(l.frames) - 1
+		if i+1 < len(l.runs) {
+			top = l.runs[i+1].first - 1
+		}
+		switch bottom := l.frames[r.first].sp; {
+		case key < l.frames[top].sp:
+			if i == len(l.runs)-1 {
+				return r.first, false
+			}
+			return len(l.frames), !exit
+		case key < bottom || (exit && key == bottom):
+			for len(l.frames) > top+1 {
+				b.close(l, now)
+			}
+			return r.first, false
+		}
+	}
+	if lowest >= 0 {
+		for first := l.runs[lowest].first; len(l.frames) > first; {
+			b.close(l, now)
+		}
+	}
+	return len(l.frames), !exit
+}
+
 // stretch notes the stretch of a frame about to be pushed, entered on
 // stack on: the top one if it is on that stack, or a stack not known
 // (the first stretch, when there is none yet), else a new one.
@@ -368,6 +452,9 @@ func (b *books) close(l *ledger, now int64) {
 	l.frames = l.frames[:n]
 	if s := len(l.segs) - 1; s > 0 && l.segs[s].first == n {
 		l.segs = l.segs[:s]
+	}
+	if r := len(l.runs) - 1; r >= 0 && l.runs[r].first == n {
+		l.runs = l.runs[:r]
 	}
 	if l.traced != nil {
 		b.trace.Event(l.traced, true, f.fn, now)

@@ -20,6 +20,40 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
+// site is one of PROFILE's breakpoints (breakpoints.go): where it is
+// and the bytes it replaced, how the instruction under it is carried out
+// while it stays, and what a hit there means.
+type site struct {
+	addr uint64 // run-time address
+	orig []byte // the bytes the breakpoint replaced
+
+	// How its instruction is carried out: disp says how, valid when
+	// displaced is set (always, but for coverage sites whose instruction
+	// could not be displaced), from slot, its out-of-line slot (0: none).
+	// A line site's is prepared at its first hit (most lines of a program
+	// never run): pending until then, code holding the instruction's
+	// bytes. stale marks a retired site whose breakpoint the processor
+	// still runs (retrapped): its instruction is carried out of line.
+	disp      instr.Displaced
+	displaced bool
+	slot      uint64
+	pending   bool
+	code      []byte
+	stale     bool
+
+	// What a hit means: item is the function entered (Plan.Funcs) or the
+	// line run (Plan.Lines), -1 for none; more are the other lines of a
+	// line site several lines share; exit is the function left (timing),
+	// -1 for none (an entry that is also an exit has both); rendezvous
+	// marks the dynamic linker's breakpoint (modules.go). hits counts the
+	// stops at an exit site (timing in-process: exitStops).
+	item       int
+	more       []int
+	exit       int
+	rendezvous bool
+	hits       int
+}
+
 // breakpoints holds PROFILE's breakpoints in the program, each a site,
 // and handles the stops at them.
 type breakpoints struct {

@@ -309,6 +309,17 @@ func (x *explainer) signal(th *thread, sig syscall.Signal) {
 	x.tell("signal", "%s thread %d received %s: PROFILE passes it on unchanged.", x.now(), th.tid, describeSignal(sig))
 }
 
+// steppedOut tells a signal that found thread th in PROFILE's code, at
+// from, delivered where it is back in the program's, at to, steps
+// instructions later (deliverOutside).
+func (x *explainer) steppedOut(th *thread, sig syscall.Signal, from, to uint64, steps int) {
+	if x == nil {
+		return
+	}
+	x.tell("signal", "%s the signal found thread %d in PROFILE's code at %#x: PROFILE holds %s, single-steps the thread back into the program's code (%d instructions, to %#x), and delivers it there.",
+		x.now(), th.tid, from, signalName(sig), steps, to)
+}
+
 // forwarded tells a signal PROFILE received passed on to the program
 // (from forwardSignals' goroutine).
 func (x *explainer) forwarded(sig syscall.Signal) {

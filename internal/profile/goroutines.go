@@ -36,13 +36,15 @@ type goRecord struct {
 	// ns is the record's time on PROFILE's clock; stolen is what the
 	// stops of its thread had taken from the thread when it was read.
 	ns, stolen int64
-	// key is the frame's distance from the goroutine's stack top.
+	// key is the frame's distance from the goroutine's stack top, or
+	// for a C function's frame (sp) the stack pointer.
 	key uint64
 	// seq is the order in which the records were read.
 	seq  uint64
 	tid  int32
 	item int32
 	exit bool
+	sp   bool
 }
 
 // goroutine is what PROFILE keeps of a goroutine: its ledger in the
@@ -150,12 +152,13 @@ func (r *rings) goroutine(id uint64) *goroutine {
 	return g
 }
 
-// keep holds a goroutine's record read from thread tid's ring, whose
-// stops had taken stolen from it.
-func (r *rings) keep(tid int, rec instr.Record, ns, stolen int64) {
-	g := r.goroutine(rec.G)
+// keep holds a record of goroutine id read from thread tid's ring, whose
+// stops had taken stolen from it: the goroutine's own, or (sp) one of a
+// C function its thread ran for it (tracer.carrier).
+func (r *rings) keep(tid int, id uint64, rec instr.Record, ns, stolen int64, sp bool) {
+	g := r.goroutine(id)
 	r.seq++
-	g.recs = append(g.recs, goRecord{ns: ns, stolen: stolen, key: rec.SP, seq: r.seq, tid: int32(tid), item: int32(rec.Item), exit: rec.Exit})
+	g.recs = append(g.recs, goRecord{ns: ns, stolen: stolen, key: rec.SP, seq: r.seq, tid: int32(tid), item: int32(rec.Item), exit: rec.Exit, sp: sp})
 	if !g.queued {
 		g.queued = true
 		r.queued = append(r.queued, g)
@@ -246,6 +249,9 @@ func (r *rings) bookGoroutine(g *goroutine, rec goRecord) {
 	c.events++
 	now := raw - int64(c.debt)
 	key := 1<<63 - rec.key
+	if rec.sp {
+		key = rec.key
+	}
 	if rec.exit {
 		r.t.books.exitLedger(g.ledger, int(rec.item), key, now)
 	} else {

@@ -24,7 +24,7 @@ func TestGoroutineOrder(t *testing.T) {
 	// keep reads goroutine 7's entry or exit of fn on thread tid, at
 	// distance 100 plus depth from its stack's top, made at time at.
 	keep := func(tid, fn int, exit bool, depth uint64, at int64) {
-		r.keep(tid, instr.Record{Item: fn, Exit: exit, SP: 100 + depth, G: 7}, at, 0)
+		r.keep(tid, 7, instr.Record{Item: fn, Exit: exit, SP: 100 + depth, G: 7}, at, 0, false)
 	}
 
 	// First reading: thread 1's ring has f's entry; then thread 2's has

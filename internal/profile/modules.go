@@ -274,6 +274,7 @@ func (t *tracer) forget(l *loaded) error {
 			if _, err := t.syscall(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
 				return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
 			}
+			t.ownMaps = slices.DeleteFunc(t.ownMaps, func(o [2]uint64) bool { return o[0] >= a[0] && o[0] < a[0]+a[1] })
 		}
 		return nil
 	})

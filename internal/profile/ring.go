@@ -167,6 +167,7 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	k := threadLedger(th.tid)
+	t.settleWait(th)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
@@ -185,11 +186,16 @@ func (r *rings) drain(th *thread) int {
 		}
 		t.explain.record(th.tid, &rec)
 		if rec.G != 0 {
-			r.keep(th.tid, rec, t.ctr.ns(rec.Time), base)
+			t.carried[th.tid] = rec.G
+			r.keep(th.tid, rec.G, rec, t.ctr.ns(rec.Time), base, false)
 			continue
 		}
 		if rec.Returned {
 			rec.SP -= instr.ReturnPop(t.arch)
+		}
+		if g := t.carrier(th.tid, rec.Item); g != 0 {
+			r.keep(th.tid, g, rec, t.ctr.ns(rec.Time), base, true)
+			continue
 		}
 		raw := t.ctr.ns(rec.Time) - base
 		th.debt = r.debt(th, raw)
@@ -352,6 +358,7 @@ func (r *rings) drainAll() int {
 		r.bookGoroutines(first)
 	}
 	r.t.refineCounter()
+	r.t.waitTick()
 	return n
 }
 
@@ -387,6 +394,27 @@ func (r *rings) stop(th *thread, addr uint64) (bool, error) {
 		return true, t.setAndResume(th, 0)
 	}
 	return true, t.resume(th.tid, 0)
+}
+
+// passFull moves thread th, stopped at a ring-full breakpoint while
+// PROFILE single-steps it (its registers in t.regs), past it, its ring
+// read, and reports whether it was one.
+func (r *rings) passFull(th *thread) bool {
+	t := r.t
+	addr := t.arch.BreakpointAddr(t.regs.PC())
+	after := addr + uint64(len(t.arch.Breakpoint()))
+	reg, ok := t.counters.fullRegion(after)
+	if !ok {
+		return false
+	}
+	r.stopped(th)
+	r.fullStop(th, t.arch.SP(&t.regs), reg.tp)
+	r.full++
+	if t.regs.PC() != after {
+		t.regs.SetPC(after) // past arm64's BRK
+		ptrace.SetRegs(th.tid, &t.regs)
+	}
+	return true
 }
 
 // collect gives the run's result the number of stops for a full ring.

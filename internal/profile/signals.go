@@ -7,7 +7,10 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +47,10 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		}
 		if !moved && sig != syscall.SIGFPE {
 			t.copyOfJump(t.regs.PC())
+		}
+	} else if th.stepping == nil {
+		if done, err := t.deliverOutside(th, sig); done || err != nil {
+			return err
 		}
 	}
 	if th.stepping != nil {
@@ -144,11 +151,9 @@ func faultSignal(sig syscall.Signal) bool {
 // PROFILE wrote (a trampoline, a breakpoint's out-of-line slot) to the
 // original address of the faulting instruction, so that the program's
 // handler, a core dump or Go's panic see the program's own code; the
-// registers are those the original code would have there. Other signals
-// are delivered where the thread is: the handler returns into the
-// trampoline, which goes on (a thread moved back to the entry would count
-// its call twice). Go declines to preempt at a PC it does not know, which
-// is harmless. It reports whether it moved the thread; the thread's
+// registers are those the original code would have there. (Other
+// signals are delivered where the thread is back in the program's code:
+// deliverOutside.) It reports whether it moved the thread; the thread's
 // registers are in t.regs either way.
 func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
 	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
@@ -208,4 +213,147 @@ func (t *tracer) forwardSignals() (stop func()) {
 		}
 	}()
 	return func() { close(quit) }
+}
+
+// interruptStop does what an interrupt of thread th was for: a sweep of
+// line coverage's jumps, a sample of the ptrace sampler.
+func (t *tracer) interruptStop(th *thread) {
+	if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
+		t.sweepStop()
+	}
+	if t.sampling != nil {
+		t.sampling.sampleStop(th)
+	}
+}
+
+// stepOutLimit is how many instructions, at most, a thread is stepped
+// through PROFILE's code before a signal is delivered: a trampoline is a
+// few dozen, but a relocated string instruction (rep movs) steps once a
+// round.
+const stepOutLimit = 4096
+
+// deliverOutside delivers signal sig, which stopped thread th in code
+// PROFILE wrote (a trampoline of an entry, an exit or a line, a
+// breakpoint's slot, a hop), where the thread is back in the program's
+// code: the signal is held, the thread single-stepped out, and the
+// signal delivered there with its own siginfo. So a handler, or Go's
+// profiler reading the interrupted PC, sees the program's code as it
+// would natively, and nothing is counted twice (a thread moved back to
+// the site would count its call again). A full ring on the way is read,
+// a fault on the way is delivered at once (leaveOwnCode), and another
+// signal that comes meanwhile is held and sent again after sig. It
+// reports whether it took the stop over: false when th is not in
+// PROFILE's code, and sig is to be delivered as always.
+func (t *tracer) deliverOutside(th *thread, sig syscall.Signal) (bool, error) {
+	tid := th.tid
+	if err := ptrace.GetRegs(tid, &t.regs); err != nil || !t.ownArea(t.regs.PC()) || inSyscall(th) {
+		return false, nil
+	}
+	info, err := ptrace.GetRawSigInfo(tid)
+	if err != nil {
+		return false, nil
+	}
+	var later []syscall.Signal
+	from := t.regs.PC()
+	for steps := 1; steps <= stepOutLimit; steps++ {
+		ws, gone, err := t.stepThrough(tid)
+		if err != nil || gone {
+			return true, err
+		}
+		switch {
+		case !ws.Stopped():
+			t.later = append(t.later, laterStop{tid, ws}) // (gone: the loop sees it)
+			return true, nil
+		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
+			if err := ptrace.GetRegs(tid, &t.regs); err != nil {
+				return true, nil
+			}
+			if t.rings != nil && t.rings.passFull(th) {
+				continue
+			}
+			if !t.ownArea(t.regs.PC()) {
+				t.explain.steppedOut(th, sig, from, t.regs.PC(), steps)
+				return true, t.deliverHeld(th, sig, info, later)
+			}
+		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop:
+			t.interruptStop(th)
+		case ws.GroupStop():
+			// The program is stopped (SIGSTOP): it stays so, and the
+			// signals held come when it goes on (SIGCONT).
+			t.resend(th, append(later, sig))
+			return true, t.stopped(tid, ws)
+		case ws.StopSignal() == syscall.SIGTRAP:
+			// An event (the thread's exit): handled as any, the signals
+			// held dropped with the thread.
+			return true, t.stopped(tid, ws)
+		case faultSignal(ws.StopSignal()):
+			if _, err := t.leaveOwnCode(th); err != nil {
+				return true, err
+			}
+			t.resend(th, append(later, sig))
+			return true, t.resume(tid, ws.StopSignal())
+		default:
+			later = append(later, ws.StopSignal())
+		}
+	}
+	return true, t.deliverHeld(th, sig, info, later) // (where it is)
+}
+
+// inSyscall reports whether thread th, stopped for a signal, was in a
+// system call (/proc/PID/task/TID/syscall names one): a system call
+// instruction run from a breakpoint's slot, interrupted. Stepped on, the
+// thread would make the call again, and wait in it.
+func inSyscall(th *thread) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", th.tgid, th.tid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	nr, err := strconv.ParseInt(f[0], 10, 64)
+	return err == nil && nr >= 0
+}
+
+// stepThrough single-steps stopped thread tid and waits for its next
+// stop, whatever it is; gone when the thread no longer exists to step
+// (killed meanwhile: the loop sees its end).
+func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err error) {
+	if err := ptrace.Step(tid); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return 0, true, nil
+		}
+		return 0, false, fmt.Errorf("step thread %d: %w", tid, err)
+	}
+	ws, err = ptrace.WaitForYielding(tid, time.Millisecond)
+	if err != nil {
+		return 0, false, fmt.Errorf("wait for thread %d: %w", tid, err)
+	}
+	return ws, false, nil
+}
+
+// deliverHeld delivers signal sig to stopped thread th with its siginfo,
+// and sends the signals held after it again.
+func (t *tracer) deliverHeld(th *thread, sig syscall.Signal, info ptrace.RawSigInfo, later []syscall.Signal) error {
+	if err := ptrace.SetSigInfo(th.tid, info); err != nil && !ptrace.IsNoProcess(err) {
+		return fmt.Errorf("give thread %d its signal's information: %w", th.tid, err)
+	}
+	t.resend(th, later)
+	return t.resume(th.tid, sig)
+}
+
+// resend sends signals held while thread th stepped out of PROFILE's code
+// again: they are pending when it goes on, and stop it again.
+func (t *tracer) resend(th *thread, sigs []syscall.Signal) {
+	for _, s := range sigs {
+		ptrace.Tgkill(th.tgid, th.tid, s)
+	}
+}
+
+// laterStop is a stop of a thread that a wait for it alone took, which
+// the loop handles next (tracer.later).
+type laterStop struct {
+	tid int
+	ws  ptrace.WaitStatus
 }

@@ -69,17 +69,47 @@ func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
 // the stop is to be charged to.
 func (t *tracer) book(th *thread, s *site) {
 	if s.item >= 0 {
-		k, sp := t.frameKey(th, &t.plan.Funcs[s.item])
+		k, sp := t.bookKey(th, s.item)
 		t.books.enter(k, s.item, sp, t.eventTime(th, k))
 		t.charged = k
 	}
 	if s.exit >= 0 {
 		// (An entry that is also an exit, a function that is one ret or
 		// one jump, enters and leaves at once.)
-		k, sp := t.frameKey(th, &t.plan.Funcs[s.exit])
+		k, sp := t.bookKey(th, s.exit)
 		t.books.exit(k, s.exit, sp, t.eventTime(th, k))
 		t.charged = k
 	}
+}
+
+// bookKey returns whose stack an event of item at a stop of thread th
+// belongs to, and its frame's key (frameKey): a C function's call made
+// for a goroutine (carrier) is the goroutine's.
+func (t *tracer) bookKey(th *thread, item int) (ledgerKey, uint64) {
+	k, sp := t.frameKey(th, &t.plan.Funcs[item])
+	if k.goroutine {
+		t.carried[th.tid] = k.id
+	} else if g := t.carrier(th.tid, item); g != 0 {
+		k = ledgerKey{goroutine: true, id: g}
+	}
+	return k, sp
+}
+
+// carrier returns the goroutine thread tid runs a call of C function
+// item for, 0 for none: in a program with Go functions, the goroutine of
+// the last of Go's events the thread made (a record of its ring, or a
+// stop). A cgo call runs its C function on the thread that runs the
+// goroutine, which stays there until the call returns, its callbacks
+// included; cgo's wrapper, a Go function, comes first (main._Cfunc_f,
+// which PREP profiles with the program's own functions). So the C call
+// is the goroutine's, nested in its Go frames, and the Go calls it makes
+// back in it (books.runFloor). A thread that ran no goroutine's profiled
+// call yet (a thread C code started) keeps its C calls.
+func (t *tracer) carrier(tid, item int) uint64 {
+	if b := t.books; b.noSP == nil || b.noSP[item] {
+		return 0
+	}
+	return t.carried[tid]
 }
 
 // eventTime is the time of the event of thread th at the stop being
@@ -177,6 +207,9 @@ func (t *tracer) steal(tid int, from, to int64) {
 	}
 	t.stolen[threadLedger(tid)] += to - from
 	t.held.add(from, to)
+	if th := t.threads[tid]; th != nil {
+		th.heldTotal += to - from
+	}
 }
 
 // heldTime is the time during which PROFILE held at least one thread of
@@ -320,6 +353,10 @@ func (t *tracer) closeThreadBooks(th *thread) {
 	if t.rings != nil {
 		t.rings.stopped(th)
 	}
+	t.settleWait(th)
+	th.closeWait()
+	t.waitEnded(th)
+	delete(t.carried, th.tid)
 	k := threadLedger(th.tid)
 	end := t.now(th, k)
 	t.books.end(k, end)

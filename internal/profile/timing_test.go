@@ -21,7 +21,14 @@ type timed struct {
 
 func runTimed(t testing.TB, plan *datafile.Plan, prog string, args ...string) timed {
 	t.Helper()
-	got := runPlan(t, plan, prog, args...)
+	return runTimedWith(t, plan, prog, false, args...)
+}
+
+// runTimedWith is runTimed, with every event on a breakpoint where asked
+// (profile --breakpoints).
+func runTimedWith(t testing.TB, plan *datafile.Plan, prog string, breakpoints bool, args ...string) timed {
+	t.Helper()
+	got := runWith(t, plan, prog, breakpoints, args...)
 	if !got.res.Exited || got.res.ExitCode != 0 {
 		t.Fatalf("%s %v: exited %v, status %d, output %q", prog, args, got.res.Exited, got.res.ExitCode, got.stdout)
 	}
@@ -158,7 +165,10 @@ func TestReturnSites(t *testing.T) {
 // calibration of 70 ns against 37 in the run). The lower bound moves by
 // what a calibration above the run's cost takes from each call's two
 // records; the upper bound, which holds that the records' cost is taken
-// out at all, only by a calibration below half the run's.
+// out at all, by what a calibration below the run's cost leaves in each
+// call's two records (seen on 2026-11-29: 12 ns calibrated, 17 in the
+// run, tiny 16 % over its twin). Were the records' cost not taken out,
+// tiny would still read twice the run's cost a call above that bound.
 //
 // Under the arm64 VM's emulation a record costs some 180 ns, more than
 // three of tiny's calls, and what it costs in place varies with the
@@ -204,7 +214,7 @@ func TestTimingShortCalls(t *testing.T) {
 	switch {
 	case cal > inRun:
 		low -= 2 * calls * (cal - inRun)
-	case cal < inRun/2:
+	case cal < inRun:
 		high += 2 * calls * (inRun - cal)
 	}
 	if testutil.Slow() {

@@ -16,40 +16,6 @@ import (
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
 
-// site is one of PROFILE's breakpoints (breakpoints.go): where it is
-// and the bytes it replaced, how the instruction under it is carried out
-// while it stays, and what a hit there means.
-type site struct {
-	addr uint64 // run-time address
-	orig []byte // the bytes the breakpoint replaced
-
-	// How its instruction is carried out: disp says how, valid when
-	// displaced is set (always, but for coverage sites whose instruction
-	// could not be displaced), from slot, its out-of-line slot (0: none).
-	// A line site's is prepared at its first hit (most lines of a program
-	// never run): pending until then, code holding the instruction's
-	// bytes. stale marks a retired site whose breakpoint the processor
-	// still runs (retrapped): its instruction is carried out of line.
-	disp      instr.Displaced
-	displaced bool
-	slot      uint64
-	pending   bool
-	code      []byte
-	stale     bool
-
-	// What a hit means: item is the function entered (Plan.Funcs) or the
-	// line run (Plan.Lines), -1 for none; more are the other lines of a
-	// line site several lines share; exit is the function left (timing),
-	// -1 for none (an entry that is also an exit has both); rendezvous
-	// marks the dynamic linker's breakpoint (modules.go). hits counts the
-	// stops at an exit site (timing in-process: exitStops).
-	item       int
-	more       []int
-	exit       int
-	rendezvous bool
-	hits       int
-}
-
 // thread is one traced thread.
 type thread struct {
 	tid int
@@ -86,6 +52,13 @@ type thread struct {
 	exiting bool
 	// released is when the tracer last let it go, on its clock.
 	released int64
+	// heldTotal is the time PROFILE has held it, its stops taken out of
+	// its clock (timing); wait is what PROFILE read of its waits since
+	// its last event, evented whether it made one since PROFILE last
+	// looked (waits.go).
+	heldTotal int64
+	wait      *waiting
+	evented   bool
 }
 
 // tracer is the state of one run. All its methods run on the locked thread.
@@ -199,10 +172,12 @@ type tracer struct {
 	// frames the depth code keys as Go's (settleDepth).
 	goDepthChecked, goDepth bool
 	stolen                  map[ledgerKey]int64
+	carried                 map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
 	started                 int64
 	ended                   int64
 	longest                 int64 // the longest life of a thread on its own clock
 	held                    heldTime
+	waits                   waits
 	debt                    float64
 	overhead                int64
 	calculated              int64
@@ -236,6 +211,9 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
+	// later are stops a wait for one thread took (deliverOutside), which
+	// the loop handles first.
+	later []laterStop
 	// ownMaps are the executable areas PROFILE mapped in the program
 	// (mmap): trampolines, slots, hops, the calibration's code, whether
 	// or not a module's areas (areas) list them.
@@ -268,6 +246,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:     make([]uint64, cfg.Plan.NumItems()),
 		epoch:    time.Now(),
 		stolen:   make(map[ledgerKey]int64),
+		carried:  make(map[int]uint64),
 		areas:    make(map[uint64][][2]uint64),
 		identity: make(map[string]bool),
 	}
@@ -369,6 +348,7 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
 	t.openThreadBooks(t.threads[pid])
+	t.startWaits()
 	t.explain.running()
 	if err := t.loop(res); err != nil {
 		return nil, err
@@ -473,9 +453,12 @@ func (t *tracer) loop(res *Result) error {
 			}
 			t.threadGone(tid)
 		case ws.Stopped():
-			if th := t.threads[tid]; th != nil && t.rings != nil {
-				// Its records come before this stop.
-				t.rings.stopped(th)
+			if th := t.threads[tid]; th != nil {
+				// Its wait came before this stop, and its records.
+				t.settleWait(th)
+				if t.rings != nil {
+					t.rings.stopped(th)
+				}
 			}
 			t.explain.stop()
 			if err := t.stopped(tid, ws); err != nil {
@@ -483,6 +466,7 @@ func (t *tracer) loop(res *Result) error {
 			}
 			if t.books != nil {
 				t.charge(tid)
+				t.waitTick()
 			}
 		}
 		t.flushTrace()
@@ -529,12 +513,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// interrupt (for a sweep of line coverage's jumps, among
 		// others). A thread in the middle of a single step must go on
 		// stepping: continued, it would run past its slot.
-		if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
-			t.sweepStop()
-		}
-		if t.sampling != nil {
-			t.sampling.sampleStop(th)
-		}
+		t.interruptStop(th)
 		if th.stepping != nil {
 			t.noteRelease()
 			t.noteRelease()
@@ -556,6 +535,11 @@ func (t *tracer) noteRelease() { t.resumed = t.clock() }
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	if n := len(t.later); n > 0 {
+		s := t.later[0]
+		t.later = t.later[1:]
+		return s.tid, s.ws, nil
+	}
 	if t.attach != nil || t.cfg.Progress != nil {
 		return t.waitTelling(spin)
 	}

@@ -24,6 +24,27 @@ var (
 // fails it.
 func RealProgram(t testing.TB, arch, name string) string {
 	t.Helper()
+	path := filepath.Join(realCache(t), arch, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s built for %s: %v", name, arch, err)
+	}
+	return path
+}
+
+// RealSource returns the source tree of a real program ("zstd"), as
+// scripts/real-programs unpacked it: a workload's input.
+func RealSource(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(realCache(t), name+"-src")
+}
+
+// realCache runs scripts/real-programs once and returns its cache. The
+// arm64 VM, which has neither the sources nor a compiler, skips.
+func realCache(t testing.TB) string {
+	t.Helper()
+	if Slow() {
+		t.Skip("the real programs are built on the host: the VM runs the fixtures")
+	}
 	realOnce.Do(func() {
 		out, err := exec.Command(filepath.Join(Root(t), "scripts", "real-programs")).Output()
 		realDir, realErr = strings.TrimSpace(string(out)), err
@@ -34,9 +55,5 @@ func RealProgram(t testing.TB, arch, name string) string {
 	if realErr != nil {
 		t.Fatalf("scripts/real-programs: %v", realErr)
 	}
-	path := filepath.Join(realDir, arch, name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no %s built for %s: %v", name, arch, err)
-	}
-	return path
+	return realDir
 }

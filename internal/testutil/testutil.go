@@ -375,6 +375,33 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 	})
 }
 
+// BuildCgo builds the Go fixture testdata/progs/go/<name>/, whose
+// package uses cgo, as BuildGo does but with CGO_ENABLED=1 and the C
+// compiler $CC (default gcc; the cross compiler when fixtures are
+// exported for arm64), cached alike; it skips the test where there is no
+// C compiler.
+func BuildCgo(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	if os.Getenv("SPROF_FIXTURES_NO_GO") != "" {
+		t.Skip("no Go fixture in this run (SPROF_FIXTURES_NO_GO): the plain arm64 VM tests them")
+	}
+	return Fixture(t, "cgo", name, flags, func(out string) *exec.Cmd {
+		cc := os.Getenv("CC")
+		if cc == "" {
+			cc = "gcc"
+		}
+		MustHaveTool(t, cc)
+		dir := filepath.Join(Root(t), "testdata", "progs", "go", name)
+		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), ".")...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=1", "CC="+cc, "CGO_CFLAGS=-g -O2 "+os.Getenv("SPROF_CFLAGS"))
+		if arch := os.Getenv("SPROF_FIXTURES_GOARCH"); arch != "" {
+			cmd.Env = append(cmd.Env, "GOARCH="+arch)
+		}
+		return cmd
+	})
+}
+
 // BuildRust compiles testdata/progs/rust/<name>.rs with rustc -g and the
 // given flags ("-Copt-level=2"), cached like BuildC; it skips the test when
 // rustc is not installed, and when fixtures are exported for another

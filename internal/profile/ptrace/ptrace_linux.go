@@ -275,6 +275,24 @@ func WaitFor(tid int) (WaitStatus, error) {
 	}
 }
 
+// WaitForYielding is WaitFor for a stop that comes at once (the end of a
+// single step): it polls for up to limit, giving up its CPU between two
+// polls, and only then sleeps. A tracer asleep in wait4 wakes a hundred
+// microseconds or more after the stop on a busy or virtual machine, for
+// a step of a nanosecond.
+func WaitForYielding(tid int, limit time.Duration) (WaitStatus, error) {
+	var st unix.WaitStatus
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		got, err := unix.Wait4(tid, &st, unix.WALL|unix.WNOHANG, nil)
+		if got != 0 || (err != nil && err != unix.EINTR) {
+			return WaitStatus(st), err
+		}
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return WaitFor(tid)
+}
+
 // Cont resumes a stopped thread, delivering sig unless it is 0.
 func Cont(tid int, sig syscall.Signal) error { return unix.PtraceCont(tid, int(sig)) }
 
@@ -337,8 +355,38 @@ func GetSigInfo(tid int) (SigInfo, error) {
 	}, nil
 }
 
+// RawSigInfo is a signal's siginfo_t as the kernel gives it, whole: what
+// a signal held back is delivered with later (SetSigInfo).
+type RawSigInfo [128]byte
+
+// GetRawSigInfo reads the whole siginfo of the signal stopped thread tid
+// is stopped for.
+func GetRawSigInfo(tid int) (RawSigInfo, error) {
+	var b RawSigInfo
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
+	if e != 0 {
+		return b, e
+	}
+	return b, nil
+}
+
+// SetSigInfo gives stopped thread tid the siginfo of the signal it is
+// stopped for: resumed with that signal (its si_signo), the thread
+// receives it with this siginfo, not one the kernel makes for a signal
+// of the tracer's.
+func SetSigInfo(tid int, info RawSigInfo) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&info[0])), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // Kill sends a signal to a process.
 func Kill(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
+
+// Tgkill sends a signal to thread tid of process tgid.
+func Tgkill(tgid, tid int, sig syscall.Signal) error { return unix.Tgkill(tgid, tid, sig) }
 
 // Mem is the memory of a traced process, through /proc/pid/mem: it reads and
 // writes any mapping, read-only text included (the kernel writes with

@@ -69,8 +69,25 @@ type SigInfo struct {
 	Addr        uint64
 }
 
+// WaitForYielding is not supported on this platform.
+func WaitForYielding(tid int, limit time.Duration) (WaitStatus, error) {
+	return 0, errors.ErrUnsupported
+}
+
 // GetSigInfo is not supported on this platform.
 func GetSigInfo(tid int) (SigInfo, error) { return SigInfo{}, errors.ErrUnsupported }
+
+// RawSigInfo is a signal's siginfo_t, whole.
+type RawSigInfo [128]byte
+
+// GetRawSigInfo is not supported on this platform.
+func GetRawSigInfo(tid int) (RawSigInfo, error) { return RawSigInfo{}, errors.ErrUnsupported }
+
+// SetSigInfo is not supported on this platform.
+func SetSigInfo(tid int, info RawSigInfo) error { return errors.ErrUnsupported }
+
+// Tgkill is not supported on this platform.
+func Tgkill(tgid, tid int, sig syscall.Signal) error { return errors.ErrUnsupported }
 
 // Kill is not supported on this platform.
 func Kill(pid int, sig syscall.Signal) error { return errors.ErrUnsupported }

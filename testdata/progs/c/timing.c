@@ -48,6 +48,16 @@
  *                    a SIGUSR1 handler on an alternate signal stack calls
  *                    tiny() N times (default 20,000); then main calls it
  *                    N times.
+ *   timing join [N [K]]
+ *                    fork and join: main starts a thread, joiner(), and
+ *                    waits for it in wait_all(), which calls nothing
+ *                    profiled: it lets the thread start (a barrier) and
+ *                    joins it. The thread calls tiny() N times (default
+ *                    20,000) in chunks of K (default 256), each followed
+ *                    by as many calls of twin(). wait_all's time is the
+ *                    worker's and the thread's end. Whatever PROFILE
+ *                    holds the worker for, the program sees as its own
+ *                    wait (the "own join" line below).
  *
  * The program's own measure. Timing tests take their truth from the run
  * they check, so that a machine's load moves both sides alike: at exit
@@ -71,6 +81,14 @@
  * where the error of PROFILE's estimate of what it adds lies. In short
  * mode a line "own chunks" gives the calls of tiny() in chunks (see
  * main).
+ *
+ * In join mode a line "own join" gives wait_all's in and out, the
+ * worker's time from its first statement to its last (worker), and of its
+ * chunks of tiny(): the time off its CPU in those where it gave the CPU
+ * up and was never preempted (held: stopped by PROFILE, for the worker
+ * sleeps nowhere), in those where it was both (mixed), and what the chunks
+ * took on the CPU beyond their twins' calls (extra: the cost of the
+ * records, and of the traps, in the worker's CPU time).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -363,6 +381,50 @@ static void on_alt(int sig) {
 	sink = x;
 }
 
+/* The fork and join of join mode (see the top), measured by the worker
+ * and main. */
+static struct {
+	long wait_in, wait_out, worker, held, mixed, extra;
+} joined;
+static pthread_barrier_t started_together;
+
+NOINLINE void *joiner(void *arg) {
+	pthread_barrier_wait(&started_together);
+	long n = ((long *)arg)[0], k = ((long *)arg)[1], t0 = now_ns();
+	unsigned x = 1, y = 1;
+	for (long done = 0; done < n; done += k) {
+		long m = n - done < k ? n - done : k, p0, s0, p1, s1;
+		switches(&p0, &s0);
+		long c0 = cpu_ns(), w0 = now_ns();
+		for (long i = 0; i < m; i++)
+			x = tiny(x);
+		long w1 = now_ns(), c1 = cpu_ns();
+		switches(&p1, &s1);
+		long c2 = cpu_ns();
+		for (long i = 0; i < m; i++)
+			y = twin(y);
+		long twins = cpu_ns() - c2;
+		long off = (w1 - w0) - (c1 - c0);
+		if (s1 != s0 && p1 == p0)
+			joined.held += off;
+		else if (s1 != s0)
+			joined.mixed += off;
+		if (c1 - c0 > twins)
+			joined.extra += (c1 - c0) - twins;
+	}
+	sink = x + y;
+	joined.worker = now_ns() - t0;
+	return NULL;
+}
+
+NOINLINE void wait_all(pthread_t t) {
+	long t0 = now_ns();
+	pthread_barrier_wait(&started_together);
+	pthread_join(t, NULL);
+	joined.wait_in = now_ns() - t0;
+	KEEP();
+}
+
 static void *worker(void *arg) {
 	(void)arg;
 	struct span s = begin();
@@ -383,6 +445,9 @@ static void report(void) {
 		if (own[f].calls > 0)
 			printf("own %s calls %ld in %ld out %ld kin %ld kout %ld desc %ld\n", own[f].name,
 			       own[f].calls, own[f].in, own[f].out, own[f].kin, own[f].kout, own[f].desc);
+	if (joined.worker > 0)
+		printf("own join in %ld out %ld worker %ld held %ld mixed %ld extra %ld\n", joined.wait_in,
+		       joined.wait_out, joined.worker, joined.held, joined.mixed, joined.extra);
 	if (chunk.calls > 0)
 		printf("own chunks calls %ld size %ld twin %ld wall %ld cpu %ld preempted %ld npreempted %ld "
 		       "nstopped %ld stray %ld\n",
@@ -466,6 +531,15 @@ int main(int argc, char **argv) {
 		for (long i = 0; i < alt_calls; i++)
 			x = tiny(x);
 		sink += x;
+	} else if (strcmp(mode, "join") == 0) {
+		long arg[2] = {argc > 2 ? atol(argv[2]) : 20000, argc > 3 ? atol(argv[3]) : 256};
+		pthread_t t;
+		pthread_barrier_init(&started_together, NULL, 2);
+		if (pthread_create(&t, NULL, joiner, arg) != 0)
+			return 1;
+		long at = now_ns();
+		wait_all(t);
+		joined.wait_out = now_ns() - at;
 	} else {
 		fprintf(stderr, "timing: unknown mode %s\n", mode);
 		return 2;

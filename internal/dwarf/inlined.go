@@ -1,0 +1,201 @@
+package dwarf
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	stddwarf "debug/dwarf"
+)
+
+// Inlined is one inlined call: a copy of a function's code that the
+// compiler placed in another function (DW_TAG_inlined_subroutine, DWARF 5
+// section 3.3.8.2). A function inlined four times into one caller has four,
+// each with its own code.
+type Inlined struct {
+	// Ranges is the code of the copy, inside its caller's.
+	Ranges []Range
+	// CallFile and CallLine locate the call the copy stands for, in the
+	// caller's source: the caller's line, not the copy's.
+	CallFile string
+	CallLine int
+	// Parent indexes the inlined call whose code holds this one (a call
+	// inlined into inlined code), or is -1 for a call in a function's own
+	// code.
+	Parent int
+}
+
+// InlinedCalls returns every inlined call of the file's units (those of
+// split units included, from their .dwo files), in the order of their
+// DIEs: a call's Parent comes before it. Ranges outside every executable
+// segment are left out, and a call left without code is dropped, its
+// children then having its parent. InlinedCalls reads the DWARF on every
+// call; callers keep the result.
+func (f *File) InlinedCalls() (out []Inlined, err error) {
+	if f.impl == nil || f.impl.data == nil {
+		return nil, fmt.Errorf("read inlined calls of %s: %w", f.Path, ErrNoDWARF)
+	}
+	op := "read inlined calls of " + f.Path
+	if f.DebugFile != "" {
+		op = "read inlined calls of " + f.DebugFile
+	}
+	defer catch(&err, op)
+	w := &inlineWalk{x: f.impl, files: map[int][]string{}, units: f.Units}
+	if err := w.walk(f.impl.data, nil, -1); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	for _, s := range f.impl.splits {
+		if err := w.walk(s.su.d, s.su, s.unit); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", op, s.su.path, err)
+		}
+	}
+	return w.out, nil
+}
+
+// splitRef is a split unit read at Open, kept for [File.InlinedCalls],
+// with the index of its skeleton's unit.
+type splitRef struct {
+	unit int
+	su   *splitUnit
+}
+
+// inlineWalk reads the inlined calls of one DWARF.
+type inlineWalk struct {
+	x     *file
+	units []Unit
+	files map[int][]string // file tables read so far, by unit
+	out   []Inlined
+}
+
+// walk appends the inlined calls of d: the file's own DWARF (su nil), whose
+// units are numbered as File.Units, or the split unit su of unit.
+func (w *inlineWalk) walk(d *stddwarf.Data, su *splitUnit, unit int) error {
+	r := d.Reader()
+	// The enclosing inlined call at each depth of the DIE tree (-1: none).
+	var stack []int
+	if su == nil {
+		unit = -1
+	}
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return nil
+		}
+		if e.Tag == 0 { // the end of a DIE's children
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		parent := -1
+		if len(stack) > 0 {
+			parent = stack[len(stack)-1]
+		}
+		here := parent
+		switch e.Tag {
+		case stddwarf.TagCompileUnit, stddwarf.TagSkeletonUnit:
+			stack, here = stack[:0], -1
+			if su == nil {
+				unit++
+			}
+		case stddwarf.TagPartialUnit, stddwarf.TagTypeUnit:
+			stack, here = stack[:0], -1
+		case stddwarf.TagInlinedSubroutine:
+			if in, ok := w.inlined(d, su, unit, e, parent); ok {
+				here = len(w.out)
+				w.out = append(w.out, in)
+			}
+		}
+		if e.Children {
+			stack = append(stack, here)
+		}
+	}
+}
+
+// inlined reads the inlined call e of unit whose enclosing call is parent;
+// false when it has no code in an executable segment.
+func (w *inlineWalk) inlined(d *stddwarf.Data, su *splitUnit, unit int, e *stddwarf.Entry, parent int) (Inlined, bool) {
+	var rs [][2]uint64
+	var err error
+	if su != nil {
+		if rs, err = su.ranges(e); err == nil && rs == nil {
+			rs = lowHigh(e)
+		}
+	} else {
+		rs, err = d.Ranges(e)
+	}
+	if err != nil {
+		return Inlined{}, false
+	}
+	in := Inlined{Parent: parent}
+	for _, r := range rs {
+		// (An arm64 PIE's code may start in its first page: the executable
+		// segments, not isTombstone, tell a discarded range.)
+		if r[0] < r[1] && r[0] != 0 && w.x.inExec(r[0], r[1]) {
+			in.Ranges = append(in.Ranges, Range{r[0], r[1]})
+		}
+	}
+	if len(in.Ranges) == 0 {
+		return Inlined{}, false
+	}
+	slices.SortFunc(in.Ranges, func(a, b Range) int { return cmp.Compare(a.Low, b.Low) })
+	if n, ok := e.Val(stddwarf.AttrCallFile).(int64); ok {
+		in.CallFile = w.fileName(unit, n)
+	}
+	if n, ok := e.Val(stddwarf.AttrCallLine).(int64); ok && n > 0 && n < 1<<31 {
+		in.CallLine = int(n)
+	}
+	return in, true
+}
+
+// fileName returns entry n of the file table of unit u, as line rows name
+// files, reading the unit's line-program header the first time.
+func (w *inlineWalk) fileName(u int, n int64) string {
+	if u < 0 || u >= len(w.x.cus) || u >= len(w.units) || n < 0 {
+		return ""
+	}
+	files, ok := w.files[u]
+	if !ok {
+		if lr, err := w.x.data.LineReader(w.x.cus[u]); err == nil && lr != nil {
+			for _, f := range lr.Files() {
+				name := ""
+				if f != nil {
+					name = inCompDir(f.Name, w.units[u].CompDir)
+				}
+				files = append(files, name)
+			}
+		}
+		w.files[u] = files
+	}
+	if n >= int64(len(files)) {
+		return ""
+	}
+	return files[n]
+}
+
+// lowHigh returns the range of e's DW_AT_low_pc and DW_AT_high_pc (an
+// address, or a length from the low one), or nil.
+func lowHigh(e *stddwarf.Entry) [][2]uint64 {
+	low, ok := e.Val(stddwarf.AttrLowpc).(uint64)
+	if !ok {
+		return nil
+	}
+	f := e.AttrField(stddwarf.AttrHighpc)
+	if f == nil {
+		return nil
+	}
+	switch v := f.Val.(type) {
+	case uint64:
+		if f.Class == stddwarf.ClassAddress {
+			return [][2]uint64{{low, v}}
+		}
+	case int64:
+		if v > 0 {
+			return [][2]uint64{{low, low + uint64(v)}}
+		}
+	}
+	return nil
+}
