@@ -503,10 +503,12 @@ const pieAt = 0x555555556000
 // takes a punned jump: e9, then the next instruction's bytes as they
 // were, so its trampoline lies exactly where those bytes make the jump
 // land; it counts without touching the flags (a return follows: they
-// may be its result) and runs push %rbp alone. The site of lines 2 and
-// 3, inside that straight run, shares the entry's count: no probe of its
-// own; probing every site (--every-line-site) gives it a punned jump of
-// its own, planned first, with which the entry's jump then ends. Line 4,
+// may be its result), runs push %rbp and the two instructions its jump
+// lies over, and returns after them (instr.Layout's carryTail). The site
+// of lines 2 and 3, inside that straight run, shares the entry's count:
+// no probe of its own; probing every site (--every-line-site) gives it a
+// punned jump of its own, planned first, with which the entry's jump
+// then ends, and on whose trampoline the entry's goes on. Line 4,
 // inside an instruction, is refused (PRF4624). collect gives each line
 // its sites' counts.
 func TestLineTrampolinesPlant(t *testing.T) {
@@ -541,7 +543,15 @@ func TestLineTrampolinesPlant(t *testing.T) {
 		count, _ := tr.arch.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.counterRef(k0), Save: lt.save})
 		code := tp.code.Code
 		if bytes.Contains(code, incq) || !bytes.HasPrefix(code, count.Code) || !bytes.Equal(code[len(count.Code):len(count.Code)+1], leafCode[:1]) {
-			t.Errorf("trampoline % x: want the count that keeps the flags (% x), then push %%rbp alone", code, count.Code)
+			t.Errorf("trampoline % x: want the count that keeps the flags (% x), then push %%rbp", code, count.Code)
+		}
+		if every {
+			next := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt+4 })]
+			if len(tp.code.PCs) != 2 || tp.patch.Return() != next.addr {
+				t.Errorf("every site: the entry's trampoline runs %d instructions and goes on to %#x; want 2, then the next site's trampoline at %#x", len(tp.code.PCs), tp.patch.Return(), next.addr)
+			}
+		} else if len(tp.code.PCs) != 3 || tp.patch.Return() != pieAt+7 {
+			t.Errorf("the entry's trampoline runs %d instructions and returns to %#x; want 3, returning to %#x", len(tp.code.PCs), tp.patch.Return(), pieAt+7)
 		}
 		if _, ok := lt.alias[k1]; ok == every {
 			t.Errorf("every site %v: the second site shares the entry's count: %v", every, ok)
