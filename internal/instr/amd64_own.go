@@ -41,7 +41,7 @@ func (amd64) JumpLen() int { return amd64JumpLen }
 // Reach returns where jmp rel32 at site lands: 2 GiB either way from
 // the address after it, within user space.
 func (amd64) Reach(site uint64) (lo, hi uint64) {
-	return reach(site+amd64JumpLen, 1<<31)
+	return reach(site+amd64JumpLen, 1<<31, amd64UserTop)
 }
 
 // jumpPrefixes are the prefix layouts a jmp rel32 may start with, as
@@ -89,10 +89,19 @@ func (amd64) PunWindow(p *Patch, after []byte) (lo, hi uint64, ok bool) {
 	return window(p.Site+uint64(pre)+amd64JumpLen+uint64(low), 1<<(8*free))
 }
 
+// The tops of user space: x86-64's 47 bits of address, arm64's 48 (Linux
+// maps nothing above unless asked: 52-bit addresses are opt-in). An arm64
+// PIE program loads at 0xaaaa'xxxx'xxxx, above x86-64's top.
+const (
+	amd64UserTop = 1 << 47
+	arm64UserTop = 1 << 48
+	userLowest   = 1 << 20 // (the lowest addresses left alone)
+)
+
 // window returns [lo, lo+size), or false where it leaves the addresses
-// of user space (above 1 MiB, below 2^47).
+// of x86-64 user space (above 1 MiB, below 2^47).
 func window(lo, size uint64) (uint64, uint64, bool) {
-	const lowest, top = 1 << 20, 1 << 47
+	const lowest, top = userLowest, amd64UserTop
 	hi := lo + size
 	if lo >= top || hi > top || hi <= lo || hi <= lowest {
 		return 0, 0, false
@@ -100,10 +109,10 @@ func window(lo, size uint64) (uint64, uint64, bool) {
 	return max(lo, lowest), hi, true
 }
 
-// reach returns the addresses within d of from, within user space.
-func reach(from, d uint64) (lo, hi uint64) {
-	const lowest, top = 1 << 20, 1 << 47
-	lo, hi = lowest, top
+// reach returns the addresses within d of from, within user space
+// (below top).
+func reach(from, d, top uint64) (lo, hi uint64) {
+	lo, hi = userLowest, top
 	if from > d && from-d > lo {
 		lo = from - d
 	}

@@ -14,7 +14,7 @@ func (a arm64) PlanOwn(code []byte, start, site uint64) (Patch, error) {
 func (arm64) JumpLen() int { return a64InstLen }
 
 // Reach returns where B at site lands: 128 MiB either way.
-func (arm64) Reach(site uint64) (lo, hi uint64) { return reach(site, 1<<27) }
+func (arm64) Reach(site uint64) (lo, hi uint64) { return reach(site, 1<<27, arm64UserTop) }
 
 // JumpPrefixes returns the one layout of B, which has no prefixes.
 func (arm64) JumpPrefixes() [][][]byte { return [][][]byte{nil} }
