@@ -177,7 +177,8 @@ func WaitTicking(limit, every time.Duration, idle func() bool) (tid int, ws Wait
 
 // WaitUntil is WaitTicking for a tracer that may be told to stop waiting
 // (the end of an attached run's window): it returns ErrQuit as soon as
-// quit is closed and no stop is waiting.
+// quit is closed, whether or not stops are waiting (they are left for the
+// waits that follow).
 func WaitUntil(limit, every time.Duration, idle func() bool, quit <-chan struct{}) (tid int, ws WaitStatus, err error) {
 	return waitIdle(limit, every, idle, quit)
 }
@@ -208,16 +209,19 @@ func waitIdle(limit, every time.Duration, idle func() bool, quit <-chan struct{}
 		}
 	}()
 	for {
-		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
-		if tid != 0 || (err != nil && err != unix.EINTR) {
-			return tid, WaitStatus(st), err
-		}
+		// quit first: where stops always wait (threads stopping for
+		// full rings faster than they are handled), a wait that looked
+		// at it only when none did would never end.
 		if quit != nil {
 			select {
 			case <-quit:
 				return 0, 0, ErrQuit
 			default:
 			}
+		}
+		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+		if tid != 0 || (err != nil && err != unix.EINTR) {
+			return tid, WaitStatus(st), err
 		}
 		if idle() {
 			deadline = time.Now().Add(limit)

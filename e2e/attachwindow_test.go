@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// TestAttachInterruptedEarly sends SIGINT to profile --pid before it has
+// attached: while it reads the plan (a FIFO here, which holds it there
+// until the test writes the plan into it). PROFILE is started with SIGINT
+// ignored, as a shell starts a job in the background: a PROFILE that
+// asked for SIGINT only once it had read the plan ignored this one, and
+// attached for its whole --duration. It must end there, attached to
+// nothing: no window, no run written, the server never traced.
+func TestAttachInterruptedEarly(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir, name := attachDir(t)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	s := startServer(t, dir, name)
+	pbi := filepath.Join(dir, name+".pbi")
+	plan, err := os.ReadFile(pbi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(pbi)
+	if err := syscall.Mkfifo(pbi, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// (sh's trap leaves SIGINT ignored across the exec.)
+	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, filepath.Join(bin, "profile"),
+		"/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=3")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PROFILE=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// PROFILE is in open(2) of the plan once the FIFO has a reader.
+	var w *os.File
+	for deadline := time.Now().Add(toolLimit); w == nil; {
+		f, err := os.OpenFile(pbi, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			w = f
+		case !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("profile never opened its plan: %v\n%s", err, stderr.String())
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(50 * time.Millisecond) // (the signal's delivery)
+	w.Write(plan)
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(toolLimit):
+		cmd.Process.Kill()
+		t.Fatalf("profile did not end:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGINT) {
+		t.Errorf("profile interrupted before it attached: %v, want exit status %d\n%s", err, 128+int(syscall.SIGINT), stderr.String())
+	}
+	if strings.Contains(stderr.String(), "profiling process") {
+		t.Errorf("profile attached after its SIGINT:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, name+".pbo")); err == nil {
+		t.Errorf("a run was written")
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid()))
+	if !strings.Contains(string(status), "\nTracerPid:\t0\n") {
+		t.Errorf("the server is traced:\n%s", status)
+	}
+	s.ask(t, "w 10", "did 10")
+}
+
+// TestAttachManyThreads attaches for half a second to a server of 60
+// threads calling f() without end, timed in-process (threads60.c): on a
+// machine of few CPUs they stop for full rings faster than PROFILE
+// handles them, and a stop always waits. The window ended only when none
+// did, which never came: PROFILE ran on, the threads mostly stopped. It
+// must end, and let every thread go.
+func TestAttachManyThreads(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir := t.TempDir()
+	name := install(t, testutil.BuildC(t, "threads60"), dir)
+	must(t, dir, "prep", "/nologo", "/FT", name)
+	s := startServer(t, dir, name)
+	before := codeBytes(t, s.pid())
+	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.5")
+	if want := fmt.Sprintf("profile: profiling process %d (%s, 61 threads) for 0.5 s", s.pid(), name); !strings.Contains(r.stderr, want) {
+		t.Errorf("profile said:\n%s\nwant %q", r.stderr, want)
+	}
+	checkLetGo(t, s.pid(), before)
+	s.ask(t, "n", "threads 60")
+	must(t, dir, "prep", "/nologo", "/M", name)
+	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "for 0.5 s: the counts cover that window") {
+		t.Errorf("listing:\n%s", out)
+	}
+}
