@@ -165,17 +165,40 @@ func (arm64) ringUnread(area []byte, records int) (first, n int) {
 	return int(tail / RingRecordSize), int((head-tail)&(size-1)) / RingRecordSize
 }
 
-// ringRead moves the stop on by n records, round the ring.
-func (arm64) ringRead(area []byte, records, n int) {
+// ringRead moves the stop on by n records, round the ring; the stop is
+// PROFILE's mark.
+func (arm64) ringRead(area []byte, records, n int) uint64 {
 	size := uint32(RingRecordSize * records)
-	stop := atomic.LoadUint32(word32(area, RingCursor+4))
-	atomic.StoreUint32(word32(area, RingCursor+4), (stop+uint32(n)*RingRecordSize)&(size-1))
+	stop := (atomic.LoadUint32(word32(area, RingCursor+4)) + uint32(n)*RingRecordSize) & (size - 1)
+	atomic.StoreUint32(word32(area, RingCursor+4), stop)
+	return uint64(stop)
 }
 
 // ringReset sets the head to the first slot and the stop to the last.
-func (arm64) ringReset(area []byte, records int) {
+func (arm64) ringReset(area []byte, records int) uint64 {
+	stop := uint32(RingRecordSize * (records - 1))
 	atomic.StoreUint32(word32(area, RingCursor), 0)
-	atomic.StoreUint32(word32(area, RingCursor+4), uint32(RingRecordSize*(records-1)))
+	atomic.StoreUint32(word32(area, RingCursor+4), stop)
+	return uint64(stop)
+}
+
+// ringIntact: the stop is the mark, and the head a slot of the ring (the
+// thread moves it on by a record, round the ring).
+func (arm64) ringIntact(area []byte, records int, mark uint64) bool {
+	head := atomic.LoadUint32(word32(area, RingCursor))
+	return uint64(atomic.LoadUint32(word32(area, RingCursor+4))) == mark &&
+		head < uint32(RingRecordSize*records) && head%RingRecordSize == 0
+}
+
+// ringResync makes the head a slot of the ring (the one its low bits
+// name, which is where a thread that wrote a record from it would have
+// put the next) and the stop the slot before it, in one store.
+func (arm64) ringResync(area []byte, records int) uint64 {
+	size := uint32(RingRecordSize * records)
+	head := atomic.LoadUint32(word32(area, RingCursor)) & (size - 1) &^ (RingRecordSize - 1)
+	stop := (head - RingRecordSize) & (size - 1)
+	atomic.StoreUint64(word64(area, RingCursor), uint64(stop)<<32|uint64(head))
+	return uint64(stop)
 }
 
 // calibrationStep returns mul x9, x9, x9 (MADD with XZR, C6.2 "MADD"):

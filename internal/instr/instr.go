@@ -371,12 +371,15 @@ type Instrumenter interface {
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
 
-	// ringUnread, ringRead and ringReset are PROFILE's side of the
-	// protocol of the ring RecordCode's code writes: see [RingUnread],
-	// [RingRead] and [RingReset].
+	// ringUnread, ringRead, ringReset, ringIntact and ringResync are
+	// PROFILE's side of the protocol of the ring RecordCode's code
+	// writes: see [RingUnread], [RingRead], [RingReset], [RingIntact]
+	// and [RingResync].
 	ringUnread(area []byte, records int) (first, n int)
-	ringRead(area []byte, records, n int)
-	ringReset(area []byte, records int)
+	ringRead(area []byte, records, n int) uint64
+	ringReset(area []byte, records int) uint64
+	ringIntact(area []byte, records int, mark uint64) bool
+	ringResync(area []byte, records int) uint64
 	// calibrationStep is one step of [CalibrationWork]: a multiplication
 	// of a register by itself, or by a constant.
 	calibrationStep() []byte

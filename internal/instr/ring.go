@@ -90,12 +90,39 @@ func RingUnread(a Instrumenter, area []byte, records int) (first, n int) {
 }
 
 // RingRead frees the n records RingUnread returned first, or n of them:
-// the thread may write their slots again.
-func RingRead(a Instrumenter, area []byte, records, n int) { a.ringRead(area, records, n) }
+// the thread may write their slots again. It returns PROFILE's mark, the
+// word of the ring only PROFILE writes as it now stands, for
+// [RingIntact].
+func RingRead(a Instrumenter, area []byte, records, n int) (mark uint64) {
+	return a.ringRead(area, records, n)
+}
 
 // RingReset empties a ring area, for a thread that has not begun
-// writing to it.
-func RingReset(a Instrumenter, area []byte, records int) { a.ringReset(area, records) }
+// writing to it, and returns PROFILE's mark (see [RingRead]).
+func RingReset(a Instrumenter, area []byte, records int) (mark uint64) {
+	return a.ringReset(area, records)
+}
+
+// RingIntact reports whether ring area is one the record code and
+// PROFILE can have left: PROFILE's word as its last [RingRead] or
+// [RingReset] left it (mark), and the thread's one it can have written
+// from there. The area is in the program's memory, which the program may
+// write over (a wild write): a ring whose words it changed must not be
+// read (its records are not records), and may look full for ever, the
+// thread stopping at every record.
+func RingIntact(a Instrumenter, area []byte, records int, mark uint64) bool {
+	return a.ringIntact(area, records, mark)
+}
+
+// RingResync empties a ring area that is not intact from where the
+// thread writes its next record on (or from a slot where it may write
+// one, when its own word is out of the ring), dropping what it holds, and
+// returns PROFILE's mark (see [RingRead]). The thread goes on writing
+// records that PROFILE reads, and stops no more than a ring full of its
+// records makes it.
+func RingResync(a Instrumenter, area []byte, records int) (mark uint64) {
+	return a.ringResync(area, records)
+}
 
 // RingSlot returns the bytes of slot i of ring area.
 func RingSlot(area []byte, i int) []byte {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/testutil"
@@ -160,5 +161,48 @@ func TestSignalStops(t *testing.T) {
 	}
 	if !slices.Contains(r.codes, 4671) {
 		t.Errorf("warnings %v: want PRF4671 (the signals' cost)", r.codes)
+	}
+}
+
+// TestSharedWrittenOver: a program that writes over the memory it shares
+// with PROFILE, as a wild write would (scribble.c: an array of indices
+// over the start and the end of /memfd:sprof-counters), between two runs
+// of calls. Timed in-process, its ring then looks full for ever: each
+// record was a stop, with no end and no word. PROFILE must end, say what
+// it found (PRF4690), and count what came after: the ring is taken back
+// from where the thread writes, and f's 2N calls are all there. Counted
+// in-process, the counters written over are wrong, and PROFILE says so
+// (its guard at the end of the memory was written over too).
+func TestSharedWrittenOver(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "scribble")
+	const n = 1000
+	if got := native(t, prog); got != "filled 0\ndone\n" {
+		t.Fatalf("natively %q", got)
+	}
+	for _, c := range []struct {
+		name   string
+		method datafile.Method
+	}{{"timing", datafile.FuncTiming}, {"counting", datafile.FuncCounting}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan := planFor(t, prog, c.method, "f", "main")
+			done := make(chan runOut, 1)
+			go func() { done <- runWith(t, plan, prog, false) }()
+			var r runOut
+			select {
+			case r = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("PROFILE did not end (its ring full for ever?)")
+			}
+			if !r.res.Exited || r.res.ExitCode != 0 || r.stdout != "filled 1\ndone\n" {
+				t.Errorf("exited %v status %d output %q, want 0 and filled 1", r.res.Exited, r.res.ExitCode, r.stdout)
+			}
+			if !slices.Contains(r.codes, 4690) {
+				t.Errorf("warnings %v: want PRF4690 (the shared memory written over)", r.codes)
+			}
+			if c.method == datafile.FuncTiming && (r.hits["f"] != 2*n || r.hits["main"] != 1) {
+				t.Errorf("f %d, main %d times; want %d and 1", r.hits["f"], r.hits["main"], 2*n)
+			}
+		})
 	}
 }

@@ -186,7 +186,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 		}
 		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
 	}
-	size = (size + t.pageSize - 1) &^ (t.pageSize - 1)
+	size = (size + guardSize + t.pageSize - 1) &^ (t.pageSize - 1) // (the guard last: damage.go)
 	shared, err := ptrace.NewShared(int(size))
 	if err != nil {
 		return nil, err
@@ -199,6 +199,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	c.progAddr = addr
+	c.writeGuard()
 	if table {
 		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
 		c.areasAt = areas - addr
@@ -207,7 +208,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, pathAt uint64) (*c
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		instr.RingReset(t.arch, c.ringArea(0), ringRecords)
+		t.rings.marks[0] = instr.RingReset(t.arch, c.ringArea(0), ringRecords)
 	}
 	return c, nil
 }
@@ -601,4 +602,5 @@ func (c *counters) collect() {
 	if c.overflow {
 		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))
 	}
+	c.warnDamage()
 }

@@ -54,6 +54,11 @@ type rings struct {
 	cost    float64
 	drained int64  // when the rings were last read
 	full    uint64 // the stops for a full ring
+	// marks are PROFILE's words of the rings as it last left them, by
+	// block (instr.RingIntact); damaged counts the rings found written
+	// over by the program (damage.go).
+	marks   map[int]uint64
+	damaged int
 	// sink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	sink uint64
@@ -68,7 +73,9 @@ type rings struct {
 	byThread   [][]int
 }
 
-func newRings(t *tracer) *rings { return &rings{t: t, goroutines: map[uint64]*goroutine{}} }
+func newRings(t *tracer) *rings {
+	return &rings{t: t, goroutines: map[uint64]*goroutine{}, marks: map[int]uint64{}}
+}
 
 // errGoFrames is why a Go function keeps breakpoints when timed: one of
 // assembly, where the goroutine register may hold anything, or an
@@ -130,15 +137,18 @@ func (c *counters) ringArea(b int) []byte {
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
-	instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
+	r.marks[b] = instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
 }
 
 // drop empties block b's ring of the records in it: they are not the
 // program's (a vfork child's, a thread's beyond the blocks).
 func (r *rings) drop(b int) {
 	area := r.t.counters.ringArea(b)
+	if !r.intact(b, area) {
+		return
+	}
 	_, n := instr.RingUnread(r.t.arch, area, ringRecords)
-	instr.RingRead(r.t.arch, area, ringRecords, n)
+	r.marks[b] = instr.RingRead(r.t.arch, area, ringRecords, n)
 }
 
 // drain books the records in thread th's ring. A thread with no block
@@ -162,6 +172,9 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	area := c.ringArea(b)
+	if !r.intact(b, area) {
+		return 0
+	}
 	first, unread := instr.RingUnread(t.arch, area, ringRecords)
 	if unread == 0 {
 		return 0
@@ -202,7 +215,7 @@ func (r *rings) drain(th *thread) int {
 			t.books.enterLedger(l, rec.Item, rec.SP, now)
 		}
 	}
-	instr.RingRead(t.arch, area, ringRecords, unread)
+	r.marks[b] = instr.RingRead(t.arch, area, ringRecords, unread)
 	t.explain.drained(th.tid, unread)
 	return unread
 }
@@ -243,7 +256,13 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 			b, own = w, false
 		}
 	}
+	// (When it stopped is in the program's memory: a time to come, or
+	// one before its last release, was written over, and it stopped as
+	// PROFILE saw it.)
 	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
+	if at > t.waited || at < th.released {
+		at = t.waited
+	}
 	if own {
 		th.fullAt = at
 		return
