@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,4 +115,63 @@ func TestAttachManyThreads(t *testing.T) {
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "for 0.5 s: the counts cover that window") {
 		t.Errorf("listing:\n%s", out)
 	}
+}
+
+// TestAttachSignalFrames attaches to a server whose worker is in a signal
+// handler (sighold.c), which returns, when the test releases it, to a PC
+// saved in the signal's frame on the worker's stack:
+//
+//   - into f's first bytes, where the handler was entered before the
+//     attach, and the jump PROFILE writes at f's entry would cover
+//     (x86-64): released inside the window, it returned into the middle
+//     of the jump (SIGILL). The frame's PC is a place no patch covers;
+//   - into PROFILE's trampoline, where the handler was entered during the
+//     window, at an instruction that reads the thread base (x86-64's GS):
+//     released after the window, once the thread had its own thread base
+//     back, it died of SIGSEGV. The frame's PC is moved to f's own code,
+//     or the thread keeps PROFILE's base.
+//
+// Either way the server must live on, and finish with its own output.
+func TestAttachSignalFrames(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	dir := t.TempDir()
+	name := install(t, testutil.BuildC(t, "sighold", "-pthread"), dir)
+	must(t, dir, "prep", "/nologo", "/FC", name)
+	args := func(s *server) []string { return []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())} }
+	t.Run("before", func(t *testing.T) {
+		s := startServer(t, dir, name)
+		before := codeBytes(t, s.pid())
+		s.ask(t, "h", "held")
+		p := startProfile(t, dir, args(s))
+		s.ask(t, "r", "released")
+		p.end(t, syscall.SIGINT)
+		checkLetGo(t, s.pid(), before)
+		s.ask(t, "h", "held")
+		s.ask(t, "r", "released")
+	})
+	t.Run("during", func(t *testing.T) {
+		s := startServer(t, dir, name)
+		before := codeBytes(t, s.pid())
+		p := startProfile(t, dir, args(s))
+		if _, err := io.WriteString(s.in, "p\n"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case said := <-s.lines:
+			if said == "none" {
+				p.end(t, syscall.SIGINT)
+				s.ask(t, "r", "released") // (nothing held: the worker runs)
+				t.Skip("no signal came in PROFILE's code at an instruction that reads the thread base")
+			}
+			if said != "held" {
+				t.Fatalf("server said %q, want held", said)
+			}
+		case <-time.After(toolLimit):
+			t.Fatal("server: no answer to p")
+		}
+		p.end(t, syscall.SIGINT)
+		checkLetGo(t, s.pid(), before)
+		s.ask(t, "r", "released")
+		s.alive(t, p.stderr.String())
+	})
 }

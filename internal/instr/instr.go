@@ -261,6 +261,10 @@ type ABI interface {
 	// function's entry reads the stack guard through the goroutine
 	// register: see [GoEntryUsesG].
 	goEntryUsesG(check []byte) bool
+	// signalFrames finds the signal frames in stack, the bytes from lo
+	// of a thread stopped with regs (first: the stack it is on): see
+	// [SignalFrames].
+	signalFrames(m Memory, regs Regs, s Stack, stack []byte, lo uint64, first bool) []*SignalFrame
 }
 
 // Injector makes a stopped thread run a system call for the tracer

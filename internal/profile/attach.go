@@ -291,14 +291,17 @@ func (t *tracer) threadIDs() []int {
 }
 
 // saveBases notes the thread bases and pointers of the threads as PROFILE
-// found them (attachment.bases).
+// found them (attachment.bases), and where they are: their PCs, and those
+// their signal handlers return to (framePCs), no patch covers.
 func (t *tracer) saveBases() {
 	a := t.attach
+	maps, _ := t.readMaps()
 	for tid := range t.threads {
 		var regs ptrace.Regs
 		if err := ptrace.GetRegs(tid, &regs); err == nil {
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
+			a.pcs = append(a.pcs, t.framePCs(&regs, maps)...)
 			a.sps[tid] = t.arch.SP(&regs)
 		}
 		if p, err := ptrace.ThreadPointer(tid); err == nil {
@@ -533,11 +536,12 @@ func (t *tracer) letGo(ready map[int]bool) error {
 	if err := a.undo.restore(); err != nil {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
 	}
+	maps, _ := t.readMaps()
 	for _, tid := range t.threadIDs() {
 		if !stopped(tid) {
 			continue
 		}
-		t.putBase(tid)
+		t.putBase(tid, t.settleFrames(tid, maps))
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()
@@ -557,15 +561,16 @@ func (t *tracer) letGo(ready map[int]bool) error {
 // its thread pointer) as PROFILE found it; a thread started during the
 // window gets the main thread's, which it inherited. A thread stopped in
 // PROFILE's code keeps PROFILE's, which that code reads: single-stepped
-// out, it might block there in a system call of a slot.
-func (t *tracer) putBase(tid int) {
+// out, it might block there in a system call of a slot. So does one
+// whose signal handler returns there (keep: settleFrames).
+func (t *tracer) putBase(tid int, keep bool) {
 	a := t.attach
 	base, ok := a.bases[tid]
 	if !ok {
 		base = a.base
 	}
 	var regs ptrace.Regs
-	if ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
+	if keep || ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
 		return
 	}
 	if regs.ThreadBase() != base {

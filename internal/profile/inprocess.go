@@ -484,24 +484,23 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 		if pc < start {
 			continue
 		}
-		if c.rollOut(regs, start, int(pc-start), rg.rollback) {
+		if c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
 			return true
 		}
 	}
 	return false
 }
 
-// rollOut rolls a thread at off in code starting at start out of it by
-// the first of rollback's ranges that holds off, and reports whether one
-// did.
-func (c *counters) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []instr.Rollback) bool {
+// rollOut rolls a thread (or a signal frame) at off in code starting at
+// start out of it by the first of rollback's ranges that holds off, and
+// reports whether one did; base is the thread's block.
+func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollback []instr.Rollback) bool {
 	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
 		}
 		if len(r.Restore) > 0 {
 			// The registers were saved in the thread's block.
-			base := regs.ThreadBase()
 			if base < c.progAddr || base >= c.progAddr+uint64(len(c.shared.Bytes())) {
 				return false
 			}
