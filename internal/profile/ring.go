@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
@@ -256,11 +257,12 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 			b, own = w, false
 		}
 	}
-	// (When it stopped is in the program's memory: a time to come, or
-	// one before its last release, was written over, and it stopped as
-	// PROFILE saw it.)
+	// (When it stopped is in the program's memory: a time a second or
+	// more after PROFILE saw the stop, or before it last let the thread
+	// go, was written over, and it stopped as PROFILE saw it.)
 	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
-	if at > t.waited || at < th.released {
+	if at > t.waited+int64(time.Second) || at < th.released-int64(time.Second) {
+		r.damaged++
 		at = t.waited
 	}
 	if own {
