@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
@@ -232,54 +231,6 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	return res, nil
 }
 
-// ownFramesAbove gives each thread, where a thread's area is found from
-// its stack pointer through the stack table (arm64), the pages of its
-// stack above the stack pointer it was stopped with: the frames of the
-// calls it was in, where it returns to during the window. (A thread
-// PROFILE sees start begins at its stack's top: ownStack's pages, at and
-// below its stack pointer, are all of it. A thread found in the middle of
-// its calls has frames above: main's loop, a page or more above the
-// read(2) it waits in, whose records would go to the discard area.) The
-// pages go up to the end of the stack's mapping, or to the page below the
-// next thread's stack pointer in the same mapping, and only those that no
-// thread has.
-func (t *tracer) ownFramesAbove() error {
-	c, a := t.counters, t.attach
-	if c == nil || !c.table {
-		return nil
-	}
-	maps, err := t.readMaps()
-	if err != nil {
-		return err
-	}
-	const page = 1 << instr.DepthTablePage
-	for tid, sp := range a.sps {
-		b, ok := c.blockOf[tid]
-		if !ok || b == 0 {
-			continue
-		}
-		m, ok := stackOf(maps, sp)
-		if !ok {
-			continue
-		}
-		top := m.End - 1
-		for other, osp := range a.sps {
-			if other != tid && sp < osp && osp <= top {
-				top = osp&^(page-1) - 1
-			}
-		}
-		lo := sp &^ (page - 1)
-		if top < lo {
-			continue
-		}
-		c.pointStack(lo, top, b, 0)
-		if s, ok := c.stacks[b]; ok && s[1] < top {
-			c.stacks[b] = [2]uint64{s[0], top}
-		}
-	}
-	return nil
-}
-
 // threadIDs returns the threads' IDs in order.
 func (t *tracer) threadIDs() []int {
 	ids := make([]int, 0, len(t.threads))
@@ -299,6 +250,10 @@ func (t *tracer) saveBases() {
 	for tid := range t.threads {
 		var regs ptrace.Regs
 		if err := ptrace.GetRegs(tid, &regs); err == nil {
+			if regs.RestartEINTR() {
+				// (Its call failed for the attach's interrupt.)
+				ptrace.SetRegs(tid, &regs)
+			}
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
 			a.pcs = append(a.pcs, t.framePCs(&regs, maps)...)
@@ -382,8 +337,10 @@ func (t *tracer) detachAll(res *Result) error {
 	ready, asked := map[int]bool{}, map[int]bool{}
 	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
 	ask := func() {
-		for tid, th := range t.threads {
-			if needed(th) && !ready[tid] && !asked[tid] {
+		// (The main thread last: a signal to the process that comes
+		// meanwhile goes to it, as natively.)
+		for _, tid := range append(slices.DeleteFunc(t.threadIDs(), func(tid int) bool { return tid == t.pid }), t.pid) {
+			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
 				ptrace.Interrupt(tid)
 				asked[tid] = true
 			}
@@ -439,8 +396,13 @@ func (t *tracer) detachAll(res *Result) error {
 				// (A thread stepping through a slot is ready too, its
 				// step not made: it may be in a system call there, as
 				// long as the call lasts, and the slot's jump back needs
-				// no tracer.)
+				// no tracer.) The interrupt's stop: the call it made
+				// fail restarts when the thread is let go.
 				ready[tid] = true
+				t.maskBack(tid, ws)
+				if !ws.GroupStop() {
+					t.restartCall(tid)
+				}
 				continue
 			}
 			if th != nil && t.rings != nil {
@@ -502,6 +464,7 @@ func (t *tracer) threadGone(tid int) {
 		t.closeThreadBooks(th)
 	}
 	delete(t.threads, tid)
+	delete(t.requeued, tid)
 	t.threadEnded(tid)
 	if t.sampling != nil {
 		t.sampling.threadEnded(tid)
@@ -537,7 +500,8 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
 	}
 	maps, _ := t.readMaps()
-	for _, tid := range t.threadIDs() {
+	t.masksBack(stopped)
+	for i, tid := range t.mainFirst() {
 		if !stopped(tid) {
 			continue
 		}
@@ -546,8 +510,15 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()
 		}
+		ran := runs(tid)
+		if i > 0 {
+			t.noneWaitFor(tid)
+		}
 		if err := ptrace.Detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
+		}
+		if i == 0 && tid == t.pid {
+			t.mainTakes(ran)
 		}
 	}
 	for tid := range t.early {
@@ -609,88 +580,6 @@ func (t *tracer) borrowed(saved ptrace.Regs) ptrace.Regs {
 		t.arch.SetSP(&regs, (t.arch.SP(&regs)-t.arch.RedZone()-64)&^15)
 	}
 	return regs
-}
-
-// undoMemory is a process's memory that logs, for every write over the
-// code of a file mapped executable (the program, its libraries, the
-// dynamic linker), the bytes it replaced, so that they can be written
-// back (restore). Nothing else is logged: PROFILE's own areas, its
-// counters, the stacks that emulated instructions write to.
-type undoMemory struct {
-	instr.Memory
-	// maps reads the process's memory map; known is its last reading.
-	maps  func() ([]mapping, error)
-	known []mapping
-	log   []undoWrite
-}
-
-type undoWrite struct {
-	addr uint64
-	old  []byte
-}
-
-// WriteMem writes b at addr, logging what it replaces in a file's code.
-func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
-	if !u.inFileCode(addr) {
-		return u.Memory.WriteMem(addr, b)
-	}
-	old := make([]byte, len(b))
-	if err := u.Memory.ReadMem(addr, old); err != nil {
-		return err
-	}
-	if err := u.Memory.WriteMem(addr, b); err != nil {
-		return err
-	}
-	u.log = append(u.log, undoWrite{addr, old})
-	return nil
-}
-
-// inFileCode reports whether addr is in an executable mapping of a file,
-// reading the map again for an address it does not know (a mapping made
-// since).
-func (u *undoMemory) inFileCode(addr uint64) bool {
-	find := func() (mapping, bool) {
-		i, found := slices.BinarySearchFunc(u.known, addr, func(m mapping, a uint64) int {
-			switch {
-			case m.End <= a:
-				return -1
-			case m.Start > a:
-				return 1
-			}
-			return 0
-		})
-		if !found {
-			return mapping{}, false
-		}
-		return u.known[i], true
-	}
-	m, ok := find()
-	if !ok {
-		if maps, err := u.maps(); err == nil {
-			u.known = maps
-			m, ok = find()
-		}
-	}
-	return ok && m.Inode != 0 && strings.Contains(m.Perms, "x")
-}
-
-// forget drops the writes in [lo, hi), unmapped.
-func (u *undoMemory) forget(lo, hi uint64) {
-	u.log = slices.DeleteFunc(u.log, func(w undoWrite) bool { return w.addr >= lo && w.addr < hi })
-}
-
-// restore writes back what every write replaced, the last first, and
-// empties the log.
-func (u *undoMemory) restore() error {
-	var errs []error
-	for i := len(u.log) - 1; i >= 0; i-- {
-		w := u.log[i]
-		if err := u.Memory.WriteMem(w.addr, w.old); err != nil {
-			errs = append(errs, fmt.Errorf("at %#x: %w", w.addr, err))
-		}
-	}
-	u.log = nil
-	return errors.Join(errs...)
 }
 
 // reason is the run record's word on an attached run: the window its

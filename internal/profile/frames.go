@@ -1,9 +1,11 @@
-// Signal frames of an attached process: a thread in a signal handler
-// returns, when the handler ends, to where the signal interrupted it, a
-// PC saved in the signal's frame on its stack (instr.SignalFrames), not
-// in its registers. PROFILE reads them when it attaches, so that no patch
-// covers one, and when it detaches, so that none returns into its code
-// with the thread base the program had.
+// The stacks of an attached process's threads. A thread in a signal
+// handler returns, when the handler ends, to where the signal interrupted
+// it, a PC saved in the signal's frame on its stack (instr.SignalFrames),
+// not in its registers: PROFILE reads them when it attaches, so that no
+// patch covers one, and when it detaches, so that none returns into its
+// code with the thread base the program had. A thread found in the middle
+// of its calls returns to frames above its stack pointer
+// (ownFramesAbove).
 
 package profile
 
@@ -118,4 +120,52 @@ func (x *explainer) frameSettled(tid int, pc, orig uint64, moved bool) {
 		return
 	}
 	x.say("%s Thread %d is in a signal handler that returns to %#x, in PROFILE's code, which has no exact place in the program's: the thread keeps PROFILE's thread base, which that code reads, and finishes it there.", x.now(), tid, pc)
+}
+
+// ownFramesAbove gives each thread, where a thread's area is found from
+// its stack pointer through the stack table (arm64), the pages of its
+// stack above the stack pointer it was stopped with: the frames of the
+// calls it was in, where it returns to during the window. (A thread
+// PROFILE sees start begins at its stack's top: ownStack's pages, at and
+// below its stack pointer, are all of it. A thread found in the middle of
+// its calls has frames above: main's loop, a page or more above the
+// read(2) it waits in, whose records would go to the discard area.) The
+// pages go up to the end of the stack's mapping, or to the page below the
+// next thread's stack pointer in the same mapping, and only those that no
+// thread has.
+func (t *tracer) ownFramesAbove() error {
+	c, a := t.counters, t.attach
+	if c == nil || !c.table {
+		return nil
+	}
+	maps, err := t.readMaps()
+	if err != nil {
+		return err
+	}
+	const page = 1 << instr.DepthTablePage
+	for tid, sp := range a.sps {
+		b, ok := c.blockOf[tid]
+		if !ok || b == 0 {
+			continue
+		}
+		m, ok := stackOf(maps, sp)
+		if !ok {
+			continue
+		}
+		top := m.End - 1
+		for other, osp := range a.sps {
+			if other != tid && sp < osp && osp <= top {
+				top = osp&^(page-1) - 1
+			}
+		}
+		lo := sp &^ (page - 1)
+		if top < lo {
+			continue
+		}
+		c.pointStack(lo, top, b, 0)
+		if s, ok := c.stacks[b]; ok && s[1] < top {
+			c.stacks[b] = [2]uint64{s[0], top}
+		}
+	}
+	return nil
 }

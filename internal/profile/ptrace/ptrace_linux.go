@@ -3,7 +3,6 @@
 package ptrace
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -316,33 +314,6 @@ func SameMemory(pid1, pid2 int) (bool, error) {
 	return r == 0, nil
 }
 
-// SigInfo is what the kernel tells of a signal a thread is stopped for
-// (PTRACE_GETSIGINFO, siginfo_t of <asm-generic/siginfo.h>): its number
-// and code; for SIGCHLD the child's ID and status, for a fault the
-// address.
-type SigInfo struct {
-	Signo, Code int32
-	Pid, Status int32
-	Addr        uint64
-}
-
-// GetSigInfo reads the signal stopped thread tid is stopped for.
-func GetSigInfo(tid int) (SigInfo, error) {
-	var b [128]byte
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
-	if e != 0 {
-		return SigInfo{}, e
-	}
-	le := binary.LittleEndian
-	return SigInfo{
-		Signo:  int32(le.Uint32(b[0:])),
-		Code:   int32(le.Uint32(b[8:])),
-		Pid:    int32(le.Uint32(b[16:])),
-		Status: int32(le.Uint32(b[24:])),
-		Addr:   le.Uint64(b[16:]),
-	}, nil
-}
-
 // Kill sends a signal to a process.
 func Kill(pid int, sig syscall.Signal) error { return unix.Kill(pid, sig) }
 
@@ -457,6 +428,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 	stopped := map[int]bool{}
 	group = map[int]bool{}
 	order := []int{}
+	var interrupt []int // seized in this round, to be interrupted
 	release := func() {
 		for tid := range seized {
 			unix.PtraceInterrupt(tid)
@@ -484,9 +456,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 		}
 		seized[tid] = true
 		order = append(order, tid)
-		if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("interrupt thread %d: %w", tid, err)
-		}
+		interrupt = append(interrupt, tid)
 		return nil
 	}
 	for {
@@ -496,6 +466,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 			return nil, nil, err
 		}
 		fresh := 0
+		interrupt = interrupt[:0]
 		for _, tid := range tids {
 			if !seized[tid] {
 				fresh++
@@ -503,6 +474,24 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 					release()
 					return nil, nil, err
 				}
+			}
+		}
+		// The main thread stops last: a signal to the process that comes
+		// while the others stop goes to it, as it would natively, not to
+		// another thread, whose blocked system call it would interrupt.
+		slices.SortStableFunc(interrupt, func(a, b int) int {
+			switch {
+			case a == pid:
+				return 1
+			case b == pid:
+				return -1
+			}
+			return 0
+		})
+		for _, tid := range interrupt {
+			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+				release()
+				return nil, nil, fmt.Errorf("interrupt thread %d: %w", tid, err)
 			}
 		}
 		for len(stopped) < len(seized) {
@@ -606,39 +595,4 @@ func Tasks(pid int) ([]int, error) {
 func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// SigMask returns the signal mask of stopped thread tid
-// (PTRACE_GETSIGMASK): bit n-1 blocks signal n.
-func SigMask(tid int) (uint64, error) {
-	var mask uint64
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
-		return 0, e
-	}
-	return mask, nil
-}
-
-// SetSigMask sets the signal mask of stopped thread tid
-// (PTRACE_SETSIGMASK); SIGKILL and SIGSTOP are never blocked.
-func SetSigMask(tid int, mask uint64) error {
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
-		return e
-	}
-	return nil
-}
-
-// Pending returns the signals pending for thread tid itself (SigPnd of
-// /proc/tid/status): bit n-1 for signal n; 0 when it cannot be read.
-func Pending(tid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return n
-		}
-	}
-	return 0
 }
