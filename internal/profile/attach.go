@@ -85,9 +85,7 @@ func (t *tracer) attachRun() (*Result, error) {
 	if len(group) > 0 {
 		// (Set-up steps the main thread, which a group-stop would take
 		// back; detached, the threads stay stopped.)
-		for _, tid := range tids {
-			ptrace.Detach(tid, 0)
-		}
+		ptrace.DetachStopped(tids)
 		return nil, prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
 	}
 	a := &attachment{

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -119,3 +120,23 @@ func statusMask(tid int, field string) uint64 {
 // Yield gives up the CPU for a moment (sched_yield), while the tracer
 // waits for a thread it let go to run.
 func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// DetachStopped detaches the threads of a process stopped by a stop
+// signal (a group-stop), and waits, a second at most, until each is in it
+// again, 'T' in /proc/PID/task/TID/stat: detached, a thread is woken to
+// go back into the group-stop, and shows 'R' for a moment, which one
+// that looks at the process at once takes for running.
+func DetachStopped(tids []int) {
+	for _, tid := range tids {
+		Detach(tid, 0)
+	}
+	for _, tid := range tids {
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+			i := strings.LastIndexByte(string(b), ')')
+			if err != nil || i < 0 || i+2 >= len(b) || b[i+2] == 'T' {
+				break
+			}
+		}
+	}
+}

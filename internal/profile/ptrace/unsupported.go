@@ -225,6 +225,9 @@ func Pending(tid int) uint64 { return 0 }
 // Blocked needs Linux.
 func Blocked(tid int) uint64 { return 0 }
 
+// DetachStopped needs Linux.
+func DetachStopped(tids []int) {}
+
 // Yield does nothing.
 func Yield() {}
 
