@@ -335,9 +335,7 @@ func (t *tracer) detachAll(res *Result) error {
 	ready, asked := map[int]bool{}, map[int]bool{}
 	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
 	ask := func() {
-		// (The main thread last: a signal to the process that comes
-		// meanwhile goes to it, as natively.)
-		for _, tid := range append(slices.DeleteFunc(t.threadIDs(), func(tid int) bool { return tid == t.pid }), t.pid) {
+		for _, tid := range t.mainLast() {
 			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
 				ptrace.Interrupt(tid)
 				asked[tid] = true
@@ -394,13 +392,9 @@ func (t *tracer) detachAll(res *Result) error {
 				// (A thread stepping through a slot is ready too, its
 				// step not made: it may be in a system call there, as
 				// long as the call lasts, and the slot's jump back needs
-				// no tracer.) The interrupt's stop: the call it made
-				// fail restarts when the thread is let go.
+				// no tracer.)
 				ready[tid] = true
-				t.maskBack(tid, ws)
-				if !ws.GroupStop() {
-					t.restartCall(tid)
-				}
+				t.readyToGo(tid, ws)
 				continue
 			}
 			if th != nil && t.rings != nil {

@@ -196,6 +196,27 @@ func (t *tracer) noneWaitFor(tid int) {
 	}
 }
 
+// mainLast returns the threads' IDs in order, the main thread's last:
+// stopped last (detachAll), it takes the signals to the process that
+// come while the others stop, as natively.
+func (t *tracer) mainLast() []int {
+	ids := t.mainFirst()
+	if len(ids) > 0 && ids[0] == t.pid {
+		ids = append(ids[1:], t.pid)
+	}
+	return ids
+}
+
+// readyToGo is the stop, ws, of thread tid that detachAll interrupted to
+// let it go: its mask back (maskBack), and, at the interrupt's stop, the
+// call the interrupt made fail restarts when the thread goes.
+func (t *tracer) readyToGo(tid int, ws ptrace.WaitStatus) {
+	t.maskBack(tid, ws)
+	if !ws.GroupStop() {
+		t.restartCall(tid)
+	}
+}
+
 // mainTakes waits, the main thread let go (ran counts its runs on a CPU
 // then) and the others still held, until it has run, and taken the
 // signals to the process that wait and that it does not block (a tenth
