@@ -142,7 +142,13 @@ func TestAttachSignalFrames(t *testing.T) {
 	t.Run("before", func(t *testing.T) {
 		s := startServer(t, dir, name)
 		before := codeBytes(t, s.pid())
-		s.ask(t, "h", "held")
+		if said := s.say(t, "h"); said == "none" {
+			// (qemu delivers a signal at the end of a block of code it
+			// translated, never after f's first instruction.)
+			t.Skip("no signal came inside f's first bytes")
+		} else if said != "held" {
+			t.Fatalf("server said %q, want held", said)
+		}
 		p := startProfile(t, dir, args(s))
 		s.ask(t, "r", "released")
 		p.end(t, syscall.SIGINT)
@@ -154,21 +160,11 @@ func TestAttachSignalFrames(t *testing.T) {
 		s := startServer(t, dir, name)
 		before := codeBytes(t, s.pid())
 		p := startProfile(t, dir, args(s))
-		if _, err := io.WriteString(s.in, "p\n"); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case said := <-s.lines:
-			if said == "none" {
-				p.end(t, syscall.SIGINT)
-				s.ask(t, "r", "released") // (nothing held: the worker runs)
-				t.Skip("no signal came in PROFILE's code at an instruction that reads the thread base")
-			}
-			if said != "held" {
-				t.Fatalf("server said %q, want held", said)
-			}
-		case <-time.After(toolLimit):
-			t.Fatal("server: no answer to p")
+		if said := s.say(t, "p"); said == "none" {
+			p.end(t, syscall.SIGINT)
+			t.Skip("no signal came in PROFILE's code at an instruction that reads the thread base")
+		} else if said != "held" {
+			t.Fatalf("server said %q, want held", said)
 		}
 		p.end(t, syscall.SIGINT)
 		checkLetGo(t, s.pid(), before)
@@ -219,4 +215,19 @@ func TestAttachNoEINTR(t *testing.T) {
 	if _, err := fmt.Sscanf(said, "eintr %d", &n); err != nil || n > 1 {
 		t.Errorf("after 5 attaches: %s, want none (one at most)", said)
 	}
+}
+
+// say sends a command and returns the server's answer.
+func (s *server) say(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case said := <-s.lines:
+		return said
+	case <-time.After(toolLimit):
+		t.Fatalf("server: no answer to %q after %v", cmd, toolLimit)
+	}
+	return ""
 }

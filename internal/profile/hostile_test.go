@@ -194,6 +194,9 @@ func TestSharedWrittenOver(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatal("PROFILE did not end (its ring full for ever?)")
 			}
+			if r.stdout == "filled 0\ndone\n" && slices.Contains(r.codes, 4648) {
+				t.Skip("nothing counted in-process (PRF4648): no memory shared to write over")
+			}
 			if !r.res.Exited || r.res.ExitCode != 0 || r.stdout != "filled 1\ndone\n" {
 				t.Errorf("exited %v status %d output %q, want 0 and filled 1", r.res.Exited, r.res.ExitCode, r.stdout)
 			}
