@@ -152,11 +152,12 @@ func (amd64) ringIntact(area []byte, records int, mark uint64) bool {
 }
 
 // ringResync sets the tail to the head: the ring is empty, and the
-// thread's next record goes where its head says, any count.
-func (amd64) ringResync(area []byte, _ int) uint64 {
+// thread's next record goes where its head says, any count. (The tail is
+// PROFILE's alone: running or not.)
+func (amd64) ringResync(area []byte, _ int, _ bool) (uint64, bool) {
 	head := atomic.LoadUint64(word64(area, RingHead))
 	atomic.StoreUint64(word64(area, RingTail), head)
-	return head
+	return head, true
 }
 
 // calibrationStep returns imul $0x2c1b3c6d,%r8,%r8 (REX.W+R+B 69 /r

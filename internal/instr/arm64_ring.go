@@ -190,15 +190,32 @@ func (arm64) ringIntact(area []byte, records int, mark uint64) bool {
 		head < uint32(RingRecordSize*records) && head%RingRecordSize == 0
 }
 
-// ringResync makes the head a slot of the ring (the one its low bits
-// name, which is where a thread that wrote a record from it would have
-// put the next) and the stop the slot before it, in one store.
-func (arm64) ringResync(area []byte, records int) uint64 {
+// ringResync, where the head is a slot, sets the stop, PROFILE's half,
+// to the slot before it: the ring is empty from where the thread writes.
+// Where it is not (misaligned, or past the ring), the thread, running,
+// may be moving it on (its stlr writes the head half alone): the stop is
+// set to where the head will be after its next record (the record code
+// moves it on by one record from its low bits, round the ring), so that
+// the record after finds the ring full and stops it. Stopped, it gets
+// the head of the slot its low bits name, and the stop before it, in one
+// store.
+func (arm64) ringResync(area []byte, records int, running bool) (uint64, bool) {
 	size := uint32(RingRecordSize * records)
-	head := atomic.LoadUint32(word32(area, RingCursor)) & (size - 1) &^ (RingRecordSize - 1)
+	head := atomic.LoadUint32(word32(area, RingCursor))
+	if head < size && head%RingRecordSize == 0 {
+		stop := (head - RingRecordSize) & (size - 1)
+		atomic.StoreUint32(word32(area, RingCursor+4), stop)
+		return uint64(stop), true
+	}
+	if running {
+		stop := ((head & (size - 1)) + RingRecordSize) & (size - 1)
+		atomic.StoreUint32(word32(area, RingCursor+4), stop)
+		return uint64(stop), false
+	}
+	head = head & (size - 1) &^ (RingRecordSize - 1)
 	stop := (head - RingRecordSize) & (size - 1)
 	atomic.StoreUint64(word64(area, RingCursor), uint64(stop)<<32|uint64(head))
-	return uint64(stop)
+	return uint64(stop), true
 }
 
 // calibrationStep returns mul x9, x9, x9 (MADD with XZR, C6.2 "MADD"):

@@ -383,7 +383,7 @@ type Instrumenter interface {
 	ringRead(area []byte, records, n int) uint64
 	ringReset(area []byte, records int) uint64
 	ringIntact(area []byte, records int, mark uint64) bool
-	ringResync(area []byte, records int) uint64
+	ringResync(area []byte, records int, running bool) (uint64, bool)
 	// calibrationStep is one step of [CalibrationWork]: a multiplication
 	// of a register by itself, or by a constant.
 	calibrationStep() []byte

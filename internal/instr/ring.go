@@ -114,14 +114,19 @@ func RingIntact(a Instrumenter, area []byte, records int, mark uint64) bool {
 	return a.ringIntact(area, records, mark)
 }
 
-// RingResync empties a ring area that is not intact from where the
-// thread writes its next record on (or from a slot where it may write
-// one, when its own word is out of the ring), dropping what it holds, and
-// returns PROFILE's mark (see [RingRead]). The thread goes on writing
-// records that PROFILE reads, and stops no more than a ring full of its
-// records makes it.
-func RingResync(a Instrumenter, area []byte, records int) (mark uint64) {
-	return a.ringResync(area, records)
+// RingResync takes back a ring area that is not intact, writing
+// PROFILE's word alone where the thread may be writing its own
+// (running): it empties it from where the thread writes its next record,
+// dropping what it holds, or, where the thread's word is one the record
+// code cannot have left (arm64: a head that is no slot, which the thread
+// may be moving on), makes it look full at the thread's next record but
+// one, so that the thread stops, and PROFILE, the thread stopped, takes
+// it back whole (running false: both words). It returns PROFILE's mark
+// (see [RingRead]); the ring is intact again once ok. The thread goes on
+// writing records that PROFILE reads, and stops no more than a ring full
+// of its records makes it.
+func RingResync(a Instrumenter, area []byte, records int, running bool) (mark uint64, ok bool) {
+	return a.ringResync(area, records, running)
 }
 
 // RingSlot returns the bytes of slot i of ring area.

@@ -17,7 +17,9 @@ func ringWriter(a Arch, area []byte, records int) func(time uint64) bool {
 			if uint32(cur) == uint32(cur>>32) {
 				return false
 			}
-			at = uint64(uint32(cur))
+			// (The record code writes at the head, wherever it is: a
+			// head past the ring writes past it; here, round it.)
+			at = uint64(uint32(cur)) & (size - 1)
 			binary.LittleEndian.PutUint32(area[RingCursor:], uint32((at+RingRecordSize)&(size-1)))
 		} else {
 			head := binary.LittleEndian.Uint64(area[RingHead:])
@@ -27,7 +29,9 @@ func ringWriter(a Arch, area []byte, records int) func(time uint64) bool {
 			at = head & uint64(records-1) * RingRecordSize
 			binary.LittleEndian.PutUint64(area[RingHead:], head+1)
 		}
-		binary.LittleEndian.PutUint64(area[RingRecords+at:], time)
+		if at+8 <= size {
+			binary.LittleEndian.PutUint64(area[RingRecords+at:], time)
+		}
 		return true
 	}
 }
@@ -123,8 +127,21 @@ func TestRingDamaged(t *testing.T) {
 					if RingIntact(a, area, records, mark) {
 						t.Fatalf("%s written over with %#x: intact", word, v)
 					}
-					mark = RingResync(a, area, records)
-					if !RingIntact(a, area, records, mark) {
+					mark, ok := RingResync(a, area, records, true)
+					if !ok {
+						// (A head that is no slot: taken back whole when
+						// its thread has stopped.)
+						if RingIntact(a, area, records, mark) {
+							t.Fatal("intact, the head no slot")
+						}
+						// The thread, running on, stops at its record
+						// after next.
+						if !write(1) || write(2) {
+							t.Fatal("the thread does not stop at its second record")
+						}
+						mark, ok = RingResync(a, area, records, false)
+					}
+					if !ok || !RingIntact(a, area, records, mark) {
 						t.Fatal("not intact once resynchronised")
 					}
 					if _, n := RingUnread(a, area, records); n != 0 {

@@ -37,18 +37,24 @@ func (c *counters) guardIntact() bool {
 }
 
 // intact reports whether block b's ring is as the record code and
-// PROFILE left it. A ring the program wrote over is emptied from where
-// its thread writes next, its records dropped (they are not records),
-// and counted for the warning at the end: read as it was, it could look
-// full for ever, its thread stopping at every record, or hold records
-// that are none.
+// PROFILE left it. A ring the program wrote over is taken back
+// (instr.RingResync): emptied from where its thread writes next, its
+// records dropped (they are not records), or, where its thread, running,
+// may be moving a head that is no slot, made to stop the thread soon, to
+// be taken back whole at that stop (held: the block of the thread PROFILE
+// holds now, rings.stopped). Each time it is found so is counted for the
+// warning at the end. Read as it was, it could look full for ever, its
+// thread stopping at every record, or hold records that are none.
 func (r *rings) intact(b int, area []byte) bool {
 	a := r.t.arch
 	if instr.RingIntact(a, area, ringRecords, r.marks[b]) {
 		return true
 	}
-	r.damaged++
-	r.marks[b] = instr.RingResync(a, area, ringRecords)
+	if !r.broken[b] {
+		r.damaged++
+	}
+	mark, ok := instr.RingResync(a, area, ringRecords, b != r.held)
+	r.marks[b], r.broken[b] = mark, !ok
 	return false
 }
 

@@ -57,9 +57,13 @@ type rings struct {
 	full    uint64 // the stops for a full ring
 	// marks are PROFILE's words of the rings as it last left them, by
 	// block (instr.RingIntact); damaged counts the rings found written
-	// over by the program (damage.go).
+	// over by the program, broken those not yet taken back whole, held
+	// is the block of the thread whose stop is being handled, -1 for
+	// none (damage.go).
 	marks   map[int]uint64
+	broken  map[int]bool
 	damaged int
+	held    int
 	// sink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	sink uint64
@@ -75,7 +79,7 @@ type rings struct {
 }
 
 func newRings(t *tracer) *rings {
-	return &rings{t: t, goroutines: map[uint64]*goroutine{}, marks: map[int]uint64{}}
+	return &rings{t: t, goroutines: map[uint64]*goroutine{}, marks: map[int]uint64{}, broken: map[int]bool{}, held: -1}
 }
 
 // errGoFrames is why a Go function keeps breakpoints when timed: one of
@@ -139,6 +143,7 @@ func (c *counters) ringArea(b int) []byte {
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
 	r.marks[b] = instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
+	delete(r.broken, b)
 }
 
 // drop empties block b's ring of the records in it: they are not the
@@ -387,6 +392,12 @@ func (r *rings) drainEnd() {
 // stopped books, at a stop of thread th, the records its ring holds,
 // which came before the stop.
 func (r *rings) stopped(th *thread) {
+	if c := r.t.counters; c != nil {
+		if b, ok := c.blockOf[th.tid]; ok {
+			r.held = b
+			defer func() { r.held = -1 }()
+		}
+	}
 	r.drain(th)
 	r.fullEnded(th)
 }
