@@ -13,7 +13,7 @@
  *       executable mapping of no file (the program makes none: PROFILE's
  *       trampolines), at an instruction that reads the thread base
  *       through GS on x86-64 (anywhere there on arm64); "none" after
- *       20,000 signals without one
+ *       20,000 signals without one, or ten seconds (an emulated CPU)
  *   r   "released": the handler returns, and the worker has called f()
  *       1,000 times since
  *   q   exit 0
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -126,7 +127,8 @@ int main(void)
                 findForeign();
             want = line[0];
             int ok = 0;
-            for (int i = 0; i < 20000 && !ok; i++) {
+            time_t until = time(NULL) + 10;
+            for (int i = 0; i < 20000 && !ok && time(NULL) < until; i++) {
                 pthread_kill(th, SIGUSR1);
                 usleep(20);
                 ok = want == 0;
