@@ -25,7 +25,29 @@ import (
 )
 
 func main() {
+	// The interrupts are caught first of all: one that comes while
+	// PROFILE reads the plan or finds the process is not lost (a
+	// PROFILE started with SIGINT ignored, as a shell starts a job in
+	// the background, would ignore it until it asked for it).
+	signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// interrupts receives the SIGINT, SIGTERM and SIGHUP PROFILE receives
+// (main): passed on to the program once it runs, or the end of an
+// attached run's window (profile.Config.Signals).
+var interrupts = make(chan os.Signal, 4)
+
+// interruptedBefore ends PROFILE as signal s would have, when it came
+// before anything was started or attached to: nothing to end, nothing to
+// write. It returns, with the shell's status for a death by s, only when
+// s was ignored when PROFILE started, and is ignored again.
+func interruptedBefore(s os.Signal) int {
+	signal.Reset(s)
+	n := s.(syscall.Signal)
+	syscall.Kill(os.Getpid(), n)
+	time.Sleep(10 * time.Millisecond) // (the signal's delivery)
+	return 128 + int(n)
 }
 
 // run is the command; it returns the exit status.
@@ -152,10 +174,16 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 	if o.trace {
 		cfg.Trace = strings.TrimSuffix(pbo, filepath.Ext(pbo)) + ".pbx"
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	cfg.Signals = sigs
+	// An interrupt that came before the run began ends PROFILE now,
+	// with nothing started or attached to; one that comes from here on
+	// is passed on to the program once it runs, or ends the window of an
+	// attached run as soon as the window can end.
+	select {
+	case s := <-interrupts:
+		return interruptedBefore(s), nil
+	default:
+	}
+	cfg.Signals = interrupts
 
 	res, err := profile.Run(cfg)
 	if err != nil {

@@ -130,16 +130,34 @@ func (amd64) ringUnread(area []byte, records int) (first, n int) {
 	return int(tail & uint64(records-1)), int(min(head-tail, uint64(records)))
 }
 
-// ringRead moves the tail on by n.
-func (amd64) ringRead(area []byte, _, n int) {
-	tail := atomic.LoadUint64(word64(area, RingTail))
-	atomic.StoreUint64(word64(area, RingTail), tail+uint64(n))
+// ringRead moves the tail on by n; the tail is PROFILE's mark.
+func (amd64) ringRead(area []byte, _, n int) uint64 {
+	tail := atomic.LoadUint64(word64(area, RingTail)) + uint64(n)
+	atomic.StoreUint64(word64(area, RingTail), tail)
+	return tail
 }
 
 // ringReset sets the head and the tail to 0.
-func (amd64) ringReset(area []byte, _ int) {
+func (amd64) ringReset(area []byte, _ int) uint64 {
 	atomic.StoreUint64(word64(area, RingHead), 0)
 	atomic.StoreUint64(word64(area, RingTail), 0)
+	return 0
+}
+
+// ringIntact: the tail is the mark, and the head at most records ahead
+// of it (the thread writes no record before it sees room for it).
+func (amd64) ringIntact(area []byte, records int, mark uint64) bool {
+	head := atomic.LoadUint64(word64(area, RingHead))
+	return atomic.LoadUint64(word64(area, RingTail)) == mark && head-mark <= uint64(records)
+}
+
+// ringResync sets the tail to the head: the ring is empty, and the
+// thread's next record goes where its head says, any count. (The tail is
+// PROFILE's alone: running or not.)
+func (amd64) ringResync(area []byte, _ int, _ bool) (uint64, bool) {
+	head := atomic.LoadUint64(word64(area, RingHead))
+	atomic.StoreUint64(word64(area, RingTail), head)
+	return head, true
 }
 
 // calibrationStep returns imul $0x2c1b3c6d,%r8,%r8 (REX.W+R+B 69 /r

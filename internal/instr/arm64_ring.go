@@ -165,17 +165,57 @@ func (arm64) ringUnread(area []byte, records int) (first, n int) {
 	return int(tail / RingRecordSize), int((head-tail)&(size-1)) / RingRecordSize
 }
 
-// ringRead moves the stop on by n records, round the ring.
-func (arm64) ringRead(area []byte, records, n int) {
+// ringRead moves the stop on by n records, round the ring; the stop is
+// PROFILE's mark.
+func (arm64) ringRead(area []byte, records, n int) uint64 {
 	size := uint32(RingRecordSize * records)
-	stop := atomic.LoadUint32(word32(area, RingCursor+4))
-	atomic.StoreUint32(word32(area, RingCursor+4), (stop+uint32(n)*RingRecordSize)&(size-1))
+	stop := (atomic.LoadUint32(word32(area, RingCursor+4)) + uint32(n)*RingRecordSize) & (size - 1)
+	atomic.StoreUint32(word32(area, RingCursor+4), stop)
+	return uint64(stop)
 }
 
 // ringReset sets the head to the first slot and the stop to the last.
-func (arm64) ringReset(area []byte, records int) {
+func (arm64) ringReset(area []byte, records int) uint64 {
+	stop := uint32(RingRecordSize * (records - 1))
 	atomic.StoreUint32(word32(area, RingCursor), 0)
-	atomic.StoreUint32(word32(area, RingCursor+4), uint32(RingRecordSize*(records-1)))
+	atomic.StoreUint32(word32(area, RingCursor+4), stop)
+	return uint64(stop)
+}
+
+// ringIntact: the stop is the mark, and the head a slot of the ring (the
+// thread moves it on by a record, round the ring).
+func (arm64) ringIntact(area []byte, records int, mark uint64) bool {
+	head := atomic.LoadUint32(word32(area, RingCursor))
+	return uint64(atomic.LoadUint32(word32(area, RingCursor+4))) == mark &&
+		head < uint32(RingRecordSize*records) && head%RingRecordSize == 0
+}
+
+// ringResync, where the head is a slot, sets the stop, PROFILE's half,
+// to the slot before it: the ring is empty from where the thread writes.
+// Where it is not (misaligned, or past the ring), the thread, running,
+// may be moving it on (its stlr writes the head half alone): the stop is
+// set to where the head will be after its next record (the record code
+// moves it on by one record from its low bits, round the ring), so that
+// the record after finds the ring full and stops it. Stopped, it gets
+// the head of the slot its low bits name, and the stop before it, in one
+// store.
+func (arm64) ringResync(area []byte, records int, running bool) (uint64, bool) {
+	size := uint32(RingRecordSize * records)
+	head := atomic.LoadUint32(word32(area, RingCursor))
+	if head < size && head%RingRecordSize == 0 {
+		stop := (head - RingRecordSize) & (size - 1)
+		atomic.StoreUint32(word32(area, RingCursor+4), stop)
+		return uint64(stop), true
+	}
+	if running {
+		stop := ((head & (size - 1)) + RingRecordSize) & (size - 1)
+		atomic.StoreUint32(word32(area, RingCursor+4), stop)
+		return uint64(stop), false
+	}
+	head = head & (size - 1) &^ (RingRecordSize - 1)
+	stop := (head - RingRecordSize) & (size - 1)
+	atomic.StoreUint64(word64(area, RingCursor), uint64(stop)<<32|uint64(head))
+	return uint64(stop), true
 }
 
 // calibrationStep returns mul x9, x9, x9 (MADD with XZR, C6.2 "MADD"):

@@ -99,6 +99,7 @@ func ExitTrampoline(a Patcher, p *Patch, addr uint64, instrumentation []byte) (T
 			t.PCs = append(t.PCs, PCMap{Tramp: addr + uint64(len(t.Code)), Orig: pc})
 			t.At = len(t.Code)
 			t.Code = append(t.Code, instrumentation...)
+			t.Tail = len(t.Code)
 		}
 		at := addr + uint64(len(t.Code))
 		code, err := a.relocateOne(p.Orig[off:off+in.Len], pc, at)

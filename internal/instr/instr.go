@@ -261,6 +261,10 @@ type ABI interface {
 	// function's entry reads the stack guard through the goroutine
 	// register: see [GoEntryUsesG].
 	goEntryUsesG(check []byte) bool
+	// signalFrames finds the signal frames in stack, the bytes from lo
+	// of a thread stopped with regs (first: the stack it is on): see
+	// [SignalFrames].
+	signalFrames(m Memory, regs Regs, s Stack, stack []byte, lo uint64, first bool) []*SignalFrame
 }
 
 // Injector makes a stopped thread run a system call for the tracer
@@ -373,12 +377,15 @@ type Instrumenter interface {
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
 
-	// ringUnread, ringRead and ringReset are PROFILE's side of the
-	// protocol of the ring RecordCode's code writes: see [RingUnread],
-	// [RingRead] and [RingReset].
+	// ringUnread, ringRead, ringReset, ringIntact and ringResync are
+	// PROFILE's side of the protocol of the ring RecordCode's code
+	// writes: see [RingUnread], [RingRead], [RingReset], [RingIntact]
+	// and [RingResync].
 	ringUnread(area []byte, records int) (first, n int)
-	ringRead(area []byte, records, n int)
-	ringReset(area []byte, records int)
+	ringRead(area []byte, records, n int) uint64
+	ringReset(area []byte, records int) uint64
+	ringIntact(area []byte, records int, mark uint64) bool
+	ringResync(area []byte, records int, running bool) (uint64, bool)
 	// calibrationStep is one step of [CalibrationWork]: a multiplication
 	// of a register by itself, or by a constant.
 	calibrationStep() []byte

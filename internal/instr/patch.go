@@ -103,8 +103,9 @@ type Trampoline struct {
 	// jump back.
 	Exit bool
 	// At is the offset of the instrumentation in Code: 0 at an entry,
-	// after the relocated epilogue at an exit.
-	At int
+	// after the relocated epilogue at an exit. Tail, at an exit, is the
+	// offset of the exit's own copy, after the instrumentation.
+	At, Tail int
 }
 
 // OrigPC returns the original address for pc, inside the trampoline at
@@ -130,6 +131,38 @@ func (t *Trampoline) OrigPC(addr, end, pc uint64) uint64 {
 		return end
 	}
 	return t.PCs[i-1].Orig
+}
+
+// ExactPC returns the original address from which a thread goes on
+// exactly as it goes on from pc, inside the trampoline at addr, once
+// rolled out of the instrumentation's regions that save registers (their
+// [Rollback]): the site, for a pc in the instrumentation of an entry (its
+// registers are the site's: the count and the call depth's code change
+// none that are live); the exit, for a pc from the instrumentation of an
+// exit to the exit's copy; the instruction whose relocated copy starts at
+// pc; the address after the patch, on the jump back. Elsewhere (inside a
+// copy that relocation made into several instructions: a jump out of
+// range, a PC-relative operand reached through a scratch register) no
+// original address holds what the thread has done of it, and it reports
+// false.
+func (t *Trampoline) ExactPC(addr, end, pc uint64) (uint64, bool) {
+	if pc < addr || pc >= addr+uint64(len(t.Code)) || len(t.PCs) == 0 {
+		return 0, false
+	}
+	switch {
+	case pc < t.PCs[0].Tramp:
+		return t.PCs[0].Orig, true
+	case t.Exit && len(t.PCs) > 0 && pc >= addr+uint64(t.At) && pc <= addr+uint64(t.Tail):
+		return t.PCs[len(t.PCs)-1].Orig, true
+	case !t.Exit && pc >= addr+uint64(len(t.Code))-jumpBackRoom:
+		return end, true
+	}
+	for _, m := range t.PCs {
+		if m.Tramp == pc {
+			return m.Orig, true
+		}
+	}
+	return 0, false
 }
 
 // jumpBackRoom is an upper bound of the jump back's length at the end of a

@@ -90,12 +90,44 @@ func RingUnread(a Instrumenter, area []byte, records int) (first, n int) {
 }
 
 // RingRead frees the n records RingUnread returned first, or n of them:
-// the thread may write their slots again.
-func RingRead(a Instrumenter, area []byte, records, n int) { a.ringRead(area, records, n) }
+// the thread may write their slots again. It returns PROFILE's mark, the
+// word of the ring only PROFILE writes as it now stands, for
+// [RingIntact].
+func RingRead(a Instrumenter, area []byte, records, n int) (mark uint64) {
+	return a.ringRead(area, records, n)
+}
 
 // RingReset empties a ring area, for a thread that has not begun
-// writing to it.
-func RingReset(a Instrumenter, area []byte, records int) { a.ringReset(area, records) }
+// writing to it, and returns PROFILE's mark (see [RingRead]).
+func RingReset(a Instrumenter, area []byte, records int) (mark uint64) {
+	return a.ringReset(area, records)
+}
+
+// RingIntact reports whether ring area is one the record code and
+// PROFILE can have left: PROFILE's word as its last [RingRead] or
+// [RingReset] left it (mark), and the thread's one it can have written
+// from there. The area is in the program's memory, which the program may
+// write over (a wild write): a ring whose words it changed must not be
+// read (its records are not records), and may look full for ever, the
+// thread stopping at every record.
+func RingIntact(a Instrumenter, area []byte, records int, mark uint64) bool {
+	return a.ringIntact(area, records, mark)
+}
+
+// RingResync takes back a ring area that is not intact, writing
+// PROFILE's word alone where the thread may be writing its own
+// (running): it empties it from where the thread writes its next record,
+// dropping what it holds, or, where the thread's word is one the record
+// code cannot have left (arm64: a head that is no slot, which the thread
+// may be moving on), makes it look full at the thread's next record but
+// one, so that the thread stops, and PROFILE, the thread stopped, takes
+// it back whole (running false: both words). It returns PROFILE's mark
+// (see [RingRead]); the ring is intact again once ok. The thread goes on
+// writing records that PROFILE reads, and stops no more than a ring full
+// of its records makes it.
+func RingResync(a Instrumenter, area []byte, records int, running bool) (mark uint64, ok bool) {
+	return a.ringResync(area, records, running)
+}
 
 // RingSlot returns the bytes of slot i of ring area.
 func RingSlot(area []byte, i int) []byte {

@@ -894,6 +894,16 @@ func SignalStops(n int, rate float64, stop time.Duration, share float64) *Diagno
 	return d
 }
 
+// SharedDamaged warns that the program wrote over the memory it shares
+// with PROFILE (a wild write): what showed it (rings of records not as
+// their protocol leaves them, a guard PROFILE keeps) is what. The run
+// went on, and ended; what the write reached is wrong.
+func SharedDamaged(what string) *Diagnostic {
+	d := newDiag(4690, Warning, nil, "the program wrote over the memory it shares with PROFILE: %s", what)
+	d.Hint = "a stray pointer or an overrun of the program's reached PROFILE's counters (/memfd:sprof-counters in its memory map): the counts and times there may be wrong, and the program's own data near it too; see docs/linux.md, \"What PROFILE cannot see\""
+	return d
+}
+
 // StaleCode warns that the processor ran a breakpoint PROFILE had
 // removed, again and again, though the memory holds the original
 // instruction: it runs a stale copy of the code. The instruction is then

@@ -337,7 +337,7 @@ func catalogue() []*Diagnostic {
 		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
 		OtherArch("arm64", "amd64"), CannotTrace("linux/amd64", err), NoSlots(err), ExecEnded(), OwnTraps(),
-		LibraryChanged("libf.so", "p.pbi"), LibrariesNotFollowed("libf.so", err), BreakpointBack(0x1000), StaleCode(0x1000),
+		LibraryChanged("libf.so", "p.pbi"), LibrariesNotFollowed("libf.so", err), BreakpointBack(0x1000), StaleCode(0x1000), SharedDamaged("1 ring"),
 		EntryRefused("f", "m", err), SiteRefused("exit", 0x1000, "f", "m", err), NotMapped("p", 7),
 		ClockZero(), SortMismatch("p.pbt"),
 		NoLines("m"), NoDebugInfo("m"), CannotProfileLine(3, "f.c", "m", err),

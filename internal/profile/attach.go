@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sourceprofiler/sprof/internal/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/profile/ptrace"
 )
@@ -86,9 +85,7 @@ func (t *tracer) attachRun() (*Result, error) {
 	if len(group) > 0 {
 		// (Set-up steps the main thread, which a group-stop would take
 		// back; detached, the threads stay stopped.)
-		for _, tid := range tids {
-			ptrace.Detach(tid, 0)
-		}
+		ptrace.DetachStopped(tids)
 		return nil, prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
 	}
 	a := &attachment{
@@ -237,54 +234,6 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	return res, nil
 }
 
-// ownFramesAbove gives each thread, where a thread's area is found from
-// its stack pointer through the stack table (arm64), the pages of its
-// stack above the stack pointer it was stopped with: the frames of the
-// calls it was in, where it returns to during the window. (A thread
-// PROFILE sees start begins at its stack's top: ownStack's pages, at and
-// below its stack pointer, are all of it. A thread found in the middle of
-// its calls has frames above: main's loop, a page or more above the
-// read(2) it waits in, whose records would go to the discard area.) The
-// pages go up to the end of the stack's mapping, or to the page below the
-// next thread's stack pointer in the same mapping, and only those that no
-// thread has.
-func (t *tracer) ownFramesAbove() error {
-	c, a := t.counters, t.attach
-	if c == nil || !c.table {
-		return nil
-	}
-	maps, err := t.readMaps()
-	if err != nil {
-		return err
-	}
-	const page = 1 << instr.DepthTablePage
-	for tid, sp := range a.sps {
-		b, ok := c.blockOf[tid]
-		if !ok || b == 0 {
-			continue
-		}
-		m, ok := stackOf(maps, sp)
-		if !ok {
-			continue
-		}
-		top := m.End - 1
-		for other, osp := range a.sps {
-			if other != tid && sp < osp && osp <= top {
-				top = osp&^(page-1) - 1
-			}
-		}
-		lo := sp &^ (page - 1)
-		if top < lo {
-			continue
-		}
-		c.pointStack(lo, top, b, 0)
-		if s, ok := c.stacks[b]; ok && s[1] < top {
-			c.stacks[b] = [2]uint64{s[0], top}
-		}
-	}
-	return nil
-}
-
 // threadIDs returns the threads' IDs in order.
 func (t *tracer) threadIDs() []int {
 	ids := make([]int, 0, len(t.threads))
@@ -296,14 +245,21 @@ func (t *tracer) threadIDs() []int {
 }
 
 // saveBases notes the thread bases and pointers of the threads as PROFILE
-// found them (attachment.bases).
+// found them (attachment.bases), and where they are: their PCs, and those
+// their signal handlers return to (framePCs), no patch covers.
 func (t *tracer) saveBases() {
 	a := t.attach
+	maps, _ := t.readMaps()
 	for tid := range t.threads {
 		var regs ptrace.Regs
 		if err := ptrace.GetRegs(tid, &regs); err == nil {
+			if regs.RestartEINTR() {
+				// (Its call failed for the attach's interrupt.)
+				ptrace.SetRegs(tid, &regs)
+			}
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
+			a.pcs = append(a.pcs, t.framePCs(&regs, maps)...)
 			a.sps[tid] = t.arch.SP(&regs)
 		}
 		if p, err := ptrace.ThreadPointer(tid); err == nil {
@@ -384,8 +340,8 @@ func (t *tracer) detachAll(res *Result) error {
 	ready, asked := map[int]bool{}, map[int]bool{}
 	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
 	ask := func() {
-		for tid, th := range t.threads {
-			if needed(th) && !ready[tid] && !asked[tid] {
+		for _, tid := range t.mainLast() {
+			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
 				ptrace.Interrupt(tid)
 				asked[tid] = true
 			}
@@ -443,6 +399,7 @@ func (t *tracer) detachAll(res *Result) error {
 				// long as the call lasts, and the slot's jump back needs
 				// no tracer.)
 				ready[tid] = true
+				t.readyToGo(tid, ws)
 				continue
 			}
 			if th != nil && t.rings != nil {
@@ -504,6 +461,7 @@ func (t *tracer) threadGone(tid int) {
 		t.closeThreadBooks(th)
 	}
 	delete(t.threads, tid)
+	delete(t.requeued, tid)
 	t.threadEnded(tid)
 	if t.sampling != nil {
 		t.sampling.threadEnded(tid)
@@ -538,17 +496,26 @@ func (t *tracer) letGo(ready map[int]bool) error {
 	if err := a.undo.restore(); err != nil {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
 	}
-	for _, tid := range t.threadIDs() {
+	maps, _ := t.readMaps()
+	t.masksBack(stopped)
+	for i, tid := range t.mainFirst() {
 		if !stopped(tid) {
 			continue
 		}
-		t.putBase(tid)
+		t.putBase(tid, t.settleFrames(tid, maps))
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()
 		}
+		ran := runs(tid)
+		if i > 0 {
+			t.noneWaitFor(tid)
+		}
 		if err := ptrace.Detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
+		}
+		if i == 0 && tid == t.pid {
+			t.mainTakes(ran)
 		}
 	}
 	for tid := range t.early {
@@ -562,15 +529,16 @@ func (t *tracer) letGo(ready map[int]bool) error {
 // its thread pointer) as PROFILE found it; a thread started during the
 // window gets the main thread's, which it inherited. A thread stopped in
 // PROFILE's code keeps PROFILE's, which that code reads: single-stepped
-// out, it might block there in a system call of a slot.
-func (t *tracer) putBase(tid int) {
+// out, it might block there in a system call of a slot. So does one
+// whose signal handler returns there (keep: settleFrames).
+func (t *tracer) putBase(tid int, keep bool) {
 	a := t.attach
 	base, ok := a.bases[tid]
 	if !ok {
 		base = a.base
 	}
 	var regs ptrace.Regs
-	if ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
+	if keep || ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
 		return
 	}
 	if regs.ThreadBase() != base {
@@ -609,88 +577,6 @@ func (t *tracer) borrowed(saved ptrace.Regs) ptrace.Regs {
 		t.arch.SetSP(&regs, (t.arch.SP(&regs)-t.arch.RedZone()-64)&^15)
 	}
 	return regs
-}
-
-// undoMemory is a process's memory that logs, for every write over the
-// code of a file mapped executable (the program, its libraries, the
-// dynamic linker), the bytes it replaced, so that they can be written
-// back (restore). Nothing else is logged: PROFILE's own areas, its
-// counters, the stacks that emulated instructions write to.
-type undoMemory struct {
-	instr.Memory
-	// maps reads the process's memory map; known is its last reading.
-	maps  func() ([]mapping, error)
-	known []mapping
-	log   []undoWrite
-}
-
-type undoWrite struct {
-	addr uint64
-	old  []byte
-}
-
-// WriteMem writes b at addr, logging what it replaces in a file's code.
-func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
-	if !u.inFileCode(addr) {
-		return u.Memory.WriteMem(addr, b)
-	}
-	old := make([]byte, len(b))
-	if err := u.Memory.ReadMem(addr, old); err != nil {
-		return err
-	}
-	if err := u.Memory.WriteMem(addr, b); err != nil {
-		return err
-	}
-	u.log = append(u.log, undoWrite{addr, old})
-	return nil
-}
-
-// inFileCode reports whether addr is in an executable mapping of a file,
-// reading the map again for an address it does not know (a mapping made
-// since).
-func (u *undoMemory) inFileCode(addr uint64) bool {
-	find := func() (mapping, bool) {
-		i, found := slices.BinarySearchFunc(u.known, addr, func(m mapping, a uint64) int {
-			switch {
-			case m.End <= a:
-				return -1
-			case m.Start > a:
-				return 1
-			}
-			return 0
-		})
-		if !found {
-			return mapping{}, false
-		}
-		return u.known[i], true
-	}
-	m, ok := find()
-	if !ok {
-		if maps, err := u.maps(); err == nil {
-			u.known = maps
-			m, ok = find()
-		}
-	}
-	return ok && m.Inode != 0 && strings.Contains(m.Perms, "x")
-}
-
-// forget drops the writes in [lo, hi), unmapped.
-func (u *undoMemory) forget(lo, hi uint64) {
-	u.log = slices.DeleteFunc(u.log, func(w undoWrite) bool { return w.addr >= lo && w.addr < hi })
-}
-
-// restore writes back what every write replaced, the last first, and
-// empties the log.
-func (u *undoMemory) restore() error {
-	var errs []error
-	for i := len(u.log) - 1; i >= 0; i-- {
-		w := u.log[i]
-		if err := u.Memory.WriteMem(w.addr, w.old); err != nil {
-			errs = append(errs, fmt.Errorf("at %#x: %w", w.addr, err))
-		}
-	}
-	u.log = nil
-	return errors.Join(errs...)
 }
 
 // reason is the run record's word on an attached run: the window its

@@ -186,13 +186,14 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 		}
 		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
 	}
-	size = (size + t.pageSize - 1) &^ (t.pageSize - 1)
+	size = (size + guardSize + t.pageSize - 1) &^ (t.pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := t.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	c := &counters{t: t, kind: kind, shared: shared, progAddr: addr, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
 		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
+	c.writeGuard()
 	if table {
 		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
 		c.areasAt = areas - addr
@@ -201,7 +202,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		instr.RingReset(t.arch, c.ringArea(0), ringRecords)
+		t.rings.marks[0] = instr.RingReset(t.arch, c.ringArea(0), ringRecords)
 	}
 	return c, nil
 }
@@ -453,24 +454,23 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 		if pc < start {
 			continue
 		}
-		if c.rollOut(regs, start, int(pc-start), rg.rollback) {
+		if c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
 			return true
 		}
 	}
 	return false
 }
 
-// rollOut rolls a thread at off in code starting at start out of it by
-// the first of rollback's ranges that holds off, and reports whether one
-// did.
-func (c *counters) rollOut(regs *ptrace.Regs, start uint64, off int, rollback []instr.Rollback) bool {
+// rollOut rolls a thread (or a signal frame) at off in code starting at
+// start out of it by the first of rollback's ranges that holds off, and
+// reports whether one did; base is the thread's block.
+func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollback []instr.Rollback) bool {
 	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
 		}
 		if len(r.Restore) > 0 {
 			// The registers were saved in the thread's block.
-			base := regs.ThreadBase()
 			if base < c.progAddr || base >= c.progAddr+uint64(len(c.shared.Bytes())) {
 				return false
 			}
@@ -571,4 +571,5 @@ func (c *counters) collect() {
 	if c.overflow {
 		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))
 	}
+	c.warnDamage()
 }

@@ -97,6 +97,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
+		t.requeuedIdle()
 		t.flushTrace()
 		t.progress()
 		return work

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/instr"
@@ -54,6 +55,15 @@ type rings struct {
 	cost    float64
 	drained int64  // when the rings were last read
 	full    uint64 // the stops for a full ring
+	// marks are PROFILE's words of the rings as it last left them, by
+	// block (instr.RingIntact); damaged counts the rings found written
+	// over by the program, broken those not yet taken back whole, held
+	// is the block of the thread whose stop is being handled, -1 for
+	// none (damage.go).
+	marks   map[int]uint64
+	broken  map[int]bool
+	damaged int
+	held    int
 	// sink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	sink uint64
@@ -68,7 +78,9 @@ type rings struct {
 	byThread   [][]int
 }
 
-func newRings(t *tracer) *rings { return &rings{t: t, goroutines: map[uint64]*goroutine{}} }
+func newRings(t *tracer) *rings {
+	return &rings{t: t, goroutines: map[uint64]*goroutine{}, marks: map[int]uint64{}, broken: map[int]bool{}, held: -1}
+}
 
 // errGoFrames is why a Go function keeps breakpoints when timed: one of
 // assembly, where the goroutine register may hold anything, or an
@@ -130,15 +142,19 @@ func (c *counters) ringArea(b int) []byte {
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
-	instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
+	r.marks[b] = instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
+	delete(r.broken, b)
 }
 
 // drop empties block b's ring of the records in it: they are not the
 // program's (a vfork child's, a thread's beyond the blocks).
 func (r *rings) drop(b int) {
 	area := r.t.counters.ringArea(b)
+	if !r.intact(b, area) {
+		return
+	}
 	_, n := instr.RingUnread(r.t.arch, area, ringRecords)
-	instr.RingRead(r.t.arch, area, ringRecords, n)
+	r.marks[b] = instr.RingRead(r.t.arch, area, ringRecords, n)
 }
 
 // drain books the records in thread th's ring. A thread with no block
@@ -162,6 +178,9 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	area := c.ringArea(b)
+	if !r.intact(b, area) {
+		return 0
+	}
 	first, unread := instr.RingUnread(t.arch, area, ringRecords)
 	if unread == 0 {
 		return 0
@@ -208,7 +227,7 @@ func (r *rings) drain(th *thread) int {
 			t.books.enterLedger(l, rec.Item, rec.SP, now)
 		}
 	}
-	instr.RingRead(t.arch, area, ringRecords, unread)
+	r.marks[b] = instr.RingRead(t.arch, area, ringRecords, unread)
 	t.explain.drained(th.tid, unread)
 	return unread
 }
@@ -249,7 +268,14 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 			b, own = w, false
 		}
 	}
+	// (When it stopped is in the program's memory: a time a second or
+	// more after PROFILE saw the stop, or before it last let the thread
+	// go, was written over, and it stopped as PROFILE saw it.)
 	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
+	if at > t.waited+int64(time.Second) || at < th.released-int64(time.Second) {
+		r.damaged++
+		at = t.waited
+	}
 	if own {
 		th.fullAt = at
 		return
@@ -373,6 +399,12 @@ func (r *rings) drainEnd() {
 // stopped books, at a stop of thread th, the records its ring holds,
 // which came before the stop.
 func (r *rings) stopped(th *thread) {
+	if c := r.t.counters; c != nil {
+		if b, ok := c.blockOf[th.tid]; ok {
+			r.held = b
+			defer func() { r.held = -1 }()
+		}
+	}
 	r.drain(th)
 	r.fullEnded(th)
 }

@@ -35,6 +35,9 @@ func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 		t.childSignal(th)
 	}
 	t.explain.signal(th, sig)
+	if t.misrouted(th, sig) {
+		return nil
+	}
 	if th.stepping == nil && t.counters.rolls() {
 		if err := t.rollBack(th); err != nil {
 			return err

@@ -141,10 +141,16 @@ func (c *counters) pointStack(lo, hi uint64, b, from int) {
 }
 
 // tableArea is the area the stack table gives a thread whose stack
-// pointer is sp.
+// pointer is sp: the discard area where the entry is not one PROFILE
+// writes (the table is in the program's memory, which a wild write may
+// reach).
 func (c *counters) tableArea(sp uint64) int {
 	table := c.shared.Bytes()[c.tableAt : c.tableAt+4*instr.DepthTableSize]
-	return int(uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):])) / c.stride)
+	off := uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):]))
+	if off%c.stride != 0 || off/c.stride >= uint64(c.nBlocks) {
+		return 0
+	}
+	return int(off / c.stride)
 }
 
 // stackOf returns the mapping that holds sp.

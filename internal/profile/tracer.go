@@ -214,6 +214,9 @@ type tracer struct {
 	// later are stops a wait for one thread took (deliverOutside), which
 	// the loop handles first.
 	later []laterStop
+	// requeued are the threads that block a signal for a moment
+	// (eintr.go).
+	requeued map[int]*requeued
 	// ownMaps are the executable areas PROFILE mapped in the program
 	// (mmap): trampolines, slots, hops, the calibration's code, whether
 	// or not a module's areas (areas) list them.
@@ -476,6 +479,8 @@ func (t *tracer) loop(res *Result) error {
 
 // stopped handles one ptrace stop of thread tid.
 func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
+	t.maskBack(tid, ws)
+	t.requeuedIdle()
 	th := t.threads[tid]
 	if th == nil {
 		return t.newcomer(tid, ws)
@@ -594,6 +599,9 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 // resume continues a thread; a thread that vanished meanwhile (killed by
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
+	if tid == t.pid {
+		t.mainGoes()
+	}
 	t.noteRelease()
 	if th := t.threads[tid]; th != nil {
 		th.released = t.resumed

@@ -3,7 +3,6 @@
 package ptrace
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -175,7 +173,8 @@ func WaitTicking(limit, every time.Duration, idle func() bool) (tid int, ws Wait
 
 // WaitUntil is WaitTicking for a tracer that may be told to stop waiting
 // (the end of an attached run's window): it returns ErrQuit as soon as
-// quit is closed and no stop is waiting.
+// quit is closed, whether or not stops are waiting (they are left for the
+// waits that follow).
 func WaitUntil(limit, every time.Duration, idle func() bool, quit <-chan struct{}) (tid int, ws WaitStatus, err error) {
 	return waitIdle(limit, every, idle, quit)
 }
@@ -206,16 +205,19 @@ func waitIdle(limit, every time.Duration, idle func() bool, quit <-chan struct{}
 		}
 	}()
 	for {
-		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
-		if tid != 0 || (err != nil && err != unix.EINTR) {
-			return tid, WaitStatus(st), err
-		}
+		// quit first: where stops always wait (threads stopping for
+		// full rings faster than they are handled), a wait that looked
+		// at it only when none did would never end.
 		if quit != nil {
 			select {
 			case <-quit:
 				return 0, 0, ErrQuit
 			default:
 			}
+		}
+		tid, err = unix.Wait4(-1, &st, unix.WALL|unix.WNOHANG, nil)
+		if tid != 0 || (err != nil && err != unix.EINTR) {
+			return tid, WaitStatus(st), err
 		}
 		if idle() {
 			deadline = time.Now().Add(limit)
@@ -326,60 +328,6 @@ func SameMemory(pid1, pid2 int) (bool, error) {
 		return false, e
 	}
 	return r == 0, nil
-}
-
-// SigInfo is what the kernel tells of a signal a thread is stopped for
-// (PTRACE_GETSIGINFO, siginfo_t of <asm-generic/siginfo.h>): its number
-// and code; for SIGCHLD the child's ID and status, for a fault the
-// address.
-type SigInfo struct {
-	Signo, Code int32
-	Pid, Status int32
-	Addr        uint64
-}
-
-// GetSigInfo reads the signal stopped thread tid is stopped for.
-func GetSigInfo(tid int) (SigInfo, error) {
-	var b [128]byte
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
-	if e != 0 {
-		return SigInfo{}, e
-	}
-	le := binary.LittleEndian
-	return SigInfo{
-		Signo:  int32(le.Uint32(b[0:])),
-		Code:   int32(le.Uint32(b[8:])),
-		Pid:    int32(le.Uint32(b[16:])),
-		Status: int32(le.Uint32(b[24:])),
-		Addr:   le.Uint64(b[16:]),
-	}, nil
-}
-
-// RawSigInfo is a signal's siginfo_t as the kernel gives it, whole: what
-// a signal held back is delivered with later (SetSigInfo).
-type RawSigInfo [128]byte
-
-// GetRawSigInfo reads the whole siginfo of the signal stopped thread tid
-// is stopped for.
-func GetRawSigInfo(tid int) (RawSigInfo, error) {
-	var b RawSigInfo
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&b[0])), 0, 0)
-	if e != 0 {
-		return b, e
-	}
-	return b, nil
-}
-
-// SetSigInfo gives stopped thread tid the siginfo of the signal it is
-// stopped for: resumed with that signal (its si_signo), the thread
-// receives it with this siginfo, not one the kernel makes for a signal
-// of the tracer's.
-func SetSigInfo(tid int, info RawSigInfo) error {
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGINFO, uintptr(tid), 0, uintptr(unsafe.Pointer(&info[0])), 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
 }
 
 // Kill sends a signal to a process.
@@ -498,6 +446,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 	stopped := map[int]bool{}
 	group = map[int]bool{}
 	order := []int{}
+	var interrupt []int // seized in this round, to be interrupted
 	release := func() {
 		for tid := range seized {
 			unix.PtraceInterrupt(tid)
@@ -525,9 +474,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 		}
 		seized[tid] = true
 		order = append(order, tid)
-		if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("interrupt thread %d: %w", tid, err)
-		}
+		interrupt = append(interrupt, tid)
 		return nil
 	}
 	for {
@@ -537,6 +484,7 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 			return nil, nil, err
 		}
 		fresh := 0
+		interrupt = interrupt[:0]
 		for _, tid := range tids {
 			if !seized[tid] {
 				fresh++
@@ -544,6 +492,24 @@ func Attach(pid int) (tids []int, group map[int]bool, err error) {
 					release()
 					return nil, nil, err
 				}
+			}
+		}
+		// The main thread stops last: a signal to the process that comes
+		// while the others stop goes to it, as it would natively, not to
+		// another thread, whose blocked system call it would interrupt.
+		slices.SortStableFunc(interrupt, func(a, b int) int {
+			switch {
+			case a == pid:
+				return 1
+			case b == pid:
+				return -1
+			}
+			return 0
+		})
+		for _, tid := range interrupt {
+			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+				release()
+				return nil, nil, fmt.Errorf("interrupt thread %d: %w", tid, err)
 			}
 		}
 		for len(stopped) < len(seized) {
@@ -647,39 +613,4 @@ func Tasks(pid int) ([]int, error) {
 func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// SigMask returns the signal mask of stopped thread tid
-// (PTRACE_GETSIGMASK): bit n-1 blocks signal n.
-func SigMask(tid int) (uint64, error) {
-	var mask uint64
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
-		return 0, e
-	}
-	return mask, nil
-}
-
-// SetSigMask sets the signal mask of stopped thread tid
-// (PTRACE_SETSIGMASK); SIGKILL and SIGSTOP are never blocked.
-func SetSigMask(tid int, mask uint64) error {
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SETSIGMASK, uintptr(tid), 8, uintptr(unsafe.Pointer(&mask)), 0, 0); e != 0 {
-		return e
-	}
-	return nil
-}
-
-// Pending returns the signals pending for thread tid itself (SigPnd of
-// /proc/tid/status): bit n-1 for signal n; 0 when it cannot be read.
-func Pending(tid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "SigPnd:"); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return n
-		}
-	}
-	return 0
 }

@@ -52,6 +52,46 @@ func (r *Regs) SetReg(n int, v uint64) {
 // stop that sits in a system call's exit path, such as the exec stop).
 func (r *Regs) NoRestart() { r.r.Orig_rax = ^uint64(0) }
 
+// The results the kernel gives a system call a signal interrupted
+// (include/linux/errno.h, include/uapi/asm-generic/errno-base.h): EINTR,
+// and the restart codes it turns into a restart, or into EINTR where a
+// handler runs that does not ask for one (ERESTARTSYS without
+// SA_RESTART, ERESTARTNOHAND, ERESTART_RESTARTBLOCK).
+const (
+	errEINTR         = 4
+	errRestartSys    = 512
+	errRestartNoHand = 514
+	errRestartBlock  = 516
+)
+
+// InterruptedCall reports whether the thread is stopped on its way out of
+// a system call that a signal interrupted: one whose result a handler run
+// now would make EINTR.
+func (r *Regs) InterruptedCall() bool {
+	if int64(r.r.Orig_rax) < 0 {
+		return false
+	}
+	switch -int64(r.r.Rax) {
+	case errEINTR, errRestartSys, errRestartNoHand, errRestartBlock:
+		return true
+	}
+	return false
+}
+
+// RestartEINTR makes a system call that failed with EINTR at this stop,
+// one a stop of PROFILE's (an interrupt) made fail, restart when the
+// thread goes on: its result becomes ERESTARTNOHAND, which the kernel
+// turns into a restart where no handler runs before the thread is back in
+// its code, and into EINTR where one does, as natively. It reports
+// whether the registers changed.
+func (r *Regs) RestartEINTR() bool {
+	if int64(r.r.Orig_rax) < 0 || -int64(r.r.Rax) != errEINTR {
+		return false
+	}
+	r.r.Rax = ^uint64(errRestartNoHand - 1) // -ERESTARTNOHAND
+	return true
+}
+
 func (r *Regs) ptr(n int) *uint64 {
 	switch n {
 	case 0:

@@ -62,6 +62,16 @@ func (r *Regs) SetReg(n int, v uint64) {
 // x0 holds a restart error code, which an injected call never leaves.
 func (r *Regs) NoRestart() {}
 
+// InterruptedCall reports false: on arm64 the kernel decides on a system
+// call's restart before a stop, forgets the call (its number reads -1),
+// and keeps its first argument, which x0's result took, out of the
+// registers ptrace reads.
+func (r *Regs) InterruptedCall() bool { return false }
+
+// RestartEINTR cannot restart a call that failed with EINTR on arm64: its
+// first argument is lost (InterruptedCall). It reports false.
+func (r *Regs) RestartEINTR() bool { return false }
+
 // ThreadBase returns 0: arm64 has no register for a counter block (in-process
 // counters are shared and atomic there).
 func (r *Regs) ThreadBase() uint64 { return 0 }

@@ -149,6 +149,12 @@ func (r *Regs) SetReg(int, uint64) {}
 // NoRestart does nothing.
 func (r *Regs) NoRestart() {}
 
+// InterruptedCall reports false.
+func (r *Regs) InterruptedCall() bool { return false }
+
+// RestartEINTR reports false.
+func (r *Regs) RestartEINTR() bool { return false }
+
 // Supported reports that this platform cannot trace programs.
 func Supported() error { return errors.ErrUnsupported }
 
@@ -241,3 +247,18 @@ func SetSigMask(tid int, mask uint64) error { return errors.ErrUnsupported }
 
 // Pending needs Linux.
 func Pending(tid int) uint64 { return 0 }
+
+// Blocked needs Linux.
+func Blocked(tid int) uint64 { return 0 }
+
+// DetachStopped needs Linux.
+func DetachStopped(tids []int) {}
+
+// Yield does nothing.
+func Yield() {}
+
+// SharedQueued needs Linux.
+func SharedQueued(tid int) uint64 { return 0 }
+
+// SharedPending needs Linux.
+func SharedPending(tid int) uint64 { return 0 }
