@@ -73,10 +73,13 @@ func (arm64) breaksFlow(code []byte, in scanned) bool {
 	return binary.LittleEndian.Uint32(code)&0xffe0001f == 0xd4000001 // SVC
 }
 
-// scanDecoder returns Decode's findings: there is no fast path.
+// scanDecoder returns Decode's findings without the text: the scan
+// needs only the class, and arm64asm, which writes the text, is both
+// slow (a walk over every format it knows) and not safe for the scan's
+// goroutines (it marks the formats it matched in a global table).
 func (arm64) scanDecoder() scanFunc {
 	return func(code []byte, pc uint64) (scanned, error) {
-		x, err := decodeARM64(code, pc)
+		x, err := classifyARM64(code, pc)
 		return scanned{n: x.Len, kind: x.Kind, pcrel: x.PCRel, target: x.Target}, err
 	}
 }
@@ -178,13 +181,21 @@ type a64Inst struct {
 // decodeARM64 classifies by bit pattern (Arm ARM C4.1, "A64 instruction
 // set encoding"); arm64asm supplies only the text.
 func decodeARM64(code []byte, pc uint64) (a64Inst, error) {
+	x, err := classifyARM64(code, pc)
+	if err == nil {
+		x.Text = a64Text(code[:a64InstLen], x)
+	}
+	return x, err
+}
+
+// classifyARM64 is decodeARM64 without the text.
+func classifyARM64(code []byte, pc uint64) (a64Inst, error) {
 	if len(code) < a64InstLen {
 		return a64Inst{}, decodeError(ARM64, code, pc, ErrTruncated)
 	}
 	w := binary.LittleEndian.Uint32(code)
 	x := classifyA64(w, pc)
 	x.Len, x.word = a64InstLen, w
-	x.Text = a64Text(code[:a64InstLen], x)
 	return x, nil
 }
 
