@@ -35,6 +35,10 @@ func (a amd64) PlanOwn(code []byte, start, site uint64) (Patch, error) {
 	return Patch{Site: site, Orig: append([]byte(nil), orig...), Insts: []Inst{x.Inst}}, nil
 }
 
+// PadGuards returns false: endbr64 marks where indirect calls and
+// tracked jumps land, and a switch's notrack jmp lands anywhere.
+func (amd64) PadGuards([]byte) bool { return false }
+
 // JumpLen is the length of jmp rel32.
 func (amd64) JumpLen() int { return amd64JumpLen }
 

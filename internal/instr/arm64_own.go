@@ -10,6 +10,13 @@ func (a arm64) PlanOwn(code []byte, start, site uint64) (Patch, error) {
 	return p, err
 }
 
+// PadGuards reports whether code starts with BTI c, j or jc (PACIASP,
+// a landing pad too, is also pointer authentication's alone).
+func (arm64) PadGuards(code []byte) bool {
+	x, err := classifyARM64(code, 0)
+	return err == nil && x.isBTI()
+}
+
 // JumpLen is the length of B.
 func (arm64) JumpLen() int { return a64InstLen }
 

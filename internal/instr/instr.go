@@ -312,6 +312,13 @@ type Patcher interface {
 	// its bytes replaced, the instruction relocatable. Its errors are
 	// PlanPatch's.
 	PlanOwn(code []byte, start, site uint64) (Patch, error)
+	// PadGuards reports whether code starts with a landing pad that tells
+	// its code was compiled to let indirect jumps land on pads alone
+	// (arm64's BTI: a BTI compilation puts one wherever a jump table or a
+	// computed goto lands). The instruction after such a pad is entered
+	// from the pad or by a direct jump, never by an indirect one. x86-64's
+	// endbr64 tells nothing: a switch's notrack jmp lands anywhere.
+	PadGuards(code []byte) bool
 	// JumpLen is the length of the jump a patch writes (no prefixes).
 	JumpLen() int
 	// Reach returns the addresses a jump starting at from reaches.

@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -189,4 +191,30 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		t.Fatal(err)
 	}
 	return tr, mem, orig
+}
+
+// TestGuardedLineSites plans the lines of lines.c built for arm64 with
+// BTI (-mbranch-protection=standard, -O2, PIE) in a fake memory: the
+// first line of a function with an indirect jump (sw's switch, interp's
+// computed goto) is a `bti c`, whose patch goes on the next instruction,
+// the next line's site. The two share one count there (no indirect jump
+// lands after a BTI pad); each kept a breakpoint when every site of such
+// a function was probed. The patches keep the rule.
+func TestGuardedLineSites(t *testing.T) {
+	cc := testutil.MustHaveTool(t, "aarch64-linux-gnu-gcc")
+	prog := filepath.Join(t.TempDir(), "lines")
+	out, err := exec.Command(cc, "-g", "-O2", "-fPIE", "-pie", "-pthread", "-mbranch-protection=standard", "-o", prog,
+		filepath.Join(testutil.Root(t), "testdata", "progs", "c", "lines.c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	plan, err := prep.BuildPlan(prep.Options{Method: datafile.LineCounting, Programs: []string{prog}, Calibration: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, _ := realTracer(t, prog, plan, pieBias["arm64"])
+	for _, fb := range tr.lines.fellBack {
+		t.Errorf("line %d at %#x keeps a breakpoint: %v", fb.line, fb.addr, fb.err)
+	}
+	checkPatchRule(t, prog, datafile.LineCounting, pieBias["arm64"], 1<<30)
 }

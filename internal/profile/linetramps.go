@@ -168,16 +168,20 @@ func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
 // after it (targets) and every instruction falls through to the next
 // (instr.StraightTo), whatever passes at one passes at the other. In a
 // function with an indirect jump (a jump table's, a computed goto's),
-// whose landings no decoding can know for sure, every site is probed. A
-// signal handler that does not return (a longjmp out of it) between the
-// two would count the second once too often.
+// whose landings no decoding can know for sure, every site is probed,
+// but for a site just after a landing pad that guards it
+// (instr.Arch.PadGuards: BTI's): the pad's own patch is the site's
+// instruction, and no indirect jump lands there. A signal handler that
+// does not return (a longjmp out of it) between the two would count the
+// second once too often.
 func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
 	t := lt.t
 	var shared [][2]uint64 // a site, and the one it shares with
 	probed := make([]uint64, 0, len(addrs))
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
-		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) && !t.scan.code.inIndirect(b) &&
+		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+			(!t.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
 			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
 			continue
@@ -186,6 +190,16 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 		root = b
 	}
 	return probed, shared
+}
+
+// guarded reports whether the line site b of planting p comes just after
+// a landing pad at a that guards it (instr.Arch.PadGuards).
+func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
+	if !lt.t.arch.PadGuards(p.text.b[a-p.text.start:]) {
+		return false
+	}
+	q, err := lt.t.arch.PlanOwn(p.text.b, p.text.start, a)
+	return err == nil && q.Site == b
 }
 
 // put puts patch pl of the line site at addr, and what it moved out,
