@@ -272,21 +272,32 @@ func (w *walker) fileName(u, n int32) string {
 	}
 	files, ok := w.files[u]
 	if !ok {
-		if lr, err := w.d.LineReader(w.cus[u]); err == nil && lr != nil {
-			for _, f := range lr.Files() {
-				name := ""
-				if f != nil {
-					name = inCompDir(f.Name, w.units[u].CompDir)
-				}
-				files = append(files, name)
-			}
-		}
+		files = unitFiles(w.d, w.cus[u], w.units[u].CompDir)
 		w.files[u] = files
 	}
 	if int(n) >= len(files) {
 		return ""
 	}
 	return files[n]
+}
+
+// unitFiles returns the file table of the unit cu, whose directory is
+// compDir, read from its line-program header: each name as line rows
+// name files, "" for an entry without one.
+func unitFiles(d *stddwarf.Data, cu *stddwarf.Entry, compDir string) []string {
+	lr, err := d.LineReader(cu)
+	if err != nil || lr == nil {
+		return nil
+	}
+	var files []string
+	for _, f := range lr.Files() {
+		name := ""
+		if f != nil {
+			name = inCompDir(f.Name, compDir)
+		}
+		files = append(files, name)
+	}
+	return files
 }
 
 // funcs turns the candidates into functions: ranges outside every

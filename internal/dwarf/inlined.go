@@ -159,15 +159,7 @@ func (w *inlineWalk) fileName(u int, n int64) string {
 	}
 	files, ok := w.files[u]
 	if !ok {
-		if lr, err := w.x.data.LineReader(w.x.cus[u]); err == nil && lr != nil {
-			for _, f := range lr.Files() {
-				name := ""
-				if f != nil {
-					name = inCompDir(f.Name, w.units[u].CompDir)
-				}
-				files = append(files, name)
-			}
-		}
+		files = unitFiles(w.x.data, w.x.cus[u], w.units[u].CompDir)
 		w.files[u] = files
 	}
 	if n >= int64(len(files)) {

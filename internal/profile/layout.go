@@ -33,16 +33,7 @@ func (t *tracer) layout(p *planting) *instr.Layout {
 // nops) up to the next 16 bytes (instr.PaddingAfter), and no further
 // than the next function's start. Nothing runs there.
 func (t *tracer) fill(p *planting) [][2]uint64 {
-	var starts []uint64
-	for _, f := range t.plan.Funcs {
-		if f.Module == p.mi {
-			starts = append(starts, f.Low+p.bias, f.Entry+p.bias)
-		}
-	}
-	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
-		starts = append(starts, a+p.bias)
-	}
-	slices.Sort(starts)
+	starts := t.funcStarts(p, nil)
 	end := p.text.start + uint64(len(p.text.b))
 	var out [][2]uint64
 	for _, f := range t.plan.Funcs {
@@ -60,6 +51,21 @@ func (t *tracer) fill(p *planting) [][2]uint64 {
 	}
 	slices.SortFunc(out, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
 	return slices.CompactFunc(out, func(a, b [2]uint64) bool { return a[0] == b[0] })
+}
+
+// funcStarts returns to, with the starts and entries of the functions of
+// planting p's module, the plan's and the symbols', sorted, each once.
+func (t *tracer) funcStarts(p *planting, to []uint64) []uint64 {
+	for _, f := range t.plan.Funcs {
+		if f.Module == p.mi {
+			to = append(to, f.Entry+p.bias, f.Low+p.bias)
+		}
+	}
+	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
+		to = append(to, a+p.bias)
+	}
+	slices.Sort(to)
+	return slices.Compact(to)
 }
 
 // modulePath returns the path of planting p's module as mapped.
@@ -83,16 +89,7 @@ func (t *tracer) knownCode(p *planting) func(uint64) bool {
 			}
 		}
 	}
-	for _, f := range t.plan.Funcs {
-		if f.Module == p.mi {
-			known = append(known, f.Entry+p.bias, f.Low+p.bias)
-		}
-	}
-	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
-		known = append(known, a+p.bias)
-	}
-	slices.Sort(known)
-	known = slices.Compact(known)
+	known = t.funcStarts(p, known)
 	return func(addr uint64) bool {
 		_, ok := slices.BinarySearch(known, addr)
 		return ok || t.scan.landings.has(addr)
