@@ -30,7 +30,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
-	cp internal/prep/profiler.ini $(BIN)/profiler.ini
+	cp prep/profiler.ini $(BIN)/profiler.ini
 	cp $(addprefix scripts/,$(WRAPPERS)) $(BIN)/
 	cp scripts/profile.mk $(BIN)/profile.mk
 
@@ -41,7 +41,7 @@ build:
 install: build
 	install -d $(bindir) $(datadir) $(mandir) $(docdir)
 	install -m 755 $(addprefix $(BIN)/,$(TOOLS) $(WRAPPERS)) $(bindir)/
-	install -m 644 internal/prep/profiler.ini scripts/profile.mk $(datadir)/
+	install -m 644 prep/profiler.ini scripts/profile.mk $(datadir)/
 	for t in $(TOOLS); do $(BIN)/$$t --man >$(mandir)/$$t.1; done
 	for w in $(WRAPPERS); do scripts/man-from-help $(BIN)/$$w >$(mandir)/$$w.1; done
 	install -m 644 LICENSE README.md $(docdir)/

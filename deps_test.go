@@ -1,7 +1,9 @@
 package sprof_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,23 +16,23 @@ const module = "github.com/sourceprofiler/sprof"
 // profile -> .pbo -> prep (merge) -> .pbt -> plist; profile never imports
 // dwarf or prep, plist sees only datafile (docs/architecture.md).
 var allowed = map[string][]string{
-	"internal/elfid":          {},
-	"internal/dwarf":          {"internal/elfid"},
-	"internal/instr":          {},
-	"internal/prf":            {"datafile"},
-	"datafile":                {},
-	"internal/prep":           {"internal/dwarf", "internal/instr", "datafile", "internal/prf"},
-	"internal/profile":        {"datafile", "internal/elfid", "internal/instr", "internal/profile/ptrace", "internal/prf"},
-	"internal/profile/ptrace": {},
-	"internal/plist":          {"datafile", "internal/prf"},
-	"internal/cli":            {"internal/prf"},
-	"internal/testutil":       {"datafile", "internal/cli", "internal/golden", "internal/prf"},
-	"internal/golden":         {},
-	"e2e":                     {},
-	"bench/linecheck":         {"datafile"},
-	"cmd/prep":                {"internal/prep", "datafile", "internal/cli", "internal/prf"},
-	"cmd/profile":             {"internal/profile", "datafile", "internal/cli", "internal/prf"},
-	"cmd/plist":               {"internal/plist", "datafile", "internal/cli", "internal/prf"},
+	"internal/elfid":    {},
+	"dwarf":             {"internal/elfid"},
+	"instr":             {},
+	"internal/prf":      {"datafile"},
+	"datafile":          {},
+	"prep":              {"dwarf", "instr", "datafile", "internal/prf"},
+	"profile":           {"datafile", "internal/elfid", "instr", "profile/ptrace", "internal/prf"},
+	"profile/ptrace":    {},
+	"plist":             {"datafile", "internal/prf"},
+	"internal/cli":      {"internal/prf"},
+	"internal/testutil": {"datafile", "internal/cli", "internal/golden", "internal/prf"},
+	"internal/golden":   {},
+	"e2e":               {},
+	"bench/linecheck":   {"datafile"},
+	"cmd/prep":          {"prep", "datafile", "internal/cli", "internal/prf"},
+	"cmd/profile":       {"profile", "datafile", "internal/cli", "internal/prf"},
+	"cmd/plist":         {"plist", "datafile", "internal/cli", "internal/prf"},
 }
 
 // onlyImporters lists outside packages that only some of ours may import.
@@ -38,8 +40,8 @@ var allowed = map[string][]string{
 // (identity, load span, the dynamic linker's rendezvous, function starts)
 // package elfid reads for it.
 var onlyImporters = map[string][]string{
-	"golang.org/x/sys/unix": {"internal/profile/ptrace"},
-	"debug/elf":             {"internal/dwarf", "internal/elfid", "internal/instr", "internal/prep", "internal/testutil"},
+	"golang.org/x/sys/unix": {"profile/ptrace"},
+	"debug/elf":             {"dwarf", "internal/elfid", "instr", "prep", "internal/testutil"},
 }
 
 func TestImportRules(t *testing.T) {
@@ -73,4 +75,46 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// apiPackages are the packages at the top of the module, the toolchain's
+// parts as an API (docs/architecture.md, "Packages").
+var apiPackages = []string{"datafile", "dwarf", "prep", "instr", "profile", "plist"}
+
+// TestAPIPackages: each API package stands at the top of the module,
+// with a package comment and a runnable example (an Example function
+// with its output).
+func TestAPIPackages(t *testing.T) {
+	for _, pkg := range apiPackages {
+		out, err := exec.Command("go", "list", "-f", "{{.Doc}}|{{join .XTestGoFiles \" \"}} {{join .TestGoFiles \" \"}}", "./"+pkg).Output()
+		if err != nil {
+			t.Errorf("%s: go list: %v", pkg, err)
+			continue
+		}
+		doc, files, _ := strings.Cut(strings.TrimSpace(string(out)), "|")
+		if !strings.HasPrefix(doc, "Package "+pkg+" ") {
+			t.Errorf("%s: package comment %q, want one that starts \"Package %s\"", pkg, doc, pkg)
+		}
+		if !hasExample(t, pkg, strings.Fields(files)) {
+			t.Errorf("%s: no Example function with an // Output: comment", pkg)
+		}
+	}
+}
+
+// hasExample reports whether one of the test files of pkg holds an
+// Example function that has an output to check.
+func hasExample(t *testing.T, pkg string, files []string) bool {
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(pkg, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range strings.Split(string(b), "\nfunc Example")[1:] {
+			body, _, _ := strings.Cut(fn, "\n}\n")
+			if strings.Contains(body, "\t// Output:") {
+				return true
+			}
+		}
+	}
+	return false
 }

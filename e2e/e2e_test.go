@@ -55,7 +55,7 @@ func buildTools(dir string) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the tools: %v\n%s", err, out)
 	}
-	ini, err := os.ReadFile("../internal/prep/profiler.ini")
+	ini, err := os.ReadFile("../prep/profiler.ini")
 	if err != nil {
 		return err
 	}

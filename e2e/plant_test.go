@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/internal/instr"
+	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 

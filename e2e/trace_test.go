@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/internal/plist"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/plist"
 )
 
 // openTrace reads dir/base.pbx and dir/base.pbt.

@@ -23,8 +23,8 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/plist"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/plist"
 )
 
 func main() {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/plist"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/plist"
 )
 
 // command is PLIST for the tests of testutil.

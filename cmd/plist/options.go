@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/plist"
+	"github.com/sourceprofiler/sprof/plist"
 )
 
 // options is PLIST's command line.

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/prep"
+	"github.com/sourceprofiler/sprof/prep"
 )
 
 // options is PREP's command line.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
-	"github.com/sourceprofiler/sprof/internal/prep"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/prep"
 )
 
 // parse parses a PREP command line with env as the variable PREP.

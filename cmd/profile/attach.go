@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/internal/prf"
-	"github.com/sourceprofiler/sprof/internal/profile"
+	"github.com/sourceprofiler/sprof/profile"
 )
 
 // attachProcess profiles the running process --pid names for --duration,

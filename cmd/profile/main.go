@@ -21,7 +21,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/cli"
 	"github.com/sourceprofiler/sprof/internal/prf"
-	"github.com/sourceprofiler/sprof/internal/profile"
+	"github.com/sourceprofiler/sprof/profile"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sourceprofiler/sprof/internal/profile"
+	"github.com/sourceprofiler/sprof/profile"
 )
 
 // statusLine is PROFILE's one line of progress on a terminal: written in

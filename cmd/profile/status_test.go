@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourceprofiler/sprof/internal/profile"
+	"github.com/sourceprofiler/sprof/profile"
 )
 
 func TestProgressText(t *testing.T) {

@@ -18,7 +18,7 @@
  * read(2) and the worker on a condition variable: profile --pid finds
  * both in a system call. Main waits more than 8 KiB below the frame it
  * calls work() from: the calls of the window are in stack pages above the
- * one PROFILE finds it in (internal/profile/attach.go, ownFramesAbove). */
+ * one PROFILE finds it in (profile/attach.go, ownFramesAbove). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

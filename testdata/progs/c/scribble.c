@@ -1,5 +1,5 @@
 /* scribble.c - a program that writes over the memory PROFILE shares with
- * it, as a wild write would (internal/profile/hostile_test.go,
+ * it, as a wild write would (profile/hostile_test.go,
  * TestSharedWrittenOver). It calls f() N times (the first argument, 1000
  * by default), raises SIGUSR1, ignored (PROFILE reads its ring at the
  * signal's stop), fills the first MiB and the last 64 bytes of every

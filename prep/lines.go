@@ -1,0 +1,318 @@
+package prep
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/dwarf"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// Line sites (docs/linux.md, "Debugging information"): the lines of the
+// selected functions, from the DWARF line tables' statement rows.
+//
+//   - Line counting (/LC) counts how often a line began, as the original
+//     did: one site per line and function, at the lowest address of the
+//     line's statement rows in that function (a for header counts its
+//     initialisation, not each test). A line compiled into several
+//     functions (inlined, instantiated) sums its sites.
+//   - Line coverage (/LV) asks whether a line ran: every statement row's
+//     address is a one-shot site, in any function (with optimisation the
+//     lowest address is often on a path not taken while the rest of the
+//     line ran).
+//
+// Every row takes part, also where several share an address (an inlined
+// call's line and its callee's first line). A row whose address is not on
+// an instruction boundary, decoding its function's code from the start, is
+// dropped with warning PRF4624: a breakpoint there would corrupt the
+// program.
+
+// selected is a function the selection kept, with what DWARF says of it.
+type selected struct {
+	f  datafile.Func
+	fn *dwarf.Func
+}
+
+// planLines returns the line items of a line profile of mods, selected by
+// patterns line by line (lineMatches), and each module's source files in
+// listing order. A module without line tables is fatal (PRF1621); a
+// specification that is not a default and matched no line gives warning
+// PRF4106, with the names near the one typed.
+func planLines(mods []*openModule, patterns []pattern, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, error) {
+	files := make([][]string, len(mods))
+	matched := make([]bool, len(patterns))
+	var lines []datafile.Line
+	var all []candidate // of every module, for the names near one never matched
+	for mi, m := range mods {
+		every, err := m.file.Rows()
+		var rows []dwarf.LineRow // the statement rows
+		for _, r := range every {
+			if r.Stmt {
+				rows = append(rows, r)
+			}
+		}
+		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
+			return nil, nil, prf.NoDebugInfo(m.module.Path)
+		}
+		if err != nil {
+			return nil, nil, debugInfoError(m.module.Path, err)
+		}
+		var fns []*dwarf.Func
+		var cands []candidate
+		for i := range m.file.Funcs {
+			if fn := &m.file.Funcs[i]; fn.Unit >= 0 {
+				fns = append(fns, fn)
+				cands = append(cands, newCandidate(m, fn))
+			}
+		}
+		all = append(all, cands...)
+		selects := func(l fileLine, mark bool) bool {
+			in := true
+			for pi := range patterns {
+				p := &patterns[pi]
+				switch {
+				case p.op == ExcludeAll:
+					in = false
+				case p.lineMatches(l, cands):
+					matched[pi] = matched[pi] || mark
+					in = p.op == Include
+				}
+			}
+			return in
+		}
+		// (A row that cannot be profiled is warned about when its line
+		// would be: not in the code the selection leaves out.)
+		rowWarn := func(row dwarf.LineRow, fn int, d *prf.Diagnostic) {
+			if selects(fileLine{file: row.File, line: row.Line, fns: []int{fn}}, false) {
+				warn(d)
+			}
+		}
+		inl, err := m.file.InlinedCalls()
+		if err != nil {
+			return nil, nil, debugInfoError(m.module.Path, err)
+		}
+		var kept []fileLine
+		for _, l := range moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn) {
+			if selects(l, true) {
+				kept = append(kept, l)
+			}
+		}
+		files[mi], lines = addLines(lines, mi, rows, kept)
+	}
+	if len(lines) == 0 {
+		// (The original said only this: no PRF4106 before it.)
+		return nil, nil, prf.NoLines(mods[0].module.Path)
+	}
+	for pi, p := range patterns {
+		if !matched[pi] && !p.quiet && p.op != ExcludeAll {
+			warn(prf.NeverMatched(p.shown, nearSpec(&p, all)))
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	return lines, files, nil
+}
+
+// sampledLines returns the lines of the functions sel of a sampling
+// profile of mods, each with the start of every statement row of its code,
+// for PROFILE to give each sampled program counter its line, and each
+// module's source files in listing order. A module without line tables
+// has no lines: its samples go to its functions only.
+func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]string, error) {
+	files := make([][]string, len(mods))
+	var lines []datafile.Line
+	for mi, m := range mods {
+		var fns []*dwarf.Func
+		for _, s := range sel {
+			if s.f.Module == mi && s.fn != nil && s.fn.Unit >= 0 {
+				fns = append(fns, s.fn)
+			}
+		}
+		if len(fns) == 0 || !m.file.HasDWARF {
+			continue
+		}
+		// One row per address, the last statement row there naming the
+		// line, as gdb names a PC's (location views give several).
+		rows, err := m.file.Lines()
+		if errors.Is(err, dwarf.ErrNoDWARF) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		all := moduleLines(m, rows, fns, datafile.FuncSampling, nil, func(dwarf.LineRow, int, *prf.Diagnostic) {})
+		files[mi], lines = addLines(lines, mi, rows, all)
+	}
+	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	return lines, files, nil
+}
+
+// addLines appends kept, lines of module mi whose rows are rows, to lines
+// as the plan's, and returns the module's files in listing order (those of
+// kept) with the lines.
+func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLine) ([]string, []datafile.Line) {
+	keep := map[string]bool{}
+	for _, l := range kept {
+		keep[l.file] = true
+	}
+	files := fileOrder(rows, keep)
+	index := map[string]int{}
+	for i, f := range files {
+		index[f] = i
+	}
+	for _, l := range kept {
+		lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
+	}
+	return files, lines
+}
+
+// lineMatches reports whether p selects line l, whose functions are
+// cands[l.fns], as the original's line profiles were selected: by a source
+// file with line ranges (a bare file name matches no line; file names
+// match whatever their case, as they did on Windows), an object module or
+// a library. Any other specification selects the lines of the functions
+// it selects in a function profile, whose code holds them: a function's
+// name, a Go package, a Rust crate. So one rule leaves the same code out
+// of both kinds of profile, profiler.ini's defaults among them (the Go
+// runtime's lines were all kept: 32,000 sites in gofmt). The original's
+// line profiles ignored a function's name (lcount/sel13: /EXCALL /INC
+// _square left no line, PRF1622); here it selects square's lines.
+func (p *pattern) lineMatches(l fileLine, cands []candidate) bool {
+	if p.kind == kindSource {
+		low := strings.ToLower(l.file)
+		return p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low) && inRanges(p.ranges, l.line)
+	}
+	return slices.ContainsFunc(l.fns, func(f int) bool { return p.matches(&cands[f]) })
+}
+
+// fileLine is a line of a source file with its sites and the functions
+// (indexes) it was compiled into.
+type fileLine struct {
+	file  string
+	line  int
+	addrs []uint64
+	fns   []int
+}
+
+// moduleLines returns the lines of the functions fns of module m, whose
+// rows are rows (sorted by address: for line profiles every row, else the
+// statement rows), in file and line order,
+// each with its sites: for line counting those of each copy of the line
+// (countingSites), for line coverage every place where it begins (its
+// rows but the ends of blocks a jump lands after: linePlaces), calls
+// being the module's inlined calls; for sampling every row's address. A
+// statement row that is not on an instruction boundary is dropped, with
+// warning PRF4624 through warn, given the row and its function (an index
+// of fns).
+func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
+	type key struct {
+		file string
+		line int
+	}
+	byLine := map[key]*fileLine{}
+	for i, fn := range fns {
+		fnWarn := func(row dwarf.LineRow, d *prf.Diagnostic) { warn(row, i, d) }
+		fnRows, code := functionRows(m, rows, fn, fnWarn)
+		switch method {
+		case datafile.LineCounting:
+			fnRows = countingSites(m, fn, code, fnRows, calls)
+		case datafile.LineCoverage:
+			fnRows = coverageSites(fn, code, fnRows, calls)
+		}
+		for _, r := range fnRows {
+			k := key{r.File, r.Line}
+			l := byLine[k]
+			if l == nil {
+				l = &fileLine{file: k.file, line: k.line}
+				byLine[k] = l
+			}
+			if !slices.Contains(l.fns, i) {
+				l.fns = append(l.fns, i)
+			}
+			l.addrs = append(l.addrs, r.Addr)
+		}
+	}
+	lines := make([]fileLine, 0, len(byLine))
+	for _, l := range byLine {
+		slices.Sort(l.addrs)
+		l.addrs = slices.Compact(l.addrs)
+		lines = append(lines, *l)
+	}
+	slices.SortFunc(lines, func(a, b fileLine) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.line, b.line)) })
+	return lines
+}
+
+// functionRows returns the rows of fn's code, of rows (sorted by
+// address), that are on instruction boundaries, decoding each of its
+// ranges from its start, sorted by address (those of one address in
+// table order), and fn's instructions. A statement row elsewhere is
+// dropped with warning PRF4624 through warn, given the row, another
+// without a word.
+func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func(dwarf.LineRow, *prf.Diagnostic)) ([]dwarf.LineRow, []decoded) {
+	var out []dwarf.LineRow
+	var code []decoded
+	for _, r := range fn.Ranges {
+		lo, _ := slices.BinarySearchFunc(rows, r.Low, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
+		hi, _ := slices.BinarySearchFunc(rows, r.High, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
+		if lo == hi {
+			continue
+		}
+		// (A decoding error leaves the instructions before it.)
+		insts, err := decodeRange(m, r)
+		code = append(code, insts...)
+		for _, row := range rows[lo:hi] {
+			_, on := slices.BinarySearchFunc(insts, row.Addr, func(d decoded, a uint64) int { return cmp.Compare(d.addr, a) })
+			if !on && !row.Stmt {
+				continue // (only a statement row may be a site)
+			}
+			if !on {
+				why := fmt.Errorf("address %#x of function %s is not on an instruction boundary", row.Addr, fn.Name)
+				if err != nil {
+					why = err
+				}
+				warn(row, prf.CannotProfileLine(row.Line, row.File, m.module.Path, why))
+				continue
+			}
+			out = append(out, row)
+		}
+	}
+	byAddr := func(a, b dwarf.LineRow) int { return cmp.Compare(a.Addr, b.Addr) }
+	slices.SortStableFunc(out, byAddr)
+	slices.SortFunc(code, func(a, b decoded) int { return cmp.Compare(a.addr, b.addr) })
+	return out, code
+}
+
+// fileOrder returns the files of keep in listing order: the units in the
+// reverse of their order (the original listed the object given last to the
+// linker first: original.md §5.6.6), each unit's files in the order its
+// rows first name them.
+func fileOrder(rows []dwarf.LineRow, keep map[string]bool) []string {
+	byUnit := map[int][]string{}
+	seen := map[[2]any]bool{}
+	for _, r := range rows {
+		if k := [2]any{r.Unit, r.File}; keep[r.File] && !seen[k] {
+			seen[k] = true
+			byUnit[r.Unit] = append(byUnit[r.Unit], r.File)
+		}
+	}
+	var files []string
+	listed := map[string]bool{}
+	for _, u := range slices.Backward(slices.Sorted(maps.Keys(byUnit))) {
+		for _, f := range byUnit[u] {
+			if !listed[f] {
+				listed[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	return files
+}

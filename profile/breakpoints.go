@@ -1,0 +1,470 @@
+// Breakpoints: the mechanism of the entries that take no trampoline, of
+// the exits of timed functions left to it, of lines, and of the dynamic
+// linker's rendezvous. A thread stopped at one of PROFILE's breakpoints
+// has its hit booked, and the instruction under it carried out
+// (emulated, or run from the site's slot) or, for coverage, the
+// breakpoint taken out.
+
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"syscall"
+
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// site is one of PROFILE's breakpoints (breakpoints.go): where it is
+// and the bytes it replaced, how the instruction under it is carried out
+// while it stays, and what a hit there means.
+type site struct {
+	addr uint64 // run-time address
+	orig []byte // the bytes the breakpoint replaced
+
+	// How its instruction is carried out: disp says how, valid when
+	// displaced is set (always, but for coverage sites whose instruction
+	// could not be displaced), from slot, its out-of-line slot (0: none).
+	// A line site's is prepared at its first hit (most lines of a program
+	// never run): pending until then, code holding the instruction's
+	// bytes. stale marks a retired site whose breakpoint the processor
+	// still runs (retrapped): its instruction is carried out of line.
+	disp      instr.Displaced
+	displaced bool
+	slot      uint64
+	pending   bool
+	code      []byte
+	stale     bool
+
+	// What a hit means: item is the function entered (Plan.Funcs) or the
+	// line run (Plan.Lines), -1 for none; more are the other lines of a
+	// line site several lines share; exit is the function left (timing),
+	// -1 for none (an entry that is also an exit has both); rendezvous
+	// marks the dynamic linker's breakpoint (modules.go). hits counts the
+	// stops at an exit site (timing in-process: exitStops).
+	item       int
+	more       []int
+	exit       int
+	rendezvous bool
+	hits       int
+}
+
+// breakpoints holds PROFILE's breakpoints in the program, each a site,
+// and handles the stops at them.
+type breakpoints struct {
+	t *tracer
+	// sites are the breakpoints in place, by run-time address; retired
+	// those coverage removed after their hit, which threads that trapped
+	// meanwhile still stop at.
+	sites   map[uint64]*site
+	retired map[uint64]*site
+	// slots finds a site by its out-of-line slot, where its instruction
+	// runs (and may fault).
+	slots map[uint64]*site
+	// unwritten are the sites of the module being planted, whose
+	// breakpoints are written last (write).
+	unwritten []*site
+	// lineSites are the sites of each line not covered yet (line
+	// coverage; lines.go).
+	lineSites [][]*site
+	// removeAtHit is set for coverage by breakpoints: each is taken out
+	// at its first hit.
+	removeAtHit bool
+	hits        uint64 // the stops at a site
+}
+
+func newBreakpoints(t *tracer) *breakpoints {
+	return &breakpoints{t: t, sites: map[uint64]*site{}, retired: map[uint64]*site{}, slots: map[uint64]*site{}}
+}
+
+// add adds site s, displaced into its slot where it has one, to be
+// written with the module being planted (write).
+func (bp *breakpoints) add(s *site) {
+	bp.sites[s.addr] = s
+	if s.displaced && s.disp.Slot != nil {
+		bp.slots[s.slot] = s
+	}
+	bp.unwritten = append(bp.unwritten, s)
+}
+
+// write writes the breakpoints of the sites added since the last write.
+func (bp *breakpoints) write() error {
+	code := bp.t.arch.Breakpoint()
+	for _, s := range bp.unwritten {
+		if err := bp.t.mem.WriteMem(s.addr, code); err != nil {
+			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
+		}
+	}
+	bp.unwritten = bp.unwritten[:0]
+	return nil
+}
+
+// inSlot returns the site whose instruction runs from the slot at pc.
+func (bp *breakpoints) inSlot(pc uint64) *site { return bp.slots[pc] }
+
+// forget drops the sites in [lo, hi), gone with their module's code.
+func (bp *breakpoints) forget(lo, hi uint64) {
+	in := func(a uint64) bool { return a >= lo && a < hi }
+	for _, m := range []map[uint64]*site{bp.sites, bp.retired} {
+		for a := range m {
+			if in(a) {
+				delete(m, a)
+			}
+		}
+	}
+	for slot, s := range bp.slots {
+		if in(s.addr) {
+			delete(bp.slots, slot)
+		}
+	}
+}
+
+// forgetAll drops every site: the program's image is gone (exec).
+func (bp *breakpoints) forgetAll() {
+	clear(bp.sites)
+	clear(bp.slots)
+	clear(bp.retired)
+}
+
+// takeOut writes the original bytes of the breakpoints in place into
+// mem; with retired, of those removed since too (a forked child's copy
+// of the memory still has them).
+func (bp *breakpoints) takeOut(mem interface{ WriteMem(uint64, []byte) error }, retired bool) {
+	for _, s := range bp.sites {
+		mem.WriteMem(s.addr, s.orig)
+	}
+	if retired {
+		for _, s := range bp.retired {
+			mem.WriteMem(s.addr, s.orig)
+		}
+	}
+}
+
+// collect gives the run's result the number of stops at sites.
+func (bp *breakpoints) collect(res *Result) { res.Hits = bp.hits }
+
+// stop handles a thread stopped by a breakpoint at addr, and reports
+// whether it was one of PROFILE's.
+func (bp *breakpoints) stop(th *thread, addr uint64) (bool, error) {
+	if s := bp.sites[addr]; s != nil {
+		return true, bp.hit(th, s)
+	}
+	if s := bp.retired[addr]; s != nil {
+		return true, bp.retrapped(th, s)
+	}
+	return false, nil
+}
+
+// plant plants the breakpoints of planting p: a line profile's lines
+// (plantLines), or the entries and exits no other mechanism took.
+func (bp *breakpoints) plant(p *planting) error {
+	if p.lines {
+		return bp.plantLines(p)
+	}
+	for _, item := range p.entries {
+		if err := bp.plantEntry(p, item); err != nil {
+			return err
+		}
+	}
+	p.entries = nil
+	if p.exits != nil {
+		bp.plantExits(p.area, p.exits)
+	}
+	return nil
+}
+
+// plantEntry prepares the breakpoint of item's entry, planted by p,
+// with its out-of-line slot taken from p's area (when there is one); a
+// function that cannot be profiled is warned about.
+func (bp *breakpoints) plantEntry(p *planting, item int) error {
+	t := bp.t
+	f := &t.plan.Funcs[item]
+	addr := f.Entry + p.bias
+	code := make([]byte, t.arch.MaxInstLen())
+	if err := t.readCode(addr, code); err != nil {
+		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
+	}
+	brk := t.arch.Breakpoint()
+	cell := uint64(0)
+	if p.area.mapped() {
+		cell = p.area.alloc(t.arch.SlotSize())
+	}
+	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(brk)]...), slot: cell}
+	// Coverage removes a breakpoint at its first hit and needs no
+	// displacement, except for a vfork child, which shares the program's
+	// memory: it must step over the breakpoint, not remove it.
+	d, err := t.arch.Displace(code, addr, s.slot)
+	if err == nil && d.Emulate == nil && cell == 0 {
+		err = instr.ErrOutOfReach
+	}
+	switch {
+	case err == nil:
+		s.disp, s.displaced = d, true
+		if d.Slot != nil {
+			p.area.put(cell, d.Slot)
+		}
+	case !bp.removeAtHit:
+		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
+		return nil
+	}
+	bp.add(s)
+	return nil
+}
+
+// plantExits plants a breakpoint at every exit of exits' functions, as
+// instr.FindExits finds them, with slots taken from area when there is
+// one. Indirect jumps are
+// left: a frame left through one is closed from the stack pointer at the
+// next event. An exit at an address that already has a site, or whose
+// instruction cannot be carried out from a breakpoint, is left the same
+// way.
+func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
+	t := bp.t
+	for _, item := range slices.Sorted(maps.Keys(exits)) {
+		for _, e := range exits[item] {
+			if e.Indirect {
+				continue
+			}
+			if s := bp.sites[e.PC]; s != nil {
+				if s.item == item && s.exit < 0 {
+					s.exit = item
+				}
+				continue
+			}
+			code := make([]byte, t.arch.MaxInstLen())
+			if err := t.readCode(e.PC, code); err != nil {
+				continue
+			}
+			cell := uint64(0)
+			if area.mapped() {
+				cell = area.alloc(t.arch.SlotSize())
+			}
+			d, err := t.arch.Displace(code, e.PC, cell)
+			if err != nil || (d.Emulate == nil && cell == 0) {
+				continue
+			}
+			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
+				slot: cell, disp: d, displaced: true}
+			if d.Slot != nil {
+				area.put(cell, d.Slot)
+			}
+			bp.add(s)
+		}
+	}
+}
+
+// trap handles a SIGTRAP stop without an event: a breakpoint, the end of a
+// single step, or the program's own SIGTRAP. A breakpoint is offered to
+// each mechanism in turn (stop); one that none claims is the program's.
+func (t *tracer) trap(th *thread) error {
+	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+	}
+	if s := th.stepping; s != nil {
+		th.stepping = nil
+		if err := s.disp.AfterStep(&t.regs, t.mem); err != nil {
+			return fmt.Errorf("finish step at %#x: %w", s.addr, err)
+		}
+		return t.setAndResume(th, th.takePending())
+	}
+	addr := t.arch.BreakpointAddr(t.regs.PC())
+	for _, m := range t.mechanisms() {
+		if ours, err := m.stop(th, addr); ours {
+			return err
+		}
+	}
+	// Not ours: the program's own trap, delivered unchanged (or a copy
+	// of a breakpoint, which PROFILE says).
+	t.copyOfBreakpoint(addr)
+	t.ownTraps = true
+	return t.resume(th.tid, syscall.SIGTRAP)
+}
+
+// hit handles a thread stopped at the breakpoint of site s: the hit is
+// booked (timing and attribution), covered (line coverage) or counted,
+// and the thread goes on past the site.
+func (bp *breakpoints) hit(th *thread, s *site) error {
+	t := bp.t
+	if s.rendezvous {
+		return t.rendezvousHit(th, s)
+	}
+	th.retrap = 0
+	bp.hits++
+	switch {
+	case th.foreign:
+	case t.books != nil:
+		t.book(th, s)
+	case bp.lineSites != nil:
+		if err := bp.cover(s); err != nil {
+			return err
+		}
+	default:
+		t.hits[s.item]++
+		for _, i := range s.more {
+			t.hits[i]++
+		}
+	}
+	t.explain.hit(th, s)
+	if s.item < 0 && t.rings != nil && t.ringTimed(&t.plan.Funcs[s.exit]) == nil {
+		if s.hits++; s.hits == exitStops {
+			// A hot exit: its frames close from the stack pointer from
+			// now on (timing.go).
+			t.cfg.Warn(prf.ExitTakenOut(t.plan.Funcs[s.exit].Name, exitStops))
+			return bp.retire(th, s)
+		}
+	}
+	if s.pending && !(bp.removeAtHit && !th.foreign) {
+		if !bp.displaceLater(s) {
+			return bp.retire(th, s)
+		}
+	}
+	if bp.removeAtHit && (!th.foreign || !s.displaced) {
+		// (A vfork child on a breakpoint that cannot be stepped over
+		// removes it: the program's own first hit there is then lost, which
+		// is better than a child killed.)
+		return bp.retire(th, s)
+	}
+	return bp.displace(th, s)
+}
+
+// displace carries out the instruction under a breakpoint for a stopped
+// thread, the breakpoint staying in place.
+func (bp *breakpoints) displace(th *thread, s *site) error {
+	t, d := bp.t, &s.disp
+	switch {
+	case d.Emulate != nil:
+		if err := d.Emulate(&t.regs, t.mem); err != nil {
+			return fmt.Errorf("emulate %s at %#x: %w", d.Inst.Text, s.addr, err)
+		}
+		return t.setAndResume(th, 0)
+	case d.SingleStep:
+		t.regs.SetPC(s.slot)
+		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+		}
+		th.stepping = s
+		t.noteRelease()
+		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("step thread %d: %w", th.tid, err)
+		}
+		return nil
+	default:
+		t.regs.SetPC(s.slot)
+		return t.setAndResume(th, 0)
+	}
+}
+
+// retire removes a coverage breakpoint after its first hit and lets the
+// thread run the restored instruction in place. Other threads that trapped
+// on it meanwhile find it in bp.retired.
+func (bp *breakpoints) retire(th *thread, s *site) error {
+	if err := bp.unplant(s); err != nil {
+		return err
+	}
+	delete(bp.sites, s.addr)
+	bp.retired[s.addr] = s
+	bp.t.regs.SetPC(s.addr)
+	return bp.t.setAndResume(th, 0)
+}
+
+// unplant takes the breakpoint of site s out of the program's memory.
+func (bp *breakpoints) unplant(s *site) error {
+	if staleCode {
+		return nil
+	}
+	if err := bp.t.mem.WriteMem(s.addr, s.orig); err != nil {
+		return fmt.Errorf("remove breakpoint: %w", err)
+	}
+	return nil
+}
+
+// staleCode, set by tests only, makes the processor run a stale copy of
+// the code as retrapped describes: the breakpoints PROFILE removes stay
+// in memory, and PROFILE, looking, believes them gone.
+var staleCode bool
+
+// retrapped handles a thread stopped at the breakpoint of retired site
+// s. It trapped there before the breakpoint was removed, and runs the
+// restored instruction in place. A thread that traps there again at once
+// finds either the breakpoint back in memory (written out again, with a
+// warning), or memory holding the original instruction while the
+// processor still runs the breakpoint: a stale copy of the code, which
+// qemu's emulation of arm64 was seen to keep for minutes, every thread
+// trapping there at every pass. Sent back again and again, the threads
+// would never get past it; the instruction is carried out of line
+// instead, at this pass and every later one (StaleCode, PRF4672).
+func (bp *breakpoints) retrapped(th *thread, s *site) error {
+	if s.stale {
+		return bp.displace(th, s)
+	}
+	if th.retrap == s.addr {
+		back, err := bp.restore(s)
+		if err != nil {
+			return err
+		}
+		if !back {
+			if err := bp.displaceStale(s); err != nil {
+				return err
+			}
+			bp.t.warnOnce(prf.StaleCode(s.addr))
+			s.stale = true
+			return bp.displace(th, s)
+		}
+	}
+	th.retrap = s.addr
+	bp.t.regs.SetPC(s.addr)
+	return bp.t.setAndResume(th, 0)
+}
+
+// displaceStale prepares the displacement of retired site s, whose
+// breakpoint the processor runs though memory no longer holds it: a
+// coverage site was never displaced. A site whose instruction cannot be
+// carried out of line ends the run: the program could not get past it.
+func (bp *breakpoints) displaceStale(s *site) error {
+	if s.displaced {
+		return nil
+	}
+	err := errors.New("its instruction cannot be carried out of line")
+	if s.pending {
+		err = bp.prepareDisplace(s)
+	}
+	if err != nil {
+		return fmt.Errorf("the processor still runs the breakpoint removed at %#x, though memory holds the original instruction: %w", s.addr, err)
+	}
+	return nil
+}
+
+// restore writes the original bytes of a removed breakpoint again, when
+// the memory holds the breakpoint still, and warns of it: a thread sent
+// back to run the restored instruction trapped there again. It reports
+// whether it found the breakpoint back.
+func (bp *breakpoints) restore(s *site) (bool, error) {
+	t := bp.t
+	b := make([]byte, len(s.orig))
+	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) || staleCode {
+		return false, nil
+	}
+	t.cfg.Warn(prf.BreakpointBack(s.addr))
+	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+		return true, fmt.Errorf("remove breakpoint again: %w", err)
+	}
+	return true, nil
+}
+
+func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {
+	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
+	}
+	return t.resume(th.tid, sig)
+}

@@ -1,0 +1,253 @@
+// System calls PROFILE's stops must not make fail. A thread blocked in a
+// system call that the kernel never restarts (epoll_wait, or poll, select
+// and the like with a timeout, where a handler runs) fails with EINTR
+// when PROFILE interrupts it (PTRACE_INTERRUPT wakes it as a signal
+// does), and a signal to the process that comes while PROFILE holds the
+// thread that would take it natively (the main thread, stopped for its
+// own signal, for a breakpoint, or by PROFILE) is given by the kernel to
+// another thread, whose call it interrupts. Neither happens natively.
+
+package profile
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// siTKill is the code of a signal sent to one thread by tgkill(2)
+// (SI_TKILL, include/uapi/asm-generic/siginfo.h).
+const siTKill = -6
+
+// requeued is a thread that PROFILE made block a signal (misrouted): its
+// mask as it was, and the signal's bit; restored once it has its mask
+// back, waiting while the signal still waits for the main thread (the
+// thread keeps blocking it until then), interrupted while PROFILE's
+// interrupt of it is to come.
+type requeued struct {
+	mask, bit                      uint64
+	restored, waiting, interrupted bool
+}
+
+// restartCall makes the system call stopped thread tid was in, which an
+// interrupt of PROFILE's made fail with EINTR, restart as it would have
+// natively when the thread goes on (ptrace.Regs.RestartEINTR: x86-64;
+// arm64 keeps no means to).
+func (t *tracer) restartCall(tid int) {
+	var regs ptrace.Regs
+	if ptrace.GetRegs(tid, &regs) == nil && regs.RestartEINTR() {
+		ptrace.SetRegs(tid, &regs)
+	}
+}
+
+// misrouted gives signal sig, which thread th is stopped for, back to the
+// kernel to be given again, when th is not the process's main thread and
+// the main thread would have taken it natively: a signal to the process
+// (tgkill's, sent to th itself, are told apart by their code) that the
+// main thread does not block, and that interrupted a system call of th's
+// that a handler would make fail (ptrace.Regs.InterruptedCall). th
+// blocks sig and goes on with it: the kernel queues again a signal a
+// thread goes on with but blocks, as it was sent (kernel/signal.c,
+// ptrace_signal), and gives a signal to the process to a thread that can
+// take it, the main thread once PROFILE lets it go; one sent to th comes
+// back to th. th's call restarts, as it would have had no signal come (a
+// handler for a signal that is th's makes it fail, as natively), and
+// PROFILE interrupts th at once to give it its mask back (maskBack), once
+// the signal is no longer waiting. It reports whether it did so.
+func (t *tracer) misrouted(th *thread, sig syscall.Signal) bool {
+	main := t.threads[t.pid]
+	bit := uint64(1) << (sig - 1)
+	if t.attach == nil || th.tid == t.pid || th.tgid != t.pid || th.foreign || th.stepping != nil ||
+		main == nil || main.exiting || ptrace.Blocked(t.pid)&bit != 0 {
+		return false
+	}
+	if info, err := ptrace.GetSigInfo(th.tid); err != nil || info.Code == siTKill {
+		return false
+	}
+	var regs ptrace.Regs
+	if ptrace.GetRegs(th.tid, &regs) != nil || !regs.InterruptedCall() {
+		return false
+	}
+	mask, err := ptrace.SigMask(th.tid)
+	if r := t.requeued[th.tid]; r != nil && !r.restored {
+		mask = r.mask // (it blocks another signal for the main thread)
+	}
+	if err != nil || mask&bit != 0 || ptrace.SetSigMask(th.tid, mask|bit) != nil {
+		return false
+	}
+	if regs.RestartEINTR() {
+		ptrace.SetRegs(th.tid, &regs)
+	}
+	if t.requeued == nil {
+		t.requeued = map[int]*requeued{}
+	}
+	t.requeued[th.tid] = &requeued{mask: mask, bit: bit, interrupted: true}
+	t.explain.requeued(th.tid, sig)
+	if err := t.resume(th.tid, sig); err != nil {
+		return false
+	}
+	ptrace.Interrupt(th.tid)
+	return true
+}
+
+// maskBack gives thread tid, stopped (ws), the mask misrouted took from
+// it, unless the signal still waits for the main thread: the thread then
+// keeps blocking it (it would take it again), and is interrupted again
+// once it no longer does (requeuedIdle). At the stop of PROFILE's
+// interrupt (an EventStop), which made its restarted call fail, the call
+// restarts again.
+func (t *tracer) maskBack(tid int, ws ptrace.WaitStatus) {
+	r := t.requeued[tid]
+	if r == nil {
+		return
+	}
+	if ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop {
+		t.restartCall(tid)
+		r.interrupted = false
+	}
+	if !r.restored {
+		r.waiting = ptrace.SharedPending(t.pid)&r.bit != 0
+		if !r.waiting {
+			ptrace.SetSigMask(tid, r.mask)
+			r.restored = true
+		}
+	}
+	if r.restored && !r.interrupted {
+		delete(t.requeued, tid)
+	}
+}
+
+// requeuedIdle interrupts each thread that keeps blocking a signal for
+// the main thread once the main thread has taken it, to give it its mask
+// back (maskBack). PROFILE calls it while it waits, and at every stop.
+func (t *tracer) requeuedIdle() {
+	for tid, r := range t.requeued {
+		if r.waiting && ptrace.SharedPending(t.pid)&r.bit == 0 {
+			r.waiting, r.interrupted = false, true
+			ptrace.Interrupt(tid)
+		}
+	}
+}
+
+// mainGoes runs as PROFILE lets the main thread go (resume), which is
+// stopped: a signal to the process that came while PROFILE held it waits,
+// and may have woken another thread to take it, whose system call then
+// fails, with no stop of PROFILE's, if the main thread takes the signal
+// first. So, while one waits, each other thread is interrupted: it stops
+// before it is back in its code, and its call restarts (maskBack), or it
+// takes the signal, which misrouted gives back.
+func (t *tracer) mainGoes() {
+	if t.attach == nil || len(t.threads) < 2 || ptrace.SharedQueued(t.pid) == 0 {
+		return
+	}
+	if t.requeued == nil {
+		t.requeued = map[int]*requeued{}
+	}
+	for tid, th := range t.threads {
+		if tid == t.pid || th.foreign || th.exiting || th.tgid != t.pid {
+			continue
+		}
+		if r := t.requeued[tid]; r != nil {
+			r.interrupted = true
+		} else {
+			t.requeued[tid] = &requeued{restored: true, interrupted: true}
+		}
+		ptrace.Interrupt(tid)
+	}
+}
+
+// masksBack gives every thread PROFILE holds the mask misrouted took from
+// it, as it lets the process go: a signal for the main thread that still
+// waits is taken by it, let go first (mainTakes).
+func (t *tracer) masksBack(stopped func(int) bool) {
+	for tid, r := range t.requeued {
+		if stopped(tid) && !r.restored {
+			ptrace.SetSigMask(tid, r.mask)
+		}
+	}
+	clear(t.requeued)
+}
+
+// mainFirst returns the threads' IDs in order, the main thread's first:
+// let go first, it takes the signals to the process that came while
+// PROFILE held every thread, as natively (mainTakes).
+func (t *tracer) mainFirst() []int {
+	ids := slices.DeleteFunc(t.threadIDs(), func(tid int) bool { return tid == t.pid })
+	if t.threads[t.pid] != nil {
+		ids = append([]int{t.pid}, ids...)
+	}
+	return ids
+}
+
+// noneWaitFor waits until no signal to the process that thread tid does
+// not block waits (a tenth of a second at most), before it is let go: let
+// go, it takes one that waits, which the main thread would take.
+func (t *tracer) noneWaitFor(tid int) {
+	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
+		if ptrace.SharedPending(t.pid)&^ptrace.Blocked(tid) == 0 {
+			return
+		}
+		ptrace.Yield()
+	}
+}
+
+// mainLast returns the threads' IDs in order, the main thread's last:
+// stopped last (detachAll), it takes the signals to the process that
+// come while the others stop, as natively.
+func (t *tracer) mainLast() []int {
+	ids := t.mainFirst()
+	if len(ids) > 0 && ids[0] == t.pid {
+		ids = append(ids[1:], t.pid)
+	}
+	return ids
+}
+
+// readyToGo is the stop, ws, of thread tid that detachAll interrupted to
+// let it go: its mask back (maskBack), and, at the interrupt's stop, the
+// call the interrupt made fail restarts when the thread goes.
+func (t *tracer) readyToGo(tid int, ws ptrace.WaitStatus) {
+	t.maskBack(tid, ws)
+	if !ws.GroupStop() {
+		t.restartCall(tid)
+	}
+}
+
+// mainTakes waits, the main thread let go (ran counts its runs on a CPU
+// then) and the others still held, until it has run, and taken the
+// signals to the process that wait and that it does not block (a tenth
+// of a second at most). Let go, a thread is woken as for a signal; until
+// it has run, the kernel gives a signal to the process to another
+// thread, which could take one, and have its system call fail.
+func (t *tracer) mainTakes(ran uint64) {
+	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
+		if runs(t.pid) > ran && ptrace.SharedPending(t.pid)&^ptrace.Blocked(t.pid) == 0 {
+			return
+		}
+		ptrace.Yield()
+	}
+}
+
+// runs is how many times thread tid was put on a CPU (the third field of
+// /proc/PID/task/TID/schedstat), 0 when it cannot be read.
+func runs(tid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 3 {
+		n, _ := strconv.ParseUint(f[2], 10, 64)
+		return n
+	}
+	return 0
+}
+
+// requeued tells a signal that thread tid took in the main thread's
+// place, given back to the kernel.
+func (x *explainer) requeued(tid int, sig syscall.Signal) {
+	if x == nil {
+		return
+	}
+	x.tell("requeued", "%s Thread %d took %s, a signal to the process, while PROFILE held the main thread, which takes it natively: PROFILE makes the thread block it and gives it back to the kernel, which gives it to the main thread, and the system call it interrupted restarts.", x.now(), tid, signalName(sig))
+}

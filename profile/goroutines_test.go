@@ -1,0 +1,138 @@
+package profile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// TestGoroutineOrder: a goroutine's records, read from the rings of the
+// threads that ran it in whatever order the readings found them, are
+// booked in its own order: each thread's as they came, the threads' runs
+// by their times; a record read in the second pass after the last one
+// read before it waits for the next reading. Goroutine 7 enters f at 100
+// and g at 200 on thread 1, moves to thread 2, leaves g at 500 and f at
+// 600: f's function time is 200 (100 to 200, 500 to 600), g's 300.
+func TestGoroutineOrder(t *testing.T) {
+	tr := &tracer{books: testBooks(-1, "", false, 0), stolen: map[ledgerKey]int64{}}
+	r := newRings(tr)
+	// keep reads goroutine 7's entry or exit of fn on thread tid, at
+	// distance 100 plus depth from its stack's top, made at time at.
+	keep := func(tid, fn int, exit bool, depth uint64, at int64) {
+		r.keep(tid, 7, instr.Record{Item: fn, Exit: exit, SP: 100 + depth, G: 7}, at, 0, false)
+	}
+
+	// First reading: thread 1's ring has f's entry; then thread 2's has
+	// g's exit (g's entry, made on thread 1 after its ring was read, is
+	// not read yet).
+	keep(1, bF, false, 0, 100)
+	keep(2, bG, true, 8, 500)
+	first := r.seq + 1
+	// Second pass: thread 1's ring has g's entry now, thread 2's f's exit.
+	keep(1, bG, false, 8, 200)
+	keep(2, bF, true, 0, 600)
+	r.bookGoroutines(first)
+
+	// g's exit, read in the first pass, is booked with g's entry before
+	// it; f's exit, read in the second and last, waits.
+	if got := tr.books.self[bG]; got != 300 {
+		t.Errorf("g: function time %d, want 300", got)
+	}
+	if got := len(r.goroutines[7].recs); got != 1 || r.goroutines[7].recs[0].ns != 600 {
+		t.Fatalf("%d records wait (%+v), want f's exit", got, r.goroutines[7].recs)
+	}
+	r.bookGoroutines(r.seq + 1)
+	if got := tr.books.self[bF]; got != 200 {
+		t.Errorf("f: function time %d, want 200", got)
+	}
+	if len(r.queued) != 0 {
+		t.Errorf("%d goroutines still queued", len(r.queued))
+	}
+}
+
+// TestGoClock: a goroutine's clock takes out the stops of a thread while
+// it stayed on it, not those of a thread it left, nor of one it came to
+// before it came.
+func TestGoClock(t *testing.T) {
+	var c goClock
+	steps := []struct {
+		tid           int
+		ns, stolen    int64
+		want          int64
+		whatItChecked string
+	}{
+		{1, 1000, 50, 1000, "the first event: nothing taken out"},
+		{1, 2000, 80, 1970, "thread 1 stopped 30 since: taken out"},
+		{2, 3000, 500, 2970, "moved to thread 2: its earlier stops are not the goroutine's"},
+		{2, 4000, 520, 3950, "thread 2 stopped 20 since"},
+		{1, 5000, 900, 4950, "back on thread 1, whose stops while it was away are not the goroutine's"},
+	}
+	for _, s := range steps {
+		got := c.raw(s.tid, s.ns, s.stolen)
+		c.events++
+		if got != s.want {
+			t.Errorf("%s: %d, want %d", s.whatItChecked, got, s.want)
+		}
+	}
+}
+
+// TestOneClock: Go functions are timed in-process only where the counter
+// is one clock across CPUs: on x86-64 when the kernel's clock source is
+// the TSC, else they keep breakpoints with PRF4680, once; on arm64
+// always. A plan without Go functions is not warned about.
+func TestOneClock(t *testing.T) {
+	goPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: []datafile.Func{
+		{Name: "main", Frame: datafile.FrameSP},
+		{Name: "main.work", Frame: datafile.FrameGoroutine, File: "main.go"},
+	}}
+	cPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: goPlan.Funcs[:1]}
+	dir := t.TempDir()
+	source := func(text string) string {
+		path := filepath.Join(dir, text)
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	saved := clockSourceFile
+	defer func() { clockSourceFile = saved }()
+	for _, c := range []struct {
+		name   string
+		arch   instr.Arch
+		plan   *datafile.Plan
+		file   string
+		shared bool
+		warned int
+	}{
+		{"tsc", instr.AMD64, goPlan, source("tsc"), true, 0},
+		{"hpet", instr.AMD64, goPlan, source("hpet"), false, 1},
+		{"unreadable", instr.AMD64, goPlan, filepath.Join(dir, "none"), false, 1},
+		{"hpet, no Go", instr.AMD64, cPlan, source("hpet"), false, 0},
+		{"arm64", instr.ARM64, goPlan, source("arch_sys_counter"), true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clockSourceFile = c.file
+			var warned []*prf.Diagnostic
+			tr := &tracer{arch: c.arch, plan: c.plan, cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
+			for range 3 {
+				if got := tr.oneClock(); got != c.shared {
+					t.Errorf("one clock: %v, want %v", got, c.shared)
+				}
+			}
+			if len(warned) != c.warned || (c.warned > 0 && warned[0].Code != 4680) {
+				t.Errorf("warnings %v, want %d of PRF4680", warned, c.warned)
+			}
+			if c.plan == goPlan && c.arch == instr.AMD64 {
+				err := tr.ringTimed(&c.plan.Funcs[1])
+				if c.shared != (err == nil) || (!c.shared && !errors.Is(err, errGoClock)) {
+					t.Errorf("the Go function timed in-process: %v, want the counter's reason when it is not one clock", err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,575 @@
+package profile
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// In-process counting (docs/architecture.md, "Trampolines"): a function's
+// entry is replaced by a jump to a trampoline that PROFILE writes into the
+// program; the trampoline adds one to the function's counter and carries
+// on with the replaced instructions. The counters live in memory shared
+// with PROFILE, so a count costs no stop and survives a crash.
+//
+// On amd64 every thread has its own block of counters, its GS base, given
+// by PROFILE at the thread's first stop: a count is one incq %gs:offset,
+// with no lock. On arm64 the counters are shared and added to atomically
+// (LSE). Block 0 takes the counts of the processes that share the
+// program's memory but are not the program (a vfork child before its
+// exec): they are not the program's calls.
+//
+// The call depth is kept in-process too, by a shadow stack per thread
+// (instr.Depth): on amd64 in the thread's block, after its counters; on
+// arm64, which has no thread register to spare, in an area of its own
+// found through a table indexed by the stack pointer's page, which PROFILE
+// fills for each thread's stack at its first stop. The memory is then:
+// the two counter blocks, the areas (area 0 the discard area), the table.
+
+// trampCell is the most room one site may take in the area PROFILE maps
+// next to a module: a trampoline (at most about 210 bytes: the count, the
+// call depth's code in its Go form, the relocated instructions and the
+// jump back; about 120 for C; some 280 for the entry of a timed function
+// of a few bytes, with the records of its entry and its exit, 350 for
+// Go's, whose records name the goroutine), or a
+// breakpoint's out-of-line slot. The area is mapped for that much; what
+// is written is packed.
+const trampCell = 384
+
+// hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
+const hwcapEntry = 16
+
+// maxBlocks bounds the counter blocks, one per live thread; a thread
+// beyond them shares the main thread's block, with a warning.
+var maxBlocks = 4096 // a variable for the tests of the overflow
+
+// counters is the memory PROFILE shares with the program when it counts
+// or times in-process: a block of counters for each thread (with its
+// depth area, or the stack table's, and its ring), and the trampolines
+// written that count or record into them, which signals, forks and the
+// end of the run need to know.
+type counters struct {
+	t         *tracer
+	kind      instr.CountKind
+	shared    *ptrace.Shared
+	progAddr  uint64 // the counters' address in the program
+	blockSize uint64
+	nBlocks   int
+	next      int   // the next block never used
+	free      []int // blocks of threads that ended
+	blockOf   map[int]int
+	// tramps are the trampolines written, sorted by address, for finding
+	// the original PC of a thread stopped inside one.
+	tramps []*tramp
+	// overflow is set once a thread had to share a block.
+	overflow bool
+	// Where counters are shared, a vfork child's calls land in them too:
+	// vforkSnap holds the counters as they were when a child of a
+	// single-threaded program was vforked (its parent is suspended, no
+	// other thread runs), and discount what such children added.
+	vforkSnap map[int][]uint64
+	discount  []uint64
+	// depthAt is the offset of each block's depth area (call depth kept
+	// in-process, where threads have blocks), 0 when there is none.
+	depthAt uint64
+	// areasAt and tableAt are the offsets of the depth areas and of the
+	// stack table where threads have no blocks (table is then set): area
+	// b is thread block b's.
+	table            bool
+	areasAt, tableAt uint64
+	stride           uint64 // the distance between two areas
+	// stacks has the pages of the table each area's thread owns, to be
+	// given back to the discard area when it ends.
+	stacks map[int][2]uint64
+	// rings is set when threads have rings (function timing
+	// in-process, ring.go): at ringAt in each block where threads have
+	// blocks, else each an area of the table; calibration has the
+	// addresses of the blocks of code that measure a record's cost.
+	rings       bool
+	ringAt      uint64
+	calibration [2]uint64
+	// saves is set when line trampolines save a register in the block
+	// (instr.Instrumenter.LineCode), which a signal rolls them out of.
+	saves bool
+}
+
+// depthSlots is the size of a thread's shadow stack: nesting deeper than
+// that counts as that deep.
+const depthSlots = 1024
+
+// tramp is one written trampoline.
+type tramp struct {
+	addr  uint64
+	patch instr.Patch
+	code  instr.Trampoline
+	// regions are its code a thread stopped for a signal is rolled out
+	// of: the call depth's, or the records'.
+	regions []region
+}
+
+// region is a piece of a trampoline's instrumentation that a signal must
+// not interrupt: where it starts in the trampoline, how to roll a thread
+// out of it (offsets from there), and for a record, where its ring-full
+// breakpoint ends (0: none).
+type region struct {
+	at         int
+	rollback   []instr.Rollback
+	full, skip int
+	unchecked  []byte
+	// tp marks record code that finds its ring through the thread
+	// pointer (instr.RecordCode.ThreadPointer).
+	tp bool
+}
+
+// recordRegion is the region of record code rc at offset at of a
+// trampoline.
+func recordRegion(at int, rc *instr.RecordCode) region {
+	return region{at: at, rollback: rc.Rollback, full: rc.Full, skip: rc.Skip, unchecked: rc.Unchecked, tp: rc.ThreadPointer}
+}
+
+// fallBack is a site that keeps a breakpoint: item's entry, or its exit
+// at pc.
+type fallBack struct {
+	item int
+	err  error
+	pc   uint64
+}
+
+// newCounters creates the shared counters for items counters per block in
+// the stopped program, and maps them in PROFILE too (shareMemory); the
+// main thread gets block 1. nameAt is where in the program the memory's
+// name may be written (a freshly mapped page).
+func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
+	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
+	depthAt := uint64(0)
+	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
+	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
+	ringAt, rings := uint64(0), t.rings != nil
+	if t.plan.Method.IsSampling() && !rings {
+		// (Sampling keeps no call depth: its report has none, as the
+		// original's had none, and it counts at counting's cost alone.)
+		perThread, byTable = false, false
+	}
+	table := byTable && kind == instr.CountShared
+	stride := uint64(instr.DepthAreaAlign)
+	switch {
+	case rings && table:
+		// The rings are the table's areas (the books keep the depth,
+		// from the records).
+		stride = instr.RingStride(ringRecords)
+	case rings:
+		ringAt = blockSize
+		blockSize += instr.RingSize(ringRecords)
+	case perThread && kind == instr.CountPerThread:
+		depthAt = blockSize
+		blockSize += (instr.DepthAreaSize(depthSlots) + 63) &^ 63
+	}
+	nBlocks := maxBlocks
+	if kind == instr.CountShared {
+		nBlocks = 2
+	}
+	for nBlocks > 2 && uint64(nBlocks)*blockSize > 1<<30 {
+		nBlocks /= 2
+	}
+	size := uint64(nBlocks) * blockSize
+	if table {
+		// Room for the areas' alignment (known once mapped), the areas,
+		// and the table.
+		nBlocks = maxBlocks
+		for nBlocks > 2 && uint64(nBlocks)*stride > 1<<30 {
+			nBlocks /= 2
+		}
+		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
+	}
+	size = (size + guardSize + t.pageSize - 1) &^ (t.pageSize - 1) // (the guard last: damage.go)
+	shared, addr, err := t.shareMemory(nameAt, size)
+	if err != nil {
+		return nil, fmt.Errorf("map counters into the program: %w", err)
+	}
+	c := &counters{t: t, kind: kind, shared: shared, progAddr: addr, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
+		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
+	c.writeGuard()
+	if table {
+		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
+		c.areasAt = areas - addr
+		c.tableAt = c.areasAt + uint64(nBlocks)*stride
+	}
+	if rings {
+		// The discard ring, whose records are dropped, starts empty too
+		// (an arm64 cursor of zeros is a full ring).
+		t.rings.marks[0] = instr.RingReset(t.arch, c.ringArea(0), ringRecords)
+	}
+	return c, nil
+}
+
+// rolls reports whether trampolines have code a thread stopped for a
+// signal must be rolled out of: the call depth's, or the record code.
+func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.rings || c.saves)) }
+
+// keepsDepth reports whether trampolines keep the call depth.
+func (c *counters) keepsDepth() bool { return c != nil && (c.depthAt != 0 || (c.table && !c.rings)) }
+
+// depth is what DepthCode needs for the trampolines of functions with
+// frames of the given kind (goroutine: Go's internal ABI).
+func (c *counters) depth(goroutine bool) instr.Depth {
+	d := instr.Depth{Offset: c.depthAt, Slots: depthSlots, GoABI: goroutine}
+	if c.table {
+		d.Table = c.progAddr + c.tableAt
+		d.Areas = c.progAddr + c.areasAt
+	}
+	return d
+}
+
+// area returns thread block b's depth area.
+func (c *counters) area(b int) []byte {
+	if c.table {
+		at := c.areasAt + uint64(b)*c.stride
+		return c.shared.Bytes()[at : at+instr.DepthAreaAlign]
+	}
+	at := uint64(b)*c.blockSize + c.depthAt
+	return c.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
+}
+
+// counterRef is what a trampoline's count instruction names for item:
+// its offset in a thread's block, or its address in block 1.
+func (c *counters) counterRef(item int) uint64 {
+	if c.kind == instr.CountPerThread {
+		return uint64(item) * 8
+	}
+	return c.progAddr + c.blockSize + uint64(item)*8
+}
+
+// blockAddr is the address in the program of block b.
+func (c *counters) blockAddr(b int) uint64 { return c.progAddr + uint64(b)*c.blockSize }
+
+// giveBlock gives thread tid a counter block of its own (foreign: the
+// discard block 0) and points its thread base at it; where counters are
+// shared, a depth area, found through its stack (a foreign process, a
+// vfork child, runs on its parent's stack, in its parent's area).
+func (t *tracer) giveBlock(tid int, foreign bool) error {
+	c := t.counters
+	if c == nil || (c.kind != instr.CountPerThread && !c.table) || (c.table && foreign) {
+		return nil
+	}
+	b, owned := 0, true
+	switch {
+	case foreign:
+		owned = false
+	case len(c.free) > 0:
+		b = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+	case c.next < c.nBlocks:
+		b = c.next
+		c.next++
+	case c.rings:
+		// Every block or area is in use, timing in-process: this
+		// thread's records go to the discarded block 0, or area 0 (its
+		// calls are missing), not into another thread's ring.
+		owned = false
+		c.overflow = true
+	case c.table:
+		// Every area is in use: this thread's frames go to the discard
+		// area (only its depth is lost: the counters are shared).
+		owned = false
+	default:
+		// Every block is in use: this thread shares the main thread's,
+		// and a count may be lost when both add to one counter at once.
+		b, owned = 1, false
+		c.overflow = true
+	}
+	if owned {
+		c.blockOf[tid] = b
+	}
+	if c.rings && owned {
+		t.rings.reset(b)
+	}
+	if c.keepsDepth() && owned {
+		// A new thread's shadow stack starts empty (a reused block holds
+		// the frames of the thread that ended).
+		area := c.area(b)
+		clear(area[instr.DepthCurrent : instr.DepthCurrent+8])
+		clear(area[instr.DepthG : instr.DepthG+8])
+	}
+	var regs ptrace.Regs
+	if err := ptrace.GetRegs(tid, &regs); err != nil {
+		return err
+	}
+	if c.table {
+		if c.rings && t.goThreadPointer() {
+			// Go's record code finds the thread's ring area here (the
+			// discard area for a thread beyond them).
+			area := b
+			if !owned {
+				area = 0
+			}
+			if err := ptrace.SetThreadPointer(tid, c.progAddr+c.areasAt+uint64(area)*c.stride); err != nil {
+				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
+			}
+		}
+		return t.ownStack(t.arch.SP(&regs), b)
+	}
+	regs.SetThreadBase(c.blockAddr(b))
+	return ptrace.SetRegs(tid, &regs)
+}
+
+// vforked notes, where counters are shared, the counters at the start of
+// vfork child tid of a program whose only thread is its suspended parent.
+func (t *tracer) vforked(tid int) {
+	c := t.counters
+	if c == nil || c.kind != instr.CountShared || t.programThreads() != 1 {
+		return
+	}
+	if c.vforkSnap == nil {
+		c.vforkSnap = map[int][]uint64{}
+	}
+	c.vforkSnap[tid] = c.block(1, t.plan.NumItems())
+}
+
+// foreignDone discounts what vfork child tid counted, now that it has
+// called exec or exited.
+func (t *tracer) foreignDone(tid int) {
+	c := t.counters
+	if c == nil || c.vforkSnap[tid] == nil {
+		return
+	}
+	snap := c.vforkSnap[tid]
+	delete(c.vforkSnap, tid)
+	if c.discount == nil {
+		c.discount = make([]uint64, len(snap))
+	}
+	for i, now := range c.block(1, len(snap)) {
+		c.discount[i] += now - snap[i]
+	}
+}
+
+// programThreads is the number of live threads of the program's own
+// process.
+func (t *tracer) programThreads() int {
+	n := 0
+	for _, th := range t.threads {
+		if th.tgid == t.pid && !th.foreign {
+			n++
+		}
+	}
+	return n
+}
+
+// block returns a copy of the first n counters of block b.
+func (c *counters) block(b, n int) []uint64 {
+	mem := c.shared.Bytes()[uint64(b)*c.blockSize:]
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(mem[i*8:])
+	}
+	return out
+}
+
+// threadEnded returns an ended thread's block for reuse: its counts stay
+// in it and are summed at the end with the others.
+func (t *tracer) threadEnded(tid int) {
+	c := t.counters
+	if c == nil {
+		return
+	}
+	if b, ok := c.blockOf[tid]; ok {
+		delete(c.blockOf, tid)
+		c.free = append(c.free, b)
+		if s, ok := c.stacks[b]; ok {
+			// Its stack's pages go back to the discard area: the memory
+			// may become another thread's alternate stack, or a
+			// coroutine's, which must not write into the next owner's
+			// area. (A new thread on the same stack may have been given
+			// its pages already: those stay.)
+			c.pointStack(s[0], s[1], 0, b)
+			delete(c.stacks, b)
+		}
+	}
+}
+
+// addCounts adds the in-process counts to hits (totals).
+func (c *counters) addCounts(hits []uint64) {
+	for i, n := range c.totals(len(hits)) {
+		hits[i] += n
+	}
+}
+
+// totals returns the first n counters summed over every block used but
+// the discard block, less what vfork children added.
+func (c *counters) totals(n int) []uint64 {
+	sums := make([]uint64, n)
+	mem := c.shared.Bytes()
+	last := c.next
+	if c.kind == instr.CountShared {
+		last = 2
+	}
+	for b := 1; b < last; b++ {
+		block := mem[uint64(b)*c.blockSize:]
+		for i := range sums {
+			sums[i] += binary.LittleEndian.Uint64(block[i*8:])
+		}
+	}
+	for i, d := range c.discount[:min(n, len(c.discount))] {
+		sums[i] -= d
+	}
+	return sums
+}
+
+// callDepth is the deepest nesting any thread reached.
+func (c *counters) callDepth() int {
+	deepest := 0
+	for b := 1; b < c.next && c.keepsDepth(); b++ {
+		if c.table {
+			deepest = max(deepest, instr.TableDepth(c.area(b), depthSlots))
+		} else {
+			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(c.area(b)[instr.DepthMax:]), depthSlots)))
+		}
+	}
+	return deepest
+}
+
+// rollBack undoes a thread stopped inside a trampoline's depth or record
+// code (its regions), before a signal handler runs (it may call profiled
+// functions, whose trampolines use the same save slots): the registers
+// saved so far come back from the thread's block and the thread resumes
+// where the region's rollback range says, the start of the code, which is
+// idempotent, or after a committed record. It reports whether regs
+// changed.
+func (c *counters) rollBack(regs *ptrace.Regs) bool {
+	if !c.rolls() {
+		return false
+	}
+	pc := regs.PC()
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return false
+	}
+	tr := c.tramps[i]
+	for _, rg := range tr.regions {
+		start := tr.addr + uint64(rg.at)
+		if pc < start {
+			continue
+		}
+		if c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+			return true
+		}
+	}
+	return false
+}
+
+// rollOut rolls a thread (or a signal frame) at off in code starting at
+// start out of it by the first of rollback's ranges that holds off, and
+// reports whether one did; base is the thread's block.
+func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollback []instr.Rollback) bool {
+	for _, r := range rollback {
+		if off < r.From || off >= r.To {
+			continue
+		}
+		if len(r.Restore) > 0 {
+			// The registers were saved in the thread's block.
+			if base < c.progAddr || base >= c.progAddr+uint64(len(c.shared.Bytes())) {
+				return false
+			}
+			block := c.shared.Bytes()[base-c.progAddr:]
+			for _, s := range r.Restore {
+				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+			}
+		}
+		regs.SetPC(start + uint64(r.Resume))
+		return true
+	}
+	return false
+}
+
+// origPC returns the program's own address for a PC inside a trampoline,
+// and whether it was in one.
+func (c *counters) origPC(pc uint64) (uint64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	tr := c.tramps[i]
+	if pc >= tr.addr+uint64(len(tr.code.Code)) {
+		return 0, false
+	}
+	return tr.code.OrigPC(tr.addr, tr.patch.End(), pc), true
+}
+
+// restorePatches writes the original bytes of every patch into mem (a
+// forked child's own copy of the program).
+func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error }) {
+	if c == nil {
+		return
+	}
+	for _, tr := range c.tramps {
+		mem.WriteMem(tr.patch.Site, tr.patch.Orig[:tr.patch.Written()])
+	}
+}
+
+// unchecked turns the ring-full checks of every record code off in mem
+// (the memory of tasks left running when the program has ended): nobody
+// reads the rings any more, and a full one would stop its thread at a
+// breakpoint no tracer serves.
+func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
+	if c == nil || !c.rings {
+		return
+	}
+	for _, tr := range c.tramps {
+		for _, r := range tr.regions {
+			if r.full != 0 {
+				mem.WriteMem(tr.addr+uint64(r.at+r.skip), r.unchecked)
+			}
+		}
+	}
+}
+
+// add records a trampoline written.
+func (c *counters) add(tr *tramp) { c.tramps = append(c.tramps, tr) }
+
+// sortTramps orders the trampolines by address after planting.
+func (c *counters) sortTramps() {
+	slices.SortFunc(c.tramps, func(a, b *tramp) int {
+		switch {
+		case a.addr < b.addr:
+			return -1
+		case a.addr > b.addr:
+			return 1
+		}
+		return 0
+	})
+}
+
+// close releases PROFILE's mapping of the counters.
+func (c *counters) close() {
+	if c != nil {
+		c.shared.Close()
+	}
+}
+
+// forget drops the trampolines in [lo, hi), gone with their module's
+// code; their counts stay.
+func (c *counters) forget(lo, hi uint64) {
+	c.tramps = slices.DeleteFunc(c.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
+}
+
+// collect adds the counters of every thread's block to the run's hits,
+// with the deepest call depth the blocks kept, and warns when threads had
+// to share a block (SharedBlocks).
+func (c *counters) collect() {
+	t := c.t
+	if t.plan.Method.IsFunction() {
+		c.addCounts(t.hits) // (lines: lineTrampolines.collect)
+	}
+	t.callDepth = c.callDepth()
+	if c.overflow {
+		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))
+	}
+	c.warnDamage()
+}

@@ -1,0 +1,408 @@
+// Line sites in-process: the mechanism of line profiles wherever a jump
+// fits. Each line site's instruction (with the next ones, where the first
+// is shorter than a jump and nothing can land among them) is replaced by a
+// jump to a trampoline that adds one to the site's counter in the
+// thread's block, or sets it (coverage), then runs the replaced
+// instructions and jumps back. The sites no jump fits keep their
+// breakpoints (lines.go), reported by reason (PRF4673).
+
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/elfid"
+	"github.com/sourceprofiler/sprof/internal/prf"
+)
+
+// lineCell is the room of one line patch's trampoline in the area: the
+// counts of its sites (40 bytes each on amd64, 32 on arm64; a patch of a
+// few instructions may replace the first of three lines), the replaced
+// instructions relocated (a call's relocation is the longest, 26 bytes)
+// and the jump back.
+const lineCell = 192
+
+// siteKey names a line site for the whole run: its module, and its
+// link-time address.
+type siteKey struct {
+	mi   int
+	addr uint64
+}
+
+// lineTrampolines is the mechanism of line sites in-process. Its counters
+// are the sites', not the lines': two lines may share a site (an inlined
+// call's line and its callee's first line) and a line may have several
+// (one for each function it was compiled into); collect gives each line
+// the sum of its sites.
+type lineTrampolines struct {
+	t     *tracer
+	cover bool
+	// index is each site's counter; lines are the lines of each counter's
+	// site. Both come from the plan, so that a library loaded twice
+	// counts into the same counters. alias gives, for a site that shares
+	// the count of an earlier site of its block, that site's counter.
+	index map[siteKey]int
+	lines [][]int
+	alias map[int]int
+	// save is the offset in a thread's block where the count code may
+	// save a register (instr.Instrumenter.LineCode).
+	save uint64
+	// goModules marks the modules written in Go.
+	goModules map[int]bool
+	// fellBack are the sites of the module being planted that keep a
+	// breakpoint, and patched counts the others (reportFallBacks).
+	fellBack []lineFallBack
+	patched  int
+	// sweep takes covered lines' jumps out (coverage; linesweep.go).
+	sweep *sweeper
+}
+
+// lineFallBack is a line site that keeps a breakpoint, and why.
+type lineFallBack struct {
+	line int
+	addr uint64
+	err  error
+}
+
+// newLineTrampolines numbers the line sites of the plan.
+func newLineTrampolines(t *tracer) *lineTrampolines {
+	lt := &lineTrampolines{t: t, cover: t.plan.Method.IsCoverage(), index: map[siteKey]int{}, alias: map[int]int{}, goModules: map[int]bool{}}
+	if lt.cover {
+		lt.sweep = &sweeper{}
+	}
+	for i, l := range t.plan.Lines {
+		for _, a := range l.Addrs {
+			k := siteKey{l.Module, a}
+			n, ok := lt.index[k]
+			if !ok {
+				n = len(lt.lines)
+				lt.index[k] = n
+				lt.lines = append(lt.lines, nil)
+			}
+			lt.lines[n] = append(lt.lines[n], i)
+		}
+	}
+	lt.save = uint64(len(lt.lines)) * 8
+	return lt
+}
+
+// counters is the number of counters a block needs: one for each site,
+// and the save slot.
+func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
+
+// errGoLines is why a Go module's line sites keep breakpoints.
+var errGoLines = errors.New("code in Go, whose lines keep breakpoints in this version")
+
+// plant patches the line sites of planting p that a jump fits, and
+// leaves the others in p for the breakpoints. Each patch writes over its
+// site's instruction alone (instr.Layout: a punned jump where the
+// instruction is shorter than a jump, the next instruction moved out to
+// a trampoline of its own where no window has room), so whatever lands
+// anywhere else, seen or not, finds the program's own instructions, or a
+// jump to a trampoline that runs the one it replaced. The sites are
+// planned from the highest down, each knowing the bytes after it as they
+// will be.
+func (lt *lineTrampolines) plant(p *planting) error {
+	t := lt.t
+	if !p.lines || p.lineSites == nil || p.lineSites.left == 0 || !p.area.mapped() {
+		return nil
+	}
+	ls := p.lineSites
+	all := ls.addrs
+	if lt.isGo(p.mi) {
+		// A Go program crashed with its lines' probes in place (a fault
+		// in a goroutine whose traceback did not unwind, gostacks): not
+		// understood yet, so Go's lines keep breakpoints.
+		for k, a := range all {
+			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[k][0], addr: a, err: errGoLines})
+		}
+		return nil
+	}
+	targets := sync.OnceValue(func() landings { return t.indirectTargets(p) })
+	addrs, shared := all, [][2]uint64(nil)
+	if !t.cfg.EveryLineSite {
+		addrs, shared = lt.shareBlocks(p, all, targets())
+	}
+	lay := t.layout(p)
+	lay.Sites(addrs)
+	for n := len(addrs) - 1; n >= 0; n-- {
+		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
+		if err != nil {
+			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(addrs[n])][0], addr: addrs[n], err: err})
+			lay.Unstable(addrs[n], len(t.arch.Breakpoint()))
+			continue
+		}
+		lt.put(p, addrs[n], pl)
+		ls.take(addrs[n])
+		lt.patched++
+	}
+	for _, ba := range shared {
+		b, a := ba[0], ba[1]
+		if !ls.taken(a) {
+			continue // (the site it shares with keeps a breakpoint: so does it)
+		}
+		lt.alias[ls.counter[ls.find(b)]] = ls.counter[ls.find(a)]
+		ls.take(b)
+		lt.patched++
+	}
+	return nil
+}
+
+// siteCounters returns the counters of sites, of planting p.
+func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
+	ks := make([]int, len(sites))
+	for i, a := range sites {
+		ks[i] = p.lineSites.counter[p.lineSites.find(a)]
+	}
+	return ks
+}
+
+// shareBlocks returns, of the line sites addrs of planting p, those that
+// need a probe, and for each of the others the site whose count is its
+// own: the first site of its run of straight code, where nothing lands
+// after it (targets) and every instruction falls through to the next
+// (instr.StraightTo), whatever passes at one passes at the other. In a
+// function with an indirect jump (a jump table's, a computed goto's),
+// whose landings no decoding can know for sure, every site is probed,
+// but for a site just after a landing pad that guards it
+// (instr.Arch.PadGuards: BTI's): the pad's own patch is the site's
+// instruction, and no indirect jump lands there. A signal handler that
+// does not return (a longjmp out of it) between the two would count the
+// second once too often.
+func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
+	t := lt.t
+	var shared [][2]uint64 // a site, and the one it shares with
+	probed := make([]uint64, 0, len(addrs))
+	root := uint64(0) // the site the last one shares with, or itself
+	for n, b := range addrs {
+		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+			(!t.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
+			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
+			shared = append(shared, [2]uint64{b, root})
+			continue
+		}
+		probed = append(probed, b)
+		root = b
+	}
+	return probed, shared
+}
+
+// guarded reports whether the line site b of planting p comes just after
+// a landing pad at a that guards it (instr.Arch.PadGuards).
+func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
+	if !lt.t.arch.PadGuards(p.text.b[a-p.text.start:]) {
+		return false
+	}
+	q, err := lt.t.arch.PlanOwn(p.text.b, p.text.start, a)
+	return err == nil && q.Site == b
+}
+
+// put puts patch pl of the line site at addr, and what it moved out,
+// into planting p (putPlanned); for coverage, each patch to be taken out
+// once its lines are covered, after the patches that lean on it.
+func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
+	code, _ := lt.lineCode(p, addr)
+	tramps := lt.t.putPlanned(p, pl, func(x *instr.Planned) []region {
+		if x != pl {
+			return nil
+		}
+		return lt.regions(p, addr, &x.Tramp)
+	}, code.Count)
+	if lt.sweep == nil {
+		return
+	}
+	for i, tp := range tramps {
+		var counters []int
+		if i == len(tramps)-1 {
+			counters = lt.siteCounters(p, []uint64{addr})
+		}
+		lt.sweep.add(tp, counters, leansOf(pl, tp.patch.Site))
+	}
+}
+
+// leansOf returns the sites whose patches the patch at site, pl or one
+// it moved out, leans on.
+func leansOf(pl *instr.Planned, site uint64) []uint64 {
+	for _, x := range append([]*instr.Planned{pl}, pl.Evicted...) {
+		if x.Patch.Site == site {
+			return x.Leans
+		}
+	}
+	return nil
+}
+
+// build returns the builder of the trampoline of the line site at addr,
+// in planting p: the site's count (instr.Instrumenter.LineCode), then the
+// instruction relocated, then the jump back.
+func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
+	t := lt.t
+	code, ok := lt.lineCode(p, addr)
+	return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
+		if !ok {
+			return instr.Trampoline{}, fmt.Errorf("no count code: %w", instr.ErrNoCounting)
+		}
+		q := *pt
+		q.Before = [][]byte{code.Code}
+		return t.arch.Trampoline(&q, at, nil)
+	}
+}
+
+// lineCode returns the count of the line site at addr, in planting p:
+// without touching the flags unless they are dead there.
+func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
+	t := lt.t
+	return t.arch.LineCode(t.counters.kind, instr.LineSite{
+		Counter: t.counters.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+		Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b, p.text.start, addr),
+	})
+}
+
+// regions returns the region of the trampoline tr of the line site at
+// addr, in planting p, that a signal rolls a thread out of: its count's
+// (before the instruction).
+func (lt *lineTrampolines) regions(p *planting, addr uint64, tr *instr.Trampoline) []region {
+	code, ok := lt.lineCode(p, addr)
+	if !ok || len(code.Rollback) == 0 {
+		return nil
+	}
+	return []region{{at: 0, rollback: code.Rollback}}
+}
+
+// isGo reports whether module mi is written in Go (it has Go's build
+// information), read once.
+func (lt *lineTrampolines) isGo(mi int) bool {
+	is, ok := lt.goModules[mi]
+	if !ok {
+		is = elfid.ReadIsGo(lt.t.plan.Modules[mi].Path)
+		lt.goModules[mi] = is
+	}
+	return is
+}
+
+// indirectTargets returns where, in the module of planting p, jumps may
+// land that the code's decoding does not follow, with the direct ones:
+// the landings of direct jumps and calls, the functions' starts, the code
+// pointers of the module's data (elfid.CodePointers), and the entries of
+// the jump tables its code refers to (jumpTables), where instructions
+// begin. Sorted.
+func (t *tracer) indirectTargets(p *planting) landings {
+	path := t.plan.Modules[p.mi].Path
+	if mapped := p.in.first.Path; mapped != "" {
+		path = mapped
+	}
+	out := slices.Clone(t.scan.landings)
+	for _, a := range elfid.ReadFuncStarts(path) {
+		out = append(out, a+p.bias)
+	}
+	for _, a := range elfid.ReadCodePointers(path) {
+		out = append(out, a+p.bias)
+	}
+	out = append(out, t.jumpTables(p)...)
+	slices.Sort(out)
+	// (A place inside an instruction of the decoding is no target: a
+	// number that looks like a pointer, a table read past its end.)
+	return slices.DeleteFunc(slices.Compact(out), func(a uint64) bool {
+		cm := t.scan.code.at(a)
+		return cm != nil && cm.Boundary(a) != nil
+	})
+}
+
+// maxTable bounds the entries read from one jump table.
+const maxTable = 1 << 16
+
+// jumpTables returns the entries of the jump tables that the code of the
+// module of planting p refers to, as GCC and Clang lay out a switch's
+// table in position-independent code: 32-bit offsets from the table's
+// start, which a PC-relative lea or adr loads. Every address the code
+// refers to outside its code is taken for a table, and its words read as
+// offsets until one leads out of the code (e9patch's recovery of
+// control flow does the same): a string read so leads nowhere at its
+// first word.
+func (t *tracer) jumpTables(p *planting) []uint64 {
+	var refs []uint64
+	for _, cm := range t.scan.code {
+		refs = append(refs, cm.Refs...)
+	}
+	inCode := func(a uint64) bool { return t.scan.code.at(a) != nil }
+	var out []uint64
+	for _, m := range p.maps {
+		if m.Inode != p.in.first.Inode || m.Path != p.in.first.Path || m.Start < p.in.lo || m.End > p.in.hi ||
+			m.Perms[0] != 'r' || m.Perms[2] == 'x' || m.End-m.Start > 1<<28 {
+			continue
+		}
+		lo := slices.IndexFunc(refs, func(r uint64) bool { return r >= m.Start })
+		if lo < 0 || refs[lo] >= m.End {
+			continue
+		}
+		data := make([]byte, m.End-m.Start)
+		if err := t.mem.ReadMem(m.Start, data); err != nil {
+			continue
+		}
+		for _, r := range refs[lo:] {
+			if r >= m.End {
+				break
+			}
+			for off := r - m.Start; off+4 <= uint64(len(data)) && off < r-m.Start+4*maxTable; off += 4 {
+				e := r + uint64(int64(int32(binary.LittleEndian.Uint32(data[off:]))))
+				if !inCode(e) {
+					break
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// stop claims no stop: a line trampoline has no breakpoint.
+func (lt *lineTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
+
+// forget drops the coverage patches in [lo, hi); the trampolines are
+// the counters' (counters.forget), and the counts stay.
+func (lt *lineTrampolines) forget(lo, hi uint64) {
+	if lt.sweep != nil {
+		lt.sweep.forget(lo, hi)
+	}
+}
+
+// collect gives each line the counts of its sites: their sum, or for
+// coverage one where any ran.
+func (lt *lineTrampolines) collect(*Result) {
+	t := lt.t
+	totals := t.counters.totals(len(lt.lines))
+	for b, a := range lt.alias {
+		totals[b] += totals[a]
+	}
+	for k, n := range totals {
+		if n == 0 {
+			continue
+		}
+		for _, i := range lt.lines[k] {
+			if lt.cover {
+				t.hits[i] = 1
+			} else {
+				t.hits[i] += n
+			}
+		}
+	}
+}
+
+// report warns about the line sites of the module just planted that keep
+// a breakpoint (PRF4673), by reason, and with --verbose about each.
+func (lt *lineTrampolines) report() {
+	t := lt.t
+	if len(lt.fellBack) > 0 {
+		reasons := t.byReason(len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
+			fb := &lt.fellBack[n]
+			l := &t.plan.Lines[fb.line]
+			return prf.LineNotPatched(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fb.addr, fb.err)
+		})
+		t.cfg.Warn(prf.BreakpointLines(len(lt.fellBack), len(lt.fellBack)+lt.patched, reasons))
+	}
+	lt.fellBack, lt.patched = nil, 0
+}

@@ -1,0 +1,120 @@
+// Progress: what a long run has done so far, for a status line.
+
+package profile
+
+import (
+	"os"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// Progress is what a run has done so far (Config.Progress).
+type Progress struct {
+	// Elapsed is the time since the program started, or since PROFILE
+	// attached.
+	Elapsed time.Duration
+	// Hits counts the hits so far: breakpoint stops, and the in-process
+	// counters (calls, or passes of lines) as they read now.
+	Hits uint64
+	// InProcess and Breakpoints count the sites planted each way.
+	InProcess, Breakpoints int
+}
+
+const (
+	// progressAfter is how long a run goes before its first progress:
+	// a short run shows none.
+	progressAfter = 2 * time.Second
+	// progressEvery is how often it is told after that.
+	progressEvery = 500 * time.Millisecond
+)
+
+// progress tells Config.Progress how the run goes, at most every
+// progressEvery, from progressAfter on. It runs on the tracer's thread,
+// between stops and while it waits.
+func (t *tracer) progress() {
+	if t.cfg.Progress == nil {
+		return
+	}
+	now := time.Now()
+	if now.Sub(t.progressStart) < progressAfter || now.Sub(t.progressLast) < progressEvery {
+		return
+	}
+	t.progressLast = now
+	p := Progress{Elapsed: now.Sub(t.progressStart), InProcess: len(t.watch.written)}
+	for _, s := range t.bp.sites {
+		if !s.rendezvous {
+			p.Breakpoints++
+		}
+	}
+	hits := t.hits
+	if t.books != nil {
+		hits = t.books.hits // (timing, /SF, /AT: the calls booked)
+	}
+	for _, n := range hits {
+		p.Hits += n
+	}
+	if c := t.counters; c != nil {
+		switch {
+		case t.lines != nil:
+			lt := t.lines
+			for k, n := range c.totals(len(lt.lines)) {
+				p.Hits += n * uint64(len(lt.lines[k]))
+			}
+		case t.plan.Method.IsFunction() && t.rings == nil:
+			for _, n := range c.totals(t.plan.NumItems()) {
+				p.Hits += n
+			}
+		}
+	}
+	t.cfg.Progress(p)
+}
+
+// waitTelling is wait for a run that tells its progress, or is attached:
+// the ways of waiting of the run's mechanisms, their idle work done every
+// few milliseconds, until the next stop, or the end of an attached run's
+// window (ptrace.ErrQuit).
+func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
+	every := 20 * time.Millisecond
+	s := t.sampling
+	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
+	if ptraceSampler {
+		every = min(every, s.pollEvery())
+	}
+	explainIdle := t.explain.idle()
+	idle := func() bool {
+		work := false
+		if ptraceSampler {
+			work = s.interruptAll() || work
+		}
+		if t.rings != nil {
+			work = t.rings.drainIdle() || work
+		}
+		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
+			work = t.sweepIdle() || work
+		}
+		if explainIdle != nil {
+			work = explainIdle() || work
+		}
+		t.requeuedIdle()
+		t.flushTrace()
+		t.progress()
+		return work
+	}
+	var quit chan struct{}
+	if t.attach != nil {
+		quit = t.attach.quit
+	}
+	// (It polls as long as the run's own way of waiting would: spin
+	// without rings or yielding, then waits for the next stop's SIGCHLD.)
+	limit := spin
+	if t.yielding || t.rings != nil {
+		limit = yieldWindow
+	}
+	return ptrace.WaitUntil(limit, every, idle, quit)
+}
+
+// IsTerminal reports whether f is a terminal, where PROFILE shows its
+// progress.
+func IsTerminal(f *os.File) bool { return ptrace.IsTerminal(f) }

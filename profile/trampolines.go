@@ -1,0 +1,247 @@
+// Trampolines: how one entry's patch is chosen (a full jump, a short jump
+// to a hop in the padding, a punned jump) and its trampoline built and
+// placed, and the reasons an entry falls back to a breakpoint.
+
+package profile
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+)
+
+// hopSpace is the padding where hops may go: the alignment padding after
+// the module's planned functions that no patch covers, as free ranges.
+type hopSpace struct {
+	free [][2]uint64
+}
+
+// hopSpace finds the padding after each of items' functions, less what the
+// patches in jumps cover.
+func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
+	covered := map[uint64]uint64{} // a patch's start, its end
+	for _, j := range jumps {
+		covered[j.addr] = j.addr + uint64(len(j.jump)+len(j.tramp.patch.Punned))
+	}
+	hs := &hopSpace{}
+	for _, item := range items {
+		f := &t.plan.Funcs[item]
+		if f.Low >= f.High || f.High+bias < text.start {
+			continue
+		}
+		hi := f.High + bias
+		off := hi - text.start
+		if off >= uint64(len(text.b)) {
+			continue
+		}
+		pad := uint64(instr.PaddingAfter(t.arch, text.b[off:], hi))
+		lo := hi
+		for start, end := range covered {
+			if start < hi && end > lo {
+				lo = end // a tiny function's patch ran into its padding
+			}
+		}
+		if lo+5 <= hi+pad {
+			hs.free = append(hs.free, [2]uint64{lo, hi + pad})
+		}
+	}
+	return hs
+}
+
+// remove takes [lo, hi) out of the free padding.
+func (hs *hopSpace) remove(lo, hi uint64) {
+	var free [][2]uint64
+	for _, r := range hs.free {
+		if r[1] <= lo || hi <= r[0] {
+			free = append(free, r)
+			continue
+		}
+		if r[0] < lo {
+			free = append(free, [2]uint64{r[0], lo})
+		}
+		if hi < r[1] {
+			free = append(free, [2]uint64{hi, r[1]})
+		}
+	}
+	hs.free = free
+}
+
+// take allocates n bytes of padding that a short jump at site reaches
+// (back and forward bytes from it), or returns false.
+func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) {
+	for i, r := range hs.free {
+		if r[1]-r[0] < n {
+			continue
+		}
+		if d := int64(r[0] - site); d >= -back && d <= fwd {
+			hs.free[i][0] += n
+			return r[0], true
+		}
+	}
+	return 0, false
+}
+
+// entryTrampoline builds the trampoline at addr of the patch p of f's
+// entry (item; its code [lo, hi)): the instrumentation (the count, and
+// the call depth's code where there is a depth area; timing in-process,
+// the entry's record), the replaced instructions relocated, and the jump
+// back. Timing in-process, where the patch covers the function's exit (a
+// function of a few bytes), the exit's record goes before the exit, which
+// leaves: no jump back.
+func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
+	c := t.counters
+	prelude := func(code []byte) (instr.Trampoline, error) {
+		k := entryIndex(p, f.Entry+lo-f.Low)
+		if k == 0 {
+			return t.arch.Trampoline(p, addr, code)
+		}
+		// (Planned at the function's start, carrying its stack check:
+		// the count goes before the entry's instruction.)
+		q := *p
+		q.Before = make([][]byte, k+1)
+		q.Before[k] = code
+		return t.arch.Trampoline(&q, addr, nil)
+	}
+	if !c.rings {
+		count := t.arch.CountCode(c.kind, c.counterRef(item))
+		if c.keepsDepth() && f.Frame != datafile.FrameNone {
+			d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
+			count = append(count[:len(count):len(count)], d.Code...)
+		}
+		return prelude(count)
+	}
+	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
+	e := instr.ExitIndex(p, lo, hi)
+	if e < 0 {
+		return prelude(entry.Code)
+	}
+	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
+		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
+	}
+	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+	upTo := *p
+	upTo.Insts = p.Insts[:e+1]
+	n := 0
+	for _, in := range upTo.Insts {
+		n += in.Len
+	}
+	upTo.Orig = p.Orig[:n]
+	at := addr + uint64(len(entry.Code))
+	tr, err := instr.ExitTrampoline(t.arch, &upTo, at, exit.Code)
+	if err != nil {
+		return instr.Trampoline{}, err
+	}
+	tr.Code = append(entry.Code, tr.Code...)
+	tr.At += len(entry.Code)
+	return tr, nil
+}
+
+// regions returns the regions of the trampoline tr of item's entry (see
+// entryTrampoline).
+func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
+	c := t.counters
+	if !c.rings {
+		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
+			return nil
+		}
+		d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: base + len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
+	}
+	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
+	rs := []region{recordRegion(base, &entry)}
+	if tr.Exit {
+		exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+		rs = append(rs, recordRegion(tr.At, &exit))
+	}
+	return rs
+}
+
+// entryIndex returns the index in p's instructions of the one at
+// entry: 0 where p starts there (or after its landing pad), more where
+// p starts earlier and carries the instructions before the entry (a Go
+// function's stack check, Layout.PlanThrough).
+func entryIndex(p *instr.Patch, entry uint64) int {
+	at := p.Site
+	for i, in := range p.Insts {
+		if at == entry {
+			return i
+		}
+		at += uint64(in.Len)
+	}
+	return 0
+}
+
+// preludeAt returns the offset in trampoline tr, at addr, of its patch
+// p's instrumentation: 0, or where the code before the entry's
+// instruction starts (entryIndex).
+func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
+	if entryIndex(p, entry) == 0 {
+		return 0
+	}
+	for _, m := range tr.PCs {
+		if m.Orig == entry {
+			return int(m.Tramp - addr)
+		}
+	}
+	return 0
+}
+
+// entryScratch reports whether the instrumentation of f's entry uses
+// registers the calling convention leaves free at a call, not at a branch
+// of f's own (arm64's x16 and x17: the record code, and the call depth's
+// table form).
+func (t *tracer) entryScratch(f *datafile.Func) bool {
+	if t.counters.rings {
+		rc, _ := t.arch.RecordCode(t.counters.ring(), 0)
+		return rc.Scratch
+	}
+	return t.counters.table && t.counters.keepsDepth() && f.Frame != datafile.FrameNone
+}
+
+// hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
+const hopLen = 5
+
+// Reasons for a breakpoint that are not the architecture's.
+var (
+	errNoExtent = errors.New("the plan does not hold the function's extent")
+	errNoRoom   = errors.New("no room for trampolines near the module")
+	errNoCode   = errors.New("the function's code could not be read")
+	errNoHop    = errors.New("no padding within a short jump's reach for a hop")
+	// errLoopEntry: a branch of the function goes back to its entry (a
+	// loop, or a recursive call made a jump), where the registers the
+	// instrumentation uses may be live.
+	errLoopEntry = errors.New("a branch of the function to its own entry")
+)
+
+// fallBackReason classifies why an entry keeps a breakpoint, in a few words.
+func fallBackReason(err error) string {
+	switch {
+	case errors.Is(err, errNoExtent):
+		return "extent unknown"
+	case errors.Is(err, errNoRoom):
+		return "no room"
+	case errors.Is(err, errNoCode):
+		return "code unreadable"
+	case errors.Is(err, errNoHop):
+		return "no hop"
+	case errors.Is(err, errGoFrames):
+		return "Go assembly, timed with breakpoints"
+	case errors.Is(err, errGoClock):
+		return "Go function, the counter not one clock"
+	case errors.Is(err, errGoThreadPointer):
+		return "Go function, the thread pointer not free"
+	case errors.Is(err, errOverlap):
+		return "overlaps another patch"
+	case errors.Is(err, errLoopEntry):
+		return "a loop to the entry"
+	case errors.Is(err, errNotTailCall):
+		return "a jump to no function's entry"
+	case errors.Is(err, instr.ErrNoWindow):
+		return "no room where its jump lands"
+	case errors.Is(err, errGoLines):
+		return "Go code"
+	}
+	return instr.Reason(err)
+}
