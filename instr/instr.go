@@ -464,7 +464,8 @@ func ForMachine(m elf.Machine) (Arch, error) {
 	return nil, fmt.Errorf("%w: %v", ErrUnsupportedArch, m)
 }
 
-// ForName returns the Arch named by its GOARCH spelling.
+// ForName returns the Arch named by its GOARCH spelling (a plan's
+// Module.Arch): a look-up in arches, which chooses nothing by the name.
 func ForName(name string) (Arch, error) {
 	for _, a := range arches {
 		if a.arch.Name() == name {
