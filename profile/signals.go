@@ -19,11 +19,22 @@ import (
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
-// signal passes a signal on to the thread that received it, unchanged.
+// signal passes a signal on to the thread that received it, unchanged
+// (passSignal), and notes how long PROFILE held the thread for it
+// (signalCost).
+func (t *tracer) signal(th *thread, sig syscall.Signal) error {
+	err := t.passSignal(th, sig)
+	if t.resumed > t.waited {
+		t.watch.held += t.resumed - t.waited
+	}
+	return err
+}
+
+// passSignal passes a signal on to the thread that received it.
 // Its registers are read only where the signal needs them: to roll a
 // thread out of a trampoline's code that a handler would run again, and
 // to move a fault in PROFILE's code to the program's own.
-func (t *tracer) signal(th *thread, sig syscall.Signal) error {
+func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 	if int(sig) < len(t.lastSignal) {
 		t.lastSignal[sig].Store(time.Now().UnixNano())
 	}

@@ -66,12 +66,16 @@ type watch struct {
 	// children are the processes PROFILE was told of: a SIGCHLD from
 	// another is from a child it never saw.
 	children map[int]bool
-	// signals counts the signals the program received, and stop is the
-	// least time from a thread's release to a signal's stop in it: at
-	// most what a signal's stop costs (the program's work between two
-	// signals adds to it), an estimate that holds on any machine.
+	// signals counts the signals the program received; stop is the
+	// least time from a thread's release to a signal's stop in it, at
+	// most what the kernel's part of a signal's stop costs (the
+	// program's work between two signals adds to it); held is the time
+	// PROFILE held the threads at those stops, from each stop seen to
+	// the thread let go. Both are the run's own: a machine busy with
+	// other work makes the run, and the holds, longer alike.
 	signals int
 	stop    int64
+	held    int64
 }
 
 // signalGap notes the time from a thread's release to its next stop, for
@@ -366,7 +370,8 @@ func (t *tracer) signalCost(elapsed time.Duration) {
 	if n < signalFloor || elapsed <= 0 || stop <= 0 {
 		return
 	}
-	if share := float64(n) * float64(stop) / float64(elapsed); share >= signalShare {
-		t.cfg.Warn(prf.SignalStops(n, float64(n)/elapsed.Seconds(), stop, min(share, 1)))
+	cost := stop + time.Duration(t.watch.held/int64(n))
+	if share := float64(n) * float64(cost) / float64(elapsed); share >= signalShare {
+		t.cfg.Warn(prf.SignalStops(n, float64(n)/elapsed.Seconds(), cost, min(share, 1)))
 	}
 }
