@@ -78,14 +78,15 @@ func (t *tracer) attachRun() (*Result, error) {
 	start := t.cfg.Now()
 	t.explain.plan()
 	pid := t.cfg.Attach
-	tids, group, err := ptrace.Attach(pid)
+	proc, tids, group, err := attachPtrace(pid)
 	if err != nil {
 		return nil, prf.CannotAttach(pid, err)
 	}
+	t.proc = proc
 	if len(group) > 0 {
 		// (Set-up steps the main thread, which a group-stop would take
 		// back; detached, the threads stay stopped.)
-		ptrace.DetachStopped(tids)
+		t.proc.detachStopped(tids)
 		return nil, prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
 	}
 	a := &attachment{
@@ -126,14 +127,14 @@ func (t *tracer) attachRun() (*Result, error) {
 // plan in the stopped process, lets it run for the window, and detaches.
 func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	a, pid := t.attach, t.pid
-	mem, err := ptrace.OpenMem(pid)
+	mem, err := t.proc.openMem(pid)
 	if err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer mem.Close()
 	a.undo = &undoMemory{Memory: mem, maps: t.readMaps}
 	t.mem = a.undo
-	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
+	if t.maps, err = t.proc.openMaps(pid); err != nil {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}
 	defer t.maps.Close()
@@ -153,8 +154,8 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	// The main thread runs PROFILE's set-up with every signal blocked:
 	// one that comes meanwhile waits, and is delivered once its mask is
 	// back.
-	if a.mask, err = ptrace.SigMask(pid); err == nil {
-		err = ptrace.SetSigMask(pid, ^uint64(0))
+	if a.mask, err = t.proc.sigMask(pid); err == nil {
+		err = t.proc.setSigMask(pid, ^uint64(0))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("block the signals of thread %d: %w", pid, err)
@@ -162,7 +163,7 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	masked := true
 	unmask := func() {
 		if masked {
-			ptrace.SetSigMask(pid, a.mask)
+			t.proc.setSigMask(pid, a.mask)
 			masked = false
 		}
 	}
@@ -252,17 +253,17 @@ func (t *tracer) saveBases() {
 	maps, _ := t.readMaps()
 	for tid := range t.threads {
 		var regs ptrace.Regs
-		if err := ptrace.GetRegs(tid, &regs); err == nil {
+		if err := t.proc.getRegs(tid, &regs); err == nil {
 			if regs.RestartEINTR() {
 				// (Its call failed for the attach's interrupt.)
-				ptrace.SetRegs(tid, &regs)
+				t.proc.setRegs(tid, &regs)
 			}
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
 			a.pcs = append(a.pcs, t.framePCs(&regs, maps)...)
 			a.sps[tid] = t.arch.SP(&regs)
 		}
-		if p, err := ptrace.ThreadPointer(tid); err == nil {
+		if p, err := t.proc.threadPointer(tid); err == nil {
 			a.pointers[tid] = p
 		}
 	}
@@ -342,7 +343,7 @@ func (t *tracer) detachAll(res *Result) error {
 	ask := func() {
 		for _, tid := range t.mainLast() {
 			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
-				ptrace.Interrupt(tid)
+				t.proc.interrupt(tid)
 				asked[tid] = true
 			}
 		}
@@ -360,14 +361,14 @@ func (t *tracer) detachAll(res *Result) error {
 	// Detached, it would die of it: the trap is handled first, as in the
 	// run.
 	trapped := func(th *thread) bool {
-		return ptrace.Pending(th.tid)&(1<<(syscall.SIGTRAP-1)) != 0
+		return t.proc.signals(th.tid, sigPending)&(1<<(syscall.SIGTRAP-1)) != 0
 	}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(detachLimit, func() { close(quit) })
 	defer timer.Stop()
 	ask()
 	for !done() {
-		tid, ws, err := ptrace.WaitUntil(0, 10*time.Millisecond, func() bool { return false }, quit)
+		tid, ws, err := t.proc.wait(quitWait(0, 10*time.Millisecond, func() bool { return false }, quit))
 		if err == ptrace.ErrQuit {
 			break
 		}
@@ -426,13 +427,13 @@ func (t *tracer) detachAll(res *Result) error {
 // is delivered when it is detached.
 func (t *tracer) haltAll() {
 	for tid := range t.threads {
-		ptrace.Interrupt(tid)
+		t.proc.interrupt(tid)
 	}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(time.Second, func() { close(quit) })
 	defer timer.Stop()
 	for {
-		tid, ws, err := ptrace.WaitUntil(0, 10*time.Millisecond, func() bool { return false }, quit)
+		tid, ws, err := t.proc.wait(quitWait(0, 10*time.Millisecond, func() bool { return false }, quit))
 		if err != nil {
 			return
 		}
@@ -443,10 +444,10 @@ func (t *tracer) haltAll() {
 			delete(t.threads, tid)
 		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
 			var regs ptrace.Regs
-			if ptrace.GetRegs(tid, &regs) == nil {
+			if t.proc.getRegs(tid, &regs) == nil {
 				if addr := t.arch.BreakpointAddr(regs.PC()); t.bp.sites[addr] != nil {
 					regs.SetPC(addr)
-					ptrace.SetRegs(tid, &regs)
+					t.proc.setRegs(tid, &regs)
 				}
 			}
 		case ws.Stopped() && !ws.GroupStop() && ws.StopSignal() != syscall.SIGTRAP:
@@ -479,7 +480,7 @@ func (t *tracer) letGo(ready map[int]bool) error {
 	stopped := func(tid int) bool { return ready == nil || ready[tid] }
 	if a.undo == nil {
 		for tid := range t.threads {
-			ptrace.Detach(tid, 0)
+			t.proc.detach(tid, 0)
 		}
 		a.detached = true
 		return nil
@@ -511,7 +512,7 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		if i > 0 {
 			t.noneWaitFor(tid)
 		}
-		if err := ptrace.Detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.proc.detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
 		}
 		if i == 0 && tid == t.pid {
@@ -519,7 +520,7 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		}
 	}
 	for tid := range t.early {
-		ptrace.Detach(tid, 0)
+		t.proc.detach(tid, 0)
 	}
 	a.detached = true
 	return errors.Join(errs...)
@@ -538,19 +539,19 @@ func (t *tracer) putBase(tid int, keep bool) {
 		base = a.base
 	}
 	var regs ptrace.Regs
-	if keep || ptrace.GetRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
+	if keep || t.proc.getRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
 		return
 	}
 	if regs.ThreadBase() != base {
 		regs.SetThreadBase(base)
-		ptrace.SetRegs(tid, &regs)
+		t.proc.setRegs(tid, &regs)
 	}
 	if t.counters != nil && t.counters.table && t.counters.rings && t.goThreadPointer() {
 		p, ok := a.pointers[tid]
 		if !ok {
 			p = a.pointer
 		}
-		ptrace.SetThreadPointer(tid, p)
+		t.proc.setThreadPointer(tid, p)
 	}
 }
 

@@ -262,7 +262,7 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 // single step, or the program's own SIGTRAP. A breakpoint is offered to
 // each mechanism in turn (stop); one that none claims is the program's.
 func (t *tracer) trap(th *thread) error {
-	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return nil
 		}
@@ -347,12 +347,12 @@ func (bp *breakpoints) displace(th *thread, s *site) error {
 		return t.setAndResume(th, 0)
 	case d.SingleStep:
 		t.regs.SetPC(s.slot)
-		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+		if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
 		t.noteRelease()
-		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
 		return nil
@@ -460,7 +460,7 @@ func (bp *breakpoints) restore(s *site) (bool, error) {
 }
 
 func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {
-	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+	if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return nil
 		}

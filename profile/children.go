@@ -40,8 +40,8 @@ func (t *tracer) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
 // (ptrace.Mem). The prctl calls run in the child through the system call
 // instruction it has just returned from (its fork or clone), since its
 // memory cannot be written yet.
-func (t *tracer) childMem(tid int) (*ptrace.Mem, error) {
-	mem, err := ptrace.OpenMem(tid)
+func (t *tracer) childMem(tid int) (taskMem, error) {
+	mem, err := t.proc.openMem(tid)
 	if err == nil || !errors.Is(err, os.ErrPermission) {
 		return mem, err
 	}
@@ -52,7 +52,7 @@ func (t *tracer) childMem(tid int) (*ptrace.Mem, error) {
 	if _, err := t.syscallAgain(tid, instr.SysPrctl, prSetDumpable, 1); err != nil {
 		return nil, fmt.Errorf("make child %d dumpable: %w", tid, err)
 	}
-	mem, err = ptrace.OpenMem(tid)
+	mem, err = t.proc.openMem(tid)
 	if was != 1 {
 		// Not dumpable again, as it was (SUID_DUMP_ROOT, 2, cannot be set
 		// back: 0 is as private).
@@ -72,7 +72,7 @@ func (t *tracer) childMem(tid int) (*ptrace.Mem, error) {
 // a copy.
 func (t *tracer) syscallAgain(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
 	var saved ptrace.Regs
-	if err := ptrace.GetRegs(tid, &saved); err != nil {
+	if err := t.proc.getRegs(tid, &saved); err != nil {
 		return 0, err
 	}
 	inst := t.arch.SyscallInst()
@@ -85,7 +85,7 @@ func (t *tracer) syscallAgain(tid int, call instr.Syscall, args ...uint64) (uint
 		return 0, fmt.Errorf("no system call instruction before %#x", saved.PC())
 	}
 	res, err := t.stepSyscall(tid, saved, pc, call, args...)
-	if rerr := ptrace.SetRegs(tid, &saved); err == nil && rerr != nil {
+	if rerr := t.proc.setRegs(tid, &saved); err == nil && rerr != nil {
 		return 0, rerr
 	}
 	return res, err

@@ -90,10 +90,10 @@ func (c *counterClock) ns(ctr uint64) int64 {
 func (t *tracer) calibrateRing() (float64, error) {
 	c := t.counters
 	var saved ptrace.Regs
-	if err := ptrace.GetRegs(t.pid, &saved); err != nil {
+	if err := t.proc.getRegs(t.pid, &saved); err != nil {
 		return 0, err
 	}
-	defer ptrace.SetRegs(t.pid, &saved)
+	defer t.proc.setRegs(t.pid, &saved)
 	b := c.blockOf[t.pid]
 	area := c.ringArea(b)
 	// run runs the block at addr and returns the time from its first
@@ -111,13 +111,13 @@ func (t *tracer) calibrateRing() (float64, error) {
 		defer t.rings.reset(b)
 		regs := t.borrowed(saved)
 		regs.SetPC(addr)
-		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
+		if err := t.proc.setRegs(t.pid, &regs); err != nil {
 			return 0, err
 		}
-		if err := ptrace.Cont(t.pid, 0); err != nil {
+		if err := t.proc.cont(t.pid, 0); err != nil {
 			return 0, err
 		}
-		ws, err := ptrace.WaitFor(t.pid)
+		ws, err := t.proc.waitFor(t.pid, 0)
 		if err != nil {
 			return 0, err
 		}

@@ -40,8 +40,8 @@ type requeued struct {
 // arm64 keeps no means to).
 func (t *tracer) restartCall(tid int) {
 	var regs ptrace.Regs
-	if ptrace.GetRegs(tid, &regs) == nil && regs.RestartEINTR() {
-		ptrace.SetRegs(tid, &regs)
+	if t.proc.getRegs(tid, &regs) == nil && regs.RestartEINTR() {
+		t.proc.setRegs(tid, &regs)
 	}
 }
 
@@ -63,25 +63,25 @@ func (t *tracer) misrouted(th *thread, sig syscall.Signal) bool {
 	main := t.threads[t.pid]
 	bit := uint64(1) << (sig - 1)
 	if t.attach == nil || th.tid == t.pid || th.tgid != t.pid || th.foreign || th.stepping != nil ||
-		main == nil || main.exiting || ptrace.Blocked(t.pid)&bit != 0 {
+		main == nil || main.exiting || t.proc.signals(t.pid, sigBlocked)&bit != 0 {
 		return false
 	}
-	if info, err := ptrace.GetSigInfo(th.tid); err != nil || info.Code == siTKill {
+	if info, err := t.proc.sigInfo(th.tid); err != nil || info.Code == siTKill {
 		return false
 	}
 	var regs ptrace.Regs
-	if ptrace.GetRegs(th.tid, &regs) != nil || !regs.InterruptedCall() {
+	if t.proc.getRegs(th.tid, &regs) != nil || !regs.InterruptedCall() {
 		return false
 	}
-	mask, err := ptrace.SigMask(th.tid)
+	mask, err := t.proc.sigMask(th.tid)
 	if r := t.requeued[th.tid]; r != nil && !r.restored {
 		mask = r.mask // (it blocks another signal for the main thread)
 	}
-	if err != nil || mask&bit != 0 || ptrace.SetSigMask(th.tid, mask|bit) != nil {
+	if err != nil || mask&bit != 0 || t.proc.setSigMask(th.tid, mask|bit) != nil {
 		return false
 	}
 	if regs.RestartEINTR() {
-		ptrace.SetRegs(th.tid, &regs)
+		t.proc.setRegs(th.tid, &regs)
 	}
 	if t.requeued == nil {
 		t.requeued = map[int]*requeued{}
@@ -91,7 +91,7 @@ func (t *tracer) misrouted(th *thread, sig syscall.Signal) bool {
 	if err := t.resume(th.tid, sig); err != nil {
 		return false
 	}
-	ptrace.Interrupt(th.tid)
+	t.proc.interrupt(th.tid)
 	return true
 }
 
@@ -111,9 +111,9 @@ func (t *tracer) maskBack(tid int, ws ptrace.WaitStatus) {
 		r.interrupted = false
 	}
 	if !r.restored {
-		r.waiting = ptrace.SharedPending(t.pid)&r.bit != 0
+		r.waiting = t.proc.signals(t.pid, sigSharedPending)&r.bit != 0
 		if !r.waiting {
-			ptrace.SetSigMask(tid, r.mask)
+			t.proc.setSigMask(tid, r.mask)
 			r.restored = true
 		}
 	}
@@ -127,9 +127,9 @@ func (t *tracer) maskBack(tid int, ws ptrace.WaitStatus) {
 // back (maskBack). PROFILE calls it while it waits, and at every stop.
 func (t *tracer) requeuedIdle() {
 	for tid, r := range t.requeued {
-		if r.waiting && ptrace.SharedPending(t.pid)&r.bit == 0 {
+		if r.waiting && t.proc.signals(t.pid, sigSharedPending)&r.bit == 0 {
 			r.waiting, r.interrupted = false, true
-			ptrace.Interrupt(tid)
+			t.proc.interrupt(tid)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func (t *tracer) requeuedIdle() {
 // before it is back in its code, and its call restarts (maskBack), or it
 // takes the signal, which misrouted gives back.
 func (t *tracer) mainGoes() {
-	if t.attach == nil || len(t.threads) < 2 || ptrace.SharedQueued(t.pid) == 0 {
+	if t.attach == nil || len(t.threads) < 2 || t.proc.signals(t.pid, sigSharedQueued) == 0 {
 		return
 	}
 	if t.requeued == nil {
@@ -157,7 +157,7 @@ func (t *tracer) mainGoes() {
 		} else {
 			t.requeued[tid] = &requeued{restored: true, interrupted: true}
 		}
-		ptrace.Interrupt(tid)
+		t.proc.interrupt(tid)
 	}
 }
 
@@ -167,7 +167,7 @@ func (t *tracer) mainGoes() {
 func (t *tracer) masksBack(stopped func(int) bool) {
 	for tid, r := range t.requeued {
 		if stopped(tid) && !r.restored {
-			ptrace.SetSigMask(tid, r.mask)
+			t.proc.setSigMask(tid, r.mask)
 		}
 	}
 	clear(t.requeued)
@@ -189,7 +189,7 @@ func (t *tracer) mainFirst() []int {
 // go, it takes one that waits, which the main thread would take.
 func (t *tracer) noneWaitFor(tid int) {
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
-		if ptrace.SharedPending(t.pid)&^ptrace.Blocked(tid) == 0 {
+		if t.proc.signals(t.pid, sigSharedPending)&^t.proc.signals(tid, sigBlocked) == 0 {
 			return
 		}
 		ptrace.Yield()
@@ -225,7 +225,7 @@ func (t *tracer) readyToGo(tid int, ws ptrace.WaitStatus) {
 // thread, which could take one, and have its system call fail.
 func (t *tracer) mainTakes(ran uint64) {
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
-		if runs(t.pid) > ran && ptrace.SharedPending(t.pid)&^ptrace.Blocked(t.pid) == 0 {
+		if runs(t.pid) > ran && t.proc.signals(t.pid, sigSharedPending)&^t.proc.signals(t.pid, sigBlocked) == 0 {
 			return
 		}
 		ptrace.Yield()

@@ -185,7 +185,7 @@ func (x *explainer) startedAt() {
 // the file mapped there ("" when unknown).
 func (x *explainer) mainPC() (uint64, string) {
 	var regs ptrace.Regs
-	if ptrace.GetRegs(x.t.pid, &regs) != nil {
+	if x.t.proc.getRegs(x.t.pid, &regs) != nil {
 		return 0, ""
 	}
 	pc := regs.PC()

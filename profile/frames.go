@@ -65,7 +65,7 @@ func (t *tracer) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
 // the program's.)
 func (t *tracer) settleFrames(tid int, maps []mapping) (keep bool) {
 	var regs ptrace.Regs
-	if ptrace.GetRegs(tid, &regs) != nil {
+	if t.proc.getRegs(tid, &regs) != nil {
 		return false
 	}
 	for _, f := range instr.SignalFrames(t.arch, t.mem, &regs, stackView(maps)) {

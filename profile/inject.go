@@ -107,7 +107,7 @@ func (t *tracer) setupThread() int {
 // the registers back.
 func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error) {
 	var saved ptrace.Regs
-	if err := ptrace.GetRegs(tid, &saved); err != nil {
+	if err := t.proc.getRegs(tid, &saved); err != nil {
 		return saved, nil, err
 	}
 	pc := saved.PC()
@@ -122,7 +122,7 @@ func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error)
 		if err := t.mem.WriteMem(pc, orig); err != nil {
 			return err
 		}
-		return ptrace.SetRegs(tid, &saved)
+		return t.proc.setRegs(tid, &saved)
 	}
 	return saved, restore, nil
 }
@@ -163,7 +163,7 @@ func (t *tracer) withCalls(tid int, f func() error) error {
 	}
 	var regs ptrace.Regs
 	orig := make([]byte, len(t.arch.SyscallInst()))
-	if err := ptrace.GetRegs(tid, &regs); err != nil || t.mem.ReadMem(regs.PC(), orig) != nil {
+	if err := t.proc.getRegs(tid, &regs); err != nil || t.mem.ReadMem(regs.PC(), orig) != nil {
 		return f() // (each call borrows it, and fails, on its own)
 	}
 	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
@@ -225,10 +225,10 @@ func (t *tracer) syscall(tid int, call instr.Syscall, args ...uint64) (uint64, e
 // step is made again.
 func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 	for {
-		if err := ptrace.Step(tid); err != nil {
+		if err := t.proc.step(tid); err != nil {
 			return 0, err
 		}
-		ws, err := ptrace.WaitFor(tid)
+		ws, err := t.proc.waitFor(tid, 0)
 		if err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || ws.Event() != ptrace.EventStop || ws.GroupStop() {
 			return ws, err
 		}
@@ -261,7 +261,7 @@ func (t *tracer) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Sysc
 	regs.NoRestart()
 	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
 	regs.SetPC(pc)
-	if err := ptrace.SetRegs(tid, &regs); err != nil {
+	if err := t.proc.setRegs(tid, &regs); err != nil {
 		return 0, err
 	}
 	ws, err := t.stepOnce(tid)
@@ -271,7 +271,7 @@ func (t *tracer) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Sysc
 	if !ws.Stopped() {
 		return 0, errors.New("program ended during set-up")
 	}
-	if err := ptrace.GetRegs(tid, &regs); err != nil {
+	if err := t.proc.getRegs(tid, &regs); err != nil {
 		return 0, err
 	}
 	if ws.StopSignal() != syscall.SIGTRAP {

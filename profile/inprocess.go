@@ -296,7 +296,7 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		clear(area[instr.DepthG : instr.DepthG+8])
 	}
 	var regs ptrace.Regs
-	if err := ptrace.GetRegs(tid, &regs); err != nil {
+	if err := t.proc.getRegs(tid, &regs); err != nil {
 		return err
 	}
 	if c.table {
@@ -307,14 +307,14 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 			if !owned {
 				area = 0
 			}
-			if err := ptrace.SetThreadPointer(tid, c.progAddr+c.areasAt+uint64(area)*c.stride); err != nil {
+			if err := t.proc.setThreadPointer(tid, c.progAddr+c.areasAt+uint64(area)*c.stride); err != nil {
 				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
 			}
 		}
 		return t.ownStack(t.arch.SP(&regs), b)
 	}
 	regs.SetThreadBase(c.blockAddr(b))
-	return ptrace.SetRegs(tid, &regs)
+	return t.proc.setRegs(tid, &regs)
 }
 
 // vforked notes, where counters are shared, the counters at the start of

@@ -174,6 +174,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		areas:    map[uint64][][2]uint64{},
 	}
 	mapAreas(tr, mem)
+	tr.proc = newFakeProcess(arch, mem)
 	tr.bp = newBreakpoints(tr)
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/instr"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // sweepEvery is how often PROFILE looks for covered patches while it
@@ -118,7 +117,7 @@ func (t *tracer) sweepIdle() bool {
 	for _, cp := range s.live {
 		if cp.pins == 0 && t.counters.covered(cp) {
 			for tid := range t.threads {
-				if ptrace.Interrupt(tid) == nil {
+				if t.proc.interrupt(tid) == nil {
 					s.wanted = true
 				}
 			}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -179,21 +178,4 @@ func instances(maps []mapping, first mapping, span uint64) []instance {
 		i = j
 	}
 	return out
-}
-
-// tgidOf returns the process (thread group) of thread tid from
-// /proc/tid/status, or tid itself when that cannot be read.
-func tgidOf(tid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return tid
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
-	}
-	return tid
 }

@@ -119,6 +119,7 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}},
 		timed:    plan.Method.IsTiming(),
 	}
+	t.proc = newFakeProcess(t.arch, mem) // (no thread: fakeRun makes one)
 	t.bp = newBreakpoints(t)
 	return t, mem, warnings
 }

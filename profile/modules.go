@@ -11,7 +11,6 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // Shared libraries (docs/linux.md, "Shared libraries"). A
@@ -126,7 +125,7 @@ func (t *tracer) rendezvousHit(th *thread, s *site) error {
 		// The thread is borrowed for system calls at the breakpoint's
 		// own address, the PC as before the trap.
 		t.regs.SetPC(s.addr)
-		if err := ptrace.SetRegs(th.tid, &t.regs); err != nil {
+		if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		t.rendezvousThread = th.tid

@@ -11,7 +11,6 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // plantAll instruments the program at its exec stop: the counters are
@@ -157,7 +156,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 func (t *tracer) chooseMechanism() instr.CountKind {
 	var count instr.CountKind
 	if !t.cfg.Breakpoints && t.books == nil {
-		hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
+		hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 		if err == nil {
 			count, err = t.arch.Counting(hwcap)
 		}
@@ -174,7 +173,7 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 		// the stack table (arm64, which needs no atomic add for them).
 		count = 0
 		if !t.cfg.Breakpoints && t.ringPossible() {
-			hwcap, err := ptrace.AuxValue(t.pid, hwcapEntry)
+			hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 			if err == nil {
 				kind, err := t.arch.Counting(hwcap)
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})

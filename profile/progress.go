@@ -112,7 +112,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 	if t.yielding || t.rings != nil {
 		limit = yieldWindow
 	}
-	return ptrace.WaitUntil(limit, every, idle, quit)
+	return t.proc.wait(quitWait(limit, every, idle, quit))
 }
 
 // IsTerminal reports whether f is a terminal, where PROFILE shows its

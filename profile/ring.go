@@ -304,13 +304,13 @@ func (t *tracer) pastFull(tid int) {
 		return
 	}
 	var regs ptrace.Regs
-	if ptrace.GetRegs(tid, &regs) != nil {
+	if t.proc.getRegs(tid, &regs) != nil {
 		return
 	}
 	pc := regs.PC()
 	if after := t.arch.BreakpointAddr(pc) + uint64(len(t.arch.Breakpoint())); after != pc && t.counters.ringFull(after) {
 		regs.SetPC(after)
-		ptrace.SetRegs(tid, &regs)
+		t.proc.setRegs(tid, &regs)
 	}
 }
 
@@ -444,7 +444,7 @@ func (r *rings) passFull(th *thread) bool {
 	r.full++
 	if t.regs.PC() != after {
 		t.regs.SetPC(after) // past arm64's BRK
-		ptrace.SetRegs(th.tid, &t.regs)
+		t.proc.setRegs(th.tid, &t.regs)
 	}
 	return true
 }

@@ -69,8 +69,8 @@ type sampler struct {
 	// changed, when a module is planted or forgotten, as the goroutine
 	// reading the rings uses it.
 	places atomic.Pointer[placeTable]
-	// open opens the kernel's sampler of a thread (ptrace.OpenSampler; a
-	// fake in unit tests).
+	// open opens the kernel's sampler of a thread (the process's
+	// openSampler; a fake in unit tests).
 	open func(tid int, period time.Duration) (*ptrace.Sampler, error)
 	// mu guards the perf samplers and the figures.
 	mu          sync.Mutex
@@ -108,7 +108,7 @@ func newSampler(t *tracer, interval time.Duration) *sampler {
 		t:           t,
 		interval:    interval,
 		kind:        datafile.PerfSampler,
-		open:        ptrace.OpenSampler,
+		open:        func(tid int, period time.Duration) (*ptrace.Sampler, error) { return t.proc.openSampler(tid, period) },
 		perf:        map[int]*ptrace.Sampler{},
 		samples:     make([]uint64, len(t.plan.Funcs)),
 		lineSamples: make([]uint64, len(t.plan.Lines)),
@@ -336,7 +336,7 @@ func (s *sampler) interruptAll() bool {
 		if !running(th.tgid, tid) {
 			continue
 		}
-		if ptrace.Interrupt(tid) == nil {
+		if s.t.proc.interrupt(tid) == nil {
 			s.interrupted[tid] = s.round
 			interrupted = true
 		}
@@ -355,7 +355,7 @@ func (s *sampler) sampleStop(th *thread) {
 	}
 	delete(s.interrupted, tid)
 	var regs ptrace.Regs
-	if err := ptrace.GetRegs(tid, &regs); err != nil {
+	if err := s.t.proc.getRegs(tid, &regs); err != nil {
 		return
 	}
 	n := int64(1)

@@ -42,14 +42,14 @@ var errFiltered = errors.New("not made: a seccomp filter PROFILE cannot suspend 
 // own, or in strict mode (beyondOwn), and returns its state.
 func (t *tracer) ownFilter(tid int) (bool, ptrace.Seccomp) {
 	s := &t.seccomp
-	st, err := ptrace.SeccompOf(tid)
+	st, err := t.proc.seccomp(tid)
 	if err != nil || st.Mode == 0 {
 		// (A thread whose status cannot be read is gone: the call fails
 		// on its own.)
 		return false, st
 	}
 	if !s.known {
-		s.own, _ = ptrace.SeccompOf(0)
+		s.own, _ = t.proc.seccomp(0)
 		s.known = true
 	}
 	return beyondOwn(st, s.own), st
@@ -84,7 +84,7 @@ func (t *tracer) unfiltered(tid int) (func(), error) {
 		return func() {}, nil
 	}
 	attached := t.attach != nil
-	if err := ptrace.SuspendSeccomp(tid, attached, true); err != nil {
+	if err := t.proc.suspendSeccomp(tid, attached, true); err != nil {
 		if !t.seccomp.warned {
 			t.seccomp.warned = true
 			t.cfg.Warn(prf.SeccompFiltered(tid, fmt.Errorf("PTRACE_O_SUSPEND_SECCOMP: %w", err)))
@@ -95,7 +95,7 @@ func (t *tracer) unfiltered(tid int) (func(), error) {
 		t.seccomp.told = true
 		t.explain.seccomp(tid, st)
 	}
-	return func() { ptrace.SuspendSeccomp(tid, attached, false) }, nil
+	return func() { t.proc.suspendSeccomp(tid, attached, false) }, nil
 }
 
 // checkSeccomp refuses, before anything is planted, a process PROFILE
@@ -107,9 +107,9 @@ func (t *tracer) checkSeccomp() error {
 	if !own {
 		return nil
 	}
-	err := ptrace.SuspendSeccomp(t.pid, true, true)
+	err := t.proc.suspendSeccomp(t.pid, true, true)
 	if err == nil {
-		return ptrace.SuspendSeccomp(t.pid, true, false)
+		return t.proc.suspendSeccomp(t.pid, true, false)
 	}
 	what := "runs under a seccomp filter of its own"
 	if st.Mode == 1 {

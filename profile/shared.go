@@ -53,7 +53,7 @@ func (t *tracer) shareMemory(nameAt, size uint64) (*ptrace.Shared, uint64, error
 	if err == nil {
 		// (The descriptor is the thread's: a process sharing the memory
 		// may have a table of descriptors of its own.)
-		shared, err = ptrace.MapShared(tid, int(fd), int(size))
+		shared, err = t.proc.mapShared(tid, int(fd), int(size))
 	}
 	if err == nil {
 		if addr, err = t.inject(tid, instr.SysMmap, 0, size, protRW, mapShared, fd, 0); err != nil {

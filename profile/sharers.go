@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/internal/prf"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // Processes that share the memory of a process PROFILE attaches to: a
@@ -62,7 +61,7 @@ func (t *tracer) attachSharers() error {
 			if err != nil || seen[pid] {
 				continue
 			}
-			same, err := ptrace.SameMemory(t.pid, pid)
+			same, err := t.proc.sameMemory(t.pid, pid)
 			if errors.Is(err, syscall.ENOSYS) {
 				return nil
 			}
@@ -70,7 +69,7 @@ func (t *tracer) attachSharers() error {
 				continue
 			}
 			seen[pid], fresh = true, true
-			tids, group, err := ptrace.Attach(pid)
+			tids, group, err := t.proc.attach(pid)
 			if err != nil {
 				return fmt.Errorf("process %d shares its memory (clone with CLONE_VM), and cannot be traced with it: %w", pid, err)
 			}

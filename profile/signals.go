@@ -7,10 +7,7 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -72,7 +69,7 @@ func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 		// and deliver the signal after it.
 		th.pendingSig = sig
 		t.noteRelease()
-		if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
 		return nil
@@ -84,7 +81,7 @@ func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 // depth or record code (see counters.rollBack), so that a handler that runs
 // profiled functions finds the save slots free.
 func (t *tracer) rollBack(th *thread) error {
-	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return nil
 		}
@@ -97,7 +94,7 @@ func (t *tracer) rollBack(th *thread) error {
 		return nil
 	}
 	t.rolledBack++
-	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+	if err := t.proc.setRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
 	return nil
@@ -170,7 +167,7 @@ func faultSignal(sig syscall.Signal) bool {
 // deliverOutside.) It reports whether it moved the thread; the thread's
 // registers are in t.regs either way.
 func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
-	if err := ptrace.GetRegs(th.tid, &t.regs); err != nil {
+	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return false, nil
 		}
@@ -185,7 +182,7 @@ func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
 		return false, nil
 	}
 	t.regs.SetPC(orig)
-	if err := ptrace.SetRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+	if err := t.proc.setRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
 		return false, fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
 	return true, nil
@@ -222,7 +219,7 @@ func (t *tracer) forwardSignals() (stop func()) {
 					continue
 				}
 				t.explain.forwarded(sig)
-				ptrace.Kill(t.pid, sig)
+				t.proc.kill(t.pid, 0, sig)
 			}
 		}
 	}()
@@ -260,10 +257,13 @@ const stepOutLimit = 4096
 // PROFILE's code, and sig is to be delivered as always.
 func (t *tracer) deliverOutside(th *thread, sig syscall.Signal) (bool, error) {
 	tid := th.tid
-	if err := ptrace.GetRegs(tid, &t.regs); err != nil || !t.ownArea(t.regs.PC()) || inSyscall(th) {
+	// (A thread in a system call there ran a system call instruction of a
+	// breakpoint's slot, interrupted: stepped on, it would make the call
+	// again, and wait in it.)
+	if err := t.proc.getRegs(tid, &t.regs); err != nil || !t.ownArea(t.regs.PC()) || t.proc.inSyscall(th.tgid, th.tid) {
 		return false, nil
 	}
-	info, err := ptrace.GetRawSigInfo(tid)
+	info, err := t.proc.rawSigInfo(tid)
 	if err != nil {
 		return false, nil
 	}
@@ -279,7 +279,7 @@ func (t *tracer) deliverOutside(th *thread, sig syscall.Signal) (bool, error) {
 			t.later = append(t.later, laterStop{tid, ws}) // (gone: the loop sees it)
 			return true, nil
 		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
-			if err := ptrace.GetRegs(tid, &t.regs); err != nil {
+			if err := t.proc.getRegs(tid, &t.regs); err != nil {
 				return true, nil
 			}
 			if t.rings != nil && t.rings.passFull(th) {
@@ -313,34 +313,17 @@ func (t *tracer) deliverOutside(th *thread, sig syscall.Signal) (bool, error) {
 	return true, t.deliverHeld(th, sig, info, later) // (where it is)
 }
 
-// inSyscall reports whether thread th, stopped for a signal, was in a
-// system call (/proc/PID/task/TID/syscall names one): a system call
-// instruction run from a breakpoint's slot, interrupted. Stepped on, the
-// thread would make the call again, and wait in it.
-func inSyscall(th *thread) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", th.tgid, th.tid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return false
-	}
-	nr, err := strconv.ParseInt(f[0], 10, 64)
-	return err == nil && nr >= 0
-}
-
 // stepThrough single-steps stopped thread tid and waits for its next
 // stop, whatever it is; gone when the thread no longer exists to step
 // (killed meanwhile: the loop sees its end).
 func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err error) {
-	if err := ptrace.Step(tid); err != nil {
+	if err := t.proc.step(tid); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return 0, true, nil
 		}
 		return 0, false, fmt.Errorf("step thread %d: %w", tid, err)
 	}
-	ws, err = ptrace.WaitForYielding(tid, time.Millisecond)
+	ws, err = t.proc.waitFor(tid, time.Millisecond)
 	if err != nil {
 		return 0, false, fmt.Errorf("wait for thread %d: %w", tid, err)
 	}
@@ -350,7 +333,7 @@ func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err erro
 // deliverHeld delivers signal sig to stopped thread th with its siginfo,
 // and sends the signals held after it again.
 func (t *tracer) deliverHeld(th *thread, sig syscall.Signal, info ptrace.RawSigInfo, later []syscall.Signal) error {
-	if err := ptrace.SetSigInfo(th.tid, info); err != nil && !ptrace.IsNoProcess(err) {
+	if err := t.proc.setSigInfo(th.tid, info); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("give thread %d its signal's information: %w", th.tid, err)
 	}
 	t.resend(th, later)
@@ -361,7 +344,7 @@ func (t *tracer) deliverHeld(th *thread, sig syscall.Signal, info ptrace.RawSigI
 // again: they are pending when it goes on, and stop it again.
 func (t *tracer) resend(th *thread, sigs []syscall.Signal) {
 	for _, s := range sigs {
-		ptrace.Tgkill(th.tgid, th.tid, s)
+		t.proc.kill(th.tgid, th.tid, s)
 	}
 }
 

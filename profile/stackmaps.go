@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/sourceprofiler/sprof/instr"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // stackMaps tells the books which mapping of the program's memory holds
@@ -108,7 +107,7 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 	lo := m.Start
 	if m.Path == "[stack]" {
 		limit := uint64(maxStack)
-		if l, err := ptrace.StackLimit(t.pid); err == nil && l < limit {
+		if l, err := t.proc.stackLimit(t.pid); err == nil && l < limit {
 			limit = l
 		}
 		if m.End-limit < lo && limit < m.End {

@@ -27,7 +27,7 @@ const (
 
 // spawned handles a clone, fork or vfork event of thread th.
 func (t *tracer) spawned(th *thread, event int) error {
-	msg, err := ptrace.EventMsg(th.tid)
+	msg, err := t.proc.eventMsg(th.tid)
 	if err != nil {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
@@ -38,7 +38,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 	case th.foreign && kind == kindThread:
 		kind = kindVfork // a thread of a foreign process is foreign too
 	case kind != kindVfork:
-		kind = sharing(th.tid, child, kind)
+		kind = sharing(t.proc, th.tid, child, kind)
 	}
 	if kind == kindVfork && !th.foreign {
 		t.vforking(th)
@@ -64,8 +64,8 @@ func (t *tracer) spawned(th *thread, event int) error {
 // parent is stopped at the event that made it: later the parent may have
 // exited, and an exited thread has no memory to compare. Where the kernel
 // cannot compare (no kcmp), the event's kind stands.
-func sharing(parent, child int, kind childKind) childKind {
-	same, err := ptrace.SameMemory(parent, child)
+func sharing(p process, parent, child int, kind childKind) childKind {
+	same, err := p.sameMemory(parent, child)
 	switch {
 	case err != nil:
 		return kind
@@ -94,7 +94,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	case kindThread:
 		// It runs the program's code in the program's memory: its hits
 		// count, as a thread's.
-		th := &thread{tid: tid, tgid: tgidOf(tid)}
+		th := &thread{tid: tid, tgid: t.proc.tgid(tid)}
 		t.threads[tid] = th
 		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
@@ -109,7 +109,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		// A vfork child shares the program's memory, breakpoints and
 		// trampolines included, until it calls exec or exits: keep it
 		// traced, uncounted.
-		t.threads[tid] = &thread{tid: tid, tgid: tgidOf(tid), foreign: true}
+		t.threads[tid] = &thread{tid: tid, tgid: t.proc.tgid(tid), foreign: true}
 		t.vforked(tid)
 		if err := t.giveBlock(tid, true); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give child %d its counters: %w", tid, err)
@@ -127,7 +127,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	t.unpatch(mem)
 	mem.Close()
 	t.explain.child(tid, false)
-	if err := ptrace.Detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
+	if err := t.proc.detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("detach child %d: %w", tid, err)
 	}
 	return nil
@@ -141,7 +141,7 @@ func (t *tracer) exec(th *thread) error {
 		// Another process sharing the program's memory has left it.
 		delete(t.threads, th.tid)
 		t.foreignDone(th.tid)
-		if err := ptrace.Detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.proc.detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("detach child %d: %w", th.tid, err)
 		}
 		return nil
@@ -181,19 +181,19 @@ func (t *tracer) releaseSurvivors() {
 	for tid := range t.threads {
 		if tid != t.pid {
 			left[tid] = true
-			ptrace.Interrupt(tid)
+			t.proc.interrupt(tid)
 		}
 	}
 	for tid := range t.expected {
 		left[tid] = true
-		ptrace.Interrupt(tid)
+		t.proc.interrupt(tid)
 	}
 	for tid := range t.early {
 		// Stopped already, at its first stop.
 		t.detachClean(tid, 0)
 	}
 	for len(left) > 0 {
-		tid, ws, err := ptrace.Wait(0)
+		tid, ws, err := t.proc.wait(sleepWait(0))
 		if err != nil {
 			return
 		}
@@ -217,7 +217,7 @@ func (t *tracer) releaseSurvivors() {
 // and detaches it, delivering sig. Trampolines stay: they need no tracer, and
 // other tasks sharing that memory may be running through them.
 func (t *tracer) detachClean(tid int, sig syscall.Signal) {
-	if mem, err := ptrace.OpenMem(tid); err == nil {
+	if mem, err := t.proc.openMem(tid); err == nil {
 		t.takeOut(mem)
 		mem.Close()
 	} else if errors.Is(err, os.ErrPermission) {
@@ -226,7 +226,7 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 		t.takeOut(t.mem)
 	}
 	t.pastFull(tid)
-	ptrace.Detach(tid, sig)
+	t.proc.detach(tid, sig)
 }
 
 // takeOut takes the breakpoints out of mem and turns the rings' checks
@@ -239,12 +239,12 @@ func (t *tracer) takeOut(mem instr.Memory) {
 // reapKilled reaps the killed program after a fatal tracer error.
 func (t *tracer) reapKilled() {
 	for {
-		tid, ws, err := ptrace.Wait(0)
+		tid, ws, err := t.proc.wait(sleepWait(0))
 		if err != nil || (tid == t.pid && (ws.Exited() || ws.Signaled())) {
 			return
 		}
 		if ws.Stopped() {
-			ptrace.Cont(tid, 0)
+			t.proc.cont(tid, 0)
 		}
 	}
 }

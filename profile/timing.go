@@ -12,7 +12,6 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // Function timing, the start function and attribution with breakpoints.
@@ -432,14 +431,14 @@ func (t *tracer) calibrate() (int64, error) {
 	samples := make([]int64, 0, calibrationRounds)
 	regs := t.borrowed(saved)
 	for range calibrationRounds {
-		if err := ptrace.SetRegs(t.pid, &regs); err != nil {
+		if err := t.proc.setRegs(t.pid, &regs); err != nil {
 			return 0, err
 		}
 		let := t.clock()
-		if err := ptrace.Cont(t.pid, 0); err != nil {
+		if err := t.proc.cont(t.pid, 0); err != nil {
 			return 0, err
 		}
-		tid, ws, err := ptrace.WaitYielding(yieldWindow)
+		tid, ws, err := t.proc.wait(yieldWait(yieldWindow))
 		if err != nil {
 			return 0, err
 		}

@@ -67,6 +67,9 @@ type tracer struct {
 	plan *datafile.Plan
 	arch instr.Arch
 	pid  int
+	// proc is the program PROFILE traces, its threads and the tasks it
+	// makes (process.go): every ptrace request goes through it.
+	proc process
 	// timed is set when calls are timed: function timing, or a function
 	// profile of another type that writes a trace (trace.go).
 	timed bool
@@ -84,7 +87,7 @@ type tracer struct {
 	// maps is the program's memory map, opened at the exec stop and read
 	// again when needed (readMaps): a program that makes itself
 	// non-dumpable keeps it readable, as it keeps mem.
-	maps *ptrace.Maps
+	maps memoryMap
 	regs ptrace.Regs
 	// pageSize is the running system's page size (4, 16 or 64 KiB on
 	// arm64), the unit of the slot areas.
@@ -288,11 +291,11 @@ func (t *tracer) run() (*Result, error) {
 	start := t.cfg.Now()
 	t.progressStart = time.Now()
 	t.explain.plan()
-	pid, err := ptrace.Start(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
+	proc, pid, err := startPtrace(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
 	if err != nil {
 		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
-	t.pid = pid
+	t.proc, t.pid = proc, pid
 	t.threads[pid] = &thread{tid: pid, tgid: pid}
 	defer t.closeTrace(false)
 	err = t.openTrace(start)
@@ -301,7 +304,7 @@ func (t *tracer) run() (*Result, error) {
 		res, err = t.traceRun(start)
 	}
 	if err != nil {
-		ptrace.Kill(pid, syscall.SIGKILL)
+		t.proc.kill(pid, 0, syscall.SIGKILL)
 		t.reapKilled()
 		return nil, err
 	}
@@ -314,13 +317,13 @@ func (t *tracer) run() (*Result, error) {
 func (t *tracer) traceRun(start time.Time) (*Result, error) {
 	pid := t.pid
 	var err error
-	mem, err := ptrace.OpenMem(pid)
+	mem, err := t.proc.openMem(pid)
 	if err != nil {
 		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
 	}
 	defer mem.Close()
 	t.mem = mem
-	if t.maps, err = ptrace.OpenMaps(pid); err != nil {
+	if t.maps, err = t.proc.openMaps(pid); err != nil {
 		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
 	}
 	defer t.maps.Close()
@@ -335,7 +338,7 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 	}
 	t.explain.calibrated()
 	t.refineCounter()
-	if err := ptrace.Seize(pid); err != nil {
+	if err := t.proc.seize(pid); err != nil {
 		return nil, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.ownCont = true
@@ -347,7 +350,7 @@ func (t *tracer) traceRun(start time.Time) (*Result, error) {
 		t.sampling.start(pid)
 		defer t.sampling.finish()
 	}
-	if err := ptrace.Cont(pid, 0); err != nil {
+	if err := t.proc.cont(pid, 0); err != nil {
 		return nil, fmt.Errorf("start program: %w", err)
 	}
 	t.openThreadBooks(t.threads[pid])
@@ -489,7 +492,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT.
 		t.noteRelease()
-		if err := ptrace.Listen(tid); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.proc.listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
 		}
 		return nil
@@ -522,7 +525,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		if th.stepping != nil {
 			t.noteRelease()
 			t.noteRelease()
-			if err := ptrace.Step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+			if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 				return fmt.Errorf("step thread %d: %w", th.tid, err)
 			}
 			return nil
@@ -558,7 +561,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 				return s.interruptAll() || drained
 			}
 		}
-		return ptrace.WaitPolling(spin, s.pollEvery(), idle)
+		return t.proc.wait(pollWait(spin, s.pollEvery(), idle))
 	}
 	if t.trace != nil && (t.rings != nil || t.yielding) {
 		// The events booked are written at least every traceFlushEvery,
@@ -576,24 +579,24 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 				return drained
 			}
 		}
-		return ptrace.WaitTicking(yieldWindow, traceFlushEvery/2, idle)
+		return t.proc.wait(tickWait(yieldWindow, traceFlushEvery/2, idle))
 	}
 	if t.rings != nil {
-		return ptrace.WaitIdle(yieldWindow, t.rings.drainIdle)
+		return t.proc.wait(idleWait(yieldWindow, t.rings.drainIdle))
 	}
 	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops
 		// are waited for as always, not polled for.)
-		return ptrace.WaitPolling(spin, time.Millisecond, t.sweepIdle)
+		return t.proc.wait(pollWait(spin, time.Millisecond, t.sweepIdle))
 	}
 	if idle := t.explain.idle(); idle != nil {
 		// (The narration's first hits of in-process counters.)
-		return ptrace.WaitPolling(spin, time.Millisecond, idle)
+		return t.proc.wait(pollWait(spin, time.Millisecond, idle))
 	}
 	if t.yielding {
-		return ptrace.WaitYielding(yieldWindow)
+		return t.proc.wait(yieldWait(yieldWindow))
 	}
-	return ptrace.Wait(spin)
+	return t.proc.wait(sleepWait(spin))
 }
 
 // resume continues a thread; a thread that vanished meanwhile (killed by
@@ -606,7 +609,7 @@ func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	if th := t.threads[tid]; th != nil {
 		th.released = t.resumed
 	}
-	if err := ptrace.Cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
+	if err := t.proc.cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("resume thread %d: %w", tid, err)
 	}
 	return nil

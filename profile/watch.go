@@ -135,7 +135,7 @@ func (t *tracer) threadExit(th *thread) error {
 		t.sampling.noteTimes(t.pid)
 	}
 	if !th.foreign && th.tgid == t.pid {
-		if err := ptrace.GetRegs(th.tid, &t.regs); err == nil {
+		if err := t.proc.getRegs(th.tid, &t.regs); err == nil {
 			t.checkThreadBase(th, &t.regs)
 		}
 		if !t.watch.ended && t.allExiting() {
@@ -343,7 +343,7 @@ func (t *tracer) copyOfJump(pc uint64) {
 // PROFILE was never told of, made with clone(CLONE_UNTRACED), which ran
 // with PROFILE's patches.
 func (t *tracer) childSignal(th *thread) {
-	info, err := ptrace.GetSigInfo(th.tid)
+	info, err := t.proc.sigInfo(th.tid)
 	if err != nil || info.Signo != int32(syscall.SIGCHLD) || t.watch.children[int(info.Pid)] {
 		return
 	}
