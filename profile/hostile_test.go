@@ -147,6 +147,27 @@ func TestUntracedChild(t *testing.T) {
 	}
 }
 
+// TestOwnSIGCHLD: a SIGCHLD that no child's end sent (the program's own
+// kill or raise, or PROFILE's tgkill of a signal it held back) is no
+// sign of a child out of PROFILE's sight: its sender is no child. (Told
+// PRF4670 of the program itself, and of PROFILE, in TestAttachBusy.)
+func TestOwnSIGCHLD(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "hostile")
+	if got := native(t, prog, "sigchld"); got != "sigchld 3 child 0\n" {
+		t.Fatalf("natively %q", got)
+	}
+	for _, mech := range mechanisms {
+		t.Run(mech.name, func(t *testing.T) {
+			plan := planFor(t, prog, datafile.FuncCounting, "f", "main")
+			r := runWith(t, plan, prog, mech.breakpoints, "sigchld")
+			if !strings.HasSuffix(r.stdout, " child 0\n") || slices.Contains(r.codes, 4670) {
+				t.Errorf("output %q, warnings %v: want the child's 0, and no PRF4670", r.stdout, r.codes)
+			}
+		})
+	}
+}
+
 // TestSignalStops: a program whose signals' stops take a good part of
 // its run is told what they cost it (PRF4671); each is still delivered.
 func TestSignalStops(t *testing.T) {

@@ -341,10 +341,14 @@ func (t *tracer) copyOfJump(pc uint64) {
 
 // childSignal checks a SIGCHLD the program receives: from a child
 // PROFILE was never told of, made with clone(CLONE_UNTRACED), which ran
-// with PROFILE's patches.
+// with PROFILE's patches. Only a SIGCHLD the kernel sent for a child's
+// change of state (si_code CLD_EXITED and the others, above 0) names a
+// child: one sent by kill, tgkill or sigqueue (si_code 0 or below: the
+// program's own, or PROFILE's own of a signal it held back, eintr.go)
+// names its sender.
 func (t *tracer) childSignal(th *thread) {
 	info, err := t.proc.sigInfo(th.tid)
-	if err != nil || info.Signo != int32(syscall.SIGCHLD) || t.watch.children[int(info.Pid)] {
+	if err != nil || info.Signo != int32(syscall.SIGCHLD) || info.Code <= 0 || t.watch.children[int(info.Pid)] {
 		return
 	}
 	const cldKilled, cldDumped = 2, 3 // si_code of a child killed by a signal

@@ -17,6 +17,9 @@
  *             itself: "child 0"
  *   signals   raises SIGUSR1 5,000 times (or its second argument's
  *             number), each caught: "signals 5000"
+ *   sigchld   forks a child that calls f and exits, and sends itself
+ *             SIGCHLD with kill and with raise (as a program or its
+ *             tracer may), each caught: "sigchld 3 child 0"
  *
  * value() is written in assembly, so that its layout is known: one
  * instruction that loads the constant 1, then a return. */
@@ -144,6 +147,17 @@ int main(int argc, char **argv)
             printf("child killed by signal %d\n", WTERMSIG(status));
         else
             printf("child %d\n", WEXITSTATUS(status));
+    } else if (strcmp(mode, "sigchld") == 0) {
+        signal(SIGCHLD, on_usr1);
+        pid_t child = fork();
+        if (child == 0)
+            _exit(f(1) == 2 ? 0 : 1);
+        int status;
+        while (waitpid(child, &status, 0) < 0)
+            ;
+        kill(getpid(), SIGCHLD);
+        raise(SIGCHLD);
+        printf("sigchld %d child %d\n", caught, WEXITSTATUS(status));
     } else if (strcmp(mode, "signals") == 0) {
         int n = argc > 2 ? atoi(argv[2]) : 5000;
         signal(SIGUSR1, on_usr1);
@@ -151,7 +165,7 @@ int main(int argc, char **argv)
             raise(SIGUSR1);
         printf("signals %d\n", caught);
     } else {
-        fprintf(stderr, "usage: hostile patch|writable|copy|gsbase|untraced|signals\n");
+        fprintf(stderr, "usage: hostile patch|writable|copy|gsbase|untraced|sigchld|signals\n");
         return 2;
     }
     return 0;

@@ -12,7 +12,8 @@
  * In a window around one "w N": work N, other N, every other function 0
  * (main, child_main and next_line are already running or not called).
  * Between commands main waits in read(2) and the child in read(2) on a
- * pipe. It prints "ready" once the child runs. If the child dies, main
+ * pipe. It prints "ready" once the child runs (child_main has said so:
+ * its entry is behind it before any window). If the child dies, main
  * says how ("the child died of signal 11") and exits 1. */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -40,7 +41,9 @@ static int child_main(void *arg)
     // use closed, it sees main's end, and main its end.)
     close(cmd[1]);
     close(done[0]);
-    long n;
+    long n = 0;
+    if (write(done[1], &n, sizeof n) != sizeof n) // (running: main says "ready")
+        return 1;
     while (read(cmd[0], &n, sizeof n) == sizeof n && n >= 0) {
         long s = 0;
         for (long i = 0; i < n; i++)
@@ -82,6 +85,9 @@ int main(void)
     }
     close(cmd[0]);
     close(done[1]);
+    long running;
+    if (read(done[0], &running, sizeof running) != sizeof running)
+        gone(child);
     printf("ready\n");
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
