@@ -1,12 +1,15 @@
 package plist
 
 import (
+	"bufio"
 	"cmp"
 	"fmt"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -222,4 +225,32 @@ func flameColour(name string, root bool) string {
 	green := 90 + (v>>8)%130
 	blue := 40 + (v>>16)%50
 	return fmt.Sprintf("#%02x%02x%02x", red, green, blue)
+}
+
+// writeFolded writes folded stacks, one line each, as flame graph tools
+// read them ("caller;callee value"): with /AT each distinct chain of calls
+// (callStacks), outermost first, as deep as /STACK tells stacks apart,
+// else each function alone; the value is the hits, or for timing and
+// sampling the function's own time in nanoseconds. Line profiles give
+// "module;file:line hits". Names are the displayed ones, [prf.Printable],
+// with ';' replaced.
+func (r *report) writeFolded(w *bufio.Writer) {
+	semicolon := strings.NewReplacer(";", ":")
+	clean := func(s string) string { return semicolon.Replace(prf.Printable(s)) }
+	if !r.plan.Method.IsFunction() {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			fmt.Fprintf(w, "%s;%s:%d %d\n", clean(r.moduleName(l.Module)), clean(r.lineFile(l)), l.Line, r.hits(i))
+		}
+		return
+	}
+	for _, st := range r.foldedStacks() {
+		for k, f := range st.frames {
+			if k > 0 {
+				w.WriteByte(';')
+			}
+			w.WriteString(clean(r.exportName(f)))
+		}
+		fmt.Fprintf(w, " %d\n", st.value)
+	}
 }
