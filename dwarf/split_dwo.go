@@ -1,7 +1,6 @@
 package dwarf
 
 import (
-	stddwarf "debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	stddwarf "debug/dwarf"
 )
 
 // The split units' own code: finding each skeleton's unit in the .dwo file it

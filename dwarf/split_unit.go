@@ -2,10 +2,11 @@ package dwarf
 
 import (
 	"bytes"
-	stddwarf "debug/dwarf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	stddwarf "debug/dwarf"
 )
 
 // A split unit made readable by debug/dwarf (buildSplit: its sections sliced

@@ -3,6 +3,7 @@ package plist
 import (
 	"bufio"
 	"fmt"
+
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 

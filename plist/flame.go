@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
-	"github.com/sourceprofiler/sprof/internal/prf"
 	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // foldedStack is one line of folded stacks: the functions of a call stack

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
-	"github.com/sourceprofiler/sprof/internal/prf"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // The lcov tracefile (FormatLcov), for genhtml and lcov.

@@ -2,9 +2,10 @@ package plist
 
 import (
 	"fmt"
-	"github.com/google/pprof/profile"
 	"io"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // The profile.proto (FormatPprof), gzipped, for go tool pprof.
