@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
 )
 
 // The HTML report's line table and annotated source.
@@ -20,49 +22,12 @@ type lineKey struct{ mod, file, line int }
 // share of whole (the module's hits for line profiles, as the listing).
 // With marked, profiled lines that never ran are marked.
 func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64, marked bool) {
-	counts := map[lineKey]uint64{}
-	// byFile are the profiled lines of each file of each module.
-	byFile := map[[2]int][]int{}
-	for i := range r.plan.Lines {
-		l := &r.plan.Lines[i]
-		k := lineKey{l.Module, l.File, l.Line}
-		c := count(i)
-		if !marked && c == 0 {
-			continue // (a sampling profile counts no line)
-		}
-		if _, seen := counts[k]; !seen {
-			byFile[[2]int{k.mod, k.file}] = append(byFile[[2]int{k.mod, k.file}], k.line)
-		}
-		counts[k] += c
+	a := &htmlAnnotation{counts: map[lineKey]uint64{}, marked: marked, coverage: r.plan.Method.IsCoverage()}
+	byFile := a.count(r.plan.Lines, count)
+	if !a.coverage {
+		a.hot = hotCount(a.counts)
 	}
-	hot := uint64(0) // the count a hot line has at least; 0: none
-	if !r.plan.Method.IsCoverage() {
-		all := make([]uint64, 0, len(counts))
-		for _, c := range counts {
-			if c > 0 {
-				all = append(all, c)
-			}
-		}
-		slices.SortFunc(all, func(a, b uint64) int { return cmp.Compare(b, a) })
-		if len(all) > 0 {
-			hot = all[min(hotLines, len(all))-1]
-		}
-	}
-	class := func(k lineKey) string {
-		c, ok := counts[k]
-		switch {
-		case !ok:
-			return ""
-		case hot > 0 && c >= hot:
-			return "hot"
-		case c > 0:
-			return "run"
-		case marked:
-			return "never"
-		}
-		return ""
-	}
-	pg.lineClass = class
+	pg.lineClass = a.class
 	pg.found = map[[2]int]bool{}
 	for mod := range r.plan.Modules {
 		modWhole := whole
@@ -75,51 +40,122 @@ func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64,
 				continue
 			}
 			slices.Sort(lines)
-			src := htmlSource{Name: name, Module: r.moduleName(mod)}
-			row := func(n int, text string) htmlLine {
-				k := lineKey{mod, file, n}
-				hl := htmlLine{N: n, Text: text, Class: class(k)}
-				if c, ok := counts[k]; ok {
-					hl.ID = lineAnchor(k)
-					if r.plan.Method.IsCoverage() {
-						hl.Count = "\u2717"
-						if c > 0 {
-							hl.Count = "\u2713"
-						}
-					} else {
-						hl.Count = strconv.FormatUint(c, 10)
-						hl.Pct = fixed(percent(float64(c), float64(modWhole)), 1)
-					}
-				}
-				return hl
-			}
-			f, found := r.openSource(mod, name)
-			if f == nil {
-				pg.Sources = append(pg.Sources, src)
-				continue
-			}
-			src.Found = found
-			pg.found[[2]int{mod, file}] = true
-			br := bufio.NewReader(f)
-			n := 0
-			for {
-				text, err := br.ReadString('\n')
-				if text == "" && err != nil {
-					break
-				}
-				n++
-				text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
-				src.Lines = append(src.Lines, row(n, strings.ToValidUTF8(text, "\uFFFD")))
-			}
-			f.Close()
-			for _, l := range lines {
-				if l > n {
-					src.Lines = append(src.Lines, row(l, "(beyond the end of the file: it changed since prep)"))
-				}
-			}
-			pg.Sources = append(pg.Sources, src)
+			pg.Sources = append(pg.Sources, r.htmlSource(pg, a, mod, file, name, lines, modWhole))
 		}
 	}
+}
+
+// htmlAnnotation is what the annotated source shows of the lines: their
+// counts, those of one line added; the count a hot line has at least (0:
+// none); whether profiled lines that never ran are marked; whether the
+// profile is of coverage.
+type htmlAnnotation struct {
+	counts   map[lineKey]uint64
+	hot      uint64
+	marked   bool
+	coverage bool
+}
+
+// count adds up the counts of the plan's lines, count(i) of lines[i], and
+// returns the profiled lines of each file of each module. Without marked
+// a line that did not run is left out.
+func (a *htmlAnnotation) count(lines []datafile.Line, count func(int) uint64) (byFile map[[2]int][]int) {
+	byFile = map[[2]int][]int{}
+	for i := range lines {
+		l := &lines[i]
+		k := lineKey{l.Module, l.File, l.Line}
+		c := count(i)
+		if !a.marked && c == 0 {
+			continue // (a sampling profile counts no line)
+		}
+		if _, seen := a.counts[k]; !seen {
+			byFile[[2]int{k.mod, k.file}] = append(byFile[[2]int{k.mod, k.file}], k.line)
+		}
+		a.counts[k] += c
+	}
+	return byFile
+}
+
+// hotCount returns the count a hot line has at least: that of the
+// hotLines-th highest count, 0 when no line ran.
+func hotCount(counts map[lineKey]uint64) uint64 {
+	all := make([]uint64, 0, len(counts))
+	for _, c := range counts {
+		if c > 0 {
+			all = append(all, c)
+		}
+	}
+	slices.SortFunc(all, func(a, b uint64) int { return cmp.Compare(b, a) })
+	if len(all) == 0 {
+		return 0
+	}
+	return all[min(hotLines, len(all))-1]
+}
+
+// class is a line's class: "hot", "run", "never" or "".
+func (a *htmlAnnotation) class(k lineKey) string {
+	c, ok := a.counts[k]
+	switch {
+	case !ok:
+		return ""
+	case a.hot > 0 && c >= a.hot:
+		return "hot"
+	case c > 0:
+		return "run"
+	case a.marked:
+		return "never"
+	}
+	return ""
+}
+
+// line is line k of the annotated source, of the given text, with its
+// count and share of whole when it has one.
+func (a *htmlAnnotation) line(k lineKey, text string, whole uint64) htmlLine {
+	hl := htmlLine{N: k.line, Text: text, Class: a.class(k)}
+	if c, ok := a.counts[k]; ok {
+		hl.ID = lineAnchor(k)
+		if a.coverage {
+			hl.Count = "\u2717"
+			if c > 0 {
+				hl.Count = "\u2713"
+			}
+		} else {
+			hl.Count = strconv.FormatUint(c, 10)
+			hl.Pct = fixed(percent(float64(c), float64(whole)), 1)
+		}
+	}
+	return hl
+}
+
+// htmlSource returns the annotated source of file of module mod, its
+// profiled lines lines (sorted), read where it is found, or empty when it
+// is found nowhere; whole is what the lines' shares are of.
+func (r *report) htmlSource(pg *htmlPage, a *htmlAnnotation, mod, file int, name string, lines []int, whole uint64) htmlSource {
+	src := htmlSource{Name: name, Module: r.moduleName(mod)}
+	f, found := r.openSource(mod, name)
+	if f == nil {
+		return src
+	}
+	src.Found = found
+	pg.found[[2]int{mod, file}] = true
+	br := bufio.NewReader(f)
+	n := 0
+	for {
+		text, err := br.ReadString('\n')
+		if text == "" && err != nil {
+			break
+		}
+		n++
+		text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
+		src.Lines = append(src.Lines, a.line(lineKey{mod, file, n}, strings.ToValidUTF8(text, "\uFFFD"), whole))
+	}
+	f.Close()
+	for _, l := range lines {
+		if l > n {
+			src.Lines = append(src.Lines, a.line(lineKey{mod, file, l}, "(beyond the end of the file: it changed since prep)", whole))
+		}
+	}
+	return src
 }
 
 // lineAnchor is the id of a line of the annotated source.
