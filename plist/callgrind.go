@@ -10,6 +10,9 @@ import (
 // The callgrind profile (FormatCallgrind), for callgrind_annotate and
 // KCachegrind; the names it writes are in callgrind_names.go.
 
+// callgrindExport writes the callgrind profile.
+type callgrindExport struct{ *report }
+
 // writeCallgrind writes a callgrind profile (Valgrind's "Callgrind Format
 // Specification"): the events are Calls (the hits) and, for timing and
 // sampling, Time (nanoseconds, the function's own); each function's cost
@@ -17,7 +20,7 @@ import (
 // their inclusive cost (callgrindCalls); for line profiles the event is
 // Hits, each line's hits at the line, in the function that holds it (a
 // line is not called).
-func (r *report) writeCallgrind(w *bufio.Writer) {
+func (r callgrindExport) writeCallgrind(w *bufio.Writer) {
 	timed := r.hasTimes()
 	events := "Calls"
 	switch {
@@ -119,7 +122,7 @@ type callgrindCall struct {
 // recursion, the outermost calls are not all known: when a callee's calls
 // then add up to more than its time with children, their times are
 // scaled down to it.
-func (r *report) callgrindCalls() map[int][]callgrindCall {
+func (r callgrindExport) callgrindCalls() map[int][]callgrindCall {
 	calls := map[int][]callgrindCall{}
 	at := map[[2]int]int{}  // where a caller's calls to a callee are in its list
 	into := map[int]int64{} // a callee's inclusive time, all calls

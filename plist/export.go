@@ -62,21 +62,21 @@ func (r *report) writeExport(w io.Writer) error {
 	var err error
 	switch r.o.Format {
 	case FormatLcov:
-		r.writeLcov(bw)
+		lcovExport{r}.writeLcov(bw)
 	case FormatCallgrind:
-		r.writeCallgrind(bw)
+		callgrindExport{r}.writeCallgrind(bw)
 	case FormatPprof:
-		err = r.writePprof(bw)
+		err = pprofExport{r}.writePprof(bw)
 	case FormatFolded:
-		r.writeFolded(bw)
+		foldedExport{r}.writeFolded(bw)
 	case FormatJSON:
-		err = r.writeJSON(bw)
+		err = jsonExport{r}.writeJSON(bw)
 	case FormatGmon:
-		err = r.writeGmon(bw)
+		err = gmonExport{r}.writeGmon(bw)
 	case FormatChrome:
-		err = r.writeChrome(bw)
+		err = chromeExport{r}.writeChrome(bw)
 	case FormatHTML:
-		err = r.writeHTML(bw)
+		err = htmlExport{r}.writeHTML(bw)
 	default:
 		err = fmt.Errorf("unknown format %v", r.o.Format)
 	}

@@ -125,7 +125,7 @@ type htmlFrame struct {
 // share of the value of the stacks through it; siblings from left to
 // right by name. Values are nanoseconds. It returns nil when the stacks
 // add up to nothing.
-func (r *report) flameGraph(stacks []foldedStack) *htmlFlame {
+func (r htmlExport) flameGraph(stacks []foldedStack) *htmlFlame {
 	root := &flameNode{fn: -1}
 	depth := 0
 	for _, s := range stacks {
@@ -228,6 +228,9 @@ func flameColour(name string, root bool) string {
 	return fmt.Sprintf("#%02x%02x%02x", red, green, blue)
 }
 
+// foldedExport writes the folded stacks.
+type foldedExport struct{ *report }
+
 // writeFolded writes folded stacks, one line each, as flame graph tools
 // read them ("caller;callee value"): with /AT each distinct chain of calls
 // (callStacks), outermost first, as deep as /STACK tells stacks apart,
@@ -235,7 +238,7 @@ func flameColour(name string, root bool) string {
 // sampling the function's own time in nanoseconds. Line profiles give
 // "module;file:line hits". Names are the displayed ones, [prf.Printable],
 // with ';' replaced.
-func (r *report) writeFolded(w *bufio.Writer) {
+func (r foldedExport) writeFolded(w *bufio.Writer) {
 	semicolon := strings.NewReplacer(";", ":")
 	clean := func(s string) string { return semicolon.Replace(prf.Printable(s)) }
 	if !r.plan.Method.IsFunction() {

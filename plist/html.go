@@ -97,8 +97,11 @@ type htmlLine struct {
 // with the most hits (or samples), and those tied with the last of them.
 const hotLines = 10
 
+// htmlExport writes the HTML report.
+type htmlExport struct{ *report }
+
 // writeHTML writes the HTML report.
-func (r *report) writeHTML(w io.Writer) error {
+func (r htmlExport) writeHTML(w io.Writer) error {
 	var ok bool
 	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
 	if !ok {
@@ -148,7 +151,7 @@ func (r *report) writeHTML(w io.Writer) error {
 // htmlStatistics returns the listing's statistics blocks, the program's
 // and each module's, read back from the lines the listing prints: the
 // same figures, worded the same.
-func (r *report) htmlStatistics() []htmlStats {
+func (r htmlExport) htmlStatistics() []htmlStats {
 	capture := func(write func(*printer)) htmlStats {
 		var b bytes.Buffer
 		p := newPrinter(&b, Options{}, nil)
@@ -171,14 +174,14 @@ func (r *report) htmlStatistics() []htmlStats {
 	}
 	var out []htmlStats
 	if r.plan.Method.IsFunction() {
-		out = append(out, capture(r.programStatistics))
+		out = append(out, capture(funcListing{r.report}.programStatistics))
 		for mod := range r.plan.Modules {
-			out = append(out, capture(func(p *printer) { r.moduleStatistics(p, mod) }))
+			out = append(out, capture(func(p *printer) { funcListing{r.report}.moduleStatistics(p, mod) }))
 		}
 	} else {
-		out = append(out, capture(r.lineProgramStatistics))
+		out = append(out, capture(lineListing{r.report}.lineProgramStatistics))
 		for mod := range r.plan.Modules {
-			out = append(out, capture(func(p *printer) { r.lineModuleStatistics(p, mod) }))
+			out = append(out, capture(func(p *printer) { lineListing{r.report}.lineModuleStatistics(p, mod) }))
 		}
 	}
 	return out
@@ -186,7 +189,7 @@ func (r *report) htmlStatistics() []htmlStats {
 
 // sortKey is the column of the table the report's sort switch orders
 // it by, and that order's aria-sort; "" for source order.
-func (r *report) sortKey() (key, order string) {
+func (r htmlExport) sortKey() (key, order string) {
 	switch r.sort {
 	case SortCount:
 		if r.plan.Method.IsCoverage() {
@@ -204,7 +207,7 @@ func (r *report) sortKey() (key, order string) {
 }
 
 // setSort marks the column the rows are written in the order of.
-func (r *report) setSort(cols []htmlColumn) {
+func (r htmlExport) setSort(cols []htmlColumn) {
 	key, order := r.sortKey()
 	for i := range cols {
 		if cols[i].Key == key {
@@ -238,7 +241,7 @@ func coveredCell(hit bool) htmlCell {
 // htmlFunctionTable fills the function table: every function of every
 // module, /C applied as in the listing (coverage lists them all), in the
 // listing's order, with the columns of the profile type.
-func (r *report) htmlFunctionTable(pg *htmlPage) {
+func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 	m := r.plan.Method
 	multi := len(r.plan.Modules) > 1
 	pg.TableID, pg.TableTitle = "functions", "Functions"

@@ -21,7 +21,7 @@ type lineKey struct{ mod, file, line int }
 // count (count(i) of Plan.Lines[i], those of one line added) and its
 // share of whole (the module's hits for line profiles, as the listing).
 // With marked, profiled lines that never ran are marked.
-func (r *report) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64, marked bool) {
+func (r htmlExport) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64, marked bool) {
 	a := &htmlAnnotation{counts: map[lineKey]uint64{}, marked: marked, coverage: r.plan.Method.IsCoverage()}
 	byFile := a.count(r.plan.Lines, count)
 	if !a.coverage {
@@ -130,7 +130,7 @@ func (a *htmlAnnotation) line(k lineKey, text string, whole uint64) htmlLine {
 // htmlSource returns the annotated source of file of module mod, its
 // profiled lines lines (sorted), read where it is found, or empty when it
 // is found nowhere; whole is what the lines' shares are of.
-func (r *report) htmlSource(pg *htmlPage, a *htmlAnnotation, mod, file int, name string, lines []int, whole uint64) htmlSource {
+func (r htmlExport) htmlSource(pg *htmlPage, a *htmlAnnotation, mod, file int, name string, lines []int, whole uint64) htmlSource {
 	src := htmlSource{Name: name, Module: r.moduleName(mod)}
 	f, found := r.openSource(mod, name)
 	if f == nil {
@@ -164,7 +164,7 @@ func lineAnchor(k lineKey) string { return fmt.Sprintf("L%d-%d-%d", k.mod, k.fil
 // htmlLineTable fills the line table of a line profile: every profiled
 // line, in source order (or by count with /SC), each linked to its line
 // of the annotated source when that was found.
-func (r *report) htmlLineTable(pg *htmlPage) {
+func (r htmlExport) htmlLineTable(pg *htmlPage) {
 	m := r.plan.Method
 	multi := len(r.plan.Modules) > 1
 	pg.TableID, pg.TableTitle = "lines", "Lines"

@@ -73,8 +73,11 @@ type (
 // jsonSchema names the schema and its version.
 const jsonSchema = "sprof-profile/1"
 
+// jsonExport writes the JSON.
+type jsonExport struct{ *report }
+
 // writeJSON writes the profile as JSON of the documented schema.
-func (r *report) writeJSON(w io.Writer) error {
+func (r jsonExport) writeJSON(w io.Writer) error {
 	out := jsonProfile{Schema: jsonSchema, Profile: strings.ToLower(r.plan.Method.Words()), CallDepth: r.m.Stats.CallDepth}
 	timed := r.hasTimes()
 	if timed {

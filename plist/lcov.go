@@ -14,6 +14,9 @@ import (
 
 // The lcov tracefile (FormatLcov), for genhtml and lcov.
 
+// lcovExport writes the lcov tracefile.
+type lcovExport struct{ *report }
+
 // writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
 // functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
 // profile has the counts of its lines and the calls of its functions,
@@ -26,7 +29,7 @@ import (
 // Functions without a source file (known from the symbol table, PLT
 // entries) have no place in it. Names are the stored ones, which genhtml
 // --demangle-cpp demangles, as gcov's tracefiles have.
-func (r *report) writeLcov(w *bufio.Writer) {
+func (r lcovExport) writeLcov(w *bufio.Writer) {
 	type function struct {
 		line int
 		name string
@@ -115,7 +118,7 @@ func (r *report) writeLcov(w *bufio.Writer) {
 // outside the function's code too (the function inlined elsewhere, a
 // line of a header compiled into several): the line's count adds every
 // copy's, which are not calls of the function.
-func (r *report) lcovFirstLine(i int) int {
+func (r lcovExport) lcovFirstLine(i int) int {
 	if r.lineSites == nil {
 		r.lineSites = make([][]lineSite, len(r.plan.Modules))
 		for li := range r.plan.Lines {

@@ -10,11 +10,14 @@ import (
 
 // The profile.proto (FormatPprof), gzipped, for go tool pprof.
 
+// pprofExport writes the profile.proto.
+type pprofExport struct{ *report }
+
 // newPprof returns a profile of the runs and the modules (as mappings),
 // without sample types, and the functions that make its functions
 // (function i of the plan, made at its first use) and its locations (a
 // line of a function in a module).
-func (r *report) newPprof() (p *profile.Profile, function func(int) *profile.Function,
+func (r pprofExport) newPprof() (p *profile.Profile, function func(int) *profile.Function,
 	location func(f *profile.Function, mod, line int) *profile.Location) {
 	p = &profile.Profile{}
 	if n := len(r.m.Runs); n > 0 {
@@ -55,7 +58,7 @@ func (r *report) newPprof() (p *profile.Profile, function func(int) *profile.Fun
 // function recurs in it: a recursive function's is its time with
 // children, as the listing's. Function sampling profiles are CPU
 // profiles (writeSampledPprof).
-func (r *report) writePprof(w io.Writer) error {
+func (r pprofExport) writePprof(w io.Writer) error {
 	if r.plan.Method.IsSampling() {
 		return r.writeSampledPprof(w)
 	}
@@ -121,7 +124,7 @@ func (r *report) writePprof(w io.Writer) error {
 // declaration's line. Samples are leaves, without stacks even with /AT:
 // the samples are of the program counter alone, and the /AT stacks are
 // the calls', their times estimated.
-func (r *report) writeSampledPprof(w io.Writer) error {
+func (r pprofExport) writeSampledPprof(w io.Writer) error {
 	p, function, location := r.newPprof()
 	interval := r.m.Stats.Sampling.Interval
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
