@@ -174,14 +174,14 @@ func (r htmlExport) htmlStatistics() []htmlStats {
 	}
 	var out []htmlStats
 	if r.plan.Method.IsFunction() {
-		out = append(out, capture(funcListing{r.report}.programStatistics))
+		out = append(out, capture(funcListing(r).programStatistics))
 		for mod := range r.plan.Modules {
-			out = append(out, capture(func(p *printer) { funcListing{r.report}.moduleStatistics(p, mod) }))
+			out = append(out, capture(func(p *printer) { funcListing(r).moduleStatistics(p, mod) }))
 		}
 	} else {
-		out = append(out, capture(lineListing{r.report}.lineProgramStatistics))
+		out = append(out, capture(lineListing(r).lineProgramStatistics))
 		for mod := range r.plan.Modules {
-			out = append(out, capture(func(p *printer) { lineListing{r.report}.lineModuleStatistics(p, mod) }))
+			out = append(out, capture(func(p *printer) { lineListing(r).lineModuleStatistics(p, mod) }))
 		}
 	}
 	return out

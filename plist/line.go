@@ -73,7 +73,7 @@ func (r lineListing) coverageLayout() bool {
 // lineProgramStatistics writes the Program Statistics of a line profile.
 func (r lineListing) lineProgramStatistics(p *printer) {
 	p.title("Program Statistics")
-	funcListing{r.report}.runLines(p)
+	funcListing(r).runLines(p)
 	hits, hit := r.totals(r.allItems())
 	p.text(fmt.Sprintf("    Total lines: %d", len(r.plan.Lines)))
 	if !r.plan.Method.IsCoverage() {

@@ -74,7 +74,7 @@ func (r funcListing) sampledSources(p *printer, mod int) {
 	inside := r.insideSamples()
 	for file := range r.plan.Modules[mod].Files {
 		if counts := byFile[file]; counts != nil {
-			lineListing{r.report}.sourceListing(p, mod, file, counts, inside)
+			lineListing(r).sourceListing(p, mod, file, counts, inside)
 		}
 	}
 }
