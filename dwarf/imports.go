@@ -20,8 +20,22 @@ type Import struct {
 }
 
 // pltEntry is the size of a PLT entry on x86-64 (.plt and .plt.sec) and
-// arm64; plt0 the size of the header that precedes the entries of a .plt.
+// arm64.
 const pltEntry = 16
+
+// plts are the layouts of the procedure linkage tables readImports reads,
+// by machine: the type of an entry's relocation (R_X86_64_JMP_SLOT,
+// R_AARCH64_JUMP_SLOT), the size of the header that precedes the entries
+// of a .plt (x86-64: one entry; arm64: two), and whether the entries may
+// be in a second table, .plt.sec, without a header (x86-64 with IBT).
+var plts = map[elf.Machine]struct {
+	jumpSlot uint32
+	header   uint64
+	sec      bool
+}{
+	elf.EM_X86_64:  {uint32(elf.R_X86_64_JMP_SLOT), pltEntry, true},
+	elf.EM_AARCH64: {uint32(elf.R_AARCH64_JUMP_SLOT), 2 * pltEntry, false},
+}
 
 // readImports lists the PLT entries of bin, one per R_*_JUMP_SLOT
 // relocation of .rela.plt, in that order: entry k is at .plt.sec + 16k on
@@ -34,18 +48,13 @@ func readImports(bin *elf.File) []Import {
 	if rela == nil || plt == nil || bin.Class != elf.ELFCLASS64 {
 		return nil
 	}
-	var base, header uint64
-	var jumpSlot uint32
-	switch bin.Machine {
-	case elf.EM_X86_64:
-		jumpSlot, base, header = uint32(elf.R_X86_64_JMP_SLOT), plt.Addr, pltEntry
-		if sec := bin.Section(".plt.sec"); sec != nil {
-			base, header = sec.Addr, 0
-		}
-	case elf.EM_AARCH64:
-		jumpSlot, base, header = uint32(elf.R_AARCH64_JUMP_SLOT), plt.Addr, 2*pltEntry
-	default:
+	layout, ok := plts[bin.Machine]
+	if !ok {
 		return nil
+	}
+	jumpSlot, base, header := layout.jumpSlot, plt.Addr, layout.header
+	if sec := bin.Section(".plt.sec"); sec != nil && layout.sec {
+		base, header = sec.Addr, 0
 	}
 	data, err := rela.Data()
 	if err != nil {

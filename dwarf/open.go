@@ -228,30 +228,35 @@ func (f *File) identify(bin *elf.File) {
 	f.impl.exec = execSegments(bin)
 }
 
-// goarch spells the machine as GOARCH does, at the edge as cmd/internal/objfile.
+// goarches spell ELF machines as GOARCH does, at the edge, as
+// cmd/internal/objfile does: a table, not a choice (no code but a
+// table names an architecture; TestNoArchChoices). Where a machine has
+// two spellings, its entries tell them apart by class or byte order
+// (ELFCLASSNONE, ELFDATANONE: any), the first that matches.
+var goarches = []struct {
+	machine elf.Machine
+	class   elf.Class
+	data    elf.Data
+	name    string
+}{
+	{elf.EM_X86_64, elf.ELFCLASSNONE, elf.ELFDATANONE, "amd64"},
+	{elf.EM_AARCH64, elf.ELFCLASSNONE, elf.ELFDATANONE, "arm64"},
+	{elf.EM_386, elf.ELFCLASSNONE, elf.ELFDATANONE, "386"},
+	{elf.EM_ARM, elf.ELFCLASSNONE, elf.ELFDATANONE, "arm"},
+	{elf.EM_RISCV, elf.ELFCLASS64, elf.ELFDATANONE, "riscv64"},
+	{elf.EM_LOONGARCH, elf.ELFCLASSNONE, elf.ELFDATANONE, "loong64"},
+	{elf.EM_S390, elf.ELFCLASSNONE, elf.ELFDATANONE, "s390x"},
+	{elf.EM_PPC64, elf.ELFCLASSNONE, elf.ELFDATA2LSB, "ppc64le"},
+	{elf.EM_PPC64, elf.ELFCLASSNONE, elf.ELFDATANONE, "ppc64"},
+}
+
+// goarch spells the machine as GOARCH does (goarches), or as debug/elf
+// names it where GOARCH has no spelling.
 func goarch(ef *elf.File) string {
-	switch ef.Machine {
-	case elf.EM_X86_64:
-		return "amd64"
-	case elf.EM_AARCH64:
-		return "arm64"
-	case elf.EM_386:
-		return "386"
-	case elf.EM_ARM:
-		return "arm"
-	case elf.EM_RISCV:
-		if ef.Class == elf.ELFCLASS64 {
-			return "riscv64"
+	for _, g := range goarches {
+		if g.machine == ef.Machine && (g.class == elf.ELFCLASSNONE || g.class == ef.Class) && (g.data == elf.ELFDATANONE || g.data == ef.Data) {
+			return g.name
 		}
-	case elf.EM_LOONGARCH:
-		return "loong64"
-	case elf.EM_S390:
-		return "s390x"
-	case elf.EM_PPC64:
-		if ef.Data == elf.ELFDATA2LSB {
-			return "ppc64le"
-		}
-		return "ppc64"
 	}
 	return ef.Machine.String()
 }

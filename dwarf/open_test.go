@@ -118,3 +118,28 @@ func TestCode(t *testing.T) {
 		t.Error("Code after Close succeeded")
 	}
 }
+
+// TestGoarch spells machines as GOARCH does, one of two spellings by
+// class or byte order, and a machine GOARCH has none for as debug/elf.
+func TestGoarch(t *testing.T) {
+	for _, c := range []struct {
+		machine elf.Machine
+		class   elf.Class
+		data    elf.Data
+		want    string
+	}{
+		{elf.EM_X86_64, elf.ELFCLASS64, elf.ELFDATA2LSB, "amd64"},
+		{elf.EM_AARCH64, elf.ELFCLASS64, elf.ELFDATA2LSB, "arm64"},
+		{elf.EM_386, elf.ELFCLASS32, elf.ELFDATA2LSB, "386"},
+		{elf.EM_RISCV, elf.ELFCLASS64, elf.ELFDATA2LSB, "riscv64"},
+		{elf.EM_RISCV, elf.ELFCLASS32, elf.ELFDATA2LSB, "EM_RISCV"},
+		{elf.EM_PPC64, elf.ELFCLASS64, elf.ELFDATA2LSB, "ppc64le"},
+		{elf.EM_PPC64, elf.ELFCLASS64, elf.ELFDATA2MSB, "ppc64"},
+		{elf.EM_SPARCV9, elf.ELFCLASS64, elf.ELFDATA2MSB, "EM_SPARCV9"},
+	} {
+		f := &elf.File{FileHeader: elf.FileHeader{Machine: c.machine, Class: c.class, Data: c.data}}
+		if got := goarch(f); got != c.want {
+			t.Errorf("goarch(%v, %v, %v) = %q, want %q", c.machine, c.class, c.data, got, c.want)
+		}
+	}
+}

@@ -11,6 +11,17 @@ import (
 // RingTail), each in a cache line of its own; the ring is full when
 // they are Records apart.
 
+// GoRecordsNeedThreadPointer is false: Go's record code finds its ring
+// in the thread's block through GS, as C's does; Go leaves GS alone (it
+// keeps the goroutine in r14 and its thread-local storage in FS).
+func (amd64) GoRecordsNeedThreadPointer() bool { return false }
+
+// CounterOneClock is false: the TSC is each CPU's own counter, one clock
+// across CPUs only where the kernel has checked that they agree and run
+// at a constant rate, and it then takes the TSC as its clock source
+// (arch/x86/kernel/tsc_sync.c), which PROFILE reads from sysfs.
+func (amd64) CounterOneClock() bool { return false }
+
 // RecordCode returns the code that appends a record with tag to the
 // thread's ring (see [Ring]), at R in the block GS points to:
 //

@@ -14,6 +14,17 @@ import (
 // that PROFILE has not read, which only PROFILE moves. The ring is full
 // when they are equal: it holds one record fewer than its slots.
 
+// GoRecordsNeedThreadPointer is true: the record code finds a thread's
+// ring from the stack pointer through the stack table, and goroutine
+// stacks, which Go allocates and moves, are in no table; Go's record
+// code finds the ring through TPIDR_EL0 instead ([Ring.ThreadPointer]),
+// which PROFILE sets for each thread where the program leaves it alone.
+func (arm64) GoRecordsNeedThreadPointer() bool { return true }
+
+// CounterOneClock is true: CNTVCT_EL0 reads the system counter, which
+// the Generic Timer shares by every PE (Arm ARM, "The Generic Timer").
+func (arm64) CounterOneClock() bool { return true }
+
 // RecordCode returns the code that appends a record with tag to the
 // thread's ring, found through the stack table as [DepthCode] finds a
 // depth area (see [Ring]); R is the area, A the records' room

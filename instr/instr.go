@@ -216,6 +216,11 @@ type scanned struct {
 // of where instructions begin is needed.
 func fixedLength(a Decoder) bool { return a.instAlign() == a.MaxInstLen() }
 
+// InstAlign is the alignment of a's instructions (1 on amd64, where an
+// instruction may begin at any byte; 4 on arm64, whose instructions are
+// aligned words): how far a listing steps over bytes that do not decode.
+func InstAlign(a Decoder) int { return a.instAlign() }
+
 // Displacer is the breakpoint of an architecture, and how a thread
 // stopped on one goes on without it ever being lifted.
 type Displacer interface {
@@ -383,6 +388,19 @@ type Instrumenter interface {
 	// thread's ring (see [Ring]), position-independent and changing
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
+	// GoRecordsNeedThreadPointer reports whether the record code of Go
+	// functions ([Ring.Goroutine]) finds its thread's ring through the
+	// thread pointer ([Ring.ThreadPointer]), which PROFILE must then set
+	// for each thread, and may only in a program that has no other use
+	// for it: where the architecture's record code otherwise finds the
+	// ring from the stack pointer, and goroutine stacks are in no stack
+	// table.
+	GoRecordsNeedThreadPointer() bool
+	// CounterOneClock reports whether the counter the record code reads
+	// (a [Record]'s Time) is one clock across all CPUs by the
+	// architecture; false where that depends on the machine, and PROFILE
+	// asks the kernel.
+	CounterOneClock() bool
 
 	// ringUnread, ringRead, ringReset, ringIntact and ringResync are
 	// PROFILE's side of the protocol of the ring RecordCode's code
@@ -446,7 +464,8 @@ func ForMachine(m elf.Machine) (Arch, error) {
 	return nil, fmt.Errorf("%w: %v", ErrUnsupportedArch, m)
 }
 
-// ForName returns the Arch named by its GOARCH spelling.
+// ForName returns the Arch named by its GOARCH spelling (a plan's
+// Module.Arch): a look-up in arches, which chooses nothing by the name.
 func ForName(name string) (Arch, error) {
 	for _, a := range arches {
 		if a.arch.Name() == name {

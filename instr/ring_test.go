@@ -172,3 +172,22 @@ func TestRingDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestGoRecordsNeedThreadPointer holds GoRecordsNeedThreadPointer to
+// the record code it describes: where it is true, Go's record code is
+// built only for a ring found through the thread pointer; where false,
+// without it.
+func TestGoRecordsNeedThreadPointer(t *testing.T) {
+	for _, a := range []Arch{AMD64, ARM64} {
+		t.Run(a.Name(), func(t *testing.T) {
+			r := Ring{Records: 8, Table: 1, Goroutine: true}
+			_, without := a.RecordCode(r, 0)
+			r.ThreadPointer = true
+			_, with := a.RecordCode(r, 0)
+			need := a.GoRecordsNeedThreadPointer()
+			if !with || without == need {
+				t.Errorf("GoRecordsNeedThreadPointer %v; record code for Go with the thread pointer %v, without %v", need, with, without)
+			}
+		})
+	}
+}

@@ -60,17 +60,30 @@ type gmonWriter struct {
 	ptr int
 }
 
+// gmonMachines are the machines whose gmon.out is not little-endian
+// with 8-byte addresses, by GOARCH spelling: their byte order and the
+// size of their addresses.
+var gmonMachines = map[string]struct {
+	order binary.AppendByteOrder
+	ptr   int
+}{
+	"mips64":  {binary.BigEndian, 8},
+	"ppc64":   {binary.BigEndian, 8},
+	"s390x":   {binary.BigEndian, 8},
+	"sparc64": {binary.BigEndian, 8},
+	"mips":    {binary.BigEndian, 4},
+	"ppc":     {binary.BigEndian, 4},
+	"386":     {binary.LittleEndian, 4},
+	"arm":     {binary.LittleEndian, 4},
+	"mipsle":  {binary.LittleEndian, 4},
+}
+
 // newGmonWriter returns the writer for a program of arch (GOARCH
 // spelling), with the file's header written.
 func newGmonWriter(arch string) *gmonWriter {
 	g := &gmonWriter{order: binary.LittleEndian, ptr: 8}
-	switch arch {
-	case "mips64", "ppc64", "s390x", "sparc64":
-		g.order = binary.BigEndian
-	case "mips", "ppc":
-		g.order, g.ptr = binary.BigEndian, 4
-	case "386", "arm", "mipsle":
-		g.ptr = 4
+	if m, ok := gmonMachines[arch]; ok {
+		g.order, g.ptr = m.order, m.ptr
 	}
 	g.buf.WriteString(gmonMagic)
 	g.u32(gmonVersion)

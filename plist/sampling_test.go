@@ -712,3 +712,18 @@ func TestSampledExportsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGmonMachines: gmon.out is written in the program's byte order,
+// with addresses of its size.
+func TestGmonMachines(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		big  bool
+		ptr  int
+	}{{"amd64", false, 8}, {"arm64", false, 8}, {"386", false, 4}, {"mips", true, 4}, {"s390x", true, 8}} {
+		g := newGmonWriter(c.arch)
+		if big := g.order.String() == "BigEndian"; big != c.big || g.ptr != c.ptr {
+			t.Errorf("%s: %s, %d-byte addresses; want big-endian %v, %d-byte", c.arch, g.order, g.ptr, c.big, c.ptr)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func (t *tracer) oneClock() bool {
 		return t.clockShared
 	}
 	t.clockChecked = true
-	if t.arch.Name() == "arm64" {
+	if t.arch.CounterOneClock() {
 		t.clockShared = true
 		return true
 	}

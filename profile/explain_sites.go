@@ -380,10 +380,7 @@ type asmLine struct {
 // it) is shown as data.
 func disasm(d instr.Decoder, code []byte, pc uint64) []asmLine {
 	var out []asmLine
-	step := 1
-	if d.MaxInstLen() == 4 {
-		step = 4 // (fixed-length instructions: a word that does not decode)
-	}
+	step := instr.InstAlign(d)
 	data := map[uint64]bool{}
 	for off := 0; off < len(code); {
 		at := pc + uint64(off)

@@ -130,7 +130,7 @@ func (t *tracer) goRingPossible() bool {
 func (t *tracer) goThreadPointer() bool {
 	if !t.tpChecked {
 		t.tpChecked = true
-		if t.arch.Name() == "arm64" && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+		if t.arch.GoRecordsNeedThreadPointer() && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
 			ok, err := elfid.OwnThreadPointer(t.cfg.Path)
 			t.tpUsable = err == nil && ok
 		}

@@ -111,7 +111,7 @@ func (t *tracer) ringTimed(f *datafile.Func) error {
 		return nil
 	case !goFrames(f):
 		return errGoFrames
-	case t.arch.Name() == "arm64" && !t.goThreadPointer():
+	case t.arch.GoRecordsNeedThreadPointer() && !t.goThreadPointer():
 		return errGoThreadPointer
 	case !t.goRingPossible():
 		return errGoFrames

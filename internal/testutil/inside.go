@@ -5,11 +5,16 @@ import (
 	"testing"
 )
 
+// fixedLength are the machines whose instructions all have one length,
+// and that length (arm64: a word).
+var fixedLength = map[elf.Machine]uint64{elf.EM_AARCH64: 4}
+
 // InsideInstruction returns an address in [lo, hi) of the program at path
 // that is inside an instruction, not on a boundary: the second byte of
 // its first instruction longer than a byte (x86-64, whose instructions'
-// lengths length gives), or lo+2 (arm64). The tests of crafted plans put
-// a site there. (testutil does not import instr, whose tests import it.)
+// lengths length gives), or the middle of the first where all have one
+// length (arm64: lo+2). The tests of crafted plans put a site there.
+// (testutil does not import instr, whose tests import it.)
 func InsideInstruction(t testing.TB, path string, lo, hi uint64, length func(code []byte, pc uint64) (int, error)) uint64 {
 	t.Helper()
 	f, err := elf.Open(path)
@@ -17,8 +22,8 @@ func InsideInstruction(t testing.TB, path string, lo, hi uint64, length func(cod
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if f.Machine == elf.EM_AARCH64 {
-		return lo + 2
+	if n, ok := fixedLength[f.Machine]; ok {
+		return lo + n/2
 	}
 	code := make([]byte, hi-lo)
 	for _, s := range f.Sections {

@@ -102,37 +102,58 @@ func HaveTool(name string) bool {
 	return err == nil
 }
 
+// hosts say what the tests may expect of PROFILE on each architecture it
+// runs on, by GOARCH spelling: a table, not a choice (no code but a table
+// names an architecture; TestNoArchChoices). A port adds its line
+// (docs/porting.md).
+var hosts = map[string]struct {
+	// timesInProcess: PROFILE times functions in-process, through the
+	// threads' rings (x86-64, and arm64, whose record code needs no
+	// atomic instruction, LSE or not).
+	timesInProcess bool
+	// inProcessNeeds is the feature of /proc/cpuinfo without which
+	// PROFILE counts function entries with breakpoints, not in-process
+	// ("" for none): on arm64 the LSE atomics ("atomics"; an ARMv8.0
+	// core such as the Cortex-A57 has not, and PROFILE warns PRF4648).
+	inProcessNeeds string
+	// goDepth: PROFILE keeps the call depth of Go programs too, not only
+	// of others (not on arm64, whose goroutine stacks are in no stack
+	// table: docs/linux.md, "Call depth").
+	goDepth bool
+	// threadBlocks: each thread has a block of counters of its own, which
+	// can run out (x86-64, through GS).
+	threadBlocks bool
+}{
+	"amd64": {timesInProcess: true, goDepth: true, threadBlocks: true},
+	"arm64": {timesInProcess: true, inProcessNeeds: "atomics"},
+}
+
 // TimesInProcess reports whether PROFILE times functions in-process on
-// this machine, through the threads' rings: on x86-64, and on arm64,
-// whose record code needs no atomic instruction (LSE or not).
-func TimesInProcess() bool { return runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" }
+// this machine, through the threads' rings.
+func TimesInProcess() bool { return hosts[runtime.GOARCH].timesInProcess }
 
 // InProcess reports whether PROFILE counts function entries in-process on
-// this machine: on x86-64 always, on arm64 when the CPU has the LSE atomics
-// ("atomics" in /proc/cpuinfo; an ARMv8.0 core such as the Cortex-A57 has
-// not, and PROFILE counts with breakpoints there, warning PRF4648).
+// this machine: where it traces, and the CPU has what its counting code
+// needs (hosts).
 func InProcess() bool {
-	switch runtime.GOARCH {
-	case "amd64":
-		return true
-	case "arm64":
-		b, err := os.ReadFile("/proc/cpuinfo")
-		return err == nil && slices.Contains(strings.Fields(string(b)), "atomics")
+	h, ok := hosts[runtime.GOARCH]
+	if !ok || h.inProcessNeeds == "" {
+		return ok
 	}
-	return false
+	b, err := os.ReadFile("/proc/cpuinfo")
+	return err == nil && slices.Contains(strings.Fields(string(b)), h.inProcessNeeds)
 }
 
 // KeepsDepth reports whether PROFILE keeps the call depth of function
 // counting and coverage here, of a Go program or another: in-process, but
-// for Go programs on arm64, whose goroutine stacks are in no stack table
-// (docs/linux.md, "Call depth").
+// for Go programs where goroutines' depth cannot be kept (hosts).
 func KeepsDepth(goProgram bool) bool {
-	return InProcess() && (runtime.GOARCH == "amd64" || !goProgram)
+	return InProcess() && (hosts[runtime.GOARCH].goDepth || !goProgram)
 }
 
 // ThreadBlocks reports whether each thread has a block of counters of its
 // own here (in-process on x86-64, through GS), which can run out.
-func ThreadBlocks() bool { return runtime.GOARCH == "amd64" && InProcess() }
+func ThreadBlocks() bool { return hosts[runtime.GOARCH].threadBlocks && InProcess() }
 
 // MustHaveTool skips the test when a program is not on PATH.
 func MustHaveTool(t testing.TB, name string) string {
@@ -147,7 +168,7 @@ func MustHaveTool(t testing.TB, name string) string {
 // MustHavePtrace skips the test where programs cannot be traced.
 func MustHavePtrace(t testing.TB) {
 	t.Helper()
-	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+	if _, ok := hosts[runtime.GOARCH]; runtime.GOOS != "linux" || !ok {
 		t.Skipf("tracing needs linux on amd64 or arm64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(b)) == "3" {
