@@ -156,8 +156,19 @@ func scanAMD64(code []byte, pc uint64) (scanned, error) {
 // addressing, and the immediate. (The common paths stay in this
 // function: the scan runs it for every instruction of a module.)
 func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
-	pre, p, ok := fastPrefixes(code)
-	if !ok || p >= len(code) {
+	pre, p, ok := fastPrefix{mand: sseNone}, 0, true
+	// Only an opcode opSlow may be a prefix (x86OneByte): the others need
+	// no call.
+	if len(code) > 0 && x86OneByte[code[0]] == opSlow && code[0]&0xf0 != 0x40 {
+		if pre, p, ok = fastPrefixes(code); !ok {
+			return scanned{}, false
+		}
+	}
+	if p < len(code) && code[p]&0xf0 == 0x40 {
+		pre.rexW = code[p]&8 != 0
+		p++
+	}
+	if p >= len(code) {
 		return scanned{}, false
 	}
 	op := code[p]
@@ -219,8 +230,8 @@ func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
 	return in, true
 }
 
-// fastPrefixes reads the prefixes of the instruction at the start of
-// code, and its REX prefix: what they say, and where the opcode starts;
+// fastPrefixes reads the legacy prefixes of the instruction at the start
+// of code: what they say, and where the REX prefix or the opcode starts;
 // false for 32-bit addressing (67), which the fast path leaves to the
 // full decoder.
 func fastPrefixes(code []byte) (pre fastPrefix, p int, ok bool) {
@@ -246,10 +257,6 @@ prefixes:
 		} else {
 			pre.mand = 0
 		}
-	}
-	if p < len(code) && code[p]&0xf0 == 0x40 {
-		pre.rexW = code[p]&8 != 0
-		p++
 	}
 	return pre, p, true
 }
