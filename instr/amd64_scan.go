@@ -150,34 +150,18 @@ func scanAMD64(code []byte, pc uint64) (scanned, error) {
 }
 
 // scanAMD64Fast is scanAMD64's table; false sends the instruction to
-// the full decoder. An instruction is its prefixes, its opcode (the 0F
-// map's in fastTwoByte), its operands (fastOperands for the kinds other
-// than the common none and ModRM), the ModRM byte's addressing, and the
-// immediate. (The common paths stay in this function: the scan runs it
-// for every instruction of a module.)
+// the full decoder. An instruction is its prefixes (fastPrefixes), its
+// opcode (the 0F map's in fastTwoByte), its operands (fastOperands for
+// the kinds other than the common none and ModRM), the ModRM byte's
+// addressing, and the immediate. (The common paths stay in this
+// function: the scan runs it for every instruction of a module.)
 func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
-	pre := fastPrefix{mand: sseNone}
-	p := 0
-prefixes:
-	for ; p < len(code); p++ {
-		m := uint8(0)
-		switch code[p] {
-		case 0x66:
-			pre.opsize, m = true, sse66
-		case 0xf3:
-			m = sseF3
-		case 0xf2:
-			m = sseF2
-		case 0xf0, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65:
-		case 0x67:
-			return scanned{}, false // 32-bit addressing: rare, EIP-relative
-		default:
-			break prefixes
-		}
-		if p == 0 {
-			pre.mand = m
-		} else {
-			pre.mand = 0
+	pre, p, ok := fastPrefix{mand: sseNone}, 0, true
+	// Only an opcode opSlow may be a prefix (x86OneByte): the others need
+	// no call.
+	if len(code) > 0 && x86OneByte[code[0]] == opSlow && code[0]&0xf0 != 0x40 {
+		if pre, p, ok = fastPrefixes(code); !ok {
+			return scanned{}, false
 		}
 	}
 	if p < len(code) && code[p]&0xf0 == 0x40 {
@@ -191,7 +175,6 @@ prefixes:
 	kind := x86OneByte[op]
 	p++
 	if op == 0x0f {
-		var ok bool
 		if kind, p, ok = fastTwoByte(code, p, pre); !ok {
 			return scanned{}, false
 		}
@@ -207,7 +190,6 @@ prefixes:
 		}
 		return fastBranch(code, pc, p, op, kind)
 	default:
-		var ok bool
 		if modrm, imm, ok = fastOperands(code, p, kind, pre); !ok {
 			return scanned{}, false
 		}
@@ -246,6 +228,37 @@ prefixes:
 	}
 	in.n = p
 	return in, true
+}
+
+// fastPrefixes reads the legacy prefixes of the instruction at the start
+// of code: what they say, and where the REX prefix or the opcode starts;
+// false for 32-bit addressing (67), which the fast path leaves to the
+// full decoder.
+func fastPrefixes(code []byte) (pre fastPrefix, p int, ok bool) {
+	pre.mand = sseNone
+prefixes:
+	for ; p < len(code); p++ {
+		m := uint8(0)
+		switch code[p] {
+		case 0x66:
+			pre.opsize, m = true, sse66
+		case 0xf3:
+			m = sseF3
+		case 0xf2:
+			m = sseF2
+		case 0xf0, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65:
+		case 0x67:
+			return pre, p, false // 32-bit addressing: rare, EIP-relative
+		default:
+			break prefixes
+		}
+		if p == 0 {
+			pre.mand = m
+		} else {
+			pre.mand = 0
+		}
+	}
+	return pre, p, true
 }
 
 // fastPrefix is what an instruction's prefixes say to the fast path: an

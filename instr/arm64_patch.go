@@ -477,18 +477,14 @@ func (arm64) DepthCode(d Depth) (DepthCode, bool) {
 	cmpSP := uint32(0xeb200000 | x17<<16 | 3<<13 | sp<<5 | xzr)                              // SUBS (extended register), UXTX
 	slots := uint32(d.Slots)
 	// Branches, their offsets filled in once every label is placed.
-	type branch struct {
-		at int
-		to string
-	}
-	var branches []branch
+	var branches []a64Jump
 	labels := map[string]int{}
 	bcond := func(cond uint32, to string) {
-		branches = append(branches, branch{len(w), to})
+		branches = append(branches, a64Jump{len(w), to})
 		emit(0x54000000 | cond) // B.cond
 	}
 	b := func(to string) {
-		branches = append(branches, branch{len(w), to})
+		branches = append(branches, a64Jump{len(w), to})
 		emit(0x14000000) // B
 	}
 	compare := func() { emit(ldr(x17, x16, DepthStack-8), cmpSP) }
@@ -519,6 +515,20 @@ func (arm64) DepthCode(d Depth) (DepthCode, bool) {
 	emit(and(x17, x16, lowBits), lsr(x17, x17, 3), addImm(x17, x17, 1))
 	emit(and(x16, x16, highBits), str(x17, x16, DepthCurrent))
 	labels["done"] = len(w)
+	code := a64Resolve(w, branches, labels)
+	return DepthCode{Code: code, Rollback: []Rollback{{From: 0, To: len(code)}}}, true
+}
+
+// a64Jump is a branch of generated code: the index of its instruction
+// and the label it goes to.
+type a64Jump struct {
+	at int
+	to string
+}
+
+// a64Resolve fills in the offsets of the branches (B and B.cond) of the
+// instructions w to their labels, and returns w as code.
+func a64Resolve(w []uint32, branches []a64Jump, labels map[string]int) []byte {
 	for _, br := range branches {
 		off := uint32(labels[br.to] - br.at)
 		if w[br.at]&0xfc000000 == 0x14000000 {
@@ -531,7 +541,7 @@ func (arm64) DepthCode(d Depth) (DepthCode, bool) {
 	for _, x := range w {
 		code = binary.LittleEndian.AppendUint32(code, x)
 	}
-	return DepthCode{Code: code, Rollback: []Rollback{{From: 0, To: len(code)}}}, true
+	return code
 }
 
 // relocateOne relocates the one instruction orig from pc to at.

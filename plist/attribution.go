@@ -21,7 +21,7 @@ var callerDataHeading = []string{callerDataTitle, strings.Repeat("-", len(caller
 // counting table in a profile made with /AT: per function, in the report's
 // order and filtered by /C, its line, then its callers as a tree (default)
 // or its stacks one by one (/FLAT), then an empty line.
-func (r *report) attributionListing(p *printer, funcs []int) {
+func (r funcListing) attributionListing(p *printer, funcs []int) {
 	total, _ := r.totals(r.allItems())
 	for _, i := range funcs {
 		h := r.hits(i)
@@ -73,7 +73,7 @@ func add(nodes *[]*callerNode, fn int, s *datafile.Stack) *callerNode {
 // same functions are merged; nodes appear in the order in which the
 // stacks, in the listing's order, first name them. The stack base is
 // never shown.
-func (r *report) callerNodes(i int) []*callerNode {
+func (r funcListing) callerNodes(i int) []*callerNode {
 	var roots []*callerNode
 	for _, k := range r.listingStacks(i) {
 		s := &r.m.Stats.Stacks[k]
@@ -94,7 +94,7 @@ func (r *report) callerNodes(i int) []*callerNode {
 // most function time (/ST, /SN), function+child time (/STC) or hits (/SC).
 // Stacks of equal keys keep their recorded order (the original's order
 // among them came from its C library's qsort; original.md §5.7.1).
-func (r *report) listingStacks(i int) []int {
+func (r funcListing) listingStacks(i int) []int {
 	if !r.hasTimes() || r.sort == SortTime || r.sort == SortName {
 		return r.stacks[i] // already in that order
 	}
@@ -111,7 +111,7 @@ func (r *report) listingStacks(i int) []int {
 
 // callerTree writes the callers of function i as a tree, in the counting
 // listing's layout.
-func (r *report) callerTree(p *printer, i int) {
+func (r funcListing) callerTree(p *printer, i int) {
 	step := max(r.o.TabWidth, 0)
 	for _, node := range r.callerNodes(i) {
 		r.callerLine(p, step, node)
@@ -122,12 +122,12 @@ func (r *report) callerTree(p *printer, i int) {
 }
 
 // callerLine writes "%s (%s) %d time%s" indented.
-func (r *report) callerLine(p *printer, indent int, n *callerNode) {
+func (r funcListing) callerLine(p *printer, indent int, n *callerNode) {
 	p.text(fmt.Sprintf("%s%s %d %s", strings.Repeat(" ", indent), r.callerLabel(n.fn), n.hits, plural(n.hits, "time")))
 }
 
 // callerLabel is a caller's "name (source)".
-func (r *report) callerLabel(fn int) string {
+func (r funcListing) callerLabel(fn int) string {
 	if fn < 0 || fn >= len(r.names) {
 		return stackBase
 	}
@@ -137,7 +137,7 @@ func (r *report) callerLabel(fn int) string {
 // flatStacks writes the stacks of function i one by one, highest hits
 // first: "Stack n; hits (% of the function's hits):" and the callers,
 // outermost first, without the stack base.
-func (r *report) flatStacks(p *printer, i int, hits uint64) {
+func (r funcListing) flatStacks(p *printer, i int, hits uint64) {
 	step := max(r.o.TabWidth, 0)
 	stacks := r.stacks[i]
 	p.text(fmt.Sprintf("%d %s:", len(stacks), plural(uint64(len(stacks)), "stack")))
@@ -178,7 +178,7 @@ type twoColumns struct {
 	left, right int
 }
 
-func (r *report) twoColumns() twoColumns {
+func (r funcListing) twoColumns() twoColumns {
 	if !r.o.PageWidthGiven {
 		return twoColumns{left: timingCallersLeft, right: -1}
 	}
@@ -215,7 +215,7 @@ func (c twoColumns) rightCell(s, measure string) string {
 // The second line's cut is decided and made on its printf format, in which
 // each "%" is "%%" (so the line is cut one or two characters earlier than
 // its text would be), as the original did.
-func (r *report) timingCallersHeading() []string {
+func (r funcListing) timingCallersHeading() []string {
 	c := r.twoColumns()
 	format := strings.ReplaceAll(timingCallersTime, "%", "%%")
 	return []string{
@@ -232,7 +232,7 @@ func (r *report) timingCallersHeading() []string {
 // empty line. A caller's figures are the part of the function's times and
 // hits under that caller, its percentages those of the function's own
 // times.
-func (r *report) timingCallerListing(p *printer, funcs []int) {
+func (r funcListing) timingCallerListing(p *printer, funcs []int) {
 	c := r.twoColumns()
 	inside := float64(r.insideTime())
 	step := max(r.o.TabWidth, 0)

@@ -87,15 +87,18 @@ type chromeFrame struct {
 	zeroAt int64
 }
 
+// chromeExport writes the timeline.
+type chromeExport struct{ *report }
+
 // writeChrome writes o.Trace as Trace Event JSON (the timeline).
-func (r *report) writeChrome(w *bufio.Writer) error {
+func (r chromeExport) writeChrome(w *bufio.Writer) error {
 	t := r.o.Trace
 	if t == nil {
 		return errNoTrace
 	}
 	order := chromeOrder(t)
 	tids := chromeTIDs(t, order)
-	c := &chromeWriter{r: r, w: w, prefix: map[int32][]byte{}}
+	c := &chromeWriter{r: r.report, w: w, prefix: map[int32][]byte{}}
 	program := "program"
 	if len(r.plan.Modules) > 0 {
 		program = r.plan.Modules[0].Name
@@ -323,7 +326,7 @@ func (c *chromeWriter) slicePrefix(fn int32) []byte {
 
 // chromeOtherData is the timeline's "otherData": what the trace is of, and
 // whether it is whole.
-func (r *report) chromeOtherData(program string, tracks, calls, unfinished int) []byte {
+func (r chromeExport) chromeOtherData(program string, tracks, calls, unfinished int) []byte {
 	t := r.o.Trace
 	var b bytes.Buffer
 	field := func(key string, value []byte) {

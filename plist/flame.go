@@ -1,13 +1,17 @@
 package plist
 
 import (
+	"bufio"
 	"cmp"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // foldedStack is one line of folded stacks: the functions of a call stack
@@ -121,7 +125,7 @@ type htmlFrame struct {
 // share of the value of the stacks through it; siblings from left to
 // right by name. Values are nanoseconds. It returns nil when the stacks
 // add up to nothing.
-func (r *report) flameGraph(stacks []foldedStack) *htmlFlame {
+func (r htmlExport) flameGraph(stacks []foldedStack) *htmlFlame {
 	root := &flameNode{fn: -1}
 	depth := 0
 	for _, s := range stacks {
@@ -222,4 +226,35 @@ func flameColour(name string, root bool) string {
 	green := 90 + (v>>8)%130
 	blue := 40 + (v>>16)%50
 	return fmt.Sprintf("#%02x%02x%02x", red, green, blue)
+}
+
+// foldedExport writes the folded stacks.
+type foldedExport struct{ *report }
+
+// writeFolded writes folded stacks, one line each, as flame graph tools
+// read them ("caller;callee value"): with /AT each distinct chain of calls
+// (callStacks), outermost first, as deep as /STACK tells stacks apart,
+// else each function alone; the value is the hits, or for timing and
+// sampling the function's own time in nanoseconds. Line profiles give
+// "module;file:line hits". Names are the displayed ones, [prf.Printable],
+// with ';' replaced.
+func (r foldedExport) writeFolded(w *bufio.Writer) {
+	semicolon := strings.NewReplacer(";", ":")
+	clean := func(s string) string { return semicolon.Replace(prf.Printable(s)) }
+	if !r.plan.Method.IsFunction() {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			fmt.Fprintf(w, "%s;%s:%d %d\n", clean(r.moduleName(l.Module)), clean(r.lineFile(l)), l.Line, r.hits(i))
+		}
+		return
+	}
+	for _, st := range r.foldedStacks() {
+		for k, f := range st.frames {
+			if k > 0 {
+				w.WriteByte(';')
+			}
+			w.WriteString(clean(r.exportName(f)))
+		}
+		fmt.Fprintf(w, " %d\n", st.value)
+	}
 }

@@ -24,10 +24,14 @@ var (
 	}
 )
 
+// funcListing writes the listing of a function profile (original.md §5.6): its
+// statistics, function tables and attribution listings.
+type funcListing struct{ *report }
+
 // writeFunctions writes the listing of a function profile: the program
 // statistics, then per module its statistics and its table, and for
 // function sampling the source listings of its sampled lines.
-func (r *report) writeFunctions(p *printer) {
+func (r funcListing) writeFunctions(p *printer) {
 	heading := r.tableHeading()
 	var repeat []string
 	if !r.callerListing() {
@@ -53,12 +57,12 @@ func (r *report) writeFunctions(p *printer) {
 // callerListing reports whether the modules' tables are replaced by the
 // caller listings of counting (§5.7.1; timing's is a table, with a heading
 // repeated on every page like the others).
-func (r *report) callerListing() bool {
+func (r funcListing) callerListing() bool {
 	return r.plan.Attribution && r.plan.Method == datafile.FuncCounting && r.sort != SortNameSummary
 }
 
 // tableHeading is the heading of the module tables.
-func (r *report) tableHeading() []string {
+func (r funcListing) tableHeading() []string {
 	m := r.plan.Method
 	switch {
 	case r.plan.Attribution && m.HasTimes():
@@ -74,7 +78,7 @@ func (r *report) tableHeading() []string {
 }
 
 // programStatistics writes the Program Statistics block (§5.6.1).
-func (r *report) programStatistics(p *printer) {
+func (r funcListing) programStatistics(p *printer) {
 	m := r.plan.Method
 	st := &r.m.Stats
 	p.title("Program Statistics")
@@ -104,7 +108,7 @@ func (r *report) programStatistics(p *printer) {
 // runLines writes one "Command line at" line per merged run. A run that
 // did not end normally (the Linux port merges those) gets a second line
 // saying why, a line the original never printed.
-func (r *report) runLines(p *printer) {
+func (r funcListing) runLines(p *printer) {
 	for _, run := range r.m.Runs {
 		p.text(fmt.Sprintf("    Command line at %s: %s", runDate(run.Time, r.o.Now), run.CommandLine))
 		if run.Incomplete {
@@ -121,7 +125,7 @@ func (r *report) runLines(p *printer) {
 // nanoseconds per event (docs/design/linux.md, "Timing"): the last run's measured
 // overhead, the /CB value when given, and the average over the runs
 // (integer division, as the original's %ld figures).
-func (r *report) overheadLines(p *printer) {
+func (r funcListing) overheadLines(p *printer) {
 	var last, sum int64
 	for _, v := range r.m.Overheads {
 		last = v
@@ -138,17 +142,11 @@ func (r *report) overheadLines(p *printer) {
 	p.text(fmt.Sprintf("    Overhead Average %d", avg))
 }
 
-// insideTime is the time inside profiled functions, the denominator of
-// every time percentage: total time minus the time outside.
-func (r *report) insideTime() int64 {
-	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
-}
-
 // modulesTime is the denominator of a module's share of the time: the
 // time inside profiled functions, which the modules' function times add
 // up to, or their sum where threads or goroutines ran side by side (each
 // is charged its own time: together they take more than the run's).
-func (r *report) modulesTime() int64 {
+func (r funcListing) modulesTime() int64 {
 	var sum int64
 	for _, funcs := range r.funcs {
 		for _, i := range funcs {
@@ -159,7 +157,7 @@ func (r *report) modulesTime() int64 {
 }
 
 // moduleStatistics writes a module's statistics block (§5.6.1).
-func (r *report) moduleStatistics(p *printer, mod int) {
+func (r funcListing) moduleStatistics(p *printer, mod int) {
 	m := r.plan.Method
 	funcs := r.funcs[mod]
 	p.title("Module Statistics for " + r.plan.Modules[mod].Name)
@@ -183,7 +181,7 @@ func (r *report) moduleStatistics(p *printer, mod int) {
 // functionTable writes a module's table: the counting or timing table
 // filtered by /C, the caller listing, or the coverage list of every
 // function.
-func (r *report) functionTable(p *printer, mod int, heading []string) {
+func (r funcListing) functionTable(p *printer, mod int, heading []string) {
 	printHeading(p, heading)
 	m := r.plan.Method
 	funcs := r.sortFuncs(r.funcs[mod], r.sort)
@@ -208,13 +206,13 @@ func (r *report) functionTable(p *printer, mod int, heading []string) {
 // and source names are printed as recorded: the original lower-cased them
 // (Windows file names ignore case), but Linux file names are case-sensitive,
 // so the port keeps their case.
-func (r *report) source(i int) string {
+func (r funcListing) source(i int) string {
 	return " (" + r.plan.Funcs[i].Source + ")"
 }
 
 // countingRows writes "%8d %5.1f %s (%s)": hits and their share of the
 // program's hits.
-func (r *report) countingRows(p *printer, funcs []int) {
+func (r funcListing) countingRows(p *printer, funcs []int) {
 	total, _ := r.totals(r.allItems())
 	for _, i := range funcs {
 		h := r.hits(i)
@@ -229,7 +227,7 @@ func (r *report) countingRows(p *printer, funcs []int) {
 // timingRows writes "%12.3f %5.1f %12.3f %5.1f %8d %s (%s)": function time,
 // function+child time, both with their share of the time inside profiled
 // functions, and hits.
-func (r *report) timingRows(p *printer, funcs []int) {
+func (r funcListing) timingRows(p *printer, funcs []int) {
 	inside := float64(r.insideTime())
 	for _, i := range funcs {
 		h := r.hits(i)
@@ -246,7 +244,7 @@ func (r *report) timingRows(p *printer, funcs []int) {
 
 // coverageRows writes "    %c    %s (%s)" for every function, /C
 // notwithstanding: '*' when it was hit, '.' when not.
-func (r *report) coverageRows(p *printer, funcs []int, withSource bool) {
+func (r funcListing) coverageRows(p *printer, funcs []int, withSource bool) {
 	for _, i := range funcs {
 		mark := '.'
 		if r.hits(i) > 0 {
@@ -258,9 +256,4 @@ func (r *report) coverageRows(p *printer, funcs []int, withSource bool) {
 		}
 		p.text(s)
 	}
-}
-
-// listed applies /C: a row is kept when its hits reach MinCount.
-func (r *report) listed(hits uint64) bool {
-	return r.o.MinCount <= 0 || hits >= uint64(r.o.MinCount)
 }

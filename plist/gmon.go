@@ -166,6 +166,9 @@ func (g *gmonWriter) arc(from, self, count uint64) error {
 	return nil
 }
 
+// gmonExport writes the gmon.out.
+type gmonExport struct{ *report }
+
 // writeGmon writes a GNU gprof gmon.out of the program (module 0): a
 // histogram of its profiled functions' code at their link-time
 // addresses (in records of at most gmonChunk bins), each line's samples
@@ -176,7 +179,7 @@ func (g *gmonWriter) arc(from, self, count uint64) error {
 // profiled functions) from address 0, which gprof shows as
 // <spontaneous> and does not count. The functions of shared libraries
 // are left out, with a warning.
-func (r *report) writeGmon(w io.Writer) error {
+func (r gmonExport) writeGmon(w io.Writer) error {
 	interval := r.m.Stats.Sampling.Interval
 	if interval <= 0 {
 		return errors.New("write gmon.out: the profile has no sampling run (no sampling interval)")
@@ -217,7 +220,7 @@ func (r *report) writeGmon(w io.Writer) error {
 // highest High (a function of unknown range counts as its entry), its
 // ends rounded out to whole bins of gmonBinSize bytes, or coarser bins
 // when more than gmonMaxBins would be needed.
-func (r *report) gmonRange() (low, high, bin uint64, err error) {
+func (r gmonExport) gmonRange() (low, high, bin uint64, err error) {
 	low, high = math.MaxUint64, 0
 	for _, i := range r.funcs[0] {
 		f := &r.plan.Funcs[i]
@@ -274,7 +277,7 @@ func gmonBin(addr, low, bin, fLow, fHigh uint64) uint64 {
 // from each stack's nearest caller, summed per caller, the calls from the
 // stack base or from a shared library from address 0; the calls no
 // stack records, and every call without /AT, from address 0 too.
-func (r *report) gmonArcs(g *gmonWriter) error {
+func (r gmonExport) gmonArcs(g *gmonWriter) error {
 	type key struct{ from, self uint64 }
 	var order []key
 	sums := map[key]uint64{}
@@ -318,7 +321,7 @@ func (r *report) gmonArcs(g *gmonWriter) error {
 
 // gmonWarnings warns of what gmon.out leaves out: the functions of shared
 // libraries that have samples or calls, and without /AT every caller.
-func (r *report) gmonWarnings() {
+func (r gmonExport) gmonWarnings() {
 	var libs []string
 	for mod := 1; mod < len(r.plan.Modules); mod++ {
 		for _, i := range r.funcs[mod] {

@@ -14,7 +14,10 @@ import (
 
 // report is one Generate call: the merged profile seen through the options.
 // Every index read from the profile is checked, so that a profile whose
-// slices disagree in length prints zeros instead of panicking.
+// slices disagree in length prints zeros instead of panicking. Its
+// methods are what the listings and the formats share; each listing and
+// format is a type over it holding its own (funcListing, lineListing,
+// tabRecords, and an ...Export type per format).
 type report struct {
 	m    *datafile.Merged
 	plan *datafile.Plan
@@ -109,7 +112,7 @@ func (r *report) write(w io.Writer) error {
 	var err error
 	switch {
 	case r.o.Tab:
-		err = r.writeTab(w)
+		err = tabRecords{r}.writeTab(w)
 	case r.o.Format != FormatText:
 		err = r.writeExport(w)
 	default:
@@ -130,13 +133,13 @@ func (r *report) writeListing(w io.Writer) error {
 	}
 	if r.plan.Method.IsSampling() || (!r.plan.Method.IsFunction() && r.sort != SortCount) {
 		// (Function sampling and line profiles but /SC list the sources.)
-		r.warnSourcesLeftOut()
+		lineListing{r}.warnSourcesLeftOut()
 	}
 	p := newPrinter(w, r.o, r.pageHeader())
 	if r.plan.Method.IsFunction() {
-		r.writeFunctions(p)
+		funcListing{r}.writeFunctions(p)
 	} else {
-		r.writeLines(p, !ok)
+		lineListing{r}.writeLines(p, !ok)
 	}
 	return p.flush()
 }
@@ -303,4 +306,25 @@ func (r *report) sortFuncs(idx []int, s Sort) []int {
 	}
 	slices.SortStableFunc(idx, less)
 	return idx
+}
+
+// linesInOrder returns the line indices sorted by file, then line number.
+func (r *report) linesInOrder(idx []int) []int {
+	idx = slices.Clone(idx)
+	lines := r.plan.Lines
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(lines[a].File, lines[b].File), cmp.Compare(lines[a].Line, lines[b].Line))
+	})
+	return idx
+}
+
+// insideTime is the time inside profiled functions, the denominator of
+// every time percentage: total time minus the time outside.
+func (r *report) insideTime() int64 {
+	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
+}
+
+// listed applies /C: a row is kept when its hits reach MinCount.
+func (r *report) listed(hits uint64) bool {
+	return r.o.MinCount <= 0 || hits >= uint64(r.o.MinCount)
 }

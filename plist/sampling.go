@@ -19,7 +19,7 @@ import (
 // any, the samples the kernel lost and the kernel time that user-space
 // samples do not see. A database that no run was merged into has no
 // interval, and no line for it.
-func (r *report) samplingLines(p *printer) {
+func (r funcListing) samplingLines(p *printer) {
 	s := &r.m.Stats.Sampling
 	if s.Interval > 0 {
 		line := fmt.Sprintf("    Sampled every %s millisecond of CPU time", fixed(millis(s.Interval), 3))
@@ -58,7 +58,7 @@ func (r *report) insideSamples() uint64 {
 // lines, in the module's file order, with the samples of each line and
 // their share of the samples inside functions. Lines without samples are
 // shown as the lines that are not code.
-func (r *report) sampledSources(p *printer, mod int) {
+func (r funcListing) sampledSources(p *printer, mod int) {
 	byFile := make(map[int]map[int]uint64)
 	for _, i := range r.lines[mod] {
 		n := r.lineSamples(i)
@@ -74,7 +74,7 @@ func (r *report) sampledSources(p *printer, mod int) {
 	inside := r.insideSamples()
 	for file := range r.plan.Modules[mod].Files {
 		if counts := byFile[file]; counts != nil {
-			r.sourceListing(p, mod, file, counts, inside)
+			lineListing(r).sourceListing(p, mod, file, counts, inside)
 		}
 	}
 }

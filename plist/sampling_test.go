@@ -667,7 +667,7 @@ histogram [0x1008, 0x1010) 2 bins 1000/seconds (s)
 	m := samplingProfile(samplingLayoutGCC, gccRun)
 	m.Plan.Funcs[1].Low, m.Plan.Funcs[1].High = 0x10000000, 0x10000010 // spin_b far away
 	r := newReport(m, Options{})
-	low, high, bin, err := r.gmonRange()
+	low, high, bin, err := gmonExport{r}.gmonRange()
 	if err != nil || low != 0x401100 || bin != 0x100 || (high-low)/bin > gmonMaxBins {
 		t.Errorf("gmonRange = %#x, %#x, %d, %v; want bins of 256 bytes from 0x401100", low, high, bin, err)
 	}
@@ -677,7 +677,7 @@ histogram [0x1008, 0x1010) 2 bins 1000/seconds (s)
 	} {
 		m.Plan.Funcs[0] = f
 		r := newReport(m, Options{})
-		if low, high, bin, err := r.gmonRange(); err == nil {
+		if low, high, bin, err := (gmonExport{r}).gmonRange(); err == nil {
 			t.Errorf("function %s: gmonRange = %#x, %#x, %d, no error", f.Name, low, high, bin)
 		}
 		o := DefaultOptions()

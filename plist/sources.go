@@ -108,3 +108,17 @@ func (r *report) exportPath(mod int, name string) string {
 func noFile(name string) bool {
 	return len(name) > 2 && strings.HasPrefix(name, "<") && strings.HasSuffix(name, ">")
 }
+
+// openSource opens a module's source file where findSource finds it, and
+// returns it with that path, or nil.
+func (r *report) openSource(mod int, name string) (*os.File, string) {
+	found := r.findSource(mod, name)
+	if found == "" {
+		return nil, ""
+	}
+	f, err := os.Open(found)
+	if err != nil {
+		return nil, ""
+	}
+	return f, found
+}

@@ -1,6 +1,7 @@
 package plist
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 )
@@ -156,4 +157,27 @@ func (r *report) callerStack(fn int, key uint64) (int, bool) {
 type stackID struct {
 	fn  int
 	key uint64
+}
+
+// stacksByFunc returns, per function, the indices of its stacks in
+// Stats.Stacks, ordered by hits (counting, coverage) or function time
+// (timing), highest first, recorded order among equals.
+func (r *report) stacksByFunc() [][]int {
+	all := r.m.Stats.Stacks
+	byFunc := make([][]int, len(r.plan.Funcs))
+	for k, s := range all {
+		if s.Func >= 0 && s.Func < len(byFunc) {
+			byFunc[s.Func] = append(byFunc[s.Func], k)
+		}
+	}
+	timing := r.hasTimes()
+	for _, ks := range byFunc {
+		slices.SortStableFunc(ks, func(a, b int) int {
+			if timing {
+				return cmp.Compare(all[b].Time, all[a].Time)
+			}
+			return cmp.Compare(all[b].Hits, all[a].Hits)
+		})
+	}
+	return byFunc
 }

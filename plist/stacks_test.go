@@ -95,7 +95,7 @@ func TestCallStacks(t *testing.T) {
 // it.
 func TestCallgrindRecursion(t *testing.T) {
 	r := newReport(recursion(), DefaultOptions())
-	calls := r.callgrindCalls()
+	calls := callgrindExport{r}.callgrindCalls()
 	want := map[int][]callgrindCall{
 		0: {{callee: 1, hits: 1, inclusive: 13}},
 		1: {{callee: 1, hits: 2, inclusive: 0}, {callee: 2, hits: 1, inclusive: 10}},
@@ -122,7 +122,7 @@ func TestCallgrindRecursion(t *testing.T) {
 	}
 	r = newReport(m, DefaultOptions())
 	into := map[int]int64{}
-	for _, list := range r.callgrindCalls() {
+	for _, list := range (callgrindExport{r}).callgrindCalls() {
 		for _, c := range list {
 			into[c.callee] += c.inclusive
 		}

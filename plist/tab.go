@@ -23,9 +23,12 @@ func field(s string) string { return prf.Printable(s) }
 // stackBase names the bottom of a recorded caller chain in record 10.
 const stackBase = "<stack base>"
 
+// tabRecords writes the tab-delimited records (/T).
+type tabRecords struct{ *report }
+
 // writeTab writes the tab-delimited records of original.md §6. Sort
 // switches and /C do not apply; /L and /F do.
-func (r *report) writeTab(w io.Writer) error {
+func (r tabRecords) writeTab(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	m, st := r.plan.Method, &r.m.Stats
 	fmt.Fprintln(bw, tabBanner)
@@ -60,7 +63,7 @@ func (r *report) writeTab(w io.Writer) error {
 
 // moduleField is the module field of records 6 and 7: the file name, or
 // with /F the path PREP read.
-func (r *report) moduleField(mod int) string {
+func (r tabRecords) moduleField(mod int) string {
 	md := &r.plan.Modules[mod]
 	if r.o.FullPaths && md.Path != "" {
 		return md.Path
@@ -71,7 +74,7 @@ func (r *report) moduleField(mod int) string {
 // functionRecords writes record 6 for every function, modules in plan
 // order and functions by name, each followed by its attribution group
 // when the profile has one.
-func (r *report) functionRecords(w io.Writer) {
+func (r tabRecords) functionRecords(w io.Writer) {
 	for mod := range r.plan.Modules {
 		for _, i := range r.sortFuncs(r.funcs[mod], SortName) {
 			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", field(r.moduleField(mod)), field(r.plan.Funcs[i].Source),
@@ -84,34 +87,11 @@ func (r *report) functionRecords(w io.Writer) {
 	}
 }
 
-// stacksByFunc returns, per function, the indices of its stacks in
-// Stats.Stacks, ordered by hits (counting, coverage) or function time
-// (timing), highest first, recorded order among equals.
-func (r *report) stacksByFunc() [][]int {
-	all := r.m.Stats.Stacks
-	byFunc := make([][]int, len(r.plan.Funcs))
-	for k, s := range all {
-		if s.Func >= 0 && s.Func < len(byFunc) {
-			byFunc[s.Func] = append(byFunc[s.Func], k)
-		}
-	}
-	timing := r.hasTimes()
-	for _, ks := range byFunc {
-		slices.SortStableFunc(ks, func(a, b int) int {
-			if timing {
-				return cmp.Compare(all[b].Time, all[a].Time)
-			}
-			return cmp.Compare(all[b].Hits, all[a].Hits)
-		})
-	}
-	return byFunc
-}
-
 // attributionRecords writes a function's group (§6.4): record 8 with the
 // number of stacks, then per stack record 9 and its caller names in
 // records 10, outermost first. Each group follows its own function's
 // record 6: the original's misplacement of the groups is not reproduced.
-func (r *report) attributionRecords(w io.Writer, stacks []int) {
+func (r tabRecords) attributionRecords(w io.Writer, stacks []int) {
 	fmt.Fprintf(w, "8\t%d\n", len(stacks))
 	for _, k := range stacks {
 		s := &r.m.Stats.Stacks[k]
@@ -128,7 +108,7 @@ func (r *report) attributionRecords(w io.Writer, stacks []int) {
 }
 
 // callerName is a caller's name in record 10: -1 is the stack base.
-func (r *report) callerName(i int) string {
+func (r tabRecords) callerName(i int) string {
 	switch {
 	case i < 0:
 		return stackBase
@@ -140,7 +120,7 @@ func (r *report) callerName(i int) string {
 
 // lineRecords writes record 7 for every profiled line: modules in plan
 // order, then source files in the module's file order, then line numbers.
-func (r *report) lineRecords(w io.Writer) {
+func (r tabRecords) lineRecords(w io.Writer) {
 	lines := r.plan.Lines
 	idx := r.allItems()
 	slices.SortStableFunc(idx, func(a, b int) int {
@@ -160,7 +140,7 @@ func (r *report) lineRecords(w io.Writer) {
 // lineSource is the source field of record 7: the file's name
 // (fileNames: its base name where that is unique), or with /F the path
 // PREP recorded.
-func (r *report) lineSource(l *datafile.Line) string {
+func (r tabRecords) lineSource(l *datafile.Line) string {
 	if r.o.FullPaths {
 		return at(r.plan.Modules[l.Module].Files, l.File)
 	}

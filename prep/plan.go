@@ -72,23 +72,9 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	if warn == nil {
 		warn = func(*prf.Diagnostic) {}
 	}
-	if err := checkOptions(&o); err != nil {
-		return nil, err
-	}
-	patterns, err := parseSpecs(o.Specs)
+	patterns, start, err := checkRequest(&o, unavailable, warn)
 	if err != nil {
 		return nil, err
-	}
-	start := o.Start
-	if start != "" && (!o.Method.IsFunction() || o.Method == datafile.FuncSampling) {
-		warn(prf.StartIgnored())
-		start = ""
-	}
-	if unavailable != nil {
-		o.Start = start
-		if err := unavailable(o); err != nil {
-			return nil, err
-		}
 	}
 
 	mods, err := openModules(o.Programs)
@@ -100,15 +86,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 			m.file.Close()
 		}
 	}()
-	for _, m := range mods {
-		for _, w := range m.file.Warnings {
-			warn(prf.DebugInfo(w))
-		}
-		if f := m.file; f.ExportsOnly && len(f.Funcs) > 0 && o.Method.IsFunction() {
-			// (A line profile of it is PRF1621.)
-			warn(prf.ExportsOnly(m.module.Path, hex.EncodeToString(f.BuildID), len(f.Funcs)))
-		}
-	}
+	warnModules(mods, o.Method, warn)
 
 	plan := &datafile.Plan{
 		Method:      o.Method,
@@ -134,33 +112,8 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	for mi, m := range mods {
 		plan.Modules[mi].CompDirs = unitDirs(m, mi, sel)
 	}
-	if !o.Method.IsFunction() {
-		// Line profiles: the lines of the selected functions.
-		if !mods[0].file.HasDWARF {
-			return nil, prf.NoDebugInfo(mods[0].module.Path)
-		}
-		lines, files, err := planLines(mods, patterns, o.Method, warn)
-		if err != nil {
-			return nil, debugInfoError(mods[0].module.Path, err)
-		}
-		if len(lines) == 0 {
-			return nil, prf.NoLines(mods[0].module.Path)
-		}
-		plan.Lines = lines
-		for mi := range plan.Modules {
-			plan.Modules[mi].Files = files[mi]
-		}
-	}
-	if o.Method.IsSampling() {
-		// Sampling: every line of the functions, to place each sample.
-		lines, files, err := sampledLines(mods, sel)
-		if err != nil {
-			return nil, debugInfoError(mods[0].module.Path, err)
-		}
-		plan.Lines = lines
-		for mi := range plan.Modules {
-			plan.Modules[mi].Files = files[mi]
-		}
+	if err := planModuleLines(plan, mods, sel, patterns, warn); err != nil {
+		return nil, err
 	}
 	if len(plan.Funcs) == 0 && o.Method.IsFunction() {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
@@ -175,6 +128,82 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	}
 	plan.ID = datafile.PlanID(plan)
 	return plan, nil
+}
+
+// checkRequest checks the options and parses the selection; it returns
+// the patterns and the /SF function, "" when there is none or the profile
+// type ignores it. With unavailable, it refuses what this version cannot
+// do yet.
+func checkRequest(o *Options, unavailable func(Options) error, warn func(*prf.Diagnostic)) ([]pattern, string, error) {
+	if err := checkOptions(o); err != nil {
+		return nil, "", err
+	}
+	patterns, err := parseSpecs(o.Specs)
+	if err != nil {
+		return nil, "", err
+	}
+	start := o.Start
+	if start != "" && (!o.Method.IsFunction() || o.Method == datafile.FuncSampling) {
+		warn(prf.StartIgnored())
+		start = ""
+	}
+	if unavailable != nil {
+		o.Start = start
+		if err := unavailable(*o); err != nil {
+			return nil, "", err
+		}
+	}
+	return patterns, start, nil
+}
+
+// warnModules gives the warnings of reading the modules' debugging
+// information, and for a function profile the warning of a module whose
+// functions are its exports alone.
+func warnModules(mods []*openModule, method datafile.Method, warn func(*prf.Diagnostic)) {
+	for _, m := range mods {
+		for _, w := range m.file.Warnings {
+			warn(prf.DebugInfo(w))
+		}
+		if f := m.file; f.ExportsOnly && len(f.Funcs) > 0 && method.IsFunction() {
+			// (A line profile of it is PRF1621.)
+			warn(prf.ExportsOnly(m.module.Path, hex.EncodeToString(f.BuildID), len(f.Funcs)))
+		}
+	}
+}
+
+// planModuleLines plans the lines: of a line profile, those of the
+// selected functions; of a sampling profile, every line of the functions,
+// to place each sample.
+func planModuleLines(plan *datafile.Plan, mods []*openModule, sel []selected, patterns []pattern, warn func(*prf.Diagnostic)) error {
+	if !plan.Method.IsFunction() {
+		// Line profiles: the lines of the selected functions.
+		if !mods[0].file.HasDWARF {
+			return prf.NoDebugInfo(mods[0].module.Path)
+		}
+		lines, files, err := planLines(mods, patterns, plan.Method, warn)
+		if err != nil {
+			return debugInfoError(mods[0].module.Path, err)
+		}
+		if len(lines) == 0 {
+			return prf.NoLines(mods[0].module.Path)
+		}
+		plan.Lines = lines
+		for mi := range plan.Modules {
+			plan.Modules[mi].Files = files[mi]
+		}
+	}
+	if plan.Method.IsSampling() {
+		// Sampling: every line of the functions, to place each sample.
+		lines, files, err := sampledLines(mods, sel)
+		if err != nil {
+			return debugInfoError(mods[0].module.Path, err)
+		}
+		plan.Lines = lines
+		for mi := range plan.Modules {
+			plan.Modules[mi].Files = files[mi]
+		}
+	}
+	return nil
 }
 
 // Unavailable returns PRF1001 for the first thing o asks that this version

@@ -79,18 +79,8 @@ func (g *belowGate) Error() string {
 // list writes the report of the .pbt named input.
 func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
 	r := o.report
-	if o.format != "" {
-		var err error
-		if r.Format, err = plist.ParseFormat(o.format); err != nil {
-			d := prf.InvalidOption("--format=" + o.format)
-			d.Hint = "the formats are " + strings.Join(plist.FormatNames(), ", ")
-			return d
-		}
-	}
-	if r.Format == plist.FormatHTML && (r.Tab || o.diffBase != "") {
-		d := prf.InvalidOption("--format=" + o.format)
-		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
-		return d
+	if err := setFormat(o, &r); err != nil {
+		return err
 	}
 	path := cli.InputName(input, ".pbt")
 	m, err := datafile.OpenMerged(path)
@@ -139,24 +129,7 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		r.Path = basePath
 		write = func(w io.Writer) error { return plist.WriteDiff(w, base, m, r) }
 	}
-	if o.output != "" {
-		// Written whole or not at all, as the data files are, but in
-		// place where it is not a regular file (/dev/null, a FIFO,
-		// /dev/stdout).
-		if err := datafile.WriteOutput(o.output, 0o666, write); err != nil {
-			var de *datafile.DirError
-			switch {
-			case prf.Code(err) != 0:
-				return err // the report's own, not the file's
-			case errors.As(err, &de) && !errors.Is(err, fs.ErrNotExist):
-				// A directory that exists and takes no file.
-				return prf.OutputOption(prf.CannotWrite(o.output, err), "/O")
-			case de != nil:
-				err = de
-			}
-			return prf.CannotOpen(o.output, err)
-		}
-	} else if err := writeStdout(stdout, write); err != nil {
+	if err := writeReport(o.output, stdout, write); err != nil {
 		return err
 	}
 	if o.failUnder >= 0 {
@@ -165,6 +138,49 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		}
 	}
 	return traceErr
+}
+
+// setFormat sets r's format from --format, and refuses an HTML report with
+// /T or --diff-base.
+func setFormat(o *options, r *plist.Options) error {
+	if o.format != "" {
+		var err error
+		if r.Format, err = plist.ParseFormat(o.format); err != nil {
+			d := prf.InvalidOption("--format=" + o.format)
+			d.Hint = "the formats are " + strings.Join(plist.FormatNames(), ", ")
+			return d
+		}
+	}
+	if r.Format == plist.FormatHTML && (r.Tab || o.diffBase != "") {
+		d := prf.InvalidOption("--format=" + o.format)
+		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
+		return d
+	}
+	return nil
+}
+
+// writeReport writes the report with write to the file output (/O), or to
+// stdout when output is "".
+func writeReport(output string, stdout io.Writer, write func(io.Writer) error) error {
+	if output == "" {
+		return writeStdout(stdout, write)
+	}
+	// Written whole or not at all, as the data files are, but in place
+	// where it is not a regular file (/dev/null, a FIFO, /dev/stdout).
+	if err := datafile.WriteOutput(output, 0o666, write); err != nil {
+		var de *datafile.DirError
+		switch {
+		case prf.Code(err) != 0:
+			return err // the report's own, not the file's
+		case errors.As(err, &de) && !errors.Is(err, fs.ErrNotExist):
+			// A directory that exists and takes no file.
+			return prf.OutputOption(prf.CannotWrite(output, err), "/O")
+		case de != nil:
+			err = de
+		}
+		return prf.CannotOpen(output, err)
+	}
+	return nil
 }
 
 // readTrace reads the execution trace beside the .pbt at path (base.pbx),

@@ -120,21 +120,10 @@ func profileProgram(o *options, program string, args []string, diag io.Writer, w
 // record makes one run of the plan of program, the process or program
 // that target puts in the run's configuration, and writes its .pbo.
 func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnostic), target func(*profile.Config) error) (int, error) {
-	pbi := cli.InputName(o.input, ".pbi")
-	if o.input == "" {
-		pbi = cli.FindFile(cli.DataName(program, ".pbi"))
-	}
-	pbo := cli.WithExt(o.output, ".pbo")
-	if o.output == "" {
-		pbo = strings.TrimSuffix(filepath.Base(pbi), filepath.Ext(pbi)) + ".pbo"
-	}
-	plan, err := datafile.OpenPlan(pbi)
+	pbi, pbo := dataNames(o, program)
+	plan, err := openPlan(pbi, program)
 	if err != nil {
-		var fe *datafile.FileError
-		if errors.As(err, &fe) && fe.Op == datafile.OpOpen {
-			return 0, prf.NoPlan(pbi, program, fe.Err)
-		}
-		return 0, prf.DataFile(err)
+		return 0, err
 	}
 	cfg := profile.Config{
 		Plan:          plan,
@@ -200,6 +189,43 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		// not PROFILE's to report on.
 		return 0, nil
 	}
+	return exitStatus(o, res, pbo, warn)
+}
+
+// dataNames returns the names of the plan PROFILE reads and of the run it
+// writes: as the options give them, else program's .pbi, found as the
+// tools find their files, and a .pbo of the plan's name in the current
+// directory.
+func dataNames(o *options, program string) (pbi, pbo string) {
+	pbi = cli.InputName(o.input, ".pbi")
+	if o.input == "" {
+		pbi = cli.FindFile(cli.DataName(program, ".pbi"))
+	}
+	pbo = cli.WithExt(o.output, ".pbo")
+	if o.output == "" {
+		pbo = strings.TrimSuffix(filepath.Base(pbi), filepath.Ext(pbi)) + ".pbo"
+	}
+	return pbi, pbo
+}
+
+// openPlan reads the plan pbi of program: PRF1011 when it cannot be
+// opened (prep has not prepared the program), else the data file's error.
+func openPlan(pbi, program string) (*datafile.Plan, error) {
+	plan, err := datafile.OpenPlan(pbi)
+	if err != nil {
+		var fe *datafile.FileError
+		if errors.As(err, &fe) && fe.Op == datafile.OpOpen {
+			return nil, prf.NoPlan(pbi, program, fe.Err)
+		}
+		return nil, prf.DataFile(err)
+	}
+	return plan, nil
+}
+
+// exitStatus returns PROFILE's exit status after a run it launched, saved
+// as pbo: 0, or with /X the program's; an incomplete run is an error, or
+// with /X a warning.
+func exitStatus(o *options, res *profile.Result, pbo string, warn func(*prf.Diagnostic)) (int, error) {
 	status := 0
 	if o.exitCode {
 		status = res.Status()

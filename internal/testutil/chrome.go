@@ -106,6 +106,36 @@ func (c *Chrome) Count(name string) int {
 //     and an enclosing X after an X of the same ts that it encloses is
 //     such an overlap.)
 func ReadChrome(data []byte) (*Chrome, error) {
+	top, err := chromeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	r := &chromeReader{
+		c:       &Chrome{Processes: map[int64]string{}},
+		threads: map[chromeTrack]*ChromeThread{},
+		seen:    map[string]bool{},
+	}
+	if err := r.header(top); err != nil {
+		return nil, err
+	}
+	raw, ok := top["traceEvents"]
+	if !ok {
+		return nil, errors.New(`no "traceEvents"`)
+	}
+	var events []map[string]any
+	if err := decodeNumbers(raw, &events); err != nil || events == nil {
+		return nil, fmt.Errorf("traceEvents: not an array of objects: %v", err)
+	}
+	for i, ev0 := range events {
+		if err := r.event(i, ev0); err != nil {
+			return nil, err
+		}
+	}
+	return r.tracks()
+}
+
+// chromeObject decodes data as one JSON object and nothing after it.
+func chromeObject(data []byte) (map[string]json.RawMessage, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	var top map[string]json.RawMessage
@@ -118,122 +148,154 @@ func ReadChrome(data []byte) (*Chrome, error) {
 	if top == nil {
 		return nil, errors.New("not a JSON object: null")
 	}
-	c := &Chrome{Processes: map[int64]string{}}
+	return top, nil
+}
+
+// chromeTrack is a track's key.
+type chromeTrack struct{ pid, tid int64 }
+
+// chromeReader is ReadChrome's state: the timeline read so far, its tracks
+// by key and the metadata already seen, by scope.
+type chromeReader struct {
+	c       *Chrome
+	threads map[chromeTrack]*ChromeThread
+	seen    map[string]bool
+}
+
+// header reads displayTimeUnit and otherData.
+func (r *chromeReader) header(top map[string]json.RawMessage) error {
+	c := r.c
 	if raw, ok := top["displayTimeUnit"]; ok {
 		if err := json.Unmarshal(raw, &c.DisplayTimeUnit); err != nil || (c.DisplayTimeUnit != "ms" && c.DisplayTimeUnit != "ns") {
-			return nil, fmt.Errorf("displayTimeUnit %s: not \"ms\" or \"ns\"", raw)
+			return fmt.Errorf("displayTimeUnit %s: not \"ms\" or \"ns\"", raw)
 		}
 	}
 	if raw, ok := top["otherData"]; ok {
 		if err := decodeNumbers(raw, &c.OtherData); err != nil || c.OtherData == nil {
-			return nil, fmt.Errorf("otherData %.40s: not an object", raw)
+			return fmt.Errorf("otherData %.40s: not an object", raw)
 		}
 	}
-	raw, ok := top["traceEvents"]
+	return nil
+}
+
+// thread returns the track (pid, tid), made at its first use.
+func (r *chromeReader) thread(pid, tid int64) *ChromeThread {
+	k := chromeTrack{pid, tid}
+	if r.threads[k] == nil {
+		r.threads[k] = &ChromeThread{PID: pid, TID: tid, SortIndex: -1}
+	}
+	return r.threads[k]
+}
+
+// event reads event i: the fields every event has, then a slice's or a
+// metadata's own.
+func (r *chromeReader) event(i int, ev0 map[string]any) error {
+	if ev0 == nil {
+		return fmt.Errorf("event %d: not an object", i)
+	}
+	name, ok := ev0["name"].(string)
 	if !ok {
-		return nil, errors.New(`no "traceEvents"`)
+		return fmt.Errorf("event %d: no string name", i)
 	}
-	var events []map[string]any
-	if err := decodeNumbers(raw, &events); err != nil || events == nil {
-		return nil, fmt.Errorf("traceEvents: not an array of objects: %v", err)
+	ph, ok := ev0["ph"].(string)
+	if !ok || len(ph) != 1 {
+		return fmt.Errorf("event %d (%s): ph %v is not one letter", i, name, ev0["ph"])
 	}
-	type track struct{ pid, tid int64 }
-	threads := map[track]*ChromeThread{}
-	thread := func(pid, tid int64) *ChromeThread {
-		k := track{pid, tid}
-		if threads[k] == nil {
-			threads[k] = &ChromeThread{PID: pid, TID: tid, SortIndex: -1}
-		}
-		return threads[k]
+	pid, err := chromeID(ev0, "pid")
+	if err != nil {
+		return fmt.Errorf("event %d (%s): %w", i, name, err)
 	}
-	seen := map[string]bool{}
-	for i, ev0 := range events {
-		if ev0 == nil {
-			return nil, fmt.Errorf("event %d: not an object", i)
-		}
-		name, ok := ev0["name"].(string)
+	tid, err := chromeID(ev0, "tid")
+	if err != nil {
+		return fmt.Errorf("event %d (%s): %w", i, name, err)
+	}
+	args, hasArgs := ev0["args"].(map[string]any)
+	if _, there := ev0["args"]; there && !hasArgs {
+		return fmt.Errorf("event %d (%s): args is not an object", i, name)
+	}
+	switch ph {
+	case "X", "B", "E":
+		return r.slice(i, ev0, name, ph, r.thread(pid, tid), args)
+	case "M":
+		return r.meta(i, name, pid, tid, args)
+	default:
+		return fmt.Errorf("event %d (%s): phase %q, not X, B, E or M", i, name, ph)
+	}
+}
+
+// slice reads event i, an X, B or E event of track th.
+func (r *chromeReader) slice(i int, ev0 map[string]any, name, ph string, th *ChromeThread, args map[string]any) error {
+	ev := chromeEvent{ph: ph[0], slice: ChromeSlice{Name: name, Args: args, Span: ph == "B"}, named: true}
+	if cat, there := ev0["cat"]; there {
+		s, ok := cat.(string)
 		if !ok {
-			return nil, fmt.Errorf("event %d: no string name", i)
+			return fmt.Errorf("event %d (%s): cat is not a string", i, name)
 		}
-		ph, ok := ev0["ph"].(string)
-		if !ok || len(ph) != 1 {
-			return nil, fmt.Errorf("event %d (%s): ph %v is not one letter", i, name, ev0["ph"])
-		}
-		pid, err := chromeID(ev0, "pid")
-		if err != nil {
-			return nil, fmt.Errorf("event %d (%s): %w", i, name, err)
-		}
-		tid, err := chromeID(ev0, "tid")
-		if err != nil {
-			return nil, fmt.Errorf("event %d (%s): %w", i, name, err)
-		}
-		args, hasArgs := ev0["args"].(map[string]any)
-		if _, there := ev0["args"]; there && !hasArgs {
-			return nil, fmt.Errorf("event %d (%s): args is not an object", i, name)
-		}
-		switch ph {
-		case "X", "B", "E":
-			ev := chromeEvent{ph: ph[0], slice: ChromeSlice{Name: name, Args: args, Span: ph == "B"}, named: true}
-			if cat, there := ev0["cat"]; there {
-				if ev.slice.Cat, ok = cat.(string); !ok {
-					return nil, fmt.Errorf("event %d (%s): cat is not a string", i, name)
-				}
-			}
-			if ev.ts, err = chromeTime(ev0, "ts"); err != nil {
-				return nil, fmt.Errorf("event %d (%s): %w", i, name, err)
-			}
-			ev.slice.Start = ev.ts
-			if ph == "X" {
-				if ev.slice.Dur, err = chromeTime(ev0, "dur"); err != nil {
-					return nil, fmt.Errorf("event %d (%s): %w", i, name, err)
-				}
-			}
-			th := thread(pid, tid)
-			th.events = append(th.events, ev)
-		case "M":
-			key := "name"
-			if name == "process_sort_index" || name == "thread_sort_index" {
-				key = "sort_index"
-			} else if name != "process_name" && name != "thread_name" {
-				return nil, fmt.Errorf("event %d: metadata %q is not process_name, thread_name or a sort index", i, name)
-			}
-			scope := fmt.Sprintf("%s %d", name, pid)
-			if name[0] == 't' {
-				scope += fmt.Sprintf("/%d", tid)
-			}
-			if seen[scope] {
-				return nil, fmt.Errorf("event %d: a second %s", i, scope)
-			}
-			seen[scope] = true
-			v, there := args[key]
-			if !there {
-				return nil, fmt.Errorf("event %d: %s without args.%s", i, name, key)
-			}
-			if key == "name" {
-				s, ok := v.(string)
-				if !ok {
-					return nil, fmt.Errorf("event %d: %s: args.name %v is not a string", i, name, v)
-				}
-				if name == "process_name" {
-					c.Processes[pid] = s
-				} else {
-					thread(pid, tid).Name = s
-				}
-				continue
-			}
-			n, ok := v.(json.Number)
-			k, err := n.Int64()
-			if !ok || err != nil {
-				return nil, fmt.Errorf("event %d: %s: args.sort_index %v is not an integer", i, name, v)
-			}
-			if name == "thread_sort_index" {
-				thread(pid, tid).SortIndex = k
-			}
-		default:
-			return nil, fmt.Errorf("event %d (%s): phase %q, not X, B, E or M", i, name, ph)
+		ev.slice.Cat = s
+	}
+	var err error
+	if ev.ts, err = chromeTime(ev0, "ts"); err != nil {
+		return fmt.Errorf("event %d (%s): %w", i, name, err)
+	}
+	ev.slice.Start = ev.ts
+	if ph == "X" {
+		if ev.slice.Dur, err = chromeTime(ev0, "dur"); err != nil {
+			return fmt.Errorf("event %d (%s): %w", i, name, err)
 		}
 	}
-	for _, th := range threads {
+	th.events = append(th.events, ev)
+	return nil
+}
+
+// meta reads event i, a metadata event: a process's or a track's name or
+// sort index, once each.
+func (r *chromeReader) meta(i int, name string, pid, tid int64, args map[string]any) error {
+	key := "name"
+	if name == "process_sort_index" || name == "thread_sort_index" {
+		key = "sort_index"
+	} else if name != "process_name" && name != "thread_name" {
+		return fmt.Errorf("event %d: metadata %q is not process_name, thread_name or a sort index", i, name)
+	}
+	scope := fmt.Sprintf("%s %d", name, pid)
+	if name[0] == 't' {
+		scope += fmt.Sprintf("/%d", tid)
+	}
+	if r.seen[scope] {
+		return fmt.Errorf("event %d: a second %s", i, scope)
+	}
+	r.seen[scope] = true
+	v, there := args[key]
+	if !there {
+		return fmt.Errorf("event %d: %s without args.%s", i, name, key)
+	}
+	if key == "name" {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("event %d: %s: args.name %v is not a string", i, name, v)
+		}
+		if name == "process_name" {
+			r.c.Processes[pid] = s
+		} else {
+			r.thread(pid, tid).Name = s
+		}
+		return nil
+	}
+	n, ok := v.(json.Number)
+	k, err := n.Int64()
+	if !ok || err != nil {
+		return fmt.Errorf("event %d: %s: args.sort_index %v is not an integer", i, name, v)
+	}
+	if name == "thread_sort_index" {
+		r.thread(pid, tid).SortIndex = k
+	}
+	return nil
+}
+
+// tracks nests each track's slices and returns the timeline, its tracks
+// in order.
+func (r *chromeReader) tracks() (*Chrome, error) {
+	c := r.c
+	for _, th := range r.threads {
 		if err := th.nest(); err != nil {
 			return nil, fmt.Errorf("track %d/%d (%s): %w", th.PID, th.TID, th.Name, err)
 		}

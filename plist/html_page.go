@@ -1,0 +1,199 @@
+package plist
+
+import (
+	"html/template"
+)
+
+// The HTML report's page (FormatHTML): the template, with its inline CSS and
+// script.
+
+// htmlTemplate is the page. Its Content-Security-Policy lets it run its
+// own inline style and script and fetch nothing.
+var htmlTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>{{.Program}}: {{.Profile}}</title>
+<style>
+:root{--fg:#1f2430;--muted:#5d6677;--rule:#dde2ea;--panel:#f4f6fa;--run:#e3f3e6;--never:#fbe3e4;--hot:#ffdcaa;--hotfg:#9a3c00;--link:#1f5fbf}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1260px;padding:20px 28px 40px;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",sans-serif;color:var(--fg);background:#fff}
+a{color:var(--link)}
+h1{font-size:26px;margin:0}
+h2{font-size:19px;margin:30px 0 10px;padding-bottom:4px;border-bottom:2px solid var(--rule)}
+h3{font-size:15px;margin:0 0 6px}
+.about{margin:2px 0 6px;color:var(--muted)}
+nav a{margin-right:14px}
+.note,.legend{color:var(--muted);margin:6px 0 10px}
+.stats{display:flex;flex-wrap:wrap;gap:14px}
+.block{flex:1 1 360px;background:var(--panel);border:1px solid var(--rule);border-radius:8px;padding:10px 16px}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:0}
+dt{color:var(--muted)}
+dd{margin:0;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+#table{width:100%}
+#table th,#table td{padding:4px 10px;border-bottom:1px solid var(--rule);text-align:left}
+#table th{position:sticky;top:0;background:var(--panel);white-space:nowrap}
+#table th button{all:unset;cursor:pointer;font-weight:600}
+#table th button:focus-visible{outline:2px solid var(--link)}
+#table th[aria-sort=ascending] button::after{content:" \25B2";font-size:11px}
+#table th[aria-sort=descending] button::after{content:" \25BC";font-size:11px}
+#table .n{text-align:right;white-space:nowrap}
+#table tbody tr:hover td{background:#eef3fb}
+#table tr.never td{color:#8a92a0}
+#lines #table tr.never td{background:var(--never);color:inherit}
+#table tr.hot td{background:var(--hot)}
+.flame{display:block;width:100%;height:auto;border:1px solid var(--rule);border-radius:6px;background:#fbfbfc}
+.flame text{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fill:#1a1a1a;pointer-events:none}
+.flame g:hover rect{stroke:#222;stroke-width:1}
+.legend span{display:inline-block;padding:1px 8px;margin-right:8px;border-radius:4px;color:var(--fg)}
+.run{background:var(--run)}.never{background:var(--never)}.hot{background:var(--hot)}
+.file{margin:18px 0 26px}
+.missing{background:var(--never);border-radius:6px;padding:8px 12px}
+.src{width:100%;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;border:1px solid var(--rule)}
+.src th{background:var(--panel);font-weight:600;text-align:right;padding:2px 8px}
+.src th:last-child{text-align:left}
+.src td{padding:0 8px;vertical-align:top}
+.src td.ln{color:#9aa1ad;text-align:right;user-select:none}
+.src td.c,.src td.p{text-align:right;white-space:nowrap}
+.src td.code{white-space:pre-wrap;tab-size:4;width:100%}
+.src tr.run td.c,.src tr.run td.p{background:var(--run)}
+.src tr.never td{background:var(--never)}
+.src tr.hot td{background:var(--hot)}
+.src tr.hot td.c{color:var(--hotfg);font-weight:700}
+.src tr:target td{outline:2px solid var(--link)}
+footer{margin-top:36px;color:var(--muted);font-size:13px}
+</style>
+</head>
+<body>
+<header>
+<h1>{{.Program}}</h1>
+<p class="about">{{.About}}</p>
+<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
+</header>
+<section id="statistics">
+<h2>Statistics</h2>
+<div class="stats">
+{{range .Stats}}<div class="block"><h3>{{.Title}}</h3><dl>
+{{range .Items}}<dt>{{.Key}}</dt><dd>{{.Value}}</dd>
+{{end}}</dl></div>
+{{end}}</div>
+</section>
+{{if or .Flame .FlameNote}}<section id="flame">
+<h2>Flame graph</h2>
+{{with .Flame}}<p class="note">Each box is a function, called by the box below it, as wide as its share of the time of the call stacks through it ({{.Total}} in all, its own time and its callees'). The stacks are as deep as the profile recorded them: the bottom box of a stack is its outermost recorded caller. Point at a box for its figures.</p>
+<svg class="flame" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="flame graph">
+{{range .Frames}}<g><title>{{.Title}}</title><rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="17" rx="2" fill="{{.Fill}}"/>{{if .Label}}<text x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>{{end}}</g>
+{{end}}</svg>
+{{if .Hidden}}<p class="note">{{.Hidden}} frames too narrow to draw are left out.</p>{{end}}
+{{else}}<p class="note">{{$.FlameNote}}</p>
+{{end}}</section>
+{{end}}<section id="{{.TableID}}">
+<h2>{{.TableTitle}}</h2>
+<p class="note">Click a heading to sort by its column, again to reverse the order. The page's address keeps the order, to share it (#sort=hits-desc).</p>
+{{if .Omitted}}<p class="note">{{.Omitted}}</p>
+{{end}}<table id="table">
+<thead><tr>{{range .Columns}}<th data-key="{{.Key}}"{{if .Num}} data-type="num" class="n"{{end}}{{if .Sort}} aria-sort="{{.Sort}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}><button type="button">{{.Label}}</button></th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Num}} class="n" data-v="{{.V}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</section>
+{{if .Sources}}<section id="source">
+<h2>Annotated source</h2>
+<p class="legend">{{if .Coverage}}<span class="run">&#x2713; executed</span><span class="never">&#x2717; never executed</span>{{else}}<span class="hot">hot: one of the {{.HotLines}} lines with the most {{.Unit}}, or tied with them</span>{{if eq .Unit "hits"}}<span class="run">executed</span><span class="never">never executed</span>{{else}}<span class="run">sampled</span>{{end}}{{end}} {{if eq .Unit "samples"}}A line without a mark had no sample.{{else}}A line without a mark has no code of its own.{{end}}</p>
+{{range .Sources}}<div class="file">
+<h3>{{.Name}}{{if ne .Module $.Program}} ({{.Module}}){{end}}</h3>
+{{if .Found}}<p class="note">Source file: {{.Found}}</p>
+<table class="src">
+<thead><tr><th>Line</th><th>{{if $.Coverage}}Covered{{else}}{{$.UnitHead}}{{end}}</th><th>{{if not $.Coverage}}%{{end}}</th><th>Source</th></tr></thead>
+<tbody>
+{{range .Lines}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{.Count}}</td><td class="p">{{.Pct}}</td><td class="code">{{.Text}}</td></tr>
+{{end}}</tbody>
+</table>
+{{else}}<p class="missing">Source file not found: {{.Name}}. plist looked where prep recorded it, in the compilation directories and in the /D directories: give its directory with plist /D DIR.</p>
+{{end}}</div>
+{{end}}</section>
+{{end}}<footer>{{.Footer}}. This page is self-contained: nothing in it is fetched from the network.</footer>
+<script>
+(function () {
+  "use strict";
+  var table = document.getElementById("table");
+  if (!table) {
+    return;
+  }
+  var heads = table.tHead.rows[0].cells, body = table.tBodies[0];
+  var rows = Array.prototype.slice.call(body.rows), keys = [], order = [], i;
+  for (i = 0; i < rows.length; i++) {
+    order.push(i);
+  }
+  function key(c) {
+    if (!keys[c]) {
+      var num = heads[c].getAttribute("data-type") === "num", k = new Array(rows.length);
+      for (var r = 0; r < rows.length; r++) {
+        var td = rows[r].cells[c];
+        k[r] = num ? Number(td.getAttribute("data-v")) : td.textContent;
+      }
+      keys[c] = k;
+    }
+    return keys[c];
+  }
+  function sort(c, desc) {
+    var k = key(c), pos = new Array(rows.length), f = document.createDocumentFragment();
+    order.forEach(function (r, p) { pos[r] = p; });
+    order.sort(function (a, b) {
+      var x = k[a], y = k[b];
+      if (x < y) {
+        return desc ? 1 : -1;
+      }
+      if (x > y) {
+        return desc ? -1 : 1;
+      }
+      return pos[a] - pos[b];
+    });
+    order.forEach(function (r) { f.appendChild(rows[r]); });
+    body.appendChild(f);
+    for (var j = 0; j < heads.length; j++) {
+      heads[j].removeAttribute("aria-sort");
+    }
+    heads[c].setAttribute("aria-sort", desc ? "descending" : "ascending");
+  }
+  function column(name) {
+    for (var j = 0; j < heads.length; j++) {
+      if (heads[j].getAttribute("data-key") === name) {
+        return j;
+      }
+    }
+    return -1;
+  }
+  function fromAddress() {
+    var parts = location.hash.slice(1).split("&");
+    for (var p = 0; p < parts.length; p++) {
+      if (parts[p].indexOf("sort=") === 0) {
+        var v = parts[p].slice(5), d = v.lastIndexOf("-"), c = column(v.slice(0, d)), dir = v.slice(d + 1);
+        if (c >= 0 && (dir === "asc" || dir === "desc")) {
+          sort(c, dir === "desc");
+        }
+      }
+    }
+  }
+  Array.prototype.forEach.call(heads, function (th, c) {
+    th.querySelector("button").addEventListener("click", function () {
+      var now = th.getAttribute("aria-sort");
+      var desc = now ? now === "ascending" : th.getAttribute("data-type") === "num";
+      sort(c, desc);
+      try {
+        history.replaceState(null, "", "#sort=" + th.getAttribute("data-key") + "-" + (desc ? "desc" : "asc"));
+      } catch (e) {
+      }
+    });
+  });
+  window.addEventListener("hashchange", fromAddress);
+  fromAddress();
+})();
+</script>
+</body>
+</html>
+`))

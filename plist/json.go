@@ -1,0 +1,150 @@
+package plist
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The JSON of the documented schema (FormatJSON).
+
+// The JSON schema (docs/exports.md): names joined to their figures, not
+// the data files' model.
+type (
+	jsonProfile struct {
+		Schema    string         `json:"schema"`
+		Profile   string         `json:"profile"`
+		Runs      []jsonRun      `json:"runs"`
+		CallDepth int            `json:"callDepth,omitempty"`
+		TotalNs   int64          `json:"totalTimeNs,omitempty"`
+		Sampling  *jsonSampling  `json:"sampling,omitempty"`
+		Modules   []jsonModule   `json:"modules"`
+		Functions []jsonFunction `json:"functions,omitempty"`
+		Lines     []jsonLine     `json:"lines,omitempty"`
+	}
+	jsonSampling struct {
+		IntervalNs   int64  `json:"intervalNs"`
+		Sampler      string `json:"sampler"`
+		Samples      uint64 `json:"samples"`
+		Outside      uint64 `json:"outside"`
+		Lost         uint64 `json:"lost"`
+		KernelTimeNs int64  `json:"kernelTimeNs"`
+	}
+	jsonRun struct {
+		Command    string    `json:"command"`
+		Time       time.Time `json:"time"`
+		Incomplete bool      `json:"incomplete,omitempty"`
+		Reason     string    `json:"reason,omitempty"`
+	}
+	jsonModule struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	}
+	jsonFunction struct {
+		Module  string       `json:"module"`
+		Name    string       `json:"name"`
+		Symbol  string       `json:"symbol"`
+		Source  string       `json:"source"`
+		File    string       `json:"file,omitempty"`
+		Line    int          `json:"line,omitempty"`
+		Hits    uint64       `json:"hits"`
+		TimeNs  *int64       `json:"timeNs,omitempty"`
+		ChildNs *int64       `json:"timeWithChildrenNs,omitempty"`
+		Samples *uint64      `json:"samples,omitempty"`
+		Callers []jsonCaller `json:"callers,omitempty"`
+	}
+	jsonCaller struct {
+		Stack  []string `json:"stack"`
+		Hits   uint64   `json:"hits"`
+		TimeNs *int64   `json:"timeNs,omitempty"`
+	}
+	jsonLine struct {
+		Module  string  `json:"module"`
+		File    string  `json:"file"`
+		Line    int     `json:"line"`
+		Hits    uint64  `json:"hits"`
+		Samples *uint64 `json:"samples,omitempty"`
+	}
+)
+
+// jsonSchema names the schema and its version.
+const jsonSchema = "sprof-profile/1"
+
+// jsonExport writes the JSON.
+type jsonExport struct{ *report }
+
+// writeJSON writes the profile as JSON of the documented schema.
+func (r jsonExport) writeJSON(w io.Writer) error {
+	out := jsonProfile{Schema: jsonSchema, Profile: strings.ToLower(r.plan.Method.Words()), CallDepth: r.m.Stats.CallDepth}
+	timed := r.hasTimes()
+	if timed {
+		out.TotalNs = r.m.Stats.TotalTime
+	}
+	sampled := r.plan.Method.IsSampling()
+	if sampled {
+		sm := &r.m.Stats.Sampling
+		name, _ := sm.Sampler.MarshalText()
+		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
+			Outside: sm.Outside, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
+	}
+	for _, run := range r.m.Runs {
+		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})
+	}
+	for _, m := range r.plan.Modules {
+		out.Modules = append(out.Modules, jsonModule{Name: m.Name, Path: m.Path})
+	}
+	if r.plan.Method.IsFunction() {
+		for i, f := range r.plan.Funcs {
+			jf := jsonFunction{Module: r.moduleName(f.Module), Name: r.names[i], Symbol: f.Name, Source: f.Source,
+				File: f.File, Line: f.Line, Hits: r.hits(i)}
+			if timed {
+				t, c := r.funcTime(i), r.childTime(i)
+				jf.TimeNs, jf.ChildNs = &t, &c
+			}
+			if sampled {
+				n := r.samples(i)
+				jf.Samples = &n
+			}
+			for _, si := range at(r.stacks, i) {
+				s := r.m.Stats.Stacks[si]
+				var stack []string
+				for _, c := range s.Callers {
+					if c >= 0 && c < len(r.names) {
+						stack = append(stack, r.names[c])
+					}
+				}
+				jc := jsonCaller{Stack: stack, Hits: s.Hits}
+				if timed {
+					t := s.Time
+					jc.TimeNs = &t
+				}
+				jf.Callers = append(jf.Callers, jc)
+			}
+			out.Functions = append(out.Functions, jf)
+		}
+	}
+	if sampled {
+		// The sampled lines: a sampling profile counts no line.
+		for i := range r.plan.Lines {
+			if n := r.lineSamples(i); n > 0 {
+				l := &r.plan.Lines[i]
+				out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Samples: &n})
+			}
+		}
+	}
+	if !r.plan.Method.IsFunction() {
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Hits: r.hits(i)})
+		}
+	}
+	slices.SortStableFunc(out.Lines, func(a, b jsonLine) int {
+		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
