@@ -190,7 +190,7 @@ func TestSamplerWarnings(t *testing.T) {
 		t.Fatalf("warnings %v, want one PRF4678 for 3 threads", warned)
 	}
 	warned = nil
-	s.samples[0], s.outside, s.lost = 7, 2, 5
+	s.tally.samples[0], s.tally.outside, s.tally.lost = 7, 2, 5
 	st := &datafile.Stats{Hits: make([]uint64, len(tr.plan.Funcs))}
 	s.stats(st)
 	if len(warned) != 1 || warned[0].Code != 4676 || !strings.HasPrefix(warned[0].Text, "5 samples were lost") {
@@ -198,5 +198,30 @@ func TestSamplerWarnings(t *testing.T) {
 	}
 	if st.TotalTime != 9*int64(time.Millisecond) || st.OutsideTime != 2*int64(time.Millisecond) || st.Sampling.Lost != 5 {
 		t.Errorf("total %d, outside %d, lost %d; want 9 ms, 2 ms and 5", st.TotalTime, st.OutsideTime, st.Sampling.Lost)
+	}
+}
+
+// TestPtraceRoundsWeigh checks the ptrace sampler's weights: a thread's
+// samples are the whole intervals of CPU time it used since its last,
+// what is left short of one carried to its next, and nothing kept of a
+// thread gone.
+func TestPtraceRoundsWeigh(t *testing.T) {
+	r := newPtraceRounds()
+	const ms = time.Millisecond
+	for i, c := range []struct{ ran, want int64 }{
+		{int64(2500 * time.Microsecond), 2}, // 0.5 ms carried
+		{int64(3 * ms), 1},                  // 0.5 more, and the 0.5 carried
+		{int64(3 * ms), 0},                  // no time used
+		{int64(3900 * time.Microsecond), 0}, // 0.9 ms carried
+		{int64(4 * ms), 1},
+	} {
+		if n := r.weigh(7, c.ran, ms); n != c.want {
+			t.Errorf("%d: weigh at %d ns: %d intervals, want %d", i, c.ran, n, c.want)
+		}
+	}
+	r.interrupted[7] = time.Now()
+	r.forget(7)
+	if len(r.ran)+len(r.credit)+len(r.interrupted) != 0 {
+		t.Errorf("a thread forgotten is kept: %v %v %v", r.ran, r.credit, r.interrupted)
 	}
 }

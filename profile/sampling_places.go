@@ -1,0 +1,132 @@
+// The places of function sampling's program counters (sampling.go): the
+// function, and the line, whose code holds each.
+
+package profile
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// placeTable says which function, and which line, holds each program
+// counter of the modules planted: the functions' code sorted by address,
+// and the start of every line's code.
+type placeTable struct {
+	funcs []codeSpan
+	lines []lineStart
+}
+
+// codeSpan is the code [lo, hi) of function fn (a function's own, or a
+// trampoline of its entry).
+type codeSpan struct {
+	lo, hi uint64
+	fn     int
+	tramp  bool
+}
+
+// lineStart is the start of a range of line's code (an index in
+// Plan.Lines).
+type lineStart struct {
+	addr uint64
+	line int
+}
+
+// find returns the function holding pc and its line, or -1.
+func (p *placeTable) find(pc uint64) (fn, line int) {
+	i, _ := slices.BinarySearchFunc(p.funcs, pc, func(c codeSpan, pc uint64) int {
+		if pc < c.lo {
+			return 1
+		}
+		if pc >= c.hi {
+			return -1
+		}
+		return 0
+	})
+	if i >= len(p.funcs) || pc < p.funcs[i].lo || pc >= p.funcs[i].hi {
+		return -1, -1
+	}
+	c := p.funcs[i]
+	if c.tramp {
+		return c.fn, -1
+	}
+	j, found := slices.BinarySearchFunc(p.lines, pc, func(l lineStart, pc uint64) int { return cmp.Compare(l.addr, pc) })
+	if !found {
+		j--
+	}
+	if j < 0 || p.lines[j].addr < c.lo {
+		return c.fn, -1
+	}
+	return c.fn, p.lines[j].line
+}
+
+// with returns a table with the functions and lines of module mi, loaded
+// with bias in [lo, hi), added, and the trampolines of their entries.
+func (p *placeTable) with(plan *datafile.Plan, mi int, bias, lo, hi uint64, tramps []*tramp) *placeTable {
+	q := &placeTable{funcs: slices.Clone(p.funcs), lines: slices.Clone(p.lines)}
+	byEntry := map[uint64]int{}
+	for i := range plan.Funcs {
+		f := &plan.Funcs[i]
+		if f.Module != mi {
+			continue
+		}
+		byEntry[f.Entry+bias] = i
+		if f.High > f.Low {
+			q.funcs = append(q.funcs, codeSpan{lo: f.Low + bias, hi: f.High + bias, fn: i})
+		}
+	}
+	for _, tr := range tramps {
+		if fn, ok := byEntry[tr.patch.Site]; ok && tr.patch.Site >= lo && tr.patch.Site < hi {
+			q.funcs = append(q.funcs, codeSpan{lo: tr.addr, hi: tr.addr + uint64(len(tr.code.Code)), fn: fn, tramp: true})
+		}
+	}
+	for i := range plan.Lines {
+		if l := &plan.Lines[i]; l.Module == mi {
+			for _, a := range l.Addrs {
+				q.lines = append(q.lines, lineStart{a + bias, i})
+			}
+		}
+	}
+	q.sort()
+	return q
+}
+
+// without returns a table without the code in [lo, hi), a module's
+// instance unmapped (and its trampolines, in the areas next to it).
+func (p *placeTable) without(lo, hi uint64, areas [][2]uint64) *placeTable {
+	gone := func(a uint64) bool {
+		if a >= lo && a < hi {
+			return true
+		}
+		for _, ar := range areas {
+			if a >= ar[0] && a < ar[0]+ar[1] {
+				return true
+			}
+		}
+		return false
+	}
+	q := &placeTable{
+		funcs: slices.DeleteFunc(slices.Clone(p.funcs), func(c codeSpan) bool { return gone(c.lo) }),
+		lines: slices.DeleteFunc(slices.Clone(p.lines), func(l lineStart) bool { return gone(l.addr) }),
+	}
+	return q
+}
+
+// sort orders the table; of overlapping functions (aliases, or a
+// function's code PREP saw twice) the first by address keeps the span.
+func (p *placeTable) sort() {
+	slices.SortFunc(p.funcs, func(a, b codeSpan) int { return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(b.hi, a.hi)) })
+	out := p.funcs[:0]
+	for _, c := range p.funcs {
+		if n := len(out); n > 0 && c.lo < out[n-1].hi {
+			if c.hi <= out[n-1].hi {
+				continue
+			}
+			c.lo = out[n-1].hi
+		}
+		out = append(out, c)
+	}
+	p.funcs = out
+	slices.SortStableFunc(p.lines, func(a, b lineStart) int { return cmp.Compare(a.addr, b.addr) })
+}
