@@ -260,7 +260,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if t.counters.rings {
+	if t.counters.layout.rings {
 		if err := t.ringTimed(f); err != nil {
 			return nil, err
 		}
@@ -296,7 +296,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
 	t := et.t
-	if !t.counters.rings {
+	if !t.counters.layout.rings {
 		return nil
 	}
 	f := &t.plan.Funcs[item]
@@ -319,7 +319,7 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if x == pl {
 		return t.regions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !t.counters.rings || !x.Tramp.Exit {
+	if !t.counters.layout.rings || !x.Tramp.Exit {
 		return nil
 	}
 	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))

@@ -280,7 +280,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := t.arch.RecordCode(t.counters.ring(), instr.ReturnTag(item))
+	rc, _ := t.arch.RecordCode(t.counters.layout.ring(), instr.ReturnTag(item))
 	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err

@@ -25,7 +25,6 @@ import (
 	"sync"
 
 	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -240,12 +239,12 @@ func (x *explainer) mechanism() {
 		return
 	}
 	size := uint64(len(c.shared.Bytes()))
-	if c.kind == instr.CountPerThread {
+	if c.layout.perThread() {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
-			bytesWords(size), c.progAddr, bytesWords(c.blockSize), c.blockAddr(1))
+			bytesWords(size), c.layout.progAddr, bytesWords(c.layout.blockSize), c.layout.blockAddr(1))
 	} else {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Every thread adds to the same counters, at %#x, atomically.",
-			bytesWords(size), c.progAddr, c.blockAddr(1))
+			bytesWords(size), c.layout.progAddr, c.layout.blockAddr(1))
 	}
 }
 

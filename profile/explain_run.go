@@ -5,7 +5,6 @@
 package profile
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -45,7 +44,7 @@ func (x *explainer) running() {
 	t := x.t
 	x.started = true
 	line := "PROFILE lets the program run. Only a thread that hits a breakpoint stops: PROFILE handles the stop and lets it go on."
-	if t.counters != nil && !t.counters.rings {
+	if t.counters != nil && !t.counters.layout.rings {
 		line += " The trampolines count without stopping it: PROFILE reads their counters, in the memory it shares with the program, while it waits."
 	}
 	if t.rings != nil {
@@ -162,7 +161,7 @@ func (x *explainer) drained(tid, n int) {
 // for first hits.
 func (x *explainer) watching() bool {
 	c := x.t.counters
-	return c != nil && !c.rings && x.started && !x.hitsDone
+	return c != nil && !c.layout.rings && x.started && !x.hitsDone
 }
 
 // stop reads the counters at a stop, at most every scanEvery.
@@ -223,10 +222,6 @@ func (x *explainer) scan() bool {
 	for tid, b := range c.blockOf {
 		owner[b] = tid
 	}
-	last := c.next
-	if c.kind != instr.CountPerThread {
-		last = 2
-	}
 	mem := c.shared.Bytes()
 	told := false
 	left := x.unseen[:0]
@@ -235,9 +230,9 @@ func (x *explainer) scan() bool {
 			continue // (never counted: it shares another's count)
 		}
 		sum, tid := uint64(0), 0
-		for b := 1; b < last; b++ {
-			n := binary.LittleEndian.Uint64(mem[uint64(b)*c.blockSize+uint64(k)*8:])
-			if n != 0 && tid == 0 && c.kind == instr.CountPerThread {
+		for b := 1; b < c.layout.counted(c.next); b++ {
+			n := c.layout.count(mem, b, k)
+			if n != 0 && tid == 0 && c.layout.perThread() {
 				tid = owner[b]
 			}
 			sum += n
@@ -334,12 +329,12 @@ func (x *explainer) thread(tid int) {
 	if x == nil {
 		return
 	}
-	if c := x.t.counters; c != nil && c.kind == instr.CountPerThread && hasKey(c.blockOf, tid) {
+	if c := x.t.counters; c != nil && c.layout.perThread() && hasKey(c.blockOf, tid) {
 		b, what := c.blockOf[tid], "counters"
-		if c.rings {
+		if c.layout.rings {
 			what = "counters, with its ring of records"
 		}
-		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.blockAddr(b))
+		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.layout.blockAddr(b))
 		return
 	}
 	x.tell("thread", "%s new thread %d: PROFILE traces it as the others.", x.now(), tid)

@@ -226,7 +226,7 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 	switch {
 	case p.lines && first:
 		count := "the count of the line"
-		if c.kind == instr.CountPerThread {
+		if c.layout.perThread() {
 			count += ", in the thread's block"
 		}
 		// The count proper may come after registers it saves first
@@ -238,7 +238,7 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 			break
 		}
 		notes[tr.addr] = count
-	case c.rings:
+	case c.layout.rings:
 		if first && item >= 0 {
 			notes[tr.addr] = "the record of the entry (the CPU's counter, the stack pointer, the function), into the thread's ring"
 		} else if first {
@@ -251,7 +251,7 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 		f := &t.plan.Funcs[item]
 		notes[tr.addr] = "the count: one more call of " + f.Name
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if n := len(t.arch.CountCode(c.kind, c.counterRef(item))); n < len(tr.code.Code) {
+			if n := len(c.layout.countCode(t.arch, item)); n < len(tr.code.Code) {
 				notes[tr.addr+uint64(n)] = "the call depth: the thread's stack of calls, for the deepest nesting"
 			}
 		}

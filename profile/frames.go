@@ -135,7 +135,7 @@ func (x *explainer) frameSettled(tid int, pc, orig uint64, moved bool) {
 // thread has.
 func (t *tracer) ownFramesAbove() error {
 	c, a := t.counters, t.attach
-	if c == nil || !c.table {
+	if c == nil || !c.layout.table {
 		return nil
 	}
 	maps, err := t.readMaps()

@@ -101,7 +101,7 @@ func goFrames(f *datafile.Func) bool {
 // recordRing is the ring of f's record code: a goroutine's for a Go
 // function.
 func (t *tracer) recordRing(f *datafile.Func) instr.Ring {
-	r := t.counters.ring()
+	r := t.counters.layout.ring()
 	r.Goroutine = goFrames(f)
 	r.ThreadPointer = r.Goroutine && t.goThreadPointer()
 	return r

@@ -28,8 +28,8 @@ import (
 // (instr.Depth): on amd64 in the thread's block, after its counters; on
 // arm64, which has no thread register to spare, in an area of its own
 // found through a table indexed by the stack pointer's page, which PROFILE
-// fills for each thread's stack at its first stop. The memory is then:
-// the two counter blocks, the areas (area 0 the discard area), the table.
+// fills for each thread's stack at its first stop. The two forms of the
+// memory are the counters' layout (counterlayout.go).
 
 // trampCell is the most room one site may take in the area PROFILE maps
 // next to a module: a trampoline (at most about 210 bytes: the count, the
@@ -44,25 +44,20 @@ const trampCell = 384
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
 const hwcapEntry = 16
 
-// maxBlocks bounds the counter blocks, one per live thread; a thread
-// beyond them shares the main thread's block, with a warning.
-var maxBlocks = 4096 // a variable for the tests of the overflow
-
 // counters is the memory PROFILE shares with the program when it counts
 // or times in-process: a block of counters for each thread (with its
 // depth area, or the stack table's, and its ring), and the trampolines
 // written that count or record into them, which signals, forks and the
 // end of the run need to know.
 type counters struct {
-	t         *tracer
-	kind      instr.CountKind
-	shared    *ptrace.Shared
-	progAddr  uint64 // the counters' address in the program
-	blockSize uint64
-	nBlocks   int
-	next      int   // the next block never used
-	free      []int // blocks of threads that ended
-	blockOf   map[int]int
+	t      *tracer
+	shared *ptrace.Shared
+	// layout says where each thread's part of the memory is, and how
+	// its trampolines find it.
+	layout  counterLayout
+	next    int   // the next block never used
+	free    []int // blocks of threads that ended
+	blockOf map[int]int
 	// tramps are the trampolines written, sorted by address, for finding
 	// the original PC of a thread stopped inside one.
 	tramps []*tramp
@@ -74,33 +69,16 @@ type counters struct {
 	// other thread runs), and discount what such children added.
 	vforkSnap map[int][]uint64
 	discount  []uint64
-	// depthAt is the offset of each block's depth area (call depth kept
-	// in-process, where threads have blocks), 0 when there is none.
-	depthAt uint64
-	// areasAt and tableAt are the offsets of the depth areas and of the
-	// stack table where threads have no blocks (table is then set): area
-	// b is thread block b's.
-	table            bool
-	areasAt, tableAt uint64
-	stride           uint64 // the distance between two areas
 	// stacks has the pages of the table each area's thread owns, to be
 	// given back to the discard area when it ends.
 	stacks map[int][2]uint64
-	// rings is set when threads have rings (function timing
-	// in-process, ring.go): at ringAt in each block where threads have
-	// blocks, else each an area of the table; calibration has the
-	// addresses of the blocks of code that measure a record's cost.
-	rings       bool
-	ringAt      uint64
+	// calibration has the addresses of the blocks of code that measure a
+	// record's cost, where threads have rings (clock.go).
 	calibration [2]uint64
 	// saves is set when line trampolines save a register in the block
 	// (instr.Instrumenter.LineCode), which a signal rolls them out of.
 	saves bool
 }
-
-// depthSlots is the size of a thread's shadow stack: nesting deeper than
-// that counts as that deep.
-const depthSlots = 1024
 
 // tramp is one written trampoline.
 type tramp struct {
@@ -145,60 +123,23 @@ type fallBack struct {
 // main thread gets block 1. nameAt is where in the program the memory's
 // name may be written (a freshly mapped page).
 func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
-	blockSize := (uint64(max(items, 1))*8 + 63) &^ 63
-	depthAt := uint64(0)
-	_, perThread := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
+	_, inBlock := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	ringAt, rings := uint64(0), t.rings != nil
+	rings := t.rings != nil
 	if t.plan.Method.IsSampling() && !rings {
 		// (Sampling keeps no call depth: its report has none, as the
 		// original's had none, and it counts at counting's cost alone.)
-		perThread, byTable = false, false
+		inBlock, byTable = false, false
 	}
-	table := byTable && kind == instr.CountShared
-	stride := uint64(instr.DepthAreaAlign)
-	switch {
-	case rings && table:
-		// The rings are the table's areas (the books keep the depth,
-		// from the records).
-		stride = instr.RingStride(ringRecords)
-	case rings:
-		ringAt = blockSize
-		blockSize += instr.RingSize(ringRecords)
-	case perThread && kind == instr.CountPerThread:
-		depthAt = blockSize
-		blockSize += (instr.DepthAreaSize(depthSlots) + 63) &^ 63
-	}
-	nBlocks := maxBlocks
-	if kind == instr.CountShared {
-		nBlocks = 2
-	}
-	for nBlocks > 2 && uint64(nBlocks)*blockSize > 1<<30 {
-		nBlocks /= 2
-	}
-	size := uint64(nBlocks) * blockSize
-	if table {
-		// Room for the areas' alignment (known once mapped), the areas,
-		// and the table.
-		nBlocks = maxBlocks
-		for nBlocks > 2 && uint64(nBlocks)*stride > 1<<30 {
-			nBlocks /= 2
-		}
-		size += stride + uint64(nBlocks)*stride + 4*instr.DepthTableSize
-	}
+	layout, size := newCounterLayout(kind, items, inBlock, byTable, rings)
 	size = (size + guardSize + t.pageSize - 1) &^ (t.pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := t.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
-	c := &counters{t: t, kind: kind, shared: shared, progAddr: addr, blockSize: blockSize, nBlocks: nBlocks, next: 1, blockOf: map[int]int{},
-		depthAt: depthAt, table: table, stride: stride, rings: rings, ringAt: ringAt}
+	layout.place(addr)
+	c := &counters{t: t, shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
 	c.writeGuard()
-	if table {
-		areas := (addr + 2*blockSize + stride - 1) &^ (stride - 1)
-		c.areasAt = areas - addr
-		c.tableAt = c.areasAt + uint64(nBlocks)*stride
-	}
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
@@ -209,43 +150,13 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.rings || c.saves)) }
+func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.layout.rings || c.saves)) }
 
 // keepsDepth reports whether trampolines keep the call depth.
-func (c *counters) keepsDepth() bool { return c != nil && (c.depthAt != 0 || (c.table && !c.rings)) }
-
-// depth is what DepthCode needs for the trampolines of functions with
-// frames of the given kind (goroutine: Go's internal ABI).
-func (c *counters) depth(goroutine bool) instr.Depth {
-	d := instr.Depth{Offset: c.depthAt, Slots: depthSlots, GoABI: goroutine}
-	if c.table {
-		d.Table = c.progAddr + c.tableAt
-		d.Areas = c.progAddr + c.areasAt
-	}
-	return d
-}
+func (c *counters) keepsDepth() bool { return c != nil && c.layout.keepsDepth() }
 
 // area returns thread block b's depth area.
-func (c *counters) area(b int) []byte {
-	if c.table {
-		at := c.areasAt + uint64(b)*c.stride
-		return c.shared.Bytes()[at : at+instr.DepthAreaAlign]
-	}
-	at := uint64(b)*c.blockSize + c.depthAt
-	return c.shared.Bytes()[at : at+instr.DepthAreaSize(depthSlots)]
-}
-
-// counterRef is what a trampoline's count instruction names for item:
-// its offset in a thread's block, or its address in block 1.
-func (c *counters) counterRef(item int) uint64 {
-	if c.kind == instr.CountPerThread {
-		return uint64(item) * 8
-	}
-	return c.progAddr + c.blockSize + uint64(item)*8
-}
-
-// blockAddr is the address in the program of block b.
-func (c *counters) blockAddr(b int) uint64 { return c.progAddr + uint64(b)*c.blockSize }
+func (c *counters) area(b int) []byte { return c.layout.depthArea(c.shared.Bytes(), b) }
 
 // giveBlock gives thread tid a counter block of its own (foreign: the
 // discard block 0) and points its thread base at it; where counters are
@@ -253,39 +164,11 @@ func (c *counters) blockAddr(b int) uint64 { return c.progAddr + uint64(b)*c.blo
 // vfork child, runs on its parent's stack, in its parent's area).
 func (t *tracer) giveBlock(tid int, foreign bool) error {
 	c := t.counters
-	if c == nil || (c.kind != instr.CountPerThread && !c.table) || (c.table && foreign) {
+	if c == nil || !c.layout.ownParts() || (c.layout.table && foreign) {
 		return nil
 	}
-	b, owned := 0, true
-	switch {
-	case foreign:
-		owned = false
-	case len(c.free) > 0:
-		b = c.free[len(c.free)-1]
-		c.free = c.free[:len(c.free)-1]
-	case c.next < c.nBlocks:
-		b = c.next
-		c.next++
-	case c.rings:
-		// Every block or area is in use, timing in-process: this
-		// thread's records go to the discarded block 0, or area 0 (its
-		// calls are missing), not into another thread's ring.
-		owned = false
-		c.overflow = true
-	case c.table:
-		// Every area is in use: this thread's frames go to the discard
-		// area (only its depth is lost: the counters are shared).
-		owned = false
-	default:
-		// Every block is in use: this thread shares the main thread's,
-		// and a count may be lost when both add to one counter at once.
-		b, owned = 1, false
-		c.overflow = true
-	}
-	if owned {
-		c.blockOf[tid] = b
-	}
-	if c.rings && owned {
+	b, owned := c.take(tid, foreign)
+	if c.layout.rings && owned {
 		t.rings.reset(b)
 	}
 	if c.keepsDepth() && owned {
@@ -299,29 +182,66 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 	if err := t.proc.getRegs(tid, &regs); err != nil {
 		return err
 	}
-	if c.table {
-		if c.rings && t.goThreadPointer() {
+	if c.layout.table {
+		if c.layout.rings && t.goThreadPointer() {
 			// Go's record code finds the thread's ring area here (the
 			// discard area for a thread beyond them).
 			area := b
 			if !owned {
 				area = 0
 			}
-			if err := t.proc.setThreadPointer(tid, c.progAddr+c.areasAt+uint64(area)*c.stride); err != nil {
+			if err := t.proc.setThreadPointer(tid, c.layout.areaAddr(area)); err != nil {
 				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
 			}
 		}
 		return t.ownStack(t.arch.SP(&regs), b)
 	}
-	regs.SetThreadBase(c.blockAddr(b))
+	regs.SetThreadBase(c.layout.blockAddr(b))
 	return t.proc.setRegs(tid, &regs)
+}
+
+// take takes for thread tid (foreign: a process that is not the
+// program) a block, or an area of the table, and reports whether it is
+// the thread's own: a block another thread left, or one never used; when
+// every one is in use, the thread shares one.
+func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
+	b, owned = 0, true
+	switch {
+	case foreign:
+		owned = false
+	case len(c.free) > 0:
+		b = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+	case c.next < c.layout.nBlocks:
+		b = c.next
+		c.next++
+	case c.layout.rings:
+		// Every block or area is in use, timing in-process: this
+		// thread's records go to the discarded block 0, or area 0 (its
+		// calls are missing), not into another thread's ring.
+		owned = false
+		c.overflow = true
+	case c.layout.table:
+		// Every area is in use: this thread's frames go to the discard
+		// area (only its depth is lost: the counters are shared).
+		owned = false
+	default:
+		// Every block is in use: this thread shares the main thread's,
+		// and a count may be lost when both add to one counter at once.
+		b, owned = 1, false
+		c.overflow = true
+	}
+	if owned {
+		c.blockOf[tid] = b
+	}
+	return b, owned
 }
 
 // vforked notes, where counters are shared, the counters at the start of
 // vfork child tid of a program whose only thread is its suspended parent.
 func (t *tracer) vforked(tid int) {
 	c := t.counters
-	if c == nil || c.kind != instr.CountShared || t.programThreads() != 1 {
+	if c == nil || c.layout.perThread() || t.programThreads() != 1 {
 		return
 	}
 	if c.vforkSnap == nil {
@@ -361,10 +281,10 @@ func (t *tracer) programThreads() int {
 
 // block returns a copy of the first n counters of block b.
 func (c *counters) block(b, n int) []uint64 {
-	mem := c.shared.Bytes()[uint64(b)*c.blockSize:]
+	mem := c.shared.Bytes()
 	out := make([]uint64, n)
 	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(mem[i*8:])
+		out[i] = c.layout.count(mem, b, i)
 	}
 	return out
 }
@@ -403,14 +323,9 @@ func (c *counters) addCounts(hits []uint64) {
 func (c *counters) totals(n int) []uint64 {
 	sums := make([]uint64, n)
 	mem := c.shared.Bytes()
-	last := c.next
-	if c.kind == instr.CountShared {
-		last = 2
-	}
-	for b := 1; b < last; b++ {
-		block := mem[uint64(b)*c.blockSize:]
+	for b := 1; b < c.layout.counted(c.next); b++ {
 		for i := range sums {
-			sums[i] += binary.LittleEndian.Uint64(block[i*8:])
+			sums[i] += c.layout.count(mem, b, i)
 		}
 	}
 	for i, d := range c.discount[:min(n, len(c.discount))] {
@@ -423,7 +338,7 @@ func (c *counters) totals(n int) []uint64 {
 func (c *counters) callDepth() int {
 	deepest := 0
 	for b := 1; b < c.next && c.keepsDepth(); b++ {
-		if c.table {
+		if c.layout.table {
 			deepest = max(deepest, instr.TableDepth(c.area(b), depthSlots))
 		} else {
 			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(c.area(b)[instr.DepthMax:]), depthSlots)))
@@ -471,10 +386,10 @@ func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollbac
 		}
 		if len(r.Restore) > 0 {
 			// The registers were saved in the thread's block.
-			if base < c.progAddr || base >= c.progAddr+uint64(len(c.shared.Bytes())) {
+			if !c.holds(base) {
 				return false
 			}
-			block := c.shared.Bytes()[base-c.progAddr:]
+			block := c.shared.Bytes()[base-c.layout.progAddr:]
 			for _, s := range r.Restore {
 				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
 			}
@@ -518,7 +433,7 @@ func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error 
 // reads the rings any more, and a full one would stop its thread at a
 // breakpoint no tracer serves.
 func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
-	if c == nil || !c.rings {
+	if c == nil || !c.layout.rings {
 		return
 	}
 	for _, tr := range c.tramps {
@@ -546,6 +461,12 @@ func (c *counters) sortTramps() {
 	})
 }
 
+// holds reports whether addr is in the memory of the counters, in the
+// program.
+func (c *counters) holds(addr uint64) bool {
+	return addr >= c.layout.progAddr && addr < c.layout.progAddr+uint64(len(c.shared.Bytes()))
+}
+
 // close releases PROFILE's mapping of the counters.
 func (c *counters) close() {
 	if c != nil {
@@ -569,7 +490,7 @@ func (c *counters) collect() {
 	}
 	t.callDepth = c.callDepth()
 	if c.overflow {
-		t.cfg.Warn(prf.SharedBlocks(c.nBlocks))
+		t.cfg.Warn(prf.SharedBlocks(c.layout.nBlocks))
 	}
 	c.warnDamage()
 }

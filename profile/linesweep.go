@@ -11,12 +11,7 @@
 
 package profile
 
-import (
-	"encoding/binary"
-	"time"
-
-	"github.com/sourceprofiler/sprof/instr"
-)
+import "time"
 
 // sweepEvery is how often PROFILE looks for covered patches while it
 // waits, and the least time between two sweeps.
@@ -93,13 +88,9 @@ func (c *counters) covered(cp *coverPatch) bool {
 // count is counter k summed over the blocks in use.
 func (c *counters) count(k int) uint64 {
 	mem := c.shared.Bytes()
-	last := c.next
-	if c.kind == instr.CountShared {
-		last = 2
-	}
 	n := uint64(0)
-	for b := 1; b < last; b++ {
-		n += binary.LittleEndian.Uint64(mem[uint64(b)*c.blockSize+uint64(k)*8:])
+	for b := 1; b < c.layout.counted(c.next); b++ {
+		n += c.layout.count(mem, b, k)
 	}
 	return n
 }

@@ -119,7 +119,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	if lines != nil {
 		t.lines = lines
-		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.counters.counterRef(0), Save: lines.save, Cover: lines.cover})
+		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.counters.layout.counterRef(0), Save: lines.save, Cover: lines.cover})
 		t.counters.saves = len(code.Rollback) > 0
 	} else {
 		t.entries = &entryTrampolines{t: t}
@@ -130,7 +130,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	if t.rings == nil {
 		return nil
 	}
-	with, without := t.calibrationBlocks(t.counters.ring())
+	with, without := t.calibrationBlocks(t.counters.layout.ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.pageSize - 1) &^ (t.pageSize - 1)
 	at, err := t.mmap(0, size)
 	if err != nil {

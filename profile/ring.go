@@ -121,24 +121,8 @@ func (t *tracer) ringTimed(f *datafile.Func) error {
 	return nil
 }
 
-// ring is what the record code of item's entry, or exit, needs.
-func (c *counters) ring() instr.Ring {
-	r := instr.Ring{Offset: c.ringAt, Records: ringRecords}
-	if c.table {
-		r.Table = c.progAddr + c.tableAt
-		r.Areas = c.progAddr + c.areasAt
-	}
-	return r
-}
-
 // ringArea returns block b's ring area, or area b of the table.
-func (c *counters) ringArea(b int) []byte {
-	at := uint64(b)*c.blockSize + c.ringAt
-	if c.table {
-		at = c.areasAt + uint64(b)*c.stride
-	}
-	return c.shared.Bytes()[at : at+instr.RingSize(ringRecords)]
-}
+func (c *counters) ringArea(b int) []byte { return c.layout.ringArea(c.shared.Bytes(), b) }
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
@@ -162,7 +146,7 @@ func (r *rings) drop(b int) {
 // dropped.
 func (r *rings) drain(th *thread) int {
 	t, c := r.t, r.t.counters
-	if c == nil || !c.rings {
+	if c == nil || !c.layout.rings {
 		return 0
 	}
 	b, ok := c.blockOf[th.tid]
@@ -236,7 +220,7 @@ func (r *rings) drain(th *thread) int {
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (t *tracer) vforking(th *thread) {
-	if c := t.counters; t.rings != nil && c != nil && c.rings && c.table {
+	if c := t.counters; t.rings != nil && c != nil && c.layout.rings && c.layout.table {
 		t.rings.drain(th)
 		th.vforking = true
 	}
@@ -263,7 +247,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	if !own || th.foreign {
 		b, own = 0, false
 	}
-	if c.table && !tp { // (through the thread pointer: its own, or the discard area)
+	if c.layout.table && !tp { // (through the thread pointer: its own, or the discard area)
 		if w := c.tableArea(sp); w != b {
 			b, own = w, false
 		}
@@ -300,7 +284,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 // leaves the PC on itself (arm64's BRK), to where it goes on: a thread
 // let go there would run the breakpoint again, untraced.
 func (t *tracer) pastFull(tid int) {
-	if t.rings == nil || t.counters == nil || !t.counters.rings {
+	if t.rings == nil || t.counters == nil || !t.counters.layout.rings {
 		return
 	}
 	var regs ptrace.Regs
@@ -471,7 +455,7 @@ func (c *counters) ringFull(after uint64) bool {
 // fullRegion returns the record code's region whose ring-full breakpoint
 // ends at after, if there is one.
 func (c *counters) fullRegion(after uint64) (region, bool) {
-	if c == nil || !c.rings {
+	if c == nil || !c.layout.rings {
 		return region{}, false
 	}
 	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1

@@ -41,17 +41,17 @@ func TestSettleDepth(t *testing.T) {
 			{mainSP + 8, 0},        // main has returned
 		} {
 			tr := &tracer{arch: arch, plan: &datafile.Plan{}}
-			cs := &counters{t: tr, kind: instr.CountPerThread, progAddr: progAddr, nBlocks: 2, next: 2, blockOf: map[int]int{}}
+			cs := &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, progAddr: progAddr, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 			size := 0
 			if table {
-				cs.table, cs.stride = true, instr.DepthAreaAlign
-				cs.areasAt = cs.stride
-				cs.tableAt = cs.areasAt + 2*cs.stride
-				size = int(cs.tableAt) + 4*instr.DepthTableSize
+				cs.layout.table, cs.layout.stride = true, instr.DepthAreaAlign
+				cs.layout.areasAt = cs.layout.stride
+				cs.layout.tableAt = cs.layout.areasAt + 2*cs.layout.stride
+				size = int(cs.layout.tableAt) + 4*instr.DepthTableSize
 			} else {
-				cs.depthAt = 64
-				cs.blockSize = 64 + instr.DepthAreaSize(depthSlots)
-				size = 2 * int(cs.blockSize)
+				cs.layout.depthAt = 64
+				cs.layout.blockSize = 64 + instr.DepthAreaSize(depthSlots)
+				size = 2 * int(cs.layout.blockSize)
 			}
 			shared, err := ptrace.NewShared(size)
 			if err != nil {
@@ -70,8 +70,8 @@ func TestSettleDepth(t *testing.T) {
 			binary.LittleEndian.PutUint64(area[instr.DepthCurrent:], uint64(len(frames)))
 			var regs ptrace.Regs
 			arch.SetSP(&regs, c.sp)
-			regs.SetThreadBase(cs.blockAddr(1))
-			if !table && regs.ThreadBase() != cs.blockAddr(1) {
+			regs.SetThreadBase(cs.layout.blockAddr(1))
+			if !table && regs.ThreadBase() != cs.layout.blockAddr(1) {
 				continue // (arm64: no register for a block, only the table form)
 			}
 			tr.settleDepth(&regs)

@@ -124,22 +124,18 @@ func (t *tracer) settleDepth(regs *ptrace.Regs) {
 	}
 	sp := t.arch.SP(regs)
 	var area []byte
-	if c.table {
+	if c.layout.table {
 		b := c.tableArea(sp)
 		if b == 0 {
 			return // the discard area
 		}
 		area = c.area(b)
 	} else {
-		base := regs.ThreadBase()
-		if base < c.progAddr || c.blockSize == 0 || (base-c.progAddr)%c.blockSize != 0 {
+		b, ok := c.layout.blockAt(regs.ThreadBase())
+		if !ok {
 			return
 		}
-		b := (base - c.progAddr) / c.blockSize
-		if b == 0 || b >= uint64(c.nBlocks) {
-			return
-		}
-		area = c.area(int(b))
+		area = c.area(b)
 	}
 	n := binary.LittleEndian.Uint64(area[instr.DepthCurrent:])
 	n = min(n, uint64(len(area)-instr.DepthStack)/8)

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"encoding/binary"
 	"sort"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -129,28 +128,12 @@ func (t *tracer) ownStack(sp uint64, b int) error {
 // at area b: all of them, or where from is not -1, those that point at
 // area from.
 func (c *counters) pointStack(lo, hi uint64, b, from int) {
-	table := c.shared.Bytes()[c.tableAt : c.tableAt+4*instr.DepthTableSize]
-	off := uint32(uint64(b) * c.stride)
-	for page := lo; page <= hi; page += 1 << instr.DepthTablePage {
-		e := table[4*instr.TableIndex(page):]
-		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*c.stride) {
-			binary.LittleEndian.PutUint32(e, off)
-		}
-	}
+	c.layout.pointStack(c.shared.Bytes(), lo, hi, b, from)
 }
 
 // tableArea is the area the stack table gives a thread whose stack
-// pointer is sp: the discard area where the entry is not one PROFILE
-// writes (the table is in the program's memory, which a wild write may
-// reach).
-func (c *counters) tableArea(sp uint64) int {
-	table := c.shared.Bytes()[c.tableAt : c.tableAt+4*instr.DepthTableSize]
-	off := uint64(binary.LittleEndian.Uint32(table[4*instr.TableIndex(sp):]))
-	if off%c.stride != 0 || off/c.stride >= uint64(c.nBlocks) {
-		return 0
-	}
-	return int(off / c.stride)
-}
+// pointer is sp (counterLayout.tableArea).
+func (c *counters) tableArea(sp uint64) int { return c.layout.tableArea(c.shared.Bytes(), sp) }
 
 // stackOf returns the mapping that holds sp.
 func stackOf(maps []mapping, sp uint64) (mapping, bool) {

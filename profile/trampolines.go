@@ -104,10 +104,10 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 		q.Before[k] = code
 		return t.arch.Trampoline(&q, addr, nil)
 	}
-	if !c.rings {
-		count := t.arch.CountCode(c.kind, c.counterRef(item))
+	if !c.layout.rings {
+		count := c.layout.countCode(t.arch, item)
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
+			d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
 		return prelude(count)
@@ -142,12 +142,12 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 // entryTrampoline).
 func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	c := t.counters
-	if !c.rings {
+	if !c.layout.rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
-		d, _ := t.arch.DepthCode(c.depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: base + len(t.arch.CountCode(c.kind, c.counterRef(item))), rollback: d.Rollback}}
+		d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: base + len(c.layout.countCode(t.arch, item)), rollback: d.Rollback}}
 	}
 	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
@@ -193,11 +193,11 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
 func (t *tracer) entryScratch(f *datafile.Func) bool {
-	if t.counters.rings {
-		rc, _ := t.arch.RecordCode(t.counters.ring(), 0)
+	if t.counters.layout.rings {
+		rc, _ := t.arch.RecordCode(t.counters.layout.ring(), 0)
 		return rc.Scratch
 	}
-	return t.counters.table && t.counters.keepsDepth() && f.Frame != datafile.FrameNone
+	return t.counters.layout.table && t.counters.keepsDepth() && f.Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -163,11 +162,11 @@ func (t *tracer) allExiting() bool {
 // GS base that is not the counter block PROFILE gave it (x86-64).
 func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
 	c := t.counters
-	if c == nil || c.kind != instr.CountPerThread || th.foreign {
+	if c == nil || !c.layout.perThread() || th.foreign {
 		return
 	}
 	base := regs.ThreadBase()
-	if base >= c.progAddr && base < c.progAddr+uint64(len(c.shared.Bytes())) {
+	if c.holds(base) {
 		return
 	}
 	t.warnOnce(prf.ThreadBaseChanged(th.tid, base))
