@@ -245,7 +245,7 @@ func runs(tid int) uint64 {
 
 // requeued tells a signal that thread tid took in the main thread's
 // place, given back to the kernel.
-func (x *explainer) requeued(tid int, sig syscall.Signal) {
+func (x *runNarrator) requeued(tid int, sig syscall.Signal) {
 	if x == nil {
 		return
 	}

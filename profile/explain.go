@@ -7,12 +7,16 @@
 // hits of each site as they happen; each ring drained, each library loaded
 // or unloaded, each signal passed on; the end.
 //
-// The narrator is called from where PROFILE does each thing. Every method
-// is a no-op on a nil narrator, which a run without --explain has: nothing
-// changes then, in cost or in output. A limit (Config.ExplainLimit) keeps
-// big programs readable: so many sites are described in full, so many
-// first hits, ring drains, threads and signals told, and the rest counted
-// and summarised.
+// The narrator is called from where PROFILE does each thing. It is made
+// of one part for each moment it narrates: the plan and the start
+// (explain_plan.go), the sites of each module planted (explain_sites.go),
+// the run as it goes (explain_run.go) and its first hits
+// (explain_hits.go), the end (explain_end.go). A run without --explain
+// has none of them, and every method of a part that is nil is a no-op:
+// nothing changes then, in cost or in output. A limit
+// (Config.ExplainLimit) keeps big programs readable: so many sites are
+// described in full, so many first hits, ring drains, threads and
+// signals told, and the rest counted and summarised.
 
 package profile
 
@@ -23,9 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/sourceprofiler/sprof/datafile"
-	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // DefaultExplainLimit is how many sites profile --explain describes in
@@ -33,8 +34,39 @@ import (
 // tells, when no other limit is given.
 const DefaultExplainLimit = 10
 
-// explainer narrates one run (profile --explain); nil narrates nothing.
+// explainer narrates one run (profile --explain), each of its parts a
+// moment of the run: the tracer calls t.explain.planting(p) where it
+// plants, t.explain.hit(th, s) at a breakpoint's hit, and each call goes
+// to the part that narrates it. The zero explainer, a run's without
+// --explain, has no parts, and narrates nothing.
 type explainer struct {
+	*planNarrator
+	*siteNarrator
+	*runNarrator
+	*hitNarrator
+	*endNarrator
+}
+
+// newExplainer returns the narrator of t's run: the zero explainer when
+// the run is not narrated.
+func newExplainer(t *tracer) explainer {
+	if t.cfg.Explain == nil {
+		return explainer{}
+	}
+	n := &narrator{t: t, w: t.cfg.Explain, limit: max(t.cfg.ExplainLimit, 0), told: map[string]int{}, untold: map[string]int{}}
+	hits := &hitNarrator{narrator: n, seen: make([]bool, t.plan.NumItems())}
+	return explainer{
+		planNarrator: &planNarrator{n},
+		siteNarrator: &siteNarrator{narrator: n},
+		runNarrator:  &runNarrator{n},
+		hitNarrator:  hits,
+		endNarrator:  &endNarrator{narrator: n, hits: hits},
+	}
+}
+
+// narrator is what the parts of the narration share: the writer, the
+// limit and the tallies of what was told, and the times.
+type narrator struct {
 	t     *tracer
 	limit int // 0: no limit
 	// mu guards the writer and the tallies: PROFILE's signals are passed
@@ -44,39 +76,13 @@ type explainer struct {
 	told   map[string]int
 	untold map[string]int
 	// start is the clock when the program started: narration's times are
-	// from there.
-	start int64
-	// seen marks the items (functions or lines) whose first hit was
-	// told, and hitsDone is set once the limit of first hits is reached
-	// (the others are counted at the end, from the run's hits); unseen are the in-process counters not yet seen
-	// above zero, scanned (scan) while first hits are still told, at most
-	// every scanEvery at the stops and while PROFILE waits.
-	seen     []bool
-	hitsDone bool
-	unseen   []int
-	scanned  int64
-	started  bool
-	// aliases is how many line sites shared an earlier site's count when
-	// the last module was planted.
-	aliases int
-}
-
-// scanEvery is how often, at most, the narrator reads the counters at
-// stops and while PROFILE waits (a millisecond).
-const scanEvery = 1e6
-
-// newExplainer returns the narrator of t's run, or nil when the run is
-// not narrated.
-func newExplainer(t *tracer) *explainer {
-	if t.cfg.Explain == nil {
-		return nil
-	}
-	return &explainer{t: t, w: t.cfg.Explain, limit: max(t.cfg.ExplainLimit, 0), told: map[string]int{}, untold: map[string]int{},
-		seen: make([]bool, t.plan.NumItems())}
+	// from there; started is set once the program runs (runNarrator).
+	start   int64
+	started bool
 }
 
 // say writes one line of narration.
-func (x *explainer) say(format string, args ...any) {
+func (x *narrator) say(format string, args ...any) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	fmt.Fprintf(x.w, format+"\n", args...)
@@ -85,7 +91,7 @@ func (x *explainer) say(format string, args ...any) {
 // tell writes one line of narration of kind (a first hit, a ring
 // drained...), unless the limit of its kind is reached: it is counted
 // then, and summarised at the end.
-func (x *explainer) tell(kind, format string, args ...any) {
+func (x *narrator) tell(kind, format string, args ...any) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.limit > 0 && x.told[kind] >= x.limit {
@@ -97,155 +103,44 @@ func (x *explainer) tell(kind, format string, args ...any) {
 }
 
 // full reports whether the limit of kind is reached.
-func (x *explainer) full(kind string) bool {
+func (x *narrator) full(kind string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.limit > 0 && x.told[kind] >= x.limit
 }
 
 // now is the time since the program started, for narration: "[1.234 ms]".
-func (x *explainer) now() string { return x.at(x.t.clock()) }
+func (x *narrator) now() string { return x.at(x.t.clock()) }
 
 // at is clock time ns as narration shows it.
-func (x *explainer) at(ns int64) string {
+func (x *narrator) at(ns int64) string {
 	return fmt.Sprintf("[%.3f ms]", float64(ns-x.start)/1e6)
 }
 
-// methodWords says what a profile of method m measures.
-func methodWords(m datafile.Method) string {
-	switch m {
-	case datafile.FuncCounting:
-		return "how many times each function is called"
-	case datafile.FuncCoverage:
-		return "which functions run"
-	case datafile.FuncTiming:
-		return "how long each function takes, with and without the functions it calls"
-	case datafile.FuncSampling:
-		return "where the program spends its time, from samples of its program counter, and how many times each function is called"
-	case datafile.LineCounting:
-		return "how many times each line runs"
-	case datafile.LineCoverage:
-		return "which lines run"
-	}
-	return "what the plan asks"
-}
-
-// plan tells the plan read, before the program starts.
-func (x *explainer) plan() {
-	if x == nil {
-		return
-	}
-	p := x.t.plan
-	var names []string
-	for _, m := range p.Modules {
-		names = append(names, m.Name)
-	}
-	what := plural(len(p.Funcs), "function")
-	if !p.Method.IsFunction() {
-		what = plural(len(p.Lines), "line")
-	}
-	x.say("PROFILE read the plan %s: %s, %s in %s (%s). It measures %s.",
-		x.t.cfg.PlanPath, strings.ToLower(p.Method.Words()), what, plural(len(p.Modules), "module"), strings.Join(names, ", "), methodWords(p.Method))
-}
-
-// startedAt tells the program started, stopped by the kernel at its
-// first instruction (the exec stop): where that is. A process attached
-// to (profile --pid) was not started: its threads were stopped wherever
-// they were.
-func (x *explainer) startedAt() {
-	if x == nil {
-		return
-	}
+// lineNames names lines of the plan: "line 12 of counts.c", "lines 12,
+// 13 of counts.c".
+func (x *narrator) lineNames(lines []int) string {
 	t := x.t
-	x.start = t.clock()
-	pc, file := x.mainPC()
-	if t.attach != nil {
-		where := ""
-		if file != "" {
-			where = fmt.Sprintf(", the main thread at %#x in %s", pc, file)
-		}
-		x.say("PROFILE attached to process %d (%s), which was running: it took its %s under ptrace (PTRACE_SEIZE) and stopped each where it was%s. What the program did before is not seen: the counts begin when PROFILE lets it go on.",
-			t.pid, filepath.Base(t.cfg.Path), plural(len(t.threads), "thread"), where)
-		return
+	if len(lines) == 0 {
+		return "a line site"
 	}
-	where := ""
-	if file != "" {
-		who := "the dynamic linker"
-		if file == filepath.Base(t.cfg.Path) {
-			who = "the program's entry point"
-		}
-		where = fmt.Sprintf(", at %#x in %s (%s)", pc, file, who)
-	}
-	x.say("PROFILE started %s under ptrace, as process %d. The kernel stopped it at its first instruction, before it ran anything (the exec stop)%s.",
-		filepath.Base(t.cfg.Path), t.pid, where)
-}
-
-// mainPC returns where the main thread is stopped, and the base name of
-// the file mapped there ("" when unknown).
-func (x *explainer) mainPC() (uint64, string) {
-	var regs ptrace.Regs
-	if x.t.proc.getRegs(x.t.pid, &regs) != nil {
-		return 0, ""
-	}
-	pc := regs.PC()
-	maps, err := x.t.readMaps()
-	if err != nil {
-		return pc, ""
-	}
-	for _, m := range maps {
-		if pc >= m.Start && pc < m.End && m.Path != "" {
-			return pc, filepath.Base(m.Path)
+	file := t.lineFile(&t.plan.Lines[lines[0]])
+	var nums []string
+	for _, i := range lines {
+		l := &t.plan.Lines[i]
+		nums = append(nums, strconv.Itoa(l.Line))
+		if f := t.lineFile(l); f != file {
+			file = ""
 		}
 	}
-	return pc, ""
-}
-
-// mechanism tells how the run counts or times, once the counters are
-// set up (startCounters), and where they are.
-func (x *explainer) mechanism() {
-	if x == nil {
-		return
+	word := "line "
+	if len(nums) > 1 {
+		word = "lines "
 	}
-	t := x.t
-	m := t.plan.Method
-	c := t.counters
-	why := ""
-	if t.cfg.Breakpoints {
-		why = " (profile --breakpoints)"
+	if file == "" {
+		return word + strings.Join(nums, ", ")
 	}
-	switch {
-	case t.rings != nil && t.timed:
-		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
-	case t.rings != nil:
-		x.say("PROFILE records calls in-process: each function's entry jumps to a trampoline that appends a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them, for %s.", ringRecords, x.booksFor())
-	case t.books != nil && t.timed:
-		x.say("PROFILE times with breakpoints%s: a breakpoint at each function's entry and exits. At each hit the thread stops, PROFILE books the call or the return at that time, and lets the thread go on.", why)
-	case t.books != nil:
-		x.say("PROFILE records calls with breakpoints%s: a breakpoint at each function's entry. At each hit the thread stops, PROFILE books the call, for %s, and lets the thread go on.", why, x.booksFor())
-	case c != nil && m.IsFunction():
-		x.say("PROFILE counts in-process: each function entry it can patch jumps to a trampoline that adds one to the function's counter, without stopping the program. An entry no jump fits keeps a breakpoint, a stop per call.")
-	case c != nil && m.IsCoverage():
-		x.say("PROFILE covers lines in-process: each line site it can patch jumps to a trampoline that sets the site's counter to one, without stopping the program. A site no jump fits keeps a breakpoint, taken out at its first hit.")
-	case c != nil:
-		x.say("PROFILE counts lines in-process: each line site it can patch jumps to a trampoline that adds one to the site's counter, without stopping the program. A site no jump fits keeps a breakpoint, a stop per pass.")
-	case t.bp.removeAtHit:
-		x.say("PROFILE covers with breakpoints%s: a breakpoint at each site, taken out at its first hit.", why)
-	case m.IsFunction():
-		x.say("PROFILE counts with breakpoints%s: a breakpoint at each function entry. Each call stops its thread once, for PROFILE to count it.", why)
-	default:
-		x.say("PROFILE counts lines with breakpoints%s: a breakpoint at each line site. Each pass stops its thread once, for PROFILE to count it.", why)
-	}
-	if c == nil {
-		return
-	}
-	size := uint64(len(c.shared.Bytes()))
-	if c.layout.perThread() {
-		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
-			bytesWords(size), c.layout.progAddr, bytesWords(c.layout.blockSize), c.layout.blockAddr(1))
-	} else {
-		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Every thread adds to the same counters, at %#x, atomically.",
-			bytesWords(size), c.layout.progAddr, c.layout.blockAddr(1))
-	}
+	return word + strings.Join(nums, ", ") + " of " + filepath.Base(file)
 }
 
 // bytesWords says a size: "96 bytes", "4 KiB", "32.5 MiB".

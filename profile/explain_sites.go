@@ -6,16 +6,22 @@ package profile
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 )
+
+// siteNarrator narrates each module planted: its sites, what is written
+// over each and the trampoline's code, or why it keeps a breakpoint.
+type siteNarrator struct {
+	*narrator
+	// aliases is how many line sites shared an earlier site's count when
+	// the last module was planted.
+	aliases int
+}
 
 // siteView is one site of a module being planted, as the narration
 // describes it: a jump to a trampoline (j), or a breakpoint (s).
@@ -29,7 +35,7 @@ type siteView struct {
 // program: the module, its area, and each site, up to the limit; the
 // rest are counted. It runs before anything is written, so the memory
 // still holds the program's own code.
-func (x *explainer) planting(p *planting) {
+func (x *siteNarrator) planting(p *planting) {
 	if x == nil {
 		return
 	}
@@ -99,7 +105,7 @@ func (x *explainer) planting(p *planting) {
 
 // reasons returns why each site of the module being planted that keeps
 // a breakpoint does, by address, as --verbose lists them.
-func (x *explainer) reasons() map[uint64]error {
+func (x *siteNarrator) reasons() map[uint64]error {
 	t := x.t
 	byAddr := map[uint64]error{}
 	if et := t.entries; et != nil && len(et.fellBack) > 0 {
@@ -129,7 +135,7 @@ func (x *explainer) reasons() map[uint64]error {
 // describe describes one site of planting p: what it is, the bytes
 // before and after, and the trampoline's code, or why it keeps a
 // breakpoint and how its instruction is carried out at a hit.
-func (x *explainer) describe(p *planting, v siteView, reasons map[uint64]error) string {
+func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]error) string {
 	t := x.t
 	if v.j != nil {
 		j := v.j
@@ -214,7 +220,7 @@ func (x *explainer) describe(p *planting, v siteView, reasons map[uint64]error) 
 // planting p: what its instrumentation does, where it is known (an
 // entry's count and call depth, a record), each instruction moved, the
 // jump back.
-func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
+func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	t, tr := x.t, v.j.tramp
 	notes := trampNotes(t.arch, tr)
 	c := t.counters
@@ -261,7 +267,7 @@ func (x *explainer) notes(p *planting, v siteView) map[uint64]string {
 
 // entryItem returns the function of planting p whose entry is patched
 // at addr (at the entry, or after its landing pad), or -1.
-func (x *explainer) entryItem(p *planting, addr uint64) int {
+func (x *siteNarrator) entryItem(p *planting, addr uint64) int {
 	for _, item := range p.items {
 		f := &x.t.plan.Funcs[item]
 		entry := f.Entry + p.bias
@@ -276,7 +282,7 @@ func (x *explainer) entryItem(p *planting, addr uint64) int {
 
 // siteName names the site v of planting p: "function f, entry", "line
 // 12 of counts.c (f)", "function g, exit".
-func (x *explainer) siteName(p *planting, v siteView) string {
+func (x *siteNarrator) siteName(p *planting, v siteView) string {
 	t := x.t
 	if v.s != nil && t.plan.Method.IsFunction() {
 		switch {
@@ -337,181 +343,4 @@ func afterLandingPad(d instr.Decoder, text moduleText, entry uint64) uint64 {
 		return 0
 	}
 	return entry + uint64(in.Len)
-}
-
-// lineNames names lines of the plan: "line 12 of counts.c", "lines 12,
-// 13 of counts.c".
-func (x *explainer) lineNames(lines []int) string {
-	t := x.t
-	if len(lines) == 0 {
-		return "a line site"
-	}
-	file := t.lineFile(&t.plan.Lines[lines[0]])
-	var nums []string
-	for _, i := range lines {
-		l := &t.plan.Lines[i]
-		nums = append(nums, strconv.Itoa(l.Line))
-		if f := t.lineFile(l); f != file {
-			file = ""
-		}
-	}
-	word := "line "
-	if len(nums) > 1 {
-		word = "lines "
-	}
-	if file == "" {
-		return word + strings.Join(nums, ", ")
-	}
-	return word + strings.Join(nums, ", ") + " of " + filepath.Base(file)
-}
-
-// asmLine is one instruction of a listing: its address, its bytes and
-// its text.
-type asmLine struct {
-	pc   uint64
-	b    []byte
-	text string
-}
-
-// disasm decodes code at pc into instructions; bytes that do not decode
-// are shown as such, one instruction's alignment at a time. A word that
-// an instruction reads or jumps through (a PC-relative operand of a
-// load, or of an indirect jump: "jmpq *(%rip)" and the address after
-// it) is shown as data.
-func disasm(d instr.Decoder, code []byte, pc uint64) []asmLine {
-	var out []asmLine
-	step := instr.InstAlign(d)
-	data := map[uint64]bool{}
-	for off := 0; off < len(code); {
-		at := pc + uint64(off)
-		if data[at] {
-			n := min(8, len(code)-off)
-			out = append(out, asmLine{at, code[off : off+n], fmt.Sprintf("(data: %#x)", leWord(code[off:off+n]))})
-			off += n
-			continue
-		}
-		in, err := d.Decode(code[off:], at)
-		if err != nil || in.Len <= 0 || off+in.Len > len(code) {
-			n := min(step, len(code)-off)
-			out = append(out, asmLine{at, code[off : off+n], "(not an instruction)"})
-			off += n
-			continue
-		}
-		if in.PCRel && in.Target > at && in.Target < pc+uint64(len(code)) &&
-			(in.Kind == instr.Other || strings.Contains(in.Text, "*")) {
-			data[in.Target] = true
-		}
-		out = append(out, asmLine{at, code[off : off+in.Len], in.Text})
-		off += in.Len
-	}
-	return out
-}
-
-// leWord reads up to 8 bytes as a little-endian number.
-func leWord(b []byte) uint64 {
-	var w [8]byte
-	copy(w[:], b)
-	return binary.LittleEndian.Uint64(w[:])
-}
-
-// hexBytes shows bytes as hexadecimal pairs: "55 48 89 e5".
-func hexBytes(b []byte) string {
-	var s strings.Builder
-	for i, c := range b {
-		if i > 0 {
-			s.WriteByte(' ')
-		}
-		fmt.Fprintf(&s, "%02x", c)
-	}
-	return s.String()
-}
-
-// texts joins the instructions' texts: "push %rbp; mov %rsp,%rbp".
-func texts(lines []asmLine) string {
-	var out []string
-	for _, l := range lines {
-		out = append(out, l.text)
-	}
-	return strings.Join(out, "; ")
-}
-
-// beforeAfter shows the bytes at a site before and after PROFILE writes
-// over them, with their instructions.
-func beforeAfter(d instr.Decoder, site uint64, before, after []byte) string {
-	b, a := hexBytes(before), hexBytes(after)
-	w := max(len(b), len(a))
-	return fmt.Sprintf("  before  %-*s  %s\n  after   %-*s  %s\n", w, b, texts(disasm(d, before, site)), w, a, texts(disasm(d, after, site)))
-}
-
-// breakpointBytes shows the bytes of the instruction at a site before
-// and after a breakpoint is written over its first bytes: the rest of
-// the instruction stays, never run.
-func breakpointBytes(d instr.Decoder, site uint64, orig, brk []byte) string {
-	after := append(slices.Clone(brk), orig[len(brk):]...)
-	text := texts(disasm(d, brk, site))
-	if len(orig) > len(brk) {
-		text += " (the rest of the instruction's bytes stay, never run)"
-	}
-	b, a := hexBytes(orig), hexBytes(after)
-	return fmt.Sprintf("  before  %s  %s\n  after   %-*s  %s\n", b, texts(disasm(d, orig, site)), len(b), a, text)
-}
-
-// listing shows code at pc, disassembled, under a title: one
-// instruction a line, with its address and bytes, and the note of its
-// address, if any.
-func listing(d instr.Decoder, title string, pc uint64, code []byte, notes map[uint64]string) string {
-	lines := disasm(d, code, pc)
-	w, tw := 0, 0
-	for _, l := range lines {
-		w = max(w, len(hexBytes(l.b)))
-		if notes[l.pc] != "" {
-			tw = max(tw, len(l.text))
-		}
-	}
-	var b strings.Builder
-	b.WriteString(title + ":\n")
-	for _, l := range lines {
-		if note := notes[l.pc]; note != "" {
-			fmt.Fprintf(&b, "    %#x  %-*s  %-*s  ; %s\n", l.pc, w, hexBytes(l.b), tw, l.text, note)
-			continue
-		}
-		fmt.Fprintf(&b, "    %#x  %-*s  %s\n", l.pc, w, hexBytes(l.b), l.text)
-	}
-	return b.String()
-}
-
-// trampNotes notes, in trampoline tr's listing, where the instrumentation
-// begins, each instruction moved (from where), and the jump back.
-func trampNotes(d instr.Decoder, tr *tramp) map[uint64]string {
-	notes := map[uint64]string{}
-	code := &tr.code
-	for _, m := range code.PCs {
-		notes[m.Tramp] = fmt.Sprintf("moved from %#x", m.Orig)
-	}
-	if len(code.PCs) > 0 && code.PCs[0].Tramp > tr.addr {
-		notes[tr.addr] = "the instrumentation"
-	}
-	lines := disasm(d, code.Code, tr.addr)
-	if len(lines) == 0 {
-		return notes
-	}
-	last := lines[len(lines)-1].pc
-	if !code.Exit {
-		notes[last] = fmt.Sprintf("back to %#x, after the patch", tr.patch.End())
-		if tr.patch.Back != 0 {
-			notes[last] = fmt.Sprintf("on to %#x, the trampoline of the jump at %#x, after the patch", tr.patch.Back, tr.patch.End())
-		}
-		return notes
-	}
-	// An exit's trampoline: the instrumentation runs before the exit,
-	// which is its last instruction (the PC map gives the exit's address
-	// to the instrumentation).
-	at := tr.addr + uint64(code.At)
-	for _, m := range code.PCs {
-		if m.Tramp == at {
-			notes[last] = fmt.Sprintf("moved from %#x: the exit", m.Orig)
-		}
-	}
-	notes[at] = "the instrumentation, before the exit"
-	return notes
 }

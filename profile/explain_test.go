@@ -130,13 +130,13 @@ func TestExplainDisasm(t *testing.T) {
 }
 
 // TestExplainNil: a run without --explain has no narrator, and every
-// method of a nil one does nothing.
+// method of the zero one does nothing.
 func TestExplainNil(t *testing.T) {
 	tr, _, _ := fakeTracer(leafFuncs(datafile.FuncCounting))
-	if x := newExplainer(tr); x != nil {
+	if x := newExplainer(tr); x != (explainer{}) {
 		t.Fatalf("a narrator without Config.Explain: %v", x)
 	}
-	var x *explainer
+	var x explainer
 	x.plan()
 	x.startedAt()
 	x.mechanism()

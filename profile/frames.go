@@ -111,7 +111,7 @@ func (c *counters) exactPC(r instr.Regs, base uint64) (uint64, bool) {
 
 // frameSettled tells a signal frame of thread tid that returned into
 // PROFILE's code at pc: moved to the program's orig, or left there.
-func (x *explainer) frameSettled(tid int, pc, orig uint64, moved bool) {
+func (x *endNarrator) frameSettled(tid int, pc, orig uint64, moved bool) {
 	if x == nil {
 		return
 	}

@@ -120,7 +120,7 @@ func (t *tracer) checkSeccomp() error {
 
 // seccomp tells that thread tid runs under a seccomp filter of its own,
 // which PROFILE suspends for its calls.
-func (x *explainer) seccomp(tid int, st ptrace.Seccomp) {
+func (x *planNarrator) seccomp(tid int, st ptrace.Seccomp) {
 	if x == nil {
 		return
 	}

@@ -88,7 +88,7 @@ func (t *tracer) attachSharers() error {
 
 // sharers tells the processes found sharing the memory of the process
 // PROFILE attached to.
-func (x *explainer) sharers(pids []int) {
+func (x *planNarrator) sharers(pids []int) {
 	if x == nil || len(pids) == 0 {
 		return
 	}

@@ -208,9 +208,9 @@ type tracer struct {
 	lastSignal [65]atomic.Int64
 	sigNote    atomic.Value // string: the signal PROFILE received, if any
 
-	// explain narrates the run (profile --explain, explain.go); nil when
-	// it is not narrated.
-	explain *explainer
+	// explain narrates the run (profile --explain, explain.go); the zero
+	// explainer when it is not narrated.
+	explain explainer
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment

@@ -1,0 +1,188 @@
+// The narration of a run's start (profile --explain): the plan read,
+// the program started or the process attached to, how the run counts or
+// times, and what a stop or a record costs.
+
+package profile
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// planNarrator narrates the plan and the start, before the program
+// runs; and the processes that share an attached process's memory
+// (sharers.go), and a seccomp filter PROFILE suspends (seccomp.go).
+type planNarrator struct{ *narrator }
+
+// methodWords says what a profile of method m measures.
+func methodWords(m datafile.Method) string {
+	switch m {
+	case datafile.FuncCounting:
+		return "how many times each function is called"
+	case datafile.FuncCoverage:
+		return "which functions run"
+	case datafile.FuncTiming:
+		return "how long each function takes, with and without the functions it calls"
+	case datafile.FuncSampling:
+		return "where the program spends its time, from samples of its program counter, and how many times each function is called"
+	case datafile.LineCounting:
+		return "how many times each line runs"
+	case datafile.LineCoverage:
+		return "which lines run"
+	}
+	return "what the plan asks"
+}
+
+// plan tells the plan read, before the program starts.
+func (x *planNarrator) plan() {
+	if x == nil {
+		return
+	}
+	p := x.t.plan
+	var names []string
+	for _, m := range p.Modules {
+		names = append(names, m.Name)
+	}
+	what := plural(len(p.Funcs), "function")
+	if !p.Method.IsFunction() {
+		what = plural(len(p.Lines), "line")
+	}
+	x.say("PROFILE read the plan %s: %s, %s in %s (%s). It measures %s.",
+		x.t.cfg.PlanPath, strings.ToLower(p.Method.Words()), what, plural(len(p.Modules), "module"), strings.Join(names, ", "), methodWords(p.Method))
+}
+
+// startedAt tells the program started, stopped by the kernel at its
+// first instruction (the exec stop): where that is. A process attached
+// to (profile --pid) was not started: its threads were stopped wherever
+// they were.
+func (x *planNarrator) startedAt() {
+	if x == nil {
+		return
+	}
+	t := x.t
+	x.start = t.clock()
+	pc, file := x.mainPC()
+	if t.attach != nil {
+		where := ""
+		if file != "" {
+			where = fmt.Sprintf(", the main thread at %#x in %s", pc, file)
+		}
+		x.say("PROFILE attached to process %d (%s), which was running: it took its %s under ptrace (PTRACE_SEIZE) and stopped each where it was%s. What the program did before is not seen: the counts begin when PROFILE lets it go on.",
+			t.pid, filepath.Base(t.cfg.Path), plural(len(t.threads), "thread"), where)
+		return
+	}
+	where := ""
+	if file != "" {
+		who := "the dynamic linker"
+		if file == filepath.Base(t.cfg.Path) {
+			who = "the program's entry point"
+		}
+		where = fmt.Sprintf(", at %#x in %s (%s)", pc, file, who)
+	}
+	x.say("PROFILE started %s under ptrace, as process %d. The kernel stopped it at its first instruction, before it ran anything (the exec stop)%s.",
+		filepath.Base(t.cfg.Path), t.pid, where)
+}
+
+// mainPC returns where the main thread is stopped, and the base name of
+// the file mapped there ("" when unknown).
+func (x *planNarrator) mainPC() (uint64, string) {
+	var regs ptrace.Regs
+	if x.t.proc.getRegs(x.t.pid, &regs) != nil {
+		return 0, ""
+	}
+	pc := regs.PC()
+	maps, err := x.t.readMaps()
+	if err != nil {
+		return pc, ""
+	}
+	for _, m := range maps {
+		if pc >= m.Start && pc < m.End && m.Path != "" {
+			return pc, filepath.Base(m.Path)
+		}
+	}
+	return pc, ""
+}
+
+// mechanism tells how the run counts or times, once the counters are
+// set up (startCounters), and where they are.
+func (x *planNarrator) mechanism() {
+	if x == nil {
+		return
+	}
+	t := x.t
+	m := t.plan.Method
+	c := t.counters
+	why := ""
+	if t.cfg.Breakpoints {
+		why = " (profile --breakpoints)"
+	}
+	switch {
+	case t.rings != nil && t.timed:
+		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
+	case t.rings != nil:
+		x.say("PROFILE records calls in-process: each function's entry jumps to a trampoline that appends a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them, for %s.", ringRecords, x.booksFor())
+	case t.books != nil && t.timed:
+		x.say("PROFILE times with breakpoints%s: a breakpoint at each function's entry and exits. At each hit the thread stops, PROFILE books the call or the return at that time, and lets the thread go on.", why)
+	case t.books != nil:
+		x.say("PROFILE records calls with breakpoints%s: a breakpoint at each function's entry. At each hit the thread stops, PROFILE books the call, for %s, and lets the thread go on.", why, x.booksFor())
+	case c != nil && m.IsFunction():
+		x.say("PROFILE counts in-process: each function entry it can patch jumps to a trampoline that adds one to the function's counter, without stopping the program. An entry no jump fits keeps a breakpoint, a stop per call.")
+	case c != nil && m.IsCoverage():
+		x.say("PROFILE covers lines in-process: each line site it can patch jumps to a trampoline that sets the site's counter to one, without stopping the program. A site no jump fits keeps a breakpoint, taken out at its first hit.")
+	case c != nil:
+		x.say("PROFILE counts lines in-process: each line site it can patch jumps to a trampoline that adds one to the site's counter, without stopping the program. A site no jump fits keeps a breakpoint, a stop per pass.")
+	case t.bp.removeAtHit:
+		x.say("PROFILE covers with breakpoints%s: a breakpoint at each site, taken out at its first hit.", why)
+	case m.IsFunction():
+		x.say("PROFILE counts with breakpoints%s: a breakpoint at each function entry. Each call stops its thread once, for PROFILE to count it.", why)
+	default:
+		x.say("PROFILE counts lines with breakpoints%s: a breakpoint at each line site. Each pass stops its thread once, for PROFILE to count it.", why)
+	}
+	if c == nil {
+		return
+	}
+	size := uint64(len(c.shared.Bytes()))
+	if c.layout.perThread() {
+		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
+			bytesWords(size), c.layout.progAddr, bytesWords(c.layout.blockSize), c.layout.blockAddr(1))
+	} else {
+		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Every thread adds to the same counters, at %#x, atomically.",
+			bytesWords(size), c.layout.progAddr, c.layout.blockAddr(1))
+	}
+}
+
+// booksFor says what the books of an untimed run are kept for.
+func (x *planNarrator) booksFor() string {
+	p := x.t.plan
+	switch {
+	case p.StartFunc != "" && p.Attribution:
+		return "the start function (/SF) and the callers (/AT)"
+	case p.StartFunc != "":
+		return "the start function (/SF): only the calls made while it runs count"
+	}
+	return "the callers of each call (/AT)"
+}
+
+// calibrated tells what a stop, and a record, cost the program (timing).
+func (x *planNarrator) calibrated() {
+	if x == nil || x.t.books == nil || !x.t.plan.Method.IsTiming() {
+		return
+	}
+	t := x.t
+	when, where := "at the exec stop", "at its first instruction"
+	if t.attach != nil {
+		when, where = "before the window", "where PROFILE stopped it"
+	}
+	if t.rings != nil {
+		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.calculated, when)
+		return
+	}
+	x.say("PROFILE measured what a stop costs the program beyond what its clock sees: %d ns (the overhead), taken out of the times (the thread hit a breakpoint %s %d times).", t.calculated, where, calibrationRounds)
+	if t.forced {
+		x.say("The plan imposes %d ns instead (prep /CB).", t.overhead)
+	}
+}
