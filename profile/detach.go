@@ -25,36 +25,12 @@ const detachLimit = 10 * time.Second
 // which shares the memory, is not stopped: its parent stops when it has
 // let the memory go. A thread past its exit stop is not waited for.
 func (t *tracer) detachAll(res *Result) error {
-	ready, asked := map[int]bool{}, map[int]bool{}
-	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
-	ask := func() {
-		for _, tid := range t.mainLast() {
-			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
-				t.proc.interrupt(tid)
-				asked[tid] = true
-			}
-		}
-	}
-	done := func() bool {
-		for tid, th := range t.threads {
-			if (needed(th) && !ready[tid]) || th.foreign {
-				return false
-			}
-		}
-		return true
-	}
-	// trapped: a thread with a SIGTRAP on its way after the interrupt's
-	// stop, of a breakpoint it hit or of a step through a slot it made.
-	// Detached, it would die of it: the trap is handled first, as in the
-	// run.
-	trapped := func(th *thread) bool {
-		return t.proc.signals(th.tid, sigPending)&(1<<(syscall.SIGTRAP-1)) != 0
-	}
+	d := &detaching{t: t, ready: map[int]bool{}, asked: map[int]bool{}}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(detachLimit, func() { close(quit) })
 	defer timer.Stop()
-	ask()
-	for !done() {
+	d.ask()
+	for !d.done() {
 		tid, ws, err := t.proc.wait(quitWait(0, 10*time.Millisecond, func() bool { return false }, quit))
 		if err == ptrace.ErrQuit {
 			break
@@ -77,16 +53,16 @@ func (t *tracer) detachAll(res *Result) error {
 				return nil
 			}
 			t.threadGone(tid)
-			delete(ready, tid)
-			delete(asked, tid)
+			delete(d.ready, tid)
+			delete(d.asked, tid)
 		case ws.Stopped():
 			th := t.threads[tid]
-			if th != nil && asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) && !trapped(th) {
+			if th != nil && d.asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) && !d.trapped(th) {
 				// (A thread stepping through a slot is ready too, its
 				// step not made: it may be in a system call there, as
 				// long as the call lasts, and the slot's jump back needs
 				// no tracer.)
-				ready[tid] = true
+				d.ready[tid] = true
 				t.readyToGo(tid, ws)
 				continue
 			}
@@ -99,11 +75,53 @@ func (t *tracer) detachAll(res *Result) error {
 			if t.books != nil {
 				t.charge(tid)
 			}
-			delete(asked, tid)
+			delete(d.asked, tid)
 		}
-		ask()
+		d.ask()
 	}
-	return t.letGo(ready)
+	return t.letGo(d.ready)
+}
+
+// detaching is the state of detachAll: the threads stopped, ready to
+// go, and those interrupted whose stop has not come yet.
+type detaching struct {
+	t            *tracer
+	ready, asked map[int]bool
+}
+
+// needed reports whether thread th must stop before the process is let
+// go: not a vfork child, nor a thread past its exit stop.
+func (d *detaching) needed(th *thread) bool { return !th.foreign && !th.exiting }
+
+// ask interrupts the threads needed that are neither ready nor asked,
+// the main thread last.
+func (d *detaching) ask() {
+	t := d.t
+	for _, tid := range t.mainLast() {
+		if th := t.threads[tid]; th != nil && d.needed(th) && !d.ready[tid] && !d.asked[tid] {
+			t.proc.interrupt(tid)
+			d.asked[tid] = true
+		}
+	}
+}
+
+// done reports whether every thread needed is ready, and no vfork child
+// is left.
+func (d *detaching) done() bool {
+	for tid, th := range d.t.threads {
+		if (d.needed(th) && !d.ready[tid]) || th.foreign {
+			return false
+		}
+	}
+	return true
+}
+
+// trapped reports whether thread th has a SIGTRAP on its way after the
+// interrupt's stop, of a breakpoint it hit or of a step through a slot
+// it made. Detached, it would die of it: the trap is handled first, as
+// in the run.
+func (d *detaching) trapped(th *thread) bool {
+	return d.t.proc.signals(th.tid, sigPending)&(1<<(syscall.SIGTRAP-1)) != 0
 }
 
 // haltAll stops the threads of the process, after an error of PROFILE's
