@@ -29,9 +29,10 @@ type target interface {
 	// being its memory opened.
 	memory(mem taskMem) instr.Memory
 	// opened is called once the memory and the map are open, before
-	// the start is told.
+	// --explain tells where the process stands (startedAt).
 	opened()
-	// hold is called before anything is planted; release, after.
+	// hold is called before anything is planted; release when the
+	// sequence ends (a target may release earlier: attachment.start).
 	hold() (release func(), err error)
 	// planted is called once the modules mapped at the start are
 	// planted, before the calibration.
