@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
-// An attached run differs from a run of a program PROFILE starts in four
-// ways (docs/architecture.md, "Attaching to a running process"):
+// An attached run is the run sequence (runTarget) over an attachment, its
+// target. It differs from a run of a program PROFILE starts in four ways
+// (docs/architecture.md, "Attaching to a running process"):
 //
 //   - Every thread is seized and stopped where it is (ptrace.Attach), and
 //     planted as a program is at its exec stop; the libraries already
@@ -40,8 +42,13 @@ import (
 //     (Ctrl-C), or when the program ends. A signal PROFILE receives is
 //     not passed on.
 
-// attachment is the state of an attached run.
+// attachment is an attached run: the target of the run sequence, and
+// its state.
 type attachment struct {
+	t *tracer
+	// attachProcess attaches to a process, every thread stopped
+	// (attachPtrace; the tests' fake process).
+	attachProcess func(pid int) (process, []int, map[int]bool, error)
 	// quit is closed when the window ends.
 	quit chan struct{}
 	// undo is the program's memory as PROFILE writes it, logging what it
@@ -58,8 +65,9 @@ type attachment struct {
 	pcs []uint64
 	sps map[int]uint64
 	// mask is the main thread's signal mask, every signal blocked while
-	// PROFILE sets up.
-	mask uint64
+	// PROFILE sets up (masked).
+	mask   uint64
+	masked bool
 	// began is when the window began, as the threads were let go;
 	// detached is set when PROFILE has let the process go, still running.
 	began    time.Time
@@ -71,29 +79,34 @@ type attachment struct {
 	why string
 }
 
-// attachRun profiles process cfg.Attach for its window and lets it go.
-// Whatever fails after it attached, the patches are taken out and the
-// process is let go, never killed.
-func (t *tracer) attachRun() (*Result, error) {
-	start := t.cfg.Now()
-	t.explain.plan()
+// newAttachment is the target of a run of process cfg.Attach.
+func newAttachment(t *tracer) *attachment {
+	return &attachment{
+		t:             t,
+		attachProcess: attachPtrace,
+		quit:          make(chan struct{}),
+		bases:         map[int]uint64{},
+		pointers:      map[int]uint64{},
+		sps:           map[int]uint64{},
+	}
+}
+
+// obtain attaches to process cfg.Attach, every thread stopped, and
+// seizes the processes that share its memory. A process stopped (a
+// group-stop), or one it refuses (attachChecks), is let go.
+func (a *attachment) obtain() error {
+	t := a.t
 	pid := t.cfg.Attach
-	proc, tids, group, err := attachPtrace(pid)
+	proc, tids, group, err := a.attachProcess(pid)
 	if err != nil {
-		return nil, prf.CannotAttach(pid, err)
+		return prf.CannotAttach(pid, err)
 	}
 	t.proc = proc
 	if len(group) > 0 {
 		// (Set-up steps the main thread, which a group-stop would take
 		// back; detached, the threads stay stopped.)
 		t.proc.detachStopped(tids)
-		return nil, prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
-	}
-	a := &attachment{
-		quit:     make(chan struct{}),
-		bases:    map[int]uint64{},
-		pointers: map[int]uint64{},
-		sps:      map[int]uint64{},
+		return prf.CannotAttach(pid, errors.New("it is stopped (SIGSTOP or SIGTSTP): continue it first (kill -CONT)"))
 	}
 	t.attach = a
 	t.pid = pid
@@ -102,137 +115,133 @@ func (t *tracer) attachRun() (*Result, error) {
 	}
 	if err := t.attachChecks(); err != nil {
 		t.letGo(nil)
-		return nil, err
+		return err
 	}
 	t.knownChildren()
-	defer t.closeTrace(false)
-	err = t.openTrace(start)
-	var res *Result
-	if err == nil {
-		res, err = t.attachedRun(start)
-	}
-	if err != nil {
-		if !a.detached {
-			// Nothing was planted yet (attachedRun lets go of what it
-			// planted itself).
-			t.letGo(nil)
-		}
-		return nil, err
-	}
-	t.closeTrace(true)
-	return res, nil
+	return nil
 }
 
-// attachedRun is traceRun for a process PROFILE attached to: it plants the
-// plan in the stopped process, lets it run for the window, and detaches.
-func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
-	a, pid := t.attach, t.pid
-	mem, err := t.proc.openMem(pid)
-	if err != nil {
-		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
-	}
-	defer mem.Close()
-	a.undo = &undoMemory{Memory: mem, maps: t.readMaps}
-	t.mem = a.undo
-	if t.maps, err = t.proc.openMaps(pid); err != nil {
-		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
-	}
-	defer t.maps.Close()
-	t.saveBases()
-	t.explain.startedAt()
-	defer func() { t.counters.close() }()
-	// Whatever fails from here, what was planted is taken out, before
-	// the memory, the map and the counters are closed.
-	defer func() {
-		if err != nil && !a.detached {
-			if a.running {
-				t.haltAll()
-			}
-			err = errors.Join(err, t.letGo(nil))
-		}
-	}()
-	// The main thread runs PROFILE's set-up with every signal blocked:
-	// one that comes meanwhile waits, and is delivered once its mask is
-	// back.
+// memory logs every write over the program's code (undoMemory), to be
+// written back before PROFILE detaches.
+func (a *attachment) memory(mem taskMem) instr.Memory {
+	a.undo = &undoMemory{Memory: mem, maps: a.t.readMaps}
+	return a.undo
+}
+
+// opened notes the threads' bases and where they are (saveBases).
+func (a *attachment) opened() { a.t.saveBases() }
+
+// hold blocks every signal of the main thread, which runs PROFILE's
+// set-up: one that comes meanwhile waits, and is delivered once its
+// mask is back (unmask, as the threads go, or release).
+func (a *attachment) hold() (release func(), err error) {
+	t, pid := a.t, a.t.pid
 	if a.mask, err = t.proc.sigMask(pid); err == nil {
 		err = t.proc.setSigMask(pid, ^uint64(0))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("block the signals of thread %d: %w", pid, err)
+		return nothing, fmt.Errorf("block the signals of thread %d: %w", pid, err)
 	}
-	masked := true
-	unmask := func() {
-		if masked {
-			t.proc.setSigMask(pid, a.mask)
-			masked = false
-		}
+	a.masked = true
+	return a.unmask, nil
+}
+
+// unmask gives the main thread its signal mask back, once.
+func (a *attachment) unmask() {
+	if a.masked {
+		a.t.proc.setSigMask(a.t.pid, a.mask)
+		a.masked = false
 	}
-	defer unmask()
-	t.startCounter()
-	if err = t.plantAll(); err != nil {
-		return nil, err
-	}
-	// The libraries are loaded already: planted now, and followed from
-	// here as in any run.
-	if err = t.syncLibraries(); err != nil {
-		return nil, err
-	}
-	if err = t.calibrateAll(); err != nil {
-		return nil, err
-	}
-	t.explain.calibrated()
-	t.refineCounter()
+}
+
+// planted plants the libraries loaded already, followed from here as in
+// any run.
+func (a *attachment) planted() error { return a.t.syncLibraries() }
+
+// ready gives every thread but the main thread, which has them already,
+// its counters, and the threads their stacks' pages above them
+// (ownFramesAbove).
+func (a *attachment) ready() (func(), error) {
+	t := a.t
 	for _, tid := range t.threadIDs() {
-		if tid == pid {
+		if tid == t.pid {
 			continue
 		}
 		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
-			return nil, fmt.Errorf("give thread %d its counters: %w", tid, err)
+			return nothing, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
-	if err = t.ownFramesAbove(); err != nil {
-		return nil, fmt.Errorf("give the threads their stacks: %w", err)
+	if err := t.ownFramesAbove(); err != nil {
+		return nothing, fmt.Errorf("give the threads their stacks: %w", err)
 	}
-	res = &Result{}
+	return nothing, nil
+}
+
+// start begins the window (endWindow; done stops watching for its end)
+// and lets the threads go, the main thread's mask back.
+func (a *attachment) start() (done func(), err error) {
+	t := a.t
 	if t.sampling != nil {
-		t.sampling.start(pid)
-		defer t.sampling.finish()
 		for tid := range t.threads {
-			if tid != pid {
+			if tid != t.pid {
 				t.sampling.threadStarted(tid)
 			}
 		}
 	}
 	a.began = time.Now()
-	stop := t.endWindow()
-	defer stop()
-	unmask()
+	done = t.endWindow()
+	a.unmask()
 	t.startWaits()
 	for _, tid := range t.threadIDs() {
 		t.openThreadBooks(t.threads[tid])
 		if err = t.resume(tid, 0); err != nil {
-			return nil, err
+			return done, err
 		}
 	}
 	a.running = true
 	t.progressStart = time.Now()
-	t.explain.running()
-	if t.cfg.Attached != nil {
+	return done, nil
+}
+
+// begun tells Config.Attached that the window has begun.
+func (a *attachment) begun() {
+	if t := a.t; t.cfg.Attached != nil {
 		t.cfg.Attached(len(t.threads))
 	}
-	if err := t.loop(res); err != nil {
-		return nil, err
-	}
+}
+
+// end lets the process go when the window ended with it running
+// (detachAll), and the processes that outlive it when it ended.
+func (a *attachment) end(res *Result) error {
+	t := a.t
 	if a.windowEnded {
 		if err := t.detachAll(res); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if !a.detached {
 		t.releaseSurvivors()
 	}
-	t.finish(start, res)
-	return res, nil
+	return nil
+}
+
+// failed takes out what was planted and lets the process go, its threads
+// stopped first if they run.
+func (a *attachment) failed(err error) error {
+	if !a.detached {
+		if a.running {
+			a.t.haltAll()
+		}
+		err = errors.Join(err, a.t.letGo(nil))
+	}
+	return err
+}
+
+// abandon lets the process go if failed has not: nothing was planted yet.
+func (a *attachment) abandon() {
+	if !a.detached {
+		a.t.letGo(nil)
+	}
 }
 
 // threadIDs returns the threads' IDs in order.
@@ -325,137 +334,6 @@ func (t *tracer) knownChildren() {
 	}
 }
 
-// detachLimit is how long the end of the window waits for the threads to
-// stop: one that does not (a vfork parent whose child never lets go) is
-// left traced, and is let go when PROFILE exits.
-const detachLimit = 10 * time.Second
-
-// detachAll ends the window: it stops every thread, reads what the rings
-// hold, takes every patch out, puts the thread bases back, and detaches
-// the threads. A thread's stop that comes on the way (a breakpoint, a
-// signal, a new thread, a vfork child's exec) is handled as in the run,
-// and the thread is stopped again: no signal is lost. A vfork child,
-// which shares the memory, is not stopped: its parent stops when it has
-// let the memory go. A thread past its exit stop is not waited for.
-func (t *tracer) detachAll(res *Result) error {
-	ready, asked := map[int]bool{}, map[int]bool{}
-	needed := func(th *thread) bool { return !th.foreign && !th.exiting }
-	ask := func() {
-		for _, tid := range t.mainLast() {
-			if th := t.threads[tid]; th != nil && needed(th) && !ready[tid] && !asked[tid] {
-				t.proc.interrupt(tid)
-				asked[tid] = true
-			}
-		}
-	}
-	done := func() bool {
-		for tid, th := range t.threads {
-			if (needed(th) && !ready[tid]) || th.foreign {
-				return false
-			}
-		}
-		return true
-	}
-	// trapped: a thread with a SIGTRAP on its way after the interrupt's
-	// stop, of a breakpoint it hit or of a step through a slot it made.
-	// Detached, it would die of it: the trap is handled first, as in the
-	// run.
-	trapped := func(th *thread) bool {
-		return t.proc.signals(th.tid, sigPending)&(1<<(syscall.SIGTRAP-1)) != 0
-	}
-	quit := make(chan struct{})
-	timer := time.AfterFunc(detachLimit, func() { close(quit) })
-	defer timer.Stop()
-	ask()
-	for !done() {
-		tid, ws, err := t.proc.wait(quitWait(0, 10*time.Millisecond, func() bool { return false }, quit))
-		if err == ptrace.ErrQuit {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, syscall.ECHILD) {
-				return nil
-			}
-			return fmt.Errorf("wait: %w", err)
-		}
-		switch {
-		case ws.Exited() || ws.Signaled():
-			if tid == t.pid {
-				res.Exited, res.ExitCode = ws.Exited(), ws.ExitStatus()
-				if ws.Signaled() {
-					res.Signal = ws.Signal()
-				}
-				clear(t.threads)
-				t.attach.detached = true
-				return nil
-			}
-			t.threadGone(tid)
-			delete(ready, tid)
-			delete(asked, tid)
-		case ws.Stopped():
-			th := t.threads[tid]
-			if th != nil && asked[tid] && (ws.GroupStop() || (ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop)) && !trapped(th) {
-				// (A thread stepping through a slot is ready too, its
-				// step not made: it may be in a system call there, as
-				// long as the call lasts, and the slot's jump back needs
-				// no tracer.)
-				ready[tid] = true
-				t.readyToGo(tid, ws)
-				continue
-			}
-			if th != nil && t.rings != nil {
-				t.rings.stopped(th)
-			}
-			if err := t.stopped(tid, ws); err != nil {
-				return err
-			}
-			if t.books != nil {
-				t.charge(tid)
-			}
-			delete(asked, tid)
-		}
-		ask()
-	}
-	return t.letGo(ready)
-}
-
-// haltAll stops the threads of the process, after an error of PROFILE's
-// while it ran, so that letGo can take the patches out: each is
-// interrupted, and given a second to stop (one stopped already reports
-// nothing). A thread stopped at a breakpoint is put back before it, to
-// run the instruction there once the code is back; a signal on its way
-// is delivered when it is detached.
-func (t *tracer) haltAll() {
-	for tid := range t.threads {
-		t.proc.interrupt(tid)
-	}
-	quit := make(chan struct{})
-	timer := time.AfterFunc(time.Second, func() { close(quit) })
-	defer timer.Stop()
-	for {
-		tid, ws, err := t.proc.wait(quitWait(0, 10*time.Millisecond, func() bool { return false }, quit))
-		if err != nil {
-			return
-		}
-		th := t.threads[tid]
-		switch {
-		case th == nil:
-		case ws.Exited() || ws.Signaled():
-			delete(t.threads, tid)
-		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
-			var regs ptrace.Regs
-			if t.proc.getRegs(tid, &regs) == nil {
-				if addr := t.arch.BreakpointAddr(regs.PC()); t.bp.sites[addr] != nil {
-					regs.SetPC(addr)
-					t.proc.setRegs(tid, &regs)
-				}
-			}
-		case ws.Stopped() && !ws.GroupStop() && ws.StopSignal() != syscall.SIGTRAP:
-			th.pendingSig = ws.StopSignal()
-		}
-	}
-}
-
 // threadGone forgets thread tid, ended (loop).
 func (t *tracer) threadGone(tid int) {
 	if th := t.threads[tid]; th != nil {
@@ -468,102 +346,6 @@ func (t *tracer) threadGone(tid int) {
 		t.sampling.threadEnded(tid)
 	}
 	t.foreignDone(tid)
-}
-
-// letGo puts the process back as PROFILE found it, its threads stopped:
-// the rings are read, the code is written back, each thread gets its
-// thread base back and is detached. ready names the threads known to be
-// stopped (nil: all of them); the others, which would not stop, keep
-// PROFILE as their tracer until it exits.
-func (t *tracer) letGo(ready map[int]bool) error {
-	a := t.attach
-	stopped := func(tid int) bool { return ready == nil || ready[tid] }
-	if a.undo == nil {
-		for tid := range t.threads {
-			t.proc.detach(tid, 0)
-		}
-		a.detached = true
-		return nil
-	}
-	for _, tid := range t.threadIDs() {
-		if th := t.threads[tid]; th != nil && t.rings != nil && stopped(tid) {
-			t.rings.stopped(th)
-		}
-	}
-	// The rings' checks off first: a thread in a trampoline, or one that
-	// returns into one, must never stop for a full ring.
-	t.counters.unchecked(a.undo.Memory)
-	var errs []error
-	if err := a.undo.restore(); err != nil {
-		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
-	}
-	maps, _ := t.readMaps()
-	t.masksBack(stopped)
-	for i, tid := range t.mainFirst() {
-		if !stopped(tid) {
-			continue
-		}
-		t.putBase(tid, t.settleFrames(tid, maps))
-		sig := syscall.Signal(0)
-		if th := t.threads[tid]; th != nil {
-			sig = th.takePending()
-		}
-		ran := runs(tid)
-		if i > 0 {
-			t.noneWaitFor(tid)
-		}
-		if err := t.proc.detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
-			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
-		}
-		if i == 0 && tid == t.pid {
-			t.mainTakes(ran)
-		}
-	}
-	for tid := range t.early {
-		t.proc.detach(tid, 0)
-	}
-	a.detached = true
-	return errors.Join(errs...)
-}
-
-// putBase gives stopped thread tid its thread base (and, for Go on arm64,
-// its thread pointer) as PROFILE found it; a thread started during the
-// window gets the main thread's, which it inherited. A thread stopped in
-// PROFILE's code keeps PROFILE's, which that code reads: single-stepped
-// out, it might block there in a system call of a slot. So does one
-// whose signal handler returns there (keep: settleFrames).
-func (t *tracer) putBase(tid int, keep bool) {
-	a := t.attach
-	base, ok := a.bases[tid]
-	if !ok {
-		base = a.base
-	}
-	var regs ptrace.Regs
-	if keep || t.proc.getRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
-		return
-	}
-	if regs.ThreadBase() != base {
-		regs.SetThreadBase(base)
-		t.proc.setRegs(tid, &regs)
-	}
-	if t.counters != nil && t.counters.layout.table && t.counters.layout.rings && t.goThreadPointer() {
-		p, ok := a.pointers[tid]
-		if !ok {
-			p = a.pointer
-		}
-		t.proc.setThreadPointer(tid, p)
-	}
-}
-
-// ownArea reports whether addr is in one of the areas PROFILE mapped in
-// the program (trampolines, slots, hops, punned trampolines' pages).
-func (t *tracer) ownArea(addr uint64) bool {
-	for _, a := range t.ownMaps {
-		if addr >= a[0] && addr < a[0]+a[1] {
-			return true
-		}
-	}
-	return false
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

@@ -328,8 +328,13 @@ func (f *fakeProcess) attach(pid int) ([]int, map[int]bool, error) {
 	return nil, nil, syscall.EPERM
 }
 
-// sameMemory: tasks share the program's memory unless one has its own.
+// sameMemory: tasks share the program's memory unless one has its own;
+// a process of the machine (an ID the kernel gives, which an attach
+// finds in /proc) shares none with the fake's.
 func (f *fakeProcess) sameMemory(a, b int) (bool, error) {
+	if a < fakePID || b < fakePID {
+		return false, nil
+	}
 	f.note("sameMemory %d %d", a, b)
 	return f.separate[a] == nil && f.separate[b] == nil, nil
 }

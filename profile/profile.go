@@ -208,12 +208,11 @@ func run(cfg Config) (*Result, error) {
 			done <- outcome{nil, err}
 			return
 		}
-		var res *Result
+		var tg target = newLaunch(t)
 		if cfg.Attach != 0 {
-			res, err = t.attachRun()
-		} else {
-			res, err = t.run()
+			tg = newAttachment(t)
 		}
+		res, err := t.runTarget(tg)
 		done <- outcome{res, err}
 	}()
 	o := <-done

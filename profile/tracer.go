@@ -3,7 +3,6 @@ package profile
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -276,92 +275,6 @@ func newTracer(cfg Config) (*tracer, error) {
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
 	}
 	return t, nil
-}
-
-// run starts the program, plants the breakpoints and traces it to its end.
-// Whatever fails on the way, the program is killed and reaped, in one
-// place.
-func (t *tracer) run() (*Result, error) {
-	files := []*os.File{t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr}
-	for i, f := range files {
-		if f == nil {
-			files[i] = []*os.File{os.Stdin, os.Stdout, os.Stderr}[i]
-		}
-	}
-	start := t.cfg.Now()
-	t.progressStart = time.Now()
-	t.explain.plan()
-	proc, pid, err := startPtrace(t.cfg.Path, t.cfg.Args, t.cfg.Env, t.cfg.Dir, files)
-	if err != nil {
-		return nil, prf.CannotRun(t.cfg.Path, err)
-	}
-	t.proc, t.pid = proc, pid
-	t.threads[pid] = &thread{tid: pid, tgid: pid}
-	defer t.closeTrace(false)
-	err = t.openTrace(start)
-	var res *Result
-	if err == nil {
-		res, err = t.traceRun(start)
-	}
-	if err != nil {
-		t.proc.kill(pid, 0, syscall.SIGKILL)
-		t.reapKilled()
-		return nil, err
-	}
-	t.closeTrace(true)
-	return res, nil
-}
-
-// traceRun plants the breakpoints in the program started at start,
-// stopped at its exec, and traces it to its end.
-func (t *tracer) traceRun(start time.Time) (*Result, error) {
-	pid := t.pid
-	var err error
-	mem, err := t.proc.openMem(pid)
-	if err != nil {
-		return nil, fmt.Errorf("open memory of process %d: %w", pid, err)
-	}
-	defer mem.Close()
-	t.mem = mem
-	if t.maps, err = t.proc.openMaps(pid); err != nil {
-		return nil, fmt.Errorf("open memory map of process %d: %w", pid, err)
-	}
-	defer t.maps.Close()
-	t.explain.startedAt()
-	defer func() { t.counters.close() }()
-	t.startCounter()
-	if err := t.plantAll(); err != nil {
-		return nil, err
-	}
-	if err := t.calibrateAll(); err != nil {
-		return nil, err
-	}
-	t.explain.calibrated()
-	t.refineCounter()
-	if err := t.proc.seize(pid); err != nil {
-		return nil, prf.CannotRun(t.cfg.Path, err)
-	}
-	t.ownCont = true
-	stopForward := t.forwardSignals()
-	defer stopForward()
-
-	res := &Result{}
-	if t.sampling != nil {
-		t.sampling.start(pid)
-		defer t.sampling.finish()
-	}
-	if err := t.proc.cont(pid, 0); err != nil {
-		return nil, fmt.Errorf("start program: %w", err)
-	}
-	t.openThreadBooks(t.threads[pid])
-	t.startWaits()
-	t.explain.running()
-	if err := t.loop(res); err != nil {
-		return nil, err
-	}
-	t.releaseSurvivors()
-	t.finish(start, res)
-	return res, nil
 }
 
 // finish gathers the run's counts into res when the program has ended, or
