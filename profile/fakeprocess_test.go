@@ -25,9 +25,11 @@ import (
 type fakeProcess struct {
 	arch instr.Arch
 	mem  *fakeMem
-	// maps is the memory map's text, as /proc/PID/maps prints it.
-	maps string
-	regs map[int]*ptrace.Regs
+	// maps is the memory map's text, as /proc/PID/maps prints it;
+	// mapsErr, when set, is openMaps' error.
+	maps    string
+	mapsErr error
+	regs    map[int]*ptrace.Regs
 	// script are the events the waits return, in order: wait takes the
 	// first, waitFor(tid) the first of tid.
 	script []fakeEvent
@@ -367,7 +369,12 @@ func (f *fakeProcess) openMem(tid int) (taskMem, error) {
 	return fakeTaskMem{f.mem}, nil
 }
 
-func (f *fakeProcess) openMaps(pid int) (memoryMap, error) { return fakeMapsFile{f}, nil }
+func (f *fakeProcess) openMaps(pid int) (memoryMap, error) {
+	if f.mapsErr != nil {
+		return nil, f.mapsErr
+	}
+	return fakeMapsFile{f}, nil
+}
 
 func (f *fakeProcess) mapShared(tid, fd, size int) (*ptrace.Shared, error) {
 	return nil, syscall.ENOSYS

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -275,7 +276,11 @@ func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagn
 	return strings.Join(out, ", ")
 }
 
+// readMaps reads the program's memory map, opened at the start.
 func (t *tracer) readMaps() ([]mapping, error) {
+	if t.maps == nil {
+		return nil, errors.New("read memory map: not open") // (an attach that could not open it lets go without)
+	}
 	data, err := t.maps.Read()
 	if err != nil {
 		return nil, fmt.Errorf("read memory map: %w", err)

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,6 +153,16 @@ func TestRunAttachFails(t *testing.T) {
 			"setSigMask 8388608 0x1000", "detach 8388608 0"}, runVerbs...)
 		if !tr.attach.detached {
 			t.Errorf("the process not let go")
+		}
+	})
+	t.Run("maps", func(t *testing.T) {
+		// (Its memory opened, its map not: let go without the map, no
+		// panic reading it.)
+		tr, fp, _, _ := fakeTarget(t, leafFuncs(datafile.FuncCounting), false)
+		fp.mapsErr = errors.New("permission denied")
+		_, err := tr.runTarget(fakeAttachment(tr, fp))
+		if err == nil || !strings.Contains(err.Error(), "permission denied") || !tr.attach.detached {
+			t.Errorf("error %v, detached %v: want the map refused and the process let go", err, tr.attach.detached)
 		}
 	})
 	t.Run("running", func(t *testing.T) {
