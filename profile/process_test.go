@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -494,6 +495,9 @@ func TestFakeInjectedSyscall(t *testing.T) {
 // whether a file is a terminal, whether the platform can trace, the
 // CPU's counter, the tracer giving up its own CPU.
 func TestProcessSeam(t *testing.T) {
+	if testutil.Slow() {
+		t.Skip("the sources are the host's (the arm64 VM has the test binary alone)")
+	}
 	pure := map[string]bool{"IsNoProcess": true, "IsTerminal": true, "Supported": true, "Counter": true, "Yield": true}
 	fset := token.NewFileSet()
 	parse := func(pattern string) []*ast.File {
