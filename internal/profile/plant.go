@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -276,7 +277,12 @@ func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagn
 	return strings.Join(out, ", ")
 }
 
+// readMaps reads the program's memory map, opened at the start; an
+// attach whose map could not be opened lets the process go without it.
 func (t *tracer) readMaps() ([]mapping, error) {
+	if t.maps == nil {
+		return nil, errors.New("read memory map: not open")
+	}
 	data, err := t.maps.Read()
 	if err != nil {
 		return nil, fmt.Errorf("read memory map: %w", err)
