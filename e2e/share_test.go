@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
@@ -111,7 +110,7 @@ func TestAttachSharedMemory(t *testing.T) {
 			must(t, dir, "prep", "/nologo", c.prep, name)
 			s := startServer(t, dir, name)
 			child := 0
-			if _, err := fmt.Sscanf(s.said(t, "c"), "child %d", &child); err != nil || child == 0 {
+			if _, err := fmt.Sscanf(s.say(t, "c"), "child %d", &child); err != nil || child == 0 {
 				t.Fatalf("no child: %v", err)
 			}
 			before := codeBytes(t, s.pid())
@@ -130,21 +129,6 @@ func TestAttachSharedMemory(t *testing.T) {
 			checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "other": uint64(n), "child_main": 0, "main": 0}, p.stderr)
 		})
 	}
-}
-
-// said sends a command and returns the server's answer.
-func (s *server) said(t *testing.T, cmd string) string {
-	t.Helper()
-	if _, err := fmt.Fprintln(s.in, cmd); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case line := <-s.lines:
-		return line
-	case <-time.After(toolLimit):
-		t.Fatalf("server: no answer to %q after %v", cmd, toolLimit)
-	}
-	return ""
 }
 
 // sandboxFixture puts itself under a seccomp filter that kills it for the

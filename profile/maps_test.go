@@ -377,3 +377,13 @@ ffff8a4d1000-ffff8a4d2000 rw-p 00001000 fe:01 77 /t/libsq.so
 		})
 	}
 }
+
+// TestReadMapsNotOpen: a memory map that could not be opened (an attach
+// whose /proc/PID/maps was refused after its memory was opened) is an
+// error to whoever reads it, as the detach does, not a panic.
+func TestReadMapsNotOpen(t *testing.T) {
+	tr := &tracer{}
+	if m, err := tr.readMaps(); err == nil || m != nil {
+		t.Errorf("readMaps of no map: %v, %v; want an error", m, err)
+	}
+}

@@ -18,7 +18,10 @@ import (
 // what the program measured of the wait beyond its worker, 2 ms and a
 // tenth of what PROFILE took out of the worker (the moments of the wait
 // before PROFILE first looks at it and after it last did), no less than
-// joiner's time less 2 ms. joiner's own time lies between what the
+// joiner's time less 2 ms and the same tenth (the stops' edges are
+// PROFILE's estimates: the part of a stop before PROFILE sees it is
+// calibrated, not measured, and an arm64 VM under load, whose stops cost
+// tens of microseconds, was seen 2.5 ms below). joiner's own time lies between what the
 // program measured of it less every time PROFILE may take out (the
 // worker's time off its CPU in chunks of calls in which it gave its CPU
 // up, its records' and traps' time on the CPU beyond the same calls of
@@ -55,7 +58,8 @@ func TestWaitForThread(t *testing.T) {
 			if low, high := j["worker"]-j["held"]-j["mixed"]-j["extra"]-2e6, j["worker"]+2e6; worker < low || worker > high {
 				t.Errorf("joiner's time %.2f ms: want between %.2f and %.2f ms", ms(worker), ms(low), ms(high))
 			}
-			low, high := worker-2e6, worker+(j["in"]-j["worker"])+2e6+(j["worker"]-worker)/10
+			tenth := max(j["worker"]-worker, 0) / 10
+			low, high := worker-2e6-tenth, worker+(j["in"]-j["worker"])+2e6+tenth
 			if wait < low || wait > high {
 				t.Errorf("wait_all's time %.2f ms: want between %.2f and %.2f ms", ms(wait), ms(low), ms(high))
 			}

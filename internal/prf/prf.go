@@ -3,7 +3,7 @@
 // where the original had the message ("cannot open file %s" is PRF1011),
 // its severity, and for some a hint that says what to do next.
 //
-// Each message has one constructor here (catalogue.go), so that its number,
+// Each message has one constructor here (catalogue.go, catalogue_warn.go, catalogue_run.go), so that its number,
 // text and severity are written once; the packages that detect a problem
 // call the constructor, and the commands print what they get with [Write]:
 //

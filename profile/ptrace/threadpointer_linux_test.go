@@ -4,7 +4,6 @@ package ptrace
 
 import (
 	"errors"
-	"os"
 	"runtime"
 	"syscall"
 	"testing"
@@ -14,19 +13,10 @@ import (
 // what was written; x86-64 has no such register for PROFILE (its GS base
 // is among the registers), and says so.
 func TestThreadPointer(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skip(err)
-	}
-	pid, err := Start(exe, []string{exe, "-test.run=^$"}, os.Environ(), "", []*os.File{os.Stdin, os.Stdout, os.Stderr})
-	if err != nil {
-		t.Skip("no ptrace: ", err)
-	}
+	pid := startSelf(t)
 	defer func() { Kill(pid, syscall.SIGKILL); WaitFor(pid) }()
 	const want = 0x7f12_3456_7000
-	err = SetThreadPointer(pid, want)
+	err := SetThreadPointer(pid, want)
 	if runtime.GOARCH != "arm64" {
 		if !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("SetThreadPointer on %s: %v, want ErrUnsupported", runtime.GOARCH, err)

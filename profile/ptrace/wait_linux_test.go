@@ -3,8 +3,6 @@
 package ptrace
 
 import (
-	"os"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -18,16 +16,7 @@ import (
 // always waits, and a wait that looked at quit only when none did never
 // ended (issue 31, item 17). The stop is still there for the next wait.
 func TestWaitUntilQuit(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skip(err)
-	}
-	pid, err := Start(exe, []string{exe, "-test.run=^$"}, os.Environ(), "", []*os.File{os.Stdin, os.Stdout, os.Stderr})
-	if err != nil {
-		t.Skip("no ptrace: ", err)
-	}
+	pid := startSelf(t)
 	// A stop that waits: the child killed, which stops it at its exit
 	// (PTRACE_O_TRACEEXIT), not reaped yet (WNOWAIT leaves it for the
 	// waits below).
