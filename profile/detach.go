@@ -237,7 +237,7 @@ func (t *tracer) putBase(tid int, keep bool) {
 		regs.SetThreadBase(base)
 		t.proc.setRegs(tid, &regs)
 	}
-	if t.counters != nil && t.counters.layout.table && t.counters.layout.rings && t.goThreadPointer() {
+	if t.counters != nil && t.counters.layout.table && t.counters.layout.rings && t.caps.threadPointer {
 		p, ok := a.pointers[tid]
 		if !ok {
 			p = a.pointer

@@ -377,7 +377,7 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if err := t.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
-	rc, ok := t.arch.RecordCode(t.recordRing(&t.plan.Funcs[item]), instr.RecordTag(item, true))
+	rc, ok := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), &t.plan.Funcs[item]), instr.RecordTag(item, true))
 	if !ok {
 		return patchWrite{}, errNoRoom
 	}

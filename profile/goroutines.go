@@ -6,7 +6,6 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
-	"github.com/sourceprofiler/sprof/internal/elfid"
 )
 
 // Go functions timed in-process (docs/architecture.md, "Goroutines in
@@ -96,46 +95,6 @@ func goFrames(f *datafile.Func) bool {
 		return !strings.HasSuffix(f.File, ".s")
 	}
 	return false
-}
-
-// recordRing is the ring of f's record code: a goroutine's for a Go
-// function.
-func (t *tracer) recordRing(f *datafile.Func) instr.Ring {
-	r := t.counters.layout.ring()
-	r.Goroutine = goFrames(f)
-	r.ThreadPointer = r.Goroutine && t.goThreadPointer()
-	return r
-}
-
-// goRingPossible reports whether the architecture writes goroutines'
-// records here (asked once: every function of the plan, and every hit of
-// an exit's breakpoint, asks through ringTimed).
-func (t *tracer) goRingPossible() bool {
-	if !t.goRingChecked {
-		t.goRingChecked = true
-		_, t.goRing = t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1, Goroutine: true, ThreadPointer: t.goThreadPointer()}, 0)
-	}
-	return t.goRing
-}
-
-// goThreadPointer reports whether Go's record code finds its ring through
-// the thread pointer, which PROFILE then sets for each thread (arm64: the
-// ring is otherwise found from the stack pointer, and goroutine stacks are
-// in no table): only where the plan has Go functions, in a program that
-// has no other use for TPIDR_EL0, linked statically and without
-// thread-local storage (a Go program built without cgo). A program with a
-// dynamic linker has its thread pointer set by it (Go's PIE programs
-// too), a C library's threads by their clone: there Go functions keep
-// breakpoints.
-func (t *tracer) goThreadPointer() bool {
-	if !t.tpChecked {
-		t.tpChecked = true
-		if t.arch.GoRecordsNeedThreadPointer() && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
-			ok, err := elfid.OwnThreadPointer(t.cfg.Path)
-			t.tpUsable = err == nil && ok
-		}
-	}
-	return t.tpUsable
 }
 
 // goroutine returns what PROFILE keeps of goroutine id.

@@ -119,6 +119,7 @@ func TestOneClock(t *testing.T) {
 			clockSourceFile = c.file
 			var warned []*prf.Diagnostic
 			tr := &tracer{arch: c.arch, plan: c.plan, cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
+			tr.caps = probeCaps(c.arch, c.plan, "")
 			for range 3 {
 				if got := tr.oneClock(); got != c.shared {
 					t.Errorf("one clock: %v, want %v", got, c.shared)

@@ -183,7 +183,7 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 		return err
 	}
 	if c.layout.table {
-		if c.layout.rings && t.goThreadPointer() {
+		if c.layout.rings && t.caps.threadPointer {
 			// Go's record code finds the thread's ring area here (the
 			// discard area for a thread beyond them).
 			area := b

@@ -111,9 +111,9 @@ func (t *tracer) ringTimed(f *datafile.Func) error {
 		return nil
 	case !goFrames(f):
 		return errGoFrames
-	case t.arch.GoRecordsNeedThreadPointer() && !t.goThreadPointer():
+	case t.arch.GoRecordsNeedThreadPointer() && !t.caps.threadPointer:
 		return errGoThreadPointer
-	case !t.goRingPossible():
+	case !t.caps.goRing:
 		return errGoFrames
 	case !t.oneClock():
 		return errGoClock

@@ -7,11 +7,9 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"syscall"
 	"time"
 
-	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -115,11 +113,7 @@ func (t *tracer) settleDepth(regs *ptrace.Regs) {
 	if !c.keepsDepth() {
 		return
 	}
-	if !t.goDepthChecked {
-		t.goDepthChecked = true
-		t.goDepth = slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame == datafile.FrameGoroutine })
-	}
-	if t.goDepth {
+	if t.caps.goDepth {
 		return
 	}
 	sp := t.arch.SP(regs)

@@ -164,25 +164,18 @@ type tracer struct {
 	// clockChecked and clockShared: whether the counter was found to be
 	// one clock across CPUs (oneClock).
 	clockChecked, clockShared bool
-	// tpChecked and tpUsable: whether arm64's thread pointer was found
-	// free for Go's record code (goThreadPointer); goRingChecked and
-	// goRing: whether goroutines' records can be written
-	// (goRingPossible).
-	tpChecked, tpUsable   bool
-	goRingChecked, goRing bool
-	// goDepthChecked and goDepth: whether the plan has functions whose
-	// frames the depth code keys as Go's (settleDepth).
-	goDepthChecked, goDepth bool
-	stolen                  map[ledgerKey]int64
-	carried                 map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
-	started                 int64
-	ended                   int64
-	longest                 int64 // the longest life of a thread on its own clock
-	held                    heldTime
-	waits                   waits
-	debt                    float64
-	overhead                int64
-	calculated              int64
+	// caps are what the run can do, probed once at the start (caps.go).
+	caps       caps
+	stolen     map[ledgerKey]int64
+	carried    map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
+	started    int64
+	ended      int64
+	longest    int64 // the longest life of a thread on its own clock
+	held       heldTime
+	waits      waits
+	debt       float64
+	overhead   int64
+	calculated int64
 	// forced is set when /CB imposes the overhead; gaps are the gaps
 	// between stops, which bound it otherwise (eventCost).
 	forced bool
@@ -260,6 +253,7 @@ func newTracer(cfg Config) (*tracer, error) {
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
 	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)
+	t.caps = probeCaps(arch, cfg.Plan, cfg.Path)
 	if cfg.Plan.Method.IsSampling() {
 		interval := cfg.SampleInterval
 		if interval == 0 {
