@@ -84,7 +84,7 @@ func (t *tracer) syscallAgain(tid int, call instr.Syscall, args ...uint64) (uint
 	if !bytes.Equal(code, inst) {
 		return 0, fmt.Errorf("no system call instruction before %#x", saved.PC())
 	}
-	res, err := t.stepSyscall(tid, saved, pc, call, args...)
+	res, err := t.calls.stepSyscall(tid, saved, pc, call, args...)
 	if rerr := t.proc.setRegs(tid, &saved); err == nil && rerr != nil {
 		return 0, rerr
 	}

@@ -25,7 +25,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 	// (The areas and pages are mapped in one borrowing of the thread,
 	// put back before anything is written.)
 	var p *planting
-	if err := t.withCalls(t.setupThread(), func() error {
+	if err := t.calls.withCalls(t.calls.setupThread(), func() error {
 		if p = t.newPlanting(mi, bias, in, maps); p == nil || p.err != nil {
 			return nil
 		}

@@ -58,7 +58,7 @@ func (x *runNarrator) library(l *loaded, loaded bool) {
 	}
 	name := x.t.plan.Modules[l.mi].Name
 	switch {
-	case loaded && x.t.rendezvousThread == 0:
+	case loaded && x.t.calls.lent == 0:
 		// (Attached: a library the process had loaded already.)
 		x.tell("library", "%s %s is loaded already, at %#x: PROFILE plants it now.", x.now(), name, l.lo)
 		return

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -68,9 +69,51 @@ func slotArea(maps []mapping, start, end, size, pageSize uint64) uint64 {
 	return best
 }
 
+// injector runs system calls in the program on PROFILE's behalf, in a
+// stopped thread it borrows. Its process, its memory and the program's
+// main thread are the tracer's (set when the process is obtained): it
+// reads them through pointers, and while it borrows a thread for a run of
+// calls, the memory every part reads is its borrowedMem.
+type injector struct {
+	arch instr.Arch
+	proc *process
+	pid  *int
+	mem  *instr.Memory
+	warn func(*prf.Diagnostic)
+	// explain narrates a seccomp filter suspended (seccomp.go).
+	explain *explainer
+	// attached reports whether PROFILE attached to the process (the
+	// suspension of a filter differs: seccomp.go), and consumed tells
+	// the ptrace sampler that thread tid's pending interrupt stopped a
+	// step (stepOnce).
+	attached func() bool
+	consumed func(tid int)
+	// lent is the thread stopped at the dynamic linker's rendezvous,
+	// which PROFILE borrows for its system calls meanwhile (modules.go),
+	// or 0.
+	lent int
+	// run is the thread borrowed for a run of system calls (a planting's
+	// pages, their unmapping), or nil (withCalls).
+	run *borrowed
+	// seccomp is what the calls know of the program's seccomp filters
+	// (seccomp.go).
+	seccomp seccompState
+}
+
+// newInjector returns the injector of t's process.
+func newInjector(t *tracer) *injector {
+	return &injector{arch: t.arch, proc: &t.proc, pid: &t.pid, mem: &t.mem, warn: t.cfg.Warn, explain: &t.explain,
+		attached: func() bool { return t.attach != nil },
+		consumed: func(tid int) {
+			if t.sampling != nil {
+				t.sampling.consumed(tid)
+			}
+		}}
+}
+
 // mmap maps size bytes of private, anonymous, readable and executable memory
 // in the program, near hint when that is free.
-func (t *tracer) mmap(hint, size uint64) (uint64, error) {
+func (j *injector) mmap(hint, size uint64) (uint64, error) {
 	const (
 		protRead                 = 0x1
 		protExec                 = 0x4
@@ -85,44 +128,40 @@ func (t *tracer) mmap(hint, size uint64) (uint64, error) {
 		// of reach. The kernel fails with EEXIST if the range is taken.
 		flags |= mapFixedNoReplace
 	}
-	addr, err := t.syscall(t.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
-	if err == nil {
-		t.ownMaps = append(t.ownMaps, [2]uint64{addr, size})
-	}
-	return addr, err
+	return j.syscall(j.setupThread(), instr.SysMmap, hint, size, protRead|protExec, flags, noFD, 0)
 }
 
 // setupThread is the stopped thread PROFILE borrows for its system calls:
 // the main thread at the start, the thread at the rendezvous later.
-func (t *tracer) setupThread() int {
-	if t.rendezvousThread != 0 {
-		return t.rendezvousThread
+func (j *injector) setupThread() int {
+	if j.lent != 0 {
+		return j.lent
 	}
-	return t.pid
+	return *j.pid
 }
 
 // borrow writes code over the current instruction of stopped thread tid,
 // for the tracer's own use of the thread, and returns the thread's
 // registers as they were and the function that puts the instruction and
 // the registers back.
-func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error) {
+func (j *injector) borrow(tid int, code []byte) (ptrace.Regs, func() error, error) {
 	var saved ptrace.Regs
-	if err := t.proc.getRegs(tid, &saved); err != nil {
+	if err := (*j.proc).getRegs(tid, &saved); err != nil {
 		return saved, nil, err
 	}
 	pc := saved.PC()
 	orig := make([]byte, len(code))
-	if err := t.mem.ReadMem(pc, orig); err != nil {
+	if err := (*j.mem).ReadMem(pc, orig); err != nil {
 		return saved, nil, err
 	}
-	if err := t.mem.WriteMem(pc, code); err != nil {
+	if err := (*j.mem).WriteMem(pc, code); err != nil {
 		return saved, nil, err
 	}
 	restore := func() error {
-		if err := t.mem.WriteMem(pc, orig); err != nil {
+		if err := (*j.mem).WriteMem(pc, orig); err != nil {
 			return err
 		}
-		return t.proc.setRegs(tid, &saved)
+		return (*j.proc).setRegs(tid, &saved)
 	}
 	return saved, restore, nil
 }
@@ -131,12 +170,12 @@ func (t *tracer) borrow(tid int, code []byte) (ptrace.Regs, func() error, error)
 // instruction is written over its current instruction, single-stepped,
 // and the instruction and registers restored. It returns the call's result,
 // or its errno as an error.
-func (t *tracer) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
-	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
+func (j *injector) inject(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	saved, restore, err := j.borrow(tid, j.arch.SyscallInst())
 	if err != nil {
 		return 0, err
 	}
-	res, err := t.stepSyscall(tid, saved, saved.PC(), call, args...)
+	res, err := j.stepSyscall(tid, saved, saved.PC(), call, args...)
 	if rerr := restore(); err == nil && rerr != nil {
 		return 0, rerr
 	}
@@ -155,35 +194,35 @@ type borrowed struct {
 }
 
 // withCalls runs f with thread tid borrowed for the system calls made
-// through t.syscall meanwhile, and puts it back after. f must not write
+// through j.syscall meanwhile, and puts it back after. f must not write
 // the program's code (the thread's instruction is the system call's).
-func (t *tracer) withCalls(tid int, f func() error) error {
-	if t.calls != nil {
+func (j *injector) withCalls(tid int, f func() error) error {
+	if j.run != nil {
 		return f()
 	}
 	var regs ptrace.Regs
-	orig := make([]byte, len(t.arch.SyscallInst()))
-	if err := t.proc.getRegs(tid, &regs); err != nil || t.mem.ReadMem(regs.PC(), orig) != nil {
+	orig := make([]byte, len(j.arch.SyscallInst()))
+	if err := (*j.proc).getRegs(tid, &regs); err != nil || (*j.mem).ReadMem(regs.PC(), orig) != nil {
 		return f() // (each call borrows it, and fails, on its own)
 	}
-	saved, restore, err := t.borrow(tid, t.arch.SyscallInst())
+	saved, restore, err := j.borrow(tid, j.arch.SyscallInst())
 	if err != nil {
 		return f()
 	}
-	filtered, err := t.unfiltered(tid)
+	filtered, err := j.unfiltered(tid)
 	if err != nil {
 		if rerr := restore(); rerr != nil {
 			return rerr
 		}
 		return f()
 	}
-	mem := t.mem
-	t.mem = borrowedMem{Memory: mem, pc: saved.PC(), orig: orig}
-	t.calls = &borrowed{tid: tid, saved: saved, restore: func() error { filtered(); return restore() }}
+	mem := *j.mem
+	*j.mem = borrowedMem{Memory: mem, pc: saved.PC(), orig: orig}
+	j.run = &borrowed{tid: tid, saved: saved, restore: func() error { filtered(); return restore() }}
 	ferr := f()
-	t.mem = mem
-	rerr := t.calls.restore()
-	t.calls = nil
+	*j.mem = mem
+	rerr := j.run.restore()
+	j.run = nil
 	return errors.Join(ferr, rerr)
 }
 
@@ -212,29 +251,27 @@ func (m borrowedMem) ReadMem(addr uint64, b []byte) error {
 // syscall makes stopped thread tid run one system call: in the run of
 // calls it is borrowed for (withCalls), or borrowed for this one alone
 // (inject).
-func (t *tracer) syscall(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
-	if c := t.calls; c != nil && c.tid == tid {
-		return t.stepCall(tid, c.saved, c.saved.PC(), call, args...)
+func (j *injector) syscall(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	if c := j.run; c != nil && c.tid == tid {
+		return j.stepCall(tid, c.saved, c.saved.PC(), call, args...)
 	}
-	return t.inject(tid, call, args...)
+	return j.inject(tid, call, args...)
 }
 
 // stepOnce single-steps stopped thread tid and waits for its stop. An
 // interrupt that was pending (the ptrace sampler's, sent as the thread
 // stopped) stops it before the instruction runs, as an EventStop: the
 // step is made again.
-func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
+func (j *injector) stepOnce(tid int) (ptrace.WaitStatus, error) {
 	for {
-		if err := t.proc.step(tid); err != nil {
+		if err := (*j.proc).step(tid); err != nil {
 			return 0, err
 		}
-		ws, err := t.proc.waitFor(tid, 0)
+		ws, err := (*j.proc).waitFor(tid, 0)
 		if err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || ws.Event() != ptrace.EventStop || ws.GroupStop() {
 			return ws, err
 		}
-		if t.sampling != nil {
-			t.sampling.consumed(tid)
-		}
+		j.consumed(tid)
 	}
 }
 
@@ -244,34 +281,34 @@ func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 // puts the registers back. A seccomp filter of the thread's own is
 // suspended for the call, and where it cannot be, the call is not made
 // (errFiltered: seccomp.go).
-func (t *tracer) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
-	filtered, err := t.unfiltered(tid)
+func (j *injector) stepSyscall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
+	filtered, err := j.unfiltered(tid)
 	if err != nil {
 		return 0, err
 	}
 	defer filtered()
-	return t.stepCall(tid, saved, pc, call, args...)
+	return j.stepCall(tid, saved, pc, call, args...)
 }
 
 // stepCall is stepSyscall in a thread whose filter, if any, is
 // suspended already.
-func (t *tracer) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
+func (j *injector) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Syscall, args ...uint64) (uint64, error) {
 	const maxErrno = 4095
 	regs := saved
 	regs.NoRestart()
-	t.arch.SetSyscall(&regs, t.arch.SyscallNumber(call), args...)
+	j.arch.SetSyscall(&regs, j.arch.SyscallNumber(call), args...)
 	regs.SetPC(pc)
-	if err := t.proc.setRegs(tid, &regs); err != nil {
+	if err := (*j.proc).setRegs(tid, &regs); err != nil {
 		return 0, err
 	}
-	ws, err := t.stepOnce(tid)
+	ws, err := j.stepOnce(tid)
 	if err != nil {
 		return 0, err
 	}
 	if !ws.Stopped() {
 		return 0, errors.New("program ended during set-up")
 	}
-	if err := t.proc.getRegs(tid, &regs); err != nil {
+	if err := (*j.proc).getRegs(tid, &regs); err != nil {
 		return 0, err
 	}
 	if ws.StopSignal() != syscall.SIGTRAP {
@@ -280,9 +317,9 @@ func (t *tracer) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Sysc
 	if ws.Event() == ptrace.EventExit {
 		// (Killed for the call, by a filter PROFILE took for one that
 		// allows it: its exit stop, not the step's.)
-		return 0, fmt.Errorf("thread %d was killed by its system call %d", tid, t.arch.SyscallNumber(call))
+		return 0, fmt.Errorf("thread %d was killed by its system call %d", tid, j.arch.SyscallNumber(call))
 	}
-	res := t.arch.SyscallResult(&regs)
+	res := j.arch.SyscallResult(&regs)
 	if res > ^uint64(maxErrno) {
 		return 0, syscall.Errno(-res)
 	}

@@ -175,6 +175,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	}
 	mapAreas(tr, mem)
 	tr.proc = newFakeProcess(arch, mem)
+	tr.calls = newInjector(tr)
 	tr.bp = newBreakpoints(tr)
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {

@@ -120,6 +120,7 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 		timed:    plan.Method.IsTiming(),
 	}
 	t.proc = newFakeProcess(t.arch, mem) // (no thread: fakeRun makes one)
+	t.calls = newInjector(t)
 	t.bp = newBreakpoints(t)
 	return t, mem, warnings
 }

@@ -128,9 +128,9 @@ func (t *tracer) rendezvousHit(th *thread, s *site) error {
 		if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
-		t.rendezvousThread = th.tid
+		t.calls.lent = th.tid
 		err := t.syncLibraries()
-		t.rendezvousThread = 0
+		t.calls.lent = 0
 		if err != nil {
 			return err
 		}
@@ -266,11 +266,11 @@ func (t *tracer) forget(l *loaded) error {
 	}
 	areas := t.areas[l.first.Start]
 	delete(t.areas, l.first.Start)
-	return t.withCalls(t.setupThread(), func() error {
+	return t.calls.withCalls(t.calls.setupThread(), func() error {
 		for _, a := range areas {
 			// (An area a seccomp filter keeps PROFILE from unmapping
 			// stays, unused.)
-			if _, err := t.syscall(t.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
+			if _, err := t.calls.syscall(t.calls.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
 				return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
 			}
 			t.ownMaps = slices.DeleteFunc(t.ownMaps, func(o [2]uint64) bool { return o[0] >= a[0] && o[0] < a[0]+a[1] })

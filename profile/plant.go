@@ -276,6 +276,17 @@ func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagn
 	return strings.Join(out, ", ")
 }
 
+// mmap maps size bytes of private, anonymous, readable and executable
+// memory in the program, near hint when that is free (injector.mmap),
+// and notes it among PROFILE's own.
+func (t *tracer) mmap(hint, size uint64) (uint64, error) {
+	addr, err := t.calls.mmap(hint, size)
+	if err == nil {
+		t.ownMaps = append(t.ownMaps, [2]uint64{addr, size})
+	}
+	return addr, err
+}
+
 // readMaps reads the program's memory map, opened at the start.
 func (t *tracer) readMaps() ([]mapping, error) {
 	if t.maps == nil {

@@ -40,16 +40,16 @@ var errFiltered = errors.New("not made: a seccomp filter PROFILE cannot suspend 
 
 // ownFilter reports whether thread tid runs under a seccomp filter of its
 // own, or in strict mode (beyondOwn), and returns its state.
-func (t *tracer) ownFilter(tid int) (bool, ptrace.Seccomp) {
-	s := &t.seccomp
-	st, err := t.proc.seccomp(tid)
+func (j *injector) ownFilter(tid int) (bool, ptrace.Seccomp) {
+	s := &j.seccomp
+	st, err := (*j.proc).seccomp(tid)
 	if err != nil || st.Mode == 0 {
 		// (A thread whose status cannot be read is gone: the call fails
 		// on its own.)
 		return false, st
 	}
 	if !s.known {
-		s.own, _ = t.proc.seccomp(0)
+		s.own, _ = (*j.proc).seccomp(0)
 		s.known = true
 	}
 	return beyondOwn(st, s.own), st
@@ -78,38 +78,38 @@ func beyondOwn(st, own ptrace.Seccomp) bool {
 // suspended until the function returned is called. Where the kernel does
 // not allow that, the call must not be made: unfiltered returns
 // errFiltered, and warns once, with the kernel's reason (PRF4659).
-func (t *tracer) unfiltered(tid int) (func(), error) {
-	own, st := t.ownFilter(tid)
+func (j *injector) unfiltered(tid int) (func(), error) {
+	own, st := j.ownFilter(tid)
 	if !own {
 		return func() {}, nil
 	}
-	attached := t.attach != nil
-	if err := t.proc.suspendSeccomp(tid, attached, true); err != nil {
-		if !t.seccomp.warned {
-			t.seccomp.warned = true
-			t.cfg.Warn(prf.SeccompFiltered(tid, fmt.Errorf("PTRACE_O_SUSPEND_SECCOMP: %w", err)))
+	attached := j.attached()
+	if err := (*j.proc).suspendSeccomp(tid, attached, true); err != nil {
+		if !j.seccomp.warned {
+			j.seccomp.warned = true
+			j.warn(prf.SeccompFiltered(tid, fmt.Errorf("PTRACE_O_SUSPEND_SECCOMP: %w", err)))
 		}
 		return nil, fmt.Errorf("system call in thread %d: %w", tid, errFiltered)
 	}
-	if !t.seccomp.told {
-		t.seccomp.told = true
-		t.explain.seccomp(tid, st)
+	if !j.seccomp.told {
+		j.seccomp.told = true
+		j.explain.seccomp(tid, st)
 	}
-	return func() { t.proc.suspendSeccomp(tid, attached, false) }, nil
+	return func() { (*j.proc).suspendSeccomp(tid, attached, false) }, nil
 }
 
 // checkSeccomp refuses, before anything is planted, a process PROFILE
 // attached to whose main thread, which runs the set-up's system calls, has
 // a seccomp filter of its own that PROFILE cannot suspend. (The filter is
 // suspended and let act again at once: nothing of the process changes.)
-func (t *tracer) checkSeccomp() error {
-	own, st := t.ownFilter(t.pid)
+func (j *injector) checkSeccomp() error {
+	own, st := j.ownFilter(*j.pid)
 	if !own {
 		return nil
 	}
-	err := t.proc.suspendSeccomp(t.pid, true, true)
+	err := (*j.proc).suspendSeccomp(*j.pid, true, true)
 	if err == nil {
-		return t.proc.suspendSeccomp(t.pid, true, false)
+		return (*j.proc).suspendSeccomp(*j.pid, true, false)
 	}
 	what := "runs under a seccomp filter of its own"
 	if st.Mode == 1 {

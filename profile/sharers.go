@@ -32,7 +32,7 @@ func (t *tracer) attachChecks() error {
 	if err := t.attachSharers(); err != nil {
 		return prf.CannotAttach(t.pid, err)
 	}
-	if err := t.checkSeccomp(); err != nil {
+	if err := t.calls.checkSeccomp(); err != nil {
 		return prf.AttachFiltered(t.pid, err)
 	}
 	return nil

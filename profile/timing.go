@@ -423,7 +423,7 @@ func (t *tracer) timingStats(s *datafile.Stats) {
 // taken out of every later stop, it took most of the program's own time.
 // Its registers and code are restored.
 func (t *tracer) calibrate() (int64, error) {
-	saved, restore, err := t.borrow(t.pid, t.arch.Breakpoint())
+	saved, restore, err := t.calls.borrow(t.pid, t.arch.Breakpoint())
 	if err != nil {
 		return 0, err
 	}

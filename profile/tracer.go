@@ -127,20 +127,14 @@ type tracer struct {
 	// the areas PROFILE mapped next to each module's instance (both by
 	// the instance's start), rdv the dynamic linker's rendezvous,
 	// and identity whether each library file seen is the file PREP read
-	// (modules.go). rendezvousThread is the thread stopped at the
-	// rendezvous, which PROFILE borrows for its system calls meanwhile.
-	libs             []int
-	loaded           map[uint64]*loaded
-	areas            map[uint64][][2]uint64
-	rdv              rendezvous
-	identity         map[string]bool
-	rendezvousThread int
-	// seccomp is what the system calls PROFILE makes in the program know
-	// of its seccomp filters (seccomp.go).
-	seccomp seccompState
-	// calls is the thread borrowed for a run of system calls (a
-	// planting's pages, their unmapping), or nil (inject.go).
-	calls *borrowed
+	// (modules.go).
+	libs     []int
+	loaded   map[uint64]*loaded
+	areas    map[uint64][][2]uint64
+	rdv      rendezvous
+	identity map[string]bool
+	// calls runs system calls in the program (inject.go).
+	calls *injector
 
 	hits []uint64
 	// sampling samples the threads' program counters (function
@@ -249,6 +243,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		identity: make(map[string]bool),
 	}
 	t.bp = newBreakpoints(t)
+	t.calls = newInjector(t)
 	t.mapArea = t.mmap
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
