@@ -156,7 +156,7 @@ func (a *attachment) unmask() {
 
 // planted plants the libraries loaded already, followed from here as in
 // any run.
-func (a *attachment) planted() error { return a.t.syncLibraries() }
+func (a *attachment) planted() error { return a.t.modules.syncLibraries() }
 
 // ready gives every thread but the main thread, which has them already,
 // its counters, and the threads their stacks' pages above them

@@ -186,7 +186,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 	f := &t.plan.Funcs[item]
 	addr := f.Entry + p.bias
 	code := make([]byte, t.arch.MaxInstLen())
-	if err := t.readCode(addr, code); err != nil {
+	if err := t.plant.readCode(addr, code); err != nil {
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
 	brk := t.arch.Breakpoint()
@@ -237,7 +237,7 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 				continue
 			}
 			code := make([]byte, t.arch.MaxInstLen())
-			if err := t.readCode(e.PC, code); err != nil {
+			if err := t.plant.readCode(e.PC, code); err != nil {
 				continue
 			}
 			cell := uint64(0)
@@ -294,7 +294,7 @@ func (t *tracer) trap(th *thread) error {
 func (bp *breakpoints) hit(th *thread, s *site) error {
 	t := bp.t
 	if s.rendezvous {
-		return t.rendezvousHit(th, s)
+		return t.modules.rendezvousHit(th, s)
 	}
 	th.retrap = 0
 	bp.hits++

@@ -249,7 +249,7 @@ func (t *tracer) putBase(tid int, keep bool) {
 // ownArea reports whether addr is in one of the areas PROFILE mapped in
 // the program (trampolines, slots, hops, punned trampolines' pages).
 func (t *tracer) ownArea(addr uint64) bool {
-	for _, a := range t.ownMaps {
+	for _, a := range t.plant.ownMaps {
 		if addr >= a[0] && addr < a[0]+a[1] {
 			return true
 		}

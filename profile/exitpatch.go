@@ -171,7 +171,7 @@ func (t *tracer) shortExits(e *exitPatching) {
 	if len(e.short) == 0 {
 		return
 	}
-	hops := t.padding(e.p)
+	hops := t.plant.padding(e.p)
 	for _, w := range e.windows {
 		hops.remove(w[0], w[1])
 	}
@@ -195,7 +195,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
 		f := &t.plan.Funcs[item]
-		rets := t.scan.returns[f.Entry+bias]
+		rets := t.plant.scan.returns[f.Entry+bias]
 		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
@@ -265,10 +265,10 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		return patchWrite{}, errNoCode
 	}
-	if t.scan.landings.has(r) {
+	if t.plant.scan.landings.has(r) {
 		return patchWrite{}, fmt.Errorf("a jump lands where a call of it returns, at %#x: %w", r, instr.ErrBranchInto)
 	}
-	if err := t.scan.code.boundary(r); err != nil {
+	if err := t.plant.scan.code.boundary(r); err != nil {
 		f := &t.plan.Funcs[item]
 		t.cfg.Warn(prf.SiteRefused("return site", r, f.Name, t.plan.Modules[f.Module].Name, err))
 		return patchWrite{}, err
@@ -277,7 +277,7 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.scan.landings.inside(p.Site, p.End()) {
+	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.plant.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
 	rc, _ := t.arch.RecordCode(t.counters.layout.ring(), instr.ReturnTag(item))
@@ -371,10 +371,10 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if taken.covers(lo, hi) || slices.ContainsFunc(mine, func(m [2]uint64) bool { return m[0] < hi && lo < m[1] }) {
 		return patchWrite{}, errOverlap
 	}
-	if t.scan.landings.inside(lo, hi) {
+	if t.plant.scan.landings.inside(lo, hi) {
 		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in the exit's window [%#x, %#x): %w", lo, hi, instr.ErrBranchInto)
 	}
-	if err := t.scan.code.boundary(lo); err != nil {
+	if err := t.plant.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
 	rc, ok := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), &t.plan.Funcs[item]), instr.RecordTag(item, true))
@@ -416,7 +416,7 @@ func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
 		return nil
 	}
 	for _, in := range insts {
-		if in.Kind == instr.Jump && !t.scan.starts[in.Target] && len(t.scan.returns[in.Target]) == 0 {
+		if in.Kind == instr.Jump && !t.plant.scan.starts[in.Target] && len(t.plant.scan.returns[in.Target]) == 0 {
 			return fmt.Errorf("%s: %w", in.Text, errNotTailCall)
 		}
 	}

@@ -47,7 +47,7 @@ func (x *runNarrator) rendezvous(r rendezvous, interp string) {
 		return
 	}
 	x.say("PROFILE plants the plan's libraries (%s) when the dynamic linker loads them: it keeps a breakpoint at _dl_debug_state, at %#x in %s, which the dynamic linker calls after each change to its list of libraries.",
-		x.t.libNames(), r.brk, filepath.Base(interp))
+		x.t.modules.libNames(), r.brk, filepath.Base(interp))
 }
 
 // library tells a library of the plan loaded (before it is planted) or

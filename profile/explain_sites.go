@@ -174,7 +174,7 @@ func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]erro
 	code := s.code
 	if code == nil {
 		code = make([]byte, t.arch.MaxInstLen())
-		if err := t.readCode(s.addr, code); err != nil {
+		if err := t.plant.readCode(s.addr, code); err != nil {
 			code = s.orig
 		}
 	}

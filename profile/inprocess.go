@@ -132,7 +132,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 		inBlock, byTable = false, false
 	}
 	layout, size := newCounterLayout(kind, items, inBlock, byTable, rings)
-	size = (size + guardSize + t.pageSize - 1) &^ (t.pageSize - 1) // (the guard last: damage.go)
+	size = (size + guardSize + t.plant.pageSize - 1) &^ (t.plant.pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := t.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)

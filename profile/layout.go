@@ -19,11 +19,11 @@ import (
 // layout returns the layout of planting p's code, made at its first
 // use: the mechanisms that patch plan through it, each patch knowing the
 // bytes after it as they will be.
-func (t *tracer) layout(p *planting) *instr.Layout {
+func (e *planter) layout(p *planting) *instr.Layout {
 	if p.lay == nil {
-		p.room = newRoom(t, p)
-		p.lay = instr.NewLayout(t.arch, p.text.start, p.text.b, t.knownCode(p), p.room)
-		p.lay.Fill(t.fill(p))
+		p.room = newRoom(e, p)
+		p.lay = instr.NewLayout(e.arch, p.text.start, p.text.b, e.knownCode(p), p.room)
+		p.lay.Fill(e.fill(p))
 	}
 	return p.lay
 }
@@ -32,16 +32,16 @@ func (t *tracer) layout(p *planting) *instr.Layout {
 // function of the plan in its module, the architecture's fill (int3,
 // nops) up to the next 16 bytes (instr.PaddingAfter), and no further
 // than the next function's start. Nothing runs there.
-func (t *tracer) fill(p *planting) [][2]uint64 {
-	starts := t.funcStarts(p, nil)
+func (e *planter) fill(p *planting) [][2]uint64 {
+	starts := e.funcStarts(p, nil)
 	end := p.text.start + uint64(len(p.text.b))
 	var out [][2]uint64
-	for _, f := range t.plan.Funcs {
+	for _, f := range e.plan.Funcs {
 		hi := f.High + p.bias
 		if f.Module != p.mi || f.Low >= f.High || hi < p.text.start || hi >= end {
 			continue
 		}
-		n := uint64(instr.PaddingAfter(t.arch, p.text.b[hi-p.text.start:], hi))
+		n := uint64(instr.PaddingAfter(e.arch, p.text.b[hi-p.text.start:], hi))
 		if i, _ := slices.BinarySearch(starts, hi+1); i < len(starts) {
 			n = min(n, starts[i]-hi)
 		}
@@ -55,13 +55,13 @@ func (t *tracer) fill(p *planting) [][2]uint64 {
 
 // funcStarts returns to, with the starts and entries of the functions of
 // planting p's module, the plan's and the symbols', sorted, each once.
-func (t *tracer) funcStarts(p *planting, to []uint64) []uint64 {
-	for _, f := range t.plan.Funcs {
+func (e *planter) funcStarts(p *planting, to []uint64) []uint64 {
+	for _, f := range e.plan.Funcs {
 		if f.Module == p.mi {
 			to = append(to, f.Entry+p.bias, f.Low+p.bias)
 		}
 	}
-	for _, a := range elfid.ReadFuncStarts(t.modulePath(p)) {
+	for _, a := range elfid.ReadFuncStarts(e.modulePath(p)) {
 		to = append(to, a+p.bias)
 	}
 	slices.Sort(to)
@@ -69,30 +69,30 @@ func (t *tracer) funcStarts(p *planting, to []uint64) []uint64 {
 }
 
 // modulePath returns the path of planting p's module as mapped.
-func (t *tracer) modulePath(p *planting) string {
+func (e *planter) modulePath(p *planting) string {
 	if mapped := p.in.first.Path; mapped != "" {
 		return mapped
 	}
-	return t.plan.Modules[p.mi].Path
+	return e.plan.Modules[p.mi].Path
 }
 
 // knownCode returns what planting p knows to be code, for the rule that
 // nothing that may be data is moved out: the plan's line sites and
 // function entries in the module, the module's symbols, and the targets
 // of its direct branches and calls.
-func (t *tracer) knownCode(p *planting) func(uint64) bool {
+func (e *planter) knownCode(p *planting) func(uint64) bool {
 	var known []uint64
-	for _, l := range t.plan.Lines {
+	for _, l := range e.plan.Lines {
 		if l.Module == p.mi {
 			for _, a := range l.Addrs {
 				known = append(known, a+p.bias)
 			}
 		}
 	}
-	known = t.funcStarts(p, known)
+	known = e.funcStarts(p, known)
 	return func(addr uint64) bool {
 		_, ok := slices.BinarySearch(known, addr)
-		return ok || t.scan.landings.has(addr)
+		return ok || e.scan.landings.has(addr)
 	}
 }
 
@@ -104,19 +104,19 @@ func (t *tracer) knownCode(p *planting) func(uint64) bool {
 // instructions moved out first, deepest first: the order in which each
 // comes after those its jump ends with. count is where pl's trampoline
 // reads a line's counter (--explain).
-func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *instr.Planned) []region, count int) []*tramp {
+func (e *planter) putPlanned(p *planting, pl *instr.Planned, regions func(x *instr.Planned) []region, count int) []*tramp {
 	order := slices.Clone(pl.Evicted)
 	slices.Reverse(order)
 	var out []*tramp
 	for _, x := range append(order, pl) {
 		tp := &tramp{addr: x.At, patch: x.Patch, code: x.Tramp, regions: regions(x)}
-		t.putCode(p, x.At, x.Tramp.Code)
+		e.putCode(p, x.At, x.Tramp.Code)
 		if x.HopCode != nil {
 			// The hop: a thread stopped there has run nothing yet.
 			if !x.HopInCode {
-				t.putCode(p, x.Hop, x.HopCode)
+				e.putCode(p, x.Hop, x.HopCode)
 			}
-			t.counters.add(&tramp{addr: x.Hop, patch: x.Patch, code: instr.Trampoline{Code: x.HopCode, PCs: []instr.PCMap{{Tramp: x.Hop, Orig: x.Patch.Site}}, Exit: true}})
+			p.counters.add(&tramp{addr: x.Hop, patch: x.Patch, code: instr.Trampoline{Code: x.HopCode, PCs: []instr.PCMap{{Tramp: x.Hop, Orig: x.Patch.Site}}, Exit: true}})
 		}
 		w := patchWrite{addr: x.Patch.Site, jump: x.Jump, code: x.Tramp.Code, tramp: tp}
 		if x.HopInCode {
@@ -130,7 +130,7 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 			w.movedOut = true
 		}
 		p.jumps = append(p.jumps, w)
-		t.counters.add(tp)
+		p.counters.add(tp)
 		out = append(out, tp)
 	}
 	return out
@@ -138,7 +138,7 @@ func (t *tracer) putPlanned(p *planting, pl *instr.Planned, regions func(x *inst
 
 // putCode puts code at addr, in planting p's area or one of its room's
 // pages.
-func (t *tracer) putCode(p *planting, addr uint64, code []byte) {
+func (e *planter) putCode(p *planting, addr uint64, code []byte) {
 	if p.room.inPage(addr) {
 		p.paged = append(p.paged, span{addr, code})
 	} else {
@@ -148,7 +148,7 @@ func (t *tracer) putCode(p *planting, addr uint64, code []byte) {
 
 // writePaged writes the trampolines of the room's pages of planting p,
 // one write for the pieces of each page.
-func (t *tracer) writePaged(p *planting) error {
+func (e *planter) writePaged(p *planting) error {
 	paged := p.paged
 	slices.SortFunc(paged, func(a, b span) int { return cmp.Compare(a.addr, b.addr) })
 	for i := 0; i < len(paged); {
@@ -162,7 +162,7 @@ func (t *tracer) writePaged(p *planting) error {
 		for _, sp := range paged[i:j] {
 			copy(buf[sp.addr-lo:], sp.b)
 		}
-		if err := t.mem.WriteMem(lo, buf); err != nil {
+		if err := (*e.mem).WriteMem(lo, buf); err != nil {
 			return fmt.Errorf("write trampolines at %#x: %w", lo, err)
 		}
 		i = j

@@ -165,17 +165,16 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	orig := slices.Clone(image)
 	mem := &fakeMem{base: lo + realBias, b: image}
 	tr := &tracer{
-		cfg:      Config{Warn: func(*prf.Diagnostic) {}},
-		plan:     plan,
-		arch:     arch,
-		mem:      mem,
-		pageSize: 4096,
-		hits:     make([]uint64, plan.NumItems()),
-		areas:    map[uint64][][2]uint64{},
+		cfg:  Config{Warn: func(*prf.Diagnostic) {}},
+		plan: plan,
+		arch: arch,
+		mem:  mem,
+		hits: make([]uint64, plan.NumItems()),
 	}
+	tr.calls = newInjector(tr)
+	tr.plant = newPlanter(tr, 4096)
 	mapAreas(tr, mem)
 	tr.proc = newFakeProcess(arch, mem)
-	tr.calls = newInjector(tr)
 	tr.bp = newBreakpoints(tr)
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {
@@ -188,7 +187,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		tr.lines = newLineTrampolines(tr)
 	}
 	in := instance{first: maps[0], lo: lo + realBias, hi: hi + realBias}
-	tr.scanCode(maps, in, 0, path, realBias)
+	tr.plant.scanCode(maps, in, 0, path, realBias)
 	if err := tr.plantModule(0, realBias, in, maps); err != nil && !errors.Is(err, errNoCode) {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
 // where nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
 func mapAreas(tr *tracer, mem *fakeMem) {
 	mem.areas = map[uint64][]byte{}
-	tr.mapArea = func(hint, size uint64) (uint64, error) {
+	tr.plant.mapArea = func(hint, size uint64) (uint64, error) {
 		if hint == 0 {
 			return 0, errors.New("no address asked for")
 		}
@@ -108,20 +108,20 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 	// (Then padding, as a function is followed in a module.)
 	mem := &fakeMem{base: base, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
 	t := &tracer{
-		cfg:      Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
-		plan:     plan,
-		arch:     instr.AMD64,
-		mem:      mem,
-		mapArea:  func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") },
-		pageSize: 4096,
-		hits:     make([]uint64, plan.NumItems()),
-		areas:    map[uint64][][2]uint64{},
-		scan:     codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}},
-		timed:    plan.Method.IsTiming(),
+		cfg:   Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
+		plan:  plan,
+		arch:  instr.AMD64,
+		mem:   mem,
+		hits:  make([]uint64, plan.NumItems()),
+		timed: plan.Method.IsTiming(),
 	}
 	t.proc = newFakeProcess(t.arch, mem) // (no thread: fakeRun makes one)
 	t.calls = newInjector(t)
+	t.plant = newPlanter(t, 4096)
+	t.plant.mapArea = func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") }
+	t.plant.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
 	t.bp = newBreakpoints(t)
+	t.modules = newModules(t)
 	return t, mem, warnings
 }
 

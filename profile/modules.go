@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // Shared libraries (docs/linux.md, "Shared libraries"). A
@@ -39,6 +41,54 @@ type rendezvous struct {
 	brk, state uint64
 }
 
+// modules are the plan's modules in the program: the program itself,
+// found in the memory map at the exec stop, and its shared libraries,
+// followed through the dynamic linker's rendezvous as they are loaded
+// and unloaded (see above).
+type modules struct {
+	arch instr.Arch
+	plan *datafile.Plan
+	// cfg is the run's configuration, mem, proc and regs the tracer's
+	// (regs those of the thread stopped: rendezvousHit).
+	cfg  *Config
+	mem  *instr.Memory
+	proc *process
+	regs *ptrace.Regs
+	// explain narrates the libraries loaded and unloaded.
+	explain *explainer
+	// plant reads the code, and maps and keeps the areas next to each
+	// instance; calls runs the system calls that unmap them; bp holds the
+	// rendezvous's breakpoint.
+	plant *planter
+	calls *injector
+	bp    *breakpoints
+	host  moduleHost
+	// libs are the plan's modules other than the program, its shared
+	// libraries; loaded the instances of those mapped and planted (by
+	// the instance's start), rdv the dynamic linker's rendezvous,
+	// and identity whether each library file seen is the file PREP read.
+	libs     []int
+	loaded   map[uint64]*loaded
+	rdv      rendezvous
+	identity map[string]bool
+}
+
+// moduleHost is what the modules ask of the tracer: the memory map, the
+// planting of an instance by every mechanism, and the forgetting, by
+// every part, of what was planted in an instance unmapped, [lo, hi), and
+// the areas PROFILE mapped next to it.
+type moduleHost interface {
+	readMaps() ([]mapping, error)
+	plantLoaded(mi int, path string, in instance, maps []mapping) error
+	unplant(lo, hi uint64, areas [][2]uint64)
+}
+
+// newModules returns the modules of t's run.
+func newModules(t *tracer) *modules {
+	return &modules{arch: t.arch, plan: t.plan, cfg: &t.cfg, mem: &t.mem, proc: &t.proc, regs: &t.regs, explain: &t.explain,
+		plant: t.plant, calls: t.calls, bp: t.bp, host: t, identity: make(map[string]bool)}
+}
+
 // loaded is an instance of library mi of the plan, mapped and planted.
 type loaded struct {
 	mi int
@@ -48,56 +98,56 @@ type loaded struct {
 // watchLibraries plants the breakpoint of the dynamic linker's
 // rendezvous. A program without a dynamic linker (static) loads no
 // library: PROFILE says so, and the libraries' counts stay zero.
-func (t *tracer) watchLibraries(maps []mapping) error {
-	interp, err := elfid.ReadInterpreter(t.cfg.Path)
+func (m *modules) watchLibraries(maps []mapping) error {
+	interp, err := elfid.ReadInterpreter(m.cfg.Path)
 	if err == nil && interp == "" {
-		err = fmt.Errorf("%s is linked statically", filepath.Base(t.cfg.Path))
+		err = fmt.Errorf("%s is linked statically", filepath.Base(m.cfg.Path))
 	}
 	var r rendezvous
 	if err == nil {
-		r, err = t.findRendezvous(interp, maps)
+		r, err = m.findRendezvous(interp, maps)
 	}
 	if err != nil {
-		t.cfg.Warn(prf.LibrariesNotFollowed(t.libNames(), err))
+		m.cfg.Warn(prf.LibrariesNotFollowed(m.libNames(), err))
 		return nil
 	}
-	code := make([]byte, t.arch.MaxInstLen())
-	if err := t.readCode(r.brk, code); err != nil {
+	code := make([]byte, m.arch.MaxInstLen())
+	if err := m.plant.readCode(r.brk, code); err != nil {
 		return fmt.Errorf("read the dynamic linker's rendezvous at %#x: %w", r.brk, err)
 	}
-	d, err := t.arch.Displace(code, r.brk, 0)
+	d, err := m.arch.Displace(code, r.brk, 0)
 	if err != nil || d.Emulate == nil {
 		// _dl_debug_state is a bare return everywhere we know of.
 		if err == nil {
 			err = fmt.Errorf("%s needs an out-of-line slot", d.Inst.Text)
 		}
-		t.cfg.Warn(prf.LibrariesNotFollowed(t.libNames(), fmt.Errorf("the rendezvous at %#x: %w", r.brk, err)))
+		m.cfg.Warn(prf.LibrariesNotFollowed(m.libNames(), fmt.Errorf("the rendezvous at %#x: %w", r.brk, err)))
 		return nil
 	}
-	bp := t.arch.Breakpoint()
+	bp := m.arch.Breakpoint()
 	s := &site{addr: r.brk, item: -1, exit: -1, orig: code[:len(bp)], disp: d, displaced: true, rendezvous: true}
-	if err := t.mem.WriteMem(r.brk, bp); err != nil {
+	if err := (*m.mem).WriteMem(r.brk, bp); err != nil {
 		return fmt.Errorf("plant the rendezvous breakpoint at %#x: %w", r.brk, err)
 	}
-	t.bp.sites[r.brk] = s
-	t.rdv = r
-	t.explain.rendezvous(r, interp)
-	t.loaded = map[uint64]*loaded{}
+	m.bp.sites[r.brk] = s
+	m.rdv = r
+	m.explain.rendezvous(r, interp)
+	m.loaded = map[uint64]*loaded{}
 	return nil
 }
 
 // libNames names the plan's libraries, for a warning.
-func (t *tracer) libNames() string {
+func (m *modules) libNames() string {
 	var names []string
-	for _, mi := range t.libs {
-		names = append(names, t.plan.Modules[mi].Name)
+	for _, mi := range m.libs {
+		names = append(names, m.plan.Modules[mi].Name)
 	}
 	return strings.Join(names, ", ")
 }
 
 // findRendezvous finds, in the dynamic linker at path as mapped in maps,
 // where _dl_debug_state and _r_debug are.
-func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error) {
+func (m *modules) findRendezvous(path string, maps []mapping) (rendezvous, error) {
 	first, ok := fileMapping(maps, path)
 	if !ok {
 		return rendezvous{}, fmt.Errorf("the dynamic linker %s is not mapped", path)
@@ -120,32 +170,32 @@ func (t *tracer) findRendezvous(path string, maps []mapping) (rendezvous, error)
 // dynamic linker's list is consistent, the plan's libraries are planted
 // or forgotten as the memory map says. The thread then returns from
 // _dl_debug_state.
-func (t *tracer) rendezvousHit(th *thread, s *site) error {
-	if !th.foreign && t.consistent() {
+func (m *modules) rendezvousHit(th *thread, s *site) error {
+	if !th.foreign && m.consistent() {
 		// The thread is borrowed for system calls at the breakpoint's
 		// own address, the PC as before the trap.
-		t.regs.SetPC(s.addr)
-		if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
+		m.regs.SetPC(s.addr)
+		if err := (*m.proc).setRegs(th.tid, m.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
-		t.calls.lent = th.tid
-		err := t.syncLibraries()
-		t.calls.lent = 0
+		m.calls.lent = th.tid
+		err := m.syncLibraries()
+		m.calls.lent = 0
 		if err != nil {
 			return err
 		}
 	}
-	return t.bp.displace(th, s)
+	return m.bp.displace(th, s)
 }
 
 // consistent reads r_debug's state: true when the list of objects is
 // stable, or when the state cannot be read.
-func (t *tracer) consistent() bool {
-	if t.rdv.state == 0 {
+func (m *modules) consistent() bool {
+	if m.rdv.state == 0 {
 		return true
 	}
 	var b [4]byte
-	if err := t.mem.ReadMem(t.rdv.state, b[:]); err != nil {
+	if err := (*m.mem).ReadMem(m.rdv.state, b[:]); err != nil {
 		return true
 	}
 	return binary.LittleEndian.Uint32(b[:]) == rtConsistent
@@ -157,42 +207,39 @@ func (t *tracer) consistent() bool {
 // own: a library loaded twice at once (dlmopen of a library already
 // loaded, a copy of it at another path) has both planted, counting into
 // the same items, and the dlclose of one leaves the other as it was.
-func (t *tracer) syncLibraries() error {
-	if t.loaded == nil {
+func (m *modules) syncLibraries() error {
+	if m.loaded == nil {
 		return nil // after an exec
 	}
-	maps, err := t.readMaps()
+	maps, err := m.host.readMaps()
 	if err != nil {
 		return err
 	}
 	now := map[uint64]*loaded{} // by start
-	for _, mi := range t.libs {
-		for _, in := range t.libraryInstances(maps, mi) {
+	for _, mi := range m.libs {
+		for _, in := range m.libraryInstances(maps, mi) {
 			if now[in.first.Start] == nil {
 				now[in.first.Start] = &loaded{mi: mi, instance: in}
 			}
 		}
 	}
-	for _, start := range starts(t.loaded) {
-		l, n := t.loaded[start], now[start]
+	for _, start := range starts(m.loaded) {
+		l, n := m.loaded[start], now[start]
 		if n == nil || n.mi != l.mi || n.first.Inode != l.first.Inode || n.first.Path != l.first.Path {
-			if err := t.forget(l); err != nil {
+			if err := m.forget(l); err != nil {
 				return err
 			}
 		}
 	}
 	for _, start := range starts(now) {
-		if t.loaded[start] != nil {
+		if m.loaded[start] != nil {
 			continue
 		}
 		l := now[start]
-		t.loaded[start] = l
-		t.explain.library(l, true)
-		if err := t.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
-			return fmt.Errorf("plant %s: %w", t.plan.Modules[l.mi].Name, err)
-		}
-		if t.counters != nil {
-			t.counters.sortTramps()
+		m.loaded[start] = l
+		m.explain.library(l, true)
+		if err := m.host.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
+			return fmt.Errorf("plant %s: %w", m.plan.Modules[l.mi].Name, err)
 		}
 	}
 	return nil
@@ -212,9 +259,9 @@ func starts(l map[uint64]*loaded) []uint64 {
 // the library's name (as given to PREP, or the file that name links to;
 // see fileNames) that is the file PREP read. A file of that name that
 // has changed since PREP is warned about, once, and not planted.
-func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
-	m := &t.plan.Modules[mi]
-	names := append([]string{m.Name}, fileNames(m.Path)...)
+func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
+	mod := &m.plan.Modules[mi]
+	names := append([]string{mod.Name}, fileNames(mod.Path)...)
 	var out []instance
 	done := map[string]bool{}
 	for _, mp := range maps {
@@ -227,16 +274,16 @@ func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
 		}
 		done[key] = true
 		first, _ := moduleMapping(maps, []string{filepath.Base(mp.Path)}, mp.Inode)
-		same, known := t.identity[key]
+		same, known := m.identity[key]
 		if !known {
-			same, _ = checkIdentity(first.Path, m)
-			t.identity[key] = same
+			same, _ = checkIdentity(first.Path, mod)
+			m.identity[key] = same
 			if !same {
-				t.cfg.Warn(prf.LibraryChanged(first.Path, t.cfg.PlanPath))
+				m.cfg.Warn(prf.LibraryChanged(first.Path, m.cfg.PlanPath))
 			}
 		}
 		if same {
-			out = append(out, instances(maps, first, elfid.ReadLoadSpan(first.Path, t.pageSize))...)
+			out = append(out, instances(maps, first, elfid.ReadLoadSpan(first.Path, m.plant.pageSize))...)
 		}
 	}
 	return out
@@ -246,35 +293,38 @@ func (t *tracer) libraryInstances(maps []mapping, mi int) []instance {
 // breakpoints and trampolines are gone with its code, and the areas
 // PROFILE mapped next to it are unmapped. Its counts stay, and so does
 // every other instance of its library.
-func (t *tracer) forget(l *loaded) error {
-	if t.sampling != nil {
-		t.sampling.forget(l.lo, l.hi, t.areas[l.first.Start])
-	}
-	delete(t.loaded, l.first.Start)
-	t.explain.library(l, false)
-	in := func(a uint64) bool { return a >= l.lo && a < l.hi }
-	for _, m := range t.mechanisms() {
-		m.forget(l.lo, l.hi)
-	}
-	if t.counters != nil {
-		t.counters.forget(l.lo, l.hi)
-	}
-	t.scan.forget(l.lo, l.hi)
-	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
-	if t.attach != nil && t.attach.undo != nil {
-		t.attach.undo.forget(l.lo, l.hi)
-	}
-	areas := t.areas[l.first.Start]
-	delete(t.areas, l.first.Start)
-	return t.calls.withCalls(t.calls.setupThread(), func() error {
+func (m *modules) forget(l *loaded) error {
+	delete(m.loaded, l.first.Start)
+	m.explain.library(l, false)
+	m.host.unplant(l.lo, l.hi, m.plant.areas[l.first.Start])
+	m.plant.scan.forget(l.lo, l.hi)
+	areas := m.plant.areas[l.first.Start]
+	delete(m.plant.areas, l.first.Start)
+	return m.calls.withCalls(m.calls.setupThread(), func() error {
 		for _, a := range areas {
 			// (An area a seccomp filter keeps PROFILE from unmapping
 			// stays, unused.)
-			if _, err := t.calls.syscall(t.calls.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
-				return fmt.Errorf("unmap the area of %s at %#x: %w", t.plan.Modules[l.mi].Name, a[0], err)
+			if _, err := m.calls.syscall(m.calls.setupThread(), instr.SysMunmap, a[0], a[1]); err != nil && !errors.Is(err, errFiltered) {
+				return fmt.Errorf("unmap the area of %s at %#x: %w", m.plan.Modules[l.mi].Name, a[0], err)
 			}
-			t.ownMaps = slices.DeleteFunc(t.ownMaps, func(o [2]uint64) bool { return o[0] >= a[0] && o[0] < a[0]+a[1] })
+			m.plant.ownMaps = slices.DeleteFunc(m.plant.ownMaps, func(o [2]uint64) bool { return o[0] >= a[0] && o[0] < a[0]+a[1] })
 		}
 		return nil
 	})
+}
+
+// programInstance finds the program in the maps of its exec stop: the
+// file the kernel mapped, which is the end of the chain of symbolic
+// links the program's path may be (fileMapping).
+func (m *modules) programInstance(maps []mapping) (instance, bool) {
+	first, ok := fileMapping(maps, m.cfg.Path)
+	if !ok {
+		return instance{}, false
+	}
+	for _, in := range instances(maps, first, elfid.ReadLoadSpan(m.cfg.Path, m.plant.pageSize)) {
+		if in.first.Start == first.Start {
+			return in, true
+		}
+	}
+	return instance{}, false
 }

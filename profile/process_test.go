@@ -60,7 +60,7 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 	tr.maps, _ = fp.openMaps(fakePID)
 	tr.threads = map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}}
 	tr.early, tr.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
-	tr.stolen, tr.carried, tr.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
+	tr.stolen, tr.carried, tr.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
 	tr.epoch = time.Now()
 	return fp
 }
@@ -279,7 +279,7 @@ const ownAt = 0x7e10_0000_0000
 func TestFakeSignalInTrampoline(t *testing.T) {
 	tr, fp, mem, _ := plantedLeaf(t)
 	mem.areas[ownAt] = make([]byte, 0x100)
-	tr.ownMaps = [][2]uint64{{ownAt, 0x100}}
+	tr.plant.ownMaps = [][2]uint64{{ownAt, 0x100}}
 	var info ptrace.RawSigInfo
 	info[0], info[8] = byte(syscall.SIGUSR1), 0xfa // si_code SI_TKILL
 	fp.infos[fakePID] = info
@@ -342,7 +342,7 @@ func TestFakeSignalRolledBack(t *testing.T) {
 	rb := tp.regions[0].rollback[0] // (between the save of rax and the count's store)
 	for at, b := range mem.areas {
 		if at != stackAt {
-			tr.ownMaps = append(tr.ownMaps, [2]uint64{at, uint64(len(b))})
+			tr.plant.ownMaps = append(tr.plant.ownMaps, [2]uint64{at, uint64(len(b))})
 		}
 	}
 	tr.threads[fakePID].tgid = fakePID
@@ -398,7 +398,7 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	}
 	tr, mem, warnings := fakeTracerAt(plan, code, libAt)
 	fp := traceFake(tr, mem, ret)
-	tr.mapArea = tr.mmap
+	tr.plant.mapArea = tr.plant.mmap
 	// The rendezvous, as watchLibraries plants it.
 	mem.areas[ldAt] = append([]byte{0xc3}, make([]byte, 0xfff)...)
 	orig := make([]byte, tr.arch.MaxInstLen())
@@ -410,7 +410,7 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	brk := tr.arch.Breakpoint()
 	tr.bp.sites[ldAt] = &site{addr: ldAt, item: -1, exit: -1, orig: orig[:len(brk)], disp: d, displaced: true, rendezvous: true}
 	mem.WriteMem(ldAt, brk)
-	tr.rdv, tr.loaded, tr.libs = rendezvous{brk: ldAt}, map[uint64]*loaded{}, []int{1}
+	tr.modules.rdv, tr.modules.loaded, tr.modules.libs = rendezvous{brk: ldAt}, map[uint64]*loaded{}, []int{1}
 
 	without := fmt.Sprintf("%x-%x r-xp 00000000 00:00 0\n%x-%x rw-p 00000000 00:00 0 [stack]\n", ldAt, ldAt+0x1000, stackAt, stackAt+0x1000)
 	with := fmt.Sprintf("%x-%x r-xp 00000000 08:01 %d %s\n", libAt, libAt+0x1000, st.Sys().(*syscall.Stat_t).Ino, lib) + without
@@ -423,8 +423,8 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	runScript(t, tr, fp,
 		rendezvousHit(func() { fp.maps = with }),
 		fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: libAt + 12, sp: stackAt + 0x800, do: func() {
-			planted = tr.bp.sites[libAt+11] != nil && mem.b[11] == 0xcc && len(tr.loaded) == 1
-			areas = tr.areas[libAt]
+			planted = tr.bp.sites[libAt+11] != nil && mem.b[11] == 0xcc && len(tr.modules.loaded) == 1
+			areas = tr.plant.areas[libAt]
 		}},
 		rendezvousHit(func() { fp.maps = without }))
 	if !planted || len(areas) != 1 {
@@ -433,8 +433,8 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	if tr.hits[0] != 1 {
 		t.Errorf("hits %v, want f's 1", tr.hits)
 	}
-	if len(tr.loaded) != 0 || tr.bp.sites[libAt+11] != nil || len(tr.areas) != 0 || len(mem.areas) != 2 {
-		t.Errorf("after the unload: loaded %v, sites %v, areas %v, %d mappings; want only the rendezvous, the stack and the dynamic linker", tr.loaded, slices.Sorted(maps.Keys(tr.bp.sites)), tr.areas, len(mem.areas))
+	if len(tr.modules.loaded) != 0 || tr.bp.sites[libAt+11] != nil || len(tr.plant.areas) != 0 || len(mem.areas) != 2 {
+		t.Errorf("after the unload: loaded %v, sites %v, areas %v, %d mappings; want only the rendezvous, the stack and the dynamic linker", tr.modules.loaded, slices.Sorted(maps.Keys(tr.bp.sites)), tr.plant.areas, len(mem.areas))
 	}
 	// The thread at the rendezvous is borrowed (its PC back at the
 	// breakpoint), runs the system call, is given its registers back, and
@@ -467,7 +467,7 @@ func TestFakeInjectedSyscall(t *testing.T) {
 	r.SetPC(leafAt + 4)
 	r.SetReg(0, 0x1234)
 	saved := *r
-	addr, err := tr.mmap(0, 0x1000)
+	addr, err := tr.plant.mmap(0, 0x1000)
 	if err != nil || addr != 0x7e00_0000_0000 {
 		t.Fatalf("mmap: %#x, %v; want the fake kernel's first area", addr, err)
 	}
@@ -477,8 +477,8 @@ func TestFakeInjectedSyscall(t *testing.T) {
 	if !bytes.Equal(mem.b[:len(leafCode)], leafCode) || *fp.reg(fakePID) != saved {
 		t.Errorf("after the call: code % x, registers %+v; want them as they were", mem.b[:len(leafCode)], *fp.reg(fakePID))
 	}
-	if !slices.Equal(tr.ownMaps, [][2]uint64{{addr, 0x1000}}) {
-		t.Errorf("PROFILE's areas %#x, want the one mapped", tr.ownMaps)
+	if !slices.Equal(tr.plant.ownMaps, [][2]uint64{{addr, 0x1000}}) {
+		t.Errorf("PROFILE's areas %#x, want the one mapped", tr.plant.ownMaps)
 	}
 	want := []string{"getRegs 8388608", "setRegs 8388608 pc=0x401004", "step 8388608",
 		"syscall 8388608 mmap(0x0, 0x1000) = 0x7e0000000000", "waitFor 8388608", "getRegs 8388608", "setRegs 8388608 pc=0x401004"}

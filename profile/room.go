@@ -10,9 +10,9 @@ import (
 // (instr.Room): the area mapped next to the module, for jumps that reach
 // it, and pages mapped where punned jumps land, each page holding every
 // trampoline whose window it meets. The pages stay the module's: they
-// are unmapped with it (t.areas).
+// are unmapped with it (planter.areas).
 type room struct {
-	t *tracer
+	e *planter
 	p *planting
 	// pages are the pages mapped so far, by address, each with the
 	// ranges taken in it, sorted.
@@ -53,12 +53,12 @@ func (pg *roomPage) measure() {
 const maxPageTries = 1 << 15
 
 // newRoom returns the room of planting p.
-func newRoom(t *tracer, p *planting) *room {
-	r := &room{t: t, p: p}
+func newRoom(e *planter, p *planting) *room {
+	r := &room{e: e, p: p}
 	for _, m := range p.maps {
 		r.busy = append(r.busy, [2]uint64{m.Start, m.End})
 	}
-	for _, a := range t.ownMaps {
+	for _, a := range e.ownMaps {
 		r.busy = append(r.busy, [2]uint64{a[0], a[0] + a[1]})
 	}
 	slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
@@ -95,7 +95,7 @@ func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64
 // congruent to phase modulo step fit (two, where they cross into the
 // next), a few tries: none where another mapping is.
 func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) {
-	ps := r.t.pageSize
+	ps := r.e.pageSize
 	for try, page := 0, lo&^(ps-1); try < 4 && page < hi && r.tries < maxPageTries; page += ps {
 		at := align(max(lo, page), step, phase)
 		if at >= hi || at >= page+ps {
@@ -108,10 +108,10 @@ func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) 
 		try++
 		r.tries++
 		r.markBusy(page, page+size)
-		if _, err := r.t.mapArea(page, size); err != nil {
+		if _, err := r.e.mapArea(page, size); err != nil {
 			continue
 		}
-		r.t.areas[r.p.in.first.Start] = append(r.t.areas[r.p.in.first.Start], [2]uint64{page, size})
+		r.e.areas[r.p.in.first.Start] = append(r.e.areas[r.p.in.first.Start], [2]uint64{page, size})
 		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
 		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size, gap: size})
 		return at, true

@@ -17,47 +17,58 @@ import (
 )
 
 // scanCode decodes the code of module mi, at path, loaded with bias,
-// mapped as in (scanModule), for what is planted in it: t.scan.code until it
+// mapped as in (scanModule), for what is planted in it: e.scan.code until it
 // is planted, and the places its jumps land added to those of the
-// modules planted before it (t.scan.landings: a patch covers none, whoever
+// modules planted before it (e.scan.landings: a patch covers none, whoever
 // jumps there); timing in-process, the returns of its calls and its
 // symbol table's function starts too.
-func (t *tracer) scanCode(maps []mapping, in instance, mi int, path string, bias uint64) {
-	t.scan.code = t.scanModule(maps, in, mi, bias)
-	if !t.plan.Method.IsFunction() && t.lines == nil {
+func (e *planter) scanCode(maps []mapping, in instance, mi int, path string, bias uint64) {
+	e.scan.code = e.scanModule(maps, in, mi, bias)
+	w := e.wants()
+	if !w.landings {
 		return
 	}
-	for _, cm := range t.scan.code {
-		t.scan.landings = append(t.scan.landings, cm.Jumps...)
+	for _, cm := range e.scan.code {
+		e.scan.landings = append(e.scan.landings, cm.Jumps...)
 		for target := range cm.Returns {
-			t.scan.landings = append(t.scan.landings, target) // a call lands too
+			e.scan.landings = append(e.scan.landings, target) // a call lands too
 		}
-		if t.attach != nil {
+		if w.attached {
 			// In a process attached to, the threads are somewhere in
 			// the code already: where each stopped, and where each
 			// call returns, which its callers' frames may hold.
-			t.scan.landings = append(t.scan.landings, cm.AfterCalls...)
+			e.scan.landings = append(e.scan.landings, cm.AfterCalls...)
 		}
 	}
-	if t.attach != nil {
-		t.scan.landings = append(t.scan.landings, t.attach.pcs...)
-	}
-	slices.Sort(t.scan.landings)
-	t.scan.landings = slices.Compact(t.scan.landings)
-	if t.rings == nil || !t.plan.Method.IsFunction() {
+	e.scan.landings = append(e.scan.landings, w.pcs...)
+	slices.Sort(e.scan.landings)
+	e.scan.landings = slices.Compact(e.scan.landings)
+	if !w.returns {
 		return
 	}
-	if t.scan.returns == nil {
-		t.scan.returns, t.scan.starts = map[uint64][]uint64{}, map[uint64]bool{}
+	if e.scan.returns == nil {
+		e.scan.returns, e.scan.starts = map[uint64][]uint64{}, map[uint64]bool{}
 	}
-	for _, cm := range t.scan.code {
+	for _, cm := range e.scan.code {
 		for target, rs := range cm.Returns {
-			t.scan.returns[target] = append(t.scan.returns[target], rs...)
+			e.scan.returns[target] = append(e.scan.returns[target], rs...)
 		}
 	}
 	for _, a := range elfid.ReadFuncStarts(path) {
-		t.scan.starts[a+bias] = true
+		e.scan.starts[a+bias] = true
 	}
+}
+
+// scanWants is what the scan of a module finds beyond its decoding, for
+// the run's mechanisms: the places its jumps land (a function profile,
+// or line trampolines), and in a process attached to where its calls
+// return and the threads' PCs (pcs) among them; timing in-process, its
+// calls' returns and its functions' starts.
+type scanWants struct {
+	landings bool
+	attached bool
+	pcs      []uint64
+	returns  bool
 }
 
 // codeScan is what the scans of the modules' code found, which the
@@ -107,10 +118,10 @@ type codeMaps []*instr.CodeMap
 // its first bytes, which decoding the function alone does not see),
 // where its calls return, and where its instructions begin. It costs
 // some 3 ms for 10,000 small functions on x86-64 (docs/performance.md).
-func (t *tracer) scanModule(maps []mapping, in instance, mi int, bias uint64) codeMaps {
+func (e *planter) scanModule(maps []mapping, in instance, mi int, bias uint64) codeMaps {
 	var funcs [][2]uint64
-	for i := range t.plan.Funcs {
-		if f := &t.plan.Funcs[i]; f.Module == mi && f.Low < f.High {
+	for i := range e.plan.Funcs {
+		if f := &e.plan.Funcs[i]; f.Module == mi && f.Low < f.High {
 			funcs = append(funcs, [2]uint64{f.Low + bias, f.High + bias})
 		}
 	}
@@ -121,10 +132,10 @@ func (t *tracer) scanModule(maps []mapping, in instance, mi int, bias uint64) co
 			continue
 		}
 		code := make([]byte, m.End-m.Start)
-		if err := t.mem.ReadMem(m.Start, code); err != nil {
+		if err := (*e.mem).ReadMem(m.Start, code); err != nil {
 			continue
 		}
-		out = append(out, instr.MapCode(t.arch, code, m.Start, funcs))
+		out = append(out, instr.MapCode(e.arch, code, m.Start, funcs))
 	}
 	return out
 }

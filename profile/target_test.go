@@ -44,7 +44,7 @@ func fakeTarget(t *testing.T, plan *datafile.Plan, mapped bool) (*tracer, *fakeP
 	}
 	tr.proc, tr.pid, tr.maps, tr.mem = nil, 0, nil, nil
 	clear(tr.threads)
-	tr.mapArea = tr.mmap
+	tr.plant.mapArea = tr.plant.mmap
 	tr.cfg.Path, tr.cfg.Now, tr.cfg.Breakpoints = path, time.Now, true
 	return tr, fp, mem, warnings
 }

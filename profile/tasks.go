@@ -156,7 +156,7 @@ func (t *tracer) exec(th *thread) error {
 	}
 	t.bp.forgetAll()
 	t.watch.written = nil
-	t.loaded = nil // (the rendezvous went with the image)
+	t.modules.loaded = nil // (the rendezvous went with the image)
 	if t.counters != nil {
 		t.counters.tramps = nil // gone with the image; the counts are kept
 	}

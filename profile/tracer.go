@@ -76,21 +76,14 @@ type tracer struct {
 	// being written, or nil.
 	runID datafile.Hex
 	trace *traceFile
-	// mem is the program's memory (ptrace.Mem), and mapArea maps the
-	// area next to a module in it (areaNear: mmap, as a system call the
-	// program makes): fakes in the unit tests of planting. (The counters,
-	// the calibration blocks and punned jumps' pages are mapped with
-	// t.mmap itself.)
-	mem     instr.Memory
-	mapArea func(hint, size uint64) (uint64, error)
+	// mem is the program's memory (ptrace.Mem): a fake in the unit tests
+	// of planting.
+	mem instr.Memory
 	// maps is the program's memory map, opened at the exec stop and read
 	// again when needed (readMaps): a program that makes itself
 	// non-dumpable keeps it readable, as it keeps mem.
 	maps memoryMap
 	regs ptrace.Regs
-	// pageSize is the running system's page size (4, 16 or 64 KiB on
-	// arm64), the unit of the slot areas.
-	pageSize uint64
 
 	// bp are PROFILE's breakpoints (breakpoints.go).
 	bp      *breakpoints
@@ -120,19 +113,12 @@ type tracer struct {
 	// (exitpatch.go).
 	exits *exitPatches
 	ctr   counterClock
-	// scan is what the scans of the modules' code found (scan.go).
-	scan codeScan
-	// libs are the plan's modules other than the program, its shared
-	// libraries; loaded the instances of those mapped and planted, areas
-	// the areas PROFILE mapped next to each module's instance (both by
-	// the instance's start), rdv the dynamic linker's rendezvous,
-	// and identity whether each library file seen is the file PREP read
-	// (modules.go).
-	libs     []int
-	loaded   map[uint64]*loaded
-	areas    map[uint64][][2]uint64
-	rdv      rendezvous
-	identity map[string]bool
+	// plant is the planting engine every mechanism plants with
+	// (planter.go).
+	plant *planter
+	// modules are the plan's modules in the program, its shared
+	// libraries followed as they are loaded (modules.go).
+	modules *modules
 	// calls runs system calls in the program (inject.go).
 	calls *injector
 
@@ -206,10 +192,6 @@ type tracer struct {
 	// requeued are the threads that block a signal for a moment
 	// (eintr.go).
 	requeued map[int]*requeued
-	// ownMaps are the executable areas PROFILE mapped in the program
-	// (mmap): trampolines, slots, hops, the calibration's code, whether
-	// or not a module's areas (areas) list them.
-	ownMaps [][2]uint64
 	// progressStart and progressLast are when the run began and when its
 	// progress was last told (progress.go).
 	progressStart, progressLast time.Time
@@ -231,7 +213,6 @@ func newTracer(cfg Config) (*tracer, error) {
 		cfg:      cfg,
 		plan:     cfg.Plan,
 		arch:     arch,
-		pageSize: elfid.PageSize(),
 		threads:  make(map[int]*thread),
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
@@ -239,12 +220,11 @@ func newTracer(cfg Config) (*tracer, error) {
 		epoch:    time.Now(),
 		stolen:   make(map[ledgerKey]int64),
 		carried:  make(map[int]uint64),
-		areas:    make(map[uint64][][2]uint64),
-		identity: make(map[string]bool),
 	}
 	t.bp = newBreakpoints(t)
 	t.calls = newInjector(t)
-	t.mapArea = t.mmap
+	t.plant = newPlanter(t, elfid.PageSize())
+	t.modules = newModules(t)
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
 	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)

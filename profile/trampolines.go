@@ -20,14 +20,14 @@ type hopSpace struct {
 
 // hopSpace finds the padding after each of items' functions, less what the
 // patches in jumps cover.
-func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
+func (e *planter) hopSpace(items []int, bias uint64, text moduleText, jumps []patchWrite) *hopSpace {
 	covered := map[uint64]uint64{} // a patch's start, its end
 	for _, j := range jumps {
 		covered[j.addr] = j.addr + uint64(len(j.jump)+len(j.tramp.patch.Punned))
 	}
 	hs := &hopSpace{}
 	for _, item := range items {
-		f := &t.plan.Funcs[item]
+		f := &e.plan.Funcs[item]
 		if f.Low >= f.High || f.High+bias < text.start {
 			continue
 		}
@@ -36,7 +36,7 @@ func (t *tracer) hopSpace(items []int, bias uint64, text moduleText, jumps []pat
 		if off >= uint64(len(text.b)) {
 			continue
 		}
-		pad := uint64(instr.PaddingAfter(t.arch, text.b[off:], hi))
+		pad := uint64(instr.PaddingAfter(e.arch, text.b[off:], hi))
 		lo := hi
 		for start, end := range covered {
 			if start < hi && end > lo {
@@ -90,7 +90,8 @@ func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) 
 // back. Timing in-process, where the patch covers the function's exit (a
 // function of a few bytes), the exit's record goes before the exit, which
 // leaves: no jump back.
-func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
+func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
+	t := et.t
 	c := t.counters
 	prelude := func(code []byte) (instr.Trampoline, error) {
 		k := entryIndex(p, f.Entry+lo-f.Low)
@@ -138,9 +139,10 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 	return tr, nil
 }
 
-// regions returns the regions of the trampoline tr of item's entry (see
+// entryRegions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
-func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
+func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
+	t := et.t
 	c := t.counters
 	if !c.layout.rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
@@ -192,7 +194,8 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 // registers the calling convention leaves free at a call, not at a branch
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
-func (t *tracer) entryScratch(f *datafile.Func) bool {
+func (et *entryTrampolines) entryScratch(f *datafile.Func) bool {
+	t := et.t
 	if t.counters.layout.rings {
 		rc, _ := t.arch.RecordCode(t.counters.layout.ring(), 0)
 		return rc.Scratch
