@@ -167,7 +167,7 @@ func (a *attachment) ready() (func(), error) {
 		if tid == t.pid {
 			continue
 		}
-		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return nothing, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
@@ -181,13 +181,6 @@ func (a *attachment) ready() (func(), error) {
 // and lets the threads go, the main thread's mask back.
 func (a *attachment) start() (done func(), err error) {
 	t := a.t
-	if t.sampling != nil {
-		for tid := range t.threads {
-			if tid != t.pid {
-				t.sampling.threadStarted(tid)
-			}
-		}
-	}
 	a.began = time.Now()
 	done = t.endWindow()
 	a.unmask()
@@ -341,11 +334,7 @@ func (t *tracer) threadGone(tid int) {
 	}
 	delete(t.threads, tid)
 	delete(t.requeued, tid)
-	t.threadEnded(tid)
-	if t.sampling != nil {
-		t.sampling.threadEnded(tid)
-	}
-	t.foreignDone(tid)
+	t.parts.threadEnded(tid)
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

@@ -78,7 +78,7 @@ func (t *tracer) progress() {
 func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	every := 20 * time.Millisecond
 	s := t.sampling
-	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
+	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.stopped
 	if ptraceSampler {
 		every = min(every, s.pollEvery())
 	}

@@ -114,16 +114,18 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	if err = t.plantTarget(tg); err != nil {
 		return nil, err
 	}
+	if t.sampling != nil {
+		// (Before the threads an attachment finds are made ready: each
+		// is sampled as the main thread is, by the kernel or by ptrace.)
+		t.sampling.start(pid)
+		defer t.sampling.ended()
+	}
 	done, err := tg.ready()
 	defer done()
 	if err != nil {
 		return nil, err
 	}
 	res = &Result{}
-	if t.sampling != nil {
-		t.sampling.start(pid)
-		defer t.sampling.finish()
-	}
 	done, err = tg.start()
 	defer done()
 	if err != nil {

@@ -207,6 +207,9 @@ type tracer struct {
 	lastSignal [65]atomic.Int64
 	sigNote    atomic.Value // string: the signal PROFILE received, if any
 
+	// parts are the run's parts, found once, and their hooks (hooks.go).
+	parts parts
+
 	// explain narrates the run (profile --explain, explain.go); the zero
 	// explainer when it is not narrated.
 	explain explainer
@@ -270,6 +273,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		}
 		t.sampling = newSampler(t, interval)
 	}
+	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
@@ -284,15 +288,7 @@ func (t *tracer) finish(start time.Time, res *Result) {
 	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
 	}
-	if t.counters != nil {
-		t.counters.collect()
-	}
-	if t.sampling != nil {
-		t.sampling.finish()
-	}
-	for _, m := range t.mechanisms() {
-		m.collect(res)
-	}
+	t.parts.ended(res)
 	res.EndCheck = t.watch.checked
 	res.RolledBack = t.rolledBack
 	res.Counts = t.counts(start, res)
@@ -464,7 +460,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.attach != nil || t.cfg.Progress != nil {
 		return t.waitTelling(spin)
 	}
-	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
+	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.stopped {
 		// The ptrace sampler's rounds, and the rings' reading if any.
 		idle := s.interruptAll
 		if t.rings != nil {
