@@ -13,6 +13,7 @@ package profile
 //	a module unmapped      mechanism       each forgets what it planted there
 //	a thread born, ended   threadHook      the counters (a block), the sampler
 //	the image replaced     execHook        the counters, the sampler, ...
+//	a stop handled         handledHook     the trace writer
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
 //
@@ -34,6 +35,11 @@ type threadHook interface {
 // part wrote into the program is gone with it; what it counted stays.
 type execHook interface{ execed() }
 
+// handledHook is told that the stop of thread tid has been handled, the
+// thread let go or left stopped: an observer of the stops (the trace
+// writer writes what was booked).
+type handledHook interface{ stopHandled(tid int) }
+
 // endHook is told that the run has ended, before the mechanisms collect
 // their counts: the last of what the program wrote is read.
 type endHook interface{ ended() }
@@ -43,6 +49,7 @@ type parts struct {
 	mechs   []mechanism
 	threads []threadHook
 	execs   []execHook
+	handled []handledHook
 	ends    []endHook
 }
 
@@ -67,6 +74,7 @@ func (t *tracer) choose() {
 	// The parts that are no mechanism.
 	add(t.counters != nil, t.counters)
 	add(t.sampling != nil, t.sampling)
+	add(t.trace != nil, t.trace)
 	t.parts = hooksOf(all)
 }
 
@@ -82,6 +90,9 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(handledHook); ok {
+			p.handled = append(p.handled, h)
 		}
 		if h, ok := part.(endHook); ok {
 			p.ends = append(p.ends, h)
@@ -111,6 +122,13 @@ func (p *parts) threadEnded(tid int) {
 func (p *parts) execed() {
 	for _, h := range p.execs {
 		h.execed()
+	}
+}
+
+// stopHandled tells the parts that thread tid's stop was handled.
+func (p *parts) stopHandled(tid int) {
+	for _, h := range p.handled {
+		h.stopHandled(tid)
 	}
 }
 

@@ -611,12 +611,12 @@ func TestLineCoverageSweep(t *testing.T) {
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.watch.written) != 1 {
 			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.watch.written))
 		}
-		tr.sweepStop()
+		tr.lines.sweepStop()
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
 			t.Errorf("a sweep before any cover took the jump out")
 		}
 		binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
-		tr.sweepStop()
+		tr.lines.sweepStop()
 		out := threads == 1
 		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.watch.written) == 0) != out {
 			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.watch.written), out)

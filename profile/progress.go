@@ -92,13 +92,13 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 			work = t.rings.drainIdle() || work
 		}
 		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
-			work = t.sweepIdle() || work
+			work = t.lines.sweepIdle() || work
 		}
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
 		t.requeuedIdle()
-		t.flushTrace()
+		t.trace.flush()
 		t.progress()
 		return work
 	}

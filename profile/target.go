@@ -68,7 +68,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 	if err := tg.obtain(); err != nil {
 		return nil, err
 	}
-	defer t.closeTrace(false)
+	defer func() { t.trace.close(false) }()
 	err := t.openTrace(start)
 	var res *Result
 	if err == nil {
@@ -78,7 +78,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 		tg.abandon()
 		return nil, err
 	}
-	t.closeTrace(true)
+	t.trace.close(true)
 	return res, nil
 }
 

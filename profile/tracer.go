@@ -384,7 +384,7 @@ func (t *tracer) loop(res *Result) error {
 				t.waitTick()
 			}
 		}
-		t.flushTrace()
+		t.parts.stopHandled(tid)
 		t.progress()
 	}
 }
@@ -466,7 +466,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		if t.rings != nil {
 			idle = func() bool {
 				drained := t.rings.drainIdle()
-				t.flushTrace()
+				t.trace.flush()
 				return s.interruptAll() || drained
 			}
 		}
@@ -478,13 +478,13 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		// next stop, reading the rings meanwhile): a program that runs or
 		// waits long without a stop keeps them if PROFILE is killed.
 		idle := func() bool {
-			t.flushTrace()
+			t.trace.flush()
 			return false
 		}
 		if t.rings != nil {
 			idle = func() bool {
 				drained := t.rings.drainIdle()
-				t.flushTrace()
+				t.trace.flush()
 				return drained
 			}
 		}
@@ -496,7 +496,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops
 		// are waited for as always, not polled for.)
-		return t.proc.wait(pollWait(spin, time.Millisecond, t.sweepIdle))
+		return t.proc.wait(pollWait(spin, time.Millisecond, t.lines.sweepIdle))
 	}
 	if idle := t.explain.idle(); idle != nil {
 		// (The narration's first hits of in-process counters.)
