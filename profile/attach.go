@@ -113,11 +113,11 @@ func (a *attachment) obtain() error {
 	for _, tid := range tids {
 		t.threads[tid] = &thread{tid: tid, tgid: pid}
 	}
-	if err := t.attachChecks(); err != nil {
-		t.letGo(nil)
+	if err := a.attachChecks(); err != nil {
+		a.letGo(nil)
 		return err
 	}
-	t.knownChildren()
+	a.knownChildren()
 	return nil
 }
 
@@ -129,7 +129,7 @@ func (a *attachment) memory(mem taskMem) instr.Memory {
 }
 
 // opened notes the threads' bases and where they are (saveBases).
-func (a *attachment) opened() { a.t.saveBases() }
+func (a *attachment) opened() { a.saveBases() }
 
 // hold blocks every signal of the main thread, which runs PROFILE's
 // set-up: one that comes meanwhile waits, and is delivered once its
@@ -167,7 +167,7 @@ func (a *attachment) ready() (func(), error) {
 		if tid == t.pid {
 			continue
 		}
-		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return nothing, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
@@ -181,15 +181,8 @@ func (a *attachment) ready() (func(), error) {
 // and lets the threads go, the main thread's mask back.
 func (a *attachment) start() (done func(), err error) {
 	t := a.t
-	if t.sampling != nil {
-		for tid := range t.threads {
-			if tid != t.pid {
-				t.sampling.threadStarted(tid)
-			}
-		}
-	}
 	a.began = time.Now()
-	done = t.endWindow()
+	done = a.endWindow()
 	a.unmask()
 	t.startWaits()
 	for _, tid := range t.threadIDs() {
@@ -215,7 +208,7 @@ func (a *attachment) begun() {
 func (a *attachment) end(res *Result) error {
 	t := a.t
 	if a.windowEnded {
-		if err := t.detachAll(res); err != nil {
+		if err := a.detachAll(res); err != nil {
 			return err
 		}
 	}
@@ -230,9 +223,9 @@ func (a *attachment) end(res *Result) error {
 func (a *attachment) failed(err error) error {
 	if !a.detached {
 		if a.running {
-			a.t.haltAll()
+			a.haltAll()
 		}
-		err = errors.Join(err, a.t.letGo(nil))
+		err = errors.Join(err, a.letGo(nil))
 	}
 	return err
 }
@@ -240,7 +233,7 @@ func (a *attachment) failed(err error) error {
 // abandon lets the process go if failed has not: nothing was planted yet.
 func (a *attachment) abandon() {
 	if !a.detached {
-		a.t.letGo(nil)
+		a.letGo(nil)
 	}
 }
 
@@ -257,8 +250,8 @@ func (t *tracer) threadIDs() []int {
 // saveBases notes the thread bases and pointers of the threads as PROFILE
 // found them (attachment.bases), and where they are: their PCs, and those
 // their signal handlers return to (framePCs), no patch covers.
-func (t *tracer) saveBases() {
-	a := t.attach
+func (a *attachment) saveBases() {
+	t := a.t
 	maps, _ := t.readMaps()
 	for tid := range t.threads {
 		var regs ptrace.Regs
@@ -282,8 +275,8 @@ func (t *tracer) saveBases() {
 // endWindow starts what ends the window: Config.Duration, a signal to
 // PROFILE, whichever comes first. It returns the function that stops
 // watching.
-func (t *tracer) endWindow() (stop func()) {
-	a := t.attach
+func (a *attachment) endWindow() (stop func()) {
+	t := a.t
 	done := make(chan struct{})
 	var timeout <-chan time.Time
 	if t.cfg.Duration > 0 {
@@ -320,7 +313,8 @@ func seconds(d time.Duration) string {
 // knownChildren notes the children the process had when PROFILE attached
 // (/proc/PID/task/TID/children): their SIGCHLD is no sign of a child made
 // out of PROFILE's sight (PRF4670).
-func (t *tracer) knownChildren() {
+func (a *attachment) knownChildren() {
+	t := a.t
 	for tid, th := range t.threads {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", th.tgid, tid))
 		if err != nil {
@@ -341,11 +335,7 @@ func (t *tracer) threadGone(tid int) {
 	}
 	delete(t.threads, tid)
 	delete(t.requeued, tid)
-	t.threadEnded(tid)
-	if t.sampling != nil {
-		t.sampling.threadEnded(tid)
-	}
-	t.foreignDone(tid)
+	t.parts.threadEnded(tid)
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

@@ -124,8 +124,8 @@ func (bp *breakpoints) forget(lo, hi uint64) {
 	}
 }
 
-// forgetAll drops every site: the program's image is gone (exec).
-func (bp *breakpoints) forgetAll() {
+// execed drops every site: the program's image is gone (exec).
+func (bp *breakpoints) execed() {
 	clear(bp.sites)
 	clear(bp.slots)
 	clear(bp.retired)

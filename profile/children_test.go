@@ -22,6 +22,7 @@ func (w writes) WriteMem(addr uint64, b []byte) error {
 func TestUnpatchRetired(t *testing.T) {
 	tr := &tracer{}
 	tr.bp = newBreakpoints(tr)
+	tr.choose()
 	tr.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
 	tr.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}
 	w := writes{}

@@ -24,7 +24,8 @@ const detachLimit = 10 * time.Second
 // and the thread is stopped again: no signal is lost. A vfork child,
 // which shares the memory, is not stopped: its parent stops when it has
 // let the memory go. A thread past its exit stop is not waited for.
-func (t *tracer) detachAll(res *Result) error {
+func (a *attachment) detachAll(res *Result) error {
+	t := a.t
 	d := &detaching{t: t, ready: map[int]bool{}, asked: map[int]bool{}}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(detachLimit, func() { close(quit) })
@@ -49,7 +50,7 @@ func (t *tracer) detachAll(res *Result) error {
 					res.Signal = ws.Signal()
 				}
 				clear(t.threads)
-				t.attach.detached = true
+				a.detached = true
 				return nil
 			}
 			t.threadGone(tid)
@@ -79,7 +80,7 @@ func (t *tracer) detachAll(res *Result) error {
 		}
 		d.ask()
 	}
-	return t.letGo(d.ready)
+	return a.letGo(d.ready)
 }
 
 // detaching is the state of detachAll: the threads stopped, ready to
@@ -130,7 +131,8 @@ func (d *detaching) trapped(th *thread) bool {
 // nothing). A thread stopped at a breakpoint is put back before it, to
 // run the instruction there once the code is back; a signal on its way
 // is delivered when it is detached.
-func (t *tracer) haltAll() {
+func (a *attachment) haltAll() {
+	t := a.t
 	for tid := range t.threads {
 		t.proc.interrupt(tid)
 	}
@@ -166,8 +168,8 @@ func (t *tracer) haltAll() {
 // thread base back and is detached. ready names the threads known to be
 // stopped (nil: all of them); the others, which would not stop, keep
 // PROFILE as their tracer until it exits.
-func (t *tracer) letGo(ready map[int]bool) error {
-	a := t.attach
+func (a *attachment) letGo(ready map[int]bool) error {
+	t := a.t
 	stopped := func(tid int) bool { return ready == nil || ready[tid] }
 	if a.undo == nil {
 		for tid := range t.threads {
@@ -194,7 +196,7 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		if !stopped(tid) {
 			continue
 		}
-		t.putBase(tid, t.settleFrames(tid, maps))
+		a.putBase(tid, t.settleFrames(tid, maps))
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()
@@ -223,8 +225,8 @@ func (t *tracer) letGo(ready map[int]bool) error {
 // PROFILE's code keeps PROFILE's, which that code reads: single-stepped
 // out, it might block there in a system call of a slot. So does one
 // whose signal handler returns there (keep: settleFrames).
-func (t *tracer) putBase(tid int, keep bool) {
-	a := t.attach
+func (a *attachment) putBase(tid int, keep bool) {
+	t := a.t
 	base, ok := a.bases[tid]
 	if !ok {
 		base = a.base

@@ -154,5 +154,5 @@ func (et *entryTrampolines) stop(*thread, uint64) (bool, error) { return false, 
 func (et *entryTrampolines) forget(lo, hi uint64) {}
 
 // collect has nothing of its own: the counts are in the counters'
-// blocks (counters.collect).
+// blocks (counters.ended).
 func (et *entryTrampolines) collect(*Result) {}

@@ -124,12 +124,12 @@ func (x *narrator) lineNames(lines []int) string {
 	if len(lines) == 0 {
 		return "a line site"
 	}
-	file := t.lineFile(&t.plan.Lines[lines[0]])
+	file := lineFile(t.plan, &t.plan.Lines[lines[0]])
 	var nums []string
 	for _, i := range lines {
 		l := &t.plan.Lines[i]
 		nums = append(nums, strconv.Itoa(l.Line))
-		if f := t.lineFile(l); f != file {
+		if f := lineFile(t.plan, l); f != file {
 			file = ""
 		}
 	}

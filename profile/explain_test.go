@@ -186,6 +186,7 @@ func TestExplainPlanting(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 		tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 		tr.entries = &entryTrampolines{t: tr}
+		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
@@ -217,6 +218,7 @@ func TestExplainPlanting(t *testing.T) {
 		defer shared.Close()
 		tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 		tr.lines = newLineTrampolines(tr)
+		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
 		}
@@ -277,6 +279,7 @@ func TestExplainFirstHits(t *testing.T) {
 	defer shared.Close()
 	tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
 	tr.lines = newLineTrampolines(tr)
+	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)

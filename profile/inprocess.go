@@ -162,9 +162,9 @@ func (c *counters) area(b int) []byte { return c.layout.depthArea(c.shared.Bytes
 // discard block 0) and points its thread base at it; where counters are
 // shared, a depth area, found through its stack (a foreign process, a
 // vfork child, runs on its parent's stack, in its parent's area).
-func (t *tracer) giveBlock(tid int, foreign bool) error {
-	c := t.counters
-	if c == nil || !c.layout.ownParts() || (c.layout.table && foreign) {
+func (c *counters) giveBlock(tid int, foreign bool) error {
+	t := c.t
+	if !c.layout.ownParts() || (c.layout.table && foreign) {
 		return nil
 	}
 	b, owned := c.take(tid, foreign)
@@ -194,7 +194,7 @@ func (t *tracer) giveBlock(tid int, foreign bool) error {
 				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
 			}
 		}
-		return t.ownStack(t.arch.SP(&regs), b)
+		return c.ownStack(t.arch.SP(&regs), b)
 	}
 	regs.SetThreadBase(c.layout.blockAddr(b))
 	return t.proc.setRegs(tid, &regs)
@@ -239,9 +239,9 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 
 // vforked notes, where counters are shared, the counters at the start of
 // vfork child tid of a program whose only thread is its suspended parent.
-func (t *tracer) vforked(tid int) {
-	c := t.counters
-	if c == nil || c.layout.perThread() || t.programThreads() != 1 {
+func (c *counters) vforked(tid int) {
+	t := c.t
+	if c.layout.perThread() || t.programThreads() != 1 {
 		return
 	}
 	if c.vforkSnap == nil {
@@ -252,9 +252,8 @@ func (t *tracer) vforked(tid int) {
 
 // foreignDone discounts what vfork child tid counted, now that it has
 // called exec or exited.
-func (t *tracer) foreignDone(tid int) {
-	c := t.counters
-	if c == nil || c.vforkSnap[tid] == nil {
+func (c *counters) foreignDone(tid int) {
+	if c.vforkSnap[tid] == nil {
 		return
 	}
 	snap := c.vforkSnap[tid]
@@ -289,13 +288,21 @@ func (c *counters) block(b, n int) []uint64 {
 	return out
 }
 
-// threadEnded returns an ended thread's block for reuse: its counts stay
-// in it and are summed at the end with the others.
-func (t *tracer) threadEnded(tid int) {
-	c := t.counters
-	if c == nil {
-		return
+// threadBorn gives thread tid its block (giveBlock); a vfork child's
+// start is noted first (vforked).
+func (c *counters) threadBorn(tid int, foreign bool) error {
+	if foreign {
+		c.vforked(tid)
 	}
+	return c.giveBlock(tid, foreign)
+}
+
+// threadEnded returns an ended thread's block for reuse: its counts stay
+// in it and are summed at the end with the others. What a vfork child
+// counted, now that it has called exec or exited, is discounted
+// (foreignDone).
+func (c *counters) threadEnded(tid int) {
+	defer c.foreignDone(tid)
 	if b, ok := c.blockOf[tid]; ok {
 		delete(c.blockOf, tid)
 		c.free = append(c.free, b)
@@ -480,10 +487,14 @@ func (c *counters) forget(lo, hi uint64) {
 	c.tramps = slices.DeleteFunc(c.tramps, func(tr *tramp) bool { return tr.patch.Site >= lo && tr.patch.Site < hi })
 }
 
-// collect adds the counters of every thread's block to the run's hits,
+// execed forgets the trampolines, gone with the image; the counts are
+// kept.
+func (c *counters) execed() { c.tramps = nil }
+
+// ended adds the counters of every thread's block to the run's hits,
 // with the deepest call depth the blocks kept, and warns when threads had
 // to share a block (SharedBlocks).
-func (c *counters) collect() {
+func (c *counters) ended() {
 	t := c.t
 	if t.plan.Method.IsFunction() {
 		c.addCounts(t.hits) // (lines: lineTrampolines.collect)

@@ -176,15 +176,19 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	mapAreas(tr, mem)
 	tr.proc = newFakeProcess(arch, mem)
 	tr.bp = newBreakpoints(tr)
+	tr.choose()
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {
 		kind = instr.CountShared // (arm64, as with LSE)
 	}
 	tr.counters = &counters{t: tr, layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.choose()
 	if plan.Method.IsFunction() {
 		tr.entries = &entryTrampolines{t: tr}
+		tr.choose()
 	} else {
 		tr.lines = newLineTrampolines(tr)
+		tr.choose()
 	}
 	in := instance{first: maps[0], lo: lo + realBias, hi: hi + realBias}
 	tr.plant.scanCode(maps, in, 0, path, realBias)

@@ -38,7 +38,7 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 		}
 		for _, a := range l.Addrs {
 			if err := t.plant.scan.code.boundary(a + bias); err != nil {
-				t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(&l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
+				t.cfg.Warn(prf.CannotProfileLine(l.Line, lineFile(t.plan, &l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}
 			pairs = append(pairs, siteLine{a + bias, i})
@@ -175,7 +175,7 @@ func (bp *breakpoints) displaceLater(s *site) bool {
 	t := bp.t
 	if err := bp.prepareDisplace(s); err != nil {
 		l := &t.plan.Lines[s.item]
-		t.cfg.Warn(prf.CannotProfileLine(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
+		t.cfg.Warn(prf.CannotProfileLine(l.Line, lineFile(t.plan, l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
 		return false
 	}
 	return true
@@ -203,9 +203,9 @@ func (bp *breakpoints) prepareDisplace(s *site) error {
 	return nil
 }
 
-// lineFile returns the source file of line l, as the plan names it.
-func (t *tracer) lineFile(l *datafile.Line) string {
-	m := &t.plan.Modules[l.Module]
+// lineFile returns the source file of line l, as plan names it.
+func lineFile(plan *datafile.Plan, l *datafile.Line) string {
+	m := &plan.Modules[l.Module]
 	if l.File >= 0 && l.File < len(m.Files) {
 		return m.Files[l.File]
 	}
@@ -229,7 +229,7 @@ func (bp *breakpoints) cover(s *site) error {
 		}
 		t.hits[i] = 1
 		for _, o := range bp.lineSites[i] {
-			if o == s || bp.sites[o.addr] != o || !t.covered(o) {
+			if o == s || bp.sites[o.addr] != o || !covered(t.hits, o) {
 				continue
 			}
 			if err := bp.unplant(o); err != nil {
@@ -243,13 +243,13 @@ func (bp *breakpoints) cover(s *site) error {
 	return nil
 }
 
-// covered reports whether every line of site s is covered.
-func (t *tracer) covered(s *site) bool {
-	if t.hits[s.item] == 0 {
+// covered reports whether every line of site s is covered in hits.
+func covered(hits []uint64, s *site) bool {
+	if hits[s.item] == 0 {
 		return false
 	}
 	for _, i := range s.more {
-		if t.hits[i] == 0 {
+		if hits[i] == 0 {
 			return false
 		}
 	}

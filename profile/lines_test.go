@@ -91,6 +91,7 @@ func TestDisplaceLaterFails(t *testing.T) {
 		plan: &datafile.Plan{Modules: []datafile.Module{{Name: "prog", Files: []string{"parse.c"}}},
 			Lines: []datafile.Line{{File: 0, Line: 42, Addrs: []uint64{0x1000}}}}}
 	tr.bp = newBreakpoints(tr)
+	tr.choose()
 	s := &site{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}} // mov %rdi,%rax
 	if tr.bp.displaceLater(s) || s.displaced || s.pending {
 		t.Errorf("displaced %v, pending %v: want neither, for a slot that is not there", s.displaced, s.pending)
@@ -182,6 +183,7 @@ func countOf(codes []int, code int) int {
 func TestDisplaceStaleFails(t *testing.T) {
 	tr := &tracer{arch: instr.AMD64}
 	tr.bp = newBreakpoints(tr)
+	tr.choose()
 	for _, s := range []*site{
 		{addr: 0x401000, item: 0, exit: -1},
 		{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}}, // mov %rdi,%rax, no slot

@@ -99,8 +99,8 @@ func (c *counters) count(k int) uint64 {
 // sweepEvery, when the program has one thread and some live patch is
 // covered, the thread is interrupted for a sweep (sweepStop). It reports
 // whether it did anything.
-func (t *tracer) sweepIdle() bool {
-	s := t.lines.sweep
+func (lt *lineTrampolines) sweepIdle() bool {
+	t, s := lt.t, lt.sweep
 	if s.wanted || len(s.live) == 0 || len(t.threads) != 1 || time.Since(s.looked) < sweepEvery {
 		return false
 	}
@@ -122,8 +122,8 @@ func (t *tracer) sweepIdle() bool {
 // jumps whose lines are all covered, as long as the program has that one
 // thread: the original bytes are written back, and the patches are
 // dropped from those the end of the run checks.
-func (t *tracer) sweepStop() {
-	s := t.lines.sweep
+func (lt *lineTrampolines) sweepStop() {
+	t, s := lt.t, lt.sweep
 	s.wanted = false
 	if len(t.threads) != 1 {
 		return

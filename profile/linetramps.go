@@ -400,7 +400,7 @@ func (lt *lineTrampolines) report() {
 		reasons := t.byReason(len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
 			fb := &lt.fellBack[n]
 			l := &t.plan.Lines[fb.line]
-			return prf.LineNotPatched(l.Line, t.lineFile(l), t.plan.Modules[l.Module].Name, fb.addr, fb.err)
+			return prf.LineNotPatched(l.Line, lineFile(t.plan, l), t.plan.Modules[l.Module].Name, fb.addr, fb.err)
 		})
 		t.cfg.Warn(prf.BreakpointLines(len(lt.fellBack), len(lt.fellBack)+lt.patched, reasons))
 	}

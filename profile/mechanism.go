@@ -72,20 +72,5 @@ type mechanism interface {
 }
 
 // mechanisms returns the mechanisms of the run, in the order a stop is
-// offered to them.
-func (t *tracer) mechanisms() []mechanism {
-	ms := make([]mechanism, 0, 5)
-	if t.entries != nil {
-		ms = append(ms, t.entries)
-	}
-	if t.exits != nil {
-		ms = append(ms, t.exits)
-	}
-	if t.rings != nil {
-		ms = append(ms, t.rings)
-	}
-	if t.lines != nil {
-		ms = append(ms, t.lines)
-	}
-	return append(ms, t.bp)
-}
+// offered to them (choose).
+func (t *tracer) mechanisms() []mechanism { return t.parts.mechs }

@@ -122,6 +122,7 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 	t.plant.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
 	t.bp = newBreakpoints(t)
 	t.modules = newModules(t)
+	t.choose()
 	return t, mem, warnings
 }
 
@@ -289,6 +290,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 			}
 			tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 			tr.entries = &entryTrampolines{t: tr}
+			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
 			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
 			if err := tr.plantModule(0, c.base-leafAt, in, maps); err != nil {
@@ -369,6 +371,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	tr.entries = &entryTrampolines{t: tr}
 	tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
 	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
@@ -420,20 +423,40 @@ func TestBreakpointsPlantExits(t *testing.T) {
 
 // TestMechanismsOfARun: every run has breakpoints, last, to plant what
 // the others leave; counting in-process adds the counters, timing
-// in-process the exits' patches and the rings too.
+// in-process the exits' patches and the rings too. The parts that are no
+// mechanism take part in the moments they have hooks for, after the
+// mechanisms, and a part given up leaves every list (choose).
 func TestMechanismsOfARun(t *testing.T) {
-	tr := &tracer{}
+	tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}}}
 	tr.bp = newBreakpoints(tr)
+	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
+	if p := tr.parts; len(p.threads)+len(p.ends) != 0 || !slices.Equal(p.execs, []execHook{tr.bp}) {
+		t.Errorf("breakpoints only: the hooks are %+v", p)
+	}
 	tr.entries = &entryTrampolines{t: tr}
+	tr.counters = &counters{t: tr}
+	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.counters}) {
+		t.Errorf("counting in-process: the hooks are %+v", p)
+	}
 	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.sampling = &sampler{}
+	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
 		t.Errorf("timing in-process: %v", ms)
+	}
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters, tr.sampling}) || !slices.Equal(p.ends, []endHook{tr.counters, tr.sampling}) {
+		t.Errorf("with the sampler: the hooks are %+v", p)
+	}
+	tr.noRings()
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
+		t.Errorf("the rings given up: %v", ms)
 	}
 }
 
@@ -484,6 +507,7 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 	t.Cleanup(func() { shared.Close() })
 	tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.lines = newLineTrampolines(tr)
+	tr.choose()
 	tr.threads = map[int]*thread{}
 	for tid := range threads {
 		tr.threads[100+tid] = &thread{tid: 100 + tid}
@@ -588,12 +612,12 @@ func TestLineCoverageSweep(t *testing.T) {
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.watch.written) != 1 {
 			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.watch.written))
 		}
-		tr.sweepStop()
+		tr.lines.sweepStop()
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
 			t.Errorf("a sweep before any cover took the jump out")
 		}
 		binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
-		tr.sweepStop()
+		tr.lines.sweepStop()
 		out := threads == 1
 		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.watch.written) == 0) != out {
 			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.watch.written), out)

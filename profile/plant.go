@@ -27,6 +27,7 @@ func (t *tracer) plantAll() error {
 	if err := t.startCounters(t.chooseMechanism()); err != nil {
 		return err
 	}
+	t.choose()
 	t.explain.mechanism()
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
@@ -110,7 +111,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	} else {
 		t.entries = &entryTrampolines{t: t}
 	}
-	if err := t.giveBlock(t.pid, false); err != nil {
+	if err := t.counters.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
 	if t.rings == nil {
@@ -199,6 +200,7 @@ func (t *tracer) warnBooks() {
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
 	t.rings, t.exits = nil, nil
+	t.choose()
 	t.warnBooks()
 }
 

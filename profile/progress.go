@@ -78,7 +78,7 @@ func (t *tracer) progress() {
 func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	every := 20 * time.Millisecond
 	s := t.sampling
-	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.ended
+	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.stopped
 	if ptraceSampler {
 		every = min(every, s.pollEvery())
 	}
@@ -92,13 +92,13 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 			work = t.rings.drainIdle() || work
 		}
 		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
-			work = t.sweepIdle() || work
+			work = t.lines.sweepIdle() || work
 		}
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
 		t.requeuedIdle()
-		t.flushTrace()
+		t.trace.flush()
 		t.progress()
 		return work
 	}

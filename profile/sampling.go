@@ -75,8 +75,8 @@ type sampler struct {
 	// and openErr is the first refusal.
 	unsampled int
 	openErr   error
-	// ended is set at an exec: the new image is not sampled.
-	ended bool
+	// stopped is set at an exec: the new image is not sampled.
+	stopped bool
 
 	// rounds are the ptrace sampler's (sampling_ptrace.go).
 	rounds ptraceRounds
@@ -126,13 +126,14 @@ func (s *sampler) openPerf(tid int) error {
 	return nil
 }
 
-// threadStarted samples a new thread of the program, at its first stop.
-// A thread the kernel refuses a clock event (having given the main thread
-// one: the memory of the rings is limited, RLIMIT_MEMLOCK) is not
-// sampled, and counted for a warning at the end (PRF4678).
-func (s *sampler) threadStarted(tid int) {
-	if s.kind != datafile.PerfSampler || s.ended {
-		return
+// threadBorn samples a new thread of the program, at its first stop (a
+// foreign process is not the program's). A thread the kernel refuses a
+// clock event (having given the main thread one: the memory of the rings
+// is limited, RLIMIT_MEMLOCK) is not sampled, and counted for a warning
+// at the end (PRF4678).
+func (s *sampler) threadBorn(tid int, foreign bool) error {
+	if s.kind != datafile.PerfSampler || s.stopped || foreign {
+		return nil
 	}
 	if err := s.openPerf(tid); err != nil && !ptrace.IsNoProcess(err) {
 		s.unsampled++
@@ -140,6 +141,7 @@ func (s *sampler) threadStarted(tid int) {
 			s.openErr = err
 		}
 	}
+	return nil
 }
 
 // threadEnded reads the last samples of thread tid, gone, and closes its
@@ -189,8 +191,8 @@ func (s *sampler) drainOne(ps *ptrace.Sampler, places *placeTable) {
 	}
 }
 
-// finish stops reading the rings, reads them a last time and closes them.
-func (s *sampler) finish() {
+// ended stops reading the rings, reads them a last time and closes them.
+func (s *sampler) ended() {
 	if s.stop != nil {
 		close(s.stop)
 		<-s.done
@@ -218,8 +220,8 @@ func (s *sampler) finish() {
 // outside functions.
 func (s *sampler) execed() {
 	s.forget(0, ^uint64(0), nil)
-	s.finish()
-	s.ended = true
+	s.ended()
+	s.stopped = true
 }
 
 // noteTimes reads the program's CPU time in the kernel at an exit stop of

@@ -53,7 +53,7 @@ func (r *ptraceRounds) weigh(tid int, ran int64, interval time.Duration) int64 {
 // wantsRound reports whether the ptrace sampler is due a round: every
 // thread is looked at once an interval.
 func (s *sampler) wantsRound() bool {
-	return s.kind == datafile.PtraceSampler && !s.ended && time.Since(s.rounds.round) >= s.interval
+	return s.kind == datafile.PtraceSampler && !s.stopped && time.Since(s.rounds.round) >= s.interval
 }
 
 // pollEvery is how often the tracer looks for a round due while it waits

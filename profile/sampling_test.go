@@ -179,13 +179,13 @@ func TestSamplerWarnings(t *testing.T) {
 	s := newSampler(tr, time.Millisecond)
 	s.open = func(int, time.Duration) (*ptrace.Sampler, error) { return nil, syscall.EPERM }
 	for _, tid := range []int{101, 102, 103} {
-		s.threadStarted(tid)
+		s.threadBorn(tid, false)
 	}
 	if len(warned) != 0 {
 		t.Fatalf("warned before the end: %v", warned)
 	}
-	s.finish()
-	s.finish() // (once)
+	s.ended()
+	s.ended() // (once)
 	if len(warned) != 1 || warned[0].Code != 4678 || !strings.HasPrefix(warned[0].Text, "3 threads were not sampled") {
 		t.Fatalf("warnings %v, want one PRF4678 for 3 threads", warned)
 	}

@@ -60,6 +60,7 @@ func TestSettleDepth(t *testing.T) {
 			defer shared.Close()
 			cs.shared = shared
 			tr.counters = cs
+			tr.choose()
 			if table {
 				cs.pointStack((handlerSP-0x1000)&^0xfff, mainSP+0x1000, 1, -1)
 			}

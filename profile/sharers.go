@@ -28,8 +28,9 @@ import (
 // memory are seized with it (attachSharers), and a seccomp filter its
 // set-up could not get past refuses it (checkSeccomp). It returns PRF1651
 // on refusal; the caller lets every thread go.
-func (t *tracer) attachChecks() error {
-	if err := t.attachSharers(); err != nil {
+func (a *attachment) attachChecks() error {
+	t := a.t
+	if err := a.attachSharers(); err != nil {
 		return prf.CannotAttach(t.pid, err)
 	}
 	if err := t.calls.checkSeccomp(); err != nil {
@@ -47,7 +48,8 @@ func (t *tracer) attachChecks() error {
 // one it could not trace either; a kernel without kcmp
 // (CONFIG_CHECKPOINT_RESTORE off) shows none. One that cannot be seized,
 // or is stopped (SIGSTOP), refuses the attach.
-func (t *tracer) attachSharers() error {
+func (a *attachment) attachSharers() error {
+	t := a.t
 	seen := map[int]bool{t.pid: true}
 	var found []int
 	for fresh := true; fresh; {

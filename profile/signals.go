@@ -220,7 +220,7 @@ func (t *tracer) forwardSignals() (stop func()) {
 // line coverage's jumps, a sample of the ptrace sampler.
 func (t *tracer) interruptStop(th *thread) {
 	if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
-		t.sweepStop()
+		t.lines.sweepStop()
 	}
 	if t.sampling != nil {
 		t.sampling.sampleStop(th)

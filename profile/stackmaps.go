@@ -91,8 +91,8 @@ const maxStack = 256 << 20
 // ownStack points the stack table's entries of the stack that holds sp
 // (the pages of its mapping at and below sp) at area b. The main thread's
 // stack, which grows, is taken as deep as its limit allows.
-func (t *tracer) ownStack(sp uint64, b int) error {
-	c := t.counters
+func (c *counters) ownStack(sp uint64, b int) error {
+	t := c.t
 	// The maps are read again for every thread: a cached copy could hold
 	// a stack since unmapped, whose bounds would take another's pages.
 	maps, err := t.readMaps()

@@ -68,7 +68,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 	if err := tg.obtain(); err != nil {
 		return nil, err
 	}
-	defer t.closeTrace(false)
+	defer func() { t.trace.close(false) }()
 	err := t.openTrace(start)
 	var res *Result
 	if err == nil {
@@ -78,7 +78,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 		tg.abandon()
 		return nil, err
 	}
-	t.closeTrace(true)
+	t.trace.close(true)
 	return res, nil
 }
 
@@ -114,16 +114,18 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	if err = t.plantTarget(tg); err != nil {
 		return nil, err
 	}
+	if t.sampling != nil {
+		// (Before the threads an attachment finds are made ready: each
+		// is sampled as the main thread is, by the kernel or by ptrace.)
+		t.sampling.start(pid)
+		defer t.sampling.ended()
+	}
 	done, err := tg.ready()
 	defer done()
 	if err != nil {
 		return nil, err
 	}
 	res = &Result{}
-	if t.sampling != nil {
-		t.sampling.start(pid)
-		defer t.sampling.finish()
-	}
 	done, err = tg.start()
 	defer done()
 	if err != nil {

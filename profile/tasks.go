@@ -96,13 +96,10 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		// count, as a thread's.
 		th := &thread{tid: tid, tgid: t.proc.tgid(tid)}
 		t.threads[tid] = th
-		if err := t.giveBlock(tid, false); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 		t.openThreadBooks(th)
-		if t.sampling != nil {
-			t.sampling.threadStarted(tid)
-		}
 		t.explain.thread(tid)
 		return t.resume(tid, 0)
 	case kindVfork:
@@ -110,8 +107,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		// trampolines included, until it calls exec or exits: keep it
 		// traced, uncounted.
 		t.threads[tid] = &thread{tid: tid, tgid: t.proc.tgid(tid), foreign: true}
-		t.vforked(tid)
-		if err := t.giveBlock(tid, true); err != nil && !ptrace.IsNoProcess(err) {
+		if err := t.parts.threadBorn(tid, true); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give child %d its counters: %w", tid, err)
 		}
 		t.explain.child(tid, true)
@@ -140,7 +136,7 @@ func (t *tracer) exec(th *thread) error {
 	if th.foreign || th.tgid != t.pid {
 		// Another process sharing the program's memory has left it.
 		delete(t.threads, th.tid)
-		t.foreignDone(th.tid)
+		t.parts.threadEnded(th.tid)
 		if err := t.proc.detach(th.tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("detach child %d: %w", th.tid, err)
 		}
@@ -154,18 +150,9 @@ func (t *tracer) exec(th *thread) error {
 	if t.rings != nil {
 		t.rings.drainEnd()
 	}
-	t.bp.forgetAll()
+	t.parts.execed()
 	t.watch.written = nil
 	t.modules.loaded = nil // (the rendezvous went with the image)
-	if t.counters != nil {
-		t.counters.tramps = nil // gone with the image; the counts are kept
-	}
-	if t.sampling != nil {
-		t.sampling.execed()
-	}
-	if t.lines != nil && t.lines.sweep != nil {
-		t.lines.sweep = &sweeper{}
-	}
 	return t.resume(th.tid, 0)
 }
 

@@ -31,13 +31,15 @@ const traceFlushEvery = 200 * time.Millisecond
 // memory.
 const DefaultTraceLimit = 256 << 20
 
-// traceFile is the trace being written.
+// traceFile is the trace being written, and where its warnings go.
 type traceFile struct {
 	path    string
 	f       *os.File
 	w       *datafile.TraceWriter
 	flushed time.Time
 	closed  bool
+	limit   int64
+	warn    func(*prf.Diagnostic)
 }
 
 // tracing reports whether the run writes a trace: one asked for, of a
@@ -98,26 +100,28 @@ func (t *tracer) createTrace(start time.Time) error {
 		f.Close()
 		return prf.CannotWrite(t.cfg.Trace, err)
 	}
-	t.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now()}
+	t.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now(), limit: t.cfg.TraceLimit, warn: t.cfg.Warn}
 	t.books.trace = w
 	return nil
 }
 
-// flushTrace writes the events booked since the last chunk when they have
-// waited long enough.
-func (t *tracer) flushTrace() {
-	if tr := t.trace; tr != nil && time.Since(tr.flushed) >= traceFlushEvery {
+// flush writes the events booked since the last chunk when they have
+// waited long enough (after each stop, and while PROFILE waits for the
+// next). A run without a trace has a nil one.
+func (tr *traceFile) flush() {
+	if tr != nil && time.Since(tr.flushed) >= traceFlushEvery {
 		tr.w.Flush()
 		tr.flushed = time.Now()
 	}
 }
 
-// closeTrace ends the trace: the run is over and every event booked
-// (whole is set), or PROFILE gives up on the run (what was written
-// stays, without an end). It warns when the trace was cut or could not be
-// written.
-func (t *tracer) closeTrace(whole bool) {
-	tr := t.trace
+// stopHandled flushes the trace after a stop (handledHook).
+func (tr *traceFile) stopHandled(int) { tr.flush() }
+
+// close ends the trace: the run is over and every event booked (whole is
+// set), or PROFILE gives up on the run (what was written stays, without
+// an end). It warns when the trace was cut or could not be written.
+func (tr *traceFile) close(whole bool) {
 	if tr == nil || tr.closed {
 		return
 	}
@@ -133,8 +137,8 @@ func (t *tracer) closeTrace(whole bool) {
 	}
 	switch {
 	case err != nil:
-		t.cfg.Warn(prf.TraceWrite(tr.path, err))
+		tr.warn(prf.TraceWrite(tr.path, err))
 	case tr.w.Cut():
-		t.cfg.Warn(prf.TraceCut(tr.path, t.cfg.TraceLimit))
+		tr.warn(prf.TraceCut(tr.path, tr.limit))
 	}
 }

@@ -180,6 +180,9 @@ type tracer struct {
 	lastSignal [65]atomic.Int64
 	sigNote    atomic.Value // string: the signal PROFILE received, if any
 
+	// parts are the run's parts, found once, and their hooks (hooks.go).
+	parts parts
+
 	// explain narrates the run (profile --explain, explain.go); the zero
 	// explainer when it is not narrated.
 	explain explainer
@@ -239,6 +242,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		}
 		t.sampling = newSampler(t, interval)
 	}
+	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
 		t.books = newBooks(cfg.Plan)
 		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
@@ -253,15 +257,7 @@ func (t *tracer) finish(start time.Time, res *Result) {
 	if t.ownTraps && t.bp.hits > 0 {
 		t.cfg.Warn(prf.OwnTraps())
 	}
-	if t.counters != nil {
-		t.counters.collect()
-	}
-	if t.sampling != nil {
-		t.sampling.finish()
-	}
-	for _, m := range t.mechanisms() {
-		m.collect(res)
-	}
+	t.parts.ended(res)
 	res.EndCheck = t.watch.checked
 	res.RolledBack = t.rolledBack
 	res.Counts = t.counts(start, res)
@@ -357,7 +353,7 @@ func (t *tracer) loop(res *Result) error {
 				t.waitTick()
 			}
 		}
-		t.flushTrace()
+		t.parts.stopHandled(tid)
 		t.progress()
 	}
 }
@@ -433,13 +429,13 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.attach != nil || t.cfg.Progress != nil {
 		return t.waitTelling(spin)
 	}
-	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.ended {
+	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.stopped {
 		// The ptrace sampler's rounds, and the rings' reading if any.
 		idle := s.interruptAll
 		if t.rings != nil {
 			idle = func() bool {
 				drained := t.rings.drainIdle()
-				t.flushTrace()
+				t.trace.flush()
 				return s.interruptAll() || drained
 			}
 		}
@@ -451,13 +447,13 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		// next stop, reading the rings meanwhile): a program that runs or
 		// waits long without a stop keeps them if PROFILE is killed.
 		idle := func() bool {
-			t.flushTrace()
+			t.trace.flush()
 			return false
 		}
 		if t.rings != nil {
 			idle = func() bool {
 				drained := t.rings.drainIdle()
-				t.flushTrace()
+				t.trace.flush()
 				return drained
 			}
 		}
@@ -469,7 +465,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops
 		// are waited for as always, not polled for.)
-		return t.proc.wait(pollWait(spin, time.Millisecond, t.sweepIdle))
+		return t.proc.wait(pollWait(spin, time.Millisecond, t.lines.sweepIdle))
 	}
 	if idle := t.explain.idle(); idle != nil {
 		// (The narration's first hits of in-process counters.)

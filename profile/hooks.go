@@ -1,0 +1,144 @@
+package profile
+
+// The hooks: how the parts of a run take part in it. The loop owns the
+// threads, the tasks, the signals and the stops; it names no mechanism.
+// At each moment of the run that a part may care about, it calls the
+// hooks of that moment, in the parts' order. A part takes part in a
+// moment by having its hook's method: the lists are found once, by type
+// assertion, when the parts are chosen (choose), not at each event.
+//
+//	moment                 hook            who takes part
+//	a module mapped        mechanism       the mechanisms plant it, in order
+//	a breakpoint stop      mechanism       offered to each until one claims it
+//	a module unmapped      mechanism       each forgets what it planted there
+//	a thread born, ended   threadHook      the counters (a block), the sampler
+//	the image replaced     execHook        the counters, the sampler, ...
+//	a stop handled         handledHook     the trace writer
+//	the program's end      mechanism,      each adds what it counted
+//	                       endHook
+//
+// A new part is its own file(s), with the hooks it needs, and one line in
+// choose.
+
+// threadHook takes part in the lives of the program's threads.
+type threadHook interface {
+	// threadBorn is told of thread tid at its first stop, before it
+	// runs; foreign marks a process that shares the program's memory
+	// but is not the program (a vfork child before its exec).
+	threadBorn(tid int, foreign bool) error
+	// threadEnded is told that thread tid, or the foreign process tid,
+	// has left the program: ended, or gone through exec.
+	threadEnded(tid int)
+}
+
+// execHook is told that the program's image was replaced (exec): what a
+// part wrote into the program is gone with it; what it counted stays.
+type execHook interface{ execed() }
+
+// handledHook is told that the stop of thread tid has been handled, the
+// thread let go or left stopped: an observer of the stops (the trace
+// writer writes what was booked).
+type handledHook interface{ stopHandled(tid int) }
+
+// endHook is told that the run has ended, before the mechanisms collect
+// their counts: the last of what the program wrote is read.
+type endHook interface{ ended() }
+
+// parts are the parts of a run, in order, and their hooks.
+type parts struct {
+	mechs   []mechanism
+	threads []threadHook
+	execs   []execHook
+	handled []handledHook
+	ends    []endHook
+}
+
+// choose makes the run's parts from the mechanisms and parts set up so
+// far: at the start of the run, when the mechanisms are chosen for the
+// program (plantAll), and when one gives up (noRings). It is the one
+// place that says which parts a run has, and in what order.
+func (t *tracer) choose() {
+	var all []any
+	add := func(ok bool, part any) {
+		if ok {
+			all = append(all, part)
+		}
+	}
+	// The mechanisms first, in the order a breakpoint stop is offered to
+	// them (mechanism.go).
+	add(t.entries != nil, t.entries)
+	add(t.exits != nil, t.exits)
+	add(t.rings != nil, t.rings)
+	add(t.lines != nil, t.lines)
+	add(true, t.bp)
+	// The parts that are no mechanism.
+	add(t.counters != nil, t.counters)
+	add(t.sampling != nil, t.sampling)
+	add(t.trace != nil, t.trace)
+	t.parts = hooksOf(all)
+}
+
+// hooksOf sorts parts into the lists of the hooks each has.
+func hooksOf(all []any) parts {
+	var p parts
+	for _, part := range all {
+		if m, ok := part.(mechanism); ok {
+			p.mechs = append(p.mechs, m)
+		}
+		if h, ok := part.(threadHook); ok {
+			p.threads = append(p.threads, h)
+		}
+		if h, ok := part.(execHook); ok {
+			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(handledHook); ok {
+			p.handled = append(p.handled, h)
+		}
+		if h, ok := part.(endHook); ok {
+			p.ends = append(p.ends, h)
+		}
+	}
+	return p
+}
+
+// threadBorn tells the parts of thread tid's birth.
+func (p *parts) threadBorn(tid int, foreign bool) error {
+	for _, h := range p.threads {
+		if err := h.threadBorn(tid, foreign); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadEnded tells the parts that thread tid has left the program.
+func (p *parts) threadEnded(tid int) {
+	for _, h := range p.threads {
+		h.threadEnded(tid)
+	}
+}
+
+// execed tells the parts that the program's image was replaced.
+func (p *parts) execed() {
+	for _, h := range p.execs {
+		h.execed()
+	}
+}
+
+// stopHandled tells the parts that thread tid's stop was handled.
+func (p *parts) stopHandled(tid int) {
+	for _, h := range p.handled {
+		h.stopHandled(tid)
+	}
+}
+
+// ended tells the parts that the run has ended, then has the mechanisms
+// add what they counted to res.
+func (p *parts) ended(res *Result) {
+	for _, h := range p.ends {
+		h.ended()
+	}
+	for _, m := range p.mechs {
+		m.collect(res)
+	}
+}
