@@ -343,28 +343,13 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 }
 
 // writePlanting writes what planting p built into the program: the
-// area's code, then the jumps with the code between them (writeCode),
+// area's code, then the jumps with the code between them (planter.write),
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
 	t.explain.planting(p)
-	if used := p.area.used(); len(used) > 0 {
-		if err := t.plant.writeArea(p.area.base, used); err != nil {
-			return fmt.Errorf("write trampolines and slots: %w", err)
-		}
-	}
-	if err := t.plant.writePaged(p); err != nil {
+	jumps, err := t.plant.write(p)
+	if err != nil {
 		return err
-	}
-	var jumps []span
-	for _, j := range p.jumps {
-		if j.hopCode != nil {
-			jumps = append(jumps, span{j.hop, j.hopCode})
-		}
-		jumps = append(jumps, span{j.addr, j.jump})
-	}
-	// (The breakpoints of lines go with the jumps, in the same text.)
-	if err := t.plant.writeCode(p.text, append(slices.Clone(p.spans), jumps...)); err != nil {
-		return fmt.Errorf("patch the code: %w", err)
 	}
 	t.wrote(p.mi, p.bias, jumps)
 	if err := t.bp.write(); err != nil {

@@ -30,7 +30,7 @@ type planter struct {
 	calls *injector
 	// mapArea maps the area next to a module (areaNear) and the room's
 	// pages: mmap, or a fake in the unit tests of planting. (The
-	// counters, the calibration blocks are mapped with mmap itself.)
+	// counters and the calibration blocks are mapped with mmap itself.)
 	mapArea func(hint, size uint64) (uint64, error)
 	// pageSize is the running system's page size (4, 16 or 64 KiB on
 	// arm64), the unit of the areas.
@@ -310,6 +310,33 @@ func (e *planter) readCode(addr uint64, b []byte) error {
 	clear(b)
 	end := (addr + e.pageSize) &^ (e.pageSize - 1)
 	return (*e.mem).ReadMem(addr, b[:min(uint64(len(b)), end-addr)])
+}
+
+// write writes what planting p built into the program but the
+// breakpoints: the area's code, the trampolines of the room's pages, then
+// the jumps and hops with the breakpoints of lines, with the code between
+// them (writeCode). It returns the jumps and hops written.
+func (e *planter) write(p *planting) ([]span, error) {
+	if used := p.area.used(); len(used) > 0 {
+		if err := e.writeArea(p.area.base, used); err != nil {
+			return nil, fmt.Errorf("write trampolines and slots: %w", err)
+		}
+	}
+	if err := e.writePaged(p); err != nil {
+		return nil, err
+	}
+	var jumps []span
+	for _, j := range p.jumps {
+		if j.hopCode != nil {
+			jumps = append(jumps, span{j.hop, j.hopCode})
+		}
+		jumps = append(jumps, span{j.addr, j.jump})
+	}
+	// (The breakpoints of lines go with the jumps, in the same text.)
+	if err := e.writeCode(p.text, append(slices.Clone(p.spans), jumps...)); err != nil {
+		return nil, fmt.Errorf("patch the code: %w", err)
+	}
+	return jumps, nil
 }
 
 // writeArea writes code into an area PROFILE mapped, untouched so far.

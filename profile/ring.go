@@ -88,7 +88,7 @@ func newRings(t *tracer) *rings {
 var errGoFrames = errors.New("a Go function of assembly, whose goroutine register is not known: timed with breakpoints")
 
 // errGoThreadPointer is why a Go function keeps breakpoints on arm64 in a
-// program whose thread pointer is not PROFILE's to set (goThreadPointer).
+// program whose thread pointer is not PROFILE's to set (probeCaps).
 var errGoThreadPointer = errors.New("a Go function, in a program whose thread pointer its dynamic linker or C library sets")
 
 // ringPossible reports whether function timing can run in-process: the
