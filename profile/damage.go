@@ -62,14 +62,14 @@ func (r *rings) intact(b int, area []byte) bool {
 // program had written over.
 func (c *counters) warnDamage() {
 	var found []string
-	if r := c.t.rings; r != nil && r.damaged > 0 {
+	if r := c.env.rings; r != nil && r.damaged > 0 {
 		found = append(found, fmt.Sprintf("rings of records found written over %s, what they held dropped", times(r.damaged)))
 	}
 	if !c.guardIntact() {
 		found = append(found, "the guard at its end")
 	}
 	if len(found) > 0 {
-		c.t.cfg.Warn(prf.SharedDamaged(strings.Join(found, "; ")))
+		c.env.warn(prf.SharedDamaged(strings.Join(found, "; ")))
 	}
 }
 

@@ -190,8 +190,6 @@ type tracer struct {
 	// yielding is set when the tracer waits for stops with
 	// ptrace.WaitYielding (timing: see timing.go).
 	yielding bool
-	// callDepth is the deepest nesting of profiled functions, where kept.
-	callDepth int
 	execed    bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
@@ -316,14 +314,11 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		PlanID: t.plan.ID,
 		Method: t.plan.Method,
 		Run:    run,
-		Stats:  datafile.Stats{Hits: t.hits, CallDepth: t.callDepth},
+		Stats:  datafile.Stats{Hits: t.hits},
 	}
+	t.parts.addStats(&c.Stats)
 	if t.books != nil {
-		t.timingStats(&c.Stats)
 		c.Overhead = t.calculated
-	}
-	if t.sampling != nil {
-		t.sampling.stats(&c.Stats)
 	}
 	return c
 }
