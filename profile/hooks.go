@@ -85,6 +85,9 @@ func (t *tracer) choose() {
 	}
 	add(t.counters != nil, t.counters)
 	add(t.books != nil, bookStats{t})
+	if s := t.sampling; s != nil {
+		s.env.proc, s.env.counters = t.proc, t.counters
+	}
 	add(t.sampling != nil, t.sampling)
 	add(t.trace != nil, t.trace)
 	t.parts = hooksOf(all)

@@ -269,7 +269,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		if interval < MinInterval || interval > MaxInterval {
 			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
 		}
-		t.sampling = newSampler(t, interval)
+		t.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn}, interval)
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
