@@ -327,7 +327,7 @@ func TestExplainFirstHits(t *testing.T) {
 func TestExplainBreakpointHit(t *testing.T) {
 	tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 	th := &thread{tid: 7}
-	s := &site{addr: leafAt, item: 0, exit: -1}
+	s := &site{addr: leafAt, meaning: meaning{item: 0, exit: -1}}
 	tr.hits[0] = 1
 	tr.explain.hit(th, s)
 	tr.hits[0] = 2
