@@ -194,7 +194,7 @@ func (t *tracer) letGo(ready map[int]bool) error {
 		if !stopped(tid) {
 			continue
 		}
-		t.putBase(tid, t.settleFrames(tid, maps))
+		t.putBase(tid, stacksOf(t).settleFrames(tid, maps))
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()

@@ -367,7 +367,8 @@ func TestExitPatchesPlant(t *testing.T) {
 	mapAreas(tr, mem)
 	tr.entries = &entryTrampolines{t: tr}
 	tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
@@ -430,7 +431,8 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
