@@ -323,7 +323,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 		}
 	}
 	t.explain.hit(th, s)
-	if s.item < 0 && t.rings != nil && t.ringTimed(&t.plan.Funcs[s.exit]) == nil {
+	if s.item < 0 && t.rings != nil && t.rings.ringTimed(&t.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).

@@ -47,6 +47,18 @@ type goRecord struct {
 	sp   bool
 }
 
+// goQueue is what the rings keep of the goroutines: what PROFILE keeps
+// of each, the last found, those with records waiting, and the number of
+// the last record read; merged and byThread are the merge's buffers.
+type goQueue struct {
+	goroutines map[uint64]*goroutine
+	last       *goroutine
+	queued     []*goroutine
+	seq        uint64
+	merged     []goRecord
+	byThread   [][]int
+}
+
 // goroutine is what PROFILE keeps of a goroutine: its ledger in the
 // books, its clock, and its records waiting to be booked, in the order
 // they were read.
@@ -100,11 +112,11 @@ func goFrames(f *datafile.Func) bool {
 
 // recordRing is the ring of f's record code: a goroutine's for a Go
 // function.
-func (t *tracer) recordRing(f *datafile.Func) instr.Ring {
-	r := t.counters.layout.ring()
-	r.Goroutine = goFrames(f)
-	r.ThreadPointer = r.Goroutine && t.goThreadPointer()
-	return r
+func (r *rings) recordRing(f *datafile.Func) instr.Ring {
+	ring := r.counters.layout.ring()
+	ring.Goroutine = goFrames(f)
+	ring.ThreadPointer = ring.Goroutine && r.caps.goThreadPointer()
+	return ring
 }
 
 // goRingPossible reports whether the architecture writes goroutines'
@@ -145,7 +157,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 	}
 	g := r.goroutines[id]
 	if g == nil {
-		g = &goroutine{id: id, ledger: r.t.books.ledger(ledgerKey{goroutine: true, id: id})}
+		g = &goroutine{id: id, ledger: r.books.ledger(ledgerKey{goroutine: true, id: id})}
 		r.goroutines[id] = g
 	}
 	r.last = g
@@ -253,9 +265,9 @@ func (r *rings) bookGoroutine(g *goroutine, rec goRecord) {
 		key = rec.key
 	}
 	if rec.exit {
-		r.t.books.exitLedger(g.ledger, int(rec.item), key, now)
+		r.books.exitLedger(g.ledger, int(rec.item), key, now)
 	} else {
-		r.t.books.enterLedger(g.ledger, int(rec.item), key, now)
+		r.books.enterLedger(g.ledger, int(rec.item), key, now)
 	}
 }
 
@@ -279,8 +291,8 @@ func (r *rings) goStop(id uint64) {
 // clock.
 func (r *rings) goNow(th *thread, id uint64) int64 {
 	c := &r.goroutine(id).clock
-	stolen := r.t.stolen[threadLedger(th.tid)]
-	raw := c.raw(th.tid, r.t.waited-r.t.stopCost(th)/2, stolen)
+	stolen := r.stolen[threadLedger(th.tid)]
+	raw := c.raw(th.tid, *r.waited-r.host.stopCost(th)/2, stolen)
 	c.lastRaw = raw
 	c.events++
 	return raw - int64(c.debt)

@@ -175,7 +175,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		t.rings.marks[0] = instr.RingReset(t.arch, c.ringArea(0), ringRecords)
+		t.rings.start(c)
 	}
 	return c, nil
 }

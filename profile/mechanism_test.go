@@ -369,7 +369,8 @@ func TestExitPatchesPlant(t *testing.T) {
 	mapAreas(tr, mem)
 	tr.entries = &entryTrampolines{t: tr}
 	tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -444,7 +445,8 @@ func TestMechanismsOfARun(t *testing.T) {
 	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.counters}) {
 		t.Errorf("counting in-process: the hooks are %+v", p)
 	}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	tr.sampling = &sampler{}
 	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {

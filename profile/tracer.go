@@ -417,7 +417,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	case ptrace.EventExec:
 		return t.exec(th)
 	case ptrace.EventVforkDone:
-		t.vforkDone(th)
+		t.rings.vforkDone(th)
 	case ptrace.EventExit:
 		return t.threadExit(th)
 	case ptrace.EventStop:

@@ -112,7 +112,7 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 		}
 		return prelude(count)
 	}
-	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return prelude(entry.Code)
@@ -120,7 +120,7 @@ func (t *tracer) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, 
 	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
 		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
-	exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -149,10 +149,10 @@ func (t *tracer) regions(f *datafile.Func, item int, tr *instr.Trampoline, addr 
 		d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
 		return []region{{at: base + len(c.layout.countCode(t.arch, item)), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(t.recordRing(f), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
