@@ -171,7 +171,7 @@ func (a *attachment) ready() (func(), error) {
 			return nothing, fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
 	}
-	if err := t.ownFramesAbove(); err != nil {
+	if err := stacksOf(t).ownFramesAbove(a.sps, t.readMaps); err != nil {
 		return nothing, fmt.Errorf("give the threads their stacks: %w", err)
 	}
 	return nothing, nil
@@ -262,7 +262,7 @@ func (a *attachment) saveBases() {
 			}
 			a.bases[tid] = regs.ThreadBase()
 			a.pcs = append(a.pcs, regs.PC())
-			a.pcs = append(a.pcs, t.framePCs(&regs, maps)...)
+			a.pcs = append(a.pcs, stacksOf(t).framePCs(&regs, maps)...)
 			a.sps[tid] = t.arch.SP(&regs)
 		}
 		if p, err := t.proc.threadPointer(tid); err == nil {

@@ -21,37 +21,47 @@ import (
 )
 
 // site is one of PROFILE's breakpoints (breakpoints.go): where it is
-// and the bytes it replaced, how the instruction under it is carried out
-// while it stays, and what a hit there means.
+// and the bytes it replaced, what a hit there means, and how the
+// instruction under it is carried out while it stays. The two are apart:
+// what a hit means is the profile's (the books, the counts); how the
+// instruction runs is the processor's (the architecture's displacement,
+// the slot).
 type site struct {
 	addr uint64 // run-time address
 	orig []byte // the bytes the breakpoint replaced
+	meaning
+	carrying
+}
 
-	// How its instruction is carried out: disp says how, valid when
-	// displaced is set (always, but for coverage sites whose instruction
-	// could not be displaced), from slot, its out-of-line slot (0: none).
-	// A line site's is prepared at its first hit (most lines of a program
-	// never run): pending until then, code holding the instruction's
-	// bytes. stale marks a retired site whose breakpoint the processor
-	// still runs (retrapped): its instruction is carried out of line.
+// meaning is what a hit of a site means: item is the function entered
+// (Plan.Funcs) or the line run (Plan.Lines), -1 for none; more are the
+// other lines of a line site several lines share; exit is the function
+// left (timing), -1 for none (an entry that is also an exit has both);
+// rendezvous marks the dynamic linker's breakpoint (modules.go). hits
+// counts the stops at an exit site (timing in-process: exitStops).
+type meaning struct {
+	item       int
+	more       []int
+	exit       int
+	rendezvous bool
+	hits       int
+}
+
+// carrying is how the instruction under a site is carried out: disp
+// says how, valid when displaced is set (always, but for coverage sites
+// whose instruction could not be displaced), from slot, its out-of-line
+// slot (0: none). A line site's is prepared at its first hit (most lines
+// of a program never run): pending until then, code holding the
+// instruction's bytes. stale marks a retired site whose breakpoint the
+// processor still runs (retrapped): its instruction is carried out of
+// line.
+type carrying struct {
 	disp      instr.Displaced
 	displaced bool
 	slot      uint64
 	pending   bool
 	code      []byte
 	stale     bool
-
-	// What a hit means: item is the function entered (Plan.Funcs) or the
-	// line run (Plan.Lines), -1 for none; more are the other lines of a
-	// line site several lines share; exit is the function left (timing),
-	// -1 for none (an entry that is also an exit has both); rendezvous
-	// marks the dynamic linker's breakpoint (modules.go). hits counts the
-	// stops at an exit site (timing in-process: exitStops).
-	item       int
-	more       []int
-	exit       int
-	rendezvous bool
-	hits       int
 }
 
 // breakpoints holds PROFILE's breakpoints in the program, each a site,
@@ -194,7 +204,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 	if p.area.mapped() {
 		cell = p.area.alloc(t.arch.SlotSize())
 	}
-	s := &site{addr: addr, item: item, exit: -1, orig: append([]byte(nil), code[:len(brk)]...), slot: cell}
+	s := &site{addr: addr, orig: append([]byte(nil), code[:len(brk)]...), meaning: meaning{item: item, exit: -1}, carrying: carrying{slot: cell}}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
 	// memory: it must step over the breakpoint, not remove it.
@@ -248,8 +258,8 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 			if err != nil || (d.Emulate == nil && cell == 0) {
 				continue
 			}
-			s := &site{addr: e.PC, item: -1, exit: item, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
-				slot: cell, disp: d, displaced: true}
+			s := &site{addr: e.PC, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
+				meaning: meaning{item: -1, exit: item}, carrying: carrying{slot: cell, disp: d, displaced: true}}
 			if d.Slot != nil {
 				area.put(cell, d.Slot)
 			}
@@ -313,7 +323,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 		}
 	}
 	t.explain.hit(th, s)
-	if s.item < 0 && t.rings != nil && t.ringTimed(&t.plan.Funcs[s.exit]) == nil {
+	if s.item < 0 && t.rings != nil && t.rings.ringTimed(&t.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).

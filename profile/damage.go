@@ -36,6 +36,18 @@ func (c *counters) guardIntact() bool {
 	return bytes.Equal(mem[len(mem)-guardSize:], guard)
 }
 
+// ringMarks is what PROFILE keeps of the rings to find those the program
+// wrote over: its words of the rings as it last left them, by block
+// (instr.RingIntact); damaged counts the rings found written over,
+// broken those not yet taken back whole, held is the block of the thread
+// whose stop is being handled, -1 for none.
+type ringMarks struct {
+	marks   map[int]uint64
+	broken  map[int]bool
+	damaged int
+	held    int
+}
+
 // intact reports whether block b's ring is as the record code and
 // PROFILE left it. A ring the program wrote over is taken back
 // (instr.RingResync): emptied from where its thread writes next, its
@@ -46,7 +58,7 @@ func (c *counters) guardIntact() bool {
 // warning at the end. Read as it was, it could look full for ever, its
 // thread stopping at every record, or hold records that are none.
 func (r *rings) intact(b int, area []byte) bool {
-	a := r.t.arch
+	a := r.arch
 	if instr.RingIntact(a, area, ringRecords, r.marks[b]) {
 		return true
 	}
@@ -62,14 +74,14 @@ func (r *rings) intact(b int, area []byte) bool {
 // program had written over.
 func (c *counters) warnDamage() {
 	var found []string
-	if r := c.t.rings; r != nil && r.damaged > 0 {
+	if r := c.env.rings; r != nil && r.damaged > 0 {
 		found = append(found, fmt.Sprintf("rings of records found written over %s, what they held dropped", times(r.damaged)))
 	}
 	if !c.guardIntact() {
 		found = append(found, "the guard at its end")
 	}
 	if len(found) > 0 {
-		c.t.cfg.Warn(prf.SharedDamaged(strings.Join(found, "; ")))
+		c.env.warn(prf.SharedDamaged(strings.Join(found, "; ")))
 	}
 }
 

@@ -196,7 +196,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 		if !stopped(tid) {
 			continue
 		}
-		a.putBase(tid, t.settleFrames(tid, maps))
+		a.putBase(tid, stacksOf(t).settleFrames(tid, maps))
 		sig := syscall.Signal(0)
 		if th := t.threads[tid]; th != nil {
 			sig = th.takePending()

@@ -81,7 +81,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 		return nil, errNoCode
 	}
 	if t.counters.layout.rings {
-		if err := t.ringTimed(f); err != nil {
+		if err := t.rings.ringTimed(f); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +124,7 @@ func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func
 		if !slices.ContainsFunc(p.exits[item], func(e instr.Exit) bool { return e.PC == addr }) {
 			return nil
 		}
-		exit, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 		return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 			return instr.ExitTrampoline(t.arch, pt, at, exit.Code)
 		}
@@ -142,7 +142,7 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if !t.counters.layout.rings || !x.Tramp.Exit {
 		return nil
 	}
-	exit, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 	return []region{recordRegion(x.Tramp.At, &exit)}
 }
 

@@ -24,7 +24,21 @@ import (
 // the places where its calls return. The exits it cannot patch are left
 // to the breakpoints.
 type exitPatches struct {
-	t *tracer
+	arch instr.Arch
+	plan *datafile.Plan
+	// rings are the rings the exits record into: which functions they
+	// time (ringTimed), the ring of each one's records (recordRing), and
+	// the memory they are in, where the trampolines are registered
+	// (counters).
+	rings *rings
+	// scan is what the scans of the modules' code found, bp the
+	// breakpoints planted before (whose sites no patch may cover).
+	scan *codeScan
+	bp   *breakpoints
+	warn func(*prf.Diagnostic)
+	// padding is where a module's short jumps put their hops (the
+	// planting's: planter.padding).
+	padding func(p *planting) *hopSpace
 	// patched counts the exits patched in-process; left lists the
 	// others, which keep a breakpoint, with the reason (reportFallBacks).
 	patched int
@@ -34,6 +48,12 @@ type exitPatches struct {
 	returnSites int
 }
 
+// newExitPatches returns the exits' patches of t's run, recording into
+// rings r.
+func newExitPatches(t *tracer, r *rings) *exitPatches {
+	return &exitPatches{arch: t.arch, plan: t.plan, rings: r, scan: &t.plant.scan, bp: t.bp, warn: t.cfg.Warn, padding: t.plant.padding}
+}
+
 // plant patches the exits of planting p that it can, after the entries
 // (whose patches the exits' must not overlap), and leaves the others in
 // p.exits for the breakpoints.
@@ -41,7 +61,7 @@ func (x *exitPatches) plant(p *planting) error {
 	if p.exits == nil || !p.area.mapped() {
 		return nil
 	}
-	jumps, left := x.t.exitTrampolines(p, p.exits)
+	jumps, left := x.exitTrampolines(p, p.exits)
 	p.jumps, p.exits = append(p.jumps, jumps...), left
 	return nil
 }
@@ -64,15 +84,15 @@ func (x *exitPatches) collect(res *Result) { res.ReturnSites = x.returnSites }
 // their calls. Each trampoline is built where it goes, at the area's
 // next. It returns the jumps to write, and the exits left for
 // breakpoints, by item.
-func (t *tracer) exitTrampolines(p *planting, exits map[int][]instr.Exit) ([]patchWrite, map[int][]instr.Exit) {
-	e := &exitPatching{p: p, taken: takenSpans(p.jumps, t.bp.sites), left: map[int][]instr.Exit{}}
+func (x *exitPatches) exitTrampolines(p *planting, exits map[int][]instr.Exit) ([]patchWrite, map[int][]instr.Exit) {
+	e := &exitPatching{p: p, taken: takenSpans(p.jumps, x.bp.sites), left: map[int][]instr.Exit{}}
 	inEntry := entryExits(p.jumps)
 	for _, item := range slices.Sorted(maps.Keys(exits)) {
-		t.patchExits(e, item, exits[item], inEntry)
+		x.patchExits(e, item, exits[item], inEntry)
 	}
 	e.claimed = slices.Clone(e.windows)
-	t.shortExits(e)
-	t.returnSitesOf(e)
+	x.shortExits(e)
+	x.returnSitesOf(e)
 	return e.out, e.left
 }
 
@@ -114,28 +134,28 @@ func entryExits(jumps []patchWrite) map[uint64]bool {
 }
 
 // addExit takes exit trampoline w into the area and the run.
-func (t *tracer) addExit(e *exitPatching, w patchWrite) {
+func (x *exitPatches) addExit(e *exitPatching, w patchWrite) {
 	e.p.area.alloc(len(w.code)) // where it was built: next
 	e.p.area.put(w.tramp.addr, w.code)
 	e.out = append(e.out, w)
-	t.counters.add(w.tramp)
-	t.exits.patched++
+	x.rings.counters.add(w.tramp)
+	x.patched++
 	e.windows = append(e.windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
 }
 
 // patchExits patches the exits of item's function with full jumps where
 // they fit; those a short jump may fit are kept in e.short, the others
 // left for breakpoints.
-func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEntry map[uint64]bool) {
+func (x *exitPatches) patchExits(e *exitPatching, item int, exits []instr.Exit, inEntry map[uint64]bool) {
 	text := e.p.text
-	f := &t.plan.Funcs[item]
+	f := &x.plan.Funcs[item]
 	lo, hi := f.Low+e.p.bias, f.High+e.p.bias
-	if t.ringTimed(f) != nil || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+	if x.rings.ringTimed(f) != nil || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		e.left[item] = exits
 		return
 	}
-	pad := instr.PaddingAfter(t.arch, text.b[hi-text.start:], hi)
-	plans, err := t.arch.PlanExits(text.b[lo-text.start:hi-text.start+uint64(pad)], lo, hi, false)
+	pad := instr.PaddingAfter(x.arch, text.b[hi-text.start:], hi)
+	plans, err := x.arch.PlanExits(text.b[lo-text.start:hi-text.start+uint64(pad)], lo, hi, false)
 	if err != nil {
 		e.left[item] = exits
 		return
@@ -146,42 +166,42 @@ func (t *tracer) patchExits(e *exitPatching, item int, exits []instr.Exit, inEnt
 			continue
 		}
 		if inEntry[p.Exit.PC] {
-			t.exits.patched++
+			x.patched++
 			continue
 		}
-		w, err := t.exitTrampoline(item, &p, e.taken, mine, e.p.area.next)
+		w, err := x.exitTrampoline(item, &p, e.taken, mine, e.p.area.next)
 		if err != nil {
 			// (A short jump's window is smaller: it may fit where a
 			// branch lands in a full jump's.)
-			if back, _ := t.arch.ShortReach(); back > 0 && (errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)) {
+			if back, _ := x.arch.ShortReach(); back > 0 && (errors.Is(err, instr.ErrTooShort) || errors.Is(err, instr.ErrBranchInto)) {
 				e.short = append(e.short, shortExit{item: item, fn: text.b[lo-text.start : hi-text.start+uint64(pad)], lo: lo, hi: hi, exit: p.Exit})
 				continue
 			}
-			t.exitLeft(e.left, item, p.Exit, err, e.taken)
+			x.exitLeft(e.left, item, p.Exit, err, e.taken)
 			continue
 		}
-		t.addExit(e, w)
+		x.addExit(e, w)
 		mine = append(mine, [2]uint64{p.Patch.Site, p.Patch.End()})
 	}
 }
 
 // shortExits patches the exits of e.short with short jumps to hops in the
 // padding, which the exits' full patches take first.
-func (t *tracer) shortExits(e *exitPatching) {
+func (x *exitPatches) shortExits(e *exitPatching) {
 	if len(e.short) == 0 {
 		return
 	}
-	hops := t.plant.padding(e.p)
+	hops := x.padding(e.p)
 	for _, w := range e.windows {
 		hops.remove(w[0], w[1])
 	}
 	for _, s := range e.short {
-		w, err := t.shortExit(s, e.taken, e.claimed, hops, e.p.area.next)
+		w, err := x.shortExit(s, e.taken, e.claimed, hops, e.p.area.next)
 		if err != nil {
-			t.exitLeft(e.left, s.item, s.exit, err, e.taken)
+			x.exitLeft(e.left, s.item, s.exit, err, e.taken)
 			continue
 		}
-		t.addExit(e, w)
+		x.addExit(e, w)
 		e.claimed = append(e.claimed, [2]uint64{w.addr, w.addr + uint64(len(w.jump))}, [2]uint64{w.hop, w.hop + uint64(len(w.hopCode))})
 	}
 }
@@ -189,13 +209,13 @@ func (t *tracer) shortExits(e *exitPatching) {
 // returnSitesOf leaves the functions whose exits could not all be patched
 // where their calls return, when every call of theirs in the module can be
 // patched there: their exits then keep no breakpoint.
-func (t *tracer) returnSitesOf(e *exitPatching) {
-	c, x, bias := t.counters, t.exits, e.p.bias
-	callers := t.callers(bias)
+func (x *exitPatches) returnSitesOf(e *exitPatching) {
+	c, bias := x.rings.counters, e.p.bias
+	callers := x.callers(bias)
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
-		f := &t.plan.Funcs[item]
-		rets := t.plant.scan.returns[f.Entry+bias]
+		f := &x.plan.Funcs[item]
+		rets := x.scan.returns[f.Entry+bias]
 		if f.Frame != datafile.FrameSP || len(rets) == 0 || len(rets) > budget {
 			continue
 		}
@@ -204,7 +224,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 		mark := len(e.claimed)
 		ok := true
 		for n, r := range rets {
-			w, err := t.returnSite(item, r, callers, e.p.text, e.taken, e.claimed, e.p.area.next+uint64(n)*trampCell)
+			w, err := x.returnSite(item, r, callers, e.p.text, e.taken, e.claimed, e.p.area.next+uint64(n)*trampCell)
 			if err != nil {
 				ok = false
 				break
@@ -216,7 +236,7 @@ func (t *tracer) returnSitesOf(e *exitPatching) {
 			continue
 		}
 		for _, r := range rets {
-			w, err := t.returnSite(item, r, callers, e.p.text, e.taken, nil, e.p.area.next)
+			w, err := x.returnSite(item, r, callers, e.p.text, e.taken, nil, e.p.area.next)
 			if err != nil {
 				continue // never: planned above
 			}
@@ -240,9 +260,9 @@ const returnSites = 4096
 // callers returns the extents of the profiled functions of the module
 // loaded with bias, sorted: where a return site may be patched. (Not Go's:
 // the exits of Go functions are not timed where their calls return.)
-func (t *tracer) callers(bias uint64) spans {
+func (x *exitPatches) callers(bias uint64) spans {
 	var s spans
-	for _, f := range t.plan.Funcs {
+	for _, f := range x.plan.Funcs {
 		if f.Low < f.High && f.Frame == datafile.FrameSP {
 			s = append(s, [2]uint64{f.Low + bias, f.High + bias})
 		}
@@ -256,7 +276,7 @@ func (t *tracer) callers(bias uint64) spans {
 // instructions there: r must be in a profiled function, no jump may land
 // there or inside the patch, and the patch must overlap neither taken nor
 // claimed.
-func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, taken, claimed spans, cell uint64) (patchWrite, error) {
+func (x *exitPatches) returnSite(item int, r uint64, callers spans, text moduleText, taken, claimed spans, cell uint64) (patchWrite, error) {
 	i := sort.Search(len(callers), func(i int) bool { return callers[i][1] > r })
 	if i >= len(callers) || callers[i][0] > r {
 		return patchWrite{}, errNoExtent
@@ -265,30 +285,30 @@ func (t *tracer) returnSite(item int, r uint64, callers spans, text moduleText, 
 	if text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		return patchWrite{}, errNoCode
 	}
-	if t.plant.scan.landings.has(r) {
+	if x.scan.landings.has(r) {
 		return patchWrite{}, fmt.Errorf("a jump lands where a call of it returns, at %#x: %w", r, instr.ErrBranchInto)
 	}
-	if err := t.plant.scan.code.boundary(r); err != nil {
-		f := &t.plan.Funcs[item]
-		t.cfg.Warn(prf.SiteRefused("return site", r, f.Name, t.plan.Modules[f.Module].Name, err))
+	if err := x.scan.code.boundary(r); err != nil {
+		f := &x.plan.Funcs[item]
+		x.warn(prf.SiteRefused("return site", r, f.Name, x.plan.Modules[f.Module].Name, err))
 		return patchWrite{}, err
 	}
-	p, err := t.arch.PlanPatch(text.b[lo-text.start:hi-text.start], lo, r)
+	p, err := x.arch.PlanPatch(text.b[lo-text.start:hi-text.start], lo, r)
 	if err != nil {
 		return patchWrite{}, err
 	}
-	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || t.plant.scan.landings.inside(p.Site, p.End()) {
+	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || x.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := t.arch.RecordCode(t.counters.layout.ring(), instr.ReturnTag(item))
-	tr, err := t.arch.Trampoline(&p, cell, rc.Code)
+	rc, _ := x.arch.RecordCode(x.rings.counters.layout.ring(), instr.ReturnTag(item))
+	tr, err := x.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err
 	}
 	if len(tr.Code) > trampCell {
 		return patchWrite{}, fmt.Errorf("trampoline of %d bytes: %w", len(tr.Code), instr.ErrNotRelocatable)
 	}
-	jump, err := t.arch.PatchJump(&p, cell)
+	jump, err := x.arch.PatchJump(&p, cell)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -307,8 +327,8 @@ type shortExit struct {
 // exitLeft notes that item's exit e keeps a breakpoint, for err; but an
 // exit inside an entry's patch gets none (its frame closes from the
 // stack pointer).
-func (t *tracer) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit, err error, taken spans) {
-	t.exits.left = append(t.exits.left, fallBack{item: item, err: err, pc: e.PC})
+func (x *exitPatches) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit, err error, taken spans) {
+	x.left = append(x.left, fallBack{item: item, err: err, pc: e.PC})
 	if !taken.covers(e.PC, e.PC+1) {
 		left[item] = append(left[item], e)
 	}
@@ -317,8 +337,8 @@ func (t *tracer) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit, err
 // shortExit patches exit s with a short jump to a hop taken from hops,
 // its trampoline at cell; its patch and hop must overlap neither taken
 // nor claimed.
-func (t *tracer) shortExit(s shortExit, taken, claimed spans, hops *hopSpace, cell uint64) (patchWrite, error) {
-	plans, err := t.arch.PlanExits(s.fn, s.lo, s.hi, true)
+func (x *exitPatches) shortExit(s shortExit, taken, claimed spans, hops *hopSpace, cell uint64) (patchWrite, error) {
+	plans, err := x.arch.PlanExits(s.fn, s.lo, s.hi, true)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -333,20 +353,20 @@ func (t *tracer) shortExit(s shortExit, taken, claimed spans, hops *hopSpace, ce
 	if overlaps(claimed, p.Patch.Site, p.Patch.End()) {
 		return patchWrite{}, errOverlap
 	}
-	w, err := t.exitTrampoline(s.item, p, taken, nil, cell)
+	w, err := x.exitTrampoline(s.item, p, taken, nil, cell)
 	if err != nil {
 		return patchWrite{}, err
 	}
-	back, fwd := t.arch.ShortReach()
+	back, fwd := x.arch.ShortReach()
 	hop, ok := hops.take(p.Patch.Site, back, fwd, hopLen)
 	if !ok || overlaps(claimed, hop, hop+hopLen) || taken.covers(hop, hop+hopLen) {
 		return patchWrite{}, errNoHop
 	}
-	if w.hopCode, err = t.arch.Jump(hop, cell); err != nil {
+	if w.hopCode, err = x.arch.Jump(hop, cell); err != nil {
 		return patchWrite{}, err
 	}
 	w.hop = hop
-	if w.jump, err = t.arch.PatchJump(&p.Patch, hop); err != nil {
+	if w.jump, err = x.arch.PatchJump(&p.Patch, hop); err != nil {
 		return patchWrite{}, err
 	}
 	return w, nil
@@ -363,7 +383,7 @@ func overlaps(s spans, lo, hi uint64) bool {
 var errOverlap = errors.New("another patch covers the exit's window")
 
 // exitTrampoline builds the trampoline at cell of item's exit p.
-func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [][2]uint64, cell uint64) (patchWrite, error) {
+func (x *exitPatches) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [][2]uint64, cell uint64) (patchWrite, error) {
 	if p.Err != nil {
 		return patchWrite{}, p.Err
 	}
@@ -371,20 +391,20 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	if taken.covers(lo, hi) || slices.ContainsFunc(mine, func(m [2]uint64) bool { return m[0] < hi && lo < m[1] }) {
 		return patchWrite{}, errOverlap
 	}
-	if t.plant.scan.landings.inside(lo, hi) {
+	if x.scan.landings.inside(lo, hi) {
 		return patchWrite{}, fmt.Errorf("a jump from outside the function lands in the exit's window [%#x, %#x): %w", lo, hi, instr.ErrBranchInto)
 	}
-	if err := t.plant.scan.code.boundary(lo); err != nil {
+	if err := x.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
-	rc, ok := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), &t.plan.Funcs[item]), instr.RecordTag(item, true))
+	rc, ok := x.arch.RecordCode(x.rings.recordRing(&x.plan.Funcs[item]), instr.RecordTag(item, true))
 	if !ok {
 		return patchWrite{}, errNoRoom
 	}
-	if err := t.scratchAt(&rc, p.Patch.Insts); err != nil {
+	if err := x.scratchAt(&rc, p.Patch.Insts); err != nil {
 		return patchWrite{}, err
 	}
-	tr, err := instr.ExitTrampoline(t.arch, &p.Patch, cell, rc.Code)
+	tr, err := instr.ExitTrampoline(x.arch, &p.Patch, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -393,7 +413,7 @@ func (t *tracer) exitTrampoline(item int, p *instr.ExitPlan, taken spans, mine [
 	}
 	var jump []byte
 	if !p.Patch.Short { // (a short jump's goes to its hop: shortExit)
-		if jump, err = t.arch.PatchJump(&p.Patch, cell); err != nil {
+		if jump, err = x.arch.PatchJump(&p.Patch, cell); err != nil {
 			return patchWrite{}, err
 		}
 	}
@@ -411,12 +431,12 @@ var errNotTailCall = errors.New("a jump out of the function to no function's ent
 // entries and returns. A tail call is told by its target: the start of a
 // function of the module's symbol table that is no cold part, or an
 // address some call of the module calls.
-func (t *tracer) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
+func (x *exitPatches) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
 	if !rc.Scratch {
 		return nil
 	}
 	for _, in := range insts {
-		if in.Kind == instr.Jump && !t.plant.scan.starts[in.Target] && len(t.plant.scan.returns[in.Target]) == 0 {
+		if in.Kind == instr.Jump && !x.scan.starts[in.Target] && len(x.scan.returns[in.Target]) == 0 {
 			return fmt.Errorf("%s: %w", in.Text, errNotTailCall)
 		}
 	}

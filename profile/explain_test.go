@@ -184,7 +184,7 @@ func TestExplainPlanting(t *testing.T) {
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	t.Run("in-process", func(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
-		tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 		tr.entries = &entryTrampolines{t: tr}
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -216,7 +216,7 @@ func TestExplainPlanting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer shared.Close()
-		tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 		tr.lines = newLineTrampolines(tr)
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -277,7 +277,7 @@ func TestExplainFirstHits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
+	tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
 	tr.lines = newLineTrampolines(tr)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
@@ -327,7 +327,7 @@ func TestExplainFirstHits(t *testing.T) {
 func TestExplainBreakpointHit(t *testing.T) {
 	tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 	th := &thread{tid: 7}
-	s := &site{addr: leafAt, item: 0, exit: -1}
+	s := &site{addr: leafAt, meaning: meaning{item: 0, exit: -1}}
 	tr.hits[0] = 1
 	tr.explain.hit(th, s)
 	tr.hits[0] = 2

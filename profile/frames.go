@@ -44,12 +44,33 @@ func (v stackView) Executable(addr uint64) bool {
 	return ok && strings.Contains(m.Perms, "x")
 }
 
+// threadStacks reads and mends the stacks of the program's stopped
+// threads: the signal frames on them, and the pages of the stack table
+// above their stack pointers. It is made for each use (stacksOf): the
+// program's memory it reads is the tracer's at that moment.
+type threadStacks struct {
+	arch instr.Arch
+	mem  instr.Memory
+	proc process
+	// counters are the memory shared with the program and the
+	// trampolines written, ownArea tells PROFILE's code from the
+	// program's (tracer.ownArea).
+	counters *counters
+	ownArea  func(addr uint64) bool
+	explain  *endNarrator
+}
+
+// stacksOf returns the stacks of t's threads.
+func stacksOf(t *tracer) threadStacks {
+	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.counters, ownArea: t.ownArea, explain: t.explain.endNarrator}
+}
+
 // framePCs returns the PCs saved in the signal frames on the stack of the
 // stopped thread whose registers are regs: where handlers it is in will
 // return (attachment.pcs, no patch covers one).
-func (t *tracer) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
+func (s threadStacks) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
 	var pcs []uint64
-	for _, f := range instr.SignalFrames(t.arch, t.mem, regs, stackView(maps)) {
+	for _, f := range instr.SignalFrames(s.arch, s.mem, regs, stackView(maps)) {
 		pcs = append(pcs, f.PC())
 	}
 	return pcs
@@ -63,22 +84,22 @@ func (t *tracer) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
 // PROFILE's thread base (putBase), which that code reads, as a thread
 // stopped inside it does. (The code stays mapped; its jump back leads to
 // the program's.)
-func (t *tracer) settleFrames(tid int, maps []mapping) (keep bool) {
+func (s threadStacks) settleFrames(tid int, maps []mapping) (keep bool) {
 	var regs ptrace.Regs
-	if t.proc.getRegs(tid, &regs) != nil {
+	if s.proc.getRegs(tid, &regs) != nil {
 		return false
 	}
-	for _, f := range instr.SignalFrames(t.arch, t.mem, &regs, stackView(maps)) {
+	for _, f := range instr.SignalFrames(s.arch, s.mem, &regs, stackView(maps)) {
 		pc := f.PC()
-		if !t.ownArea(pc) {
+		if !s.ownArea(pc) {
 			continue
 		}
-		orig, ok := t.counters.exactPC(f, regs.ThreadBase())
+		orig, ok := s.counters.exactPC(f, regs.ThreadBase())
 		if ok {
 			f.SetPC(orig)
-			ok = f.Write(t.mem) == nil
+			ok = f.Write(s.mem) == nil
 		}
-		t.explain.frameSettled(tid, pc, orig, ok)
+		s.explain.frameSettled(tid, pc, orig, ok)
 		keep = keep || !ok
 	}
 	return keep
@@ -132,18 +153,19 @@ func (x *endNarrator) frameSettled(tid int, pc, orig uint64, moved bool) {
 // read(2) it waits in, whose records would go to the discard area.) The
 // pages go up to the end of the stack's mapping, or to the page below the
 // next thread's stack pointer in the same mapping, and only those that no
-// thread has.
-func (t *tracer) ownFramesAbove() error {
-	c, a := t.counters, t.attach
+// thread has. sps are the threads' stack pointers, by thread; readMaps
+// reads the memory map.
+func (s threadStacks) ownFramesAbove(sps map[int]uint64, readMaps func() ([]mapping, error)) error {
+	c := s.counters
 	if c == nil || !c.layout.table {
 		return nil
 	}
-	maps, err := t.readMaps()
+	maps, err := readMaps()
 	if err != nil {
 		return err
 	}
 	const page = 1 << instr.DepthTablePage
-	for tid, sp := range a.sps {
+	for tid, sp := range sps {
 		b, ok := c.blockOf[tid]
 		if !ok || b == 0 {
 			continue
@@ -153,7 +175,7 @@ func (t *tracer) ownFramesAbove() error {
 			continue
 		}
 		top := m.End - 1
-		for other, osp := range a.sps {
+		for other, osp := range sps {
 			if other != tid && sp < osp && osp <= top {
 				top = osp&^(page-1) - 1
 			}

@@ -46,6 +46,18 @@ type goRecord struct {
 	sp   bool
 }
 
+// goQueue is what the rings keep of the goroutines: what PROFILE keeps
+// of each, the last found, those with records waiting, and the number of
+// the last record read; merged and byThread are the merge's buffers.
+type goQueue struct {
+	goroutines map[uint64]*goroutine
+	last       *goroutine
+	queued     []*goroutine
+	seq        uint64
+	merged     []goRecord
+	byThread   [][]int
+}
+
 // goroutine is what PROFILE keeps of a goroutine: its ledger in the
 // books, its clock, and its records waiting to be booked, in the order
 // they were read.
@@ -97,6 +109,12 @@ func goFrames(f *datafile.Func) bool {
 	return false
 }
 
+// recordRing is the ring of f's record code: a goroutine's for a Go
+// function.
+func (r *rings) recordRing(f *datafile.Func) instr.Ring {
+	return r.caps.recordRing(r.counters.layout.ring(), f)
+}
+
 // goroutine returns what PROFILE keeps of goroutine id.
 func (r *rings) goroutine(id uint64) *goroutine {
 	if g := r.last; g != nil && g.id == id {
@@ -104,7 +122,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 	}
 	g := r.goroutines[id]
 	if g == nil {
-		g = &goroutine{id: id, ledger: r.t.books.ledger(ledgerKey{goroutine: true, id: id})}
+		g = &goroutine{id: id, ledger: r.books.ledger(ledgerKey{goroutine: true, id: id})}
 		r.goroutines[id] = g
 	}
 	r.last = g
@@ -212,9 +230,9 @@ func (r *rings) bookGoroutine(g *goroutine, rec goRecord) {
 		key = rec.key
 	}
 	if rec.exit {
-		r.t.books.exitLedger(g.ledger, int(rec.item), key, now)
+		r.books.exitLedger(g.ledger, int(rec.item), key, now)
 	} else {
-		r.t.books.enterLedger(g.ledger, int(rec.item), key, now)
+		r.books.enterLedger(g.ledger, int(rec.item), key, now)
 	}
 }
 
@@ -238,8 +256,8 @@ func (r *rings) goStop(id uint64) {
 // clock.
 func (r *rings) goNow(th *thread, id uint64) int64 {
 	c := &r.goroutine(id).clock
-	stolen := r.t.stolen[threadLedger(th.tid)]
-	raw := c.raw(th.tid, r.t.waited-r.t.stopCost(th)/2, stolen)
+	stolen := r.stolen[threadLedger(th.tid)]
+	raw := c.raw(th.tid, *r.waited-r.host.stopCost(th)/2, stolen)
 	c.lastRaw = raw
 	c.events++
 	return raw - int64(c.debt)

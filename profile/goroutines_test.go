@@ -129,7 +129,7 @@ func TestOneClock(t *testing.T) {
 				t.Errorf("warnings %v, want %d of PRF4680", warned, c.warned)
 			}
 			if c.plan == goPlan && c.arch == instr.AMD64 {
-				err := tr.ringTimed(&c.plan.Funcs[1])
+				err := newRings(tr).ringTimed(&c.plan.Funcs[1])
 				if c.shared != (err == nil) || (!c.shared && !errors.Is(err, errGoClock)) {
 					t.Errorf("the Go function timed in-process: %v, want the counter's reason when it is not one clock", err)
 				}

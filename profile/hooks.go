@@ -1,5 +1,7 @@
 package profile
 
+import "github.com/sourceprofiler/sprof/datafile"
+
 // The hooks: how the parts of a run take part in it. The loop owns the
 // threads, the tasks, the signals and the stops; it names no mechanism.
 // At each moment of the run that a part may care about, it calls the
@@ -16,6 +18,7 @@ package profile
 //	a stop handled         handledHook     the trace writer
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
+//	the run's figures      statsHook       the counters, the sampler
 //
 // A new part is its own file(s), with the hooks it needs, and one line in
 // choose.
@@ -44,6 +47,10 @@ type handledHook interface{ stopHandled(tid int) }
 // their counts: the last of what the program wrote is read.
 type endHook interface{ ended() }
 
+// statsHook gives the run's figures what the part measured (the .pbo's
+// statistics), once the run has ended.
+type statsHook interface{ stats(s *datafile.Stats) }
+
 // parts are the parts of a run, in order, and their hooks.
 type parts struct {
 	mechs   []mechanism
@@ -51,6 +58,7 @@ type parts struct {
 	execs   []execHook
 	handled []handledHook
 	ends    []endHook
+	stats   []statsHook
 }
 
 // choose makes the run's parts from the mechanisms and parts set up so
@@ -72,7 +80,14 @@ func (t *tracer) choose() {
 	add(t.lines != nil, t.lines)
 	add(true, t.bp)
 	// The parts that are no mechanism.
+	if t.counters != nil {
+		t.counters.env.rings = t.rings // (nil once they gave up)
+	}
 	add(t.counters != nil, t.counters)
+	add(t.books != nil, bookStats{t})
+	if s := t.sampling; s != nil {
+		s.env.proc, s.env.counters = t.proc, t.counters
+	}
 	add(t.sampling != nil, t.sampling)
 	add(t.trace != nil, t.trace)
 	t.parts = hooksOf(all)
@@ -96,6 +111,9 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(endHook); ok {
 			p.ends = append(p.ends, h)
+		}
+		if h, ok := part.(statsHook); ok {
+			p.stats = append(p.stats, h)
 		}
 	}
 	return p
@@ -142,3 +160,16 @@ func (p *parts) ended(res *Result) {
 		m.collect(res)
 	}
 }
+
+// addStats has the parts give the run's figures what they measured.
+func (p *parts) addStats(s *datafile.Stats) {
+	for _, h := range p.stats {
+		h.stats(s)
+	}
+}
+
+// bookStats gives the run's figures what the books kept (timingStats),
+// after the counters' and before the sampler's, which reads them.
+type bookStats struct{ t *tracer }
+
+func (b bookStats) stats(s *datafile.Stats) { b.t.timingStats(s) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
@@ -50,7 +51,7 @@ const hwcapEntry = 16
 // written that count or record into them, which signals, forks and the
 // end of the run need to know.
 type counters struct {
-	t      *tracer
+	env    counterEnv
 	shared *ptrace.Shared
 	// layout says where each thread's part of the memory is, and how
 	// its trampolines find it.
@@ -78,6 +79,37 @@ type counters struct {
 	// saves is set when line trampolines save a register in the block
 	// (instr.Instrumenter.LineCode), which a signal rolls them out of.
 	saves bool
+	// depth is the deepest call depth the blocks kept, read at the end.
+	depth int
+}
+
+// counterEnv is what the counters need of the run: the traced process
+// (to point a new thread at its block), its threads (a vfork child's
+// parent alone, vforked), the plan's counters and where their counts go,
+// the memory map (a thread's stack), the rings of in-process timing
+// (set where the run has them: tracer.choose), and whether Go's record
+// code finds its ring through the thread pointer.
+type counterEnv struct {
+	proc          process
+	arch          instr.Arch
+	pid           int
+	threads       map[int]*thread
+	items         int
+	funcs         bool // a function profile: the blocks' counts are the hits
+	hits          []uint64
+	warn          func(*prf.Diagnostic)
+	readMaps      func() ([]mapping, error)
+	rings         *rings
+	threadPointer bool
+}
+
+// counterEnv is the counters' environment in this run.
+func (t *tracer) counterEnv() counterEnv {
+	return counterEnv{
+		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
+		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), hits: t.hits,
+		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.rings, threadPointer: t.caps.threadPointer,
+	}
 }
 
 // tramp is one written trampoline.
@@ -138,12 +170,12 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	layout.place(addr)
-	c := &counters{t: t, shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
+	c := &counters{env: t.counterEnv(), shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
 	c.writeGuard()
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		t.rings.marks[0] = instr.RingReset(t.arch, c.ringArea(0), ringRecords)
+		t.rings.start(c)
 	}
 	return c, nil
 }
@@ -163,13 +195,13 @@ func (c *counters) area(b int) []byte { return c.layout.depthArea(c.shared.Bytes
 // shared, a depth area, found through its stack (a foreign process, a
 // vfork child, runs on its parent's stack, in its parent's area).
 func (c *counters) giveBlock(tid int, foreign bool) error {
-	t := c.t
+	env := &c.env
 	if !c.layout.ownParts() || (c.layout.table && foreign) {
 		return nil
 	}
 	b, owned := c.take(tid, foreign)
-	if c.layout.rings && owned {
-		t.rings.reset(b)
+	if c.layout.rings && owned && env.rings != nil {
+		env.rings.reset(b)
 	}
 	if c.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
@@ -179,25 +211,25 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 		clear(area[instr.DepthG : instr.DepthG+8])
 	}
 	var regs ptrace.Regs
-	if err := t.proc.getRegs(tid, &regs); err != nil {
+	if err := env.proc.getRegs(tid, &regs); err != nil {
 		return err
 	}
 	if c.layout.table {
-		if c.layout.rings && t.caps.threadPointer {
+		if c.layout.rings && env.threadPointer {
 			// Go's record code finds the thread's ring area here (the
 			// discard area for a thread beyond them).
 			area := b
 			if !owned {
 				area = 0
 			}
-			if err := t.proc.setThreadPointer(tid, c.layout.areaAddr(area)); err != nil {
+			if err := env.proc.setThreadPointer(tid, c.layout.areaAddr(area)); err != nil {
 				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
 			}
 		}
-		return c.ownStack(t.arch.SP(&regs), b)
+		return c.ownStack(env.arch.SP(&regs), b)
 	}
 	regs.SetThreadBase(c.layout.blockAddr(b))
-	return t.proc.setRegs(tid, &regs)
+	return env.proc.setRegs(tid, &regs)
 }
 
 // take takes for thread tid (foreign: a process that is not the
@@ -240,14 +272,13 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 // vforked notes, where counters are shared, the counters at the start of
 // vfork child tid of a program whose only thread is its suspended parent.
 func (c *counters) vforked(tid int) {
-	t := c.t
-	if c.layout.perThread() || t.programThreads() != 1 {
+	if c.layout.perThread() || c.programThreads() != 1 {
 		return
 	}
 	if c.vforkSnap == nil {
 		c.vforkSnap = map[int][]uint64{}
 	}
-	c.vforkSnap[tid] = c.block(1, t.plan.NumItems())
+	c.vforkSnap[tid] = c.block(1, c.env.items)
 }
 
 // foreignDone discounts what vfork child tid counted, now that it has
@@ -268,10 +299,10 @@ func (c *counters) foreignDone(tid int) {
 
 // programThreads is the number of live threads of the program's own
 // process.
-func (t *tracer) programThreads() int {
+func (c *counters) programThreads() int {
 	n := 0
-	for _, th := range t.threads {
-		if th.tgid == t.pid && !th.foreign {
+	for _, th := range c.env.threads {
+		if th.tgid == c.env.pid && !th.foreign {
 			n++
 		}
 	}
@@ -495,13 +526,16 @@ func (c *counters) execed() { c.tramps = nil }
 // with the deepest call depth the blocks kept, and warns when threads had
 // to share a block (SharedBlocks).
 func (c *counters) ended() {
-	t := c.t
-	if t.plan.Method.IsFunction() {
-		c.addCounts(t.hits) // (lines: lineTrampolines.collect)
+	if c.env.funcs {
+		c.addCounts(c.env.hits) // (lines: lineTrampolines.collect)
 	}
-	t.callDepth = c.callDepth()
+	c.depth = c.callDepth()
 	if c.overflow {
-		t.cfg.Warn(prf.SharedBlocks(c.layout.nBlocks))
+		c.env.warn(prf.SharedBlocks(c.layout.nBlocks))
 	}
 	c.warnDamage()
 }
+
+// stats gives the run's figures the deepest call depth the blocks kept
+// (statsHook).
+func (c *counters) stats(s *datafile.Stats) { s.CallDepth = c.depth }

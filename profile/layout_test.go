@@ -181,7 +181,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {
 		kind = instr.CountShared // (arm64, as with LSE)
 	}
-	tr.counters = &counters{t: tr, layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.choose()
 	if plan.Method.IsFunction() {
 		tr.entries = &entryTrampolines{t: tr}

@@ -152,8 +152,8 @@ func (bp *breakpoints) plantLines(p *planting) error {
 			cell = p.area.alloc(slot)
 		}
 		lines := ls.lines[k]
-		sites[n] = site{addr: addr, item: lines[0], more: lines[1:], exit: -1, orig: code[:len(brk)], slot: cell,
-			pending: true, code: code}
+		sites[n] = site{addr: addr, orig: code[:len(brk)], meaning: meaning{item: lines[0], more: lines[1:], exit: -1},
+			carrying: carrying{slot: cell, pending: true, code: code}}
 		bp.sites[addr] = &sites[n]
 		p.spans = append(p.spans, span{addr, brk})
 		if coverage {

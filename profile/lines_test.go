@@ -92,7 +92,7 @@ func TestDisplaceLaterFails(t *testing.T) {
 			Lines: []datafile.Line{{File: 0, Line: 42, Addrs: []uint64{0x1000}}}}}
 	tr.bp = newBreakpoints(tr)
 	tr.choose()
-	s := &site{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}} // mov %rdi,%rax
+	s := &site{addr: 0x401000, meaning: meaning{item: 0, exit: -1}, carrying: carrying{pending: true, code: []byte{0x48, 0x89, 0xf8}}} // mov %rdi,%rax
 	if tr.bp.displaceLater(s) || s.displaced || s.pending {
 		t.Errorf("displaced %v, pending %v: want neither, for a slot that is not there", s.displaced, s.pending)
 	}
@@ -185,8 +185,8 @@ func TestDisplaceStaleFails(t *testing.T) {
 	tr.bp = newBreakpoints(tr)
 	tr.choose()
 	for _, s := range []*site{
-		{addr: 0x401000, item: 0, exit: -1},
-		{addr: 0x401000, item: 0, exit: -1, pending: true, code: []byte{0x48, 0x89, 0xf8}}, // mov %rdi,%rax, no slot
+		{addr: 0x401000, meaning: meaning{item: 0, exit: -1}},
+		{addr: 0x401000, meaning: meaning{item: 0, exit: -1}, carrying: carrying{pending: true, code: []byte{0x48, 0x89, 0xf8}}}, // mov %rdi,%rax, no slot
 	} {
 		err := tr.bp.displaceStale(s)
 		if err == nil || !strings.Contains(err.Error(), "0x401000") || s.displaced {

@@ -288,7 +288,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 			if c.mapped {
 				mapAreas(tr, mem)
 			}
-			tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+			tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
 			tr.entries = &entryTrampolines{t: tr}
 			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
@@ -369,8 +369,9 @@ func TestExitPatchesPlant(t *testing.T) {
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
 	tr.entries = &entryTrampolines{t: tr}
-	tr.counters = &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -429,6 +430,7 @@ func TestBreakpointsPlantExits(t *testing.T) {
 func TestMechanismsOfARun(t *testing.T) {
 	tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}}}
 	tr.bp = newBreakpoints(tr)
+	tr.plant = newPlanter(tr, 4096)
 	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
@@ -437,7 +439,7 @@ func TestMechanismsOfARun(t *testing.T) {
 		t.Errorf("breakpoints only: the hooks are %+v", p)
 	}
 	tr.entries = &entryTrampolines{t: tr}
-	tr.counters = &counters{t: tr}
+	tr.counters = &counters{env: tr.counterEnv()}
 	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("counting in-process: %v", ms)
@@ -445,7 +447,8 @@ func TestMechanismsOfARun(t *testing.T) {
 	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.counters}) {
 		t.Errorf("counting in-process: the hooks are %+v", p)
 	}
-	tr.rings, tr.exits = &rings{t: tr}, &exitPatches{t: tr}
+	tr.rings = newRings(tr)
+	tr.exits = newExitPatches(tr, tr.rings)
 	tr.sampling = &sampler{}
 	tr.choose()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
@@ -505,7 +508,7 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shared.Close() })
-	tr.counters = &counters{t: tr, shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.lines = newLineTrampolines(tr)
 	tr.choose()
 	tr.threads = map[int]*thread{}

@@ -125,7 +125,7 @@ func (m *modules) watchLibraries(maps []mapping) error {
 		return nil
 	}
 	bp := m.arch.Breakpoint()
-	s := &site{addr: r.brk, item: -1, exit: -1, orig: code[:len(bp)], disp: d, displaced: true, rendezvous: true}
+	s := &site{addr: r.brk, orig: code[:len(bp)], meaning: meaning{item: -1, exit: -1, rendezvous: true}, carrying: carrying{disp: d, displaced: true}}
 	if err := (*m.mem).WriteMem(r.brk, bp); err != nil {
 		return fmt.Errorf("plant the rendezvous breakpoint at %#x: %w", r.brk, err)
 	}

@@ -159,16 +159,16 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 		// The rings are in the threads' blocks (amd64), or found through
 		// the stack table (arm64, which needs no atomic add for them).
 		count = 0
-		if !t.cfg.Breakpoints && t.ringPossible() {
+		if r := newRings(t); !t.cfg.Breakpoints && r.ringPossible() {
 			hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 			if err == nil {
 				kind, err := t.arch.Counting(hwcap)
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					count, t.rings, t.exits = kind, newRings(t), &exitPatches{t: t}
+					count, t.rings, t.exits = kind, r, newExitPatches(t, r)
 				case byTable:
-					count, t.rings, t.exits = instr.CountShared, newRings(t), &exitPatches{t: t}
+					count, t.rings, t.exits = instr.CountShared, r, newExitPatches(t, r)
 				}
 			}
 		}

@@ -408,7 +408,7 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 		t.Fatalf("the rendezvous's ret: %+v, %v; want it emulated", d, err)
 	}
 	brk := tr.arch.Breakpoint()
-	tr.bp.sites[ldAt] = &site{addr: ldAt, item: -1, exit: -1, orig: orig[:len(brk)], disp: d, displaced: true, rendezvous: true}
+	tr.bp.sites[ldAt] = &site{addr: ldAt, orig: orig[:len(brk)], meaning: meaning{item: -1, exit: -1, rendezvous: true}, carrying: carrying{disp: d, displaced: true}}
 	mem.WriteMem(ldAt, brk)
 	tr.modules.rdv, tr.modules.loaded, tr.modules.libs = rendezvous{brk: ldAt}, map[uint64]*loaded{}, []int{1}
 

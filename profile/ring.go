@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -49,37 +50,85 @@ var drainInterval int64 = 50e3
 // rings is the mechanism of function timing in-process: it reads the
 // threads' rings and hands their records to the books.
 type rings struct {
-	t *tracer
+	ringEnv
 	// cost is what one record costs the program, in nanoseconds
 	// (clock.go).
 	cost    float64
 	drained int64  // when the rings were last read
 	full    uint64 // the stops for a full ring
-	// marks are PROFILE's words of the rings as it last left them, by
-	// block (instr.RingIntact); damaged counts the rings found written
-	// over by the program, broken those not yet taken back whole, held
-	// is the block of the thread whose stop is being handled, -1 for
-	// none (damage.go).
-	marks   map[int]uint64
-	broken  map[int]bool
-	damaged int
-	held    int
 	// sink keeps what calibrateRing read of a ring, so that the reads
 	// are made.
 	sink uint64
-	// The goroutines (goroutines.go): what PROFILE keeps of each, the
-	// last found, those with records waiting, and the number of the
-	// last record read; merged and byThread are the merge's buffers.
-	goroutines map[uint64]*goroutine
-	last       *goroutine
-	queued     []*goroutine
-	seq        uint64
-	merged     []goRecord
-	byThread   [][]int
+	// What PROFILE found of the rings the program wrote over (damage.go).
+	ringMarks
+	// The goroutines' records waiting for their order (goroutines.go).
+	goQueue
 }
 
+// ringEnv is what the rings read and call of the run: the program, its
+// threads, the books their records go to, and the clocks of the
+// threads' stops, which are the tracer's (timing.go, waits.go, clock.go).
+type ringEnv struct {
+	arch instr.Arch
+	proc process
+	plan *datafile.Plan
+	// counters is the memory the rings are in, from the moment it is
+	// mapped (start).
+	counters *counters
+	books    *books
+	threads  map[int]*thread
+	explain  *hitNarrator
+	// regs are the registers of the thread whose stop is being handled,
+	// as the tracer read them.
+	regs *ptrace.Regs
+	// waited is when the stop being handled was seen; stolen has the
+	// time each thread's stops took from it, carried the goroutine of
+	// each thread's last Go event (tracer.carrier); ctr turns the
+	// records' times into the clock's.
+	waited  *int64
+	stolen  map[ledgerKey]int64
+	carried map[int]uint64
+	ctr     *counterClock
+	host    ringHost
+	// caps are the run's capabilities (caps.go), and oneClock whether
+	// the counter is one clock across CPUs (clock.go): with recordRing,
+	// they say which functions the rings can time (ringTimed).
+	caps     caps
+	oneClock func() bool
+}
+
+// ringHost is what the rings ask of the tracer: its clock, what it
+// takes out of a thread's time (its stops, its waits), and letting a
+// thread go.
+type ringHost interface {
+	clock() int64
+	settleWait(th *thread)
+	steal(tid int, from, to int64)
+	stopCost(th *thread) int64
+	refineCounter()
+	waitTick()
+	resume(tid int, sig syscall.Signal) error
+	setAndResume(th *thread, sig syscall.Signal) error
+}
+
+// newRings returns the rings of t's run, reading t's threads, books and
+// clocks.
 func newRings(t *tracer) *rings {
-	return &rings{t: t, goroutines: map[uint64]*goroutine{}, marks: map[int]uint64{}, broken: map[int]bool{}, held: -1}
+	return &rings{
+		ringEnv: ringEnv{arch: t.arch, proc: t.proc, plan: t.plan, counters: t.counters, books: t.books, threads: t.threads,
+			explain: t.explain.hitNarrator, regs: &t.regs,
+			waited: &t.waited, stolen: t.stolen, carried: t.carried, ctr: &t.ctr, host: t, caps: t.caps, oneClock: t.oneClock},
+		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},
+		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
+	}
+}
+
+// start takes counters, just mapped, as the memory of the rings: the
+// discard ring, whose records are dropped, starts empty too (an arm64
+// cursor of zeros is a full ring).
+func (r *rings) start(c *counters) {
+	r.counters = c
+	r.reset(0)
 }
 
 // errGoFrames is why a Go function keeps breakpoints when timed: one of
@@ -94,28 +143,28 @@ var errGoThreadPointer = errors.New("a Go function, in a program whose thread po
 // ringPossible reports whether function timing can run in-process: the
 // architecture has record code, and some function of the plan can be
 // timed with it.
-func (t *tracer) ringPossible() bool {
-	if _, ok := t.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1}, 0); !ok {
+func (r *rings) ringPossible() bool {
+	if _, ok := r.arch.RecordCode(instr.Ring{Records: ringRecords, Table: 1}, 0); !ok {
 		return false
 	}
-	return slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return t.ringTimed(&f) == nil })
+	return slices.ContainsFunc(r.plan.Funcs, func(f datafile.Func) bool { return r.ringTimed(&f) == nil })
 }
 
 // ringTimed returns nil when f's calls can be timed in-process, else why
 // not: a Go function of assembly, on arm64 in a program that sets its own
 // thread pointer, or where the counter is not one clock across CPUs
 // (PRF4680).
-func (t *tracer) ringTimed(f *datafile.Func) error {
+func (r *rings) ringTimed(f *datafile.Func) error {
 	switch {
 	case f.Frame == datafile.FrameSP:
 		return nil
 	case !goFrames(f):
 		return errGoFrames
-	case t.arch.GoRecordsNeedThreadPointer() && !t.caps.threadPointer:
+	case r.arch.GoRecordsNeedThreadPointer() && !r.caps.threadPointer:
 		return errGoThreadPointer
-	case !t.caps.goRing:
+	case !r.caps.goRing:
 		return errGoFrames
-	case !t.oneClock():
+	case !r.oneClock():
 		return errGoClock
 	}
 	return nil
@@ -126,26 +175,26 @@ func (c *counters) ringArea(b int) []byte { return c.layout.ringArea(c.shared.By
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
-	r.marks[b] = instr.RingReset(r.t.arch, r.t.counters.ringArea(b), ringRecords)
+	r.marks[b] = instr.RingReset(r.arch, r.counters.ringArea(b), ringRecords)
 	delete(r.broken, b)
 }
 
 // drop empties block b's ring of the records in it: they are not the
 // program's (a vfork child's, a thread's beyond the blocks).
 func (r *rings) drop(b int) {
-	area := r.t.counters.ringArea(b)
+	area := r.counters.ringArea(b)
 	if !r.intact(b, area) {
 		return
 	}
-	_, n := instr.RingUnread(r.t.arch, area, ringRecords)
-	r.marks[b] = instr.RingRead(r.t.arch, area, ringRecords, n)
+	_, n := instr.RingUnread(r.arch, area, ringRecords)
+	r.marks[b] = instr.RingRead(r.arch, area, ringRecords, n)
 }
 
 // drain books the records in thread th's ring. A thread with no block
 // of its own (a vfork child, in the discard block) has its records
 // dropped.
 func (r *rings) drain(th *thread) int {
-	t, c := r.t, r.t.counters
+	c := r.counters
 	if c == nil || !c.layout.rings {
 		return 0
 	}
@@ -165,72 +214,85 @@ func (r *rings) drain(th *thread) int {
 	if !r.intact(b, area) {
 		return 0
 	}
-	first, unread := instr.RingUnread(t.arch, area, ringRecords)
+	first, unread := instr.RingUnread(r.arch, area, ringRecords)
 	if unread == 0 {
 		return 0
 	}
 	k := threadLedger(th.tid)
-	t.settleWait(th)
+	r.host.settleWait(th)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
 		rec := instr.ReadRecord(instr.RingSlot(area, first))
-		t.steal(th.tid, th.fullAt, t.ctr.ns(rec.Time))
+		r.host.steal(th.tid, th.fullAt, r.ctr.ns(rec.Time))
 		th.fullAt = 0
 	}
-	base := t.stolen[k]
-	n := len(t.plan.Funcs)
-	l := t.books.ledger(k)
+	base := r.stolen[k]
+	n := len(r.plan.Funcs)
+	l := r.books.ledger(k)
 	for i := range unread {
 		rec := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
 		if rec.Item >= n {
 			continue
 		}
-		t.explain.record(th.tid, &rec)
+		r.explain.record(th.tid, &rec)
 		if rec.G != 0 {
-			t.carried[th.tid] = rec.G
-			r.keep(th.tid, rec.G, rec, t.ctr.ns(rec.Time), base, false)
+			r.carried[th.tid] = rec.G
+			r.keep(th.tid, rec.G, rec, r.ctr.ns(rec.Time), base, false)
 			continue
 		}
 		if rec.Returned {
-			rec.SP -= instr.ReturnPop(t.arch)
+			rec.SP -= instr.ReturnPop(r.arch)
 		}
-		if g := t.carrier(th.tid, rec.Item); g != 0 {
-			r.keep(th.tid, g, rec, t.ctr.ns(rec.Time), base, true)
+		if g := r.carrier(th.tid, rec.Item); g != 0 {
+			r.keep(th.tid, g, rec, r.ctr.ns(rec.Time), base, true)
 			continue
 		}
-		raw := t.ctr.ns(rec.Time) - base
+		raw := r.ctr.ns(rec.Time) - base
 		th.debt = r.debt(th, raw)
 		th.lastRaw = raw
 		th.events++
 		now := raw - int64(th.debt)
 		if rec.Exit {
-			t.books.exitLedger(l, rec.Item, rec.SP, now)
+			r.books.exitLedger(l, rec.Item, rec.SP, now)
 		} else {
-			t.books.enterLedger(l, rec.Item, rec.SP, now)
+			r.books.enterLedger(l, rec.Item, rec.SP, now)
 		}
 	}
-	r.marks[b] = instr.RingRead(t.arch, area, ringRecords, unread)
-	t.explain.drained(th.tid, unread)
+	r.marks[b] = instr.RingRead(r.arch, area, ringRecords, unread)
+	r.explain.drained(th.tid, unread)
 	return unread
+}
+
+// carrier is, as tracer.carrier, the goroutine thread tid runs a
+// function item for (its last Go event's), when item's frames are keyed
+// by no goroutine of their own and not by the stack pointer; else 0.
+func (r *rings) carrier(tid, item int) uint64 {
+	if b := r.books; b.noSP == nil || b.noSP[item] {
+		return 0
+	}
+	return r.carried[tid]
 }
 
 // vforking notes that thread th has made a vfork child, where rings are
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
-func (t *tracer) vforking(th *thread) {
-	if c := t.counters; t.rings != nil && c != nil && c.layout.rings && c.layout.table {
-		t.rings.drain(th)
+func (r *rings) vforking(th *thread) {
+	if r == nil {
+		return
+	}
+	if c := r.counters; c != nil && c.layout.rings && c.layout.table {
+		r.drain(th)
 		th.vforking = true
 	}
 }
 
 // vforkDone drops the records of thread th's vfork child, whose memory
 // it has back: it has not run since its vfork.
-func (t *tracer) vforkDone(th *thread) {
+func (r *rings) vforkDone(th *thread) {
 	if th.vforking {
-		t.rings.drain(th)
+		r.drain(th)
 		th.vforking = false
 	}
 }
@@ -242,7 +304,7 @@ func (t *tracer) vforkDone(th *thread) {
 // thread owns writes into the discard area (an alternate signal stack),
 // and a vfork child into its parent's.
 func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
-	t, c := r.t, r.t.counters
+	c := r.counters
 	b, own := c.blockOf[th.tid]
 	if !own || th.foreign {
 		b, own = 0, false
@@ -255,10 +317,11 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	// (When it stopped is in the program's memory: a time a second or
 	// more after PROFILE saw the stop, or before it last let the thread
 	// go, was written over, and it stopped as PROFILE saw it.)
-	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
-	if at > t.waited+int64(time.Second) || at < th.released-int64(time.Second) {
+	waited := *r.waited
+	at := r.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
+	if at > waited+int64(time.Second) || at < th.released-int64(time.Second) {
 		r.damaged++
-		at = t.waited
+		at = waited
 	}
 	if own {
 		th.fullAt = at
@@ -267,7 +330,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	var owner *thread
 	for tid, ob := range c.blockOf {
 		if ob == b && b != 0 {
-			owner = t.threads[tid]
+			owner = r.threads[tid]
 		}
 	}
 	if owner != nil {
@@ -276,25 +339,25 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 		r.drop(b)
 	}
 	if !th.foreign {
-		t.steal(th.tid, at, t.waited)
+		r.host.steal(th.tid, at, waited)
 	}
 }
 
 // pastFull moves thread tid, stopped on a ring-full breakpoint that
 // leaves the PC on itself (arm64's BRK), to where it goes on: a thread
 // let go there would run the breakpoint again, untraced.
-func (t *tracer) pastFull(tid int) {
-	if t.rings == nil || t.counters == nil || !t.counters.layout.rings {
+func (r *rings) pastFull(tid int) {
+	if r == nil || r.counters == nil || !r.counters.layout.rings {
 		return
 	}
 	var regs ptrace.Regs
-	if t.proc.getRegs(tid, &regs) != nil {
+	if r.proc.getRegs(tid, &regs) != nil {
 		return
 	}
 	pc := regs.PC()
-	if after := t.arch.BreakpointAddr(pc) + uint64(len(t.arch.Breakpoint())); after != pc && t.counters.ringFull(after) {
+	if after := r.arch.BreakpointAddr(pc) + uint64(len(r.arch.Breakpoint())); after != pc && r.counters.ringFull(after) {
 		regs.SetPC(after)
-		t.proc.setRegs(tid, &regs)
+		r.proc.setRegs(tid, &regs)
 	}
 }
 
@@ -306,7 +369,7 @@ func (r *rings) fullEnded(th *thread) {
 	if th.fullAt == 0 {
 		return
 	}
-	r.t.steal(th.tid, th.fullAt, r.t.waited)
+	r.host.steal(th.tid, th.fullAt, *r.waited)
 	th.fullAt = 0
 }
 
@@ -345,7 +408,7 @@ func owed(cost float64, gap int64) float64 {
 // whether there were any: PROFILE's work while it waits for stops, no
 // more often than every drainInterval.
 func (r *rings) drainIdle() bool {
-	now := r.t.clock()
+	now := r.host.clock()
 	if now-r.drained < drainInterval {
 		return false
 	}
@@ -357,18 +420,18 @@ func (r *rings) drainIdle() bool {
 // goroutines' records wait (goroutines.go).
 func (r *rings) drainAll() int {
 	n := 0
-	for _, th := range r.t.threads {
+	for _, th := range r.threads {
 		n += r.drain(th)
 	}
 	if len(r.queued) > 0 {
 		first := r.seq + 1
-		for _, th := range r.t.threads {
+		for _, th := range r.threads {
 			n += r.drain(th)
 		}
 		r.bookGoroutines(first)
 	}
-	r.t.refineCounter()
-	r.t.waitTick()
+	r.host.refineCounter()
+	r.host.waitTick()
 	return n
 }
 
@@ -383,7 +446,7 @@ func (r *rings) drainEnd() {
 // stopped books, at a stop of thread th, the records its ring holds,
 // which came before the stop.
 func (r *rings) stopped(th *thread) {
-	if c := r.t.counters; c != nil {
+	if c := r.counters; c != nil {
 		if b, ok := c.blockOf[th.tid]; ok {
 			r.held = b
 			defer func() { r.held = -1 }()
@@ -397,38 +460,36 @@ func (r *rings) stopped(th *thread) {
 // trampoline's ring-full breakpoints, reached when its ring was full.
 // The ring has been read (stopped): the thread tries again.
 func (r *rings) stop(th *thread, addr uint64) (bool, error) {
-	t := r.t
-	after := addr + uint64(len(t.arch.Breakpoint()))
-	reg, ok := t.counters.fullRegion(after)
+	after := addr + uint64(len(r.arch.Breakpoint()))
+	reg, ok := r.counters.fullRegion(after)
 	if !ok {
 		return false, nil
 	}
-	r.fullStop(th, t.arch.SP(&t.regs), reg.tp)
+	r.fullStop(th, r.arch.SP(r.regs), reg.tp)
 	r.full++
-	if t.regs.PC() != after {
-		t.regs.SetPC(after) // past arm64's BRK
-		return true, t.setAndResume(th, 0)
+	if r.regs.PC() != after {
+		r.regs.SetPC(after) // past arm64's BRK
+		return true, r.host.setAndResume(th, 0)
 	}
-	return true, t.resume(th.tid, 0)
+	return true, r.host.resume(th.tid, 0)
 }
 
 // passFull moves thread th, stopped at a ring-full breakpoint while
-// PROFILE single-steps it (its registers in t.regs), past it, its ring
+// PROFILE single-steps it (its registers in r.regs), past it, its ring
 // read, and reports whether it was one.
 func (r *rings) passFull(th *thread) bool {
-	t := r.t
-	addr := t.arch.BreakpointAddr(t.regs.PC())
-	after := addr + uint64(len(t.arch.Breakpoint()))
-	reg, ok := t.counters.fullRegion(after)
+	addr := r.arch.BreakpointAddr(r.regs.PC())
+	after := addr + uint64(len(r.arch.Breakpoint()))
+	reg, ok := r.counters.fullRegion(after)
 	if !ok {
 		return false
 	}
 	r.stopped(th)
-	r.fullStop(th, t.arch.SP(&t.regs), reg.tp)
+	r.fullStop(th, r.arch.SP(r.regs), reg.tp)
 	r.full++
-	if t.regs.PC() != after {
-		t.regs.SetPC(after) // past arm64's BRK
-		t.proc.setRegs(th.tid, &t.regs)
+	if r.regs.PC() != after {
+		r.regs.SetPC(after) // past arm64's BRK
+		r.proc.setRegs(th.tid, r.regs)
 	}
 	return true
 }

@@ -53,7 +53,7 @@ const drainEvery = 20 * time.Millisecond
 
 // sampler is the run's sampler and what it found.
 type sampler struct {
-	t        *tracer
+	env      samplerEnv
 	interval time.Duration
 	kind     datafile.Sampler
 
@@ -86,17 +86,29 @@ type sampler struct {
 	kernel time.Duration
 }
 
+// samplerEnv is what the sampler needs of the run: the plan, the
+// program's threads and process (the ptrace sampler stops them; set when
+// the process is obtained: tracer.choose), the trampolines written (a
+// sample in one is its function's), and where warnings go.
+type samplerEnv struct {
+	plan     *datafile.Plan
+	threads  map[int]*thread
+	proc     process
+	counters *counters
+	warn     func(*prf.Diagnostic)
+}
+
 // newSampler prepares the sampling of a run every interval.
-func newSampler(t *tracer, interval time.Duration) *sampler {
+func newSampler(env samplerEnv, interval time.Duration) *sampler {
 	s := &sampler{
-		t:        t,
+		env:      env,
 		interval: interval,
 		kind:     datafile.PerfSampler,
-		open:     func(tid int, period time.Duration) (*ptrace.Sampler, error) { return t.proc.openSampler(tid, period) },
 		perf:     map[int]*ptrace.Sampler{},
-		tally:    tally{samples: make([]uint64, len(t.plan.Funcs)), lineSamples: make([]uint64, len(t.plan.Lines))},
+		tally:    tally{samples: make([]uint64, len(env.plan.Funcs)), lineSamples: make([]uint64, len(env.plan.Lines))},
 		rounds:   newPtraceRounds(),
 	}
+	s.open = func(tid int, period time.Duration) (*ptrace.Sampler, error) { return s.env.proc.openSampler(tid, period) }
 	s.places.Store(&placeTable{})
 	return s
 }
@@ -107,7 +119,7 @@ func newSampler(t *tracer, interval time.Duration) *sampler {
 func (s *sampler) start(tid int) {
 	if err := s.openPerf(tid); err != nil {
 		s.kind = datafile.PtraceSampler
-		s.t.cfg.Warn(prf.PtraceSampler(err, s.interval))
+		s.env.warn(prf.PtraceSampler(err, s.interval))
 		return
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -207,11 +219,11 @@ func (s *sampler) ended() {
 		delete(s.perf, tid)
 	}
 	if s.readErr != nil {
-		s.t.cfg.Warn(prf.SamplesUnreadable(s.readErr))
+		s.env.warn(prf.SamplesUnreadable(s.readErr))
 		s.readErr = nil
 	}
 	if s.unsampled > 0 {
-		s.t.cfg.Warn(prf.UnsampledThreads(s.unsampled, s.openErr))
+		s.env.warn(prf.UnsampledThreads(s.unsampled, s.openErr))
 		s.unsampled = 0
 	}
 }
@@ -262,7 +274,7 @@ func (s *sampler) stats(st *datafile.Stats) {
 	st.ChildTime = childTimes(st.FuncTime, st.Hits, st.Stacks)
 	stackTimes(st)
 	if f.lost > 0 {
-		s.t.cfg.Warn(prf.LostSamples(f.lost, all))
+		s.env.warn(prf.LostSamples(f.lost, all))
 	}
 }
 
@@ -270,10 +282,10 @@ func (s *sampler) stats(st *datafile.Stats) {
 // once its trampolines are written.
 func (s *sampler) planted(mi int, bias uint64, in instance) {
 	var tramps []*tramp
-	if s.t.counters != nil {
-		tramps = s.t.counters.tramps
+	if s.env.counters != nil {
+		tramps = s.env.counters.tramps
 	}
-	s.places.Store(s.places.Load().with(s.t.plan, mi, bias, in.lo, in.hi, tramps))
+	s.places.Store(s.places.Load().with(s.env.plan, mi, bias, in.lo, in.hi, tramps))
 }
 
 // forget reads the rings before the code in [lo, hi) goes, and drops it

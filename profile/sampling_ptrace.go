@@ -75,7 +75,7 @@ func (s *sampler) interruptAll() bool {
 	r := &s.rounds
 	r.round = time.Now()
 	interrupted := false
-	for tid, th := range s.t.threads {
+	for tid, th := range s.env.threads {
 		// (A thread whose interrupt has not stopped it yet is not
 		// interrupted again, for a while: it may be in a group stop,
 		// which it leaves at the program's SIGCONT.)
@@ -88,7 +88,7 @@ func (s *sampler) interruptAll() bool {
 		if !running(th.tgid, tid) {
 			continue
 		}
-		if s.t.proc.interrupt(tid) == nil {
+		if s.env.proc.interrupt(tid) == nil {
 			r.interrupted[tid] = r.round
 			interrupted = true
 		}
@@ -107,7 +107,7 @@ func (s *sampler) sampleStop(th *thread) {
 	}
 	delete(s.rounds.interrupted, tid)
 	var regs ptrace.Regs
-	if err := s.t.proc.getRegs(tid, &regs); err != nil {
+	if err := s.env.proc.getRegs(tid, &regs); err != nil {
 		return
 	}
 	n := int64(1)

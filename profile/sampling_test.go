@@ -175,8 +175,8 @@ func TestSamplingRun(t *testing.T) {
 // about with their number (PRF4676).
 func TestSamplerWarnings(t *testing.T) {
 	var warned []*prf.Diagnostic
-	tr := &tracer{plan: samplingPlan(), cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
-	s := newSampler(tr, time.Millisecond)
+	plan := samplingPlan()
+	s := newSampler(samplerEnv{plan: plan, warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}, time.Millisecond)
 	s.open = func(int, time.Duration) (*ptrace.Sampler, error) { return nil, syscall.EPERM }
 	for _, tid := range []int{101, 102, 103} {
 		s.threadBorn(tid, false)
@@ -191,7 +191,7 @@ func TestSamplerWarnings(t *testing.T) {
 	}
 	warned = nil
 	s.tally.samples[0], s.tally.outside, s.tally.lost = 7, 2, 5
-	st := &datafile.Stats{Hits: make([]uint64, len(tr.plan.Funcs))}
+	st := &datafile.Stats{Hits: make([]uint64, len(plan.Funcs))}
 	s.stats(st)
 	if len(warned) != 1 || warned[0].Code != 4676 || !strings.HasPrefix(warned[0].Text, "5 samples were lost") {
 		t.Errorf("warnings %v, want one PRF4676 for 5 samples", warned)

@@ -41,7 +41,7 @@ func TestSettleDepth(t *testing.T) {
 			{mainSP + 8, 0},        // main has returned
 		} {
 			tr := &tracer{arch: arch, plan: &datafile.Plan{}}
-			cs := &counters{t: tr, layout: counterLayout{kind: instr.CountPerThread, progAddr: progAddr, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+			cs := &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: progAddr, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 			size := 0
 			if table {
 				cs.layout.table, cs.layout.stride = true, instr.DepthAreaAlign

@@ -92,10 +92,10 @@ const maxStack = 256 << 20
 // (the pages of its mapping at and below sp) at area b. The main thread's
 // stack, which grows, is taken as deep as its limit allows.
 func (c *counters) ownStack(sp uint64, b int) error {
-	t := c.t
+	env := &c.env
 	// The maps are read again for every thread: a cached copy could hold
 	// a stack since unmapped, whose bounds would take another's pages.
-	maps, err := t.readMaps()
+	maps, err := env.readMaps()
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (c *counters) ownStack(sp uint64, b int) error {
 	lo := m.Start
 	if m.Path == "[stack]" {
 		limit := uint64(maxStack)
-		if l, err := t.proc.stackLimit(t.pid); err == nil && l < limit {
+		if l, err := env.proc.stackLimit(env.pid); err == nil && l < limit {
 			limit = l
 		}
 		if m.End-limit < lo && limit < m.End {

@@ -41,7 +41,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		kind = sharing(t.proc, th.tid, child, kind)
 	}
 	if kind == kindVfork && !th.foreign {
-		t.vforking(th)
+		t.rings.vforking(th)
 	}
 	if ws, ok := t.early[child]; ok {
 		delete(t.early, child)
@@ -212,7 +212,7 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 		// memory, which mem still reaches.
 		t.takeOut(t.mem)
 	}
-	t.pastFull(tid)
+	t.rings.pastFull(tid)
 	t.proc.detach(tid, sig)
 }
 

@@ -163,9 +163,7 @@ type tracer struct {
 	// yielding is set when the tracer waits for stops with
 	// ptrace.WaitYielding (timing: see timing.go).
 	yielding bool
-	// callDepth is the deepest nesting of profiled functions, where kept.
-	callDepth int
-	execed    bool
+	execed   bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
 	ownCont bool
@@ -240,7 +238,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		if interval < MinInterval || interval > MaxInterval {
 			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
 		}
-		t.sampling = newSampler(t, interval)
+		t.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn}, interval)
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
@@ -285,14 +283,11 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		PlanID: t.plan.ID,
 		Method: t.plan.Method,
 		Run:    run,
-		Stats:  datafile.Stats{Hits: t.hits, CallDepth: t.callDepth},
+		Stats:  datafile.Stats{Hits: t.hits},
 	}
+	t.parts.addStats(&c.Stats)
 	if t.books != nil {
-		t.timingStats(&c.Stats)
 		c.Overhead = t.calculated
-	}
-	if t.sampling != nil {
-		t.sampling.stats(&c.Stats)
 	}
 	return c
 }
@@ -391,7 +386,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	case ptrace.EventExec:
 		return t.exec(th)
 	case ptrace.EventVforkDone:
-		t.vforkDone(th)
+		t.rings.vforkDone(th)
 	case ptrace.EventExit:
 		return t.threadExit(th)
 	case ptrace.EventStop:

@@ -113,7 +113,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		}
 		return prelude(count)
 	}
-	entry, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return prelude(entry.Code)
@@ -121,7 +121,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
 		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
-	exit, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -151,10 +151,10 @@ func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.T
 		d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
 		return []region{{at: base + len(c.layout.countCode(t.arch, item)), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(t.caps.recordRing(t.counters.layout.ring(), f), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs

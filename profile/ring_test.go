@@ -1,0 +1,194 @@
+package profile
+
+import (
+	"encoding/binary"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// fakeRingHost is the tracer's part of the rings' environment: a clock
+// that stands still, and what the rings asked of it.
+type fakeRingHost struct {
+	now     int64
+	settled []int
+	stolen  [][3]int64 // tid, from, to
+	resumed []int
+}
+
+func (h *fakeRingHost) clock() int64          { return h.now }
+func (h *fakeRingHost) settleWait(th *thread) { h.settled = append(h.settled, th.tid) }
+func (h *fakeRingHost) steal(tid int, from, to int64) {
+	h.stolen = append(h.stolen, [3]int64{int64(tid), from, to})
+}
+func (h *fakeRingHost) stopCost(*thread) int64 { return 0 }
+func (h *fakeRingHost) refineCounter()         {}
+func (h *fakeRingHost) waitTick()              {}
+func (h *fakeRingHost) resume(tid int, _ syscall.Signal) error {
+	h.resumed = append(h.resumed, tid)
+	return nil
+}
+func (h *fakeRingHost) setAndResume(th *thread, sig syscall.Signal) error {
+	return h.resume(th.tid, sig)
+}
+
+// fakeRings returns rings over an environment of their own, not a
+// tracer's: amd64's rings of two blocks in memory of PROFILE's (block 1
+// thread tid's), the books of testBooks, and a counter that reads in
+// nanoseconds. The plan's functions are testBooks' (bMain, bF...).
+func fakeRings(t *testing.T, tid int) (*rings, *fakeRingHost, *thread) {
+	t.Helper()
+	const ringAt = 0x1000
+	size := int(ringAt + instr.RingSize(ringRecords))
+	shared, err := ptrace.NewShared(2 * size)
+	if err != nil {
+		t.Skip("no shared memory:", err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1,
+		Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}, {Name: "g"}, {Name: "h"}}}
+	bk := newBooks(plan)
+	bk.where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
+	th := &thread{tid: tid, tgid: tid}
+	host := &fakeRingHost{}
+	waited := int64(0)
+	r := &rings{
+		ringEnv: ringEnv{arch: instr.AMD64, plan: plan, books: bk, threads: map[int]*thread{tid: th},
+			regs: &ptrace.Regs{}, waited: &waited, stolen: map[ledgerKey]int64{}, carried: map[int]uint64{},
+			ctr: &counterClock{scale: 1}, host: host},
+		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},
+		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
+	}
+	r.start(&counters{shared: shared, blockOf: map[int]int{tid: 1},
+		layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: ringAt, blockSize: uint64(size), nBlocks: 2}})
+	r.reset(1)
+	return r, host, th
+}
+
+// write appends a record to block b's ring of r as amd64's record code
+// does: the record in the slot at the head, then the head moved on.
+func write(r *rings, b, item int, exit bool, sp uint64, at uint64) {
+	area := r.counters.ringArea(b)
+	head := binary.LittleEndian.Uint64(area[instr.RingHead:])
+	slot := instr.RingSlot(area, int(head)&(ringRecords-1))
+	binary.LittleEndian.PutUint64(slot, at)
+	binary.LittleEndian.PutUint64(slot[8:], sp)
+	binary.LittleEndian.PutUint64(slot[16:], instr.RecordTag(item, exit))
+	binary.LittleEndian.PutUint64(area[instr.RingHead:], head+1)
+}
+
+// TestRingsDrain: the rings, over an environment of their own, read a
+// thread's records into its ledger, its stops taken out of their times
+// (a stop for a full ring ends at its first record), its waits settled
+// first; a record of no function of the plan is skipped; a ring read is
+// empty.
+func TestRingsDrain(t *testing.T) {
+	const tid = 42
+	r, host, th := fakeRings(t, tid)
+	r.stolen[threadLedger(tid)] = 50
+	th.fullAt = 90
+	// main calls f at 100, which calls g at 150, back at 250; f returns
+	// at 400. (A record of item 99 is none of the plan's.)
+	write(r, 1, bMain, false, 1000, 100)
+	write(r, 1, bF, false, 992, 150)
+	write(r, 1, 99, false, 984, 160)
+	write(r, 1, bG, false, 984, 200)
+	write(r, 1, bG, true, 984, 250)
+	write(r, 1, bF, true, 992, 400)
+	if n := r.drain(th); n != 6 {
+		t.Fatalf("drained %d records, want 6", n)
+	}
+	if got := r.books.self[bG]; got != 50 {
+		t.Errorf("g: function time %d, want 50", got)
+	}
+	if got := r.books.self[bF]; got != 200 {
+		t.Errorf("f: function time %d, want 200 (250 less g's 50)", got)
+	}
+	if !slices.Equal(host.settled, []int{tid}) {
+		t.Errorf("waits settled of %v, want of thread %d once", host.settled, tid)
+	}
+	if want := [][3]int64{{tid, 90, 100}}; !slices.Equal(host.stolen, want) || th.fullAt != 0 {
+		t.Errorf("stops taken out %v (full at %d), want %v: the full ring's stop ended at its first record", host.stolen, th.fullAt, want)
+	}
+	if th.events != 5 {
+		t.Errorf("%d events of the thread, want 5", th.events)
+	}
+	if n := r.drain(th); n != 0 || len(host.settled) != 1 {
+		t.Errorf("read again: %d records, waits settled %d times; want none, once", n, len(host.settled))
+	}
+}
+
+// TestRingsDropped: the records in the ring of a thread that vforked are
+// its child's, dropped, as are those of a thread with no block of its
+// own (the discard ring's); a ring the program wrote over is dropped and
+// counted, once, and read again once taken back.
+func TestRingsDropped(t *testing.T) {
+	const tid = 42
+	r, host, th := fakeRings(t, tid)
+	th.vforking = true
+	write(r, 1, bF, false, 992, 100)
+	if n := r.drain(th); n != 0 || r.books.hits[bF] != 0 {
+		t.Errorf("a vforking thread's ring: %d records booked, want none", n)
+	}
+	r.vforkDone(th)
+	if th.vforking {
+		t.Error("still vforking after its vfork-done stop")
+	}
+
+	other := &thread{tid: 7}
+	write(r, 0, bF, false, 992, 100)
+	if n := r.drain(other); n != 0 {
+		t.Errorf("the discard ring: %d records booked, want none", n)
+	}
+	if _, n := instr.RingUnread(r.arch, r.counters.ringArea(0), ringRecords); n != 0 {
+		t.Errorf("the discard ring holds %d records, want none", n)
+	}
+
+	area := r.counters.ringArea(1)
+	binary.LittleEndian.PutUint64(area[instr.RingTail:], 1<<40) // a wild write
+	write(r, 1, bF, false, 992, 100)
+	for range 2 {
+		if n := r.drain(th); n != 0 {
+			t.Errorf("a ring written over: %d records booked, want none", n)
+		}
+	}
+	if r.damaged != 1 {
+		t.Errorf("damaged %d times, want once", r.damaged)
+	}
+	write(r, 1, bF, false, 992, 100)
+	if n := r.drain(th); n != 1 || len(host.settled) != 1 {
+		t.Errorf("the ring taken back: %d records booked, waits settled %d times; want 1, once", n, len(host.settled))
+	}
+}
+
+// TestRingsFullStop: a thread stopped at a trampoline's ring-full
+// breakpoint is the rings' (another breakpoint is not): the moment it
+// stopped, which the record code saved in its ring, is when its stop
+// began, the stop ends at its next record, and the thread goes on.
+func TestRingsFullStop(t *testing.T) {
+	const tid = 42
+	r, host, th := fakeRings(t, tid)
+	r.counters.tramps = []*tramp{{addr: 0x10000, regions: []region{{at: 0x20, full: 2}}}}
+	*r.waited = 5000
+	binary.LittleEndian.PutUint64(r.counters.ringArea(1)[instr.RingFullTime:], 4000)
+	r.regs.SetPC(0x10022) // past the int3 at 0x10021
+	if ok, err := r.stop(th, 0x10030); ok || err != nil {
+		t.Errorf("a stop at another breakpoint: claimed %v (%v), want not", ok, err)
+	}
+	if ok, err := r.stop(th, 0x10021); !ok || err != nil {
+		t.Fatalf("a stop at the ring-full breakpoint: claimed %v (%v), want claimed", ok, err)
+	}
+	if th.fullAt != 4000 || r.full != 1 || !slices.Equal(host.resumed, []int{tid}) || r.regs.PC() != 0x10022 {
+		t.Errorf("full at %d, %d full stops, threads resumed %v, PC %#x; want 4000, 1, [%d], 0x10022",
+			th.fullAt, r.full, host.resumed, r.regs.PC(), tid)
+	}
+	write(r, 1, bF, false, 992, 4500)
+	r.drain(th)
+	if want := [][3]int64{{tid, 4000, 4500}}; !slices.Equal(host.stolen, want) {
+		t.Errorf("stops taken out %v, want %v", host.stolen, want)
+	}
+}
