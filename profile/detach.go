@@ -73,7 +73,7 @@ func (t *tracer) detachAll(res *Result) error {
 				return err
 			}
 			if t.books != nil {
-				t.charge(tid)
+				t.clocks.charge(t.threads[tid], t.rings)
 			}
 			delete(d.asked, tid)
 		}

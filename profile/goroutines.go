@@ -279,8 +279,8 @@ func (r *rings) goStop(id uint64) {
 // clock.
 func (r *rings) goNow(th *thread, id uint64) int64 {
 	c := &r.goroutine(id).clock
-	stolen := r.t.stolen[threadLedger(th.tid)]
-	raw := c.raw(th.tid, r.t.waited-r.t.stopCost(th)/2, stolen)
+	stolen := r.t.clocks.stolen[threadLedger(th.tid)]
+	raw := c.raw(th.tid, r.t.clocks.waited-r.t.clocks.stopCost(th)/2, stolen)
 	c.lastRaw = raw
 	c.events++
 	return raw - int64(c.debt)

@@ -115,7 +115,7 @@ func (t *tracer) ringTimed(f *datafile.Func) error {
 		return errGoThreadPointer
 	case !t.goRingPossible():
 		return errGoFrames
-	case !t.oneClock():
+	case !t.clocks.ctr.oneClock(t.arch, t.plan, t.cfg.Warn):
 		return errGoClock
 	}
 	return nil
@@ -170,16 +170,16 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	k := threadLedger(th.tid)
-	t.settleWait(th)
+	t.clocks.settleWait(th)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
 		rec := instr.ReadRecord(instr.RingSlot(area, first))
-		t.steal(th.tid, th.fullAt, t.ctr.ns(rec.Time))
+		t.clocks.steal(th, th.fullAt, t.clocks.ctr.ns(rec.Time))
 		th.fullAt = 0
 	}
-	base := t.stolen[k]
+	base := t.clocks.stolen[k]
 	n := len(t.plan.Funcs)
 	l := t.books.ledger(k)
 	for i := range unread {
@@ -189,18 +189,18 @@ func (r *rings) drain(th *thread) int {
 		}
 		t.explain.record(th.tid, &rec)
 		if rec.G != 0 {
-			t.carried[th.tid] = rec.G
-			r.keep(th.tid, rec.G, rec, t.ctr.ns(rec.Time), base, false)
+			t.clocks.carried[th.tid] = rec.G
+			r.keep(th.tid, rec.G, rec, t.clocks.ctr.ns(rec.Time), base, false)
 			continue
 		}
 		if rec.Returned {
 			rec.SP -= instr.ReturnPop(t.arch)
 		}
-		if g := t.carrier(th.tid, rec.Item); g != 0 {
-			r.keep(th.tid, g, rec, t.ctr.ns(rec.Time), base, true)
+		if g := t.clocks.carrier(t.books, th.tid, rec.Item); g != 0 {
+			r.keep(th.tid, g, rec, t.clocks.ctr.ns(rec.Time), base, true)
 			continue
 		}
-		raw := t.ctr.ns(rec.Time) - base
+		raw := t.clocks.ctr.ns(rec.Time) - base
 		th.debt = r.debt(th, raw)
 		th.lastRaw = raw
 		th.events++
@@ -255,10 +255,10 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	// (When it stopped is in the program's memory: a time a second or
 	// more after PROFILE saw the stop, or before it last let the thread
 	// go, was written over, and it stopped as PROFILE saw it.)
-	at := t.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
-	if at > t.waited+int64(time.Second) || at < th.released-int64(time.Second) {
+	at := t.clocks.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
+	if at > t.clocks.waited+int64(time.Second) || at < th.released-int64(time.Second) {
 		r.damaged++
-		at = t.waited
+		at = t.clocks.waited
 	}
 	if own {
 		th.fullAt = at
@@ -276,7 +276,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 		r.drop(b)
 	}
 	if !th.foreign {
-		t.steal(th.tid, at, t.waited)
+		t.clocks.steal(th, at, t.clocks.waited)
 	}
 }
 
@@ -306,7 +306,7 @@ func (r *rings) fullEnded(th *thread) {
 	if th.fullAt == 0 {
 		return
 	}
-	r.t.steal(th.tid, th.fullAt, r.t.waited)
+	r.t.clocks.steal(th, th.fullAt, r.t.clocks.waited)
 	th.fullAt = 0
 }
 
@@ -345,7 +345,7 @@ func owed(cost float64, gap int64) float64 {
 // whether there were any: PROFILE's work while it waits for stops, no
 // more often than every drainInterval.
 func (r *rings) drainIdle() bool {
-	now := r.t.clock()
+	now := r.t.clocks.clock()
 	if now-r.drained < drainInterval {
 		return false
 	}
@@ -367,8 +367,8 @@ func (r *rings) drainAll() int {
 		}
 		r.bookGoroutines(first)
 	}
-	r.t.refineCounter()
-	r.t.waitTick()
+	r.t.clocks.refineCounter()
+	r.t.clocks.waitTick(r.t.threads, r.t.books)
 	return n
 }
 
