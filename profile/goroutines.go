@@ -154,7 +154,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 
 // keep holds a record of goroutine id read from thread tid's ring, whose
 // stops had taken stolen from it: the goroutine's own, or (sp) one of a
-// C function its thread ran for it (tracer.carrier).
+// C function its thread ran for it (clocks.carrier).
 func (r *rings) keep(tid int, id uint64, rec instr.Record, ns, stolen int64, sp bool) {
 	g := r.goroutine(id)
 	r.seq++
@@ -275,7 +275,7 @@ func (r *rings) goStop(id uint64) {
 
 // goNow is the time on goroutine id's clock of the event of thread th at
 // the stop being handled: the time of the stop on PROFILE's clock (less
-// half the calibrated cost of a stop, as tracer.now), on the goroutine's
+// half the calibrated cost of a stop, as clocks.now), on the goroutine's
 // clock.
 func (r *rings) goNow(th *thread, id uint64) int64 {
 	c := &r.goroutine(id).clock
