@@ -184,9 +184,9 @@ func (a *attachment) start() (done func(), err error) {
 	a.began = time.Now()
 	done = a.endWindow()
 	a.unmask()
-	t.startWaits()
+	t.clocks.startWaits(t.timed, t.books, t.pid, t.arch)
 	for _, tid := range t.threadIDs() {
-		t.openThreadBooks(t.threads[tid])
+		t.clocks.openThreadBooks(t.threads[tid], t.books)
 		if err = t.resume(tid, 0); err != nil {
 			return done, err
 		}
@@ -331,7 +331,7 @@ func (a *attachment) knownChildren() {
 // threadGone forgets thread tid, ended (loop).
 func (t *tracer) threadGone(tid int) {
 	if th := t.threads[tid]; th != nil {
-		t.closeThreadBooks(th)
+		t.clocks.closeThreadBooks(th, t.threads, t.books, t.rings)
 	}
 	delete(t.threads, tid)
 	delete(t.requeued, tid)

@@ -311,7 +311,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 	switch {
 	case th.foreign:
 	case t.books != nil:
-		t.book(th, s)
+		t.clocks.book(th, s, booking{t.books, t.plan.Funcs, t.rings, t.arch, &t.regs, t.mem})
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
@@ -361,7 +361,7 @@ func (bp *breakpoints) displace(th *thread, s *site) error {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
-		t.noteRelease()
+		t.clocks.noteRelease()
 		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}

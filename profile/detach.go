@@ -74,7 +74,7 @@ func (a *attachment) detachAll(res *Result) error {
 				return err
 			}
 			if t.books != nil {
-				t.charge(tid)
+				t.clocks.charge(t.threads[tid], t.rings)
 			}
 			delete(d.asked, tid)
 		}

@@ -108,7 +108,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 	var exits map[int][]instr.Exit
 	nExits := 0
 	if t.timed {
-		exits, nExits = t.findExits(items, bias)
+		exits, nExits = findExits(t.arch, t.mem, t.plan.Funcs, items, bias)
 		nExits -= t.checkExits(exits)
 	}
 	area := t.areaNear(in, maps, t.areaCells(items, bias, nExits))

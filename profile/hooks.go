@@ -172,4 +172,7 @@ func (p *parts) addStats(s *datafile.Stats) {
 // after the counters' and before the sampler's, which reads them.
 type bookStats struct{ t *tracer }
 
-func (b bookStats) stats(s *datafile.Stats) { b.t.timingStats(s) }
+func (b bookStats) stats(s *datafile.Stats) {
+	t := b.t
+	t.clocks.timingStats(s, t.plan, t.threads, t.books, t.rings)
+}

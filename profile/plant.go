@@ -132,7 +132,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	if t.rings == nil {
 		return nil
 	}
-	with, without := t.calibrationBlocks(t.counters.layout.ring())
+	with, without := calibrationBlocks(t.arch, t.counters.layout.ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.pageSize - 1) &^ (t.pageSize - 1)
 	at, err := t.mmap(0, size)
 	if err != nil {

@@ -60,8 +60,8 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 	tr.maps, _ = fp.openMaps(fakePID)
 	tr.threads = map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}}
 	tr.early, tr.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
-	tr.stolen, tr.carried, tr.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
-	tr.epoch = time.Now()
+	tr.clocks.stolen, tr.clocks.carried, tr.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
+	tr.clocks.epoch = time.Now()
 	return fp
 }
 

@@ -21,8 +21,8 @@ import (
 // (signalCost).
 func (t *tracer) signal(th *thread, sig syscall.Signal) error {
 	err := t.passSignal(th, sig)
-	if t.resumed > t.waited {
-		t.watch.held += t.resumed - t.waited
+	if t.clocks.resumed > t.clocks.waited {
+		t.watch.held += t.clocks.resumed - t.clocks.waited
 	}
 	return err
 }
@@ -37,7 +37,7 @@ func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 	}
 	t.watch.signals++
 	if th.released > 0 {
-		t.watch.signalGap(t.waited - th.released)
+		t.watch.signalGap(t.clocks.waited - th.released)
 	}
 	if sig == syscall.SIGCHLD {
 		t.childSignal(th)
@@ -68,7 +68,7 @@ func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 		// The thread is inside a single-stepped slot: finish the step first
 		// and deliver the signal after it.
 		th.pendingSig = sig
-		t.noteRelease()
+		t.clocks.noteRelease()
 		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}

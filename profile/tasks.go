@@ -99,7 +99,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
-		t.openThreadBooks(th)
+		t.clocks.openThreadBooks(th, t.books)
 		t.explain.thread(tid)
 		return t.resume(tid, 0)
 	case kindVfork:

@@ -114,12 +114,11 @@ type tracer struct {
 	// for a signal (Result.RolledBack).
 	rolledBack uint64
 	// rings are the threads' rings, when the books are fed from them
-	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
+	// (ring.go).
 	rings *rings
 	// exits patches timed functions' exits in-process, beside the rings
 	// (exitpatch.go).
 	exits *exitPatches
-	ctr   counterClock
 	// scan is what the scans of the modules' code found (scan.go).
 	scan codeScan
 	// libs are the plan's modules other than the program, its shared
@@ -149,21 +148,9 @@ type tracer struct {
 	// books keep the stacks of profiled calls, when timing, a start
 	// function or attribution need them (timing.go); else nil.
 	books *books
-	// epoch is the origin of clock; waited is the clock when the stop
-	// being handled was seen, resumed when it was let go, and charged the goroutine its event was
-	// booked to. stolen has the time taken from each thread and goroutine
-	// by its stops; started is when the first thread was born, ended
-	// when the last ended, held the time PROFILE held any of them, and
-	// debt the cost of the records of the thread that made the most:
-	// the run's total time (elapsed). overhead is what one event costs beyond what PROFILE's
-	// clock sees (timing), and calculated its calibrated value.
-	epoch   time.Time
-	waited  int64
-	resumed int64
-	charged ledgerKey
-	// clockChecked and clockShared: whether the counter was found to be
-	// one clock across CPUs (oneClock).
-	clockChecked, clockShared bool
+	// clocks are timing's clocks: PROFILE's, the threads' and the
+	// goroutines', their stops taken out (timing.go).
+	clocks clocks
 	// tpChecked and tpUsable: whether arm64's thread pointer was found
 	// free for Go's record code (goThreadPointer); goRingChecked and
 	// goRing: whether goroutines' records can be written
@@ -173,23 +160,6 @@ type tracer struct {
 	// goDepthChecked and goDepth: whether the plan has functions whose
 	// frames the depth code keys as Go's (settleDepth).
 	goDepthChecked, goDepth bool
-	stolen                  map[ledgerKey]int64
-	carried                 map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
-	started                 int64
-	ended                   int64
-	longest                 int64 // the longest life of a thread on its own clock
-	held                    heldTime
-	waits                   waits
-	debt                    float64
-	overhead                int64
-	calculated              int64
-	// forced is set when /CB imposes the overhead; gaps are the gaps
-	// between stops, which bound it otherwise (eventCost).
-	forced bool
-	gaps   gaps
-	// yielding is set when the tracer waits for stops with
-	// ptrace.WaitYielding (timing: see timing.go).
-	yielding bool
 	execed    bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
@@ -250,9 +220,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
 		hits:     make([]uint64, cfg.Plan.NumItems()),
-		epoch:    time.Now(),
-		stolen:   make(map[ledgerKey]int64),
-		carried:  make(map[int]uint64),
+		clocks:   clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
 		areas:    make(map[uint64][][2]uint64),
 		identity: make(map[string]bool),
 	}
@@ -318,7 +286,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	}
 	t.parts.addStats(&c.Stats)
 	if t.books != nil {
-		c.Overhead = t.calculated
+		c.Overhead = t.clocks.calculated
 	}
 	return c
 }
@@ -340,7 +308,7 @@ func (t *tracer) loop(res *Result) error {
 		}
 		tid, ws, err := t.wait(spin)
 		last = time.Now()
-		t.waited = t.clock()
+		t.clocks.waited = t.clocks.clock()
 		if err == ptrace.ErrQuit {
 			t.attach.windowEnded = true
 			return nil
@@ -365,7 +333,7 @@ func (t *tracer) loop(res *Result) error {
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil {
 				// Its wait came before this stop, and its records.
-				t.settleWait(th)
+				t.clocks.settleWait(th)
 				if t.rings != nil {
 					t.rings.stopped(th)
 				}
@@ -375,8 +343,8 @@ func (t *tracer) loop(res *Result) error {
 				return err
 			}
 			if t.books != nil {
-				t.charge(tid)
-				t.waitTick()
+				t.clocks.charge(t.threads[tid], t.rings)
+				t.clocks.waitTick(t.threads, t.books)
 			}
 		}
 		t.parts.stopHandled(tid)
@@ -395,7 +363,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT.
-		t.noteRelease()
+		t.clocks.noteRelease()
 		if err := t.proc.listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
 		}
@@ -427,8 +395,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// stepping: continued, it would run past its slot.
 		t.interruptStop(th)
 		if th.stepping != nil {
-			t.noteRelease()
-			t.noteRelease()
+			t.clocks.noteRelease()
+			t.clocks.noteRelease()
 			if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 				return fmt.Errorf("step thread %d: %w", th.tid, err)
 			}
@@ -437,12 +405,6 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	}
 	return t.resume(th.tid, 0)
 }
-
-// noteRelease notes the moment the tracer lets a stopped thread go: the
-// end of the time the stop takes from it (timing). It is taken before the
-// ptrace request, which may wake the thread on the tracer's own CPU and
-// leave the tracer waiting there while the thread runs.
-func (t *tracer) noteRelease() { t.resumed = t.clock() }
 
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
@@ -467,7 +429,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		}
 		return t.proc.wait(pollWait(spin, s.pollEvery(), idle))
 	}
-	if t.trace != nil && (t.rings != nil || t.yielding) {
+	if t.trace != nil && (t.rings != nil || t.clocks.yielding) {
 		// The events booked are written at least every traceFlushEvery,
 		// also while no thread stops (the tracer does not sleep until the
 		// next stop, reading the rings meanwhile): a program that runs or
@@ -497,7 +459,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		// (The narration's first hits of in-process counters.)
 		return t.proc.wait(pollWait(spin, time.Millisecond, idle))
 	}
-	if t.yielding {
+	if t.clocks.yielding {
 		return t.proc.wait(yieldWait(yieldWindow))
 	}
 	return t.proc.wait(sleepWait(spin))
@@ -509,9 +471,9 @@ func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	if tid == t.pid {
 		t.mainGoes()
 	}
-	t.noteRelease()
+	t.clocks.noteRelease()
 	if th := t.threads[tid]; th != nil {
-		th.released = t.resumed
+		th.released = t.clocks.resumed
 	}
 	if err := t.proc.cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("resume thread %d: %w", tid, err)
