@@ -68,7 +68,7 @@ func (a *attachment) detachAll(res *Result) error {
 				continue
 			}
 			if th != nil && t.rings != nil {
-				t.rings.stopped(th)
+				t.rings.stopSeen(th)
 			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
@@ -180,7 +180,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	}
 	for _, tid := range t.threadIDs() {
 		if th := t.threads[tid]; th != nil && t.rings != nil && stopped(tid) {
-			t.rings.stopped(th)
+			t.rings.stopSeen(th)
 		}
 	}
 	// The rings' checks off first: a thread in a trampoline, or one that

@@ -15,10 +15,14 @@ import "github.com/sourceprofiler/sprof/datafile"
 //	a module unmapped      mechanism       each forgets what it planted there
 //	a thread born, ended   threadHook      the counters (a block), the sampler
 //	the image replaced     execHook        the counters, the sampler, ...
-//	a stop handled         handledHook     the trace writer
+//	a stop seen            seenHook        the books' clocks (the thread's
+//	                                       waits), the rings (its records)
+//	a stop handled         handledHook     the books' clocks (the stop taken
+//	                                       out), the trace writer
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
-//	the run's figures      statsHook       the counters, the sampler
+//	the run's figures      statsHook       the counters, the books, the
+//	                                       sampler (which reads the books')
 //
 // A new part is its own file(s), with the hooks it needs, and one line in
 // choose.
@@ -38,9 +42,14 @@ type threadHook interface {
 // part wrote into the program is gone with it; what it counted stays.
 type execHook interface{ execed() }
 
+// seenHook is told of the stop of thread th, known to the tracer,
+// before it is handled: what the thread did before it stopped comes
+// first (its waits, the records of its ring).
+type seenHook interface{ stopSeen(th *thread) }
+
 // handledHook is told that the stop of thread tid has been handled, the
-// thread let go or left stopped: an observer of the stops (the trace
-// writer writes what was booked).
+// thread let go or left stopped (the time of the stop taken out of its
+// clock; the trace writer writes what was booked).
 type handledHook interface{ stopHandled(tid int) }
 
 // endHook is told that the run has ended, before the mechanisms collect
@@ -56,6 +65,7 @@ type parts struct {
 	mechs   []mechanism
 	threads []threadHook
 	execs   []execHook
+	seen    []seenHook
 	handled []handledHook
 	ends    []endHook
 	stats   []statsHook
@@ -72,7 +82,15 @@ func (t *tracer) choose() {
 			all = append(all, part)
 		}
 	}
-	// The mechanisms first, in the order a breakpoint stop is offered to
+	// The books' clocks first: a thread's waits are settled before its
+	// records are read, and its stop taken out of its clock before the
+	// trace is written.
+	var timed *timedRun
+	if t.books != nil {
+		timed = &timedRun{clocks: &t.clocks, threads: t.threads, books: t.books, rings: t.rings, plan: t.plan}
+		add(true, timed)
+	}
+	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
 	add(t.entries != nil, t.entries)
 	add(t.exits != nil, t.exits)
@@ -84,7 +102,7 @@ func (t *tracer) choose() {
 		t.counters.env.rings = t.rings // (nil once they gave up)
 	}
 	add(t.counters != nil, t.counters)
-	add(t.books != nil, bookStats{t})
+	add(timed != nil, timedFigures{timed}) // (after the counters' call depth)
 	if s := t.sampling; s != nil {
 		s.env.proc, s.env.counters = t.proc, t.counters
 	}
@@ -105,6 +123,9 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(seenHook); ok {
+			p.seen = append(p.seen, h)
 		}
 		if h, ok := part.(handledHook); ok {
 			p.handled = append(p.handled, h)
@@ -143,6 +164,13 @@ func (p *parts) execed() {
 	}
 }
 
+// stopSeen tells the parts of thread th's stop, before it is handled.
+func (p *parts) stopSeen(th *thread) {
+	for _, h := range p.seen {
+		h.stopSeen(th)
+	}
+}
+
 // stopHandled tells the parts that thread tid's stop was handled.
 func (p *parts) stopHandled(tid int) {
 	for _, h := range p.handled {
@@ -166,13 +194,4 @@ func (p *parts) addStats(s *datafile.Stats) {
 	for _, h := range p.stats {
 		h.stats(s)
 	}
-}
-
-// bookStats gives the run's figures what the books kept (timingStats),
-// after the counters' and before the sampler's, which reads them.
-type bookStats struct{ t *tracer }
-
-func (b bookStats) stats(s *datafile.Stats) {
-	t := b.t
-	t.clocks.timingStats(s, t.plan, t.threads, t.books, t.rings)
 }

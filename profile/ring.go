@@ -427,9 +427,9 @@ func (r *rings) drainEnd() {
 	r.bookGoroutines(r.seq + 1)
 }
 
-// stopped books, at a stop of thread th, the records its ring holds,
-// which came before the stop.
-func (r *rings) stopped(th *thread) {
+// stopSeen books, at a stop of thread th, the records its ring holds,
+// which came before the stop (seenHook).
+func (r *rings) stopSeen(th *thread) {
 	if c := r.counters; c != nil {
 		if b, ok := c.blockOf[th.tid]; ok {
 			r.held = b
@@ -468,7 +468,7 @@ func (r *rings) passFull(th *thread) bool {
 	if !ok {
 		return false
 	}
-	r.stopped(th)
+	r.stopSeen(th)
 	r.fullStop(th, r.arch.SP(r.regs), reg.tp)
 	r.full++
 	if r.regs.PC() != after {

@@ -413,7 +413,7 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books,
 		return
 	}
 	if r != nil {
-		r.stopped(th)
+		r.stopSeen(th)
 	}
 	c.settleWait(th)
 	th.closeWait()
@@ -503,4 +503,34 @@ func findExits(arch instr.Arch, mem instr.Memory, funcs []datafile.Func, items [
 		n += len(es)
 	}
 	return exits, n
+}
+
+// timedRun is the books' clocks as a part of a run that keeps books
+// (hooks.go): what they read of the run, as choose wired it.
+type timedRun struct {
+	clocks  *clocks
+	threads map[int]*thread
+	books   *books
+	rings   *rings
+	plan    *datafile.Plan
+}
+
+// stopSeen settles thread th's wait before its stop (seenHook).
+func (r *timedRun) stopSeen(th *thread) { r.clocks.settleWait(th) }
+
+// stopHandled takes thread tid's stop out of its clock, and reads the
+// waits due (handledHook).
+func (r *timedRun) stopHandled(tid int) {
+	r.clocks.charge(r.threads[tid], r.rings)
+	r.clocks.waitTick(r.threads, r.books)
+}
+
+// timedFigures gives the run's figures what the books kept (statsHook):
+// after the counters' (the books' call depth is the one kept), before the
+// sampler's, which reads them.
+type timedFigures struct{ r *timedRun }
+
+func (f timedFigures) stats(s *datafile.Stats) {
+	r := f.r
+	r.clocks.timingStats(s, r.plan, r.threads, r.books, r.rings)
 }

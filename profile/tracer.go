@@ -332,22 +332,14 @@ func (t *tracer) loop(res *Result) error {
 			t.threadGone(tid)
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil {
-				// Its wait came before this stop, and its records.
-				t.clocks.settleWait(th)
-				if t.rings != nil {
-					t.rings.stopped(th)
-				}
+				t.parts.stopSeen(th)
 			}
 			t.explain.stop()
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
-			if t.books != nil {
-				t.clocks.charge(t.threads[tid], t.rings)
-				t.clocks.waitTick(t.threads, t.books)
-			}
+			t.parts.stopHandled(tid)
 		}
-		t.parts.stopHandled(tid)
 		t.progress()
 	}
 }
