@@ -330,12 +330,9 @@ func (a *attachment) knownChildren() {
 
 // threadGone forgets thread tid, ended (loop).
 func (t *tracer) threadGone(tid int) {
-	if th := t.threads[tid]; th != nil {
-		t.clocks.closeThreadBooks(th, t.threads, t.books, t.rings)
-	}
+	t.parts.threadEnded(tid)
 	delete(t.threads, tid)
 	delete(t.requeued, tid)
-	t.parts.threadEnded(tid)
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

@@ -86,6 +86,8 @@ type breakpoints struct {
 	// at its first hit.
 	removeAtHit bool
 	hits        uint64 // the stops at a site
+	// ownTraps is set when the program raised a SIGTRAP of its own.
+	ownTraps bool
 }
 
 func newBreakpoints(t *tracer) *breakpoints {
@@ -131,6 +133,15 @@ func (bp *breakpoints) forget(lo, hi uint64) {
 		if in(s.addr) {
 			delete(bp.slots, slot)
 		}
+	}
+}
+
+// ended warns, at the end of the run, when the program raised SIGTRAPs
+// of its own while it had breakpoints hit: a debugger's habit, which
+// PROFILE passed on (endHook).
+func (bp *breakpoints) ended() {
+	if bp.ownTraps && bp.hits > 0 {
+		bp.t.cfg.Warn(prf.OwnTraps())
 	}
 }
 
@@ -294,7 +305,7 @@ func (t *tracer) trap(th *thread) error {
 	// Not ours: the program's own trap, delivered unchanged (or a copy
 	// of a breakpoint, which PROFILE says).
 	t.copyOfBreakpoint(addr)
-	t.ownTraps = true
+	t.bp.ownTraps = true
 	return t.resume(th.tid, syscall.SIGTRAP)
 }
 

@@ -13,8 +13,13 @@ import "github.com/sourceprofiler/sprof/datafile"
 //	a module mapped        mechanism       the mechanisms plant it, in order
 //	a breakpoint stop      mechanism       offered to each until one claims it
 //	a module unmapped      mechanism       each forgets what it planted there
-//	a thread born, ended   threadHook      the counters (a block), the sampler
-//	the image replaced     execHook        the counters, the sampler, ...
+//	a thread born, ended   threadHook      the counters (a block), the books'
+//	                                       clocks, the sampler (ended: the
+//	                                       reverse order)
+//	a vfork and its end    vforkHook       the rings (the child's records)
+//	the image replaced     execHook        the rings (read a last time), the
+//	                                       breakpoints, the counters, the
+//	                                       sampler
 //	a stop seen            seenHook        the books' clocks (the thread's
 //	                                       waits), the rings (its records)
 //	a stop handled         handledHook     the books' clocks (the stop taken
@@ -36,6 +41,14 @@ type threadHook interface {
 	// threadEnded is told that thread tid, or the foreign process tid,
 	// has left the program: ended, or gone through exec.
 	threadEnded(tid int)
+}
+
+// vforkHook is told that thread th of the program made a vfork child,
+// which runs on its stack in its memory until its exec or exit, and when
+// th goes on (its vfork-done stop).
+type vforkHook interface {
+	vforking(th *thread)
+	vforkDone(th *thread)
 }
 
 // execHook is told that the program's image was replaced (exec): what a
@@ -65,6 +78,7 @@ type parts struct {
 	mechs   []mechanism
 	threads []threadHook
 	execs   []execHook
+	vforks  []vforkHook
 	seen    []seenHook
 	handled []handledHook
 	ends    []endHook
@@ -82,14 +96,6 @@ func (t *tracer) choose() {
 			all = append(all, part)
 		}
 	}
-	// The books' clocks first: a thread's waits are settled before its
-	// records are read, and its stop taken out of its clock before the
-	// trace is written.
-	var timed *timedRun
-	if t.books != nil {
-		timed = &timedRun{clocks: &t.clocks, threads: t.threads, books: t.books, rings: t.rings, plan: t.plan}
-		add(true, timed)
-	}
 	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
 	add(t.entries != nil, t.entries)
@@ -102,7 +108,12 @@ func (t *tracer) choose() {
 		t.counters.env.rings = t.rings // (nil once they gave up)
 	}
 	add(t.counters != nil, t.counters)
-	add(timed != nil, timedFigures{timed}) // (after the counters' call depth)
+	if t.books != nil {
+		// (After the counters: a thread's books open once it has its
+		// block, and the books' call depth is the one kept; before the
+		// sampler, which reads the books' figures.)
+		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.books, rings: t.rings, plan: t.plan})
+	}
 	if s := t.sampling; s != nil {
 		s.env.proc, s.env.counters = t.proc, t.counters
 	}
@@ -123,6 +134,9 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(vforkHook); ok {
+			p.vforks = append(p.vforks, h)
 		}
 		if h, ok := part.(seenHook); ok {
 			p.seen = append(p.seen, h)
@@ -150,10 +164,28 @@ func (p *parts) threadBorn(tid int, foreign bool) error {
 	return nil
 }
 
-// threadEnded tells the parts that thread tid has left the program.
+// threadEnded tells the parts that thread tid has left the program, in
+// the reverse order of its birth: what a part set up for the thread is
+// still there for those told before it (the books read the thread's
+// last records from the block the counters then take back).
 func (p *parts) threadEnded(tid int) {
-	for _, h := range p.threads {
-		h.threadEnded(tid)
+	for i := len(p.threads) - 1; i >= 0; i-- {
+		p.threads[i].threadEnded(tid)
+	}
+}
+
+// vforking tells the parts that thread th made a vfork child.
+func (p *parts) vforking(th *thread) {
+	for _, h := range p.vforks {
+		h.vforking(th)
+	}
+}
+
+// vforkDone tells the parts that thread th's vfork child let its memory
+// go.
+func (p *parts) vforkDone(th *thread) {
+	for _, h := range p.vforks {
+		h.vforkDone(th)
 	}
 }
 

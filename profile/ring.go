@@ -263,9 +263,6 @@ func (r *rings) drain(th *thread) int {
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (r *rings) vforking(th *thread) {
-	if r == nil {
-		return
-	}
 	if c := r.counters; c != nil && c.layout.rings && c.layout.table {
 		r.drain(th)
 		th.vforking = true
@@ -426,6 +423,10 @@ func (r *rings) drainEnd() {
 	r.drainAll()
 	r.bookGoroutines(r.seq + 1)
 }
+
+// execed reads the rings a last time: the image is being replaced
+// (execHook).
+func (r *rings) execed() { r.drainEnd() }
 
 // stopSeen books, at a stop of thread th, the records its ring holds,
 // which came before the stop (seenHook).

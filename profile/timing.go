@@ -515,7 +515,23 @@ type timedRun struct {
 	plan    *datafile.Plan
 }
 
-// stopSeen settles thread th's wait before its stop (seenHook).
+// threadBorn opens the books of thread tid, the program's (threadHook).
+func (r *timedRun) threadBorn(tid int, foreign bool) error {
+	if th := r.threads[tid]; th != nil && !foreign {
+		r.clocks.openThreadBooks(th, r.books)
+	}
+	return nil
+}
+
+// threadEnded closes the books of thread tid (threadHook).
+func (r *timedRun) threadEnded(tid int) {
+	if th := r.threads[tid]; th != nil {
+		r.clocks.closeThreadBooks(th, r.threads, r.books, r.rings)
+	}
+}
+
+// stopSeen settles thread th's wait before its stop (seenHook). (The
+// rings, when they read records of its, settle it first.)
 func (r *timedRun) stopSeen(th *thread) { r.clocks.settleWait(th) }
 
 // stopHandled takes thread tid's stop out of its clock, and reads the
@@ -525,12 +541,7 @@ func (r *timedRun) stopHandled(tid int) {
 	r.clocks.waitTick(r.threads, r.books)
 }
 
-// timedFigures gives the run's figures what the books kept (statsHook):
-// after the counters' (the books' call depth is the one kept), before the
-// sampler's, which reads them.
-type timedFigures struct{ r *timedRun }
-
-func (f timedFigures) stats(s *datafile.Stats) {
-	r := f.r
+// stats gives the run's figures what the books kept (statsHook).
+func (r *timedRun) stats(s *datafile.Stats) {
 	r.clocks.timingStats(s, r.plan, r.threads, r.books, r.rings)
 }

@@ -164,8 +164,6 @@ type tracer struct {
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
 	ownCont bool
-	// ownTraps is set when the program raised a SIGTRAP of its own.
-	ownTraps bool
 	// watch is what the program does behind PROFILE's back (watch.go).
 	watch watch
 
@@ -251,9 +249,6 @@ func newTracer(cfg Config) (*tracer, error) {
 // PROFILE has let it go.
 func (t *tracer) finish(start time.Time, res *Result) {
 	t.signalCost(t.cfg.Now().Sub(start))
-	if t.ownTraps && t.bp.hits > 0 {
-		t.cfg.Warn(prf.OwnTraps())
-	}
 	t.parts.ended(res)
 	res.EndCheck = t.watch.checked
 	res.RolledBack = t.rolledBack
@@ -377,7 +372,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	case ptrace.EventExec:
 		return t.exec(th)
 	case ptrace.EventVforkDone:
-		t.rings.vforkDone(th)
+		t.parts.vforkDone(th)
 	case ptrace.EventExit:
 		return t.threadExit(th)
 	case ptrace.EventStop:
