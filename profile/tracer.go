@@ -160,7 +160,7 @@ type tracer struct {
 	// goDepthChecked and goDepth: whether the plan has functions whose
 	// frames the depth code keys as Go's (settleDepth).
 	goDepthChecked, goDepth bool
-	execed    bool
+	execed                  bool
 	// ownCont is set until the tracer has seen the SIGCONT that ended the
 	// stop of ptrace.Seize: it is the tracer's, not the program's.
 	ownCont bool
