@@ -328,7 +328,7 @@ func (t *tracer) knownChildren() {
 		}
 		for _, f := range strings.Fields(string(b)) {
 			if child, err := strconv.Atoi(f); err == nil {
-				t.noteChild(child)
+				t.watch.noteChild(child)
 			}
 		}
 	}
@@ -340,7 +340,7 @@ func (t *tracer) threadGone(tid int) {
 		t.closeThreadBooks(th)
 	}
 	delete(t.threads, tid)
-	delete(t.requeued, tid)
+	delete(t.signals.requeued, tid)
 	t.threadEnded(tid)
 	if t.sampling != nil {
 		t.sampling.threadEnded(tid)

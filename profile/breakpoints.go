@@ -283,8 +283,8 @@ func (t *tracer) trap(th *thread) error {
 	}
 	// Not ours: the program's own trap, delivered unchanged (or a copy
 	// of a breakpoint, which PROFILE says).
-	t.copyOfBreakpoint(addr)
-	t.ownTraps = true
+	t.watch.copyOfBreakpoint(addr, t.watchEnv())
+	t.watch.ownTraps = true
 	return t.resume(th.tid, syscall.SIGTRAP)
 }
 
@@ -414,7 +414,7 @@ func (bp *breakpoints) retrapped(th *thread, s *site) error {
 			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			bp.t.warnOnce(prf.StaleCode(s.addr))
+			bp.t.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
 			s.stale = true
 			return bp.displace(th, s)
 		}
