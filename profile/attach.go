@@ -322,7 +322,7 @@ func (a *attachment) knownChildren() {
 		}
 		for _, f := range strings.Fields(string(b)) {
 			if child, err := strconv.Atoi(f); err == nil {
-				t.noteChild(child)
+				t.watch.noteChild(child)
 			}
 		}
 	}
@@ -332,7 +332,7 @@ func (a *attachment) knownChildren() {
 func (t *tracer) threadGone(tid int) {
 	t.parts.threadEnded(tid)
 	delete(t.threads, tid)
-	delete(t.requeued, tid)
+	delete(t.signals.requeued, tid)
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

@@ -304,7 +304,7 @@ func (t *tracer) trap(th *thread) error {
 	}
 	// Not ours: the program's own trap, delivered unchanged (or a copy
 	// of a breakpoint, which PROFILE says).
-	t.copyOfBreakpoint(addr)
+	t.watch.copyOfBreakpoint(addr, t.watchEnv())
 	t.bp.ownTraps = true
 	return t.resume(th.tid, syscall.SIGTRAP)
 }
@@ -435,7 +435,7 @@ func (bp *breakpoints) retrapped(th *thread, s *site) error {
 			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			bp.t.warnOnce(prf.StaleCode(s.addr))
+			bp.t.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
 			s.stale = true
 			return bp.displace(th, s)
 		}

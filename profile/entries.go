@@ -361,7 +361,7 @@ func (t *tracer) writePlanting(p *planting) error {
 	if err := t.writeCode(p.text, append(slices.Clone(p.spans), jumps...)); err != nil {
 		return fmt.Errorf("patch the code: %w", err)
 	}
-	t.wrote(p.mi, p.bias, jumps)
+	t.watch.wrote(p.mi, p.bias, jumps)
 	if err := t.bp.write(); err != nil {
 		return err
 	}

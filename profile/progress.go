@@ -97,7 +97,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
-		t.requeuedIdle()
+		t.signals.requeuedIdle(t.proc, t.pid)
 		t.trace.flush()
 		t.progress()
 		return work

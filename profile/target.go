@@ -207,8 +207,8 @@ func (l *launch) ready() (func(), error) {
 	if err := t.proc.seize(t.pid); err != nil {
 		return nothing, prf.CannotRun(t.cfg.Path, err)
 	}
-	t.ownCont = true
-	return t.forwardSignals(), nil
+	t.signals.ownCont = true
+	return t.signals.forward(t.cfg.Signals, t.proc, t.pid, &t.explain), nil
 }
 
 // start lets the program go from its exec stop.

@@ -32,7 +32,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
 	child := int(msg)
-	t.noteChild(child)
+	t.watch.noteChild(child)
 	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
 	switch {
 	case th.foreign && kind == kindThread:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,9 +109,6 @@ type tracer struct {
 	entries *entryTrampolines
 	// lines plants line sites in-process (linetramps.go).
 	lines *lineTrampolines
-	// rolledBack counts the threads rolled out of instrumentation code
-	// for a signal (Result.RolledBack).
-	rolledBack uint64
 	// rings are the threads' rings, when the books are fed from them
 	// (ring.go).
 	rings *rings
@@ -157,21 +153,11 @@ type tracer struct {
 	// (goRingPossible).
 	tpChecked, tpUsable   bool
 	goRingChecked, goRing bool
-	// goDepthChecked and goDepth: whether the plan has functions whose
-	// frames the depth code keys as Go's (settleDepth).
-	goDepthChecked, goDepth bool
-	execed                  bool
-	// ownCont is set until the tracer has seen the SIGCONT that ended the
-	// stop of ptrace.Seize: it is the tracer's, not the program's.
-	ownCont bool
+	execed bool
 	// watch is what the program does behind PROFILE's back (watch.go).
 	watch watch
-
-	// lastSignal[n] is when the program last reported signal n (Unix ns),
-	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
-	// process group) is not passed on twice.
-	lastSignal [65]atomic.Int64
-	sigNote    atomic.Value // string: the signal PROFILE received, if any
+	// signals passes signals on (signals.go, eintr.go).
+	signals signals
 
 	// parts are the run's parts, found once, and their hooks (hooks.go).
 	parts parts
@@ -182,12 +168,6 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
-	// later are stops a wait for one thread took (deliverOutside), which
-	// the loop handles first.
-	later []laterStop
-	// requeued are the threads that block a signal for a moment
-	// (eintr.go).
-	requeued map[int]*requeued
 	// ownMaps are the executable areas PROFILE mapped in the program
 	// (mmap): trampolines, slots, hops, the calibration's code, whether
 	// or not a module's areas (areas) list them.
@@ -248,10 +228,10 @@ func newTracer(cfg Config) (*tracer, error) {
 // finish gathers the run's counts into res when the program has ended, or
 // PROFILE has let it go.
 func (t *tracer) finish(start time.Time, res *Result) {
-	t.signalCost(t.cfg.Now().Sub(start))
+	t.watch.signalCost(t.cfg.Now().Sub(start), t.cfg.Warn)
 	t.parts.ended(res)
 	res.EndCheck = t.watch.checked
-	res.RolledBack = t.rolledBack
+	res.RolledBack = t.signals.rolledBack
 	res.Counts = t.counts(start, res)
 	t.explain.ended(res)
 }
@@ -269,7 +249,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		// exited has every count.
 		run.Incomplete = true
 		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
-		if note, _ := t.sigNote.Load().(string); note != "" {
+		if note := t.signals.note(); note != "" {
 			run.Reason = note + "; " + run.Reason
 		}
 	}
@@ -341,8 +321,8 @@ func (t *tracer) loop(res *Result) error {
 
 // stopped handles one ptrace stop of thread tid.
 func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
-	t.maskBack(tid, ws)
-	t.requeuedIdle()
+	t.signals.maskBack(t.proc, t.pid, tid, ws)
+	t.signals.requeuedIdle(t.proc, t.pid)
 	th := t.threads[tid]
 	if th == nil {
 		return t.newcomer(tid, ws)
@@ -357,12 +337,12 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		return nil
 	}
 	sig := ws.StopSignal()
-	if sig == syscall.SIGCONT && t.ownCont && tid == t.pid {
-		t.ownCont = false
+	if sig == syscall.SIGCONT && t.signals.ownCont && tid == t.pid {
+		t.signals.ownCont = false
 		return t.resume(tid, 0)
 	}
 	if sig != syscall.SIGTRAP {
-		return t.signal(th, sig)
+		return t.signals.signal(th, sig, t.signalEnv())
 	}
 	switch ws.Event() {
 	case 0:
@@ -396,9 +376,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
-	if n := len(t.later); n > 0 {
-		s := t.later[0]
-		t.later = t.later[1:]
+	if s, ok := t.signals.takeLater(); ok {
 		return s.tid, s.ws, nil
 	}
 	if t.attach != nil || t.cfg.Progress != nil {
@@ -456,7 +434,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	if tid == t.pid {
-		t.mainGoes()
+		t.signals.mainGoes(t.proc, t.pid, t.threads, t.attach != nil)
 	}
 	t.clocks.noteRelease()
 	if th := t.threads[tid]; th != nil {
