@@ -153,7 +153,7 @@ type tracer struct {
 	// (goRingPossible).
 	tpChecked, tpUsable   bool
 	goRingChecked, goRing bool
-	execed bool
+	execed                bool
 	// watch is what the program does behind PROFILE's back (watch.go).
 	watch watch
 	// signals passes signals on (signals.go, eintr.go).
