@@ -184,9 +184,9 @@ func (a *attachment) start() (done func(), err error) {
 	a.began = time.Now()
 	done = a.endWindow()
 	a.unmask()
-	t.startWaits()
+	t.clocks.startWaits(t.timed, t.books, t.pid, t.arch)
 	for _, tid := range t.threadIDs() {
-		t.openThreadBooks(t.threads[tid])
+		t.clocks.openThreadBooks(t.threads[tid], t.books)
 		if err = t.resume(tid, 0); err != nil {
 			return done, err
 		}
@@ -322,7 +322,7 @@ func (a *attachment) knownChildren() {
 		}
 		for _, f := range strings.Fields(string(b)) {
 			if child, err := strconv.Atoi(f); err == nil {
-				t.noteChild(child)
+				t.watch.noteChild(child)
 			}
 		}
 	}
@@ -330,12 +330,9 @@ func (a *attachment) knownChildren() {
 
 // threadGone forgets thread tid, ended (loop).
 func (t *tracer) threadGone(tid int) {
-	if th := t.threads[tid]; th != nil {
-		t.closeThreadBooks(th)
-	}
-	delete(t.threads, tid)
-	delete(t.requeued, tid)
 	t.parts.threadEnded(tid)
+	delete(t.threads, tid)
+	delete(t.signals.requeued, tid)
 }
 
 // borrowed returns the registers saved of a thread PROFILE borrows, made

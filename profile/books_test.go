@@ -470,33 +470,33 @@ func TestBooksStepsAreStacks(t *testing.T) {
 // one, /CB's when forced, and never more than the lower quartile of the
 // run's gaps between stops once a window of them is known.
 func TestEventCost(t *testing.T) {
-	tr := &tracer{overhead: 30000}
+	tr := &tracer{clocks: clocks{overhead: 30000}}
 	for range 15 {
-		tr.gaps.add(1000)
+		tr.clocks.gaps.add(1000)
 	}
-	if got := tr.eventCost(); got != 30000 {
+	if got := tr.clocks.eventCost(); got != 30000 {
 		t.Errorf("before 16 gaps: %d, want the calibration 30000", got)
 	}
-	tr.gaps.add(1000)
-	if got := tr.eventCost(); got != 1000 {
+	tr.clocks.gaps.add(1000)
+	if got := tr.clocks.eventCost(); got != 1000 {
 		t.Errorf("after 16 gaps of 1 µs: %d, want 1000", got)
 	}
-	tr = &tracer{overhead: 30000}
+	tr = &tracer{clocks: clocks{overhead: 30000}}
 	for i := range gapWindow {
-		tr.gaps.add(int64(10000 + 100*i)) // 10 µs to 35.5 µs
+		tr.clocks.gaps.add(int64(10000 + 100*i)) // 10 µs to 35.5 µs
 	}
-	if got, want := tr.eventCost(), int64(10000+100*gapWindow/4); got != want {
+	if got, want := tr.clocks.eventCost(), int64(10000+100*gapWindow/4); got != want {
 		t.Errorf("after gaps of 10-35.5 µs: %d, want their lower quartile %d", got, want)
 	}
-	tr.forced = true
-	if got := tr.eventCost(); got != 30000 {
+	tr.clocks.forced = true
+	if got := tr.clocks.eventCost(); got != 30000 {
 		t.Errorf("/CB: %d, want 30000 as imposed", got)
 	}
-	tr = &tracer{overhead: 5000}
+	tr = &tracer{clocks: clocks{overhead: 5000}}
 	for range gapWindow {
-		tr.gaps.add(1_000_000) // calls that all work a millisecond
+		tr.clocks.gaps.add(1_000_000) // calls that all work a millisecond
 	}
-	if got := tr.eventCost(); got != 5000 {
+	if got := tr.clocks.eventCost(); got != 5000 {
 		t.Errorf("long gaps: %d, want the calibration 5000", got)
 	}
 }
@@ -511,7 +511,7 @@ func TestEventCost(t *testing.T) {
 // tell a stop from the program's own time where the machine is busy.
 func TestStopsTakenOut(t *testing.T) {
 	const tid, overhead = 7, 10000
-	tr := &tracer{overhead: overhead, forced: true, threads: map[int]*thread{tid: {tid: tid}}, stolen: map[ledgerKey]int64{}}
+	tr := &tracer{clocks: clocks{overhead: overhead, forced: true, stolen: map[ledgerKey]int64{}}, threads: map[int]*thread{tid: {tid: tid}}}
 	th := tr.threads[tid]
 	k := threadLedger(tid)
 	g, other := ledgerKey{goroutine: true, id: 0xc000001000}, ledgerKey{goroutine: true, id: 0xc000002000}
@@ -520,15 +520,15 @@ func TestStopsTakenOut(t *testing.T) {
 	type stop struct{ seen, let int64 }
 	var times, gTimes, otherTimes []int64
 	for i, s := range []stop{{1e6, 1.05e6}, {3e6, 3.2e6}, {3.3e6, 3.31e6}} {
-		tr.waited = s.seen
-		times = append(times, tr.now(th, k))
-		gTimes = append(gTimes, tr.now(th, g))
-		otherTimes = append(otherTimes, tr.now(th, other))
+		tr.clocks.waited = s.seen
+		times = append(times, tr.clocks.now(th, k, tr.rings))
+		gTimes = append(gTimes, tr.clocks.now(th, g, tr.rings))
+		otherTimes = append(otherTimes, tr.clocks.now(th, other, tr.rings))
 		if i < 2 {
-			tr.charged = g
+			tr.clocks.charged = g
 		}
-		tr.resumed = s.let
-		tr.charge(tid)
+		tr.clocks.resumed = s.let
+		tr.clocks.charge(tr.threads[tid], tr.rings)
 	}
 	for _, c := range []struct {
 		what string
@@ -601,7 +601,7 @@ func BenchmarkBooks(b *testing.B) {
 // what it ran.
 func TestStopCostBounded(t *testing.T) {
 	const tid, overhead = 7, 4e6
-	tr := &tracer{overhead: overhead, threads: map[int]*thread{tid: {tid: tid, born: 1e6}}, stolen: map[ledgerKey]int64{}}
+	tr := &tracer{clocks: clocks{overhead: overhead, stolen: map[ledgerKey]int64{}}, threads: map[int]*thread{tid: {tid: tid, born: 1e6}}}
 	th := tr.threads[tid]
 	k := threadLedger(tid)
 	// Ten stops, 30 µs of the program's each, each stop lasting 5 µs as
@@ -610,19 +610,19 @@ func TestStopCostBounded(t *testing.T) {
 	var times []int64
 	for range 10 {
 		at += 30e3
-		tr.waited = at
-		times = append(times, tr.now(th, k))
+		tr.clocks.waited = at
+		times = append(times, tr.clocks.now(th, k, tr.rings))
 		at += 5e3
-		tr.resumed = at
-		tr.charge(tid)
+		tr.clocks.resumed = at
+		tr.clocks.charge(tr.threads[tid], tr.rings)
 	}
 	for i := 1; i < len(times); i++ {
 		if d := times[i] - times[i-1]; d < 0 || d > 30e3 {
 			t.Errorf("%d ns between stops %d and %d on the thread's clock, want 0 to 30 µs", d, i, i+1)
 		}
 	}
-	tr.waited = at // it ends as it is let go
-	if end := tr.now(th, k); end < th.born || end > th.born+300e3 {
+	tr.clocks.waited = at // it ends as it is let go
+	if end := tr.clocks.now(th, k, tr.rings); end < th.born || end > th.born+300e3 {
 		t.Errorf("the thread's clock ends at %d, want between its birth at %d and 300 µs later", end, th.born)
 	}
 }

@@ -86,6 +86,8 @@ type breakpoints struct {
 	// at its first hit.
 	removeAtHit bool
 	hits        uint64 // the stops at a site
+	// ownTraps is set when the program raised a SIGTRAP of its own.
+	ownTraps bool
 }
 
 func newBreakpoints(t *tracer) *breakpoints {
@@ -131,6 +133,15 @@ func (bp *breakpoints) forget(lo, hi uint64) {
 		if in(s.addr) {
 			delete(bp.slots, slot)
 		}
+	}
+}
+
+// ended warns, at the end of the run, when the program raised SIGTRAPs
+// of its own while it had breakpoints hit: a debugger's habit, which
+// PROFILE passed on (endHook).
+func (bp *breakpoints) ended() {
+	if bp.ownTraps && bp.hits > 0 {
+		bp.t.cfg.Warn(prf.OwnTraps())
 	}
 }
 
@@ -293,8 +304,8 @@ func (t *tracer) trap(th *thread) error {
 	}
 	// Not ours: the program's own trap, delivered unchanged (or a copy
 	// of a breakpoint, which PROFILE says).
-	t.copyOfBreakpoint(addr)
-	t.ownTraps = true
+	t.watch.copyOfBreakpoint(addr, t.watchEnv())
+	t.bp.ownTraps = true
 	return t.resume(th.tid, syscall.SIGTRAP)
 }
 
@@ -311,7 +322,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 	switch {
 	case th.foreign:
 	case t.books != nil:
-		t.book(th, s)
+		t.clocks.book(th, s, booking{t.books, t.plan.Funcs, t.rings, t.arch, &t.regs, t.mem})
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
@@ -361,7 +372,7 @@ func (bp *breakpoints) displace(th *thread, s *site) error {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
-		t.noteRelease()
+		t.clocks.noteRelease()
 		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
@@ -424,7 +435,7 @@ func (bp *breakpoints) retrapped(th *thread, s *site) error {
 			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			bp.t.warnOnce(prf.StaleCode(s.addr))
+			bp.t.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
 			s.stale = true
 			return bp.displace(th, s)
 		}

@@ -1,6 +1,7 @@
-// The counter clock and the cost of a record: how a ring record's CPU
-// counter reading becomes PROFILE's clock (counterClock), and what one
-// record costs the program, measured at start-up (calibrateRing).
+// The counter clock and the calibration: how a ring record's CPU counter
+// reading becomes PROFILE's clock (counterClock), and what a stop and a
+// record cost the program beyond what PROFILE's clock sees, measured at
+// start-up (calibrateAll: calibrate, calibrateRing).
 
 package profile
 
@@ -21,6 +22,22 @@ import (
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
+// calibration is what the calibration works with (calibrateAll): the
+// process proc, whose main thread pid is stopped at its exec, borrowed
+// for PROFILE's code (borrow: inject.go; borrowed: attach.go), the
+// counters and rings when timing in-process, and /CALIBRATION's figure,
+// negative when there is none.
+type calibration struct {
+	proc     process
+	pid      int
+	arch     instr.Arch
+	borrow   func(tid int, code []byte) (ptrace.Regs, func() error, error)
+	borrowed func(saved ptrace.Regs) ptrace.Regs
+	counters *counters
+	rings    *rings
+	imposed  int64
+}
+
 // calibrationRecords is how many records the first calibration block
 // makes between its pieces of work, at most: no more than half a ring.
 const calibrationRecords = 128
@@ -30,54 +47,123 @@ func calibrating() int { return min(calibrationRecords, ringRecords/2) }
 
 // counterClock turns the CPU counter's readings into PROFILE's clock: a
 // reading and the clock at the same moment, and the clock's nanoseconds
-// per count, measured over the run so far.
+// per count, measured over the run so far. checked and shared: whether
+// the counter was found to be one clock across CPUs (oneClock).
 type counterClock struct {
-	ctr0    uint64
-	ns0     int64
-	scale   float64
-	refined int64 // the clock when scale was last measured
+	ctr0            uint64
+	ns0             int64
+	scale           float64
+	refined         int64 // the clock when scale was last measured
+	checked, shared bool
 }
 
 // counterPair reads the counter and the clock together: of a few tries,
 // the one with the two clock readings around the counter's closest.
-func (t *tracer) counterPair() (uint64, int64) {
+func (c *clocks) counterPair() (uint64, int64) {
 	best := int64(math.MaxInt64)
 	var ctr uint64
 	var ns int64
 	for range 5 {
-		a := t.clock()
-		c := ptrace.Counter()
-		b := t.clock()
+		a := c.clock()
+		read := ptrace.Counter()
+		b := c.clock()
 		if b-a < best {
-			best, ctr, ns = b-a, c, a+(b-a)/2
+			best, ctr, ns = b-a, read, a+(b-a)/2
 		}
 	}
 	return ctr, ns
 }
 
 // startCounter takes the clock's first pair.
-func (t *tracer) startCounter() {
-	t.ctr.ctr0, t.ctr.ns0 = t.counterPair()
+func (c *clocks) startCounter() {
+	c.ctr.ctr0, c.ctr.ns0 = c.counterPair()
 }
 
 // refineCounter measures the scale from the first pair to now; at most
 // every 100 ms, each pair's error being some tens of nanoseconds.
-func (t *tracer) refineCounter() {
-	c := &t.ctr
-	if c.scale != 0 && t.clock()-c.refined < 100e6 {
+func (c *clocks) refineCounter() {
+	cc := &c.ctr
+	if cc.scale != 0 && c.clock()-cc.refined < 100e6 {
 		return
 	}
-	ctr, ns := t.counterPair()
-	if ctr <= c.ctr0 || ns <= c.ns0 {
+	ctr, ns := c.counterPair()
+	if ctr <= cc.ctr0 || ns <= cc.ns0 {
 		return
 	}
-	c.scale = float64(ns-c.ns0) / float64(ctr-c.ctr0)
-	c.refined = ns
+	cc.scale = float64(ns-cc.ns0) / float64(ctr-cc.ctr0)
+	cc.refined = ns
 }
 
 // ns converts a counter reading.
 func (c *counterClock) ns(ctr uint64) int64 {
 	return c.ns0 + int64(float64(int64(ctr-c.ctr0))*c.scale)
+}
+
+// calibrate measures the overhead of one event at the exec stop, before
+// the program runs: the thread hits a breakpoint at its first instruction
+// calibrationRounds times, and the lower quartile of the round trips is
+// the stop's cost. Where other work shares the CPUs, a round trip often
+// waits for one, and the median was seen at 4 ms for stops of some 30 µs:
+// taken out of every later stop, it took most of the program's own time.
+// Its registers and code are restored.
+func (c *clocks) calibrate(cal *calibration) (int64, error) {
+	saved, restore, err := cal.borrow(cal.pid, cal.arch.Breakpoint())
+	if err != nil {
+		return 0, err
+	}
+	defer restore()
+	samples := make([]int64, 0, calibrationRounds)
+	regs := cal.borrowed(saved)
+	for range calibrationRounds {
+		if err := cal.proc.setRegs(cal.pid, &regs); err != nil {
+			return 0, err
+		}
+		let := c.clock()
+		if err := cal.proc.cont(cal.pid, 0); err != nil {
+			return 0, err
+		}
+		tid, ws, err := cal.proc.wait(yieldWait(yieldWindow))
+		if err != nil {
+			return 0, err
+		}
+		if tid != cal.pid || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
+			return 0, errors.New("program did not stop at the calibration breakpoint")
+		}
+		samples = append(samples, c.clock()-let)
+	}
+	slices.Sort(samples)
+	return samples[len(samples)/4], nil
+}
+
+// calibrateAll measures, for a timed run, what a breakpoint's stop and a
+// ring's record cost the program (calibrate, calibrateRing), on the main
+// thread where PROFILE stopped it, or takes /CALIBRATION's figure.
+func (c *clocks) calibrateAll(timed bool, cal calibration) error {
+	if !timed {
+		return nil
+	}
+	var err error
+	if c.calculated, err = c.calibrate(&cal); err != nil {
+		return fmt.Errorf("calibrate the overhead: %w", err)
+	}
+	c.overhead = c.calculated
+	c.yielding = true
+	if r := cal.rings; r != nil {
+		counts, err := cal.calibrateRing()
+		if err != nil {
+			return fmt.Errorf("calibrate the cost of a record: %w", err)
+		}
+		c.refineCounter()
+		r.cost = counts * c.ctr.scale
+		c.calculated = int64(math.Round(r.cost))
+	}
+	if imposed := cal.imposed; imposed >= 0 {
+		c.overhead, c.forced = imposed, true
+		if cal.rings != nil {
+			cal.rings.cost = float64(imposed)
+		}
+	}
+	return nil
 }
 
 // calibrateRing measures what one record costs the program, in counter
@@ -87,44 +173,44 @@ func (c *counterClock) ns(ctr uint64) int64 {
 // first block's time, per record, is the cost (the least time of each
 // block over the rounds: what the machine adds, an interrupt, a
 // migration, only adds). Its registers come back, and its ring is emptied.
-func (t *tracer) calibrateRing() (float64, error) {
-	c := t.counters
+func (cal *calibration) calibrateRing() (float64, error) {
+	cs, proc, pid := cal.counters, cal.proc, cal.pid
 	var saved ptrace.Regs
-	if err := t.proc.getRegs(t.pid, &saved); err != nil {
+	if err := proc.getRegs(pid, &saved); err != nil {
 		return 0, err
 	}
-	defer t.proc.setRegs(t.pid, &saved)
-	b := c.blockOf[t.pid]
-	area := c.ringArea(b)
+	defer proc.setRegs(pid, &saved)
+	b := cs.blockOf[pid]
+	area := cs.ringArea(b)
 	// run runs the block at addr and returns the time from its first
 	// record to its last.
 	run := func(addr uint64, records int) (int64, error) {
 		// The records go into cache lines PROFILE has just read, as in
 		// a run, where it reads each record a moment after the thread
 		// wrote it.
-		t.rings.reset(b)
+		cal.rings.reset(b)
 		var sink uint64
 		for i := range records {
 			sink += atomic.LoadUint64((*uint64)(unsafe.Pointer(&instr.RingSlot(area, i)[0])))
 		}
-		t.rings.sink = sink
-		defer t.rings.reset(b)
-		regs := t.borrowed(saved)
+		cal.rings.sink = sink
+		defer cal.rings.reset(b)
+		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
-		if err := t.proc.setRegs(t.pid, &regs); err != nil {
+		if err := proc.setRegs(pid, &regs); err != nil {
 			return 0, err
 		}
-		if err := t.proc.cont(t.pid, 0); err != nil {
+		if err := proc.cont(pid, 0); err != nil {
 			return 0, err
 		}
-		ws, err := t.proc.waitFor(t.pid, 0)
+		ws, err := proc.waitFor(pid, 0)
 		if err != nil {
 			return 0, err
 		}
 		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 			return 0, fmt.Errorf("program did not stop after the calibration records (%v)", ws.StopSignal())
 		}
-		if first, n := instr.RingUnread(t.arch, area, ringRecords); first != 0 || n != records {
+		if first, n := instr.RingUnread(cal.arch, area, ringRecords); first != 0 || n != records {
 			return 0, fmt.Errorf("calibration made %d records, want %d", n, records)
 		}
 		first := instr.ReadRecord(instr.RingSlot(area, 0))
@@ -134,11 +220,11 @@ func (t *tracer) calibrateRing() (float64, error) {
 	var with, without []int64
 	const rounds = 31
 	for round := range rounds {
-		w, err := run(c.calibration[0], calibrating()+2)
+		w, err := run(cs.calibration[0], calibrating()+2)
 		if err != nil {
 			return 0, err
 		}
-		wo, err := run(c.calibration[1], 2)
+		wo, err := run(cs.calibration[1], 2)
 		if err != nil {
 			return 0, err
 		}
@@ -149,17 +235,17 @@ func (t *tracer) calibrateRing() (float64, error) {
 	return max(float64(slices.Min(with)-slices.Min(without)), 0) / float64(calibrating()), nil
 }
 
-// calibrationBlocks returns the code of the two calibration blocks: a
+// calibrationBlocks returns the code of arch's two calibration blocks: a
 // record, calibrationRecords pieces of work (instr.CalibrationWork) each
 // after a record, a record and a breakpoint; the same without the
 // records between; their records go to ring r.
-func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
+func calibrationBlocks(arch instr.Arch, r instr.Ring) (with, without []byte) {
 	// The records between are entries and exits in turn, as a call's
 	// (their readings of the counter differ: instr.RecordCode); those
 	// that time the blocks are exits', which wait for the work before.
-	entry, _ := t.arch.RecordCode(r, instr.RecordTag(0, false))
-	exit, _ := t.arch.RecordCode(r, instr.RecordTag(0, true))
-	work := instr.CalibrationWork(t.arch)
+	entry, _ := arch.RecordCode(r, instr.RecordTag(0, false))
+	exit, _ := arch.RecordCode(r, instr.RecordTag(0, true))
+	work := instr.CalibrationWork(arch)
 	with, without = slices.Clone(exit.Code), slices.Clone(exit.Code)
 	for i := range calibrating() {
 		rc := entry
@@ -169,7 +255,7 @@ func (t *tracer) calibrationBlocks(r instr.Ring) (with, without []byte) {
 		with = append(append(with, rc.Code...), work...)
 		without = append(without, work...)
 	}
-	bp := t.arch.Breakpoint()
+	bp := arch.Breakpoint()
 	return append(append(with, exit.Code...), bp...), append(append(without, exit.Code...), bp...)
 }
 
@@ -186,14 +272,16 @@ var errGoClock = errors.New("a Go function, and the counter not one clock across
 var clockSourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 
 // oneClock reports whether the counter the records read is one clock
-// across CPUs, warning once (PRF4680) where it is not known to be.
-func (t *tracer) oneClock() bool {
-	if t.clockChecked {
-		return t.clockShared
+// across CPUs, on arch, warning once (PRF4680, through warn) where it is
+// not known to be and plan has Go functions, whose goroutines move from
+// CPU to CPU.
+func (c *counterClock) oneClock(arch instr.Arch, plan *datafile.Plan, warn func(*prf.Diagnostic)) bool {
+	if c.checked {
+		return c.shared
 	}
-	t.clockChecked = true
-	if t.arch.CounterOneClock() {
-		t.clockShared = true
+	c.checked = true
+	if arch.CounterOneClock() {
+		c.shared = true
 		return true
 	}
 	b, err := os.ReadFile(clockSourceFile)
@@ -201,9 +289,9 @@ func (t *tracer) oneClock() bool {
 	if err != nil {
 		source = "unknown (" + clockSourceFile + " unreadable)"
 	}
-	t.clockShared = source == "tsc"
-	if !t.clockShared && slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
-		t.cfg.Warn(prf.CounterNotShared(source))
+	c.shared = source == "tsc"
+	if !c.shared && slices.ContainsFunc(plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+		warn(prf.CounterNotShared(source))
 	}
-	return t.clockShared
+	return c.shared
 }

@@ -54,7 +54,7 @@ type ringMarks struct {
 // records dropped (they are not records), or, where its thread, running,
 // may be moving a head that is no slot, made to stop the thread soon, to
 // be taken back whole at that stop (held: the block of the thread PROFILE
-// holds now, rings.stopped). Each time it is found so is counted for the
+// holds now, rings.stopSeen). Each time it is found so is counted for the
 // warning at the end. Read as it was, it could look full for ever, its
 // thread stopping at every record, or hold records that are none.
 func (r *rings) intact(b int, area []byte) bool {

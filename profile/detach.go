@@ -64,17 +64,17 @@ func (a *attachment) detachAll(res *Result) error {
 				// long as the call lasts, and the slot's jump back needs
 				// no tracer.)
 				d.ready[tid] = true
-				t.readyToGo(tid, ws)
+				t.signals.readyToGo(t.proc, t.pid, tid, ws)
 				continue
 			}
 			if th != nil && t.rings != nil {
-				t.rings.stopped(th)
+				t.rings.stopSeen(th)
 			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
 			if t.books != nil {
-				t.charge(tid)
+				t.clocks.charge(t.threads[tid], t.rings)
 			}
 			delete(d.asked, tid)
 		}
@@ -98,7 +98,7 @@ func (d *detaching) needed(th *thread) bool { return !th.foreign && !th.exiting 
 // the main thread last.
 func (d *detaching) ask() {
 	t := d.t
-	for _, tid := range t.mainLast() {
+	for _, tid := range mainLast(t.threadIDs(), t.pid) {
 		if th := t.threads[tid]; th != nil && d.needed(th) && !d.ready[tid] && !d.asked[tid] {
 			t.proc.interrupt(tid)
 			d.asked[tid] = true
@@ -180,7 +180,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	}
 	for _, tid := range t.threadIDs() {
 		if th := t.threads[tid]; th != nil && t.rings != nil && stopped(tid) {
-			t.rings.stopped(th)
+			t.rings.stopSeen(th)
 		}
 	}
 	// The rings' checks off first: a thread in a trampoline, or one that
@@ -191,8 +191,8 @@ func (a *attachment) letGo(ready map[int]bool) error {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
 	}
 	maps, _ := t.readMaps()
-	t.masksBack(stopped)
-	for i, tid := range t.mainFirst() {
+	t.signals.masksBack(t.proc, stopped)
+	for i, tid := range mainFirst(t.threadIDs(), t.pid) {
 		if !stopped(tid) {
 			continue
 		}
@@ -203,13 +203,13 @@ func (a *attachment) letGo(ready map[int]bool) error {
 		}
 		ran := runs(tid)
 		if i > 0 {
-			t.noneWaitFor(tid)
+			noneWaitFor(t.proc, t.pid, tid)
 		}
 		if err := t.proc.detach(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 			errs = append(errs, fmt.Errorf("detach thread %d: %w", tid, err))
 		}
 		if i == 0 && tid == t.pid {
-			t.mainTakes(ran)
+			mainTakes(t.proc, t.pid, ran)
 		}
 	}
 	for tid := range t.early {

@@ -34,14 +34,14 @@ type requeued struct {
 	restored, waiting, interrupted bool
 }
 
-// restartCall makes the system call stopped thread tid was in, which an
-// interrupt of PROFILE's made fail with EINTR, restart as it would have
-// natively when the thread goes on (ptrace.Regs.RestartEINTR: x86-64;
-// arm64 keeps no means to).
-func (t *tracer) restartCall(tid int) {
+// restartCall makes the system call stopped thread tid of proc was in,
+// which an interrupt of PROFILE's made fail with EINTR, restart as it
+// would have natively when the thread goes on (ptrace.Regs.RestartEINTR:
+// x86-64; arm64 keeps no means to).
+func restartCall(proc process, tid int) {
 	var regs ptrace.Regs
-	if t.proc.getRegs(tid, &regs) == nil && regs.RestartEINTR() {
-		t.proc.setRegs(tid, &regs)
+	if proc.getRegs(tid, &regs) == nil && regs.RestartEINTR() {
+		proc.setRegs(tid, &regs)
 	}
 }
 
@@ -59,77 +59,78 @@ func (t *tracer) restartCall(tid int) {
 // handler for a signal that is th's makes it fail, as natively), and
 // PROFILE interrupts th at once to give it its mask back (maskBack), once
 // the signal is no longer waiting. It reports whether it did so.
-func (t *tracer) misrouted(th *thread, sig syscall.Signal) bool {
-	main := t.threads[t.pid]
+func (s *signals) misrouted(th *thread, sig syscall.Signal, e *signalEnv) bool {
+	main := e.threads[e.pid]
 	bit := uint64(1) << (sig - 1)
-	if t.attach == nil || th.tid == t.pid || th.tgid != t.pid || th.foreign || th.stepping != nil ||
-		main == nil || main.exiting || t.proc.signals(t.pid, sigBlocked)&bit != 0 {
+	if !e.attached || th.tid == e.pid || th.tgid != e.pid || th.foreign || th.stepping != nil ||
+		main == nil || main.exiting || e.proc.signals(e.pid, sigBlocked)&bit != 0 {
 		return false
 	}
-	if info, err := t.proc.sigInfo(th.tid); err != nil || info.Code == siTKill {
+	if info, err := e.proc.sigInfo(th.tid); err != nil || info.Code == siTKill {
 		return false
 	}
 	var regs ptrace.Regs
-	if t.proc.getRegs(th.tid, &regs) != nil || !regs.InterruptedCall() {
+	if e.proc.getRegs(th.tid, &regs) != nil || !regs.InterruptedCall() {
 		return false
 	}
-	mask, err := t.proc.sigMask(th.tid)
-	if r := t.requeued[th.tid]; r != nil && !r.restored {
+	mask, err := e.proc.sigMask(th.tid)
+	if r := s.requeued[th.tid]; r != nil && !r.restored {
 		mask = r.mask // (it blocks another signal for the main thread)
 	}
-	if err != nil || mask&bit != 0 || t.proc.setSigMask(th.tid, mask|bit) != nil {
+	if err != nil || mask&bit != 0 || e.proc.setSigMask(th.tid, mask|bit) != nil {
 		return false
 	}
 	if regs.RestartEINTR() {
-		t.proc.setRegs(th.tid, &regs)
+		e.proc.setRegs(th.tid, &regs)
 	}
-	if t.requeued == nil {
-		t.requeued = map[int]*requeued{}
+	if s.requeued == nil {
+		s.requeued = map[int]*requeued{}
 	}
-	t.requeued[th.tid] = &requeued{mask: mask, bit: bit, interrupted: true}
-	t.explain.requeued(th.tid, sig)
-	if err := t.resume(th.tid, sig); err != nil {
+	s.requeued[th.tid] = &requeued{mask: mask, bit: bit, interrupted: true}
+	e.explain.requeued(th.tid, sig)
+	if err := e.loop.resume(th.tid, sig); err != nil {
 		return false
 	}
-	t.proc.interrupt(th.tid)
+	e.proc.interrupt(th.tid)
 	return true
 }
 
-// maskBack gives thread tid, stopped (ws), the mask misrouted took from
-// it, unless the signal still waits for the main thread: the thread then
-// keeps blocking it (it would take it again), and is interrupted again
-// once it no longer does (requeuedIdle). At the stop of PROFILE's
-// interrupt (an EventStop), which made its restarted call fail, the call
-// restarts again.
-func (t *tracer) maskBack(tid int, ws ptrace.WaitStatus) {
-	r := t.requeued[tid]
+// maskBack gives thread tid of proc (main thread pid), stopped (ws), the
+// mask misrouted took from it, unless the signal still waits for the
+// main thread: the thread then keeps blocking it (it would take it
+// again), and is interrupted again once it no longer does
+// (requeuedIdle). At the stop of PROFILE's interrupt (an EventStop),
+// which made its restarted call fail, the call restarts again.
+func (s *signals) maskBack(proc process, pid, tid int, ws ptrace.WaitStatus) {
+	r := s.requeued[tid]
 	if r == nil {
 		return
 	}
 	if ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop {
-		t.restartCall(tid)
+		restartCall(proc, tid)
 		r.interrupted = false
 	}
 	if !r.restored {
-		r.waiting = t.proc.signals(t.pid, sigSharedPending)&r.bit != 0
+		r.waiting = proc.signals(pid, sigSharedPending)&r.bit != 0
 		if !r.waiting {
-			t.proc.setSigMask(tid, r.mask)
+			proc.setSigMask(tid, r.mask)
 			r.restored = true
 		}
 	}
 	if r.restored && !r.interrupted {
-		delete(t.requeued, tid)
+		delete(s.requeued, tid)
 	}
 }
 
-// requeuedIdle interrupts each thread that keeps blocking a signal for
-// the main thread once the main thread has taken it, to give it its mask
-// back (maskBack). PROFILE calls it while it waits, and at every stop.
-func (t *tracer) requeuedIdle() {
-	for tid, r := range t.requeued {
-		if r.waiting && t.proc.signals(t.pid, sigSharedPending)&r.bit == 0 {
+// requeuedIdle interrupts each thread of proc (main thread pid) that
+// keeps blocking a signal for the main thread once the main thread has
+// taken it, to give it its mask back (maskBack). PROFILE calls it while
+// it waits, and at every stop.
+func (s *signals) requeuedIdle(proc process, pid int) {
+	for tid, r := range s.requeued {
+		if r.waiting && proc.signals(pid, sigSharedPending)&r.bit == 0 {
 			r.waiting, r.interrupted = false, true
-			t.proc.interrupt(tid)
+			proc.interrupt(tid)
 		}
 	}
 }
@@ -140,80 +141,85 @@ func (t *tracer) requeuedIdle() {
 // fails, with no stop of PROFILE's, if the main thread takes the signal
 // first. So, while one waits, each other thread is interrupted: it stops
 // before it is back in its code, and its call restarts (maskBack), or it
-// takes the signal, which misrouted gives back.
-func (t *tracer) mainGoes() {
-	if t.attach == nil || len(t.threads) < 2 || t.proc.signals(t.pid, sigSharedQueued) == 0 {
+// takes the signal, which misrouted gives back. The main thread is pid
+// of proc, threads the loop's threads, attached whether PROFILE attached
+// to the process.
+func (s *signals) mainGoes(proc process, pid int, threads map[int]*thread, attached bool) {
+	if !attached || len(threads) < 2 || proc.signals(pid, sigSharedQueued) == 0 {
 		return
 	}
-	if t.requeued == nil {
-		t.requeued = map[int]*requeued{}
+	if s.requeued == nil {
+		s.requeued = map[int]*requeued{}
 	}
-	for tid, th := range t.threads {
-		if tid == t.pid || th.foreign || th.exiting || th.tgid != t.pid {
+	for tid, th := range threads {
+		if tid == pid || th.foreign || th.exiting || th.tgid != pid {
 			continue
 		}
-		if r := t.requeued[tid]; r != nil {
+		if r := s.requeued[tid]; r != nil {
 			r.interrupted = true
 		} else {
-			t.requeued[tid] = &requeued{restored: true, interrupted: true}
+			s.requeued[tid] = &requeued{restored: true, interrupted: true}
 		}
-		t.proc.interrupt(tid)
+		proc.interrupt(tid)
 	}
 }
 
-// masksBack gives every thread PROFILE holds the mask misrouted took from
-// it, as it lets the process go: a signal for the main thread that still
-// waits is taken by it, let go first (mainTakes).
-func (t *tracer) masksBack(stopped func(int) bool) {
-	for tid, r := range t.requeued {
+// masksBack gives every thread of proc PROFILE holds (stopped) the mask
+// misrouted took from it, as it lets the process go: a signal for the
+// main thread that still waits is taken by it, let go first (mainTakes).
+func (s *signals) masksBack(proc process, stopped func(int) bool) {
+	for tid, r := range s.requeued {
 		if stopped(tid) && !r.restored {
-			t.proc.setSigMask(tid, r.mask)
+			proc.setSigMask(tid, r.mask)
 		}
 	}
-	clear(t.requeued)
+	clear(s.requeued)
 }
 
-// mainFirst returns the threads' IDs in order, the main thread's first:
-// let go first, it takes the signals to the process that came while
-// PROFILE held every thread, as natively (mainTakes).
-func (t *tracer) mainFirst() []int {
-	ids := slices.DeleteFunc(t.threadIDs(), func(tid int) bool { return tid == t.pid })
-	if t.threads[t.pid] != nil {
-		ids = append([]int{t.pid}, ids...)
+// mainFirst returns the threads' IDs, ids in order, the main thread's
+// (pid) first: let go first, it takes the signals to the process that
+// came while PROFILE held every thread, as natively (mainTakes).
+func mainFirst(ids []int, pid int) []int {
+	n := len(ids)
+	ids = slices.DeleteFunc(ids, func(tid int) bool { return tid == pid })
+	if len(ids) < n {
+		ids = append([]int{pid}, ids...)
 	}
 	return ids
 }
 
-// noneWaitFor waits until no signal to the process that thread tid does
-// not block waits (a tenth of a second at most), before it is let go: let
-// go, it takes one that waits, which the main thread would take.
-func (t *tracer) noneWaitFor(tid int) {
+// noneWaitFor waits until no signal to process pid of proc that its
+// thread tid does not block waits (a tenth of a second at most), before
+// it is let go: let go, it takes one that waits, which the main thread
+// would take.
+func noneWaitFor(proc process, pid, tid int) {
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
-		if t.proc.signals(t.pid, sigSharedPending)&^t.proc.signals(tid, sigBlocked) == 0 {
+		if proc.signals(pid, sigSharedPending)&^proc.signals(tid, sigBlocked) == 0 {
 			return
 		}
 		ptrace.Yield()
 	}
 }
 
-// mainLast returns the threads' IDs in order, the main thread's last:
-// stopped last (detachAll), it takes the signals to the process that
-// come while the others stop, as natively.
-func (t *tracer) mainLast() []int {
-	ids := t.mainFirst()
-	if len(ids) > 0 && ids[0] == t.pid {
-		ids = append(ids[1:], t.pid)
+// mainLast returns the threads' IDs, ids in order, the main thread's
+// (pid) last: stopped last (detachAll), it takes the signals to the
+// process that come while the others stop, as natively.
+func mainLast(ids []int, pid int) []int {
+	ids = mainFirst(ids, pid)
+	if len(ids) > 0 && ids[0] == pid {
+		ids = append(ids[1:], pid)
 	}
 	return ids
 }
 
-// readyToGo is the stop, ws, of thread tid that detachAll interrupted to
-// let it go: its mask back (maskBack), and, at the interrupt's stop, the
-// call the interrupt made fail restarts when the thread goes.
-func (t *tracer) readyToGo(tid int, ws ptrace.WaitStatus) {
-	t.maskBack(tid, ws)
+// readyToGo is the stop, ws, of thread tid of proc (main thread pid) that
+// detachAll interrupted to let it go: its mask back (maskBack), and, at
+// the interrupt's stop, the call the interrupt made fail restarts when
+// the thread goes.
+func (s *signals) readyToGo(proc process, pid, tid int, ws ptrace.WaitStatus) {
+	s.maskBack(proc, pid, tid, ws)
 	if !ws.GroupStop() {
-		t.restartCall(tid)
+		restartCall(proc, tid)
 	}
 }
 
@@ -222,10 +228,11 @@ func (t *tracer) readyToGo(tid int, ws ptrace.WaitStatus) {
 // signals to the process that wait and that it does not block (a tenth
 // of a second at most). Let go, a thread is woken as for a signal; until
 // it has run, the kernel gives a signal to the process to another
-// thread, which could take one, and have its system call fail.
-func (t *tracer) mainTakes(ran uint64) {
+// thread, which could take one, and have its system call fail. The main
+// thread is pid of proc.
+func mainTakes(proc process, pid int, ran uint64) {
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
-		if runs(t.pid) > ran && t.proc.signals(t.pid, sigSharedPending)&^t.proc.signals(t.pid, sigBlocked) == 0 {
+		if runs(pid) > ran && proc.signals(pid, sigSharedPending)&^proc.signals(pid, sigBlocked) == 0 {
 			return
 		}
 		ptrace.Yield()

@@ -110,7 +110,7 @@ func (x *narrator) full(kind string) bool {
 }
 
 // now is the time since the program started, for narration: "[1.234 ms]".
-func (x *narrator) now() string { return x.at(x.t.clock()) }
+func (x *narrator) now() string { return x.at(x.t.clocks.clock()) }
 
 // at is clock time ns as narration shows it.
 func (x *narrator) at(ns int64) string {

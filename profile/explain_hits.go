@@ -94,7 +94,7 @@ func (x *hitNarrator) firstRecord(tid int, rec *instr.Record) {
 	if rec.G != 0 {
 		who += fmt.Sprintf(", goroutine %#x", rec.G)
 	}
-	x.firstHit(rec.Item, "%s %s: %s first entered, a record of its ring%s", x.at(x.t.ctr.ns(rec.Time)), who, x.itemName(rec.Item), x.startNote())
+	x.firstHit(rec.Item, "%s %s: %s first entered, a record of its ring%s", x.at(x.t.clocks.ctr.ns(rec.Time)), who, x.itemName(rec.Item), x.startNote())
 }
 
 // startNote is what a first entry's line says of its count: with a start
@@ -124,7 +124,7 @@ func (x *hitNarrator) watching() bool {
 
 // stop reads the counters at a stop, at most every scanEvery.
 func (x *hitNarrator) stop() {
-	if x == nil || !x.watching() || x.t.clock()-x.scanned < scanEvery {
+	if x == nil || !x.watching() || x.t.clocks.clock()-x.scanned < scanEvery {
 		return
 	}
 	x.scan()
@@ -137,7 +137,7 @@ func (x *hitNarrator) idle() func() bool {
 		return nil
 	}
 	return func() bool {
-		if !x.watching() || x.t.clock()-x.scanned < scanEvery {
+		if !x.watching() || x.t.clocks.clock()-x.scanned < scanEvery {
 			return false
 		}
 		return x.scan()
@@ -157,7 +157,7 @@ func (x *hitNarrator) threadExiting() {
 // has one), and the count so far. It reports whether it told any.
 func (x *hitNarrator) scan() bool {
 	t, c := x.t, x.t.counters
-	x.scanned = t.clock()
+	x.scanned = t.clocks.clock()
 	lt := t.lines
 	if x.unseen == nil {
 		n := t.plan.NumItems()

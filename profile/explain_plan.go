@@ -64,7 +64,7 @@ func (x *planNarrator) startedAt() {
 		return
 	}
 	t := x.t
-	x.start = t.clock()
+	x.start = t.clocks.clock()
 	pc, file := x.mainPC()
 	if t.attach != nil {
 		where := ""
@@ -178,11 +178,11 @@ func (x *planNarrator) calibrated() {
 		when, where = "before the window", "where PROFILE stopped it"
 	}
 	if t.rings != nil {
-		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.calculated, when)
+		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.clocks.calculated, when)
 		return
 	}
-	x.say("PROFILE measured what a stop costs the program beyond what its clock sees: %d ns (the overhead), taken out of the times (the thread hit a breakpoint %s %d times).", t.calculated, where, calibrationRounds)
-	if t.forced {
-		x.say("The plan imposes %d ns instead (prep /CB).", t.overhead)
+	x.say("PROFILE measured what a stop costs the program beyond what its clock sees: %d ns (the overhead), taken out of the times (the thread hit a breakpoint %s %d times).", t.clocks.calculated, where, calibrationRounds)
+	if t.clocks.forced {
+		x.say("The plan imposes %d ns instead (prep /CB).", t.clocks.overhead)
 	}
 }

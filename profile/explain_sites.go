@@ -310,7 +310,7 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 			}
 		}
 		name := x.lineNames(lines)
-		if fn := t.funcAt(p.mi, p.bias, v.addr); fn != "" {
+		if fn := funcAt(t.plan, p.mi, p.bias, v.addr); fn != "" {
 			name += " (" + fn + ")"
 		}
 		return name
@@ -325,7 +325,7 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 		}
 		return "function " + t.plan.Funcs[item].Name + ", entry"
 	}
-	fn := t.funcAt(p.mi, p.bias, v.addr)
+	fn := funcAt(t.plan, p.mi, p.bias, v.addr)
 	if v.j.tramp.code.Exit {
 		return fn + ", exit"
 	}

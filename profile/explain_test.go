@@ -169,7 +169,7 @@ func narrated(plan *datafile.Plan, code []byte, limit int) (*tracer, *fakeMem, *
 	mapAreas(tr, mem)
 	var out bytes.Buffer
 	tr.cfg.Explain, tr.cfg.ExplainLimit = &out, limit
-	tr.epoch = time.Now()
+	tr.clocks.epoch = time.Now()
 	tr.threads = map[int]*thread{}
 	tr.explain = newExplainer(tr)
 	return tr, mem, &out

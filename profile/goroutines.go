@@ -131,7 +131,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 
 // keep holds a record of goroutine id read from thread tid's ring, whose
 // stops had taken stolen from it: the goroutine's own, or (sp) one of a
-// C function its thread ran for it (tracer.carrier).
+// C function its thread ran for it (clocks.carrier).
 func (r *rings) keep(tid int, id uint64, rec instr.Record, ns, stolen int64, sp bool) {
 	g := r.goroutine(id)
 	r.seq++
@@ -256,8 +256,8 @@ func (r *rings) goStop(id uint64) {
 // clock.
 func (r *rings) goNow(th *thread, id uint64) int64 {
 	c := &r.goroutine(id).clock
-	stolen := r.stolen[threadLedger(th.tid)]
-	raw := c.raw(th.tid, *r.waited-r.host.stopCost(th)/2, stolen)
+	stolen := r.clocks.stolen[threadLedger(th.tid)]
+	raw := c.raw(th.tid, r.clocks.waited-r.clocks.stopCost(th)/2, stolen)
 	c.lastRaw = raw
 	c.events++
 	return raw - int64(c.debt)

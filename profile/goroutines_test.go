@@ -19,7 +19,7 @@ import (
 // and g at 200 on thread 1, moves to thread 2, leaves g at 500 and f at
 // 600: f's function time is 200 (100 to 200, 500 to 600), g's 300.
 func TestGoroutineOrder(t *testing.T) {
-	tr := &tracer{books: testBooks(-1, "", false, 0), stolen: map[ledgerKey]int64{}}
+	tr := &tracer{books: testBooks(-1, "", false, 0), clocks: clocks{stolen: map[ledgerKey]int64{}}}
 	r := newRings(tr)
 	// keep reads goroutine 7's entry or exit of fn on thread tid, at
 	// distance 100 plus depth from its stack's top, made at time at.
@@ -121,7 +121,7 @@ func TestOneClock(t *testing.T) {
 			tr := &tracer{arch: c.arch, plan: c.plan, cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
 			tr.caps = probeCaps(c.arch, c.plan, "")
 			for range 3 {
-				if got := tr.oneClock(); got != c.shared {
+				if got := tr.clocks.ctr.oneClock(tr.arch, tr.plan, tr.cfg.Warn); got != c.shared {
 					t.Errorf("one clock: %v, want %v", got, c.shared)
 				}
 			}

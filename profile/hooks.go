@@ -13,12 +13,21 @@ import "github.com/sourceprofiler/sprof/datafile"
 //	a module mapped        mechanism       the mechanisms plant it, in order
 //	a breakpoint stop      mechanism       offered to each until one claims it
 //	a module unmapped      mechanism       each forgets what it planted there
-//	a thread born, ended   threadHook      the counters (a block), the sampler
-//	the image replaced     execHook        the counters, the sampler, ...
-//	a stop handled         handledHook     the trace writer
+//	a thread born, ended   threadHook      the counters (a block), the books'
+//	                                       clocks, the sampler (ended: the
+//	                                       reverse order)
+//	a vfork and its end    vforkHook       the rings (the child's records)
+//	the image replaced     execHook        the rings (read a last time), the
+//	                                       breakpoints, the counters, the
+//	                                       sampler
+//	a stop seen            seenHook        the books' clocks (the thread's
+//	                                       waits), the rings (its records)
+//	a stop handled         handledHook     the books' clocks (the stop taken
+//	                                       out), the trace writer
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
-//	the run's figures      statsHook       the counters, the sampler
+//	the run's figures      statsHook       the counters, the books, the
+//	                                       sampler (which reads the books')
 //
 // A new part is its own file(s), with the hooks it needs, and one line in
 // choose.
@@ -34,13 +43,26 @@ type threadHook interface {
 	threadEnded(tid int)
 }
 
+// vforkHook is told that thread th of the program made a vfork child,
+// which runs on its stack in its memory until its exec or exit, and when
+// th goes on (its vfork-done stop).
+type vforkHook interface {
+	vforking(th *thread)
+	vforkDone(th *thread)
+}
+
 // execHook is told that the program's image was replaced (exec): what a
 // part wrote into the program is gone with it; what it counted stays.
 type execHook interface{ execed() }
 
+// seenHook is told of the stop of thread th, known to the tracer,
+// before it is handled: what the thread did before it stopped comes
+// first (its waits, the records of its ring).
+type seenHook interface{ stopSeen(th *thread) }
+
 // handledHook is told that the stop of thread tid has been handled, the
-// thread let go or left stopped: an observer of the stops (the trace
-// writer writes what was booked).
+// thread let go or left stopped (the time of the stop taken out of its
+// clock; the trace writer writes what was booked).
 type handledHook interface{ stopHandled(tid int) }
 
 // endHook is told that the run has ended, before the mechanisms collect
@@ -56,6 +78,8 @@ type parts struct {
 	mechs   []mechanism
 	threads []threadHook
 	execs   []execHook
+	vforks  []vforkHook
+	seen    []seenHook
 	handled []handledHook
 	ends    []endHook
 	stats   []statsHook
@@ -72,7 +96,7 @@ func (t *tracer) choose() {
 			all = append(all, part)
 		}
 	}
-	// The mechanisms first, in the order a breakpoint stop is offered to
+	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
 	add(t.entries != nil, t.entries)
 	add(t.exits != nil, t.exits)
@@ -84,7 +108,12 @@ func (t *tracer) choose() {
 		t.counters.env.rings = t.rings // (nil once they gave up)
 	}
 	add(t.counters != nil, t.counters)
-	add(t.books != nil, bookStats{t})
+	if t.books != nil {
+		// (After the counters: a thread's books open once it has its
+		// block, and the books' call depth is the one kept; before the
+		// sampler, which reads the books' figures.)
+		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.books, rings: t.rings, plan: t.plan})
+	}
 	if s := t.sampling; s != nil {
 		s.env.proc, s.env.counters = t.proc, t.counters
 	}
@@ -105,6 +134,12 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(vforkHook); ok {
+			p.vforks = append(p.vforks, h)
+		}
+		if h, ok := part.(seenHook); ok {
+			p.seen = append(p.seen, h)
 		}
 		if h, ok := part.(handledHook); ok {
 			p.handled = append(p.handled, h)
@@ -129,10 +164,28 @@ func (p *parts) threadBorn(tid int, foreign bool) error {
 	return nil
 }
 
-// threadEnded tells the parts that thread tid has left the program.
+// threadEnded tells the parts that thread tid has left the program, in
+// the reverse order of its birth: what a part set up for the thread is
+// still there for those told before it (the books read the thread's
+// last records from the block the counters then take back).
 func (p *parts) threadEnded(tid int) {
-	for _, h := range p.threads {
-		h.threadEnded(tid)
+	for i := len(p.threads) - 1; i >= 0; i-- {
+		p.threads[i].threadEnded(tid)
+	}
+}
+
+// vforking tells the parts that thread th made a vfork child.
+func (p *parts) vforking(th *thread) {
+	for _, h := range p.vforks {
+		h.vforking(th)
+	}
+}
+
+// vforkDone tells the parts that thread th's vfork child let its memory
+// go.
+func (p *parts) vforkDone(th *thread) {
+	for _, h := range p.vforks {
+		h.vforkDone(th)
 	}
 }
 
@@ -140,6 +193,13 @@ func (p *parts) threadEnded(tid int) {
 func (p *parts) execed() {
 	for _, h := range p.execs {
 		h.execed()
+	}
+}
+
+// stopSeen tells the parts of thread th's stop, before it is handled.
+func (p *parts) stopSeen(th *thread) {
+	for _, h := range p.seen {
+		h.stopSeen(th)
 	}
 }
 
@@ -167,9 +227,3 @@ func (p *parts) addStats(s *datafile.Stats) {
 		h.stats(s)
 	}
 }
-
-// bookStats gives the run's figures what the books kept (timingStats),
-// after the counters' and before the sampler's, which reads them.
-type bookStats struct{ t *tracer }
-
-func (b bookStats) stats(s *datafile.Stats) { b.t.timingStats(s) }

@@ -435,7 +435,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
-	if p := tr.parts; len(p.threads)+len(p.ends) != 0 || !slices.Equal(p.execs, []execHook{tr.bp}) {
+	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.bp}) || !slices.Equal(p.ends, []endHook{tr.bp}) {
 		t.Errorf("breakpoints only: the hooks are %+v", p)
 	}
 	tr.entries = &entryTrampolines{t: tr}
@@ -444,7 +444,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
-	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.counters}) {
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.bp, tr.counters}) {
 		t.Errorf("counting in-process: the hooks are %+v", p)
 	}
 	tr.rings = newRings(tr)
@@ -454,12 +454,43 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
-	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters, tr.sampling}) || !slices.Equal(p.ends, []endHook{tr.counters, tr.sampling}) {
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters, tr.sampling}) || !slices.Equal(p.ends, []endHook{tr.bp, tr.counters, tr.sampling}) ||
+		!slices.Equal(p.execs, []execHook{tr.rings, tr.bp, tr.counters, tr.sampling}) || !slices.Equal(p.seen, []seenHook{tr.rings}) || !slices.Equal(p.vforks, []vforkHook{tr.rings}) {
 		t.Errorf("with the sampler: the hooks are %+v", p)
 	}
+	// Timed: the books' clocks after the counters (a thread's books open
+	// once it has its block; their figures after the counters' and before
+	// the sampler's), after the rings at a stop.
+	tr.books = testBooks(-1, "", false, 0)
+	tr.choose()
+	kinds := func(hs ...any) (s []string) {
+		for _, h := range hs {
+			s = append(s, fmt.Sprintf("%T", h))
+		}
+		return s
+	}
+	p := tr.parts
+	for _, c := range []struct {
+		hook string
+		got  []string
+		want []string
+	}{
+		{"threads", kinds(anys(p.threads)...), []string{"*profile.counters", "*profile.timedRun", "*profile.sampler"}},
+		{"seen", kinds(anys(p.seen)...), []string{"*profile.rings", "*profile.timedRun"}},
+		{"handled", kinds(anys(p.handled)...), []string{"*profile.timedRun"}},
+		{"stats", kinds(anys(p.stats)...), []string{"*profile.counters", "*profile.timedRun", "*profile.sampler"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("timed: the %s hooks are %v, want %v", c.hook, c.got, c.want)
+		}
+	}
+	gone := tr.rings
 	tr.noRings()
 	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
 		t.Errorf("the rings given up: %v", ms)
+	}
+	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.counters.env.rings != nil {
+		t.Errorf("the rings given up, still a part: %+v", p)
 	}
 }
 
@@ -626,4 +657,13 @@ func TestLineCoverageSweep(t *testing.T) {
 			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.watch.written), out)
 		}
 	}
+}
+
+// anys returns the elements of s as values of type any.
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

@@ -117,7 +117,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	if t.rings == nil {
 		return nil
 	}
-	with, without := t.calibrationBlocks(t.counters.layout.ring())
+	with, without := calibrationBlocks(t.arch, t.counters.layout.ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.plant.pageSize - 1) &^ (t.plant.pageSize - 1)
 	at, err := t.plant.mmap(0, size)
 	if err != nil {
@@ -327,7 +327,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 	var exits map[int][]instr.Exit
 	nExits := 0
 	if t.timed {
-		exits, nExits = t.findExits(items, bias)
+		exits, nExits = findExits(t.arch, t.mem, t.plan.Funcs, items, bias)
 		nExits -= t.plant.checkExits(exits)
 	}
 	area := t.plant.areaNear(in, maps, t.plant.areaCells(items, bias, nExits, t.rings != nil))
@@ -351,7 +351,7 @@ func (t *tracer) writePlanting(p *planting) error {
 	if err != nil {
 		return err
 	}
-	t.wrote(p.mi, p.bias, jumps)
+	t.watch.wrote(p.mi, p.bias, jumps)
 	if err := t.bp.write(); err != nil {
 		return err
 	}

@@ -60,8 +60,8 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 	tr.maps, _ = fp.openMaps(fakePID)
 	tr.threads = map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}}
 	tr.early, tr.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
-	tr.stolen, tr.carried, tr.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
-	tr.epoch = time.Now()
+	tr.clocks.stolen, tr.clocks.carried, tr.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
+	tr.clocks.epoch = time.Now()
 	return fp
 }
 
@@ -357,8 +357,8 @@ func TestFakeSignalRolledBack(t *testing.T) {
 		fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGUSR1), pc: tp.addr + uint64(tp.regions[0].at+rb.From+1)},
 		fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: tp.addr + 9, do: func() { rolled = *fp.reg(fakePID) }},
 		fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: pieAt + 7})
-	if tr.rolledBack != 1 || rolled.PC() != tp.addr+uint64(rb.Resume) || rolled.Reg(0) != 0x2222 {
-		t.Errorf("rolled back %d times, to pc %#x with rax %#x; want once, to %#x with the saved 0x2222", tr.rolledBack, rolled.PC(), rolled.Reg(0), tp.addr+uint64(rb.Resume))
+	if tr.signals.rolledBack != 1 || rolled.PC() != tp.addr+uint64(rb.Resume) || rolled.Reg(0) != 0x2222 {
+		t.Errorf("rolled back %d times, to pc %#x with rax %#x; want once, to %#x with the saved 0x2222", tr.signals.rolledBack, rolled.PC(), rolled.Reg(0), tp.addr+uint64(rb.Resume))
 	}
 	checkActs(t, fp, fmt.Sprintf("setRegs 8388608 pc=%#x", tp.addr+uint64(rb.Resume)), "step 8388608", "step 8388608",
 		"setSigInfo 8388608 signo=10", "cont 8388608 SIGUSR1")

@@ -97,7 +97,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
-		t.requeuedIdle()
+		t.signals.requeuedIdle(t.proc, t.pid)
 		t.trace.flush()
 		t.progress()
 		return work
@@ -109,7 +109,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 	// (It polls as long as the run's own way of waiting would: spin
 	// without rings or yielding, then waits for the next stop's SIGCHLD.)
 	limit := spin
-	if t.yielding || t.rings != nil {
+	if t.clocks.yielding || t.rings != nil {
 		limit = yieldWindow
 	}
 	return t.proc.wait(quitWait(limit, every, idle, quit))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -81,32 +82,20 @@ type ringEnv struct {
 	// regs are the registers of the thread whose stop is being handled,
 	// as the tracer read them.
 	regs *ptrace.Regs
-	// waited is when the stop being handled was seen; stolen has the
-	// time each thread's stops took from it, carried the goroutine of
-	// each thread's last Go event (tracer.carrier); ctr turns the
-	// records' times into the clock's.
-	waited  *int64
-	stolen  map[ledgerKey]int64
-	carried map[int]uint64
-	ctr     *counterClock
-	host    ringHost
-	// caps are the run's capabilities (caps.go), and oneClock whether
-	// the counter is one clock across CPUs (clock.go): with recordRing,
-	// they say which functions the rings can time (ringTimed).
-	caps     caps
-	oneClock func() bool
+	// clocks are timing's clocks (timing.go): when the stop being
+	// handled was seen, the time each thread's stops took from it, the
+	// goroutine of each thread's last Go event, the records' times turned
+	// into the clock's, the waits.
+	clocks *clocks
+	warn   func(*prf.Diagnostic)
+	host   ringHost
+	// caps are the run's capabilities (caps.go): with recordRing, they
+	// say which functions the rings can time (ringTimed).
+	caps caps
 }
 
-// ringHost is what the rings ask of the tracer: its clock, what it
-// takes out of a thread's time (its stops, its waits), and letting a
-// thread go.
+// ringHost is what the rings ask of the loop: letting a thread go.
 type ringHost interface {
-	clock() int64
-	settleWait(th *thread)
-	steal(tid int, from, to int64)
-	stopCost(th *thread) int64
-	refineCounter()
-	waitTick()
 	resume(tid int, sig syscall.Signal) error
 	setAndResume(th *thread, sig syscall.Signal) error
 }
@@ -117,7 +106,7 @@ func newRings(t *tracer) *rings {
 	return &rings{
 		ringEnv: ringEnv{arch: t.arch, proc: t.proc, plan: t.plan, counters: t.counters, books: t.books, threads: t.threads,
 			explain: t.explain.hitNarrator, regs: &t.regs,
-			waited: &t.waited, stolen: t.stolen, carried: t.carried, ctr: &t.ctr, host: t, caps: t.caps, oneClock: t.oneClock},
+			clocks: &t.clocks, warn: t.cfg.Warn, host: t, caps: t.caps},
 		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},
 		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
 	}
@@ -164,7 +153,7 @@ func (r *rings) ringTimed(f *datafile.Func) error {
 		return errGoThreadPointer
 	case !r.caps.goRing:
 		return errGoFrames
-	case !r.oneClock():
+	case !r.clocks.ctr.oneClock(r.arch, r.plan, r.warn):
 		return errGoClock
 	}
 	return nil
@@ -219,16 +208,16 @@ func (r *rings) drain(th *thread) int {
 		return 0
 	}
 	k := threadLedger(th.tid)
-	r.host.settleWait(th)
+	r.clocks.settleWait(th)
 	if th.fullAt != 0 {
 		// Its first record was made when it could go on after a stop
 		// for a full ring: all of the time since it stopped was the
 		// stop's.
 		rec := instr.ReadRecord(instr.RingSlot(area, first))
-		r.host.steal(th.tid, th.fullAt, r.ctr.ns(rec.Time))
+		r.clocks.steal(th, th.fullAt, r.clocks.ctr.ns(rec.Time))
 		th.fullAt = 0
 	}
-	base := r.stolen[k]
+	base := r.clocks.stolen[k]
 	n := len(r.plan.Funcs)
 	l := r.books.ledger(k)
 	for i := range unread {
@@ -238,18 +227,18 @@ func (r *rings) drain(th *thread) int {
 		}
 		r.explain.record(th.tid, &rec)
 		if rec.G != 0 {
-			r.carried[th.tid] = rec.G
-			r.keep(th.tid, rec.G, rec, r.ctr.ns(rec.Time), base, false)
+			r.clocks.carried[th.tid] = rec.G
+			r.keep(th.tid, rec.G, rec, r.clocks.ctr.ns(rec.Time), base, false)
 			continue
 		}
 		if rec.Returned {
 			rec.SP -= instr.ReturnPop(r.arch)
 		}
-		if g := r.carrier(th.tid, rec.Item); g != 0 {
-			r.keep(th.tid, g, rec, r.ctr.ns(rec.Time), base, true)
+		if g := r.clocks.carrier(r.books, th.tid, rec.Item); g != 0 {
+			r.keep(th.tid, g, rec, r.clocks.ctr.ns(rec.Time), base, true)
 			continue
 		}
-		raw := r.ctr.ns(rec.Time) - base
+		raw := r.clocks.ctr.ns(rec.Time) - base
 		th.debt = r.debt(th, raw)
 		th.lastRaw = raw
 		th.events++
@@ -265,23 +254,10 @@ func (r *rings) drain(th *thread) int {
 	return unread
 }
 
-// carrier is, as tracer.carrier, the goroutine thread tid runs a
-// function item for (its last Go event's), when item's frames are keyed
-// by no goroutine of their own and not by the stack pointer; else 0.
-func (r *rings) carrier(tid, item int) uint64 {
-	if b := r.books; b.noSP == nil || b.noSP[item] {
-		return 0
-	}
-	return r.carried[tid]
-}
-
 // vforking notes that thread th has made a vfork child, where rings are
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (r *rings) vforking(th *thread) {
-	if r == nil {
-		return
-	}
 	if c := r.counters; c != nil && c.layout.rings && c.layout.table {
 		r.drain(th)
 		th.vforking = true
@@ -317,8 +293,8 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	// (When it stopped is in the program's memory: a time a second or
 	// more after PROFILE saw the stop, or before it last let the thread
 	// go, was written over, and it stopped as PROFILE saw it.)
-	waited := *r.waited
-	at := r.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
+	waited := r.clocks.waited
+	at := r.clocks.ctr.ns(binary.LittleEndian.Uint64(c.ringArea(b)[instr.RingFullTime:]))
 	if at > waited+int64(time.Second) || at < th.released-int64(time.Second) {
 		r.damaged++
 		at = waited
@@ -339,7 +315,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 		r.drop(b)
 	}
 	if !th.foreign {
-		r.host.steal(th.tid, at, waited)
+		r.clocks.steal(th, at, waited)
 	}
 }
 
@@ -369,7 +345,7 @@ func (r *rings) fullEnded(th *thread) {
 	if th.fullAt == 0 {
 		return
 	}
-	r.host.steal(th.tid, th.fullAt, *r.waited)
+	r.clocks.steal(th, th.fullAt, r.clocks.waited)
 	th.fullAt = 0
 }
 
@@ -408,7 +384,7 @@ func owed(cost float64, gap int64) float64 {
 // whether there were any: PROFILE's work while it waits for stops, no
 // more often than every drainInterval.
 func (r *rings) drainIdle() bool {
-	now := r.host.clock()
+	now := r.clocks.clock()
 	if now-r.drained < drainInterval {
 		return false
 	}
@@ -430,8 +406,8 @@ func (r *rings) drainAll() int {
 		}
 		r.bookGoroutines(first)
 	}
-	r.host.refineCounter()
-	r.host.waitTick()
+	r.clocks.refineCounter()
+	r.clocks.waitTick(r.threads, r.books)
 	return n
 }
 
@@ -443,9 +419,13 @@ func (r *rings) drainEnd() {
 	r.bookGoroutines(r.seq + 1)
 }
 
-// stopped books, at a stop of thread th, the records its ring holds,
-// which came before the stop.
-func (r *rings) stopped(th *thread) {
+// execed reads the rings a last time: the image is being replaced
+// (execHook).
+func (r *rings) execed() { r.drainEnd() }
+
+// stopSeen books, at a stop of thread th, the records its ring holds,
+// which came before the stop (seenHook).
+func (r *rings) stopSeen(th *thread) {
 	if c := r.counters; c != nil {
 		if b, ok := c.blockOf[th.tid]; ok {
 			r.held = b
@@ -484,7 +464,7 @@ func (r *rings) passFull(th *thread) bool {
 	if !ok {
 		return false
 	}
-	r.stopped(th)
+	r.stopSeen(th)
 	r.fullStop(th, r.arch.SP(r.regs), reg.tp)
 	r.full++
 	if r.regs.PC() != after {

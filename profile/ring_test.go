@@ -11,23 +11,12 @@ import (
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
-// fakeRingHost is the tracer's part of the rings' environment: a clock
-// that stands still, and what the rings asked of it.
+// fakeRingHost is the loop's part of the rings' environment: the
+// threads it was asked to let go.
 type fakeRingHost struct {
-	now     int64
-	settled []int
-	stolen  [][3]int64 // tid, from, to
 	resumed []int
 }
 
-func (h *fakeRingHost) clock() int64          { return h.now }
-func (h *fakeRingHost) settleWait(th *thread) { h.settled = append(h.settled, th.tid) }
-func (h *fakeRingHost) steal(tid int, from, to int64) {
-	h.stolen = append(h.stolen, [3]int64{int64(tid), from, to})
-}
-func (h *fakeRingHost) stopCost(*thread) int64 { return 0 }
-func (h *fakeRingHost) refineCounter()         {}
-func (h *fakeRingHost) waitTick()              {}
 func (h *fakeRingHost) resume(tid int, _ syscall.Signal) error {
 	h.resumed = append(h.resumed, tid)
 	return nil
@@ -55,11 +44,10 @@ func fakeRings(t *testing.T, tid int) (*rings, *fakeRingHost, *thread) {
 	bk.where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
 	th := &thread{tid: tid, tgid: tid}
 	host := &fakeRingHost{}
-	waited := int64(0)
+	clk := &clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}, ctr: counterClock{scale: 1}}
 	r := &rings{
 		ringEnv: ringEnv{arch: instr.AMD64, plan: plan, books: bk, threads: map[int]*thread{tid: th},
-			regs: &ptrace.Regs{}, waited: &waited, stolen: map[ledgerKey]int64{}, carried: map[int]uint64{},
-			ctr: &counterClock{scale: 1}, host: host},
+			regs: &ptrace.Regs{}, clocks: clk, host: host},
 		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},
 		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
 	}
@@ -88,8 +76,8 @@ func write(r *rings, b, item int, exit bool, sp uint64, at uint64) {
 // empty.
 func TestRingsDrain(t *testing.T) {
 	const tid = 42
-	r, host, th := fakeRings(t, tid)
-	r.stolen[threadLedger(tid)] = 50
+	r, _, th := fakeRings(t, tid)
+	r.clocks.stolen[threadLedger(tid)] = 50
 	th.fullAt = 90
 	// main calls f at 100, which calls g at 150, back at 250; f returns
 	// at 400. (A record of item 99 is none of the plan's.)
@@ -108,17 +96,19 @@ func TestRingsDrain(t *testing.T) {
 	if got := r.books.self[bF]; got != 200 {
 		t.Errorf("f: function time %d, want 200 (250 less g's 50)", got)
 	}
-	if !slices.Equal(host.settled, []int{tid}) {
-		t.Errorf("waits settled of %v, want of thread %d once", host.settled, tid)
+	if !th.evented {
+		t.Errorf("the thread's waits not settled before its records")
 	}
-	if want := [][3]int64{{tid, 90, 100}}; !slices.Equal(host.stolen, want) || th.fullAt != 0 {
-		t.Errorf("stops taken out %v (full at %d), want %v: the full ring's stop ended at its first record", host.stolen, th.fullAt, want)
+	if th.heldTotal != 10 || r.clocks.stolen[threadLedger(tid)] != 60 || th.fullAt != 0 {
+		t.Errorf("stops taken out %d, %d in all (full at %d); want 10 (90 to 100), 60: the full ring's stop ended at its first record",
+			th.heldTotal, r.clocks.stolen[threadLedger(tid)], th.fullAt)
 	}
 	if th.events != 5 {
 		t.Errorf("%d events of the thread, want 5", th.events)
 	}
-	if n := r.drain(th); n != 0 || len(host.settled) != 1 {
-		t.Errorf("read again: %d records, waits settled %d times; want none, once", n, len(host.settled))
+	th.evented = false
+	if n := r.drain(th); n != 0 || th.evented {
+		t.Errorf("read again: %d records, waits settled %v; want none, not", n, th.evented)
 	}
 }
 
@@ -128,7 +118,7 @@ func TestRingsDrain(t *testing.T) {
 // counted, once, and read again once taken back.
 func TestRingsDropped(t *testing.T) {
 	const tid = 42
-	r, host, th := fakeRings(t, tid)
+	r, _, th := fakeRings(t, tid)
 	th.vforking = true
 	write(r, 1, bF, false, 992, 100)
 	if n := r.drain(th); n != 0 || r.books.hits[bF] != 0 {
@@ -160,8 +150,9 @@ func TestRingsDropped(t *testing.T) {
 		t.Errorf("damaged %d times, want once", r.damaged)
 	}
 	write(r, 1, bF, false, 992, 100)
-	if n := r.drain(th); n != 1 || len(host.settled) != 1 {
-		t.Errorf("the ring taken back: %d records booked, waits settled %d times; want 1, once", n, len(host.settled))
+	th.evented = false
+	if n := r.drain(th); n != 1 || !th.evented {
+		t.Errorf("the ring taken back: %d records booked, waits settled %v; want 1, settled", n, th.evented)
 	}
 }
 
@@ -173,7 +164,7 @@ func TestRingsFullStop(t *testing.T) {
 	const tid = 42
 	r, host, th := fakeRings(t, tid)
 	r.counters.tramps = []*tramp{{addr: 0x10000, regions: []region{{at: 0x20, full: 2}}}}
-	*r.waited = 5000
+	r.clocks.waited = 5000
 	binary.LittleEndian.PutUint64(r.counters.ringArea(1)[instr.RingFullTime:], 4000)
 	r.regs.SetPC(0x10022) // past the int3 at 0x10021
 	if ok, err := r.stop(th, 0x10030); ok || err != nil {
@@ -188,7 +179,7 @@ func TestRingsFullStop(t *testing.T) {
 	}
 	write(r, 1, bF, false, 992, 4500)
 	r.drain(th)
-	if want := [][3]int64{{tid, 4000, 4500}}; !slices.Equal(host.stolen, want) {
-		t.Errorf("stops taken out %v, want %v", host.stolen, want)
+	if th.heldTotal != 500 {
+		t.Errorf("stops taken out %d, want 500: from 4000, when the thread stopped, to its next record at 4500", th.heldTotal)
 	}
 }

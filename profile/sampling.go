@@ -108,7 +108,9 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 		tally:    tally{samples: make([]uint64, len(env.plan.Funcs)), lineSamples: make([]uint64, len(env.plan.Lines))},
 		rounds:   newPtraceRounds(),
 	}
-	s.open = func(tid int, period time.Duration) (*ptrace.Sampler, error) { return s.env.proc.openSampler(tid, period) }
+	s.open = func(tid int, period time.Duration) (*ptrace.Sampler, error) {
+		return s.env.proc.openSampler(tid, period)
+	}
 	s.places.Store(&placeTable{})
 	return s
 }

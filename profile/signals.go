@@ -7,58 +7,135 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
+// signals is the tracer's part that passes signals on: the program's
+// (signal), a thread moved out of PROFILE's code first where a handler
+// must not find it there, a signal the kernel gave another thread in the
+// main thread's place given back (eintr.go), and the signals PROFILE
+// receives (forward). It holds no tracer: each signal's stop gives it
+// what it reads of the run (signalEnv).
+type signals struct {
+	// lastSignal[n] is when the program last reported signal n (Unix ns),
+	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
+	// process group) is not passed on twice.
+	lastSignal [65]atomic.Int64
+	sigNote    atomic.Value // string: the signal PROFILE received, if any
+	// requeued are the threads that block a signal for a moment
+	// (eintr.go).
+	requeued map[int]*requeued
+	// later are stops a wait for one thread took (deliverOutside), which
+	// the loop handles first (takeLater).
+	later []laterStop
+	// rolledBack counts the threads rolled out of instrumentation code
+	// for a signal (Result.RolledBack).
+	rolledBack uint64
+	// ownCont is set until the tracer has seen the SIGCONT that ended the
+	// stop of ptrace.Seize: it is the tracer's, not the program's.
+	ownCont bool
+	// goDepth: the plan has functions whose frames the depth code keys
+	// as Go's (caps.goDepth, given when the tracer is made: settleDepth).
+	goDepth bool
+}
+
+// signalLoop is what a signal's stop asks of the loop: to let a thread
+// go, with a signal or none (resume), to handle a stop that a thread
+// stepped out of PROFILE's code came to (stopped) and do what an
+// interrupt was for (interruptStop), and whether an address is in an area
+// PROFILE mapped in the program (ownArea).
+type signalLoop interface {
+	resume(tid int, sig syscall.Signal) error
+	stopped(tid int, ws ptrace.WaitStatus) error
+	interruptStop(th *thread)
+	ownArea(addr uint64) bool
+}
+
+// signalEnv is what a signal's stop reads of the run: the loop and its
+// program (proc, its main thread pid, its threads, whether PROFILE
+// attached to it); regs, the registers of the thread stopped, where the
+// loop and the parts read them; the parts whose code a thread may be
+// stopped in (the counters' trampolines, the breakpoints' slots, the
+// rings' full stops), the narration, and the watch with what it reads.
+// clocks has when the loop saw the stop and when it last let a thread go
+// (noteRelease).
+type signalEnv struct {
+	loop     signalLoop
+	proc     process
+	pid      int
+	threads  map[int]*thread
+	attached bool
+	regs     *ptrace.Regs
+	counters *counters
+	bp       *breakpoints
+	rings    *rings
+	explain  *explainer
+	watch    *watch
+	watched  watchEnv
+	clocks   *clocks
+}
+
+// signalEnv gives a signal's stop what it reads of t's run.
+func (t *tracer) signalEnv() signalEnv {
+	return signalEnv{
+		loop: t, proc: t.proc, pid: t.pid, threads: t.threads, attached: t.attach != nil, regs: &t.regs,
+		counters: t.counters, bp: t.bp, rings: t.rings, explain: &t.explain,
+		watch: &t.watch, watched: t.watchEnv(), clocks: &t.clocks,
+	}
+}
+
 // signal passes a signal on to the thread that received it, unchanged
-// (passSignal), and notes how long PROFILE held the thread for it
-// (signalCost).
-func (t *tracer) signal(th *thread, sig syscall.Signal) error {
-	err := t.passSignal(th, sig)
-	if t.resumed > t.waited {
-		t.watch.held += t.resumed - t.waited
+// (pass), and notes how long PROFILE held the thread for it
+// (watch.signalCost).
+func (s *signals) signal(th *thread, sig syscall.Signal, e signalEnv) error {
+	err := s.pass(th, sig, &e)
+	if c := e.clocks; c.resumed > c.waited {
+		e.watch.held += c.resumed - c.waited
 	}
 	return err
 }
 
-// passSignal passes a signal on to the thread that received it.
+// pass passes a signal on to the thread that received it.
 // Its registers are read only where the signal needs them: to roll a
 // thread out of a trampoline's code that a handler would run again, and
 // to move a fault in PROFILE's code to the program's own.
-func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
-	if int(sig) < len(t.lastSignal) {
-		t.lastSignal[sig].Store(time.Now().UnixNano())
+func (s *signals) pass(th *thread, sig syscall.Signal, e *signalEnv) error {
+	if int(sig) < len(s.lastSignal) {
+		s.lastSignal[sig].Store(time.Now().UnixNano())
 	}
-	t.watch.signals++
+	e.watch.signals++
 	if th.released > 0 {
-		t.watch.signalGap(t.waited - th.released)
+		e.watch.signalGap(e.clocks.waited - th.released)
 	}
 	if sig == syscall.SIGCHLD {
-		t.childSignal(th)
+		e.watch.childSignal(e.proc, th, e.watched.warn)
 	}
-	t.explain.signal(th, sig)
-	if t.misrouted(th, sig) {
+	e.explain.signal(th, sig)
+	if s.misrouted(th, sig, e) {
 		return nil
 	}
-	if th.stepping == nil && t.counters.rolls() {
-		if err := t.rollBack(th); err != nil {
+	if th.stepping == nil && e.counters.rolls() {
+		if err := s.rollBack(th, e); err != nil {
 			return err
 		}
 	}
 	if th.stepping == nil && faultSignal(sig) {
-		moved, err := t.leaveOwnCode(th)
+		moved, err := leaveOwnCode(th, e)
 		if err != nil {
 			return err
 		}
 		if !moved && sig != syscall.SIGFPE {
-			t.copyOfJump(t.regs.PC())
+			e.watch.copyOfJump(e.regs.PC(), e.watched)
 		}
 	} else if th.stepping == nil {
-		if done, err := t.deliverOutside(th, sig); done || err != nil {
+		if done, err := s.deliverOutside(th, sig, e); done || err != nil {
 			return err
 		}
 	}
@@ -66,33 +143,33 @@ func (t *tracer) passSignal(th *thread, sig syscall.Signal) error {
 		// The thread is inside a single-stepped slot: finish the step first
 		// and deliver the signal after it.
 		th.pendingSig = sig
-		t.noteRelease()
-		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+		e.clocks.noteRelease()
+		if err := e.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
 		return nil
 	}
-	return t.resume(th.tid, sig)
+	return e.loop.resume(th.tid, sig)
 }
 
 // rollBack undoes a thread stopped for a signal inside a trampoline's call
 // depth or record code (see counters.rollBack), so that a handler that runs
 // profiled functions finds the save slots free.
-func (t *tracer) rollBack(th *thread) error {
-	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
+func (s *signals) rollBack(th *thread, e *signalEnv) error {
+	if err := e.proc.getRegs(th.tid, e.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return nil
 		}
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
-	t.checkThreadBase(th, &t.regs)
-	rolled := t.counters.rollBack(&t.regs)
-	t.settleDepth(&t.regs)
+	e.watch.checkThreadBase(e.counters, th, e.regs, e.watched.warn)
+	rolled := e.counters.rollBack(e.regs)
+	s.settleDepth(e.counters, e.watched.plan, e.watched.arch, e.regs)
 	if !rolled {
 		return nil
 	}
-	t.rolledBack++
-	if err := t.proc.setRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+	s.rolledBack++
+	if err := e.proc.setRegs(th.tid, e.regs); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
 	return nil
@@ -107,16 +184,16 @@ func (t *tracer) rollBack(th *thread) error {
 // frames above its own, lower on the stack, and take them for its
 // callers: two frames more at each such alarm (TestInProcessSurvives saw
 // a call depth of 6 where 4 is the deepest). Go's frames, keyed by their
-// distance from their goroutine's stack top, are left as they are.
-func (t *tracer) settleDepth(regs *ptrace.Regs) {
-	c := t.counters
+// distance from their goroutine's stack top, are left as they are. c
+// are the counters, of plan's functions, on arch.
+func (s *signals) settleDepth(c *counters, plan *datafile.Plan, arch instr.Arch, regs *ptrace.Regs) {
 	if !c.keepsDepth() {
 		return
 	}
-	if t.caps.goDepth {
+	if s.goDepth {
 		return
 	}
-	sp := t.arch.SP(regs)
+	sp := arch.SP(regs)
 	var area []byte
 	if c.layout.table {
 		b := c.tableArea(sp)
@@ -155,24 +232,24 @@ func faultSignal(sig syscall.Signal) bool {
 // registers are those the original code would have there. (Other
 // signals are delivered where the thread is back in the program's code:
 // deliverOutside.) It reports whether it moved the thread; the thread's
-// registers are in t.regs either way.
-func (t *tracer) leaveOwnCode(th *thread) (moved bool, err error) {
-	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
+// registers are in e.regs either way.
+func leaveOwnCode(th *thread, e *signalEnv) (moved bool, err error) {
+	if err := e.proc.getRegs(th.tid, e.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
-	pc := t.regs.PC()
-	orig, ok := t.counters.origPC(pc)
-	if s := t.bp.inSlot(pc); !ok && s != nil {
+	pc := e.regs.PC()
+	orig, ok := e.counters.origPC(pc)
+	if s := e.bp.inSlot(pc); !ok && s != nil {
 		orig, ok = s.addr, true
 	}
 	if !ok {
 		return false, nil
 	}
-	t.regs.SetPC(orig)
-	if err := t.proc.setRegs(th.tid, &t.regs); err != nil && !ptrace.IsNoProcess(err) {
+	e.regs.SetPC(orig)
+	if err := e.proc.setRegs(th.tid, e.regs); err != nil && !ptrace.IsNoProcess(err) {
 		return false, fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 	}
 	return true, nil
@@ -184,11 +261,12 @@ func (th *thread) takePending() syscall.Signal {
 	return sig
 }
 
-// forwardSignals passes the signals PROFILE receives on to the program. A
-// signal the program itself reported within the last moment (Ctrl-C reaches
-// the whole foreground process group) is not sent twice.
-func (t *tracer) forwardSignals() (stop func()) {
-	if t.cfg.Signals == nil {
+// forward passes the signals PROFILE receives (received) on to the
+// program, process pid of proc, narrated by explain. A signal the
+// program itself reported within the last moment (Ctrl-C reaches the
+// whole foreground process group) is not sent twice.
+func (s *signals) forward(received <-chan os.Signal, proc process, pid int, explain *explainer) (stop func()) {
+	if received == nil {
 		return func() {}
 	}
 	quit := make(chan struct{})
@@ -197,27 +275,34 @@ func (t *tracer) forwardSignals() (stop func()) {
 			select {
 			case <-quit:
 				return
-			case s := <-t.cfg.Signals:
-				sig, ok := s.(syscall.Signal)
+			case r := <-received:
+				sig, ok := r.(syscall.Signal)
 				if !ok {
 					continue
 				}
-				t.sigNote.Store("profile received " + signalName(sig))
-				received := time.Now().UnixNano()
+				s.sigNote.Store("profile received " + signalName(sig))
+				at := time.Now().UnixNano()
 				time.Sleep(50 * time.Millisecond)
-				if int(sig) < len(t.lastSignal) && t.lastSignal[sig].Load() >= received-int64(50*time.Millisecond) {
+				if int(sig) < len(s.lastSignal) && s.lastSignal[sig].Load() >= at-int64(50*time.Millisecond) {
 					continue
 				}
-				t.explain.forwarded(sig)
-				t.proc.kill(t.pid, 0, sig)
+				explain.forwarded(sig)
+				proc.kill(pid, 0, sig)
 			}
 		}
 	}()
 	return func() { close(quit) }
 }
 
+// note is what run.Reason says of a signal PROFILE received, or "".
+func (s *signals) note() string {
+	note, _ := s.sigNote.Load().(string)
+	return note
+}
+
 // interruptStop does what an interrupt of thread th was for: a sweep of
-// line coverage's jumps, a sample of the ptrace sampler.
+// line coverage's jumps, a sample of the ptrace sampler. (The loop's: the
+// signals part asks for it through signalLoop.)
 func (t *tracer) interruptStop(th *thread) {
 	if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
 		t.lines.sweepStop()
@@ -245,75 +330,75 @@ const stepOutLimit = 4096
 // signal that comes meanwhile is held and sent again after sig. It
 // reports whether it took the stop over: false when th is not in
 // PROFILE's code, and sig is to be delivered as always.
-func (t *tracer) deliverOutside(th *thread, sig syscall.Signal) (bool, error) {
+func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (bool, error) {
 	tid := th.tid
 	// (A thread in a system call there ran a system call instruction of a
 	// breakpoint's slot, interrupted: stepped on, it would make the call
 	// again, and wait in it.)
-	if err := t.proc.getRegs(tid, &t.regs); err != nil || !t.ownArea(t.regs.PC()) || t.proc.inSyscall(th.tgid, th.tid) {
+	if err := e.proc.getRegs(tid, e.regs); err != nil || !e.loop.ownArea(e.regs.PC()) || e.proc.inSyscall(th.tgid, th.tid) {
 		return false, nil
 	}
-	info, err := t.proc.rawSigInfo(tid)
+	info, err := e.proc.rawSigInfo(tid)
 	if err != nil {
 		return false, nil
 	}
 	var later []syscall.Signal
-	from := t.regs.PC()
+	from := e.regs.PC()
 	for steps := 1; steps <= stepOutLimit; steps++ {
-		ws, gone, err := t.stepThrough(tid)
+		ws, gone, err := stepThrough(e.proc, tid)
 		if err != nil || gone {
 			return true, err
 		}
 		switch {
 		case !ws.Stopped():
-			t.later = append(t.later, laterStop{tid, ws}) // (gone: the loop sees it)
+			s.later = append(s.later, laterStop{tid, ws}) // (gone: the loop sees it)
 			return true, nil
 		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
-			if err := t.proc.getRegs(tid, &t.regs); err != nil {
+			if err := e.proc.getRegs(tid, e.regs); err != nil {
 				return true, nil
 			}
-			if t.rings != nil && t.rings.passFull(th) {
+			if e.rings != nil && e.rings.passFull(th) {
 				continue
 			}
-			if !t.ownArea(t.regs.PC()) {
-				t.explain.steppedOut(th, sig, from, t.regs.PC(), steps)
-				return true, t.deliverHeld(th, sig, info, later)
+			if !e.loop.ownArea(e.regs.PC()) {
+				e.explain.steppedOut(th, sig, from, e.regs.PC(), steps)
+				return true, deliverHeld(th, sig, info, later, e)
 			}
 		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop:
-			t.interruptStop(th)
+			e.loop.interruptStop(th)
 		case ws.GroupStop():
 			// The program is stopped (SIGSTOP): it stays so, and the
 			// signals held come when it goes on (SIGCONT).
-			t.resend(th, append(later, sig))
-			return true, t.stopped(tid, ws)
+			resend(e.proc, th, append(later, sig))
+			return true, e.loop.stopped(tid, ws)
 		case ws.StopSignal() == syscall.SIGTRAP:
 			// An event (the thread's exit): handled as any, the signals
 			// held dropped with the thread.
-			return true, t.stopped(tid, ws)
+			return true, e.loop.stopped(tid, ws)
 		case faultSignal(ws.StopSignal()):
-			if _, err := t.leaveOwnCode(th); err != nil {
+			if _, err := leaveOwnCode(th, e); err != nil {
 				return true, err
 			}
-			t.resend(th, append(later, sig))
-			return true, t.resume(tid, ws.StopSignal())
+			resend(e.proc, th, append(later, sig))
+			return true, e.loop.resume(tid, ws.StopSignal())
 		default:
 			later = append(later, ws.StopSignal())
 		}
 	}
-	return true, t.deliverHeld(th, sig, info, later) // (where it is)
+	return true, deliverHeld(th, sig, info, later, e) // (where it is)
 }
 
-// stepThrough single-steps stopped thread tid and waits for its next
-// stop, whatever it is; gone when the thread no longer exists to step
-// (killed meanwhile: the loop sees its end).
-func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err error) {
-	if err := t.proc.step(tid); err != nil {
+// stepThrough single-steps stopped thread tid of proc and waits for its
+// next stop, whatever it is; gone when the thread no longer exists to
+// step (killed meanwhile: the loop sees its end).
+func stepThrough(proc process, tid int) (ws ptrace.WaitStatus, gone bool, err error) {
+	if err := proc.step(tid); err != nil {
 		if ptrace.IsNoProcess(err) {
 			return 0, true, nil
 		}
 		return 0, false, fmt.Errorf("step thread %d: %w", tid, err)
 	}
-	ws, err = t.proc.waitFor(tid, time.Millisecond)
+	ws, err = proc.waitFor(tid, time.Millisecond)
 	if err != nil {
 		return 0, false, fmt.Errorf("wait for thread %d: %w", tid, err)
 	}
@@ -322,25 +407,36 @@ func (t *tracer) stepThrough(tid int) (ws ptrace.WaitStatus, gone bool, err erro
 
 // deliverHeld delivers signal sig to stopped thread th with its siginfo,
 // and sends the signals held after it again.
-func (t *tracer) deliverHeld(th *thread, sig syscall.Signal, info ptrace.RawSigInfo, later []syscall.Signal) error {
-	if err := t.proc.setSigInfo(th.tid, info); err != nil && !ptrace.IsNoProcess(err) {
+func deliverHeld(th *thread, sig syscall.Signal, info ptrace.RawSigInfo, later []syscall.Signal, e *signalEnv) error {
+	if err := e.proc.setSigInfo(th.tid, info); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("give thread %d its signal's information: %w", th.tid, err)
 	}
-	t.resend(th, later)
-	return t.resume(th.tid, sig)
+	resend(e.proc, th, later)
+	return e.loop.resume(th.tid, sig)
 }
 
 // resend sends signals held while thread th stepped out of PROFILE's code
 // again: they are pending when it goes on, and stop it again.
-func (t *tracer) resend(th *thread, sigs []syscall.Signal) {
+func resend(proc process, th *thread, sigs []syscall.Signal) {
 	for _, s := range sigs {
-		t.proc.kill(th.tgid, th.tid, s)
+		proc.kill(th.tgid, th.tid, s)
 	}
 }
 
 // laterStop is a stop of a thread that a wait for it alone took, which
-// the loop handles next (tracer.later).
+// the loop handles next (signals.later).
 type laterStop struct {
 	tid int
 	ws  ptrace.WaitStatus
+}
+
+// takeLater takes the first of the stops a wait for one thread took, if
+// any: the loop handles them before it waits again.
+func (s *signals) takeLater() (laterStop, bool) {
+	if len(s.later) == 0 {
+		return laterStop{}, false
+	}
+	l := s.later[0]
+	s.later = s.later[1:]
+	return l, true
 }

@@ -146,18 +146,18 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 // plantTarget plants the plan in tg's process, stopped, and calibrates
 // what PROFILE's stops and records cost it.
 func (t *tracer) plantTarget(tg target) error {
-	t.startCounter()
+	t.clocks.startCounter()
 	if err := t.plantAll(); err != nil {
 		return err
 	}
 	if err := tg.planted(); err != nil {
 		return err
 	}
-	if err := t.calibrateAll(); err != nil {
+	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.calls.borrow, borrowed: t.borrowed, counters: t.counters, rings: t.rings, imposed: t.plan.Calibration}); err != nil {
 		return err
 	}
 	t.explain.calibrated()
-	t.refineCounter()
+	t.clocks.refineCounter()
 	return nil
 }
 
@@ -207,8 +207,8 @@ func (l *launch) ready() (func(), error) {
 	if err := t.proc.seize(t.pid); err != nil {
 		return nothing, prf.CannotRun(t.cfg.Path, err)
 	}
-	t.ownCont = true
-	return t.forwardSignals(), nil
+	t.signals.ownCont = true
+	return t.signals.forward(t.cfg.Signals, t.proc, t.pid, &t.explain), nil
 }
 
 // start lets the program go from its exec stop.
@@ -217,8 +217,8 @@ func (l *launch) start() (func(), error) {
 	if err := t.proc.cont(t.pid, 0); err != nil {
 		return nothing, fmt.Errorf("start program: %w", err)
 	}
-	t.openThreadBooks(t.threads[t.pid])
-	t.startWaits()
+	t.clocks.openThreadBooks(t.threads[t.pid], t.books)
+	t.clocks.startWaits(t.timed, t.books, t.pid, t.arch)
 	return nothing, nil
 }
 

@@ -32,7 +32,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
 	child := int(msg)
-	t.noteChild(child)
+	t.watch.noteChild(child)
 	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
 	switch {
 	case th.foreign && kind == kindThread:
@@ -41,7 +41,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		kind = sharing(t.proc, th.tid, child, kind)
 	}
 	if kind == kindVfork && !th.foreign {
-		t.rings.vforking(th)
+		t.parts.vforking(th)
 	}
 	if ws, ok := t.early[child]; ok {
 		delete(t.early, child)
@@ -99,7 +99,6 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
-		t.openThreadBooks(th)
 		t.explain.thread(tid)
 		return t.resume(tid, 0)
 	case kindVfork:
@@ -146,9 +145,6 @@ func (t *tracer) exec(th *thread) error {
 		t.execed = true
 		t.cfg.Warn(prf.ExecEnded())
 		t.explain.exec()
-	}
-	if t.rings != nil {
-		t.rings.drainEnd()
 	}
 	t.parts.execed()
 	t.watch.written = nil

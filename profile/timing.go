@@ -3,15 +3,12 @@ package profile
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"math"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // Function timing, the start function and attribution with breakpoints.
@@ -52,8 +49,60 @@ const calibrationRounds = 101
 // hundred microseconds, which is small beside it.
 const yieldWindow = 20 * time.Millisecond
 
+// clocks are timing's clocks: PROFILE's own, and each thread's and
+// goroutine's, which leave out the time PROFILE held it (the stops, the
+// overhead of each, its waits for a thread PROFILE held: waits.go), and
+// the counter's, which the rings' records read (clock.go). They own the
+// time taken out; what they read of the run (its threads, the books, the
+// rings, the stopped thread's registers) is handed to each method.
+type clocks struct {
+	// epoch is the origin of clock; waited is the clock when the stop
+	// being handled was seen, resumed when it was let go (noteRelease),
+	// and charged the ledger its event was booked to.
+	epoch   time.Time
+	waited  int64
+	resumed int64
+	charged ledgerKey
+	// stolen has the time taken from each thread and goroutine by its
+	// stops; carried, by thread, the goroutine of its last Go event
+	// (carrier).
+	stolen  map[ledgerKey]int64
+	carried map[int]uint64
+	// started is when the first thread was born, ended when the last
+	// ended, longest the longest life of a thread on its own clock,
+	// held the time PROFILE held any of them, and debt the cost of the
+	// records of the thread that made the most: the run's total time
+	// (elapsed).
+	started int64
+	ended   int64
+	longest int64
+	held    heldTime
+	debt    float64
+	// overhead is what one event costs beyond what PROFILE's clock sees,
+	// and calculated its calibrated value; forced is set when /CB
+	// imposes it; gaps are the gaps between stops, which bound it
+	// otherwise (eventCost).
+	overhead   int64
+	calculated int64
+	forced     bool
+	gaps       gaps
+	// yielding is set when the tracer waits for stops with
+	// ptrace.WaitYielding (see yieldWindow).
+	yielding bool
+	// ctr turns the rings' times into the clock's (clock.go).
+	ctr counterClock
+	// waits are the threads' waits PROFILE reads (waits.go).
+	waits waits
+}
+
 // clock returns PROFILE's monotonic time in nanoseconds.
-func (t *tracer) clock() int64 { return int64(time.Since(t.epoch)) }
+func (c *clocks) clock() int64 { return int64(time.Since(c.epoch)) }
+
+// noteRelease notes the moment the tracer lets a stopped thread go: the
+// end of the time the stop takes from it (timing). It is taken before the
+// ptrace request, which may wake the thread on the tracer's own CPU and
+// leave the tracer waiting there while the thread runs.
+func (c *clocks) noteRelease() { c.resumed = c.clock() }
 
 // keepsBooks reports whether the plan needs the books: function timing,
 // a start function, attribution.
@@ -63,32 +112,45 @@ func keepsBooks(p *datafile.Plan) bool {
 
 func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
 
+// booking is what a breakpoint's event is booked with: the books, the
+// plan's functions, the rings when timing in-process (a goroutine's
+// clock is theirs), and the stopped thread's registers and memory, which
+// tell its frame (frameKey).
+type booking struct {
+	books *books
+	funcs []datafile.Func
+	rings *rings
+	arch  instr.Arch
+	regs  *ptrace.Regs
+	mem   instr.Memory
+}
+
 // book hands the hit of site s by thread th (whose registers are in
-// t.regs) to the books, as an entry or an exit, and notes which goroutine
+// b.regs) to the books, as an entry or an exit, and notes which goroutine
 // the stop is to be charged to.
-func (t *tracer) book(th *thread, s *site) {
+func (c *clocks) book(th *thread, s *site, b booking) {
 	if s.item >= 0 {
-		k, sp := t.bookKey(th, s.item)
-		t.books.enter(k, s.item, sp, t.eventTime(th, k))
-		t.charged = k
+		k, sp := c.bookKey(th, s.item, &b)
+		b.books.enter(k, s.item, sp, c.eventTime(th, k, b.rings))
+		c.charged = k
 	}
 	if s.exit >= 0 {
 		// (An entry that is also an exit, a function that is one ret or
 		// one jump, enters and leaves at once.)
-		k, sp := t.bookKey(th, s.exit)
-		t.books.exit(k, s.exit, sp, t.eventTime(th, k))
-		t.charged = k
+		k, sp := c.bookKey(th, s.exit, &b)
+		b.books.exit(k, s.exit, sp, c.eventTime(th, k, b.rings))
+		c.charged = k
 	}
 }
 
 // bookKey returns whose stack an event of item at a stop of thread th
 // belongs to, and its frame's key (frameKey): a C function's call made
 // for a goroutine (carrier) is the goroutine's.
-func (t *tracer) bookKey(th *thread, item int) (ledgerKey, uint64) {
-	k, sp := t.frameKey(th, &t.plan.Funcs[item])
+func (c *clocks) bookKey(th *thread, item int, b *booking) (ledgerKey, uint64) {
+	k, sp := b.frameKey(th, &b.funcs[item])
 	if k.goroutine {
-		t.carried[th.tid] = k.id
-	} else if g := t.carrier(th.tid, item); g != 0 {
+		c.carried[th.tid] = k.id
+	} else if g := c.carrier(b.books, th.tid, item); g != 0 {
 		k = ledgerKey{goroutine: true, id: g}
 	}
 	return k, sp
@@ -104,36 +166,37 @@ func (t *tracer) bookKey(th *thread, item int) (ledgerKey, uint64) {
 // is the goroutine's, nested in its Go frames, and the Go calls it makes
 // back in it (books.runFloor). A thread that ran no goroutine's profiled
 // call yet (a thread C code started) keeps its C calls.
-func (t *tracer) carrier(tid, item int) uint64 {
-	if b := t.books; b.noSP == nil || b.noSP[item] {
+func (c *clocks) carrier(b *books, tid, item int) uint64 {
+	if b.noSP == nil || b.noSP[item] {
 		return 0
 	}
-	return t.carried[tid]
+	return c.carried[tid]
 }
 
 // eventTime is the time of the event of thread th at the stop being
-// handled, on the clock of k: timing in-process, a goroutine's records in
-// the rings come first, and its clock is the rings' (goroutines.go).
-func (t *tracer) eventTime(th *thread, k ledgerKey) int64 {
-	if !k.goroutine || t.rings == nil {
-		return t.now(th, k)
+// handled, on the clock of k: timing in-process (r, the rings, not nil),
+// a goroutine's records in the rings come first, and its clock is the
+// rings' (goroutines.go).
+func (c *clocks) eventTime(th *thread, k ledgerKey, r *rings) int64 {
+	if !k.goroutine || r == nil {
+		return c.now(th, k, r)
 	}
-	t.rings.goStop(k.id)
-	return t.rings.goNow(th, k.id)
+	r.goStop(k.id)
+	return r.goNow(th, k.id)
 }
 
 // now is the time of the stop being handled on the clock of k, thread
 // th's or the goroutine's it runs: its stops and, for a thread, its
-// records taken out. The stop came before PROFILE saw it: by half the
-// calibrated overhead, which is the time from letting a thread go to
-// seeing its next stop. (Between two stops the half-overheads cancel;
-// between a record of a thread's ring and a stop, they do not: a function
-// whose entry is a record and whose exit is a breakpoint would be charged
-// the trap's latency.)
-func (t *tracer) now(th *thread, k ledgerKey) int64 {
-	now := t.waited - t.stolen[k] - t.stopCost(th)/2
+// records in the rings r (nil when there are none) taken out. The stop
+// came before PROFILE saw it: by half the calibrated overhead, which is
+// the time from letting a thread go to seeing its next stop. (Between
+// two stops the half-overheads cancel; between a record of a thread's
+// ring and a stop, they do not: a function whose entry is a record and
+// whose exit is a breakpoint would be charged the trap's latency.)
+func (c *clocks) now(th *thread, k ledgerKey, r *rings) int64 {
+	now := c.waited - c.stolen[k] - c.stopCost(th)/2
 	if !k.goroutine {
-		now -= int64(t.rings.debt(th, now))
+		now -= int64(r.debt(th, now))
 	}
 	return now
 }
@@ -145,70 +208,67 @@ func (t *tracer) now(th *thread, k ledgerKey) int64 {
 // whose goroutine register holds no goroutine whose stack holds the stack
 // pointer (runtime code that runs without one) is the thread's, as the
 // record code's goroutine form makes it.
-func (t *tracer) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
-	sp := t.arch.SP(&t.regs)
+func (b *booking) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
+	sp := b.arch.SP(b.regs)
 	if !goFrames(f) {
 		return threadLedger(th.tid), sp
 	}
-	g := t.arch.Goroutine(&t.regs)
-	var b [16]byte
+	g := b.arch.Goroutine(b.regs)
+	var stack [16]byte
 	// g.stack is the first two words of g (runtime/runtime2.go: type g
 	// struct { stack stack; ...}, type stack struct { lo, hi uintptr }).
-	if g == 0 || t.mem.ReadMem(g, b[:]) != nil {
+	if g == 0 || b.mem.ReadMem(g, stack[:]) != nil {
 		return threadLedger(th.tid), sp
 	}
-	lo, hi := binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])
+	lo, hi := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:])
 	if sp < lo || hi < sp || hi-sp > 1<<40 {
 		return threadLedger(th.tid), sp
 	}
 	return ledgerKey{goroutine: true, id: g}, 1<<63 - (hi - sp)
 }
 
-// charge takes the time thread tid spent in its last stop, and the
-// overhead, from the thread and from the goroutine its event was booked
-// to.
-func (t *tracer) charge(tid int) {
-	th := t.threads[tid]
-	if th == nil || th.foreign || th.born > t.waited {
-		t.charged = ledgerKey{}
+// charge takes the time thread th (nil for none) spent in its last
+// stop, and the overhead, from the thread and from the goroutine its
+// event was booked to (r: the rings, nil when there are none).
+func (c *clocks) charge(th *thread, r *rings) {
+	if th == nil || th.foreign || th.born > c.waited {
+		c.charged = ledgerKey{}
 		return
 	}
 	if th.fullAt != 0 {
 		// Stopped with its ring full: the stop is taken out from when
 		// it began to the thread's next record (rings.drain).
-		th.let = max(t.resumed, t.waited)
-		t.charged = ledgerKey{}
+		th.let = max(c.resumed, c.waited)
+		c.charged = ledgerKey{}
 		return
 	}
-	end := t.resumed
-	if end < t.waited {
-		end = t.clock() // (a stop the tracer did not end: a thread that went on as it was)
+	end := c.resumed
+	if end < c.waited {
+		end = c.clock() // (a stop the tracer did not end: a thread that went on as it was)
 	}
-	cost := t.stopCost(th)
+	cost := c.stopCost(th)
 	if th.let > 0 {
-		t.gaps.add(t.waited - th.let)
+		c.gaps.add(c.waited - th.let)
 	}
 	th.let = end
-	t.steal(tid, t.waited-cost, end)
-	if t.charged.goroutine && t.rings == nil {
+	c.steal(th, c.waited-cost, end)
+	if c.charged.goroutine && r == nil {
 		// (In-process, a goroutine's clock takes out its threads'
 		// stops: goClock.)
-		t.stolen[t.charged] += end - t.waited + cost
+		c.stolen[c.charged] += end - c.waited + cost
 	}
-	t.charged = ledgerKey{}
+	c.charged = ledgerKey{}
 }
 
-// steal takes the time from..to, when PROFILE held thread tid, from the
+// steal takes the time from..to, when PROFILE held thread th, from the
 // thread's clock and from the run's (held).
-func (t *tracer) steal(tid int, from, to int64) {
+func (c *clocks) steal(th *thread, from, to int64) {
 	if to <= from {
 		return
 	}
-	t.stolen[threadLedger(tid)] += to - from
-	t.held.add(from, to)
-	if th := t.threads[tid]; th != nil {
-		th.heldTotal += to - from
-	}
+	c.stolen[threadLedger(th.tid)] += to - from
+	c.held.add(from, to)
+	th.heldTotal += to - from
 }
 
 // heldTime is the time during which PROFILE held at least one thread of
@@ -278,11 +338,11 @@ func (h *heldTime) sum() int64 {
 // program's own time too, down to no time at all in a run of many short
 // calls. (Times of calls shorter than the stops' variation, some ten
 // microseconds, cannot be measured with breakpoints.)
-func (t *tracer) eventCost() int64 {
-	if t.forced || t.gaps.low == 0 {
-		return t.overhead
+func (c *clocks) eventCost() int64 {
+	if c.forced || c.gaps.low == 0 {
+		return c.overhead
 	}
-	return min(t.gaps.low, t.overhead)
+	return min(c.gaps.low, c.overhead)
 }
 
 // stopCost is what is taken out, for thread th's stop being handled, of
@@ -294,16 +354,16 @@ func (t *tracer) eventCost() int64 {
 // enough to bound it (eventCost), it would otherwise take out more than
 // the stop took, and move the thread's clock back past its start. /CB's
 // value is taken out as it is.
-func (t *tracer) stopCost(th *thread) int64 {
-	c := t.eventCost()
-	if t.forced {
-		return c
+func (c *clocks) stopCost(th *thread) int64 {
+	cost := c.eventCost()
+	if c.forced {
+		return cost
 	}
 	since := th.let
 	if since == 0 {
 		since = th.born
 	}
-	return min(c, max(t.waited-since, 0))
+	return min(cost, max(c.waited-since, 0))
 }
 
 // gapWindow is how many gaps between stops make one estimate.
@@ -333,36 +393,39 @@ func (g *gaps) add(d int64) {
 	}
 }
 
-// openThreadBooks starts the clock of thread th, which is about to run.
-func (t *tracer) openThreadBooks(th *thread) {
-	if t.books != nil && !th.foreign {
-		th.born = t.clock()
-		if t.started == 0 || th.born < t.started {
-			t.started = th.born
+// openThreadBooks starts the clock of thread th, which is about to run,
+// when the books b are kept.
+func (c *clocks) openThreadBooks(th *thread, b *books) {
+	if b != nil && !th.foreign {
+		th.born = c.clock()
+		if c.started == 0 || th.born < c.started {
+			c.started = th.born
 		}
 	}
 }
 
 // closeThreadBooks ends thread th at the time of its last stop: its frames
-// close, and the run lasts at least until then, on its clock.
-func (t *tracer) closeThreadBooks(th *thread) {
-	if t.books == nil || th.foreign {
+// close in the books b, and the run lasts at least until then, on its
+// clock. Its ring's records, if r holds it, are read first; threads are
+// the run's, whose waits may be for th (waitEnded).
+func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books, r *rings) {
+	if b == nil || th.foreign {
 		return
 	}
-	if t.rings != nil {
-		t.rings.stopped(th)
+	if r != nil {
+		r.stopSeen(th)
 	}
-	t.settleWait(th)
+	c.settleWait(th)
 	th.closeWait()
-	t.waitEnded(th)
-	delete(t.carried, th.tid)
+	c.waitEnded(th, threads)
+	delete(c.carried, th.tid)
 	k := threadLedger(th.tid)
-	end := t.now(th, k)
-	t.books.end(k, end)
-	t.ended = max(t.ended, t.waited)
-	t.debt = max(t.debt, th.debt)
-	t.longest = max(t.longest, end-th.born)
-	delete(t.stolen, k)
+	end := c.now(th, k, r)
+	b.end(k, end)
+	c.ended = max(c.ended, c.waited)
+	c.debt = max(c.debt, th.debt)
+	c.longest = max(c.longest, end-th.born)
+	delete(c.stolen, k)
 }
 
 // elapsed is the run's total time: from its first thread's start to its
@@ -376,30 +439,31 @@ func (t *tracer) closeThreadBooks(th *thread) {
 // stop as one the whole run waited for; where threads run side by side,
 // a thread held while the others go on delays the run by less, and a
 // thread that waits for the others (main in pthread_join) lives through
-// the run: its time, and its functions', are within the total.
-func (t *tracer) elapsed() int64 {
-	debt := t.debt
-	if t.rings != nil {
-		for _, g := range t.rings.goroutines {
+// the run: its time, and its functions', are within the total. The
+// goroutines' are in the rings r, when timing in-process.
+func (c *clocks) elapsed(r *rings) int64 {
+	debt := c.debt
+	if r != nil {
+		for _, g := range r.goroutines {
 			debt = max(debt, g.clock.debt)
 		}
 	}
-	return max(t.ended-t.started-t.held.sum()-int64(debt), t.longest, 0)
+	return max(c.ended-c.started-c.held.sum()-int64(debt), c.longest, 0)
 }
 
-// timingStats completes the run's statistics from the books.
-func (t *tracer) timingStats(s *datafile.Stats) {
-	b := t.books
-	if t.rings != nil {
-		t.rings.drainEnd()
+// timingStats completes the run's statistics of plan from the books b,
+// the threads left closed first, and the rings r read to their end.
+func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map[int]*thread, b *books, r *rings) {
+	if r != nil {
+		r.drainEnd()
 	}
-	for _, th := range t.threads {
-		t.closeThreadBooks(th)
+	for _, th := range threads {
+		c.closeThreadBooks(th, threads, b, r)
 	}
 	b.finish()
 	s.Hits = b.hits
 	s.CallDepth = b.depth
-	if t.plan.Method.IsSampling() && !keepsBooks(t.plan) {
+	if plan.Method.IsSampling() && !keepsBooks(plan) {
 		// (Books kept for a trace alone: sampling reports no call
 		// depth, with /TRACE or without.)
 		s.CallDepth = 0
@@ -407,98 +471,31 @@ func (t *tracer) timingStats(s *datafile.Stats) {
 	if b.attribution {
 		s.Stacks = slices.Clone(b.stacks)
 	}
-	if !t.plan.Method.IsTiming() {
+	if !plan.Method.IsTiming() {
 		return
 	}
 	s.FuncTime, s.ChildTime = b.self, b.all
-	s.TotalTime = t.elapsed()
+	s.TotalTime = c.elapsed(r)
 	s.OutsideTime = max(s.TotalTime-b.inside, 0)
 }
 
-// calibrate measures the overhead of one event at the exec stop, before
-// the program runs: the thread hits a breakpoint at its first instruction
-// calibrationRounds times, and the lower quartile of the round trips is
-// the stop's cost. Where other work shares the CPUs, a round trip often
-// waits for one, and the median was seen at 4 ms for stops of some 30 µs:
-// taken out of every later stop, it took most of the program's own time.
-// Its registers and code are restored.
-func (t *tracer) calibrate() (int64, error) {
-	saved, restore, err := t.calls.borrow(t.pid, t.arch.Breakpoint())
-	if err != nil {
-		return 0, err
-	}
-	defer restore()
-	samples := make([]int64, 0, calibrationRounds)
-	regs := t.borrowed(saved)
-	for range calibrationRounds {
-		if err := t.proc.setRegs(t.pid, &regs); err != nil {
-			return 0, err
-		}
-		let := t.clock()
-		if err := t.proc.cont(t.pid, 0); err != nil {
-			return 0, err
-		}
-		tid, ws, err := t.proc.wait(yieldWait(yieldWindow))
-		if err != nil {
-			return 0, err
-		}
-		if tid != t.pid || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
-			return 0, errors.New("program did not stop at the calibration breakpoint")
-		}
-		samples = append(samples, t.clock()-let)
-	}
-	slices.Sort(samples)
-	return samples[len(samples)/4], nil
-}
-
-// calibrateAll measures, for a timed run, what a breakpoint's stop and a
-// ring's record cost the program (calibrate, calibrateRing), on the main
-// thread where PROFILE stopped it, or takes /CALIBRATION's figure.
-func (t *tracer) calibrateAll() error {
-	if !t.timed {
-		return nil
-	}
-	var err error
-	if t.calculated, err = t.calibrate(); err != nil {
-		return fmt.Errorf("calibrate the overhead: %w", err)
-	}
-	t.overhead = t.calculated
-	t.yielding = true
-	if t.rings != nil {
-		counts, err := t.calibrateRing()
-		if err != nil {
-			return fmt.Errorf("calibrate the cost of a record: %w", err)
-		}
-		t.refineCounter()
-		t.rings.cost = counts * t.ctr.scale
-		t.calculated = int64(math.Round(t.rings.cost))
-	}
-	if c := t.plan.Calibration; c >= 0 {
-		t.overhead, t.forced = c, true
-		if t.rings != nil {
-			t.rings.cost = float64(c)
-		}
-	}
-	return nil
-}
-
-// findExits decodes the code of items' functions (module loaded with
-// bias) and returns their exits by item, with run-time addresses; a
-// function whose extent is unknown or whose code does not decode has
-// none (its frames close from the stack pointer).
-func (t *tracer) findExits(items []int, bias uint64) (map[int][]instr.Exit, int) {
+// findExits decodes the code of items' functions (of funcs, their module
+// loaded with bias in mem) and returns their exits by item, with run-time
+// addresses; a function whose extent is unknown or whose code does not
+// decode has none (its frames close from the stack pointer).
+func findExits(arch instr.Arch, mem instr.Memory, funcs []datafile.Func, items []int, bias uint64) (map[int][]instr.Exit, int) {
 	exits := map[int][]instr.Exit{}
 	n := 0
 	for _, item := range items {
-		f := &t.plan.Funcs[item]
+		f := &funcs[item]
 		if f.Low >= f.High || f.High-f.Low > 1<<24 {
 			continue
 		}
 		code := make([]byte, f.High-f.Low)
-		if err := t.mem.ReadMem(f.Low+bias, code); err != nil {
+		if err := mem.ReadMem(f.Low+bias, code); err != nil {
 			continue
 		}
-		es, err := instr.FindExits(t.arch, code, f.Low+bias, f.High+bias)
+		es, err := instr.FindExits(arch, code, f.Low+bias, f.High+bias)
 		if err != nil {
 			continue
 		}
@@ -506,4 +503,45 @@ func (t *tracer) findExits(items []int, bias uint64) (map[int][]instr.Exit, int)
 		n += len(es)
 	}
 	return exits, n
+}
+
+// timedRun is the books' clocks as a part of a run that keeps books
+// (hooks.go): what they read of the run, as choose wired it.
+type timedRun struct {
+	clocks  *clocks
+	threads map[int]*thread
+	books   *books
+	rings   *rings
+	plan    *datafile.Plan
+}
+
+// threadBorn opens the books of thread tid, the program's (threadHook).
+func (r *timedRun) threadBorn(tid int, foreign bool) error {
+	if th := r.threads[tid]; th != nil && !foreign {
+		r.clocks.openThreadBooks(th, r.books)
+	}
+	return nil
+}
+
+// threadEnded closes the books of thread tid (threadHook).
+func (r *timedRun) threadEnded(tid int) {
+	if th := r.threads[tid]; th != nil {
+		r.clocks.closeThreadBooks(th, r.threads, r.books, r.rings)
+	}
+}
+
+// stopSeen settles thread th's wait before its stop (seenHook). (The
+// rings, when they read records of its, settle it first.)
+func (r *timedRun) stopSeen(th *thread) { r.clocks.settleWait(th) }
+
+// stopHandled takes thread tid's stop out of its clock, and reads the
+// waits due (handledHook).
+func (r *timedRun) stopHandled(tid int) {
+	r.clocks.charge(r.threads[tid], r.rings)
+	r.clocks.waitTick(r.threads, r.books)
+}
+
+// stats gives the run's figures what the books kept (statsHook).
+func (r *timedRun) stats(s *datafile.Stats) {
+	r.clocks.timingStats(s, r.plan, r.threads, r.books, r.rings)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -103,16 +102,12 @@ type tracer struct {
 	entries *entryTrampolines
 	// lines plants line sites in-process (linetramps.go).
 	lines *lineTrampolines
-	// rolledBack counts the threads rolled out of instrumentation code
-	// for a signal (Result.RolledBack).
-	rolledBack uint64
 	// rings are the threads' rings, when the books are fed from them
-	// (ring.go); ctr turns the rings' times into the clock's (clock.go).
+	// (ring.go).
 	rings *rings
 	// exits patches timed functions' exits in-process, beside the rings
 	// (exitpatch.go).
 	exits *exitPatches
-	ctr   counterClock
 	// plant is the planting engine every mechanism plants with
 	// (planter.go).
 	plant *planter
@@ -129,54 +124,16 @@ type tracer struct {
 	// books keep the stacks of profiled calls, when timing, a start
 	// function or attribution need them (timing.go); else nil.
 	books *books
-	// epoch is the origin of clock; waited is the clock when the stop
-	// being handled was seen, resumed when it was let go, and charged the goroutine its event was
-	// booked to. stolen has the time taken from each thread and goroutine
-	// by its stops; started is when the first thread was born, ended
-	// when the last ended, held the time PROFILE held any of them, and
-	// debt the cost of the records of the thread that made the most:
-	// the run's total time (elapsed). overhead is what one event costs beyond what PROFILE's
-	// clock sees (timing), and calculated its calibrated value.
-	epoch   time.Time
-	waited  int64
-	resumed int64
-	charged ledgerKey
-	// clockChecked and clockShared: whether the counter was found to be
-	// one clock across CPUs (oneClock).
-	clockChecked, clockShared bool
+	// clocks are timing's clocks: PROFILE's, the threads' and the
+	// goroutines', their stops taken out (timing.go).
+	clocks clocks
 	// caps are what the run can do, probed once at the start (caps.go).
-	caps       caps
-	stolen     map[ledgerKey]int64
-	carried    map[int]uint64 // by thread, the goroutine of its last Go event (carrier)
-	started    int64
-	ended      int64
-	longest    int64 // the longest life of a thread on its own clock
-	held       heldTime
-	waits      waits
-	debt       float64
-	overhead   int64
-	calculated int64
-	// forced is set when /CB imposes the overhead; gaps are the gaps
-	// between stops, which bound it otherwise (eventCost).
-	forced bool
-	gaps   gaps
-	// yielding is set when the tracer waits for stops with
-	// ptrace.WaitYielding (timing: see timing.go).
-	yielding bool
-	execed   bool
-	// ownCont is set until the tracer has seen the SIGCONT that ended the
-	// stop of ptrace.Seize: it is the tracer's, not the program's.
-	ownCont bool
-	// ownTraps is set when the program raised a SIGTRAP of its own.
-	ownTraps bool
+	caps   caps
+	execed bool
 	// watch is what the program does behind PROFILE's back (watch.go).
 	watch watch
-
-	// lastSignal[n] is when the program last reported signal n (Unix ns),
-	// so that a signal PROFILE receives too (Ctrl-C reaches the whole
-	// process group) is not passed on twice.
-	lastSignal [65]atomic.Int64
-	sigNote    atomic.Value // string: the signal PROFILE received, if any
+	// signals passes signals on (signals.go, eintr.go).
+	signals signals
 
 	// parts are the run's parts, found once, and their hooks (hooks.go).
 	parts parts
@@ -187,12 +144,6 @@ type tracer struct {
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
-	// later are stops a wait for one thread took (deliverOutside), which
-	// the loop handles first.
-	later []laterStop
-	// requeued are the threads that block a signal for a moment
-	// (eintr.go).
-	requeued map[int]*requeued
 	// progressStart and progressLast are when the run began and when its
 	// progress was last told (progress.go).
 	progressStart, progressLast time.Time
@@ -218,9 +169,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		early:    make(map[int]ptrace.WaitStatus),
 		expected: make(map[int]childKind),
 		hits:     make([]uint64, cfg.Plan.NumItems()),
-		epoch:    time.Now(),
-		stolen:   make(map[ledgerKey]int64),
-		carried:  make(map[int]uint64),
+		clocks:   clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
 	}
 	t.bp = newBreakpoints(t)
 	t.calls = newInjector(t)
@@ -230,6 +179,7 @@ func newTracer(cfg Config) (*tracer, error) {
 	t.runID = datafile.NewRunID()
 	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)
 	t.caps = probeCaps(arch, cfg.Plan, cfg.Path)
+	t.signals.goDepth = t.caps.goDepth
 	if cfg.Plan.Method.IsSampling() {
 		interval := cfg.SampleInterval
 		if interval == 0 {
@@ -251,13 +201,10 @@ func newTracer(cfg Config) (*tracer, error) {
 // finish gathers the run's counts into res when the program has ended, or
 // PROFILE has let it go.
 func (t *tracer) finish(start time.Time, res *Result) {
-	t.signalCost(t.cfg.Now().Sub(start))
-	if t.ownTraps && t.bp.hits > 0 {
-		t.cfg.Warn(prf.OwnTraps())
-	}
+	t.watch.signalCost(t.cfg.Now().Sub(start), t.cfg.Warn)
 	t.parts.ended(res)
 	res.EndCheck = t.watch.checked
-	res.RolledBack = t.rolledBack
+	res.RolledBack = t.signals.rolledBack
 	res.Counts = t.counts(start, res)
 	t.explain.ended(res)
 }
@@ -275,7 +222,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		// exited has every count.
 		run.Incomplete = true
 		run.Reason = "program terminated by signal " + describeSignal(res.Signal)
-		if note, _ := t.sigNote.Load().(string); note != "" {
+		if note := t.signals.note(); note != "" {
 			run.Reason = note + "; " + run.Reason
 		}
 	}
@@ -287,7 +234,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	}
 	t.parts.addStats(&c.Stats)
 	if t.books != nil {
-		c.Overhead = t.calculated
+		c.Overhead = t.clocks.calculated
 	}
 	return c
 }
@@ -309,7 +256,7 @@ func (t *tracer) loop(res *Result) error {
 		}
 		tid, ws, err := t.wait(spin)
 		last = time.Now()
-		t.waited = t.clock()
+		t.clocks.waited = t.clocks.clock()
 		if err == ptrace.ErrQuit {
 			t.attach.windowEnded = true
 			return nil
@@ -333,30 +280,22 @@ func (t *tracer) loop(res *Result) error {
 			t.threadGone(tid)
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil {
-				// Its wait came before this stop, and its records.
-				t.settleWait(th)
-				if t.rings != nil {
-					t.rings.stopped(th)
-				}
+				t.parts.stopSeen(th)
 			}
 			t.explain.stop()
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
-			if t.books != nil {
-				t.charge(tid)
-				t.waitTick()
-			}
+			t.parts.stopHandled(tid)
 		}
-		t.parts.stopHandled(tid)
 		t.progress()
 	}
 }
 
 // stopped handles one ptrace stop of thread tid.
 func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
-	t.maskBack(tid, ws)
-	t.requeuedIdle()
+	t.signals.maskBack(t.proc, t.pid, tid, ws)
+	t.signals.requeuedIdle(t.proc, t.pid)
 	th := t.threads[tid]
 	if th == nil {
 		return t.newcomer(tid, ws)
@@ -364,19 +303,19 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT.
-		t.noteRelease()
+		t.clocks.noteRelease()
 		if err := t.proc.listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
 		}
 		return nil
 	}
 	sig := ws.StopSignal()
-	if sig == syscall.SIGCONT && t.ownCont && tid == t.pid {
-		t.ownCont = false
+	if sig == syscall.SIGCONT && t.signals.ownCont && tid == t.pid {
+		t.signals.ownCont = false
 		return t.resume(tid, 0)
 	}
 	if sig != syscall.SIGTRAP {
-		return t.signal(th, sig)
+		return t.signals.signal(th, sig, t.signalEnv())
 	}
 	switch ws.Event() {
 	case 0:
@@ -386,7 +325,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	case ptrace.EventExec:
 		return t.exec(th)
 	case ptrace.EventVforkDone:
-		t.rings.vforkDone(th)
+		t.parts.vforkDone(th)
 	case ptrace.EventExit:
 		return t.threadExit(th)
 	case ptrace.EventStop:
@@ -396,8 +335,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// stepping: continued, it would run past its slot.
 		t.interruptStop(th)
 		if th.stepping != nil {
-			t.noteRelease()
-			t.noteRelease()
+			t.clocks.noteRelease()
+			t.clocks.noteRelease()
 			if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 				return fmt.Errorf("step thread %d: %w", th.tid, err)
 			}
@@ -407,18 +346,10 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	return t.resume(th.tid, 0)
 }
 
-// noteRelease notes the moment the tracer lets a stopped thread go: the
-// end of the time the stop takes from it (timing). It is taken before the
-// ptrace request, which may wake the thread on the tracer's own CPU and
-// leave the tracer waiting there while the thread runs.
-func (t *tracer) noteRelease() { t.resumed = t.clock() }
-
 // wait waits for the next stop, polling for spin first; with yielding,
 // see ptrace.WaitYielding.
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
-	if n := len(t.later); n > 0 {
-		s := t.later[0]
-		t.later = t.later[1:]
+	if s, ok := t.signals.takeLater(); ok {
 		return s.tid, s.ws, nil
 	}
 	if t.attach != nil || t.cfg.Progress != nil {
@@ -436,7 +367,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		}
 		return t.proc.wait(pollWait(spin, s.pollEvery(), idle))
 	}
-	if t.trace != nil && (t.rings != nil || t.yielding) {
+	if t.trace != nil && (t.rings != nil || t.clocks.yielding) {
 		// The events booked are written at least every traceFlushEvery,
 		// also while no thread stops (the tracer does not sleep until the
 		// next stop, reading the rings meanwhile): a program that runs or
@@ -466,7 +397,7 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 		// (The narration's first hits of in-process counters.)
 		return t.proc.wait(pollWait(spin, time.Millisecond, idle))
 	}
-	if t.yielding {
+	if t.clocks.yielding {
 		return t.proc.wait(yieldWait(yieldWindow))
 	}
 	return t.proc.wait(sleepWait(spin))
@@ -476,11 +407,11 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 // another thread's exit_group) is not an error.
 func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	if tid == t.pid {
-		t.mainGoes()
+		t.signals.mainGoes(t.proc, t.pid, t.threads, t.attach != nil)
 	}
-	t.noteRelease()
+	t.clocks.noteRelease()
 	if th := t.threads[tid]; th != nil {
-		th.released = t.resumed
+		th.released = t.clocks.resumed
 	}
 	if err := t.proc.cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("resume thread %d: %w", tid, err)

@@ -31,7 +31,7 @@ import (
 )
 
 // waitEvery is how often, at least, a quiet thread's wait is read, in
-// nanoseconds; with many threads, less often (tracer.waitTick). waitTick is
+// nanoseconds; with many threads, less often (clocks.waitTick). waitTick is
 // how often the threads are looked at.
 const (
 	waitEvery = int64(100e3)
@@ -66,17 +66,18 @@ type waiting struct {
 	scratch         []byte
 }
 
-// startWaits watches the threads' waits in a timed run where the
-// kernel tells how long a thread ran (schedstat).
-func (t *tracer) startWaits() {
-	if !t.timed || t.books == nil {
+// startWaits watches the threads' waits in a timed run (books b kept),
+// where the kernel tells how long a thread ran (schedstat: the main
+// thread pid's), on arch.
+func (c *clocks) startWaits(timed bool, b *books, pid int, arch instr.Arch) {
+	if !timed || b == nil {
 		return
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/schedstat", t.pid, t.pid)); err != nil {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, pid)); err != nil {
 		return
 	}
-	t.waits = waits{on: true, every: waitEvery, futex: [2]int64{
-		int64(t.arch.SyscallNumber(instr.SysFutex)), int64(t.arch.SyscallNumber(instr.SysFutexWaitv))}}
+	c.waits = waits{on: true, every: waitEvery, futex: [2]int64{
+		int64(arch.SyscallNumber(instr.SysFutex)), int64(arch.SyscallNumber(instr.SysFutexWaitv))}}
 }
 
 // costOf is what PROFILE has cost thread th until now, on the clock of
@@ -96,49 +97,51 @@ func heldOf(th *thread, now int64) int64 {
 }
 
 // waitTick reads the waits of the threads due for it, no more often
-// than waitTick: those with a call open that made no event since the
-// last look (settleWait marks those that did). Each thread is read every
-// waits.every at most, which grows with the number of threads read, so
-// that the readings cost PROFILE a few per cent of its time.
-func (t *tracer) waitTick() {
-	w := &t.waits
+// than waitTick: those with a call open in the books b that made no
+// event since the last look (settleWait marks those that did). Each
+// thread is read every waits.every at most, which grows with the number
+// of threads read, so that the readings cost PROFILE a few per cent of
+// its time.
+func (c *clocks) waitTick(threads map[int]*thread, b *books) {
+	w := &c.waits
 	if !w.on {
 		return
 	}
-	now := t.clock()
+	now := c.clock()
 	if now-w.lastTick < waitTick {
 		return
 	}
 	w.lastTick = now
 	read := 0
-	for _, th := range t.threads {
+	for _, th := range threads {
 		if th.evented {
 			// (Not quiet since the last look.)
 			th.evented = false
 			continue
 		}
-		if th.foreign || (th.wait != nil && th.wait.sampled && now-th.wait.at < w.every) || !t.callOpen(th) {
+		if th.foreign || (th.wait != nil && th.wait.sampled && now-th.wait.at < w.every) || !callOpen(b, th) {
 			continue
 		}
-		if t.sampleWait(th, now) {
+		if c.sampleWait(th, now, threads) {
 			read++
 		}
 	}
 	w.every = max(waitEvery, int64(read)*20e3)
 }
 
-// callOpen reports whether thread th has a profiled call open, whose time
-// its waits change.
-func (t *tracer) callOpen(th *thread) bool {
-	l := t.books.ledgers[threadLedger(th.tid)]
+// callOpen reports whether thread th has a profiled call open in the
+// books b, whose time its waits change.
+func callOpen(b *books, th *thread) bool {
+	l := b.ledgers[threadLedger(th.tid)]
 	return l != nil && len(l.frames) > 0
 }
 
-// sampleWait reads thread th's wait at now; it reports whether it could.
-func (t *tracer) sampleWait(th *thread, now int64) bool {
+// sampleWait reads thread th's wait at now, and what PROFILE cost the
+// other threads; it reports whether it could.
+func (c *clocks) sampleWait(th *thread, now int64, threads map[int]*thread) bool {
 	w := th.wait
 	if w == nil {
-		w = &waiting{futexCalls: t.waits.futex, first: map[int]int64{}, last: map[int]int64{}, scratch: make([]byte, 256)}
+		w = &waiting{futexCalls: c.waits.futex, first: map[int]int64{}, last: map[int]int64{}, scratch: make([]byte, 256)}
 		th.wait = w
 	}
 	if w.stat == nil {
@@ -164,7 +167,7 @@ func (t *tracer) sampleWait(th *thread, now int64) bool {
 		}
 		w.span += dt
 	}
-	for tid, o := range t.threads {
+	for tid, o := range threads {
 		if tid != th.tid && !o.foreign {
 			c := costOf(o, now)
 			if !w.sampled {
@@ -221,7 +224,7 @@ func (w *waiting) inFutex(th *thread) bool {
 // PROFILE held that one: the holds of the thread held the longest between
 // its first and last readings, in the share of that time th slept in a
 // futex. The readings start again.
-func (t *tracer) settleWait(th *thread) {
+func (c *clocks) settleWait(th *thread) {
 	th.evented = true
 	w := th.wait
 	if w == nil || !w.sampled {
@@ -234,7 +237,7 @@ func (t *tracer) settleWait(th *thread) {
 		}
 		charge := min(int64(float64(most)*float64(w.blocked)/float64(w.span)), w.blocked)
 		if charge > 0 {
-			t.stolen[threadLedger(th.tid)] += charge
+			c.stolen[threadLedger(th.tid)] += charge
 		}
 	}
 	w.sampled, w.span, w.blocked = false, 0, 0
@@ -245,12 +248,12 @@ func (t *tracer) settleWait(th *thread) {
 // waitEnded notes, for the threads whose waits are being read, what
 // PROFILE cost thread th until its end: it may be the one they wait for
 // (a join), and is no longer among the threads when they are read next.
-func (t *tracer) waitEnded(th *thread) {
-	if !t.waits.on || th.foreign {
+func (c *clocks) waitEnded(th *thread, threads map[int]*thread) {
+	if !c.waits.on || th.foreign {
 		return
 	}
-	now := t.clock()
-	for _, o := range t.threads {
+	now := c.clock()
+	for _, o := range threads {
 		if w := o.wait; o != th && w != nil && w.sampled {
 			w.last[th.tid] = costOf(th, now)
 		}

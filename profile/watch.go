@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -49,7 +51,10 @@ const (
 	signalFloor = 1000
 )
 
-// watch is what the checks keep.
+// watch is the tracer's part that checks what the program does behind
+// PROFILE's back, and keeps what the checks find. It holds no tracer: a
+// check is given what it reads of the run (watchEnv, or the one value it
+// needs).
 type watch struct {
 	// said holds the PRF numbers warned about: each warning comes once.
 	said map[int]bool
@@ -77,6 +82,26 @@ type watch struct {
 	held    int64
 }
 
+// watchEnv is what the watch's checks of the program's code read of the
+// run: where warnings go (warn), the plan, the program's architecture and
+// memory, and the sites of PROFILE's breakpoints, by address.
+type watchEnv struct {
+	warn  func(*prf.Diagnostic)
+	plan  *datafile.Plan
+	arch  instr.Arch
+	mem   instr.Memory
+	sites map[uint64]*site
+}
+
+// watchEnv is what the watch's checks read of t's run.
+func (t *tracer) watchEnv() watchEnv {
+	e := watchEnv{warn: t.cfg.Warn, plan: t.plan, arch: t.arch, mem: t.mem}
+	if t.bp != nil {
+		e.sites = t.bp.sites
+	}
+	return e
+}
+
 // signalGap notes the time from a thread's release to its next stop, for
 // a signal.
 func (w *watch) signalGap(d int64) {
@@ -95,16 +120,16 @@ type written struct {
 
 // wrote records code written over the instructions of module mi, loaded
 // with bias.
-func (t *tracer) wrote(mi int, bias uint64, code []span) {
+func (w *watch) wrote(mi int, bias uint64, code []span) {
 	for _, c := range code {
-		t.watch.written = append(t.watch.written, written{c, mi, bias})
+		w.written = append(w.written, written{c, mi, bias})
 	}
 }
 
-// funcAt names the function of module mi, loaded with bias, whose code
-// holds addr, or "".
-func (t *tracer) funcAt(mi int, bias, addr uint64) string {
-	for _, f := range t.plan.Funcs {
+// funcAt names the function of plan's module mi, loaded with bias, whose
+// code holds addr, or "".
+func funcAt(plan *datafile.Plan, mi int, bias, addr uint64) string {
+	for _, f := range plan.Funcs {
 		if f.Module == mi && addr >= f.Low+bias && addr < f.High+bias {
 			return "function " + f.Name
 		}
@@ -112,21 +137,23 @@ func (t *tracer) funcAt(mi int, bias, addr uint64) string {
 	return ""
 }
 
-// warnOnce warns d unless a warning of its number was given already.
-func (t *tracer) warnOnce(d *prf.Diagnostic) {
-	if t.watch.said == nil {
-		t.watch.said = map[int]bool{}
+// warnOnce warns d with warn unless a warning of its number was given
+// already.
+func (w *watch) warnOnce(warn func(*prf.Diagnostic), d *prf.Diagnostic) {
+	if w.said == nil {
+		w.said = map[int]bool{}
 	}
-	if t.watch.said[d.Code] {
+	if w.said[d.Code] {
 		return
 	}
-	t.watch.said[d.Code] = true
-	t.cfg.Warn(d)
+	w.said[d.Code] = true
+	warn(d)
 }
 
 // threadExit handles the exit stop of a thread (PTRACE_O_TRACEEXIT): its
 // registers and the program's memory are still there. When every thread
-// of the program is exiting, the program's end is checked.
+// of the program is exiting, the program's end is checked (the loop's:
+// the watch checks, endCheck).
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
 	t.explain.threadExiting()
@@ -135,33 +162,39 @@ func (t *tracer) threadExit(th *thread) error {
 	}
 	if !th.foreign && th.tgid == t.pid {
 		if err := t.proc.getRegs(th.tid, &t.regs); err == nil {
-			t.checkThreadBase(th, &t.regs)
+			t.watch.checkThreadBase(t.counters, th, &t.regs, t.cfg.Warn)
 		}
-		if !t.watch.ended && t.allExiting() {
-			t.watch.ended = true
-			start := time.Now()
-			t.checkCode()
-			t.watch.checked = time.Since(start)
+		if !t.watch.ended && allExiting(t.threads, t.pid) {
+			t.watch.endCheck(t.watchEnv(), t.readMaps)
 		}
 	}
 	return t.resume(th.tid, 0)
 }
 
-// allExiting reports whether every thread of the program has reached its
-// exit stop.
-func (t *tracer) allExiting() bool {
-	for _, th := range t.threads {
-		if th.tgid == t.pid && !th.foreign && !th.exiting {
+// allExiting reports whether every thread of program pid (of threads)
+// has reached its exit stop.
+func allExiting(threads map[int]*thread, pid int) bool {
+	for _, th := range threads {
+		if th.tgid == pid && !th.foreign && !th.exiting {
 			return false
 		}
 	}
 	return true
 }
 
-// checkThreadBase warns when thread th, whose registers are regs, has a
-// GS base that is not the counter block PROFILE gave it (x86-64).
-func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
-	c := t.counters
+// endCheck checks the program's code at its end (checkCode), once, and
+// notes how long it took (checked); readMaps reads its memory map.
+func (w *watch) endCheck(e watchEnv, readMaps func() ([]mapping, error)) {
+	w.ended = true
+	start := time.Now()
+	w.checkCode(e, readMaps)
+	w.checked = time.Since(start)
+}
+
+// checkThreadBase warns (warn) when thread th, whose registers are regs,
+// has a GS base that is not the counter block PROFILE gave it in c
+// (x86-64).
+func (w *watch) checkThreadBase(c *counters, th *thread, regs *ptrace.Regs, warn func(*prf.Diagnostic)) {
 	if c == nil || !c.layout.perThread() || th.foreign {
 		return
 	}
@@ -169,19 +202,19 @@ func (t *tracer) checkThreadBase(th *thread, regs *ptrace.Regs) {
 	if c.holds(base) {
 		return
 	}
-	t.warnOnce(prf.ThreadBaseChanged(th.tid, base))
+	w.warnOnce(warn, prf.ThreadBaseChanged(th.tid, base))
 }
 
-// itemName names item, a function or a line of the plan, or "" for -1.
-func (t *tracer) itemName(item int) string {
+// itemName names item, a function or a line of plan, or "" for -1.
+func itemName(plan *datafile.Plan, item int) string {
 	switch {
-	case item < 0 || item >= t.plan.NumItems():
+	case item < 0 || item >= plan.NumItems():
 		return ""
-	case t.plan.Method.IsFunction():
-		return "function " + t.plan.Funcs[item].Name
+	case plan.Method.IsFunction():
+		return "function " + plan.Funcs[item].Name
 	}
-	l := &t.plan.Lines[item]
-	m := &t.plan.Modules[l.Module]
+	l := &plan.Lines[item]
+	m := &plan.Modules[l.Module]
 	file := "?"
 	if l.File >= 0 && l.File < len(m.Files) {
 		file = m.Files[l.File]
@@ -195,57 +228,57 @@ func (t *tracer) itemName(item int) string {
 // were (docs/linux.md). What PROFILE wrote: the jumps and hops over
 // instructions, the breakpoints, and after a line's breakpoint the rest of
 // the code PROFILE read there (up to the next site), which holds the rest
-// of the instruction that runs from a slot.
-func (t *tracer) checkCode() {
-	written := slices.SortedFunc(slices.Values(t.watch.written), func(a, b written) int { return cmp.Compare(a.addr, b.addr) })
-	t.readPlaces(len(written), func(i int) (uint64, int) { return written[i].addr, len(written[i].b) },
+// of the instruction that runs from a slot. readMaps reads the memory map.
+func (w *watch) checkCode(e watchEnv, readMaps func() ([]mapping, error)) {
+	written := slices.SortedFunc(slices.Values(w.written), func(a, b written) int { return cmp.Compare(a.addr, b.addr) })
+	readPlaces(e.mem, len(written), func(i int) (uint64, int) { return written[i].addr, len(written[i].b) },
 		func(i int, got []byte) bool {
-			w := &written[i]
-			if bytes.Equal(got, w.b) {
+			x := &written[i]
+			if bytes.Equal(got, x.b) {
 				return true
 			}
-			t.warnOnce(prf.CodeChanged(w.addr, t.funcAt(w.mi, w.bias, w.addr)))
+			w.warnOnce(e.warn, prf.CodeChanged(x.addr, funcAt(e.plan, x.mi, x.bias, x.addr)))
 			return false
 		})
-	addrs := slices.Sorted(maps.Keys(t.bp.sites))
-	bp := t.arch.Breakpoint()
+	addrs := slices.Sorted(maps.Keys(e.sites))
+	bp := e.arch.Breakpoint()
 	sites, sizes := make([]*site, len(addrs)), make([]int, len(addrs))
 	for i, a := range addrs {
-		sites[i] = t.bp.sites[a]
+		sites[i] = e.sites[a]
 		end := a + uint64(max(len(sites[i].code), len(bp)))
 		if i+1 < len(addrs) {
 			end = min(end, addrs[i+1])
 		}
 		// (Nor past the jumps written after it: a line's next site may
 		// have taken one.)
-		if w := sort.Search(len(written), func(w int) bool { return written[w].addr > a }); w < len(written) {
-			end = min(end, max(written[w].addr, a+uint64(len(bp))))
+		if k := sort.Search(len(written), func(k int) bool { return written[k].addr > a }); k < len(written) {
+			end = min(end, max(written[k].addr, a+uint64(len(bp))))
 		}
 		sizes[i] = int(end - a)
 	}
-	t.readPlaces(len(addrs), func(i int) (uint64, int) { return addrs[i], sizes[i] }, func(i int, got []byte) bool {
+	readPlaces(e.mem, len(addrs), func(i int) (uint64, int) { return addrs[i], sizes[i] }, func(i int, got []byte) bool {
 		s := sites[i]
 		if bytes.Equal(got[:len(bp)], bp) && (len(got) == len(bp) || bytes.Equal(got[len(bp):], s.code[len(bp):len(got)])) {
 			return true
 		}
-		t.warnOnce(prf.CodeChanged(s.addr, t.itemName(s.item)))
+		w.warnOnce(e.warn, prf.CodeChanged(s.addr, itemName(e.plan, s.item)))
 		return false
 	})
 	at := make([]uint64, 0, len(written)+len(addrs))
-	for _, w := range written {
-		at = append(at, w.addr)
+	for _, x := range written {
+		at = append(at, x.addr)
 	}
 	at = append(at, addrs...)
 	slices.Sort(at)
-	t.checkWritable(at)
+	w.checkWritable(at, readMaps, e.warn)
 }
 
-// readPlaces reads the program's code at n places, sorted by address
+// readPlaces reads the program's code, in mem, at n places, sorted by address
 // (place gives each's address and size), in one read for the places
 // within a page of each other (120,000 lines' sites: some tens of
 // milliseconds), and calls check with each place's bytes until it
 // returns false. Places that cannot be read are passed over.
-func (t *tracer) readPlaces(n int, place func(int) (uint64, int), check func(int, []byte) bool) {
+func readPlaces(mem instr.Memory, n int, place func(int) (uint64, int), check func(int, []byte) bool) {
 	var buf []byte
 	for k := 0; k < n; {
 		lo, size := place(k)
@@ -259,7 +292,7 @@ func (t *tracer) readPlaces(n int, place func(int) (uint64, int), check func(int
 			hi = max(hi, a+uint64(size))
 		}
 		buf = slices.Grow(buf[:0], int(hi-lo))[:hi-lo]
-		if t.mem.ReadMem(lo, buf) == nil {
+		if mem.ReadMem(lo, buf) == nil {
 			for m := k; m < j; m++ {
 				a, size := place(m)
 				if !check(m, buf[a-lo:a-lo+uint64(size)]) {
@@ -271,11 +304,11 @@ func (t *tracer) readPlaces(n int, place func(int) (uint64, int), check func(int
 	}
 }
 
-// checkWritable warns when a mapping of code PROFILE patched (at, sorted)
-// is writable: the program made its own code writable (mprotect), to
-// change it.
-func (t *tracer) checkWritable(at []uint64) {
-	maps, err := t.readMaps()
+// checkWritable warns (warn) when a mapping of code PROFILE patched (at,
+// sorted) is writable in the memory map readMaps reads: the program made
+// its own code writable (mprotect), to change it.
+func (w *watch) checkWritable(at []uint64, readMaps func() ([]mapping, error), warn func(*prf.Diagnostic)) {
+	maps, err := readMaps()
 	if err != nil {
 		return
 	}
@@ -285,7 +318,7 @@ func (t *tracer) checkWritable(at []uint64) {
 		}
 		i, _ := slices.BinarySearch(at, m.Start)
 		if i < len(at) && at[i] < m.End {
-			t.warnOnce(prf.CodeWritable(m.Path, m.Start))
+			w.warnOnce(warn, prf.CodeWritable(m.Path, m.Start))
 			return
 		}
 	}
@@ -294,20 +327,20 @@ func (t *tracer) checkWritable(at []uint64) {
 // copyOfBreakpoint looks, at a trap PROFILE did not plant at addr, for a
 // copy of a breakpoint's code: the program copied code PROFILE had
 // planted a breakpoint in, and ran the copy.
-func (t *tracer) copyOfBreakpoint(addr uint64) {
-	if t.watch.looks >= copyLooks || len(t.bp.sites) == 0 {
+func (w *watch) copyOfBreakpoint(addr uint64, e watchEnv) {
+	if w.looks >= copyLooks || len(e.sites) == 0 {
 		return
 	}
-	t.watch.looks++
+	w.looks++
 	const window = 16
 	here := make([]byte, window)
-	if t.mem.ReadMem(addr, here) != nil {
+	if e.mem.ReadMem(addr, here) != nil {
 		return
 	}
-	for _, s := range t.bp.sites {
+	for _, s := range e.sites {
 		there := make([]byte, window)
-		if s.addr != addr && t.mem.ReadMem(s.addr, there) == nil && bytes.Equal(here, there) {
-			t.warnOnce(prf.CodeCopied(addr, s.addr, t.itemName(s.item)))
+		if s.addr != addr && e.mem.ReadMem(s.addr, there) == nil && bytes.Equal(here, there) {
+			w.warnOnce(e.warn, prf.CodeCopied(addr, s.addr, itemName(e.plan, s.item)))
 			return
 		}
 	}
@@ -316,23 +349,23 @@ func (t *tracer) copyOfBreakpoint(addr uint64) {
 // copyOfJump looks, at a fault at pc in no code PROFILE knows, for a
 // copy of a jump it wrote: a copy at c of a jump from a to b lands at c +
 // (b - a), where nothing is.
-func (t *tracer) copyOfJump(pc uint64) {
-	if t.watch.looks >= copyLooks || len(t.watch.written) == 0 {
+func (w *watch) copyOfJump(pc uint64, e watchEnv) {
+	if w.looks >= copyLooks || len(w.written) == 0 {
 		return
 	}
-	t.watch.looks++
-	for _, w := range t.watch.written {
-		in, err := t.arch.Decode(w.b, w.addr)
+	w.looks++
+	for _, x := range w.written {
+		in, err := e.arch.Decode(x.b, x.addr)
 		if err != nil || in.Target == 0 {
 			continue
 		}
-		c := pc - (in.Target - w.addr)
-		if c == w.addr {
+		c := pc - (in.Target - x.addr)
+		if c == x.addr {
 			continue
 		}
-		there := make([]byte, len(w.b))
-		if t.mem.ReadMem(c, there) == nil && bytes.Equal(there, w.b) {
-			t.warnOnce(prf.CodeCopied(c, w.addr, t.funcAt(w.mi, w.bias, w.addr)))
+		there := make([]byte, len(x.b))
+		if e.mem.ReadMem(c, there) == nil && bytes.Equal(there, x.b) {
+			w.warnOnce(e.warn, prf.CodeCopied(c, x.addr, funcAt(e.plan, x.mi, x.bias, x.addr)))
 			return
 		}
 	}
@@ -344,10 +377,10 @@ func (t *tracer) copyOfJump(pc uint64) {
 // change of state (si_code CLD_EXITED and the others, above 0) names a
 // child: one sent by kill, tgkill or sigqueue (si_code 0 or below: the
 // program's own, or PROFILE's own of a signal it held back, eintr.go)
-// names its sender.
-func (t *tracer) childSignal(th *thread) {
-	info, err := t.proc.sigInfo(th.tid)
-	if err != nil || info.Signo != int32(syscall.SIGCHLD) || info.Code <= 0 || t.watch.children[int(info.Pid)] {
+// names its sender. th is stopped for it in proc; warn says it.
+func (w *watch) childSignal(proc process, th *thread, warn func(*prf.Diagnostic)) {
+	info, err := proc.sigInfo(th.tid)
+	if err != nil || info.Signo != int32(syscall.SIGCHLD) || info.Code <= 0 || w.children[int(info.Pid)] {
 		return
 	}
 	const cldKilled, cldDumped = 2, 3 // si_code of a child killed by a signal
@@ -355,26 +388,27 @@ func (t *tracer) childSignal(th *thread) {
 	if info.Code == cldKilled || info.Code == cldDumped {
 		how = describeSignal(syscall.Signal(info.Status))
 	}
-	t.warnOnce(prf.UntracedChild(int(info.Pid), how))
+	w.warnOnce(warn, prf.UntracedChild(int(info.Pid), how))
 }
 
 // noteChild records a process PROFILE was told of.
-func (t *tracer) noteChild(pid int) {
-	if t.watch.children == nil {
-		t.watch.children = map[int]bool{}
+func (w *watch) noteChild(pid int) {
+	if w.children == nil {
+		w.children = map[int]bool{}
 	}
-	t.watch.children[pid] = true
+	w.children[pid] = true
 }
 
-// signalCost says, at the end of a run, what the program's signals cost
-// it, when there were many and their stops took a good part of the run.
-func (t *tracer) signalCost(elapsed time.Duration) {
-	n, stop := t.watch.signals, time.Duration(t.watch.stop)
+// signalCost says (warn), at the end of a run, what the program's
+// signals cost it, when there were many and their stops took a good part
+// of the run.
+func (w *watch) signalCost(elapsed time.Duration, warn func(*prf.Diagnostic)) {
+	n, stop := w.signals, time.Duration(w.stop)
 	if n < signalFloor || elapsed <= 0 || stop <= 0 {
 		return
 	}
-	cost := stop + time.Duration(t.watch.held/int64(n))
+	cost := stop + time.Duration(w.held/int64(n))
 	if share := float64(n) * float64(cost) / float64(elapsed); share >= signalShare {
-		t.cfg.Warn(prf.SignalStops(n, float64(n)/elapsed.Seconds(), cost, min(share, 1)))
+		warn(prf.SignalStops(n, float64(n)/elapsed.Seconds(), cost, min(share, 1)))
 	}
 }

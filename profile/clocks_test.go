@@ -1,0 +1,152 @@
+package profile
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// TestClocksBook: timing's clocks book a breakpoint's event with what the
+// stop gives them (booking), no tracer: a Go function's entry goes to the
+// goroutine whose stack holds the stack pointer, keyed by its distance
+// from the stack's top; a C function's call made next on the same thread
+// is that goroutine's (carrier); a Go function where the goroutine
+// register holds no goroutine is the thread's. Each event is the
+// goroutine's or thread's time at the stop, and the one the stop is
+// charged to.
+func TestClocksBook(t *testing.T) {
+	arch, err := instr.ForName(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		tid       = 7
+		g         = 0x2000                     // the goroutine's g
+		lo, hi    = 0xc000100000, 0xc000101000 // its stack
+		goSP, cSP = 0xc000100f00, 0x7ffe0000
+		work      = 1 // main.work
+		cfunc     = 2
+	)
+	plan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: []datafile.Func{
+		{Name: "main", Frame: datafile.FrameSP},
+		{Name: "main.work", Frame: datafile.FrameGoroutine, File: "main.go"},
+		{Name: "cfunc", Frame: datafile.FrameSP},
+	}}
+	stack := make([]byte, 16)
+	binary.LittleEndian.PutUint64(stack, lo)
+	binary.LittleEndian.PutUint64(stack[8:], hi)
+	mem := &fakeMem{areas: map[uint64][]byte{g: stack}}
+	var regs ptrace.Regs
+	// (The register the architecture keeps g in, by its DWARF number.)
+	for n := 0; n < 64 && arch.Goroutine(&regs) == 0; n++ {
+		regs.SetReg(n, g)
+		if arch.Goroutine(&regs) != g {
+			regs.SetReg(n, 0)
+		}
+	}
+	if arch.Goroutine(&regs) != g {
+		t.Fatal("no register holds the goroutine")
+	}
+	b := newBooks(plan)
+	c := &clocks{waited: 50_000, stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}
+	th := &thread{tid: tid}
+	goKey := ledgerKey{goroutine: true, id: g}
+	c.stolen[goKey] = 20_000
+	at := booking{books: b, funcs: plan.Funcs, arch: arch, regs: &regs, mem: mem}
+
+	arch.SetSP(&regs, goSP)
+	c.book(th, &site{meaning: meaning{item: work, exit: -1}}, at)
+	l := b.ledgers[goKey]
+	if l == nil || len(l.frames) != 1 || l.frames[0].sp != 1<<63-(hi-goSP) || l.frames[0].begun != 30_000 {
+		t.Fatalf("main.work's entry: goroutine ledger %+v, want one frame keyed %#x at 30000", l, uint64(1<<63-(hi-goSP)))
+	}
+	if c.charged != goKey || c.carried[tid] != g {
+		t.Errorf("charged %+v, carried %#x: want the goroutine", c.charged, c.carried[tid])
+	}
+
+	arch.SetSP(&regs, cSP)
+	c.book(th, &site{meaning: meaning{item: cfunc, exit: -1}}, at)
+	if len(l.frames) != 2 || l.frames[1].fn != cfunc || l.frames[1].sp != cSP {
+		t.Errorf("cfunc's entry, carried: goroutine frames %+v, want cfunc's on top at sp %#x", l.frames, cSP)
+	}
+	if c.charged != goKey {
+		t.Errorf("cfunc's entry charged to %+v, want the goroutine", c.charged)
+	}
+
+	c.carried = map[int]uint64{}
+	regs = ptrace.Regs{}
+	arch.SetSP(&regs, cSP)
+	c.book(th, &site{meaning: meaning{item: work, exit: -1}}, at)
+	if tl := b.ledgers[threadLedger(tid)]; tl == nil || len(tl.frames) != 1 || tl.frames[0].sp != cSP || tl.frames[0].begun != 50_000 {
+		t.Errorf("main.work's entry with no goroutine: thread ledger %+v, want one frame at sp %#x at 50000", tl, cSP)
+	}
+	if c.charged != threadLedger(tid) {
+		t.Errorf("charged to %+v, want the thread", c.charged)
+	}
+}
+
+// TestClocksElapsed: the run's time is from its first thread's start to
+// its last thread's end, less the union of its stops, but never less than
+// the longest life of a thread on its own clock. Each thread's books
+// close at its end, on its clock, and its stolen time is forgotten.
+func TestClocksElapsed(t *testing.T) {
+	// A thread's life: born and ended, held by PROFILE in stops.
+	type life struct {
+		born, end int64
+		stops     [][2]int64
+	}
+	for _, c := range []struct {
+		name  string
+		lives []life
+		want  int64
+	}{
+		{"one after the other", []life{
+			{born: 1000, end: 6000, stops: [][2]int64{{2000, 3000}}},
+			{born: 5000, end: 11000},
+		}, 9000},
+		{"side by side", []life{
+			{born: 1000, end: 11000, stops: [][2]int64{{2000, 4000}}},
+			{born: 1000, end: 11000, stops: [][2]int64{{3000, 9000}}},
+		}, 8000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := testBooks(-1, "", false, 0)
+			ck := &clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}
+			threads := map[int]*thread{}
+			for i, l := range c.lives {
+				th := &thread{tid: i + 1, born: l.born}
+				threads[th.tid] = th
+				if ck.started == 0 || l.born < ck.started {
+					ck.started = l.born
+				}
+				ck.carried[th.tid] = 0xc000001000
+				b.enter(threadLedger(th.tid), 0, 0x1000, l.born)
+				for _, s := range l.stops {
+					ck.steal(th, s[0], s[1])
+				}
+			}
+			for i, l := range c.lives {
+				th := threads[i+1]
+				ck.waited = l.end
+				ck.closeThreadBooks(th, threads, b, nil)
+				k := threadLedger(th.tid)
+				if _, ok := ck.stolen[k]; ok {
+					t.Errorf("thread %d: its stolen time kept after its end", th.tid)
+				}
+				if _, ok := ck.carried[th.tid]; ok {
+					t.Errorf("thread %d: its goroutine kept after its end", th.tid)
+				}
+				if l := b.ledgers[k]; l != nil && len(l.frames) != 0 {
+					t.Errorf("thread %d: %d frames open after its end", th.tid, len(l.frames))
+				}
+			}
+			if got := ck.elapsed(nil); got != c.want {
+				t.Errorf("elapsed %d, want %d", got, c.want)
+			}
+		})
+	}
+}
