@@ -156,7 +156,7 @@ func (a *attachment) unmask() {
 
 // planted plants the libraries loaded already, followed from here as in
 // any run.
-func (a *attachment) planted() error { return a.t.modules.syncLibraries() }
+func (a *attachment) planted() error { return a.t.parts.modules.syncLibraries() }
 
 // ready gives every thread but the main thread, which has them already,
 // its counters, and the threads their stacks' pages above them
@@ -184,15 +184,15 @@ func (a *attachment) start() (done func(), err error) {
 	a.began = time.Now()
 	done = a.endWindow()
 	a.unmask()
-	t.clocks.startWaits(t.timed, t.books, t.pid, t.arch)
+	t.clocks.startWaits(t.timed, t.parts.books, t.pid, t.arch)
 	for _, tid := range t.threadIDs() {
-		t.clocks.openThreadBooks(t.threads[tid], t.books)
+		t.clocks.openThreadBooks(t.threads[tid], t.parts.books)
 		if err = t.resume(tid, 0); err != nil {
 			return done, err
 		}
 	}
 	a.running = true
-	t.progressStart = time.Now()
+	t.status.start = time.Now()
 	return done, nil
 }
 
@@ -322,7 +322,7 @@ func (a *attachment) knownChildren() {
 		}
 		for _, f := range strings.Fields(string(b)) {
 			if child, err := strconv.Atoi(f); err == nil {
-				t.watch.noteChild(child)
+				t.parts.watch.noteChild(child)
 			}
 		}
 	}

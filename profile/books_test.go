@@ -521,14 +521,14 @@ func TestStopsTakenOut(t *testing.T) {
 	var times, gTimes, otherTimes []int64
 	for i, s := range []stop{{1e6, 1.05e6}, {3e6, 3.2e6}, {3.3e6, 3.31e6}} {
 		tr.clocks.waited = s.seen
-		times = append(times, tr.clocks.now(th, k, tr.rings))
-		gTimes = append(gTimes, tr.clocks.now(th, g, tr.rings))
-		otherTimes = append(otherTimes, tr.clocks.now(th, other, tr.rings))
+		times = append(times, tr.clocks.now(th, k, tr.parts.rings))
+		gTimes = append(gTimes, tr.clocks.now(th, g, tr.parts.rings))
+		otherTimes = append(otherTimes, tr.clocks.now(th, other, tr.parts.rings))
 		if i < 2 {
 			tr.clocks.charged = g
 		}
 		tr.clocks.resumed = s.let
-		tr.clocks.charge(tr.threads[tid], tr.rings)
+		tr.clocks.charge(tr.threads[tid], tr.parts.rings)
 	}
 	for _, c := range []struct {
 		what string
@@ -611,10 +611,10 @@ func TestStopCostBounded(t *testing.T) {
 	for range 10 {
 		at += 30e3
 		tr.clocks.waited = at
-		times = append(times, tr.clocks.now(th, k, tr.rings))
+		times = append(times, tr.clocks.now(th, k, tr.parts.rings))
 		at += 5e3
 		tr.clocks.resumed = at
-		tr.clocks.charge(tr.threads[tid], tr.rings)
+		tr.clocks.charge(tr.threads[tid], tr.parts.rings)
 	}
 	for i := 1; i < len(times); i++ {
 		if d := times[i] - times[i-1]; d < 0 || d > 30e3 {
@@ -622,7 +622,7 @@ func TestStopCostBounded(t *testing.T) {
 		}
 	}
 	tr.clocks.waited = at // it ends as it is let go
-	if end := tr.clocks.now(th, k, tr.rings); end < th.born || end > th.born+300e3 {
+	if end := tr.clocks.now(th, k, tr.parts.rings); end < th.born || end > th.born+300e3 {
 		t.Errorf("the thread's clock ends at %d, want between its birth at %d and 300 µs later", end, th.born)
 	}
 }

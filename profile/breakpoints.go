@@ -207,7 +207,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 	f := &t.plan.Funcs[item]
 	addr := f.Entry + p.bias
 	code := make([]byte, t.arch.MaxInstLen())
-	if err := t.plant.readCode(addr, code); err != nil {
+	if err := t.parts.plant.readCode(addr, code); err != nil {
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
 	brk := t.arch.Breakpoint()
@@ -258,7 +258,7 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 				continue
 			}
 			code := make([]byte, t.arch.MaxInstLen())
-			if err := t.plant.readCode(e.PC, code); err != nil {
+			if err := t.parts.plant.readCode(e.PC, code); err != nil {
 				continue
 			}
 			cell := uint64(0)
@@ -304,8 +304,8 @@ func (t *tracer) trap(th *thread) error {
 	}
 	// Not ours: the program's own trap, delivered unchanged (or a copy
 	// of a breakpoint, which PROFILE says).
-	t.watch.copyOfBreakpoint(addr, t.watchEnv())
-	t.bp.ownTraps = true
+	t.parts.watch.copyOfBreakpoint(addr, t.watchEnv())
+	t.parts.bp.ownTraps = true
 	return t.resume(th.tid, syscall.SIGTRAP)
 }
 
@@ -315,14 +315,14 @@ func (t *tracer) trap(th *thread) error {
 func (bp *breakpoints) hit(th *thread, s *site) error {
 	t := bp.t
 	if s.rendezvous {
-		return t.modules.rendezvousHit(th, s)
+		return t.parts.modules.rendezvousHit(th, s)
 	}
 	th.retrap = 0
 	bp.hits++
 	switch {
 	case th.foreign:
-	case t.books != nil:
-		t.clocks.book(th, s, booking{t.books, t.plan.Funcs, t.rings, t.arch, &t.regs, t.mem})
+	case t.parts.books != nil:
+		t.clocks.book(th, s, booking{t.parts.books, t.plan.Funcs, t.parts.rings, t.arch, &t.regs, t.mem})
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
@@ -334,7 +334,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 		}
 	}
 	t.explain.hit(th, s)
-	if s.item < 0 && t.rings != nil && t.rings.ringTimed(&t.plan.Funcs[s.exit]) == nil {
+	if s.item < 0 && t.parts.rings != nil && t.parts.rings.ringTimed(&t.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).
@@ -435,7 +435,7 @@ func (bp *breakpoints) retrapped(th *thread, s *site) error {
 			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			bp.t.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
+			bp.t.parts.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
 			s.stale = true
 			return bp.displace(th, s)
 		}

@@ -26,8 +26,8 @@ const (
 // fork (coverage removes each at its first hit, in the program's memory)
 // are still in the child's copy: they are written too.
 func (t *tracer) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
-	t.bp.takeOut(mem, true)
-	t.counters.restorePatches(mem)
+	t.parts.bp.takeOut(mem, true)
+	t.parts.counters.restorePatches(mem)
 }
 
 // childMem opens the memory of child tid, stopped at its first stop, and
@@ -84,7 +84,7 @@ func (t *tracer) syscallAgain(tid int, call instr.Syscall, args ...uint64) (uint
 	if !bytes.Equal(code, inst) {
 		return 0, fmt.Errorf("no system call instruction before %#x", saved.PC())
 	}
-	res, err := t.calls.stepSyscall(tid, saved, pc, call, args...)
+	res, err := t.parts.calls.stepSyscall(tid, saved, pc, call, args...)
 	if rerr := t.proc.setRegs(tid, &saved); err == nil && rerr != nil {
 		return 0, rerr
 	}

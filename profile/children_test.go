@@ -21,10 +21,10 @@ func (w writes) WriteMem(addr uint64, b []byte) error {
 // parent between the fork and the child's first stop).
 func TestUnpatchRetired(t *testing.T) {
 	tr := &tracer{}
-	tr.bp = newBreakpoints(tr)
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
-	tr.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
-	tr.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}
+	tr.parts.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
+	tr.parts.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}
 	w := writes{}
 	tr.unpatch(w)
 	if got := slices.Sorted(maps.Keys(w)); !slices.Equal(got, []uint64{0x1000, 0x2000}) {

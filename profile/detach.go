@@ -67,14 +67,14 @@ func (a *attachment) detachAll(res *Result) error {
 				t.signals.readyToGo(t.proc, t.pid, tid, ws)
 				continue
 			}
-			if th != nil && t.rings != nil {
-				t.rings.stopSeen(th)
+			if th != nil && t.parts.rings != nil {
+				t.parts.rings.stopSeen(th)
 			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}
-			if t.books != nil {
-				t.clocks.charge(t.threads[tid], t.rings)
+			if t.parts.books != nil {
+				t.clocks.charge(t.threads[tid], t.parts.rings)
 			}
 			delete(d.asked, tid)
 		}
@@ -152,7 +152,7 @@ func (a *attachment) haltAll() {
 		case ws.Stopped() && ws.StopSignal() == syscall.SIGTRAP && ws.Event() == 0:
 			var regs ptrace.Regs
 			if t.proc.getRegs(tid, &regs) == nil {
-				if addr := t.arch.BreakpointAddr(regs.PC()); t.bp.sites[addr] != nil {
+				if addr := t.arch.BreakpointAddr(regs.PC()); t.parts.bp.sites[addr] != nil {
 					regs.SetPC(addr)
 					t.proc.setRegs(tid, &regs)
 				}
@@ -179,13 +179,13 @@ func (a *attachment) letGo(ready map[int]bool) error {
 		return nil
 	}
 	for _, tid := range t.threadIDs() {
-		if th := t.threads[tid]; th != nil && t.rings != nil && stopped(tid) {
-			t.rings.stopSeen(th)
+		if th := t.threads[tid]; th != nil && t.parts.rings != nil && stopped(tid) {
+			t.parts.rings.stopSeen(th)
 		}
 	}
 	// The rings' checks off first: a thread in a trampoline, or one that
 	// returns into one, must never stop for a full ring.
-	t.counters.unchecked(a.undo.Memory)
+	t.parts.counters.unchecked(a.undo.Memory)
 	var errs []error
 	if err := a.undo.restore(); err != nil {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))
@@ -212,7 +212,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 			mainTakes(t.proc, t.pid, ran)
 		}
 	}
-	for tid := range t.early {
+	for tid := range t.tasks.early {
 		t.proc.detach(tid, 0)
 	}
 	a.detached = true
@@ -239,7 +239,7 @@ func (a *attachment) putBase(tid int, keep bool) {
 		regs.SetThreadBase(base)
 		t.proc.setRegs(tid, &regs)
 	}
-	if t.counters != nil && t.counters.layout.table && t.counters.layout.rings && t.caps.threadPointer {
+	if t.parts.counters != nil && t.parts.counters.layout.table && t.parts.counters.layout.rings && t.caps.threadPointer {
 		p, ok := a.pointers[tid]
 		if !ok {
 			p = a.pointer
@@ -251,7 +251,7 @@ func (a *attachment) putBase(tid int, keep bool) {
 // ownArea reports whether addr is in one of the areas PROFILE mapped in
 // the program (trampolines, slots, hops, punned trampolines' pages).
 func (t *tracer) ownArea(addr uint64) bool {
-	for _, a := range t.plant.ownMaps {
+	for _, a := range t.parts.plant.ownMaps {
 		if addr >= a[0] && addr < a[0]+a[1] {
 			return true
 		}

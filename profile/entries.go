@@ -45,12 +45,12 @@ func (et *entryTrampolines) plant(p *planting) error {
 		sites[len(order)-1-n] = t.plan.Funcs[item].Entry + p.bias
 	}
 	if p.area.mapped() {
-		t.plant.layout(p).Sites(sites)
+		t.parts.plant.layout(p).Sites(sites)
 	}
 	for _, item := range order {
 		pl, err := et.planEntry(p, item)
 		if err == nil {
-			t.plant.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) }, 0)
+			t.parts.plant.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) }, 0)
 			et.patched++
 			continue
 		}
@@ -58,7 +58,7 @@ func (et *entryTrampolines) plant(p *planting) error {
 		if p.lay != nil {
 			p.lay.Unstable(t.plan.Funcs[item].Entry+p.bias, len(t.arch.Breakpoint()))
 		}
-		if err := t.bp.plantEntry(p, item); err != nil {
+		if err := t.parts.bp.plantEntry(p, item); err != nil {
 			return err
 		}
 	}
@@ -80,15 +80,15 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if t.counters.layout.rings {
-		if err := t.rings.ringTimed(f); err != nil {
+	if t.parts.counters.layout.rings {
+		if err := t.parts.rings.ringTimed(f); err != nil {
 			return nil, err
 		}
 	}
 	if et.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
 		return nil, errLoopEntry
 	}
-	lay := t.plant.layout(p)
+	lay := t.parts.plant.layout(p)
 	lay.Evict = et.exitBuild(p, item, lo, hi)
 	build := func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		tr, err := et.entryTrampoline(pt, at, f, item, lo, hi)
@@ -99,7 +99,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	}
 	entry := f.Entry + p.bias
 	pl, err := lay.Plan(entry, build)
-	if err != nil && lo < entry && !t.plant.scan.landings.has(entry) {
+	if err != nil && lo < entry && !t.parts.plant.scan.landings.has(entry) {
 		// A Go function's entry, after its stack check: planned at its
 		// start instead, carrying the check, the count after it (where
 		// nothing jumps to the entry but through the start).
@@ -116,7 +116,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
 	t := et.t
-	if !t.counters.layout.rings {
+	if !t.parts.counters.layout.rings {
 		return nil
 	}
 	f := &t.plan.Funcs[item]
@@ -124,7 +124,7 @@ func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func
 		if !slices.ContainsFunc(p.exits[item], func(e instr.Exit) bool { return e.PC == addr }) {
 			return nil
 		}
-		exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
 		return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 			return instr.ExitTrampoline(t.arch, pt, at, exit.Code)
 		}
@@ -139,10 +139,10 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if x == pl {
 		return et.entryRegions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !t.counters.layout.rings || !x.Tramp.Exit {
+	if !t.parts.counters.layout.rings || !x.Tramp.Exit {
 		return nil
 	}
-	exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
 	return []region{recordRegion(x.Tramp.At, &exit)}
 }
 

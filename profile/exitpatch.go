@@ -51,7 +51,7 @@ type exitPatches struct {
 // newExitPatches returns the exits' patches of t's run, recording into
 // rings r.
 func newExitPatches(t *tracer, r *rings) *exitPatches {
-	return &exitPatches{arch: t.arch, plan: t.plan, rings: r, scan: &t.plant.scan, bp: t.bp, warn: t.cfg.Warn, padding: t.plant.padding}
+	return &exitPatches{arch: t.arch, plan: t.plan, rings: r, scan: &t.parts.plant.scan, bp: t.parts.bp, warn: t.cfg.Warn, padding: t.parts.plant.padding}
 }
 
 // plant patches the exits of planting p that it can, after the entries

@@ -55,7 +55,7 @@ func (x *endNarrator) ended(res *Result) {
 	if x.t.plan.StartFunc != "" {
 		ran = "were counted, called while the start function ran"
 	}
-	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.bp.hits), "time"))
+	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.parts.bp.hits), "time"))
 	x.mu.Lock()
 	x.untold["hit"] = untold
 	var more []string

@@ -63,11 +63,11 @@ func (x *hitNarrator) hit(th *thread, s *site) {
 		n = 1 // (booked, or covered)
 	}
 	what := "first hit, at its breakpoint"
-	if t.books != nil {
+	if t.parts.books != nil {
 		what = "first entered, at its breakpoint"
 	}
 	cover := ""
-	if t.bp.removeAtHit {
+	if t.parts.bp.removeAtHit {
 		cover = "; covered, its breakpoint taken out"
 	}
 	if note := x.startNote(); note != "" {
@@ -118,7 +118,7 @@ func (x *hitNarrator) drained(tid, n int) {
 // watching reports whether the narrator reads the in-process counters
 // for first hits.
 func (x *hitNarrator) watching() bool {
-	c := x.t.counters
+	c := x.t.parts.counters
 	return c != nil && !c.layout.rings && x.started && !x.hitsDone
 }
 
@@ -156,9 +156,9 @@ func (x *hitNarrator) threadExiting() {
 // counter seen above zero: the thread whose block holds it (where each
 // has one), and the count so far. It reports whether it told any.
 func (x *hitNarrator) scan() bool {
-	t, c := x.t, x.t.counters
+	t, c := x.t, x.t.parts.counters
 	x.scanned = t.clocks.clock()
-	lt := t.lines
+	lt := t.parts.lines
 	if x.unseen == nil {
 		n := t.plan.NumItems()
 		if lt != nil {

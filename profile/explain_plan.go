@@ -115,19 +115,19 @@ func (x *planNarrator) mechanism() {
 	}
 	t := x.t
 	m := t.plan.Method
-	c := t.counters
+	c := t.parts.counters
 	why := ""
 	if t.cfg.Breakpoints {
 		why = " (profile --breakpoints)"
 	}
 	switch {
-	case t.rings != nil && t.timed:
+	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
-	case t.rings != nil:
+	case t.parts.rings != nil:
 		x.say("PROFILE records calls in-process: each function's entry jumps to a trampoline that appends a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them, for %s.", ringRecords, x.booksFor())
-	case t.books != nil && t.timed:
+	case t.parts.books != nil && t.timed:
 		x.say("PROFILE times with breakpoints%s: a breakpoint at each function's entry and exits. At each hit the thread stops, PROFILE books the call or the return at that time, and lets the thread go on.", why)
-	case t.books != nil:
+	case t.parts.books != nil:
 		x.say("PROFILE records calls with breakpoints%s: a breakpoint at each function's entry. At each hit the thread stops, PROFILE books the call, for %s, and lets the thread go on.", why, x.booksFor())
 	case c != nil && m.IsFunction():
 		x.say("PROFILE counts in-process: each function entry it can patch jumps to a trampoline that adds one to the function's counter, without stopping the program. An entry no jump fits keeps a breakpoint, a stop per call.")
@@ -135,7 +135,7 @@ func (x *planNarrator) mechanism() {
 		x.say("PROFILE covers lines in-process: each line site it can patch jumps to a trampoline that sets the site's counter to one, without stopping the program. A site no jump fits keeps a breakpoint, taken out at its first hit.")
 	case c != nil:
 		x.say("PROFILE counts lines in-process: each line site it can patch jumps to a trampoline that adds one to the site's counter, without stopping the program. A site no jump fits keeps a breakpoint, a stop per pass.")
-	case t.bp.removeAtHit:
+	case t.parts.bp.removeAtHit:
 		x.say("PROFILE covers with breakpoints%s: a breakpoint at each site, taken out at its first hit.", why)
 	case m.IsFunction():
 		x.say("PROFILE counts with breakpoints%s: a breakpoint at each function entry. Each call stops its thread once, for PROFILE to count it.", why)
@@ -169,7 +169,7 @@ func (x *planNarrator) booksFor() string {
 
 // calibrated tells what a stop, and a record, cost the program (timing).
 func (x *planNarrator) calibrated() {
-	if x == nil || x.t.books == nil || !x.t.plan.Method.IsTiming() {
+	if x == nil || x.t.parts.books == nil || !x.t.plan.Method.IsTiming() {
 		return
 	}
 	t := x.t
@@ -177,7 +177,7 @@ func (x *planNarrator) calibrated() {
 	if t.attach != nil {
 		when, where = "before the window", "where PROFILE stopped it"
 	}
-	if t.rings != nil {
+	if t.parts.rings != nil {
 		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.clocks.calculated, when)
 		return
 	}

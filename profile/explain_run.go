@@ -24,14 +24,14 @@ func (x *runNarrator) running() {
 	t := x.t
 	x.started = true
 	line := "PROFILE lets the program run. Only a thread that hits a breakpoint stops: PROFILE handles the stop and lets it go on."
-	if t.counters != nil && !t.counters.layout.rings {
+	if t.parts.counters != nil && !t.parts.counters.layout.rings {
 		line += " The trampolines count without stopping it: PROFILE reads their counters, in the memory it shares with the program, while it waits."
 	}
-	if t.rings != nil {
+	if t.parts.rings != nil {
 		line += " The trampolines record without stopping it: PROFILE reads the rings while it waits."
 	}
 	x.say("%s %s", x.now(), line)
-	if s := t.sampling; s != nil {
+	if s := t.parts.sampling; s != nil {
 		how := "the kernel's clock event of each thread (perf), which writes the samples into a ring PROFILE reads"
 		if s.kind == datafile.PtraceSampler {
 			how = "PROFILE interrupting each thread and reading its program counter (the kernel refused its clock events)"
@@ -47,7 +47,7 @@ func (x *runNarrator) rendezvous(r rendezvous, interp string) {
 		return
 	}
 	x.say("PROFILE plants the plan's libraries (%s) when the dynamic linker loads them: it keeps a breakpoint at _dl_debug_state, at %#x in %s, which the dynamic linker calls after each change to its list of libraries.",
-		x.t.modules.libNames(), r.brk, filepath.Base(interp))
+		x.t.parts.modules.libNames(), r.brk, filepath.Base(interp))
 }
 
 // library tells a library of the plan loaded (before it is planted) or
@@ -58,7 +58,7 @@ func (x *runNarrator) library(l *loaded, loaded bool) {
 	}
 	name := x.t.plan.Modules[l.mi].Name
 	switch {
-	case loaded && x.t.calls.lent == 0:
+	case loaded && x.t.parts.calls.lent == 0:
 		// (Attached: a library the process had loaded already.)
 		x.tell("library", "%s %s is loaded already, at %#x: PROFILE plants it now.", x.now(), name, l.lo)
 		return
@@ -102,7 +102,7 @@ func (x *runNarrator) thread(tid int) {
 	if x == nil {
 		return
 	}
-	if c := x.t.counters; c != nil && c.layout.perThread() && hasKey(c.blockOf, tid) {
+	if c := x.t.parts.counters; c != nil && c.layout.perThread() && hasKey(c.blockOf, tid) {
 		b, what := c.blockOf[tid], "counters"
 		if c.layout.rings {
 			what = "counters, with its ring of records"

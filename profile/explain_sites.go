@@ -59,11 +59,11 @@ func (x *siteNarrator) planting(p *planting) {
 	for i := range p.jumps {
 		views = append(views, siteView{addr: p.jumps[i].addr, j: &p.jumps[i]})
 	}
-	for _, s := range t.bp.unwritten {
+	for _, s := range t.parts.bp.unwritten {
 		views = append(views, siteView{addr: s.addr, s: s})
 	}
 	for _, sp := range p.spans {
-		if s := t.bp.sites[sp.addr]; s != nil {
+		if s := t.parts.bp.sites[sp.addr]; s != nil {
 			views = append(views, siteView{addr: s.addr, s: s})
 		}
 	}
@@ -86,9 +86,9 @@ func (x *siteNarrator) planting(p *planting) {
 		x.tell("site", "%s", x.describe(p, v, reasons))
 	}
 	shared := 0
-	if t.lines != nil {
-		shared = len(t.lines.alias) - x.aliases
-		x.aliases = len(t.lines.alias)
+	if t.parts.lines != nil {
+		shared = len(t.parts.lines.alias) - x.aliases
+		x.aliases = len(t.parts.lines.alias)
 	}
 	if more > 0 {
 		x.say("  ... and %s of %s, not described (the limit is %d; --explain-limit=0 describes every site).", plural(more, "more site"), m.Name, x.limit)
@@ -108,23 +108,23 @@ func (x *siteNarrator) planting(p *planting) {
 func (x *siteNarrator) reasons() map[uint64]error {
 	t := x.t
 	byAddr := map[uint64]error{}
-	if et := t.entries; et != nil && len(et.fellBack) > 0 {
+	if et := t.parts.entries; et != nil && len(et.fellBack) > 0 {
 		byItem := map[int]error{}
 		for _, fb := range et.fellBack {
 			byItem[fb.item] = fb.err
 		}
-		for _, s := range t.bp.unwritten {
+		for _, s := range t.parts.bp.unwritten {
 			if err, ok := byItem[s.item]; ok && s.item >= 0 {
 				byAddr[s.addr] = err
 			}
 		}
 	}
-	if xp := t.exits; xp != nil {
+	if xp := t.parts.exits; xp != nil {
 		for _, fb := range xp.left {
 			byAddr[fb.pc] = fb.err
 		}
 	}
-	if lt := t.lines; lt != nil {
+	if lt := t.parts.lines; lt != nil {
 		for _, fb := range lt.fellBack {
 			byAddr[fb.addr] = fb.err
 		}
@@ -174,7 +174,7 @@ func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]erro
 	code := s.code
 	if code == nil {
 		code = make([]byte, t.arch.MaxInstLen())
-		if err := t.plant.readCode(s.addr, code); err != nil {
+		if err := t.parts.plant.readCode(s.addr, code); err != nil {
 			code = s.orig
 		}
 	}
@@ -191,14 +191,14 @@ func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]erro
 		why = "profile --breakpoints"
 	case s.item < 0 && s.exit >= 0:
 		why = "an exit of a timed function, timed with a breakpoint"
-	case t.counters == nil:
+	case t.parts.counters == nil:
 		why = "nothing is counted in-process in this run"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, at %#x: keeps a breakpoint (%s).\n", x.siteName(p, v), s.addr, why)
 	b.WriteString(breakpointBytes(t.arch, s.addr, code[:n], brk))
 	switch d := &s.disp; {
-	case t.bp.removeAtHit:
+	case t.parts.bp.removeAtHit:
 		b.WriteString("  At its first hit PROFILE notes it, writes the original bytes back and lets the thread run them: the site is covered.")
 	case s.pending:
 		b.WriteString("  At each hit PROFILE counts, and the thread runs the instruction from a slot, relocated, which jumps back after it: the slot is written at the site's first hit (most lines never run).")
@@ -223,7 +223,7 @@ func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]erro
 func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	t, tr := x.t, v.j.tramp
 	notes := trampNotes(t.arch, tr)
-	c := t.counters
+	c := t.parts.counters
 	if c == nil {
 		return notes
 	}
@@ -298,7 +298,7 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 		var lines []int
 		if v.s != nil {
 			lines = append([]int{v.s.item}, v.s.more...)
-		} else if lt := t.lines; lt != nil {
+		} else if lt := t.parts.lines; lt != nil {
 			k, ok := lt.index[siteKey{p.mi, v.addr - p.bias}]
 			if pad := v.addr - 4; !ok && afterLandingPad(t.arch, p.text, pad) == v.addr {
 				// A site at a landing pad (BTI, PACIASP, endbr64) is

@@ -184,8 +184,8 @@ func TestExplainPlanting(t *testing.T) {
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	t.Run("in-process", func(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
-		tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-		tr.entries = &entryTrampolines{t: tr}
+		tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.parts.entries = &entryTrampolines{t: tr}
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
@@ -216,8 +216,8 @@ func TestExplainPlanting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer shared.Close()
-		tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-		tr.lines = newLineTrampolines(tr)
+		tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.parts.lines = newLineTrampolines(tr)
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)
@@ -277,8 +277,8 @@ func TestExplainFirstHits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
-	tr.lines = newLineTrampolines(tr)
+	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
+	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -293,7 +293,7 @@ func TestExplainFirstHits(t *testing.T) {
 	if x.scan() {
 		t.Errorf("first hits told with every counter 0:\n%s", out)
 	}
-	k := tr.lines.index[siteKey{0, leafAt}]
+	k := tr.parts.lines.index[siteKey{0, leafAt}]
 	binary.LittleEndian.PutUint64(shared.Bytes()[2*64+k*8:], 3) // thread 101's block
 	if !x.scan() {
 		t.Fatal("no first hit told")

@@ -62,7 +62,7 @@ type threadStacks struct {
 
 // stacksOf returns the stacks of t's threads.
 func stacksOf(t *tracer) threadStacks {
-	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.counters, ownArea: t.ownArea, explain: t.explain.endNarrator}
+	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.parts.counters, ownArea: t.ownArea, explain: t.explain.endNarrator}
 }
 
 // framePCs returns the PCs saved in the signal frames on the stack of the

@@ -16,10 +16,11 @@ import "github.com/sourceprofiler/sprof/datafile"
 //	a thread born, ended   threadHook      the counters (a block), the books'
 //	                                       clocks, the sampler (ended: the
 //	                                       reverse order)
+//	a child made           childHook       the watch (its SIGCHLD the program's)
 //	a vfork and its end    vforkHook       the rings (the child's records)
 //	the image replaced     execHook        the rings (read a last time), the
 //	                                       breakpoints, the counters, the
-//	                                       sampler
+//	                                       sampler, the libraries, the watch
 //	a stop seen            seenHook        the books' clocks (the thread's
 //	                                       waits), the rings (its records)
 //	a stop handled         handledHook     the books' clocks (the stop taken
@@ -51,6 +52,11 @@ type vforkHook interface {
 	vforkDone(th *thread)
 }
 
+// childHook is told of a child the program made (a clone, fork or vfork
+// event), before its first stop: the watch knows it, and the SIGCHLD it
+// may send, as the program's.
+type childHook interface{ childMade(pid int) }
+
 // execHook is told that the program's image was replaced (exec): what a
 // part wrote into the program is gone with it; what it counted stays.
 type execHook interface{ execed() }
@@ -75,10 +81,36 @@ type statsHook interface{ stats(s *datafile.Stats) }
 
 // parts are the parts of a run, in order, and their hooks.
 type parts struct {
+	// The parts, nil where the run has none: the mechanisms (the entries'
+	// trampolines, the exits' patches, the rings, the lines' trampolines,
+	// the breakpoints), the planting engine and the system calls it runs
+	// in the program, the shared libraries, the counters, the books, the
+	// sampler, the trace writer and the watch on what the program does
+	// behind PROFILE's back.
+	entries  *entryTrampolines
+	exits    *exitPatches
+	rings    *rings
+	lines    *lineTrampolines
+	bp       *breakpoints
+	plant    *planter
+	calls    *injector
+	modules  *modules
+	counters *counters
+	books    *books
+	sampling *sampler
+	trace    *traceFile
+	watch    watch
+	hooks
+}
+
+// hooks are the lists of the parts that take part in each moment, in
+// order (choose).
+type hooks struct {
 	mechs   []mechanism
 	threads []threadHook
 	execs   []execHook
 	vforks  []vforkHook
+	kids    []childHook
 	seen    []seenHook
 	handled []handledHook
 	ends    []endHook
@@ -98,33 +130,35 @@ func (t *tracer) choose() {
 	}
 	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
-	add(t.entries != nil, t.entries)
-	add(t.exits != nil, t.exits)
-	add(t.rings != nil, t.rings)
-	add(t.lines != nil, t.lines)
-	add(true, t.bp)
+	add(t.parts.entries != nil, t.parts.entries)
+	add(t.parts.exits != nil, t.parts.exits)
+	add(t.parts.rings != nil, t.parts.rings)
+	add(t.parts.lines != nil, t.parts.lines)
+	add(true, t.parts.bp)
 	// The parts that are no mechanism.
-	if t.counters != nil {
-		t.counters.env.rings = t.rings // (nil once they gave up)
+	if t.parts.counters != nil {
+		t.parts.counters.env.rings = t.parts.rings // (nil once they gave up)
 	}
-	add(t.counters != nil, t.counters)
-	if t.books != nil {
+	add(t.parts.counters != nil, t.parts.counters)
+	if t.parts.books != nil {
 		// (After the counters: a thread's books open once it has its
 		// block, and the books' call depth is the one kept; before the
 		// sampler, which reads the books' figures.)
-		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.books, rings: t.rings, plan: t.plan})
+		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.parts.books, rings: t.parts.rings, plan: t.plan})
 	}
-	if s := t.sampling; s != nil {
-		s.env.proc, s.env.counters = t.proc, t.counters
+	if s := t.parts.sampling; s != nil {
+		s.env.proc, s.env.counters = t.proc, t.parts.counters
 	}
-	add(t.sampling != nil, t.sampling)
-	add(t.trace != nil, t.trace)
-	t.parts = hooksOf(all)
+	add(t.parts.sampling != nil, t.parts.sampling)
+	add(t.parts.trace != nil, t.parts.trace)
+	add(t.parts.modules != nil, t.parts.modules)
+	add(true, &t.parts.watch)
+	t.parts.hooks = hooksOf(all)
 }
 
 // hooksOf sorts parts into the lists of the hooks each has.
-func hooksOf(all []any) parts {
-	var p parts
+func hooksOf(all []any) hooks {
+	var p hooks
 	for _, part := range all {
 		if m, ok := part.(mechanism); ok {
 			p.mechs = append(p.mechs, m)
@@ -134,6 +168,9 @@ func hooksOf(all []any) parts {
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
+		}
+		if h, ok := part.(childHook); ok {
+			p.kids = append(p.kids, h)
 		}
 		if h, ok := part.(vforkHook); ok {
 			p.vforks = append(p.vforks, h)
@@ -155,7 +192,7 @@ func hooksOf(all []any) parts {
 }
 
 // threadBorn tells the parts of thread tid's birth.
-func (p *parts) threadBorn(tid int, foreign bool) error {
+func (p *hooks) threadBorn(tid int, foreign bool) error {
 	for _, h := range p.threads {
 		if err := h.threadBorn(tid, foreign); err != nil {
 			return err
@@ -168,14 +205,21 @@ func (p *parts) threadBorn(tid int, foreign bool) error {
 // the reverse order of its birth: what a part set up for the thread is
 // still there for those told before it (the books read the thread's
 // last records from the block the counters then take back).
-func (p *parts) threadEnded(tid int) {
+func (p *hooks) threadEnded(tid int) {
 	for i := len(p.threads) - 1; i >= 0; i-- {
 		p.threads[i].threadEnded(tid)
 	}
 }
 
+// childMade tells the parts of a child the program made.
+func (p *hooks) childMade(pid int) {
+	for _, h := range p.kids {
+		h.childMade(pid)
+	}
+}
+
 // vforking tells the parts that thread th made a vfork child.
-func (p *parts) vforking(th *thread) {
+func (p *hooks) vforking(th *thread) {
 	for _, h := range p.vforks {
 		h.vforking(th)
 	}
@@ -183,28 +227,28 @@ func (p *parts) vforking(th *thread) {
 
 // vforkDone tells the parts that thread th's vfork child let its memory
 // go.
-func (p *parts) vforkDone(th *thread) {
+func (p *hooks) vforkDone(th *thread) {
 	for _, h := range p.vforks {
 		h.vforkDone(th)
 	}
 }
 
 // execed tells the parts that the program's image was replaced.
-func (p *parts) execed() {
+func (p *hooks) execed() {
 	for _, h := range p.execs {
 		h.execed()
 	}
 }
 
 // stopSeen tells the parts of thread th's stop, before it is handled.
-func (p *parts) stopSeen(th *thread) {
+func (p *hooks) stopSeen(th *thread) {
 	for _, h := range p.seen {
 		h.stopSeen(th)
 	}
 }
 
 // stopHandled tells the parts that thread tid's stop was handled.
-func (p *parts) stopHandled(tid int) {
+func (p *hooks) stopHandled(tid int) {
 	for _, h := range p.handled {
 		h.stopHandled(tid)
 	}
@@ -212,7 +256,7 @@ func (p *parts) stopHandled(tid int) {
 
 // ended tells the parts that the run has ended, then has the mechanisms
 // add what they counted to res.
-func (p *parts) ended(res *Result) {
+func (p *hooks) ended(res *Result) {
 	for _, h := range p.ends {
 		h.ended()
 	}
@@ -222,7 +266,7 @@ func (p *parts) ended(res *Result) {
 }
 
 // addStats has the parts give the run's figures what they measured.
-func (p *parts) addStats(s *datafile.Stats) {
+func (p *hooks) addStats(s *datafile.Stats) {
 	for _, h := range p.stats {
 		h.stats(s)
 	}

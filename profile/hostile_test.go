@@ -196,14 +196,14 @@ func TestSignalStops(t *testing.T) {
 func TestSignalCostCountsHolds(t *testing.T) {
 	var said []*prf.Diagnostic
 	tr := &tracer{cfg: Config{Warn: func(d *prf.Diagnostic) { said = append(said, d) }}}
-	tr.watch.signals, tr.watch.stop, tr.watch.held = 1200, 50_000, 1200*2_000_000
-	tr.watch.signalCost(4*time.Second, tr.cfg.Warn)
+	tr.parts.watch.signals, tr.parts.watch.stop, tr.parts.watch.held = 1200, 50_000, 1200*2_000_000
+	tr.parts.watch.signalCost(4*time.Second, tr.cfg.Warn)
 	if len(said) != 1 || said[0].Code != 4671 || !strings.Contains(said[0].Error(), "about 2050 µs), some 62% of the run") {
 		t.Errorf("said %v, want PRF4671 of 2,050 µs a stop, 62%% of the run", said)
 	}
 	said = nil
-	tr.watch.held = 0
-	tr.watch.signalCost(4*time.Second, tr.cfg.Warn)
+	tr.parts.watch.held = 0
+	tr.parts.watch.signalCost(4*time.Second, tr.cfg.Warn)
 	if len(said) != 0 {
 		t.Errorf("said %v of stops of 50 µs, 1.5%% of the run", said)
 	}

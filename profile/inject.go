@@ -105,8 +105,8 @@ func newInjector(t *tracer) *injector {
 	return &injector{arch: t.arch, proc: &t.proc, pid: &t.pid, mem: &t.mem, warn: t.cfg.Warn, explain: &t.explain,
 		attached: func() bool { return t.attach != nil },
 		consumed: func(tid int) {
-			if t.sampling != nil {
-				t.sampling.consumed(tid)
+			if t.parts.sampling != nil {
+				t.parts.sampling.consumed(tid)
 			}
 		}}
 }

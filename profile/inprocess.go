@@ -108,7 +108,7 @@ func (t *tracer) counterEnv() counterEnv {
 	return counterEnv{
 		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
 		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), hits: t.hits,
-		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.rings, threadPointer: t.caps.threadPointer,
+		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, threadPointer: t.caps.threadPointer,
 	}
 }
 
@@ -157,14 +157,14 @@ type fallBack struct {
 func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
 	_, inBlock := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	rings := t.rings != nil
+	rings := t.parts.rings != nil
 	if t.plan.Method.IsSampling() && !rings {
 		// (Sampling keeps no call depth: its report has none, as the
 		// original's had none, and it counts at counting's cost alone.)
 		inBlock, byTable = false, false
 	}
 	layout, size := newCounterLayout(kind, items, inBlock, byTable, rings)
-	size = (size + guardSize + t.plant.pageSize - 1) &^ (t.plant.pageSize - 1) // (the guard last: damage.go)
+	size = (size + guardSize + t.parts.plant.pageSize - 1) &^ (t.parts.plant.pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := t.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)
@@ -175,7 +175,7 @@ func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*c
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		t.rings.start(c)
+		t.parts.rings.start(c)
 	}
 	return c, nil
 }

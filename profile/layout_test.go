@@ -119,10 +119,10 @@ func checkPatchRule(t *testing.T, path string, method datafile.Method, bias uint
 // plantedCounts returns how many sites the in-process mechanisms took,
 // and how many they left to breakpoints.
 func (t *tracer) plantedCounts() (planted, fell int) {
-	if t.lines != nil {
-		return t.lines.patched, len(t.lines.fellBack)
+	if t.parts.lines != nil {
+		return t.parts.lines.patched, len(t.parts.lines.fellBack)
 	}
-	return t.entries.patched, len(t.entries.fellBack)
+	return t.parts.entries.patched, len(t.parts.entries.fellBack)
 }
 
 // realTracer returns a tracer of plan over a fake memory holding the
@@ -171,27 +171,27 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		mem:  mem,
 		hits: make([]uint64, plan.NumItems()),
 	}
-	tr.calls = newInjector(tr)
-	tr.plant = newPlanter(tr, 4096)
+	tr.parts.calls = newInjector(tr)
+	tr.parts.plant = newPlanter(tr, 4096)
 	mapAreas(tr, mem)
 	tr.proc = newFakeProcess(arch, mem)
-	tr.bp = newBreakpoints(tr)
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {
 		kind = instr.CountShared // (arm64, as with LSE)
 	}
-	tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.choose()
 	if plan.Method.IsFunction() {
-		tr.entries = &entryTrampolines{t: tr}
+		tr.parts.entries = &entryTrampolines{t: tr}
 		tr.choose()
 	} else {
-		tr.lines = newLineTrampolines(tr)
+		tr.parts.lines = newLineTrampolines(tr)
 		tr.choose()
 	}
 	in := instance{first: maps[0], lo: lo + realBias, hi: hi + realBias}
-	tr.plant.scanCode(maps, in, 0, path, realBias)
+	tr.parts.plant.scanCode(maps, in, 0, path, realBias)
 	if err := tr.plantModule(0, realBias, in, maps); err != nil && !errors.Is(err, errNoCode) {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestGuardedLineSites(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr, _, _ := realTracer(t, prog, plan, pieBias["arm64"])
-	for _, fb := range tr.lines.fellBack {
+	for _, fb := range tr.parts.lines.fellBack {
 		t.Errorf("line %d at %#x keeps a breakpoint: %v", fb.line, fb.addr, fb.err)
 	}
 	checkPatchRule(t, prog, datafile.LineCounting, pieBias["arm64"], 1<<30)

@@ -18,7 +18,7 @@ import (
 
 // newLinePlanting prepares the planting of the lines of module mi,
 // loaded with bias, mapped as in: its sites (a site where the module's
-// code, decoded (t.plant.scan.code), has no instruction boundary is not
+// code, decoded (t.parts.plant.scan.code), has no instruction boundary is not
 // planted, whatever the plan says: PRF4624), the module's code from the
 // first to past the last, read once, and one area for the trampolines
 // of the sites counted in-process and the slots of the others. It
@@ -37,7 +37,7 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 			continue
 		}
 		for _, a := range l.Addrs {
-			if err := t.plant.scan.code.boundary(a + bias); err != nil {
+			if err := t.parts.plant.scan.code.boundary(a + bias); err != nil {
 				t.cfg.Warn(prf.CannotProfileLine(l.Line, lineFile(t.plan, &l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}
@@ -58,10 +58,10 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 		sites.lines = append(sites.lines, []int{pr.line})
 	}
 	sites.done, sites.left = make([]bool, len(sites.addrs)), len(sites.addrs)
-	if t.lines != nil {
+	if t.parts.lines != nil {
 		sites.counter = make([]int, len(sites.addrs))
 		for n, a := range sites.addrs {
-			sites.counter[n] = t.lines.index[siteKey{mi, a - bias}]
+			sites.counter[n] = t.parts.lines.index[siteKey{mi, a - bias}]
 		}
 	}
 	lo, hi := sites.addrs[0], sites.addrs[len(sites.addrs)-1]
@@ -72,7 +72,7 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 		return p
 	}
 	p.text = moduleText{start: lo, b: make([]byte, hi-lo+lineCell/2+uint64(t.arch.MaxInstLen()))}
-	if err := t.plant.readCode(lo, p.text.b); err != nil {
+	if err := t.parts.plant.readCode(lo, p.text.b); err != nil {
 		// (The last instruction may end the mapping.)
 		p.text.b = p.text.b[:hi-lo+1]
 		if err := t.mem.ReadMem(lo, p.text.b); err != nil {
@@ -81,10 +81,10 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 		}
 	}
 	cell := uint64((t.arch.SlotSize() + 15) &^ 15)
-	if t.lines != nil {
+	if t.parts.lines != nil {
 		cell += lineCell // (a trampoline is planned for each site first)
 	}
-	p.area = t.plant.areaNear(in, maps, uint64(len(sites.addrs))*cell)
+	p.area = t.parts.plant.areaNear(in, maps, uint64(len(sites.addrs))*cell)
 	return p
 }
 

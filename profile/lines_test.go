@@ -90,10 +90,10 @@ func TestDisplaceLaterFails(t *testing.T) {
 	tr := &tracer{arch: instr.AMD64, cfg: Config{Warn: func(d *prf.Diagnostic) { warnings = append(warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
 		plan: &datafile.Plan{Modules: []datafile.Module{{Name: "prog", Files: []string{"parse.c"}}},
 			Lines: []datafile.Line{{File: 0, Line: 42, Addrs: []uint64{0x1000}}}}}
-	tr.bp = newBreakpoints(tr)
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	s := &site{addr: 0x401000, meaning: meaning{item: 0, exit: -1}, carrying: carrying{pending: true, code: []byte{0x48, 0x89, 0xf8}}} // mov %rdi,%rax
-	if tr.bp.displaceLater(s) || s.displaced || s.pending {
+	if tr.parts.bp.displaceLater(s) || s.displaced || s.pending {
 		t.Errorf("displaced %v, pending %v: want neither, for a slot that is not there", s.displaced, s.pending)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "PRF4624") || !strings.Contains(warnings[0], "line 42 of parse.c") {
@@ -182,13 +182,13 @@ func countOf(codes []int, code int) int {
 // back for ever.
 func TestDisplaceStaleFails(t *testing.T) {
 	tr := &tracer{arch: instr.AMD64}
-	tr.bp = newBreakpoints(tr)
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	for _, s := range []*site{
 		{addr: 0x401000, meaning: meaning{item: 0, exit: -1}},
 		{addr: 0x401000, meaning: meaning{item: 0, exit: -1}, carrying: carrying{pending: true, code: []byte{0x48, 0x89, 0xf8}}}, // mov %rdi,%rax, no slot
 	} {
-		err := tr.bp.displaceStale(s)
+		err := tr.parts.bp.displaceStale(s)
 		if err == nil || !strings.Contains(err.Error(), "0x401000") || s.displaced {
 			t.Errorf("pending %v: error %v, displaced %v; want an error naming 0x401000", s.pending, err, s.displaced)
 		}

@@ -106,7 +106,7 @@ func (lt *lineTrampolines) sweepIdle() bool {
 	}
 	s.looked = time.Now()
 	for _, cp := range s.live {
-		if cp.pins == 0 && t.counters.covered(cp) {
+		if cp.pins == 0 && t.parts.counters.covered(cp) {
 			for tid := range t.threads {
 				if t.proc.interrupt(tid) == nil {
 					s.wanted = true
@@ -133,7 +133,7 @@ func (lt *lineTrampolines) sweepStop() {
 		changed = false
 		live := s.live[:0]
 		for _, cp := range s.live {
-			if cp.pins > 0 || !t.counters.covered(cp) {
+			if cp.pins > 0 || !t.parts.counters.covered(cp) {
 				live = append(live, cp)
 				continue
 			}
@@ -155,12 +155,12 @@ func (lt *lineTrampolines) sweepStop() {
 	}
 	t.explain.swept(len(out))
 	if len(out) > 0 {
-		w := t.watch.written[:0]
-		for _, x := range t.watch.written {
+		w := t.parts.watch.written[:0]
+		for _, x := range t.parts.watch.written {
 			if !out[x.addr] {
 				w = append(w, x)
 			}
 		}
-		t.watch.written = w
+		t.parts.watch.written = w
 	}
 }

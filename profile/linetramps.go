@@ -128,7 +128,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	if !t.cfg.EveryLineSite {
 		addrs, shared = lt.shareBlocks(p, all, targets())
 	}
-	lay := t.plant.layout(p)
+	lay := t.parts.plant.layout(p)
 	lay.Sites(addrs)
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
@@ -181,7 +181,7 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
 		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
-			(!t.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
+			(!t.parts.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
 			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
 			continue
@@ -207,7 +207,7 @@ func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
 // once its lines are covered, after the patches that lean on it.
 func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
 	code, _ := lt.lineCode(p, addr)
-	tramps := lt.t.plant.putPlanned(p, pl, func(x *instr.Planned) []region {
+	tramps := lt.t.parts.plant.putPlanned(p, pl, func(x *instr.Planned) []region {
 		if x != pl {
 			return nil
 		}
@@ -256,8 +256,8 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 // without touching the flags unless they are dead there.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	t := lt.t
-	return t.arch.LineCode(t.counters.layout.kind, instr.LineSite{
-		Counter: t.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+	return t.arch.LineCode(t.parts.counters.layout.kind, instr.LineSite{
+		Counter: t.parts.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
 		Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b, p.text.start, addr),
 	})
 }
@@ -295,7 +295,7 @@ func (t *tracer) indirectTargets(p *planting) landings {
 	if mapped := p.in.first.Path; mapped != "" {
 		path = mapped
 	}
-	out := slices.Clone(t.plant.scan.landings)
+	out := slices.Clone(t.parts.plant.scan.landings)
 	for _, a := range elfid.ReadFuncStarts(path) {
 		out = append(out, a+p.bias)
 	}
@@ -307,7 +307,7 @@ func (t *tracer) indirectTargets(p *planting) landings {
 	// (A place inside an instruction of the decoding is no target: a
 	// number that looks like a pointer, a table read past its end.)
 	return slices.DeleteFunc(slices.Compact(out), func(a uint64) bool {
-		cm := t.plant.scan.code.at(a)
+		cm := t.parts.plant.scan.code.at(a)
 		return cm != nil && cm.Boundary(a) != nil
 	})
 }
@@ -325,10 +325,10 @@ const maxTable = 1 << 16
 // first word.
 func (t *tracer) jumpTables(p *planting) []uint64 {
 	var refs []uint64
-	for _, cm := range t.plant.scan.code {
+	for _, cm := range t.parts.plant.scan.code {
 		refs = append(refs, cm.Refs...)
 	}
-	inCode := func(a uint64) bool { return t.plant.scan.code.at(a) != nil }
+	inCode := func(a uint64) bool { return t.parts.plant.scan.code.at(a) != nil }
 	var out []uint64
 	for _, m := range p.maps {
 		if m.Inode != p.in.first.Inode || m.Path != p.in.first.Path || m.Start < p.in.lo || m.End > p.in.hi ||
@@ -374,7 +374,7 @@ func (lt *lineTrampolines) forget(lo, hi uint64) {
 // coverage one where any ran.
 func (lt *lineTrampolines) collect(*Result) {
 	t := lt.t
-	totals := t.counters.totals(len(lt.lines))
+	totals := t.parts.counters.totals(len(lt.lines))
 	for b, a := range lt.alias {
 		totals[b] += totals[a]
 	}

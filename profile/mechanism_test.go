@@ -45,7 +45,7 @@ func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
 // where nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
 func mapAreas(tr *tracer, mem *fakeMem) {
 	mem.areas = map[uint64][]byte{}
-	tr.plant.mapArea = func(hint, size uint64) (uint64, error) {
+	tr.parts.plant.mapArea = func(hint, size uint64) (uint64, error) {
 		if hint == 0 {
 			return 0, errors.New("no address asked for")
 		}
@@ -116,12 +116,12 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 		timed: plan.Method.IsTiming(),
 	}
 	t.proc = newFakeProcess(t.arch, mem) // (no thread: fakeRun makes one)
-	t.calls = newInjector(t)
-	t.plant = newPlanter(t, 4096)
-	t.plant.mapArea = func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") }
-	t.plant.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
-	t.bp = newBreakpoints(t)
-	t.modules = newModules(t)
+	t.parts.calls = newInjector(t)
+	t.parts.plant = newPlanter(t, 4096)
+	t.parts.plant.mapArea = func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") }
+	t.parts.plant.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
+	t.parts.bp = newBreakpoints(t)
+	t.parts.modules = newModules(t)
 	t.choose()
 	return t, mem, warnings
 }
@@ -161,25 +161,25 @@ func TestBreakpointsPlantLines(t *testing.T) {
 	if !bytes.Equal(mem.b[:len(want)], want) {
 		t.Errorf("code after planting % x, want % x", mem.b[:len(want)], want)
 	}
-	if len(tr.bp.sites) != 2 {
-		t.Fatalf("%d sites, want 2", len(tr.bp.sites))
+	if len(tr.parts.bp.sites) != 2 {
+		t.Fatalf("%d sites, want 2", len(tr.parts.bp.sites))
 	}
-	if s := tr.bp.sites[leafAt+4]; s.item != 1 || !slices.Equal(s.more, []int{2}) || !s.pending || s.slot != 0 {
+	if s := tr.parts.bp.sites[leafAt+4]; s.item != 1 || !slices.Equal(s.more, []int{2}) || !s.pending || s.slot != 0 {
 		t.Errorf("shared site: lines %d and %v, pending %v, slot %#x; want 1 and [2], pending, no slot", s.item, s.more, s.pending, s.slot)
 	}
 	got := strings.Join(*warnings, "\n")
 	if !strings.Contains(got, "PRF4644") || !strings.Contains(got, "PRF4624") || !strings.Contains(got, "line 4 of leaf.c") {
 		t.Errorf("warnings:\n%s\nwant PRF4644 (no slots) and PRF4624 naming line 4 of leaf.c", got)
 	}
-	if ours, err := tr.bp.stop(&thread{}, leafAt+1); ours || err != nil {
+	if ours, err := tr.parts.bp.stop(&thread{}, leafAt+1); ours || err != nil {
 		t.Errorf("a stop at no site: claimed %v, %v; want not claimed", ours, err)
 	}
 
-	tr.bp.forget(leafAt, leafAt+4)
-	if _, ok := tr.bp.sites[leafAt]; ok || tr.bp.sites[leafAt+4] == nil {
-		t.Errorf("after forgetting [%#x, %#x): sites at %#x, want only %#x", leafAt, leafAt+4, slices.Sorted(maps.Keys(tr.bp.sites)), leafAt+4)
+	tr.parts.bp.forget(leafAt, leafAt+4)
+	if _, ok := tr.parts.bp.sites[leafAt]; ok || tr.parts.bp.sites[leafAt+4] == nil {
+		t.Errorf("after forgetting [%#x, %#x): sites at %#x, want only %#x", leafAt, leafAt+4, slices.Sorted(maps.Keys(tr.parts.bp.sites)), leafAt+4)
 	}
-	tr.bp.takeOut(mem, false)
+	tr.parts.bp.takeOut(mem, false)
 	want[4] = leafCode[4]
 	if !bytes.Equal(mem.b[:len(want)], want) {
 		t.Errorf("code after taking out % x, want % x (the forgotten site's breakpoint is its module's)", mem.b[:len(want)], want)
@@ -197,20 +197,20 @@ func TestBreakpointsCoverLines(t *testing.T) {
 	if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if s := tr.bp.sites[leafAt+4]; s == nil || s.item != 1 || len(s.more) != 0 {
+	if s := tr.parts.bp.sites[leafAt+4]; s == nil || s.item != 1 || len(s.more) != 0 {
 		t.Fatalf("site at %#x: %+v, want line 2 only", leafAt+4, s)
 	}
-	if err := tr.bp.cover(tr.bp.sites[leafAt]); err != nil {
+	if err := tr.parts.bp.cover(tr.parts.bp.sites[leafAt]); err != nil {
 		t.Fatal(err)
 	}
 	if tr.hits[0] != 1 || tr.hits[1] != 0 {
 		t.Errorf("hits %v, want line 1 covered, line 2 not", tr.hits)
 	}
-	if tr.bp.sites[leafAt+7] != nil || tr.bp.retired[leafAt+7] == nil || mem.b[7] != leafCode[7] {
+	if tr.parts.bp.sites[leafAt+7] != nil || tr.parts.bp.retired[leafAt+7] == nil || mem.b[7] != leafCode[7] {
 		t.Errorf("line 1's other site: in place %v, retired %v, code %#x; want retired and taken out",
-			tr.bp.sites[leafAt+7] != nil, tr.bp.retired[leafAt+7] != nil, mem.b[7])
+			tr.parts.bp.sites[leafAt+7] != nil, tr.parts.bp.retired[leafAt+7] != nil, mem.b[7])
 	}
-	if tr.bp.sites[leafAt] == nil {
+	if tr.parts.bp.sites[leafAt] == nil {
 		t.Errorf("the site hit was taken out by cover: it is the stop's to retire")
 	}
 }
@@ -244,11 +244,11 @@ func TestBreakpointsPlantEntries(t *testing.T) {
 			plan := leafFuncs(c.method)
 			plan.Funcs[0].Entry, plan.Funcs[0].Low = c.entry, c.entry
 			tr, mem, warnings := fakeTracer(plan)
-			tr.bp.removeAtHit = c.method.IsCoverage()
+			tr.parts.bp.removeAtHit = c.method.IsCoverage()
 			if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
 				t.Fatal(err)
 			}
-			s := tr.bp.sites[c.entry]
+			s := tr.parts.bp.sites[c.entry]
 			if (s != nil) != c.planted || (mem.b[c.entry-leafAt] == 0xcc) != c.planted {
 				t.Fatalf("site %v, code %#x; want planted %v", s != nil, mem.b[c.entry-leafAt], c.planted)
 			}
@@ -288,24 +288,24 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 			if c.mapped {
 				mapAreas(tr, mem)
 			}
-			tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-			tr.entries = &entryTrampolines{t: tr}
+			tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+			tr.parts.entries = &entryTrampolines{t: tr}
 			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
 			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
 			if err := tr.plantModule(0, c.base-leafAt, in, maps); err != nil {
 				t.Fatal(err)
 			}
-			tc := tr.counters
+			tc := tr.parts.counters
 			if !c.mapped {
-				if len(tc.tramps) != 0 || len(tr.entries.fellBack) != 1 || len(tr.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
+				if len(tc.tramps) != 0 || len(tr.parts.entries.fellBack) != 1 || len(tr.parts.bp.sites) != 0 || !strings.Contains(strings.Join(*warnings, "\n"), "PRF4525") {
 					t.Errorf("no area: %d trampolines, %d fall-backs, %d breakpoints, warnings %q; want the fall-back counted and PRF4525",
-						len(tc.tramps), len(tr.entries.fellBack), len(tr.bp.sites), *warnings)
+						len(tc.tramps), len(tr.parts.entries.fellBack), len(tr.parts.bp.sites), *warnings)
 				}
 				return
 			}
-			if len(tc.tramps) != c.tramps || len(tr.entries.fellBack) != 0 || len(tr.bp.sites) != 0 {
-				t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints; want %d trampolines", len(tc.tramps), len(tr.entries.fellBack), len(tr.bp.sites), c.tramps)
+			if len(tc.tramps) != c.tramps || len(tr.parts.entries.fellBack) != 0 || len(tr.parts.bp.sites) != 0 {
+				t.Fatalf("%d trampolines, %d fall-backs, %d breakpoints; want %d trampolines", len(tc.tramps), len(tr.parts.entries.fellBack), len(tr.parts.bp.sites), c.tramps)
 			}
 			entry := tc.tramps[slices.IndexFunc(tc.tramps, func(x *tramp) bool { return x.patch.Site == c.base })]
 			if j, err := tr.arch.Decode(mem.b, c.base); err != nil || j.Kind != instr.Jump || j.Target != entry.addr || mem.b[0] != 0xe9 {
@@ -368,21 +368,21 @@ func TestExitPatchesPlant(t *testing.T) {
 	plan.Funcs[0].Frame = datafile.FrameSP
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
-	tr.entries = &entryTrampolines{t: tr}
-	tr.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
-	tr.rings = newRings(tr)
-	tr.exits = newExitPatches(tr, tr.rings)
+	tr.parts.entries = &entryTrampolines{t: tr}
+	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
+	tr.parts.rings = newRings(tr)
+	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
 	}
-	if tr.exits.patched != 2 || len(tr.exits.left) != 0 || len(tr.bp.sites) != 0 {
+	if tr.parts.exits.patched != 2 || len(tr.parts.exits.left) != 0 || len(tr.parts.bp.sites) != 0 {
 		t.Fatalf("%d exits patched, %d left, %d breakpoints (warnings %q); want both exits patched",
-			tr.exits.patched, len(tr.exits.left), len(tr.bp.sites), *warnings)
+			tr.parts.exits.patched, len(tr.parts.exits.left), len(tr.parts.bp.sites), *warnings)
 	}
 	var covered []uint64 // the rets the exits' patches cover
-	for _, tramp := range tr.counters.tramps {
+	for _, tramp := range tr.parts.counters.tramps {
 		site := tramp.patch.Site
 		if j, err := tr.arch.Decode(mem.b[site-leafAt:], site); err != nil || j.Kind != instr.Jump || j.Target != tramp.addr {
 			t.Errorf("patch at %#x: % x, want a jump to its trampoline at %#x", site, mem.b[site-leafAt:site-leafAt+5], tramp.addr)
@@ -393,9 +393,9 @@ func TestExitPatchesPlant(t *testing.T) {
 			}
 		}
 	}
-	if len(tr.counters.tramps) != 3 || !slices.Equal(covered, []uint64{leafAt + 0x2f, leafAt + 0x3e}) {
+	if len(tr.parts.counters.tramps) != 3 || !slices.Equal(covered, []uint64{leafAt + 0x2f, leafAt + 0x3e}) {
 		t.Errorf("%d trampolines, the exits' patches covering the rets at %#x; want 3, covering 0x40102f and 0x40103e",
-			len(tr.counters.tramps), covered)
+			len(tr.parts.counters.tramps), covered)
 	}
 }
 
@@ -412,13 +412,13 @@ func TestBreakpointsPlantExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[uint64][2]int{leafAt: {0, -1}, leafAt + 0x2f: {-1, 0}, leafAt + 0x3e: {-1, 0}} // item, exit
-	for addr, s := range tr.bp.sites {
+	for addr, s := range tr.parts.bp.sites {
 		if w, ok := want[addr]; !ok || s.item != w[0] || s.exit != w[1] || mem.b[addr-leafAt] != 0xcc {
 			t.Errorf("site at %#x: item %d, exit %d, code %#x; want one of %v, planted", addr, s.item, s.exit, mem.b[addr-leafAt], want)
 		}
 	}
-	if len(tr.bp.sites) != len(want) {
-		t.Errorf("%d sites, want %d", len(tr.bp.sites), len(want))
+	if len(tr.parts.bp.sites) != len(want) {
+		t.Errorf("%d sites, want %d", len(tr.parts.bp.sites), len(want))
 	}
 }
 
@@ -429,39 +429,39 @@ func TestBreakpointsPlantExits(t *testing.T) {
 // mechanisms, and a part given up leaves every list (choose).
 func TestMechanismsOfARun(t *testing.T) {
 	tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}}}
-	tr.bp = newBreakpoints(tr)
-	tr.plant = newPlanter(tr, 4096)
+	tr.parts.bp = newBreakpoints(tr)
+	tr.parts.plant = newPlanter(tr, 4096)
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.bp}) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
-	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.bp}) || !slices.Equal(p.ends, []endHook{tr.bp}) {
+	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.parts.bp, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp}) {
 		t.Errorf("breakpoints only: the hooks are %+v", p)
 	}
-	tr.entries = &entryTrampolines{t: tr}
-	tr.counters = &counters{env: tr.counterEnv()}
+	tr.parts.entries = &entryTrampolines{t: tr}
+	tr.parts.counters = &counters{env: tr.counterEnv()}
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
-	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters}) || !slices.Equal(p.execs, []execHook{tr.bp, tr.counters}) || !slices.Equal(p.ends, []endHook{tr.bp, tr.counters}) {
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.parts.counters}) || !slices.Equal(p.execs, []execHook{tr.parts.bp, tr.parts.counters, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp, tr.parts.counters}) {
 		t.Errorf("counting in-process: the hooks are %+v", p)
 	}
-	tr.rings = newRings(tr)
-	tr.exits = newExitPatches(tr, tr.rings)
-	tr.sampling = &sampler{}
+	tr.parts.rings = newRings(tr)
+	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
+	tr.parts.sampling = &sampler{}
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.exits, tr.rings, tr.bp}) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.exits, tr.parts.rings, tr.parts.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
-	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.counters, tr.sampling}) || !slices.Equal(p.ends, []endHook{tr.bp, tr.counters, tr.sampling}) ||
-		!slices.Equal(p.execs, []execHook{tr.rings, tr.bp, tr.counters, tr.sampling}) || !slices.Equal(p.seen, []seenHook{tr.rings}) || !slices.Equal(p.vforks, []vforkHook{tr.rings}) {
+	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.parts.counters, tr.parts.sampling}) || !slices.Equal(p.ends, []endHook{tr.parts.bp, tr.parts.counters, tr.parts.sampling}) ||
+		!slices.Equal(p.execs, []execHook{tr.parts.rings, tr.parts.bp, tr.parts.counters, tr.parts.sampling, &tr.parts.watch}) || !slices.Equal(p.seen, []seenHook{tr.parts.rings}) || !slices.Equal(p.vforks, []vforkHook{tr.parts.rings}) {
 		t.Errorf("with the sampler: the hooks are %+v", p)
 	}
 	// Timed: the books' clocks after the counters (a thread's books open
 	// once it has its block; their figures after the counters' and before
 	// the sampler's), after the rings at a stop.
-	tr.books = testBooks(-1, "", false, 0)
+	tr.parts.books = testBooks(-1, "", false, 0)
 	tr.choose()
 	kinds := func(hs ...any) (s []string) {
 		for _, h := range hs {
@@ -484,12 +484,12 @@ func TestMechanismsOfARun(t *testing.T) {
 			t.Errorf("timed: the %s hooks are %v, want %v", c.hook, c.got, c.want)
 		}
 	}
-	gone := tr.rings
+	gone := tr.parts.rings
 	tr.noRings()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.entries, tr.bp}) {
+	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("the rings given up: %v", ms)
 	}
-	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.counters.env.rings != nil {
+	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil {
 		t.Errorf("the rings given up, still a part: %+v", p)
 	}
 }
@@ -539,8 +539,8 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shared.Close() })
-	tr.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
-	tr.lines = newLineTrampolines(tr)
+	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
 	tr.threads = map[int]*thread{}
 	for tid := range threads {
@@ -551,7 +551,7 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 	if err := tr.plantModule(0, pieAt-leafAt, in, maps); err != nil {
 		t.Fatal(err)
 	}
-	return tr, mem, warnings, tr.lines, shared
+	return tr, mem, warnings, tr.parts.lines, shared
 }
 
 // pieAt is where lineTracer loads leafCode, as a PIE program is loaded:
@@ -574,13 +574,13 @@ const pieAt = 0x555555556000
 func TestLineTrampolinesPlant(t *testing.T) {
 	for _, every := range []bool{false, true} {
 		tr, mem, warnings, lt, shared := lineTracer(t, datafile.LineCounting, every, 1)
-		c := tr.counters
+		c := tr.parts.counters
 		want := 1
 		if every {
 			want = 2
 		}
-		if len(c.tramps) != want || len(tr.bp.sites) != 0 || len(lt.fellBack) != 0 {
-			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want %d trampolines", every, len(c.tramps), len(tr.bp.sites), len(lt.fellBack), want)
+		if len(c.tramps) != want || len(tr.parts.bp.sites) != 0 || len(lt.fellBack) != 0 {
+			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want %d trampolines", every, len(c.tramps), len(tr.parts.bp.sites), len(lt.fellBack), want)
 		}
 		final := slices.Clone(leafCode)
 		final[0] = 0xe9
@@ -643,18 +643,18 @@ func TestLineTrampolinesPlant(t *testing.T) {
 func TestLineCoverageSweep(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		tr, mem, _, lt, shared := lineTracer(t, datafile.LineCoverage, false, threads)
-		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.watch.written) != 1 {
-			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.watch.written))
+		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.parts.watch.written) != 1 {
+			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.parts.watch.written))
 		}
-		tr.lines.sweepStop()
+		tr.parts.lines.sweepStop()
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
 			t.Errorf("a sweep before any cover took the jump out")
 		}
 		binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
-		tr.lines.sweepStop()
+		tr.parts.lines.sweepStop()
 		out := threads == 1
-		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.watch.written) == 0) != out {
-			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.watch.written), out)
+		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.parts.watch.written) == 0) != out {
+			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.parts.watch.written), out)
 		}
 	}
 }

@@ -86,7 +86,7 @@ type moduleHost interface {
 // newModules returns the modules of t's run.
 func newModules(t *tracer) *modules {
 	return &modules{arch: t.arch, plan: t.plan, cfg: &t.cfg, mem: &t.mem, proc: &t.proc, regs: &t.regs, explain: &t.explain,
-		plant: t.plant, calls: t.calls, bp: t.bp, host: t, identity: make(map[string]bool)}
+		plant: t.parts.plant, calls: t.parts.calls, bp: t.parts.bp, host: t, identity: make(map[string]bool)}
 }
 
 // loaded is an instance of library mi of the plan, mapped and planted.
@@ -135,6 +135,10 @@ func (m *modules) watchLibraries(maps []mapping) error {
 	m.loaded = map[uint64]*loaded{}
 	return nil
 }
+
+// execed forgets the libraries loaded: the rendezvous went with the
+// image (execHook).
+func (m *modules) execed() { m.loaded = nil }
 
 // libNames names the plan's libraries, for a warning.
 func (m *modules) libNames() string {

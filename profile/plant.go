@@ -32,13 +32,13 @@ func (t *tracer) plantAll() error {
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
 		if t.plan.Modules[mi].Name != base {
-			t.modules.libs = append(t.modules.libs, mi)
+			t.parts.modules.libs = append(t.parts.modules.libs, mi)
 			continue
 		}
 		if _, err := os.Stat(t.cfg.Path); err != nil {
 			return prf.CannotOpen(t.cfg.Path, err)
 		}
-		in, ok := t.modules.programInstance(maps)
+		in, ok := t.parts.modules.programInstance(maps)
 		if !ok {
 			return prf.NotMapped(t.cfg.Path, t.pid)
 		}
@@ -46,8 +46,8 @@ func (t *tracer) plantAll() error {
 			return err
 		}
 	}
-	if len(t.modules.libs) > 0 {
-		return t.modules.watchLibraries(maps)
+	if len(t.parts.modules.libs) > 0 {
+		return t.parts.modules.watchLibraries(maps)
 	}
 	return nil
 }
@@ -61,13 +61,13 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 	if m.PIE {
 		bias = elfid.LoadBias(in.first.Start, in.first.Offset, m.LinkBase)
 	}
-	t.plant.scanCode(maps, in, mi, path, bias)
-	defer func() { t.plant.scan.code = nil }()
+	t.parts.plant.scanCode(maps, in, mi, path, bias)
+	defer func() { t.parts.plant.scan.code = nil }()
 	if err := t.plantModule(mi, bias, in, maps); err != nil {
 		return err
 	}
-	if t.sampling != nil {
-		t.sampling.planted(mi, bias, in)
+	if t.parts.sampling != nil {
+		t.parts.sampling.planted(mi, bias, in)
 	}
 	t.reportFallBacks()
 	return nil
@@ -80,7 +80,7 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 // or a library loaded later, finds them set up.
 func (t *tracer) startCounters(kind instr.CountKind) error {
 	if kind == 0 {
-		if t.rings != nil {
+		if t.parts.rings != nil {
 			t.noRings()
 		}
 		return nil
@@ -93,38 +93,38 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 		lines = newLineTrampolines(t)
 		items = lines.counters()
 	}
-	own, err := t.plant.mmap(0, t.plant.pageSize)
+	own, err := t.parts.plant.mmap(0, t.parts.plant.pageSize)
 	if err == nil {
-		t.counters, err = t.newCounters(kind, items, own)
+		t.parts.counters, err = t.newCounters(kind, items, own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
-		if t.rings != nil {
+		if t.parts.rings != nil {
 			t.noRings()
 		}
 		return nil
 	}
 	if lines != nil {
-		t.lines = lines
-		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.counters.layout.counterRef(0), Save: lines.save, Cover: lines.cover})
-		t.counters.saves = len(code.Rollback) > 0
+		t.parts.lines = lines
+		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.parts.counters.layout.counterRef(0), Save: lines.save, Cover: lines.cover})
+		t.parts.counters.saves = len(code.Rollback) > 0
 	} else {
-		t.entries = &entryTrampolines{t: t}
+		t.parts.entries = &entryTrampolines{t: t}
 	}
-	if err := t.counters.giveBlock(t.pid, false); err != nil {
+	if err := t.parts.counters.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
-	if t.rings == nil {
+	if t.parts.rings == nil {
 		return nil
 	}
-	with, without := calibrationBlocks(t.arch, t.counters.layout.ring())
-	size := (uint64(len(with)+len(without)) + 16 + t.plant.pageSize - 1) &^ (t.plant.pageSize - 1)
-	at, err := t.plant.mmap(0, size)
+	with, without := calibrationBlocks(t.arch, t.parts.counters.layout.ring())
+	size := (uint64(len(with)+len(without)) + 16 + t.parts.plant.pageSize - 1) &^ (t.parts.plant.pageSize - 1)
+	at, err := t.parts.plant.mmap(0, size)
 	if err != nil {
 		return fmt.Errorf("map the calibration blocks: %w", err)
 	}
 	for i, block := range [][]byte{with, without} {
-		t.counters.calibration[i] = at
+		t.parts.counters.calibration[i] = at
 		if err := t.mem.WriteMem(at, block); err != nil {
 			return fmt.Errorf("write the calibration blocks: %w", err)
 		}
@@ -142,7 +142,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 // included.
 func (t *tracer) chooseMechanism() instr.CountKind {
 	var count instr.CountKind
-	if !t.cfg.Breakpoints && t.books == nil {
+	if !t.cfg.Breakpoints && t.parts.books == nil {
 		hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 		if err == nil {
 			count, err = t.arch.Counting(hwcap)
@@ -152,7 +152,7 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 			count = 0
 		}
 	}
-	if t.books != nil {
+	if t.parts.books != nil {
 		// Timing, /SF and /AT: the books are kept by PROFILE, from the
 		// records of the threads' rings where the architecture has them
 		// (ring.go), else from breakpoints at every entry and exit.
@@ -166,19 +166,19 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 				switch {
 				case err == nil && kind == instr.CountPerThread:
-					count, t.rings, t.exits = kind, r, newExitPatches(t, r)
+					count, t.parts.rings, t.parts.exits = kind, r, newExitPatches(t, r)
 				case byTable:
-					count, t.rings, t.exits = instr.CountShared, r, newExitPatches(t, r)
+					count, t.parts.rings, t.parts.exits = instr.CountShared, r, newExitPatches(t, r)
 				}
 			}
 		}
-		if t.rings == nil {
+		if t.parts.rings == nil {
 			t.warnBooks()
 		}
 	}
 	// (Line coverage's breakpoints, where a line site takes no jump, are
 	// removed at their first hit too.)
-	t.bp.removeAtHit = t.plan.Method.IsCoverage() && (count == 0 || !t.plan.Method.IsFunction()) && t.books == nil
+	t.parts.bp.removeAtHit = t.plan.Method.IsCoverage() && (count == 0 || !t.plan.Method.IsFunction()) && t.parts.books == nil
 	return count
 }
 
@@ -188,7 +188,7 @@ func (t *tracer) warnBooks() {
 	switch {
 	case t.plan.Method.IsTiming():
 		what = "function timing"
-	case t.trace != nil:
+	case t.parts.trace != nil:
 		what = "the execution trace (/TRACE)"
 	case t.plan.StartFunc != "":
 		what = "the start function (/SF)"
@@ -199,7 +199,7 @@ func (t *tracer) warnBooks() {
 // noRings gives up timing in-process (no room for trampolines, no shared
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
-	t.rings, t.exits = nil, nil
+	t.parts.rings, t.parts.exits = nil, nil
 	t.choose()
 	t.warnBooks()
 }
@@ -208,27 +208,27 @@ func (t *tracer) noRings() {
 // functions, of the module just planted that keep a breakpoint: how many
 // and why, and with --verbose each of them.
 func (t *tracer) reportFallBacks() {
-	if et := t.entries; et != nil && len(et.fellBack) > 0 {
+	if et := t.parts.entries; et != nil && len(et.fellBack) > 0 {
 		reasons := t.reasons(et.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
 		t.cfg.Warn(prf.BreakpointEntries(len(et.fellBack), len(et.fellBack)+et.patched, reasons))
 	}
-	if x := t.exits; x != nil && len(x.left) > 0 {
+	if x := t.parts.exits; x != nil && len(x.left) > 0 {
 		reasons := t.reasons(x.left, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.ExitNotPatched(f.Name, file, fb.pc, fb.err)
 		})
 		t.cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, reasons))
 	}
-	if t.lines != nil {
-		t.lines.report()
+	if t.parts.lines != nil {
+		t.parts.lines.report()
 	}
 	// (A library planted later is reported on its own.)
-	if t.entries != nil {
-		t.entries.fellBack, t.entries.patched = nil, 0
+	if t.parts.entries != nil {
+		t.parts.entries.fellBack, t.parts.entries.patched = nil, 0
 	}
-	if t.exits != nil {
-		t.exits.left, t.exits.patched = nil, 0
+	if t.parts.exits != nil {
+		t.parts.exits.left, t.parts.exits.patched = nil, 0
 	}
 }
 
@@ -283,11 +283,11 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 	// (The areas and pages are mapped in one borrowing of the thread,
 	// put back before anything is written.)
 	var p *planting
-	if err := t.calls.withCalls(t.calls.setupThread(), func() error {
+	if err := t.parts.calls.withCalls(t.parts.calls.setupThread(), func() error {
 		if p = t.newPlanting(mi, bias, in, maps); p == nil || p.err != nil {
 			return nil
 		}
-		p.counters = t.counters
+		p.counters = t.parts.counters
 		// Planting allocates a little for every site, most of it live
 		// until the end, and more that is not (the layout's tries):
 		// the collector is held back, not off (at 1000 % a program of
@@ -320,7 +320,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 	if !t.plan.Method.IsFunction() {
 		return t.newLinePlanting(mi, bias, in, maps)
 	}
-	items := t.plant.plantable(mi, bias)
+	items := t.parts.plant.plantable(mi, bias)
 	if len(items) == 0 {
 		return nil
 	}
@@ -328,18 +328,18 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 	nExits := 0
 	if t.timed {
 		exits, nExits = findExits(t.arch, t.mem, t.plan.Funcs, items, bias)
-		nExits -= t.plant.checkExits(exits)
+		nExits -= t.parts.plant.checkExits(exits)
 	}
-	area := t.plant.areaNear(in, maps, t.plant.areaCells(items, bias, nExits, t.rings != nil))
-	if t.counters == nil && t.rings != nil {
+	area := t.parts.plant.areaNear(in, maps, t.parts.plant.areaCells(items, bias, nExits, t.parts.rings != nil))
+	if t.parts.counters == nil && t.parts.rings != nil {
 		t.noRings()
 	}
 	var text moduleText
-	if t.counters != nil {
-		text = t.plant.readText(items, bias)
+	if t.parts.counters != nil {
+		text = t.parts.plant.readText(items, bias)
 	}
 	return &planting{mi: mi, bias: bias, in: in, maps: maps, items: items, text: text, area: area,
-		entries: t.plant.uniqueEntries(items, bias), exits: exits}
+		entries: t.parts.plant.uniqueEntries(items, bias), exits: exits}
 }
 
 // writePlanting writes what planting p built into the program: the
@@ -347,16 +347,16 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
 	t.explain.planting(p)
-	jumps, err := t.plant.write(p)
+	jumps, err := t.parts.plant.write(p)
 	if err != nil {
 		return err
 	}
-	t.watch.wrote(p.mi, p.bias, jumps)
-	if err := t.bp.write(); err != nil {
+	t.parts.watch.wrote(p.mi, p.bias, jumps)
+	if err := t.parts.bp.write(); err != nil {
 		return err
 	}
-	if t.counters != nil {
-		t.counters.sortTramps()
+	if t.parts.counters != nil {
+		t.parts.counters.sortTramps()
 	}
 	return nil
 }
@@ -364,17 +364,17 @@ func (t *tracer) writePlanting(p *planting) error {
 // unplant has every part forget what it planted in [lo, hi), an instance
 // unmapped, beside which PROFILE mapped areas (modules.forget).
 func (t *tracer) unplant(lo, hi uint64, areas [][2]uint64) {
-	if t.sampling != nil {
-		t.sampling.forget(lo, hi, areas)
+	if t.parts.sampling != nil {
+		t.parts.sampling.forget(lo, hi, areas)
 	}
 	in := func(a uint64) bool { return a >= lo && a < hi }
 	for _, m := range t.mechanisms() {
 		m.forget(lo, hi)
 	}
-	if t.counters != nil {
-		t.counters.forget(lo, hi)
+	if t.parts.counters != nil {
+		t.parts.counters.forget(lo, hi)
 	}
-	t.watch.written = slices.DeleteFunc(t.watch.written, func(w written) bool { return in(w.addr) })
+	t.parts.watch.written = slices.DeleteFunc(t.parts.watch.written, func(w written) bool { return in(w.addr) })
 	if t.attach != nil && t.attach.undo != nil {
 		t.attach.undo.forget(lo, hi)
 	}

@@ -51,11 +51,11 @@ type planter struct {
 // newPlanter returns the planting engine of t's run, on a system of
 // pages of pageSize bytes.
 func newPlanter(t *tracer, pageSize uint64) *planter {
-	e := &planter{arch: t.arch, plan: t.plan, mem: &t.mem, warn: t.cfg.Warn, calls: t.calls, pageSize: pageSize,
+	e := &planter{arch: t.arch, plan: t.plan, mem: &t.mem, warn: t.cfg.Warn, calls: t.parts.calls, pageSize: pageSize,
 		areas: make(map[uint64][][2]uint64)}
 	e.mapArea = e.mmap
 	e.wants = func() scanWants {
-		w := scanWants{landings: t.plan.Method.IsFunction() || t.lines != nil, returns: t.rings != nil && t.plan.Method.IsFunction()}
+		w := scanWants{landings: t.plan.Method.IsFunction() || t.parts.lines != nil, returns: t.parts.rings != nil && t.plan.Method.IsFunction()}
 		if t.attach != nil {
 			w.attached, w.pcs = true, t.attach.pcs
 		}

@@ -59,8 +59,8 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 	tr.proc, tr.pid = fp, fakePID
 	tr.maps, _ = fp.openMaps(fakePID)
 	tr.threads = map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}}
-	tr.early, tr.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
-	tr.clocks.stolen, tr.clocks.carried, tr.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
+	tr.tasks.early, tr.tasks.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
+	tr.clocks.stolen, tr.clocks.carried, tr.parts.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
 	tr.clocks.epoch = time.Now()
 	return fp
 }
@@ -124,13 +124,13 @@ func TestFakeBreakpointHit(t *testing.T) {
 				t.Fatal(err)
 			}
 			fp.calls = nil
-			s := tr.bp.sites[c.entry]
+			s := tr.parts.bp.sites[c.entry]
 			if s == nil || mem.b[c.entry-leafAt] != 0xcc {
 				t.Fatalf("no breakpoint at %#x", c.entry)
 			}
 			runScript(t, tr, fp, fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: c.entry + 1})
-			if tr.hits[0] != 1 || tr.bp.hits != 1 {
-				t.Errorf("hits %v (breakpoints %d), want f's 1", tr.hits, tr.bp.hits)
+			if tr.hits[0] != 1 || tr.parts.bp.hits != 1 {
+				t.Errorf("hits %v (breakpoints %d), want f's 1", tr.hits, tr.parts.bp.hits)
 			}
 			wantPC, wantSP := uint64(ret), uint64(stackAt+0x808)
 			if c.slot {
@@ -166,7 +166,7 @@ func plantedLeaf(t *testing.T) (*tracer, *fakeProcess, *fakeMem, *[]string) {
 	if err := tr.plantModule(0, 0, leafInstance(), leafMaps); err != nil {
 		t.Fatal(err)
 	}
-	if tr.bp.sites[leafAt+11] == nil {
+	if tr.parts.bp.sites[leafAt+11] == nil {
 		t.Fatal("f's breakpoint not planted")
 	}
 	fp.calls = nil
@@ -201,8 +201,8 @@ func TestFakeThreadBornAndEnded(t *testing.T) {
 			if adopted == nil || adopted.tgid != fakePID || adopted.foreign {
 				t.Errorf("the new thread after its first stop: %+v, want a thread of process %d", adopted, fakePID)
 			}
-			if tr.threads[child] != nil || len(tr.early) != 0 || len(tr.expected) != 0 {
-				t.Errorf("after its end: thread %v, early %v, expected %v; want it forgotten", tr.threads[child], tr.early, tr.expected)
+			if tr.threads[child] != nil || len(tr.tasks.early) != 0 || len(tr.tasks.expected) != 0 {
+				t.Errorf("after its end: thread %v, early %v, expected %v; want it forgotten", tr.threads[child], tr.tasks.early, tr.tasks.expected)
 			}
 			if tr.hits[0] != 1 {
 				t.Errorf("hits %v, want the new thread's 1", tr.hits)
@@ -257,8 +257,8 @@ func TestFakeFork(t *testing.T) {
 func TestFakeExec(t *testing.T) {
 	tr, fp, _, warnings := plantedLeaf(t)
 	runScript(t, tr, fp, fakeEvent{tid: fakePID, ws: trapEvent(ptrace.EventExec)})
-	if len(tr.bp.sites) != 0 || !tr.execed {
-		t.Errorf("after the exec: %d sites, execed %v; want none, and the exec noted", len(tr.bp.sites), tr.execed)
+	if len(tr.parts.bp.sites) != 0 || !tr.tasks.execed {
+		t.Errorf("after the exec: %d sites, execed %v; want none, and the exec noted", len(tr.parts.bp.sites), tr.tasks.execed)
 	}
 	if len(*warnings) != 1 || !strings.HasPrefix((*warnings)[0], "PRF4643 ") {
 		t.Errorf("warnings %q, want PRF4643 alone", *warnings)
@@ -279,7 +279,7 @@ const ownAt = 0x7e10_0000_0000
 func TestFakeSignalInTrampoline(t *testing.T) {
 	tr, fp, mem, _ := plantedLeaf(t)
 	mem.areas[ownAt] = make([]byte, 0x100)
-	tr.plant.ownMaps = [][2]uint64{{ownAt, 0x100}}
+	tr.parts.plant.ownMaps = [][2]uint64{{ownAt, 0x100}}
 	var info ptrace.RawSigInfo
 	info[0], info[8] = byte(syscall.SIGUSR1), 0xfa // si_code SI_TKILL
 	fp.infos[fakePID] = info
@@ -312,7 +312,7 @@ func TestFakeFaultInSlot(t *testing.T) {
 	if err := tr.plantModule(0, 0, leafInstance(), leafMaps); err != nil {
 		t.Fatal(err)
 	}
-	s := tr.bp.sites[leafAt+4]
+	s := tr.parts.bp.sites[leafAt+4]
 	if s == nil || s.slot == 0 {
 		t.Fatalf("site %+v, want one with a slot", s)
 	}
@@ -333,7 +333,7 @@ func TestFakeSignalRolledBack(t *testing.T) {
 	}
 	tr, mem, _, _, shared := lineTracer(t, datafile.LineCounting, false, 1)
 	fp := traceFake(tr, mem, 0)
-	c := tr.counters
+	c := tr.parts.counters
 	c.saves = true // (as startCounters finds the count saves rax)
 	tp := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt })]
 	if len(tp.regions) != 1 || len(tp.regions[0].rollback) != 2 {
@@ -342,7 +342,7 @@ func TestFakeSignalRolledBack(t *testing.T) {
 	rb := tp.regions[0].rollback[0] // (between the save of rax and the count's store)
 	for at, b := range mem.areas {
 		if at != stackAt {
-			tr.plant.ownMaps = append(tr.plant.ownMaps, [2]uint64{at, uint64(len(b))})
+			tr.parts.plant.ownMaps = append(tr.parts.plant.ownMaps, [2]uint64{at, uint64(len(b))})
 		}
 	}
 	tr.threads[fakePID].tgid = fakePID
@@ -398,7 +398,7 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	}
 	tr, mem, warnings := fakeTracerAt(plan, code, libAt)
 	fp := traceFake(tr, mem, ret)
-	tr.plant.mapArea = tr.plant.mmap
+	tr.parts.plant.mapArea = tr.parts.plant.mmap
 	// The rendezvous, as watchLibraries plants it.
 	mem.areas[ldAt] = append([]byte{0xc3}, make([]byte, 0xfff)...)
 	orig := make([]byte, tr.arch.MaxInstLen())
@@ -408,9 +408,9 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 		t.Fatalf("the rendezvous's ret: %+v, %v; want it emulated", d, err)
 	}
 	brk := tr.arch.Breakpoint()
-	tr.bp.sites[ldAt] = &site{addr: ldAt, orig: orig[:len(brk)], meaning: meaning{item: -1, exit: -1, rendezvous: true}, carrying: carrying{disp: d, displaced: true}}
+	tr.parts.bp.sites[ldAt] = &site{addr: ldAt, orig: orig[:len(brk)], meaning: meaning{item: -1, exit: -1, rendezvous: true}, carrying: carrying{disp: d, displaced: true}}
 	mem.WriteMem(ldAt, brk)
-	tr.modules.rdv, tr.modules.loaded, tr.modules.libs = rendezvous{brk: ldAt}, map[uint64]*loaded{}, []int{1}
+	tr.parts.modules.rdv, tr.parts.modules.loaded, tr.parts.modules.libs = rendezvous{brk: ldAt}, map[uint64]*loaded{}, []int{1}
 
 	without := fmt.Sprintf("%x-%x r-xp 00000000 00:00 0\n%x-%x rw-p 00000000 00:00 0 [stack]\n", ldAt, ldAt+0x1000, stackAt, stackAt+0x1000)
 	with := fmt.Sprintf("%x-%x r-xp 00000000 08:01 %d %s\n", libAt, libAt+0x1000, st.Sys().(*syscall.Stat_t).Ino, lib) + without
@@ -423,8 +423,8 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	runScript(t, tr, fp,
 		rendezvousHit(func() { fp.maps = with }),
 		fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: libAt + 12, sp: stackAt + 0x800, do: func() {
-			planted = tr.bp.sites[libAt+11] != nil && mem.b[11] == 0xcc && len(tr.modules.loaded) == 1
-			areas = tr.plant.areas[libAt]
+			planted = tr.parts.bp.sites[libAt+11] != nil && mem.b[11] == 0xcc && len(tr.parts.modules.loaded) == 1
+			areas = tr.parts.plant.areas[libAt]
 		}},
 		rendezvousHit(func() { fp.maps = without }))
 	if !planted || len(areas) != 1 {
@@ -433,8 +433,8 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	if tr.hits[0] != 1 {
 		t.Errorf("hits %v, want f's 1", tr.hits)
 	}
-	if len(tr.modules.loaded) != 0 || tr.bp.sites[libAt+11] != nil || len(tr.plant.areas) != 0 || len(mem.areas) != 2 {
-		t.Errorf("after the unload: loaded %v, sites %v, areas %v, %d mappings; want only the rendezvous, the stack and the dynamic linker", tr.modules.loaded, slices.Sorted(maps.Keys(tr.bp.sites)), tr.plant.areas, len(mem.areas))
+	if len(tr.parts.modules.loaded) != 0 || tr.parts.bp.sites[libAt+11] != nil || len(tr.parts.plant.areas) != 0 || len(mem.areas) != 2 {
+		t.Errorf("after the unload: loaded %v, sites %v, areas %v, %d mappings; want only the rendezvous, the stack and the dynamic linker", tr.parts.modules.loaded, slices.Sorted(maps.Keys(tr.parts.bp.sites)), tr.parts.plant.areas, len(mem.areas))
 	}
 	// The thread at the rendezvous is borrowed (its PC back at the
 	// breakpoint), runs the system call, is given its registers back, and
@@ -467,7 +467,7 @@ func TestFakeInjectedSyscall(t *testing.T) {
 	r.SetPC(leafAt + 4)
 	r.SetReg(0, 0x1234)
 	saved := *r
-	addr, err := tr.plant.mmap(0, 0x1000)
+	addr, err := tr.parts.plant.mmap(0, 0x1000)
 	if err != nil || addr != 0x7e00_0000_0000 {
 		t.Fatalf("mmap: %#x, %v; want the fake kernel's first area", addr, err)
 	}
@@ -477,8 +477,8 @@ func TestFakeInjectedSyscall(t *testing.T) {
 	if !bytes.Equal(mem.b[:len(leafCode)], leafCode) || *fp.reg(fakePID) != saved {
 		t.Errorf("after the call: code % x, registers %+v; want them as they were", mem.b[:len(leafCode)], *fp.reg(fakePID))
 	}
-	if !slices.Equal(tr.plant.ownMaps, [][2]uint64{{addr, 0x1000}}) {
-		t.Errorf("PROFILE's areas %#x, want the one mapped", tr.plant.ownMaps)
+	if !slices.Equal(tr.parts.plant.ownMaps, [][2]uint64{{addr, 0x1000}}) {
+		t.Errorf("PROFILE's areas %#x, want the one mapped", tr.parts.plant.ownMaps)
 	}
 	want := []string{"getRegs 8388608", "setRegs 8388608 pc=0x401004", "step 8388608",
 		"syscall 8388608 mmap(0x0, 0x1000) = 0x7e0000000000", "waitFor 8388608", "getRegs 8388608", "setRegs 8388608 pc=0x401004"}

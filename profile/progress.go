@@ -38,31 +38,31 @@ func (t *tracer) progress() {
 		return
 	}
 	now := time.Now()
-	if now.Sub(t.progressStart) < progressAfter || now.Sub(t.progressLast) < progressEvery {
+	if now.Sub(t.status.start) < progressAfter || now.Sub(t.status.last) < progressEvery {
 		return
 	}
-	t.progressLast = now
-	p := Progress{Elapsed: now.Sub(t.progressStart), InProcess: len(t.watch.written)}
-	for _, s := range t.bp.sites {
+	t.status.last = now
+	p := Progress{Elapsed: now.Sub(t.status.start), InProcess: len(t.parts.watch.written)}
+	for _, s := range t.parts.bp.sites {
 		if !s.rendezvous {
 			p.Breakpoints++
 		}
 	}
 	hits := t.hits
-	if t.books != nil {
-		hits = t.books.hits // (timing, /SF, /AT: the calls booked)
+	if t.parts.books != nil {
+		hits = t.parts.books.hits // (timing, /SF, /AT: the calls booked)
 	}
 	for _, n := range hits {
 		p.Hits += n
 	}
-	if c := t.counters; c != nil {
+	if c := t.parts.counters; c != nil {
 		switch {
-		case t.lines != nil:
-			lt := t.lines
+		case t.parts.lines != nil:
+			lt := t.parts.lines
 			for k, n := range c.totals(len(lt.lines)) {
 				p.Hits += n * uint64(len(lt.lines[k]))
 			}
-		case t.plan.Method.IsFunction() && t.rings == nil:
+		case t.plan.Method.IsFunction() && t.parts.rings == nil:
 			for _, n := range c.totals(t.plan.NumItems()) {
 				p.Hits += n
 			}
@@ -77,7 +77,7 @@ func (t *tracer) progress() {
 // window (ptrace.ErrQuit).
 func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	every := 20 * time.Millisecond
-	s := t.sampling
+	s := t.parts.sampling
 	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.stopped
 	if ptraceSampler {
 		every = min(every, s.pollEvery())
@@ -88,17 +88,17 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 		if ptraceSampler {
 			work = s.interruptAll() || work
 		}
-		if t.rings != nil {
-			work = t.rings.drainIdle() || work
+		if t.parts.rings != nil {
+			work = t.parts.rings.drainIdle() || work
 		}
-		if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
-			work = t.lines.sweepIdle() || work
+		if t.parts.lines != nil && t.parts.lines.sweep != nil && len(t.parts.lines.sweep.live) > 0 && len(t.threads) == 1 {
+			work = t.parts.lines.sweepIdle() || work
 		}
 		if explainIdle != nil {
 			work = explainIdle() || work
 		}
 		t.signals.requeuedIdle(t.proc, t.pid)
-		t.trace.flush()
+		t.parts.trace.flush()
 		t.progress()
 		return work
 	}
@@ -109,7 +109,7 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 	// (It polls as long as the run's own way of waiting would: spin
 	// without rings or yielding, then waits for the next stop's SIGCHLD.)
 	limit := spin
-	if t.clocks.yielding || t.rings != nil {
+	if t.clocks.yielding || t.parts.rings != nil {
 		limit = yieldWindow
 	}
 	return t.proc.wait(quitWait(limit, every, idle, quit))

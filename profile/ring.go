@@ -104,7 +104,7 @@ type ringHost interface {
 // clocks.
 func newRings(t *tracer) *rings {
 	return &rings{
-		ringEnv: ringEnv{arch: t.arch, proc: t.proc, plan: t.plan, counters: t.counters, books: t.books, threads: t.threads,
+		ringEnv: ringEnv{arch: t.arch, proc: t.proc, plan: t.plan, counters: t.parts.counters, books: t.parts.books, threads: t.threads,
 			explain: t.explain.hitNarrator, regs: &t.regs,
 			clocks: &t.clocks, warn: t.cfg.Warn, host: t, caps: t.caps},
 		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},

@@ -59,7 +59,7 @@ func TestSettleDepth(t *testing.T) {
 			}
 			defer shared.Close()
 			cs.shared = shared
-			tr.counters = cs
+			tr.parts.counters = cs
 			tr.choose()
 			if table {
 				cs.pointStack((handlerSP-0x1000)&^0xfff, mainSP+0x1000, 1, -1)
@@ -75,7 +75,7 @@ func TestSettleDepth(t *testing.T) {
 			if !table && regs.ThreadBase() != cs.layout.blockAddr(1) {
 				continue // (arm64: no register for a block, only the table form)
 			}
-			tr.signals.settleDepth(tr.counters, tr.plan, tr.arch, &regs)
+			tr.signals.settleDepth(tr.parts.counters, tr.plan, tr.arch, &regs)
 			if got := binary.LittleEndian.Uint64(area[instr.DepthCurrent:]); got != uint64(c.want) {
 				t.Errorf("table %v, stopped at sp %#x: %d frames left, want %d", table, c.sp, got, c.want)
 			}

@@ -33,7 +33,7 @@ func (a *attachment) attachChecks() error {
 	if err := a.attachSharers(); err != nil {
 		return prf.CannotAttach(t.pid, err)
 	}
-	if err := t.calls.checkSeccomp(); err != nil {
+	if err := t.parts.calls.checkSeccomp(); err != nil {
 		return prf.AttachFiltered(t.pid, err)
 	}
 	return nil

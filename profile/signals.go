@@ -86,8 +86,8 @@ type signalEnv struct {
 func (t *tracer) signalEnv() signalEnv {
 	return signalEnv{
 		loop: t, proc: t.proc, pid: t.pid, threads: t.threads, attached: t.attach != nil, regs: &t.regs,
-		counters: t.counters, bp: t.bp, rings: t.rings, explain: &t.explain,
-		watch: &t.watch, watched: t.watchEnv(), clocks: &t.clocks,
+		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, explain: &t.explain,
+		watch: &t.parts.watch, watched: t.watchEnv(), clocks: &t.clocks,
 	}
 }
 
@@ -304,11 +304,11 @@ func (s *signals) note() string {
 // line coverage's jumps, a sample of the ptrace sampler. (The loop's: the
 // signals part asks for it through signalLoop.)
 func (t *tracer) interruptStop(th *thread) {
-	if t.lines != nil && t.lines.sweep != nil && t.lines.sweep.wanted {
-		t.lines.sweepStop()
+	if t.parts.lines != nil && t.parts.lines.sweep != nil && t.parts.lines.sweep.wanted {
+		t.parts.lines.sweepStop()
 	}
-	if t.sampling != nil {
-		t.sampling.sampleStop(th)
+	if t.parts.sampling != nil {
+		t.parts.sampling.sampleStop(th)
 	}
 }
 

@@ -63,12 +63,12 @@ type target interface {
 func (t *tracer) runTarget(tg target) (*Result, error) {
 	start := t.cfg.Now()
 	// (A window restarts it: attachment.start.)
-	t.progressStart = time.Now()
+	t.status.start = time.Now()
 	t.explain.plan()
 	if err := tg.obtain(); err != nil {
 		return nil, err
 	}
-	defer func() { t.trace.close(false) }()
+	defer func() { t.parts.trace.close(false) }()
 	err := t.openTrace(start)
 	var res *Result
 	if err == nil {
@@ -78,7 +78,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 		tg.abandon()
 		return nil, err
 	}
-	t.trace.close(true)
+	t.parts.trace.close(true)
 	return res, nil
 }
 
@@ -98,7 +98,7 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	defer t.maps.Close()
 	tg.opened()
 	t.explain.startedAt()
-	defer func() { t.counters.close() }()
+	defer func() { t.parts.counters.close() }()
 	// Whatever fails from here, tg undoes it, before the memory, the map
 	// and the counters are closed.
 	defer func() {
@@ -114,11 +114,11 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	if err = t.plantTarget(tg); err != nil {
 		return nil, err
 	}
-	if t.sampling != nil {
+	if t.parts.sampling != nil {
 		// (Before the threads an attachment finds are made ready: each
 		// is sampled as the main thread is, by the kernel or by ptrace.)
-		t.sampling.start(pid)
-		defer t.sampling.ended()
+		t.parts.sampling.start(pid)
+		defer t.parts.sampling.ended()
 	}
 	done, err := tg.ready()
 	defer done()
@@ -153,7 +153,7 @@ func (t *tracer) plantTarget(tg target) error {
 	if err := tg.planted(); err != nil {
 		return err
 	}
-	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.calls.borrow, borrowed: t.borrowed, counters: t.counters, rings: t.rings, imposed: t.plan.Calibration}); err != nil {
+	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.parts.calls.borrow, borrowed: t.borrowed, counters: t.parts.counters, rings: t.parts.rings, imposed: t.plan.Calibration}); err != nil {
 		return err
 	}
 	t.explain.calibrated()
@@ -217,8 +217,8 @@ func (l *launch) start() (func(), error) {
 	if err := t.proc.cont(t.pid, 0); err != nil {
 		return nothing, fmt.Errorf("start program: %w", err)
 	}
-	t.clocks.openThreadBooks(t.threads[t.pid], t.books)
-	t.clocks.startWaits(t.timed, t.books, t.pid, t.arch)
+	t.clocks.openThreadBooks(t.threads[t.pid], t.parts.books)
+	t.clocks.startWaits(t.timed, t.parts.books, t.pid, t.arch)
 	return nothing, nil
 }
 

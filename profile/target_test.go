@@ -44,7 +44,7 @@ func fakeTarget(t *testing.T, plan *datafile.Plan, mapped bool) (*tracer, *fakeP
 	}
 	tr.proc, tr.pid, tr.maps, tr.mem = nil, 0, nil, nil
 	clear(tr.threads)
-	tr.plant.mapArea = tr.plant.mmap
+	tr.parts.plant.mapArea = tr.parts.plant.mmap
 	tr.cfg.Path, tr.cfg.Now, tr.cfg.Breakpoints = path, time.Now, true
 	return tr, fp, mem, warnings
 }
@@ -111,7 +111,7 @@ func TestRunLaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !planted || tr.bp.sites[leafAt+11] == nil {
+	if !planted || tr.parts.bp.sites[leafAt+11] == nil {
 		t.Errorf("f's breakpoint not planted before the program ran")
 	}
 	if !res.Exited || res.Counts == nil || res.Counts.Run.Incomplete || len(fp.script) != 0 {
@@ -173,7 +173,7 @@ func TestRunAttachFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "lost the program") {
 			t.Errorf("error %v, want the program lost", err)
 		}
-		if tr.bp.sites[leafAt+11] == nil || mem.b[11] != leafCode[11] {
+		if tr.parts.bp.sites[leafAt+11] == nil || mem.b[11] != leafCode[11] {
 			t.Errorf("f's ret %#x; want it planted, then written back", mem.b[11])
 		}
 		checkSequence(t, fp, []string{"openMem 8388608", "setSigMask 8388608 0xffffffffffffffff", mapAt, "setSigMask 8388608 0x0",

@@ -19,6 +19,17 @@ import (
 // sharing the program's memory until its exec (sharing).
 type childKind int
 
+// tasks are what the tracer keeps of the tasks it has not taken in yet:
+// early, new threads and children whose first stop came before the event
+// that announces them; expected, the IDs an event announced whose first
+// stop has not come yet, with their kind. execed is set once the program
+// called exec (its profile ends there).
+type tasks struct {
+	early    map[int]ptrace.WaitStatus
+	expected map[int]childKind
+	execed   bool
+}
+
 const (
 	kindThread childKind = iota
 	kindFork
@@ -32,7 +43,7 @@ func (t *tracer) spawned(th *thread, event int) error {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
 	child := int(msg)
-	t.watch.noteChild(child)
+	t.parts.childMade(child)
 	kind := map[int]childKind{ptrace.EventClone: kindThread, ptrace.EventFork: kindFork, ptrace.EventVfork: kindVfork}[event]
 	switch {
 	case th.foreign && kind == kindThread:
@@ -43,13 +54,13 @@ func (t *tracer) spawned(th *thread, event int) error {
 	if kind == kindVfork && !th.foreign {
 		t.parts.vforking(th)
 	}
-	if ws, ok := t.early[child]; ok {
-		delete(t.early, child)
+	if ws, ok := t.tasks.early[child]; ok {
+		delete(t.tasks.early, child)
 		if err := t.adopt(child, kind, ws); err != nil {
 			return err
 		}
 	} else {
-		t.expected[child] = kind
+		t.tasks.expected[child] = kind
 	}
 	return t.resume(th.tid, 0)
 }
@@ -78,12 +89,12 @@ func sharing(p process, parent, child int, kind childKind) childKind {
 // newcomer handles the stop of a thread not yet known: a new thread or child
 // whose first stop came before or after the event that announced it.
 func (t *tracer) newcomer(tid int, ws ptrace.WaitStatus) error {
-	kind, ok := t.expected[tid]
+	kind, ok := t.tasks.expected[tid]
 	if !ok {
-		t.early[tid] = ws
+		t.tasks.early[tid] = ws
 		return nil
 	}
-	delete(t.expected, tid)
+	delete(t.tasks.expected, tid)
 	return t.adopt(tid, kind, ws)
 }
 
@@ -141,14 +152,12 @@ func (t *tracer) exec(th *thread) error {
 		}
 		return nil
 	}
-	if !t.execed {
-		t.execed = true
+	if !t.tasks.execed {
+		t.tasks.execed = true
 		t.cfg.Warn(prf.ExecEnded())
 		t.explain.exec()
 	}
 	t.parts.execed()
-	t.watch.written = nil
-	t.modules.loaded = nil // (the rendezvous went with the image)
 	return t.resume(th.tid, 0)
 }
 
@@ -167,11 +176,11 @@ func (t *tracer) releaseSurvivors() {
 			t.proc.interrupt(tid)
 		}
 	}
-	for tid := range t.expected {
+	for tid := range t.tasks.expected {
 		left[tid] = true
 		t.proc.interrupt(tid)
 	}
-	for tid := range t.early {
+	for tid := range t.tasks.early {
 		// Stopped already, at its first stop.
 		t.detachClean(tid, 0)
 	}
@@ -208,15 +217,15 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 		// memory, which mem still reaches.
 		t.takeOut(t.mem)
 	}
-	t.rings.pastFull(tid)
+	t.parts.rings.pastFull(tid)
 	t.proc.detach(tid, sig)
 }
 
 // takeOut takes the breakpoints out of mem and turns the rings' checks
 // off (detachClean).
 func (t *tracer) takeOut(mem instr.Memory) {
-	t.bp.takeOut(mem, false)
-	t.counters.unchecked(mem)
+	t.parts.bp.takeOut(mem, false)
+	t.parts.counters.unchecked(mem)
 }
 
 // reapKilled reaps the killed program after a fatal tracer error.

@@ -73,7 +73,7 @@ func (t *tracer) openTrace(start time.Time) error {
 func (t *tracer) untraced() {
 	t.timed = t.plan.Method.IsTiming()
 	if !keepsBooks(t.plan) {
-		t.books = nil
+		t.parts.books = nil
 	}
 }
 
@@ -100,8 +100,8 @@ func (t *tracer) createTrace(start time.Time) error {
 		f.Close()
 		return prf.CannotWrite(t.cfg.Trace, err)
 	}
-	t.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now(), limit: t.cfg.TraceLimit, warn: t.cfg.Warn}
-	t.books.trace = w
+	t.parts.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now(), limit: t.cfg.TraceLimit, warn: t.cfg.Warn}
+	t.parts.books.trace = w
 	return nil
 }
 

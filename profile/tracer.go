@@ -59,22 +59,26 @@ type thread struct {
 	evented   bool
 }
 
-// tracer is the state of one run. All its methods run on the locked thread.
+// tracer is the state of one run: the loop's (the program, its threads
+// and tasks, the stop being handled, the signals, the clocks the stops
+// are stamped on) and the run's parts (hooks.go). All its methods run on
+// the locked thread.
 type tracer struct {
 	cfg  Config
 	plan *datafile.Plan
 	arch instr.Arch
-	pid  int
-	// proc is the program PROFILE traces, its threads and the tasks it
-	// makes (process.go): every ptrace request goes through it.
-	proc process
 	// timed is set when calls are timed: function timing, or a function
 	// profile of another type that writes a trace (trace.go).
 	timed bool
-	// runID names the run in its .pbo and its trace; trace is the trace
-	// being written, or nil.
+	// runID names the run in its .pbo and its trace.
 	runID datafile.Hex
-	trace *traceFile
+	// caps are what the run can do, probed once at the start (caps.go).
+	caps caps
+
+	pid int
+	// proc is the program PROFILE traces, its threads and the tasks it
+	// makes (process.go): every ptrace request goes through it.
+	proc process
 	// mem is the program's memory (ptrace.Mem): a fake in the unit tests
 	// of planting.
 	mem instr.Memory
@@ -82,71 +86,32 @@ type tracer struct {
 	// again when needed (readMaps): a program that makes itself
 	// non-dumpable keeps it readable, as it keeps mem.
 	maps memoryMap
+	// regs are the registers of the thread whose stop is being handled.
 	regs ptrace.Regs
-
-	// bp are PROFILE's breakpoints (breakpoints.go).
-	bp      *breakpoints
+	// threads are the program's threads (and the foreign processes that
+	// share its memory), tasks those it waits to take in (tasks.go).
 	threads map[int]*thread
-	// early holds new threads and children whose first stop came before the
-	// event that announces them.
-	early map[int]ptrace.WaitStatus
-	// expected holds IDs announced by an event whose first stop has not come
-	// yet, with the process kind.
-	expected map[int]childKind
-
-	// counters is the memory PROFILE shares with the program, once set up
-	// (nil when nothing is counted in-process): the threads' blocks of
-	// counters, and the trampolines written that count into them.
-	counters *counters
-	// entries plants function entries in-process (entries.go).
-	entries *entryTrampolines
-	// lines plants line sites in-process (linetramps.go).
-	lines *lineTrampolines
-	// rings are the threads' rings, when the books are fed from them
-	// (ring.go).
-	rings *rings
-	// exits patches timed functions' exits in-process, beside the rings
-	// (exitpatch.go).
-	exits *exitPatches
-	// plant is the planting engine every mechanism plants with
-	// (planter.go).
-	plant *planter
-	// modules are the plan's modules in the program, its shared
-	// libraries followed as they are loaded (modules.go).
-	modules *modules
-	// calls runs system calls in the program (inject.go).
-	calls *injector
-
-	hits []uint64
-	// sampling samples the threads' program counters (function
-	// sampling; else nil: sampling.go).
-	sampling *sampler
-	// books keep the stacks of profiled calls, when timing, a start
-	// function or attribution need them (timing.go); else nil.
-	books *books
-	// clocks are timing's clocks: PROFILE's, the threads' and the
-	// goroutines', their stops taken out (timing.go).
-	clocks clocks
-	// caps are what the run can do, probed once at the start (caps.go).
-	caps   caps
-	execed bool
-	// watch is what the program does behind PROFILE's back (watch.go).
-	watch watch
+	tasks   tasks
 	// signals passes signals on (signals.go, eintr.go).
 	signals signals
+	// clocks are timing's clocks: PROFILE's, on which the loop stamps
+	// each stop, the threads' and the goroutines', their stops taken out
+	// (timing.go).
+	clocks clocks
 
-	// parts are the run's parts, found once, and their hooks (hooks.go).
+	// hits counts the hits of each item at PROFILE's breakpoints.
+	hits []uint64
+	// parts are the run's parts and their hooks (hooks.go).
 	parts parts
-
 	// explain narrates the run (profile --explain, explain.go); the zero
 	// explainer when it is not narrated.
 	explain explainer
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
-	// progressStart and progressLast are when the run began and when its
-	// progress was last told (progress.go).
-	progressStart, progressLast time.Time
+	// status is when the run began and when its progress was last told
+	// (progress.go).
+	status struct{ start, last time.Time }
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -162,19 +127,18 @@ func newTracer(cfg Config) (*tracer, error) {
 		return nil, prf.CannotTrace(runtime.GOOS+"/"+runtime.GOARCH, err)
 	}
 	t := &tracer{
-		cfg:      cfg,
-		plan:     cfg.Plan,
-		arch:     arch,
-		threads:  make(map[int]*thread),
-		early:    make(map[int]ptrace.WaitStatus),
-		expected: make(map[int]childKind),
-		hits:     make([]uint64, cfg.Plan.NumItems()),
-		clocks:   clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
+		cfg:     cfg,
+		plan:    cfg.Plan,
+		arch:    arch,
+		threads: make(map[int]*thread),
+		tasks:   tasks{early: make(map[int]ptrace.WaitStatus), expected: make(map[int]childKind)},
+		hits:    make([]uint64, cfg.Plan.NumItems()),
+		clocks:  clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
 	}
-	t.bp = newBreakpoints(t)
-	t.calls = newInjector(t)
-	t.plant = newPlanter(t, elfid.PageSize())
-	t.modules = newModules(t)
+	t.parts.bp = newBreakpoints(t)
+	t.parts.calls = newInjector(t)
+	t.parts.plant = newPlanter(t, elfid.PageSize())
+	t.parts.modules = newModules(t)
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
 	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)
@@ -188,12 +152,12 @@ func newTracer(cfg Config) (*tracer, error) {
 		if interval < MinInterval || interval > MaxInterval {
 			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
 		}
-		t.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn}, interval)
+		t.parts.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn}, interval)
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
-		t.books = newBooks(cfg.Plan)
-		t.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
+		t.parts.books = newBooks(cfg.Plan)
+		t.parts.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
 	}
 	return t, nil
 }
@@ -201,9 +165,9 @@ func newTracer(cfg Config) (*tracer, error) {
 // finish gathers the run's counts into res when the program has ended, or
 // PROFILE has let it go.
 func (t *tracer) finish(start time.Time, res *Result) {
-	t.watch.signalCost(t.cfg.Now().Sub(start), t.cfg.Warn)
+	t.parts.watch.signalCost(t.cfg.Now().Sub(start), t.cfg.Warn)
 	t.parts.ended(res)
-	res.EndCheck = t.watch.checked
+	res.EndCheck = t.parts.watch.checked
 	res.RolledBack = t.signals.rolledBack
 	res.Counts = t.counts(start, res)
 	t.explain.ended(res)
@@ -233,7 +197,7 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 		Stats:  datafile.Stats{Hits: t.hits},
 	}
 	t.parts.addStats(&c.Stats)
-	if t.books != nil {
+	if t.parts.books != nil {
 		c.Overhead = t.clocks.calculated
 	}
 	return c
@@ -355,43 +319,43 @@ func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if t.attach != nil || t.cfg.Progress != nil {
 		return t.waitTelling(spin)
 	}
-	if s := t.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.stopped {
+	if s := t.parts.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.stopped {
 		// The ptrace sampler's rounds, and the rings' reading if any.
 		idle := s.interruptAll
-		if t.rings != nil {
+		if t.parts.rings != nil {
 			idle = func() bool {
-				drained := t.rings.drainIdle()
-				t.trace.flush()
+				drained := t.parts.rings.drainIdle()
+				t.parts.trace.flush()
 				return s.interruptAll() || drained
 			}
 		}
 		return t.proc.wait(pollWait(spin, s.pollEvery(), idle))
 	}
-	if t.trace != nil && (t.rings != nil || t.clocks.yielding) {
+	if t.parts.trace != nil && (t.parts.rings != nil || t.clocks.yielding) {
 		// The events booked are written at least every traceFlushEvery,
 		// also while no thread stops (the tracer does not sleep until the
 		// next stop, reading the rings meanwhile): a program that runs or
 		// waits long without a stop keeps them if PROFILE is killed.
 		idle := func() bool {
-			t.trace.flush()
+			t.parts.trace.flush()
 			return false
 		}
-		if t.rings != nil {
+		if t.parts.rings != nil {
 			idle = func() bool {
-				drained := t.rings.drainIdle()
-				t.trace.flush()
+				drained := t.parts.rings.drainIdle()
+				t.parts.trace.flush()
 				return drained
 			}
 		}
 		return t.proc.wait(tickWait(yieldWindow, traceFlushEvery/2, idle))
 	}
-	if t.rings != nil {
-		return t.proc.wait(idleWait(yieldWindow, t.rings.drainIdle))
+	if t.parts.rings != nil {
+		return t.proc.wait(idleWait(yieldWindow, t.parts.rings.drainIdle))
 	}
-	if t.lines != nil && t.lines.sweep != nil && len(t.lines.sweep.live) > 0 && len(t.threads) == 1 {
+	if t.parts.lines != nil && t.parts.lines.sweep != nil && len(t.parts.lines.sweep.live) > 0 && len(t.threads) == 1 {
 		// (Sweeps only in a program of one thread: with several, stops
 		// are waited for as always, not polled for.)
-		return t.proc.wait(pollWait(spin, time.Millisecond, t.lines.sweepIdle))
+		return t.proc.wait(pollWait(spin, time.Millisecond, t.parts.lines.sweepIdle))
 	}
 	if idle := t.explain.idle(); idle != nil {
 		// (The narration's first hits of in-process counters.)

@@ -92,7 +92,7 @@ func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) 
 // leaves: no jump back.
 func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
 	t := et.t
-	c := t.counters
+	c := t.parts.counters
 	prelude := func(code []byte) (instr.Trampoline, error) {
 		k := entryIndex(p, f.Entry+lo-f.Low)
 		if k == 0 {
@@ -113,7 +113,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		}
 		return prelude(count)
 	}
-	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return prelude(entry.Code)
@@ -121,7 +121,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
 		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
-	exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
+	exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -143,7 +143,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 // entryTrampoline).
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	t := et.t
-	c := t.counters
+	c := t.parts.counters
 	if !c.layout.rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
@@ -151,10 +151,10 @@ func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.T
 		d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
 		return []region{{at: base + len(c.layout.countCode(t.arch, item)), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(t.rings.recordRing(f), instr.RecordTag(item, true))
+		exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
@@ -196,11 +196,11 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 // table form).
 func (et *entryTrampolines) entryScratch(f *datafile.Func) bool {
 	t := et.t
-	if t.counters.layout.rings {
-		rc, _ := t.arch.RecordCode(t.counters.layout.ring(), 0)
+	if t.parts.counters.layout.rings {
+		rc, _ := t.arch.RecordCode(t.parts.counters.layout.ring(), 0)
 		return rc.Scratch
 	}
-	return t.counters.layout.table && t.counters.keepsDepth() && f.Frame != datafile.FrameNone
+	return t.parts.counters.layout.table && t.parts.counters.keepsDepth() && f.Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

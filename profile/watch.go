@@ -96,8 +96,8 @@ type watchEnv struct {
 // watchEnv is what the watch's checks read of t's run.
 func (t *tracer) watchEnv() watchEnv {
 	e := watchEnv{warn: t.cfg.Warn, plan: t.plan, arch: t.arch, mem: t.mem}
-	if t.bp != nil {
-		e.sites = t.bp.sites
+	if t.parts.bp != nil {
+		e.sites = t.parts.bp.sites
 	}
 	return e
 }
@@ -157,15 +157,15 @@ func (w *watch) warnOnce(warn func(*prf.Diagnostic), d *prf.Diagnostic) {
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
 	t.explain.threadExiting()
-	if t.sampling != nil && !th.foreign && th.tgid == t.pid {
-		t.sampling.noteTimes(t.pid)
+	if t.parts.sampling != nil && !th.foreign && th.tgid == t.pid {
+		t.parts.sampling.noteTimes(t.pid)
 	}
 	if !th.foreign && th.tgid == t.pid {
 		if err := t.proc.getRegs(th.tid, &t.regs); err == nil {
-			t.watch.checkThreadBase(t.counters, th, &t.regs, t.cfg.Warn)
+			t.parts.watch.checkThreadBase(t.parts.counters, th, &t.regs, t.cfg.Warn)
 		}
-		if !t.watch.ended && allExiting(t.threads, t.pid) {
-			t.watch.endCheck(t.watchEnv(), t.readMaps)
+		if !t.parts.watch.ended && allExiting(t.threads, t.pid) {
+			t.parts.watch.endCheck(t.watchEnv(), t.readMaps)
 		}
 	}
 	return t.resume(th.tid, 0)
@@ -390,6 +390,12 @@ func (w *watch) childSignal(proc process, th *thread, warn func(*prf.Diagnostic)
 	}
 	w.warnOnce(warn, prf.UntracedChild(int(info.Pid), how))
 }
+
+// childMade notes the child the program made (childHook).
+func (w *watch) childMade(pid int) { w.noteChild(pid) }
+
+// execed forgets the jumps written: gone with the image (execHook).
+func (w *watch) execed() { w.written = nil }
 
 // noteChild records a process PROFILE was told of.
 func (w *watch) noteChild(pid int) {
