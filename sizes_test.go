@@ -38,11 +38,7 @@ var (
 		"instr.arm64": "an architecture's type implements instr's interfaces: its methods hold every difference of arm64",
 	}
 	// skippedDirs are not checked at all, with what they hold.
-	skippedDirs = map[string]string{
-		// Issue 32's rebuild of PROFILE (parts 1 to 4) splits the tracer
-		// into its loop and parts; that rebuild removes this exception.
-		"profile": "PROFILE, being rebuilt (issue 32)",
-	}
+	skippedDirs = map[string]string{}
 )
 
 // optionStructs may have any number of fields (package directory and

@@ -163,7 +163,7 @@ func (a *attachment) planted() error { return a.t.parts.modules.syncLibraries() 
 // (ownFramesAbove).
 func (a *attachment) ready() (func(), error) {
 	t := a.t
-	for _, tid := range t.threadIDs() {
+	for _, tid := range threadIDs(t.threads) {
 		if tid == t.pid {
 			continue
 		}
@@ -185,7 +185,7 @@ func (a *attachment) start() (done func(), err error) {
 	done = a.endWindow()
 	a.unmask()
 	t.clocks.startWaits(t.timed, t.parts.books, t.pid, t.arch)
-	for _, tid := range t.threadIDs() {
+	for _, tid := range threadIDs(t.threads) {
 		t.clocks.openThreadBooks(t.threads[tid], t.parts.books)
 		if err = t.resume(tid, 0); err != nil {
 			return done, err
@@ -238,9 +238,9 @@ func (a *attachment) abandon() {
 }
 
 // threadIDs returns the threads' IDs in order.
-func (t *tracer) threadIDs() []int {
-	ids := make([]int, 0, len(t.threads))
-	for tid := range t.threads {
+func threadIDs(threads map[int]*thread) []int {
+	ids := make([]int, 0, len(threads))
+	for tid := range threads {
 		ids = append(ids, tid)
 	}
 	slices.Sort(ids)
@@ -335,19 +335,6 @@ func (t *tracer) threadGone(tid int) {
 	delete(t.signals.requeued, tid)
 }
 
-// borrowed returns the registers saved of a thread PROFILE borrows, made
-// ready for code of PROFILE's: no system call restarts when the thread
-// goes on (it may have been stopped in one), and, in a process PROFILE
-// attached to, the stack starts below the red zone of the function the
-// thread was stopped in. The saved registers, put back, restart it.
-func (t *tracer) borrowed(saved ptrace.Regs) ptrace.Regs {
-	regs := saved
-	regs.NoRestart()
-	if t.attach != nil {
-		t.arch.SetSP(&regs, (t.arch.SP(&regs)-t.arch.RedZone()-64)&^15)
-	}
-	return regs
-}
 
 // reason is the run record's word on an attached run: the window its
 // counts cover.

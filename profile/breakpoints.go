@@ -297,7 +297,7 @@ func (t *tracer) trap(th *thread) error {
 		return t.setAndResume(th, th.takePending())
 	}
 	addr := t.arch.BreakpointAddr(t.regs.PC())
-	for _, m := range t.mechanisms() {
+	for _, m := range t.parts.mechs {
 		if ours, err := m.stop(th, addr); ours {
 			return err
 		}

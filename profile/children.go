@@ -25,9 +25,9 @@ const (
 // mem, the memory of a forked child. The breakpoints removed since the
 // fork (coverage removes each at its first hit, in the program's memory)
 // are still in the child's copy: they are written too.
-func (t *tracer) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
-	t.parts.bp.takeOut(mem, true)
-	t.parts.counters.restorePatches(mem)
+func (p *parts) unpatch(mem interface{ WriteMem(uint64, []byte) error }) {
+	p.bp.takeOut(mem, true)
+	p.counters.restorePatches(mem)
 }
 
 // childMem opens the memory of child tid, stopped at its first stop, and

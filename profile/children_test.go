@@ -26,7 +26,7 @@ func TestUnpatchRetired(t *testing.T) {
 	tr.parts.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
 	tr.parts.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}
 	w := writes{}
-	tr.unpatch(w)
+	tr.parts.unpatch(w)
 	if got := slices.Sorted(maps.Keys(w)); !slices.Equal(got, []uint64{0x1000, 0x2000}) {
 		t.Errorf("wrote at %#x, want 0x1000 and 0x2000", got)
 	}

@@ -98,7 +98,7 @@ func (d *detaching) needed(th *thread) bool { return !th.foreign && !th.exiting 
 // the main thread last.
 func (d *detaching) ask() {
 	t := d.t
-	for _, tid := range mainLast(t.threadIDs(), t.pid) {
+	for _, tid := range mainLast(threadIDs(t.threads), t.pid) {
 		if th := t.threads[tid]; th != nil && d.needed(th) && !d.ready[tid] && !d.asked[tid] {
 			t.proc.interrupt(tid)
 			d.asked[tid] = true
@@ -178,7 +178,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 		a.detached = true
 		return nil
 	}
-	for _, tid := range t.threadIDs() {
+	for _, tid := range threadIDs(t.threads) {
 		if th := t.threads[tid]; th != nil && t.parts.rings != nil && stopped(tid) {
 			t.parts.rings.stopSeen(th)
 		}
@@ -192,7 +192,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	}
 	maps, _ := t.readMaps()
 	t.signals.masksBack(t.proc, stopped)
-	for i, tid := range mainFirst(t.threadIDs(), t.pid) {
+	for i, tid := range mainFirst(threadIDs(t.threads), t.pid) {
 		if !stopped(tid) {
 			continue
 		}
@@ -232,7 +232,7 @@ func (a *attachment) putBase(tid int, keep bool) {
 		base = a.base
 	}
 	var regs ptrace.Regs
-	if keep || t.proc.getRegs(tid, &regs) != nil || t.ownArea(regs.PC()) {
+	if keep || t.proc.getRegs(tid, &regs) != nil || t.parts.plant.ownArea(regs.PC()) {
 		return
 	}
 	if regs.ThreadBase() != base {
@@ -246,15 +246,4 @@ func (a *attachment) putBase(tid int, keep bool) {
 		}
 		t.proc.setThreadPointer(tid, p)
 	}
-}
-
-// ownArea reports whether addr is in one of the areas PROFILE mapped in
-// the program (trampolines, slots, hops, punned trampolines' pages).
-func (t *tracer) ownArea(addr uint64) bool {
-	for _, a := range t.parts.plant.ownMaps {
-		if addr >= a[0] && addr < a[0]+a[1] {
-			return true
-		}
-	}
-	return false
 }

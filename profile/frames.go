@@ -54,7 +54,7 @@ type threadStacks struct {
 	proc process
 	// counters are the memory shared with the program and the
 	// trampolines written, ownArea tells PROFILE's code from the
-	// program's (tracer.ownArea).
+	// program's (planter.ownArea).
 	counters *counters
 	ownArea  func(addr uint64) bool
 	explain  *endNarrator
@@ -62,7 +62,7 @@ type threadStacks struct {
 
 // stacksOf returns the stacks of t's threads.
 func stacksOf(t *tracer) threadStacks {
-	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.parts.counters, ownArea: t.ownArea, explain: t.explain.endNarrator}
+	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.parts.counters, ownArea: t.parts.plant.ownArea, explain: t.explain.endNarrator}
 }
 
 // framePCs returns the PCs saved in the signal frames on the stack of the

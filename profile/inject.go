@@ -325,3 +325,17 @@ func (j *injector) stepCall(tid int, saved ptrace.Regs, pc uint64, call instr.Sy
 	}
 	return res, nil
 }
+
+// borrowed returns the registers saved of a thread PROFILE borrows, made
+// ready for code of PROFILE's: no system call restarts when the thread
+// goes on (it may have been stopped in one), and, in a process PROFILE
+// attached to, the stack starts below the red zone of the function the
+// thread was stopped in. The saved registers, put back, restart it.
+func (j *injector) borrowed(saved ptrace.Regs) ptrace.Regs {
+	regs := saved
+	regs.NoRestart()
+	if j.attached() {
+		j.arch.SetSP(&regs, (j.arch.SP(&regs)-j.arch.RedZone()-64)&^15)
+	}
+	return regs
+}

@@ -96,6 +96,7 @@ type counterEnv struct {
 	threads       map[int]*thread
 	items         int
 	funcs         bool // a function profile: the blocks' counts are the hits
+	sampling      bool // function sampling, which keeps no call depth
 	hits          []uint64
 	warn          func(*prf.Diagnostic)
 	readMaps      func() ([]mapping, error)
@@ -107,7 +108,7 @@ type counterEnv struct {
 func (t *tracer) counterEnv() counterEnv {
 	return counterEnv{
 		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
-		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), hits: t.hits,
+		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), sampling: t.plan.Method.IsSampling(), hits: t.hits,
 		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, threadPointer: t.caps.threadPointer,
 	}
 }
@@ -154,28 +155,28 @@ type fallBack struct {
 // the stopped program, and maps them in PROFILE too (shareMemory); the
 // main thread gets block 1. nameAt is where in the program the memory's
 // name may be written (a freshly mapped page).
-func (t *tracer) newCounters(kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
-	_, inBlock := t.arch.DepthCode(instr.Depth{Slots: depthSlots})
-	_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
-	rings := t.parts.rings != nil
-	if t.plan.Method.IsSampling() && !rings {
+func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.CountKind, items int, nameAt uint64) (*counters, error) {
+	_, inBlock := env.arch.DepthCode(instr.Depth{Slots: depthSlots})
+	_, byTable := env.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
+	rings := env.rings != nil
+	if env.sampling && !rings {
 		// (Sampling keeps no call depth: its report has none, as the
 		// original's had none, and it counts at counting's cost alone.)
 		inBlock, byTable = false, false
 	}
 	layout, size := newCounterLayout(kind, items, inBlock, byTable, rings)
-	size = (size + guardSize + t.parts.plant.pageSize - 1) &^ (t.parts.plant.pageSize - 1) // (the guard last: damage.go)
-	shared, addr, err := t.shareMemory(nameAt, size)
+	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)
+	shared, addr, err := calls.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	layout.place(addr)
-	c := &counters{env: t.counterEnv(), shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
+	c := &counters{env: env, shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
 	c.writeGuard()
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
 		// (an arm64 cursor of zeros is a full ring).
-		t.parts.rings.start(c)
+		env.rings.start(c)
 	}
 	return c, nil
 }

@@ -18,27 +18,27 @@ import (
 
 // newLinePlanting prepares the planting of the lines of module mi,
 // loaded with bias, mapped as in: its sites (a site where the module's
-// code, decoded (t.parts.plant.scan.code), has no instruction boundary is not
+// code, decoded (planter.scan), has no instruction boundary is not
 // planted, whatever the plan says: PRF4624), the module's code from the
 // first to past the last, read once, and one area for the trampolines
 // of the sites counted in-process and the slots of the others. It
 // returns nil when there is nothing to plant.
-func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
+func (pl *planter) newLinePlanting(mi int, bias uint64, in instance, maps []mapping, hits []uint64, lt *lineTrampolines) *planting {
 	type siteLine struct {
 		addr uint64
 		line int
 	}
 	var pairs []siteLine
-	coverage := t.plan.Method.IsCoverage()
-	for i, l := range t.plan.Lines {
-		if l.Module != mi || (coverage && t.hits[i] != 0) {
+	coverage := pl.plan.Method.IsCoverage()
+	for i, l := range pl.plan.Lines {
+		if l.Module != mi || (coverage && hits[i] != 0) {
 			// (A line covered in an earlier load of a library is
 			// not planted again.)
 			continue
 		}
 		for _, a := range l.Addrs {
-			if err := t.parts.plant.scan.code.boundary(a + bias); err != nil {
-				t.cfg.Warn(prf.CannotProfileLine(l.Line, lineFile(t.plan, &l), t.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
+			if err := pl.scan.code.boundary(a + bias); err != nil {
+				pl.warn(prf.CannotProfileLine(l.Line, lineFile(pl.plan, &l), pl.plan.Modules[mi].Name, fmt.Errorf("address %#x: %w; not planted", a, err)))
 				continue
 			}
 			pairs = append(pairs, siteLine{a + bias, i})
@@ -58,33 +58,33 @@ func (t *tracer) newLinePlanting(mi int, bias uint64, in instance, maps []mappin
 		sites.lines = append(sites.lines, []int{pr.line})
 	}
 	sites.done, sites.left = make([]bool, len(sites.addrs)), len(sites.addrs)
-	if t.parts.lines != nil {
+	if lt != nil {
 		sites.counter = make([]int, len(sites.addrs))
 		for n, a := range sites.addrs {
-			sites.counter[n] = t.parts.lines.index[siteKey{mi, a - bias}]
+			sites.counter[n] = lt.index[siteKey{mi, a - bias}]
 		}
 	}
 	lo, hi := sites.addrs[0], sites.addrs[len(sites.addrs)-1]
 	p := &planting{mi: mi, bias: bias, in: in, maps: maps, lines: true, lineSites: sites}
 	// The module's code from the first site to past the last: one read.
 	if hi-lo > 1<<30 {
-		p.err = fmt.Errorf("plant lines: the lines of %s span %#x bytes of code, more than a module holds: the plan does not describe this program", t.plan.Modules[mi].Name, hi-lo)
+		p.err = fmt.Errorf("plant lines: the lines of %s span %#x bytes of code, more than a module holds: the plan does not describe this program", pl.plan.Modules[mi].Name, hi-lo)
 		return p
 	}
-	p.text = moduleText{start: lo, b: make([]byte, hi-lo+lineCell/2+uint64(t.arch.MaxInstLen()))}
-	if err := t.parts.plant.readCode(lo, p.text.b); err != nil {
+	p.text = moduleText{start: lo, b: make([]byte, hi-lo+lineCell/2+uint64(pl.arch.MaxInstLen()))}
+	if err := pl.readCode(lo, p.text.b); err != nil {
 		// (The last instruction may end the mapping.)
 		p.text.b = p.text.b[:hi-lo+1]
-		if err := t.mem.ReadMem(lo, p.text.b); err != nil {
-			p.err = fmt.Errorf("read code of %s: %w", t.plan.Modules[mi].Name, err)
+		if err := (*pl.mem).ReadMem(lo, p.text.b); err != nil {
+			p.err = fmt.Errorf("read code of %s: %w", pl.plan.Modules[mi].Name, err)
 			return p
 		}
 	}
-	cell := uint64((t.arch.SlotSize() + 15) &^ 15)
-	if t.parts.lines != nil {
+	cell := uint64((pl.arch.SlotSize() + 15) &^ 15)
+	if lt != nil {
 		cell += lineCell // (a trampoline is planned for each site first)
 	}
-	p.area = t.parts.plant.areaNear(in, maps, uint64(len(sites.addrs))*cell)
+	p.area = pl.areaNear(in, maps, uint64(len(sites.addrs))*cell)
 	return p
 }
 

@@ -9,10 +9,8 @@
 package profile
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -123,7 +121,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		}
 		return nil
 	}
-	targets := sync.OnceValue(func() landings { return t.indirectTargets(p) })
+	targets := sync.OnceValue(func() landings { return t.parts.plant.indirectTargets(p) })
 	addrs, shared := all, [][2]uint64(nil)
 	if !t.cfg.EveryLineSite {
 		addrs, shared = lt.shareBlocks(p, all, targets())
@@ -284,81 +282,6 @@ func (lt *lineTrampolines) isGo(mi int) bool {
 	return is
 }
 
-// indirectTargets returns where, in the module of planting p, jumps may
-// land that the code's decoding does not follow, with the direct ones:
-// the landings of direct jumps and calls, the functions' starts, the code
-// pointers of the module's data (elfid.CodePointers), and the entries of
-// the jump tables its code refers to (jumpTables), where instructions
-// begin. Sorted.
-func (t *tracer) indirectTargets(p *planting) landings {
-	path := t.plan.Modules[p.mi].Path
-	if mapped := p.in.first.Path; mapped != "" {
-		path = mapped
-	}
-	out := slices.Clone(t.parts.plant.scan.landings)
-	for _, a := range elfid.ReadFuncStarts(path) {
-		out = append(out, a+p.bias)
-	}
-	for _, a := range elfid.ReadCodePointers(path) {
-		out = append(out, a+p.bias)
-	}
-	out = append(out, t.jumpTables(p)...)
-	slices.Sort(out)
-	// (A place inside an instruction of the decoding is no target: a
-	// number that looks like a pointer, a table read past its end.)
-	return slices.DeleteFunc(slices.Compact(out), func(a uint64) bool {
-		cm := t.parts.plant.scan.code.at(a)
-		return cm != nil && cm.Boundary(a) != nil
-	})
-}
-
-// maxTable bounds the entries read from one jump table.
-const maxTable = 1 << 16
-
-// jumpTables returns the entries of the jump tables that the code of the
-// module of planting p refers to, as GCC and Clang lay out a switch's
-// table in position-independent code: 32-bit offsets from the table's
-// start, which a PC-relative lea or adr loads. Every address the code
-// refers to outside its code is taken for a table, and its words read as
-// offsets until one leads out of the code (e9patch's recovery of
-// control flow does the same): a string read so leads nowhere at its
-// first word.
-func (t *tracer) jumpTables(p *planting) []uint64 {
-	var refs []uint64
-	for _, cm := range t.parts.plant.scan.code {
-		refs = append(refs, cm.Refs...)
-	}
-	inCode := func(a uint64) bool { return t.parts.plant.scan.code.at(a) != nil }
-	var out []uint64
-	for _, m := range p.maps {
-		if m.Inode != p.in.first.Inode || m.Path != p.in.first.Path || m.Start < p.in.lo || m.End > p.in.hi ||
-			m.Perms[0] != 'r' || m.Perms[2] == 'x' || m.End-m.Start > 1<<28 {
-			continue
-		}
-		lo := slices.IndexFunc(refs, func(r uint64) bool { return r >= m.Start })
-		if lo < 0 || refs[lo] >= m.End {
-			continue
-		}
-		data := make([]byte, m.End-m.Start)
-		if err := t.mem.ReadMem(m.Start, data); err != nil {
-			continue
-		}
-		for _, r := range refs[lo:] {
-			if r >= m.End {
-				break
-			}
-			for off := r - m.Start; off+4 <= uint64(len(data)) && off < r-m.Start+4*maxTable; off += 4 {
-				e := r + uint64(int64(int32(binary.LittleEndian.Uint32(data[off:]))))
-				if !inCode(e) {
-					break
-				}
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
 // stop claims no stop: a line trampoline has no breakpoint.
 func (lt *lineTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
 
@@ -397,7 +320,7 @@ func (lt *lineTrampolines) collect(*Result) {
 func (lt *lineTrampolines) report() {
 	t := lt.t
 	if len(lt.fellBack) > 0 {
-		reasons := t.byReason(len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
+		reasons := byReason(t.cfg, len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
 			fb := &lt.fellBack[n]
 			l := &t.plan.Lines[fb.line]
 			return prf.LineNotPatched(l.Line, lineFile(t.plan, l), t.plan.Modules[l.Module].Name, fb.addr, fb.err)

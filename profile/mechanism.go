@@ -70,7 +70,3 @@ type mechanism interface {
 	// the program's end.
 	collect(res *Result)
 }
-
-// mechanisms returns the mechanisms of the run, in the order a stop is
-// offered to them (choose).
-func (t *tracer) mechanisms() []mechanism { return t.parts.mechs }

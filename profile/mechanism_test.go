@@ -432,7 +432,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	tr.parts.bp = newBreakpoints(tr)
 	tr.parts.plant = newPlanter(tr, 4096)
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.bp}) {
+	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.bp}) {
 		t.Errorf("breakpoints only: %v", ms)
 	}
 	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.parts.bp, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp}) {
@@ -441,7 +441,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	tr.parts.entries = &entryTrampolines{t: tr}
 	tr.parts.counters = &counters{env: tr.counterEnv()}
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
+	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("counting in-process: %v", ms)
 	}
 	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.parts.counters}) || !slices.Equal(p.execs, []execHook{tr.parts.bp, tr.parts.counters, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp, tr.parts.counters}) {
@@ -451,7 +451,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
 	tr.parts.sampling = &sampler{}
 	tr.choose()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.exits, tr.parts.rings, tr.parts.bp}) {
+	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.exits, tr.parts.rings, tr.parts.bp}) {
 		t.Errorf("timing in-process: %v", ms)
 	}
 	if p := tr.parts; !slices.Equal(p.threads, []threadHook{tr.parts.counters, tr.parts.sampling}) || !slices.Equal(p.ends, []endHook{tr.parts.bp, tr.parts.counters, tr.parts.sampling}) ||
@@ -486,7 +486,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	}
 	gone := tr.parts.rings
 	tr.noRings()
-	if ms := tr.mechanisms(); !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
+	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("the rings given up: %v", ms)
 	}
 	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil {

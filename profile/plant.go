@@ -69,7 +69,7 @@ func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) e
 	if t.parts.sampling != nil {
 		t.parts.sampling.planted(mi, bias, in)
 	}
-	t.reportFallBacks()
+	t.parts.reportFallBacks(t.cfg, t.plan)
 	return nil
 }
 
@@ -95,7 +95,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	own, err := t.parts.plant.mmap(0, t.parts.plant.pageSize)
 	if err == nil {
-		t.parts.counters, err = t.newCounters(kind, items, own)
+		t.parts.counters, err = newCounters(t.counterEnv(), t.parts.calls, t.parts.plant.pageSize, kind, items, own)
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
@@ -173,7 +173,7 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 			}
 		}
 		if t.parts.rings == nil {
-			t.warnBooks()
+			warnBooks(t.cfg.Warn, t.plan, t.parts.trace != nil, t.timed)
 		}
 	}
 	// (Line coverage's breakpoints, where a line site takes no jump, are
@@ -183,17 +183,17 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 }
 
 // warnBooks warns that the books are kept with breakpoints.
-func (t *tracer) warnBooks() {
+func warnBooks(warn func(*prf.Diagnostic), plan *datafile.Plan, traced, timed bool) {
 	what := "attribution (/AT)"
 	switch {
-	case t.plan.Method.IsTiming():
+	case plan.Method.IsTiming():
 		what = "function timing"
-	case t.parts.trace != nil:
+	case traced:
 		what = "the execution trace (/TRACE)"
-	case t.plan.StartFunc != "":
+	case plan.StartFunc != "":
 		what = "the start function (/SF)"
 	}
-	t.cfg.Warn(prf.BooksWithBreakpoints(what, t.timed))
+	warn(prf.BooksWithBreakpoints(what, timed))
 }
 
 // noRings gives up timing in-process (no room for trampolines, no shared
@@ -201,49 +201,49 @@ func (t *tracer) warnBooks() {
 func (t *tracer) noRings() {
 	t.parts.rings, t.parts.exits = nil, nil
 	t.choose()
-	t.warnBooks()
+	warnBooks(t.cfg.Warn, t.plan, t.parts.trace != nil, t.timed)
 }
 
 // reportFallBacks warns about the entries, and the exits of timed
 // functions, of the module just planted that keep a breakpoint: how many
 // and why, and with --verbose each of them.
-func (t *tracer) reportFallBacks() {
-	if et := t.parts.entries; et != nil && len(et.fellBack) > 0 {
-		reasons := t.reasons(et.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+func (p *parts) reportFallBacks(cfg Config, plan *datafile.Plan) {
+	if et := p.entries; et != nil && len(et.fellBack) > 0 {
+		why := reasons(cfg, plan, et.fellBack, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.EntryNotPatched(f.Name, file, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointEntries(len(et.fellBack), len(et.fellBack)+et.patched, reasons))
+		cfg.Warn(prf.BreakpointEntries(len(et.fellBack), len(et.fellBack)+et.patched, why))
 	}
-	if x := t.parts.exits; x != nil && len(x.left) > 0 {
-		reasons := t.reasons(x.left, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
+	if x := p.exits; x != nil && len(x.left) > 0 {
+		why := reasons(cfg, plan, x.left, func(fb fallBack, f *datafile.Func, file string) *prf.Diagnostic {
 			return prf.ExitNotPatched(f.Name, file, fb.pc, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, reasons))
+		cfg.Warn(prf.BreakpointExits(len(x.left), len(x.left)+x.patched, why))
 	}
-	if t.parts.lines != nil {
-		t.parts.lines.report()
+	if p.lines != nil {
+		p.lines.report()
 	}
 	// (A library planted later is reported on its own.)
-	if t.parts.entries != nil {
-		t.parts.entries.fellBack, t.parts.entries.patched = nil, 0
+	if p.entries != nil {
+		p.entries.fellBack, p.entries.patched = nil, 0
 	}
-	if t.parts.exits != nil {
-		t.parts.exits.left, t.parts.exits.patched = nil, 0
+	if p.exits != nil {
+		p.exits.left, p.exits.patched = nil, 0
 	}
 }
 
 // reasons counts the sites of list by reason, in a few words each, and
 // with --verbose warns about each with one.
-func (t *tracer) reasons(list []fallBack, one func(fallBack, *datafile.Func, string) *prf.Diagnostic) string {
-	return t.byReason(len(list), func(n int) error { return list[n].err }, func(n int) *prf.Diagnostic {
-		f := &t.plan.Funcs[list[n].item]
-		return one(list[n], f, t.plan.Modules[f.Module].Name)
+func reasons(cfg Config, plan *datafile.Plan, list []fallBack, one func(fallBack, *datafile.Func, string) *prf.Diagnostic) string {
+	return byReason(cfg, len(list), func(n int) error { return list[n].err }, func(n int) *prf.Diagnostic {
+		f := &plan.Funcs[list[n].item]
+		return one(list[n], f, plan.Modules[f.Module].Name)
 	})
 }
 
 // byReason counts n sites by the reason of each (errOf), in a few words
 // each, and with --verbose warns about each (one).
-func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagnostic) string {
+func byReason(cfg Config, n int, errOf func(int) error, one func(int) *prf.Diagnostic) string {
 	byReason := map[string]int{}
 	var reasons []string
 	for i := range n {
@@ -252,8 +252,8 @@ func (t *tracer) byReason(n int, errOf func(int) error, one func(int) *prf.Diagn
 			reasons = append(reasons, r)
 		}
 		byReason[r]++
-		if t.cfg.Verbose {
-			t.cfg.Warn(one(i))
+		if cfg.Verbose {
+			cfg.Warn(one(i))
 		}
 	}
 	var out []string
@@ -294,7 +294,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 		// 120,000 lines took 330 MB at its peak, at 300 % 230 MB, in the
 		// same time).
 		defer debug.SetGCPercent(debug.SetGCPercent(300))
-		for _, m := range t.mechanisms() {
+		for _, m := range t.parts.mechs {
 			if err := m.plant(p); err != nil {
 				return err
 			}
@@ -318,7 +318,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 // returns nil when there is nothing to plant.
 func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
 	if !t.plan.Method.IsFunction() {
-		return t.newLinePlanting(mi, bias, in, maps)
+		return t.parts.plant.newLinePlanting(mi, bias, in, maps, t.hits, t.parts.lines)
 	}
 	items := t.parts.plant.plantable(mi, bias)
 	if len(items) == 0 {
@@ -368,7 +368,7 @@ func (t *tracer) unplant(lo, hi uint64, areas [][2]uint64) {
 		t.parts.sampling.forget(lo, hi, areas)
 	}
 	in := func(a uint64) bool { return a >= lo && a < hi }
-	for _, m := range t.mechanisms() {
+	for _, m := range t.parts.mechs {
 		m.forget(lo, hi)
 	}
 	if t.parts.counters != nil {

@@ -49,13 +49,11 @@ type signals struct {
 // signalLoop is what a signal's stop asks of the loop: to let a thread
 // go, with a signal or none (resume), to handle a stop that a thread
 // stepped out of PROFILE's code came to (stopped) and do what an
-// interrupt was for (interruptStop), and whether an address is in an area
-// PROFILE mapped in the program (ownArea).
+// interrupt was for (interruptStop).
 type signalLoop interface {
 	resume(tid int, sig syscall.Signal) error
 	stopped(tid int, ws ptrace.WaitStatus) error
 	interruptStop(th *thread)
-	ownArea(addr uint64) bool
 }
 
 // signalEnv is what a signal's stop reads of the run: the loop and its
@@ -80,6 +78,9 @@ type signalEnv struct {
 	watch    *watch
 	watched  watchEnv
 	clocks   *clocks
+	// ownArea reports whether an address is in an area PROFILE mapped in
+	// the program (planter.ownArea).
+	ownArea func(addr uint64) bool
 }
 
 // signalEnv gives a signal's stop what it reads of t's run.
@@ -87,7 +88,7 @@ func (t *tracer) signalEnv() signalEnv {
 	return signalEnv{
 		loop: t, proc: t.proc, pid: t.pid, threads: t.threads, attached: t.attach != nil, regs: &t.regs,
 		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, explain: &t.explain,
-		watch: &t.parts.watch, watched: t.watchEnv(), clocks: &t.clocks,
+		watch: &t.parts.watch, watched: t.watchEnv(), clocks: &t.clocks, ownArea: t.parts.plant.ownArea,
 	}
 }
 
@@ -335,7 +336,7 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 	// (A thread in a system call there ran a system call instruction of a
 	// breakpoint's slot, interrupted: stepped on, it would make the call
 	// again, and wait in it.)
-	if err := e.proc.getRegs(tid, e.regs); err != nil || !e.loop.ownArea(e.regs.PC()) || e.proc.inSyscall(th.tgid, th.tid) {
+	if err := e.proc.getRegs(tid, e.regs); err != nil || !e.ownArea(e.regs.PC()) || e.proc.inSyscall(th.tgid, th.tid) {
 		return false, nil
 	}
 	info, err := e.proc.rawSigInfo(tid)
@@ -360,7 +361,7 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 			if e.rings != nil && e.rings.passFull(th) {
 				continue
 			}
-			if !e.loop.ownArea(e.regs.PC()) {
+			if !e.ownArea(e.regs.PC()) {
 				e.explain.steppedOut(th, sig, from, e.regs.PC(), steps)
 				return true, deliverHeld(th, sig, info, later, e)
 			}

@@ -130,7 +130,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	if err != nil {
 		return fmt.Errorf("take the patches out of child %d: %w", tid, err)
 	}
-	t.unpatch(mem)
+	t.parts.unpatch(mem)
 	mem.Close()
 	t.explain.child(tid, false)
 	if err := t.proc.detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
@@ -210,12 +210,12 @@ func (t *tracer) releaseSurvivors() {
 // other tasks sharing that memory may be running through them.
 func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 	if mem, err := t.proc.openMem(tid); err == nil {
-		t.takeOut(mem)
+		t.parts.takeOut(mem)
 		mem.Close()
 	} else if errors.Is(err, os.ErrPermission) {
 		// A non-dumpable program: the tasks let go here share its
 		// memory, which mem still reaches.
-		t.takeOut(t.mem)
+		t.parts.takeOut(t.mem)
 	}
 	t.parts.rings.pastFull(tid)
 	t.proc.detach(tid, sig)
@@ -223,9 +223,9 @@ func (t *tracer) detachClean(tid int, sig syscall.Signal) {
 
 // takeOut takes the breakpoints out of mem and turns the rings' checks
 // off (detachClean).
-func (t *tracer) takeOut(mem instr.Memory) {
-	t.parts.bp.takeOut(mem, false)
-	t.parts.counters.unchecked(mem)
+func (p *parts) takeOut(mem instr.Memory) {
+	p.bp.takeOut(mem, false)
+	p.counters.unchecked(mem)
 }
 
 // reapKilled reaps the killed program after a fatal tracer error.

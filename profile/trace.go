@@ -60,10 +60,18 @@ func (t *tracer) openTrace(start time.Time) error {
 		t.cfg.Warn(prf.TraceLines(t.plan.Method.Words()))
 		return nil
 	}
-	if err := t.createTrace(start); err != nil {
+	tf, err := createTrace(&t.cfg, t.plan, t.runID, start)
+	switch {
+	case errors.Is(err, datafile.ErrBusy):
+		t.cfg.Warn(prf.TraceBusy(t.cfg.Trace))
+		t.untraced()
+		return nil
+	case err != nil:
 		t.untraced()
 		return err
 	}
+	t.parts.trace = tf
+	t.parts.books.trace = tf.w
 	return nil
 }
 
@@ -77,32 +85,27 @@ func (t *tracer) untraced() {
 	}
 }
 
-// createTrace creates the trace file and writes its header. The file
-// is a new one that takes the trace's name at once ([datafile.CreateLive]):
-// what is written survives PROFILE, and a symbolic link of that name is
-// replaced, not followed.
-func (t *tracer) createTrace(start time.Time) error {
-	f, err := datafile.CreateLive(t.cfg.Trace, 0o666, true)
+// createTrace creates the trace file of cfg's run and writes its
+// header. The file is a new one that takes the trace's name at once
+// ([datafile.CreateLive]): what is written survives PROFILE, and a
+// symbolic link of that name is replaced, not followed. Two runs at once
+// write their .pbo files apart (pbo.N); a trace has one name, which the
+// first run keeps: the other gets datafile.ErrBusy, and runs without.
+func createTrace(cfg *Config, plan *datafile.Plan, runID datafile.Hex, start time.Time) (*traceFile, error) {
+	f, err := datafile.CreateLive(cfg.Trace, 0o666, true)
 	if errors.Is(err, datafile.ErrBusy) {
-		// Two runs at once write their .pbo files apart (pbo.N); a
-		// trace has one name, which the first run keeps: the other runs
-		// without.
-		t.cfg.Warn(prf.TraceBusy(t.cfg.Trace))
-		t.untraced()
-		return nil
+		return nil, err
 	}
 	if err != nil {
-		return prf.CannotWrite(t.cfg.Trace, err)
+		return nil, prf.CannotWrite(cfg.Trace, err)
 	}
-	h := datafile.TraceHeader{PlanID: t.plan.ID, RunID: t.runID, Method: t.plan.Method, Start: start, Funcs: len(t.plan.Funcs)}
-	w, err := datafile.NewTraceWriter(f, h, t.cfg.TraceLimit)
+	h := datafile.TraceHeader{PlanID: plan.ID, RunID: runID, Method: plan.Method, Start: start, Funcs: len(plan.Funcs)}
+	w, err := datafile.NewTraceWriter(f, h, cfg.TraceLimit)
 	if err != nil {
 		f.Close()
-		return prf.CannotWrite(t.cfg.Trace, err)
+		return nil, prf.CannotWrite(cfg.Trace, err)
 	}
-	t.parts.trace = &traceFile{path: t.cfg.Trace, f: f, w: w, flushed: time.Now(), limit: t.cfg.TraceLimit, warn: t.cfg.Warn}
-	t.parts.books.trace = w
-	return nil
+	return &traceFile{path: cfg.Trace, f: f, w: w, flushed: time.Now(), limit: cfg.TraceLimit, warn: cfg.Warn}, nil
 }
 
 // flush writes the events booked since the last chunk when they have

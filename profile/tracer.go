@@ -163,18 +163,12 @@ func newTracer(cfg Config) (*tracer, error) {
 }
 
 // finish gathers the run's counts into res when the program has ended, or
-// PROFILE has let it go.
+// PROFILE has let it go: the parts' (their hooks), and the run's record.
 func (t *tracer) finish(start time.Time, res *Result) {
 	t.parts.watch.signalCost(t.cfg.Now().Sub(start), t.cfg.Warn)
 	t.parts.ended(res)
 	res.EndCheck = t.parts.watch.checked
 	res.RolledBack = t.signals.rolledBack
-	res.Counts = t.counts(start, res)
-	t.explain.ended(res)
-}
-
-// counts builds the run's datafile.Counts.
-func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 	run := datafile.Run{ID: t.runID, Time: start.Unix(), CommandLine: t.cfg.CommandLine}
 	if a := t.attach; a != nil {
 		// Counts cover the window only: as good as incomplete.
@@ -190,17 +184,13 @@ func (t *tracer) counts(start time.Time, res *Result) *datafile.Counts {
 			run.Reason = note + "; " + run.Reason
 		}
 	}
-	c := &datafile.Counts{
-		PlanID: t.plan.ID,
-		Method: t.plan.Method,
-		Run:    run,
-		Stats:  datafile.Stats{Hits: t.hits},
-	}
+	c := &datafile.Counts{PlanID: t.plan.ID, Method: t.plan.Method, Run: run, Stats: datafile.Stats{Hits: t.hits}}
 	t.parts.addStats(&c.Stats)
 	if t.parts.books != nil {
 		c.Overhead = t.clocks.calculated
 	}
-	return c
+	res.Counts = c
+	t.explain.ended(res)
 }
 
 // spinWindow is how long the tracer polls for the next stop before it
