@@ -335,7 +335,6 @@ func (t *tracer) threadGone(tid int) {
 	delete(t.signals.requeued, tid)
 }
 
-
 // reason is the run record's word on an attached run: the window its
 // counts cover.
 func (a *attachment) reason(pid int, res *Result) string {
