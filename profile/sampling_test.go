@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -223,5 +224,45 @@ func TestPtraceRoundsWeigh(t *testing.T) {
 	r.forget(7)
 	if len(r.ran)+len(r.credit)+len(r.interrupted) != 0 {
 		t.Errorf("a thread forgotten is kept: %v %v %v", r.ran, r.credit, r.interrupted)
+	}
+}
+
+// TestSamplerPtraceRound: the ptrace sampler's stop path over the fake
+// process: a round interrupts each thread of the program (not a process
+// that shares its memory without being it), no sooner than an interval
+// after the last; the stop it brings places the thread's program counter
+// in its function; a stop it did not ask for, or one PROFILE took itself
+// (a system call it ran in the thread: consumed), places nothing.
+func TestSamplerPtraceRound(t *testing.T) {
+	const tid, child = 1 << 30, 1<<30 + 1 // (no such threads: /proc tells nothing of them, and they count as running)
+	fp := newFakeProcess(instr.AMD64, &fakeMem{})
+	fp.reg(tid).SetPC(0x1010) // in f
+	th := &thread{tid: tid, tgid: tid}
+	threads := map[int]*thread{tid: th, child: {tid: child, tgid: child, foreign: true}}
+	s := newSampler(samplerEnv{plan: samplingPlan(), threads: threads, proc: fp, warn: func(*prf.Diagnostic) {}}, time.Hour)
+	s.kind = datafile.PtraceSampler
+	s.planted(0, 0, instance{lo: 0x1000, hi: 0x2000})
+	if !s.interruptAll() {
+		t.Fatal("a round interrupted no thread")
+	}
+	if got, want := fp.acts(), []string{fmt.Sprintf("interrupt %d", tid)}; !slices.Equal(got, want) {
+		t.Errorf("a round asked %v, want %v", got, want)
+	}
+	if s.interruptAll() {
+		t.Error("a second round within the interval")
+	}
+	s.sampleStop(th)
+	s.sampleStop(th) // (a stop it did not ask for)
+	if got := s.tally.samples; got[0] != 1 || got[1]+got[2]+got[3] != 0 {
+		t.Errorf("samples %v, want one, of f", got)
+	}
+	s.rounds.round = time.Time{} // (a round due again)
+	if !s.interruptAll() {
+		t.Fatal("a round due interrupted no thread")
+	}
+	s.consumed(tid)
+	s.sampleStop(th)
+	if got := s.tally.samples[0]; got != 1 {
+		t.Errorf("f's samples %d after a stop PROFILE took itself, want 1", got)
 	}
 }
