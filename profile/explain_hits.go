@@ -7,6 +7,7 @@ package profile
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sourceprofiler/sprof/instr"
 )
@@ -130,18 +131,19 @@ func (x *hitNarrator) stop() {
 	x.scan()
 }
 
-// idle returns what PROFILE does while it waits, when the narrator reads
-// the counters (nil when it does not): a scan every scanEvery.
-func (x *hitNarrator) idle() func() bool {
-	if x == nil || !x.watching() {
-		return nil
+// waiting says whether the narrator reads the counters while PROFILE
+// waits for stops: every millisecond it looks whether a scan is due
+// (idleHook).
+func (x *hitNarrator) waiting() (bool, time.Duration, bool) {
+	return x != nil && x.watching(), time.Millisecond, false
+}
+
+// idle scans the counters every scanEvery (idleHook).
+func (x *hitNarrator) idle() bool {
+	if !x.watching() || x.t.clocks.clock()-x.scanned < scanEvery {
+		return false
 	}
-	return func() bool {
-		if !x.watching() || x.t.clocks.clock()-x.scanned < scanEvery {
-			return false
-		}
-		return x.scan()
-	}
+	return x.scan()
 }
 
 // threadExiting reads the counters at a thread's exit stop, while its

@@ -157,7 +157,7 @@ func TestExplainNil(t *testing.T) {
 	x.exec()
 	x.swept(1)
 	x.ended(nil)
-	if x.idle() != nil {
+	if now, _, _ := x.waiting(); now {
 		t.Error("a nil narrator polls")
 	}
 }
@@ -286,7 +286,7 @@ func TestExplainFirstHits(t *testing.T) {
 	}
 	x := tr.explain
 	x.running()
-	if !x.watching() || x.idle() == nil {
+	if now, _, _ := x.waiting(); !x.watching() || !now {
 		t.Fatal("the narrator does not read the counters")
 	}
 	out.Reset()

@@ -1,6 +1,10 @@
 package profile
 
-import "github.com/sourceprofiler/sprof/datafile"
+import (
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
 
 // The hooks: how the parts of a run take part in it. The loop owns the
 // threads, the tasks, the signals and the stops; it names no mechanism.
@@ -71,6 +75,19 @@ type seenHook interface{ stopSeen(th *thread) }
 // clock; the trace writer writes what was booked).
 type handledHook interface{ stopHandled(tid int) }
 
+// idleHook is a part's work while PROFILE waits for the next stop: the
+// rings read, the ptrace sampler's rounds, a sweep of covered lines, the
+// trace written, the narration's first hits. waiting says whether it has
+// work now and how often, at most, it wants it done (every; 0: between
+// two polls), and whether PROFILE should poll, yielding its CPU, before
+// it sleeps (yields: the part's stops come fast, or its records must be
+// read soon); a part may yield with no work. idle does the work, and
+// reports whether there was any.
+type idleHook interface {
+	waiting() (now bool, every time.Duration, yields bool)
+	idle() bool
+}
+
 // endHook is told that the run has ended, before the mechanisms collect
 // their counts: the last of what the program wrote is read.
 type endHook interface{ ended() }
@@ -115,6 +132,9 @@ type hooks struct {
 	handled []handledHook
 	ends    []endHook
 	stats   []statsHook
+	idlers  []idleHook
+	// idleWork is the idlers' work as one function, made once (idleAll).
+	idleWork func() bool
 }
 
 // choose makes the run's parts from the mechanisms and parts set up so
@@ -153,7 +173,9 @@ func (t *tracer) choose() {
 	add(t.parts.trace != nil, t.parts.trace)
 	add(t.parts.modules != nil, t.parts.modules)
 	add(true, &t.parts.watch)
+	add(t.explain.hitNarrator != nil, t.explain.hitNarrator)
 	t.parts.hooks = hooksOf(all)
+	t.parts.idleWork = t.parts.idleAll
 }
 
 // hooksOf sorts parts into the lists of the hooks each has.
@@ -186,6 +208,9 @@ func hooksOf(all []any) hooks {
 		}
 		if h, ok := part.(statsHook); ok {
 			p.stats = append(p.stats, h)
+		}
+		if h, ok := part.(idleHook); ok {
+			p.idlers = append(p.idlers, h)
 		}
 	}
 	return p
@@ -270,4 +295,34 @@ func (p *hooks) addStats(s *datafile.Stats) {
 	for _, h := range p.stats {
 		h.stats(s)
 	}
+}
+
+// waiting sums up the idlers' needs while PROFILE waits for the next
+// stop: whether any has work now, the shortest period asked for (0: none
+// asked one), and whether any wants PROFILE to poll, yielding, first.
+func (p *hooks) waiting() (working bool, every time.Duration, yields bool) {
+	for _, h := range p.idlers {
+		now, e, y := h.waiting()
+		yields = yields || y
+		if !now {
+			continue
+		}
+		working = true
+		if e > 0 && (every == 0 || e < every) {
+			every = e
+		}
+	}
+	return working, every, yields
+}
+
+// idleAll does the work of the idlers that have work now, in order, and
+// reports whether there was any.
+func (p *hooks) idleAll() bool {
+	did := false
+	for _, h := range p.idlers {
+		if now, _, _ := h.waiting(); now {
+			did = h.idle() || did
+		}
+	}
+	return did
 }

@@ -6,7 +6,11 @@ import (
 	"go/token"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
@@ -15,9 +19,10 @@ import (
 // through the hooks alone (docs/architecture.md, "The loop, the hooks
 // and the parts").
 var loopFuncs = map[string][]string{
-	"tracer.go": {"loop", "stopped"},
-	"tasks.go":  {"spawned", "adopt", "exec"},
-	"attach.go": {"threadGone"},
+	"tracer.go":   {"loop", "stopped", "wait"},
+	"progress.go": {"waitTelling"},
+	"tasks.go":    {"spawned", "adopt", "exec"},
+	"attach.go":   {"threadGone"},
 }
 
 // partFields are the fields of the run's parts (t.parts) that hold a
@@ -65,5 +70,58 @@ func TestLoopNamesNoPart(t *testing.T) {
 		if found != len(funcs) {
 			t.Errorf("%s: found %d of the functions %v", file, found, funcs)
 		}
+	}
+}
+
+// TestWaitPolicies: how the loop waits for the next stop follows from
+// the parts' idle needs alone (idleHook): it sleeps with none; it polls
+// yielding first for timing with breakpoints; it reads the rings between
+// polls; it writes the trace every so often, yielding first, while the
+// rings are read or timing yields; it polls for the ptrace sampler's
+// rounds; an attached run's wait also ends with its window.
+func TestWaitPolicies(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		parts func(tr *tracer)
+		want  string
+		every time.Duration
+	}{
+		{"breakpoints", func(*tracer) {}, "sleeping", 0},
+		{"timed with breakpoints", func(tr *tracer) {
+			tr.parts.books, tr.clocks.yielding = testBooks(-1, "", false, 0), true
+		}, "yielding", 0},
+		{"timed in-process", func(tr *tracer) {
+			tr.parts.books, tr.parts.rings = testBooks(-1, "", false, 0), newRings(tr)
+		}, "idling", 0},
+		{"timed in-process, traced", func(tr *tracer) {
+			tr.parts.books, tr.parts.rings, tr.parts.trace = testBooks(-1, "", false, 0), newRings(tr), &traceFile{}
+		}, "ticking", traceFlushEvery / 2},
+		{"timed with breakpoints, traced", func(tr *tracer) {
+			tr.parts.books, tr.clocks.yielding, tr.parts.trace = testBooks(-1, "", false, 0), true, &traceFile{}
+		}, "ticking", traceFlushEvery / 2},
+		{"sampled by the kernel", func(tr *tracer) {
+			tr.parts.sampling = newSampler(samplerEnv{plan: samplingPlan()}, time.Millisecond)
+		}, "sleeping", 0},
+		{"sampled by ptrace", func(tr *tracer) {
+			tr.parts.sampling = newSampler(samplerEnv{plan: samplingPlan()}, time.Millisecond)
+			tr.parts.sampling.kind = datafile.PtraceSampler
+		}, "polling", 250 * time.Microsecond},
+		{"attached", func(tr *tracer) { tr.attach = &attachment{} }, "quitting", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fp := newFakeProcess(instr.AMD64, &fakeMem{})
+			tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}},
+				threads: map[int]*thread{}, proc: fp, clocks: clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}}
+			tr.parts.bp = newBreakpoints(tr)
+			c.parts(tr)
+			tr.choose()
+			tr.wait(0)
+			if got := fp.calls[len(fp.calls)-1]; got != "wait "+c.want {
+				t.Errorf("waits with %q, want %q", got, "wait "+c.want)
+			}
+			if _, every, _ := tr.parts.waiting(); c.want != "quitting" && every != c.every {
+				t.Errorf("idle work every %v, want %v", every, c.every)
+			}
+		})
 	}
 }

@@ -164,3 +164,14 @@ func (lt *lineTrampolines) sweepStop() {
 		t.parts.watch.written = w
 	}
 }
+
+// waiting says whether a sweep may be due while PROFILE waits for stops:
+// in line coverage, in a program of one thread, with a jump still live;
+// every millisecond it looks (idleHook).
+func (lt *lineTrampolines) waiting() (bool, time.Duration, bool) {
+	s := lt.sweep
+	return s != nil && len(s.live) > 0 && len(lt.t.threads) == 1, time.Millisecond, false
+}
+
+// idle interrupts the thread for a sweep, when one is due (idleHook).
+func (lt *lineTrampolines) idle() bool { return lt.sweepIdle() }

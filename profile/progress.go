@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -72,33 +71,20 @@ func (t *tracer) progress() {
 }
 
 // waitTelling is wait for a run that tells its progress, or is attached:
-// the ways of waiting of the run's mechanisms, their idle work done every
-// few milliseconds, until the next stop, or the end of an attached run's
-// window (ptrace.ErrQuit).
-func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error) {
-	every := 20 * time.Millisecond
-	s := t.parts.sampling
-	ptraceSampler := s != nil && s.kind == datafile.PtraceSampler && !s.stopped
-	if ptraceSampler {
-		every = min(every, s.pollEvery())
+// the parts' idle work (every, at most, as they ask: idleHook), the
+// signals given back and the progress told every few
+// milliseconds, until the next stop, or the end of an attached run's
+// window (ptrace.ErrQuit). It polls as long as the run's own way of
+// waiting would: spin, or where a part yields, yieldWindow; then it waits
+// for the next stop's SIGCHLD.
+func (t *tracer) waitTelling(spin, every time.Duration, yields bool) (int, ptrace.WaitStatus, error) {
+	tell := 20 * time.Millisecond
+	if every > 0 {
+		tell = min(tell, every)
 	}
-	explainIdle := t.explain.idle()
 	idle := func() bool {
-		work := false
-		if ptraceSampler {
-			work = s.interruptAll() || work
-		}
-		if t.parts.rings != nil {
-			work = t.parts.rings.drainIdle() || work
-		}
-		if t.parts.lines != nil && t.parts.lines.sweep != nil && len(t.parts.lines.sweep.live) > 0 && len(t.threads) == 1 {
-			work = t.parts.lines.sweepIdle() || work
-		}
-		if explainIdle != nil {
-			work = explainIdle() || work
-		}
+		work := t.parts.idleWork() // (the trace written among them)
 		t.signals.requeuedIdle(t.proc, t.pid)
-		t.parts.trace.flush()
 		t.progress()
 		return work
 	}
@@ -106,13 +92,11 @@ func (t *tracer) waitTelling(spin time.Duration) (int, ptrace.WaitStatus, error)
 	if t.attach != nil {
 		quit = t.attach.quit
 	}
-	// (It polls as long as the run's own way of waiting would: spin
-	// without rings or yielding, then waits for the next stop's SIGCHLD.)
 	limit := spin
-	if t.clocks.yielding || t.parts.rings != nil {
+	if yields {
 		limit = yieldWindow
 	}
-	return t.proc.wait(quitWait(limit, every, idle, quit))
+	return t.proc.wait(quitWait(limit, tell, idle, quit))
 }
 
 // IsTerminal reports whether f is a terminal, where PROFILE shows its

@@ -419,6 +419,13 @@ func (r *rings) drainEnd() {
 	r.bookGoroutines(r.seq + 1)
 }
 
+// waiting says that the rings are read while PROFILE waits for stops,
+// which it does polling, yielding, first (idleHook).
+func (r *rings) waiting() (bool, time.Duration, bool) { return true, 0, true }
+
+// idle reads the rings when they are due (idleHook).
+func (r *rings) idle() bool { return r.drainIdle() }
+
 // execed reads the rings a last time: the image is being replaced
 // (execHook).
 func (r *rings) execed() { r.drainEnd() }

@@ -56,6 +56,15 @@ func (s *sampler) wantsRound() bool {
 	return s.kind == datafile.PtraceSampler && !s.stopped && time.Since(s.rounds.round) >= s.interval
 }
 
+// waiting says whether the ptrace sampler does rounds while PROFILE
+// waits for stops, and how often it looks for one due (idleHook).
+func (s *sampler) waiting() (bool, time.Duration, bool) {
+	return s.kind == datafile.PtraceSampler && !s.stopped, s.pollEvery(), false
+}
+
+// idle does the ptrace sampler's round, when one is due (idleHook).
+func (s *sampler) idle() bool { return s.interruptAll() }
+
 // pollEvery is how often the tracer looks for a round due while it waits
 // for stops (ptrace sampler).
 func (s *sampler) pollEvery() time.Duration {

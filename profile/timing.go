@@ -530,6 +530,14 @@ func (r *timedRun) threadEnded(tid int) {
 	}
 }
 
+// waiting says whether PROFILE polls for stops yielding its CPU before it
+// sleeps, as timing with breakpoints does (yielding), with no work of
+// the books' (idleHook).
+func (r *timedRun) waiting() (bool, time.Duration, bool) { return false, 0, r.clocks.yielding }
+
+// idle does nothing: the books have no work while PROFILE waits.
+func (r *timedRun) idle() bool { return false }
+
 // stopSeen settles thread th's wait before its stop (seenHook). (The
 // rings, when they read records of its, settle it first.)
 func (r *timedRun) stopSeen(th *thread) { r.clocks.settleWait(th) }

@@ -118,6 +118,18 @@ func (tr *traceFile) flush() {
 	}
 }
 
+// waiting says that the trace is written at least every
+// traceFlushEvery, also while no thread stops (idleHook): a program that
+// runs or waits long without a stop keeps its events if PROFILE is
+// killed.
+func (tr *traceFile) waiting() (bool, time.Duration, bool) { return true, traceFlushEvery / 2, false }
+
+// idle writes what was booked, when it has waited long enough (idleHook).
+func (tr *traceFile) idle() bool {
+	tr.flush()
+	return false
+}
+
 // stopHandled flushes the trace after a stop (handledHook).
 func (tr *traceFile) stopHandled(int) { tr.flush() }
 

@@ -300,61 +300,33 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	return t.resume(th.tid, 0)
 }
 
-// wait waits for the next stop, polling for spin first; with yielding,
-// see ptrace.WaitYielding.
+// wait waits for the next stop, polling for spin first. How it spends
+// the time until then is the parts' to say (idleHook): with no idle work,
+// it sleeps, or polls yielding its CPU first where a part asks it to
+// (timing with breakpoints: ptrace.WaitYielding); with idle work, it
+// does the work between polls (the rings read: ptrace.WaitIdle), or
+// every so often, yielding first (the trace written while the rings are
+// read: WaitTicking) or not (the ptrace sampler's rounds, a sweep, the
+// narration's first hits: WaitPolling).
 func (t *tracer) wait(spin time.Duration) (int, ptrace.WaitStatus, error) {
 	if s, ok := t.signals.takeLater(); ok {
 		return s.tid, s.ws, nil
 	}
+	working, every, yields := t.parts.waiting()
 	if t.attach != nil || t.cfg.Progress != nil {
-		return t.waitTelling(spin)
+		return t.waitTelling(spin, every, yields)
 	}
-	if s := t.parts.sampling; s != nil && s.kind == datafile.PtraceSampler && !s.stopped {
-		// The ptrace sampler's rounds, and the rings' reading if any.
-		idle := s.interruptAll
-		if t.parts.rings != nil {
-			idle = func() bool {
-				drained := t.parts.rings.drainIdle()
-				t.parts.trace.flush()
-				return s.interruptAll() || drained
-			}
-		}
-		return t.proc.wait(pollWait(spin, s.pollEvery(), idle))
-	}
-	if t.parts.trace != nil && (t.parts.rings != nil || t.clocks.yielding) {
-		// The events booked are written at least every traceFlushEvery,
-		// also while no thread stops (the tracer does not sleep until the
-		// next stop, reading the rings meanwhile): a program that runs or
-		// waits long without a stop keeps them if PROFILE is killed.
-		idle := func() bool {
-			t.parts.trace.flush()
-			return false
-		}
-		if t.parts.rings != nil {
-			idle = func() bool {
-				drained := t.parts.rings.drainIdle()
-				t.parts.trace.flush()
-				return drained
-			}
-		}
-		return t.proc.wait(tickWait(yieldWindow, traceFlushEvery/2, idle))
-	}
-	if t.parts.rings != nil {
-		return t.proc.wait(idleWait(yieldWindow, t.parts.rings.drainIdle))
-	}
-	if t.parts.lines != nil && t.parts.lines.sweep != nil && len(t.parts.lines.sweep.live) > 0 && len(t.threads) == 1 {
-		// (Sweeps only in a program of one thread: with several, stops
-		// are waited for as always, not polled for.)
-		return t.proc.wait(pollWait(spin, time.Millisecond, t.parts.lines.sweepIdle))
-	}
-	if idle := t.explain.idle(); idle != nil {
-		// (The narration's first hits of in-process counters.)
-		return t.proc.wait(pollWait(spin, time.Millisecond, idle))
-	}
-	if t.clocks.yielding {
+	switch {
+	case !working && yields:
 		return t.proc.wait(yieldWait(yieldWindow))
+	case !working:
+		return t.proc.wait(sleepWait(spin))
+	case yields && every == 0:
+		return t.proc.wait(idleWait(yieldWindow, t.parts.idleWork))
+	case yields:
+		return t.proc.wait(tickWait(yieldWindow, every, t.parts.idleWork))
 	}
-	return t.proc.wait(sleepWait(spin))
+	return t.proc.wait(pollWait(spin, every, t.parts.idleWork))
 }
 
 // resume continues a thread; a thread that vanished meanwhile (killed by
