@@ -41,11 +41,14 @@ func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%#x: not mapped", addr)
 }
 
-// mapAreas lets tr map areas in mem, each at the address asked for,
-// where nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
-func mapAreas(tr *tracer, mem *fakeMem) {
+// mapAreas lets tr map areas in mem (fakeAreas).
+func mapAreas(tr *tracer, mem *fakeMem) { tr.parts.plant.mapArea = fakeAreas(mem) }
+
+// fakeAreas maps areas in mem, each at the address asked for, where
+// nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
+func fakeAreas(mem *fakeMem) func(hint, size uint64) (uint64, error) {
 	mem.areas = map[uint64][]byte{}
-	tr.parts.plant.mapArea = func(hint, size uint64) (uint64, error) {
+	return func(hint, size uint64) (uint64, error) {
 		if hint == 0 {
 			return 0, errors.New("no address asked for")
 		}
@@ -489,7 +492,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("the rings given up: %v", ms)
 	}
-	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil {
+	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil || tr.parts.entries.env.rings != nil {
 		t.Errorf("the rings given up, still a part: %+v", p)
 	}
 }
