@@ -46,15 +46,12 @@ type entryEnv struct {
 	breakpoint func(p *planting, item int) error
 }
 
-// entryEnv is the entries' trampolines' environment in this run.
-func (t *tracer) entryEnv() entryEnv {
-	return entryEnv{plan: t.plan, arch: t.arch, plant: t.parts.plant, counters: t.parts.counters, rings: t.parts.rings,
-		breakpoint: t.parts.bp.plantEntry}
-}
-
-// newEntryTrampolines returns the entries' trampolines over env.
-func newEntryTrampolines(env entryEnv) *entryTrampolines {
-	return &entryTrampolines{env: env}
+// newEntryTrampolines returns the entries' trampolines of a run of plan
+// on arch, planted through plant, handing the entries no jump fits to
+// breakpoint; the counters and the rings are the run's parts, set where
+// they are chosen (tracer.choose).
+func newEntryTrampolines(plan *datafile.Plan, arch instr.Arch, plant *planter, breakpoint func(p *planting, item int) error) *entryTrampolines {
+	return &entryTrampolines{env: entryEnv{plan: plan, arch: arch, plant: plant, breakpoint: breakpoint}}
 }
 
 // plant plants the entries of planting p: each a jump to its trampoline,

@@ -39,8 +39,8 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 			rs = &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan, counters: c}}
 		}
 		var handed []int
-		et := newEntryTrampolines(entryEnv{plan: plan, arch: instr.AMD64, plant: e, counters: c, rings: rs,
-			breakpoint: func(p *planting, item int) error { handed = append(handed, item); return nil }})
+		et := newEntryTrampolines(plan, instr.AMD64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
+		et.env.counters, et.env.rings = c, rs // (as tracer.choose sets them)
 
 		bias := uint64(pieAt - leafAt)
 		in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}

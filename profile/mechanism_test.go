@@ -292,7 +292,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 				mapAreas(tr, mem)
 			}
 			tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-			tr.parts.entries = newEntryTrampolines(tr.entryEnv())
+			tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
 			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
@@ -371,7 +371,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	plan.Funcs[0].Frame = datafile.FrameSP
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
-	tr.parts.entries = newEntryTrampolines(tr.entryEnv())
+	tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
 	tr.parts.rings = newRings(tr)
 	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
@@ -441,7 +441,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.parts.bp, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp}) {
 		t.Errorf("breakpoints only: the hooks are %+v", p)
 	}
-	tr.parts.entries = newEntryTrampolines(tr.entryEnv())
+	tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 	tr.parts.counters = &counters{env: tr.counterEnv()}
 	tr.choose()
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
