@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 )
 
@@ -21,12 +22,36 @@ import (
 // short jumps with a hop in the padding, or punned jumps. An entry that
 // takes none is handed to the breakpoints at once (plantEntry).
 type entryTrampolines struct {
-	t *tracer
+	env entryEnv
 	// fellBack lists the entries of the module being planted that keep a
 	// breakpoint, with the reason, and patched counts the others
 	// (reportFallBacks).
 	fellBack []fallBack
 	patched  int
+}
+
+// entryEnv is what the entries' trampolines read and call of the run:
+// the plan, the architecture, the planting engine (the layout of a
+// module's patches, where their trampolines go, the scan's landings),
+// the counters whose code the trampolines run, the rings they record
+// into when timing in-process (both set where the run has them, the
+// rings nil once given up: tracer.choose), and the breakpoints' planting
+// of an entry no jump fits (breakpoints.plantEntry).
+type entryEnv struct {
+	plan       *datafile.Plan
+	arch       instr.Arch
+	plant      *planter
+	counters   *counters
+	rings      *rings
+	breakpoint func(p *planting, item int) error
+}
+
+// newEntryTrampolines returns the entries' trampolines of a run of plan
+// on arch, planted through plant, handing the entries no jump fits to
+// breakpoint; the counters and the rings are the run's parts, set where
+// they are chosen (tracer.choose).
+func newEntryTrampolines(plan *datafile.Plan, arch instr.Arch, plant *planter, breakpoint func(p *planting, item int) error) *entryTrampolines {
+	return &entryTrampolines{env: entryEnv{plan: plan, arch: arch, plant: plant, breakpoint: breakpoint}}
 }
 
 // plant plants the entries of planting p: each a jump to its trampoline,
@@ -37,28 +62,28 @@ func (et *entryTrampolines) plant(p *planting) error {
 	if p.lines {
 		return nil
 	}
-	t := et.t
+	env := &et.env
 	order := slices.Clone(p.entries)
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(t.plan.Funcs[b].Entry, t.plan.Funcs[a].Entry) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(env.plan.Funcs[b].Entry, env.plan.Funcs[a].Entry) })
 	sites := make([]uint64, len(order))
 	for n, item := range order {
-		sites[len(order)-1-n] = t.plan.Funcs[item].Entry + p.bias
+		sites[len(order)-1-n] = env.plan.Funcs[item].Entry + p.bias
 	}
 	if p.area.mapped() {
-		t.parts.plant.layout(p).Sites(sites)
+		env.plant.layout(p).Sites(sites)
 	}
 	for _, item := range order {
 		pl, err := et.planEntry(p, item)
 		if err == nil {
-			t.parts.plant.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) }, 0)
+			env.plant.putPlanned(p, pl, func(x *instr.Planned) []region { return et.regions(p, item, pl, x) }, 0)
 			et.patched++
 			continue
 		}
 		et.fellBack = append(et.fellBack, fallBack{item: item, err: err})
 		if p.lay != nil {
-			p.lay.Unstable(t.plan.Funcs[item].Entry+p.bias, len(t.arch.Breakpoint()))
+			p.lay.Unstable(env.plan.Funcs[item].Entry+p.bias, len(env.arch.Breakpoint()))
 		}
-		if err := t.parts.bp.plantEntry(p, item); err != nil {
+		if err := env.breakpoint(p, item); err != nil {
 			return err
 		}
 	}
@@ -69,8 +94,8 @@ func (et *entryTrampolines) plant(p *planting) error {
 // planEntry plans the patch of item's entry in planting p's layout, or
 // says why it keeps a breakpoint.
 func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, error) {
-	t := et.t
-	f := &t.plan.Funcs[item]
+	env := &et.env
+	f := &env.plan.Funcs[item]
 	lo, hi := f.Low+p.bias, f.High+p.bias
 	switch {
 	case f.Low >= f.High || f.Entry < f.Low || f.Entry >= f.High:
@@ -80,15 +105,15 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if t.parts.counters.layout.rings {
-		if err := t.parts.rings.ringTimed(f); err != nil {
+	if env.counters.layout.rings {
+		if err := env.rings.ringTimed(f); err != nil {
 			return nil, err
 		}
 	}
-	if et.entryScratch(f) && slices.Contains(instr.ScanCode(t.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
+	if et.entryScratch(f) && slices.Contains(instr.ScanCode(env.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
 		return nil, errLoopEntry
 	}
-	lay := t.parts.plant.layout(p)
+	lay := env.plant.layout(p)
 	lay.Evict = et.exitBuild(p, item, lo, hi)
 	build := func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		tr, err := et.entryTrampoline(pt, at, f, item, lo, hi)
@@ -99,7 +124,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	}
 	entry := f.Entry + p.bias
 	pl, err := lay.Plan(entry, build)
-	if err != nil && lo < entry && !t.parts.plant.scan.landings.has(entry) {
+	if err != nil && lo < entry && !env.plant.scan.landings.has(entry) {
 		// A Go function's entry, after its stack check: planned at its
 		// start instead, carrying the check, the count after it (where
 		// nothing jumps to the entry but through the start).
@@ -115,18 +140,18 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // the exit's record, then the exit. Nil otherwise, or for an
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
-	t := et.t
-	if !t.parts.counters.layout.rings {
+	env := &et.env
+	if !env.counters.layout.rings {
 		return nil
 	}
-	f := &t.plan.Funcs[item]
+	f := &env.plan.Funcs[item]
 	return func(addr uint64) instr.Build {
 		if !slices.ContainsFunc(p.exits[item], func(e instr.Exit) bool { return e.PC == addr }) {
 			return nil
 		}
-		exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
+		exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
 		return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
-			return instr.ExitTrampoline(t.arch, pt, at, exit.Code)
+			return instr.ExitTrampoline(env.arch, pt, at, exit.Code)
 		}
 	}
 }
@@ -134,15 +159,15 @@ func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func
 // regions returns the regions of the trampoline of x, item's entry's
 // patch pl or an instruction it moved out: an exit's, its record.
 func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned) []region {
-	t := et.t
-	f := &t.plan.Funcs[item]
+	env := &et.env
+	f := &env.plan.Funcs[item]
 	if x == pl {
 		return et.entryRegions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !t.parts.counters.layout.rings || !x.Tramp.Exit {
+	if !env.counters.layout.rings || !x.Tramp.Exit {
 		return nil
 	}
-	exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
+	exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
 	return []region{recordRegion(x.Tramp.At, &exit)}
 }
 

@@ -185,7 +185,7 @@ func TestExplainPlanting(t *testing.T) {
 	t.Run("in-process", func(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 		tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-		tr.parts.entries = &entryTrampolines{t: tr}
+		tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 			t.Fatal(err)

@@ -150,6 +150,9 @@ func (t *tracer) choose() {
 	}
 	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
+	if e := t.parts.entries; e != nil {
+		e.env.counters, e.env.rings = t.parts.counters, t.parts.rings // (the rings nil once given up)
+	}
 	add(t.parts.entries != nil, t.parts.entries)
 	add(t.parts.exits != nil, t.parts.exits)
 	add(t.parts.rings != nil, t.parts.rings)

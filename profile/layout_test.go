@@ -184,7 +184,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.choose()
 	if plan.Method.IsFunction() {
-		tr.parts.entries = &entryTrampolines{t: tr}
+		tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 		tr.choose()
 	} else {
 		tr.parts.lines = newLineTrampolines(tr)

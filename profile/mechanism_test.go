@@ -41,11 +41,14 @@ func (m *fakeMem) span(addr uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%#x: not mapped", addr)
 }
 
-// mapAreas lets tr map areas in mem, each at the address asked for,
-// where nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
-func mapAreas(tr *tracer, mem *fakeMem) {
+// mapAreas lets tr map areas in mem (fakeAreas).
+func mapAreas(tr *tracer, mem *fakeMem) { tr.parts.plant.mapArea = fakeAreas(mem) }
+
+// fakeAreas maps areas in mem, each at the address asked for, where
+// nothing is mapped yet (as MAP_FIXED_NOREPLACE does).
+func fakeAreas(mem *fakeMem) func(hint, size uint64) (uint64, error) {
 	mem.areas = map[uint64][]byte{}
-	tr.parts.plant.mapArea = func(hint, size uint64) (uint64, error) {
+	return func(hint, size uint64) (uint64, error) {
 		if hint == 0 {
 			return 0, errors.New("no address asked for")
 		}
@@ -289,7 +292,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 				mapAreas(tr, mem)
 			}
 			tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
-			tr.parts.entries = &entryTrampolines{t: tr}
+			tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
 			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
@@ -368,7 +371,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	plan.Funcs[0].Frame = datafile.FrameSP
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
-	tr.parts.entries = &entryTrampolines{t: tr}
+	tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
 	tr.parts.rings = newRings(tr)
 	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
@@ -438,7 +441,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if p := tr.parts; len(p.threads) != 0 || !slices.Equal(p.execs, []execHook{tr.parts.bp, &tr.parts.watch}) || !slices.Equal(p.ends, []endHook{tr.parts.bp}) {
 		t.Errorf("breakpoints only: the hooks are %+v", p)
 	}
-	tr.parts.entries = &entryTrampolines{t: tr}
+	tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 	tr.parts.counters = &counters{env: tr.counterEnv()}
 	tr.choose()
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
@@ -489,7 +492,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("the rings given up: %v", ms)
 	}
-	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil {
+	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil || tr.parts.entries.env.rings != nil {
 		t.Errorf("the rings given up, still a part: %+v", p)
 	}
 }

@@ -109,7 +109,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.parts.counters.layout.counterRef(0), Save: lines.save, Cover: lines.cover})
 		t.parts.counters.saves = len(code.Rollback) > 0
 	} else {
-		t.parts.entries = &entryTrampolines{t: t}
+		t.parts.entries = newEntryTrampolines(t.plan, t.arch, t.parts.plant, t.parts.bp.plantEntry)
 	}
 	if err := t.parts.counters.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)

@@ -91,29 +91,29 @@ func (hs *hopSpace) take(site uint64, back, fwd int64, n uint64) (uint64, bool) 
 // function of a few bytes), the exit's record goes before the exit, which
 // leaves: no jump back.
 func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *datafile.Func, item int, lo, hi uint64) (instr.Trampoline, error) {
-	t := et.t
-	c := t.parts.counters
+	env := &et.env
+	c := env.counters
 	prelude := func(code []byte) (instr.Trampoline, error) {
 		k := entryIndex(p, f.Entry+lo-f.Low)
 		if k == 0 {
-			return t.arch.Trampoline(p, addr, code)
+			return env.arch.Trampoline(p, addr, code)
 		}
 		// (Planned at the function's start, carrying its stack check:
 		// the count goes before the entry's instruction.)
 		q := *p
 		q.Before = make([][]byte, k+1)
 		q.Before[k] = code
-		return t.arch.Trampoline(&q, addr, nil)
+		return env.arch.Trampoline(&q, addr, nil)
 	}
 	if !c.layout.rings {
-		count := c.layout.countCode(t.arch, item)
+		count := c.layout.countCode(env.arch, item)
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
+			d, _ := env.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
 		return prelude(count)
 	}
-	entry, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, false))
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
 		return prelude(entry.Code)
@@ -121,7 +121,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
 		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
-	exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
+	exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -130,7 +130,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	}
 	upTo.Orig = p.Orig[:n]
 	at := addr + uint64(len(entry.Code))
-	tr, err := instr.ExitTrampoline(t.arch, &upTo, at, exit.Code)
+	tr, err := instr.ExitTrampoline(env.arch, &upTo, at, exit.Code)
 	if err != nil {
 		return instr.Trampoline{}, err
 	}
@@ -142,19 +142,19 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 // entryRegions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
-	t := et.t
-	c := t.parts.counters
+	env := &et.env
+	c := env.counters
 	if !c.layout.rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
-		d, _ := t.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: base + len(c.layout.countCode(t.arch, item)), rollback: d.Rollback}}
+		d, _ := env.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: base + len(c.layout.countCode(env.arch, item)), rollback: d.Rollback}}
 	}
-	entry, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, false))
+	entry, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
 	if tr.Exit {
-		exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))
+		exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
 		rs = append(rs, recordRegion(tr.At, &exit))
 	}
 	return rs
@@ -195,12 +195,12 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
 func (et *entryTrampolines) entryScratch(f *datafile.Func) bool {
-	t := et.t
-	if t.parts.counters.layout.rings {
-		rc, _ := t.arch.RecordCode(t.parts.counters.layout.ring(), 0)
+	env := &et.env
+	if env.counters.layout.rings {
+		rc, _ := env.arch.RecordCode(env.counters.layout.ring(), 0)
 		return rc.Scratch
 	}
-	return t.parts.counters.layout.table && t.parts.counters.keepsDepth() && f.Frame != datafile.FrameNone
+	return env.counters.layout.table && env.counters.keepsDepth() && f.Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

@@ -1,0 +1,86 @@
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+)
+
+// TestEntryTrampolinesEnv: the entries' trampolines over their
+// environment alone, no tracer: a planting engine over a fake memory
+// holding leafCode, loaded as a PIE program is, with areas mapped, the
+// counters, and a breakpoints' planting that notes the entries it is
+// handed. f's entry takes a jump to a trampoline that counts into f's
+// counter, or, timing in-process, records the entry into the thread's
+// ring (a region a signal rolls a thread out of), then runs push %rbp;
+// g, whose extent the plan does not hold, is handed to the breakpoints
+// with its reason, counted among the fall-backs. A stop is never the
+// trampolines' (the rings' ring-full breakpoints are the rings').
+func TestEntryTrampolinesEnv(t *testing.T) {
+	for _, timed := range []bool{false, true} {
+		plan := leafFuncs(datafile.FuncCounting)
+		layout := counterLayout{kind: instr.CountShared, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}
+		if timed {
+			plan = leafFuncs(datafile.FuncTiming)
+			plan.Funcs[0].Frame = datafile.FrameSP
+			layout = counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}
+		}
+		plan.Funcs = append(plan.Funcs, datafile.Func{Name: "g", Module: 0, Entry: leafAt + 11})
+		mem := &fakeMem{base: pieAt, b: append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 64)...)}
+		e, _ := testPlanter(plan, mem, fakeAreas(mem))
+		c := &counters{layout: layout, blockOf: map[int]int{}}
+		var rs *rings
+		if timed {
+			rs = &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan, counters: c}}
+		}
+		var handed []int
+		et := newEntryTrampolines(plan, instr.AMD64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
+		et.env.counters, et.env.rings = c, rs // (as tracer.choose sets them)
+
+		bias := uint64(pieAt - leafAt)
+		in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
+		maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+		items := []int{0, 1}
+		p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
+			area: e.areaNear(in, maps, e.areaCells(items, bias, 0, timed)), entries: slices.Clone(items), counters: c}
+		if err := et.plant(p); err != nil {
+			t.Fatal(err)
+		}
+		if et.patched != 1 || len(et.fellBack) != 1 || et.fellBack[0].item != 1 || !errors.Is(et.fellBack[0].err, errNoExtent) ||
+			!slices.Equal(handed, []int{1}) || p.entries != nil {
+			t.Fatalf("timed %v: %d patched, fall-backs %+v, handed to the breakpoints %v, left %v; want f patched, g handed over (no extent)",
+				timed, et.patched, et.fellBack, handed, p.entries)
+		}
+		if len(c.tramps) != 1 || len(p.jumps) != 1 || c.tramps[0].patch.Site != pieAt || p.jumps[0].tramp != c.tramps[0] {
+			t.Fatalf("timed %v: %d trampolines, %d jumps; want f's, at %#x", timed, len(c.tramps), len(p.jumps), uint64(pieAt))
+		}
+		if _, err := e.write(p); err != nil {
+			t.Fatal(err)
+		}
+		tp := c.tramps[0]
+		if j, err := instr.AMD64.Decode(mem.b, pieAt); err != nil || j.Kind != instr.Jump || j.Target != tp.addr {
+			t.Errorf("timed %v: entry % x, want a jump to the trampoline at %#x", timed, mem.b[:5], tp.addr)
+		}
+		code, _ := mem.span(tp.addr, len(tp.code.Code))
+		want := instr.AMD64.CountCode(instr.CountShared, layout.counterRef(0))
+		var regions []region
+		if timed {
+			rc, _ := instr.AMD64.RecordCode(rs.recordRing(&plan.Funcs[0]), instr.RecordTag(0, false))
+			want, regions = rc.Code, []region{recordRegion(0, &rc)}
+		}
+		if !bytes.HasPrefix(code, want) || !bytes.Contains(code, tp.patch.Orig) {
+			t.Errorf("timed %v: trampoline % x, want f's code % x, then the moved instructions % x", timed, code, want, tp.patch.Orig)
+		}
+		if !reflect.DeepEqual(tp.regions, regions) {
+			t.Errorf("timed %v: the trampoline's regions %+v, want %+v", timed, tp.regions, regions)
+		}
+		if ours, err := et.stop(&thread{}, tp.addr); ours || err != nil {
+			t.Errorf("timed %v: a stop in the trampoline claimed %v, %v; want not claimed", timed, ours, err)
+		}
+	}
+}
