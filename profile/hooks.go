@@ -156,6 +156,9 @@ func (t *tracer) choose() {
 	add(t.parts.entries != nil, t.parts.entries)
 	add(t.parts.exits != nil, t.parts.exits)
 	add(t.parts.rings != nil, t.parts.rings)
+	if t.parts.lines != nil {
+		t.parts.lines.env.counters = t.parts.counters // (made after the lines are numbered)
+	}
 	add(t.parts.lines != nil, t.parts.lines)
 	add(true, t.parts.bp)
 	// The parts that are no mechanism.

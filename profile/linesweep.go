@@ -100,15 +100,15 @@ func (c *counters) count(k int) uint64 {
 // covered, the thread is interrupted for a sweep (sweepStop). It reports
 // whether it did anything.
 func (lt *lineTrampolines) sweepIdle() bool {
-	t, s := lt.t, lt.sweep
-	if s.wanted || len(s.live) == 0 || len(t.threads) != 1 || time.Since(s.looked) < sweepEvery {
+	e, s := &lt.env, lt.sweep
+	if s.wanted || len(s.live) == 0 || len(e.threads) != 1 || time.Since(s.looked) < sweepEvery {
 		return false
 	}
 	s.looked = time.Now()
 	for _, cp := range s.live {
-		if cp.pins == 0 && t.parts.counters.covered(cp) {
-			for tid := range t.threads {
-				if t.proc.interrupt(tid) == nil {
+		if cp.pins == 0 && e.counters.covered(cp) {
+			for tid := range e.threads {
+				if e.proc.interrupt(tid) == nil {
 					s.wanted = true
 				}
 			}
@@ -123,9 +123,9 @@ func (lt *lineTrampolines) sweepIdle() bool {
 // thread: the original bytes are written back, and the patches are
 // dropped from those the end of the run checks.
 func (lt *lineTrampolines) sweepStop() {
-	t, s := lt.t, lt.sweep
+	e, s := &lt.env, lt.sweep
 	s.wanted = false
-	if len(t.threads) != 1 {
+	if len(e.threads) != 1 {
 		return
 	}
 	out := map[uint64]bool{}
@@ -133,12 +133,12 @@ func (lt *lineTrampolines) sweepStop() {
 		changed = false
 		live := s.live[:0]
 		for _, cp := range s.live {
-			if cp.pins > 0 || !t.parts.counters.covered(cp) {
+			if cp.pins > 0 || !e.counters.covered(cp) {
 				live = append(live, cp)
 				continue
 			}
 			p := &cp.tr.patch
-			if err := t.mem.WriteMem(p.Site, p.Orig[:p.Written()]); err != nil {
+			if err := (*e.mem).WriteMem(p.Site, p.Orig[:p.Written()]); err != nil {
 				live = append(live, cp)
 				continue
 			}
@@ -153,15 +153,15 @@ func (lt *lineTrampolines) sweepStop() {
 		clear(s.live[len(live):])
 		s.live = live
 	}
-	t.explain.swept(len(out))
+	e.explain.swept(len(out))
 	if len(out) > 0 {
-		w := t.parts.watch.written[:0]
-		for _, x := range t.parts.watch.written {
+		w := e.watch.written[:0]
+		for _, x := range e.watch.written {
 			if !out[x.addr] {
 				w = append(w, x)
 			}
 		}
-		t.parts.watch.written = w
+		e.watch.written = w
 	}
 }
 
@@ -170,7 +170,7 @@ func (lt *lineTrampolines) sweepStop() {
 // every millisecond it looks (idleHook).
 func (lt *lineTrampolines) waiting() (bool, time.Duration, bool) {
 	s := lt.sweep
-	return s != nil && len(s.live) > 0 && len(lt.t.threads) == 1, time.Millisecond, false
+	return s != nil && len(s.live) > 0 && len(lt.env.threads) == 1, time.Millisecond, false
 }
 
 // idle interrupts the thread for a sweep, when one is due (idleHook).

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -38,7 +39,7 @@ type siteKey struct {
 // (one for each function it was compiled into); collect gives each line
 // the sum of its sites.
 type lineTrampolines struct {
-	t     *tracer
+	env   lineEnv
 	cover bool
 	// index is each site's counter; lines are the lines of each counter's
 	// site. Both come from the plan, so that a library loaded twice
@@ -67,13 +68,48 @@ type lineFallBack struct {
 	err  error
 }
 
-// newLineTrampolines numbers the line sites of the plan.
+// lineEnv is what the lines' trampolines read and call of the run: the
+// plan and the options that bear on it, the program's memory (the
+// tracer's, or the injector's while it borrows a thread: a sweep writes
+// through it) and threads, the process (a sweep interrupts the thread),
+// the planting engine, the counters, the lines' hits, the watch (the
+// jumps written, those swept dropped from them) and the narration of
+// sweeps. The counters are made after the lines are numbered: they come
+// in tracer.choose.
+type lineEnv struct {
+	plan     *datafile.Plan
+	arch     instr.Arch
+	every    bool // --every-line-site
+	verbose  bool
+	warn     func(*prf.Diagnostic)
+	mem      *instr.Memory
+	proc     process
+	threads  map[int]*thread
+	plant    *planter
+	counters *counters
+	hits     []uint64
+	watch    *watch
+	explain  *runNarrator
+}
+
+// newLineTrampolines returns the lines' trampolines of t's run, given
+// what they need of it (lineEnv), the line sites of the plan numbered.
 func newLineTrampolines(t *tracer) *lineTrampolines {
-	lt := &lineTrampolines{t: t, cover: t.plan.Method.IsCoverage(), index: map[siteKey]int{}, alias: map[int]int{}, goModules: map[int]bool{}}
+	return numberLines(lineEnv{
+		plan: t.plan, arch: t.arch, every: t.cfg.EveryLineSite, verbose: t.cfg.Verbose, warn: t.cfg.Warn,
+		mem: &t.mem, proc: t.proc, threads: t.threads, plant: t.parts.plant, counters: t.parts.counters,
+		hits: t.hits, watch: &t.parts.watch, explain: t.explain.runNarrator,
+	})
+}
+
+// numberLines returns the lines' trampolines over env, the line sites of
+// its plan numbered.
+func numberLines(env lineEnv) *lineTrampolines {
+	lt := &lineTrampolines{env: env, cover: env.plan.Method.IsCoverage(), index: map[siteKey]int{}, alias: map[int]int{}, goModules: map[int]bool{}}
 	if lt.cover {
 		lt.sweep = &sweeper{}
 	}
-	for i, l := range t.plan.Lines {
+	for i, l := range env.plan.Lines {
 		for _, a := range l.Addrs {
 			k := siteKey{l.Module, a}
 			n, ok := lt.index[k]
@@ -106,7 +142,7 @@ var errGoLines = errors.New("code in Go, whose lines keep breakpoints in this ve
 // planned from the highest down, each knowing the bytes after it as they
 // will be.
 func (lt *lineTrampolines) plant(p *planting) error {
-	t := lt.t
+	e := &lt.env
 	if !p.lines || p.lineSites == nil || p.lineSites.left == 0 || !p.area.mapped() {
 		return nil
 	}
@@ -121,18 +157,18 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		}
 		return nil
 	}
-	targets := sync.OnceValue(func() landings { return t.parts.plant.indirectTargets(p) })
+	targets := sync.OnceValue(func() landings { return e.plant.indirectTargets(p) })
 	addrs, shared := all, [][2]uint64(nil)
-	if !t.cfg.EveryLineSite {
+	if !e.every {
 		addrs, shared = lt.shareBlocks(p, all, targets())
 	}
-	lay := t.parts.plant.layout(p)
+	lay := e.plant.layout(p)
 	lay.Sites(addrs)
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
 		if err != nil {
 			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(addrs[n])][0], addr: addrs[n], err: err})
-			lay.Unstable(addrs[n], len(t.arch.Breakpoint()))
+			lay.Unstable(addrs[n], len(e.arch.Breakpoint()))
 			continue
 		}
 		lt.put(p, addrs[n], pl)
@@ -173,14 +209,14 @@ func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
 // does not return (a longjmp out of it) between the two would count the
 // second once too often.
 func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
-	t := lt.t
+	e := &lt.env
 	var shared [][2]uint64 // a site, and the one it shares with
 	probed := make([]uint64, 0, len(addrs))
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
 		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
-			(!t.parts.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
-			instr.StraightTo(t.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
+			(!e.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
+			instr.StraightTo(e.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
 			continue
 		}
@@ -193,10 +229,10 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 // guarded reports whether the line site b of planting p comes just after
 // a landing pad at a that guards it (instr.Arch.PadGuards).
 func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
-	if !lt.t.arch.PadGuards(p.text.b[a-p.text.start:]) {
+	if !lt.env.arch.PadGuards(p.text.b[a-p.text.start:]) {
 		return false
 	}
-	q, err := lt.t.arch.PlanOwn(p.text.b, p.text.start, a)
+	q, err := lt.env.arch.PlanOwn(p.text.b, p.text.start, a)
 	return err == nil && q.Site == b
 }
 
@@ -205,7 +241,7 @@ func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
 // once its lines are covered, after the patches that lean on it.
 func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
 	code, _ := lt.lineCode(p, addr)
-	tramps := lt.t.parts.plant.putPlanned(p, pl, func(x *instr.Planned) []region {
+	tramps := lt.env.plant.putPlanned(p, pl, func(x *instr.Planned) []region {
 		if x != pl {
 			return nil
 		}
@@ -238,7 +274,7 @@ func leansOf(pl *instr.Planned, site uint64) []uint64 {
 // in planting p: the site's count (instr.Instrumenter.LineCode), then the
 // instruction relocated, then the jump back.
 func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
-	t := lt.t
+	arch := lt.env.arch
 	code, ok := lt.lineCode(p, addr)
 	return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		if !ok {
@@ -246,17 +282,17 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 		}
 		q := *pt
 		q.Before = [][]byte{code.Code}
-		return t.arch.Trampoline(&q, at, nil)
+		return arch.Trampoline(&q, at, nil)
 	}
 }
 
 // lineCode returns the count of the line site at addr, in planting p:
 // without touching the flags unless they are dead there.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
-	t := lt.t
-	return t.arch.LineCode(t.parts.counters.layout.kind, instr.LineSite{
-		Counter: t.parts.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
-		Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b, p.text.start, addr),
+	e := &lt.env
+	return e.arch.LineCode(e.counters.layout.kind, instr.LineSite{
+		Counter: e.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+		Cover: lt.cover, NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
 	})
 }
 
@@ -276,7 +312,7 @@ func (lt *lineTrampolines) regions(p *planting, addr uint64, tr *instr.Trampolin
 func (lt *lineTrampolines) isGo(mi int) bool {
 	is, ok := lt.goModules[mi]
 	if !ok {
-		is = elfid.ReadIsGo(lt.t.plan.Modules[mi].Path)
+		is = elfid.ReadIsGo(lt.env.plan.Modules[mi].Path)
 		lt.goModules[mi] = is
 	}
 	return is
@@ -296,8 +332,8 @@ func (lt *lineTrampolines) forget(lo, hi uint64) {
 // collect gives each line the counts of its sites: their sum, or for
 // coverage one where any ran.
 func (lt *lineTrampolines) collect(*Result) {
-	t := lt.t
-	totals := t.parts.counters.totals(len(lt.lines))
+	hits := lt.env.hits
+	totals := lt.env.counters.totals(len(lt.lines))
 	for b, a := range lt.alias {
 		totals[b] += totals[a]
 	}
@@ -307,9 +343,9 @@ func (lt *lineTrampolines) collect(*Result) {
 		}
 		for _, i := range lt.lines[k] {
 			if lt.cover {
-				t.hits[i] = 1
+				hits[i] = 1
 			} else {
-				t.hits[i] += n
+				hits[i] += n
 			}
 		}
 	}
@@ -318,14 +354,14 @@ func (lt *lineTrampolines) collect(*Result) {
 // report warns about the line sites of the module just planted that keep
 // a breakpoint (PRF4673), by reason, and with --verbose about each.
 func (lt *lineTrampolines) report() {
-	t := lt.t
+	e := &lt.env
 	if len(lt.fellBack) > 0 {
-		reasons := byReason(t.cfg, len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
+		reasons := byReason(Config{Warn: e.warn, Verbose: e.verbose}, len(lt.fellBack), func(n int) error { return lt.fellBack[n].err }, func(n int) *prf.Diagnostic {
 			fb := &lt.fellBack[n]
-			l := &t.plan.Lines[fb.line]
-			return prf.LineNotPatched(l.Line, lineFile(t.plan, l), t.plan.Modules[l.Module].Name, fb.addr, fb.err)
+			l := &e.plan.Lines[fb.line]
+			return prf.LineNotPatched(l.Line, lineFile(e.plan, l), e.plan.Modules[l.Module].Name, fb.addr, fb.err)
 		})
-		t.cfg.Warn(prf.BreakpointLines(len(lt.fellBack), len(lt.fellBack)+lt.patched, reasons))
+		e.warn(prf.BreakpointLines(len(lt.fellBack), len(lt.fellBack)+lt.patched, reasons))
 	}
 	lt.fellBack, lt.patched = nil, 0
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
@@ -534,9 +535,25 @@ func TestCodeScanForget(t *testing.T) {
 // and the given number of threads; every sets --every-line-site.
 func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*tracer, *fakeMem, *[]string, *lineTrampolines, *ptrace.Shared) {
 	t.Helper()
-	tr, mem, warnings := fakeTracerAt(leafLines(m), append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...), pieAt)
+	tr, mem, warnings := fakeTracerAt(leafLines(m), lineCode(), pieAt)
 	tr.cfg.EveryLineSite = every
 	mapAreas(tr, mem)
+	tr.threads = map[int]*thread{}
+	for tid := range threads {
+		tr.threads[100+tid] = &thread{tid: 100 + tid}
+	}
+	shared := plantLines(t, tr)
+	return tr, mem, warnings, tr.parts.lines, shared
+}
+
+// lineCode is leafCode and padding, as lineTracer loads it.
+func lineCode() []byte { return append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 256)...) }
+
+// plantLines plants the lines of tr's plan (leafLines, leafCode loaded
+// at pieAt) in-process, with counters of two blocks in the shared memory
+// it returns.
+func plantLines(t *testing.T, tr *tracer) *ptrace.Shared {
+	t.Helper()
 	shared, err := ptrace.NewShared(4096)
 	if err != nil {
 		t.Fatal(err)
@@ -545,16 +562,72 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
 	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
-	tr.threads = map[int]*thread{}
-	for tid := range threads {
-		tr.threads[100+tid] = &thread{tid: 100 + tid}
-	}
 	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
 	in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
 	if err := tr.plantModule(0, pieAt-leafAt, in, maps); err != nil {
 		t.Fatal(err)
 	}
-	return tr, mem, warnings, tr.parts.lines, shared
+	return shared
+}
+
+// lineRig is the lines' trampolines over their environment alone, no
+// tracer (lineEnv): leafLines planted in-process as lineTracer plants
+// them, by a planter of their own (testPlanter) over the fake memory,
+// the counters of two blocks in shared memory, and a fake process of
+// the given number of threads (100, 101...). p is the planting, its
+// sites the lines' trampolines left (to the breakpoints, in a run), and
+// warned the warnings' numbers.
+type lineRig struct {
+	lt     *lineTrampolines
+	p      *planting
+	mem    *fakeMem
+	fp     *fakeProcess
+	warned *[]int
+	shared *ptrace.Shared
+}
+
+// newLineRig plants leafLines(m) over the lines' environment alone;
+// every sets --every-line-site.
+func newLineRig(t *testing.T, m datafile.Method, every bool, threads int) *lineRig {
+	t.Helper()
+	plan := leafLines(m)
+	code := lineCode()
+	mem := &fakeMem{base: pieAt, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
+	pl, warned := testPlanter(plan, mem, fakeAreas(mem))
+	pl.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, pieAt, nil)}}
+	shared, err := ptrace.NewShared(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	c := &counters{shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	fp := newFakeProcess(instr.AMD64, mem)
+	ths := map[int]*thread{}
+	for tid := range threads {
+		ths[100+tid] = &thread{tid: 100 + tid}
+	}
+	lt := numberLines(lineEnv{plan: plan, arch: instr.AMD64, every: every, warn: pl.warn, mem: pl.mem, proc: fp, threads: ths,
+		plant: pl, counters: c, hits: make([]uint64, plan.NumItems()), watch: &watch{}})
+	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+	in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
+	p := pl.newLinePlanting(0, pieAt-leafAt, in, maps, lt.env.hits, lt)
+	p.counters = c
+	if err := lt.plant(p); err != nil {
+		t.Fatal(err)
+	}
+	jumps, err := pl.write(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.env.watch.wrote(p.mi, p.bias, jumps)
+	c.sortTramps()
+	return &lineRig{lt: lt, p: p, mem: mem, fp: fp, warned: warned, shared: shared}
+}
+
+// cover sets the counter of the line site at the link-time address addr
+// in the first thread's block, as its trampoline does.
+func (r *lineRig) cover(addr uint64) {
+	binary.LittleEndian.PutUint64(r.shared.Bytes()[64+r.lt.index[siteKey{0, addr}]*8:], 1)
 }
 
 // pieAt is where lineTracer loads leafCode, as a PIE program is loaded:
@@ -562,7 +635,8 @@ func lineTracer(t *testing.T, m datafile.Method, every bool, threads int) (*trac
 const pieAt = 0x555555556000
 
 // TestLineTrampolinesPlant: line counting in-process over leafCode,
-// loaded as a PIE program is. The site at its entry, push %rbp (1 byte),
+// loaded as a PIE program is, the lines' trampolines over their
+// environment alone (lineRig). The site at its entry, push %rbp (1 byte),
 // takes a punned jump: e9, then the next instruction's bytes as they
 // were, so its trampoline lies exactly where those bytes make the jump
 // land; it counts without touching the flags (a return follows: they
@@ -576,14 +650,14 @@ const pieAt = 0x555555556000
 // its sites' counts.
 func TestLineTrampolinesPlant(t *testing.T) {
 	for _, every := range []bool{false, true} {
-		tr, mem, warnings, lt, shared := lineTracer(t, datafile.LineCounting, every, 1)
-		c := tr.parts.counters
+		r := newLineRig(t, datafile.LineCounting, every, 1)
+		lt, mem, c := r.lt, r.mem, r.lt.env.counters
 		want := 1
 		if every {
 			want = 2
 		}
-		if len(c.tramps) != want || len(tr.parts.bp.sites) != 0 || len(lt.fellBack) != 0 {
-			t.Fatalf("every site %v: %d trampolines, %d breakpoints, %d fall-backs; want %d trampolines", every, len(c.tramps), len(tr.parts.bp.sites), len(lt.fellBack), want)
+		if len(c.tramps) != want || r.p.lineSites.left != 0 || len(lt.fellBack) != 0 {
+			t.Fatalf("every site %v: %d trampolines, %d sites left to breakpoints, %d fall-backs; want %d trampolines", every, len(c.tramps), r.p.lineSites.left, len(lt.fellBack), want)
 		}
 		final := slices.Clone(leafCode)
 		final[0] = 0xe9
@@ -602,8 +676,8 @@ func TestLineTrampolinesPlant(t *testing.T) {
 			t.Errorf("the entry's trampoline at %#x, want %#x, where its jump lands", tp.addr, entry)
 		}
 		k0, k1 := lt.index[siteKey{0, leafAt}], lt.index[siteKey{0, leafAt + 4}]
-		incq := tr.arch.CountCode(instr.CountPerThread, c.layout.counterRef(k0))
-		count, _ := tr.arch.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.counterRef(k0), Save: lt.save})
+		incq := instr.AMD64.CountCode(instr.CountPerThread, c.layout.counterRef(k0))
+		count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.counterRef(k0), Save: lt.save})
 		code := tp.code.Code
 		if bytes.Contains(code, incq) || !bytes.HasPrefix(code, count.Code) || !bytes.Equal(code[len(count.Code):len(count.Code)+1], leafCode[:1]) {
 			t.Errorf("trampoline % x: want the count that keeps the flags (% x), then push %%rbp", code, count.Code)
@@ -619,10 +693,10 @@ func TestLineTrampolinesPlant(t *testing.T) {
 		if _, ok := lt.alias[k1]; ok == every {
 			t.Errorf("every site %v: the second site shares the entry's count: %v", every, ok)
 		}
-		if !strings.Contains(strings.Join(*warnings, "\n"), "PRF4624") {
-			t.Errorf("warnings %q: want line 4 refused (PRF4624)", *warnings)
+		if !slices.Contains(*r.warned, 4624) {
+			t.Errorf("warnings %v: want line 4 refused (PRF4624)", *r.warned)
 		}
-		block := shared.Bytes()[c.layout.blockSize:]
+		block := r.shared.Bytes()[c.layout.blockSize:]
 		binary.LittleEndian.PutUint64(block[k0*8:], 5)
 		if every {
 			binary.LittleEndian.PutUint64(block[k1*8:], 3)
@@ -632,34 +706,96 @@ func TestLineTrampolinesPlant(t *testing.T) {
 		if every {
 			wantHits = []uint64{5, 3, 3, 0}
 		}
-		if !slices.Equal(tr.hits, wantHits) {
-			t.Errorf("every site %v: hits %v, want %v", every, tr.hits, wantHits)
+		if !slices.Equal(lt.env.hits, wantHits) {
+			t.Errorf("every site %v: hits %v, want %v", every, lt.env.hits, wantHits)
 		}
 	}
 }
 
-// TestLineCoverageSweep: line coverage in-process over leafCode; a sweep
+// TestLineCoverageSweep: line coverage in-process over leafCode, over the
+// lines' environment alone (lineRig); a sweep
 // while no line is covered changes nothing; once the entry's counter is
 // set, a sweep in a program of one thread writes the original bytes back
 // and drops the jump from those the end of the run checks; in a program
 // of two threads it leaves the jump.
 func TestLineCoverageSweep(t *testing.T) {
 	for _, threads := range []int{1, 2} {
-		tr, mem, _, lt, shared := lineTracer(t, datafile.LineCoverage, false, threads)
-		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(tr.parts.watch.written) != 1 {
-			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(tr.parts.watch.written))
+		r := newLineRig(t, datafile.LineCoverage, false, threads)
+		lt, mem, w := r.lt, r.mem, r.lt.env.watch
+		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(w.written) != 1 {
+			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(w.written))
 		}
-		tr.parts.lines.sweepStop()
+		lt.sweepStop()
 		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
 			t.Errorf("a sweep before any cover took the jump out")
 		}
-		binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
-		tr.parts.lines.sweepStop()
+		r.cover(leafAt)
+		lt.sweepStop()
 		out := threads == 1
-		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(tr.parts.watch.written) == 0) != out {
-			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(tr.parts.watch.written), out)
+		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(w.written) == 0) != out {
+			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(w.written), out)
 		}
 	}
+}
+
+// TestLineSweepInterrupt: the sweep's way to its stop, over the lines'
+// environment and a fake process. While PROFILE waits (sweepIdle), no
+// line covered asks nothing of the process; once the entry's counter is
+// set, the one thread is interrupted, once, and the jump stays until the
+// interrupt's stop (sweepStop), which writes the original bytes back.
+// A thread born between the interrupt and its stop keeps the jump in,
+// and a program of two threads is not interrupted.
+func TestLineSweepInterrupt(t *testing.T) {
+	// idle is sweepIdle as sweepEvery after the last look.
+	idle := func(lt *lineTrampolines) bool {
+		lt.sweep.looked = time.Time{}
+		return lt.sweepIdle()
+	}
+	t.Run("one thread", func(t *testing.T) {
+		r := newLineRig(t, datafile.LineCoverage, false, 1)
+		lt := r.lt
+		if idle(lt) || len(r.fp.acts()) != 0 {
+			t.Fatalf("nothing covered: a sweep asked for (%q)", r.fp.acts())
+		}
+		r.cover(leafAt)
+		lt.sweep.looked = time.Now().Add(time.Hour) // (a look just made)
+		if lt.sweepIdle() || len(r.fp.acts()) != 0 {
+			t.Errorf("a look within sweepEvery of the last asked for a sweep (%q)", r.fp.acts())
+		}
+		if !idle(lt) || !lt.sweep.wanted || !slices.Equal(r.fp.acts(), []string{"interrupt 100"}) {
+			t.Fatalf("covered: sweep wanted %v, requests %q; want thread 100 interrupted", lt.sweep.wanted, r.fp.acts())
+		}
+		if idle(lt) || len(r.fp.acts()) != 1 || r.mem.b[0] != 0xe9 {
+			t.Errorf("before the interrupt's stop: requests %q, code % x; want no other, the jump in", r.fp.acts(), r.mem.b[:5])
+		}
+		lt.sweepStop()
+		if lt.sweep.wanted || lt.sweep.swept != 1 || !bytes.Equal(r.mem.b[:len(leafCode)], leafCode) || len(lt.env.watch.written) != 0 {
+			t.Errorf("after the stop: wanted %v, %d swept, code % x, %d written; want the jump out, unwatched", lt.sweep.wanted, lt.sweep.swept, r.mem.b[:8], len(lt.env.watch.written))
+		}
+		if idle(lt) || len(r.fp.acts()) != 1 {
+			t.Errorf("nothing left live: requests %q", r.fp.acts())
+		}
+	})
+	t.Run("a thread born before the stop", func(t *testing.T) {
+		r := newLineRig(t, datafile.LineCoverage, false, 1)
+		lt := r.lt
+		r.cover(leafAt)
+		if !idle(lt) || !slices.Equal(r.fp.acts(), []string{"interrupt 100"}) {
+			t.Fatalf("requests %q, want thread 100 interrupted", r.fp.acts())
+		}
+		lt.env.threads[101] = &thread{tid: 101}
+		lt.sweepStop()
+		if lt.sweep.wanted || len(lt.sweep.live) != 1 || r.mem.b[0] != 0xe9 || len(lt.env.watch.written) != 1 {
+			t.Errorf("two threads at the stop: wanted %v, %d live, code % x; want the jump kept", lt.sweep.wanted, len(lt.sweep.live), r.mem.b[:5])
+		}
+	})
+	t.Run("two threads", func(t *testing.T) {
+		r := newLineRig(t, datafile.LineCoverage, false, 2)
+		r.cover(leafAt)
+		if idle(r.lt) || r.lt.sweep.wanted || len(r.fp.acts()) != 0 {
+			t.Errorf("two threads: sweep wanted %v, requests %q; want none", r.lt.sweep.wanted, r.fp.acts())
+		}
+	})
 }
 
 // anys returns the elements of s as values of type any.

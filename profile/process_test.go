@@ -367,6 +367,29 @@ func TestFakeSignalRolledBack(t *testing.T) {
 	}
 }
 
+// TestFakeLineSweep: line coverage in-process, the entry's line
+// covered. PROFILE, waiting, interrupts the program's one thread for a
+// sweep (sweepIdle); at the interrupt's stop the covered jump is written
+// back, no longer checked at the end, and the thread goes on.
+func TestFakeLineSweep(t *testing.T) {
+	tr, fp, mem, _ := fakeRun(leafLines(datafile.LineCoverage), lineCode(), pieAt, 0)
+	shared := plantLines(t, tr)
+	lt := tr.parts.lines
+	if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
+		t.Fatalf("%d coverage jumps, code % x; want one jump", len(lt.sweep.live), mem.b[:5])
+	}
+	fp.calls = nil
+	binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
+	if !lt.sweepIdle() {
+		t.Fatal("covered: no sweep asked for")
+	}
+	runScript(t, tr, fp, fakeEvent{tid: fakePID, ws: trapEvent(ptrace.EventStop)})
+	if !bytes.Equal(mem.b[:len(leafCode)], leafCode) || len(lt.sweep.live) != 0 || len(tr.parts.watch.written) != 0 {
+		t.Errorf("after the sweep: code % x, %d jumps live, %d written; want the jump out", mem.b[:8], len(lt.sweep.live), len(tr.parts.watch.written))
+	}
+	checkActs(t, fp, fmt.Sprintf("interrupt %d", fakePID), fmt.Sprintf("cont %d 0", fakePID))
+}
+
 // TestFakeModuleLoadedAndUnloaded: a library of the plan is loaded, and
 // unloaded, while the program runs. At the dynamic linker's rendezvous
 // (its breakpoint at _dl_debug_state, a ret), the memory map shows the
