@@ -80,7 +80,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if t.parts.counters.layout.rings {
+	if t.parts.counters.layout.Rings {
 		if err := t.parts.rings.ringTimed(f); err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
 	t := et.t
-	if !t.parts.counters.layout.rings {
+	if !t.parts.counters.layout.Rings {
 		return nil
 	}
 	f := &t.plan.Funcs[item]
@@ -139,7 +139,7 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if x == pl {
 		return et.entryRegions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !t.parts.counters.layout.rings || !x.Tramp.Exit {
+	if !t.parts.counters.layout.Rings || !x.Tramp.Exit {
 		return nil
 	}
 	exit, _ := t.arch.RecordCode(t.parts.rings.recordRing(f), instr.RecordTag(item, true))

@@ -254,8 +254,8 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 // without touching the flags unless they are dead there.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	t := lt.t
-	return t.arch.LineCode(t.parts.counters.layout.kind, instr.LineSite{
-		Counter: t.parts.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+	return t.arch.LineCode(t.parts.counters.layout.Kind, instr.LineSite{
+		Counter: t.parts.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
 		Cover: lt.cover, NoFlags: !lt.cover && t.arch.FlagsDead(p.text.b, p.text.start, addr),
 	})
 }
