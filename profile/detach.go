@@ -239,7 +239,7 @@ func (a *attachment) putBase(tid int, keep bool) {
 		regs.SetThreadBase(base)
 		t.proc.setRegs(tid, &regs)
 	}
-	if t.parts.counters != nil && t.parts.counters.layout.table && t.parts.counters.layout.rings && t.caps.threadPointer {
+	if t.parts.counters != nil && t.parts.counters.layout.Table && t.parts.counters.layout.Rings && t.caps.threadPointer {
 		p, ok := a.pointers[tid]
 		if !ok {
 			p = a.pointer

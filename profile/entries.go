@@ -105,7 +105,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if env.counters.layout.rings {
+	if env.counters.layout.Rings {
 		if err := env.rings.ringTimed(f); err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
 	env := &et.env
-	if !env.counters.layout.rings {
+	if !env.counters.layout.Rings {
 		return nil
 	}
 	f := &env.plan.Funcs[item]
@@ -164,7 +164,7 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if x == pl {
 		return et.entryRegions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !env.counters.layout.rings || !x.Tramp.Exit {
+	if !env.counters.layout.Rings || !x.Tramp.Exit {
 		return nil
 	}
 	exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/layout"
 )
 
 // TestEntryTrampolinesEnv: the entries' trampolines over their
@@ -24,16 +25,16 @@ import (
 func TestEntryTrampolinesEnv(t *testing.T) {
 	for _, timed := range []bool{false, true} {
 		plan := leafFuncs(datafile.FuncCounting)
-		layout := counterLayout{kind: instr.CountShared, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}
+		l := layout.Layout{Kind: instr.CountShared, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}
 		if timed {
 			plan = leafFuncs(datafile.FuncTiming)
 			plan.Funcs[0].Frame = datafile.FrameSP
-			layout = counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}
+			l = layout.Layout{Kind: instr.CountPerThread, Rings: true, RingAt: 0x1000, BlockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}
 		}
 		plan.Funcs = append(plan.Funcs, datafile.Func{Name: "g", Module: 0, Entry: leafAt + 11})
 		mem := &fakeMem{base: pieAt, b: append(slices.Clone(leafCode), bytes.Repeat([]byte{0x90}, 64)...)}
 		e, _ := testPlanter(plan, mem, fakeAreas(mem))
-		c := &counters{layout: layout, blockOf: map[int]int{}}
+		c := &counters{layout: l, blockOf: map[int]int{}}
 		var rs *rings
 		if timed {
 			rs = &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan, counters: c}}
@@ -67,7 +68,7 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 			t.Errorf("timed %v: entry % x, want a jump to the trampoline at %#x", timed, mem.b[:5], tp.addr)
 		}
 		code, _ := mem.span(tp.addr, len(tp.code.Code))
-		want := instr.AMD64.CountCode(instr.CountShared, layout.counterRef(0))
+		want := instr.AMD64.CountCode(instr.CountShared, l.CounterRef(0))
 		var regions []region
 		if timed {
 			rc, _ := instr.AMD64.RecordCode(rs.recordRing(&plan.Funcs[0]), instr.RecordTag(0, false))

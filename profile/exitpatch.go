@@ -300,7 +300,7 @@ func (x *exitPatches) returnSite(item int, r uint64, callers spans, text moduleT
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || x.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := x.arch.RecordCode(x.rings.counters.layout.ring(), instr.ReturnTag(item))
+	rc, _ := x.arch.RecordCode(x.rings.counters.layout.Ring(), instr.ReturnTag(item))
 	tr, err := x.arch.Trampoline(&p, cell, rc.Code)
 	if err != nil {
 		return patchWrite{}, err

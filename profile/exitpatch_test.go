@@ -7,6 +7,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/layout"
 )
 
 // TestExitTrampolines: the exits' patches over an environment of their
@@ -36,7 +37,7 @@ func TestExitTrampolines(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan,
-				counters: &counters{layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000}}}}
+				counters: &counters{layout: layout.Layout{Kind: instr.CountPerThread, Rings: true, RingAt: 0x1000, Records: ringRecords, DepthSlots: depthSlots}}}}
 			x := &exitPatches{arch: instr.AMD64, plan: plan, rings: r,
 				scan: &codeScan{code: codeMaps{instr.MapCode(instr.AMD64, twoExits, leafAt, nil)}},
 				bp:   &breakpoints{sites: c.sites}, warn: func(*prf.Diagnostic) {},

@@ -120,7 +120,7 @@ func (x *hitNarrator) drained(tid, n int) {
 // for first hits.
 func (x *hitNarrator) watching() bool {
 	c := x.t.parts.counters
-	return c != nil && !c.layout.rings && x.started && !x.hitsDone
+	return c != nil && !c.layout.Rings && x.started && !x.hitsDone
 }
 
 // stop reads the counters at a stop, at most every scanEvery.
@@ -190,9 +190,9 @@ func (x *hitNarrator) scan() bool {
 			continue // (never counted: it shares another's count)
 		}
 		sum, tid := uint64(0), 0
-		for b := 1; b < c.layout.counted(c.next); b++ {
-			n := c.layout.count(mem, b, k)
-			if n != 0 && tid == 0 && c.layout.perThread() {
+		for b := 1; b < c.layout.Counted(c.next); b++ {
+			n := c.layout.Count(mem, b, k)
+			if n != 0 && tid == 0 && c.layout.PerThread() {
 				tid = owner[b]
 			}
 			sum += n

@@ -146,12 +146,12 @@ func (x *planNarrator) mechanism() {
 		return
 	}
 	size := uint64(len(c.shared.Bytes()))
-	if c.layout.perThread() {
+	if c.layout.PerThread() {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
-			bytesWords(size), c.layout.progAddr, bytesWords(c.layout.blockSize), c.layout.blockAddr(1))
+			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.BlockSize), c.layout.BlockAddr(1))
 	} else {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Every thread adds to the same counters, at %#x, atomically.",
-			bytesWords(size), c.layout.progAddr, c.layout.blockAddr(1))
+			bytesWords(size), c.layout.ProgAddr, c.layout.BlockAddr(1))
 	}
 }
 

@@ -24,7 +24,7 @@ func (x *runNarrator) running() {
 	t := x.t
 	x.started = true
 	line := "PROFILE lets the program run. Only a thread that hits a breakpoint stops: PROFILE handles the stop and lets it go on."
-	if t.parts.counters != nil && !t.parts.counters.layout.rings {
+	if t.parts.counters != nil && !t.parts.counters.layout.Rings {
 		line += " The trampolines count without stopping it: PROFILE reads their counters, in the memory it shares with the program, while it waits."
 	}
 	if t.parts.rings != nil {
@@ -102,12 +102,12 @@ func (x *runNarrator) thread(tid int) {
 	if x == nil {
 		return
 	}
-	if c := x.t.parts.counters; c != nil && c.layout.perThread() && hasKey(c.blockOf, tid) {
+	if c := x.t.parts.counters; c != nil && c.layout.PerThread() && hasKey(c.blockOf, tid) {
 		b, what := c.blockOf[tid], "counters"
-		if c.layout.rings {
+		if c.layout.Rings {
 			what = "counters, with its ring of records"
 		}
-		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.layout.blockAddr(b))
+		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.layout.BlockAddr(b))
 		return
 	}
 	x.tell("thread", "%s new thread %d: PROFILE traces it as the others.", x.now(), tid)

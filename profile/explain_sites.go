@@ -232,7 +232,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	switch {
 	case p.lines && first:
 		count := "the count of the line"
-		if c.layout.perThread() {
+		if c.layout.PerThread() {
 			count += ", in the thread's block"
 		}
 		// The count proper may come after registers it saves first
@@ -244,7 +244,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 			break
 		}
 		notes[tr.addr] = count
-	case c.layout.rings:
+	case c.layout.Rings:
 		if first && item >= 0 {
 			notes[tr.addr] = "the record of the entry (the CPU's counter, the stack pointer, the function), into the thread's ring"
 		} else if first {
@@ -257,7 +257,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 		f := &t.plan.Funcs[item]
 		notes[tr.addr] = "the count: one more call of " + f.Name
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if n := len(c.layout.countCode(t.arch, item)); n < len(tr.code.Code) {
+			if n := len(c.layout.CountCode(t.arch, item)); n < len(tr.code.Code) {
 				notes[tr.addr+uint64(n)] = "the call depth: the thread's stack of calls, for the deepest nesting"
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -184,7 +185,7 @@ func TestExplainPlanting(t *testing.T) {
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	t.Run("in-process", func(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
-		tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
 		tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -216,7 +217,7 @@ func TestExplainPlanting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer shared.Close()
-		tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+		tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
 		tr.parts.lines = newLineTrampolines(tr)
 		tr.choose()
 		if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
@@ -277,7 +278,7 @@ func TestExplainFirstHits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shared.Close()
-	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 3}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
+	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 3, Records: ringRecords, DepthSlots: depthSlots}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
 	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
 	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}

@@ -157,7 +157,7 @@ func (x *endNarrator) frameSettled(tid int, pc, orig uint64, moved bool) {
 // reads the memory map.
 func (s threadStacks) ownFramesAbove(sps map[int]uint64, readMaps func() ([]mapping, error)) error {
 	c := s.counters
-	if c == nil || !c.layout.table {
+	if c == nil || !c.layout.Table {
 		return nil
 	}
 	maps, err := readMaps()

@@ -112,7 +112,7 @@ func goFrames(f *datafile.Func) bool {
 // recordRing is the ring of f's record code: a goroutine's for a Go
 // function.
 func (r *rings) recordRing(f *datafile.Func) instr.Ring {
-	return r.caps.recordRing(r.counters.layout.ring(), f)
+	return r.caps.recordRing(r.counters.layout.Ring(), f)
 }
 
 // goroutine returns what PROFILE keeps of goroutine id.

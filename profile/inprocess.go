@@ -9,6 +9,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -30,7 +31,7 @@ import (
 // arm64, which has no thread register to spare, in an area of its own
 // found through a table indexed by the stack pointer's page, which PROFILE
 // fills for each thread's stack at its first stop. The two forms of the
-// memory are the counters' layout (counterlayout.go).
+// memory are the counters' layout (package profile/layout).
 
 // trampCell is the most room one site may take in the area PROFILE maps
 // next to a module: a trampoline (at most about 210 bytes: the count, the
@@ -41,6 +42,14 @@ import (
 // breakpoint's out-of-line slot. The area is mapped for that much; what
 // is written is packed.
 const trampCell = 384
+
+// maxBlocks bounds the counter blocks, one per live thread; a thread
+// beyond them shares the main thread's block, with a warning.
+var maxBlocks = 4096 // a variable for the tests of the overflow
+
+// depthSlots is the size of a thread's shadow stack: nesting deeper than
+// that counts as that deep.
+const depthSlots = 1024
 
 // hwcapEntry is AT_HWCAP in the auxiliary vector (include/uapi/linux/auxvec.h).
 const hwcapEntry = 16
@@ -55,7 +64,7 @@ type counters struct {
 	shared *ptrace.Shared
 	// layout says where each thread's part of the memory is, and how
 	// its trampolines find it.
-	layout  counterLayout
+	layout  layout.Layout
 	next    int   // the next block never used
 	free    []int // blocks of threads that ended
 	blockOf map[int]int
@@ -164,14 +173,15 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 		// original's had none, and it counts at counting's cost alone.)
 		inBlock, byTable = false, false
 	}
-	layout, size := newCounterLayout(kind, items, inBlock, byTable, rings)
+	l, size := layout.New(layout.Spec{Kind: kind, Items: items, InBlock: inBlock, ByTable: byTable, Rings: rings,
+		Records: ringRecords, MaxBlocks: maxBlocks, DepthSlots: depthSlots})
 	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := calls.shareMemory(nameAt, size)
 	if err != nil {
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
-	layout.place(addr)
-	c := &counters{env: env, shared: shared, layout: layout, next: 1, blockOf: map[int]int{}}
+	l.Place(addr)
+	c := &counters{env: env, shared: shared, layout: l, next: 1, blockOf: map[int]int{}}
 	c.writeGuard()
 	if rings {
 		// The discard ring, whose records are dropped, starts empty too
@@ -183,13 +193,13 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.layout.rings || c.saves)) }
+func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.layout.Rings || c.saves)) }
 
 // keepsDepth reports whether trampolines keep the call depth.
-func (c *counters) keepsDepth() bool { return c != nil && c.layout.keepsDepth() }
+func (c *counters) keepsDepth() bool { return c != nil && c.layout.KeepsDepth() }
 
 // area returns thread block b's depth area.
-func (c *counters) area(b int) []byte { return c.layout.depthArea(c.shared.Bytes(), b) }
+func (c *counters) area(b int) []byte { return c.layout.DepthArea(c.shared.Bytes(), b) }
 
 // giveBlock gives thread tid a counter block of its own (foreign: the
 // discard block 0) and points its thread base at it; where counters are
@@ -197,11 +207,11 @@ func (c *counters) area(b int) []byte { return c.layout.depthArea(c.shared.Bytes
 // vfork child, runs on its parent's stack, in its parent's area).
 func (c *counters) giveBlock(tid int, foreign bool) error {
 	env := &c.env
-	if !c.layout.ownParts() || (c.layout.table && foreign) {
+	if !c.layout.OwnParts() || (c.layout.Table && foreign) {
 		return nil
 	}
 	b, owned := c.take(tid, foreign)
-	if c.layout.rings && owned && env.rings != nil {
+	if c.layout.Rings && owned && env.rings != nil {
 		env.rings.reset(b)
 	}
 	if c.keepsDepth() && owned {
@@ -215,21 +225,21 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 	if err := env.proc.getRegs(tid, &regs); err != nil {
 		return err
 	}
-	if c.layout.table {
-		if c.layout.rings && env.threadPointer {
+	if c.layout.Table {
+		if c.layout.Rings && env.threadPointer {
 			// Go's record code finds the thread's ring area here (the
 			// discard area for a thread beyond them).
 			area := b
 			if !owned {
 				area = 0
 			}
-			if err := env.proc.setThreadPointer(tid, c.layout.areaAddr(area)); err != nil {
+			if err := env.proc.setThreadPointer(tid, c.layout.AreaAddr(area)); err != nil {
 				return fmt.Errorf("set the thread pointer of thread %d: %w", tid, err)
 			}
 		}
 		return c.ownStack(env.arch.SP(&regs), b)
 	}
-	regs.SetThreadBase(c.layout.blockAddr(b))
+	regs.SetThreadBase(c.layout.BlockAddr(b))
 	return env.proc.setRegs(tid, &regs)
 }
 
@@ -245,16 +255,16 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 	case len(c.free) > 0:
 		b = c.free[len(c.free)-1]
 		c.free = c.free[:len(c.free)-1]
-	case c.next < c.layout.nBlocks:
+	case c.next < c.layout.NBlocks:
 		b = c.next
 		c.next++
-	case c.layout.rings:
+	case c.layout.Rings:
 		// Every block or area is in use, timing in-process: this
 		// thread's records go to the discarded block 0, or area 0 (its
 		// calls are missing), not into another thread's ring.
 		owned = false
 		c.overflow = true
-	case c.layout.table:
+	case c.layout.Table:
 		// Every area is in use: this thread's frames go to the discard
 		// area (only its depth is lost: the counters are shared).
 		owned = false
@@ -273,7 +283,7 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 // vforked notes, where counters are shared, the counters at the start of
 // vfork child tid of a program whose only thread is its suspended parent.
 func (c *counters) vforked(tid int) {
-	if c.layout.perThread() || c.programThreads() != 1 {
+	if c.layout.PerThread() || c.programThreads() != 1 {
 		return
 	}
 	if c.vforkSnap == nil {
@@ -315,7 +325,7 @@ func (c *counters) block(b, n int) []uint64 {
 	mem := c.shared.Bytes()
 	out := make([]uint64, n)
 	for i := range out {
-		out[i] = c.layout.count(mem, b, i)
+		out[i] = c.layout.Count(mem, b, i)
 	}
 	return out
 }
@@ -362,9 +372,9 @@ func (c *counters) addCounts(hits []uint64) {
 func (c *counters) totals(n int) []uint64 {
 	sums := make([]uint64, n)
 	mem := c.shared.Bytes()
-	for b := 1; b < c.layout.counted(c.next); b++ {
+	for b := 1; b < c.layout.Counted(c.next); b++ {
 		for i := range sums {
-			sums[i] += c.layout.count(mem, b, i)
+			sums[i] += c.layout.Count(mem, b, i)
 		}
 	}
 	for i, d := range c.discount[:min(n, len(c.discount))] {
@@ -377,7 +387,7 @@ func (c *counters) totals(n int) []uint64 {
 func (c *counters) callDepth() int {
 	deepest := 0
 	for b := 1; b < c.next && c.keepsDepth(); b++ {
-		if c.layout.table {
+		if c.layout.Table {
 			deepest = max(deepest, instr.TableDepth(c.area(b), depthSlots))
 		} else {
 			deepest = max(deepest, int(min(binary.LittleEndian.Uint64(c.area(b)[instr.DepthMax:]), depthSlots)))
@@ -428,7 +438,7 @@ func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollbac
 			if !c.holds(base) {
 				return false
 			}
-			block := c.shared.Bytes()[base-c.layout.progAddr:]
+			block := c.shared.Bytes()[base-c.layout.ProgAddr:]
 			for _, s := range r.Restore {
 				regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
 			}
@@ -472,7 +482,7 @@ func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error 
 // reads the rings any more, and a full one would stop its thread at a
 // breakpoint no tracer serves.
 func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
-	if c == nil || !c.layout.rings {
+	if c == nil || !c.layout.Rings {
 		return
 	}
 	for _, tr := range c.tramps {
@@ -503,7 +513,7 @@ func (c *counters) sortTramps() {
 // holds reports whether addr is in the memory of the counters, in the
 // program.
 func (c *counters) holds(addr uint64) bool {
-	return addr >= c.layout.progAddr && addr < c.layout.progAddr+uint64(len(c.shared.Bytes()))
+	return addr >= c.layout.ProgAddr && addr < c.layout.ProgAddr+uint64(len(c.shared.Bytes()))
 }
 
 // close releases PROFILE's mapping of the counters.
@@ -532,7 +542,7 @@ func (c *counters) ended() {
 	}
 	c.depth = c.callDepth()
 	if c.overflow {
-		c.env.warn(prf.SharedBlocks(c.layout.nBlocks))
+		c.env.warn(prf.SharedBlocks(c.layout.NBlocks))
 	}
 	c.warnDamage()
 }

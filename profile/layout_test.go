@@ -15,6 +15,7 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/prep"
+	"github.com/sourceprofiler/sprof/profile/layout"
 )
 
 // hostLibc are the C libraries of each architecture on this machine (the
@@ -181,7 +182,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {
 		kind = instr.CountShared // (arm64, as with LSE)
 	}
-	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: kind, progAddr: 0x7f0000000000, blockSize: 1 << 20, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: kind, ProgAddr: 0x7f0000000000, BlockSize: 1 << 20, NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}, next: 2, blockOf: map[int]int{}}
 	tr.choose()
 	if plan.Method.IsFunction() {
 		tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)

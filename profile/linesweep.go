@@ -89,8 +89,8 @@ func (c *counters) covered(cp *coverPatch) bool {
 func (c *counters) count(k int) uint64 {
 	mem := c.shared.Bytes()
 	n := uint64(0)
-	for b := 1; b < c.layout.counted(c.next); b++ {
-		n += c.layout.count(mem, b, k)
+	for b := 1; b < c.layout.Counted(c.next); b++ {
+		n += c.layout.Count(mem, b, k)
 	}
 	return n
 }

@@ -290,8 +290,8 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 // without touching the flags unless they are dead there.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	return e.arch.LineCode(e.counters.layout.kind, instr.LineSite{
-		Counter: e.counters.layout.counterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
+	return e.arch.LineCode(e.counters.layout.Kind, instr.LineSite{
+		Counter: e.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
 		Cover: lt.cover, NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
 	})
 }

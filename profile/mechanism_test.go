@@ -14,6 +14,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -292,7 +293,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 			if c.mapped {
 				mapAreas(tr, mem)
 			}
-			tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountShared, progAddr: countersAt, blockSize: 64, nBlocks: 1}, blockOf: map[int]int{}}
+			tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountShared, ProgAddr: countersAt, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
 			tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 			tr.choose()
 			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
@@ -316,7 +317,7 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 				t.Errorf("entry % x: want a jump to the trampoline at %#x", mem.b[:5], entry.addr)
 			}
 			area, _ := mem.span(entry.addr, len(entry.code.Code))
-			count := tr.arch.CountCode(instr.CountShared, tc.layout.counterRef(0))
+			count := tr.arch.CountCode(instr.CountShared, tc.layout.CounterRef(0))
 			if !bytes.HasPrefix(area, count) || !bytes.Contains(area, entry.patch.Orig) {
 				t.Errorf("trampoline % x: want f's counting code % x, then the moved instructions % x", area, count, entry.patch.Orig)
 			}
@@ -373,7 +374,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	tr, mem, warnings := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
 	tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
-	tr.parts.counters = &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: 0x1000, blockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), nBlocks: 1}, blockOf: map[int]int{}}
+	tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountPerThread, Rings: true, RingAt: 0x1000, BlockSize: 0x1000 + uint64(instr.RingSize(ringRecords)), NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
 	tr.parts.rings = newRings(tr)
 	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
 	tr.choose()
@@ -501,7 +502,7 @@ func TestMechanismsOfARun(t *testing.T) {
 // TestCountersForget: a module unloaded takes its trampolines with it, and
 // a ring-full breakpoint there is no longer recognised.
 func TestCountersForget(t *testing.T) {
-	c := &counters{layout: counterLayout{rings: true}, tramps: []*tramp{
+	c := &counters{layout: layout.Layout{Rings: true, Records: ringRecords, DepthSlots: depthSlots}, tramps: []*tramp{
 		{addr: 0x10000, patch: instr.Patch{Site: 0x401000}, regions: []region{{at: 0x20, full: 2}}},
 		{addr: 0x20000, patch: instr.Patch{Site: 0x7f0000}, regions: []region{{at: 0x20, full: 2}}},
 	}}
@@ -559,7 +560,7 @@ func plantLines(t *testing.T, tr *tracer) *ptrace.Shared {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shared.Close() })
-	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}, next: 2, blockOf: map[int]int{}}
 	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
 	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
@@ -600,7 +601,7 @@ func newLineRig(t *testing.T, m datafile.Method, every bool, threads int) *lineR
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shared.Close() })
-	c := &counters{shared: shared, layout: counterLayout{kind: instr.CountPerThread, progAddr: 0x7f0000000000, blockSize: 64, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+	c := &counters{shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}, next: 2, blockOf: map[int]int{}}
 	fp := newFakeProcess(instr.AMD64, mem)
 	ths := map[int]*thread{}
 	for tid := range threads {
@@ -676,8 +677,8 @@ func TestLineTrampolinesPlant(t *testing.T) {
 			t.Errorf("the entry's trampoline at %#x, want %#x, where its jump lands", tp.addr, entry)
 		}
 		k0, k1 := lt.index[siteKey{0, leafAt}], lt.index[siteKey{0, leafAt + 4}]
-		incq := instr.AMD64.CountCode(instr.CountPerThread, c.layout.counterRef(k0))
-		count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.counterRef(k0), Save: lt.save})
+		incq := instr.AMD64.CountCode(instr.CountPerThread, c.layout.CounterRef(k0))
+		count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.CounterRef(k0), Save: lt.save})
 		code := tp.code.Code
 		if bytes.Contains(code, incq) || !bytes.HasPrefix(code, count.Code) || !bytes.Equal(code[len(count.Code):len(count.Code)+1], leafCode[:1]) {
 			t.Errorf("trampoline % x: want the count that keeps the flags (% x), then push %%rbp", code, count.Code)
@@ -696,7 +697,7 @@ func TestLineTrampolinesPlant(t *testing.T) {
 		if !slices.Contains(*r.warned, 4624) {
 			t.Errorf("warnings %v: want line 4 refused (PRF4624)", *r.warned)
 		}
-		block := r.shared.Bytes()[c.layout.blockSize:]
+		block := r.shared.Bytes()[c.layout.BlockSize:]
 		binary.LittleEndian.PutUint64(block[k0*8:], 5)
 		if every {
 			binary.LittleEndian.PutUint64(block[k1*8:], 3)

@@ -106,7 +106,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	if lines != nil {
 		t.parts.lines = lines
-		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.parts.counters.layout.counterRef(0), Save: lines.save, Cover: lines.cover})
+		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.parts.counters.layout.CounterRef(0), Save: lines.save, Cover: lines.cover})
 		t.parts.counters.saves = len(code.Rollback) > 0
 	} else {
 		t.parts.entries = newEntryTrampolines(t.plan, t.arch, t.parts.plant, t.parts.bp.plantEntry)
@@ -117,7 +117,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	if t.parts.rings == nil {
 		return nil
 	}
-	with, without := calibrationBlocks(t.arch, t.parts.counters.layout.ring())
+	with, without := calibrationBlocks(t.arch, t.parts.counters.layout.Ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.parts.plant.pageSize - 1) &^ (t.parts.plant.pageSize - 1)
 	at, err := t.parts.plant.mmap(0, size)
 	if err != nil {

@@ -348,9 +348,9 @@ func TestFakeSignalRolledBack(t *testing.T) {
 	tr.threads[fakePID].tgid = fakePID
 	c.blockOf[fakePID] = 1
 	r := fp.reg(fakePID)
-	r.SetThreadBase(c.layout.blockAddr(1))
+	r.SetThreadBase(c.layout.BlockAddr(1))
 	r.SetReg(0, 0x1111) // rax, changed by the count
-	binary.LittleEndian.PutUint64(shared.Bytes()[c.layout.blockSize+rb.Restore[0].Offset:], 0x2222)
+	binary.LittleEndian.PutUint64(shared.Bytes()[c.layout.BlockSize+rb.Restore[0].Offset:], 0x2222)
 	var rolled ptrace.Regs
 	fp.infos[fakePID] = ptrace.RawSigInfo{byte(syscall.SIGUSR1)}
 	runScript(t, tr, fp,

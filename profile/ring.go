@@ -160,7 +160,7 @@ func (r *rings) ringTimed(f *datafile.Func) error {
 }
 
 // ringArea returns block b's ring area, or area b of the table.
-func (c *counters) ringArea(b int) []byte { return c.layout.ringArea(c.shared.Bytes(), b) }
+func (c *counters) ringArea(b int) []byte { return c.layout.RingArea(c.shared.Bytes(), b) }
 
 // reset empties block b's ring, for a new thread.
 func (r *rings) reset(b int) {
@@ -184,7 +184,7 @@ func (r *rings) drop(b int) {
 // dropped.
 func (r *rings) drain(th *thread) int {
 	c := r.counters
-	if c == nil || !c.layout.rings {
+	if c == nil || !c.layout.Rings {
 		return 0
 	}
 	b, ok := c.blockOf[th.tid]
@@ -258,7 +258,7 @@ func (r *rings) drain(th *thread) int {
 // found from the stack pointer: until th's vfork-done stop, the records
 // in its ring are the child's, made on its stack. Its own come first.
 func (r *rings) vforking(th *thread) {
-	if c := r.counters; c != nil && c.layout.rings && c.layout.table {
+	if c := r.counters; c != nil && c.layout.Rings && c.layout.Table {
 		r.drain(th)
 		th.vforking = true
 	}
@@ -285,7 +285,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 	if !own || th.foreign {
 		b, own = 0, false
 	}
-	if c.layout.table && !tp { // (through the thread pointer: its own, or the discard area)
+	if c.layout.Table && !tp { // (through the thread pointer: its own, or the discard area)
 		if w := c.tableArea(sp); w != b {
 			b, own = w, false
 		}
@@ -323,7 +323,7 @@ func (r *rings) fullStop(th *thread, sp uint64, tp bool) {
 // leaves the PC on itself (arm64's BRK), to where it goes on: a thread
 // let go there would run the breakpoint again, untraced.
 func (r *rings) pastFull(tid int) {
-	if r == nil || r.counters == nil || !r.counters.layout.rings {
+	if r == nil || r.counters == nil || !r.counters.layout.Rings {
 		return
 	}
 	var regs ptrace.Regs
@@ -503,7 +503,7 @@ func (c *counters) ringFull(after uint64) bool {
 // fullRegion returns the record code's region whose ring-full breakpoint
 // ends at after, if there is one.
 func (c *counters) fullRegion(after uint64) (region, bool) {
-	if c == nil || !c.layout.rings {
+	if c == nil || !c.layout.Rings {
 		return region{}, false
 	}
 	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -52,7 +53,7 @@ func fakeRings(t *testing.T, tid int) (*rings, *fakeRingHost, *thread) {
 		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
 	}
 	r.start(&counters{shared: shared, blockOf: map[int]int{tid: 1},
-		layout: counterLayout{kind: instr.CountPerThread, rings: true, ringAt: ringAt, blockSize: uint64(size), nBlocks: 2}})
+		layout: layout.Layout{Kind: instr.CountPerThread, Rings: true, RingAt: ringAt, BlockSize: uint64(size), NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}})
 	r.reset(1)
 	return r, host, th
 }

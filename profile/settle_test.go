@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -41,17 +42,17 @@ func TestSettleDepth(t *testing.T) {
 			{mainSP + 8, 0},        // main has returned
 		} {
 			tr := &tracer{arch: arch, plan: &datafile.Plan{}}
-			cs := &counters{env: tr.counterEnv(), layout: counterLayout{kind: instr.CountPerThread, progAddr: progAddr, nBlocks: 2}, next: 2, blockOf: map[int]int{}}
+			cs := &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: progAddr, NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}, next: 2, blockOf: map[int]int{}}
 			size := 0
 			if table {
-				cs.layout.table, cs.layout.stride = true, instr.DepthAreaAlign
-				cs.layout.areasAt = cs.layout.stride
-				cs.layout.tableAt = cs.layout.areasAt + 2*cs.layout.stride
-				size = int(cs.layout.tableAt) + 4*instr.DepthTableSize
+				cs.layout.Table, cs.layout.Stride = true, instr.DepthAreaAlign
+				cs.layout.AreasAt = cs.layout.Stride
+				cs.layout.TableAt = cs.layout.AreasAt + 2*cs.layout.Stride
+				size = int(cs.layout.TableAt) + 4*instr.DepthTableSize
 			} else {
-				cs.layout.depthAt = 64
-				cs.layout.blockSize = 64 + instr.DepthAreaSize(depthSlots)
-				size = 2 * int(cs.layout.blockSize)
+				cs.layout.DepthAt = 64
+				cs.layout.BlockSize = 64 + instr.DepthAreaSize(depthSlots)
+				size = 2 * int(cs.layout.BlockSize)
 			}
 			shared, err := ptrace.NewShared(size)
 			if err != nil {
@@ -71,8 +72,8 @@ func TestSettleDepth(t *testing.T) {
 			binary.LittleEndian.PutUint64(area[instr.DepthCurrent:], uint64(len(frames)))
 			var regs ptrace.Regs
 			arch.SetSP(&regs, c.sp)
-			regs.SetThreadBase(cs.layout.blockAddr(1))
-			if !table && regs.ThreadBase() != cs.layout.blockAddr(1) {
+			regs.SetThreadBase(cs.layout.BlockAddr(1))
+			if !table && regs.ThreadBase() != cs.layout.BlockAddr(1) {
 				continue // (arm64: no register for a block, only the table form)
 			}
 			tr.signals.settleDepth(tr.parts.counters, tr.plan, tr.arch, &regs)

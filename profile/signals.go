@@ -196,14 +196,14 @@ func (s *signals) settleDepth(c *counters, plan *datafile.Plan, arch instr.Arch,
 	}
 	sp := arch.SP(regs)
 	var area []byte
-	if c.layout.table {
+	if c.layout.Table {
 		b := c.tableArea(sp)
 		if b == 0 {
 			return // the discard area
 		}
 		area = c.area(b)
 	} else {
-		b, ok := c.layout.blockAt(regs.ThreadBase())
+		b, ok := c.layout.BlockAt(regs.ThreadBase())
 		if !ok {
 			return
 		}

@@ -128,12 +128,12 @@ func (c *counters) ownStack(sp uint64, b int) error {
 // at area b: all of them, or where from is not -1, those that point at
 // area from.
 func (c *counters) pointStack(lo, hi uint64, b, from int) {
-	c.layout.pointStack(c.shared.Bytes(), lo, hi, b, from)
+	c.layout.PointStack(c.shared.Bytes(), lo, hi, b, from)
 }
 
 // tableArea is the area the stack table gives a thread whose stack
-// pointer is sp (counterLayout.tableArea).
-func (c *counters) tableArea(sp uint64) int { return c.layout.tableArea(c.shared.Bytes(), sp) }
+// pointer is sp (layout.Layout.TableArea).
+func (c *counters) tableArea(sp uint64) int { return c.layout.TableArea(c.shared.Bytes(), sp) }
 
 // stackOf returns the mapping that holds sp.
 func stackOf(maps []mapping, sp uint64) (mapping, bool) {

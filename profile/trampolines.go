@@ -105,10 +105,10 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		q.Before[k] = code
 		return env.arch.Trampoline(&q, addr, nil)
 	}
-	if !c.layout.rings {
-		count := c.layout.countCode(env.arch, item)
+	if !c.layout.Rings {
+		count := c.layout.CountCode(env.arch, item)
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := env.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
+			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
 		return prelude(count)
@@ -144,12 +144,12 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	env := &et.env
 	c := env.counters
-	if !c.layout.rings {
+	if !c.layout.Rings {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
-		d, _ := env.arch.DepthCode(c.layout.depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: base + len(c.layout.countCode(env.arch, item)), rollback: d.Rollback}}
+		d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
+		return []region{{at: base + len(c.layout.CountCode(env.arch, item)), rollback: d.Rollback}}
 	}
 	entry, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, false))
 	rs := []region{recordRegion(base, &entry)}
@@ -196,11 +196,11 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 // table form).
 func (et *entryTrampolines) entryScratch(f *datafile.Func) bool {
 	env := &et.env
-	if env.counters.layout.rings {
-		rc, _ := env.arch.RecordCode(env.counters.layout.ring(), 0)
+	if env.counters.layout.Rings {
+		rc, _ := env.arch.RecordCode(env.counters.layout.Ring(), 0)
 		return rc.Scratch
 	}
-	return env.counters.layout.table && env.counters.keepsDepth() && f.Frame != datafile.FrameNone
+	return env.counters.layout.Table && env.counters.keepsDepth() && f.Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

@@ -195,7 +195,7 @@ func (w *watch) endCheck(e watchEnv, readMaps func() ([]mapping, error)) {
 // has a GS base that is not the counter block PROFILE gave it in c
 // (x86-64).
 func (w *watch) checkThreadBase(c *counters, th *thread, regs *ptrace.Regs, warn func(*prf.Diagnostic)) {
-	if c == nil || !c.layout.perThread() || th.foreign {
+	if c == nil || !c.layout.PerThread() || th.foreign {
 		return
 	}
 	base := regs.ThreadBase()

@@ -1,10 +1,20 @@
-package profile
+package layout
 
 import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/instr"
 )
+
+// The sizes of profile's runs: rings of 8192 records, shadow stacks of
+// 1024 frames.
+const records, depthSlots = 8192, 1024
+
+// spec is the layout of 3 counters a block, as kind counts, at most
+// maxBlocks blocks.
+func spec(kind instr.CountKind, inBlock, byTable, rings bool, maxBlocks int) Spec {
+	return Spec{Kind: kind, Items: 3, InBlock: inBlock, ByTable: byTable, Rings: rings, Records: records, MaxBlocks: maxBlocks, DepthSlots: depthSlots}
+}
 
 // TestCounterLayout checks the two forms of the counters' memory, as
 // each run lays them out for 3 counters a block, placed at a page:
@@ -16,29 +26,26 @@ import (
 // none where the run keeps neither (sampling). The blocks, or the
 // areas, are as many as take a GiB at most.
 func TestCounterLayout(t *testing.T) {
-	defer func(n int) { maxBlocks = n }(maxBlocks)
-	maxBlocks = 1 << 20
 	for _, c := range []struct {
 		kind                    instr.CountKind
 		inBlock, byTable, rings bool
 	}{{instr.CountPerThread, true, false, false}, {instr.CountPerThread, false, false, true}, {instr.CountShared, false, true, false}, {instr.CountShared, false, true, true}} {
-		l, _ := newCounterLayout(c.kind, 3, c.inBlock, c.byTable, c.rings)
-		each := l.blockSize
-		if l.table {
-			each = l.stride
+		l, _ := New(spec(c.kind, c.inBlock, c.byTable, c.rings, 1<<20))
+		each := l.BlockSize
+		if l.Table {
+			each = l.Stride
 		}
-		if all := uint64(l.nBlocks) * each; all > 1<<30 || all <= 1<<29 {
-			t.Errorf("%+v: %d blocks or areas of %d bytes", c, l.nBlocks, each)
+		if all := uint64(l.NBlocks) * each; all > 1<<30 || all <= 1<<29 {
+			t.Errorf("%+v: %d blocks or areas of %d bytes", c, l.NBlocks, each)
 		}
 	}
-	maxBlocks = 16
 	const (
 		addr = 0x7f00_0000_0000
 		page = 1 << instr.DepthTablePage
 	)
 	depthBlock := 64 + (instr.DepthAreaSize(depthSlots)+63)&^63
-	ringBlock := 64 + instr.RingSize(ringRecords)
-	ringStride := instr.RingStride(ringRecords)
+	ringBlock := 64 + instr.RingSize(records)
+	ringStride := instr.RingStride(records)
 	for _, c := range []struct {
 		name                    string
 		kind                    instr.CountKind
@@ -57,39 +64,39 @@ func TestCounterLayout(t *testing.T) {
 		{"shared sampling", instr.CountShared, false, false, false, 64, 0, 0, instr.DepthAreaAlign, false, false, false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, size := newCounterLayout(c.kind, 3, c.inBlock, c.byTable, c.rings)
-			l.place(addr)
-			if l.blockSize != c.blockSize || l.depthAt != c.depthAt || l.ringAt != c.ringAt || l.stride != c.stride ||
-				l.table != c.table || l.nBlocks != c.nBlocks {
+			l, size := New(spec(c.kind, c.inBlock, c.byTable, c.rings, 16))
+			l.Place(addr)
+			if l.BlockSize != c.blockSize || l.DepthAt != c.depthAt || l.RingAt != c.ringAt || l.Stride != c.stride ||
+				l.Table != c.table || l.NBlocks != c.nBlocks {
 				t.Fatalf("layout %+v: want blocks of %d bytes, depth at %d, ring at %d, stride %d, table %v, %d blocks",
 					l, c.blockSize, c.depthAt, c.ringAt, c.stride, c.table, c.nBlocks)
 			}
-			if l.keepsDepth() != c.keepsDepth || l.ownParts() != c.ownParts {
-				t.Errorf("keeps the depth %v, threads own parts %v; want %v, %v", l.keepsDepth(), l.ownParts(), c.keepsDepth, c.ownParts)
+			if l.KeepsDepth() != c.keepsDepth || l.OwnParts() != c.ownParts {
+				t.Errorf("keeps the depth %v, threads own parts %v; want %v, %v", l.KeepsDepth(), l.OwnParts(), c.keepsDepth, c.ownParts)
 			}
 			mem := make([]byte, size)
 			if c.kind == instr.CountPerThread {
-				if l.counterRef(2) != 16 || l.blockAddr(3) != addr+3*c.blockSize || l.counted(5) != 5 || uint64(len(mem)) != uint64(l.nBlocks)*c.blockSize {
-					t.Errorf("counter 2 at %#x, block 3 at %#x, counts in blocks below %d, %d bytes", l.counterRef(2), l.blockAddr(3), l.counted(5), len(mem))
+				if l.CounterRef(2) != 16 || l.BlockAddr(3) != addr+3*c.blockSize || l.Counted(5) != 5 || uint64(len(mem)) != uint64(l.NBlocks)*c.blockSize {
+					t.Errorf("counter 2 at %#x, block 3 at %#x, counts in blocks below %d, %d bytes", l.CounterRef(2), l.BlockAddr(3), l.Counted(5), len(mem))
 				}
-				if b, ok := l.blockAt(l.blockAddr(3)); !ok || b != 3 {
+				if b, ok := l.BlockAt(l.BlockAddr(3)); !ok || b != 3 {
 					t.Errorf("block at block 3's address: %d %v", b, ok)
 				}
-				for _, base := range []uint64{addr, l.blockAddr(3) + 8, addr - c.blockSize, l.blockAddr(l.nBlocks)} {
-					if b, ok := l.blockAt(base); ok {
+				for _, base := range []uint64{addr, l.BlockAddr(3) + 8, addr - c.blockSize, l.BlockAddr(l.NBlocks)} {
+					if b, ok := l.BlockAt(base); ok {
 						t.Errorf("block at %#x: %d, want none", base, b)
 					}
 				}
-				if d := l.depth(false); d.Offset != c.depthAt || d.Table != 0 {
+				if d := l.Depth(false); d.Offset != c.depthAt || d.Table != 0 {
 					t.Errorf("depth %+v", d)
 				}
-				if r := l.ring(); r.Offset != c.ringAt || r.Table != 0 {
+				if r := l.Ring(); r.Offset != c.ringAt || r.Table != 0 {
 					t.Errorf("ring %+v", r)
 				}
 				return
 			}
-			if l.counterRef(2) != addr+64+16 || l.counted(5) != 2 {
-				t.Errorf("counter 2 at %#x, counts in blocks below %d; want %#x, 2", l.counterRef(2), l.counted(5), addr+64+16)
+			if l.CounterRef(2) != addr+64+16 || l.Counted(5) != 2 {
+				t.Errorf("counter 2 at %#x, counts in blocks below %d; want %#x, 2", l.CounterRef(2), l.Counted(5), addr+64+16)
 			}
 			if !c.table {
 				if size != 2*64 {
@@ -97,37 +104,37 @@ func TestCounterLayout(t *testing.T) {
 				}
 				return
 			}
-			areas := l.progAddr + l.areasAt
+			areas := l.ProgAddr + l.AreasAt
 			if areas%c.stride != 0 || areas < addr+2*64 || areas >= addr+2*64+c.stride ||
-				l.tableAt != l.areasAt+uint64(l.nBlocks)*c.stride || l.tableAt+4*instr.DepthTableSize > size {
-				t.Fatalf("areas at %#x, table at +%#x, in %d bytes", areas, l.tableAt, size)
+				l.TableAt != l.AreasAt+uint64(l.NBlocks)*c.stride || l.TableAt+4*instr.DepthTableSize > size {
+				t.Fatalf("areas at %#x, table at +%#x, in %d bytes", areas, l.TableAt, size)
 			}
-			if d, r := l.depth(true), l.ring(); d.Table != addr+l.tableAt || d.Areas != areas || !d.GoABI || r.Table != d.Table || r.Areas != areas {
+			if d, r := l.Depth(true), l.Ring(); d.Table != addr+l.TableAt || d.Areas != areas || !d.GoABI || r.Table != d.Table || r.Areas != areas {
 				t.Errorf("depth %+v, ring %+v", d, r)
 			}
-			if l.areaAddr(3) != areas+3*c.stride {
-				t.Errorf("area 3 at %#x", l.areaAddr(3))
+			if l.AreaAddr(3) != areas+3*c.stride {
+				t.Errorf("area 3 at %#x", l.AreaAddr(3))
 			}
 			// A stack of three pages given to area 3, its middle page
 			// then to area 4 where it was 3's; an entry PROFILE did not
 			// write (the program's) is the discard area's.
 			const sp = 0x7ffd_0000_2000
-			l.pointStack(mem, sp-page, sp+page, 3, -1)
-			l.pointStack(mem, sp, sp, 4, 3)
-			l.pointStack(mem, sp+page, sp+page, 5, 2)
+			l.PointStack(mem, sp-page, sp+page, 3, -1)
+			l.PointStack(mem, sp, sp, 4, 3)
+			l.PointStack(mem, sp+page, sp+page, 5, 2)
 			for _, w := range []struct {
 				sp   uint64
 				area int
 			}{{sp - page + 8, 3}, {sp + 0x10, 4}, {sp + page, 3}, {sp + 2*page, 0}} {
-				if got := l.tableArea(mem, w.sp); got != w.area {
+				if got := l.TableArea(mem, w.sp); got != w.area {
 					t.Errorf("the area of stack pointer %#x: %d, want %d", w.sp, got, w.area)
 				}
 			}
-			mem[l.tableAt+4*instr.TableIndex(sp+2*page)] = 1 // (no multiple of the stride)
-			if got := l.tableArea(mem, sp+2*page); got != 0 {
+			mem[l.TableAt+4*instr.TableIndex(sp+2*page)] = 1 // (no multiple of the stride)
+			if got := l.TableArea(mem, sp+2*page); got != 0 {
 				t.Errorf("an entry written over gives area %d, want the discard area", got)
 			}
-			if len(l.depthArea(mem, 3)) != instr.DepthAreaAlign || &l.ringArea(mem, 3)[0] != &mem[l.areasAt+3*c.stride] {
+			if len(l.DepthArea(mem, 3)) != instr.DepthAreaAlign || &l.RingArea(mem, 3)[0] != &mem[l.AreasAt+3*c.stride] {
 				t.Error("area 3's shadow stack or ring is not at its place")
 			}
 		})

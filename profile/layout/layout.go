@@ -1,0 +1,263 @@
+// Package layout lays out the memory PROFILE shares with the program it
+// profiles in-process (the counters of profile's inprocess.go): where
+// each thread's counters, call depth and ring are, and how its
+// trampolines find them. It knows nothing of a run: what to lay out is
+// given (Spec), and the layout only computes places and reads the memory
+// it is handed.
+package layout
+
+import (
+	"encoding/binary"
+
+	"github.com/sourceprofiler/sprof/instr"
+)
+
+// Spec is what a layout is made for: Items counters per block, counted
+// as Kind says (instr.Instrumenter.Counting); the threads' shadow stacks
+// in their blocks where InBlock (the architecture keeps the call depth
+// so), or through the stack table where ByTable; rings of Records
+// records, where the run times in-process (Rings); at most MaxBlocks
+// blocks, one per live thread; shadow stacks of DepthSlots frames.
+type Spec struct {
+	Kind             instr.CountKind
+	Items            int
+	InBlock, ByTable bool
+	Rings            bool
+	Records          int
+	MaxBlocks        int
+	DepthSlots       int
+}
+
+// Layout is how the memory PROFILE shares with the program is laid
+// out, and how a thread's part of it is found and addressed. It has the
+// two forms of the architecture's count (instr.CountKind, chosen by
+// instr.Instrumenter.Counting):
+//
+//   - Per-thread blocks (instr.CountPerThread, x86-64): every thread has
+//     a block of its own, BlockSize bytes, which its thread base (GS)
+//     points at: a count names its counter by its offset in the block
+//     (one incq %gs:offset, no lock), and the thread's shadow stack
+//     (DepthAt) or ring (RingAt) follows its counters in the block.
+//   - Shared counters (instr.CountShared, arm64, which has no thread
+//     register to spare): one block of counters, block 1, that every
+//     thread adds to atomically, a count naming its counter's address.
+//     Where threads keep a shadow stack or a ring (Table), each has an
+//     area of its own, Stride bytes, found through the stack table, 4
+//     bytes for each page of stack addresses (instr.TableIndex), which
+//     PROFILE fills for each thread's stack at its first stop.
+//
+// Block 0, and area 0, are the discard: what is written there is no
+// thread's of the program (a vfork child's, a thread's beyond the
+// blocks). The memory is the blocks, then in the second form the areas
+// (aligned to their stride) and the table, and last the guard
+// (profile's damage.go).
+type Layout struct {
+	Kind      instr.CountKind
+	ProgAddr  uint64 // where the memory is in the program
+	BlockSize uint64
+	// NBlocks is the number of blocks, or of areas where threads have
+	// areas of the table.
+	NBlocks int
+	// DepthAt and RingAt are the offsets of a block's shadow stack and
+	// its ring (per-thread blocks), 0 when it has none.
+	DepthAt, RingAt uint64
+	// Rings is set when threads have rings (function timing in-process,
+	// profile's ring.go): in their blocks, or as their areas of the table.
+	Rings bool
+	// Table is set where threads of the second form have areas: the
+	// offsets of the areas and of the table, and the distance between
+	// two areas.
+	Table            bool
+	AreasAt, TableAt uint64
+	Stride           uint64
+	// Records is the number of records of a ring, and DepthSlots the
+	// size of a shadow stack.
+	Records    int
+	DepthSlots int
+}
+
+// New lays out the memory for s: the threads' shadow stacks go into
+// their blocks or through the stack table, and rings, where the run has
+// them, take their place. It returns the layout and its size, the guard
+// not included; the layout is placed in the program once mapped (Place).
+func New(s Spec) (Layout, uint64) {
+	kind, rings := s.Kind, s.Rings
+	l := Layout{Kind: kind, BlockSize: (uint64(max(s.Items, 1))*8 + 63) &^ 63, Rings: rings,
+		Table: s.ByTable && kind == instr.CountShared, Stride: instr.DepthAreaAlign,
+		Records: s.Records, DepthSlots: s.DepthSlots}
+	maxBlocks := s.MaxBlocks
+	switch {
+	case rings && l.Table:
+		// The rings are the table's areas (the books keep the depth,
+		// from the records).
+		l.Stride = instr.RingStride(l.Records)
+	case rings:
+		l.RingAt = l.BlockSize
+		l.BlockSize += instr.RingSize(l.Records)
+	case s.InBlock && kind == instr.CountPerThread:
+		l.DepthAt = l.BlockSize
+		l.BlockSize += (instr.DepthAreaSize(l.DepthSlots) + 63) &^ 63
+	}
+	l.NBlocks = maxBlocks
+	if kind == instr.CountShared {
+		l.NBlocks = 2
+	}
+	for l.NBlocks > 2 && uint64(l.NBlocks)*l.BlockSize > 1<<30 {
+		l.NBlocks /= 2
+	}
+	size := uint64(l.NBlocks) * l.BlockSize
+	if l.Table {
+		// Room for the areas' alignment (known once mapped), the areas,
+		// and the table.
+		l.NBlocks = maxBlocks
+		for l.NBlocks > 2 && uint64(l.NBlocks)*l.Stride > 1<<30 {
+			l.NBlocks /= 2
+		}
+		size += l.Stride + uint64(l.NBlocks)*l.Stride + 4*instr.DepthTableSize
+	}
+	return l, size
+}
+
+// Place puts the layout at addr, where the memory is mapped in the
+// program: the areas of the table start at the first multiple of their
+// stride after the two blocks.
+func (l *Layout) Place(addr uint64) {
+	l.ProgAddr = addr
+	if l.Table {
+		areas := (addr + 2*l.BlockSize + l.Stride - 1) &^ (l.Stride - 1)
+		l.AreasAt = areas - addr
+		l.TableAt = l.AreasAt + uint64(l.NBlocks)*l.Stride
+	}
+}
+
+// PerThread reports whether threads have blocks of their own, found
+// through their thread base (the first form).
+func (l *Layout) PerThread() bool { return l.Kind == instr.CountPerThread }
+
+// OwnParts reports whether a thread has a part of the memory of its own:
+// a block, or an area of the table.
+func (l *Layout) OwnParts() bool { return l.PerThread() || l.Table }
+
+// KeepsDepth reports whether trampolines keep the call depth.
+func (l *Layout) KeepsDepth() bool { return l.DepthAt != 0 || (l.Table && !l.Rings) }
+
+// CounterRef is what a trampoline's count instruction names for item:
+// its offset in a thread's block, or its address in block 1.
+func (l *Layout) CounterRef(item int) uint64 {
+	if l.PerThread() {
+		return uint64(item) * 8
+	}
+	return l.ProgAddr + l.BlockSize + uint64(item)*8
+}
+
+// CountCode is the code of the count of item, as a's trampolines count
+// (instr.Instrumenter.CountCode).
+func (l *Layout) CountCode(a instr.Instrumenter, item int) []byte {
+	return a.CountCode(l.Kind, l.CounterRef(item))
+}
+
+// BlockAddr is the address in the program of block b.
+func (l *Layout) BlockAddr(b int) uint64 { return l.ProgAddr + uint64(b)*l.BlockSize }
+
+// AreaAddr is the address in the program of area b of the table.
+func (l *Layout) AreaAddr(b int) uint64 { return l.ProgAddr + l.AreasAt + uint64(b)*l.Stride }
+
+// BlockAt returns the block whose address is base (a thread base), none
+// for the discard block or an address that is no block's.
+func (l *Layout) BlockAt(base uint64) (int, bool) {
+	if base < l.ProgAddr || l.BlockSize == 0 || (base-l.ProgAddr)%l.BlockSize != 0 {
+		return 0, false
+	}
+	b := (base - l.ProgAddr) / l.BlockSize
+	if b == 0 || b >= uint64(l.NBlocks) {
+		return 0, false
+	}
+	return int(b), true
+}
+
+// Counted is the end of the blocks that hold counts, from block 1: where
+// threads have blocks, every block given so far (below next); else block
+// 1 alone.
+func (l *Layout) Counted(next int) int {
+	if l.Kind == instr.CountShared {
+		return 2
+	}
+	return next
+}
+
+// Count is counter k of block b in mem.
+func (l *Layout) Count(mem []byte, b, k int) uint64 {
+	return binary.LittleEndian.Uint64(mem[uint64(b)*l.BlockSize+uint64(k)*8:])
+}
+
+// Depth is what DepthCode needs for the trampolines of functions with
+// frames of the given kind (goroutine: Go's internal ABI).
+func (l *Layout) Depth(goroutine bool) instr.Depth {
+	d := instr.Depth{Offset: l.DepthAt, Slots: l.DepthSlots, GoABI: goroutine}
+	if l.Table {
+		d.Table = l.ProgAddr + l.TableAt
+		d.Areas = l.ProgAddr + l.AreasAt
+	}
+	return d
+}
+
+// Ring is what the record code of item's entry, or exit, needs.
+func (l *Layout) Ring() instr.Ring {
+	r := instr.Ring{Offset: l.RingAt, Records: l.Records}
+	if l.Table {
+		r.Table = l.ProgAddr + l.TableAt
+		r.Areas = l.ProgAddr + l.AreasAt
+	}
+	return r
+}
+
+// DepthArea returns, in mem, thread block b's depth area, or area b of
+// the table.
+func (l *Layout) DepthArea(mem []byte, b int) []byte {
+	if l.Table {
+		at := l.AreasAt + uint64(b)*l.Stride
+		return mem[at : at+instr.DepthAreaAlign]
+	}
+	at := uint64(b)*l.BlockSize + l.DepthAt
+	return mem[at : at+instr.DepthAreaSize(l.DepthSlots)]
+}
+
+// RingArea returns, in mem, block b's ring area, or area b of the table.
+func (l *Layout) RingArea(mem []byte, b int) []byte {
+	at := uint64(b)*l.BlockSize + l.RingAt
+	if l.Table {
+		at = l.AreasAt + uint64(b)*l.Stride
+	}
+	return mem[at : at+instr.RingSize(l.Records)]
+}
+
+// StackTable returns the stack table in mem.
+func (l *Layout) StackTable(mem []byte) []byte {
+	return mem[l.TableAt : l.TableAt+4*instr.DepthTableSize]
+}
+
+// PointStack points the stack table's entries in mem of the pages from
+// lo to hi at area b: all of them, or where from is not -1, those that
+// point at area from.
+func (l *Layout) PointStack(mem []byte, lo, hi uint64, b, from int) {
+	table := l.StackTable(mem)
+	off := uint32(uint64(b) * l.Stride)
+	for page := lo; page <= hi; page += 1 << instr.DepthTablePage {
+		e := table[4*instr.TableIndex(page):]
+		if from < 0 || binary.LittleEndian.Uint32(e) == uint32(uint64(from)*l.Stride) {
+			binary.LittleEndian.PutUint32(e, off)
+		}
+	}
+}
+
+// TableArea is the area the stack table in mem gives a thread whose
+// stack pointer is sp: the discard area where the entry is not one
+// PROFILE writes (the table is in the program's memory, which a wild
+// write may reach).
+func (l *Layout) TableArea(mem []byte, sp uint64) int {
+	off := uint64(binary.LittleEndian.Uint32(l.StackTable(mem)[4*instr.TableIndex(sp):]))
+	if off%l.Stride != 0 || off/l.Stride >= uint64(l.NBlocks) {
+		return 0
+	}
+	return int(off / l.Stride)
+}
