@@ -134,6 +134,9 @@ func (t *tracer) choose() {
 	add(t.parts.exits != nil, t.parts.exits)
 	add(t.parts.rings != nil, t.parts.rings)
 	add(t.parts.lines != nil, t.parts.lines)
+	if bp := t.parts.bp; bp != nil {
+		bp.env.books, bp.env.rings, bp.env.modules = t.parts.books, t.parts.rings, t.parts.modules // (nil where the run has none)
+	}
 	add(true, t.parts.bp)
 	// The parts that are no mechanism.
 	if t.parts.counters != nil {
