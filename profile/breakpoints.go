@@ -126,15 +126,15 @@ type bpEnv struct {
 	modules *modules
 }
 
-// bpEnv is the breakpoints' environment in t's run (but for what choose
-// sets).
-func (t *tracer) bpEnv() bpEnv {
-	return bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.hits, warn: t.cfg.Warn,
-		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, explain: &t.explain}
+// newBreakpoints returns the breakpoints of t's run, over what they read
+// and call of it (but for what choose sets), with none planted.
+func newBreakpoints(t *tracer) *breakpoints {
+	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.hits, warn: t.cfg.Warn,
+		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, explain: &t.explain})
 }
 
-// newBreakpoints returns the breakpoints of a run, over env.
-func newBreakpoints(env bpEnv) *breakpoints {
+// newBreakpointsOver returns breakpoints over env, with none planted.
+func newBreakpointsOver(env bpEnv) *breakpoints {
 	return &breakpoints{env: env, sites: map[uint64]*site{}, retired: map[uint64]*site{}, slots: map[uint64]*site{}}
 }
 

@@ -21,7 +21,7 @@ func (w writes) WriteMem(addr uint64, b []byte) error {
 // parent between the fork and the child's first stop).
 func TestUnpatchRetired(t *testing.T) {
 	tr := &tracer{}
-	tr.parts.bp = newBreakpoints(tr.bpEnv())
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	tr.parts.bp.sites[0x1000] = &site{addr: 0x1000, orig: []byte{0x55}}
 	tr.parts.bp.retired[0x2000] = &site{addr: 0x2000, orig: []byte{0x48}}

@@ -175,7 +175,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	tr.parts.plant = newPlanter(tr, 4096)
 	mapAreas(tr, mem)
 	tr.proc = newFakeProcess(arch, mem)
-	tr.parts.bp = newBreakpoints(tr.bpEnv())
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	kind := instr.CountPerThread
 	if _, err := arch.Counting(0); err != nil || arch.MaxInstLen() == 4 {

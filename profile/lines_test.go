@@ -90,7 +90,7 @@ func TestDisplaceLaterFails(t *testing.T) {
 	tr := &tracer{arch: instr.AMD64, cfg: Config{Warn: func(d *prf.Diagnostic) { warnings = append(warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
 		plan: &datafile.Plan{Modules: []datafile.Module{{Name: "prog", Files: []string{"parse.c"}}},
 			Lines: []datafile.Line{{File: 0, Line: 42, Addrs: []uint64{0x1000}}}}}
-	tr.parts.bp = newBreakpoints(tr.bpEnv())
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	s := &site{addr: 0x401000, meaning: meaning{item: 0, exit: -1}, carrying: carrying{pending: true, code: []byte{0x48, 0x89, 0xf8}}} // mov %rdi,%rax
 	if tr.parts.bp.displaceLater(s) || s.displaced || s.pending {
@@ -182,7 +182,7 @@ func countOf(codes []int, code int) int {
 // back for ever.
 func TestDisplaceStaleFails(t *testing.T) {
 	tr := &tracer{arch: instr.AMD64}
-	tr.parts.bp = newBreakpoints(tr.bpEnv())
+	tr.parts.bp = newBreakpoints(tr)
 	tr.choose()
 	for _, s := range []*site{
 		{addr: 0x401000, meaning: meaning{item: 0, exit: -1}},

@@ -120,7 +120,7 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 	t.parts.plant = newPlanter(t, 4096)
 	t.parts.plant.mapArea = func(uint64, uint64) (uint64, error) { return 0, errors.New("no room") }
 	t.parts.plant.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
-	t.parts.bp = newBreakpoints(t.bpEnv())
+	t.parts.bp = newBreakpoints(t)
 	t.parts.modules = newModules(t)
 	t.choose()
 	return t, mem, warnings
@@ -429,7 +429,7 @@ func TestBreakpointsPlantExits(t *testing.T) {
 // mechanisms, and a part given up leaves every list (choose).
 func TestMechanismsOfARun(t *testing.T) {
 	tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}}}
-	tr.parts.bp = newBreakpoints(tr.bpEnv())
+	tr.parts.bp = newBreakpoints(tr)
 	tr.parts.plant = newPlanter(tr, 4096)
 	tr.choose()
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.bp}) {

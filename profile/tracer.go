@@ -137,7 +137,7 @@ func newTracer(cfg Config) (*tracer, error) {
 	}
 	t.parts.calls = newInjector(t)
 	t.parts.plant = newPlanter(t, elfid.PageSize())
-	t.parts.bp = newBreakpoints(t.bpEnv())
+	t.parts.bp = newBreakpoints(t)
 	t.parts.modules = newModules(t)
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
