@@ -15,6 +15,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
@@ -67,7 +68,7 @@ type carrying struct {
 // breakpoints holds PROFILE's breakpoints in the program, each a site,
 // and handles the stops at them.
 type breakpoints struct {
-	t *tracer
+	env bpEnv
 	// sites are the breakpoints in place, by run-time address; retired
 	// those coverage removed after their hit, which threads that trapped
 	// meanwhile still stop at.
@@ -90,8 +91,51 @@ type breakpoints struct {
 	ownTraps bool
 }
 
+// bpLoop is what a breakpoint's stop asks of the loop: to write the
+// stopped thread's registers (the environment's regs) and let it go,
+// with a signal or none.
+type bpLoop interface {
+	setAndResume(th *thread, sig syscall.Signal) error
+}
+
+// bpEnv is what the breakpoints read and call of the run: the loop, the
+// plan and the architecture; the program's memory (the injector's
+// borrowedMem while it has a thread, so held through the tracer's), the
+// program, and the registers of the thread whose stop is handled; the
+// hits of each item (counting, coverage); the planting engine, which
+// reads the code under a breakpoint; timing's clocks, which book a timed
+// hit; the watch (a warning given once) and the narration. The parts a
+// run may drop or make later (the books, the rings, the libraries, with
+// the dynamic linker's rendezvous) are set by choose (hooks.go), nil
+// where the run has none.
+type bpEnv struct {
+	loop    bpLoop
+	plan    *datafile.Plan
+	arch    instr.Arch
+	mem     *instr.Memory
+	proc    *process
+	regs    *ptrace.Regs
+	hits    []uint64
+	warn    func(*prf.Diagnostic)
+	plant   *planter
+	clocks  *clocks
+	watch   *watch
+	explain *explainer
+	books   *books
+	rings   *rings
+	modules *modules
+}
+
+// newBreakpoints returns the breakpoints of t's run, over what they read
+// and call of it (but for what choose sets), with none planted.
 func newBreakpoints(t *tracer) *breakpoints {
-	return &breakpoints{t: t, sites: map[uint64]*site{}, retired: map[uint64]*site{}, slots: map[uint64]*site{}}
+	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.hits, warn: t.cfg.Warn,
+		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, explain: &t.explain})
+}
+
+// newBreakpointsOver returns breakpoints over env, with none planted.
+func newBreakpointsOver(env bpEnv) *breakpoints {
+	return &breakpoints{env: env, sites: map[uint64]*site{}, retired: map[uint64]*site{}, slots: map[uint64]*site{}}
 }
 
 // add adds site s, displaced into its slot where it has one, to be
@@ -106,9 +150,9 @@ func (bp *breakpoints) add(s *site) {
 
 // write writes the breakpoints of the sites added since the last write.
 func (bp *breakpoints) write() error {
-	code := bp.t.arch.Breakpoint()
+	code := bp.env.arch.Breakpoint()
 	for _, s := range bp.unwritten {
-		if err := bp.t.mem.WriteMem(s.addr, code); err != nil {
+		if err := (*bp.env.mem).WriteMem(s.addr, code); err != nil {
 			return fmt.Errorf("plant breakpoint at %#x: %w", s.addr, err)
 		}
 	}
@@ -141,7 +185,7 @@ func (bp *breakpoints) forget(lo, hi uint64) {
 // PROFILE passed on (endHook).
 func (bp *breakpoints) ended() {
 	if bp.ownTraps && bp.hits > 0 {
-		bp.t.cfg.Warn(prf.OwnTraps())
+		bp.env.warn(prf.OwnTraps())
 	}
 }
 
@@ -203,23 +247,23 @@ func (bp *breakpoints) plant(p *planting) error {
 // with its out-of-line slot taken from p's area (when there is one); a
 // function that cannot be profiled is warned about.
 func (bp *breakpoints) plantEntry(p *planting, item int) error {
-	t := bp.t
-	f := &t.plan.Funcs[item]
+	e := &bp.env
+	f := &e.plan.Funcs[item]
 	addr := f.Entry + p.bias
-	code := make([]byte, t.arch.MaxInstLen())
-	if err := t.parts.plant.readCode(addr, code); err != nil {
+	code := make([]byte, e.arch.MaxInstLen())
+	if err := e.plant.readCode(addr, code); err != nil {
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
-	brk := t.arch.Breakpoint()
+	brk := e.arch.Breakpoint()
 	cell := uint64(0)
 	if p.area.mapped() {
-		cell = p.area.alloc(t.arch.SlotSize())
+		cell = p.area.alloc(e.arch.SlotSize())
 	}
 	s := &site{addr: addr, orig: append([]byte(nil), code[:len(brk)]...), meaning: meaning{item: item, exit: -1}, carrying: carrying{slot: cell}}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
 	// memory: it must step over the breakpoint, not remove it.
-	d, err := t.arch.Displace(code, addr, s.slot)
+	d, err := e.arch.Displace(code, addr, s.slot)
 	if err == nil && d.Emulate == nil && cell == 0 {
 		err = instr.ErrOutOfReach
 	}
@@ -230,7 +274,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 			p.area.put(cell, d.Slot)
 		}
 	case !bp.removeAtHit:
-		t.cfg.Warn(prf.CannotProfileFunction(f.Name, t.plan.Modules[p.mi].Name, err))
+		e.warn(prf.CannotProfileFunction(f.Name, e.plan.Modules[p.mi].Name, err))
 		return nil
 	}
 	bp.add(s)
@@ -245,31 +289,31 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 // instruction cannot be carried out from a breakpoint, is left the same
 // way.
 func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
-	t := bp.t
+	e := &bp.env
 	for _, item := range slices.Sorted(maps.Keys(exits)) {
-		for _, e := range exits[item] {
-			if e.Indirect {
+		for _, x := range exits[item] {
+			if x.Indirect {
 				continue
 			}
-			if s := bp.sites[e.PC]; s != nil {
+			if s := bp.sites[x.PC]; s != nil {
 				if s.item == item && s.exit < 0 {
 					s.exit = item
 				}
 				continue
 			}
-			code := make([]byte, t.arch.MaxInstLen())
-			if err := t.parts.plant.readCode(e.PC, code); err != nil {
+			code := make([]byte, e.arch.MaxInstLen())
+			if err := e.plant.readCode(x.PC, code); err != nil {
 				continue
 			}
 			cell := uint64(0)
 			if area.mapped() {
-				cell = area.alloc(t.arch.SlotSize())
+				cell = area.alloc(e.arch.SlotSize())
 			}
-			d, err := t.arch.Displace(code, e.PC, cell)
+			d, err := e.arch.Displace(code, x.PC, cell)
 			if err != nil || (d.Emulate == nil && cell == 0) {
 				continue
 			}
-			s := &site{addr: e.PC, orig: append([]byte(nil), code[:len(t.arch.Breakpoint())]...),
+			s := &site{addr: x.PC, orig: append([]byte(nil), code[:len(e.arch.Breakpoint())]...),
 				meaning: meaning{item: -1, exit: item}, carrying: carrying{slot: cell, disp: d, displaced: true}}
 			if d.Slot != nil {
 				area.put(cell, d.Slot)
@@ -279,66 +323,36 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 	}
 }
 
-// trap handles a SIGTRAP stop without an event: a breakpoint, the end of a
-// single step, or the program's own SIGTRAP. A breakpoint is offered to
-// each mechanism in turn (stop); one that none claims is the program's.
-func (t *tracer) trap(th *thread) error {
-	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
-		if ptrace.IsNoProcess(err) {
-			return nil
-		}
-		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
-	}
-	if s := th.stepping; s != nil {
-		th.stepping = nil
-		if err := s.disp.AfterStep(&t.regs, t.mem); err != nil {
-			return fmt.Errorf("finish step at %#x: %w", s.addr, err)
-		}
-		return t.setAndResume(th, th.takePending())
-	}
-	addr := t.arch.BreakpointAddr(t.regs.PC())
-	for _, m := range t.parts.mechs {
-		if ours, err := m.stop(th, addr); ours {
-			return err
-		}
-	}
-	// Not ours: the program's own trap, delivered unchanged (or a copy
-	// of a breakpoint, which PROFILE says).
-	t.parts.watch.copyOfBreakpoint(addr, t.watchEnv())
-	t.parts.bp.ownTraps = true
-	return t.resume(th.tid, syscall.SIGTRAP)
-}
-
 // hit handles a thread stopped at the breakpoint of site s: the hit is
 // booked (timing and attribution), covered (line coverage) or counted,
 // and the thread goes on past the site.
 func (bp *breakpoints) hit(th *thread, s *site) error {
-	t := bp.t
+	e := &bp.env
 	if s.rendezvous {
-		return t.parts.modules.rendezvousHit(th, s)
+		return e.modules.rendezvousHit(th, s)
 	}
 	th.retrap = 0
 	bp.hits++
 	switch {
 	case th.foreign:
-	case t.parts.books != nil:
-		t.clocks.book(th, s, booking{t.parts.books, t.plan.Funcs, t.parts.rings, t.arch, &t.regs, t.mem})
+	case e.books != nil:
+		e.clocks.book(th, s, booking{e.books, e.plan.Funcs, e.rings, e.arch, e.regs, *e.mem})
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
 		}
 	default:
-		t.hits[s.item]++
+		e.hits[s.item]++
 		for _, i := range s.more {
-			t.hits[i]++
+			e.hits[i]++
 		}
 	}
-	t.explain.hit(th, s)
-	if s.item < 0 && t.parts.rings != nil && t.parts.rings.ringTimed(&t.plan.Funcs[s.exit]) == nil {
+	e.explain.hit(th, s)
+	if s.item < 0 && e.rings != nil && e.rings.ringTimed(&e.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).
-			t.cfg.Warn(prf.ExitTakenOut(t.plan.Funcs[s.exit].Name, exitStops))
+			e.warn(prf.ExitTakenOut(e.plan.Funcs[s.exit].Name, exitStops))
 			return bp.retire(th, s)
 		}
 	}
@@ -359,28 +373,41 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 // displace carries out the instruction under a breakpoint for a stopped
 // thread, the breakpoint staying in place.
 func (bp *breakpoints) displace(th *thread, s *site) error {
-	t, d := bp.t, &s.disp
+	e, d := &bp.env, &s.disp
 	switch {
 	case d.Emulate != nil:
-		if err := d.Emulate(&t.regs, t.mem); err != nil {
+		if err := d.Emulate(e.regs, *e.mem); err != nil {
 			return fmt.Errorf("emulate %s at %#x: %w", d.Inst.Text, s.addr, err)
 		}
-		return t.setAndResume(th, 0)
+		return e.loop.setAndResume(th, 0)
 	case d.SingleStep:
-		t.regs.SetPC(s.slot)
-		if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
+		e.regs.SetPC(s.slot)
+		if err := (*e.proc).setRegs(th.tid, e.regs); err != nil {
 			return fmt.Errorf("write registers of thread %d: %w", th.tid, err)
 		}
 		th.stepping = s
-		t.clocks.noteRelease()
-		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+		e.clocks.noteRelease()
+		if err := (*e.proc).step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("step thread %d: %w", th.tid, err)
 		}
 		return nil
 	default:
-		t.regs.SetPC(s.slot)
-		return t.setAndResume(th, 0)
+		e.regs.SetPC(s.slot)
+		return e.loop.setAndResume(th, 0)
 	}
+}
+
+// stepped finishes the single step of thread th through the slot of the
+// site it stopped at (displace), whose end is the thread's SIGTRAP stop:
+// the instruction's effects the slot could not have are made, and the
+// thread goes on with the signal that came meanwhile, if any.
+func (bp *breakpoints) stepped(th *thread) error {
+	s := th.stepping
+	th.stepping = nil
+	if err := s.disp.AfterStep(bp.env.regs, *bp.env.mem); err != nil {
+		return fmt.Errorf("finish step at %#x: %w", s.addr, err)
+	}
+	return bp.env.loop.setAndResume(th, th.takePending())
 }
 
 // retire removes a coverage breakpoint after its first hit and lets the
@@ -392,8 +419,8 @@ func (bp *breakpoints) retire(th *thread, s *site) error {
 	}
 	delete(bp.sites, s.addr)
 	bp.retired[s.addr] = s
-	bp.t.regs.SetPC(s.addr)
-	return bp.t.setAndResume(th, 0)
+	bp.env.regs.SetPC(s.addr)
+	return bp.env.loop.setAndResume(th, 0)
 }
 
 // unplant takes the breakpoint of site s out of the program's memory.
@@ -401,7 +428,7 @@ func (bp *breakpoints) unplant(s *site) error {
 	if staleCode {
 		return nil
 	}
-	if err := bp.t.mem.WriteMem(s.addr, s.orig); err != nil {
+	if err := (*bp.env.mem).WriteMem(s.addr, s.orig); err != nil {
 		return fmt.Errorf("remove breakpoint: %w", err)
 	}
 	return nil
@@ -435,14 +462,14 @@ func (bp *breakpoints) retrapped(th *thread, s *site) error {
 			if err := bp.displaceStale(s); err != nil {
 				return err
 			}
-			bp.t.parts.watch.warnOnce(bp.t.cfg.Warn, prf.StaleCode(s.addr))
+			bp.env.watch.warnOnce(bp.env.warn, prf.StaleCode(s.addr))
 			s.stale = true
 			return bp.displace(th, s)
 		}
 	}
 	th.retrap = s.addr
-	bp.t.regs.SetPC(s.addr)
-	return bp.t.setAndResume(th, 0)
+	bp.env.regs.SetPC(s.addr)
+	return bp.env.loop.setAndResume(th, 0)
 }
 
 // displaceStale prepares the displacement of retired site s, whose
@@ -468,18 +495,48 @@ func (bp *breakpoints) displaceStale(s *site) error {
 // back to run the restored instruction trapped there again. It reports
 // whether it found the breakpoint back.
 func (bp *breakpoints) restore(s *site) (bool, error) {
-	t := bp.t
+	e := &bp.env
 	b := make([]byte, len(s.orig))
-	if err := t.mem.ReadMem(s.addr, b); err != nil || !bytes.Equal(b, t.arch.Breakpoint()) || staleCode {
+	if err := (*e.mem).ReadMem(s.addr, b); err != nil || !bytes.Equal(b, e.arch.Breakpoint()) || staleCode {
 		return false, nil
 	}
-	t.cfg.Warn(prf.BreakpointBack(s.addr))
-	if err := t.mem.WriteMem(s.addr, s.orig); err != nil {
+	e.warn(prf.BreakpointBack(s.addr))
+	if err := (*e.mem).WriteMem(s.addr, s.orig); err != nil {
 		return true, fmt.Errorf("remove breakpoint again: %w", err)
 	}
 	return true, nil
 }
 
+// trap is the loop's: it handles a SIGTRAP stop without an event: a
+// breakpoint, the end of a single step through a site's slot, or the
+// program's own SIGTRAP. A breakpoint is offered to each mechanism in turn
+// (stop); one that none claims is the program's.
+func (t *tracer) trap(th *thread) error {
+	if err := t.proc.getRegs(th.tid, &t.regs); err != nil {
+		if ptrace.IsNoProcess(err) {
+			return nil
+		}
+		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
+	}
+	if th.stepping != nil {
+		return t.parts.bp.stepped(th)
+	}
+	addr := t.arch.BreakpointAddr(t.regs.PC())
+	for _, m := range t.parts.mechs {
+		if ours, err := m.stop(th, addr); ours {
+			return err
+		}
+	}
+	// Not ours: the program's own trap, delivered unchanged (or a copy
+	// of a breakpoint, which PROFILE says).
+	t.parts.watch.copyOfBreakpoint(addr, t.watchEnv())
+	t.parts.bp.ownTraps = true
+	return t.resume(th.tid, syscall.SIGTRAP)
+}
+
+// setAndResume is the loop's: it writes the registers of thread th, read
+// at its stop into t.regs and changed since, and lets it go with sig (or
+// none).
 func (t *tracer) setAndResume(th *thread, sig syscall.Signal) error {
 	if err := t.proc.setRegs(th.tid, &t.regs); err != nil {
 		if ptrace.IsNoProcess(err) {

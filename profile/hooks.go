@@ -160,6 +160,9 @@ func (t *tracer) choose() {
 		t.parts.lines.env.counters = t.parts.counters // (made after the lines are numbered)
 	}
 	add(t.parts.lines != nil, t.parts.lines)
+	if bp := t.parts.bp; bp != nil {
+		bp.env.books, bp.env.rings, bp.env.modules = t.parts.books, t.parts.rings, t.parts.modules // (nil where the run has none)
+	}
 	add(true, t.parts.bp)
 	// The parts that are no mechanism.
 	if t.parts.counters != nil {

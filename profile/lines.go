@@ -127,17 +127,17 @@ func (s *lineSiteSet) taken(addr uint64) bool {
 // first hit (displaceLater): a program of 120,000 lines starts in a
 // third of a second with breakpoints alone.
 func (bp *breakpoints) plantLines(p *planting) error {
-	t := bp.t
+	e := &bp.env
 	ls := p.lineSites
 	if ls == nil || ls.left == 0 {
 		return nil
 	}
-	coverage := t.plan.Method.IsCoverage()
+	coverage := e.plan.Method.IsCoverage()
 	if coverage && bp.lineSites == nil {
-		bp.lineSites = make([][]*site, len(t.plan.Lines))
+		bp.lineSites = make([][]*site, len(e.plan.Lines))
 	}
-	slot := (t.arch.SlotSize() + 15) &^ 15
-	brk := t.arch.Breakpoint()
+	slot := (e.arch.SlotSize() + 15) &^ 15
+	brk := e.arch.Breakpoint()
 	sites := make([]site, 0, ls.left) // (one allocation for all)
 	for k, addr := range ls.addrs {
 		if ls.done[k] {
@@ -146,7 +146,7 @@ func (bp *breakpoints) plantLines(p *planting) error {
 		n := len(sites)
 		sites = sites[:n+1]
 		code := p.text.b[addr-p.text.start:]
-		code = code[:min(len(code), t.arch.MaxInstLen())]
+		code = code[:min(len(code), e.arch.MaxInstLen())]
 		cell := uint64(0)
 		if p.area.mapped() {
 			cell = p.area.alloc(slot)
@@ -172,10 +172,10 @@ func (bp *breakpoints) plantLines(p *planting) error {
 // displaced is warned about (PRF4624), and its breakpoint taken out after
 // this hit.
 func (bp *breakpoints) displaceLater(s *site) bool {
-	t := bp.t
 	if err := bp.prepareDisplace(s); err != nil {
-		l := &t.plan.Lines[s.item]
-		t.cfg.Warn(prf.CannotProfileLine(l.Line, lineFile(t.plan, l), t.plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
+		plan := bp.env.plan
+		l := &plan.Lines[s.item]
+		bp.env.warn(prf.CannotProfileLine(l.Line, lineFile(plan, l), plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
 		return false
 	}
 	return true
@@ -184,14 +184,13 @@ func (bp *breakpoints) displaceLater(s *site) bool {
 // prepareDisplace works out how line site s's instruction is carried
 // out of line, and writes its slot.
 func (bp *breakpoints) prepareDisplace(s *site) error {
-	t := bp.t
 	s.pending = false
-	d, err := t.arch.Displace(s.code, s.addr, s.slot)
+	d, err := bp.env.arch.Displace(s.code, s.addr, s.slot)
 	if err == nil && d.Emulate == nil && s.slot == 0 {
 		err = fmt.Errorf("no slot for the displaced instruction")
 	}
 	if err == nil && d.Slot != nil {
-		err = t.mem.WriteMem(s.slot, d.Slot)
+		err = (*bp.env.mem).WriteMem(s.slot, d.Slot)
 	}
 	if err != nil {
 		return err
@@ -218,18 +217,18 @@ func lineFile(plan *datafile.Plan, l *datafile.Line) string {
 // covered are removed, when every line they carry is covered, so that
 // they cost no stop (a thread already stopped at one finds it retired).
 func (bp *breakpoints) cover(s *site) error {
-	t := bp.t
+	hits := bp.env.hits
 	for k := -1; k < len(s.more); k++ {
 		i := s.item
 		if k >= 0 {
 			i = s.more[k]
 		}
-		if t.hits[i] != 0 {
+		if hits[i] != 0 {
 			continue
 		}
-		t.hits[i] = 1
+		hits[i] = 1
 		for _, o := range bp.lineSites[i] {
-			if o == s || bp.sites[o.addr] != o || !covered(t.hits, o) {
+			if o == s || bp.sites[o.addr] != o || !covered(hits, o) {
 				continue
 			}
 			if err := bp.unplant(o); err != nil {

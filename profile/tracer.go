@@ -135,9 +135,9 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:    make([]uint64, cfg.Plan.NumItems()),
 		clocks:  clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
 	}
-	t.parts.bp = newBreakpoints(t)
 	t.parts.calls = newInjector(t)
 	t.parts.plant = newPlanter(t, elfid.PageSize())
+	t.parts.bp = newBreakpoints(t)
 	t.parts.modules = newModules(t)
 	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
