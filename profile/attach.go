@@ -6,6 +6,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -238,14 +239,7 @@ func (a *attachment) abandon() {
 }
 
 // threadIDs returns the threads' IDs in order.
-func threadIDs(threads map[int]*thread) []int {
-	ids := make([]int, 0, len(threads))
-	for tid := range threads {
-		ids = append(ids, tid)
-	}
-	slices.Sort(ids)
-	return ids
-}
+func threadIDs(threads map[int]*thread) []int { return slices.Sorted(maps.Keys(threads)) }
 
 // saveBases notes the thread bases and pointers of the threads as PROFILE
 // found them (attachment.bases), and where they are: their PCs, and those

@@ -225,6 +225,13 @@ func hooksOf(all []any) hooks {
 	return p
 }
 
+// tell calls f for each hook of hs, in order.
+func tell[H any](hs []H, f func(H)) {
+	for _, h := range hs {
+		f(h)
+	}
+}
+
 // threadBorn tells the parts of thread tid's birth.
 func (p *hooks) threadBorn(tid int, foreign bool) error {
 	for _, h := range p.threads {
@@ -246,65 +253,33 @@ func (p *hooks) threadEnded(tid int) {
 }
 
 // childMade tells the parts of a child the program made.
-func (p *hooks) childMade(pid int) {
-	for _, h := range p.kids {
-		h.childMade(pid)
-	}
-}
+func (p *hooks) childMade(pid int) { tell(p.kids, func(h childHook) { h.childMade(pid) }) }
 
 // vforking tells the parts that thread th made a vfork child.
-func (p *hooks) vforking(th *thread) {
-	for _, h := range p.vforks {
-		h.vforking(th)
-	}
-}
+func (p *hooks) vforking(th *thread) { tell(p.vforks, func(h vforkHook) { h.vforking(th) }) }
 
 // vforkDone tells the parts that thread th's vfork child let its memory
 // go.
-func (p *hooks) vforkDone(th *thread) {
-	for _, h := range p.vforks {
-		h.vforkDone(th)
-	}
-}
+func (p *hooks) vforkDone(th *thread) { tell(p.vforks, func(h vforkHook) { h.vforkDone(th) }) }
 
 // execed tells the parts that the program's image was replaced.
-func (p *hooks) execed() {
-	for _, h := range p.execs {
-		h.execed()
-	}
-}
+func (p *hooks) execed() { tell(p.execs, execHook.execed) }
 
 // stopSeen tells the parts of thread th's stop, before it is handled.
-func (p *hooks) stopSeen(th *thread) {
-	for _, h := range p.seen {
-		h.stopSeen(th)
-	}
-}
+func (p *hooks) stopSeen(th *thread) { tell(p.seen, func(h seenHook) { h.stopSeen(th) }) }
 
 // stopHandled tells the parts that thread tid's stop was handled.
-func (p *hooks) stopHandled(tid int) {
-	for _, h := range p.handled {
-		h.stopHandled(tid)
-	}
-}
+func (p *hooks) stopHandled(tid int) { tell(p.handled, func(h handledHook) { h.stopHandled(tid) }) }
 
 // ended tells the parts that the run has ended, then has the mechanisms
 // add what they counted to res.
 func (p *hooks) ended(res *Result) {
-	for _, h := range p.ends {
-		h.ended()
-	}
-	for _, m := range p.mechs {
-		m.collect(res)
-	}
+	tell(p.ends, endHook.ended)
+	tell(p.mechs, func(m mechanism) { m.collect(res) })
 }
 
 // addStats has the parts give the run's figures what they measured.
-func (p *hooks) addStats(s *datafile.Stats) {
-	for _, h := range p.stats {
-		h.stats(s)
-	}
-}
+func (p *hooks) addStats(s *datafile.Stats) { tell(p.stats, func(h statsHook) { h.stats(s) }) }
 
 // waiting sums up the idlers' needs while PROFILE waits for the next
 // stop: whether any has work now, the shortest period asked for (0: none

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -250,14 +251,7 @@ func (m *modules) syncLibraries() error {
 }
 
 // starts returns the starts of the instances of l, in order.
-func starts(l map[uint64]*loaded) []uint64 {
-	out := make([]uint64, 0, len(l))
-	for start := range l {
-		out = append(out, start)
-	}
-	slices.Sort(out)
-	return out
-}
+func starts(l map[uint64]*loaded) []uint64 { return slices.Sorted(maps.Keys(l)) }
 
 // libraryInstances finds library mi in maps: every instance of a file of
 // the library's name (as given to PREP, or the file that name links to;
