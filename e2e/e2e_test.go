@@ -491,8 +491,13 @@ func withoutExpected(stderr string) string {
 	for _, l := range strings.Split(stderr, "\n") {
 		// (PRF4650: timing with breakpoints; PRF4651: exits that keep
 		// breakpoints, as in unoptimised code, where an epilogue is too
-		// short for a jump; PRF4653: such an exit, hot, taken out.)
-		expected := strings.Contains(l, "PRF4650") || strings.Contains(l, "PRF4651") || strings.Contains(l, "PRF4653")
+		// short for a jump; PRF4653: such an exit, hot, taken out.
+		// PRF4671, under emulation: a Go program's preemption signals,
+		// some 80 a second, each a stop that costs milliseconds in the
+		// arm64 VM, are a fifth of its run there, which the warning
+		// truly says; on a real CPU they cost a thousandth.)
+		expected := strings.Contains(l, "PRF4650") || strings.Contains(l, "PRF4651") || strings.Contains(l, "PRF4653") ||
+			(testutil.Slow() && strings.Contains(l, "PRF4671"))
 		if !expected && (testutil.InProcess() || !strings.Contains(l, "PRF4648")) {
 			keep = append(keep, l)
 		}
