@@ -202,23 +202,37 @@ func Cleanup() {
 // well), skips the tests of Go fixtures: the plain VM runs them.
 func BuildGo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	if os.Getenv("SPROF_FIXTURES_NO_GO") != "" {
-		t.Skip("no Go fixture in this run (SPROF_FIXTURES_NO_GO): the plain arm64 VM tests them")
-	}
+	skipNoGo(t)
 	return Fixture(t, "go", name, flags, func(out string) *exec.Cmd {
 		dir := filepath.Join(Root(t), "testdata", "progs", "go", name)
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("go fixture %s: no sources in %s", name, dir)
 		}
-		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), files...)...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
-		if arch := os.Getenv("SPROF_FIXTURES_GOARCH"); arch != "" {
-			cmd.Env = append(cmd.Env, "GOARCH="+arch)
-		}
-		return cmd
+		return goBuild(dir, out, flags, files, "CGO_ENABLED=0")
 	})
+}
+
+// skipNoGo skips a test of a Go fixture in a run without them
+// (SPROF_FIXTURES_NO_GO).
+func skipNoGo(t testing.TB) {
+	t.Helper()
+	if os.Getenv("SPROF_FIXTURES_NO_GO") != "" {
+		t.Skip("no Go fixture in this run (SPROF_FIXTURES_NO_GO): the plain arm64 VM tests them")
+	}
+}
+
+// goBuild is `go build -o out flags... args...` run in dir, with GOFLAGS
+// cleared, env added to the environment, and GOARCH set to
+// $SPROF_FIXTURES_GOARCH when that is set.
+func goBuild(dir, out string, flags, args []string, env ...string) *exec.Cmd {
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOFLAGS="), env...)
+	if arch := os.Getenv("SPROF_FIXTURES_GOARCH"); arch != "" {
+		cmd.Env = append(cmd.Env, "GOARCH="+arch)
+	}
+	return cmd
 }
 
 // BuildCgo builds the Go fixture testdata/progs/go/<name>/, whose
@@ -228,9 +242,7 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 // C compiler.
 func BuildCgo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	if os.Getenv("SPROF_FIXTURES_NO_GO") != "" {
-		t.Skip("no Go fixture in this run (SPROF_FIXTURES_NO_GO): the plain arm64 VM tests them")
-	}
+	skipNoGo(t)
 	return Fixture(t, "cgo", name, flags, func(out string) *exec.Cmd {
 		cc := os.Getenv("CC")
 		if cc == "" {
@@ -238,13 +250,7 @@ func BuildCgo(t testing.TB, name string, flags ...string) string {
 		}
 		MustHaveTool(t, cc)
 		dir := filepath.Join(Root(t), "testdata", "progs", "go", name)
-		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), ".")...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=1", "CC="+cc, "CGO_CFLAGS=-g -O2 "+os.Getenv("SPROF_CFLAGS"))
-		if arch := os.Getenv("SPROF_FIXTURES_GOARCH"); arch != "" {
-			cmd.Env = append(cmd.Env, "GOARCH="+arch)
-		}
-		return cmd
+		return goBuild(dir, out, flags, []string{"."}, "CGO_ENABLED=1", "CC="+cc, "CGO_CFLAGS=-g -O2 "+os.Getenv("SPROF_CFLAGS"))
 	})
 }
 
