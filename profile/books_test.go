@@ -30,18 +30,18 @@ func testBooks(start int, startName string, attribution bool, levels int) *books
 
 var thread1 = ledgerKey{id: 1}
 
-// event is one entry (exit false) or exit.
-type event struct {
+// call is one entry (exit false) or exit.
+type call struct {
 	exit bool
 	fn   int
 	sp   uint64
 	at   int64
 }
 
-func in(fn int, sp uint64, at int64) event  { return event{false, fn, sp, at} }
-func out(fn int, sp uint64, at int64) event { return event{true, fn, sp, at} }
+func in(fn int, sp uint64, at int64) call  { return call{false, fn, sp, at} }
+func out(fn int, sp uint64, at int64) call { return call{true, fn, sp, at} }
 
-func play(b *books, k ledgerKey, events ...event) {
+func play(b *books, k ledgerKey, events ...call) {
 	for _, e := range events {
 		if e.exit {
 			b.exit(k, e.fn, e.sp, e.at)
@@ -189,7 +189,7 @@ func TestBooksStart(t *testing.T) {
 // are shown, outermost first, -1 for the stack base.
 func TestBooksStacks(t *testing.T) {
 	// main calls f; main calls g, which calls f; twice over.
-	calls := []event{
+	calls := []call{
 		in(bMain, 100, 0),
 		in(bF, 90, 10), out(bF, 90, 20),
 		in(bG, 90, 20), in(bF, 80, 21), out(bF, 80, 25), out(bG, 90, 30),
@@ -290,8 +290,8 @@ func TestBooksStacksBeyondLevels(t *testing.T) {
 		f
 		r
 	)
-	round := func(at int64) []event {
-		return []event{
+	round := func(at int64) []call {
+		return []call{
 			in(main, 1000, at+0),
 			in(a, 990, at+10), in(g, 980, at+11), in(h, 970, at+12), in(f, 960, at+13),
 			out(f, 960, at+15), out(h, 970, at+16), out(g, 980, at+17), out(a, 990, at+20),

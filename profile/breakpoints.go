@@ -120,7 +120,7 @@ type bpEnv struct {
 	plant   *planter
 	clocks  *clocks
 	watch   *watch
-	explain *explainer
+	told    observers
 	books   *books
 	rings   *rings
 	modules *modules
@@ -130,7 +130,7 @@ type bpEnv struct {
 // and call of it (but for what choose sets), with none planted.
 func newBreakpoints(t *tracer) *breakpoints {
 	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.hits, warn: t.cfg.Warn,
-		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, explain: &t.explain})
+		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, told: t.told})
 }
 
 // newBreakpointsOver returns breakpoints over env, with none planted.
@@ -347,7 +347,9 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 			e.hits[i]++
 		}
 	}
-	e.explain.hit(th, s)
+	if e.told.on() {
+		e.told.note(hitEvent{th, s})
+	}
 	if s.item < 0 && e.rings != nil && e.rings.ringTimed(&e.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from

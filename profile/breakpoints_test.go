@@ -54,7 +54,7 @@ func newBpRun(plan *datafile.Plan) *bpRun {
 	regs := &ptrace.Regs{}
 	r.bp = newBreakpointsOver(bpEnv{loop: &fakeBpLoop{proc: fp, regs: regs}, plan: plan, arch: instr.AMD64, mem: &m, proc: &proc, regs: regs,
 		hits: make([]uint64, plan.NumItems()), warn: func(d *prf.Diagnostic) { r.warnings = append(r.warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) },
-		clocks: r.clocks, watch: &watch{}, explain: &explainer{}})
+		clocks: r.clocks, watch: &watch{}})
 	return r
 }
 

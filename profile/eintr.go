@@ -87,7 +87,7 @@ func (s *signals) misrouted(th *thread, sig syscall.Signal, e *signalEnv) bool {
 		s.requeued = map[int]*requeued{}
 	}
 	s.requeued[th.tid] = &requeued{mask: mask, bit: bit, interrupted: true}
-	e.explain.requeued(th.tid, sig)
+	e.told.note(requeuedEvent{th.tid, sig})
 	if err := e.loop.resume(th.tid, sig); err != nil {
 		return false
 	}
@@ -248,13 +248,4 @@ func runs(tid int) uint64 {
 		return n
 	}
 	return 0
-}
-
-// requeued tells a signal that thread tid took in the main thread's
-// place, given back to the kernel.
-func (x *runNarrator) requeued(tid int, sig syscall.Signal) {
-	if x == nil {
-		return
-	}
-	x.tell("requeued", "%s Thread %d took %s, a signal to the process, while PROFILE held the main thread, which takes it natively: PROFILE makes the thread block it and gives it back to the kernel, which gives it to the main thread, and the system call it interrupted restarts.", x.now(), tid, signalName(sig))
 }

@@ -7,8 +7,9 @@
 // hits of each site as they happen; each ring drained, each library loaded
 // or unloaded, each signal passed on; the end.
 //
-// The narrator is called from where PROFILE does each thing. It is made
-// of one part for each moment it narrates: the plan and the start
+// The narrator is an observer of the run's events (events.go): the loop
+// and the parts note what they do, and know no more of who listens. It
+// is made of one part for each moment it narrates: the plan and the start
 // (explain_plan.go), the sites of each module planted (explain_sites.go),
 // the run as it goes (explain_run.go) and its first hits
 // (explain_hits.go), the end (explain_end.go). A run without --explain
@@ -35,10 +36,8 @@ import (
 const DefaultExplainLimit = 10
 
 // explainer narrates one run (profile --explain), each of its parts a
-// moment of the run: the tracer calls t.explain.planting(p) where it
-// plants, t.explain.hit(th, s) at a breakpoint's hit, and each call goes
-// to the part that narrates it. The zero explainer, a run's without
-// --explain, has no parts, and narrates nothing.
+// moment of the run: it observes the run's events (observe), and each
+// goes to the part that narrates it.
 type explainer struct {
 	*planNarrator
 	*siteNarrator
@@ -47,20 +46,76 @@ type explainer struct {
 	*endNarrator
 }
 
-// newExplainer returns the narrator of t's run: the zero explainer when
-// the run is not narrated.
-func newExplainer(t *tracer) explainer {
+// newExplainer returns the narrator of t's run: nil when the run is not
+// narrated.
+func newExplainer(t *tracer) *explainer {
 	if t.cfg.Explain == nil {
-		return explainer{}
+		return nil
 	}
 	n := &narrator{t: t, w: t.cfg.Explain, limit: max(t.cfg.ExplainLimit, 0), told: map[string]int{}, untold: map[string]int{}}
 	hits := &hitNarrator{narrator: n, seen: make([]bool, t.plan.NumItems())}
-	return explainer{
+	return &explainer{
 		planNarrator: &planNarrator{n},
 		siteNarrator: &siteNarrator{narrator: n},
 		runNarrator:  &runNarrator{n},
 		hitNarrator:  hits,
 		endNarrator:  &endNarrator{narrator: n, hits: hits},
+	}
+}
+
+// observe tells event e, each to the part that narrates it.
+func (x *explainer) observe(e event) {
+	switch e := e.(type) {
+	case planReadEvent:
+		x.plan()
+	case startedEvent:
+		x.startedAt()
+	case calibratedEvent:
+		x.calibrated()
+	case runningEvent:
+		x.running()
+	case endedEvent:
+		x.ended(e.res)
+	case mechanismsEvent:
+		x.mechanism()
+	case plantingEvent:
+		x.planting(e.p)
+	case sharersEvent:
+		x.sharers(e.pids)
+	case seccompEvent:
+		x.seccomp(e.tid, e.st)
+	case stopEvent:
+		x.stop()
+	case threadEvent:
+		x.thread(e.tid)
+	case threadExitingEvent:
+		x.threadExiting()
+	case childEvent:
+		x.child(e.tid, e.vfork)
+	case execEvent:
+		x.exec()
+	case rendezvousEvent:
+		x.rendezvous(e.r, e.interp)
+	case libraryEvent:
+		x.library(e.l, e.loaded)
+	case signalEvent:
+		x.signal(e.th, e.sig)
+	case steppedOutEvent:
+		x.steppedOut(e.th, e.sig, e.from, e.to, e.steps)
+	case forwardedEvent:
+		x.forwarded(e.sig)
+	case requeuedEvent:
+		x.requeued(e.tid, e.sig)
+	case sweptEvent:
+		x.swept(e.n)
+	case frameSettledEvent:
+		x.frameSettled(e.tid, e.pc, e.orig, e.moved)
+	case hitEvent:
+		x.hit(e.th, e.s)
+	case recordEvent:
+		x.record(e.tid, e.rec)
+	case drainedEvent:
+		x.drained(e.tid, e.n)
 	}
 }
 

@@ -81,3 +81,16 @@ func ExplainSaved(w io.Writer, path string, c *datafile.Counts) {
 	}
 	fmt.Fprintf(w, "PROFILE wrote the run to %s: its counts, %s. prep /M adds it into the database, for PLIST.\n", path, what)
 }
+
+// frameSettled tells a signal frame of thread tid that returned into
+// PROFILE's code at pc: moved to the program's orig, or left there.
+func (x *endNarrator) frameSettled(tid int, pc, orig uint64, moved bool) {
+	if x == nil {
+		return
+	}
+	if moved {
+		x.say("%s Thread %d is in a signal handler that returns to %#x, in PROFILE's code: PROFILE moves the return to %#x, where the program's own code does the same.", x.now(), tid, pc, orig)
+		return
+	}
+	x.say("%s Thread %d is in a signal handler that returns to %#x, in PROFILE's code, which has no exact place in the program's: the thread keeps PROFILE's thread base, which that code reads, and finishes it there.", x.now(), tid, pc)
+}

@@ -7,6 +7,7 @@ package profile
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -185,4 +186,36 @@ func (x *planNarrator) calibrated() {
 	if t.clocks.forced {
 		x.say("The plan imposes %d ns instead (prep /CB).", t.clocks.overhead)
 	}
+}
+
+// seccomp tells that thread tid runs under a seccomp filter of its own,
+// which PROFILE suspends for its calls.
+func (x *planNarrator) seccomp(tid int, st ptrace.Seccomp) {
+	if x == nil {
+		return
+	}
+	what := "a seccomp filter of its own"
+	if st.Mode == 1 {
+		what = "seccomp's strict mode"
+	}
+	x.say("Thread %d runs under %s, which might kill the program for a system call PROFILE has it make: PROFILE suspends it for each of those calls alone (PTRACE_O_SUSPEND_SECCOMP), and the program's own calls meet it as ever.", tid, what)
+}
+
+// sharers tells the processes found sharing the memory of the process
+// PROFILE attached to.
+func (x *planNarrator) sharers(pids []int) {
+	if x == nil || len(pids) == 0 {
+		return
+	}
+	names := make([]string, len(pids))
+	for i, pid := range pids {
+		names[i] = strconv.Itoa(pid)
+	}
+	if len(pids) == 1 {
+		x.say("Process %d shares its memory with process %s, made by clone with CLONE_VM (a process of its own, not a thread): it runs the code PROFILE patches, so PROFILE traces its threads with the process's, and counts its calls as the program's.",
+			x.t.pid, names[0])
+		return
+	}
+	x.say("Process %d shares its memory with processes %s, made by clone with CLONE_VM (processes of their own, not threads): they run the code PROFILE patches, so PROFILE traces their threads with the process's, and counts their calls as the program's.",
+		x.t.pid, strings.Join(names, ", "))
 }

@@ -140,3 +140,12 @@ func (x *runNarrator) swept(n int) {
 	}
 	x.tell("sweep", "%s PROFILE interrupted the program and wrote back the original bytes of %s whose lines are all covered: they run at native speed now.", x.now(), plural(n, "jump"))
 }
+
+// requeued tells a signal that thread tid took in the main thread's
+// place, given back to the kernel.
+func (x *runNarrator) requeued(tid int, sig syscall.Signal) {
+	if x == nil {
+		return
+	}
+	x.tell("requeued", "%s Thread %d took %s, a signal to the process, while PROFILE held the main thread, which takes it natively: PROFILE makes the thread block it and gives it back to the kernel, which gives it to the main thread, and the system call it interrupted restarts.", x.now(), tid, signalName(sig))
+}

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -130,36 +136,129 @@ func TestExplainDisasm(t *testing.T) {
 	}
 }
 
-// TestExplainNil: a run without --explain has no narrator, and every
-// method of the zero one does nothing.
+// TestExplainNil: a run without --explain has no observers, and an
+// event noted to none does nothing; nor does the zero narrator, told
+// every event.
 func TestExplainNil(t *testing.T) {
 	tr, _, _ := fakeTracer(leafFuncs(datafile.FuncCounting))
-	if x := newExplainer(tr); x != (explainer{}) {
+	if x := newExplainer(tr); x != nil {
 		t.Fatalf("a narrator without Config.Explain: %v", x)
 	}
+	tr.choose()
+	if tr.told.on() {
+		t.Fatalf("a run without Config.Explain has observers: %v", tr.told)
+	}
 	var x explainer
-	x.plan()
-	x.startedAt()
-	x.mechanism()
-	x.planting(nil)
-	x.calibrated()
-	x.running()
-	x.stop()
-	x.threadExiting()
-	x.hit(nil, nil)
-	x.record(1, &instr.Record{})
-	x.drained(1, 5)
-	x.rendezvous(rendezvous{}, "")
-	x.library(nil, true)
-	x.signal(nil, syscall.SIGINT)
-	x.forwarded(syscall.SIGINT)
-	x.thread(1)
-	x.child(1, false)
-	x.exec()
-	x.swept(1)
-	x.ended(nil)
+	for _, e := range everyEvent() {
+		tr.told.note(e)
+		x.observe(e)
+	}
 	if now, _, _ := x.waiting(); now {
 		t.Error("a nil narrator polls")
+	}
+}
+
+// everyEvent is one of each event (events.go), with nil or zero parts.
+func everyEvent() []event {
+	return []event{
+		planReadEvent{}, startedEvent{}, calibratedEvent{}, runningEvent{}, endedEvent{},
+		mechanismsEvent{}, plantingEvent{}, sharersEvent{}, seccompEvent{tid: 1},
+		stopEvent{}, threadEvent{1}, threadExitingEvent{}, childEvent{1, false}, execEvent{},
+		rendezvousEvent{}, libraryEvent{nil, true}, signalEvent{nil, syscall.SIGINT},
+		steppedOutEvent{sig: syscall.SIGINT}, forwardedEvent{syscall.SIGINT}, requeuedEvent{1, syscall.SIGINT},
+		sweptEvent{1}, frameSettledEvent{tid: 1}, hitEvent{}, recordEvent{1, &instr.Record{}}, drainedEvent{1, 5},
+	}
+}
+
+// TestEveryEventNarrated: each event type of events.go is in everyEvent
+// and has a case in the narrator's observe: an event added is narrated,
+// or this fails.
+func TestEveryEventNarrated(t *testing.T) {
+	if testutil.Slow() {
+		t.Skip("the sources are the host's (the arm64 VM has the test binary alone)")
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "events.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "isEvent" {
+			types = append(types, fn.Recv.List[0].Type.(*ast.Ident).Name)
+		}
+	}
+	listed := map[string]bool{}
+	for _, e := range everyEvent() {
+		listed[reflect.TypeOf(e).Name()] = true
+	}
+	cases := map[string]bool{}
+	g, err := parser.ParseFile(fset, "explain.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(g, func(n ast.Node) bool {
+		if fn, ok := n.(*ast.FuncDecl); ok && fn.Name.Name != "observe" {
+			return false
+		}
+		if c, ok := n.(*ast.CaseClause); ok {
+			for _, e := range c.List {
+				if id, ok := e.(*ast.Ident); ok {
+					cases[id.Name] = true
+				}
+			}
+		}
+		return true
+	})
+	if len(types) < 20 {
+		t.Fatalf("events.go: found %d event types", len(types))
+	}
+	for _, name := range types {
+		if !listed[name] {
+			t.Errorf("%s is not in everyEvent", name)
+		}
+		if !cases[name] {
+			t.Errorf("the narrator's observe has no case for %s", name)
+		}
+	}
+}
+
+// TestNoPartNamesTheNarrator: the loop and the parts note events
+// (events.go); none names the narration, which newTracer alone makes.
+func TestNoPartNamesTheNarrator(t *testing.T) {
+	if testutil.Slow() {
+		t.Skip("the sources are the host's (the arm64 VM has the test binary alone)")
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") || strings.HasPrefix(file, "explain") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && file == "tracer.go" && fn.Name.Name == "newTracer" {
+				continue
+			}
+			ast.Inspect(d, func(n ast.Node) bool {
+				id, ok := n.(*ast.Ident)
+				if ok && (id.Name == "explainer" || id.Name == "newExplainer" || strings.HasSuffix(id.Name, "Narrator")) {
+					t.Errorf("%s names the narration (%s): note an event (events.go)", fset.Position(id.Pos()), id.Name)
+				}
+				return true
+			})
+		}
+	}
+	if checked < 40 {
+		t.Fatalf("checked %d files", checked)
 	}
 }
 
@@ -172,7 +271,7 @@ func narrated(plan *datafile.Plan, code []byte, limit int) (*tracer, *fakeMem, *
 	tr.cfg.Explain, tr.cfg.ExplainLimit = &out, limit
 	tr.clocks.epoch = time.Now()
 	tr.threads = map[int]*thread{}
-	tr.explain = newExplainer(tr)
+	tr.told = observers{newExplainer(tr)}
 	return tr, mem, &out
 }
 
@@ -285,7 +384,7 @@ func TestExplainFirstHits(t *testing.T) {
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
 	}
-	x := tr.explain
+	x := tr.told[0].(*explainer)
 	x.running()
 	if now, _, _ := x.waiting(); !x.watching() || !now {
 		t.Fatal("the narrator does not read the counters")
@@ -330,9 +429,9 @@ func TestExplainBreakpointHit(t *testing.T) {
 	th := &thread{tid: 7}
 	s := &site{addr: leafAt, meaning: meaning{item: 0, exit: -1}}
 	tr.hits[0] = 1
-	tr.explain.hit(th, s)
+	tr.told.note(hitEvent{th, s})
 	tr.hits[0] = 2
-	tr.explain.hit(th, s)
+	tr.told.note(hitEvent{th, s})
 	got := regexp.MustCompile(`\[[0-9.]+ ms\]`).ReplaceAllString(out.String(), "[T]")
 	if want := "[T] thread 7: f first hit, at its breakpoint (count 1)\n"; got != want {
 		t.Errorf("hits:\n%s\nwant\n%s", got, want)

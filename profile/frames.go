@@ -57,12 +57,12 @@ type threadStacks struct {
 	// program's (planter.ownArea).
 	counters *counters
 	ownArea  func(addr uint64) bool
-	explain  *endNarrator
+	told     observers
 }
 
 // stacksOf returns the stacks of t's threads.
 func stacksOf(t *tracer) threadStacks {
-	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.parts.counters, ownArea: t.parts.plant.ownArea, explain: t.explain.endNarrator}
+	return threadStacks{arch: t.arch, mem: t.mem, proc: t.proc, counters: t.parts.counters, ownArea: t.parts.plant.ownArea, told: t.told}
 }
 
 // framePCs returns the PCs saved in the signal frames on the stack of the
@@ -99,7 +99,7 @@ func (s threadStacks) settleFrames(tid int, maps []mapping) (keep bool) {
 			f.SetPC(orig)
 			ok = f.Write(s.mem) == nil
 		}
-		s.explain.frameSettled(tid, pc, orig, ok)
+		s.told.note(frameSettledEvent{tid, pc, orig, ok})
 		keep = keep || !ok
 	}
 	return keep
@@ -128,19 +128,6 @@ func (c *counters) exactPC(r instr.Regs, base uint64) (uint64, bool) {
 		}
 	}
 	return tr.code.ExactPC(tr.addr, tr.patch.End(), r.PC())
-}
-
-// frameSettled tells a signal frame of thread tid that returned into
-// PROFILE's code at pc: moved to the program's orig, or left there.
-func (x *endNarrator) frameSettled(tid int, pc, orig uint64, moved bool) {
-	if x == nil {
-		return
-	}
-	if moved {
-		x.say("%s Thread %d is in a signal handler that returns to %#x, in PROFILE's code: PROFILE moves the return to %#x, where the program's own code does the same.", x.now(), tid, pc, orig)
-		return
-	}
-	x.say("%s Thread %d is in a signal handler that returns to %#x, in PROFILE's code, which has no exact place in the program's: the thread keeps PROFILE's thread base, which that code reads, and finishes it there.", x.now(), tid, pc)
 }
 
 // ownFramesAbove gives each thread, where a thread's area is found from

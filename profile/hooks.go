@@ -182,7 +182,11 @@ func (t *tracer) choose() {
 	add(t.parts.trace != nil, t.parts.trace)
 	add(t.parts.modules != nil, t.parts.modules)
 	add(true, &t.parts.watch)
-	add(t.explain.hitNarrator != nil, t.explain.hitNarrator)
+	for _, o := range t.told {
+		// (An observer may take part too: the narration reads the
+		// counters for first hits while PROFILE waits.)
+		add(true, o)
+	}
 	t.parts.hooks = hooksOf(all)
 	t.parts.idleWork = t.parts.idleAll
 }

@@ -81,7 +81,7 @@ type injector struct {
 	mem  *instr.Memory
 	warn func(*prf.Diagnostic)
 	// explain narrates a seccomp filter suspended (seccomp.go).
-	explain *explainer
+	told observers
 	// attached reports whether PROFILE attached to the process (the
 	// suspension of a filter differs: seccomp.go), and consumed tells
 	// the ptrace sampler that thread tid's pending interrupt stopped a
@@ -102,7 +102,7 @@ type injector struct {
 
 // newInjector returns the injector of t's process.
 func newInjector(t *tracer) *injector {
-	return &injector{arch: t.arch, proc: &t.proc, pid: &t.pid, mem: &t.mem, warn: t.cfg.Warn, explain: &t.explain,
+	return &injector{arch: t.arch, proc: &t.proc, pid: &t.pid, mem: &t.mem, warn: t.cfg.Warn, told: t.told,
 		attached: func() bool { return t.attach != nil },
 		consumed: func(tid int) {
 			if t.parts.sampling != nil {

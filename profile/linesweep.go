@@ -153,7 +153,7 @@ func (lt *lineTrampolines) sweepStop() {
 		clear(s.live[len(live):])
 		s.live = live
 	}
-	e.explain.swept(len(out))
+	e.told.note(sweptEvent{len(out)})
 	if len(out) > 0 {
 		w := e.watch.written[:0]
 		for _, x := range e.watch.written {

@@ -89,7 +89,7 @@ type lineEnv struct {
 	counters *counters
 	hits     []uint64
 	watch    *watch
-	explain  *runNarrator
+	told     observers
 }
 
 // newLineTrampolines returns the lines' trampolines of t's run, given
@@ -98,7 +98,7 @@ func newLineTrampolines(t *tracer) *lineTrampolines {
 	return numberLines(lineEnv{
 		plan: t.plan, arch: t.arch, every: t.cfg.EveryLineSite, verbose: t.cfg.Verbose, warn: t.cfg.Warn,
 		mem: &t.mem, proc: t.proc, threads: t.threads, plant: t.parts.plant, counters: t.parts.counters,
-		hits: t.hits, watch: &t.parts.watch, explain: t.explain.runNarrator,
+		hits: t.hits, watch: &t.parts.watch, told: t.told,
 	})
 }
 

@@ -56,7 +56,7 @@ type modules struct {
 	proc *process
 	regs *ptrace.Regs
 	// explain narrates the libraries loaded and unloaded.
-	explain *explainer
+	told observers
 	// plant reads the code, and maps and keeps the areas next to each
 	// instance; calls runs the system calls that unmap them; bp holds the
 	// rendezvous's breakpoint.
@@ -86,7 +86,7 @@ type moduleHost interface {
 
 // newModules returns the modules of t's run.
 func newModules(t *tracer) *modules {
-	return &modules{arch: t.arch, plan: t.plan, cfg: &t.cfg, mem: &t.mem, proc: &t.proc, regs: &t.regs, explain: &t.explain,
+	return &modules{arch: t.arch, plan: t.plan, cfg: &t.cfg, mem: &t.mem, proc: &t.proc, regs: &t.regs, told: t.told,
 		plant: t.parts.plant, calls: t.parts.calls, bp: t.parts.bp, host: t, identity: make(map[string]bool)}
 }
 
@@ -132,7 +132,7 @@ func (m *modules) watchLibraries(maps []mapping) error {
 	}
 	m.bp.sites[r.brk] = s
 	m.rdv = r
-	m.explain.rendezvous(r, interp)
+	m.told.note(rendezvousEvent{r, interp})
 	m.loaded = map[uint64]*loaded{}
 	return nil
 }
@@ -242,7 +242,7 @@ func (m *modules) syncLibraries() error {
 		}
 		l := now[start]
 		m.loaded[start] = l
-		m.explain.library(l, true)
+		m.told.note(libraryEvent{l, true})
 		if err := m.host.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
 			return fmt.Errorf("plant %s: %w", m.plan.Modules[l.mi].Name, err)
 		}
@@ -293,7 +293,7 @@ func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
 // every other instance of its library.
 func (m *modules) forget(l *loaded) error {
 	delete(m.loaded, l.first.Start)
-	m.explain.library(l, false)
+	m.told.note(libraryEvent{l, false})
 	m.host.unplant(l.lo, l.hi, m.plant.areas[l.first.Start])
 	m.plant.scan.forget(l.lo, l.hi)
 	areas := m.plant.areas[l.first.Start]

@@ -28,7 +28,7 @@ func (t *tracer) plantAll() error {
 		return err
 	}
 	t.choose()
-	t.explain.mechanism()
+	t.told.note(mechanismsEvent{})
 	base := filepath.Base(t.cfg.Path)
 	for mi := range t.plan.Modules {
 		if t.plan.Modules[mi].Name != base {
@@ -346,7 +346,7 @@ func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *
 // area's code, then the jumps with the code between them (planter.write),
 // then the breakpoints.
 func (t *tracer) writePlanting(p *planting) error {
-	t.explain.planting(p)
+	t.told.note(plantingEvent{p})
 	jumps, err := t.parts.plant.write(p)
 	if err != nil {
 		return err

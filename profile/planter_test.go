@@ -112,7 +112,7 @@ func TestInjectorBorrows(t *testing.T) {
 	fp.reg(pid).SetPC(leafAt + 4)
 	saved := *fp.reg(pid)
 	var mem instr.Memory = fm
-	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {}, explain: &explainer{},
+	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
 		attached: func() bool { return false }, consumed: func(int) {}}
 	var areas []uint64
 	err := j.withCalls(j.setupThread(), func() error {

@@ -78,7 +78,7 @@ type ringEnv struct {
 	counters *counters
 	books    *books
 	threads  map[int]*thread
-	explain  *hitNarrator
+	told     observers
 	// regs are the registers of the thread whose stop is being handled,
 	// as the tracer read them.
 	regs *ptrace.Regs
@@ -105,7 +105,7 @@ type ringHost interface {
 func newRings(t *tracer) *rings {
 	return &rings{
 		ringEnv: ringEnv{arch: t.arch, proc: t.proc, plan: t.plan, counters: t.parts.counters, books: t.parts.books, threads: t.threads,
-			explain: t.explain.hitNarrator, regs: &t.regs,
+			told: t.told, regs: &t.regs,
 			clocks: &t.clocks, warn: t.cfg.Warn, host: t, caps: t.caps},
 		ringMarks: ringMarks{marks: map[int]uint64{}, broken: map[int]bool{}, held: -1},
 		goQueue:   goQueue{goroutines: map[uint64]*goroutine{}},
@@ -225,7 +225,9 @@ func (r *rings) drain(th *thread) int {
 		if rec.Item >= n {
 			continue
 		}
-		r.explain.record(th.tid, &rec)
+		if r.told.on() {
+			r.told.note(recordEvent{th.tid, &rec})
+		}
 		if rec.G != 0 {
 			r.clocks.carried[th.tid] = rec.G
 			r.keep(th.tid, rec.G, rec, r.clocks.ctr.ns(rec.Time), base, false)
@@ -250,7 +252,9 @@ func (r *rings) drain(th *thread) int {
 		}
 	}
 	r.marks[b] = instr.RingRead(r.arch, area, ringRecords, unread)
-	r.explain.drained(th.tid, unread)
+	if r.told.on() {
+		r.told.note(drainedEvent{th.tid, unread})
+	}
 	return unread
 }
 

@@ -93,7 +93,7 @@ func (j *injector) unfiltered(tid int) (func(), error) {
 	}
 	if !j.seccomp.told {
 		j.seccomp.told = true
-		j.explain.seccomp(tid, st)
+		j.told.note(seccompEvent{tid, st})
 	}
 	return func() { (*j.proc).suspendSeccomp(tid, attached, false) }, nil
 }
@@ -116,17 +116,4 @@ func (j *injector) checkSeccomp() error {
 		what = "runs in seccomp's strict mode"
 	}
 	return fmt.Errorf("its main thread %s, which may kill it for the system calls PROFILE makes in it, and PROFILE cannot suspend it (PTRACE_O_SUSPEND_SECCOMP: %w)", what, err)
-}
-
-// seccomp tells that thread tid runs under a seccomp filter of its own,
-// which PROFILE suspends for its calls.
-func (x *planNarrator) seccomp(tid int, st ptrace.Seccomp) {
-	if x == nil {
-		return
-	}
-	what := "a seccomp filter of its own"
-	if st.Mode == 1 {
-		what = "seccomp's strict mode"
-	}
-	x.say("Thread %d runs under %s, which might kill the program for a system call PROFILE has it make: PROFILE suspends it for each of those calls alone (PTRACE_O_SUSPEND_SECCOMP), and the program's own calls meet it as ever.", tid, what)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -84,25 +83,6 @@ func (a *attachment) attachSharers() error {
 			found = append(found, pid)
 		}
 	}
-	t.explain.sharers(found)
+	t.told.note(sharersEvent{found})
 	return nil
-}
-
-// sharers tells the processes found sharing the memory of the process
-// PROFILE attached to.
-func (x *planNarrator) sharers(pids []int) {
-	if x == nil || len(pids) == 0 {
-		return
-	}
-	names := make([]string, len(pids))
-	for i, pid := range pids {
-		names[i] = strconv.Itoa(pid)
-	}
-	if len(pids) == 1 {
-		x.say("Process %d shares its memory with process %s, made by clone with CLONE_VM (a process of its own, not a thread): it runs the code PROFILE patches, so PROFILE traces its threads with the process's, and counts its calls as the program's.",
-			x.t.pid, names[0])
-		return
-	}
-	x.say("Process %d shares its memory with processes %s, made by clone with CLONE_VM (processes of their own, not threads): they run the code PROFILE patches, so PROFILE traces their threads with the process's, and counts their calls as the program's.",
-		x.t.pid, strings.Join(names, ", "))
 }

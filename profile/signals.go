@@ -74,7 +74,7 @@ type signalEnv struct {
 	counters *counters
 	bp       *breakpoints
 	rings    *rings
-	explain  *explainer
+	told     observers
 	watch    *watch
 	watched  watchEnv
 	clocks   *clocks
@@ -87,7 +87,7 @@ type signalEnv struct {
 func (t *tracer) signalEnv() signalEnv {
 	return signalEnv{
 		loop: t, proc: t.proc, pid: t.pid, threads: t.threads, attached: t.attach != nil, regs: &t.regs,
-		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, explain: &t.explain,
+		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, told: t.told,
 		watch: &t.parts.watch, watched: t.watchEnv(), clocks: &t.clocks, ownArea: t.parts.plant.ownArea,
 	}
 }
@@ -118,7 +118,7 @@ func (s *signals) pass(th *thread, sig syscall.Signal, e *signalEnv) error {
 	if sig == syscall.SIGCHLD {
 		e.watch.childSignal(e.proc, th, e.watched.warn)
 	}
-	e.explain.signal(th, sig)
+	e.told.note(signalEvent{th, sig})
 	if s.misrouted(th, sig, e) {
 		return nil
 	}
@@ -266,7 +266,7 @@ func (th *thread) takePending() syscall.Signal {
 // program, process pid of proc, narrated by explain. A signal the
 // program itself reported within the last moment (Ctrl-C reaches the
 // whole foreground process group) is not sent twice.
-func (s *signals) forward(received <-chan os.Signal, proc process, pid int, explain *explainer) (stop func()) {
+func (s *signals) forward(received <-chan os.Signal, proc process, pid int, told observers) (stop func()) {
 	if received == nil {
 		return func() {}
 	}
@@ -287,7 +287,7 @@ func (s *signals) forward(received <-chan os.Signal, proc process, pid int, expl
 				if int(sig) < len(s.lastSignal) && s.lastSignal[sig].Load() >= at-int64(50*time.Millisecond) {
 					continue
 				}
-				explain.forwarded(sig)
+				told.note(forwardedEvent{sig})
 				proc.kill(pid, 0, sig)
 			}
 		}
@@ -362,7 +362,7 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 				continue
 			}
 			if !e.ownArea(e.regs.PC()) {
-				e.explain.steppedOut(th, sig, from, e.regs.PC(), steps)
+				e.told.note(steppedOutEvent{th, sig, from, e.regs.PC(), steps})
 				return true, deliverHeld(th, sig, info, later, e)
 			}
 		case ws.StopSignal() == syscall.SIGTRAP && ws.Event() == ptrace.EventStop:

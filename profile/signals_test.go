@@ -57,7 +57,7 @@ func sigRun(pc uint64) (*fakeProcess, *sigLoop, signalEnv) {
 	l := &sigLoop{proc: fp, own: [2]uint64{ownAt, 0x100}, now: 10, clocks: clk}
 	e := signalEnv{
 		loop: l, proc: fp, pid: fakePID, threads: map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}},
-		regs: &ptrace.Regs{}, explain: &explainer{}, watch: &watch{}, clocks: clk, ownArea: l.ownArea,
+		regs: &ptrace.Regs{}, watch: &watch{}, clocks: clk, ownArea: l.ownArea,
 	}
 	return fp, l, e
 }

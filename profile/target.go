@@ -64,7 +64,7 @@ func (t *tracer) runTarget(tg target) (*Result, error) {
 	start := t.cfg.Now()
 	// (A window restarts it: attachment.start.)
 	t.status.start = time.Now()
-	t.explain.plan()
+	t.told.note(planReadEvent{})
 	if err := tg.obtain(); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	}
 	defer t.maps.Close()
 	tg.opened()
-	t.explain.startedAt()
+	t.told.note(startedEvent{})
 	defer func() { t.parts.counters.close() }()
 	// Whatever fails from here, tg undoes it, before the memory, the map
 	// and the counters are closed.
@@ -131,7 +131,7 @@ func (t *tracer) traceTarget(tg target, start time.Time) (res *Result, err error
 	if err != nil {
 		return nil, err
 	}
-	t.explain.running()
+	t.told.note(runningEvent{})
 	tg.begun()
 	if err = t.loop(res); err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func (t *tracer) plantTarget(tg target) error {
 	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.parts.calls.borrow, borrowed: t.parts.calls.borrowed, counters: t.parts.counters, rings: t.parts.rings, imposed: t.plan.Calibration}); err != nil {
 		return err
 	}
-	t.explain.calibrated()
+	t.told.note(calibratedEvent{})
 	t.clocks.refineCounter()
 	return nil
 }
@@ -208,7 +208,7 @@ func (l *launch) ready() (func(), error) {
 		return nothing, prf.CannotRun(t.cfg.Path, err)
 	}
 	t.signals.ownCont = true
-	return t.signals.forward(t.cfg.Signals, t.proc, t.pid, &t.explain), nil
+	return t.signals.forward(t.cfg.Signals, t.proc, t.pid, t.told), nil
 }
 
 // start lets the program go from its exec stop.

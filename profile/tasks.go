@@ -110,7 +110,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.parts.threadBorn(tid, false); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give thread %d its counters: %w", tid, err)
 		}
-		t.explain.thread(tid)
+		t.told.note(threadEvent{tid})
 		return t.resume(tid, 0)
 	case kindVfork:
 		// A vfork child shares the program's memory, breakpoints and
@@ -120,7 +120,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 		if err := t.parts.threadBorn(tid, true); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("give child %d its counters: %w", tid, err)
 		}
-		t.explain.child(tid, true)
+		t.told.note(childEvent{tid, true})
 		return t.resume(tid, 0)
 	}
 	// A forked child has its own copy of the memory: take the breakpoints
@@ -132,7 +132,7 @@ func (t *tracer) adopt(tid int, kind childKind, ws ptrace.WaitStatus) error {
 	}
 	t.parts.unpatch(mem)
 	mem.Close()
-	t.explain.child(tid, false)
+	t.told.note(childEvent{tid, false})
 	if err := t.proc.detach(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
 		return fmt.Errorf("detach child %d: %w", tid, err)
 	}
@@ -155,7 +155,7 @@ func (t *tracer) exec(th *thread) error {
 	if !t.tasks.execed {
 		t.tasks.execed = true
 		t.cfg.Warn(prf.ExecEnded())
-		t.explain.exec()
+		t.told.note(execEvent{})
 	}
 	t.parts.execed()
 	return t.resume(th.tid, 0)

@@ -103,9 +103,9 @@ type tracer struct {
 	hits []uint64
 	// parts are the run's parts and their hooks (hooks.go).
 	parts parts
-	// explain narrates the run (profile --explain, explain.go); the zero
-	// explainer when it is not narrated.
-	explain explainer
+	// told are the run's observers (events.go): the narration of
+	// profile --explain, or none.
+	told observers
 	// attach is the state of a run of a process PROFILE attached to
 	// (attach.go); nil when PROFILE started the program.
 	attach *attachment
@@ -135,11 +135,13 @@ func newTracer(cfg Config) (*tracer, error) {
 		hits:    make([]uint64, cfg.Plan.NumItems()),
 		clocks:  clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
 	}
+	if x := newExplainer(t); x != nil {
+		t.told = observers{x}
+	}
 	t.parts.calls = newInjector(t)
 	t.parts.plant = newPlanter(t, elfid.PageSize())
 	t.parts.bp = newBreakpoints(t)
 	t.parts.modules = newModules(t)
-	t.explain = newExplainer(t)
 	t.runID = datafile.NewRunID()
 	t.timed = cfg.Plan.Method.IsTiming() || tracing(&cfg)
 	t.caps = probeCaps(arch, cfg.Plan, cfg.Path)
@@ -190,7 +192,7 @@ func (t *tracer) finish(start time.Time, res *Result) {
 		c.Overhead = t.clocks.calculated
 	}
 	res.Counts = c
-	t.explain.ended(res)
+	t.told.note(endedEvent{res})
 }
 
 // spinWindow is how long the tracer polls for the next stop before it
@@ -236,7 +238,9 @@ func (t *tracer) loop(res *Result) error {
 			if th := t.threads[tid]; th != nil {
 				t.parts.stopSeen(th)
 			}
-			t.explain.stop()
+			if t.told.on() {
+				t.told.note(stopEvent{})
+			}
 			if err := t.stopped(tid, ws); err != nil {
 				return err
 			}

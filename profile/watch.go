@@ -156,7 +156,7 @@ func (w *watch) warnOnce(warn func(*prf.Diagnostic), d *prf.Diagnostic) {
 // the watch checks, endCheck).
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
-	t.explain.threadExiting()
+	t.told.note(threadExitingEvent{})
 	if t.parts.sampling != nil && !th.foreign && th.tgid == t.pid {
 		t.parts.sampling.noteTimes(t.pid)
 	}
