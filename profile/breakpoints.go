@@ -18,6 +18,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -121,7 +122,7 @@ type bpEnv struct {
 	clocks  *clocks
 	watch   *watch
 	told    observers
-	books   *books
+	books   *books.Books
 	rings   *rings
 	modules *modules
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -48,7 +49,7 @@ func newBpRun(plan *datafile.Plan) *bpRun {
 	binary.LittleEndian.PutUint64(mem.areas[stackAt][0x800:], leafAt+0x40)
 	fp := newFakeProcess(instr.AMD64, mem)
 	instr.AMD64.SetSP(fp.reg(fakePID), stackAt+0x800)
-	r := &bpRun{fp: fp, mem: mem, clocks: &clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}}
+	r := &bpRun{fp: fp, mem: mem, clocks: &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}}}
 	var m instr.Memory = mem
 	var proc process = fp
 	regs := &ptrace.Regs{}
@@ -134,13 +135,13 @@ func TestBreakpointHitOverEnv(t *testing.T) {
 		plan := leafFuncs(datafile.FuncTiming)
 		plan.StartIndex = -1
 		r := newBpRun(plan)
-		r.bp.env.books = newBooks(plan)
+		r.bp.env.books = books.New(plan)
 		r.site(t, entry, meaning{item: 0, exit: -1})
 		r.site(t, exit, meaning{item: -1, exit: 0})
 		r.clocks.waited = 50_000
 		r.stop(t, th, entry)
-		l := r.bp.env.books.ledgers[threadLedger(fakePID)]
-		if l == nil || len(l.frames) != 1 || l.frames[0].fn != 0 || l.frames[0].sp != sp || l.frames[0].begun != 50_000 {
+		l := r.bp.env.books.OpenCalls(threadLedger(fakePID))
+		if len(l) != 1 || l[0].Fn != 0 || l[0].SP != sp || l[0].Begun != 50_000 {
 			t.Fatalf("f's entry: thread ledger %+v, want f's frame at sp %#x, begun at 50000", l, uint64(sp))
 		}
 		if r.clocks.charged != threadLedger(fakePID) {
@@ -150,8 +151,8 @@ func TestBreakpointHitOverEnv(t *testing.T) {
 		r.clocks.waited = 80_000
 		instr.AMD64.SetSP(r.fp.reg(fakePID), sp) // (the mov run, the frame popped)
 		r.stop(t, th, exit)
-		if len(l.frames) != 0 || r.bp.env.books.self[0] != 30_000 {
-			t.Errorf("f's exit: frames %+v, f's time %d; want none open, 30000", l.frames, r.bp.env.books.self[0])
+		if l = r.bp.env.books.OpenCalls(threadLedger(fakePID)); len(l) != 0 || r.bp.env.books.Figures().Self[0] != 30_000 {
+			t.Errorf("f's exit: frames %+v, f's time %d; want none open, 30000", l, r.bp.env.books.Figures().Self[0])
 		}
 		r.went(t, leafAt+0x40, sp+8) // (the ret emulated)
 		if r.bp.env.hits[0] != 0 || r.bp.hits != 2 || len(r.warnings) != 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -51,17 +52,17 @@ func TestClocksBook(t *testing.T) {
 	if arch.Goroutine(&regs) != g {
 		t.Fatal("no register holds the goroutine")
 	}
-	b := newBooks(plan)
-	c := &clocks{waited: 50_000, stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}
+	b := books.New(plan)
+	c := &clocks{waited: 50_000, stolen: map[books.Key]int64{}, carried: map[int]uint64{}}
 	th := &thread{tid: tid}
-	goKey := ledgerKey{goroutine: true, id: g}
+	goKey := books.Key{Goroutine: true, ID: g}
 	c.stolen[goKey] = 20_000
 	at := booking{books: b, funcs: plan.Funcs, arch: arch, regs: &regs, mem: mem}
 
 	arch.SetSP(&regs, goSP)
 	c.book(th, &site{meaning: meaning{item: work, exit: -1}}, at)
-	l := b.ledgers[goKey]
-	if l == nil || len(l.frames) != 1 || l.frames[0].sp != 1<<63-(hi-goSP) || l.frames[0].begun != 30_000 {
+	l := b.OpenCalls(goKey)
+	if len(l) != 1 || l[0].SP != 1<<63-(hi-goSP) || l[0].Begun != 30_000 {
 		t.Fatalf("main.work's entry: goroutine ledger %+v, want one frame keyed %#x at 30000", l, uint64(1<<63-(hi-goSP)))
 	}
 	if c.charged != goKey || c.carried[tid] != g {
@@ -70,8 +71,8 @@ func TestClocksBook(t *testing.T) {
 
 	arch.SetSP(&regs, cSP)
 	c.book(th, &site{meaning: meaning{item: cfunc, exit: -1}}, at)
-	if len(l.frames) != 2 || l.frames[1].fn != cfunc || l.frames[1].sp != cSP {
-		t.Errorf("cfunc's entry, carried: goroutine frames %+v, want cfunc's on top at sp %#x", l.frames, cSP)
+	if l = b.OpenCalls(goKey); len(l) != 2 || l[1].Fn != cfunc || l[1].SP != cSP {
+		t.Errorf("cfunc's entry, carried: goroutine frames %+v, want cfunc's on top at sp %#x", l, cSP)
 	}
 	if c.charged != goKey {
 		t.Errorf("cfunc's entry charged to %+v, want the goroutine", c.charged)
@@ -81,7 +82,7 @@ func TestClocksBook(t *testing.T) {
 	regs = ptrace.Regs{}
 	arch.SetSP(&regs, cSP)
 	c.book(th, &site{meaning: meaning{item: work, exit: -1}}, at)
-	if tl := b.ledgers[threadLedger(tid)]; tl == nil || len(tl.frames) != 1 || tl.frames[0].sp != cSP || tl.frames[0].begun != 50_000 {
+	if tl := b.OpenCalls(threadLedger(tid)); len(tl) != 1 || tl[0].SP != cSP || tl[0].Begun != 50_000 {
 		t.Errorf("main.work's entry with no goroutine: thread ledger %+v, want one frame at sp %#x at 50000", tl, cSP)
 	}
 	if c.charged != threadLedger(tid) {
@@ -115,7 +116,7 @@ func TestClocksElapsed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := testBooks(-1, "", false, 0)
-			ck := &clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}
+			ck := &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}}
 			threads := map[int]*thread{}
 			for i, l := range c.lives {
 				th := &thread{tid: i + 1, born: l.born}
@@ -124,7 +125,7 @@ func TestClocksElapsed(t *testing.T) {
 					ck.started = l.born
 				}
 				ck.carried[th.tid] = 0xc000001000
-				b.enter(threadLedger(th.tid), 0, 0x1000, l.born)
+				b.Enter(threadLedger(th.tid), 0, 0x1000, l.born)
 				for _, s := range l.stops {
 					ck.steal(th, s[0], s[1])
 				}
@@ -140,8 +141,8 @@ func TestClocksElapsed(t *testing.T) {
 				if _, ok := ck.carried[th.tid]; ok {
 					t.Errorf("thread %d: its goroutine kept after its end", th.tid)
 				}
-				if l := b.ledgers[k]; l != nil && len(l.frames) != 0 {
-					t.Errorf("thread %d: %d frames open after its end", th.tid, len(l.frames))
+				if open := b.OpenCalls(k); len(open) != 0 {
+					t.Errorf("thread %d: %d frames open after its end", th.tid, len(open))
 				}
 			}
 			if got := ck.elapsed(nil); got != c.want {

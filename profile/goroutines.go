@@ -6,6 +6,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
 )
 
 // Go functions timed in-process (docs/architecture.md, "Goroutines in
@@ -63,7 +64,7 @@ type goQueue struct {
 // they were read.
 type goroutine struct {
 	id     uint64
-	ledger *ledger
+	ledger *books.Ledger
 	clock  goClock
 	recs   []goRecord
 	queued bool // in rings.queued: it has records waiting
@@ -122,7 +123,7 @@ func (r *rings) goroutine(id uint64) *goroutine {
 	}
 	g := r.goroutines[id]
 	if g == nil {
-		g = &goroutine{id: id, ledger: r.books.ledger(ledgerKey{goroutine: true, id: id})}
+		g = &goroutine{id: id, ledger: r.books.Ledger(books.Key{Goroutine: true, ID: id})}
 		r.goroutines[id] = g
 	}
 	r.last = g
@@ -230,9 +231,9 @@ func (r *rings) bookGoroutine(g *goroutine, rec goRecord) {
 		key = rec.key
 	}
 	if rec.exit {
-		r.books.exitLedger(g.ledger, int(rec.item), key, now)
+		r.books.ExitLedger(g.ledger, int(rec.item), key, now)
 	} else {
-		r.books.enterLedger(g.ledger, int(rec.item), key, now)
+		r.books.EnterLedger(g.ledger, int(rec.item), key, now)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
 )
 
 // TestGoroutineOrder: a goroutine's records, read from the rings of the
@@ -19,7 +20,7 @@ import (
 // and g at 200 on thread 1, moves to thread 2, leaves g at 500 and f at
 // 600: f's function time is 200 (100 to 200, 500 to 600), g's 300.
 func TestGoroutineOrder(t *testing.T) {
-	tr := &tracer{parts: parts{books: testBooks(-1, "", false, 0)}, clocks: clocks{stolen: map[ledgerKey]int64{}}}
+	tr := &tracer{parts: parts{books: testBooks(-1, "", false, 0)}, clocks: clocks{stolen: map[books.Key]int64{}}}
 	r := newRings(tr)
 	// keep reads goroutine 7's entry or exit of fn on thread tid, at
 	// distance 100 plus depth from its stack's top, made at time at.
@@ -40,14 +41,14 @@ func TestGoroutineOrder(t *testing.T) {
 
 	// g's exit, read in the first pass, is booked with g's entry before
 	// it; f's exit, read in the second and last, waits.
-	if got := tr.parts.books.self[bG]; got != 300 {
+	if got := tr.parts.books.Figures().Self[bG]; got != 300 {
 		t.Errorf("g: function time %d, want 300", got)
 	}
 	if got := len(r.goroutines[7].recs); got != 1 || r.goroutines[7].recs[0].ns != 600 {
 		t.Fatalf("%d records wait (%+v), want f's exit", got, r.goroutines[7].recs)
 	}
 	r.bookGoroutines(r.seq + 1)
-	if got := tr.parts.books.self[bF]; got != 200 {
+	if got := tr.parts.books.Figures().Self[bF]; got != 200 {
 		t.Errorf("f: function time %d, want 200", got)
 	}
 	if len(r.queued) != 0 {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/profile/books"
 )
 
 // The hooks: how the parts of a run take part in it. The loop owns the
@@ -113,7 +114,7 @@ type parts struct {
 	calls    *injector
 	modules  *modules
 	counters *counters
-	books    *books
+	books    *books.Books
 	sampling *sampler
 	trace    *traceFile
 	watch    watch

@@ -12,6 +12,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/profile/books"
 )
 
 // loopFuncs are the loop's own functions, by file: the loop, a stop
@@ -111,7 +112,7 @@ func TestWaitPolicies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fp := newFakeProcess(instr.AMD64, &fakeMem{})
 			tr := &tracer{plan: &datafile.Plan{Method: datafile.FuncTiming}, cfg: Config{Warn: func(*prf.Diagnostic) {}},
-				threads: map[int]*thread{}, proc: fp, clocks: clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}}}
+				threads: map[int]*thread{}, proc: fp, clocks: clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}}}
 			tr.parts.bp = newBreakpoints(tr)
 			c.parts(tr)
 			tr.choose()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -60,7 +61,7 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 	tr.maps, _ = fp.openMaps(fakePID)
 	tr.threads = map[int]*thread{fakePID: {tid: fakePID, tgid: fakePID}}
 	tr.tasks.early, tr.tasks.expected = map[int]ptrace.WaitStatus{}, map[int]childKind{}
-	tr.clocks.stolen, tr.clocks.carried, tr.parts.modules.identity = map[ledgerKey]int64{}, map[int]uint64{}, map[string]bool{}
+	tr.clocks.stolen, tr.clocks.carried, tr.parts.modules.identity = map[books.Key]int64{}, map[int]uint64{}, map[string]bool{}
 	tr.clocks.epoch = time.Now()
 	return fp
 }

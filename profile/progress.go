@@ -49,7 +49,7 @@ func (t *tracer) progress() {
 	}
 	hits := t.hits
 	if t.parts.books != nil {
-		hits = t.parts.books.hits // (timing, /SF, /AT: the calls booked)
+		hits = t.parts.books.Figures().Hits // (timing, /SF, /AT: the calls booked)
 	}
 	for _, n := range hits {
 		p.Hits += n

@@ -11,6 +11,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -76,7 +77,7 @@ type ringEnv struct {
 	// counters is the memory the rings are in, from the moment it is
 	// mapped (start).
 	counters *counters
-	books    *books
+	books    *books.Books
 	threads  map[int]*thread
 	told     observers
 	// regs are the registers of the thread whose stop is being handled,
@@ -219,7 +220,7 @@ func (r *rings) drain(th *thread) int {
 	}
 	base := r.clocks.stolen[k]
 	n := len(r.plan.Funcs)
-	l := r.books.ledger(k)
+	l := r.books.Ledger(k)
 	for i := range unread {
 		rec := instr.ReadRecord(instr.RingSlot(area, (first+i)&(ringRecords-1)))
 		if rec.Item >= n {
@@ -246,9 +247,9 @@ func (r *rings) drain(th *thread) int {
 		th.events++
 		now := raw - int64(th.debt)
 		if rec.Exit {
-			r.books.exitLedger(l, rec.Item, rec.SP, now)
+			r.books.ExitLedger(l, rec.Item, rec.SP, now)
 		} else {
-			r.books.enterLedger(l, rec.Item, rec.SP, now)
+			r.books.EnterLedger(l, rec.Item, rec.SP, now)
 		}
 	}
 	r.marks[b] = instr.RingRead(r.arch, area, ringRecords, unread)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/layout"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -41,11 +42,11 @@ func fakeRings(t *testing.T, tid int) (*rings, *fakeRingHost, *thread) {
 	t.Cleanup(func() { shared.Close() })
 	plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1,
 		Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}, {Name: "g"}, {Name: "h"}}}
-	bk := newBooks(plan)
-	bk.where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
+	bk := books.New(plan)
+	bk.Where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
 	th := &thread{tid: tid, tgid: tid}
 	host := &fakeRingHost{}
-	clk := &clocks{stolen: map[ledgerKey]int64{}, carried: map[int]uint64{}, ctr: counterClock{scale: 1}}
+	clk := &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}, ctr: counterClock{scale: 1}}
 	r := &rings{
 		ringEnv: ringEnv{arch: instr.AMD64, plan: plan, books: bk, threads: map[int]*thread{tid: th},
 			regs: &ptrace.Regs{}, clocks: clk, host: host},
@@ -91,10 +92,10 @@ func TestRingsDrain(t *testing.T) {
 	if n := r.drain(th); n != 6 {
 		t.Fatalf("drained %d records, want 6", n)
 	}
-	if got := r.books.self[bG]; got != 50 {
+	if got := r.books.Figures().Self[bG]; got != 50 {
 		t.Errorf("g: function time %d, want 50", got)
 	}
-	if got := r.books.self[bF]; got != 200 {
+	if got := r.books.Figures().Self[bF]; got != 200 {
 		t.Errorf("f: function time %d, want 200 (250 less g's 50)", got)
 	}
 	if !th.evented {
@@ -122,7 +123,7 @@ func TestRingsDropped(t *testing.T) {
 	r, _, th := fakeRings(t, tid)
 	th.vforking = true
 	write(r, 1, bF, false, 992, 100)
-	if n := r.drain(th); n != 0 || r.books.hits[bF] != 0 {
+	if n := r.drain(th); n != 0 || r.books.Figures().Hits[bF] != 0 {
 		t.Errorf("a vforking thread's ring: %d records booked, want none", n)
 	}
 	r.vforkDone(th)

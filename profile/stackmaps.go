@@ -34,7 +34,7 @@ type extent struct{ lo, hi uint64 }
 func (s extent) holds(a uint64) bool { return s.lo <= a && a < s.hi }
 
 // stackAt returns the bounds of the mapping that holds sp.
-func (m *stackMaps) stackAt(sp uint64) (lo, hi uint64, ok bool) {
+func (m *stackMaps) StackAt(sp uint64) (lo, hi uint64, ok bool) {
 	if s, ok := m.find(sp); ok {
 		return s.lo, s.hi, true
 	}

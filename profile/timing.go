@@ -8,6 +8,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -62,11 +63,11 @@ type clocks struct {
 	epoch   time.Time
 	waited  int64
 	resumed int64
-	charged ledgerKey
+	charged books.Key
 	// stolen has the time taken from each thread and goroutine by its
 	// stops; carried, by thread, the goroutine of its last Go event
 	// (carrier).
-	stolen  map[ledgerKey]int64
+	stolen  map[books.Key]int64
 	carried map[int]uint64
 	// started is when the first thread was born, ended when the last
 	// ended, longest the longest life of a thread on its own clock,
@@ -110,14 +111,14 @@ func keepsBooks(p *datafile.Plan) bool {
 	return p.Method.IsFunction() && (p.Method.IsTiming() || p.StartFunc != "" || p.Attribution)
 }
 
-func threadLedger(tid int) ledgerKey { return ledgerKey{id: uint64(tid)} }
+func threadLedger(tid int) books.Key { return books.Key{ID: uint64(tid)} }
 
 // booking is what a breakpoint's event is booked with: the books, the
 // plan's functions, the rings when timing in-process (a goroutine's
 // clock is theirs), and the stopped thread's registers and memory, which
 // tell its frame (frameKey).
 type booking struct {
-	books *books
+	books *books.Books
 	funcs []datafile.Func
 	rings *rings
 	arch  instr.Arch
@@ -131,14 +132,14 @@ type booking struct {
 func (c *clocks) book(th *thread, s *site, b booking) {
 	if s.item >= 0 {
 		k, sp := c.bookKey(th, s.item, &b)
-		b.books.enter(k, s.item, sp, c.eventTime(th, k, b.rings))
+		b.books.Enter(k, s.item, sp, c.eventTime(th, k, b.rings))
 		c.charged = k
 	}
 	if s.exit >= 0 {
 		// (An entry that is also an exit, a function that is one ret or
 		// one jump, enters and leaves at once.)
 		k, sp := c.bookKey(th, s.exit, &b)
-		b.books.exit(k, s.exit, sp, c.eventTime(th, k, b.rings))
+		b.books.Exit(k, s.exit, sp, c.eventTime(th, k, b.rings))
 		c.charged = k
 	}
 }
@@ -146,12 +147,12 @@ func (c *clocks) book(th *thread, s *site, b booking) {
 // bookKey returns whose stack an event of item at a stop of thread th
 // belongs to, and its frame's key (frameKey): a C function's call made
 // for a goroutine (carrier) is the goroutine's.
-func (c *clocks) bookKey(th *thread, item int, b *booking) (ledgerKey, uint64) {
+func (c *clocks) bookKey(th *thread, item int, b *booking) (books.Key, uint64) {
 	k, sp := b.frameKey(th, &b.funcs[item])
-	if k.goroutine {
-		c.carried[th.tid] = k.id
+	if k.Goroutine {
+		c.carried[th.tid] = k.ID
 	} else if g := c.carrier(b.books, th.tid, item); g != 0 {
-		k = ledgerKey{goroutine: true, id: g}
+		k = books.Key{Goroutine: true, ID: g}
 	}
 	return k, sp
 }
@@ -166,8 +167,8 @@ func (c *clocks) bookKey(th *thread, item int, b *booking) (ledgerKey, uint64) {
 // is the goroutine's, nested in its Go frames, and the Go calls it makes
 // back in it (books.runFloor). A thread that ran no goroutine's profiled
 // call yet (a thread C code started) keeps its C calls.
-func (c *clocks) carrier(b *books, tid, item int) uint64 {
-	if b.noSP == nil || b.noSP[item] {
+func (c *clocks) carrier(b *books.Books, tid, item int) uint64 {
+	if !b.CarriedByGoroutine(item) {
 		return 0
 	}
 	return c.carried[tid]
@@ -177,12 +178,12 @@ func (c *clocks) carrier(b *books, tid, item int) uint64 {
 // handled, on the clock of k: timing in-process (r, the rings, not nil),
 // a goroutine's records in the rings come first, and its clock is the
 // rings' (goroutines.go).
-func (c *clocks) eventTime(th *thread, k ledgerKey, r *rings) int64 {
-	if !k.goroutine || r == nil {
+func (c *clocks) eventTime(th *thread, k books.Key, r *rings) int64 {
+	if !k.Goroutine || r == nil {
 		return c.now(th, k, r)
 	}
-	r.goStop(k.id)
-	return r.goNow(th, k.id)
+	r.goStop(k.ID)
+	return r.goNow(th, k.ID)
 }
 
 // now is the time of the stop being handled on the clock of k, thread
@@ -193,9 +194,9 @@ func (c *clocks) eventTime(th *thread, k ledgerKey, r *rings) int64 {
 // two stops the half-overheads cancel; between a record of a thread's
 // ring and a stop, they do not: a function whose entry is a record and
 // whose exit is a breakpoint would be charged the trap's latency.)
-func (c *clocks) now(th *thread, k ledgerKey, r *rings) int64 {
+func (c *clocks) now(th *thread, k books.Key, r *rings) int64 {
 	now := c.waited - c.stolen[k] - c.stopCost(th)/2
-	if !k.goroutine {
+	if !k.Goroutine {
 		now -= int64(r.debt(th, now))
 	}
 	return now
@@ -208,7 +209,7 @@ func (c *clocks) now(th *thread, k ledgerKey, r *rings) int64 {
 // whose goroutine register holds no goroutine whose stack holds the stack
 // pointer (runtime code that runs without one) is the thread's, as the
 // record code's goroutine form makes it.
-func (b *booking) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
+func (b *booking) frameKey(th *thread, f *datafile.Func) (books.Key, uint64) {
 	sp := b.arch.SP(b.regs)
 	if !goFrames(f) {
 		return threadLedger(th.tid), sp
@@ -224,7 +225,7 @@ func (b *booking) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
 	if sp < lo || hi < sp || hi-sp > 1<<40 {
 		return threadLedger(th.tid), sp
 	}
-	return ledgerKey{goroutine: true, id: g}, 1<<63 - (hi - sp)
+	return books.Key{Goroutine: true, ID: g}, 1<<63 - (hi - sp)
 }
 
 // charge takes the time thread th (nil for none) spent in its last
@@ -232,14 +233,14 @@ func (b *booking) frameKey(th *thread, f *datafile.Func) (ledgerKey, uint64) {
 // event was booked to (r: the rings, nil when there are none).
 func (c *clocks) charge(th *thread, r *rings) {
 	if th == nil || th.foreign || th.born > c.waited {
-		c.charged = ledgerKey{}
+		c.charged = books.Key{}
 		return
 	}
 	if th.fullAt != 0 {
 		// Stopped with its ring full: the stop is taken out from when
 		// it began to the thread's next record (rings.drain).
 		th.let = max(c.resumed, c.waited)
-		c.charged = ledgerKey{}
+		c.charged = books.Key{}
 		return
 	}
 	end := c.resumed
@@ -252,12 +253,12 @@ func (c *clocks) charge(th *thread, r *rings) {
 	}
 	th.let = end
 	c.steal(th, c.waited-cost, end)
-	if c.charged.goroutine && r == nil {
+	if c.charged.Goroutine && r == nil {
 		// (In-process, a goroutine's clock takes out its threads'
 		// stops: goClock.)
 		c.stolen[c.charged] += end - c.waited + cost
 	}
-	c.charged = ledgerKey{}
+	c.charged = books.Key{}
 }
 
 // steal takes the time from..to, when PROFILE held thread th, from the
@@ -395,7 +396,7 @@ func (g *gaps) add(d int64) {
 
 // openThreadBooks starts the clock of thread th, which is about to run,
 // when the books b are kept.
-func (c *clocks) openThreadBooks(th *thread, b *books) {
+func (c *clocks) openThreadBooks(th *thread, b *books.Books) {
 	if b != nil && !th.foreign {
 		th.born = c.clock()
 		if c.started == 0 || th.born < c.started {
@@ -408,7 +409,7 @@ func (c *clocks) openThreadBooks(th *thread, b *books) {
 // close in the books b, and the run lasts at least until then, on its
 // clock. Its ring's records, if r holds it, are read first; threads are
 // the run's, whose waits may be for th (waitEnded).
-func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books, r *rings) {
+func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.Books, r *rings) {
 	if b == nil || th.foreign {
 		return
 	}
@@ -421,7 +422,7 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books,
 	delete(c.carried, th.tid)
 	k := threadLedger(th.tid)
 	end := c.now(th, k, r)
-	b.end(k, end)
+	b.End(k, end)
 	c.ended = max(c.ended, c.waited)
 	c.debt = max(c.debt, th.debt)
 	c.longest = max(c.longest, end-th.born)
@@ -453,30 +454,29 @@ func (c *clocks) elapsed(r *rings) int64 {
 
 // timingStats completes the run's statistics of plan from the books b,
 // the threads left closed first, and the rings r read to their end.
-func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map[int]*thread, b *books, r *rings) {
+func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map[int]*thread, b *books.Books, r *rings) {
 	if r != nil {
 		r.drainEnd()
 	}
 	for _, th := range threads {
 		c.closeThreadBooks(th, threads, b, r)
 	}
-	b.finish()
-	s.Hits = b.hits
-	s.CallDepth = b.depth
+	b.Finish()
+	f := b.Figures()
+	s.Hits = f.Hits
+	s.CallDepth = f.Depth
 	if plan.Method.IsSampling() && !keepsBooks(plan) {
 		// (Books kept for a trace alone: sampling reports no call
 		// depth, with /TRACE or without.)
 		s.CallDepth = 0
 	}
-	if b.attribution {
-		s.Stacks = slices.Clone(b.stacks)
-	}
+	s.Stacks = f.Stacks
 	if !plan.Method.IsTiming() {
 		return
 	}
-	s.FuncTime, s.ChildTime = b.self, b.all
+	s.FuncTime, s.ChildTime = f.Self, f.All
 	s.TotalTime = c.elapsed(r)
-	s.OutsideTime = max(s.TotalTime-b.inside, 0)
+	s.OutsideTime = max(s.TotalTime-f.Inside, 0)
 }
 
 // findExits decodes the code of items' functions (of funcs, their module
@@ -510,7 +510,7 @@ func findExits(arch instr.Arch, mem instr.Memory, funcs []datafile.Func, items [
 type timedRun struct {
 	clocks  *clocks
 	threads map[int]*thread
-	books   *books
+	books   *books.Books
 	rings   *rings
 	plan    *datafile.Plan
 }

@@ -71,7 +71,7 @@ func (t *tracer) openTrace(start time.Time) error {
 		return err
 	}
 	t.parts.trace = tf
-	t.parts.books.trace = tf.w
+	t.parts.books.Trace = tf.w
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -133,7 +134,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		threads: make(map[int]*thread),
 		tasks:   tasks{early: make(map[int]ptrace.WaitStatus), expected: make(map[int]childKind)},
 		hits:    make([]uint64, cfg.Plan.NumItems()),
-		clocks:  clocks{epoch: time.Now(), stolen: make(map[ledgerKey]int64), carried: make(map[int]uint64)},
+		clocks:  clocks{epoch: time.Now(), stolen: make(map[books.Key]int64), carried: make(map[int]uint64)},
 	}
 	if x := newExplainer(t); x != nil {
 		t.told = observers{x}
@@ -158,8 +159,8 @@ func newTracer(cfg Config) (*tracer, error) {
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {
-		t.parts.books = newBooks(cfg.Plan)
-		t.parts.books.where = &stackMaps{read: t.readMaps} // (books.go: stacks)
+		t.parts.books = books.New(cfg.Plan)
+		t.parts.books.Where = &stackMaps{read: t.readMaps} // (books.go: stacks)
 	}
 	return t, nil
 }

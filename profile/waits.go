@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
 )
 
 // waitEvery is how often, at least, a quiet thread's wait is read, in
@@ -69,7 +70,7 @@ type waiting struct {
 // startWaits watches the threads' waits in a timed run (books b kept),
 // where the kernel tells how long a thread ran (schedstat: the main
 // thread pid's), on arch.
-func (c *clocks) startWaits(timed bool, b *books, pid int, arch instr.Arch) {
+func (c *clocks) startWaits(timed bool, b *books.Books, pid int, arch instr.Arch) {
 	if !timed || b == nil {
 		return
 	}
@@ -102,7 +103,7 @@ func heldOf(th *thread, now int64) int64 {
 // thread is read every waits.every at most, which grows with the number
 // of threads read, so that the readings cost PROFILE a few per cent of
 // its time.
-func (c *clocks) waitTick(threads map[int]*thread, b *books) {
+func (c *clocks) waitTick(threads map[int]*thread, b *books.Books) {
 	w := &c.waits
 	if !w.on {
 		return
@@ -131,9 +132,8 @@ func (c *clocks) waitTick(threads map[int]*thread, b *books) {
 
 // callOpen reports whether thread th has a profiled call open in the
 // books b, whose time its waits change.
-func callOpen(b *books, th *thread) bool {
-	l := b.ledgers[threadLedger(th.tid)]
-	return l != nil && len(l.frames) > 0
+func callOpen(b *books.Books, th *thread) bool {
+	return b.Open(threadLedger(th.tid))
 }
 
 // sampleWait reads thread th's wait at now, and what PROFILE cost the

@@ -1,9 +1,7 @@
-package profile
-
-import (
-	"github.com/sourceprofiler/sprof/datafile"
-)
-
+// Package books keeps PROFILE's books of timed calls: from the entries
+// and exits of profiled functions, thread by thread (or goroutine by
+// goroutine), each call's time, its caller stack and the call depth.
+//
 // The books keep what function timing, the start function (/SF) and
 // attribution (/AT) need beyond a count per function: for every thread (or,
 // in Go, every goroutine) the stack of its profiled calls, each with the
@@ -66,7 +64,16 @@ import (
 // event's cost: each stack's time is kept from going back, so that no
 // time is ever negative and every frame's time is the sum of its own and
 // its children's.
-type books struct {
+package books
+
+import (
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// Books are the books of one run (see the package's comment).
+type Books struct {
 	// start is the /SF function's index: only calls made while it is on
 	// the stack count. -1: no start function, everything counts. noStart:
 	// a start function was asked for and not found, nothing counts.
@@ -92,24 +99,24 @@ type books struct {
 	// hashed counts the callers hashed into stack keys: what finding
 	// new stacks costs (TestBooksDeepStackCost).
 	hashed  int
-	ledgers map[ledgerKey]*ledger
+	ledgers map[Key]*Ledger
 	// where tells which mapping an address is in, for the rules of
 	// stacks (nil: every thread's frames are taken as on one stack);
 	// noSP marks the functions whose frames are not keyed by the stack
 	// pointer (Go's), whose events are not told apart by stack (nil:
 	// none).
-	where stackFinder
+	Where StackFinder
 	noSP  []bool
 	// trace, when not nil, receives every call and return booked
 	// (profile /TRACE).
-	trace *datafile.TraceWriter
+	Trace *datafile.TraceWriter
 }
 
-// stackFinder tells which mapping holds an address.
-type stackFinder interface {
-	// stackAt returns the bounds of the mapping that holds sp; ok is
+// StackFinder tells which mapping holds an address.
+type StackFinder interface {
+	// StackAt returns the bounds of the mapping that holds sp; ok is
 	// false where none is known to.
-	stackAt(sp uint64) (lo, hi uint64, ok bool)
+	StackAt(sp uint64) (lo, hi uint64, ok bool)
 }
 
 // segment is a stretch of a ledger's frames, from its first to the next
@@ -129,15 +136,15 @@ type step struct {
 // noStart is books.start when the start function was not found.
 const noStart = -2
 
-// ledgerKey names the owner of one stack of calls: a thread, by its ID, or
+// Key names the owner of one stack of calls: a thread, by its ID, or
 // a goroutine, by the address of its g.
-type ledgerKey struct {
-	goroutine bool
-	id        uint64
+type Key struct {
+	Goroutine bool
+	ID        uint64
 }
 
-// ledger is the stack of profiled calls of one thread or goroutine.
-type ledger struct {
+// Ledger is the stack of profiled calls of one thread or goroutine.
+type Ledger struct {
 	frames []frame
 	// open counts the frames of each function on the stack: the
 	// function+child time of a recursive function is its outermost
@@ -173,7 +180,7 @@ type kindRun struct {
 const maxOpenSlice = 1 << 14
 
 // opened adds d to the frames of fn open and returns how many are.
-func (l *ledger) opened(fn, d int) int {
+func (l *Ledger) opened(fn, d int) int {
 	if l.open != nil {
 		l.open[fn] += int32(d)
 		return int(l.open[fn])
@@ -205,9 +212,11 @@ type stackKey struct {
 	hash uint64
 }
 
-func newBooks(p *datafile.Plan) *books {
+// New returns the books of a run of plan p: its functions, start
+// function (/SF), attribution (/AT) and its depth (/STACK).
+func New(p *datafile.Plan) *Books {
 	n := len(p.Funcs)
-	b := &books{
+	b := &Books{
 		start:       -1,
 		attribution: p.Attribution,
 		levels:      p.StackDepth,
@@ -216,7 +225,7 @@ func newBooks(p *datafile.Plan) *books {
 		all:         make([]int64, n),
 		stackIndex:  map[stackKey]int{},
 		steps:       map[step]int{},
-		ledgers:     map[ledgerKey]*ledger{},
+		ledgers:     map[Key]*Ledger{},
 	}
 	for i, f := range p.Funcs {
 		if f.Frame != datafile.FrameSP {
@@ -236,7 +245,7 @@ func newBooks(p *datafile.Plan) *books {
 }
 
 // tick returns the time of an event of l at now, never before its last.
-func (l *ledger) tick(now int64) int64 {
+func (l *Ledger) tick(now int64) int64 {
 	if now < l.last {
 		return l.last
 	}
@@ -244,12 +253,13 @@ func (l *ledger) tick(now int64) int64 {
 	return now
 }
 
-func (b *books) ledger(k ledgerKey) *ledger {
+// Ledger returns the ledger of k, opened at its first event.
+func (b *Books) Ledger(k Key) *Ledger {
 	l := b.ledgers[k]
 	if l == nil {
-		l = &ledger{split: b.where != nil && !k.goroutine, goroutine: k.goroutine}
-		if b.trace != nil {
-			l.traced = b.trace.Owner(datafile.TraceOwner{Goroutine: k.goroutine, ID: k.id})
+		l = &Ledger{split: b.Where != nil && !k.Goroutine, goroutine: k.Goroutine}
+		if b.Trace != nil {
+			l.traced = b.Trace.Owner(datafile.TraceOwner{Goroutine: k.Goroutine, ID: k.ID})
 		}
 		if n := len(b.hits); n <= maxOpenSlice {
 			l.open = make([]int32, n)
@@ -261,14 +271,14 @@ func (b *books) ledger(k ledgerKey) *ledger {
 	return l
 }
 
-// enter records a call of fn, whose entry had stack pointer sp, at time
+// Enter records a call of fn, whose entry had stack pointer sp, at time
 // now.
-func (b *books) enter(k ledgerKey, fn int, sp uint64, now int64) {
-	b.enterLedger(b.ledger(k), fn, sp, now)
+func (b *Books) Enter(k Key, fn int, sp uint64, now int64) {
+	b.EnterLedger(b.Ledger(k), fn, sp, now)
 }
 
-// enterLedger is enter for l, the ledger of k.
-func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
+// EnterLedger is Enter for l, the ledger of k.
+func (b *Books) EnterLedger(l *Ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	floor, on := b.onStack(l, fn, sp, now)
 	nested := false
@@ -297,20 +307,20 @@ func (b *books) enterLedger(l *ledger, fn int, sp uint64, now int64) {
 	l.frames = append(l.frames, frame{fn: fn, sp: sp, begun: now, stack: stack})
 	l.opened(fn, 1)
 	if l.traced != nil {
-		b.trace.Event(l.traced, false, fn, now)
+		b.Trace.Event(l.traced, false, fn, now)
 	}
 	b.depth = max(b.depth, len(l.frames))
 }
 
-// exit records that fn leaves the frame whose entry had stack pointer sp.
-func (b *books) exit(k ledgerKey, fn int, sp uint64, now int64) {
+// Exit records that fn leaves the frame whose entry had stack pointer sp.
+func (b *Books) Exit(k Key, fn int, sp uint64, now int64) {
 	if l := b.ledgers[k]; l != nil {
-		b.exitLedger(l, fn, sp, now)
+		b.ExitLedger(l, fn, sp, now)
 	}
 }
 
-// exitLedger is exit for l, the ledger of k.
-func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
+// ExitLedger is Exit for l, the ledger of k.
+func (b *Books) ExitLedger(l *Ledger, fn int, sp uint64, now int64) {
 	now = l.tick(now)
 	floor, _ := b.onStack(l, fn, sp, now)
 	if l.goroutine {
@@ -330,7 +340,7 @@ func (b *books) exitLedger(l *ledger, fn int, sp uint64, now int64) {
 // event is on the stack of a stretch under the top one, the frames above
 // that stretch are closed at now: the thread has come back. floor is the
 // number of frames when none of them is on the event's stack.
-func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on segment) {
+func (b *Books) onStack(l *Ledger, fn int, sp uint64, now int64) (floor int, on segment) {
 	if !l.split || (b.noSP != nil && b.noSP[fn]) {
 		return 0, segment{}
 	}
@@ -345,7 +355,7 @@ func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on 
 		i--
 	}
 	if i < 0 {
-		lo, hi, ok := b.where.stackAt(sp)
+		lo, hi, ok := b.Where.StackAt(sp)
 		if !ok {
 			return 0, segment{}
 		}
@@ -366,7 +376,7 @@ func (b *books) onStack(l *ledger, fn int, sp uint64, now int64) (floor int, on 
 
 // keyedBySP reports whether fn's frames are keyed by the stack pointer
 // (C's; not Go's).
-func (b *books) keyedBySP(fn int) bool { return b.noSP == nil || !b.noSP[fn] }
+func (b *Books) keyedBySP(fn int) bool { return b.noSP == nil || !b.noSP[fn] }
 
 // runFloor returns the first of goroutine ledger l's frames an event of
 // fn at key is compared with. It looks at the runs of fn's kind from the
@@ -378,7 +388,7 @@ func (b *books) keyedBySP(fn int) bool { return b.noSP == nil || !b.noSP[fn] }
 // event at or above a run's first frame returns from the whole run, and
 // the next one down is looked at; when none is left, the frames from the
 // lowest one up close, and an entry starts a run where they were.
-func (b *books) runFloor(l *ledger, fn int, key uint64, now int64, exit bool) (floor int, nested bool) {
+func (b *Books) runFloor(l *Ledger, fn int, key uint64, now int64, exit bool) (floor int, nested bool) {
 	c := b.keyedBySP(fn)
 	lowest := -1
 	for i := len(l.runs) - 1; i >= 0; i-- {
@@ -415,7 +425,7 @@ func (b *books) runFloor(l *ledger, fn int, key uint64, now int64, exit bool) (f
 // stretch notes the stretch of a frame about to be pushed, entered on
 // stack on: the top one if it is on that stack, or a stack not known
 // (the first stretch, when there is none yet), else a new one.
-func (l *ledger) stretch(on segment) {
+func (l *Ledger) stretch(on segment) {
 	n := len(l.segs)
 	switch {
 	case n > 0 && (on.hi == 0 || l.segs[n-1].hi == on.hi):
@@ -426,8 +436,8 @@ func (l *ledger) stretch(on segment) {
 	}
 }
 
-// end closes every frame of k at now: its thread has ended.
-func (b *books) end(k ledgerKey, now int64) {
+// End closes every frame of k at now: its thread has ended.
+func (b *Books) End(k Key, now int64) {
 	if l := b.ledgers[k]; l != nil {
 		now = l.tick(now)
 		for len(l.frames) > 0 {
@@ -437,16 +447,73 @@ func (b *books) end(k ledgerKey, now int64) {
 	}
 }
 
-// finish closes the frames still open at the end of the run, each stack
+// Finish closes the frames still open at the end of the run, each stack
 // at its last event.
-func (b *books) finish() {
+func (b *Books) Finish() {
 	for k, l := range b.ledgers {
-		b.end(k, l.last)
+		b.End(k, l.last)
 	}
 }
 
+// Figures are what the books booked: by function, the calls (Hits), the
+// function time (Self) and function+child time (All), in nanoseconds;
+// the time within outermost frames (Inside); the call depth; and the
+// caller stacks where calls are attributed (/AT; nil otherwise).
+type Figures struct {
+	Hits      []uint64
+	Self, All []int64
+	Inside    int64
+	Depth     int
+	Stacks    []datafile.Stack
+}
+
+// Figures returns the figures booked so far. Hits, Self and All are the
+// books' own (a run's status reads them as they go); Stacks is a copy.
+func (b *Books) Figures() Figures {
+	f := Figures{Hits: b.hits, Self: b.self, All: b.all, Inside: b.inside, Depth: b.depth}
+	if b.attribution {
+		f.Stacks = slices.Clone(b.stacks)
+	}
+	return f
+}
+
+// Call is a call open in a ledger: its function, the key of its frame
+// (the stack pointer of its entry, or a goroutine's distance from its
+// stack top) and when it began.
+type Call struct {
+	Fn    int
+	SP    uint64
+	Begun int64
+}
+
+// OpenCalls returns the calls open in k's ledger, bottom first (nil
+// where k has none): what the books hold of a stack, for tests and
+// tools that look inside.
+func (b *Books) OpenCalls(k Key) []Call {
+	l := b.ledgers[k]
+	if l == nil {
+		return nil
+	}
+	calls := make([]Call, len(l.frames))
+	for i, f := range l.frames {
+		calls[i] = Call{Fn: f.fn, SP: f.sp, Begun: f.begun}
+	}
+	return calls
+}
+
+// Open reports whether k has a profiled call open.
+func (b *Books) Open(k Key) bool {
+	l := b.ledgers[k]
+	return l != nil && len(l.frames) > 0
+}
+
+// CarriedByGoroutine reports whether a call of fn, in a program with Go
+// functions, is a C call, which the goroutine of the thread that makes
+// it carries (its ledger holds it, nested in its Go frames: runFloor).
+func (b *Books) CarriedByGoroutine(fn int) bool { return b.noSP != nil && !b.noSP[fn] }
+
 // close ends l's top frame at now and books its time.
-func (b *books) close(l *ledger, now int64) {
+func (b *Books) close(l *Ledger, now int64) {
 	n := len(l.frames) - 1
 	f := l.frames[n]
 	l.frames = l.frames[:n]
@@ -457,7 +524,7 @@ func (b *books) close(l *ledger, now int64) {
 		l.runs = l.runs[:r]
 	}
 	if l.traced != nil {
-		b.trace.Event(l.traced, true, f.fn, now)
+		b.Trace.Event(l.traced, true, f.fn, now)
 	}
 	elapsed := now - f.begun
 	self := elapsed - f.children
@@ -474,110 +541,4 @@ func (b *books) close(l *ledger, now int64) {
 	} else {
 		b.inside += elapsed
 	}
-}
-
-// callerStack returns the index of the caller stack of a call of fn made
-// from l's current frames (stackOf), in a time that does not depend on
-// how many there are: the caller stack of a call is a function of its
-// caller frame's and of fn, and once found it is kept in b.steps.
-//
-// That holds because a frame's stack key covers one frame more than its
-// callees need: the key of a frame at depth d is its function and its
-// nearest min(d, levels) callers (all of them when levels is 0), min(d+1,
-// levels+1) frames in all; a call from it needs min(d+1, levels) of them,
-// its caller and the nearest below, and the shown callers are the nearest
-// two. Two frames whose stacks are one have the same chain of callers for
-// what their callees' keys need, up to a collision of the 64-bit hash,
-// which would already make their own stacks one.
-func (b *books) callerStack(l *ledger, fn int) int {
-	from := -1
-	if n := len(l.frames); n > 0 {
-		from = l.frames[n-1].stack
-	}
-	if from+1 < len(b.lastStep) {
-		if c := b.lastStep[from+1]; c.fn == fn && c.from == from {
-			return c.to
-		}
-	}
-	s := step{from, fn}
-	i, ok := b.steps[s]
-	if !ok {
-		i = b.stackOf(l, fn)
-		b.steps[s] = i
-	}
-	for len(b.lastStep) <= from+1 {
-		b.lastStep = append(b.lastStep, cachedStep{from: -2})
-	}
-	b.lastStep[from+1] = cachedStep{from: from, fn: fn, to: i}
-	return i
-}
-
-// cachedStep is the last step taken from a caller stack: a call of fn
-// from stack from was booked to stack to.
-type cachedStep struct{ from, fn, to int }
-
-// stackOf returns the index of the caller stack of a call of fn made from
-// l's current frames, adding it when new. Stacks are told apart by up to
-// b.levels callers (all of them when 0) and show the nearest two, outermost
-// first, -1 standing for the stack base (no profiled caller); a new stack
-// keeps its caller frame's stack's key (CallerKey), which links it to
-// the rest of its chain. It takes a
-// time in proportion to the callers it tells apart: callerStack calls it
-// once for each new step.
-func (b *books) stackOf(l *ledger, fn int) int {
-	n := len(l.frames)
-	levels := n
-	if b.levels > 0 {
-		levels = min(n, b.levels)
-	}
-	h := fnvWord(fnvOffset, levels)
-	b.hashed += levels
-	for i := n - 1; i >= n-levels; i-- {
-		h = fnvWord(h, l.frames[i].fn)
-	}
-	key := stackKey{fn, h}
-	if i, ok := b.stackIndex[key]; ok {
-		return i
-	}
-	shown := 2 // at most two caller names, one with /STACK 1
-	if b.levels == 1 {
-		shown = 1
-	}
-	var callers []int
-	for i := n - shown; i < n; i++ {
-		if i < 0 {
-			if len(callers) == 0 {
-				callers = append(callers, -1)
-			}
-			continue
-		}
-		callers = append(callers, l.frames[i].fn)
-	}
-	st := datafile.Stack{Func: fn, Callers: callers, Key: key.hash}
-	if n > 0 && l.frames[n-1].stack >= 0 {
-		// The caller's stack, for the whole chain (datafile.Stack).
-		st.CallerKey = b.stacks[l.frames[n-1].stack].Key
-	}
-	b.stacks = append(b.stacks, st)
-	b.stackIndex[key] = len(b.stacks) - 1
-	return len(b.stacks) - 1
-}
-
-// The stack keys are the 64-bit FNV-1a hash (hash/fnv) of the number of
-// callers told apart, then of each caller's function, innermost first,
-// each a little-endian 64-bit word. They are written in the .pbo, where
-// runs merge by them, and order the stacks whose shown callers are the
-// same: they must not change.
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-// fnvWord returns hash h continued with the eight bytes of v.
-func fnvWord(h uint64, v int) uint64 {
-	for i := range 8 {
-		h ^= uint64(v) >> (8 * i) & 0xff
-		h *= fnvPrime
-	}
-	return h
 }

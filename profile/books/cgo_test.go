@@ -1,4 +1,4 @@
-package profile
+package books
 
 import (
 	"testing"
@@ -8,14 +8,14 @@ import (
 
 // cgoBooks are books of a plan of two Go functions, main and g, and two
 // C functions, f and h (the indices of testBooks).
-func cgoBooks() *books {
+func cgoBooks() *Books {
 	p := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1,
 		Funcs: []datafile.Func{{Name: "main", Frame: datafile.FrameGoroutine}, {Name: "f"},
 			{Name: "g", Frame: datafile.FrameGoroutine}, {Name: "h"}}}
-	return newBooks(p)
+	return New(p)
 }
 
-var goroutine1 = ledgerKey{goroutine: true, id: 1}
+var goroutine1 = Key{Goroutine: true, ID: 1}
 
 // goKey is the key of a Go frame d bytes below its goroutine's stack top
 // (frameKey).

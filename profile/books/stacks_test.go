@@ -1,7 +1,6 @@
-package profile
+package books
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -11,14 +10,19 @@ import (
 // above and below it, coroutine stacks, with the mappings known by
 // construction.
 
-// fakeMaps is a memory map: stackAt finds the extent that holds an
+// extent is a mapping, from lo to hi.
+type extent struct{ lo, hi uint64 }
+
+func (s extent) holds(a uint64) bool { return s.lo <= a && a < s.hi }
+
+// fakeMaps is a memory map: StackAt finds the extent that holds an
 // address, and counts the questions.
 type fakeMaps struct {
 	extents []extent
 	asked   int
 }
 
-func (m *fakeMaps) stackAt(sp uint64) (lo, hi uint64, ok bool) {
+func (m *fakeMaps) StackAt(sp uint64) (lo, hi uint64, ok bool) {
 	m.asked++
 	for _, e := range m.extents {
 		if e.holds(sp) {
@@ -39,12 +43,12 @@ var (
 	sharedHeap = extent{0x40000, 0x48000}
 )
 
-func stackBooks(maps *fakeMaps, funcs ...datafile.Func) *books {
+func stackBooks(maps *fakeMaps, funcs ...datafile.Func) *Books {
 	if funcs == nil {
 		funcs = make([]datafile.Func, 4)
 	}
-	b := newBooks(&datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: funcs})
-	b.where = maps
+	b := New(&datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: funcs})
+	b.Where = maps
 	return b
 }
 
@@ -153,7 +157,7 @@ func TestBooksStacksUnknown(t *testing.T) {
 	// A goroutine's frames are keyed by their distance from its stack
 	// top: never told apart by stack.
 	b = stackBooks(allMaps())
-	gor := ledgerKey{goroutine: true, id: 0xc000001000}
+	gor := Key{Goroutine: true, ID: 0xc000001000}
 	play(b, gor, in(outer, 0x1f000, 0), in(spin, 0x1ef00, 10), in(tick, 0x5f000, 20), out(tick, 0x5f000, 25))
 	checkBooks(t, b, booked{
 		hits: []uint64{1, 1, 1, 0}, self: []int64{10, 10, 5, 0}, all: []int64{20, 10, 5, 0},
@@ -179,33 +183,4 @@ func TestBooksStackGrows(t *testing.T) {
 	if maps.asked != 2 {
 		t.Errorf("the map asked %d times, want 2 (the first entry, the first beyond its bounds)", maps.asked)
 	}
-}
-
-// TestStackMaps: the memory map is read at the first question, and again
-// only for an address outside the mappings it had; an address in no
-// mapping of a fresh reading is not known, and its gap is not read again
-// for; a map that cannot be read is not read again.
-func TestStackMaps(t *testing.T) {
-	current := []mapping{{Start: 0x10000, End: 0x20000}, {Start: 0x50000, End: 0x60000}}
-	m := &stackMaps{read: func() ([]mapping, error) { return current, nil }}
-	ask := func(sp uint64, wantLo, wantHi uint64, wantOK bool, reads int) {
-		t.Helper()
-		lo, hi, ok := m.stackAt(sp)
-		if lo != wantLo || hi != wantHi || ok != wantOK || m.reads != reads {
-			t.Errorf("stackAt(%#x) = %#x, %#x, %v after %d readings; want %#x, %#x, %v after %d",
-				sp, lo, hi, ok, m.reads, wantLo, wantHi, wantOK, reads)
-		}
-	}
-	ask(0x1f000, 0x10000, 0x20000, true, 1)
-	ask(0x5f000, 0x50000, 0x60000, true, 1)
-	current = append(current, mapping{Start: 0x30000, End: 0x31000}) // a stack mapped since
-	ask(0x30800, 0x30000, 0x31000, true, 2)
-	ask(0x40000, 0, 0, false, 3) // in no mapping: read once
-	ask(0x48000, 0, 0, false, 3) // the same gap
-	current[0].Start = 0x8000    // the stack grew
-	ask(0x9000, 0x8000, 0x20000, true, 4)
-
-	m = &stackMaps{read: func() ([]mapping, error) { return nil, errors.New("permission denied") }}
-	ask(0x1f000, 0, 0, false, 1)
-	ask(0x5f000, 0, 0, false, 1)
 }
