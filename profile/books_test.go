@@ -5,6 +5,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // Function indices of the test plans.
@@ -133,7 +134,7 @@ func BenchmarkBooks(b *testing.B) {
 	p := &datafile.Plan{Funcs: make([]datafile.Func, 4), StackDepth: 0}
 	bk := books.New(p)
 	// The stack the events are on, as the tracer's memory map tells.
-	bk.Where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
+	bk.Where = &stackMaps{read: func() ([]procmaps.Mapping, error) { return []procmaps.Mapping{{Start: 0, End: 1 << 20}}, nil }}
 	k := threadLedger(1)
 	const main, f, g, h = 0, 1, 2, 3
 	bk.Enter(k, main, 1000, 0)

@@ -10,6 +10,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // TestEntryTrampolinesEnv: the entries' trampolines over their
@@ -44,8 +45,8 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 		et.env.counters, et.env.rings = c, rs // (as tracer.choose sets them)
 
 		bias := uint64(pieAt - leafAt)
-		in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
-		maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
+		maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
 		items := []int{0, 1}
 		p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
 			area: e.areaNear(in, maps, e.areaCells(items, bias, 0, timed)), entries: slices.Clone(items), counters: c}

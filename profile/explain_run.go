@@ -60,13 +60,13 @@ func (x *runNarrator) library(l *loaded, loaded bool) {
 	switch {
 	case loaded && x.t.parts.calls.lent == 0:
 		// (Attached: a library the process had loaded already.)
-		x.tell("library", "%s %s is loaded already, at %#x: PROFILE plants it now.", x.now(), name, l.lo)
+		x.tell("library", "%s %s is loaded already, at %#x: PROFILE plants it now.", x.now(), name, l.Lo)
 		return
 	case loaded:
-		x.tell("library", "%s the dynamic linker loaded %s at %#x: PROFILE plants it now, borrowing the thread stopped at the rendezvous for the system calls.", x.now(), name, l.lo)
+		x.tell("library", "%s the dynamic linker loaded %s at %#x: PROFILE plants it now, borrowing the thread stopped at the rendezvous for the system calls.", x.now(), name, l.Lo)
 		return
 	}
-	x.tell("library", "%s %s at %#x was unloaded (dlclose): PROFILE forgets its sites and unmaps the areas it mapped beside it; its counts stay.", x.now(), name, l.lo)
+	x.tell("library", "%s %s at %#x was unloaded (dlclose): PROFILE forgets its sites and unmaps the areas it mapped beside it; its counts stay.", x.now(), name, l.Lo)
 }
 
 // signal tells a signal of the program passed on to thread th.

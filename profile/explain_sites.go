@@ -45,13 +45,13 @@ func (x *siteNarrator) planting(p *planting) {
 	if p.lines {
 		what = "its line sites"
 	}
-	x.say("Module %s, mapped at %#x (load bias %#x): PROFILE read its code from the process, decoded it once, and plants %s.", m.Name, p.in.lo, p.bias, what)
+	x.say("Module %s, mapped at %#x (load bias %#x): PROFILE read its code from the process, decoded it once, and plants %s.", m.Name, p.in.Lo, p.bias, what)
 	if a := p.area; a != nil && !a.mapped() {
 		x.say("  No area could be mapped near its code: its sites keep breakpoints, those whose instruction needs a slot none.")
 	} else if a != nil {
-		dist, dir := a.base-p.in.lo, "after"
-		if a.base < p.in.lo {
-			dist, dir = p.in.lo-a.base, "before"
+		dist, dir := a.base-p.in.Lo, "after"
+		if a.base < p.in.Lo {
+			dist, dir = p.in.Lo-a.base, "before"
 		}
 		x.say("  Its area for trampolines and slots: %s at %#x, %s %s its code, within reach of a jump from it.", bytesWords(uint64(len(a.image))), a.base, bytesWords((dist+1023)&^1023), dir)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -281,7 +282,7 @@ func narrated(plan *datafile.Plan, code []byte, limit int) (*tracer, *fakeMem, *
 // breakpoints, the breakpoint, and how its instruction is carried out at
 // a hit.
 func TestExplainPlanting(t *testing.T) {
-	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	maps := []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	t.Run("in-process", func(t *testing.T) {
 		tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 		tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
@@ -380,7 +381,7 @@ func TestExplainFirstHits(t *testing.T) {
 	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 3, Records: ringRecords, DepthSlots: depthSlots}, next: 3, blockOf: map[int]int{100: 1, 101: 2}}
 	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
-	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	maps := []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
 	}

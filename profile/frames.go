@@ -14,20 +14,21 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // stackView is the process's memory map, in order (as /proc/PID/maps
 // lists it), as instr.SignalFrames reads it.
-type stackView []mapping
+type stackView []procmaps.Mapping
 
 // find returns the mapping that holds addr.
-func (v stackView) find(addr uint64) (mapping, bool) {
+func (v stackView) find(addr uint64) (procmaps.Mapping, bool) {
 	i := sort.Search(len(v), func(i int) bool { return v[i].End > addr })
 	if i < len(v) && v[i].Start <= addr {
 		return v[i], true
 	}
-	return mapping{}, false
+	return procmaps.Mapping{}, false
 }
 
 // StackEnd returns the end of the mapping that holds addr, 0 for none.
@@ -68,7 +69,7 @@ func stacksOf(t *tracer) threadStacks {
 // framePCs returns the PCs saved in the signal frames on the stack of the
 // stopped thread whose registers are regs: where handlers it is in will
 // return (attachment.pcs, no patch covers one).
-func (s threadStacks) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
+func (s threadStacks) framePCs(regs *ptrace.Regs, maps []procmaps.Mapping) []uint64 {
 	var pcs []uint64
 	for _, f := range instr.SignalFrames(s.arch, s.mem, regs, stackView(maps)) {
 		pcs = append(pcs, f.PC())
@@ -84,7 +85,7 @@ func (s threadStacks) framePCs(regs *ptrace.Regs, maps []mapping) []uint64 {
 // PROFILE's thread base (putBase), which that code reads, as a thread
 // stopped inside it does. (The code stays mapped; its jump back leads to
 // the program's.)
-func (s threadStacks) settleFrames(tid int, maps []mapping) (keep bool) {
+func (s threadStacks) settleFrames(tid int, maps []procmaps.Mapping) (keep bool) {
 	var regs ptrace.Regs
 	if s.proc.getRegs(tid, &regs) != nil {
 		return false
@@ -142,7 +143,7 @@ func (c *counters) exactPC(r instr.Regs, base uint64) (uint64, bool) {
 // next thread's stack pointer in the same mapping, and only those that no
 // thread has. sps are the threads' stack pointers, by thread; readMaps
 // reads the memory map.
-func (s threadStacks) ownFramesAbove(sps map[int]uint64, readMaps func() ([]mapping, error)) error {
+func (s threadStacks) ownFramesAbove(sps map[int]uint64, readMaps func() ([]procmaps.Mapping, error)) error {
 	c := s.counters
 	if c == nil || !c.layout.Table {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -23,7 +24,7 @@ import (
 // end. 0 means no gap within reach was found, and the kernel chooses. The
 // area is aligned to pageSize, the running system's page:
 // MAP_FIXED_NOREPLACE refuses any other address.
-func slotArea(maps []mapping, start, end, size, pageSize uint64) uint64 {
+func slotArea(maps []procmaps.Mapping, start, end, size, pageSize uint64) uint64 {
 	guard := 16 * pageSize
 	const (
 		lowest = 1 << 20   // leave the lowest addresses alone

@@ -10,6 +10,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -108,7 +109,7 @@ type counterEnv struct {
 	sampling      bool // function sampling, which keeps no call depth
 	hits          []uint64
 	warn          func(*prf.Diagnostic)
-	readMaps      func() ([]mapping, error)
+	readMaps      func() ([]procmaps.Mapping, error)
 	rings         *rings
 	threadPointer bool
 }

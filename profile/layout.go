@@ -70,7 +70,7 @@ func (e *planter) funcStarts(p *planting, to []uint64) []uint64 {
 
 // modulePath returns the path of planting p's module as mapped.
 func (e *planter) modulePath(p *planting) string {
-	if mapped := p.in.first.Path; mapped != "" {
+	if mapped := p.in.First.Path; mapped != "" {
 		return mapped
 	}
 	return e.plan.Modules[p.mi].Path

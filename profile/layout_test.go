@@ -16,6 +16,7 @@ import (
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/prep"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // hostLibc are the C libraries of each architecture on this machine (the
@@ -148,7 +149,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		}
 	}
 	image := make([]byte, hi-lo)
-	var maps []mapping
+	var maps []procmaps.Mapping
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {
 			continue
@@ -161,7 +162,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 			perms = "r-xp"
 		}
 		start := (p.Vaddr &^ 0xfff) + realBias
-		maps = append(maps, mapping{Start: start, End: (p.Vaddr+p.Memsz+0xfff)&^0xfff + realBias, Perms: perms, Path: path, Inode: 1, Offset: p.Off &^ 0xfff})
+		maps = append(maps, procmaps.Mapping{Start: start, End: (p.Vaddr+p.Memsz+0xfff)&^0xfff + realBias, Perms: perms, Path: path, Inode: 1, Offset: p.Off &^ 0xfff})
 	}
 	orig := slices.Clone(image)
 	mem := &fakeMem{base: lo + realBias, b: image}
@@ -191,7 +192,7 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 		tr.parts.lines = newLineTrampolines(tr)
 		tr.choose()
 	}
-	in := instance{first: maps[0], lo: lo + realBias, hi: hi + realBias}
+	in := procmaps.Instance{First: maps[0], Lo: lo + realBias, Hi: hi + realBias}
 	tr.parts.plant.scanCode(maps, in, 0, path, realBias)
 	if err := tr.plantModule(0, realBias, in, maps); err != nil && !errors.Is(err, errNoCode) {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // Line profiles (docs/linux.md, "Debugging information"): every site of
@@ -23,7 +24,7 @@ import (
 // first to past the last, read once, and one area for the trampolines
 // of the sites counted in-process and the slots of the others. It
 // returns nil when there is nothing to plant.
-func (pl *planter) newLinePlanting(mi int, bias uint64, in instance, maps []mapping, hits []uint64, lt *lineTrampolines) *planting {
+func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping, hits []uint64, lt *lineTrampolines) *planting {
 	type siteLine struct {
 		addr uint64
 		line int

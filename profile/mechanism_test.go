@@ -15,6 +15,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -131,8 +132,8 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 	return t, mem, warnings
 }
 
-func leafInstance() instance {
-	return instance{first: mapping{Start: leafAt}, lo: leafAt, hi: leafAt + 0x1000}
+func leafInstance() procmaps.Instance {
+	return procmaps.Instance{First: procmaps.Mapping{Start: leafAt}, Lo: leafAt, Hi: leafAt + 0x1000}
 }
 
 // leafLines has four lines of leafCode: the first at its entry, two that
@@ -296,8 +297,8 @@ func TestEntryTrampolinesPlant(t *testing.T) {
 			tr.parts.counters = &counters{env: tr.counterEnv(), layout: layout.Layout{Kind: instr.CountShared, ProgAddr: countersAt, BlockSize: 64, NBlocks: 1, Records: ringRecords, DepthSlots: depthSlots}, blockOf: map[int]int{}}
 			tr.parts.entries = newEntryTrampolines(tr.plan, tr.arch, tr.parts.plant, tr.parts.bp.plantEntry)
 			tr.choose()
-			maps := []mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
-			in := instance{first: mapping{Start: c.base}, lo: c.base, hi: c.base + 0x1000}
+			maps := []procmaps.Mapping{{Start: c.base, End: c.base + 0x1000, Perms: "r-xp"}}
+			in := procmaps.Instance{First: procmaps.Mapping{Start: c.base}, Lo: c.base, Hi: c.base + 0x1000}
 			if err := tr.plantModule(0, c.base-leafAt, in, maps); err != nil {
 				t.Fatal(err)
 			}
@@ -378,7 +379,7 @@ func TestExitPatchesPlant(t *testing.T) {
 	tr.parts.rings = newRings(tr)
 	tr.parts.exits = newExitPatches(tr, tr.parts.rings)
 	tr.choose()
-	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	maps := []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestBreakpointsPlantExits(t *testing.T) {
 	plan.Funcs[0].High = leafAt + uint64(len(twoExits))
 	tr, mem, _ := fakeTracerOf(plan, twoExits)
 	mapAreas(tr, mem)
-	maps := []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+	maps := []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 	if err := tr.plantModule(0, 0, leafInstance(), maps); err != nil {
 		t.Fatal(err)
 	}
@@ -563,8 +564,8 @@ func plantLines(t *testing.T, tr *tracer) *ptrace.Shared {
 	tr.parts.counters = &counters{env: tr.counterEnv(), shared: shared, layout: layout.Layout{Kind: instr.CountPerThread, ProgAddr: 0x7f0000000000, BlockSize: 64, NBlocks: 2, Records: ringRecords, DepthSlots: depthSlots}, next: 2, blockOf: map[int]int{}}
 	tr.parts.lines = newLineTrampolines(tr)
 	tr.choose()
-	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-	in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
+	maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+	in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
 	if err := tr.plantModule(0, pieAt-leafAt, in, maps); err != nil {
 		t.Fatal(err)
 	}
@@ -609,8 +610,8 @@ func newLineRig(t *testing.T, m datafile.Method, every bool, threads int) *lineR
 	}
 	lt := numberLines(lineEnv{plan: plan, arch: instr.AMD64, every: every, warn: pl.warn, mem: pl.mem, proc: fp, threads: ths,
 		plant: pl, counters: c, hits: make([]uint64, plan.NumItems()), watch: &watch{}})
-	maps := []mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-	in := instance{first: mapping{Start: pieAt}, lo: pieAt, hi: pieAt + 0x1000}
+	maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+	in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
 	p := pl.newLinePlanting(0, pieAt-leafAt, in, maps, lt.env.hits, lt)
 	p.counters = c
 	if err := lt.plant(p); err != nil {

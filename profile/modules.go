@@ -13,6 +13,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -79,8 +80,8 @@ type modules struct {
 // every part, of what was planted in an instance unmapped, [lo, hi), and
 // the areas PROFILE mapped next to it.
 type moduleHost interface {
-	readMaps() ([]mapping, error)
-	plantLoaded(mi int, path string, in instance, maps []mapping) error
+	readMaps() ([]procmaps.Mapping, error)
+	plantLoaded(mi int, path string, in procmaps.Instance, maps []procmaps.Mapping) error
 	unplant(lo, hi uint64, areas [][2]uint64)
 }
 
@@ -93,13 +94,13 @@ func newModules(t *tracer) *modules {
 // loaded is an instance of library mi of the plan, mapped and planted.
 type loaded struct {
 	mi int
-	instance
+	procmaps.Instance
 }
 
 // watchLibraries plants the breakpoint of the dynamic linker's
 // rendezvous. A program without a dynamic linker (static) loads no
 // library: PROFILE says so, and the libraries' counts stay zero.
-func (m *modules) watchLibraries(maps []mapping) error {
+func (m *modules) watchLibraries(maps []procmaps.Mapping) error {
 	interp, err := elfid.ReadInterpreter(m.cfg.Path)
 	if err == nil && interp == "" {
 		err = fmt.Errorf("%s is linked statically", filepath.Base(m.cfg.Path))
@@ -152,8 +153,8 @@ func (m *modules) libNames() string {
 
 // findRendezvous finds, in the dynamic linker at path as mapped in maps,
 // where _dl_debug_state and _r_debug are.
-func (m *modules) findRendezvous(path string, maps []mapping) (rendezvous, error) {
-	first, ok := fileMapping(maps, path)
+func (m *modules) findRendezvous(path string, maps []procmaps.Mapping) (rendezvous, error) {
+	first, ok := procmaps.FileMapping(maps, path)
 	if !ok {
 		return rendezvous{}, fmt.Errorf("the dynamic linker %s is not mapped", path)
 	}
@@ -223,14 +224,14 @@ func (m *modules) syncLibraries() error {
 	now := map[uint64]*loaded{} // by start
 	for _, mi := range m.libs {
 		for _, in := range m.libraryInstances(maps, mi) {
-			if now[in.first.Start] == nil {
-				now[in.first.Start] = &loaded{mi: mi, instance: in}
+			if now[in.First.Start] == nil {
+				now[in.First.Start] = &loaded{mi: mi, Instance: in}
 			}
 		}
 	}
 	for _, start := range starts(m.loaded) {
 		l, n := m.loaded[start], now[start]
-		if n == nil || n.mi != l.mi || n.first.Inode != l.first.Inode || n.first.Path != l.first.Path {
+		if n == nil || n.mi != l.mi || n.First.Inode != l.First.Inode || n.First.Path != l.First.Path {
 			if err := m.forget(l); err != nil {
 				return err
 			}
@@ -243,7 +244,7 @@ func (m *modules) syncLibraries() error {
 		l := now[start]
 		m.loaded[start] = l
 		m.told.note(libraryEvent{l, true})
-		if err := m.host.plantLoaded(l.mi, l.first.Path, l.instance, maps); err != nil {
+		if err := m.host.plantLoaded(l.mi, l.First.Path, l.Instance, maps); err != nil {
 			return fmt.Errorf("plant %s: %w", m.plan.Modules[l.mi].Name, err)
 		}
 	}
@@ -257,10 +258,10 @@ func starts(l map[uint64]*loaded) []uint64 { return slices.Sorted(maps.Keys(l)) 
 // the library's name (as given to PREP, or the file that name links to;
 // see fileNames) that is the file PREP read. A file of that name that
 // has changed since PREP is warned about, once, and not planted.
-func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
+func (m *modules) libraryInstances(maps []procmaps.Mapping, mi int) []procmaps.Instance {
 	mod := &m.plan.Modules[mi]
-	names := append([]string{mod.Name}, fileNames(mod.Path)...)
-	var out []instance
+	names := append([]string{mod.Name}, procmaps.FileNames(mod.Path)...)
+	var out []procmaps.Instance
 	done := map[string]bool{}
 	for _, mp := range maps {
 		if mp.Inode == 0 || !slices.Contains(names, filepath.Base(mp.Path)) {
@@ -271,7 +272,7 @@ func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
 			continue
 		}
 		done[key] = true
-		first, _ := moduleMapping(maps, []string{filepath.Base(mp.Path)}, mp.Inode)
+		first, _ := procmaps.ModuleMapping(maps, []string{filepath.Base(mp.Path)}, mp.Inode)
 		same, known := m.identity[key]
 		if !known {
 			same, _ = checkIdentity(first.Path, mod)
@@ -281,7 +282,7 @@ func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
 			}
 		}
 		if same {
-			out = append(out, instances(maps, first, elfid.ReadLoadSpan(first.Path, m.plant.pageSize))...)
+			out = append(out, procmaps.Instances(maps, first, elfid.ReadLoadSpan(first.Path, m.plant.pageSize))...)
 		}
 	}
 	return out
@@ -292,12 +293,12 @@ func (m *modules) libraryInstances(maps []mapping, mi int) []instance {
 // PROFILE mapped next to it are unmapped. Its counts stay, and so does
 // every other instance of its library.
 func (m *modules) forget(l *loaded) error {
-	delete(m.loaded, l.first.Start)
+	delete(m.loaded, l.First.Start)
 	m.told.note(libraryEvent{l, false})
-	m.host.unplant(l.lo, l.hi, m.plant.areas[l.first.Start])
-	m.plant.scan.forget(l.lo, l.hi)
-	areas := m.plant.areas[l.first.Start]
-	delete(m.plant.areas, l.first.Start)
+	m.host.unplant(l.Lo, l.Hi, m.plant.areas[l.First.Start])
+	m.plant.scan.forget(l.Lo, l.Hi)
+	areas := m.plant.areas[l.First.Start]
+	delete(m.plant.areas, l.First.Start)
 	return m.calls.withCalls(m.calls.setupThread(), func() error {
 		for _, a := range areas {
 			// (An area a seccomp filter keeps PROFILE from unmapping
@@ -313,16 +314,16 @@ func (m *modules) forget(l *loaded) error {
 
 // programInstance finds the program in the maps of its exec stop: the
 // file the kernel mapped, which is the end of the chain of symbolic
-// links the program's path may be (fileMapping).
-func (m *modules) programInstance(maps []mapping) (instance, bool) {
-	first, ok := fileMapping(maps, m.cfg.Path)
+// links the program's path may be (procmaps.FileMapping).
+func (m *modules) programInstance(maps []procmaps.Mapping) (procmaps.Instance, bool) {
+	first, ok := procmaps.FileMapping(maps, m.cfg.Path)
 	if !ok {
-		return instance{}, false
+		return procmaps.Instance{}, false
 	}
-	for _, in := range instances(maps, first, elfid.ReadLoadSpan(m.cfg.Path, m.plant.pageSize)) {
-		if in.first.Start == first.Start {
+	for _, in := range procmaps.Instances(maps, first, elfid.ReadLoadSpan(m.cfg.Path, m.plant.pageSize)) {
+		if in.First.Start == first.Start {
 			return in, true
 		}
 	}
-	return instance{}, false
+	return procmaps.Instance{}, false
 }

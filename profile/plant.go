@@ -13,6 +13,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // plantAll instruments the program at its exec stop: the counters are
@@ -55,11 +56,11 @@ func (t *tracer) plantAll() error {
 // plantLoaded plants module mi, the file at path mapped as in, in a
 // process with the given maps. Its code is decoded first (scanCode):
 // nothing is planted where that decoding finds no instruction boundary.
-func (t *tracer) plantLoaded(mi int, path string, in instance, maps []mapping) error {
+func (t *tracer) plantLoaded(mi int, path string, in procmaps.Instance, maps []procmaps.Mapping) error {
 	m := &t.plan.Modules[mi]
 	bias := uint64(0)
 	if m.PIE {
-		bias = elfid.LoadBias(in.first.Start, in.first.Offset, m.LinkBase)
+		bias = elfid.LoadBias(in.First.Start, in.First.Offset, m.LinkBase)
 	}
 	t.parts.plant.scanCode(maps, in, mi, path, bias)
 	defer func() { t.parts.plant.scan.code = nil }()
@@ -264,7 +265,7 @@ func byReason(cfg Config, n int, errOf func(int) error, one func(int) *prf.Diagn
 }
 
 // readMaps reads the program's memory map, opened at the start.
-func (t *tracer) readMaps() ([]mapping, error) {
+func (t *tracer) readMaps() ([]procmaps.Mapping, error) {
 	if t.maps == nil {
 		return nil, errors.New("read memory map: not open") // (an attach that could not open it lets go without)
 	}
@@ -272,14 +273,14 @@ func (t *tracer) readMaps() ([]mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read memory map: %w", err)
 	}
-	return parseMaps(data)
+	return procmaps.Parse(data)
 }
 
 // plantModule plants module mi, loaded with bias, mapped as in, in a
 // process with the given maps: each mechanism in turn plants what it
 // takes (plant) into one planting, written in bulk at the end
 // (writePlanting): the area, then the jumps, then the breakpoints.
-func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) error {
+func (t *tracer) plantModule(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping) error {
 	// (The areas and pages are mapped in one borrowing of the thread,
 	// put back before anything is written.)
 	var p *planting
@@ -316,7 +317,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in instance, maps []mapping) e
 // per entry (a trampoline where the entry can be patched in-process,
 // else the out-of-line slot of its breakpoint) and the exits' cells. It
 // returns nil when there is nothing to plant.
-func (t *tracer) newPlanting(mi int, bias uint64, in instance, maps []mapping) *planting {
+func (t *tracer) newPlanting(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping) *planting {
 	if !t.plan.Method.IsFunction() {
 		return t.parts.plant.newLinePlanting(mi, bias, in, maps, t.hits, t.parts.lines)
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 func TestSlotArea(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		maps  []mapping
+		maps  []procmaps.Mapping
 		start uint64
 		end   uint64 // the instance's end (its segments' span)
 		page  uint64 // the system's page size; 4 KiB when 0
@@ -22,7 +23,7 @@ func TestSlotArea(t *testing.T) {
 	}{
 		{
 			name: "PIE program: just below",
-			maps: []mapping{
+			maps: []procmaps.Mapping{
 				{Start: 0x5555_5555_4000, End: 0x5555_5555_9000},
 				{Start: 0x7fff_f7fc_3000, End: 0x7fff_f7fc_7000},
 			},
@@ -32,7 +33,7 @@ func TestSlotArea(t *testing.T) {
 		},
 		{
 			name:  "non-PIE C on amd64: just below",
-			maps:  []mapping{{Start: 0x400000, End: 0x404000}, {Start: 0x7f00_0000_0000, End: 0x7f00_0001_0000}},
+			maps:  []procmaps.Mapping{{Start: 0x400000, End: 0x404000}, {Start: 0x7f00_0000_0000, End: 0x7f00_0001_0000}},
 			start: 0x400000,
 			end:   0x404000,
 			want:  0x3ef000,
@@ -41,7 +42,7 @@ func TestSlotArea(t *testing.T) {
 			// Go on arm64 links at 0x10000; its bss is an anonymous
 			// mapping right after the file's.
 			name: "Go at 0x10000: above the bss",
-			maps: []mapping{
+			maps: []procmaps.Mapping{
 				{Start: 0x10000, End: 0xa7000}, {Start: 0xa7000, End: 0x140000},
 				{Start: 0x140000, End: 0x160000}, {Start: 0x160000, End: 0x190000},
 				{Start: 0x40_0000_0000, End: 0x40_0040_0000},
@@ -55,7 +56,7 @@ func TestSlotArea(t *testing.T) {
 			// pages below the program, all aligned to 64 KiB, which
 			// MAP_FIXED_NOREPLACE demands.
 			name:  "PIE program, 64K pages",
-			maps:  []mapping{{Start: 0xaaaa_d000_0000, End: 0xaaaa_d005_0000}},
+			maps:  []procmaps.Mapping{{Start: 0xaaaa_d000_0000, End: 0xaaaa_d005_0000}},
 			start: 0xaaaa_d000_0000,
 			end:   0xaaaa_d005_0000,
 			page:  0x10000,
@@ -63,7 +64,7 @@ func TestSlotArea(t *testing.T) {
 		},
 		{
 			name:  "Go at 0x10000, 16K pages: above the bss",
-			maps:  []mapping{{Start: 0x10000, End: 0xa8000}, {Start: 0xa8000, End: 0x13c000}},
+			maps:  []procmaps.Mapping{{Start: 0x10000, End: 0xa8000}, {Start: 0xa8000, End: 0x13c000}},
 			start: 0x10000,
 			end:   0xa8000,
 			page:  0x4000,
@@ -74,7 +75,7 @@ func TestSlotArea(t *testing.T) {
 			// libc below it, the counters' 1 GiB mapping right above
 			// it, which is no part of the library.
 			name: "library between libc and the counters: below libc",
-			maps: []mapping{
+			maps: []procmaps.Mapping{
 				{Start: 0xffff_5e5a_0000, End: 0xffff_5e74_2000, Path: "/lib/libc.so.6"},
 				{Start: 0xffff_5e74_2000, End: 0xffff_5e74_f000},
 				{Start: 0xffff_5e75_0000, End: 0xffff_5e75_1000, Path: "/t/libdlllib.so"},
@@ -88,7 +89,7 @@ func TestSlotArea(t *testing.T) {
 		},
 		{
 			name: "no gap within reach",
-			maps: []mapping{
+			maps: []procmaps.Mapping{
 				{Start: 0, End: 0x20000000}, {Start: 0x20000000, End: 0x7fff_0000_0000},
 			},
 			start: 0x10000000,

@@ -18,6 +18,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // planter is the planting engine of a run.
@@ -73,8 +74,8 @@ func newPlanter(t *tracer, pageSize uint64) *planter {
 type planting struct {
 	mi   int
 	bias uint64
-	in   instance
-	maps []mapping
+	in   procmaps.Instance
+	maps []procmaps.Mapping
 	// lines is set for a line profile, whose sites are planted and
 	// nothing else: lineSites are the sites left to plant, each with the
 	// lines there (lineTrampolines takes those it can, the breakpoints
@@ -161,14 +162,14 @@ func (e *planter) mmap(hint, size uint64) (uint64, error) {
 // there, and notes it, to be unmapped with the instance (forget). With
 // no room there, it warns (PRF4644) and returns an area that is not
 // mapped: nothing needing one is planted.
-func (e *planter) areaNear(in instance, maps []mapping, size uint64) *codeArea {
+func (e *planter) areaNear(in procmaps.Instance, maps []procmaps.Mapping, size uint64) *codeArea {
 	pages := (size + e.pageSize - 1) &^ (e.pageSize - 1)
-	base, err := e.mapArea(slotArea(maps, in.lo, in.hi, pages, e.pageSize), pages)
+	base, err := e.mapArea(slotArea(maps, in.Lo, in.Hi, pages, e.pageSize), pages)
 	if err != nil {
 		e.warn(prf.NoSlots(err))
 		return newCodeArea(0, size)
 	}
-	e.areas[in.first.Start] = append(e.areas[in.first.Start], [2]uint64{base, pages})
+	e.areas[in.First.Start] = append(e.areas[in.First.Start], [2]uint64{base, pages})
 	return newCodeArea(base, size)
 }
 
@@ -415,7 +416,7 @@ func (p *planter) ownArea(addr uint64) bool {
 // begin. Sorted.
 func (pl *planter) indirectTargets(p *planting) landings {
 	path := pl.plan.Modules[p.mi].Path
-	if mapped := p.in.first.Path; mapped != "" {
+	if mapped := p.in.First.Path; mapped != "" {
 		path = mapped
 	}
 	out := slices.Clone(pl.scan.landings)
@@ -454,7 +455,7 @@ func (pl *planter) jumpTables(p *planting) []uint64 {
 	inCode := func(a uint64) bool { return pl.scan.code.at(a) != nil }
 	var out []uint64
 	for _, m := range p.maps {
-		if m.Inode != p.in.first.Inode || m.Path != p.in.first.Path || m.Start < p.in.lo || m.End > p.in.hi ||
+		if m.Inode != p.in.First.Inode || m.Path != p.in.First.Path || m.Start < p.in.Lo || m.End > p.in.Hi ||
 			m.Perms[0] != 'r' || m.Perms[2] == 'x' || m.End-m.Start > 1<<28 {
 			continue
 		}

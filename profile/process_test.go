@@ -20,6 +20,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -67,7 +68,7 @@ func traceFake(tr *tracer, mem *fakeMem, ret uint64) *fakeProcess {
 }
 
 // leafMaps is the memory map of leafCode's module.
-var leafMaps = []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
+var leafMaps = []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: "r-xp"}}
 
 // endOfRun is the end of a fake run: the main thread's exit stop, then
 // its exit.

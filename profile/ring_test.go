@@ -10,6 +10,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/books"
 	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -43,7 +44,7 @@ func fakeRings(t *testing.T, tid int) (*rings, *fakeRingHost, *thread) {
 	plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1,
 		Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}, {Name: "g"}, {Name: "h"}}}
 	bk := books.New(plan)
-	bk.Where = &stackMaps{read: func() ([]mapping, error) { return []mapping{{Start: 0, End: 1 << 20}}, nil }}
+	bk.Where = &stackMaps{read: func() ([]procmaps.Mapping, error) { return []procmaps.Mapping{{Start: 0, End: 1 << 20}}, nil }}
 	th := &thread{tid: tid, tgid: tid}
 	host := &fakeRingHost{}
 	clk := &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}, ctr: counterClock{scale: 1}}

@@ -111,7 +111,7 @@ func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) 
 		if _, err := r.e.mapArea(page, size); err != nil {
 			continue
 		}
-		r.e.areas[r.p.in.first.Start] = append(r.e.areas[r.p.in.first.Start], [2]uint64{page, size})
+		r.e.areas[r.p.in.First.Start] = append(r.e.areas[r.p.in.First.Start], [2]uint64{page, size})
 		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
 		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size, gap: size})
 		return at, true

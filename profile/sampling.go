@@ -33,6 +33,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -282,12 +283,12 @@ func (s *sampler) stats(st *datafile.Stats) {
 
 // planted adds module mi, loaded with bias as instance in, to the places,
 // once its trampolines are written.
-func (s *sampler) planted(mi int, bias uint64, in instance) {
+func (s *sampler) planted(mi int, bias uint64, in procmaps.Instance) {
 	var tramps []*tramp
 	if s.env.counters != nil {
 		tramps = s.env.counters.tramps
 	}
-	s.places.Store(s.places.Load().with(s.env.plan, mi, bias, in.lo, in.hi, tramps))
+	s.places.Store(s.places.Load().with(s.env.plan, mi, bias, in.Lo, in.Hi, tramps))
 }
 
 // forget reads the rings before the code in [lo, hi) goes, and drops it

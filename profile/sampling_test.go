@@ -15,6 +15,7 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -241,7 +242,7 @@ func TestSamplerPtraceRound(t *testing.T) {
 	threads := map[int]*thread{tid: th, child: {tid: child, tgid: child, foreign: true}}
 	s := newSampler(samplerEnv{plan: samplingPlan(), threads: threads, proc: fp, warn: func(*prf.Diagnostic) {}}, time.Hour)
 	s.kind = datafile.PtraceSampler
-	s.planted(0, 0, instance{lo: 0x1000, hi: 0x2000})
+	s.planted(0, 0, procmaps.Instance{Lo: 0x1000, Hi: 0x2000})
 	if !s.interruptAll() {
 		t.Fatal("a round interrupted no thread")
 	}

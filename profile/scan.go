@@ -14,6 +14,7 @@ import (
 
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/elfid"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // scanCode decodes the code of module mi, at path, loaded with bias,
@@ -22,7 +23,7 @@ import (
 // modules planted before it (e.scan.landings: a patch covers none, whoever
 // jumps there); timing in-process, the returns of its calls and its
 // symbol table's function starts too.
-func (e *planter) scanCode(maps []mapping, in instance, mi int, path string, bias uint64) {
+func (e *planter) scanCode(maps []procmaps.Mapping, in procmaps.Instance, mi int, path string, bias uint64) {
 	e.scan.code = e.scanModule(maps, in, mi, bias)
 	w := e.wants()
 	if !w.landings {
@@ -118,7 +119,7 @@ type codeMaps []*instr.CodeMap
 // its first bytes, which decoding the function alone does not see),
 // where its calls return, and where its instructions begin. It costs
 // some 3 ms for 10,000 small functions on x86-64 (docs/performance.md).
-func (e *planter) scanModule(maps []mapping, in instance, mi int, bias uint64) codeMaps {
+func (e *planter) scanModule(maps []procmaps.Mapping, in procmaps.Instance, mi int, bias uint64) codeMaps {
 	var funcs [][2]uint64
 	for i := range e.plan.Funcs {
 		if f := &e.plan.Funcs[i]; f.Module == mi && f.Low < f.High {
@@ -127,7 +128,7 @@ func (e *planter) scanModule(maps []mapping, in instance, mi int, bias uint64) c
 	}
 	var out codeMaps
 	for _, m := range maps {
-		if m.Inode != in.first.Inode || m.Path != in.first.Path || m.Start < in.lo || m.End > in.hi ||
+		if m.Inode != in.First.Inode || m.Path != in.First.Path || m.Start < in.Lo || m.End > in.Hi ||
 			!strings.Contains(m.Perms, "x") || m.End-m.Start > 1<<30 {
 			continue
 		}

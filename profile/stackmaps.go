@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // stackMaps tells the books which mapping of the program's memory holds
@@ -18,7 +19,7 @@ import (
 // cannot be read (the program is gone), no address is known, and the
 // books compare every frame, as they did.
 type stackMaps struct {
-	read func() ([]mapping, error)
+	read func() ([]procmaps.Mapping, error)
 	// extents are the mappings of the last reading, sorted; empty are the
 	// gaps between them found empty since.
 	extents []extent
@@ -136,11 +137,11 @@ func (c *counters) pointStack(lo, hi uint64, b, from int) {
 func (c *counters) tableArea(sp uint64) int { return c.layout.TableArea(c.shared.Bytes(), sp) }
 
 // stackOf returns the mapping that holds sp.
-func stackOf(maps []mapping, sp uint64) (mapping, bool) {
+func stackOf(maps []procmaps.Mapping, sp uint64) (procmaps.Mapping, bool) {
 	for _, m := range maps {
 		if m.Start <= sp && sp < m.End {
 			return m, true
 		}
 	}
-	return mapping{}, false
+	return procmaps.Mapping{}, false
 }

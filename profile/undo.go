@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // undoMemory is a process's memory that logs, for every write over the
@@ -21,8 +22,8 @@ import (
 type undoMemory struct {
 	instr.Memory
 	// maps reads the process's memory map; known is its last reading.
-	maps  func() ([]mapping, error)
-	known []mapping
+	maps  func() ([]procmaps.Mapping, error)
+	known []procmaps.Mapping
 	log   []undoWrite
 }
 
@@ -51,8 +52,8 @@ func (u *undoMemory) WriteMem(addr uint64, b []byte) error {
 // reading the map again for an address it does not know (a mapping made
 // since).
 func (u *undoMemory) inFileCode(addr uint64) bool {
-	find := func() (mapping, bool) {
-		i, found := slices.BinarySearchFunc(u.known, addr, func(m mapping, a uint64) int {
+	find := func() (procmaps.Mapping, bool) {
+		i, found := slices.BinarySearchFunc(u.known, addr, func(m procmaps.Mapping, a uint64) int {
 			switch {
 			case m.End <= a:
 				return -1
@@ -62,7 +63,7 @@ func (u *undoMemory) inFileCode(addr uint64) bool {
 			return 0
 		})
 		if !found {
-			return mapping{}, false
+			return procmaps.Mapping{}, false
 		}
 		return u.known[i], true
 	}

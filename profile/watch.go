@@ -14,6 +14,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -184,7 +185,7 @@ func allExiting(threads map[int]*thread, pid int) bool {
 
 // endCheck checks the program's code at its end (checkCode), once, and
 // notes how long it took (checked); readMaps reads its memory map.
-func (w *watch) endCheck(e watchEnv, readMaps func() ([]mapping, error)) {
+func (w *watch) endCheck(e watchEnv, readMaps func() ([]procmaps.Mapping, error)) {
 	w.ended = true
 	start := time.Now()
 	w.checkCode(e, readMaps)
@@ -229,7 +230,7 @@ func itemName(plan *datafile.Plan, item int) string {
 // instructions, the breakpoints, and after a line's breakpoint the rest of
 // the code PROFILE read there (up to the next site), which holds the rest
 // of the instruction that runs from a slot. readMaps reads the memory map.
-func (w *watch) checkCode(e watchEnv, readMaps func() ([]mapping, error)) {
+func (w *watch) checkCode(e watchEnv, readMaps func() ([]procmaps.Mapping, error)) {
 	written := slices.SortedFunc(slices.Values(w.written), func(a, b written) int { return cmp.Compare(a.addr, b.addr) })
 	readPlaces(e.mem, len(written), func(i int) (uint64, int) { return written[i].addr, len(written[i].b) },
 		func(i int, got []byte) bool {
@@ -307,7 +308,7 @@ func readPlaces(mem instr.Memory, n int, place func(int) (uint64, int), check fu
 // checkWritable warns (warn) when a mapping of code PROFILE patched (at,
 // sorted) is writable in the memory map readMaps reads: the program made
 // its own code writable (mprotect), to change it.
-func (w *watch) checkWritable(at []uint64, readMaps func() ([]mapping, error), warn func(*prf.Diagnostic)) {
+func (w *watch) checkWritable(at []uint64, readMaps func() ([]procmaps.Mapping, error), warn func(*prf.Diagnostic)) {
 	maps, err := readMaps()
 	if err != nil {
 		return

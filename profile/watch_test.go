@@ -7,6 +7,7 @@ import (
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
 )
 
 // TestWatchEndCheck: the watch's checks of the program's code over their
@@ -24,8 +25,8 @@ func TestWatchEndCheck(t *testing.T) {
 	var said []int
 	e := watchEnv{warn: func(d *prf.Diagnostic) { said = append(said, d.Code) }, plan: plan, arch: instr.AMD64, mem: mem}
 	perms := "r-xp"
-	readMaps := func() ([]mapping, error) {
-		return []mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: perms, Inode: 1, Path: "/leaf"}}, nil
+	readMaps := func() ([]procmaps.Mapping, error) {
+		return []procmaps.Mapping{{Start: leafAt, End: leafAt + 0x1000, Perms: perms, Inode: 1, Path: "/leaf"}}, nil
 	}
 	var w watch
 	w.wrote(0, 0, []span{{leafAt, jump}})

@@ -1,4 +1,8 @@
-package profile
+// Package procmaps reads a process's memory map, /proc/PID/maps (proc(5)),
+// and finds in it where a file is mapped: the mapping of its first
+// segment, by inode and name, and each instance of it (a program, or one
+// load of a library, which may be loaded twice at once).
+package procmaps
 
 import (
 	"bufio"
@@ -10,8 +14,8 @@ import (
 	"syscall"
 )
 
-// mapping is one line of /proc/pid/maps.
-type mapping struct {
+// Mapping is one line of /proc/pid/maps.
+type Mapping struct {
 	Start, End uint64
 	Perms      string
 	Offset     uint64
@@ -20,10 +24,10 @@ type mapping struct {
 	Path       string
 }
 
-// parseMaps parses the content of /proc/pid/maps (proc(5)). Malformed lines
+// Parse parses the content of /proc/pid/maps (proc(5)). Malformed lines
 // are an error: the file comes from the kernel, so one means a bug here.
-func parseMaps(data []byte) ([]mapping, error) {
-	var maps []mapping
+func Parse(data []byte) ([]Mapping, error) {
+	var maps []Mapping
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -31,7 +35,7 @@ func parseMaps(data []byte) ([]mapping, error) {
 		if line == "" {
 			continue
 		}
-		m, err := parseMapsLine(line)
+		m, err := ParseLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("maps line %d: %w", n, err)
 		}
@@ -40,31 +44,32 @@ func parseMaps(data []byte) ([]mapping, error) {
 	return maps, sc.Err()
 }
 
-func parseMapsLine(line string) (mapping, error) {
+// ParseLine parses one line of /proc/PID/maps.
+func ParseLine(line string) (Mapping, error) {
 	// 55d0c7a00000-55d0c7a02000 r--p 00000000 08:01 1234   /usr/bin/prog
 	f := strings.Fields(line)
 	if len(f) < 5 {
-		return mapping{}, fmt.Errorf("%q: too few fields", line)
+		return Mapping{}, fmt.Errorf("%q: too few fields", line)
 	}
 	lo, hi, ok := strings.Cut(f[0], "-")
 	if !ok {
-		return mapping{}, fmt.Errorf("%q: bad address range", line)
+		return Mapping{}, fmt.Errorf("%q: bad address range", line)
 	}
-	var m mapping
+	var m Mapping
 	var err error
 	if m.Start, err = strconv.ParseUint(lo, 16, 64); err != nil {
-		return mapping{}, fmt.Errorf("%q: %w", line, err)
+		return Mapping{}, fmt.Errorf("%q: %w", line, err)
 	}
 	if m.End, err = strconv.ParseUint(hi, 16, 64); err != nil {
-		return mapping{}, fmt.Errorf("%q: %w", line, err)
+		return Mapping{}, fmt.Errorf("%q: %w", line, err)
 	}
 	m.Perms = f[1]
 	if m.Offset, err = strconv.ParseUint(f[2], 16, 64); err != nil {
-		return mapping{}, fmt.Errorf("%q: %w", line, err)
+		return Mapping{}, fmt.Errorf("%q: %w", line, err)
 	}
 	m.Dev = f[3]
 	if m.Inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
-		return mapping{}, fmt.Errorf("%q: %w", line, err)
+		return Mapping{}, fmt.Errorf("%q: %w", line, err)
 	}
 	if len(f) > 5 {
 		// The path is the rest of the line after the fifth field (it may
@@ -79,15 +84,15 @@ func parseMapsLine(line string) (mapping, error) {
 	return m, nil
 }
 
-// moduleMapping returns the mapping of the lowest file offset of the file
+// ModuleMapping returns the mapping of the lowest file offset of the file
 // with the given inode mapped under one of names (base names, the first
-// found wins: see fileNames), the mapping of its first segment, or false
+// found wins: see FileNames), the mapping of its first segment, or false
 // when it is not mapped. The device is not compared: on overlay file
 // systems stat(2) and the maps file disagree about it. (Of several
-// instances of the file, see instances.)
-func moduleMapping(maps []mapping, names []string, inode uint64) (mapping, bool) {
+// instances of the file, see Instances.)
+func ModuleMapping(maps []Mapping, names []string, inode uint64) (Mapping, bool) {
 	for _, name := range names {
-		var first mapping
+		var first Mapping
 		found := false
 		for _, m := range maps {
 			if m.Inode == inode && (!found || m.Offset < first.Offset) && filepath.Base(m.Path) == name {
@@ -98,15 +103,15 @@ func moduleMapping(maps []mapping, names []string, inode uint64) (mapping, bool)
 			return first, true
 		}
 	}
-	return mapping{}, false
+	return Mapping{}, false
 }
 
-// fileNames returns the base names under which the file at path may be
+// FileNames returns the base names under which the file at path may be
 // mapped, the likeliest first: the kernel names a mapping after the file
 // it opened, at the end of the chain of symbolic links path may be (a
 // link in the same directory, in another, a chain of links: "python3"
 // runs "python3.11"); then path's own.
-func fileNames(path string) []string {
+func FileNames(path string) []string {
 	names := []string{filepath.Base(path)}
 	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) != names[0] {
 		names = []string{filepath.Base(real), names[0]}
@@ -114,28 +119,28 @@ func fileNames(path string) []string {
 	return names
 }
 
-// fileMapping returns the first mapping of the file at path, identified
+// FileMapping returns the first mapping of the file at path, identified
 // by its inode (symbolic links followed) and mapped under one of its
-// names (fileNames).
-func fileMapping(maps []mapping, path string) (mapping, bool) {
+// names (FileNames).
+func FileMapping(maps []Mapping, path string) (Mapping, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
-		return mapping{}, false
+		return Mapping{}, false
 	}
-	return moduleMapping(maps, fileNames(path), st.Ino)
+	return ModuleMapping(maps, FileNames(path), st.Ino)
 }
 
-// instance is one mapping of a module's file in the process: the
+// Instance is one mapping of a module's file in the process: the
 // program, or one load of a library (a library may be loaded twice at
 // once: dlmopen of a library already loaded, or a copy of it at another
-// path). first is its mapping of the lowest address, which gives its
-// load bias, and [lo, hi) the span its segments take.
-type instance struct {
-	first  mapping
-	lo, hi uint64
+// path). First is its mapping of the lowest address, which gives its
+// load bias, and [Lo, Hi) the span its segments take.
+type Instance struct {
+	First  Mapping
+	Lo, Hi uint64
 }
 
-// instances groups the mappings of the file with first's inode and path
+// Instances groups the mappings of the file with first's inode and path
 // into instances, in address order. The dynamic linker (and the kernel,
 // for the program) reserves the whole span of an instance's segments
 // at once, span bytes from its first mapping, and maps its segments
@@ -147,8 +152,8 @@ type instance struct {
 // offset.) With span 0 (the file's segments unknown) the file's mappings
 // are one instance. An instance must have an executable mapping: the
 // program may map the file as data too.
-func instances(maps []mapping, first mapping, span uint64) []instance {
-	var file []mapping
+func Instances(maps []Mapping, first Mapping, span uint64) []Instance {
+	var file []Mapping
 	for _, m := range maps {
 		if m.Inode == first.Inode && m.Path == first.Path {
 			file = append(file, m)
@@ -158,19 +163,19 @@ func instances(maps []mapping, first mapping, span uint64) []instance {
 	for _, m := range file {
 		lowest = min(lowest, m.Offset)
 	}
-	var out []instance
+	var out []Instance
 	for i := 0; i < len(file); {
-		in := instance{first: file[i], lo: file[i].Start, hi: file[i].End}
+		in := Instance{First: file[i], Lo: file[i].Start, Hi: file[i].End}
 		exec := false
 		j := i
 		// (A mapping of a later offset begins no instance, whatever
 		// span says.)
-		for ; j < len(file) && (j == i || span == 0 || file[j].Start < in.lo+span || file[j].Offset != lowest); j++ {
-			in.hi = max(in.hi, file[j].End)
+		for ; j < len(file) && (j == i || span == 0 || file[j].Start < in.Lo+span || file[j].Offset != lowest); j++ {
+			in.Hi = max(in.Hi, file[j].End)
 			exec = exec || strings.Contains(file[j].Perms, "x")
 		}
 		if span != 0 {
-			in.hi = max(in.hi, in.lo+span)
+			in.Hi = max(in.Hi, in.Lo+span)
 		}
 		if exec {
 			out = append(out, in)
