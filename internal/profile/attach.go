@@ -69,7 +69,18 @@ type attachment struct {
 	running, windowEnded bool
 	// why is what ended the window, for the run record.
 	why string
+	// stopped is set when a SIGSTOP sent before PROFILE attached reached
+	// a thread PROFILE stepped in its set-up: the process is being
+	// stopped, and PROFILE refuses it as it refuses a stopped one, the
+	// SIGSTOP held for its thread and delivered as PROFILE lets it go.
+	stopped bool
 }
+
+// testHookSeized, set by tests alone, runs as soon as PROFILE has
+// seized and stopped every thread of the process it attaches to, before
+// it looks at them: what happens to the process in that moment (a
+// SIGSTOP on its way, TestAttachStoppedDuringSetUp).
+var testHookSeized func(pid int)
 
 // attachRun profiles process cfg.Attach for its window and lets it go.
 // Whatever fails after it attached, the patches are taken out and the
@@ -81,6 +92,9 @@ func (t *tracer) attachRun() (*Result, error) {
 	tids, group, err := ptrace.Attach(pid)
 	if err != nil {
 		return nil, prf.CannotAttach(pid, err)
+	}
+	if testHookSeized != nil {
+		testHookSeized(pid)
 	}
 	if len(group) > 0 {
 		// (Set-up steps the main thread, which a group-stop would take
@@ -191,6 +205,14 @@ func (t *tracer) attachedRun(start time.Time) (res *Result, err error) {
 	}
 	if err = t.ownFramesAbove(); err != nil {
 		return nil, fmt.Errorf("give the threads their stacks: %w", err)
+	}
+	if a.stopped {
+		// Let go, its thread takes the SIGSTOP held (letGo), and the
+		// process is left in the group-stop it makes.
+		unmask()
+		err = errors.Join(prf.CannotAttach(pid, errors.New("it was stopped (SIGSTOP) as PROFILE attached: continue it first (kill -CONT)")), t.letGo(nil))
+		ptrace.WaitStopped(t.threadIDs())
+		return nil, err
 	}
 	res = &Result{}
 	if t.sampling != nil {

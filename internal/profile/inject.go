@@ -229,6 +229,9 @@ func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 			return 0, err
 		}
 		ws, err := ptrace.WaitFor(tid)
+		if err == nil && t.stopOnAttach(tid, ws) {
+			continue
+		}
 		if err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || ws.Event() != ptrace.EventStop || ws.GroupStop() {
 			return ws, err
 		}
@@ -236,6 +239,20 @@ func (t *tracer) stepOnce(tid int) (ptrace.WaitStatus, error) {
 			t.sampling.consumed(tid)
 		}
 	}
+}
+
+// stopOnAttach takes, in the set-up of a process PROFILE attached to, a
+// SIGSTOP that thread tid dequeued as it was stepped (ws its
+// signal-delivery stop): sent before PROFILE attached, it was pending
+// then. The step is made again without it, the signal held for the
+// thread, and the process refused once set up (attachedRun).
+func (t *tracer) stopOnAttach(tid int, ws ptrace.WaitStatus) bool {
+	a, th := t.attach, t.threads[tid]
+	if a == nil || a.running || th == nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGSTOP || ws.Event() != 0 || ws.GroupStop() {
+		return false
+	}
+	a.stopped, th.pendingSig = true, syscall.SIGSTOP
+	return true
 }
 
 // stepSyscall makes stopped thread tid, whose registers are saved, run
