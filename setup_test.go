@@ -127,3 +127,76 @@ func TestMakeTestInstallsDepsFirst(t *testing.T) {
 		t.Errorf("make -n deps: %v\n%s", err, out)
 	}
 }
+
+// TestArm64AllSummary runs scripts/arm64-test --all with a fake run of
+// one VM (ARM64_TEST_ONE) in place of the real ones: the plain run
+// passes, the 16K run fails two tests, the BTI run times out in a third.
+// Each run's output passes through as it comes, the plain and 16K runs
+// share one staging directory and the BTI run has its own, and the end of
+// the output, all a CI log may show, says which runs failed and in which
+// tests; the status is 1.
+func TestArm64AllSummary(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := filepath.Join(dir, "one-vm")
+	script := `#!/bin/sh
+echo "$* stage=${ARM64_TEST_STAGE:+shared}" >>"$FAKE_CALLS"
+case "$*" in
+*--pages16k*)
+	echo "=== RUN   TestA"
+	echo "--- FAIL: TestA (0.10s)"
+	echo "    --- FAIL: TestA/pie (0.05s)"
+	echo "--- PASS: TestB (0.01s)"
+	echo "@@arm64-vm status 1@@ after 12.00 s"
+	exit 1 ;;
+*--bti*)
+	echo "panic: test timed out after 13m0s"
+	echo "	running tests:"
+	echo "		TestGoKnownWork (16s)"
+	echo "		TestGoKnownWork/pie (3s)"
+	echo ""
+	echo "goroutine 4163 [running]:"
+	exit 124 ;;
+esac
+echo "--- PASS: TestA (0.10s)"
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("./scripts/arm64-test", "--all", "--run=Test")
+	cmd.Env = append(os.Environ(), "ARM64_TEST_ONE="+fake, "FAKE_CALLS="+calls)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("arm64-test --all: %v, want status 1\n%s", err, out)
+	}
+	wantEnd := `arm64-test --all: plain: passed
+arm64-test --all: pages16k: FAILED (status 1)
+    --- FAIL: TestA (0.10s)
+        --- FAIL: TestA/pie (0.05s)
+    @@arm64-vm status 1@@ after 12.00 s
+arm64-test --all: bti: FAILED (status 124)
+    panic: test timed out after 13m0s
+    	running tests:
+    		TestGoKnownWork (16s)
+    		TestGoKnownWork/pie (3s)
+    
+`
+	if !strings.HasSuffix(string(out), wantEnd) {
+		t.Errorf("the output ends:\n%s\nwant it to end:\n%s", out, wantEnd)
+	}
+	if !strings.HasPrefix(string(out), "--- PASS: TestA (0.10s)\n=== RUN   TestA\n") {
+		t.Errorf("the runs' output does not pass through first:\n%s", out)
+	}
+	got, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--run=Test stage=shared\n--run=Test --pages16k stage=shared\n--run=Test --bti stage=\n"
+	if string(got) != want {
+		t.Errorf("the runs made:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -68,7 +68,7 @@ func TestAttach(t *testing.T) {
 			must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
 			s := startServer(t, dir, name)
 			s.ask(t, "w 100", "did 100") // before the window: not counted
-			before := codeBytes(t, s.pid())
+			before := testutil.CodeBytes(t, s.pid())
 
 			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
 			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
@@ -147,7 +147,7 @@ func TestAttachBusy(t *testing.T) {
 	}
 	for _, c := range append(cases, rounds...) {
 		must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
-		before := codeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.pid())
 		p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
 		s.ask(t, "f", "forked")
 		s.ask(t, "w 10", "did 10")
@@ -220,7 +220,7 @@ func TestAttachDuration(t *testing.T) {
 	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
-	before := codeBytes(t, s.pid())
+	before := testutil.CodeBytes(t, s.pid())
 	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.2")
 	if !strings.Contains(r.stderr, fmt.Sprintf("profile: profiling process %d (attach, 2 threads) for 0.2 s", s.pid())) {
 		t.Errorf("profile --pid --duration=0.2 said:\n%s", r.stderr)
@@ -461,38 +461,6 @@ func (p *profiler) end(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// codeBytes reads every executable mapping of a file in process pid:
-// its name, its addresses and its bytes.
-func codeBytes(t *testing.T, pid int) map[string][]byte {
-	t.Helper()
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	code := map[string][]byte{}
-	for _, line := range strings.Split(string(maps), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
-			continue
-		}
-		var lo, hi uint64
-		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, hi-lo)
-		if _, err := mem.ReadAt(b, int64(lo)); err != nil {
-			t.Fatalf("read %s: %v", line, err)
-		}
-		code[f[5]+"@"+f[0]] = b
-	}
-	return code
-}
-
 // checkLetGo checks that process pid runs untraced, no thread stopped,
 // its code as it was before.
 func checkLetGo(t *testing.T, pid int, before map[string][]byte) {
@@ -514,7 +482,7 @@ func checkLetGo(t *testing.T, pid int, before map[string][]byte) {
 			t.Errorf("a thread is left stopped: %s", stat)
 		}
 	}
-	after := codeBytes(t, pid)
+	after := testutil.CodeBytes(t, pid)
 	if len(after) != len(before) {
 		t.Errorf("code mappings: %d after, %d before", len(after), len(before))
 	}

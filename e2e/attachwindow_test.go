@@ -105,7 +105,7 @@ func TestAttachManyThreads(t *testing.T) {
 	name := install(t, testutil.BuildC(t, "threads60"), dir)
 	must(t, dir, "prep", "/nologo", "/FT", name)
 	s := startServer(t, dir, name)
-	before := codeBytes(t, s.pid())
+	before := testutil.CodeBytes(t, s.pid())
 	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.5")
 	if want := fmt.Sprintf("profile: profiling process %d (%s, 61 threads) for 0.5 s", s.pid(), name); !strings.Contains(r.stderr, want) {
 		t.Errorf("profile said:\n%s\nwant %q", r.stderr, want)
@@ -141,7 +141,7 @@ func TestAttachSignalFrames(t *testing.T) {
 	args := func(s *server) []string { return []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())} }
 	t.Run("before", func(t *testing.T) {
 		s := startServer(t, dir, name)
-		before := codeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.pid())
 		if said := s.say(t, "h"); said == "none" {
 			// (qemu delivers a signal at the end of a block of code it
 			// translated, never after f's first instruction.)
@@ -158,7 +158,7 @@ func TestAttachSignalFrames(t *testing.T) {
 	})
 	t.Run("during", func(t *testing.T) {
 		s := startServer(t, dir, name)
-		before := codeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.pid())
 		p := startProfile(t, dir, args(s))
 		if said := s.say(t, "p"); said == "none" {
 			p.end(t, syscall.SIGINT)
@@ -200,7 +200,7 @@ func TestAttachNoEINTR(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	s.ask(t, "e", "eintr 0") // (natively)
 	for range 5 {
-		before := codeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.pid())
 		p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())})
 		s.ask(t, "w 100", "did 100")
 		time.Sleep(100 * time.Millisecond)

@@ -64,7 +64,7 @@ func TestAttachOtherUser(t *testing.T) {
 			must(t, dir, "prep", "/nologo", prep, name, "libsq.so")
 			s := serveAsNobody(t, dir, name)
 			s.ask(t, "w 100", "did 100") // (the worker thread is in worker())
-			before := codeBytes(t, s.pid())
+			before := testutil.CodeBytes(t, s.pid())
 			p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())})
 			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
 			p.end(t, syscall.SIGINT)
@@ -113,7 +113,7 @@ func TestAttachSharedMemory(t *testing.T) {
 			if _, err := fmt.Sscanf(s.say(t, "c"), "child %d", &child); err != nil || child == 0 {
 				t.Fatalf("no child: %v", err)
 			}
-			before := codeBytes(t, s.pid())
+			before := testutil.CodeBytes(t, s.pid())
 			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
 			if want := fmt.Sprintf("profiling process %d (sharer, 2 threads)", s.pid()); !strings.Contains(p.stderr.String(), want) {
 				t.Errorf("PROFILE did not take the child in: %q\n%s", want, p.stderr)
@@ -166,7 +166,7 @@ func TestAttachSeccomp(t *testing.T) {
 				name := install(t, prog, dir)
 				must(t, dir, "prep", "/nologo", c.prep, name)
 				s := startServer(t, dir, name, "serve")
-				before := codeBytes(t, s.pid())
+				before := testutil.CodeBytes(t, s.pid())
 				p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
 				if want := fmt.Sprintf("Thread %d runs under a seccomp filter of its own", s.pid()); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
 					t.Errorf("--explain does not say %q:\n%s", want, p.stderr)
@@ -189,7 +189,7 @@ func TestAttachSeccomp(t *testing.T) {
 		} else {
 			s = startServer(t, dir, name, "serve")
 		}
-		before := codeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.pid())
 		r := unprivileged(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()))
 		want := fmt.Sprintf("PRF1651: cannot attach to process %d: its main thread runs under a seccomp filter of its own", s.pid())
 		if r.status != 1 || !strings.Contains(r.stderr, want) {

@@ -78,7 +78,18 @@ type attachment struct {
 	running, windowEnded bool
 	// why is what ended the window, for the run record.
 	why string
+	// stopped is set when a SIGSTOP sent before PROFILE attached reached
+	// a thread PROFILE stepped in its set-up: the process is being
+	// stopped, and PROFILE refuses it as it refuses a stopped one, the
+	// SIGSTOP held for its thread and delivered as PROFILE lets it go.
+	stopped bool
 }
+
+// testHookSeized, set by tests alone, runs as soon as PROFILE has
+// seized and stopped every thread of the process it attaches to, before
+// it looks at them: what happens to the process in that moment (a
+// SIGSTOP on its way, TestAttachStoppedDuringSetUp).
+var testHookSeized func(pid int)
 
 // newAttachment is the target of a run of process cfg.Attach.
 func newAttachment(t *tracer) *attachment {
@@ -101,6 +112,9 @@ func (a *attachment) obtain() error {
 	proc, tids, group, err := a.attachProcess(pid)
 	if err != nil {
 		return prf.CannotAttach(pid, err)
+	}
+	if testHookSeized != nil {
+		testHookSeized(pid)
 	}
 	t.proc = proc
 	if len(group) > 0 {
@@ -175,7 +189,29 @@ func (a *attachment) ready() (func(), error) {
 	if err := stacksOf(t).ownFramesAbove(a.sps, t.readMaps); err != nil {
 		return nothing, fmt.Errorf("give the threads their stacks: %w", err)
 	}
+	if a.stopped {
+		// Let go, its thread takes the SIGSTOP held (letGo), and the
+		// process is left in the group-stop it makes.
+		a.unmask()
+		err := errors.Join(prf.CannotAttach(t.pid, errors.New("it was stopped (SIGSTOP) as PROFILE attached: continue it first (kill -CONT)")), a.letGo(nil))
+		t.proc.waitStopped(threadIDs(t.threads))
+		return nothing, err
+	}
 	return nothing, nil
+}
+
+// heldStop takes, in the set-up, a SIGSTOP that thread tid dequeued as
+// it was stepped (ws its signal-delivery stop): sent before PROFILE
+// attached, it was pending then. The step is made again without it, the
+// signal held for the thread, and the process refused once set up
+// (ready).
+func (a *attachment) heldStop(tid int, ws ptrace.WaitStatus) bool {
+	th := a.t.threads[tid]
+	if a.running || th == nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGSTOP || ws.Event() != 0 || ws.GroupStop() {
+		return false
+	}
+	a.stopped, th.pendingSig = true, syscall.SIGSTOP
+	return true
 }
 
 // start begins the window (endWindow; done stops watching for its end)

@@ -231,6 +231,7 @@ func (f *fakeProcess) detach(tid int, sig syscall.Signal) error {
 }
 
 func (f *fakeProcess) detachStopped(tids []int) { f.note("detachStopped %v", tids) }
+func (f *fakeProcess) waitStopped(tids []int)   { f.note("waitStopped %v", tids) }
 func (f *fakeProcess) seize(pid int) error      { f.note("seize %d", pid); return nil }
 
 func (f *fakeProcess) kill(tgid, tid int, sig syscall.Signal) error {

@@ -89,6 +89,10 @@ type injector struct {
 	// step (stepOnce).
 	attached func() bool
 	consumed func(tid int)
+	// held reports whether the signal thread tid took as it was stepped
+	// (ws its signal-delivery stop) is held for it, the step made again
+	// without it (attachment.heldStop).
+	held func(tid int, ws ptrace.WaitStatus) bool
 	// lent is the thread stopped at the dynamic linker's rendezvous,
 	// which PROFILE borrows for its system calls meanwhile (modules.go),
 	// or 0.
@@ -109,7 +113,8 @@ func newInjector(t *tracer) *injector {
 			if t.parts.sampling != nil {
 				t.parts.sampling.consumed(tid)
 			}
-		}}
+		},
+		held: func(tid int, ws ptrace.WaitStatus) bool { return t.attach != nil && t.attach.heldStop(tid, ws) }}
 }
 
 // mmap maps size bytes of private, anonymous, readable and executable memory
@@ -269,6 +274,9 @@ func (j *injector) stepOnce(tid int) (ptrace.WaitStatus, error) {
 			return 0, err
 		}
 		ws, err := (*j.proc).waitFor(tid, 0)
+		if err == nil && j.held(tid, ws) {
+			continue
+		}
 		if err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || ws.Event() != ptrace.EventStop || ws.GroupStop() {
 			return ws, err
 		}

@@ -42,6 +42,9 @@ type process interface {
 	// and waits until each is back in it.
 	detach(tid int, sig syscall.Signal) error
 	detachStopped(tids []int)
+	// waitStopped waits, a second at most, until each of the threads
+	// tids, detached, is stopped or gone.
+	waitStopped(tids []int)
 	// seize switches the program started stopped at its exec, pid, to
 	// PTRACE_SEIZE tracing (ptrace.Seize).
 	seize(pid int) error

@@ -54,6 +54,7 @@ func (ptraceProcess) interrupt(tid int) error                  { return ptrace.I
 func (ptraceProcess) listen(tid int) error                     { return ptrace.Listen(tid) }
 func (ptraceProcess) detach(tid int, sig syscall.Signal) error { return ptrace.Detach(tid, sig) }
 func (ptraceProcess) detachStopped(tids []int)                 { ptrace.DetachStopped(tids) }
+func (ptraceProcess) waitStopped(tids []int)                   { ptrace.WaitStopped(tids) }
 func (ptraceProcess) seize(pid int) error                      { return ptrace.Seize(pid) }
 
 func (ptraceProcess) kill(tgid, tid int, sig syscall.Signal) error {

@@ -68,14 +68,6 @@ func ParseOwn(t testing.TB, out string) Own {
 // or beside other work, it is what the stops and the waits for a CPU took.
 func (o Own) Check(t testing.TB, name string, self, all int64) {
 	t.Helper()
-	o.CheckWithin(t, name, self, all, 0)
-}
-
-// CheckWithin is Check with both bounds of both figures widened by slack
-// nanoseconds more: where a stop's cost is not measured but estimated,
-// the estimate's error over the stops the figures involve.
-func (o Own) CheckWithin(t testing.TB, name string, self, all, slack int64) {
-	t.Helper()
 	m, ok := o[name]
 	if !ok || m["calls"] == 0 {
 		t.Errorf("the program measured no call of %s", name)
@@ -90,8 +82,8 @@ func (o Own) CheckWithin(t testing.TB, name string, self, all, slack int64) {
 		got, low, high int64
 		lowIs, highIs  string
 	}{
-		{"function+child time", all, in - desc - (gap + desc) - eps(out) - slack, out + gap + desc + eps(out) + slack, "in less desc", "out"},
-		{"function time", self, in - kout - (gap + kout - kin) - eps(out-kin) - slack, out - kin + (gap + kout - kin) + eps(out-kin) + slack,
+		{"function+child time", all, in - desc - (gap + desc) - eps(out), out + gap + desc + eps(out), "in less desc", "out"},
+		{"function time", self, in - kout - (gap + kout - kin) - eps(out-kin), out - kin + (gap + kout - kin) + eps(out-kin),
 			"in less kout", "out less kin"},
 	} {
 		if c.got < c.low || c.got > c.high {
@@ -99,7 +91,7 @@ func (o Own) CheckWithin(t testing.TB, name string, self, all, slack int64) {
 				name, c.what, time.Duration(c.got), time.Duration(c.low), c.lowIs, time.Duration(c.high), c.highIs, m)
 		}
 	}
-	t.Logf("%s: function+child %v, function %v; the program: in %v, out %v, kin %v, kout %v, desc %v, %d calls; slack %v", name,
+	t.Logf("%s: function+child %v, function %v; the program: in %v, out %v, kin %v, kout %v, desc %v, %d calls", name,
 		time.Duration(all), time.Duration(self), time.Duration(in), time.Duration(out),
-		time.Duration(kin), time.Duration(kout), time.Duration(desc), m["calls"], time.Duration(slack))
+		time.Duration(kin), time.Duration(kout), time.Duration(desc), m["calls"])
 }

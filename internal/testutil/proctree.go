@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // ProcessTree describes the process pid and its descendants as /proc
@@ -82,4 +83,36 @@ func readTrim(name string) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// CodeBytes reads every executable mapping of a file in process pid:
+// its name, its addresses and its bytes.
+func CodeBytes(t testing.TB, pid int) map[string][]byte {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	code := map[string][]byte{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, hi-lo)
+		if _, err := mem.ReadAt(b, int64(lo)); err != nil {
+			t.Fatalf("read %s: %v", line, err)
+		}
+		code[f[5]+"@"+f[0]] = b
+	}
+	return code
 }

@@ -157,6 +157,12 @@ func DetachStopped(tids []int) {
 	for _, tid := range tids {
 		Detach(tid, 0)
 	}
+	WaitStopped(tids)
+}
+
+// WaitStopped waits, a second at most, until each of the threads tids,
+// detached, is stopped ('T' in /proc/TID/stat) or gone.
+func WaitStopped(tids []int) {
 	for _, tid := range tids {
 		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))

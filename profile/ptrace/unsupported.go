@@ -254,6 +254,9 @@ func Blocked(tid int) uint64 { return 0 }
 // DetachStopped needs Linux.
 func DetachStopped(tids []int) {}
 
+// WaitStopped does nothing.
+func WaitStopped(tids []int) {}
+
 // Yield does nothing.
 func Yield() {}
 
