@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // The parts of planting over their own narrow environments, no tracer:
@@ -113,7 +115,7 @@ func TestInjectorBorrows(t *testing.T) {
 	saved := *fp.reg(pid)
 	var mem instr.Memory = fm
 	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
-		attached: func() bool { return false }, consumed: func(int) {}}
+		attached: func() bool { return false }, consumed: func(int) {}, held: func(int, ptrace.WaitStatus) bool { return false }}
 	var areas []uint64
 	err := j.withCalls(j.setupThread(), func() error {
 		if _, ok := mem.(borrowedMem); !ok {
@@ -140,6 +142,38 @@ func TestInjectorBorrows(t *testing.T) {
 	}
 	if n := len(slices.DeleteFunc(fp.acts(), func(c string) bool { return c != "step 8388608" })); n != 2 {
 		t.Errorf("%d steps, want one for each call", n)
+	}
+}
+
+// TestInjectorStepHeld: a signal that a thread takes as the injector
+// steps it, and that the run holds for the thread (an attachment's
+// SIGSTOP sent before PROFILE attached: attachment.heldStop), is not the
+// step's end: the step is made again, and ends at its SIGTRAP.
+func TestInjectorStepHeld(t *testing.T) {
+	arch := instr.AMD64
+	fm := &fakeMem{base: leafAt, b: slices.Clone(leafCode)}
+	var proc process = newFakeProcess(arch, fm)
+	fp := proc.(*fakeProcess)
+	pid := fakePID
+	fp.reg(pid).SetPC(leafAt + 4)
+	var mem instr.Memory = fm
+	var held []ptrace.WaitStatus
+	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
+		attached: func() bool { return true }, consumed: func(int) {},
+		held: func(tid int, ws ptrace.WaitStatus) bool {
+			held = append(held, ws)
+			return ws.StopSignal() == syscall.SIGSTOP
+		}}
+	fp.script = []fakeEvent{{tid: pid, ws: stoppedBy(syscall.SIGSTOP)}, {tid: pid, ws: stoppedBy(syscall.SIGTRAP)}}
+	ws, err := j.stepOnce(pid)
+	if err != nil || ws != stoppedBy(syscall.SIGTRAP) {
+		t.Fatalf("step ended with %v, %v; want its SIGTRAP", ws, err)
+	}
+	if !slices.Equal(held, []ptrace.WaitStatus{stoppedBy(syscall.SIGSTOP), stoppedBy(syscall.SIGTRAP)}) {
+		t.Errorf("offered to hold %v, want the SIGSTOP and then the SIGTRAP", held)
+	}
+	if n := len(slices.DeleteFunc(fp.acts(), func(c string) bool { return c != "step 8388608" })); n != 2 {
+		t.Errorf("%d steps, want 2: the SIGSTOP held, the step made again", n)
 	}
 }
 
