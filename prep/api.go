@@ -110,8 +110,8 @@
 // decode, or that is a trap instruction, is dropped with warning PRF4525
 // ("cannot profile function %s in file %s") naming its address. PRF1521
 // ("no functions marked for profiling") is fatal only when no module has a
-// function left; it names the main program. Line profiles and function
-// sampling are refused with PRF1001 until they are implemented.
+// function left; it names the main program. A feature this version lacks
+// (whatever prf.Unavailable lists: nothing today) is refused with PRF1001.
 //
 // # Phase II
 //

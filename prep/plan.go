@@ -58,9 +58,9 @@ type Options struct {
 // architectures), PRF1521 (no function left; with where debugging
 // information can come from when the program is stripped).
 //
-// What this version cannot do yet (prf.Unavailable: function timing, line
-// profiles, function sampling, /SF, /AT, /CB) is refused with PRF1001 after
-// the checks common to all methods.
+// What this version cannot do yet (whatever prf.Unavailable lists:
+// nothing today) is refused with PRF1001 after the checks common to all
+// methods.
 func BuildPlan(o Options) (*datafile.Plan, error) {
 	return buildPlan(o, Unavailable)
 }

@@ -136,9 +136,11 @@ type (
 		s  *site
 	}
 	// recordEvent: a record of thread tid's ring read.
+	// (The record by value: a pointer to the reader's record would
+	// move it to the heap, one allocation a record, observed or not.)
 	recordEvent struct {
 		tid int
-		rec *instr.Record
+		rec instr.Record
 	}
 	// drainedEvent: n records of thread tid's ring read.
 	drainedEvent struct{ tid, n int }

@@ -113,7 +113,7 @@ func (x *explainer) observe(e event) {
 	case hitEvent:
 		x.hit(e.th, e.s)
 	case recordEvent:
-		x.record(e.tid, e.rec)
+		x.record(e.tid, &e.rec)
 	case drainedEvent:
 		x.drained(e.tid, e.n)
 	}

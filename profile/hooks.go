@@ -26,17 +26,23 @@ import (
 //	the image replaced     execHook        the rings (read a last time), the
 //	                                       breakpoints, the counters, the
 //	                                       sampler, the libraries, the watch
-//	a stop seen            seenHook        the books' clocks (the thread's
-//	                                       waits), the rings (its records)
+//	a stop seen            seenHook        the rings (its records), the
+//	                                       books' clocks (the thread's waits)
 //	a stop handled         handledHook     the books' clocks (the stop taken
 //	                                       out), the trace writer
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
 //	the run's figures      statsHook       the counters, the books, the
 //	                                       sampler (which reads the books')
+//	PROFILE waiting        idleHook        the rings (read), the line
+//	                                       trampolines (a sweep), the books'
+//	                                       clocks (yielding), the sampler
+//	                                       (ptrace's rounds), the trace
+//	                                       writer, the narrator (first hits)
 //
-// A new part is its own file(s), with the hooks it needs, and one line in
-// choose.
+// A new part is its own file(s), with the hooks it needs, a field in
+// parts made where the run sets it up (a mechanism: chooseMechanism,
+// startCounters), and one line in choose.
 
 // threadHook takes part in the lives of the program's threads.
 type threadHook interface {

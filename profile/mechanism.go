@@ -2,8 +2,9 @@ package profile
 
 // PROFILE's mechanisms: the ways it instruments the program. Each is a
 // type of its own, holding what it planted and handling the stops that
-// are its own; the tracer keeps the loop, the threads and the books, and
-// calls the mechanisms, in one order, at four points:
+// are its own, and a part of the run (hooks.go): the loop keeps the
+// threads, the tasks, the signals and the stops, and calls the
+// mechanisms, in one order, at four points:
 //
 //	a module mapped      plant(p)         each plants what it takes of the
 //	                                      module and leaves the rest in p
@@ -12,8 +13,10 @@ package profile
 //	                                      breakpoints at once
 //	a breakpoint stop    stop(th, addr)   offered to each in turn until one
 //	                                      claims it (trap)
-//	a module unmapped    forget(lo, hi)   (forget)
-//	the program's end    collect(res)     (trace)
+//	a module unmapped    forget(lo, hi)   each forgets what it planted
+//	                                      there (unplant)
+//	the program's end    collect(res)     each adds what it counted
+//	                                      (finish, hooks.ended)
 //
 // The mechanisms, in that order:
 //
@@ -37,21 +40,23 @@ package profile
 // A run has the breakpoints always; the others where the profile type
 // and the CPU allow (chooseMechanism) and the counters could be mapped
 // into the program (startCounters). A stop that no mechanism claims is
-// the program's own SIGTRAP. What several of them share is the tracer's:
-// the memory shared with the program and the trampolines written
-// (counters), the code scan's findings (codeScan), the areas next to
-// each module (areaNear, codeArea), the books.
+// the program's own SIGTRAP. What several of them share are parts of
+// their own, given to them (choose): the memory shared with the program
+// and the trampolines written (counters), and the planting engine
+// (planter: the code scan's findings, codeScan; the areas next to each
+// module, areaNear, codeArea).
 //
 // The four calls are not all the tracer needs of what a mechanism
 // writes into the program. It finds that code in two registers: the
 // breakpoints' sites, and the trampolines (counters.add, with their jumps'
 // original bytes). Through them it forgets everything at an exec
 // (tasks.go), writes the original bytes into a forked child's copy of the
-// memory (unpatch, children.go) and into the memory of tasks it lets go
-// (takeOut, tasks.go), moves a thread a signal stops inside a trampoline
-// or a slot back to the program's own code (origPC, rollBack, inSlot,
-// signals.go), and checks at the end that the code is as it wrote it
-// (watch.go). A new mechanism that writes code registers it there.
+// memory (parts.unpatch, children.go) and into the memory of tasks it
+// lets go (parts.takeOut, tasks.go), moves a thread a signal stops inside
+// a trampoline or a slot back to the program's own code (signals.rollBack,
+// over counters.origPC, counters.rollBack and breakpoints.inSlot), and
+// checks at the end that the code is as it wrote it (watch.go). A new
+// mechanism that writes code registers it there.
 
 // mechanism is one way of instrumenting the program.
 type mechanism interface {

@@ -1,24 +1,29 @@
-// Package profile runs a program under the profiler: it plants the plan's
-// breakpoints through ptrace, counts their hits in every thread, and returns
+// Package profile runs a program under the profiler, or attaches to a
+// running process, writes the plan's instrumentation into it through
+// ptrace, follows it to its end (or the end of its window), and returns
 // one run's [datafile.Counts]. It reads nothing but the plan: it never
 // imports package dwarf or package prep, nor an ELF reader; what it must
 // learn of the files on the machine that runs the program (their identity,
 // the span an instance takes, the dynamic linker's rendezvous, function
-// starts) package elfid reads for it.
+// starts) package internal/elfid reads for it.
 //
 // How it works (docs/architecture.md tells it at length):
 //
-//   - The program starts stopped at its first instruction after exec. The
-//     tracer reads /proc/pid/maps for the load bias of a PIE program, injects
-//     one mmap system call to get an executable area near the program's code
-//     for out-of-line slots, and plants every breakpoint in one pass through
-//     /proc/pid/mem.
-//   - Only the thread that traps stops (a non-stop tracer). A breakpoint is
+//   - A run is one loop over a process (tracer.go), behind one seam
+//     (process.go): the program started stopped at its exec, or a process
+//     seized where it is (target.go). The loop owns the threads, the tasks,
+//     the signals and the stops; the mechanisms and the other parts take
+//     part through hooks (hooks.go), chosen in one place.
+//   - Where a jump fits, a function's entry, exit or line site jumps to a
+//     trampoline that counts in memory shared with PROFILE, or records the
+//     time in the thread's ring, which PROFILE reads into the books
+//     (package profile/books); where none fits, a breakpoint. Function
+//     sampling samples each thread, by the kernel's clock events or by
+//     ptrace stops.
+//   - Only the thread that stops stops (a non-stop tracer). A breakpoint is
 //     never lifted while other threads run: the instruction under it is
-//     emulated, or executed from the site's slot, a relocated copy followed by
-//     a jump back (package instr decides which, once per site).
-//   - Function coverage removes a breakpoint at its first hit and lets the
-//     thread run the restored instruction in place.
+//     emulated, or executed from the site's slot, a relocated copy followed
+//     by a jump back (package instr decides which, once per site).
 //   - Every ptrace request comes from one goroutine locked to its OS thread.
 package profile
 

@@ -227,7 +227,7 @@ func (r *rings) drain(th *thread) int {
 			continue
 		}
 		if r.told.on() {
-			r.told.note(recordEvent{th.tid, &rec})
+			r.told.note(recordEvent{th.tid, rec})
 		}
 		if rec.G != 0 {
 			r.clocks.carried[th.tid] = rec.G

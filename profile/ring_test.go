@@ -186,3 +186,27 @@ func TestRingsFullStop(t *testing.T) {
 		t.Errorf("stops taken out %d, want 500: from 4000, when the thread stopped, to its next record at 4500", th.heldTotal)
 	}
 }
+
+// TestRingsDrainAllocs: reading a ring allocates nothing a record, once
+// the thread's ledger has its frames (a record's pointer told to the
+// observers had moved every record read to the heap, whether anyone
+// observed or not, and doubled what a timed call cost).
+func TestRingsDrainAllocs(t *testing.T) {
+	const tid, pairs = 42, 200
+	r, _, th := fakeRings(t, tid)
+	calls := func() {
+		write(r, 1, bMain, false, 1000, 100)
+		for i := range uint64(pairs) {
+			write(r, 1, bF, false, 992, 200+2*i)
+			write(r, 1, bF, true, 992, 201+2*i)
+		}
+		write(r, 1, bMain, true, 1000, 1000)
+		if n := r.drain(th); n != 2*pairs+2 {
+			t.Fatalf("drained %d records, want %d", n, 2*pairs+2)
+		}
+	}
+	calls()
+	if allocs := testing.AllocsPerRun(10, calls); allocs > 2 {
+		t.Errorf("%v allocations to read %d records, want none a record", allocs, 2*pairs+2)
+	}
+}

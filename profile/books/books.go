@@ -26,7 +26,7 @@
 // Stack pointers are compared only on one stack. A thread may run on
 // several: a signal handler on an alternate signal stack, a coroutine on a
 // stack of its own (swapcontext). Where the books are told which mapping
-// an address is in (books.where: the tracer, from the memory map), a
+// an address is in (Books.Where: PROFILE, from the memory map), a
 // thread's frames are in stretches, each on one mapping (segment); the
 // rules above hold within the stretch of the event's stack:
 //
