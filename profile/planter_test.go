@@ -100,29 +100,35 @@ func TestPlanterWrites(t *testing.T) {
 	}
 }
 
+// testInjector is an injector of the fake process, its thread fakePID
+// stopped in leafCode (fm), which holds no signal and was not attached to.
+func testInjector() (*injector, *fakeProcess, *fakeMem) {
+	fm := &fakeMem{base: leafAt, b: slices.Clone(leafCode)}
+	var proc process = newFakeProcess(instr.AMD64, fm)
+	fp := proc.(*fakeProcess)
+	pid := fakePID
+	fp.reg(pid).SetPC(leafAt + 4)
+	var mem instr.Memory = fm
+	return &injector{arch: instr.AMD64, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
+		attached: func() bool { return false }, consumed: func(int) {}, held: func(int, ptrace.WaitStatus) bool { return false }}, fp, fm
+}
+
 // TestInjectorBorrows: a run of system calls borrows the stopped thread
 // once; meanwhile, the program's memory as every part reads it holds the
 // program's own bytes where the system call instruction was written, and
 // after it the thread's instruction, its registers and the memory are as
 // they were.
 func TestInjectorBorrows(t *testing.T) {
-	arch := instr.AMD64
-	fm := &fakeMem{base: leafAt, b: slices.Clone(leafCode)}
-	var proc process = newFakeProcess(arch, fm)
-	fp := proc.(*fakeProcess)
-	pid := fakePID
-	fp.reg(pid).SetPC(leafAt + 4)
+	j, fp, fm := testInjector()
+	pid, mem := fakePID, j.mem
 	saved := *fp.reg(pid)
-	var mem instr.Memory = fm
-	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
-		attached: func() bool { return false }, consumed: func(int) {}, held: func(int, ptrace.WaitStatus) bool { return false }}
 	var areas []uint64
 	err := j.withCalls(j.setupThread(), func() error {
-		if _, ok := mem.(borrowedMem); !ok {
-			t.Errorf("memory during the calls %T, want borrowedMem", mem)
+		if _, ok := (*mem).(borrowedMem); !ok {
+			t.Errorf("memory during the calls %T, want borrowedMem", *mem)
 		}
 		got := make([]byte, len(leafCode))
-		if err := mem.ReadMem(leafAt, got); err != nil || !bytes.Equal(got, leafCode) {
+		if err := (*mem).ReadMem(leafAt, got); err != nil || !bytes.Equal(got, leafCode) {
 			t.Errorf("code read during the calls % x, %v; want the program's own", got, err)
 		}
 		for range 2 {
@@ -137,8 +143,8 @@ func TestInjectorBorrows(t *testing.T) {
 	if err != nil || len(areas) != 2 || areas[0] == areas[1] {
 		t.Fatalf("areas %#x, %v; want two", areas, err)
 	}
-	if mem != instr.Memory(fm) || !bytes.Equal(fm.b, leafCode) || *fp.reg(pid) != saved || j.run != nil {
-		t.Errorf("after the calls: memory %T, code % x, registers changed %v; want them as they were", mem, fm.b, *fp.reg(pid) != saved)
+	if *mem != instr.Memory(fm) || !bytes.Equal(fm.b, leafCode) || *fp.reg(pid) != saved || j.run != nil {
+		t.Errorf("after the calls: memory %T, code % x, registers changed %v; want them as they were", *mem, fm.b, *fp.reg(pid) != saved)
 	}
 	if n := len(slices.DeleteFunc(fp.acts(), func(c string) bool { return c != "step 8388608" })); n != 2 {
 		t.Errorf("%d steps, want one for each call", n)
@@ -150,20 +156,14 @@ func TestInjectorBorrows(t *testing.T) {
 // SIGSTOP sent before PROFILE attached: attachment.heldStop), is not the
 // step's end: the step is made again, and ends at its SIGTRAP.
 func TestInjectorStepHeld(t *testing.T) {
-	arch := instr.AMD64
-	fm := &fakeMem{base: leafAt, b: slices.Clone(leafCode)}
-	var proc process = newFakeProcess(arch, fm)
-	fp := proc.(*fakeProcess)
+	j, fp, _ := testInjector()
 	pid := fakePID
-	fp.reg(pid).SetPC(leafAt + 4)
-	var mem instr.Memory = fm
 	var held []ptrace.WaitStatus
-	j := &injector{arch: arch, proc: &proc, pid: &pid, mem: &mem, warn: func(*prf.Diagnostic) {},
-		attached: func() bool { return true }, consumed: func(int) {},
-		held: func(tid int, ws ptrace.WaitStatus) bool {
-			held = append(held, ws)
-			return ws.StopSignal() == syscall.SIGSTOP
-		}}
+	j.attached = func() bool { return true }
+	j.held = func(tid int, ws ptrace.WaitStatus) bool {
+		held = append(held, ws)
+		return ws.StopSignal() == syscall.SIGSTOP
+	}
 	fp.script = []fakeEvent{{tid: pid, ws: stoppedBy(syscall.SIGSTOP)}, {tid: pid, ws: stoppedBy(syscall.SIGTRAP)}}
 	ws, err := j.stepOnce(pid)
 	if err != nil || ws != stoppedBy(syscall.SIGTRAP) {
