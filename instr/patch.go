@@ -401,14 +401,17 @@ type DepthCode struct {
 	Rollback []Rollback
 }
 
-// Rollback is one range of DepthCode.Code or RecordCode.Code (offsets
-// From to To) and the registers saved there: DWARF number and offset in
-// the block. The thread resumes at offset Resume of the code (0: its
-// start).
+// Rollback is one range of DepthCode.Code, RecordCode.Code or
+// BookCode.Code (offsets From to To) and the registers saved there: DWARF
+// number and offset in the block. The thread resumes at offset Resume of
+// the code (0: its start). Where Finish is set, it is neither restored
+// nor moved: it is stepped to the end of the code, whose writes from
+// From on cannot be made twice, before anything else runs on it.
 type Rollback struct {
 	From, To int
 	Restore  []SavedReg
 	Resume   int
+	Finish   bool
 }
 
 // SavedReg is a register saved in a thread's block.

@@ -1,0 +1,196 @@
+package instr
+
+import "encoding/binary"
+
+// The books kept in the program on amd64 (see book.go): the book is in
+// the thread's block, which GS points to.
+
+// x86 register numbers in ModRM, and the opcodes the book code uses.
+const (
+	x86RAX, x86RCX, x86RDX, x86RSP = 0, 1, 2, 4
+
+	x86MovStore = 0x89 // mov r64 -> r/m64
+	x86MovLoad  = 0x8b // mov r/m64 -> r64
+	x86AddStore = 0x01 // add r64 to r/m64
+	x86AddLoad  = 0x03 // add r/m64 to r64
+	x86SubLoad  = 0x2b // sub r/m64 from r64
+	x86CmpStore = 0x39 // cmp r/m64 with r64 (flags of r/m64 - r64)
+	x86IncDec   = 0xff // inc (/0), dec (/1) r/m64
+	x86MovImm   = 0xc7 // mov imm32 (sign-extended) -> r/m64
+)
+
+// bookAsm assembles book code: each operand in the block GS points to,
+// at an absolute offset or at an offset from rdx (a frame).
+type bookAsm struct{ c []byte }
+
+// abs appends op with register reg (or the opcode extension) and the
+// operand %gs:disp.
+func (a *bookAsm) abs(op, reg byte, disp uint64) {
+	a.c = append(a.c, 0x65, 0x48, op, reg<<3|0x04, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+}
+
+// frame appends op with register reg and the operand %gs:disp(%rdx);
+// disp may be negative (the frame below).
+func (a *bookAsm) frame(op, reg byte, disp int64) {
+	a.c = append(a.c, 0x65, 0x48, op, 0x80|reg<<3|x86RDX)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(int32(disp)))
+}
+
+// time appends rdtsc into rax, fenced first where fence is set.
+func (a *bookAsm) time(fence bool) {
+	if fence {
+		a.c = append(a.c, 0x0f, 0xae, 0xe8) // lfence
+	}
+	a.c = append(a.c, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0) // rdtsc; shl $32,%rdx; or %rdx,%rax
+}
+
+// stop appends the breakpoint the thread stops at when the code leaves
+// the call to PROFILE, and the jump back to retry; cond is the short
+// conditional jump (its opcode) that goes on without it. It returns the
+// offset after the breakpoint.
+func (a *bookAsm) stop(cond byte, retry int) int {
+	a.c = append(a.c, cond, 3, 0xcc) // jcc over the int3 and the jmp
+	at := len(a.c)
+	a.c = append(a.c, 0xeb, byte(int8(retry-(len(a.c)+2))))
+	return at
+}
+
+// BookEntryCode returns the code of the entry of function f that opens
+// its call in the thread's book b:
+//
+//	mov %rax,%gs:B+0; mov %rdx,%gs:B+8
+//	retry: rdtsc; shl $32,%rdx; or %rdx,%rax      the time
+//	mov %gs:TOP,%rdx                              the next frame
+//	cmp %rsp,%gs:SP-64(%rdx); jbe stop            not below the open call
+//	cmp $END,%rdx; jb ok                          the shadow stack full
+//	stop: int3; jmp retry                         to PROFILE
+//	ok: mov %rax,%gs:T(%rdx); movq $0,%gs:CH(%rdx); mov %rsp,%gs:SP(%rdx)
+//	mov %gs:HELD,%rax; mov %rax,%gs:HELD'(%rdx); movq $0,%gs:COST'(%rdx)
+//	add $64,%rdx; mov %rdx,%gs:TOP                commit: the frame open
+//	incq %gs:OPEN(f)                              f's open calls
+//	mov %gs:B+0,%rax; mov %gs:B+8,%rdx
+//
+// rax and rdx carry arguments at an entry: they come back as they were;
+// only the flags change. The entry reads the counter without a fence:
+// read early, it moves some tens of cycles of the caller's work into the
+// call, which the exit's fenced reading bounds.
+func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
+	if !b.fits(f) {
+		return BookCode{}, false
+	}
+	var a bookAsm
+	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
+	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
+	saves := len(a.c)
+	a.time(false)
+	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize)
+	a.c = append(a.c, 0x76, 0) // jbe stop
+	jbe := len(a.c)
+	a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $END,%rdx
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.FrameAt(b.Frames)))
+	stop := a.stop(0x72, saves) // jb ok
+	a.c[jbe-1] = byte(stop - 1 - jbe)
+	a.frame(x86MovStore, x86RAX, FrameTime)
+	a.frame(x86MovImm, 0, FrameChildren)
+	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
+	a.frame(x86MovStore, x86RSP, FrameSP)
+	a.abs(x86MovLoad, x86RAX, b.Offset+BookHeld)
+	a.frame(x86MovStore, x86RAX, FrameHeld)
+	a.frame(x86MovImm, 0, FrameCost)
+	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
+	a.c = append(a.c, 0x48, 0x83, 0xc2, BookFrameSize) // add $64,%rdx
+	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	committed := len(a.c)
+	a.abs(x86IncDec, 0, b.FigureAt(f)+FigureOpen)
+	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
+	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
+	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
+	return BookCode{Code: a.c, Stop: stop, Rollback: []Rollback{
+		{From: 0, To: saves},
+		{From: saves, To: committed, Restore: saved},
+		{From: committed, To: len(a.c), Finish: true},
+	}}, true
+}
+
+// BookExitCode returns the code of an exit of function f that closes its
+// call in the thread's book b, where the stack pointer is the entry's
+// plus sp (0 at the function's own exit, 8 where its call has returned):
+//
+//	mov %rax,%gs:B+0; mov %rdx,%gs:B+8; mov %rcx,%gs:B+16
+//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax  the time
+//	mov %gs:TOP,%rdx                                  the next frame
+//	cmp %rsp,%gs:SP-64(%rdx); je ok                   (lea -sp(%rsp),%rcx first
+//	stop: int3; jmp retry                             where sp is not 0)
+//	ok: sub $64,%rdx; mov %rdx,%gs:TOP                commit: the call closed
+//	sub %gs:T(%rdx),%rax                              its time,
+//	mov %gs:HELD,%rcx; sub %gs:HELD'(%rdx),%rcx; sub %rcx,%rax   less PROFILE's holds,
+//	sub %gs:COST'(%rdx),%rax; sub %gs:COSTIN,%rax     less the code's cost
+//	add %rax,%gs:CH-64(%rdx)                          the caller's children
+//	mov %gs:COST'(%rdx),%rcx; add %gs:COSTALL,%rcx; add %rcx,%gs:COST'-64(%rdx)
+//	mov %rax,%rcx; sub %gs:CH(%rdx),%rcx              its own time
+//	incq %gs:CALLS(f); add %rcx,%gs:SELF(f)
+//	decq %gs:OPEN(f); jnz 1f; add %rax,%gs:INCL(f)    the outermost call
+//	1: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
+//
+// rax and rdx carry results at a return, and rcx a tail call's argument:
+// they come back as they were; only the flags change. The lfence makes
+// the reading of the counter wait for the function's last instructions.
+func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
+	if !b.fits(f) || sp < 0 || sp > 127 {
+		return BookCode{}, false
+	}
+	var a bookAsm
+	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
+	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
+	a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
+	saves := len(a.c)
+	a.time(true)
+	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	reg := byte(x86RSP)
+	if sp != 0 {
+		a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp))) // lea -sp(%rsp),%rcx
+		reg = x86RCX
+	}
+	a.frame(x86CmpStore, reg, FrameSP-BookFrameSize)
+	stop := a.stop(0x74, saves)                        // je ok
+	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
+	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	committed := len(a.c)
+	a.frame(x86SubLoad, x86RAX, FrameTime)
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
+	a.frame(x86SubLoad, x86RCX, FrameHeld)
+	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
+	a.frame(x86SubLoad, x86RAX, FrameCost)
+	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
+	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
+	a.frame(x86MovLoad, x86RCX, FrameCost)
+	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
+	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
+	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
+	a.frame(x86SubLoad, x86RCX, FrameChildren)
+	fig := b.FigureAt(f)
+	a.abs(x86IncDec, 0, fig+FigureCalls)
+	a.abs(x86AddStore, x86RCX, fig+FigureSelf)
+	a.abs(x86IncDec, 1, fig+FigureOpen)
+	a.c = append(a.c, 0x75, 9) // jnz over the add
+	a.abs(x86AddStore, x86RAX, fig+FigureInclusive)
+	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
+	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
+	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8},
+		{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}}
+	return BookCode{Code: a.c, Stop: stop, Rollback: []Rollback{
+		{From: 0, To: saves},
+		{From: saves, To: committed, Restore: saved},
+		{From: committed, To: len(a.c), Finish: true},
+	}}, true
+}
+
+// fits reports whether b has figures for function f and every offset of
+// its code fits a displacement.
+func (b Book) fits(f int) bool {
+	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
+		b.Offset+BookSize(b.Frames, b.Funcs) < 1<<31
+}

@@ -1,0 +1,129 @@
+package instr
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestBookCodeRunsAMD64 runs the book code on this machine (x86-64): a C
+// driver maps functions made of it, sets GS to a block, and calls them.
+// a calls b twice; c calls itself to a depth of three. The figures that
+// come back hold by construction: the calls, no call left open, the
+// shadow stack back at its root, a's time with its children its own time
+// and b's, and c's three own times adding up to its time with children,
+// counted once for the recursion. The costs the exits take out are
+// PROFILE's to write; they are set here too, and change none of it.
+func TestBookCodeRunsAMD64(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("runs x86-64 code")
+	}
+	need(t, "gcc")
+	const fa, fb, fc = 0, 1, 2
+	b := Book{Offset: 0x40, Frames: 16, Funcs: 3}
+	var code []byte
+	// fn appends function f, its entry, body, exit and ret, and returns
+	// its offset; body is given the offset it starts at.
+	fn := func(f int, body func(at int) []byte) int {
+		at := len(code)
+		entry, _ := amd64{}.BookEntryCode(b, f)
+		exit, _ := amd64{}.BookExitCode(b, f, 0)
+		code = append(code, entry.Code...)
+		code = append(code, body(len(code))...)
+		code = append(code, exit.Code...)
+		code = append(code, 0xc3)
+		return at
+	}
+	call := func(from, to int) []byte { // call rel32, at from
+		return binary.LittleEndian.AppendUint32([]byte{0xe8}, uint32(int32(to-(from+5))))
+	}
+	offB := fn(fb, func(int) []byte { return []byte{0x90, 0x90} })
+	offA := fn(fa, func(at int) []byte { return append(call(at, offB), call(at+5, offB)...) })
+	offC := len(code)
+	fn(fc, func(at int) []byte {
+		// dec %rdi; jz over the call; call c
+		return append([]byte{0x48, 0xff, 0xcf, 0x74, 0x05}, call(at+5, offC)...)
+	})
+
+	var bytes []string
+	for _, c := range code {
+		bytes = append(bytes, fmt.Sprint(c))
+	}
+	src := fmt.Sprintf(bookDriver, strings.Join(bytes, ","), b.Offset+BookSize(b.Frames, b.Funcs),
+		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "gcc", "-O1", "-o", filepath.Join(dir, "driver"), filepath.Join(dir, "driver.c"))
+	out, err := exec.Command(filepath.Join(dir, "driver")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("driver: %v\n%s", err, out)
+	}
+	t.Logf("driver: %s", out)
+	var top uint64
+	var fig [3][4]int64
+	if _, err := fmt.Sscanf(string(out), "%d %d %d %d %d %d %d %d %d %d %d %d %d", &top,
+		&fig[0][0], &fig[0][1], &fig[0][2], &fig[0][3], &fig[1][0], &fig[1][1], &fig[1][2], &fig[1][3],
+		&fig[2][0], &fig[2][1], &fig[2][2], &fig[2][3]); err != nil {
+		t.Fatalf("driver said %q: %v", out, err)
+	}
+	if top != b.FrameAt(1) {
+		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
+	}
+	for f, calls := range []int64{1, 2, 3} {
+		if fig[f][FigureCalls/8] != calls || fig[f][FigureOpen/8] != 0 {
+			t.Errorf("function %d: %d calls, %d open; want %d, 0", f, fig[f][0], fig[f][3], calls)
+		}
+		if fig[f][FigureSelf/8] <= 0 || fig[f][FigureInclusive/8] < fig[f][FigureSelf/8] {
+			t.Errorf("function %d: own time %d, with children %d", f, fig[f][1], fig[f][2])
+		}
+	}
+	if a, bb := fig[fa], fig[fb]; a[2] != a[1]+bb[2] {
+		t.Errorf("a with children %d, want its own %d and b's %d", a[2], a[1], bb[2])
+	}
+	if c := fig[fc]; c[2] != c[1] {
+		t.Errorf("c with children %d, want its own three calls' %d (one recursion, counted once)", c[2], c[1])
+	}
+}
+
+// bookDriver is the C driver of TestBookCodeRunsAMD64. Its arguments:
+// the code, the block's size, the top's offset and its first value (the
+// frame after the root), the offset of the root's stack pointer, a's and
+// c's offsets in the code, the figures' offset, the top's offset again,
+// and the number of functions.
+const bookDriver = `#define _GNU_SOURCE
+#include <asm/prctl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static unsigned char code[] = {%s};
+static uint64_t block[(%d + 7) / 8] __attribute__((aligned(64)));
+
+int main(void) {
+	unsigned char *x = mmap(0, sizeof code, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (x == MAP_FAILED) return 1;
+	memcpy(x, code, sizeof code);
+	block[%d / 8] = %d;
+	block[%d / 8] = ~(uint64_t)0;
+	if (syscall(SYS_arch_prctl, ARCH_SET_GS, block)) return 2;
+	void (*a)(void) = (void (*)(void))(x + %d);
+	void (*c)(long) = (void (*)(long))(x + %d);
+	a();
+	c(3);
+	uint64_t *fig = &block[%d / 8];
+	printf("%%lu", (unsigned long)block[%d / 8]);
+	for (int i = 0; i < %d * 4; i++) printf(" %%ld", (long)fig[i]);
+	printf("\n");
+	return 0;
+}
+`
