@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestBookCodeAMD64 checks the book code of an entry and of an exit with
-// the GNU disassembler.
+// TestBookCodeAMD64 checks the book code of an entry and of an exit (at
+// a return site: the stack pointer 8 above the entry's) with the GNU
+// disassembler, where each stops for PROFILE, and its rollback ranges.
 func TestBookCodeAMD64(t *testing.T) {
 	need(t, "objdump")
 	b := Book{Offset: 0x1000, Frames: 4, Funcs: 8}
@@ -14,15 +15,96 @@ func TestBookCodeAMD64(t *testing.T) {
 	if !ok {
 		t.Fatal("no entry code")
 	}
-	addrs, got := disassembleAt(t, entry.Code, 0)
-	for i := range got {
-		got[i] = addrs[i] + " " + got[i]
+	want := []string{
+		"mov    %rax,%gs:0x1000",
+		"mov    %rdx,%gs:0x1008",
+		"rdtsc",
+		"shl    $0x20,%rdx",
+		"or     %rdx,%rax",
+		"mov    %gs:0x1040,%rdx",
+		"cmp    %rsp,%gs:-0x30(%rdx)",
+		"jbe    0x37",
+		"cmp    $0x1180,%rdx",
+		"jb     0x3a",
+		"int3",
+		"jmp    0x12",
+		"mov    %rax,%gs:0x0(%rdx)",
+		"movq   $0x0,%gs:0x8(%rdx)",
+		"mov    %rsp,%gs:0x10(%rdx)",
+		"mov    %gs:0x1048,%rax",
+		"mov    %rax,%gs:0x18(%rdx)",
+		"movq   $0x0,%gs:0x20(%rdx)",
+		"add    $0x40,%rdx",
+		"mov    %rdx,%gs:0x1040",
+		"incq   %gs:0x11f8",
+		"mov    %gs:0x1000,%rax",
+		"mov    %gs:0x1008,%rdx",
 	}
-	t.Logf("entry:\n%s", strings.Join(got, "\n"))
+	addrs, got := disassembleAt(t, entry.Code, 0)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("entry code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if entry.Code[entry.Stop-1] != 0xcc || addrs[11] != "0x38" || entry.Stop != 0x38 {
+		t.Errorf("entry's stop ends at %#x, want 0x38, after its int3", entry.Stop)
+	}
 	exit, ok := amd64{}.BookExitCode(b, 3, 8)
 	if !ok {
 		t.Fatal("no exit code")
 	}
+	want = []string{
+		"mov    %rax,%gs:0x1000",
+		"mov    %rdx,%gs:0x1008",
+		"mov    %rcx,%gs:0x1010",
+		"lfence",
+		"rdtsc",
+		"shl    $0x20,%rdx",
+		"or     %rdx,%rax",
+		"mov    %gs:0x1040,%rdx",
+		"lea    -0x8(%rsp),%rcx",
+		"cmp    %rcx,%gs:-0x30(%rdx)",
+		"je     0x42",
+		"int3",
+		"jmp    0x1b",
+		"sub    $0x40,%rdx",
+		"mov    %rdx,%gs:0x1040",
+		"sub    %gs:0x0(%rdx),%rax",
+		"mov    %gs:0x1048,%rcx",
+		"sub    %gs:0x18(%rdx),%rcx",
+		"sub    %rcx,%rax",
+		"sub    %gs:0x20(%rdx),%rax",
+		"sub    %gs:0x1050,%rax",
+		"add    %rax,%gs:-0x38(%rdx)",
+		"mov    %gs:0x20(%rdx),%rcx",
+		"add    %gs:0x1058,%rcx",
+		"add    %rcx,%gs:-0x20(%rdx)",
+		"mov    %rax,%rcx",
+		"sub    %gs:0x8(%rdx),%rcx",
+		"incq   %gs:0x11e0",
+		"add    %rcx,%gs:0x11e8",
+		"decq   %gs:0x11f8",
+		"jne    0xce",
+		"add    %rax,%gs:0x11f0",
+		"mov    %gs:0x1000,%rax",
+		"mov    %gs:0x1008,%rdx",
+		"mov    %gs:0x1010,%rcx",
+	}
 	_, got = disassembleAt(t, exit.Code, 0)
-	t.Logf("exit:\n%s", strings.Join(got, "\n"))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("exit code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, c := range []BookCode{entry, exit} {
+		rb := c.Rollback
+		if len(rb) != 3 || rb[0].From != 0 || rb[0].To != rb[1].From || rb[1].To != rb[2].From || rb[2].To != len(c.Code) ||
+			len(rb[0].Restore) != 0 || len(rb[1].Restore) == 0 || rb[1].Resume != 0 || rb[1].Finish || !rb[2].Finish {
+			t.Errorf("rollback %+v: want nothing saved, then start again, then finish from the commit", rb)
+		}
+	}
+	for _, bad := range []Book{{Offset: 0x1000, Frames: 1, Funcs: 8}, {Offset: 0x1001, Frames: 4, Funcs: 8}, {Offset: 1 << 31, Frames: 4, Funcs: 8}} {
+		if _, ok := (amd64{}).BookEntryCode(bad, 3); ok {
+			t.Errorf("book %+v accepted", bad)
+		}
+	}
+	if _, ok := (amd64{}).BookExitCode(b, 8, 0); ok {
+		t.Error("an exit of function 8 of a book of 8 accepted")
+	}
 }
