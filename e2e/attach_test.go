@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,20 +66,20 @@ func TestAttach(t *testing.T) {
 			dir, name := attachDir(t)
 			must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
 			s := startServer(t, dir, name)
-			s.ask(t, "w 100", "did 100") // before the window: not counted
-			before := testutil.CodeBytes(t, s.pid())
+			s.Ask(t, "w 100", "did 100") // before the window: not counted
+			before := testutil.CodeBytes(t, s.PID())
 
-			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
-			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.PID())))
+			s.Ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
 			for k := 1; k <= 3; k++ {
-				syscall.Kill(s.pid(), syscall.SIGUSR1)
-				s.await(t, "s", fmt.Sprintf("signals %d", k))
+				syscall.Kill(s.PID(), syscall.SIGUSR1)
+				s.Await(t, "s", fmt.Sprintf("signals %d", k))
 			}
 			p.end(t, syscall.SIGINT)
 
-			checkLetGo(t, s.pid(), before)
-			s.ask(t, "w 100", "did 100")
-			s.ask(t, "s", "signals 3")
+			checkLetGo(t, s.PID(), before)
+			s.Ask(t, "w 100", "did 100")
+			s.Ask(t, "s", "signals 3")
 
 			must(t, dir, "prep", "/nologo", "/M", name)
 			out := must(t, dir, "plist", "/nologo", "/T", name).stdout
@@ -89,7 +88,7 @@ func TestAttach(t *testing.T) {
 				t.Fatalf("runs %v", tb.runs)
 			}
 			listing := must(t, dir, "plist", "/nologo", name).stdout
-			if !strings.Contains(listing, fmt.Sprintf("attached to process %d until PROFILE received SIGINT after", s.pid())) {
+			if !strings.Contains(listing, fmt.Sprintf("attached to process %d until PROFILE received SIGINT after", s.PID())) {
 				t.Errorf("the run record does not say it covers a window:\n%s", listing)
 			}
 			if c.prep[0] == "/LC" {
@@ -127,8 +126,8 @@ func TestAttachBusy(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	dir, name := attachDir(t)
 	s := startServer(t, dir, name)
-	s.ask(t, "b", "busy")
-	s.ask(t, "t", "ticking")
+	s.Ask(t, "b", "busy")
+	s.Ask(t, "t", "ticking")
 	cases := []struct{ prep, opts []string }{
 		{[]string{"/LC"}, nil},
 		{[]string{"/LC"}, []string{"--breakpoints"}},
@@ -147,33 +146,26 @@ func TestAttachBusy(t *testing.T) {
 	}
 	for _, c := range append(cases, rounds...) {
 		must(t, dir, "prep", append(append([]string{"/nologo"}, c.prep...), name, "libsq.so")...)
-		before := testutil.CodeBytes(t, s.pid())
-		p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
-		s.ask(t, "f", "forked")
-		s.ask(t, "w 10", "did 10")
+		before := testutil.CodeBytes(t, s.PID())
+		p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.PID())))
+		s.Ask(t, "f", "forked")
+		s.Ask(t, "w 10", "did 10")
 		p.end(t, syscall.SIGINT)
 		time.Sleep(10 * time.Millisecond) // (a death is seen)
-		s.alive(t, fmt.Sprintf("%v\n%s", c, p.stderr))
+		s.Alive(t, fmt.Sprintf("%v\n%s", c, p.stderr))
 		if strings.Contains(p.stderr.String(), "PRF4670") {
 			t.Errorf("%v: a child made before the attach taken for one made out of sight:\n%s", c, p.stderr)
 		}
-		checkLetGo(t, s.pid(), before)
-		s.ask(t, "w 10", "did 10")
+		checkLetGo(t, s.PID(), before)
+		s.Ask(t, "w 10", "did 10")
 		must(t, dir, "prep", "/nologo", "/M", name)
 		if t.Failed() {
 			t.Fatalf("after %v", c)
 		}
 	}
 	ticks := func() int {
-		if _, err := io.WriteString(s.in, "T\n"); err != nil {
-			t.Fatal(err)
-		}
 		var n int
-		select {
-		case line := <-s.lines:
-			fmt.Sscanf(line, "ticks %d", &n)
-		case <-time.After(toolLimit):
-		}
+		fmt.Sscanf(s.Say(t, "T"), "ticks %d", &n)
 		return n
 	}
 	first := ticks()
@@ -193,20 +185,16 @@ func TestAttachStopped(t *testing.T) {
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
 	for range 50 {
-		syscall.Kill(s.pid(), syscall.SIGSTOP)
-		r := tool(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()))
-		if want := fmt.Sprintf("PRF1651: cannot attach to process %d: it is stopped (SIGSTOP or SIGTSTP)", s.pid()); r.status == 0 || !strings.Contains(r.stderr, want) {
+		syscall.Kill(s.PID(), syscall.SIGSTOP)
+		r := tool(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.PID()))
+		if want := fmt.Sprintf("PRF1651: cannot attach to process %d: it is stopped (SIGSTOP or SIGTSTP)", s.PID()); r.status == 0 || !strings.Contains(r.stderr, want) {
 			t.Errorf("profile --pid of a stopped process: status %d\n%s\nwant %q", r.status, r.stderr, want)
 		}
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", s.pid()))
-		for _, task := range tasks {
-			stat, _ := os.ReadFile(task)
-			if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
-				t.Errorf("the process is not left stopped: %s", stat)
-			}
+		if states := testutil.ThreadStates(s.PID()); states == "" || strings.Trim(states, "T") != "" {
+			t.Errorf("the process is not left stopped: its threads %q", states)
 		}
-		syscall.Kill(s.pid(), syscall.SIGCONT)
-		s.ask(t, "w 10", "did 10")
+		syscall.Kill(s.PID(), syscall.SIGCONT)
+		s.Ask(t, "w 10", "did 10")
 		if t.Failed() {
 			return
 		}
@@ -220,13 +208,13 @@ func TestAttachDuration(t *testing.T) {
 	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
-	before := testutil.CodeBytes(t, s.pid())
-	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.2")
-	if !strings.Contains(r.stderr, fmt.Sprintf("profile: profiling process %d (attach, 2 threads) for 0.2 s", s.pid())) {
+	before := testutil.CodeBytes(t, s.PID())
+	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.PID()), "--duration=0.2")
+	if !strings.Contains(r.stderr, fmt.Sprintf("profile: profiling process %d (attach, 2 threads) for 0.2 s", s.PID())) {
 		t.Errorf("profile --pid --duration=0.2 said:\n%s", r.stderr)
 	}
-	checkLetGo(t, s.pid(), before)
-	s.ask(t, "w 10", "did 10")
+	checkLetGo(t, s.PID(), before)
+	s.Ask(t, "w 10", "did 10")
 	must(t, dir, "prep", "/nologo", "/M", name)
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "for 0.2 s: the counts cover that window") {
 		t.Errorf("listing:\n%s", out)
@@ -238,58 +226,40 @@ func TestAttachDuration(t *testing.T) {
 	}
 	defer func() { other.Process.Kill(); other.Wait() }()
 	worker := 0 // the server's worker thread
-	if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.pid())); err == nil {
+	if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.PID())); err == nil {
 		for _, e := range tasks {
-			if tid, _ := strconv.Atoi(e.Name()); tid != s.pid() {
+			if tid, _ := strconv.Atoi(e.Name()); tid != s.PID() {
 				worker = tid
 			}
 		}
 	}
 	if worker == 0 {
-		t.Fatalf("no worker thread in /proc/%d/task", s.pid())
+		t.Fatalf("no worker thread in /proc/%d/task", s.PID())
 	}
 	for _, c := range []struct{ args, want string }{
 		{"--pid=999999999", "PRF1651: cannot attach to process 999999999"},
 		{fmt.Sprintf("--pid=%d attach", other.Process.Pid), fmt.Sprintf("PRF1651: cannot attach to process %d: it runs ", other.Process.Pid)},
-		{fmt.Sprintf("--pid=%d --duration=soon", s.pid()), "PRF1102: --duration=soon: invalid option"},
-		{fmt.Sprintf("--pid=%d --duration=0", s.pid()), "PRF1102: --duration=0: invalid option"},
-		{fmt.Sprintf("--pid=%d --duration=NaN", s.pid()), "PRF1102: --duration=NaN: invalid option"},
-		{fmt.Sprintf("--pid=%d --duration=1e-10", s.pid()), "PRF1102: --duration=1e-10: invalid option"},
-		{fmt.Sprintf("--pid=%d", worker), fmt.Sprintf("PRF1651: cannot attach to process %d: it is a thread of process %d: attach to that", worker, s.pid())},
+		{fmt.Sprintf("--pid=%d --duration=soon", s.PID()), "PRF1102: --duration=soon: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=0", s.PID()), "PRF1102: --duration=0: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=NaN", s.PID()), "PRF1102: --duration=NaN: invalid option"},
+		{fmt.Sprintf("--pid=%d --duration=1e-10", s.PID()), "PRF1102: --duration=1e-10: invalid option"},
+		{fmt.Sprintf("--pid=%d", worker), fmt.Sprintf("PRF1651: cannot attach to process %d: it is a thread of process %d: attach to that", worker, s.PID())},
 		{"--pid=0", "PRF1102: --pid=0: invalid option"},
 		{"--pid=-4", "PRF1104: --pid option requires a numeric parameter"},
 		{"--duration=2 attach", "PRF1103: --pid option requires an additional argument"},
-		{fmt.Sprintf("--pid=%d attach now", s.pid()), "PRF1102: now: a running process takes no arguments: invalid option"},
+		{fmt.Sprintf("--pid=%d attach now", s.PID()), "PRF1102: now: a running process takes no arguments: invalid option"},
 	} {
 		r := tool(t, dir, "profile", append([]string{"/nologo"}, strings.Fields(c.args)...)...)
 		if r.status == 0 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("profile %s: status %d, stderr\n%s\nwant %q", c.args, r.status, r.stderr, c.want)
 		}
 	}
-	s.ask(t, "s", "signals 0")
+	s.Ask(t, "s", "signals 0")
 }
 
 // server is a running attach fixture, talked to through its standard
 // streams.
-type server struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
-	// exited receives how it ended.
-	exited chan error
-}
-
-// alive fails the test, saying how the server ended and what PROFILE
-// said, when it is gone.
-func (s *server) alive(t *testing.T, said string) {
-	t.Helper()
-	select {
-	case err := <-s.exited:
-		s.exited <- err
-		t.Fatalf("the server ended: %v\nprofile said:\n%s", err, said)
-	default:
-	}
-}
+type server = testutil.Server
 
 // startServer starts the fixture name in dir, with args, and waits for
 // its "ready"; it is told to quit, and reaped, when the test ends.
@@ -297,101 +267,7 @@ func startServer(t *testing.T, dir, name string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command("./"+name, args...)
 	cmd.Dir = dir
-	return serve(t, cmd)
-}
-
-// serve is startServer for a server's command made by the caller (run as
-// another user).
-func serve(t *testing.T, cmd *exec.Cmd) *server {
-	t.Helper()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, in: in, lines: make(chan string, 16), exited: make(chan error, 1)}
-	read := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			s.lines <- sc.Text()
-		}
-		close(s.lines)
-		close(read)
-	}()
-	go func() {
-		<-read
-		s.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		io.WriteString(in, "q\n")
-		select {
-		case err := <-s.exited:
-			if err != nil && !t.Failed() {
-				t.Errorf("the server ended with %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-s.exited
-			t.Errorf("the server did not quit")
-		}
-	})
-	s.expect(t, "ready")
-	return s
-}
-
-func (s *server) pid() int { return s.cmd.Process.Pid }
-
-// expect reads the server's next line, which must be want.
-func (s *server) expect(t *testing.T, want string) {
-	t.Helper()
-	select {
-	case got, ok := <-s.lines:
-		if !ok || got != want {
-			t.Fatalf("server said %q (open %v), want %q", got, ok, want)
-		}
-	case <-time.After(toolLimit):
-		t.Fatalf("server: no %q after %v", want, toolLimit)
-	}
-}
-
-// ask sends a command and expects its answer.
-func (s *server) ask(t *testing.T, cmd, want string) {
-	t.Helper()
-	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	s.expect(t, want)
-}
-
-// await sends a command until its answer is want (a signal is handled
-// by whichever thread the kernel chooses, a moment after it is sent).
-func (s *server) await(t *testing.T, cmd, want string) {
-	t.Helper()
-	deadline := time.Now().Add(toolLimit)
-	for {
-		if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		select {
-		case got = <-s.lines:
-		case <-time.After(toolLimit):
-		}
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server said %q, want %q", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return testutil.Serve(t, cmd, toolLimit)
 }
 
 // profiler is profile --pid running in the background.
@@ -472,15 +348,8 @@ func checkLetGo(t *testing.T, pid int, before map[string][]byte) {
 	if !strings.Contains(string(status), "\nTracerPid:\t0\n") {
 		t.Errorf("still traced:\n%s", status)
 	}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	for _, task := range tasks {
-		stat, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 't' || stat[i+2] == 'T') {
-			t.Errorf("a thread is left stopped: %s", stat)
-		}
+	if states := testutil.ThreadStates(pid); strings.ContainsAny(states, "tT") {
+		t.Errorf("a thread is left stopped: its threads %q", states)
 	}
 	after := testutil.CodeBytes(t, pid)
 	if len(after) != len(before) {

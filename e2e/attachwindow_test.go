@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +40,7 @@ func TestAttachInterruptedEarly(t *testing.T) {
 	}
 	// (sh's trap leaves SIGINT ignored across the exec.)
 	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" "$@"`, filepath.Join(bin, "profile"),
-		"/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=3")
+		"/nologo", "--pid="+strconv.Itoa(s.PID()), "--duration=3")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PROFILE=")
 	var stderr bytes.Buffer
@@ -86,11 +85,11 @@ func TestAttachInterruptedEarly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, name+".pbo")); err == nil {
 		t.Errorf("a run was written")
 	}
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid()))
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID()))
 	if !strings.Contains(string(status), "\nTracerPid:\t0\n") {
 		t.Errorf("the server is traced:\n%s", status)
 	}
-	s.ask(t, "w 10", "did 10")
+	s.Ask(t, "w 10", "did 10")
 }
 
 // TestAttachManyThreads attaches for half a second to a server of 60
@@ -105,13 +104,13 @@ func TestAttachManyThreads(t *testing.T) {
 	name := install(t, testutil.BuildC(t, "threads60"), dir)
 	must(t, dir, "prep", "/nologo", "/FT", name)
 	s := startServer(t, dir, name)
-	before := testutil.CodeBytes(t, s.pid())
-	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()), "--duration=0.5")
-	if want := fmt.Sprintf("profile: profiling process %d (%s, 61 threads) for 0.5 s", s.pid(), name); !strings.Contains(r.stderr, want) {
+	before := testutil.CodeBytes(t, s.PID())
+	r := must(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.PID()), "--duration=0.5")
+	if want := fmt.Sprintf("profile: profiling process %d (%s, 61 threads) for 0.5 s", s.PID(), name); !strings.Contains(r.stderr, want) {
 		t.Errorf("profile said:\n%s\nwant %q", r.stderr, want)
 	}
-	checkLetGo(t, s.pid(), before)
-	s.ask(t, "n", "threads 60")
+	checkLetGo(t, s.PID(), before)
+	s.Ask(t, "n", "threads 60")
 	must(t, dir, "prep", "/nologo", "/M", name)
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "for 0.5 s: the counts cover that window") {
 		t.Errorf("listing:\n%s", out)
@@ -138,11 +137,11 @@ func TestAttachSignalFrames(t *testing.T) {
 	dir := t.TempDir()
 	name := install(t, testutil.BuildC(t, "sighold", "-pthread"), dir)
 	must(t, dir, "prep", "/nologo", "/FC", name)
-	args := func(s *server) []string { return []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())} }
+	args := func(s *server) []string { return []string{"/nologo", "--pid=" + strconv.Itoa(s.PID())} }
 	t.Run("before", func(t *testing.T) {
 		s := startServer(t, dir, name)
-		before := testutil.CodeBytes(t, s.pid())
-		if said := s.say(t, "h"); said == "none" {
+		before := testutil.CodeBytes(t, s.PID())
+		if said := s.Say(t, "h"); said == "none" {
 			// (qemu delivers a signal at the end of a block of code it
 			// translated, never after f's first instruction.)
 			t.Skip("no signal came inside f's first bytes")
@@ -150,26 +149,26 @@ func TestAttachSignalFrames(t *testing.T) {
 			t.Fatalf("server said %q, want held", said)
 		}
 		p := startProfile(t, dir, args(s))
-		s.ask(t, "r", "released")
+		s.Ask(t, "r", "released")
 		p.end(t, syscall.SIGINT)
-		checkLetGo(t, s.pid(), before)
-		s.ask(t, "h", "held")
-		s.ask(t, "r", "released")
+		checkLetGo(t, s.PID(), before)
+		s.Ask(t, "h", "held")
+		s.Ask(t, "r", "released")
 	})
 	t.Run("during", func(t *testing.T) {
 		s := startServer(t, dir, name)
-		before := testutil.CodeBytes(t, s.pid())
+		before := testutil.CodeBytes(t, s.PID())
 		p := startProfile(t, dir, args(s))
-		if said := s.say(t, "p"); said == "none" {
+		if said := s.Say(t, "p"); said == "none" {
 			p.end(t, syscall.SIGINT)
 			t.Skip("no signal came in PROFILE's code at an instruction that reads the thread base")
 		} else if said != "held" {
 			t.Fatalf("server said %q, want held", said)
 		}
 		p.end(t, syscall.SIGINT)
-		checkLetGo(t, s.pid(), before)
-		s.ask(t, "r", "released")
-		s.alive(t, p.stderr.String())
+		checkLetGo(t, s.PID(), before)
+		s.Ask(t, "r", "released")
+		s.Alive(t, p.stderr.String())
 	})
 }
 
@@ -198,36 +197,18 @@ func TestAttachNoEINTR(t *testing.T) {
 	must(t, dir, "prep", "/nologo", "/FC", name)
 	s := startServer(t, dir, name)
 	time.Sleep(500 * time.Millisecond)
-	s.ask(t, "e", "eintr 0") // (natively)
+	s.Ask(t, "e", "eintr 0") // (natively)
 	for range 5 {
-		before := testutil.CodeBytes(t, s.pid())
-		p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())})
-		s.ask(t, "w 100", "did 100")
+		before := testutil.CodeBytes(t, s.PID())
+		p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.PID())})
+		s.Ask(t, "w 100", "did 100")
 		time.Sleep(100 * time.Millisecond)
 		p.end(t, syscall.SIGINT)
-		checkLetGo(t, s.pid(), before)
+		checkLetGo(t, s.PID(), before)
 	}
-	if _, err := io.WriteString(s.in, "e\n"); err != nil {
-		t.Fatal(err)
-	}
-	said := <-s.lines
+	said := s.Say(t, "e")
 	var n int
 	if _, err := fmt.Sscanf(said, "eintr %d", &n); err != nil || n > 1 {
 		t.Errorf("after 5 attaches: %s, want none (one at most)", said)
 	}
-}
-
-// say sends a command and returns the server's answer.
-func (s *server) say(t *testing.T, cmd string) string {
-	t.Helper()
-	if _, err := io.WriteString(s.in, cmd+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case said := <-s.lines:
-		return said
-	case <-time.After(toolLimit):
-		t.Fatalf("server: no answer to %q after %v", cmd, toolLimit)
-	}
-	return ""
 }

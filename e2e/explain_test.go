@@ -303,7 +303,7 @@ func TestExplainAttach(t *testing.T) {
 	dir, name := attachDir(t)
 	must(t, dir, "prep", "/nologo", "/FT", name, "libsq.so")
 	s := startServer(t, dir, name)
-	pid := strconv.Itoa(s.pid())
+	pid := strconv.Itoa(s.PID())
 	r := must(t, dir, "profile", "/nologo", "--explain-limit=1", "--pid="+pid, "--duration=0.3")
 	has(t, r.stderr,
 		`\nPROFILE attached to process `+pid+` \(attach\), which was running: it took its 2 threads under ptrace \(PTRACE_SEIZE\) and stopped each where it was, the main thread at 0x[0-9a-f]+ in [^ ]+\. What the program did before is not seen`,
@@ -318,5 +318,5 @@ func TestExplainAttach(t *testing.T) {
 			t.Errorf("the narration of an attach says %q:\n%s", wrong, r.stderr)
 		}
 	}
-	s.ask(t, "w 10", "did 10")
+	s.Ask(t, "w 10", "did 10")
 }

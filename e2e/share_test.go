@@ -25,7 +25,7 @@ func serveAsNobody(t *testing.T, dir, name string, args ...string) *server {
 	cmd := exec.Command("./"+name, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	return serve(t, cmd)
+	return testutil.Serve(t, cmd, toolLimit)
 }
 
 // counted is the run of name in dir merged, its hits by function.
@@ -63,10 +63,10 @@ func TestAttachOtherUser(t *testing.T) {
 			dir, name := attachDir(t)
 			must(t, dir, "prep", "/nologo", prep, name, "libsq.so")
 			s := serveAsNobody(t, dir, name)
-			s.ask(t, "w 100", "did 100") // (the worker thread is in worker())
-			before := testutil.CodeBytes(t, s.pid())
-			p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.pid())})
-			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+			s.Ask(t, "w 100", "did 100") // (the worker thread is in worker())
+			before := testutil.CodeBytes(t, s.PID())
+			p := startProfile(t, dir, []string{"/nologo", "--pid=" + strconv.Itoa(s.PID())})
+			s.Ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
 			p.end(t, syscall.SIGINT)
 			// (An ARMv8.0 CPU counts with breakpoints, whoever runs the
 			// process; it times in-process.)
@@ -74,12 +74,12 @@ func TestAttachOtherUser(t *testing.T) {
 				if strings.Contains(p.stderr.String(), "PRF4648") || strings.Contains(p.stderr.String(), "PRF4650") {
 					t.Errorf("the process of another user was profiled with breakpoints:\n%s", p.stderr)
 				}
-				if maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", s.pid())); !strings.Contains(string(maps), "/memfd:sprof-counters") {
+				if maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", s.PID())); !strings.Contains(string(maps), "/memfd:sprof-counters") {
 					t.Errorf("no counters shared with the process:\n%s", maps)
 				}
 			}
-			checkLetGo(t, s.pid(), before)
-			s.ask(t, "w 10", "did 10")
+			checkLetGo(t, s.PID(), before)
+			s.Ask(t, "w 10", "did 10")
 			checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "square": uint64(n), "main": 0, "worker": 0}, p.stderr)
 		})
 	}
@@ -110,22 +110,22 @@ func TestAttachSharedMemory(t *testing.T) {
 			must(t, dir, "prep", "/nologo", c.prep, name)
 			s := startServer(t, dir, name)
 			child := 0
-			if _, err := fmt.Sscanf(s.say(t, "c"), "child %d", &child); err != nil || child == 0 {
+			if _, err := fmt.Sscanf(s.Say(t, "c"), "child %d", &child); err != nil || child == 0 {
 				t.Fatalf("no child: %v", err)
 			}
-			before := testutil.CodeBytes(t, s.pid())
-			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
-			if want := fmt.Sprintf("profiling process %d (sharer, 2 threads)", s.pid()); !strings.Contains(p.stderr.String(), want) {
+			before := testutil.CodeBytes(t, s.PID())
+			p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.PID())))
+			if want := fmt.Sprintf("profiling process %d (sharer, 2 threads)", s.PID()); !strings.Contains(p.stderr.String(), want) {
 				t.Errorf("PROFILE did not take the child in: %q\n%s", want, p.stderr)
 			}
-			if want := fmt.Sprintf("Process %d shares its memory with process %d, made by clone with CLONE_VM", s.pid(), child); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
+			if want := fmt.Sprintf("Process %d shares its memory with process %d, made by clone with CLONE_VM", s.PID(), child); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
 				t.Errorf("--explain does not say %q:\n%s", want, p.stderr)
 			}
-			s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+			s.Ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
 			p.end(t, syscall.SIGINT)
-			checkLetGo(t, s.pid(), before)
+			checkLetGo(t, s.PID(), before)
 			checkLetGo(t, child, before)
-			s.ask(t, "w 10", "did 10")
+			s.Ask(t, "w 10", "did 10")
 			checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "other": uint64(n), "child_main": 0, "main": 0}, p.stderr)
 		})
 	}
@@ -166,15 +166,15 @@ func TestAttachSeccomp(t *testing.T) {
 				name := install(t, prog, dir)
 				must(t, dir, "prep", "/nologo", c.prep, name)
 				s := startServer(t, dir, name, "serve")
-				before := testutil.CodeBytes(t, s.pid())
-				p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.pid())))
-				if want := fmt.Sprintf("Thread %d runs under a seccomp filter of its own", s.pid()); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
+				before := testutil.CodeBytes(t, s.PID())
+				p := startProfile(t, dir, append(append([]string{"/nologo"}, c.opts...), "--pid="+strconv.Itoa(s.PID())))
+				if want := fmt.Sprintf("Thread %d runs under a seccomp filter of its own", s.PID()); len(c.opts) > 0 && c.opts[0] == "--explain" && !strings.Contains(p.stderr.String(), want) {
 					t.Errorf("--explain does not say %q:\n%s", want, p.stderr)
 				}
-				s.ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
+				s.Ask(t, fmt.Sprintf("w %d", n), fmt.Sprintf("did %d", n))
 				p.end(t, syscall.SIGINT)
-				checkLetGo(t, s.pid(), before)
-				s.ask(t, "w 10", "did 10")
+				checkLetGo(t, s.PID(), before)
+				s.Ask(t, "w 10", "did 10")
 				checkHits(t, counted(t, dir, name), map[string]uint64{"work": uint64(n), "serve": 0, "main": 0}, p.stderr)
 			})
 		}
@@ -189,14 +189,14 @@ func TestAttachSeccomp(t *testing.T) {
 		} else {
 			s = startServer(t, dir, name, "serve")
 		}
-		before := testutil.CodeBytes(t, s.pid())
-		r := unprivileged(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.pid()))
-		want := fmt.Sprintf("PRF1651: cannot attach to process %d: its main thread runs under a seccomp filter of its own", s.pid())
+		before := testutil.CodeBytes(t, s.PID())
+		r := unprivileged(t, dir, "profile", "/nologo", "--pid="+strconv.Itoa(s.PID()))
+		want := fmt.Sprintf("PRF1651: cannot attach to process %d: its main thread runs under a seccomp filter of its own", s.PID())
 		if r.status != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("profile --pid as a user without CAP_SYS_ADMIN: status %d\n%s\nwant %q", r.status, r.stderr, want)
 		}
-		checkLetGo(t, s.pid(), before)
-		s.ask(t, "w 10", "did 10")
+		checkLetGo(t, s.PID(), before)
+		s.Ask(t, "w 10", "did 10")
 	})
 }
 

@@ -1,12 +1,8 @@
 package profile
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -30,31 +26,11 @@ import (
 func TestAttachStoppedDuringSetUp(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	prog := testutil.BuildC(t, "epolltick", "-O2")
-	cmd := exec.Command(prog)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	out := bufio.NewScanner(outPipe)
-	ask := func(q, want string) {
-		t.Helper()
-		fmt.Fprintln(in, q)
-		if !out.Scan() || out.Text() != want {
-			t.Fatalf("asked %q: %q, want %q", q, out.Text(), want)
-		}
-	}
-	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("the server said %q, want ready", out.Text())
-	}
+	srv := testutil.Serve(t, exec.Command(prog), time.Minute)
+	pid := srv.PID()
+	// (Before the server is told to quit: a test that fails leaves it
+	// stopped.)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
 	before := testutil.CodeBytes(t, pid)
 	testHookSeized = func(pid int) { syscall.Kill(pid, syscall.SIGSTOP) }
 	defer func() { testHookSeized = nil }()
@@ -73,6 +49,7 @@ func TestAttachStoppedDuringSetUp(t *testing.T) {
 		})
 		done <- err
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(time.Minute):
@@ -85,23 +62,12 @@ func TestAttachStoppedDuringSetUp(t *testing.T) {
 	if prf.Code(err) != 1651 || !strings.Contains(err.Error(), want) {
 		t.Fatalf("profile --pid of a process stopped as PROFILE attached: %v, want PRF1651 %q", err, want)
 	}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if len(tasks) != 2 {
-		t.Errorf("%d threads, want 2", len(tasks))
-	}
-	for _, task := range tasks {
-		stat, _ := os.ReadFile(task)
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
-			t.Errorf("the process is not left stopped: %s", stat)
-		}
+	if states := testutil.ThreadStates(pid); states != "TT" {
+		t.Errorf("its two threads %q, want both left stopped (TT)", states)
 	}
 	if after := testutil.CodeBytes(t, pid); !reflect.DeepEqual(after, before) {
 		t.Error("the process's code is not as it was before PROFILE attached")
 	}
 	syscall.Kill(pid, syscall.SIGCONT)
-	ask("w 10", "did 10")
-	fmt.Fprintln(in, "q")
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("the server, continued and told to quit: %v", err)
-	}
+	srv.Ask(t, "w 10", "did 10")
 }

@@ -118,7 +118,9 @@ func (s *signals) pass(th *thread, sig syscall.Signal, e *signalEnv) error {
 	if sig == syscall.SIGCHLD {
 		e.watch.childSignal(e.proc, th, e.watched.warn)
 	}
-	e.told.note(signalEvent{th, sig})
+	if e.told.on() {
+		e.told.note(signalEvent{th, sig})
+	}
 	if s.misrouted(th, sig, e) {
 		return nil
 	}

@@ -192,7 +192,6 @@ func TestRunAttach(t *testing.T) {
 	plan.Funcs[0].Entry = leafAt + 11
 	tr, fp, mem, warnings := fakeTarget(t, plan, true)
 	signals := make(chan os.Signal, 1)
-	signals <- syscall.SIGINT
 	tr.cfg.Signals = signals
 	threads := 0
 	tr.cfg.Attached = func(n int) { threads = n }
@@ -200,8 +199,13 @@ func TestRunAttach(t *testing.T) {
 	var planted bool
 	fp.script = []fakeEvent{
 		// (The window ends as the thread stops, for an interrupt of
-		// PROFILE's own.)
-		{tid: fakePID, ws: trapEvent(ptrace.EventStop), do: func() { planted = mem.b[11] == 0xcc; <-a.quit }},
+		// PROFILE's own. The signal is sent here, not before the run:
+		// sent before, the window could end before the first wait.)
+		{tid: fakePID, ws: trapEvent(ptrace.EventStop), do: func() {
+			planted = mem.b[11] == 0xcc
+			signals <- syscall.SIGINT
+			<-a.quit
+		}},
 		{tid: fakePID, ws: trapEvent(ptrace.EventStop)},
 	}
 	res, err := tr.runTarget(a)

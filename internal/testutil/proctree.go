@@ -116,3 +116,26 @@ func CodeBytes(t testing.TB, pid int) map[string][]byte {
 	}
 	return code
 }
+
+// ThreadStates returns the state of each thread of process pid, one
+// letter each ('R', 'S', 'T', 't'...: /proc/PID/task/TID/stat), in the
+// order of their IDs; "" for a process that is gone.
+func ThreadStates(pid int) string {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	ids := make([]int, 0, len(tasks))
+	for _, task := range tasks {
+		var id int
+		if _, err := fmt.Sscan(filepath.Base(task), &id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	var states []byte
+	for _, id := range ids {
+		stat := readTrim(fmt.Sprintf("/proc/%d/task/%d/stat", pid, id))
+		if i := strings.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) { // the name may hold spaces
+			states = append(states, stat[i+2])
+		}
+	}
+	return string(states)
+}

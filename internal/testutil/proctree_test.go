@@ -89,3 +89,33 @@ func TestProcessTreeCPU(t *testing.T) {
 	}
 	t.Errorf("a spinning shell used %d ticks, and no more in 10 s", first)
 }
+
+// TestThreadStates: a process's one thread reads 'S' asleep, 'T' once
+// stopped by SIGSTOP, and a process reaped reads none.
+func TestThreadStates(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep:", err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	until := func(want string) {
+		t.Helper()
+		var got string
+		for range 200 {
+			if got = ThreadStates(pid); got == want {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("thread states %q, want %q", got, want)
+	}
+	until("S")
+	syscall.Kill(pid, syscall.SIGSTOP)
+	until("T")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := ThreadStates(pid); got != "" {
+		t.Errorf("a process reaped: thread states %q, want none", got)
+	}
+}
