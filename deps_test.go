@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"profile":           {"datafile", "internal/elfid", "instr", "profile/ptrace", "profile/layout", "profile/books", "profile/procmaps", "internal/prf"},
 	"profile/ptrace":    {},
 	"profile/layout":    {"instr"},
-	"profile/books":     {"datafile"},
+	"profile/books":     {"datafile", "instr"},
 	"profile/procmaps":  {},
 	"plist":             {"datafile", "internal/prf"},
 	"internal/cli":      {"internal/prf"},

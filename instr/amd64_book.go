@@ -37,39 +37,71 @@ func (a *bookAsm) frame(op, reg byte, disp int64) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(int32(disp)))
 }
 
-// time appends rdtsc into rax, fenced first where fence is set.
-func (a *bookAsm) time(fence bool) {
+// time appends the time into rax, in nanoseconds: rdtsc, fenced first
+// where fence is set, scaled by the book's BookScale (b at offset off).
+func (a *bookAsm) time(fence bool, off uint64) {
 	if fence {
 		a.c = append(a.c, 0x0f, 0xae, 0xe8) // lfence
 	}
 	a.c = append(a.c, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0) // rdtsc; shl $32,%rdx; or %rdx,%rax
+	a.abs(0xf7, 4, off+BookScale)                                           // mulq %gs:SCALE (rdx:rax)
+	a.c = append(a.c, 0x48, 0x0f, 0xac, 0xd0, BookScaleShift)               // shrd $32,%rdx,%rax
 }
 
 // stop appends the breakpoint the thread stops at when the code leaves
-// the call to PROFILE, and the jump back to retry; cond is the short
-// conditional jump (its opcode) that goes on without it. It returns the
-// offset after the breakpoint.
-func (a *bookAsm) stop(cond byte, retry int) int {
-	a.c = append(a.c, cond, 3, 0xcc) // jcc over the int3 and the jmp
-	at := len(a.c)
-	a.c = append(a.c, 0xeb, byte(int8(retry-(len(a.c)+2))))
-	return at
+// the event to PROFILE; cond is the short conditional jump (its opcode)
+// that goes on without it. It returns the offset after the breakpoint.
+func (a *bookAsm) stop(cond byte) int {
+	a.c = append(a.c, cond, 1, 0xcc) // jcc over the int3
+	return len(a.c)
+}
+
+// bounds appends the checks that the top in rdx is in the shadow stack,
+// from its first frame after the root to its end, which jump to the
+// breakpoint where it is not: a top the program wrote over leaves the
+// thread to PROFILE, and the code reads and writes nothing outside the
+// book. above is the short conditional jump taken past the end (jae
+// where the top may not be the end, ja where it may). It returns where
+// the jumps' displacements are, for land.
+func (a *bookAsm) bounds(b Book, above byte) []int {
+	var jumps []int
+	for _, c := range []struct {
+		bound uint64
+		jcc   byte
+	}{{b.FrameAt(1), 0x72}, {b.FrameAt(b.Frames), above}} { // jb, then above
+		a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $bound,%rdx
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(c.bound))
+		a.c = append(a.c, c.jcc, 0)
+		jumps = append(jumps, len(a.c))
+	}
+	return jumps
+}
+
+// land points the short jumps that end at each of ends at to.
+func (a *bookAsm) land(ends []int, to int) {
+	for _, end := range ends {
+		a.c[end-1] = byte(int8(to - end))
+	}
 }
 
 // BookEntryCode returns the code of the entry of function f that opens
 // its call in the thread's book b:
 //
 //	mov %rax,%gs:B+0; mov %rdx,%gs:B+8
-//	retry: rdtsc; shl $32,%rdx; or %rdx,%rax      the time
+//	rdtsc; shl $32,%rdx; or %rdx,%rax             the time,
+//	mulq %gs:SCALE; shrd $32,%rdx,%rax            in nanoseconds
 //	mov %gs:TOP,%rdx                              the next frame
-//	cmp %rsp,%gs:SP-64(%rdx); jbe stop            not below the open call
-//	cmp $END,%rdx; jb ok                          the shadow stack full
-//	stop: int3; jmp retry                         to PROFILE
+//	cmp $FIRST,%rdx; jb stop                      not in the shadow stack
+//	cmp $END,%rdx; jae stop                       (written over), or full
+//	cmp %rsp,%gs:SP-64(%rdx); ja ok               below the open call
+//	stop: int3                                    to PROFILE, which goes on at end
 //	ok: mov %rax,%gs:T(%rdx); movq $0,%gs:CH(%rdx); mov %rsp,%gs:SP(%rdx)
 //	mov %gs:HELD,%rax; mov %rax,%gs:HELD'(%rdx); movq $0,%gs:COST'(%rdx)
+//	movq $f,%gs:FN(%rdx)
 //	add $64,%rdx; mov %rdx,%gs:TOP                commit: the frame open
 //	incq %gs:OPEN(f)                              f's open calls
-//	mov %gs:B+0,%rax; mov %gs:B+8,%rdx
+//	cmp %rdx,%gs:DEEPEST; jae 1f; mov %rdx,%gs:DEEPEST   the call depth
+//	1: end: mov %gs:B+0,%rax; mov %gs:B+8,%rdx
 //
 // rax and rdx carry arguments at an entry: they come back as they were;
 // only the flags change. The entry reads the counter without a fence:
@@ -83,15 +115,12 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
 	saves := len(a.c)
-	a.time(false)
+	a.time(false, b.Offset)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	jumps := a.bounds(b, 0x73) // jae: full
 	a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize)
-	a.c = append(a.c, 0x76, 0) // jbe stop
-	jbe := len(a.c)
-	a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $END,%rdx
-	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.FrameAt(b.Frames)))
-	stop := a.stop(0x72, saves) // jb ok
-	a.c[jbe-1] = byte(stop - 1 - jbe)
+	stop := a.stop(0x77) // ja ok
+	a.land(jumps, stop-1)
 	a.frame(x86MovStore, x86RAX, FrameTime)
 	a.frame(x86MovImm, 0, FrameChildren)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
@@ -100,14 +129,19 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.frame(x86MovStore, x86RAX, FrameHeld)
 	a.frame(x86MovImm, 0, FrameCost)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
+	a.frame(x86MovImm, 0, FrameFunc)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
 	a.c = append(a.c, 0x48, 0x83, 0xc2, BookFrameSize) // add $64,%rdx
 	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
 	committed := len(a.c)
 	a.abs(x86IncDec, 0, b.FigureAt(f)+FigureOpen)
+	a.abs(x86CmpStore, x86RDX, b.Offset+BookDeepest)
+	a.c = append(a.c, 0x73, 9) // jae over the mov
+	a.abs(x86MovStore, x86RDX, b.Offset+BookDeepest)
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
-	return BookCode{Code: a.c, Stop: stop, Rollback: []Rollback{
+	return BookCode{Code: a.c, Stop: stop, Saved: saved, Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(a.c), Finish: true},
@@ -119,10 +153,12 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 // plus sp (0 at the function's own exit, 8 where its call has returned):
 //
 //	mov %rax,%gs:B+0; mov %rdx,%gs:B+8; mov %rcx,%gs:B+16
-//	retry: lfence; rdtsc; shl $32,%rdx; or %rdx,%rax  the time
+//	lfence; rdtsc; shl $32,%rdx; or %rdx,%rax         the time,
+//	mulq %gs:SCALE; shrd $32,%rdx,%rax                in nanoseconds
 //	mov %gs:TOP,%rdx                                  the next frame
+//	cmp $FIRST,%rdx; jb stop; cmp $END,%rdx; ja stop  not in the shadow stack
 //	cmp %rsp,%gs:SP-64(%rdx); je ok                   (lea -sp(%rsp),%rcx first
-//	stop: int3; jmp retry                             where sp is not 0)
+//	stop: int3                                        where sp is not 0)
 //	ok: sub $64,%rdx; mov %rdx,%gs:TOP                commit: the call closed
 //	sub %gs:T(%rdx),%rax                              its time,
 //	mov %gs:HELD,%rcx; sub %gs:HELD'(%rdx),%rcx; sub %rcx,%rax   less PROFILE's holds,
@@ -132,7 +168,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	mov %rax,%rcx; sub %gs:CH(%rdx),%rcx              its own time
 //	incq %gs:CALLS(f); add %rcx,%gs:SELF(f)
 //	decq %gs:OPEN(f); jnz 1f; add %rax,%gs:INCL(f)    the outermost call
-//	1: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
+//	1: end: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
 //
 // rax and rdx carry results at a return, and rcx a tail call's argument:
 // they come back as they were; only the flags change. The lfence makes
@@ -146,15 +182,17 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
 	a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
 	saves := len(a.c)
-	a.time(true)
+	a.time(true, b.Offset)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	jumps := a.bounds(b, 0x77) // ja: past the end
 	reg := byte(x86RSP)
 	if sp != 0 {
 		a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp))) // lea -sp(%rsp),%rcx
 		reg = x86RCX
 	}
 	a.frame(x86CmpStore, reg, FrameSP-BookFrameSize)
-	stop := a.stop(0x74, saves)                        // je ok
+	stop := a.stop(0x74) // je ok
+	a.land(jumps, stop-1)
 	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
 	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
 	committed := len(a.c)
@@ -181,7 +219,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8},
 		{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}}
-	return BookCode{Code: a.c, Stop: stop, Rollback: []Rollback{
+	return BookCode{Code: a.c, Stop: stop, Saved: saved, Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(a.c), Finish: true},

@@ -55,7 +55,7 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 		bytes = append(bytes, fmt.Sprint(c))
 	}
 	src := fmt.Sprintf(bookDriver, strings.Join(bytes, ","), b.Offset+BookSize(b.Frames, b.Funcs),
-		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs)
+		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs, b.Offset+BookDeepest)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -66,15 +66,18 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 		t.Fatalf("driver: %v\n%s", err, out)
 	}
 	t.Logf("driver: %s", out)
-	var top uint64
+	var top, deepest uint64
 	var fig [3][4]int64
-	if _, err := fmt.Sscanf(string(out), "%d %d %d %d %d %d %d %d %d %d %d %d %d", &top,
+	if _, err := fmt.Sscanf(string(out), "%d %d %d %d %d %d %d %d %d %d %d %d %d %d", &top,
 		&fig[0][0], &fig[0][1], &fig[0][2], &fig[0][3], &fig[1][0], &fig[1][1], &fig[1][2], &fig[1][3],
-		&fig[2][0], &fig[2][1], &fig[2][2], &fig[2][3]); err != nil {
+		&fig[2][0], &fig[2][1], &fig[2][2], &fig[2][3], &deepest); err != nil {
 		t.Fatalf("driver said %q: %v", out, err)
 	}
 	if top != b.FrameAt(1) {
 		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
+	}
+	if deepest != b.FrameAt(4) {
+		t.Errorf("deepest top %#x, want %#x: three calls of c open at once", deepest, b.FrameAt(4))
 	}
 	for f, calls := range []int64{1, 2, 3} {
 		if fig[f][FigureCalls/8] != calls || fig[f][FigureOpen/8] != 0 {
@@ -115,6 +118,7 @@ int main(void) {
 	memcpy(x, code, sizeof code);
 	block[%d / 8] = %d;
 	block[%d / 8] = ~(uint64_t)0;
+	block[%d / 8] = 1ul << 32; /* a nanosecond a tick */
 	if (syscall(SYS_arch_prctl, ARCH_SET_GS, block)) return 2;
 	void (*a)(void) = (void (*)(void))(x + %d);
 	void (*c)(long) = (void (*)(long))(x + %d);
@@ -123,7 +127,7 @@ int main(void) {
 	uint64_t *fig = &block[%d / 8];
 	printf("%%lu", (unsigned long)block[%d / 8]);
 	for (int i = 0; i < %d * 4; i++) printf(" %%ld", (long)fig[i]);
-	printf("\n");
+	printf(" %%lu\n", (unsigned long)block[%d / 8]);
 	return 0;
 }
 `

@@ -21,22 +21,29 @@ func TestBookCodeAMD64(t *testing.T) {
 		"rdtsc",
 		"shl    $0x20,%rdx",
 		"or     %rdx,%rax",
+		"mulq   %gs:0x1068",
+		"shrd   $0x20,%rdx,%rax",
 		"mov    %gs:0x1040,%rdx",
-		"cmp    %rsp,%gs:-0x30(%rdx)",
-		"jbe    0x37",
+		"cmp    $0x10c0,%rdx",
+		"jb     0x4e",
 		"cmp    $0x1180,%rdx",
-		"jb     0x3a",
+		"jae    0x4e",
+		"cmp    %rsp,%gs:-0x30(%rdx)",
+		"ja     0x4f",
 		"int3",
-		"jmp    0x12",
 		"mov    %rax,%gs:0x0(%rdx)",
 		"movq   $0x0,%gs:0x8(%rdx)",
 		"mov    %rsp,%gs:0x10(%rdx)",
 		"mov    %gs:0x1048,%rax",
 		"mov    %rax,%gs:0x18(%rdx)",
 		"movq   $0x0,%gs:0x20(%rdx)",
+		"movq   $0x3,%gs:0x28(%rdx)",
 		"add    $0x40,%rdx",
 		"mov    %rdx,%gs:0x1040",
 		"incq   %gs:0x11f8",
+		"cmp    %rdx,%gs:0x1060",
+		"jae    0xbe",
+		"mov    %rdx,%gs:0x1060",
 		"mov    %gs:0x1000,%rax",
 		"mov    %gs:0x1008,%rdx",
 	}
@@ -44,8 +51,8 @@ func TestBookCodeAMD64(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("entry code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if entry.Code[entry.Stop-1] != 0xcc || addrs[11] != "0x38" || entry.Stop != 0x38 {
-		t.Errorf("entry's stop ends at %#x, want 0x38, after its int3", entry.Stop)
+	if entry.Code[entry.Stop-1] != 0xcc || addrs[15] != "0x4f" || entry.Stop != 0x4f || len(entry.Saved) != 2 {
+		t.Errorf("entry's stop ends at %#x, want 0x4f, after its int3", entry.Stop)
 	}
 	exit, ok := amd64{}.BookExitCode(b, 3, 8)
 	if !ok {
@@ -59,12 +66,17 @@ func TestBookCodeAMD64(t *testing.T) {
 		"rdtsc",
 		"shl    $0x20,%rdx",
 		"or     %rdx,%rax",
+		"mulq   %gs:0x1068",
+		"shrd   $0x20,%rdx,%rax",
 		"mov    %gs:0x1040,%rdx",
+		"cmp    $0x10c0,%rdx",
+		"jb     0x5f",
+		"cmp    $0x1180,%rdx",
+		"ja     0x5f",
 		"lea    -0x8(%rsp),%rcx",
 		"cmp    %rcx,%gs:-0x30(%rdx)",
-		"je     0x42",
+		"je     0x60",
 		"int3",
-		"jmp    0x1b",
 		"sub    $0x40,%rdx",
 		"mov    %rdx,%gs:0x1040",
 		"sub    %gs:0x0(%rdx),%rax",
@@ -82,7 +94,7 @@ func TestBookCodeAMD64(t *testing.T) {
 		"incq   %gs:0x11e0",
 		"add    %rcx,%gs:0x11e8",
 		"decq   %gs:0x11f8",
-		"jne    0xce",
+		"jne    0xec",
 		"add    %rax,%gs:0x11f0",
 		"mov    %gs:0x1000,%rax",
 		"mov    %gs:0x1008,%rdx",

@@ -1,5 +1,10 @@
 package instr
 
+import (
+	"encoding/binary"
+	"slices"
+)
+
 // Function timing with the books kept in the program (issue 33): the
 // trampolines of a timed function's entry and exits keep, in the thread's
 // own memory, a shadow stack of its open calls and, per function, the
@@ -11,10 +16,11 @@ package instr
 // pointer is not below the open call's (a frame left by longjmp, an
 // exception, a panic, or another stack), an exit whose stack pointer is
 // not its open call's, and a shadow stack full, stop the thread at a
-// breakpoint in the code: PROFILE applies the books' rules to the frames
-// (profile/books: the stack pointer rules, the stretches of several
-// stacks), writes them back, and lets the thread retry. The rules are
-// written once, in Go.
+// breakpoint in the code, the counter's time read: PROFILE applies the
+// books' rules to the frames (the stack pointer rules, the stretches of
+// several stacks), books the event itself at that time, and lets the
+// thread go on at the code's end with its registers back. The rules are
+// written once, in Go; the code stays short.
 //
 // A book is found from the thread base on amd64 (in the thread's block,
 // at B). Its offsets, from the block's start (B included):
@@ -25,24 +31,33 @@ const (
 	// top, the thread's. It has a cache line of its own with the words
 	// that follow.
 	BookTop = 64
-	// BookHeld is the time PROFILE held the thread (its stops), in the
-	// counter's ticks: PROFILE adds to it while the thread is stopped.
+	// BookHeld is the time PROFILE held the thread (its stops): PROFILE
+	// writes it while the thread is stopped.
 	BookHeld = 72
 	// BookCostIn is what the code of an entry and an exit costs inside
 	// the interval it measures (the entry's code after its reading of the
 	// counter, the exit's before its own), and BookCostAll the whole of
-	// both, in ticks: PROFILE writes them once it has measured them (0
-	// until then), and each exit takes them out.
+	// both: PROFILE writes them once it has measured them (0 until then),
+	// and each exit takes them out.
 	BookCostIn  = 80
 	BookCostAll = 88
+	// BookDeepest is the highest the top has been: the call depth.
+	BookDeepest = 96
+	// BookScale turns the counter's ticks into nanoseconds: a time is
+	// ticks*BookScale >> 32 (BookScaleShift). PROFILE writes it before
+	// the thread runs; every time of the book, held time and costs
+	// included, is in nanoseconds.
+	BookScale      = 104
+	BookScaleShift = 32
 	// BookFrames is where the frames start; frame 0 is the root, whose
 	// stack pointer is the highest there is, so that every entry nests in
 	// it.
 	BookFrames = 128
 	// BookFrameSize is a frame's size: the counter's time at the entry,
 	// the time of its children, the stack pointer at the entry, the
-	// thread's held time at the entry, and the cost of the code run
-	// beneath it (BookCostAll of each call made from it, at any depth).
+	// thread's held time at the entry, the cost of the code run beneath
+	// it (BookCostAll of each call made from it, at any depth), and its
+	// function, for PROFILE to close it where its exit was not seen.
 	BookFrameSize = 64
 	// BookFigureSize is the size of a function's figures: its calls, its
 	// own time, its time with its children (added as its outermost open
@@ -52,7 +67,7 @@ const (
 
 // The words of a frame and of a function's figures.
 const (
-	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameCost = 0, 8, 16, 24, 32
+	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameCost, FrameFunc = 0, 8, 16, 24, 32, 40
 	FigureCalls, FigureSelf, FigureInclusive, FigureOpen    = 0, 8, 16, 24
 )
 
@@ -81,13 +96,69 @@ func (b Book) FigureAt(f int) uint64 { return b.FrameAt(b.Frames) + BookFigureSi
 type BookCode struct {
 	Code []byte
 	// Stop is the offset in Code just after the breakpoint a thread hits
-	// where the code leaves the call to PROFILE (see above): the thread
-	// goes on there, once PROFILE has set the frames right, and retries.
-	Stop int
+	// where the code leaves the event to PROFILE (see above), with the
+	// counter's time in its first register (amd64's rax) and the
+	// registers the code uses in the book's save slots, Saved, which
+	// PROFILE puts back as it lets the thread go on at the code's end.
+	Stop  int
+	Saved []SavedReg
 	// Rollback says how to undo a thread stopped inside Code for a
 	// signal, whose handler may run profiled functions that use the same
 	// book: before the commit, its registers come back and it starts
 	// again; from the commit on, what it writes cannot be written twice,
 	// and it is stepped to the end of the code first (Rollback.Finish).
 	Rollback []Rollback
+}
+
+// BookEntryCode: arm64 keeps no book in the program yet; its timing
+// keeps the rings.
+func (arm64) BookEntryCode(Book, int) (BookCode, bool) { return BookCode{}, false }
+
+// BookExitCode: see BookEntryCode.
+func (arm64) BookExitCode(Book, int, int) (BookCode, bool) { return BookCode{}, false }
+
+// BookCalibration returns two blocks of code that measure, in a thread
+// whose block holds book b, what the book code costs (profile's
+// ledger.go): each is function outer's call, and within it calls pieces
+// of work (CalibrationWork); in the first, each piece follows a call of
+// function inner that does nothing (its entry's code, then its exit's).
+// Both end at a breakpoint. With the book's costs at 0, inner's own time
+// per call is what the code costs inside the interval it measures
+// (BookCostIn), and the difference of outer's times per call what it
+// costs in all (BookCostAll). ok is false where a keeps no book.
+func BookCalibration(a Arch, b Book, outer, inner, calls int) (with, without []byte, ok bool) {
+	oe, ok1 := a.BookEntryCode(b, outer)
+	ox, ok2 := a.BookExitCode(b, outer, 0)
+	ie, ok3 := a.BookEntryCode(b, inner)
+	ix, ok4 := a.BookExitCode(b, inner, 0)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return nil, nil, false
+	}
+	work := CalibrationWork(a)
+	with, without = slices.Clone(oe.Code), slices.Clone(oe.Code)
+	for range calls {
+		// (inner's frame is below outer's, as a call's is.)
+		with = append(with, a.nest(true)...)
+		with = append(append(with, ie.Code...), ix.Code...)
+		with = append(append(with, a.nest(false)...), work...)
+		without = append(without, work...)
+	}
+	bp := a.Breakpoint()
+	return append(append(with, ox.Code...), bp...), append(append(without, ox.Code...), bp...), true
+}
+
+// nest moves rsp down or up 16 bytes, leaving the flags.
+func (amd64) nest(down bool) []byte {
+	if down {
+		return []byte{0x48, 0x8d, 0x64, 0x24, 0xf0} // lea -0x10(%rsp),%rsp
+	}
+	return []byte{0x48, 0x8d, 0x64, 0x24, 0x10} // lea 0x10(%rsp),%rsp
+}
+
+// nest moves sp down or up 16 bytes.
+func (arm64) nest(down bool) []byte {
+	if down {
+		return binary.LittleEndian.AppendUint32(nil, 0xd10043ff) // sub sp, sp, #16
+	}
+	return binary.LittleEndian.AppendUint32(nil, 0x910043ff) // add sp, sp, #16
 }

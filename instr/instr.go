@@ -388,6 +388,15 @@ type Instrumenter interface {
 	// thread's ring (see [Ring]), position-independent and changing
 	// nothing but the flags; false where the architecture has no ring.
 	RecordCode(r Ring, tag uint64) (RecordCode, bool)
+	// BookEntryCode and BookExitCode return the code of a timed
+	// function's entry and of its exit (the stack pointer sp above the
+	// entry's) that keep the thread's book in the program ([Book]);
+	// false where the architecture keeps no book, or b cannot hold f.
+	BookEntryCode(b Book, f int) (BookCode, bool)
+	BookExitCode(b Book, f int, sp int) (BookCode, bool)
+	// nest moves the stack pointer down a frame (down) or back up,
+	// for the calls of BookCalibration.
+	nest(down bool) []byte
 	// GoRecordsNeedThreadPointer reports whether the record code of Go
 	// functions ([Ring.Goroutine]) finds its thread's ring through the
 	// thread pointer ([Ring.ThreadPointer]), which PROFILE must then set

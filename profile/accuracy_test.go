@@ -87,7 +87,8 @@ func BenchmarkTimingAccuracy(b *testing.B) {
 		m.report(b)
 	})
 	b.Run("full-rings", func(b *testing.B) {
-		defer func(n int) { ringRecords = n }(ringRecords)
+		defer func(n int, b bool) { ringRecords, booksInProgram = n, b }(ringRecords, booksInProgram)
+		booksInProgram = false // (the rings' full stops)
 		ringRecords = 16
 		prog, plan := ringFixture(b, "O2-pie", "main", "tiny", "slow")
 		m := metrics{}

@@ -124,6 +124,8 @@ type bpEnv struct {
 	told    observers
 	books   *books.Books
 	rings   *rings
+	timer   timer
+	ledgers *ledgers
 	modules *modules
 }
 
@@ -337,7 +339,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 	switch {
 	case th.foreign:
 	case e.books != nil:
-		e.clocks.book(th, s, booking{e.books, e.plan.Funcs, e.rings, e.arch, e.regs, *e.mem})
+		e.clocks.book(th, s, booking{e.books, e.plan.Funcs, e.rings, e.ledgers, e.arch, e.regs, *e.mem})
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
@@ -351,7 +353,7 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 	if e.told.on() {
 		e.told.note(hitEvent{th, s})
 	}
-	if s.item < 0 && e.rings != nil && e.rings.ringTimed(&e.plan.Funcs[s.exit]) == nil {
+	if s.item < 0 && e.timer != nil && e.timer.timed(&e.plan.Funcs[s.exit]) == nil {
 		if s.hits++; s.hits == exitStops {
 			// A hot exit: its frames close from the stack pointer from
 			// now on (timing.go).

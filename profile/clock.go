@@ -35,6 +35,7 @@ type calibration struct {
 	borrowed func(saved ptrace.Regs) ptrace.Regs
 	counters *counters
 	rings    *rings
+	ledgers  *ledgers
 	imposed  int64
 }
 
@@ -156,6 +157,14 @@ func (c *clocks) calibrateAll(timed bool, cal calibration) error {
 		c.refineCounter()
 		r.cost = counts * c.ctr.scale
 		c.calculated = int64(math.Round(r.cost))
+	}
+	if l := cal.ledgers; l != nil {
+		if err := l.calibrate(&cal); err != nil {
+			return fmt.Errorf("calibrate the cost of the book code: %w", err)
+		}
+		c.refineCounter()
+		// (An event's cost, as the report gives it: half a call's.)
+		c.calculated = int64(l.costAll / 2)
 	}
 	if imposed := cal.imposed; imposed >= 0 {
 		c.overhead, c.forced = imposed, true

@@ -77,6 +77,9 @@ func (c *counters) warnDamage() {
 	if r := c.env.rings; r != nil && r.damaged > 0 {
 		found = append(found, fmt.Sprintf("rings of records found written over %s, what they held dropped", times(r.damaged)))
 	}
+	if l := c.env.ledgers; l != nil && l.damaged > 0 {
+		found = append(found, fmt.Sprintf("books of timed calls found written over %s, taken back as they were at their thread's last signal", times(l.damaged)))
+	}
 	if !c.guardIntact() {
 		found = append(found, "the guard at its end")
 	}

@@ -33,16 +33,16 @@ type entryTrampolines struct {
 // entryEnv is what the entries' trampolines read and call of the run:
 // the plan, the architecture, the planting engine (the layout of a
 // module's patches, where their trampolines go, the scan's landings),
-// the counters whose code the trampolines run, the rings they record
-// into when timing in-process (both set where the run has them, the
-// rings nil once given up: tracer.choose), and the breakpoints' planting
-// of an entry no jump fits (breakpoints.plantEntry).
+// the counters whose code the trampolines run, the timer whose code
+// they run when timing in-process (both set where the run has them, the
+// timer nil once the rings gave up: tracer.choose), and the breakpoints'
+// planting of an entry no jump fits (breakpoints.plantEntry).
 type entryEnv struct {
 	plan       *datafile.Plan
 	arch       instr.Arch
 	plant      *planter
 	counters   *counters
-	rings      *rings
+	timer      timer
 	breakpoint func(p *planting, item int) error
 }
 
@@ -105,12 +105,12 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	case p.text.b == nil || lo < p.text.start || hi > p.text.start+uint64(len(p.text.b)):
 		return nil, errNoCode
 	}
-	if env.counters.layout.Rings {
-		if err := env.rings.ringTimed(f); err != nil {
+	if env.timer != nil {
+		if err := env.timer.timed(f); err != nil {
 			return nil, err
 		}
 	}
-	if et.entryScratch(f) && slices.Contains(instr.ScanCode(env.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
+	if et.entryScratch(item) && slices.Contains(instr.ScanCode(env.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
 		return nil, errLoopEntry
 	}
 	lay := env.plant.layout(p)
@@ -141,17 +141,16 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 // instruction that is no exit (then the instruction alone, relocated).
 func (et *entryTrampolines) exitBuild(p *planting, item int, lo, hi uint64) func(uint64) instr.Build {
 	env := &et.env
-	if !env.counters.layout.Rings {
+	if env.timer == nil {
 		return nil
 	}
-	f := &env.plan.Funcs[item]
 	return func(addr uint64) instr.Build {
 		if !slices.ContainsFunc(p.exits[item], func(e instr.Exit) bool { return e.PC == addr }) {
 			return nil
 		}
-		exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
+		exit := env.timer.eventCode(item, exitEvent)
 		return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
-			return instr.ExitTrampoline(env.arch, pt, at, exit.Code)
+			return instr.ExitTrampoline(env.arch, pt, at, exit.code)
 		}
 	}
 }
@@ -164,14 +163,14 @@ func (et *entryTrampolines) regions(p *planting, item int, pl, x *instr.Planned)
 	if x == pl {
 		return et.entryRegions(f, item, &x.Tramp, x.At, preludeAt(&x.Patch, &x.Tramp, x.At, f.Entry+p.bias))
 	}
-	if !env.counters.layout.Rings || !x.Tramp.Exit {
+	if env.timer == nil || !x.Tramp.Exit {
 		return nil
 	}
-	exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
-	return []region{recordRegion(x.Tramp.At, &exit)}
+	exit := env.timer.eventCode(item, exitEvent)
+	return []region{exit.at(x.Tramp.At)}
 }
 
-// stop claims no stop: a trampoline's breakpoints are the rings'.
+// stop claims no stop: a trampoline's breakpoints are its timer's.
 func (et *entryTrampolines) stop(*thread, uint64) (bool, error) { return false, nil }
 
 // forget has nothing of its own to drop: the trampolines are the

@@ -42,7 +42,10 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 		}
 		var handed []int
 		et := newEntryTrampolines(plan, instr.AMD64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
-		et.env.counters, et.env.rings = c, rs // (as tracer.choose sets them)
+		et.env.counters = c // (as tracer.choose sets them)
+		if rs != nil {
+			et.env.timer = rs
+		}
 
 		bias := uint64(pieAt - leafAt)
 		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}

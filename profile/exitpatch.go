@@ -26,11 +26,12 @@ import (
 type exitPatches struct {
 	arch instr.Arch
 	plan *datafile.Plan
-	// rings are the rings the exits record into: which functions they
-	// time (ringTimed), the ring of each one's records (recordRing), and
-	// the memory they are in, where the trampolines are registered
-	// (counters).
-	rings *rings
+	// timer is the run's timing in-process: which functions it times,
+	// and the code of their exits (the rings' records, or the books kept
+	// in the program); counters is the memory shared with the program,
+	// where the trampolines are registered, once mapped.
+	timer    timer
+	counters func() *counters
 	// scan is what the scans of the modules' code found, bp the
 	// breakpoints planted before (whose sites no patch may cover).
 	scan *codeScan
@@ -48,10 +49,9 @@ type exitPatches struct {
 	returnSites int
 }
 
-// newExitPatches returns the exits' patches of t's run, recording into
-// rings r.
-func newExitPatches(t *tracer, r *rings) *exitPatches {
-	return &exitPatches{arch: t.arch, plan: t.plan, rings: r, scan: &t.parts.plant.scan, bp: t.parts.bp, warn: t.cfg.Warn, padding: t.parts.plant.padding}
+// newExitPatches returns the exits' patches of t's run, timed by tm.
+func newExitPatches(t *tracer, tm timer) *exitPatches {
+	return &exitPatches{arch: t.arch, plan: t.plan, timer: tm, counters: func() *counters { return t.parts.counters }, scan: &t.parts.plant.scan, bp: t.parts.bp, warn: t.cfg.Warn, padding: t.parts.plant.padding}
 }
 
 // plant patches the exits of planting p that it can, after the entries
@@ -138,7 +138,7 @@ func (x *exitPatches) addExit(e *exitPatching, w patchWrite) {
 	e.p.area.alloc(len(w.code)) // where it was built: next
 	e.p.area.put(w.tramp.addr, w.code)
 	e.out = append(e.out, w)
-	x.rings.counters.add(w.tramp)
+	x.counters().add(w.tramp)
 	x.patched++
 	e.windows = append(e.windows, [2]uint64{w.tramp.patch.Site, w.tramp.patch.End()})
 }
@@ -150,7 +150,7 @@ func (x *exitPatches) patchExits(e *exitPatching, item int, exits []instr.Exit, 
 	text := e.p.text
 	f := &x.plan.Funcs[item]
 	lo, hi := f.Low+e.p.bias, f.High+e.p.bias
-	if x.rings.ringTimed(f) != nil || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
+	if x.timer.timed(f) != nil || text.b == nil || lo < text.start || hi > text.start+uint64(len(text.b)) {
 		e.left[item] = exits
 		return
 	}
@@ -210,7 +210,7 @@ func (x *exitPatches) shortExits(e *exitPatching) {
 // where their calls return, when every call of theirs in the module can be
 // patched there: their exits then keep no breakpoint.
 func (x *exitPatches) returnSitesOf(e *exitPatching) {
-	c, bias := x.rings.counters, e.p.bias
+	c, bias := x.counters(), e.p.bias
 	callers := x.callers(bias)
 	budget := returnSites
 	for _, item := range slices.Sorted(maps.Keys(e.left)) {
@@ -300,8 +300,8 @@ func (x *exitPatches) returnSite(item int, r uint64, callers spans, text moduleT
 	if p.Site != r || taken.covers(p.Site, p.End()) || overlaps(claimed, p.Site, p.End()) || x.scan.landings.inside(p.Site, p.End()) {
 		return patchWrite{}, errOverlap
 	}
-	rc, _ := x.arch.RecordCode(x.rings.counters.layout.Ring(), instr.ReturnTag(item))
-	tr, err := x.arch.Trampoline(&p, cell, rc.Code)
+	rc := x.timer.eventCode(item, returnEvent)
+	tr, err := x.arch.Trampoline(&p, cell, rc.code)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -313,7 +313,7 @@ func (x *exitPatches) returnSite(item int, r uint64, callers spans, text moduleT
 		return patchWrite{}, err
 	}
 	return patchWrite{addr: r, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: cell, patch: p, code: tr, regions: []region{recordRegion(0, &rc)}}}, nil
+		tramp: &tramp{addr: cell, patch: p, code: tr, regions: []region{rc.at(0)}}}, nil
 }
 
 // shortExit is an exit too short for a full jump.
@@ -397,14 +397,14 @@ func (x *exitPatches) exitTrampoline(item int, p *instr.ExitPlan, taken spans, m
 	if err := x.scan.code.boundary(lo); err != nil {
 		return patchWrite{}, err // (never: the exits are found decoding the function)
 	}
-	rc, ok := x.arch.RecordCode(x.rings.recordRing(&x.plan.Funcs[item]), instr.RecordTag(item, true))
-	if !ok {
+	rc := x.timer.eventCode(item, exitEvent)
+	if rc.code == nil {
 		return patchWrite{}, errNoRoom
 	}
 	if err := x.scratchAt(&rc, p.Patch.Insts); err != nil {
 		return patchWrite{}, err
 	}
-	tr, err := instr.ExitTrampoline(x.arch, &p.Patch, cell, rc.Code)
+	tr, err := instr.ExitTrampoline(x.arch, &p.Patch, cell, rc.code)
 	if err != nil {
 		return patchWrite{}, err
 	}
@@ -418,7 +418,7 @@ func (x *exitPatches) exitTrampoline(item int, p *instr.ExitPlan, taken spans, m
 		}
 	}
 	return patchWrite{addr: lo, jump: jump, code: tr.Code,
-		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{recordRegion(tr.At, &rc)}}}, nil
+		tramp: &tramp{addr: cell, patch: p.Patch, code: tr, regions: []region{rc.at(tr.At)}}}, nil
 }
 
 // errNotTailCall is why a jump out of a function keeps a breakpoint where
@@ -431,8 +431,8 @@ var errNotTailCall = errors.New("a jump out of the function to no function's ent
 // entries and returns. A tail call is told by its target: the start of a
 // function of the module's symbol table that is no cold part, or an
 // address some call of the module calls.
-func (x *exitPatches) scratchAt(rc *instr.RecordCode, insts []instr.Inst) error {
-	if !rc.Scratch {
+func (x *exitPatches) scratchAt(rc *timedCode, insts []instr.Inst) error {
+	if !rc.scratch {
 		return nil
 	}
 	for _, in := range insts {

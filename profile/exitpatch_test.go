@@ -38,7 +38,7 @@ func TestExitTrampolines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan,
 				counters: &counters{layout: layout.Layout{Kind: instr.CountPerThread, Rings: true, RingAt: 0x1000, Records: ringRecords, DepthSlots: depthSlots}}}}
-			x := &exitPatches{arch: instr.AMD64, plan: plan, rings: r,
+			x := &exitPatches{arch: instr.AMD64, plan: plan, timer: r, counters: func() *counters { return r.counters },
 				scan: &codeScan{code: codeMaps{instr.MapCode(instr.AMD64, twoExits, leafAt, nil)}},
 				bp:   &breakpoints{sites: c.sites}, warn: func(*prf.Diagnostic) {},
 				padding: func(*planting) *hopSpace { return &hopSpace{} }}

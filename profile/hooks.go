@@ -28,6 +28,8 @@ import (
 //	                                       sampler, the libraries, the watch
 //	a stop seen            seenHook        the rings (its records), the
 //	                                       books' clocks (the thread's waits)
+//	a thread let go        releaseHook     the books in the program (the
+//	                                       time PROFILE held it)
 //	a stop handled         handledHook     the books' clocks (the stop taken
 //	                                       out), the trace writer
 //	the program's end      mechanism,      each adds what it counted
@@ -82,6 +84,10 @@ type seenHook interface{ stopSeen(th *thread) }
 // clock; the trace writer writes what was booked).
 type handledHook interface{ stopHandled(tid int) }
 
+// releaseHook is told that thread th, stopped, is about to go on: the
+// books kept in the program get the time PROFILE held it.
+type releaseHook interface{ releasing(th *thread) }
+
 // idleHook is a part's work while PROFILE waits for the next stop: the
 // rings read, the ptrace sampler's rounds, a sweep of covered lines, the
 // trace written, the narration's first hits. waiting says whether it has
@@ -114,6 +120,7 @@ type parts struct {
 	entries  *entryTrampolines
 	exits    *exitPatches
 	rings    *rings
+	ledgers  *ledgers
 	lines    *lineTrampolines
 	bp       *breakpoints
 	plant    *planter
@@ -137,6 +144,7 @@ type hooks struct {
 	kids    []childHook
 	seen    []seenHook
 	handled []handledHook
+	release []releaseHook
 	ends    []endHook
 	stats   []statsHook
 	idlers  []idleHook
@@ -158,17 +166,19 @@ func (t *tracer) choose() {
 	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
 	if e := t.parts.entries; e != nil {
-		e.env.counters, e.env.rings = t.parts.counters, t.parts.rings // (the rings nil once given up)
+		e.env.counters, e.env.timer = t.parts.counters, t.timer() // (nil once the rings gave up)
 	}
 	add(t.parts.entries != nil, t.parts.entries)
 	add(t.parts.exits != nil, t.parts.exits)
 	add(t.parts.rings != nil, t.parts.rings)
+	add(t.parts.ledgers != nil, t.parts.ledgers)
 	if t.parts.lines != nil {
 		t.parts.lines.env.counters = t.parts.counters // (made after the lines are numbered)
 	}
 	add(t.parts.lines != nil, t.parts.lines)
 	if bp := t.parts.bp; bp != nil {
 		bp.env.books, bp.env.rings, bp.env.modules = t.parts.books, t.parts.rings, t.parts.modules // (nil where the run has none)
+		bp.env.timer, bp.env.ledgers = t.timer(), t.parts.ledgers
 	}
 	add(true, t.parts.bp)
 	// The parts that are no mechanism.
@@ -222,6 +232,9 @@ func hooksOf(all []any) hooks {
 		}
 		if h, ok := part.(handledHook); ok {
 			p.handled = append(p.handled, h)
+		}
+		if h, ok := part.(releaseHook); ok {
+			p.release = append(p.release, h)
 		}
 		if h, ok := part.(endHook); ok {
 			p.ends = append(p.ends, h)
@@ -281,6 +294,9 @@ func (p *hooks) stopSeen(th *thread) { tell(p.seen, func(h seenHook) { h.stopSee
 
 // stopHandled tells the parts that thread tid's stop was handled.
 func (p *hooks) stopHandled(tid int) { tell(p.handled, func(h handledHook) { h.stopHandled(tid) }) }
+
+// releasing tells the parts that thread th is about to go on.
+func (p *hooks) releasing(th *thread) { tell(p.release, func(h releaseHook) { h.releasing(th) }) }
 
 // ended tells the parts that the run has ended, then has the mechanisms
 // add what they counted to res.

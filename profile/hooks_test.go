@@ -30,7 +30,7 @@ var loopFuncs = map[string][]string{
 // part. (The loop stamps each stop's moments on timing's clocks,
 // t.clocks: when it was seen, when the thread was let go.)
 var partFields = map[string]bool{
-	"entries": true, "exits": true, "rings": true, "lines": true, "bp": true,
+	"entries": true, "exits": true, "rings": true, "ledgers": true, "lines": true, "bp": true,
 	"plant": true, "calls": true, "modules": true,
 	"counters": true, "sampling": true, "books": true, "trace": true, "watch": true,
 }

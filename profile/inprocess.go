@@ -111,6 +111,7 @@ type counterEnv struct {
 	warn          func(*prf.Diagnostic)
 	readMaps      func() ([]procmaps.Mapping, error)
 	rings         *rings
+	ledgers       *ledgers
 	threadPointer bool
 }
 
@@ -119,7 +120,7 @@ func (t *tracer) counterEnv() counterEnv {
 	return counterEnv{
 		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
 		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), sampling: t.plan.Method.IsSampling(), hits: t.hits,
-		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, threadPointer: t.caps.threadPointer,
+		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, ledgers: t.parts.ledgers, threadPointer: t.caps.threadPointer,
 	}
 }
 
@@ -145,6 +146,10 @@ type region struct {
 	// tp marks record code that finds its ring through the thread
 	// pointer (instr.RecordCode.ThreadPointer).
 	tp bool
+	// book is set for book code (ledger.go), whose breakpoint ends at
+	// bookStop.
+	book     *bookSite
+	bookStop int
 }
 
 // recordRegion is the region of record code rc at offset at of a
@@ -174,8 +179,12 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 		// original's had none, and it counts at counting's cost alone.)
 		inBlock, byTable = false, false
 	}
-	l, size := layout.New(layout.Spec{Kind: kind, Items: items, InBlock: inBlock, ByTable: byTable, Rings: rings,
-		Records: ringRecords, MaxBlocks: maxBlocks, DepthSlots: depthSlots})
+	spec := layout.Spec{Kind: kind, Items: items, InBlock: inBlock, ByTable: byTable, Rings: rings,
+		Records: ringRecords, MaxBlocks: maxBlocks, DepthSlots: depthSlots}
+	if env.ledgers != nil {
+		spec.Books, spec.BookFuncs = true, env.ledgers.bookFuncs()
+	}
+	l, size := layout.New(spec)
 	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)
 	shared, addr, err := calls.shareMemory(nameAt, size)
 	if err != nil {
@@ -189,12 +198,17 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 		// (an arm64 cursor of zeros is a full ring).
 		env.rings.start(c)
 	}
+	if env.ledgers != nil {
+		env.ledgers.start(c)
+	}
 	return c, nil
 }
 
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
-func (c *counters) rolls() bool { return c.keepsDepth() || (c != nil && (c.layout.Rings || c.saves)) }
+func (c *counters) rolls() bool {
+	return c.keepsDepth() || (c != nil && (c.layout.Rings || c.layout.BookAt != 0 || c.saves))
+}
 
 // keepsDepth reports whether trampolines keep the call depth.
 func (c *counters) keepsDepth() bool { return c != nil && c.layout.KeepsDepth() }
@@ -214,6 +228,9 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 	b, owned := c.take(tid, foreign)
 	if c.layout.Rings && owned && env.rings != nil {
 		env.rings.reset(b)
+	}
+	if env.ledgers != nil {
+		env.ledgers.given(tid, b, owned)
 	}
 	if c.keepsDepth() && owned {
 		// A new thread's shadow stack starts empty (a reused block holds
@@ -259,7 +276,7 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 	case c.next < c.layout.NBlocks:
 		b = c.next
 		c.next++
-	case c.layout.Rings:
+	case c.layout.Rings || c.layout.BookAt != 0:
 		// Every block or area is in use, timing in-process: this
 		// thread's records go to the discarded block 0, or area 0 (its
 		// calls are missing), not into another thread's ring.
@@ -433,6 +450,11 @@ func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollbac
 	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
+		}
+		if r.Finish {
+			// (Stepped to its end, as any code of PROFILE's, before
+			// the signal is delivered: signals.deliverOutside.)
+			return false
 		}
 		if len(r.Restore) > 0 {
 			// The registers were saved in the thread's block.

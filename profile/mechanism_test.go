@@ -495,7 +495,7 @@ func TestMechanismsOfARun(t *testing.T) {
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {
 		t.Errorf("the rings given up: %v", ms)
 	}
-	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil || tr.parts.entries.env.rings != nil {
+	if p := tr.parts; slices.Contains(p.seen, seenHook(gone)) || tr.parts.counters.env.rings != nil || tr.parts.entries.env.timer != nil {
 		t.Errorf("the rings given up, still a part: %+v", p)
 	}
 }

@@ -81,7 +81,7 @@ func (t *tracer) plantLoaded(mi int, path string, in procmaps.Instance, maps []p
 // or a library loaded later, finds them set up.
 func (t *tracer) startCounters(kind instr.CountKind) error {
 	if kind == 0 {
-		if t.parts.rings != nil {
+		if t.timer() != nil {
 			t.noRings()
 		}
 		return nil
@@ -100,7 +100,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
-		if t.parts.rings != nil {
+		if t.timer() != nil {
 			t.noRings()
 		}
 		return nil
@@ -115,10 +115,15 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	if err := t.parts.counters.giveBlock(t.pid, false); err != nil {
 		return fmt.Errorf("give the main thread its counters: %w", err)
 	}
-	if t.parts.rings == nil {
+	var with, without []byte
+	switch {
+	case t.parts.ledgers != nil:
+		with, without = t.parts.ledgers.calibrationBlocks()
+	case t.parts.rings != nil:
+		with, without = calibrationBlocks(t.arch, t.parts.counters.layout.Ring())
+	default:
 		return nil
 	}
-	with, without := calibrationBlocks(t.arch, t.parts.counters.layout.Ring())
 	size := (uint64(len(with)+len(without)) + 16 + t.parts.plant.pageSize - 1) &^ (t.parts.plant.pageSize - 1)
 	at, err := t.parts.plant.mmap(0, size)
 	if err != nil {
@@ -160,7 +165,18 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 		// The rings are in the threads' blocks (amd64), or found through
 		// the stack table (arm64, which needs no atomic add for them).
 		count = 0
-		if r := newRings(t); !t.cfg.Breakpoints && r.ringPossible() {
+		if !t.cfg.Breakpoints && ledgerPossible(t) {
+			// The books kept in the program (ledger.go), where the
+			// threads have blocks of their own.
+			hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
+			if err == nil {
+				if kind, err := t.arch.Counting(hwcap); err == nil && kind == instr.CountPerThread {
+					l := newLedgers(t)
+					count, t.parts.ledgers, t.parts.exits = kind, l, newExitPatches(t, l)
+				}
+			}
+		}
+		if r := newRings(t); count == 0 && !t.cfg.Breakpoints && r.ringPossible() {
 			hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 			if err == nil {
 				kind, err := t.arch.Counting(hwcap)
@@ -173,7 +189,7 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 				}
 			}
 		}
-		if t.parts.rings == nil {
+		if count == 0 {
 			warnBooks(t.cfg.Warn, t.plan, t.parts.trace != nil, t.timed)
 		}
 	}
@@ -200,7 +216,7 @@ func warnBooks(warn func(*prf.Diagnostic), plan *datafile.Plan, traced, timed bo
 // noRings gives up timing in-process (no room for trampolines, no shared
 // memory): the books are kept with breakpoints.
 func (t *tracer) noRings() {
-	t.parts.rings, t.parts.exits = nil, nil
+	t.parts.rings, t.parts.ledgers, t.parts.exits = nil, nil, nil
 	t.choose()
 	warnBooks(t.cfg.Warn, t.plan, t.parts.trace != nil, t.timed)
 }
@@ -331,8 +347,8 @@ func (t *tracer) newPlanting(mi int, bias uint64, in procmaps.Instance, maps []p
 		exits, nExits = findExits(t.arch, t.mem, t.plan.Funcs, items, bias)
 		nExits -= t.parts.plant.checkExits(exits)
 	}
-	area := t.parts.plant.areaNear(in, maps, t.parts.plant.areaCells(items, bias, nExits, t.parts.rings != nil))
-	if t.parts.counters == nil && t.parts.rings != nil {
+	area := t.parts.plant.areaNear(in, maps, t.parts.plant.areaCells(items, bias, nExits, t.timer() != nil))
+	if t.parts.counters == nil && t.timer() != nil {
 		t.noRings()
 	}
 	var text moduleText

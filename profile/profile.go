@@ -120,10 +120,13 @@ type Result struct {
 	// FullRings the stops of threads whose ring of records was full, and
 	// ReturnSites the places where calls return patched to record the
 	// exits of functions whose own exits could not all be (timing
-	// in-process).
+	// in-process); BookStops the events the book code kept in the
+	// program left to PROFILE (a frame left by longjmp, a shadow stack
+	// full, another stack: ledger.go).
 	Hits        uint64
 	FullRings   uint64
 	ReturnSites int
+	BookStops   uint64
 	// RolledBack counts the threads a signal stopped inside
 	// instrumentation code that saves registers in the thread's block,
 	// rolled out of it before their handler ran (for tests).

@@ -74,6 +74,7 @@ type signalEnv struct {
 	counters *counters
 	bp       *breakpoints
 	rings    *rings
+	ledgers  *ledgers
 	told     observers
 	watch    *watch
 	watched  watchEnv
@@ -87,7 +88,7 @@ type signalEnv struct {
 func (t *tracer) signalEnv() signalEnv {
 	return signalEnv{
 		loop: t, proc: t.proc, pid: t.pid, threads: t.threads, attached: t.attach != nil, regs: &t.regs,
-		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, told: t.told,
+		counters: t.parts.counters, bp: t.parts.bp, rings: t.parts.rings, ledgers: t.parts.ledgers, told: t.told,
 		watch: &t.parts.watch, watched: t.watchEnv(), clocks: &t.clocks, ownArea: t.parts.plant.ownArea,
 	}
 }
@@ -123,6 +124,9 @@ func (s *signals) pass(th *thread, sig syscall.Signal, e *signalEnv) error {
 	}
 	if s.misrouted(th, sig, e) {
 		return nil
+	}
+	if e.ledgers != nil {
+		e.ledgers.signalled(th)
 	}
 	if th.stepping == nil && e.counters.rolls() {
 		if err := s.rollBack(th, e); err != nil {
@@ -360,7 +364,7 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 			if err := e.proc.getRegs(tid, e.regs); err != nil {
 				return true, nil
 			}
-			if e.rings != nil && e.rings.passFull(th) {
+			if (e.rings != nil && e.rings.passFull(th)) || (e.ledgers != nil && e.ledgers.passStop(th)) {
 				continue
 			}
 			if !e.ownArea(e.regs.PC()) {

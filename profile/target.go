@@ -153,7 +153,7 @@ func (t *tracer) plantTarget(tg target) error {
 	if err := tg.planted(); err != nil {
 		return err
 	}
-	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.parts.calls.borrow, borrowed: t.parts.calls.borrowed, counters: t.parts.counters, rings: t.parts.rings, imposed: t.plan.Calibration}); err != nil {
+	if err := t.clocks.calibrateAll(t.timed, calibration{proc: t.proc, pid: t.pid, arch: t.arch, borrow: t.parts.calls.borrow, borrowed: t.parts.calls.borrowed, counters: t.parts.counters, rings: t.parts.rings, ledgers: t.parts.ledgers, imposed: t.plan.Calibration}); err != nil {
 		return err
 	}
 	t.told.note(calibratedEvent{})

@@ -118,18 +118,24 @@ func threadLedger(tid int) books.Key { return books.Key{ID: uint64(tid)} }
 // clock is theirs), and the stopped thread's registers and memory, which
 // tell its frame (frameKey).
 type booking struct {
-	books *books.Books
-	funcs []datafile.Func
-	rings *rings
-	arch  instr.Arch
-	regs  *ptrace.Regs
-	mem   instr.Memory
+	books   *books.Books
+	funcs   []datafile.Func
+	rings   *rings
+	ledgers *ledgers
+	arch    instr.Arch
+	regs    *ptrace.Regs
+	mem     instr.Memory
 }
 
 // book hands the hit of site s by thread th (whose registers are in
 // b.regs) to the books, as an entry or an exit, and notes which goroutine
 // the stop is to be charged to.
 func (c *clocks) book(th *thread, s *site, b booking) {
+	if b.ledgers != nil {
+		// (Booked in the thread's book in the program: ledger.go.)
+		b.ledgers.book(th, s)
+		return
+	}
 	if s.item >= 0 {
 		k, sp := c.bookKey(th, s.item, &b)
 		b.books.Enter(k, s.item, sp, c.eventTime(th, k, b.rings))

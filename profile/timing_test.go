@@ -247,7 +247,8 @@ func TestTimingShortCalls(t *testing.T) {
 func TestFullRings(t *testing.T) {
 	prog, plan := ringFixture(t, "O2-pie", "main", "tiny", "slow")
 	plan.Calibration = 0
-	defer func(n int, d int64) { ringRecords, drainInterval = n, d }(ringRecords, drainInterval)
+	defer func(n int, d int64, b bool) { ringRecords, drainInterval, booksInProgram = n, d, b }(ringRecords, drainInterval, booksInProgram)
+	booksInProgram = false // (the rings' test)
 	// PROFILE reads the rings only at the thread's stops, not while it
 	// waits: else how many fill depends on how fast the program runs
 	// against PROFILE (1,090 in the 16K VM under load, 51 another time).

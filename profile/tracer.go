@@ -340,8 +340,12 @@ func (t *tracer) resume(tid int, sig syscall.Signal) error {
 	if tid == t.pid {
 		t.signals.mainGoes(t.proc, t.pid, t.threads, t.attach != nil)
 	}
+	th := t.threads[tid]
+	if th != nil {
+		t.parts.releasing(th)
+	}
 	t.clocks.noteRelease()
-	if th := t.threads[tid]; th != nil {
+	if th != nil {
 		th.released = t.clocks.resumed
 	}
 	if err := t.proc.cont(tid, sig); err != nil && !ptrace.IsNoProcess(err) {

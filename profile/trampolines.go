@@ -105,7 +105,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		q.Before[k] = code
 		return env.arch.Trampoline(&q, addr, nil)
 	}
-	if !c.layout.Rings {
+	if env.timer == nil {
 		count := c.layout.CountCode(env.arch, item)
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
@@ -113,15 +113,15 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		}
 		return prelude(count)
 	}
-	entry, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, false))
+	entry := env.timer.eventCode(item, entryEvent)
 	e := instr.ExitIndex(p, lo, hi)
 	if e < 0 {
-		return prelude(entry.Code)
+		return prelude(entry.code)
 	}
 	if entryIndex(p, f.Entry+lo-f.Low) > 0 {
 		return instr.Trampoline{}, fmt.Errorf("an exit carried with the stack check: %w", instr.ErrNotRelocatable)
 	}
-	exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
+	exit := env.timer.eventCode(item, exitEvent)
 	upTo := *p
 	upTo.Insts = p.Insts[:e+1]
 	n := 0
@@ -129,13 +129,13 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		n += in.Len
 	}
 	upTo.Orig = p.Orig[:n]
-	at := addr + uint64(len(entry.Code))
-	tr, err := instr.ExitTrampoline(env.arch, &upTo, at, exit.Code)
+	at := addr + uint64(len(entry.code))
+	tr, err := instr.ExitTrampoline(env.arch, &upTo, at, exit.code)
 	if err != nil {
 		return instr.Trampoline{}, err
 	}
-	tr.Code = append(entry.Code, tr.Code...)
-	tr.At += len(entry.Code)
+	tr.Code = append(entry.code[:len(entry.code):len(entry.code)], tr.Code...)
+	tr.At += len(entry.code)
 	return tr, nil
 }
 
@@ -144,18 +144,18 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	env := &et.env
 	c := env.counters
-	if !c.layout.Rings {
+	if env.timer == nil {
 		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
 			return nil
 		}
 		d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
 		return []region{{at: base + len(c.layout.CountCode(env.arch, item)), rollback: d.Rollback}}
 	}
-	entry, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, false))
-	rs := []region{recordRegion(base, &entry)}
+	entry := env.timer.eventCode(item, entryEvent)
+	rs := []region{entry.at(base)}
 	if tr.Exit {
-		exit, _ := env.arch.RecordCode(env.rings.recordRing(f), instr.RecordTag(item, true))
-		rs = append(rs, recordRegion(tr.At, &exit))
+		exit := env.timer.eventCode(item, exitEvent)
+		rs = append(rs, exit.at(tr.At))
 	}
 	return rs
 }
@@ -190,17 +190,16 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 	return 0
 }
 
-// entryScratch reports whether the instrumentation of f's entry uses
+// entryScratch reports whether the instrumentation of item's entry uses
 // registers the calling convention leaves free at a call, not at a branch
 // of f's own (arm64's x16 and x17: the record code, and the call depth's
 // table form).
-func (et *entryTrampolines) entryScratch(f *datafile.Func) bool {
+func (et *entryTrampolines) entryScratch(item int) bool {
 	env := &et.env
-	if env.counters.layout.Rings {
-		rc, _ := env.arch.RecordCode(env.counters.layout.Ring(), 0)
-		return rc.Scratch
+	if env.timer != nil {
+		return env.timer.eventCode(item, entryEvent).scratch
 	}
-	return env.counters.layout.Table && env.counters.keepsDepth() && f.Frame != datafile.FrameNone
+	return env.counters.layout.Table && env.counters.keepsDepth() && env.plan.Funcs[item].Frame != datafile.FrameNone
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).

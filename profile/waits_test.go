@@ -39,7 +39,8 @@ func TestWaitForThread(t *testing.T) {
 				if !testutil.TimesInProcess() {
 					t.Skip("no rings: timing with breakpoints")
 				}
-				defer func(n int) { ringRecords = n }(ringRecords)
+				defer func(n int, b bool) { ringRecords, booksInProgram = n, b }(ringRecords, booksInProgram)
+				booksInProgram = false // (the rings' full stops)
 				ringRecords = 16
 			}
 			plan := planFor(t, prog, datafile.FuncTiming, "main", "wait_all", "joiner", "tiny")

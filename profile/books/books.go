@@ -542,3 +542,19 @@ func (b *Books) close(l *Ledger, now int64) {
 		b.inside += elapsed
 	}
 }
+
+// Add books figures kept elsewhere (a thread's book in the program,
+// ProgramBook) for fn: its calls, its function time and its
+// function+child time, in nanoseconds.
+func (b *Books) Add(fn int, calls uint64, self, all int64) {
+	b.hits[fn] += calls
+	b.self[fn] += self
+	b.all[fn] += all
+}
+
+// AddInside adds time within outermost frames kept elsewhere, in
+// nanoseconds, and a call depth reached there.
+func (b *Books) AddInside(ns int64, depth int) {
+	b.inside += ns
+	b.depth = max(b.depth, depth)
+}

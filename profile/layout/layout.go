@@ -17,12 +17,17 @@ import (
 // in their blocks where InBlock (the architecture keeps the call depth
 // so), or through the stack table where ByTable; rings of Records
 // records, where the run times in-process (Rings); at most MaxBlocks
-// blocks, one per live thread; shadow stacks of DepthSlots frames.
+// blocks, one per live thread; shadow stacks of DepthSlots frames. Where
+// the run keeps its books in the program (Books, per-thread blocks
+// only), each block has a book of BookFuncs functions and DepthSlots
+// frames (instr.Book) in place of a ring.
 type Spec struct {
 	Kind             instr.CountKind
 	Items            int
 	InBlock, ByTable bool
 	Rings            bool
+	Books            bool
+	BookFuncs        int
 	Records          int
 	MaxBlocks        int
 	DepthSlots       int
@@ -64,6 +69,11 @@ type Layout struct {
 	// Rings is set when threads have rings (function timing in-process,
 	// profile's ring.go): in their blocks, or as their areas of the table.
 	Rings bool
+	// BookAt is the offset of a block's book (function timing with the
+	// books in the program, profile's ledger.go), 0 when it has none;
+	// BookFuncs the functions it has figures for.
+	BookAt    uint64
+	BookFuncs int
 	// Table is set where threads of the second form have areas: the
 	// offsets of the areas and of the table, and the distance between
 	// two areas.
@@ -87,6 +97,9 @@ func New(s Spec) (Layout, uint64) {
 		Records: s.Records, DepthSlots: s.DepthSlots}
 	maxBlocks := s.MaxBlocks
 	switch {
+	case s.Books && kind == instr.CountPerThread:
+		l.BookAt, l.BookFuncs = l.BlockSize, s.BookFuncs
+		l.BlockSize += (instr.BookSize(l.DepthSlots, l.BookFuncs) + 63) &^ 63
 	case rings && l.Table:
 		// The rings are the table's areas (the books keep the depth,
 		// from the records).
@@ -188,6 +201,16 @@ func (l *Layout) Counted(next int) int {
 // Count is counter k of block b in mem.
 func (l *Layout) Count(mem []byte, b, k int) uint64 {
 	return binary.LittleEndian.Uint64(mem[uint64(b)*l.BlockSize+uint64(k)*8:])
+}
+
+// Book is the book of each block, where blocks have one (BookAt).
+func (l *Layout) Book() instr.Book {
+	return instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs}
+}
+
+// Block is block b in mem.
+func (l *Layout) Block(mem []byte, b int) []byte {
+	return mem[uint64(b)*l.BlockSize : uint64(b+1)*l.BlockSize]
 }
 
 // Depth is what DepthCode needs for the trampolines of functions with

@@ -1,0 +1,422 @@
+package books
+
+import (
+	"encoding/binary"
+
+	"github.com/sourceprofiler/sprof/instr"
+)
+
+// A thread's book kept in the program (instr.Book, issue 33): the code
+// PROFILE writes at the entries and exits of timed functions keeps a
+// shadow stack of the thread's open calls and each function's figures in
+// the thread's block, in the counter's ticks, for the common case. What
+// the code leaves to PROFILE (an entry not below the open call, an exit
+// that is not the open call's, a shadow stack full, an event caught by a
+// breakpoint) PROFILE books here, on the same memory, by the same rules
+// as the books' own (see the package's comment): a frame at or above a
+// new entry has returned; an exit closes the frames deeper than it, then
+// its own; an entry on another stack than the open call's nests in it.
+//
+// The program's shadow stack has room for instr.Book.Frames frames, the
+// root included. When it is full the bottom half moves out, to the
+// ProgramBook's spill, and comes back when the program's frames are all
+// closed again: the root's stack pointer is then just below the spilled
+// top's, so that the code still sees the frames it cannot hold (an entry
+// at or above it, and every exit, stop). A spill is exact: deep
+// recursions are booked as any other.
+
+// ProgramBook is PROFILE's view of one thread's book in the program: the
+// thread's block, the book's place in it, and the frames spilled out of
+// it.
+type ProgramBook struct {
+	mem   []byte
+	b     instr.Book
+	spill []spilled
+	// Where, when not nil, tells which mapping holds a stack pointer:
+	// an entry on another stack than the open call's nests in it.
+	Where StackFinder
+	// deepest is the call depth seen while frames were spilled.
+	deepest int
+	// saved is the book's header and frames as Snapshot found them,
+	// for Restore.
+	saved []byte
+}
+
+// spilled is a run of frames moved out of the program, bottom first,
+// with what the root had booked when they left (their children's time
+// and cost go to the root while they are out).
+type spilled struct {
+	frames          []programFrame
+	children, costs int64
+}
+
+// programFrame is a frame of the book (instr.FrameTime...).
+type programFrame struct {
+	t, children, sp, held, cost, fn uint64
+}
+
+// rootSP is the root frame's stack pointer with nothing spilled: above
+// every entry, so that every entry nests in it.
+const rootSP = ^uint64(0)
+
+// NewProgramBook returns the book b in block mem, and starts it empty
+// (a new thread's): the root frame alone, nothing booked.
+func NewProgramBook(mem []byte, b instr.Book) *ProgramBook {
+	p := &ProgramBook{mem: mem, b: b}
+	p.Reset()
+	return p
+}
+
+// OpenProgramBook returns the book b in block mem as it is.
+func OpenProgramBook(mem []byte, b instr.Book) *ProgramBook {
+	return &ProgramBook{mem: mem, b: b}
+}
+
+// Reset empties the book: no frame, no figure, no held time.
+func (p *ProgramBook) Reset() {
+	clear(p.mem[p.b.Offset : p.b.Offset+instr.BookSize(p.b.Frames, p.b.Funcs)])
+	p.spill, p.deepest = nil, 0
+	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(1))
+	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(1))
+	p.put(p.b.FrameAt(0)+instr.FrameSP, rootSP)
+}
+
+func (p *ProgramBook) get(off uint64) uint64 { return binary.LittleEndian.Uint64(p.mem[off:]) }
+func (p *ProgramBook) put(off, v uint64)     { binary.LittleEndian.PutUint64(p.mem[off:], v) }
+func (p *ProgramBook) add(off uint64, v int64) {
+	p.put(off, p.get(off)+uint64(v))
+}
+
+// depth is the number of frames open in the program, the root not
+// counted.
+func (p *ProgramBook) depth() int {
+	return int((p.get(p.b.Offset+instr.BookTop)-p.b.FrameAt(0))/instr.BookFrameSize) - 1
+}
+
+// frame reads frame i.
+func (p *ProgramBook) frame(i int) programFrame {
+	at := p.b.FrameAt(i)
+	return programFrame{p.get(at + instr.FrameTime), p.get(at + instr.FrameChildren), p.get(at + instr.FrameSP),
+		p.get(at + instr.FrameHeld), p.get(at + instr.FrameCost), p.get(at + instr.FrameFunc)}
+}
+
+// setFrame writes frame i.
+func (p *ProgramBook) setFrame(i int, f programFrame) {
+	at := p.b.FrameAt(i)
+	for k, v := range [...]uint64{f.t, f.children, f.sp, f.held, f.cost, f.fn} {
+		p.put(at+uint64(k)*8, v)
+	}
+}
+
+// TopTime returns the time the open call began, if one is.
+func (p *ProgramBook) TopTime() (uint64, bool) {
+	if n := p.depth(); n > 0 && n < p.b.Frames {
+		return p.frame(n).t, true
+	}
+	return 0, false
+}
+
+// Held returns the time PROFILE held the thread so far, in ticks.
+func (p *ProgramBook) Held() uint64 { return p.get(p.b.Offset + instr.BookHeld) }
+
+// SetHeld sets it; PROFILE writes it while the thread is stopped.
+func (p *ProgramBook) SetHeld(ticks uint64) { p.put(p.b.Offset+instr.BookHeld, ticks) }
+
+// SetScale writes the counter's scale: a time is ticks*scale >> 32
+// nanoseconds (instr.BookScale).
+func (p *ProgramBook) SetScale(scale uint64) { p.put(p.b.Offset+instr.BookScale, scale) }
+
+// SetCosts writes what the code of an entry and an exit costs inside the
+// interval it measures, and in all (instr.BookCostIn).
+func (p *ProgramBook) SetCosts(in, all uint64) {
+	p.put(p.b.Offset+instr.BookCostIn, in)
+	p.put(p.b.Offset+instr.BookCostAll, all)
+}
+
+// Open returns the number of calls open, spilled ones included.
+func (p *ProgramBook) Open() int {
+	n := p.depth()
+	for _, s := range p.spill {
+		n += len(s.frames)
+	}
+	return n
+}
+
+// Enter books an entry of fn with stack pointer sp at tick now.
+func (p *ProgramBook) Enter(fn int, sp, now uint64) {
+	for {
+		if p.depth() == 0 {
+			if len(p.spill) == 0 || p.spill[len(p.spill)-1].top().sp > sp {
+				break
+			}
+			p.unspill()
+			continue
+		}
+		top := p.frame(p.depth())
+		if top.sp > sp || !p.sameStack(top.sp, sp) {
+			break
+		}
+		p.close(now)
+	}
+	if p.depth() == p.b.Frames-1 {
+		p.spillHalf()
+	}
+	n := p.depth() + 1
+	p.setFrame(n, programFrame{t: now, sp: sp, held: p.Held(), fn: uint64(fn)})
+	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n+1))
+	p.add(p.b.FigureAt(fn)+instr.FigureOpen, 1)
+	if deepest := p.b.Offset + instr.BookDeepest; p.get(deepest) < p.b.FrameAt(n+1) {
+		p.put(deepest, p.b.FrameAt(n+1))
+	}
+}
+
+// Exit books an exit of fn with stack pointer sp (its entry's) at tick
+// now: the frames deeper than sp close, then fn's at sp, if it is open.
+func (p *ProgramBook) Exit(fn int, sp, now uint64) {
+	for {
+		if p.depth() == 0 {
+			if len(p.spill) == 0 || p.spill[len(p.spill)-1].top().sp > sp {
+				return
+			}
+			p.unspill()
+			continue
+		}
+		top := p.frame(p.depth())
+		if top.sp >= sp || !p.sameStack(top.sp, sp) {
+			break
+		}
+		p.close(now)
+	}
+	if top := p.frame(p.depth()); top.sp == sp && top.fn == uint64(fn) {
+		p.close(now)
+	}
+}
+
+// CloseAll closes every open call at tick now: its thread has ended, or
+// the run.
+func (p *ProgramBook) CloseAll(now uint64) {
+	for {
+		if p.depth() == 0 {
+			if len(p.spill) == 0 {
+				return
+			}
+			p.unspill()
+			continue
+		}
+		p.close(now)
+	}
+}
+
+// sameStack reports whether two stack pointers are on one stack, as far
+// as Where knows.
+func (p *ProgramBook) sameStack(a, b uint64) bool {
+	if p.Where == nil {
+		return true
+	}
+	lo, hi, ok := p.Where.StackAt(a)
+	if !ok {
+		return true
+	}
+	lo2, hi2, ok2 := p.Where.StackAt(b)
+	return !ok2 || (lo == lo2 && hi == hi2)
+}
+
+// close closes the top frame at tick now, as the exit code does: its
+// time less PROFILE's holds and the code's cost, given to its caller's
+// children and its function's figures.
+func (p *ProgramBook) close(now uint64) {
+	n := p.depth()
+	f := p.frame(n)
+	held := p.Held() - f.held
+	dur := int64(now-f.t-held-f.cost) - int64(p.get(p.b.Offset+instr.BookCostIn))
+	parent := p.b.FrameAt(n - 1)
+	p.add(parent+instr.FrameChildren, dur)
+	p.add(parent+instr.FrameCost, int64(f.cost+p.get(p.b.Offset+instr.BookCostAll)))
+	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n))
+	if f.fn >= uint64(p.b.Funcs) {
+		return // (never: Damaged checks the frames)
+	}
+	fig := p.b.FigureAt(int(f.fn))
+	p.add(fig+instr.FigureCalls, 1)
+	p.add(fig+instr.FigureSelf, dur-int64(f.children))
+	p.add(fig+instr.FigureOpen, -1)
+	if p.get(fig+instr.FigureOpen) == 0 {
+		p.add(fig+instr.FigureInclusive, dur)
+	}
+}
+
+func (s *spilled) top() programFrame { return s.frames[len(s.frames)-1] }
+
+// spillHalf moves the bottom half of the program's frames out.
+func (p *ProgramBook) spillHalf() {
+	p.noteDeepest()
+	n := p.depth()
+	h := n / 2
+	root := p.b.FrameAt(0)
+	s := spilled{children: int64(p.get(root + instr.FrameChildren)), costs: int64(p.get(root + instr.FrameCost))}
+	for i := 1; i <= h; i++ {
+		s.frames = append(s.frames, p.frame(i))
+	}
+	for i := h + 1; i <= n; i++ {
+		p.setFrame(i-h, p.frame(i))
+	}
+	p.spill = append(p.spill, s)
+	p.put(root+instr.FrameChildren, 0)
+	p.put(root+instr.FrameCost, 0)
+	p.put(root+instr.FrameSP, s.top().sp-1)
+	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n-h+1))
+	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(n-h+1))
+}
+
+// unspill brings the last frames spilled back, the program's frames all
+// closed: what the root booked while they were out is their top's.
+func (p *ProgramBook) unspill() {
+	p.noteDeepest()
+	s := p.spill[len(p.spill)-1]
+	p.spill = p.spill[:len(p.spill)-1]
+	root := p.b.FrameAt(0)
+	top := &s.frames[len(s.frames)-1]
+	top.children += p.get(root + instr.FrameChildren)
+	top.cost += p.get(root + instr.FrameCost)
+	for i, f := range s.frames {
+		p.setFrame(i+1, f)
+	}
+	p.put(root+instr.FrameChildren, uint64(s.children))
+	p.put(root+instr.FrameCost, uint64(s.costs))
+	sp := rootSP
+	if len(p.spill) > 0 {
+		sp = p.spill[len(p.spill)-1].top().sp - 1
+	}
+	p.put(root+instr.FrameSP, sp)
+	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(len(s.frames)+1))
+	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(len(s.frames)+1))
+}
+
+// noteDeepest keeps the call depth the program's frames reached over
+// the frames spilled under them, before either changes.
+func (p *ProgramBook) noteDeepest() {
+	p.deepest = max(p.deepest, p.programDeepest()+p.spilledFrames())
+}
+
+func (p *ProgramBook) programDeepest() int {
+	return int((p.get(p.b.Offset+instr.BookDeepest)-p.b.FrameAt(0))/instr.BookFrameSize) - 1
+}
+
+func (p *ProgramBook) spilledFrames() int {
+	n := 0
+	for _, s := range p.spill {
+		n += len(s.frames)
+	}
+	return n
+}
+
+// Depth returns the deepest the thread's calls have nested.
+func (p *ProgramBook) Depth() int {
+	return max(p.deepest, p.programDeepest()+p.spilledFrames())
+}
+
+// Inside returns the time, in ticks, within the thread's outermost calls
+// closed so far (the root's children), spilled frames' not counted.
+func (p *ProgramBook) Inside() int64 {
+	if len(p.spill) > 0 {
+		return p.spill[0].children
+	}
+	return int64(p.get(p.b.FrameAt(0) + instr.FrameChildren))
+}
+
+// Figure is what a book holds of one function, in ticks: its calls, its
+// own time, and its time with children (counted once per recursion).
+type Figure struct {
+	Calls     uint64
+	Self, All int64
+}
+
+// Figure returns function fn's figures.
+func (p *ProgramBook) Figure(fn int) Figure {
+	at := p.b.FigureAt(fn)
+	return Figure{Calls: p.get(at + instr.FigureCalls), Self: int64(p.get(at + instr.FigureSelf)),
+		All: int64(p.get(at + instr.FigureInclusive))}
+}
+
+// Damaged reports whether the book is not as its code and PROFILE keep
+// it: the program wrote over it (a stray pointer, an overrun). Its top
+// must be a frame's place in the shadow stack, its deepest too, at or
+// above the top, the root's stack pointer its own, and each open frame's
+// function one the book has figures for. Nothing else is read before
+// that holds: the book's methods read and write only where they find it.
+func (p *ProgramBook) Damaged() bool {
+	frame := func(off uint64) (int, bool) {
+		first, end := p.b.FrameAt(1), p.b.FrameAt(p.b.Frames)
+		if off < first || off > end || (off-first)%instr.BookFrameSize != 0 {
+			return 0, false
+		}
+		return int((off - first) / instr.BookFrameSize), true
+	}
+	top, ok1 := frame(p.get(p.b.Offset + instr.BookTop))
+	deepest, ok2 := frame(p.get(p.b.Offset + instr.BookDeepest))
+	if !ok1 || !ok2 || deepest < top {
+		return true
+	}
+	root := rootSP
+	if len(p.spill) > 0 {
+		root = p.spill[len(p.spill)-1].top().sp - 1
+	}
+	if p.get(p.b.FrameAt(0)+instr.FrameSP) != root {
+		return true
+	}
+	for i := 1; i <= top; i++ {
+		if p.get(p.b.FrameAt(i)+instr.FrameFunc) >= uint64(p.b.Funcs) {
+			return true
+		}
+	}
+	return false
+}
+
+// Snapshot keeps the book's header and open frames, as they are, for
+// Restore.
+func (p *ProgramBook) Snapshot() {
+	end := p.get(p.b.Offset + instr.BookTop)
+	p.saved = append(p.saved[:0], p.mem[p.b.Offset:end]...)
+}
+
+// Restore puts back the header and frames of the last Snapshot, and
+// zeroes the figures (what they held since is lost), or empties the book
+// where there was none: after the program wrote over it.
+func (p *ProgramBook) Restore() {
+	if len(p.saved) == 0 {
+		spill := p.spill
+		p.Reset()
+		p.spill = spill
+		if len(spill) > 0 {
+			p.put(p.b.FrameAt(0)+instr.FrameSP, spill[len(spill)-1].top().sp-1)
+		}
+		return
+	}
+	copy(p.mem[p.b.Offset:], p.saved)
+	at := p.b.FigureAt(0)
+	clear(p.mem[at : at+instr.BookFigureSize*uint64(p.b.Funcs)])
+	// (The open calls' counts of open frames, as the frames say.)
+	for i := 1; i <= p.depth(); i++ {
+		p.add(p.b.FigureAt(int(p.frame(i).fn))+instr.FigureOpen, 1)
+	}
+	for _, s := range p.spill {
+		for _, f := range s.frames {
+			p.add(p.b.FigureAt(int(f.fn))+instr.FigureOpen, 1)
+		}
+	}
+}
+
+// Take hands each function's calls, own time and time with children
+// booked so far to keep, and zeroes them in the book (its thread
+// stopped): what they hold from then on is new.
+func (p *ProgramBook) Take(keep func(fn int, f Figure)) {
+	for fn := range p.b.Funcs {
+		at := p.b.FigureAt(fn)
+		if f := p.Figure(fn); f != (Figure{}) {
+			keep(fn, f)
+			p.put(at+instr.FigureCalls, 0)
+			p.put(at+instr.FigureSelf, 0)
+			p.put(at+instr.FigureInclusive, 0)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package books
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+)
+
+// TestProgramBookKnownCalls: main calls f, which calls g twice; the
+// times are ticks known by construction, and a hold of 100 ticks in g's
+// second call is not g's.
+func TestProgramBookKnownCalls(t *testing.T) {
+	b := instr.Book{Offset: 64, Frames: 8, Funcs: 4}
+	p := NewProgramBook(make([]byte, b.Offset+instr.BookSize(b.Frames, b.Funcs)), b)
+	p.Enter(bMain, 1000, 0)
+	p.Enter(bF, 900, 10)
+	p.Enter(bG, 800, 20)
+	p.Exit(bG, 800, 50) // 30
+	p.Enter(bG, 800, 60)
+	p.SetHeld(100) // PROFILE held the thread 100 ticks in that call
+	p.Exit(bG, 800, 200)
+	p.Exit(bF, 900, 210) // 200 less the hold: 100, 70 of them g's
+	p.CloseAll(300)      // main: 300 less the hold
+	want := map[int]Figure{bMain: {1, 100, 200}, bF: {1, 30, 100}, bG: {2, 70, 70}}
+	for fn, w := range want {
+		if got := p.Figure(fn); got != w {
+			t.Errorf("function %d: %+v, want %+v", fn, got, w)
+		}
+	}
+	if p.Depth() != 3 || p.Inside() != 200 || p.Open() != 0 {
+		t.Errorf("depth %d, inside %d, open %d: want 3, 200, 0", p.Depth(), p.Inside(), p.Open())
+	}
+}
+
+// TestProgramBookAgreesWithBooks plays random runs of calls, returns,
+// tail calls, longjmps (frames left without their exits), exits deeper
+// than the open call and recursions far deeper than the program's
+// shadow stack (spilled and brought back), into a program's book and
+// into the books kept by PROFILE: the figures must be the same.
+func TestProgramBookAgreesWithBooks(t *testing.T) {
+	for _, frames := range []int{4, 5, 64} {
+		for seed := range uint64(40) {
+			r := rand.New(rand.NewPCG(seed, uint64(frames)))
+			const funcs = 6
+			plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: make([]datafile.Func, funcs)}
+			books := New(plan)
+			b := instr.Book{Offset: 128, Frames: frames, Funcs: funcs}
+			p := NewProgramBook(make([]byte, b.Offset+instr.BookSize(b.Frames, b.Funcs)), b)
+			type open struct {
+				fn int
+				sp uint64
+			}
+			stack := []open{{-1, 1 << 20}}
+			now := uint64(1000)
+			enter := func(fn int, sp uint64) {
+				books.Enter(thread1, fn, sp, int64(now))
+				p.Enter(fn, sp, now)
+			}
+			exit := func(fn int, sp uint64) {
+				books.Exit(thread1, fn, sp, int64(now))
+				p.Exit(fn, sp, now)
+			}
+			for range 2000 {
+				now += uint64(r.IntN(50))
+				top := stack[len(stack)-1]
+				switch k := r.IntN(20); {
+				case k < 9 || len(stack) == 1: // a call
+					fn, sp := r.IntN(funcs), top.sp-8*uint64(1+r.IntN(32))
+					stack = append(stack, open{fn, sp})
+					enter(fn, sp)
+				case k < 17: // a return
+					stack = stack[:len(stack)-1]
+					exit(top.fn, top.sp)
+				case k < 18: // a tail call
+					fn := r.IntN(funcs)
+					exit(top.fn, top.sp)
+					stack[len(stack)-1].fn = fn
+					enter(fn, top.sp)
+				case k < 19: // a longjmp over some frames
+					stack = stack[:max(1, len(stack)-1-r.IntN(4))]
+				default: // an exit deeper than the open call (a cold part)
+					exit(top.fn, top.sp-64)
+				}
+			}
+			now += 10
+			books.End(thread1, int64(now))
+			p.CloseAll(now)
+			f := books.Figures()
+			for fn := range funcs {
+				got, want := p.Figure(fn), Figure{f.Hits[fn], f.Self[fn], f.All[fn]}
+				if got != want {
+					t.Fatalf("frames %d, seed %d, function %d: %+v, the books %+v", frames, seed, fn, got, want)
+				}
+			}
+			if p.Depth() != f.Depth || p.Inside() != f.Inside {
+				t.Fatalf("frames %d, seed %d: depth %d, inside %d; the books %d, %d", frames, seed, p.Depth(), p.Inside(), f.Depth, f.Inside)
+			}
+		}
+	}
+}
+
+// fakeStacks is a StackFinder of two stacks.
+type fakeStacks [2][2]uint64
+
+func (s fakeStacks) StackAt(sp uint64) (uint64, uint64, bool) {
+	for _, st := range s {
+		if st[0] <= sp && sp < st[1] {
+			return st[0], st[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+// TestProgramBookOtherStack: a signal handler's call on an alternate
+// stack above the thread's nests in the call it interrupted, as the
+// books' stretches have it, and leaves it open.
+func TestProgramBookOtherStack(t *testing.T) {
+	b := instr.Book{Offset: 0, Frames: 8, Funcs: 4}
+	p := NewProgramBook(make([]byte, instr.BookSize(b.Frames, b.Funcs)), b)
+	p.Where = fakeStacks{{0x1000, 0x2000}, {0x8000, 0x9000}}
+	p.Enter(bF, 0x1f00, 0)
+	p.Enter(bG, 0x8f00, 10) // above: on the alternate stack
+	p.Exit(bG, 0x8f00, 15)
+	p.Exit(bF, 0x1f00, 40)
+	if f, g := p.Figure(bF), p.Figure(bG); f != (Figure{1, 35, 40}) || g != (Figure{1, 5, 5}) || p.Depth() != 2 {
+		t.Errorf("f %+v, g %+v, depth %d: want g nested in f", f, g, p.Depth())
+	}
+}

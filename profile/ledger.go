@@ -1,0 +1,518 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// Function timing with the books kept in the program (issue 33;
+// docs/architecture.md, "Timing in-process"). The code of a timed
+// function's entry and exits (instr.BookEntryCode, instr.BookExitCode)
+// keeps, in the thread's block, a shadow stack of its open calls and each
+// function's figures: calls, own time, time with children; nothing crosses
+// to PROFILE per call. PROFILE's part is what the code leaves to it:
+//
+//   - a thread stopped at the code's breakpoint (an entry not below the
+//     open call, an exit that is not the open call's, a shadow stack
+//     full): the event booked in its book by the books' rules, at the
+//     counter's time the code read (books.ProgramBook), and the thread on
+//     at the code's end;
+//   - an event caught by a breakpoint (an entry or exit no jump fits),
+//     booked the same way at the stop's time;
+//   - the time PROFILE holds a thread, written in its book before it
+//     goes on (BookHeld): an exit takes out what was held since its entry;
+//   - the cost of the code, measured at start-up in the program
+//     (calibrate) and written in each book (BookCostIn, BookCostAll): an
+//     exit takes out what lies inside the interval it measures;
+//   - the figures, read when a thread ends (its open calls closed at its
+//     end) and at the end of the run, turned into nanoseconds and given to
+//     the run's books (books.Books.Add).
+//
+// The rings (ring.go) stay for the runs that need every event: a trace,
+// Go's goroutines, a start function, attribution; and for arm64, whose
+// book code is still to come.
+
+// ledgers is the part of a run whose books are kept in the program.
+type ledgers struct {
+	ledgerEnv
+	counters *counters
+	// open are the books of the blocks in use, block 0's (the
+	// discard's) included; blockOf the block of each thread given one,
+	// kept until the thread's book is read (the counters take the block
+	// back first).
+	open    map[int]*books.ProgramBook
+	blockOf map[int]int
+	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
+	seen map[int]int64
+	// scale turns the counter's ticks into the books' nanoseconds
+	// (instr.BookScale); costIn and costAll are what the code costs
+	// (calibrate).
+	scale           uint64
+	costIn, costAll uint64
+	// stops counts the events the code left to PROFILE; damaged the
+	// books found written over by the program (damage.go).
+	stops   uint64
+	damaged int
+	// The figures of the threads that ended.
+	calls     []uint64
+	self, all []int64
+	inside    int64
+	depth     int
+	// runBooks are the run's books, which get the figures at the end.
+	runBooks *books.Books
+}
+
+// ledgerEnv is what the books in the program read and call of the run.
+type ledgerEnv struct {
+	arch    instr.Arch
+	proc    process
+	plan    *datafile.Plan
+	threads map[int]*thread
+	regs    *ptrace.Regs
+	clocks  *clocks
+	host    ringHost
+	where   books.StackFinder
+}
+
+// Two functions past the plan's have figures in every book: the
+// calibration's (calibrate).
+const (
+	calOuter = iota
+	calInner
+	calFuncs
+)
+
+// newLedgers returns the books in the program of t's run.
+func newLedgers(t *tracer) *ledgers {
+	n := len(t.plan.Funcs)
+	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
+		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{},
+		calls: make([]uint64, n), self: make([]int64, n), all: make([]int64, n), runBooks: t.parts.books}
+	if t.parts.books != nil {
+		l.where = t.parts.books.Where
+	}
+	return l
+}
+
+// booksInProgram is unset by the tests of the rings, for runs that
+// would otherwise keep their books in the program.
+var booksInProgram = true
+
+// ledgerPossible reports whether t's run can keep its books in the
+// program: it times functions, needs no event of theirs one by one (no
+// trace, no start function, no attribution), they are all keyed by the
+// stack pointer (no Go function), and the architecture has book code.
+func ledgerPossible(t *tracer) bool {
+	p := t.plan
+	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || p.Attribution || t.parts.trace != nil || len(p.Funcs) == 0 {
+		return false
+	}
+	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) {
+		return false
+	}
+	_, ok := t.arch.BookEntryCode(instr.Book{Offset: 64, Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs}, 0)
+	return ok
+}
+
+// bookFuncs is the number of functions a book has figures for.
+func (l *ledgers) bookFuncs() int { return len(l.plan.Funcs) + calFuncs }
+
+// start takes counters, just mapped, as the memory of the books: the
+// discard block's book starts empty too. The books' scale is the
+// counter clock's, measured over 2 ms at least: a pair of readings is
+// good to some tens of nanoseconds, a scale of 1e-5 or better.
+func (l *ledgers) start(c *counters) {
+	l.counters = c
+	cc := &l.clocks.ctr
+	for cc.scale == 0 || l.clocks.clock()-cc.ns0 < 2e6 {
+		time.Sleep(time.Millisecond)
+		cc.refined = 0
+		l.clocks.refineCounter()
+	}
+	l.scale = uint64(math.Round(cc.scale * (1 << instr.BookScaleShift)))
+	l.openBook(0)
+}
+
+// now returns the books' time of the moment ns of PROFILE's clock:
+// the counter read now, scaled as the books' code scales it, less the
+// time since then (a short time, in which the two clocks cannot part).
+func (l *ledgers) now(ns int64) uint64 {
+	hi, lo := bits.Mul64(ptrace.Counter(), l.scale)
+	return (hi<<(64-instr.BookScaleShift) | lo>>instr.BookScaleShift) - uint64(max(l.clocks.clock()-ns, 0))
+}
+
+// openBook starts block b's book empty, for a new thread, its costs
+// written.
+func (l *ledgers) openBook(b int) *books.ProgramBook {
+	c := l.counters
+	p := books.NewProgramBook(c.layout.Block(c.shared.Bytes(), b), c.layout.Book())
+	p.SetScale(l.scale)
+	p.SetCosts(l.costIn, l.costAll)
+	p.Where = l.where
+	l.open[b] = p
+	return p
+}
+
+// given opens the book of block b, given to thread tid
+// (counters.giveBlock; owned: the thread's own, not shared).
+func (l *ledgers) given(tid, b int, owned bool) {
+	l.blockOf[tid] = b
+	if owned {
+		l.openBook(b)
+	}
+}
+
+// bookOf returns the book of thread tid's block, checked: a thread
+// beyond the blocks, or a foreign one, writes in the discard's.
+func (l *ledgers) bookOf(tid int) (int, *books.ProgramBook) {
+	b := l.blockOf[tid]
+	p := l.open[b]
+	if p == nil {
+		p = l.openBook(b)
+	}
+	l.check(p)
+	return b, p
+}
+
+// check takes book p back where the program wrote over it: as it was at
+// its thread's last signal, or empty (books.ProgramBook.Restore).
+func (l *ledgers) check(p *books.ProgramBook) {
+	if p.Damaged() {
+		l.damaged++
+		p.Restore()
+	}
+}
+
+// signalled keeps what the book of thread th, stopped for a signal,
+// holds: its figures added to the run's, its frames kept to take it back
+// from, should the program write over it (a signal is where a program's
+// own code often runs next what it would not otherwise: a handler, a
+// crash's).
+func (l *ledgers) signalled(th *thread) {
+	if th.foreign || l.counters == nil {
+		return
+	}
+	b, p := l.bookOf(th.tid)
+	if b == 0 {
+		return
+	}
+	p.Take(l.add)
+	p.Snapshot()
+}
+
+// add adds the figures of function fn to the run's.
+func (l *ledgers) add(fn int, f books.Figure) {
+	if fn < len(l.calls) {
+		l.calls[fn] += f.Calls
+		l.self[fn] += f.Self
+		l.all[fn] += f.All
+	}
+}
+
+// timed times every function keyed by the stack pointer (timer).
+func (l *ledgers) timed(f *datafile.Func) error {
+	if f.Frame != datafile.FrameSP {
+		return errGoFrames
+	}
+	return nil
+}
+
+// bookSite is what a region of book code tells PROFILE: the function,
+// the event, the stack pointer's distance above its entry's, and the
+// registers the code saved, which go back as the thread goes on at the
+// code's end.
+type bookSite struct {
+	item  int
+	exit  bool
+	sp    uint64
+	end   int
+	saved []instr.SavedReg
+}
+
+// eventCode returns the book code of event ev of item (timer).
+func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
+	b := l.counters.layout.Book()
+	var bc instr.BookCode
+	site := &bookSite{item: item, exit: ev != entryEvent}
+	switch ev {
+	case entryEvent:
+		bc, _ = l.arch.BookEntryCode(b, item)
+	case exitEvent:
+		bc, _ = l.arch.BookExitCode(b, item, 0)
+	case returnEvent:
+		site.sp = 8
+		bc, _ = l.arch.BookExitCode(b, item, 8)
+	}
+	site.end, site.saved = len(bc.Code), bc.Saved
+	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site}}
+}
+
+// bookRegion returns the region of book code whose breakpoint ends at
+// after, and where the code starts.
+func (c *counters) bookRegion(after uint64) (region, uint64, bool) {
+	if c == nil || c.layout.BookAt == 0 {
+		return region{}, 0, false
+	}
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
+	if i < 0 {
+		return region{}, 0, false
+	}
+	tr := c.tramps[i]
+	for _, r := range tr.regions {
+		if r.book != nil && tr.addr+uint64(r.at+r.bookStop) == after {
+			return r, tr.addr + uint64(r.at), true
+		}
+	}
+	return region{}, 0, false
+}
+
+// stop handles a thread stopped at the breakpoint of book code: the
+// event is booked here, and the thread goes on at the code's end.
+func (l *ledgers) stop(th *thread, addr uint64) (bool, error) {
+	if !l.pass(th, addr) {
+		return false, nil
+	}
+	return true, l.host.setAndResume(th, 0)
+}
+
+// pass books the event of thread th stopped at the breakpoint at addr of
+// book code (its registers in l.regs) and moves it to the code's end,
+// its registers back, and reports whether it was book code's.
+func (l *ledgers) pass(th *thread, addr uint64) bool {
+	after := addr + uint64(len(l.arch.Breakpoint()))
+	r, start, ok := l.counters.bookRegion(after)
+	if !ok {
+		return false
+	}
+	l.stops++
+	site := r.book
+	b, p := l.bookOf(th.tid)
+	block := l.counters.layout.Block(l.counters.shared.Bytes(), b)
+	now := l.regs.Reg(site.saved[0].Reg) // the counter's time, read by the code
+	sp := l.arch.SP(l.regs) - site.sp
+	if site.exit {
+		p.Exit(site.item, sp, now)
+	} else {
+		p.Enter(site.item, sp, now)
+	}
+	for _, s := range site.saved {
+		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+	}
+	l.regs.SetPC(start + uint64(site.end))
+	return true
+}
+
+// passStop is pass for a thread PROFILE single-steps (its registers in
+// l.regs, written back).
+func (l *ledgers) passStop(th *thread) bool {
+	if !l.pass(th, l.arch.BreakpointAddr(l.regs.PC())) {
+		return false
+	}
+	l.proc.setRegs(th.tid, l.regs)
+	return true
+}
+
+// book books the event of breakpoint site s, hit by thread th, in its
+// book, at the stop's time on the counter (clocks.book).
+func (l *ledgers) book(th *thread, s *site) {
+	_, p := l.bookOf(th.tid)
+	c := l.clocks
+	now := l.now(c.waited - c.stopCost(th)/2)
+	sp := l.arch.SP(l.regs)
+
+	if s.item >= 0 {
+		p.Enter(s.item, sp, now)
+	}
+	if s.exit >= 0 {
+		p.Exit(s.exit, sp, now)
+	}
+}
+
+// stopSeen notes when PROFILE saw thread th's stop (seenHook), for
+// releasing.
+func (l *ledgers) stopSeen(th *thread) {
+	if _, ok := l.seen[th.tid]; !ok {
+		l.seen[th.tid] = l.clocks.waited
+	}
+}
+
+// releasing adds to the book of thread th, about to go on, the time
+// PROFILE held it since it saw it stop: from a stop's cost before it
+// was seen (what the thread lost before PROFILE saw it, measured at
+// start-up) to now (releaseHook). Each of the thread's stops is added
+// once, as it goes on, and no other: an exit takes out what was held
+// since its entry.
+func (l *ledgers) releasing(th *thread) {
+	seen, ok := l.seen[th.tid]
+	delete(l.seen, th.tid)
+	if !ok || th.foreign || l.counters == nil {
+		return
+	}
+	b, ok := l.blockOf[th.tid]
+	p := l.open[b]
+	if !ok || p == nil || b == 0 {
+		return
+	}
+	l.check(p)
+	c := l.clocks
+	// (What the thread lost before PROFILE saw it is a stop's cost,
+	// measured at start-up; but no more than the time since its open
+	// call began: the cost is a breakpoint's, and a busy machine makes
+	// it long, where a stop a system call makes, a signal raised, may be
+	// seen at once.)
+	pre := c.stopCost(th)
+	if t, ok := p.TopTime(); ok {
+		pre = min(pre, max(int64(l.now(seen)-t), 0))
+	}
+	p.SetHeld(p.Held() + uint64(max(c.clock()-seen+pre, 0)))
+}
+
+// threadBorn has nothing to do: a thread's book is opened with its block
+// (counters.giveBlock).
+func (l *ledgers) threadBorn(int, bool) error { return nil }
+
+// threadEnded closes the open calls of thread tid at its end and keeps
+// its book's figures: its block may be another thread's next
+// (threadHook).
+func (l *ledgers) threadEnded(tid int) {
+	th := l.threads[tid]
+	b, ok := l.blockOf[tid]
+	delete(l.blockOf, tid)
+	if th == nil || th.foreign || !ok || b == 0 {
+		return
+	}
+	if p := l.open[b]; p != nil {
+		l.check(p)
+		p.CloseAll(l.now(l.clocks.waited - l.clocks.stopCost(th)/2))
+		l.keep(p)
+		delete(l.open, b)
+	}
+}
+
+// keep adds book p's figures to the run's.
+func (l *ledgers) keep(p *books.ProgramBook) {
+	p.Take(l.add)
+	l.inside += p.Inside()
+	l.depth = max(l.depth, p.Depth())
+}
+
+// stats gives the run's books the figures of every book, the calls
+// still open closed at the run's end (statsHook: before the books'
+// clocks make the run's figures of them).
+func (l *ledgers) stats(s *datafile.Stats) {
+	end := l.now(l.clocks.waited)
+	for b, p := range l.open {
+		if b != 0 {
+			l.check(p)
+			p.CloseAll(end)
+			l.keep(p)
+		}
+	}
+	l.open = map[int]*books.ProgramBook{}
+	bk := l.runBooks
+	if bk == nil {
+		return
+	}
+	for fn := range l.calls {
+		bk.Add(fn, l.calls[fn], l.self[fn], l.all[fn])
+	}
+	bk.AddInside(l.inside, l.depth)
+	clear(l.calls)
+	clear(l.self)
+	clear(l.all)
+	l.inside = 0
+}
+
+// collect gives the run's result the events the code left to PROFILE.
+func (l *ledgers) collect(res *Result) { res.BookStops = l.stops }
+
+// plant has nothing to plant: the book code is written by the entries'
+// and the exits' trampolines (entryTrampolines, exitPatches).
+func (l *ledgers) plant(*planting) error { return nil }
+
+// forget has nothing to do: a module's trampolines go with the counters.
+func (l *ledgers) forget(lo, hi uint64) {}
+
+// errCalibration is why the calibration of the book code failed.
+var errCalibration = errors.New("the calibration code did not end at its breakpoint")
+
+// calibrate measures what the book code costs the program, in ticks
+// (instr.BookCalibration): the main thread, at the exec stop, runs the
+// two calibration blocks at code (with, without) a few times over; the
+// least time of each block over the rounds is taken (what the machine
+// adds, an interrupt, a migration, only adds). Its registers come back,
+// its book is emptied, and every book gets the costs.
+func (l *ledgers) calibrate(cal *calibration) error {
+	proc, pid := cal.proc, cal.pid
+	var saved ptrace.Regs
+	if err := proc.getRegs(pid, &saved); err != nil {
+		return err
+	}
+	defer proc.setRegs(pid, &saved)
+	b := l.blockOf[pid]
+	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
+	run := func(addr uint64) (books.Figure, books.Figure, error) {
+		p := l.openBook(b)
+		p.SetCosts(0, 0)
+		regs := cal.borrowed(saved)
+		regs.SetPC(addr)
+		if err := proc.setRegs(pid, &regs); err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		if err := proc.cont(pid, 0); err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		ws, err := proc.waitFor(pid, 0)
+		if err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || p.Open() != 0 {
+			return books.Figure{}, books.Figure{}, fmt.Errorf("%w (%v)", errCalibration, ws.StopSignal())
+		}
+		return p.Figure(outer), p.Figure(inner), nil
+	}
+	var in, with, without []int64
+	const rounds = 31
+	for round := range rounds {
+		o, i, err := run(l.counters.calibration[0])
+		if err != nil {
+			return err
+		}
+		o2, _, err := run(l.counters.calibration[1])
+		if err != nil {
+			return err
+		}
+		if round > 0 && i.Calls == calibrationRecords && o.Calls == 1 && o2.Calls == 1 {
+			in, with, without = append(in, i.Self), append(with, o.All), append(without, o2.All)
+		}
+	}
+	if len(in) == 0 {
+		return errCalibration
+	}
+	l.costIn = uint64(max(slices.Min(in), 0)) / calibrationRecords
+	l.costAll = uint64(max(slices.Min(with)-slices.Min(without), 0)) / calibrationRecords
+	for _, p := range l.open {
+		p.SetCosts(l.costIn, l.costAll)
+	}
+	l.openBook(b)
+	return nil
+}
+
+// calibrationBlocks returns the code of the calibration (calibrate).
+func (l *ledgers) calibrationBlocks() (with, without []byte) {
+	n := len(l.plan.Funcs)
+	with, without, _ = instr.BookCalibration(l.arch, l.counters.layout.Book(), n+calOuter, n+calInner, calibrationRecords)
+	return with, without
+}
