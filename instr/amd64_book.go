@@ -56,6 +56,36 @@ func (a *bookAsm) stop(cond byte) int {
 	return len(a.c)
 }
 
+// slow appends, where book b has a closer, the jump over the slow path
+// when the check just made holds (cond, a short conditional jump), and
+// the slow path: key leaves the stack pointer for the closer, the
+// closer is called (call *CLOSER, through the word b.Closer names), and
+// check checks again. It returns where the jump's displacement ends, to
+// be landed past the breakpoint.
+func (a *bookAsm) slow(b Book, cond byte, key, check func()) []int {
+	if b.Closer == 0 {
+		return nil
+	}
+	a.c = append(a.c, cond, 0)
+	fast := len(a.c)
+	key()
+	a.closer(b)
+	check()
+	return []int{fast}
+}
+
+// closer appends the call of the closer, through the word b.Closer
+// names: call *CLOSER.
+func (a *bookAsm) closer(b Book) {
+	a.c = append(a.c, 0xff, 0x14, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Closer))
+}
+
+// past returns a jump from the code's start past its end.
+func (a *bookAsm) past() []byte {
+	return binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(len(a.c)-5)) // jmp rel32
+}
+
 // bounds appends the checks that the top in rdx is in the shadow stack,
 // from its first frame after the root to its end, which jump to the
 // breakpoint where it is not: a top the program wrote over leaves the
@@ -94,6 +124,8 @@ func (a *bookAsm) land(ends []int, to int) {
 //	cmp $FIRST,%rdx; jb stop                      not in the shadow stack
 //	cmp $END,%rdx; jae stop                       (written over), or full
 //	cmp %rsp,%gs:SP-64(%rdx); ja ok               below the open call
+//	mov %rsp,%gs:KEY; call *%gs:CLOSER            close the calls left at or
+//	cmp %rsp,%gs:SP-64(%rdx); ja ok               below it, and look again
 //	stop: int3                                    to PROFILE, which goes on at end
 //	ok: mov %rax,%gs:T(%rdx); movq $0,%gs:CH(%rdx); mov %rsp,%gs:SP(%rdx)
 //	mov %gs:HELD,%rax; mov %rax,%gs:HELD'(%rdx); movq $0,%gs:COST'(%rdx)
@@ -119,7 +151,11 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
 	jumps := a.bounds(b, 0x73) // jae: full
 	a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize)
+	fast := a.slow(b, 0x77, func() { // ja ok
+		a.abs(x86MovStore, x86RSP, b.Offset+BookKey) // frames at or below rsp
+	}, func() { a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize) })
 	stop := a.stop(0x77) // ja ok
+	a.land(fast, stop)
 	a.land(jumps, stop-1)
 	a.frame(x86MovStore, x86RAX, FrameTime)
 	a.frame(x86MovImm, 0, FrameChildren)
@@ -141,7 +177,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
-	return BookCode{Code: a.c, Stop: stop, Saved: saved, Rollback: []Rollback{
+	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(a.c), Finish: true},
@@ -155,10 +191,15 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	mov %rax,%gs:B+0; mov %rdx,%gs:B+8; mov %rcx,%gs:B+16
 //	lfence; rdtsc; shl $32,%rdx; or %rdx,%rax         the time,
 //	mulq %gs:SCALE; shrd $32,%rdx,%rax                in nanoseconds
+//	mov %rax,%gs:LAST                                 the last exit's
 //	mov %gs:TOP,%rdx                                  the next frame
 //	cmp $FIRST,%rdx; jb stop; cmp $END,%rdx; ja stop  not in the shadow stack
 //	cmp %rsp,%gs:SP-64(%rdx); je ok                   (lea -sp(%rsp),%rcx first
-//	stop: int3                                        where sp is not 0)
+//	                                                  where sp is not 0)
+//	ja done                                           deeper: it closes nothing
+//	lea -sp-1(%rsp),%rcx; mov %rcx,%gs:KEY            close the calls left
+//	call *%gs:CLOSER; cmp %rsp,%gs:SP-64(%rdx); je ok below it, and look again
+//	stop: int3
 //	ok: sub $64,%rdx; mov %rdx,%gs:TOP                commit: the call closed
 //	sub %gs:T(%rdx),%rax                              its time,
 //	mov %gs:HELD,%rcx; sub %gs:HELD'(%rdx),%rcx; sub %rcx,%rax   less PROFILE's holds,
@@ -168,7 +209,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	mov %rax,%rcx; sub %gs:CH(%rdx),%rcx              its own time
 //	incq %gs:CALLS(f); add %rcx,%gs:SELF(f)
 //	decq %gs:OPEN(f); jnz 1f; add %rax,%gs:INCL(f)    the outermost call
-//	1: end: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
+//	1: done: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
 //
 // rax and rdx carry results at a return, and rcx a tail call's argument:
 // they come back as they were; only the flags change. The lfence makes
@@ -183,15 +224,30 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
 	saves := len(a.c)
 	a.time(true, b.Offset)
+	a.abs(x86MovStore, x86RAX, b.Offset+BookLast)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
 	jumps := a.bounds(b, 0x77) // ja: past the end
-	reg := byte(x86RSP)
-	if sp != 0 {
-		a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp))) // lea -sp(%rsp),%rcx
-		reg = x86RCX
+	check := func() {
+		reg := byte(x86RSP)
+		if sp != 0 {
+			a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp))) // lea -sp(%rsp),%rcx
+			reg = x86RCX
+		}
+		a.frame(x86CmpStore, reg, FrameSP-BookFrameSize)
 	}
-	a.frame(x86CmpStore, reg, FrameSP-BookFrameSize)
+	check()
+	a.c = append(a.c, 0x74, 0) // je ok
+	fast := len(a.c)
+	a.c = append(a.c, 0x0f, 0x87, 0, 0, 0, 0) // ja done: deeper than the open call, it closes nothing
+	deeper := len(a.c)
+	if b.Closer != 0 {
+		a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp-1))) // lea -sp-1(%rsp),%rcx: frames below
+		a.abs(x86MovStore, x86RCX, b.Offset+BookKey)
+		a.closer(b)
+		check()
+	}
 	stop := a.stop(0x74) // je ok
+	a.land([]int{fast}, stop)
 	a.land(jumps, stop-1)
 	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
 	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
@@ -214,12 +270,13 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.abs(x86IncDec, 1, fig+FigureOpen)
 	a.c = append(a.c, 0x75, 9) // jnz over the add
 	a.abs(x86AddStore, x86RAX, fig+FigureInclusive)
+	binary.LittleEndian.PutUint32(a.c[deeper-4:], uint32(len(a.c)-deeper)) // done:
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8},
 		{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}}
-	return BookCode{Code: a.c, Stop: stop, Saved: saved, Rollback: []Rollback{
+	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
 		{From: committed, To: len(a.c), Finish: true},
@@ -230,5 +287,122 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 // its code fits a displacement.
 func (b Book) fits(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
-		b.Offset+BookSize(b.Frames, b.Funcs) < 1<<31
+		b.Offset+BookSize(b.Frames, b.Funcs) < 1<<31 && b.Closer < 1<<31
 }
+
+// nest moves rsp down or up 16 bytes, leaving the flags.
+func (amd64) nest(down bool) []byte {
+	if down {
+		return []byte{0x48, 0x8d, 0x64, 0x24, 0xf0} // lea -0x10(%rsp),%rsp
+	}
+	return []byte{0x48, 0x8d, 0x64, 0x24, 0x10} // lea 0x10(%rsp),%rsp
+}
+
+// r8 and r9, and the closer's operands at an offset from r8 (a
+// function's figures).
+const x86R8, x86R9 = 8, 9
+
+// fig appends op with register reg and the operand %gs:disp(%r8).
+func (a *bookAsm) fig(op, reg byte, disp uint64) {
+	a.c = append(a.c, 0x65, 0x49, op, 0x80|reg<<3)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+}
+
+// BookCloserCode returns the closer of book b: called from the book code
+// (call *%gs:CLOSER) with the time in rax, the top in rdx and the stack
+// pointer in the book's key, it closes the frames at or below the key
+// whose stack pointers are on the thread's stack (between its bounds),
+// one after the other, at that time, as an exit would, and returns with
+// the top in rdx; it stops at a frame on another stack, or of no
+// function the book knows. It changes no other register, nor the flags
+// the book code does not change; what it saves, it saves on the stack
+// (a call's return address is there already: the stack below it is
+// free at an entry, an exit and a return site alike).
+//
+//	push %r8; push %r9; push %rcx; mov %gs:KEY,%rcx
+//	mov %gs:HI,%r9; sub %gs:LO,%r9                    the stack's size
+//	mov %rcx,%r8; sub %gs:LO,%r8; cmp %r9,%r8; jae out   the key on it
+//	loop: cmp $FIRST,%rdx; jbe out                    no frame
+//	mov %gs:SP-64(%rdx),%r8; cmp %rcx,%r8; ja out     above the key
+//	sub %gs:LO,%r8; cmp %r9,%r8; jae out              on another stack
+//	mov %gs:FN-64(%rdx),%r8; cmp $FUNCS,%r8; jae out; shl $5,%r8
+//	sub $64,%rdx; mov %rdx,%gs:TOP; push %rax         closed, as an exit
+//	...                                               closes it (BookExitCode)
+//	pop %rax; mov %gs:KEY,%rcx; jmp loop
+//	out: pop %rcx; pop %r9; pop %r8; ret
+func (amd64) BookCloserCode(b Book) ([]byte, bool) {
+	if !b.fits(0) {
+		return nil, false
+	}
+	var a bookAsm
+	a.c = append(a.c, 0x41, 0x50, 0x41, 0x51, 0x51) // push %r8; push %r9; push %rcx
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
+	r9 := func(op byte, disp uint64) { // op %gs:disp into r9
+		a.c = append(a.c, 0x65, 0x4c, op, 0x0c, 0x25)
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+	}
+	r8 := func(op byte, disp uint64) { // op %gs:disp into r8
+		a.c = append(a.c, 0x65, 0x4c, op, 0x04, 0x25)
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+	}
+	var outs []int
+	out := func(jcc byte) { // jcc rel32, to out
+		a.c = append(a.c, 0x0f, jcc+0x10, 0, 0, 0, 0)
+		outs = append(outs, len(a.c))
+	}
+	r9(x86MovLoad, b.Offset+BookStackHi)
+	r9(x86SubLoad, b.Offset+BookStackLo)
+	a.c = append(a.c, 0x49, 0x89, 0xc8) // mov %rcx,%r8
+	r8(x86SubLoad, b.Offset+BookStackLo)
+	a.c = append(a.c, 0x4d, 0x39, 0xc8) // cmp %r9,%r8
+	out(0x73)                           // jae out
+	loop := len(a.c)
+	a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $FIRST,%rdx
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.FrameAt(1)))
+	out(0x76)                                 // jbe out
+	a.c = append(a.c, 0x65, 0x4c, 0x8b, 0x82) // mov %gs:SP-64(%rdx),%r8
+	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameSP-BookFrameSize))
+	a.c = append(a.c, 0x49, 0x39, 0xc8) // cmp %rcx,%r8
+	out(0x77)                           // ja out
+	r8(x86SubLoad, b.Offset+BookStackLo)
+	a.c = append(a.c, 0x4d, 0x39, 0xc8)       // cmp %r9,%r8
+	out(0x73)                                 // jae out
+	a.c = append(a.c, 0x65, 0x4c, 0x8b, 0x82) // mov %gs:FN-64(%rdx),%r8
+	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameFunc-BookFrameSize))
+	a.c = append(a.c, 0x49, 0x81, 0xf8) // cmp $FUNCS,%r8
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Funcs))
+	out(0x73)                                          // jae out
+	a.c = append(a.c, 0x49, 0xc1, 0xe0, 5)             // shl $5,%r8: the figures' offset
+	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
+	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	a.c = append(a.c, 0x50) // push %rax
+	a.frame(x86SubLoad, x86RAX, FrameTime)
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
+	a.frame(x86SubLoad, x86RCX, FrameHeld)
+	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
+	a.frame(x86SubLoad, x86RAX, FrameCost)
+	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
+	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
+	a.frame(x86MovLoad, x86RCX, FrameCost)
+	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
+	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
+	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
+	a.frame(x86SubLoad, x86RCX, FrameChildren)
+	fig := b.FigureAt(0)
+	a.fig(x86IncDec, 0, fig+FigureCalls)
+	a.fig(x86AddStore, x86RCX, fig+FigureSelf)
+	a.fig(x86IncDec, 1, fig+FigureOpen)
+	a.c = append(a.c, 0x75, 8) // jnz over the add
+	a.fig(x86AddStore, x86RAX, fig+FigureInclusive)
+	a.c = append(a.c, 0x58) // pop %rax
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
+	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(loop-(len(a.c)+5)))) // jmp loop
+	for _, end := range outs {
+		binary.LittleEndian.PutUint32(a.c[end-4:], disp32(int64(len(a.c)-end)))
+	}
+	a.c = append(a.c, 0x59, 0x41, 0x59, 0x41, 0x58, 0xc3) // pop %rcx; pop %r9; pop %r8; ret
+	return a.c, true
+}
+
+// disp32 is a signed displacement's 32 bits.
+func disp32(v int64) uint32 { return uint32(int32(v)) }

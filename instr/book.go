@@ -1,7 +1,6 @@
 package instr
 
 import (
-	"encoding/binary"
 	"slices"
 )
 
@@ -12,21 +11,31 @@ import (
 // and inclusive time and adds them. Nothing crosses to PROFILE per call:
 // PROFILE reads the figures at the stops it makes anyway and at the end.
 //
-// The machine code keeps the common case only. An entry whose stack
-// pointer is not below the open call's (a frame left by longjmp, an
-// exception, a panic, or another stack), an exit whose stack pointer is
-// not its open call's, and a shadow stack full, stop the thread at a
-// breakpoint in the code, the counter's time read: PROFILE applies the
-// books' rules to the frames (the stack pointer rules, the stretches of
-// several stacks), books the event itself at that time, and lets the
-// thread go on at the code's end with its registers back. The rules are
-// written once, in Go; the code stays short.
+// The machine code keeps the common case only. Where an entry's stack
+// pointer is not below the open call's, or an exit's is not its open
+// call's, the code calls the closer (BookCloserCode), which closes the
+// calls left open on the thread's stack whose exits were not seen (a
+// longjmp, an exception, an exit that kept a breakpoint and was taken
+// out), as their next event does. What is left (a stack the closer does
+// not know: a signal's alternate stack, a coroutine's; a shadow stack
+// full; a book written over) stops the thread at a breakpoint in the
+// code, the counter's time read: PROFILE applies the books' rules to the
+// frames (the stack pointer rules, the stretches of several stacks),
+// books the event itself at that time, and lets the thread go on at the
+// code's end with its registers back.
 //
 // A book is found from the thread base on amd64 (in the thread's block,
 // at B). Its offsets, from the block's start (B included):
 const (
 	// BookSave holds three save slots for the registers the code uses.
 	BookSave = 0
+	// BookKey is where the code leaves the stack pointer its calls are
+	// closed up to for the closer (BookCloserCode); BookStackLo and
+	// BookStackHi are the bounds of the thread's stack, which PROFILE
+	// writes (0 and 0: not known, the closer closes nothing).
+	BookKey     = 24
+	BookStackLo = 32
+	BookStackHi = 40
 	// BookTop is the block offset of the next frame: the shadow stack's
 	// top, the thread's. It has a cache line of its own with the words
 	// that follow.
@@ -49,6 +58,10 @@ const (
 	// included, is in nanoseconds.
 	BookScale      = 104
 	BookScaleShift = 32
+	// BookLast is the time of the thread's last exit: with the open
+	// call's entry, what PROFILE's own time of an event it books (a
+	// breakpoint's) may not come before.
+	BookLast = 112
 	// BookFrames is where the frames start; frame 0 is the root, whose
 	// stack pointer is the highest there is, so that every entry nests in
 	// it.
@@ -68,7 +81,7 @@ const (
 // The words of a frame and of a function's figures.
 const (
 	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameCost, FrameFunc = 0, 8, 16, 24, 32, 40
-	FigureCalls, FigureSelf, FigureInclusive, FigureOpen    = 0, 8, 16, 24
+	FigureCalls, FigureSelf, FigureInclusive, FigureOpen               = 0, 8, 16, 24
 )
 
 // Book describes a thread's book for BookEntryCode and BookExitCode.
@@ -78,6 +91,12 @@ type Book struct {
 	// Frames is the number of frames the shadow stack holds, the root
 	// included; Funcs the number of functions with figures.
 	Frames, Funcs int
+	// Closer is the address of a word that holds the closer's address
+	// (BookCloserCode), in the lowest 2 GiB, where an instruction can
+	// name it whole, and read-only to the program, which cannot make
+	// the code call anything else; 0 where there is none: the code then
+	// leaves every call it does not close itself to PROFILE.
+	Closer uint64
 }
 
 // BookSize is the size of a book of frames frames and funcs functions.
@@ -102,6 +121,11 @@ type BookCode struct {
 	// PROFILE puts back as it lets the thread go on at the code's end.
 	Stop  int
 	Saved []SavedReg
+	// Unchecked is the code's start made a jump past its end, for code
+	// no tracer serves any more (a process PROFILE let go, a task left
+	// running when the program has ended): a thread that comes there
+	// keeps no book, and never stops at the breakpoint.
+	Unchecked []byte
 	// Rollback says how to undo a thread stopped inside Code for a
 	// signal, whose handler may run profiled functions that use the same
 	// book: before the commit, its registers come back and it starts
@@ -109,13 +133,6 @@ type BookCode struct {
 	// and it is stepped to the end of the code first (Rollback.Finish).
 	Rollback []Rollback
 }
-
-// BookEntryCode: arm64 keeps no book in the program yet; its timing
-// keeps the rings.
-func (arm64) BookEntryCode(Book, int) (BookCode, bool) { return BookCode{}, false }
-
-// BookExitCode: see BookEntryCode.
-func (arm64) BookExitCode(Book, int, int) (BookCode, bool) { return BookCode{}, false }
 
 // BookCalibration returns two blocks of code that measure, in a thread
 // whose block holds book b, what the book code costs (profile's
@@ -145,20 +162,4 @@ func BookCalibration(a Arch, b Book, outer, inner, calls int) (with, without []b
 	}
 	bp := a.Breakpoint()
 	return append(append(with, ox.Code...), bp...), append(append(without, ox.Code...), bp...), true
-}
-
-// nest moves rsp down or up 16 bytes, leaving the flags.
-func (amd64) nest(down bool) []byte {
-	if down {
-		return []byte{0x48, 0x8d, 0x64, 0x24, 0xf0} // lea -0x10(%rsp),%rsp
-	}
-	return []byte{0x48, 0x8d, 0x64, 0x24, 0x10} // lea 0x10(%rsp),%rsp
-}
-
-// nest moves sp down or up 16 bytes.
-func (arm64) nest(down bool) []byte {
-	if down {
-		return binary.LittleEndian.AppendUint32(nil, 0xd10043ff) // sub sp, sp, #16
-	}
-	return binary.LittleEndian.AppendUint32(nil, 0x910043ff) // add sp, sp, #16
 }

@@ -394,6 +394,10 @@ type Instrumenter interface {
 	// false where the architecture keeps no book, or b cannot hold f.
 	BookEntryCode(b Book, f int) (BookCode, bool)
 	BookExitCode(b Book, f int, sp int) (BookCode, bool)
+	// BookCloserCode returns the code, written once for a run, that the
+	// book code calls to close the calls left open below the stack
+	// pointer (see [Book]).
+	BookCloserCode(b Book) ([]byte, bool)
 	// nest moves the stack pointer down a frame (down) or back up,
 	// for the calls of BookCalibration.
 	nest(down bool) []byte

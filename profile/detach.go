@@ -186,6 +186,14 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	// The rings' checks off first: a thread in a trampoline, or one that
 	// returns into one, must never stop for a full ring.
 	t.parts.counters.unchecked(a.undo.Memory)
+	// (A thread inside book code before it commits goes back to its
+	// start, where unchecked jumps over it: on, it might stop at the
+	// code's breakpoint, which no tracer would serve.)
+	for tid := range t.threads {
+		if stopped(tid) {
+			t.parts.counters.bookRestart(t.proc, tid)
+		}
+	}
 	var errs []error
 	if err := a.undo.restore(); err != nil {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))

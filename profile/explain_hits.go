@@ -191,7 +191,7 @@ func (x *hitNarrator) scan() bool {
 		}
 		sum, tid := uint64(0), 0
 		for b := 1; b < c.layout.Counted(c.next); b++ {
-			n := c.layout.Count(mem, b, k)
+			n := c.layout.Entered(mem, b, k)
 			if n != 0 && tid == 0 && c.layout.PerThread() {
 				tid = owner[b]
 			}
@@ -213,8 +213,12 @@ func (x *hitNarrator) scan() bool {
 				items = append(items, lt.lines[b]...)
 			}
 		}
+		what := "first hit, seen in its counter"
+		if c.layout.BookAt != 0 {
+			what = "first entered, seen in its thread's book"
+		}
 		for _, i := range items {
-			x.firstHit(i, "%s%s %s first hit, seen in its counter (count %d so far)", x.now(), who, x.itemName(i), sum)
+			x.firstHit(i, "%s%s %s %s (count %d so far)", x.now(), who, x.itemName(i), what, sum)
 		}
 	}
 	x.unseen = left

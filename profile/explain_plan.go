@@ -122,6 +122,8 @@ func (x *planNarrator) mechanism() {
 		why = " (profile --breakpoints)"
 	}
 	switch {
+	case t.parts.ledgers != nil:
+		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in the thread's block of the memory it shares with the program, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end; what the code leaves to it (a call left by longjmp, another stack, a stack full), it books at a stop.", depthSlots)
 	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
 	case t.parts.rings != nil:
@@ -177,6 +179,10 @@ func (x *planNarrator) calibrated() {
 	when, where := "at the exec stop", "at its first instruction"
 	if t.attach != nil {
 		when, where = "before the window", "where PROFILE stopped it"
+	}
+	if l := t.parts.ledgers; l != nil {
+		x.say("PROFILE measured what the book code costs the program: %d ns a call within the time it measures, %d ns in all, taken out of the times (%s, the main thread timed a block of work with empty timed calls and without).", l.costIn, l.costAll, when)
+		return
 	}
 	if t.parts.rings != nil {
 		x.say("PROFILE measured what a record costs the program: %d ns, taken out of the times (%s, the main thread timed a block of work with records and without).", t.clocks.calculated, when)

@@ -24,7 +24,10 @@ func (x *runNarrator) running() {
 	t := x.t
 	x.started = true
 	line := "PROFILE lets the program run. Only a thread that hits a breakpoint stops: PROFILE handles the stop and lets it go on."
-	if t.parts.counters != nil && !t.parts.counters.layout.Rings {
+	switch c := t.parts.counters; {
+	case t.parts.ledgers != nil:
+		line += " The trampolines keep the books without stopping it: PROFILE reads them, in the memory it shares with the program, when a thread ends and at the end."
+	case c != nil && !c.layout.Rings:
 		line += " The trampolines count without stopping it: PROFILE reads their counters, in the memory it shares with the program, while it waits."
 	}
 	if t.parts.rings != nil {
@@ -104,8 +107,11 @@ func (x *runNarrator) thread(tid int) {
 	}
 	if c := x.t.parts.counters; c != nil && c.layout.PerThread() && hasKey(c.blockOf, tid) {
 		b, what := c.blockOf[tid], "counters"
-		if c.layout.Rings {
+		switch {
+		case c.layout.Rings:
 			what = "counters, with its ring of records"
+		case c.layout.BookAt != 0:
+			what = "counters, with its book of timed calls"
 		}
 		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.layout.BlockAddr(b))
 		return

@@ -166,19 +166,18 @@ func (t *tracer) choose() {
 	// The mechanisms, in the order a breakpoint stop is offered to
 	// them (mechanism.go).
 	if e := t.parts.entries; e != nil {
-		e.env.counters, e.env.timer = t.parts.counters, t.timer() // (nil once the rings gave up)
+		e.env.counters, e.env.timer = t.parts.counters, t.parts.timer() // (nil once the rings gave up)
 	}
 	add(t.parts.entries != nil, t.parts.entries)
 	add(t.parts.exits != nil, t.parts.exits)
 	add(t.parts.rings != nil, t.parts.rings)
-	add(t.parts.ledgers != nil, t.parts.ledgers)
 	if t.parts.lines != nil {
 		t.parts.lines.env.counters = t.parts.counters // (made after the lines are numbered)
 	}
 	add(t.parts.lines != nil, t.parts.lines)
 	if bp := t.parts.bp; bp != nil {
 		bp.env.books, bp.env.rings, bp.env.modules = t.parts.books, t.parts.rings, t.parts.modules // (nil where the run has none)
-		bp.env.timer, bp.env.ledgers = t.timer(), t.parts.ledgers
+		bp.env.timer, bp.env.ledgers = t.parts.timer(), t.parts.ledgers
 	}
 	add(true, t.parts.bp)
 	// The parts that are no mechanism.
@@ -192,6 +191,10 @@ func (t *tracer) choose() {
 		// sampler, which reads the books' figures.)
 		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.parts.books, rings: t.parts.rings, plan: t.plan})
 	}
+	// (After the books' clocks: a thread's book is read, and what its
+	// code cost it known, before they close its clock; its stops' claims
+	// are its code's own.)
+	add(t.parts.ledgers != nil, t.parts.ledgers)
 	if s := t.parts.sampling; s != nil {
 		s.env.proc, s.env.counters = t.proc, t.parts.counters
 	}

@@ -501,16 +501,17 @@ func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error 
 }
 
 // unchecked turns the ring-full checks of every record code off in mem
-// (the memory of tasks left running when the program has ended): nobody
-// reads the rings any more, and a full one would stop its thread at a
-// breakpoint no tracer serves.
+// (the memory of tasks left running when the program has ended, of a
+// process let go): nobody reads the rings any more, and a full one would
+// stop its thread at a breakpoint no tracer serves. The book code is
+// jumped over whole (ledger.go).
 func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
-	if c == nil || !c.layout.Rings {
+	if c == nil || (!c.layout.Rings && c.layout.BookAt == 0) {
 		return
 	}
 	for _, tr := range c.tramps {
 		for _, r := range tr.regions {
-			if r.full != 0 {
+			if r.full != 0 || r.book != nil {
 				mem.WriteMem(tr.addr+uint64(r.at+r.skip), r.unchecked)
 			}
 		}

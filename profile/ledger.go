@@ -56,11 +56,19 @@ type ledgers struct {
 	blockOf map[int]int
 	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
 	seen map[int]int64
+	// stacks holds the bounds of the stack of each block's thread, for
+	// the closer (given); made the calls each block's thread made so
+	// far, for the code's cost (debt).
+	stacks map[int][2]uint64
+	made   map[int]uint64
 	// scale turns the counter's ticks into the books' nanoseconds
 	// (instr.BookScale); costIn and costAll are what the code costs
 	// (calibrate).
 	scale           uint64
 	costIn, costAll uint64
+	// closer is the address of the word that holds the closer's in the
+	// program (instr.Book.Closer), 0 where there is none.
+	closer uint64
 	// stops counts the events the code left to PROFILE; damaged the
 	// books found written over by the program (damage.go).
 	stops   uint64
@@ -98,7 +106,7 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{},
+		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		calls: make([]uint64, n), self: make([]int64, n), all: make([]int64, n), runBooks: t.parts.books}
 	if t.parts.books != nil {
 		l.where = t.parts.books.Where
@@ -160,6 +168,9 @@ func (l *ledgers) openBook(b int) *books.ProgramBook {
 	p := books.NewProgramBook(c.layout.Block(c.shared.Bytes(), b), c.layout.Book())
 	p.SetScale(l.scale)
 	p.SetCosts(l.costIn, l.costAll)
+	if st, ok := l.stacks[b]; ok {
+		p.SetStack(st[0], st[1])
+	}
 	p.Where = l.where
 	l.open[b] = p
 	return p
@@ -169,9 +180,19 @@ func (l *ledgers) openBook(b int) *books.ProgramBook {
 // (counters.giveBlock; owned: the thread's own, not shared).
 func (l *ledgers) given(tid, b int, owned bool) {
 	l.blockOf[tid] = b
-	if owned {
-		l.openBook(b)
+	if !owned {
+		return
 	}
+	// (The thread's stack, for the closer: the mapping its stack
+	// pointer is in.)
+	delete(l.stacks, b)
+	var regs ptrace.Regs
+	if l.where != nil && l.proc.getRegs(tid, &regs) == nil {
+		if lo, hi, ok := l.where.StackAt(l.arch.SP(&regs)); ok {
+			l.stacks[b] = [2]uint64{lo, hi}
+		}
+	}
+	l.openBook(b)
 }
 
 // bookOf returns the book of thread tid's block, checked: a thread
@@ -195,6 +216,28 @@ func (l *ledgers) check(p *books.ProgramBook) {
 	}
 }
 
+// take takes the figures of book p, its thread's block b, into the
+// run's, and counts the calls for the code's cost (debt).
+func (l *ledgers) take(b int, p *books.ProgramBook) {
+	p.Take(func(fn int, f books.Figure) {
+		l.add(fn, f)
+		l.made[b] += f.Calls
+	})
+}
+
+// debt notes what the code cost thread th, whose book, block b's, is
+// read for the last time: a call's cost for each of its calls, taken
+// out of its clock as it ends (clocks.closeThreadBooks, after this); the
+// run's time has the most any thread paid taken out (the threads that
+// ran side by side paid theirs at the same time), as the rings' have
+// (clocks.elapsed).
+func (l *ledgers) debt(th *thread, b int) {
+	if th != nil {
+		th.debt = float64(l.made[b] * l.costAll)
+	}
+	delete(l.made, b)
+}
+
 // signalled keeps what the book of thread th, stopped for a signal,
 // holds: its figures added to the run's, its frames kept to take it back
 // from, should the program write over it (a signal is where a program's
@@ -208,7 +251,7 @@ func (l *ledgers) signalled(th *thread) {
 	if b == 0 {
 		return
 	}
-	p.Take(l.add)
+	l.take(b, p)
 	p.Snapshot()
 }
 
@@ -243,7 +286,7 @@ type bookSite struct {
 
 // eventCode returns the book code of event ev of item (timer).
 func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
-	b := l.counters.layout.Book()
+	b := l.layout()
 	var bc instr.BookCode
 	site := &bookSite{item: item, exit: ev != entryEvent}
 	switch ev {
@@ -256,7 +299,7 @@ func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
 		bc, _ = l.arch.BookExitCode(b, item, 8)
 	}
 	site.end, site.saved = len(bc.Code), bc.Saved
-	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site}}
+	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site, unchecked: bc.Unchecked}}
 }
 
 // bookRegion returns the region of book code whose breakpoint ends at
@@ -276,6 +319,32 @@ func (c *counters) bookRegion(after uint64) (region, uint64, bool) {
 		}
 	}
 	return region{}, 0, false
+}
+
+// bookRestart moves thread tid of proc, stopped inside book code before
+// the code commits, back to the code's start, its registers as they
+// were there (detach.go: the start then jumps over the code).
+func (c *counters) bookRestart(proc process, tid int) {
+	if c == nil || c.layout.BookAt == 0 {
+		return
+	}
+	var regs ptrace.Regs
+	if proc.getRegs(tid, &regs) != nil {
+		return
+	}
+	pc := regs.PC()
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return
+	}
+	tr := c.tramps[i]
+	for _, rg := range tr.regions {
+		start := tr.addr + uint64(rg.at)
+		if rg.book != nil && pc >= start && c.rollOut(&regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+			proc.setRegs(tid, &regs)
+			return
+		}
+	}
 }
 
 // stop handles a thread stopped at the breakpoint of book code: the
@@ -368,14 +437,11 @@ func (l *ledgers) releasing(th *thread) {
 	l.check(p)
 	c := l.clocks
 	// (What the thread lost before PROFILE saw it is a stop's cost,
-	// measured at start-up; but no more than the time since its open
-	// call began: the cost is a breakpoint's, and a busy machine makes
-	// it long, where a stop a system call makes, a signal raised, may be
+	// measured at start-up; but no more than the time since its last
+	// event: the cost is a breakpoint's, and a busy machine makes it
+	// long, where a stop a system call makes, a signal raised, may be
 	// seen at once.)
-	pre := c.stopCost(th)
-	if t, ok := p.TopTime(); ok {
-		pre = min(pre, max(int64(l.now(seen)-t), 0))
-	}
+	pre := min(c.stopCost(th), max(int64(l.now(seen)-p.LastTime()), 0))
 	p.SetHeld(p.Held() + uint64(max(c.clock()-seen+pre, 0)))
 }
 
@@ -396,28 +462,38 @@ func (l *ledgers) threadEnded(tid int) {
 	if p := l.open[b]; p != nil {
 		l.check(p)
 		p.CloseAll(l.now(l.clocks.waited - l.clocks.stopCost(th)/2))
-		l.keep(p)
+		l.keep(b, p)
+		l.debt(th, b)
 		delete(l.open, b)
 	}
 }
 
-// keep adds book p's figures to the run's.
-func (l *ledgers) keep(p *books.ProgramBook) {
-	p.Take(l.add)
+// keep adds the figures of book p, block b's, to the run's, its
+// thread's last.
+func (l *ledgers) keep(b int, p *books.ProgramBook) {
+	l.take(b, p)
 	l.inside += p.Inside()
 	l.depth = max(l.depth, p.Depth())
 }
 
-// stats gives the run's books the figures of every book, the calls
-// still open closed at the run's end (statsHook: before the books'
-// clocks make the run's figures of them).
-func (l *ledgers) stats(s *datafile.Stats) {
+// ended gives the run's books the figures of every book, the calls
+// still open closed at the run's end, before the books' clocks close
+// the threads left and make the run's figures (endHook).
+func (l *ledgers) ended() {
 	end := l.now(l.clocks.waited)
+	owner := map[int]*thread{}
+	for tid, b := range l.blockOf {
+		owner[b] = l.threads[tid]
+	}
 	for b, p := range l.open {
 		if b != 0 {
+			// (On a copy: a process PROFILE let go runs on, and its
+			// open calls with it.)
 			l.check(p)
-			p.CloseAll(end)
-			l.keep(p)
+			q := p.Copy()
+			q.CloseAll(end)
+			l.keep(b, q)
+			l.debt(owner[b], b)
 		}
 	}
 	l.open = map[int]*books.ProgramBook{}
@@ -426,6 +502,16 @@ func (l *ledgers) stats(s *datafile.Stats) {
 		return
 	}
 	for fn := range l.calls {
+		// (Less than nothing where the code's cost, taken out of each
+		// call, is more than a tiny function's own time: the cost
+		// measured alone overlaps in a run with the function's own
+		// work. Such a time is nothing, and is given back to the time
+		// inside functions, whose sum it is.)
+		if l.self[fn] < 0 {
+			l.inside -= l.self[fn]
+			l.self[fn] = 0
+		}
+		l.all[fn] = max(l.all[fn], l.self[fn])
 		bk.Add(fn, l.calls[fn], l.self[fn], l.all[fn])
 	}
 	bk.AddInside(l.inside, l.depth)
@@ -510,9 +596,48 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	return nil
 }
 
+// layout is the book of every block, its closer's word included.
+func (l *ledgers) layout() instr.Book {
+	b := l.counters.layout.Book()
+	b.Closer = l.closer
+	return b
+}
+
+// closerHints are where the books' closer may go, from the top of the
+// lowest 2 GiB down: where a program's own mappings seldom are.
+var closerHints = []uint64{0x7ff00000, 0x6ff00000, 0x5ff00000, 0x4ff00000, 0x3ff00000, 0x2ff00000, 0x1ff00000}
+
+// mapCloser maps a page for the books' closer in the lowest 2 GiB
+// (instr.Book.Closer), read-only to the program, through mmap, and
+// writes its address and code there with write. Where no page is found
+// there, the book code has no closer: it leaves what it does not close
+// itself to PROFILE, a stop each.
+func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSize uint64, write func(uint64, []byte) error) error {
+	for _, hint := range closerHints {
+		at, err := mmap(hint, pageSize)
+		if err != nil || at != hint {
+			continue
+		}
+		b := l.counters.layout.Book()
+		b.Closer = at
+		code, ok := l.arch.BookCloserCode(b)
+		if !ok || uint64(len(code))+16 > pageSize {
+			return nil
+		}
+		page := binary.LittleEndian.AppendUint64(make([]byte, 0, 16+len(code)), at+16)
+		page = append(append(page, make([]byte, 8)...), code...)
+		if err := write(at, page); err != nil {
+			return fmt.Errorf("write the books' closer: %w", err)
+		}
+		l.closer = at
+		return nil
+	}
+	return nil
+}
+
 // calibrationBlocks returns the code of the calibration (calibrate).
 func (l *ledgers) calibrationBlocks() (with, without []byte) {
 	n := len(l.plan.Funcs)
-	with, without, _ = instr.BookCalibration(l.arch, l.counters.layout.Book(), n+calOuter, n+calInner, calibrationRecords)
+	with, without, _ = instr.BookCalibration(l.arch, l.layout(), n+calOuter, n+calInner, calibrationRecords)
 	return with, without
 }

@@ -81,7 +81,7 @@ func (t *tracer) plantLoaded(mi int, path string, in procmaps.Instance, maps []p
 // or a library loaded later, finds them set up.
 func (t *tracer) startCounters(kind instr.CountKind) error {
 	if kind == 0 {
-		if t.timer() != nil {
+		if t.parts.timer() != nil {
 			t.noRings()
 		}
 		return nil
@@ -100,7 +100,7 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	if err != nil {
 		t.cfg.Warn(prf.NoInProcess(err))
-		if t.timer() != nil {
+		if t.parts.timer() != nil {
 			t.noRings()
 		}
 		return nil
@@ -118,6 +118,9 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	var with, without []byte
 	switch {
 	case t.parts.ledgers != nil:
+		if err := t.parts.ledgers.mapCloser(t.parts.plant.mmap, t.parts.plant.pageSize, t.mem.WriteMem); err != nil {
+			return err
+		}
 		with, without = t.parts.ledgers.calibrationBlocks()
 	case t.parts.rings != nil:
 		with, without = calibrationBlocks(t.arch, t.parts.counters.layout.Ring())
@@ -347,8 +350,8 @@ func (t *tracer) newPlanting(mi int, bias uint64, in procmaps.Instance, maps []p
 		exits, nExits = findExits(t.arch, t.mem, t.plan.Funcs, items, bias)
 		nExits -= t.parts.plant.checkExits(exits)
 	}
-	area := t.parts.plant.areaNear(in, maps, t.parts.plant.areaCells(items, bias, nExits, t.timer() != nil))
-	if t.parts.counters == nil && t.timer() != nil {
+	area := t.parts.plant.areaNear(in, maps, t.parts.plant.areaCells(items, bias, nExits, t.parts.timer() != nil))
+	if t.parts.counters == nil && t.parts.timer() != nil {
 		t.noRings()
 	}
 	var text moduleText

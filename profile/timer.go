@@ -53,12 +53,12 @@ func (tc *timedCode) at(off int) region {
 
 // timer returns the run's timer, nil where it times with breakpoints
 // alone, or counts.
-func (t *tracer) timer() timer {
+func (p *parts) timer() timer {
 	switch {
-	case t.parts.ledgers != nil:
-		return t.parts.ledgers
-	case t.parts.rings != nil:
-		return t.parts.rings
+	case p.ledgers != nil:
+		return p.ledgers
+	case p.rings != nil:
+		return p.rings
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package books
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/sourceprofiler/sprof/instr"
 )
@@ -72,6 +73,17 @@ func OpenProgramBook(mem []byte, b instr.Book) *ProgramBook {
 	return &ProgramBook{mem: mem, b: b}
 }
 
+// Copy returns a copy of the book, on a copy of its memory.
+func (p *ProgramBook) Copy() *ProgramBook {
+	q := *p
+	q.mem = slices.Clone(p.mem)
+	q.spill = slices.Clone(p.spill)
+	for i := range q.spill {
+		q.spill[i].frames = slices.Clone(q.spill[i].frames)
+	}
+	return &q
+}
+
 // Reset empties the book: no frame, no figure, no held time.
 func (p *ProgramBook) Reset() {
 	clear(p.mem[p.b.Offset : p.b.Offset+instr.BookSize(p.b.Frames, p.b.Funcs)])
@@ -108,12 +120,24 @@ func (p *ProgramBook) setFrame(i int, f programFrame) {
 	}
 }
 
-// TopTime returns the time the open call began, if one is.
-func (p *ProgramBook) TopTime() (uint64, bool) {
+// after returns now, or the time of the thread's last event where that
+// is later (PROFILE's time of an event is an estimate, which may come
+// before what the code read), and makes it the last.
+func (p *ProgramBook) after(now uint64) uint64 {
+	now = max(now, p.LastTime())
+	p.put(p.b.Offset+instr.BookLast, now)
+	return now
+}
+
+// LastTime returns the time of the thread's last event the book knows
+// of: its last exit, or its open call's entry, if later. An event
+// PROFILE books (a breakpoint's) comes after it.
+func (p *ProgramBook) LastTime() uint64 {
+	last := p.get(p.b.Offset + instr.BookLast)
 	if n := p.depth(); n > 0 && n < p.b.Frames {
-		return p.frame(n).t, true
+		last = max(last, p.frame(n).t)
 	}
-	return 0, false
+	return last
 }
 
 // Held returns the time PROFILE held the thread so far, in ticks.
@@ -125,6 +149,13 @@ func (p *ProgramBook) SetHeld(ticks uint64) { p.put(p.b.Offset+instr.BookHeld, t
 // SetScale writes the counter's scale: a time is ticks*scale >> 32
 // nanoseconds (instr.BookScale).
 func (p *ProgramBook) SetScale(scale uint64) { p.put(p.b.Offset+instr.BookScale, scale) }
+
+// SetStack writes the bounds of the thread's stack, for the closer
+// (instr.BookStackLo).
+func (p *ProgramBook) SetStack(lo, hi uint64) {
+	p.put(p.b.Offset+instr.BookStackLo, lo)
+	p.put(p.b.Offset+instr.BookStackHi, hi)
+}
 
 // SetCosts writes what the code of an entry and an exit costs inside the
 // interval it measures, and in all (instr.BookCostIn).
@@ -144,6 +175,7 @@ func (p *ProgramBook) Open() int {
 
 // Enter books an entry of fn with stack pointer sp at tick now.
 func (p *ProgramBook) Enter(fn int, sp, now uint64) {
+	now = p.after(now)
 	for {
 		if p.depth() == 0 {
 			if len(p.spill) == 0 || p.spill[len(p.spill)-1].top().sp > sp {
@@ -173,6 +205,7 @@ func (p *ProgramBook) Enter(fn int, sp, now uint64) {
 // Exit books an exit of fn with stack pointer sp (its entry's) at tick
 // now: the frames deeper than sp close, then fn's at sp, if it is open.
 func (p *ProgramBook) Exit(fn int, sp, now uint64) {
+	now = p.after(now)
 	for {
 		if p.depth() == 0 {
 			if len(p.spill) == 0 || p.spill[len(p.spill)-1].top().sp > sp {
@@ -195,6 +228,7 @@ func (p *ProgramBook) Exit(fn int, sp, now uint64) {
 // CloseAll closes every open call at tick now: its thread has ended, or
 // the run.
 func (p *ProgramBook) CloseAll(now uint64) {
+	now = p.after(now)
 	for {
 		if p.depth() == 0 {
 			if len(p.spill) == 0 {

@@ -213,6 +213,17 @@ func (l *Layout) Block(mem []byte, b int) []byte {
 	return mem[uint64(b)*l.BlockSize : uint64(b+1)*l.BlockSize]
 }
 
+// Entered is how many calls of function k block b's thread made so far
+// where blocks have books (its calls ended and open), else counter k of
+// block b.
+func (l *Layout) Entered(mem []byte, b, k int) uint64 {
+	if l.BookAt == 0 {
+		return l.Count(mem, b, k)
+	}
+	fig := uint64(b)*l.BlockSize + l.Book().FigureAt(k)
+	return binary.LittleEndian.Uint64(mem[fig+instr.FigureCalls:]) + binary.LittleEndian.Uint64(mem[fig+instr.FigureOpen:])
+}
+
 // Depth is what DepthCode needs for the trampolines of functions with
 // frames of the given kind (goroutine: Go's internal ABI).
 func (l *Layout) Depth(goroutine bool) instr.Depth {
