@@ -114,7 +114,21 @@ func TestBookCodeAMD64(t *testing.T) {
 			t.Errorf("rollback %+v: want nothing saved, then start again, then finish from the commit", rb)
 		}
 	}
-	for _, bad := range []Book{{Offset: 0x1000, Frames: 1, Funcs: 8}, {Offset: 0x1001, Frames: 4, Funcs: 8}, {Offset: 1 << 31, Frames: 4, Funcs: 8}} {
+	// With a closer, a check that fails calls it, then checks again.
+	b.Closer = 0x7ff00000
+	for _, c := range []func() (BookCode, bool){
+		func() (BookCode, bool) { return amd64{}.BookEntryCode(b, 3) },
+		func() (BookCode, bool) { return amd64{}.BookExitCode(b, 3, 8) },
+	} {
+		code, _ := c()
+		_, got := disassembleAt(t, code.Code, 0)
+		listing := strings.Join(got, "\n")
+		if !strings.Contains(listing, "call   *0x7ff00000") || strings.Count(listing, ",%gs:-0x30(%rdx)") != 2 {
+			t.Errorf("code with a closer:\n%s\nwant the closer called, and the check made again", listing)
+		}
+	}
+	b.Closer = 0
+	for _, bad := range []Book{{Offset: 0x1000, Frames: 4, Funcs: 8, Closer: 1 << 31}, {Offset: 0x1000, Frames: 1, Funcs: 8}, {Offset: 0x1001, Frames: 4, Funcs: 8}, {Offset: 1 << 31, Frames: 4, Funcs: 8}} {
 		if _, ok := (amd64{}).BookEntryCode(bad, 3); ok {
 			t.Errorf("book %+v accepted", bad)
 		}

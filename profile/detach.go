@@ -190,8 +190,8 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	// start, where unchecked jumps over it: on, it might stop at the
 	// code's breakpoint, which no tracer would serve.)
 	for tid := range t.threads {
-		if stopped(tid) {
-			t.parts.counters.bookRestart(t.proc, tid)
+		if l := t.parts.ledgers; l != nil && stopped(tid) {
+			l.restart(tid)
 		}
 	}
 	var errs []error

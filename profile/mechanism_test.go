@@ -490,6 +490,38 @@ func TestMechanismsOfARun(t *testing.T) {
 			t.Errorf("timed: the %s hooks are %v, want %v", c.hook, c.got, c.want)
 		}
 	}
+	// The books kept in the program in place of the rings: the ledgers
+	// after the books' clocks, where a thread's book is read before they
+	// close its clock, and the code's cost known; they take part in the
+	// releases, and the entries and exits run their code.
+	rings := tr.parts.rings
+	tr.parts.rings, tr.parts.ledgers = nil, newLedgers(tr)
+	tr.parts.exits = newExitPatches(tr, tr.parts.ledgers)
+	tr.choose()
+	p = tr.parts
+	if ms := p.mechs; !slices.Equal(ms, []mechanism{p.entries, p.exits, p.bp, p.ledgers}) {
+		t.Errorf("timing with the books in the program: %v", ms)
+	}
+	for _, c := range []struct {
+		hook string
+		got  []string
+		want []string
+	}{
+		{"threads", kinds(anys(p.threads)...), []string{"*profile.counters", "*profile.timedRun", "*profile.ledgers", "*profile.sampler"}},
+		{"seen", kinds(anys(p.seen)...), []string{"*profile.timedRun", "*profile.ledgers"}},
+		{"release", kinds(anys(p.release)...), []string{"*profile.ledgers"}},
+		{"ends", kinds(anys(p.ends)...), []string{"*profile.breakpoints", "*profile.counters", "*profile.ledgers", "*profile.sampler"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("the books in the program: the %s hooks are %v, want %v", c.hook, c.got, c.want)
+		}
+	}
+	if p.entries.env.timer != timer(p.ledgers) || p.bp.env.timer != timer(p.ledgers) || p.exits.timer != timer(p.ledgers) {
+		t.Error("the trampolines and the breakpoints do not time with the books in the program")
+	}
+	tr.parts.rings, tr.parts.ledgers = rings, nil
+	tr.parts.exits = newExitPatches(tr, rings)
+	tr.choose()
 	gone := tr.parts.rings
 	tr.noRings()
 	if ms := tr.parts.mechs; !slices.Equal(ms, []mechanism{tr.parts.entries, tr.parts.bp}) {

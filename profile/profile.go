@@ -120,12 +120,13 @@ type Result struct {
 	// FullRings the stops of threads whose ring of records was full, and
 	// ReturnSites the places where calls return patched to record the
 	// exits of functions whose own exits could not all be (timing
-	// in-process); BookStops the events the book code kept in the
-	// program left to PROFILE (a frame left by longjmp, a shadow stack
-	// full, another stack: ledger.go).
+	// in-process); Books is set where the run kept its books in the
+	// program (ledger.go), and BookStops counts the events their code
+	// left to PROFILE (another stack, a shadow stack full).
 	Hits        uint64
 	FullRings   uint64
 	ReturnSites int
+	Books       bool
 	BookStops   uint64
 	// RolledBack counts the threads a signal stopped inside
 	// instrumentation code that saves registers in the thread's block,

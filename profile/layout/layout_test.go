@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -138,5 +139,41 @@ func TestCounterLayout(t *testing.T) {
 				t.Error("area 3's shadow stack or ring is not at its place")
 			}
 		})
+	}
+}
+
+// TestBookLayout: where the run keeps its books in the program, each
+// per-thread block has its counters, then its book (instr.Book): its
+// header, a frame for each of DepthSlots, and a figure for each of
+// BookFuncs functions; no shadow stack of the call depth, no ring. A
+// function's figures and the first frame are where the book code finds
+// them from the thread base, and Entered reads a function's calls from
+// them; a table form has no book.
+func TestBookLayout(t *testing.T) {
+	l, size := New(Spec{Kind: instr.CountPerThread, Items: 3, InBlock: true, Books: true, BookFuncs: 5,
+		MaxBlocks: 16, DepthSlots: depthSlots})
+	book := instr.BookSize(depthSlots, 5)
+	if l.BookAt != 64 || l.BlockSize != 64+(book+63)&^63 || l.DepthAt != 0 || l.RingAt != 0 || l.KeepsDepth() {
+		t.Errorf("layout %+v: want the book at 64, after the counters, in place of the shadow stack", l)
+	}
+	if size != uint64(l.NBlocks)*l.BlockSize {
+		t.Errorf("size %d, want %d blocks of %d", size, l.NBlocks, l.BlockSize)
+	}
+	b := l.Book()
+	if b.Offset != 64 || b.Frames != depthSlots || b.Funcs != 5 || b.FigureAt(4)+instr.BookFigureSize > l.BlockSize {
+		t.Errorf("book %+v in a block of %d", b, l.BlockSize)
+	}
+	mem := make([]byte, size)
+	fig := uint64(2)*l.BlockSize + b.FigureAt(3)
+	binary.LittleEndian.PutUint64(mem[fig+instr.FigureCalls:], 7)
+	binary.LittleEndian.PutUint64(mem[fig+instr.FigureOpen:], 2)
+	if n := l.Entered(mem, 2, 3); n != 9 {
+		t.Errorf("block 2's function 3 entered %d times, want 9: 7 calls ended, 2 open", n)
+	}
+	if len(l.Block(mem, 2)) != int(l.BlockSize) || &l.Block(mem, 2)[0] != &mem[2*l.BlockSize] {
+		t.Error("block 2 is not where it is")
+	}
+	if tl, _ := New(Spec{Kind: instr.CountShared, Items: 3, ByTable: true, Books: true, BookFuncs: 5, MaxBlocks: 16, DepthSlots: depthSlots}); tl.BookAt != 0 {
+		t.Errorf("the table form has a book at %d", tl.BookAt)
 	}
 }

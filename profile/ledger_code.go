@@ -1,0 +1,217 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"syscall"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// The books kept in the program, their code (ledger.go): what the
+// trampolines of a timed function run (eventCode), the closer they call
+// (mapCloser), how a thread is moved out of the code PROFILE lets go
+// (restart), and what the code costs (calibrate).
+
+// timed times every function keyed by the stack pointer (timer).
+func (l *ledgers) timed(f *datafile.Func) error {
+	if f.Frame != datafile.FrameSP {
+		return errGoFrames
+	}
+	return nil
+}
+
+// bookSite is what a region of book code tells PROFILE: the function,
+// the event, the stack pointer's distance above its entry's, and the
+// registers the code saved, which go back as the thread goes on at the
+// code's end.
+type bookSite struct {
+	item  int
+	exit  bool
+	sp    uint64
+	end   int
+	saved []instr.SavedReg
+}
+
+// eventCode returns the book code of event ev of item (timer).
+func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
+	b := l.layout()
+	var bc instr.BookCode
+	site := &bookSite{item: item, exit: ev != entryEvent}
+	switch ev {
+	case entryEvent:
+		bc, _ = l.arch.BookEntryCode(b, item)
+	case exitEvent:
+		bc, _ = l.arch.BookExitCode(b, item, 0)
+	case returnEvent:
+		site.sp = 8
+		bc, _ = l.arch.BookExitCode(b, item, 8)
+	}
+	site.end, site.saved = len(bc.Code), bc.Saved
+	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site, unchecked: bc.Unchecked}}
+}
+
+// region returns the region of book code whose breakpoint ends at
+// after, and where the code starts.
+func (l *ledgers) region(after uint64) (region, uint64, bool) {
+	c := l.counters
+	if c == nil {
+		return region{}, 0, false
+	}
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
+	if i < 0 {
+		return region{}, 0, false
+	}
+	tr := c.tramps[i]
+	for _, r := range tr.regions {
+		if r.book != nil && tr.addr+uint64(r.at+r.bookStop) == after {
+			return r, tr.addr + uint64(r.at), true
+		}
+	}
+	return region{}, 0, false
+}
+
+// restart moves thread tid, stopped inside book code before the code
+// commits, back to the code's start, its registers as they were there
+// (detach.go: the start then jumps over the code).
+func (l *ledgers) restart(tid int) {
+	c, proc := l.counters, l.proc
+	if c == nil {
+		return
+	}
+	var regs ptrace.Regs
+	if proc.getRegs(tid, &regs) != nil {
+		return
+	}
+	pc := regs.PC()
+	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return
+	}
+	tr := c.tramps[i]
+	for _, rg := range tr.regions {
+		start := tr.addr + uint64(rg.at)
+		if rg.book != nil && pc >= start && c.rollOut(&regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+			proc.setRegs(tid, &regs)
+			return
+		}
+	}
+}
+
+// errCalibration is why the calibration of the book code failed.
+var errCalibration = errors.New("the calibration code did not end at its breakpoint")
+
+// calibrate measures what the book code costs the program, in ticks
+// (instr.BookCalibration): the main thread, at the exec stop, runs the
+// two calibration blocks at code (with, without) a few times over; the
+// least time of each block over the rounds is taken (what the machine
+// adds, an interrupt, a migration, only adds). Its registers come back,
+// its book is emptied, and every book gets the costs.
+func (l *ledgers) calibrate(cal *calibration) error {
+	proc, pid := cal.proc, cal.pid
+	var saved ptrace.Regs
+	if err := proc.getRegs(pid, &saved); err != nil {
+		return err
+	}
+	defer proc.setRegs(pid, &saved)
+	b := l.blockOf[pid]
+	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
+	run := func(addr uint64) (books.Figure, books.Figure, error) {
+		p := l.openBook(b)
+		p.SetCosts(0, 0)
+		regs := cal.borrowed(saved)
+		regs.SetPC(addr)
+		if err := proc.setRegs(pid, &regs); err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		if err := proc.cont(pid, 0); err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		ws, err := proc.waitFor(pid, 0)
+		if err != nil {
+			return books.Figure{}, books.Figure{}, err
+		}
+		if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || p.Open() != 0 {
+			return books.Figure{}, books.Figure{}, fmt.Errorf("%w (%v)", errCalibration, ws.StopSignal())
+		}
+		return p.Figure(outer), p.Figure(inner), nil
+	}
+	var in, with, without []int64
+	const rounds = 31
+	for round := range rounds {
+		o, i, err := run(l.counters.calibration[0])
+		if err != nil {
+			return err
+		}
+		o2, _, err := run(l.counters.calibration[1])
+		if err != nil {
+			return err
+		}
+		if round > 0 && i.Calls == calibrationRecords && o.Calls == 1 && o2.Calls == 1 {
+			in, with, without = append(in, i.Self), append(with, o.All), append(without, o2.All)
+		}
+	}
+	if len(in) == 0 {
+		return errCalibration
+	}
+	l.costIn = uint64(max(slices.Min(in), 0)) / calibrationRecords
+	l.costAll = uint64(max(slices.Min(with)-slices.Min(without), 0)) / calibrationRecords
+	for _, p := range l.open {
+		p.SetCosts(l.costIn, l.costAll)
+	}
+	l.openBook(b)
+	return nil
+}
+
+// layout is the book of every block, its closer's word included.
+func (l *ledgers) layout() instr.Book {
+	b := l.counters.layout.Book()
+	b.Closer = l.closer
+	return b
+}
+
+// closerHints are where the books' closer may go, from the top of the
+// lowest 2 GiB down: where a program's own mappings seldom are.
+
+var closerHints = []uint64{0x7ff00000, 0x6ff00000, 0x5ff00000, 0x4ff00000, 0x3ff00000, 0x2ff00000, 0x1ff00000}
+
+// mapCloser maps a page for the books' closer in the lowest 2 GiB
+// (instr.Book.Closer), read-only to the program, through mmap, and
+// writes its address and code there with write. Where no page is found
+// there, the book code has no closer: it leaves what it does not close
+// itself to PROFILE, a stop each.
+func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSize uint64, write func(uint64, []byte) error) error {
+	for _, hint := range closerHints {
+		at, err := mmap(hint, pageSize)
+		if err != nil || at != hint {
+			continue
+		}
+		b := l.counters.layout.Book()
+		b.Closer = at
+		code, ok := l.arch.BookCloserCode(b)
+		if !ok || uint64(len(code))+16 > pageSize {
+			return nil
+		}
+		page := binary.LittleEndian.AppendUint64(make([]byte, 0, 16+len(code)), at+16)
+		page = append(append(page, make([]byte, 8)...), code...)
+		if err := write(at, page); err != nil {
+			return fmt.Errorf("write the books' closer: %w", err)
+		}
+		l.closer = at
+		return nil
+	}
+	return nil
+}
+
+// calibrationBlocks returns the code of the calibration (calibrate).
+func (l *ledgers) calibrationBlocks() (with, without []byte) {
+	n := len(l.plan.Funcs)
+	with, without, _ = instr.BookCalibration(l.arch, l.layout(), n+calOuter, n+calInner, calibrationRecords)
+	return with, without
+}
