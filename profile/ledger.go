@@ -434,6 +434,11 @@ func (l *ledgers) ended() {
 	l.inside = 0
 }
 
+// execed reads the books a last time as the program's image is
+// replaced: its calls open end there, and profiling with them
+// (execHook).
+func (l *ledgers) execed() { l.ended() }
+
 // collect gives the run's result the events the code left to PROFILE.
 func (l *ledgers) collect(res *Result) { res.Books, res.BookStops = true, l.stops }
 
