@@ -298,10 +298,6 @@ func (amd64) nest(down bool) []byte {
 	return []byte{0x48, 0x8d, 0x64, 0x24, 0x10} // lea 0x10(%rsp),%rsp
 }
 
-// r8 and r9, and the closer's operands at an offset from r8 (a
-// function's figures).
-const x86R8, x86R9 = 8, 9
-
 // fig appends op with register reg and the operand %gs:disp(%r8).
 func (a *bookAsm) fig(op, reg byte, disp uint64) {
 	a.c = append(a.c, 0x65, 0x49, op, 0x80|reg<<3)
