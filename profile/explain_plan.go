@@ -123,7 +123,7 @@ func (x *planNarrator) mechanism() {
 	}
 	switch {
 	case t.parts.ledgers != nil:
-		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in the thread's block of the memory it shares with the program, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end; what the code leaves to it (a call left by longjmp, another stack, a stack full), it books at a stop.", depthSlots)
+		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in the thread's block of the memory it shares with the program, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end. A call a longjmp left open the code closes at the thread's next event; what it leaves to PROFILE (a call on another stack, a stack full), PROFILE books at a stop.", depthSlots)
 	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
 	case t.parts.rings != nil:

@@ -248,7 +248,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 		if first && item >= 0 {
 			notes[tr.addr] = "the entry's book code: the time, and the call's frame pushed on the thread's stack of open calls"
 		} else if first {
-			notes[tr.addr] = "the book code of the return: the call's time, less PROFILE's holds and the code's cost, added to its function's and its caller's"
+			notes[tr.addr] = "the exit's book code: the call's time, less PROFILE's holds and the code's cost, added to its function's figures and to its caller's"
 		}
 		if tr.code.Exit {
 			notes[tr.addr+uint64(tr.code.At)] = "the exit's book code, before the exit"
