@@ -128,3 +128,52 @@ func TestProgramBookOtherStack(t *testing.T) {
 		t.Errorf("f %+v, g %+v, depth %d: want g nested in f", f, g, p.Depth())
 	}
 }
+
+// FuzzProgramBook: a book is the program's memory, which it may have
+// written over with anything. Whatever it holds, Damaged says so before
+// anything else is read; taken back (Restore) or found sound, the book's
+// rules read and write only inside it, and never panic.
+func FuzzProgramBook(f *testing.F) {
+	b := instr.Book{Offset: 64, Frames: 6, Funcs: 3}
+	size := b.Offset + instr.BookSize(b.Frames, b.Funcs)
+	sound := make([]byte, size)
+	p := NewProgramBook(sound, b)
+	p.Enter(1, 0x1000, 10)
+	p.Enter(2, 0x0f00, 20)
+	f.Add(sound, []byte{0, 1, 2, 3})
+	f.Add(make([]byte, size), []byte{9, 9})
+	f.Fuzz(func(t *testing.T, mem, ops []byte) {
+		if len(mem) < int(size) {
+			mem = append(mem, make([]byte, int(size)-len(mem))...)
+		}
+		mem = mem[:size]
+		p := OpenProgramBook(mem, b)
+		if p.Damaged() {
+			p.Restore()
+			if p.Damaged() {
+				t.Fatal("a book taken back is still damaged")
+			}
+		}
+		now := p.LastTime()
+		for i, op := range ops {
+			now += uint64(op)
+			fn, sp := int(op)%b.Funcs, 0x2000-uint64(op)*8
+			switch i % 3 {
+			case 0:
+				p.Enter(fn, sp, now)
+			case 1:
+				p.Exit(fn, sp, now)
+			default:
+				p.Snapshot()
+			}
+			if p.Damaged() {
+				t.Fatalf("op %d made the book damaged", i)
+			}
+		}
+		p.CloseAll(now + 1)
+		if p.Open() != 0 {
+			t.Errorf("%d calls open after all closed", p.Open())
+		}
+		p.Take(func(int, Figure) {})
+	})
+}

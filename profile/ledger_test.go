@@ -1,0 +1,119 @@
+package profile
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/layout"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+)
+
+// ledgerRig is a run's books in the program without a program: thread
+// 100 with block 1, and the book code of f's entry (function 1) as a
+// trampoline at tramAt.
+type ledgerRig struct {
+	l     *ledgers
+	th    *thread
+	code  instr.BookCode
+	regs  ptrace.Regs
+	block []byte
+}
+
+const tramAt = 0x7e0000
+
+func newLedgerRig(t *testing.T) *ledgerRig {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86-64's book code, on the host's registers")
+	}
+	plan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}}}
+	lay, size := layout.New(layout.Spec{Kind: instr.CountPerThread, Items: 2, Books: true, BookFuncs: 2 + calFuncs,
+		MaxBlocks: 4, DepthSlots: 8})
+	shared, err := ptrace.NewShared(int(size))
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	lay.Place(0x7f0000000000)
+	r := &ledgerRig{th: &thread{tid: 100, tgid: 100}}
+	tr := &tracer{plan: plan, arch: instr.AMD64, threads: map[int]*thread{100: r.th}}
+	tr.clocks.epoch = time.Now()
+	c := &counters{shared: shared, layout: lay, next: 2, blockOf: map[int]int{100: 1}}
+	r.l = newLedgers(tr)
+	r.l.regs = &r.regs
+	r.l.counters, r.l.scale = c, 1<<instr.BookScaleShift
+	r.l.given(100, 1, true)
+	tc := r.l.eventCode(1, entryEvent)
+	r.code, _ = instr.AMD64.BookEntryCode(r.l.layout(), 1)
+	c.tramps = []*tramp{{addr: tramAt, code: instr.Trampoline{Code: tc.code}, regions: []region{tc.at(0)}}}
+	r.block = lay.Block(shared.Bytes(), 1)
+	return r
+}
+
+// TestLedgerBooksAStop: a thread stops at the breakpoint of f's entry
+// code, its entry above main's open call (main's exit was not seen): the
+// stop is the ledgers', main's call closes at the time the code read, f's
+// opens, and the thread goes on at the code's end with the registers the
+// code saved. A breakpoint elsewhere is not theirs.
+func TestLedgerBooksAStop(t *testing.T) {
+	r := newLedgerRig(t)
+	p := r.l.open[1]
+	p.Enter(0, 0x1000, 1000) // main, open
+	at := r.l.counters.layout.BookAt
+	binary.LittleEndian.PutUint64(r.block[at+instr.BookSave:], 111)
+	binary.LittleEndian.PutUint64(r.block[at+instr.BookSave+8:], 222)
+	r.regs.SetPC(tramAt + uint64(r.code.Stop))
+	r.regs.SetReg(r.code.Saved[0].Reg, 1500) // the time the code read
+	r.l.arch.SetSP(&r.regs, 0x1000)
+	if r.l.pass(r.th, tramAt+uint64(r.code.Stop)+8) {
+		t.Fatal("a breakpoint past the code's taken for its own")
+	}
+	if !r.l.pass(r.th, tramAt+uint64(r.code.Stop-1)) {
+		t.Fatal("the book code's breakpoint not taken")
+	}
+	if pc := r.regs.PC(); pc != tramAt+uint64(len(r.code.Code)) {
+		t.Errorf("the thread goes on at %#x, want the code's end %#x", pc, tramAt+uint64(len(r.code.Code)))
+	}
+	for _, s := range r.code.Saved {
+		if got, want := r.regs.Reg(s.Reg), binary.LittleEndian.Uint64(r.block[s.Offset:]); got != want || want < 111 {
+			t.Errorf("register %d is %d, want %d as the code saved it", s.Reg, got, want)
+		}
+	}
+	if m := p.Figure(0); m != (books.Figure{Calls: 1, Self: 500, All: 500}) {
+		t.Errorf("main %+v: want its call closed at 1500, 500 ns", m)
+	}
+	if p.Open() != 1 || p.LastTime() != 1500 || r.l.stops != 1 {
+		t.Errorf("%d calls open, last event at %d, %d stops: want f's open at 1500, one stop", p.Open(), p.LastTime(), r.l.stops)
+	}
+}
+
+// TestLedgerTakesBackAWrittenBook: a book the program wrote over is taken
+// back at the next look, as it was at the thread's last signal, and
+// counted for the warning; the figures taken at the signal stay the
+// run's.
+func TestLedgerTakesBackAWrittenBook(t *testing.T) {
+	r := newLedgerRig(t)
+	p := r.l.open[1]
+	p.Enter(0, 0x1000, 1000)
+	p.Enter(1, 0x0f00, 1100)
+	p.Exit(1, 0x0f00, 1300)
+	r.l.signalled(r.th) // f's call taken, main's frame kept
+	top := r.l.counters.layout.BookAt + instr.BookTop
+	for i := range uint64(64) {
+		r.block[top+i] = byte(i) // a wild write
+	}
+	_, q := r.l.bookOf(100)
+	if q != p || r.l.damaged != 1 || p.Damaged() || p.Open() != 1 {
+		t.Fatalf("damaged %d, still damaged %v, %d open: want it taken back, main's call open", r.l.damaged, p.Damaged(), p.Open())
+	}
+	p.Exit(0, 0x1000, 2000)
+	r.l.keep(1, p)
+	if r.l.calls[1] != 1 || r.l.self[1] != 200 || r.l.calls[0] != 1 {
+		t.Errorf("f %d calls, %d ns; main %d calls: want f's call kept from the signal, main's closed", r.l.calls[1], r.l.self[1], r.l.calls[0])
+	}
+}
