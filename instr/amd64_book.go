@@ -249,27 +249,8 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	stop := a.stop(0x74) // je ok
 	a.land([]int{fast}, stop)
 	a.land(jumps, stop-1)
-	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
-	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
-	committed := len(a.c)
-	a.frame(x86SubLoad, x86RAX, FrameTime)
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
-	a.frame(x86SubLoad, x86RCX, FrameHeld)
-	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
-	a.frame(x86SubLoad, x86RAX, FrameCost)
-	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
-	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
-	a.frame(x86MovLoad, x86RCX, FrameCost)
-	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
-	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
-	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
-	a.frame(x86SubLoad, x86RCX, FrameChildren)
-	fig := b.FigureAt(f)
-	a.abs(x86IncDec, 0, fig+FigureCalls)
-	a.abs(x86AddStore, x86RCX, fig+FigureSelf)
-	a.abs(x86IncDec, 1, fig+FigureOpen)
-	a.c = append(a.c, 0x75, 9) // jnz over the add
-	a.abs(x86AddStore, x86RAX, fig+FigureInclusive)
+	committed := a.closeTop(b)
+	a.figures(a.abs, b.FigureAt(f))
 	binary.LittleEndian.PutUint32(a.c[deeper-4:], uint32(len(a.c)-deeper)) // done:
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
@@ -296,6 +277,46 @@ func (amd64) nest(down bool) []byte {
 		return []byte{0x48, 0x8d, 0x64, 0x24, 0xf0} // lea -0x10(%rsp),%rsp
 	}
 	return []byte{0x48, 0x8d, 0x64, 0x24, 0x10} // lea 0x10(%rsp),%rsp
+}
+
+// closeTop appends the closing of the top frame at the time in rax, as
+// an exit makes it: the top moved down (the commit, whose end it
+// returns), then the call's time in rax, less what PROFILE held the
+// thread since its entry and the code's cost within it, added to its
+// caller's children, the cost of the code run beneath it to its
+// caller's, and its own time in rcx.
+func (a *bookAsm) closeTop(b Book) int {
+	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
+	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	committed := len(a.c)
+	a.frame(x86SubLoad, x86RAX, FrameTime)
+	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
+	a.frame(x86SubLoad, x86RCX, FrameHeld)
+	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
+	a.frame(x86SubLoad, x86RAX, FrameCost)
+	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
+	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
+	a.frame(x86MovLoad, x86RCX, FrameCost)
+	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
+	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
+	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
+	a.frame(x86SubLoad, x86RCX, FrameChildren)
+	return committed
+}
+
+// figures appends the figures' part of closing a call, its time in rax
+// and its own in rcx, to the function's figures at fig, each operand
+// made by operand (abs: a function the code knows; fig: the closer's, at
+// r8): one more call, its own time added, one call open less, and, where
+// that was its last open call, its time with children added.
+func (a *bookAsm) figures(operand func(op, reg byte, disp uint64), fig uint64) {
+	operand(x86IncDec, 0, fig+FigureCalls)
+	operand(x86AddStore, x86RCX, fig+FigureSelf)
+	operand(x86IncDec, 1, fig+FigureOpen)
+	a.c = append(a.c, 0x75, 0) // jnz over the add
+	jnz := len(a.c)
+	operand(x86AddStore, x86RAX, fig+FigureInclusive)
+	a.c[jnz-1] = byte(len(a.c) - jnz)
 }
 
 // fig appends op with register reg and the operand %gs:disp(%r8).
@@ -367,29 +388,11 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameFunc-BookFrameSize))
 	a.c = append(a.c, 0x49, 0x81, 0xf8) // cmp $FUNCS,%r8
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Funcs))
-	out(0x73)                                          // jae out
-	a.c = append(a.c, 0x49, 0xc1, 0xe0, 5)             // shl $5,%r8: the figures' offset
-	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
-	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
-	a.c = append(a.c, 0x50) // push %rax
-	a.frame(x86SubLoad, x86RAX, FrameTime)
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
-	a.frame(x86SubLoad, x86RCX, FrameHeld)
-	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
-	a.frame(x86SubLoad, x86RAX, FrameCost)
-	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
-	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
-	a.frame(x86MovLoad, x86RCX, FrameCost)
-	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
-	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
-	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
-	a.frame(x86SubLoad, x86RCX, FrameChildren)
-	fig := b.FigureAt(0)
-	a.fig(x86IncDec, 0, fig+FigureCalls)
-	a.fig(x86AddStore, x86RCX, fig+FigureSelf)
-	a.fig(x86IncDec, 1, fig+FigureOpen)
-	a.c = append(a.c, 0x75, 8) // jnz over the add
-	a.fig(x86AddStore, x86RAX, fig+FigureInclusive)
+	out(0x73)                              // jae out
+	a.c = append(a.c, 0x49, 0xc1, 0xe0, 5) // shl $5,%r8: the figures' offset
+	a.c = append(a.c, 0x50)                // push %rax
+	a.closeTop(b)
+	a.figures(a.fig, b.FigureAt(0))
 	a.c = append(a.c, 0x58) // pop %rax
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
 	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(loop-(len(a.c)+5)))) // jmp loop
