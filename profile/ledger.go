@@ -64,7 +64,7 @@ type ledgers struct {
 	costIn, costAll uint64
 	// closer is the address of the word that holds the closer's in the
 	// program (instr.Book.Closer), 0 where there is none.
-	closer uint64
+	closer, closerSize uint64
 	// stops counts the events the code left to PROFILE; damaged the
 	// books found written over by the program (damage.go).
 	stops   uint64

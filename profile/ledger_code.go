@@ -89,6 +89,14 @@ func (l *ledgers) restart(tid int) {
 	if proc.getRegs(tid, &regs) != nil {
 		return
 	}
+	// (A thread inside the closer is stepped out of it first: it
+	// returns into the book code, before its commit.)
+	for steps := 0; l.inCloser(regs.PC()) && steps < stepOutLimit; steps++ {
+		ws, gone, err := stepThrough(proc, tid)
+		if gone || err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP || proc.getRegs(tid, &regs) != nil {
+			return
+		}
+	}
 	pc := regs.PC()
 	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
 	if i < 0 {
@@ -102,6 +110,11 @@ func (l *ledgers) restart(tid int) {
 			return
 		}
 	}
+}
+
+// inCloser reports whether pc is in the closer's page.
+func (l *ledgers) inCloser(pc uint64) bool {
+	return l.closer != 0 && pc >= l.closer && pc < l.closer+l.closerSize
 }
 
 // errCalibration is why the calibration of the book code failed.
@@ -203,7 +216,7 @@ func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSi
 		if err := write(at, page); err != nil {
 			return fmt.Errorf("write the books' closer: %w", err)
 		}
-		l.closer = at
+		l.closer, l.closerSize = at, pageSize
 		return nil
 	}
 	return nil
