@@ -60,7 +60,7 @@ func TestBookCloserRunsAMD64(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	src := fmt.Sprintf(closerDriver, list(code), list(closer), b.Offset+BookSize(b.Frames, b.Funcs), uint64(closerAt),
+	src := fmt.Sprintf(closerDriver, list(code), list(closer), b.Offset+BookSize(b.Frames, b.Funcs), uint64(closerAt), uint64(closerAt),
 		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale, b.Offset+BookStackLo, b.Offset+BookStackHi,
 		offE, offG, b.FigureAt(0), b.Offset+BookTop, b.FrameAt(1))
 	dir := t.TempDir()
@@ -84,7 +84,7 @@ func TestBookCloserRunsAMD64(t *testing.T) {
 
 // closerDriver is the C driver of TestBookCloserRunsAMD64. Its
 // arguments: the code, the closer's, the block's size, the closer's
-// page, the top's offset and first value, the root's stack pointer's
+// page (twice), the top's offset and first value, the root's stack pointer's
 // offset, the scale's, the stack bounds', e's and g's offsets, the
 // figures' offset and the top's again.
 const closerDriver = `#define _GNU_SOURCE
@@ -107,7 +107,7 @@ static void trapped(int sig) { (void)sig; printf("stopped\n"); exit(0); }
 int main(int argc, char **argv) {
 	unsigned char *page = mmap((void *)%dul, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
 		MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (page == MAP_FAILED) return 77;
+	if (page == MAP_FAILED || page != (void *)%dul) return 77;
 	*(uint64_t *)page = (uint64_t)(page + 16);
 	memcpy(page + 16, closer, sizeof closer);
 	unsigned char *x = mmap(0, sizeof code, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
