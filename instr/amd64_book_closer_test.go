@@ -1,11 +1,8 @@
 package instr
 
 import (
-	"encoding/binary"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -36,15 +33,12 @@ func TestBookCloserRunsAMD64(t *testing.T) {
 	var code []byte
 	entry := func(f int) []byte { c, _ := amd64{}.BookEntryCode(b, f); return c.Code }
 	exit := func(f int) []byte { c, _ := amd64{}.BookExitCode(b, f, 0); return c.Code }
-	call := func(from, to int) []byte { // call rel32, at from
-		return binary.LittleEndian.AppendUint32([]byte{0xe8}, uint32(int32(to-(from+5))))
-	}
 	offD := len(code)
 	code = append(append(code, entry(fd)...), 0x90, 0xc3) // d: nop; ret, no exit code
 	offE := len(code)
 	code = append(code, entry(fe)...)
 	for range 3 {
-		code = append(code, call(len(code), offD)...)
+		code = append(code, callAt(len(code), offD)...)
 	}
 	code = append(append(code, exit(fe)...), 0xc3)
 	offG := len(code)
@@ -53,26 +47,15 @@ func TestBookCloserRunsAMD64(t *testing.T) {
 	code = append(code, exit(fg)...)            // deeper: closes nothing
 	code = append(code, 0x48, 0x83, 0xc4, 0x10) // add $16,%rsp
 	code = append(append(code, exit(fg)...), 0xc3)
-	list := func(bs []byte) string {
-		var s []string
-		for _, c := range bs {
-			s = append(s, fmt.Sprint(c))
-		}
-		return strings.Join(s, ",")
-	}
-	src := fmt.Sprintf(closerDriver, list(code), list(closer), b.Offset+BookSize(b.Frames, b.Funcs), uint64(closerAt), uint64(closerAt),
+	src := fmt.Sprintf(closerDriver, cArray(code), cArray(closer), b.Offset+BookSize(b.Frames, b.Funcs), uint64(closerAt), uint64(closerAt),
 		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale, b.Offset+BookStackLo, b.Offset+BookStackHi,
 		offE, offG, b.FigureAt(0), b.Offset+BookTop, b.FrameAt(1))
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(t, "gcc", "-O1", "-o", filepath.Join(dir, "driver"), filepath.Join(dir, "driver.c"))
+	driver := buildDriver(t, src)
 	for _, c := range []struct{ bounds, want string }{
 		{"known", "calls 3 1 1, open 0 0 0, top at the root 1"},
 		{"unknown", "stopped"},
 	} {
-		out, err := exec.Command(filepath.Join(dir, "driver"), c.bounds).CombinedOutput()
+		out, err := exec.Command(driver, c.bounds).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 77 {
 			t.Skipf("no page at %#x for the closer's word", closerAt)
 		}

@@ -39,29 +39,17 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 		code = append(code, 0xc3)
 		return at
 	}
-	call := func(from, to int) []byte { // call rel32, at from
-		return binary.LittleEndian.AppendUint32([]byte{0xe8}, uint32(int32(to-(from+5))))
-	}
 	offB := fn(fb, func(int) []byte { return []byte{0x90, 0x90} })
-	offA := fn(fa, func(at int) []byte { return append(call(at, offB), call(at+5, offB)...) })
+	offA := fn(fa, func(at int) []byte { return append(callAt(at, offB), callAt(at+5, offB)...) })
 	offC := len(code)
 	fn(fc, func(at int) []byte {
 		// dec %rdi; jz over the call; call c
-		return append([]byte{0x48, 0xff, 0xcf, 0x74, 0x05}, call(at+5, offC)...)
+		return append([]byte{0x48, 0xff, 0xcf, 0x74, 0x05}, callAt(at+5, offC)...)
 	})
 
-	var bytes []string
-	for _, c := range code {
-		bytes = append(bytes, fmt.Sprint(c))
-	}
-	src := fmt.Sprintf(bookDriver, strings.Join(bytes, ","), b.Offset+BookSize(b.Frames, b.Funcs),
+	src := fmt.Sprintf(bookDriver, cArray(code), b.Offset+BookSize(b.Frames, b.Funcs),
 		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs, b.Offset+BookDeepest)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(t, "gcc", "-O1", "-o", filepath.Join(dir, "driver"), filepath.Join(dir, "driver.c"))
-	out, err := exec.Command(filepath.Join(dir, "driver")).CombinedOutput()
+	out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("driver: %v\n%s", err, out)
 	}
@@ -131,3 +119,28 @@ int main(void) {
 	return 0;
 }
 `
+
+// The C drivers of the book code's tests: callAt is a call rel32 at
+// from, to to; cArray is code as the elements of a C array; buildDriver
+// compiles a driver's source and returns its path.
+func callAt(from, to int) []byte {
+	return binary.LittleEndian.AppendUint32([]byte{0xe8}, uint32(int32(to-(from+5))))
+}
+
+func cArray(code []byte) string {
+	s := make([]string, len(code))
+	for i, c := range code {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ",")
+}
+
+func buildDriver(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "gcc", "-O1", "-o", filepath.Join(dir, "driver"), filepath.Join(dir, "driver.c"))
+	return filepath.Join(dir, "driver")
+}

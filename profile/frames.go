@@ -117,11 +117,10 @@ func (c *counters) exactPC(r instr.Regs, base uint64) (uint64, bool) {
 		return 0, false
 	}
 	pc := r.PC()
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, pc)
+	if tr == nil {
 		return 0, false
 	}
-	tr := c.tramps[i]
 	for _, rg := range tr.regions {
 		start := tr.addr + uint64(rg.at)
 		if pc >= start && c.rollOut(r, base, start, int(pc-start), rg.rollback) {

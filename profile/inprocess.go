@@ -39,10 +39,11 @@ import (
 // call depth's code in its Go form, the relocated instructions and the
 // jump back; about 120 for C; some 280 for the entry of a timed function
 // of a few bytes, with the records of its entry and its exit, 350 for
-// Go's, whose records name the goroutine), or a
+// Go's, whose records name the goroutine; some 560 with the book code of
+// its entry and its exit, 234 and 304 bytes: ledger.go), or a
 // breakpoint's out-of-line slot. The area is mapped for that much; what
 // is written is packed.
-const trampCell = 384
+const trampCell = 640
 
 // maxBlocks bounds the counter blocks, one per live thread; a thread
 // beyond them shares the main thread's block, with a warning.
@@ -426,11 +427,10 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 		return false
 	}
 	pc := regs.PC()
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, pc)
+	if tr == nil {
 		return false
 	}
-	tr := c.tramps[i]
 	for _, rg := range tr.regions {
 		start := tr.addr + uint64(rg.at)
 		if pc < start {
@@ -478,15 +478,25 @@ func (c *counters) origPC(pc uint64) (uint64, bool) {
 	if c == nil {
 		return 0, false
 	}
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, pc)
+	if tr == nil {
 		return 0, false
 	}
-	tr := c.tramps[i]
 	if pc >= tr.addr+uint64(len(tr.code.Code)) {
 		return 0, false
 	}
 	return tr.code.OrigPC(tr.addr, tr.patch.End(), pc), true
+}
+
+// trampAt returns the trampoline of tramps (sorted by address) that
+// starts last at or before pc, the one that holds pc if any does; nil
+// for none.
+func trampAt(tramps []*tramp, pc uint64) *tramp {
+	i := sort.Search(len(tramps), func(i int) bool { return tramps[i].addr > pc }) - 1
+	if i < 0 {
+		return nil
+	}
+	return tramps[i]
 }
 
 // restorePatches writes the original bytes of every patch into mem (a

@@ -17,14 +17,17 @@ import (
 // docs/architecture.md, "Timing in-process"). The code of a timed
 // function's entry and exits (instr.BookEntryCode, instr.BookExitCode)
 // keeps, in the thread's block, a shadow stack of its open calls and each
-// function's figures: calls, own time, time with children; nothing crosses
-// to PROFILE per call. PROFILE's part is what the code leaves to it:
+// function's figures: calls, own time, time with children, in
+// nanoseconds; nothing crosses to PROFILE per call, and the calls left
+// open below the stack pointer (a longjmp, an exit not seen) are closed
+// by the code's closer (instr.BookCloserCode). PROFILE's part is what the
+// code leaves to it:
 //
-//   - a thread stopped at the code's breakpoint (an entry not below the
-//     open call, an exit that is not the open call's, a shadow stack
-//     full): the event booked in its book by the books' rules, at the
-//     counter's time the code read (books.ProgramBook), and the thread on
-//     at the code's end;
+//   - a thread stopped at the code's breakpoint (a call on another stack
+//     than the open call's, a shadow stack full, a book the program
+//     wrote over): the event booked in its book by the books' rules, at
+//     the counter's time the code read (books.ProgramBook), and the
+//     thread on at the code's end;
 //   - an event caught by a breakpoint (an entry or exit no jump fits),
 //     booked the same way at the stop's time;
 //   - the time PROFILE holds a thread, written in its book before it
@@ -32,9 +35,9 @@ import (
 //   - the cost of the code, measured at start-up in the program
 //     (calibrate) and written in each book (BookCostIn, BookCostAll): an
 //     exit takes out what lies inside the interval it measures;
-//   - the figures, read when a thread ends (its open calls closed at its
-//     end) and at the end of the run, turned into nanoseconds and given to
-//     the run's books (books.Books.Add).
+//   - the figures, read at a thread's signals, when it ends (its open
+//     calls closed at its end), at an exec and at the end of the run, and
+//     given to the run's books (books.Books.Add).
 //
 // The rings (ring.go) stay for the runs that need every event: a trace,
 // Go's goroutines, a start function, attribution; and for arm64, whose

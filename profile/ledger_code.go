@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"syscall"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -64,11 +63,10 @@ func (l *ledgers) region(after uint64) (region, uint64, bool) {
 	if c == nil {
 		return region{}, 0, false
 	}
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, after-1)
+	if tr == nil {
 		return region{}, 0, false
 	}
-	tr := c.tramps[i]
 	for _, r := range tr.regions {
 		if r.book != nil && tr.addr+uint64(r.at+r.bookStop) == after {
 			return r, tr.addr + uint64(r.at), true
@@ -98,11 +96,10 @@ func (l *ledgers) restart(tid int) {
 		}
 	}
 	pc := regs.PC()
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr > pc }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, pc)
+	if tr == nil {
 		return
 	}
-	tr := c.tramps[i]
 	for _, rg := range tr.regions {
 		start := tr.addr + uint64(rg.at)
 		if rg.book != nil && pc >= start && c.rollOut(&regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
@@ -120,7 +117,7 @@ func (l *ledgers) inCloser(pc uint64) bool {
 // errCalibration is why the calibration of the book code failed.
 var errCalibration = errors.New("the calibration code did not end at its breakpoint")
 
-// calibrate measures what the book code costs the program, in ticks
+// calibrate measures what the book code costs the program, in nanoseconds
 // (instr.BookCalibration): the main thread, at the exec stop, runs the
 // two calibration blocks at code (with, without) a few times over; the
 // least time of each block over the rounds is taken (what the machine

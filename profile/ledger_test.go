@@ -1,8 +1,12 @@
 package profile
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +120,105 @@ func TestLedgerTakesBackAWrittenBook(t *testing.T) {
 	if r.l.calls[1] != 1 || r.l.self[1] != 200 || r.l.calls[0] != 1 {
 		t.Errorf("f %d calls, %d ns; main %d calls: want f's call kept from the signal, main's closed", r.l.calls[1], r.l.self[1], r.l.calls[0])
 	}
+}
+
+// TestLedgerMapsTheCloser: the closer's page goes at the first of the
+// hints the kernel gives exactly; its first word holds the closer's
+// address, 16 bytes in, where its code is. With no hint given, or one
+// given elsewhere, the book code has no closer (it stops instead), and a
+// write that fails is an error.
+func TestLedgerMapsTheCloser(t *testing.T) {
+	r := newLedgerRig(t)
+	const page = 4096
+	var written map[uint64][]byte
+	write := func(at uint64, b []byte) error { written[at] = b; return nil }
+	for _, c := range []struct {
+		name  string
+		given map[uint64]uint64 // hint -> where the kernel maps it
+		want  uint64
+	}{
+		{"the second hint", map[uint64]uint64{closerHints[1]: closerHints[1]}, closerHints[1]},
+		{"none", map[uint64]uint64{}, 0},
+		{"elsewhere", map[uint64]uint64{closerHints[0]: 0x7f0000000000}, 0},
+	} {
+		written, r.l.closer = map[uint64][]byte{}, 0
+		mmap := func(hint, size uint64) (uint64, error) {
+			if at, ok := c.given[hint]; ok && size == page {
+				return at, nil
+			}
+			return 0, syscall.EEXIST
+		}
+		if err := r.l.mapCloser(mmap, page, write); err != nil || r.l.closer != c.want {
+			t.Errorf("%s: closer at %#x (%v), want %#x", c.name, r.l.closer, err, c.want)
+			continue
+		}
+		if c.want == 0 {
+			if len(written) != 0 {
+				t.Errorf("%s: %d writes, want none", c.name, len(written))
+			}
+			continue
+		}
+		code, _ := instr.AMD64.BookCloserCode(r.l.layout())
+		w := written[c.want]
+		if len(w) != 16+len(code) || binary.LittleEndian.Uint64(w) != c.want+16 || !bytes.Equal(w[16:], code) {
+			t.Errorf("%s: the page holds %x, want the closer's address %#x, then its code", c.name, w[:min(len(w), 16)], c.want+16)
+		}
+		if !r.l.inCloser(c.want+20) || r.l.inCloser(c.want+page) {
+			t.Errorf("%s: the closer's page not where it is", c.name)
+		}
+	}
+	failing := func(uint64, []byte) error { return syscall.EIO }
+	mmap := func(hint, size uint64) (uint64, error) { return hint, nil }
+	if err := r.l.mapCloser(mmap, page, failing); err == nil || !strings.Contains(err.Error(), "write the books' closer") {
+		t.Errorf("a failed write: %v, want it said", err)
+	}
+}
+
+// TestLedgerHeldTime: a stop's hold goes into the thread's book as it is
+// let go: from when PROFILE saw it stop to now, and no more than the
+// time since the thread's last event before it; a release with no stop
+// seen adds nothing.
+func TestLedgerHeldTime(t *testing.T) {
+	r := newLedgerRig(t)
+	p := r.l.open[1]
+	r.l.clocks.startCounter()
+	r.l.start(r.l.counters) // (the scale measured, for the time of the thread's last event)
+	r.l.clocks.waited = r.l.clocks.clock()
+	r.l.stopSeen(r.th)
+	before := r.l.clocks.clock()
+	time.Sleep(2 * time.Millisecond)
+	r.l.releasing(r.th)
+	after := r.l.clocks.clock()
+	held := int64(p.Held())
+	if lo, hi := before-r.l.clocks.waited+2e6, after-r.l.clocks.waited; held < lo-1 || held > hi+1 {
+		t.Errorf("held %d ns, want between %d and %d: the stop, seen to let go", held, lo, hi)
+	}
+	r.l.releasing(r.th)
+	if int64(p.Held()) != held {
+		t.Errorf("held %d ns after a release with no stop seen, want %d", p.Held(), held)
+	}
+	// A stop's cost of 1 ms, before PROFILE saw it, but the thread's
+	// last event (an entry) 1 µs before then: 1 µs of it was held. (The
+	// books' time of a moment of PROFILE's clock is read twice, each
+	// time from the counter and the clock one after the other: a thread
+	// of the test preempted between the two misreads it, so the best of
+	// a few tries counts.)
+	r.l.clocks.overhead, r.l.clocks.forced = 1e6, true
+	var tries []string
+	for range 5 {
+		held = int64(p.Held())
+		r.l.clocks.waited = r.l.clocks.clock()
+		p.Enter(0, 0x1000, r.l.now(r.l.clocks.waited)-1000)
+		r.l.stopSeen(r.th)
+		before = r.l.clocks.clock()
+		r.l.releasing(r.th)
+		after = r.l.clocks.clock()
+		added := int64(p.Held()) - held
+		lo, hi := before-r.l.clocks.waited+1000, after-r.l.clocks.waited+1000
+		if added >= lo-50 && added <= hi+50 {
+			return
+		}
+		tries = append(tries, fmt.Sprintf("%d ns (want %d to %d)", added, lo, hi))
+	}
+	t.Errorf("held more by %s: want the stop, and 1 µs before it was seen, not 1 ms", strings.Join(tries, ", "))
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"sort"
 	"syscall"
 	"time"
 
@@ -514,11 +513,10 @@ func (c *counters) fullRegion(after uint64) (region, bool) {
 	if c == nil || !c.layout.Rings {
 		return region{}, false
 	}
-	i := sort.Search(len(c.tramps), func(i int) bool { return c.tramps[i].addr >= after }) - 1
-	if i < 0 {
+	tr := trampAt(c.tramps, after-1)
+	if tr == nil {
 		return region{}, false
 	}
-	tr := c.tramps[i]
 	for _, r := range tr.regions {
 		if r.full != 0 && tr.addr+uint64(r.at+r.full) == after {
 			return r, true

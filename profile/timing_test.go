@@ -137,6 +137,32 @@ func TestReturnSites(t *testing.T) {
 	checkOwn(t, got, o, "work_leaf", "wrap")
 }
 
+// TestTimingThunk: at -O2, wrap() is one jump to work_leaf (a tail call,
+// two bytes): the patch of its entry covers its exit, and one trampoline
+// holds the code of both. It fits, in-process: wrap's three calls and
+// work_leaf's are timed with no breakpoint stop (main's own exit may keep
+// one, as in TestReturnSites), wrap's calls end where it jumps, and
+// work_leaf's calls, of a unit of work each, are within what the program
+// measured around wrap's.
+func TestTimingThunk(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !testutil.TimesInProcess() {
+		t.Skip("x86-64's trampolines of a tail call, timed in-process")
+	}
+	prog, plan := ringFixture(t, "O2-pie", "main", "wrap", "work_leaf")
+	got := runTimed(t, plan, prog, "returns", "2000")
+	checkHits(t, got.hits, map[string]uint64{"main": 1, "wrap": 3, "work_leaf": 3})
+	if got.res.Hits > 1 {
+		t.Errorf("%d breakpoint stops, want at most 1: wrap's entry and exit in one trampoline", got.res.Hits)
+	}
+	o := testutil.ParseOwn(t, got.stdout)
+	if w := o["wrap"]; w["calls"] != 3 || got.all["work_leaf"] > w["out"] || got.all["work_leaf"] < 3*2000e3 {
+		t.Errorf("work_leaf's calls %d ns, the program measured wrap's calls at %d ns: want at least 3 units of 2 ms and at most that", got.all["work_leaf"], w["out"])
+	}
+	if got.all["wrap"] >= got.all["work_leaf"] {
+		t.Errorf("wrap %d ns with children, work_leaf %d: want wrap's calls to end where it jumps", got.all["wrap"], got.all["work_leaf"])
+	}
+}
+
 // TestTimingShortCalls: a million calls of a function of some 50 ns,
 // timed in-process: its time is what as many calls of its unprofiled twin
 // take in the same run, chunk by chunk alternately, under the same load

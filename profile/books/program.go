@@ -10,9 +10,10 @@ import (
 // A thread's book kept in the program (instr.Book, issue 33): the code
 // PROFILE writes at the entries and exits of timed functions keeps a
 // shadow stack of the thread's open calls and each function's figures in
-// the thread's block, in the counter's ticks, for the common case. What
-// the code leaves to PROFILE (an entry not below the open call, an exit
-// that is not the open call's, a shadow stack full, an event caught by a
+// the thread's block, in nanoseconds, for the common case, the calls left
+// open below the stack pointer on the thread's own stack included (its
+// closer). What the code leaves to PROFILE (a call on another stack, a
+// shadow stack full, a book written over, an event caught by a
 // breakpoint) PROFILE books here, on the same memory, by the same rules
 // as the books' own (see the package's comment): a frame at or above a
 // new entry has returned; an exit closes the frames deeper than it, then
@@ -140,11 +141,11 @@ func (p *ProgramBook) LastTime() uint64 {
 	return last
 }
 
-// Held returns the time PROFILE held the thread so far, in ticks.
+// Held returns the time PROFILE held the thread so far, in nanoseconds.
 func (p *ProgramBook) Held() uint64 { return p.get(p.b.Offset + instr.BookHeld) }
 
 // SetHeld sets it; PROFILE writes it while the thread is stopped.
-func (p *ProgramBook) SetHeld(ticks uint64) { p.put(p.b.Offset+instr.BookHeld, ticks) }
+func (p *ProgramBook) SetHeld(ns uint64) { p.put(p.b.Offset+instr.BookHeld, ns) }
 
 // SetScale writes the counter's scale: a time is ticks*scale >> 32
 // nanoseconds (instr.BookScale).
@@ -173,7 +174,7 @@ func (p *ProgramBook) Open() int {
 	return n
 }
 
-// Enter books an entry of fn with stack pointer sp at tick now.
+// Enter books an entry of fn with stack pointer sp at time now.
 func (p *ProgramBook) Enter(fn int, sp, now uint64) {
 	now = p.after(now)
 	for {
@@ -202,7 +203,7 @@ func (p *ProgramBook) Enter(fn int, sp, now uint64) {
 	}
 }
 
-// Exit books an exit of fn with stack pointer sp (its entry's) at tick
+// Exit books an exit of fn with stack pointer sp (its entry's) at time
 // now: the frames deeper than sp close, then fn's at sp, if it is open.
 func (p *ProgramBook) Exit(fn int, sp, now uint64) {
 	now = p.after(now)
@@ -225,7 +226,7 @@ func (p *ProgramBook) Exit(fn int, sp, now uint64) {
 	}
 }
 
-// CloseAll closes every open call at tick now: its thread has ended, or
+// CloseAll closes every open call at time now: its thread has ended, or
 // the run.
 func (p *ProgramBook) CloseAll(now uint64) {
 	now = p.after(now)
@@ -255,7 +256,7 @@ func (p *ProgramBook) sameStack(a, b uint64) bool {
 	return !ok2 || (lo == lo2 && hi == hi2)
 }
 
-// close closes the top frame at tick now, as the exit code does: its
+// close closes the top frame at time now, as the exit code does: its
 // time less PROFILE's holds and the code's cost, given to its caller's
 // children and its function's figures.
 func (p *ProgramBook) close(now uint64) {
@@ -349,7 +350,7 @@ func (p *ProgramBook) Depth() int {
 	return max(p.deepest, p.programDeepest()+p.spilledFrames())
 }
 
-// Inside returns the time, in ticks, within the thread's outermost calls
+// Inside returns the time, in nanoseconds, within the thread's outermost calls
 // closed so far (the root's children), spilled frames' not counted.
 func (p *ProgramBook) Inside() int64 {
 	if len(p.spill) > 0 {
@@ -358,7 +359,7 @@ func (p *ProgramBook) Inside() int64 {
 	return int64(p.get(p.b.FrameAt(0) + instr.FrameChildren))
 }
 
-// Figure is what a book holds of one function, in ticks: its calls, its
+// Figure is what a book holds of one function, in nanoseconds: its calls, its
 // own time, and its time with children (counted once per recursion).
 type Figure struct {
 	Calls     uint64
