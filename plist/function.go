@@ -144,8 +144,9 @@ func (r funcListing) overheadLines(p *printer) {
 
 // modulesTime is the denominator of a module's share of the time: the
 // time inside profiled functions, which the modules' function times add
-// up to, or their sum where threads or goroutines ran side by side (each
-// is charged its own time: together they take more than the run's).
+// up to, or their sum where it is more (a run of threads side by side
+// profiled before the total time added up their lives, when it was the
+// run's elapsed time: docs/linux.md, "Total time").
 func (r funcListing) modulesTime() int64 {
 	var sum int64
 	for _, funcs := range r.funcs {

@@ -164,15 +164,15 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{37}
 		return m
 	},
-	// Timing of threads that ran side by side (docs/linux.md, "What a
-	// function's time means"): the function times add up to more than the
-	// total time, the run's elapsed time; each function's percentage is
-	// of the total, and the modules' percentages of their times together.
+	// Timing of threads that ran side by side (docs/linux.md, "Total
+	// time"): the total time is the three threads' lives added up, 3.6
+	// ms for a run of 1.1 ms, and each function's percentage is of the
+	// time within outermost calls, 3.5 ms of it.
 	"sidebyside": func() *datafile.Merged {
 		p := demoPlan(datafile.FuncTiming)
 		m := &datafile.Merged{Plan: p, Runs: []datafile.Run{at0907(0, "prog -j4")},
 			Stats: datafile.Stats{Hits: demoHits, CallDepth: 4,
-				TotalTime: 1_000_000, OutsideTime: 0,
+				TotalTime: 3_600_000, OutsideTime: 100_000,
 				//        main     twice(i) twice(d) Counter  bump    value   max     helper _start add      mul      helper ver
 				FuncTime:  []int64{10_000, 0, 0, 0, 0, 0, 0, 0, 0, 1_500_000, 1_000_000, 0, 0},
 				ChildTime: []int64{1_000_000, 0, 0, 0, 0, 0, 0, 0, 0, 1_500_000, 1_000_000, 0, 0}}}

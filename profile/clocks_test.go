@@ -93,7 +93,9 @@ func TestClocksBook(t *testing.T) {
 // TestClocksElapsed: the run's time is from its first thread's start to
 // its last thread's end, less the union of its stops, but never less than
 // the longest life of a thread on its own clock. Each thread's books
-// close at its end, on its clock, and its stolen time is forgotten.
+// close at its end, on its clock, and its stolen time is forgotten. The
+// total time, of which the percentages are, is the one thread's elapsed
+// time, or the threads' lives on their own clocks added up.
 func TestClocksElapsed(t *testing.T) {
 	// A thread's life: born and ended, held by PROFILE in stops.
 	type life struct {
@@ -101,18 +103,21 @@ func TestClocksElapsed(t *testing.T) {
 		stops     [][2]int64
 	}
 	for _, c := range []struct {
-		name  string
-		lives []life
-		want  int64
+		name        string
+		lives       []life
+		want, total int64
 	}{
+		{"one thread", []life{
+			{born: 1000, end: 5000, stops: [][2]int64{{2000, 2500}}},
+		}, 3500, 3500},
 		{"one after the other", []life{
 			{born: 1000, end: 6000, stops: [][2]int64{{2000, 3000}}},
 			{born: 5000, end: 11000},
-		}, 9000},
+		}, 9000, 4000 + 6000},
 		{"side by side", []life{
 			{born: 1000, end: 11000, stops: [][2]int64{{2000, 4000}}},
 			{born: 1000, end: 11000, stops: [][2]int64{{3000, 9000}}},
-		}, 8000},
+		}, 8000, 8000 + 4000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := testBooks(-1, "", false, 0)
@@ -148,6 +153,35 @@ func TestClocksElapsed(t *testing.T) {
 			if got := ck.elapsed(nil); got != c.want {
 				t.Errorf("elapsed %d, want %d", got, c.want)
 			}
+			b.Finish()
+			if got := ck.total(nil, b.Figures()); got != c.total {
+				t.Errorf("total %d, want %d", got, c.total)
+			}
 		})
+	}
+}
+
+// TestClocksTotalGoroutines: where goroutines were timed, the total time
+// is the run's elapsed time, or the time within outermost calls where
+// that is more; their threads' lives are the goroutines', not added up.
+func TestClocksTotalGoroutines(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	g1, g2 := books.Key{Goroutine: true, ID: 0xc000001000}, books.Key{Goroutine: true, ID: 0xc000002000}
+	b.Enter(g1, 0, 0x100, 100)
+	b.Exit(g1, 0, 0x100, 300)
+	b.Enter(g2, 0, 0x100, 200)
+	b.Exit(g2, 0, 0x100, 1200)
+	ck := &clocks{lives: 3 * 5000, lived: 3, started: 0, ended: 5000}
+	f := b.Figures()
+	if got := ck.total(nil, f); got != 5000 || f.Inside != 200+1000 {
+		t.Errorf("total %d, inside %d: want the elapsed 5000, 1200", got, f.Inside)
+	}
+	// Goroutines side by side for longer than the run.
+	b.Enter(g1, 0, 0x100, 1000)
+	b.Exit(g1, 0, 0x100, 5000)
+	b.Enter(g2, 0, 0x100, 2000)
+	b.Exit(g2, 0, 0x100, 5000)
+	if got := ck.total(nil, b.Figures()); got != 1200+4000+3000 {
+		t.Errorf("total %d, want the time inside, 8200", got)
 	}
 }

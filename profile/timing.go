@@ -79,6 +79,10 @@ type clocks struct {
 	longest int64
 	held    heldTime
 	debt    float64
+	// lives adds up the lives of the lived threads on their own clocks
+	// (total).
+	lives int64
+	lived int
 	// overhead is what one event costs beyond what PROFILE's clock sees,
 	// and calculated its calibrated value; forced is set when /CB
 	// imposes it; gaps are the gaps between stops, which bound it
@@ -432,6 +436,8 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 	c.ended = max(c.ended, c.waited)
 	c.debt = max(c.debt, th.debt)
 	c.longest = max(c.longest, end-th.born)
+	c.lives += max(end-th.born, 0)
+	c.lived++
 	delete(c.stolen, k)
 }
 
@@ -481,8 +487,26 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 		return
 	}
 	s.FuncTime, s.ChildTime = f.Self, f.All
-	s.TotalTime = c.elapsed(r)
-	s.OutsideTime = max(s.TotalTime-f.Inside, 0)
+	s.TotalTime = c.total(r, f)
+	s.OutsideTime = s.TotalTime - f.Inside
+}
+
+// total is the run's total time, of which the report's percentages are
+// (docs/linux.md, "Total time"): the one thread's elapsed time, as the
+// original's was; where threads ran side by side, their lives on their
+// own clocks added up. A goroutine's life PROFILE does not see (it is
+// born and ends in the runtime's code, and its g is used again): where
+// goroutines were timed, the run's elapsed time, or the time within the
+// goroutines' and threads' outermost calls where that is more (a Go
+// program's threads are the goroutines' carriers: their lives are not
+// added again). Never less than the time within outermost calls, which
+// the function times add up to: no function takes more than the whole.
+func (c *clocks) total(r *rings, f books.Figures) int64 {
+	t := c.elapsed(r)
+	if c.lived > 1 && !f.Goroutines {
+		t = c.lives
+	}
+	return max(t, f.Inside)
 }
 
 // findExits decodes the code of items' functions (of funcs, their module

@@ -86,6 +86,7 @@ type Books struct {
 	self, all  []int64
 	depth      int
 	inside     int64 // time within outermost frames
+	goroutines bool  // set once a goroutine's ledger is opened
 	stacks     []datafile.Stack
 	stackIndex map[stackKey]int
 	// steps finds a call's caller stack from its caller's: the stack
@@ -258,6 +259,7 @@ func (b *Books) Ledger(k Key) *Ledger {
 	l := b.ledgers[k]
 	if l == nil {
 		l = &Ledger{split: b.Where != nil && !k.Goroutine, goroutine: k.Goroutine}
+		b.goroutines = b.goroutines || k.Goroutine
 		if b.Trace != nil {
 			l.traced = b.Trace.Owner(datafile.TraceOwner{Goroutine: k.Goroutine, ID: k.ID})
 		}
@@ -457,20 +459,23 @@ func (b *Books) Finish() {
 
 // Figures are what the books booked: by function, the calls (Hits), the
 // function time (Self) and function+child time (All), in nanoseconds;
-// the time within outermost frames (Inside); the call depth; and the
-// caller stacks where calls are attributed (/AT; nil otherwise).
+// the time within outermost frames (Inside); whether any ledger was a
+// goroutine's (Goroutines); the call depth; and the caller stacks where
+// calls are attributed (/AT; nil otherwise).
 type Figures struct {
-	Hits      []uint64
-	Self, All []int64
-	Inside    int64
-	Depth     int
-	Stacks    []datafile.Stack
+	Hits       []uint64
+	Self, All  []int64
+	Inside     int64
+	Goroutines bool
+	Depth      int
+	Stacks     []datafile.Stack
 }
 
 // Figures returns the figures booked so far. Hits, Self and All are the
 // books' own (a run's status reads them as they go); Stacks is a copy.
 func (b *Books) Figures() Figures {
-	f := Figures{Hits: b.hits, Self: b.self, All: b.all, Inside: b.inside, Depth: b.depth}
+	f := Figures{Hits: b.hits, Self: b.self, All: b.all, Inside: b.inside,
+		Goroutines: b.goroutines, Depth: b.depth}
 	if b.attribution {
 		f.Stacks = slices.Clone(b.stacks)
 	}

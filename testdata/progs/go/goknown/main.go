@@ -25,12 +25,15 @@
 // At exit it prints, for each function, its calls and the time inside
 // them (from its first statement to its last: a call's time less what
 // making it took), summed over the calls, on the monotonic clock; the
-// number of threads moved's goroutine ran on; and the run's own elapsed
-// time, from main's start to its end:
+// number of threads moved's goroutine ran on; the run's own elapsed
+// time, from main's start to its end; and the times of the other
+// goroutines, each from its first statement to its last, added up (the
+// goroutines live side by side: what they lived together is E plus G):
 //
 //	own NAME calls C in I
 //	moved threads N
 //	elapsed E
+//	goroutines G
 package main
 
 import (
@@ -46,6 +49,12 @@ import (
 )
 
 var unit = 2 * time.Millisecond
+
+// goroutines adds up the lives of the goroutines main starts.
+var goroutines atomic.Int64
+
+// lived books the life of a goroutine begun at begun.
+func lived(begun time.Time) { goroutines.Add(int64(time.Since(begun))) }
 
 // own is the program's measure of a function's calls.
 type own struct{ calls, in atomic.Int64 }
@@ -138,13 +147,17 @@ func moved(n int, spin chan bool) {
 	spanEnd(owns["main.moved"], begun)
 }
 
-// spinner spins eight units of CPU time each time it is woken.
-func spinner(spin chan bool) {
+// spinner spins eight units of CPU time each time it is woken, until
+// spin is closed.
+func spinner(spin chan bool, done *sync.WaitGroup) {
+	begun := time.Now()
+	defer done.Done()
 	for range spin {
 		end := cpuNow() + 8*unit
 		for cpuNow() < end {
 		}
 	}
+	lived(begun)
 }
 
 // blocked sleeps n units.
@@ -213,23 +226,30 @@ func main() {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
+		begun := time.Now()
 		defer wg.Done()
 		for i := 0; i < 10; i++ {
 			c()
 			a()
 		}
+		lived(begun)
 	}()
 	wg.Wait()
 	procs := runtime.GOMAXPROCS(1)
 	spin := make(chan bool)
-	go spinner(spin)
+	var spun sync.WaitGroup
+	spun.Add(1)
+	go spinner(spin, &spun)
 	wg.Add(1)
 	go func() {
+		begun := time.Now()
 		defer wg.Done()
 		moved(6, spin)
+		lived(begun)
 	}()
 	wg.Wait()
 	close(spin)
+	spun.Wait()
 	runtime.GOMAXPROCS(procs)
 	for i := 0; i < 5; i++ {
 		blocked(2)
@@ -244,5 +264,6 @@ func main() {
 	}
 	fmt.Printf("moved threads %d\n", len(threads))
 	fmt.Printf("elapsed %d\n", int64(time.Since(begun)))
+	fmt.Printf("goroutines %d\n", goroutines.Load())
 	fmt.Println("goknown done")
 }
