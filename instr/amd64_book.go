@@ -128,8 +128,8 @@ func (a *bookAsm) land(ends []int, to int) {
 //	cmp %rsp,%gs:SP-64(%rdx); ja ok               below it, and look again
 //	stop: int3                                    to PROFILE, which goes on at end
 //	ok: mov %rax,%gs:T(%rdx); movq $0,%gs:CH(%rdx); mov %rsp,%gs:SP(%rdx)
-//	mov %gs:HELD,%rax; mov %rax,%gs:HELD'(%rdx); movq $0,%gs:COST'(%rdx)
-//	movq $f,%gs:FN(%rdx)
+//	mov %gs:HELD,%rax; mov %rax,%gs:HELD'(%rdx)
+//	movq $0,%gs:BENEATH(%rdx); movq $0,%gs:KIDS(%rdx); movq $f,%gs:FN(%rdx)
 //	add $64,%rdx; mov %rdx,%gs:TOP                commit: the frame open
 //	incq %gs:OPEN(f)                              f's open calls
 //	cmp %rdx,%gs:DEEPEST; jae 1f; mov %rdx,%gs:DEEPEST   the call depth
@@ -163,7 +163,9 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.frame(x86MovStore, x86RSP, FrameSP)
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookHeld)
 	a.frame(x86MovStore, x86RAX, FrameHeld)
-	a.frame(x86MovImm, 0, FrameCost)
+	a.frame(x86MovImm, 0, FrameBeneath)
+	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
+	a.frame(x86MovImm, 0, FrameKids)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
 	a.frame(x86MovImm, 0, FrameFunc)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
@@ -203,12 +205,14 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	ok: sub $64,%rdx; mov %rdx,%gs:TOP                commit: the call closed
 //	sub %gs:T(%rdx),%rax                              its time,
 //	mov %gs:HELD,%rcx; sub %gs:HELD'(%rdx),%rcx; sub %rcx,%rax   less PROFILE's holds,
-//	sub %gs:COST'(%rdx),%rax; sub %gs:COSTIN,%rax     less the code's cost
 //	add %rax,%gs:CH-64(%rdx)                          the caller's children
-//	mov %gs:COST'(%rdx),%rcx; add %gs:COSTALL,%rcx; add %rcx,%gs:COST'-64(%rdx)
+//	mov %gs:BENEATH(%rdx),%rcx; inc %rcx; add %rcx,%gs:BENEATH-64(%rdx)
+//	incq %gs:KIDS-64(%rdx)                            the calls beneath the caller
 //	mov %rax,%rcx; sub %gs:CH(%rdx),%rcx              its own time
 //	incq %gs:CALLS(f); add %rcx,%gs:SELF(f)
-//	decq %gs:OPEN(f); jnz 1f; add %rax,%gs:INCL(f)    the outermost call
+//	mov %gs:KIDS(%rdx),%rcx; add %rcx,%gs:KIDS(f)     the calls it made
+//	decq %gs:OPEN(f); jnz 1f; add %rax,%gs:INCL(f)    the outermost call:
+//	incq %gs:OUTER(f); mov %gs:BENEATH(%rdx),%rcx; add %rcx,%gs:BENEATH(f)
 //	1: done: mov %gs:B+0,%rax; mov %gs:B+8,%rdx; mov %gs:B+16,%rcx
 //
 // rax and rdx carry results at a return, and rcx a tail call's argument:
@@ -282,9 +286,9 @@ func (amd64) nest(down bool) []byte {
 // closeTop appends the closing of the top frame at the time in rax, as
 // an exit makes it: the top moved down (the commit, whose end it
 // returns), then the call's time in rax, less what PROFILE held the
-// thread since its entry and the code's cost within it, added to its
-// caller's children, the cost of the code run beneath it to its
-// caller's, and its own time in rcx.
+// thread since its entry, added to its caller's children, the calls
+// beneath it and itself to its caller's calls beneath, one call to its
+// caller's kids, and its own time in rcx.
 func (a *bookAsm) closeTop(b Book) int {
 	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
 	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
@@ -293,29 +297,34 @@ func (a *bookAsm) closeTop(b Book) int {
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
 	a.frame(x86SubLoad, x86RCX, FrameHeld)
 	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
-	a.frame(x86SubLoad, x86RAX, FrameCost)
-	a.abs(x86SubLoad, x86RAX, b.Offset+BookCostIn)
 	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
-	a.frame(x86MovLoad, x86RCX, FrameCost)
-	a.abs(x86AddLoad, x86RCX, b.Offset+BookCostAll)
-	a.frame(x86AddStore, x86RCX, FrameCost-BookFrameSize)
+	a.frame(x86MovLoad, x86RCX, FrameBeneath)
+	a.c = append(a.c, 0x48, 0xff, 0xc1) // inc %rcx
+	a.frame(x86AddStore, x86RCX, FrameBeneath-BookFrameSize)
+	a.frame(x86IncDec, 0, FrameKids-BookFrameSize)
 	a.c = append(a.c, 0x48, 0x89, 0xc1) // mov %rax,%rcx
 	a.frame(x86SubLoad, x86RCX, FrameChildren)
 	return committed
 }
 
-// figures appends the figures' part of closing a call, its time in rax
-// and its own in rcx, to the function's figures at fig, each operand
-// made by operand (abs: a function the code knows; fig: the closer's, at
-// r8): one more call, its own time added, one call open less, and, where
-// that was its last open call, its time with children added.
+// figures appends the figures' part of closing a call, its time in rax,
+// its own in rcx and its frame at rdx, to the function's figures at fig,
+// each operand made by operand (abs: a function the code knows; fig: the
+// closer's, at r8): one more call, its own time added, its kids, one
+// call open less, and, where that was its last open call, its time with
+// children, one more outermost call and the calls beneath it.
 func (a *bookAsm) figures(operand func(op, reg byte, disp uint64), fig uint64) {
 	operand(x86IncDec, 0, fig+FigureCalls)
 	operand(x86AddStore, x86RCX, fig+FigureSelf)
+	a.frame(x86MovLoad, x86RCX, FrameKids)
+	operand(x86AddStore, x86RCX, fig+FigureKids)
 	operand(x86IncDec, 1, fig+FigureOpen)
-	a.c = append(a.c, 0x75, 0) // jnz over the add
+	a.c = append(a.c, 0x75, 0) // jnz over the outermost call's figures
 	jnz := len(a.c)
 	operand(x86AddStore, x86RAX, fig+FigureInclusive)
+	operand(x86IncDec, 0, fig+FigureOuter)
+	a.frame(x86MovLoad, x86RCX, FrameBeneath)
+	operand(x86AddStore, x86RCX, fig+FigureBeneath)
 	a.c[jnz-1] = byte(len(a.c) - jnz)
 }
 
@@ -342,7 +351,7 @@ func (a *bookAsm) fig(op, reg byte, disp uint64) {
 //	loop: cmp $FIRST,%rdx; jbe out                    no frame
 //	mov %gs:SP-64(%rdx),%r8; cmp %rcx,%r8; ja out     above the key
 //	sub %gs:LO,%r8; cmp %r9,%r8; jae out              on another stack
-//	mov %gs:FN-64(%rdx),%r8; cmp $FUNCS,%r8; jae out; shl $5,%r8
+//	mov %gs:FN-64(%rdx),%r8; cmp $FUNCS,%r8; jae out; shl $6,%r8
 //	sub $64,%rdx; mov %rdx,%gs:TOP; push %rax         closed, as an exit
 //	...                                               closes it (BookExitCode)
 //	pop %rax; mov %gs:KEY,%rcx; jmp loop
@@ -388,9 +397,9 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameFunc-BookFrameSize))
 	a.c = append(a.c, 0x49, 0x81, 0xf8) // cmp $FUNCS,%r8
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Funcs))
-	out(0x73)                              // jae out
-	a.c = append(a.c, 0x49, 0xc1, 0xe0, 5) // shl $5,%r8: the figures' offset
-	a.c = append(a.c, 0x50)                // push %rax
+	out(0x73)                                        // jae out
+	a.c = append(a.c, 0x49, 0xc1, 0xe0, figureShift) // shl $6,%r8: the figures' offset
+	a.c = append(a.c, 0x50)                          // push %rax
 	a.closeTop(b)
 	a.figures(a.fig, b.FigureAt(0))
 	a.c = append(a.c, 0x58) // pop %rax
@@ -402,6 +411,10 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.c = append(a.c, 0x59, 0x41, 0x59, 0x41, 0x58, 0xc3) // pop %rcx; pop %r9; pop %r8; ret
 	return a.c, true
 }
+
+// figureShift is log2(BookFigureSize): a function's figures are at its
+// number shifted by it.
+const figureShift = 6
 
 // disp32 is a signed displacement's 32 bits.
 func disp32(v int64) uint32 { return uint32(int32(v)) }

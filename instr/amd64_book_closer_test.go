@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
 	((void (*)(void))(x + %d))();
 	((void (*)(void))(x + %d))();
 	uint64_t *fig = &block[%d / 8];
-	printf("calls %%lu %%lu %%lu, open %%lu %%lu %%lu, top at the root %%d\n", fig[0], fig[4], fig[8], fig[3], fig[7], fig[11],
+	printf("calls %%lu %%lu %%lu, open %%lu %%lu %%lu, top at the root %%d\n", fig[0], fig[8], fig[16], fig[3], fig[11], fig[19],
 		block[%d / 8] == (uint64_t)(%d));
 	return 0;
 }

@@ -17,8 +17,8 @@ import (
 // come back hold by construction: the calls, no call left open, the
 // shadow stack back at its root, a's time with its children its own time
 // and b's, and c's three own times adding up to its time with children,
-// counted once for the recursion. The costs the exits take out are
-// PROFILE's to write; they are set here too, and change none of it.
+// counted once for the recursion; and the counts of calls beneath that
+// PROFILE takes the code's cost out by.
 func TestBookCodeRunsAMD64(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("runs x86-64 code")
@@ -55,11 +55,24 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 	}
 	t.Logf("driver: %s", out)
 	var top, deepest uint64
-	var fig [3][4]int64
-	if _, err := fmt.Sscanf(string(out), "%d %d %d %d %d %d %d %d %d %d %d %d %d %d", &top,
-		&fig[0][0], &fig[0][1], &fig[0][2], &fig[0][3], &fig[1][0], &fig[1][1], &fig[1][2], &fig[1][3],
-		&fig[2][0], &fig[2][1], &fig[2][2], &fig[2][3], &deepest); err != nil {
-		t.Fatalf("driver said %q: %v", out, err)
+	var fig [3][BookFigureSize / 8]int64
+	words := strings.Fields(string(out))
+	if len(words) != 2+len(fig)*len(fig[0]) {
+		t.Fatalf("driver said %q", out)
+	}
+	for i, w := range words {
+		var v int64
+		if _, err := fmt.Sscan(w, &v); err != nil {
+			t.Fatalf("driver said %q: %v", out, err)
+		}
+		switch {
+		case i == 0:
+			top = uint64(v)
+		case i == len(words)-1:
+			deepest = uint64(v)
+		default:
+			fig[(i-1)/len(fig[0])][(i-1)%len(fig[0])] = v
+		}
 	}
 	if top != b.FrameAt(1) {
 		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
@@ -80,6 +93,15 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 	}
 	if c := fig[fc]; c[2] != c[1] {
 		t.Errorf("c with children %d, want its own three calls' %d (one recursion, counted once)", c[2], c[1])
+	}
+	// The counts the code's cost is taken out by: the calls each
+	// function's calls made, its outermost calls, and the calls made
+	// beneath those.
+	for f, want := range [][3]int64{{2, 1, 2}, {0, 2, 0}, {2, 1, 2}} {
+		got := [3]int64{fig[f][FigureKids/8], fig[f][FigureOuter/8], fig[f][FigureBeneath/8]}
+		if got != want {
+			t.Errorf("function %d: kids, outermost calls and calls beneath %v, want %v", f, got, want)
+		}
 	}
 }
 
@@ -114,7 +136,7 @@ int main(void) {
 	c(3);
 	uint64_t *fig = &block[%d / 8];
 	printf("%%lu", (unsigned long)block[%d / 8]);
-	for (int i = 0; i < %d * 4; i++) printf(" %%ld", (long)fig[i]);
+	for (int i = 0; i < %d * 8; i++) printf(" %%ld", (long)fig[i]);
 	printf(" %%lu\n", (unsigned long)block[%d / 8]);
 	return 0;
 }

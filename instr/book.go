@@ -43,19 +43,12 @@ const (
 	// BookHeld is the time PROFILE held the thread (its stops): PROFILE
 	// writes it while the thread is stopped.
 	BookHeld = 72
-	// BookCostIn is what the code of an entry and an exit costs inside
-	// the interval it measures (the entry's code after its reading of the
-	// counter, the exit's before its own), and BookCostAll the whole of
-	// both: PROFILE writes them once it has measured them (0 until then),
-	// and each exit takes them out.
-	BookCostIn  = 80
-	BookCostAll = 88
 	// BookDeepest is the highest the top has been: the call depth.
 	BookDeepest = 96
 	// BookScale turns the counter's ticks into nanoseconds: a time is
 	// ticks*BookScale >> 32 (BookScaleShift). PROFILE writes it before
-	// the thread runs; every time of the book, held time and costs
-	// included, is in nanoseconds.
+	// the thread runs; every time of the book, held time included,
+	// is in nanoseconds.
 	BookScale      = 104
 	BookScaleShift = 32
 	// BookLast is the time of the thread's last exit: with the open
@@ -68,20 +61,26 @@ const (
 	BookFrames = 128
 	// BookFrameSize is a frame's size: the counter's time at the entry,
 	// the time of its children, the stack pointer at the entry, the
-	// thread's held time at the entry, the cost of the code run beneath
-	// it (BookCostAll of each call made from it, at any depth), and its
-	// function, for PROFILE to close it where its exit was not seen.
+	// thread's held time at the entry, the calls made beneath it (at any
+	// depth), its function, for PROFILE to close it where its exit was
+	// not seen, and the calls it made itself (its kids).
 	BookFrameSize = 64
 	// BookFigureSize is the size of a function's figures: its calls, its
 	// own time, its time with its children (added as its outermost open
-	// call ends, so that a recursion counts once), and its open calls.
-	BookFigureSize = 32
+	// call ends, so that a recursion counts once), its open calls, the
+	// calls its calls made (kids), its outermost calls, and the calls
+	// made beneath its outermost calls (at any depth). The times are as
+	// the counter read them, the book code's own cost in them: with the
+	// counts, PROFILE takes out what the code cost, as it measures it in
+	// the run (profile's ledger.go), a sum linear in them.
+	BookFigureSize = 64
 )
 
 // The words of a frame and of a function's figures.
 const (
-	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameCost, FrameFunc = 0, 8, 16, 24, 32, 40
-	FigureCalls, FigureSelf, FigureInclusive, FigureOpen               = 0, 8, 16, 24
+	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameBeneath, FrameFunc, FrameKids = 0, 8, 16, 24, 32, 40, 48
+	FigureCalls, FigureSelf, FigureInclusive, FigureOpen                             = 0, 8, 16, 24
+	FigureKids, FigureOuter, FigureBeneath                                           = 32, 40, 48
 )
 
 // Book describes a thread's book for BookEntryCode and BookExitCode.
@@ -139,10 +138,11 @@ type BookCode struct {
 // ledger.go): each is function outer's call, and within it calls pieces
 // of work (CalibrationWork); in the first, each piece follows a call of
 // function inner that does nothing (its entry's code, then its exit's).
-// Both end at a breakpoint. With the book's costs at 0, inner's own time
-// per call is what the code costs inside the interval it measures
-// (BookCostIn), and the difference of outer's times per call what it
-// costs in all (BookCostAll). ok is false where a keeps no book.
+// Both end at a breakpoint. Inner's own time per call is what the code
+// costs inside the interval it measures (the entry's code after its
+// reading of the counter, the exit's before its own), and the difference
+// of outer's times per call what it costs in all. ok is false where a
+// keeps no book.
 func BookCalibration(a Arch, b Book, outer, inner, calls int) (with, without []byte, ok bool) {
 	oe, ok1 := a.BookEntryCode(b, outer)
 	ox, ok2 := a.BookExitCode(b, outer, 0)

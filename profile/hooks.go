@@ -195,8 +195,14 @@ func (t *tracer) choose() {
 	// code cost it known, before they close its clock; its stops' claims
 	// are its code's own.)
 	add(t.parts.ledgers != nil, t.parts.ledgers)
+	// (The books in the program have a sampler too: of PROFILE's own
+	// code's share, owncode.go.)
+	t.parts.sampling = t.ownCodeSampling()
+	if l := t.parts.ledgers; l != nil {
+		l.ownCode = t.parts.sampling.ownCode // (nil-safe: ok is false where no sampler runs)
+	}
 	if s := t.parts.sampling; s != nil {
-		s.env.proc, s.env.counters = t.proc, t.parts.counters
+		s.env.proc, s.env.counters, s.env.own = t.proc, t.parts.counters, t.ownMaps
 	}
 	add(t.parts.sampling != nil, t.parts.sampling)
 	add(t.parts.trace != nil, t.parts.trace)

@@ -32,9 +32,14 @@ import (
 //     booked the same way at the stop's time;
 //   - the time PROFILE holds a thread, written in its book before it
 //     goes on (BookHeld): an exit takes out what was held since its entry;
-//   - the cost of the code, measured at start-up in the program
-//     (calibrate) and written in each book (BookCostIn, BookCostAll): an
-//     exit takes out what lies inside the interval it measures;
+//   - the cost of the code, taken out of the figures at the end: the
+//     code counts, with each function's calls, the calls they made and
+//     the calls made beneath its outermost calls, so that what lies
+//     inside each measured interval is a sum linear in the cost of a
+//     call's code (books.Costs), which PROFILE measures in the run: the
+//     samples of the threads' program counters in its own code, over the
+//     calls (owncode.go), or where there are none, alone at start-up
+//     (calibrate);
 //   - the figures, read at a thread's signals, when it ends (its open
 //     calls closed at its end), at an exec and at the end of the run, and
 //     given to the run's books (books.Books.Add).
@@ -61,10 +66,15 @@ type ledgers struct {
 	stacks map[int][2]uint64
 	made   map[int]uint64
 	// scale turns the counter's ticks into the books' nanoseconds
-	// (instr.BookScale); costIn and costAll are what the code costs
-	// (calibrate).
-	scale           uint64
-	costIn, costAll uint64
+	// (instr.BookScale); calibrated is what a call's code costs, measured
+	// alone at start-up (calibrate), calibrations the calls it made.
+	scale        uint64
+	calibrated   books.Costs
+	calibrations uint64
+	// ownCode, when not nil, returns the samples of the threads' program
+	// counters taken so far in PROFILE's own code and in all, and their
+	// interval (the sampler's: ok is false where none ran).
+	ownCode func() (own, all uint64, interval time.Duration, ok bool)
 	// closer is the address of the word that holds the closer's in the
 	// program (instr.Book.Closer), 0 where there is none.
 	closer, closerSize uint64
@@ -73,10 +83,8 @@ type ledgers struct {
 	stops   uint64
 	damaged int
 	// The figures of the threads that ended.
-	calls     []uint64
-	self, all []int64
-	inside    int64
-	depth     int
+	figs  []books.Figure
+	depth int
 	// runBooks are the run's books, which get the figures at the end.
 	runBooks *books.Books
 }
@@ -106,7 +114,7 @@ func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
 		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
-		calls: make([]uint64, n), self: make([]int64, n), all: make([]int64, n), runBooks: t.parts.books}
+		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	if t.parts.books != nil {
 		l.where = t.parts.books.Where
 	}
@@ -160,13 +168,11 @@ func (l *ledgers) now(ns int64) uint64 {
 	return (hi<<(64-instr.BookScaleShift) | lo>>instr.BookScaleShift) - uint64(max(l.clocks.clock()-ns, 0))
 }
 
-// openBook starts block b's book empty, for a new thread, its costs
-// written.
+// openBook starts block b's book empty, for a new thread.
 func (l *ledgers) openBook(b int) *books.ProgramBook {
 	c := l.counters
 	p := books.NewProgramBook(c.layout.Block(c.shared.Bytes(), b), c.layout.Book())
 	p.SetScale(l.scale)
-	p.SetCosts(l.costIn, l.costAll)
 	if st, ok := l.stacks[b]; ok {
 		p.SetStack(st[0], st[1])
 	}
@@ -229,10 +235,12 @@ func (l *ledgers) take(b int, p *books.ProgramBook) {
 // out of its clock as it ends (clocks.closeThreadBooks, after this); the
 // run's time has the most any thread paid taken out (the threads that
 // ran side by side paid theirs at the same time), as the rings' have
-// (clocks.elapsed).
+// (clocks.elapsed). The calibrated cost is taken out then, and what the
+// run measured beyond it at the end (ended: clocks.perCall).
 func (l *ledgers) debt(th *thread, b int) {
 	if th != nil {
-		th.debt = float64(l.made[b] * l.costAll)
+		th.made = l.made[b]
+		th.debt = float64(th.made) * l.calibrated.Call()
 	}
 	delete(l.made, b)
 }
@@ -256,10 +264,8 @@ func (l *ledgers) signalled(th *thread) {
 
 // add adds the figures of function fn to the run's.
 func (l *ledgers) add(fn int, f books.Figure) {
-	if fn < len(l.calls) {
-		l.calls[fn] += f.Calls
-		l.self[fn] += f.Self
-		l.all[fn] += f.All
+	if fn < len(l.figs) {
+		l.figs[fn].Add(f)
 	}
 }
 
@@ -388,7 +394,6 @@ func (l *ledgers) threadEnded(tid int) {
 // thread's last.
 func (l *ledgers) keep(b int, p *books.ProgramBook) {
 	l.take(b, p)
-	l.inside += p.Inside()
 	l.depth = max(l.depth, p.Depth())
 }
 
@@ -417,29 +422,48 @@ func (l *ledgers) ended() {
 	if bk == nil {
 		return
 	}
-	for fn := range l.calls {
-		// (Less than nothing where the code's cost, taken out of each
-		// call, is more than a tiny function's own time: the cost
-		// measured alone overlaps in a run with the function's own
-		// work. Such a time is nothing, and is given back to the time
-		// inside functions, whose sum it is.)
-		if l.self[fn] < 0 {
-			l.inside -= l.self[fn]
-			l.self[fn] = 0
+	costs := l.costs()
+	l.clocks.perCall = costs.Call() - l.calibrated.Call()
+	l.clocks.calculated = int64(math.Round(costs.Call() / 2)) // (an event's cost, as the report gives it)
+	var inside int64
+	for fn, f := range l.figs {
+		if f == (books.Figure{}) {
+			continue
 		}
-		l.all[fn] = max(l.all[fn], l.self[fn])
-		bk.Add(fn, l.calls[fn], l.self[fn], l.all[fn])
+		f = costs.Corrected(f)
+		bk.Add(fn, f.Calls, f.Self, f.All)
+		inside += f.Self // (the own times add up to the time within outermost calls)
 	}
-	bk.AddInside(l.inside, l.depth)
-	clear(l.calls)
-	clear(l.self)
-	clear(l.all)
-	l.inside = 0
+	bk.AddInside(inside, l.depth)
+	clear(l.figs)
 }
 
-// execed reads the books a last time as the program's image is
-// replaced: its calls open end there, and profiling with them
-// (execHook).
+// costs returns what the book code cost a call in the run: the time the
+// threads spent in PROFILE's own code, as its samples of their program
+// counters found it (ownCode), over the calls the code booked, split
+// between the inside and the outside of the measured intervals as the
+// calibration split it (the samples do not tell the two apart); or the
+// calibrated cost where too few samples were taken to measure it (a run
+// of a few milliseconds, the kernel's sampler refused).
+func (l *ledgers) costs() books.Costs {
+	if l.ownCode == nil {
+		return l.calibrated
+	}
+	own, all, interval, ok := l.ownCode()
+	calls := l.calibrations
+	for _, f := range l.figs {
+		calls += f.Calls
+	}
+	if !ok || own < minOwnSamples || all == 0 || calls == 0 {
+		return l.calibrated
+	}
+	return l.calibrated.Scaled(float64(own) * float64(interval) / float64(calls))
+}
+
+// minOwnSamples is the fewest samples in PROFILE's code that measure the
+// book code's cost in a run: a tenth of it, at worst, from chance.
+const minOwnSamples = 100
+
 func (l *ledgers) execed() { l.ended() }
 
 // collect gives the run's result the events the code left to PROFILE.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"syscall"
 
@@ -134,7 +135,6 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
 	run := func(addr uint64) (books.Figure, books.Figure, error) {
 		p := l.openBook(b)
-		p.SetCosts(0, 0)
 		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
 		if err := proc.setRegs(pid, &regs); err != nil {
@@ -170,11 +170,11 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	if len(in) == 0 {
 		return errCalibration
 	}
-	l.costIn = uint64(max(slices.Min(in), 0)) / calibrationRecords
-	l.costAll = uint64(max(slices.Min(with)-slices.Min(without), 0)) / calibrationRecords
-	for _, p := range l.open {
-		p.SetCosts(l.costIn, l.costAll)
-	}
+	// (To the nanosecond, as books.Costs.Scaled makes the run's own.)
+	costIn := math.Round(float64(max(slices.Min(in), 0)) / calibrationRecords)
+	costAll := math.Round(float64(max(slices.Min(with)-slices.Min(without), 0)) / calibrationRecords)
+	l.calibrated = books.Costs{In: min(costIn, costAll), Out: max(costAll-costIn, 0)}
+	l.calibrations += rounds * (calibrationRecords + 2)
 	l.openBook(b)
 	return nil
 }

@@ -88,7 +88,7 @@ func TestLedgerBooksAStop(t *testing.T) {
 			t.Errorf("register %d is %d, want %d as the code saved it", s.Reg, got, want)
 		}
 	}
-	if m := p.Figure(0); m != (books.Figure{Calls: 1, Self: 500, All: 500}) {
+	if m := p.Figure(0); m != (books.Figure{Calls: 1, Self: 500, All: 500, Outer: 1}) {
 		t.Errorf("main %+v: want its call closed at 1500, 500 ns", m)
 	}
 	if p.Open() != 1 || p.LastTime() != 1500 || r.l.stops != 1 {
@@ -117,8 +117,8 @@ func TestLedgerTakesBackAWrittenBook(t *testing.T) {
 	}
 	p.Exit(0, 0x1000, 2000)
 	r.l.keep(1, p)
-	if r.l.calls[1] != 1 || r.l.self[1] != 200 || r.l.calls[0] != 1 {
-		t.Errorf("f %d calls, %d ns; main %d calls: want f's call kept from the signal, main's closed", r.l.calls[1], r.l.self[1], r.l.calls[0])
+	if f, m := r.l.figs[1], r.l.figs[0]; f.Calls != 1 || f.Self != 200 || m.Calls != 1 || m.Kids != 1 {
+		t.Errorf("f %d calls, %d ns; main %d calls, %d made: want f's call kept from the signal, main's closed", f.Calls, f.Self, m.Calls, m.Kids)
 	}
 }
 

@@ -493,14 +493,23 @@ func TestMechanismsOfARun(t *testing.T) {
 	// The books kept in the program in place of the rings: the ledgers
 	// after the books' clocks, where a thread's book is read before they
 	// close its clock, and the code's cost known; they take part in the
-	// releases, and the entries and exits run their code.
-	rings := tr.parts.rings
-	tr.parts.rings, tr.parts.ledgers = nil, newLedgers(tr)
+	// releases, and the entries and exits run their code. They bring
+	// their own sampler, of PROFILE's code's share (owncode.go), after
+	// them: its samples are read once their end has asked for them.
+	rings, fsSampler := tr.parts.rings, tr.parts.sampling
+	tr.parts.rings, tr.parts.ledgers, tr.parts.sampling = nil, newLedgers(tr), nil
 	tr.parts.exits = newExitPatches(tr, tr.parts.ledgers)
 	tr.choose()
 	p = tr.parts
 	if ms := p.mechs; !slices.Equal(ms, []mechanism{p.entries, p.exits, p.bp, p.ledgers}) {
 		t.Errorf("timing with the books in the program: %v", ms)
+	}
+	if s := p.sampling; s == nil || !s.timing || s.interval != DefaultInterval || s.env.own == nil {
+		t.Fatalf("the books in the program without their sampler of PROFILE's code: %+v", s)
+	}
+	tr.choose()
+	if tr.parts.sampling != p.sampling {
+		t.Error("the sampler of PROFILE's code made again at the next choice")
 	}
 	for _, c := range []struct {
 		hook string
@@ -521,6 +530,18 @@ func TestMechanismsOfARun(t *testing.T) {
 	}
 	tr.parts.rings, tr.parts.ledgers = rings, nil
 	tr.parts.exits = newExitPatches(tr, rings)
+	tr.choose()
+	if p := tr.parts; p.sampling != nil || slices.ContainsFunc(p.ends, func(h endHook) bool { _, ok := h.(*sampler); return ok }) {
+		t.Errorf("the books in the program given up, their sampler stays: %+v", p.sampling)
+	}
+	// (Function sampling's sampler is the run's own, books or none.)
+	tr.parts.sampling = fsSampler
+	tr.parts.ledgers = newLedgers(tr)
+	tr.choose()
+	if tr.parts.sampling != fsSampler {
+		t.Error("function sampling's sampler replaced by the books in the program's")
+	}
+	tr.parts.ledgers = nil
 	tr.choose()
 	gone := tr.parts.rings
 	tr.noRings()

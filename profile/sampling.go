@@ -25,6 +25,10 @@ package profile
 //
 // Neither touches the program's timers or signals: a program that
 // profiles itself (Go's runtime/pprof, SIGPROF) gets its own profile.
+//
+// A function-timing run whose books are kept in the program (ledger.go)
+// samples too, by perf alone, for one figure: the share of the program's
+// CPU time spent in PROFILE's own code (owncode.go).
 
 import (
 	"sync"
@@ -64,10 +68,18 @@ type sampler struct {
 	places atomic.Pointer[placeTable]
 	// open opens the kernel's sampler of a thread (the process's
 	// openSampler; a fake in unit tests).
-	open func(tid int, period time.Duration) (*ptrace.Sampler, error)
+	open func(tid int, period time.Duration) (sampleRing, error)
+	// timing marks the sampler of a function-timing run whose books are
+	// kept in the program (newOwnCodeSampler): it samples by perf alone,
+	// for the share of PROFILE's own code (ownCode), gives the run's
+	// figures nothing and warns of nothing. started is set once start
+	// took the main thread (by perf, or for function sampling by
+	// ptrace).
+	timing  bool
+	started bool
 	// mu guards the perf samplers and the tally.
 	mu         sync.Mutex
-	perf       map[int]*ptrace.Sampler // by thread
+	perf       map[int]sampleRing // by thread
 	tally      tally
 	readErr    error // the first ring that could not be read
 	stop, done chan struct{}
@@ -90,13 +102,24 @@ type sampler struct {
 // samplerEnv is what the sampler needs of the run: the plan, the
 // program's threads and process (the ptrace sampler stops them; set when
 // the process is obtained: tracer.choose), the trampolines written (a
-// sample in one is its function's), and where warnings go.
+// sample in one is its function's), the executable areas PROFILE mapped
+// in the program (own: PROFILE's own code, read on the tracer's goroutine
+// when a module is planted or forgotten; nil for none), and where
+// warnings go.
 type samplerEnv struct {
 	plan     *datafile.Plan
 	threads  map[int]*thread
 	proc     process
 	counters *counters
+	own      func() [][2]uint64
 	warn     func(*prf.Diagnostic)
+}
+
+// sampleRing is the ring of one thread's samples: a [ptrace.Sampler],
+// or a fake in the unit tests.
+type sampleRing interface {
+	Read(fn func(pc uint64)) (lost uint64, err error)
+	Close() error
 }
 
 // newSampler prepares the sampling of a run every interval.
@@ -105,12 +128,16 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 		env:      env,
 		interval: interval,
 		kind:     datafile.PerfSampler,
-		perf:     map[int]*ptrace.Sampler{},
+		perf:     map[int]sampleRing{},
 		tally:    tally{samples: make([]uint64, len(env.plan.Funcs)), lineSamples: make([]uint64, len(env.plan.Lines))},
 		rounds:   newPtraceRounds(),
 	}
-	s.open = func(tid int, period time.Duration) (*ptrace.Sampler, error) {
-		return s.env.proc.openSampler(tid, period)
+	s.open = func(tid int, period time.Duration) (sampleRing, error) {
+		ps, err := s.env.proc.openSampler(tid, period)
+		if err != nil {
+			return nil, err // (not a nil *ptrace.Sampler in a ring)
+		}
+		return ps, nil
 	}
 	s.places.Store(&placeTable{})
 	return s
@@ -118,14 +145,23 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 
 // start samples the main thread, stopped before its first instruction,
 // and starts reading the rings; where the kernel refuses its events, it
-// falls back to ptrace, with a warning.
+// falls back to ptrace, with a warning. A timing run's sampler does not:
+// it samples nothing, silently (a stop per sample would cost the timed
+// program more than its figure is worth).
 func (s *sampler) start(tid int) {
 	if err := s.openPerf(tid); err != nil {
+		if s.timing {
+			return
+		}
 		s.kind = datafile.PtraceSampler
+		s.started = true
 		s.env.warn(prf.PtraceSampler(err, s.interval))
 		return
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
 	go s.drainLoop()
 }
 
@@ -145,9 +181,10 @@ func (s *sampler) openPerf(tid int) error {
 // foreign process is not the program's). A thread the kernel refuses a
 // clock event (having given the main thread one: the memory of the rings
 // is limited, RLIMIT_MEMLOCK) is not sampled, and counted for a warning
-// at the end (PRF4678).
+// at the end (PRF4678). A timing run's sampler samples the threads only
+// once the kernel gave the main thread its event (start).
 func (s *sampler) threadBorn(tid int, foreign bool) error {
-	if s.kind != datafile.PerfSampler || s.stopped || foreign {
+	if s.kind != datafile.PerfSampler || s.stopped || foreign || s.timing && !s.started {
 		return nil
 	}
 	if err := s.openPerf(tid); err != nil && !ptrace.IsNoProcess(err) {
@@ -198,7 +235,7 @@ func (s *sampler) drain() {
 }
 
 // drainOne reads one ring; s.mu is held.
-func (s *sampler) drainOne(ps *ptrace.Sampler, places *placeTable) {
+func (s *sampler) drainOne(ps sampleRing, places *placeTable) {
 	lost, err := ps.Read(func(pc uint64) { s.tally.place(places, pc, 1) })
 	s.tally.lost += lost
 	if err != nil && s.readErr == nil {
@@ -207,6 +244,8 @@ func (s *sampler) drainOne(ps *ptrace.Sampler, places *placeTable) {
 }
 
 // ended stops reading the rings, reads them a last time and closes them.
+// The tally stays (ownCode). A timing run's sampler warns of nothing: its
+// samples are no figure of the run's.
 func (s *sampler) ended() {
 	if s.stop != nil {
 		close(s.stop)
@@ -220,6 +259,9 @@ func (s *sampler) ended() {
 		s.drainOne(ps, places)
 		ps.Close()
 		delete(s.perf, tid)
+	}
+	if s.timing {
+		s.readErr, s.unsampled = nil, 0
 	}
 	if s.readErr != nil {
 		s.env.warn(prf.SamplesUnreadable(s.readErr))
@@ -241,16 +283,24 @@ func (s *sampler) execed() {
 
 // noteTimes reads the program's CPU time in the kernel at an exit stop of
 // its threads: the last one read holds them all (the kernel sums the
-// threads that ended into the process's).
+// threads that ended into the process's). A timing run's sampler, which
+// gives no figure, reads nothing.
 func (s *sampler) noteTimes(pid int) {
+	if s.timing {
+		return
+	}
 	if _, kernel, err := cpuTimes(pid); err == nil {
 		s.kernel = kernel
 	}
 }
 
 // stats fills the sampling figures of a run: the samples, and the times
-// they estimate.
+// they estimate. A timing run's sampler leaves the figures as they are:
+// its samples only measure PROFILE's own code (ownCode).
 func (s *sampler) stats(st *datafile.Stats) {
+	if s.timing {
+		return
+	}
 	iv := int64(s.interval)
 	if s.kind == datafile.PtraceSampler {
 		// (Its samples are weighed by the threads' whole CPU time, the
@@ -282,17 +332,24 @@ func (s *sampler) stats(st *datafile.Stats) {
 }
 
 // planted adds module mi, loaded with bias as instance in, to the places,
-// once its trampolines are written.
+// once its trampolines are written, with PROFILE's own code as it is then
+// (every area PROFILE maps, it maps planting a module, or before the
+// first: the counters' page, the closer's, the calibration's code).
 func (s *sampler) planted(mi int, bias uint64, in procmaps.Instance) {
 	var tramps []*tramp
 	if s.env.counters != nil {
 		tramps = s.env.counters.tramps
 	}
-	s.places.Store(s.places.Load().with(s.env.plan, mi, bias, in.Lo, in.Hi, tramps))
+	p := s.places.Load().with(s.env.plan, mi, bias, in.Lo, in.Hi, tramps)
+	if s.env.own != nil {
+		p = p.withOwn(s.env.own())
+	}
+	s.places.Store(p)
 }
 
 // forget reads the rings before the code in [lo, hi) goes, and drops it
-// from the places.
+// from the places, with the areas PROFILE mapped beside it (its own code
+// unmapped with it).
 func (s *sampler) forget(lo, hi uint64, areas [][2]uint64) {
 	s.drain()
 	s.places.Store(s.places.Load().without(lo, hi, areas))
@@ -300,16 +357,22 @@ func (s *sampler) forget(lo, hi uint64, areas [][2]uint64) {
 
 // tally is what the samples found: the samples in each function and
 // each line, those in no profiled function, and those the kernel lost
-// (a ring full before PROFILE read it).
+// (a ring full before PROFILE read it); and, across the functions, those
+// in PROFILE's own code and all those taken (ownCode).
 type tally struct {
 	samples     []uint64
 	lineSamples []uint64
 	outside     uint64
 	lost        uint64
+	own, all    uint64
 }
 
 // place counts n samples at program counter pc.
 func (f *tally) place(places *placeTable, pc uint64, n uint64) {
+	f.all += n
+	if places.inOwn(pc) {
+		f.own += n
+	}
 	fn, line := places.find(pc)
 	if fn < 0 {
 		f.outside += n

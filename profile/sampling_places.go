@@ -12,10 +12,13 @@ import (
 
 // placeTable says which function, and which line, holds each program
 // counter of the modules planted: the functions' code sorted by address,
-// and the start of every line's code.
+// and the start of every line's code; and whether it is in PROFILE's own
+// code (own: the executable areas PROFILE mapped, as [start, size],
+// sorted; owncode.go).
 type placeTable struct {
 	funcs []codeSpan
 	lines []lineStart
+	own   [][2]uint64
 }
 
 // codeSpan is the code [lo, hi) of function fn (a function's own, or a
@@ -64,7 +67,7 @@ func (p *placeTable) find(pc uint64) (fn, line int) {
 // with returns a table with the functions and lines of module mi, loaded
 // with bias in [lo, hi), added, and the trampolines of their entries.
 func (p *placeTable) with(plan *datafile.Plan, mi int, bias, lo, hi uint64, tramps []*tramp) *placeTable {
-	q := &placeTable{funcs: slices.Clone(p.funcs), lines: slices.Clone(p.lines)}
+	q := &placeTable{funcs: slices.Clone(p.funcs), lines: slices.Clone(p.lines), own: p.own}
 	byEntry := map[uint64]int{}
 	for i := range plan.Funcs {
 		f := &plan.Funcs[i]
@@ -109,6 +112,7 @@ func (p *placeTable) without(lo, hi uint64, areas [][2]uint64) *placeTable {
 	q := &placeTable{
 		funcs: slices.DeleteFunc(slices.Clone(p.funcs), func(c codeSpan) bool { return gone(c.lo) }),
 		lines: slices.DeleteFunc(slices.Clone(p.lines), func(l lineStart) bool { return gone(l.addr) }),
+		own:   slices.DeleteFunc(slices.Clone(p.own), func(a [2]uint64) bool { return gone(a[0]) }),
 	}
 	return q
 }

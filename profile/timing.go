@@ -80,9 +80,16 @@ type clocks struct {
 	held    heldTime
 	debt    float64
 	// lives adds up the lives of the lived threads on their own clocks
-	// (total).
-	lives int64
-	lived int
+	// (total). With the books in the program, perCall is what a call's
+	// code cost beyond the calibrated cost the threads' clocks took out
+	// as they ended (ledgers.debt), which the run measured at its end;
+	// made counts the calls the ended threads made, longestMade and
+	// debtMade the calls of the thread of the longest life and of the
+	// most debt.
+	lives                       int64
+	lived                       int
+	perCall                     float64
+	made, longestMade, debtMade uint64
 	// overhead is what one event costs beyond what PROFILE's clock sees,
 	// and calculated its calibrated value; forced is set when /CB
 	// imposes it; gaps are the gaps between stops, which bound it
@@ -434,10 +441,15 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 	end := c.now(th, k, r)
 	b.End(k, end)
 	c.ended = max(c.ended, c.waited)
-	c.debt = max(c.debt, th.debt)
-	c.longest = max(c.longest, end-th.born)
+	if th.debt >= c.debt {
+		c.debt, c.debtMade = th.debt, th.made
+	}
+	if end-th.born >= c.longest {
+		c.longest, c.longestMade = end-th.born, th.made
+	}
 	c.lives += max(end-th.born, 0)
 	c.lived++
+	c.made += th.made
 	delete(c.stolen, k)
 }
 
@@ -455,13 +467,14 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 // the run: its time, and its functions', are within the total. The
 // goroutines' are in the rings r, when timing in-process.
 func (c *clocks) elapsed(r *rings) int64 {
-	debt := c.debt
+	debt := c.debt + c.perCall*float64(c.debtMade)
 	if r != nil {
 		for _, g := range r.goroutines {
 			debt = max(debt, g.clock.debt)
 		}
 	}
-	return max(c.ended-c.started-c.held.sum()-int64(debt), c.longest, 0)
+	longest := c.longest - int64(c.perCall*float64(c.longestMade))
+	return max(c.ended-c.started-c.held.sum()-int64(debt), longest, 0)
 }
 
 // timingStats completes the run's statistics of plan from the books b,
@@ -504,7 +517,7 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 func (c *clocks) total(r *rings, f books.Figures) int64 {
 	t := c.elapsed(r)
 	if c.lived > 1 && !f.Goroutines {
-		t = c.lives
+		t = c.lives - int64(c.perCall*float64(c.made))
 	}
 	return max(t, f.Inside)
 }

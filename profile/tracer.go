@@ -37,9 +37,12 @@ type thread struct {
 	events int64
 	fullAt int64
 	// debt is what its records cost it so far, in nanoseconds, as of
-	// the last, at lastRaw on its clock (rings.debt).
+	// the last, at lastRaw on its clock (rings.debt); or what its book
+	// code cost it, at the calibrated cost of the made calls it made
+	// (ledgers.debt).
 	debt    float64
 	lastRaw int64
+	made    uint64
 	// vforking is set from its vfork until its child lets the memory go,
 	// where rings are found from the stack: the child, on its stack,
 	// writes into its ring (ring.go).

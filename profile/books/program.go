@@ -46,15 +46,15 @@ type ProgramBook struct {
 
 // spilled is a run of frames moved out of the program, bottom first,
 // with what the root had booked when they left (their children's time
-// and cost go to the root while they are out).
+// and counts go to the root while they are out).
 type spilled struct {
-	frames          []programFrame
-	children, costs int64
+	frames                  []programFrame
+	children, beneath, kids uint64
 }
 
 // programFrame is a frame of the book (instr.FrameTime...).
 type programFrame struct {
-	t, children, sp, held, cost, fn uint64
+	t, children, sp, held, beneath, fn, kids uint64
 }
 
 // rootSP is the root frame's stack pointer with nothing spilled: above
@@ -110,13 +110,13 @@ func (p *ProgramBook) depth() int {
 func (p *ProgramBook) frame(i int) programFrame {
 	at := p.b.FrameAt(i)
 	return programFrame{p.get(at + instr.FrameTime), p.get(at + instr.FrameChildren), p.get(at + instr.FrameSP),
-		p.get(at + instr.FrameHeld), p.get(at + instr.FrameCost), p.get(at + instr.FrameFunc)}
+		p.get(at + instr.FrameHeld), p.get(at + instr.FrameBeneath), p.get(at + instr.FrameFunc), p.get(at + instr.FrameKids)}
 }
 
 // setFrame writes frame i.
 func (p *ProgramBook) setFrame(i int, f programFrame) {
 	at := p.b.FrameAt(i)
-	for k, v := range [...]uint64{f.t, f.children, f.sp, f.held, f.cost, f.fn} {
+	for k, v := range [...]uint64{f.t, f.children, f.sp, f.held, f.beneath, f.fn, f.kids} {
 		p.put(at+uint64(k)*8, v)
 	}
 }
@@ -156,13 +156,6 @@ func (p *ProgramBook) SetScale(scale uint64) { p.put(p.b.Offset+instr.BookScale,
 func (p *ProgramBook) SetStack(lo, hi uint64) {
 	p.put(p.b.Offset+instr.BookStackLo, lo)
 	p.put(p.b.Offset+instr.BookStackHi, hi)
-}
-
-// SetCosts writes what the code of an entry and an exit costs inside the
-// interval it measures, and in all (instr.BookCostIn).
-func (p *ProgramBook) SetCosts(in, all uint64) {
-	p.put(p.b.Offset+instr.BookCostIn, in)
-	p.put(p.b.Offset+instr.BookCostAll, all)
 }
 
 // Open returns the number of calls open, spilled ones included.
@@ -257,16 +250,18 @@ func (p *ProgramBook) sameStack(a, b uint64) bool {
 }
 
 // close closes the top frame at time now, as the exit code does: its
-// time less PROFILE's holds and the code's cost, given to its caller's
-// children and its function's figures.
+// time less PROFILE's holds, given to its caller's children, itself and
+// the calls beneath it to its caller's counts, and its figures to its
+// function's.
 func (p *ProgramBook) close(now uint64) {
 	n := p.depth()
 	f := p.frame(n)
 	held := p.Held() - f.held
-	dur := int64(now-f.t-held-f.cost) - int64(p.get(p.b.Offset+instr.BookCostIn))
+	dur := int64(now - f.t - held)
 	parent := p.b.FrameAt(n - 1)
 	p.add(parent+instr.FrameChildren, dur)
-	p.add(parent+instr.FrameCost, int64(f.cost+p.get(p.b.Offset+instr.BookCostAll)))
+	p.add(parent+instr.FrameBeneath, int64(f.beneath+1))
+	p.add(parent+instr.FrameKids, 1)
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n))
 	if f.fn >= uint64(p.b.Funcs) {
 		return // (never: Damaged checks the frames)
@@ -274,9 +269,12 @@ func (p *ProgramBook) close(now uint64) {
 	fig := p.b.FigureAt(int(f.fn))
 	p.add(fig+instr.FigureCalls, 1)
 	p.add(fig+instr.FigureSelf, dur-int64(f.children))
+	p.add(fig+instr.FigureKids, int64(f.kids))
 	p.add(fig+instr.FigureOpen, -1)
 	if p.get(fig+instr.FigureOpen) == 0 {
 		p.add(fig+instr.FigureInclusive, dur)
+		p.add(fig+instr.FigureOuter, 1)
+		p.add(fig+instr.FigureBeneath, int64(f.beneath))
 	}
 }
 
@@ -288,7 +286,8 @@ func (p *ProgramBook) spillHalf() {
 	n := p.depth()
 	h := n / 2
 	root := p.b.FrameAt(0)
-	s := spilled{children: int64(p.get(root + instr.FrameChildren)), costs: int64(p.get(root + instr.FrameCost))}
+	s := spilled{children: p.get(root + instr.FrameChildren), beneath: p.get(root + instr.FrameBeneath),
+		kids: p.get(root + instr.FrameKids)}
 	for i := 1; i <= h; i++ {
 		s.frames = append(s.frames, p.frame(i))
 	}
@@ -297,7 +296,8 @@ func (p *ProgramBook) spillHalf() {
 	}
 	p.spill = append(p.spill, s)
 	p.put(root+instr.FrameChildren, 0)
-	p.put(root+instr.FrameCost, 0)
+	p.put(root+instr.FrameBeneath, 0)
+	p.put(root+instr.FrameKids, 0)
 	p.put(root+instr.FrameSP, s.top().sp-1)
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n-h+1))
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(n-h+1))
@@ -312,12 +312,14 @@ func (p *ProgramBook) unspill() {
 	root := p.b.FrameAt(0)
 	top := &s.frames[len(s.frames)-1]
 	top.children += p.get(root + instr.FrameChildren)
-	top.cost += p.get(root + instr.FrameCost)
+	top.beneath += p.get(root + instr.FrameBeneath)
+	top.kids += p.get(root + instr.FrameKids)
 	for i, f := range s.frames {
 		p.setFrame(i+1, f)
 	}
-	p.put(root+instr.FrameChildren, uint64(s.children))
-	p.put(root+instr.FrameCost, uint64(s.costs))
+	p.put(root+instr.FrameChildren, s.children)
+	p.put(root+instr.FrameBeneath, s.beneath)
+	p.put(root+instr.FrameKids, s.kids)
 	sp := rootSP
 	if len(p.spill) > 0 {
 		sp = p.spill[len(p.spill)-1].top().sp - 1
@@ -354,23 +356,28 @@ func (p *ProgramBook) Depth() int {
 // closed so far (the root's children), spilled frames' not counted.
 func (p *ProgramBook) Inside() int64 {
 	if len(p.spill) > 0 {
-		return p.spill[0].children
+		return int64(p.spill[0].children)
 	}
 	return int64(p.get(p.b.FrameAt(0) + instr.FrameChildren))
 }
 
-// Figure is what a book holds of one function, in nanoseconds: its calls, its
-// own time, and its time with children (counted once per recursion).
+// Figure is what a book holds of one function: its calls, its own time,
+// and its time with children (counted once per recursion), in
+// nanoseconds, the book code's cost in them; and the counts that cost is
+// taken out by (Costs.Correct): the calls its calls made (Kids), its
+// outermost calls (Outer), and the calls made beneath those (Beneath).
 type Figure struct {
-	Calls     uint64
-	Self, All int64
+	Calls                uint64
+	Self, All            int64
+	Kids, Outer, Beneath uint64
 }
 
 // Figure returns function fn's figures.
 func (p *ProgramBook) Figure(fn int) Figure {
 	at := p.b.FigureAt(fn)
 	return Figure{Calls: p.get(at + instr.FigureCalls), Self: int64(p.get(at + instr.FigureSelf)),
-		All: int64(p.get(at + instr.FigureInclusive))}
+		All: int64(p.get(at + instr.FigureInclusive)), Kids: p.get(at + instr.FigureKids),
+		Outer: p.get(at + instr.FigureOuter), Beneath: p.get(at + instr.FigureBeneath)}
 }
 
 // Damaged reports whether the book is not as its code and PROFILE keep
@@ -449,9 +456,10 @@ func (p *ProgramBook) Take(keep func(fn int, f Figure)) {
 		at := p.b.FigureAt(fn)
 		if f := p.Figure(fn); f != (Figure{}) {
 			keep(fn, f)
-			p.put(at+instr.FigureCalls, 0)
-			p.put(at+instr.FigureSelf, 0)
-			p.put(at+instr.FigureInclusive, 0)
+			for _, w := range [...]uint64{instr.FigureCalls, instr.FigureSelf, instr.FigureInclusive,
+				instr.FigureKids, instr.FigureOuter, instr.FigureBeneath} {
+				p.put(at+w, 0)
+			}
 		}
 	}
 }
