@@ -225,7 +225,7 @@ func TestGoroutineTiming(t *testing.T) {
 // measures them (testdata/progs/go/goknown): each function's share of the
 // total time within 5 points of its share of the time its goroutines
 // lived, added up (the total's meaning where goroutines ran side by side:
-// docs/linux.md, "Total time"), a and b, which only call work, with about
+// docs/linux.md, "Timing"), a and b, which only call work, with about
 // none of their own, and the total time within 10 % of that time. Among them a
 // goroutine that goes on in other threads between its units of work, one
 // that sleeps, a stack that grows and is copied inside a timed call, and a

@@ -146,7 +146,7 @@ func (r funcListing) overheadLines(p *printer) {
 // time inside profiled functions, which the modules' function times add
 // up to, or their sum where it is more (a run of threads side by side
 // profiled before the total time added up their lives, when it was the
-// run's elapsed time: docs/linux.md, "Total time").
+// run's elapsed time: docs/linux.md, "Timing").
 func (r funcListing) modulesTime() int64 {
 	var sum int64
 	for _, funcs := range r.funcs {

@@ -164,8 +164,8 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{37}
 		return m
 	},
-	// Timing of threads that ran side by side (docs/linux.md, "Total
-	// time"): the total time is the three threads' lives added up, 3.6
+	// Timing of threads that ran side by side (docs/linux.md,
+	// "Timing"): the total time is the three threads' lives added up, 3.6
 	// ms for a run of 1.1 ms, and each function's percentage is of the
 	// time within outermost calls, 3.5 ms of it.
 	"sidebyside": func() *datafile.Merged {

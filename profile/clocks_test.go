@@ -171,7 +171,7 @@ func TestClocksTotalGoroutines(t *testing.T) {
 	b.Exit(g1, 0, 0x100, 300)
 	b.Enter(g2, 0, 0x100, 200)
 	b.Exit(g2, 0, 0x100, 1200)
-	ck := &clocks{lives: 3 * 5000, lived: 3, started: 0, ended: 5000}
+	ck := &clocks{lives: lives{sum: 3 * 5000, n: 3}, started: 0, ended: 5000}
 	f := b.Figures()
 	if got := ck.total(nil, f); got != 5000 || f.Inside != 200+1000 {
 		t.Errorf("total %d, inside %d: want the elapsed 5000, 1200", got, f.Inside)

@@ -181,7 +181,7 @@ func (x *planNarrator) calibrated() {
 		when, where = "before the window", "where PROFILE stopped it"
 	}
 	if l := t.parts.ledgers; l != nil {
-		x.say("PROFILE measured what the book code costs the program: %.0f ns a call within the time it measures, %.0f ns in all (%s, the main thread timed a block of work with empty timed calls and without); what it costs in the run, PROFILE measures from the samples of the threads' program counters in its code, and takes out of the times at the end.", l.calibrated.In, l.calibrated.Call(), when)
+		x.say("PROFILE measured what the book code costs the program: %.0f ns a call within the time it measures, %.0f ns in all, taken out of the times (%s, the main thread timed a block of work with empty timed calls and without), unless the run measures it itself: the samples of the threads' program counters in PROFILE's code, over the calls, taken out at the end.", l.calibrated.In, l.calibrated.Call(), when)
 		return
 	}
 	if t.parts.rings != nil {

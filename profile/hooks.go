@@ -197,12 +197,12 @@ func (t *tracer) choose() {
 	add(t.parts.ledgers != nil, t.parts.ledgers)
 	// (The books in the program have a sampler too: of PROFILE's own
 	// code's share, owncode.go.)
-	t.parts.sampling = t.ownCodeSampling()
+	t.parts.sampling = t.parts.ownCodeSampling(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn})
 	if l := t.parts.ledgers; l != nil {
 		l.ownCode = t.parts.sampling.ownCode // (nil-safe: ok is false where no sampler runs)
 	}
 	if s := t.parts.sampling; s != nil {
-		s.env.proc, s.env.counters, s.env.own = t.proc, t.parts.counters, t.ownMaps
+		s.env.proc, s.env.counters, s.env.own = t.proc, t.parts.counters, t.parts.ownMaps
 	}
 	add(t.parts.sampling != nil, t.parts.sampling)
 	add(t.parts.trace != nil, t.parts.trace)

@@ -423,7 +423,7 @@ func (l *ledgers) ended() {
 		return
 	}
 	costs := l.costs()
-	l.clocks.perCall = costs.Call() - l.calibrated.Call()
+	l.clocks.lives.perCall = costs.Call() - l.calibrated.Call()
 	l.clocks.calculated = int64(math.Round(costs.Call() / 2)) // (an event's cost, as the report gives it)
 	var inside int64
 	for fn, f := range l.figs {

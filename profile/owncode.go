@@ -37,30 +37,31 @@ func newOwnCodeSampler(env samplerEnv) *sampler {
 	return s
 }
 
-// ownCodeSampling returns the run's sampler as the parts now are
+// ownCodeSampling returns the run's sampler as the parts p now are
 // (choose): function sampling's where the plan samples; where the books
 // are kept in the program, the one sampling PROFILE's own code, made
-// once; else none (the books in the program given up take it with them).
-func (t *tracer) ownCodeSampling() *sampler {
-	s := t.parts.sampling
+// once, with env; else none (the books in the program given up take it
+// with them).
+func (p *parts) ownCodeSampling(env samplerEnv) *sampler {
+	s := p.sampling
 	switch {
 	case s != nil && !s.timing:
 		return s
-	case t.parts.ledgers == nil:
+	case p.ledgers == nil:
 		return nil
 	case s != nil:
 		return s
 	}
-	return newOwnCodeSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn})
+	return newOwnCodeSampler(env)
 }
 
 // ownMaps returns the executable areas PROFILE mapped in the program, as
 // [start, size] (planter.ownMaps), as they are now.
-func (t *tracer) ownMaps() [][2]uint64 {
-	if t.parts.plant == nil {
+func (p *parts) ownMaps() [][2]uint64 {
+	if p.plant == nil {
 		return nil
 	}
-	return t.parts.plant.ownMaps
+	return p.plant.ownMaps
 }
 
 // ownCode returns the samples of the run's threads taken so far in

@@ -79,17 +79,7 @@ type clocks struct {
 	longest int64
 	held    heldTime
 	debt    float64
-	// lives adds up the lives of the lived threads on their own clocks
-	// (total). With the books in the program, perCall is what a call's
-	// code cost beyond the calibrated cost the threads' clocks took out
-	// as they ended (ledgers.debt), which the run measured at its end;
-	// made counts the calls the ended threads made, longestMade and
-	// debtMade the calls of the thread of the longest life and of the
-	// most debt.
-	lives                       int64
-	lived                       int
-	perCall                     float64
-	made, longestMade, debtMade uint64
+	lives   lives
 	// overhead is what one event costs beyond what PROFILE's clock sees,
 	// and calculated its calibrated value; forced is set when /CB
 	// imposes it; gaps are the gaps between stops, which bound it
@@ -442,39 +432,15 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 	b.End(k, end)
 	c.ended = max(c.ended, c.waited)
 	if th.debt >= c.debt {
-		c.debt, c.debtMade = th.debt, th.made
+		c.debt, c.lives.debtMade = th.debt, th.made
 	}
 	if end-th.born >= c.longest {
-		c.longest, c.longestMade = end-th.born, th.made
+		c.longest, c.lives.longestMade = end-th.born, th.made
 	}
-	c.lives += max(end-th.born, 0)
-	c.lived++
-	c.made += th.made
+	c.lives.sum += max(end-th.born, 0)
+	c.lives.n++
+	c.lives.made += th.made
 	delete(c.stolen, k)
-}
-
-// elapsed is the run's total time: from its first thread's start to its
-// last thread's end, less the time PROFILE held any thread (the union of
-// the stops), and less the cost of the records of the thread or
-// goroutine that made the most (the threads that ran side by side paid
-// theirs at the same time; the goroutines that ran one after the other
-// paid more, which is left in: a record costs some ten nanoseconds); but
-// never less than the longest life of a thread on its own clock, from its
-// start to its end less its own stops and records. The union counts every
-// stop as one the whole run waited for; where threads run side by side,
-// a thread held while the others go on delays the run by less, and a
-// thread that waits for the others (main in pthread_join) lives through
-// the run: its time, and its functions', are within the total. The
-// goroutines' are in the rings r, when timing in-process.
-func (c *clocks) elapsed(r *rings) int64 {
-	debt := c.debt + c.perCall*float64(c.debtMade)
-	if r != nil {
-		for _, g := range r.goroutines {
-			debt = max(debt, g.clock.debt)
-		}
-	}
-	longest := c.longest - int64(c.perCall*float64(c.longestMade))
-	return max(c.ended-c.started-c.held.sum()-int64(debt), longest, 0)
 }
 
 // timingStats completes the run's statistics of plan from the books b,
@@ -502,24 +468,6 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 	s.FuncTime, s.ChildTime = f.Self, f.All
 	s.TotalTime = c.total(r, f)
 	s.OutsideTime = s.TotalTime - f.Inside
-}
-
-// total is the run's total time, of which the report's percentages are
-// (docs/linux.md, "Total time"): the one thread's elapsed time, as the
-// original's was; where threads ran side by side, their lives on their
-// own clocks added up. A goroutine's life PROFILE does not see (it is
-// born and ends in the runtime's code, and its g is used again): where
-// goroutines were timed, the run's elapsed time, or the time within the
-// goroutines' and threads' outermost calls where that is more (a Go
-// program's threads are the goroutines' carriers: their lives are not
-// added again). Never less than the time within outermost calls, which
-// the function times add up to: no function takes more than the whole.
-func (c *clocks) total(r *rings, f books.Figures) int64 {
-	t := c.elapsed(r)
-	if c.lived > 1 && !f.Goroutines {
-		t = c.lives - int64(c.perCall*float64(c.made))
-	}
-	return max(t, f.Inside)
 }
 
 // findExits decodes the code of items' functions (of funcs, their module
