@@ -66,7 +66,10 @@ func (p *parts) ownMaps() [][2]uint64 {
 
 // ownCode returns the samples of the run's threads taken so far in
 // PROFILE's own code and in all, and the sampling interval; ok is
-// false where no sampler ran (perf refused, not a timing run...). It
+// false where no sampler ran (perf refused, not a timing run...), or
+// where a thread went unsampled (the kernel refused its event: the
+// samples are then not of every thread's calls). The samples the rings
+// lost (full before PROFILE read them) are counted as the others fell. It
 // reads the rings up to now first, with the goroutine that reads them
 // kept out: it may be called before the sampler's own end (the ledgers'
 // end hook comes first), and after it, when the tally is what it was at
@@ -85,7 +88,15 @@ func (s *sampler) ownCode() (own, all uint64, interval time.Duration, ok bool) {
 	for _, ps := range s.perf {
 		s.drainOne(ps, places)
 	}
-	return s.tally.own, s.tally.all, s.interval, true
+	if s.partial {
+		return 0, 0, 0, false
+	}
+	own, all = s.tally.own, s.tally.all
+	if lost := s.tally.lost; lost > 0 && all > 0 {
+		own += uint64(float64(own) * float64(lost) / float64(all))
+		all += lost
+	}
+	return own, all, s.interval, true
 }
 
 // withOwn returns a table whose own code is the areas maps, as [start,

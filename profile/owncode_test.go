@@ -82,15 +82,16 @@ var ownAreas = [][2]uint64{{0x7ff00000, 0x1000}, {0x9000, 0x1000}}
 // TestOwnCodeTally: a timing run's sampler counts the samples in
 // PROFILE's areas, to their last byte and not past it, apart from all of
 // its threads', reading the rings itself when asked before its end; it
-// writes no figure and warns of nothing (a thread refused its event
-// included); an area forgotten with its module is no longer PROFILE's.
+// writes no figure and warns of nothing; an area forgotten with its
+// module is no longer PROFILE's.
+// (TestOwnCodePartial: a thread refused its event.)
 func TestOwnCodeTally(t *testing.T) {
 	plan := samplingPlan()
 	plan.Method = datafile.FuncTiming
 	var warned []*prf.Diagnostic
 	s := newOwnCodeSampler(samplerEnv{plan: plan, own: func() [][2]uint64 { return ownAreas },
 		warn: func(d *prf.Diagnostic) { warned = append(warned, d) }})
-	rings := &fakeSampleRings{rings: map[int]*fakeSampleRing{}, refused: map[int]bool{102: true}}
+	rings := &fakeSampleRings{rings: map[int]*fakeSampleRing{}, refused: map[int]bool{}}
 	s.open = rings.open
 	if s.interval != time.Millisecond || !s.timing {
 		t.Fatalf("a timing run's sampler every %v, timing %v", s.interval, s.timing)
@@ -106,10 +107,9 @@ func TestOwnCodeTally(t *testing.T) {
 	s.start(100)
 	defer s.ended()
 	s.threadBorn(101, false)
-	s.threadBorn(102, false)
 	s.threadBorn(103, true) // (foreign)
-	if rings.opened != 3 || len(rings.rings) != 2 {
-		t.Fatalf("%d rings opened, %d given; want 3 and 2", rings.opened, len(rings.rings))
+	if rings.opened != 2 || len(rings.rings) != 2 {
+		t.Fatalf("%d rings opened, %d given; want 2 and 2", rings.opened, len(rings.rings))
 	}
 	// Thread 100's samples read by the sampler's goroutine, thread 101's
 	// by ownCode itself.
@@ -147,6 +147,35 @@ func TestOwnCodeTally(t *testing.T) {
 	}
 	if len(warned) != 0 {
 		t.Errorf("a timing run's sampler warned: %v", warned)
+	}
+}
+
+// TestOwnCodePartial: where the kernel refuses a thread its clock event
+// (having given the main thread one), the samples are not of every
+// thread's calls: no cost is measured, silently. Samples the rings lost
+// count as those read fell.
+func TestOwnCodePartial(t *testing.T) {
+	var warned []*prf.Diagnostic
+	plan := samplingPlan()
+	plan.Method = datafile.FuncTiming
+	s := newOwnCodeSampler(samplerEnv{plan: plan, own: func() [][2]uint64 { return ownAreas },
+		warn: func(d *prf.Diagnostic) { warned = append(warned, d) }})
+	rings := &fakeSampleRings{rings: map[int]*fakeSampleRing{}, refused: map[int]bool{102: true}}
+	s.open = rings.open
+	s.planted(0, 0, procmaps.Instance{Lo: 0x1000, Hi: 0x2000})
+	s.start(100)
+	rings.rings[100].put(0x9010, 0x5000)
+	s.tally.lost = 2 // (two more, lost as the ring was full)
+	if own, all, _, ok := s.ownCode(); !ok || own != 2 || all != 4 {
+		t.Errorf("own code %d of %d (ok %v), want 2 of 4: the lost as the read", own, all, ok)
+	}
+	s.threadBorn(102, false)
+	if _, _, _, ok := s.ownCode(); ok {
+		t.Error("own code measured with a thread unsampled")
+	}
+	s.ended()
+	if _, _, _, ok := s.ownCode(); ok || len(warned) != 0 {
+		t.Errorf("after the end: measured %v, warnings %v; want neither", ok, warned)
 	}
 }
 

@@ -85,8 +85,9 @@ type sampler struct {
 	stop, done chan struct{}
 	// unsampled counts the threads whose clock event the kernel refused
 	// after it took the main thread's (its memory for the rings, say),
-	// and openErr is the first refusal.
+	// and openErr is the first refusal; partial is set once one was.
 	unsampled int
+	partial   bool
 	openErr   error
 	// stopped is set at an exec: the new image is not sampled.
 	stopped bool
@@ -189,6 +190,7 @@ func (s *sampler) threadBorn(tid int, foreign bool) error {
 	}
 	if err := s.openPerf(tid); err != nil && !ptrace.IsNoProcess(err) {
 		s.unsampled++
+		s.partial = true
 		if s.openErr == nil {
 			s.openErr = err
 		}
