@@ -75,6 +75,8 @@ type ledgers struct {
 	// counters taken so far in PROFILE's own code and in all, and their
 	// interval (the sampler's: ok is false where none ran).
 	ownCode func() (own, all uint64, interval time.Duration, ok bool)
+	// measured is the cost the run measured, once it has (costs).
+	measured *books.Costs
 	// closer is the address of the word that holds the closer's in the
 	// program (instr.Book.Closer), 0 where there is none.
 	closer, closerSize uint64
@@ -449,6 +451,11 @@ func (l *ledgers) costs() books.Costs {
 	if l.ownCode == nil {
 		return l.calibrated
 	}
+	if l.measured != nil {
+		// (Measured at an exec, over the calls before it: the sampler
+		// samples no image after it.)
+		return *l.measured
+	}
 	own, all, interval, ok := l.ownCode()
 	calls := l.calibrations
 	for _, f := range l.figs {
@@ -457,7 +464,9 @@ func (l *ledgers) costs() books.Costs {
 	if !ok || own < minOwnSamples || all == 0 || calls == 0 {
 		return l.calibrated
 	}
-	return l.calibrated.Scaled(float64(own) * float64(interval) / float64(calls))
+	c := l.calibrated.Scaled(float64(own) * float64(interval) / float64(calls))
+	l.measured = &c
+	return c
 }
 
 // minOwnSamples is the fewest samples in PROFILE's code that measure the

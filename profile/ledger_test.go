@@ -222,3 +222,27 @@ func TestLedgerHeldTime(t *testing.T) {
 	}
 	t.Errorf("held more by %s: want the stop, and 1 µs before it was seen, not 1 ms", strings.Join(tries, ", "))
 }
+
+// TestLedgerCostsOnce: what a call's code cost is measured over the
+// samples and the calls up to its first reading (an exec's: the sampler
+// samples no image after it), and stands after it; with too few samples,
+// the calibrated cost stands until there are enough.
+func TestLedgerCostsOnce(t *testing.T) {
+	r := newLedgerRig(t)
+	r.l.calibrated = books.Costs{In: 20, Out: 10}
+	own := uint64(50)
+	r.l.ownCode = func() (uint64, uint64, time.Duration, bool) { return own, 1000, time.Microsecond, true }
+	r.l.figs[1].Calls = 1000
+	if got := r.l.costs(); got != r.l.calibrated {
+		t.Errorf("costs %+v from 50 samples, want the calibrated %+v", got, r.l.calibrated)
+	}
+	own = 600 // 600 µs over 1,000 calls: 600 ns a call, split 2 to 1
+	want := books.Costs{In: 400, Out: 200}
+	if got := r.l.costs(); got != want {
+		t.Errorf("costs %+v, want %+v", got, want)
+	}
+	r.l.figs[1].Calls = 10 // (after an exec: new calls, no new samples)
+	if got := r.l.costs(); got != want {
+		t.Errorf("costs after the exec %+v, want those measured before it, %+v", got, want)
+	}
+}
