@@ -318,6 +318,13 @@ type Stats struct {
 	Stacks      []Stack
 	// The figures of function sampling (zero and nil otherwise).
 	Sampling SamplingStats `json:",omitzero"`
+	// CostUncertainty is how far, in nanoseconds a call, the cost of
+	// PROFILE's code taken out of each call's time may be from what it
+	// cost (function timing with the books kept in the program; 0: not
+	// stated): a function whose own time per call is below it is not
+	// measured exactly, and the report says so. Of several runs, the
+	// most.
+	CostUncertainty int64 `json:",omitzero"`
 }
 
 // SamplingStats are the figures of function sampling runs.

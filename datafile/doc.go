@@ -99,7 +99,8 @@
 //	            varint ChildTime) Stacks,
 //	            then the sampling figures (Stats.Sampling): varint Interval,
 //	            uvarint Sampler (0 none, 1 perf events, 2 ptrace, 3 both), uvarint Outside, uvarint Lost, varint KernelTime,
-//	            list(uvarint) Samples, list(uvarint) LineSamples
+//	            list(uvarint) Samples, list(uvarint) LineSamples,
+//	            then varint CostUncertainty
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)
@@ -109,8 +110,10 @@
 //
 // # Older versions
 //
-// The writer writes version 7; the readers also read versions 6, 5, 4 and
-// 3 ([MinVersion]). Version 6 is version 7 but for section 2, which ends
+// The writer writes version 8; the readers also read versions 7, 6, 5, 4
+// and 3 ([MinVersion]). Version 7 is version 8 but for section 8, which
+// ends after the sampling figures: its runs state no cost uncertainty
+// (it reads as 0). Version 6 is version 7 but for section 2, which ends
 // after Calibration: its plans say nothing of what the default selection
 // left out. Version 5's stacks have no CallerKey (it reads as 0: the
 // chain of callers beyond the two shown is not known). Version 4 is

@@ -80,6 +80,7 @@ func (m *Merged) Add(c *Counts) error {
 	s.TotalTime += cs.TotalTime
 	s.OutsideTime += cs.OutsideTime
 	s.CallDepth = max(s.CallDepth, cs.CallDepth)
+	s.CostUncertainty = max(s.CostUncertainty, cs.CostUncertainty)
 	s.Stacks = stacks
 	s.Sampling.add(&cs.Sampling)
 	return nil

@@ -55,6 +55,8 @@ func TestMergeSums(t *testing.T) {
 			CallDepth:   5,
 			TotalTime:   13500000,
 			OutsideTime: 1500000,
+			// The most of the two runs'.
+			CostUncertainty: 9,
 			// Sorted by function, callers and key; main's and helper's
 			// stacks of both runs added up.
 			Stacks: []Stack{

@@ -286,6 +286,7 @@ func (e *encoder) stats(st *Stats) {
 		w.varint(sm.KernelTime)
 		w.uvarints(sm.Samples)
 		w.uvarints(sm.LineSamples)
+		w.varint(st.CostUncertainty)
 	})
 }
 
@@ -369,6 +370,9 @@ func (d *decoder) stats(st *Stats) {
 		sm.KernelTime = s.varint()
 		sm.Samples = s.uvarints()
 		sm.LineSamples = s.uvarints()
+	}
+	if d.version >= 8 {
+		st.CostUncertainty = s.varint()
 	}
 	d.end(s)
 }

@@ -160,6 +160,10 @@ func (s *Stats) check(method Method, items, funcs int) error {
 		return fmt.Errorf("negative total time %d", s.TotalTime)
 	case s.OutsideTime < 0:
 		return fmt.Errorf("negative outside time %d", s.OutsideTime)
+	case s.CostUncertainty < 0:
+		return fmt.Errorf("negative cost uncertainty %d", s.CostUncertainty)
+	case s.CostUncertainty != 0 && !method.IsTiming():
+		return fmt.Errorf("a cost uncertainty in a %s profile", strings.ToLower(method.Words()))
 	case len(s.Stacks) > 0 && !method.IsFunction():
 		return errors.New("attribution stacks in a line profile")
 	}

@@ -152,8 +152,18 @@ func TestAttachSignalFrames(t *testing.T) {
 		s.Ask(t, "r", "released")
 		p.end(t, syscall.SIGINT)
 		checkLetGo(t, s.PID(), before)
-		s.Ask(t, "h", "held")
-		s.Ask(t, "r", "released")
+		// Let go, its handler holds the worker again where it can (a
+		// signal that lands in f's first bytes is chance, which a busy
+		// machine may not give in the server's 20,000 tries: "none"),
+		// and it goes on.
+		switch said := s.Say(t, "h"); said {
+		case "held":
+			s.Ask(t, "r", "released")
+		case "none":
+		default:
+			t.Fatalf("server said %q after PROFILE let it go, want held or none", said)
+		}
+		s.Alive(t, p.stderr.String())
 	})
 	t.Run("during", func(t *testing.T) {
 		s := startServer(t, dir, name)

@@ -246,3 +246,29 @@ func BenchmarkExports(b *testing.B) {
 		})
 	}
 }
+
+// TestJSONUncertain: the JSON states the run's cost uncertainty and
+// marks the functions whose own time per call is below it, as the
+// listing marks them (the "uncertain" fixture: 5 µs a call).
+func TestJSONUncertain(t *testing.T) {
+	var buf bytes.Buffer
+	o := DefaultOptions()
+	o.Format, o.Version = FormatJSON, "test"
+	if err := Generate(&buf, linuxInputs["uncertain"](), o); err != nil {
+		t.Fatal(err)
+	}
+	var j jsonProfile
+	if err := json.Unmarshal(buf.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	var marked []string
+	for _, f := range j.Functions {
+		if f.Unsure {
+			marked = append(marked, f.Name)
+		}
+	}
+	want := []string{"Counter::Counter()", "Counter::bump(int)", "Counter::value() const", "max<int>(int, int)"}
+	if j.CostNs != 5000 || !slices.Equal(marked, want) {
+		t.Errorf("cost uncertainty %d ns, uncertain %q; want 5000 and %q", j.CostNs, marked, want)
+	}
+}

@@ -102,6 +102,9 @@ func (r funcListing) programStatistics(p *printer) {
 	p.text(fmt.Sprintf("    Function coverage: %s%%", fixed(percent(float64(hit), float64(len(r.plan.Funcs))), 1)))
 	if m.IsTiming() {
 		r.overheadLines(p)
+		if u := st.CostUncertainty; u > 0 {
+			p.text(fmt.Sprintf("    Overhead uncertain by %d ns a call:%s marks a function whose own time a call is less", u, uncertainMark))
+		}
 	}
 }
 
@@ -227,7 +230,8 @@ func (r funcListing) countingRows(p *printer, funcs []int) {
 
 // timingRows writes "%12.3f %5.1f %12.3f %5.1f %8d %s (%s)": function time,
 // function+child time, both with their share of the time inside profiled
-// functions, and hits.
+// functions, and hits; then " ~" where the function time is not measured
+// exactly (uncertain).
 func (r funcListing) timingRows(p *printer, funcs []int) {
 	inside := float64(r.insideTime())
 	for _, i := range funcs {
@@ -236,11 +240,27 @@ func (r funcListing) timingRows(p *printer, funcs []int) {
 			continue
 		}
 		ft, ct := r.funcTime(i), r.childTime(i)
-		p.text(fmt.Sprintf("%s %s %s %s %8d %s%s",
+		mark := ""
+		if r.uncertain(i) {
+			mark = uncertainMark
+		}
+		p.text(fmt.Sprintf("%s %s %s %s %8d %s%s%s",
 			fixedWidth(millis(ft), 12, 3), fixedWidth(percent(float64(ft), inside), 5, 1),
 			fixedWidth(millis(ct), 12, 3), fixedWidth(percent(float64(ct), inside), 5, 1),
-			h, r.names[i], r.source(i)))
+			h, r.names[i], r.source(i), mark))
 	}
+}
+
+// uncertainMark follows a function whose time is not measured exactly.
+const uncertainMark = " ~"
+
+// uncertain reports whether function i's own time per call is below the
+// uncertainty of the cost of PROFILE's code taken out of each call
+// (datafile.Stats.CostUncertainty): its time is mostly what was taken
+// out, and is not measured exactly (docs/linux.md, "Timing").
+func (r *report) uncertain(i int) bool {
+	u, h := r.m.Stats.CostUncertainty, r.hits(i)
+	return u > 0 && h > 0 && float64(r.funcTime(i)) < float64(u)*float64(h)
 }
 
 // coverageRows writes "    %c    %s (%s)" for every function, /C

@@ -20,6 +20,7 @@ type (
 		Runs      []jsonRun      `json:"runs"`
 		CallDepth int            `json:"callDepth,omitempty"`
 		TotalNs   int64          `json:"totalTimeNs,omitempty"`
+		CostNs    int64          `json:"costUncertaintyNs,omitempty"`
 		Sampling  *jsonSampling  `json:"sampling,omitempty"`
 		Modules   []jsonModule   `json:"modules"`
 		Functions []jsonFunction `json:"functions,omitempty"`
@@ -54,6 +55,7 @@ type (
 		TimeNs  *int64       `json:"timeNs,omitempty"`
 		ChildNs *int64       `json:"timeWithChildrenNs,omitempty"`
 		Samples *uint64      `json:"samples,omitempty"`
+		Unsure  bool         `json:"uncertain,omitempty"`
 		Callers []jsonCaller `json:"callers,omitempty"`
 	}
 	jsonCaller struct {
@@ -81,7 +83,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	out := jsonProfile{Schema: jsonSchema, Profile: strings.ToLower(r.plan.Method.Words()), CallDepth: r.m.Stats.CallDepth}
 	timed := r.hasTimes()
 	if timed {
-		out.TotalNs = r.m.Stats.TotalTime
+		out.TotalNs, out.CostNs = r.m.Stats.TotalTime, r.m.Stats.CostUncertainty
 	}
 	sampled := r.plan.Method.IsSampling()
 	if sampled {
@@ -102,7 +104,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 				File: f.File, Line: f.Line, Hits: r.hits(i)}
 			if timed {
 				t, c := r.funcTime(i), r.childTime(i)
-				jf.TimeNs, jf.ChildNs = &t, &c
+				jf.TimeNs, jf.ChildNs, jf.Unsure = &t, &c, r.uncertain(i)
 			}
 			if sampled {
 				n := r.samples(i)

@@ -180,6 +180,23 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{12}
 		return m
 	},
+	// Function timing with the books kept in the program, whose run
+	// states its cost's uncertainty, 5 µs a call (docs/linux.md,
+	// "Timing"): the functions whose own time per call is below it are
+	// marked (Counter, bump, value, max), the others are not, and the
+	// tab-delimited records are the original's.
+	"uncertain": func() *datafile.Merged {
+		p := demoPlan(datafile.FuncTiming)
+		m := &datafile.Merged{Plan: p, Runs: []datafile.Run{at0907(0, "prog data.bin")},
+			Stats: datafile.Stats{Hits: demoHits, CallDepth: 4,
+				TotalTime: 3_000_000, OutsideTime: 500_000, CostUncertainty: 5_000,
+				//        main     twice(i) twice(d) Counter  bump    value   max     helper _start add      mul      helper ver
+				FuncTime:  []int64{100_000, 62_500, 12_000, 1_000, 24_000, 500, 3_000, 0, 0, 1_800_000, 480_000, 0, 17_000},
+				ChildTime: []int64{2_500_000, 62_500, 300_000, 1_000, 24_000, 500, 150_000, 0, 0, 1_800_000, 480_000, 0, 17_000}}}
+		m = seal(m)
+		m.Overheads = []int64{20}
+		return m
+	},
 	// A timing profile that was never run (PRF4481).
 	"never": func() *datafile.Merged {
 		n := len(demoHits)
@@ -252,6 +269,8 @@ var linuxGoldens = []struct {
 	{"coverage", "t", func(o *Options) { o.Tab = true }},
 	{"timing", "default", nil},
 	{"sidebyside", "default", nil},
+	{"uncertain", "default", nil},
+	{"uncertain", "t", func(o *Options) { o.Tab = true }},
 	{"timing", "stc", func(o *Options) { o.Sort = SortChildTime }},
 	{"timing", "sc", func(o *Options) { o.Sort = SortCount }},
 	{"timing", "sn", func(o *Options) { o.Sort = SortName }},

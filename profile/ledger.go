@@ -75,8 +75,11 @@ type ledgers struct {
 	// counters taken so far in PROFILE's own code and in all, and their
 	// interval (the sampler's: ok is false where none ran).
 	ownCode func() (own, all uint64, interval time.Duration, ok bool)
-	// measured is the cost the run measured, once it has (costs).
-	measured *books.Costs
+	// measured is the cost the run measured, once it has (costs), and
+	// uncertainty how far, in nanoseconds a call, the cost taken out may
+	// be from what the code cost (datafile.Stats.CostUncertainty).
+	measured    *books.Costs
+	uncertainty int64
 	// closer is the address of the word that holds the closer's in the
 	// program (instr.Book.Closer), 0 where there is none.
 	closer, closerSize uint64
@@ -448,13 +451,17 @@ func (l *ledgers) ended() {
 // calibrated cost where too few samples were taken to measure it (a run
 // of a few milliseconds, the kernel's sampler refused).
 func (l *ledgers) costs() books.Costs {
-	if l.ownCode == nil {
-		return l.calibrated
-	}
 	if l.measured != nil {
 		// (Measured at an exec, over the calls before it: the sampler
 		// samples no image after it.)
 		return *l.measured
+	}
+	// (Unmeasured in the run, the calibrated cost is uncertain by as much
+	// as it is: the run's code may cost twice what the calibration's
+	// did, or less.)
+	l.uncertainty = int64(math.Round(l.calibrated.Call()))
+	if l.ownCode == nil {
+		return l.calibrated
 	}
 	own, all, interval, ok := l.ownCode()
 	calls := l.calibrations
@@ -466,7 +473,24 @@ func (l *ledgers) costs() books.Costs {
 	}
 	c := l.calibrated.Scaled(float64(own) * float64(interval) / float64(calls))
 	l.measured = &c
+	l.uncertainty = costUncertainty(c.Call(), l.calibrated.Call(), own)
 	return c
+}
+
+// costUncertainty is how far a call's cost measured in the run, from own
+// samples, may be from what the code cost each call: the two measures'
+// difference (the calibration's, alone, and the run's, on average over
+// the calls), and twice the samples' own error (a count of own samples
+// is off by some √own from chance), to the nanosecond.
+func costUncertainty(measured, calibrated float64, own uint64) int64 {
+	return int64(math.Ceil(math.Abs(measured-calibrated) + 2*measured/math.Sqrt(float64(own))))
+}
+
+// stats states the uncertainty of the cost taken out (statsHook).
+func (l *ledgers) stats(s *datafile.Stats) {
+	if l.plan.Method.IsTiming() {
+		s.CostUncertainty = l.uncertainty
+	}
 }
 
 // minOwnSamples is the fewest samples in PROFILE's code that measure the

@@ -236,13 +236,25 @@ func TestLedgerCostsOnce(t *testing.T) {
 	if got := r.l.costs(); got != r.l.calibrated {
 		t.Errorf("costs %+v from 50 samples, want the calibrated %+v", got, r.l.calibrated)
 	}
+	if r.l.uncertainty != 30 {
+		t.Errorf("uncertainty %d ns, want the calibrated cost itself, 30", r.l.uncertainty)
+	}
 	own = 600 // 600 µs over 1,000 calls: 600 ns a call, split 2 to 1
 	want := books.Costs{In: 400, Out: 200}
 	if got := r.l.costs(); got != want {
 		t.Errorf("costs %+v, want %+v", got, want)
 	}
+	// 570 ns from the calibration's 30, and 2·600/√600 = 49 for chance.
+	if r.l.uncertainty != 570+49 {
+		t.Errorf("uncertainty %d ns, want 619", r.l.uncertainty)
+	}
 	r.l.figs[1].Calls = 10 // (after an exec: new calls, no new samples)
-	if got := r.l.costs(); got != want {
-		t.Errorf("costs after the exec %+v, want those measured before it, %+v", got, want)
+	if got := r.l.costs(); got != want || r.l.uncertainty != 619 {
+		t.Errorf("costs after the exec %+v, uncertain by %d; want those measured before it, %+v, 619", got, r.l.uncertainty, want)
+	}
+	var st datafile.Stats
+	r.l.stats(&st)
+	if st.CostUncertainty != 619 {
+		t.Errorf("stated uncertainty %d, want 619", st.CostUncertainty)
 	}
 }
