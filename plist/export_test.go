@@ -272,3 +272,18 @@ func TestJSONUncertain(t *testing.T) {
 		t.Errorf("cost uncertainty %d ns, uncertain %q; want 5000 and %q", j.CostNs, marked, want)
 	}
 }
+
+// TestHTMLUncertain: the HTML page marks the own time of the functions
+// the listing marks, and says why in its title.
+func TestHTMLUncertain(t *testing.T) {
+	var buf bytes.Buffer
+	o := DefaultOptions()
+	o.Format, o.Version = FormatHTML, "test"
+	if err := Generate(&buf, linuxInputs["uncertain"](), o); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if n := strings.Count(page, "not measured exactly"); n != 4 || !strings.Contains(page, "0.024 ~") {
+		t.Errorf("%d own times marked uncertain, Counter::bump's %v; want 4, and marked", n, strings.Contains(page, "0.024 ~"))
+	}
+}

@@ -296,7 +296,12 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 			row.Cells = append(row.Cells, coveredCell(h > 0))
 		case m.HasTimes():
 			ft, ct := r.funcTime(i), r.childTime(i)
-			row.Cells = append(row.Cells, msCell(ft), shareCell(ft, inside), msCell(ct), shareCell(ct, inside), numCell(h))
+			own := msCell(ft)
+			if r.uncertain(i) {
+				own.Text += uncertainMark
+				own.Title = fmt.Sprintf("its own time a call is below the uncertainty of the profiler's cost taken out of each call, %d ns: not measured exactly", r.m.Stats.CostUncertainty)
+			}
+			row.Cells = append(row.Cells, own, shareCell(ft, inside), msCell(ct), shareCell(ct, inside), numCell(h))
 			if m.IsSampling() {
 				row.Cells = append(row.Cells, numCell(r.samples(i)))
 			}
