@@ -10,6 +10,9 @@ import (
 // disassembler, where each stops for PROFILE, and its rollback ranges.
 func TestBookCodeAMD64(t *testing.T) {
 	need(t, "objdump")
+	if 1<<figureShift != BookFigureSize {
+		t.Fatalf("the closer shifts a function's number by %d, for figures of %d bytes", figureShift, BookFigureSize)
+	}
 	b := Book{Offset: 0x1000, Frames: 4, Funcs: 8}
 	entry, ok := amd64{}.BookEntryCode(b, 3)
 	if !ok {

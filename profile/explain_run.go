@@ -34,7 +34,9 @@ func (x *runNarrator) running() {
 		line += " The trampolines record without stopping it: PROFILE reads the rings while it waits."
 	}
 	x.say("%s %s", x.now(), line)
-	if s := t.parts.sampling; s != nil && s.timing {
+	if s := t.parts.sampling; s != nil && s.timing && !s.started {
+		x.say("%s PROFILE does not sample the program: the kernel refused the main thread its clock event (perf_event_open); the book code's cost is the calibration's.", x.now())
+	} else if s != nil && s.timing {
 		x.say("%s PROFILE samples every %v of each thread's CPU time, where the kernel allows it (perf), the threads' program counters: those in its own code measure what the book code costs in the run.", x.now(), s.interval)
 	} else if s != nil {
 		how := "the kernel's clock event of each thread (perf), which writes the samples into a ring PROFILE reads"

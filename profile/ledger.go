@@ -67,10 +67,9 @@ type ledgers struct {
 	made   map[int]uint64
 	// scale turns the counter's ticks into the books' nanoseconds
 	// (instr.BookScale); calibrated is what a call's code costs, measured
-	// alone at start-up (calibrate), calibrations the calls it made.
-	scale        uint64
-	calibrated   books.Costs
-	calibrations uint64
+	// alone at start-up (calibrate).
+	scale      uint64
+	calibrated books.Costs
 	// ownCode, when not nil, returns the samples of the threads' program
 	// counters taken so far in PROFILE's own code and in all, and their
 	// interval (the sampler's: ok is false where none ran).
@@ -430,14 +429,11 @@ func (l *ledgers) ended() {
 	costs := l.costs()
 	l.clocks.lives.perCall = costs.Call() - l.calibrated.Call()
 	l.clocks.calculated = int64(math.Round(costs.Call() / 2)) // (an event's cost, as the report gives it)
-	var inside int64
-	for fn, f := range l.figs {
-		if f == (books.Figure{}) {
-			continue
+	figs, inside := costs.CorrectedAll(l.figs)
+	for fn, f := range figs {
+		if f != (books.Figure{}) {
+			bk.Add(fn, f.Calls, f.Self, f.All)
 		}
-		f = costs.Corrected(f)
-		bk.Add(fn, f.Calls, f.Self, f.All)
-		inside += f.Self // (the own times add up to the time within outermost calls)
 	}
 	bk.AddInside(inside, l.depth)
 	clear(l.figs)
@@ -464,7 +460,9 @@ func (l *ledgers) costs() books.Costs {
 		return l.calibrated
 	}
 	own, all, interval, ok := l.ownCode()
-	calls := l.calibrations
+	// (The calibration ran before the sampler started: its calls are
+	// in no sample.)
+	var calls uint64
 	for _, f := range l.figs {
 		calls += f.Calls
 	}
@@ -497,6 +495,9 @@ func (l *ledgers) stats(s *datafile.Stats) {
 // book code's cost in a run: a tenth of it, at worst, from chance.
 const minOwnSamples = 100
 
+// execed reads the books a last time as the program's image is
+// replaced: its calls open end there, and profiling with them
+// (execHook).
 func (l *ledgers) execed() { l.ended() }
 
 // collect gives the run's result the events the code left to PROFILE.

@@ -123,7 +123,8 @@ var errCalibration = errors.New("the calibration code did not end at its breakpo
 // two calibration blocks at code (with, without) a few times over; the
 // least time of each block over the rounds is taken (what the machine
 // adds, an interrupt, a migration, only adds). Its registers come back,
-// its book is emptied, and every book gets the costs.
+// its book is emptied; the costs are taken out of the figures at the
+// end (ledgers.costs), where the run did not measure them itself.
 func (l *ledgers) calibrate(cal *calibration) error {
 	proc, pid := cal.proc, cal.pid
 	var saved ptrace.Regs
@@ -174,7 +175,6 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	costIn := math.Round(float64(max(slices.Min(in), 0)) / calibrationRecords)
 	costAll := math.Round(float64(max(slices.Min(with)-slices.Min(without), 0)) / calibrationRecords)
 	l.calibrated = books.Costs{In: min(costIn, costAll), Out: max(costAll-costIn, 0)}
-	l.calibrations += rounds * (calibrationRecords + 2)
 	l.openBook(b)
 	return nil
 }

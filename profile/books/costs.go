@@ -42,6 +42,27 @@ func (c Costs) Corrected(f Figure) Figure {
 	return f
 }
 
+// CorrectedAll returns the figures of every function (by function) with
+// the cost c taken out, and the time within outermost calls, which their
+// own times add up to. A time with children is never more than that
+// time: where a function's own time, taken below nothing, was given
+// back (Corrected), its callers' times with children may hold more than
+// what is left inside, as the average cost was less than its calls'.
+func (c Costs) CorrectedAll(figs []Figure) ([]Figure, int64) {
+	out := make([]Figure, len(figs))
+	var inside int64
+	for fn, f := range figs {
+		if f != (Figure{}) {
+			out[fn] = c.Corrected(f)
+			inside += out[fn].Self
+		}
+	}
+	for fn := range out {
+		out[fn].All = min(out[fn].All, inside)
+	}
+	return out, inside
+}
+
 // Add adds g's figures to f's.
 func (f *Figure) Add(g Figure) {
 	f.Calls += g.Calls

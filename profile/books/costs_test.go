@@ -1,6 +1,7 @@
 package books
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -70,5 +71,30 @@ func TestCostsScaled(t *testing.T) {
 	}
 	if got := (Costs{}).Scaled(8); got != (Costs{In: 8}) {
 		t.Errorf("scaled from nothing %+v, want all of it inside", got)
+	}
+}
+
+// TestCostsCorrectedAll: a function whose calls cost less than the
+// average (g's thousand empty calls from h) comes out below nothing and
+// is given nothing; the time within outermost calls is the own times'
+// sum, and no time with children passes it (f's would, at 1,010 ns of
+// 30: more than the whole).
+func TestCostsCorrectedAll(t *testing.T) {
+	const main, f, g, h = 0, 1, 2, 3
+	figs := []Figure{
+		main: {Calls: 1, Self: 50, All: 20100, Kids: 2, Outer: 1, Beneath: 1003},
+		f:    {Calls: 1, Self: 20, All: 1040, Kids: 1, Outer: 1, Beneath: 1},
+		g:    {Calls: 1001, Self: 6010, All: 6010, Outer: 1001},
+		h:    {Calls: 1, Self: 10020, All: 15020, Kids: 1000, Outer: 1, Beneath: 1000},
+	}
+	got, inside := (Costs{In: 10, Out: 10}).CorrectedAll(figs)
+	want := []Figure{
+		main: {Calls: 1, Self: 20, All: 30, Kids: 2, Outer: 1, Beneath: 1003},
+		f:    {Calls: 1, Self: 0, All: 30, Kids: 1, Outer: 1, Beneath: 1},
+		g:    {Calls: 1001, Self: 0, All: 0, Outer: 1001},
+		h:    {Calls: 1, Self: 10, All: 10, Kids: 1000, Outer: 1, Beneath: 1000},
+	}
+	if inside != 30 || !slices.Equal(got, want) {
+		t.Errorf("inside %d, figures %+v; want 30, %+v", inside, got, want)
 	}
 }

@@ -364,7 +364,7 @@ func (p *ProgramBook) Inside() int64 {
 // Figure is what a book holds of one function: its calls, its own time,
 // and its time with children (counted once per recursion), in
 // nanoseconds, the book code's cost in them; and the counts that cost is
-// taken out by (Costs.Correct): the calls its calls made (Kids), its
+// taken out by (Costs.Corrected): the calls its calls made (Kids), its
 // outermost calls (Outer), and the calls made beneath those (Beneath).
 type Figure struct {
 	Calls                uint64
