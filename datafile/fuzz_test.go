@@ -36,11 +36,9 @@ func addSeeds(f *testing.F, pattern string, more ...func([]byte) []byte) {
 // is read as is and, so that the fuzzer gets past the checksum, as a
 // header and a body given a correct length and checksum.
 func FuzzRead(f *testing.F) {
-	addSeeds(f, "*.golden", func(b []byte) []byte { return b[:len(b)-4] })
-	addSeeds(f, "v3/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
-	addSeeds(f, "v4/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
-	addSeeds(f, "v5/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
-	addSeeds(f, "v6/*.golden", func(b []byte) []byte { return b[:len(b)-4] })
+	for _, dir := range []string{"", "v3/", "v4/", "v5/", "v6/", "v7/"} {
+		addSeeds(f, dir+"*.golden", func(b []byte) []byte { return b[:len(b)-4] })
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRoundTrip(t, data)
 		if len(data) >= headerSize {

@@ -247,18 +247,24 @@ func BenchmarkExports(b *testing.B) {
 	}
 }
 
+// generatedUncertain returns the "uncertain" fixture (linuxInputs) in format f.
+func generatedUncertain(t *testing.T, f Format) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	o := DefaultOptions()
+	o.Format, o.Version = f, "test"
+	if err := Generate(&buf, linuxInputs["uncertain"](), o); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // TestJSONUncertain: the JSON states the run's cost uncertainty and
 // marks the functions whose own time per call is below it, as the
 // listing marks them (the "uncertain" fixture: 5 µs a call).
 func TestJSONUncertain(t *testing.T) {
-	var buf bytes.Buffer
-	o := DefaultOptions()
-	o.Format, o.Version = FormatJSON, "test"
-	if err := Generate(&buf, linuxInputs["uncertain"](), o); err != nil {
-		t.Fatal(err)
-	}
 	var j jsonProfile
-	if err := json.Unmarshal(buf.Bytes(), &j); err != nil {
+	if err := json.Unmarshal(generatedUncertain(t, FormatJSON), &j); err != nil {
 		t.Fatal(err)
 	}
 	var marked []string
@@ -276,13 +282,7 @@ func TestJSONUncertain(t *testing.T) {
 // TestHTMLUncertain: the HTML page marks the own time of the functions
 // the listing marks, and says why in its title.
 func TestHTMLUncertain(t *testing.T) {
-	var buf bytes.Buffer
-	o := DefaultOptions()
-	o.Format, o.Version = FormatHTML, "test"
-	if err := Generate(&buf, linuxInputs["uncertain"](), o); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
+	page := string(generatedUncertain(t, FormatHTML))
 	if n := strings.Count(page, "not measured exactly"); n != 4 || !strings.Contains(page, "0.024 ~") {
 		t.Errorf("%d own times marked uncertain, Counter::bump's %v; want 4, and marked", n, strings.Contains(page, "0.024 ~"))
 	}

@@ -185,3 +185,41 @@ func TestClocksTotalGoroutines(t *testing.T) {
 		t.Errorf("total %d, want the time inside, 8200", got)
 	}
 }
+
+// TestClocksMeasuredCost: the threads' clocks took the calibrated cost
+// of their calls out as they ended; what the run measured beyond it, at
+// its end, comes out of the total too, by each thread's calls: of the
+// threads' lives added up, of the longest one's life, of the most debt.
+// (The books in the program: the time inside, the books', is theirs,
+// corrected apart; none here.)
+func TestClocksMeasuredCost(t *testing.T) {
+	b := testBooks(-1, "", false, 0)
+	ck := &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}, started: 1000}
+	threads := map[int]*thread{}
+	for i, l := range []struct {
+		born, end int64
+		made      uint64
+	}{{1000, 101000, 1000}, {1000, 51000, 500}} {
+		th := &thread{tid: i + 1, born: l.born, made: l.made, debt: float64(l.made) * 10}
+		threads[th.tid] = th
+		ck.carried[th.tid] = 0
+		ck.waited = l.end
+		ck.closeThreadBooks(th, threads, b, nil)
+	}
+	// Lives on their clocks, their calibrated debts (10 ns a call) out:
+	// 100,000 - 10,000 and 50,000 - 5,000.
+	if got := ck.total(nil, b.Figures()); got != 90000+45000 {
+		t.Fatalf("total %d at the calibrated cost, want 135000", got)
+	}
+	ck.lives.perCall = 4 // the run measured 14 ns a call
+	if got, want := ck.total(nil, b.Figures()), int64(135000-4*1500); got != want {
+		t.Errorf("total %d at the measured cost, want %d", got, want)
+	}
+	// One thread alone: its elapsed time, the longest life less its own
+	// calls' extra cost.
+	one := &clocks{lives: lives{n: 1, perCall: 4, longestMade: 1000}, longest: 90000, started: 1000, ended: 101000, debt: 10000, held: ck.held}
+	one.lives.debtMade = 1000
+	if got := one.elapsed(nil); got != 90000-4000 {
+		t.Errorf("one thread's elapsed %d, want 86000", got)
+	}
+}

@@ -457,3 +457,21 @@ func wantNarration(t *testing.T, narration string, wants ...string) {
 		}
 	}
 }
+
+// TestExplainOwnCodeSampler: a timing run's sampler of PROFILE's own code
+// is told as it is: sampling every millisecond where the kernel gave the
+// main thread its clock event, and not at all where it refused it.
+func TestExplainOwnCodeSampler(t *testing.T) {
+	for _, started := range []bool{true, false} {
+		tr, _, out := narrated(leafFuncs(datafile.FuncTiming), leafCode, 0)
+		s := newOwnCodeSampler(samplerEnv{plan: tr.plan})
+		s.started = started
+		tr.parts.sampling = s
+		tr.told.note(runningEvent{})
+		sampling := strings.Contains(out.String(), "PROFILE samples every 1ms of each thread's CPU time")
+		refused := strings.Contains(out.String(), "PROFILE does not sample the program: the kernel refused")
+		if sampling != started || refused == started {
+			t.Errorf("started %v: the narration says sampling %v, refused %v:\n%s", started, sampling, refused, out)
+		}
+	}
+}
