@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,10 +78,24 @@ func gnuDisasm(t *testing.T, code []byte, addr uint64) []string {
 	return lines
 }
 
+// a64Limit is the most instructions a64Exec runs: enough for functions
+// made of book code that call each other, few enough that code caught in
+// a loop fails at once.
+const a64Limit = 10000
+
+// a64Break is a64Exec's error where the code reaches a BRK, which would
+// stop the thread for its tracer: pc is the BRK's address, where the PC
+// is left (an A64 breakpoint's exception does not move it past).
+type a64Break struct{ pc uint64 }
+
+func (b a64Break) Error() string { return fmt.Sprintf("%#x: brk", b.pc) }
+
 // a64Exec runs code placed at addr on r and m until the PC leaves it. It
-// knows only the instructions trampolines are made of, written out here
-// from the Arm ARM (C6.2) rather than taken from the package, and fails on
-// any other.
+// knows only the instructions trampolines and the book code are made of,
+// written out here from the Arm ARM (C6.2) rather than taken from the
+// package, and fails on any other. At a BRK it stops with an a64Break.
+// Where r has a counter (r.ticks), every instruction run adds one to it,
+// and MRS of CNTVCT_EL0 reads it: the instructions run before.
 func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 	sx := func(v uint32, bits uint) uint64 { return uint64(int64(int32(v<<(32-bits)) >> (32 - bits))) }
 	for n := 0; ; n++ {
@@ -88,7 +103,7 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 		if pc < addr || pc >= addr+uint64(len(code)) {
 			return nil
 		}
-		if n == 64 {
+		if n == a64Limit {
 			return fmt.Errorf("still in the code after %d instructions", n)
 		}
 		w := binary.LittleEndian.Uint32(code[pc-addr:])
@@ -105,14 +120,43 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			}
 		}
 		base := r.r[rn] // 31 is sp
+		// A load or store whose base is sp faults where sp is not a
+		// multiple of 16, as Linux has the check enabled (D1.3.10 "SP
+		// alignment checking", SCTLR_EL1.SA0).
+		aligned := func() error {
+			if rn == 31 && r.r[31]%16 != 0 {
+				return fmt.Errorf("%#x: sp %#x not a multiple of 16 as a base", pc, r.r[31])
+			}
+			return nil
+		}
 		load := func(off uint64, size int) (uint64, error) {
+			if err := aligned(); err != nil {
+				return 0, err
+			}
 			var b [8]byte
 			err := m.ReadMem(base+off, b[:size])
 			return binary.LittleEndian.Uint64(b[:]), err
 		}
+		store := func(off uint64, v uint64) error {
+			if err := aligned(); err != nil {
+				return err
+			}
+			return m.WriteMem(base+off, binary.LittleEndian.AppendUint64(nil, v))
+		}
 		next := pc + 4
 		switch {
 		case w == 0xd503201f: // NOP
+		case w&0xfffff0ff == 0xd50330df: // ISB: nothing to wait for here
+		case w&0xffe0001f == 0xd4200000: // BRK #imm16
+			return a64Break{pc}
+		case w&0xffffffe0 == 0xd53be040: // MRS Xt, CNTVCT_EL0 (op0 3, op1 3, CRn 14, CRm 0, op2 2)
+			if r.ticks == nil {
+				return fmt.Errorf("%#x: the counter read, and there is none", pc)
+			}
+			set(rt, *r.ticks)
+		case w&0xfc000000 == 0x94000000: // BL: x30 is the return address
+			r.r[30] = pc + 4
+			next = pc + sx(w&0x3ffffff, 26)*4
 		case w&0xff800000 == 0xd2800000: // MOVZ (64-bit)
 			set(rt, uint64(w>>5&0xffff)<<(16*(w>>21&3)))
 		case w&0xff800000 == 0xf2800000: // MOVK (64-bit)
@@ -163,21 +207,47 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 				return err
 			}
 			set(rt, old)
-		case w&0xfffffc1f == 0xd61f0000, w&0xfffffc1f == 0xd65f0000: // BR, RET
+		case w&0xfffffc1f == 0xd61f0000, w&0xfffffc1f == 0xd65f0000: // BR, RET: Xn any register
 			next = get(rn)
+		case w&0x9f000000 == 0x10000000: // ADR: Xd = PC + immhi:immlo, sign-extended; Rd 31 is xzr
+			set(rt, pc+sx(w>>5&0x7ffff<<2|w>>29&3, 21))
 		case w&0xff800000 == 0x91000000: // ADD (immediate): Rd and Rn 31 are sp
 			r.r[rt] = r.r[rn] + uint64(w>>10&0xfff)<<(12*(w>>22&1))
 		case w&0xff800000 == 0xd1000000: // SUB (immediate)
 			r.r[rt] = r.r[rn] - uint64(w>>10&0xfff)<<(12*(w>>22&1))
-		case w&0xff800000 == 0xf1000000: // SUBS (immediate): Rn 31 is sp, Rd xzr
-			r.flags = subFlags(r.r[rn], uint64(w>>10&0xfff)<<(12*(w>>22&1)))
-		case w&0xffe0fc00 == 0xeb206000: // SUBS (extended register), UXTX #0
-			r.flags = subFlags(r.r[rn], get(w>>16&31))
+		case w&0xff800000 == 0xf1000000: // SUBS (immediate): Rn 31 is sp, Rd xzr (CMP)
+			imm := uint64(w>>10&0xfff) << (12 * (w >> 22 & 1))
+			v := r.r[rn]
+			r.flags = subFlags(v, imm)
+			set(rt, v-imm)
+		case w&0xffe0fc00 == 0xeb206000: // SUBS (extended register), UXTX #0: Rn 31 is sp, Rd xzr (CMP)
+			v, m := r.r[rn], get(w>>16&31)
+			r.flags = subFlags(v, m)
+			set(rt, v-m)
 		case w&0xff200000 == 0x8b000000 && w>>22&3 == 0: // ADD (shifted register), LSL
 			set(rt, get(rn)+get(w>>16&31)<<(w>>10&63))
+		case w&0xff200000 == 0xcb000000 && w>>22&3 == 0: // SUB (shifted register), LSL: NEG is Rn xzr
+			set(rt, get(rn)-get(w>>16&31)<<(w>>10&63))
+		case w&0xffe08000 == 0x9b000000: // MADD (64-bit): Xd = Xa + Xn*Xm; MUL is Xa xzr
+			set(rt, get(w>>10&31)+get(rn)*get(w>>16&31))
+		case w&0xffe0fc00 == 0x9bc07c00: // UMULH: the high half of Xn*Xm, unsigned
+			hi, _ := bits.Mul64(get(rn), get(w>>16&31))
+			set(rt, hi)
+		case w&0xffe00000 == 0x93c00000: // EXTR (64-bit): the low half of Xn:Xm >> lsb
+			lo, lsb := get(w>>16&31), w>>10&63
+			if lsb == 0 {
+				set(rt, lo)
+			} else {
+				set(rt, lo>>lsb|get(rn)<<(64-lsb))
+			}
 		case w&0xffc00000 == 0xd3400000 && w>>10&63 >= w>>16&63: // UBFM as UBFX, LSR
 			lsb, width := w>>16&63, (w>>10&63)-(w>>16&63)+1
 			set(rt, get(rn)>>lsb&(1<<width-1))
+		case w&0xffc00000 == 0xd3400000: // UBFM as UBFIZ, LSL (imms < immr): Xn<imms:0> placed at bit 64-immr, zeros elsewhere
+			immr, imms := w>>16&63, w>>10&63
+			set(rt, get(rn)&(1<<(imms+1)-1)<<(64-immr))
+		case w&0xffe00000 == 0xaa000000: // ORR (shifted register), 64-bit, LSL (shift 00, N 0): Rn and Rd 31 are xzr
+			set(rt, get(rn)|get(w>>16&31)<<(w>>10&63))
 		case w&0xff800000 == 0x92000000: // AND (immediate): Rd 31 is sp
 			r.r[rt] = get(rn) & bitMask(w)
 		case w&0xff800000 == 0xf2000000: // ANDS (immediate)
@@ -194,14 +264,92 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 				return err
 			}
 			set(rt, v)
-		case w&0xffc00000 == 0xf9000000: // STR (immediate), 64-bit
-			if err := m.WriteMem(base+uint64(w>>10&0xfff)*8, binary.LittleEndian.AppendUint64(nil, get(rt))); err != nil {
+		case w&0xffe00c00 == 0xf8600800: // LDR (register), 64-bit: [Xn, Xm], LSL #3 where S
+			if w>>13&7 != 3 { // option 011, LSL (UXTX); the extended forms are not emulated
+				return fmt.Errorf("%#x: %#08x not emulated here", pc, w)
+			}
+			base += get(w>>16&31) << (3 * (w >> 12 & 1))
+			v, err := load(0, 8)
+			if err != nil {
 				return err
 			}
+			set(rt, v)
+		case w&0xffc00000 == 0xf9000000: // STR (immediate), 64-bit
+			if err := store(uint64(w>>10&0xfff)*8, get(rt)); err != nil {
+				return err
+			}
+		case w&0xffe00c00 == 0xf8400000: // LDUR (64-bit): a signed, unscaled offset
+			v, err := load(sx(w>>12&0x1ff, 9), 8)
+			if err != nil {
+				return err
+			}
+			set(rt, v)
+		case w&0xffe00c00 == 0xf8000000: // STUR (64-bit)
+			if err := store(sx(w>>12&0x1ff, 9), get(rt)); err != nil {
+				return err
+			}
+		case w&0xffc00000 == 0xa9400000: // LDP (64-bit), signed offset: imm7 scaled by 8
+			off := sx(w>>15&0x7f, 7) * 8
+			v1, err := load(off, 8)
+			if err != nil {
+				return err
+			}
+			v2, err := load(off+8, 8)
+			if err != nil {
+				return err
+			}
+			set(rt, v1)
+			set(w>>10&31, v2)
+		case w&0xffc00000 == 0xa9000000: // STP (64-bit), signed offset
+			off := sx(w>>15&0x7f, 7) * 8
+			if err := store(off, get(rt)); err != nil {
+				return err
+			}
+			if err := store(off+8, get(w>>10&31)); err != nil {
+				return err
+			}
+		case w&0xfe000000 == 0xa8000000 && w>>23&1 == 1: // STP, LDP (64-bit), post-index (bits 24:23 01) and pre-index (11)
+			// The address is Xn plus the scaled imm7 before the access
+			// where pre-indexed, Xn itself where post-indexed; Xn is then
+			// written back with the sum. A writeback to a register the
+			// pair loads or stores, or a load of one register twice, is
+			// CONSTRAINED UNPREDICTABLE: not emulated.
+			t2, pre, ld := w>>10&31, w>>24&1 == 1, w>>22&1 == 1
+			if rn != 31 && (rn == rt || rn == t2) || ld && rt == t2 {
+				return fmt.Errorf("%#x: %#08x unpredictable", pc, w)
+			}
+			wb := base + sx(w>>15&0x7f, 7)*8
+			off := uint64(0)
+			if pre {
+				off = wb - base
+			}
+			if ld {
+				v1, err := load(off, 8)
+				if err != nil {
+					return err
+				}
+				v2, err := load(off+8, 8)
+				if err != nil {
+					return err
+				}
+				set(rt, v1)
+				set(t2, v2)
+			} else {
+				if err := store(off, get(rt)); err != nil {
+					return err
+				}
+				if err := store(off+8, get(t2)); err != nil {
+					return err
+				}
+			}
+			r.r[rn] = wb // 31 is sp
 		default:
 			return fmt.Errorf("%#x: %#08x not emulated here", pc, w)
 		}
 		r.pc = next
+		if r.ticks != nil {
+			*r.ticks++
+		}
 	}
 }
 

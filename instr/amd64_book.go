@@ -8,6 +8,7 @@ import "encoding/binary"
 // x86 register numbers in ModRM, and the opcodes the book code uses.
 const (
 	x86RAX, x86RCX, x86RDX, x86RSP = 0, 1, 2, 4
+	x86R8, x86R10                  = 8, 10 // (their low three bits, with REX.R or REX.B)
 
 	x86MovStore = 0x89 // mov r64 -> r/m64
 	x86MovLoad  = 0x8b // mov r/m64 -> r64
@@ -146,6 +147,10 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	var a bookAsm
 	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
+	if b.Nodes > 0 {
+		a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
+		a.r8(x86MovStore, b.Offset+BookSave+24)
+	}
 	saves := len(a.c)
 	a.time(false, b.Offset)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
@@ -169,6 +174,9 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
 	a.frame(x86MovImm, 0, FrameFunc)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
+	if b.Nodes > 0 {
+		a.node(b, f, stop-1)
+	}
 	a.c = append(a.c, 0x48, 0x83, 0xc2, BookFrameSize) // add $64,%rdx
 	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
 	committed := len(a.c)
@@ -179,6 +187,11 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
+	if b.Nodes > 0 {
+		a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
+		a.r8(x86MovLoad, b.Offset+BookSave+24)
+		saved = append(saved, SavedReg{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}, SavedReg{Reg: amd64R8, Offset: b.Offset + BookSave + 24})
+	}
 	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
@@ -202,7 +215,8 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	lea -sp-1(%rsp),%rcx; mov %rcx,%gs:KEY            close the calls left
 //	call *%gs:CLOSER; cmp %rsp,%gs:SP-64(%rdx); je ok below it, and look again
 //	stop: int3
-//	ok: sub $64,%rdx; mov %rdx,%gs:TOP                commit: the call closed
+//	ok: cmpq $f,%gs:FN-64(%rdx); jne done             another's: closes nothing
+//	sub $64,%rdx; mov %rdx,%gs:TOP                    commit: the call closed
 //	sub %gs:T(%rdx),%rax                              its time,
 //	mov %gs:HELD,%rcx; sub %gs:HELD'(%rdx),%rcx; sub %rcx,%rax   less PROFILE's holds,
 //	add %rax,%gs:CH-64(%rdx)                          the caller's children
@@ -226,6 +240,9 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
 	a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
+	if b.Nodes > 0 {
+		a.r8(x86MovStore, b.Offset+BookSave+24)
+	}
 	saves := len(a.c)
 	a.time(true, b.Offset)
 	a.abs(x86MovStore, x86RAX, b.Offset+BookLast)
@@ -253,14 +270,37 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	stop := a.stop(0x74) // je ok
 	a.land([]int{fast}, stop)
 	a.land(jumps, stop-1)
+	// The open call is f's, or the exit closes nothing (another
+	// function's call with the same stack pointer: one that jumped into
+	// f, whose exit was not seen).
+	a.frame(0x81, 7, FrameFunc-BookFrameSize) // cmpq $f,%gs:FN-64(%rdx)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
+	a.c = append(a.c, 0x0f, 0x85, 0, 0, 0, 0) // jne done
+	other := len(a.c)
+	var node func(op, reg byte, disp uint64)
+	if b.Nodes > 0 {
+		// The call's node, checked: node 0 (none: PROFILE books the
+		// call by its path) and a node the program wrote over stop the
+		// thread before the commit. Its figures at r8.
+		a.c = append(a.c, 0x65, 0x4c, x86MovLoad, 0x82) // mov %gs:NODE-64(%rdx),%r8
+		a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameNode-BookFrameSize))
+		a.nodeCheck(x86R8, b)
+		a.jcc(0x73, stop-1) // jae stop
+		node = a.nodeFigures(x86R8, b)
+	}
 	committed := a.closeTop(b)
-	a.figures(a.abs, b.FigureAt(f))
+	a.figures(a.abs, b.FigureAt(f), node)
 	binary.LittleEndian.PutUint32(a.c[deeper-4:], uint32(len(a.c)-deeper)) // done:
+	binary.LittleEndian.PutUint32(a.c[other-4:], uint32(len(a.c)-other))
 	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
 	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8},
 		{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}}
+	if b.Nodes > 0 {
+		a.r8(x86MovLoad, b.Offset+BookSave+24)
+		saved = append(saved, SavedReg{Reg: amd64R8, Offset: b.Offset + BookSave + 24})
+	}
 	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
@@ -272,7 +312,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 // its code fits a displacement.
 func (b Book) fits(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
-		b.Offset+BookSize(b.Frames, b.Funcs) < 1<<31 && b.Closer < 1<<31
+		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit()
 }
 
 // nest moves rsp down or up 16 bytes, leaving the flags.
@@ -313,19 +353,144 @@ func (a *bookAsm) closeTop(b Book) int {
 // closer's, at r8): one more call, its own time added, its kids, one
 // call open less, and, where that was its last open call, its time with
 // children, one more outermost call and the calls beneath it.
-func (a *bookAsm) figures(operand func(op, reg byte, disp uint64), fig uint64) {
+//
+// Where node is not nil, the call's node gets its figures too, each
+// operand made by node (a node's call is always its outermost): one
+// more call, its own time, its time with children, its kids and the
+// calls beneath it, and the calls beneath the call are read before the
+// function's open calls are counted down.
+func (a *bookAsm) figures(operand func(op, reg byte, disp uint64), fig uint64, node func(op, reg byte, disp uint64)) {
 	operand(x86IncDec, 0, fig+FigureCalls)
 	operand(x86AddStore, x86RCX, fig+FigureSelf)
+	if node != nil {
+		node(x86IncDec, 0, FigureCalls)
+		node(x86AddStore, x86RCX, FigureSelf)
+		node(x86AddStore, x86RAX, FigureInclusive)
+	}
 	a.frame(x86MovLoad, x86RCX, FrameKids)
 	operand(x86AddStore, x86RCX, fig+FigureKids)
+	if node != nil {
+		node(x86AddStore, x86RCX, FigureKids)
+		a.frame(x86MovLoad, x86RCX, FrameBeneath)
+		node(x86AddStore, x86RCX, FigureBeneath)
+	}
 	operand(x86IncDec, 1, fig+FigureOpen)
 	a.c = append(a.c, 0x75, 0) // jnz over the outermost call's figures
 	jnz := len(a.c)
 	operand(x86AddStore, x86RAX, fig+FigureInclusive)
 	operand(x86IncDec, 0, fig+FigureOuter)
-	a.frame(x86MovLoad, x86RCX, FrameBeneath)
+	if node == nil {
+		a.frame(x86MovLoad, x86RCX, FrameBeneath)
+	}
 	operand(x86AddStore, x86RCX, fig+FigureBeneath)
 	a.c[jnz-1] = byte(len(a.c) - jnz)
+}
+
+// nodeCheck appends the check of the node in r (r8 or r10): a node of a
+// call of b's (from RootNode+1 up), after which the flags say jae where
+// it is not one (node 0 included: a call with no node); r is the node
+// less the first's:
+//
+//	sub $2,%r; cmp $NODES-2,%r
+func (a *bookAsm) nodeCheck(r byte, b Book) {
+	a.c = append(a.c, 0x49, 0x83, 0xe8|r&7, RootNode+1, 0x49, 0x81, 0xf8|r&7)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Nodes-RootNode-1))
+}
+
+// nodeFigures appends, r checked (nodeCheck), the shift of r to its
+// figures' offset from the first node's (shl $6,%r), and returns the
+// operand maker of its figures.
+func (a *bookAsm) nodeFigures(r byte, b Book) func(op, reg byte, disp uint64) {
+	a.c = append(a.c, 0x49, 0xc1, 0xe0|r&7, figureShift)
+	return a.indexed(r, b.NodeAt(RootNode+1))
+}
+
+// indexed returns an operand maker of %gs:base+disp(%r), r one of r8 to
+// r15.
+func (a *bookAsm) indexed(r byte, base uint64) func(op, reg byte, disp uint64) {
+	return func(op, reg byte, disp uint64) {
+		a.c = append(a.c, 0x65, 0x49, op, 0x80|reg<<3|byte(r&7))
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(base+disp))
+	}
+}
+
+// r8 appends op with r8 and the operand %gs:disp (a save slot).
+func (a *bookAsm) r8(op byte, disp uint64) {
+	a.c = append(a.c, 0x65, 0x4c, op, 0x04, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+}
+
+// jcc appends a conditional jump (its short opcode) to offset to, rel32.
+func (a *bookAsm) jcc(short byte, to int) {
+	a.c = append(a.c, 0x0f, short+0x10)
+	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(int64(to-(len(a.c)+4))))
+}
+
+// node appends the finding of the node of a call of function f, whose
+// frame is at rdx (not yet open), from its caller's, in the table of
+// book b: the key in rcx, the slot's offset in r8, the slots searched
+// from the key's (NodeSlot) on; the node found goes in the frame. A free
+// slot, the node missing, gets the next node, which the code adds (its
+// key in the node and in the slot, the count one more); the table full,
+// the thread stops at the breakpoint at stop (PROFILE starts the table
+// again), the time back in rax:
+//
+//	mov %gs:NODE-64(%rdx),%rcx; shl $32,%rcx; or $f,%rcx   the key
+//	mov %rcx,%r8; movabs $HASH,%rax; imul %rax,%r8
+//	shr $(64-BITS),%r8; shl $4,%r8
+//	1: cmp %rcx,%gs:TABLE(%r8); je 2f                      found
+//	cmpq $0,%gs:TABLE(%r8); je 3f                          free: missing
+//	add $16,%r8; and $SLOTS*16-1,%r8; jmp 1b
+//	full: mov %gs:T(%rdx),%rax; jmp stop
+//	3: mov %gs:COUNT,%rax; cmp $NODES,%rax; jae full
+//	incq %gs:COUNT; mov %rax,%gs:TABLE+8(%r8)              the node, taken
+//	shl $6,%rax; mov %rcx,%gs:NODES+KEY(%rax)              its key
+//	mov %rcx,%gs:TABLE(%r8)                                found from now on
+//	2: mov %gs:TABLE+8(%r8),%rcx; mov %rcx,%gs:NODE(%rdx)
+//
+// The count goes up before the slot is keyed: a thread rolled back to
+// the code's start from between the two (a signal) takes a node more,
+// which stays unused; from the key on, it finds the node.
+func (a *bookAsm) node(b Book, f int, stop int) {
+	bits := 0
+	for 1<<bits < b.NodeSlots() {
+		bits++
+	}
+	table := b.NodeTableAt()
+	a.frame(x86MovLoad, x86RCX, FrameNode-BookFrameSize)
+	a.c = append(a.c, 0x48, 0xc1, 0xe1, 32, 0x48, 0x81, 0xc9) // shl $32,%rcx; or $f,%rcx
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
+	a.c = append(a.c, 0x49, 0x89, 0xc8, 0x48, 0xb8) // mov %rcx,%r8; movabs $HASH,%rax
+	a.c = binary.LittleEndian.AppendUint64(a.c, NodeHash)
+	a.c = append(a.c, 0x4c, 0x0f, 0xaf, 0xc0)                               // imul %rax,%r8
+	a.c = append(a.c, 0x49, 0xc1, 0xe8, byte(64-bits), 0x49, 0xc1, 0xe0, 4) // shr; shl $4,%r8
+	slot := a.indexed(x86R8, table)
+	loop := len(a.c)
+	slot(x86CmpStore, x86RCX, 0)
+	a.c = append(a.c, 0x0f, 0x84, 0, 0, 0, 0) // je found
+	found := len(a.c)
+	slot(0x83, 7, 0) // cmpq $0,...
+	a.c = append(a.c, 0)
+	a.c = append(a.c, 0x74, 0) // je free
+	free := len(a.c)
+	a.c = append(a.c, 0x49, 0x83, 0xc0, BookNodeSlotSize, 0x49, 0x81, 0xe0) // add $16,%r8; and $MASK,%r8
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(BookNodeSlotSize*b.NodeSlots()-1))
+	a.c = append(a.c, 0xeb, byte(int8(loop-(len(a.c)+2)))) // jmp 1b
+	full := len(a.c)
+	a.frame(x86MovLoad, x86RAX, FrameTime)
+	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(stop-(len(a.c)+5)))) // jmp stop
+	a.land([]int{free}, len(a.c))
+	a.abs(x86MovLoad, x86RAX, b.Offset+BookNodeCount)
+	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0x48, 0x3d), uint32(b.Nodes)) // cmp $NODES,%rax
+	a.c = append(a.c, 0x73, byte(int8(full-(len(a.c)+2))))                           // jae full
+	a.abs(x86IncDec, 0, b.Offset+BookNodeCount)
+	slot(x86MovStore, x86RAX, 8)
+	a.c = append(a.c, 0x48, 0xc1, 0xe0, figureShift, 0x65, 0x48, x86MovStore, 0x88) // shl $6,%rax; mov %rcx,%gs:NODES+KEY(%rax)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.NodeAt(0)+NodeKey))
+	slot(x86MovStore, x86RCX, 0)
+	binary.LittleEndian.PutUint32(a.c[found-4:], uint32(len(a.c)-found))
+	slot(x86MovLoad, x86RCX, 8)
+	a.frame(x86MovStore, x86RCX, FrameNode)
 }
 
 // fig appends op with register reg and the operand %gs:disp(%r8).
@@ -362,6 +527,9 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	}
 	var a bookAsm
 	a.c = append(a.c, 0x41, 0x50, 0x41, 0x51, 0x51) // push %r8; push %r9; push %rcx
+	if b.Nodes > 0 {
+		a.c = append(a.c, 0x41, 0x52) // push %r10
+	}
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
 	r9 := func(op byte, disp uint64) { // op %gs:disp into r9
 		a.c = append(a.c, 0x65, 0x4c, op, 0x0c, 0x25)
@@ -399,14 +567,25 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Funcs))
 	out(0x73)                                        // jae out
 	a.c = append(a.c, 0x49, 0xc1, 0xe0, figureShift) // shl $6,%r8: the figures' offset
-	a.c = append(a.c, 0x50)                          // push %rax
+	var node func(op, reg byte, disp uint64)
+	if b.Nodes > 0 {
+		a.c = append(a.c, 0x65, 0x4c, x86MovLoad, 0x92) // mov %gs:NODE-64(%rdx),%r10
+		a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameNode-BookFrameSize))
+		a.nodeCheck(x86R10, b)
+		out(0x73) // jae out
+		node = a.nodeFigures(x86R10, b)
+	}
+	a.c = append(a.c, 0x50) // push %rax
 	a.closeTop(b)
-	a.figures(a.fig, b.FigureAt(0))
+	a.figures(a.fig, b.FigureAt(0), node)
 	a.c = append(a.c, 0x58) // pop %rax
 	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
 	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(loop-(len(a.c)+5)))) // jmp loop
 	for _, end := range outs {
 		binary.LittleEndian.PutUint32(a.c[end-4:], disp32(int64(len(a.c)-end)))
+	}
+	if b.Nodes > 0 {
+		a.c = append(a.c, 0x41, 0x5a) // pop %r10
 	}
 	a.c = append(a.c, 0x59, 0x41, 0x59, 0x41, 0x58, 0xc3) // pop %rcx; pop %r9; pop %r8; ret
 	return a.c, true

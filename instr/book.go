@@ -25,17 +25,19 @@ import (
 // code's end with its registers back.
 //
 // A book is found from the thread base on amd64 (in the thread's block,
-// at B). Its offsets, from the block's start (B included):
+// at B), and on arm64 from the stack pointer through the stack table, as
+// a ring is (the thread's area, B its start). Its offsets, from the
+// block's or the area's start (B included):
 const (
-	// BookSave holds three save slots for the registers the code uses.
+	// BookSave holds four save slots for the registers the code uses.
 	BookSave = 0
 	// BookKey is where the code leaves the stack pointer its calls are
 	// closed up to for the closer (BookCloserCode); BookStackLo and
 	// BookStackHi are the bounds of the thread's stack, which PROFILE
 	// writes (0 and 0: not known, the closer closes nothing).
-	BookKey     = 24
-	BookStackLo = 32
-	BookStackHi = 40
+	BookKey     = 32
+	BookStackLo = 40
+	BookStackHi = 48
 	// BookTop is the block offset of the next frame: the shadow stack's
 	// top, the thread's. It has a cache line of its own with the words
 	// that follow.
@@ -51,6 +53,10 @@ const (
 	// is in nanoseconds.
 	BookScale      = 104
 	BookScaleShift = 32
+	// BookNodeCount is, where the book keeps caller stacks (Book.Nodes),
+	// the number of nodes in use, the unused node 0 and the root 1
+	// included.
+	BookNodeCount = 80
 	// BookLast is the time of the thread's last exit: with the open
 	// call's entry, what PROFILE's own time of an event it books (a
 	// breakpoint's) may not come before.
@@ -65,6 +71,10 @@ const (
 	// depth), its function, for PROFILE to close it where its exit was
 	// not seen, and the calls it made itself (its kids).
 	BookFrameSize = 64
+	// BookNodeSlotSize is the size of a slot of a book's table of nodes:
+	// a node's key (its parent node << 32 | its function; 0: free), then
+	// the node.
+	BookNodeSlotSize = 16
 	// BookFigureSize is the size of a function's figures: its calls, its
 	// own time, its time with its children (added as its outermost open
 	// call ends, so that a recursion counts once), its open calls, the
@@ -76,20 +86,50 @@ const (
 	BookFigureSize = 64
 )
 
-// The words of a frame and of a function's figures.
+// The words of a frame and of a function's figures. A node's figures
+// (Book.Nodes) are a function's, but for its open calls and outermost
+// calls, which it does not keep (a node's call is never inside another
+// of its own, so each call is its outermost), and its key in the last
+// word, NodeKey.
 const (
 	FrameTime, FrameChildren, FrameSP, FrameHeld, FrameBeneath, FrameFunc, FrameKids = 0, 8, 16, 24, 32, 40, 48
+	FrameNode                                                                        = 56
 	FigureCalls, FigureSelf, FigureInclusive, FigureOpen                             = 0, 8, 16, 24
 	FigureKids, FigureOuter, FigureBeneath                                           = 32, 40, 48
+	NodeKey                                                                          = 56
 )
+
+// RootNode is the node of the root frame, the empty caller stack; node
+// 0 is no node.
+const RootNode = 1
+
+// NodeHash is the multiplier of a node's key that gives its slot in the
+// table: the product's top bits (Book.NodeSlot), Fibonacci hashing's
+// 2^64 / φ, which spreads the keys of one caller's callees, whose high
+// halves are one, over the table.
+const NodeHash = 0x9e3779b97f4a7c15
 
 // Book describes a thread's book for BookEntryCode and BookExitCode.
 type Book struct {
-	// Offset is B, the book's offset in the thread's block (amd64).
+	// Offset is B, the book's offset in the thread's block (amd64), or
+	// in its area (arm64).
 	Offset uint64
+	// Table and Areas are, on arm64, the addresses of the stack table
+	// and of the areas it gives the threads (as [Depth]'s).
+	Table, Areas uint64
 	// Frames is the number of frames the shadow stack holds, the root
 	// included; Funcs the number of functions with figures.
 	Frames, Funcs int
+	// Nodes, where the book keeps each call's caller stack (/AT), is
+	// how many nodes it has room for: a node is a caller stack, the
+	// functions of the calls open around a call, outermost first, and
+	// the function called (the root is the empty one), and has the
+	// figures of its calls. The table that finds a node from its caller's
+	// node and its function has two slots for each node, a power of two;
+	// the code finds the nodes there, and adds one missing where the
+	// table has room, else leaves the call to PROFILE (which starts the
+	// table again).
+	Nodes int
 	// Closer is the address of a word that holds the closer's address
 	// (BookCloserCode), in the lowest 2 GiB, where an instruction can
 	// name it whole, and read-only to the program, which cannot make
@@ -102,6 +142,54 @@ type Book struct {
 func BookSize(frames, funcs int) uint64 {
 	return BookFrames + BookFrameSize*uint64(frames) + BookFigureSize*uint64(funcs)
 }
+
+// Size is the size of book b, its nodes included.
+func (b Book) Size() uint64 {
+	size := BookSize(b.Frames, b.Funcs)
+	if b.Nodes > 0 {
+		size += BookNodeSlotSize*uint64(b.NodeSlots()) + BookFigureSize*uint64(b.Nodes)
+	}
+	return size
+}
+
+// nodesFit reports whether b keeps no caller stacks, or has room for one
+// at least besides the unused node 0 and the root: the code's check of a
+// node, from the first after the root up to the room, needs one.
+func (b Book) nodesFit() bool { return b.Nodes == 0 || (b.Nodes > RootNode+1 && b.Nodes < 1<<31) }
+
+// NodeSlots is the number of slots of b's table of nodes: the power of
+// two at least twice its nodes.
+func (b Book) NodeSlots() int {
+	n := 1
+	for n < 2*b.Nodes {
+		n *= 2
+	}
+	return n
+}
+
+// NodeTableAt is the block offset of b's table of nodes.
+func (b Book) NodeTableAt() uint64 { return b.FigureAt(b.Funcs) }
+
+// NodeAt is the block offset of the figures of node n of b.
+func (b Book) NodeAt(n int) uint64 {
+	return b.NodeTableAt() + BookNodeSlotSize*uint64(b.NodeSlots()) + BookFigureSize*uint64(n)
+}
+
+// NodeSlot is the slot of b's table where the search for key starts:
+// the top bits of key × NodeHash.
+func (b Book) NodeSlot(key uint64) int {
+	bits := 0
+	for 1<<bits < b.NodeSlots() {
+		bits++
+	}
+	if bits == 0 {
+		return 0
+	}
+	return int(key * NodeHash >> (64 - bits))
+}
+
+// NodeKeyOf is the key of the node of a call of fn from node parent.
+func NodeKeyOf(parent, fn int) uint64 { return uint64(parent)<<32 | uint64(fn) }
 
 // FrameAt is the block offset of frame i of b.
 func (b Book) FrameAt(i int) uint64 { return b.Offset + BookFrames + BookFrameSize*uint64(i) }
@@ -125,6 +213,9 @@ type BookCode struct {
 	// running when the program has ended): a thread that comes there
 	// keeps no book, and never stops at the breakpoint.
 	Unchecked []byte
+	// Scratch marks code that uses registers free only at entries and
+	// returns (as RecordCode.Scratch: arm64's x16 and x17).
+	Scratch bool
 	// Rollback says how to undo a thread stopped inside Code for a
 	// signal, whose handler may run profiled functions that use the same
 	// book: before the commit, its registers come back and it starts

@@ -7,11 +7,16 @@ import (
 )
 
 // fakeRegs is a register file: 32 registers by DWARF number, the PC and
-// the flags.
+// the flags; and, where the code reads one, the system counter
+// (CNTVCT_EL0), to which a64Exec adds one for every instruction it runs,
+// so that times are counts of instructions. The counter is the machine's,
+// not the thread's: a clone shares it, and so compares equal whatever it
+// reads; nil is none.
 type fakeRegs struct {
 	pc    uint64
 	r     [32]uint64
 	flags uint64
+	ticks *uint64
 }
 
 func (f *fakeRegs) PC() uint64             { return f.pc }

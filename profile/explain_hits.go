@@ -190,9 +190,13 @@ func (x *hitNarrator) scan() bool {
 			continue // (never counted: it shares another's count)
 		}
 		sum, tid := uint64(0), 0
-		for b := 1; b < c.layout.Counted(c.next); b++ {
+		end := c.layout.Counted(c.next)
+		if c.layout.Books {
+			end = c.next // (each thread's calls in its own book)
+		}
+		for b := 1; b < end; b++ {
 			n := c.layout.Entered(mem, b, k)
-			if n != 0 && tid == 0 && c.layout.PerThread() {
+			if n != 0 && tid == 0 && (c.layout.PerThread() || c.layout.Books) {
 				tid = owner[b]
 			}
 			sum += n
@@ -214,7 +218,7 @@ func (x *hitNarrator) scan() bool {
 			}
 		}
 		what := "first hit, seen in its counter"
-		if c.layout.BookAt != 0 {
+		if c.layout.Books {
 			what = "first entered, seen in its thread's book"
 		}
 		for _, i := range items {

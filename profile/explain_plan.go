@@ -123,7 +123,15 @@ func (x *planNarrator) mechanism() {
 	}
 	switch {
 	case t.parts.ledgers != nil:
-		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in the thread's block of the memory it shares with the program, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end. A call a longjmp left open the code closes at the thread's next event; what it leaves to PROFILE (a call on another stack, a stack full), PROFILE books at a stop.", depthSlots)
+		where := "the thread's block of the memory it shares with the program"
+		stacks := ""
+		if t.plan.Attribution {
+			stacks = fmt.Sprintf(" With attribution (/AT), each open call also names its caller stack, a node of a table of %d in the book, found (or added) from its caller's, and each node has the figures of the calls made along its path: PROFILE makes them the report's caller stacks at the end.", bookNodes)
+		}
+		if c != nil && c.layout.Table {
+			where = "the thread's area of the memory it shares with the program, found from the stack pointer through the stack table"
+		}
+		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in %s, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end. A call a longjmp left open the code closes at the thread's next event; what it leaves to PROFILE (a call on another stack, a stack full), PROFILE books at a stop.%s", where, depthSlots, stacks)
 	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)
 	case t.parts.rings != nil:
@@ -152,6 +160,9 @@ func (x *planNarrator) mechanism() {
 	if c.layout.PerThread() {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
 			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.BlockSize), c.layout.BlockAddr(1))
+	} else if c.layout.Books {
+		x.say("The books: %s of memory shared by PROFILE and the program, mapped into it at %#x: an area of %s for each thread, the first at %#x, and the stack table at %#x, a word for each page of stack addresses, which PROFILE points at the area of the thread whose stack holds the page.",
+			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.Stride), c.layout.AreaAddr(1), c.layout.ProgAddr+c.layout.TableAt)
 	} else {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Every thread adds to the same counters, at %#x, atomically.",
 			bytesWords(size), c.layout.ProgAddr, c.layout.BlockAddr(1))

@@ -114,7 +114,7 @@ func (x *runNarrator) thread(tid int) {
 		switch {
 		case c.layout.Rings:
 			what = "counters, with its ring of records"
-		case c.layout.BookAt != 0:
+		case c.layout.Books:
 			what = "counters, with its book of timed calls"
 		}
 		x.tell("thread", "%s new thread %d: PROFILE traces it, and gives it its own block of %s, block %d at %#x.", x.now(), tid, what, b, c.layout.BlockAddr(b))

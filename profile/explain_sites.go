@@ -244,7 +244,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 			break
 		}
 		notes[tr.addr] = count
-	case c.layout.BookAt != 0:
+	case c.layout.Books:
 		if first && item >= 0 {
 			notes[tr.addr] = "the entry's book code: the time, and the call's frame pushed on the thread's stack of open calls"
 		} else if first {

@@ -22,7 +22,9 @@ import (
 //	                                       clocks, the sampler (ended: the
 //	                                       reverse order)
 //	a child made           childHook       the watch (its SIGCHLD the program's)
-//	a vfork and its end    vforkHook       the rings (the child's records)
+//	a vfork and its end    vforkHook       the rings (the child's records),
+//	                                       the books in the program (the
+//	                                       parent's book kept, put back)
 //	the image replaced     execHook        the rings (read a last time), the
 //	                                       breakpoints, the counters, the
 //	                                       sampler, the libraries, the watch

@@ -183,7 +183,7 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	spec := layout.Spec{Kind: kind, Items: items, InBlock: inBlock, ByTable: byTable, Rings: rings,
 		Records: ringRecords, MaxBlocks: maxBlocks, DepthSlots: depthSlots}
 	if env.ledgers != nil {
-		spec.Books, spec.BookFuncs = true, env.ledgers.bookFuncs()
+		spec.Books, spec.BookFuncs, spec.BookNodes = true, env.ledgers.bookFuncs(), env.ledgers.bookNodes()
 	}
 	l, size := layout.New(spec)
 	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)
@@ -208,7 +208,7 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 // rolls reports whether trampolines have code a thread stopped for a
 // signal must be rolled out of: the call depth's, or the record code.
 func (c *counters) rolls() bool {
-	return c.keepsDepth() || (c != nil && (c.layout.Rings || c.layout.BookAt != 0 || c.saves))
+	return c.keepsDepth() || (c != nil && (c.layout.Rings || c.layout.Books || c.saves))
 }
 
 // keepsDepth reports whether trampolines keep the call depth.
@@ -277,7 +277,7 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 	case c.next < c.layout.NBlocks:
 		b = c.next
 		c.next++
-	case c.layout.Rings || c.layout.BookAt != 0:
+	case c.layout.Rings || c.layout.Books:
 		// Every block or area is in use, timing in-process: this
 		// thread's records go to the discarded block 0, or area 0 (its
 		// calls are missing), not into another thread's ring.
@@ -445,8 +445,14 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 
 // rollOut rolls a thread (or a signal frame) at off in code starting at
 // start out of it by the first of rollback's ranges that holds off, and
-// reports whether one did; base is the thread's block.
+// reports whether one did; base is the thread's block (where threads
+// have areas of the table, the area its stack pointer has).
 func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollback []instr.Rollback) bool {
+	if c.layout.Table {
+		// (The code saved them in the area it found from the stack
+		// pointer, which it does not move.)
+		base = c.layout.AreaAddr(c.tableArea(c.env.arch.SP(regs)))
+	}
 	for _, r := range rollback {
 		if off < r.From || off >= r.To {
 			continue
@@ -516,7 +522,7 @@ func (c *counters) restorePatches(mem interface{ WriteMem(uint64, []byte) error 
 // stop its thread at a breakpoint no tracer serves. The book code is
 // jumped over whole (ledger.go).
 func (c *counters) unchecked(mem interface{ WriteMem(uint64, []byte) error }) {
-	if c == nil || (!c.layout.Rings && c.layout.BookAt == 0) {
+	if c == nil || (!c.layout.Rings && !c.layout.Books) {
 		return
 	}
 	for _, tr := range c.tramps {

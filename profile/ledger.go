@@ -44,9 +44,14 @@ import (
 //     calls closed at its end), at an exec and at the end of the run, and
 //     given to the run's books (books.Books.Add).
 //
+// A thread's book is in its block (amd64), or in its area of the stack
+// table (arm64: layout.Layout.BookMem), which the code finds from the
+// stack pointer; there a vfork child, on its parent's stack, books into
+// its parent's book, which PROFILE keeps at the vfork and puts back
+// (vforking).
+//
 // The rings (ring.go) stay for the runs that need every event: a trace,
-// Go's goroutines, a start function, attribution; and for arm64, whose
-// book code is still to come.
+// Go's goroutines, a start function.
 
 // ledgers is the part of a run whose books are kept in the program.
 type ledgers struct {
@@ -60,25 +65,18 @@ type ledgers struct {
 	blockOf map[int]int
 	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
 	seen map[int]int64
+	// vforks holds the book of each thread that made a vfork child, as
+	// it was then (vforking).
+	vforks map[int]*books.ProgramBook
 	// stacks holds the bounds of the stack of each block's thread, for
 	// the closer (given); made the calls each block's thread made so
 	// far, for the code's cost (debt).
 	stacks map[int][2]uint64
 	made   map[int]uint64
 	// scale turns the counter's ticks into the books' nanoseconds
-	// (instr.BookScale); calibrated is what a call's code costs, measured
-	// alone at start-up (calibrate).
-	scale      uint64
-	calibrated books.Costs
-	// ownCode, when not nil, returns the samples of the threads' program
-	// counters taken so far in PROFILE's own code and in all, and their
-	// interval (the sampler's: ok is false where none ran).
-	ownCode func() (own, all uint64, interval time.Duration, ok bool)
-	// measured is the cost the run measured, once it has (costs), and
-	// uncertainty how far, in nanoseconds a call, the cost taken out may
-	// be from what the code cost (datafile.Stats.CostUncertainty).
-	measured    *books.Costs
-	uncertainty int64
+	// (instr.BookScale).
+	scale uint64
+	ledgerCosts
 	// closer is the address of the word that holds the closer's in the
 	// program (instr.Book.Closer), 0 where there is none.
 	closer, closerSize uint64
@@ -86,9 +84,11 @@ type ledgers struct {
 	// books found written over by the program (damage.go).
 	stops   uint64
 	damaged int
-	// The figures of the threads that ended.
-	figs  []books.Figure
-	depth int
+	// The figures of the threads that ended, and of their caller stacks
+	// (runBooks.StackFor).
+	figs      []books.Figure
+	stackFigs map[int]books.Figure
+	depth     int
 	// runBooks are the run's books, which get the figures at the end.
 	runBooks *books.Books
 }
@@ -117,7 +117,7 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	if t.parts.books != nil {
 		l.where = t.parts.books.Where
@@ -131,22 +131,43 @@ var booksInProgram = true
 
 // ledgerPossible reports whether t's run can keep its books in the
 // program: it times functions, needs no event of theirs one by one (no
-// trace, no start function, no attribution), they are all keyed by the
-// stack pointer (no Go function), and the architecture has book code.
+// trace, no start function), they are all keyed by the stack pointer
+// (no Go function), and the architecture has book code (with caller
+// stacks, for attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
-	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || p.Attribution || t.parts.trace != nil || len(p.Funcs) == 0 {
+	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
 	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) {
 		return false
 	}
-	_, ok := t.arch.BookEntryCode(instr.Book{Offset: 64, Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs}, 0)
+	probe := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33}
+	if p.Attribution {
+		probe.Nodes = bookNodes
+	}
+	_, ok := t.arch.BookEntryCode(probe, 0)
 	return ok
 }
 
 // bookFuncs is the number of functions a book has figures for.
 func (l *ledgers) bookFuncs() int { return len(l.plan.Funcs) + calFuncs }
+
+// bookNodes is the number of caller stacks a book has room for: none
+// without attribution (/AT).
+func (l *ledgers) bookNodes() int {
+	if !l.plan.Attribution {
+		return 0
+	}
+	return bookNodes
+}
+
+// bookNodes is the number of caller stacks of a book, with attribution:
+// a thread that takes more paths of calls stops at the next new one, its
+// figures moved out (books.ProgramBook: renode), and again at each path
+// it takes again. A book's nodes take 96 bytes each (their figures, and
+// two slots of the table).
+var bookNodes = 1 << 13
 
 // start takes counters, just mapped, as the memory of the books: the
 // discard block's book starts empty too. The books' scale is the
@@ -175,7 +196,7 @@ func (l *ledgers) now(ns int64) uint64 {
 // openBook starts block b's book empty, for a new thread.
 func (l *ledgers) openBook(b int) *books.ProgramBook {
 	c := l.counters
-	p := books.NewProgramBook(c.layout.Block(c.shared.Bytes(), b), c.layout.Book())
+	p := books.NewProgramBook(c.layout.BookMem(c.shared.Bytes(), b), c.layout.Book())
 	p.SetScale(l.scale)
 	if st, ok := l.stacks[b]; ok {
 		p.SetStack(st[0], st[1])
@@ -216,6 +237,24 @@ func (l *ledgers) bookOf(tid int) (int, *books.ProgramBook) {
 	return b, p
 }
 
+// bookFor returns the book the code of thread tid finds where its stack
+// pointer is sp: its block's (amd64), or the book of the area the stack
+// table gives sp (arm64): the thread's own, but on a stack PROFILE gave
+// no area (a signal's alternate stack, a coroutine's), the discard's.
+func (l *ledgers) bookFor(tid int, sp uint64) (int, *books.ProgramBook) {
+	c := l.counters
+	if !c.layout.Table {
+		return l.bookOf(tid)
+	}
+	b := c.tableArea(sp)
+	p := l.open[b]
+	if p == nil {
+		p = l.openBook(b)
+	}
+	l.check(p)
+	return b, p
+}
+
 // check takes book p back where the program wrote over it: as it was at
 // its thread's last signal, or empty (books.ProgramBook.Restore).
 func (l *ledgers) check(p *books.ProgramBook) {
@@ -232,6 +271,20 @@ func (l *ledgers) take(b int, p *books.ProgramBook) {
 		l.add(fn, f)
 		l.made[b] += f.Calls
 	})
+	if l.bookNodes() > 0 && l.runBooks != nil {
+		p.TakeNodes(func(path []int, f books.Figure) {
+			if len(path) == 0 || slices.ContainsFunc(path, func(fn int) bool { return fn >= len(l.figs) }) {
+				return // (the calibration's)
+			}
+			if l.stackFigs == nil {
+				l.stackFigs = map[int]books.Figure{}
+			}
+			i := l.runBooks.StackFor(path)
+			g := l.stackFigs[i]
+			g.Add(f)
+			l.stackFigs[i] = g
+		})
+	}
 }
 
 // debt notes what the code cost thread th, whose book, block b's, is
@@ -293,8 +346,8 @@ func (l *ledgers) pass(th *thread, addr uint64) bool {
 	}
 	l.stops++
 	site := r.book
-	b, p := l.bookOf(th.tid)
-	block := l.counters.layout.Block(l.counters.shared.Bytes(), b)
+	b, p := l.bookFor(th.tid, l.arch.SP(l.regs))
+	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	now := l.regs.Reg(site.saved[0].Reg) // the counter's time, read by the code
 	sp := l.arch.SP(l.regs) - site.sp
 	if site.exit {
@@ -322,10 +375,10 @@ func (l *ledgers) passStop(th *thread) bool {
 // book books the event of breakpoint site s, hit by thread th, in its
 // book, at the stop's time on the counter (clocks.book).
 func (l *ledgers) book(th *thread, s *site) {
-	_, p := l.bookOf(th.tid)
+	sp := l.arch.SP(l.regs)
+	_, p := l.bookFor(th.tid, sp)
 	c := l.clocks
 	now := l.now(c.waited - c.stopCost(th)/2)
-	sp := l.arch.SP(l.regs)
 
 	if s.item >= 0 {
 		p.Enter(s.item, sp, now)
@@ -369,6 +422,29 @@ func (l *ledgers) releasing(th *thread) {
 	// seen at once.)
 	pre := min(c.stopCost(th), max(int64(l.now(seen)-p.LastTime()), 0))
 	p.SetHeld(p.Held() + uint64(max(c.clock()-seen+pre, 0)))
+}
+
+// vforking keeps, where books are found from the stack pointer (arm64),
+// the book of thread th, which has made a vfork child: the child runs on
+// th's stack, so its calls go into th's book, until th's vfork-done stop
+// (vforkHook).
+func (l *ledgers) vforking(th *thread) {
+	if l.counters == nil || !l.counters.layout.Table || th.foreign {
+		return
+	}
+	if b, ok := l.blockOf[th.tid]; ok && b != 0 && l.open[b] != nil {
+		l.vforks[th.tid] = l.open[b].Copy()
+	}
+}
+
+// vforkDone gives thread th its book back as it was at its vfork: what
+// was booked since is its vfork child's, th having not run meanwhile.
+func (l *ledgers) vforkDone(th *thread) {
+	kept, ok := l.vforks[th.tid]
+	delete(l.vforks, th.tid)
+	if b := l.blockOf[th.tid]; ok && l.open[b] != nil {
+		l.open[b].Become(kept)
+	}
 }
 
 // threadBorn has nothing to do: a thread's book is opened with its block
@@ -421,6 +497,9 @@ func (l *ledgers) ended() {
 			l.debt(owner[b], b)
 		}
 	}
+	if p := l.open[0]; p != nil {
+		p.Take(func(_ int, f books.Figure) { l.discarded += f.Calls })
+	}
 	l.open = map[int]*books.ProgramBook{}
 	bk := l.runBooks
 	if bk == nil {
@@ -435,65 +514,14 @@ func (l *ledgers) ended() {
 			bk.Add(fn, f.Calls, f.Self, f.All)
 		}
 	}
+	for i, f := range l.stackFigs {
+		f = costs.Corrected(f)
+		bk.AddStack(i, f.Calls, f.Self, f.All)
+	}
 	bk.AddInside(inside, l.depth)
 	clear(l.figs)
+	clear(l.stackFigs)
 }
-
-// costs returns what the book code cost a call in the run: the time the
-// threads spent in PROFILE's own code, as its samples of their program
-// counters found it (ownCode), over the calls the code booked, split
-// between the inside and the outside of the measured intervals as the
-// calibration split it (the samples do not tell the two apart); or the
-// calibrated cost where too few samples were taken to measure it (a run
-// of a few milliseconds, the kernel's sampler refused).
-func (l *ledgers) costs() books.Costs {
-	if l.measured != nil {
-		// (Measured at an exec, over the calls before it: the sampler
-		// samples no image after it.)
-		return *l.measured
-	}
-	// (Unmeasured in the run, the calibrated cost is uncertain by as much
-	// as it is: the run's code may cost twice what the calibration's
-	// did, or less.)
-	l.uncertainty = int64(math.Round(l.calibrated.Call()))
-	if l.ownCode == nil {
-		return l.calibrated
-	}
-	own, all, interval, ok := l.ownCode()
-	// (The calibration ran before the sampler started: its calls are
-	// in no sample.)
-	var calls uint64
-	for _, f := range l.figs {
-		calls += f.Calls
-	}
-	if !ok || own < minOwnSamples || all == 0 || calls == 0 {
-		return l.calibrated
-	}
-	c := l.calibrated.Scaled(float64(own) * float64(interval) / float64(calls))
-	l.measured = &c
-	l.uncertainty = costUncertainty(c.Call(), l.calibrated.Call(), own)
-	return c
-}
-
-// costUncertainty is how far a call's cost measured in the run, from own
-// samples, may be from what the code cost each call: the two measures'
-// difference (the calibration's, alone, and the run's, on average over
-// the calls), and twice the samples' own error (a count of own samples
-// is off by some √own from chance), to the nanosecond.
-func costUncertainty(measured, calibrated float64, own uint64) int64 {
-	return int64(math.Ceil(math.Abs(measured-calibrated) + 2*measured/math.Sqrt(float64(own))))
-}
-
-// stats states the uncertainty of the cost taken out (statsHook).
-func (l *ledgers) stats(s *datafile.Stats) {
-	if l.plan.Method.IsTiming() {
-		s.CostUncertainty = l.uncertainty
-	}
-}
-
-// minOwnSamples is the fewest samples in PROFILE's code that measure the
-// book code's cost in a run: a tenth of it, at worst, from chance.
-const minOwnSamples = 100
 
 // execed reads the books a last time as the program's image is
 // replaced: its calls open end there, and profiling with them

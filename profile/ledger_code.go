@@ -50,11 +50,11 @@ func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
 	case exitEvent:
 		bc, _ = l.arch.BookExitCode(b, item, 0)
 	case returnEvent:
-		site.sp = 8
-		bc, _ = l.arch.BookExitCode(b, item, 8)
+		site.sp = instr.ReturnPop(l.arch)
+		bc, _ = l.arch.BookExitCode(b, item, int(site.sp))
 	}
 	site.end, site.saved = len(bc.Code), bc.Saved
-	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site, unchecked: bc.Unchecked}}
+	return timedCode{code: bc.Code, region: region{rollback: bc.Rollback, bookStop: bc.Stop, book: site, unchecked: bc.Unchecked}, scratch: bc.Scratch}
 }
 
 // region returns the region of book code whose breakpoint ends at
@@ -136,6 +136,7 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
 	run := func(addr uint64) (books.Figure, books.Figure, error) {
 		p := l.openBook(b)
+		p.AddPath(outer, inner) // (its code finds their nodes: it does not stop)
 		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
 		if err := proc.setRegs(pid, &regs); err != nil {
@@ -197,6 +198,9 @@ var closerHints = []uint64{0x7ff00000, 0x6ff00000, 0x5ff00000, 0x4ff00000, 0x3ff
 // there, the book code has no closer: it leaves what it does not close
 // itself to PROFILE, a stop each.
 func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSize uint64, write func(uint64, []byte) error) error {
+	if _, ok := l.arch.BookCloserCode(l.counters.layout.Book()); !ok {
+		return nil // (none on this architecture)
+	}
 	for _, hint := range closerHints {
 		at, err := mmap(hint, pageSize)
 		if err != nil || at != hint {

@@ -520,6 +520,7 @@ func TestMechanismsOfARun(t *testing.T) {
 		{"seen", kinds(anys(p.seen)...), []string{"*profile.timedRun", "*profile.ledgers"}},
 		{"release", kinds(anys(p.release)...), []string{"*profile.ledgers"}},
 		{"ends", kinds(anys(p.ends)...), []string{"*profile.breakpoints", "*profile.counters", "*profile.ledgers", "*profile.sampler"}},
+		{"vfork", kinds(anys(p.vforks)...), []string{"*profile.ledgers"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("the books in the program: the %s hooks are %v, want %v", c.hook, c.got, c.want)

@@ -169,11 +169,21 @@ func (t *tracer) chooseMechanism() instr.CountKind {
 		// the stack table (arm64, which needs no atomic add for them).
 		count = 0
 		if !t.cfg.Breakpoints && ledgerPossible(t) {
-			// The books kept in the program (ledger.go), where the
-			// threads have blocks of their own.
+			// The books kept in the program (ledger.go), in the
+			// threads' blocks (amd64), or in their areas of the stack
+			// table (arm64, which needs no atomic add for them either).
 			hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 			if err == nil {
-				if kind, err := t.arch.Counting(hwcap); err == nil && kind == instr.CountPerThread {
+				kind, err := t.arch.Counting(hwcap)
+				_, byTable := t.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
+				switch {
+				case err == nil && kind == instr.CountPerThread:
+				case byTable:
+					kind = instr.CountShared
+				default:
+					kind = 0
+				}
+				if kind != 0 {
 					l := newLedgers(t)
 					count, t.parts.ledgers, t.parts.exits = kind, l, newExitPatches(t, l)
 				}

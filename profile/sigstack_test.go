@@ -47,8 +47,8 @@ func TestTimingAlternateStack(t *testing.T) {
 				for i, f := range plan.Funcs {
 					all[f.Name] = s.ChildTime[i]
 				}
-				t.Logf("%d ticks; function+child times: outer %v, spin %v, tick %v; depth %d", ticks,
-					time.Duration(all["outer"]), time.Duration(all["spin"]), time.Duration(all["tick"]), s.CallDepth)
+				t.Logf("%d ticks; function+child times: outer %v, spin %v, tick %v; depth %d; cost taken out %d ns an event, uncertain by %d ns a call", ticks,
+					time.Duration(all["outer"]), time.Duration(all["spin"]), time.Duration(all["tick"]), s.CallDepth, got.res.Counts.Overhead, s.CostUncertainty)
 				dropped := runtime.GOARCH == "arm64" && !mech.breakpoints
 				wantTicks, wantDepth := ticks, 3
 				if dropped {

@@ -9,7 +9,7 @@ import (
 // functions it times, and the code a timed function's entry and exits
 // run. Two parts are timers: the rings (ring.go), whose code appends a
 // record for PROFILE to read, for the runs that need every event (a
-// trace, Go's goroutines, a start function, attribution); and the books
+// trace, Go's goroutines, a start function); and the books
 // kept in the program (ledger.go), whose code keeps the thread's shadow
 // stack and figures itself, for the rest. The entries' trampolines and
 // the exits' patches write either without knowing which.

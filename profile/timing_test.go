@@ -429,6 +429,10 @@ func TestAttribution(t *testing.T) {
 						t.Errorf("/STACK %d: stack %+v: function time %d, function+child %d", c.levels, s, s.Time, s.ChildTime)
 					}
 				}
+				// (The caller stacks kept in the program, as nodes.)
+				if testutil.InProcess() && !got.res.Books {
+					t.Errorf("/STACK %d: the books were not kept in the program", c.levels)
+				}
 			}
 		}
 	}

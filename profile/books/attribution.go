@@ -55,6 +55,43 @@ type cachedStep struct{ from, fn, to int }
 // once for each new step.
 func (b *Books) stackOf(l *Ledger, fn int) int {
 	n := len(l.frames)
+	return b.stackIn(n, fn, func(i int) int { return l.frames[i].fn }, func() int {
+		if n > 0 {
+			return l.frames[n-1].stack
+		}
+		return -1
+	})
+}
+
+// StackFor returns the index of the caller stack of the call of path's
+// last function made from the calls of the others, outermost first, as
+// stackOf finds it from a thread's frames, adding it (and its callers'
+// stacks) when new: the stacks of the books kept in the program, whose
+// nodes are paths (ProgramBook.TakeNodes).
+func (b *Books) StackFor(path []int) int {
+	n := len(path) - 1
+	return b.stackIn(n, path[n], func(i int) int { return path[i] }, func() int {
+		if n > 0 {
+			return b.StackFor(path[:n])
+		}
+		return -1
+	})
+}
+
+// AddStack books figures kept elsewhere (ProgramBook.TakeNodes) for
+// caller stack i (StackFor): its calls, its function time and its
+// function+child time, in nanoseconds.
+func (b *Books) AddStack(i int, calls uint64, self, all int64) {
+	st := &b.stacks[i]
+	st.Hits += calls
+	st.Time += self
+	st.ChildTime += all
+}
+
+// stackIn is stackOf for a call of fn made from n frames, the function
+// of frame i being frame(i), and the caller stack of the call's caller
+// frame given by callerStack (-1: none), where the stack is new.
+func (b *Books) stackIn(n, fn int, frame func(i int) int, callerStack func() int) int {
 	levels := n
 	if b.levels > 0 {
 		levels = min(n, b.levels)
@@ -62,7 +99,7 @@ func (b *Books) stackOf(l *Ledger, fn int) int {
 	h := fnvWord(fnvOffset, levels)
 	b.hashed += levels
 	for i := n - 1; i >= n-levels; i-- {
-		h = fnvWord(h, l.frames[i].fn)
+		h = fnvWord(h, frame(i))
 	}
 	key := stackKey{fn, h}
 	if i, ok := b.stackIndex[key]; ok {
@@ -80,12 +117,12 @@ func (b *Books) stackOf(l *Ledger, fn int) int {
 			}
 			continue
 		}
-		callers = append(callers, l.frames[i].fn)
+		callers = append(callers, frame(i))
 	}
 	st := datafile.Stack{Func: fn, Callers: callers, Key: key.hash}
-	if n > 0 && l.frames[n-1].stack >= 0 {
+	if c := callerStack(); c >= 0 {
 		// The caller's stack, for the whole chain (datafile.Stack).
-		st.CallerKey = b.stacks[l.frames[n-1].stack].Key
+		st.CallerKey = b.stacks[c].Key
 	}
 	b.stacks = append(b.stacks, st)
 	b.stackIndex[key] = len(b.stacks) - 1

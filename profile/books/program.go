@@ -2,6 +2,7 @@ package books
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -42,6 +43,8 @@ type ProgramBook struct {
 	// saved is the book's header and frames as Snapshot found them,
 	// for Restore.
 	saved []byte
+	// nodes is the table of its caller stacks (nodes.go).
+	nodes nodeTable
 }
 
 // spilled is a run of frames moved out of the program, bottom first,
@@ -54,7 +57,7 @@ type spilled struct {
 
 // programFrame is a frame of the book (instr.FrameTime...).
 type programFrame struct {
-	t, children, sp, held, beneath, fn, kids uint64
+	t, children, sp, held, beneath, fn, kids, node uint64
 }
 
 // rootSP is the root frame's stack pointer with nothing spilled: above
@@ -64,14 +67,14 @@ const rootSP = ^uint64(0)
 // NewProgramBook returns the book b in block mem, and starts it empty
 // (a new thread's): the root frame alone, nothing booked.
 func NewProgramBook(mem []byte, b instr.Book) *ProgramBook {
-	p := &ProgramBook{mem: mem, b: b}
+	p := &ProgramBook{mem: mem, b: b, nodes: nodeTable{mem: mem, b: b}}
 	p.Reset()
 	return p
 }
 
 // OpenProgramBook returns the book b in block mem as it is.
 func OpenProgramBook(mem []byte, b instr.Book) *ProgramBook {
-	return &ProgramBook{mem: mem, b: b}
+	return &ProgramBook{mem: mem, b: b, nodes: nodeTable{mem: mem, b: b}}
 }
 
 // Copy returns a copy of the book, on a copy of its memory.
@@ -82,16 +85,28 @@ func (p *ProgramBook) Copy() *ProgramBook {
 	for i := range q.spill {
 		q.spill[i].frames = slices.Clone(q.spill[i].frames)
 	}
+	q.nodes = nodeTable{mem: q.mem, b: q.b, folded: maps.Clone(p.nodes.folded)}
 	return &q
+}
+
+// Become makes the book what q, a copy of it (Copy), holds.
+func (p *ProgramBook) Become(q *ProgramBook) {
+	end := p.b.Offset + p.b.Size()
+	copy(p.mem[p.b.Offset:end], q.mem[p.b.Offset:end])
+	p.spill, p.deepest, p.nodes.folded = q.spill, q.deepest, q.nodes.folded
 }
 
 // Reset empties the book: no frame, no figure, no held time.
 func (p *ProgramBook) Reset() {
-	clear(p.mem[p.b.Offset : p.b.Offset+instr.BookSize(p.b.Frames, p.b.Funcs)])
-	p.spill, p.deepest = nil, 0
+	clear(p.mem[p.b.Offset : p.b.Offset+p.b.Size()])
+	p.spill, p.deepest, p.nodes.folded = nil, 0, nil
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(1))
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(1))
 	p.put(p.b.FrameAt(0)+instr.FrameSP, rootSP)
+	if p.b.Nodes > 0 {
+		p.nodes.clear()
+		p.put(p.b.FrameAt(0)+instr.FrameNode, instr.RootNode)
+	}
 }
 
 func (p *ProgramBook) get(off uint64) uint64 { return binary.LittleEndian.Uint64(p.mem[off:]) }
@@ -110,13 +125,14 @@ func (p *ProgramBook) depth() int {
 func (p *ProgramBook) frame(i int) programFrame {
 	at := p.b.FrameAt(i)
 	return programFrame{p.get(at + instr.FrameTime), p.get(at + instr.FrameChildren), p.get(at + instr.FrameSP),
-		p.get(at + instr.FrameHeld), p.get(at + instr.FrameBeneath), p.get(at + instr.FrameFunc), p.get(at + instr.FrameKids)}
+		p.get(at + instr.FrameHeld), p.get(at + instr.FrameBeneath), p.get(at + instr.FrameFunc), p.get(at + instr.FrameKids),
+		p.get(at + instr.FrameNode)}
 }
 
 // setFrame writes frame i.
 func (p *ProgramBook) setFrame(i int, f programFrame) {
 	at := p.b.FrameAt(i)
-	for k, v := range [...]uint64{f.t, f.children, f.sp, f.held, f.beneath, f.fn, f.kids} {
+	for k, v := range [...]uint64{f.t, f.children, f.sp, f.held, f.beneath, f.fn, f.kids, f.node} {
 		p.put(at+uint64(k)*8, v)
 	}
 }
@@ -188,7 +204,11 @@ func (p *ProgramBook) Enter(fn int, sp, now uint64) {
 		p.spillHalf()
 	}
 	n := p.depth() + 1
-	p.setFrame(n, programFrame{t: now, sp: sp, held: p.Held(), fn: uint64(fn)})
+	var node uint64
+	if p.b.Nodes > 0 {
+		node = uint64(p.nodeFor(fn))
+	}
+	p.setFrame(n, programFrame{t: now, sp: sp, held: p.Held(), fn: uint64(fn), node: node})
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n+1))
 	p.add(p.b.FigureAt(fn)+instr.FigureOpen, 1)
 	if deepest := p.b.Offset + instr.BookDeepest; p.get(deepest) < p.b.FrameAt(n+1) {
@@ -266,6 +286,20 @@ func (p *ProgramBook) close(now uint64) {
 	if f.fn >= uint64(p.b.Funcs) {
 		return // (never: Damaged checks the frames)
 	}
+	switch {
+	case p.b.Nodes == 0:
+	case f.node > instr.RootNode && f.node < uint64(p.nodes.count()):
+		at := p.b.NodeAt(int(f.node))
+		p.add(at+instr.FigureCalls, 1)
+		p.add(at+instr.FigureSelf, dur-int64(f.children))
+		p.add(at+instr.FigureInclusive, dur)
+		p.add(at+instr.FigureKids, int64(f.kids))
+		p.add(at+instr.FigureBeneath, int64(f.beneath))
+	default: // (no node: its path from the frames, f's still among them)
+		p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n+1))
+		p.foldFrame(Figure{Calls: 1, Self: dur - int64(f.children), All: dur, Kids: f.kids, Outer: 1, Beneath: f.beneath})
+		p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n))
+	}
 	fig := p.b.FigureAt(int(f.fn))
 	p.add(fig+instr.FigureCalls, 1)
 	p.add(fig+instr.FigureSelf, dur-int64(f.children))
@@ -299,6 +333,7 @@ func (p *ProgramBook) spillHalf() {
 	p.put(root+instr.FrameBeneath, 0)
 	p.put(root+instr.FrameKids, 0)
 	p.put(root+instr.FrameSP, s.top().sp-1)
+	p.put(root+instr.FrameNode, s.top().node)
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(n-h+1))
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(n-h+1))
 }
@@ -320,11 +355,14 @@ func (p *ProgramBook) unspill() {
 	p.put(root+instr.FrameChildren, s.children)
 	p.put(root+instr.FrameBeneath, s.beneath)
 	p.put(root+instr.FrameKids, s.kids)
-	sp := rootSP
+	sp, node := rootSP, uint64(instr.RootNode)
 	if len(p.spill) > 0 {
-		sp = p.spill[len(p.spill)-1].top().sp - 1
+		sp, node = p.spill[len(p.spill)-1].top().sp-1, p.spill[len(p.spill)-1].top().node
 	}
 	p.put(root+instr.FrameSP, sp)
+	if p.b.Nodes > 0 {
+		p.put(root+instr.FrameNode, node)
+	}
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(len(s.frames)+1))
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(len(s.frames)+1))
 }
@@ -411,7 +449,7 @@ func (p *ProgramBook) Damaged() bool {
 			return true
 		}
 	}
-	return false
+	return p.b.Nodes > 0 && p.nodesDamaged(top)
 }
 
 // Snapshot keeps the book's header and open frames, as they are, for
@@ -432,11 +470,17 @@ func (p *ProgramBook) Restore() {
 		if len(spill) > 0 {
 			p.put(p.b.FrameAt(0)+instr.FrameSP, spill[len(spill)-1].top().sp-1)
 		}
+		if p.b.Nodes > 0 {
+			p.renode(false)
+		}
 		return
 	}
 	copy(p.mem[p.b.Offset:], p.saved)
 	at := p.b.FigureAt(0)
 	clear(p.mem[at : at+instr.BookFigureSize*uint64(p.b.Funcs)])
+	if p.b.Nodes > 0 {
+		p.renode(false)
+	}
 	// (The open calls' counts of open frames, as the frames say.)
 	for i := 1; i <= p.depth(); i++ {
 		p.add(p.b.FigureAt(int(p.frame(i).fn))+instr.FigureOpen, 1)

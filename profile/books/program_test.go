@@ -1,7 +1,10 @@
 package books
 
 import (
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -41,15 +44,25 @@ func TestProgramBookKnownCalls(t *testing.T) {
 // than the open call and recursions far deeper than the program's
 // shadow stack (spilled and brought back), into a program's book and
 // into the books kept by PROFILE: the figures must be the same.
+//
+// With attribution, the book keeps the calls' caller stacks as nodes
+// (nodes.go), in a table of 6 nodes (started again many times over, its
+// figures moved out), or of 64 or 4,096: each stack's calls, own time and
+// time with children, its shown callers and its key, by /STACK 0 (every
+// level), 1 or 2, must be the books' own.
 func TestProgramBookAgreesWithBooks(t *testing.T) {
-	for _, frames := range []int{4, 5, 64} {
+	for _, c := range []struct {
+		frames, nodes, levels int
+	}{{4, 0, 0}, {5, 0, 0}, {64, 0, 0}, {4, 6, 0}, {64, 64, 1}, {5, 4096, 2}, {64, 4096, 0}} {
+		frames := c.frames
 		for seed := range uint64(40) {
 			r := rand.New(rand.NewPCG(seed, uint64(frames)))
 			const funcs = 6
-			plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: make([]datafile.Func, funcs)}
+			plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: make([]datafile.Func, funcs),
+				Attribution: c.nodes > 0, StackDepth: c.levels}
 			books := New(plan)
-			b := instr.Book{Offset: 128, Frames: frames, Funcs: funcs}
-			p := NewProgramBook(make([]byte, b.Offset+instr.BookSize(b.Frames, b.Funcs)), b)
+			b := instr.Book{Offset: 128, Frames: frames, Funcs: funcs, Nodes: c.nodes}
+			p := NewProgramBook(make([]byte, b.Offset+b.Size()), b)
 			type open struct {
 				fn int
 				sp uint64
@@ -99,8 +112,77 @@ func TestProgramBookAgreesWithBooks(t *testing.T) {
 			if p.Depth() != f.Depth || p.Inside() != f.Inside {
 				t.Fatalf("frames %d, seed %d: depth %d, inside %d; the books %d, %d", frames, seed, p.Depth(), p.Inside(), f.Depth, f.Inside)
 			}
+			if c.nodes == 0 {
+				continue
+			}
+			// The program's nodes, as caller stacks, against the books'.
+			kept := New(plan)
+			p.TakeNodes(func(path []int, g Figure) {
+				if g.Outer != g.Calls {
+					t.Fatalf("a node's outermost calls %d, its calls %d", g.Outer, g.Calls)
+				}
+				kept.AddStack(kept.StackFor(path), g.Calls, g.Self, g.All)
+			})
+			want := map[uint64]datafile.Stack{}
+			for _, st := range f.Stacks {
+				want[st.Key^uint64(st.Func)] = st
+			}
+			got := kept.Figures().Stacks
+			for _, st := range got {
+				w, ok := want[st.Key^uint64(st.Func)]
+				delete(want, st.Key^uint64(st.Func))
+				// (A stack told apart by fewer callers than its calls
+				// had may be reached from several caller stacks: its
+				// CallerKey is the first found's, which depends on the
+				// order the stacks are found in.)
+				sameCaller := st.CallerKey == w.CallerKey || c.levels > 0
+				if !ok || st.Hits != w.Hits || st.Time != w.Time || st.ChildTime != w.ChildTime || !sameCaller || !slices.Equal(st.Callers, w.Callers) {
+					t.Fatalf("%+v, seed %d: stack %+v, the books' %+v (found %v)", c, seed, st, w, ok)
+				}
+			}
+			if len(want) > 0 {
+				t.Fatalf("%+v, seed %d: %d stacks of the books' not in the program's, %d stacks", c, seed, len(want), len(got))
+			}
 		}
 	}
+}
+
+// TestProgramBookNodes: a program's caller stacks, known by construction:
+// main calls f twice and g once, f calls g; in a table of 4 nodes (the
+// root and three stacks), g's call from main finds the table full, so
+// the figures of the nodes so far move out and the table starts again
+// with the open calls' nodes; and each path's figures come out once.
+func TestProgramBookNodes(t *testing.T) {
+	b := instr.Book{Offset: 64, Frames: 8, Funcs: 4, Nodes: 5}
+	p := NewProgramBook(make([]byte, b.Offset+b.Size()), b)
+	p.Enter(bMain, 1000, 0)
+	for i := range uint64(2) {
+		p.Enter(bF, 900, 10+100*i)
+		p.Enter(bG, 800, 20+100*i)
+		p.Exit(bG, 800, 50+100*i) // 30
+		p.Exit(bF, 900, 70+100*i) // 60, 30 its own
+	}
+	if n := p.nodes.count(); n != 5 {
+		t.Fatalf("%d nodes in use, want 5: none, the root, main, main f, main f g", n)
+	}
+	p.Enter(bG, 800, 300) // the table full
+	p.Exit(bG, 800, 310)  // 10
+	if n := p.nodes.count(); n != 4 {
+		t.Fatalf("%d nodes in use after the table started again, want 4: none, the root, main, main g", n)
+	}
+	p.CloseAll(400)
+	got := map[string]Figure{}
+	p.TakeNodes(func(path []int, f Figure) { got[fmt.Sprint(path)] = f })
+	want := map[string]Figure{
+		fmt.Sprint([]int{bMain}):         {Calls: 1, Self: 400 - 120 - 10, All: 400, Kids: 3, Outer: 1, Beneath: 5},
+		fmt.Sprint([]int{bMain, bF}):     {Calls: 2, Self: 60, All: 120, Kids: 2, Outer: 2, Beneath: 2},
+		fmt.Sprint([]int{bMain, bF, bG}): {Calls: 2, Self: 60, All: 60, Outer: 2},
+		fmt.Sprint([]int{bMain, bG}):     {Calls: 1, Self: 10, All: 10, Outer: 1},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("caller stacks %v, want %v", got, want)
+	}
+	p.TakeNodes(func(path []int, f Figure) { t.Errorf("stack %v taken twice: %+v", path, f) })
 }
 
 // fakeStacks is a StackFinder of two stacks.
@@ -136,8 +218,8 @@ func TestProgramBookOtherStack(t *testing.T) {
 // anything else is read; taken back (Restore) or found sound, the book's
 // rules read and write only inside it, and never panic.
 func FuzzProgramBook(f *testing.F) {
-	b := instr.Book{Offset: 64, Frames: 6, Funcs: 3}
-	size := b.Offset + instr.BookSize(b.Frames, b.Funcs)
+	b := instr.Book{Offset: 64, Frames: 6, Funcs: 3, Nodes: 6}
+	size := b.Offset + b.Size()
 	sound := make([]byte, size)
 	p := NewProgramBook(sound, b)
 	p.Enter(1, 0x1000, 10)
@@ -177,5 +259,10 @@ func FuzzProgramBook(f *testing.F) {
 			t.Errorf("%d calls open after all closed", p.Open())
 		}
 		p.Take(func(int, Figure) {})
+		p.TakeNodes(func(path []int, _ Figure) {
+			if len(path) == 0 {
+				t.Error("a caller stack of no function")
+			}
+		})
 	})
 }

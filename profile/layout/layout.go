@@ -18,9 +18,9 @@ import (
 // so), or through the stack table where ByTable; rings of Records
 // records, where the run times in-process (Rings); at most MaxBlocks
 // blocks, one per live thread; shadow stacks of DepthSlots frames. Where
-// the run keeps its books in the program (Books, per-thread blocks
-// only), each block has a book of BookFuncs functions and DepthSlots
-// frames (instr.Book) in place of a ring.
+// the run keeps its books in the program (Books), each block, or each
+// area of the table, has a book of BookFuncs functions, DepthSlots
+// frames and BookNodes caller stacks (instr.Book) in place of a ring.
 type Spec struct {
 	Kind             instr.CountKind
 	Items            int
@@ -28,6 +28,7 @@ type Spec struct {
 	Rings            bool
 	Books            bool
 	BookFuncs        int
+	BookNodes        int
 	Records          int
 	MaxBlocks        int
 	DepthSlots       int
@@ -69,11 +70,16 @@ type Layout struct {
 	// Rings is set when threads have rings (function timing in-process,
 	// profile's ring.go): in their blocks, or as their areas of the table.
 	Rings bool
-	// BookAt is the offset of a block's book (function timing with the
-	// books in the program, profile's ledger.go), 0 when it has none;
-	// BookFuncs the functions it has figures for.
+	// Books is set when threads keep books in the program (function
+	// timing, profile's ledger.go): BookAt is the offset of the book in
+	// a block, or in an area of the table, and BookFuncs the functions
+	// it has figures for.
+	Books     bool
 	BookAt    uint64
 	BookFuncs int
+	// BookNodes is how many caller stacks a book has room for (/AT:
+	// instr.Book.Nodes), 0 where it keeps none.
+	BookNodes int
 	// Table is set where threads of the second form have areas: the
 	// offsets of the areas and of the table, and the distance between
 	// two areas.
@@ -98,8 +104,14 @@ func New(s Spec) (Layout, uint64) {
 	maxBlocks := s.MaxBlocks
 	switch {
 	case s.Books && kind == instr.CountPerThread:
-		l.BookAt, l.BookFuncs = l.BlockSize, s.BookFuncs
-		l.BlockSize += (instr.BookSize(l.DepthSlots, l.BookFuncs) + 63) &^ 63
+		l.Books, l.BookAt, l.BookFuncs, l.BookNodes = true, l.BlockSize, s.BookFuncs, s.BookNodes
+		l.BlockSize += (l.Book().Size() + 63) &^ 63
+	case s.Books && l.Table:
+		// The books are the table's areas, each at its start.
+		l.Books, l.BookFuncs, l.BookNodes = true, s.BookFuncs, s.BookNodes
+		for l.Stride < l.Book().Size() {
+			l.Stride *= 2
+		}
 	case rings && l.Table:
 		// The rings are the table's areas (the books keep the depth,
 		// from the records).
@@ -152,7 +164,7 @@ func (l *Layout) PerThread() bool { return l.Kind == instr.CountPerThread }
 func (l *Layout) OwnParts() bool { return l.PerThread() || l.Table }
 
 // KeepsDepth reports whether trampolines keep the call depth.
-func (l *Layout) KeepsDepth() bool { return l.DepthAt != 0 || (l.Table && !l.Rings) }
+func (l *Layout) KeepsDepth() bool { return l.DepthAt != 0 || (l.Table && !l.Rings && !l.Books) }
 
 // CounterRef is what a trampoline's count instruction names for item:
 // its offset in a thread's block, or its address in block 1.
@@ -203,9 +215,32 @@ func (l *Layout) Count(mem []byte, b, k int) uint64 {
 	return binary.LittleEndian.Uint64(mem[uint64(b)*l.BlockSize+uint64(k)*8:])
 }
 
-// Book is the book of each block, where blocks have one (BookAt).
+// Book is the book of each block or area, where they have one (Books).
 func (l *Layout) Book() instr.Book {
-	return instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs}
+	b := instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs, Nodes: l.BookNodes}
+	if l.Table {
+		b.Table = l.ProgAddr + l.TableAt
+		b.Areas = l.ProgAddr + l.AreasAt
+	}
+	return b
+}
+
+// BookMem is, in mem, the memory that holds the book of block b, or of
+// area b of the table (the book at Book().Offset in it).
+func (l *Layout) BookMem(mem []byte, b int) []byte {
+	if l.Table {
+		at := l.AreasAt + uint64(b)*l.Stride
+		return mem[at : at+l.Stride]
+	}
+	return l.Block(mem, b)
+}
+
+// BookAddr is the address in the program of the memory BookMem returns.
+func (l *Layout) BookAddr(b int) uint64 {
+	if l.Table {
+		return l.AreaAddr(b)
+	}
+	return l.BlockAddr(b)
 }
 
 // Block is block b in mem.
@@ -217,11 +252,11 @@ func (l *Layout) Block(mem []byte, b int) []byte {
 // where blocks have books (its calls ended and open), else counter k of
 // block b.
 func (l *Layout) Entered(mem []byte, b, k int) uint64 {
-	if l.BookAt == 0 {
+	if !l.Books {
 		return l.Count(mem, b, k)
 	}
-	fig := uint64(b)*l.BlockSize + l.Book().FigureAt(k)
-	return binary.LittleEndian.Uint64(mem[fig+instr.FigureCalls:]) + binary.LittleEndian.Uint64(mem[fig+instr.FigureOpen:])
+	book := l.BookMem(mem, b)[l.Book().FigureAt(k):]
+	return binary.LittleEndian.Uint64(book[instr.FigureCalls:]) + binary.LittleEndian.Uint64(book[instr.FigureOpen:])
 }
 
 // Depth is what DepthCode needs for the trampolines of functions with
