@@ -325,6 +325,13 @@ type Stats struct {
 	// measured exactly, and the report says so. Of several runs, the
 	// most.
 	CostUncertainty int64 `json:",omitzero"`
+	// CPUTime is the time, in nanoseconds, the program's threads spent
+	// on a CPU during a function timing run, summed over its threads (0:
+	// not measured). A thread whose time could not be read is left out,
+	// so it is at most the threads' time. Far below TotalTime, the
+	// threads mostly waited: the times are elapsed, waits included, and
+	// the report says so. Of several runs, the sum, as TotalTime's.
+	CPUTime int64 `json:",omitzero"`
 }
 
 // SamplingStats are the figures of function sampling runs.

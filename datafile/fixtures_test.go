@@ -109,12 +109,13 @@ func testCounts(m Method, second bool) *Counts {
 	}
 	c.Overhead = 42
 	c.Stats.CostUncertainty = 7
+	c.Stats.CPUTime = 4000000
 	c.Stats.FuncTime = []int64{5000000, 3000000, 100, 0}
 	c.Stats.ChildTime = []int64{8000000, 3000000, 100, 0}
 	c.Stats.TotalTime = 9000000
 	c.Stats.OutsideTime = 1000000
 	if second {
-		c.Overhead, c.Stats.CostUncertainty = 40, 9
+		c.Overhead, c.Stats.CostUncertainty, c.Stats.CPUTime = 40, 9, 1500000
 		for i, t := range c.Stats.FuncTime {
 			c.Stats.FuncTime[i], c.Stats.ChildTime[i] = t/2, c.Stats.ChildTime[i]/2
 		}

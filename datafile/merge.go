@@ -45,7 +45,7 @@ func zeros[T any](n int) []T {
 //
 //   - the run and its overhead are appended to Runs and Overheads: one
 //     record per run, in the order of the calls;
-//   - hits, function and child times, total and outside time add up, so
+//   - hits, function and child times, total, outside and CPU time add up, so
 //     coverage flags count the runs that covered an item;
 //   - CallDepth becomes the larger of the two;
 //   - stacks with equal Func, Callers and Key add their hits and times,
@@ -78,6 +78,7 @@ func (m *Merged) Add(c *Counts) error {
 	s.FuncTime = addTimes(s.FuncTime, cs.FuncTime)
 	s.ChildTime = addTimes(s.ChildTime, cs.ChildTime)
 	s.TotalTime += cs.TotalTime
+	s.CPUTime += cs.CPUTime
 	s.OutsideTime += cs.OutsideTime
 	s.CallDepth = max(s.CallDepth, cs.CallDepth)
 	s.CostUncertainty = max(s.CostUncertainty, cs.CostUncertainty)
@@ -264,6 +265,9 @@ func checkSums(a, b *Stats) error {
 	}
 	if !canAdd(a.TotalTime, b.TotalTime) || !canAdd(a.OutsideTime, b.OutsideTime) {
 		return fmt.Errorf("total or outside time: %w", ErrOverflow)
+	}
+	if !canAdd(a.CPUTime, b.CPUTime) {
+		return fmt.Errorf("CPU time: %w", ErrOverflow)
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ func TestMergeSums(t *testing.T) {
 			OutsideTime: 1500000,
 			// The most of the two runs'.
 			CostUncertainty: 9,
+			// The sum of the two runs', as the total time's.
+			CPUTime: 5500000,
 			// Sorted by function, callers and key; main's and helper's
 			// stacks of both runs added up.
 			Stacks: []Stack{
@@ -259,6 +261,15 @@ func TestMergeRefused(t *testing.T) {
 				return c
 			},
 			want: ErrOverflow, text: "child time of function 0",
+		},
+		{
+			name: "CPU time overflow", method: FuncTiming,
+			counts: func() *Counts {
+				c := testCounts(FuncTiming, false)
+				c.Stats.CPUTime = math.MaxInt64
+				return c
+			},
+			want: ErrOverflow, text: "CPU time: sum overflows",
 		},
 		{
 			name: "stack overflow", method: FuncCounting,

@@ -287,6 +287,7 @@ func (e *encoder) stats(st *Stats) {
 		w.uvarints(sm.Samples)
 		w.uvarints(sm.LineSamples)
 		w.varint(st.CostUncertainty)
+		w.varint(st.CPUTime)
 	})
 }
 
@@ -373,6 +374,9 @@ func (d *decoder) stats(st *Stats) {
 	}
 	if d.version >= 8 {
 		st.CostUncertainty = s.varint()
+	}
+	if d.version >= 9 {
+		st.CPUTime = s.varint()
 	}
 	d.end(s)
 }

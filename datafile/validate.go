@@ -164,6 +164,10 @@ func (s *Stats) check(method Method, items, funcs int) error {
 		return fmt.Errorf("negative cost uncertainty %d", s.CostUncertainty)
 	case s.CostUncertainty != 0 && !method.IsTiming():
 		return fmt.Errorf("a cost uncertainty in a %s profile", strings.ToLower(method.Words()))
+	case s.CPUTime < 0:
+		return fmt.Errorf("negative CPU time %d", s.CPUTime)
+	case s.CPUTime != 0 && !method.IsTiming():
+		return fmt.Errorf("a CPU time in a %s profile", strings.ToLower(method.Words()))
 	case len(s.Stacks) > 0 && !method.IsFunction():
 		return errors.New("attribution stacks in a line profile")
 	}

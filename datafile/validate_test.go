@@ -71,6 +71,8 @@ func TestCountsValidate(t *testing.T) {
 		{"negative outside", FuncTiming, func(c *Counts) { c.Stats.OutsideTime = -1 }, "negative outside time"},
 		{"negative cost uncertainty", FuncTiming, func(c *Counts) { c.Stats.CostUncertainty = -1 }, "negative cost uncertainty"},
 		{"cost uncertainty of counts", FuncCounting, func(c *Counts) { c.Stats.CostUncertainty = 5 }, "a cost uncertainty in a function counting profile"},
+		{"negative CPU time", FuncTiming, func(c *Counts) { c.Stats.CPUTime = -1 }, "negative CPU time"},
+		{"CPU time of counts", FuncCounting, func(c *Counts) { c.Stats.CPUTime = 5 }, "a CPU time in a function counting profile"},
 		{"stacks in a line profile", LineCounting, func(c *Counts) { c.Stats.Stacks = []Stack{{Func: 0, Callers: []int{-1}}} }, "attribution stacks in a line profile"},
 		{"stack function", FuncCounting, func(c *Counts) { c.Stats.Stacks[1].Func = 4 }, "stack 1: function 4 out of range (4 functions)"},
 		{"no callers", FuncCounting, func(c *Counts) { c.Stats.Stacks[0].Callers = nil }, "stack 0: 0 callers, want 1 to 2"},

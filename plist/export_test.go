@@ -287,3 +287,24 @@ func TestHTMLUncertain(t *testing.T) {
 		t.Errorf("%d own times marked uncertain, Counter::bump's %v; want 4, and marked", n, strings.Contains(page, "0.024 ~"))
 	}
 }
+
+// TestJSONCPUTime: the JSON states the threads' time on a CPU where the
+// run measured it (the "waited" fixture: 0.6 ms of 3), and leaves it out
+// where it did not (the "timing" fixture).
+func TestJSONCPUTime(t *testing.T) {
+	for name, want := range map[string]int64{"waited": 600_000, "timing": 0} {
+		var buf bytes.Buffer
+		o := DefaultOptions()
+		o.Format, o.Version = FormatJSON, "test"
+		if err := Generate(&buf, linuxInputs[name](), o); err != nil {
+			t.Fatal(err)
+		}
+		var j jsonProfile
+		if err := json.Unmarshal(buf.Bytes(), &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.CPUNs != want || strings.Contains(buf.String(), "cpuTimeNs") != (want != 0) {
+			t.Errorf("%s: cpuTimeNs %d, want %d (omitted when 0)", name, j.CPUNs, want)
+		}
+	}
+}

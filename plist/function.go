@@ -105,7 +105,20 @@ func (r funcListing) programStatistics(p *printer) {
 		if u := st.CostUncertainty; u > 0 {
 			p.text(fmt.Sprintf("    Overhead uncertain by %d ns a call:%s marks a function whose own time a call is less", u, uncertainMark))
 		}
+		if r.mostlyWaited() {
+			p.text(fmt.Sprintf("    Threads on a CPU %s%% of the total time: the times are elapsed, waits included; function sampling (/FS) shows where the CPU time went",
+				fixed(percent(float64(st.CPUTime), float64(st.TotalTime)), 1)))
+		}
 	}
+}
+
+// mostlyWaited reports whether the threads of a function timing profile
+// spent less than half its total time on a CPU (datafile.Stats.CPUTime;
+// 0: not measured): its times, elapsed, are mostly waits (docs/linux.md,
+// "Timing").
+func (r *report) mostlyWaited() bool {
+	st := &r.m.Stats
+	return st.CPUTime > 0 && st.CPUTime < st.TotalTime-st.CPUTime
 }
 
 // runLines writes one "Command line at" line per merged run. A run that

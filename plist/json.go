@@ -21,6 +21,7 @@ type (
 		CallDepth int            `json:"callDepth,omitempty"`
 		TotalNs   int64          `json:"totalTimeNs,omitempty"`
 		CostNs    int64          `json:"costUncertaintyNs,omitempty"`
+		CPUNs     int64          `json:"cpuTimeNs,omitempty"`
 		Sampling  *jsonSampling  `json:"sampling,omitempty"`
 		Modules   []jsonModule   `json:"modules"`
 		Functions []jsonFunction `json:"functions,omitempty"`
@@ -83,7 +84,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	out := jsonProfile{Schema: jsonSchema, Profile: strings.ToLower(r.plan.Method.Words()), CallDepth: r.m.Stats.CallDepth}
 	timed := r.hasTimes()
 	if timed {
-		out.TotalNs, out.CostNs = r.m.Stats.TotalTime, r.m.Stats.CostUncertainty
+		out.TotalNs, out.CostNs, out.CPUNs = r.m.Stats.TotalTime, r.m.Stats.CostUncertainty, r.m.Stats.CPUTime
 	}
 	sampled := r.plan.Method.IsSampling()
 	if sampled {

@@ -197,6 +197,22 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{20}
 		return m
 	},
+	// Function timing of a run whose threads mostly waited (docs/linux.md,
+	// "Timing"): on a CPU 0.6 ms of its 3 ms, 20 %. The Program
+	// Statistics say so in one line; the tab-delimited records are the
+	// original's.
+	"waited": func() *datafile.Merged {
+		p := demoPlan(datafile.FuncTiming)
+		m := &datafile.Merged{Plan: p, Runs: []datafile.Run{at0907(0, "prog data.bin")},
+			Stats: datafile.Stats{Hits: demoHits, CallDepth: 4,
+				TotalTime: 3_000_000, OutsideTime: 500_000, CPUTime: 600_000,
+				//        main     twice(i) twice(d) Counter  bump    value   max     helper _start add      mul      helper ver
+				FuncTime:  []int64{100_000, 62_500, 12_000, 1_000, 24_000, 500, 3_000, 0, 0, 1_800_000, 480_000, 0, 17_000},
+				ChildTime: []int64{2_500_000, 62_500, 300_000, 1_000, 24_000, 500, 150_000, 0, 0, 1_800_000, 480_000, 0, 17_000}}}
+		m = seal(m)
+		m.Overheads = []int64{37}
+		return m
+	},
 	// A timing profile that was never run (PRF4481).
 	"never": func() *datafile.Merged {
 		n := len(demoHits)
@@ -271,6 +287,8 @@ var linuxGoldens = []struct {
 	{"sidebyside", "default", nil},
 	{"uncertain", "default", nil},
 	{"uncertain", "t", func(o *Options) { o.Tab = true }},
+	{"waited", "default", nil},
+	{"waited", "t", func(o *Options) { o.Tab = true }},
 	{"timing", "stc", func(o *Options) { o.Sort = SortChildTime }},
 	{"timing", "sc", func(o *Options) { o.Sort = SortCount }},
 	{"timing", "sn", func(o *Options) { o.Sort = SortName }},
@@ -440,5 +458,32 @@ func TestLeftOutHeader(t *testing.T) {
 	}
 	if g := grouped(1234567); g != "1,234,567" {
 		t.Errorf("grouped(1234567) = %q", g)
+	}
+}
+
+// TestWaitedLine: the line that the threads mostly waited is printed when
+// they were on a CPU less than half the total time, and not at half, nor
+// where the run did not measure it (0).
+func TestWaitedLine(t *testing.T) {
+	for _, c := range []struct {
+		cpu  int64
+		want string
+	}{
+		{600_000, "    Threads on a CPU 20.0% of the total time: the times are elapsed, waits included; function sampling (/FS) shows where the CPU time went\n"},
+		{1_499_999, "    Threads on a CPU 50.0% of the total time:"},
+		{1_500_000, ""},
+		{2_900_000, ""},
+		{0, ""},
+	} {
+		m := linuxInputs["waited"]()
+		m.Stats.CPUTime = c.cpu
+		var buf bytes.Buffer
+		if err := Generate(&buf, m, DefaultOptions()); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(buf.String(), "Threads on a CPU")
+		if got != (c.want != "") || !strings.Contains(buf.String(), c.want) {
+			t.Errorf("CPU time %d of 3,000,000: the line printed %v, want %q", c.cpu, got, c.want)
+		}
 	}
 }

@@ -46,6 +46,9 @@ type fakeProcess struct {
 	infos    map[int]ptrace.RawSigInfo
 	inCall   map[int]bool
 	masks    map[int]uint64
+	// cpu is each thread's time on a CPU, as its schedstat says (a
+	// thread not named has none: cpuTime fails, as for a thread gone).
+	cpu map[int]int64
 	// nextArea is where an mmap without an address maps.
 	nextArea uint64
 }
@@ -66,7 +69,7 @@ func newFakeProcess(arch instr.Arch, mem *fakeMem) *fakeProcess {
 	return &fakeProcess{
 		arch: arch, mem: mem, regs: map[int]*ptrace.Regs{},
 		tgids: map[int]int{}, separate: map[int]*fakeMem{}, msgs: map[int]uint64{},
-		infos: map[int]ptrace.RawSigInfo{}, inCall: map[int]bool{}, masks: map[int]uint64{},
+		infos: map[int]ptrace.RawSigInfo{}, inCall: map[int]bool{}, masks: map[int]uint64{}, cpu: map[int]int64{},
 		nextArea: 0x7e00_0000_0000,
 	}
 }
@@ -383,6 +386,13 @@ func (f *fakeProcess) mapShared(tid, fd, size int) (*ptrace.Shared, error) {
 
 func (f *fakeProcess) auxValue(pid int, typ uint64) (uint64, error) { return 0, nil }
 func (f *fakeProcess) stackLimit(pid int) (uint64, error)           { return 8 << 20, nil }
+
+func (f *fakeProcess) cpuTime(tgid, tid int) (int64, error) {
+	if ns, ok := f.cpu[tid]; ok {
+		return ns, nil
+	}
+	return 0, syscall.ENOENT
+}
 
 func (f *fakeProcess) openSampler(tid int, period time.Duration) (*ptrace.Sampler, error) {
 	return nil, syscall.ENOSYS

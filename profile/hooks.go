@@ -21,6 +21,8 @@ import (
 //	a thread born, ended   threadHook      the counters (a block), the books'
 //	                                       clocks, the sampler (ended: the
 //	                                       reverse order)
+//	a thread's exit stop   exitHook        the books' clocks (its time on a
+//	                                       CPU read)
 //	a child made           childHook       the watch (its SIGCHLD the program's)
 //	a vfork and its end    vforkHook       the rings (the child's records),
 //	                                       the books in the program (the
@@ -58,6 +60,12 @@ type threadHook interface {
 	// has left the program: ended, or gone through exec.
 	threadEnded(tid int)
 }
+
+// exitHook is told that thread th, of the program or a foreign process,
+// is at its exit stop (PTRACE_EVENT_EXIT): the last moment the kernel
+// still shows it, in /proc among others. Once it has gone on, it is
+// gone (threadHook.threadEnded).
+type exitHook interface{ threadExiting(th *thread) }
 
 // vforkHook is told that thread th of the program made a vfork child,
 // which runs on its stack in its memory until its exec or exit, and when
@@ -141,6 +149,7 @@ type parts struct {
 type hooks struct {
 	mechs   []mechanism
 	threads []threadHook
+	exiting []exitHook
 	execs   []execHook
 	vforks  []vforkHook
 	kids    []childHook
@@ -190,7 +199,11 @@ func (t *tracer) choose() {
 	if t.parts.books != nil {
 		// (After the counters: a thread's books open once it has its
 		// block, and the books' call depth is the one kept; before the
-		// sampler, which reads the books' figures.)
+		// sampler, which reads the books' figures.) Function timing
+		// reads the threads' times on a CPU as well (cputime.go).
+		if m := t.plan.Method; m.IsTiming() && m.IsFunction() {
+			t.clocks.lives.cpu.proc = t.proc
+		}
 		add(true, &timedRun{clocks: &t.clocks, threads: t.threads, books: t.parts.books, rings: t.parts.rings, plan: t.plan})
 	}
 	// (After the books' clocks: a thread's book is read, and what its
@@ -228,6 +241,9 @@ func hooksOf(all []any) hooks {
 		}
 		if h, ok := part.(threadHook); ok {
 			p.threads = append(p.threads, h)
+		}
+		if h, ok := part.(exitHook); ok {
+			p.exiting = append(p.exiting, h)
 		}
 		if h, ok := part.(execHook); ok {
 			p.execs = append(p.execs, h)
@@ -286,6 +302,9 @@ func (p *hooks) threadEnded(tid int) {
 		p.threads[i].threadEnded(tid)
 	}
 }
+
+// threadExiting tells the parts that thread th is at its exit stop.
+func (p *hooks) threadExiting(th *thread) { tell(p.exiting, func(h exitHook) { h.threadExiting(th) }) }
 
 // childMade tells the parts of a child the program made.
 func (p *hooks) childMade(pid int) { tell(p.kids, func(h childHook) { h.childMade(pid) }) }

@@ -484,6 +484,7 @@ func TestMechanismsOfARun(t *testing.T) {
 		{"threads", kinds(anys(p.threads)...), []string{"*profile.counters", "*profile.timedRun", "*profile.sampler"}},
 		{"seen", kinds(anys(p.seen)...), []string{"*profile.rings", "*profile.timedRun"}},
 		{"handled", kinds(anys(p.handled)...), []string{"*profile.timedRun"}},
+		{"exiting", kinds(anys(p.exiting)...), []string{"*profile.timedRun"}},
 		{"stats", kinds(anys(p.stats)...), []string{"*profile.counters", "*profile.timedRun", "*profile.sampler"}},
 	} {
 		if !slices.Equal(c.got, c.want) {

@@ -103,6 +103,10 @@ type process interface {
 	// stackLimit its main thread's stack limit (RLIMIT_STACK).
 	auxValue(pid int, typ uint64) (uint64, error)
 	stackLimit(pid int) (uint64, error)
+	// cpuTime is the time thread tid of process tgid has spent on a
+	// CPU so far, in nanoseconds (/proc/PID/task/TID/schedstat): an
+	// error once the thread is gone.
+	cpuTime(tgid, tid int) (int64, error)
 	// openSampler opens the kernel's sampler of thread tid's program
 	// counter (function sampling).
 	openSampler(tid int, period time.Duration) (*ptrace.Sampler, error)

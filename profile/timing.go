@@ -409,6 +409,7 @@ func (c *clocks) openThreadBooks(th *thread, b *books.Books) {
 		if c.started == 0 || th.born < c.started {
 			c.started = th.born
 		}
+		c.lives.cpu.open(th)
 	}
 }
 
@@ -450,6 +451,8 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 		r.drainEnd()
 	}
 	for _, th := range threads {
+		// (A thread still there: its time on a CPU read now.)
+		c.lives.cpu.close(th)
 		c.closeThreadBooks(th, threads, b, r)
 	}
 	b.Finish()
@@ -468,6 +471,7 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 	s.FuncTime, s.ChildTime = f.Self, f.All
 	s.TotalTime = c.total(r, f)
 	s.OutsideTime = s.TotalTime - f.Inside
+	s.CPUTime = c.lives.cpu.sum
 }
 
 // findExits decodes the code of items' functions (of funcs, their module
@@ -514,12 +518,19 @@ func (r *timedRun) threadBorn(tid int, foreign bool) error {
 	return nil
 }
 
-// threadEnded closes the books of thread tid (threadHook).
+// threadEnded closes the books of thread tid (threadHook). Its time on
+// a CPU was read at its exit stop, if it had one: gone, it is read no
+// more.
 func (r *timedRun) threadEnded(tid int) {
+	r.clocks.lives.cpu.forget(tid)
 	if th := r.threads[tid]; th != nil {
 		r.clocks.closeThreadBooks(th, r.threads, r.books, r.rings)
 	}
 }
+
+// threadExiting reads the time on a CPU of thread th, at its exit stop
+// (exitHook).
+func (r *timedRun) threadExiting(th *thread) { r.clocks.lives.cpu.close(th) }
 
 // waiting says whether PROFILE polls for stops yielding its CPU before it
 // sleeps, as timing with breakpoints does (yielding), with no work of

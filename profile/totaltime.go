@@ -36,12 +36,14 @@ func (c *clocks) elapsed(r *rings) int64 {
 // threads' clocks took out as they ended (ledgers.debt), which the run
 // measured at its end; made counts the calls the ended threads made,
 // longestMade and debtMade the calls of the thread of the longest life
-// and of the most debt.
+// and of the most debt. cpu are their times on a CPU (cputime.go), which
+// the lives, elapsed, include with their waits.
 type lives struct {
 	sum                         int64
 	n                           int
 	perCall                     float64
 	made, longestMade, debtMade uint64
+	cpu                         onCPU
 }
 
 // total is the run's total time, of which the report's percentages are

@@ -158,6 +158,7 @@ func (w *watch) warnOnce(warn func(*prf.Diagnostic), d *prf.Diagnostic) {
 func (t *tracer) threadExit(th *thread) error {
 	th.exiting = true
 	t.told.note(threadExitingEvent{})
+	t.parts.threadExiting(th)
 	if t.parts.sampling != nil && !th.foreign && th.tgid == t.pid {
 		t.parts.sampling.noteTimes(t.pid)
 	}
