@@ -215,34 +215,8 @@ func TestBookCodeARM64(t *testing.T) {
 	// to restore; from there to just after the store of the top (0x98,
 	// 0x90) with the saved registers put back; from there on it is
 	// stepped to the end.
-	slots := []SavedReg{{0, BookSave}, {1, BookSave + 8}, {2, BookSave + 16}, {3, BookSave + 24}}
-	for _, c := range []struct {
-		name                string
-		code                BookCode
-		stop, saves, commit int
-		saved               []SavedReg
-	}{
-		{"entry", entry, 0x64, 0x24, 0x98, slots[:2]},
-		{"exit", exit, 0x74, 0x28, 0x90, slots},
-	} {
-		if c.code.Stop != c.stop || binary.LittleEndian.Uint32(c.code.Code[c.code.Stop-4:]) != abBrk {
-			t.Errorf("%s stops at %#x, want %#x, just after its brk #0", c.name, c.code.Stop, c.stop)
-		}
-		if !slices.Equal(c.code.Saved, c.saved) {
-			t.Errorf("%s saves %v, want %v", c.name, c.code.Saved, c.saved)
-		}
-		want := []Rollback{
-			{From: 0, To: c.saves},
-			{From: c.saves, To: c.commit, Restore: c.saved},
-			{From: c.commit, To: len(c.code.Code), Finish: true},
-		}
-		if diff := cmp.Diff(want, c.code.Rollback); diff != "" {
-			t.Errorf("%s rollback (-want +got):\n%s", c.name, diff)
-		}
-		if !bytes.Equal(c.code.Unchecked, a64Words(0x14000000|uint32(len(c.code.Code)/4))) {
-			t.Errorf("%s unchecked % x, want b past its %d bytes", c.name, c.code.Unchecked, len(c.code.Code))
-		}
-	}
+	checkBookShape(t, "entry", entry, 0x64, 0x24, 0x98, bookSlots[:2])
+	checkBookShape(t, "exit", exit, 0x74, 0x28, 0x90, bookSlots)
 
 	// The books the code cannot keep. (edge's first frame after the root
 	// is at 4096, one past what CMP's 12-bit immediate holds.)
@@ -371,27 +345,7 @@ func TestBookCodeRunsARM64(t *testing.T) {
 	entryRest, exitRest := uint64(len(entry.Code)/4)-entryPre-2, uint64(len(exit.Code)/4)-exitPre-2
 	at := func(off uint64) uint64 { return abArea + off }
 
-	// Each function is its entry's code, a prologue that saves the link
-	// register below the caller's stack pointer, its body, the epilogue,
-	// its exit's code and a return.
-	var code []byte
-	fn := func(f int, body func(at int) []uint32) int {
-		start := len(code)
-		code = append(code, entries[f].Code...)
-		code = append(code, a64Words(abSubSP, abStrLR)...)
-		code = append(code, a64Words(body(len(code))...)...)
-		code = append(code, a64Words(abLdrLR, abAddSP)...)
-		code = append(code, exits[f].Code...)
-		code = append(code, a64Words(abRet)...)
-		return start
-	}
-	offB := fn(fb, func(int) []uint32 { return []uint32{abNop, abNop} })
-	offA := fn(fa, func(at int) []uint32 { return []uint32{abBL(at, offB), abBL(at+4, offB)} })
-	offC := len(code)
-	fn(fc, func(at int) []uint32 {
-		// x0 one less; where it is 0, over the call of c.
-		return []uint32{abSubs1, abBeq2, abBL(at+8, offC)}
-	})
+	code, offA, offC := abCalls(entries, exits)
 
 	mem := abMem(b)
 	var ticks uint64
@@ -981,34 +935,8 @@ func TestBookCloserARM64(t *testing.T) {
 	// and commit 0x28 later, after the key, the call and the check made
 	// again. The exit saves x2 already: its stop and commit are 0x24
 	// later.
-	slots := []SavedReg{{0, BookSave}, {1, BookSave + 8}, {2, BookSave + 16}, {3, BookSave + 24}}
-	for _, c := range []struct {
-		name                string
-		code                BookCode
-		stop, saves, commit int
-		saved               []SavedReg
-	}{
-		{"entry", entry, 0x8c, 0x28, 0xc0, slots[:3]},
-		{"exit", exit, 0x98, 0x28, 0xb4, slots},
-	} {
-		if c.code.Stop != c.stop || binary.LittleEndian.Uint32(c.code.Code[c.code.Stop-4:]) != abBrk {
-			t.Errorf("%s stops at %#x, want %#x, just after its brk #0", c.name, c.code.Stop, c.stop)
-		}
-		if !slices.Equal(c.code.Saved, c.saved) {
-			t.Errorf("%s saves %v, want %v", c.name, c.code.Saved, c.saved)
-		}
-		want := []Rollback{
-			{From: 0, To: c.saves},
-			{From: c.saves, To: c.commit, Restore: c.saved},
-			{From: c.commit, To: len(c.code.Code), Finish: true},
-		}
-		if diff := cmp.Diff(want, c.code.Rollback); diff != "" {
-			t.Errorf("%s rollback (-want +got):\n%s", c.name, diff)
-		}
-		if !bytes.Equal(c.code.Unchecked, a64Words(0x14000000|uint32(len(c.code.Code)/4))) {
-			t.Errorf("%s unchecked % x, want b past its %d bytes", c.name, c.code.Unchecked, len(c.code.Code))
-		}
-	}
+	checkBookShape(t, "entry", entry, 0x8c, 0x28, 0xc0, bookSlots[:3])
+	checkBookShape(t, "exit", exit, 0x98, 0x28, 0xb4, bookSlots)
 
 	// The books the closer cannot serve: those the entry and exit code
 	// refuse, and one with no function (the closer needs no function of
@@ -1714,35 +1642,10 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		}
 	}
 
-	slots := []SavedReg{{0, BookSave}, {1, BookSave + 8}, {2, BookSave + 16}, {3, BookSave + 24}}
-	for _, c := range []struct {
-		name                string
-		code                BookCode
-		stop, saves, commit int
-	}{
-		{"entry", entry, 0x68, 0x28, 0x130},
-		{"exit", exit, 0x74, 0x28, 0xa4},
-		{"entry with a closer", entryC, 0x8c, 0x28, 0x154},
-		{"exit with a closer", exitC, 0x98, 0x28, 0xc8},
-	} {
-		if c.code.Stop != c.stop || binary.LittleEndian.Uint32(c.code.Code[c.code.Stop-4:]) != abBrk {
-			t.Errorf("%s stops at %#x, want %#x, just after its brk #0", c.name, c.code.Stop, c.stop)
-		}
-		if !slices.Equal(c.code.Saved, slots) {
-			t.Errorf("%s saves %v, want %v", c.name, c.code.Saved, slots)
-		}
-		want := []Rollback{
-			{From: 0, To: c.saves},
-			{From: c.saves, To: c.commit, Restore: slots},
-			{From: c.commit, To: len(c.code.Code), Finish: true},
-		}
-		if diff := cmp.Diff(want, c.code.Rollback); diff != "" {
-			t.Errorf("%s rollback (-want +got):\n%s", c.name, diff)
-		}
-		if !bytes.Equal(c.code.Unchecked, a64Words(0x14000000|uint32(len(c.code.Code)/4))) {
-			t.Errorf("%s unchecked % x, want b past its %d bytes", c.name, c.code.Unchecked, len(c.code.Code))
-		}
-	}
+	checkBookShape(t, "entry", entry, 0x68, 0x28, 0x130, bookSlots)
+	checkBookShape(t, "exit", exit, 0x74, 0x28, 0xa4, bookSlots)
+	checkBookShape(t, "entry with a closer", entryC, 0x8c, 0x28, 0x154, bookSlots)
+	checkBookShape(t, "exit with a closer", exitC, 0x98, 0x28, 0xc8, bookSlots)
 
 	// The books with nodes: as many as 2^24, their table of 2^25
 	// slots masked with 2^29-1, within 4 GiB; not 2^26, past it; and
@@ -1990,21 +1893,7 @@ func TestBookNodesRunsARM64(t *testing.T) {
 	}
 	table := profile.clone().b
 
-	var code []byte
-	fn := func(f int, body func(at int) []uint32) int {
-		start := len(code)
-		code = append(code, entries[f].Code...)
-		code = append(code, a64Words(abSubSP, abStrLR)...)
-		code = append(code, a64Words(body(len(code))...)...)
-		code = append(code, a64Words(abLdrLR, abAddSP)...)
-		code = append(code, exits[f].Code...)
-		code = append(code, a64Words(abRet)...)
-		return start
-	}
-	offB := fn(fb, func(int) []uint32 { return []uint32{abNop, abNop} })
-	offA := fn(fa, func(at int) []uint32 { return []uint32{abBL(at, offB), abBL(at+4, offB)} })
-	offC := len(code)
-	fn(fc, func(at int) []uint32 { return []uint32{abSubs1, abBeq2, abBL(at+8, offC)} })
+	code, offA, offC := abCalls(entries, exits)
 
 	for _, added := range []bool{false, true} {
 		name := "PROFILE's nodes"
@@ -2676,4 +2565,58 @@ func TestBookNodesCloserRunsARM64(t *testing.T) {
 			t.Errorf("%s: top %#x, want %#x", name, top, b.FrameAt(1))
 		}
 	}
+}
+
+// checkBookShape checks book code c, named name: it stops just after its
+// brk #0, at stop; it saves saved; a thread in it is rolled back from
+// its start to saves with nothing to restore, from there to commit with
+// the saved registers put back, and stepped to its end from there on;
+// and its unchecked form is a branch past its end.
+func checkBookShape(t *testing.T, name string, c BookCode, stop, saves, commit int, saved []SavedReg) {
+	t.Helper()
+	if c.Stop != stop || binary.LittleEndian.Uint32(c.Code[c.Stop-4:]) != abBrk {
+		t.Errorf("%s stops at %#x, want %#x, just after its brk #0", name, c.Stop, stop)
+	}
+	if !slices.Equal(c.Saved, saved) {
+		t.Errorf("%s saves %v, want %v", name, c.Saved, saved)
+	}
+	want := []Rollback{
+		{From: 0, To: saves},
+		{From: saves, To: commit, Restore: saved},
+		{From: commit, To: len(c.Code), Finish: true},
+	}
+	if diff := cmp.Diff(want, c.Rollback); diff != "" {
+		t.Errorf("%s rollback (-want +got):\n%s", name, diff)
+	}
+	if !bytes.Equal(c.Unchecked, a64Words(0x14000000|uint32(len(c.Code)/4))) {
+		t.Errorf("%s unchecked % x, want b past its %d bytes", name, c.Unchecked, len(c.Code))
+	}
+}
+
+// bookSlots are the book code's save slots, x0 to x3.
+var bookSlots = []SavedReg{{0, BookSave}, {1, BookSave + 8}, {2, BookSave + 16}, {3, BookSave + 24}}
+
+// abCalls returns the code of the run tests' three functions, with the
+// book code entries[f] and exits[f] of each function f (0 a, 1 b, 2 c),
+// and where a and c start: a calls b twice, b does nothing, c calls
+// itself until x0, one less at each call, is 0. Each function is its
+// entry's code, a prologue that saves the link register below the
+// caller's stack pointer, its body, the epilogue, its exit's code and a
+// return.
+func abCalls(entries, exits []BookCode) (code []byte, offA, offC int) {
+	fn := func(f int, body func(at int) []uint32) int {
+		start := len(code)
+		code = append(code, entries[f].Code...)
+		code = append(code, a64Words(abSubSP, abStrLR)...)
+		code = append(code, a64Words(body(len(code))...)...)
+		code = append(code, a64Words(abLdrLR, abAddSP)...)
+		code = append(code, exits[f].Code...)
+		code = append(code, a64Words(abRet)...)
+		return start
+	}
+	offB := fn(1, func(int) []uint32 { return []uint32{abNop, abNop} })
+	offA = fn(0, func(at int) []uint32 { return []uint32{abBL(at, offB), abBL(at+4, offB)} })
+	offC = len(code)
+	fn(2, func(at int) []uint32 { return []uint32{abSubs1, abBeq2, abBL(at+8, offC)} }) // (over the call where x0 is 0)
+	return code, offA, offC
 }
