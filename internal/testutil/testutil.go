@@ -129,7 +129,7 @@ var hosts = map[string]struct {
 }
 
 // TimesInProcess reports whether PROFILE times functions in-process on
-// this machine, through the threads' rings.
+// this machine: the books kept in the program, or the threads' rings.
 func TimesInProcess() bool { return hosts[runtime.GOARCH].timesInProcess }
 
 // InProcess reports whether PROFILE counts function entries in-process on
