@@ -126,7 +126,7 @@ func (x *planNarrator) mechanism() {
 		where := "the thread's block of the memory it shares with the program"
 		stacks := ""
 		if t.plan.Attribution {
-			stacks = fmt.Sprintf(" With attribution (/AT), each open call also names its caller stack, a node of a table of %d in the book, found (or added) from its caller's, and each node has the figures of the calls made along its path: PROFILE makes them the report's caller stacks at the end.", bookNodes)
+			stacks = fmt.Sprintf(" With attribution (/AT), each open call also names its caller stack, a node of a table of %d in the book, found (or added) from its caller's, and each node has the figures of the calls made along its path: PROFILE makes them the report's caller stacks at the end.", nodesPerBook)
 		}
 		if c != nil && c.layout.Table {
 			where = "the thread's area of the memory it shares with the program, found from the stack pointer through the stack table"

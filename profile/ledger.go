@@ -144,7 +144,7 @@ func ledgerPossible(t *tracer) bool {
 	}
 	probe := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33}
 	if p.Attribution {
-		probe.Nodes = bookNodes
+		probe.Nodes = nodesPerBook
 	}
 	_, ok := t.arch.BookEntryCode(probe, 0)
 	return ok
@@ -159,15 +159,15 @@ func (l *ledgers) bookNodes() int {
 	if !l.plan.Attribution {
 		return 0
 	}
-	return bookNodes
+	return nodesPerBook
 }
 
-// bookNodes is the number of caller stacks of a book, with attribution:
+// nodesPerBook is the number of caller stacks of a book, with attribution:
 // a thread that takes more paths of calls stops at the next new one, its
 // figures moved out (books.ProgramBook: renode), and again at each path
 // it takes again. A book's nodes take 96 bytes each (their figures, and
 // two slots of the table).
-var bookNodes = 1 << 13
+var nodesPerBook = 1 << 13
 
 // start takes counters, just mapped, as the memory of the books: the
 // discard block's book starts empty too. The books' scale is the
