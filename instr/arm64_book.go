@@ -243,10 +243,7 @@ func (arm64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 		// The call's node, checked: node 0 (none: PROFILE books the
 		// call by its path) and a node the program wrote over stop the
 		// thread before the commit. x3 is the node less the first's.
-		a.emit(a64Ldur(bookX3, a64X17, FrameNode-BookFrameSize), a64SubImm(bookX3, bookX3, RootNode+1))
-		a.emit(a64MovImm(bookX2, uint64(b.Nodes-RootNode-1))...)
-		a.emit(a64CmpExt(bookX3, bookX2))
-		a.bcond(condHS, "stop")
+		a.nodeCheck(b, bookX3, bookX2, "stop")
 	}
 	committed := a.closeTop(b, bookX2)
 	if b.Nodes > 0 {
@@ -350,6 +347,16 @@ func (a *a64Asm) node(b Book) {
 	a.emit(a64AddReg(bookX2, bookX3, bookX2))
 	a.label("keyed")
 	a.emit(a64Ldr(bookX1, bookX2, 8), a64Str(bookX1, a64X17, FrameNode))
+}
+
+// nodeCheck appends the check of the node of the frame below x17, read
+// into r less the first node's (RootNode+1), t the scratch: node 0 (a
+// call with no node) and a node beyond the book's go to label fail.
+func (a *a64Asm) nodeCheck(b Book, r, t uint32, fail string) {
+	a.emit(a64Ldur(r, a64X17, FrameNode-BookFrameSize), a64SubImm(r, r, RootNode+1))
+	a.emit(a64MovImm(int(t), uint64(b.Nodes-RootNode-1))...)
+	a.emit(a64CmpExt(r, t))
+	a.bcond(condHS, fail)
 }
 
 // closeTop appends the closing of the frame below x17, at the time in
@@ -481,10 +488,7 @@ func (arm64) BookCloserCode(b Book) ([]byte, bool) {
 	a.emit(a64CmpExt(bookX1, x3))
 	a.bcond(condHS, "out")
 	if b.Nodes > 0 {
-		a.emit(a64Ldur(x9, a64X17, FrameNode-BookFrameSize), a64SubImm(x9, x9, RootNode+1))
-		a.emit(a64MovImm(x3, uint64(b.Nodes-RootNode-1))...)
-		a.emit(a64CmpExt(x9, x3))
-		a.bcond(condHS, "out")
+		a.nodeCheck(b, x9, x3, "out")
 		a.emit(a64MovImm(x3, b.NodeAt(RootNode+1))...)
 		a.emit(a64AddReg(x3, a64X16, x3), a64AddShift(x9, x3, x9, figureShift))
 	}

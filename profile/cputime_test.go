@@ -136,3 +136,17 @@ func TestTimingCPUTime(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSchedstat: a task's schedstat gives its time on a CPU in its
+// first field; anything else (nothing, not a number, below 0) is an
+// error, not a time.
+func TestParseSchedstat(t *testing.T) {
+	if ns, err := parseSchedstat([]byte("123456789 2000 17\n")); err != nil || ns != 123456789 {
+		t.Errorf("schedstat 123456789: %d, %v", ns, err)
+	}
+	for _, bad := range []string{"", " \n", "abc 1 2", "-5 1 2", "99999999999999999999 1 2"} {
+		if ns, err := parseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("schedstat %q: %d, want an error", bad, ns)
+		}
+	}
+}

@@ -185,9 +185,19 @@ func runTime(pid, tid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseSchedstat(b)
+}
+
+// parseSchedstat returns the first field of a task's schedstat, its time
+// on a CPU in nanoseconds: a number not below 0.
+func parseSchedstat(b []byte) (int64, error) {
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
 		return 0, errors.New("empty schedstat")
 	}
-	return strconv.ParseInt(f[0], 10, 64)
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat %q: not a time on a CPU", f[0])
+	}
+	return ns, nil
 }

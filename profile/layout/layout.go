@@ -218,10 +218,7 @@ func (l *Layout) Count(mem []byte, b, k int) uint64 {
 // Book is the book of each block or area, where they have one (Books).
 func (l *Layout) Book() instr.Book {
 	b := instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs, Nodes: l.BookNodes}
-	if l.Table {
-		b.Table = l.ProgAddr + l.TableAt
-		b.Areas = l.ProgAddr + l.AreasAt
-	}
+	b.Table, b.Areas = l.tableAddrs()
 	return b
 }
 
@@ -233,14 +230,6 @@ func (l *Layout) BookMem(mem []byte, b int) []byte {
 		return mem[at : at+l.Stride]
 	}
 	return l.Block(mem, b)
-}
-
-// BookAddr is the address in the program of the memory BookMem returns.
-func (l *Layout) BookAddr(b int) uint64 {
-	if l.Table {
-		return l.AreaAddr(b)
-	}
-	return l.BlockAddr(b)
 }
 
 // Block is block b in mem.
@@ -263,20 +252,23 @@ func (l *Layout) Entered(mem []byte, b, k int) uint64 {
 // frames of the given kind (goroutine: Go's internal ABI).
 func (l *Layout) Depth(goroutine bool) instr.Depth {
 	d := instr.Depth{Offset: l.DepthAt, Slots: l.DepthSlots, GoABI: goroutine}
-	if l.Table {
-		d.Table = l.ProgAddr + l.TableAt
-		d.Areas = l.ProgAddr + l.AreasAt
-	}
+	d.Table, d.Areas = l.tableAddrs()
 	return d
+}
+
+// tableAddrs returns the addresses in the program of the stack table and
+// of its areas, where threads have areas of the table; 0 and 0 else.
+func (l *Layout) tableAddrs() (table, areas uint64) {
+	if !l.Table {
+		return 0, 0
+	}
+	return l.ProgAddr + l.TableAt, l.ProgAddr + l.AreasAt
 }
 
 // Ring is what the record code of item's entry, or exit, needs.
 func (l *Layout) Ring() instr.Ring {
 	r := instr.Ring{Offset: l.RingAt, Records: l.Records}
-	if l.Table {
-		r.Table = l.ProgAddr + l.TableAt
-		r.Areas = l.ProgAddr + l.AreasAt
-	}
+	r.Table, r.Areas = l.tableAddrs()
 	return r
 }
 
