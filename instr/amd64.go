@@ -33,6 +33,7 @@ const (
 	amd64R8  = 8
 	amd64R9  = 9
 	amd64R10 = 10
+	amd64R11 = 11
 	amd64R14 = 14 // Go's internal ABI: the goroutine
 )
 

@@ -8,7 +8,7 @@ import "encoding/binary"
 // x86 register numbers in ModRM, and the opcodes the book code uses.
 const (
 	x86RAX, x86RCX, x86RDX, x86RSP = 0, 1, 2, 4
-	x86R8, x86R10                  = 8, 10 // (their low three bits, with REX.R or REX.B)
+	x86R8, x86R9, x86R10           = 8, 9, 10 // (their low three bits, with REX.R or REX.B)
 
 	x86MovStore = 0x89 // mov r64 -> r/m64
 	x86MovLoad  = 0x8b // mov r/m64 -> r64
@@ -21,8 +21,13 @@ const (
 )
 
 // bookAsm assembles book code: each operand in the block GS points to,
-// at an absolute offset or at an offset from rdx (a frame).
-type bookAsm struct{ c []byte }
+// at an absolute offset or at an offset from rdx (a frame); or, for a Go
+// function's code (g), the book's words in the goroutine's book, from
+// r11 (amd64_gobook.go).
+type bookAsm struct {
+	c []byte
+	g bool
+}
 
 // abs appends op with register reg (or the opcode extension) and the
 // operand %gs:disp.
@@ -34,6 +39,11 @@ func (a *bookAsm) abs(op, reg byte, disp uint64) {
 // frame appends op with register reg and the operand %gs:disp(%rdx);
 // disp may be negative (the frame below).
 func (a *bookAsm) frame(op, reg byte, disp int64) {
+	if a.g { // disp(%r11,%rdx)
+		a.c = append(a.c, 0x49, op, 0x84|reg<<3, x86RDX<<3|x86R11&7)
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(int32(disp)))
+		return
+	}
 	a.c = append(a.c, 0x65, 0x48, op, 0x80|reg<<3|x86RDX)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(int32(disp)))
 }
@@ -76,8 +86,20 @@ func (a *bookAsm) slow(b Book, cond byte, key, check func()) []int {
 }
 
 // closer appends the call of the closer, through the word b.Closer
-// names: call *CLOSER.
+// names: call *CLOSER; for a Go function's code, a jump, its return
+// address in the goroutine's book (BookCloserCode):
+//
+//	lea 1f(%rip),%rcx; mov %rcx,SAVE+24(%r11); jmp *CLOSER; 1:
 func (a *bookAsm) closer(b Book) {
+	if a.g {
+		var st bookAsm
+		st.g = true
+		st.bk(x86MovStore, x86RCX, b.Offset+BookSave+24)
+		a.c = binary.LittleEndian.AppendUint32(append(a.c, 0x48, 0x8d, 0x0d), uint32(len(st.c)+7))
+		a.c = append(append(a.c, st.c...), 0xff, 0x24, 0x25)
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Closer))
+		return
+	}
 	a.c = append(a.c, 0xff, 0x14, 0x25)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Closer))
 }
@@ -144,29 +166,32 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	if !b.fits(f) {
 		return BookCode{}, false
 	}
-	var a bookAsm
-	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
-	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
-	if b.Nodes > 0 {
-		a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
-		a.r8(x86MovStore, b.Offset+BookSave+24)
-	}
+	a := bookAsm{g: b.Go}
+	saved := a.saveRegs(b, b.Nodes > 0, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(false, b.Offset)
-	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	var misses []int
+	sp := byte(x86RSP)
+	if a.g {
+		misses = append(misses, a.goBook(b))
+		a.goKey(0)
+		sp = x86RCX
+	}
+	a.bk(x86MovLoad, x86RDX, b.Offset+BookTop)
 	jumps := a.bounds(b, 0x73) // jae: full
-	a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize)
+	a.frame(x86CmpStore, sp, FrameSP-BookFrameSize)
 	fast := a.slow(b, 0x77, func() { // ja ok
-		a.abs(x86MovStore, x86RSP, b.Offset+BookKey) // frames at or below rsp
-	}, func() { a.frame(x86CmpStore, x86RSP, FrameSP-BookFrameSize) })
+		a.bk(x86MovStore, sp, b.Offset+BookKey) // frames at or below rsp
+	}, func() { a.frame(x86CmpStore, sp, FrameSP-BookFrameSize) })
 	stop := a.stop(0x77) // ja ok
 	a.land(fast, stop)
 	a.land(jumps, stop-1)
+	a.landAt(misses, stop-1)
 	a.frame(x86MovStore, x86RAX, FrameTime)
 	a.frame(x86MovImm, 0, FrameChildren)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
-	a.frame(x86MovStore, x86RSP, FrameSP)
-	a.abs(x86MovLoad, x86RAX, b.Offset+BookHeld)
+	a.frame(x86MovStore, sp, FrameSP)
+	a.bk(x86MovLoad, x86RAX, b.Offset+BookHeld)
 	a.frame(x86MovStore, x86RAX, FrameHeld)
 	a.frame(x86MovImm, 0, FrameBeneath)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
@@ -178,20 +203,15 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 		a.node(b, f, stop-1)
 	}
 	a.c = append(a.c, 0x48, 0x83, 0xc2, BookFrameSize) // add $64,%rdx
-	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	a.bk(x86MovStore, x86RDX, b.Offset+BookTop)
 	committed := len(a.c)
-	a.abs(x86IncDec, 0, b.FigureAt(f)+FigureOpen)
-	a.abs(x86CmpStore, x86RDX, b.Offset+BookDeepest)
-	a.c = append(a.c, 0x73, 9) // jae over the mov
-	a.abs(x86MovStore, x86RDX, b.Offset+BookDeepest)
-	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
-	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
-	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
-	if b.Nodes > 0 {
-		a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
-		a.r8(x86MovLoad, b.Offset+BookSave+24)
-		saved = append(saved, SavedReg{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}, SavedReg{Reg: amd64R8, Offset: b.Offset + BookSave + 24})
-	}
+	a.bk(x86IncDec, 0, b.FigureAt(f)+FigureOpen)
+	a.bk(x86CmpStore, x86RDX, b.Offset+BookDeepest)
+	a.c = append(a.c, 0x73, 0) // jae over the mov
+	over := len(a.c)
+	a.bk(x86MovStore, x86RDX, b.Offset+BookDeepest)
+	a.c[over-1] = byte(len(a.c) - over)
+	a.restoreRegs(saved)
 	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
@@ -236,21 +256,24 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	if !b.fits(f) || sp < 0 || sp > 127 {
 		return BookCode{}, false
 	}
-	var a bookAsm
-	a.abs(x86MovStore, x86RAX, b.Offset+BookSave)
-	a.abs(x86MovStore, x86RDX, b.Offset+BookSave+8)
-	a.abs(x86MovStore, x86RCX, b.Offset+BookSave+16)
-	if b.Nodes > 0 {
-		a.r8(x86MovStore, b.Offset+BookSave+24)
-	}
+	a := bookAsm{g: b.Go}
+	saved := a.saveRegs(b, true, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(true, b.Offset)
-	a.abs(x86MovStore, x86RAX, b.Offset+BookLast)
-	a.abs(x86MovLoad, x86RDX, b.Offset+BookTop)
+	var misses []int
+	if a.g {
+		misses = append(misses, a.goBook(b))
+	}
+	a.bk(x86MovStore, x86RAX, b.Offset+BookLast)
+	a.bk(x86MovLoad, x86RDX, b.Offset+BookTop)
 	jumps := a.bounds(b, 0x77) // ja: past the end
 	check := func() {
 		reg := byte(x86RSP)
-		if sp != 0 {
+		switch {
+		case a.g:
+			a.goKey(sp)
+			reg = x86RCX
+		case sp != 0:
 			a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp))) // lea -sp(%rsp),%rcx
 			reg = x86RCX
 		}
@@ -262,18 +285,23 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.c = append(a.c, 0x0f, 0x87, 0, 0, 0, 0) // ja done: deeper than the open call, it closes nothing
 	deeper := len(a.c)
 	if b.Closer != 0 {
-		a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp-1))) // lea -sp-1(%rsp),%rcx: frames below
-		a.abs(x86MovStore, x86RCX, b.Offset+BookKey)
+		if a.g {
+			a.c = append(a.c, 0x48, 0x8d, 0x49, 0xff) // lea -1(%rcx),%rcx: frames below
+		} else {
+			a.c = append(a.c, 0x48, 0x8d, 0x4c, 0x24, byte(int8(-sp-1))) // lea -sp-1(%rsp),%rcx
+		}
+		a.bk(x86MovStore, x86RCX, b.Offset+BookKey)
 		a.closer(b)
 		check()
 	}
 	stop := a.stop(0x74) // je ok
 	a.land([]int{fast}, stop)
 	a.land(jumps, stop-1)
+	a.landAt(misses, stop-1)
 	// The open call is f's, or the exit closes nothing (another
 	// function's call with the same stack pointer: one that jumped into
 	// f, whose exit was not seen).
-	a.frame(0x81, 7, FrameFunc-BookFrameSize) // cmpq $f,%gs:FN-64(%rdx)
+	a.frame(0x81, 7, FrameFunc-BookFrameSize) // cmpq $f,FN-64(frame)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(f))
 	a.c = append(a.c, 0x0f, 0x85, 0, 0, 0, 0) // jne done
 	other := len(a.c)
@@ -289,18 +317,9 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 		node = a.nodeFigures(x86R8, b)
 	}
 	committed := a.closeTop(b)
-	a.figures(a.abs, b.FigureAt(f), node)
-	binary.LittleEndian.PutUint32(a.c[deeper-4:], uint32(len(a.c)-deeper)) // done:
-	binary.LittleEndian.PutUint32(a.c[other-4:], uint32(len(a.c)-other))
-	a.abs(x86MovLoad, x86RAX, b.Offset+BookSave)
-	a.abs(x86MovLoad, x86RDX, b.Offset+BookSave+8)
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookSave+16)
-	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8},
-		{Reg: amd64RCX, Offset: b.Offset + BookSave + 16}}
-	if b.Nodes > 0 {
-		a.r8(x86MovLoad, b.Offset+BookSave+24)
-		saved = append(saved, SavedReg{Reg: amd64R8, Offset: b.Offset + BookSave + 24})
-	}
+	a.figures(a.bk, b.FigureAt(f), node)
+	a.landAt([]int{deeper, other}, len(a.c)) // done:
+	a.restoreRegs(saved)
 	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
@@ -312,7 +331,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 // its code fits a displacement.
 func (b Book) fits(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
-		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit()
+		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit() && (!b.Go || b.Nodes == 0)
 }
 
 // nest moves rsp down or up 16 bytes, leaving the flags.
@@ -331,10 +350,10 @@ func (amd64) nest(down bool) []byte {
 // caller's kids, and its own time in rcx.
 func (a *bookAsm) closeTop(b Book) int {
 	a.c = append(a.c, 0x48, 0x83, 0xea, BookFrameSize) // sub $64,%rdx
-	a.abs(x86MovStore, x86RDX, b.Offset+BookTop)
+	a.bk(x86MovStore, x86RDX, b.Offset+BookTop)
 	committed := len(a.c)
 	a.frame(x86SubLoad, x86RAX, FrameTime)
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookHeld)
+	a.bk(x86MovLoad, x86RCX, b.Offset+BookHeld)
 	a.frame(x86SubLoad, x86RCX, FrameHeld)
 	a.c = append(a.c, 0x48, 0x29, 0xc8) // sub %rcx,%rax
 	a.frame(x86AddStore, x86RAX, FrameChildren-BookFrameSize)
@@ -414,12 +433,6 @@ func (a *bookAsm) indexed(r byte, base uint64) func(op, reg byte, disp uint64) {
 	}
 }
 
-// r8 appends op with r8 and the operand %gs:disp (a save slot).
-func (a *bookAsm) r8(op byte, disp uint64) {
-	a.c = append(a.c, 0x65, 0x4c, op, 0x04, 0x25)
-	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
-}
-
 // jcc appends a conditional jump (its short opcode) to offset to, rel32.
 func (a *bookAsm) jcc(short byte, to int) {
 	a.c = append(a.c, 0x0f, short+0x10)
@@ -495,100 +508,13 @@ func (a *bookAsm) node(b Book, f int, stop int) {
 
 // fig appends op with register reg and the operand %gs:disp(%r8).
 func (a *bookAsm) fig(op, reg byte, disp uint64) {
+	if a.g { // disp(%r11,%r8)
+		a.c = append(a.c, 0x4b, op, 0x84|reg<<3, x86R11&7)
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+		return
+	}
 	a.c = append(a.c, 0x65, 0x49, op, 0x80|reg<<3)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
-}
-
-// BookCloserCode returns the closer of book b: called from the book code
-// (call *%gs:CLOSER) with the time in rax, the top in rdx and the stack
-// pointer in the book's key, it closes the frames at or below the key
-// whose stack pointers are on the thread's stack (between its bounds),
-// one after the other, at that time, as an exit would, and returns with
-// the top in rdx; it stops at a frame on another stack, or of no
-// function the book knows. It changes no other register, nor the flags
-// the book code does not change; what it saves, it saves on the stack
-// (a call's return address is there already: the stack below it is
-// free at an entry, an exit and a return site alike).
-//
-//	push %r8; push %r9; push %rcx; mov %gs:KEY,%rcx
-//	mov %gs:HI,%r9; sub %gs:LO,%r9                    the stack's size
-//	mov %rcx,%r8; sub %gs:LO,%r8; cmp %r9,%r8; jae out   the key on it
-//	loop: cmp $FIRST,%rdx; jbe out                    no frame
-//	mov %gs:SP-64(%rdx),%r8; cmp %rcx,%r8; ja out     above the key
-//	sub %gs:LO,%r8; cmp %r9,%r8; jae out              on another stack
-//	mov %gs:FN-64(%rdx),%r8; cmp $FUNCS,%r8; jae out; shl $6,%r8
-//	sub $64,%rdx; mov %rdx,%gs:TOP; push %rax         closed, as an exit
-//	...                                               closes it (BookExitCode)
-//	pop %rax; mov %gs:KEY,%rcx; jmp loop
-//	out: pop %rcx; pop %r9; pop %r8; ret
-func (amd64) BookCloserCode(b Book) ([]byte, bool) {
-	if !b.fits(0) {
-		return nil, false
-	}
-	var a bookAsm
-	a.c = append(a.c, 0x41, 0x50, 0x41, 0x51, 0x51) // push %r8; push %r9; push %rcx
-	if b.Nodes > 0 {
-		a.c = append(a.c, 0x41, 0x52) // push %r10
-	}
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
-	r9 := func(op byte, disp uint64) { // op %gs:disp into r9
-		a.c = append(a.c, 0x65, 0x4c, op, 0x0c, 0x25)
-		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
-	}
-	r8 := func(op byte, disp uint64) { // op %gs:disp into r8
-		a.c = append(a.c, 0x65, 0x4c, op, 0x04, 0x25)
-		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
-	}
-	var outs []int
-	out := func(jcc byte) { // jcc rel32, to out
-		a.c = append(a.c, 0x0f, jcc+0x10, 0, 0, 0, 0)
-		outs = append(outs, len(a.c))
-	}
-	r9(x86MovLoad, b.Offset+BookStackHi)
-	r9(x86SubLoad, b.Offset+BookStackLo)
-	a.c = append(a.c, 0x49, 0x89, 0xc8) // mov %rcx,%r8
-	r8(x86SubLoad, b.Offset+BookStackLo)
-	a.c = append(a.c, 0x4d, 0x39, 0xc8) // cmp %r9,%r8
-	out(0x73)                           // jae out
-	loop := len(a.c)
-	a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $FIRST,%rdx
-	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.FrameAt(1)))
-	out(0x76)                                 // jbe out
-	a.c = append(a.c, 0x65, 0x4c, 0x8b, 0x82) // mov %gs:SP-64(%rdx),%r8
-	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameSP-BookFrameSize))
-	a.c = append(a.c, 0x49, 0x39, 0xc8) // cmp %rcx,%r8
-	out(0x77)                           // ja out
-	r8(x86SubLoad, b.Offset+BookStackLo)
-	a.c = append(a.c, 0x4d, 0x39, 0xc8)       // cmp %r9,%r8
-	out(0x73)                                 // jae out
-	a.c = append(a.c, 0x65, 0x4c, 0x8b, 0x82) // mov %gs:FN-64(%rdx),%r8
-	a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameFunc-BookFrameSize))
-	a.c = append(a.c, 0x49, 0x81, 0xf8) // cmp $FUNCS,%r8
-	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Funcs))
-	out(0x73)                                        // jae out
-	a.c = append(a.c, 0x49, 0xc1, 0xe0, figureShift) // shl $6,%r8: the figures' offset
-	var node func(op, reg byte, disp uint64)
-	if b.Nodes > 0 {
-		a.c = append(a.c, 0x65, 0x4c, x86MovLoad, 0x92) // mov %gs:NODE-64(%rdx),%r10
-		a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameNode-BookFrameSize))
-		a.nodeCheck(x86R10, b)
-		out(0x73) // jae out
-		node = a.nodeFigures(x86R10, b)
-	}
-	a.c = append(a.c, 0x50) // push %rax
-	a.closeTop(b)
-	a.figures(a.fig, b.FigureAt(0), node)
-	a.c = append(a.c, 0x58) // pop %rax
-	a.abs(x86MovLoad, x86RCX, b.Offset+BookKey)
-	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(loop-(len(a.c)+5)))) // jmp loop
-	for _, end := range outs {
-		binary.LittleEndian.PutUint32(a.c[end-4:], disp32(int64(len(a.c)-end)))
-	}
-	if b.Nodes > 0 {
-		a.c = append(a.c, 0x41, 0x5a) // pop %r10
-	}
-	a.c = append(a.c, 0x59, 0x41, 0x59, 0x41, 0x58, 0xc3) // pop %rcx; pop %r9; pop %r8; ret
-	return a.c, true
 }
 
 // figureShift is log2(BookFigureSize): a function's figures are at its

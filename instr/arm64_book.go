@@ -521,7 +521,7 @@ func (arm64) BookCloserCode(b Book) ([]byte, bool) {
 // whole, within the 4 GiB of the book's end.
 func (b Book) fitsA64(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%16 == 0 && b.Table != 0 && b.Areas != 0 &&
-		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && b.nodesFit()
+		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && b.nodesFit() && !b.Go
 }
 
 // a64Past returns a branch from the code's start past its end (B).

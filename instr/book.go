@@ -61,6 +61,13 @@ const (
 	// call's entry, what PROFILE's own time of an event it books (a
 	// breakpoint's) may not come before.
 	BookLast = 112
+	// BookCurG and BookCurBook are, in a thread's block, the goroutine
+	// whose book the code of a Go function (Book.Go) found last, and that
+	// book's base, its address less the book's offset: the code's cache
+	// of the goroutine's book, which PROFILE fills (a goroutine's book
+	// never moves while the program's image lives).
+	BookCurG    = 56
+	BookCurBook = 88
 	// BookFrames is where the frames start; frame 0 is the root, whose
 	// stack pointer is the highest there is, so that every entry nests in
 	// it.
@@ -136,6 +143,17 @@ type Book struct {
 	// the code call anything else; 0 where there is none: the code then
 	// leaves every call it does not close itself to PROFILE.
 	Closer uint64
+	// Go makes the code a Go function's (Go's internal ABI: the running
+	// goroutine's g in its register): the frames and the figures are
+	// the goroutine's book, which follows it from thread to thread, at
+	// the base BookCurBook holds where BookCurG is the goroutine (else
+	// the event is PROFILE's, which finds or gives the goroutine a book
+	// and sets them); the book's stack pointers are the frames' distances
+	// from the goroutine's stack top, g.stack.hi, less (which survive
+	// the copying of a goroutine's stack), and it has neither caller
+	// stacks nor a closer. The registers are saved in the thread's block
+	// and its scale read there.
+	Go bool
 }
 
 // BookSize is the size of a book of frames frames and funcs functions.

@@ -201,6 +201,9 @@ func (x *hitNarrator) scan() bool {
 			}
 			sum += n
 		}
+		if l := t.parts.ledgers; l != nil {
+			sum += l.gos.entered(k) // (a goroutine's calls in its book)
+		}
 		if sum == 0 {
 			left = append(left, k)
 			continue
@@ -218,7 +221,10 @@ func (x *hitNarrator) scan() bool {
 			}
 		}
 		what := "first hit, seen in its counter"
-		if c.layout.Books {
+		switch {
+		case t.parts.ledgers != nil && t.parts.ledgers.gos.on:
+			what = "first entered, seen in its goroutine's book"
+		case c.layout.Books:
 			what = "first entered, seen in its thread's book"
 		}
 		for _, i := range items {

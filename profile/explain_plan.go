@@ -131,6 +131,10 @@ func (x *planNarrator) mechanism() {
 		if c != nil && c.layout.Table {
 			where = "the thread's area of the memory it shares with the program, found from the stack pointer through the stack table"
 		}
+		if t.parts.ledgers.gos.on {
+			x.say("PROFILE times in-process, with the books kept in the program, each goroutine's in a book of its own: each timed Go function's entry and exits jump to trampolines whose code keeps, in the book of the goroutine that runs it (found through the thread's block of the memory it shares with the program, which holds the goroutine the thread ran last and its book), the goroutine's stack of open calls (%d deep, keyed by the distance from the goroutine's stack top, which Go's moving of stacks keeps) and each function's calls, own time and time with its children, without stopping the program. Where a thread runs another goroutine than its block names, the event is PROFILE's, which finds or gives the goroutine its book (a table of %d) and writes both in the block. PROFILE reads the books at the end.", depthSlots, goBooksPerRun)
+			break
+		}
 		x.say("PROFILE times in-process, with the books kept in the program: each timed function's entry and exits jump to trampolines whose code keeps, in %s, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's calls, own time and time with its children, without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end. A call a longjmp left open the code closes at the thread's next event; what it leaves to PROFILE (a call on another stack, a stack full), PROFILE books at a stop.%s", where, depthSlots, stacks)
 	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)

@@ -184,6 +184,7 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 		Records: ringRecords, MaxBlocks: maxBlocks, DepthSlots: depthSlots}
 	if env.ledgers != nil {
 		spec.Books, spec.BookFuncs, spec.BookNodes = true, env.ledgers.bookFuncs(), env.ledgers.bookNodes()
+		spec.GoBooks = env.ledgers.gos.count()
 	}
 	l, size := layout.New(spec)
 	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)

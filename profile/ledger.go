@@ -91,6 +91,9 @@ type ledgers struct {
 	depth     int
 	// runBooks are the run's books, which get the figures at the end.
 	runBooks *books.Books
+	// gos keeps the goroutines' books, where the functions are Go's
+	// (ledger_go.go).
+	gos goLedgers
 }
 
 // ledgerEnv is what the books in the program read and call of the run.
@@ -103,6 +106,7 @@ type ledgerEnv struct {
 	clocks  *clocks
 	host    ringHost
 	where   books.StackFinder
+	mem     instr.Memory
 }
 
 // Two functions past the plan's have figures in every book: the
@@ -117,8 +121,10 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
+	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
+	l.gos.reset()
 	if t.parts.books != nil {
 		l.where = t.parts.books.Where
 	}
@@ -131,15 +137,17 @@ var booksInProgram = true
 
 // ledgerPossible reports whether t's run can keep its books in the
 // program: it times functions, needs no event of theirs one by one (no
-// trace, no start function), they are all keyed by the stack pointer
-// (no Go function), and the architecture has book code (with caller
-// stacks, for attribution).
+// trace, no start function), they are all keyed by the stack pointer,
+// or all Go functions in a run without attribution whose counter is one
+// clock across CPUs (their goroutines' books: ledger_go.go), and the
+// architecture has book code (with caller stacks, for attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
 	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
-	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) {
+	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) &&
+		(p.Attribution || !goTimed(t.arch, p) || !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn)) {
 		return false
 	}
 	probe := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33}
@@ -350,6 +358,9 @@ func (l *ledgers) pass(th *thread, addr uint64) bool {
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	now := l.regs.Reg(site.saved[0].Reg) // the counter's time, read by the code
 	sp := l.arch.SP(l.regs) - site.sp
+	if site.goroutine {
+		p, sp = l.gos.frame(th, site.item, sp)
+	}
 	if site.exit {
 		p.Exit(site.item, sp, now)
 	} else {
@@ -376,15 +387,15 @@ func (l *ledgers) passStop(th *thread) bool {
 // book, at the stop's time on the counter (clocks.book).
 func (l *ledgers) book(th *thread, s *site) {
 	sp := l.arch.SP(l.regs)
-	_, p := l.bookFor(th.tid, sp)
 	c := l.clocks
 	now := l.now(c.waited - c.stopCost(th)/2)
-
 	if s.item >= 0 {
-		p.Enter(s.item, sp, now)
+		p, key := l.gos.frame(th, s.item, sp)
+		p.Enter(s.item, key, now)
 	}
 	if s.exit >= 0 {
-		p.Exit(s.exit, sp, now)
+		p, key := l.gos.frame(th, s.exit, sp)
+		p.Exit(s.exit, key, now)
 	}
 }
 
@@ -421,7 +432,9 @@ func (l *ledgers) releasing(th *thread) {
 	// long, where a stop a system call makes, a signal raised, may be
 	// seen at once.)
 	pre := min(c.stopCost(th), max(int64(l.now(seen)-p.LastTime()), 0))
-	p.SetHeld(p.Held() + uint64(max(c.clock()-seen+pre, 0)))
+	held := uint64(max(c.clock()-seen+pre, 0))
+	p.SetHeld(p.Held() + held)
+	l.gos.held(b, held)
 }
 
 // vforking keeps, where books are found from the stack pointer (arm64),
@@ -497,6 +510,7 @@ func (l *ledgers) ended() {
 			l.debt(owner[b], b)
 		}
 	}
+	l.gos.ended(end)
 	if p := l.open[0]; p != nil {
 		p.Take(func(_ int, f books.Figure) { l.discarded += f.Calls })
 	}
@@ -529,7 +543,9 @@ func (l *ledgers) ended() {
 func (l *ledgers) execed() { l.ended() }
 
 // collect gives the run's result the events the code left to PROFILE.
-func (l *ledgers) collect(res *Result) { res.Books, res.BookStops = true, l.stops }
+func (l *ledgers) collect(res *Result) {
+	res.Books, res.BookStops = true, l.stops
+}
 
 // plant has nothing to plant: the book code is written by the entries'
 // and the exits' trampolines (entryTrampolines, exitPatches).

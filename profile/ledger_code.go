@@ -21,22 +21,24 @@ import (
 
 // timed times every function keyed by the stack pointer (timer).
 func (l *ledgers) timed(f *datafile.Func) error {
-	if f.Frame != datafile.FrameSP {
+	if f.Frame != datafile.FrameSP && !(l.gos.on && goFrames(f)) {
 		return errGoFrames
 	}
 	return nil
 }
 
 // bookSite is what a region of book code tells PROFILE: the function,
-// the event, the stack pointer's distance above its entry's, and the
+// the event, the stack pointer's distance above its entry's, the
 // registers the code saved, which go back as the thread goes on at the
-// code's end.
+// code's end, and whether the function is Go's, its calls in its
+// goroutine's book (ledger_go.go).
 type bookSite struct {
-	item  int
-	exit  bool
-	sp    uint64
-	end   int
-	saved []instr.SavedReg
+	item      int
+	exit      bool
+	sp        uint64
+	end       int
+	saved     []instr.SavedReg
+	goroutine bool
 }
 
 // eventCode returns the book code of event ev of item (timer).
@@ -44,6 +46,9 @@ func (l *ledgers) eventCode(item int, ev timedEvent) timedCode {
 	b := l.layout()
 	var bc instr.BookCode
 	site := &bookSite{item: item, exit: ev != entryEvent}
+	if item < len(l.plan.Funcs) && l.gos.on {
+		b.Go, b.Closer, site.goroutine = true, l.gos.closer, true
+	}
 	switch ev {
 	case entryEvent:
 		bc, _ = l.arch.BookEntryCode(b, item)
@@ -194,7 +199,9 @@ var closerHints = []uint64{0x7ff00000, 0x6ff00000, 0x5ff00000, 0x4ff00000, 0x3ff
 
 // mapCloser maps a page for the books' closer in the lowest 2 GiB
 // (instr.Book.Closer), read-only to the program, through mmap, and
-// writes its address and code there with write. Where no page is found
+// writes its address and code there with write: the word of the
+// threads' closer, then, where Go functions are timed, the word of the
+// goroutines' (ledger_go.go), then their code. Where no page is found
 // there, the book code has no closer: it leaves what it does not close
 // itself to PROFILE, a stop each.
 func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSize uint64, write func(uint64, []byte) error) error {
@@ -209,11 +216,22 @@ func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSi
 		b := l.counters.layout.Book()
 		b.Closer = at
 		code, ok := l.arch.BookCloserCode(b)
-		if !ok || uint64(len(code))+16 > pageSize {
+		var goCode []byte
+		if l.gos.on {
+			b.Go, b.Closer = true, at+8
+			goCode, ok = l.arch.BookCloserCode(b)
+		}
+		if !ok || uint64(len(code)+len(goCode))+16 > pageSize {
 			return nil
 		}
-		page := binary.LittleEndian.AppendUint64(make([]byte, 0, 16+len(code)), at+16)
-		page = append(append(page, make([]byte, 8)...), code...)
+		page := binary.LittleEndian.AppendUint64(make([]byte, 0, 16+len(code)+len(goCode)), at+16)
+		if goCode != nil {
+			page = binary.LittleEndian.AppendUint64(page, at+16+uint64(len(code)))
+			l.gos.closer = at + 8
+		} else {
+			page = append(page, make([]byte, 8)...)
+		}
+		page = append(append(page, code...), goCode...)
 		if err := write(at, page); err != nil {
 			return fmt.Errorf("write the books' closer: %w", err)
 		}

@@ -557,6 +557,10 @@ func (b *Books) Add(fn int, calls uint64, self, all int64) {
 	b.all[fn] += all
 }
 
+// TimedGoroutines notes that goroutines were timed, in books of their
+// own kept in the program (Figures.Goroutines).
+func (b *Books) TimedGoroutines() { b.goroutines = true }
+
 // AddInside adds time within outermost frames kept elsewhere, in
 // nanoseconds, and a call depth reached there.
 func (b *Books) AddInside(ns int64, depth int) {

@@ -45,6 +45,11 @@ type ProgramBook struct {
 	saved []byte
 	// nodes is the table of its caller stacks (nodes.go).
 	nodes nodeTable
+	// scale and stack are what PROFILE wrote of the counter's scale and
+	// the stack's bounds (SetScale, SetStack), written again where the
+	// book is emptied after the program wrote over it (Restore).
+	scale uint64
+	stack [2]uint64
 }
 
 // spilled is a run of frames moved out of the program, bottom first,
@@ -69,6 +74,17 @@ const rootSP = ^uint64(0)
 func NewProgramBook(mem []byte, b instr.Book) *ProgramBook {
 	p := &ProgramBook{mem: mem, b: b, nodes: nodeTable{mem: mem, b: b}}
 	p.Reset()
+	return p
+}
+
+// FreshProgramBook returns the book b in block mem, whose memory is all
+// zeros (just mapped, never written), and starts it empty as
+// NewProgramBook does, writing only the words an empty book does not
+// hold at zero: a book is large, and pages of its memory not written
+// are pages the system need not give.
+func FreshProgramBook(mem []byte, b instr.Book) *ProgramBook {
+	p := &ProgramBook{mem: mem, b: b, nodes: nodeTable{mem: mem, b: b}}
+	p.start()
 	return p
 }
 
@@ -99,6 +115,11 @@ func (p *ProgramBook) Become(q *ProgramBook) {
 // Reset empties the book: no frame, no figure, no held time.
 func (p *ProgramBook) Reset() {
 	clear(p.mem[p.b.Offset : p.b.Offset+p.b.Size()])
+	p.start()
+}
+
+// start starts a book whose memory is all zeros.
+func (p *ProgramBook) start() {
 	p.spill, p.deepest, p.nodes.folded = nil, 0, nil
 	p.put(p.b.Offset+instr.BookTop, p.b.FrameAt(1))
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(1))
@@ -165,11 +186,15 @@ func (p *ProgramBook) SetHeld(ns uint64) { p.put(p.b.Offset+instr.BookHeld, ns) 
 
 // SetScale writes the counter's scale: a time is ticks*scale >> 32
 // nanoseconds (instr.BookScale).
-func (p *ProgramBook) SetScale(scale uint64) { p.put(p.b.Offset+instr.BookScale, scale) }
+func (p *ProgramBook) SetScale(scale uint64) {
+	p.scale = scale
+	p.put(p.b.Offset+instr.BookScale, scale)
+}
 
 // SetStack writes the bounds of the thread's stack, for the closer
 // (instr.BookStackLo).
 func (p *ProgramBook) SetStack(lo, hi uint64) {
+	p.stack = [2]uint64{lo, hi}
 	p.put(p.b.Offset+instr.BookStackLo, lo)
 	p.put(p.b.Offset+instr.BookStackHi, hi)
 }
@@ -461,11 +486,14 @@ func (p *ProgramBook) Snapshot() {
 
 // Restore puts back the header and frames of the last Snapshot, and
 // zeroes the figures (what they held since is lost), or empties the book
-// where there was none: after the program wrote over it.
+// where there was none, the scale and the stack's bounds PROFILE wrote
+// kept: after the program wrote over it.
 func (p *ProgramBook) Restore() {
 	if len(p.saved) == 0 {
 		spill := p.spill
 		p.Reset()
+		p.SetScale(p.scale)
+		p.SetStack(p.stack[0], p.stack[1])
 		p.spill = spill
 		if len(spill) > 0 {
 			p.put(p.b.FrameAt(0)+instr.FrameSP, spill[len(spill)-1].top().sp-1)

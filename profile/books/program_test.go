@@ -266,3 +266,53 @@ func FuzzProgramBook(f *testing.F) {
 		})
 	})
 }
+
+// TestFreshProgramBook: a book started on memory just mapped, all zeros,
+// writing only the words that are not, is byte for byte the book
+// NewProgramBook starts (with caller stacks or without), and books a
+// call as it does: one call of function 1, entered at 100 and left at
+// 250, is 150 ns.
+func TestFreshProgramBook(t *testing.T) {
+	for _, b := range []instr.Book{{Offset: 64, Frames: 8, Funcs: 3}, {Offset: 64, Frames: 8, Funcs: 3, Nodes: 6}} {
+		size := b.Offset + b.Size()
+		fresh, reset := make([]byte, size), make([]byte, size)
+		p, q := FreshProgramBook(fresh, b), NewProgramBook(reset, b)
+		if !slices.Equal(fresh, reset) {
+			t.Errorf("%d nodes: the fresh book's memory is not the new book's", b.Nodes)
+		}
+		for _, p := range []*ProgramBook{p, q} {
+			p.Enter(1, 0x1000, 100)
+			p.Exit(1, 0x1000, 250)
+		}
+		if f, g := p.Figure(1), q.Figure(1); f.Calls != 1 || f.Self != 150 || f != g {
+			t.Errorf("%d nodes: the fresh book %+v, the new one %+v: want one call of 150 ns in each", b.Nodes, f, g)
+		}
+		if !slices.Equal(fresh, reset) {
+			t.Errorf("%d nodes: the fresh book's memory after a call is not the new book's", b.Nodes)
+		}
+	}
+}
+
+// TestRestoreKeepsScale: a book the program wrote over, taken back empty
+// (no snapshot to take it back to), keeps the counter's scale and the
+// stack's bounds PROFILE wrote: the code reads them, and a scale of 0
+// would make every later time 0.
+func TestRestoreKeepsScale(t *testing.T) {
+	b := instr.Book{Offset: 64, Frames: 8, Funcs: 3}
+	mem := make([]byte, b.Offset+b.Size())
+	p := NewProgramBook(mem, b)
+	p.SetScale(3 << 31)
+	p.SetStack(0x7000, 0x9000)
+	for i := range mem[b.Offset : b.Offset+128] {
+		mem[b.Offset+uint64(i)] = 0xee // (written over)
+	}
+	if !p.Damaged() {
+		t.Fatal("a book written over is not damaged")
+	}
+	p.Restore()
+	word := func(off uint64) uint64 { return p.get(b.Offset + off) }
+	if p.Damaged() || word(instr.BookScale) != 3<<31 || word(instr.BookStackLo) != 0x7000 || word(instr.BookStackHi) != 0x9000 {
+		t.Errorf("restored: damaged %v, scale %#x, stack %#x-%#x; want a book, %#x, 0x7000-0x9000",
+			p.Damaged(), word(instr.BookScale), word(instr.BookStackLo), word(instr.BookStackHi), uint64(3<<31))
+	}
+}

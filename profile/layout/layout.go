@@ -32,6 +32,10 @@ type Spec struct {
 	Records          int
 	MaxBlocks        int
 	DepthSlots       int
+	// GoBooks, where the threads have blocks with books, is the number
+	// of goroutines' books (instr.Book.Go): a table of books like the
+	// blocks', one for each goroutine given one, after the blocks.
+	GoBooks int
 }
 
 // Layout is how the memory PROFILE shares with the program is laid
@@ -90,6 +94,10 @@ type Layout struct {
 	// size of a shadow stack.
 	Records    int
 	DepthSlots int
+	// GoBooks is the number of goroutines' books, GoBooksAt the offset
+	// of the first and GoStride the distance between two (GoBook).
+	GoBooks             int
+	GoBooksAt, GoStride uint64
 }
 
 // New lays out the memory for s: the threads' shadow stacks go into
@@ -131,6 +139,17 @@ func New(s Spec) (Layout, uint64) {
 		l.NBlocks /= 2
 	}
 	size := uint64(l.NBlocks) * l.BlockSize
+	if l.Books && l.PerThread() && s.GoBooks > 0 {
+		// (Page-aligned, each book in pages of its own: a goroutine's
+		// book is written by the threads that run it, one at a time.)
+		l.GoStride = (l.Book().Size() + goBookAlign - 1) &^ (goBookAlign - 1)
+		l.GoBooks = s.GoBooks
+		for l.GoBooks > 1 && uint64(l.GoBooks)*l.GoStride > 1<<30 {
+			l.GoBooks /= 2
+		}
+		l.GoBooksAt = (size + goBookAlign - 1) &^ (goBookAlign - 1)
+		size = l.GoBooksAt + uint64(l.GoBooks)*l.GoStride
+	}
 	if l.Table {
 		// Room for the areas' alignment (known once mapped), the areas,
 		// and the table.
@@ -215,6 +234,33 @@ func (l *Layout) Count(mem []byte, b, k int) uint64 {
 	return binary.LittleEndian.Uint64(mem[uint64(b)*l.BlockSize+uint64(k)*8:])
 }
 
+// goBookAlign is the alignment of the goroutines' books: a page.
+const goBookAlign = 4096
+
+// GoBookBase is the base of goroutine book i in the program: the address
+// its book's offsets (Book().Offset on) are from, as a block's are from
+// its start (instr.BookCurBook).
+func (l *Layout) GoBookBase(i int) uint64 {
+	return l.ProgAddr + l.GoBooksAt + uint64(i)*l.GoStride - l.BookAt
+}
+
+// GoBookMem is, in mem, the memory that holds goroutine book i, at
+// Book().Offset in it as in a block.
+func (l *Layout) GoBookMem(mem []byte, i int) []byte {
+	at := l.GoBooksAt + uint64(i)*l.GoStride
+	return mem[at-l.BookAt : at+l.Book().Size()]
+}
+
+// GoBookOf returns the goroutine book whose base is base, none for an
+// address that is no book's base.
+func (l *Layout) GoBookOf(base uint64) (int, bool) {
+	first := l.GoBookBase(0)
+	if l.GoBooks == 0 || base < first || (base-first)%l.GoStride != 0 || (base-first)/l.GoStride >= uint64(l.GoBooks) {
+		return 0, false
+	}
+	return int((base - first) / l.GoStride), true
+}
+
 // Book is the book of each block or area, where they have one (Books).
 func (l *Layout) Book() instr.Book {
 	b := instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs, Nodes: l.BookNodes}
@@ -245,6 +291,13 @@ func (l *Layout) Entered(mem []byte, b, k int) uint64 {
 		return l.Count(mem, b, k)
 	}
 	book := l.BookMem(mem, b)[l.Book().FigureAt(k):]
+	return binary.LittleEndian.Uint64(book[instr.FigureCalls:]) + binary.LittleEndian.Uint64(book[instr.FigureOpen:])
+}
+
+// GoEntered is how many calls of function k goroutine book i holds, its
+// calls ended and open (Entered).
+func (l *Layout) GoEntered(mem []byte, i, k int) uint64 {
+	book := l.GoBookMem(mem, i)[l.Book().FigureAt(k):]
 	return binary.LittleEndian.Uint64(book[instr.FigureCalls:]) + binary.LittleEndian.Uint64(book[instr.FigureOpen:])
 }
 
