@@ -310,8 +310,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 		// The call's node, checked: node 0 (none: PROFILE books the
 		// call by its path) and a node the program wrote over stop the
 		// thread before the commit. Its figures at r8.
-		a.c = append(a.c, 0x65, 0x4c, x86MovLoad, 0x82) // mov %gs:NODE-64(%rdx),%r8
-		a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameNode-BookFrameSize))
+		a.frameExt(x86MovLoad, x86R8, FrameNode-BookFrameSize) // mov NODE-64(frame),%r8
 		a.nodeCheck(x86R8, b)
 		a.jcc(0x73, stop-1) // jae stop
 		node = a.nodeFigures(x86R8, b)
@@ -331,7 +330,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 // its code fits a displacement.
 func (b Book) fits(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
-		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit() && (!b.Go || b.Nodes == 0)
+		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit()
 }
 
 // nest moves rsp down or up 16 bytes, leaving the flags.
@@ -425,9 +424,14 @@ func (a *bookAsm) nodeFigures(r byte, b Book) func(op, reg byte, disp uint64) {
 }
 
 // indexed returns an operand maker of %gs:base+disp(%r), r one of r8 to
-// r15.
+// r15; for a Go function's code, base+disp(%r11,%r).
 func (a *bookAsm) indexed(r byte, base uint64) func(op, reg byte, disp uint64) {
 	return func(op, reg byte, disp uint64) {
+		if a.g {
+			a.c = append(a.c, 0x4b, op, 0x84|reg<<3, (r&7)<<3|x86R11&7)
+			a.c = binary.LittleEndian.AppendUint32(a.c, uint32(base+disp))
+			return
+		}
 		a.c = append(a.c, 0x65, 0x49, op, 0x80|reg<<3|byte(r&7))
 		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(base+disp))
 	}
@@ -493,13 +497,13 @@ func (a *bookAsm) node(b Book, f int, stop int) {
 	a.frame(x86MovLoad, x86RAX, FrameTime)
 	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(stop-(len(a.c)+5)))) // jmp stop
 	a.land([]int{free}, len(a.c))
-	a.abs(x86MovLoad, x86RAX, b.Offset+BookNodeCount)
+	a.bk(x86MovLoad, x86RAX, b.Offset+BookNodeCount)
 	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0x48, 0x3d), uint32(b.Nodes)) // cmp $NODES,%rax
 	a.c = append(a.c, 0x73, byte(int8(full-(len(a.c)+2))))                           // jae full
-	a.abs(x86IncDec, 0, b.Offset+BookNodeCount)
+	a.bk(x86IncDec, 0, b.Offset+BookNodeCount)
 	slot(x86MovStore, x86RAX, 8)
-	a.c = append(a.c, 0x48, 0xc1, 0xe0, figureShift, 0x65, 0x48, x86MovStore, 0x88) // shl $6,%rax; mov %rcx,%gs:NODES+KEY(%rax)
-	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.NodeAt(0)+NodeKey))
+	a.c = append(a.c, 0x48, 0xc1, 0xe0, figureShift) // shl $6,%rax
+	a.byRAX(x86MovStore, x86RCX, b.NodeAt(0)+NodeKey)
 	slot(x86MovStore, x86RCX, 0)
 	binary.LittleEndian.PutUint32(a.c[found-4:], uint32(len(a.c)-found))
 	slot(x86MovLoad, x86RCX, 8)

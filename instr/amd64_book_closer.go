@@ -31,7 +31,8 @@ import "encoding/binary"
 // in the goroutine's book, and saves what it uses there too, not on the
 // goroutine's stack: the book's save slots (the goroutine's book does
 // not use them) hold the time (0), r8 (8), r9 (16) and the return
-// address (24), and it ends with the key back in rcx:
+// address (24), with caller stacks r10 in goCloserR10, and it ends with
+// the key back in rcx:
 //
 //	mov %r8,8(%r11); mov %r9,16(%r11); mov KEY(%r11),%rcx
 //	...                                           as above, from r11
@@ -42,15 +43,7 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 		return nil, false
 	}
 	a := bookAsm{g: b.Go}
-	if a.g {
-		a.bkExt(x86MovStore, x86R8, b.Offset+BookSave+8)
-		a.bkExt(x86MovStore, x86R9, b.Offset+BookSave+16)
-	} else {
-		a.c = append(a.c, 0x41, 0x50, 0x41, 0x51, 0x51) // push %r8; push %r9; push %rcx
-		if b.Nodes > 0 {
-			a.c = append(a.c, 0x41, 0x52) // push %r10
-		}
-	}
+	a.closerSaves(b)
 	a.bk(x86MovLoad, x86RCX, b.Offset+BookKey)
 	var outs []int
 	out := func(jcc byte) { // jcc rel32, to out
@@ -80,8 +73,7 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.c = append(a.c, 0x49, 0xc1, 0xe0, figureShift)             // shl $6,%r8: the figures' offset
 	var node func(op, reg byte, disp uint64)
 	if b.Nodes > 0 {
-		a.c = append(a.c, 0x65, 0x4c, x86MovLoad, 0x92) // mov %gs:NODE-64(%rdx),%r10
-		a.c = binary.LittleEndian.AppendUint32(a.c, disp32(FrameNode-BookFrameSize))
+		a.frameExt(x86MovLoad, x86R10, FrameNode-BookFrameSize) // mov NODE-64(frame),%r10
 		a.nodeCheck(x86R10, b)
 		out(0x73) // jae out
 		node = a.nodeFigures(x86R10, b)
@@ -101,20 +93,52 @@ func (amd64) BookCloserCode(b Book) ([]byte, bool) {
 	a.bk(x86MovLoad, x86RCX, b.Offset+BookKey)
 	a.c = binary.LittleEndian.AppendUint32(append(a.c, 0xe9), disp32(int64(loop-(len(a.c)+5)))) // jmp loop
 	a.landAt(outs, len(a.c))
+	a.closerReturn(b)
+	return a.c, true
+}
+
+// closerSaves appends the closer's saving of the registers it uses: on
+// the stack, or for a Go function's closer in the goroutine's book.
+func (a *bookAsm) closerSaves(b Book) {
+	if a.g {
+		a.bkExt(x86MovStore, x86R8, b.Offset+BookSave+8)
+		a.bkExt(x86MovStore, x86R9, b.Offset+BookSave+16)
+		if b.Nodes > 0 {
+			a.bkExt(x86MovStore, x86R10, b.Offset+goCloserR10)
+		}
+		return
+	}
+	a.c = append(a.c, 0x41, 0x50, 0x41, 0x51, 0x51) // push %r8; push %r9; push %rcx
+	if b.Nodes > 0 {
+		a.c = append(a.c, 0x41, 0x52) // push %r10
+	}
+}
+
+// closerReturn appends the closer's end: the registers it saved back,
+// and its return (a Go function's, with the key back in rcx, through
+// the return address in the goroutine's book).
+func (a *bookAsm) closerReturn(b Book) {
 	if a.g {
 		a.bk(x86MovLoad, x86RCX, b.Offset+BookKey)
 		a.bkExt(x86MovLoad, x86R8, b.Offset+BookSave+8)
 		a.bkExt(x86MovLoad, x86R9, b.Offset+BookSave+16)
+		if b.Nodes > 0 {
+			a.bkExt(x86MovLoad, x86R10, b.Offset+goCloserR10)
+		}
 		a.c = append(a.c, 0x41, 0xff, 0xa3) // jmp *SAVE+24(%r11)
 		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookSave+24))
-		return a.c, true
+		return
 	}
 	if b.Nodes > 0 {
 		a.c = append(a.c, 0x41, 0x5a) // pop %r10
 	}
 	a.c = append(a.c, 0x59, 0x41, 0x59, 0x41, 0x58, 0xc3) // pop %rcx; pop %r9; pop %r8; ret
-	return a.c, true
 }
+
+// goCloserR10 is where a Go function's closer with caller stacks saves
+// r10 in the goroutine's book: the word of a thread's block that caches
+// a goroutine, which a goroutine's book does not use.
+const goCloserR10 = BookCurG
 
 // bkExt appends op with register r, one of r8 to r15, and the book's
 // word at disp (as bk).

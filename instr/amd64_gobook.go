@@ -47,6 +47,17 @@ func (a *bookAsm) ext(op, r byte, disp uint64) {
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
 }
 
+// byRAX appends op with register reg and the operand %gs:disp(%rax), or
+// for a Go function's code disp(%r11,%rax).
+func (a *bookAsm) byRAX(op, reg byte, disp uint64) {
+	if a.g {
+		a.c = append(a.c, 0x49, op, 0x84|reg<<3, x86RAX<<3|x86R11&7)
+	} else {
+		a.c = append(a.c, 0x65, 0x48, op, 0x80|reg<<3|x86RAX)
+	}
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(disp))
+}
+
 // goBook appends, for a Go function's code, the finding of the
 // goroutine's book (see above), and returns where the displacement of
 // the jump to the breakpoint ends, for landAt.
@@ -80,13 +91,15 @@ func (a *bookAsm) landAt(ends []int, to int) {
 // saveRegs appends the saving of the registers the code uses in the
 // book's save slots, in the thread's block, and returns them: rax and
 // rdx, and rcx where rcx is set, r8 where r8 is; a Go function's code
-// saves rcx and r11.
+// saves rcx and r11, and r8 in the fifth slot (BookSaveMore).
 func (a *bookAsm) saveRegs(b Book, rcx, r8 bool) []SavedReg {
 	saved := []SavedReg{{Reg: amd64RAX, Offset: b.Offset + BookSave}, {Reg: amd64RDX, Offset: b.Offset + BookSave + 8}}
 	if rcx || a.g {
 		saved = append(saved, SavedReg{Reg: amd64RCX, Offset: b.Offset + BookSave + 16})
 	}
 	switch {
+	case a.g && r8:
+		saved = append(saved, SavedReg{Reg: amd64R11, Offset: b.Offset + BookSave + 24}, SavedReg{Reg: amd64R8, Offset: b.Offset + BookSaveMore})
 	case a.g:
 		saved = append(saved, SavedReg{Reg: amd64R11, Offset: b.Offset + BookSave + 24})
 	case r8:

@@ -20,27 +20,37 @@ import (
 // (its stack pointer and g.stack.hi alike), enters g, whose exit is not
 // seen, and leaves f, whose exit closes g's call first (the closer).
 // Each goroutine's book holds its own calls, closed; the thread's holds
-// nothing; and the registers the code saves come back.
+// nothing; and the registers the code saves come back. With caller
+// stacks (/AT), each goroutine's calls have their nodes in its own book:
+// A's f (node 2) and g called from f (node 3), B's g (node 2).
 func TestGoBookCodeRunsAMD64(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("runs x86-64 code")
 	}
 	need(t, "gcc")
+	for _, nodes := range []int{0, 16} {
+		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) {
+			testGoBookCodeRuns(t, Book{Offset: 0x40, Frames: 8, Funcs: 2, Go: true, Closer: goCloserPage, Nodes: nodes})
+		})
+	}
+}
+
+func testGoBookCodeRuns(t *testing.T, b Book) {
 	const ff, fg = 0, 1
-	b := Book{Offset: 0x40, Frames: 8, Funcs: 2, Go: true, Closer: goCloserPage}
 	code := goBookSequence(t, b, ff, fg)
 	closer, ok := AMD64.BookCloserCode(b)
 	if !ok {
 		t.Fatal("no closer for a Go function's book")
 	}
 	src := fmt.Sprintf(goBookDriver, cArray(code), cArray(closer), b.Offset+b.Size(), b.Offset+BookTop, b.Offset+BookDeepest, b.FigureAt(0), b.Funcs,
-		goCloserPage, b.Offset+BookScale, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookStackLo)
+		goCloserPage, max(b.Nodes, 4), b.Offset+BookNodeCount, b.NodeAt(0), b.FrameAt(0)+FrameNode, b.Offset+BookScale, b.FrameAt(1),
+		b.FrameAt(0)+FrameSP, b.Offset+BookStackLo)
 	out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("driver: %v\n%s", err, out)
 	}
-	// Per book (the thread's, A's, B's): its top, its deepest, and its
-	// functions' figures.
+	// Per book (the thread's, A's, B's): its top, its deepest, its
+	// functions' figures, and nodes 2 and 3's calls and keys.
 	var books [3][]int64
 	for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if i >= len(books) {
@@ -53,8 +63,26 @@ func TestGoBookCodeRunsAMD64(t *testing.T) {
 			}
 			books[i] = append(books[i], v)
 		}
-		if len(books[i]) != 2+b.Funcs*BookFigureSize/8 {
+		if len(books[i]) != 2+b.Funcs*BookFigureSize/8+4 {
 			t.Fatalf("driver said %q", out)
+		}
+	}
+	if b.Nodes > 0 {
+		node := func(book, n int) [2]int64 { return [2]int64(books[book][len(books[book])-4+2*(n-2):]) }
+		key := func(parent, fn int) int64 { return int64(NodeKeyOf(parent, fn)) }
+		for _, c := range []struct {
+			what string
+			got  [2]int64
+			want [2]int64
+		}{
+			{"A's f", node(1, 2), [2]int64{1, key(RootNode, ff)}},
+			{"A's g from f", node(1, 3), [2]int64{1, key(2, fg)}},
+			{"B's g", node(2, 2), [2]int64{1, key(RootNode, fg)}},
+			{"B's node 3", node(2, 3), [2]int64{0, 0}},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: calls and key %v, want %v", c.what, c.got, c.want)
+			}
 		}
 	}
 	fig := func(book, f, word int) int64 { return books[book][2+f*BookFigureSize/8+word/8] }
@@ -148,9 +176,10 @@ func goBookSequence(t *testing.T, b Book, ff, fg int) []byte {
 // goBookDriver is the C driver of TestGoBookCodeRunsAMD64. Its
 // arguments: the code and the closer's, a book's size from its block's
 // start, the offsets of the top, the deepest and the figures, the number
-// of functions, the closer's page, the scale's offset, the top's first
-// value, and the offsets of the root's stack pointer and of the stack's
-// low bound.
+// of functions, the closer's page, the number of nodes (4 for none), the
+// offsets of the node count, of node 0 and of the root's node, the
+// scale's offset, the top's first value, and the offsets of the root's
+// stack pointer and of the stack's low bound.
 const goBookDriver = `#define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <stdint.h>
@@ -168,6 +197,10 @@ static unsigned char closer[] = {%s};
 #define FIGURES %d
 #define FUNCS %d
 #define CLOSER %d
+#define NODES %d
+#define NODECOUNT %d
+#define NODE0 %d
+#define ROOTNODE %d
 static uint64_t block[SIZE] __attribute__((aligned(64)));
 static uint64_t books[2][SIZE] __attribute__((aligned(64)));
 
@@ -185,6 +218,8 @@ int main(void) {
 		all[i][TOP / 8] = all[i][DEEPEST / 8] = %d;
 		all[i][%d / 8] = ~(uint64_t)0;
 		all[i][%d / 8] = -(1ul << 40); /* the keys' bounds: -2^40 to 0 */
+		all[i][NODECOUNT / 8] = 2; /* the root, node 1, and node 0 unused */
+		all[i][ROOTNODE / 8] = 1;
 	}
 	if (syscall(SYS_arch_prctl, ARCH_SET_GS, block)) return 2;
 	uint64_t here = (uint64_t)__builtin_frame_address(0);
@@ -193,6 +228,8 @@ int main(void) {
 	for (int i = 0; i < 3; i++) {
 		printf("%%lu %%lu", (unsigned long)all[i][TOP / 8], (unsigned long)all[i][DEEPEST / 8]);
 		for (int k = 0; k < FUNCS * 8; k++) printf(" %%ld", (long)all[i][FIGURES / 8 + k]);
+		for (int n = 2; n < 4; n++) /* (node n's figures: 64 bytes, the key last) */
+			printf(" %%ld %%ld", NODES > 4 ? (long)all[i][NODE0 / 8 + n * 8] : 0l, NODES > 4 ? (long)all[i][NODE0 / 8 + n * 8 + 7] : 0l);
 		printf("\n");
 	}
 	return 0;
@@ -204,7 +241,18 @@ int main(void) {
 // breakpoint with the time in rax, the registers it uses saved; neither
 // it nor its closer reads or writes the goroutine's stack.
 func TestGoBookCodeAMD64(t *testing.T) {
-	b := Book{Offset: 0x40, Frames: 8, Funcs: 4, Go: true, Closer: goCloserPage}
+	for _, nodes := range []int{0, 64} {
+		testGoBookCode(t, Book{Offset: 0x40, Frames: 8, Funcs: 4, Go: true, Closer: goCloserPage, Nodes: nodes})
+	}
+	if _, ok := ARM64.BookEntryCode(Book{Offset: 0x40, Frames: 8, Funcs: 4, Go: true, Table: 1, Areas: 1}, 0); ok {
+		t.Error("a Go function's book on arm64")
+	}
+}
+
+// testGoBookCode checks the shape of the Go functions' code of book b
+// (TestGoBookCodeAMD64).
+func testGoBookCode(t *testing.T, b Book) {
+	t.Helper()
 	for _, exit := range []bool{false, true} {
 		var c BookCode
 		var ok bool
@@ -243,6 +291,9 @@ func TestGoBookCodeAMD64(t *testing.T) {
 			t.Errorf("exit %v: the code does not check the goroutine", exit)
 		}
 		want := []SavedReg{{amd64RAX, b.Offset}, {amd64RDX, b.Offset + 8}, {amd64RCX, b.Offset + 16}, {amd64R11, b.Offset + 24}}
+		if b.Nodes > 0 {
+			want = append(want, SavedReg{amd64R8, b.Offset + BookSaveMore})
+		}
 		if fmt.Sprint(c.Saved) != fmt.Sprint(want) {
 			t.Errorf("exit %v: saved %v, want %v", exit, c.Saved, want)
 		}
@@ -262,12 +313,6 @@ func TestGoBookCodeAMD64(t *testing.T) {
 			}
 		}
 		at += in.Len
-	}
-	if _, ok := AMD64.BookEntryCode(Book{Offset: 0x40, Frames: 8, Funcs: 4, Go: true, Nodes: 64}, 0); ok {
-		t.Error("a Go function's book with caller stacks")
-	}
-	if _, ok := ARM64.BookEntryCode(Book{Offset: 0x40, Frames: 8, Funcs: 4, Go: true, Table: 1, Areas: 1}, 0); ok {
-		t.Error("a Go function's book on arm64")
 	}
 }
 

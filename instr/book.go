@@ -68,6 +68,9 @@ const (
 	// never moves while the program's image lives).
 	BookCurG    = 56
 	BookCurBook = 88
+	// BookSaveMore is a fifth save slot in a thread's block, for the
+	// code of a Go function with caller stacks (r8).
+	BookSaveMore = 120
 	// BookFrames is where the frames start; frame 0 is the root, whose
 	// stack pointer is the highest there is, so that every entry nests in
 	// it.

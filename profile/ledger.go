@@ -84,11 +84,11 @@ type ledgers struct {
 	// books found written over by the program (damage.go).
 	stops   uint64
 	damaged int
-	// The figures of the threads that ended, and of their caller stacks
-	// (runBooks.StackFor).
-	figs      []books.Figure
-	stackFigs map[int]books.Figure
-	depth     int
+	// The figures of the threads that ended, and of their caller stacks,
+	// by path, made the run's stacks at the end (runBooks.StackFor).
+	figs  []books.Figure
+	paths *books.Paths
+	depth int
 	// runBooks are the run's books, which get the figures at the end.
 	runBooks *books.Books
 	// gos keeps the goroutines' books, where the functions are Go's
@@ -138,16 +138,16 @@ var booksInProgram = true
 // ledgerPossible reports whether t's run can keep its books in the
 // program: it times functions, needs no event of theirs one by one (no
 // trace, no start function), they are all keyed by the stack pointer,
-// or all Go functions in a run without attribution whose counter is one
-// clock across CPUs (their goroutines' books: ledger_go.go), and the
-// architecture has book code (with caller stacks, for attribution).
+// or all Go functions whose counter is one clock across CPUs (their
+// goroutines' books: ledger_go.go), and the architecture has book code
+// (with caller stacks, for attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
 	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
 	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) &&
-		(p.Attribution || !goTimed(t.arch, p) || !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn)) {
+		(!goTimed(t.arch, p) || !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn)) {
 		return false
 	}
 	probe := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33}
@@ -280,18 +280,10 @@ func (l *ledgers) take(b int, p *books.ProgramBook) {
 		l.made[b] += f.Calls
 	})
 	if l.bookNodes() > 0 && l.runBooks != nil {
-		p.TakeNodes(func(path []int, f books.Figure) {
-			if len(path) == 0 || slices.ContainsFunc(path, func(fn int) bool { return fn >= len(l.figs) }) {
-				return // (the calibration's)
-			}
-			if l.stackFigs == nil {
-				l.stackFigs = map[int]books.Figure{}
-			}
-			i := l.runBooks.StackFor(path)
-			g := l.stackFigs[i]
-			g.Add(f)
-			l.stackFigs[i] = g
-		})
+		if l.paths == nil {
+			l.paths = books.NewPaths()
+		}
+		p.TakeNodesInto(l.paths)
 	}
 }
 
@@ -528,13 +520,18 @@ func (l *ledgers) ended() {
 			bk.Add(fn, f.Calls, f.Self, f.All)
 		}
 	}
-	for i, f := range l.stackFigs {
-		f = costs.Corrected(f)
-		bk.AddStack(i, f.Calls, f.Self, f.All)
+	if l.paths != nil {
+		// (Each path once, however many books had it.)
+		l.paths.Take(func(path []int, f books.Figure) {
+			if slices.ContainsFunc(path, func(fn int) bool { return fn >= len(l.figs) }) {
+				return // (the calibration's)
+			}
+			f = costs.Corrected(f)
+			bk.AddStack(bk.StackFor(path), f.Calls, f.Self, f.All)
+		})
 	}
 	bk.AddInside(inside, l.depth)
 	clear(l.figs)
-	clear(l.stackFigs)
 }
 
 // execed reads the books a last time as the program's image is

@@ -77,7 +77,11 @@ func goTimed(arch instr.Arch, plan *datafile.Plan) bool {
 			return false
 		}
 	}
-	_, ok := arch.BookEntryCode(instr.Book{Frames: depthSlots, Funcs: len(plan.Funcs) + calFuncs, Go: true, Table: 1 << 32, Areas: 1 << 33}, 0)
+	probe := instr.Book{Frames: depthSlots, Funcs: len(plan.Funcs) + calFuncs, Go: true, Table: 1 << 32, Areas: 1 << 33}
+	if plan.Attribution {
+		probe.Nodes = nodesPerBook
+	}
+	_, ok := arch.BookEntryCode(probe, 0)
 	return ok && len(plan.Funcs) > 0
 }
 

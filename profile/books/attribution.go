@@ -67,7 +67,7 @@ func (b *Books) stackOf(l *Ledger, fn int) int {
 // last function made from the calls of the others, outermost first, as
 // stackOf finds it from a thread's frames, adding it (and its callers'
 // stacks) when new: the stacks of the books kept in the program, whose
-// nodes are paths (ProgramBook.TakeNodes).
+// nodes are paths (ProgramBook.TakeNodesInto).
 func (b *Books) StackFor(path []int) int {
 	n := len(path) - 1
 	return b.stackIn(n, path[n], func(i int) int { return path[i] }, func() int {
@@ -78,7 +78,7 @@ func (b *Books) StackFor(path []int) int {
 	})
 }
 
-// AddStack books figures kept elsewhere (ProgramBook.TakeNodes) for
+// AddStack books figures kept elsewhere (ProgramBook.TakeNodesInto) for
 // caller stack i (StackFor): its calls, its function time and its
 // function+child time, in nanoseconds.
 func (b *Books) AddStack(i int, calls uint64, self, all int64) {

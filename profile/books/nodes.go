@@ -1,10 +1,7 @@
 package books
 
 import (
-	"cmp"
 	"encoding/binary"
-	"maps"
-	"slices"
 
 	"github.com/sourceprofiler/sprof/instr"
 )
@@ -17,7 +14,7 @@ import (
 // the table full, it leaves the call to PROFILE, at a stop (nodeFor).
 // The paths are the report's caller stacks, told
 // apart by as many callers as /STACK says (Books.StackFor), once the
-// figures are taken (TakeNodes).
+// figures are taken (TakeNodesInto).
 //
 // A table full moves the figures of every node out of the program, to
 // the book's folded figures, by path, and starts the table again with
@@ -29,11 +26,12 @@ import (
 // frames.
 
 // nodeTable is a book's table of nodes and their figures, in the
-// program's memory, and the figures moved out of it, by path.
+// program's memory, and the figures moved out of it, by path (nil for
+// none yet).
 type nodeTable struct {
 	mem    []byte
 	b      instr.Book
-	folded map[string]Figure
+	folded *Paths
 }
 
 func (t *nodeTable) get(off uint64) uint64 { return binary.LittleEndian.Uint64(t.mem[off:]) }
@@ -111,39 +109,28 @@ func (t *nodeTable) child(parent, fn int) int {
 // fold adds f to the folded figures of path.
 func (t *nodeTable) fold(path []int, f Figure) {
 	if t.folded == nil {
-		t.folded = map[string]Figure{}
+		t.folded = NewPaths()
 	}
-	k := pathKey(path)
-	g := t.folded[k]
-	g.Add(f)
-	t.folded[k] = g
+	t.folded.Add(t.folded.Walk(path), f)
 }
 
-// take hands the figures of each node to keep, with its path (a node's
-// outermost calls are its calls), and zeroes them.
-func (t *nodeTable) take(keep func(path []int, f Figure)) {
+// takeInto moves the figures of each node to paths, by path (a node's
+// outermost calls are its calls), and zeroes them: each node found in
+// paths from its parent's, which comes before it in the table.
+func (t *nodeTable) takeInto(paths *Paths) {
 	count := t.count()
-	paths := make([][]int, count)
-	var path func(n int) []int
-	path = func(n int) []int {
-		// (Each node's parent was added before it: a key naming a later
-		// node, or itself, is the program's writing, and ends the path.)
-		if n <= instr.RootNode || n >= count {
-			return nil
-		}
-		if paths[n] == nil {
-			key := t.get(t.b.NodeAt(n) + instr.NodeKey)
-			parent, fn := int(key>>32), int(key&0xffffffff)
-			var up []int
-			if parent < n {
-				up = path(parent)
-			}
-			paths[n] = append(up[:len(up):len(up)], fn)
-		}
-		return paths[n]
-	}
+	into := make([]int, count)
 	for n := instr.RootNode + 1; n < count; n++ {
 		at := t.b.NodeAt(n)
+		key := t.get(at + instr.NodeKey)
+		parent, fn := int(key>>32), int(key&0xffffffff)
+		// (Each node's parent was added before it: a key naming a later
+		// node, or itself, is the program's writing, and ends the path.)
+		up := 0
+		if parent > instr.RootNode && parent < n {
+			up = into[parent]
+		}
+		into[n] = paths.Child(up, fn)
 		f := Figure{Calls: t.get(at + instr.FigureCalls), Self: int64(t.get(at + instr.FigureSelf)),
 			All: int64(t.get(at + instr.FigureInclusive)), Kids: t.get(at + instr.FigureKids),
 			Beneath: t.get(at + instr.FigureBeneath)}
@@ -151,24 +138,20 @@ func (t *nodeTable) take(keep func(path []int, f Figure)) {
 			continue
 		}
 		f.Outer = f.Calls
-		keep(path(n), f)
+		paths.Add(into[n], f)
 		for _, w := range [...]uint64{instr.FigureCalls, instr.FigureSelf, instr.FigureInclusive, instr.FigureKids, instr.FigureBeneath} {
 			t.put(at+w, 0)
 		}
 	}
 }
 
-// takeAll is take of the folded figures first, in the order of their
-// paths, shorter first (for a run's order of stacks not to depend on a
-// map's), then of the nodes.
-func (t *nodeTable) takeAll(keep func(path []int, f Figure)) {
-	for _, k := range slices.SortedFunc(maps.Keys(t.folded), func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
-	}) {
-		keep(keyPath(k), t.folded[k])
+// takeAllInto moves the folded figures and the nodes' to paths.
+func (t *nodeTable) takeAllInto(paths *Paths) {
+	if t.folded != nil {
+		paths.Merge(t.folded)
+		t.folded = nil
 	}
-	t.folded = nil
-	t.take(keep)
+	t.takeInto(paths)
 }
 
 // damaged reports whether the node count is not one the table can have.
@@ -225,7 +208,10 @@ func (p *ProgramBook) AddPath(path ...int) {
 // thread's last signal is lost).
 func (p *ProgramBook) renode(keep bool) {
 	if keep {
-		p.nodes.take(p.nodes.fold)
+		if p.nodes.folded == nil {
+			p.nodes.folded = NewPaths()
+		}
+		p.nodes.takeInto(p.nodes.folded)
 	}
 	p.nodes.clear()
 	parent := instr.RootNode
@@ -242,11 +228,12 @@ func (p *ProgramBook) renode(keep bool) {
 	}
 }
 
-// TakeNodes hands the figures of each caller stack booked so far to
-// keep, its path of functions outermost first, and zeroes them in the
-// book (its thread stopped): what they hold from then on is new. A
-// node's outermost calls are its calls.
-func (p *ProgramBook) TakeNodes(keep func(path []int, f Figure)) { p.nodes.takeAll(keep) }
+// TakeNodesInto moves the figures of each caller stack booked so far to
+// paths, by its path of functions outermost first, and zeroes them in
+// the book (its thread stopped): what they hold from then on is new. A
+// node's outermost calls are its calls. Paths gathers the caller stacks
+// of many books (Paths.Take hands them out).
+func (p *ProgramBook) TakeNodesInto(paths *Paths) { p.nodes.takeAllInto(paths) }
 
 // nodesDamaged reports whether the node count, or the node of one of the
 // open frames, is not one the book has (0, no node, is).
@@ -261,21 +248,4 @@ func (p *ProgramBook) nodesDamaged(top int) bool {
 		}
 	}
 	return false
-}
-
-// pathKey and keyPath turn a path into a map key and back.
-func pathKey(path []int) string {
-	b := make([]byte, 0, 4*len(path))
-	for _, fn := range path {
-		b = binary.LittleEndian.AppendUint32(b, uint32(fn))
-	}
-	return string(b)
-}
-
-func keyPath(k string) []int {
-	path := make([]int, len(k)/4)
-	for i := range path {
-		path[i] = int(binary.LittleEndian.Uint32([]byte(k[4*i:])))
-	}
-	return path
 }

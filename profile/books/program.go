@@ -2,7 +2,6 @@ package books
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 
 	"github.com/sourceprofiler/sprof/instr"
@@ -101,7 +100,7 @@ func (p *ProgramBook) Copy() *ProgramBook {
 	for i := range q.spill {
 		q.spill[i].frames = slices.Clone(q.spill[i].frames)
 	}
-	q.nodes = nodeTable{mem: q.mem, b: q.b, folded: maps.Clone(p.nodes.folded)}
+	q.nodes = nodeTable{mem: q.mem, b: q.b, folded: p.nodes.folded.clone()}
 	return &q
 }
 
@@ -125,7 +124,8 @@ func (p *ProgramBook) start() {
 	p.put(p.b.Offset+instr.BookDeepest, p.b.FrameAt(1))
 	p.put(p.b.FrameAt(0)+instr.FrameSP, rootSP)
 	if p.b.Nodes > 0 {
-		p.nodes.clear()
+		// (The table all zeros: every slot free.)
+		p.put(p.b.Offset+instr.BookNodeCount, instr.RootNode+1)
 		p.put(p.b.FrameAt(0)+instr.FrameNode, instr.RootNode)
 	}
 }

@@ -117,7 +117,7 @@ func TestProgramBookAgreesWithBooks(t *testing.T) {
 			}
 			// The program's nodes, as caller stacks, against the books'.
 			kept := New(plan)
-			p.TakeNodes(func(path []int, g Figure) {
+			takeNodes(p, func(path []int, g Figure) {
 				if g.Outer != g.Calls {
 					t.Fatalf("a node's outermost calls %d, its calls %d", g.Outer, g.Calls)
 				}
@@ -172,7 +172,7 @@ func TestProgramBookNodes(t *testing.T) {
 	}
 	p.CloseAll(400)
 	got := map[string]Figure{}
-	p.TakeNodes(func(path []int, f Figure) { got[fmt.Sprint(path)] = f })
+	takeNodes(p, func(path []int, f Figure) { got[fmt.Sprint(path)] = f })
 	want := map[string]Figure{
 		fmt.Sprint([]int{bMain}):         {Calls: 1, Self: 400 - 120 - 10, All: 400, Kids: 3, Outer: 1, Beneath: 5},
 		fmt.Sprint([]int{bMain, bF}):     {Calls: 2, Self: 60, All: 120, Kids: 2, Outer: 2, Beneath: 2},
@@ -182,7 +182,7 @@ func TestProgramBookNodes(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("caller stacks %v, want %v", got, want)
 	}
-	p.TakeNodes(func(path []int, f Figure) { t.Errorf("stack %v taken twice: %+v", path, f) })
+	takeNodes(p, func(path []int, f Figure) { t.Errorf("stack %v taken twice: %+v", path, f) })
 }
 
 // fakeStacks is a StackFinder of two stacks.
@@ -259,7 +259,7 @@ func FuzzProgramBook(f *testing.F) {
 			t.Errorf("%d calls open after all closed", p.Open())
 		}
 		p.Take(func(int, Figure) {})
-		p.TakeNodes(func(path []int, _ Figure) {
+		takeNodes(p, func(path []int, _ Figure) {
 			if len(path) == 0 {
 				t.Error("a caller stack of no function")
 			}
@@ -315,4 +315,12 @@ func TestRestoreKeepsScale(t *testing.T) {
 		t.Errorf("restored: damaged %v, scale %#x, stack %#x-%#x; want a book, %#x, 0x7000-0x9000",
 			p.Damaged(), word(instr.BookScale), word(instr.BookStackLo), word(instr.BookStackHi), uint64(3<<31))
 	}
+}
+
+// takeNodes hands the figures of each caller stack of book p to keep
+// (ProgramBook.TakeNodesInto, then Paths.Take).
+func takeNodes(p *ProgramBook, keep func(path []int, f Figure)) {
+	paths := NewPaths()
+	p.TakeNodesInto(paths)
+	paths.Take(keep)
 }
