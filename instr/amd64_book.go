@@ -173,7 +173,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	var misses []int
 	sp := byte(x86RSP)
 	if a.g {
-		misses = append(misses, a.goBook(b))
+		misses = a.goBook(b)
 		a.goKey(0)
 		sp = x86RCX
 	}
@@ -262,7 +262,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.time(true, b.Offset)
 	var misses []int
 	if a.g {
-		misses = append(misses, a.goBook(b))
+		misses = a.goBook(b)
 	}
 	a.bk(x86MovStore, x86RAX, b.Offset+BookLast)
 	a.bk(x86MovLoad, x86RDX, b.Offset+BookTop)

@@ -8,7 +8,9 @@ import "encoding/binary"
 // addressed from r11, the goroutine's book's base, which the thread's
 // block caches with the goroutine it is for:
 //
-//	cmp %r14,%gs:CURG; jne stop          not the goroutine found last:
+//	test %r14,%r14; jz stop              no goroutine (the runtime's code
+//	                                     on a thread without one),
+//	cmp %r14,%gs:CURG; jne stop          or not the goroutine found last:
 //	mov %gs:CURBOOK,%r11                 to PROFILE, which finds its book
 //
 // and the stack pointer its frames are keyed by the distance from the
@@ -59,14 +61,16 @@ func (a *bookAsm) byRAX(op, reg byte, disp uint64) {
 }
 
 // goBook appends, for a Go function's code, the finding of the
-// goroutine's book (see above), and returns where the displacement of
-// the jump to the breakpoint ends, for landAt.
-func (a *bookAsm) goBook(b Book) int {
+// goroutine's book (see above), and returns where the displacements of
+// the jumps to the breakpoint end, for landAt.
+func (a *bookAsm) goBook(b Book) []int {
+	a.c = append(a.c, 0x4d, 0x85, 0xf6, 0x0f, 0x84, 0, 0, 0, 0) // test %r14,%r14; jz stop
+	none := len(a.c)
 	a.ext(x86CmpStore, 14, b.Offset+BookCurG) // cmp %r14,%gs:CURG
 	a.c = append(a.c, 0x0f, 0x85, 0, 0, 0, 0) // jne stop
 	miss := len(a.c)
 	a.ext(x86MovLoad, x86R11, b.Offset+BookCurBook)
-	return miss
+	return []int{none, miss}
 }
 
 // goKey appends, for a Go function's code, the key of its frame into

@@ -153,9 +153,9 @@ type Book struct {
 	// the event is PROFILE's, which finds or gives the goroutine a book
 	// and sets them); the book's stack pointers are the frames' distances
 	// from the goroutine's stack top, g.stack.hi, less (which survive
-	// the copying of a goroutine's stack), and it has neither caller
-	// stacks nor a closer. The registers are saved in the thread's block
-	// and its scale read there.
+	// the copying of a goroutine's stack). The registers are saved in
+	// the thread's block and its scale read there; its closer (Closer)
+	// is reached by a jump, and writes nothing on the goroutine's stack.
 	Go bool
 }
 

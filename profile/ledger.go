@@ -420,13 +420,20 @@ func (l *ledgers) releasing(th *thread) {
 	c := l.clocks
 	// (What the thread lost before PROFILE saw it is a stop's cost,
 	// measured at start-up; but no more than the time since its last
-	// event: the cost is a breakpoint's, and a busy machine makes it
-	// long, where a stop a system call makes, a signal raised, may be
-	// seen at once.)
-	pre := min(c.stopCost(th), max(int64(l.now(seen)-p.LastTime()), 0))
+	// event, its goroutine's where it runs one: the cost is a
+	// breakpoint's, and a busy machine makes it long, where a stop a
+	// system call makes, a signal raised, may be seen at once.)
+	g := l.gos.held(th, b)
+	last := p.LastTime()
+	if g != nil {
+		last = max(last, g.LastTime())
+	}
+	pre := min(c.stopCost(th), max(int64(l.now(seen)-last), 0))
 	held := uint64(max(c.clock()-seen+pre, 0))
 	p.SetHeld(p.Held() + held)
-	l.gos.held(b, held)
+	if g != nil {
+		g.SetHeld(g.Held() + held)
+	}
 }
 
 // vforking keeps, where books are found from the stack pointer (arm64),
@@ -463,6 +470,7 @@ func (l *ledgers) threadEnded(tid int) {
 	th := l.threads[tid]
 	b, ok := l.blockOf[tid]
 	delete(l.blockOf, tid)
+	l.gos.left(b)
 	if th == nil || th.foreign || !ok || b == 0 {
 		return
 	}

@@ -2,10 +2,13 @@ package profile
 
 import (
 	"encoding/binary"
+	"maps"
+	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // The books of goroutines (issue 33, part 4; docs/architecture.md,
@@ -154,22 +157,58 @@ func (gl *goLedgers) frame(th *thread, fn int, sp uint64) (*books.ProgramBook, u
 	return p, sp
 }
 
-// held adds ns, what PROFILE held the thread of block b, to the book of
-// the goroutine whose event it booked last there, where that goroutine
-// has not been seen on another block since.
-func (gl *goLedgers) held(b int, ns uint64) {
+// held returns the book of the goroutine thread th, its block b, is
+// running, which the time PROFILE holds the thread is taken from: the
+// goroutine its registers name (r14) where its stack holds the thread's
+// stack pointer (a thread in the runtime's own code, on its g0 or
+// signal stack, runs none), or else the goroutine whose event PROFILE
+// booked last on the block, where it has not been seen on another block
+// since; nil for none.
+func (gl *goLedgers) held(th *thread, b int) *books.ProgramBook {
+	if !gl.on {
+		return nil
+	}
+	if p := gl.running(th); p != nil {
+		return p
+	}
 	g, ok := gl.last[b]
-	if !gl.on || !ok || gl.ranOn[g] != b {
-		return
+	if !ok || gl.ranOn[g] != b {
+		return nil
 	}
-	p := gl.over[g]
-	if i, ok := gl.of[g]; ok {
-		p = gl.open[i]
-	}
-	if p != nil {
-		p.SetHeld(p.Held() + ns)
-	}
+	return gl.bookOf(g)
 }
+
+// running returns the book of the goroutine stopped thread th runs, as
+// its registers name it, nil for none known.
+func (gl *goLedgers) running(th *thread) *books.ProgramBook {
+	l := gl.l
+	var regs ptrace.Regs
+	if l.proc == nil || l.mem == nil || l.proc.getRegs(th.tid, &regs) != nil {
+		return nil
+	}
+	g := l.arch.Goroutine(&regs)
+	var stack [16]byte
+	if g == 0 || l.mem.ReadMem(g, stack[:]) != nil {
+		return nil
+	}
+	lo, hi, sp := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:]), l.arch.SP(&regs)
+	if sp < lo || sp >= hi {
+		return nil
+	}
+	return gl.bookOf(g)
+}
+
+// bookOf returns the book goroutine g was given, nil for none.
+func (gl *goLedgers) bookOf(g uint64) *books.ProgramBook {
+	if i, ok := gl.of[g]; ok {
+		return gl.open[i]
+	}
+	return gl.over[g]
+}
+
+// left forgets the goroutine booked last on block b, whose thread has
+// ended: the block's next thread runs others.
+func (gl *goLedgers) left(b int) { delete(gl.last, b) }
 
 // ended closes the calls still open in the goroutines' books, each at
 // its goroutine's last event (before end), and keeps their figures, and counts the code's cost of the
@@ -192,12 +231,14 @@ func (gl *goLedgers) ended(end uint64) {
 			l.clocks.debt, l.clocks.lives.debtMade = debt, made
 		}
 	}
-	for i, p := range gl.open {
-		each(goKey(i), p)
+	// (In the order the books were given, and the goroutines past the
+	// table by g: the run's stacks in an order no map's.)
+	for _, i := range slices.Sorted(maps.Keys(gl.open)) {
+		each(goKey(i), gl.open[i])
 	}
 	k := len(gl.open)
-	for _, p := range gl.over {
-		each(goKey(k), p)
+	for _, g := range slices.Sorted(maps.Keys(gl.over)) {
+		each(goKey(k), gl.over[g])
 		k++
 	}
 	gl.reset()
@@ -222,6 +263,9 @@ func (gl *goLedgers) entered(k int) uint64 {
 	c := gl.l.counters
 	for i := range gl.open {
 		n += c.layout.GoEntered(c.shared.Bytes(), i, k)
+	}
+	for _, p := range gl.over {
+		n += p.Figure(k).Calls // (its calls ended: enough to tell a first hit)
 	}
 	return n
 }

@@ -226,43 +226,61 @@ func TestGoLedgerEnded(t *testing.T) {
 	}
 }
 
-// TestGoLedgerHeld: what PROFILE held a thread goes into the book of the
-// goroutine whose event it booked last on the thread's block: 500 ns to
-// gA's, not the thread's own (that is releasing's). A block that booked
-// no goroutine's event adds nothing anywhere; a goroutine past the table
-// gets its holds in its own book, not in the one its block still
-// caches; and a goroutine last seen on another block gets the holds of
-// that block alone.
+// TestGoLedgerHeld: the time PROFILE holds a thread is taken from the
+// goroutine it runs. Its registers name it where they can (r14, its
+// stack holding the stack pointer): gB, though the block booked gA's
+// event last. Where they cannot (no process to ask here, or r14 in a
+// runtime stack's code), it is the goroutine whose event PROFILE booked
+// last on the thread's block: gA; a goroutine past the table, in its
+// own book; none on a block that booked none, on one whose last
+// goroutine was seen on another block since, or on one whose thread
+// ended.
 func TestGoLedgerHeld(t *testing.T) {
 	r := newGoLedgerRig(t)
 	r.on(gA)
 	pA, _ := r.l.gos.frame(r.th, goF, hiA-0x100)
-	r.l.gos.held(1, 500)
-	if pA.Held() != 500 || r.l.open[1].Held() != 0 {
-		t.Errorf("gA's book held %d ns, the thread's %d: want 500 in gA's alone (the thread's is releasing's)", pA.Held(), r.l.open[1].Held())
+	if g := r.l.gos.held(r.th, 1); g != pA {
+		t.Errorf("held from %p, want gA's book %p", g, pA)
 	}
+	th2 := &thread{tid: 101, tgid: 100}
+	r.l.threads[101] = th2
 	r.l.given(101, 2, true)
-	r.l.gos.held(2, 300)
-	if pA.Held() != 500 || r.l.open[2].Held() != 0 {
-		t.Errorf("gA's book held %d ns, block 2's %d: want 500 and 0", pA.Held(), r.l.open[2].Held())
+	if g := r.l.gos.held(th2, 2); g != nil {
+		t.Errorf("a block that booked no goroutine's event: held from %p, want none", g)
 	}
 	// gB fills the table; gC is past it.
 	r.on(gB)
 	pB, _ := r.l.gos.frame(r.th, goF, hiB-0x100)
 	r.on(gC)
 	pC, _ := r.l.gos.frame(r.th, goF, hiC-0x100)
-	r.l.gos.held(1, 70)
-	if pC.Held() != 70 || pB.Held() != 0 || pA.Held() != 500 {
-		t.Errorf("held %d, %d, %d ns in gA's, gB's and gC's books: want 500, 0, 70 (gC's event last)", pA.Held(), pB.Held(), pC.Held())
+	if g := r.l.gos.held(r.th, 1); g != pC || pC == pA || pC == pB {
+		t.Errorf("held from %p, want gC's book %p (past the table, its event last)", g, pC)
 	}
-	// gA moves to thread 101's block.
-	th2 := &thread{tid: 101, tgid: 100}
-	r.l.threads[101] = th2
+	// gC moves to thread 101's block: block 1 knows none it runs.
+	r.l.gos.frame(th2, goF, hiC-0x100)
+	if g, g2 := r.l.gos.held(r.th, 1), r.l.gos.held(th2, 2); g != nil || g2 != pC {
+		t.Errorf("held from %p and %p, want none and gC's book %p", g, g2, pC)
+	}
+	r.l.threadEnded(101)
+	if g := r.l.gos.held(th2, 2); g != nil {
+		t.Errorf("a block whose thread ended: held from %p, want none", g)
+	}
+
+	// With the thread's registers: the goroutine they name, where its
+	// stack holds the stack pointer.
+	fp := newFakeProcess(instr.AMD64, nil)
+	r.l.proc = fp
+	var regs ptrace.Regs
+	regs.SetReg(14, gB)
+	instr.AMD64.SetSP(&regs, hiB-0x40)
+	fp.regs[100] = &regs
 	r.on(gA)
-	r.l.gos.frame(th2, goF, hiA-0x100)
-	r.l.gos.held(1, 40) // (block 1 booked gC last)
-	r.l.gos.held(2, 30)
-	if pA.Held() != 530 || pC.Held() != 110 {
-		t.Errorf("held %d ns in gA's book, %d in gC's: want 530 and 110", pA.Held(), pC.Held())
+	r.l.gos.frame(r.th, goF, hiA-0x100) // (block 1 books gA last)
+	if g := r.l.gos.held(r.th, 1); g != pB {
+		t.Errorf("held from %p, want gB's book %p, which the registers name", g, pB)
+	}
+	instr.AMD64.SetSP(&regs, hiA-0x40) // (on another stack than gB's)
+	if g := r.l.gos.held(r.th, 1); g != pA {
+		t.Errorf("held from %p, want gA's book %p: r14 does not name the goroutine whose stack the thread is on", g, pA)
 	}
 }
