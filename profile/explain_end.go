@@ -55,7 +55,11 @@ func (x *endNarrator) ended(res *Result) {
 	if x.t.plan.StartFunc != "" {
 		ran = "were counted, called while the start function ran"
 	}
-	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.parts.bp.hits), "time"))
+	books := ""
+	if res.Books {
+		books = fmt.Sprintf(", and %s at the books' code (an event it left to PROFILE: a call it could not book itself, a goroutine new to its thread)", plural(int(res.BookStops), "time"))
+	}
+	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints%s.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.parts.bp.hits), "time"), books)
 	x.mu.Lock()
 	x.untold["hit"] = untold
 	var more []string

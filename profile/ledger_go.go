@@ -222,8 +222,14 @@ func (gl *goLedgers) ended(end uint64) {
 	}
 	each := func(key int, p *books.ProgramBook) {
 		l.check(p)
-		q := p.Copy()
-		q.CloseAll(min(end, p.LastTime()))
+		q := p
+		if p.Open() > 0 {
+			// (On a copy, as a thread's: a process PROFILE let go runs
+			// on. Most goroutines have ended: their books, large, are
+			// read where they are.)
+			q = p.Copy()
+			q.CloseAll(min(end, p.LastTime()))
+		}
 		l.keep(key, q)
 		made := l.made[key]
 		delete(l.made, key)
