@@ -31,10 +31,8 @@ import (
 // goroutine's events are all PROFILE's, in a book of its own memory.
 //
 // What PROFILE held a thread is added to its block's book and to the
-// book of the goroutine whose event PROFILE booked last on that block,
-// where the goroutine has not been seen on another block since: a held
-// goroutine is the one its thread was running, where it made a call
-// since it came to that thread. Frames still open at the end close at
+// book of the goroutine it runs (held): the one its registers name, or
+// else the one whose event PROFILE booked last on its block. Frames still open at the end close at
 // their goroutine's last event, as the rings' (books.Books.Finish): a
 // goroutine's end is not seen.
 
