@@ -220,6 +220,11 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			v := r.r[rn]
 			r.flags = subFlags(v, imm)
 			set(rt, v-imm)
+		case w&0xff800000 == 0xb1000000: // ADDS (immediate): Rn 31 is sp, Rd xzr (CMN)
+			imm := uint64(w>>10&0xfff) << (12 * (w >> 22 & 1))
+			v := r.r[rn]
+			r.flags = addFlags(v, imm)
+			set(rt, v+imm)
 		case w&0xffe0fc00 == 0xeb206000: // SUBS (extended register), UXTX #0: Rn 31 is sp, Rd xzr (CMP)
 			v, m := r.r[rn], get(w>>16&31)
 			r.flags = subFlags(v, m)
@@ -364,6 +369,24 @@ func subFlags(a, b uint64) uint64 {
 		f |= pstateC
 	}
 	if (a^b)&(a^res)>>63 != 0 {
+		f |= pstateV
+	}
+	return f
+}
+
+// addFlags is NZCV of a + b (ADDS; Arm ARM AddWithCarry): C is the
+// carry out of bit 63, V where a and b have one sign and the sum the
+// other.
+func addFlags(a, b uint64) uint64 {
+	res := a + b
+	f := res & (1 << 63) >> 32 // N, bit 31
+	if res == 0 {
+		f |= pstateZ
+	}
+	if res < a {
+		f |= pstateC
+	}
+	if ^(a^b)&(a^res)>>63 != 0 {
 		f |= pstateV
 	}
 	return f

@@ -187,6 +187,18 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.land(fast, stop)
 	a.land(jumps, stop-1)
 	a.landAt(misses, stop-1)
+	var outside []int
+	if !b.Counts(f) {
+		// No call open, none moved out: not within the start function.
+		a.c = append(a.c, 0x48, 0x81, 0xfa) // cmp $FIRST,%rdx
+		a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.FrameAt(1)))
+		a.c = append(a.c, 0x75, 0) // jne in
+		in := len(a.c)
+		a.bk(0x83, 7, b.FrameAt(0)+FrameSP) // cmpq $-1,ROOT.SP
+		a.c = append(a.c, 0xff, 0x0f, 0x84, 0, 0, 0, 0)
+		outside = append(outside, len(a.c)) // je out
+		a.c[in-1] = byte(len(a.c) - in)
+	}
 	a.frame(x86MovStore, x86RAX, FrameTime)
 	a.frame(x86MovImm, 0, FrameChildren)
 	a.c = binary.LittleEndian.AppendUint32(a.c, 0)
@@ -211,6 +223,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	over := len(a.c)
 	a.bk(x86MovStore, x86RDX, b.Offset+BookDeepest)
 	a.c[over-1] = byte(len(a.c) - over)
+	a.landAt(outside, len(a.c)) // out:
 	a.restoreRegs(saved)
 	return BookCode{Code: a.c, Stop: stop, Saved: saved, Unchecked: a.past(), Rollback: []Rollback{
 		{From: 0, To: saves},

@@ -24,38 +24,146 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 		t.Skip("runs x86-64 code")
 	}
 	need(t, "gcc")
-	const fa, fb, fc = 0, 1, 2
 	b := Book{Offset: 0x40, Frames: 16, Funcs: 3}
+	top, deepest, fig := runBookCalls(t, b, ^uint64(0))
+	if top != b.FrameAt(1) {
+		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
+	}
+	if deepest != b.FrameAt(4) {
+		t.Errorf("deepest top %#x, want %#x: three calls of c open at once", deepest, b.FrameAt(4))
+	}
+	for f, calls := range []int64{1, 2, 3} {
+		if fig[f][FigureCalls/8] != calls || fig[f][FigureOpen/8] != 0 {
+			t.Errorf("function %d: %d calls, %d open; want %d, 0", f, fig[f][0], fig[f][3], calls)
+		}
+		if fig[f][FigureSelf/8] <= 0 || fig[f][FigureInclusive/8] < fig[f][FigureSelf/8] {
+			t.Errorf("function %d: own time %d, with children %d", f, fig[f][1], fig[f][2])
+		}
+	}
+	if a, bb := fig[bookFa], fig[bookFb]; a[2] != a[1]+bb[2] {
+		t.Errorf("a with children %d, want its own %d and b's %d", a[2], a[1], bb[2])
+	}
+	if c := fig[bookFc]; c[2] != c[1] {
+		t.Errorf("c with children %d, want its own three calls' %d (one recursion, counted once)", c[2], c[1])
+	}
+	// The counts the code's cost is taken out by: the calls each
+	// function's calls made, its outermost calls, and the calls made
+	// beneath those.
+	for f, want := range [][3]int64{{2, 1, 2}, {0, 2, 0}, {2, 1, 2}} {
+		got := [3]int64{fig[f][FigureKids/8], fig[f][FigureOuter/8], fig[f][FigureBeneath/8]}
+		if got != want {
+			t.Errorf("function %d: kids, outermost calls and calls beneath %v, want %v", f, got, want)
+		}
+	}
+}
+
+// TestBookStartRunsAMD64 runs the functions of TestBookCodeRunsAMD64 on
+// this machine with a start function (Book.Start), a() first and then
+// c(3), each called with no call open.
+//
+// Where c is the start function, a's and b's entries find the shadow
+// stack empty and the root's stack pointer its own (^0): they open no
+// frame and count nothing (0 calls, none open, no time), and their exits
+// close nothing; c's three calls count as they do with no start
+// function, the top back at the root's next and the deepest top three
+// frames on. Where a is the start function, a's call counts, and b's two
+// calls within it; c, called after a's call has ended, counts nothing,
+// and the deepest top is a's and b's, two frames on.
+//
+// Where the root's stack pointer is not ^0 (PROFILE spilled the frames
+// of open calls, ProgramBook.spillHalf, and wrote the outermost one's
+// stack pointer less one there; ^0 - 1 is above every stack pointer of
+// the driver's, as such a call's is), the thread is within the start
+// function though its shadow stack is empty: with c the start function,
+// a's call and b's two count, and c's three, as with no start function.
+func TestBookStartRunsAMD64(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("runs x86-64 code")
+	}
+	need(t, "gcc")
+	for _, c := range []struct {
+		name    string
+		start   int
+		rootSP  uint64
+		calls   [3]int64
+		deepest int
+	}{
+		{"c the start function", bookFc + 1, ^uint64(0), [3]int64{0, 0, 3}, 4},
+		{"a the start function", bookFa + 1, ^uint64(0), [3]int64{1, 2, 0}, 3},
+		{"c the start function, frames spilled", bookFc + 1, ^uint64(0) - 1, [3]int64{1, 2, 3}, 4},
+	} {
+		b := Book{Offset: 0x40, Frames: 16, Funcs: 3, Start: c.start}
+		top, deepest, fig := runBookCalls(t, b, c.rootSP)
+		if top != b.FrameAt(1) {
+			t.Errorf("%s: shadow stack's top at %#x, want %#x, the root's next", c.name, top, b.FrameAt(1))
+		}
+		if deepest != b.FrameAt(c.deepest) {
+			t.Errorf("%s: deepest top %#x, want %#x", c.name, deepest, b.FrameAt(c.deepest))
+		}
+		for f, calls := range c.calls {
+			if fig[f][FigureCalls/8] != calls || fig[f][FigureOpen/8] != 0 {
+				t.Errorf("%s: function %d: %d calls, %d open; want %d, 0", c.name, f, fig[f][FigureCalls/8], fig[f][FigureOpen/8], calls)
+			}
+			// A function that counts nothing has no figure at all; one
+			// that counts has a time.
+			if calls == 0 && fig[f] != [BookFigureSize / 8]int64{} {
+				t.Errorf("%s: function %d, which counts nothing, has figures %v", c.name, f, fig[f])
+			}
+			if calls > 0 && (fig[f][FigureSelf/8] <= 0 || fig[f][FigureInclusive/8] < fig[f][FigureSelf/8]) {
+				t.Errorf("%s: function %d: own time %d, with children %d", c.name, f, fig[f][FigureSelf/8], fig[f][FigureInclusive/8])
+			}
+		}
+		if c.calls[bookFc] == 3 && fig[bookFc][FigureInclusive/8] != fig[bookFc][FigureSelf/8] {
+			t.Errorf("%s: c with children %d, want its own three calls' %d", c.name, fig[bookFc][FigureInclusive/8], fig[bookFc][FigureSelf/8])
+		}
+		if c.calls[bookFa] == 1 && fig[bookFa][FigureInclusive/8] != fig[bookFa][FigureSelf/8]+fig[bookFb][FigureInclusive/8] {
+			t.Errorf("%s: a with children %d, want its own %d and b's %d", c.name, fig[bookFa][FigureInclusive/8], fig[bookFa][FigureSelf/8], fig[bookFb][FigureInclusive/8])
+		}
+	}
+}
+
+// The functions of the book code's runs: a calls b twice, c(n) calls
+// itself until n is 1.
+const bookFa, bookFb, bookFc = 0, 1, 2
+
+// runBookCalls builds a, b and c of book b's code (3 functions), and
+// runs them in the C driver (bookDriver), on a thread whose book is new
+// but for the root frame's stack pointer, rootSP: a() and then c(3). It
+// returns the shadow stack's top after them, the deepest top, and the
+// three functions' figures.
+func runBookCalls(t *testing.T, b Book, rootSP uint64) (top, deepest uint64, fig [3][BookFigureSize / 8]int64) {
+	t.Helper()
 	var code []byte
 	// fn appends function f, its entry, body, exit and ret, and returns
 	// its offset; body is given the offset it starts at.
 	fn := func(f int, body func(at int) []byte) int {
 		at := len(code)
-		entry, _ := amd64{}.BookEntryCode(b, f)
-		exit, _ := amd64{}.BookExitCode(b, f, 0)
+		entry, ok1 := amd64{}.BookEntryCode(b, f)
+		exit, ok2 := amd64{}.BookExitCode(b, f, 0)
+		if !ok1 || !ok2 {
+			t.Fatalf("no code of function %d", f)
+		}
 		code = append(code, entry.Code...)
 		code = append(code, body(len(code))...)
 		code = append(code, exit.Code...)
 		code = append(code, 0xc3)
 		return at
 	}
-	offB := fn(fb, func(int) []byte { return []byte{0x90, 0x90} })
-	offA := fn(fa, func(at int) []byte { return append(callAt(at, offB), callAt(at+5, offB)...) })
+	offB := fn(bookFb, func(int) []byte { return []byte{0x90, 0x90} })
+	offA := fn(bookFa, func(at int) []byte { return append(callAt(at, offB), callAt(at+5, offB)...) })
 	offC := len(code)
-	fn(fc, func(at int) []byte {
+	fn(bookFc, func(at int) []byte {
 		// dec %rdi; jz over the call; call c
 		return append([]byte{0x48, 0xff, 0xcf, 0x74, 0x05}, callAt(at+5, offC)...)
 	})
 
 	src := fmt.Sprintf(bookDriver, cArray(code), b.Offset+BookSize(b.Frames, b.Funcs),
-		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs, b.Offset+BookDeepest)
+		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, rootSP, b.Offset+BookScale, offA, offC, b.FigureAt(0), b.Offset+BookTop, b.Funcs, b.Offset+BookDeepest)
 	out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("driver: %v\n%s", err, out)
 	}
 	t.Logf("driver: %s", out)
-	var top, deepest uint64
-	var fig [3][BookFigureSize / 8]int64
 	words := strings.Fields(string(out))
 	if len(words) != 2+len(fig)*len(fig[0]) {
 		t.Fatalf("driver said %q", out)
@@ -74,42 +182,15 @@ func TestBookCodeRunsAMD64(t *testing.T) {
 			fig[(i-1)/len(fig[0])][(i-1)%len(fig[0])] = v
 		}
 	}
-	if top != b.FrameAt(1) {
-		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
-	}
-	if deepest != b.FrameAt(4) {
-		t.Errorf("deepest top %#x, want %#x: three calls of c open at once", deepest, b.FrameAt(4))
-	}
-	for f, calls := range []int64{1, 2, 3} {
-		if fig[f][FigureCalls/8] != calls || fig[f][FigureOpen/8] != 0 {
-			t.Errorf("function %d: %d calls, %d open; want %d, 0", f, fig[f][0], fig[f][3], calls)
-		}
-		if fig[f][FigureSelf/8] <= 0 || fig[f][FigureInclusive/8] < fig[f][FigureSelf/8] {
-			t.Errorf("function %d: own time %d, with children %d", f, fig[f][1], fig[f][2])
-		}
-	}
-	if a, bb := fig[fa], fig[fb]; a[2] != a[1]+bb[2] {
-		t.Errorf("a with children %d, want its own %d and b's %d", a[2], a[1], bb[2])
-	}
-	if c := fig[fc]; c[2] != c[1] {
-		t.Errorf("c with children %d, want its own three calls' %d (one recursion, counted once)", c[2], c[1])
-	}
-	// The counts the code's cost is taken out by: the calls each
-	// function's calls made, its outermost calls, and the calls made
-	// beneath those.
-	for f, want := range [][3]int64{{2, 1, 2}, {0, 2, 0}, {2, 1, 2}} {
-		got := [3]int64{fig[f][FigureKids/8], fig[f][FigureOuter/8], fig[f][FigureBeneath/8]}
-		if got != want {
-			t.Errorf("function %d: kids, outermost calls and calls beneath %v, want %v", f, got, want)
-		}
-	}
+	return top, deepest, fig
 }
 
-// bookDriver is the C driver of TestBookCodeRunsAMD64. Its arguments:
-// the code, the block's size, the top's offset and its first value (the
-// frame after the root), the offset of the root's stack pointer, a's and
-// c's offsets in the code, the figures' offset, the top's offset again,
-// and the number of functions.
+// bookDriver is the C driver of the book code's runs (runBookCalls). Its
+// arguments: the code, the block's size, the top's offset and its first
+// value (the frame after the root), the offset of the root's stack
+// pointer and its value, a's and c's offsets in the code, the figures'
+// offset, the top's offset again, the number of functions, and the
+// deepest top's offset.
 const bookDriver = `#define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <stdint.h>
@@ -127,7 +208,7 @@ int main(void) {
 	if (x == MAP_FAILED) return 1;
 	memcpy(x, code, sizeof code);
 	block[%d / 8] = %d;
-	block[%d / 8] = ~(uint64_t)0;
+	block[%d / 8] = %#xull;
 	block[%d / 8] = 1ul << 32; /* a nanosecond a tick */
 	if (syscall(SYS_arch_prctl, ARCH_SET_GS, block)) return 2;
 	void (*a)(void) = (void (*)(void))(x + %d);

@@ -112,6 +112,14 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.emit(a64BRK)
 	stop := a.at()
 	a.label("ok")
+	if !b.Counts(f) {
+		// No call open, none moved out: not within the start function.
+		a.emit(a64SubReg(bookX1, a64X17, a64X16), a64SubsImm(a64XZR, bookX1, uint32(b.FrameAt(1))))
+		a.bcond(condNE, "in")
+		a.emit(a64Ldr(bookX1, a64X16, uint32(b.FrameAt(0)+FrameSP)), a64CmnOne(bookX1))
+		a.bcond(condEQ, "out")
+		a.label("in")
+	}
 	a.emit(a64Str(bookX0, a64X17, FrameTime), a64Str(a64XZR, a64X17, FrameChildren))
 	a.emit(a64AddImm(bookX1, a64SP, 0), a64Str(bookX1, a64X17, FrameSP))
 	a.emit(a64Ldr(bookX1, a64X16, uint32(b.Offset+BookHeld)), a64Str(bookX1, a64X17, FrameHeld))
@@ -131,6 +139,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.emit(a64MovImm(a64X17, b.FigureAt(f))...)
 	a.emit(a64AddReg(a64X17, a64X16, a64X17))
 	a.emit(a64Ldr(bookX0, a64X17, FigureOpen), a64AddImm(bookX0, bookX0, 1), a64Str(bookX0, a64X17, FigureOpen))
+	a.label("out")
 	a.emit(a64Ldp(bookX0, bookX1, a64X16, save))
 	saved := []SavedReg{{Reg: bookX0, Offset: b.Offset + BookSave}, {Reg: bookX1, Offset: b.Offset + BookSave + 8}}
 	if b.Nodes > 0 {

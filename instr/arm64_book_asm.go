@@ -26,6 +26,7 @@ func a64Ldp(t1, t2, rn, off uint32) uint32 { return 0xa9400000 | off/8<<15 | t2<
 func a64AddImm(rd, rn, imm uint32) uint32  { return 0x91000000 | imm<<10 | rn<<5 | rd }            // ADD (immediate); 31 is sp
 func a64SubImm(rd, rn, imm uint32) uint32  { return 0xd1000000 | imm<<10 | rn<<5 | rd }            // SUB (immediate); 31 is sp
 func a64SubsImm(rd, rn, imm uint32) uint32 { return 0xf1000000 | imm<<10 | rn<<5 | rd }            // SUBS (immediate); rd 31 is xzr: CMP
+func a64CmnOne(rn uint32) uint32           { return 0xb1000400 | rn<<5 | a64XZR }                  // CMN rn, #1 (ADDS xzr): Z where rn is -1
 func a64AddReg(rd, rn, rm uint32) uint32   { return 0x8b000000 | rm<<16 | rn<<5 | rd }             // ADD (shifted register)
 func a64SubReg(rd, rn, rm uint32) uint32   { return 0xcb000000 | rm<<16 | rn<<5 | rd }             // SUB (shifted register)
 func a64CmpExt(rn, rm uint32) uint32       { return 0xeb206000 | rm<<16 | rn<<5 | a64XZR }         // CMP (extended register), UXTX: rn 31 is sp

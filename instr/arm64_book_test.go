@@ -349,36 +349,8 @@ func TestBookCodeRunsARM64(t *testing.T) {
 
 	mem := abMem(b)
 	var ticks uint64
-	// call calls the function at off from the caller, x0 its argument,
-	// and returns the instructions it ran. Only x0, which c counts down,
-	// x16 and x17, and the flags may change.
-	call := func(name string, off int, x0 uint64) uint64 {
-		t.Helper()
-		r := abRegs(abSP, &ticks)
-		r.pc, r.r[0] = pTramp+uint64(off), x0
-		want := r.clone()
-		before := ticks
-		if err := a64Exec(code, pTramp, r, mem); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if r.pc != abCaller || r.r[31] != abSP {
-			t.Fatalf("%s returned to %#x, its stack pointer %#x; want %#x, %#x", name, r.pc, r.r[31], uint64(abCaller), uint64(abSP))
-		}
-		for i := 1; i < len(r.r); i++ {
-			if i != 16 && i != 17 && r.r[i] != want.r[i] {
-				t.Errorf("%s: x%d %#x after, %#x before", name, i, r.r[i], want.r[i])
-			}
-		}
-		return ticks - before
-	}
-	ranA := call("a()", offA, 0)
-	ranC := call("c(3)", offC, 3)
-	var fig [3][BookFigureSize / 8]uint64
-	for f := range fig {
-		for i := range fig[f] {
-			fig[f][i] = mem.peek64(at(b.FigureAt(f) + 8*uint64(i)))
-		}
-	}
+	ranA, ranC := abRunCalls(t, "", code, offA, offC, mem, &ticks)
+	fig := abFigures(mem, b)
 	t.Logf("a ran %d instructions, c %d; figures %v", ranA, ranC, fig)
 	if top := mem.peek64(at(b.Offset + BookTop)); top != b.FrameAt(1) {
 		t.Errorf("shadow stack's top at %#x, want %#x, the root's next", top, b.FrameAt(1))
@@ -1902,27 +1874,7 @@ func TestBookNodesRunsARM64(t *testing.T) {
 			name, mem = "the nodes added", abMem(b)
 		}
 		var ticks uint64
-		call := func(what string, off int, x0 uint64) uint64 {
-			t.Helper()
-			r := abRegs(abSP, &ticks)
-			r.pc, r.r[0] = pTramp+uint64(off), x0
-			want := r.clone()
-			before := ticks
-			if err := a64Exec(code, pTramp, r, mem); err != nil {
-				t.Fatalf("%s: %s: %v", name, what, err)
-			}
-			if r.pc != abCaller || r.r[31] != abSP {
-				t.Fatalf("%s: %s returned to %#x, its stack pointer %#x", name, what, r.pc, r.r[31])
-			}
-			for i := 1; i < len(r.r); i++ {
-				if i != 16 && i != 17 && r.r[i] != want.r[i] {
-					t.Errorf("%s: %s: x%d %#x after, %#x before", name, what, i, r.r[i], want.r[i])
-				}
-			}
-			return ticks - before
-		}
-		ranA := call("a()", offA, 0)
-		ranC := call("c(3)", offC, 3)
+		ranA, ranC := abRunCalls(t, name+": ", code, offA, offC, mem, &ticks)
 
 		// The times, as TestBookCodeRunsARM64's, each entry's rest its
 		// own: what its search ran, a node found or added, past
@@ -2596,6 +2548,47 @@ func checkBookShape(t *testing.T, name string, c BookCode, stop, saves, commit i
 // bookSlots are the book code's save slots, x0 to x3.
 var bookSlots = []SavedReg{{0, BookSave}, {1, BookSave + 8}, {2, BookSave + 16}, {3, BookSave + 24}}
 
+// abRunCalls runs, in the A64 interpreter, a() and then c(3) of code
+// (abCalls's, a at offA and c at offC), each called from the caller at
+// abSP, on memory mem, the counter ticks counting the instructions run;
+// name starts its errors. It returns the instructions a and c ran. Each
+// must return to the caller, its stack pointer back, every register but
+// x0 (c's argument, which it counts down), x16 and x17, and the flags
+// as it was.
+func abRunCalls(t *testing.T, name string, code []byte, offA, offC int, mem *fakeMem, ticks *uint64) (ranA, ranC uint64) {
+	t.Helper()
+	call := func(what string, off int, x0 uint64) uint64 {
+		t.Helper()
+		r := abRegs(abSP, ticks)
+		r.pc, r.r[0] = pTramp+uint64(off), x0
+		want := r.clone()
+		before := *ticks
+		if err := a64Exec(code, pTramp, r, mem); err != nil {
+			t.Fatalf("%s%s: %v", name, what, err)
+		}
+		if r.pc != abCaller || r.r[31] != abSP {
+			t.Fatalf("%s%s returned to %#x, its stack pointer %#x; want %#x, %#x", name, what, r.pc, r.r[31], uint64(abCaller), uint64(abSP))
+		}
+		for i := 1; i < len(r.r); i++ {
+			if i != 16 && i != 17 && r.r[i] != want.r[i] {
+				t.Errorf("%s%s: x%d %#x after, %#x before", name, what, i, r.r[i], want.r[i])
+			}
+		}
+		return *ticks - before
+	}
+	return call("a()", offA, 0), call("c(3)", offC, 3)
+}
+
+// abFigures is the figures of the three functions of book b in mem.
+func abFigures(mem *fakeMem, b Book) (fig [3][BookFigureSize / 8]uint64) {
+	for f := range fig {
+		for i := range fig[f] {
+			fig[f][i] = mem.peek64(abArea + b.FigureAt(f) + 8*uint64(i))
+		}
+	}
+	return fig
+}
+
 // abCalls returns the code of the run tests' three functions, with the
 // book code entries[f] and exits[f] of each function f (0 a, 1 b, 2 c),
 // and where a and c start: a calls b twice, b does nothing, c calls
@@ -2619,4 +2612,220 @@ func abCalls(entries, exits []BookCode) (code []byte, offA, offC int) {
 	offC = len(code)
 	fn(2, func(at int) []uint32 { return []uint32{abSubs1, abBeq2, abBL(at+8, offC)} }) // (over the call where x0 is 0)
 	return code, offA, offC
+}
+
+// TestA64ExecBookStartInstructions checks the interpreter's instruction
+// that only the start function's check of an entry uses (Book.Start),
+// its words written out from the Arm ARM (C6.2) and checked with the GNU
+// disassembler: ADDS (immediate), 1 0 1 100010 sh imm12 Rn Rd, whose Rd
+// 31 is xzr (CMN) and Rn 31 sp. Its flags are those of the sum (NZCV,
+// AddWithCarry): x1 + 1 is 0 with a carry out where x1 is -1 (Z and C),
+// -1 where it is -2 (N), 2^63 where it is 2^63-1 (N and V, two
+// positives summing to a negative), and 6 where it is 5 (none).
+func TestA64ExecBookStartInstructions(t *testing.T) {
+	const sp = abSP - 0x100
+	if w := a64CmnOne(bookX1); w != 0xb100043f {
+		t.Errorf("a64CmnOne(x1) is %#08x, want 0xb100043f", w)
+	}
+	for _, c := range []struct {
+		word  uint32
+		text  string
+		in    func(r *fakeRegs)
+		flags uint64
+		want  func(r *fakeRegs) bool
+	}{
+		{0xb100043f, "cmn x1, #0x1", func(r *fakeRegs) { r.r[1] = ^uint64(0) }, pstateZ | pstateC, nil},
+		{0xb100043f, "cmn x1, #0x1", func(r *fakeRegs) { r.r[1] = ^uint64(0) - 1 }, pstateN, nil},
+		{0xb100043f, "cmn x1, #0x1", func(r *fakeRegs) { r.r[1] = 1<<63 - 1 }, pstateN | pstateV, nil},
+		{0xb100043f, "cmn x1, #0x1", func(r *fakeRegs) { r.r[1] = 5 }, 0, nil},
+		// Rd a register: the sum is written; Rn 31: sp is added to.
+		{0xb1000462, "adds x2, x3, #0x1", func(r *fakeRegs) { r.r[3] = 41 }, 0, func(r *fakeRegs) bool { return r.r[2] == 42 }},
+		{0xb10007ff, "cmn sp, #0x1", nil, 0, func(r *fakeRegs) bool { return r.r[31] == sp }},
+	} {
+		if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
+			if got := gnuDisasm(t, a64Words(c.word), 0); got[0] != c.text {
+				t.Errorf("%#08x is %q, want %q", c.word, got[0], c.text)
+			}
+		}
+		r := abRegs(sp, nil)
+		r.flags = pstateN | pstateZ | pstateC | pstateV // (each to be written)
+		if c.in != nil {
+			c.in(r)
+		}
+		want := r.clone()
+		err := a64Exec(a64Words(c.word), pTramp, r, newMem())
+		if err != nil || r.flags != c.flags || r.pc != pTramp+4 || c.want != nil && !c.want(r) {
+			t.Errorf("%s, x1 %#x: %v, flags %#x, want %#x; registers %+v", c.text, want.r[1], err, r.flags, c.flags, *r)
+		}
+		// Nothing but the flags and, for ADDS x2, x2 changes.
+		r.flags, r.pc, r.r[2] = want.flags, want.pc, want.r[2]
+		if *r != *want {
+			t.Errorf("%s: registers after\n got %+v\nwant %+v", c.text, *r, *want)
+		}
+	}
+}
+
+// TestBookStartRunsARM64 runs, in the A64 interpreter where the counter
+// counts the instructions run, the functions of TestBookCodeRunsARM64
+// (abCalls: a calls b twice, c calls itself to a depth of three) with a
+// start function (Book.Start), a() first and then c(3), each called with
+// no call open; and checks the start function's check in the entry of
+// another function with the GNU disassembler.
+//
+// The figures are known from a run of the same book with no start
+// function, whose code is the same but for the check: six instructions
+// after the stop, at ok (sub x1, x17, x16; cmp x1, #FIRST; b.ne in;
+// ldr x1, [x16, #ROOT.SP]; cmn x1, #1; b.eq out), which the entry of a
+// function not the start function runs within its call's time. Within
+// a call, the top past the root's next, it runs three (to the b.ne,
+// taken); with no call open and the root's stack pointer not ^0, six.
+//
+//   - c the start function: a's and b's entries find no call open and the
+//     root's stack pointer its own (^0), and open no frame and count
+//     nothing, their exits close nothing: their figures all 0. c's calls
+//     count as with no start function, to the instruction but for two
+//     stores of a new deepest top (its first two calls reach depths a's
+//     and b's reached first there), its three frames the deepest; the
+//     root frame's children are c's call alone.
+//   - a the start function: a's and b's calls count, each of b's 3
+//     instructions longer (and a's with its children 6); c, called after
+//     a's call ended, counts nothing and opens no frame: the deepest top
+//     is a's and b's, and the frame past it untouched.
+//   - c the start function, the root's stack pointer abSP+15 (PROFILE
+//     spilled a call at abSP+16 from the shadow stack, and wrote its stack
+//     pointer less one there, as ProgramBook.spillHalf does): the thread
+//     is within c though the shadow stack is empty, and a's call counts
+//     (6 instructions longer), and b's two (3 each), and c's as ever.
+func TestBookStartRunsARM64(t *testing.T) {
+	const fa, fb, fc = 0, 1, 2
+	base := Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas}
+	type words = [BookFigureSize / 8]uint64
+	// run runs a() and c(3) made of book b's code on a new thread whose
+	// root frame's stack pointer is rootSP, and returns its memory.
+	run := func(name string, b Book, rootSP uint64) *fakeMem {
+		t.Helper()
+		entries, exits := make([]BookCode, b.Funcs), make([]BookCode, b.Funcs)
+		for f := range b.Funcs {
+			var ok1, ok2 bool
+			entries[f], ok1 = ARM64.BookEntryCode(b, f)
+			exits[f], ok2 = ARM64.BookExitCode(b, f, 0)
+			if !ok1 || !ok2 {
+				t.Fatalf("%s: no code of function %d", name, f)
+			}
+		}
+		code, offA, offC := abCalls(entries, exits)
+		mem := abMem(b)
+		mem.poke64(abArea+b.FrameAt(0)+FrameSP, rootSP)
+		var ticks uint64
+		abRunCalls(t, name+": ", code, offA, offC, mem, &ticks)
+		return mem
+	}
+	baseFig := abFigures(run("no start function", base, ^uint64(0)), base)
+
+	// The check: b's entry with a start function (c) is b's entry with
+	// none but for six instructions after the stop, the check; the start
+	// function's own entry has none.
+	plain, _ := ARM64.BookEntryCode(base, fb)
+	started := base
+	started.Start = fc + 1
+	entry, _ := ARM64.BookEntryCode(started, fb)
+	const check = 6
+	stop := plain.Stop
+	if entry.Stop != stop || len(entry.Code) != len(plain.Code)+4*check ||
+		!bytes.Equal(entry.Code[:stop], plain.Code[:stop]) || !bytes.Equal(entry.Code[stop+4*check:], plain.Code[stop:]) {
+		t.Fatalf("the entry of a function not the start function is not the entry with no start function and %d instructions after its stop", check)
+	}
+	startEntry, _ := ARM64.BookEntryCode(started, fc)
+	if plainC, _ := ARM64.BookEntryCode(base, fc); !bytes.Equal(startEntry.Code, plainC.Code) {
+		t.Error("the start function's entry is not its entry with no start function")
+	}
+	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
+		got := gnuDisasm(t, entry.Code, 0)[stop/4 : stop/4+check]
+		want := []string{
+			"sub x1, x17, x16",
+			fmt.Sprintf("cmp x1, #%#x", base.FrameAt(1)),
+			fmt.Sprintf("b.ne %#x", stop+4*check),                      // in: the frame opened
+			fmt.Sprintf("ldr x1, [x16, #%d]", base.FrameAt(0)+FrameSP), // the root's stack pointer
+			"cmn x1, #0x1",
+			fmt.Sprintf("b.eq %#x", len(entry.Code)-4), // out: the registers back
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("the check\n got %q\nwant %q", got, want)
+		}
+	}
+
+	// newDepths is c's figures with n more of its calls each one deeper
+	// than any before, each storing the new deepest top (one instruction
+	// in its time): with a and b counting nothing, c's first two calls,
+	// at the depths a's and b's calls reached first with no start
+	// function, are new depths too.
+	newDepths := func(w words, n uint64) words {
+		w[FigureSelf/8] += n
+		w[FigureInclusive/8] += n
+		return w
+	}
+	at := func(off uint64) uint64 { return abArea + off }
+	// Each case's figures: calls, own time, time with children, open
+	// calls, kids, outermost calls and calls beneath (as baseFig's).
+	for _, c := range []struct {
+		name    string
+		start   int
+		rootSP  uint64
+		fig     [3]words
+		root    [3]uint64 // the root frame's children, kids and calls beneath
+		deepest int
+	}{
+		{
+			name: "c the start function", start: fc + 1, rootSP: ^uint64(0),
+			fig:     [3]words{{}, {}, newDepths(baseFig[fc], 2)},
+			root:    [3]uint64{baseFig[fc][FigureInclusive/8] + 2, 1, 3},
+			deepest: 4,
+		},
+		{
+			name: "a the start function", start: fa + 1, rootSP: ^uint64(0),
+			fig: [3]words{
+				{1, baseFig[fa][1], baseFig[fa][2] + 2*3, 0, 2, 1, 2},
+				{2, baseFig[fb][1] + 2*3, baseFig[fb][2] + 2*3, 0, 0, 2, 0},
+				{},
+			},
+			root:    [3]uint64{baseFig[fa][2] + 2*3, 1, 3},
+			deepest: 3,
+		},
+		{
+			name: "c the start function, frames spilled", start: fc + 1, rootSP: abSP + 15,
+			fig: [3]words{
+				{1, baseFig[fa][1] + check, baseFig[fa][2] + check + 2*3, 0, 2, 1, 2},
+				{2, baseFig[fb][1] + 2*3, baseFig[fb][2] + 2*3, 0, 0, 2, 0},
+				baseFig[fc],
+			},
+			root:    [3]uint64{baseFig[fa][2] + check + 2*3 + baseFig[fc][2], 2, 6},
+			deepest: 4,
+		},
+	} {
+		b := base
+		b.Start = c.start
+		mem := run(c.name, b, c.rootSP)
+		if fig := abFigures(mem, b); fig != c.fig {
+			t.Errorf("%s: figures\n got %v\nwant %v", c.name, fig, c.fig)
+		}
+		if top := mem.peek64(at(b.Offset + BookTop)); top != b.FrameAt(1) {
+			t.Errorf("%s: shadow stack's top at %#x, want %#x, the root's next", c.name, top, b.FrameAt(1))
+		}
+		if deepest := mem.peek64(at(b.Offset + BookDeepest)); deepest != b.FrameAt(c.deepest) {
+			t.Errorf("%s: deepest top %#x, want %#x", c.name, deepest, b.FrameAt(c.deepest))
+		}
+		root := [3]uint64{mem.peek64(at(b.FrameAt(0) + FrameChildren)), mem.peek64(at(b.FrameAt(0) + FrameKids)), mem.peek64(at(b.FrameAt(0) + FrameBeneath))}
+		if root != c.root {
+			t.Errorf("%s: root frame's children, kids and calls beneath %v, want %v", c.name, root, c.root)
+		}
+		if sp := mem.peek64(at(b.FrameAt(0) + FrameSP)); sp != c.rootSP {
+			t.Errorf("%s: root's stack pointer %#x, want %#x as it was", c.name, sp, c.rootSP)
+		}
+		// The frame past the deepest was never opened: all 0.
+		for i := uint64(0); i < BookFrameSize; i += 8 {
+			if w := mem.peek64(at(b.FrameAt(c.deepest) + i)); w != 0 {
+				t.Errorf("%s: frame %d, past the deepest, has %#x at %d", c.name, c.deepest, w, i)
+			}
+		}
+	}
 }

@@ -157,7 +157,19 @@ type Book struct {
 	// the thread's block and its scale read there; its closer (Closer)
 	// is reached by a jump, and writes nothing on the goroutine's stack.
 	Go bool
+	// Start, where not 0, is the start function's number plus one
+	// (/SF): the calls of other functions count only within one of its
+	// calls. The entry of another function whose thread (or goroutine)
+	// has no call open, none moved out by PROFILE either (the root's
+	// stack pointer its own), goes on at the code's end: it opens no
+	// frame and counts nothing, and its exit then closes nothing. A
+	// start function not in the plan is a Start no function has.
+	Start int
 }
+
+// Counts reports whether the entry of function f counts whatever the
+// calls open: no start function, or f is it.
+func (b Book) Counts(f int) bool { return b.Start == 0 || f == b.Start-1 }
 
 // BookSize is the size of a book of frames frames and funcs functions.
 func BookSize(frames, funcs int) uint64 {

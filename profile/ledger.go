@@ -137,13 +137,13 @@ var booksInProgram = true
 
 // ledgerPossible reports whether t's run can keep its books in the
 // program: it times functions, needs no event of theirs one by one (no
-// trace, no start function), they are all keyed by the stack pointer,
+// trace), they are all keyed by the stack pointer,
 // or all Go functions whose counter is one clock across CPUs (their
 // goroutines' books: ledger_go.go), and the architecture has book code
 // (with caller stacks, for attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
-	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || p.StartFunc != "" || t.parts.trace != nil || len(p.Funcs) == 0 {
+	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
 	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) &&

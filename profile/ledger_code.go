@@ -189,7 +189,22 @@ func (l *ledgers) calibrate(cal *calibration) error {
 func (l *ledgers) layout() instr.Book {
 	b := l.counters.layout.Book()
 	b.Closer = l.closer
+	b.Start = startOf(l.plan)
 	return b
+}
+
+// startOf is the plan's start function for the book code
+// (instr.Book.Start): its number plus one, 0 for none, and one past
+// every function's where the plan names one it does not have (nothing
+// counts).
+func startOf(p *datafile.Plan) int {
+	switch {
+	case p.StartFunc == "":
+		return 0
+	case p.StartIndex < 0 || p.StartIndex >= len(p.Funcs):
+		return len(p.Funcs) + calFuncs + 1
+	}
+	return p.StartIndex + 1
 }
 
 // closerHints are where the books' closer may go, from the top of the
@@ -244,6 +259,8 @@ func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSi
 // calibrationBlocks returns the code of the calibration (calibrate).
 func (l *ledgers) calibrationBlocks() (with, without []byte) {
 	n := len(l.plan.Funcs)
-	with, without, _ = instr.BookCalibration(l.arch, l.layout(), n+calOuter, n+calInner, calibrationRecords)
+	b := l.layout()
+	b.Start = 0 // (the calibration's calls count, whatever the start function)
+	with, without, _ = instr.BookCalibration(l.arch, b, n+calOuter, n+calInner, calibrationRecords)
 	return with, without
 }

@@ -225,6 +225,9 @@ func (p *ProgramBook) Enter(fn int, sp, now uint64) {
 		}
 		p.close(now)
 	}
+	if p.depth() == 0 && len(p.spill) == 0 && !p.b.Counts(fn) {
+		return // (not within the start function: instr.Book.Start)
+	}
 	if p.depth() == p.b.Frames-1 {
 		p.spillHalf()
 	}

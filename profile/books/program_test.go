@@ -50,101 +50,181 @@ func TestProgramBookKnownCalls(t *testing.T) {
 // figures moved out), or of 64 or 4,096: each stack's calls, own time and
 // time with children, its shown callers and its key, by /STACK 0 (every
 // level), 1 or 2, must be the books' own.
+//
+// With a start function (/SF), the plan's StartFunc and StartIndex (each
+// seed's function in turn) and the book's Start its index plus one, a
+// call of another function counts only within one of its calls: the
+// entry of another function with no call open and none spilled counts
+// nothing, in either. An entry with the shadow stack's frames all
+// spilled, the calls open all PROFILE's, is within the calls open, and
+// counts. The start function's entries, and every entry with no start
+// function, open a frame. Each configuration's runs must have had
+// entries of both kinds, the second where the shadow stack is small
+// enough to spill (4 and 5 frames), and some calls counted. A start
+// function the plan names and does not have (StartIndex -1: the books'
+// noStart) makes nothing count: the book's Start is past every
+// function's, and every figure is 0 in both.
 func TestProgramBookAgreesWithBooks(t *testing.T) {
-	for _, c := range []struct {
-		frames, nodes, levels int
-	}{{4, 0, 0}, {5, 0, 0}, {64, 0, 0}, {4, 6, 0}, {64, 64, 1}, {5, 4096, 2}, {64, 4096, 0}} {
-		frames := c.frames
-		for seed := range uint64(40) {
-			r := rand.New(rand.NewPCG(seed, uint64(frames)))
-			const funcs = 6
-			plan := &datafile.Plan{Method: datafile.FuncTiming, StartIndex: -1, Funcs: make([]datafile.Func, funcs),
-				Attribution: c.nodes > 0, StackDepth: c.levels}
-			books := New(plan)
-			b := instr.Book{Offset: 128, Frames: frames, Funcs: funcs, Nodes: c.nodes}
-			p := NewProgramBook(make([]byte, b.Offset+b.Size()), b)
-			type open struct {
-				fn int
-				sp uint64
-			}
-			stack := []open{{-1, 1 << 20}}
-			now := uint64(1000)
-			enter := func(fn int, sp uint64) {
-				books.Enter(thread1, fn, sp, int64(now))
-				p.Enter(fn, sp, now)
-			}
-			exit := func(fn int, sp uint64) {
-				books.Exit(thread1, fn, sp, int64(now))
-				p.Exit(fn, sp, now)
-			}
-			for range 2000 {
-				now += uint64(r.IntN(50))
-				top := stack[len(stack)-1]
-				switch k := r.IntN(20); {
-				case k < 9 || len(stack) == 1: // a call
-					fn, sp := r.IntN(funcs), top.sp-8*uint64(1+r.IntN(32))
-					stack = append(stack, open{fn, sp})
-					enter(fn, sp)
-				case k < 17: // a return
-					stack = stack[:len(stack)-1]
-					exit(top.fn, top.sp)
-				case k < 18: // a tail call
-					fn := r.IntN(funcs)
-					exit(top.fn, top.sp)
-					stack[len(stack)-1].fn = fn
-					enter(fn, top.sp)
-				case k < 19: // a longjmp over some frames
-					stack = stack[:max(1, len(stack)-1-r.IntN(4))]
-				default: // an exit deeper than the open call (a cold part)
-					exit(top.fn, top.sp-64)
+	const funcs = 6
+	for _, sf := range []struct {
+		name string
+		// start returns the plan's StartFunc and StartIndex, and the
+		// book's Start, of a run of seed.
+		start func(seed uint64) (name string, index, start int)
+	}{
+		{"no start function", func(uint64) (string, int, int) { return "", -1, 0 }},
+		{"a start function", func(seed uint64) (string, int, int) {
+			i := int(seed % funcs)
+			return fmt.Sprint("f", i), i, i + 1
+		}},
+		{"a start function not found", func(uint64) (string, int, int) { return "missing", -1, funcs + 3 }},
+	} {
+		t.Run(sf.name, func(t *testing.T) {
+			for _, c := range []struct {
+				frames, nodes, levels int
+			}{{4, 0, 0}, {5, 0, 0}, {64, 0, 0}, {4, 6, 0}, {64, 64, 1}, {5, 4096, 2}, {64, 4096, 0}} {
+				// What the runs of c did with the start function: the
+				// entries of other functions that counted nothing,
+				// those that counted in a thread whose frames were all
+				// spilled, and the calls counted.
+				var skipped, inSpill, counted uint64
+				for seed := range uint64(40) {
+					startName, startIndex, bookStart := sf.start(seed)
+					sk, sp, n := agreeRun(t, seed, c.frames, c.nodes, c.levels, funcs, startName, startIndex, bookStart)
+					skipped, inSpill, counted = skipped+sk, inSpill+sp, counted+n
+				}
+				t.Logf("%+v: %d entries counted nothing, %d counted with the frames all spilled; %d calls", c, skipped, inSpill, counted)
+				switch {
+				case sf.name == "no start function": // (every entry opened a frame: agreeRun)
+					if counted == 0 {
+						t.Errorf("%+v: no call counted", c)
+					}
+				case sf.name == "a start function not found":
+					if counted != 0 || skipped == 0 {
+						t.Errorf("%+v: %d calls counted, %d entries counted nothing; want none, and some", c, counted, skipped)
+					}
+				case skipped == 0 || counted == 0 || (c.frames <= 5 && inSpill == 0):
+					t.Errorf("%+v: %d entries counted nothing, %d counted with the frames all spilled, %d calls; want some of each", c, skipped, inSpill, counted)
 				}
 			}
-			now += 10
-			books.End(thread1, int64(now))
-			p.CloseAll(now)
-			f := books.Figures()
-			for fn := range funcs {
-				got, want := p.Figure(fn), Figure{Calls: f.Hits[fn], Self: f.Self[fn], All: f.All[fn]}
-				if got.Calls != want.Calls || got.Self != want.Self || got.All != want.All {
-					t.Fatalf("frames %d, seed %d, function %d: %+v, the books %+v", frames, seed, fn, got, want)
-				}
-			}
-			if p.Depth() != f.Depth || p.Inside() != f.Inside {
-				t.Fatalf("frames %d, seed %d: depth %d, inside %d; the books %d, %d", frames, seed, p.Depth(), p.Inside(), f.Depth, f.Inside)
-			}
-			if c.nodes == 0 {
-				continue
-			}
-			// The program's nodes, as caller stacks, against the books'.
-			kept := New(plan)
-			takeNodes(p, func(path []int, g Figure) {
-				if g.Outer != g.Calls {
-					t.Fatalf("a node's outermost calls %d, its calls %d", g.Outer, g.Calls)
-				}
-				kept.AddStack(kept.StackFor(path), g.Calls, g.Self, g.All)
-			})
-			want := map[uint64]datafile.Stack{}
-			for _, st := range f.Stacks {
-				want[st.Key^uint64(st.Func)] = st
-			}
-			got := kept.Figures().Stacks
-			for _, st := range got {
-				w, ok := want[st.Key^uint64(st.Func)]
-				delete(want, st.Key^uint64(st.Func))
-				// (A stack told apart by fewer callers than its calls
-				// had may be reached from several caller stacks: its
-				// CallerKey is the first found's, which depends on the
-				// order the stacks are found in.)
-				sameCaller := st.CallerKey == w.CallerKey || c.levels > 0
-				if !ok || st.Hits != w.Hits || st.Time != w.Time || st.ChildTime != w.ChildTime || !sameCaller || !slices.Equal(st.Callers, w.Callers) {
-					t.Fatalf("%+v, seed %d: stack %+v, the books' %+v (found %v)", c, seed, st, w, ok)
-				}
-			}
-			if len(want) > 0 {
-				t.Fatalf("%+v, seed %d: %d stacks of the books' not in the program's, %d stacks", c, seed, len(want), len(got))
-			}
+		})
+	}
+}
+
+// agreeRun plays the random run of seed (TestProgramBookAgreesWithBooks)
+// into a program's book of frames frames and nodes nodes, and into the
+// books of a plan of funcs functions, /STACK levels and start function
+// startName, startIndex (none where startName is ""); the program's book
+// has Start start. It fails the test where their figures differ, or
+// where an entry of a function that counts whatever the calls open (the
+// start function, or any with none) opens no frame, and returns the
+// entries that counted nothing, those of functions other than the start
+// function that counted where the shadow stack had no call open and
+// some spilled, and the calls counted.
+func agreeRun(t *testing.T, seed uint64, frames, nodes, levels, funcs int, startName string, startIndex, start int) (skipped, inSpill, counted uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, uint64(frames)))
+	plan := &datafile.Plan{Method: datafile.FuncTiming, StartFunc: startName, StartIndex: startIndex, Funcs: make([]datafile.Func, funcs),
+		Attribution: nodes > 0, StackDepth: levels}
+	books := New(plan)
+	b := instr.Book{Offset: 128, Frames: frames, Funcs: funcs, Nodes: nodes, Start: start}
+	p := NewProgramBook(make([]byte, b.Offset+b.Size()), b)
+	what := fmt.Sprintf("frames %d, nodes %d, /STACK %d, start %d, seed %d", frames, nodes, levels, start, seed)
+	type open struct {
+		fn int
+		sp uint64
+	}
+	stack := []open{{-1, 1 << 20}}
+	now := uint64(1000)
+	enter := func(fn int, sp uint64) {
+		spilledOnly := p.depth() == 0 && len(p.spill) > 0
+		books.Enter(thread1, fn, sp, int64(now))
+		p.Enter(fn, sp, now)
+		// The entry opened a frame where the top is fn's at sp: any
+		// frame at sp before it was closed.
+		top := p.frame(p.depth())
+		opened := p.depth() > 0 && top.sp == sp && top.fn == uint64(fn)
+		switch {
+		case !opened && b.Counts(fn):
+			t.Fatalf("%s: an entry of function %d, which counts whatever the calls open, opened no frame", what, fn)
+		case !opened:
+			skipped++
+		case spilledOnly && !b.Counts(fn):
+			inSpill++
 		}
 	}
+	exit := func(fn int, sp uint64) {
+		books.Exit(thread1, fn, sp, int64(now))
+		p.Exit(fn, sp, now)
+	}
+	for range 2000 {
+		now += uint64(r.IntN(50))
+		top := stack[len(stack)-1]
+		switch k := r.IntN(20); {
+		case k < 9 || len(stack) == 1: // a call
+			fn, sp := r.IntN(funcs), top.sp-8*uint64(1+r.IntN(32))
+			stack = append(stack, open{fn, sp})
+			enter(fn, sp)
+		case k < 17: // a return
+			stack = stack[:len(stack)-1]
+			exit(top.fn, top.sp)
+		case k < 18: // a tail call
+			fn := r.IntN(funcs)
+			exit(top.fn, top.sp)
+			stack[len(stack)-1].fn = fn
+			enter(fn, top.sp)
+		case k < 19: // a longjmp over some frames
+			stack = stack[:max(1, len(stack)-1-r.IntN(4))]
+		default: // an exit deeper than the open call (a cold part)
+			exit(top.fn, top.sp-64)
+		}
+	}
+	now += 10
+	books.End(thread1, int64(now))
+	p.CloseAll(now)
+	f := books.Figures()
+	for fn := range funcs {
+		got, want := p.Figure(fn), Figure{Calls: f.Hits[fn], Self: f.Self[fn], All: f.All[fn]}
+		if got.Calls != want.Calls || got.Self != want.Self || got.All != want.All {
+			t.Fatalf("%s, function %d: %+v, the books %+v", what, fn, got, want)
+		}
+		counted += got.Calls
+	}
+	if p.Depth() != f.Depth || p.Inside() != f.Inside {
+		t.Fatalf("%s: depth %d, inside %d; the books %d, %d", what, p.Depth(), p.Inside(), f.Depth, f.Inside)
+	}
+	if nodes == 0 {
+		return skipped, inSpill, counted
+	}
+	// The program's nodes, as caller stacks, against the books'.
+	kept := New(plan)
+	takeNodes(p, func(path []int, g Figure) {
+		if g.Outer != g.Calls {
+			t.Fatalf("%s: a node's outermost calls %d, its calls %d", what, g.Outer, g.Calls)
+		}
+		kept.AddStack(kept.StackFor(path), g.Calls, g.Self, g.All)
+	})
+	want := map[uint64]datafile.Stack{}
+	for _, st := range f.Stacks {
+		want[st.Key^uint64(st.Func)] = st
+	}
+	got := kept.Figures().Stacks
+	for _, st := range got {
+		w, ok := want[st.Key^uint64(st.Func)]
+		delete(want, st.Key^uint64(st.Func))
+		// (A stack told apart by fewer callers than its calls had may
+		// be reached from several caller stacks: its CallerKey is the
+		// first found's, which depends on the order the stacks are
+		// found in.)
+		sameCaller := st.CallerKey == w.CallerKey || levels > 0
+		if !ok || st.Hits != w.Hits || st.Time != w.Time || st.ChildTime != w.ChildTime || !sameCaller || !slices.Equal(st.Callers, w.Callers) {
+			t.Fatalf("%s: stack %+v, the books' %+v (found %v)", what, st, w, ok)
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("%s: %d stacks of the books' not in the program's, %d stacks", what, len(want), len(got))
+	}
+	return skipped, inSpill, counted
 }
 
 // TestProgramBookNodes: a program's caller stacks, known by construction:
