@@ -63,8 +63,10 @@ type ledgers struct {
 	// back first).
 	open    map[int]*books.ProgramBook
 	blockOf map[int]int
-	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
-	seen map[int]int64
+	// seen holds when PROFILE saw each stopped thread stop (stopSeen),
+	// or stepped it last (stepHeld, which sets stepping).
+	seen     map[int]int64
+	stepping map[int]bool
 	// vforks holds the book of each thread that made a vfork child, as
 	// it was then (vforking).
 	vforks map[int]*books.ProgramBook
@@ -121,7 +123,7 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, stepping: map[int]bool{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
 	l.gos.reset()
@@ -408,6 +410,8 @@ func (l *ledgers) stopSeen(th *thread) {
 func (l *ledgers) releasing(th *thread) {
 	seen, ok := l.seen[th.tid]
 	delete(l.seen, th.tid)
+	stepping := l.stepping[th.tid]
+	delete(l.stepping, th.tid)
 	if !ok || th.foreign || l.counters == nil {
 		return
 	}
@@ -429,11 +433,30 @@ func (l *ledgers) releasing(th *thread) {
 		last = max(last, g.LastTime())
 	}
 	pre := min(c.stopCost(th), max(int64(l.now(seen)-last), 0))
+	if stepping {
+		pre = 0 // (added at the stop the steps began from)
+	}
 	held := uint64(max(c.clock()-seen+pre, 0))
 	p.SetHeld(p.Held() + held)
 	if g != nil {
 		g.SetHeld(g.Held() + held)
 	}
+}
+
+// stepHeld adds to the books of thread th, which PROFILE single-steps
+// out of its code to deliver a signal (signals.deliverOutside), the time
+// it held the thread so far, as releasing does, and starts the next
+// hold from now: the book code the thread steps through reads the
+// counter and the held time some instructions apart, and a hold added
+// only once the steps are over (some milliseconds under emulation)
+// would be taken out of a call that began, or not out of one that
+// ended, while PROFILE stepped it.
+func stepHeld(l *ledgers, th *thread) {
+	if _, ok := l.seen[th.tid]; !ok {
+		return
+	}
+	l.releasing(th)
+	l.seen[th.tid], l.stepping[th.tid] = l.clocks.clock(), true
 }
 
 // vforking keeps, where books are found from the stack pointer (arm64),

@@ -258,3 +258,39 @@ func TestLedgerCostsOnce(t *testing.T) {
 		t.Errorf("stated uncertainty %d, want 619", st.CostUncertainty)
 	}
 }
+
+// TestLedgerHeldWhileStepped: a thread PROFILE single-steps out of its
+// code has the time held so far in its book at each step, so that the
+// book code it steps through reads a held time that keeps up with the
+// counter; the release after the steps adds only what came after the
+// last step, with no stop's cost before it (that was the first stop's),
+// and the total is the whole hold, seen to let go.
+func TestLedgerHeldWhileStepped(t *testing.T) {
+	r := newLedgerRig(t)
+	p := r.l.open[1]
+	r.l.clocks.startCounter()
+	r.l.start(r.l.counters)
+	r.l.clocks.waited = r.l.clocks.clock()
+	r.l.stopSeen(r.th)
+	time.Sleep(time.Millisecond)
+	mid := r.l.clocks.clock()
+	stepHeld(r.l, r.th)
+	after := r.l.clocks.clock()
+	step := int64(p.Held())
+	if lo, hi := mid-r.l.clocks.waited, after-r.l.clocks.waited; step < lo-1 || step > hi+1 {
+		t.Errorf("held %d ns at the step, want between %d and %d: the stop so far", step, lo, hi)
+	}
+	r.l.clocks.overhead, r.l.clocks.forced = 1e6, true // (a stop's cost, not added again)
+	time.Sleep(time.Millisecond)
+	before := r.l.clocks.clock()
+	r.l.releasing(r.th)
+	end := r.l.clocks.clock()
+	if held := int64(p.Held()); held < before-r.l.clocks.waited-1 || held > end-r.l.clocks.waited+1 {
+		t.Errorf("held %d ns in all, want between %d and %d: the stop, seen to let go, once", held, before-r.l.clocks.waited, end-r.l.clocks.waited)
+	}
+	stepHeld(r.l, r.th) // (no stop seen: nothing)
+	r.l.releasing(r.th)
+	if held := int64(p.Held()); held > end-r.l.clocks.waited+1 {
+		t.Errorf("held %d ns after a step and a release with no stop seen", held)
+	}
+}

@@ -356,6 +356,9 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 		if err != nil || gone {
 			return true, err
 		}
+		if e.ledgers != nil {
+			stepHeld(e.ledgers, th)
+		}
 		switch {
 		case !ws.Stopped():
 			s.later = append(s.later, laterStop{tid, ws}) // (gone: the loop sees it)
