@@ -319,7 +319,7 @@ books:
 func TestBookCodeRunsARM64(t *testing.T) {
 	const fa, fb, fc = 0, 1, 2
 	b := Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas}
-	entries, exits := abBookCodes(t, "", b)
+	entries, exits := abCloserCode(t, b)
 	// The instructions that make up a call's time: those of the entry
 	// from its reading of the counter to its end, but for the BRK,
 	// jumped over, and the store of a new deepest top, which only a call
@@ -1065,9 +1065,9 @@ const (
 	abStackLo, abStackHi = abSP - 0x1000, abSP + 0x1000
 )
 
-// abCloserCode is the entry code of each of b's functions (abCloserBook,
-// or it with nodes), and their exit code where the stack pointer is the
-// entry's.
+// abCloserCode is the entry code of each of book b's functions, and
+// their exit code where the stack pointer is the entry's (the exits at
+// the functions' own returns).
 func abCloserCode(t *testing.T, b Book) (entries, exits []BookCode) {
 	t.Helper()
 	entries, exits = make([]BookCode, b.Funcs), make([]BookCode, b.Funcs)
@@ -2696,7 +2696,7 @@ func TestBookStartRunsARM64(t *testing.T) {
 	// root frame's stack pointer is rootSP, and returns its memory.
 	run := func(name string, b Book, rootSP uint64) *fakeMem {
 		t.Helper()
-		entries, exits := abBookCodes(t, name, b)
+		entries, exits := abCloserCode(t, b)
 		code, offA, offC := abCalls(entries, exits)
 		mem := abMem(b)
 		mem.poke64(abArea+b.FrameAt(0)+FrameSP, rootSP)
@@ -2812,20 +2812,4 @@ func TestBookStartRunsARM64(t *testing.T) {
 			}
 		}
 	}
-}
-
-// abBookCodes returns the entry and exit code of each function of book b
-// (the exits at the functions' own returns); name says which case.
-func abBookCodes(t *testing.T, name string, b Book) (entries, exits []BookCode) {
-	t.Helper()
-	entries, exits = make([]BookCode, b.Funcs), make([]BookCode, b.Funcs)
-	for f := range b.Funcs {
-		var ok1, ok2 bool
-		entries[f], ok1 = ARM64.BookEntryCode(b, f)
-		exits[f], ok2 = ARM64.BookExitCode(b, f, 0)
-		if !ok1 || !ok2 {
-			t.Fatalf("%s: no code of function %d", name, f)
-		}
-	}
-	return entries, exits
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -108,6 +109,25 @@ func goFrames(f *datafile.Func) bool {
 		return !strings.HasSuffix(f.File, ".s")
 	}
 	return false
+}
+
+// goStackTop returns the top of the stack of goroutine g, g.stack.hi,
+// where g's stack holds sp: g.stack is the first two words of g
+// (runtime/runtime2.go: type g struct { stack stack; ...}, type stack
+// struct { lo, hi uintptr }). ok is false for no goroutine (0), a g
+// PROFILE cannot read, or a stack that does not hold sp (the runtime's
+// code on a thread's g0 or signal stack) or is larger than any of Go's
+// (goStackSize: a g the program wrote over).
+func goStackTop(mem instr.Memory, g, sp uint64) (hi uint64, ok bool) {
+	var stack [16]byte
+	if g == 0 || mem == nil || mem.ReadMem(g, stack[:]) != nil {
+		return 0, false
+	}
+	lo, hi := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:])
+	if sp < lo || sp >= hi || hi-sp > goStackSize {
+		return 0, false
+	}
+	return hi, true
 }
 
 // recordRing is the ring of f's record code: a goroutine's for a Go

@@ -152,12 +152,19 @@ func ledgerPossible(t *tracer) bool {
 		(!goTimed(t.arch, p) || !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn)) {
 		return false
 	}
-	probe := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33}
-	if p.Attribution {
-		probe.Nodes = nodesPerBook
-	}
-	_, ok := t.arch.BookEntryCode(probe, 0)
+	_, ok := t.arch.BookEntryCode(probeBook(p, false), 0)
 	return ok
+}
+
+// probeBook is a book of plan p's run, with caller stacks for
+// attribution, a goroutine's where goroutine is set, for asking the
+// architecture whether it has the code.
+func probeBook(p *datafile.Plan, goroutine bool) instr.Book {
+	b := instr.Book{Frames: depthSlots, Funcs: len(p.Funcs) + calFuncs, Table: 1 << 32, Areas: 1 << 33, Go: goroutine}
+	if p.Attribution {
+		b.Nodes = nodesPerBook
+	}
+	return b
 }
 
 // bookFuncs is the number of functions a book has figures for.

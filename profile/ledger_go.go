@@ -43,7 +43,7 @@ var goBooksPerRun = 256
 
 // goStackSize bounds the keys of a goroutine's frames for its closer:
 // their distances from its stack top, less, are from -goStackSize to 0
-// (Go's stacks are at most 1 GiB on 64-bit systems).
+// (Go's stacks are at most 1 GiB on 64-bit systems; goStackTop).
 const goStackSize = 1 << 40
 
 // goLedgers is the ledgers' part that keeps the goroutines' books.
@@ -78,11 +78,7 @@ func goTimed(arch instr.Arch, plan *datafile.Plan) bool {
 			return false
 		}
 	}
-	probe := instr.Book{Frames: depthSlots, Funcs: len(plan.Funcs) + calFuncs, Go: true, Table: 1 << 32, Areas: 1 << 33}
-	if plan.Attribution {
-		probe.Nodes = nodesPerBook
-	}
-	_, ok := arch.BookEntryCode(probe, 0)
+	_, ok := arch.BookEntryCode(probeBook(plan, true), 0)
 	return ok && len(plan.Funcs) > 0
 }
 
@@ -143,12 +139,8 @@ func (gl *goLedgers) frame(th *thread, fn int, sp uint64) (*books.ProgramBook, u
 	l := gl.l
 	if fn < len(l.plan.Funcs) && gl.on && goFrames(&l.plan.Funcs[fn]) {
 		g := l.arch.Goroutine(l.regs)
-		var stack [16]byte
-		if g != 0 && l.mem.ReadMem(g, stack[:]) == nil {
-			lo, hi := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:])
-			if lo <= sp && sp < hi {
-				return gl.book(th, g), sp - hi
-			}
+		if hi, ok := goStackTop(l.mem, g, sp); ok {
+			return gl.book(th, g), sp - hi
 		}
 	}
 	_, p := l.bookFor(th.tid, sp)
@@ -185,12 +177,7 @@ func (gl *goLedgers) running(th *thread) *books.ProgramBook {
 		return nil
 	}
 	g := l.arch.Goroutine(&regs)
-	var stack [16]byte
-	if g == 0 || l.mem.ReadMem(g, stack[:]) != nil {
-		return nil
-	}
-	lo, hi, sp := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:]), l.arch.SP(&regs)
-	if sp < lo || sp >= hi {
+	if _, ok := goStackTop(l.mem, g, l.arch.SP(&regs)); !ok {
 		return nil
 	}
 	return gl.bookOf(g)

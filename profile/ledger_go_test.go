@@ -284,3 +284,64 @@ func TestGoLedgerHeld(t *testing.T) {
 		t.Errorf("held from %p, want gA's book %p: r14 does not name the goroutine whose stack the thread is on", g, pA)
 	}
 }
+
+// TestGoStackTop: a goroutine's stack top is read from its g only where
+// the g names a stack that holds the stack pointer and is no larger than
+// Go's: no goroutine (0), a g PROFILE cannot read, a stack pointer below
+// the stack or at its top, and a g the program wrote over (a stack of
+// 2^41 bytes) give none.
+func TestGoStackTop(t *testing.T) {
+	const gBig = 0xc000000400
+	mem := gStacks{gA: {hiA - 0x8000, hiA}, gBig: {0x1000, 0x1000 + 2*goStackSize}}
+	for _, c := range []struct {
+		what   string
+		g, sp  uint64
+		hi     uint64
+		wantOK bool
+	}{
+		{"on its stack", gA, hiA - 0x100, hiA, true},
+		{"its lowest word", gA, hiA - 0x8000, hiA, true},
+		{"no goroutine", 0, hiA - 0x100, 0, false},
+		{"an unreadable g", gB, hiA - 0x100, 0, false},
+		{"below its stack", gA, hiA - 0x8001, 0, false},
+		{"at its top", gA, hiA, 0, false},
+		{"a stack written over", gBig, 0x2000, 0, false},
+	} {
+		hi, ok := goStackTop(mem, c.g, c.sp)
+		if hi != c.hi || ok != c.wantOK {
+			t.Errorf("%s: %#x, %v; want %#x, %v", c.what, hi, ok, c.hi, c.wantOK)
+		}
+	}
+}
+
+// TestGoLedgerTakesBackAWrittenBook: a goroutine's book the program
+// wrote over (its top, a wild write) is taken back empty the next time
+// PROFILE finds it, with the counter's scale and the keys' bounds its
+// code and closer read: the goroutine's next calls are booked whole.
+func TestGoLedgerTakesBackAWrittenBook(t *testing.T) {
+	r := newGoLedgerRig(t)
+	r.on(gA)
+	p, key := r.l.gos.frame(r.th, goF, hiA-0x100)
+	p.Enter(goF, key, 1000)
+	mem := r.l.counters.layout.GoBookMem(r.mem, 0)
+	top := r.l.counters.layout.Book().Offset + instr.BookTop
+	for i := range uint64(64) {
+		mem[top+i] = byte(i) // a wild write
+	}
+	q, _ := r.l.gos.frame(r.th, goF, hiA-0x100)
+	b := r.l.counters.layout.Book()
+	word := func(off uint64) uint64 { return binary.LittleEndian.Uint64(mem[b.Offset+off:]) }
+	if q != p || r.l.damaged != 1 || p.Damaged() || p.Open() != 0 {
+		t.Fatalf("damaged %d, still damaged %v, %d open: want the book taken back empty", r.l.damaged, p.Damaged(), p.Open())
+	}
+	if word(instr.BookScale) != 1<<instr.BookScaleShift || word(instr.BookStackLo) != ^uint64(goStackSize-1) || word(instr.BookStackHi) != 0 {
+		t.Errorf("scale %#x, keys' bounds %#x to %#x: want %#x, -2^40 to 0", word(instr.BookScale), word(instr.BookStackLo),
+			word(instr.BookStackHi), uint64(1<<instr.BookScaleShift))
+	}
+	p.Enter(goF, key, 2000)
+	p.Exit(goF, key, 2500)
+	r.l.gos.ended(3000)
+	if f := r.l.figs[goF]; f.Calls != 1 || f.Self != 500 {
+		t.Errorf("f: %d calls, %d ns; want the call after the write, 1 of 500 ns", f.Calls, f.Self)
+	}
+}

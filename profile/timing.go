@@ -2,7 +2,6 @@ package profile
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"time"
 
@@ -222,14 +221,8 @@ func (b *booking) frameKey(th *thread, f *datafile.Func) (books.Key, uint64) {
 		return threadLedger(th.tid), sp
 	}
 	g := b.arch.Goroutine(b.regs)
-	var stack [16]byte
-	// g.stack is the first two words of g (runtime/runtime2.go: type g
-	// struct { stack stack; ...}, type stack struct { lo, hi uintptr }).
-	if g == 0 || b.mem.ReadMem(g, stack[:]) != nil {
-		return threadLedger(th.tid), sp
-	}
-	lo, hi := binary.LittleEndian.Uint64(stack[:]), binary.LittleEndian.Uint64(stack[8:])
-	if sp < lo || hi < sp || hi-sp > 1<<40 {
+	hi, ok := goStackTop(b.mem, g, sp)
+	if !ok {
 		return threadLedger(th.tid), sp
 	}
 	return books.Key{Goroutine: true, ID: g}, 1<<63 - (hi - sp)
