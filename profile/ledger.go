@@ -63,10 +63,8 @@ type ledgers struct {
 	// back first).
 	open    map[int]*books.ProgramBook
 	blockOf map[int]int
-	// seen holds when PROFILE saw each stopped thread stop (stopSeen),
-	// or stepped it last (stepHeld, which sets stepping).
-	seen     map[int]int64
-	stepping map[int]bool
+	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
+	seen map[int]int64
 	// vforks holds the book of each thread that made a vfork child, as
 	// it was then (vforking).
 	vforks map[int]*books.ProgramBook
@@ -123,7 +121,7 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, stepping: map[int]bool{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
 	l.gos.reset()
@@ -355,10 +353,21 @@ func (l *ledgers) pass(th *thread, addr uint64) bool {
 	}
 	l.stops++
 	site := r.book
-	b, p := l.bookFor(th.tid, l.arch.SP(l.regs))
+	b := l.bookEvent(th, site, l.regs, l.regs.Reg(site.saved[0].Reg)) // (the counter's time, read by the code)
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
-	now := l.regs.Reg(site.saved[0].Reg) // the counter's time, read by the code
-	sp := l.arch.SP(l.regs) - site.sp
+	for _, s := range site.saved {
+		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
+	}
+	l.regs.SetPC(start + uint64(site.end))
+	return true
+}
+
+// bookEvent books the event of book code site, which thread th (its
+// registers regs) is in, at time now, in the book its code finds, and
+// returns that book's block.
+func (l *ledgers) bookEvent(th *thread, site *bookSite, regs *ptrace.Regs, now uint64) int {
+	b, p := l.bookFor(th.tid, l.arch.SP(regs))
+	sp := l.arch.SP(regs) - site.sp
 	if site.goroutine {
 		p, sp = l.gos.frame(th, site.item, sp)
 	}
@@ -367,11 +376,7 @@ func (l *ledgers) pass(th *thread, addr uint64) bool {
 	} else {
 		p.Enter(site.item, sp, now)
 	}
-	for _, s := range site.saved {
-		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
-	}
-	l.regs.SetPC(start + uint64(site.end))
-	return true
+	return b
 }
 
 // passStop is pass for a thread PROFILE single-steps (its registers in
@@ -413,57 +418,51 @@ func (l *ledgers) stopSeen(th *thread) {
 // was seen (what the thread lost before PROFILE saw it, measured at
 // start-up) to now (releaseHook). Each of the thread's stops is added
 // once, as it goes on, and no other: an exit takes out what was held
-// since its entry.
+// since its entry. A stop PROFILE single-steps the thread out of its
+// code from is one hold, added as it goes on after the steps: the code
+// it steps through has read the counter before the stop (leaveAtStop).
 func (l *ledgers) releasing(th *thread) {
 	seen, ok := l.seen[th.tid]
 	delete(l.seen, th.tid)
-	stepping := l.stepping[th.tid]
-	delete(l.stepping, th.tid)
 	if !ok || th.foreign || l.counters == nil {
 		return
 	}
-	b, ok := l.blockOf[th.tid]
-	p := l.open[b]
-	if !ok || p == nil || b == 0 {
+	p, g, ok := l.heldBooks(th)
+	if !ok {
 		return
 	}
-	l.check(p)
-	c := l.clocks
-	// (What the thread lost before PROFILE saw it is a stop's cost,
-	// measured at start-up; but no more than the time since its last
-	// event, its goroutine's where it runs one: the cost is a
-	// breakpoint's, and a busy machine makes it long, where a stop a
-	// system call makes, a signal raised, may be seen at once.)
-	g := l.gos.held(th, b)
-	last := p.LastTime()
-	if g != nil {
-		last = max(last, g.LastTime())
-	}
-	pre := min(c.stopCost(th), max(int64(l.now(seen)-last), 0))
-	if stepping {
-		pre = 0 // (added at the stop the steps began from)
-	}
-	held := uint64(max(c.clock()-seen+pre, 0))
+	held := uint64(max(l.clocks.clock()-seen+l.lost(th, p, g, seen), 0))
 	p.SetHeld(p.Held() + held)
 	if g != nil {
 		g.SetHeld(g.Held() + held)
 	}
 }
 
-// stepHeld adds to the books of thread th, which PROFILE single-steps
-// out of its code to deliver a signal (signals.deliverOutside), the time
-// it held the thread so far, as releasing does, and starts the next
-// hold from now: the book code the thread steps through reads the
-// counter and the held time some instructions apart, and a hold added
-// only once the steps are over (some milliseconds under emulation)
-// would be taken out of a call that began, or not out of one that
-// ended, while PROFILE stepped it.
-func stepHeld(l *ledgers, th *thread) {
-	if _, ok := l.seen[th.tid]; !ok {
-		return
+// heldBooks returns the book of thread th's block, checked, and the
+// book of the goroutine it runs, if any: the books a hold of th goes to.
+func (l *ledgers) heldBooks(th *thread) (p, g *books.ProgramBook, ok bool) {
+	b, ok := l.blockOf[th.tid]
+	p = l.open[b]
+	if !ok || p == nil || b == 0 {
+		return nil, nil, false
 	}
-	l.releasing(th)
-	l.seen[th.tid], l.stepping[th.tid] = l.clocks.clock(), true
+	l.check(p)
+	return p, l.gos.held(th, b), true
+}
+
+// lost returns the time thread th, seen stopped at seen, lost before
+// PROFILE saw it, its book p's and its goroutine's g (or nil).
+func (l *ledgers) lost(th *thread, p, g *books.ProgramBook, seen int64) int64 {
+	// (What the thread lost before PROFILE saw it is a stop's cost,
+	// measured at start-up; but no more than the time since its last
+	// event, its goroutine's where it runs one: the cost is a
+	// breakpoint's, and a busy machine makes it long, where a stop a
+	// system call makes, a signal raised, may be seen at once.)
+	last := p.LastTime()
+	if g != nil {
+		last = max(last, g.LastTime())
+	}
+	return min(l.clocks.stopCost(th), max(int64(l.now(seen)-last), 0))
 }
 
 // vforking keeps, where books are found from the stack pointer (arm64),

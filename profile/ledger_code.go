@@ -16,8 +16,9 @@ import (
 
 // The books kept in the program, their code (ledger.go): what the
 // trampolines of a timed function run (eventCode), the closer they call
-// (mapCloser), how a thread is moved out of the code PROFILE lets go
-// (restart), and what the code costs (calibrate).
+// (mapCloser), how a thread is moved out of the code for a signal
+// (leaveAtStop) or when PROFILE lets go (restart), and what the code
+// costs (calibrate).
 
 // timed times every function keyed by the stack pointer (timer).
 func (l *ledgers) timed(f *datafile.Func) error {
@@ -113,6 +114,63 @@ func (l *ledgers) restart(tid int) {
 			return
 		}
 	}
+}
+
+// leaveAtStop moves thread th, stopped for a signal in book code before
+// the code commits (its registers in regs, written back by the caller),
+// out of the code: its event is booked here at the time the thread
+// stopped, its registers come back as the code saved them, and it goes
+// on at the code's end, so that a handler finds the program's own code
+// and the book's save slots free. It reports whether it moved the thread;
+// not where the code has committed, or the thread is in the closer (the
+// code has read the counter there: it is stepped out, and its hold added
+// after the steps, as the code would have read it had the stop come
+// after its end).
+//
+// The thread is not rolled back to the code's start and stepped through
+// it, as a ring's record code is: the code reads the counter and the
+// time PROFILE held the thread at instructions some way apart, and
+// PROFILE's steps between them, added to the hold, would not be in the
+// counter's interval, or the other way round (a call charged or spared
+// the steps: TestTimingAlternateStack's outer below spin, under load).
+func (l *ledgers) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
+	c := l.counters
+	if c == nil || th.foreign {
+		return false
+	}
+	pc := regs.PC()
+	tr := trampAt(c.tramps, pc)
+	if tr == nil {
+		return false
+	}
+	for _, rg := range tr.regions {
+		start := tr.addr + uint64(rg.at)
+		if rg.book == nil || pc < start || pc >= start+uint64(rg.book.end) {
+			continue
+		}
+		if !c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+			return false
+		}
+		l.bookEvent(th, rg.book, regs, l.stopTime(th))
+		regs.SetPC(start + uint64(rg.book.end))
+		return true
+	}
+	return false
+}
+
+// stopTime returns when stopped thread th stopped, on the books' clock:
+// when PROFILE saw it, less what it lost before then (lost), the start
+// of the hold its release adds.
+func (l *ledgers) stopTime(th *thread) uint64 {
+	seen, ok := l.seen[th.tid]
+	if !ok {
+		seen = l.clocks.waited
+	}
+	p, g, ok := l.heldBooks(th)
+	if !ok {
+		return l.now(seen)
+	}
+	return l.now(seen) - uint64(l.lost(th, p, g, seen))
 }
 
 // inCloser reports whether pc is in the closer's page.

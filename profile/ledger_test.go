@@ -259,38 +259,78 @@ func TestLedgerCostsOnce(t *testing.T) {
 	}
 }
 
-// TestLedgerHeldWhileStepped: a thread PROFILE single-steps out of its
-// code has the time held so far in its book at each step, so that the
-// book code it steps through reads a held time that keeps up with the
-// counter; the release after the steps adds only what came after the
-// last step, with no stop's cost before it (that was the first stop's),
-// and the total is the whole hold, seen to let go.
-func TestLedgerHeldWhileStepped(t *testing.T) {
+// TestLedgerLeavesAtAStop: a thread stopped for a signal in book code
+// before the code commits goes on at the code's end, its event booked at
+// the time it stopped, not at the counter's time the code read (read
+// before the stop, with the held time read after it, the call would be
+// charged the stop); its registers come back from the save slots where
+// the code had saved them, and stay as they are where it had not. In the
+// code's committed part, it is left to be stepped out. The stop's hold is
+// added as it goes on, all of it after the event.
+func TestLedgerLeavesAtAStop(t *testing.T) {
 	r := newLedgerRig(t)
 	p := r.l.open[1]
 	r.l.clocks.startCounter()
 	r.l.start(r.l.counters)
-	r.l.clocks.waited = r.l.clocks.clock()
-	r.l.stopSeen(r.th)
-	time.Sleep(time.Millisecond)
-	mid := r.l.clocks.clock()
-	stepHeld(r.l, r.th)
-	after := r.l.clocks.clock()
-	step := int64(p.Held())
-	if lo, hi := mid-r.l.clocks.waited, after-r.l.clocks.waited; step < lo-1 || step > hi+1 {
-		t.Errorf("held %d ns at the step, want between %d and %d: the stop so far", step, lo, hi)
+	r.l.clocks.overhead, r.l.clocks.forced = 0, true // (no time lost before the stop was seen)
+	exit := r.l.eventCode(1, exitEvent)
+	exitAt := uint64(tramAt + 0x1000)
+	r.l.counters.tramps = append(r.l.counters.tramps, &tramp{addr: exitAt, code: instr.Trampoline{Code: exit.code}, regions: []region{exit.at(0)}})
+	exitCode, _ := instr.AMD64.BookExitCode(r.l.layout(), 1, 0)
+	at := r.l.counters.layout.BookAt
+	for i := range 4 {
+		binary.LittleEndian.PutUint64(r.block[at+instr.BookSave+uint64(8*i):], uint64(111*(i+1)))
 	}
-	r.l.clocks.overhead, r.l.clocks.forced = 1e6, true // (a stop's cost, not added again)
-	time.Sleep(time.Millisecond)
-	before := r.l.clocks.clock()
-	r.l.releasing(r.th)
-	end := r.l.clocks.clock()
-	if held := int64(p.Held()); held < before-r.l.clocks.waited-1 || held > end-r.l.clocks.waited+1 {
-		t.Errorf("held %d ns in all, want between %d and %d: the stop, seen to let go, once", held, before-r.l.clocks.waited, end-r.l.clocks.waited)
+	stop := func(code instr.BookCode, addr uint64, off int) (bool, uint64) {
+		r.l.clocks.waited = r.l.clocks.clock()
+		r.l.stopSeen(r.th)
+		for _, s := range code.Saved {
+			r.regs.SetReg(s.Reg, 7) // (what the code left in them)
+		}
+		r.regs.SetReg(code.Saved[0].Reg, 1500) // the counter's time the code read
+		r.regs.SetPC(addr + uint64(off))
+		r.regs.SetThreadBase(r.l.counters.layout.BlockAddr(1))
+		r.l.arch.SetSP(&r.regs, 0x800)
+		moved := r.l.leaveAtStop(r.th, &r.regs)
+		return moved, r.l.now(r.l.clocks.waited)
 	}
-	stepHeld(r.l, r.th) // (no stop seen: nothing)
+	p.Enter(0, 0x1000, 1000) // main, open
+	entry := r.code.Rollback[1]
+	moved, when := stop(r.code, tramAt, entry.From+1)
+	if !moved || r.regs.PC() != tramAt+uint64(len(r.code.Code)) {
+		t.Fatalf("moved %v to %#x: want the entry code's end, %#x", moved, r.regs.PC(), tramAt+uint64(len(r.code.Code)))
+	}
+	for _, s := range entry.Restore {
+		if got, want := r.regs.Reg(s.Reg), binary.LittleEndian.Uint64(r.block[s.Offset:]); got != want {
+			t.Errorf("register %d is %d, want %d from its save slot", s.Reg, got, want)
+		}
+	}
+	if last := p.LastTime(); p.Open() != 2 || last+100e3 < when || last > when+100e3 {
+		t.Errorf("%d calls open, the last event at %d ns: want f's entry too, at the stop's time, %d (not 1500)", p.Open(), last, when)
+	}
 	r.l.releasing(r.th)
-	if held := int64(p.Held()); held > end-r.l.clocks.waited+1 {
-		t.Errorf("held %d ns after a step and a release with no stop seen", held)
+	// f's exit, stopped before its commit: f's call closes at the stop's
+	// time, its hold not taken out of it.
+	time.Sleep(time.Millisecond)
+	before := p.Held()
+	moved, when = stop(exitCode, exitAt, exitCode.Rollback[1].From+1)
+	if !moved || r.regs.PC() != exitAt+uint64(len(exitCode.Code)) {
+		t.Fatalf("moved %v to %#x: want the exit code's end", moved, r.regs.PC())
+	}
+	r.l.releasing(r.th)
+	f := p.Figure(1)
+	if f.Calls != 1 || p.Open() != 1 || p.Held() == before || f.All < 900e3 || uint64(f.All) > when-p.LastTime()+10e6 {
+		t.Errorf("f %+v, %d open, held %d then %d: want one call of 1 ms or more, closed at the stop", f, p.Open(), before, p.Held())
+	}
+	// Before the code saved anything, the registers are the program's.
+	_, _ = stop(r.code, tramAt, 0)
+	if r.regs.Reg(r.code.Saved[0].Reg) != 1500 || r.regs.PC() != tramAt+uint64(len(r.code.Code)) {
+		t.Errorf("register %d is %d at %#x: want it as it was, at the code's end", r.code.Saved[0].Reg, r.regs.Reg(r.code.Saved[0].Reg), r.regs.PC())
+	}
+	r.l.releasing(r.th)
+	// Past the commit, left where it is, to be stepped out.
+	done := r.code.Rollback[2]
+	if moved, _ := stop(r.code, tramAt, done.From); moved || r.regs.PC() != tramAt+uint64(done.From) {
+		t.Errorf("moved %v to %#x from the committed part: want it left at %#x", moved, r.regs.PC(), tramAt+uint64(done.From))
 	}
 }

@@ -160,8 +160,9 @@ func (s *signals) pass(th *thread, sig syscall.Signal, e *signalEnv) error {
 }
 
 // rollBack undoes a thread stopped for a signal inside a trampoline's call
-// depth or record code (see counters.rollBack), so that a handler that runs
-// profiled functions finds the save slots free.
+// depth or record code (see counters.rollBack), or moves it out of book
+// code, its event booked (ledgers.leaveAtStop), so that a handler that
+// runs profiled functions finds the save slots free.
 func (s *signals) rollBack(th *thread, e *signalEnv) error {
 	if err := e.proc.getRegs(th.tid, e.regs); err != nil {
 		if ptrace.IsNoProcess(err) {
@@ -170,7 +171,7 @@ func (s *signals) rollBack(th *thread, e *signalEnv) error {
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	e.watch.checkThreadBase(e.counters, th, e.regs, e.watched.warn)
-	rolled := e.counters.rollBack(e.regs)
+	rolled := (e.ledgers != nil && e.ledgers.leaveAtStop(th, e.regs)) || e.counters.rollBack(e.regs)
 	s.settleDepth(e.counters, e.watched.plan, e.watched.arch, e.regs)
 	if !rolled {
 		return nil
@@ -355,9 +356,6 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 		ws, gone, err := stepThrough(e.proc, tid)
 		if err != nil || gone {
 			return true, err
-		}
-		if e.ledgers != nil {
-			stepHeld(e.ledgers, th)
 		}
 		switch {
 		case !ws.Stopped():
