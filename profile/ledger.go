@@ -50,8 +50,10 @@ import (
 // its parent's book, which PROFILE keeps at the vfork and puts back
 // (vforking).
 //
-// The rings (ring.go) stay for the runs that need every event: a trace,
-// Go's goroutines, a start function.
+// The books are kept so for function counting with a start function or
+// caller stacks too: the counts are the books' calls. The rings (ring.go)
+// stay for the runs that need every event, a trace, and for Go on arm64
+// and programs that mix Go and C.
 
 // ledgers is the part of a run whose books are kept in the program.
 type ledgers struct {
@@ -136,18 +138,20 @@ func newLedgers(t *tracer) *ledgers {
 var booksInProgram = true
 
 // ledgerPossible reports whether t's run can keep its books in the
-// program: it times functions, needs no event of theirs one by one (no
-// trace), they are all keyed by the stack pointer,
-// or all Go functions whose counter is one clock across CPUs (their
-// goroutines' books: ledger_go.go), and the architecture has book code
-// (with caller stacks, for attribution).
+// program: it profiles functions (timing them, or counting them with a
+// start function or caller stacks: the books' calls are the counts),
+// needs no event of theirs one by one (no trace), they are all keyed by
+// the stack pointer, or all Go functions (their goroutines' books:
+// ledger_go.go) whose counter, where they are timed, is one clock across
+// CPUs, and the architecture has book code (with caller stacks, for
+// attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
-	if !booksInProgram || !p.Method.IsTiming() || !p.Method.IsFunction() || t.parts.trace != nil || len(p.Funcs) == 0 {
+	if !booksInProgram || !p.Method.IsFunction() || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
 	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) &&
-		(!goTimed(t.arch, p) || !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn)) {
+		(!goTimed(t.arch, p) || (p.Method.IsTiming() && !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn))) {
 		return false
 	}
 	_, ok := t.arch.BookEntryCode(probeBook(p, false), 0)

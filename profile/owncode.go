@@ -42,15 +42,15 @@ func newOwnCodeSampler(env samplerEnv) *sampler {
 
 // ownCodeSampling returns the run's sampler as the parts p now are
 // (choose): function sampling's where the plan samples; where the books
-// are kept in the program, the one sampling PROFILE's own code, made
-// once, with env; else none (the books in the program given up take it
-// with them).
+// are kept in the program for timing, the one sampling PROFILE's own
+// code, made once, with env; else none (the books in the program given
+// up take it with them).
 func (p *parts) ownCodeSampling(env samplerEnv) *sampler {
 	s := p.sampling
 	switch {
 	case s != nil && !s.timing:
 		return s
-	case p.ledgers == nil:
+	case p.ledgers == nil || !env.plan.Method.IsTiming():
 		return nil
 	case s != nil:
 		return s
