@@ -17,7 +17,11 @@ import (
 // room for jmp rel32 (with short, 2 bytes for jmp rel8: repz ret, or pop
 // %rbx; ret). In a function with an indirect jump, which may be a jump
 // table's, the window starts at the exit: a table's target cannot be seen,
-// and one on the exit lands on the jump. The function is decoded once.
+// and one on the exit lands on the jump. The function is scanned once
+// (the scans' fast decoding: lengths, branches and their targets, which
+// agree with the full decoder's, TestScanDecoderAgrees), and only the
+// windows of its exits are decoded in full: a whole function's full
+// decoding took a third of PROFILE's start-up on gofmt.
 func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, error) {
 	jumpLen := amd64JumpLen
 	if short {
@@ -26,36 +30,40 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 	if end < start || end-start > uint64(len(fn)) {
 		return nil, fmt.Errorf("function [%#x, %#x) longer than its %d bytes of code", start, end, len(fn))
 	}
-	var insts []x86Inst
+	var scans []scanned
 	var pcs []uint64
-	var plain []Inst
 	for pc := start; pc < end; {
-		x, err := decodeAMD64Bare(fn[pc-start:end-start], pc)
+		in, err := scanAMD64(fn[pc-start:end-start], pc)
 		if err != nil {
 			return nil, err
 		}
-		if x.Len <= 0 {
+		if in.n <= 0 {
 			return nil, decodeError(a, fn[pc-start:], pc, ErrTruncated) // never: a guard against a loop
 		}
-		insts, pcs, plain = append(insts, x), append(pcs, pc), append(plain, x.Inst)
-		pc += uint64(x.Len)
+		scans, pcs = append(scans, in), append(pcs, pc)
+		pc += uint64(in.n)
 	}
-	targets := codeTargets(plain, start, end)
+	targets := scannedTargets(scans, start, end)
 	// A jump through a register or memory may be a jump table's, whose
 	// targets decoding does not see: in a function that has one, an
 	// exit's window starts at the exit (a target there lands on the
 	// jump), not on the epilogue before it.
-	indirect := slices.ContainsFunc(plain, func(in Inst) bool { return in.Kind == Jump && in.Target == 0 })
+	indirect := slices.ContainsFunc(scans, func(in scanned) bool { return in.kind == Jump && in.target == 0 })
+	insts := make([]x86Inst, len(scans)) // (decoded where a window needs them)
 	var plans []ExitPlan
-	for e, x := range insts {
-		exit := Exit{PC: pcs[e], Len: x.Len, Kind: x.Kind}
+	for e, in := range scans {
+		exit := Exit{PC: pcs[e], Len: in.n, Kind: in.kind}
 		switch {
-		case x.Kind == Ret:
-		case x.Kind == Jump && x.Target == 0:
+		case in.kind == Ret:
+		case in.kind == Jump && in.target == 0:
 			exit.Indirect = true
-			plans = append(plans, ExitPlan{Exit: exit, Err: fmt.Errorf("%s at %#x: %w: %w", x.text(pcs[e]), pcs[e], errIndirect, ErrNotRelocatable)})
+			err := errIndirect
+			if x, derr := decodeAMD64Bare(fn[pcs[e]-start:end-start], pcs[e]); derr == nil {
+				err = fmt.Errorf("%s at %#x: %w", x.text(pcs[e]), pcs[e], errIndirect)
+			}
+			plans = append(plans, ExitPlan{Exit: exit, Err: fmt.Errorf("%w: %w", err, ErrNotRelocatable)})
 			continue
-		case x.Kind == Jump && (x.Target < start || x.Target >= end):
+		case in.kind == Jump && (in.target < start || in.target >= end):
 		default:
 			continue
 		}
@@ -66,9 +74,42 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 	return plans, nil
 }
 
+// scannedTargets returns the set of the targets of the direct branches
+// and PC-relative references of scanned instructions scans that fall
+// inside [lo, hi): the addresses a patch there must not cover but at its
+// start (codeTargets, of the scans).
+func scannedTargets(scans []scanned, lo, hi uint64) map[uint64]bool {
+	into := map[uint64]bool{}
+	for _, in := range scans {
+		if (in.kind == Jump || in.kind == CondJump || in.kind == Call || in.pcrel) && in.target >= lo && in.target < hi {
+			into[in.target] = true
+		}
+	}
+	return into
+}
+
+// decodeWindow decodes in full, into insts, the instructions from first
+// to last of the function fn at start (at pcs) not decoded yet.
+func decodeWindow(fn []byte, start uint64, insts []x86Inst, pcs []uint64, first, last int) error {
+	for i := first; i <= last; i++ {
+		if insts[i].Len > 0 {
+			continue
+		}
+		x, err := decodeAMD64Bare(fn[pcs[i]-start:], pcs[i])
+		if err != nil {
+			return err
+		}
+		insts[i] = x
+	}
+	return nil
+}
+
 // planExit plans the window of exit insts[e] (see PlanExits).
 func (a amd64) planExit(fn []byte, start uint64, insts []x86Inst, pcs []uint64, targets map[uint64]bool, e, jumpLen int, exitOnly bool) (Patch, error) {
 	exit := pcs[e]
+	if err := decodeWindow(fn, start, insts, pcs, max(e-4, 0), e); err != nil {
+		return Patch{}, fmt.Errorf("the exit at %#x and what precedes it: %w", exit, err)
+	}
 	if err := insts[e].relocatable(); err != nil {
 		return Patch{}, fmt.Errorf("%s at %#x: %w", insts[e].text(exit), exit, err)
 	}

@@ -195,6 +195,9 @@ func scanAMD64Fast(code []byte, pc uint64) (scanned, bool) {
 		}
 	}
 	in := scanned{kind: Other}
+	if op == 0xc2 || op == 0xc3 {
+		in.kind = Ret // (as the decoder says: an exit, FindExits)
+	}
 	if op == 0xff && p < len(code) {
 		switch code[p] >> 3 & 7 {
 		case 2, 3:

@@ -9,7 +9,7 @@ import (
 
 // branchClass is what the scans read of an instruction's kind.
 func branchClass(k Kind) Kind {
-	if k == Jump || k == CondJump || k == Call {
+	if k == Jump || k == CondJump || k == Call || k == Ret {
 		return k
 	}
 	return Other

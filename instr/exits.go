@@ -34,27 +34,27 @@ type Exit struct {
 // on past end, over padding), and returns its exits in address order:
 // returns, direct jumps to outside [start, end), indirect jumps.
 func FindExits(a Decoder, fn []byte, start, end uint64) ([]Exit, error) {
-	decode := a.bareDecoder()
+	scan := a.scanDecoder()
 	n := min(int(end-start), len(fn))
 	var exits []Exit
 	for off := 0; off < n; {
 		pc := start + uint64(off)
-		in, err := decode(fn[off:n], pc)
+		in, err := scan(fn[off:n], pc)
 		if err != nil {
 			return nil, err
 		}
-		if in.Len <= 0 {
+		if in.n <= 0 {
 			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
 		}
 		switch {
-		case in.Kind == Ret:
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Ret})
-		case in.Kind == Jump && in.Target == 0:
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump, Indirect: true})
-		case in.Kind == Jump && (in.Target < start || in.Target >= end):
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump})
+		case in.kind == Ret:
+			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Ret})
+		case in.kind == Jump && in.target == 0:
+			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Jump, Indirect: true})
+		case in.kind == Jump && (in.target < start || in.target >= end):
+			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Jump})
 		}
-		off += in.Len
+		off += in.n
 	}
 	return exits, nil
 }
