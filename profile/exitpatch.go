@@ -195,8 +195,24 @@ func (x *exitPatches) shortExits(e *exitPatching) {
 	for _, w := range e.windows {
 		hops.remove(w[0], w[1])
 	}
+	// (Each function's exits planned for short jumps once, for all of
+	// its exits that need them.)
+	type planned struct {
+		plans []instr.ExitPlan
+		err   error
+	}
+	plansOf := map[uint64]planned{}
 	for _, s := range e.short {
-		w, err := x.shortExit(s, e.taken, e.claimed, hops, e.p.area.next)
+		fp, ok := plansOf[s.lo]
+		if !ok {
+			fp.plans, fp.err = x.arch.PlanExits(s.fn, s.lo, s.hi, true)
+			plansOf[s.lo] = fp
+		}
+		var w patchWrite
+		err := fp.err
+		if err == nil {
+			w, err = x.shortExit(s, fp.plans, e.taken, e.claimed, hops, e.p.area.next)
+		}
 		if err != nil {
 			x.exitLeft(e.left, s.item, s.exit, err, e.taken)
 			continue
@@ -335,13 +351,10 @@ func (x *exitPatches) exitLeft(left map[int][]instr.Exit, item int, e instr.Exit
 }
 
 // shortExit patches exit s with a short jump to a hop taken from hops,
-// its trampoline at cell; its patch and hop must overlap neither taken
-// nor claimed.
-func (x *exitPatches) shortExit(s shortExit, taken, claimed spans, hops *hopSpace, cell uint64) (patchWrite, error) {
-	plans, err := x.arch.PlanExits(s.fn, s.lo, s.hi, true)
-	if err != nil {
-		return patchWrite{}, err
-	}
+// its trampoline at cell, as plans (its function's exits planned for
+// short jumps) say; its patch and hop must overlap neither taken nor
+// claimed.
+func (x *exitPatches) shortExit(s shortExit, plans []instr.ExitPlan, taken, claimed spans, hops *hopSpace, cell uint64) (patchWrite, error) {
 	i := slices.IndexFunc(plans, func(p instr.ExitPlan) bool { return p.Exit.PC == s.exit.PC })
 	if i < 0 {
 		return patchWrite{}, fmt.Errorf("exit at %#x: %w", s.exit.PC, instr.ErrTooShort)
