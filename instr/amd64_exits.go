@@ -77,7 +77,7 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 // scannedTargets returns the set of the targets of the direct branches
 // and PC-relative references of scanned instructions scans that fall
 // inside [lo, hi): the addresses a patch there must not cover but at its
-// start (codeTargets, of the scans).
+// start.
 func scannedTargets(scans []scanned, lo, hi uint64) map[uint64]bool {
 	into := map[uint64]bool{}
 	for _, in := range scans {

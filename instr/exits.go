@@ -70,19 +70,6 @@ type ExitPlan struct {
 // errIndirect is why an indirect jump is not patched.
 var errIndirect = errors.New("an indirect jump, maybe inside the function")
 
-// codeTargets returns the set of the targets of the direct branches and
-// PC-relative references of code insts (at pcs) that fall inside
-// [lo, hi): the addresses a patch there must not cover but at its start.
-func codeTargets(insts []Inst, lo, hi uint64) map[uint64]bool {
-	into := map[uint64]bool{}
-	for _, in := range insts {
-		if (in.Kind == Jump || in.Kind == CondJump || in.Kind == Call || in.PCRel) && in.Target >= lo && in.Target < hi {
-			into[in.Target] = true
-		}
-	}
-	return into
-}
-
 // ExitTrampoline builds the trampoline at addr for the exit patch p:
 // the instructions before the exit relocated, then instrumentation
 // (position-independent), then the exit relocated. There is no jump
