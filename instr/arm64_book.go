@@ -87,7 +87,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 		return BookCode{}, false
 	}
 	var a a64Asm
-	a.locate(b)
+	a.find(b)
 	save := uint32(b.Offset + BookSave)
 	a.emit(a64Stp(bookX0, bookX1, a64X16, save))
 	if b.Nodes > 0 {
@@ -95,11 +95,16 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	} else if b.Closer != 0 {
 		a.emit(a64Str(bookX2, a64X16, save+16)) // (the closer's return)
 	}
+	var more []SavedReg
+	if b.Go {
+		more = append(more, a.goSave(b))
+	}
 	saves := a.at()
 	a.time(b, false)
+	key := a.key(b)
 	a.top(b, condHS)
 	check := func() {
-		a.emit(a64Ldur(bookX1, a64X17, FrameSP-BookFrameSize), a64CmpExt(a64SP, bookX1))
+		a.emit(a64Ldur(bookX1, a64X17, FrameSP-BookFrameSize), a64CmpExt(key, bookX1))
 		a.bcond(condLO, "ok")
 	}
 	check()
@@ -121,7 +126,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 		a.label("in")
 	}
 	a.emit(a64Str(bookX0, a64X17, FrameTime), a64Str(a64XZR, a64X17, FrameChildren))
-	a.emit(a64AddImm(bookX1, a64SP, 0), a64Str(bookX1, a64X17, FrameSP))
+	a.emit(a64AddImm(bookX1, key, 0), a64Str(bookX1, a64X17, FrameSP))
 	a.emit(a64Ldr(bookX1, a64X16, uint32(b.Offset+BookHeld)), a64Str(bookX1, a64X17, FrameHeld))
 	a.emit(a64Str(a64XZR, a64X17, FrameBeneath), a64Str(a64XZR, a64X17, FrameKids))
 	a.emit(a64MovImm(bookX1, uint64(f))...)
@@ -140,6 +145,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	a.emit(a64AddReg(a64X17, a64X16, a64X17))
 	a.emit(a64Ldr(bookX0, a64X17, FigureOpen), a64AddImm(bookX0, bookX0, 1), a64Str(bookX0, a64X17, FigureOpen))
 	a.label("out")
+	a.back(b)
 	a.emit(a64Ldp(bookX0, bookX1, a64X16, save))
 	saved := []SavedReg{{Reg: bookX0, Offset: b.Offset + BookSave}, {Reg: bookX1, Offset: b.Offset + BookSave + 8}}
 	if b.Nodes > 0 {
@@ -149,6 +155,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 		saved = append(saved, SavedReg{Reg: bookX2, Offset: b.Offset + BookSave + 16})
 		a.emit(a64Ldr(bookX2, a64X16, save+16))
 	}
+	saved = a.restoreMore(saved, more)
 	code := a.code()
 	return BookCode{Code: code, Stop: stop, Saved: saved, Unchecked: a64Past(code), Scratch: true, Rollback: []Rollback{
 		{From: 0, To: saves},
@@ -213,19 +220,24 @@ func (arm64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 		return BookCode{}, false
 	}
 	var a a64Asm
-	a.locate(b)
+	a.find(b)
 	save := uint32(b.Offset + BookSave)
 	a.emit(a64Stp(bookX0, bookX1, a64X16, save), a64Stp(bookX2, bookX3, a64X16, save+16))
+	var more []SavedReg
+	if b.Go {
+		more = append(more, a.goSave(b))
+	}
 	saves := a.at()
 	a.time(b, true)
+	key := a.key(b)
 	a.emit(a64Str(bookX0, a64X16, uint32(b.Offset+BookLast)))
 	a.top(b, condHI)
 	check := func() {
 		a.emit(a64Ldur(bookX1, a64X17, FrameSP-BookFrameSize))
 		if sp == 0 {
-			a.emit(a64CmpExt(a64SP, bookX1))
+			a.emit(a64CmpExt(key, bookX1))
 		} else {
-			a.emit(a64SubImm(bookX2, a64SP, uint32(sp)), a64CmpExt(bookX2, bookX1))
+			a.emit(a64SubImm(bookX2, key, uint32(sp)), a64CmpExt(bookX2, bookX1))
 		}
 	}
 	check()
@@ -265,10 +277,11 @@ func (arm64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.emit(a64AddReg(bookX2, a64X16, bookX2))
 	a.figures(bookX2, bookX3, "done")
 	a.label("done")
+	a.back(b)
 	a.emit(a64Ldp(bookX0, bookX1, a64X16, save), a64Ldp(bookX2, bookX3, a64X16, save+16))
+	saved := a.restoreMore([]SavedReg{{Reg: bookX0, Offset: b.Offset + BookSave}, {Reg: bookX1, Offset: b.Offset + BookSave + 8},
+		{Reg: bookX2, Offset: b.Offset + BookSave + 16}, {Reg: bookX3, Offset: b.Offset + BookSave + 24}}, more)
 	code := a.code()
-	saved := []SavedReg{{Reg: bookX0, Offset: b.Offset + BookSave}, {Reg: bookX1, Offset: b.Offset + BookSave + 8},
-		{Reg: bookX2, Offset: b.Offset + BookSave + 16}, {Reg: bookX3, Offset: b.Offset + BookSave + 24}}
 	return BookCode{Code: code, Stop: stop, Saved: saved, Unchecked: a64Past(code), Scratch: true, Rollback: []Rollback{
 		{From: 0, To: saves},
 		{From: saves, To: committed, Restore: saved},
@@ -468,7 +481,7 @@ func (a *a64Asm) inc(fig, t, field uint32) {
 //	out: ldp x5, x6, [sp, #16]; ldp x7, x8, [sp, #32]; ldp x3, x4, [sp], #48
 //	ret x2
 func (arm64) BookCloserCode(b Book) ([]byte, bool) {
-	if !b.fitsA64(0) {
+	if !b.fitsA64(0) || b.Go {
 		return nil, false
 	}
 	const x3, x4, x5, x6, x7, x8, x9, x10 = 3, 4, 5, 6, 7, 8, 9, 10
@@ -530,7 +543,7 @@ func (arm64) BookCloserCode(b Book) ([]byte, bool) {
 // whole, within the 4 GiB of the book's end.
 func (b Book) fitsA64(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%16 == 0 && b.Table != 0 && b.Areas != 0 &&
-		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && b.nodesFit() && !b.Go
+		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && b.nodesFit() && (!b.Go || b.Closer == 0)
 }
 
 // a64Past returns a branch from the code's start past its end (B).

@@ -136,7 +136,11 @@ func (x *planNarrator) mechanism() {
 			if c != nil {
 				goBooks = c.layout.GoBooks
 			}
-			x.say("PROFILE times in-process, with the books kept in the program, each goroutine's in a book of its own: each timed Go function's entry and exits jump to trampolines whose code keeps, in the book of the goroutine that runs it (found through the thread's block of the memory it shares with the program, which holds the goroutine the thread ran last and its book), the goroutine's stack of open calls (%d deep, keyed by the distance from the goroutine's stack top, which Go's moving of stacks keeps) and each function's calls, own time and time with its children, without stopping the program. Where a thread runs another goroutine than its block names, the event is PROFILE's, which finds or gives the goroutine its book (a table of %d) and writes both in the block. PROFILE reads the books at the end.%s", depthSlots, goBooks, stacks)
+			block := "the thread's block of the memory it shares with the program"
+			if c != nil && c.layout.Table {
+				block = "the thread's area of the memory it shares with the program, which its thread pointer (TPIDR_EL0) names"
+			}
+			x.say("PROFILE times in-process, with the books kept in the program, each goroutine's in a book of its own: each timed Go function's entry and exits jump to trampolines whose code keeps, in the book of the goroutine that runs it (found through %s, which holds the goroutine the thread ran last and its book), the goroutine's stack of open calls (%d deep, keyed by the distance from the goroutine's stack top, which Go's moving of stacks keeps) and each function's calls, own time and time with its children, without stopping the program. Where a thread runs another goroutine than its block names, the event is PROFILE's, which finds or gives the goroutine its book (a table of %d) and writes both in the block. PROFILE reads the books at the end.%s", block, depthSlots, goBooks, stacks)
 			break
 		}
 		verb, figures := "times", "calls, own time and time with its children"

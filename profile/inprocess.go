@@ -246,9 +246,10 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 		return err
 	}
 	if c.layout.Table {
-		if c.layout.Rings && env.threadPointer {
-			// Go's record code finds the thread's ring area here (the
-			// discard area for a thread beyond them).
+		if (c.layout.Rings || c.layout.Books) && env.threadPointer {
+			// Go's record code finds the thread's ring area here, and
+			// Go's book code the thread's book (the discard area for a
+			// thread beyond them).
 			area := b
 			if !owned {
 				area = 0
@@ -447,9 +448,10 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 // rollOut rolls a thread (or a signal frame) at off in code starting at
 // start out of it by the first of rollback's ranges that holds off, and
 // reports whether one did; base is the thread's block (where threads
-// have areas of the table, the area its stack pointer has).
+// have areas of the table, the area its stack pointer has, unless base
+// names one: Go's book code finds the thread's through its pointer).
 func (c *counters) rollOut(regs instr.Regs, base, start uint64, off int, rollback []instr.Rollback) bool {
-	if c.layout.Table {
+	if c.layout.Table && base == 0 {
 		// (The code saved them in the area it found from the stack
 		// pointer, which it does not move.)
 		base = c.layout.AreaAddr(c.tableArea(c.env.arch.SP(regs)))

@@ -143,15 +143,17 @@ var booksInProgram = true
 // needs no event of theirs one by one (no trace), they are all keyed by
 // the stack pointer, or all Go functions (their goroutines' books:
 // ledger_go.go) whose counter, where they are timed, is one clock across
-// CPUs, and the architecture has book code (with caller stacks, for
-// attribution).
+// CPUs, in a program that leaves the thread pointer to PROFILE where the
+// code finds the thread's book through it (arm64: caps.go), and the
+// architecture has book code (with caller stacks, for attribution).
 func ledgerPossible(t *tracer) bool {
 	p := t.plan
 	if !booksInProgram || !p.Method.IsFunction() || t.parts.trace != nil || len(p.Funcs) == 0 {
 		return false
 	}
 	if slices.ContainsFunc(p.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }) &&
-		(!goTimed(t.arch, p) || (p.Method.IsTiming() && !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn))) {
+		(!goTimed(t.arch, p) || (t.arch.GoRecordsNeedThreadPointer() && !t.caps.threadPointer) ||
+			(p.Method.IsTiming() && !t.clocks.ctr.oneClock(t.arch, p, t.cfg.Warn))) {
 		return false
 	}
 	_, ok := t.arch.BookEntryCode(probeBook(p, false), 0)
@@ -368,12 +370,17 @@ func (l *ledgers) pass(th *thread, addr uint64) bool {
 
 // bookEvent books the event of book code site, which thread th (its
 // registers regs) is in, at time now, in the book its code finds, and
-// returns that book's block.
+// returns the block whose book the code saved the registers in
+// (saveArea).
 func (l *ledgers) bookEvent(th *thread, site *bookSite, regs *ptrace.Regs, now uint64) int {
-	b, p := l.bookFor(th.tid, l.arch.SP(regs))
 	sp := l.arch.SP(regs) - site.sp
+	var b int
+	var p *books.ProgramBook
 	if site.goroutine {
+		b = l.saveArea(th.tid, site, l.arch.SP(regs))
 		p, sp = l.gos.frame(th, site.item, sp)
+	} else {
+		b, p = l.bookFor(th.tid, l.arch.SP(regs))
 	}
 	if site.exit {
 		p.Exit(site.item, sp, now)

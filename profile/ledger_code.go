@@ -109,7 +109,7 @@ func (l *ledgers) restart(tid int) {
 	}
 	for _, rg := range tr.regions {
 		start := tr.addr + uint64(rg.at)
-		if rg.book != nil && pc >= start && c.rollOut(&regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+		if rg.book != nil && pc >= start && c.rollOut(&regs, l.saveBase(tid, rg.book, &regs), start, int(pc-start), rg.rollback) {
 			proc.setRegs(tid, &regs)
 			return
 		}
@@ -148,7 +148,7 @@ func (l *ledgers) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
 		if rg.book == nil || pc < start || pc >= start+uint64(rg.book.end) {
 			continue
 		}
-		if !c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
+		if !c.rollOut(regs, l.saveBase(th.tid, rg.book, regs), start, int(pc-start), rg.rollback) {
 			return false
 		}
 		l.bookEvent(th, rg.book, regs, l.stopTime(th))
@@ -291,8 +291,10 @@ func (l *ledgers) mapCloser(mmap func(hint, size uint64) (uint64, error), pageSi
 		code, ok := l.arch.BookCloserCode(b)
 		var goCode []byte
 		if l.gos.on {
+			// (None on arm64: Go's code there leaves what a closer
+			// would close to PROFILE.)
 			b.Go, b.Closer = true, at+8
-			goCode, ok = l.arch.BookCloserCode(b)
+			goCode, _ = l.arch.BookCloserCode(b)
 		}
 		if !ok || uint64(len(code)+len(goCode))+16 > pageSize {
 			return nil
@@ -321,4 +323,34 @@ func (l *ledgers) calibrationBlocks() (with, without []byte) {
 	b.Start = 0 // (the calibration's calls count, whatever the start function)
 	with, without, _ = instr.BookCalibration(l.arch, b, n+calOuter, n+calInner, calibrationRecords)
 	return with, without
+}
+
+// saveArea returns the block, or the area of the table, whose book the
+// code of site saved thread tid's registers in, its stack pointer sp: the
+// one its code finds (bookFor); for a Go function's code on arm64, the
+// area the thread's pointer names (instr's arm64_gobook.go), the discard
+// area where it names none.
+func (l *ledgers) saveArea(tid int, site *bookSite, sp uint64) int {
+	lay := &l.counters.layout
+	if !site.goroutine || !lay.Table {
+		b, _ := l.bookFor(tid, sp)
+		return b
+	}
+	tp, err := l.proc.threadPointer(tid)
+	first := lay.AreaAddr(0)
+	if err != nil || tp < first || (tp-first)%lay.Stride != 0 || (tp-first)/lay.Stride >= uint64(lay.NBlocks) {
+		return 0
+	}
+	return int((tp - first) / lay.Stride)
+}
+
+// saveBase is the base of the save slots of site's code, run by thread
+// tid with registers regs, for counters.rollOut: its thread base (amd64),
+// the area its thread pointer names for a Go function's code on arm64,
+// else 0 (the area of its stack pointer).
+func (l *ledgers) saveBase(tid int, site *bookSite, regs *ptrace.Regs) uint64 {
+	if lay := &l.counters.layout; lay.Table && site.goroutine {
+		return lay.AreaAddr(l.saveArea(tid, site, l.arch.SP(regs)))
+	}
+	return regs.ThreadBase()
 }

@@ -103,19 +103,18 @@ func (r *goLedgerRig) cached(b int) (g, base uint64) {
 }
 
 // TestGoTimed: the goroutines' books are kept where every function is
-// Go's, on x86-64; not where one is keyed by the stack pointer, nor on
-// arm64, nor for a plan of no function.
+// Go's, on x86-64 and arm64; not where one is keyed by the stack
+// pointer, nor for a plan of no function.
 func TestGoTimed(t *testing.T) {
-	if !goTimed(instr.AMD64, goPlan()) {
-		t.Error("Go functions on x86-64: not timed in goroutines' books")
-	}
-	mixed := goPlan()
-	mixed.Funcs[goF].Frame = datafile.FrameSP
-	if goTimed(instr.AMD64, mixed) {
-		t.Error("a function keyed by the stack pointer among Go's: timed in goroutines' books")
-	}
-	if goTimed(instr.ARM64, goPlan()) {
-		t.Error("Go functions on arm64: timed in goroutines' books")
+	for _, arch := range []instr.Arch{instr.AMD64, instr.ARM64} {
+		if !goTimed(arch, goPlan()) {
+			t.Errorf("Go functions on %s: not timed in goroutines' books", arch.Name())
+		}
+		mixed := goPlan()
+		mixed.Funcs[goF].Frame = datafile.FrameSP
+		if goTimed(arch, mixed) {
+			t.Errorf("a function keyed by the stack pointer among Go's on %s: timed in goroutines' books", arch.Name())
+		}
 	}
 	if goTimed(instr.AMD64, &datafile.Plan{Method: datafile.FuncTiming}) || goTimed(nil, goPlan()) {
 		t.Error("no function, or no architecture: timed in goroutines' books")

@@ -12,8 +12,7 @@ import (
 // page of its own and in whole pages, within the memory's size; a book's
 // base less its offset is its address, and its memory holds it at the
 // offset a block's book has; the base of each book gives it back, and
-// nothing else does. Without GoBooks, and with shared counters (arm64),
-// there is no table.
+// nothing else does. Without GoBooks there is no table.
 func TestLayoutGoBooks(t *testing.T) {
 	const (
 		addr  = 0x7f00_0000_0000
@@ -81,11 +80,30 @@ func TestLayoutGoBooks(t *testing.T) {
 		t.Errorf("without goroutines' books, book %d found", j)
 	}
 
+	testTableGoBooks(t, addr, n)
+}
+
+// testTableGoBooks: the books of the stack table's areas (arm64) have n
+// goroutines' books too, after the two blocks, and the areas after them,
+// all within the memory's size.
+func testTableGoBooks(t *testing.T, addr uint64, n int) {
+	t.Helper()
 	shared := Spec{Kind: instr.CountShared, Items: 2, ByTable: true, Books: true, BookFuncs: 4, DepthSlots: 8, MaxBlocks: 4}
-	_, want := New(shared)
+	_, without := New(shared)
 	shared.GoBooks = n
-	l, size = New(shared)
-	if l.GoBooks != 0 || size != want {
-		t.Errorf("shared counters: %d goroutines' books, %#x bytes, want none, %#x", l.GoBooks, size, want)
+	l, size := New(shared)
+	l.Place(addr)
+	booksEnd := l.GoBooksAt + uint64(n)*l.GoStride
+	if l.GoBooks != n || l.GoBooksAt < 2*l.BlockSize || size < without+booksEnd-l.GoBooksAt {
+		t.Errorf("the table's books: %d goroutines' books at %#x, %#x bytes in all; want %d after the two blocks (%#x), and room for them", l.GoBooks, l.GoBooksAt, size, n, 2*l.BlockSize)
+	}
+	if l.AreasAt < booksEnd || l.AreasAt%l.Stride != 0 {
+		t.Errorf("the areas at %#x, want a multiple of %#x at or past the books' end %#x", l.AreasAt, l.Stride, booksEnd)
+	}
+	if end := l.TableAt + 4*instr.DepthTableSize; end > size {
+		t.Errorf("the table ends at %#x, past the memory's %#x bytes", end, size)
+	}
+	if got := l.GoBookBase(n-1) + l.Book().Offset + l.GoStride; got != addr+booksEnd {
+		t.Errorf("the last book ends at %#x, want %#x", got, addr+booksEnd)
 	}
 }

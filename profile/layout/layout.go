@@ -139,7 +139,7 @@ func New(s Spec) (Layout, uint64) {
 		l.NBlocks /= 2
 	}
 	size := uint64(l.NBlocks) * l.BlockSize
-	if l.Books && l.PerThread() && s.GoBooks > 0 {
+	if l.Books && l.OwnParts() && s.GoBooks > 0 {
 		// (Page-aligned, each book in pages of its own: a goroutine's
 		// book is written by the threads that run it, one at a time.)
 		l.GoStride = (l.Book().Size() + goBookAlign - 1) &^ (goBookAlign - 1)
@@ -164,11 +164,16 @@ func New(s Spec) (Layout, uint64) {
 
 // Place puts the layout at addr, where the memory is mapped in the
 // program: the areas of the table start at the first multiple of their
-// stride after the two blocks.
+// stride after the two blocks, and the goroutines' books where there are
+// some.
 func (l *Layout) Place(addr uint64) {
 	l.ProgAddr = addr
 	if l.Table {
-		areas := (addr + 2*l.BlockSize + l.Stride - 1) &^ (l.Stride - 1)
+		from := 2 * l.BlockSize
+		if l.GoBooks > 0 {
+			from = l.GoBooksAt + uint64(l.GoBooks)*l.GoStride
+		}
+		areas := (addr + from + l.Stride - 1) &^ (l.Stride - 1)
 		l.AreasAt = areas - addr
 		l.TableAt = l.AreasAt + uint64(l.NBlocks)*l.Stride
 	}
