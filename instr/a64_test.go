@@ -95,7 +95,8 @@ func (b a64Break) Error() string { return fmt.Sprintf("%#x: brk", b.pc) }
 // written out here from the Arm ARM (C6.2) rather than taken from the
 // package, and fails on any other. At a BRK it stops with an a64Break.
 // Where r has a counter (r.ticks), every instruction run adds one to it,
-// and MRS of CNTVCT_EL0 reads it: the instructions run before.
+// and MRS of CNTVCT_EL0 reads it: the instructions run before. MRS of
+// TPIDR_EL0 reads r.tp, the thread pointer.
 func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 	sx := func(v uint32, bits uint) uint64 { return uint64(int64(int32(v<<(32-bits)) >> (32 - bits))) }
 	for n := 0; ; n++ {
@@ -154,6 +155,8 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 				return fmt.Errorf("%#x: the counter read, and there is none", pc)
 			}
 			set(rt, *r.ticks)
+		case w&0xffffffe0 == 0xd53bd040: // MRS Xt, TPIDR_EL0 (op0 3, op1 3, CRn 13, CRm 0, op2 2)
+			set(rt, r.tp)
 		case w&0xfc000000 == 0x94000000: // BL: x30 is the return address
 			r.r[30] = pc + 4
 			next = pc + sx(w&0x3ffffff, 26)*4
@@ -229,6 +232,8 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			v, m := r.r[rn], get(w>>16&31)
 			r.flags = subFlags(v, m)
 			set(rt, v-m)
+		case w&0xffe0fc00 == 0xcb206000: // SUB (extended register), UXTX #0: Rn and Rd 31 are sp, Rm 31 xzr
+			r.r[rt] = r.r[rn] - get(w>>16&31)
 		case w&0xff200000 == 0x8b000000 && w>>22&3 == 0: // ADD (shifted register), LSL
 			set(rt, get(rn)+get(w>>16&31)<<(w>>10&63))
 		case w&0xff200000 == 0xcb000000 && w>>22&3 == 0: // SUB (shifted register), LSL: NEG is Rn xzr

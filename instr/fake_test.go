@@ -11,12 +11,14 @@ import (
 // (CNTVCT_EL0), to which a64Exec adds one for every instruction it runs,
 // so that times are counts of instructions. The counter is the machine's,
 // not the thread's: a clone shares it, and so compares equal whatever it
-// reads; nil is none.
+// reads; nil is none. tp is the thread pointer, TPIDR_EL0, which MRS
+// reads (the thread's area, for the books of goroutines).
 type fakeRegs struct {
 	pc    uint64
 	r     [32]uint64
 	flags uint64
 	ticks *uint64
+	tp    uint64
 }
 
 func (f *fakeRegs) PC() uint64             { return f.pc }
