@@ -95,10 +95,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	} else if b.Closer != 0 {
 		a.emit(a64Str(bookX2, a64X16, save+16)) // (the closer's return)
 	}
-	var more []SavedReg
-	if b.Go {
-		more = append(more, a.goSave(b))
-	}
+	more := a.goSave(b)
 	saves := a.at()
 	a.time(b, false)
 	key := a.key(b)
@@ -223,10 +220,7 @@ func (arm64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	a.find(b)
 	save := uint32(b.Offset + BookSave)
 	a.emit(a64Stp(bookX0, bookX1, a64X16, save), a64Stp(bookX2, bookX3, a64X16, save+16))
-	var more []SavedReg
-	if b.Go {
-		more = append(more, a.goSave(b))
-	}
+	more := a.goSave(b)
 	saves := a.at()
 	a.time(b, true)
 	key := a.key(b)

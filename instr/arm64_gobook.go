@@ -57,10 +57,13 @@ func (a *a64Asm) goBook(b Book) {
 }
 
 // goSave appends, for a Go function's code, the saving of x4 in the
-// thread's area (x16), and returns its slot.
-func (a *a64Asm) goSave(b Book) SavedReg {
+// thread's area (x16), and returns its slot; nothing for other code.
+func (a *a64Asm) goSave(b Book) []SavedReg {
+	if !b.Go {
+		return nil
+	}
 	a.emit(a64Str(a64X4, a64X16, uint32(b.Offset+BookSaveMore)))
-	return SavedReg{Reg: a64X4, Offset: b.Offset + BookSaveMore}
+	return []SavedReg{{Reg: a64X4, Offset: b.Offset + BookSaveMore}}
 }
 
 // find appends the finding of the book's area into x16: the thread's

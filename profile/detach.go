@@ -191,7 +191,7 @@ func (a *attachment) letGo(ready map[int]bool) error {
 	// code's breakpoint, which no tracer would serve.)
 	for tid := range t.threads {
 		if l := t.parts.ledgers; l != nil && stopped(tid) {
-			l.restart(tid)
+			inCode{l}.restart(tid)
 		}
 	}
 	var errs []error

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -342,58 +341,16 @@ func (l *ledgers) add(fn int, f books.Figure) {
 // stop handles a thread stopped at the breakpoint of book code: the
 // event is booked here, and the thread goes on at the code's end.
 func (l *ledgers) stop(th *thread, addr uint64) (bool, error) {
-	if !l.pass(th, addr) {
+	if !(inCode{l}).pass(th, addr) {
 		return false, nil
 	}
 	return true, l.host.setAndResume(th, 0)
 }
 
-// pass books the event of thread th stopped at the breakpoint at addr of
-// book code (its registers in l.regs) and moves it to the code's end,
-// its registers back, and reports whether it was book code's.
-func (l *ledgers) pass(th *thread, addr uint64) bool {
-	after := addr + uint64(len(l.arch.Breakpoint()))
-	r, start, ok := l.region(after)
-	if !ok {
-		return false
-	}
-	l.stops++
-	site := r.book
-	b := l.bookEvent(th, site, l.regs, l.regs.Reg(site.saved[0].Reg)) // (the counter's time, read by the code)
-	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
-	for _, s := range site.saved {
-		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
-	}
-	l.regs.SetPC(start + uint64(site.end))
-	return true
-}
-
-// bookEvent books the event of book code site, which thread th (its
-// registers regs) is in, at time now, in the book its code finds, and
-// returns the block whose book the code saved the registers in
-// (saveArea).
-func (l *ledgers) bookEvent(th *thread, site *bookSite, regs *ptrace.Regs, now uint64) int {
-	sp := l.arch.SP(regs) - site.sp
-	var b int
-	var p *books.ProgramBook
-	if site.goroutine {
-		b = l.saveArea(th.tid, site, l.arch.SP(regs))
-		p, sp = l.gos.frame(th, site.item, sp)
-	} else {
-		b, p = l.bookFor(th.tid, l.arch.SP(regs))
-	}
-	if site.exit {
-		p.Exit(site.item, sp, now)
-	} else {
-		p.Enter(site.item, sp, now)
-	}
-	return b
-}
-
 // passStop is pass for a thread PROFILE single-steps (its registers in
 // l.regs, written back).
 func (l *ledgers) passStop(th *thread) bool {
-	if !l.pass(th, l.arch.BreakpointAddr(l.regs.PC())) {
+	if !(inCode{l}).pass(th, l.arch.BreakpointAddr(l.regs.PC())) {
 		return false
 	}
 	l.proc.setRegs(th.tid, l.regs)

@@ -74,10 +74,10 @@ func TestLedgerBooksAStop(t *testing.T) {
 	r.regs.SetPC(tramAt + uint64(r.code.Stop))
 	r.regs.SetReg(r.code.Saved[0].Reg, 1500) // the time the code read
 	r.l.arch.SetSP(&r.regs, 0x1000)
-	if r.l.pass(r.th, tramAt+uint64(r.code.Stop)+8) {
+	if (inCode{r.l}).pass(r.th, tramAt+uint64(r.code.Stop)+8) {
 		t.Fatal("a breakpoint past the code's taken for its own")
 	}
-	if !r.l.pass(r.th, tramAt+uint64(r.code.Stop-1)) {
+	if !(inCode{r.l}).pass(r.th, tramAt+uint64(r.code.Stop-1)) {
 		t.Fatal("the book code's breakpoint not taken")
 	}
 	if pc := r.regs.PC(); pc != tramAt+uint64(len(r.code.Code)) {
@@ -163,7 +163,7 @@ func TestLedgerMapsTheCloser(t *testing.T) {
 		if len(w) != 16+len(code) || binary.LittleEndian.Uint64(w) != c.want+16 || !bytes.Equal(w[16:], code) {
 			t.Errorf("%s: the page holds %x, want the closer's address %#x, then its code", c.name, w[:min(len(w), 16)], c.want+16)
 		}
-		if !r.l.inCloser(c.want+20) || r.l.inCloser(c.want+page) {
+		if in := (inCode{r.l}); !in.inCloser(c.want+20) || in.inCloser(c.want+page) {
 			t.Errorf("%s: the closer's page not where it is", c.name)
 		}
 	}
@@ -291,7 +291,7 @@ func TestLedgerLeavesAtAStop(t *testing.T) {
 		r.regs.SetPC(addr + uint64(off))
 		r.regs.SetThreadBase(r.l.counters.layout.BlockAddr(1))
 		r.l.arch.SetSP(&r.regs, 0x800)
-		moved := r.l.leaveAtStop(r.th, &r.regs)
+		moved := inCode{r.l}.leaveAtStop(r.th, &r.regs)
 		return moved, r.l.now(r.l.clocks.waited)
 	}
 	p.Enter(0, 0x1000, 1000) // main, open

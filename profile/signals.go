@@ -171,7 +171,7 @@ func (s *signals) rollBack(th *thread, e *signalEnv) error {
 		return fmt.Errorf("read registers of thread %d: %w", th.tid, err)
 	}
 	e.watch.checkThreadBase(e.counters, th, e.regs, e.watched.warn)
-	rolled := (e.ledgers != nil && e.ledgers.leaveAtStop(th, e.regs)) || e.counters.rollBack(e.regs)
+	rolled := (e.ledgers != nil && inCode{e.ledgers}.leaveAtStop(th, e.regs)) || e.counters.rollBack(e.regs)
 	s.settleDepth(e.counters, e.watched.plan, e.watched.arch, e.regs)
 	if !rolled {
 		return nil
