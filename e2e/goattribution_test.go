@@ -12,8 +12,8 @@ import (
 )
 
 // TestGoAttributionAgrees: caller stacks (/FT /AT) of Go programs, kept
-// in-process (on x86-64 each goroutine's in its own book in the program;
-// elsewhere the rings) and with breakpoints (PROFILE's books, at a stop
+// in-process (each goroutine's in its own book in the program, as the
+// narration says) and with breakpoints (PROFILE's books, at a stop
 // per event), are the same stacks with the same calls: the books' rules
 // are one. gostacks grows 16 goroutines' stacks through a recursion
 // 1,000 deep (the stacks copied while the calls are open) and recovers
@@ -30,10 +30,13 @@ func TestGoAttributionAgrees(t *testing.T) {
 			prog := testutil.BuildGo(t, c.fixture)
 			var got [2]map[string][]uint64
 			var hits [2]map[string]uint64
-			for i, opts := range [][]string{nil, {"--breakpoints"}} {
+			for i, opts := range [][]string{{"--explain"}, {"--breakpoints"}} {
 				dir, r := workflowWith(t, prog, []string{"/FT", "/AT"}, opts, c.args...)
 				if r.status != 0 {
 					t.Fatalf("profile %v: status %d\n%s", opts, r.status, r.stderr)
+				}
+				if books := "with the books kept in the program, each goroutine's in a book of its own"; i == 0 && !strings.Contains(r.stderr, books) {
+					t.Errorf("in-process, not %q:\n%s", books, r.stderr)
 				}
 				out := must(t, dir, "plist", "/nologo", "/T", c.fixture).stdout
 				got[i], hits[i] = goStacks(t, out), parseTab(t, out).hits
