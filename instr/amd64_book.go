@@ -25,8 +25,9 @@ const (
 // function's code (g), the book's words in the goroutine's book, from
 // r11 (amd64_gobook.go).
 type bookAsm struct {
-	c []byte
-	g bool
+	c       []byte
+	g       bool
+	untimed bool // (Book.Untimed)
 }
 
 // abs appends op with register reg (or the opcode extension) and the
@@ -49,8 +50,13 @@ func (a *bookAsm) frame(op, reg byte, disp int64) {
 }
 
 // time appends the time into rax, in nanoseconds: rdtsc, fenced first
-// where fence is set, scaled by the book's BookScale (b at offset off).
+// where fence is set, scaled by the book's BookScale (b at offset off);
+// for an untimed book, 0 (xor %eax,%eax).
 func (a *bookAsm) time(fence bool, off uint64) {
+	if a.untimed {
+		a.c = append(a.c, 0x31, 0xc0)
+		return
+	}
 	if fence {
 		a.c = append(a.c, 0x0f, 0xae, 0xe8) // lfence
 	}
@@ -166,7 +172,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	if !b.fits(f) {
 		return BookCode{}, false
 	}
-	a := bookAsm{g: b.Go}
+	a := bookAsm{g: b.Go, untimed: b.Untimed}
 	saved := a.saveRegs(b, b.Nodes > 0, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(false, b.Offset)
@@ -269,7 +275,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	if !b.fits(f) || sp < 0 || sp > 127 {
 		return BookCode{}, false
 	}
-	a := bookAsm{g: b.Go}
+	a := bookAsm{g: b.Go, untimed: b.Untimed}
 	saved := a.saveRegs(b, true, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(true, b.Offset)

@@ -23,8 +23,12 @@ func (a *a64Asm) locate(b Book) {
 
 // time appends the time into x0, in nanoseconds: the counter, read after
 // an ISB where fence is set, scaled by the book's BookScale (x17 and x1
-// changed).
+// changed); for an untimed book, 0 (mov x0, #0).
 func (a *a64Asm) time(b Book, fence bool) {
+	if b.Untimed {
+		a.emit(a64MovImm(bookX0, 0)...)
+		return
+	}
 	if fence {
 		a.emit(a64ISB)
 	}

@@ -165,6 +165,11 @@ type Book struct {
 	// frame and counts nothing, and its exit then closes nothing. A
 	// start function not in the plan is a Start no function has.
 	Start int
+	// Untimed makes the code read no counter: every time it keeps is 0,
+	// for a run that counts calls (with a start function, or caller
+	// stacks) and times none. The two readings are most of a call's
+	// cost.
+	Untimed bool
 }
 
 // Counts reports whether the entry of function f counts whatever the

@@ -195,6 +195,10 @@ var nodesPerBook = 1 << 13
 // good to some tens of nanoseconds, a scale of 1e-5 or better.
 func (l *ledgers) start(c *counters) {
 	l.counters = c
+	if !l.plan.Method.IsTiming() {
+		l.openBook(0) // (the code reads no counter: no scale)
+		return
+	}
 	cc := &l.clocks.ctr
 	for cc.scale == 0 || l.clocks.clock()-cc.ns0 < 2e6 {
 		time.Sleep(time.Millisecond)
@@ -207,8 +211,12 @@ func (l *ledgers) start(c *counters) {
 
 // now returns the books' time of the moment ns of PROFILE's clock:
 // the counter read now, scaled as the books' code scales it, less the
-// time since then (a short time, in which the two clocks cannot part).
+// time since then (a short time, in which the two clocks cannot part);
+// 0 in a run that times nothing, as the code's (instr.Book.Untimed).
 func (l *ledgers) now(ns int64) uint64 {
+	if l.scale == 0 {
+		return 0
+	}
 	hi, lo := bits.Mul64(ptrace.Counter(), l.scale)
 	return (hi<<(64-instr.BookScaleShift) | lo>>instr.BookScaleShift) - uint64(max(l.clocks.clock()-ns, 0))
 }
@@ -392,8 +400,8 @@ func (l *ledgers) stopSeen(th *thread) {
 func (l *ledgers) releasing(th *thread) {
 	seen, ok := l.seen[th.tid]
 	delete(l.seen, th.tid)
-	if !ok || th.foreign || l.counters == nil {
-		return
+	if !ok || th.foreign || l.counters == nil || l.scale == 0 {
+		return // (nothing timed: no hold)
 	}
 	p, g, ok := l.heldBooks(th)
 	if !ok {

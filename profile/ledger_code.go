@@ -133,6 +133,7 @@ func (l *ledgers) layout() instr.Book {
 	b := l.counters.layout.Book()
 	b.Closer = l.closer
 	b.Start = startOf(l.plan)
+	b.Untimed = !l.plan.Method.IsTiming()
 	return b
 }
 
