@@ -201,12 +201,12 @@ func (x *exitPatches) shortExits(e *exitPatching) {
 		plans []instr.ExitPlan
 		err   error
 	}
-	plansOf := map[uint64]planned{}
+	plansOf := map[[2]uint64]planned{}
 	for _, s := range e.short {
-		fp, ok := plansOf[s.lo]
+		fp, ok := plansOf[[2]uint64{s.lo, s.hi}]
 		if !ok {
 			fp.plans, fp.err = x.arch.PlanExits(s.fn, s.lo, s.hi, true)
-			plansOf[s.lo] = fp
+			plansOf[[2]uint64{s.lo, s.hi}] = fp
 		}
 		var w patchWrite
 		err := fp.err

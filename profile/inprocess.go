@@ -175,9 +175,11 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	_, inBlock := env.arch.DepthCode(instr.Depth{Slots: depthSlots})
 	_, byTable := env.arch.DepthCode(instr.Depth{Slots: depthSlots, Table: 1})
 	rings := env.rings != nil
-	if env.sampling && !rings {
+	if env.sampling && !rings && env.ledgers == nil {
 		// (Sampling keeps no call depth: its report has none, as the
-		// original's had none, and it counts at counting's cost alone.)
+		// original's had none, and it counts at counting's cost alone.
+		// With a start function or caller stacks it keeps books, which
+		// on arm64 are the stack table's areas.)
 		inBlock, byTable = false, false
 	}
 	spec := layout.Spec{Kind: kind, Items: items, InBlock: inBlock, ByTable: byTable, Rings: rings,

@@ -368,6 +368,12 @@ func (s *signals) deliverOutside(th *thread, sig syscall.Signal, e *signalEnv) (
 			if (e.rings != nil && e.rings.passFull(th)) || (e.ledgers != nil && e.ledgers.passStop(th)) {
 				continue
 			}
+			if e.ledgers != nil && (inCode{e.ledgers}).leaveAtStop(th, e.regs) {
+				// (Stepped into book code before its commit, through
+				// instructions moved before it: its event booked at the
+				// stop's time, not stepped through its readings.)
+				e.proc.setRegs(tid, e.regs)
+			}
 			if !e.ownArea(e.regs.PC()) {
 				e.told.note(steppedOutEvent{th, sig, from, e.regs.PC(), steps})
 				return true, deliverHeld(th, sig, info, later, e)
