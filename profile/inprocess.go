@@ -3,6 +3,7 @@ package profile
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 
@@ -431,15 +432,7 @@ func (c *counters) rollBack(regs *ptrace.Regs) bool {
 		return false
 	}
 	pc := regs.PC()
-	tr := trampAt(c.tramps, pc)
-	if tr == nil {
-		return false
-	}
-	for _, rg := range tr.regions {
-		start := tr.addr + uint64(rg.at)
-		if pc < start {
-			continue
-		}
+	for rg, start := range regionsAt(c.tramps, pc) {
 		if c.rollOut(regs, regs.ThreadBase(), start, int(pc-start), rg.rollback) {
 			return true
 		}
@@ -497,6 +490,23 @@ func (c *counters) origPC(pc uint64) (uint64, bool) {
 		return 0, false
 	}
 	return tr.code.OrigPC(tr.addr, tr.patch.End(), pc), true
+}
+
+// regionsAt yields the regions of the trampoline of tramps that holds
+// pc which start at or before pc, each with its start, in order.
+func regionsAt(tramps []*tramp, pc uint64) iter.Seq2[*region, uint64] {
+	return func(yield func(*region, uint64) bool) {
+		tr := trampAt(tramps, pc)
+		if tr == nil {
+			return
+		}
+		for i := range tr.regions {
+			start := tr.addr + uint64(tr.regions[i].at)
+			if pc >= start && !yield(&tr.regions[i], start) {
+				return
+			}
+		}
+	}
 }
 
 // trampAt returns the trampoline of tramps (sorted by address) that

@@ -97,13 +97,8 @@ func (l inCode) restart(tid int) {
 		}
 	}
 	pc := regs.PC()
-	tr := trampAt(c.tramps, pc)
-	if tr == nil {
-		return
-	}
-	for _, rg := range tr.regions {
-		start := tr.addr + uint64(rg.at)
-		if rg.book != nil && pc >= start && c.rollOut(&regs, l.saveBase(tid, rg.book, &regs), start, int(pc-start), rg.rollback) {
+	for rg, start := range regionsAt(c.tramps, pc) {
+		if rg.book != nil && c.rollOut(&regs, l.saveBase(tid, rg.book, &regs), start, int(pc-start), rg.rollback) {
 			proc.setRegs(tid, &regs)
 			return
 		}
@@ -133,13 +128,8 @@ func (l inCode) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
 		return false
 	}
 	pc := regs.PC()
-	tr := trampAt(c.tramps, pc)
-	if tr == nil {
-		return false
-	}
-	for _, rg := range tr.regions {
-		start := tr.addr + uint64(rg.at)
-		if rg.book == nil || pc < start || pc >= start+uint64(rg.book.end) {
+	for rg, start := range regionsAt(c.tramps, pc) {
+		if rg.book == nil || pc >= start+uint64(rg.book.end) {
 			continue
 		}
 		if !c.rollOut(regs, l.saveBase(th.tid, rg.book, regs), start, int(pc-start), rg.rollback) {
