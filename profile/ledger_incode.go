@@ -169,11 +169,11 @@ func (l inCode) saveArea(tid int, site *bookSite, sp uint64) int {
 		return b
 	}
 	tp, err := l.proc.threadPointer(tid)
-	first := lay.AreaAddr(0)
-	if err != nil || tp < first || (tp-first)%lay.Stride != 0 || (tp-first)/lay.Stride >= uint64(lay.NBlocks) {
+	if err != nil {
 		return 0
 	}
-	return int((tp - first) / lay.Stride)
+	b, _ := lay.AreaAt(tp) // (0, the discard area, for none)
+	return b
 }
 
 // saveBase is the base of the save slots of site's code, run by thread

@@ -85,7 +85,8 @@ func TestLayoutGoBooks(t *testing.T) {
 
 // testTableGoBooks: the books of the stack table's areas (arm64) have n
 // goroutines' books too, after the two blocks, and the areas after them,
-// all within the memory's size.
+// all within the memory's size; an area's start names it (AreaAt), no other
+// address does.
 func testTableGoBooks(t *testing.T, addr uint64, n int) {
 	t.Helper()
 	shared := Spec{Kind: instr.CountShared, Items: 2, ByTable: true, Books: true, BookFuncs: 4, DepthSlots: 8, MaxBlocks: 4}
@@ -105,5 +106,22 @@ func testTableGoBooks(t *testing.T, addr uint64, n int) {
 	}
 	if got := l.GoBookBase(n-1) + l.Book().Offset + l.GoStride; got != addr+booksEnd {
 		t.Errorf("the last book ends at %#x, want %#x", got, addr+booksEnd)
+	}
+	// A thread pointer names an area by its start, and nothing else
+	// (a Go function's book code saves its registers there).
+	for _, b := range []int{0, 1, l.NBlocks - 1} {
+		if got, ok := l.AreaAt(l.AreaAddr(b)); !ok || got != b {
+			t.Errorf("the start of area %d gives %d, %v", b, got, ok)
+		}
+	}
+	for _, bad := range []uint64{0, l.AreaAddr(0) - l.Stride, l.AreaAddr(1) + 8, l.AreaAddr(l.NBlocks), addr + l.GoBooksAt, ^uint64(0)} {
+		if got, ok := l.AreaAt(bad); ok {
+			t.Errorf("%#x, no area's start, gives area %d", bad, got)
+		}
+	}
+	blocks, _ := New(Spec{Kind: instr.CountPerThread, Items: 2, Books: true, BookFuncs: 4, DepthSlots: 8, MaxBlocks: 4})
+	blocks.Place(addr)
+	if got, ok := blocks.AreaAt(addr + blocks.BlockSize); ok {
+		t.Errorf("blocks, no table: a block's address gives area %d", got)
 	}
 }

@@ -224,6 +224,16 @@ func (l *Layout) BlockAt(base uint64) (int, bool) {
 	return int(b), true
 }
 
+// AreaAt returns the area of the stack table whose address is addr (a
+// thread pointer), none for an address that is no area's.
+func (l *Layout) AreaAt(addr uint64) (int, bool) {
+	first := l.ProgAddr + l.AreasAt
+	if !l.Table || addr < first || (addr-first)%l.Stride != 0 || (addr-first)/l.Stride >= uint64(l.NBlocks) {
+		return 0, false
+	}
+	return int((addr - first) / l.Stride), true
+}
+
 // Counted is the end of the blocks that hold counts, from block 1: where
 // threads have blocks, every block given so far (below next); else block
 // 1 alone.
