@@ -52,19 +52,16 @@ func (a amd64) PlanExits(fn []byte, start, end uint64, short bool) ([]ExitPlan, 
 	insts := make([]x86Inst, len(scans)) // (decoded where a window needs them)
 	var plans []ExitPlan
 	for e, in := range scans {
-		exit := Exit{PC: pcs[e], Len: in.n, Kind: in.kind}
-		switch {
-		case in.kind == Ret:
-		case in.kind == Jump && in.target == 0:
-			exit.Indirect = true
+		exit, ok := exitAt(pcs[e], in.n, in.kind, in.target, start, end)
+		if !ok {
+			continue
+		}
+		if exit.Indirect {
 			err := errIndirect
 			if x, derr := decodeAMD64Bare(fn[pcs[e]-start:end-start], pcs[e]); derr == nil {
 				err = fmt.Errorf("%s at %#x: %w", x.text(pcs[e]), pcs[e], errIndirect)
 			}
 			plans = append(plans, ExitPlan{Exit: exit, Err: fmt.Errorf("%w: %w", err, ErrNotRelocatable)})
-			continue
-		case in.kind == Jump && (in.target < start || in.target >= end):
-		default:
 			continue
 		}
 		p, err := a.planExit(fn, start, insts, pcs, targets, e, jumpLen, indirect)

@@ -46,17 +46,28 @@ func FindExits(a Decoder, fn []byte, start, end uint64) ([]Exit, error) {
 		if in.n <= 0 {
 			return nil, decodeError(a, fn[off:], pc, ErrTruncated) // never: a guard against a loop
 		}
-		switch {
-		case in.kind == Ret:
-			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Ret})
-		case in.kind == Jump && in.target == 0:
-			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Jump, Indirect: true})
-		case in.kind == Jump && (in.target < start || in.target >= end):
-			exits = append(exits, Exit{PC: pc, Len: in.n, Kind: Jump})
+		if e, ok := exitAt(pc, in.n, in.kind, in.target, start, end); ok {
+			exits = append(exits, e)
 		}
 		off += in.n
 	}
 	return exits, nil
+}
+
+// exitAt returns the exit an instruction of n bytes at pc, of kind and
+// (for a direct branch) target, is in the function [start, end): a
+// return, an indirect jump, or a direct jump out of the function; false
+// for any other.
+func exitAt(pc uint64, n int, kind Kind, target, start, end uint64) (Exit, bool) {
+	switch {
+	case kind == Ret:
+		return Exit{PC: pc, Len: n, Kind: Ret}, true
+	case kind == Jump && target == 0:
+		return Exit{PC: pc, Len: n, Kind: Jump, Indirect: true}, true
+	case kind == Jump && (target < start || target >= end):
+		return Exit{PC: pc, Len: n, Kind: Jump}, true
+	}
+	return Exit{}, false
 }
 
 // ExitPlan is the plan of one exit's patch.

@@ -64,13 +64,8 @@ func fullExits(fn []byte, start, end uint64) ([]Exit, bool) {
 		if err != nil || in.Len <= 0 {
 			return nil, false
 		}
-		switch {
-		case in.Kind == Ret:
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Ret})
-		case in.Kind == Jump && in.Target == 0:
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump, Indirect: true})
-		case in.Kind == Jump && (in.Target < start || in.Target >= end):
-			exits = append(exits, Exit{PC: pc, Len: in.Len, Kind: Jump})
+		if e, ok := exitAt(pc, in.Len, in.Kind, in.Target, start, end); ok {
+			exits = append(exits, e)
 		}
 		off += in.Len
 	}
