@@ -11,15 +11,16 @@ import (
 
 // Version is the binary format version this package writes. It reads
 // this version and the ones listed in doc.go ([MinVersion] on).
-const Version = 9
+const Version = 10
 
 // MinVersion is the oldest format version this package reads: version 3
 // differs from 4 only in the .pbt, which had no discarded runs, 4 from 5
 // only in the statistics, which had no sampling figures, 5 from 6 only
 // in the stacks, which had no CallerKey, 6 from 7 only in the plan,
 // which had no LeftOut, 7 from 8 only in the statistics, which had no
-// CostUncertainty, and 8 from 9 only in the statistics, which had no
-// CPUTime (doc.go).
+// CostUncertainty, 8 from 9 only in the statistics, which had no
+// CPUTime, and 9 from 10 only in the statistics, which had no waits
+// (doc.go).
 const MinVersion = 3
 
 // The constants of the header (doc.go).

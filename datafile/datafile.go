@@ -299,6 +299,12 @@ type Stack struct {
 	Hits      uint64
 	Time      int64
 	ChildTime int64
+	// Wait and ChildWait are the stack's share of [Stats.Waits], in
+	// nanoseconds: the time its calls spent off a CPU in the function
+	// itself, and with its children. Both are 0 when the runs did not
+	// measure each call's time on a CPU (Stats.Waits nil).
+	Wait      int64 `json:",omitempty"`
+	ChildWait int64 `json:",omitempty"`
 }
 
 // Stats are the figures of one run or, summed, of several.
@@ -332,6 +338,30 @@ type Stats struct {
 	// threads mostly waited: the times are elapsed, waits included, and
 	// the report says so. Of several runs, the sum, as TotalTime's.
 	CPUTime int64 `json:",omitzero"`
+	// Waits are the time each profiled call spent off a CPU (function
+	// timing runs that measured it), nil when the run did not measure
+	// each call's time on a CPU: a database holds them only when every
+	// run merged into it measured them. Function and child times less
+	// these waits are the times on a CPU that PLIST --time=cpu lists.
+	Waits *WaitStats `json:",omitempty"`
+}
+
+// WaitStats are the time the calls of a function timing run spent off a
+// CPU (waiting: sleeping, blocked, preempted), charged to the profiled
+// calls open while the thread waited. Each wait figure is at most the
+// time it is part of (PROFILE makes it so), so that a time less its wait
+// is the time on a CPU. Of several runs, the sums.
+type WaitStats struct {
+	// FuncWait and ChildWait are per function (Plan.Funcs), in
+	// nanoseconds: the time its calls spent off a CPU in the function
+	// itself, and with its children (counted once per recursion, as
+	// ChildTime is).
+	FuncWait  []int64
+	ChildWait []int64
+	// InsideWait is the time off a CPU within the outermost profiled
+	// calls, summed over threads: what TotalTime-OutsideTime holds of
+	// waits.
+	InsideWait int64
 }
 
 // SamplingStats are the figures of function sampling runs.

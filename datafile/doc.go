@@ -13,7 +13,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 9
+// # Binary layout, format version 10
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -23,7 +23,7 @@
 //	offset  size  field
 //	0       10    signature, the ASCII bytes "MS-PROF/KR" (the tag found in
 //	              the original's binaries)
-//	10      2     format version, u16: 9 (3 to 8 are read too: below)
+//	10      2     format version, u16: 10 (3 to 9 are read too: below)
 //	12      1     kind, u8: 1 plan (.pbi), 2 counts (.pbo), 3 merged (.pbt)
 //	13      1     flags, u8: reserved, 0
 //	14      8     body length N, u64, at most 1 GiB
@@ -100,7 +100,12 @@
 //	            then the sampling figures (Stats.Sampling): varint Interval,
 //	            uvarint Sampler (0 none, 1 perf events, 2 ptrace, 3 both), uvarint Outside, uvarint Lost, varint KernelTime,
 //	            list(uvarint) Samples, list(uvarint) LineSamples,
-//	            then varint CostUncertainty, varint CPUTime
+//	            then varint CostUncertainty, varint CPUTime,
+//	            then bool Waits measured (Stats.Waits not nil) and, only
+//	            when it is 1, list(varint) FuncWait, list(varint) ChildWait,
+//	            varint InsideWait, list(varint Wait, varint ChildWait):
+//	            the waits of the stacks, one per stack in the order of
+//	            Stacks (its count must be theirs)
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)
@@ -110,18 +115,21 @@
 //
 // # Older versions
 //
-// The writer writes version 9; the readers also read versions 8, 7, 6, 5,
-// 4 and 3 ([MinVersion]). Version 8 is version 9 but for section 8, which
-// ends after CostUncertainty: its runs do not state their threads' time
-// on a CPU (CPUTime reads as 0). Version 7 is version 8 but for section
-// 8, which ends after the sampling figures: its runs state no cost
-// uncertainty (it reads as 0). Version 6 is version 7 but for section 2,
-// which ends after Calibration: its plans say nothing of what the default
-// selection left out. Version 5's stacks have no CallerKey (it reads as 0: the
-// chain of callers beyond the two shown is not known). Version 4 is
-// version 5 but for section 8, which ends after the stacks: its files
-// hold no sampling figures. Version 3 is version 4 but for the .pbt, which
-// ends after section 8: a database of version 3 has no discarded runs.
+// The writer writes version 10; the readers also read versions 9, 8, 7,
+// 6, 5, 4 and 3 ([MinVersion]). Version 9 is version 10 but for section
+// 8, which ends after CPUTime: its runs did not measure each call's time
+// on a CPU (Stats.Waits reads as nil, the stacks' waits as 0). Version 8
+// is version 9 but for section 8, which ends after CostUncertainty: its
+// runs do not state their threads' time on a CPU (CPUTime reads as 0).
+// Version 7 is version 8 but for section 8, which ends after the sampling
+// figures: its runs state no cost uncertainty (it reads as 0). Version 6
+// is version 7 but for section 2, which ends after Calibration: its plans
+// say nothing of what the default selection left out. Version 5's stacks
+// have no CallerKey (it reads as 0: the chain of callers beyond the two
+// shown is not known). Version 4 is version 5 but for section 8, which
+// ends after the stacks: its files hold no sampling figures. Version 3 is
+// version 4 but for the .pbt, which ends after section 8: a database of
+// version 3 has no discarded runs.
 // Other versions are [ErrVersion].
 //
 // # Text form

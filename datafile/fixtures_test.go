@@ -121,11 +121,28 @@ func testCounts(m Method, second bool) *Counts {
 		}
 		c.Stats.TotalTime, c.Stats.OutsideTime = 4500000, 500000
 	}
+	waited(c, second)
 	for i := range c.Stats.Stacks {
 		s := &c.Stats.Stacks[i]
 		s.Time, s.ChildTime = c.Stats.FuncTime[s.Func], c.Stats.ChildTime[s.Func]
+		s.Wait, s.ChildWait = c.Stats.Waits.FuncWait[s.Func], c.Stats.Waits.ChildWait[s.Func]
 	}
 	return c
+}
+
+// waited gives timing counts c the waits of a run that measured each
+// call's time on a CPU: main waited 2 of its 5 ms, helper 1 of its 3, in
+// the first run, half of that in the second.
+func waited(c *Counts, second bool) {
+	w := &WaitStats{FuncWait: []int64{2000000, 1000000, 40, 0}, ChildWait: []int64{3000000, 1000000, 40, 0},
+		InsideWait: 3000000}
+	if second {
+		for i := range w.FuncWait {
+			w.FuncWait[i], w.ChildWait[i] = w.FuncWait[i]/2, w.ChildWait[i]/2
+		}
+		w.InsideWait /= 2
+	}
+	c.Stats.Waits = w
 }
 
 // sampled gives sampling counts c the figures of a run of testPlan's

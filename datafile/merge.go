@@ -48,6 +48,11 @@ func zeros[T any](n int) []T {
 //   - hits, function and child times, total, outside and CPU time add up, so
 //     coverage flags count the runs that covered an item;
 //   - CallDepth becomes the larger of the two;
+//   - the waits ([Stats.Waits]) add up when both the database and the run
+//     measured them; a database without runs takes the run's; a run that
+//     did not measure them leaves the database without waits (nil, its
+//     stacks' waits 0), and so does every run after it, since a database
+//     with runs and no waits has a run that did not measure them;
 //   - stacks with equal Func, Callers and Key add their hits and times,
 //     keep the smaller CallerKey of the two (either leads to the same
 //     callers: 0, not known, only when both are), and the stacks are kept
@@ -69,6 +74,12 @@ func (m *Merged) Add(c *Counts) error {
 	if err := checkSums(&m.Stats, &c.Stats); err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
+	waits := addWaits(m.Stats.Waits, c.Stats.Waits, len(m.Runs) == 0)
+	if waits == nil {
+		for i := range stacks {
+			stacks[i].Wait, stacks[i].ChildWait = 0, 0
+		}
+	}
 	m.Runs = append(m.Runs, c.Run)
 	m.Overheads = append(m.Overheads, c.Overhead)
 	s, cs := &m.Stats, &c.Stats
@@ -83,8 +94,26 @@ func (m *Merged) Add(c *Counts) error {
 	s.CallDepth = max(s.CallDepth, cs.CallDepth)
 	s.CostUncertainty = max(s.CostUncertainty, cs.CostUncertainty)
 	s.Stacks = stacks
+	s.Waits = waits
 	s.Sampling.add(&cs.Sampling)
 	return nil
+}
+
+// addWaits returns the waits of a database after adding a run's: nil
+// when the run did not measure them, or when the database, which holds
+// runs (first false), has none; else the sum, in a's slices or in new
+// ones when a is nil. It modifies neither b nor, when it returns nil, a.
+func addWaits(a, b *WaitStats, first bool) *WaitStats {
+	if b == nil || (a == nil && !first) {
+		return nil
+	}
+	if a == nil {
+		a = &WaitStats{}
+	}
+	a.FuncWait = addTimes(a.FuncWait, b.FuncWait)
+	a.ChildWait = addTimes(a.ChildWait, b.ChildWait)
+	a.InsideWait += b.InsideWait
+	return a
 }
 
 // add adds the sampling figures of a run to those of a database; check
@@ -269,6 +298,28 @@ func checkSums(a, b *Stats) error {
 	if !canAdd(a.CPUTime, b.CPUTime) {
 		return fmt.Errorf("CPU time: %w", ErrOverflow)
 	}
+	return checkWaitSums(a.Waits, b.Waits)
+}
+
+// checkWaitSums reports whether adding the waits b to a would overflow
+// (nothing is added unless both are measured).
+func checkWaitSums(a, b *WaitStats) error {
+	if a == nil || b == nil {
+		return nil
+	}
+	for _, t := range []struct {
+		name string
+		a, b []int64
+	}{{"function wait", a.FuncWait, b.FuncWait}, {"child wait", a.ChildWait, b.ChildWait}} {
+		for i := range t.b {
+			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
+				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
+			}
+		}
+	}
+	if !canAdd(a.InsideWait, b.InsideWait) {
+		return fmt.Errorf("inside wait: %w", ErrOverflow)
+	}
 	return nil
 }
 
@@ -324,12 +375,15 @@ func mergeStacks(a, b []Stack) ([]Stack, error) {
 				continue
 			}
 			t := &out[j]
-			if t.Hits > math.MaxUint64-s.Hits || !canAdd(t.Time, s.Time) || !canAdd(t.ChildTime, s.ChildTime) {
+			if t.Hits > math.MaxUint64-s.Hits || !canAdd(t.Time, s.Time) || !canAdd(t.ChildTime, s.ChildTime) ||
+				!canAdd(t.Wait, s.Wait) || !canAdd(t.ChildWait, s.ChildWait) {
 				return nil, fmt.Errorf("stack of function %d: %w", s.Func, ErrOverflow)
 			}
 			t.Hits += s.Hits
 			t.Time += s.Time
 			t.ChildTime += s.ChildTime
+			t.Wait += s.Wait
+			t.ChildWait += s.ChildWait
 			// Any caller stack gives the same chain as far as the stack's
 			// key tells: the smaller known one, whatever the order.
 			if t.CallerKey == 0 || (s.CallerKey != 0 && s.CallerKey < t.CallerKey) {

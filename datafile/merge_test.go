@@ -59,11 +59,14 @@ func TestMergeSums(t *testing.T) {
 			CostUncertainty: 9,
 			// The sum of the two runs', as the total time's.
 			CPUTime: 5500000,
+			// Both runs measured their waits: the sums.
+			Waits: &WaitStats{FuncWait: []int64{3000000, 1500000, 60, 0}, ChildWait: []int64{4500000, 1500000, 60, 0},
+				InsideWait: 4500000},
 			// Sorted by function, callers and key; main's and helper's
 			// stacks of both runs added up.
 			Stacks: []Stack{
-				{Func: 0, Callers: []int{-1}, Hits: 1024, Time: 7500000, ChildTime: 12000000},
-				{Func: 1, Callers: []int{-1, 0}, Key: 0x9e37, Hits: 2048, Time: 4500000, ChildTime: 4500000},
+				{Func: 0, Callers: []int{-1}, Hits: 1024, Time: 7500000, ChildTime: 12000000, Wait: 3000000, ChildWait: 4500000},
+				{Func: 1, Callers: []int{-1, 0}, Key: 0x9e37, Hits: 2048, Time: 4500000, ChildTime: 4500000, Wait: 1500000, ChildWait: 1500000},
 				{Func: 3, Callers: []int{0, 2}, Key: 1, CallerKey: 0x77, Hits: 7},
 			},
 		},

@@ -288,7 +288,49 @@ func (e *encoder) stats(st *Stats) {
 		w.uvarints(sm.LineSamples)
 		w.varint(st.CostUncertainty)
 		w.varint(st.CPUTime)
+		w.waits(st)
 	})
+}
+
+// waits encodes the end of section 8: whether the waits were measured
+// and, when they were, the waits of the functions, inside, and of each
+// stack (zero, and not written, when they were not: Validate).
+func (w *payload) waits(st *Stats) {
+	ws := st.Waits
+	w.bool(ws != nil)
+	if ws == nil {
+		return
+	}
+	w.varints(ws.FuncWait)
+	w.varints(ws.ChildWait)
+	w.varint(ws.InsideWait)
+	w.int(len(st.Stacks))
+	for i := range st.Stacks {
+		w.varint(st.Stacks[i].Wait)
+		w.varint(st.Stacks[i].ChildWait)
+	}
+}
+
+// waits decodes what [payload.waits] encodes, into st whose stacks are
+// read.
+func (d *decoder) waits(st *Stats) {
+	if !d.bool() {
+		return
+	}
+	ws := &WaitStats{}
+	ws.FuncWait = d.varints()
+	ws.ChildWait = d.varints()
+	ws.InsideWait = d.varint()
+	at := d.off
+	n := d.count(2)
+	if d.ok() && n != len(st.Stacks) {
+		d.failAt(at, "waits of %d stacks for %d stacks", n, len(st.Stacks))
+	}
+	for i := 0; i < n && d.ok(); i++ {
+		st.Stacks[i].Wait = d.varint()
+		st.Stacks[i].ChildWait = d.varint()
+	}
+	st.Waits = ws
 }
 
 func (w *payload) uvarints(list []uint64) {
@@ -377,6 +419,9 @@ func (d *decoder) stats(st *Stats) {
 	}
 	if d.version >= 9 {
 		st.CPUTime = s.varint()
+	}
+	if d.version >= 10 {
+		s.waits(st)
 	}
 	d.end(s)
 }

@@ -81,7 +81,8 @@ func (p *Plan) check() error {
 
 // Validate reports the first inconsistency of c: an unknown method, a
 // negative time or overhead, times in a profile that is not timing or not
-// one per item, or a stack whose function or callers are not items of a
+// one per item, waits ([WaitStats]) that are not one per item or above
+// their times, or a stack whose function or callers are not items of a
 // function profile. Without the plan, the items are the hit counts.
 func (c *Counts) Validate() error {
 	if c == nil {
@@ -176,7 +177,71 @@ func (s *Stats) check(method Method, items, funcs int) error {
 			return fmt.Errorf("stack %d: %w", i, err)
 		}
 	}
+	if err := s.checkWaits(method, funcs); err != nil {
+		return err
+	}
 	return s.Sampling.check(method, funcs)
+}
+
+// checkWaits validates the waits of statistics of the given method with
+// funcs functions: none but in function timing, and there one per
+// function, none negative, none above the time it is part of (the
+// inside wait not above TotalTime-OutsideTime); and no stack with waits
+// when the run did not measure them.
+func (s *Stats) checkWaits(method Method, funcs int) error {
+	w := s.Waits
+	if w == nil {
+		for i := range s.Stacks {
+			if k := &s.Stacks[i]; k.Wait != 0 || k.ChildWait != 0 {
+				return fmt.Errorf("stack %d: waits in a profile that did not measure them", i)
+			}
+		}
+		return nil
+	}
+	switch {
+	case !method.IsTiming():
+		return fmt.Errorf("waits in a %s profile", strings.ToLower(method.Words()))
+	case len(w.FuncWait) != funcs || len(w.ChildWait) != funcs:
+		return fmt.Errorf("waits of %d and %d functions for %d functions", len(w.FuncWait), len(w.ChildWait), funcs)
+	case w.InsideWait < 0 || w.InsideWait > s.TotalTime-s.OutsideTime:
+		// (check refused negative times first, so the difference does
+		// not overflow. Runs each within their time inside add up to a
+		// database within its own.)
+		return fmt.Errorf("inside wait %d is negative or above the time inside, %d", w.InsideWait, s.TotalTime-s.OutsideTime)
+	}
+	for i := range funcs {
+		if err := checkWait(w.FuncWait[i], timeAt(s.FuncTime, i), w.ChildWait[i], timeAt(s.ChildTime, i)); err != nil {
+			return fmt.Errorf("function %d: %w", i, err)
+		}
+	}
+	for i := range s.Stacks {
+		k := &s.Stacks[i]
+		if err := checkWait(k.Wait, k.Time, k.ChildWait, k.ChildTime); err != nil {
+			return fmt.Errorf("stack %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkWait refuses a negative wait, or one above the time it is part
+// of.
+func checkWait(wait, time, childWait, childTime int64) error {
+	switch {
+	case wait < 0 || wait > time:
+		return fmt.Errorf("wait %d is negative or above the time, %d", wait, time)
+	case childWait < 0 || childWait > childTime:
+		return fmt.Errorf("child wait %d is negative or above the child time, %d", childWait, childTime)
+	}
+	return nil
+}
+
+// timeAt is list[i], or 0 when the list holds no times (a timing profile
+// read without them).
+func timeAt(list []int64, i int) int64 {
+	if i < len(list) {
+		return list[i]
+	}
+	return 0
 }
 
 // check validates the sampling figures of a profile of the given method

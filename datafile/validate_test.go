@@ -60,7 +60,7 @@ func TestCountsValidate(t *testing.T) {
 	}{
 		{"valid timing", FuncTiming, func(*Counts) {}, ""},
 		{"valid line coverage", LineCoverage, func(*Counts) {}, ""},
-		{"timing without times", FuncTiming, func(c *Counts) { c.Stats.FuncTime, c.Stats.ChildTime = nil, nil }, ""},
+		{"timing without times", FuncTiming, func(c *Counts) { c.Stats.FuncTime, c.Stats.ChildTime = nil, nil; noWaits(c) }, ""},
 		{"unknown method", FuncCounting, func(c *Counts) { c.Method = 0 }, "unknown method 0"},
 		{"negative overhead", FuncTiming, func(c *Counts) { c.Overhead = -1 }, "negative overhead -1"},
 		{"times without timing", FuncCounting, func(c *Counts) { c.Stats.FuncTime = []int64{1, 2, 3, 4} }, "function times in a function counting profile"},
@@ -88,6 +88,7 @@ func TestCountsValidate(t *testing.T) {
 		{"negative kernel time", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelTime = -1 }, "negative kernel time -1"},
 		{"samples of too few functions", FuncSampling, func(c *Counts) { c.Stats.Sampling.Samples = c.Stats.Sampling.Samples[:3] }, "samples of 3 functions for 4 functions"},
 	}
+	tests = append(tests, waitTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := testCounts(tt.method, false)
@@ -97,6 +98,55 @@ func TestCountsValidate(t *testing.T) {
 	}
 	var nilCounts *Counts
 	checkError(t, nilCounts.Validate(), "invalid counts: ", "nil")
+}
+
+// noWaits makes c the counts of a run that did not measure its calls'
+// waits.
+func noWaits(c *Counts) {
+	c.Stats.Waits = nil
+	for i := range c.Stats.Stacks {
+		c.Stats.Stacks[i].Wait, c.Stats.Stacks[i].ChildWait = 0, 0
+	}
+}
+
+// waitTests are the cases of TestCountsValidate for the waits
+// (testCounts(FuncTiming, false): main's 5 ms of its own and 8 ms with
+// its children held 2 and 3 ms of waits, stack 1 is main's).
+var waitTests = []struct {
+	name   string
+	method Method
+	edit   func(c *Counts)
+	want   string
+}{
+	{"no waits", FuncTiming, noWaits, ""},
+	{"waits equal to the times", FuncTiming, func(c *Counts) {
+		w, st := c.Stats.Waits, &c.Stats
+		w.FuncWait[0], w.ChildWait[0], w.InsideWait = st.FuncTime[0], st.ChildTime[0], st.TotalTime-st.OutsideTime
+		st.Stacks[1].Wait, st.Stacks[1].ChildWait = st.Stacks[1].Time, st.Stacks[1].ChildTime
+	}, ""},
+	{"waits of counts", FuncCounting, func(c *Counts) { c.Stats.Waits = &WaitStats{FuncWait: make([]int64, 4), ChildWait: make([]int64, 4)} },
+		"waits in a function counting profile"},
+	{"waits of sampling", FuncSampling, func(c *Counts) { c.Stats.Waits = &WaitStats{FuncWait: make([]int64, 4), ChildWait: make([]int64, 4)} },
+		"waits in a function sampling profile"},
+	{"waits of too few functions", FuncTiming, func(c *Counts) { c.Stats.Waits.FuncWait = c.Stats.Waits.FuncWait[:3] },
+		"waits of 3 and 4 functions for 4 functions"},
+	{"no child waits", FuncTiming, func(c *Counts) { c.Stats.Waits.ChildWait = nil }, "waits of 4 and 0 functions for 4 functions"},
+	{"negative wait", FuncTiming, func(c *Counts) { c.Stats.Waits.FuncWait[3] = -1 }, "function 3: wait -1 is negative or above the time, 0"},
+	{"wait above the time", FuncTiming, func(c *Counts) { c.Stats.Waits.FuncWait[1] = 3000001 },
+		"function 1: wait 3000001 is negative or above the time, 3000000"},
+	{"child wait above the child time", FuncTiming, func(c *Counts) { c.Stats.Waits.ChildWait[0] = 8000001 },
+		"function 0: child wait 8000001 is negative or above the child time, 8000000"},
+	{"waits without times", FuncTiming, func(c *Counts) { c.Stats.FuncTime, c.Stats.ChildTime = nil, nil },
+		"function 0: wait 2000000 is negative or above the time, 0"},
+	{"negative inside wait", FuncTiming, func(c *Counts) { c.Stats.Waits.InsideWait = -1 }, "inside wait -1 is negative"},
+	{"inside wait above the time inside", FuncTiming, func(c *Counts) { c.Stats.Waits.InsideWait = 8000001 },
+		"inside wait 8000001 is negative or above the time inside, 8000000"},
+	{"stack wait above its time", FuncTiming, func(c *Counts) { c.Stats.Stacks[0].Wait = c.Stats.Stacks[0].Time + 1 },
+		"stack 0: wait 3000001 is negative or above the time, 3000000"},
+	{"negative stack child wait", FuncTiming, func(c *Counts) { c.Stats.Stacks[1].ChildWait = -1 },
+		"stack 1: child wait -1 is negative"},
+	{"stack waits not measured", FuncTiming, func(c *Counts) { c.Stats.Waits = nil },
+		"stack 0: waits in a profile that did not measure them"},
 }
 
 func TestMergedValidate(t *testing.T) {
@@ -115,6 +165,11 @@ func TestMergedValidate(t *testing.T) {
 		{"fewer lines than hits", LineCounting, func(m *Merged) { m.Plan.Lines = m.Plan.Lines[:3] }, "invalid merged profile: 4 hit counts for 3 items"},
 		{"one time too many", FuncTiming, func(m *Merged) { m.Stats.FuncTime = append(m.Stats.FuncTime, 0) }, "5 function times for 4 functions"},
 		{"stack beyond the plan", FuncCounting, func(m *Merged) { m.Stats.Stacks[0].Func = 9 }, "stack 0: function 9 out of range"},
+		{"waits of more functions than the plan's", FuncTiming, func(m *Merged) {
+			m.Stats.Waits.ChildWait = append(m.Stats.Waits.ChildWait, 0)
+		}, "invalid merged profile: waits of 4 and 5 functions for 4 functions"},
+		{"waits above the summed times", FuncTiming, func(m *Merged) { m.Stats.Waits.FuncWait[0] = 7500001 },
+			"invalid merged profile: function 0: wait 7500001 is negative or above the time, 7500000"},
 		{"valid sampling", FuncSampling, func(*Merged) {}, ""},
 		{"samples of more lines than the plan's", FuncSampling, func(m *Merged) {
 			m.Stats.Sampling.LineSamples = append(m.Stats.Sampling.LineSamples, 1)

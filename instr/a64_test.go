@@ -138,12 +138,13 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			err := m.ReadMem(base+off, b[:size])
 			return binary.LittleEndian.Uint64(b[:]), err
 		}
-		store := func(off uint64, v uint64) error {
+		storeN := func(off uint64, v uint64, size int) error { // the low size bytes of v
 			if err := aligned(); err != nil {
 				return err
 			}
-			return m.WriteMem(base+off, binary.LittleEndian.AppendUint64(nil, v))
+			return m.WriteMem(base+off, binary.LittleEndian.AppendUint64(nil, v)[:size])
 		}
+		store := func(off uint64, v uint64) error { return storeN(off, v, 8) }
 		next := pc + 4
 		switch {
 		case w == 0xd503201f: // NOP
@@ -232,6 +233,12 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			v, m := r.r[rn], get(w>>16&31)
 			r.flags = subFlags(v, m)
 			set(rt, v-m)
+		case w&0xffe0fc00 == 0x6b000000: // SUBS (shifted register), 32-bit, LSL #0: Rn, Rm and Rd 31 are wzr (CMP)
+			// NZCV of the 32-bit difference are those of the operands
+			// in the high halves of 64-bit ones, the low halves zero.
+			v, m := uint64(uint32(get(rn))), uint64(uint32(get(w>>16&31)))
+			r.flags = subFlags(v<<32, m<<32)
+			set(rt, uint64(uint32(v-m)))
 		case w&0xffe0fc00 == 0xcb206000: // SUB (extended register), UXTX #0: Rn and Rd 31 are sp, Rm 31 xzr
 			r.r[rt] = r.r[rn] - get(w>>16&31)
 		case w&0xff200000 == 0x8b000000 && w>>22&3 == 0: // ADD (shifted register), LSL
@@ -286,6 +293,10 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			set(rt, v)
 		case w&0xffc00000 == 0xf9000000: // STR (immediate), 64-bit
 			if err := store(uint64(w>>10&0xfff)*8, get(rt)); err != nil {
+				return err
+			}
+		case w&0xffc00000 == 0xb9000000: // STR (immediate), 32-bit: Wt's 4 bytes
+			if err := storeN(uint64(w>>10&0xfff)*4, get(rt), 4); err != nil {
 				return err
 			}
 		case w&0xffe00c00 == 0xf8400000: // LDUR (64-bit): a signed, unscaled offset

@@ -146,7 +146,7 @@ func (amd64) SyscallResult(r Regs) uint64 { return r.Reg(amd64RAX) }
 // (arch/x86/entry/syscalls/syscall_64.tbl): mmap 9, memfd_create 319,
 // ftruncate 77, close 3, munmap 11, prctl 157, futex 202, futex_waitv 449.
 func (amd64) SyscallNumber(s Syscall) uint64 {
-	return [...]uint64{SysMmap: 9, SysMemfdCreate: 319, SysFtruncate: 77, SysClose: 3, SysMunmap: 11, SysPrctl: 157, SysFutex: 202, SysFutexWaitv: 449}[s]
+	return [...]uint64{SysMmap: 9, SysMemfdCreate: 319, SysFtruncate: 77, SysClose: 3, SysMunmap: 11, SysPrctl: 157, SysFutex: 202, SysFutexWaitv: 449, SysPerfEventOpen: 298}[s]
 }
 
 // x86Inst is a decoded amd64 instruction with what Displace needs beyond

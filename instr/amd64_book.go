@@ -65,6 +65,37 @@ func (a *bookAsm) time(fence bool, off uint64) {
 	a.c = append(a.c, 0x48, 0x0f, 0xac, 0xd0, BookScaleShift)               // shrd $32,%rdx,%rax
 }
 
+// offCPU appends, for the timed code of a book that is not a Go
+// function's, the check that the thread stayed on its CPU since its
+// last event (book.go, BookPage), the time in rax:
+//
+//	mov %gs:PAGE,%rdx; test %rdx,%rdx; jz 1f     no page: nothing checked
+//	mov 8(%rdx),%edx; cmp %edx,%gs:LOCK; je 1f   the page's updates, as seen
+//	mov %edx,%gs:LOCK; jmp stop                  else: noted, and to PROFILE
+//	1:
+//
+// It returns where the jump to the breakpoint ends, for land (nil where
+// the code checks nothing).
+func (a *bookAsm) offCPU(b Book) []int {
+	if a.g || a.untimed {
+		return nil
+	}
+	a.abs(x86MovLoad, x86RDX, b.Offset+BookPage)
+	a.c = append(a.c, 0x48, 0x85, 0xd2, 0x74, 0) // test %rdx,%rdx; jz
+	none := len(a.c)
+	a.c = append(a.c, 0x8b, 0x52, PerfPageLock) // mov LOCK(%rdx),%edx: the page's
+	a.c = append(a.c, 0x65, 0x39, 0x14, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // cmp %edx,%gs:LOCK
+	a.c = append(a.c, 0x74, 0)                                             // je
+	same := len(a.c)
+	a.c = append(a.c, 0x65, 0x89, 0x14, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // mov %edx,%gs:LOCK
+	a.c = append(a.c, 0xeb, 0)                                             // jmp stop
+	jump := len(a.c)
+	a.land([]int{none, same}, len(a.c))
+	return []int{jump}
+}
+
 // stop appends the breakpoint the thread stops at when the code leaves
 // the event to PROFILE; cond is the short conditional jump (its opcode)
 // that goes on without it. It returns the offset after the breakpoint.
@@ -149,6 +180,7 @@ func (a *bookAsm) land(ends []int, to int) {
 //	mov %rax,%gs:B+0; mov %rdx,%gs:B+8
 //	rdtsc; shl $32,%rdx; or %rdx,%rax             the time,
 //	mulq %gs:SCALE; shrd $32,%rdx,%rax            in nanoseconds
+//	(offCPU: jmp stop where the thread left its CPU)
 //	mov %gs:TOP,%rdx                              the next frame
 //	cmp $FIRST,%rdx; jb stop                      not in the shadow stack
 //	cmp $END,%rdx; jae stop                       (written over), or full
@@ -176,6 +208,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	saved := a.saveRegs(b, b.Nodes > 0, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(false, b.Offset)
+	waited := a.offCPU(b)
 	var misses []int
 	sp := byte(x86RSP)
 	if a.g {
@@ -191,7 +224,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	}, func() { a.frame(x86CmpStore, sp, FrameSP-BookFrameSize) })
 	stop := a.stop(0x77) // ja ok
 	a.land(fast, stop)
-	a.land(jumps, stop-1)
+	a.land(append(jumps, waited...), stop-1)
 	a.landAt(misses, stop-1)
 	var outside []int
 	if !b.Counts(f) {
@@ -245,6 +278,7 @@ func (amd64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	mov %rax,%gs:B+0; mov %rdx,%gs:B+8; mov %rcx,%gs:B+16
 //	lfence; rdtsc; shl $32,%rdx; or %rdx,%rax         the time,
 //	mulq %gs:SCALE; shrd $32,%rdx,%rax                in nanoseconds
+//	(offCPU: jmp stop where the thread left its CPU)
 //	mov %rax,%gs:LAST                                 the last exit's
 //	mov %gs:TOP,%rdx                                  the next frame
 //	cmp $FIRST,%rdx; jb stop; cmp $END,%rdx; ja stop  not in the shadow stack
@@ -279,6 +313,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	saved := a.saveRegs(b, true, b.Nodes > 0)
 	saves := len(a.c)
 	a.time(true, b.Offset)
+	waited := a.offCPU(b)
 	var misses []int
 	if a.g {
 		misses = a.goBook(b)
@@ -315,7 +350,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	}
 	stop := a.stop(0x74) // je ok
 	a.land([]int{fast}, stop)
-	a.land(jumps, stop-1)
+	a.land(append(jumps, waited...), stop-1)
 	a.landAt(misses, stop-1)
 	// The open call is f's, or the exit closes nothing (another
 	// function's call with the same stack pointer: one that jumped into

@@ -139,7 +139,7 @@ func (arm64) SyscallResult(r Regs) uint64 { return r.Reg(0) }
 // (include/uapi/asm-generic/unistd.h): mmap 222, memfd_create 279,
 // ftruncate 46, close 57, munmap 215, prctl 167, futex 98, futex_waitv 449.
 func (arm64) SyscallNumber(s Syscall) uint64 {
-	return [...]uint64{SysMmap: 222, SysMemfdCreate: 279, SysFtruncate: 46, SysClose: 57, SysMunmap: 215, SysPrctl: 167, SysFutex: 98, SysFutexWaitv: 449}[s]
+	return [...]uint64{SysMmap: 222, SysMemfdCreate: 279, SysFtruncate: 46, SysClose: 57, SysMunmap: 215, SysPrctl: 167, SysFutex: 98, SysFutexWaitv: 449, SysPerfEventOpen: 241}[s]
 }
 
 // a64Op is what an arm64 instruction is to Displace.

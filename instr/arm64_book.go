@@ -36,6 +36,28 @@ func (a *a64Asm) time(b Book, fence bool) {
 	a.emit(a64Mul(bookX1, bookX0, a64X17), a64Umulh(bookX0, bookX0, a64X17), a64Extr(bookX0, bookX0, bookX1, BookScaleShift))
 }
 
+// offCPU appends, for the timed code of a book that is not a Go
+// function's, the check that the thread stayed on its CPU since its last
+// event (book.go, BookPage), the time in x0 (x17 and x1 changed):
+//
+//	ldr x17, [x16, #PAGE]; cbz x17, 1f             no page: nothing checked
+//	ldr w17, [x17]; ldr w1, [x16, #LOCK]           the page's updates, as seen
+//	cmp w17, w1; b.eq 1f
+//	str w17, [x16, #LOCK]; b stop                  else: noted, and to PROFILE
+//	1:
+func (a *a64Asm) offCPU(b Book) {
+	if b.Go || b.Untimed {
+		return
+	}
+	a.emit(a64Ldr(a64X17, a64X16, uint32(b.Offset+BookPage)))
+	a.cbz(a64X17, "oncpu")
+	a.emit(a64Ldr32(a64X17, a64X17, PerfPageLock), a64Ldr32(bookX1, a64X16, uint32(b.Offset+BookLock)), a64Cmp32(a64X17, bookX1))
+	a.bcond(condEQ, "oncpu")
+	a.emit(a64Str32(a64X17, a64X16, uint32(b.Offset+BookLock)))
+	a.b("stop")
+	a.label("oncpu")
+}
+
 // top appends the load of the top into x17 and its checks, to label
 // stop where it is not in the shadow stack (cond: the condition taken
 // past its end), and leaves the next frame's address in x17.
@@ -59,6 +81,7 @@ func (a *a64Asm) code() []byte { return a64Resolve(a.w, a.branches, a.labels) }
 //	stp x0, x1, [x16, #SAVE]
 //	mrs x0, cntvct_el0; ldr x17, [x16, #SCALE]        the time, in
 //	mul x1, x0, x17; umulh x0, x0, x17; extr x0, x0, x1, #32   nanoseconds
+//	(offCPU: ldr x17, [x16, #PAGE]; ...; b stop)      off its CPU since: to PROFILE
 //	ldr x17, [x16, #TOP]                              the next frame
 //	cmp x17, #FIRST; b.lo stop                        not in the shadow stack
 //	mov x1, #END; cmp x17, x1; b.hs stop              (written over), or full
@@ -84,6 +107,8 @@ func (a *a64Asm) code() []byte { return a64Resolve(a.w, a.branches, a.labels) }
 // there), or added where it is missing; the table full stops the thread
 // at the BRK, the commit not made, x0 the time again: PROFILE starts the
 // table again and books the entry.
+// The check of the CPU (offCPU), in the timed code of a function not
+// Go's, writes BookLock before the commit: PROFILE reads it at any stop.
 // Only the flags change, which no caller keeps across a call. The entry
 // reads the counter without an ISB, as amd64's reads it without a fence.
 func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
@@ -102,6 +127,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 	more := a.goSave(b)
 	saves := a.at()
 	a.time(b, false)
+	a.offCPU(b)
 	key := a.key(b)
 	a.top(b, condHS)
 	check := func() {
@@ -172,6 +198,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	(B into x16, as at the entry)
 //	stp x0, x1, [x16, #SAVE]; stp x2, x3, [x16, #SAVE+16]
 //	isb; mrs x0, cntvct_el0; ...                      the time, in nanoseconds
+//	(offCPU: ldr x17, [x16, #PAGE]; ...; b stop)      off its CPU since: to PROFILE
 //	str x0, [x16, #LAST]                              the last exit's
 //	ldr x17, [x16, #TOP]; cmp x17, #FIRST; b.lo stop  not in the shadow stack
 //	mov x1, #END; cmp x17, x1; b.hi stop
@@ -227,6 +254,7 @@ func (arm64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 	more := a.goSave(b)
 	saves := a.at()
 	a.time(b, true)
+	a.offCPU(b)
 	key := a.key(b)
 	a.emit(a64Str(bookX0, a64X16, uint32(b.Offset+BookLast)))
 	a.top(b, condHI)

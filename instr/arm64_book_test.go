@@ -106,9 +106,10 @@ func TestBookCodeARM64(t *testing.T) {
 	}
 	// The book is at the area's start: its save slots at 0, the scale at
 	// 104 (0x68), the top at 64, the held time at 72, the deepest top at
-	// 96, the last exit's time at 112; the first frame after the root at
-	// 0xc0, the shadow stack's end at 0x180 (four frames), function 3's
-	// figures at 0x180+3*64 = 0x240. A frame's words: time 0, children 8,
+	// 96, the last exit's time at 112, the page's address at 128 and the
+	// lock seen at 136; the frames at 192, the first after the root at
+	// 0x100, the shadow stack's end at 0x1c0 (four frames), function 3's
+	// figures at 0x1c0+3*64 = 0x280. A frame's words: time 0, children 8,
 	// stack pointer 16, held time 24, calls beneath 32, function 40, kids
 	// 48; the previous frame's are 64 below (the stack pointer's at -48,
 	// the children's at -56, the calls beneath at -32, the kids at -16). A
@@ -125,24 +126,28 @@ func TestBookCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]",                          // 0x20: saved
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x24: the counter, times the scale,
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32", // 128 bits shifted right by 32
-		"ldr x17, [x16, #64]",         // the top,
-		"cmp x17, #0xc0", "b.cc 0x60", // below the first frame: to the stop
-		"mov x1, #0x180",                 // the end:
-		"cmp x17, x1, uxtx", "b.cs 0x60", // at it or past, full: to the stop
+		"ldr x17, [x16, #128]", "cbz x17, 0x58", // 0x38: the page; none: nothing checked
+		"ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // the page's lock word, the lock seen
+		"cmp w17, w1", "b.eq 0x58", // the same: on its CPU since
+		"str w17, [x16, #136]", "b 0x80", // else the lock seen, and to the stop
+		"ldr x17, [x16, #64]",          // 0x58: the top,
+		"cmp x17, #0x100", "b.cc 0x80", // below the first frame: to the stop
+		"mov x1, #0x1c0",                 // the end:
+		"cmp x17, x1, uxtx", "b.cs 0x80", // at it or past, full: to the stop
 		"add x17, x16, x17",       // the frame to open
 		"ldur x1, [x17, #-48]",    // the open call's stack pointer
-		"cmp sp, x1", "b.cc 0x64", // below it: to open a call
-		"brk #0x0",                         // 0x60: the stop
-		"str x0, [x17]",                    // 0x64: the time
+		"cmp sp, x1", "b.cc 0x84", // below it: to open a call
+		"brk #0x0",                         // 0x80: the stop
+		"str x0, [x17]",                    // 0x84: the time
 		"str xzr, [x17, #8]",               // no children
 		"mov x1, sp", "str x1, [x17, #16]", // the stack pointer
 		"ldr x1, [x16, #72]", "str x1, [x17, #24]", // the held time
 		"str xzr, [x17, #32]", "str xzr, [x17, #48]", // no calls beneath, no kids
 		"mov x1, #0x3", "str x1, [x17, #40]", // the function
 		"add x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // the top one frame up: the commit
-		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0xa8", // 0x98: above the deepest top,
+		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0xc8", // 0xb8: above the deepest top,
 		"str x1, [x16, #96]",                   // the deepest
-		"mov x17, #0x240", "add x17, x16, x17", // 0xa8: function 3's figures
+		"mov x17, #0x280", "add x17, x16, x17", // 0xc8: function 3's figures
 		"ldr x0, [x17, #24]", "add x0, x0, #0x1", "str x0, [x17, #24]", // one more open call
 		"ldp x0, x1, [x16]", // back
 	)
@@ -150,36 +155,40 @@ func TestBookCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]", // 0x20: saved
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x28: the counter after what came before
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"str x0, [x16, #112]",         // the last exit's time
-		"ldr x17, [x16, #64]",         // the top,
-		"cmp x17, #0xc0", "b.cc 0x70", // below the first frame: to the stop
-		"mov x1, #0x180",
-		"cmp x17, x1, uxtx", "b.hi 0x70", // past the end: to the stop
+		"ldr x17, [x16, #128]", "cbz x17, 0x60", // 0x40: the check of the CPU, as the entry's
+		"ldr w17, [x17, #8]", "ldr w1, [x16, #136]",
+		"cmp w17, w1", "b.eq 0x60",
+		"str w17, [x16, #136]", "b 0x90",
+		"str x0, [x16, #112]",          // 0x60: the last exit's time
+		"ldr x17, [x16, #64]",          // the top,
+		"cmp x17, #0x100", "b.cc 0x90", // below the first frame: to the stop
+		"mov x1, #0x1c0",
+		"cmp x17, x1, uxtx", "b.hi 0x90", // past the end: to the stop
 		"add x17, x16, x17",
 		"ldur x1, [x17, #-48]",    // the open call's stack pointer
-		"cmp sp, x1", "b.eq 0x74", // the same: to close it
-		"b.cc 0x144",                                     // below it: a deeper call's exit, which closes nothing
-		"brk #0x0",                                       // 0x70: the stop
-		"ldur x1, [x17, #-24]",                           // 0x74: the open call's function
-		"mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x144", // not 3: another's, which jumped into 3: it closes nothing
-		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0x84: the open call's frame, the top down to it: the commit
-		"ldr x1, [x17]", "sub x0, x0, x1", // 0x90: the call's time,
+		"cmp sp, x1", "b.eq 0x94", // the same: to close it
+		"b.cc 0x164",                                     // below it: a deeper call's exit, which closes nothing
+		"brk #0x0",                                       // 0x90: the stop
+		"ldur x1, [x17, #-24]",                           // 0x94: the open call's function
+		"mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x164", // not 3: another's, which jumped into 3: it closes nothing
+		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0xa4: the open call's frame, the top down to it: the commit
+		"ldr x1, [x17]", "sub x0, x0, x1", // 0xb0: the call's time,
 		"ldr x1, [x16, #72]", "ldr x2, [x17, #24]", "sub x1, x1, x2", "sub x0, x0, x1", // less the time held since its entry
 		"ldur x1, [x17, #-56]", "add x1, x1, x0", "stur x1, [x17, #-56]", // the caller's children
 		"ldr x1, [x17, #32]", "add x1, x1, #0x1", // the calls beneath, this one too,
 		"ldur x2, [x17, #-32]", "add x2, x2, x1", "stur x2, [x17, #-32]", // the caller's
 		"ldur x1, [x17, #-16]", "add x1, x1, #0x1", "stur x1, [x17, #-16]", // the caller's kids
 		"ldr x1, [x17, #8]", "sub x1, x0, x1", // the own time: less the children's
-		"mov x2, #0x240", "add x2, x16, x2", // function 3's figures
+		"mov x2, #0x280", "add x2, x16, x2", // function 3's figures
 		"ldr x3, [x2]", "add x3, x3, #0x1", "str x3, [x2]", // one more call
 		"ldr x3, [x2, #8]", "add x3, x3, x1", "str x3, [x2, #8]", // the own time
 		"ldr x1, [x17, #48]", "ldr x3, [x2, #32]", "add x3, x3, x1", "str x3, [x2, #32]", // the kids
 		"ldr x3, [x2, #24]", "subs x3, x3, #0x1", "str x3, [x2, #24]", // one call fewer open:
-		"b.ne 0x144",                                               // others still open: a recursion's inner call, done
+		"b.ne 0x164",                                               // others still open: a recursion's inner call, done
 		"ldr x3, [x2, #16]", "add x3, x3, x0", "str x3, [x2, #16]", // the time with children
 		"ldr x3, [x2, #40]", "add x3, x3, #0x1", "str x3, [x2, #40]", // one more outermost call
 		"ldr x1, [x17, #32]", "ldr x3, [x2, #48]", "add x3, x3, x1", "str x3, [x2, #48]", // the calls beneath
-		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x144: back
+		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x164: back
 	)
 	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
 		for _, c := range []struct {
@@ -198,13 +207,13 @@ func TestBookCodeARM64(t *testing.T) {
 		if !ok {
 			t.Fatal("no exit code 8 above the entry's stack pointer")
 		}
-		if got := gnuDisasm(t, exit8.Code, 0)[24:34]; !slices.Equal(got, []string{
-			"ldur x1, [x17, #-48]", "sub x2, sp, #0x8", "cmp x2, x1, uxtx", "b.eq 0x78", "b.cc 0x148", "brk #0x0",
-			"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x148",
+		if got := gnuDisasm(t, exit8.Code, 0)[32:42]; !slices.Equal(got, []string{
+			"ldur x1, [x17, #-48]", "sub x2, sp, #0x8", "cmp x2, x1, uxtx", "b.eq 0x98", "b.cc 0x168", "brk #0x0",
+			"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x168",
 		}) {
 			t.Errorf("exit 8 above the entry's stack pointer compares with %q", got)
 		}
-		if got := gnuDisasm(t, entry.Unchecked, 0); !slices.Equal(got, []string{"b 0xc0"}) {
+		if got := gnuDisasm(t, entry.Unchecked, 0); !slices.Equal(got, []string{"b 0xe0"}) {
 			t.Errorf("unchecked entry %q, want a jump past its end", got)
 		}
 	}
@@ -212,11 +221,11 @@ func TestBookCodeARM64(t *testing.T) {
 	// Where each stops, and what is saved there: the entry's x0 and x1,
 	// the exit's x0 to x3, in the save slots. A thread is rolled back
 	// from the start to just after the saves (0x24, 0x28) with nothing
-	// to restore; from there to just after the store of the top (0x98,
-	// 0x90) with the saved registers put back; from there on it is
-	// stepped to the end.
-	checkBookShape(t, "entry", entry, 0x64, 0x24, 0x98, bookSlots[:2])
-	checkBookShape(t, "exit", exit, 0x74, 0x28, 0x90, bookSlots)
+	// to restore; from there to just after the store of the top (0xb8,
+	// 0xb0), the check of the CPU included, with the saved registers put
+	// back; from there on it is stepped to the end.
+	checkBookShape(t, "entry", entry, 0x84, 0x24, 0xb8, bookSlots[:2])
+	checkBookShape(t, "exit", exit, 0x94, 0x28, 0xb0, bookSlots)
 
 	// The books the code cannot keep. (edge's first frame after the root
 	// is at 4096, one past what CMP's 12-bit immediate holds.)
@@ -322,19 +331,21 @@ func TestBookCodeRunsARM64(t *testing.T) {
 	entries, exits := abCloserCode(t, b)
 	// The instructions that make up a call's time: those of the entry
 	// from its reading of the counter to its end, but for the BRK,
-	// jumped over, and the store of a new deepest top, which only a call
-	// deeper than any before makes; those of the exit before its
-	// reading; and outside the call's time, those of the entry before its
-	// reading, and those of an exit that closes an outermost call from
-	// its reading to its end, but for the B.LO to the end and the BRK,
-	// both jumped over.
+	// jumped over, the store of a new deepest top, which only a call
+	// deeper than any before makes, and what the check of the CPU does
+	// not run, the thread having no page (abCPULeft); those of the exit
+	// before its reading; and outside the call's time, those of the
+	// entry before its reading, and those of an exit that closes an
+	// outermost call from its reading to its end, but for the B.LO to
+	// the end and the BRK, both jumped over, and what its check of the
+	// CPU does not run.
 	entry, exit := entries[fb], exits[fb]
 	entryRead, exitRead := abIndex(entry.Code, 0xffffffe0, abMrsCnt), abIndex(exit.Code, 0xffffffe0, abMrsCnt)
 	if entryRead < 0 || exitRead < 0 {
 		t.Fatal("the code reads no counter")
 	}
 	entryPre, exitPre := uint64(entryRead), uint64(exitRead)
-	entryRest, exitRest := uint64(len(entry.Code)/4)-entryPre-2, uint64(len(exit.Code)/4)-exitPre-2
+	entryRest, exitRest := uint64(len(entry.Code)/4)-entryPre-2-abCPULeft, uint64(len(exit.Code)/4)-exitPre-2-abCPULeft
 	at := func(off uint64) uint64 { return abArea + off }
 
 	code, offA, offC := abCalls(entries, exits)
@@ -760,8 +771,8 @@ func TestBookCloserARM64(t *testing.T) {
 	}
 	// The book as TestBookCodeARM64's: the key at 32, the stack's
 	// bounds at 40 and 48, the top at 64, the held time at 72; the first
-	// frame after the root at 0xc0, the figures at 0x180, function 3's
-	// at 0x240. The closer reaches them from x16, B; its frame below
+	// frame after the root at 0x100, the figures at 0x1c0, function 3's
+	// at 0x280. The closer reaches them from x16, B; its frame below
 	// the next frame, x17, is at -64, the frame's stack pointer at -48
 	// and its function at -24.
 	lookup := []string{
@@ -782,11 +793,11 @@ func TestBookCloserARM64(t *testing.T) {
 		"ldr x4, [x16, #32]", "ldr x5, [x16, #40]", // 0xc: the key, the stack's low bound
 		"ldr x6, [x16, #48]", "sub x6, x6, x5", // the high bound: the stack's size
 		"sub x1, x4, x5", "cmp x1, x6, uxtx", "b.cs 0x12c", // the key not on the stack (below it too, unsigned): out
-		"sub x1, x17, x16", "cmp x1, #0xc0", "b.ls 0x12c", // 0x28, loop: the next frame the first after the root, no frame to close: out
+		"sub x1, x17, x16", "cmp x1, #0x100", "b.ls 0x12c", // 0x28, loop: the next frame the first after the root, no frame to close: out
 		"ldur x1, [x17, #-48]", "cmp x1, x4, uxtx", "b.hi 0x12c", // the frame's stack pointer above the key: out
 		"sub x1, x1, x5", "cmp x1, x6, uxtx", "b.cs 0x12c", // not on the stack: out
 		"ldur x1, [x17, #-24]", "mov x3, #0x8", "cmp x1, x3, uxtx", "b.cs 0x12c", // its function: none the book knows, out
-		"mov x3, #0x180", "add x3, x16, x3", "add x3, x3, x1, lsl #6", // its figures: 64 bytes each
+		"mov x3, #0x1c0", "add x3, x16, x3", "add x3, x3, x1, lsl #6", // its figures: 64 bytes each
 		"add x7, x0, #0x0", // the time, kept
 		// 0x6c: closed as the exit closes its call (TestBookCodeARM64's
 		// lines; x8 the scratch where the exit uses x2, then x3, and x3
@@ -815,25 +826,27 @@ func TestBookCloserARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "str x2, [x16, #16]", // 0x20: saved, x2 too, the closer's return
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
+		"ldr x17, [x16, #128]", "cbz x17, 0x5c", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
+		"cmp w17, w1", "b.eq 0x5c", "str w17, [x16, #136]", "b 0xa8",
 		"ldr x17, [x16, #64]",
-		"cmp x17, #0xc0", "b.cc 0x88",
-		"mov x1, #0x180",
-		"cmp x17, x1, uxtx", "b.cs 0x88",
+		"cmp x17, #0x100", "b.cc 0xa8",
+		"mov x1, #0x1c0",
+		"cmp x17, x1, uxtx", "b.cs 0xa8",
 		"add x17, x16, x17",
 		"ldur x1, [x17, #-48]",
-		"cmp sp, x1", "b.cc 0x8c", // below the open call: to open a call
-		"mov x1, sp") // 0x64: the key, sp: the frames at or below it closed
-	wantEntry = append(append(wantEntry, call(0x68)...),
-		"ldur x1, [x17, #-48]", "cmp sp, x1", "b.cc 0x8c", // 0x7c: again
-		"brk #0x0",                                                                // 0x88: the stop
-		"str x0, [x17]", "str xzr, [x17, #8]", "mov x1, sp", "str x1, [x17, #16]", // 0x8c
+		"cmp sp, x1", "b.cc 0xac", // below the open call: to open a call
+		"mov x1, sp") // 0x84: the key, sp: the frames at or below it closed
+	wantEntry = append(append(wantEntry, call(0x88)...),
+		"ldur x1, [x17, #-48]", "cmp sp, x1", "b.cc 0xac", // 0x9c: again
+		"brk #0x0",                                                                // 0xa8: the stop
+		"str x0, [x17]", "str xzr, [x17, #8]", "mov x1, sp", "str x1, [x17, #16]", // 0xac
 		"ldr x1, [x16, #72]", "str x1, [x17, #24]",
 		"str xzr, [x17, #32]", "str xzr, [x17, #48]",
 		"mov x1, #0x3", "str x1, [x17, #40]",
 		"add x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // the commit
-		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0xd0", // 0xc0
+		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0xf0", // 0xe0
 		"str x1, [x16, #96]",
-		"mov x17, #0x240", "add x17, x16, x17", // 0xd0
+		"mov x17, #0x280", "add x17, x16, x17", // 0xf0
 		"ldr x0, [x17, #24]", "add x0, x0, #0x1", "str x0, [x17, #24]",
 		"ldp x0, x1, [x16]", "ldr x2, [x16, #16]", // back, x2 too
 	)
@@ -841,21 +854,23 @@ func TestBookCloserARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]",
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
+		"ldr x17, [x16, #128]", "cbz x17, 0x60", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
+		"cmp w17, w1", "b.eq 0x60", "str w17, [x16, #136]", "b 0xb4",
 		"str x0, [x16, #112]",
 		"ldr x17, [x16, #64]",
-		"cmp x17, #0xc0", "b.cc 0x94",
-		"mov x1, #0x180",
-		"cmp x17, x1, uxtx", "b.hi 0x94",
+		"cmp x17, #0x100", "b.cc 0xb4",
+		"mov x1, #0x1c0",
+		"cmp x17, x1, uxtx", "b.hi 0xb4",
 		"add x17, x16, x17",
 		"ldur x1, [x17, #-48]",
-		"cmp sp, x1", "b.eq 0x98", // the open call's: to close it
-		"b.cc 0x168",       // deeper: nothing
-		"sub x1, sp, #0x1") // 0x70: the key, one below sp: the frames below the exit's closed
-	wantExit = append(append(wantExit, call(0x74)...),
-		"ldur x1, [x17, #-48]", "cmp sp, x1", "b.eq 0x98", // 0x88: again, the open call's now
-		"brk #0x0",                                                               // 0x94: the stop
-		"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x168", // 0x98: another function's call: nothing
-		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0xa8: the commit
+		"cmp sp, x1", "b.eq 0xb8", // the open call's: to close it
+		"b.cc 0x188",       // deeper: nothing
+		"sub x1, sp, #0x1") // 0x90: the key, one below sp: the frames below the exit's closed
+	wantExit = append(append(wantExit, call(0x94)...),
+		"ldur x1, [x17, #-48]", "cmp sp, x1", "b.eq 0xb8", // 0xa8: again, the open call's now
+		"brk #0x0",                                                               // 0xb4: the stop
+		"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x188", // 0xb8: another function's call: nothing
+		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0xc8: the commit
 		"ldr x1, [x17]", "sub x0, x0, x1",
 		"ldr x1, [x16, #72]", "ldr x2, [x17, #24]", "sub x1, x1, x2", "sub x0, x0, x1",
 		"ldur x1, [x17, #-56]", "add x1, x1, x0", "stur x1, [x17, #-56]",
@@ -863,16 +878,16 @@ func TestBookCloserARM64(t *testing.T) {
 		"ldur x2, [x17, #-32]", "add x2, x2, x1", "stur x2, [x17, #-32]",
 		"ldur x1, [x17, #-16]", "add x1, x1, #0x1", "stur x1, [x17, #-16]",
 		"ldr x1, [x17, #8]", "sub x1, x0, x1",
-		"mov x2, #0x240", "add x2, x16, x2",
+		"mov x2, #0x280", "add x2, x16, x2",
 		"ldr x3, [x2]", "add x3, x3, #0x1", "str x3, [x2]",
 		"ldr x3, [x2, #8]", "add x3, x3, x1", "str x3, [x2, #8]",
 		"ldr x1, [x17, #48]", "ldr x3, [x2, #32]", "add x3, x3, x1", "str x3, [x2, #32]",
 		"ldr x3, [x2, #24]", "subs x3, x3, #0x1", "str x3, [x2, #24]",
-		"b.ne 0x168",
+		"b.ne 0x188",
 		"ldr x3, [x2, #16]", "add x3, x3, x0", "str x3, [x2, #16]",
 		"ldr x3, [x2, #40]", "add x3, x3, #0x1", "str x3, [x2, #40]",
 		"ldr x1, [x17, #32]", "ldr x3, [x2, #48]", "add x3, x3, x1", "str x3, [x2, #48]",
-		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x168
+		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x188
 	)
 	if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
 		for _, c := range []struct {
@@ -887,9 +902,9 @@ func TestBookCloserARM64(t *testing.T) {
 		// An exit where the stack pointer is the entry's plus 16 leaves
 		// the key 17 below it, one below the entry's, and compares the
 		// entry's again after the closer, then the open call's function.
-		if got := gnuDisasm(t, exit16.Code, 0)[29:45]; !slices.Equal(got, append(append([]string{"sub x1, sp, #0x11"}, call(0x78)...),
-			"ldur x1, [x17, #-48]", "sub x2, sp, #0x10", "cmp x2, x1, uxtx", "b.eq 0xa0", "brk #0x0",
-			"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x170", "sub x17, x17, #0x40")) {
+		if got := gnuDisasm(t, exit16.Code, 0)[37:53]; !slices.Equal(got, append(append([]string{"sub x1, sp, #0x11"}, call(0x98)...),
+			"ldur x1, [x17, #-48]", "sub x2, sp, #0x10", "cmp x2, x1, uxtx", "b.eq 0xc0", "brk #0x0",
+			"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x190", "sub x17, x17, #0x40")) {
 			t.Errorf("exit 16 above the entry's stack pointer calls the closer with %q", got)
 		}
 	}
@@ -899,8 +914,8 @@ func TestBookCloserARM64(t *testing.T) {
 	// and commit 0x28 later, after the key, the call and the check made
 	// again. The exit saves x2 already: its stop and commit are 0x24
 	// later.
-	checkBookShape(t, "entry", entry, 0x8c, 0x28, 0xc0, bookSlots[:3])
-	checkBookShape(t, "exit", exit, 0x98, 0x28, 0xb4, bookSlots)
+	checkBookShape(t, "entry", entry, 0xac, 0x28, 0xe0, bookSlots[:3])
+	checkBookShape(t, "exit", exit, 0xb8, 0x28, 0xd4, bookSlots)
 
 	// The books the closer cannot serve: those the entry and exit code
 	// refuse, and one with no function (the closer needs no function of
@@ -1422,11 +1437,11 @@ func abNode(m *fakeMem, b Book, n int) [BookFigureSize / 8]uint64 {
 func TestBookNodesCodeARM64(t *testing.T) {
 	b := Book{Offset: 0, Frames: 4, Funcs: 8, Nodes: 100, Table: abTable, Areas: abAreas}
 	// TestBookCodeARM64's book, with room for 100 nodes: 256 slots of 16
-	// bytes (the power of two at least twice 100) at 0x380, after the
-	// eight functions' figures (0x180 + 8*64), then the nodes' figures
-	// at 0x1380 (0x380 + 256*16), 64 bytes each. A frame's node is its
+	// bytes (the power of two at least twice 100) at 0x3c0, after the
+	// eight functions' figures (0x1c0 + 8*64), then the nodes' figures
+	// at 0x13c0 (0x3c0 + 256*16), 64 bytes each. A frame's node is its
 	// word 56, the frame below's at -8.
-	if b.NodeSlots() != 256 || b.NodeTableAt() != 0x380 || b.NodeAt(0) != 0x1380 || b.Size() != 0x1380+100*64 {
+	if b.NodeSlots() != 256 || b.NodeTableAt() != 0x3c0 || b.NodeAt(0) != 0x13c0 || b.Size() != 0x13c0+100*64 {
 		t.Fatalf("%d slots at %#x, nodes at %#x, %#x bytes", b.NodeSlots(), b.NodeTableAt(), b.NodeAt(0), b.Size())
 	}
 	entry, ok1 := ARM64.BookEntryCode(b, 3)
@@ -1450,40 +1465,42 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]", // 0x20: saved, x2 and x3 too, the search's
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x28: the time
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
+		"ldr x17, [x16, #128]", "cbz x17, 0x5c", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
+		"cmp w17, w1", "b.eq 0x5c", "str w17, [x16, #136]", "b 0x84",
 		"ldr x17, [x16, #64]",
-		"cmp x17, #0xc0", "b.cc 0x64",
-		"mov x1, #0x180",
-		"cmp x17, x1, uxtx", "b.cs 0x64",
+		"cmp x17, #0x100", "b.cc 0x84",
+		"mov x1, #0x1c0",
+		"cmp x17, x1, uxtx", "b.cs 0x84",
 		"add x17, x16, x17",
 		"ldur x1, [x17, #-48]",
-		"cmp sp, x1", "b.cc 0x68",
-		"brk #0x0",                                                                // 0x64: the stop
-		"str x0, [x17]", "str xzr, [x17, #8]", "mov x1, sp", "str x1, [x17, #16]", // 0x68: the frame, as without nodes
+		"cmp sp, x1", "b.cc 0x88",
+		"brk #0x0",                                                                // 0x84: the stop
+		"str x0, [x17]", "str xzr, [x17, #8]", "mov x1, sp", "str x1, [x17, #16]", // 0x88: the frame, as without nodes
 		"ldr x1, [x16, #72]", "str x1, [x17, #24]",
 		"str xzr, [x17, #32]", "str xzr, [x17, #48]",
 		"mov x1, #0x3", "str x1, [x17, #40]", // the function, left in x1
-		"ldur x0, [x17, #-8]", "orr x1, x1, x0, lsl #32", // 0x90: the caller's node (x0 free: the time is in the frame): the key, node << 32 | 3
+		"ldur x0, [x17, #-8]", "orr x1, x1, x0, lsl #32", // 0xb0: the caller's node (x0 free: the time is in the frame): the key, node << 32 | 3
 		"mov x2, #0x7c15", "movk x2, #0x7f4a, lsl #16", // NodeHash, 0x9e3779b97f4a7c15, 16 bits a move,
 		"movk x2, #0x79b9, lsl #32", "movk x2, #0x9e37, lsl #48",
-		"mul x2, x1, x2",                    // 0xa8: the key times it, the low 64 bits,
+		"mul x2, x1, x2",                    // 0xc8: the key times it, the low 64 bits,
 		"lsr x2, x2, #56", "lsl x2, x2, #4", // their top 8 bits (256 slots), times 16: the key's slot's offset
-		"mov x3, #0x380", "add x3, x16, x3", // the table
-		"ldr x0, [x3, x2]", "cmp x0, x1, uxtx", "b.eq 0x118", // 0xbc: the slot's key the call's: found
-		"cbz x0, 0xe0",                                      // 0xc8: a free slot: the node missing
-		"add x2, x2, #0x10", "and x2, x2, #0xfff", "b 0xbc", // the next slot, past the last the first (4096 bytes of slots)
-		"ldr x0, [x17]", "b 0x64", // 0xd8: full: the time back into x0, to the stop
-		"add x2, x3, x2", "ldr x0, [x16, #80]", // 0xe0: missing: the slot's address; the count, the next node
-		"mov x3, #0x64", "cmp x0, x3, uxtx", "b.cs 0xd8", // 100 nodes or more in use: the table full
-		"add x3, x0, #0x1", "str x3, [x16, #80]", // 0xf4: the node taken, the count one more first
+		"mov x3, #0x3c0", "add x3, x16, x3", // the table
+		"ldr x0, [x3, x2]", "cmp x0, x1, uxtx", "b.eq 0x138", // 0xdc: the slot's key the call's: found
+		"cbz x0, 0x100",                                     // 0xe8: a free slot: the node missing
+		"add x2, x2, #0x10", "and x2, x2, #0xfff", "b 0xdc", // the next slot, past the last the first (4096 bytes of slots)
+		"ldr x0, [x17]", "b 0x84", // 0xf8: full: the time back into x0, to the stop
+		"add x2, x3, x2", "ldr x0, [x16, #80]", // 0x100: missing: the slot's address; the count, the next node
+		"mov x3, #0x64", "cmp x0, x3, uxtx", "b.cs 0xf8", // 100 nodes or more in use: the table full
+		"add x3, x0, #0x1", "str x3, [x16, #80]", // 0x114: the node taken, the count one more first
 		"str x0, [x2, #8]",                                             // the slot's node
-		"mov x3, #0x13b8", "add x3, x3, x0, lsl #6", "add x3, x16, x3", // 0x100: its key's word, 0x1380 + 56 + 64 a node
-		"str x1, [x3]", "str x1, [x2]", "b 0x11c", // 0x10c: the key in the node, then in the slot: found from now on
-		"add x2, x3, x2",                         // 0x118: found: the slot's address
-		"ldr x1, [x2, #8]", "str x1, [x17, #56]", // 0x11c: the slot's node, the frame's
-		"add x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0x124: the commit
-		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0x140", // 0x130
+		"mov x3, #0x13f8", "add x3, x3, x0, lsl #6", "add x3, x16, x3", // 0x120: its key's word, 0x13c0 + 56 + 64 a node
+		"str x1, [x3]", "str x1, [x2]", "b 0x13c", // 0x12c: the key in the node, then in the slot: found from now on
+		"add x2, x3, x2",                         // 0x138: found: the slot's address
+		"ldr x1, [x2, #8]", "str x1, [x17, #56]", // 0x13c: the slot's node, the frame's
+		"add x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0x144: the commit
+		"ldr x0, [x16, #96]", "cmp x1, x0, uxtx", "b.ls 0x160", // 0x150
 		"str x1, [x16, #96]",
-		"mov x17, #0x240", "add x17, x16, x17", // 0x140
+		"mov x17, #0x280", "add x17, x16, x17", // 0x160
 		"ldr x0, [x17, #24]", "add x0, x0, #0x1", "str x0, [x17, #24]",
 		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // back, x2 and x3 too
 	)
@@ -1491,58 +1508,60 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]",
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
+		"ldr x17, [x16, #128]", "cbz x17, 0x60", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
+		"cmp w17, w1", "b.eq 0x60", "str w17, [x16, #136]", "b 0x90",
 		"str x0, [x16, #112]",
 		"ldr x17, [x16, #64]",
-		"cmp x17, #0xc0", "b.cc 0x70",
-		"mov x1, #0x180",
-		"cmp x17, x1, uxtx", "b.hi 0x70",
+		"cmp x17, #0x100", "b.cc 0x90",
+		"mov x1, #0x1c0",
+		"cmp x17, x1, uxtx", "b.hi 0x90",
 		"add x17, x16, x17",
 		"ldur x1, [x17, #-48]",
-		"cmp sp, x1", "b.eq 0x74",
-		"b.cc 0x1b0",
-		"brk #0x0",                                                               // 0x70: the stop
-		"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x1b0", // 0x74: another function's call: nothing, its node not read
-		"ldur x3, [x17, #-8]", "sub x3, x3, #0x2", // 0x84: the call's node less the first's (2), in x3:
-		"mov x2, #0x62", "cmp x3, x2, uxtx", "b.cs 0x70", // 98 or more, unsigned (node 0, the root's 1, 100 on): to the stop, before the commit
-		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0x98: the commit
-		"ldr x1, [x17]", "sub x0, x0, x1", // 0xa4: closed as without nodes (x2 the scratch, x3 kept)
+		"cmp sp, x1", "b.eq 0x94",
+		"b.cc 0x1d0",
+		"brk #0x0",                                                               // 0x90: the stop
+		"ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x1d0", // 0x94: another function's call: nothing, its node not read
+		"ldur x3, [x17, #-8]", "sub x3, x3, #0x2", // 0xa4: the call's node less the first's (2), in x3:
+		"mov x2, #0x62", "cmp x3, x2, uxtx", "b.cs 0x90", // 98 or more, unsigned (node 0, the root's 1, 100 on): to the stop, before the commit
+		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0xb8: the commit
+		"ldr x1, [x17]", "sub x0, x0, x1", // 0xc4: closed as without nodes (x2 the scratch, x3 kept)
 		"ldr x1, [x16, #72]", "ldr x2, [x17, #24]", "sub x1, x1, x2", "sub x0, x0, x1",
 		"ldur x1, [x17, #-56]", "add x1, x1, x0", "stur x1, [x17, #-56]",
 		"ldr x1, [x17, #32]", "add x1, x1, #0x1",
 		"ldur x2, [x17, #-32]", "add x2, x2, x1", "stur x2, [x17, #-32]",
 		"ldur x1, [x17, #-16]", "add x1, x1, #0x1", "stur x1, [x17, #-16]",
 		"ldr x1, [x17, #8]", "sub x1, x0, x1", // the own time
-		"mov x2, #0x1400", "add x2, x16, x2", "add x2, x2, x3, lsl #6", // 0xf0: the node's figures, 64 bytes each from node 2's, 0x1380 + 2*64
+		"mov x2, #0x1440", "add x2, x16, x2", "add x2, x2, x3, lsl #6", // 0x110: the node's figures, 64 bytes each from node 2's, 0x13c0 + 2*64
 		"ldr x3, [x2]", "add x3, x3, #0x1", "str x3, [x2]", // one more call
 		"ldr x3, [x2, #8]", "add x3, x3, x1", "str x3, [x2, #8]", // the own time
 		"ldr x3, [x2, #16]", "add x3, x3, x0", "str x3, [x2, #16]", // the time with children: a node's call is its outermost
 		"ldr x1, [x17, #48]", "ldr x3, [x2, #32]", "add x3, x3, x1", "str x3, [x2, #32]", // the kids
 		"ldr x1, [x17, #32]", "ldr x3, [x2, #48]", "add x3, x3, x1", "str x3, [x2, #48]", // the calls beneath
-		"ldr x1, [x17, #8]", "sub x1, x0, x1", // 0x140: the own time again
-		"mov x2, #0x240", "add x2, x16, x2", // function 3's figures, as without nodes
+		"ldr x1, [x17, #8]", "sub x1, x0, x1", // 0x160: the own time again
+		"mov x2, #0x280", "add x2, x16, x2", // function 3's figures, as without nodes
 		"ldr x3, [x2]", "add x3, x3, #0x1", "str x3, [x2]",
 		"ldr x3, [x2, #8]", "add x3, x3, x1", "str x3, [x2, #8]",
 		"ldr x1, [x17, #48]", "ldr x3, [x2, #32]", "add x3, x3, x1", "str x3, [x2, #32]",
 		"ldr x3, [x2, #24]", "subs x3, x3, #0x1", "str x3, [x2, #24]",
-		"b.ne 0x1b0",
+		"b.ne 0x1d0",
 		"ldr x3, [x2, #16]", "add x3, x3, x0", "str x3, [x2, #16]",
 		"ldr x3, [x2, #40]", "add x3, x3, #0x1", "str x3, [x2, #40]",
 		"ldr x1, [x17, #32]", "ldr x3, [x2, #48]", "add x3, x3, x1", "str x3, [x2, #48]",
-		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x1b0
+		"ldp x0, x1, [x16]", "ldp x2, x3, [x16, #16]", // 0x1d0
 	)
 	wantCloser := []string{
 		"stp x3, x4, [sp, #-64]!", "stp x5, x6, [sp, #16]", "stp x7, x8, [sp, #32]", "stp x9, x10, [sp, #48]", // 64 bytes below sp: x3 to x10
 		"ldr x4, [x16, #32]", "ldr x5, [x16, #40]", // 0x10
 		"ldr x6, [x16, #48]", "sub x6, x6, x5",
 		"sub x1, x4, x5", "cmp x1, x6, uxtx", "b.cs 0x194",
-		"sub x1, x17, x16", "cmp x1, #0xc0", "b.ls 0x194", // 0x2c: loop
+		"sub x1, x17, x16", "cmp x1, #0x100", "b.ls 0x194", // 0x2c: loop
 		"ldur x1, [x17, #-48]", "cmp x1, x4, uxtx", "b.hi 0x194",
 		"sub x1, x1, x5", "cmp x1, x6, uxtx", "b.cs 0x194",
 		"ldur x1, [x17, #-24]", "mov x3, #0x8", "cmp x1, x3, uxtx", "b.cs 0x194", // its function
 		"ldur x9, [x17, #-8]", "sub x9, x9, #0x2", // 0x60: its node less the first's (2):
 		"mov x3, #0x62", "cmp x9, x3, uxtx", "b.cs 0x194", // 98 or more, unsigned (node 0, 1, 100 on), out
-		"mov x3, #0x1400", "add x3, x16, x3", "add x9, x3, x9, lsl #6", // its node's figures, in x9, from node 2's
-		"mov x3, #0x180", "add x3, x16, x3", "add x3, x3, x1, lsl #6", // 0x80: its function's
+		"mov x3, #0x1440", "add x3, x16, x3", "add x9, x3, x9, lsl #6", // its node's figures, in x9, from node 2's
+		"mov x3, #0x1c0", "add x3, x16, x3", "add x3, x3, x1, lsl #6", // 0x80: its function's
 		"add x7, x0, #0x0",
 		"sub x17, x17, #0x40", "sub x1, x17, x16", "str x1, [x16, #64]", // 0x90: closed
 		"ldr x1, [x17]", "sub x0, x0, x1",
@@ -1585,31 +1604,31 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		// later too.
 		got := gnuDisasm(t, entryC.Code, 0)
 		if !slices.Equal(got[8:10], wantEntry[8:10]) || !slices.Equal(got[len(got)-2:], wantEntry[len(wantEntry)-2:]) ||
-			!slices.Equal(got[(0x64+0x24)/4:(0x124+0x24)/4], slices.Concat([]string{"brk #0x0"}, wantEntry[0x68/4:0x90/4],
+			!slices.Equal(got[(0x84+0x24)/4:(0x144+0x24)/4], slices.Concat([]string{"brk #0x0"}, wantEntry[0x88/4:0xb0/4],
 				[]string{"ldur x0, [x17, #-8]", "orr x1, x1, x0, lsl #32",
 					"mov x2, #0x7c15", "movk x2, #0x7f4a, lsl #16", "movk x2, #0x79b9, lsl #32", "movk x2, #0x9e37, lsl #48",
-					"mul x2, x1, x2", "lsr x2, x2, #56", "lsl x2, x2, #4", "mov x3, #0x380", "add x3, x16, x3",
-					"ldr x0, [x3, x2]", "cmp x0, x1, uxtx", "b.eq 0x13c", "cbz x0, 0x104",
-					"add x2, x2, #0x10", "and x2, x2, #0xfff", "b 0xe0", "ldr x0, [x17]", "b 0x88",
-					"add x2, x3, x2", "ldr x0, [x16, #80]", "mov x3, #0x64", "cmp x0, x3, uxtx", "b.cs 0xfc",
+					"mul x2, x1, x2", "lsr x2, x2, #56", "lsl x2, x2, #4", "mov x3, #0x3c0", "add x3, x16, x3",
+					"ldr x0, [x3, x2]", "cmp x0, x1, uxtx", "b.eq 0x15c", "cbz x0, 0x124",
+					"add x2, x2, #0x10", "and x2, x2, #0xfff", "b 0x100", "ldr x0, [x17]", "b 0xa8",
+					"add x2, x3, x2", "ldr x0, [x16, #80]", "mov x3, #0x64", "cmp x0, x3, uxtx", "b.cs 0x11c",
 					"add x3, x0, #0x1", "str x3, [x16, #80]", "str x0, [x2, #8]",
-					"mov x3, #0x13b8", "add x3, x3, x0, lsl #6", "add x3, x16, x3",
-					"str x1, [x3]", "str x1, [x2]", "b 0x140",
+					"mov x3, #0x13f8", "add x3, x3, x0, lsl #6", "add x3, x16, x3",
+					"str x1, [x3]", "str x1, [x2]", "b 0x160",
 					"add x2, x3, x2", "ldr x1, [x2, #8]", "str x1, [x17, #56]"})) {
 			t.Errorf("entry with a closer:\n%s", strings.Join(got, "\n"))
 		}
-		if got := gnuDisasm(t, exitC.Code, 0)[0x94/4 : 0xbc/4]; !slices.Equal(got, []string{
-			"brk #0x0", "ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x1d4",
-			"ldur x3, [x17, #-8]", "sub x3, x3, #0x2", "mov x2, #0x62", "cmp x3, x2, uxtx", "b.cs 0x94",
+		if got := gnuDisasm(t, exitC.Code, 0)[0xb4/4 : 0xdc/4]; !slices.Equal(got, []string{
+			"brk #0x0", "ldur x1, [x17, #-24]", "mov x2, #0x3", "cmp x1, x2, uxtx", "b.ne 0x1f4",
+			"ldur x3, [x17, #-8]", "sub x3, x3, #0x2", "mov x2, #0x62", "cmp x3, x2, uxtx", "b.cs 0xb4",
 		}) {
 			t.Errorf("exit with a closer checks its node with %q", got)
 		}
 	}
 
-	checkBookShape(t, "entry", entry, 0x68, 0x28, 0x130, bookSlots)
-	checkBookShape(t, "exit", exit, 0x74, 0x28, 0xa4, bookSlots)
-	checkBookShape(t, "entry with a closer", entryC, 0x8c, 0x28, 0x154, bookSlots)
-	checkBookShape(t, "exit with a closer", exitC, 0x98, 0x28, 0xc8, bookSlots)
+	checkBookShape(t, "entry", entry, 0x88, 0x28, 0x150, bookSlots)
+	checkBookShape(t, "exit", exit, 0x94, 0x28, 0xc4, bookSlots)
+	checkBookShape(t, "entry with a closer", entryC, 0xac, 0x28, 0x174, bookSlots)
+	checkBookShape(t, "exit with a closer", exitC, 0xb8, 0x28, 0xe8, bookSlots)
 
 	// The books with nodes: as many as 2^24, their table of 2^25
 	// slots masked with 2^29-1, within 4 GiB; not 2^26, past it; and
@@ -1793,12 +1812,13 @@ func TestBookNodesRunsARM64(t *testing.T) {
 	entryPre, exitPre := uint64(abIndex(entry.Code, 0xffffffe0, abMrsCnt)), uint64(abIndex(exit.Code, 0xffffffe0, abMrsCnt))
 	// The instructions of a call's time and outside it, as
 	// TestBookCodeRunsARM64's: an entry runs, from its reading of the
-	// counter on, all but the BRK, the store of a new deepest top, and
-	// what its search does not run (rest); an exit that closes an
-	// outermost call all but the B.LO and the BRK, and one that closes a
+	// counter on, all but the BRK, the store of a new deepest top, what
+	// its check of the CPU (no page) and its search do not run (rest);
+	// an exit that closes an outermost call all but the B.LO, the BRK
+	// and what its check of the CPU does not run, and one that closes a
 	// recursion's inner call, to its B.NE, not what follows, but for the
 	// two LDPs at the end.
-	exitRest := uint64(len(exit.Code)/4) - exitPre - 2
+	exitRest := uint64(len(exit.Code)/4) - exitPre - 2 - abCPULeft
 	bne := -1
 	for i := 0; i < len(exit.Code); i += 4 {
 		if binary.LittleEndian.Uint32(exit.Code[i:])&0xff00001f == 0x54000000|condNE {
@@ -1882,7 +1902,7 @@ func TestBookNodesRunsARM64(t *testing.T) {
 			if add {
 				left = abAddLeft
 			}
-			return uint64(len(entry.Code)/4) - entryPre - 2 - left + abSearchSlot*uint64(n.probes-1)
+			return uint64(len(entry.Code)/4) - entryPre - 2 - abCPULeft - left + abSearchSlot*uint64(n.probes-1)
 		}
 		callB1, callB2 := rest(nab, added)+6+exitPre, rest(nab, false)+6+exitPre
 		selfB := callB1 + callB2 + 1
@@ -2812,4 +2832,289 @@ func TestBookStartRunsARM64(t *testing.T) {
 			}
 		}
 	}
+}
+
+// abCPULeft is how many instructions of the check of the CPU (offCPU) a
+// thread whose book has no page (BookPage 0) does not run: the page's
+// word's load, BookLock's, the CMP, the B.EQ, the store of BookLock and
+// the B to the stop.
+const abCPULeft = 6
+
+// The page of the thread's clock event in the tests of the check of the
+// CPU: abPage, where the interpreter maps its first two 32-bit words
+// (lock, then the kernel's next, abPageNext, which is no part of lock);
+// abNoPage, mapped nowhere, where code that checks nothing may read
+// nothing. abLock is BookLock as PROFILE left it, abLockNext the 32 bits
+// after it in the book, which the code neither compares nor writes.
+const (
+	abPage     = 0x7f0000300000
+	abNoPage   = 0x7f00dead0000
+	abPageNext = 0x12345678
+	abLock     = 0x2a
+	abLockNext = 0xfeedf00d
+)
+
+// abSetPage gives the thread of book b in mem the page at page (0: none),
+// whose lock word is lock, and BookLock abLock.
+func abSetPage(mem *fakeMem, b Book, page uint64, lock uint32) {
+	mem.poke64(abArea+b.Offset+BookPage, page)
+	mem.poke64(abArea+b.Offset+BookLock, abLockNext<<32|abLock)
+	if page != 0 {
+		mem.poke64(page+PerfPageLock, abPageNext<<32|uint64(lock))
+	}
+}
+
+// TestA64ExecBookCPUInstructions checks the interpreter's instructions
+// that only the check of the CPU (offCPU) uses, each word written out
+// from the Arm ARM (C6.2), checked with the GNU disassembler and against
+// the package's encoders: LDR (immediate), 32-bit, 10 111 0 01 01 imm12
+// Rn Rt (imm12 the offset / 4), which zero-extends the word into Xt;
+// STR (immediate), 32-bit, 10 111 0 01 00 imm12 Rn Rt, which writes
+// Wt's 4 bytes alone; and CMP (SUBS, shifted register), 32-bit, 0 1 1
+// 01011 shift 00 0 Rm imm6 0 Rn Rd 31, whose flags are those of the
+// 32-bit difference (AddWithCarry on 32 bits): the high halves count
+// for nothing.
+func TestA64ExecBookCPUInstructions(t *testing.T) {
+	const sp = abSP - 0x100
+	for _, c := range []struct{ got, want uint32 }{
+		{a64Ldr32(a64X17, a64X17, 0), 0xb9400231},
+		{a64Ldr32(bookX1, a64X16, 136), 0xb9408a01},
+		{a64Str32(a64X17, a64X16, 136), 0xb9008a11},
+		{a64Cmp32(a64X17, bookX1), 0x6b01023f},
+	} {
+		if c.got != c.want {
+			t.Errorf("encoded %#08x, want %#08x", c.got, c.want)
+		}
+	}
+	const word = 0x8877665544332211 // at sp
+	for _, c := range []struct {
+		word  uint32
+		text  string
+		in    func(r *fakeRegs)
+		flags uint64 // of CMP; the others leave them
+		want  func(r *fakeRegs, m *fakeMem) bool
+	}{
+		{0xb9400231, "ldr w17, [x17]", func(r *fakeRegs) { r.r[17] = sp }, 0, func(r *fakeRegs, _ *fakeMem) bool { return r.r[17] == 0x44332211 }},
+		{0xb9408a01, "ldr w1, [x16, #136]", func(r *fakeRegs) { r.r[16] = sp - 136 }, 0, func(r *fakeRegs, _ *fakeMem) bool { return r.r[1] == 0x44332211 }},
+		{0xb9008a11, "str w17, [x16, #136]", func(r *fakeRegs) { r.r[16], r.r[17] = sp-136, 0xffffffff00c0ffee }, 0, func(_ *fakeRegs, m *fakeMem) bool {
+			return m.peek64(sp) == 0x8877665500c0ffee && m.peek64(sp+8) == 0
+		}},
+		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0xffffffff00000005, 5 }, pstateZ | pstateC, nil},
+		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0, 0xffffffff00000001 }, pstateN, nil},
+		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0x80000000, 1 }, pstateC | pstateV, nil},
+		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 1<<32|2, 1 }, pstateC, nil},
+	} {
+		if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
+			if got := gnuDisasm(t, a64Words(c.word), 0); got[0] != c.text {
+				t.Errorf("%#08x is %q, want %q", c.word, got[0], c.text)
+			}
+		}
+		m := newMem().poke(sp-0x40, make([]byte, 0x80)).poke64(sp, word)
+		r := abRegs(sp, nil)
+		if c.in != nil {
+			c.in(r)
+		}
+		want := r.clone()
+		err := a64Exec(a64Words(c.word), pTramp, r, m)
+		if err != nil || r.pc != pTramp+4 || r.flags != c.flags || c.want != nil && !c.want(r, m) {
+			t.Errorf("%s: %v, flags %#x, want %#x; registers %+v, word at sp %#x", c.text, err, r.flags, c.flags, *r, m.peek64(sp))
+		}
+		// Nothing else changes: CMP writes wzr.
+		r.flags, r.pc, r.r[1], r.r[17] = want.flags, want.pc, want.r[1], want.r[17]
+		if *r != *want {
+			t.Errorf("%s: registers after\n got %+v\nwant %+v", c.text, *r, *want)
+		}
+	}
+}
+
+// abCPUBooks are the books of the runs of the check of the CPU: without
+// a closer or nodes, with a closer (x2 saved at the entry too), and with
+// nodes (x2 and x3).
+var abCPUBooks = []struct {
+	name string
+	b    Book
+}{
+	{"plain", Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas}},
+	{"closer", Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas, Closer: abCloserWord}},
+	{"nodes", abNodeBook},
+}
+
+// TestBookCPUGoesARM64 runs, in the A64 interpreter where the counter
+// counts the instructions run, the entry and the exit of a call of a
+// function of each of abCPUBooks, where the thread was on its CPU since
+// its last event: with no page (BookPage 0), and with the page's lock
+// the one BookLock holds (its 32 bits: the next word of the page and
+// the 32 bits after BookLock differ). Each goes on at its end with every
+// register back but x16, x17 and the flags, BookLock and the page as
+// they were, and the call is booked: the top back, one call, none open,
+// its time its own. Where the page is there, the code reads the lock,
+// BookLock, compares and does not branch (four instructions more than
+// the page's CBZ taken): the call's time, from the entry's reading of
+// the counter to the exit's, is that much longer.
+func TestBookCPUGoesARM64(t *testing.T) {
+	const f, sp = 1, abSP - 0x100
+	for _, book := range abCPUBooks {
+		b := book.b
+		entries, exits := abCloserCode(t, b)
+		var took [2]uint64
+		for i, page := range []uint64{0, abPage} {
+			name := fmt.Sprintf("%s, page %#x", book.name, page)
+			mem, ticks := abMem(b), uint64(1000)
+			if b.Nodes > 0 {
+				abAddNode(mem, b, RootNode, f)
+			}
+			abSetPage(mem, b, page, abLock)
+			want := mem.clone()
+			for _, c := range []struct {
+				what string
+				code BookCode
+			}{{"entry", entries[f]}, {"exit", exits[f]}} {
+				r := abRegs(sp, &ticks)
+				before := r.clone()
+				if err := a64Exec(c.code.Code, pTramp, r, mem); err != nil {
+					t.Fatalf("%s: %s: %v", name, c.what, err)
+				}
+				r.r[16], r.r[17], r.flags, before.pc = before.r[16], before.r[17], before.flags, pTramp+uint64(len(c.code.Code))
+				if *r != *before {
+					t.Errorf("%s: %s: registers after\n got %+v\nwant %+v", name, c.what, *r, *before)
+				}
+			}
+			for _, at := range []uint64{abArea + b.Offset + BookLock, abArea + b.Offset + BookPage, page} {
+				if got := mem.peek64(at); got != want.peek64(at) {
+					t.Errorf("%s: %#x written: %#x, was %#x", name, at, got, want.peek64(at))
+				}
+			}
+			fig := abFigures(mem, b)
+			took[i] = mem.peek64(abArea+b.Offset+BookLast) - mem.peek64(abArea+b.FrameAt(1)+FrameTime)
+			if top := mem.peek64(abArea + b.Offset + BookTop); top != b.FrameAt(1) {
+				t.Errorf("%s: top %#x, want %#x", name, top, b.FrameAt(1))
+			}
+			if got, want := [4]uint64{fig[f][FigureCalls/8], fig[f][FigureOpen/8], fig[f][FigureSelf/8], fig[f][FigureInclusive/8]}, [4]uint64{1, 0, took[i], took[i]}; got != want {
+				t.Errorf("%s: calls, open calls, own time and with children %v, want %v", name, got, want)
+			}
+		}
+		if took[1] != took[0]+abCPULeft-2 {
+			t.Errorf("%s: the call took %d with the page, %d without; want %d more", book.name, took[1], took[0], abCPULeft-2)
+		}
+	}
+}
+
+// TestBookCPUStopsARM64 runs, in the A64 interpreter, the entry and the
+// exit of a function of each of abCPUBooks where the page's lock is not
+// the one BookLock holds (the thread was off its CPU): the entry with no
+// call open, the exit with its call open. Each stops at its BRK (the PC
+// at the code's Stop less 4), x0 the time it read, BookLock the page's
+// lock now (its 32 bits, not the 32 after it); it writes nothing else
+// but its save slots: no frame opened or closed (the top, the frames and
+// the figures as they were; the exit not even the last exit's time).
+// PROFILE, putting the saved registers back from the save slots and the
+// PC at the code's end, gives the thread every register back but x16,
+// x17 and the flags.
+func TestBookCPUStopsARM64(t *testing.T) {
+	const f, sp = 1, abSP - 0x100
+	for _, book := range abCPUBooks {
+		b := book.b
+		entries, exits := abCloserCode(t, b)
+		for _, exit := range []bool{false, true} {
+			name, c := book.name+": entry", entries[f]
+			mem, ticks := abMem(b), uint64(1000)
+			if b.Nodes > 0 {
+				abAddNode(mem, b, RootNode, f)
+			}
+			abSetPage(mem, b, abPage, abLock)
+			if exit {
+				name, c = book.name+": exit", exits[f]
+				if err := a64Exec(entries[f].Code, pTramp, abRegs(sp, &ticks), mem); err != nil {
+					t.Fatalf("%s: the entry: %v", name, err)
+				}
+			}
+			const lock = abLock + 3
+			mem.poke(abPage+PerfPageLock, binary.LittleEndian.AppendUint32(nil, lock))
+			r := abRegs(sp, &ticks)
+			before, want, read := r.clone(), mem.clone(), ticks+uint64(abIndex(c.Code, 0xffffffe0, abMrsCnt))
+			err := a64Exec(c.Code, pTramp, r, mem)
+			var brk a64Break
+			if !errors.As(err, &brk) || r.pc != brk.pc || brk.pc+4 != pTramp+uint64(c.Stop) {
+				t.Fatalf("%s: %v, at %#x; want a stop at %#x", name, err, r.pc, pTramp+uint64(c.Stop)-4)
+			}
+			if r.r[0] != read {
+				t.Errorf("%s: x0 %d at the stop, want %d, the time read", name, r.r[0], read)
+			}
+			for _, s := range c.Saved {
+				want.poke64(abArea+s.Offset, before.r[s.Reg])
+			}
+			want.poke(abArea+b.Offset+BookLock, binary.LittleEndian.AppendUint32(nil, lock))
+			if !equalMem(mem, want) {
+				t.Errorf("%s: the book written: BookLock %#x, top %#x, function %d's figures %v", name,
+					mem.peek64(abArea+b.Offset+BookLock), mem.peek64(abArea+b.Offset+BookTop), f, abFigures(mem, b)[f])
+			}
+			// PROFILE lets the thread go at the code's end.
+			for _, s := range c.Saved {
+				r.r[s.Reg] = mem.peek64(abArea + s.Offset)
+			}
+			r.pc, r.r[16], r.r[17], r.flags = pTramp+uint64(len(c.Code)), before.r[16], before.r[17], before.flags
+			before.pc = r.pc
+			if *r != *before {
+				t.Errorf("%s: registers put back\n got %+v\nwant %+v", name, *r, *before)
+			}
+		}
+	}
+}
+
+// TestBookCPUUncheckedARM64 runs the code of a Go function's book and of
+// an untimed book, each thread's BookPage an address mapped nowhere,
+// whose code checks nothing: TestGoBookCodeRunsARM64's run (on its two
+// goroutines) and TestUntimedBookCodeRunsARM64's calls go on and book
+// their calls as ever, the page not read (the interpreter would fault)
+// and BookLock as it was; nor does their code, or a closer's, load
+// BookPage.
+func TestBookCPUUncheckedARM64(t *testing.T) {
+	noLoad := func(name string, b Book, codes ...[]byte) {
+		t.Helper()
+		for _, code := range codes {
+			if i := abIndex(code, 0xffffffe0, a64Ldr(0, a64X16, uint32(b.Offset+BookPage))); i >= 0 {
+				t.Errorf("%s: BookPage loaded at %#x", name, 4*i)
+			}
+		}
+	}
+	lock := func(name string, mem *fakeMem, base uint64, b Book) {
+		t.Helper()
+		if got := mem.peek64(base + b.Offset + BookLock); got != abLockNext<<32|abLock {
+			t.Errorf("%s: BookLock %#x written", name, got)
+		}
+	}
+	g := agBook(0)
+	entries, exits := abCloserCode(t, g)
+	th := newAgThread(t, g)
+	for _, base := range []uint64{abArea, agA.base, agB.base} {
+		th.mem.poke64(base+g.Offset+BookPage, abNoPage)
+		th.mem.poke64(base+g.Offset+BookLock, abLockNext<<32|abLock)
+	}
+	agCheckRun(th, agRun(th, entries, exits))
+	for _, base := range []uint64{abArea, agA.base, agB.base} {
+		lock("Go", th.mem, base, g)
+	}
+	for f := range entries {
+		noLoad("Go", g, entries[f].Code, exits[f].Code)
+	}
+
+	u := Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas, Untimed: true}
+	entries, exits = abCloserCode(t, u)
+	code, offA, offC := abCalls(entries, exits)
+	mem := abMem(u)
+	mem.poke64(abArea+u.Offset+BookPage, abNoPage).poke64(abArea+u.Offset+BookLock, abLockNext<<32|abLock)
+	var ticks uint64
+	abRunCalls(t, "untimed: ", code, offA, offC, mem, &ticks)
+	for f, calls := range []uint64{1, 2, 3} {
+		if got := abFigures(mem, u)[f][FigureCalls/8]; got != calls {
+			t.Errorf("untimed: function %d: %d calls, want %d", f, got, calls)
+		}
+	}
+	lock("untimed", mem, abArea, u)
+	noLoad("untimed", u, code)
+	closer, ok := ARM64.BookCloserCode(abCPUBooks[1].b)
+	if !ok {
+		t.Fatal("no closer")
+	}
+	noLoad("closer", abCPUBooks[1].b, closer)
 }

@@ -71,10 +71,28 @@ const (
 	// BookSaveMore is a fifth save slot in a thread's block, for the
 	// code of a Go function with caller stacks (r8).
 	BookSaveMore = 120
+	// BookPage and BookLock serve the time on a CPU (issue 33, part 8).
+	// BookPage is the address, in the program, of the page of the
+	// thread's clock event (the kernel's perf_event_mmap_page of its
+	// task clock, which PROFILE maps for it; 0: none, the code checks
+	// nothing). The kernel updates the page each time the thread comes
+	// back onto a CPU, and counts the update in its 32-bit word lock, at
+	// PerfPageLock (which moves by two an update: it is odd while the
+	// kernel writes). The timed code compares that word with BookLock, a
+	// 32-bit word: where
+	// they differ the thread was off a CPU since its last event, and the
+	// code writes the word it read in BookLock and leaves the event to
+	// PROFILE, which measures the wait (the thread's CPU clock against
+	// the counter's) and charges it to the calls open. PROFILE adds two
+	// to BookLock each time it lets the thread go: its stop took the
+	// thread off a CPU, and the update as it comes back is one.
+	BookPage     = 128
+	BookLock     = 136
+	PerfPageLock = 8
 	// BookFrames is where the frames start; frame 0 is the root, whose
 	// stack pointer is the highest there is, so that every entry nests in
 	// it.
-	BookFrames = 128
+	BookFrames = 192
 	// BookFrameSize is a frame's size: the counter's time at the entry,
 	// the time of its children, the stack pointer at the entry, the
 	// thread's held time at the entry, the calls made beneath it (at any

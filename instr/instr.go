@@ -452,6 +452,10 @@ const (
 	// wait the time PROFILE held the others (profile/waits.go).
 	SysFutex
 	SysFutexWaitv
+	// SysPerfEventOpen is perf_event_open(2): PROFILE opens, in each
+	// thread of a function timing run, the task clock whose page tells
+	// its book code when the thread was off a CPU (BookPage).
+	SysPerfEventOpen
 )
 
 // ErrUnsupportedArch is returned for an ELF machine without an Arch.

@@ -26,6 +26,7 @@ package plist
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -108,6 +109,12 @@ type Options struct {
 	// default demangler (C++ and Rust, legacy and v0; other names as they
 	// are). Unused with Mangled.
 	Demangle func(string) string
+	// Time is --time: the times of a function timing profile as
+	// measured, elapsed (TimeElapsed, the default), or on a CPU (TimeCPU:
+	// [CPUTimes], before anything is written; [ErrNoWaits] for a profile
+	// whose runs did not measure its calls' waits). The listing's
+	// Program Statistics and the JSON say which.
+	Time TimeView
 }
 
 // DefaultOptions returns PLIST's defaults: /C 1, /TAB 2, no /PW, no /PL,
@@ -117,11 +124,16 @@ func DefaultOptions() Options {
 }
 
 // Generate writes the report of m selected by o to w: the listing of
-// original.md §5, or with o.Tab the tab-delimited records of §6. Lines end
-// in LF. Warnings go to o.Warn before anything is written.
+// original.md §5, or with o.Tab the tab-delimited records of §6, of m's
+// figures in the view o.Time selects. Lines end in LF. Warnings go to
+// o.Warn before anything is written.
 func Generate(w io.Writer, m *datafile.Merged, o Options) error {
 	if m == nil {
 		return errors.New("write report: no profile")
+	}
+	m, err := inView(m, o)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	r := newReport(m, o)
 	return r.write(w)

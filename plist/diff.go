@@ -41,8 +41,21 @@ type diffRow struct {
 // counts 0 there. Profiles of two types are compared all the same, after
 // warning PRF4488 (o.Path names the base): a function profile and a line
 // profile have nothing in common, and times are compared only where both
-// have them.
+// have them. With o.Time TimeCPU both profiles' times are their times on
+// a CPU ([CPUTimes]; [ErrNoWaits] when either has none).
 func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
+	var err error
+	if base, err = inView(base, o); err != nil {
+		return fmt.Errorf("write comparison: base: %w", err)
+	}
+	if m, err = inView(m, o); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return writeDiff(w, base, m, o)
+}
+
+// writeDiff is WriteDiff of profiles in the view o.Time selects.
+func writeDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	rb, rm := newReport(base, o), newReport(m, o)
 	if bm, mm := base.Plan.Method, m.Plan.Method; bm != mm {
 		rm.warn(prf.DiffOtherType(o.Path, strings.ToLower(bm.Words()), strings.ToLower(mm.Words())))
@@ -104,7 +117,7 @@ func WriteDiff(w io.Writer, base, m *datafile.Merged, o Options) error {
 	if !rm.plan.Method.IsFunction() {
 		what = "Line"
 	}
-	fmt.Fprintf(bw, "Profile: %s, compared with %s\n\n", m.Plan.Method.Words(), prf.Printable(o.Path))
+	fmt.Fprintf(bw, "Profile: %s%s, compared with %s\n\n", m.Plan.Method.Words(), viewWords(o), prf.Printable(o.Path))
 	head := fmt.Sprintf("%10s %10s %10s", "Base hits", "Hits", "Change")
 	if timed {
 		head += fmt.Sprintf(" %12s %12s %12s", "Base ms", "ms", "Change ms")

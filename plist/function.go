@@ -105,9 +105,11 @@ func (r funcListing) programStatistics(p *printer) {
 		if u := st.CostUncertainty; u > 0 {
 			p.text(fmt.Sprintf("    Overhead uncertain by %d ns a call:%s marks a function whose own time a call is less", u, uncertainMark))
 		}
-		if r.mostlyWaited() {
-			p.text(fmt.Sprintf("    Threads on a CPU %s%% of the total time: the times are elapsed, waits included; function sampling (/FS) shows where the CPU time went",
-				fixed(percent(float64(st.CPUTime), float64(st.TotalTime)), 1)))
+		switch {
+		case r.o.Time == TimeCPU:
+			p.text(cpuLine)
+		case r.mostlyWaited():
+			p.text(waitedLine(st))
 		}
 	}
 }

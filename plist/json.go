@@ -17,11 +17,13 @@ type (
 	jsonProfile struct {
 		Schema    string         `json:"schema"`
 		Profile   string         `json:"profile"`
+		TimeView  string         `json:"timeView,omitempty"`
 		Runs      []jsonRun      `json:"runs"`
 		CallDepth int            `json:"callDepth,omitempty"`
 		TotalNs   int64          `json:"totalTimeNs,omitempty"`
 		CostNs    int64          `json:"costUncertaintyNs,omitempty"`
 		CPUNs     int64          `json:"cpuTimeNs,omitempty"`
+		WaitNs    int64          `json:"insideWaitNs,omitempty"`
 		Sampling  *jsonSampling  `json:"sampling,omitempty"`
 		Modules   []jsonModule   `json:"modules"`
 		Functions []jsonFunction `json:"functions,omitempty"`
@@ -55,6 +57,8 @@ type (
 		Hits    uint64       `json:"hits"`
 		TimeNs  *int64       `json:"timeNs,omitempty"`
 		ChildNs *int64       `json:"timeWithChildrenNs,omitempty"`
+		WaitNs  *int64       `json:"waitNs,omitempty"`
+		CWaitNs *int64       `json:"waitWithChildrenNs,omitempty"`
 		Samples *uint64      `json:"samples,omitempty"`
 		Unsure  bool         `json:"uncertain,omitempty"`
 		Callers []jsonCaller `json:"callers,omitempty"`
@@ -86,6 +90,12 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	if timed {
 		out.TotalNs, out.CostNs, out.CPUNs = r.m.Stats.TotalTime, r.m.Stats.CostUncertainty, r.m.Stats.CPUTime
 	}
+	if r.plan.Method.IsTiming() {
+		out.TimeView = r.o.Time.String()
+		if w := r.m.Stats.Waits; w != nil {
+			out.WaitNs = w.InsideWait
+		}
+	}
 	sampled := r.plan.Method.IsSampling()
 	if sampled {
 		sm := &r.m.Stats.Sampling
@@ -100,33 +110,8 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		out.Modules = append(out.Modules, jsonModule{Name: m.Name, Path: m.Path})
 	}
 	if r.plan.Method.IsFunction() {
-		for i, f := range r.plan.Funcs {
-			jf := jsonFunction{Module: r.moduleName(f.Module), Name: r.names[i], Symbol: f.Name, Source: f.Source,
-				File: f.File, Line: f.Line, Hits: r.hits(i)}
-			if timed {
-				t, c := r.funcTime(i), r.childTime(i)
-				jf.TimeNs, jf.ChildNs, jf.Unsure = &t, &c, r.uncertain(i)
-			}
-			if sampled {
-				n := r.samples(i)
-				jf.Samples = &n
-			}
-			for _, si := range at(r.stacks, i) {
-				s := r.m.Stats.Stacks[si]
-				var stack []string
-				for _, c := range s.Callers {
-					if c >= 0 && c < len(r.names) {
-						stack = append(stack, r.names[c])
-					}
-				}
-				jc := jsonCaller{Stack: stack, Hits: s.Hits}
-				if timed {
-					t := s.Time
-					jc.TimeNs = &t
-				}
-				jf.Callers = append(jf.Callers, jc)
-			}
-			out.Functions = append(out.Functions, jf)
+		for i := range r.plan.Funcs {
+			out.Functions = append(out.Functions, r.jsonFunction(i, timed, sampled))
 		}
 	}
 	if sampled {
@@ -150,4 +135,41 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// jsonFunction returns function i of the JSON, with its times when timed
+// (and its waits, when the runs measured them and the times include
+// them), its samples when sampled, and its caller stacks.
+func (r jsonExport) jsonFunction(i int, timed, sampled bool) jsonFunction {
+	f := &r.plan.Funcs[i]
+	jf := jsonFunction{Module: r.moduleName(f.Module), Name: r.names[i], Symbol: f.Name, Source: f.Source,
+		File: f.File, Line: f.Line, Hits: r.hits(i)}
+	if timed {
+		t, c := r.funcTime(i), r.childTime(i)
+		jf.TimeNs, jf.ChildNs, jf.Unsure = &t, &c, r.uncertain(i)
+	}
+	if w := r.m.Stats.Waits; w != nil && i < len(w.FuncWait) && i < len(w.ChildWait) {
+		fw, cw := w.FuncWait[i], w.ChildWait[i]
+		jf.WaitNs, jf.CWaitNs = &fw, &cw
+	}
+	if sampled {
+		n := r.samples(i)
+		jf.Samples = &n
+	}
+	for _, si := range at(r.stacks, i) {
+		s := r.m.Stats.Stacks[si]
+		var stack []string
+		for _, c := range s.Callers {
+			if c >= 0 && c < len(r.names) {
+				stack = append(stack, r.names[c])
+			}
+		}
+		jc := jsonCaller{Stack: stack, Hits: s.Hits}
+		if timed {
+			t := s.Time
+			jc.TimeNs = &t
+		}
+		jf.Callers = append(jf.Callers, jc)
+	}
+	return jf
 }

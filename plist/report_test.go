@@ -213,6 +213,13 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		m.Overheads = []int64{37}
 		return m
 	},
+	// Function timing with /AT of a run that measured each call's time
+	// on a CPU (docs/linux.md, "Timing"): add waited 1.5 of its 1.8 ms
+	// (a read), mul 0.3 of its 0.48, main 40 of its own 100 µs; main, the
+	// outermost call, waited 1.846 ms of its 2.5. Its threads were on a
+	// CPU 0.8 ms of the 3 ms. Listed with --time=cpu, the times are
+	// those less the waits, of 0.654 ms inside, 0.8 ms in all.
+	"oncpu": oncpu,
 	// A timing profile that was never run (PRF4481).
 	"never": func() *datafile.Merged {
 		n := len(demoHits)
@@ -289,6 +296,10 @@ var linuxGoldens = []struct {
 	{"uncertain", "t", func(o *Options) { o.Tab = true }},
 	{"waited", "default", nil},
 	{"waited", "t", func(o *Options) { o.Tab = true }},
+	{"oncpu", "default", nil},
+	{"oncpu", "cpu", func(o *Options) { o.Time = TimeCPU }},
+	{"oncpu", "cpu-t", func(o *Options) { o.Time, o.Tab = TimeCPU, true }},
+	{"oncpu", "cpu-flat", func(o *Options) { o.Time, o.Flat = TimeCPU, true }},
 	{"timing", "stc", func(o *Options) { o.Sort = SortChildTime }},
 	{"timing", "sc", func(o *Options) { o.Sort = SortCount }},
 	{"timing", "sn", func(o *Options) { o.Sort = SortName }},

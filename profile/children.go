@@ -90,3 +90,29 @@ func (t *tracer) syscallAgain(tid int, call instr.Syscall, args ...uint64) (uint
 	}
 	return res, err
 }
+
+// errNoCalls is syscallIn's answer where the tracer has no process to
+// run a system call in (a part tested alone).
+var errNoCalls = errors.New("no process to run a system call in")
+
+// syscallIn makes stopped thread tid run call with args: through the
+// system call instruction just before its PC where there is one (a new
+// thread's first stop is right after its clone), which writes nothing
+// in the program's memory while other threads may run; else borrowing
+// the thread (injector.syscall), where the program's other threads are
+// stopped or there are none.
+func syscallIn(t *tracer, tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+	if t.proc == nil || t.mem == nil || t.parts.calls == nil {
+		return 0, errNoCalls
+	}
+	var regs ptrace.Regs
+	if err := t.proc.getRegs(tid, &regs); err != nil {
+		return 0, err
+	}
+	inst := t.arch.SyscallInst()
+	code := make([]byte, len(inst))
+	if regs.PC() >= uint64(len(inst)) && t.mem.ReadMem(regs.PC()-uint64(len(inst)), code) == nil && bytes.Equal(code, inst) {
+		return t.syscallAgain(tid, call, args...)
+	}
+	return t.parts.calls.syscall(tid, call, args...)
+}

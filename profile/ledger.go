@@ -95,6 +95,8 @@ type ledgers struct {
 	// gos keeps the goroutines' books, where the functions are Go's
 	// (ledger_go.go).
 	gos goLedgers
+	// cpu measures the threads' waits (ledger_waits.go).
+	cpu offCPU
 }
 
 // ledgerEnv is what the books in the program read and call of the run.
@@ -108,6 +110,8 @@ type ledgerEnv struct {
 	host    ringHost
 	where   books.StackFinder
 	mem     instr.Memory
+	// sys makes a stopped thread of the program run a system call.
+	sys func(tid int, call instr.Syscall, args ...uint64) (uint64, error)
 }
 
 // Two functions past the plan's have figures in every book: the
@@ -122,9 +126,13 @@ const (
 func newLedgers(t *tracer) *ledgers {
 	n := len(t.plan.Funcs)
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
-		clocks: &t.clocks, host: t, mem: t.mem}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		clocks: &t.clocks, host: t, mem: t.mem, sys: func(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
+			return syscallIn(t, tid, call, args...)
+		}}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
+	l.cpu = newOffCPU(t.plan.Method.IsTiming() && !slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }),
+		n, t.plan.Attribution)
 	l.gos.reset()
 	if t.parts.books != nil {
 		l.where = t.parts.books.Where
@@ -229,6 +237,9 @@ func (l *ledgers) openBook(b int) *books.ProgramBook {
 	if st, ok := l.stacks[b]; ok {
 		p.SetStack(st[0], st[1])
 	}
+	if page := l.cpu.pages[b]; page != 0 {
+		books.ClockOf(p).SetPage(page, 0)
+	}
 	p.Where = l.where
 	l.open[b] = p
 	return p
@@ -250,7 +261,7 @@ func (l *ledgers) given(tid, b int, owned bool) {
 			l.stacks[b] = [2]uint64{lo, hi}
 		}
 	}
-	l.openBook(b)
+	clockPages{l}.mapPage(l.threads[tid], b, l.openBook(b), inCode{l}.stopTime(l.threads[tid]))
 }
 
 // bookOf returns the book of thread tid's block, checked: a thread
@@ -371,6 +382,9 @@ func (l *ledgers) book(th *thread, s *site) {
 	sp := l.arch.SP(l.regs)
 	c := l.clocks
 	now := l.now(c.waited - c.stopCost(th)/2)
+	if p, _, ok := l.heldBooks(th); ok {
+		clockPages{l}.settle(th, p, now, true) // (PROFILE cannot read the page: read the CPU time)
+	}
 	if s.item >= 0 {
 		p, key := l.gos.frame(th, s.item, sp)
 		p.Enter(s.item, key, now)
@@ -407,11 +421,14 @@ func (l *ledgers) releasing(th *thread) {
 	if !ok {
 		return
 	}
-	held := uint64(max(l.clocks.clock()-seen+l.lost(th, p, g, seen), 0))
+	lost := l.lost(th, p, g, seen)
+	clockPages{l}.settle(th, p, l.now(seen)-uint64(lost), false) // (a wait the code saw, its event undone)
+	held := uint64(max(l.clocks.clock()-seen+lost, 0))
 	p.SetHeld(p.Held() + held)
 	if g != nil {
 		g.SetHeld(g.Held() + held)
 	}
+	clockPages{l}.released(th, p)
 }
 
 // heldBooks returns the book of thread th's block, checked, and the
@@ -481,7 +498,10 @@ func (l *ledgers) threadEnded(tid int) {
 	}
 	if p := l.open[b]; p != nil {
 		l.check(p)
-		p.CloseAll(l.now(l.clocks.waited - l.clocks.stopCost(th)/2))
+		end := l.now(l.clocks.waited - l.clocks.stopCost(th)/2)
+		clockPages{l}.settle(th, p, end, true)
+		delete(l.cpu.marks, tid)
+		p.CloseAll(end)
 		l.keep(b, p)
 		l.debt(th, b)
 		delete(l.open, b)
@@ -509,6 +529,9 @@ func (l *ledgers) ended() {
 			// (On a copy: a process PROFILE let go runs on, and its
 			// open calls with it.)
 			l.check(p)
+			if th := owner[b]; th != nil {
+				clockPages{l}.settle(th, p, end, true)
+			}
 			q := p.Copy()
 			q.CloseAll(end)
 			l.keep(b, q)
@@ -544,6 +567,13 @@ func (l *ledgers) ended() {
 		})
 	}
 	bk.AddInside(inside, l.depth)
+	if l.cpu.on {
+		self, all := make([]int64, len(l.plan.Funcs)), make([]int64, len(l.plan.Funcs))
+		for fn := range self {
+			self[fn], all[fn] = figs[fn].Self, figs[fn].All
+		}
+		l.cpu.waits.Give(bk, self, all)
+	}
 	clear(l.figs)
 }
 

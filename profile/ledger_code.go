@@ -84,7 +84,8 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
 	run := func(addr uint64) (books.Figure, books.Figure, error) {
 		p := l.openBook(b)
-		p.AddPath(outer, inner) // (its code finds their nodes: it does not stop)
+		p.AddPath(outer, inner)        // (its code finds their nodes: it does not stop)
+		books.ClockOf(p).SetPage(0, 0) // (nor does it look at the clock's page)
 		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
 		if err := proc.setRegs(pid, &regs); err != nil {

@@ -26,7 +26,9 @@ func (l inCode) pass(th *thread, addr uint64) bool {
 	}
 	l.stops++
 	site := r.book
-	b := l.bookEvent(th, site, l.regs, l.regs.Reg(site.saved[0].Reg)) // (the counter's time, read by the code)
+	now := l.regs.Reg(site.saved[0].Reg) // (the counter's time, read by the code)
+	clockPages{l.ledgers}.settleAt(th, now)
+	b := l.bookEvent(th, site, l.regs, now)
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	for _, s := range site.saved {
 		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
@@ -135,7 +137,9 @@ func (l inCode) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
 		if !c.rollOut(regs, l.saveBase(th.tid, rg.book, regs), start, int(pc-start), rg.rollback) {
 			return false
 		}
-		l.bookEvent(th, rg.book, regs, l.stopTime(th))
+		now := l.stopTime(th)
+		clockPages{l.ledgers}.settleAt(th, now)
+		l.bookEvent(th, rg.book, regs, now)
 		regs.SetPC(start + uint64(rg.book.end))
 		return true
 	}

@@ -465,6 +465,7 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 	s.TotalTime = c.total(r, f)
 	s.OutsideTime = s.TotalTime - f.Inside
 	s.CPUTime = c.lives.cpu.sum
+	s.Waits = f.Waits
 }
 
 // findExits decodes the code of items' functions (of funcs, their module

@@ -82,6 +82,9 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if err := setFormat(o, &r); err != nil {
 		return err
 	}
+	if err := setTime(o, &r); err != nil {
+		return err
+	}
 	path := cli.InputName(input, ".pbt")
 	m, err := datafile.OpenMerged(path)
 	if err != nil {
@@ -89,6 +92,9 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	}
 	if w := unmerged(path, m); w != nil {
 		warn(w)
+	}
+	if r.Time == plist.TimeCPU && !plist.HasWaits(m) {
+		return prf.NoWaits(path, m.Plan.Method)
 	}
 	r.Now, r.Path, r.Warn, r.Version = time.Now(), path, warn, cli.Version
 	if r.Format == plist.FormatGmon && !m.Plan.Method.IsSampling() && o.diffBase == "" {
@@ -126,6 +132,9 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		if err != nil {
 			return prf.DataFile(err)
 		}
+		if r.Time == plist.TimeCPU && !plist.HasWaits(base) {
+			return prf.NoWaits(basePath, base.Plan.Method)
+		}
 		r.Path = basePath
 		write = func(w io.Writer) error { return plist.WriteDiff(w, base, m, r) }
 	}
@@ -156,6 +165,21 @@ func setFormat(o *options, r *plist.Options) error {
 		d.Hint = "the HTML report is a page of its own: /T's records and --diff-base's comparison are text, written without --format"
 		return d
 	}
+	return nil
+}
+
+// setTime sets r's view of the times from --time.
+func setTime(o *options, r *plist.Options) error {
+	if o.timeView == "" {
+		return nil
+	}
+	v, err := plist.ParseTimeView(o.timeView)
+	if err != nil {
+		d := prf.InvalidOption("--time=" + o.timeView)
+		d.Hint = "the views are " + strings.Join(plist.TimeViewNames(), ", ")
+		return d
+	}
+	r.Time = v
 	return nil
 }
 

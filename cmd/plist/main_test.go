@@ -87,6 +87,8 @@ func TestCommandLine(t *testing.T) {
 		{"O short", "/o x.json --format json fcount", "", withCmd(func(o *options) { o.format, o.output = "json", "x.json" })},
 		{"fail-under", "--fail-under=80 fcount", "", withCmd(func(o *options) { o.failUnder = 80 })},
 		{"diff-base", "--diff-base old fcount", "", withCmd(func(o *options) { o.diffBase = "old" })},
+		{"time", "--time=cpu fcount", "", withCmd(func(o *options) { o.timeView = "cpu" })},
+		{"time, the rightmost", "--time cpu --ti=elapsed fcount", "", withCmd(func(o *options) { o.timeView = "elapsed" })},
 		{"long options cut short", "--form=lcov --fail 5 --out x --nolo fcount", "", withCmd(func(o *options) {
 			o.format, o.failUnder, o.output = "lcov", 5, "x"
 		})},

@@ -12,11 +12,12 @@ type options struct {
 	report plist.Options
 	trace  bool // /TRACE
 	dump   bool // --dump: the names are data files to print in text form
-	// format is --format's name ("" for the listing); output is /O, the
-	// file the report goes to ("" for stdout); failUnder is
-	// --fail-under's percentage (-1: none); diffBase is --diff-base's
-	// profile.
+	// format is --format's name ("" for the listing); timeView is
+	// --time's ("" for the elapsed times); output is /O, the file the
+	// report goes to ("" for stdout); failUnder is --fail-under's
+	// percentage (-1: none); diffBase is --diff-base's profile.
 	format    string
+	timeView  string
 	output    string
 	failUnder int
 	diffBase  string
@@ -114,6 +115,9 @@ var tool = cli.Tool[options]{
 		{Name: "O", Min: 1, Long: "output", Arg: cli.Text,
 			Set:     func(o *options, v cli.Value) { o.output = v.Text },
 			Section: secExport, Meta: "FILE", Help: "write the report to FILE instead of stdout"},
+		{Long: "time", Arg: cli.Text,
+			Set:     func(o *options, v cli.Value) { o.timeView = v.Text },
+			Section: secReport, Meta: "VIEW", Help: "times elapsed (the default) or on a CPU (cpu)"},
 		{Long: "format", Arg: cli.Text,
 			Set:     func(o *options, v cli.Value) { o.format = v.Text },
 			Section: secExport, Meta: "NAME", Help: "write the report in format NAME (below)"},
@@ -144,5 +148,9 @@ var tool = cli.Tool[options]{
 		"as a timeline for Perfetto and chrome://tracing), or html (one page for a\n" +
 		"browser, that fetches nothing: the statistics, the table sortable by each\n" +
 		"column, the annotated source of line profiles, and with /AT the flame\n" +
-		"graph of timing's callers).\n",
+		"graph of timing's callers).\n" +
+		"--time's VIEW is elapsed (the times measured, waits included: the default)\n" +
+		"or cpu: each function's time on a CPU, its elapsed time less the waits of\n" +
+		"its calls, which profile measures in function timing where it can (fatal\n" +
+		"error PRF1484 for a profile whose runs did not measure them).\n",
 }

@@ -17,7 +17,7 @@ import (
 // what the original never met, have numbers the original did not use, in
 // the group of their neighbours: 1308, 1309 and 4305-4308 with the data
 // files, 1402 with the programs PREP reads, 1445 and 1446 with PROFILE's
-// start, 1483 and 4482 with PLIST's, 4623 and 4625 with debugging
+// start, 1483, 1484 and 4482 with PLIST's, 4623 and 4625 with debugging
 // information, 1644
 // to 1650 and 4643 to 4656 with PROFILE's run (1647 to 1650, which the
 // other tools print too, were free there) (docs/linux.md lists them). No

@@ -3,9 +3,10 @@
 // where the original had the message ("cannot open file %s" is PRF1011),
 // its severity, and for some a hint that says what to do next.
 //
-// Each message has one constructor here (catalogue.go, catalogue_warn.go, catalogue_run.go), so that its number,
-// text and severity are written once; the packages that detect a problem
-// call the constructor, and the commands print what they get with [Write]:
+// Each message has one constructor here (catalogue.go, catalogue_warn.go,
+// catalogue_run.go, catalogue_plist.go), so that its number, text and
+// severity are written once; the packages that detect a problem call the
+// constructor, and the commands print what they get with [Write]:
 //
 //	prep: fatal error PRF1011: cannot open file x.pbt: no such file or directory
 //	prep: warning PRF4106: function/source/object/lib foo was never matched

@@ -87,6 +87,9 @@ type Books struct {
 	depth      int
 	inside     int64 // time within outermost frames
 	goroutines bool  // set once a goroutine's ledger is opened
+	// waits are the times off a CPU inside the calls, where the run
+	// measured them (Waits.Give), else nil.
+	waits      *datafile.WaitStats
 	stacks     []datafile.Stack
 	stackIndex map[stackKey]int
 	// steps finds a call's caller stack from its caller's: the stack
@@ -469,13 +472,14 @@ type Figures struct {
 	Goroutines bool
 	Depth      int
 	Stacks     []datafile.Stack
+	Waits      *datafile.WaitStats
 }
 
 // Figures returns the figures booked so far. Hits, Self and All are the
 // books' own (a run's status reads them as they go); Stacks is a copy.
 func (b *Books) Figures() Figures {
 	f := Figures{Hits: b.hits, Self: b.self, All: b.all, Inside: b.inside,
-		Goroutines: b.goroutines, Depth: b.depth}
+		Goroutines: b.goroutines, Depth: b.depth, Waits: b.waits}
 	if b.attribution {
 		f.Stacks = slices.Clone(b.stacks)
 	}

@@ -211,6 +211,15 @@ func (l *Layout) BlockAddr(b int) uint64 { return l.ProgAddr + uint64(b)*l.Block
 // AreaAddr is the address in the program of area b of the table.
 func (l *Layout) AreaAddr(b int) uint64 { return l.ProgAddr + l.AreasAt + uint64(b)*l.Stride }
 
+// BookAddr is the address in the program of the memory BookMem gives
+// of block, or area, b.
+func (l *Layout) BookAddr(b int) uint64 {
+	if l.Table {
+		return l.AreaAddr(b)
+	}
+	return l.BlockAddr(b)
+}
+
 // BlockAt returns the block whose address is base (a thread base), none
 // for the discard block or an address that is no block's.
 func (l *Layout) BlockAt(base uint64) (int, bool) {

@@ -1,0 +1,29 @@
+// The catalogue's fatal errors of PLIST for a profile its options do not fit (148x).
+
+package prf
+
+import (
+	"strings"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// NoWaits is PRF1484: PLIST --time=cpu of a profile that holds no waits
+// to leave out (datafile.Stats.Waits): function timing whose runs, or one
+// of them, did not measure each call's time on a CPU, or a profile of
+// another type.
+func NoWaits(pbt string, method datafile.Method) *Diagnostic {
+	var d *Diagnostic
+	switch {
+	case method.IsTiming():
+		d = newDiag(1484, Fatal, nil, "%s: its runs did not measure each call's time on a CPU (function timing of C, C++ or Rust with the books kept in the program, where perf events are allowed)", pbt)
+		d.Hint = "a database holds the waits only when every run merged into it measured them: prepare the program again (prep /FT), profile it and merge; without --time=cpu, plist lists the elapsed times"
+	case method.IsSampling():
+		d = newDiag(1484, Fatal, nil, "%s: a function sampling profile has no waits to leave out: its times are estimated from samples of the time on a CPU", pbt)
+		d.Hint = "list it without --time=cpu"
+	default:
+		d = newDiag(1484, Fatal, nil, "%s: a %s profile has no times", pbt, strings.ToLower(method.Words()))
+		d.Hint = "--time=cpu lists the times of function timing (prep /FT)"
+	}
+	return d
+}

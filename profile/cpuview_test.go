@@ -1,0 +1,92 @@
+package profile
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// TestTimingWaitsPerCall runs waits.c (TestTimingCPUTime's) with the
+// books kept in the program, in one thread and in two, and checks the
+// time each call spent off a CPU (ledger_waits.go) against what the
+// program does by construction: each thread's work calls nap, which
+// sleeps NAPS times NAP_MS, then spin, which runs until its thread has
+// used SPIN_MS of its CPU clock. On a CPU, nap takes next to nothing and
+// spin its SPIN_MS, whatever the machine's load made their elapsed
+// times; main, with its children, its own thread's spin, its wait for
+// the other thread left out. With breakpoints, which keep no page,
+// nothing is measured: the run states no waits.
+func TestTimingWaitsPerCall(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "waits", "-O2", "-pthread")
+	naps, napMS, spinMS := 3, 100, 50
+	spin := int64(spinMS) * int64(time.Millisecond)
+	for _, threads := range []int{1, 2} {
+		for _, mech := range mechanisms {
+			t.Run(fmt.Sprintf("%d/%s", threads, mech.name), func(t *testing.T) {
+				plan := planFor(t, prog, datafile.FuncTiming, "main", "work", "nap", "spin")
+				got := runTimedWith(t, plan, prog, mech.breakpoints, strconv.Itoa(threads), strconv.Itoa(naps), strconv.Itoa(napMS), strconv.Itoa(spinMS))
+				w := got.stats.Waits
+				if mech.breakpoints {
+					if w != nil {
+						t.Errorf("waits %+v measured with breakpoints, which keep no clock's page", w)
+					}
+					return
+				}
+				if w == nil {
+					if perfAllowed() {
+						t.Fatal("no waits measured, perf events allowed")
+					}
+					t.Skip("no task clock: perf_event_paranoid")
+				}
+				cpu := map[string][2]int64{}
+				for i, f := range plan.Funcs {
+					cpu[f.Name] = [2]int64{got.stats.FuncTime[i] - w.FuncWait[i], got.stats.ChildTime[i] - w.ChildWait[i]}
+					t.Logf("%-5s elapsed %v (with children %v), waits %v (%v): on a CPU %v (%v)", f.Name,
+						time.Duration(got.stats.FuncTime[i]), time.Duration(got.stats.ChildTime[i]), time.Duration(w.FuncWait[i]),
+						time.Duration(w.ChildWait[i]), time.Duration(cpu[f.Name][0]), time.Duration(cpu[f.Name][1]))
+				}
+				n := int64(threads)
+				// (Each wake-up from a sleep costs the thread some CPU
+				// in nap; 2 ms a nap is far above it, far below a nap.)
+				slack := n * spin / 5
+				within := func(what string, got, want, tol int64) {
+					if got < want-tol || got > want+tol {
+						t.Errorf("%s on a CPU %v, want %v within %v", what, time.Duration(got), time.Duration(want), time.Duration(tol))
+					}
+				}
+				within("spin", cpu["spin"][0], n*spin, slack)
+				within("nap", cpu["nap"][0], 0, n*int64(naps)*int64(2*time.Millisecond))
+				// (main's call holds its own thread's work and spin,
+				// however the compiler made work's call of spin; the other
+				// thread's are not in it, and its wait for that thread is
+				// left out.)
+				within("main with its children", cpu["main"][1], spin, spin/5+int64(naps)*int64(2*time.Millisecond))
+				if naps := int64(naps*napMS) * int64(time.Millisecond) * n; w.FuncWait[2] < naps*9/10 {
+					t.Errorf("nap waited %v, want the naps' %v at least", time.Duration(w.FuncWait[2]), time.Duration(naps))
+				}
+				if w.InsideWait < w.ChildWait[1] || w.InsideWait > got.stats.TotalTime-got.stats.OutsideTime {
+					t.Errorf("waits inside the outermost calls %v: want at least work's %v, at most the time inside %v",
+						time.Duration(w.InsideWait), time.Duration(w.ChildWait[1]), time.Duration(got.stats.TotalTime-got.stats.OutsideTime))
+				}
+			})
+		}
+	}
+}
+
+// perfAllowed reports whether this process may open a task clock of its
+// own threads: perf_event_paranoid below 3, or root.
+func perfAllowed() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if err != nil {
+		return false
+	}
+	level, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return os.Geteuid() == 0 || (err == nil && level < 3)
+}

@@ -1,0 +1,182 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/profile/books"
+)
+
+// Time on a CPU per call (issue 33, part 8; docs/architecture.md, "Time
+// on a CPU per call"). A function's time is elapsed; to show each call's
+// time on a CPU as well, PROFILE measures the times the threads spent
+// off a CPU (asleep, blocked, preempted) and charges each to the calls
+// open when it happened (books.Waits).
+//
+// The kernel tells a thread's code cheaply when the thread came back
+// onto a CPU: each thread gets a task clock event (perf_event_open,
+// opened by the thread itself, in a few system calls PROFILE makes it
+// run as its book opens), whose page PROFILE maps in the program. The
+// kernel updates the page each time the thread is scheduled in, and
+// counts the updates in its first word. The timed book code compares
+// that word with the one its book noted (instr.BookPage): the same, and
+// the thread stayed on its CPU since its last event; else the code notes
+// the new word and leaves the event to PROFILE. PROFILE then reads the
+// thread's CPU time (the kernel's, the thread stopped), and the wait is
+// the time since the last such reading, less PROFILE's holds of the
+// thread meanwhile, less the CPU time. A stop of PROFILE's own takes the
+// thread off its CPU too: as PROFILE lets the thread go it adds two to
+// the word the book noted (one update, as the thread comes back), so
+// that its own stops are not taken for waits, and where that guess is
+// wrong the next event stops once more and finds no wait. One system
+// call a reschedule, not two a call.
+
+// clockPages is the ledgers' side of the threads' clocks' pages.
+type clockPages struct{ *ledgers }
+
+// offCPU is the ledgers' measure of the threads' waits.
+type offCPU struct {
+	// on is set where the run measures them: a timing run whose
+	// functions are all keyed by the stack pointer (a goroutine's waits
+	// are not its thread's).
+	on    bool
+	waits *books.Waits
+	// pages holds the page mapped for each block's thread, unmapped as
+	// the block goes to another thread; marks the last settling of each
+	// thread's waits.
+	pages map[int]uint64
+	marks map[int]*cpuMark
+}
+
+// cpuMark is where a thread's waits were last settled: the lock word
+// PROFILE left in its book, and, at that moment, the books' time, the
+// thread's held time and its time on a CPU.
+type cpuMark struct {
+	lock    uint32
+	t, held uint64
+	cpu     int64
+}
+
+// perf_event_open(2)'s attributes, in their first version (64 bytes):
+// the task clock, a software event, counting the thread's user time
+// alone (which any perf_event_paranoid below 3 allows, and which counts
+// as the thread's time on a CPU all the same).
+const (
+	perfTypeSoftware   = 1
+	perfCountTaskClock = 1
+	perfAttrSize       = 64
+	perfExcludeKernel  = 1 << 5
+	perfExcludeHV      = 1 << 6
+	perfFlagCloexec    = 8
+	protRead           = 1
+	mapShared          = 1
+)
+
+// newOffCPU returns the measure of the waits of a run of funcs functions
+// (stacks: with caller stacks), on where it measures them.
+func newOffCPU(on bool, funcs int, stacks bool) offCPU {
+	return offCPU{on: on, waits: books.NewWaits(funcs, stacks), pages: map[int]uint64{}, marks: map[int]*cpuMark{}}
+}
+
+// mapPage opens the task clock of thread th, whose book p, of block b,
+// is new, maps its page, and writes its address in the book; the
+// thread's waits are counted from now, at. A thread whose clock cannot
+// be had leaves the run's waits unmeasured.
+func (l clockPages) mapPage(th *thread, b int, p *books.ProgramBook, at uint64) {
+	if !l.cpu.on || th == nil || th.foreign || b == 0 {
+		return
+	}
+	page, err := l.openClock(th.tid, b, p)
+	if err != nil {
+		l.cpu.waits.Unmeasured()
+		return
+	}
+	cpu, err := l.proc.cpuTime(th.tgid, th.tid)
+	if err != nil {
+		l.cpu.waits.Unmeasured()
+		return
+	}
+	// (The page's word is read by the code, not by PROFILE, which cannot
+	// read such a mapping: 0 noted, the thread's first event stops once.)
+	books.ClockOf(p).SetPage(page, 0)
+	l.cpu.marks[th.tid] = &cpuMark{t: at, held: p.Held(), cpu: cpu}
+}
+
+// openClock makes thread tid open its task clock and map its page (the
+// page of the block's thread before unmapped), and returns the page's
+// address. The attributes are written in the book's first frame, free
+// in a new book.
+func (l clockPages) openClock(tid, b int, p *books.ProgramBook) (uint64, error) {
+	size := uint64(os.Getpagesize()) // (the program's: the same system's)
+	if old := l.cpu.pages[b]; old != 0 {
+		delete(l.cpu.pages, b)
+		if _, err := l.sys(tid, instr.SysMunmap, old, size); err != nil {
+			return 0, err
+		}
+	}
+	lay := &l.counters.layout
+	bk := lay.Book()
+	at := bk.FrameAt(1)
+	mem := lay.BookMem(l.counters.shared.Bytes(), b)[at : at+perfAttrSize]
+	defer clear(mem)
+	binary.LittleEndian.PutUint32(mem[0:], perfTypeSoftware)
+	binary.LittleEndian.PutUint32(mem[4:], perfAttrSize)
+	binary.LittleEndian.PutUint64(mem[8:], perfCountTaskClock)
+	binary.LittleEndian.PutUint64(mem[40:], perfExcludeKernel|perfExcludeHV)
+	fd, err := l.sys(tid, instr.SysPerfEventOpen, lay.BookAddr(b)+at, 0, ^uint64(0), ^uint64(0), perfFlagCloexec)
+	if err != nil {
+		return 0, err
+	}
+	page, err := l.sys(tid, instr.SysMmap, 0, size, protRead, mapShared, fd, 0)
+	if _, cerr := l.sys(tid, instr.SysClose, fd); err == nil && cerr != nil {
+		return 0, cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if page == 0 || page > 1<<63 {
+		return 0, errors.New("no page")
+	}
+	l.cpu.pages[b] = page
+	return page, nil
+}
+
+// settle charges the wait thread th's book code found (the page's word
+// it noted not the one PROFILE left), at time now on the books' clock,
+// to the calls open in its book p, before its event is booked; at the
+// thread's end, whatever the word, the wait since the last settling.
+func (l clockPages) settle(th *thread, p *books.ProgramBook, now uint64, end bool) {
+	m := l.cpu.marks[th.tid]
+	if m == nil || (books.ClockOf(p).Lock() == m.lock && !end) {
+		return
+	}
+	m.lock = books.ClockOf(p).Lock()
+	cpu, err := l.proc.cpuTime(th.tgid, th.tid)
+	if err != nil {
+		return
+	}
+	held := p.Held()
+	wait := int64(now-m.t) - int64(max(held, m.held)-m.held) - (cpu - m.cpu)
+	l.cpu.waits.Charge(books.OpenFuncs(p), wait)
+	m.t, m.held, m.cpu = now, held, cpu
+}
+
+// released notes, as PROFILE lets thread th go (its book p), that its
+// stop took it off its CPU: the page's next update is its own.
+func (l clockPages) released(th *thread, p *books.ProgramBook) {
+	if m := l.cpu.marks[th.tid]; m != nil {
+		c := books.ClockOf(p)
+		m.lock = c.Lock() + 2
+		c.SetLock(m.lock)
+	}
+}
+
+// settleAt settles thread th's waits in its own book, at now, before
+// an event of its book code is booked.
+func (l clockPages) settleAt(th *thread, now uint64) {
+	if p, _, ok := l.heldBooks(th); ok {
+		l.settle(th, p, now, false)
+	}
+}
