@@ -194,6 +194,9 @@ func (a *attachment) letGo(ready map[int]bool) error {
 			inCode{l}.restart(tid)
 		}
 	}
+	if l := t.parts.ledgers; l != nil && stopped(t.pid) {
+		clockPages{l}.unmapAll(t.pid) // (no code reads them now)
+	}
 	var errs []error
 	if err := a.undo.restore(); err != nil {
 		errs = append(errs, fmt.Errorf("write the program's code back: %w", err))

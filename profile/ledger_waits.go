@@ -180,3 +180,15 @@ func (l clockPages) settleAt(th *thread, now uint64) {
 		l.settle(th, p, now, false)
 	}
 }
+
+// unmapAll unmaps the threads' pages in a process PROFILE lets go, in
+// its stopped thread tid, the book code no longer run (counters.unchecked):
+// each page was the last hold on its task clock, which the kernel then
+// closes, so that no clock of PROFILE's stays on the process's threads.
+func (l clockPages) unmapAll(tid int) {
+	size := uint64(os.Getpagesize())
+	for b, page := range l.cpu.pages {
+		delete(l.cpu.pages, b)
+		l.sys(tid, instr.SysMunmap, page, size) // (a page left is one page, and a clock that counts)
+	}
+}
