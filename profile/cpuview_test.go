@@ -90,3 +90,38 @@ func perfAllowed() bool {
 	level, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return os.Geteuid() == 0 || (err == nil && level < 3)
 }
+
+// TestTimingWaitsPerStack runs waits.c in one thread with caller stacks
+// (/AT): each function's waits are its stacks' (a wait is charged to the
+// innermost call's stack as to its function), the naps' in nap's one
+// stack, and each stack waited no longer than its time.
+func TestTimingWaitsPerStack(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "waits", "-O2", "-pthread")
+	naps, napMS := 3, 100
+	plan := planFor(t, prog, datafile.FuncTiming, "main", "work", "nap", "spin")
+	plan.Attribution = true
+	got := runTimedWith(t, plan, prog, false, "1", strconv.Itoa(naps), strconv.Itoa(napMS), "20")
+	s := got.stats
+	if s.Waits == nil {
+		if perfAllowed() {
+			t.Fatal("no waits measured, perf events allowed")
+		}
+		t.Skip("no task clock: perf_event_paranoid")
+	}
+	byFunc := make([]int64, len(plan.Funcs))
+	for _, st := range s.Stacks {
+		byFunc[st.Func] += st.Wait
+		if st.Wait > st.Time || st.ChildWait > st.ChildTime || st.Wait > st.ChildWait {
+			t.Errorf("stack of %s: waits %d (%d with children) for times %d (%d)", plan.Funcs[st.Func].Name, st.Wait, st.ChildWait, st.Time, st.ChildTime)
+		}
+		if plan.Funcs[st.Func].Name == "nap" && st.Wait < int64(naps*napMS)*int64(time.Millisecond)*9/10 {
+			t.Errorf("nap's stack waited %v, want the naps' %v at least", time.Duration(st.Wait), time.Duration(naps*napMS)*time.Millisecond)
+		}
+	}
+	for fn, f := range plan.Funcs {
+		if byFunc[fn] != s.Waits.FuncWait[fn] {
+			t.Errorf("%s: its stacks waited %v, the function %v", f.Name, time.Duration(byFunc[fn]), time.Duration(s.Waits.FuncWait[fn]))
+		}
+	}
+}

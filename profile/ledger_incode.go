@@ -27,7 +27,7 @@ func (l inCode) pass(th *thread, addr uint64) bool {
 	l.stops++
 	site := r.book
 	now := l.regs.Reg(site.saved[0].Reg) // (the counter's time, read by the code)
-	clockPages{l.ledgers}.settleAt(th, now)
+	clockPages(l).settleAt(th, now)
 	b := l.bookEvent(th, site, l.regs, now)
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	for _, s := range site.saved {
@@ -138,7 +138,7 @@ func (l inCode) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
 			return false
 		}
 		now := l.stopTime(th)
-		clockPages{l.ledgers}.settleAt(th, now)
+		clockPages(l).settleAt(th, now)
 		l.bookEvent(th, rg.book, regs, now)
 		regs.SetPC(start + uint64(rg.book.end))
 		return true
