@@ -274,8 +274,8 @@ func a64Exec(code []byte, addr uint64, r *fakeRegs, m *fakeMem) error {
 			if v == 0 {
 				r.flags |= pstateZ
 			}
-		case w&0xffe0fc00 == 0xb8607800: // LDR (register), 32-bit, LSL #2
-			base += get(w>>16&31) << 2
+		case w&0xffe0ec00 == 0xb8606800: // LDR (register), 32-bit: [Xn, Xm], LSL #2 where S (option 011), else #0
+			base += get(w>>16&31) << (2 * (w >> 12 & 1))
 			v, err := load(0, 4)
 			if err != nil {
 				return err

@@ -66,33 +66,30 @@ func (a *bookAsm) time(fence bool, off uint64) {
 }
 
 // offCPU appends, for the timed code of a book that is not a Go
-// function's, the check that the thread stayed on its CPU since its
-// last event (book.go, BookPage), the time in rax:
+// function's, the check that the thread stayed on its CPU since its last
+// event (Book.Clock), the time in rax:
 //
-//	mov %gs:PAGE,%rdx; test %rdx,%rdx; jz 1f     no page: nothing checked
-//	mov 8(%rdx),%edx; cmp %edx,%gs:LOCK; je 1f   the page's updates, as seen
-//	mov %edx,%gs:LOCK; jmp stop                  else: noted, and to PROFILE
+//	mov %gs:CLOCK+8,%edx; cmp %edx,%gs:LOCK; je 1f   the page's updates, as seen
+//	mov %edx,%gs:LOCK; jmp stop                      else: noted, and to PROFILE
 //	1:
 //
 // It returns where the jump to the breakpoint ends, for land (nil where
 // the code checks nothing).
 func (a *bookAsm) offCPU(b Book) []int {
-	if a.g || a.untimed {
+	if a.g || a.untimed || b.Clock == 0 {
 		return nil
 	}
-	a.abs(x86MovLoad, x86RDX, b.Offset+BookPage)
-	a.c = append(a.c, 0x48, 0x85, 0xd2, 0x74, 0) // test %rdx,%rdx; jz
-	none := len(a.c)
-	a.c = append(a.c, 0x8b, 0x52, PerfPageLock) // mov LOCK(%rdx),%edx: the page's
+	a.c = append(a.c, 0x65, 0x8b, 0x14, 0x25)
+	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Clock+PerfPageLock)) // mov %gs:CLOCK+8,%edx
 	a.c = append(a.c, 0x65, 0x39, 0x14, 0x25)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // cmp %edx,%gs:LOCK
-	a.c = append(a.c, 0x74, 0)                                             // je
+	a.c = append(a.c, 0x74, 0)                                              // je
 	same := len(a.c)
 	a.c = append(a.c, 0x65, 0x89, 0x14, 0x25)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // mov %edx,%gs:LOCK
-	a.c = append(a.c, 0xeb, 0)                                             // jmp stop
+	a.c = append(a.c, 0xeb, 0)                                              // jmp stop
 	jump := len(a.c)
-	a.land([]int{none, same}, len(a.c))
+	a.land([]int{same}, len(a.c))
 	return []int{jump}
 }
 
@@ -384,7 +381,7 @@ func (amd64) BookExitCode(b Book, f int, sp int) (BookCode, bool) {
 // its code fits a displacement.
 func (b Book) fits(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%64 == 0 &&
-		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && b.nodesFit()
+		b.Offset+b.Size() < 1<<31 && b.Closer < 1<<31 && int64(b.Clock) > -1<<31 && int64(b.Clock) < 1<<31-PerfPageLock && b.nodesFit()
 }
 
 // nest moves rsp down or up 16 bytes, leaving the flags.

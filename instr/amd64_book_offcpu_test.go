@@ -9,12 +9,12 @@ import (
 )
 
 // TestBookOffCPURunsAMD64 runs the timed book code's check that the
-// thread stayed on its CPU (book.go, BookPage) on this machine, with a C
+// thread stayed on its CPU (Book.Clock) on this machine, with a C
 // driver that catches the code's int3 (SIGTRAP) and leaves the code by
 // siglongjmp, as PROFILE would have moved the thread on.
 //
-// With no page, or a page whose lock word is the one the book noted, the
-// code runs through. A lock word the book has not noted stops the entry
+// With no clock (Book.Clock 0: no check), or a page whose lock word is
+// the one the book noted, the code runs through. A lock word the book has not noted stops the entry
 // before it opens a frame, at the code's breakpoint, the time in rax and
 // the word noted; the next call runs through. A word that changes inside
 // a call (function d's body adds two to it, as the kernel's update as the
@@ -27,8 +27,11 @@ func TestBookOffCPURunsAMD64(t *testing.T) {
 		t.Skip("runs x86-64 code")
 	}
 	need(t, "gcc")
-	b := Book{Offset: 0x40, Frames: 16, Funcs: 3}
-	word := b.Offset + BookSize(b.Frames, b.Funcs) // a word after the book: the page's lock, for the first cases
+	// (The page 64 KiB from the block, past the book: a page of any
+	// size fits there, page-aligned.)
+	const clock = 0x10000
+	b := Book{Offset: 0x40, Frames: 16, Funcs: 3, Clock: clock}
+	word := uint64(clock + PerfPageLock) // the page's lock word, in the block's mapping for the first cases
 	var code []byte
 	var entryStop, exitStop [3]int
 	add := func(f int, body []byte) int {
@@ -44,13 +47,19 @@ func TestBookOffCPURunsAMD64(t *testing.T) {
 		code = append(append(code, exit.Code...), 0xc3)
 		return at
 	}
+	unchecked := b
+	unchecked.Clock = 0
+	plain, _ := amd64{}.BookEntryCode(unchecked, 2)
+	plainExit, _ := amd64{}.BookExitCode(unchecked, 2, 0)
+	offN := len(code)
+	code = append(append(append(code, plain.Code...), plainExit.Code...), 0xc3)
 	offA := add(0, []byte{0x90})
 	// d: addl $2,%gs:WORD, the lock word changed inside the call.
 	bump := append([]byte{0x65, 0x83, 0x04, 0x25}, le32(uint32(word))...)
 	offD := add(1, append(bump, 0x02))
-	src := fmt.Sprintf(offCPUDriver, cArray(code), word+64,
+	src := fmt.Sprintf(offCPUDriver, cArray(code), 2*clock,
 		b.Offset+BookTop, b.FrameAt(1), b.FrameAt(0)+FrameSP, b.Offset+BookScale,
-		b.Offset+BookPage, b.Offset+BookLock, word, offA, offD, b.FigureAt(0))
+		clock, b.Offset+BookLock, word, offN, offA, offD, b.FigureAt(0))
 	out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("driver: %v\n%s", err, out)
@@ -63,10 +72,10 @@ func TestBookOffCPURunsAMD64(t *testing.T) {
 	}
 	root := b.FrameAt(1)
 	for _, c := range []struct{ key, want string }{
-		{"no page", fmt.Sprintf("trap -1 top %d calls 1", root)},
-		{"lock as noted", fmt.Sprintf("trap -1 top %d calls 2", root)},
-		{"lock not noted", fmt.Sprintf("trap %d top %d calls 2 noted 1 time 1", entryStop[0], root)},
-		{"then", fmt.Sprintf("trap -1 top %d calls 3", root)},
+		{"no clock", fmt.Sprintf("trap -1 top %d calls 1", root)},
+		{"lock as noted", fmt.Sprintf("trap -1 top %d calls 1", root)},
+		{"lock not noted", fmt.Sprintf("trap %d top %d calls 1 noted 1 time 1", entryStop[0], root)},
+		{"then", fmt.Sprintf("trap -1 top %d calls 2", root)},
 		{"changed in the call", fmt.Sprintf("trap %d top %d calls 0 noted 1 time 1", exitStop[1], root+BookFrameSize)},
 	} {
 		if got := lines[c.key]; got != c.want {
@@ -85,10 +94,11 @@ func TestBookOffCPURunsAMD64(t *testing.T) {
 func le32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
 
 // offCPUDriver is TestBookOffCPURunsAMD64's driver. Its arguments: the
-// code, the block's size, the top's offset and its first value, the
-// root's stack pointer's offset, the scale's offset, the page's and the
-// lock's offsets, the lock word's offset in the block (the first cases'
-// page), a's and d's offsets in the code, and the figures' offset.
+// code, the block's mapping's size, the top's offset and its first
+// value, the root's stack pointer's offset, the scale's offset, the
+// clock's page's and the lock's offsets, the page's lock word's offset,
+// the unchecked function's, a's and d's offsets in the code, and the
+// figures' offset.
 const offCPUDriver = `#define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <linux/perf_event.h>
@@ -104,8 +114,8 @@ const offCPUDriver = `#define _GNU_SOURCE
 #include <unistd.h>
 
 static unsigned char code[] = {%s};
-static uint64_t block[(%d + 7) / 8] __attribute__((aligned(64)));
-enum { TOP = %d / 8, FIRST = %d, ROOTSP = %d / 8, SCALE = %d / 8, PAGE = %d / 8, LOCK = %d / 8, WORD = %d / 8, A = %d, D = %d, FIG = %d / 8 };
+static uint64_t *block;
+enum { SIZE = %d, TOP = %d / 8, FIRST = %d, ROOTSP = %d / 8, SCALE = %d / 8, CLOCK = %d, LOCK = %d / 8, WORD = %d / 8, N = %d, A = %d, D = %d, FIG = %d / 8 };
 static unsigned char *x;
 static sigjmp_buf env;
 static volatile long trapAt, trapRAX;
@@ -141,6 +151,8 @@ int main(void) {
 	x = mmap(0, sizeof code, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (x == MAP_FAILED) return 1;
 	memcpy(x, code, sizeof code);
+	block = mmap(0, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (block == MAP_FAILED) return 1;
 	struct sigaction sa = {0};
 	sa.sa_sigaction = trapped;
 	sa.sa_flags = SA_SIGINFO;
@@ -149,15 +161,16 @@ int main(void) {
 	block[ROOTSP] = ~0ull;
 	block[SCALE] = 1ull << 32;
 	if (syscall(SYS_arch_prctl, ARCH_SET_GS, block)) return 2;
+	void (*n)(void) = (void (*)(void))(x + N);
 	void (*a)(void) = (void (*)(void))(x + A);
 	void (*d)(void) = (void (*)(void))(x + D);
 
-	call(a);
-	report("no page", 0, 0);
 	uint32_t *word = (uint32_t *)&block[WORD];
-	block[PAGE] = (uint64_t)word - 8; /* (the page's lock word is its third) */
-	*word = 40;
+	*word = 42;
 	block[LOCK] = 40;
+	call(n);
+	report("no clock", 2, 0);
+	*word = 40;
 	call(a);
 	report("lock as noted", 0, 40);
 	*word = 42;
@@ -176,13 +189,13 @@ int main(void) {
 	at.exclude_kernel = 1;
 	at.exclude_hv = 1;
 	int fd = syscall(SYS_perf_event_open, &at, 0, -1, -1, 0);
-	struct perf_event_mmap_page *pg = fd < 0 ? MAP_FAILED : mmap(0, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+	struct perf_event_mmap_page *pg = fd < 0 ? MAP_FAILED
+		: mmap((char *)block + CLOCK, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
 	if (pg == MAP_FAILED) {
 		printf("kernel's page: none (%%m)\n");
 		return 0;
 	}
 	close(fd);
-	block[PAGE] = (uint64_t)pg;
 	block[LOCK] = pg->lock;
 	usleep(2000);
 	long s0 = switches(), slept = call(a);

@@ -13,7 +13,7 @@ func TestBookCodeAMD64(t *testing.T) {
 	if 1<<figureShift != BookFigureSize {
 		t.Fatalf("the closer shifts a function's number by %d, for figures of %d bytes", figureShift, BookFigureSize)
 	}
-	b := Book{Offset: 0x1000, Frames: 4, Funcs: 8}
+	b := Book{Offset: 0x1000, Frames: 4, Funcs: 8, Clock: 0x10000}
 	entry, ok := amd64{}.BookEntryCode(b, 3)
 	if !ok {
 		t.Fatal("no entry code")
@@ -26,21 +26,18 @@ func TestBookCodeAMD64(t *testing.T) {
 		"or     %rdx,%rax",
 		"mulq   %gs:0x1068",
 		"shrd   $0x20,%rdx,%rax",
-		"mov    %gs:0x1080,%rdx",
-		"test   %rdx,%rdx",
-		"je     0x4e",
-		"mov    0x8(%rdx),%edx",
+		"mov    %gs:0x10008,%edx",
 		"cmp    %edx,%gs:0x1088",
-		"je     0x4e",
+		"je     0x45",
 		"mov    %edx,%gs:0x1088",
-		"jmp    0x73",
+		"jmp    0x6a",
 		"mov    %gs:0x1040,%rdx",
 		"cmp    $0x1100,%rdx",
-		"jb     0x73",
+		"jb     0x6a",
 		"cmp    $0x11c0,%rdx",
-		"jae    0x73",
+		"jae    0x6a",
 		"cmp    %rsp,%gs:-0x30(%rdx)",
-		"ja     0x74",
+		"ja     0x6b",
 		"int3",
 		"mov    %rax,%gs:0x0(%rdx)",
 		"movq   $0x0,%gs:0x8(%rdx)",
@@ -54,7 +51,7 @@ func TestBookCodeAMD64(t *testing.T) {
 		"mov    %rdx,%gs:0x1040",
 		"incq   %gs:0x1298",
 		"cmp    %rdx,%gs:0x1060",
-		"jae    0xef",
+		"jae    0xe6",
 		"mov    %rdx,%gs:0x1060",
 		"mov    %gs:0x1000,%rax",
 		"mov    %gs:0x1008,%rdx",
@@ -63,8 +60,8 @@ func TestBookCodeAMD64(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("entry code:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if entry.Code[entry.Stop-1] != 0xcc || addrs[23] != "0x74" || entry.Stop != 0x74 || len(entry.Saved) != 2 {
-		t.Errorf("entry's stop ends at %#x, want 0x74, after its int3", entry.Stop)
+	if entry.Code[entry.Stop-1] != 0xcc || addrs[20] != "0x6b" || entry.Stop != 0x6b || len(entry.Saved) != 2 {
+		t.Errorf("entry's stop ends at %#x, want 0x6b, after its int3", entry.Stop)
 	}
 	exit, ok := amd64{}.BookExitCode(b, 3, 8)
 	if !ok {
@@ -80,28 +77,25 @@ func TestBookCodeAMD64(t *testing.T) {
 		"or     %rdx,%rax",
 		"mulq   %gs:0x1068",
 		"shrd   $0x20,%rdx,%rax",
-		"mov    %gs:0x1080,%rdx",
-		"test   %rdx,%rdx",
-		"je     0x5a",
-		"mov    0x8(%rdx),%edx",
+		"mov    %gs:0x10008,%edx",
 		"cmp    %edx,%gs:0x1088",
-		"je     0x5a",
+		"je     0x51",
 		"mov    %edx,%gs:0x1088",
-		"jmp    0x95",
+		"jmp    0x8c",
 		"mov    %rax,%gs:0x1070",
 		"mov    %gs:0x1040,%rdx",
 		"cmp    $0x1100,%rdx",
-		"jb     0x95",
+		"jb     0x8c",
 		"cmp    $0x11c0,%rdx",
-		"ja     0x95",
+		"ja     0x8c",
 		"lea    -0x8(%rsp),%rcx",
 		"cmp    %rcx,%gs:-0x30(%rdx)",
-		"je     0x96",
-		"ja     0x150",
-		"je     0x96",
+		"je     0x8d",
+		"ja     0x147",
+		"je     0x8d",
 		"int3",
 		"cmpq   $0x3,%gs:-0x18(%rdx)",
-		"jne    0x150",
+		"jne    0x147",
 		"sub    $0x40,%rdx",
 		"mov    %rdx,%gs:0x1040",
 		"sub    %gs:0x0(%rdx),%rax",
@@ -120,7 +114,7 @@ func TestBookCodeAMD64(t *testing.T) {
 		"mov    %gs:0x30(%rdx),%rcx",
 		"add    %rcx,%gs:0x12a0",
 		"decq   %gs:0x1298",
-		"jne    0x150",
+		"jne    0x147",
 		"add    %rax,%gs:0x1290",
 		"incq   %gs:0x12a8",
 		"mov    %gs:0x20(%rdx),%rcx",

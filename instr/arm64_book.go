@@ -37,21 +37,21 @@ func (a *a64Asm) time(b Book, fence bool) {
 }
 
 // offCPU appends, for the timed code of a book that is not a Go
-// function's, the check that the thread stayed on its CPU since its last
-// event (book.go, BookPage), the time in x0 (x17 and x1 changed):
+// function's and has a clock (Book.Clock), the check that the thread
+// stayed on its CPU since its last event, the time in x0 (x17 and x1
+// changed). The page is at a fixed distance from the area, whatever the
+// program wrote:
 //
-//	ldr x17, [x16, #PAGE]; cbz x17, 1f             no page: nothing checked
-//	ldr w17, [x17]; ldr w1, [x16, #LOCK]           the page's updates, as seen
-//	cmp w17, w1; b.eq 1f
+//	mov x17, #CLOCK+8; ldr w17, [x16, x17]         the page's updates,
+//	ldr w1, [x16, #LOCK]; cmp w17, w1; b.eq 1f     as seen
 //	str w17, [x16, #LOCK]; b stop                  else: noted, and to PROFILE
 //	1:
 func (a *a64Asm) offCPU(b Book) {
-	if b.Go || b.Untimed {
+	if b.Clock == 0 || b.Go || b.Untimed {
 		return
 	}
-	a.emit(a64Ldr(a64X17, a64X16, uint32(b.Offset+BookPage)))
-	a.cbz(a64X17, "oncpu")
-	a.emit(a64Ldr32(a64X17, a64X17, PerfPageLock), a64Ldr32(bookX1, a64X16, uint32(b.Offset+BookLock)), a64Cmp32(a64X17, bookX1))
+	a.emit(a64MovImm(a64X17, b.Clock+PerfPageLock)...)
+	a.emit(a64LdrReg32(a64X17, a64X16, a64X17), a64Ldr32(bookX1, a64X16, uint32(b.Offset+BookLock)), a64Cmp32(a64X17, bookX1))
 	a.bcond(condEQ, "oncpu")
 	a.emit(a64Str32(a64X17, a64X16, uint32(b.Offset+BookLock)))
 	a.b("stop")
@@ -81,7 +81,7 @@ func (a *a64Asm) code() []byte { return a64Resolve(a.w, a.branches, a.labels) }
 //	stp x0, x1, [x16, #SAVE]
 //	mrs x0, cntvct_el0; ldr x17, [x16, #SCALE]        the time, in
 //	mul x1, x0, x17; umulh x0, x0, x17; extr x0, x0, x1, #32   nanoseconds
-//	(offCPU: ldr x17, [x16, #PAGE]; ...; b stop)      off its CPU since: to PROFILE
+//	(offCPU: mov x17, #CLOCK+8; ...; b stop)          off its CPU since: to PROFILE
 //	ldr x17, [x16, #TOP]                              the next frame
 //	cmp x17, #FIRST; b.lo stop                        not in the shadow stack
 //	mov x1, #END; cmp x17, x1; b.hs stop              (written over), or full
@@ -108,7 +108,8 @@ func (a *a64Asm) code() []byte { return a64Resolve(a.w, a.branches, a.labels) }
 // at the BRK, the commit not made, x0 the time again: PROFILE starts the
 // table again and books the entry.
 // The check of the CPU (offCPU), in the timed code of a function not
-// Go's, writes BookLock before the commit: PROFILE reads it at any stop.
+// Go's where b has a clock, writes BookLock before the commit: PROFILE
+// reads it at any stop.
 // Only the flags change, which no caller keeps across a call. The entry
 // reads the counter without an ISB, as amd64's reads it without a fence.
 func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
@@ -198,7 +199,7 @@ func (arm64) BookEntryCode(b Book, f int) (BookCode, bool) {
 //	(B into x16, as at the entry)
 //	stp x0, x1, [x16, #SAVE]; stp x2, x3, [x16, #SAVE+16]
 //	isb; mrs x0, cntvct_el0; ...                      the time, in nanoseconds
-//	(offCPU: ldr x17, [x16, #PAGE]; ...; b stop)      off its CPU since: to PROFILE
+//	(offCPU: mov x17, #CLOCK+8; ...; b stop)          off its CPU since: to PROFILE
 //	str x0, [x16, #LAST]                              the last exit's
 //	ldr x17, [x16, #TOP]; cmp x17, #FIRST; b.lo stop  not in the shadow stack
 //	mov x1, #END; cmp x17, x1; b.hi stop
@@ -566,10 +567,12 @@ func (arm64) BookCloserCode(b Book) ([]byte, bool) {
 // its first frame within the immediates of the code's pairs of stores
 // (STP's, up to 504), loads, stores and compare. The offsets of the
 // figures and of the nodes' table and figures are moved into registers
-// whole, within the 4 GiB of the book's end.
+// whole, within the 4 GiB of the book's end, as is the distance to the
+// clock's lock word (Book.Clock), within 4 GiB of the area too.
 func (b Book) fitsA64(f int) bool {
 	return b.Frames >= 2 && f >= 0 && f < b.Funcs && b.Offset%16 == 0 && b.Table != 0 && b.Areas != 0 &&
-		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && b.nodesFit() && (!b.Go || b.Closer == 0)
+		b.Offset+BookSave+16 <= 63*8 && b.FrameAt(1) < 1<<12 && b.Size()+b.Offset < 1<<32 && int64(b.Clock) > -1<<32 && int64(b.Clock) < 1<<32-PerfPageLock &&
+		b.nodesFit() && (!b.Go || b.Closer == 0)
 }
 
 // a64Past returns a branch from the code's start past its end (B).

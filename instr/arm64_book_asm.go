@@ -48,10 +48,12 @@ func a64AndLow(rd, rn, n uint32) uint32 { // AND (immediate) with the low n bits
 
 // The 32-bit instructions of the check of the thread's CPU (offCPU):
 // rt, and CMP's rn and rm, name w registers (31: wzr); the base of a load
-// or a store, rn, is an x register (31: sp).
-func a64Ldr32(rt, rn, off uint32) uint32 { return 0xb9400000 | off/4<<10 | rn<<5 | rt }  // LDR (immediate), 32-bit, unsigned offset
-func a64Str32(rt, rn, off uint32) uint32 { return 0xb9000000 | off/4<<10 | rn<<5 | rt }  // STR (immediate), 32-bit, unsigned offset
-func a64Cmp32(rn, rm uint32) uint32      { return 0x6b000000 | rm<<16 | rn<<5 | a64XZR } // CMP (SUBS, shifted register), 32-bit
+// or a store, rn, is an x register (31: sp), as is LDR's index rm (31:
+// xzr).
+func a64Ldr32(rt, rn, off uint32) uint32   { return 0xb9400000 | off/4<<10 | rn<<5 | rt }  // LDR (immediate), 32-bit, unsigned offset
+func a64LdrReg32(rt, rn, rm uint32) uint32 { return 0xb8606800 | rm<<16 | rn<<5 | rt }     // LDR (register), 32-bit: [rn, rm], LSL #0
+func a64Str32(rt, rn, off uint32) uint32   { return 0xb9000000 | off/4<<10 | rn<<5 | rt }  // STR (immediate), 32-bit, unsigned offset
+func a64Cmp32(rn, rm uint32) uint32        { return 0x6b000000 | rm<<16 | rn<<5 | a64XZR } // CMP (SUBS, shifted register), 32-bit
 
 const (
 	a64ISB        = 0xd5033fdf

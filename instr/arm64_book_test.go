@@ -95,7 +95,7 @@ func abIndex(code []byte, mask, w uint32) int {
 // them, where each stops for PROFILE and what it saves there, its
 // rollback ranges, its unchecked form, and the books it refuses.
 func TestBookCodeARM64(t *testing.T) {
-	b := Book{Offset: 0, Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas}
+	b := Book{Offset: 0, Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas, Clock: 0x10000}
 	entry, ok := ARM64.BookEntryCode(b, 3)
 	if !ok {
 		t.Fatal("no entry code")
@@ -106,15 +106,17 @@ func TestBookCodeARM64(t *testing.T) {
 	}
 	// The book is at the area's start: its save slots at 0, the scale at
 	// 104 (0x68), the top at 64, the held time at 72, the deepest top at
-	// 96, the last exit's time at 112, the page's address at 128 and the
-	// lock seen at 136; the frames at 192, the first after the root at
-	// 0x100, the shadow stack's end at 0x1c0 (four frames), function 3's
-	// figures at 0x1c0+3*64 = 0x280. A frame's words: time 0, children 8,
-	// stack pointer 16, held time 24, calls beneath 32, function 40, kids
-	// 48; the previous frame's are 64 below (the stack pointer's at -48,
-	// the children's at -56, the calls beneath at -32, the kids at -16). A
-	// function's figures: calls 0, own time 8, with children 16, open
-	// calls 24, kids 32, outermost calls 40, calls beneath 48.
+	// 96, the last exit's time at 112 and the lock seen at 136; the
+	// frames at 192, the first after the root at 0x100, the shadow
+	// stack's end at 0x1c0 (four frames), function 3's figures at
+	// 0x1c0+3*64 = 0x280; the clock's page 0x10000 past the area, its
+	// lock word at 0x10008 (two moves). A frame's words: time 0,
+	// children 8, stack pointer 16, held time 24, calls beneath 32,
+	// function 40, kids 48; the previous frame's are 64 below (the stack
+	// pointer's at -48, the children's at -56, the calls beneath at -32,
+	// the kids at -16). A function's figures: calls 0, own time 8, with
+	// children 16, open calls 24, kids 32, outermost calls 40, calls
+	// beneath 48.
 	lookup := []string{
 		"mov x16, sp", "ubfx x16, x16, #12, #22", // the stack pointer's page: its entry in the table
 		"mov x17, #0x1000", "movk x17, #0x7f00, lsl #32", // the table
@@ -126,8 +128,8 @@ func TestBookCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]",                          // 0x20: saved
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x24: the counter, times the scale,
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32", // 128 bits shifted right by 32
-		"ldr x17, [x16, #128]", "cbz x17, 0x58", // 0x38: the page; none: nothing checked
-		"ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // the page's lock word, the lock seen
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", // 0x38: the clock's lock word's distance, 0x10000 + 8,
+		"ldr w17, [x16, x17]", "ldr w1, [x16, #136]", // the page's lock word, from the area; the lock seen
 		"cmp w17, w1", "b.eq 0x58", // the same: on its CPU since
 		"str w17, [x16, #136]", "b 0x80", // else the lock seen, and to the stop
 		"ldr x17, [x16, #64]",          // 0x58: the top,
@@ -155,8 +157,8 @@ func TestBookCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]", // 0x20: saved
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x28: the counter after what came before
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"ldr x17, [x16, #128]", "cbz x17, 0x60", // 0x40: the check of the CPU, as the entry's
-		"ldr w17, [x17, #8]", "ldr w1, [x16, #136]",
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", // 0x40: the check of the CPU, as the entry's
+		"ldr w17, [x16, x17]", "ldr w1, [x16, #136]",
 		"cmp w17, w1", "b.eq 0x60",
 		"str w17, [x16, #136]", "b 0x90",
 		"str x0, [x16, #112]",          // 0x60: the last exit's time
@@ -216,6 +218,26 @@ func TestBookCodeARM64(t *testing.T) {
 		if got := gnuDisasm(t, entry.Unchecked, 0); !slices.Equal(got, []string{"b 0xe0"}) {
 			t.Errorf("unchecked entry %q, want a jump past its end", got)
 		}
+		// The farthest clock: its lock word at 2^32-4, the last 32-bit
+		// word the two moves reach.
+		far := b
+		far.Clock = 1<<32 - PerfPageLock - 4
+		if entry, ok := ARM64.BookEntryCode(far, 3); !ok {
+			t.Error("a clock 2^32-12 past the area refused")
+		} else if got := gnuDisasm(t, entry.Code, 0)[0x38/4 : 0x48/4]; !slices.Equal(got, []string{
+			"mov x17, #0xfffc", "movk x17, #0xffff, lsl #16", "ldr w17, [x16, x17]", "ldr w1, [x16, #136]",
+		}) {
+			t.Errorf("a clock 2^32-12 past the area read with %q", got)
+		}
+		// A clock below the area (PROFILE's region of pages below the
+		// memory it shares): the distance taken modulo 2^64.
+		below := b
+		below.Clock = ^uint64(0x10000 - 1) // (-64 KiB)
+		if entry, ok := ARM64.BookEntryCode(below, 3); !ok {
+			t.Error("a clock 64 KiB below the area refused")
+		} else if got := strings.Join(gnuDisasm(t, entry.Code, 0), "\n"); !strings.Contains(got, "mov x17, #0x8\nmovk x17, #0xffff, lsl #16\nmovk x17, #0xffff, lsl #32\nmovk x17, #0xffff, lsl #48\nldr w17, [x16, x17]") {
+			t.Errorf("a clock 64 KiB below the area read with\n%s", got)
+		}
 	}
 
 	// Where each stops, and what is saved there: the entry's x0 and x1,
@@ -245,6 +267,8 @@ func TestBookCodeARM64(t *testing.T) {
 		{"function 8 of 8", b, 8},
 		{"function -1", b, -1},
 		{"the first frame past CMP's 12-bit immediate", edge, 3},
+		{"the clock's lock word at 4 GiB", Book{Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas, Clock: 1<<32 - PerfPageLock}, 3},
+		{"the clock 4 GiB below", Book{Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas, Clock: ^uint64(1<<32 - 1)}, 3},
 	} {
 		if _, ok := ARM64.BookEntryCode(c.b, c.f); ok {
 			t.Errorf("%s: entry code", c.name)
@@ -332,20 +356,19 @@ func TestBookCodeRunsARM64(t *testing.T) {
 	// The instructions that make up a call's time: those of the entry
 	// from its reading of the counter to its end, but for the BRK,
 	// jumped over, the store of a new deepest top, which only a call
-	// deeper than any before makes, and what the check of the CPU does
-	// not run, the thread having no page (abCPULeft); those of the exit
-	// before its reading; and outside the call's time, those of the
-	// entry before its reading, and those of an exit that closes an
-	// outermost call from its reading to its end, but for the B.LO to
-	// the end and the BRK, both jumped over, and what its check of the
-	// CPU does not run.
+	// deeper than any before makes (the book has no clock: its code
+	// has no check of the CPU); those of the exit before its reading;
+	// and outside the call's time, those of the entry before its
+	// reading, and those of an exit that closes an outermost call from
+	// its reading to its end, but for the B.LO to the end and the BRK,
+	// both jumped over.
 	entry, exit := entries[fb], exits[fb]
 	entryRead, exitRead := abIndex(entry.Code, 0xffffffe0, abMrsCnt), abIndex(exit.Code, 0xffffffe0, abMrsCnt)
 	if entryRead < 0 || exitRead < 0 {
 		t.Fatal("the code reads no counter")
 	}
 	entryPre, exitPre := uint64(entryRead), uint64(exitRead)
-	entryRest, exitRest := uint64(len(entry.Code)/4)-entryPre-2-abCPULeft, uint64(len(exit.Code)/4)-exitPre-2-abCPULeft
+	entryRest, exitRest := uint64(len(entry.Code)/4)-entryPre-2, uint64(len(exit.Code)/4)-exitPre-2
 	at := func(off uint64) uint64 { return abArea + off }
 
 	code, offA, offC := abCalls(entries, exits)
@@ -758,7 +781,7 @@ func TestA64ExecBookCloserInstructions(t *testing.T) {
 // code of function 3 that call it: where they stop, what they save, and
 // their rollback ranges; and the books the closer refuses.
 func TestBookCloserARM64(t *testing.T) {
-	b := Book{Offset: 0, Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas, Closer: abCloserWord}
+	b := Book{Offset: 0, Frames: 4, Funcs: 8, Table: abTable, Areas: abAreas, Closer: abCloserWord, Clock: 0x10000}
 	closer, ok := ARM64.BookCloserCode(b)
 	if !ok {
 		t.Fatal("no closer")
@@ -826,7 +849,7 @@ func TestBookCloserARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "str x2, [x16, #16]", // 0x20: saved, x2 too, the closer's return
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"ldr x17, [x16, #128]", "cbz x17, 0x5c", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", "ldr w17, [x16, x17]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
 		"cmp w17, w1", "b.eq 0x5c", "str w17, [x16, #136]", "b 0xa8",
 		"ldr x17, [x16, #64]",
 		"cmp x17, #0x100", "b.cc 0xa8",
@@ -854,7 +877,7 @@ func TestBookCloserARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]",
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"ldr x17, [x16, #128]", "cbz x17, 0x60", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", "ldr w17, [x16, x17]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
 		"cmp w17, w1", "b.eq 0x60", "str w17, [x16, #136]", "b 0xb4",
 		"str x0, [x16, #112]",
 		"ldr x17, [x16, #64]",
@@ -1435,7 +1458,7 @@ func abNode(m *fakeMem, b Book, n int) [BookFigureSize / 8]uint64 {
 // stop, what they save, their rollback ranges, and the books with nodes
 // the code keeps and refuses.
 func TestBookNodesCodeARM64(t *testing.T) {
-	b := Book{Offset: 0, Frames: 4, Funcs: 8, Nodes: 100, Table: abTable, Areas: abAreas}
+	b := Book{Offset: 0, Frames: 4, Funcs: 8, Nodes: 100, Table: abTable, Areas: abAreas, Clock: 0x10000}
 	// TestBookCodeARM64's book, with room for 100 nodes: 256 slots of 16
 	// bytes (the power of two at least twice 100) at 0x3c0, after the
 	// eight functions' figures (0x1c0 + 8*64), then the nodes' figures
@@ -1465,7 +1488,7 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]", // 0x20: saved, x2 and x3 too, the search's
 		"mrs x0, cntvct_el0", "ldr x17, [x16, #104]", // 0x28: the time
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"ldr x17, [x16, #128]", "cbz x17, 0x5c", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", "ldr w17, [x16, x17]", "ldr w1, [x16, #136]", // 0x3c: the check of the CPU
 		"cmp w17, w1", "b.eq 0x5c", "str w17, [x16, #136]", "b 0x84",
 		"ldr x17, [x16, #64]",
 		"cmp x17, #0x100", "b.cc 0x84",
@@ -1508,7 +1531,7 @@ func TestBookNodesCodeARM64(t *testing.T) {
 		"stp x0, x1, [x16]", "stp x2, x3, [x16, #16]",
 		"isb", "mrs x0, cntvct_el0", "ldr x17, [x16, #104]",
 		"mul x1, x0, x17", "umulh x0, x0, x17", "extr x0, x0, x1, #32",
-		"ldr x17, [x16, #128]", "cbz x17, 0x60", "ldr w17, [x17, #8]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
+		"mov x17, #0x8", "movk x17, #0x1, lsl #16", "ldr w17, [x16, x17]", "ldr w1, [x16, #136]", // 0x40: the check of the CPU
 		"cmp w17, w1", "b.eq 0x60", "str w17, [x16, #136]", "b 0x90",
 		"str x0, [x16, #112]",
 		"ldr x17, [x16, #64]",
@@ -1812,13 +1835,12 @@ func TestBookNodesRunsARM64(t *testing.T) {
 	entryPre, exitPre := uint64(abIndex(entry.Code, 0xffffffe0, abMrsCnt)), uint64(abIndex(exit.Code, 0xffffffe0, abMrsCnt))
 	// The instructions of a call's time and outside it, as
 	// TestBookCodeRunsARM64's: an entry runs, from its reading of the
-	// counter on, all but the BRK, the store of a new deepest top, what
-	// its check of the CPU (no page) and its search do not run (rest);
-	// an exit that closes an outermost call all but the B.LO, the BRK
-	// and what its check of the CPU does not run, and one that closes a
+	// counter on, all but the BRK, the store of a new deepest top and
+	// what its search does not run (rest); an exit that closes an
+	// outermost call all but the B.LO and the BRK, and one that closes a
 	// recursion's inner call, to its B.NE, not what follows, but for the
-	// two LDPs at the end.
-	exitRest := uint64(len(exit.Code)/4) - exitPre - 2 - abCPULeft
+	// two LDPs at the end. (The book has no clock: no check of the CPU.)
+	exitRest := uint64(len(exit.Code)/4) - exitPre - 2
 	bne := -1
 	for i := 0; i < len(exit.Code); i += 4 {
 		if binary.LittleEndian.Uint32(exit.Code[i:])&0xff00001f == 0x54000000|condNE {
@@ -1902,7 +1924,7 @@ func TestBookNodesRunsARM64(t *testing.T) {
 			if add {
 				left = abAddLeft
 			}
-			return uint64(len(entry.Code)/4) - entryPre - 2 - abCPULeft - left + abSearchSlot*uint64(n.probes-1)
+			return uint64(len(entry.Code)/4) - entryPre - 2 - left + abSearchSlot*uint64(n.probes-1)
 		}
 		callB1, callB2 := rest(nab, added)+6+exitPre, rest(nab, false)+6+exitPre
 		selfB := callB1 + callB2 + 1
@@ -2832,289 +2854,4 @@ func TestBookStartRunsARM64(t *testing.T) {
 			}
 		}
 	}
-}
-
-// abCPULeft is how many instructions of the check of the CPU (offCPU) a
-// thread whose book has no page (BookPage 0) does not run: the page's
-// word's load, BookLock's, the CMP, the B.EQ, the store of BookLock and
-// the B to the stop.
-const abCPULeft = 6
-
-// The page of the thread's clock event in the tests of the check of the
-// CPU: abPage, where the interpreter maps its first two 32-bit words
-// (lock, then the kernel's next, abPageNext, which is no part of lock);
-// abNoPage, mapped nowhere, where code that checks nothing may read
-// nothing. abLock is BookLock as PROFILE left it, abLockNext the 32 bits
-// after it in the book, which the code neither compares nor writes.
-const (
-	abPage     = 0x7f0000300000
-	abNoPage   = 0x7f00dead0000
-	abPageNext = 0x12345678
-	abLock     = 0x2a
-	abLockNext = 0xfeedf00d
-)
-
-// abSetPage gives the thread of book b in mem the page at page (0: none),
-// whose lock word is lock, and BookLock abLock.
-func abSetPage(mem *fakeMem, b Book, page uint64, lock uint32) {
-	mem.poke64(abArea+b.Offset+BookPage, page)
-	mem.poke64(abArea+b.Offset+BookLock, abLockNext<<32|abLock)
-	if page != 0 {
-		mem.poke64(page+PerfPageLock, abPageNext<<32|uint64(lock))
-	}
-}
-
-// TestA64ExecBookCPUInstructions checks the interpreter's instructions
-// that only the check of the CPU (offCPU) uses, each word written out
-// from the Arm ARM (C6.2), checked with the GNU disassembler and against
-// the package's encoders: LDR (immediate), 32-bit, 10 111 0 01 01 imm12
-// Rn Rt (imm12 the offset / 4), which zero-extends the word into Xt;
-// STR (immediate), 32-bit, 10 111 0 01 00 imm12 Rn Rt, which writes
-// Wt's 4 bytes alone; and CMP (SUBS, shifted register), 32-bit, 0 1 1
-// 01011 shift 00 0 Rm imm6 0 Rn Rd 31, whose flags are those of the
-// 32-bit difference (AddWithCarry on 32 bits): the high halves count
-// for nothing.
-func TestA64ExecBookCPUInstructions(t *testing.T) {
-	const sp = abSP - 0x100
-	for _, c := range []struct{ got, want uint32 }{
-		{a64Ldr32(a64X17, a64X17, 0), 0xb9400231},
-		{a64Ldr32(bookX1, a64X16, 136), 0xb9408a01},
-		{a64Str32(a64X17, a64X16, 136), 0xb9008a11},
-		{a64Cmp32(a64X17, bookX1), 0x6b01023f},
-	} {
-		if c.got != c.want {
-			t.Errorf("encoded %#08x, want %#08x", c.got, c.want)
-		}
-	}
-	const word = 0x8877665544332211 // at sp
-	for _, c := range []struct {
-		word  uint32
-		text  string
-		in    func(r *fakeRegs)
-		flags uint64 // of CMP; the others leave them
-		want  func(r *fakeRegs, m *fakeMem) bool
-	}{
-		{0xb9400231, "ldr w17, [x17]", func(r *fakeRegs) { r.r[17] = sp }, 0, func(r *fakeRegs, _ *fakeMem) bool { return r.r[17] == 0x44332211 }},
-		{0xb9408a01, "ldr w1, [x16, #136]", func(r *fakeRegs) { r.r[16] = sp - 136 }, 0, func(r *fakeRegs, _ *fakeMem) bool { return r.r[1] == 0x44332211 }},
-		{0xb9008a11, "str w17, [x16, #136]", func(r *fakeRegs) { r.r[16], r.r[17] = sp-136, 0xffffffff00c0ffee }, 0, func(_ *fakeRegs, m *fakeMem) bool {
-			return m.peek64(sp) == 0x8877665500c0ffee && m.peek64(sp+8) == 0
-		}},
-		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0xffffffff00000005, 5 }, pstateZ | pstateC, nil},
-		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0, 0xffffffff00000001 }, pstateN, nil},
-		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 0x80000000, 1 }, pstateC | pstateV, nil},
-		{0x6b01023f, "cmp w17, w1", func(r *fakeRegs) { r.r[17], r.r[1] = 1<<32|2, 1 }, pstateC, nil},
-	} {
-		if _, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
-			if got := gnuDisasm(t, a64Words(c.word), 0); got[0] != c.text {
-				t.Errorf("%#08x is %q, want %q", c.word, got[0], c.text)
-			}
-		}
-		m := newMem().poke(sp-0x40, make([]byte, 0x80)).poke64(sp, word)
-		r := abRegs(sp, nil)
-		if c.in != nil {
-			c.in(r)
-		}
-		want := r.clone()
-		err := a64Exec(a64Words(c.word), pTramp, r, m)
-		if err != nil || r.pc != pTramp+4 || r.flags != c.flags || c.want != nil && !c.want(r, m) {
-			t.Errorf("%s: %v, flags %#x, want %#x; registers %+v, word at sp %#x", c.text, err, r.flags, c.flags, *r, m.peek64(sp))
-		}
-		// Nothing else changes: CMP writes wzr.
-		r.flags, r.pc, r.r[1], r.r[17] = want.flags, want.pc, want.r[1], want.r[17]
-		if *r != *want {
-			t.Errorf("%s: registers after\n got %+v\nwant %+v", c.text, *r, *want)
-		}
-	}
-}
-
-// abCPUBooks are the books of the runs of the check of the CPU: without
-// a closer or nodes, with a closer (x2 saved at the entry too), and with
-// nodes (x2 and x3).
-var abCPUBooks = []struct {
-	name string
-	b    Book
-}{
-	{"plain", Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas}},
-	{"closer", Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas, Closer: abCloserWord}},
-	{"nodes", abNodeBook},
-}
-
-// TestBookCPUGoesARM64 runs, in the A64 interpreter where the counter
-// counts the instructions run, the entry and the exit of a call of a
-// function of each of abCPUBooks, where the thread was on its CPU since
-// its last event: with no page (BookPage 0), and with the page's lock
-// the one BookLock holds (its 32 bits: the next word of the page and
-// the 32 bits after BookLock differ). Each goes on at its end with every
-// register back but x16, x17 and the flags, BookLock and the page as
-// they were, and the call is booked: the top back, one call, none open,
-// its time its own. Where the page is there, the code reads the lock,
-// BookLock, compares and does not branch (four instructions more than
-// the page's CBZ taken): the call's time, from the entry's reading of
-// the counter to the exit's, is that much longer.
-func TestBookCPUGoesARM64(t *testing.T) {
-	const f, sp = 1, abSP - 0x100
-	for _, book := range abCPUBooks {
-		b := book.b
-		entries, exits := abCloserCode(t, b)
-		var took [2]uint64
-		for i, page := range []uint64{0, abPage} {
-			name := fmt.Sprintf("%s, page %#x", book.name, page)
-			mem, ticks := abMem(b), uint64(1000)
-			if b.Nodes > 0 {
-				abAddNode(mem, b, RootNode, f)
-			}
-			abSetPage(mem, b, page, abLock)
-			want := mem.clone()
-			for _, c := range []struct {
-				what string
-				code BookCode
-			}{{"entry", entries[f]}, {"exit", exits[f]}} {
-				r := abRegs(sp, &ticks)
-				before := r.clone()
-				if err := a64Exec(c.code.Code, pTramp, r, mem); err != nil {
-					t.Fatalf("%s: %s: %v", name, c.what, err)
-				}
-				r.r[16], r.r[17], r.flags, before.pc = before.r[16], before.r[17], before.flags, pTramp+uint64(len(c.code.Code))
-				if *r != *before {
-					t.Errorf("%s: %s: registers after\n got %+v\nwant %+v", name, c.what, *r, *before)
-				}
-			}
-			for _, at := range []uint64{abArea + b.Offset + BookLock, abArea + b.Offset + BookPage, page} {
-				if got := mem.peek64(at); got != want.peek64(at) {
-					t.Errorf("%s: %#x written: %#x, was %#x", name, at, got, want.peek64(at))
-				}
-			}
-			fig := abFigures(mem, b)
-			took[i] = mem.peek64(abArea+b.Offset+BookLast) - mem.peek64(abArea+b.FrameAt(1)+FrameTime)
-			if top := mem.peek64(abArea + b.Offset + BookTop); top != b.FrameAt(1) {
-				t.Errorf("%s: top %#x, want %#x", name, top, b.FrameAt(1))
-			}
-			if got, want := [4]uint64{fig[f][FigureCalls/8], fig[f][FigureOpen/8], fig[f][FigureSelf/8], fig[f][FigureInclusive/8]}, [4]uint64{1, 0, took[i], took[i]}; got != want {
-				t.Errorf("%s: calls, open calls, own time and with children %v, want %v", name, got, want)
-			}
-		}
-		if took[1] != took[0]+abCPULeft-2 {
-			t.Errorf("%s: the call took %d with the page, %d without; want %d more", book.name, took[1], took[0], abCPULeft-2)
-		}
-	}
-}
-
-// TestBookCPUStopsARM64 runs, in the A64 interpreter, the entry and the
-// exit of a function of each of abCPUBooks where the page's lock is not
-// the one BookLock holds (the thread was off its CPU): the entry with no
-// call open, the exit with its call open. Each stops at its BRK (the PC
-// at the code's Stop less 4), x0 the time it read, BookLock the page's
-// lock now (its 32 bits, not the 32 after it); it writes nothing else
-// but its save slots: no frame opened or closed (the top, the frames and
-// the figures as they were; the exit not even the last exit's time).
-// PROFILE, putting the saved registers back from the save slots and the
-// PC at the code's end, gives the thread every register back but x16,
-// x17 and the flags.
-func TestBookCPUStopsARM64(t *testing.T) {
-	const f, sp = 1, abSP - 0x100
-	for _, book := range abCPUBooks {
-		b := book.b
-		entries, exits := abCloserCode(t, b)
-		for _, exit := range []bool{false, true} {
-			name, c := book.name+": entry", entries[f]
-			mem, ticks := abMem(b), uint64(1000)
-			if b.Nodes > 0 {
-				abAddNode(mem, b, RootNode, f)
-			}
-			abSetPage(mem, b, abPage, abLock)
-			if exit {
-				name, c = book.name+": exit", exits[f]
-				if err := a64Exec(entries[f].Code, pTramp, abRegs(sp, &ticks), mem); err != nil {
-					t.Fatalf("%s: the entry: %v", name, err)
-				}
-			}
-			const lock = abLock + 3
-			mem.poke(abPage+PerfPageLock, binary.LittleEndian.AppendUint32(nil, lock))
-			r := abRegs(sp, &ticks)
-			before, want, read := r.clone(), mem.clone(), ticks+uint64(abIndex(c.Code, 0xffffffe0, abMrsCnt))
-			err := a64Exec(c.Code, pTramp, r, mem)
-			var brk a64Break
-			if !errors.As(err, &brk) || r.pc != brk.pc || brk.pc+4 != pTramp+uint64(c.Stop) {
-				t.Fatalf("%s: %v, at %#x; want a stop at %#x", name, err, r.pc, pTramp+uint64(c.Stop)-4)
-			}
-			if r.r[0] != read {
-				t.Errorf("%s: x0 %d at the stop, want %d, the time read", name, r.r[0], read)
-			}
-			for _, s := range c.Saved {
-				want.poke64(abArea+s.Offset, before.r[s.Reg])
-			}
-			want.poke(abArea+b.Offset+BookLock, binary.LittleEndian.AppendUint32(nil, lock))
-			if !equalMem(mem, want) {
-				t.Errorf("%s: the book written: BookLock %#x, top %#x, function %d's figures %v", name,
-					mem.peek64(abArea+b.Offset+BookLock), mem.peek64(abArea+b.Offset+BookTop), f, abFigures(mem, b)[f])
-			}
-			// PROFILE lets the thread go at the code's end.
-			for _, s := range c.Saved {
-				r.r[s.Reg] = mem.peek64(abArea + s.Offset)
-			}
-			r.pc, r.r[16], r.r[17], r.flags = pTramp+uint64(len(c.Code)), before.r[16], before.r[17], before.flags
-			before.pc = r.pc
-			if *r != *before {
-				t.Errorf("%s: registers put back\n got %+v\nwant %+v", name, *r, *before)
-			}
-		}
-	}
-}
-
-// TestBookCPUUncheckedARM64 runs the code of a Go function's book and of
-// an untimed book, each thread's BookPage an address mapped nowhere,
-// whose code checks nothing: TestGoBookCodeRunsARM64's run (on its two
-// goroutines) and TestUntimedBookCodeRunsARM64's calls go on and book
-// their calls as ever, the page not read (the interpreter would fault)
-// and BookLock as it was; nor does their code, or a closer's, load
-// BookPage.
-func TestBookCPUUncheckedARM64(t *testing.T) {
-	noLoad := func(name string, b Book, codes ...[]byte) {
-		t.Helper()
-		for _, code := range codes {
-			if i := abIndex(code, 0xffffffe0, a64Ldr(0, a64X16, uint32(b.Offset+BookPage))); i >= 0 {
-				t.Errorf("%s: BookPage loaded at %#x", name, 4*i)
-			}
-		}
-	}
-	lock := func(name string, mem *fakeMem, base uint64, b Book) {
-		t.Helper()
-		if got := mem.peek64(base + b.Offset + BookLock); got != abLockNext<<32|abLock {
-			t.Errorf("%s: BookLock %#x written", name, got)
-		}
-	}
-	g := agBook(0)
-	entries, exits := abCloserCode(t, g)
-	th := newAgThread(t, g)
-	for _, base := range []uint64{abArea, agA.base, agB.base} {
-		th.mem.poke64(base+g.Offset+BookPage, abNoPage)
-		th.mem.poke64(base+g.Offset+BookLock, abLockNext<<32|abLock)
-	}
-	agCheckRun(th, agRun(th, entries, exits))
-	for _, base := range []uint64{abArea, agA.base, agB.base} {
-		lock("Go", th.mem, base, g)
-	}
-	for f := range entries {
-		noLoad("Go", g, entries[f].Code, exits[f].Code)
-	}
-
-	u := Book{Offset: 0x40, Frames: 16, Funcs: 3, Table: abTable, Areas: abAreas, Untimed: true}
-	entries, exits = abCloserCode(t, u)
-	code, offA, offC := abCalls(entries, exits)
-	mem := abMem(u)
-	mem.poke64(abArea+u.Offset+BookPage, abNoPage).poke64(abArea+u.Offset+BookLock, abLockNext<<32|abLock)
-	var ticks uint64
-	abRunCalls(t, "untimed: ", code, offA, offC, mem, &ticks)
-	for f, calls := range []uint64{1, 2, 3} {
-		if got := abFigures(mem, u)[f][FigureCalls/8]; got != calls {
-			t.Errorf("untimed: function %d: %d calls, want %d", f, got, calls)
-		}
-	}
-	lock("untimed", mem, abArea, u)
-	noLoad("untimed", u, code)
-	closer, ok := ARM64.BookCloserCode(abCPUBooks[1].b)
-	if !ok {
-		t.Fatal("no closer")
-	}
-	noLoad("closer", abCPUBooks[1].b, closer)
 }

@@ -71,22 +71,9 @@ const (
 	// BookSaveMore is a fifth save slot in a thread's block, for the
 	// code of a Go function with caller stacks (r8).
 	BookSaveMore = 120
-	// BookPage and BookLock serve the time on a CPU (issue 33, part 8).
-	// BookPage is the address, in the program, of the page of the
-	// thread's clock event (the kernel's perf_event_mmap_page of its
-	// task clock, which PROFILE maps for it; 0: none, the code checks
-	// nothing). The kernel updates the page each time the thread comes
-	// back onto a CPU, and counts the update in its 32-bit word lock, at
-	// PerfPageLock (which moves by two an update: it is odd while the
-	// kernel writes). The timed code compares that word with BookLock, a
-	// 32-bit word: where
-	// they differ the thread was off a CPU since its last event, and the
-	// code writes the word it read in BookLock and leaves the event to
-	// PROFILE, which measures the wait (the thread's CPU clock against
-	// the counter's) and charges it to the calls open. PROFILE adds two
-	// to BookLock each time it lets the thread go: its stop took the
-	// thread off a CPU, and the update as it comes back is one.
-	BookPage     = 128
+	// BookLock serves the time on a CPU (issue 33, part 8): the 32-bit
+	// lock word of the page of the thread's task clock, as the code last
+	// saw it (see Book.Clock). The word after it is not used.
 	BookLock     = 136
 	PerfPageLock = 8
 	// BookFrames is where the frames start; frame 0 is the root, whose
@@ -183,6 +170,23 @@ type Book struct {
 	// frame and counts nothing, and its exit then closes nothing. A
 	// start function not in the plan is a Start no function has.
 	Start int
+	// Clock, where not 0, is the distance from the thread's block (amd64,
+	// its base in GS) or area (arm64, x16) to the page of the thread's
+	// task clock (the kernel's perf_event_mmap_page), which PROFILE maps
+	// there for it, always readable (a page of zeros where it mapped
+	// none). The kernel updates the page each time the thread comes back
+	// onto a CPU and counts the updates in its 32-bit word lock, at
+	// PerfPageLock (it moves by two an update). The timed code compares
+	// that word with the one its book noted (BookLock): where they differ
+	// the thread was off a CPU since its last event, and the code notes
+	// the new word and leaves the event to PROFILE, which measures the
+	// wait (the thread's CPU clock against the counter's) and charges it
+	// to the calls open. PROFILE adds two to BookLock each time it lets
+	// the thread go: its stop took the thread off a CPU, and the update as
+	// it comes back is one. The page is found at a fixed distance, not
+	// through a pointer the program could write over. A Go function's
+	// code and untimed code check nothing.
+	Clock uint64
 	// Untimed makes the code read no counter: every time it keeps is 0,
 	// for a run that counts calls (with a start function, or caller
 	// stacks) and times none. The two readings are most of a call's

@@ -454,7 +454,7 @@ const (
 	SysFutexWaitv
 	// SysPerfEventOpen is perf_event_open(2): PROFILE opens, in each
 	// thread of a function timing run, the task clock whose page tells
-	// its book code when the thread was off a CPU (BookPage).
+	// its book code when the thread was off a CPU (Book.Clock).
 	SysPerfEventOpen
 )
 

@@ -38,11 +38,12 @@ import (
 // call depth's code in its Go form, the relocated instructions and the
 // jump back; about 120 for C; some 280 for the entry of a timed function
 // of a few bytes, with the records of its entry and its exit, 350 for
-// Go's, whose records name the goroutine; some 560 with the book code of
-// its entry and its exit, 234 and 304 bytes: ledger.go), or a
-// breakpoint's out-of-line slot. The area is mapped for that much; what
-// is written is packed.
-const trampCell = 640
+// Go's, whose records name the goroutine; some 660 with the book code of
+// its entry and its exit, 260 and 330 bytes with the check of the
+// thread's clock: ledger.go, ledger_waits.go), or a breakpoint's
+// out-of-line slot. The area is mapped for that much; what is written is
+// packed.
+const trampCell = 704
 
 // maxBlocks bounds the counter blocks, one per live thread; a thread
 // beyond them shares the main thread's block, with a warning.
@@ -152,6 +153,9 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	if env.ledgers != nil {
 		spec.Books, spec.BookFuncs, spec.BookNodes = true, env.ledgers.bookFuncs(), env.ledgers.bookNodes()
 		spec.GoBooks = env.ledgers.gos.count()
+		if env.ledgers.cpu.on {
+			spec.ClockPage = pageSize
+		}
 	}
 	l, size := layout.New(spec)
 	size = (size + guardSize + pageSize - 1) &^ (pageSize - 1) // (the guard last: damage.go)
@@ -160,6 +164,11 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 		return nil, fmt.Errorf("map counters into the program: %w", err)
 	}
 	l.Place(addr)
+	if env.ledgers != nil {
+		env.ledgers.cpu.reserve(&l, addr, addr+size, spec.ClockPage, func(call instr.Syscall, args ...uint64) (uint64, error) {
+			return calls.syscall(calls.setupThread(), call, args...)
+		})
+	}
 	c := &counters{env: env, shared: shared, layout: l, next: 1, blockOf: map[int]int{}}
 	c.writeGuard()
 	if rings {

@@ -232,13 +232,10 @@ func (l *ledgers) now(ns int64) uint64 {
 // openBook starts block b's book empty, for a new thread.
 func (l *ledgers) openBook(b int) *books.ProgramBook {
 	c := l.counters
-	p := books.NewProgramBook(c.layout.BookMem(c.shared.Bytes(), b), c.layout.Book())
+	p := books.NewProgramBook(c.layout.BookMem(c.shared.Bytes(), b), l.bookOfBlocks())
 	p.SetScale(l.scale)
 	if st, ok := l.stacks[b]; ok {
 		p.SetStack(st[0], st[1])
-	}
-	if page := l.cpu.pages[b]; page != 0 {
-		books.ClockOf(p).SetPage(page, 0)
 	}
 	p.Where = l.where
 	l.open[b] = p

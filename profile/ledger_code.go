@@ -85,7 +85,6 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	run := func(addr uint64) (books.Figure, books.Figure, error) {
 		p := l.openBook(b)
 		p.AddPath(outer, inner)        // (its code finds their nodes: it does not stop)
-		books.ClockOf(p).SetPage(0, 0) // (nor does it look at the clock's page)
 		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
 		if err := proc.setRegs(pid, &regs); err != nil {
@@ -129,12 +128,24 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	return nil
 }
 
-// layout is the book of every block, its closer's word included.
+// layout is the book of every block, its closer's word and its clock's
+// page included: the book its code keeps.
 func (l *ledgers) layout() instr.Book {
-	b := l.counters.layout.Book()
+	b := l.bookOfBlocks()
 	b.Closer = l.closer
-	b.Start = startOf(l.plan)
 	b.Untimed = !l.plan.Method.IsTiming()
+	if l.cpu.on {
+		b.Clock = l.cpu.region.Distance(&l.counters.layout)
+	}
+	return b
+}
+
+// bookOfBlocks is the book of every block as PROFILE keeps it where the
+// code leaves an event to it: with the start function, whose rule it
+// applies as the code does (instr.Book.Start).
+func (l *ledgers) bookOfBlocks() instr.Book {
+	b := l.counters.layout.Book()
+	b.Start = startOf(l.plan)
 	return b
 }
 
@@ -208,6 +219,7 @@ func (l *ledgers) calibrationBlocks() (with, without []byte) {
 	n := len(l.plan.Funcs)
 	b := l.layout()
 	b.Start = 0 // (the calibration's calls count, whatever the start function)
+	b.Clock = 0 // (and the main thread's clock stops none of them)
 	with, without, _ = instr.BookCalibration(l.arch, b, n+calOuter, n+calInner, calibrationRecords)
 	return with, without
 }

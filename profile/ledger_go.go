@@ -105,7 +105,7 @@ func (gl *goLedgers) book(th *thread, g uint64) *books.ProgramBook {
 	if !ok && len(gl.of) < lay.GoBooks {
 		i, ok = len(gl.of), true
 		gl.of[g] = i
-		p := books.FreshProgramBook(lay.GoBookMem(c.shared.Bytes(), i), lay.Book())
+		p := books.FreshProgramBook(lay.GoBookMem(c.shared.Bytes(), i), l.bookOfBlocks())
 		p.SetScale(l.scale)
 		p.SetStack(^uint64(goStackSize-1), 0) // (-goStackSize)
 		gl.open[i] = p
@@ -113,7 +113,7 @@ func (gl *goLedgers) book(th *thread, g uint64) *books.ProgramBook {
 	if !ok {
 		p := gl.over[g]
 		if p == nil {
-			bk := lay.Book()
+			bk := l.bookOfBlocks()
 			p = books.NewProgramBook(make([]byte, bk.Offset+bk.Size()), bk)
 			gl.over[g] = p
 		}

@@ -24,10 +24,13 @@ func (l inCode) pass(th *thread, addr uint64) bool {
 	if !ok {
 		return false
 	}
-	l.stops++
 	site := r.book
 	now := l.regs.Reg(site.saved[0].Reg) // (the counter's time, read by the code)
-	clockPages(l).settleAt(th, now)
+	if clockPages(l).settleAt(th, now) {
+		l.cpu.stops++ // (the thread left its CPU: no stop the books' rules made)
+	} else {
+		l.stops++
+	}
 	b := l.bookEvent(th, site, l.regs, now)
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	for _, s := range site.saved {

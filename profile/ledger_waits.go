@@ -3,10 +3,10 @@ package profile
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/layout"
 )
 
 // Time on a CPU per call (issue 33, part 8; docs/architecture.md, "Time
@@ -18,20 +18,24 @@ import (
 // The kernel tells a thread's code cheaply when the thread came back
 // onto a CPU: each thread gets a task clock event (perf_event_open,
 // opened by the thread itself, in a few system calls PROFILE makes it
-// run as its book opens), whose page PROFILE maps in the program. The
-// kernel updates the page each time the thread is scheduled in, and
-// counts the updates in its first word. The timed book code compares
-// that word with the one its book noted (instr.BookPage): the same, and
-// the thread stayed on its CPU since its last event; else the code notes
-// the new word and leaves the event to PROFILE. PROFILE then reads the
-// thread's CPU time (the kernel's, the thread stopped), and the wait is
-// the time since the last such reading, less PROFILE's holds of the
-// thread meanwhile, less the CPU time. A stop of PROFILE's own takes the
-// thread off its CPU too: as PROFILE lets the thread go it adds two to
-// the word the book noted (one update, as the thread comes back), so
-// that its own stops are not taken for waits, and where that guess is
-// wrong the next event stops once more and finds no wait. One system
-// call a reschedule, not two a call.
+// run as its book opens), whose page PROFILE maps in the program at a
+// fixed distance from the thread's block, or area (instr.Book.Clock), in
+// a region it keeps for them after the memory it shares, readable
+// throughout (pages of zeros where no clock is). The kernel updates the
+// page each time the thread is scheduled in, and counts the updates in
+// its word lock. The timed book code compares that word with the one
+// its book noted: the same, and the thread stayed on its CPU since its
+// last event; else the code notes the new word and leaves the event to
+// PROFILE. PROFILE then reads the thread's CPU time (the kernel's, the
+// thread stopped), and the wait is the time since the last such
+// reading, less PROFILE's holds of the thread meanwhile, less the CPU
+// time. A stop of PROFILE's own takes the thread off its CPU too: as
+// PROFILE lets the thread go it adds two to the word the book noted (one
+// update, as the thread comes back), so that its own stops are not taken
+// for waits, and where that guess is wrong the next event stops once
+// more and finds no wait. One stop a reschedule, not two system calls a
+// call. The page is found at a distance, not through a pointer in the
+// memory the program shares and could write over.
 
 // clockPages is the ledgers' side of the threads' clocks' pages.
 type clockPages struct{ *ledgers }
@@ -40,14 +44,16 @@ type clockPages struct{ *ledgers }
 type offCPU struct {
 	// on is set where the run measures them: a timing run whose
 	// functions are all keyed by the stack pointer (a goroutine's waits
-	// are not its thread's).
+	// are not its thread's), and where the region of the pages could be
+	// had (reserve).
 	on    bool
 	waits *books.Waits
-	// pages holds the page mapped for each block's thread, unmapped as
-	// the block goes to another thread; marks the last settling of each
-	// thread's waits.
-	pages map[int]uint64
+	// marks holds the last settling of each thread's waits.
 	marks map[int]*cpuMark
+	// region is where the threads' pages are in the program.
+	region layout.Clocks
+	// stops counts the events the code left to PROFILE for a wait.
+	stops uint64
 }
 
 // cpuMark is where a thread's waits were last settled: the lock word
@@ -72,24 +78,49 @@ const (
 	perfFlagCloexec    = 8
 	protRead           = 1
 	mapShared          = 1
+	mapPrivate         = 2
+	mapFixed           = 0x10
+	mapAnon            = 0x20
+	mapFixedNoReplace  = 0x100000
 )
 
 // newOffCPU returns the measure of the waits of a run of funcs functions
 // (stacks: with caller stacks), on where it measures them.
 func newOffCPU(on bool, funcs int, stacks bool) offCPU {
-	return offCPU{on: on, waits: books.NewWaits(funcs, stacks), pages: map[int]uint64{}, marks: map[int]*cpuMark{}}
+	return offCPU{on: on, waits: books.NewWaits(funcs, stacks), marks: map[int]*cpuMark{}}
+}
+
+// reserve keeps the region of the threads' pages in the program, next
+// to the memory it shares with PROFILE, [start, end) there
+// (layout.Layout.ClockCandidates), mapped readable and all zeros,
+// through sys; where it cannot, the run measures no waits.
+func (o *offCPU) reserve(lay *layout.Layout, start, end, pageSize uint64, sys func(call instr.Syscall, args ...uint64) (uint64, error)) {
+	if !o.on {
+		return
+	}
+	for _, at := range lay.ClockCandidates(start, end, pageSize) {
+		o.region = lay.PlaceClocks(at, pageSize)
+		at, size := o.region.Region(lay)
+		got, err := sys(instr.SysMmap, at, size, protRead, mapPrivate|mapAnon|mapFixedNoReplace, ^uint64(0), 0)
+		if err == nil && got == at && size > 0 {
+			return
+		}
+		if err == nil {
+			sys(instr.SysMunmap, got, size) // (a kernel before 4.17: the hint not taken)
+		}
+	}
+	o.on, o.region = false, layout.Clocks{}
 }
 
 // mapPage opens the task clock of thread th, whose book p, of block b,
-// is new, maps its page, and writes its address in the book; the
+// is new, and maps its page at the block's place in the region; the
 // thread's waits are counted from now, at. A thread whose clock cannot
 // be had leaves the run's waits unmeasured.
 func (l clockPages) mapPage(th *thread, b int, p *books.ProgramBook, at uint64) {
 	if !l.cpu.on || th == nil || th.foreign || b == 0 {
 		return
 	}
-	page, err := l.openClock(th.tid, b, p)
-	if err != nil {
+	if err := l.openClock(th.tid, b); err != nil {
 		l.cpu.waits.Unmeasured()
 		return
 	}
@@ -100,25 +131,17 @@ func (l clockPages) mapPage(th *thread, b int, p *books.ProgramBook, at uint64) 
 	}
 	// (The page's word is read by the code, not by PROFILE, which cannot
 	// read such a mapping: 0 noted, the thread's first event stops once.)
-	books.ClockOf(p).SetPage(page, 0)
+	books.ClockOf(p).SetLock(0)
 	l.cpu.marks[th.tid] = &cpuMark{t: at, held: p.Held(), cpu: cpu}
 }
 
-// openClock makes thread tid open its task clock and map its page (the
-// page of the block's thread before unmapped), and returns the page's
-// address. The attributes are written in the book's first frame, free
-// in a new book.
-func (l clockPages) openClock(tid, b int, p *books.ProgramBook) (uint64, error) {
-	size := uint64(os.Getpagesize()) // (the program's: the same system's)
-	if old := l.cpu.pages[b]; old != 0 {
-		delete(l.cpu.pages, b)
-		if _, err := l.sys(tid, instr.SysMunmap, old, size); err != nil {
-			return 0, err
-		}
-	}
+// openClock makes thread tid open its task clock and map its page at
+// block b's place, over what was there (the page of the block's thread
+// before, whose clock that closes, or zeros). The attributes are written
+// in the book's first frame, free in a new book.
+func (l clockPages) openClock(tid, b int) error {
 	lay := &l.counters.layout
-	bk := lay.Book()
-	at := bk.FrameAt(1)
+	at := lay.Book().FrameAt(1)
 	mem := lay.BookMem(l.counters.shared.Bytes(), b)[at : at+perfAttrSize]
 	defer clear(mem)
 	binary.LittleEndian.PutUint32(mem[0:], perfTypeSoftware)
@@ -127,40 +150,38 @@ func (l clockPages) openClock(tid, b int, p *books.ProgramBook) (uint64, error) 
 	binary.LittleEndian.PutUint64(mem[40:], perfExcludeKernel|perfExcludeHV)
 	fd, err := l.sys(tid, instr.SysPerfEventOpen, lay.BookAddr(b)+at, 0, ^uint64(0), ^uint64(0), perfFlagCloexec)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	page, err := l.sys(tid, instr.SysMmap, 0, size, protRead, mapShared, fd, 0)
+	slot := l.cpu.region.Page(lay, b)
+	page, err := l.sys(tid, instr.SysMmap, slot, l.cpu.region.PageSize, protRead, mapShared|mapFixed, fd, 0)
 	if _, cerr := l.sys(tid, instr.SysClose, fd); err == nil && cerr != nil {
-		return 0, cerr
+		return cerr
 	}
-	if err != nil {
-		return 0, err
+	if err == nil && page != slot {
+		err = errors.New("the clock's page not mapped at its place")
 	}
-	if page == 0 || page > 1<<63 {
-		return 0, errors.New("no page")
-	}
-	l.cpu.pages[b] = page
-	return page, nil
+	return err
 }
 
 // settle charges the wait thread th's book code found (the page's word
 // it noted not the one PROFILE left), at time now on the books' clock,
 // to the calls open in its book p, before its event is booked; at the
 // thread's end, whatever the word, the wait since the last settling.
-func (l clockPages) settle(th *thread, p *books.ProgramBook, now uint64, end bool) {
+func (l clockPages) settle(th *thread, p *books.ProgramBook, now uint64, end bool) bool {
 	m := l.cpu.marks[th.tid]
 	if m == nil || (books.ClockOf(p).Lock() == m.lock && !end) {
-		return
+		return false
 	}
 	m.lock = books.ClockOf(p).Lock()
 	cpu, err := l.proc.cpuTime(th.tgid, th.tid)
 	if err != nil {
-		return
+		return true
 	}
 	held := p.Held()
 	wait := int64(now-m.t) - int64(max(held, m.held)-m.held) - (cpu - m.cpu)
 	l.cpu.waits.Charge(books.OpenFuncs(p), wait)
 	m.t, m.held, m.cpu = now, held, cpu
+	return true
 }
 
 // released notes, as PROFILE lets thread th go (its book p), that its
@@ -174,21 +195,23 @@ func (l clockPages) released(th *thread, p *books.ProgramBook) {
 }
 
 // settleAt settles thread th's waits in its own book, at now, before
-// an event of its book code is booked.
-func (l clockPages) settleAt(th *thread, now uint64) {
-	if p, _, ok := l.heldBooks(th); ok {
-		l.settle(th, p, now, false)
-	}
+// an event of its book code is booked, and reports whether the code
+// found the thread had left its CPU.
+func (l clockPages) settleAt(th *thread, now uint64) bool {
+	p, _, ok := l.heldBooks(th)
+	return ok && l.settle(th, p, now, false)
 }
 
-// unmapAll unmaps the threads' pages in a process PROFILE lets go, in
-// its stopped thread tid, the book code no longer run (counters.unchecked):
-// each page was the last hold on its task clock, which the kernel then
-// closes, so that no clock of PROFILE's stays on the process's threads.
+// unmapAll unmaps the region of the threads' pages in a process PROFILE
+// lets go, in its stopped thread tid, the book code no longer run
+// (counters.unchecked): each page was the last hold on its task clock,
+// which the kernel then closes, so that no clock of PROFILE's stays on
+// the process's threads.
 func (l clockPages) unmapAll(tid int) {
-	size := uint64(os.Getpagesize())
-	for b, page := range l.cpu.pages {
-		delete(l.cpu.pages, b)
-		l.sys(tid, instr.SysMunmap, page, size) // (a page left is one page, and a clock that counts)
+	if !l.cpu.on {
+		return
 	}
+	at, size := l.cpu.region.Region(&l.counters.layout)
+	l.sys(tid, instr.SysMunmap, at, size) // (a region left is pages, and clocks that count)
+	l.cpu.on = false
 }

@@ -49,9 +49,6 @@ type ProgramBook struct {
 	// book is emptied after the program wrote over it (Restore).
 	scale uint64
 	stack [2]uint64
-	// page is the address of the thread's clock page PROFILE mapped
-	// (SetPage), written again with the scale.
-	page uint64
 }
 
 // spilled is a run of frames moved out of the program, bottom first,
@@ -500,7 +497,6 @@ func (p *ProgramBook) Restore() {
 		p.Reset()
 		p.SetScale(p.scale)
 		p.SetStack(p.stack[0], p.stack[1])
-		ClockOf(p).SetPage(p.page, 0)
 		p.spill = spill
 		if len(spill) > 0 {
 			p.put(p.b.FrameAt(0)+instr.FrameSP, spill[len(spill)-1].top().sp-1)

@@ -132,23 +132,14 @@ func OpenFuncs(p *ProgramBook) []int {
 	return open
 }
 
-// Clock is the words of a book that serve its thread's task clock
-// (instr.BookPage).
+// Clock is the word of a book that serves its thread's task clock
+// (instr.BookLock).
 type Clock struct{ p *ProgramBook }
 
-// ClockOf returns the clock's words of book p.
+// ClockOf returns the clock's word of book p.
 func ClockOf(p *ProgramBook) Clock { return Clock{p} }
 
-// SetPage writes the address of the page of the thread's task clock in
-// the program, and the lock word it holds (instr.BookPage): 0, none.
-func (c Clock) SetPage(addr uint64, lock uint32) {
-	c.p.page = addr
-	c.p.put(c.p.b.Offset+instr.BookPage, addr)
-	c.SetLock(lock)
-}
-
-// Lock returns the page's lock word as the book noted it last
-// (instr.BookLock).
+// Lock returns the page's lock word as the book noted it last.
 func (c Clock) Lock() uint32 { return uint32(c.p.get(c.p.b.Offset + instr.BookLock)) }
 
 // SetLock writes it.

@@ -36,6 +36,11 @@ type Spec struct {
 	// of goroutines' books (instr.Book.Go): a table of books like the
 	// blocks', one for each goroutine given one, after the blocks.
 	GoBooks int
+	// ClockPage, where the threads' books check their task clocks
+	// (instr.Book.Clock), is the system's page size: a block, or an
+	// area, is a whole number of pages, so that each has a page of its
+	// own at the same distance, in a region after the memory (Clocks).
+	ClockPage uint64
 }
 
 // Layout is how the memory PROFILE shares with the program is laid
@@ -114,10 +119,13 @@ func New(s Spec) (Layout, uint64) {
 	case s.Books && kind == instr.CountPerThread:
 		l.Books, l.BookAt, l.BookFuncs, l.BookNodes = true, l.BlockSize, s.BookFuncs, s.BookNodes
 		l.BlockSize += (l.Book().Size() + 63) &^ 63
+		if page := s.ClockPage; page > 0 {
+			l.BlockSize = (l.BlockSize + page - 1) &^ (page - 1)
+		}
 	case s.Books && l.Table:
 		// The books are the table's areas, each at its start.
 		l.Books, l.BookFuncs, l.BookNodes = true, s.BookFuncs, s.BookNodes
-		for l.Stride < l.Book().Size() {
+		for l.Stride < max(l.Book().Size(), s.ClockPage) {
 			l.Stride *= 2
 		}
 	case rings && l.Table:
