@@ -83,11 +83,11 @@ func (a *bookAsm) offCPU(b Book) []int {
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Clock+PerfPageLock)) // mov %gs:CLOCK+8,%edx
 	a.c = append(a.c, 0x65, 0x39, 0x14, 0x25)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // cmp %edx,%gs:LOCK
-	a.c = append(a.c, 0x74, 0)                                              // je
+	a.c = append(a.c, 0x74, 0)                                             // je
 	same := len(a.c)
 	a.c = append(a.c, 0x65, 0x89, 0x14, 0x25)
 	a.c = binary.LittleEndian.AppendUint32(a.c, uint32(b.Offset+BookLock)) // mov %edx,%gs:LOCK
-	a.c = append(a.c, 0xeb, 0)                                              // jmp stop
+	a.c = append(a.c, 0xeb, 0)                                             // jmp stop
 	jump := len(a.c)
 	a.land([]int{same}, len(a.c))
 	return []int{jump}

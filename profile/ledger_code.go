@@ -84,7 +84,7 @@ func (l *ledgers) calibrate(cal *calibration) error {
 	outer, inner := len(l.plan.Funcs)+calOuter, len(l.plan.Funcs)+calInner
 	run := func(addr uint64) (books.Figure, books.Figure, error) {
 		p := l.openBook(b)
-		p.AddPath(outer, inner)        // (its code finds their nodes: it does not stop)
+		p.AddPath(outer, inner) // (its code finds their nodes: it does not stop)
 		regs := cal.borrowed(saved)
 		regs.SetPC(addr)
 		if err := proc.setRegs(pid, &regs); err != nil {
