@@ -58,6 +58,9 @@ func (x *endNarrator) ended(res *Result) {
 	books := ""
 	if res.Books {
 		books = fmt.Sprintf(", and %s at the books' code (an event it left to PROFILE: a call it could not book itself, a goroutine new to its thread)", plural(int(res.BookStops), "time"))
+		if res.ClockStops > 0 {
+			books += fmt.Sprintf(", %s for a thread back on its CPU (its wait measured)", plural(int(res.ClockStops), "time"))
+		}
 	}
 	x.say("PROFILE collected the counts: %d of %d %s %s; threads stopped %s at PROFILE's breakpoints%s.", hit, x.t.plan.NumItems(), what, ran, plural(int(x.t.parts.bp.hits), "time"), books)
 	x.mu.Lock()

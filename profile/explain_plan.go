@@ -147,6 +147,9 @@ func (x *planNarrator) mechanism() {
 		if !t.timed {
 			verb, figures = "records calls", "calls, for "+x.booksFor()+","
 		}
+		if t.parts.ledgers.cpu.on {
+			stacks += " Where the kernel allows it, each thread also opens a task clock, whose page (mapped at a fixed distance from its block) the kernel updates each time the thread comes back onto a CPU: the code compares the page's count of updates with the one its book noted, and where they differ the thread was off its CPU, and stops once for PROFILE to measure the wait, which plist --time=cpu leaves out."
+		}
 		x.say("PROFILE %s in-process, with the books kept in the program: each function's entry and exits jump to trampolines whose code keeps, in %s, the thread's stack of open calls (%d deep, more moved out by PROFILE) and each function's %s without stopping the program: nothing is read per call. PROFILE reads the books when a thread ends and at the end. A call a longjmp left open the code closes at the thread's next event; what it leaves to PROFILE (a call on another stack, a stack full), PROFILE books at a stop.%s", verb, where, depthSlots, figures, stacks)
 	case t.parts.rings != nil && t.timed:
 		x.say("PROFILE times in-process: each timed function's entry and exits jump to trampolines that append a record (the CPU's counter, the stack pointer, the function) to the thread's ring of %d records, without stopping the program. PROFILE reads the rings while it waits, and books the calls from them.", ringRecords)

@@ -581,7 +581,7 @@ func (l *ledgers) execed() { l.ended() }
 
 // collect gives the run's result the events the code left to PROFILE.
 func (l *ledgers) collect(res *Result) {
-	res.Books, res.BookStops = true, l.stops
+	res.Books, res.BookStops, res.ClockStops = true, l.stops, l.cpu.stops
 }
 
 // plant has nothing to plant: the book code is written by the entries'

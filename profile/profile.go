@@ -121,13 +121,15 @@ type Result struct {
 	// ReturnSites the places where calls return patched to record the
 	// exits of functions whose own exits could not all be (timing
 	// in-process); Books is set where the run kept its books in the
-	// program (ledger.go), and BookStops counts the events their code
-	// left to PROFILE (another stack, a shadow stack full).
+	// program (ledger.go), BookStops counts the events their code left
+	// to PROFILE (another stack, a shadow stack full), and ClockStops
+	// those it left for a thread back on its CPU (ledger_waits.go).
 	Hits        uint64
 	FullRings   uint64
 	ReturnSites int
 	Books       bool
 	BookStops   uint64
+	ClockStops  uint64
 	// RolledBack counts the threads a signal stopped inside
 	// instrumentation code that saves registers in the thread's block,
 	// rolled out of it before their handler ran (for tests).
