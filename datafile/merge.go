@@ -282,15 +282,8 @@ func checkSums(a, b *Stats) error {
 			return fmt.Errorf("hits of item %d: %w", i, ErrOverflow)
 		}
 	}
-	for _, t := range []struct {
-		name string
-		a, b []int64
-	}{{"function time", a.FuncTime, b.FuncTime}, {"child time", a.ChildTime, b.ChildTime}} {
-		for i := range t.b {
-			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
-				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
-			}
-		}
+	if err := perFunctionSums(perFunction{"function time", a.FuncTime, b.FuncTime}, perFunction{"child time", a.ChildTime, b.ChildTime}); err != nil {
+		return err
 	}
 	if !canAdd(a.TotalTime, b.TotalTime) || !canAdd(a.OutsideTime, b.OutsideTime) {
 		return fmt.Errorf("total or outside time: %w", ErrOverflow)
@@ -301,21 +294,34 @@ func checkSums(a, b *Stats) error {
 	return checkWaitSums(a.Waits, b.Waits)
 }
 
+// perFunction is a figure of each function, named, of two sets of stats
+// to be added.
+type perFunction struct {
+	name string
+	a, b []int64
+}
+
+// perFunctionSums reports whether adding each figure's b to its a would
+// overflow.
+func perFunctionSums(figs ...perFunction) error {
+	for _, t := range figs {
+		for i := range t.b {
+			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
+				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
+			}
+		}
+	}
+	return nil
+}
+
 // checkWaitSums reports whether adding the waits b to a would overflow
 // (nothing is added unless both are measured).
 func checkWaitSums(a, b *WaitStats) error {
 	if a == nil || b == nil {
 		return nil
 	}
-	for _, t := range []struct {
-		name string
-		a, b []int64
-	}{{"function wait", a.FuncWait, b.FuncWait}, {"child wait", a.ChildWait, b.ChildWait}} {
-		for i := range t.b {
-			if i < len(t.a) && !canAdd(t.a[i], t.b[i]) {
-				return fmt.Errorf("%s of function %d: %w", t.name, i, ErrOverflow)
-			}
-		}
+	if err := perFunctionSums(perFunction{"function wait", a.FuncWait, b.FuncWait}, perFunction{"child wait", a.ChildWait, b.ChildWait}); err != nil {
+		return err
 	}
 	if !canAdd(a.InsideWait, b.InsideWait) {
 		return fmt.Errorf("inside wait: %w", ErrOverflow)
