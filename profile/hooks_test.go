@@ -76,7 +76,8 @@ func TestLoopNamesNoPart(t *testing.T) {
 
 // TestWaitPolicies: how the loop waits for the next stop follows from
 // the parts' idle needs alone (idleHook): it sleeps with none; it polls
-// yielding first for timing with breakpoints; it reads the rings between
+// yielding first for timing with breakpoints, within a yield window of
+// the last breakpoint it booked (else it sleeps); it reads the rings between
 // polls; it writes the trace every so often, yielding first, while the
 // rings are read or timing yields; it polls for the ptrace sampler's
 // rounds; an attached run's wait also ends with its window.
@@ -90,7 +91,12 @@ func TestWaitPolicies(t *testing.T) {
 		{"breakpoints", func(*tracer) {}, "sleeping", 0},
 		{"timed with breakpoints", func(tr *tracer) {
 			tr.parts.books, tr.clocks.yielding = testBooks(-1, "", false, 0), true
+			tr.clocks.epoch = time.Now() // (a stop booked at 0, just now)
 		}, "yielding", 0},
+		{"timed, no breakpoint booked for a while", func(tr *tracer) {
+			tr.parts.books, tr.clocks.yielding = testBooks(-1, "", false, 0), true
+			tr.clocks.epoch = time.Now().Add(-time.Second) // (the last at 0, a second ago)
+		}, "sleeping", 0},
 		{"timed in-process", func(tr *tracer) {
 			tr.parts.books, tr.parts.rings = testBooks(-1, "", false, 0), newRings(tr)
 		}, "idling", 0},
@@ -99,6 +105,7 @@ func TestWaitPolicies(t *testing.T) {
 		}, "ticking", traceFlushEvery / 2},
 		{"timed with breakpoints, traced", func(tr *tracer) {
 			tr.parts.books, tr.clocks.yielding, tr.parts.trace = testBooks(-1, "", false, 0), true, &traceFile{}
+			tr.clocks.epoch = time.Now()
 		}, "ticking", traceFlushEvery / 2},
 		{"sampled by the kernel", func(tr *tracer) {
 			tr.parts.sampling = newSampler(samplerEnv{plan: samplingPlan()}, time.Millisecond)

@@ -88,8 +88,10 @@ type clocks struct {
 	forced     bool
 	gaps       gaps
 	// yielding is set when the tracer waits for stops with
-	// ptrace.WaitYielding (see yieldWindow).
+	// ptrace.WaitYielding (see yieldWindow), for a yield window after
+	// each stop at a breakpoint it books, booked the last time.
 	yielding bool
+	booked   int64
 	// ctr turns the rings' times into the clock's (clock.go).
 	ctr counterClock
 	// waits are the threads' waits PROFILE reads (waits.go).
@@ -131,6 +133,7 @@ type booking struct {
 // b.regs) to the books, as an entry or an exit, and notes which goroutine
 // the stop is to be charged to.
 func (c *clocks) book(th *thread, s *site, b booking) {
+	c.booked = c.waited
 	if b.ledgers != nil {
 		// (Booked in the thread's book in the program: ledger.go.)
 		b.ledgers.book(th, s)
@@ -527,9 +530,17 @@ func (r *timedRun) threadEnded(tid int) {
 func (r *timedRun) threadExiting(th *thread) { r.clocks.lives.cpu.close(th) }
 
 // waiting says whether PROFILE polls for stops yielding its CPU before it
-// sleeps, as timing with breakpoints does (yielding), with no work of
-// the books' (idleHook).
-func (r *timedRun) waiting() (bool, time.Duration, bool) { return false, 0, r.clocks.yielding }
+// sleeps, as timing with breakpoints does (yielding): within a yield
+// window of the last stop at a breakpoint it booked, where the next is
+// likely soon. Other stops do not make it poll: the stops of the book
+// code for a thread back on its CPU (ledger_waits.go) come every few
+// milliseconds, and PROFILE polling between them would take a CPU,
+// whose own threads, woken, would then take the program off its CPU
+// more often. No work of the books' (idleHook).
+func (r *timedRun) waiting() (bool, time.Duration, bool) {
+	c := r.clocks
+	return false, 0, c.yielding && c.clock()-c.booked < int64(yieldWindow)
+}
 
 // idle does nothing: the books have no work while PROFILE waits.
 func (r *timedRun) idle() bool { return false }
