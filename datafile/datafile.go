@@ -362,6 +362,11 @@ type WaitStats struct {
 	// calls, summed over threads: what TotalTime-OutsideTime holds of
 	// waits.
 	InsideWait int64
+	// OutsideWait is the time off a CPU outside the outermost profiled
+	// calls (what OutsideTime holds of waits): with InsideWait, what
+	// the total time less the waits leaves is the threads' time on a CPU
+	// as the total counts it, PROFILE's costs taken out.
+	OutsideWait int64
 }
 
 // SamplingStats are the figures of function sampling runs.

@@ -103,7 +103,7 @@
 //	            then varint CostUncertainty, varint CPUTime,
 //	            then bool Waits measured (Stats.Waits not nil) and, only
 //	            when it is 1, list(varint) FuncWait, list(varint) ChildWait,
-//	            varint InsideWait, list(varint Wait, varint ChildWait):
+//	            varint InsideWait, varint OutsideWait, list(varint Wait, varint ChildWait):
 //	            the waits of the stacks, one per stack in the order of
 //	            Stacks (its count must be theirs)
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of

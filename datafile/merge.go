@@ -113,6 +113,7 @@ func addWaits(a, b *WaitStats, first bool) *WaitStats {
 	a.FuncWait = addTimes(a.FuncWait, b.FuncWait)
 	a.ChildWait = addTimes(a.ChildWait, b.ChildWait)
 	a.InsideWait += b.InsideWait
+	a.OutsideWait += b.OutsideWait
 	return a
 }
 
@@ -323,8 +324,8 @@ func checkWaitSums(a, b *WaitStats) error {
 	if err := perFunctionSums(perFunction{"function wait", a.FuncWait, b.FuncWait}, perFunction{"child wait", a.ChildWait, b.ChildWait}); err != nil {
 		return err
 	}
-	if !canAdd(a.InsideWait, b.InsideWait) {
-		return fmt.Errorf("inside wait: %w", ErrOverflow)
+	if !canAdd(a.InsideWait, b.InsideWait) || !canAdd(a.OutsideWait, b.OutsideWait) {
+		return fmt.Errorf("inside or outside wait: %w", ErrOverflow)
 	}
 	return nil
 }

@@ -304,6 +304,7 @@ func (w *payload) waits(st *Stats) {
 	w.varints(ws.FuncWait)
 	w.varints(ws.ChildWait)
 	w.varint(ws.InsideWait)
+	w.varint(ws.OutsideWait)
 	w.int(len(st.Stacks))
 	for i := range st.Stacks {
 		w.varint(st.Stacks[i].Wait)
@@ -321,6 +322,7 @@ func (d *decoder) waits(st *Stats) {
 	ws.FuncWait = d.varints()
 	ws.ChildWait = d.varints()
 	ws.InsideWait = d.varint()
+	ws.OutsideWait = d.varint()
 	at := d.off
 	n := d.count(2)
 	if d.ok() && n != len(st.Stacks) {

@@ -208,6 +208,8 @@ func (s *Stats) checkWaits(method Method, funcs int) error {
 		// not overflow. Runs each within their time inside add up to a
 		// database within its own.)
 		return fmt.Errorf("inside wait %d is negative or above the time inside, %d", w.InsideWait, s.TotalTime-s.OutsideTime)
+	case w.OutsideWait < 0 || w.OutsideWait > s.OutsideTime:
+		return fmt.Errorf("outside wait %d is negative or above the time outside, %d", w.OutsideWait, s.OutsideTime)
 	}
 	for i := range funcs {
 		if err := checkWait(w.FuncWait[i], timeAt(s.FuncTime, i), w.ChildWait[i], timeAt(s.ChildTime, i)); err != nil {

@@ -215,9 +215,14 @@ func TestMergeWaitsOverflow(t *testing.T) {
 		t.Errorf("child waits: %v", err)
 	}
 	b.ChildWait[0] = 0
-	if err := checkWaitSums(a, b); !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "inside wait") {
+	if err := checkWaitSums(a, b); !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "inside or outside wait") {
 		t.Errorf("inside waits: %v", err)
 	}
+	a.InsideWait, b.InsideWait, a.OutsideWait, b.OutsideWait = 0, 0, maxTime, 1
+	if err := checkWaitSums(a, b); !errors.Is(err, ErrOverflow) || !strings.Contains(err.Error(), "inside or outside wait") {
+		t.Errorf("outside waits: %v", err)
+	}
+	a.OutsideWait = 0
 	if err := checkWaitSums(a, nil); err != nil {
 		t.Errorf("a run without waits: %v", err)
 	}

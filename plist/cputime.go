@@ -60,10 +60,10 @@ func HasWaits(m *datafile.Merged) bool {
 // CPUTimes returns a copy of m whose times are times on a CPU, as
 // --time=cpu lists them: each function's time, with its children or
 // without, less the waits of its calls, and each attribution stack's the
-// same; the time inside the outermost calls less their waits; and for
-// the total time the threads' time on a CPU (Stats.CPUTime), or the time
-// inside when that is more (a thread whose time could not be read), the
-// rest outside. No figure goes below 0. The copy has no waits left to
+// same; the time inside the outermost calls less their waits; and the
+// total time less every wait, inside the outermost calls and outside
+// (the threads' time on a CPU as the total counts it, PROFILE's costs
+// taken out), never less than the time inside, the rest outside. No figure goes below 0. The copy has no waits left to
 // take out (Stats.Waits nil), and shares m's plan; m is not modified. A
 // profile without waits ([HasWaits]) is [ErrNoWaits].
 func CPUTimes(m *datafile.Merged) (*datafile.Merged, error) {
@@ -82,7 +82,7 @@ func CPUTimes(m *datafile.Merged) (*datafile.Merged, error) {
 		s.Wait, s.ChildWait = 0, 0
 	}
 	inside := max(m.Stats.TotalTime-m.Stats.OutsideTime-w.InsideWait, 0)
-	st.TotalTime = max(m.Stats.CPUTime, inside)
+	st.TotalTime = max(m.Stats.TotalTime-w.InsideWait-w.OutsideWait, inside)
 	st.OutsideTime = st.TotalTime - inside
 	st.Waits = nil
 	return &c, nil

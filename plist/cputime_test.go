@@ -24,7 +24,7 @@ func oncpu() *datafile.Merged {
 			Waits: &datafile.WaitStats{
 				FuncWait:   []int64{40_000, 0, 2_000, 0, 4_000, 0, 0, 0, 0, 1_500_000, 300_000, 0, 0},
 				ChildWait:  []int64{1_846_000, 0, 6_000, 0, 4_000, 0, 0, 0, 0, 1_500_000, 300_000, 0, 0},
-				InsideWait: 1_846_000},
+				InsideWait: 1_846_000, OutsideWait: 354_000},
 			Stacks: []datafile.Stack{
 				{Func: 0, Callers: []int{-1}, Hits: 1, Time: 100_000, ChildTime: 2_500_000, Wait: 40_000, ChildWait: 1_846_000},
 				{Func: 1, Callers: []int{-1, 0}, Hits: 5, Time: 62_500, ChildTime: 62_500},
@@ -43,8 +43,8 @@ func oncpu() *datafile.Merged {
 }
 
 // TestCPUTimes checks the figures of the view on a CPU: each time less
-// its wait, the time inside less its waits, the total the threads' time
-// on a CPU or the time inside when more, and m left as it was.
+// its wait, the time inside less its waits, the total less every wait
+// (never less than the time inside), and m left as it was.
 func TestCPUTimes(t *testing.T) {
 	m := oncpu()
 	if err := m.Validate(); err != nil {
@@ -71,9 +71,9 @@ func TestCPUTimes(t *testing.T) {
 	if s := st.Stacks[7]; s.Time != 300_000 || s.ChildTime != 300_000 || s.Wait != 0 || s.ChildWait != 0 {
 		t.Errorf("add's stack %+v", s)
 	}
-	// A thread whose time on a CPU could not be read: the time inside is
-	// the total, nothing outside. No figure goes below 0.
-	m.Stats.CPUTime = 100_000
+	// Every moment outside the calls a wait: the time inside is the
+	// total, nothing outside. No figure goes below 0.
+	m.Stats.Waits.OutsideWait = 500_000
 	m.Stats.FuncTime[9] = 1_000_000 // (below its wait: not valid, and clamped)
 	if c, err = CPUTimes(m); err != nil {
 		t.Fatal(err)

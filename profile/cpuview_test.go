@@ -44,6 +44,9 @@ func TestTimingWaitsPerCall(t *testing.T) {
 					}
 					t.Skip("no task clock: perf_event_paranoid")
 				}
+				if got.res.ClockStops < uint64(naps*threads) {
+					t.Errorf("%d stops for a thread back on its CPU, want one after each of the %d naps at least", got.res.ClockStops, naps*threads)
+				}
 				cpu := map[string][2]int64{}
 				for i, f := range plan.Funcs {
 					cpu[f.Name] = [2]int64{got.stats.FuncTime[i] - w.FuncWait[i], got.stats.ChildTime[i] - w.ChildWait[i]}
@@ -70,6 +73,12 @@ func TestTimingWaitsPerCall(t *testing.T) {
 				within("main's children", cpu["main"][1]-cpu["main"][0], spin, spin/5+int64(naps)*int64(2*time.Millisecond))
 				if naps := int64(naps*napMS) * int64(time.Millisecond) * n; w.FuncWait[2] < naps*9/10 {
 					t.Errorf("nap waited %v, want the naps' %v at least", time.Duration(w.FuncWait[2]), time.Duration(naps))
+				}
+				// (The total less every wait: the threads' time on a CPU,
+				// as the kernel counted it for the same lives.)
+				onCPU := got.stats.TotalTime - w.InsideWait - w.OutsideWait
+				if s := got.stats.CPUTime; onCPU < s-s/5-int64(20*time.Millisecond) || onCPU > s+s/5+int64(20*time.Millisecond) {
+					t.Errorf("total less the waits %v, the threads' time on a CPU %v", time.Duration(onCPU), time.Duration(s))
 				}
 				if w.InsideWait < w.ChildWait[1] || w.InsideWait > got.stats.TotalTime-got.stats.OutsideTime {
 					t.Errorf("waits inside the outermost calls %v: want at least work's %v, at most the time inside %v",
@@ -123,5 +132,31 @@ func TestTimingWaitsPerStack(t *testing.T) {
 		if byFunc[fn] != s.Waits.FuncWait[fn] {
 			t.Errorf("%s: its stacks waited %v, the function %v", f.Name, time.Duration(byFunc[fn]), time.Duration(s.Waits.FuncWait[fn]))
 		}
+	}
+}
+
+// TestTimingNoCPUTime: with Config.NoCPUTime (profile --no-cpu-time) a
+// run that keeps its books in the program opens no clock: it states no
+// waits, and its code never stops for a thread back on its CPU, though
+// waits.c sleeps ten times.
+func TestTimingNoCPUTime(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	if !testutil.TimesInProcess() {
+		t.Skip("timing with breakpoints keeps no clock")
+	}
+	prog := testutil.BuildC(t, "waits", "-O2", "-pthread")
+	plan := planFor(t, prog, datafile.FuncTiming, "main", "work", "nap", "spin")
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	res, err := Run(Config{Plan: plan, Path: prog, Args: []string{"waits", "1", "10", "2", "5"}, Stdout: out, Stderr: os.Stderr,
+		NoCPUTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Counts.Stats.Waits; w != nil || res.ClockStops != 0 || !res.Books {
+		t.Errorf("waits %+v, %d stops for a thread back on its CPU, books in the program %v: want none, none, yes", w, res.ClockStops, res.Books)
 	}
 }

@@ -131,7 +131,7 @@ func newLedgers(t *tracer) *ledgers {
 		}}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
-	l.cpu = newOffCPU(t.plan.Method.IsTiming() && !slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }),
+	l.cpu = newOffCPU(t.plan.Method.IsTiming() && !t.cfg.NoCPUTime && !slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }),
 		n, t.plan.Attribution)
 	l.gos.reset()
 	if t.parts.books != nil {

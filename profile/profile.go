@@ -69,6 +69,11 @@ type Config struct {
 	// Breakpoints counts every function entry with a breakpoint, a stop
 	// per call, instead of in-process trampolines (profile --breakpoints).
 	Breakpoints bool
+	// NoCPUTime measures no call's time on a CPU in a function timing
+	// run that keeps its books in the program (profile --no-cpu-time):
+	// no task clock a thread, and no stop each time a thread comes back
+	// onto a CPU, some 90 µs each (ledger_waits.go).
+	NoCPUTime bool
 	// EveryLineSite gives every line site a probe of its own in-process:
 	// none shares the count of an earlier site of its block (a test mode,
 	// whose counts the default's must equal).

@@ -468,7 +468,12 @@ func (c *clocks) timingStats(s *datafile.Stats, plan *datafile.Plan, threads map
 	s.TotalTime = c.total(r, f)
 	s.OutsideTime = s.TotalTime - f.Inside
 	s.CPUTime = c.lives.cpu.sum
-	s.Waits = f.Waits
+	if s.Waits = f.Waits; s.Waits != nil {
+		// (Within the time outside, as the code's cost taken out of the
+		// total may leave less than was waited there.)
+		s.Waits.InsideWait = min(s.Waits.InsideWait, s.TotalTime-s.OutsideTime)
+		s.Waits.OutsideWait = min(s.Waits.OutsideWait, s.OutsideTime)
+	}
 }
 
 // findExits decodes the code of items' functions (of funcs, their module

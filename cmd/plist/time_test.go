@@ -35,7 +35,7 @@ func writeTimed(t *testing.T, name string, waits bool) {
 	}
 	if waits {
 		c.Stats.Waits = &datafile.WaitStats{FuncWait: []int64{200 * ms, 50 * ms}, ChildWait: []int64{250 * ms, 50 * ms},
-			InsideWait: 250 * ms}
+			InsideWait: 250 * ms, OutsideWait: 170 * ms}
 	}
 	m := datafile.NewMerged(p)
 	if err := m.Add(c); err != nil {

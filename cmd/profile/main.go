@@ -130,6 +130,7 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		PlanPath:      pbi,
 		Warn:          warn,
 		Breakpoints:   o.breakpoints,
+		NoCPUTime:     o.noCPUTime,
 		EveryLineSite: o.everyLineSite,
 		Verbose:       o.verbose,
 		Explain:       explainTo(o, diag),

@@ -11,6 +11,7 @@ type options struct {
 	exitCode       bool   // /X: exit with the program's status
 	sampleInterval int    // /S, or -1 when not given
 	breakpoints    bool   // --breakpoints: no in-process trampolines
+	noCPUTime      bool   // --no-cpu-time: no clock per thread, no waits measured
 	everyLineSite  bool   // --every-line-site: no counts shared in a block
 	verbose        bool   // --verbose: list the entries that keep a breakpoint
 	explain        bool   // --explain: tell what PROFILE does as it does it
@@ -78,6 +79,9 @@ var tool = cli.Tool[options]{
 		{Long: "breakpoints",
 			Set:     func(o *options, _ cli.Value) { o.breakpoints = true },
 			Section: secRunning, Help: "count with breakpoints, a stop per call"},
+		{Long: "no-cpu-time",
+			Set:     func(o *options, _ cli.Value) { o.noCPUTime = true },
+			Section: secRunning, Help: "measure no call's time on a CPU (plist --time=cpu)"},
 		{Long: "every-line-site",
 			Set:     func(o *options, _ cli.Value) { o.everyLineSite = true },
 			Section: secRunning, Help: "probe every line site (a test mode)"},

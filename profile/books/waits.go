@@ -17,8 +17,8 @@ import (
 // the innermost call's stack as its own and to each open call's stack
 // with children.
 type Waits struct {
-	self, all []int64
-	inside    int64
+	self, all       []int64
+	inside, outside int64
 	// paths holds, with caller stacks, the waits of each path of calls
 	// (outermost first, by its key), and keys the path of each key.
 	paths map[string]*[2]int64
@@ -41,7 +41,11 @@ func NewWaits(funcs int, stacks bool) *Waits {
 // functions are open, outermost first (OpenFuncs). A function past the
 // plan's (the calibration's) is charged nothing.
 func (w *Waits) Charge(open []int, ns int64) {
-	if ns <= 0 || len(open) == 0 {
+	if ns <= 0 {
+		return
+	}
+	if len(open) == 0 {
+		w.outside += ns
 		return
 	}
 	w.inside += ns
@@ -91,6 +95,7 @@ func (w *Waits) Give(b *Books, self, all []int64) {
 		b.waits = ws
 	}
 	ws.InsideWait += w.inside
+	ws.OutsideWait += w.outside
 	for fn := range min(len(ws.FuncWait), len(w.self), len(self)) {
 		ws.FuncWait[fn] = min(ws.FuncWait[fn]+w.self[fn], max(self[fn], 0))
 		ws.ChildWait[fn] = min(ws.ChildWait[fn]+w.all[fn], max(all[fn], 0))
@@ -103,7 +108,7 @@ func (w *Waits) Give(b *Books, self, all []int64) {
 	// (What is given is given once: an exec reads the books again.)
 	clear(w.self)
 	clear(w.all)
-	w.inside = 0
+	w.inside, w.outside = 0, 0
 	clear(w.paths)
 	clear(w.keys)
 }
