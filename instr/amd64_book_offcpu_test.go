@@ -206,3 +206,43 @@ int main(void) {
 	return 0;
 }
 `
+
+// TestOffCPUJumpsToStopAMD64: in every form of the timed code (a closer
+// or none, caller stacks or none, an exit at the function's own return
+// or where its call returned), the check of the thread's CPU jumps to
+// the code's breakpoint, within a short jump's reach; a Go function's
+// code, an untimed book's and a book with no clock check nothing.
+func TestOffCPUJumpsToStopAMD64(t *testing.T) {
+	for _, closer := range []uint64{0, 0x7ff00000} {
+		for _, nodes := range []int{0, 100} {
+			b := Book{Offset: 0x1000, Frames: 8, Funcs: 8, Nodes: nodes, Closer: closer, Clock: 0x10000}
+			entry, _ := amd64{}.BookEntryCode(b, 3)
+			exit0, _ := amd64{}.BookExitCode(b, 3, 0)
+			exit8, _ := amd64{}.BookExitCode(b, 3, 8)
+			for name, c := range map[string]BookCode{"entry": entry, "exit": exit0, "exit after the call": exit8} {
+				note := append([]byte{0x65, 0x89, 0x14, 0x25}, le32(uint32(b.Offset+BookLock))...)
+				at := strings.Index(string(c.Code), string(note))
+				if at < 0 || c.Code[at+len(note)] != 0xeb {
+					t.Errorf("closer %#x, %d nodes, %s: no note of the word and jump", closer, nodes, name)
+					continue
+				}
+				end := at + len(note) + 2
+				if to := end + int(int8(c.Code[end-1])); to != c.Stop-1 || c.Code[to] != 0xcc {
+					t.Errorf("closer %#x, %d nodes, %s: the check jumps to %#x, the breakpoint at %#x", closer, nodes, name, to, c.Stop-1)
+				}
+			}
+		}
+	}
+	read := []byte{0x65, 0x8b, 0x14, 0x25} // mov %gs:disp32,%edx: the only 32-bit load of the code, the page's word
+	for name, b := range map[string]Book{
+		"go":       {Offset: 0x1000, Frames: 8, Funcs: 8, Go: true, Clock: 0x10000},
+		"untimed":  {Offset: 0x1000, Frames: 8, Funcs: 8, Untimed: true, Clock: 0x10000},
+		"no clock": {Offset: 0x1000, Frames: 8, Funcs: 8},
+	} {
+		entry, _ := amd64{}.BookEntryCode(b, 3)
+		exit, _ := amd64{}.BookExitCode(b, 3, 0)
+		if strings.Contains(string(entry.Code), string(read)) || strings.Contains(string(exit.Code), string(read)) {
+			t.Errorf("%s: the clock's page read", name)
+		}
+	}
+}

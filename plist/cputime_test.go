@@ -164,6 +164,7 @@ func TestJSONTimeView(t *testing.T) {
 		TimeView     string     `json:"timeView"`
 		TotalTimeNs  int64      `json:"totalTimeNs"`
 		InsideWaitNs int64      `json:"insideWaitNs"`
+		OutWaitNs    int64      `json:"outsideWaitNs"`
 		Functions    []function `json:"functions"`
 	}
 	ns := func(p *int64) int64 {
@@ -173,11 +174,11 @@ func TestJSONTimeView(t *testing.T) {
 		return *p
 	}
 	for _, c := range []struct {
-		view                        TimeView
-		total, inside, add, addWait int64
+		view                                 TimeView
+		total, inside, outside, add, addWait int64
 	}{
-		{TimeElapsed, 3_000_000, 1_846_000, 1_800_000, 1_500_000},
-		{TimeCPU, 800_000, 0, 300_000, -1},
+		{TimeElapsed, 3_000_000, 1_846_000, 354_000, 1_800_000, 1_500_000},
+		{TimeCPU, 800_000, 0, 0, 300_000, -1},
 	} {
 		o := DefaultOptions()
 		o.Time, o.Format = c.view, FormatJSON
@@ -190,7 +191,7 @@ func TestJSONTimeView(t *testing.T) {
 			t.Fatal(err)
 		}
 		add := out.Functions[9]
-		if out.TimeView != c.view.String() || out.TotalTimeNs != c.total || out.InsideWaitNs != c.inside ||
+		if out.TimeView != c.view.String() || out.TotalTimeNs != c.total || out.InsideWaitNs != c.inside || out.OutWaitNs != c.outside ||
 			ns(add.TimeNs) != c.add || ns(add.WaitNs) != c.addWait || ns(add.ChildWaitNs) != c.addWait ||
 			len(add.Callers) != 1 || ns(add.Callers[0].TimeNs) != c.add {
 			t.Errorf("%s view: %s", c.view, buf.String())

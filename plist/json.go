@@ -24,6 +24,7 @@ type (
 		CostNs    int64          `json:"costUncertaintyNs,omitempty"`
 		CPUNs     int64          `json:"cpuTimeNs,omitempty"`
 		WaitNs    int64          `json:"insideWaitNs,omitempty"`
+		OutWaitNs int64          `json:"outsideWaitNs,omitempty"`
 		Sampling  *jsonSampling  `json:"sampling,omitempty"`
 		Modules   []jsonModule   `json:"modules"`
 		Functions []jsonFunction `json:"functions,omitempty"`
@@ -93,7 +94,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	if r.plan.Method.IsTiming() {
 		out.TimeView = r.o.Time.String()
 		if w := r.m.Stats.Waits; w != nil {
-			out.WaitNs = w.InsideWait
+			out.WaitNs, out.OutWaitNs = w.InsideWait, w.OutsideWait
 		}
 	}
 	sampled := r.plan.Method.IsSampling()

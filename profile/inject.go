@@ -117,17 +117,23 @@ func newInjector(t *tracer) *injector {
 		held: func(tid int, ws ptrace.WaitStatus) bool { return t.attach != nil && t.attach.heldStop(tid, ws) }}
 }
 
+// mmap(2)'s protections and flags, as PROFILE asks for them in the
+// program (<sys/mman.h>), and the descriptor of an anonymous mapping.
+const (
+	protRead          = 0x1
+	protRW            = 0x3
+	protExec          = 0x4
+	mapShared         = 0x01
+	mapPrivate        = 0x02
+	mapFixed          = 0x10
+	mapAnon           = 0x20
+	mapFixedNoReplace = 0x100000
+	noFD              = ^uint64(0)
+)
+
 // mmap maps size bytes of private, anonymous, readable and executable memory
 // in the program, near hint when that is free.
 func (j *injector) mmap(hint, size uint64) (uint64, error) {
-	const (
-		protRead                 = 0x1
-		protExec                 = 0x4
-		mapPrivate               = 0x02
-		mapAnon                  = 0x20
-		mapFixedNoReplace        = 0x100000
-		noFD              uint64 = ^uint64(0)
-	)
 	flags := uint64(mapPrivate | mapAnon)
 	if hint != 0 {
 		// Exactly there or nowhere (Linux 4.17): a slot elsewhere may be out

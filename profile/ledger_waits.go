@@ -76,12 +76,6 @@ const (
 	perfExcludeKernel  = 1 << 5
 	perfExcludeHV      = 1 << 6
 	perfFlagCloexec    = 8
-	protRead           = 1
-	mapShared          = 1
-	mapPrivate         = 2
-	mapFixed           = 0x10
-	mapAnon            = 0x20
-	mapFixedNoReplace  = 0x100000
 )
 
 // newOffCPU returns the measure of the waits of a run of funcs functions
@@ -101,7 +95,7 @@ func (o *offCPU) reserve(lay *layout.Layout, start, end, pageSize uint64, sys fu
 	for _, at := range lay.ClockCandidates(start, end, pageSize) {
 		o.region = lay.PlaceClocks(at, pageSize)
 		at, size := o.region.Region(lay)
-		got, err := sys(instr.SysMmap, at, size, protRead, mapPrivate|mapAnon|mapFixedNoReplace, ^uint64(0), 0)
+		got, err := sys(instr.SysMmap, at, size, protRead, mapPrivate|mapAnon|mapFixedNoReplace, noFD, 0)
 		if err == nil && got == at && size > 0 {
 			return
 		}
@@ -148,7 +142,7 @@ func (l clockPages) openClock(tid, b int) error {
 	binary.LittleEndian.PutUint32(mem[4:], perfAttrSize)
 	binary.LittleEndian.PutUint64(mem[8:], perfCountTaskClock)
 	binary.LittleEndian.PutUint64(mem[40:], perfExcludeKernel|perfExcludeHV)
-	fd, err := l.sys(tid, instr.SysPerfEventOpen, lay.BookAddr(b)+at, 0, ^uint64(0), ^uint64(0), perfFlagCloexec)
+	fd, err := l.sys(tid, instr.SysPerfEventOpen, lay.BookAddr(b)+at, 0, ^uint64(0), noFD, perfFlagCloexec) // (this thread, any CPU, no group)
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,6 @@ func (j *injector) shareMemory(nameAt, size uint64) (*ptrace.Shared, uint64, err
 	const (
 		mfdCloexec    = 0x1
 		mfdNoexecSeal = 0x8 // Linux 6.3
-		protRW        = 0x3
-		mapShared     = 0x01
 	)
 	tid := j.setupThread()
 	if err := (*j.mem).WriteMem(nameAt, append([]byte(sharedName), 0)); err != nil {
