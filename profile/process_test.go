@@ -224,6 +224,36 @@ func TestFakeThreadBornAndEnded(t *testing.T) {
 	}
 }
 
+// TestFakeThreadKilledUnborn: the program exits while one of its threads
+// is in clone. The new thread, killed before it ever ran, stops first at
+// its exit, and its parent, killed too, never reports the clone. The new
+// thread must be let go to its end (kept stopped, the group's leader
+// would never be reaped and the run would not end) and forgotten.
+func TestFakeThreadKilledUnborn(t *testing.T) {
+	const child = fakePID + 1
+	for _, announced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clone reported %v", announced), func(t *testing.T) {
+			tr, fp, _, warnings := plantedLeaf(t)
+			fp.msgs[fakePID] = child
+			fp.tgids[child] = fakePID
+			script := []fakeEvent{{tid: child, ws: trapEvent(ptrace.EventExit)}}
+			goes := []string{"cont 8388609 0"}
+			if announced {
+				script = append(script, fakeEvent{tid: fakePID, ws: trapEvent(ptrace.EventClone)})
+				goes = append(goes, "cont 8388608 0")
+			}
+			runScript(t, tr, fp, append(script, fakeEvent{tid: child, ws: exitedWith(0)})...)
+			checkActs(t, fp, goes...)
+			if tr.threads[child] != nil || len(tr.tasks.early) != 0 || len(tr.tasks.expected) != 0 {
+				t.Errorf("after its end: thread %v, early %v, expected %v; want it forgotten", tr.threads[child], tr.tasks.early, tr.tasks.expected)
+			}
+			if len(*warnings) != 0 {
+				t.Errorf("warnings %q", *warnings)
+			}
+		})
+	}
+}
+
 // TestFakeFork: the main thread forks; the child has a copy of the
 // program's memory, breakpoint included (the kernel says they do not
 // share it). At the child's first stop, the original bytes are written

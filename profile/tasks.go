@@ -88,7 +88,19 @@ func sharing(p process, parent, child int, kind childKind) childKind {
 
 // newcomer handles the stop of a thread not yet known: a new thread or child
 // whose first stop came before or after the event that announced it.
+//
+// A task whose first stop is its exit was killed before it ever ran, by
+// the group's exit (exit_group, a fatal signal) while its parent was in
+// clone: its parent, killed as well, will not report it. Kept stopped
+// until that event, it would keep the group's leader from being reaped
+// and the run from ending; it is let go to its end.
 func (t *tracer) newcomer(tid int, ws ptrace.WaitStatus) error {
+	if ws.Event() == ptrace.EventExit {
+		if err := t.proc.cont(tid, 0); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("let dying task %d go: %w", tid, err)
+		}
+		return nil
+	}
 	kind, ok := t.tasks.expected[tid]
 	if !ok {
 		t.tasks.early[tid] = ws

@@ -238,6 +238,7 @@ func (t *tracer) loop(res *Result) error {
 				return nil
 			}
 			t.threadGone(tid)
+			delete(t.tasks.expected, tid) // (announced, ended before its first stop)
 		case ws.Stopped():
 			if th := t.threads[tid]; th != nil {
 				t.parts.stopSeen(th)
