@@ -15,8 +15,8 @@ import (
 // TestRealProgramsUnharmed: programs no one here wrote run under PROFILE
 // as they run natively, their output byte for byte and their status:
 // gofmt (built from this Go's sources, a Go program not PIE) formatting
-// two files of go/ast and go/token (every function of it profiled, the
-// runtime's too), Lua 5.4 running a script
+// two files of go/ast and go/token (every function and every line of it
+// profiled, the runtime's too), Lua 5.4 running a script
 // of tables, strings and closures, and zstd compressing its own binary,
 // under function counting, timing and coverage and line counting and
 // coverage, in-process (profile /X: the program's own status). Before
@@ -53,7 +53,7 @@ func TestRealProgramsUnharmed(t *testing.T) {
 		types []string
 		sel   []string // what PREP selects besides the defaults
 	}{
-		{gofmt, []string{filepath.Join(goroot, "src", "go", "ast", "ast.go"), filepath.Join(goroot, "src", "go", "token", "position.go")}, []string{"/FC", "/FT", "/FV"}, []string{"/INC", "*"}},
+		{gofmt, []string{filepath.Join(goroot, "src", "go", "ast", "ast.go"), filepath.Join(goroot, "src", "go", "token", "position.go")}, []string{"/FC", "/FT", "/FV", "/LC", "/LV"}, []string{"/INC", "*"}},
 		{testutil.RealProgram(t, runtime.GOARCH, "lua"), []string{"work.lua", "2000"}, []string{"/FC", "/FT", "/LC", "/LV"}, nil},
 		{zstd, []string{"-q", "-c", "-3", "zstd"}, []string{"/FC", "/LC", "/LV"}, nil},
 	} {

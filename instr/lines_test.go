@@ -152,11 +152,53 @@ func TestLineCodeARM64(t *testing.T) {
 	if !bytes.Equal(dc.Code[4:len(dc.Code)-4], ARM64.CountCode(CountShared, counter)) || words < 5 {
 		t.Errorf("the count is not CountCode's: % x", dc.Code)
 	}
-	if _, ok := ARM64.LineCode(CountShared, LineSite{Counter: counter, GoStack: true}); ok {
-		t.Error("line code for Go code")
+	if _, ok := ARM64.LineCode(CountShared, LineSite{Counter: counter, GoStack: true, GoAsm: true}); ok {
+		t.Error("line code for Go assembly")
 	}
 	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter}); ok {
 		t.Error("line code without LSE")
+	}
+}
+
+// TestGoLineCodeARM64 runs the count of a line in Go code: it adds one
+// to the counter, three times over, and changes nothing but x18 and x27,
+// Go's free registers: not sp, not the stack (nothing is written but the
+// counter), not the flags.
+func TestGoLineCodeARM64(t *testing.T) {
+	const counter, at = 0x7f0000001000, 0x40000
+	dc, ok := ARM64.LineCode(CountShared, LineSite{Counter: counter, GoStack: true})
+	if !ok || len(dc.Rollback) != 0 {
+		t.Fatalf("no Go line code, or one with a rollback: %+v", dc)
+	}
+	m := newMem().poke64(counter, 0)
+	r := &fakeRegs{flags: 0x60000000}
+	for i := range r.r {
+		r.r[i] = 0x1111 * uint64(i+1)
+	}
+	r.r[31] = 0x7ffff000 // sp
+	want := r.r
+	for n := uint64(1); n <= 3; n++ {
+		r.pc = at
+		if err := a64Exec(dc.Code, at, r, m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.peek64(counter); got != n {
+			t.Fatalf("counter %d after %d runs", got, n)
+		}
+	}
+	for i := range r.r {
+		if i != a64X18 && i != a64X27 && r.r[i] != want[i] {
+			t.Errorf("x%d changed: %#x, was %#x", i, r.r[i], want[i])
+		}
+	}
+	if r.flags != 0x60000000 || r.pc != at+uint64(len(dc.Code)) {
+		t.Errorf("flags %#x, pc %#x", r.flags, r.pc)
+	}
+	if len(m.b) != 8 {
+		t.Errorf("%d bytes written, want the counter's 8", len(m.b))
+	}
+	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter, GoStack: true}); ok {
+		t.Error("Go line code without LSE")
 	}
 }
 

@@ -172,11 +172,12 @@ const jumpBackRoom = 5
 // LineSite is what [Instrumenter.LineCode] counts: the counter (as
 // CountCode takes it), the offset in a thread's block where the code may
 // save a register, and whether the count is a cover (the counter set to
-// one), the code runs on a goroutine's stack (a Go module's code), and
-// the flags are dead there ([Instrumenter.FlagsDead]).
+// one), the code runs on a goroutine's stack (a Go module's code), that
+// code is Go assembly (a .s file's, whose registers follow no compiler's
+// rules), and the flags are dead there ([Instrumenter.FlagsDead]).
 type LineSite struct {
-	Counter, Save           uint64
-	Cover, GoStack, NoFlags bool
+	Counter, Save                  uint64
+	Cover, GoStack, GoAsm, NoFlags bool
 }
 
 // CountKind says how trampolines count on a CPU.

@@ -11,6 +11,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -129,8 +130,9 @@ func numberLines(env lineEnv) *lineTrampolines {
 // and the save slot.
 func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 
-// errGoLines is why a Go module's line sites keep breakpoints.
-var errGoLines = errors.New("code in Go, whose lines keep breakpoints in this version")
+// errGoAssembly is why a line of Go assembly keeps a breakpoint where the
+// count needs registers Go's compiler leaves free (arm64's x27: LineCode).
+var errGoAssembly = errors.New("Go assembly, whose registers the count cannot borrow")
 
 // plant patches the line sites of planting p that a jump fits, and
 // leaves the others in p for the breakpoints. Each patch writes over its
@@ -148,15 +150,6 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	}
 	ls := p.lineSites
 	all := ls.addrs
-	if lt.isGo(p.mi) {
-		// A Go program crashed with its lines' probes in place (a fault
-		// in a goroutine whose traceback did not unwind, gostacks): not
-		// understood yet, so Go's lines keep breakpoints.
-		for k, a := range all {
-			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[k][0], addr: a, err: errGoLines})
-		}
-		return nil
-	}
 	targets := sync.OnceValue(func() landings { return e.plant.indirectTargets(p) })
 	addrs, shared := all, [][2]uint64(nil)
 	if !e.every {
@@ -277,6 +270,9 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 	arch := lt.env.arch
 	code, ok := lt.lineCode(p, addr)
 	return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
+		if !ok && lt.goAsm(p, addr) {
+			return instr.Trampoline{}, fmt.Errorf("%w: %w", errGoAssembly, instr.ErrNoCounting)
+		}
 		if !ok {
 			return instr.Trampoline{}, fmt.Errorf("no count code: %w", instr.ErrNoCounting)
 		}
@@ -287,13 +283,25 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 }
 
 // lineCode returns the count of the line site at addr, in planting p:
-// without touching the flags unless they are dead there.
+// without touching the flags unless they are dead there, and in Go's
+// code without touching the goroutine's stack.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	e := &lt.env
 	return e.arch.LineCode(e.counters.layout.Kind, instr.LineSite{
 		Counter: e.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
-		Cover: lt.cover, NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
+		Cover: lt.cover, GoStack: lt.isGo(p.mi), GoAsm: lt.goAsm(p, addr),
+		NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
 	})
+}
+
+// goAsm reports whether the line site at addr, in planting p, is Go
+// assembly: in a Go module, a line of a .s file.
+func (lt *lineTrampolines) goAsm(p *planting, addr uint64) bool {
+	if !lt.isGo(p.mi) {
+		return false
+	}
+	plan := lt.env.plan
+	return strings.HasSuffix(lineFile(plan, &plan.Lines[p.lineSites.lines[p.lineSites.find(addr)][0]]), ".s")
 }
 
 // regions returns the region of the trampoline tr of the line site at

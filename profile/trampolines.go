@@ -242,8 +242,8 @@ func fallBackReason(err error) string {
 		return "a jump to no function's entry"
 	case errors.Is(err, instr.ErrNoWindow):
 		return "no room where its jump lands"
-	case errors.Is(err, errGoLines):
-		return "Go code"
+	case errors.Is(err, errGoAssembly):
+		return "Go assembly, its registers not free"
 	}
 	return instr.Reason(err)
 }
