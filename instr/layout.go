@@ -54,6 +54,9 @@ type Layout struct {
 	// with (preferPrefix).
 	sites  []uint64
 	prefer int
+	// before is the site before the one being planned, whose jump will
+	// end with the first bytes of its own, where prefer is set.
+	before Patch
 	// fill is the code's alignment fill where hops may go (Fill).
 	fill [][2]uint64
 	// dest is where the jump of each site planned goes on to: its
@@ -141,7 +144,7 @@ func (l *Layout) Plan(site uint64, build Build) (*Planned, error) {
 		return nil, err
 	}
 	l.prefer = l.preferPrefix(&p)
-	defer func() { l.prefer = 0 }()
+	defer func() { l.prefer, l.before = 0, Patch{} }()
 	pl, err := l.place(p, build, evictDepth)
 	if err != nil {
 		return nil, err
@@ -185,7 +188,59 @@ func (l *Layout) preferPrefix(p *Patch) int {
 	if _, _, ok := l.a.PunWindow(&q, after); ok {
 		return 0
 	}
+	l.before = q
 	return c
+}
+
+// placeForBefore places p's whole jump, which has no room for prefixes,
+// so that the site before (l.before), whose jump will end with p's first
+// bytes, still has a window with room: the top byte of its displacement,
+// the last of p's bytes it ends with, is the k-th byte of p's
+// displacement, set by where p's trampoline is (an address whose distance
+// from p's jump has that byte t and the ones below it 0). A t below 0x80
+// puts that window above the site before, t times 16 MiB or 64 KiB away;
+// a few are tried, each where the window has room at least for a hop. (A
+// Go program's "test %rbx,%rbx; je" has two such sites, and the test
+// kept a breakpoint, hit a million times in gofmt.)
+func (l *Layout) placeForBefore(p Patch, build Build, n int) (*Planned, error) {
+	q := l.before
+	k := int(q.Site+uint64(l.a.JumpLen())-p.Site) - 1
+	if k < 1 || k > 2 || p.Prefix != nil {
+		return nil, ErrNoWindow
+	}
+	step := uint64(1) << (8 * k)
+	lo, hi := l.a.Reach(p.Site)
+	for _, t := range []uint64{0x10, 0x08, 0x20, 0x40, 0x04, 0x01} {
+		phase := (p.Site + uint64(l.a.JumpLen()) + t<<(8*(k-1))) % step
+		at, found := l.room.Find(lo, hi, n, step, phase, true)
+		if !found {
+			continue
+		}
+		tr, err := build(&p, at)
+		if err != nil || len(tr.Code) != n {
+			continue
+		}
+		jump, err := l.a.PatchJump(&p, at)
+		if err != nil {
+			continue
+		}
+		after, ok := l.after(&q, func(a uint64) (byte, bool) {
+			if a >= p.Site && a < p.Site+uint64(len(jump)) {
+				return jump[a-p.Site], true
+			}
+			return 0, false
+		})
+		wlo, whi, win := l.a.PunWindow(&q, after)
+		if !ok || !win {
+			continue
+		}
+		if _, room := l.room.Find(wlo, whi, l.a.JumpLen(), 1, 0, true); !room {
+			continue
+		}
+		l.room.Take(at, n)
+		return &Planned{Patch: p, At: at, Tramp: tr, Jump: jump}, nil
+	}
+	return nil, ErrNoWindow
 }
 
 // PlanThrough is Plan for a patch at site whose trampoline carries out
@@ -261,6 +316,11 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 		}
 	}
 	if p.Written() >= len(p.Prefix)+l.a.JumpLen() {
+		if l.prefer > 0 {
+			if pl, err := l.placeForBefore(p, build, n); err == nil {
+				return pl, nil
+			}
+		}
 		lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
 		return l.placeIn(p, build, n, lo, hi, true)
 	}

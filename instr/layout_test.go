@@ -400,3 +400,34 @@ func TestVerifyFindsWindows(t *testing.T) {
 		t.Errorf("errors %v; want the second instruction changed into no jump", errs)
 	}
 }
+
+// TestLayoutForTheSiteBefore: a Go program loaded low, its code
+// "test %rbx,%rbx; je" with a site at each (gofmt's position.go:93, hit a
+// million times). The je's jump has no room for prefixes, and the test's
+// punned jump ends with the je jump's first two bytes: the opcode, then
+// the low byte of its displacement, the top byte of the test's. The je's
+// trampoline goes where that byte is below 0x80, so that the test's
+// window is above it, with room; before, both were planned but the test
+// kept a breakpoint. Every byte of the code around them is busy, as a
+// program's mappings are.
+func TestLayoutForTheSiteBefore(t *testing.T) {
+	code := hexs(t, "4885db 0f84b6000000 488b5a20 c3")
+	const start = 0x512f46
+	l := NewLayout(AMD64, start, code, func(uint64) bool { return true }, newFakeRoom([2]uint64{0x400000, 0x800000}))
+	l.Sites([]uint64{start, start + 3})
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	je, err := l.Plan(start+3, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := l.Plan(start, build)
+	if err != nil {
+		t.Fatalf("the test's site: %v (the je's jump % x)", err, je.Jump)
+	}
+	if je.Jump[1] >= 0x80 || test.At <= start {
+		t.Errorf("je's jump % x, the test's trampoline at %#x: want a byte below 0x80 and a window above", je.Jump, test.At)
+	}
+	if !slices.Equal(test.Leans, []uint64{start + 3}) {
+		t.Errorf("the test's jump leans on %#x, want the je's", test.Leans)
+	}
+}

@@ -29,6 +29,16 @@ func (a *codeArea) alloc(n int) uint64 {
 	return at
 }
 
+// slot is alloc for a breakpoint's slot: 0 where the area has no room
+// left, and the slot goes without (its instruction emulated, or the site
+// refused), never past the area's end.
+func (a *codeArea) slot(n int) uint64 {
+	if !a.mapped() || a.next+(uint64(n)+15)&^15 > a.base+uint64(len(a.image)) {
+		return 0
+	}
+	return a.alloc(n)
+}
+
 // put copies code into the image at at, an address alloc returned.
 func (a *codeArea) put(at uint64, code []byte) {
 	copy(a.image[at-a.base:], code)

@@ -258,10 +258,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 		return fmt.Errorf("read code of %s at %#x: %w", f.Name, addr, err)
 	}
 	brk := e.arch.Breakpoint()
-	cell := uint64(0)
-	if p.area.mapped() {
-		cell = p.area.alloc(e.arch.SlotSize())
-	}
+	cell := p.area.slot(e.arch.SlotSize())
 	s := &site{addr: addr, orig: append([]byte(nil), code[:len(brk)]...), meaning: meaning{item: item, exit: -1}, carrying: carrying{slot: cell}}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
@@ -308,10 +305,7 @@ func (bp *breakpoints) plantExits(area *codeArea, exits map[int][]instr.Exit) {
 			if err := e.plant.readCode(x.PC, code); err != nil {
 				continue
 			}
-			cell := uint64(0)
-			if area.mapped() {
-				cell = area.alloc(e.arch.SlotSize())
-			}
+			cell := area.slot(e.arch.SlotSize())
 			d, err := e.arch.Displace(code, x.PC, cell)
 			if err != nil || (d.Emulate == nil && cell == 0) {
 				continue

@@ -29,16 +29,26 @@ func (e *planter) layout(p *planting) *instr.Layout {
 }
 
 // fill returns the alignment fill in planting p's code: after each
-// function of the plan in its module, the architecture's fill (int3,
-// nops) up to the next 16 bytes (instr.PaddingAfter), and no further
-// than the next function's start. Nothing runs there.
+// function of the plan in its module, and of its symbol tables (a line
+// plan's functions are not all in the plan: Go's generated ones), the
+// architecture's fill (int3, nops) up to the next 16 bytes
+// (instr.PaddingAfter), and no further than the next function's start.
+// Nothing runs there.
 func (e *planter) fill(p *planting) [][2]uint64 {
 	starts := e.funcStarts(p, nil)
 	end := p.text.start + uint64(len(p.text.b))
-	var out [][2]uint64
+	var highs []uint64
 	for _, f := range e.plan.Funcs {
-		hi := f.High + p.bias
-		if f.Module != p.mi || f.Low >= f.High || hi < p.text.start || hi >= end {
+		if f.Module == p.mi && f.Low < f.High {
+			highs = append(highs, f.High+p.bias)
+		}
+	}
+	for _, a := range elfid.ReadFuncEnds(e.modulePath(p)) {
+		highs = append(highs, a+p.bias)
+	}
+	var out [][2]uint64
+	for _, hi := range highs {
+		if hi < p.text.start || hi >= end {
 			continue
 		}
 		n := uint64(instr.PaddingAfter(e.arch, p.text.b[hi-p.text.start:], hi))

@@ -148,10 +148,7 @@ func (bp *breakpoints) plantLines(p *planting) error {
 		sites = sites[:n+1]
 		code := p.text.b[addr-p.text.start:]
 		code = code[:min(len(code), e.arch.MaxInstLen())]
-		cell := uint64(0)
-		if p.area.mapped() {
-			cell = p.area.alloc(slot)
-		}
+		cell := p.area.slot(slot)
 		lines := ls.lines[k]
 		sites[n] = site{addr: addr, orig: code[:len(brk)], meaning: meaning{item: lines[0], more: lines[1:], exit: -1},
 			carrying: carrying{slot: cell, pending: true, code: code}}

@@ -70,8 +70,10 @@ func newRoom(e *planter, p *planting) *room {
 // grow in a page it maps (a few tries).
 func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64, bool) {
 	a := r.p.area
-	if a.mapped() {
-		if at := align(a.next, step, phase); at >= lo && at < hi && at+uint64(n) <= a.base+uint64(len(a.image)) {
+	if a.mapped() && step <= 16 {
+		// (Not for a trampoline at a far alignment, which would leave
+		// the area's room before it unused: a page of its own.)
+		if at := align(a.next, step, phase); at >= lo && at < hi && at+(uint64(n)+15)&^15 <= a.base+uint64(len(a.image)) {
 			return at, true
 		}
 	}

@@ -177,6 +177,34 @@ func ReadFuncStarts(path string) []uint64 {
 	return FuncStarts(f)
 }
 
+// FuncEnds returns the link-time addresses where the functions of f end
+// (a function symbol's value plus its size), from its symbol tables,
+// sorted and without repeats: where the alignment fill before the next
+// function may begin.
+func FuncEnds(f *elf.File) []uint64 {
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	var ends []uint64
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Size != 0 {
+			ends = append(ends, s.Value+s.Size)
+		}
+	}
+	slices.Sort(ends)
+	return slices.Compact(ends)
+}
+
+// ReadFuncEnds is [FuncEnds] of the file at path, none when it cannot be
+// read.
+func ReadFuncEnds(path string) []uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return FuncEnds(f)
+}
+
 // maxPointerScan bounds the bytes of one section CodePointers reads.
 const maxPointerScan = 256 << 20
 
