@@ -431,3 +431,24 @@ func TestLayoutForTheSiteBefore(t *testing.T) {
 		t.Errorf("the test's jump leans on %#x, want the je's", test.Leans)
 	}
 }
+
+// TestLayoutGoexit: Go's runtime.goexit is "nop; call goexit1", and every
+// goroutine's first frame returns to goexit+1, the call, an address the
+// runtime computes (newproc: goexit's address plus PCQuantum) and no
+// decoding finds. A line probe at goexit must leave the call's bytes as
+// they are. (When a patch replaced both instructions with one jump, every
+// goroutine that returned ran the jump's displacement and faulted, and
+// the runtime's traceback "did not unwind completely": gostacks crashed.)
+func TestLayoutGoexit(t *testing.T) {
+	code := hexs(t, "90 e83a230000 90 cccccccccccccccccc")
+	const start = 0x47f600
+	l := NewLayout(AMD64, start, code, func(uint64) bool { return true }, newFakeRoom([2]uint64{0x400000, 0x560000}))
+	l.Sites([]uint64{start})
+	pl, err := l.Plan(start, func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final := l.Final(); !bytes.Equal(final[1:6], code[1:6]) || final[0] != 0xe9 {
+		t.Errorf("goexit becomes % x (jump % x): the call at goexit+1 must stay % x", final[:6], pl.Jump, code[1:6])
+	}
+}
