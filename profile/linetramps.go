@@ -132,7 +132,7 @@ func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
 
 // errGoAssembly is why a line of Go assembly keeps a breakpoint where the
 // count needs registers Go's compiler leaves free (arm64's x27: LineCode).
-var errGoAssembly = errors.New("Go assembly, whose registers the count cannot borrow")
+var errGoAssembly = errors.New("a line of Go assembly, whose registers the count cannot borrow")
 
 // plant patches the line sites of planting p that a jump fits, and
 // leaves the others in p for the breakpoints. Each patch writes over its
