@@ -176,6 +176,15 @@ func (l *Layout) preferPrefix(p *Patch) int {
 	if c <= 0 {
 		return 0
 	}
+	if c == 1 && p.Written() < 1+l.a.JumpLen() {
+		// The site before would end with p's opcode, and no prefix
+		// fits p's jump: the instruction just before p may keep that
+		// site's count instead (a host), its jump ending with more of
+		// p's bytes.
+		if b, ok := l.lastBefore(q.Site, p.Site); ok {
+			q, c = b, int(b.Site+uint64(l.a.JumpLen())-p.Site)
+		}
+	}
 	after, ok := l.after(&q, func(a uint64) (byte, bool) {
 		if a >= p.Site {
 			return 0xe9, true // (the worst: the opcode, a byte of 0x80 or more)
@@ -190,6 +199,25 @@ func (l *Layout) preferPrefix(p *Patch) int {
 	}
 	l.before = q
 	return c
+}
+
+// lastBefore returns the patch of the instruction that ends at to,
+// decoding from the one at from, where it is not the one at from.
+func (l *Layout) lastBefore(from, to uint64) (Patch, bool) {
+	decode := l.a.bareDecoder()
+	at := from
+	for at < to && at >= l.start && at < l.start+uint64(len(l.orig)) {
+		in, err := decode(l.orig[at-l.start:], at)
+		if err != nil || in.Len <= 0 {
+			return Patch{}, false
+		}
+		if at+uint64(in.Len) == to && at != from {
+			b, err := l.a.PlanOwn(l.orig, l.start, at)
+			return b, err == nil
+		}
+		at += uint64(in.Len)
+	}
+	return Patch{}, false
 }
 
 // placeForBefore places p's whole jump, which has no room for prefixes,

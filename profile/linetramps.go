@@ -58,6 +58,9 @@ type lineTrampolines struct {
 	// breakpoint, and patched counts the others (reportFallBacks).
 	fellBack []lineFallBack
 	patched  int
+	// hosted counts the sites whose count an instruction after them
+	// keeps (linehosts.go).
+	hosted int
 	// sweep takes covered lines' jumps out (coverage; linesweep.go).
 	sweep *sweeper
 }
@@ -159,6 +162,9 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	lay.Sites(addrs)
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
+		if err != nil && lt.host(p, lay, addrs, n, targets()) {
+			continue
+		}
 		if err != nil {
 			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(addrs[n])][0], addr: addrs[n], err: err})
 			lay.Unstable(addrs[n], len(e.arch.Breakpoint()))

@@ -647,11 +647,16 @@ type lineRig struct {
 // every sets --every-line-site.
 func newLineRig(t *testing.T, m datafile.Method, every bool, threads int) *lineRig {
 	t.Helper()
-	plan := leafLines(m)
-	code := lineCode()
-	mem := &fakeMem{base: pieAt, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
+	return newLineRigOf(t, leafLines(m), lineCode(), pieAt, every, threads)
+}
+
+// newLineRigOf is newLineRig for plan, whose code (linked at leafAt) is
+// loaded at base.
+func newLineRigOf(t *testing.T, plan *datafile.Plan, code []byte, base uint64, every bool, threads int) *lineRig {
+	t.Helper()
+	mem := &fakeMem{base: base, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
 	pl, warned := testPlanter(plan, mem, fakeAreas(mem))
-	pl.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, pieAt, nil)}}
+	pl.scan = codeScan{code: codeMaps{instr.MapCode(instr.AMD64, code, base, nil)}}
 	shared, err := ptrace.NewShared(4096)
 	if err != nil {
 		t.Fatal(err)
@@ -665,9 +670,9 @@ func newLineRig(t *testing.T, m datafile.Method, every bool, threads int) *lineR
 	}
 	lt := numberLines(lineEnv{plan: plan, arch: instr.AMD64, every: every, warn: pl.warn, mem: pl.mem, proc: fp, threads: ths,
 		plant: pl, counters: c, hits: make([]uint64, plan.NumItems()), watch: &watch{}})
-	maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-	in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
-	p := pl.newLinePlanting(0, pieAt-leafAt, in, maps, lt.env.hits, lt)
+	maps := []procmaps.Mapping{{Start: base, End: base + 0x1000, Perms: "r-xp"}}
+	in := procmaps.Instance{First: procmaps.Mapping{Start: base}, Lo: base, Hi: base + 0x1000}
+	p := pl.newLinePlanting(0, base-leafAt, in, maps, lt.env.hits, lt)
 	p.counters = c
 	if err := lt.plant(p); err != nil {
 		t.Fatal(err)
@@ -862,4 +867,41 @@ func anys[T any](s []T) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// TestLineHost: a site whose own instruction no jump fits in a program
+// loaded low, from gofmt: "nop" (1 byte) before "mov (%rdx),%edx; mov
+// %edx,%edx", with the next site 7 bytes on. The nop's jump would end
+// with "8b 12 89 d2": a displacement whose top byte, 0xd2, puts its
+// window below address 0. Its count is kept by the first mov instead,
+// which it always runs on to (a host): that mov's jump ends with "89 d2
+// 48", a window above. The nop stays as it was; the mov's trampoline
+// counts the nop's line, then runs the mov; collect gives the line its
+// count, and the next line, on the same straight run, the same.
+func TestLineHost(t *testing.T) {
+	code := []byte{0x90, 0x8b, 0x12, 0x89, 0xd2, 0x48, 0x8b, 0xb4, 0x24, 0x48, 0x01, 0x00, 0x00, 0x4c, 0x8b, 0x46, 0x30, 0xc3}
+	plan := &datafile.Plan{Method: datafile.LineCounting,
+		Modules: []datafile.Module{{Name: "prog", Arch: "amd64", Files: []string{"file.go"}}},
+		Lines:   []datafile.Line{{File: 0, Line: 593, Addrs: []uint64{leafAt}}, {File: 0, Line: 594, Addrs: []uint64{leafAt + 5}}},
+	}
+	const base = 0x538053
+	r := newLineRigOf(t, plan, append(code, bytes.Repeat([]byte{0xcc}, 256)...), base, false, 1)
+	lt, c := r.lt, r.lt.env.counters
+	if lt.hosted != 1 || len(lt.fellBack) != 0 || r.p.lineSites.left != 0 {
+		t.Fatalf("%d hosted, %d fall-backs, %d sites left: want the nop's count hosted; code % x", lt.hosted, len(lt.fellBack), r.p.lineSites.left, r.mem.b[:16])
+	}
+	if r.mem.b[0] != 0x90 || r.mem.b[1] != 0xe9 {
+		t.Errorf("code % x: want the nop as it was, a jump at the first mov", r.mem.b[:9])
+	}
+	k := lt.index[siteKey{0, leafAt}]
+	count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.CounterRef(k), Save: lt.save})
+	i := slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == base+1 })
+	if i < 0 || !bytes.HasPrefix(c.tramps[i].code.Code, count.Code) {
+		t.Fatalf("no trampoline at the first mov that counts the nop's line first")
+	}
+	binary.LittleEndian.PutUint64(r.shared.Bytes()[c.layout.BlockSize+uint64(k)*8:], 7)
+	lt.collect(nil)
+	if !slices.Equal(lt.env.hits, []uint64{7, 7}) {
+		t.Errorf("hits %v: want the nop's line's 7, and the next line's, which shares its count", lt.env.hits)
+	}
 }
