@@ -61,14 +61,14 @@ func (r *fakeRoom) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (ui
 		return 0, false
 	}
 	for try, pg := 0, lo&^(r.pageSize-1); try < 4 && pg < hi; pg += r.pageSize {
+		at := align(max(lo, pg), step, phase)
+		if at >= hi || at+uint64(n) > pg+r.pageSize {
+			continue // (as PROFILE's room: no try spent on a page the alignment passes over)
+		}
 		if _, ok := r.pages[pg]; ok || r.isBusy(pg) {
 			continue
 		}
 		try++
-		at := align(max(lo, pg), step, phase)
-		if at >= hi || at+uint64(n) > pg+r.pageSize {
-			continue
-		}
 		r.pages[pg] = make([]byte, r.pageSize)
 		r.made++
 		return at, true
@@ -450,5 +450,33 @@ func TestLayoutGoexit(t *testing.T) {
 	}
 	if final := l.Final(); !bytes.Equal(final[1:6], code[1:6]) || final[0] != 0xe9 {
 		t.Errorf("goexit becomes % x (jump % x): the call at goexit+1 must stay % x", final[:6], pl.Jump, code[1:6])
+	}
+}
+
+// TestLayoutForTheInstructionBefore: Go's "test %dl,%dl; je; mov $1,%eax"
+// (HasPrefix inlined into go/printer) in a program loaded low, with sites
+// at the test and the mov. The test's jump would end with the mov's
+// opcode alone, and no prefix fits the mov's jump; the je between may
+// keep the test's count, or the test take a prefixed jump ending with
+// the je and the mov jump's opcode and first byte. Either way the mov's
+// jump is placed for the je, the instruction just before it: the test
+// is planned, and no window of the two is below address 0.
+func TestLayoutForTheInstructionBefore(t *testing.T) {
+	code := hexs(t, "84d2 740b b801000000 4883c420 5d c3 cccccccc")
+	const start = 0x507560
+	l := NewLayout(AMD64, start, code, func(uint64) bool { return true }, newFakeRoom([2]uint64{0x400000, 0x600000}))
+	l.Sites([]uint64{start, start + 4})
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	mov, err := l.Plan(start+4, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mov.Jump[2] >= 0x80 {
+		t.Errorf("the mov's jump % x: its displacement's second byte, the top of a jump at the je, 0x80 or more", mov.Jump)
+	}
+	if test, err := l.Plan(start, build); err != nil {
+		t.Errorf("the test's site: %v (the mov's jump % x)", err, mov.Jump)
+	} else if test.At < start {
+		t.Errorf("the test's trampoline at %#x, below it", test.At)
 	}
 }
