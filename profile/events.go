@@ -117,8 +117,9 @@ type (
 		tid int
 		sig syscall.Signal
 	}
-	// sweptEvent: n covered line sites taken out.
-	sweptEvent struct{ n int }
+	// sweptEvent: n covered line sites taken out, the program's threads
+	// stopped.
+	sweptEvent struct{ n, threads int }
 	// frameSettledEvent: a signal frame of thread tid returned into
 	// PROFILE's code at pc; moved to the program's orig, or not.
 	frameSettledEvent struct {

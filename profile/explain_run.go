@@ -143,12 +143,13 @@ func (x *runNarrator) exec() {
 	x.say("%s the program called exec: its image, and PROFILE's work in it, are gone. Profiling ends here; what was counted is kept.", x.now())
 }
 
-// swept tells line coverage's jumps taken out, once covered.
-func (x *runNarrator) swept(n int) {
+// swept tells line coverage's jumps taken out, once covered, the
+// program's threads stopped.
+func (x *runNarrator) swept(n, threads int) {
 	if x == nil || n == 0 {
 		return
 	}
-	x.tell("sweep", "%s PROFILE interrupted the program and wrote back the original bytes of %s whose lines are all covered: they run at native speed now.", x.now(), plural(n, "jump"))
+	x.tell("sweep", "%s PROFILE stopped the program (%s) and wrote back the original bytes of %s whose lines are all covered: they run at native speed now.", x.now(), plural(threads, "thread"), plural(n, "jump"))
 }
 
 // requeued tells a signal that thread tid took in the main thread's
