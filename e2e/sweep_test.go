@@ -31,7 +31,7 @@ var sweptLines = []int{36, 37, 38, 43, 44, 45, 47, 48}
 func sweepCompared(line int) bool { return line >= 34 && line <= 56 || line >= 61 && line <= 65 }
 
 // sweepNarrated is what profile --explain says of a sweep.
-var sweepNarrated = regexp.MustCompile(`PROFILE stopped the program \((\d+) threads?\) and wrote back the original bytes of \d+ jumps?`)
+var sweepNarrated = regexp.MustCompile(`PROFILE stopped the program \((\d+) threads?, [^)]*\) and wrote back the original bytes of \d+ jumps?`)
 
 // TestLineSweepThreads: line coverage of sweep.c, in every build, whose
 // four threads run the functions of a section of their own, busy, while

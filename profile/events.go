@@ -2,6 +2,7 @@ package profile
 
 import (
 	"syscall"
+	"time"
 
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
@@ -118,8 +119,11 @@ type (
 		sig syscall.Signal
 	}
 	// sweptEvent: n covered line sites taken out, the program's threads
-	// stopped.
-	sweptEvent struct{ n, threads int }
+	// stopped, the first interrupted took before the last stopped.
+	sweptEvent struct {
+		n, threads int
+		took       time.Duration
+	}
 	// frameSettledEvent: a signal frame of thread tid returned into
 	// PROFILE's code at pc; moved to the program's orig, or not.
 	frameSettledEvent struct {

@@ -146,7 +146,7 @@ func (lt *lineTrampolines) settle() {
 	case h.stopped(e.threads):
 		n := lt.sweepNow(h.pcs(e))
 		s.sweeps++
-		e.told.note(sweptEvent{n: n, threads: len(h.held) + len(h.parked)})
+		e.told.note(sweptEvent{n: n, threads: len(h.held) + len(h.parked), took: time.Since(h.began)})
 		s.release(e)
 	case time.Since(h.began) > sweepLimit:
 		s.gaveUp++
