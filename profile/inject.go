@@ -114,7 +114,7 @@ func newInjector(t *tracer) *injector {
 				t.parts.sampling.consumed(tid)
 			}
 			if th := t.threads[tid]; th != nil {
-				t.parts.lines.interrupted(th)
+				t.parts.interrupted(th)
 			}
 		},
 		held: func(tid int, ws ptrace.WaitStatus) bool { return t.attach != nil && t.attach.heldStop(tid, ws) }}

@@ -63,6 +63,16 @@ type sweeper struct {
 	// swept counts the jumps taken out, sweeps the sweeps made, gaveUp
 	// those given up (a thread did not stop in time).
 	swept, sweeps, gaveUp int
+	// clock is the time (time.Now; a test's own).
+	clock func() time.Time
+}
+
+// now is the time on the sweeper's clock.
+func (s *sweeper) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 // add notes a coverage patch: its trampoline tr and its sites' counters;
@@ -134,10 +144,10 @@ func (lt *lineTrampolines) sweepIdle() bool {
 		lt.settle()
 		return false
 	}
-	if len(s.live) == 0 || time.Since(s.looked) < sweepGap(len(e.threads)) {
+	if len(s.live) == 0 || s.now().Sub(s.looked) < sweepGap(len(e.threads)) {
 		return false
 	}
-	s.looked = time.Now()
+	s.looked = s.now()
 	if sharesMemory(e.threads) || !anyRuns(e.threads) || !s.due(e.counters) {
 		return false
 	}

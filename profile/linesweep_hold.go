@@ -53,7 +53,7 @@ type sweepHold struct {
 
 // begin begins a sweep: every thread is interrupted.
 func (s *sweeper) begin(e *lineEnv) {
-	s.hold = &sweepHold{began: time.Now(), asked: map[int]time.Time{}, held: map[int]*thread{}, parked: map[int]bool{}}
+	s.hold = &sweepHold{began: s.now(), asked: map[int]time.Time{}, held: map[int]*thread{}, parked: map[int]bool{}}
 	s.ask(e)
 }
 
@@ -61,7 +61,7 @@ func (s *sweeper) begin(e *lineEnv) {
 // code: neither held, parked nor past its exit stop, and not asked within
 // sweepAsk.
 func (s *sweeper) ask(e *lineEnv) {
-	h, now := s.hold, time.Now()
+	h, now := s.hold, s.now()
 	for _, tid := range slices.Sorted(maps.Keys(e.threads)) {
 		at, asked := h.asked[tid]
 		if e.threads[tid].exiting || h.held[tid] != nil || h.parked[tid] || asked && now.Sub(at) < sweepAsk {
@@ -146,12 +146,12 @@ func (lt *lineTrampolines) settle() {
 	case h.stopped(e.threads):
 		n := lt.sweepNow(h.pcs(e))
 		s.sweeps++
-		e.told.note(sweptEvent{n: n, threads: len(h.held) + len(h.parked), took: time.Since(h.began)})
+		e.told.note(sweptEvent{n: n, threads: len(h.held) + len(h.parked), took: s.now().Sub(h.began)})
 		s.release(e)
-	case time.Since(h.began) > sweepLimit:
+	case s.now().Sub(h.began) > sweepLimit:
 		s.gaveUp++
 		s.release(e)
-		s.looked = time.Now().Add(sweepBackoff)
+		s.looked = s.now().Add(sweepBackoff)
 	default:
 		s.ask(e)
 	}
@@ -176,7 +176,7 @@ func (h *sweepHold) pcs(e *lineEnv) []uint64 {
 // thread gone meanwhile is not. The next look is sweepGap from now.
 func (s *sweeper) release(e *lineEnv) {
 	h := s.hold
-	s.hold, s.looked = nil, time.Now()
+	s.hold, s.looked = nil, s.now()
 	held := slices.SortedFunc(maps.Values(h.held), func(a, b *thread) int {
 		return cmp.Or(cmp.Compare(btoi(a.tid != a.tgid), btoi(b.tid != b.tgid)), cmp.Compare(a.tid, b.tid))
 	})

@@ -34,10 +34,18 @@ func sweepRig(t *testing.T, threads int) *lineRig {
 	copy(r.mem.b[windowAt-pieAt:], []byte{0xe9, 0x11, 0x22, 0x33, 0x44})
 	k := r.lt.index[siteKey{0, leafAt}]
 	r.lt.sweep.add(&tramp{patch: instr.Patch{Site: windowAt, Orig: slices.Clone(nops5)}}, []int{k}, nil)
+	r.lt.sweep.clock = stoppedClock()
 	if len(r.lt.sweep.live) != 2 || !r.jumped(pieAt) {
 		t.Fatalf("%d coverage jumps, code % x; want the entry's and the window's", len(r.lt.sweep.live), r.mem.b[:5])
 	}
 	return r
+}
+
+// stoppedClock is a clock that does not move: a test as slow as a busy
+// machine makes it gives no thread up, and asks none again.
+func stoppedClock() func() time.Time {
+	at := time.Now()
+	return func() time.Time { return at }
 }
 
 // jumped reports whether the code at addr is a jump (e9), not the
@@ -97,8 +105,9 @@ func TestLineSweepNow(t *testing.T) {
 // the last has stopped, then written back and every thread let go, the
 // main thread first. What may come on the way: a thread born, a thread
 // at its exit (every thread there, no sweep begins), a group stop, an
-// interrupt's stop taken by another wait, a vfork child, a thread that
-// never stops, a thread inside a jump.
+// interrupt's stop taken by another wait, a thread slow to stop
+// (interrupted again after sweepAsk), a vfork child, a thread that never
+// stops (the sweep given up after sweepLimit), a thread inside a jump.
 func TestLineSweepThreads(t *testing.T) {
 	interrupts := []string{"interrupt 100", "interrupt 101", "interrupt 102"}
 	conts := func(tids ...int) []string {
@@ -115,7 +124,7 @@ func TestLineSweepThreads(t *testing.T) {
 			t.Fatalf("nothing covered: a sweep begun (%q)", r.fp.acts())
 		}
 		r.cover(leafAt)
-		r.lt.sweep.looked = time.Now()
+		r.lt.sweep.looked = r.lt.sweep.now()
 		if r.lt.sweepIdle() || len(r.fp.acts()) != 0 {
 			t.Fatalf("within sweepGap of the last look: a sweep begun (%q)", r.fp.acts())
 		}
@@ -198,6 +207,17 @@ func TestLineSweepThreads(t *testing.T) {
 		r.stop(100)
 		check(t, r, false, true, append(slices.Clone(interrupts), "interrupt 101")...)
 	})
+	t.Run("a thread slow to stop", func(t *testing.T) {
+		r := begin(t)
+		r.stop(100)
+		r.stop(101)
+		later := r.lt.sweep.now().Add(sweepAsk + time.Millisecond)
+		r.lt.sweep.clock = func() time.Time { return later }
+		r.lt.sweepIdle()
+		check(t, r, false, true, append(slices.Clone(interrupts), "interrupt 102")...)
+		r.stop(102)
+		check(t, r, true, false, slices.Concat(interrupts, []string{"interrupt 102"}, conts(100, 101, 102))...)
+	})
 	t.Run("a vfork child", func(t *testing.T) {
 		r := begin(t)
 		r.stop(100)
@@ -212,7 +232,7 @@ func TestLineSweepThreads(t *testing.T) {
 		r := begin(t)
 		r.stop(100)
 		r.stop(101)
-		r.lt.sweep.hold.began = time.Now().Add(-2 * sweepLimit)
+		r.lt.sweep.hold.began = r.lt.sweep.now().Add(-2 * sweepLimit)
 		r.lt.sweepIdle()
 		check(t, r, false, false, slices.Concat(interrupts, conts(100, 101))...)
 		if r.lt.sweep.gaveUp != 1 || r.lt.sweepIdle() {
@@ -281,6 +301,7 @@ func TestFakeLineSweepThreads(t *testing.T) {
 		fp.tgids[tid] = fakePID
 	}
 	tr.threads[c].stepping = &site{}
+	lt.sweep.clock = stoppedClock()
 	fp.calls = nil
 	shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8] = 1
 	if !lt.sweepIdle() {

@@ -313,7 +313,7 @@ func (s *signals) note() string {
 // asked again), a sample of the ptrace sampler. (The loop's: the signals
 // part asks for it through signalLoop.)
 func (t *tracer) interruptStop(th *thread) {
-	t.parts.lines.interrupted(th)
+	t.parts.interrupted(th)
 	if t.parts.sampling != nil {
 		t.parts.sampling.sampleStop(th)
 	}

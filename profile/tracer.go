@@ -266,7 +266,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
 		// as it would natively, until SIGCONT (a sweep counts it stopped).
-		t.parts.lines.parked(tid)
+		t.parts.parked(tid)
 		t.clocks.noteRelease()
 		if err := t.proc.listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
@@ -298,7 +298,7 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 		// others), where a sweep holds the thread until every thread
 		// has stopped (linesweep_hold.go).
 		t.interruptStop(th)
-		if t.parts.lines.holds(th) {
+		if t.parts.holds(th) {
 			return nil
 		}
 		return afterInterrupt(t, th)
