@@ -26,7 +26,7 @@ import (
 const sweepEvery = 5 * time.Millisecond
 
 // sweepGapMost is the longest time between two looks, however many
-// threads the program has.
+// threads the program has and however long nothing was found.
 const sweepGapMost = 200 * time.Millisecond
 
 // sweepGap is the least time between two looks for covered patches in a
@@ -35,6 +35,15 @@ const sweepGapMost = 200 * time.Millisecond
 // sweepEvery, whatever its threads.
 func sweepGap(n int) time.Duration {
 	return min(sweepEvery*time.Duration(max(n, 1)), sweepGapMost)
+}
+
+// gap is the time between two looks of s in a program of n threads:
+// sweepGap, doubled at each look that found nothing covered since the
+// last sweep (a look reads every live patch's counters in every thread's
+// block: late in a run, when few lines are covered for the first time,
+// most looks find nothing), up to sweepGapMost.
+func (s *sweeper) gap(n int) time.Duration {
+	return min(sweepGap(n)<<min(s.quiet, 8), sweepGapMost)
 }
 
 // coverPatch is a line coverage jump that may be taken out: its
@@ -61,8 +70,12 @@ type sweeper struct {
 	hold   *sweepHold
 	looked time.Time
 	// swept counts the jumps taken out, sweeps the sweeps made, gaveUp
-	// those given up (a thread did not stop in time).
-	swept, sweeps, gaveUp int
+	// those given up (a thread did not stop in time); quiet the looks
+	// since the last that found a patch covered.
+	swept, sweeps, gaveUp, quiet int
+	// sums are the lines' counters summed over the blocks, as the last
+	// look read them (sumCounters).
+	sums []uint64
 	// clock is the time (time.Now; a test's own).
 	clock func() time.Time
 }
@@ -107,50 +120,53 @@ func (s *sweeper) forget(lo, hi uint64) {
 	s.live = live
 }
 
-// due reports whether some live patch, held by no other, is covered.
-func (s *sweeper) due(c *counters) bool {
-	return slices.ContainsFunc(s.live, func(cp *coverPatch) bool { return cp.pins == 0 && c.covered(cp) })
+// due reports whether some live patch, held by no other, is covered, by
+// the counters the last look read.
+func (s *sweeper) due() bool {
+	return slices.ContainsFunc(s.live, func(cp *coverPatch) bool { return cp.pins == 0 && s.covered(cp) })
 }
 
 // covered reports whether every counter of cp is set, in any thread's
-// block.
-func (c *counters) covered(cp *coverPatch) bool {
+// block, by the counters the last look read (what a vfork child counted
+// left out, as the run's counts leave it).
+func (s *sweeper) covered(cp *coverPatch) bool {
 	for _, k := range cp.counters {
-		if c.count(k) == 0 {
+		if k >= len(s.sums) || s.sums[k] == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// count is counter k summed over the blocks in use.
-func (c *counters) count(k int) uint64 {
-	mem := c.shared.Bytes()
-	n := uint64(0)
-	for b := 1; b < c.layout.Counted(c.next); b++ {
-		n += c.layout.Count(mem, b, k)
-	}
-	return n
+// look reads the lines' counters into the sweeper (sums).
+func (lt *lineTrampolines) look() {
+	lt.sweep.sums = sumCounters(lt.env.counters, len(lt.lines), lt.sweep.sums)
 }
 
 // sweepIdle is PROFILE's work while it waits, in line coverage: with a
 // sweep under way, it asks again the threads that have not stopped, or
-// gives the sweep up (settle); else, every sweepGap, when some live
-// patch is covered, some thread runs and no other process shares the
-// memory, it begins a sweep: every thread is interrupted. It reports whether it began one.
+// gives the sweep up (settle); else, every gap, when some thread runs,
+// no other process shares the memory and some live patch is covered, it
+// begins a sweep: every thread is interrupted. It reports whether it
+// began one.
 func (lt *lineTrampolines) sweepIdle() bool {
 	e, s := &lt.env, lt.sweep
 	if s.hold != nil {
 		lt.settle()
 		return false
 	}
-	if len(s.live) == 0 || s.now().Sub(s.looked) < sweepGap(len(e.threads)) {
+	if len(s.live) == 0 || s.now().Sub(s.looked) < s.gap(len(e.threads)) {
 		return false
 	}
 	s.looked = s.now()
-	if sharesMemory(e.threads) || !anyRuns(e.threads) || !s.due(e.counters) {
+	if sharesMemory(e.threads) || !anyRuns(e.threads) {
 		return false
 	}
+	if lt.look(); !s.due() {
+		s.quiet++
+		return false
+	}
+	s.quiet = 0
 	s.begin(e)
 	return true
 }
@@ -164,12 +180,13 @@ func (lt *lineTrampolines) sweepIdle() bool {
 func (lt *lineTrampolines) sweepNow(pcs []uint64) int {
 	e, s := &lt.env, lt.sweep
 	out := map[uint64]bool{}
+	lt.look()
 	for changed := true; changed; {
 		changed = false
 		live := s.live[:0]
 		for _, cp := range s.live {
 			p := &cp.tr.patch
-			if cp.pins > 0 || !e.counters.covered(cp) || inside(p.Site, p.Written(), pcs) {
+			if cp.pins > 0 || !s.covered(cp) || inside(p.Site, p.Written(), pcs) {
 				live = append(live, cp)
 				continue
 			}
@@ -233,18 +250,21 @@ func anyRuns(threads map[int]*thread) bool {
 }
 
 // waiting says whether a sweep may be due while PROFILE waits for stops:
-// in line coverage, with a jump still live, looked at every fifth of the
-// gap between looks (idleHook); with a sweep under way, its threads'
-// stops come at once: PROFILE polls for them, yielding its CPU.
+// in line coverage, with a jump still live, looked for every fifth of
+// the gap between looks (idleHook); with a sweep under way, every
+// millisecond. (Its threads' stops come together: the first seen, the
+// loop polls for the next ones. Polling for the first, yielding its CPU,
+// would find it sooner on an idle machine, and cost PROFILE's CPU as long
+// as the threads take to stop on a busy one.)
 func (lt *lineTrampolines) waiting() (bool, time.Duration, bool) {
 	s := lt.sweep
 	switch {
 	case s == nil:
 		return false, 0, false
 	case s.hold != nil:
-		return true, time.Millisecond, true
+		return true, time.Millisecond, false
 	}
-	return len(s.live) > 0, sweepGap(len(lt.env.threads)) / 5, false
+	return len(s.live) > 0, s.gap(len(lt.env.threads)) / 5, false
 }
 
 // idle looks for a sweep due, or sees to the one under way (idleHook).

@@ -76,7 +76,8 @@ func (r *lineRig) stop(tid int) bool {
 }
 
 // TestLineSweepNow: the writing back itself, every thread stopped. No
-// line covered, nothing changes; covered, the entry's jump goes, its
+// line covered, nothing changes, nor where a vfork child alone covered
+// it (its counts are not the run's); covered, the entry's jump goes, its
 // bytes back and no longer checked at the end, and the window's stays
 // while a thread is stopped inside it, after its first byte; a thread at
 // its first byte keeps nothing.
@@ -87,6 +88,13 @@ func TestLineSweepNow(t *testing.T) {
 		t.Fatalf("nothing covered: %d taken out", n)
 	}
 	r.cover(leafAt)
+	c, k := lt.env.counters, lt.index[siteKey{0, leafAt}]
+	c.discount = make([]uint64, k+1)
+	c.discount[k] = 1
+	if n := lt.sweepNow(nil); n != 0 || !r.jumped(pieAt) {
+		t.Fatalf("covered by a vfork child alone: %d taken out", n)
+	}
+	c.discount = nil
 	if n := lt.sweepNow([]uint64{windowAt + 2, pieAt + 0x80}); n != 1 || r.jumped(pieAt) || !r.jumped(windowAt) {
 		t.Errorf("a thread inside the window: %d taken out, code % x, window % x; want the entry's alone", n, r.mem.b[:5], r.mem.b[windowAt-pieAt:][:5])
 	}
@@ -262,8 +270,11 @@ func TestLineSweepThreads(t *testing.T) {
 }
 
 // TestSweepGap: a program of n threads is looked at n times less often
-// than one of one thread, up to sweepGapMost; with no jump live,
-// PROFILE does not look, and with a sweep under way it polls, yielding.
+// than one of one thread, up to sweepGapMost, and each look that finds
+// nothing covered doubles the gap to the next, up to sweepGapMost,
+// until one finds something; with no jump live,
+// PROFILE does not look, and with a sweep under way it polls every
+// millisecond, not yielding.
 func TestSweepGap(t *testing.T) {
 	for n, want := range map[int]time.Duration{0: sweepEvery, 1: sweepEvery, 4: 4 * sweepEvery, 1000: sweepGapMost} {
 		if got := sweepGap(n); got != want {
@@ -271,12 +282,30 @@ func TestSweepGap(t *testing.T) {
 		}
 	}
 	r := sweepRig(t, 2)
+	for range 3 {
+		r.idle() // (nothing covered)
+	}
+	if got := r.lt.sweep.gap(2); r.lt.sweep.quiet != 3 || got != 8*sweepGap(2) {
+		t.Errorf("after 3 looks that found nothing: %d quiet, gap %v; want 3, %v", r.lt.sweep.quiet, got, 8*sweepGap(2))
+	}
+	if now, every, yields := r.lt.waiting(); !now || every != 8*sweepGap(2)/5 || yields {
+		t.Errorf("jumps live, 3 looks quiet: waiting %v every %v yielding %v; want every %v, not yielding", now, every, yields, 8*sweepGap(2)/5)
+	}
+	r.lt.sweep.quiet = 100
+	if got := r.lt.sweep.gap(2); got != sweepGapMost {
+		t.Errorf("after 100 looks that found nothing: gap %v, want %v", got, sweepGapMost)
+	}
+	r.cover(leafAt)
+	if !r.idle() || r.lt.sweep.quiet != 0 {
+		t.Fatalf("covered: a sweep begun %v, %d quiet; want one, none", r.lt.sweep.hold != nil, r.lt.sweep.quiet)
+	}
+	r.lt.sweep.hold = nil
 	if now, every, yields := r.lt.waiting(); !now || every != sweepGap(2)/5 || yields {
 		t.Errorf("jumps live: waiting %v every %v yielding %v; want every %v, not yielding", now, every, yields, sweepGap(2)/5)
 	}
 	r.lt.sweep.hold = &sweepHold{}
-	if now, _, yields := r.lt.waiting(); !now || !yields {
-		t.Errorf("a sweep under way: waiting %v yielding %v; want both", now, yields)
+	if now, every, yields := r.lt.waiting(); !now || every != time.Millisecond || yields {
+		t.Errorf("a sweep under way: waiting %v every %v yielding %v; want every millisecond, not yielding", now, every, yields)
 	}
 	r.lt.execed()
 	if now, _, _ := r.lt.waiting(); now || r.lt.sweep.hold != nil {
