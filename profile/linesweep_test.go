@@ -273,8 +273,7 @@ func TestLineSweepThreads(t *testing.T) {
 // than one of one thread, up to sweepGapMost, and each look that finds
 // nothing covered doubles the gap to the next, up to sweepGapMost,
 // until one finds something; with no jump live,
-// PROFILE does not look, and with a sweep under way it polls every
-// millisecond, not yielding.
+// PROFILE does not look, and with a sweep under way it polls, yielding.
 func TestSweepGap(t *testing.T) {
 	for n, want := range map[int]time.Duration{0: sweepEvery, 1: sweepEvery, 4: 4 * sweepEvery, 1000: sweepGapMost} {
 		if got := sweepGap(n); got != want {
@@ -304,8 +303,8 @@ func TestSweepGap(t *testing.T) {
 		t.Errorf("jumps live: waiting %v every %v yielding %v; want every %v, not yielding", now, every, yields, sweepGap(2)/5)
 	}
 	r.lt.sweep.hold = &sweepHold{}
-	if now, every, yields := r.lt.waiting(); !now || every != time.Millisecond || yields {
-		t.Errorf("a sweep under way: waiting %v every %v yielding %v; want every millisecond, not yielding", now, every, yields)
+	if now, _, yields := r.lt.waiting(); !now || !yields {
+		t.Errorf("a sweep under way: waiting %v yielding %v; want both", now, yields)
 	}
 	r.lt.execed()
 	if now, _, _ := r.lt.waiting(); now || r.lt.sweep.hold != nil {
