@@ -12,8 +12,9 @@
 // no thread runs, the covered patches are written back and the held
 // threads let go, the main thread first, each as the loop would have let
 // it go: a thread stepping through a breakpoint's slot steps on, a
-// system call the interrupt made fail restarts, and a signal that came
-// meanwhile waits in the kernel for its thread to go on. A thread whose
+// system call the interrupt made fail restarts (x86-64: restartCall),
+// and a signal that came meanwhile waits in the kernel for its thread
+// to go on. A thread whose
 // interrupt's stop another of PROFILE's waits took is interrupted again;
 // a sweep whose threads have not all stopped within sweepLimit (one in a
 // wait no signal ends) is given up, its threads let go, and the next
