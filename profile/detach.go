@@ -26,6 +26,7 @@ const detachLimit = 10 * time.Second
 // let the memory go. A thread past its exit stop is not waited for.
 func (a *attachment) detachAll(res *Result) error {
 	t := a.t
+	t.parts.lines.endSweep() // (the threads a sweep holds stop again, for the end)
 	d := &detaching{t: t, ready: map[int]bool{}, asked: map[int]bool{}}
 	quit := make(chan struct{})
 	timer := time.AfterFunc(detachLimit, func() { close(quit) })

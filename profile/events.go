@@ -2,6 +2,7 @@ package profile
 
 import (
 	"syscall"
+	"time"
 
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
@@ -117,8 +118,12 @@ type (
 		tid int
 		sig syscall.Signal
 	}
-	// sweptEvent: n covered line sites taken out.
-	sweptEvent struct{ n int }
+	// sweptEvent: n covered line sites taken out, the program's threads
+	// stopped, the first interrupted took before the last stopped.
+	sweptEvent struct {
+		n, threads int
+		took       time.Duration
+	}
 	// frameSettledEvent: a signal frame of thread tid returned into
 	// PROFILE's code at pc; moved to the program's orig, or not.
 	frameSettledEvent struct {

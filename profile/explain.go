@@ -107,7 +107,7 @@ func (x *explainer) observe(e event) {
 	case requeuedEvent:
 		x.requeued(e.tid, e.sig)
 	case sweptEvent:
-		x.swept(e.n)
+		x.swept(e.n, e.threads, e.took)
 	case frameSettledEvent:
 		x.frameSettled(e.tid, e.pc, e.orig, e.moved)
 	case hitEvent:

@@ -7,6 +7,7 @@ package profile
 import (
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 )
@@ -143,12 +144,14 @@ func (x *runNarrator) exec() {
 	x.say("%s the program called exec: its image, and PROFILE's work in it, are gone. Profiling ends here; what was counted is kept.", x.now())
 }
 
-// swept tells line coverage's jumps taken out, once covered.
-func (x *runNarrator) swept(n int) {
+// swept tells line coverage's jumps taken out, once covered, the
+// program's threads stopped, which took that long.
+func (x *runNarrator) swept(n, threads int, took time.Duration) {
 	if x == nil || n == 0 {
 		return
 	}
-	x.tell("sweep", "%s PROFILE interrupted the program and wrote back the original bytes of %s whose lines are all covered: they run at native speed now.", x.now(), plural(n, "jump"))
+	x.tell("sweep", "%s PROFILE stopped the program (%s, all stopped %.0f µs after the first interrupt) and wrote back the original bytes of %s whose lines are all covered: they run at native speed now.",
+		x.now(), plural(threads, "thread"), float64(took)/float64(time.Microsecond), plural(n, "jump"))
 }
 
 // requeued tells a signal that thread tid took in the main thread's

@@ -167,7 +167,7 @@ func everyEvent() []event {
 		stopEvent{}, threadEvent{1}, threadExitingEvent{}, childEvent{1, false}, execEvent{},
 		rendezvousEvent{}, libraryEvent{nil, true}, signalEvent{nil, syscall.SIGINT},
 		steppedOutEvent{sig: syscall.SIGINT}, forwardedEvent{syscall.SIGINT}, requeuedEvent{1, syscall.SIGINT},
-		sweptEvent{1}, frameSettledEvent{tid: 1}, hitEvent{}, recordEvent{1, instr.Record{}}, drainedEvent{1, 5},
+		sweptEvent{n: 1, threads: 2}, frameSettledEvent{tid: 1}, hitEvent{}, recordEvent{1, instr.Record{}}, drainedEvent{1, 5},
 	}
 }
 

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -28,14 +29,19 @@ import (
 //	                                       the books in the program (the
 //	                                       parent's book kept, put back)
 //	the image replaced     execHook        the rings (read a last time), the
+//	                                       line trampolines, the
 //	                                       breakpoints, the counters, the
 //	                                       sampler, the libraries, the watch
 //	a stop seen            seenHook        the rings (its records), the
-//	                                       books' clocks (the thread's waits)
+//	                                       books' clocks (the thread's
+//	                                       waits), the line trampolines
+//	an interrupt's stop,   holdHook        the line trampolines (a sweep
+//	a group stop                           holds the thread stopped)
 //	a thread let go        releaseHook     the books in the program (the
 //	                                       time PROFILE held it)
 //	a stop handled         handledHook     the books' clocks (the stop taken
-//	                                       out), the trace writer
+//	                                       out), the trace writer, the line
+//	                                       trampolines (a sweep made)
 //	the program's end      mechanism,      each adds what it counted
 //	                       endHook
 //	the run's figures      statsHook       the counters, the books, the
@@ -98,6 +104,19 @@ type handledHook interface{ stopHandled(tid int) }
 // books kept in the program get the time PROFILE held it.
 type releaseHook interface{ releasing(th *thread) }
 
+// holdHook may hold a thread stopped where the loop would let it go: a
+// sweep of line coverage's jumps, made once no thread runs
+// (linesweep_hold.go). interrupted is told that an interrupt of
+// PROFILE's stopped thread th, whichever wait took the stop; holds, at
+// the loop's own interrupt stop, reports whether the part holds th (the
+// loop leaves it stopped, and the part lets it go); parked is told that
+// thread tid is in a group stop, left listening.
+type holdHook interface {
+	interrupted(th *thread)
+	holds(th *thread) bool
+	parked(tid int)
+}
+
 // idleHook is a part's work while PROFILE waits for the next stop: the
 // rings read, the ptrace sampler's rounds, a sweep of covered lines, the
 // trace written, the narration's first hits. waiting says whether it has
@@ -156,6 +175,7 @@ type hooks struct {
 	seen    []seenHook
 	handled []handledHook
 	release []releaseHook
+	holders []holdHook
 	ends    []endHook
 	stats   []statsHook
 	idlers  []idleHook
@@ -263,6 +283,9 @@ func hooksOf(all []any) hooks {
 		if h, ok := part.(releaseHook); ok {
 			p.release = append(p.release, h)
 		}
+		if h, ok := part.(holdHook); ok {
+			p.holders = append(p.holders, h)
+		}
 		if h, ok := part.(endHook); ok {
 			p.ends = append(p.ends, h)
 		}
@@ -327,6 +350,17 @@ func (p *hooks) stopHandled(tid int) { tell(p.handled, func(h handledHook) { h.s
 
 // releasing tells the parts that thread th is about to go on.
 func (p *hooks) releasing(th *thread) { tell(p.release, func(h releaseHook) { h.releasing(th) }) }
+
+// interrupted tells the parts that an interrupt stopped thread th.
+func (p *hooks) interrupted(th *thread) { tell(p.holders, func(h holdHook) { h.interrupted(th) }) }
+
+// holds reports whether a part holds thread th at its interrupt's stop.
+func (p *hooks) holds(th *thread) bool {
+	return slices.ContainsFunc(p.holders, func(h holdHook) bool { return h.holds(th) })
+}
+
+// parked tells the parts that thread tid is in a group stop.
+func (p *hooks) parked(tid int) { tell(p.holders, func(h holdHook) { h.parked(tid) }) }
 
 // ended tells the parts that the run has ended, then has the mechanisms
 // add what they counted to res.

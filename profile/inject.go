@@ -85,8 +85,8 @@ type injector struct {
 	told observers
 	// attached reports whether PROFILE attached to the process (the
 	// suspension of a filter differs: seccomp.go), and consumed tells
-	// the ptrace sampler that thread tid's pending interrupt stopped a
-	// step (stepOnce).
+	// the ptrace sampler and a sweep that thread tid's pending interrupt
+	// stopped a step (stepOnce).
 	attached func() bool
 	consumed func(tid int)
 	// held reports whether the signal thread tid took as it was stepped
@@ -112,6 +112,9 @@ func newInjector(t *tracer) *injector {
 		consumed: func(tid int) {
 			if t.parts.sampling != nil {
 				t.parts.sampling.consumed(tid)
+			}
+			if th := t.threads[tid]; th != nil {
+				t.parts.interrupted(th)
 			}
 		},
 		held: func(tid int, ws ptrace.WaitStatus) bool { return t.attach != nil && t.attach.heldStop(tid, ws) }}

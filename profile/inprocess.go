@@ -360,8 +360,13 @@ func (c *counters) addCounts(hits []uint64) {
 
 // totals returns the first n counters summed over every block used but
 // the discard block, less what vfork children added.
-func (c *counters) totals(n int) []uint64 {
-	sums := make([]uint64, n)
+func (c *counters) totals(n int) []uint64 { return sumCounters(c, n, nil) }
+
+// sumCounters is c.totals(n), into dst (grown to n): a sweep's looks
+// keep one buffer.
+func sumCounters(c *counters, n int, dst []uint64) []uint64 {
+	sums := slices.Grow(dst[:0], n)[:n]
+	clear(sums)
 	mem := c.shared.Bytes()
 	for b := 1; b < c.layout.Counted(c.next); b++ {
 		for i := range sums {

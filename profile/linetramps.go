@@ -75,10 +75,10 @@ type lineFallBack struct {
 // lineEnv is what the lines' trampolines read and call of the run: the
 // plan and the options that bear on it, the program's memory (the
 // tracer's, or the injector's while it borrows a thread: a sweep writes
-// through it) and threads, the process (a sweep interrupts the thread),
+// through it) and threads, the process (a sweep interrupts the threads),
 // the planting engine, the counters, the lines' hits, the watch (the
-// jumps written, those swept dropped from them) and the narration of
-// sweeps. The counters are made after the lines are numbered: they come
+// jumps written, those swept dropped from them), the narration of sweeps
+// and the loop's way to let a thread go (goOn). The counters are made after the lines are numbered: they come
 // in tracer.choose.
 type lineEnv struct {
 	plan     *datafile.Plan
@@ -94,6 +94,9 @@ type lineEnv struct {
 	hits     []uint64
 	watch    *watch
 	told     observers
+	// goOn lets a thread a sweep held go on, as the loop would have at
+	// its interrupt's stop.
+	goOn func(th *thread) error
 }
 
 // newLineTrampolines returns the lines' trampolines of t's run, given
@@ -102,7 +105,7 @@ func newLineTrampolines(t *tracer) *lineTrampolines {
 	return numberLines(lineEnv{
 		plan: t.plan, arch: t.arch, every: t.cfg.EveryLineSite, verbose: t.cfg.Verbose, warn: t.cfg.Warn,
 		mem: &t.mem, proc: t.proc, threads: t.threads, plant: t.parts.plant, counters: t.parts.counters,
-		hits: t.hits, watch: &t.parts.watch, told: t.told,
+		hits: t.hits, watch: &t.parts.watch, told: t.told, goOn: func(th *thread) error { return afterInterrupt(t, th) },
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
@@ -669,7 +668,8 @@ func newLineRigOf(t *testing.T, plan *datafile.Plan, code []byte, base uint64, e
 		ths[100+tid] = &thread{tid: 100 + tid}
 	}
 	lt := numberLines(lineEnv{plan: plan, arch: instr.AMD64, every: every, warn: pl.warn, mem: pl.mem, proc: fp, threads: ths,
-		plant: pl, counters: c, hits: make([]uint64, plan.NumItems()), watch: &watch{}})
+		plant: pl, counters: c, hits: make([]uint64, plan.NumItems()), watch: &watch{},
+		goOn: func(th *thread) error { return fp.cont(th.tid, 0) }})
 	maps := []procmaps.Mapping{{Start: base, End: base + 0x1000, Perms: "r-xp"}}
 	in := procmaps.Instance{First: procmaps.Mapping{Start: base}, Lo: base, Hi: base + 0x1000}
 	p := pl.newLinePlanting(0, base-leafAt, in, maps, lt.env.hits, lt)
@@ -772,92 +772,6 @@ func TestLineTrampolinesPlant(t *testing.T) {
 			t.Errorf("every site %v: hits %v, want %v", every, lt.env.hits, wantHits)
 		}
 	}
-}
-
-// TestLineCoverageSweep: line coverage in-process over leafCode, over the
-// lines' environment alone (lineRig); a sweep
-// while no line is covered changes nothing; once the entry's counter is
-// set, a sweep in a program of one thread writes the original bytes back
-// and drops the jump from those the end of the run checks; in a program
-// of two threads it leaves the jump.
-func TestLineCoverageSweep(t *testing.T) {
-	for _, threads := range []int{1, 2} {
-		r := newLineRig(t, datafile.LineCoverage, false, threads)
-		lt, mem, w := r.lt, r.mem, r.lt.env.watch
-		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 || len(w.written) != 1 {
-			t.Fatalf("%d coverage jumps, code % x, %d written; want one jump", len(lt.sweep.live), mem.b[:5], len(w.written))
-		}
-		lt.sweepStop()
-		if len(lt.sweep.live) != 1 || mem.b[0] != 0xe9 {
-			t.Errorf("a sweep before any cover took the jump out")
-		}
-		r.cover(leafAt)
-		lt.sweepStop()
-		out := threads == 1
-		if got := bytes.Equal(mem.b[:len(leafCode)], leafCode); got != out || (len(lt.sweep.live) == 0) != out || (len(w.written) == 0) != out {
-			t.Errorf("%d threads: code % x, %d jumps live, %d written; want the jump out: %v", threads, mem.b[:8], len(lt.sweep.live), len(w.written), out)
-		}
-	}
-}
-
-// TestLineSweepInterrupt: the sweep's way to its stop, over the lines'
-// environment and a fake process. While PROFILE waits (sweepIdle), no
-// line covered asks nothing of the process; once the entry's counter is
-// set, the one thread is interrupted, once, and the jump stays until the
-// interrupt's stop (sweepStop), which writes the original bytes back.
-// A thread born between the interrupt and its stop keeps the jump in,
-// and a program of two threads is not interrupted.
-func TestLineSweepInterrupt(t *testing.T) {
-	// idle is sweepIdle as sweepEvery after the last look.
-	idle := func(lt *lineTrampolines) bool {
-		lt.sweep.looked = time.Time{}
-		return lt.sweepIdle()
-	}
-	t.Run("one thread", func(t *testing.T) {
-		r := newLineRig(t, datafile.LineCoverage, false, 1)
-		lt := r.lt
-		if idle(lt) || len(r.fp.acts()) != 0 {
-			t.Fatalf("nothing covered: a sweep asked for (%q)", r.fp.acts())
-		}
-		r.cover(leafAt)
-		lt.sweep.looked = time.Now().Add(time.Hour) // (a look just made)
-		if lt.sweepIdle() || len(r.fp.acts()) != 0 {
-			t.Errorf("a look within sweepEvery of the last asked for a sweep (%q)", r.fp.acts())
-		}
-		if !idle(lt) || !lt.sweep.wanted || !slices.Equal(r.fp.acts(), []string{"interrupt 100"}) {
-			t.Fatalf("covered: sweep wanted %v, requests %q; want thread 100 interrupted", lt.sweep.wanted, r.fp.acts())
-		}
-		if idle(lt) || len(r.fp.acts()) != 1 || r.mem.b[0] != 0xe9 {
-			t.Errorf("before the interrupt's stop: requests %q, code % x; want no other, the jump in", r.fp.acts(), r.mem.b[:5])
-		}
-		lt.sweepStop()
-		if lt.sweep.wanted || lt.sweep.swept != 1 || !bytes.Equal(r.mem.b[:len(leafCode)], leafCode) || len(lt.env.watch.written) != 0 {
-			t.Errorf("after the stop: wanted %v, %d swept, code % x, %d written; want the jump out, unwatched", lt.sweep.wanted, lt.sweep.swept, r.mem.b[:8], len(lt.env.watch.written))
-		}
-		if idle(lt) || len(r.fp.acts()) != 1 {
-			t.Errorf("nothing left live: requests %q", r.fp.acts())
-		}
-	})
-	t.Run("a thread born before the stop", func(t *testing.T) {
-		r := newLineRig(t, datafile.LineCoverage, false, 1)
-		lt := r.lt
-		r.cover(leafAt)
-		if !idle(lt) || !slices.Equal(r.fp.acts(), []string{"interrupt 100"}) {
-			t.Fatalf("requests %q, want thread 100 interrupted", r.fp.acts())
-		}
-		lt.env.threads[101] = &thread{tid: 101}
-		lt.sweepStop()
-		if lt.sweep.wanted || len(lt.sweep.live) != 1 || r.mem.b[0] != 0xe9 || len(lt.env.watch.written) != 1 {
-			t.Errorf("two threads at the stop: wanted %v, %d live, code % x; want the jump kept", lt.sweep.wanted, len(lt.sweep.live), r.mem.b[:5])
-		}
-	})
-	t.Run("two threads", func(t *testing.T) {
-		r := newLineRig(t, datafile.LineCoverage, false, 2)
-		r.cover(leafAt)
-		if idle(r.lt) || r.lt.sweep.wanted || len(r.fp.acts()) != 0 {
-			t.Errorf("two threads: sweep wanted %v, requests %q; want none", r.lt.sweep.wanted, r.fp.acts())
-		}
-	})
 }
 
 // anys returns the elements of s as values of type any.

@@ -309,12 +309,11 @@ func (s *signals) note() string {
 }
 
 // interruptStop does what an interrupt of thread th was for: a sweep of
-// line coverage's jumps, a sample of the ptrace sampler. (The loop's: the
-// signals part asks for it through signalLoop.)
+// line coverage's jumps (the thread stopped: held there by the loop, or
+// asked again), a sample of the ptrace sampler. (The loop's: the signals
+// part asks for it through signalLoop.)
 func (t *tracer) interruptStop(th *thread) {
-	if t.parts.lines != nil && t.parts.lines.sweep != nil && t.parts.lines.sweep.wanted {
-		t.parts.lines.sweepStop()
-	}
+	t.parts.interrupted(th)
 	if t.parts.sampling != nil {
 		t.parts.sampling.sampleStop(th)
 	}

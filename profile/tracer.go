@@ -265,7 +265,8 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	}
 	if ws.GroupStop() {
 		// The program was stopped (SIGSTOP, SIGTSTP...): it stays stopped,
-		// as it would natively, until SIGCONT.
+		// as it would natively, until SIGCONT (a sweep counts it stopped).
+		t.parts.parked(tid)
 		t.clocks.noteRelease()
 		if err := t.proc.listen(tid); err != nil && !ptrace.IsNoProcess(err) {
 			return fmt.Errorf("leave thread %d stopped: %w", tid, err)
@@ -294,17 +295,28 @@ func (t *tracer) stopped(tid int, ws ptrace.WaitStatus) error {
 	case ptrace.EventStop:
 		// A notification of the seized program's stop state, or an
 		// interrupt (for a sweep of line coverage's jumps, among
-		// others). A thread in the middle of a single step must go on
-		// stepping: continued, it would run past its slot.
+		// others), where a sweep holds the thread until every thread
+		// has stopped (linesweep_hold.go).
 		t.interruptStop(th)
-		if th.stepping != nil {
-			t.clocks.noteRelease()
-			t.clocks.noteRelease()
-			if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
-				return fmt.Errorf("step thread %d: %w", th.tid, err)
-			}
+		if t.parts.holds(th) {
 			return nil
 		}
+		return afterInterrupt(t, th)
+	}
+	return t.resume(th.tid, 0)
+}
+
+// afterInterrupt lets thread th of t go on from an interrupt's stop. A
+// thread in the middle of a single step must go on stepping: continued,
+// it would run past its slot.
+func afterInterrupt(t *tracer, th *thread) error {
+	if th.stepping != nil {
+		t.clocks.noteRelease()
+		t.clocks.noteRelease()
+		if err := t.proc.step(th.tid); err != nil && !ptrace.IsNoProcess(err) {
+			return fmt.Errorf("step thread %d: %w", th.tid, err)
+		}
+		return nil
 	}
 	return t.resume(th.tid, 0)
 }
