@@ -2,7 +2,6 @@ package instr
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -18,11 +17,6 @@ import (
 // A-profile (DDI 0487): the instruction classes of C4.1 ("A64 instruction
 // set encoding") and the instruction pages of C6.2, cited by name, since
 // C6.2's numbering changes between releases.
-
-// hwcapAtomics is HWCAP_ATOMICS, bit 8 of AT_HWCAP on arm64: the LSE
-// atomic instructions of ARMv8.1, STADD among them (Linux
-// arch/arm64/include/uapi/asm/hwcap.h).
-const hwcapAtomics = 1 << 8
 
 // Instruction words and fields the trampolines use.
 const (
@@ -339,65 +333,6 @@ func (a arm64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 		out = append(out, a.Breakpoint()...)
 	}
 	return out, nil
-}
-
-// errNoLSE is why an ARMv8.0 CPU cannot count: STADD is ARMv8.1 LSE, and
-// a LDXR/STXR loop needs a third register, which has no free home.
-var errNoLSE = errors.New("arm64 without LSE atomics (ARMv8.0)")
-
-// Counting returns CountShared when hwcap has HWCAP_ATOMICS, else an
-// error wrapping [ErrNoCounting].
-func (arm64) Counting(hwcap uint64) (CountKind, error) {
-	if hwcap&hwcapAtomics == 0 {
-		return 0, fmt.Errorf("%w: %w", ErrNoCounting, errNoLSE)
-	}
-	return CountShared, nil
-}
-
-// CountCode returns, for CountShared, the code adding one to the 8-byte
-// counter at address counter (which must be 8-byte aligned, as atomics
-// require): MOVZ/MOVK x16, counter; MOVZ x17, #1; STADD x17, [x16]. STADD
-// is LDADD with Rt = xzr (C6.2 "STADD", "LDADD": size 11 111 0 00 A 0 R 1
-// Rs 0 000 00 Rn Rt, 0xf8200000; C4.1 "Atomic memory operations"). It
-// writes x16 and x17 only, no flags, no stack. Other kinds: nil.
-func (arm64) CountCode(kind CountKind, counter uint64) []byte {
-	if kind != CountShared {
-		return nil
-	}
-	words := append(a64MovImm(a64X16, counter), 0xd2800000|1<<5|a64X17)
-	words = append(words, 0xf8200000|a64X17<<16|a64X16<<5|31)
-	code := make([]byte, 0, len(words)*a64InstLen)
-	for _, w := range words {
-		code = binary.LittleEndian.AppendUint32(code, w)
-	}
-	return code
-}
-
-// LineCode returns, for CountShared, the count of a line site: CountCode
-// between a push and a pop of x16 and x17, which a body may use as it
-// likes (AAPCS64 frees them only at calls):
-//
-//	stp x16, x17, [sp, #-16]!     a9bf47f0 (C6.2 "STP", pre-index)
-//	CountCode                     MOVZ/MOVK x16; MOVZ x17, #1; STADD
-//	ldp x16, x17, [sp], #16       a8c147f0 ("LDP", post-index)
-//
-// The stack pointer moves before anything is written below it, so a
-// signal frame lands below the saved pair, and Linux arm64 has no red
-// zone for the push to spoil; the flags are not changed. Coverage counts
-// the same way (any count is a cover). Nothing to roll back: the code
-// keeps nothing in memory a signal handler's own count could change. It
-// is not fit for Go code (goStack), whose goroutine stack may end right
-// below the stack pointer (a nosplit function may use all of the stack
-// guard): false.
-func (a arm64) LineCode(kind CountKind, s LineSite) (DepthCode, bool) {
-	count := a.CountCode(kind, s.Counter)
-	if count == nil || s.Counter%8 != 0 || s.GoStack {
-		return DepthCode{}, false
-	}
-	c := binary.LittleEndian.AppendUint32(nil, 0xa9bf47f0)
-	at := len(c)
-	c = append(c, count...)
-	return DepthCode{Code: binary.LittleEndian.AppendUint32(c, 0xa8c147f0), Count: at}, true
 }
 
 // ShortReach returns 0, 0: there is no short jump.
