@@ -1,10 +1,6 @@
 package instr
 
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-)
+import "encoding/binary"
 
 // The counting code of arm64's trampolines: an entry's count and a line
 // site's. With the LSE atomics of ARMv8.1 every thread adds to one
@@ -30,14 +26,11 @@ import (
 // arch/arm64/include/uapi/asm/hwcap.h).
 const hwcapAtomics = 1 << 8
 
-// errNoLSE is why an ARMv8.0 CPU cannot count: STADD is ARMv8.1 LSE.
-var errNoLSE = errors.New("arm64 without LSE atomics (ARMv8.0)")
-
-// Counting returns CountShared when hwcap has HWCAP_ATOMICS, else an
-// error wrapping [ErrNoCounting].
+// Counting returns CountShared when hwcap has HWCAP_ATOMICS, else
+// CountInArea.
 func (arm64) Counting(hwcap uint64) (CountKind, error) {
 	if hwcap&hwcapAtomics == 0 {
-		return 0, fmt.Errorf("%w: %w", ErrNoCounting, errNoLSE)
+		return CountInArea, nil
 	}
 	return CountShared, nil
 }

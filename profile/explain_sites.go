@@ -232,8 +232,11 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	switch {
 	case p.lines && first:
 		count := "the count of the line"
-		if c.layout.PerThread() {
+		switch {
+		case c.layout.PerThread():
 			count += ", in the thread's block"
+		case c.layout.Kind == instr.CountInArea:
+			count += ", in the thread's area, found from the stack pointer"
 		}
 		// The count proper may come after registers it saves first
 		// (x86-64 where the flags are live, arm64's x16 and x17): the

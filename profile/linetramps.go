@@ -290,10 +290,10 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 // without touching the flags unless they are dead there.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	return e.arch.LineCode(e.counters.layout.Kind, instr.LineSite{
-		Counter: e.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
-		Cover: lt.cover, NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
-	})
+	site := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(addr)])
+	site.Save, site.Cover = lt.save, lt.cover
+	site.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr)
+	return e.arch.LineCode(e.counters.layout.Kind, site)
 }
 
 // regions returns the region of the trampoline tr of the line site at
