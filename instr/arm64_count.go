@@ -56,12 +56,13 @@ func (arm64) CountCode(kind CountKind, counter uint64) []byte {
 }
 
 // EntryCount returns the count of a function's entry, where x16 and x17
-// are free (AAPCS64's IP0 and IP1: a call may change them): CountCode's,
-// or for CountInArea the count in the thread's area (areaCount), which a
-// thread stopped between its load and its store starts again (Rollback).
-// Nothing else changes: no flag, no stack. False for a Go function's
-// entry (s.GoStack: its goroutine's stack is in no table) and without a
-// table.
+// are free (AAPCS64's IP0 and IP1, Go's linker's scratch registers: a
+// call may change them): CountCode's, or for CountInArea the count in the
+// thread's area (areaCount), which a thread stopped between its load and
+// its store starts again (Rollback). Nothing else changes: no flag, no
+// stack. False without a table, and for a Go function's entry (s.GoStack:
+// its goroutine's stack is in no table) but where the thread pointer
+// holds the area (s.ThreadPointer).
 func (a arm64) EntryCount(kind CountKind, s LineSite) (DepthCode, bool) {
 	if kind == CountShared {
 		code := a.CountCode(kind, s.Counter)
@@ -76,14 +77,18 @@ func (a arm64) EntryCount(kind CountKind, s LineSite) (DepthCode, bool) {
 }
 
 // inArea reports whether s can be counted in the thread's area: a table,
-// an aligned counter in reach, not on a goroutine's stack.
+// an aligned counter in reach, not on a goroutine's stack unless through
+// the thread pointer.
 func (s LineSite) inArea() bool {
-	return s.Table != 0 && s.Table%4 == 0 && s.Areas != 0 && s.Counter%8 == 0 && s.Areas+s.Counter >= s.Areas && !s.GoStack
+	return s.Table != 0 && s.Table%4 == 0 && s.Areas != 0 && s.Counter%8 == 0 && s.Areas+s.Counter >= s.Areas &&
+		(!s.GoStack || s.ThreadPointer)
 }
 
 // areaCount appends the count of s's counter in the thread's area: the
 // counter's address into x16 (the area's offset from the stack table, and
-// the address of the counter in area 0: Areas plus Counter), then
+// the address of the counter in area 0: Areas plus Counter; or, through
+// the thread pointer, mrs x16, tpidr_el0; mov x17, #Counter; add x16,
+// x16, x17), then
 //
 //	ldr x17, [x16]; add x17, x17, #1; str x17, [x16]
 //
@@ -94,7 +99,13 @@ func (s LineSite) inArea() bool {
 // store: the thread starts again from before the load (empty for a
 // cover, whose store is the same whenever it comes).
 func (a *a64Asm) areaCount(s LineSite) (from, to int) {
-	a.locate(s.Table, s.Areas+s.Counter)
+	if s.ThreadPointer {
+		a.goLocate()
+		a.emit(a64MovImm(a64X17, s.Counter)...)
+		a.emit(a64AddReg(a64X16, a64X16, a64X17))
+	} else {
+		a.locate(s.Table, s.Areas+s.Counter)
+	}
 	if s.Cover {
 		a.emit(a64MovImm(a64X17, 1)...)
 		a.emit(a64Str(a64X17, a64X16, 0))

@@ -48,9 +48,10 @@ func acSite(cover bool) LineSite {
 }
 
 // acRegs are the registers of a thread at sp about to run the code at
-// pTramp: each register a value of its own, flags set.
+// pTramp: each register a value of its own, flags set, the thread
+// pointer area 1's (a Go program's, where PROFILE sets it).
 func acRegs(sp uint64) *fakeRegs {
-	r := &fakeRegs{pc: pTramp, flags: psN | psC | psV}
+	r := &fakeRegs{pc: pTramp, flags: psN | psC | psV, tp: acAreas + acStride}
 	for i := range r.r {
 		r.r[i] = 0x1111 * uint64(i+1)
 	}
@@ -211,6 +212,38 @@ func TestLineCodeInAreaARM64(t *testing.T) {
 		}
 	}
 	acSignals(t, "line", d, 16)
+}
+
+// TestEntryCountThreadPointerARM64: a Go function's entry counts in the
+// area the thread pointer holds (TPIDR_EL0, set by PROFILE), whatever its
+// stack: a goroutine's, in no table, which the code never reads.
+func TestEntryCountThreadPointerARM64(t *testing.T) {
+	s := acSite(false)
+	s.GoStack, s.ThreadPointer = true, true
+	d, ok := ARM64.EntryCount(CountInArea, s)
+	if !ok {
+		t.Fatal("no count")
+	}
+	want := []string{"mrs x16, tpidr_el0", "mov x17, #0x4018", "add x16, x16, x17", "ldr x17, [x16]", "add x17, x17, #0x1", "str x17, [x16]"}
+	if diff := cmp.Diff(want, gnuDisasm(t, d.Code, 0)); diff != "" {
+		t.Errorf("listing (-want +got):\n%s", diff)
+	}
+	m := acMem()
+	for n := range uint64(3) {
+		r := acRegs(0xc000_0123_4560) // (a goroutine's stack)
+		want := r.at(pTramp + uint64(len(d.Code)))
+		if err := a64Exec(d.Code, pTramp, r, m); err != nil {
+			t.Fatal(err)
+		}
+		want.r[aX16], want.r[aX17] = acAreas+acStride+acCounter, n+1
+		if *r != *want || acCount(m, 1) != n+1 || acCount(m, 0) != 0 {
+			t.Errorf("count %d: area 1's %d, area 0's %d; registers\n got %+v\nwant %+v", n+1, acCount(m, 1), acCount(m, 0), *r, *want)
+		}
+	}
+	acSignals(t, "a Go entry", d, 0)
+	if _, ok := ARM64.LineCode(CountInArea, s); ok {
+		t.Error("a Go line's count through the thread pointer: its stack may end below sp")
+	}
 }
 
 // TestCountInAreaRefused: no count in an area without a table, for an

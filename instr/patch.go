@@ -175,13 +175,17 @@ const jumpBackRoom = 5
 // whether the count is a cover (the counter set to one), the code runs on
 // a goroutine's stack (a Go module's code), and the flags are dead there
 // ([Instrumenter.FlagsDead]). Table and Areas find a thread's area from
-// its stack pointer, for CountInArea, as [Depth]'s do. An entry's count
+// its stack pointer, for CountInArea, as [Depth]'s do; where
+// ThreadPointer is set, the thread pointer holds the area's address
+// (arm64's TPIDR_EL0, which PROFILE sets in a Go program that has no
+// other use for it, as for [Ring.ThreadPointer]). An entry's count
 // ([Instrumenter.EntryCount]) takes its counter, table and areas, and
 // GoStack for a Go function's.
 type LineSite struct {
 	Counter, Save           uint64
 	Cover, GoStack, NoFlags bool
 	Table, Areas            uint64
+	ThreadPointer           bool
 }
 
 // CountKind says how trampolines count on a CPU.

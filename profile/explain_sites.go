@@ -269,7 +269,7 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 		f := &t.plan.Funcs[item]
 		notes[tr.addr] = "the count: one more call of " + f.Name
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if n := len(c.layout.CountCode(t.arch, item)); n < len(tr.code.Code) {
+			if n := len(c.entryCount(t.arch, item, f).Code); n < len(tr.code.Code) {
 				notes[tr.addr+uint64(n)] = "the call depth: the thread's stack of calls, for the deepest nesting"
 			}
 		}

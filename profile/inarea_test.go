@@ -165,8 +165,10 @@ func TestVforkInAreasDiscounted(t *testing.T) {
 // TestEntriesInAreas: counting in the threads' areas, a C function's
 // entry jumps to a trampoline that counts in the thread's area (the
 // region of its count's load and store rolled back), then keeps the
-// call depth; a Go function's keeps a breakpoint (its goroutine's stack
-// is in no table), its reason said.
+// call depth; a Go function's counts in the area its thread pointer
+// holds, where PROFILE sets it (a Go program that has no other use for
+// it), else keeps a breakpoint (its goroutine's stack is in no table),
+// its reason said.
 func TestEntriesInAreas(t *testing.T) {
 	// stp x29, x30, [sp, #-16]!; mov x29, sp; mov w0, #0; ldp x29, x30, [sp], #16; ret
 	fn := a64Code(0xa9bf7bfd, 0x910003fd, 0x52800000, 0xa8c17bfd, 0xd65f03c0)
@@ -176,45 +178,59 @@ func TestEntriesInAreas(t *testing.T) {
 			{Name: "f", Entry: leafAt, Low: leafAt, High: leafAt + 20},
 			{Name: "main.g", Entry: leafAt + 20, Low: leafAt + 20, High: leafAt + 40, Frame: datafile.FrameGoroutine},
 		}}
-	mem := &fakeMem{base: pieAt, b: append(code, make([]byte, 64)...)}
-	e, _ := testPlanter(plan, mem, fakeAreas(mem))
-	e.arch = instr.ARM64
-	e.scan = codeScan{code: codeMaps{instr.MapCode(instr.ARM64, code, pieAt, nil)}}
-	l, _ := layout.New(layout.Spec{Kind: instr.CountInArea, Items: 2, ByTable: true, MaxBlocks: 8, DepthSlots: depthSlots})
-	l.Place(0x7f00_0000_0000)
-	c := &counters{layout: l, blockOf: map[int]int{}}
-	var handed []int
-	et := newEntryTrampolines(plan, instr.ARM64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
-	et.env.counters = c
-	bias := uint64(pieAt - leafAt)
-	in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
-	maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-	items := []int{0, 1}
-	p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
-		area: e.areaNear(in, maps, e.areaCells(items, bias, 0, false)), entries: slices.Clone(items), counters: c}
-	if err := et.plant(p); err != nil {
-		t.Fatal(err)
-	}
-	if et.patched != 1 || len(et.fellBack) != 1 || !errors.Is(et.fellBack[0].err, errGoArea) || !slices.Equal(handed, []int{1}) {
-		t.Fatalf("%d patched, fall-backs %+v, handed %v; want f patched, main.g handed to the breakpoints (no table)", et.patched, et.fellBack, handed)
-	}
-	if r := fallBackReason(et.fellBack[0].err); r != "Go function, no LSE" {
-		t.Errorf("reason %q", r)
-	}
-	if len(c.tramps) != 1 {
-		t.Fatalf("%d trampolines, want f's", len(c.tramps))
-	}
-	tp := c.tramps[0]
-	count := l.EntryCount(instr.ARM64, 0, false)
-	depth, _ := instr.ARM64.DepthCode(l.Depth(false))
-	if !bytes.HasPrefix(tp.code.Code, append(slices.Clone(count.Code), depth.Code...)) || len(count.Rollback) != 1 {
-		t.Errorf("trampoline % x, want f's count in its area, then the call depth", tp.code.Code)
-	}
-	want := []region{{at: 0, rollback: count.Rollback}, {at: len(count.Code), rollback: depth.Rollback}}
-	if !reflect.DeepEqual(tp.regions, want) {
-		t.Errorf("regions %+v, want the count's and the depth's %+v", tp.regions, want)
-	}
-	if !c.rolls() || !et.entryScratch(0) {
-		t.Errorf("rolls %v, scratch %v: want a thread rolled out of a count in its area, x16 and x17 used", c.rolls(), et.entryScratch(0))
+	for _, tp := range []bool{false, true} {
+		mem := &fakeMem{base: pieAt, b: append(slices.Clone(code), make([]byte, 64)...)}
+		e, _ := testPlanter(plan, mem, fakeAreas(mem))
+		e.arch = instr.ARM64
+		e.scan = codeScan{code: codeMaps{instr.MapCode(instr.ARM64, code, pieAt, nil)}}
+		l, _ := layout.New(layout.Spec{Kind: instr.CountInArea, Items: 2, ByTable: true, MaxBlocks: 8, DepthSlots: depthSlots})
+		l.Place(0x7f00_0000_0000)
+		c := &counters{env: counterEnv{threadPointer: tp}, layout: l, blockOf: map[int]int{}}
+		var handed []int
+		et := newEntryTrampolines(plan, instr.ARM64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
+		et.env.counters = c
+		bias := uint64(pieAt - leafAt)
+		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
+		maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+		items := []int{0, 1}
+		p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
+			area: e.areaNear(in, maps, e.areaCells(items, bias, 0, false)), entries: slices.Clone(items), counters: c}
+		if err := et.plant(p); err != nil {
+			t.Fatal(err)
+		}
+		c.sortTramps()
+		if !tp && (et.patched != 1 || len(et.fellBack) != 1 || !errors.Is(et.fellBack[0].err, errGoArea) || !slices.Equal(handed, []int{1})) {
+			t.Fatalf("%d patched, fall-backs %+v, handed %v; want f patched, main.g handed to the breakpoints (no table)", et.patched, et.fellBack, handed)
+		}
+		if !tp {
+			if r := fallBackReason(et.fellBack[0].err); r != "Go function, no LSE" {
+				t.Errorf("reason %q", r)
+			}
+		}
+		if tp && (et.patched != 2 || len(et.fellBack) != 0 || len(c.tramps) != 2) {
+			t.Fatalf("thread pointer: %d patched, fall-backs %+v: want both", et.patched, et.fellBack)
+		}
+		tf := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt })]
+		count := c.entryCount(instr.ARM64, 0, &plan.Funcs[0])
+		depth, _ := instr.ARM64.DepthCode(l.Depth(false))
+		if !bytes.HasPrefix(tf.code.Code, append(slices.Clone(count.Code), depth.Code...)) || len(count.Rollback) != 1 {
+			t.Errorf("trampoline % x, want f's count in its area, then the call depth", tf.code.Code)
+		}
+		want := []region{{at: 0, rollback: count.Rollback}, {at: len(count.Code), rollback: depth.Rollback}}
+		if !reflect.DeepEqual(tf.regions, want) {
+			t.Errorf("regions %+v, want the count's and the depth's %+v", tf.regions, want)
+		}
+		if tp {
+			tg := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt+20 })]
+			s := l.Site(1)
+			s.GoStack, s.ThreadPointer = true, true
+			goCount, _ := instr.ARM64.EntryCount(instr.CountInArea, s)
+			if !bytes.HasPrefix(tg.code.Code, goCount.Code) || !reflect.DeepEqual(tg.regions, []region{{at: 0, rollback: goCount.Rollback}}) {
+				t.Errorf("main.g's trampoline % x, regions %+v: want its count through the thread pointer, and no depth", tg.code.Code, tg.regions)
+			}
+		}
+		if !c.rolls() || !et.entryScratch(0) {
+			t.Errorf("rolls %v, scratch %v: want a thread rolled out of a count in its area, x16 and x17 used", c.rolls(), et.entryScratch(0))
+		}
 	}
 }

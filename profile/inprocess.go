@@ -185,6 +185,27 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	return c, nil
 }
 
+// entryCount is the count of item at the entry of f, as arch's
+// trampolines count (instr.Instrumenter.EntryCount): a Go function's,
+// whose goroutine's stack is in no stack table, through the thread
+// pointer where PROFILE sets it (threadPointers); empty where the
+// trampolines cannot count it.
+func (c *counters) entryCount(arch instr.Instrumenter, item int, f *datafile.Func) instr.DepthCode {
+	s := c.layout.Site(item)
+	s.GoStack = f.Frame != datafile.FrameSP
+	s.ThreadPointer = s.GoStack && c.threadPointers()
+	d, _ := arch.EntryCount(c.layout.Kind, s)
+	return d
+}
+
+// threadPointers reports whether PROFILE points each thread's thread
+// pointer at its area of the stack table (arm64, in a Go program that has
+// no other use for it: probeCaps), where Go's record and book code, and a
+// Go function's count in the areas, find the thread's area.
+func (c *counters) threadPointers() bool {
+	return c != nil && c.layout.Table && (c.layout.Rings || c.layout.Books || c.layout.Kind == instr.CountInArea) && c.env.threadPointer
+}
+
 // keepsDepth reports whether trampolines keep the call depth.
 func (c *counters) keepsDepth() bool { return c != nil && c.layout.KeepsDepth() }
 
@@ -219,10 +240,11 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 		return err
 	}
 	if c.layout.Table {
-		if (c.layout.Rings || c.layout.Books) && env.threadPointer {
-			// Go's record code finds the thread's ring area here, and
-			// Go's book code the thread's book (the discard area for a
-			// thread beyond them).
+		if c.threadPointers() {
+			// Go's record code finds the thread's ring area here, Go's
+			// book code the thread's book, a Go function's count the
+			// thread's counters (the discard area for a thread beyond
+			// them, area 0 where threads count in their areas).
 			area := b
 			if !owned {
 				area = 0

@@ -106,7 +106,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		return env.arch.Trampoline(&q, addr, nil)
 	}
 	if env.timer == nil {
-		count := c.layout.EntryCount(env.arch, item, f.Frame != datafile.FrameSP).Code
+		count := c.entryCount(env.arch, item, f).Code
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
@@ -148,13 +148,14 @@ func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.T
 		// The count's (in the thread's area: between its load and its
 		// store), then the call depth's.
 		var rs []region
-		count := c.layout.EntryCount(env.arch, item, f.Frame != datafile.FrameSP)
+		count := c.entryCount(env.arch, item, f)
 		if len(count.Rollback) > 0 {
 			rs = append(rs, region{at: base, rollback: count.Rollback})
 		}
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
-			rs = append(rs, region{at: base + len(count.Code), rollback: d.Rollback})
+			if d, ok := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine)); ok {
+				rs = append(rs, region{at: base + len(count.Code), rollback: d.Rollback})
+			}
 		}
 		return rs
 	}
@@ -225,8 +226,9 @@ var (
 	errLoopEntry = errors.New("a branch of the function to its own entry")
 	// errGoArea: a Go function's entry, where threads count in their
 	// areas of the stack table (arm64 without LSE), found from the stack
-	// pointer: a goroutine's stack is in no table.
-	errGoArea = errors.New("a Go function, whose goroutine's stack is in no stack table (arm64 without LSE counts in the thread's area)")
+	// pointer: a goroutine's stack is in no table, and the thread pointer
+	// is not PROFILE's to point at the area (probeCaps).
+	errGoArea = errors.New("a Go function, whose goroutine's stack is in no stack table, in a program whose thread pointer its dynamic linker or C library sets (arm64 without LSE counts in the thread's area)")
 )
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.

@@ -117,11 +117,12 @@ var hosts = map[string]struct {
 	// without, each thread in its area of the stack table).
 	inProcessNeeds string
 	// goInProcessNeeds is the feature without which the entries of Go
-	// functions keep breakpoints (PRF4646, "Go function, no LSE"): on
+	// functions may keep breakpoints (PRF4646, "Go function, no LSE"): on
 	// arm64 the LSE atomics ("atomics"; an ARMv8.0 core such as the
 	// Cortex-A57 has not, and counts in the thread's area of the stack
-	// table, found from the stack pointer: a goroutine's stack is in
-	// none).
+	// table, found from the stack pointer, a goroutine's stack in none,
+	// or through the thread pointer, which PROFILE sets only in a Go
+	// program built without cgo, not as a PIE).
 	goInProcessNeeds string
 	// goDepth: PROFILE keeps the call depth of Go programs too, not only
 	// of others (not on arm64, whose goroutine stacks are in no stack

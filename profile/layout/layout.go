@@ -250,21 +250,12 @@ func (l *Layout) Site(item int) instr.LineSite {
 	return s
 }
 
-// EntryCount is the count of item at a function's entry, as a's
-// trampolines count (instr.Instrumenter.EntryCount), for a Go function
-// (goStack) or another; an empty DepthCode where a's trampolines cannot
-// count it.
-func (l *Layout) EntryCount(a instr.Instrumenter, item int, goStack bool) instr.DepthCode {
-	s := l.Site(item)
-	s.GoStack = goStack
-	d, _ := a.EntryCount(l.Kind, s)
-	return d
-}
-
 // CountCode is the code of the count of item at the entry of a function
-// that is not Go's (EntryCount).
+// that is not Go's, as a's trampolines count
+// (instr.Instrumenter.EntryCount); nil where they cannot.
 func (l *Layout) CountCode(a instr.Instrumenter, item int) []byte {
-	return l.EntryCount(a, item, false).Code
+	d, _ := a.EntryCount(l.Kind, l.Site(item))
+	return d.Code
 }
 
 // BlockAddr is the address in the program of block b.
