@@ -268,8 +268,8 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	case first && item >= 0:
 		f := &t.plan.Funcs[item]
 		notes[tr.addr] = "the count: one more call of " + f.Name
-		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if n := len(c.entryCount(t.arch, item, f).Code); n < len(tr.code.Code) {
+		if et := t.parts.entries; et != nil && c.keepsDepth() && f.Frame != datafile.FrameNone {
+			if n := len(et.entryCount(item).Code); n < len(tr.code.Code) {
 				notes[tr.addr+uint64(n)] = "the call depth: the thread's stack of calls, for the deepest nesting"
 			}
 		}

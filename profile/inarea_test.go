@@ -211,7 +211,7 @@ func TestEntriesInAreas(t *testing.T) {
 			t.Fatalf("thread pointer: %d patched, fall-backs %+v: want both", et.patched, et.fellBack)
 		}
 		tf := c.tramps[slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == pieAt })]
-		count := c.entryCount(instr.ARM64, 0, &plan.Funcs[0])
+		count := et.entryCount(0)
 		depth, _ := instr.ARM64.DepthCode(l.Depth(false))
 		if !bytes.HasPrefix(tf.code.Code, append(slices.Clone(count.Code), depth.Code...)) || len(count.Rollback) != 1 {
 			t.Errorf("trampoline % x, want f's count in its area, then the call depth", tf.code.Code)

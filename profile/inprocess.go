@@ -185,19 +185,6 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	return c, nil
 }
 
-// entryCount is the count of item at the entry of f, as arch's
-// trampolines count (instr.Instrumenter.EntryCount): a Go function's,
-// whose goroutine's stack is in no stack table, through the thread
-// pointer where PROFILE sets it (threadPointers); empty where the
-// trampolines cannot count it.
-func (c *counters) entryCount(arch instr.Instrumenter, item int, f *datafile.Func) instr.DepthCode {
-	s := c.layout.Site(item)
-	s.GoStack = f.Frame != datafile.FrameSP
-	s.ThreadPointer = s.GoStack && c.threadPointers()
-	d, _ := arch.EntryCount(c.layout.Kind, s)
-	return d
-}
-
 // threadPointers reports whether PROFILE points each thread's thread
 // pointer at its area of the stack table (arm64, in a Go program that has
 // no other use for it: probeCaps), where Go's record and book code, and a

@@ -106,7 +106,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		return env.arch.Trampoline(&q, addr, nil)
 	}
 	if env.timer == nil {
-		count := c.entryCount(env.arch, item, f).Code
+		count := et.entryCount(item).Code
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
@@ -139,6 +139,20 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	return tr, nil
 }
 
+// entryCount is the count of item at its function's entry, as the
+// trampolines count (instr.Instrumenter.EntryCount): a Go function's,
+// whose goroutine's stack is in no stack table, through the thread
+// pointer where PROFILE sets it (counters.threadPointers); empty where
+// the trampolines cannot count it.
+func (et *entryTrampolines) entryCount(item int) instr.DepthCode {
+	c := et.env.counters
+	s := c.layout.Site(item)
+	s.GoStack = et.env.plan.Funcs[item].Frame != datafile.FrameSP
+	s.ThreadPointer = s.GoStack && c.threadPointers()
+	d, _ := et.env.arch.EntryCount(c.layout.Kind, s)
+	return d
+}
+
 // entryRegions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
@@ -148,7 +162,7 @@ func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.T
 		// The count's (in the thread's area: between its load and its
 		// store), then the call depth's.
 		var rs []region
-		count := c.entryCount(env.arch, item, f)
+		count := et.entryCount(item)
 		if len(count.Rollback) > 0 {
 			rs = append(rs, region{at: base, rollback: count.Rollback})
 		}
