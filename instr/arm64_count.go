@@ -19,7 +19,8 @@ import "encoding/binary"
 //     and the store fails again and again;
 //   - threads contend for the counter's cache line;
 //   - it measured 22-25 ns a count in the Cortex-A57 VM, the area's count
-//     8-10 ns, in a loop of each alone.
+//     8-10 ns (docs/performance.md, "ARMv8.0 counts in-process (issue 34,
+//     part 4)").
 
 // hwcapAtomics is HWCAP_ATOMICS, bit 8 of AT_HWCAP on arm64: the LSE
 // atomic instructions of ARMv8.1, STADD among them (Linux
