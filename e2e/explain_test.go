@@ -14,9 +14,9 @@ import (
 // The narrated mode, profile --explain, on the counts fixture
 // (testdata/progs/c/counts.c): what PROFILE says it does, checked against
 // what it did. The sites' bytes are each architecture's; whether a site
-// is patched in-process or keeps a breakpoint depends on the CPU (arm64
-// counts in-process only with LSE), and the narration says which: the
-// checks follow it.
+// is patched in-process or keeps a breakpoint depends on the site (a
+// site no jump fits keeps one), and the narration says which: the checks
+// follow it.
 
 // explained runs prep with prepArgs, then profile with the options
 // before the program counts and its argument 5, then prep /M, in a fresh
@@ -121,10 +121,12 @@ func siteBytes() (jump, brk string) {
 	return `  after   ([0-9a-f]{2} ?)+  .*\n`, `  after   cc( [0-9a-f]{2})*  int3`
 }
 
-// countInstruction is the count a trampoline of function counting runs.
+// countInstruction is the count a trampoline of function counting runs:
+// on arm64 the atomic add of LSE, or without it the store into the
+// thread's area.
 func countInstruction() string {
 	if runtime.GOARCH == "arm64" {
-		return `stadd x17, \[x16\]`
+		return `(stadd|str) x17, \[x16\]`
 	}
 	return `incq %gs:0x[0-9a-f]+`
 }

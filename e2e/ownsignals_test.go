@@ -17,10 +17,9 @@ import (
 // trampolines) and with breakpoints (the instruction under a breakpoint
 // run from its slot), with the calls that make each run long enough for
 // a few dozen signals and short enough for a test: calls in-process,
-// stepped where each call stops (with breakpoints, or counting on an
-// arm64 CPU without LSE, where nothing counts in-process), slow under
-// emulation (the arm64 VM), where a stop takes a millisecond or two and
-// each signal is one too.
+// stepped where each call stops (with breakpoints), slow under emulation
+// (the arm64 VM), where a stop takes a millisecond or two and each signal
+// is one too.
 var ownCodeRuns = []struct {
 	name                 string
 	prep, opts           []string

@@ -24,6 +24,13 @@ func (amd64) CountCode(kind CountKind, counter uint64) []byte {
 	return binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0xff, 0x04, 0x25}, uint32(counter))
 }
 
+// EntryCount returns CountCode's code, of s.Counter: one instruction,
+// nothing to roll back.
+func (a amd64) EntryCount(kind CountKind, s LineSite) (DepthCode, bool) {
+	code := a.CountCode(kind, s.Counter)
+	return DepthCode{Code: code}, code != nil
+}
+
 // LineCode returns the count of a line site, which changes neither the
 // flags (live inside a body: a cmp before the line's first instruction,
 // a jcc after it) nor any register, and writes nothing on the stack (the

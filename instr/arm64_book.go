@@ -11,13 +11,14 @@ import "encoding/binary"
 // carry arguments at an entry and results at a return.
 
 // locate appends the finding of the thread's area, into x16, through the
-// stack table (as RecordCode's table form).
-func (a *a64Asm) locate(b Book) {
+// stack table at table (as RecordCode's table form): areas plus the
+// area's offset the table gives for the stack pointer's page.
+func (a *a64Asm) locate(table, areas uint64) {
 	a.emit(a64AddImm(a64X16, a64SP, 0))                                                                  // MOV x16, sp
 	a.emit(0xd3400000 | DepthTablePage<<16 | (DepthTablePage+DepthTableBits-1)<<10 | a64X16<<5 | a64X16) // UBFX (UBFM)
-	a.emit(a64MovImm(a64X17, b.Table)...)
+	a.emit(a64MovImm(a64X17, table)...)
 	a.emit(0xb8607800 | a64X16<<16 | a64X17<<5 | a64X16) // LDR (register), 32-bit, LSL #2
-	a.emit(a64MovImm(a64X17, b.Areas)...)
+	a.emit(a64MovImm(a64X17, areas)...)
 	a.emit(a64AddReg(a64X16, a64X17, a64X16))
 }
 

@@ -74,7 +74,7 @@ func (a *a64Asm) find(b Book) {
 		a.goLocate()
 		return
 	}
-	a.locate(b)
+	a.locate(b.Table, b.Areas)
 }
 
 // key appends, for a Go function's code, the finding of its goroutine's

@@ -2,7 +2,6 @@ package instr
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -18,11 +17,6 @@ import (
 // A-profile (DDI 0487): the instruction classes of C4.1 ("A64 instruction
 // set encoding") and the instruction pages of C6.2, cited by name, since
 // C6.2's numbering changes between releases.
-
-// hwcapAtomics is HWCAP_ATOMICS, bit 8 of AT_HWCAP on arm64: the LSE
-// atomic instructions of ARMv8.1, STADD among them (Linux
-// arch/arm64/include/uapi/asm/hwcap.h).
-const hwcapAtomics = 1 << 8
 
 // Instruction words and fields the trampolines use.
 const (
@@ -341,38 +335,6 @@ func (a arm64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 		out = append(out, a.Breakpoint()...)
 	}
 	return out, nil
-}
-
-// errNoLSE is why an ARMv8.0 CPU cannot count: STADD is ARMv8.1 LSE, and
-// a LDXR/STXR loop needs a third register, which has no free home.
-var errNoLSE = errors.New("arm64 without LSE atomics (ARMv8.0)")
-
-// Counting returns CountShared when hwcap has HWCAP_ATOMICS, else an
-// error wrapping [ErrNoCounting].
-func (arm64) Counting(hwcap uint64) (CountKind, error) {
-	if hwcap&hwcapAtomics == 0 {
-		return 0, fmt.Errorf("%w: %w", ErrNoCounting, errNoLSE)
-	}
-	return CountShared, nil
-}
-
-// CountCode returns, for CountShared, the code adding one to the 8-byte
-// counter at address counter (which must be 8-byte aligned, as atomics
-// require): MOVZ/MOVK x16, counter; MOVZ x17, #1; STADD x17, [x16]. STADD
-// is LDADD with Rt = xzr (C6.2 "STADD", "LDADD": size 11 111 0 00 A 0 R 1
-// Rs 0 000 00 Rn Rt, 0xf8200000; C4.1 "Atomic memory operations"). It
-// writes x16 and x17 only, no flags, no stack. Other kinds: nil.
-func (arm64) CountCode(kind CountKind, counter uint64) []byte {
-	if kind != CountShared {
-		return nil
-	}
-	words := append(a64MovImm(a64X16, counter), 0xd2800000|1<<5|a64X17)
-	words = append(words, 0xf8200000|a64X17<<16|a64X16<<5|31)
-	code := make([]byte, 0, len(words)*a64InstLen)
-	for _, w := range words {
-		code = binary.LittleEndian.AppendUint32(code, w)
-	}
-	return code
 }
 
 // ShortReach returns 0, 0: there is no short jump.

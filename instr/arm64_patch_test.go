@@ -665,26 +665,22 @@ func TestPatchJumpARM64(t *testing.T) {
 	}
 }
 
+// TestCountingARM64: the atomic count with LSE, else the count in the
+// thread's area, never an error.
 func TestCountingARM64(t *testing.T) {
 	const atomics = 1 << 8 // HWCAP_ATOMICS, arch/arm64/include/uapi/asm/hwcap.h
 	for _, c := range []struct {
 		hwcap uint64
-		ok    bool
+		want  CountKind
 	}{
-		{atomics, true},
-		{0xefff, true}, // a Neoverse core: fp asimd ... atomics cpuid ...
-		{0xff, false},  // fp asimd evtstrm aes pmull sha1 sha2 crc32: Cortex-A72
-		{0xffff &^ atomics, false},
-		{0, false},
+		{atomics, CountShared},
+		{0xefff, CountShared}, // a Neoverse core: fp asimd ... atomics cpuid ...
+		{0xff, CountInArea},   // fp asimd evtstrm aes pmull sha1 sha2 crc32: Cortex-A72
+		{0xffff &^ atomics, CountInArea},
+		{0, CountInArea},
 	} {
-		kind, err := ARM64.Counting(c.hwcap)
-		switch {
-		case c.ok && (err != nil || kind != CountShared):
-			t.Errorf("Counting(%#x) = %v, %v; want CountShared", c.hwcap, kind, err)
-		case !c.ok && (!errors.Is(err, ErrNoCounting) || !strings.Contains(err.Error(), "arm64 without LSE atomics (ARMv8.0)")):
-			t.Errorf("Counting(%#x) = %v, %v; want ErrNoCounting, without LSE", c.hwcap, kind, err)
-		case !c.ok && Reason(err) != "no counting":
-			t.Errorf("Reason(%v) = %q", err, Reason(err))
+		if kind, err := ARM64.Counting(c.hwcap); err != nil || kind != c.want {
+			t.Errorf("Counting(%#x) = %v, %v; want %v", c.hwcap, kind, err, c.want)
 		}
 	}
 }

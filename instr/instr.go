@@ -363,8 +363,17 @@ type Instrumenter interface {
 	Counting(hwcap uint64) (CountKind, error)
 	// CountCode returns the position-independent code that adds one to a
 	// counter: for CountPerThread, counter is its offset in the thread's
-	// block; for CountShared, its address.
+	// block; for CountShared, its address. Nil for CountInArea, whose
+	// code needs the stack table too (EntryCount).
 	CountCode(kind CountKind, counter uint64) []byte
+	// EntryCount returns the count of a function's entry, where the
+	// registers the calling convention frees at a call are free, and the
+	// flags: CountCode's code, of s.Counter, or for CountInArea the count
+	// in the thread's area that s's table finds, with how a thread
+	// stopped inside it is rolled out (Rollback). False where the kind is
+	// not the architecture's, or the count cannot be made for the entry
+	// (s.GoStack: a Go function's, on a goroutine's stack).
+	EntryCount(kind CountKind, s LineSite) (DepthCode, bool)
 	// LineCode returns the code that counts line site s in its
 	// trampoline (see [LineSite]). Inside a function body the flags and
 	// every register may be live, so the code changes neither (but the

@@ -170,14 +170,23 @@ func (t *Trampoline) ExactPC(addr, end, pc uint64) (uint64, bool) {
 const jumpBackRoom = 5
 
 // LineSite is what [Instrumenter.LineCode] counts: the counter (as
-// CountCode takes it), the offset in a thread's block where the code may
-// save a register, and whether the count is a cover (the counter set to
-// one), the code runs on a goroutine's stack (a Go module's code), that
-// code is Go assembly (a .s file's, whose registers follow no compiler's
-// rules), and the flags are dead there ([Instrumenter.FlagsDead]).
+// CountCode takes it; for CountInArea its offset in a thread's area), the
+// offset in a thread's block where the code may save a register, and
+// whether the count is a cover (the counter set to one), the code runs on
+// a goroutine's stack (a Go module's code), that code is Go assembly (a
+// .s file's, whose registers follow no compiler's rules), and the flags
+// are dead there ([Instrumenter.FlagsDead]). Table and Areas find a
+// thread's area from its stack pointer, for CountInArea, as [Depth]'s do;
+// where ThreadPointer is set, the thread pointer holds the area's address
+// (arm64's TPIDR_EL0, which PROFILE sets in a Go program that has no
+// other use for it, as for [Ring.ThreadPointer]). An entry's count
+// ([Instrumenter.EntryCount]) takes its counter, table and areas, and
+// GoStack for a Go function's.
 type LineSite struct {
 	Counter, Save                  uint64
 	Cover, GoStack, GoAsm, NoFlags bool
+	Table, Areas                   uint64
+	ThreadPointer                  bool
 }
 
 // CountKind says how trampolines count on a CPU.
@@ -191,6 +200,11 @@ const (
 	// CountShared: the counter is an absolute address, shared by every
 	// thread and added to atomically (arm64 LSE STADD).
 	CountShared
+	// CountInArea: the counter is an offset in the running thread's area
+	// of the stack table (the table form of [Depth]), found from the stack
+	// pointer, and added to with a plain load and store: no other thread
+	// writes the area (arm64 without LSE, ARMv8.0).
+	CountInArea
 )
 
 // Reasons a site cannot be patched and keeps a breakpoint. Errors of

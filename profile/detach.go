@@ -251,7 +251,7 @@ func (a *attachment) putBase(tid int, keep bool) {
 		regs.SetThreadBase(base)
 		t.proc.setRegs(tid, &regs)
 	}
-	if t.parts.counters != nil && t.parts.counters.layout.Table && (t.parts.counters.layout.Rings || t.parts.counters.layout.Books) && t.caps.threadPointer {
+	if t.parts.counters.threadPointers() {
 		p, ok := a.pointers[tid]
 		if !ok {
 			p = a.pointer

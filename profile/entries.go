@@ -109,6 +109,8 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 		if err := env.timer.timed(f); err != nil {
 			return nil, err
 		}
+	} else if c := env.counters; c != nil && c.layout.Kind == instr.CountInArea && f.Frame != datafile.FrameSP && !c.threadPointers() {
+		return nil, errGoArea
 	}
 	if et.entryScratch(item) && slices.Contains(instr.ScanCode(env.arch, p.text.b[lo-p.text.start:hi-p.text.start], lo).Jumps, f.Entry+p.bias) {
 		return nil, errLoopEntry

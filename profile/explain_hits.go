@@ -194,9 +194,9 @@ func (x *hitNarrator) scan() bool {
 		if c.layout.Books {
 			end = c.next // (each thread's calls in its own book)
 		}
-		for b := 1; b < end; b++ {
+		for b := c.layout.FirstCounted(); b < end; b++ {
 			n := c.layout.Entered(mem, b, k)
-			if n != 0 && tid == 0 && (c.layout.PerThread() || c.layout.Books) {
+			if n != 0 && tid == 0 && (c.layout.PerThread() || c.layout.Books || c.layout.Kind == instr.CountInArea) {
 				tid = owner[b]
 			}
 			sum += n

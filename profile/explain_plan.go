@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -179,6 +180,9 @@ func (x *planNarrator) mechanism() {
 	if c.layout.PerThread() {
 		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread has a block of its own (%s), which its thread base register points at: the main thread's is at %#x.",
 			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.BlockSize), c.layout.BlockAddr(1))
+	} else if c.layout.Kind == instr.CountInArea {
+		x.say("The counters: %s of memory shared by PROFILE and the program, mapped into it at %#x. Each thread counts in an area of its own (%s, the first at %#x, its counters at %#x in it), found from its stack pointer through the stack table at %#x, a word for each page of stack addresses, which PROFILE points at the area of the thread whose stack holds the page: the CPU has no atomic add (arm64 without LSE), and a count is a load and a store in the thread's own area. A stack no thread owns (an alternate signal stack) counts in area 0, which counts too.",
+			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.Stride), c.layout.AreaAddr(1), c.layout.CountAt(), c.layout.ProgAddr+c.layout.TableAt)
 	} else if c.layout.Books {
 		x.say("The books: %s of memory shared by PROFILE and the program, mapped into it at %#x: an area of %s for each thread, the first at %#x, and the stack table at %#x, a word for each page of stack addresses, which PROFILE points at the area of the thread whose stack holds the page.",
 			bytesWords(size), c.layout.ProgAddr, bytesWords(c.layout.Stride), c.layout.AreaAddr(1), c.layout.ProgAddr+c.layout.TableAt)

@@ -232,8 +232,11 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	switch {
 	case p.lines && first:
 		count := "the count of the line"
-		if c.layout.PerThread() {
+		switch {
+		case c.layout.PerThread():
 			count += ", in the thread's block"
+		case c.layout.Kind == instr.CountInArea:
+			count += ", in the thread's area, found from the stack pointer"
 		}
 		// The count proper may come after registers it saves first
 		// (x86-64 where the flags are live, arm64's x16 and x17): the
@@ -265,8 +268,8 @@ func (x *siteNarrator) notes(p *planting, v siteView) map[uint64]string {
 	case first && item >= 0:
 		f := &t.plan.Funcs[item]
 		notes[tr.addr] = "the count: one more call of " + f.Name
-		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if n := len(c.layout.CountCode(t.arch, item)); n < len(tr.code.Code) {
+		if et := t.parts.entries; et != nil && c.keepsDepth() && f.Frame != datafile.FrameNone {
+			if n := len(et.entryCount(item).Code); n < len(tr.code.Code) {
 				notes[tr.addr+uint64(n)] = "the call depth: the thread's stack of calls, for the deepest nesting"
 			}
 		}

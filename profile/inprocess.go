@@ -21,10 +21,14 @@ import (
 //
 // On amd64 every thread has its own block of counters, its GS base, given
 // by PROFILE at the thread's first stop: a count is one incq %gs:offset,
-// with no lock. On arm64 the counters are shared and added to atomically
-// (LSE). Block 0 takes the counts of the processes that share the
-// program's memory but are not the program (a vfork child before its
-// exec): they are not the program's calls.
+// with no lock. On arm64 with LSE the counters are shared and added to
+// atomically (STADD); without LSE (ARMv8.0) every thread counts in its
+// area of the stack table (below), with a plain load and store. Block 0
+// takes the counts of the processes that share the program's memory but
+// are not the program (a vfork child before its exec): they are not the
+// program's calls. (In the areas, a vfork child counts in the area of its
+// stack, its waiting parent's or area 0, and what it adds is discounted
+// when it leaves: vforked.)
 //
 // The call depth is kept in-process too, by a shadow stack per thread
 // (instr.Depth): on amd64 in the thread's block, after its counters; on
@@ -75,11 +79,10 @@ type counters struct {
 	tramps []*tramp
 	// overflow is set once a thread had to share a block.
 	overflow bool
-	// Where counters are shared, a vfork child's calls land in them too:
-	// vforkSnap holds the counters as they were when a child of a
-	// single-threaded program was vforked (its parent is suspended, no
-	// other thread runs), and discount what such children added.
-	vforkSnap map[int][]uint64
+	// Where counters are shared, or in the areas, a vfork child's calls
+	// land in them too: vforkSnap holds the counters it counts in as they
+	// were when it was vforked, and discount what such children added.
+	vforkSnap map[int]vforkSnap
 	discount  []uint64
 	// stacks has the pages of the table each area's thread owns, to be
 	// given back to the discard area when it ends.
@@ -182,6 +185,14 @@ func newCounters(env counterEnv, calls *injector, pageSize uint64, kind instr.Co
 	return c, nil
 }
 
+// threadPointers reports whether PROFILE points each thread's thread
+// pointer at its area of the stack table (arm64, in a Go program that has
+// no other use for it: probeCaps), where Go's record and book code, and a
+// Go function's count in the areas, find the thread's area.
+func (c *counters) threadPointers() bool {
+	return c != nil && c.layout.Table && (c.layout.Rings || c.layout.Books || c.layout.Kind == instr.CountInArea) && c.env.threadPointer
+}
+
 // keepsDepth reports whether trampolines keep the call depth.
 func (c *counters) keepsDepth() bool { return c != nil && c.layout.KeepsDepth() }
 
@@ -216,10 +227,11 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 		return err
 	}
 	if c.layout.Table {
-		if (c.layout.Rings || c.layout.Books) && env.threadPointer {
-			// Go's record code finds the thread's ring area here, and
-			// Go's book code the thread's book (the discard area for a
-			// thread beyond them).
+		if c.threadPointers() {
+			// Go's record code finds the thread's ring area here, Go's
+			// book code the thread's book, a Go function's count the
+			// thread's counters (the discard area for a thread beyond
+			// them, area 0 where threads count in their areas).
 			area := b
 			if !owned {
 				area = 0
@@ -257,8 +269,12 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 		c.overflow = true
 	case c.layout.Table:
 		// Every area is in use: this thread's frames go to the discard
-		// area (only its depth is lost: the counters are shared).
+		// area (only its depth is lost where the counters are shared;
+		// where they are in the areas, it counts in area 0 with the
+		// threads on stacks no thread owns, and a count may be lost when
+		// two add to one counter at once).
 		owned = false
+		c.overflow = c.layout.Kind == instr.CountInArea
 	default:
 		// Every block is in use: this thread shares the main thread's,
 		// and a count may be lost when both add to one counter at once.
@@ -271,31 +287,51 @@ func (c *counters) take(tid int, foreign bool) (b int, owned bool) {
 	return b, owned
 }
 
-// vforked notes, where counters are shared, the counters at the start of
-// vfork child tid of a program whose only thread is its suspended parent.
+// vforkSnap is what a vfork child will count in, and its counts when the
+// child was made: block 1 (shared counters), or an area.
+type vforkSnap struct {
+	b      int
+	counts []uint64
+}
+
+// vforked notes the counters at the start of vfork child tid, where it
+// counts into the program's: shared counters, of a program whose only
+// thread is its suspended parent; or the area of the child's stack, where
+// threads count in their areas: its suspended parent's, on whose stack
+// a vfork child runs, or area 0 (a stack of its own, as posix_spawn's
+// child has: exact where no thread of the program counts in area 0
+// meanwhile).
 func (c *counters) vforked(tid int) {
-	if c.layout.PerThread() || c.programThreads() != 1 {
+	b := 1
+	switch {
+	case c.layout.Kind == instr.CountInArea:
+		var regs ptrace.Regs
+		if err := c.env.proc.getRegs(tid, &regs); err != nil {
+			return
+		}
+		b = c.tableArea(c.env.arch.SP(&regs))
+	case c.layout.PerThread() || c.programThreads() != 1:
 		return
 	}
 	if c.vforkSnap == nil {
-		c.vforkSnap = map[int][]uint64{}
+		c.vforkSnap = map[int]vforkSnap{}
 	}
-	c.vforkSnap[tid] = c.block(1, c.env.items)
+	c.vforkSnap[tid] = vforkSnap{b, c.block(b, c.env.items)}
 }
 
 // foreignDone discounts what vfork child tid counted, now that it has
 // called exec or exited.
 func (c *counters) foreignDone(tid int) {
-	if c.vforkSnap[tid] == nil {
+	snap, ok := c.vforkSnap[tid]
+	if !ok {
 		return
 	}
-	snap := c.vforkSnap[tid]
 	delete(c.vforkSnap, tid)
 	if c.discount == nil {
-		c.discount = make([]uint64, len(snap))
+		c.discount = make([]uint64, len(snap.counts))
 	}
-	for i, now := range c.block(1, len(snap)) {
-		c.discount[i] += now - snap[i]
+	for i, now := range c.block(snap.b, len(snap.counts)) {
+		c.discount[i] += now - snap.counts[i]
 	}
 }
 
@@ -311,7 +347,7 @@ func (c *counters) programThreads() int {
 	return n
 }
 
-// block returns a copy of the first n counters of block b.
+// block returns a copy of the first n counters of block b, or area b.
 func (c *counters) block(b, n int) []uint64 {
 	mem := c.shared.Bytes()
 	out := make([]uint64, n)
@@ -330,8 +366,9 @@ func (c *counters) threadBorn(tid int, foreign bool) error {
 	return c.giveBlock(tid, foreign)
 }
 
-// threadEnded returns an ended thread's block for reuse: its counts stay
-// in it and are summed at the end with the others. What a vfork child
+// threadEnded returns an ended thread's block, or area, for reuse: its
+// counts stay in it, the next thread's added to them, and are summed at
+// the end with the others. What a vfork child
 // counted, now that it has called exec or exited, is discounted
 // (foreignDone).
 func (c *counters) threadEnded(tid int) {
@@ -358,8 +395,8 @@ func (c *counters) addCounts(hits []uint64) {
 	}
 }
 
-// totals returns the first n counters summed over every block used but
-// the discard block, less what vfork children added.
+// totals returns the first n counters summed over every block, or area,
+// used but the discard block, less what vfork children added.
 func (c *counters) totals(n int) []uint64 { return sumCounters(c, n, nil) }
 
 // sumCounters is c.totals(n), into dst (grown to n): a sweep's looks
@@ -368,7 +405,7 @@ func sumCounters(c *counters, n int, dst []uint64) []uint64 {
 	sums := slices.Grow(dst[:0], n)[:n]
 	clear(sums)
 	mem := c.shared.Bytes()
-	for b := 1; b < c.layout.Counted(c.next); b++ {
+	for b := c.layout.FirstCounted(); b < c.layout.Counted(c.next); b++ {
 		for i := range sums {
 			sums[i] += c.layout.Count(mem, b, i)
 		}

@@ -72,11 +72,11 @@ func (lt *lineTrampolines) buildHost(p *planting, site, x uint64) instr.Build {
 // before the instruction at x: the flags as they are at x.
 func (lt *lineTrampolines) hostCode(p *planting, site, x uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	return e.arch.LineCode(e.counters.layout.Kind, instr.LineSite{
-		Counter: e.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(site)]), Save: lt.save,
-		Cover: lt.cover, GoStack: lt.isGo(p.mi), GoAsm: lt.goAsm(p, site),
-		NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, x),
-	})
+	s := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(site)])
+	s.Save, s.Cover = lt.save, lt.cover
+	s.GoStack, s.GoAsm = lt.isGo(p.mi), lt.goAsm(p, site)
+	s.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, x)
+	return e.arch.LineCode(e.counters.layout.Kind, s)
 }
 
 // putHost is put for the patch pl at x that keeps the count of the line

@@ -296,11 +296,11 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 // code without touching the goroutine's stack.
 func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	return e.arch.LineCode(e.counters.layout.Kind, instr.LineSite{
-		Counter: e.counters.layout.CounterRef(p.lineSites.counter[p.lineSites.find(addr)]), Save: lt.save,
-		Cover: lt.cover, GoStack: lt.isGo(p.mi), GoAsm: lt.goAsm(p, addr),
-		NoFlags: !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr),
-	})
+	site := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(addr)])
+	site.Save, site.Cover = lt.save, lt.cover
+	site.GoStack, site.GoAsm = lt.isGo(p.mi), lt.goAsm(p, addr)
+	site.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr)
+	return e.arch.LineCode(e.counters.layout.Kind, site)
 }
 
 // goAsm reports whether the line site at addr, in planting p, is Go

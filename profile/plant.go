@@ -107,7 +107,9 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 	}
 	if lines != nil {
 		t.parts.lines = lines
-		code, _ := t.arch.LineCode(kind, instr.LineSite{Counter: t.parts.counters.layout.CounterRef(0), Save: lines.save, Cover: lines.cover})
+		site := t.parts.counters.layout.Site(0)
+		site.Save, site.Cover = lines.save, lines.cover
+		code, _ := t.arch.LineCode(kind, site)
 		t.parts.counters.saves = len(code.Rollback) > 0
 	} else {
 		t.parts.entries = newEntryTrampolines(t.plan, t.arch, t.parts.plant, t.parts.bp.plantEntry)

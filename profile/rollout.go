@@ -49,9 +49,10 @@ func recordRegion(at int, rc *instr.RecordCode) region {
 }
 
 // rolls reports whether trampolines have code a thread stopped for a
-// signal must be rolled out of: the call depth's, or the record code.
+// signal must be rolled out of: the call depth's, the record code, a
+// count in the thread's area (between its load and its store).
 func (c *counters) rolls() bool {
-	return c.keepsDepth() || (c != nil && (c.layout.Rings || c.layout.Books || c.saves))
+	return c.keepsDepth() || (c != nil && (c.layout.Rings || c.layout.Books || c.saves || c.layout.Kind == instr.CountInArea))
 }
 
 // rollBack undoes a thread stopped inside a trampoline's depth or record

@@ -66,3 +66,30 @@ func TestTimingAlternateStack(t *testing.T) {
 		}
 	}
 }
+
+// TestCountingAlternateStack: counting, tick()'s calls on the alternate
+// signal stack count as many as the handler ran, in-process and with
+// breakpoints: on arm64 without LSE, where each thread counts in the
+// area its stack pointer finds, they count in area 0, a stack no thread
+// owns, which counts too.
+func TestCountingAlternateStack(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "sigstack", "-O2", "-pthread")
+	spins, unit, period := 40, 500, 200
+	if testutil.Slow() {
+		spins, unit, period = 20, 5000, 10000
+	}
+	for _, place := range []string{"above", "below"} {
+		for _, mech := range mechanisms {
+			t.Run(place+"/"+mech.name, func(t *testing.T) {
+				plan := planFor(t, prog, datafile.FuncCounting, "outer", "spin", "tick")
+				got := runWith(t, plan, prog, mech.breakpoints, place, strconv.Itoa(spins), strconv.Itoa(unit), strconv.Itoa(period))
+				var ticks uint64
+				if _, err := fmt.Sscanf(got.stdout, "sigstack "+place+" ticks %d", &ticks); err != nil || ticks == 0 || !got.res.Exited || got.res.ExitCode != 0 {
+					t.Fatalf("output %q (%v), exited %v, status %d: want some ticks", got.stdout, err, got.res.Exited, got.res.ExitCode)
+				}
+				checkHits(t, got.hits, map[string]uint64{"outer": 1, "spin": uint64(spins), "tick": ticks})
+			})
+		}
+	}
+}

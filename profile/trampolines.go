@@ -106,7 +106,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 		return env.arch.Trampoline(&q, addr, nil)
 	}
 	if env.timer == nil {
-		count := c.layout.CountCode(env.arch, item)
+		count := et.entryCount(item).Code
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
 			d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
@@ -139,17 +139,39 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	return tr, nil
 }
 
+// entryCount is the count of item at its function's entry, as the
+// trampolines count (instr.Instrumenter.EntryCount): a Go function's,
+// whose goroutine's stack is in no stack table, through the thread
+// pointer where PROFILE sets it (counters.threadPointers); empty where
+// the trampolines cannot count it.
+func (et *entryTrampolines) entryCount(item int) instr.DepthCode {
+	c := et.env.counters
+	s := c.layout.Site(item)
+	s.GoStack = et.env.plan.Funcs[item].Frame != datafile.FrameSP
+	s.ThreadPointer = s.GoStack && c.threadPointers()
+	d, _ := et.env.arch.EntryCount(c.layout.Kind, s)
+	return d
+}
+
 // entryRegions returns the regions of the trampoline tr of item's entry (see
 // entryTrampoline).
 func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.Trampoline, addr uint64, base int) []region {
 	env := &et.env
 	c := env.counters
 	if env.timer == nil {
-		if !c.keepsDepth() || f.Frame == datafile.FrameNone {
-			return nil
+		// The count's (in the thread's area: between its load and its
+		// store), then the call depth's.
+		var rs []region
+		count := et.entryCount(item)
+		if len(count.Rollback) > 0 {
+			rs = append(rs, region{at: base, rollback: count.Rollback})
 		}
-		d, _ := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine))
-		return []region{{at: base + len(c.layout.CountCode(env.arch, item)), rollback: d.Rollback}}
+		if c.keepsDepth() && f.Frame != datafile.FrameNone {
+			if d, ok := env.arch.DepthCode(c.layout.Depth(f.Frame == datafile.FrameGoroutine)); ok {
+				rs = append(rs, region{at: base + len(count.Code), rollback: d.Rollback})
+			}
+		}
+		return rs
 	}
 	entry := env.timer.eventCode(item, entryEvent)
 	rs := []region{entry.at(base)}
@@ -192,14 +214,15 @@ func preludeAt(p *instr.Patch, tr *instr.Trampoline, addr, entry uint64) int {
 
 // entryScratch reports whether the instrumentation of item's entry uses
 // registers the calling convention leaves free at a call, not at a branch
-// of f's own (arm64's x16 and x17: the record code, and the call depth's
-// table form).
+// of f's own (arm64's x16 and x17: the record code, the call depth's
+// table form, the count in the thread's area).
 func (et *entryTrampolines) entryScratch(item int) bool {
 	env := &et.env
 	if env.timer != nil {
 		return env.timer.eventCode(item, entryEvent).scratch
 	}
-	return env.counters.layout.Table && env.counters.keepsDepth() && env.plan.Funcs[item].Frame != datafile.FrameNone
+	l := &env.counters.layout
+	return l.Kind == instr.CountInArea || (l.Table && env.counters.keepsDepth() && env.plan.Funcs[item].Frame != datafile.FrameNone)
 }
 
 // hopLen is the room of a hop: the longest full jump (amd64 jmp rel32).
@@ -215,6 +238,11 @@ var (
 	// loop, or a recursive call made a jump), where the registers the
 	// instrumentation uses may be live.
 	errLoopEntry = errors.New("a branch of the function to its own entry")
+	// errGoArea: a Go function's entry, where threads count in their
+	// areas of the stack table (arm64 without LSE), found from the stack
+	// pointer: a goroutine's stack is in no table, and the thread pointer
+	// is not PROFILE's to point at the area (probeCaps).
+	errGoArea = errors.New("a Go function, whose goroutine's stack is in no stack table, in a program whose thread pointer its dynamic linker or C library sets (arm64 without LSE counts in the thread's area)")
 )
 
 // fallBackReason classifies why an entry keeps a breakpoint, in a few words.
@@ -244,6 +272,8 @@ func fallBackReason(err error) string {
 		return "no room where its jump lands"
 	case errors.Is(err, errGoAssembly):
 		return "Go assembly, its registers not free"
+	case errors.Is(err, errGoArea):
+		return "Go function, no LSE"
 	}
 	return instr.Reason(err)
 }

@@ -113,9 +113,17 @@ var hosts = map[string]struct {
 	timesInProcess bool
 	// inProcessNeeds is the feature of /proc/cpuinfo without which
 	// PROFILE counts function entries with breakpoints, not in-process
-	// ("" for none): on arm64 the LSE atomics ("atomics"; an ARMv8.0
-	// core such as the Cortex-A57 has not, and PROFILE warns PRF4648).
+	// ("" for none: arm64 counts in-process with the LSE atomics or
+	// without, each thread in its area of the stack table).
 	inProcessNeeds string
+	// goInProcessNeeds is the feature without which the entries of Go
+	// functions may keep breakpoints (PRF4646, "Go function, no LSE"): on
+	// arm64 the LSE atomics ("atomics"; an ARMv8.0 core such as the
+	// Cortex-A57 has not, and counts in the thread's area of the stack
+	// table, found from the stack pointer, a goroutine's stack in none,
+	// or through the thread pointer, which PROFILE sets only in a Go
+	// program built without cgo, not as a PIE).
+	goInProcessNeeds string
 	// goDepth: PROFILE keeps the call depth of Go programs too, not only
 	// of others (not on arm64, whose goroutine stacks are in no stack
 	// table: docs/linux.md, "Call depth").
@@ -125,7 +133,7 @@ var hosts = map[string]struct {
 	threadBlocks bool
 }{
 	"amd64": {timesInProcess: true, goDepth: true, threadBlocks: true},
-	"arm64": {timesInProcess: true, inProcessNeeds: "atomics"},
+	"arm64": {timesInProcess: true, goInProcessNeeds: "atomics"},
 }
 
 // TimesInProcess reports whether PROFILE times functions in-process on
@@ -137,11 +145,22 @@ func TimesInProcess() bool { return hosts[runtime.GOARCH].timesInProcess }
 // needs (hosts).
 func InProcess() bool {
 	h, ok := hosts[runtime.GOARCH]
-	if !ok || h.inProcessNeeds == "" {
-		return ok
+	return ok && cpuHas(h.inProcessNeeds)
+}
+
+// GoInProcess reports whether PROFILE counts the entries of Go
+// functions in-process on this machine too (hosts).
+func GoInProcess() bool {
+	return InProcess() && cpuHas(hosts[runtime.GOARCH].goInProcessNeeds)
+}
+
+// cpuHas reports whether /proc/cpuinfo names feature ("": yes).
+func cpuHas(feature string) bool {
+	if feature == "" {
+		return true
 	}
 	b, err := os.ReadFile("/proc/cpuinfo")
-	return err == nil && slices.Contains(strings.Fields(string(b)), h.inProcessNeeds)
+	return err == nil && slices.Contains(strings.Fields(string(b)), feature)
 }
 
 // KeepsDepth reports whether PROFILE keeps the call depth of function

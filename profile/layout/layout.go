@@ -13,7 +13,8 @@ import (
 )
 
 // Spec is what a layout is made for: Items counters per block, counted
-// as Kind says (instr.Instrumenter.Counting); the threads' shadow stacks
+// as Kind says (instr.Instrumenter.Counting: CountInArea counts alone,
+// with no rings or books); the threads' shadow stacks
 // in their blocks where InBlock (the architecture keeps the call depth
 // so), or through the stack table where ByTable; rings of Records
 // records, where the run times in-process (Rings); at most MaxBlocks
@@ -45,7 +46,7 @@ type Spec struct {
 
 // Layout is how the memory PROFILE shares with the program is laid
 // out, and how a thread's part of it is found and addressed. It has the
-// two forms of the architecture's count (instr.CountKind, chosen by
+// three forms of the architecture's count (instr.CountKind, chosen by
 // instr.Instrumenter.Counting):
 //
 //   - Per-thread blocks (instr.CountPerThread, x86-64): every thread has
@@ -60,6 +61,13 @@ type Spec struct {
 //     area of its own, Stride bytes, found through the stack table, 4
 //     bytes for each page of stack addresses (instr.TableIndex), which
 //     PROFILE fills for each thread's stack at its first stop.
+//   - Counters in the areas (instr.CountInArea, arm64 without LSE, which
+//     has no atomic add): the table's areas as in the second form, each
+//     with the thread's counters (CountAt) after its shadow stack, added
+//     to with a plain load and store. A count names its counter by its
+//     offset in the area. Area 0 counts too, the counts of threads on a
+//     stack no thread owns (an alternate signal stack, a coroutine's) or
+//     beyond the areas (FirstCounted).
 //
 // Block 0, and area 0, are the discard: what is written there is no
 // thread's of the program (a vfork child's, a thread's beyond the
@@ -112,10 +120,17 @@ type Layout struct {
 func New(s Spec) (Layout, uint64) {
 	kind, rings := s.Kind, s.Rings
 	l := Layout{Kind: kind, BlockSize: (uint64(max(s.Items, 1))*8 + 63) &^ 63, Rings: rings,
-		Table: s.ByTable && kind == instr.CountShared, Stride: instr.DepthAreaAlign,
+		Table: (s.ByTable && kind == instr.CountShared) || kind == instr.CountInArea, Stride: instr.DepthAreaAlign,
 		Records: s.Records, DepthSlots: s.DepthSlots}
 	maxBlocks := s.MaxBlocks
 	switch {
+	case kind == instr.CountInArea:
+		// The counters follow the depth area where the trampolines
+		// keep the call depth, else start the area (DepthSlots 0).
+		if !s.ByTable {
+			l.DepthSlots = 0
+		}
+		l.Stride = (l.CountAt() + l.BlockSize + instr.DepthAreaAlign - 1) &^ (instr.DepthAreaAlign - 1)
 	case s.Books && kind == instr.CountPerThread:
 		l.Books, l.BookAt, l.BookFuncs, l.BookNodes = true, l.BlockSize, s.BookFuncs, s.BookNodes
 		l.BlockSize += (l.Book().Size() + 63) &^ 63
@@ -140,7 +155,7 @@ func New(s Spec) (Layout, uint64) {
 		l.BlockSize += (instr.DepthAreaSize(l.DepthSlots) + 63) &^ 63
 	}
 	l.NBlocks = maxBlocks
-	if kind == instr.CountShared {
+	if kind == instr.CountShared || kind == instr.CountInArea {
 		l.NBlocks = 2
 	}
 	for l.NBlocks > 2 && uint64(l.NBlocks)*l.BlockSize > 1<<30 {
@@ -172,7 +187,8 @@ func New(s Spec) (Layout, uint64) {
 
 // Place puts the layout at addr, where the memory is mapped in the
 // program: the areas of the table start at the first multiple of their
-// stride after the two blocks, and the goroutines' books where there are
+// stride after the two blocks (of DepthAreaAlign, where the areas hold
+// counters: CountInArea), and the goroutines' books where there are
 // some.
 func (l *Layout) Place(addr uint64) {
 	l.ProgAddr = addr
@@ -181,7 +197,11 @@ func (l *Layout) Place(addr uint64) {
 		if l.GoBooks > 0 {
 			from = l.GoBooksAt + uint64(l.GoBooks)*l.GoStride
 		}
-		areas := (addr + from + l.Stride - 1) &^ (l.Stride - 1)
+		align := l.Stride
+		if l.Kind == instr.CountInArea {
+			align = instr.DepthAreaAlign
+		}
+		areas := (addr + from + align - 1) &^ (align - 1)
 		l.AreasAt = areas - addr
 		l.TableAt = l.AreasAt + uint64(l.NBlocks)*l.Stride
 	}
@@ -196,21 +216,46 @@ func (l *Layout) PerThread() bool { return l.Kind == instr.CountPerThread }
 func (l *Layout) OwnParts() bool { return l.PerThread() || l.Table }
 
 // KeepsDepth reports whether trampolines keep the call depth.
-func (l *Layout) KeepsDepth() bool { return l.DepthAt != 0 || (l.Table && !l.Rings && !l.Books) }
+func (l *Layout) KeepsDepth() bool {
+	return l.DepthAt != 0 || (l.Table && !l.Rings && !l.Books && l.DepthSlots > 0)
+}
+
+// CountAt is, where threads count in their areas (CountInArea), the
+// offset of the counters in an area: after the depth area, where the
+// trampolines keep the call depth; 0 otherwise.
+func (l *Layout) CountAt() uint64 {
+	if l.Kind == instr.CountInArea && l.KeepsDepth() {
+		return instr.DepthAreaAlign
+	}
+	return 0
+}
 
 // CounterRef is what a trampoline's count instruction names for item:
-// its offset in a thread's block, or its address in block 1.
+// its offset in a thread's block or area, or its address in block 1.
 func (l *Layout) CounterRef(item int) uint64 {
-	if l.PerThread() {
+	switch l.Kind {
+	case instr.CountPerThread:
 		return uint64(item) * 8
+	case instr.CountInArea:
+		return l.CountAt() + uint64(item)*8
 	}
 	return l.ProgAddr + l.BlockSize + uint64(item)*8
 }
 
-// CountCode is the code of the count of item, as a's trampolines count
-// (instr.Instrumenter.CountCode).
+// Site is what the count code of item needs (instr.LineSite): its
+// counter, and the stack table where threads have areas.
+func (l *Layout) Site(item int) instr.LineSite {
+	s := instr.LineSite{Counter: l.CounterRef(item)}
+	s.Table, s.Areas = l.TableAddrs()
+	return s
+}
+
+// CountCode is the code of the count of item at the entry of a function
+// that is not Go's, as a's trampolines count
+// (instr.Instrumenter.EntryCount); nil where they cannot.
 func (l *Layout) CountCode(a instr.Instrumenter, item int) []byte {
-	return a.CountCode(l.Kind, l.CounterRef(item))
+	d, _ := a.EntryCount(l.Kind, l.Site(item))
+	return d.Code
 }
 
 // BlockAddr is the address in the program of block b.
@@ -251,9 +296,9 @@ func (l *Layout) AreaAt(addr uint64) (int, bool) {
 	return int((addr - first) / l.Stride), true
 }
 
-// Counted is the end of the blocks that hold counts, from block 1: where
-// threads have blocks, every block given so far (below next); else block
-// 1 alone.
+// Counted is the end of the blocks that hold counts, from block 1
+// (FirstCounted): where threads have blocks or areas, every one given so
+// far (below next); else block 1 alone.
 func (l *Layout) Counted(next int) int {
 	if l.Kind == instr.CountShared {
 		return 2
@@ -261,8 +306,23 @@ func (l *Layout) Counted(next int) int {
 	return next
 }
 
-// Count is counter k of block b in mem.
+// FirstCounted is the first block, or area, that holds counts of the
+// program: area 0 where threads count in their areas (CountInArea: the
+// threads on a stack no thread owns count there, with the threads beyond
+// the areas), else block 1 (block 0 is the discard).
+func (l *Layout) FirstCounted() int {
+	if l.Kind == instr.CountInArea {
+		return 0
+	}
+	return 1
+}
+
+// Count is counter k of block b in mem, or of area b where threads count
+// in their areas.
 func (l *Layout) Count(mem []byte, b, k int) uint64 {
+	if l.Kind == instr.CountInArea {
+		return binary.LittleEndian.Uint64(mem[l.AreasAt+uint64(b)*l.Stride+l.CountAt()+uint64(k)*8:])
+	}
 	return binary.LittleEndian.Uint64(mem[uint64(b)*l.BlockSize+uint64(k)*8:])
 }
 
@@ -296,7 +356,7 @@ func (l *Layout) GoBookOf(base uint64) (int, bool) {
 // Book is the book of each block or area, where they have one (Books).
 func (l *Layout) Book() instr.Book {
 	b := instr.Book{Offset: l.BookAt, Frames: l.DepthSlots, Funcs: l.BookFuncs, Nodes: l.BookNodes}
-	b.Table, b.Areas = l.tableAddrs()
+	b.Table, b.Areas = l.TableAddrs()
 	return b
 }
 
@@ -337,13 +397,13 @@ func (l *Layout) GoEntered(mem []byte, i, k int) uint64 {
 // frames of the given kind (goroutine: Go's internal ABI).
 func (l *Layout) Depth(goroutine bool) instr.Depth {
 	d := instr.Depth{Offset: l.DepthAt, Slots: l.DepthSlots, GoABI: goroutine}
-	d.Table, d.Areas = l.tableAddrs()
+	d.Table, d.Areas = l.TableAddrs()
 	return d
 }
 
-// tableAddrs returns the addresses in the program of the stack table and
+// TableAddrs returns the addresses in the program of the stack table and
 // of its areas, where threads have areas of the table; 0 and 0 else.
-func (l *Layout) tableAddrs() (table, areas uint64) {
+func (l *Layout) TableAddrs() (table, areas uint64) {
 	if !l.Table {
 		return 0, 0
 	}
@@ -353,7 +413,7 @@ func (l *Layout) tableAddrs() (table, areas uint64) {
 // Ring is what the record code of item's entry, or exit, needs.
 func (l *Layout) Ring() instr.Ring {
 	r := instr.Ring{Offset: l.RingAt, Records: l.Records}
-	r.Table, r.Areas = l.tableAddrs()
+	r.Table, r.Areas = l.TableAddrs()
 	return r
 }
 

@@ -177,3 +177,56 @@ func TestBookLayout(t *testing.T) {
 		t.Errorf("the table form has a book at %d", tl.BookAt)
 	}
 }
+
+// TestCountInAreaLayout: where threads count in their areas (arm64
+// without LSE), each area of the stack table has the thread's shadow
+// stack, then its counters (no stack without the depth: sampling), a count
+// naming its counter by its offset in the area; the areas are aligned
+// for the depth code, a stride that is no power of two included, as
+// many as take a GiB at most; area 0's counts are the program's too.
+func TestCountInAreaLayout(t *testing.T) {
+	const addr = 0x7f00_0000_3000
+	for _, c := range []struct {
+		name    string
+		items   int
+		byTable bool
+		countAt uint64
+		stride  uint64
+	}{
+		{"counting", 3, true, instr.DepthAreaAlign, 2 * instr.DepthAreaAlign},
+		{"sampling", 3, false, 0, instr.DepthAreaAlign},
+		{"many lines", 5000, true, instr.DepthAreaAlign, 4 * instr.DepthAreaAlign},
+		{"very many lines", 1 << 18, true, instr.DepthAreaAlign, instr.DepthAreaAlign + 2<<20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := Spec{Kind: instr.CountInArea, Items: c.items, ByTable: c.byTable, MaxBlocks: 1 << 20, DepthSlots: depthSlots}
+			if l, _ := New(spec); uint64(l.NBlocks)*l.Stride > 1<<30 || uint64(l.NBlocks)*l.Stride <= 1<<29 {
+				t.Errorf("%d areas of %#x bytes", l.NBlocks, l.Stride)
+			}
+			spec.MaxBlocks = 16
+			l, size := New(spec)
+			l.Place(addr)
+			if !l.Table || l.KeepsDepth() != c.byTable || l.CountAt() != c.countAt || l.Stride != c.stride || l.Rings || l.Books || l.NBlocks != 16 {
+				t.Fatalf("layout %+v: want 16 areas of %#x bytes, counters at %#x, depth kept %v", l, c.stride, c.countAt, c.byTable)
+			}
+			areas := l.ProgAddr + l.AreasAt
+			if areas%instr.DepthAreaAlign != 0 || areas < addr+2*l.BlockSize || l.TableAt+4*instr.DepthTableSize > size ||
+				l.TableAt != l.AreasAt+uint64(l.NBlocks)*l.Stride {
+				t.Fatalf("areas at %#x, table at +%#x, in %#x bytes", areas, l.TableAt, size)
+			}
+			k := c.items - 1
+			if l.CounterRef(k) != c.countAt+uint64(k)*8 || l.FirstCounted() != 0 || l.Counted(7) != 7 {
+				t.Errorf("counter %d at %#x, counted from area %d to %d", k, l.CounterRef(k), l.FirstCounted(), l.Counted(7))
+			}
+			if s := l.Site(k); s.Table != addr+l.TableAt || s.Areas != areas || s.Counter != l.CounterRef(k) {
+				t.Errorf("site %+v", s)
+			}
+			mem := make([]byte, size)
+			at := l.AreaAddr(3) + l.CounterRef(k) - addr
+			binary.LittleEndian.PutUint64(mem[at:], 42)
+			if got := l.Count(mem, 3, k); got != 42 || l.Count(mem, 2, k) != 0 || l.Entered(mem, 3, k) != 42 {
+				t.Errorf("area 3's counter %d reads %d, want 42", k, got)
+			}
+		})
+	}
+}
