@@ -200,28 +200,46 @@ func (m *CodeMap) Flow(lo, hi uint64, cuts []uint64) (*Flow, error) {
 
 // CrossJumps returns the direct jumps and calls of the code that land
 // outside the function of funcs they are in, or come from code of no
-// function: each its instruction's address and where it lands, sorted
-// by the latter. They are the ways into a function that its own
-// decoding does not see (a call, a cold part's jump back). Each
-// function is decoded from its start to its end and the code between
-// linearly, as [MapCode] does.
+// function, and the falls into a function from the code before it (the
+// last instruction before its start, when it may run, reached from a
+// function's start, a landing or a fall, and does not jump, return or
+// trap): each its
+// instruction's address and where it lands, sorted by the latter. They
+// are the ways into a function that its own decoding does not see (a
+// call, a cold part's jump back). Each function is decoded from its
+// start to its end and the code between linearly, as [MapCode] does.
 func (m *CodeMap) CrossJumps(funcs [][2]uint64) [][2]uint64 {
 	fns := slices.Clone(funcs)
 	slices.SortFunc(fns, func(x, y [2]uint64) int { return cmpU64(x[0], y[0]) })
 	end := m.start + uint64(len(m.code))
 	step := uint64(m.arch.instAlign())
+	landing := func(pc uint64) bool {
+		_, jumped := slices.BinarySearch(m.Jumps, pc)
+		_, called := m.Returns[pc]
+		return jumped || called
+	}
 	var out [][2]uint64
+	live := false // whether the last instruction may run and falls through
 	walk := func(lo, hi uint64, own bool) {
+		last := uint64(0)
 		for pc := lo; pc < hi; {
 			x, err := m.scan(m.code[pc-m.start:hi-m.start], pc)
 			if err != nil || x.n <= 0 {
 				pc += step
+				live = false
 				continue
 			}
 			if (x.kind == Jump || x.kind == CondJump || x.kind == Call) && x.target != 0 && (!own || x.target < lo || x.target >= hi) {
 				out = append(out, [2]uint64{pc, x.target})
 			}
+			// (A call returns, a system call too: the instruction after
+			// runs. A jump, a return or a trap goes on elsewhere.)
+			live = (live || landing(pc) || own && pc == lo) && x.kind != Jump && x.kind != Ret && x.kind != Trap
+			last = pc
 			pc += uint64(x.n)
+		}
+		if live && last != 0 && hi < end {
+			out = append(out, [2]uint64{last, hi})
 		}
 	}
 	pos := m.start

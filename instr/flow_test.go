@@ -144,4 +144,13 @@ func TestCrossJumps(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("CrossJumps = %x, want %x", got, want)
 	}
+	// f [1000,1002): nop; nop, falling off into nops, which fall into
+	// g [1004,1006): ret; nop; nops after a return fall nowhere, and
+	// h [1008,1009) is entered by nothing.
+	m = MapCode(AMD64, hexs(t, "9090 9090 c390 9090 c3"), 0x1000, nil)
+	got = m.CrossJumps([][2]uint64{{0x1000, 0x1002}, {0x1004, 0x1006}, {0x1008, 0x1009}})
+	want = [][2]uint64{{0x1001, 0x1002}, {0x1003, 0x1004}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("CrossJumps of falls = %x, want %x", got, want)
+	}
 }

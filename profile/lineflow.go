@@ -375,3 +375,33 @@ func (lt *lineTrampolines) deriveSites(p *planting, flow *flowPlacement) {
 	}
 	lt.solvers = append(lt.solvers, s)
 }
+
+// numDerived returns how many sites were counted by flow so far.
+func (lt *lineTrampolines) numDerived() int {
+	n := 0
+	for _, s := range lt.solvers {
+		n += len(s.derived)
+	}
+	return n
+}
+
+// derivedLines returns the lines of the sites counted by flow, and of
+// the sites that share their counts (--explain tells their first hits
+// at the end).
+func (lt *lineTrampolines) derivedLines() []int {
+	roots := map[int]bool{}
+	var out []int
+	for _, s := range lt.solvers {
+		for _, d := range s.derived {
+			roots[d.counter] = true
+			out = append(out, lt.lines[d.counter]...)
+		}
+	}
+	for b, a := range lt.alias {
+		if roots[a] {
+			out = append(out, lt.lines[b]...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

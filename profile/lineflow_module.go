@@ -73,6 +73,10 @@ func (lt *lineTrampolines) moduleFlow(p *planting, targets landings) *flowGraph 
 	}
 	anywhere = append(anywhere, e.plant.jumpTables(p)...)
 	slices.Sort(anywhere)
+	// (A PC-relative reference may name a place control comes to: a
+	// label whose address is taken, a transaction's fall-back.)
+	cuts := append(append(slices.Clone([]uint64(targets)), refs...), anywhere...)
+	slices.Sort(cuts)
 	g := &flowGraph{}
 	var parts []flowPart
 	for i, f := range funcs {
@@ -83,7 +87,7 @@ func (lt *lineTrampolines) moduleFlow(p *planting, targets landings) *flowGraph 
 		if cm == nil || cm.Decoded(f[0], f[1]) != nil || cm.InIndirect(f[0]) {
 			continue
 		}
-		fl, err := cm.Flow(f[0], f[1], targets)
+		fl, err := cm.Flow(f[0], f[1], cuts)
 		if err != nil {
 			continue
 		}
@@ -103,7 +107,7 @@ func (lt *lineTrampolines) moduleFlow(p *planting, targets landings) *flowGraph 
 			return nil
 		}
 	}
-	if !g.enterFrom(parts, cross) {
+	if !g.enterFrom(parts, cross, func(a uint64) bool { return e.plant.scan.code.boundary(a) == nil }) {
 		return nil
 	}
 	// (Where instructions have one length, an address takes two: arm64's
@@ -147,11 +151,13 @@ func (g *flowGraph) joinFar(fl *instr.Flow, base int) bool {
 	return true
 }
 
-// enterFrom marks the blocks of g that the direct jumps and calls of
-// cross (instr.CodeMap.CrossJumps) reach from code not joined in g (the
-// functions of parts), and reports whether each lands on a block's
-// start.
-func (g *flowGraph) enterFrom(parts []flowPart, cross [][2]uint64) bool {
+// enterFrom marks the blocks of g that the direct jumps, calls and falls
+// of cross (instr.CodeMap.CrossJumps) reach from code not joined in g
+// (the functions of parts), and reports whether each lands on a block's
+// start. One that lands inside an instruction of the decoding (boundary)
+// is no way in, as for the landings (planter.indirectTargets): bytes
+// between functions decoded as a jump.
+func (g *flowGraph) enterFrom(parts []flowPart, cross [][2]uint64, boundary func(uint64) bool) bool {
 	joined := func(a uint64) bool {
 		i, ok := slices.BinarySearchFunc(parts, a, func(pt flowPart, a uint64) int {
 			switch {
@@ -171,7 +177,7 @@ func (g *flowGraph) enterFrom(parts []flowPart, cross [][2]uint64) bool {
 		switch k := g.block(c[1]); {
 		case k >= 0 && g.blocks[k].start == c[1]:
 			g.blocks[k].entered = true
-		case k >= 0:
+		case k >= 0 && (boundary == nil || boundary(c[1])):
 			return false
 		}
 	}

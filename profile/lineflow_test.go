@@ -284,7 +284,7 @@ func TestModuleFlowJoin(t *testing.T) {
 					t.Fatal("joinFar refused")
 				}
 			}
-			if !fg.enterFrom(parts, tc.cross) {
+			if !fg.enterFrom(parts, tc.cross, nil) {
 				t.Fatal("enterFrom refused")
 			}
 			fg.enterAnywhere(tc.anywhere, tc.refs, tc.reach)
