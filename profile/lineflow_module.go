@@ -44,9 +44,8 @@ func (lt *lineTrampolines) placeByFlow(p *planting, addrs []uint64, targets land
 // system): the entry point, an exported function, a code pointer of the
 // data or a jump table's entry, a function whose address the code takes
 // (a PC-relative reference to it, or on arm64 up to a page before it),
-// a landing of a jump no decoded branch explains, a block
-// nothing reaches (an exception's landing pad); in a file of fixed
-// addresses, every function's entry. It returns nil where the functions
+// a block nothing reaches (an exception's landing pad); in a file of
+// fixed addresses, every function's entry. It returns nil where the functions
 // do not join (a branch into a block's middle). Not in a process
 // attached to, whose threads are in the middle of blocks already.
 func (lt *lineTrampolines) moduleFlow(p *planting, targets landings) *flowGraph {
@@ -79,8 +78,11 @@ func (lt *lineTrampolines) moduleFlow(p *planting, targets landings) *flowGraph 
 	slices.Sort(cuts)
 	g := &flowGraph{}
 	var parts []flowPart
+	end := uint64(0) // the end of the functions before
 	for i, f := range funcs {
-		if i > 0 && funcs[i-1][1] > f[0] || i+1 < len(funcs) && funcs[i+1][0] < f[1] {
+		before := end
+		end = max(end, f[1])
+		if before > f[0] || i+1 < len(funcs) && funcs[i+1][0] < f[1] {
 			continue // (overlapping another)
 		}
 		cm := e.plant.scan.code.at(f[0])
