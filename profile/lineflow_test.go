@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/testutil"
+	"github.com/sourceprofiler/sprof/prep"
 )
 
 // flowOf returns a flow of blocks 16 bytes each, at 16*b: succs are each
@@ -305,5 +308,33 @@ func TestModuleFlowJoin(t *testing.T) {
 	fg := &flowGraph{blocks: []flowNode{{start: 0x1000, end: 0x1010}, {start: 0x2000, end: 0x2010}}}
 	if fg.joinFar(h, 0) {
 		t.Error("a call into a block's middle joined")
+	}
+}
+
+// TestFlowRealPrograms plants the line counting of Lua and zstd (built
+// from Debian's sources by scripts/real-programs) for x86-64 and arm64
+// over a fake memory, as TestPatchRuleRealPrograms does: the functions
+// of both architectures are graphed and sites counted by flow.
+func TestFlowRealPrograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Lua and zstd (scripts/real-programs) the first time")
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, name := range []string{"lua", "zstd"} {
+			t.Run(arch+"/"+name, func(t *testing.T) {
+				path := testutil.RealProgram(t, arch, name)
+				plan, err := prep.BuildPlan(prep.Options{Method: datafile.LineCounting, Programs: []string{path}, Calibration: -1})
+				if err != nil {
+					t.Skipf("no plan of %s: %v", path, err)
+				}
+				tr, _, _ := realTracer(t, path, plan, pieBias[arch])
+				lt := tr.parts.lines
+				derived, shared := lt.numDerived(), len(lt.alias)
+				t.Logf("%d sites in-process: %d probed, %d share a block's count, %d counted by flow", lt.patched, lt.patched-shared-derived, shared, derived)
+				if derived*20 < lt.patched {
+					t.Errorf("%d of %d sites counted by flow, want 1 in 20 at least", derived, lt.patched)
+				}
+			})
+		}
 	}
 }
