@@ -31,6 +31,16 @@ func (x *endNarrator) ended(res *Result) {
 	default:
 		x.say("%s the program was killed by %s.", x.now(), describeSignal(res.Signal))
 	}
+	if lt := x.t.parts.lines; lt != nil && res.Counts != nil {
+		// (A site counted by flow has no probe to see run: its first
+		// hit is known at the end, when its count is derived.)
+		hits := res.Counts.Stats.Hits
+		for _, i := range lt.derivedLines() {
+			if i < len(hits) && hits[i] != 0 && i < len(x.hits.seen) {
+				x.hits.firstHit(i, "%s %s first hit, derived by flow from the probed sites' counters at the end (count %d)", x.now(), x.hits.itemName(i), hits[i])
+			}
+		}
+	}
 	untold := 0
 	if res.Counts != nil {
 		for i, n := range res.Counts.Stats.Hits {

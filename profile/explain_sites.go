@@ -18,9 +18,10 @@ import (
 // over each and the trampoline's code, or why it keeps a breakpoint.
 type siteNarrator struct {
 	*narrator
-	// aliases is how many line sites shared an earlier site's count when
-	// the last module was planted.
-	aliases int
+	// aliases is how many line sites shared an earlier site's count, and
+	// derived how many were counted by flow, when the last module was
+	// planted.
+	aliases, derived int
 }
 
 // siteView is one site of a module being planted, as the narration
@@ -85,10 +86,12 @@ func (x *siteNarrator) planting(p *planting) {
 		}
 		x.tell("site", "%s", x.describe(p, v, reasons))
 	}
-	shared := 0
-	if t.parts.lines != nil {
-		shared = len(t.parts.lines.alias) - x.aliases
-		x.aliases = len(t.parts.lines.alias)
+	shared, derived := 0, 0
+	if lt := t.parts.lines; lt != nil {
+		shared = len(lt.alias) - x.aliases
+		x.aliases = len(lt.alias)
+		derived = lt.numDerived() - x.derived
+		x.derived = lt.numDerived()
 	}
 	if more > 0 {
 		x.say("  ... and %s of %s, not described (the limit is %d; --explain-limit=0 describes every site).", plural(more, "more site"), m.Name, x.limit)
@@ -99,6 +102,9 @@ func (x *siteNarrator) planting(p *planting) {
 	}
 	if shared > 0 {
 		sum += fmt.Sprintf("; %s share the count of an earlier site in straight code, and need no probe", plural(shared, "more line site"))
+	}
+	if derived > 0 {
+		sum += fmt.Sprintf("; %s counted by flow, their counts derived from the probed sites' after the run", plural(derived, "more line site"))
 	}
 	x.say("%s.", sum)
 }

@@ -11,6 +11,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -49,6 +50,9 @@ type lineTrampolines struct {
 	index map[siteKey]int
 	lines [][]int
 	alias map[int]int
+	// solvers give the counts of the sites counted by flow
+	// (lineflow.go) from the others', a solver for each module planted.
+	solvers []*flowSolver
 	// save is the offset in a thread's block where the count code may
 	// save a register (instr.Instrumenter.LineCode).
 	save uint64
@@ -157,9 +161,9 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	ls := p.lineSites
 	all := ls.addrs
 	targets := sync.OnceValue(func() landings { return e.plant.indirectTargets(p) })
-	addrs, shared := all, [][2]uint64(nil)
+	addrs, shared, flow := all, [][2]uint64(nil), (*flowPlacement)(nil)
 	if !e.every {
-		addrs, shared = lt.shareBlocks(p, all, targets())
+		addrs, shared, flow = lt.shareBlocks(p, all, targets())
 	}
 	lay := e.plant.layout(p)
 	lay.Sites(addrs)
@@ -177,6 +181,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 		ls.take(addrs[n])
 		lt.patched++
 	}
+	lt.deriveSites(p, flow)
 	for _, ba := range shared {
 		b, a := ba[0], ba[1]
 		if !ls.taken(a) {
@@ -209,14 +214,24 @@ func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
 // (instr.Arch.PadGuards: BTI's): the pad's own patch is the site's
 // instruction, and no indirect jump lands there. A signal handler that
 // does not return (a longjmp out of it) between the two would count the
-// second once too often.
-func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64) {
+// second once too often. The sites of the functions whose flow is proven
+// are placed by flow instead (placeByFlow, lineflow.go): the placement
+// is returned, for plant to take its derived sites once it knows which
+// probes it planted.
+func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets landings) ([]uint64, [][2]uint64, *flowPlacement) {
 	e := &lt.env
+	flow, byFlow := lt.placeByFlow(p, addrs, targets)
 	var shared [][2]uint64 // a site, and the one it shares with
 	probed := make([]uint64, 0, len(addrs))
+	if flow != nil {
+		shared, probed = append(shared, flow.shared...), append(probed, flow.probes...)
+	}
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
-		if n > 0 && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+		if byFlow[b] {
+			continue
+		}
+		if n > 0 && !byFlow[addrs[n-1]] && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
 			(!e.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
 			instr.StraightTo(e.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
@@ -225,7 +240,8 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 		probed = append(probed, b)
 		root = b
 	}
-	return probed, shared
+	slices.Sort(probed)
+	return probed, shared, flow
 }
 
 // guarded reports whether the line site b of planting p comes just after
@@ -351,6 +367,12 @@ func (lt *lineTrampolines) forget(lo, hi uint64) {
 func (lt *lineTrampolines) collect(*Result) {
 	hits := lt.env.hits
 	totals := lt.env.counters.totals(len(lt.lines))
+	for _, s := range lt.solvers {
+		counts := s.counts(func(k int) uint64 { return totals[k] })
+		for i, d := range s.derived {
+			totals[d.counter] = counts[i]
+		}
+	}
 	for b, a := range lt.alias {
 		totals[b] += totals[a]
 	}

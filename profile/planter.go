@@ -415,21 +415,33 @@ func (p *planter) ownArea(addr uint64) bool {
 // the jump tables its code refers to (jumpTables), where instructions
 // begin. Sorted.
 func (pl *planter) indirectTargets(p *planting) landings {
+	return pl.boundaries(append(slices.Clone(pl.scan.landings), pl.dataLandings(p)...))
+}
+
+// dataLandings returns the places of the module of planting p that its
+// data and symbols lead to, whatever jumps there: the functions' starts,
+// the code pointers of the module's data and the entries of its jump
+// tables. Not sorted.
+func (pl *planter) dataLandings(p *planting) []uint64 {
 	path := pl.plan.Modules[p.mi].Path
 	if mapped := p.in.First.Path; mapped != "" {
 		path = mapped
 	}
-	out := slices.Clone(pl.scan.landings)
+	var out []uint64
 	for _, a := range elfid.ReadFuncStarts(path) {
 		out = append(out, a+p.bias)
 	}
 	for _, a := range elfid.ReadCodePointers(path) {
 		out = append(out, a+p.bias)
 	}
-	out = append(out, pl.jumpTables(p)...)
+	return append(out, pl.jumpTables(p)...)
+}
+
+// boundaries returns out sorted, without repeats and without the places
+// inside an instruction of the code's decoding: no target (a number that
+// looks like a pointer, a table read past its end).
+func (pl *planter) boundaries(out []uint64) landings {
 	slices.Sort(out)
-	// (A place inside an instruction of the decoding is no target: a
-	// number that looks like a pointer, a table read past its end.)
 	return slices.DeleteFunc(slices.Compact(out), func(a uint64) bool {
 		cm := pl.scan.code.at(a)
 		return cm != nil && cm.Boundary(a) != nil
