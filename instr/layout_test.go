@@ -60,15 +60,19 @@ func (r *fakeRoom) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (ui
 	if !grow {
 		return 0, false
 	}
-	for try, pg := 0, lo&^(r.pageSize-1); try < 4 && pg < hi; pg += r.pageSize {
+	// Four pages tried, each the next an address of the alignment is in
+	// (as PROFILE's room: no try spent on a page the alignment passes
+	// over).
+	pg := lo &^ (r.pageSize - 1)
+	for try := 0; try < 4; try, pg = try+1, pg+r.pageSize {
 		at := align(max(lo, pg), step, phase)
-		if at >= hi || at+uint64(n) > pg+r.pageSize {
-			continue // (as PROFILE's room: no try spent on a page the alignment passes over)
+		if at >= hi {
+			break
 		}
-		if _, ok := r.pages[pg]; ok || r.isBusy(pg) {
+		pg = at &^ (r.pageSize - 1)
+		if _, ok := r.pages[pg]; ok || r.isBusy(pg) || at+uint64(n) > pg+r.pageSize {
 			continue
 		}
-		try++
 		r.pages[pg] = make([]byte, r.pageSize)
 		r.made++
 		return at, true
