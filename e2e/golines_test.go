@@ -41,32 +41,34 @@ func TestGoLinesInProcess(t *testing.T) {
 	}
 	out := fmt.Sprintf("golines %d %d\n", g*sum, g*((r+1)/2))
 	for _, b := range goBuilds {
-		prog := testutil.BuildGo(t, "golines", b.flags...)
-		for _, procs := range []string{"1", "8"} {
-			t.Run(b.name+"-P"+procs, func(t *testing.T) {
-				var runs [2]map[int]uint64
-				for k, opts := range [][]string{nil, {"--breakpoints"}} {
-					dir, res := workflowWith(t, prog, []string{"/LC"}, opts, strconv.Itoa(r), procs)
-					if res.status != 0 || res.stdout != out {
-						t.Fatalf("profile %v: status %d, output %q, want %q\n%s", opts, res.status, res.stdout, out, res.stderr)
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildGo(t, "golines", b.flags...)
+			for _, procs := range []string{"1", "8"} {
+				t.Run("P"+procs, func(t *testing.T) {
+					var runs [2]map[int]uint64
+					for k, opts := range [][]string{nil, {"--breakpoints"}} {
+						dir, res := workflowWith(t, prog, []string{"/LC"}, opts, strconv.Itoa(r), procs)
+						if res.status != 0 || res.stdout != out {
+							t.Fatalf("profile %v: status %d, output %q, want %q\n%s", opts, res.status, res.stdout, out, res.stderr)
+						}
+						if opts == nil && testutil.InProcess() && strings.Contains(res.stderr, "PRF4673") {
+							t.Errorf("lines kept breakpoints:\n%s", res.stderr)
+						}
+						runs[k] = lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["main.go"]
 					}
-					if opts == nil && testutil.InProcess() && strings.Contains(res.stderr, "PRF4673") {
-						t.Errorf("lines kept breakpoints:\n%s", res.stderr)
+					for line, w := range want {
+						if runs[0][line] != w {
+							t.Errorf("main.go:%d: %d hits, want %d", line, runs[0][line], w)
+						}
 					}
-					runs[k] = lineCounts(t, must(t, dir, "plist", "/nologo", "/T", filepath.Base(prog)).stdout)["main.go"]
-				}
-				for line, w := range want {
-					if runs[0][line] != w {
-						t.Errorf("main.go:%d: %d hits, want %d", line, runs[0][line], w)
+					for line, n := range runs[1] {
+						if runs[0][line] != n {
+							t.Errorf("main.go:%d: %d hits in-process, %d with breakpoints", line, runs[0][line], n)
+						}
 					}
-				}
-				for line, n := range runs[1] {
-					if runs[0][line] != n {
-						t.Errorf("main.go:%d: %d hits in-process, %d with breakpoints", line, runs[0][line], n)
-					}
-				}
-			})
-		}
+				})
+			}
+		})
 	}
 }
 
