@@ -40,13 +40,17 @@ type site struct {
 // other lines of a line site several lines share; exit is the function
 // left (timing), -1 for none (an entry that is also an exit has both);
 // rendezvous marks the dynamic linker's breakpoint (modules.go). hits
-// counts the stops at an exit site (timing in-process: exitStops).
+// counts the stops at an exit site (timing in-process: exitStops). once
+// marks an entry's site taken out at its first hit, as coverage by
+// breakpoints takes them out, in a run whose other entries are covered
+// in-process (a Go function's on arm64 without LSE: entryTrampolines).
 type meaning struct {
 	item       int
 	more       []int
 	exit       int
 	rendezvous bool
 	hits       int
+	once       bool
 }
 
 // carrying is how the instruction under a site is carried out: disp
@@ -235,7 +239,7 @@ func (bp *breakpoints) plant(p *planting) error {
 		return bp.plantLines(p)
 	}
 	for _, item := range p.entries {
-		if err := bp.plantEntry(p, item); err != nil {
+		if err := bp.plantEntry(p, item, false); err != nil {
 			return err
 		}
 	}
@@ -247,9 +251,10 @@ func (bp *breakpoints) plant(p *planting) error {
 }
 
 // plantEntry prepares the breakpoint of item's entry, planted by p,
-// with its out-of-line slot taken from p's area (when there is one); a
-// function that cannot be profiled is warned about.
-func (bp *breakpoints) plantEntry(p *planting, item int) error {
+// with its out-of-line slot taken from p's area (when there is one),
+// taken out at its first hit where once (meaning.once); a function that
+// cannot be profiled is warned about.
+func (bp *breakpoints) plantEntry(p *planting, item int, once bool) error {
 	e := &bp.env
 	f := &e.plan.Funcs[item]
 	addr := f.Entry + p.bias
@@ -259,7 +264,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 	}
 	brk := e.arch.Breakpoint()
 	cell := p.area.slot(e.arch.SlotSize())
-	s := &site{addr: addr, orig: append([]byte(nil), code[:len(brk)]...), meaning: meaning{item: item, exit: -1}, carrying: carrying{slot: cell}}
+	s := &site{addr: addr, orig: append([]byte(nil), code[:len(brk)]...), meaning: meaning{item: item, exit: -1, once: once}, carrying: carrying{slot: cell}}
 	// Coverage removes a breakpoint at its first hit and needs no
 	// displacement, except for a vfork child, which shares the program's
 	// memory: it must step over the breakpoint, not remove it.
@@ -273,7 +278,7 @@ func (bp *breakpoints) plantEntry(p *planting, item int) error {
 		if d.Slot != nil {
 			p.area.put(cell, d.Slot)
 		}
-	case !bp.removeAtHit:
+	case !bp.removeAtHit && !once:
 		e.warn(prf.CannotProfileFunction(f.Name, e.plan.Modules[p.mi].Name, err))
 		return nil
 	}
@@ -355,12 +360,13 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 			return bp.retire(th, s)
 		}
 	}
-	if s.pending && !(bp.removeAtHit && !th.foreign) {
+	remove := bp.removeAtHit || s.once
+	if s.pending && !(remove && !th.foreign) {
 		if !bp.displaceLater(s) {
 			return bp.retire(th, s)
 		}
 	}
-	if bp.removeAtHit && (!th.foreign || !s.displaced) {
+	if remove && (!th.foreign || !s.displaced) {
 		// (A vfork child on a breakpoint that cannot be stepped over
 		// removes it: the program's own first hit there is then lost, which
 		// is better than a child killed.)

@@ -9,6 +9,7 @@ package profile
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -43,14 +44,14 @@ type entryEnv struct {
 	plant      *planter
 	counters   *counters
 	timer      timer
-	breakpoint func(p *planting, item int) error
+	breakpoint func(p *planting, item int, once bool) error
 }
 
 // newEntryTrampolines returns the entries' trampolines of a run of plan
 // on arch, planted through plant, handing the entries no jump fits to
 // breakpoint; the counters and the rings are the run's parts, set where
 // they are chosen (tracer.choose).
-func newEntryTrampolines(plan *datafile.Plan, arch instr.Arch, plant *planter, breakpoint func(p *planting, item int) error) *entryTrampolines {
+func newEntryTrampolines(plan *datafile.Plan, arch instr.Arch, plant *planter, breakpoint func(p *planting, item int, once bool) error) *entryTrampolines {
 	return &entryTrampolines{env: entryEnv{plan: plan, arch: arch, plant: plant, breakpoint: breakpoint}}
 }
 
@@ -83,7 +84,12 @@ func (et *entryTrampolines) plant(p *planting) error {
 		if p.lay != nil {
 			p.lay.Unstable(env.plan.Funcs[item].Entry+p.bias, len(env.arch.Breakpoint()))
 		}
-		if err := env.breakpoint(p, item); err != nil {
+		// (Coverage counts every call of a function whose entry keeps a
+		// breakpoint in a run in-process, but a Go function's on arm64
+		// without LSE: a Go program's entries may all be, and they are
+		// taken out at their first hit, as coverage by breakpoints does.)
+		once := env.plan.Method.IsCoverage() && errors.Is(err, errGoArea)
+		if err := env.breakpoint(p, item, once); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 			rs = &rings{ringEnv: ringEnv{arch: instr.AMD64, plan: plan, counters: c}}
 		}
 		var handed []int
-		et := newEntryTrampolines(plan, instr.AMD64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
+		et := newEntryTrampolines(plan, instr.AMD64, e, func(p *planting, item int, _ bool) error { handed = append(handed, item); return nil })
 		et.env.counters = c // (as tracer.choose sets them)
 		if rs != nil {
 			et.env.timer = rs

@@ -178,7 +178,12 @@ func TestEntriesInAreas(t *testing.T) {
 			{Name: "f", Entry: leafAt, Low: leafAt, High: leafAt + 20},
 			{Name: "main.g", Entry: leafAt + 20, Low: leafAt + 20, High: leafAt + 40, Frame: datafile.FrameGoroutine},
 		}}
-	for _, tp := range []bool{false, true} {
+	for _, run := range []struct {
+		tp     bool
+		method datafile.Method
+	}{{false, datafile.FuncCounting}, {false, datafile.FuncCoverage}, {true, datafile.FuncCounting}} {
+		tp := run.tp
+		plan.Method = run.method
 		mem := &fakeMem{base: pieAt, b: append(slices.Clone(code), make([]byte, 64)...)}
 		e, _ := testPlanter(plan, mem, fakeAreas(mem))
 		e.arch = instr.ARM64
@@ -187,7 +192,11 @@ func TestEntriesInAreas(t *testing.T) {
 		l.Place(0x7f00_0000_0000)
 		c := &counters{env: counterEnv{threadPointer: tp}, layout: l, blockOf: map[int]int{}}
 		var handed []int
-		et := newEntryTrampolines(plan, instr.ARM64, e, func(p *planting, item int) error { handed = append(handed, item); return nil })
+		var once []bool
+		et := newEntryTrampolines(plan, instr.ARM64, e, func(p *planting, item int, o bool) error {
+			handed, once = append(handed, item), append(once, o)
+			return nil
+		})
 		et.env.counters = c
 		bias := uint64(pieAt - leafAt)
 		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
@@ -205,6 +214,11 @@ func TestEntriesInAreas(t *testing.T) {
 		if !tp {
 			if r := fallBackReason(et.fellBack[0].err); r != "Go function, no LSE" {
 				t.Errorf("reason %q", r)
+			}
+			// (Covered, the breakpoint goes at its first hit, as
+			// coverage by breakpoints takes them out.)
+			if want := run.method.IsCoverage(); once[0] != want {
+				t.Errorf("%v: main.g's breakpoint taken out at its first hit: %v, want %v", run.method, once[0], want)
 			}
 		}
 		if tp && (et.patched != 2 || len(et.fellBack) != 0 || len(c.tramps) != 2) {

@@ -149,7 +149,9 @@ func InProcess() bool {
 }
 
 // GoInProcess reports whether PROFILE counts the entries of Go
-// functions in-process on this machine too (hosts).
+// functions in-process on this machine in every Go program, a PIE and
+// one built with cgo included (hosts); where not, only in a Go program
+// built without cgo and not as a PIE.
 func GoInProcess() bool {
 	return InProcess() && cpuHas(hosts[runtime.GOARCH].goInProcessNeeds)
 }
