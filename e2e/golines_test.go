@@ -84,13 +84,7 @@ func TestGofmtLinesExact(t *testing.T) {
 	if testing.Short() || testutil.Slow() {
 		t.Skip("builds gofmt; with breakpoints, a stop at every line")
 	}
-	dir := t.TempDir()
-	gofmt := filepath.Join(dir, "gofmt")
-	cmd := exec.Command("go", "build", "-o", gofmt, "cmd/gofmt")
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gofmt: %v\n%s", err, out)
-	}
+	gofmt := buildGofmt(t)
 	src := filepath.Join(testutil.Root(t), "testdata", "progs", "go", "golines", "main.go")
 	// Without a collection, the pools (sync.Pool) keep what they were
 	// given, and in one thread no lock is ever contended: the counts are
@@ -167,4 +161,17 @@ func ownLines(t *testing.T, lcov string) map[string]map[int]uint64 {
 		}
 	}
 	return got
+}
+
+// buildGofmt builds gofmt from this Go's sources (a Go program not PIE,
+// without cgo) into a directory of t's, and returns its path.
+func buildGofmt(t *testing.T) string {
+	t.Helper()
+	gofmt := filepath.Join(t.TempDir(), "gofmt")
+	cmd := exec.Command("go", "build", "-o", gofmt, "cmd/gofmt")
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/gofmt: %v\n%s", err, out)
+	}
+	return gofmt
 }

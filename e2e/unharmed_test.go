@@ -30,13 +30,7 @@ func TestRealProgramsUnharmed(t *testing.T) {
 	if testutil.Slow() {
 		t.Skip("the real programs are the host's (the arm64 VM runs the fixtures)")
 	}
-	dir := t.TempDir()
-	gofmt := filepath.Join(dir, "gofmt")
-	cmd := exec.Command("go", "build", "-o", gofmt, "cmd/gofmt")
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/gofmt: %v\n%s", err, out)
-	}
+	gofmt := buildGofmt(t)
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		t.Fatalf("go env GOROOT: %v", err)
