@@ -43,7 +43,11 @@ func TestGoLinesInProcess(t *testing.T) {
 	for _, b := range goBuilds {
 		t.Run(b.name, func(t *testing.T) {
 			prog := testutil.BuildGo(t, "golines", b.flags...)
-			for _, procs := range []string{"1", "8"} {
+			procsTried := []string{"1", "8"}
+			if testutil.Slow() {
+				procsTried = procsTried[1:] // (under emulation a run takes minutes)
+			}
+			for _, procs := range procsTried {
 				t.Run("P"+procs, func(t *testing.T) {
 					var runs [2]map[int]uint64
 					for k, opts := range [][]string{nil, {"--breakpoints"}} {
