@@ -51,6 +51,9 @@ type fakeProcess struct {
 	cpu map[int]int64
 	// nextArea is where an mmap without an address maps.
 	nextArea uint64
+	// pointers are the thread pointers a test gives threads (none:
+	// threadPointer fails, as where the kernel has no TLS regset).
+	pointers map[int]uint64
 }
 
 // fakeEvent is a change of a thread that a wait returns: its status, and
@@ -140,6 +143,9 @@ func (f *fakeProcess) setRegs(tid int, r *ptrace.Regs) error {
 
 func (f *fakeProcess) threadPointer(tid int) (uint64, error) {
 	f.note("threadPointer %d", tid)
+	if p, ok := f.pointers[tid]; ok {
+		return p, nil
+	}
 	return 0, fmt.Errorf("thread pointer: %w", syscall.ENOTSUP)
 }
 

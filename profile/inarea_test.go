@@ -132,32 +132,48 @@ func TestCountsInAreasWithoutDepth(t *testing.T) {
 
 // TestVforkInAreasDiscounted: a vfork child counts in the area of its
 // stack, its waiting parent's, or area 0 for a stack of its own (as
-// posix_spawn's child has); what it adds is discounted when it leaves,
-// its parent's counts kept.
+// posix_spawn's child has), or in a Go program whose thread pointers
+// PROFILE sets, its Go code, in the area the thread pointer it inherits
+// holds, its parent's; what it adds is discounted when it leaves, its
+// parent's counts kept.
 func TestVforkInAreasDiscounted(t *testing.T) {
 	const (
 		parent, child = fakePID, fakePID + 1
 		top           = 0x7ff0_0000_8000
 	)
-	for _, own := range []bool{false, true} {
-		c, fp, _ := areaCounters(t, 2, 4)
-		b, _ := c.take(parent, false)
-		c.pointStack(top-0x8000, top-1, b, -1)
-		c.countAt(top-0x100, 0, 4)
+	for _, c := range []struct {
+		name     string
+		own, tp  bool
+		childAdd func(c *counters, sp uint64, k int, n uint64)
+	}{
+		{"the parent's stack", false, false, (*counters).countAt},
+		{"a stack of its own", true, false, (*counters).countAt},
+		{"a goroutine's stack, through the thread pointer", true, true, func(c *counters, _ uint64, k int, n uint64) {
+			at := c.layout.AreasAt + c.layout.Stride + c.layout.CounterRef(k)
+			mem := c.shared.Bytes()[at:]
+			binary.LittleEndian.PutUint64(mem, binary.LittleEndian.Uint64(mem)+n)
+		}},
+	} {
+		cs, fp, _ := areaCounters(t, 2, 4)
+		cs.env.threadPointer = c.tp
+		b, _ := cs.take(parent, false)
+		cs.pointStack(top-0x8000, top-1, b, -1)
+		cs.countAt(top-0x100, 0, 4)
 		sp := uint64(top - 0x800)
-		if own {
+		if c.own {
 			sp = 0x7ff0_1000_0000
 		}
-		c.env.arch.SetSP(fp.reg(child), sp)
-		if err := c.threadBorn(child, true); err != nil {
+		cs.env.arch.SetSP(fp.reg(child), sp)
+		fp.pointers = map[int]uint64{child: cs.layout.AreaAddr(b)}
+		if err := cs.threadBorn(child, true); err != nil {
 			t.Fatal(err)
 		}
-		c.countAt(sp-0x40, 0, 1)
-		c.countAt(sp-0x40, 1, 2)
-		c.threadEnded(child)
-		c.countAt(top-0x100, 1, 3)
-		if got := c.totals(2); !slices.Equal(got, []uint64{4, 3}) {
-			t.Errorf("own stack %v: totals %v, want the parent's 4 and 3 alone", own, got)
+		c.childAdd(cs, sp-0x40, 0, 1)
+		c.childAdd(cs, sp-0x40, 1, 2)
+		cs.threadEnded(child)
+		cs.countAt(top-0x100, 1, 3)
+		if got := cs.totals(2); !slices.Equal(got, []uint64{4, 3}) {
+			t.Errorf("%s: totals %v, want the parent's 4 and 3 alone", c.name, got)
 		}
 	}
 }

@@ -300,7 +300,8 @@ type vforkSnap struct {
 // threads count in their areas: its suspended parent's, on whose stack
 // a vfork child runs, or area 0 (a stack of its own, as posix_spawn's
 // child has: exact where no thread of the program counts in area 0
-// meanwhile).
+// meanwhile); in a Go program whose thread pointers PROFILE sets, the
+// area the child's, its parent's, holds.
 func (c *counters) vforked(tid int) {
 	b := 1
 	switch {
@@ -310,6 +311,11 @@ func (c *counters) vforked(tid int) {
 			return
 		}
 		b = c.tableArea(c.env.arch.SP(&regs))
+		if tp, err := c.env.proc.threadPointer(tid); err == nil && c.threadPointers() {
+			if a, ok := c.layout.AreaAt(tp); ok {
+				b = a
+			}
+		}
 	case c.layout.PerThread() || c.programThreads() != 1:
 		return
 	}
