@@ -168,7 +168,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	lay := e.plant.layout(p)
 	lay.Sites(addrs)
 	for n := len(addrs) - 1; n >= 0; n-- {
-		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n]))
+		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n], addrs[n]))
 		if err != nil && lt.host(p, lay, addrs, n, targets()) {
 			continue
 		}
@@ -177,7 +177,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 			lay.Unstable(addrs[n], len(e.arch.Breakpoint()))
 			continue
 		}
-		lt.put(p, addrs[n], pl)
+		lt.put(p, addrs[n], addrs[n], pl)
 		ls.take(addrs[n])
 		lt.patched++
 	}
@@ -254,16 +254,18 @@ func (lt *lineTrampolines) guarded(p *planting, a, b uint64) bool {
 	return err == nil && q.Site == b
 }
 
-// put puts patch pl of the line site at addr, and what it moved out,
-// into planting p (putPlanned); for coverage, each patch to be taken out
-// once its lines are covered, after the patches that lean on it.
-func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
-	code, _ := lt.lineCode(p, addr)
+// put puts patch pl, at the instruction at at, of the count of the line
+// site at site (at itself, or a host after it: linehosts.go), and what
+// it moved out, into planting p (putPlanned), with the count's region a
+// signal rolls a thread out of; for coverage, each patch to be taken out
+// once its site's lines are covered, after the patches that lean on it.
+func (lt *lineTrampolines) put(p *planting, site, at uint64, pl *instr.Planned) {
+	code, _ := lt.lineCode(p, site, at)
 	tramps := lt.env.plant.putPlanned(p, pl, func(x *instr.Planned) []region {
-		if x != pl {
+		if x != pl || len(code.Rollback) == 0 {
 			return nil
 		}
-		return lt.regions(p, addr, &x.Tramp)
+		return []region{{at: 0, rollback: code.Rollback}}
 	}, code.Count)
 	if lt.sweep == nil {
 		return
@@ -271,7 +273,7 @@ func (lt *lineTrampolines) put(p *planting, addr uint64, pl *instr.Planned) {
 	for i, tp := range tramps {
 		var counters []int
 		if i == len(tramps)-1 {
-			counters = lt.siteCounters(p, []uint64{addr})
+			counters = lt.siteCounters(p, []uint64{site})
 		}
 		lt.sweep.add(tp, counters, leansOf(pl, tp.patch.Site))
 	}
@@ -288,14 +290,15 @@ func leansOf(pl *instr.Planned, site uint64) []uint64 {
 	return nil
 }
 
-// build returns the builder of the trampoline of the line site at addr,
-// in planting p: the site's count (instr.Instrumenter.LineCode), then the
+// build returns the builder of the trampoline, at the instruction at at,
+// of the count of the line site at site (at itself, or a host after it),
+// in planting p: the count (instr.Instrumenter.LineCode), then the
 // instruction relocated, then the jump back.
-func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
+func (lt *lineTrampolines) build(p *planting, site, at uint64) instr.Build {
 	arch := lt.env.arch
-	code, ok := lt.lineCode(p, addr)
-	return func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
-		if !ok && lt.goAsm(p, addr) {
+	code, ok := lt.lineCode(p, site, at)
+	return func(pt *instr.Patch, addr uint64) (instr.Trampoline, error) {
+		if !ok && lt.goAsm(p, site) {
 			return instr.Trampoline{}, fmt.Errorf("%w: %w", errGoAssembly, instr.ErrNoCounting)
 		}
 		if !ok {
@@ -303,20 +306,21 @@ func (lt *lineTrampolines) build(p *planting, addr uint64) instr.Build {
 		}
 		q := *pt
 		q.Before = [][]byte{code.Code}
-		return arch.Trampoline(&q, at, nil)
+		return arch.Trampoline(&q, addr, nil)
 	}
 }
 
-// lineCode returns the count of the line site at addr, in planting p:
-// without touching the flags unless they are dead there, and in Go's
-// code without touching the goroutine's stack.
-func (lt *lineTrampolines) lineCode(p *planting, addr uint64) (instr.DepthCode, bool) {
+// lineCode returns the count of the line site at site, in planting p,
+// run before the instruction at at (the site's own, or a host's): without
+// touching the flags unless they are dead at at, and in Go's code without
+// touching the goroutine's stack.
+func (lt *lineTrampolines) lineCode(p *planting, site, at uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	site := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(addr)])
-	site.Save, site.Cover = lt.save, lt.cover
-	site.GoStack, site.GoAsm = lt.isGo(p.mi), lt.goAsm(p, addr)
-	site.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, addr)
-	return e.arch.LineCode(e.counters.layout.Kind, site)
+	s := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(site)])
+	s.Save, s.Cover = lt.save, lt.cover
+	s.GoStack, s.GoAsm = lt.isGo(p.mi), lt.goAsm(p, site)
+	s.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, at)
+	return e.arch.LineCode(e.counters.layout.Kind, s)
 }
 
 // goAsm reports whether the line site at addr, in planting p, is Go
@@ -327,17 +331,6 @@ func (lt *lineTrampolines) goAsm(p *planting, addr uint64) bool {
 	}
 	plan := lt.env.plan
 	return strings.HasSuffix(lineFile(plan, &plan.Lines[p.lineSites.lines[p.lineSites.find(addr)][0]]), ".s")
-}
-
-// regions returns the region of the trampoline tr of the line site at
-// addr, in planting p, that a signal rolls a thread out of: its count's
-// (before the instruction).
-func (lt *lineTrampolines) regions(p *planting, addr uint64, tr *instr.Trampoline) []region {
-	code, ok := lt.lineCode(p, addr)
-	if !ok || len(code.Rollback) == 0 {
-		return nil
-	}
-	return []region{{at: 0, rollback: code.Rollback}}
 }
 
 // isGo reports whether module mi is written in Go (it has Go's build

@@ -154,55 +154,51 @@ func ReadRendezvous(path string) (Rendezvous, error) {
 // cold part ("f.cold", "f.cold.1": GCC's code of f placed apart, which f
 // jumps to with its registers live) is not one.
 func FuncStarts(f *elf.File) []uint64 {
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	var starts []uint64
-	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && !strings.Contains(s.Name, ".cold") {
-			starts = append(starts, s.Value)
-		}
-	}
-	slices.Sort(starts)
-	return slices.Compact(starts)
+	return funcAddrs(f, func(s elf.Symbol) (uint64, bool) { return s.Value, !strings.Contains(s.Name, ".cold") })
 }
 
 // ReadFuncStarts is [FuncStarts] of the file at path, none when it cannot
 // be read.
-func ReadFuncStarts(path string) []uint64 {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	return FuncStarts(f)
-}
+func ReadFuncStarts(path string) []uint64 { return readFuncAddrs(path, FuncStarts) }
 
 // FuncEnds returns the link-time addresses where the functions of f end
 // (a function symbol's value plus its size), from its symbol tables,
 // sorted and without repeats: where the alignment fill before the next
 // function may begin.
 func FuncEnds(f *elf.File) []uint64 {
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	var ends []uint64
-	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Size != 0 {
-			ends = append(ends, s.Value+s.Size)
-		}
-	}
-	slices.Sort(ends)
-	return slices.Compact(ends)
+	return funcAddrs(f, func(s elf.Symbol) (uint64, bool) { return s.Value + s.Size, s.Size != 0 })
 }
 
 // ReadFuncEnds is [FuncEnds] of the file at path, none when it cannot be
 // read.
-func ReadFuncEnds(path string) []uint64 {
+func ReadFuncEnds(path string) []uint64 { return readFuncAddrs(path, FuncEnds) }
+
+// funcAddrs returns the addresses pick gives of the defined function
+// symbols of f's symbol tables that it keeps, sorted and without repeats.
+func funcAddrs(f *elf.File, pick func(elf.Symbol) (uint64, bool)) []uint64 {
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	var out []uint64
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		if a, ok := pick(s); ok {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// readFuncAddrs is of, of the file at path: none when it cannot be read.
+func readFuncAddrs(path string, of func(*elf.File) []uint64) []uint64 {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	return FuncEnds(f)
+	return of(f)
 }
 
 // maxPointerScan bounds the bytes of one section CodePointers reads.

@@ -135,6 +135,43 @@ func TestReadFuncStarts(t *testing.T) {
 	}
 }
 
+// TestReadFuncEnds: a program's function ends are the value plus the
+// size of each FUNC symbol nm lists with a size; main's is its start
+// plus its size, as nm prints them.
+func TestReadFuncEnds(t *testing.T) {
+	prog := buildC(t, "-O1")
+	out, err := exec.Command("nm", "-S", "--defined-only", prog).Output()
+	if err != nil {
+		t.Skip("nm:", err)
+	}
+	var want []uint64
+	mainEnd := uint64(0)
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 || (f[2] != "T" && f[2] != "t" && f[2] != "W" && f[2] != "i") {
+			continue
+		}
+		v, err1 := strconv.ParseUint(f[0], 16, 64)
+		n, err2 := strconv.ParseUint(f[1], 16, 64)
+		if err1 != nil || err2 != nil || v == 0 || n == 0 {
+			continue
+		}
+		want = append(want, v+n)
+		if f[3] == "main" {
+			mainEnd = v + n
+		}
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	got := ReadFuncEnds(prog)
+	if !slices.Equal(got, want) {
+		t.Errorf("ends %#x, want %#x", got, want)
+	}
+	if _, ok := slices.BinarySearch(got, mainEnd); mainEnd == 0 || !ok {
+		t.Errorf("main's end %#x not among %#x", mainEnd, got)
+	}
+}
+
 // FuzzRuntimeReaders checks that no ELF file, however malformed, makes a
 // reader of this file panic.
 func FuzzRuntimeReaders(f *testing.F) {
@@ -155,6 +192,7 @@ func FuzzRuntimeReaders(f *testing.F) {
 		ownThreadPointer(ef)
 		FindRendezvous(ef)
 		FuncStarts(ef)
+		FuncEnds(ef)
 		CodePointers(ef)
 		IsGo(ef)
 	})
@@ -175,6 +213,9 @@ func TestRuntimeReadersBadFiles(t *testing.T) {
 		}
 		if s := ReadFuncStarts(path); s != nil {
 			t.Errorf("%s: function starts %#x, want none", path, s)
+		}
+		if s := ReadFuncEnds(path); s != nil {
+			t.Errorf("%s: function ends %#x, want none", path, s)
 		}
 		if interp, err := ReadInterpreter(path); err == nil {
 			t.Errorf("%s: interpreter %q and no error", path, interp)
