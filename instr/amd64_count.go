@@ -177,3 +177,7 @@ func flagsFast(code []byte, pc uint64) (int, int) {
 	}
 	return 0, flagsUnknown
 }
+
+// GoRestartEnd returns pc: Go's assembler for x86-64 makes no sequence
+// that a preemption starts again (its instructions take any constant).
+func (amd64) GoRestartEnd(_ []byte, _, pc uint64) uint64 { return pc }

@@ -388,6 +388,12 @@ type Instrumenter interface {
 	// path from there that the code shows (through direct jumps and
 	// calls); false where that is not known.
 	FlagsDead(text []byte, start, pc uint64) bool
+	// GoRestartEnd returns the end of the sequence of Go's compiled code
+	// that begins at pc, in text (at start), which Go's asynchronous
+	// preemption starts again from its beginning when it stops a
+	// goroutine inside it; pc where there is none. A line's count must
+	// not be at pc: a preempted line would count twice.
+	GoRestartEnd(text []byte, start, pc uint64) uint64
 	// DepthCode returns the code that keeps a thread's call depth, which
 	// follows the count in a trampoline's prelude, in the form of Depth
 	// the architecture has (a thread's block, or the stack table); false

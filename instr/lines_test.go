@@ -5,8 +5,10 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -198,7 +200,68 @@ func TestGoLineCodeARM64(t *testing.T) {
 		t.Errorf("%d bytes written, want the counter's 8", len(m.b))
 	}
 	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter, GoStack: true}); ok {
-		t.Error("Go line code without LSE")
+		t.Error("Go line code in per-thread blocks")
+	}
+}
+
+// TestGoLineAreaCodeARM64 runs the count of a line in Go code without LSE:
+// in the thread's area, which the thread pointer names, it adds one to
+// the counter three times over (or a cover stores one) and changes
+// nothing but x18 and x27, not sp, not the stack, not the flags; a thread
+// stopped between the load and the store starts again from the
+// beginning. Without a thread pointer, or in Go assembly, there is none.
+func TestGoLineAreaCodeARM64(t *testing.T) {
+	const area, counter, at = 0x7f0000040000, 0x2468, 0x40000
+	site := LineSite{Counter: counter, GoStack: true, ThreadPointer: true, Table: 0x7f0000000000, Areas: 0x10000}
+	for _, cover := range []bool{false, true} {
+		site.Cover = cover
+		dc, ok := ARM64.LineCode(CountInArea, site)
+		if !ok {
+			t.Fatalf("cover %v: no Go line code in the thread's area", cover)
+		}
+		m := newMem().poke64(area+counter, 0)
+		r := &fakeRegs{flags: 0x60000000, tp: area}
+		for i := range r.r {
+			r.r[i] = 0x1111 * uint64(i+1)
+		}
+		r.r[31] = 0x7ffff000 // sp
+		want := r.r
+		for n := uint64(1); n <= 3; n++ {
+			r.pc = at
+			if err := a64Exec(dc.Code, at, r, m); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.peek64(area + counter); got != n && !(cover && got == 1) {
+				t.Fatalf("cover %v: counter %d after %d runs", cover, got, n)
+			}
+		}
+		for i := range r.r {
+			if i != a64X18 && i != a64X27 && r.r[i] != want[i] {
+				t.Errorf("cover %v: x%d changed: %#x, was %#x", cover, i, r.r[i], want[i])
+			}
+		}
+		if r.flags != 0x60000000 || r.pc != at+uint64(len(dc.Code)) || len(m.b) != 8 {
+			t.Errorf("cover %v: flags %#x, pc %#x, %d bytes written (want the counter's 8)", cover, r.flags, r.pc, len(m.b))
+		}
+		text := gnuDisasm(t, dc.Code, 0)
+		if cover {
+			if len(dc.Rollback) != 0 {
+				t.Errorf("a cover's rollback %+v", dc.Rollback)
+			}
+			continue
+		}
+		load := slices.Index(text, "ldr x27, [x18]")
+		if load < 0 || len(dc.Rollback) != 1 || !cmp.Equal(dc.Rollback[0], Rollback{From: 4 * (load + 1), To: len(dc.Code)}) {
+			t.Errorf("rollback %+v of\n%s", dc.Rollback, strings.Join(text, "\n"))
+		}
+	}
+	for _, s := range []LineSite{
+		{Counter: counter, GoStack: true, Table: 0x7f0000000000, Areas: 0x10000},
+		{Counter: counter, GoStack: true, GoAsm: true, ThreadPointer: true, Table: 0x7f0000000000, Areas: 0x10000},
+	} {
+		if _, ok := ARM64.LineCode(CountInArea, s); ok {
+			t.Errorf("Go line code in the thread's area for %+v", s)
+		}
 	}
 }
 

@@ -28,15 +28,17 @@ type caps struct {
 //
 // The thread pointer: on arm64 the ring is otherwise found from the stack
 // pointer, and goroutine stacks are in no table, so Go's record code
-// finds its ring through TPIDR_EL0, only where the plan has Go functions,
-// in a program that has no other use for it, linked statically and
-// without thread-local storage (a Go program built without cgo). A
-// program with a dynamic linker has its thread pointer set by it (Go's
-// PIE programs too), a C library's threads by their clone: there Go
-// functions keep breakpoints.
+// finds its ring through TPIDR_EL0, and without LSE a Go line's count its
+// thread's area (instr's goLineCode), only where the plan has Go
+// functions or is a Go program's line profile, in a program that has no
+// other use for it, linked statically and without thread-local storage
+// (a Go program built without cgo). A program with a dynamic linker has
+// its thread pointer set by it (Go's PIE programs too), a C library's
+// threads by their clone: there Go functions keep breakpoints.
 func probeCaps(arch instr.Arch, plan *datafile.Plan, path string) caps {
 	var c caps
-	if arch.GoRecordsNeedThreadPointer() && slices.ContainsFunc(plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+	if arch.GoRecordsNeedThreadPointer() && (slices.ContainsFunc(plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) ||
+		(!plan.Method.IsFunction() && elfid.ReadIsGo(path))) {
 		ok, err := elfid.OwnThreadPointer(path)
 		c.threadPointer = err == nil && ok
 	}

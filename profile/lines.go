@@ -81,6 +81,7 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 			return p
 		}
 	}
+	pl.afterRestarts(p, lt)
 	cell := uint64((pl.arch.SlotSize() + 15) &^ 15)
 	if lt != nil {
 		cell += lineCell // (a trampoline is planned for each site first)

@@ -319,6 +319,7 @@ func (lt *lineTrampolines) lineCode(p *planting, site, at uint64) (instr.DepthCo
 	s := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(site)])
 	s.Save, s.Cover = lt.save, lt.cover
 	s.GoStack, s.GoAsm = lt.isGo(p.mi), lt.goAsm(p, site)
+	s.ThreadPointer = s.GoStack && e.counters.threadPointers()
 	s.NoFlags = !lt.cover && e.arch.FlagsDead(p.text.b, p.text.start, at)
 	return e.arch.LineCode(e.counters.layout.Kind, s)
 }
