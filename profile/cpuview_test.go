@@ -77,6 +77,8 @@ func TestTimingWaitsPerCall(t *testing.T) {
 				// (The total less every wait: the threads' time on a CPU,
 				// as the kernel counted it for the same lives.)
 				onCPU := got.stats.TotalTime - w.InsideWait - w.OutsideWait
+				t.Logf("total %v (outside %v), waits inside %v, outside %v; on a CPU %v; %d clock stops", time.Duration(got.stats.TotalTime),
+					time.Duration(got.stats.OutsideTime), time.Duration(w.InsideWait), time.Duration(w.OutsideWait), time.Duration(got.stats.CPUTime), got.res.ClockStops)
 				if s := got.stats.CPUTime; onCPU < s-s/5-int64(20*time.Millisecond) || onCPU > s+s/5+int64(20*time.Millisecond) {
 					t.Errorf("total less the waits %v, the threads' time on a CPU %v", time.Duration(onCPU), time.Duration(s))
 				}
