@@ -22,6 +22,9 @@ type onCPU struct {
 	// it opened, of the threads whose time could be read then.
 	from map[int]int64
 	sum  int64
+	// opened, where set, is told each thread's time on a CPU as its
+	// clock opens (the ledgers count its waits from then: clockPages).
+	opened func(th *thread, ns int64)
 }
 
 // open reads thread th's time on a CPU as its clock opens.
@@ -37,6 +40,9 @@ func (c *onCPU) open(th *thread) {
 		c.from = map[int]int64{}
 	}
 	c.from[th.tid] = ns
+	if c.opened != nil {
+		c.opened(th, ns)
+	}
 }
 
 // close adds thread th's time on a CPU since its clock opened, read now,

@@ -230,6 +230,9 @@ func (t *tracer) choose() {
 	// code cost it known, before they close its clock; its stops' claims
 	// are its code's own.)
 	add(t.parts.ledgers != nil, t.parts.ledgers)
+	if t.parts.ledgers != nil && t.clocks.lives.cpu.proc != nil {
+		t.clocks.lives.cpu.opened = clockPages{t.parts.ledgers}.opened
+	}
 	// (The books in the program have a sampler too: of PROFILE's own
 	// code's share, owncode.go.)
 	t.parts.sampling = t.parts.ownCodeSampling(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn})

@@ -129,6 +129,20 @@ func (l clockPages) mapPage(th *thread, b int, p *books.ProgramBook, at uint64) 
 	l.cpu.marks[th.tid] = &cpuMark{t: at, held: p.Held(), cpu: cpu}
 }
 
+// opened counts thread th's waits from its birth on the books' clock,
+// when its clock opens (onCPU.open), its time on a CPU then cpu, as the
+// run's times count: a book made before (the main thread's, at the exec
+// stop) would otherwise count PROFILE's start-up, its planting and its
+// calibration, the thread stopped and not held in its book, as a wait.
+func (l clockPages) opened(th *thread, cpu int64) {
+	m := l.cpu.marks[th.tid]
+	p := l.open[l.blockOf[th.tid]]
+	if m == nil || p == nil {
+		return
+	}
+	m.t, m.held, m.cpu = l.now(th.born), p.Held(), cpu
+}
+
 // openClock makes thread tid open its task clock and map its page at
 // block b's place, over what was there (the page of the block's thread
 // before, whose clock that closes, or zeros). The attributes are written

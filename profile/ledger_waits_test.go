@@ -6,6 +6,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
@@ -182,5 +183,47 @@ func TestClockSettle(t *testing.T) {
 	other := &thread{tid: clockTID + 1, tgid: clockTID}
 	if cp.settle(other, p, 3000, true) {
 		t.Error("a thread with no clock settled")
+	}
+}
+
+// TestClockOpened: a thread's waits count from the moment its clock
+// opens, not from its book's making. The main thread's book is made at
+// the exec stop (its mark from time 500, its CPU time 1000 ns), and
+// PROFILE plants and calibrates before it lets it go; its clock opens
+// with 5000 ns on a CPU and 70 ns held. A settling 1000 ns later, 300 ns
+// more on a CPU, finds a wait of 700 ns, none of PROFILE's start-up.
+func TestClockOpened(t *testing.T) {
+	r := newClockRig(t)
+	lay := &r.l.counters.layout
+	b := instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3}
+	p := books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), b)
+	r.l.open, r.l.blockOf = map[int]*books.ProgramBook{1: p}, map[int]int{clockTID: 1}
+	r.l.clocks, r.l.scale = &clocks{epoch: time.Now()}, 1<<instr.BookScaleShift // (a counter of nanoseconds)
+	th := &thread{tid: clockTID, tgid: clockTID}
+	cp := clockPages{r.l}
+	cp.mapPage(th, 1, p, 500)
+	p.Enter(0, 1<<20, 600)
+	p.SetHeld(70)
+	th.born = r.l.clocks.clock()
+	cp.opened(th, 5_000)
+	m := r.l.cpu.marks[clockTID]
+	if now := r.l.now(th.born); m.t > now || now-m.t > 1e6 || m.held != 70 || m.cpu != 5_000 {
+		t.Fatalf("mark %+v, want from the birth, 70 held, 5000 on a CPU", *m)
+	}
+	books.ClockOf(p).SetLock(3)
+	r.fp.cpu[clockTID] = 5_300
+	if !cp.settle(th, p, m.t+1000, false) {
+		t.Fatal("a new word not settled")
+	}
+	plan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: make([]datafile.Func, 3)}
+	bk := books.New(plan)
+	r.l.cpu.waits.Give(bk, []int64{1e6, 1e6, 1e6}, []int64{1e6, 1e6, 1e6})
+	if got := bk.Figures().Waits; got == nil || got.FuncWait[0] != 700 {
+		t.Errorf("waits %+v, want 700 of function 0's own", got)
+	}
+	other := &thread{tid: clockTID + 1, tgid: clockTID}
+	cp.opened(other, 1) // (a thread with no clock: nothing to count from)
+	if r.l.cpu.marks[other.tid] != nil {
+		t.Error("a mark for a thread with no clock")
 	}
 }
