@@ -231,6 +231,11 @@ type Plan struct {
 	// C++'s), by group, for the report's header to say so. Empty when
 	// nothing was, or when the user's selections brought it all back.
 	LeftOut []LeftOut `json:",omitempty"`
+	// Uncounted marks function sampling that counts no call (prep
+	// --no-call-counts): PROFILE writes nothing into the program and
+	// only samples it, profil(2)'s histogram alone, and every hit count
+	// is 0.
+	Uncounted bool `json:",omitempty"`
 }
 
 // LeftOut is a group of functions the default selection left out: what
@@ -388,6 +393,11 @@ type SamplingStats struct {
 	KernelTime int64
 	// Sampler says how the samples were taken.
 	Sampler Sampler
+	// Overhead is the number of samples whose program counter was in
+	// PROFILE's own code in the program (its trampolines' counting, its
+	// slots): none of the program's functions, and left out of the times
+	// (TotalTime is the program's samples alone).
+	Overhead uint64 `json:",omitempty"`
 }
 
 // Sampler is how a sampling run took its samples.

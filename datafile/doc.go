@@ -78,7 +78,8 @@
 //	            the reader does not check it)
 //	2 plan      id ID, uvarint Method, str StartFunc, varint StartIndex,
 //	            bool Attribution, uvarint StackDepth, varint Calibration,
-//	            list(str What, uvarint Funcs, str Include) LeftOut
+//	            list(str What, uvarint Funcs, str Include) LeftOut,
+//	            bool Uncounted
 //	3 modules   list(str Name, str Path, str Arch, bytes BuildID, varint Size,
 //	            varint ModTime, bool PIE, uvarint LinkBase, list(str) Files,
 //	            list(str) CompDirs)
@@ -105,7 +106,8 @@
 //	            when it is 1, list(varint) FuncWait, list(varint) ChildWait,
 //	            varint InsideWait, varint OutsideWait, list(varint Wait, varint ChildWait):
 //	            the waits of the stacks, one per stack in the order of
-//	            Stacks (its count must be theirs)
+//	            Stacks (its count must be theirs),
+//	            then uvarint Overhead (Stats.Sampling)
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)
@@ -115,9 +117,12 @@
 //
 // # Older versions
 //
-// The writer writes version 10; the readers also read versions 9, 8, 7,
-// 6, 5, 4 and 3 ([MinVersion]). Version 9 is version 10 but for section
-// 8, which ends after CPUTime: its runs did not measure each call's time
+// The writer writes version 11; the readers also read versions 10, 9, 8,
+// 7, 6, 5, 4 and 3 ([MinVersion]). Version 10 is version 11 but for
+// section 2, which ends after LeftOut (its plans count every call), and
+// section 8, which ends after the waits (its runs place no sample in
+// PROFILE's code: such samples were their functions'). Version 9 is
+// version 10 but for section 8, which ends after CPUTime: its runs did not measure each call's time
 // on a CPU (Stats.Waits reads as nil, the stacks' waits as 0). Version 8
 // is version 9 but for section 8, which ends after CostUncertainty: its
 // runs do not state their threads' time on a CPU (CPUTime reads as 0).

@@ -137,6 +137,7 @@ func (s *SamplingStats) add(c *SamplingStats) {
 		s.LineSamples[i] += n
 	}
 	s.Outside += c.Outside
+	s.Overhead += c.Overhead
 	s.Lost += c.Lost
 	s.KernelTime += c.KernelTime
 }
@@ -192,8 +193,8 @@ func (m *Merged) checkSampling(c *SamplingStats) error {
 			}
 		}
 	}
-	if s.Outside > math.MaxUint64-c.Outside || s.Lost > math.MaxUint64-c.Lost || !canAdd(s.KernelTime, c.KernelTime) {
-		return fmt.Errorf("outside or lost samples, or kernel time: %w", ErrOverflow)
+	if s.Outside > math.MaxUint64-c.Outside || s.Overhead > math.MaxUint64-c.Overhead || s.Lost > math.MaxUint64-c.Lost || !canAdd(s.KernelTime, c.KernelTime) {
+		return fmt.Errorf("outside, PROFILE's or lost samples, or kernel time: %w", ErrOverflow)
 	}
 	return nil
 }

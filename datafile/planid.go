@@ -10,7 +10,8 @@ import (
 // the identity of every module (Name, Arch, BuildID, Size, ModTime, PIE,
 // LinkBase), every function's Module, Name and Entry, every line's Module,
 // file name, Line and Addrs, and one bit of the method: with times (timing,
-// sampling) or not.
+// sampling) or not; and, where set, Uncounted (a run that counted no
+// call fits no database of one that did).
 //
 // Two plans with equal IDs count the same sites of the same files, so the
 // counts of one can be added to a database of the other; of the method only
@@ -53,6 +54,10 @@ func PlanID(p *Plan) ID {
 		for _, a := range l.Addrs {
 			h.uint(a)
 		}
+	}
+	if p.Uncounted {
+		// (Only where set: the IDs of the plans before it stay.)
+		h.str("uncounted")
 	}
 	return h.sum()
 }

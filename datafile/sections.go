@@ -57,6 +57,7 @@ func (e *encoder) plan(p *Plan) {
 			w.int(l.Funcs)
 			w.str(l.Include)
 		}
+		w.bool(p.Uncounted)
 	})
 	e.section(secModules, func(w *payload) {
 		w.int(len(p.Modules))
@@ -123,6 +124,9 @@ func (d *decoder) plan(p *Plan) {
 			l.Funcs = s.int()
 			l.Include = s.str()
 		}
+	}
+	if d.version >= 11 {
+		p.Uncounted = s.bool()
 	}
 	d.end(s)
 
@@ -289,6 +293,7 @@ func (e *encoder) stats(st *Stats) {
 		w.varint(st.CostUncertainty)
 		w.varint(st.CPUTime)
 		w.waits(st)
+		w.uvarint(sm.Overhead)
 	})
 }
 
@@ -424,6 +429,9 @@ func (d *decoder) stats(st *Stats) {
 	}
 	if d.version >= 10 {
 		s.waits(st)
+	}
+	if d.version >= 11 {
+		st.Sampling.Overhead = s.uvarint()
 	}
 	d.end(s)
 }

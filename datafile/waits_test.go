@@ -60,7 +60,8 @@ func statsOf(v any) *Stats {
 
 // countsParts returns the string table, the sections before the
 // statistics, and the payload of the statistics of c's .pbo, without
-// the waits at its end, and the waits as written.
+// the waits and the samples in PROFILE's code at its end, and the waits
+// as written (version 10 ends with them).
 func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	e := encodeCounts(c)
 	strs, rest := e.parts()
@@ -76,7 +77,8 @@ func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	stats = sec[k : k+int(n)]
 	var w payload
 	w.waits(&c.Stats)
-	return strs, head, stats[:len(stats)-len(w.b)], w.b
+	end := len(stats) - len(uv(c.Stats.Sampling.Overhead))
+	return strs, head, stats[:end-len(w.b)], w.b
 }
 
 // withVersion returns file with its version set to v, reframed.
@@ -91,8 +93,9 @@ func withVersion(file []byte, v uint16) []byte {
 func TestWaitsSection(t *testing.T) {
 	c := testCounts(FuncTiming, false)
 	strs, head, stats, waits := countsParts(c)
+	// (Version 10: the statistics end with the waits.)
 	file := func(stats ...[]byte) []byte {
-		return frameFile(KindCounts, strs, head, sec(secStats, stats...))
+		return withVersion(frameFile(KindCounts, strs, head, sec(secStats, stats...)), 10)
 	}
 	if got, err := ReadCounts(bytes.NewReader(file(stats, waits))); err != nil || cmp.Diff(c, got) != "" {
 		t.Fatalf("the parts do not make the file: %v", err)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,8 +95,8 @@ func checkShares(t *testing.T, s sampled, known shares, tol float64) {
 	checkCalls(t, s, known)
 	a, b, c := s.spins(t)
 	all := float64(a + b + c)
-	t.Logf("samples %d %d %d (outside %d, lost %d, by %s); CPU time %.0f %.0f %.0f ms",
-		a, b, c, sm.Outside, sm.Lost, sm.Sampler, known.a/1e6, known.b/1e6, known.c/1e6)
+	t.Logf("samples %d %d %d (outside %d, in PROFILE's code %d, lost %d, by %s); CPU time %.0f %.0f %.0f ms",
+		a, b, c, sm.Outside, sm.Overhead, sm.Lost, sm.Sampler, known.a/1e6, known.b/1e6, known.c/1e6)
 	// Under emulation (the arm64 VMs) the kernel takes half of the CPU
 	// time or more (each interrupt, each system call costs much more than
 	// the user code around it): user-space samples are fewer, their
@@ -215,6 +216,48 @@ func TestSamplingShares(t *testing.T) {
 			}
 			checkExports(t, dir, filepath.Base(prog), s, len(c.prep) > 0)
 		})
+	}
+}
+
+// TestSamplingUncounted samples the shares fixture with prep /FS
+// --no-call-counts: PROFILE writes nothing into the program (no sample
+// lands in code of its own), every hit count is 0, the report says the
+// calls were not counted, and the shares are the CPU time the functions
+// measured themselves, within 3 points. --no-call-counts with another
+// type, or with /AT, is refused (PRF1466).
+func TestSamplingUncounted(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "shares", "-O2", "-pie", "-fPIE", "-pthread")
+	dir, r := workflow(t, prog, []string{"/FS", "--no-call-counts"}, strconv.Itoa(samplingRounds))
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	s := openSampled(t, dir, filepath.Base(prog))
+	st := &s.m.Stats
+	if !s.m.Plan.Uncounted || slices.ContainsFunc(st.Hits, func(h uint64) bool { return h != 0 }) || st.CallDepth != 0 {
+		t.Errorf("plan uncounted %v, hits %v, depth %d: want an uncounted plan, no hit, no depth", s.m.Plan.Uncounted, st.Hits, st.CallDepth)
+	}
+	if st.Sampling.Overhead != 0 {
+		t.Errorf("%d samples in PROFILE's code, which it did not write", st.Sampling.Overhead)
+	}
+	a, b, c := s.spins(t)
+	if a+b+c < 150 {
+		t.Fatalf("%d samples: too few to measure shares", a+b+c)
+	}
+	tol := 3.0
+	if testutil.Slow() {
+		tol = 8
+	}
+	checkSpinShares(t, s, parseShares(t, r.stdout), tol)
+	if out := must(t, dir, "plist", "/nologo", filepath.Base(prog)).stdout; !strings.Contains(out, "Calls not counted (prep --no-call-counts)") {
+		t.Errorf("the report does not say the calls were not counted:\n%s", out)
+	}
+	for _, bad := range [][]string{{"/FT", "--no-call-counts"}, {"/FS", "/AT", "--no-call-counts"}} {
+		res := tool(t, dir, "prep", append(append([]string{"/nologo"}, bad...), filepath.Base(prog))...)
+		if res.status != 2 || !strings.Contains(res.stderr, "PRF1466") {
+			t.Errorf("prep %v: status %d, %q; want PRF1466, status 2", bad, res.status, res.stderr)
+		}
 	}
 }
 

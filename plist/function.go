@@ -96,10 +96,16 @@ func (r funcListing) programStatistics(p *printer) {
 	hits, hit := r.totals(r.allItems())
 	p.text(fmt.Sprintf("    Call depth: %d", st.CallDepth))
 	p.text(fmt.Sprintf("    Total functions: %d", len(r.plan.Funcs)))
-	if m != datafile.FuncCoverage {
+	switch {
+	case r.plan.Uncounted:
+		// (Its hit counts are 0: nothing counted them.)
+		p.text(uncountedLine)
+	case m != datafile.FuncCoverage:
 		p.text(fmt.Sprintf("    Total hits: %d", hits))
 	}
-	p.text(fmt.Sprintf("    Function coverage: %s%%", fixed(percent(float64(hit), float64(len(r.plan.Funcs))), 1)))
+	if !r.plan.Uncounted {
+		p.text(fmt.Sprintf("    Function coverage: %s%%", fixed(percent(float64(hit), float64(len(r.plan.Funcs))), 1)))
+	}
 	if m.IsTiming() {
 		r.overheadLines(p)
 		if u := st.CostUncertainty; u > 0 {
@@ -191,6 +197,9 @@ func (r funcListing) moduleStatistics(p *printer, mod int) {
 	}
 	hits, hit := r.totals(funcs)
 	p.text(fmt.Sprintf("    Functions in module: %d", len(funcs)))
+	if r.plan.Uncounted {
+		return
+	}
 	if m != datafile.FuncCoverage {
 		p.text(fmt.Sprintf("    Hits in module: %d", hits))
 	}
@@ -246,12 +255,16 @@ func (r funcListing) countingRows(p *printer, funcs []int) {
 // timingRows writes "%12.3f %5.1f %12.3f %5.1f %8d %s (%s)": function time,
 // function+child time, both with their share of the time inside profiled
 // functions, and hits; then " ~" where the function time is not measured
-// exactly (uncertain).
+// exactly (uncertain). Of a sampling run that counted no call, /C keeps
+// a function by its samples.
 func (r funcListing) timingRows(p *printer, funcs []int) {
 	inside := float64(r.insideTime())
 	for _, i := range funcs {
-		h := r.hits(i)
-		if !r.listed(h) {
+		h, by := r.hits(i), r.hits(i)
+		if r.plan.Uncounted {
+			by = r.samples(i)
+		}
+		if !r.listed(by) {
 			continue
 		}
 		ft, ct := r.funcTime(i), r.childTime(i)

@@ -35,6 +35,8 @@ type (
 		Sampler      string `json:"sampler"`
 		Samples      uint64 `json:"samples"`
 		Outside      uint64 `json:"outside"`
+		Profiler     uint64 `json:"profilerOverhead,omitempty"`
+		Uncounted    bool   `json:"callsNotCounted,omitempty"`
 		Lost         uint64 `json:"lost"`
 		KernelTimeNs int64  `json:"kernelTimeNs"`
 	}
@@ -102,7 +104,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		sm := &r.m.Stats.Sampling
 		name, _ := sm.Sampler.MarshalText()
 		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
-			Outside: sm.Outside, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
+			Outside: sm.Outside, Profiler: sm.Overhead, Uncounted: r.plan.Uncounted, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
 	}
 	for _, run := range r.m.Runs {
 		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})

@@ -16,8 +16,9 @@ import (
 
 // samplingLines writes the figures of a sampling profile after its times:
 // the interval and the sampler, the samples taken, and, when there are
-// any, the samples the kernel lost and the kernel time that user-space
-// samples do not see. A database that no run was merged into has no
+// any, the samples in PROFILE's own code (its counting, which the times
+// leave out), the samples the kernel lost and the kernel time that
+// user-space samples do not see. A database that no run was merged into has no
 // interval, and no line for it.
 func (r funcListing) samplingLines(p *printer) {
 	s := &r.m.Stats.Sampling
@@ -28,7 +29,13 @@ func (r funcListing) samplingLines(p *printer) {
 		}
 		p.text(line)
 	}
-	p.text(fmt.Sprintf("    Total samples: %d", r.insideSamples()+s.Outside))
+	total := r.insideSamples() + s.Outside
+	p.text(fmt.Sprintf("    Total samples: %d", total))
+	if s.Overhead > 0 {
+		// (PROFILE's counting: no function's time, nor the total's.)
+		p.text(fmt.Sprintf("    Samples in the profiler's code (not in the times): %d, %s%% of all",
+			s.Overhead, fixed(100*float64(s.Overhead)/float64(total+s.Overhead), 1)))
+	}
 	if s.Lost > 0 {
 		p.text(fmt.Sprintf("    Samples lost: %d", s.Lost))
 	}
@@ -36,6 +43,11 @@ func (r funcListing) samplingLines(p *printer) {
 		p.text(fmt.Sprintf("    Kernel time (not sampled): %s millisecond", fixed(millis(s.KernelTime), 3)))
 	}
 }
+
+// uncountedLine says, in the program's statistics, that a sampling run
+// counted no call (prep --no-call-counts): the hit counts are zeros,
+// and nothing says which functions ran but the samples.
+const uncountedLine = "    Calls not counted (prep --no-call-counts): the hit counts are 0"
 
 // samples returns function i's samples.
 func (r *report) samples(i int) uint64 { return at(r.m.Stats.Sampling.Samples, i) }

@@ -52,13 +52,15 @@ var samplingFuncs = []sampledFunc{
 
 // The other figures of the run: the library function calc (no lines),
 // called 7 times by spin_b, the samples outside the profiled functions,
-// and what the sampler lost and could not see.
+// those in PROFILE's counting (in no time), and what the sampler lost
+// and could not see.
 const (
-	calcSamples   = 40
-	calcHits      = 7
-	outsideSample = 230
-	lostSamples   = 12
-	kernelTime    = 3_500_000
+	calcSamples     = 40
+	calcHits        = 7
+	outsideSample   = 230
+	profilerSamples = 25
+	lostSamples     = 12
+	kernelTime      = 3_500_000
 )
 
 // funcLayout is a function's code: its range and the starts of each of its
@@ -122,6 +124,7 @@ func samplingProfile(lay samplingLayout, sr samplingRun) *datafile.Merged {
 	st.Hits = append(st.Hits, calcHits)
 	sm.Samples = append(sm.Samples, calcSamples*sr.scale)
 	sm.Outside, sm.Lost, sm.KernelTime = outsideSample*sr.scale, lostSamples*sr.scale, kernelTime
+	sm.Overhead = profilerSamples * sr.scale
 	total := sm.Outside
 	for _, n := range sm.Samples {
 		st.FuncTime = append(st.FuncTime, int64(n)*sr.interval)
@@ -161,8 +164,20 @@ func neverSampled() *datafile.Merged {
 	return datafile.NewMerged(&m.Plan)
 }
 
+// uncountedSampling is a run of sampling.c that counted no call (prep
+// --no-call-counts): its samples, every hit count 0.
+func uncountedSampling() *datafile.Merged {
+	m := samplingProfile(samplingLayoutGCC, gccRun)
+	m.Plan.Uncounted = true
+	clear(m.Stats.Hits)
+	m.Stats.CallDepth = 0
+	m.Plan.ID = datafile.PlanID(&m.Plan)
+	return m
+}
+
 func init() {
 	linuxInputs["sampling"] = func() *datafile.Merged { return samplingProfile(samplingLayoutGCC, gccRun) }
+	linuxInputs["sampling-uncounted"] = uncountedSampling
 	linuxInputs["sampling-at"] = func() *datafile.Merged { return samplingProfile(samplingLayoutGCC, gccRunAT) }
 	linuxInputs["sampling-never"] = neverSampled
 	linuxGoldens = append(linuxGoldens, []struct {
@@ -181,6 +196,7 @@ func init() {
 		{"sampling-at", "t", func(o *Options) { o.Tab = true }},
 		{"sampling-never", "default", nil},
 		{"sampling-never", "t", func(o *Options) { o.Tab = true }},
+		{"sampling-uncounted", "default", nil},
 	}...)
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	Stack       int
 	// Calibration is /CB in nanoseconds per event, or -1 when not given.
 	Calibration int64
+	// Uncounted is --no-call-counts: function sampling that counts no
+	// call (datafile.Plan.Uncounted).
+	Uncounted bool
 	// Warn receives the warnings (PRF4106, PRF4524, PRF4525...); nil drops
 	// them.
 	Warn func(*prf.Diagnostic)
@@ -95,6 +98,7 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		Attribution: o.Attribution,
 		StackDepth:  o.Stack,
 		Calibration: o.Calibration,
+		Uncounted:   o.Uncounted,
 	}
 	for _, m := range mods {
 		plan.Modules = append(plan.Modules, m.module)
@@ -246,6 +250,8 @@ func checkOptions(o *Options) error {
 		return fmt.Errorf("build plan: negative stack depth %d", o.Stack)
 	case o.Calibration < -1:
 		return fmt.Errorf("build plan: negative calibration %d", o.Calibration)
+	case o.Uncounted && (o.Method != datafile.FuncSampling || o.Start != "" || o.Attribution):
+		return prf.UncountedNeedsSampling()
 	}
 	return nil
 }

@@ -208,27 +208,32 @@ func TestOwnCodeRefused(t *testing.T) {
 }
 
 // TestOwnCodeFunctionSampling: function sampling tallies PROFILE's own
-// code too, beside its figures, which stay as they were: a sample in f's
-// entry trampoline is f's, and PROFILE's code's.
+// code too, beside its figures: a sample in the instruction of f that
+// f's entry trampoline carries is f's, and PROFILE's code's; one in the
+// trampoline's counting, or elsewhere in PROFILE's areas, is no
+// function's, nor outside them: PROFILE's overhead, left out of the
+// total time.
 func TestOwnCodeFunctionSampling(t *testing.T) {
 	plan := samplingPlan()
 	tr := &tramp{addr: 0x9000, patch: instr.Patch{Site: 0x1000}}
 	tr.code.Code = make([]byte, 0x40)
+	tr.code.PCs = []instr.PCMap{{Tramp: 0x9030, Orig: 0x1000}}
 	s := newSampler(samplerEnv{plan: plan, counters: &counters{tramps: []*tramp{tr}}, own: func() [][2]uint64 { return ownAreas },
 		warn: func(*prf.Diagnostic) {}}, time.Millisecond)
 	rings := &fakeSampleRings{rings: map[int]*fakeSampleRing{}}
 	s.open = rings.open
 	s.planted(0, 0, procmaps.Instance{Lo: 0x1000, Hi: 0x2000})
 	s.start(100)
-	rings.rings[100].put(0x1010, 0x9010, 0x9100, 0x5000)
+	rings.rings[100].put(0x1010, 0x9034, 0x9010, 0x9100, 0x5000)
 	s.ended()
 	st := datafile.Stats{Hits: make([]uint64, len(plan.Funcs))}
 	s.stats(&st)
-	if got := st.Sampling.Samples; !cmp.Equal(got, []uint64{2, 0, 0, 0}) || st.Sampling.Outside != 2 || st.TotalTime != 4*int64(time.Millisecond) {
-		t.Errorf("samples %v, outside %d, total %d: want f's 2, 2 outside, 4 ms", got, st.Sampling.Outside, st.TotalTime)
+	if got := st.Sampling.Samples; !cmp.Equal(got, []uint64{2, 0, 0, 0}) || st.Sampling.Outside != 1 || st.Sampling.Overhead != 2 || st.TotalTime != 3*int64(time.Millisecond) {
+		t.Errorf("samples %v, outside %d, PROFILE's %d, total %d: want f's 2, 1 outside, 2 PROFILE's, 3 ms",
+			got, st.Sampling.Outside, st.Sampling.Overhead, st.TotalTime)
 	}
-	if own, all, _, ok := s.ownCode(); !ok || own != 2 || all != 4 {
-		t.Errorf("own code %d of %d (ok %v), want 2 of 4", own, all, ok)
+	if own, all, _, ok := s.ownCode(); !ok || own != 3 || all != 5 {
+		t.Errorf("own code %d of %d (ok %v), want 3 of 5", own, all, ok)
 	}
 }
 

@@ -56,16 +56,20 @@ func (t *tracer) plantAll() error {
 // plantLoaded plants module mi, the file at path mapped as in, in a
 // process with the given maps. Its code is decoded first (scanCode):
 // nothing is planted where that decoding finds no instruction boundary.
+// Function sampling that counts no call (Plan.Uncounted) plants nothing:
+// the module is only placed for the sampler.
 func (t *tracer) plantLoaded(mi int, path string, in procmaps.Instance, maps []procmaps.Mapping) error {
 	m := &t.plan.Modules[mi]
 	bias := uint64(0)
 	if m.PIE {
 		bias = elfid.LoadBias(in.First.Start, in.First.Offset, m.LinkBase)
 	}
-	t.parts.plant.scanCode(maps, in, mi, path, bias)
-	defer func() { t.parts.plant.scan.code = nil }()
-	if err := t.plantModule(mi, bias, in, maps); err != nil {
-		return err
+	if !t.plan.Uncounted {
+		t.parts.plant.scanCode(maps, in, mi, path, bias)
+		defer func() { t.parts.plant.scan.code = nil }()
+		if err := t.plantModule(mi, bias, in, maps); err != nil {
+			return err
+		}
 	}
 	if t.parts.sampling != nil {
 		t.parts.sampling.planted(mi, bias, in)
@@ -150,9 +154,13 @@ func (t *tracer) startCounters(kind instr.CountKind) error {
 // with breakpoints removes each at its first hit; in-process, coverage
 // counts every call as counting does (its records carry the real counts,
 // as the original's did), breakpoints that stand in for a trampoline
-// included.
+// included. Sampling that counts no call counts nothing (0, and nothing
+// is planted).
 func (t *tracer) chooseMechanism() instr.CountKind {
 	var count instr.CountKind
+	if t.plan.Uncounted {
+		return 0
+	}
 	if !t.cfg.Breakpoints && t.parts.books == nil {
 		hwcap, err := t.proc.auxValue(t.pid, hwcapEntry)
 		if err == nil {

@@ -316,6 +316,7 @@ func (s *sampler) stats(st *datafile.Stats) {
 		Samples:     f.samples,
 		LineSamples: f.lineSamples,
 		Outside:     f.outside,
+		Overhead:    f.overhead,
 		Lost:        f.lost,
 		KernelTime:  int64(s.kernel),
 	}
@@ -358,13 +359,16 @@ func (s *sampler) forget(lo, hi uint64, areas [][2]uint64) {
 }
 
 // tally is what the samples found: the samples in each function and
-// each line, those in no profiled function, and those the kernel lost
-// (a ring full before PROFILE read it); and, across the functions, those
-// in PROFILE's own code and all those taken (ownCode).
+// each line, those in no profiled function, those in PROFILE's code
+// that is no function's (overhead: its counting, not the instructions
+// of a function's a trampoline carries), and those the kernel lost (a
+// ring full before PROFILE read it); and, across the functions, those in
+// PROFILE's own code and all those taken (ownCode).
 type tally struct {
 	samples     []uint64
 	lineSamples []uint64
 	outside     uint64
+	overhead    uint64
 	lost        uint64
 	own, all    uint64
 }
@@ -372,11 +376,16 @@ type tally struct {
 // place counts n samples at program counter pc.
 func (f *tally) place(places *placeTable, pc uint64, n uint64) {
 	f.all += n
-	if places.inOwn(pc) {
+	own := places.inOwn(pc)
+	if own {
 		f.own += n
 	}
 	fn, line := places.find(pc)
-	if fn < 0 {
+	switch {
+	case fn < 0 && own:
+		f.overhead += n
+		return
+	case fn < 0:
 		f.outside += n
 		return
 	}

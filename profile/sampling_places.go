@@ -21,8 +21,9 @@ type placeTable struct {
 	own   [][2]uint64
 }
 
-// codeSpan is the code [lo, hi) of function fn (a function's own, or a
-// trampoline of its entry).
+// codeSpan is the code [lo, hi) of function fn (a function's own, or the
+// instructions of its entry that a trampoline carries, after the
+// trampoline's counting, which is PROFILE's: tally.overhead).
 type codeSpan struct {
 	lo, hi uint64
 	fn     int
@@ -80,8 +81,10 @@ func (p *placeTable) with(plan *datafile.Plan, mi int, bias, lo, hi uint64, tram
 		}
 	}
 	for _, tr := range tramps {
-		if fn, ok := byEntry[tr.patch.Site]; ok && tr.patch.Site >= lo && tr.patch.Site < hi {
-			q.funcs = append(q.funcs, codeSpan{lo: tr.addr, hi: tr.addr + uint64(len(tr.code.Code)), fn: fn, tramp: true})
+		if fn, ok := byEntry[tr.patch.Site]; ok && tr.patch.Site >= lo && tr.patch.Site < hi && len(tr.code.PCs) > 0 {
+			// (The function's instructions the trampoline carries, after
+			// its counting: what comes before is PROFILE's own.)
+			q.funcs = append(q.funcs, codeSpan{lo: tr.code.PCs[0].Tramp, hi: tr.addr + uint64(len(tr.code.Code)), fn: fn, tramp: true})
 		}
 	}
 	for i := range plan.Lines {

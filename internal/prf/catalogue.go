@@ -343,6 +343,13 @@ func OtherInterval(pbo, pbt string, err error) *Diagnostic {
 	return d
 }
 
+// UncountedNeedsSampling is PRF1466: prep --no-call-counts with a
+// profile type other than function sampling, or with /SF or /AT, which
+// need every call.
+func UncountedNeedsSampling() *Diagnostic {
+	return usage(1466, "--no-call-counts needs function sampling (/FS), without /SF or /AT")
+}
+
 // BadInterval is PRF1464: PROFILE's /S outside the intervals it samples
 // at.
 func BadInterval(us, lo, hi int) *Diagnostic {

@@ -350,7 +350,7 @@ func catalogue() []*Diagnostic {
 		TraceFailed("p", err), ProcessDenied("p", err), CannotAttach(1234, err), AttachFiltered(1234, err), SeccompFiltered(1234, err), ProcessLost("p", err),
 		ThreadBaseChanged(12, 0x1000), CodeChanged(0x1000, "function f"), CodeWritable("p", 0x1000),
 		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
-		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), PtraceSampler(err, time.Millisecond),
+		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), UncountedNeedsSampling(), PtraceSampler(err, time.Millisecond),
 		LostSamples(3, 1000), IntervalIgnored("function counting"), GmonLibraries("libf.so"), GmonNoCallers(),
 		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet"),
 		TraceLines("line counting"), TraceCut("p.pbx", 1<<30), TraceWrite("p.pbx", err), TraceBusy("p.pbx"), TraceNotMerged("p.pbx", "p.pbt"),
