@@ -107,6 +107,10 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	if stop != stopNone {
 		return 0, stop
 	}
+	sp, _ := u.regs.get(u.ar.sp)
+	if cfa < sp || (cfa == sp && !u.exact) { // a leaf at its entry has CFA = SP on arm64
+		return 0, StopNotGrowing
+	}
 	caller, stop := u.callerRegs(fc, cfa)
 	if stop != stopNone {
 		return 0, stop
@@ -115,7 +119,6 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	if stop != stopNone {
 		return 0, stop
 	}
-	sp, _ := u.regs.get(u.ar.sp)
 	newSP := cfa // the CFA is the caller's SP before the call (both ABIs)
 	if _, ruled := fc.Regs[u.ar.sp]; ruled {
 		var ok bool
@@ -124,7 +127,7 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 		}
 	}
 	caller.set(u.ar.sp, newSP)
-	if newSP < sp || (newSP == sp && !u.exact) { // a leaf at its entry has CFA = SP on arm64
+	if newSP < sp || (newSP == sp && !u.exact) {
 		return 0, StopNotGrowing
 	}
 	caller.set(u.ar.pc, ra)
