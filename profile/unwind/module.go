@@ -14,10 +14,11 @@ import (
 // made ready for delve's interpreter. A Module is built once per mapped
 // file and read by any number of unwinds at once.
 type Module struct {
-	Path string
-	Arch Arch
-	Bias uint64 // run-time address minus link-time address
-	fdes frame.FrameDescriptionEntries
+	Path  string
+	Arch  Arch
+	Bias  uint64 // run-time address minus link-time address
+	fdes  frame.FrameDescriptionEntries
+	cache rowCache
 }
 
 // ErrNoCFI is returned by [Load] for a file with neither .eh_frame nor

@@ -2,6 +2,7 @@ package unwind_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -89,6 +90,34 @@ func TestStopLive(t *testing.T) {
 		if !slices.Equal(pcs, full[:max]) || stop != unwind.StopMaxFrames {
 			t.Errorf("max %d: %x, %v", max, pcs, stop)
 		}
+	}
+}
+
+// TestUnwindConcurrent unwinds the snapshot from several goroutines at
+// once through the same modules (their caches of rows shared), each
+// finding the same frames.
+func TestUnwindConcurrent(t *testing.T) {
+	s := liveSnapshot(t)
+	prog := testutil.BuildC(t, "unwind", builds[0].flags...)
+	fresh := takeSnapshot(t, prog) // modules with empty caches
+	want, _ := unwind.Unwind(s.regs, s.stack, s.moduleOf, 64)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				pcs, stop := unwind.Unwind(fresh.regs, fresh.stack, fresh.moduleOf, 64)
+				if len(pcs) != len(want) || stop != unwind.StopEnd {
+					errs <- fmt.Sprintf("%d frames, %v; want %d, %v", len(pcs), stop, len(want), unwind.StopEnd)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 

@@ -66,7 +66,8 @@ func Unwind(regs Regs, stack Stack, modules func(pc uint64) *Module, max int) ([
 	if max <= 0 {
 		return nil, StopMaxFrames
 	}
-	pcs := []uint64{regs.PC}
+	pcs := make([]uint64, 1, min(max, 64))
+	pcs[0] = regs.PC
 	if regs.PC == 0 {
 		return pcs, StopEnd
 	}
@@ -95,15 +96,11 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	if m == nil {
 		return 0, StopNoModule
 	}
-	fde := m.find(look)
-	if fde == nil {
-		return 0, StopNoFDE
+	r := m.row(look)
+	if r.stop != stopNone {
+		return 0, r.stop
 	}
-	fc, err := establish(fde, look)
-	if err != nil {
-		return 0, StopBadCFI
-	}
-	cfa, stop := u.cfa(fc)
+	cfa, stop := u.cfa(r.cfa)
 	if stop != stopNone {
 		return 0, stop
 	}
@@ -111,16 +108,16 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	if cfa < sp || (cfa == sp && !u.exact) { // a leaf at its entry has CFA = SP on arm64
 		return 0, StopNotGrowing
 	}
-	caller, stop := u.callerRegs(fc, cfa)
+	caller, stop := u.callerRegs(r, cfa)
 	if stop != stopNone {
 		return 0, stop
 	}
-	ra, stop := u.returnAddress(fc, caller)
+	ra, stop := u.returnAddress(r, caller)
 	if stop != stopNone {
 		return 0, stop
 	}
 	newSP := cfa // the CFA is the caller's SP before the call (both ABIs)
-	if _, ruled := fc.Regs[u.ar.sp]; ruled {
+	if r.spRule {
 		var ok bool
 		if newSP, ok = caller.get(u.ar.sp); !ok {
 			return 0, StopRegister
@@ -132,21 +129,21 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	}
 	caller.set(u.ar.pc, ra)
 	u.regs = caller
-	u.exact = strings.ContainsRune(fde.CIE.Augmentation, 'S') // a signal frame's caller was interrupted, not calling
+	u.exact = r.signal // a signal frame's caller was interrupted, not calling
 	return ra, stopNone
 }
 
 // cfa computes the canonical frame address of the current frame.
-func (u *unwinder) cfa(fc *frame.FrameContext) (uint64, Stop) {
-	switch fc.CFA.Rule {
+func (u *unwinder) cfa(rule frame.DWRule) (uint64, Stop) {
+	switch rule.Rule {
 	case frame.RuleCFA:
-		v, ok := u.regs.get(fc.CFA.Reg)
+		v, ok := u.regs.get(rule.Reg)
 		if !ok {
 			return 0, StopRegister
 		}
-		return v + uint64(fc.CFA.Offset), stopNone
+		return v + uint64(rule.Offset), stopNone
 	case frame.RuleExpression:
-		return u.eval(fc.CFA.Expression, 0, false)
+		return u.eval(rule.Expression, 0, false)
 	}
 	return 0, StopUnsupported
 }
@@ -154,18 +151,15 @@ func (u *unwinder) cfa(fc *frame.FrameContext) (uint64, Stop) {
 // callerRegs applies the FDE row's register rules to the current frame's
 // registers: the caller's. A register without a rule keeps its value
 // (DWARF's "same value", as libgcc and gdb take it).
-func (u *unwinder) callerRegs(fc *frame.FrameContext, cfa uint64) (frameRegs, Stop) {
+func (u *unwinder) callerRegs(r *row, cfa uint64) (frameRegs, Stop) {
 	caller := u.regs
-	for r, rule := range fc.Regs {
-		if r >= nregs || rule.Rule == frame.RuleSameVal {
-			continue // same value; vector registers are not followed
-		}
-		v, stop := u.apply(rule, cfa)
+	for _, rr := range r.regs {
+		v, stop := u.apply(rr.rule, cfa)
 		switch stop {
 		case stopNone:
-			caller.set(r, v)
+			caller.set(rr.reg, v)
 		case StopEnd: // undefined
-			caller.known &^= 1 << r
+			caller.known &^= 1 << rr.reg
 		default:
 			return caller, stop
 		}
@@ -212,15 +206,14 @@ func (u *unwinder) load(addr uint64) (uint64, Stop) {
 
 // returnAddress returns the caller's PC from its registers: the return
 // address column, stripped of pointer-authentication bits.
-func (u *unwinder) returnAddress(fc *frame.FrameContext, caller frameRegs) (uint64, Stop) {
-	rule, ok := fc.Regs[fc.RetAddrReg]
+func (u *unwinder) returnAddress(r *row, caller frameRegs) (uint64, Stop) {
 	switch {
-	case ok && rule.Rule == frame.RuleUndefined:
+	case r.raRule >= 0 && r.regs[r.raRule].rule.Rule == frame.RuleUndefined:
 		return 0, StopEnd // the outermost frame
-	case !ok && fc.RetAddrReg == u.ar.pc:
+	case r.raRule < 0 && r.ra == u.ar.pc:
 		return 0, StopRegister // amd64's column 16 is no register of the frame
 	}
-	ra, known := caller.get(fc.RetAddrReg)
+	ra, known := caller.get(r.ra)
 	if !known {
 		return 0, StopRegister
 	}
