@@ -82,6 +82,23 @@ func uleb(b []byte, i int) (v uint64, next int, ok bool) {
 	return 0, i, false
 }
 
+// sleb reads a signed LEB128 number at b[i:], as [uleb].
+func sleb(b []byte, i int) (v int64, next int, ok bool) {
+	var shift uint
+	for ; i < len(b) && shift < 7*maxLEB; shift += 7 {
+		c := b[i]
+		i++
+		v |= int64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			if c&0x40 != 0 && shift+7 < 64 {
+				v |= -1 << (shift + 7)
+			}
+			return v, i, true
+		}
+	}
+	return 0, i, false
+}
+
 // skipLEB returns the index after n LEB128 numbers at b[i:].
 func skipLEB(b []byte, i, n int) (int, bool) {
 	ok := true

@@ -38,22 +38,11 @@ func TestRewriteCFA(t *testing.T) {
 }
 
 func TestLEB(t *testing.T) {
-	for _, v := range []int64{0, 1, 63, 64, -1, -64, -65, 127, 128, 1 << 40, -1 << 40} {
+	for _, v := range []int64{0, 1, 63, 64, -1, -64, -65, 127, 128, 1 << 40, -1 << 40, 1<<63 - 1, -1 << 63} {
 		b := appendSLEB(nil, v)
-		var got int64
-		var shift uint
-		for i, c := range b {
-			got |= int64(c&0x7f) << shift
-			shift += 7
-			if c&0x80 == 0 && c&0x40 != 0 && shift < 64 {
-				got |= -1 << shift
-			}
-			if (c&0x80 == 0) != (i == len(b)-1) {
-				t.Fatalf("sleb %d: % x", v, b)
-			}
-		}
-		if got != v {
-			t.Errorf("sleb %d: % x reads %d", v, b, got)
+		got, n, ok := sleb(b, 0)
+		if !ok || got != v || n != len(b) {
+			t.Errorf("sleb %d: % x reads %d, %d bytes, %v", v, b, got, n, ok)
 		}
 	}
 	for _, v := range []uint64{0, 1, 127, 128, 1 << 63} {

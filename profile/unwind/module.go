@@ -100,6 +100,9 @@ func Parse(sections []Section, bias uint64, arch Arch) (*Module, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse %s: %w", name, err)
 		}
+		if !s.EH {
+			fdes = fixVersion4(fdes)
+		}
 		m.fdes = m.fdes.Append(fdes) // sorted: FDEForPC searches
 	}
 	prepare(m.fdes, arch)
@@ -114,6 +117,45 @@ func parseFrame(data []byte, bias, ehAddr uint64) (fdes frame.FrameDescriptionEn
 		}
 	}()
 	return frame.Parse(data, binary.LittleEndian, bias, addrSize, ehAddr)
+}
+
+// fixVersion4 mends the CIEs of version 4 of a .debug_frame (DWARF 4 and
+// 5, which clang writes): they hold an address size and a segment
+// selector size after the augmentation, which delve does not read, so
+// that its code alignment factor is the address size, its data alignment
+// factor the segment selector size, its return address column the code
+// alignment factor, and its initial instructions begin with the data
+// alignment factor and the return address column. The FDEs of a CIE it
+// cannot mend (a segment selector, a cut CIE) are dropped.
+func fixVersion4(fdes frame.FrameDescriptionEntries) frame.FrameDescriptionEntries {
+	bad := map[*frame.CommonInformationEntry]bool{}
+	done := map[*frame.CommonInformationEntry]bool{}
+	for _, fde := range fdes {
+		cie := fde.CIE
+		if cie.Version != 4 || done[cie] || bad[cie] {
+			continue
+		}
+		b := cie.InitialInstructions
+		daf, i, ok1 := sleb(b, 0)
+		ra, i, ok2 := uleb(b, i)
+		if !ok1 || !ok2 || cie.CodeAlignmentFactor != addrSize || cie.DataAlignmentFactor != 0 {
+			bad[cie] = true
+			continue
+		}
+		cie.CodeAlignmentFactor, cie.DataAlignmentFactor = cie.ReturnAddressRegister, daf
+		cie.ReturnAddressRegister, cie.InitialInstructions = ra, b[i:]
+		done[cie] = true
+	}
+	if len(bad) == 0 {
+		return fdes
+	}
+	var kept frame.FrameDescriptionEntries
+	for _, fde := range fdes {
+		if !bad[fde.CIE] {
+			kept = append(kept, fde)
+		}
+	}
+	return kept
 }
 
 // prepare rewrites the CFA programs of the CIEs and FDEs for delve

@@ -21,6 +21,20 @@ type fdeSpec struct {
 // debugFrame builds a .debug_frame section (DWARF 5, 6.4.1; 32-bit
 // format) of a CIE with the initial instructions cie and the FDEs.
 func debugFrame(cie []byte, fdes ...fdeSpec) []byte {
+	// CIE id, version 1, "", caf 1, daf -8, ra 16
+	return frameSection([]byte{0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16}, cie, fdes...)
+}
+
+// debugFrame4 is [debugFrame] with a CIE of version 4 (DWARF 4 and 5, as
+// clang writes it): an address size and a segment selector size after
+// the augmentation.
+func debugFrame4(segSize byte, cie []byte, fdes ...fdeSpec) []byte {
+	return frameSection([]byte{0xff, 0xff, 0xff, 0xff, 4, 0, 8, segSize, 1, 0x78, 16}, cie, fdes...)
+}
+
+// frameSection builds a .debug_frame section of a CIE (its fields up to
+// its initial instructions in header) and the FDEs.
+func frameSection(header, cie []byte, fdes ...fdeSpec) []byte {
 	entry := func(out, body []byte) []byte {
 		for len(body)%8 != 4 { // pad to the address size with DW_CFA_nop
 			body = append(body, 0)
@@ -28,8 +42,7 @@ func debugFrame(cie []byte, fdes ...fdeSpec) []byte {
 		out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
 		return append(out, body...)
 	}
-	body := []byte{0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16} // CIE id, version 1, "", caf 1, daf -8, ra 16
-	out := entry(nil, append(body, cie...))
+	out := entry(nil, append(slices.Clone(header), cie...))
 	for _, f := range fdes {
 		b := binary.LittleEndian.AppendUint32(nil, 0) // the CIE at offset 0
 		b = binary.LittleEndian.AppendUint64(b, f.lo)
@@ -139,5 +152,30 @@ func TestUnwindRules(t *testing.T) {
 				t.Errorf("frames %x, %v; want %x, %v", pcs, stop, tc.want, tc.stop)
 			}
 		})
+	}
+}
+
+// TestVersion4 unwinds through a .debug_frame CIE of version 4, whose
+// fields delve misreads and Parse mends; one with a segment selector is
+// dropped.
+func TestVersion4(t *testing.T) {
+	stack := synthStack(4, map[int]uint64{0: 0x1234, 1: synthOuter})
+	regs := unwind.Regs{Arch: unwind.AMD64, PC: 0x1003, SP: synthSP}
+	for _, tc := range []struct {
+		seg  byte
+		want []uint64
+		stop unwind.Stop
+	}{
+		{0, []uint64{0x1003, synthOuter}, unwind.StopNoFDE},
+		{1, []uint64{0x1003}, unwind.StopNoFDE},
+	} {
+		m, err := unwind.Parse([]unwind.Section{{Data: debugFrame4(tc.seg, cieAMD64, fdeSpec{0x1000, 0x100, restoreProg})}}, 0, unwind.AMD64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcs, stop := unwind.Unwind(regs, stack, func(uint64) *unwind.Module { return m }, 8)
+		if !slices.Equal(pcs, tc.want) || stop != tc.stop {
+			t.Errorf("segment selector size %d: frames %x, %v; want %x, %v", tc.seg, pcs, stop, tc.want, tc.stop)
+		}
 	}
 }
