@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -28,6 +29,7 @@ type snapshot struct {
 	regs    unwind.Regs
 	stack   unwind.Stack
 	modules []*liveModule
+	vdso    uint64 // where the vDSO is mapped: no file, no module
 }
 
 // liveModule is a module of the snapshot's process and its functions.
@@ -128,6 +130,11 @@ func takeSnapshot(t testing.TB, prog string, args ...string) *snapshot {
 	maps := readMaps(t, pid)
 	s.stack = readStack(t, pid, maps, s.regs.SP)
 	s.modules = loadModules(t, maps)
+	for _, m := range maps {
+		if m.Path == "[vdso]" {
+			s.vdso = m.Start
+		}
+	}
 	return s
 }
 
@@ -214,4 +221,34 @@ func hostArch(t testing.TB) unwind.Arch {
 	}
 	t.Skipf("no unwinding on %s", runtime.GOARCH)
 	return 0
+}
+
+// gdbFrames returns the functions of gdb's backtrace of prog stopped on
+// its breakpoint (gdb stops at main), or nil without gdb.
+func gdbFrames(t *testing.T, prog string, args ...string) []string {
+	t.Helper()
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		return nil
+	}
+	cmdArgs := append([]string{"-nx", "-batch", "-ex", "run", "-ex", "bt", "--args", prog}, args...)
+	out, err := exec.Command(gdb, cmdArgs...).CombinedOutput()
+	if err != nil {
+		t.Logf("gdb: %v\n%s", err, out)
+		return nil
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], "#") || f[1] == "trap" {
+			continue // trap is inlined: gdb shows inlined frames, an unwind physical ones
+		}
+		if len(f) >= 4 && f[2] == "in" {
+			names = append(names, f[3])
+		} else {
+			names = append(names, f[1])
+		}
+	}
+	t.Logf("gdb bt: %s", strings.Join(names, " <- "))
+	return names
 }

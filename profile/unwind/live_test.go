@@ -38,6 +38,9 @@ func TestUnwindLive(t *testing.T) {
 			if want := []string{"c", "b", "a", "main"}; len(names) < 5 || !slices.Equal(names[:4], want) {
 				t.Fatalf("frames %v, want %v then libc's start", names, want)
 			}
+			if gdb := gdbFrames(t, prog); gdb != nil && !slices.Equal(gdb, names[:min(len(gdb), len(names))]) {
+				t.Errorf("gdb's frames %v, not the first of ours", gdb)
+			}
 			if last := names[len(names)-1]; last != "_start" {
 				t.Errorf("outermost frame %s, want _start", last)
 			}

@@ -68,6 +68,12 @@ func TestStopLive(t *testing.T) {
 	if pcs, stop := unwind.Unwind(regs, s.stack, s.moduleOf, 64); len(pcs) != 1 || stop != unwind.StopNoModule {
 		t.Errorf("PC in no module: %x, %v", pcs, stop)
 	}
+	if s.vdso != 0 {
+		regs.PC = s.vdso + 0x10 // no file to load: the walk stops there, counted
+		if pcs, stop := unwind.Unwind(regs, s.stack, s.moduleOf, 64); len(pcs) != 1 || stop != unwind.StopNoModule {
+			t.Errorf("PC in the vDSO: %x, %v", pcs, stop)
+		}
+	}
 	regs.PC = s.live(s.regs.PC).lo // the ELF header
 	if pcs, stop := unwind.Unwind(regs, s.stack, s.moduleOf, 64); len(pcs) != 1 || stop != unwind.StopNoFDE {
 		t.Errorf("PC in the ELF header: %x, %v", pcs, stop)
