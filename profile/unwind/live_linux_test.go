@@ -30,6 +30,7 @@ type snapshot struct {
 	stack   unwind.Stack
 	modules []*liveModule
 	vdso    uint64 // where the vDSO is mapped: no file, no module
+	vdsoEnd uint64
 }
 
 // liveModule is a module of the snapshot's process and its functions.
@@ -132,7 +133,7 @@ func takeSnapshot(t testing.TB, prog string, args ...string) *snapshot {
 	s.modules = loadModules(t, maps)
 	for _, m := range maps {
 		if m.Path == "[vdso]" {
-			s.vdso = m.Start
+			s.vdso, s.vdsoEnd = m.Start, m.End
 		}
 	}
 	return s
