@@ -38,11 +38,13 @@ const nregs = 33
 type archRegs struct {
 	pc, sp, fp, lr uint64 // lr is the return address column
 	n              uint64 // registers of the file: 0 to n-1
+	link           bool   // calls leave the return address in lr (a link register), signed where pointer authentication is on
+	negateRA       bool   // CFA opcode 0x2d is DW_CFA_AARCH64_negate_ra_state
 }
 
 var archRegTable = [...]archRegs{
 	AMD64: {pc: regnum.AMD64_Rip, sp: regnum.AMD64_Rsp, fp: regnum.AMD64_Rbp, lr: regnum.AMD64_Rip, n: 17},
-	ARM64: {pc: regnum.ARM64_PC, sp: regnum.ARM64_SP, fp: regnum.ARM64_BP, lr: regnum.ARM64_LR, n: 33},
+	ARM64: {pc: regnum.ARM64_PC, sp: regnum.ARM64_SP, fp: regnum.ARM64_BP, lr: regnum.ARM64_LR, n: 33, link: true, negateRA: true},
 }
 
 // regs returns the architecture's register numbers; false for no

@@ -202,6 +202,8 @@ func cieRules(initial []byte) map[uint64][]byte {
 // or prog itself when it needs nothing. rules are the CIE's initial rules
 // ([cieRules]).
 func rewriteCFA(prog []byte, rules map[uint64][]byte, arch Arch) []byte {
+	ar, _ := arch.regs()
+	negateRA := ar.negateRA
 	var out []byte // nil until a change
 	for i := 0; i < len(prog); {
 		in, next, ok := decodeCFA(prog, i)
@@ -219,7 +221,7 @@ func rewriteCFA(prog []byte, rules map[uint64][]byte, arch Arch) []byte {
 			keep = false
 			n, _, _ := uleb(in.raw, len(in.raw)-lebLen(in.raw))
 			repl = appendSLEB(appendULEB([]byte{cfaValOffsetSf}, in.reg), int64(n))
-		case in.op == cfaNegateRAState && arch == ARM64:
+		case in.op == cfaNegateRAState && negateRA:
 			keep = false
 		case in.op == cfaNegateRAState: // DW_CFA_GNU_window_save elsewhere
 			keep, repl = false, []byte{opInvalid}

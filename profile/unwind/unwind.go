@@ -56,7 +56,7 @@ func Unwind(regs Regs, stack Stack, modules func(pc uint64) *Module, max int) ([
 		return nil, StopBadRegs
 	}
 	u := unwinder{ar: ar, stack: stack, exact: true}
-	if regs.Arch == ARM64 {
+	if ar.link {
 		u.pacMask = regs.PACMask
 		u.regs.set(ar.lr, regs.LR)
 	}
