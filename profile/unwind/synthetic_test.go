@@ -179,3 +179,23 @@ func TestVersion4(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkRegisterLost: on arm64 a leaf returns through x30 to a caller
+// whose CFI says its own return address is still in x30 (a call that
+// never returns, made without saving it). The call overwrote x30: the
+// walk stops there rather than give the leaf's return address again.
+func TestLinkRegisterLost(t *testing.T) {
+	header := []byte{0xff, 0xff, 0xff, 0xff, 1, 0, 4, 0x78, 30} // caf 4, daf -8, ra x30
+	cfi := frameSection(header, []byte{0x0c, 31, 0},            // CFA = sp
+		fdeSpec{0x1000, 0x100, nil},              // the leaf
+		fdeSpec{0x2000, 0x100, []byte{0x0e, 16}}) // CFA = sp+16, x30 unchanged
+	m, err := unwind.Parse([]unwind.Section{{Data: cfi}}, 0, unwind.ARM64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := unwind.Regs{Arch: unwind.ARM64, PC: 0x1000, SP: synthSP, LR: 0x2010}
+	pcs, stop := unwind.Unwind(regs, synthStack(4, nil), func(uint64) *unwind.Module { return m }, 8)
+	if !slices.Equal(pcs, []uint64{0x1000, 0x2010}) || stop != unwind.StopRegister {
+		t.Errorf("frames %x, %v; want [1000 2010], %v", pcs, stop, unwind.StopRegister)
+	}
+}

@@ -128,6 +128,13 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 		return 0, StopNotGrowing
 	}
 	caller.set(u.ar.pc, ra)
+	if u.ar.link && !r.signal {
+		// The call wrote its return address into the link register: the
+		// caller's own value there is lost, and a caller whose CFI says
+		// its return address is still there (a call that never returns)
+		// has none to give.
+		caller.known &^= 1 << u.ar.lr
+	}
 	u.regs = caller
 	u.exact = r.signal // a signal frame's caller was interrupted, not calling
 	return ra, stopNone
