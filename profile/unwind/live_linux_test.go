@@ -35,10 +35,11 @@ type snapshot struct {
 
 // liveModule is a module of the snapshot's process and its functions.
 type liveModule struct {
-	path   string
-	lo, hi uint64 // its mappings' span
-	mod    *unwind.Module
-	syms   []elf.Symbol
+	path  string
+	lo    uint64      // its first mapping's start
+	spans [][2]uint64 // its mappings (the vDSO may lie between two)
+	mod   *unwind.Module
+	syms  []elf.Symbol
 }
 
 // moduleOf finds the module of pc.
@@ -51,8 +52,10 @@ func (s *snapshot) moduleOf(pc uint64) *unwind.Module {
 
 func (s *snapshot) live(pc uint64) *liveModule {
 	for _, lm := range s.modules {
-		if pc >= lm.lo && pc < lm.hi {
-			return lm
+		for _, sp := range lm.spans {
+			if pc >= sp[0] && pc < sp[1] {
+				return lm
+			}
 		}
 	}
 	return nil
@@ -203,7 +206,7 @@ func loadModules(t testing.TB, maps []procmaps.Mapping) []*liveModule {
 			byPath[m.Path] = lm
 			order = append(order, m.Path)
 		}
-		lm.hi = max(lm.hi, m.End)
+		lm.spans = append(lm.spans, [2]uint64{m.Start, m.End})
 	}
 	sort.Strings(order)
 	var out []*liveModule

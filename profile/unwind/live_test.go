@@ -31,7 +31,7 @@ func TestUnwindLive(t *testing.T) {
 			s := takeSnapshot(t, prog)
 			pcs, stop := unwind.Unwind(s.regs, s.stack, s.moduleOf, 64)
 			names := s.names(pcs)
-			t.Logf("%d frames, %v: %s", len(pcs), stop, strings.Join(names, " <- "))
+			t.Logf("%d frames, %v: %s (PAC mask %#x)", len(pcs), stop, strings.Join(names, " <- "), s.regs.PACMask)
 			if stop != unwind.StopEnd {
 				t.Errorf("stop %v, want %v", stop, unwind.StopEnd)
 			}

@@ -82,7 +82,7 @@ func TestStopLive(t *testing.T) {
 	data := slices.Clone(s.stack.Data)
 	zeroed := false
 	for i := 0; i+8 <= len(data) && !zeroed; i += 8 {
-		if binary.LittleEndian.Uint64(data[i:]) == full[1] {
+		if binary.LittleEndian.Uint64(data[i:])&^s.regs.PACMask == full[1] { // signed on arm64
 			binary.LittleEndian.PutUint64(data[i:], 0)
 			zeroed = true
 		}

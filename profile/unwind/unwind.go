@@ -100,6 +100,9 @@ func (u *unwinder) step(modules func(pc uint64) *Module) (uint64, Stop) {
 	if r.stop != stopNone {
 		return 0, r.stop
 	}
+	if r.raRule >= 0 && r.regs[r.raRule].rule.Rule == frame.RuleUndefined {
+		return 0, StopEnd // the outermost frame, whatever its CFA (arm64's _start: SP's)
+	}
 	cfa, stop := u.cfa(r.cfa)
 	if stop != stopNone {
 		return 0, stop
@@ -214,10 +217,7 @@ func (u *unwinder) load(addr uint64) (uint64, Stop) {
 // returnAddress returns the caller's PC from its registers: the return
 // address column, stripped of pointer-authentication bits.
 func (u *unwinder) returnAddress(r *row, caller frameRegs) (uint64, Stop) {
-	switch {
-	case r.raRule >= 0 && r.regs[r.raRule].rule.Rule == frame.RuleUndefined:
-		return 0, StopEnd // the outermost frame
-	case r.raRule < 0 && r.ra == u.ar.pc:
+	if r.raRule < 0 && r.ra == u.ar.pc {
 		return 0, StopRegister // amd64's column 16 is no register of the frame
 	}
 	ra, known := caller.get(r.ra)
