@@ -139,6 +139,21 @@ func BenchmarkUnwind(b *testing.B) {
 	b.ReportMetric(float64(len(pcs)*b.N)/b.Elapsed().Seconds(), "frames/s")
 }
 
+// BenchmarkUnwindCold unwinds the live snapshot through modules that
+// have kept no rows: every frame's FDE program run by delve.
+func BenchmarkUnwindCold(b *testing.B) {
+	s := liveSnapshot(b)
+	pcs, _ := unwind.Unwind(s.regs, s.stack, s.moduleOf, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, lm := range s.modules {
+			lm.mod.ForgetRows()
+		}
+		unwind.Unwind(s.regs, s.stack, s.moduleOf, 64)
+	}
+	b.ReportMetric(float64(len(pcs)*b.N)/b.Elapsed().Seconds(), "frames/s")
+}
+
 // BenchmarkLoad loads libc's CFI, as once per mapped module.
 func BenchmarkLoad(b *testing.B) {
 	s := liveSnapshot(b)
