@@ -31,6 +31,7 @@ type snapshot struct {
 	modules []*liveModule
 	vdso    uint64 // where the vDSO is mapped: no file, no module
 	vdsoEnd uint64
+	vdsoImg []byte // its bytes, as a sampler could read them
 }
 
 // liveModule is a module of the snapshot's process and its functions.
@@ -137,6 +138,7 @@ func takeSnapshot(t testing.TB, prog string, args ...string) *snapshot {
 	for _, m := range maps {
 		if m.Path == "[vdso]" {
 			s.vdso, s.vdsoEnd = m.Start, m.End
+			s.vdsoImg = readMem(t, pid, m.Start, m.End-m.Start)
 		}
 	}
 	return s
@@ -165,16 +167,22 @@ func readStack(t testing.TB, pid int, maps []procmaps.Mapping, sp uint64) unwind
 			end = min(end, m.End)
 		}
 	}
+	return unwind.Stack{Addr: sp, Data: readMem(t, pid, sp, end-sp)}
+}
+
+// readMem reads n bytes of the process's memory at addr.
+func readMem(t testing.TB, pid int, addr, n uint64) []byte {
+	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	data := make([]byte, end-sp)
-	if _, err := f.ReadAt(data, int64(sp)); err != nil {
-		t.Fatalf("read stack at %#x: %v", sp, err)
+	data := make([]byte, n)
+	if _, err := f.ReadAt(data, int64(addr)); err != nil {
+		t.Fatalf("read memory at %#x: %v", addr, err)
 	}
-	return unwind.Stack{Addr: sp, Data: data}
+	return data
 }
 
 // loadModules loads the CFI of each file mapped, with its load bias from

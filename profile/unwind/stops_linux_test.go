@@ -1,13 +1,17 @@
 package unwind_test
 
 import (
+	"bytes"
+	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/internal/elfid"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/unwind"
 )
@@ -124,6 +128,45 @@ func TestUnwindConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestVDSOFromMemory loads the CFI of the vDSO from its image in the
+// process's memory, as a sampler can where no file holds it: its
+// functions are covered at their run-time addresses.
+func TestVDSOFromMemory(t *testing.T) {
+	s := liveSnapshot(t)
+	if s.vdsoImg == nil {
+		t.Skip("no vDSO")
+	}
+	f, err := elf.NewFile(bytes.NewReader(s.vdsoImg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bias := s.vdso - elfid.LinkBase(f)
+	m, err := unwind.FromELF(f, bias, s.regs.Arch)
+	if errors.Is(err, unwind.ErrNoCFI) {
+		t.Skip("the vDSO has no CFI")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered, funcs := 0, 0
+	for _, sym := range syms {
+		if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Size > 0 {
+			funcs++
+			if m.Covers(sym.Value + bias) {
+				covered++
+			}
+		}
+	}
+	t.Logf("vDSO: %d FDEs, %d of %d functions covered", m.FDEs(), covered, funcs)
+	if covered == 0 || m.Covers(bias) {
+		t.Errorf("%d of %d functions covered, the ELF header %v", covered, funcs, m.Covers(bias))
 	}
 }
 
