@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"profile/layout":    {"instr"},
 	"profile/books":     {"datafile", "instr"},
 	"profile/procmaps":  {},
+	"profile/unwind":    {},
 	"plist":             {"datafile", "internal/prf"},
 	"internal/cli":      {"internal/prf"},
 	"internal/testutil": {"datafile", "internal/cli", "internal/golden", "internal/prf"},
@@ -41,10 +42,15 @@ var allowed = map[string][]string{
 // onlyImporters lists outside packages that only some of ours may import.
 // PROFILE reads the plan: what it must learn of an ELF file at run time
 // (identity, load span, the dynamic linker's rendezvous, function starts)
-// package elfid reads for it.
+// package elfid reads for it, and the call frame information (.eh_frame,
+// .debug_frame) package unwind reads for it, which alone uses delve's
+// DWARF packages.
 var onlyImporters = map[string][]string{
 	"golang.org/x/sys/unix": {"profile/ptrace"},
-	"debug/elf":             {"dwarf", "internal/elfid", "instr", "prep", "internal/testutil"},
+	"debug/elf":             {"dwarf", "internal/elfid", "instr", "prep", "internal/testutil", "profile/unwind"},
+	"github.com/go-delve/delve/pkg/dwarf/frame":  {"profile/unwind"},
+	"github.com/go-delve/delve/pkg/dwarf/op":     {"profile/unwind"},
+	"github.com/go-delve/delve/pkg/dwarf/regnum": {"profile/unwind"},
 }
 
 func TestImportRules(t *testing.T) {
