@@ -167,13 +167,26 @@ func TestLineCodeARM64(t *testing.T) {
 // Go's free registers: not sp, not the stack (nothing is written but the
 // counter), not the flags.
 func TestGoLineCodeARM64(t *testing.T) {
-	const counter, at = 0x7f0000001000, 0x40000
+	const counter = 0x7f0000001000
 	dc, ok := ARM64.LineCode(CountShared, LineSite{Counter: counter, GoStack: true})
 	if !ok || len(dc.Rollback) != 0 {
 		t.Fatalf("no Go line code, or one with a rollback: %+v", dc)
 	}
-	m := newMem().poke64(counter, 0)
-	r := &fakeRegs{flags: 0x60000000}
+	runGoLineCode(t, "count", dc.Code, 0, counter, false)
+	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter, GoStack: true}); ok {
+		t.Error("Go line code in per-thread blocks")
+	}
+}
+
+// runGoLineCode runs a Go line's count code three times in the A64
+// interpreter, the thread pointer tp, and checks that the counter at
+// addr counts each run (a cover: is one), and that nothing changed but
+// x18, x27 and the counter: not sp, not the stack, not the flags.
+func runGoLineCode(t *testing.T, what string, code []byte, tp, addr uint64, cover bool) {
+	t.Helper()
+	const at = 0x40000
+	m := newMem().poke64(addr, 0)
+	r := &fakeRegs{flags: 0x60000000, tp: tp}
 	for i := range r.r {
 		r.r[i] = 0x1111 * uint64(i+1)
 	}
@@ -181,26 +194,20 @@ func TestGoLineCodeARM64(t *testing.T) {
 	want := r.r
 	for n := uint64(1); n <= 3; n++ {
 		r.pc = at
-		if err := a64Exec(dc.Code, at, r, m); err != nil {
+		if err := a64Exec(code, at, r, m); err != nil {
 			t.Fatal(err)
 		}
-		if got := m.peek64(counter); got != n {
-			t.Fatalf("counter %d after %d runs", got, n)
+		if got := m.peek64(addr); got != n && !(cover && got == 1) {
+			t.Fatalf("%s: counter %d after %d runs", what, got, n)
 		}
 	}
 	for i := range r.r {
 		if i != a64X18 && i != a64X27 && r.r[i] != want[i] {
-			t.Errorf("x%d changed: %#x, was %#x", i, r.r[i], want[i])
+			t.Errorf("%s: x%d changed: %#x, was %#x", what, i, r.r[i], want[i])
 		}
 	}
-	if r.flags != 0x60000000 || r.pc != at+uint64(len(dc.Code)) {
-		t.Errorf("flags %#x, pc %#x", r.flags, r.pc)
-	}
-	if len(m.b) != 8 {
-		t.Errorf("%d bytes written, want the counter's 8", len(m.b))
-	}
-	if _, ok := ARM64.LineCode(CountPerThread, LineSite{Counter: counter, GoStack: true}); ok {
-		t.Error("Go line code in per-thread blocks")
+	if r.flags != 0x60000000 || r.pc != at+uint64(len(code)) || len(m.b) != 8 {
+		t.Errorf("%s: flags %#x, pc %#x, %d bytes written (want the counter's 8)", what, r.flags, r.pc, len(m.b))
 	}
 }
 
@@ -211,7 +218,7 @@ func TestGoLineCodeARM64(t *testing.T) {
 // stopped between the load and the store starts again from the
 // beginning. Without a thread pointer, or in Go assembly, there is none.
 func TestGoLineAreaCodeARM64(t *testing.T) {
-	const area, counter, at = 0x7f0000040000, 0x2468, 0x40000
+	const area, counter = 0x7f0000040000, 0x2468
 	site := LineSite{Counter: counter, GoStack: true, ThreadPointer: true, Table: 0x7f0000000000, Areas: 0x10000}
 	for _, cover := range []bool{false, true} {
 		site.Cover = cover
@@ -219,30 +226,8 @@ func TestGoLineAreaCodeARM64(t *testing.T) {
 		if !ok {
 			t.Fatalf("cover %v: no Go line code in the thread's area", cover)
 		}
-		m := newMem().poke64(area+counter, 0)
-		r := &fakeRegs{flags: 0x60000000, tp: area}
-		for i := range r.r {
-			r.r[i] = 0x1111 * uint64(i+1)
-		}
-		r.r[31] = 0x7ffff000 // sp
-		want := r.r
-		for n := uint64(1); n <= 3; n++ {
-			r.pc = at
-			if err := a64Exec(dc.Code, at, r, m); err != nil {
-				t.Fatal(err)
-			}
-			if got := m.peek64(area + counter); got != n && !(cover && got == 1) {
-				t.Fatalf("cover %v: counter %d after %d runs", cover, got, n)
-			}
-		}
-		for i := range r.r {
-			if i != a64X18 && i != a64X27 && r.r[i] != want[i] {
-				t.Errorf("cover %v: x%d changed: %#x, was %#x", cover, i, r.r[i], want[i])
-			}
-		}
-		if r.flags != 0x60000000 || r.pc != at+uint64(len(dc.Code)) || len(m.b) != 8 {
-			t.Errorf("cover %v: flags %#x, pc %#x, %d bytes written (want the counter's 8)", cover, r.flags, r.pc, len(m.b))
-		}
+		what := map[bool]string{false: "count", true: "cover"}[cover]
+		runGoLineCode(t, what, dc.Code, area, area+counter, cover)
 		text := gnuDisasm(t, dc.Code, 0)
 		if cover {
 			if len(dc.Rollback) != 0 {
