@@ -213,7 +213,7 @@ func testValues(t testing.TB) []testValue {
 // --no-call-counts).
 func uncountedPlan() *Plan {
 	p := testPlan(FuncSampling)
-	p.Uncounted = true
+	p.Uncounted, p.Attribution = true, false
 	p.ID = PlanID(p)
 	return p
 }

@@ -38,6 +38,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("negative stack depth %d", p.StackDepth)
 	case p.Calibration < -1:
 		return fmt.Errorf("calibration %d is neither -1 nor a duration", p.Calibration)
+	case p.Uncounted && (p.Method != FuncSampling || p.StartFunc != "" || p.StartIndex >= 0 || p.Attribution):
+		return errors.New("counts no call, and is not function sampling without a start function or attribution")
 	}
 	for i, l := range p.LeftOut {
 		if l.Funcs < 0 {

@@ -35,6 +35,10 @@ func TestPlanValidate(t *testing.T) {
 		{"line file", LineCounting, func(p *Plan) { p.Lines[3].File = 1 }, "line 3: file 1 out of range (1 files)"},
 		{"line negative file", LineCounting, func(p *Plan) { p.Lines[0].File = -1 }, "line 0: file -1 out of range"},
 		{"line number", LineCounting, func(p *Plan) { p.Lines[1].Line = -1 }, "line 1: negative line number -1"},
+		{"uncounted sampling", FuncSampling, func(p *Plan) { p.Uncounted, p.Attribution = true, false }, ""},
+		{"uncounted counting", FuncCounting, func(p *Plan) { p.Uncounted, p.Attribution = true, false }, "counts no call"},
+		{"uncounted with /AT", FuncSampling, func(p *Plan) { p.Uncounted = true }, "counts no call"},
+		{"uncounted with /SF", FuncSampling, func(p *Plan) { p.Uncounted, p.Attribution, p.StartIndex = true, false, 0 }, "counts no call"},
 		{"stale id", FuncCounting, func(p *Plan) { p.Funcs[0].Entry++ }, "does not match its content"},
 	}
 	for _, tt := range tests {

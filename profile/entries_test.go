@@ -47,15 +47,7 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 			et.env.timer = rs
 		}
 
-		bias := uint64(pieAt - leafAt)
-		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
-		maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-		items := []int{0, 1}
-		p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
-			area: e.areaNear(in, maps, e.areaCells(items, bias, 0, timed)), entries: slices.Clone(items), counters: c}
-		if err := et.plant(p); err != nil {
-			t.Fatal(err)
-		}
+		p := plantTwoAtPIE(t, e, et, c, timed)
 		if et.patched != 1 || len(et.fellBack) != 1 || et.fellBack[0].item != 1 || !errors.Is(et.fellBack[0].err, errNoExtent) ||
 			!slices.Equal(handed, []int{1}) || p.entries != nil {
 			t.Fatalf("timed %v: %d patched, fall-backs %+v, handed to the breakpoints %v, left %v; want f patched, g handed over (no extent)",
@@ -88,4 +80,22 @@ func TestEntryTrampolinesEnv(t *testing.T) {
 			t.Errorf("timed %v: a stop in the trampoline claimed %v, %v; want not claimed", timed, ours, err)
 		}
 	}
+}
+
+// plantTwoAtPIE plants, with et, the entries of the plan's first two
+// functions (items 0 and 1), its program loaded at pieAt (linked at
+// leafAt), counted by c, and returns the planting; rings: with the room
+// timing's trampolines take (planter.areaCells).
+func plantTwoAtPIE(t *testing.T, e *planter, et *entryTrampolines, c *counters, rings bool) *planting {
+	t.Helper()
+	bias := uint64(pieAt - leafAt)
+	in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
+	maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
+	items := []int{0, 1}
+	p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
+		area: e.areaNear(in, maps, e.areaCells(items, bias, 0, rings)), entries: slices.Clone(items), counters: c}
+	if err := et.plant(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/layout"
-	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
@@ -214,15 +213,7 @@ func TestEntriesInAreas(t *testing.T) {
 			return nil
 		})
 		et.env.counters = c
-		bias := uint64(pieAt - leafAt)
-		in := procmaps.Instance{First: procmaps.Mapping{Start: pieAt}, Lo: pieAt, Hi: pieAt + 0x1000}
-		maps := []procmaps.Mapping{{Start: pieAt, End: pieAt + 0x1000, Perms: "r-xp"}}
-		items := []int{0, 1}
-		p := &planting{bias: bias, in: in, maps: maps, items: items, text: e.readText(items, bias),
-			area: e.areaNear(in, maps, e.areaCells(items, bias, 0, false)), entries: slices.Clone(items), counters: c}
-		if err := et.plant(p); err != nil {
-			t.Fatal(err)
-		}
+		plantTwoAtPIE(t, e, et, c, false)
 		c.sortTramps()
 		if !tp && (et.patched != 1 || len(et.fellBack) != 1 || !errors.Is(et.fellBack[0].err, errGoArea) || !slices.Equal(handed, []int{1})) {
 			t.Fatalf("%d patched, fall-backs %+v, handed %v; want f patched, main.g handed to the breakpoints (no table)", et.patched, et.fellBack, handed)

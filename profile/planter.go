@@ -58,7 +58,7 @@ func newPlanter(t *tracer, pageSize uint64) *planter {
 		areas: make(map[uint64][][2]uint64)}
 	e.mapArea = e.mmap
 	e.wants = func() scanWants {
-		w := scanWants{returns: t.parts.timer() != nil && t.plan.Method.IsFunction()}
+		w := scanWants{landings: t.plan.Method.IsFunction() || t.parts.lines != nil, returns: t.parts.timer() != nil && t.plan.Method.IsFunction()}
 		if t.attach != nil {
 			w.attached, w.pcs = true, t.attach.pcs
 		}

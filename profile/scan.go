@@ -26,6 +26,9 @@ import (
 func (e *planter) scanCode(maps []procmaps.Mapping, in procmaps.Instance, mi int, path string, bias uint64) {
 	e.scan.code = e.scanModule(maps, in, mi, bias)
 	w := e.wants()
+	if !w.landings && !elfid.ReadIsGo(path) {
+		return
+	}
 	for _, cm := range e.scan.code {
 		e.scan.landings = append(e.scan.landings, cm.Jumps...)
 		for target := range cm.Returns {
@@ -57,11 +60,15 @@ func (e *planter) scanCode(maps []procmaps.Mapping, in procmaps.Instance, mi int
 	}
 }
 
-// scanWants is what the scan of a module finds beyond its decoding and
-// the places its jumps land, for the run's mechanisms: in a process
-// attached to, where its calls return and the threads' PCs (pcs) among
-// them; timing in-process, its calls' returns and its functions' starts.
+// scanWants is what the scan of a module finds beyond its decoding, for
+// the run's mechanisms: the places its jumps land (a function profile,
+// or line trampolines; and a Go module's lines, which move after Go's
+// restartable sequences only where nothing lands: linerestarts.go), and
+// in a process attached to where its calls return and the threads' PCs
+// (pcs) among them; timing in-process, its calls' returns and its
+// functions' starts.
 type scanWants struct {
+	landings bool
 	attached bool
 	pcs      []uint64
 	returns  bool
