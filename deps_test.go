@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"internal/prf":      {"datafile"},
 	"datafile":          {},
 	"prep":              {"dwarf", "instr", "datafile", "internal/prf"},
-	"profile":           {"datafile", "internal/elfid", "instr", "profile/ptrace", "profile/layout", "profile/books", "profile/procmaps", "internal/prf"},
+	"profile":           {"datafile", "internal/elfid", "instr", "profile/ptrace", "profile/layout", "profile/books", "profile/procmaps", "profile/unwind", "internal/prf"},
 	"profile/ptrace":    {},
 	"profile/layout":    {"instr"},
 	"profile/books":     {"datafile", "instr"},

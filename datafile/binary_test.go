@@ -171,7 +171,7 @@ var (
 	oneString  = sec(secStrings, uv(1), uv(3), []byte("cmd"))
 	countsHead = sec(secCounts, make([]byte, 16), uv(uint64(FuncCounting)))
 	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), uv(0), sv(0))
-	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0))
+	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0), uv(0), uv(0))
 )
 
 func TestReadErrors(t *testing.T) {
@@ -281,16 +281,17 @@ type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 
-// TestReadOlderVersions reads the files of format versions 3 to 10
-// (testdata/v3 to v10, the goldens written before versions 4 to 11): each
+// TestReadOlderVersions reads the files of format versions 3 to 11
+// (testdata/v3 to v11, the goldens written before versions 4 to 12): each
 // holds the value of its name (a .pbt of version 3 has no discarded runs,
 // no file before version 5 has sampling figures, none before version 6
 // the keys of its stacks' caller stacks, no plan before version 7 what
 // the default selection left out, no run before version 8 its cost
 // uncertainty, none before version 9 its threads' time on a CPU, and
-// none before version 10 its calls' waits: Waits nil, and none before
-// version 11 its samples in PROFILE's code or an uncounted plan), and is
-// written again in this version.
+// none before version 10 its calls' waits: Waits nil, none before
+// version 11 its samples in PROFILE's code or an uncounted plan, and
+// none before version 12 its sampled stacks' numbers), and is written
+// again in this version.
 func TestReadOlderVersions(t *testing.T) {
 	// values are the test values as a file of version v holds them.
 	values := func(v uint16) map[string]any {
@@ -320,6 +321,9 @@ func TestReadOlderVersions(t *testing.T) {
 			if st != nil && v < 9 {
 				st.CPUTime = 0
 			}
+			if st != nil && v < 12 {
+				st.Sampling.Stacks, st.Sampling.StacksCut = 0, 0
+			}
 			if v < 11 {
 				// (The test values' own: set for version 11.)
 				if st != nil {
@@ -339,7 +343,7 @@ func TestReadOlderVersions(t *testing.T) {
 		}
 		return out
 	}
-	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13} {
+	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13, 11: 14} {
 		values := values(version)
 		dir := fmt.Sprintf("v%d", version)
 		names, err := filepath.Glob(filepath.Join("testdata", dir, "*.golden"))

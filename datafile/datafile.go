@@ -398,6 +398,15 @@ type SamplingStats struct {
 	// slots): none of the program's functions, and left out of the times
 	// (TotalTime is the program's samples alone).
 	Overhead uint64 `json:",omitempty"`
+	// Stacks is the number of samples whose call stack PROFILE unwound
+	// (function sampling without /AT): Stats.Stacks are then the chains
+	// of profiled functions the samples found, with their time and no
+	// hits, and ChildTime each function's samples with it on the stack.
+	// StacksCut is the number of those stacks whose unwinding stopped
+	// before the stack's end: their outermost profiled function stands
+	// at the stack base. Both are 0 where no stack was unwound.
+	Stacks    uint64 `json:",omitempty"`
+	StacksCut uint64 `json:",omitempty"`
 }
 
 // Sampler is how a sampling run took its samples.

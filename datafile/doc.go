@@ -107,7 +107,8 @@
 //	            varint InsideWait, varint OutsideWait, list(varint Wait, varint ChildWait):
 //	            the waits of the stacks, one per stack in the order of
 //	            Stacks (its count must be theirs),
-//	            then uvarint Overhead (Stats.Sampling)
+//	            then uvarint Overhead (Stats.Sampling),
+//	            then uvarint Stacks, uvarint StacksCut (Stats.Sampling)
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)

@@ -138,6 +138,8 @@ func (s *SamplingStats) add(c *SamplingStats) {
 	}
 	s.Outside += c.Outside
 	s.Overhead += c.Overhead
+	s.Stacks += c.Stacks
+	s.StacksCut += c.StacksCut
 	s.Lost += c.Lost
 	s.KernelTime += c.KernelTime
 }
@@ -161,8 +163,8 @@ func (m *Merged) check(c *Counts) error {
 			strings.ToLower(c.Method.Words()), strings.ToLower(m.Plan.Method.Words()))
 	case len(c.Stats.Hits) != len(m.Stats.Hits):
 		return fmt.Errorf("%w: counts of %d items, database of %d", ErrNotSamePlan, len(c.Stats.Hits), len(m.Stats.Hits))
-	case len(c.Stats.Stacks) > 0 && !m.Plan.Attribution:
-		return fmt.Errorf("%w: attribution stacks for a plan without attribution", ErrConflict)
+	case len(c.Stats.Stacks) > 0 && !m.Plan.Attribution && c.Stats.Sampling.Stacks == 0:
+		return fmt.Errorf("%w: attribution stacks for a plan without attribution, not sampled", ErrConflict)
 	case m.HasRun(c.Run.ID):
 		return fmt.Errorf("%w: run %s", ErrDuplicateRun, c.Run.ID)
 	}
@@ -193,10 +195,23 @@ func (m *Merged) checkSampling(c *SamplingStats) error {
 			}
 		}
 	}
-	if s.Outside > math.MaxUint64-c.Outside || s.Overhead > math.MaxUint64-c.Overhead || s.Lost > math.MaxUint64-c.Lost || !canAdd(s.KernelTime, c.KernelTime) {
-		return fmt.Errorf("outside, PROFILE's or lost samples, or kernel time: %w", ErrOverflow)
+	if s.Outside > math.MaxUint64-c.Outside || s.Overhead > math.MaxUint64-c.Overhead || s.Lost > math.MaxUint64-c.Lost ||
+		s.Stacks > math.MaxUint64-c.Stacks || !canAdd(s.KernelTime, c.KernelTime) {
+		return fmt.Errorf("outside, PROFILE's or lost samples, stacks, or kernel time: %w", ErrOverflow)
 	}
 	return nil
+}
+
+// HasStacks reports whether m has caller stacks: the calls' (/AT), or
+// the samples' (function sampling without /AT, where PROFILE unwound
+// them: SampledStacks).
+func (m *Merged) HasStacks() bool { return m.Plan.Attribution || m.SampledStacks() }
+
+// SampledStacks reports whether m's stacks are its samples' (function
+// sampling without /AT): they have times and no hits, and a function's
+// time with children is its samples with it on the stack.
+func (m *Merged) SampledStacks() bool {
+	return !m.Plan.Attribution && m.Stats.Sampling.Stacks > 0
 }
 
 // HasRun reports whether m holds the run with the given ID. No run has an

@@ -294,6 +294,8 @@ func (e *encoder) stats(st *Stats) {
 		w.varint(st.CPUTime)
 		w.waits(st)
 		w.uvarint(sm.Overhead)
+		w.uvarint(sm.Stacks)
+		w.uvarint(sm.StacksCut)
 	})
 }
 
@@ -432,6 +434,10 @@ func (d *decoder) stats(st *Stats) {
 	}
 	if d.version >= 11 {
 		st.Sampling.Overhead = s.uvarint()
+	}
+	if d.version >= 12 {
+		st.Sampling.Stacks = s.uvarint()
+		st.Sampling.StacksCut = s.uvarint()
 	}
 	d.end(s)
 }

@@ -130,8 +130,8 @@ func (m *Merged) Validate() error {
 			return fmt.Errorf("invalid merged profile: discarded run %d has no id", i)
 		}
 	}
-	if !m.Plan.Attribution && len(m.Stats.Stacks) > 0 {
-		return errors.New("invalid merged profile: attribution stacks in a plan without attribution")
+	if !m.Plan.Attribution && len(m.Stats.Stacks) > 0 && m.Stats.Sampling.Stacks == 0 {
+		return errors.New("invalid merged profile: attribution stacks in a plan without attribution, not sampled")
 	}
 	if err := m.Stats.check(m.Plan.Method, m.Plan.NumItems(), len(m.Plan.Funcs)); err != nil {
 		return fmt.Errorf("invalid merged profile: %w", err)
@@ -253,7 +253,7 @@ func timeAt(list []int64, i int) int64 {
 func (s *SamplingStats) check(method Method, funcs int) error {
 	if !method.IsSampling() {
 		if s.Interval != 0 || s.Sampler != NoSampler || s.Outside != 0 || s.Lost != 0 || s.KernelTime != 0 ||
-			len(s.Samples) > 0 || len(s.LineSamples) > 0 {
+			len(s.Samples) > 0 || len(s.LineSamples) > 0 || s.Stacks != 0 {
 			return fmt.Errorf("sampling figures in a %s profile", strings.ToLower(method.Words()))
 		}
 		return nil
@@ -265,6 +265,8 @@ func (s *SamplingStats) check(method Method, funcs int) error {
 		return fmt.Errorf("unknown sampler %d", s.Sampler)
 	case s.KernelTime < 0:
 		return fmt.Errorf("negative kernel time %d", s.KernelTime)
+	case s.StacksCut > s.Stacks:
+		return fmt.Errorf("%d of %d sampled stacks cut", s.StacksCut, s.Stacks)
 	case len(s.Samples) > 0 && len(s.Samples) != funcs:
 		return fmt.Errorf("samples of %d functions for %d functions", len(s.Samples), funcs)
 	}

@@ -90,6 +90,8 @@ func TestCountsValidate(t *testing.T) {
 		{"negative interval", FuncSampling, func(c *Counts) { c.Stats.Sampling.Interval = -1 }, "negative sampling interval -1"},
 		{"unknown sampler", FuncSampling, func(c *Counts) { c.Stats.Sampling.Sampler = 9 }, "unknown sampler 9"},
 		{"negative kernel time", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelTime = -1 }, "negative kernel time -1"},
+		{"more stacks cut than sampled", FuncSampling, func(c *Counts) { c.Stats.Sampling.StacksCut = 10 }, "10 of 9 sampled stacks cut"},
+		{"sampled stacks in timing", FuncTiming, func(c *Counts) { c.Stats.Sampling.Stacks = 1 }, "sampling figures in a function timing profile"},
 		{"samples of too few functions", FuncSampling, func(c *Counts) { c.Stats.Sampling.Samples = c.Stats.Sampling.Samples[:3] }, "samples of 3 functions for 4 functions"},
 	}
 	tests = append(tests, waitTests...)

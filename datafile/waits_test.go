@@ -60,8 +60,9 @@ func statsOf(v any) *Stats {
 
 // countsParts returns the string table, the sections before the
 // statistics, and the payload of the statistics of c's .pbo, without
-// the waits and the samples in PROFILE's code at its end, and the waits
-// as written (version 10 ends with them).
+// the waits, the samples in PROFILE's code and the sampled stacks'
+// numbers at its end, and the waits as written (version 10 ends with
+// them).
 func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	e := encodeCounts(c)
 	strs, rest := e.parts()
@@ -77,7 +78,8 @@ func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	stats = sec[k : k+int(n)]
 	var w payload
 	w.waits(&c.Stats)
-	end := len(stats) - len(uv(c.Stats.Sampling.Overhead))
+	sm := &c.Stats.Sampling
+	end := len(stats) - len(uv(sm.Overhead)) - len(uv(sm.Stacks)) - len(uv(sm.StacksCut))
 	return strs, head, stats[:end-len(w.b)], w.b
 }
 

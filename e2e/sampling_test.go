@@ -175,8 +175,9 @@ func checkSpinShares(t *testing.T, s sampled, known shares, tol float64) {
 // CPU time in known functions, over three threads, one born late: C at
 // -O0 and -O2, PIE or not, and Go. The shares must be within 3 points of
 // the CPU time the functions measured themselves, every call must be
-// counted exactly, and with /AT middle's time with children must be
-// spin_c's, which it calls and does nothing else.
+// counted exactly, and middle's time with children must be spin_c's,
+// which it calls and does nothing else: along the calls with /AT, from
+// the sampled stacks without (checkSampledStacks).
 func TestSamplingShares(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	rounds := strconv.Itoa(samplingRounds)
@@ -207,15 +208,111 @@ func TestSamplingShares(t *testing.T) {
 			checkShares(t, s, parseShares(t, r.stdout), 3)
 			st := &s.m.Stats
 			middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
-			want := st.FuncTime[middle]
+			want := st.FuncTime[middle] + st.FuncTime[spinC] // (all of spin_c's calls are middle's)
 			if len(c.prep) > 0 {
-				want += st.FuncTime[spinC] // (all of spin_c's calls are middle's)
-			}
-			if got := st.ChildTime[middle]; math.Abs(float64(got-want)) > float64(st.Sampling.Interval) {
-				t.Errorf("middle: time with children %d, want %d", got, want)
+				if got := st.ChildTime[middle]; math.Abs(float64(got-want)) > float64(st.Sampling.Interval) {
+					t.Errorf("middle: time with children %d, want %d", got, want)
+				}
+			} else {
+				checkSampledStacks(t, dir, filepath.Base(prog), s)
 			}
 			checkExports(t, dir, filepath.Base(prog), s, len(c.prep) > 0)
 		})
+	}
+}
+
+// checkSampledStacks checks the sampled stacks of a run of a shares
+// fixture: every sample's stack taken, a few at most cut short; middle's
+// time with children spin_c's and its own, short of the stacks cut at
+// most, over by the samples in unprofiled code under it at most; each
+// thread's function (C's main and worker, Go's goroutines') with the
+// share of the spinning it did, a third a thread; the same times in the
+// pprof export, as go tool pprof -top -cum reads them, and in the folded
+// stacks.
+func checkSampledStacks(t *testing.T, dir, prog string, s sampled) {
+	t.Helper()
+	st, sm := &s.m.Stats, &s.m.Stats.Sampling
+	iv := sm.Interval
+	var all uint64
+	for _, n := range sm.Samples {
+		all += n
+	}
+	t.Logf("%d stacks, %d cut, %d samples outside", sm.Stacks, sm.StacksCut, sm.Outside)
+	if sm.Stacks != all+sm.Outside || sm.StacksCut > sm.Stacks/50 {
+		t.Errorf("%d stacks, %d cut, of %d samples: want a stack each, at most 2%% cut", sm.Stacks, sm.StacksCut, all+sm.Outside)
+	}
+	middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
+	want := st.FuncTime[middle] + st.FuncTime[spinC]
+	if got := st.ChildTime[middle]; got < want-int64(sm.StacksCut)*iv || got > want+int64(sm.Outside)*iv {
+		t.Errorf("middle: time with children %d, want %d less %d cut or plus %d outside samples", got, want, sm.StacksCut, sm.Outside)
+	}
+	// Each thread spun a third of the time.
+	var spun int64
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
+		spun += st.FuncTime[s.fn(t, fn)]
+	}
+	thirds := map[string]float64{"main": 1, "worker": 2, "main.main.gowrap2": 1, "main.main.gowrap3": 1, "main.main.gowrap4": 1}
+	tol := 5.0
+	if testutil.Slow() {
+		tol = 10
+	}
+	seen := 0
+	for i, f := range s.m.Plan.Funcs {
+		if n, ok := thirds[f.Name]; ok {
+			seen++
+			if got := 100 * float64(st.ChildTime[i]) / float64(spun); math.Abs(got-100*n/3) > tol {
+				t.Errorf("%s: time with children %.1f %% of the spinning, want %.1f", f.Name, got, 100*n/3)
+			}
+		}
+	}
+	if seen < 2 {
+		t.Errorf("the threads' functions are not in the plan: %d of them", seen)
+	}
+	// The exports: pprof's cumulative time (go tool pprof -top -cum's
+	// where the go command is, as the pprof package reads it in the
+	// arm64 VMs), flamegraph.pl's folded lines.
+	must(t, dir, "plist", "/nologo", "--format=pprof", "-o", "stacks.pprof", prog)
+	name := s.m.Plan.Funcs[middle].Name
+	var cum int64
+	for _, smp := range readPprof(t, filepath.Join(dir, "stacks.pprof")).Sample {
+		if slices.ContainsFunc(smp.Location, func(l *profile.Location) bool { return l.Line[0].Function.Name == name }) {
+			cum += smp.Value[1]
+		}
+	}
+	if got := st.ChildTime[middle]; math.Abs(float64(cum-got)) > float64((sm.Outside+1)*uint64(iv)) {
+		t.Errorf("pprof export: %s %d ns cumulative, PLIST's time with children %d ns", name, cum, got)
+	}
+	if goCmd, err := exec.LookPath("go"); err == nil {
+		cmd := exec.Command(goCmd, "tool", "pprof", "-top", "-cum", "-unit=ms", filepath.Join(dir, "stacks.pprof"))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go tool pprof: %v", err)
+		}
+		want := fmt.Sprintf("%dms", (cum+500_000)/1_000_000)
+		found := false
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) == 6 && f[5] == name {
+				found = f[3] == want
+			}
+		}
+		if !found {
+			t.Errorf("go tool pprof -top -cum: no %s at %s cumulative\n%s", name, want, out)
+		}
+	}
+	folded := must(t, dir, "plist", "/nologo", "--format=folded", prog).stdout
+	var in int64
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.ParseInt(l[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		if slices.Contains(strings.Split(l[:i], ";"), name) {
+			in += n
+		}
+	}
+	if in != cum {
+		t.Errorf("folded: %d ns under %s, pprof %d ns", in, name, cum)
 	}
 }
 

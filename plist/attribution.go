@@ -226,19 +226,25 @@ func (r funcListing) timingCallersHeading() []string {
 }
 
 // timingCallerListing writes a timing profile's callers table, which
-// replaces its timing table with /AT: per function, in the report's order
-// and filtered by /C, its row (the timing table's figures), then its
-// callers as a tree (default) or its stacks one by one (/FLAT), then an
-// empty line. A caller's figures are the part of the function's times and
-// hits under that caller, its percentages those of the function's own
-// times.
+// replaces its timing table with /AT or sampled stacks: per function, in
+// the report's order and filtered by /C, its row (the timing table's
+// figures), then its callers as a tree (default) or its stacks one by
+// one (/FLAT), then an empty line. A caller's figures are the part of
+// the function's times and hits under that caller, its percentages those
+// of the function's own times.
 func (r funcListing) timingCallerListing(p *printer, funcs []int) {
 	c := r.twoColumns()
 	inside := float64(r.insideTime())
+	if r.m.SampledStacks() {
+		// (A function's time with children holds the samples in code
+		// no profiled function holds that it called: the shares are of
+		// all the samples, as perf's are.)
+		inside = float64(r.m.Stats.TotalTime)
+	}
 	step := max(r.o.TabWidth, 0)
 	for _, i := range funcs {
 		h := r.hits(i)
-		if !r.listed(h) {
+		if !r.listed(r.keptBy(i)) {
 			continue
 		}
 		ft, ct := r.funcTime(i), r.childTime(i)
@@ -249,7 +255,7 @@ func (r funcListing) timingCallerListing(p *printer, funcs []int) {
 			for n, k := range stacks {
 				s := &r.m.Stats.Stacks[k]
 				p.text(c.row(fmt.Sprintf("%sStack %d", strings.Repeat(" ", step), n+1),
-					timingFigures(s.Time, s.ChildTime, s.Hits, float64(ft), float64(ct), -1)))
+					r.stackFigures(s.Time, s.ChildTime, s.Hits, float64(ft), float64(ct))))
 				for _, caller := range s.Callers {
 					if caller >= 0 {
 						p.text(c.row(strings.Repeat(" ", 2*step)+r.callerLabel(caller), ""))
@@ -259,15 +265,26 @@ func (r funcListing) timingCallerListing(p *printer, funcs []int) {
 		} else {
 			for _, node := range r.callerNodes(i) {
 				p.text(c.row(strings.Repeat(" ", step)+r.callerLabel(node.fn),
-					timingFigures(node.time, node.kids, node.hits, float64(ft), float64(ct), -1)))
+					r.stackFigures(node.time, node.kids, node.hits, float64(ft), float64(ct))))
 				for _, child := range node.children {
 					p.text(c.row(strings.Repeat(" ", 2*step)+r.callerLabel(child.fn),
-						timingFigures(child.time, child.kids, child.hits, float64(ft), float64(ct), -1)))
+						r.stackFigures(child.time, child.kids, child.hits, float64(ft), float64(ct))))
 				}
 			}
 		}
 		p.blank()
 	}
+}
+
+// stackFigures is timingFigures of a caller stack's row, its shares of
+// its function's times; sampled stacks count no calls: their rows have
+// no hits.
+func (r funcListing) stackFigures(t, kids int64, hits uint64, ofTime, ofKids float64) string {
+	f := timingFigures(t, kids, hits, ofTime, ofKids, -1)
+	if r.m.SampledStacks() {
+		f = strings.TrimRight(f[:len(f)-5], " ")
+	}
+	return f
 }
 
 // timingFigures is the right cell "%8.3f %5.1f %8.3f %5.1f %5d": function

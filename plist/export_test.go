@@ -52,6 +52,7 @@ func exportCases(t *testing.T) map[string]*datafile.Merged {
 		"dll-lc":    lines(dllLines, datafile.LineCounting, dllhostRun)("/src"),
 		"fs":        samplingProfile(samplingLayoutGCC, gccRun),
 		"fs-at":     samplingProfile(samplingLayoutGCC, gccRunAT),
+		"fs-stacks": stackedSampling(),
 	}
 }
 

@@ -65,7 +65,7 @@ func (r funcListing) callerListing() bool {
 func (r funcListing) tableHeading() []string {
 	m := r.plan.Method
 	switch {
-	case r.plan.Attribution && m.HasTimes():
+	case r.m.HasStacks() && m.HasTimes():
 		return r.timingCallersHeading() // /SNS keeps it, with coverage rows
 	case r.plan.Attribution:
 		return callerDataHeading
@@ -221,7 +221,7 @@ func (r funcListing) functionTable(p *printer, mod int, heading []string) {
 		r.attributionListing(p, funcs)
 	case m == datafile.FuncCounting:
 		r.countingRows(p, funcs)
-	case m.HasTimes() && r.plan.Attribution:
+	case m.HasTimes() && r.m.HasStacks():
 		r.timingCallerListing(p, funcs)
 	case m.HasTimes():
 		r.timingRows(p, funcs)
@@ -252,19 +252,29 @@ func (r funcListing) countingRows(p *printer, funcs []int) {
 	}
 }
 
+// keptBy is the figure /C keeps function i's row by: its hits, or in a
+// sampling run that counted no call its samples, those with it on the
+// stack where the stacks were sampled.
+func (r funcListing) keptBy(i int) uint64 {
+	if !r.plan.Uncounted {
+		return r.hits(i)
+	}
+	if iv := r.m.Stats.Sampling.Interval; r.m.SampledStacks() && iv > 0 {
+		return uint64(r.childTime(i) / iv)
+	}
+	return r.samples(i)
+}
+
 // timingRows writes "%12.3f %5.1f %12.3f %5.1f %8d %s (%s)": function time,
 // function+child time, both with their share of the time inside profiled
 // functions, and hits; then " ~" where the function time is not measured
 // exactly (uncertain). Of a sampling run that counted no call, /C keeps
-// a function by its samples.
+// a function by its samples (keptBy).
 func (r funcListing) timingRows(p *printer, funcs []int) {
 	inside := float64(r.insideTime())
 	for _, i := range funcs {
-		h, by := r.hits(i), r.hits(i)
-		if r.plan.Uncounted {
-			by = r.samples(i)
-		}
-		if !r.listed(by) {
+		h := r.hits(i)
+		if !r.listed(r.keptBy(i)) {
 			continue
 		}
 		ft, ct := r.funcTime(i), r.childTime(i)

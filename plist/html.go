@@ -117,15 +117,18 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 		pg.Footer += " from " + filepath.Base(r.o.Path)
 	}
 	pg.About = m.Words() + " profile"
-	if r.plan.Attribution {
+	switch {
+	case r.plan.Attribution:
 		pg.About += ", with callers (/AT)"
+	case r.m.SampledStacks():
+		pg.About += ", with sampled call stacks"
 	}
 	pg.Stats = r.htmlStatistics()
 	if m.IsFunction() {
 		r.htmlFunctionTable(pg)
 		if m.HasTimes() {
 			opt := map[bool]string{true: "/FS", false: "/FT"}[m.IsSampling()]
-			if r.plan.Attribution {
+			if r.m.HasStacks() {
 				pg.Flame = r.flameGraph(r.foldedStacks())
 				if pg.Flame == nil {
 					pg.FlameNote = "No flame graph: the recorded stacks took no time."

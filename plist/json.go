@@ -37,6 +37,8 @@ type (
 		Outside      uint64 `json:"outside"`
 		Profiler     uint64 `json:"profilerOverhead,omitempty"`
 		Uncounted    bool   `json:"callsNotCounted,omitempty"`
+		Stacks       uint64 `json:"stacks,omitempty"`
+		StacksCut    uint64 `json:"stacksCut,omitempty"`
 		Lost         uint64 `json:"lost"`
 		KernelTimeNs int64  `json:"kernelTimeNs"`
 	}
@@ -104,7 +106,8 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		sm := &r.m.Stats.Sampling
 		name, _ := sm.Sampler.MarshalText()
 		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
-			Outside: sm.Outside, Profiler: sm.Overhead, Uncounted: r.plan.Uncounted, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
+			Outside: sm.Outside, Profiler: sm.Overhead, Uncounted: r.plan.Uncounted,
+			Stacks: sm.Stacks, StacksCut: sm.StacksCut, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
 	}
 	for _, run := range r.m.Runs {
 		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})

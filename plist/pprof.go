@@ -121,11 +121,28 @@ func (r pprofExport) writePprof(w io.Writer) error {
 // cpu (nanoseconds), the period Interval nanoseconds of CPU time. Each
 // sampled line is a sample at that line of its function (placeSamples),
 // and the samples of a function on none of its lines one at its
-// declaration's line. Samples are leaves, without stacks even with /AT:
-// the samples are of the program counter alone, and the /AT stacks are
-// the calls', their times estimated.
+// declaration's line. With /AT samples are leaves, without stacks: the
+// samples are of the program counter alone, and the /AT stacks are the
+// calls', their times estimated. Sampled stacks (without /AT) are each
+// sample's callers: a function sampled in one chain of callers has its
+// lines' samples under it; one sampled in several has a sample per
+// chain, at its declaration's line (which of its lines each chain's
+// samples were on is not recorded).
 func (r pprofExport) writeSampledPprof(w io.Writer) error {
 	p, function, location := r.newPprof()
+	callers, perChain := r.sampledCallers()
+	locs := make([]*profile.Location, len(r.plan.Funcs))
+	stackOf := func(leaf *profile.Location, fns []int) []*profile.Location {
+		stack := []*profile.Location{leaf}
+		for k := len(fns) - 1; k >= 0; k-- {
+			f := fns[k]
+			if locs[f] == nil {
+				locs[f] = location(function(f), r.plan.Funcs[f].Module, r.plan.Funcs[f].Line)
+			}
+			stack = append(stack, locs[f])
+		}
+		return stack
+	}
 	interval := r.m.Stats.Sampling.Interval
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
 	p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
@@ -144,6 +161,9 @@ func (r pprofExport) writeSampledPprof(w io.Writer) error {
 	elsewhere := map[key]*profile.Function{}
 	samples := map[key]*profile.Sample{}
 	for _, pl := range r.placeSamples() {
+		if perChain[pl.fn] {
+			continue
+		}
 		f := &r.plan.Funcs[pl.fn]
 		pf, line := function(pl.fn), f.Line
 		if pl.line >= 0 {
@@ -165,9 +185,42 @@ func (r pprofExport) writeSampledPprof(w io.Writer) error {
 			s.Value[1] += int64(pl.n) * interval
 			continue
 		}
-		samples[k] = &profile.Sample{Location: []*profile.Location{location(pf, f.Module, line)},
+		samples[k] = &profile.Sample{Location: stackOf(location(pf, f.Module, line), callers[pl.fn]),
 			Value: []int64{int64(pl.n), int64(pl.n) * interval}}
 		p.Sample = append(p.Sample, samples[k])
 	}
+	if interval > 0 {
+		for _, c := range r.callStacks() {
+			if fn := c.funcs[len(c.funcs)-1]; perChain[fn] && c.time > 0 {
+				f := &r.plan.Funcs[fn]
+				n := c.time / interval
+				p.Sample = append(p.Sample, &profile.Sample{Location: stackOf(location(function(fn), f.Module, f.Line), c.funcs[:len(c.funcs)-1]),
+					Value: []int64{n, n * interval}})
+			}
+		}
+	}
 	return p.Write(w)
+}
+
+// sampledCallers returns, for each function of a profile with sampled
+// stacks whose samples fell in one chain of callers, those callers
+// (outermost first; none for one at the stack base), and marks those
+// whose samples fell in several (perChain). Profiles without sampled
+// stacks have neither.
+func (r pprofExport) sampledCallers() (callers [][]int, perChain []bool) {
+	callers, perChain = make([][]int, len(r.plan.Funcs)), make([]bool, len(r.plan.Funcs))
+	if r.m.Stats.Sampling.Stacks == 0 {
+		return callers, perChain
+	}
+	chains := make([]int, len(r.plan.Funcs))
+	for _, c := range r.callStacks() {
+		if fn := c.funcs[len(c.funcs)-1]; c.time > 0 {
+			chains[fn]++
+			callers[fn] = c.funcs[:len(c.funcs)-1]
+		}
+	}
+	for fn, n := range chains {
+		perChain[fn] = n > 1
+	}
+	return callers, perChain
 }

@@ -39,6 +39,12 @@ func (r funcListing) samplingLines(p *printer) {
 	if s.Lost > 0 {
 		p.text(fmt.Sprintf("    Samples lost: %d", s.Lost))
 	}
+	if s.Stacks > 0 {
+		// (Their unwinding stopped early: the outermost function found
+		// stands at the stack base.)
+		p.text(fmt.Sprintf("    Call stacks sampled: %d, not unwound to their end: %d (%s%%)",
+			s.Stacks, s.StacksCut, fixed(100*float64(s.StacksCut)/float64(s.Stacks), 1)))
+	}
 	if s.KernelTime > 0 {
 		p.text(fmt.Sprintf("    Kernel time (not sampled): %s millisecond", fixed(millis(s.KernelTime), 3)))
 	}

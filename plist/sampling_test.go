@@ -175,7 +175,44 @@ func uncountedSampling() *datafile.Merged {
 	return m
 }
 
+// stackedSampling is a run of sampling.c whose samples' stacks were
+// unwound (function sampling without /AT): main's samples at the stack
+// base; spin_a's and spin_b's under main; calc's under spin_b under
+// main; of the samples outside the profiled functions, stackedOutside
+// were in code spin_b called (time with children, no function's own);
+// stackedCut stacks not unwound to their end.
+func stackedSampling() *datafile.Merged {
+	m := samplingProfile(samplingLayoutGCC, gccRun)
+	st := &m.Stats
+	const spinA, spinB, main, calc = 0, 1, 2, 3
+	ft, iv := st.FuncTime, st.Sampling.Interval
+	st.ChildTime[spinB] = ft[spinB] + ft[calc] + stackedOutside*iv
+	st.ChildTime[main] = ft[main] + ft[spinA] + st.ChildTime[spinB]
+	for _, s := range []datafile.Stack{
+		{Func: main, Callers: []int{-1}, Key: 1},
+		{Func: spinA, Callers: []int{-1, main}, Key: 2, CallerKey: 1},
+		{Func: spinB, Callers: []int{-1, main}, Key: 3, CallerKey: 1},
+		{Func: calc, Callers: []int{main, spinB}, Key: 4, CallerKey: 3},
+	} {
+		s.Time, s.ChildTime = st.FuncTime[s.Func], st.ChildTime[s.Func]
+		st.Stacks = append(st.Stacks, s)
+	}
+	var all uint64
+	for _, n := range st.Sampling.Samples {
+		all += n
+	}
+	st.Sampling.Stacks, st.Sampling.StacksCut = all+st.Sampling.Outside, stackedCut
+	return m
+}
+
+// The sampled stacks' figures of stackedSampling.
+const (
+	stackedOutside = 30
+	stackedCut     = 12
+)
+
 func init() {
+	linuxInputs["sampling-stacks"] = stackedSampling
 	linuxInputs["sampling"] = func() *datafile.Merged { return samplingProfile(samplingLayoutGCC, gccRun) }
 	linuxInputs["sampling-uncounted"] = uncountedSampling
 	linuxInputs["sampling-at"] = func() *datafile.Merged { return samplingProfile(samplingLayoutGCC, gccRunAT) }
@@ -197,6 +234,9 @@ func init() {
 		{"sampling-never", "default", nil},
 		{"sampling-never", "t", func(o *Options) { o.Tab = true }},
 		{"sampling-uncounted", "default", nil},
+		{"sampling-stacks", "default", nil},
+		{"sampling-stacks", "flat", func(o *Options) { o.Flat = true }},
+		{"sampling-stacks", "t", func(o *Options) { o.Tab = true }},
 	}...)
 }
 

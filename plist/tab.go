@@ -80,7 +80,7 @@ func (r tabRecords) functionRecords(w io.Writer) {
 			fmt.Fprintf(w, "6\t%s\t%s\t%d\t%s\t%s\t%s\n", field(r.moduleField(mod)), field(r.plan.Funcs[i].Source),
 				r.hits(i), fixedWidth(millis(r.funcTime(i)), 5, 3),
 				fixedWidth(millis(r.childTime(i)), 5, 3), field(r.names[i]))
-			if r.plan.Attribution {
+			if r.m.HasStacks() {
 				r.attributionRecords(w, r.stacks[i])
 			}
 		}

@@ -400,7 +400,7 @@ func (f *fakeProcess) cpuTime(tgid, tid int) (int64, error) {
 	return 0, syscall.ENOENT
 }
 
-func (f *fakeProcess) openSampler(tid int, period time.Duration) (*ptrace.Sampler, error) {
+func (f *fakeProcess) openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error) {
 	return nil, syscall.ENOSYS
 }
 

@@ -16,36 +16,45 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/procmaps"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // fakeSampleRing is a thread's ring of samples in the unit tests: the
 // program counters put in it since its last Read. The sampler's goroutine
 // reads it beside the test, which writes it.
 type fakeSampleRing struct {
-	mu     sync.Mutex
-	pcs    []uint64
-	closed bool
+	mu      sync.Mutex
+	samples []ptrace.Sample
+	closed  bool
 }
 
+// put puts samples of program counters alone.
 func (r *fakeSampleRing) put(pcs ...uint64) {
+	for _, pc := range pcs {
+		r.putSample(ptrace.Sample{PC: pc})
+	}
+}
+
+// putSample puts a sample.
+func (r *fakeSampleRing) putSample(s ptrace.Sample) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pcs = append(r.pcs, pcs...)
+	r.samples = append(r.samples, s)
 }
 
 func (r *fakeSampleRing) pending() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pcs)
+	return len(r.samples)
 }
 
-func (r *fakeSampleRing) Read(fn func(pc uint64)) (uint64, error) {
+func (r *fakeSampleRing) Read(fn func(*ptrace.Sample)) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, pc := range r.pcs {
-		fn(pc)
+	for i := range r.samples {
+		fn(&r.samples[i])
 	}
-	r.pcs = nil
+	r.samples = nil
 	return 0, nil
 }
 
@@ -57,20 +66,27 @@ func (r *fakeSampleRing) Close() error {
 }
 
 // fakeSampleRings opens a fakeSampleRing for each thread, and refuses
-// those of refused.
+// those of refused, and with a stack those of noStacks; options are the
+// options of each thread's ring.
 type fakeSampleRings struct {
-	rings   map[int]*fakeSampleRing
-	refused map[int]bool
-	opened  int
+	rings    map[int]*fakeSampleRing
+	refused  map[int]bool
+	noStacks map[int]bool
+	options  map[int]ptrace.SamplerOptions
+	opened   int
 }
 
-func (f *fakeSampleRings) open(tid int, _ time.Duration) (sampleRing, error) {
+func (f *fakeSampleRings) open(tid int, o ptrace.SamplerOptions) (sampleRing, error) {
 	f.opened++
-	if f.refused[tid] {
+	if f.refused[tid] || o.Stack > 0 && f.noStacks[tid] {
 		return nil, syscall.EPERM
 	}
 	r := &fakeSampleRing{}
 	f.rings[tid] = r
+	if f.options == nil {
+		f.options = map[int]ptrace.SamplerOptions{}
+	}
+	f.options[tid] = o
 	return r, nil
 }
 

@@ -108,8 +108,8 @@ type process interface {
 	// error once the thread is gone.
 	cpuTime(tgid, tid int) (int64, error)
 	// openSampler opens the kernel's sampler of thread tid's program
-	// counter (function sampling).
-	openSampler(tid int, period time.Duration) (*ptrace.Sampler, error)
+	// counter, and of its stack where o asks (function sampling).
+	openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error)
 }
 
 // taskMem is the memory of a task, open until closed.

@@ -172,6 +172,6 @@ func (ptraceProcess) mapShared(tid, fd, size int) (*ptrace.Shared, error) {
 func (ptraceProcess) auxValue(pid int, typ uint64) (uint64, error) { return ptrace.AuxValue(pid, typ) }
 func (ptraceProcess) stackLimit(pid int) (uint64, error)           { return ptrace.StackLimit(pid) }
 func (ptraceProcess) cpuTime(tgid, tid int) (int64, error)         { return runTime(tgid, tid) }
-func (ptraceProcess) openSampler(tid int, period time.Duration) (*ptrace.Sampler, error) {
-	return ptrace.OpenSampler(tid, period)
+func (ptraceProcess) openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error) {
+	return ptrace.OpenSampler(tid, o)
 }

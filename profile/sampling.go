@@ -31,6 +31,7 @@ package profile
 // CPU time spent in PROFILE's own code (owncode.go).
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,9 @@ type sampler struct {
 	places atomic.Pointer[placeTable]
 	// open opens the kernel's sampler of a thread (the process's
 	// openSampler; a fake in unit tests).
-	open func(tid int, period time.Duration) (sampleRing, error)
+	open func(tid int, o ptrace.SamplerOptions) (sampleRing, error)
+	// stacks are the samples' stacks (sampling_stacks.go).
+	stacks stackSampling
 	// timing marks the sampler of a function-timing run whose books are
 	// kept in the program (newOwnCodeSampler): it samples by perf alone,
 	// for the share of PROFILE's own code (ownCode), gives the run's
@@ -114,12 +117,13 @@ type samplerEnv struct {
 	counters *counters
 	own      func() [][2]uint64
 	warn     func(*prf.Diagnostic)
+	arch     string // GOARCH
 }
 
 // sampleRing is the ring of one thread's samples: a [ptrace.Sampler],
 // or a fake in the unit tests.
 type sampleRing interface {
-	Read(fn func(pc uint64)) (lost uint64, err error)
+	Read(fn func(*ptrace.Sample)) (lost uint64, err error)
 	Close() error
 }
 
@@ -132,9 +136,12 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 		perf:     map[int]sampleRing{},
 		tally:    tally{samples: make([]uint64, len(env.plan.Funcs)), lineSamples: make([]uint64, len(env.plan.Lines))},
 		rounds:   newPtraceRounds(),
+		// (Stacks answer the callers of each function, which /AT's
+		// exact arcs answer already.)
+		stacks: stackSampling{want: env.plan.Method == datafile.FuncSampling && !env.plan.Attribution},
 	}
-	s.open = func(tid int, period time.Duration) (sampleRing, error) {
-		ps, err := s.env.proc.openSampler(tid, period)
+	s.open = func(tid int, o ptrace.SamplerOptions) (sampleRing, error) {
+		ps, err := s.env.proc.openSampler(tid, o)
 		if err != nil {
 			return nil, err // (not a nil *ptrace.Sampler in a ring)
 		}
@@ -150,12 +157,16 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 // it samples nothing, silently (a stop per sample would cost the timed
 // program more than its figure is worth).
 func (s *sampler) start(tid int) {
+	if s.stacks.want && !s.timing {
+		s.startStacks(tid)
+	}
 	if err := s.openPerf(tid); err != nil {
 		if s.timing {
 			return
 		}
 		s.kind = datafile.PtraceSampler
 		s.started = true
+		s.stacks.tally = nil // (a stop per sample takes no stack)
 		s.env.warn(prf.PtraceSampler(err, s.interval))
 		return
 	}
@@ -166,9 +177,21 @@ func (s *sampler) start(tid int) {
 	go s.drainLoop()
 }
 
-// openPerf opens the kernel's sampler of thread tid.
+// openPerf opens the kernel's sampler of thread tid, with its stack
+// where the run takes stacks: where the kernel refuses the ring a stack
+// sampler needs (the locked memory of the rings), one of program
+// counters alone, the thread counted for a warning at the end (PRF4686).
 func (s *sampler) openPerf(tid int) error {
-	ps, err := s.open(tid, s.interval)
+	o := s.options()
+	ps, err := s.open(tid, o)
+	if err != nil && o.Stack > 0 && !ptrace.IsNoProcess(err) {
+		o.Stack = 0
+		if ps, _ = s.open(tid, o); ps != nil {
+			s.stacks.stackless++
+			s.stacks.refused = cmp.Or(s.stacks.refused, err)
+			err = nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -214,7 +237,7 @@ func (s *sampler) threadEnded(tid int) {
 // drainLoop reads the rings every drainEvery until stop is closed.
 func (s *sampler) drainLoop() {
 	defer close(s.done)
-	tick := time.NewTicker(drainEvery)
+	tick := time.NewTicker(s.drainInterval())
 	defer tick.Stop()
 	for {
 		select {
@@ -226,6 +249,13 @@ func (s *sampler) drainLoop() {
 	}
 }
 
+// drainInterval is how often the rings are read: every drainEvery, or
+// more often where a ring holds less than four times that (a ring of
+// stacks: ptrace.RingHolds).
+func (s *sampler) drainInterval() time.Duration {
+	return min(drainEvery, max(time.Millisecond, ptrace.RingHolds(s.options())/4))
+}
+
 // drain reads every ring.
 func (s *sampler) drain() {
 	s.mu.Lock()
@@ -234,11 +264,19 @@ func (s *sampler) drain() {
 	for _, ps := range s.perf {
 		s.drainOne(ps, places)
 	}
+	if s.stacks.tally != nil {
+		s.stacks.tally.frames.drained()
+	}
 }
 
 // drainOne reads one ring; s.mu is held.
 func (s *sampler) drainOne(ps sampleRing, places *placeTable) {
-	lost, err := ps.Read(func(pc uint64) { s.tally.place(places, pc, 1) })
+	lost, err := ps.Read(func(sm *ptrace.Sample) {
+		fn, own := s.tally.place(places, sm.PC, 1)
+		if s.stacks.tally != nil && !own {
+			s.stacks.tally.take(places, sm, fn)
+		}
+	})
 	s.tally.lost += lost
 	if err != nil && s.readErr == nil {
 		s.readErr = err // (warned at the end, from the tracer's goroutine: PRF4679)
@@ -262,6 +300,9 @@ func (s *sampler) ended() {
 		ps.Close()
 		delete(s.perf, tid)
 	}
+	if s.stacks.tally != nil {
+		s.stacks.tally.frames.close()
+	}
 	if s.timing {
 		s.readErr, s.unsampled = nil, 0
 	}
@@ -272,6 +313,10 @@ func (s *sampler) ended() {
 	if s.unsampled > 0 {
 		s.env.warn(prf.UnsampledThreads(s.unsampled, s.openErr))
 		s.unsampled = 0
+	}
+	if s.stacks.stackless > 0 {
+		s.env.warn(prf.StacklessThreads(s.stacks.stackless, s.stacks.refused))
+		s.stacks.stackless = 0
 	}
 }
 
@@ -327,8 +372,13 @@ func (s *sampler) stats(st *datafile.Stats) {
 		all += n
 	}
 	st.TotalTime, st.OutsideTime = int64(all)*iv, int64(f.outside)*iv
-	st.ChildTime = childTimes(st.FuncTime, st.Hits, st.Stacks)
-	stackTimes(st)
+	if s.stacks.tally != nil {
+		s.stacks.tally.figures(st, s.env.plan, iv)
+		s.stacks.tally.warn(s.env.warn)
+	} else {
+		st.ChildTime = childTimes(st.FuncTime, st.Hits, st.Stacks)
+		stackTimes(st)
+	}
 	if f.lost > 0 {
 		s.env.warn(prf.LostSamples(f.lost, all))
 	}
@@ -373,8 +423,10 @@ type tally struct {
 	own, all    uint64
 }
 
-// place counts n samples at program counter pc.
-func (f *tally) place(places *placeTable, pc uint64, n uint64) {
+// place counts n samples at program counter pc, and returns the
+// function they fell in (-1: none), and whether they are the profiler's
+// overhead.
+func (f *tally) place(places *placeTable, pc uint64, n uint64) (fn int, overhead bool) {
 	f.all += n
 	own := places.inOwn(pc)
 	if own {
@@ -384,13 +436,14 @@ func (f *tally) place(places *placeTable, pc uint64, n uint64) {
 	switch {
 	case fn < 0 && own:
 		f.overhead += n
-		return
+		return fn, true
 	case fn < 0:
 		f.outside += n
-		return
+		return fn, false
 	}
 	f.samples[fn] += n
 	if line >= 0 {
 		f.lineSamples[line] += n
 	}
+	return fn, false
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
 )
 
 // placeTable says which function, and which line, holds each program
@@ -23,11 +24,13 @@ type placeTable struct {
 
 // codeSpan is the code [lo, hi) of function fn (a function's own, or the
 // instructions of its entry that a trampoline carries, after the
-// trampoline's counting, which is PROFILE's: tally.overhead).
+// trampoline's counting, which is PROFILE's: tally.overhead, with the
+// trampoline's map of them to the function's own, pcs).
 type codeSpan struct {
 	lo, hi uint64
 	fn     int
 	tramp  bool
+	pcs    []instr.PCMap
 }
 
 // lineStart is the start of a range of line's code (an index in
@@ -37,8 +40,8 @@ type lineStart struct {
 	line int
 }
 
-// find returns the function holding pc and its line, or -1.
-func (p *placeTable) find(pc uint64) (fn, line int) {
+// span returns the index of the code span holding pc.
+func (p *placeTable) span(pc uint64) (int, bool) {
 	i, _ := slices.BinarySearchFunc(p.funcs, pc, func(c codeSpan, pc uint64) int {
 		if pc < c.lo {
 			return 1
@@ -48,7 +51,13 @@ func (p *placeTable) find(pc uint64) (fn, line int) {
 		}
 		return 0
 	})
-	if i >= len(p.funcs) || pc < p.funcs[i].lo || pc >= p.funcs[i].hi {
+	return i, i < len(p.funcs) && pc >= p.funcs[i].lo && pc < p.funcs[i].hi
+}
+
+// find returns the function holding pc and its line, or -1.
+func (p *placeTable) find(pc uint64) (fn, line int) {
+	i, ok := p.span(pc)
+	if !ok {
 		return -1, -1
 	}
 	c := p.funcs[i]
@@ -63,6 +72,26 @@ func (p *placeTable) find(pc uint64) (fn, line int) {
 		return c.fn, -1
 	}
 	return c.fn, p.lines[j].line
+}
+
+// origin returns the address in the program's own code of the
+// instruction that program counter pc carries out: in a trampoline, the
+// function's instruction it carries, whose call frame information is
+// the function's (instr.PCMap); elsewhere pc itself.
+func (p *placeTable) origin(pc uint64) uint64 {
+	i, ok := p.span(pc)
+	if !ok || !p.funcs[i].tramp {
+		return pc
+	}
+	pcs := p.funcs[i].pcs
+	j, found := slices.BinarySearchFunc(pcs, pc, func(m instr.PCMap, pc uint64) int { return cmp.Compare(m.Tramp, pc) })
+	if !found {
+		j--
+	}
+	if j < 0 {
+		return pc
+	}
+	return pcs[j].Orig
 }
 
 // with returns a table with the functions and lines of module mi, loaded
@@ -84,7 +113,7 @@ func (p *placeTable) with(plan *datafile.Plan, mi int, bias, lo, hi uint64, tram
 		if fn, ok := byEntry[tr.patch.Site]; ok && tr.patch.Site >= lo && tr.patch.Site < hi && len(tr.code.PCs) > 0 {
 			// (The function's instructions the trampoline carries, after
 			// its counting: what comes before is PROFILE's own.)
-			q.funcs = append(q.funcs, codeSpan{lo: tr.code.PCs[0].Tramp, hi: tr.addr + uint64(len(tr.code.Code)), fn: fn, tramp: true})
+			q.funcs = append(q.funcs, codeSpan{lo: tr.code.PCs[0].Tramp, hi: tr.addr + uint64(len(tr.code.Code)), fn: fn, tramp: true, pcs: tr.code.PCs})
 		}
 	}
 	for i := range plan.Lines {

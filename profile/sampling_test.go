@@ -16,6 +16,7 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/internal/testutil"
 	"github.com/sourceprofiler/sprof/profile/procmaps"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // samplingPlan is a plan of two modules: in the program, f at 0x1000 (lines
@@ -182,7 +183,7 @@ func TestSamplerWarnings(t *testing.T) {
 	var warned []*prf.Diagnostic
 	plan := samplingPlan()
 	s := newSampler(samplerEnv{plan: plan, warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}, time.Millisecond)
-	s.open = func(int, time.Duration) (sampleRing, error) { return nil, syscall.EPERM }
+	s.open = func(int, ptrace.SamplerOptions) (sampleRing, error) { return nil, syscall.EPERM }
 	for _, tid := range []int{101, 102, 103} {
 		s.threadBorn(tid, false)
 	}

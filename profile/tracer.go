@@ -158,7 +158,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		if interval < MinInterval || interval > MaxInterval {
 			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
 		}
-		t.parts.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn}, interval)
+		t.parts.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn, arch: arch.Name()}, interval)
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {

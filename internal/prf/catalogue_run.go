@@ -4,6 +4,7 @@ package prf
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -230,6 +231,31 @@ func SignalStops(n int, rate float64, stop time.Duration, share float64) *Diagno
 	d := newDiag(4671, Warning, nil, "the program received %d signals, %.0f a second: each stopped it for PROFILE (about %d µs), some %.0f%% of the run",
 		n, rate, (stop+time.Microsecond/2)/time.Microsecond, 100*share)
 	d.Hint = "every signal to a traced program is a stop: see docs/performance.md, \"Signals\""
+	return d
+}
+
+// StacksCut warns that of the taken stacks of function sampling, cut
+// could not be unwound to their end, counts[i] for reasons[i]: their
+// outermost profiled function stands at the stack base.
+func StacksCut(cut, taken uint64, reasons []string, counts []uint64) *Diagnostic {
+	var b strings.Builder
+	for i, r := range reasons {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", r, counts[i])
+	}
+	d := newDiag(4685, Warning, nil, "%d of %d sampled stacks were not unwound to their end (%s): their outermost profiled function is shown at the stack base", cut, taken, b.String())
+	d.Hint = "code without call frame information (.eh_frame, .debug_frame) stops the unwinding, and so does a stack deeper than the kernel's copy of it; see docs/course/7-sampling.md"
+	return d
+}
+
+// StacklessThreads warns that n threads were sampled without their
+// stacks: the kernel refused the memory of rings large enough for them,
+// and gave rings of program counters.
+func StacklessThreads(n int, err error) *Diagnostic {
+	d := newDiag(4686, Warning, err, "%d threads were sampled without their call stacks: the kernel refused rings large enough for them", n)
+	d.Hint = "each thread's ring of stacks takes half a MiB of the kernel's locked memory: raise RLIMIT_MEMLOCK (ulimit -l) or perf_event_mlock_kb"
 	return d
 }
 

@@ -1,6 +1,10 @@
 package books
 
-import "github.com/sourceprofiler/sprof/datafile"
+import (
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
 
 // Attribution (/AT): each call's caller stack, up to /STACK levels,
 // found from its caller's in a step most of the time.
@@ -87,6 +91,11 @@ func (b *Books) AddStack(i int, calls uint64, self, all int64) {
 	st.Time += self
 	st.ChildTime += all
 }
+
+// Stacks returns a copy of the caller stacks booked, those of StackFor
+// and AddStack included, whether or not the books attribute their calls:
+// the stacks of function sampling's unwound samples are booked so.
+func (b *Books) Stacks() []datafile.Stack { return slices.Clone(b.stacks) }
 
 // stackIn is stackOf for a call of fn made from n frames, the function
 // of frame i being frame(i), and the caller stack of the call's caller

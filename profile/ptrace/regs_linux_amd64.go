@@ -145,5 +145,16 @@ func (r *Regs) SetThreadBase(v uint64) { r.r.Gs_base = v }
 // the GS base (SetThreadBase).
 func SetThreadPointer(tid int, v uint64) error { return errors.ErrUnsupported }
 
+// PACMask returns 0: x86-64 signs no return address.
+func PACMask(tid int) uint64 { return 0 }
+
+// The registers a stack sampler takes with each sample (perf's
+// sample_regs_user, numbered as arch/x86/include/uapi/asm/perf_regs.h:
+// bp 6, sp 7, ip 8), and where each comes in the sample: the kernel
+// writes them in the order of their numbers. x86-64 has no link register.
+const sampleRegsMask = 1<<6 | 1<<7 | 1<<8
+
+var sampleRegsAt = sampleRegIndex{fp: 0, sp: 1, pc: 2, lr: -1, n: 3}
+
 // ThreadPointer is arm64's.
 func ThreadPointer(tid int) (uint64, error) { return 0, errors.ErrUnsupported }

@@ -94,6 +94,35 @@ func ThreadPointer(tid int) (uint64, error) {
 	return v, err
 }
 
+// ntARMPACMask is the register set of the pointer-authentication masks
+// (NT_ARM_PAC_MASK, linux/elf.h): the data mask, then the instruction
+// mask.
+const ntARMPACMask = 0x406
+
+// PACMask returns the bits of a return address that pointer
+// authentication signs in thread tid's process (the instruction mask of
+// NT_ARM_PAC_MASK), for an unwinder to clear; 0 where the CPU or the
+// kernel has none. tid is stopped by the caller.
+func PACMask(tid int) uint64 {
+	var mask [2]uint64
+	iov := unix.Iovec{Base: (*byte)(unsafe.Pointer(&mask))}
+	iov.SetLen(16)
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETREGSET, uintptr(tid), ntARMPACMask, uintptr(unsafe.Pointer(&iov)), 0, 0)
+	runtime.KeepAlive(&mask)
+	if e != 0 {
+		return 0
+	}
+	return mask[1]
+}
+
+// The registers a stack sampler takes with each sample (perf's
+// sample_regs_user, numbered as arch/arm64/include/uapi/asm/perf_regs.h:
+// x0-x30 are 0-30, sp 31, pc 32), and where each comes in the sample:
+// the kernel writes them in the order of their numbers.
+const sampleRegsMask = 1<<29 | 1<<30 | 1<<31 | 1<<32
+
+var sampleRegsAt = sampleRegIndex{fp: 0, lr: 1, sp: 2, pc: 3, n: 4}
+
 // tlsRegSet reads or writes (req) the NT_ARM_TLS register set of tid,
 // its first word: TPIDR_EL0.
 func tlsRegSet(req uintptr, tid int, v *uint64) error {

@@ -26,26 +26,83 @@ const (
 
 // Record layout (linux/perf_event.h): a struct perf_event_header of u32
 // type, u16 misc and u16 size (size counting the header), then the body.
-// A PERF_RECORD_SAMPLE with sample_type PERF_SAMPLE_IP|PERF_SAMPLE_TID
-// holds u64 ip, u32 pid, u32 tid; a PERF_RECORD_LOST holds u64 id, u64
-// lost.
+// A PERF_RECORD_SAMPLE holds u64 ip, u32 pid, u32 tid and, for a stack
+// sampler, u64 abi and the registers of sample_regs_user (none when abi
+// is 0, PERF_SAMPLE_REGS_ABI_NONE), then u64 size, size bytes of stack
+// and, when size is not 0, u64 dyn_size, the bytes of it the kernel
+// could copy. A PERF_RECORD_LOST holds u64 id, u64 lost.
 const (
 	recordHeaderSize = 8
 	recordSampleSize = recordHeaderSize + 8 + 4 + 4
 	recordLostSize   = recordHeaderSize + 8 + 8
 )
 
+// MaxStackCopy is the most stack a sampler copies with each sample: a
+// record is at most 64 KiB.
+const MaxStackCopy = 32 << 10
+
 // Ring sizing: the data area holds at least ringSeconds of samples, as a
-// power of two of pages between ringMinPages and ringMaxPages. The reader
-// empties the rings every 20 ms: a tenth of a second leaves it room to be
-// late, and keeps each thread's ring small, as the kernel charges the
-// rings of every thread to perf_event_mlock_kb and then RLIMIT_MEMLOCK
-// (one data page at 1 kHz: a program of thousands of threads fits).
+// power of two of pages between ringMinPages and ringMaxBytes (at least
+// a page). The reader empties the rings every 20 ms: a tenth of a second
+// leaves it room to be late, and keeps each thread's ring small, as the
+// kernel charges the rings of every thread to perf_event_mlock_kb and
+// then RLIMIT_MEMLOCK (one data page at 1 kHz: a program of thousands
+// of threads fits). A stack sampler's records are a thousand times
+// larger: its ring holds less time (RingHolds), at most stackRingBytes.
 const (
-	ringSeconds  = 0.1
-	ringMinPages = 1
-	ringMaxPages = 64
+	ringSeconds    = 0.1
+	ringMinPages   = 1
+	ringMaxBytes   = 64 << 12
+	stackRingBytes = 128 << 12
 )
+
+// SamplerOptions say what a [Sampler] takes: a sample every Period of
+// the thread's CPU time and, when Stack is not 0, with each sample the
+// registers an unwinder starts from and a copy of the Stack bytes of the
+// thread's stack above its stack pointer (rounded up to 8 bytes, at most
+// MaxStackCopy).
+type SamplerOptions struct {
+	Period time.Duration
+	Stack  int
+}
+
+// stackBytes returns the stack copy the options ask for, as the kernel
+// takes it: a multiple of 8.
+func (o SamplerOptions) stackBytes() int {
+	return min((max(o.Stack, 0)+7)&^7, MaxStackCopy)
+}
+
+// recordSize is the size of one sample's record.
+func (o SamplerOptions) recordSize() int {
+	if n := o.stackBytes(); n > 0 {
+		return recordSampleSize + 8 + 8*sampleRegsAt.n + 8 + n + 8
+	}
+	return recordSampleSize
+}
+
+// Sample is one sample a [Sampler] read: the thread's program counter
+// and, from a stack sampler, its registers and the copy of its stack.
+// Stack is only valid during the call that receives it.
+type Sample struct {
+	PC uint64
+	// Regs is set when the kernel took the registers: SP, FP (the frame
+	// pointer: rbp, x29) and, on arm64, LR (x30).
+	Regs       bool
+	SP, FP, LR uint64
+	// Stack holds the bytes of the stack from SP up that the kernel
+	// could copy (none past the stack's end).
+	Stack []byte
+	// PACMask holds the bits of a return address that pointer
+	// authentication signs (arm64), for an unwinder to clear; 0 where
+	// none are.
+	PACMask uint64
+}
+
+// sampleRegIndex says where each register an unwinder needs comes among
+// the registers of a sample (-1: none): sampleRegsAt, per architecture.
+type sampleRegIndex struct {
+	fp, sp, pc, lr, n int
+}
 
 // Sampler samples the user-space program counter of one thread on its CPU
 // clock (PERF_COUNT_SW_TASK_CLOCK of perf_event_open(2)): the kernel writes
@@ -54,43 +111,56 @@ const (
 // thread runs in the kernel are dropped, not charged to a user PC. A Sampler
 // is not safe for concurrent use.
 type Sampler struct {
-	fd   int
-	mem  []byte  // the whole mapping: the control page, then the data area
-	data []byte  // the data area of mem
-	head *uint64 // data_head in mem, written by the kernel
-	tail *uint64 // data_tail in mem, written by Read
+	fd     int
+	mem    []byte  // the whole mapping: the control page, then the data area
+	data   []byte  // the data area of mem
+	head   *uint64 // data_head in mem, written by the kernel
+	tail   *uint64 // data_tail in mem, written by Read
+	walk   ringWalk
+	sample Sample
 }
 
 // OpenSampler opens a sampler of thread tid (any thread of any process the
 // caller may trace), one sample every period of the thread's CPU time
 // (PERF_COUNT_SW_TASK_CLOCK, sample_period in nanoseconds), user-space only
 // (exclude_kernel=1, exclude_hv=1), inherit=0, cpu=-1, enabled at once
-// (disabled=0), sample_type = PERF_SAMPLE_IP|PERF_SAMPLE_TID, with a ring of
+// (disabled=0), sample_type = PERF_SAMPLE_IP|PERF_SAMPLE_TID, and with a
+// stack copy PERF_SAMPLE_REGS_USER|PERF_SAMPLE_STACK_USER, with a ring of
 // 1 + 2^n pages mapped read-write from the event's fd, n chosen so the ring
-// holds at least a tenth of a second of samples at that period (1 data
-// page minimum, 64 maximum). It returns an error wrapping the errno: callers
-// test errors.Is(err, syscall.EACCES), EPERM, ENOSYS, ENOENT (the system
-// refuses perf_event_open) or ESRCH (no such thread).
-func OpenSampler(tid int, period time.Duration) (*Sampler, error) {
-	if period <= 0 {
-		return nil, fmt.Errorf("sampler period %v: %w", period, unix.EINVAL)
+// holds at least a tenth of a second of samples at that period (RingHolds
+// says what it holds). A thread of arm64 that tid names is stopped by the
+// caller, for its pointer-authentication mask (PACMask). It returns an
+// error wrapping the errno: callers test errors.Is(err, syscall.EACCES),
+// EPERM, ENOSYS, ENOENT (the system refuses perf_event_open) or ESRCH
+// (no such thread).
+func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
+	if o.Period <= 0 {
+		return nil, fmt.Errorf("sampler period %v: %w", o.Period, unix.EINVAL)
 	}
 	attr := unix.PerfEventAttr{
 		Type: unix.PERF_TYPE_SOFTWARE,
 		// Every field set here is in the first version of the struct,
-		// which every kernel accepts.
+		// which every kernel accepts; the stack's are in the third.
 		Size:        unix.PERF_ATTR_SIZE_VER0,
 		Config:      unix.PERF_COUNT_SW_TASK_CLOCK,
-		Sample:      uint64(period.Nanoseconds()),
+		Sample:      uint64(o.Period.Nanoseconds()),
 		Sample_type: unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID,
 		Bits:        unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
+	}
+	walk := ringWalk{}
+	if n := o.stackBytes(); n > 0 {
+		attr.Size = unix.PERF_ATTR_SIZE_VER3
+		attr.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
+		attr.Sample_regs_user = sampleRegsMask
+		attr.Sample_stack_user = uint32(n)
+		walk = ringWalk{regs: sampleRegsAt, stack: true}
 	}
 	fd, err := unix.PerfEventOpen(&attr, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("perf_event_open thread %d: %w", tid, err)
 	}
 	pageSize := os.Getpagesize()
-	pages := ringPages(period, pageSize)
+	pages := ringPages(o, pageSize)
 	mem, err := unix.Mmap(fd, 0, (1+pages)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Close(fd)
@@ -108,34 +178,55 @@ func OpenSampler(tid int, period time.Duration) (*Sampler, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("sample ring of thread %d: data area of %d bytes at %d in a mapping of %d", tid, size, off, len(mem))
 	}
-	return &Sampler{
+	s := &Sampler{
 		fd:   fd,
 		mem:  mem,
 		data: mem[off : off+size],
 		head: (*uint64)(unsafe.Pointer(&mem[pageDataHead])),
 		tail: (*uint64)(unsafe.Pointer(&mem[pageDataTail])),
-	}, nil
+		walk: walk,
+	}
+	if walk.stack {
+		s.sample.PACMask = PACMask(tid)
+	}
+	return s, nil
 }
 
 // ringPages returns the number of data pages of a ring holding at least
-// ringSeconds of samples at period: a power of two between ringMinPages
-// and ringMaxPages.
-func ringPages(period time.Duration, pageSize int) int {
-	bytes := ringSeconds * float64(time.Second) / float64(period) * recordSampleSize
+// ringSeconds of samples of o: a power of two, at least ringMinPages, at
+// most ringMaxBytes (stackRingBytes with a stack copy) or one page.
+func ringPages(o SamplerOptions, pageSize int) int {
+	limit := ringMaxBytes
+	if o.stackBytes() > 0 {
+		limit = stackRingBytes
+	}
+	bytes := ringSeconds * float64(time.Second) / float64(o.Period) * float64(o.recordSize())
 	n := ringMinPages
-	for n < ringMaxPages && float64(n*pageSize) < bytes {
+	for (n*2)*pageSize <= limit && float64(n*pageSize) < bytes {
 		n *= 2
 	}
 	return n
 }
 
-// Read calls fn with the PC of every sample written since the last Read,
-// in order, and returns how many samples the kernel reported lost
-// (PERF_RECORD_LOST) since then. It frees the ring space it read
-// (data_tail). Records other than samples and losses are skipped. A
-// malformed ring stops the walk with an error after the samples before
-// the bad record; the sampler is then of no further use.
-func (s *Sampler) Read(fn func(pc uint64)) (lost uint64, err error) {
+// RingHolds returns the CPU time of samples of o that a sampler's ring
+// holds on this system: its reader must empty it more often.
+func RingHolds(o SamplerOptions) time.Duration {
+	if o.Period <= 0 {
+		return 0
+	}
+	pageSize := os.Getpagesize()
+	records := ringPages(o, pageSize) * pageSize / o.recordSize()
+	return time.Duration(records) * o.Period
+}
+
+// Read calls fn with every sample written since the last Read, in order,
+// and returns how many samples the kernel reported lost
+// (PERF_RECORD_LOST) since then. The Sample is the Sampler's own, valid
+// during the call. It frees the ring space it read (data_tail). Records
+// other than samples and losses are skipped. A malformed ring stops the
+// walk with an error after the samples before the bad record; the
+// sampler is then of no further use.
+func (s *Sampler) Read(fn func(*Sample)) (lost uint64, err error) {
 	if s.mem == nil {
 		return 0, errors.New("read sampler: closed")
 	}
@@ -144,7 +235,7 @@ func (s *Sampler) Read(fn func(pc uint64)) (lost uint64, err error) {
 	// reads before the release of their space (the smp_mb).
 	head := atomic.LoadUint64(s.head)
 	tail := atomic.LoadUint64(s.tail)
-	tail, lost, err = walkRing(s.data, head, tail, fn)
+	tail, lost, err = s.walk.walk(s.data, head, tail, &s.sample, fn)
 	atomic.StoreUint64(s.tail, tail)
 	if err != nil {
 		return lost, fmt.Errorf("read sampler: %w", err)
@@ -165,13 +256,23 @@ func (s *Sampler) Close() error {
 	return err
 }
 
-// walkRing walks the records of ring, a perf data area, from position tail
+// ringWalk is how the records of a ring are read: with the registers
+// regs says and a stack copy when stack is set, as the sampler asked
+// for them; and the buffer a stack that wraps around the ring's end is
+// copied into.
+type ringWalk struct {
+	regs    sampleRegIndex
+	stack   bool
+	wrapped []byte
+}
+
+// walk walks the records of ring, a perf data area, from position tail
 // to position head (free-running byte counts, taken modulo len(ring)). It
-// calls fn with the IP of each PERF_RECORD_SAMPLE in order, adds up the
-// counts of the PERF_RECORD_LOST records and skips the rest; a record may
-// wrap around the end of ring. It returns the position it reached: head,
-// or on error the start of the bad record.
-func walkRing(ring []byte, head, tail uint64, fn func(pc uint64)) (newTail, lost uint64, err error) {
+// calls fn with each PERF_RECORD_SAMPLE, decoded into sm, in order, adds
+// up the counts of the PERF_RECORD_LOST records and skips the rest; a
+// record may wrap around the end of ring. It returns the position it
+// reached: head, or on error the start of the bad record.
+func (w *ringWalk) walk(ring []byte, head, tail uint64, sm *Sample, fn func(*Sample)) (newTail, lost uint64, err error) {
 	size := uint64(len(ring))
 	if head-tail > size {
 		return tail, 0, fmt.Errorf("ring head %d and tail %d are more than its %d bytes apart", head, tail, size)
@@ -188,10 +289,10 @@ func walkRing(ring []byte, head, tail uint64, fn func(pc uint64)) (newTail, lost
 		}
 		switch typ {
 		case unix.PERF_RECORD_SAMPLE:
-			if n < recordSampleSize {
-				return tail, lost, fmt.Errorf("sample at %d: size %d", tail, n)
+			if err := w.decode(ring, tail, n, sm); err != nil {
+				return tail, lost, err
 			}
-			fn(ringUint(ring, tail+recordHeaderSize, 8))
+			fn(sm)
 		case unix.PERF_RECORD_LOST:
 			if n < recordLostSize {
 				return tail, lost, fmt.Errorf("loss record at %d: size %d", tail, n)
@@ -201,6 +302,70 @@ func walkRing(ring []byte, head, tail uint64, fn func(pc uint64)) (newTail, lost
 		tail += n
 	}
 	return tail, lost, nil
+}
+
+// decode reads the sample of n bytes at position at of ring into sm.
+func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
+	if n < recordSampleSize {
+		return fmt.Errorf("sample at %d: size %d", at, n)
+	}
+	sm.PC, sm.Regs, sm.Stack = ringUint(ring, at+recordHeaderSize, 8), false, nil
+	if !w.stack {
+		return nil
+	}
+	pos, end := at+recordSampleSize, at+n
+	word := func() (uint64, bool) {
+		if end-pos < 8 {
+			return 0, false
+		}
+		pos += 8
+		return ringUint(ring, pos-8, 8), true
+	}
+	abi, ok := word()
+	if !ok {
+		return fmt.Errorf("sample at %d: size %d, short of its registers", at, n)
+	}
+	if abi != 0 {
+		var r [8]uint64
+		for i := range w.regs.n {
+			if r[i], ok = word(); !ok {
+				return fmt.Errorf("sample at %d: size %d, short of its registers", at, n)
+			}
+		}
+		sm.Regs = true
+		sm.PC, sm.SP, sm.FP = r[w.regs.pc], r[w.regs.sp], r[w.regs.fp]
+		if w.regs.lr >= 0 {
+			sm.LR = r[w.regs.lr]
+		}
+	}
+	copied, ok := word()
+	if !ok || copied > end-pos {
+		return fmt.Errorf("sample at %d: size %d, short of its stack", at, n)
+	}
+	if copied == 0 {
+		return nil
+	}
+	data := pos
+	pos += copied
+	dyn, ok := word()
+	if !ok {
+		return fmt.Errorf("sample at %d: size %d, short of its stack", at, n)
+	}
+	sm.Stack = w.bytes(ring, data, min(dyn, copied))
+	return nil
+}
+
+// bytes returns the n bytes at position pos of ring: a slice of it, or
+// where they wrap around its end a copy.
+func (w *ringWalk) bytes(ring []byte, pos, n uint64) []byte {
+	size := uint64(len(ring))
+	off := pos % size
+	if off+n <= size {
+		return ring[off : off+n : off+n]
+	}
+	w.wrapped = append(w.wrapped[:0], ring[off:]...)
+	w.wrapped = append(w.wrapped, ring[:n-(size-off)]...)
+	return w.wrapped
 }
 
 // ringUint reads the n-byte (2, 4 or 8) native-endian integer at position

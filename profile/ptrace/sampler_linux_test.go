@@ -73,8 +73,35 @@ func skipIfRefused(t *testing.T, err error) {
 // samples against the child's user CPU time (its rusage): within 50 % to
 // 110 % of one sample a millisecond of user time. The child's time
 // includes its start before the sampler opened, so the ratio is a little
-// under 1.
+// under 1. With a stack copy, every sample has the registers, a stack
+// pointer in the stack it copied from, and some of that stack.
 func TestSampler(t *testing.T) {
+	t.Run("pc", func(t *testing.T) {
+		sampleHelper(t, SamplerOptions{Period: time.Millisecond}, func(s *Sample) error {
+			if s.Regs || s.Stack != nil {
+				return fmt.Errorf("registers %v and %d bytes of stack, asked for none", s.Regs, len(s.Stack))
+			}
+			return nil
+		})
+	})
+	t.Run("stack", func(t *testing.T) {
+		sampleHelper(t, SamplerOptions{Period: time.Millisecond, Stack: 4000}, func(s *Sample) error {
+			switch {
+			case !s.Regs:
+				return errors.New("no registers")
+			case s.SP == 0 || s.SP%8 != 0:
+				return fmt.Errorf("stack pointer %#x", s.SP)
+			case len(s.Stack) == 0 || len(s.Stack) > 4000:
+				return fmt.Errorf("%d bytes of stack copied, want 1 to 4000", len(s.Stack))
+			}
+			return nil
+		})
+	})
+}
+
+// sampleHelper samples the helper process with o, checking each sample
+// with check, and its number against the helper's CPU time.
+func sampleHelper(t *testing.T, o SamplerOptions, check func(*Sample) error) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +129,7 @@ func TestSampler(t *testing.T) {
 		stop()
 		t.Fatalf("read helper's thread ID: %v", err)
 	}
-	s, err := OpenSampler(tid, time.Millisecond)
+	s, err := OpenSampler(tid, o)
 	if err != nil {
 		stop()
 		skipIfRefused(t, err)
@@ -114,13 +141,17 @@ func TestSampler(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 
 	var samples, zeros, lost uint64
-	count := func(pc uint64) {
+	var bad error
+	count := func(sm *Sample) {
 		samples++
-		if pc == 0 {
+		if sm.PC == 0 {
 			zeros++
 		}
+		if err := check(sm); err != nil && bad == nil {
+			bad = fmt.Errorf("sample %d: %w", samples, err)
+		}
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(time.Minute)
 	for running := true; running; {
@@ -148,13 +179,16 @@ func TestSampler(t *testing.T) {
 
 	user, sys := cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
 	want := float64(user) / float64(time.Millisecond)
-	ratio := float64(samples) / want
+	ratio := float64(samples+lost) / want
 	t.Logf("%d samples (%d lost) for %v user and %v system CPU time: %.2f of one sample a millisecond of user time", samples, lost, user, sys, ratio)
 	if ratio < 0.5 || ratio > 1.1 {
 		t.Errorf("%d samples for %v of user CPU time at 1 ms, want %.0f to %.0f", samples, user, 0.5*want, 1.1*want)
 	}
 	if zeros > 0 {
 		t.Errorf("%d of %d samples at PC 0", zeros, samples)
+	}
+	if bad != nil {
+		t.Error(bad)
 	}
 }
 
@@ -172,7 +206,7 @@ func TestOpenSamplerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := OpenSampler(tt.tid, tt.period)
+			s, err := OpenSampler(tt.tid, SamplerOptions{Period: tt.period})
 			if err == nil {
 				s.Close()
 				t.Fatalf("OpenSampler(%d, %v) succeeded", tt.tid, tt.period)
@@ -226,6 +260,161 @@ func (w *ringWriter) lost(n uint64) { w.record(unix.PERF_RECORD_LOST, recordLost
 
 // mark notes that the next record is the bad one.
 func (w *ringWriter) mark() { w.bad = w.head }
+
+// walkRing walks a ring of a sampler of PCs alone, calling fn with each.
+func walkRing(ring []byte, head, tail uint64, fn func(pc uint64)) (newTail, lost uint64, err error) {
+	var w ringWalk
+	var sm Sample
+	return w.walk(ring, head, tail, &sm, func(s *Sample) { fn(s.PC) })
+}
+
+// stackSample writes a PERF_RECORD_SAMPLE of a stack sampler: IP, TID,
+// abi 2 (64-bit) and the registers of sampleRegsAt (each register's
+// value its index plus 0x100, PC and SP as given), size bytes of stack
+// of which stack are the first, and dyn_size len(stack) (none when size
+// is 0).
+func (w *ringWriter) stackSample(pc, sp uint64, stack []byte, size int) {
+	regs := make([]uint64, sampleRegsAt.n)
+	for i := range regs {
+		regs[i] = 0x100 + uint64(i)
+	}
+	regs[sampleRegsAt.pc], regs[sampleRegsAt.sp] = pc, sp
+	n := recordSampleSize + 8 + 8*len(regs) + 8
+	if size > 0 {
+		n += size + 8 // (no dyn_size after no stack)
+	}
+	body := append([]uint64{pc, 1234 | 1235<<32, 2}, regs...)
+	w.record(unix.PERF_RECORD_SAMPLE, uint16(n), append(body, uint64(size))...)
+	if size > 0 {
+		w.put(append(stack, make([]byte, size-len(stack))...))
+		w.put(binary.NativeEndian.AppendUint64(nil, uint64(len(stack))))
+	}
+}
+
+// stackBytes returns n bytes counting from first.
+func stackBytes(first byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = first + byte(i)
+	}
+	return b
+}
+
+// TestWalkRingStacks walks synthetic rings of a stack sampler: the
+// registers and the stack copied, a copy cut short (dyn_size), one
+// wrapping around the ring's end, a thread with no user registers
+// (abi 0), and records too short for what they say they hold.
+func TestWalkRingStacks(t *testing.T) {
+	type got struct {
+		pc, sp uint64
+		regs   bool
+		stack  []byte
+	}
+	tests := []struct {
+		name    string
+		size    int
+		tail    uint64
+		build   func(w *ringWriter)
+		want    []got
+		wantErr bool
+	}{
+		{
+			name: "whole", size: 1024,
+			build: func(w *ringWriter) { w.stackSample(0x401000, 0x7ff000, stackBytes(1, 64), 64) },
+			want:  []got{{0x401000, 0x7ff000, true, stackBytes(1, 64)}},
+		},
+		{
+			name: "cut short", size: 1024,
+			build: func(w *ringWriter) {
+				w.stackSample(0x401004, 0x7ff008, stackBytes(9, 24), 64)
+				w.stackSample(0x401008, 0x7ff010, nil, 0)
+			},
+			want: []got{{0x401004, 0x7ff008, true, stackBytes(9, 24)}, {0x401008, 0x7ff010, true, nil}},
+		},
+		{
+			name: "stack wraps", size: 256, tail: 200,
+			build: func(w *ringWriter) { w.stackSample(0x401010, 0x7ff010, stackBytes(3, 80), 80) },
+			want:  []got{{0x401010, 0x7ff010, true, stackBytes(3, 80)}},
+		},
+		{
+			name: "no registers", size: 256,
+			build: func(w *ringWriter) { w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+16, 0x401020, 1, 0, 0) },
+			want:  []got{{pc: 0x401020}},
+		},
+		{
+			name: "short of registers", size: 256,
+			build: func(w *ringWriter) {
+				w.mark()
+				w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+16, 0x401020, 1, 2, 7)
+			},
+			wantErr: true,
+		},
+		{
+			name: "stack past the record", size: 256,
+			build: func(w *ringWriter) {
+				w.mark()
+				w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+24, 0x401020, 1, 0, 64, 1)
+			},
+			wantErr: true,
+		},
+		{
+			name: "no dyn_size", size: 256,
+			build: func(w *ringWriter) {
+				w.mark()
+				w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+24, 0x401020, 1, 0, 8, 1)
+			},
+			wantErr: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newRingWriter(tt.size, tt.tail)
+			tt.build(w)
+			walk := ringWalk{regs: sampleRegsAt, stack: true}
+			var sm Sample
+			var all []got
+			tail, _, err := walk.walk(w.ring, w.head, w.tail, &sm, func(s *Sample) {
+				if s.Regs && (s.FP != 0x100+uint64(sampleRegsAt.fp) || sampleRegsAt.lr >= 0 && s.LR != 0x100+uint64(sampleRegsAt.lr)) {
+					t.Errorf("frame pointer %#x, link register %#x", s.FP, s.LR)
+				}
+				all = append(all, got{s.PC, s.SP, s.Regs, slices.Clone(s.Stack)})
+			})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want error %v", err, tt.wantErr)
+			}
+			if want := map[bool]uint64{false: w.head, true: w.bad}[tt.wantErr]; tail != want {
+				t.Errorf("tail %d, want %d", tail, want)
+			}
+			if len(all) != len(tt.want) {
+				t.Fatalf("%d samples, want %d", len(all), len(tt.want))
+			}
+			for i := range all {
+				g, want := all[i], tt.want[i]
+				if g.pc != want.pc || g.sp != want.sp || g.regs != want.regs || !slices.Equal(g.stack, want.stack) {
+					t.Errorf("sample %d: %+v, want %+v", i, g, want)
+				}
+			}
+		})
+	}
+}
+
+// TestRingHolds checks the time a ring holds: a tenth of a second of
+// PCs, and of stacks what fits in stackRingBytes.
+func TestRingHolds(t *testing.T) {
+	ms := time.Millisecond
+	if got := RingHolds(SamplerOptions{Period: ms}); got < 100*ms {
+		t.Errorf("a ring of PCs holds %v at 1 ms, want at least 100ms", got)
+	}
+	o := SamplerOptions{Period: ms, Stack: 8192}
+	got := RingHolds(o)
+	want := time.Duration(max(stackRingBytes, os.Getpagesize())/o.recordSize()) * ms
+	if got != want || got < 20*ms {
+		t.Errorf("a ring of 8 KiB stacks holds %v at 1 ms, want %v (at least 20ms)", got, want)
+	}
+	if got := RingHolds(SamplerOptions{}); got != 0 {
+		t.Errorf("no period: %v", got)
+	}
+}
 
 // ringTests are synthetic rings for walkRing.
 var ringTests = []struct {
@@ -380,23 +569,50 @@ func TestWalkRingAllocs(t *testing.T) {
 		w.sample(uint64(i))
 	}
 	var sum uint64
-	fn := func(pc uint64) { sum += pc }
-	if n := testing.AllocsPerRun(10, func() { walkRing(w.ring, w.head, w.tail, fn) }); n != 0 {
+	fn := func(s *Sample) { sum += s.PC + uint64(len(s.Stack)) }
+	var sm Sample
+	var walk ringWalk
+	if n := testing.AllocsPerRun(10, func() { walk.walk(w.ring, w.head, w.tail, &sm, fn) }); n != 0 {
 		t.Errorf("%v allocations per walk", n)
+	}
+	// Stacks, some wrapping around the ring's end: the buffer of a
+	// wrapped stack is kept.
+	w = newRingWriter(4096, 4000)
+	for i := range 20 {
+		w.stackSample(uint64(i), 0x7ff000, stackBytes(1, 100), 100)
+	}
+	walk = ringWalk{regs: sampleRegsAt, stack: true}
+	if _, _, err := walk.walk(w.ring, w.head, w.tail, &sm, fn); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(10, func() { walk.walk(w.ring, w.head, w.tail, &sm, fn) }); n != 0 {
+		t.Errorf("%v allocations per walk of stacks", n)
 	}
 }
 
-// FuzzSamplerRing checks that walkRing never panics and stops between the
-// tail and the head, at the head when it succeeds.
+// FuzzSamplerRing checks that walking a ring, of PCs or of stacks, never
+// panics and stops between the tail and the head, at the head when it
+// succeeds.
 func FuzzSamplerRing(f *testing.F) {
 	for _, tt := range ringTests {
 		w := newRingWriter(tt.size, tt.tail)
 		tt.build(w)
-		f.Add(w.ring, w.head, w.tail)
+		f.Add(w.ring, w.head, w.tail, false)
 	}
-	f.Fuzz(func(t *testing.T, ring []byte, head, tail uint64) {
+	w := newRingWriter(512, 400)
+	w.stackSample(0x401000, 0x7ff000, stackBytes(1, 48), 64)
+	w.stackSample(0x401004, 0x7ff000, stackBytes(1, 8), 16)
+	f.Add(w.ring, w.head, w.tail, true)
+	f.Fuzz(func(t *testing.T, ring []byte, head, tail uint64, stacks bool) {
+		walk := ringWalk{regs: sampleRegsAt, stack: stacks}
+		var sm Sample
 		n := 0
-		newTail, _, err := walkRing(ring, head, tail, func(uint64) { n++ })
+		newTail, _, err := walk.walk(ring, head, tail, &sm, func(s *Sample) {
+			n++
+			if len(s.Stack) > len(ring) {
+				t.Errorf("%d bytes of stack in a ring of %d", len(s.Stack), len(ring))
+			}
+		})
 		if err == nil && newTail != head {
 			t.Errorf("stopped at %d without error, head %d", newTail, head)
 		}

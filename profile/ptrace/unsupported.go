@@ -203,13 +203,37 @@ func Counter() uint64 { return 0 }
 // Sampler samples a thread's program counter; unsupported here.
 type Sampler struct{}
 
+// SamplerOptions say what a Sampler takes.
+type SamplerOptions struct {
+	Period time.Duration
+	Stack  int
+}
+
+// Sample is one sample a Sampler read.
+type Sample struct {
+	PC         uint64
+	Regs       bool
+	SP, FP, LR uint64
+	Stack      []byte
+	PACMask    uint64
+}
+
+// MaxStackCopy is the most stack a sampler copies with each sample.
+const MaxStackCopy = 32 << 10
+
 // OpenSampler is not supported on this platform.
-func OpenSampler(tid int, period time.Duration) (*Sampler, error) {
+func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 	return nil, errors.ErrUnsupported
 }
 
+// RingHolds returns 0: there are no rings.
+func RingHolds(o SamplerOptions) time.Duration { return 0 }
+
+// PACMask returns 0.
+func PACMask(tid int) uint64 { return 0 }
+
 // Read is not supported on this platform.
-func (s *Sampler) Read(fn func(pc uint64)) (lost uint64, err error) {
+func (s *Sampler) Read(fn func(*Sample)) (lost uint64, err error) {
 	return 0, errors.ErrUnsupported
 }
 

@@ -19,6 +19,17 @@ const (
 // archNames are the GOARCH names of the architectures.
 var archNames = [...]string{AMD64: "amd64", ARM64: "arm64"}
 
+// ParseArch returns the architecture of GOARCH name name; false for one
+// the package does not know.
+func ParseArch(name string) (Arch, bool) {
+	for a, n := range archNames {
+		if n != "" && n == name {
+			return Arch(a), true
+		}
+	}
+	return 0, false
+}
+
 // String returns the GOARCH name of a.
 func (a Arch) String() string {
 	if int(a) < len(archNames) && archNames[a] != "" {

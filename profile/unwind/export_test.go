@@ -5,3 +5,6 @@ func (m *Module) ForgetRows() {
 	m.cache.rows.Clear()
 	m.cache.n.Store(0)
 }
+
+// MappingBias is mappingBias, for the tests.
+var MappingBias = mappingBias

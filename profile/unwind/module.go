@@ -43,6 +43,47 @@ func Load(path string, bias uint64, arch Arch) (*Module, error) {
 	return m, nil
 }
 
+// LoadMapping is [Load] of the ELF file at path as a process maps it: the
+// mapping that begins at run-time address start holds the file's bytes
+// from offset on (as /proc/PID/maps shows them), which gives the bias
+// from the program header of the loadable segment they are in.
+func LoadMapping(path string, start, offset uint64, arch Arch) (*Module, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load CFI: %w", err)
+	}
+	defer f.Close()
+	bias, err := mappingBias(f.Progs, start, offset)
+	if err != nil {
+		return nil, fmt.Errorf("load CFI of %s: %w", path, err)
+	}
+	m, err := FromELF(f, bias, arch)
+	if err != nil {
+		return nil, fmt.Errorf("load CFI of %s: %w", path, err)
+	}
+	m.Path = path
+	return m, nil
+}
+
+// mappingBias returns the bias of a file whose bytes from offset on are
+// mapped at start, executable: the executable loadable segment holding
+// that offset is mapped from its start rounded down to a page (of at
+// most maxPage bytes), its p_vaddr at p_offset's place (the kernel's
+// load_elf_binary and the dynamic linker both map it so).
+func mappingBias(progs []*elf.Prog, start, offset uint64) (uint64, error) {
+	const maxPage = 64 << 10
+	for _, p := range progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Filesz == 0 {
+			continue
+		}
+		if offset >= p.Off&^(maxPage-1) && offset < p.Off+p.Filesz {
+			// start maps offset: p_vaddr is at start + (p_offset - offset).
+			return start + (p.Off - offset) - p.Vaddr, nil
+		}
+	}
+	return 0, fmt.Errorf("no executable segment holds file offset %#x", offset)
+}
+
 // archMachines are the ELF machines of the architectures.
 var archMachines = map[Arch]elf.Machine{AMD64: elf.EM_X86_64, ARM64: elf.EM_AARCH64}
 

@@ -1,0 +1,216 @@
+package profile
+
+// The call stacks of function sampling (sampling.go) without /AT: with
+// each sample the kernel gives the thread's registers and a copy of the
+// top of its stack (ptrace.SamplerOptions.Stack), which PROFILE unwinds
+// through the call frame information of the program and its libraries
+// (package unwind, framemodules.go). The profiled functions on the stack,
+// outermost first, are the sample's chain: a function's time with its
+// children is the samples with it on the stack, each once, and each
+// chain is a caller stack (records 8 to 10, the flame graph), keyed as
+// /AT keys the calls' (books.StackFor), with time and no hits.
+//
+// An unwind that stops before the stack's end (no call frame information
+// for a frame, the stack copy too short) ends the chain at the last frame
+// it vouches for: the chain's outermost function stands at the stack
+// base, and the stack is counted as cut (SamplingStats.StacksCut, and a
+// warning by reason). Nothing is guessed.
+
+import (
+	"encoding/binary"
+	"maps"
+	"slices"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+	"github.com/sourceprofiler/sprof/profile/unwind"
+)
+
+// stackCopy is the stack the kernel copies with each sample, from the
+// stack pointer up: perf's default for DWARF unwinding (perf record
+// --call-graph dwarf), which reaches main from most C programs' leaves.
+const stackCopy = 8 << 10
+
+// maxFrames is the most frames a stack is unwound to.
+const maxFrames = 512
+
+// stackSampling is the stacks' part of a sampler: whether the run wants
+// them (function sampling without /AT), and once start opened the memory
+// map they need, their tally (nil where none are taken: the ptrace
+// sampler's samples have none); the threads sampled without their
+// stacks, the kernel having refused their rings, and its first refusal.
+type stackSampling struct {
+	want      bool
+	tally     *stackTally
+	stackless int
+	refused   error
+}
+
+// stackTally is what the unwound stacks found: the samples of each chain
+// of profiled functions, by the chain (its functions as uvarints,
+// outermost first); how many stacks were unwound, and cut, by reason.
+type stackTally struct {
+	frames *frameModules
+	chains map[string]*sampledChain
+	taken  uint64
+	cut    uint64
+	cutBy  map[unwind.Stop]uint64
+	// (Buffers of the unwinding, kept between samples.)
+	key []byte
+	fns []int
+}
+
+// sampledChain is one chain of profiled functions, outermost first, and
+// its samples: those in its last function itself (self), and all whose
+// profiled functions were the chain (self, and those in code no profiled
+// function holds that the chain's last function called).
+type sampledChain struct {
+	funcs     []int
+	self, all uint64
+}
+
+// newStackTally returns the tally of a process whose memory map read
+// reads.
+func newStackTally(frames *frameModules) *stackTally {
+	return &stackTally{frames: frames, chains: map[string]*sampledChain{}, cutBy: map[unwind.Stop]uint64{}}
+}
+
+// take unwinds the stack of sample sm, whose program counter is in
+// profiled function fn (-1: none), and counts its chain.
+func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
+	t.taken++
+	if !sm.Regs {
+		t.cutAt(unwind.StopBadRegs)
+		t.count(fn, append(t.fns[:0], max(fn, -1)))
+		return
+	}
+	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
+	pcs, stop := unwind.Unwind(regs, unwind.Stack{Addr: sm.SP, Data: sm.Stack}, t.frames.find, maxFrames)
+	if stop != unwind.StopEnd {
+		t.cutAt(stop)
+	}
+	fns := append(t.fns[:0], fn)
+	for _, pc := range pcs[1:] {
+		// (A return address is looked up in its call, which may be the
+		// last instruction of a function that does not return.)
+		if f, _ := places.find(pc - 1); f >= 0 {
+			fns = append(fns, f)
+		}
+	}
+	t.count(fn, fns)
+}
+
+// cutAt counts a stack cut short for reason stop.
+func (t *stackTally) cutAt(stop unwind.Stop) {
+	t.cut++
+	t.cutBy[stop]++
+}
+
+// count adds a sample to the chain of fns, the profiled functions of its
+// stack innermost first, the first being the sample's own function fn
+// (-1 where no profiled function holds its program counter, left out).
+func (t *stackTally) count(fn int, fns []int) {
+	if fns[0] < 0 {
+		fns = fns[1:]
+	}
+	t.fns = fns[:0]
+	if len(fns) == 0 {
+		return // (outside, called from no profiled function)
+	}
+	slices.Reverse(fns)
+	t.key = t.key[:0]
+	for _, f := range fns {
+		t.key = binary.AppendUvarint(t.key, uint64(f))
+	}
+	c := t.chains[string(t.key)]
+	if c == nil {
+		c = &sampledChain{funcs: slices.Clone(fns)}
+		t.chains[string(t.key)] = c
+	}
+	c.all++
+	if fn >= 0 {
+		c.self++
+	}
+}
+
+// figures gives st the stacks' figures, each sample weighing interval
+// nanoseconds: the caller stacks of the chains, with their functions'
+// own time and their time with children, and each function's time with
+// children (ChildTime), the samples with it on the stack; and the
+// numbers of stacks unwound and cut.
+func (t *stackTally) figures(st *datafile.Stats, plan *datafile.Plan, interval int64) {
+	bk := books.New(plan)
+	all := make([]uint64, len(plan.Funcs))
+	seen := make([]int, len(plan.Funcs)) // the last chain each function was counted in, plus one
+	keys := slices.Sorted(maps.Keys(t.chains))
+	for ci, k := range keys {
+		c := t.chains[k]
+		for i, f := range c.funcs {
+			if seen[f] != ci+1 {
+				seen[f] = ci + 1
+				all[f] += c.all
+			}
+			var self int64
+			if i == len(c.funcs)-1 {
+				self = int64(c.self) * interval
+			}
+			bk.AddStack(bk.StackFor(c.funcs[:i+1]), 0, self, int64(c.all)*interval)
+		}
+	}
+	st.Stacks = bk.Stacks()
+	st.ChildTime = make([]int64, len(all))
+	for f, n := range all {
+		st.ChildTime[f] = int64(n) * interval
+	}
+	st.Sampling.Stacks, st.Sampling.StacksCut = t.taken, t.cut
+}
+
+// warn warns of the stacks cut short, by reason (PRF4680).
+func (t *stackTally) warn(warn func(*prf.Diagnostic)) {
+	if t.cut == 0 {
+		return
+	}
+	var reasons []string
+	var counts []uint64
+	for _, stop := range slices.Sorted(maps.Keys(t.cutBy)) {
+		reasons = append(reasons, stop.String())
+		counts = append(counts, t.cutBy[stop])
+	}
+	warn(prf.StacksCut(t.cut, t.taken, reasons, counts))
+}
+
+// startStacks prepares the unwinding of process pid's stacks: its memory
+// map, opened for the goroutine that reads the rings. Where it cannot be
+// opened, the samples take no stack.
+func (s *sampler) startStacks(pid int) {
+	if s.env.proc == nil {
+		return // (a unit test's sampler, of no process)
+	}
+	mm, err := s.env.proc.openMaps(pid)
+	if err != nil {
+		return
+	}
+	read := func() ([]procmaps.Mapping, error) {
+		data, err := mm.Read()
+		if err != nil {
+			return nil, err
+		}
+		return procmaps.Parse(data)
+	}
+	frames := newFrameModules(read, s.env.arch)
+	frames.closeMap = mm.Close
+	s.stacks.tally = newStackTally(frames)
+}
+
+// options are what the samplers of the run take: the interval, and the
+// stack where the run unwinds stacks.
+func (s *sampler) options() ptrace.SamplerOptions {
+	o := ptrace.SamplerOptions{Period: s.interval}
+	if s.stacks.tally != nil {
+		o.Stack = stackCopy
+	}
+	return o
+}

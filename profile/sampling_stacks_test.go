@@ -1,0 +1,238 @@
+package profile
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
+	"github.com/sourceprofiler/sprof/internal/prf"
+	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/procmaps"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
+	"github.com/sourceprofiler/sprof/profile/unwind"
+)
+
+// TestStackTallyFigures books chains of known samples: main calls f, f
+// calls g and itself, g calls code no function holds. Each chain is a
+// caller stack keyed as /AT keys the calls of the same chain (so that
+// PLIST follows them as it follows /AT's), with its function's own
+// samples and those with children; a function's time with children
+// counts each sample once however often it recurs on the stack; the
+// samples of unprofiled code count in their callers' times with
+// children only.
+func TestStackTallyFigures(t *testing.T) {
+	const main, f, g = 0, 1, 2
+	plan := &datafile.Plan{Method: datafile.FuncSampling, StackDepth: 0,
+		Funcs: []datafile.Func{{Name: "main"}, {Name: "f"}, {Name: "g"}}}
+	const iv = 1000
+	tl := newStackTally(nil)
+	samples := []struct {
+		fn    int   // -1: outside
+		stack []int // the profiled functions, innermost first
+		n     int
+	}{
+		{main, []int{main}, 2},
+		{f, []int{f, main}, 10},
+		{f, []int{f, f, main}, 5},
+		{g, []int{g, f, f, main}, 7},
+		{g, []int{g, f, main}, 3},
+		{-1, []int{-1, g, f, main}, 4}, // (in code g called: outside)
+		{-1, []int{-1}, 6},             // outside, no profiled caller
+	}
+	for _, s := range samples {
+		for range s.n {
+			tl.count(s.fn, slices.Clone(s.stack))
+		}
+	}
+	tl.taken, tl.cut = 37, 1
+	var st datafile.Stats
+	tl.figures(&st, plan, iv)
+
+	if want := []int64{31 * iv, 29 * iv, 14 * iv}; !slices.Equal(st.ChildTime, want) {
+		t.Errorf("time with children %v, want %v", st.ChildTime, want)
+	}
+	if st.Sampling.Stacks != 37 || st.Sampling.StacksCut != 1 {
+		t.Errorf("stacks %d, cut %d, want 37 and 1", st.Sampling.Stacks, st.Sampling.StacksCut)
+	}
+	// The stacks, against /AT's of the same calls.
+	at := *plan
+	at.Attribution = true
+	bk := books.New(&at)
+	type id struct {
+		fn  int
+		key uint64
+	}
+	want := map[id][2]int64{} // time, time with children
+	for _, w := range []struct {
+		path      []int
+		self, all int64
+	}{
+		{[]int{main}, 2, 31},
+		{[]int{main, f}, 10, 29},
+		{[]int{main, f, f}, 5, 12},
+		{[]int{main, f, f, g}, 7, 7},
+		{[]int{main, f, g}, 3, 7},
+	} {
+		i := bk.StackFor(w.path)
+		want[id{w.path[len(w.path)-1], bk.Stacks()[i].Key}] = [2]int64{w.self * iv, w.all * iv}
+	}
+	atStacks := bk.Stacks()
+	if len(st.Stacks) != len(want) {
+		t.Fatalf("%d stacks, want %d: %+v", len(st.Stacks), len(want), st.Stacks)
+	}
+	for _, s := range st.Stacks {
+		w, ok := want[id{s.Func, s.Key}]
+		if !ok {
+			t.Errorf("stack %+v: no /AT stack has its key", s)
+			continue
+		}
+		if got := [2]int64{s.Time, s.ChildTime}; got != w || s.Hits != 0 {
+			t.Errorf("stack of function %d, key %#x: time and with children %v, %d hits, want %v and none", s.Func, s.Key, got, s.Hits, w)
+		}
+		for _, a := range atStacks {
+			if a.Key == s.Key && a.Func == s.Func && (!slices.Equal(a.Callers, s.Callers) || a.CallerKey != s.CallerKey) {
+				t.Errorf("stack %+v, /AT's %+v", s, a)
+			}
+		}
+	}
+}
+
+// TestStackTallyTake unwinds samples whose stacks cannot be: one without
+// the registers (a thread the kernel had none of) and one in code no
+// mapping holds. Each is counted as cut, by reason, its chain its own
+// function alone; the warning names the reasons.
+func TestStackTallyTake(t *testing.T) {
+	plan := samplingPlan()
+	places := (&placeTable{}).with(plan, 0, 0, 0x1000, 0x2000, nil)
+	reads := 0
+	frames := newFrameModules(func() ([]procmaps.Mapping, error) { reads++; return nil, nil }, runtime.GOARCH)
+	tl := newStackTally(frames)
+	tl.take(places, &ptrace.Sample{PC: 0x1010}, 0)
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000, Stack: make([]byte, 64)}, 1)
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1)
+	if reads != 1 {
+		t.Errorf("the map read %d times before the rings' end, want 1", reads)
+	}
+	frames.drained()
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1)
+	if reads != 2 {
+		t.Errorf("the map read %d times after the rings' end, want 2", reads)
+	}
+	if tl.taken != 4 || tl.cut != 4 || tl.cutBy[unwind.StopBadRegs] != 1 || tl.cutBy[unwind.StopNoModule] != 3 {
+		t.Errorf("taken %d, cut %d by %v", tl.taken, tl.cut, tl.cutBy)
+	}
+	var st datafile.Stats
+	tl.figures(&st, plan, 1)
+	if want := []int64{1, 3, 0, 0}; !slices.Equal(st.ChildTime, want) {
+		t.Errorf("time with children %v, want %v", st.ChildTime, want)
+	}
+	var warned []*prf.Diagnostic
+	tl.warn(func(d *prf.Diagnostic) { warned = append(warned, d) })
+	if len(warned) != 1 || warned[0].Code != 4685 || warned[0].Text != "4 of 4 sampled stacks were not unwound to their end (no module 3, bad registers 1): their outermost profiled function is shown at the stack base" {
+		t.Errorf("warnings %v", warned)
+	}
+}
+
+// TestPlaceOrigin maps a program counter in a trampoline to the
+// instruction of the function it carries: the call frame information
+// there is the function's.
+func TestPlaceOrigin(t *testing.T) {
+	plan := samplingPlan()
+	tr := &tramp{addr: 0x9000, patch: instr.Patch{Site: 0x1100}}
+	tr.code.Code = make([]byte, 0x30)
+	tr.code.PCs = []instr.PCMap{{Tramp: 0x9020, Orig: 0x1100}, {Tramp: 0x9024, Orig: 0x1104}}
+	p := (&placeTable{}).with(plan, 0, 0, 0x1000, 0x2000, []*tramp{tr})
+	for pc, want := range map[uint64]uint64{0x9020: 0x1100, 0x9024: 0x1104, 0x9028: 0x1104, 0x1010: 0x1010, 0x9010: 0x9010, 0x5000: 0x5000} {
+		if got := p.origin(pc); got != want {
+			t.Errorf("origin of %#x: %#x, want %#x", pc, got, want)
+		}
+	}
+}
+
+// TestFrameModules finds the call frame information of a C program's
+// C library through its memory map: loaded once, found again without a
+// reading; code no file holds has none, and looking for it reads the map
+// again once between two readings of the rings.
+func TestFrameModules(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	maps := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/maps"
+	reads := 0
+	var libc procmaps.Mapping
+	f := newFrameModules(func() ([]procmaps.Mapping, error) {
+		reads++
+		data, err := os.ReadFile(maps)
+		if err != nil {
+			return nil, err
+		}
+		all, err := procmaps.Parse(data)
+		for _, m := range all {
+			if strings.Contains(m.Perms, "x") && strings.Contains(m.Path, "libc.so") {
+				libc = m
+			}
+		}
+		return all, err
+	}, runtime.GOARCH)
+	defer f.close()
+	for deadline := time.Now().Add(10 * time.Second); libc.Path == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		f.drained()
+		f.find(0x10) // (sleep's libc is mapped once the dynamic linker ran)
+	}
+	if libc.Path == "" {
+		t.Skip("sleep maps no libc.so")
+	}
+	reads = 0
+	pc := libc.Start + (libc.End-libc.Start)/2
+	m := f.find(pc)
+	if m == nil || m.FDEs() < 100 {
+		t.Fatalf("no call frame information at %#x in %s (%d loads, %d failed)", pc, libc.Path, f.loads, f.failed)
+	}
+	if f.find(pc+4) != m || f.loads != 1 || reads != 0 {
+		t.Errorf("found again: %d loads, %d readings, want 1 and 0", f.loads, reads)
+	}
+	if f.find(0x10) != nil {
+		t.Error("call frame information at 0x10")
+	}
+	if reads != 0 {
+		t.Errorf("%d readings before the rings' end, want 0", reads)
+	}
+	f.drained()
+	f.find(0x10)
+	if reads != 1 {
+		t.Errorf("%d readings after it, want 1", reads)
+	}
+}
+
+// TestStacklessThreads: a thread the kernel refuses a ring of stacks is
+// sampled without its stack, and counted for a warning at the end
+// (PRF4686); the others' rings take the stack.
+func TestStacklessThreads(t *testing.T) {
+	var warned []*prf.Diagnostic
+	s := newSampler(samplerEnv{plan: samplingPlan(), warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}, time.Millisecond)
+	rings := &fakeSampleRings{rings: map[int]*fakeSampleRing{}, noStacks: map[int]bool{102: true}}
+	s.open = rings.open
+	s.stacks.tally = newStackTally(newFrameModules(func() ([]procmaps.Mapping, error) { return nil, errors.New("none") }, runtime.GOARCH))
+	for _, tid := range []int{101, 102} {
+		if err := s.openPerf(tid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rings.options[101].Stack != stackCopy || rings.options[102].Stack != 0 {
+		t.Errorf("options %+v", rings.options)
+	}
+	s.ended()
+	if len(warned) != 1 || warned[0].Code != 4686 {
+		t.Errorf("warnings %v, want one PRF4686", warned)
+	}
+}
