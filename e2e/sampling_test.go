@@ -222,7 +222,8 @@ func TestSamplingShares(t *testing.T) {
 }
 
 // checkSampledStacks checks the sampled stacks of a run of a shares
-// fixture: every sample's stack taken, a few at most cut short; middle's
+// fixture: every sample's stack taken, a few at most cut short (and
+// those outside the functions); middle's
 // time with children spin_c's and its own, short of the stacks cut at
 // most, over by the samples in unprofiled code under it at most; each
 // thread's function (C's main and worker, Go's goroutines') with the
@@ -238,8 +239,11 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled) {
 		all += n
 	}
 	t.Logf("%d stacks, %d cut, %d samples outside", sm.Stacks, sm.StacksCut, sm.Outside)
-	if sm.Stacks != all+sm.Outside || sm.StacksCut > sm.Stacks/50 {
-		t.Errorf("%d stacks, %d cut, of %d samples: want a stack each, at most 2%% cut", sm.Stacks, sm.StacksCut, all+sm.Outside)
+	// (A sample outside the functions may be in code without call
+	// frame information, the vDSO's clock_gettime on Debian's arm64:
+	// its stack is cut there.)
+	if sm.Stacks != all+sm.Outside || sm.StacksCut > sm.Stacks/50+sm.Outside {
+		t.Errorf("%d stacks, %d cut, of %d samples, %d outside: want a stack each, at most 2%% cut and those outside", sm.Stacks, sm.StacksCut, all+sm.Outside, sm.Outside)
 	}
 	middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
 	want := st.FuncTime[middle] + st.FuncTime[spinC]

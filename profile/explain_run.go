@@ -5,6 +5,7 @@
 package profile
 
 import (
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -41,6 +42,9 @@ func (x *runNarrator) running() {
 		x.say("%s PROFILE samples every %v of each thread's CPU time, where the kernel allows it (perf), the threads' program counters: those in its own code measure what the book code costs in the run.", x.now(), s.interval)
 	} else if s != nil {
 		how := "the kernel's clock event of each thread (perf), which writes the samples into a ring PROFILE reads"
+		if s.stacks.tally != nil {
+			how = fmt.Sprintf("the kernel's clock event of each thread (perf), which writes the samples into a ring PROFILE reads: with each, the thread's registers and the top %d KiB of its stack, which PROFILE unwinds through the call frame information of the program and its libraries, for the sample's callers", stackCopy>>10)
+		}
 		if s.kind == datafile.PtraceSampler {
 			how = "PROFILE interrupting each thread and reading its program counter (the kernel refused its clock events)"
 		}

@@ -74,6 +74,10 @@ type Config struct {
 	// no task clock a thread, and no stop each time a thread comes back
 	// onto a CPU, some 90 µs each (ledger_waits.go).
 	NoCPUTime bool
+	// NoStacks samples program counters alone in function sampling
+	// (profile --no-stacks): no call stack is taken with a sample, and
+	// without /AT a function's time with children is its own.
+	NoStacks bool
 	// EveryLineSite gives every line site a probe of its own in-process:
 	// none shares the count of an earlier site of its block (a test mode,
 	// whose counts the default's must equal).

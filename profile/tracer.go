@@ -159,6 +159,7 @@ func newTracer(cfg Config) (*tracer, error) {
 			return nil, prf.BadInterval(int(interval/time.Microsecond), int(MinInterval/time.Microsecond), int(MaxInterval/time.Microsecond))
 		}
 		t.parts.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn, arch: arch.Name()}, interval)
+		t.parts.sampling.stacks.want = t.parts.sampling.stacks.want && !cfg.NoStacks
 	}
 	t.choose()
 	if keepsBooks(cfg.Plan) || tracing(&cfg) {

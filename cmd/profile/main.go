@@ -131,6 +131,7 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		Warn:          warn,
 		Breakpoints:   o.breakpoints,
 		NoCPUTime:     o.noCPUTime,
+		NoStacks:      o.noStacks,
 		EveryLineSite: o.everyLineSite,
 		Verbose:       o.verbose,
 		Explain:       explainTo(o, diag),

@@ -12,6 +12,7 @@ type options struct {
 	sampleInterval int    // /S, or -1 when not given
 	breakpoints    bool   // --breakpoints: no in-process trampolines
 	noCPUTime      bool   // --no-cpu-time: no clock per thread, no waits measured
+	noStacks       bool   // --no-stacks: function sampling takes no call stack
 	everyLineSite  bool   // --every-line-site: no counts shared in a block
 	verbose        bool   // --verbose: list the entries that keep a breakpoint
 	explain        bool   // --explain: tell what PROFILE does as it does it
@@ -82,6 +83,9 @@ var tool = cli.Tool[options]{
 		{Long: "no-cpu-time",
 			Set:     func(o *options, _ cli.Value) { o.noCPUTime = true },
 			Section: secRunning, Help: "measure no call's time on a CPU (plist --time=cpu)"},
+		{Long: "no-stacks",
+			Set:     func(o *options, _ cli.Value) { o.noStacks = true },
+			Section: secRunning, Help: "sample program counters alone, without call stacks"},
 		{Long: "every-line-site",
 			Set:     func(o *options, _ cli.Value) { o.everyLineSite = true },
 			Section: secRunning, Help: "probe every line site (a test mode)"},
