@@ -103,8 +103,8 @@ func (f *frameModules) reread() {
 	f.spans = f.spans[:0]
 	keep := map[frameKey]bool{}
 	for _, m := range maps {
-		if !strings.Contains(m.Perms, "x") || !strings.HasPrefix(m.Path, "/") {
-			continue // (anonymous code: PROFILE's own, a JIT's; [vdso])
+		if !strings.Contains(m.Perms, "x") || !strings.HasPrefix(m.Path, "/") && m.Path != vdsoPath {
+			continue // (anonymous code: PROFILE's own, a JIT's)
 		}
 		k := frameKey{path: m.Path, base: m.Start - m.Offset, off: m.Offset}
 		f.spans = append(f.spans, frameSpan{lo: m.Start, hi: m.End, key: k})
@@ -124,6 +124,34 @@ func (f *frameModules) close() {
 	if f.closeMap != nil {
 		f.closeMap()
 		f.closeMap = nil
+	}
+}
+
+// vdsoPath is the name the memory map gives the vDSO, the code the
+// kernel maps into every process (clock_gettime's): no file holds it.
+const vdsoPath = "[vdso]"
+
+// loadVDSO loads the call frame information of the vDSO as maps show it,
+// from its image in the process's memory (read): its module is found as
+// a file's is. Where the kernel built it without (Debian's arm64), or it
+// cannot be read, a sample in it ends its stack there.
+func (f *frameModules) loadVDSO(maps []procmaps.Mapping, read func(addr uint64, b []byte) error) {
+	for _, m := range maps {
+		if m.Path != vdsoPath || !strings.Contains(m.Perms, "x") || m.End-m.Start > 1<<20 {
+			continue
+		}
+		image := make([]byte, m.End-m.Start)
+		if read(m.Start, image) != nil {
+			return
+		}
+		mod, err := unwind.FromImage(image, m.Start, f.arch)
+		f.loads++
+		if err != nil {
+			f.failed++
+			mod = nil
+		}
+		f.loaded[frameKey{path: vdsoPath, base: m.Start - m.Offset, off: m.Offset}] = mod
+		return
 	}
 }
 

@@ -202,6 +202,12 @@ func (s *sampler) startStacks(pid int) {
 	}
 	frames := newFrameModules(read, s.env.arch)
 	frames.closeMap = mm.Close
+	if maps, err := read(); err == nil {
+		if mem, err := s.env.proc.openMem(pid); err == nil {
+			frames.loadVDSO(maps, mem.ReadMem)
+			mem.Close()
+		}
+	}
 	s.stacks.tally = newStackTally(frames)
 }
 

@@ -236,3 +236,48 @@ func TestStacklessThreads(t *testing.T) {
 		t.Errorf("warnings %v, want one PRF4686", warned)
 	}
 }
+
+// TestFrameModulesVDSO loads the call frame information of this
+// process's vDSO from its memory, and finds it at a program counter in
+// the vDSO, as a file's (where the kernel built the vDSO with it).
+func TestFrameModulesVDSO(t *testing.T) {
+	read := func() ([]procmaps.Mapping, error) {
+		data, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			return nil, err
+		}
+		return procmaps.Parse(data)
+	}
+	maps, err := read()
+	if err != nil {
+		t.Skip(err)
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer mem.Close()
+	f := newFrameModules(read, runtime.GOARCH)
+	f.loadVDSO(maps, func(addr uint64, b []byte) error { _, err := mem.ReadAt(b, int64(addr)); return err })
+	if f.loads != 1 {
+		t.Fatalf("%d loads, want the vDSO's", f.loads)
+	}
+	if f.failed == 1 {
+		t.Skip("the vDSO has no call frame information (Debian's arm64)")
+	}
+	for _, m := range maps {
+		if m.Path == vdsoPath && strings.Contains(m.Perms, "x") {
+			found := false
+			for pc := m.Start; pc < m.End && !found; pc += 4 {
+				if mod := f.find(pc); mod != nil && mod.Covers(pc) {
+					found = true
+				}
+			}
+			if !found || f.loads != 1 {
+				t.Errorf("no call frame information found in the vDSO at %#x-%#x (%d loads)", m.Start, m.End, f.loads)
+			}
+			return
+		}
+	}
+	t.Error("no vDSO in the map")
+}

@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -63,6 +64,27 @@ func LoadMapping(path string, start, offset uint64, arch Arch) (*Module, error) 
 	}
 	m.Path = path
 	return m, nil
+}
+
+// FromImage is [Load] of an ELF image held in memory, as a process maps
+// it from start: the vDSO, which the kernel maps into every process and
+// no file holds (its image read from the process's memory).
+func FromImage(image []byte, start uint64, arch Arch) (m *Module, err error) {
+	defer func() {
+		if r := recover(); r != nil { // (debug/elf, on a malformed image)
+			m, err = nil, fmt.Errorf("load CFI of an image: malformed ELF: %v", r)
+		}
+	}()
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		return nil, fmt.Errorf("load CFI of an image: %w", err)
+	}
+	defer f.Close()
+	bias, err := mappingBias(f.Progs, start, 0)
+	if err != nil {
+		return nil, fmt.Errorf("load CFI of an image: %w", err)
+	}
+	return FromELF(f, bias, arch)
 }
 
 // mappingBias returns the bias of a file whose bytes from offset on are
