@@ -112,6 +112,15 @@ func TestUnwindRules(t *testing.T) {
 			map[int]uint64{0: synthOuter}, []uint64{0x1000}, unwind.StopNotGrowing},
 		{"outside", []fdeSpec{{0x1000, 0x100, []byte{0x0e, 64}}}, unwind.Regs{PC: 0x1000}, // RA at rsp+56
 			nil, []uint64{0x1000}, unwind.StopOutsideStack},
+		// An epilogue: rbx popped, its rule still "at CFA-24", below the
+		// stack pointer and the copy (gcc writes no DW_CFA_restore for a
+		// pop). The caller's rbx is unknown, not a stop: the walk goes
+		// on, and stops only where a rule needs it (the caller's CFA is
+		// rbx+8).
+		{"saved-below-sp", []fdeSpec{{0x1000, 0x100, []byte{0x0e, 16, 0x83, 3}}}, unwind.Regs{PC: 0x1000},
+			map[int]uint64{1: synthOuter}, []uint64{0x1000, synthOuter}, unwind.StopNoFDE},
+		{"saved-below-sp-needed", []fdeSpec{{0x1000, 0x100, []byte{0x0e, 16, 0x83, 3}}, {0x2000, 0x100, []byte{0x0c, 3, 8}}}, unwind.Regs{PC: 0x1000},
+			map[int]uint64{1: 0x2001}, []uint64{0x1000, 0x2001}, unwind.StopRegister},
 		{"register-unknown", []fdeSpec{{0x1000, 0x100, []byte{0x0c, 3, 8}}}, unwind.Regs{PC: 0x1000}, // CFA = rbx+8
 			nil, []uint64{0x1000}, unwind.StopRegister},
 		{"cfa-expression", []fdeSpec{{0x1000, 0x100, []byte{0x0f, 2, 0x77, 16}}}, unwind.Regs{PC: 0x1000}, // CFA = rsp+16

@@ -160,18 +160,24 @@ func (u *unwinder) cfa(rule frame.DWRule) (uint64, Stop) {
 
 // callerRegs applies the FDE row's register rules to the current frame's
 // registers: the caller's. A register without a rule keeps its value
-// (DWARF's "same value", as libgcc and gdb take it).
+// (DWARF's "same value", as libgcc and gdb take it). A register whose
+// value cannot be had (saved outside the copy of the stack: below the
+// stack pointer, in an epilogue that popped it, for which gcc writes no
+// rule) is unknown to the caller, and stops the walk only where a rule
+// needs it; the return address must be had.
 func (u *unwinder) callerRegs(r *row, cfa uint64) (frameRegs, Stop) {
 	caller := u.regs
 	for _, rr := range r.regs {
 		v, stop := u.apply(rr.rule, cfa)
-		switch stop {
-		case stopNone:
+		switch {
+		case stop == stopNone:
 			caller.set(rr.reg, v)
-		case StopEnd: // undefined
+		case stop == StopEnd: // undefined
 			caller.known &^= 1 << rr.reg
-		default:
+		case rr.reg == r.ra || stop != StopOutsideStack && stop != StopRegister:
 			return caller, stop
+		default:
+			caller.known &^= 1 << rr.reg
 		}
 	}
 	return caller, stopNone
