@@ -320,6 +320,37 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled) {
 	}
 }
 
+// TestSamplingDeepStacks samples a Go program whose samples are 25 KiB
+// of stack deep, three times the copy the kernel takes with each
+// (testdata/progs/go/godeep): the frame pointers continue the unwinding
+// past the copy, so main.main and main.descend have main.spin's time in
+// theirs with children, every stack but a few unwound to its end.
+func TestSamplingDeepStacks(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildGo(t, "godeep")
+	dir, r := workflow(t, prog, []string{"/FS"}, "100", "300")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	s := openSampled(t, dir, filepath.Base(prog))
+	st, sm := &s.m.Stats, &s.m.Stats.Sampling
+	spin, descend, main := s.index["spin"], s.index["descend"], s.index["main"]
+	n := sm.Samples[spin]
+	t.Logf("%d samples in spin, %d stacks, %d cut", n, sm.Stacks, sm.StacksCut)
+	if n < 50 {
+		t.Fatalf("%d samples in spin: too few", n)
+	}
+	if sm.StacksCut > sm.Stacks/20+sm.Outside {
+		t.Errorf("%d of %d stacks cut", sm.StacksCut, sm.Stacks)
+	}
+	for _, f := range []int{descend, main} {
+		if got, want := st.ChildTime[f], st.FuncTime[spin]-int64(sm.StacksCut)*sm.Interval; got < want {
+			t.Errorf("%s: time with children %d, want spin's %d at least", s.m.Plan.Funcs[f].Name, got, want)
+		}
+	}
+}
+
 // TestSamplingUncounted samples the shares fixture with prep /FS
 // --no-call-counts: PROFILE writes nothing into the program (no sample
 // lands in code of its own), every hit count is 0, the report says the

@@ -47,6 +47,10 @@ type stackSampling struct {
 	tally     *stackTally
 	stackless int
 	refused   error
+	// framePointers is set for a program that keeps frame pointers in
+	// all its code (Go): with each sample the kernel follows them too,
+	// for the frames deeper than the copy of the stack (continued).
+	framePointers bool
 }
 
 // stackTally is what the unwound stacks found: the samples of each chain
@@ -89,6 +93,9 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 	}
 	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
 	pcs, stop := unwind.Unwind(regs, unwind.Stack{Addr: sm.SP, Data: sm.Stack}, t.frames.find, maxFrames)
+	if stop != unwind.StopEnd && stop != unwind.StopMaxFrames {
+		pcs, stop = continued(pcs, stop, sm.Callchain)
+	}
 	if stop != unwind.StopEnd {
 		t.cutAt(stop)
 	}
@@ -101,6 +108,31 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 		}
 	}
 	t.count(fn, fns)
+}
+
+// continued continues frames pcs, whose unwinding through the call frame
+// information stopped for reason stop (past the copy of the stack: a Go
+// stack deeper than it), with the return addresses the kernel found
+// following the frame pointers (chain, innermost first, nil where the
+// sampler took none): from the last return address the unwinding found,
+// where the chain has it too. The frame pointers are then vouched for
+// by the unwinding up to there; the first frame's are not (a function
+// that keeps no frame of its own, a leaf, is not in the chain: its
+// caller would be lost). A chain the kernel cut at its limit ends the
+// stack early.
+func continued(pcs []uint64, stop unwind.Stop, chain []uint64) ([]uint64, unwind.Stop) {
+	if len(pcs) < 2 || len(chain) == 0 {
+		return pcs, stop
+	}
+	j := slices.Index(chain, pcs[len(pcs)-1])
+	if j < 0 {
+		return pcs, stop
+	}
+	pcs = append(pcs, chain[j+1:]...)
+	if len(chain)+1 >= ptrace.MaxCallchain {
+		return pcs, unwind.StopMaxFrames
+	}
+	return pcs, unwind.StopEnd
 }
 
 // cutAt counts a stack cut short for reason stop.
@@ -216,7 +248,7 @@ func (s *sampler) startStacks(pid int) {
 func (s *sampler) options() ptrace.SamplerOptions {
 	o := ptrace.SamplerOptions{Period: s.interval}
 	if s.stacks.tally != nil {
-		o.Stack = stackCopy
+		o.Stack, o.Callchain = stackCopy, s.stacks.framePointers
 	}
 	return o
 }

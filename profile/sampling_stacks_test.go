@@ -281,3 +281,34 @@ func TestFrameModulesVDSO(t *testing.T) {
 	}
 	t.Error("no vDSO in the map")
 }
+
+// TestContinued continues an unwinding cut short with the frame
+// pointers' chain, from the last return address the unwinding found:
+// where the chain has it, its rest follows, the stack ended (or cut at
+// the chain's limit); where it does not, or the unwinding found no
+// return address (a leaf's caller would be lost), nothing changes.
+func TestContinued(t *testing.T) {
+	long := make([]uint64, ptrace.MaxCallchain-1)
+	for i := range long {
+		long[i] = 0x5000 + uint64(i)
+	}
+	for _, c := range []struct {
+		name     string
+		pcs      []uint64
+		chain    []uint64
+		want     []uint64
+		wantStop unwind.Stop
+	}{
+		{"continued", []uint64{0x1000, 0x2000, 0x3000}, []uint64{0x2000, 0x3000, 0x4000, 0x4100}, []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x4100}, unwind.StopEnd},
+		{"ends there", []uint64{0x1000, 0x2000}, []uint64{0x2000}, []uint64{0x1000, 0x2000}, unwind.StopEnd},
+		{"not in the chain", []uint64{0x1000, 0x2000}, []uint64{0x2100, 0x4000}, []uint64{0x1000, 0x2000}, unwind.StopOutsideStack},
+		{"no return address", []uint64{0x1000}, []uint64{0x1000, 0x4000}, []uint64{0x1000}, unwind.StopOutsideStack},
+		{"no chain", []uint64{0x1000, 0x2000}, nil, []uint64{0x1000, 0x2000}, unwind.StopOutsideStack},
+		{"chain at its limit", []uint64{0x1000, 0x5000}, long, append([]uint64{0x1000}, long...), unwind.StopMaxFrames},
+	} {
+		pcs, stop := continued(slices.Clone(c.pcs), unwind.StopOutsideStack, c.chain)
+		if !slices.Equal(pcs, c.want) || stop != c.wantStop {
+			t.Errorf("%s: %x, %v; want %x, %v", c.name, pcs, stop, c.want, c.wantStop)
+		}
+	}
+}

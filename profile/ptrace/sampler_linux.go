@@ -26,11 +26,13 @@ const (
 
 // Record layout (linux/perf_event.h): a struct perf_event_header of u32
 // type, u16 misc and u16 size (size counting the header), then the body.
-// A PERF_RECORD_SAMPLE holds u64 ip, u32 pid, u32 tid and, for a stack
-// sampler, u64 abi and the registers of sample_regs_user (none when abi
-// is 0, PERF_SAMPLE_REGS_ABI_NONE), then u64 size, size bytes of stack
-// and, when size is not 0, u64 dyn_size, the bytes of it the kernel
-// could copy. A PERF_RECORD_LOST holds u64 id, u64 lost.
+// A PERF_RECORD_SAMPLE holds u64 ip, u32 pid, u32 tid; with a call
+// chain, u64 nr and nr u64 entries (return addresses, and contexts such
+// as PERF_CONTEXT_USER, from -4095 up); for a stack sampler, u64 abi and
+// the registers of sample_regs_user (none when abi is 0,
+// PERF_SAMPLE_REGS_ABI_NONE), then u64 size, size bytes of stack and,
+// when size is not 0, u64 dyn_size, the bytes of it the kernel could
+// copy. A PERF_RECORD_LOST holds u64 id, u64 lost.
 const (
 	recordHeaderSize = 8
 	recordSampleSize = recordHeaderSize + 8 + 4 + 4
@@ -60,11 +62,19 @@ const (
 // the thread's CPU time and, when Stack is not 0, with each sample the
 // registers an unwinder starts from and a copy of the Stack bytes of the
 // thread's stack above its stack pointer (rounded up to 8 bytes, at most
-// MaxStackCopy).
+// MaxStackCopy); with Callchain, the return addresses the kernel finds
+// following the thread's frame pointers (user space only, at most
+// MaxCallchain of them).
 type SamplerOptions struct {
-	Period time.Duration
-	Stack  int
+	Period    time.Duration
+	Stack     int
+	Callchain bool
 }
+
+// MaxCallchain is the most entries of a call chain a sample's record
+// makes room for: the kernel's default perf_event_max_stack, 127, and its
+// context entry.
+const MaxCallchain = 128
 
 // stackBytes returns the stack copy the options ask for, as the kernel
 // takes it: a multiple of 8.
@@ -72,12 +82,16 @@ func (o SamplerOptions) stackBytes() int {
 	return min((max(o.Stack, 0)+7)&^7, MaxStackCopy)
 }
 
-// recordSize is the size of one sample's record.
+// recordSize is the size of one sample's record, at most.
 func (o SamplerOptions) recordSize() int {
-	if n := o.stackBytes(); n > 0 {
-		return recordSampleSize + 8 + 8*sampleRegsAt.n + 8 + n + 8
+	n := recordSampleSize
+	if o.Callchain {
+		n += 8 + 8*MaxCallchain
 	}
-	return recordSampleSize
+	if s := o.stackBytes(); s > 0 {
+		n += 8 + 8*sampleRegsAt.n + 8 + s + 8
+	}
+	return n
 }
 
 // Sample is one sample a [Sampler] read: the thread's program counter
@@ -92,6 +106,10 @@ type Sample struct {
 	// Stack holds the bytes of the stack from SP up that the kernel
 	// could copy (none past the stack's end).
 	Stack []byte
+	// Callchain holds the return addresses the kernel found following
+	// the frame pointers, innermost first, after the PC (the contexts
+	// left out). Only valid during the call that receives it.
+	Callchain []uint64
 	// PACMask holds the bits of a return address that pointer
 	// authentication signs (arm64), for an unwinder to clear; 0 where
 	// none are.
@@ -147,13 +165,17 @@ func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 		Sample_type: unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID,
 		Bits:        unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
 	}
-	walk := ringWalk{}
+	walk := ringWalk{callchain: o.Callchain}
+	if o.Callchain {
+		attr.Sample_type |= unix.PERF_SAMPLE_CALLCHAIN
+		attr.Bits |= unix.PerfBitExcludeCallchainKernel
+	}
 	if n := o.stackBytes(); n > 0 {
 		attr.Size = unix.PERF_ATTR_SIZE_VER3
 		attr.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
 		attr.Sample_regs_user = sampleRegsMask
 		attr.Sample_stack_user = uint32(n)
-		walk = ringWalk{regs: sampleRegsAt, stack: true}
+		walk.regs, walk.stack = sampleRegsAt, true
 	}
 	fd, err := unix.PerfEventOpen(&attr, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
@@ -256,14 +278,16 @@ func (s *Sampler) Close() error {
 	return err
 }
 
-// ringWalk is how the records of a ring are read: with the registers
-// regs says and a stack copy when stack is set, as the sampler asked
-// for them; and the buffer a stack that wraps around the ring's end is
-// copied into.
+// ringWalk is how the records of a ring are read: with a call chain
+// when callchain is set, the registers regs says and a stack copy when
+// stack is set, as the sampler asked for them; and the buffers a stack
+// that wraps around the ring's end is copied into, and the call chain.
 type ringWalk struct {
-	regs    sampleRegIndex
-	stack   bool
-	wrapped []byte
+	callchain bool
+	regs      sampleRegIndex
+	stack     bool
+	wrapped   []byte
+	chain     []uint64
 }
 
 // walk walks the records of ring, a perf data area, from position tail
@@ -309,10 +333,7 @@ func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
 	if n < recordSampleSize {
 		return fmt.Errorf("sample at %d: size %d", at, n)
 	}
-	sm.PC, sm.Regs, sm.Stack = ringUint(ring, at+recordHeaderSize, 8), false, nil
-	if !w.stack {
-		return nil
-	}
+	sm.PC, sm.Regs, sm.Stack, sm.Callchain = ringUint(ring, at+recordHeaderSize, 8), false, nil, nil
 	pos, end := at+recordSampleSize, at+n
 	word := func() (uint64, bool) {
 		if end-pos < 8 {
@@ -320,6 +341,26 @@ func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
 		}
 		pos += 8
 		return ringUint(ring, pos-8, 8), true
+	}
+	if w.callchain {
+		nr, ok := word()
+		if !ok || nr > (end-pos)/8 {
+			return fmt.Errorf("sample at %d: size %d, short of its call chain", at, n)
+		}
+		w.chain = w.chain[:0]
+		for range nr {
+			v, _ := word()
+			if v < perfContextMax { // (not a context: PERF_CONTEXT_USER and the like)
+				w.chain = append(w.chain, v)
+			}
+		}
+		if len(w.chain) > 0 && w.chain[0] == sm.PC {
+			w.chain = w.chain[1:] // (the chain begins with the PC)
+		}
+		sm.Callchain = w.chain
+	}
+	if !w.stack {
+		return nil
 	}
 	abi, ok := word()
 	if !ok {
@@ -354,6 +395,10 @@ func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
 	sm.Stack = w.bytes(ring, data, min(dyn, copied))
 	return nil
 }
+
+// perfContextMax is PERF_CONTEXT_MAX: the entries of a call chain from
+// it up are contexts, no address.
+const perfContextMax = 1<<64 - 4095
 
 // bytes returns the n bytes at position pos of ring: a slice of it, or
 // where they wrap around its end a copy.

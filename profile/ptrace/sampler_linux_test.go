@@ -291,6 +291,55 @@ func (w *ringWriter) stackSample(pc, sp uint64, stack []byte, size int) {
 	}
 }
 
+// chainSample writes a PERF_RECORD_SAMPLE of a stack sampler that takes
+// the call chain: IP, TID, the chain (PERF_CONTEXT_USER, then entries),
+// the registers as stackSample writes them and no stack.
+func (w *ringWriter) chainSample(pc, sp uint64, entries ...uint64) {
+	regs := make([]uint64, sampleRegsAt.n)
+	regs[sampleRegsAt.pc], regs[sampleRegsAt.sp] = pc, sp
+	chain := append([]uint64{uint64(1<<64 - 512)}, entries...)
+	body := []uint64{pc, 1234 | 1235<<32, uint64(len(chain))}
+	body = append(append(append(body, chain...), 2), regs...)
+	body = append(body, 0) // (no stack)
+	w.record(unix.PERF_RECORD_SAMPLE, uint16(recordHeaderSize+8*len(body)), body...)
+}
+
+// TestWalkRingCallchain walks samples with call chains: the context
+// entries left out, the PC that begins the chain too; a chain longer
+// than its record is an error.
+func TestWalkRingCallchain(t *testing.T) {
+	w := newRingWriter(1024, 1000)
+	w.chainSample(0x401000, 0x7ff000, 0x401000, 0x402000, 0x403000)
+	w.chainSample(0x401004, 0x7ff008, 0x404000)
+	w.chainSample(0x401008, 0x7ff010)
+	walk := ringWalk{callchain: true, regs: sampleRegsAt, stack: true}
+	var sm Sample
+	var chains [][]uint64
+	if _, _, err := walk.walk(w.ring, w.head, w.tail, &sm, func(s *Sample) {
+		if !s.Regs || s.SP == 0 {
+			t.Errorf("sample at %#x: registers %v, SP %#x", s.PC, s.Regs, s.SP)
+		}
+		chains = append(chains, slices.Clone(s.Callchain))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]uint64{{0x402000, 0x403000}, {0x404000}, {}}
+	if len(chains) != len(want) {
+		t.Fatalf("chains %x, want %x", chains, want)
+	}
+	for i := range want {
+		if !slices.Equal(chains[i], want[i]) {
+			t.Errorf("chain %d: %x, want %x", i, chains[i], want[i])
+		}
+	}
+	w = newRingWriter(256, 0)
+	w.mark()
+	w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+16, 0x401000, 1, 99, 0x402000)
+	if _, _, err := walk.walk(w.ring, w.head, w.tail, &sm, func(*Sample) {}); err == nil {
+		t.Error("a chain of 99 entries in a record of 1: no error")
+	}
+}
+
 // stackBytes returns n bytes counting from first.
 func stackBytes(first byte, n int) []byte {
 	b := make([]byte, n)
@@ -603,8 +652,11 @@ func FuzzSamplerRing(f *testing.F) {
 	w.stackSample(0x401000, 0x7ff000, stackBytes(1, 48), 64)
 	w.stackSample(0x401004, 0x7ff000, stackBytes(1, 8), 16)
 	f.Add(w.ring, w.head, w.tail, true)
+	w = newRingWriter(512, 0)
+	w.chainSample(0x401000, 0x7ff000, 0x401000, 0x402000)
+	f.Add(w.ring, w.head, w.tail, true)
 	f.Fuzz(func(t *testing.T, ring []byte, head, tail uint64, stacks bool) {
-		walk := ringWalk{regs: sampleRegsAt, stack: stacks}
+		walk := ringWalk{regs: sampleRegsAt, stack: stacks, callchain: stacks && len(ring)%2 == 0}
 		var sm Sample
 		n := 0
 		newTail, _, err := walk.walk(ring, head, tail, &sm, func(s *Sample) {

@@ -205,9 +205,13 @@ type Sampler struct{}
 
 // SamplerOptions say what a Sampler takes.
 type SamplerOptions struct {
-	Period time.Duration
-	Stack  int
+	Period    time.Duration
+	Stack     int
+	Callchain bool
 }
+
+// MaxCallchain is the most entries of a sample's call chain.
+const MaxCallchain = 128
 
 // Sample is one sample a Sampler read.
 type Sample struct {
@@ -215,6 +219,7 @@ type Sample struct {
 	Regs       bool
 	SP, FP, LR uint64
 	Stack      []byte
+	Callchain  []uint64
 	PACMask    uint64
 }
 
