@@ -93,7 +93,7 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 	}
 	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
 	pcs, stop := unwind.Unwind(regs, unwind.Stack{Addr: sm.SP, Data: sm.Stack}, t.frames.find, maxFrames)
-	if stop != unwind.StopEnd && stop != unwind.StopMaxFrames {
+	if stop != unwind.StopMaxFrames {
 		pcs, stop = continued(pcs, stop, sm.Callchain)
 	}
 	if stop != unwind.StopEnd {
@@ -110,25 +110,34 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 	t.count(fn, fns)
 }
 
-// continued continues frames pcs, whose unwinding through the call frame
-// information stopped for reason stop (past the copy of the stack: a Go
-// stack deeper than it), with the return addresses the kernel found
-// following the frame pointers (chain, innermost first, nil where the
-// sampler took none): from the last return address the unwinding found,
-// where the chain has it too. The frame pointers are then vouched for
-// by the unwinding up to there; the first frame's are not (a function
-// that keeps no frame of its own, a leaf, is not in the chain: its
-// caller would be lost). A chain the kernel cut at its limit ends the
-// stack early.
+// continued continues frames pcs, found through the call frame
+// information and stopped for reason stop, with the return addresses the
+// kernel found following the frame pointers (chain, innermost first; nil
+// where the sampler took none: the program does not keep them in all its
+// code, as Go does). From the first return address the unwinding found
+// that the chain has too (the sampled function's caller; its caller's,
+// where the sampled function keeps no frame of its own), the chain's
+// frames are the stack when they are more: past the copy of the
+// stack (a Go stack deeper than it), and past a switch of stacks the
+// call frame information ends at (Go's runtime.systemstack, whose frame
+// pointers lead back to the goroutine's stack). The frame pointers are
+// then vouched for from that frame on; the first frame's are not (a
+// function that keeps no frame of its own, a leaf, is not in the chain:
+// its caller would be lost). A chain the kernel cut at its limit ends
+// the stack early.
 func continued(pcs []uint64, stop unwind.Stop, chain []uint64) ([]uint64, unwind.Stop) {
-	if len(pcs) < 2 || len(chain) == 0 {
+	if len(chain) == 0 {
 		return pcs, stop
 	}
-	j := slices.Index(chain, pcs[len(pcs)-1])
-	if j < 0 {
+	k, j := 1, -1
+	for ; k < len(pcs) && j < 0; k++ {
+		j = slices.Index(chain, pcs[k])
+	}
+	// (pcs[:k] and chain[j+1:] are the stack.)
+	if n := k + len(chain) - j - 1; j < 0 || n < len(pcs) || n == len(pcs) && stop == unwind.StopEnd {
 		return pcs, stop
 	}
-	pcs = append(pcs, chain[j+1:]...)
+	pcs = append(pcs[:k], chain[j+1:]...)
 	if len(chain)+1 >= ptrace.MaxCallchain {
 		return pcs, unwind.StopMaxFrames
 	}

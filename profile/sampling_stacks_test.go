@@ -282,11 +282,12 @@ func TestFrameModulesVDSO(t *testing.T) {
 	t.Error("no vDSO in the map")
 }
 
-// TestContinued continues an unwinding cut short with the frame
-// pointers' chain, from the last return address the unwinding found:
-// where the chain has it, its rest follows, the stack ended (or cut at
-// the chain's limit); where it does not, or the unwinding found no
-// return address (a leaf's caller would be lost), nothing changes.
+// TestContinued continues an unwinding with the frame pointers' chain,
+// from the first return address the unwinding found: where the chain has
+// it and goes further, its rest follows, the stack ended (or cut at the
+// chain's limit): past the copy, past a switch of stacks; where it does
+// not, or the unwinding found no return address (a leaf's caller would
+// be lost), nothing changes.
 func TestContinued(t *testing.T) {
 	long := make([]uint64, ptrace.MaxCallchain-1)
 	for i := range long {
@@ -302,6 +303,8 @@ func TestContinued(t *testing.T) {
 		{"continued", []uint64{0x1000, 0x2000, 0x3000}, []uint64{0x2000, 0x3000, 0x4000, 0x4100}, []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x4100}, unwind.StopEnd},
 		{"ends there", []uint64{0x1000, 0x2000}, []uint64{0x2000}, []uint64{0x1000, 0x2000}, unwind.StopEnd},
 		{"not in the chain", []uint64{0x1000, 0x2000}, []uint64{0x2100, 0x4000}, []uint64{0x1000, 0x2000}, unwind.StopOutsideStack},
+		{"a leaf without a frame", []uint64{0x1000, 0x2000, 0x3000}, []uint64{0x3000, 0x4000}, []uint64{0x1000, 0x2000, 0x3000, 0x4000}, unwind.StopEnd},
+		{"unwound further", []uint64{0x1000, 0x2000, 0x3000, 0x3100}, []uint64{0x2000, 0x3000}, []uint64{0x1000, 0x2000, 0x3000, 0x3100}, unwind.StopOutsideStack},
 		{"no return address", []uint64{0x1000}, []uint64{0x1000, 0x4000}, []uint64{0x1000}, unwind.StopOutsideStack},
 		{"no chain", []uint64{0x1000, 0x2000}, nil, []uint64{0x1000, 0x2000}, unwind.StopOutsideStack},
 		{"chain at its limit", []uint64{0x1000, 0x5000}, long, append([]uint64{0x1000}, long...), unwind.StopMaxFrames},
@@ -310,5 +313,15 @@ func TestContinued(t *testing.T) {
 		if !slices.Equal(pcs, c.want) || stop != c.wantStop {
 			t.Errorf("%s: %x, %v; want %x, %v", c.name, pcs, stop, c.want, c.wantStop)
 		}
+	}
+	// An unwinding that ended (a switch of stacks, whose frame pointers
+	// go on) is continued where the chain goes further, and not where
+	// it does not.
+	ended := []uint64{0x1000, 0x2000, 0x3000}
+	if pcs, stop := continued(slices.Clone(ended), unwind.StopEnd, []uint64{0x2000, 0x3000, 0x9000}); !slices.Equal(pcs, []uint64{0x1000, 0x2000, 0x3000, 0x9000}) || stop != unwind.StopEnd {
+		t.Errorf("a switch of stacks: %x, %v", pcs, stop)
+	}
+	if pcs, stop := continued(slices.Clone(ended), unwind.StopEnd, []uint64{0x2000, 0x3000}); !slices.Equal(pcs, ended) || stop != unwind.StopEnd {
+		t.Errorf("an unwinding that ended with the chain: %x, %v", pcs, stop)
 	}
 }
