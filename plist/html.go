@@ -133,6 +133,9 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 				if pg.Flame == nil {
 					pg.FlameNote = "No flame graph: the recorded stacks took no time."
 				}
+			} else if m.IsSampling() {
+				pg.FlameNote = "No flame graph: the samples took no call stacks (profile --no-stacks, or the kernel's " +
+					"samples could not have them), and the profile was not prepared with /AT (prep " + opt + " /AT program)."
 			} else {
 				pg.FlameNote = "No flame graph: it is drawn from the callers of each call, which a profile " +
 					"prepared with /AT records (prep " + opt + " /AT program)."

@@ -19,16 +19,17 @@ import (
 func htmlCases(t *testing.T) map[string]*datafile.Merged {
 	t.Helper()
 	return map[string]*datafile.Merged{
-		"cpprust":     readInput(t, "cpprust"),
-		"lines":       readInput(t, "lines"),
-		"ftime-at":    withTimedStacks(ftimeAT, ftimeRun)(""),
-		"timing":      readInput(t, "timing"),
-		"coverage":    readInput(t, "coverage"),
-		"linecov":     readInput(t, "linecov"),
-		"attribution": readInput(t, "attribution"),
-		"sampling":    readInput(t, "sampling"),
-		"sampling-at": readInput(t, "sampling-at"),
-		"never":       readInput(t, "never"),
+		"cpprust":         readInput(t, "cpprust"),
+		"lines":           readInput(t, "lines"),
+		"ftime-at":        withTimedStacks(ftimeAT, ftimeRun)(""),
+		"timing":          readInput(t, "timing"),
+		"coverage":        readInput(t, "coverage"),
+		"linecov":         readInput(t, "linecov"),
+		"attribution":     readInput(t, "attribution"),
+		"sampling":        readInput(t, "sampling"),
+		"sampling-at":     readInput(t, "sampling-at"),
+		"sampling-stacks": readInput(t, "sampling-stacks"),
+		"never":           readInput(t, "never"),
 	}
 }
 
@@ -276,9 +277,10 @@ func TestHTMLFlameGraph(t *testing.T) {
 		t.Errorf("frames of %d functions, want 8: %v", len(widths), widths)
 	}
 	for name, want := range map[string]string{
-		"timing":      "prepared with /AT records (prep /FT /AT program)",
-		"sampling":    "prepared with /AT records (prep /FS /AT program)",
-		"sampling-at": `<svg class="flame"`,
+		"timing":          "prepared with /AT records (prep /FT /AT program)",
+		"sampling":        "the samples took no call stacks (profile --no-stacks",
+		"sampling-at":     `<svg class="flame"`,
+		"sampling-stacks": `<svg class="flame"`,
 	} {
 		if page := writeHTMLReport(t, name, cases[name], nil); !strings.Contains(page, want) {
 			t.Errorf("%s: the page lacks %q", name, want)
