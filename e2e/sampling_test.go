@@ -233,23 +233,7 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled, out string) {
 	t.Helper()
 	st, sm := &s.m.Stats, &s.m.Stats.Sampling
 	iv := sm.Interval
-	var all uint64
-	for _, n := range sm.Samples {
-		all += n
-	}
-	t.Logf("%d stacks, %d cut, %d samples outside", sm.Stacks, sm.StacksCut, sm.Outside)
-	// (A sample outside the functions may be in code without call
-	// frame information, the vDSO's clock_gettime on Debian's arm64:
-	// its stack is cut there.)
-	if sm.Stacks != all+sm.Outside || sm.StacksCut > sm.Stacks/50+sm.Outside {
-		t.Errorf("%d stacks, %d cut, of %d samples, %d outside: want a stack each, at most 2%% cut and those outside", sm.Stacks, sm.StacksCut, all+sm.Outside, sm.Outside)
-	}
-	middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
-	want := st.FuncTime[middle] + st.FuncTime[spinC]
-	if got := st.ChildTime[middle]; got < want-int64(sm.StacksCut)*iv || got > want+int64(sm.Outside)*iv {
-		t.Errorf("middle: time with children %d, want %d less %d cut or plus %d outside samples", got, want, sm.StacksCut, sm.Outside)
-	}
-	// Each thread spun a third of the time.
+	middle := checkStackTotals(t, s)
 	var spun int64
 	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "middle"} {
 		spun += st.FuncTime[s.fn(t, fn)]
@@ -336,6 +320,34 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled, out string) {
 	if in != cum {
 		t.Errorf("folded: %d ns under %s, pprof %d ns", in, name, cum)
 	}
+}
+
+// checkStackTotals checks the stacks of a run of a shares fixture: every
+// sample's stack taken, a few at most cut short (and those outside the
+// functions); middle's time with children spin_c's and its own, short of
+// the stacks cut at most, over by the samples in unprofiled code under
+// it at most. It returns middle's index.
+func checkStackTotals(t *testing.T, s sampled) int {
+	t.Helper()
+	st, sm := &s.m.Stats, &s.m.Stats.Sampling
+	iv := sm.Interval
+	var all uint64
+	for _, n := range sm.Samples {
+		all += n
+	}
+	t.Logf("%d stacks, %d cut, %d samples outside", sm.Stacks, sm.StacksCut, sm.Outside)
+	// (A sample outside the functions may be in code without call
+	// frame information, the vDSO's clock_gettime on Debian's arm64:
+	// its stack is cut there.)
+	if sm.Stacks != all+sm.Outside || sm.StacksCut > sm.Stacks/50+sm.Outside {
+		t.Errorf("%d stacks, %d cut, of %d samples, %d outside: want a stack each, at most 2%% cut and those outside", sm.Stacks, sm.StacksCut, all+sm.Outside, sm.Outside)
+	}
+	middle, spinC := s.fn(t, "middle"), s.fn(t, "spin_c")
+	want := st.FuncTime[middle] + st.FuncTime[spinC]
+	if got := st.ChildTime[middle]; got < want-int64(sm.StacksCut)*iv || got > want+int64(sm.Outside)*iv {
+		t.Errorf("middle: time with children %d, want %d less %d cut or plus %d outside samples", got, want, sm.StacksCut, sm.Outside)
+	}
+	return middle
 }
 
 // TestSamplingDeepStacks samples a Go program whose samples are 25 KiB
@@ -559,6 +571,9 @@ func fallback(t *testing.T, noperf, prog string, prepArgs []string) {
 	}
 	if a == 0 || b == 0 || c == 0 {
 		t.Fatalf("samples %d %d %d: a function not sampled", a, b, c)
+	}
+	if len(prepArgs) == 1 {
+		checkStackTotals(t, s) // (the stopped threads' stacks, read from their memory)
 	}
 	if testutil.Slow() {
 		// Under emulation the stops fall where the emulator lets the

@@ -47,6 +47,9 @@ func (x *runNarrator) running() {
 		}
 		if s.kind == datafile.PtraceSampler {
 			how = "PROFILE interrupting each thread and reading its program counter (the kernel refused its clock events)"
+			if s.stacks.tally != nil {
+				how = fmt.Sprintf("PROFILE interrupting each thread and reading its registers and the top %d KiB of its stack, which it unwinds for the sample's callers (the kernel refused its clock events)", stackCopy>>10)
+			}
 		}
 		x.say("%s PROFILE samples every %v of each thread's CPU time, by %s.", x.now(), s.interval, how)
 	}

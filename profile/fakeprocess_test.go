@@ -400,6 +400,8 @@ func (f *fakeProcess) cpuTime(tgid, tid int) (int64, error) {
 	return 0, syscall.ENOENT
 }
 
+func (f *fakeProcess) pacMask(int) uint64 { return 0 }
+
 func (f *fakeProcess) openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error) {
 	return nil, syscall.ENOSYS
 }

@@ -110,6 +110,9 @@ type process interface {
 	// openSampler opens the kernel's sampler of thread tid's program
 	// counter, and of its stack where o asks (function sampling).
 	openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error)
+	// pacMask is the pointer-authentication mask of stopped thread tid's
+	// return addresses (arm64; 0 where none).
+	pacMask(tid int) uint64
 }
 
 // taskMem is the memory of a task, open until closed.

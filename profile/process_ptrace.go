@@ -175,3 +175,4 @@ func (ptraceProcess) cpuTime(tgid, tid int) (int64, error)         { return runT
 func (ptraceProcess) openSampler(tid int, o ptrace.SamplerOptions) (*ptrace.Sampler, error) {
 	return ptrace.OpenSampler(tid, o)
 }
+func (ptraceProcess) pacMask(tid int) uint64 { return ptrace.PACMask(tid) }

@@ -166,7 +166,6 @@ func (s *sampler) start(tid int) {
 		}
 		s.kind = datafile.PtraceSampler
 		s.started = true
-		s.stacks.tally = nil // (a stop per sample takes no stack)
 		s.env.warn(prf.PtraceSampler(err, s.interval))
 		return
 	}
@@ -274,7 +273,7 @@ func (s *sampler) drainOne(ps sampleRing, places *placeTable) {
 	lost, err := ps.Read(func(sm *ptrace.Sample) {
 		fn, own := s.tally.place(places, sm.PC, 1)
 		if s.stacks.tally != nil && !own {
-			s.stacks.tally.take(places, sm, fn)
+			s.stacks.tally.take(places, sm, fn, 1)
 		}
 	})
 	s.tally.lost += lost
@@ -303,6 +302,7 @@ func (s *sampler) ended() {
 	if s.stacks.tally != nil {
 		s.stacks.tally.frames.close()
 	}
+	s.stacks.close()
 	if s.timing {
 		s.readErr, s.unsampled = nil, 0
 	}

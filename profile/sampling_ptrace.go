@@ -127,7 +127,11 @@ func (s *sampler) sampleStop(th *thread) {
 		return
 	}
 	s.mu.Lock()
-	s.tally.place(s.places.Load(), regs.PC(), uint64(n))
+	places := s.places.Load()
+	fn, own := s.tally.place(places, regs.PC(), uint64(n))
+	if t := s.stacks.tally; t != nil && !own {
+		t.take(places, s.stacks.stopSample(s.env.proc, tid, &regs), fn, uint64(n))
+	}
 	s.mu.Unlock()
 }
 

@@ -51,6 +51,15 @@ type stackSampling struct {
 	// all its code (Go): with each sample the kernel follows them too,
 	// for the frames deeper than the copy of the stack (continued).
 	framePointers bool
+	// mem is the program's memory, where the ptrace sampler copies a
+	// stopped thread's stack (stopSample) into stopped; nil where it
+	// could not be opened. pac is the pointer-authentication mask, read
+	// at the first stop (pacRead).
+	mem     taskMem
+	stopped ptrace.Sample
+	buf     []byte
+	pac     uint64
+	pacRead bool
 }
 
 // stackTally is what the unwound stacks found: the samples of each chain
@@ -83,12 +92,13 @@ func newStackTally(frames *frameModules) *stackTally {
 }
 
 // take unwinds the stack of sample sm, whose program counter is in
-// profiled function fn (-1: none), and counts its chain.
-func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
-	t.taken++
+// profiled function fn (-1: none), and counts its chain n times (the
+// ptrace sampler's samples weigh the intervals the thread ran).
+func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint64) {
+	t.taken += n
 	if !sm.Regs {
-		t.cutAt(unwind.StopBadRegs)
-		t.count(fn, append(t.fns[:0], max(fn, -1)))
+		t.cutAt(unwind.StopBadRegs, n)
+		t.count(fn, append(t.fns[:0], fn), n)
 		return
 	}
 	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
@@ -97,7 +107,7 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 		pcs, stop = continued(pcs, stop, sm.Callchain)
 	}
 	if stop != unwind.StopEnd {
-		t.cutAt(stop)
+		t.cutAt(stop, n)
 	}
 	fns := append(t.fns[:0], fn)
 	for _, pc := range pcs[1:] {
@@ -107,7 +117,7 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int) {
 			fns = append(fns, f)
 		}
 	}
-	t.count(fn, fns)
+	t.count(fn, fns, n)
 }
 
 // continued continues frames pcs, found through the call frame
@@ -144,16 +154,17 @@ func continued(pcs []uint64, stop unwind.Stop, chain []uint64) ([]uint64, unwind
 	return pcs, unwind.StopEnd
 }
 
-// cutAt counts a stack cut short for reason stop.
-func (t *stackTally) cutAt(stop unwind.Stop) {
-	t.cut++
-	t.cutBy[stop]++
+// cutAt counts n stacks cut short for reason stop.
+func (t *stackTally) cutAt(stop unwind.Stop, n uint64) {
+	t.cut += n
+	t.cutBy[stop] += n
 }
 
-// count adds a sample to the chain of fns, the profiled functions of its
-// stack innermost first, the first being the sample's own function fn
-// (-1 where no profiled function holds its program counter, left out).
-func (t *stackTally) count(fn int, fns []int) {
+// count adds n samples to the chain of fns, the profiled functions of
+// their stack innermost first, the first being the samples' own function
+// fn (-1 where no profiled function holds their program counter, left
+// out).
+func (t *stackTally) count(fn int, fns []int, n uint64) {
 	if fns[0] < 0 {
 		fns = fns[1:]
 	}
@@ -171,9 +182,9 @@ func (t *stackTally) count(fn int, fns []int) {
 		c = &sampledChain{funcs: slices.Clone(fns)}
 		t.chains[string(t.key)] = c
 	}
-	c.all++
+	c.all += n
 	if fn >= 0 {
-		c.self++
+		c.self += n
 	}
 }
 
@@ -243,13 +254,56 @@ func (s *sampler) startStacks(pid int) {
 	}
 	frames := newFrameModules(read, s.env.arch)
 	frames.closeMap = mm.Close
-	if maps, err := read(); err == nil {
-		if mem, err := s.env.proc.openMem(pid); err == nil {
+	if mem, err := s.env.proc.openMem(pid); err == nil {
+		s.stacks.mem = mem
+		if maps, err := read(); err == nil {
 			frames.loadVDSO(maps, mem.ReadMem)
-			mem.Close()
 		}
 	}
 	s.stacks.tally = newStackTally(frames)
+}
+
+// stopSample returns the sample of thread tid, stopped by the ptrace
+// sampler with registers regs: its registers, and a copy of its stack
+// from the stack pointer up, of stackCopy bytes or as far as the
+// stack's memory goes (read in pieces that cross no page where the
+// whole cannot be read), as the kernel copies it with perf's samples.
+// The sample and its stack are the sampler's own, until the next.
+func (k *stackSampling) stopSample(proc process, tid int, regs *ptrace.Regs) *ptrace.Sample {
+	if !k.pacRead {
+		k.pac, k.pacRead = proc.pacMask(tid), true
+	}
+	sp, fp, lr := regs.Frame()
+	k.stopped = ptrace.Sample{PC: regs.PC(), Regs: true, SP: sp, FP: fp, LR: lr, PACMask: k.pac}
+	if k.mem == nil {
+		return &k.stopped
+	}
+	if len(k.buf) != stackCopy {
+		k.buf = make([]byte, stackCopy)
+	}
+	if k.mem.ReadMem(sp, k.buf) == nil {
+		k.stopped.Stack = k.buf
+		return &k.stopped
+	}
+	const piece = 512 // (a page is a whole number of pieces)
+	n := 0
+	for n < len(k.buf) {
+		end := min(len(k.buf), n+piece-int((sp+uint64(n))%piece))
+		if k.mem.ReadMem(sp+uint64(n), k.buf[n:end]) != nil {
+			break
+		}
+		n = end
+	}
+	k.stopped.Stack = k.buf[:n]
+	return &k.stopped
+}
+
+// close closes the program's memory.
+func (k *stackSampling) close() {
+	if k.mem != nil {
+		k.mem.Close()
+		k.mem = nil
+	}
 }
 
 // options are what the samplers of the run take: the interval, and the

@@ -49,7 +49,7 @@ func TestStackTallyFigures(t *testing.T) {
 	}
 	for _, s := range samples {
 		for range s.n {
-			tl.count(s.fn, slices.Clone(s.stack))
+			tl.count(s.fn, slices.Clone(s.stack), 1)
 		}
 	}
 	tl.taken, tl.cut = 37, 1
@@ -115,28 +115,28 @@ func TestStackTallyTake(t *testing.T) {
 	reads := 0
 	frames := newFrameModules(func() ([]procmaps.Mapping, error) { reads++; return nil, nil }, runtime.GOARCH)
 	tl := newStackTally(frames)
-	tl.take(places, &ptrace.Sample{PC: 0x1010}, 0)
-	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000, Stack: make([]byte, 64)}, 1)
-	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1)
+	tl.take(places, &ptrace.Sample{PC: 0x1010}, 0, 1)
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000, Stack: make([]byte, 64)}, 1, 1)
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1, 1)
 	if reads != 1 {
 		t.Errorf("the map read %d times before the rings' end, want 1", reads)
 	}
 	frames.drained()
-	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1)
+	tl.take(places, &ptrace.Sample{PC: 0x1110, Regs: true, SP: 0x7ff000}, 1, 3) // (the ptrace sampler's, weighing 3 intervals)
 	if reads != 2 {
 		t.Errorf("the map read %d times after the rings' end, want 2", reads)
 	}
-	if tl.taken != 4 || tl.cut != 4 || tl.cutBy[unwind.StopBadRegs] != 1 || tl.cutBy[unwind.StopNoModule] != 3 {
+	if tl.taken != 6 || tl.cut != 6 || tl.cutBy[unwind.StopBadRegs] != 1 || tl.cutBy[unwind.StopNoModule] != 5 {
 		t.Errorf("taken %d, cut %d by %v", tl.taken, tl.cut, tl.cutBy)
 	}
 	var st datafile.Stats
 	tl.figures(&st, plan, 1)
-	if want := []int64{1, 3, 0, 0}; !slices.Equal(st.ChildTime, want) {
+	if want := []int64{1, 5, 0, 0}; !slices.Equal(st.ChildTime, want) {
 		t.Errorf("time with children %v, want %v", st.ChildTime, want)
 	}
 	var warned []*prf.Diagnostic
 	tl.warn(func(d *prf.Diagnostic) { warned = append(warned, d) })
-	if len(warned) != 1 || warned[0].Code != 4685 || warned[0].Text != "4 of 4 sampled stacks were not unwound to their end (no module 3, bad registers 1): their outermost profiled function is shown at the stack base" {
+	if len(warned) != 1 || warned[0].Code != 4685 || warned[0].Text != "6 of 6 sampled stacks were not unwound to their end (no module 5, bad registers 1): their outermost profiled function is shown at the stack base" {
 		t.Errorf("warnings %v", warned)
 	}
 }
@@ -325,3 +325,56 @@ func TestContinued(t *testing.T) {
 		t.Errorf("an unwinding that ended with the chain: %x, %v", pcs, stop)
 	}
 }
+
+// regionMem is memory from lo to hi, each byte its address's low byte:
+// a read that reaches outside fails whole, as /proc/PID/mem's does at
+// an unmapped page.
+type regionMem struct{ lo, hi uint64 }
+
+func (m regionMem) ReadMem(addr uint64, b []byte) error {
+	if addr < m.lo || addr+uint64(len(b)) > m.hi {
+		return errors.New("unmapped")
+	}
+	for i := range b {
+		b[i] = byte(addr + uint64(i))
+	}
+	return nil
+}
+func (regionMem) WriteMem(uint64, []byte) error { return errors.New("read-only") }
+func (regionMem) Close() error                  { return nil }
+
+// TestStopSample copies a thread stopped by the ptrace sampler: its
+// registers, and its stack from the stack pointer up, stackCopy bytes
+// where the memory holds them, else as far as it goes (to the end of its
+// last page).
+func TestStopSample(t *testing.T) {
+	var regs ptrace.Regs
+	pc, sp := uint64(0x401000), uint64(0x7fff0000_1238)
+	regs.SetPC(pc)
+	regs.SetReg(unwindSP(), sp)
+	for _, c := range []struct {
+		name string
+		hi   uint64
+		want int
+	}{
+		{"whole", sp + 2*stackCopy, stackCopy},
+		{"to the stack's end", (sp + 0x1000) &^ 0xfff, int((sp+0x1000)&^0xfff - sp)},
+		{"nothing mapped", sp, 0},
+	} {
+		k := stackSampling{mem: regionMem{lo: sp &^ 0xfff, hi: c.hi}}
+		sm := k.stopSample(&fakeProcess{}, 1, &regs)
+		if !sm.Regs || sm.PC != pc || sm.SP != sp || len(sm.Stack) != c.want {
+			t.Errorf("%s: PC %#x, SP %#x, %d bytes of stack; want %#x, %#x, %d", c.name, sm.PC, sm.SP, len(sm.Stack), pc, sp, c.want)
+			continue
+		}
+		for i, b := range sm.Stack {
+			if b != byte(sp+uint64(i)) {
+				t.Fatalf("%s: byte %d of the copy is %#x, want %#x", c.name, i, b, byte(sp+uint64(i)))
+			}
+		}
+	}
+}
+
+// unwindSP is the DWARF number of the host's stack pointer, which
+// ptrace.Regs.SetReg takes.
+func unwindSP() int { return map[string]int{"amd64": 7, "arm64": 31}[runtime.GOARCH] }

@@ -23,6 +23,11 @@ func SetRegs(tid int, r *Regs) error { return unix.PtraceSetRegs(tid, &r.r) }
 // PC returns the instruction pointer.
 func (r *Regs) PC() uint64 { return r.r.Rip }
 
+// Frame returns the registers an unwinder starts from beside the PC: the
+// stack pointer, the frame pointer (rbp) and the link register (none on
+// x86-64: 0).
+func (r *Regs) Frame() (sp, fp, lr uint64) { return r.r.Rsp, r.r.Rbp, 0 }
+
 // SetPC sets the instruction pointer.
 func (r *Regs) SetPC(pc uint64) { r.r.Rip = pc }
 

@@ -24,6 +24,10 @@ func SetRegs(tid int, r *Regs) error { return unix.PtraceSetRegs(tid, &r.r) }
 // PC returns the program counter.
 func (r *Regs) PC() uint64 { return r.r.Pc }
 
+// Frame returns the registers an unwinder starts from beside the PC: the
+// stack pointer, the frame pointer (x29) and the link register (x30).
+func (r *Regs) Frame() (sp, fp, lr uint64) { return r.r.Sp, r.r.Regs[29], r.r.Regs[30] }
+
 // SetPC sets the program counter.
 func (r *Regs) SetPC(pc uint64) { r.r.Pc = pc }
 

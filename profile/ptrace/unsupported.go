@@ -131,6 +131,9 @@ func SetRegs(tid int, r *Regs) error { return errors.ErrUnsupported }
 // PC returns 0.
 func (r *Regs) PC() uint64 { return 0 }
 
+// Frame returns zeros.
+func (r *Regs) Frame() (sp, fp, lr uint64) { return 0, 0, 0 }
+
 // SetPC does nothing.
 func (r *Regs) SetPC(uint64) {}
 
