@@ -134,10 +134,16 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint6
 // then vouched for from that frame on; the first frame's are not (a
 // function that keeps no frame of its own, a leaf, is not in the chain:
 // its caller would be lost). A chain the kernel cut at its limit ends
-// the stack early.
+// the stack early. And where the unwinding went past the chain's end to
+// a return address in no module (Go's call frame information of the
+// outermost frame of a thread's own stack, runtime.mstart's, gives none
+// as undefined), the chain's end is the stack's.
 func continued(pcs []uint64, stop unwind.Stop, chain []uint64) ([]uint64, unwind.Stop) {
 	if len(chain) == 0 {
 		return pcs, stop
+	}
+	if n := len(pcs); stop == unwind.StopNoModule && n >= 3 && chain[len(chain)-1] == pcs[n-2] && len(chain)+1 < ptrace.MaxCallchain {
+		return pcs[:n-1], unwind.StopEnd
 	}
 	k, j := 1, -1
 	for ; k < len(pcs) && j < 0; k++ {

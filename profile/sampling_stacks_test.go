@@ -314,6 +314,19 @@ func TestContinued(t *testing.T) {
 			t.Errorf("%s: %x, %v; want %x, %v", c.name, pcs, stop, c.want, c.wantStop)
 		}
 	}
+	// Past the chain's end to a return address in no module: the
+	// chain's end is the stack's; not where the chain goes on, nor for
+	// another stop.
+	past := []uint64{0x1000, 0x2000, 0x3000, 0x7fff0000}
+	if pcs, stop := continued(slices.Clone(past), unwind.StopNoModule, []uint64{0x2000, 0x3000}); !slices.Equal(pcs, past[:3]) || stop != unwind.StopEnd {
+		t.Errorf("past the chain's end: %x, %v", pcs, stop)
+	}
+	if pcs, stop := continued(slices.Clone(past), unwind.StopNoModule, []uint64{0x2000, 0x3000, 0x4000}); !slices.Equal(pcs, []uint64{0x1000, 0x2000, 0x3000, 0x4000}) || stop != unwind.StopEnd {
+		t.Errorf("a chain that goes on: %x, %v", pcs, stop)
+	}
+	if pcs, stop := continued(slices.Clone(past), unwind.StopBadCFI, []uint64{0x2000, 0x3000}); !slices.Equal(pcs, past) || stop != unwind.StopBadCFI {
+		t.Errorf("another stop: %x, %v", pcs, stop)
+	}
 	// An unwinding that ended (a switch of stacks, whose frame pointers
 	// go on) is continued where the chain goes further, and not where
 	// it does not.
