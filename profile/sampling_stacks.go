@@ -2,7 +2,8 @@ package profile
 
 // The call stacks of function sampling (sampling.go) without /AT: with
 // each sample the kernel gives the thread's registers and a copy of the
-// top of its stack (ptrace.SamplerOptions.Stack), which PROFILE unwinds
+// top of its stack (ptrace.SamplerOptions.Stack; the ptrace sampler
+// reads them at its stops, stopSample), which PROFILE unwinds
 // through the call frame information of the program and its libraries
 // (package unwind, framemodules.go). The profiled functions on the stack,
 // outermost first, are the sample's chain: a function's time with its
@@ -39,9 +40,9 @@ const maxFrames = 512
 
 // stackSampling is the stacks' part of a sampler: whether the run wants
 // them (function sampling without /AT), and once start opened the memory
-// map they need, their tally (nil where none are taken: the ptrace
-// sampler's samples have none); the threads sampled without their
-// stacks, the kernel having refused their rings, and its first refusal.
+// map they need, their tally (nil where none are taken); the threads
+// sampled without their stacks, the kernel having refused their rings,
+// and its first refusal.
 type stackSampling struct {
 	want      bool
 	tally     *stackTally
