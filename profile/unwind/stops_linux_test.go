@@ -132,7 +132,8 @@ func TestUnwindConcurrent(t *testing.T) {
 }
 
 // TestVDSOFromMemory loads the CFI of the vDSO from its image in the
-// process's memory, as a sampler can where no file holds it: its
+// process's memory, as the sampler does where no file holds it
+// (unwind.FromImage): its bias is the image's as mapped, and its
 // functions are covered at their run-time addresses.
 func TestVDSOFromMemory(t *testing.T) {
 	s := liveSnapshot(t)
@@ -144,12 +145,15 @@ func TestVDSOFromMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	bias := s.vdso - elfid.LinkBase(f)
-	m, err := unwind.FromELF(f, bias, s.regs.Arch)
+	m, err := unwind.FromImage(s.vdsoImg, s.vdso, s.regs.Arch)
 	if errors.Is(err, unwind.ErrNoCFI) {
 		t.Skip("the vDSO has no CFI")
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.Bias != bias {
+		t.Errorf("bias %#x, want %#x", m.Bias, bias)
 	}
 	syms, err := f.DynamicSymbols()
 	if err != nil {
