@@ -83,6 +83,12 @@ func (s *sampler) interruptAll() bool {
 	}
 	r := &s.rounds
 	r.round = time.Now()
+	if t := s.stacks.tally; t != nil {
+		// (The memory map may be read again once a round: libraries
+		// loaded since the last reading, as at each reading of the
+		// perf rings.)
+		t.frames.drained()
+	}
 	interrupted := false
 	for tid, th := range s.env.threads {
 		// (A thread whose interrupt has not stopped it yet is not

@@ -391,3 +391,26 @@ func TestStopSample(t *testing.T) {
 // unwindSP is the DWARF number of the host's stack pointer, which
 // ptrace.Regs.SetReg takes.
 func unwindSP() int { return map[string]int{"amd64": 7, "arm64": 31}[runtime.GOARCH] }
+
+// TestPtraceRoundRereadsMap: the ptrace sampler lets the memory map be
+// read again once a round, as the perf sampler does once a reading of its
+// rings: a program whose first samples came before the dynamic linker
+// mapped its libraries (under emulation) has their call frame
+// information from the next round on.
+func TestPtraceRoundRereadsMap(t *testing.T) {
+	s := newSampler(samplerEnv{plan: samplingPlan(), threads: map[int]*thread{}, warn: func(*prf.Diagnostic) {}}, time.Millisecond)
+	s.kind = datafile.PtraceSampler
+	reads := 0
+	frames := newFrameModules(func() ([]procmaps.Mapping, error) { reads++; return nil, nil }, runtime.GOARCH)
+	s.stacks.tally = newStackTally(frames)
+	frames.find(0x1000)
+	frames.find(0x1000)
+	if reads != 1 {
+		t.Fatalf("%d readings before a round, want 1", reads)
+	}
+	s.interruptAll()
+	frames.find(0x1000)
+	if reads != 2 {
+		t.Errorf("%d readings after a round, want 2", reads)
+	}
+}
