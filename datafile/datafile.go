@@ -326,7 +326,10 @@ type Stats struct {
 	// TotalTime and OutsideTime are in nanoseconds (timing and sampling).
 	TotalTime   int64
 	OutsideTime int64
-	Stacks      []Stack
+	// Stacks are the caller stacks: the calls' (/AT), or the samples'
+	// (function sampling without /AT: SamplingStats.Stacks), which have
+	// times and no hits.
+	Stacks []Stack
 	// The figures of function sampling (zero and nil otherwise).
 	Sampling SamplingStats `json:",omitzero"`
 	// CostUncertainty is how far, in nanoseconds a call, the cost of

@@ -381,6 +381,31 @@ func TestSamplingDeepStacks(t *testing.T) {
 	}
 }
 
+// TestSamplingNoStacks samples the shares fixture with profile
+// --no-stacks: no stack is taken, the database has none, every
+// function's time with children is its own, and the report shows no
+// callers.
+func TestSamplingNoStacks(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "shares", "-O2", "-pthread")
+	dir, r := workflowWith(t, prog, []string{"/FS"}, []string{"--no-stacks"}, "10")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	s := openSampled(t, dir, filepath.Base(prog))
+	st := &s.m.Stats
+	if st.Sampling.Stacks != 0 || st.Sampling.StacksCut != 0 || len(st.Stacks) != 0 {
+		t.Errorf("%d stacks, %d cut, %d caller stacks: want none", st.Sampling.Stacks, st.Sampling.StacksCut, len(st.Stacks))
+	}
+	if !slices.Equal(st.ChildTime, st.FuncTime) {
+		t.Errorf("times with children %v, want the functions' own %v", st.ChildTime, st.FuncTime)
+	}
+	if out := must(t, dir, "plist", "/nologo", filepath.Base(prog)).stdout; strings.Contains(out, "Functions and Callers") || strings.Contains(out, "Call stacks sampled") {
+		t.Errorf("the report shows stacks:\n%s", out)
+	}
+}
+
 // TestSamplingUncounted samples the shares fixture with prep /FS
 // --no-call-counts: PROFILE writes nothing into the program (no sample
 // lands in code of its own), every hit count is 0, the report says the

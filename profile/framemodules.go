@@ -34,18 +34,18 @@ type frameModules struct {
 }
 
 // frameSpan is an executable mapping of a file: its code [lo, hi) holds
-// the file's bytes from offset on.
+// the file's bytes from off on.
 type frameSpan struct {
-	lo, hi uint64
-	key    frameKey
+	lo, hi, off uint64
+	key         frameKey
 }
 
-// frameKey names a mapping of a file: its path and the address its file
-// offset 0 would be at.
+// frameKey names an instance of a file in the process: its path and the
+// address its file offset 0 would be at (its mappings all give the same
+// bias).
 type frameKey struct {
 	path string
 	base uint64
-	off  uint64
 }
 
 // newFrameModules returns the call frame information of a process of
@@ -69,7 +69,7 @@ func (f *frameModules) find(pc uint64) *unwind.Module {
 	m, seen := f.loaded[s.key]
 	if !seen {
 		var err error
-		m, err = unwind.LoadMapping(s.key.path, s.lo, s.key.off, f.arch)
+		m, err = unwind.LoadMapping(s.key.path, s.lo, s.off, f.arch)
 		f.loads++
 		if err != nil {
 			m = nil
@@ -106,8 +106,8 @@ func (f *frameModules) reread() {
 		if !strings.Contains(m.Perms, "x") || !strings.HasPrefix(m.Path, "/") && m.Path != vdsoPath {
 			continue // (anonymous code: PROFILE's own, a JIT's)
 		}
-		k := frameKey{path: m.Path, base: m.Start - m.Offset, off: m.Offset}
-		f.spans = append(f.spans, frameSpan{lo: m.Start, hi: m.End, key: k})
+		k := frameKey{path: m.Path, base: m.Start - m.Offset}
+		f.spans = append(f.spans, frameSpan{lo: m.Start, hi: m.End, off: m.Offset, key: k})
 		keep[k] = true
 	}
 	slices.SortFunc(f.spans, func(a, b frameSpan) int { return cmp.Compare(a.lo, b.lo) })
@@ -150,7 +150,7 @@ func (f *frameModules) loadVDSO(maps []procmaps.Mapping, read func(addr uint64, 
 			f.failed++
 			mod = nil
 		}
-		f.loaded[frameKey{path: vdsoPath, base: m.Start - m.Offset, off: m.Offset}] = mod
+		f.loaded[frameKey{path: vdsoPath, base: m.Start - m.Offset}] = mod
 		return
 	}
 }

@@ -147,7 +147,7 @@ func continued(pcs []uint64, stop unwind.Stop, chain []uint64) ([]uint64, unwind
 		return pcs[:n-1], unwind.StopEnd
 	}
 	k, j := 1, -1
-	for ; k < len(pcs) && j < 0; k++ {
+	for ; k < min(len(pcs), 3) && j < 0; k++ { // (the caller, or its caller)
 		j = slices.Index(chain, pcs[k])
 	}
 	// (pcs[:k] and chain[j+1:] are the stack.)

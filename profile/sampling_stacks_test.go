@@ -159,8 +159,10 @@ func TestPlaceOrigin(t *testing.T) {
 
 // TestFrameModules finds the call frame information of a C program's
 // C library through its memory map: loaded once, found again without a
-// reading; code no file holds has none, and looking for it reads the map
-// again once between two readings of the rings.
+// reading, and in another mapping of the same instance (its code split in
+// two, as an mprotect splits it) the same module; code no file holds has
+// none, and looking for it reads the map again once between two readings
+// of the rings.
 func TestFrameModules(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
@@ -177,12 +179,19 @@ func TestFrameModules(t *testing.T) {
 			return nil, err
 		}
 		all, err := procmaps.Parse(data)
+		var split []procmaps.Mapping
 		for _, m := range all {
 			if strings.Contains(m.Perms, "x") && strings.Contains(m.Path, "libc.so") {
 				libc = m
+				half := (m.End - m.Start) / 2 &^ 0xfff
+				first, second := m, m
+				first.End, second.Start, second.Offset = m.Start+half, m.Start+half, m.Offset+half
+				split = append(split, first, second)
+				continue
 			}
+			split = append(split, m)
 		}
-		return all, err
+		return split, err
 	}, runtime.GOARCH)
 	defer f.close()
 	for deadline := time.Now().Add(10 * time.Second); libc.Path == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -193,13 +202,13 @@ func TestFrameModules(t *testing.T) {
 		t.Skip("sleep maps no libc.so")
 	}
 	reads = 0
-	pc := libc.Start + (libc.End-libc.Start)/2
+	pc := libc.Start + (libc.End-libc.Start)/4
 	m := f.find(pc)
 	if m == nil || m.FDEs() < 100 {
 		t.Fatalf("no call frame information at %#x in %s (%d loads, %d failed)", pc, libc.Path, f.loads, f.failed)
 	}
-	if f.find(pc+4) != m || f.loads != 1 || reads != 0 {
-		t.Errorf("found again: %d loads, %d readings, want 1 and 0", f.loads, reads)
+	if f.find(pc+4) != m || f.find(libc.End-16) != m || f.loads != 1 || reads != 0 {
+		t.Errorf("found again, and in the second mapping: %d loads, %d readings, want 1 and 0", f.loads, reads)
 	}
 	if f.find(0x10) != nil {
 		t.Error("call frame information at 0x10")
@@ -303,6 +312,7 @@ func TestContinued(t *testing.T) {
 		{"continued", []uint64{0x1000, 0x2000, 0x3000}, []uint64{0x2000, 0x3000, 0x4000, 0x4100}, []uint64{0x1000, 0x2000, 0x3000, 0x4000, 0x4100}, unwind.StopEnd},
 		{"ends there", []uint64{0x1000, 0x2000}, []uint64{0x2000}, []uint64{0x1000, 0x2000}, unwind.StopEnd},
 		{"not in the chain", []uint64{0x1000, 0x2000}, []uint64{0x2100, 0x4000}, []uint64{0x1000, 0x2000}, unwind.StopOutsideStack},
+		{"found only deeper", []uint64{0x1000, 0x2000, 0x3000, 0x4000}, []uint64{0x4000, 0x5000}, []uint64{0x1000, 0x2000, 0x3000, 0x4000}, unwind.StopOutsideStack},
 		{"a leaf without a frame", []uint64{0x1000, 0x2000, 0x3000}, []uint64{0x3000, 0x4000}, []uint64{0x1000, 0x2000, 0x3000, 0x4000}, unwind.StopEnd},
 		{"unwound further", []uint64{0x1000, 0x2000, 0x3000, 0x3100}, []uint64{0x2000, 0x3000}, []uint64{0x1000, 0x2000, 0x3000, 0x3100}, unwind.StopOutsideStack},
 		{"no return address", []uint64{0x1000}, []uint64{0x1000, 0x4000}, []uint64{0x1000}, unwind.StopOutsideStack},
