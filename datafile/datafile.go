@@ -410,7 +410,22 @@ type SamplingStats struct {
 	// at the stack base. Both are 0 where no stack was unwound.
 	Stacks    uint64 `json:",omitempty"`
 	StacksCut uint64 `json:",omitempty"`
+	// KernelSamples has, where the runs sampled the kernel's code too
+	// (nil where none did), the samples of each function taken while
+	// the kernel ran for its own code (a system call it made, a fault of
+	// its instructions): of Samples, those in the kernel.
+	// KernelChildSamples has those with the function on the stack (its
+	// own where no stack was unwound), and Kernel the samples taken in
+	// the kernel in all, in functions or not. KernelTime is then the
+	// kernel time of the runs that did not sample it.
+	Kernel             uint64   `json:",omitempty"`
+	KernelSamples      []uint64 `json:",omitempty"`
+	KernelChildSamples []uint64 `json:",omitempty"`
 }
+
+// KernelSampled reports whether the runs sampled the kernel's code too
+// (KernelSamples).
+func (s *SamplingStats) KernelSampled() bool { return s.KernelSamples != nil }
 
 // Sampler is how a sampling run took its samples.
 type Sampler uint8

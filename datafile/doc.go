@@ -13,7 +13,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 10
+// # Binary layout, format version 13
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -108,7 +108,9 @@
 //	            the waits of the stacks, one per stack in the order of
 //	            Stacks (its count must be theirs),
 //	            then uvarint Overhead (Stats.Sampling),
-//	            then uvarint Stacks, uvarint StacksCut (Stats.Sampling)
+//	            then uvarint Stacks, uvarint StacksCut (Stats.Sampling),
+//	            then uvarint Kernel, list(uvarint) KernelSamples,
+//	            list(uvarint) KernelChildSamples (Stats.Sampling)
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)
@@ -118,8 +120,12 @@
 //
 // # Older versions
 //
-// The writer writes version 11; the readers also read versions 10, 9, 8,
-// 7, 6, 5, 4 and 3 ([MinVersion]). Version 10 is version 11 but for
+// The writer writes version 13; the readers also read versions 12 to 3
+// ([MinVersion]). Version 12 is version 13 but for section 8, which ends
+// after StacksCut: its runs sampled no kernel code (Kernel and its lists
+// read as 0 and nil). Version 11 is version 12 but for section 8, which
+// ends after Overhead: its runs unwound no stack (Stacks and StacksCut
+// read as 0). Version 10 is version 11 but for
 // section 2, which ends after LeftOut (its plans count every call), and
 // section 8, which ends after the waits (its runs place no sample in
 // PROFILE's code: such samples were their functions'). Version 9 is

@@ -150,7 +150,8 @@ func waited(c *Counts, second bool) {
 func sampled(c *Counts, second bool) {
 	const interval = 1000000
 	sm := SamplingStats{Interval: interval, Sampler: PerfSampler, Samples: []uint64{5, 3, 0, 0},
-		LineSamples: []uint64{4, 2, 1, 0}, Outside: 1, KernelTime: 2000000, Overhead: 2, Stacks: 9, StacksCut: 1}
+		LineSamples: []uint64{4, 2, 1, 0}, Outside: 1, KernelTime: 2000000, Overhead: 2, Stacks: 9, StacksCut: 1,
+		Kernel: 3, KernelSamples: []uint64{2, 0, 0, 0}, KernelChildSamples: []uint64{3, 2, 0, 0}}
 	if second {
 		sm = SamplingStats{Interval: interval, Sampler: PtraceSampler, Samples: []uint64{2, 1, 0, 1},
 			LineSamples: []uint64{1, 1, 0, 1}, Lost: 3}

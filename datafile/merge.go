@@ -142,6 +142,25 @@ func (s *SamplingStats) add(c *SamplingStats) {
 	s.StacksCut += c.StacksCut
 	s.Lost += c.Lost
 	s.KernelTime += c.KernelTime
+	s.Kernel += c.Kernel
+	s.KernelSamples = addCounts(s.KernelSamples, c.KernelSamples)
+	s.KernelChildSamples = addCounts(s.KernelChildSamples, c.KernelChildSamples)
+}
+
+// addCounts adds the counts of b to those of a, one list of the same
+// length or none, and returns the sum: a where b is empty, a new list
+// where a is.
+func addCounts(a, b []uint64) []uint64 {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return slices.Clone(b)
+	}
+	for i, n := range b {
+		a[i] += n
+	}
+	return a
 }
 
 // check refuses counts that do not belong to m, and an m whose statistics
@@ -188,7 +207,11 @@ func (m *Merged) checkSampling(c *SamplingStats) error {
 		return fmt.Errorf("%w: samples of %d functions and %d lines, database of %d and %d", ErrNotSamePlan,
 			len(c.Samples), len(c.LineSamples), len(s.Samples), len(s.LineSamples))
 	}
-	for _, t := range []struct{ a, b []uint64 }{{s.Samples, c.Samples}, {s.LineSamples, c.LineSamples}} {
+	for _, t := range []struct{ a, b []uint64 }{{s.Samples, c.Samples}, {s.LineSamples, c.LineSamples},
+		{s.KernelSamples, c.KernelSamples}, {s.KernelChildSamples, c.KernelChildSamples}} {
+		if len(t.a) == 0 {
+			continue // (a list the database starts with the run's: Validate checked its length)
+		}
 		for i, n := range t.b {
 			if t.a[i] > math.MaxUint64-n {
 				return fmt.Errorf("samples of item %d: %w", i, ErrOverflow)
@@ -196,8 +219,8 @@ func (m *Merged) checkSampling(c *SamplingStats) error {
 		}
 	}
 	if s.Outside > math.MaxUint64-c.Outside || s.Overhead > math.MaxUint64-c.Overhead || s.Lost > math.MaxUint64-c.Lost ||
-		s.Stacks > math.MaxUint64-c.Stacks || !canAdd(s.KernelTime, c.KernelTime) {
-		return fmt.Errorf("outside, PROFILE's or lost samples, stacks, or kernel time: %w", ErrOverflow)
+		s.Stacks > math.MaxUint64-c.Stacks || s.Kernel > math.MaxUint64-c.Kernel || !canAdd(s.KernelTime, c.KernelTime) {
+		return fmt.Errorf("outside, PROFILE's, lost or kernel samples, stacks, or kernel time: %w", ErrOverflow)
 	}
 	return nil
 }

@@ -473,9 +473,11 @@ func TestPending(t *testing.T) {
 	}
 }
 
-// TestMergeSampling checks that sampling runs add up, and that a run
-// sampled at another interval, or without samples of every function and
-// line, is refused and leaves the database as it was (PRF1463).
+// TestMergeSampling checks that sampling runs add up (the kernel's
+// samples too, of a run that took them beside one that did not), and
+// that a run sampled at another interval, or without samples of every
+// function and line, is refused and leaves the database as it was
+// (PRF1463).
 func TestMergeSampling(t *testing.T) {
 	m := testMerged(t, FuncSampling)
 	sm := m.Stats.Sampling
@@ -488,6 +490,18 @@ func TestMergeSampling(t *testing.T) {
 	if d := cmp.Diff([]uint64{5, 3, 1, 1}, sm.LineSamples); d != "" {
 		t.Errorf("line samples (-want +got):\n%s", d)
 	}
+	if sm.Kernel != 3 || cmp.Diff([]uint64{2, 0, 0, 0}, sm.KernelSamples) != "" || cmp.Diff([]uint64{3, 2, 0, 0}, sm.KernelChildSamples) != "" {
+		t.Errorf("kernel samples %d, %v, with children %v; want 3, [2 0 0 0], [3 2 0 0]", sm.Kernel, sm.KernelSamples, sm.KernelChildSamples)
+	}
+	third := testCounts(FuncSampling, false)
+	third.Run.ID = NewRunID()
+	if err := m.Add(third); err != nil {
+		t.Fatal(err)
+	}
+	sm = m.Stats.Sampling
+	if sm.Kernel != 6 || cmp.Diff([]uint64{4, 0, 0, 0}, sm.KernelSamples) != "" || cmp.Diff([]uint64{6, 4, 0, 0}, sm.KernelChildSamples) != "" {
+		t.Errorf("kernel samples of a third run: %d, %v, with children %v", sm.Kernel, sm.KernelSamples, sm.KernelChildSamples)
+	}
 	for _, tt := range []struct {
 		name string
 		edit func(c *Counts)
@@ -497,6 +511,10 @@ func TestMergeSampling(t *testing.T) {
 		{"no interval", func(c *Counts) { c.Stats.Sampling.Interval = 0 }, ErrConflict},
 		{"a line short", func(c *Counts) { c.Stats.Sampling.LineSamples = c.Stats.Sampling.LineSamples[:3] }, ErrNotSamePlan},
 		{"too many samples", func(c *Counts) { c.Stats.Sampling.Samples[0] = math.MaxUint64 }, ErrOverflow},
+		{"too many kernel samples", func(c *Counts) {
+			sm := &c.Stats.Sampling
+			sm.Kernel, sm.KernelSamples, sm.KernelChildSamples = 1, []uint64{0, 0, 0, 0}, []uint64{math.MaxUint64, 0, 0, 0}
+		}, ErrOverflow},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := NewMerged(testPlan(FuncSampling))

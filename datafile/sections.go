@@ -296,6 +296,9 @@ func (e *encoder) stats(st *Stats) {
 		w.uvarint(sm.Overhead)
 		w.uvarint(sm.Stacks)
 		w.uvarint(sm.StacksCut)
+		w.uvarint(sm.Kernel)
+		w.uvarints(sm.KernelSamples)
+		w.uvarints(sm.KernelChildSamples)
 	})
 }
 
@@ -438,6 +441,11 @@ func (d *decoder) stats(st *Stats) {
 	if d.version >= 12 {
 		st.Sampling.Stacks = s.uvarint()
 		st.Sampling.StacksCut = s.uvarint()
+	}
+	if d.version >= 13 {
+		st.Sampling.Kernel = s.uvarint()
+		st.Sampling.KernelSamples = s.uvarints()
+		st.Sampling.KernelChildSamples = s.uvarints()
 	}
 	d.end(s)
 }

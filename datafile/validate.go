@@ -253,7 +253,8 @@ func timeAt(list []int64, i int) int64 {
 func (s *SamplingStats) check(method Method, funcs int) error {
 	if !method.IsSampling() {
 		if s.Interval != 0 || s.Sampler != NoSampler || s.Outside != 0 || s.Lost != 0 || s.KernelTime != 0 ||
-			len(s.Samples) > 0 || len(s.LineSamples) > 0 || s.Stacks != 0 {
+			len(s.Samples) > 0 || len(s.LineSamples) > 0 || s.Stacks != 0 || s.Kernel != 0 ||
+			len(s.KernelSamples) > 0 || len(s.KernelChildSamples) > 0 {
 			return fmt.Errorf("sampling figures in a %s profile", strings.ToLower(method.Words()))
 		}
 		return nil
@@ -269,6 +270,14 @@ func (s *SamplingStats) check(method Method, funcs int) error {
 		return fmt.Errorf("%d of %d sampled stacks cut", s.StacksCut, s.Stacks)
 	case len(s.Samples) > 0 && len(s.Samples) != funcs:
 		return fmt.Errorf("samples of %d functions for %d functions", len(s.Samples), funcs)
+	case len(s.KernelSamples) != len(s.KernelChildSamples) || len(s.KernelSamples) > 0 && len(s.KernelSamples) != len(s.Samples):
+		return fmt.Errorf("kernel samples of %d functions, with children %d, for %d functions' samples",
+			len(s.KernelSamples), len(s.KernelChildSamples), len(s.Samples))
+	}
+	for i, n := range s.KernelSamples {
+		if n > s.Samples[i] {
+			return fmt.Errorf("function %d: %d samples in the kernel of %d", i, n, s.Samples[i])
+		}
 	}
 	return nil
 }

@@ -92,6 +92,12 @@ func TestCountsValidate(t *testing.T) {
 		{"negative kernel time", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelTime = -1 }, "negative kernel time -1"},
 		{"more stacks cut than sampled", FuncSampling, func(c *Counts) { c.Stats.Sampling.StacksCut = 10 }, "10 of 9 sampled stacks cut"},
 		{"sampled stacks in timing", FuncTiming, func(c *Counts) { c.Stats.Sampling.Stacks = 1 }, "sampling figures in a function timing profile"},
+		{"kernel samples in timing", FuncTiming, func(c *Counts) { c.Stats.Sampling.KernelSamples = []uint64{0, 0, 0, 0} }, "sampling figures in a function timing profile"},
+		{"kernel samples short", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelSamples = []uint64{1} },
+			"kernel samples of 1 functions, with children 4, for 4 functions' samples"},
+		{"kernel samples without their children's", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelChildSamples = nil },
+			"kernel samples of 4 functions, with children 0, for 4 functions' samples"},
+		{"more kernel samples than samples", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelSamples[1] = 4 }, "function 1: 4 samples in the kernel of 3"},
 		{"samples of too few functions", FuncSampling, func(c *Counts) { c.Stats.Sampling.Samples = c.Stats.Sampling.Samples[:3] }, "samples of 3 functions for 4 functions"},
 	}
 	tests = append(tests, waitTests...)

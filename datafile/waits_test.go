@@ -60,9 +60,9 @@ func statsOf(v any) *Stats {
 
 // countsParts returns the string table, the sections before the
 // statistics, and the payload of the statistics of c's .pbo, without
-// the waits, the samples in PROFILE's code and the sampled stacks'
-// numbers at its end, and the waits as written (version 10 ends with
-// them).
+// the waits, the samples in PROFILE's code, the sampled stacks'
+// numbers and the kernel's samples at its end, and the waits as written
+// (version 10 ends with them).
 func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	e := encodeCounts(c)
 	strs, rest := e.parts()
@@ -79,7 +79,8 @@ func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	var w payload
 	w.waits(&c.Stats)
 	sm := &c.Stats.Sampling
-	end := len(stats) - len(uv(sm.Overhead)) - len(uv(sm.Stacks)) - len(uv(sm.StacksCut))
+	end := len(stats) - len(uv(sm.Overhead)) - len(uv(sm.Stacks)) - len(uv(sm.StacksCut)) -
+		len(uv(sm.Kernel)) - len(uv(uint64(len(sm.KernelSamples)))) - len(uv(uint64(len(sm.KernelChildSamples))))
 	return strs, head, stats[:end-len(w.b)], w.b
 }
 

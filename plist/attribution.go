@@ -234,13 +234,7 @@ func (r funcListing) timingCallersHeading() []string {
 // of the function's own times.
 func (r funcListing) timingCallerListing(p *printer, funcs []int) {
 	c := r.twoColumns()
-	inside := float64(r.insideTime())
-	if r.m.SampledStacks() {
-		// (A function's time with children holds the samples in code
-		// no profiled function holds that it called: the shares are of
-		// all the samples, as perf's are.)
-		inside = float64(r.m.Stats.TotalTime)
-	}
+	inside := float64(shareBase(r.m))
 	step := max(r.o.TabWidth, 0)
 	for _, i := range funcs {
 		h := r.hits(i)

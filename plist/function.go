@@ -48,6 +48,7 @@ func (r funcListing) writeFunctions(p *printer) {
 		r.functionTable(p, mod, heading)
 		if r.plan.Method.IsSampling() {
 			p.heading = nil // source listings repeat nothing
+			r.kernelTable(p, mod)
 			r.sampledSources(p, mod)
 			p.heading = repeat
 		}

@@ -251,28 +251,7 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 	m := r.plan.Method
 	multi := len(r.plan.Modules) > 1
 	pg.TableID, pg.TableTitle = "functions", "Functions"
-	cols := []htmlColumn{{Key: "name", Label: "Function"}, {Key: "source", Label: "Source", Title: "object module, package or library"}}
-	if multi {
-		cols = append(cols, htmlColumn{Key: "module", Label: "Module"})
-	}
-	switch {
-	case m.IsCoverage():
-		cols = append(cols, htmlColumn{Key: "covered", Label: "Covered", Num: true})
-	case m.HasTimes():
-		cols = append(cols,
-			htmlColumn{Key: "time", Label: "Func time (ms)", Title: "time in the function itself", Num: true},
-			htmlColumn{Key: "time-pct", Label: "%", Title: "of the time inside profiled functions", Num: true},
-			htmlColumn{Key: "child", Label: "Func+Child (ms)", Title: "time in the function and the functions it called", Num: true},
-			htmlColumn{Key: "child-pct", Label: "%", Title: "of the time inside profiled functions", Num: true},
-			htmlColumn{Key: "hits", Label: "Hits", Title: "calls", Num: true})
-		if m.IsSampling() {
-			cols = append(cols, htmlColumn{Key: "samples", Label: "Samples", Num: true})
-		}
-	default:
-		cols = append(cols,
-			htmlColumn{Key: "hits", Label: "Hits", Title: "calls", Num: true},
-			htmlColumn{Key: "hits-pct", Label: "%", Title: "of all the hits", Num: true})
-	}
+	cols := r.functionColumns(multi)
 	r.setSort(cols)
 	pg.Columns = cols
 	var all []int
@@ -280,7 +259,6 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 		all = append(all, funcs...)
 	}
 	total, _ := r.totals(r.allItems())
-	inside := r.insideTime()
 	left := 0
 	for _, i := range r.sortFuncs(all, r.sort) {
 		h := r.hits(i)
@@ -301,16 +279,7 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 		case m.IsCoverage():
 			row.Cells = append(row.Cells, coveredCell(h > 0))
 		case m.HasTimes():
-			ft, ct := r.funcTime(i), r.childTime(i)
-			own := msCell(ft)
-			if r.uncertain(i) {
-				own.Text += uncertainMark
-				own.Title = fmt.Sprintf("its own time a call is below the uncertainty of the profiler's cost taken out of each call, %d ns: not measured exactly", r.m.Stats.CostUncertainty)
-			}
-			row.Cells = append(row.Cells, own, shareCell(ft, inside), msCell(ct), shareCell(ct, inside), numCell(h))
-			if m.IsSampling() {
-				row.Cells = append(row.Cells, numCell(r.samples(i)))
-			}
+			row.Cells = append(row.Cells, r.timeCells(i)...)
 		default:
 			row.Cells = append(row.Cells, numCell(h), shareCell(int64(h), int64(total)))
 		}
@@ -323,4 +292,64 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 		pg.Omitted = fmt.Sprintf("%d %s with fewer than %d %s not listed (plist /C 0 lists every function).",
 			left, plural(uint64(left), "function"), r.o.MinCount, plural(uint64(r.o.MinCount), "hit"))
 	}
+}
+
+// functionColumns are the function table's columns: the name, source and
+// module where there are several, then the profile type's.
+func (r htmlExport) functionColumns(multi bool) []htmlColumn {
+	m := r.plan.Method
+	cols := []htmlColumn{{Key: "name", Label: "Function"}, {Key: "source", Label: "Source", Title: "object module, package or library"}}
+	if multi {
+		cols = append(cols, htmlColumn{Key: "module", Label: "Module"})
+	}
+	switch {
+	case m.IsCoverage():
+		cols = append(cols, htmlColumn{Key: "covered", Label: "Covered", Num: true})
+	case m.HasTimes():
+		of := "of the time inside profiled functions"
+		if r.m.SampledStacks() {
+			of = "of all the samples' time" // (shareBase)
+		}
+		cols = append(cols,
+			htmlColumn{Key: "time", Label: "Func time (ms)", Title: "time in the function itself", Num: true},
+			htmlColumn{Key: "time-pct", Label: "%", Title: of, Num: true},
+			htmlColumn{Key: "child", Label: "Func+Child (ms)", Title: "time in the function and the functions it called", Num: true},
+			htmlColumn{Key: "child-pct", Label: "%", Title: of, Num: true},
+			htmlColumn{Key: "hits", Label: "Hits", Title: "calls", Num: true})
+		if m.IsSampling() {
+			cols = append(cols, htmlColumn{Key: "samples", Label: "Samples", Num: true})
+		}
+		if r.m.Stats.Sampling.KernelSampled() {
+			cols = append(cols,
+				htmlColumn{Key: "kernel", Label: "Kernel (ms)", Title: "of the function's own time, the kernel's: its system calls and faults", Num: true},
+				htmlColumn{Key: "kernel-child", Label: "Kernel+Child (ms)", Title: "of its time with children, the kernel's", Num: true})
+		}
+	default:
+		cols = append(cols,
+			htmlColumn{Key: "hits", Label: "Hits", Title: "calls", Num: true},
+			htmlColumn{Key: "hits-pct", Label: "%", Title: "of all the hits", Num: true})
+	}
+	return cols
+}
+
+// timeCells are the cells of function i's times: its own and with
+// children, each with its share, its hits, and of a sampling profile its
+// samples and where the kernel was sampled the kernel's part of its
+// times.
+func (r htmlExport) timeCells(i int) []htmlCell {
+	inside := shareBase(r.m)
+	ft, ct := r.funcTime(i), r.childTime(i)
+	own := msCell(ft)
+	if r.uncertain(i) {
+		own.Text += uncertainMark
+		own.Title = fmt.Sprintf("its own time a call is below the uncertainty of the profiler's cost taken out of each call, %d ns: not measured exactly", r.m.Stats.CostUncertainty)
+	}
+	cells := []htmlCell{own, shareCell(ft, inside), msCell(ct), shareCell(ct, inside), numCell(r.hits(i))}
+	if r.plan.Method.IsSampling() {
+		cells = append(cells, numCell(r.samples(i)))
+	}
+	if sm := &r.m.Stats.Sampling; sm.KernelSampled() {
+		cells = append(cells, msCell(int64(at(sm.KernelSamples, i))*sm.Interval), msCell(int64(at(sm.KernelChildSamples, i))*sm.Interval))
+	}
+	return cells
 }

@@ -148,6 +148,10 @@ func TestHTMLTables(t *testing.T) {
 		{"coverage", "name source module covered", 13, []string{"Counter::Counter()", "counter.o", "prog", "yes"}},
 		{"ftime-at", "name source time time-pct child child-pct hits", 8, []string{"_spin", "ftime.obj", "6.971", "99.7", "6.971", "99.7", "11"}},
 		{"sampling", "name source module time time-pct child child-pct hits samples", -1, nil},
+		// The kernel sampled: spin_a has no kernel time, its callers'
+		// table first (sampling-stacks' time with children).
+		{"sampling-stacks", "name source module time time-pct child child-pct hits samples kernel kernel-child", -1,
+			[]string{"spin_a", "sampling.o", "sampling", "1500.000", "60.0", "1500.000", "60.0", "3", "1500", "0.000", "0.000"}},
 		// Source order: lines.c 5, 6, 7..., util.c, then the library's.
 		{"lines", "file line module hits hits-pct", len(lineSites), []string{"lines.c", "5", "lprog", "10", "14.3"}},
 		{"linecov", "file line module covered", len(lineSites), []string{"lines.c", "5", "lprog", "yes"}},

@@ -31,16 +31,17 @@ type (
 		Lines     []jsonLine     `json:"lines,omitempty"`
 	}
 	jsonSampling struct {
-		IntervalNs   int64  `json:"intervalNs"`
-		Sampler      string `json:"sampler"`
-		Samples      uint64 `json:"samples"`
-		Outside      uint64 `json:"outside"`
-		Profiler     uint64 `json:"profilerOverhead,omitempty"`
-		Uncounted    bool   `json:"callsNotCounted,omitempty"`
-		Stacks       uint64 `json:"stacks,omitempty"`
-		StacksCut    uint64 `json:"stacksCut,omitempty"`
-		Lost         uint64 `json:"lost"`
-		KernelTimeNs int64  `json:"kernelTimeNs"`
+		IntervalNs   int64   `json:"intervalNs"`
+		Sampler      string  `json:"sampler"`
+		Samples      uint64  `json:"samples"`
+		Outside      uint64  `json:"outside"`
+		Profiler     uint64  `json:"profilerOverhead,omitempty"`
+		Uncounted    bool    `json:"callsNotCounted,omitempty"`
+		Stacks       uint64  `json:"stacks,omitempty"`
+		StacksCut    uint64  `json:"stacksCut,omitempty"`
+		Lost         uint64  `json:"lost"`
+		KernelTimeNs int64   `json:"kernelTimeNs"`
+		Kernel       *uint64 `json:"kernelSamples,omitempty"`
 	}
 	jsonRun struct {
 		Command    string    `json:"command"`
@@ -65,6 +66,8 @@ type (
 		WaitNs  *int64       `json:"waitNs,omitempty"`
 		CWaitNs *int64       `json:"waitWithChildrenNs,omitempty"`
 		Samples *uint64      `json:"samples,omitempty"`
+		Kernel  *uint64      `json:"kernelSamples,omitempty"`
+		KChild  *uint64      `json:"kernelSamplesWithChildren,omitempty"`
 		Unsure  bool         `json:"uncertain,omitempty"`
 		Callers []jsonCaller `json:"callers,omitempty"`
 	}
@@ -108,6 +111,9 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
 			Outside: sm.Outside, Profiler: sm.Overhead, Uncounted: r.plan.Uncounted,
 			Stacks: sm.Stacks, StacksCut: sm.StacksCut, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
+		if r.m.Stats.Sampling.KernelSampled() {
+			out.Sampling.Kernel = &sm.Kernel
+		}
 	}
 	for _, run := range r.m.Runs {
 		out.Runs = append(out.Runs, jsonRun{Command: run.CommandLine, Time: time.Unix(run.Time, 0).UTC(), Incomplete: run.Incomplete, Reason: run.Reason})
@@ -161,6 +167,10 @@ func (r jsonExport) jsonFunction(i int, timed, sampled bool) jsonFunction {
 	if sampled {
 		n := r.samples(i)
 		jf.Samples = &n
+	}
+	if sm := &r.m.Stats.Sampling; sampled && r.m.Stats.Sampling.KernelSampled() {
+		k, kc := at(sm.KernelSamples, i), at(sm.KernelChildSamples, i)
+		jf.Kernel, jf.KChild = &k, &kc
 	}
 	for _, si := range at(r.stacks, i) {
 		s := r.m.Stats.Stacks[si]

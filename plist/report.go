@@ -324,6 +324,18 @@ func (r *report) insideTime() int64 {
 	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
 }
 
+// shareBase is the denominator of the time tables' percentages: the time
+// inside profiled functions, or where the samples' stacks were unwound
+// the time of all the samples (a function's time with children holds the
+// samples in code it called that no profiled function holds, the C
+// library's: the shares are of all the samples, as perf's are).
+func shareBase(m *datafile.Merged) int64 {
+	if m.SampledStacks() {
+		return m.Stats.TotalTime
+	}
+	return m.Stats.TotalTime - m.Stats.OutsideTime // (insideTime)
+}
+
 // listed applies /C: a row is kept when its hits reach MinCount.
 func (r *report) listed(hits uint64) bool {
 	return r.o.MinCount <= 0 || hits >= uint64(r.o.MinCount)

@@ -15,10 +15,11 @@ import (
 // sampled lines.
 
 // samplingLines writes the figures of a sampling profile after its times:
-// the interval and the sampler, the samples taken, and, when there are
-// any, the samples in PROFILE's own code (its counting, which the times
-// leave out), the samples the kernel lost and the kernel time that
-// user-space samples do not see. A database that no run was merged into has no
+// the interval and the sampler, the samples taken, those in the kernel
+// where the runs sampled it, and, when there are any, the samples in
+// PROFILE's own code (its counting, which the times leave out), the
+// samples the kernel lost and the kernel time that no sample saw (of
+// runs that sampled user space alone). A database that no run was merged into has no
 // interval, and no line for it.
 func (r funcListing) samplingLines(p *printer) {
 	s := &r.m.Stats.Sampling
@@ -31,6 +32,9 @@ func (r funcListing) samplingLines(p *printer) {
 	}
 	total := r.insideSamples() + s.Outside
 	p.text(fmt.Sprintf("    Total samples: %d", total))
+	if line := r.kernelLine(total + s.Overhead); line != "" {
+		p.text(line)
+	}
 	if s.Overhead > 0 {
 		// (PROFILE's counting: no function's time, nor the total's.)
 		p.text(fmt.Sprintf("    Samples in the profiler's code (not in the times): %d, %s%% of all",

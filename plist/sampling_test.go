@@ -180,7 +180,10 @@ func uncountedSampling() *datafile.Merged {
 // base; spin_a's and spin_b's under main; calc's under spin_b under
 // main; of the samples outside the profiled functions, stackedOutside
 // were in code spin_b called (time with children, no function's own);
-// stackedCut stacks not unwound to their end.
+// stackedCut stacks not unwound to their end. The kernel was sampled
+// too: 5 of main's samples and 50 of spin_b's were taken in system calls
+// their code made, and 30 of those outside, in the C library's read that
+// spin_b called.
 func stackedSampling() *datafile.Merged {
 	m := samplingProfile(samplingLayoutGCC, gccRun)
 	st := &m.Stats
@@ -202,6 +205,11 @@ func stackedSampling() *datafile.Merged {
 		all += n
 	}
 	st.Sampling.Stacks, st.Sampling.StacksCut = all+st.Sampling.Outside, stackedCut
+	st.Sampling.Kernel, st.Sampling.KernelTime = 85, 0
+	st.Sampling.KernelSamples = make([]uint64, len(m.Plan.Funcs))
+	st.Sampling.KernelChildSamples = make([]uint64, len(m.Plan.Funcs))
+	st.Sampling.KernelSamples[main], st.Sampling.KernelSamples[spinB] = 5, 50
+	st.Sampling.KernelChildSamples[main], st.Sampling.KernelChildSamples[spinB] = 85, 80
 	return m
 }
 

@@ -78,6 +78,10 @@ type Config struct {
 	// (profile --no-stacks): no call stack is taken with a sample, and
 	// without /AT a function's time with children is its own.
 	NoStacks bool
+	// UserOnly samples user space alone in function sampling (profile
+	// --user-only): the kernel's ticks are not asked for, and the run
+	// records the kernel time no sample saw (sampling_kernel.go).
+	UserOnly bool
 	// EveryLineSite gives every line site a probe of its own in-process:
 	// none shares the count of an earlier site of its block (a test mode,
 	// whose counts the default's must equal).

@@ -11,11 +11,12 @@ package profile
 // Two samplers take the samples:
 //
 //   - perf: the kernel's software clock event of each thread
-//     (PERF_COUNT_SW_TASK_CLOCK, user space only), opened at the thread's
-//     first stop, before it runs, with a ring the kernel writes the
-//     samples into. A goroutine of PROFILE reads the rings while the
-//     tracer waits for stops: samples cost the program nothing but the
-//     kernel's interrupt.
+//     (PERF_COUNT_SW_TASK_CLOCK), opened at the thread's first stop,
+//     before it runs, with a ring the kernel writes the samples into. A
+//     goroutine of PROFILE reads the rings while the tracer waits for
+//     stops: samples cost the program nothing but the kernel's
+//     interrupt. Where the kernel allows it, its own code is sampled too
+//     (sampling_kernel.go).
 //   - ptrace, where the kernel refuses its events (perf_event_paranoid,
 //     a seccomp filter): every interval PROFILE interrupts each thread,
 //     and at its stop reads its program counter, weighed by the CPU time
@@ -98,9 +99,9 @@ type sampler struct {
 	// rounds are the ptrace sampler's (sampling_ptrace.go).
 	rounds ptraceRounds
 
-	// kernel is the CPU time the program spent in the kernel, read at
-	// its threads' exits.
-	kernel time.Duration
+	// kernel is whether the samples see the kernel's time, and the CPU
+	// time the program spent there (sampling_kernel.go).
+	kernel kernelSampling
 }
 
 // samplerEnv is what the sampler needs of the run: the plan, the
@@ -134,7 +135,7 @@ func newSampler(env samplerEnv, interval time.Duration) *sampler {
 		interval: interval,
 		kind:     datafile.PerfSampler,
 		perf:     map[int]sampleRing{},
-		tally:    tally{samples: make([]uint64, len(env.plan.Funcs)), lineSamples: make([]uint64, len(env.plan.Lines))},
+		tally:    newTally(env.plan),
 		rounds:   newPtraceRounds(),
 		// (Stacks answer the callers of each function, which /AT's
 		// exact arcs answer already.)
@@ -182,10 +183,10 @@ func (s *sampler) start(tid int) {
 // counters alone, the thread counted for a warning at the end (PRF4686).
 func (s *sampler) openPerf(tid int) error {
 	o := s.options()
-	ps, err := s.open(tid, o)
+	ps, err := s.openKernel(tid, o)
 	if err != nil && o.Stack > 0 && !ptrace.IsNoProcess(err) {
 		o.Stack = 0
-		if ps, _ = s.open(tid, o); ps != nil {
+		if ps, _ = s.openKernel(tid, o); ps != nil {
 			s.stacks.stackless++
 			s.stacks.refused = cmp.Or(s.stacks.refused, err)
 			err = nil
@@ -271,7 +272,7 @@ func (s *sampler) drain() {
 // drainOne reads one ring; s.mu is held.
 func (s *sampler) drainOne(ps sampleRing, places *placeTable) {
 	lost, err := ps.Read(func(sm *ptrace.Sample) {
-		fn, own := s.tally.place(places, sm.PC, 1)
+		fn, own := s.tally.place(places, sm.PC, 1, sm.Kernel)
 		if s.stacks.tally != nil && !own {
 			s.stacks.tally.take(places, sm, fn, 1)
 		}
@@ -337,7 +338,7 @@ func (s *sampler) noteTimes(pid int) {
 		return
 	}
 	if _, kernel, err := cpuTimes(pid); err == nil {
-		s.kernel = kernel
+		s.kernel.time = kernel
 	}
 }
 
@@ -352,9 +353,12 @@ func (s *sampler) stats(st *datafile.Stats) {
 	if s.kind == datafile.PtraceSampler {
 		// (Its samples are weighed by the threads' whole CPU time, the
 		// kernel's included: none is left out.)
-		s.kernel = 0
+		s.kernel.time = 0
 	}
 	f := &s.tally
+	if s.kernel.sampled {
+		s.kernel.time = 0 // (every sample sees it)
+	}
 	st.Sampling = datafile.SamplingStats{
 		Interval:    iv,
 		Sampler:     s.kind,
@@ -363,7 +367,7 @@ func (s *sampler) stats(st *datafile.Stats) {
 		Outside:     f.outside,
 		Overhead:    f.overhead,
 		Lost:        f.lost,
-		KernelTime:  int64(s.kernel),
+		KernelTime:  int64(s.kernel.time),
 	}
 	st.FuncTime = make([]int64, len(f.samples))
 	all := f.outside
@@ -372,6 +376,7 @@ func (s *sampler) stats(st *datafile.Stats) {
 		all += n
 	}
 	st.TotalTime, st.OutsideTime = int64(all)*iv, int64(f.outside)*iv
+	s.kernelFigures(&st.Sampling)
 	if s.stacks.tally != nil {
 		s.stacks.tally.figures(st, s.env.plan, iv)
 		s.stacks.tally.warn(s.env.warn)
@@ -412,22 +417,38 @@ func (s *sampler) forget(lo, hi uint64, areas [][2]uint64) {
 // each line, those in no profiled function, those in PROFILE's code
 // that is no function's (overhead: its counting, not the instructions
 // of a function's a trampoline carries), and those the kernel lost (a
-// ring full before PROFILE read it); and, across the functions, those in
+// ring full before PROFILE read it); those taken in the kernel, and of
+// them those in each function; and, across the functions, those in
 // PROFILE's own code and all those taken (ownCode).
 type tally struct {
-	samples     []uint64
-	lineSamples []uint64
-	outside     uint64
-	overhead    uint64
-	lost        uint64
-	own, all    uint64
+	samples       []uint64
+	lineSamples   []uint64
+	outside       uint64
+	overhead      uint64
+	lost          uint64
+	kernel        uint64
+	kernelSamples []uint64
+	own, all      uint64
 }
 
-// place counts n samples at program counter pc, and returns the
-// function they fell in (-1: none), and whether they are the profiler's
-// overhead.
-func (f *tally) place(places *placeTable, pc uint64, n uint64) (fn int, overhead bool) {
+// newTally returns the empty tally of a run of plan.
+func newTally(plan *datafile.Plan) tally {
+	return tally{
+		samples:       make([]uint64, len(plan.Funcs)),
+		lineSamples:   make([]uint64, len(plan.Lines)),
+		kernelSamples: make([]uint64, len(plan.Funcs)),
+	}
+}
+
+// place counts n samples at program counter pc, taken in the kernel when
+// kernel is set (pc is then where the thread will return to user space:
+// the system call, the faulting instruction), and returns the function
+// they fell in (-1: none), and whether they are the profiler's overhead.
+func (f *tally) place(places *placeTable, pc uint64, n uint64, kernel bool) (fn int, overhead bool) {
 	f.all += n
+	if kernel {
+		f.kernel += n
+	}
 	own := places.inOwn(pc)
 	if own {
 		f.own += n
@@ -442,6 +463,9 @@ func (f *tally) place(places *placeTable, pc uint64, n uint64) (fn int, overhead
 		return fn, false
 	}
 	f.samples[fn] += n
+	if kernel {
+		f.kernelSamples[fn] += n
+	}
 	if line >= 0 {
 		f.lineSamples[line] += n
 	}

@@ -134,7 +134,7 @@ func (s *sampler) sampleStop(th *thread) {
 	}
 	s.mu.Lock()
 	places := s.places.Load()
-	fn, own := s.tally.place(places, regs.PC(), uint64(n))
+	fn, own := s.tally.place(places, regs.PC(), uint64(n), false)
 	if t := s.stacks.tally; t != nil && !own {
 		t.take(places, s.stacks.stopSample(s.env.proc, tid, &regs), fn, uint64(n))
 	}

@@ -84,6 +84,7 @@ type stackTally struct {
 type sampledChain struct {
 	funcs     []int
 	self, all uint64
+	kernel    uint64 // (of all, those taken in the kernel)
 }
 
 // newStackTally returns the tally of a process whose memory map read
@@ -99,7 +100,7 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint6
 	t.taken += n
 	if !sm.Regs {
 		t.cutAt(unwind.StopBadRegs, n)
-		t.count(fn, append(t.fns[:0], fn), n)
+		t.count(fn, append(t.fns[:0], fn), n, sm.Kernel)
 		return
 	}
 	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
@@ -118,7 +119,7 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint6
 			fns = append(fns, f)
 		}
 	}
-	t.count(fn, fns, n)
+	t.count(fn, fns, n, sm.Kernel)
 }
 
 // continued continues frames pcs, found through the call frame
@@ -170,8 +171,8 @@ func (t *stackTally) cutAt(stop unwind.Stop, n uint64) {
 // count adds n samples to the chain of fns, the profiled functions of
 // their stack innermost first, the first being the samples' own function
 // fn (-1 where no profiled function holds their program counter, left
-// out).
-func (t *stackTally) count(fn int, fns []int, n uint64) {
+// out), taken in the kernel when kernel is set.
+func (t *stackTally) count(fn int, fns []int, n uint64, kernel bool) {
 	if fns[0] < 0 {
 		fns = fns[1:]
 	}
@@ -193,16 +194,21 @@ func (t *stackTally) count(fn int, fns []int, n uint64) {
 	if fn >= 0 {
 		c.self += n
 	}
+	if kernel {
+		c.kernel += n
+	}
 }
 
 // figures gives st the stacks' figures, each sample weighing interval
 // nanoseconds: the caller stacks of the chains, with their functions'
 // own time and their time with children, and each function's time with
-// children (ChildTime), the samples with it on the stack; and the
-// numbers of stacks unwound and cut.
+// children (ChildTime), the samples with it on the stack, and where the
+// kernel was sampled (its list in st), those of them taken in the
+// kernel; and the numbers of stacks unwound and cut.
 func (t *stackTally) figures(st *datafile.Stats, plan *datafile.Plan, interval int64) {
 	bk := books.New(plan)
 	all := make([]uint64, len(plan.Funcs))
+	kernel := st.Sampling.KernelChildSamples
 	seen := make([]int, len(plan.Funcs)) // the last chain each function was counted in, plus one
 	keys := slices.Sorted(maps.Keys(t.chains))
 	for ci, k := range keys {
@@ -211,6 +217,9 @@ func (t *stackTally) figures(st *datafile.Stats, plan *datafile.Plan, interval i
 			if seen[f] != ci+1 {
 				seen[f] = ci + 1
 				all[f] += c.all
+				if kernel != nil {
+					kernel[f] += c.kernel
+				}
 			}
 			var self int64
 			if i == len(c.funcs)-1 {
@@ -313,10 +322,12 @@ func (k *stackSampling) close() {
 	}
 }
 
-// options are what the samplers of the run take: the interval, and the
+// options are what the samplers of the run take: the interval, the
+// kernel's ticks unless the kernel refused them (a timing run's sampler
+// does not ask: its figure is PROFILE's share of user time), and the
 // stack where the run unwinds stacks.
 func (s *sampler) options() ptrace.SamplerOptions {
-	o := ptrace.SamplerOptions{Period: s.interval}
+	o := ptrace.SamplerOptions{Period: s.interval, Kernel: !s.timing && s.kernel.asks()}
 	if s.stacks.tally != nil {
 		o.Stack, o.Callchain = stackCopy, s.stacks.framePointers
 	}

@@ -49,7 +49,7 @@ func TestStackTallyFigures(t *testing.T) {
 	}
 	for _, s := range samples {
 		for range s.n {
-			tl.count(s.fn, slices.Clone(s.stack), 1)
+			tl.count(s.fn, slices.Clone(s.stack), 1, false)
 		}
 	}
 	tl.taken, tl.cut = 37, 1

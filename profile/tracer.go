@@ -160,6 +160,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		}
 		t.parts.sampling = newSampler(samplerEnv{plan: t.plan, threads: t.threads, warn: t.cfg.Warn, arch: arch.Name()}, interval)
 		t.parts.sampling.stacks.want = t.parts.sampling.stacks.want && !cfg.NoStacks
+		t.parts.sampling.kernel.userOnly = cfg.UserOnly
 		t.parts.sampling.stacks.framePointers = elfid.ReadIsGo(cfg.Path) // (Go keeps them in all its code)
 	}
 	t.choose()

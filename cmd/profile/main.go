@@ -132,6 +132,7 @@ func record(o *options, program string, diag io.Writer, warn func(*prf.Diagnosti
 		Breakpoints:   o.breakpoints,
 		NoCPUTime:     o.noCPUTime,
 		NoStacks:      o.noStacks,
+		UserOnly:      o.userOnly,
 		EveryLineSite: o.everyLineSite,
 		Verbose:       o.verbose,
 		Explain:       explainTo(o, diag),

@@ -68,6 +68,7 @@ func TestCommandLine(t *testing.T) {
 		{"explain limit", words("--explain-limit=3 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 3 }), program: "prog"}},
 		{"explain limit 0", words("--explain --explain-limit 0 prog"), "", want{o: with(func(o *options) { o.explain, o.explainLimit = true, 0 }), program: "prog"}},
 		{"no stacks", words("--no-stacks prog"), "", want{o: with(func(o *options) { o.noStacks = true }), program: "prog"}},
+		{"user only", words("--user-only prog"), "", want{o: with(func(o *options) { o.userOnly = true }), program: "prog"}},
 		{"TRACE", words("/tr prog"), "", want{o: with(func(o *options) { o.trace = true }), program: "prog"}},
 		{"trace limit", words("--trace --trace-limit=0 prog"), "", want{o: with(func(o *options) { o.trace, o.traceLimit = true, 0 }), program: "prog"}},
 		{"NOLOGO env", words("fcount"), "/nologo", want{o: def, program: "fcount", noLogo: true}},

@@ -13,6 +13,7 @@ type options struct {
 	breakpoints    bool   // --breakpoints: no in-process trampolines
 	noCPUTime      bool   // --no-cpu-time: no clock per thread, no waits measured
 	noStacks       bool   // --no-stacks: function sampling takes no call stack
+	userOnly       bool   // --user-only: function sampling samples user space alone
 	everyLineSite  bool   // --every-line-site: no counts shared in a block
 	verbose        bool   // --verbose: list the entries that keep a breakpoint
 	explain        bool   // --explain: tell what PROFILE does as it does it
@@ -86,6 +87,9 @@ var tool = cli.Tool[options]{
 		{Long: "no-stacks",
 			Set:     func(o *options, _ cli.Value) { o.noStacks = true },
 			Section: secRunning, Help: "sample program counters alone, without call stacks"},
+		{Long: "user-only",
+			Set:     func(o *options, _ cli.Value) { o.userOnly = true },
+			Section: secRunning, Help: "sample user space alone, not the kernel's time"},
 		{Long: "every-line-site",
 			Set:     func(o *options, _ cli.Value) { o.everyLineSite = true },
 			Section: secRunning, Help: "probe every line site (a test mode)"},

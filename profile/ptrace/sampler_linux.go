@@ -64,11 +64,17 @@ const (
 // thread's stack above its stack pointer (rounded up to 8 bytes, at most
 // MaxStackCopy); with Callchain, the return addresses the kernel finds
 // following the thread's frame pointers (user space only, at most
-// MaxCallchain of them).
+// MaxCallchain of them). With Kernel, the ticks that fall while the
+// thread runs in the kernel (its system calls, its page faults) are
+// samples too, each with the user registers the thread will return to
+// ([Sample.Kernel]); the kernel allows that only to a caller with
+// CAP_PERFMON or under a perf_event_paranoid of 1 or less (EACCES
+// otherwise).
 type SamplerOptions struct {
 	Period    time.Duration
 	Stack     int
 	Callchain bool
+	Kernel    bool
 }
 
 // MaxCallchain is the most entries of a call chain a sample's record
@@ -88,17 +94,31 @@ func (o SamplerOptions) recordSize() int {
 	if o.Callchain {
 		n += 8 + 8*MaxCallchain
 	}
+	if o.takesRegs() {
+		n += 8 + 8*sampleRegsAt.n
+	}
 	if s := o.stackBytes(); s > 0 {
-		n += 8 + 8*sampleRegsAt.n + 8 + s + 8
+		n += 8 + s + 8
 	}
 	return n
 }
+
+// takesRegs reports whether the samples of o carry the user registers: a
+// stack copy's unwinder starts from them, and a sample in the kernel
+// takes its user program counter from them.
+func (o SamplerOptions) takesRegs() bool { return o.Kernel || o.stackBytes() > 0 }
 
 // Sample is one sample a [Sampler] read: the thread's program counter
 // and, from a stack sampler, its registers and the copy of its stack.
 // Stack is only valid during the call that receives it.
 type Sample struct {
 	PC uint64
+	// Kernel is set for a sample taken while the thread ran in the
+	// kernel (SamplerOptions.Kernel): PC and the registers are then the
+	// user ones the thread will return to, at the system call or the
+	// faulting instruction, and PC is 0 where the kernel had none (a
+	// thread on its way out).
+	Kernel bool
 	// Regs is set when the kernel took the registers: SP, FP (the frame
 	// pointer: rbp, x29) and, on arm64, LR (x30).
 	Regs       bool
@@ -126,8 +146,8 @@ type sampleRegIndex struct {
 // clock (PERF_COUNT_SW_TASK_CLOCK of perf_event_open(2)): the kernel writes
 // a record to a ring shared with the caller every period of the thread's
 // CPU time, and [Sampler.Read] takes them out. Ticks that fall while the
-// thread runs in the kernel are dropped, not charged to a user PC. A Sampler
-// is not safe for concurrent use.
+// thread runs in the kernel are dropped unless SamplerOptions.Kernel asks
+// for them. A Sampler is not safe for concurrent use.
 type Sampler struct {
 	fd     int
 	mem    []byte  // the whole mapping: the control page, then the data area
@@ -141,9 +161,10 @@ type Sampler struct {
 // OpenSampler opens a sampler of thread tid (any thread of any process the
 // caller may trace), one sample every period of the thread's CPU time
 // (PERF_COUNT_SW_TASK_CLOCK, sample_period in nanoseconds), user-space only
-// (exclude_kernel=1, exclude_hv=1), inherit=0, cpu=-1, enabled at once
-// (disabled=0), sample_type = PERF_SAMPLE_IP|PERF_SAMPLE_TID, and with a
-// stack copy PERF_SAMPLE_REGS_USER|PERF_SAMPLE_STACK_USER, with a ring of
+// (exclude_kernel=1, exclude_hv=1) unless o.Kernel, inherit=0, cpu=-1,
+// enabled at once (disabled=0), sample_type = PERF_SAMPLE_IP|PERF_SAMPLE_TID,
+// with the kernel or a stack copy PERF_SAMPLE_REGS_USER, with a stack copy
+// PERF_SAMPLE_STACK_USER, with a ring of
 // 1 + 2^n pages mapped read-write from the event's fd, n chosen so the ring
 // holds at least a tenth of a second of samples at that period (RingHolds
 // says what it holds). A thread of arm64 that tid names is stopped by the
@@ -166,16 +187,23 @@ func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 		Bits:        unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
 	}
 	walk := ringWalk{callchain: o.Callchain}
+	if o.Kernel {
+		attr.Bits &^= unix.PerfBitExcludeKernel
+	}
 	if o.Callchain {
 		attr.Sample_type |= unix.PERF_SAMPLE_CALLCHAIN
 		attr.Bits |= unix.PerfBitExcludeCallchainKernel
 	}
-	if n := o.stackBytes(); n > 0 {
+	if o.takesRegs() {
 		attr.Size = unix.PERF_ATTR_SIZE_VER3
-		attr.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
+		attr.Sample_type |= unix.PERF_SAMPLE_REGS_USER
 		attr.Sample_regs_user = sampleRegsMask
+		walk.regs = sampleRegsAt
+	}
+	if n := o.stackBytes(); n > 0 {
+		attr.Sample_type |= unix.PERF_SAMPLE_STACK_USER
 		attr.Sample_stack_user = uint32(n)
-		walk.regs, walk.stack = sampleRegsAt, true
+		walk.stack = true
 	}
 	fd, err := unix.PerfEventOpen(&attr, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
@@ -279,9 +307,10 @@ func (s *Sampler) Close() error {
 }
 
 // ringWalk is how the records of a ring are read: with a call chain
-// when callchain is set, the registers regs says and a stack copy when
-// stack is set, as the sampler asked for them; and the buffers a stack
-// that wraps around the ring's end is copied into, and the call chain.
+// when callchain is set, the registers regs says (none when regs.n is
+// 0) and a stack copy when stack is set, as the sampler asked for them;
+// and the buffers a stack that wraps around the ring's end is copied
+// into, and the call chain.
 type ringWalk struct {
 	callchain bool
 	regs      sampleRegIndex
@@ -313,6 +342,7 @@ func (w *ringWalk) walk(ring []byte, head, tail uint64, sm *Sample, fn func(*Sam
 		}
 		switch typ {
 		case unix.PERF_RECORD_SAMPLE:
+			sm.Kernel = ringUint(ring, tail+4, 2)&perfCPUModeMask == perfCPUModeKernel
 			if err := w.decode(ring, tail, n, sm); err != nil {
 				return tail, lost, err
 			}
@@ -328,8 +358,32 @@ func (w *ringWalk) walk(ring []byte, head, tail uint64, sm *Sample, fn func(*Sam
 	return tail, lost, nil
 }
 
-// decode reads the sample of n bytes at position at of ring into sm.
+// The processor's mode at a sample, in its header's misc field
+// (PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_KERNEL).
+const (
+	perfCPUModeMask   = 7
+	perfCPUModeKernel = 1
+)
+
+// decode reads the sample of n bytes at position at of ring into sm,
+// whose Kernel field the header set. A sample in the kernel takes its
+// PC from the user registers, 0 when it has none.
 func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
+	if err := w.decodeBody(ring, at, n, sm); err != nil {
+		return err
+	}
+	if sm.Kernel && !sm.Regs {
+		sm.PC = 0
+	}
+	if len(sm.Callchain) > 0 && sm.Callchain[0] == sm.PC {
+		sm.Callchain = sm.Callchain[1:] // (the chain begins with the user PC)
+	}
+	return nil
+}
+
+// decodeBody reads the fields of the sample of n bytes at position at of
+// ring into sm.
+func (w *ringWalk) decodeBody(ring []byte, at, n uint64, sm *Sample) error {
 	if n < recordSampleSize {
 		return fmt.Errorf("sample at %d: size %d", at, n)
 	}
@@ -354,12 +408,9 @@ func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
 				w.chain = append(w.chain, v)
 			}
 		}
-		if len(w.chain) > 0 && w.chain[0] == sm.PC {
-			w.chain = w.chain[1:] // (the chain begins with the PC)
-		}
 		sm.Callchain = w.chain
 	}
-	if !w.stack {
+	if w.regs.n == 0 {
 		return nil
 	}
 	abi, ok := word()
@@ -378,6 +429,9 @@ func (w *ringWalk) decode(ring []byte, at, n uint64, sm *Sample) error {
 		if w.regs.lr >= 0 {
 			sm.LR = r[w.regs.lr]
 		}
+	}
+	if !w.stack {
+		return nil
 	}
 	copied, ok := word()
 	if !ok || copied > end-pos {

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// samplerHelperEnv, set to "burn", makes the test binary a busy child for
-// TestSampler (see TestSamplerHelperProcess).
+// samplerHelperEnv, set to "burn" or "syscalls", makes the test binary a
+// busy child for TestSampler (see TestSamplerHelperProcess).
 const samplerHelperEnv = "SPROF_SAMPLER_HELPER"
 
 // samplerBurn is the CPU time the helper burns.
@@ -30,17 +30,30 @@ var sink uint64
 // again with samplerHelperEnv set, and this is the child. It locks itself to
 // its thread, prints the thread's ID, waits for its standard input to
 // close (the sampler is open then), burns samplerBurn of its thread's CPU
-// time and exits.
+// time and exits: in user space ("burn"), or reading /dev/zero, most of
+// it in the kernel ("syscalls").
 func TestSamplerHelperProcess(t *testing.T) {
-	if os.Getenv(samplerHelperEnv) != "burn" {
+	mode := os.Getenv(samplerHelperEnv)
+	if mode != "burn" && mode != "syscalls" {
 		return
 	}
 	runtime.LockOSThread()
+	zero, err := os.Open("/dev/zero")
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(unix.Gettid())
 	var b [1]byte
 	os.Stdin.Read(b[:])
 	x := uint64(1)
+	buf := make([]byte, 64<<10)
 	for threadCPU() < samplerBurn {
+		if mode == "syscalls" {
+			for range 20 {
+				unix.Read(int(zero.Fd()), buf)
+			}
+			continue
+		}
 		for range 1000000 {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
@@ -74,18 +87,21 @@ func skipIfRefused(t *testing.T, err error) {
 // 110 % of one sample a millisecond of user time. The child's time
 // includes its start before the sampler opened, so the ratio is a little
 // under 1. With a stack copy, every sample has the registers, a stack
-// pointer in the stack it copied from, and some of that stack.
+// pointer in the stack it copied from, and some of that stack. Sampling
+// the kernel, a child in system calls gives a sample a millisecond of its
+// whole CPU time, the kernel's share of them its system time's, each with
+// a user PC and registers.
 func TestSampler(t *testing.T) {
 	t.Run("pc", func(t *testing.T) {
-		sampleHelper(t, SamplerOptions{Period: time.Millisecond}, func(s *Sample) error {
-			if s.Regs || s.Stack != nil {
-				return fmt.Errorf("registers %v and %d bytes of stack, asked for none", s.Regs, len(s.Stack))
+		sampleHelper(t, "burn", SamplerOptions{Period: time.Millisecond}, func(s *Sample) error {
+			if s.Regs || s.Stack != nil || s.Kernel {
+				return fmt.Errorf("registers %v, %d bytes of stack, kernel %v: asked for none", s.Regs, len(s.Stack), s.Kernel)
 			}
 			return nil
 		})
 	})
 	t.Run("stack", func(t *testing.T) {
-		sampleHelper(t, SamplerOptions{Period: time.Millisecond, Stack: 4000}, func(s *Sample) error {
+		sampleHelper(t, "burn", SamplerOptions{Period: time.Millisecond, Stack: 4000}, func(s *Sample) error {
 			switch {
 			case !s.Regs:
 				return errors.New("no registers")
@@ -97,17 +113,28 @@ func TestSampler(t *testing.T) {
 			return nil
 		})
 	})
+	t.Run("kernel", func(t *testing.T) {
+		sampleHelper(t, "syscalls", SamplerOptions{Period: time.Millisecond, Kernel: true}, func(s *Sample) error {
+			switch {
+			case !s.Regs || s.Stack != nil:
+				return fmt.Errorf("registers %v, %d bytes of stack: want the registers alone", s.Regs, len(s.Stack))
+			case s.PC>>48 != 0:
+				return fmt.Errorf("PC %#x (kernel %v): not a user address", s.PC, s.Kernel)
+			}
+			return nil
+		})
+	})
 }
 
-// sampleHelper samples the helper process with o, checking each sample
-// with check, and its number against the helper's CPU time.
-func sampleHelper(t *testing.T, o SamplerOptions, check func(*Sample) error) {
+// sampleHelper samples the helper process in mode with o, checking each
+// sample with check, and its number against the helper's CPU time.
+func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sample) error) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^TestSamplerHelperProcess$")
-	cmd.Env = append(os.Environ(), samplerHelperEnv+"=burn")
+	cmd.Env = append(os.Environ(), samplerHelperEnv+"="+mode)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -140,10 +167,13 @@ func sampleHelper(t *testing.T, o SamplerOptions, check func(*Sample) error) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	var samples, zeros, lost uint64
+	var samples, zeros, lost, kernel uint64
 	var bad error
 	count := func(sm *Sample) {
 		samples++
+		if sm.Kernel {
+			kernel++
+		}
 		if sm.PC == 0 {
 			zeros++
 		}
@@ -178,11 +208,26 @@ func sampleHelper(t *testing.T, o SamplerOptions, check func(*Sample) error) {
 	}
 
 	user, sys := cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
-	want := float64(user) / float64(time.Millisecond)
+	sampled := user
+	if o.Kernel {
+		sampled += sys
+	}
+	want := float64(sampled) / float64(time.Millisecond)
 	ratio := float64(samples+lost) / want
-	t.Logf("%d samples (%d lost) for %v user and %v system CPU time: %.2f of one sample a millisecond of user time", samples, lost, user, sys, ratio)
+	t.Logf("%d samples (%d lost, %d in the kernel) for %v user and %v system CPU time: %.2f of one sample a millisecond of the time sampled",
+		samples, lost, kernel, user, sys, ratio)
 	if ratio < 0.5 || ratio > 1.1 {
-		t.Errorf("%d samples for %v of user CPU time at 1 ms, want %.0f to %.0f", samples, user, 0.5*want, 1.1*want)
+		t.Errorf("%d samples for %v of CPU time at 1 ms, want %.0f to %.0f", samples, sampled, 0.5*want, 1.1*want)
+	}
+	if o.Kernel && samples > 0 {
+		// (The split of a thread's time between user and system is
+		// itself the kernel's sampling at its ticks: a wide margin.)
+		share, sysShare := float64(kernel)/float64(samples), float64(sys)/float64(user+sys)
+		if share < sysShare-0.25 || share > sysShare+0.25 {
+			t.Errorf("%d of %d samples in the kernel (%.2f), system time %.2f of the CPU time", kernel, samples, share, sysShare)
+		}
+	} else if kernel > 0 {
+		t.Errorf("%d samples in the kernel, not asked for", kernel)
 	}
 	if zeros > 0 {
 		t.Errorf("%d of %d samples at PC 0", zeros, samples)
@@ -222,6 +267,7 @@ func TestOpenSamplerErrors(t *testing.T) {
 // ringWriter writes records into a ring as the kernel does: at a
 // free-running position, wrapping around the ring's end.
 type ringWriter struct {
+	misc       uint16 // the header's misc field of the records written next
 	ring       []byte
 	tail, head uint64
 	bad        uint64 // where the reader must stop, set by mark
@@ -242,7 +288,7 @@ func (w *ringWriter) put(b []byte) {
 // record writes a record of type typ and the given size, then body.
 func (w *ringWriter) record(typ uint32, size uint16, body ...uint64) {
 	b := binary.NativeEndian.AppendUint32(nil, typ)
-	b = binary.NativeEndian.AppendUint16(b, 0)
+	b = binary.NativeEndian.AppendUint16(b, w.misc)
 	b = binary.NativeEndian.AppendUint16(b, size)
 	for _, v := range body {
 		b = binary.NativeEndian.AppendUint64(b, v)
@@ -337,6 +383,50 @@ func TestWalkRingCallchain(t *testing.T) {
 	w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+16, 0x401000, 1, 99, 0x402000)
 	if _, _, err := walk.walk(w.ring, w.head, w.tail, &sm, func(*Sample) {}); err == nil {
 		t.Error("a chain of 99 entries in a record of 1: no error")
+	}
+}
+
+// TestWalkRingKernel walks the samples of a sampler of the kernel: a
+// sample whose header says the kernel (misc, PERF_RECORD_MISC_KERNEL)
+// takes its PC from the user registers and its call chain starts after
+// that PC; one without user registers (abi 0) has PC 0; a user sample
+// is as ever.
+func TestWalkRingKernel(t *testing.T) {
+	const kernelIP = 0xffffffff81000000
+	w := newRingWriter(2048, 100)
+	w.misc = perfCPUModeKernel
+	regs := make([]uint64, sampleRegsAt.n)
+	regs[sampleRegsAt.pc], regs[sampleRegsAt.sp] = 0x401000, 0x7ff000
+	chain := []uint64{uint64(1<<64 - 512), 0x401000, 0x402000}
+	body := append([]uint64{kernelIP, 1234 | 1235<<32, uint64(len(chain))}, chain...)
+	body = append(append(body, 2), regs...)
+	w.record(unix.PERF_RECORD_SAMPLE, uint16(recordHeaderSize+8*len(body)), body...)
+	w.record(unix.PERF_RECORD_SAMPLE, recordSampleSize+16, kernelIP, 1, 0, 0) // (no chain, abi 0)
+	w.misc = 2                                                                // PERF_RECORD_MISC_USER
+	w.chainSample(0x403000, 0x7ff000, 0x403000, 0x404000)
+	walk := ringWalk{callchain: true, regs: sampleRegsAt}
+	var sm Sample
+	type got struct {
+		pc     uint64
+		kernel bool
+		chain  []uint64
+	}
+	var all []got
+	// (chainSample writes a stack's size, 0: a walk of registers alone
+	// reads it as padding the record's size allows.)
+	if _, _, err := walk.walk(w.ring, w.head, w.tail, &sm, func(s *Sample) {
+		all = append(all, got{s.PC, s.Kernel, slices.Clone(s.Callchain)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []got{{0x401000, true, []uint64{0x402000}}, {0, true, []uint64{}}, {0x403000, false, []uint64{0x404000}}}
+	if len(all) != len(want) {
+		t.Fatalf("samples %+v, want %+v", all, want)
+	}
+	for i := range want {
+		if all[i].pc != want[i].pc || all[i].kernel != want[i].kernel || !slices.Equal(all[i].chain, want[i].chain) {
+			t.Errorf("sample %d: %+v, want %+v", i, all[i], want[i])
+		}
 	}
 }
 
@@ -656,7 +746,12 @@ func FuzzSamplerRing(f *testing.F) {
 	w.chainSample(0x401000, 0x7ff000, 0x401000, 0x402000)
 	f.Add(w.ring, w.head, w.tail, true)
 	f.Fuzz(func(t *testing.T, ring []byte, head, tail uint64, stacks bool) {
-		walk := ringWalk{regs: sampleRegsAt, stack: stacks, callchain: stacks && len(ring)%2 == 0}
+		// (Stacks with the chain or without, or registers alone as a
+		// sampler of the kernel takes them, by the ring's length.)
+		walk := ringWalk{stack: stacks && len(ring)%3 != 0, callchain: stacks && len(ring)%2 == 0}
+		if stacks {
+			walk.regs = sampleRegsAt
+		}
 		var sm Sample
 		n := 0
 		newTail, _, err := walk.walk(ring, head, tail, &sm, func(s *Sample) {

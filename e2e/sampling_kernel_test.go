@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// kernelPhase is what testdata/progs/c/kernel.c printed of one phase:
+// its thread's user and system time in it, in microseconds.
+type kernelPhase struct{ user, sys float64 }
+
+var kernelPhaseLine = regexp.MustCompile(`phase (\w+) user=(\d+) sys=(\d+)`)
+
+// parseKernelPhases reads kernel.c's output.
+func parseKernelPhases(t *testing.T, out string) map[string]kernelPhase {
+	t.Helper()
+	phases := map[string]kernelPhase{}
+	for _, m := range kernelPhaseLine.FindAllStringSubmatch(out, -1) {
+		u, _ := strconv.ParseFloat(m[2], 64)
+		s, _ := strconv.ParseFloat(m[3], 64)
+		phases[m[1]] = kernelPhase{u, s}
+	}
+	if len(phases) != 3 {
+		t.Fatalf("the program's output %q: want 3 phases", out)
+	}
+	return phases
+}
+
+// kernelAllowed reports whether the kernel lets PROFILE sample its code:
+// a perf_event_paranoid of 1 or less, or CAP_PERFMON (38) or
+// CAP_SYS_ADMIN (21) in the effective set.
+func kernelAllowed(t *testing.T) bool {
+	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n <= 1 {
+			return true
+		}
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			return err == nil && caps&(1<<38|1<<21) != 0
+		}
+	}
+	return false
+}
+
+// TestSamplingKernel samples a program that spends known shares of its
+// CPU time in the kernel (testdata/progs/c/kernel.c): where the kernel
+// allows it, every phase's samples are its thread's whole CPU time; the
+// samples in the kernel are charged to the function whose code made the
+// system call (in_syscalls, its own instruction) within 10 points of the
+// phase's system time, or for the C library's read to its caller's time
+// with children (via_libc), and a function spinning in user space has
+// none; the report shows the samples in the kernel and each function's
+// share. Where the kernel refuses, the run has no kernel samples and
+// records the kernel time no sample saw.
+func TestSamplingKernel(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	for _, b := range []build{{"O2", []string{"-O2"}}, {"O0-pie", []string{"-O0", "-pie", "-fPIE"}}} {
+		t.Run(b.name, func(t *testing.T) {
+			prog := testutil.BuildC(t, "kernel", b.flags...)
+			dir, r := workflow(t, prog, []string{"/FS", "/INC", "in_syscalls", "/INC", "via_libc", "/INC", "in_user", "/INC", "main"}, "300")
+			if r.status != 0 {
+				t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+			}
+			needsPerf(t, r.stderr)
+			phases := parseKernelPhases(t, r.stdout)
+			name := filepath.Base(prog)
+			s := openSampled(t, dir, name)
+			sm := &s.m.Stats.Sampling
+			report := must(t, dir, "plist", "/nologo", name).stdout
+			if !kernelAllowed(t) {
+				if sm.KernelSamples != nil || sm.Kernel != 0 || sm.KernelTime <= 0 || !strings.Contains(report, "Kernel time (not sampled)") {
+					t.Errorf("the kernel refuses its samples here: kernel samples %v (%d), kernel time %d\n%s", sm.KernelSamples, sm.Kernel, sm.KernelTime, report)
+				}
+				return
+			}
+			if sm.KernelSamples == nil || sm.KernelTime != 0 {
+				t.Fatalf("the kernel was not sampled: kernel samples %v, kernel time %d\n%s", sm.KernelSamples, sm.KernelTime, r.stderr)
+			}
+			tol := 10.0
+			if testutil.Slow() {
+				tol = 20 // (the emulated kernel's split of user and system time is coarse)
+			}
+			iv := float64(sm.Interval) / 1e3 // microseconds
+			for _, c := range []struct {
+				fn       string
+				children bool // the kernel's time is the function's with children
+			}{
+				{"in_syscalls", false},
+				{"via_libc", true},
+				{"in_user", false},
+			} {
+				i, ph := s.fn(t, c.fn), phases[c.fn]
+				own, kown := float64(sm.Samples[i]), float64(sm.KernelSamples[i])
+				all, kall := float64(s.m.Stats.ChildTime[i])/float64(sm.Interval), float64(sm.KernelChildSamples[i])
+				t.Logf("%s: %.0f samples (%.0f in the kernel), %.0f with children (%.0f); CPU time %.0f ms user, %.0f ms system",
+					c.fn, own, kown, all, kall, ph.user/1e3, ph.sys/1e3)
+				want := (ph.user + ph.sys) / iv
+				if math.Abs(all-want) > 0.2*want+10 {
+					t.Errorf("%s: %.0f samples with children, want %.0f, a sample every %.0f µs of CPU time, the kernel's included", c.fn, all, want, iv)
+				}
+				share := 100 * ph.sys / (ph.user + ph.sys)
+				got := percentOf(kall, all)
+				if !c.children {
+					got = percentOf(kown, own)
+				}
+				if math.Abs(got-share) > tol {
+					t.Errorf("%s: %.1f %% of its samples in the kernel, its system time %.1f %% of its CPU time", c.fn, got, share)
+				}
+				if c.children && kown > 0.05*kall+2 {
+					t.Errorf("%s: %.0f of its own samples in the kernel: its code makes no system call", c.fn, kown)
+				}
+			}
+			if !strings.Contains(report, fmt.Sprintf("Samples in the kernel: %d,", sm.Kernel)) || !strings.Contains(report, "Kernel Time of Functions") {
+				t.Errorf("the report shows no kernel samples:\n%s", report)
+			}
+		})
+	}
+}
+
+// percentOf is 100 part/whole, 0 of nothing.
+func percentOf(part, whole float64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return 100 * part / whole
+}
+
+// TestSamplingUserOnly samples kernel.c with profile --user-only: no
+// sample is taken in the kernel, so the phase in system calls has a
+// sample a millisecond of its user time alone, and the run records the
+// kernel time no sample saw, which the report gives apart.
+func TestSamplingUserOnly(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	prog := testutil.BuildC(t, "kernel", "-O2")
+	dir, r := workflowWith(t, prog, []string{"/FS"}, []string{"--user-only"}, "300")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	phases := parseKernelPhases(t, r.stdout)
+	name := filepath.Base(prog)
+	s := openSampled(t, dir, name)
+	sm := &s.m.Stats.Sampling
+	if sm.KernelSampled() || sm.Kernel != 0 || sm.KernelTime <= 0 {
+		t.Errorf("kernel samples %v (%d), kernel time %d: want none, and the kernel time apart", sm.KernelSamples, sm.Kernel, sm.KernelTime)
+	}
+	i, ph := s.fn(t, "in_syscalls"), phases["in_syscalls"]
+	all := float64(s.m.Stats.ChildTime[i]) / float64(sm.Interval)
+	if want := ph.user / (float64(sm.Interval) / 1e3); math.Abs(all-want) > 0.2*want+15 {
+		t.Errorf("in_syscalls: %.0f samples with children, want %.0f, its user time's alone (%.0f ms user, %.0f ms system)", all, want, ph.user/1e3, ph.sys/1e3)
+	}
+	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "Kernel time (not sampled)") || strings.Contains(out, "Samples in the kernel") {
+		t.Errorf("the report does not give the kernel time apart:\n%s", out)
+	}
+}
