@@ -108,8 +108,11 @@ func TestSamplingKernel(t *testing.T) {
 				all, kall := float64(s.m.Stats.ChildTime[i])/float64(sm.Interval), float64(sm.KernelChildSamples[i])
 				t.Logf("%s: %.0f samples (%.0f in the kernel), %.0f with children (%.0f); CPU time %.0f ms user, %.0f ms system",
 					c.fn, own, kown, all, kall, ph.user/1e3, ph.sys/1e3)
-				want := (ph.user + ph.sys) / iv
-				if math.Abs(all-want) > 0.2*want+10 {
+				want, slack := (ph.user+ph.sys)/iv, 0.2
+				if testutil.Slow() {
+					slack = 0.4 // (under emulation the clock's samples fall short of the CPU time the kernel gives)
+				}
+				if math.Abs(all-want) > slack*want+10 {
 					t.Errorf("%s: %.0f samples with children, want %.0f, a sample every %.0f µs of CPU time, the kernel's included", c.fn, all, want, iv)
 				}
 				share := 100 * ph.sys / (ph.user + ph.sys)

@@ -16,7 +16,9 @@
  * each thread (getrusage RUSAGE_THREAD at its work's end), main's first,
  * which user-space samples see (a thread's spinning counts the kernel's
  * time in it too):
- *   threads user=US,US,US */
+ *   threads user=US,US,US sys=US,US,US
+ * (with the system time of each: a sampler of the kernel's time too sees
+ * both). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/resource.h>
@@ -60,7 +62,7 @@ static int rounds = 100;
 static long long used[3][3]; /* per thread, per function */
 static volatile int started;
 
-static long long user_us[3]; /* per thread */
+static long long user_us[3], sys_us[3]; /* per thread */
 
 static void work(int th)
 {
@@ -72,8 +74,10 @@ static void work(int th)
             started = 1;
     }
     struct rusage ru;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         user_us[th] = ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec;
+        sys_us[th] = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
+    }
 }
 
 static void *worker(void *arg)
@@ -98,6 +102,7 @@ int main(int argc, char **argv)
     for (int th = 0; th < 3; th++)
         a += used[th][0], b += used[th][1], c += used[th][2];
     printf("shares calls=%d a=%lld b=%lld c=%lld total=%lld\n", 3 * rounds, a, b, c, now(CLOCK_PROCESS_CPUTIME_ID));
-    printf("threads user=%lld,%lld,%lld\n", user_us[0], user_us[1], user_us[2]);
+    printf("threads user=%lld,%lld,%lld sys=%lld,%lld,%lld\n", user_us[0], user_us[1], user_us[2],
+           sys_us[0], sys_us[1], sys_us[2]);
     return 0;
 }
