@@ -34,6 +34,22 @@ func parseKernelPhases(t *testing.T, out string) map[string]kernelPhase {
 	return phases
 }
 
+// sampleKernelFixture builds kernel.c with flags, prepares its functions
+// for sampling, runs it with PROFILE's options profileOpts, 300 ms a
+// phase, and merges the run: it returns the directory, the program's
+// name, its phases' times and the database.
+func sampleKernelFixture(t *testing.T, flags, profileOpts []string) (string, string, map[string]kernelPhase, sampled) {
+	t.Helper()
+	prog := testutil.BuildC(t, "kernel", flags...)
+	dir, r := workflowWith(t, prog, []string{"/FS", "/INC", "in_syscalls", "/INC", "via_libc", "/INC", "in_user", "/INC", "main"}, profileOpts, "300")
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	name := filepath.Base(prog)
+	return dir, name, parseKernelPhases(t, r.stdout), openSampled(t, dir, name)
+}
+
 // kernelAllowed reports whether the kernel lets PROFILE sample its code:
 // a perf_event_paranoid of 1 or less, or CAP_PERFMON (38) or
 // CAP_SYS_ADMIN (21) in the effective set.
@@ -70,15 +86,7 @@ func TestSamplingKernel(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	for _, b := range []build{{"O2", []string{"-O2"}}, {"O0-pie", []string{"-O0", "-pie", "-fPIE"}}} {
 		t.Run(b.name, func(t *testing.T) {
-			prog := testutil.BuildC(t, "kernel", b.flags...)
-			dir, r := workflow(t, prog, []string{"/FS", "/INC", "in_syscalls", "/INC", "via_libc", "/INC", "in_user", "/INC", "main"}, "300")
-			if r.status != 0 {
-				t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
-			}
-			needsPerf(t, r.stderr)
-			phases := parseKernelPhases(t, r.stdout)
-			name := filepath.Base(prog)
-			s := openSampled(t, dir, name)
+			dir, name, phases, s := sampleKernelFixture(t, b.flags, nil)
 			sm := &s.m.Stats.Sampling
 			report := must(t, dir, "plist", "/nologo", name).stdout
 			if !kernelAllowed(t) {
@@ -88,7 +96,7 @@ func TestSamplingKernel(t *testing.T) {
 				return
 			}
 			if sm.KernelSamples == nil || sm.KernelTime != 0 {
-				t.Fatalf("the kernel was not sampled: kernel samples %v, kernel time %d\n%s", sm.KernelSamples, sm.KernelTime, r.stderr)
+				t.Fatalf("the kernel was not sampled: kernel samples %v, kernel time %d", sm.KernelSamples, sm.KernelTime)
 			}
 			tol := 10.0
 			if testutil.Slow() {
@@ -148,15 +156,7 @@ func percentOf(part, whole float64) float64 {
 // kernel time no sample saw, which the report gives apart.
 func TestSamplingUserOnly(t *testing.T) {
 	testutil.MustHavePtrace(t)
-	prog := testutil.BuildC(t, "kernel", "-O2")
-	dir, r := workflowWith(t, prog, []string{"/FS"}, []string{"--user-only"}, "300")
-	if r.status != 0 {
-		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
-	}
-	needsPerf(t, r.stderr)
-	phases := parseKernelPhases(t, r.stdout)
-	name := filepath.Base(prog)
-	s := openSampled(t, dir, name)
+	dir, name, phases, s := sampleKernelFixture(t, []string{"-O2"}, []string{"--user-only"})
 	sm := &s.m.Stats.Sampling
 	if sm.KernelSampled() || sm.Kernel != 0 || sm.KernelTime <= 0 {
 		t.Errorf("kernel samples %v (%d), kernel time %d: want none, and the kernel time apart", sm.KernelSamples, sm.Kernel, sm.KernelTime)
