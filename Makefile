@@ -23,7 +23,7 @@ docdir    := $(DESTDIR)$(PREFIX)/share/doc/sprof
 STATICCHECK_VERSION := v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: all build install uninstall test unit race vet lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-all arm64-bti arm64-16k
+.PHONY: all build install uninstall test unit race vet cross lint fmt fmt-check tidy-check fuzz golden check clean demo bench deps arm64 arm64-all arm64-bti arm64-16k
 
 all: build
 
@@ -98,6 +98,13 @@ race:
 vet:
 	$(GO) vet ./...
 
+# cross vets the code for the platforms the tools do not run on, whose
+# stubs (profile/ptrace/unsupported.go) must keep up with the real code:
+# a Mac, and a Linux of another architecture.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=linux GOARCH=riscv64 $(GO) vet ./...
+
 lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
@@ -111,7 +118,7 @@ tidy-check:
 	$(GO) mod tidy -diff
 
 # check is the tests of this machine only.
-check: fmt-check vet tidy-check lint unit race
+check: fmt-check vet cross tidy-check lint unit race
 
 # deps installs, as root, the Debian packages the tests need on a fresh
 # machine (scripts/install-deps lists them, with what needs each): C and

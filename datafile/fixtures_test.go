@@ -153,8 +153,10 @@ func sampled(c *Counts, second bool) {
 		LineSamples: []uint64{4, 2, 1, 0}, Outside: 1, KernelTime: 2000000, Overhead: 2, Stacks: 9, StacksCut: 1,
 		Kernel: 3, KernelSamples: []uint64{2, 0, 0, 0}, KernelChildSamples: []uint64{3, 2, 0, 0}}
 	if second {
+		// (A database's runs all sampled the kernel's time, or none
+		// did: this one's lists, of no sample in the kernel.)
 		sm = SamplingStats{Interval: interval, Sampler: PtraceSampler, Samples: []uint64{2, 1, 0, 1},
-			LineSamples: []uint64{1, 1, 0, 1}, Lost: 3}
+			LineSamples: []uint64{1, 1, 0, 1}, Lost: 3, KernelSamples: []uint64{0, 0, 0, 0}, KernelChildSamples: []uint64{0, 0, 0, 0}}
 	}
 	c.Stats.Sampling = sm
 	total := sm.Outside

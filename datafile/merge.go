@@ -191,8 +191,10 @@ func (m *Merged) check(c *Counts) error {
 }
 
 // checkSampling checks that a run's sampling figures fit the database's:
-// the same interval as the runs before (PRF1463), and a count for each of
-// the plan's functions and lines.
+// the same interval as the runs before (PRF1463), the kernel's time
+// sampled as theirs was, or not (its shares would otherwise be of samples
+// of which some could not be the kernel's), and a count for each of the
+// plan's functions and lines.
 func (m *Merged) checkSampling(c *SamplingStats) error {
 	s := &m.Stats.Sampling
 	switch {
@@ -203,6 +205,10 @@ func (m *Merged) checkSampling(c *SamplingStats) error {
 	case s.Interval != 0 && c.Interval != s.Interval:
 		return fmt.Errorf("%w: sampled every %v, the database's runs every %v", ErrInterval,
 			time.Duration(c.Interval), time.Duration(s.Interval))
+	case s.Interval != 0 && c.KernelSampled() != s.KernelSampled():
+		did := map[bool]string{true: "sampled", false: "did not sample"}
+		return fmt.Errorf("%w: a run that %s the kernel's time, a database whose runs %s it", ErrConflict,
+			did[c.KernelSampled()], did[s.KernelSampled()])
 	case len(c.Samples) != len(s.Samples) || len(c.LineSamples) != len(s.LineSamples):
 		return fmt.Errorf("%w: samples of %d functions and %d lines, database of %d and %d", ErrNotSamePlan,
 			len(c.Samples), len(c.LineSamples), len(s.Samples), len(s.LineSamples))

@@ -474,10 +474,10 @@ func TestPending(t *testing.T) {
 }
 
 // TestMergeSampling checks that sampling runs add up (the kernel's
-// samples too, of a run that took them beside one that did not), and
-// that a run sampled at another interval, or without samples of every
-// function and line, is refused and leaves the database as it was
-// (PRF1463).
+// samples too), and that a run sampled at another interval, or without
+// the kernel's time where the database's runs sampled it, or without
+// samples of every function and line, is refused and leaves the database
+// as it was (PRF1463, PRF1304).
 func TestMergeSampling(t *testing.T) {
 	m := testMerged(t, FuncSampling)
 	sm := m.Stats.Sampling
@@ -511,9 +511,12 @@ func TestMergeSampling(t *testing.T) {
 		{"no interval", func(c *Counts) { c.Stats.Sampling.Interval = 0 }, ErrConflict},
 		{"a line short", func(c *Counts) { c.Stats.Sampling.LineSamples = c.Stats.Sampling.LineSamples[:3] }, ErrNotSamePlan},
 		{"too many samples", func(c *Counts) { c.Stats.Sampling.Samples[0] = math.MaxUint64 }, ErrOverflow},
+		{"the kernel not sampled", func(c *Counts) {
+			c.Stats.Sampling.KernelSamples, c.Stats.Sampling.KernelChildSamples = nil, nil
+		}, ErrConflict},
 		{"too many kernel samples", func(c *Counts) {
 			sm := &c.Stats.Sampling
-			sm.Kernel, sm.KernelSamples, sm.KernelChildSamples = 1, []uint64{0, 0, 0, 0}, []uint64{math.MaxUint64, 0, 0, 0}
+			sm.Kernel, sm.KernelSamples, sm.KernelChildSamples = math.MaxUint64, []uint64{0, 0, 0, 0}, []uint64{math.MaxUint64, 0, 0, 0}
 		}, ErrOverflow},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package datafile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -274,10 +275,26 @@ func (s *SamplingStats) check(method Method, funcs int) error {
 		return fmt.Errorf("kernel samples of %d functions, with children %d, for %d functions' samples",
 			len(s.KernelSamples), len(s.KernelChildSamples), len(s.Samples))
 	}
+	var kernel uint64
 	for i, n := range s.KernelSamples {
-		if n > s.Samples[i] {
+		switch {
+		case n > s.Samples[i]:
 			return fmt.Errorf("function %d: %d samples in the kernel of %d", i, n, s.Samples[i])
+		case s.KernelChildSamples[i] < n:
+			return fmt.Errorf("function %d: %d samples in the kernel with children, fewer than its own %d", i, s.KernelChildSamples[i], n)
+		case s.KernelChildSamples[i] > s.Kernel:
+			return fmt.Errorf("function %d: %d samples in the kernel with children, of %d in all", i, s.KernelChildSamples[i], s.Kernel)
 		}
+		if kernel > math.MaxUint64-n {
+			return fmt.Errorf("function %d: samples in the kernel: %w", i, ErrOverflow)
+		}
+		kernel += n
+	}
+	if kernel > s.Kernel {
+		return fmt.Errorf("%d samples in the kernel in functions, of %d in all", kernel, s.Kernel)
+	}
+	if s.Kernel > 0 && s.KernelSamples == nil {
+		return fmt.Errorf("%d samples in the kernel without the functions' lists", s.Kernel)
 	}
 	return nil
 }

@@ -98,6 +98,17 @@ func TestCountsValidate(t *testing.T) {
 		{"kernel samples without their children's", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelChildSamples = nil },
 			"kernel samples of 4 functions, with children 0, for 4 functions' samples"},
 		{"more kernel samples than samples", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelSamples[1] = 4 }, "function 1: 4 samples in the kernel of 3"},
+		{"kernel samples with children fewer than their own", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelChildSamples[0] = 1 },
+			"function 0: 1 samples in the kernel with children, fewer than its own 2"},
+		{"kernel samples with children more than all", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelChildSamples[1] = 4 },
+			"function 1: 4 samples in the kernel with children, of 3 in all"},
+		{"kernel samples in functions more than all", FuncSampling, func(c *Counts) { c.Stats.Sampling.Kernel = 1 },
+			"function 0: 3 samples in the kernel with children, of 1 in all"},
+		{"kernel samples of the functions more than all", FuncSampling, func(c *Counts) { c.Stats.Sampling.KernelSamples[1] = 2 },
+			"4 samples in the kernel in functions, of 3 in all"},
+		{"kernel samples without lists", FuncSampling, func(c *Counts) {
+			c.Stats.Sampling.KernelSamples, c.Stats.Sampling.KernelChildSamples = nil, nil
+		}, "3 samples in the kernel without the functions' lists"},
 		{"samples of too few functions", FuncSampling, func(c *Counts) { c.Stats.Sampling.Samples = c.Stats.Sampling.Samples[:3] }, "samples of 3 functions for 4 functions"},
 	}
 	tests = append(tests, waitTests...)

@@ -174,7 +174,7 @@ func (s *sampler) start(tid int) {
 	s.mu.Lock()
 	s.started = true
 	s.mu.Unlock()
-	go s.drainLoop()
+	go s.drainLoop(s.drainInterval())
 }
 
 // openPerf opens the kernel's sampler of thread tid, with its stack
@@ -234,10 +234,10 @@ func (s *sampler) threadEnded(tid int) {
 	}
 }
 
-// drainLoop reads the rings every drainEvery until stop is closed.
-func (s *sampler) drainLoop() {
+// drainLoop reads the rings every interval until stop is closed.
+func (s *sampler) drainLoop(interval time.Duration) {
 	defer close(s.done)
-	tick := time.NewTicker(s.drainInterval())
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {

@@ -5,8 +5,10 @@ package profile
 // where the kernel allows it (CAP_PERFMON, or a perf_event_paranoid of 1
 // or less) PROFILE asks for those ticks too: each such sample comes with
 // the user registers the thread will return to, and is charged to the
-// user code at them, the instruction that made the system call or the
-// fault, as a sample there (its function's, its line's, its stack's).
+// user code at them as a sample there (its function's, its line's, its
+// stack's): the instruction after the system call's, which the function
+// that made the call holds (its line may be the next one), or the one
+// that faulted.
 // The run counts them apart, in all and per function, so that the report
 // can give each function's kernel share: of its own time (the system
 // calls its own code makes) and of its time with children (those of
@@ -40,11 +42,16 @@ type kernelSampling struct {
 func (k *kernelSampling) asks() bool { return !k.userOnly && !k.refused }
 
 // openKernel opens the kernel's sampler of thread tid with o, and where
-// the kernel refuses the samples of its own code, one of user space
-// alone (and no later thread asks for them).
+// the kernel refuses the event the samples of its own code (EACCES,
+// EPERM; not its limit on the rings' memory, a ptrace.RingError), one of
+// user space alone, and no later thread asks for them. Once a thread's
+// kernel time is sampled, a refusal is that thread's: it is not sampled
+// (warned at the end, PRF4678), as the run's figures then hold every
+// sampled thread's kernel time and no kernel time apart.
 func (s *sampler) openKernel(tid int, o ptrace.SamplerOptions) (sampleRing, error) {
 	ps, err := s.open(tid, o)
-	if err != nil && o.Kernel && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
+	if err != nil && o.Kernel && !s.kernel.sampled && !ptrace.IsRingError(err) &&
+		(errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
 		o.Kernel = false
 		if ps, err = s.open(tid, o); err == nil {
 			s.kernel.refused = true

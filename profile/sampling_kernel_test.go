@@ -2,6 +2,7 @@ package profile
 
 import (
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -105,5 +106,44 @@ func TestStackTallyKernel(t *testing.T) {
 	tl.figures(&st, plan, 1000)
 	if want := []uint64{9, 6, 5}; !slices.Equal(st.Sampling.KernelChildSamples, want) {
 		t.Errorf("kernel samples with children %v, want %v", st.Sampling.KernelChildSamples, want)
+	}
+}
+
+// TestKernelRefusedLater: once a thread's kernel time is sampled, a
+// thread the kernel refuses is not sampled (PRF4678) rather than sampled
+// in user space alone, whose kernel time no figure would hold, and later
+// threads still ask; a ring the kernel's limit on locked memory refuses
+// (ptrace.RingError, EPERM) is no refusal of the kernel's samples.
+func TestKernelRefusedLater(t *testing.T) {
+	plan := samplingPlan()
+	var warned []*prf.Diagnostic
+	s := newSampler(samplerEnv{plan: plan, warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}, time.Millisecond)
+	asked := map[int][]bool{}
+	s.open = func(tid int, o ptrace.SamplerOptions) (sampleRing, error) {
+		asked[tid] = append(asked[tid], o.Kernel)
+		switch {
+		case tid == 102 && o.Kernel:
+			return nil, syscall.EACCES
+		case tid == 103:
+			return nil, &ptrace.RingError{Err: syscall.EPERM}
+		}
+		return &fakeSampleRing{}, nil
+	}
+	s.start(101)
+	for _, tid := range []int{102, 103, 104} {
+		s.threadBorn(tid, false)
+	}
+	want := map[int][]bool{101: {true}, 102: {true}, 103: {true}, 104: {true}}
+	for tid, w := range want {
+		if !slices.Equal(asked[tid], w) {
+			t.Errorf("thread %d asked for the kernel %v, want %v", tid, asked[tid], w)
+		}
+	}
+	if s.kernel.refused || !s.kernel.sampled {
+		t.Errorf("refused %v, sampled %v: want the kernel sampled", s.kernel.refused, s.kernel.sampled)
+	}
+	s.ended()
+	if len(warned) != 1 || warned[0].Code != 4678 || !strings.HasPrefix(warned[0].Text, "2 threads were not sampled") {
+		t.Errorf("warnings %v, want one PRF4678 for 2 threads", warned)
 	}
 }

@@ -32,7 +32,8 @@ const (
 // the registers of sample_regs_user (none when abi is 0,
 // PERF_SAMPLE_REGS_ABI_NONE), then u64 size, size bytes of stack and,
 // when size is not 0, u64 dyn_size, the bytes of it the kernel could
-// copy. A PERF_RECORD_LOST holds u64 id, u64 lost.
+// copy. The registers come with a sampler of the kernel too, the stack
+// only with a stack sampler. A PERF_RECORD_LOST holds u64 id, u64 lost.
 const (
 	recordHeaderSize = 8
 	recordSampleSize = recordHeaderSize + 8 + 4 + 4
@@ -109,15 +110,16 @@ func (o SamplerOptions) recordSize() int {
 func (o SamplerOptions) takesRegs() bool { return o.Kernel || o.stackBytes() > 0 }
 
 // Sample is one sample a [Sampler] read: the thread's program counter
-// and, from a stack sampler, its registers and the copy of its stack.
+// and, from a stack sampler, its registers and the copy of its stack (a
+// sampler of the kernel takes the registers too).
 // Stack is only valid during the call that receives it.
 type Sample struct {
 	PC uint64
 	// Kernel is set for a sample taken while the thread ran in the
 	// kernel (SamplerOptions.Kernel): PC and the registers are then the
-	// user ones the thread will return to, at the system call or the
-	// faulting instruction, and PC is 0 where the kernel had none (a
-	// thread on its way out).
+	// user ones the thread will return to: the instruction after a
+	// system call's (syscall, svc), or the one that faulted; PC is 0
+	// where the kernel had none (a thread on its way out).
 	Kernel bool
 	// Regs is set when the kernel took the registers: SP, FP (the frame
 	// pointer: rbp, x29) and, on arm64, LR (x30).
@@ -214,7 +216,7 @@ func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 	mem, err := unix.Mmap(fd, 0, (1+pages)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("map sample ring of thread %d: %w", tid, err)
+		return nil, &RingError{fmt.Errorf("map sample ring of thread %d: %w", tid, err)}
 	}
 	// Kernels before 4.1 leave data_offset and data_size at 0: the data
 	// area is then every page after the first.
@@ -236,10 +238,24 @@ func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 		tail: (*uint64)(unsafe.Pointer(&mem[pageDataTail])),
 		walk: walk,
 	}
-	if walk.stack {
+	if walk.regs.n > 0 {
 		s.sample.PACMask = PACMask(tid)
 	}
 	return s, nil
+}
+
+// RingError is OpenSampler's failure to map the ring of an event the
+// kernel opened: its limit on the rings' locked memory (EPERM past
+// perf_event_mlock_kb and RLIMIT_MEMLOCK), not a refusal of the event.
+type RingError struct{ Err error }
+
+func (e *RingError) Error() string { return e.Err.Error() }
+func (e *RingError) Unwrap() error { return e.Err }
+
+// IsRingError reports whether err is a [RingError].
+func IsRingError(err error) bool {
+	var r *RingError
+	return errors.As(err, &r)
 }
 
 // ringPages returns the number of data pages of a ring holding at least

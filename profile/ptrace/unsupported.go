@@ -211,6 +211,7 @@ type SamplerOptions struct {
 	Period    time.Duration
 	Stack     int
 	Callchain bool
+	Kernel    bool
 }
 
 // MaxCallchain is the most entries of a sample's call chain.
@@ -219,11 +220,24 @@ const MaxCallchain = 128
 // Sample is one sample a Sampler read.
 type Sample struct {
 	PC         uint64
+	Kernel     bool
 	Regs       bool
 	SP, FP, LR uint64
 	Stack      []byte
 	Callchain  []uint64
 	PACMask    uint64
+}
+
+// RingError is OpenSampler's failure to map an event's ring.
+type RingError struct{ Err error }
+
+func (e *RingError) Error() string { return e.Err.Error() }
+func (e *RingError) Unwrap() error { return e.Err }
+
+// IsRingError reports whether err is a RingError.
+func IsRingError(err error) bool {
+	var r *RingError
+	return errors.As(err, &r)
 }
 
 // MaxStackCopy is the most stack a sampler copies with each sample.
