@@ -153,7 +153,8 @@ func percentOf(part, whole float64) float64 {
 // TestSamplingUserOnly samples kernel.c with profile --user-only: no
 // sample is taken in the kernel, so the phase in system calls has a
 // sample a millisecond of its user time alone, and the run records the
-// kernel time no sample saw, which the report gives apart.
+// kernel time no sample saw, which the report gives apart; a run that
+// samples the kernel then does not merge into its database.
 func TestSamplingUserOnly(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	dir, name, phases, s := sampleKernelFixture(t, []string{"-O2"}, []string{"--user-only"})
@@ -168,5 +169,14 @@ func TestSamplingUserOnly(t *testing.T) {
 	}
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "Kernel time (not sampled)") || strings.Contains(out, "Samples in the kernel") {
 		t.Errorf("the report does not give the kernel time apart:\n%s", out)
+	}
+	// A run that samples the kernel does not merge into a database of
+	// runs that did not (PRF1304).
+	if !kernelAllowed(t) {
+		return
+	}
+	must(t, dir, "profile", "/nologo", name, "20")
+	if r := tool(t, dir, "prep", "/nologo", "/M", name); r.status == 0 || !strings.Contains(r.stdout+r.stderr, "PRF1304") {
+		t.Errorf("a run that sampled the kernel merged into a database of user space's: status %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 }
