@@ -554,7 +554,7 @@ func TestProcessSeam(t *testing.T) {
 	if testutil.Slow() {
 		t.Skip("the sources are the host's (the arm64 VM has the test binary alone)")
 	}
-	pure := map[string]bool{"IsNoProcess": true, "IsTerminal": true, "Supported": true, "Counter": true, "Yield": true, "RingHolds": true}
+	pure := map[string]bool{"IsNoProcess": true, "IsRingError": true, "IsTerminal": true, "Supported": true, "Counter": true, "Yield": true, "RingHolds": true}
 	fset := token.NewFileSet()
 	parse := func(pattern string) []*ast.File {
 		paths, err := filepath.Glob(pattern)
