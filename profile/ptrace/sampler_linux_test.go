@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,21 +115,31 @@ func TestSampler(t *testing.T) {
 		})
 	})
 	t.Run("kernel", func(t *testing.T) {
-		sampleHelper(t, "syscalls", SamplerOptions{Period: time.Millisecond, Kernel: true}, func(s *Sample) error {
-			switch {
-			case !s.Regs || s.Stack != nil:
+		var pcs []uint64
+		code := sampleHelper(t, "syscalls", SamplerOptions{Period: time.Millisecond, Kernel: true}, func(s *Sample) error {
+			if !s.Regs || s.Stack != nil {
 				return fmt.Errorf("registers %v, %d bytes of stack: want the registers alone", s.Regs, len(s.Stack))
-			case s.PC>>48 != 0:
-				return fmt.Errorf("PC %#x (kernel %v): not a user address", s.PC, s.Kernel)
+			}
+			if s.Kernel {
+				pcs = append(pcs, s.PC)
 			}
 			return nil
 		})
+		// (A sample in the kernel is at the user PC the thread returns
+		// to: in the helper's code, or its vDSO's.)
+		for _, pc := range pcs {
+			if !slices.ContainsFunc(code, func(r [2]uint64) bool { return r[0] <= pc && pc < r[1] }) {
+				t.Errorf("a sample in the kernel at %#x, in none of the helper's code %x", pc, code)
+				break
+			}
+		}
 	})
 }
 
 // sampleHelper samples the helper process in mode with o, checking each
-// sample with check, and its number against the helper's CPU time.
-func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sample) error) {
+// sample with check, and its number against the helper's CPU time. It
+// returns the helper's executable mappings, read as it started.
+func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sample) error) (code [][2]uint64) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +167,7 @@ func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sampl
 		stop()
 		t.Fatalf("read helper's thread ID: %v", err)
 	}
+	code = executable(t, cmd.Process.Pid)
 	s, err := OpenSampler(tid, o)
 	if err != nil {
 		stop()
@@ -235,6 +247,26 @@ func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sampl
 	if bad != nil {
 		t.Error(bad)
 	}
+	return code
+}
+
+// executable returns the executable mappings of process pid, from its
+// /proc/PID/maps ("lo-hi perms ...").
+func executable(t *testing.T, pid int) [][2]uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code [][2]uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		var lo, hi uint64
+		var perms string
+		if _, err := fmt.Sscanf(line, "%x-%x %s", &lo, &hi, &perms); err == nil && strings.Contains(perms, "x") {
+			code = append(code, [2]uint64{lo, hi})
+		}
+	}
+	return code
 }
 
 // TestOpenSamplerErrors checks that OpenSampler's errors wrap the errno.
