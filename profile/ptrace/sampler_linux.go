@@ -244,20 +244,6 @@ func OpenSampler(tid int, o SamplerOptions) (*Sampler, error) {
 	return s, nil
 }
 
-// RingError is OpenSampler's failure to map the ring of an event the
-// kernel opened: its limit on the rings' locked memory (EPERM past
-// perf_event_mlock_kb and RLIMIT_MEMLOCK), not a refusal of the event.
-type RingError struct{ Err error }
-
-func (e *RingError) Error() string { return e.Err.Error() }
-func (e *RingError) Unwrap() error { return e.Err }
-
-// IsRingError reports whether err is a [RingError].
-func IsRingError(err error) bool {
-	var r *RingError
-	return errors.As(err, &r)
-}
-
 // ringPages returns the number of data pages of a ring holding at least
 // ringSeconds of samples of o: a power of two, at least ringMinPages, at
 // most ringMaxBytes (stackRingBytes with a stack copy) or one page.

@@ -228,18 +228,6 @@ type Sample struct {
 	PACMask    uint64
 }
 
-// RingError is OpenSampler's failure to map an event's ring.
-type RingError struct{ Err error }
-
-func (e *RingError) Error() string { return e.Err.Error() }
-func (e *RingError) Unwrap() error { return e.Err }
-
-// IsRingError reports whether err is a RingError.
-func IsRingError(err error) bool {
-	var r *RingError
-	return errors.As(err, &r)
-}
-
 // MaxStackCopy is the most stack a sampler copies with each sample.
 const MaxStackCopy = 32 << 10
 
