@@ -187,6 +187,17 @@ func TestHTMLTables(t *testing.T) {
 	if rows := rowsOf(t, page); rows[0][0] != "Counter::Counter()" || !strings.Contains(page, `<th data-key="name" aria-sort="ascending"`) {
 		t.Errorf("/SN: first row %q", rows[0])
 	}
+	// The kernel's columns: spin_b's 50 samples in the kernel of its own,
+	// 80 with children (stackedSampling), a millisecond each.
+	kernelCols := ""
+	for _, row := range rowsOf(t, writeHTMLReport(t, "sampling-stacks", cases["sampling-stacks"], nil)) {
+		if row[0] == "spin_b" {
+			kernelCols = strings.Join(row[len(row)-2:], " ")
+		}
+	}
+	if kernelCols != "50.000 80.000" {
+		t.Errorf("sampling-stacks: spin_b's kernel time %q, want 50.000 and 80.000 ms", kernelCols)
+	}
 	// The numbers sort by their exact value: a percentage by its part.
 	if !strings.Contains(writeHTMLReport(t, "timing", cases["timing"], nil), `<td class="n" data-v="1800000">1.800</td><td class="n" data-v="1800000">72.0</td>`) {
 		t.Error("timing: no exact sort value for 1.800 ms")

@@ -111,7 +111,7 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		out.Sampling = &jsonSampling{IntervalNs: sm.Interval, Sampler: string(name), Samples: r.insideSamples() + sm.Outside,
 			Outside: sm.Outside, Profiler: sm.Overhead, Uncounted: r.plan.Uncounted,
 			Stacks: sm.Stacks, StacksCut: sm.StacksCut, Lost: sm.Lost, KernelTimeNs: sm.KernelTime}
-		if r.m.Stats.Sampling.KernelSampled() {
+		if sm.KernelSampled() {
 			out.Sampling.Kernel = &sm.Kernel
 		}
 	}
@@ -168,7 +168,7 @@ func (r jsonExport) jsonFunction(i int, timed, sampled bool) jsonFunction {
 		n := r.samples(i)
 		jf.Samples = &n
 	}
-	if sm := &r.m.Stats.Sampling; sampled && r.m.Stats.Sampling.KernelSampled() {
+	if sm := &r.m.Stats.Sampling; sampled && sm.KernelSampled() {
 		k, kc := at(sm.KernelSamples, i), at(sm.KernelChildSamples, i)
 		jf.Kernel, jf.KChild = &k, &kc
 	}

@@ -320,9 +320,10 @@ func (r *report) linesInOrder(idx []int) []int {
 
 // insideTime is the time inside profiled functions, the denominator of
 // every time percentage: total time minus the time outside.
-func (r *report) insideTime() int64 {
-	return r.m.Stats.TotalTime - r.m.Stats.OutsideTime
-}
+func (r *report) insideTime() int64 { return timeInside(r.m) }
+
+// timeInside is m's time inside profiled functions.
+func timeInside(m *datafile.Merged) int64 { return m.Stats.TotalTime - m.Stats.OutsideTime }
 
 // shareBase is the denominator of the time tables' percentages: the time
 // inside profiled functions, or where the samples' stacks were unwound
@@ -333,7 +334,7 @@ func shareBase(m *datafile.Merged) int64 {
 	if m.SampledStacks() {
 		return m.Stats.TotalTime
 	}
-	return m.Stats.TotalTime - m.Stats.OutsideTime // (insideTime)
+	return timeInside(m)
 }
 
 // listed applies /C: a row is kept when its hits reach MinCount.

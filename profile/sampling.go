@@ -356,9 +356,6 @@ func (s *sampler) stats(st *datafile.Stats) {
 		s.kernel.time = 0
 	}
 	f := &s.tally
-	if s.kernel.sampled {
-		s.kernel.time = 0 // (every sample sees it)
-	}
 	st.Sampling = datafile.SamplingStats{
 		Interval:    iv,
 		Sampler:     s.kind,
@@ -442,7 +439,7 @@ func newTally(plan *datafile.Plan) tally {
 
 // place counts n samples at program counter pc, taken in the kernel when
 // kernel is set (pc is then where the thread will return to user space:
-// the system call, the faulting instruction), and returns the function
+// after the system call, or the faulting instruction), and returns the function
 // they fell in (-1: none), and whether they are the profiler's overhead.
 func (f *tally) place(places *placeTable, pc uint64, n uint64, kernel bool) (fn int, overhead bool) {
 	f.all += n

@@ -66,13 +66,14 @@ func (s *sampler) openKernel(tid int, o ptrace.SamplerOptions) (sampleRing, erro
 // kernelFigures gives sm the kernel's figures where its ticks were
 // sampled: the samples taken in it, in all and in each function, and
 // each function's with children, its own where no stack was unwound
-// (stackTally.figures adds them up otherwise).
+// (stackTally.figures adds them up otherwise); and no kernel time apart,
+// which every sample sees.
 func (s *sampler) kernelFigures(sm *datafile.SamplingStats) {
 	if !s.kernel.sampled {
 		return
 	}
 	f := &s.tally
-	sm.Kernel, sm.KernelSamples = f.kernel, f.kernelSamples
+	sm.Kernel, sm.KernelSamples, sm.KernelTime = f.kernel, f.kernelSamples, 0
 	if s.stacks.tally != nil {
 		sm.KernelChildSamples = make([]uint64, len(f.kernelSamples))
 	} else {
