@@ -102,7 +102,7 @@ func TestSamplingKernel(t *testing.T) {
 			if testutil.Slow() {
 				tol = 20 // (the emulated kernel's split of user and system time is coarse)
 			}
-			iv := float64(sm.Interval) / 1e3 // microseconds
+			rate, slack := clockRate(t, s, phases["in_user"])
 			for _, c := range []struct {
 				fn       string
 				children bool // the kernel's time is the function's with children
@@ -116,12 +116,8 @@ func TestSamplingKernel(t *testing.T) {
 				all, kall := float64(s.m.Stats.ChildTime[i])/float64(sm.Interval), float64(sm.KernelChildSamples[i])
 				t.Logf("%s: %.0f samples (%.0f in the kernel), %.0f with children (%.0f); CPU time %.0f ms user, %.0f ms system",
 					c.fn, own, kown, all, kall, ph.user/1e3, ph.sys/1e3)
-				want, slack := (ph.user+ph.sys)/iv, 0.2
-				if testutil.Slow() {
-					slack = 0.4 // (under emulation the clock's samples fall short of the CPU time the kernel gives)
-				}
-				if math.Abs(all-want) > slack*want+10 {
-					t.Errorf("%s: %.0f samples with children, want %.0f, a sample every %.0f µs of CPU time, the kernel's included", c.fn, all, want, iv)
+				if want := (ph.user + ph.sys) * rate; math.Abs(all-want) > slack*want+10 {
+					t.Errorf("%s: %.0f samples with children, want %.0f, a sample every %.0f µs of CPU time, the kernel's included", c.fn, all, want, 1/rate)
 				}
 				share := 100 * ph.sys / (ph.user + ph.sys)
 				got := percentOf(kall, all)
@@ -140,6 +136,26 @@ func TestSamplingKernel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clockRate is the samples a microsecond of CPU time the phases are held
+// to, and the slack allowed: one every sampling interval; but under
+// emulation the clock's samples fall short of the CPU time the kernel
+// gives, by a part that varies from run to run, so there the rate is
+// the one the phase spinning in user space (in_user) had in this run,
+// held to a third of the interval's at least.
+func clockRate(t *testing.T, s sampled, user kernelPhase) (rate, slack float64) {
+	t.Helper()
+	sm := &s.m.Stats.Sampling
+	nominal := 1e3 / float64(sm.Interval) // a sample every interval, in microseconds
+	if !testutil.Slow() {
+		return nominal, 0.2
+	}
+	rate = float64(sm.Samples[s.fn(t, "in_user")]) / (user.user + user.sys)
+	if rate < nominal/3 || rate > 1.2*nominal {
+		t.Errorf("in_user: a sample every %.0f µs of CPU time, want every %.0f µs (a third as often at least, under emulation)", 1/rate, 1/nominal)
+	}
+	return rate, 0.3
 }
 
 // percentOf is 100 part/whole, 0 of nothing.
@@ -164,7 +180,8 @@ func TestSamplingUserOnly(t *testing.T) {
 	}
 	i, ph := s.fn(t, "in_syscalls"), phases["in_syscalls"]
 	all := float64(s.m.Stats.ChildTime[i]) / float64(sm.Interval)
-	if want := ph.user / (float64(sm.Interval) / 1e3); math.Abs(all-want) > 0.2*want+15 {
+	rate, slack := clockRate(t, s, phases["in_user"])
+	if want := ph.user * rate; math.Abs(all-want) > slack*want+15 {
 		t.Errorf("in_syscalls: %.0f samples with children, want %.0f, its user time's alone (%.0f ms user, %.0f ms system)", all, want, ph.user/1e3, ph.sys/1e3)
 	}
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "Kernel time (not sampled)") || strings.Contains(out, "Samples in the kernel") {
