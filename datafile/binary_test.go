@@ -281,8 +281,8 @@ type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 
-// TestReadOlderVersions reads the files of format versions 3 to 12
-// (testdata/v3 to v12, the goldens written before versions 4 to 13): each
+// TestReadOlderVersions reads the files of format versions 3 to 13
+// (testdata/v3 to v13, the goldens written before versions 4 to 14): each
 // holds the value of its name (a .pbt of version 3 has no discarded runs,
 // no file before version 5 has sampling figures, none before version 6
 // the keys of its stacks' caller stacks, no plan before version 7 what
@@ -291,7 +291,8 @@ func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 // none before version 10 its calls' waits: Waits nil, none before
 // version 11 its samples in PROFILE's code or an uncounted plan, and
 // none before version 12 its sampled stacks' numbers, none before
-// version 13 its samples in the kernel), and is written
+// version 13 its samples in the kernel, no plan before version 14 its
+// inlined calls), and is written
 // again in this version.
 func TestReadOlderVersions(t *testing.T) {
 	// values are the test values as a file of version v holds them.
@@ -325,6 +326,9 @@ func TestReadOlderVersions(t *testing.T) {
 			if st != nil && v < 12 {
 				st.Sampling.Stacks, st.Sampling.StacksCut = 0, 0
 			}
+			if p != nil && v < 14 {
+				p.Inlined = nil
+			}
 			if st != nil && v < 13 {
 				st.Sampling.Kernel, st.Sampling.KernelSamples, st.Sampling.KernelChildSamples = 0, nil, nil
 			}
@@ -347,7 +351,7 @@ func TestReadOlderVersions(t *testing.T) {
 		}
 		return out
 	}
-	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13, 11: 14, 12: 14} {
+	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13, 11: 14, 12: 14, 13: 14} {
 		values := values(version)
 		dir := fmt.Sprintf("v%d", version)
 		names, err := filepath.Glob(filepath.Join("testdata", dir, "*.golden"))

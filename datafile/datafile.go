@@ -169,6 +169,23 @@ type Func struct {
 	Line int
 }
 
+// Inlined is one inlined call of a profiled function: a copy of its code
+// in another function's (DW_TAG_inlined_subroutine).
+type Inlined struct {
+	// Func indexes Plan.Funcs: the function inlined, whose module's code
+	// holds the copy.
+	Func int
+	// Parent indexes Plan.Inlined: the copy whose code holds this one (a
+	// call inlined into inlined code), or is -1.
+	Parent int
+	// Ranges are the copy's code, link-time addresses, each [low, high),
+	// sorted.
+	Ranges []Range
+}
+
+// Range is the code from Low up to High, High past the end.
+type Range struct{ Low, High uint64 }
+
 // Frame says how PROFILE keys a function's frames when it keeps the call
 // depth: a frame whose key shows it at or above a new entry's has
 // returned.
@@ -224,7 +241,12 @@ type Plan struct {
 	Calibration int64
 	Modules     []Module
 	Funcs       []Func
-	Lines       []Line
+	// Inlined are the copies of profiled functions that the compiler
+	// placed in the code of others (function sampling: a sampled stack
+	// has the function there, inside the one whose code holds the copy).
+	// Each comes after its Parent. Nil in the other plans.
+	Inlined []Inlined `json:",omitempty"`
+	Lines   []Line
 	// LeftOut is what the default selection (profiler.ini) left out of
 	// the profile that has debugging information, the code of a language's
 	// run-time or standard library compiled into the program (Go's, Rust's,

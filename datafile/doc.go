@@ -13,7 +13,7 @@
 // [Merged.Add] sentinel errors; the commands give them the original's PRF
 // numbers (internal/prf).
 //
-// # Binary layout, format version 13
+// # Binary layout, format version 14
 //
 // This section is normative; docs/formats.md mirrors it. Any change of the
 // layout bumps [Version]. All integers are little-endian.
@@ -85,7 +85,9 @@
 //	            list(str) CompDirs)
 //	4 funcs     list(uvarint Module, str Name, str Source, uvarint Entry,
 //	            uvarint Low, uvarint High, uvarint Frame, str File,
-//	            uvarint Line)
+//	            uvarint Line),
+//	            then list(uvarint Func, varint Parent, list(uvarint Low,
+//	            uvarint High) Ranges) Inlined
 //	5 lines     list(uvarint Module, uvarint File, uvarint Line,
 //	            list(uvarint) Addrs)
 //	6 counts    id PlanID, uvarint Method
@@ -120,8 +122,10 @@
 //
 // # Older versions
 //
-// The writer writes version 13; the readers also read versions 12 to 3
-// ([MinVersion]). Version 12 is version 13 but for section 8, which ends
+// The writer writes version 14; the readers also read versions 13 to 3
+// ([MinVersion]). Version 13 is version 14 but for section 4, which ends
+// after the functions: its plans name no inlined call (Inlined reads as
+// nil). Version 12 is version 13 but for section 8, which ends
 // after StacksCut: its runs sampled no kernel code (Kernel and its lists
 // read as 0 and nil). Version 11 is version 12 but for section 8, which
 // ends after Overhead: its runs unwound no stack (Stacks and StacksCut

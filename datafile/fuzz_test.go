@@ -36,7 +36,7 @@ func addSeeds(f *testing.F, pattern string, more ...func([]byte) []byte) {
 // is read as is and, so that the fuzzer gets past the checksum, as a
 // header and a body given a correct length and checksum.
 func FuzzRead(f *testing.F) {
-	for _, dir := range []string{"", "v3/", "v4/", "v5/", "v6/", "v7/", "v8/", "v9/", "v10/", "v11/", "v12/"} {
+	for _, dir := range []string{"", "v3/", "v4/", "v5/", "v6/", "v7/", "v8/", "v9/", "v10/", "v11/", "v12/", "v13/"} {
 		addSeeds(f, dir+"*.golden", func(b []byte) []byte { return b[:len(b)-4] })
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

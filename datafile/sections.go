@@ -89,6 +89,17 @@ func (e *encoder) plan(p *Plan) {
 			w.str(f.File)
 			w.int(f.Line)
 		}
+		w.int(len(p.Inlined))
+		for i := range p.Inlined {
+			c := &p.Inlined[i]
+			w.int(c.Func)
+			w.varint(int64(c.Parent))
+			w.int(len(c.Ranges))
+			for _, r := range c.Ranges {
+				w.uvarint(r.Low)
+				w.uvarint(r.High)
+			}
+		}
 	})
 	e.section(secLines, func(w *payload) {
 		w.int(len(p.Lines))
@@ -150,20 +161,9 @@ func (d *decoder) plan(p *Plan) {
 	d.end(s)
 
 	s = d.section(secFuncs)
-	if n := s.count(9); n > 0 {
-		p.Funcs = make([]Func, n)
-	}
-	for i := 0; i < len(p.Funcs) && s.ok(); i++ {
-		f := &p.Funcs[i]
-		f.Module = s.int()
-		f.Name = s.str()
-		f.Source = s.str()
-		f.Entry = s.uvarint()
-		f.Low = s.uvarint()
-		f.High = s.uvarint()
-		f.Frame = Frame(s.uvarint())
-		f.File = s.str()
-		f.Line = s.int()
+	p.Funcs = s.funcs()
+	if d.version >= 14 {
+		p.Inlined = s.inlined()
 	}
 	d.end(s)
 
@@ -448,4 +448,47 @@ func (d *decoder) stats(st *Stats) {
 		st.Sampling.KernelChildSamples = s.uvarints()
 	}
 	d.end(s)
+}
+
+// funcs reads a plan's functions.
+func (d *decoder) funcs() []Func {
+	n := d.count(9)
+	if n == 0 {
+		return nil
+	}
+	out := make([]Func, n)
+	for i := 0; i < n && d.ok(); i++ {
+		f := &out[i]
+		f.Module = d.int()
+		f.Name = d.str()
+		f.Source = d.str()
+		f.Entry = d.uvarint()
+		f.Low = d.uvarint()
+		f.High = d.uvarint()
+		f.Frame = Frame(d.uvarint())
+		f.File = d.str()
+		f.Line = d.int()
+	}
+	return out
+}
+
+// inlined reads a plan's inlined calls (version 14 on).
+func (d *decoder) inlined() []Inlined {
+	n := d.count(3)
+	if n == 0 {
+		return nil
+	}
+	out := make([]Inlined, n)
+	for i := 0; i < n && d.ok(); i++ {
+		c := &out[i]
+		c.Func = d.int()
+		c.Parent = d.signed()
+		if m := d.count(2); m > 0 {
+			c.Ranges = make([]Range, m)
+		}
+		for j := 0; j < len(c.Ranges) && d.ok(); j++ {
+			c.Ranges[j] = Range{d.uvarint(), d.uvarint()}
+		}
+	}
+	return out
 }

@@ -7,6 +7,34 @@ import (
 	"strings"
 )
 
+// checkInlined checks the inlined calls: of function sampling alone, each
+// of a function of the plan, after its parent, of the same module, with
+// code, ranges sorted.
+func (p *Plan) checkInlined() error {
+	if len(p.Inlined) > 0 && p.Method != FuncSampling {
+		return fmt.Errorf("inlined calls in a plan of %s", strings.ToLower(p.Method.Words()))
+	}
+	for i := range p.Inlined {
+		c := &p.Inlined[i]
+		switch {
+		case c.Func < 0 || c.Func >= len(p.Funcs):
+			return fmt.Errorf("inlined call %d: func %d out of range (%d funcs)", i, c.Func, len(p.Funcs))
+		case c.Parent < -1 || c.Parent >= i:
+			return fmt.Errorf("inlined call %d: parent %d is not a call before it", i, c.Parent)
+		case c.Parent >= 0 && p.Funcs[p.Inlined[c.Parent].Func].Module != p.Funcs[c.Func].Module:
+			return fmt.Errorf("inlined call %d: in a call of another module", i)
+		case len(c.Ranges) == 0:
+			return fmt.Errorf("inlined call %d: no code", i)
+		}
+		for j, r := range c.Ranges {
+			if r.Low >= r.High || j > 0 && r.Low < c.Ranges[j-1].High {
+				return fmt.Errorf("inlined call %d: range %d [%#x, %#x) empty or out of order", i, j, r.Low, r.High)
+			}
+		}
+	}
+	return nil
+}
+
 // maxCallers is the most callers a stack shows (original.md §3.6).
 const maxCallers = 2
 
@@ -66,6 +94,9 @@ func (p *Plan) check() error {
 		case f.Line < 0:
 			return fmt.Errorf("func %d: negative line %d", i, f.Line)
 		}
+	}
+	if err := p.checkInlined(); err != nil {
+		return err
 	}
 	for i := range p.Lines {
 		l := &p.Lines[i]

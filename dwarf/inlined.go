@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	stddwarf "debug/dwarf"
 )
@@ -23,6 +24,13 @@ type Inlined struct {
 	// inlined into inlined code), or is -1 for a call in a function's own
 	// code.
 	Parent int
+	// Origin names the function inlined, as [Func.Name] names a function
+	// before the symbol table's say: its linkage name, else its plain
+	// name, found through DW_AT_abstract_origin and DW_AT_specification
+	// ("" where the DWARF gives none). Unit indexes File.Units: the unit
+	// the call was compiled in, which holds a static function's own copy.
+	Origin string
+	Unit   int
 }
 
 // InlinedCalls returns every inlined call of the file's units (those of
@@ -40,7 +48,7 @@ func (f *File) InlinedCalls() (out []Inlined, err error) {
 		op = "read inlined calls of " + f.DebugFile
 	}
 	defer catch(&err, op)
-	w := &inlineWalk{x: f.impl, files: map[int][]string{}, units: f.Units}
+	w := &inlineWalk{x: f.impl, files: map[int][]string{}, units: f.Units, origins: map[originKey]string{}}
 	if err := w.walk(f.impl.data, nil, -1); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -65,6 +73,14 @@ type inlineWalk struct {
 	units []Unit
 	files map[int][]string // file tables read so far, by unit
 	out   []Inlined
+	// origins are the names of the inlined functions found so far.
+	origins map[originKey]string
+}
+
+// originKey is a DIE of one DWARF: the file's own or a split unit's.
+type originKey struct {
+	d   *stddwarf.Data
+	off stddwarf.Offset
 }
 
 // walk appends the inlined calls of d: the file's own DWARF (su nil), whose
@@ -130,7 +146,13 @@ func (w *inlineWalk) inlined(d *stddwarf.Data, su *splitUnit, unit int, e *stddw
 	if err != nil {
 		return Inlined{}, false
 	}
-	in := Inlined{Parent: parent}
+	in := Inlined{Parent: parent, Unit: unit}
+	if off, ok := e.Val(stddwarf.AttrAbstractOrigin).(stddwarf.Offset); ok {
+		in.Origin = w.originName(d, off)
+		if unit >= 0 && unit < len(w.units) && w.units[unit].Language == "go" {
+			in.Origin = strings.ReplaceAll(in.Origin, "·", ".") // (as Func.Name)
+		}
+	}
 	for _, r := range rs {
 		// (An arm64 PIE's code may start in its first page: the executable
 		// segments, not isTombstone, tell a discarded range.)
@@ -149,6 +171,46 @@ func (w *inlineWalk) inlined(d *stddwarf.Data, su *splitUnit, unit int, e *stddw
 		in.CallLine = int(n)
 	}
 	return in, true
+}
+
+// originName returns the name of the function whose DIE is at off in d:
+// the first linkage name, else the first plain name, along its chain of
+// DW_AT_abstract_origin and DW_AT_specification (as resolve takes them
+// for functions), "" where none can be read.
+func (w *inlineWalk) originName(d *stddwarf.Data, off stddwarf.Offset) string {
+	key := originKey{d, off}
+	if name, ok := w.origins[key]; ok {
+		return name
+	}
+	var linkage, name string
+	r := d.Reader()
+	for depth := 0; depth < maxRefDepth && linkage == ""; depth++ {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		linkage, _ = e.Val(stddwarf.AttrLinkageName).(string)
+		if linkage == "" {
+			linkage, _ = e.Val(attrMIPSLinkageName).(string)
+		}
+		if name == "" {
+			name, _ = e.Val(stddwarf.AttrName).(string)
+		}
+		next, ok := e.Val(stddwarf.AttrAbstractOrigin).(stddwarf.Offset)
+		if !ok {
+			next, ok = e.Val(stddwarf.AttrSpecification).(stddwarf.Offset)
+		}
+		if !ok || next == off {
+			break
+		}
+		off = next
+	}
+	if linkage != "" {
+		name = linkage
+	}
+	w.origins[key] = name
+	return name
 }
 
 // fileName returns entry n of the file table of unit u, as line rows name

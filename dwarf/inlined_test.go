@@ -11,7 +11,7 @@ import (
 // for arm64 as PIE (whose code starts in its first page): sq inlined twice
 // into twosq, on the lines of its two calls, and into outer, inlined into
 // nested, the inner call's parent the outer; each call's code inside its
-// caller's.
+// caller's, and named by the function inlined.
 func TestInlinedCalls(t *testing.T) {
 	for _, c := range []struct {
 		cc    string
@@ -42,8 +42,8 @@ func TestInlinedCalls(t *testing.T) {
 			var got []int
 			for _, i := range in("twosq") {
 				c := calls[i]
-				if c.Parent != -1 || c.CallFile != src {
-					t.Errorf("call in twosq %+v: want no parent, called from %s", c, src)
+				if c.Parent != -1 || c.CallFile != src || c.Origin != "sq" || c.Unit != funcNamed(t, f, "twosq").Unit {
+					t.Errorf("call in twosq %+v: want sq's, no parent, called from %s in twosq's unit", c, src)
 				}
 				got = append(got, c.CallLine)
 			}
@@ -56,8 +56,8 @@ func TestInlinedCalls(t *testing.T) {
 				t.Fatalf("%d calls inlined into nested, want 2: %+v", len(nested), calls)
 			}
 			outer, inner := calls[nested[0]], calls[nested[1]]
-			if outer.CallLine != line("call-outer") || outer.Parent != -1 ||
-				inner.CallLine != line("call-inner") || inner.Parent != nested[0] || !inside(inner.Ranges, outer.Ranges) {
+			if outer.CallLine != line("call-outer") || outer.Parent != -1 || outer.Origin != "outer" ||
+				inner.CallLine != line("call-inner") || inner.Parent != nested[0] || inner.Origin != "sq" || !inside(inner.Ranges, outer.Ranges) {
 				t.Errorf("the calls inlined into nested: %+v then %+v; want outer's on line %d, then sq's inside it on line %d",
 					outer, inner, line("call-outer"), line("call-inner"))
 			}

@@ -255,10 +255,12 @@ func (r funcListing) countingRows(p *printer, funcs []int) {
 
 // keptBy is the figure /C keeps function i's row by: its hits, or in a
 // sampling run that counted no call its samples, those with it on the
-// stack where the stacks were sampled.
+// stack where the stacks were sampled. Of those a function never called
+// is kept by too: it ran inlined in others' code (datafile.Plan.Inlined),
+// or its entry could not be planted.
 func (r funcListing) keptBy(i int) uint64 {
-	if !r.plan.Uncounted {
-		return r.hits(i)
+	if h := r.hits(i); !r.plan.Uncounted && (h > 0 || !r.m.SampledStacks()) {
+		return h
 	}
 	if iv := r.m.Stats.Sampling.Interval; r.m.SampledStacks() && iv > 0 {
 		return uint64(r.childTime(i) / iv)

@@ -119,6 +119,12 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 	if err := planModuleLines(plan, mods, sel, patterns, warn); err != nil {
 		return nil, err
 	}
+	if o.Method == datafile.FuncSampling && !o.Attribution {
+		// (The sampled stacks' inlined frames: /AT takes no stack.)
+		if plan.Inlined, err = planInlined(mods, sel); err != nil {
+			return nil, err
+		}
+	}
 	if len(plan.Funcs) == 0 && o.Method.IsFunction() {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
 			return nil, prf.Stripped(mods[0].module.Path, hex.EncodeToString(f.BuildID))

@@ -440,7 +440,8 @@ func newTally(plan *datafile.Plan) tally {
 // place counts n samples at program counter pc, taken in the kernel when
 // kernel is set (pc is then where the thread will return to user space:
 // after the system call, or the faulting instruction), and returns the function
-// they fell in (-1: none), and whether they are the profiler's overhead.
+// they fell in (-1: none; of a function inlined there, the innermost:
+// sampling_inlined.go), and whether they are the profiler's overhead.
 func (f *tally) place(places *placeTable, pc uint64, n uint64, kernel bool) (fn int, overhead bool) {
 	f.all += n
 	if kernel {
@@ -451,6 +452,7 @@ func (f *tally) place(places *placeTable, pc uint64, n uint64, kernel bool) (fn 
 		f.own += n
 	}
 	fn, line := places.find(pc)
+	fn = places.innermost(fn, pc)
 	switch {
 	case fn < 0 && own:
 		f.overhead += n

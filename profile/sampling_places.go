@@ -20,6 +20,10 @@ type placeTable struct {
 	funcs []codeSpan
 	lines []lineStart
 	own   [][2]uint64
+	// inlined is the code of the inlined calls of the modules planted
+	// (sampling_inlined.go), calls the plan's list of them.
+	inlined []inlineSpan
+	calls   []datafile.Inlined
 }
 
 // codeSpan is the code [lo, hi) of function fn (a function's own, or the
@@ -97,7 +101,8 @@ func (p *placeTable) origin(pc uint64) uint64 {
 // with returns a table with the functions and lines of module mi, loaded
 // with bias in [lo, hi), added, and the trampolines of their entries.
 func (p *placeTable) with(plan *datafile.Plan, mi int, bias, lo, hi uint64, tramps []*tramp) *placeTable {
-	q := &placeTable{funcs: slices.Clone(p.funcs), lines: slices.Clone(p.lines), own: p.own}
+	q := &placeTable{funcs: slices.Clone(p.funcs), lines: slices.Clone(p.lines), own: p.own, calls: plan.Inlined}
+	q.inlined = append(slices.Clone(p.inlined), inlineSpans(plan, mi, bias)...)
 	byEntry := map[uint64]int{}
 	for i := range plan.Funcs {
 		f := &plan.Funcs[i]
@@ -142,9 +147,11 @@ func (p *placeTable) without(lo, hi uint64, areas [][2]uint64) *placeTable {
 		return false
 	}
 	q := &placeTable{
-		funcs: slices.DeleteFunc(slices.Clone(p.funcs), func(c codeSpan) bool { return gone(c.lo) }),
-		lines: slices.DeleteFunc(slices.Clone(p.lines), func(l lineStart) bool { return gone(l.addr) }),
-		own:   slices.DeleteFunc(slices.Clone(p.own), func(a [2]uint64) bool { return gone(a[0]) }),
+		funcs:   slices.DeleteFunc(slices.Clone(p.funcs), func(c codeSpan) bool { return gone(c.lo) }),
+		lines:   slices.DeleteFunc(slices.Clone(p.lines), func(l lineStart) bool { return gone(l.addr) }),
+		own:     slices.DeleteFunc(slices.Clone(p.own), func(a [2]uint64) bool { return gone(a[0]) }),
+		inlined: slices.DeleteFunc(slices.Clone(p.inlined), func(s inlineSpan) bool { return gone(s.lo) }),
+		calls:   p.calls,
 	}
 	return q
 }
@@ -165,4 +172,5 @@ func (p *placeTable) sort() {
 	}
 	p.funcs = out
 	slices.SortStableFunc(p.lines, func(a, b lineStart) int { return cmp.Compare(a.addr, b.addr) })
+	slices.SortFunc(p.inlined, func(a, b inlineSpan) int { return cmp.Compare(a.lo, b.lo) })
 }

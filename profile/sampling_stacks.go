@@ -6,7 +6,8 @@ package profile
 // reads them at its stops, stopSample), which PROFILE unwinds
 // through the call frame information of the program and its libraries
 // (package unwind, framemodules.go). The profiled functions on the stack,
-// outermost first, are the sample's chain: a function's time with its
+// outermost first, are the sample's chain, each frame with the profiled
+// functions inlined where it is inside it (sampling_inlined.go): a function's time with its
 // children is the samples with it on the stack, each once, and each
 // chain is a caller stack (records 8 to 10, the flame graph), keyed as
 // /AT keys the calls' (books.StackFor), with time and no hits.
@@ -94,16 +95,25 @@ func newStackTally(frames *frameModules) *stackTally {
 }
 
 // take unwinds the stack of sample sm, whose program counter is in
-// profiled function fn (-1: none), and counts its chain n times (the
-// ptrace sampler's samples weigh the intervals the thread ran).
+// profiled function fn (-1: none; the innermost function inlined there,
+// if any), and counts its chain n times (the ptrace sampler's samples
+// weigh the intervals the thread ran).
 func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint64) {
 	t.taken += n
+	pc := places.origin(sm.PC)
+	fns := t.fns[:0]
+	if fn >= 0 {
+		fns = places.frames(fns, pc)
+	}
+	if len(fns) == 0 {
+		fns = append(fns, fn)
+	}
 	if !sm.Regs {
 		t.cutAt(unwind.StopBadRegs, n)
-		t.count(fn, append(t.fns[:0], fn), n, sm.Kernel)
+		t.count(fn, fns, n, sm.Kernel)
 		return
 	}
-	regs := unwind.Regs{Arch: t.frames.arch, PC: places.origin(sm.PC), SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
+	regs := unwind.Regs{Arch: t.frames.arch, PC: pc, SP: sm.SP, FP: sm.FP, LR: sm.LR, PACMask: sm.PACMask}
 	pcs, stop := unwind.Unwind(regs, unwind.Stack{Addr: sm.SP, Data: sm.Stack}, t.frames.find, maxFrames)
 	if stop != unwind.StopMaxFrames {
 		pcs, stop = continued(pcs, stop, sm.Callchain)
@@ -111,13 +121,10 @@ func (t *stackTally) take(places *placeTable, sm *ptrace.Sample, fn int, n uint6
 	if stop != unwind.StopEnd {
 		t.cutAt(stop, n)
 	}
-	fns := append(t.fns[:0], fn)
 	for _, pc := range pcs[1:] {
 		// (A return address is looked up in its call, which may be the
 		// last instruction of a function that does not return.)
-		if f, _ := places.find(pc - 1); f >= 0 {
-			fns = append(fns, f)
-		}
+		fns = places.frames(fns, pc-1)
 	}
 	t.count(fn, fns, n, sm.Kernel)
 }
@@ -170,8 +177,9 @@ func (t *stackTally) cutAt(stop unwind.Stop, n uint64) {
 
 // count adds n samples to the chain of fns, the profiled functions of
 // their stack innermost first, the first being the samples' own function
-// fn (-1 where no profiled function holds their program counter, left
-// out), taken in the kernel when kernel is set.
+// fn or a function inlined in its code (fn -1 where no profiled function
+// holds their program counter, left out), taken in the kernel when
+// kernel is set.
 func (t *stackTally) count(fn int, fns []int, n uint64, kernel bool) {
 	if fns[0] < 0 {
 		fns = fns[1:]
