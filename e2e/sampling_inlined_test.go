@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sourceprofiler/sprof/internal/testutil"
@@ -19,8 +21,9 @@ var inlinedLine = regexp.MustCompile(`inlined outer=(\d+) deep=(\d+) own=(\d+)`)
 // clock. The plan names the inlined calls; every sample of the spinning
 // is spin's own time, wherever its code is; spin, wrap, outer and deep
 // have their phases' shares with children, outer, deep and wrap none of
-// their own; and the folded stacks have the inlined frames, each chain
-// its phase's share.
+// their own (wrap, never called, listed by its samples in the listing
+// and the HTML report); and the folded stacks have the inlined frames,
+// each chain its phase's share.
 func TestSamplingInlined(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	for _, b := range []build{{"O2", []string{"-O2"}}, {"O0-pie", []string{"-O0", "-pie", "-fPIE"}}} {
@@ -62,6 +65,14 @@ func TestSamplingInlined(t *testing.T) {
 				if math.Abs(own-c.own) > 8 || math.Abs(with-c.with) > 8 {
 					t.Errorf("%s: %.1f %% of the samples its own, %.1f %% with children; want %.1f %% and %.1f %%", c.fn, own, with, c.own, c.with)
 				}
+			}
+			// wrap ran only inlined: no hit, and a row by its samples.
+			if report := must(t, dir, "plist", "/nologo", name).stdout; !regexp.MustCompile(`(?m)^wrap \(inlined\.o\) +\|.* 0$`).MatchString(report) {
+				t.Errorf("the listing has no row of wrap, never called:\n%s", report)
+			}
+			must(t, dir, "plist", "/nologo", "--format=html", "-o", "out.html", name)
+			if page, _ := os.ReadFile(filepath.Join(dir, "out.html")); !strings.Contains(string(page), "<td>wrap</td>") {
+				t.Errorf("the HTML report has no row of wrap")
 			}
 			must(t, dir, "plist", "/nologo", "--format=folded", "-o", "out.folded", name)
 			stacks := folded(t, filepath.Join(dir, "out.folded"))
