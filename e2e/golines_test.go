@@ -116,10 +116,13 @@ func TestGofmtLinesExact(t *testing.T) {
 		runs[k] = ownLines(t, must(t, dir, "plist", "/nologo", "--format=lcov", "gofmt").stdout)
 	}
 	lines, differ := 0, 0
+	racy := afterRelease(t, runs[1])
 	for file, counts := range runs[1] {
 		for line, n := range counts {
 			lines++
-			if got := runs[0][file][line]; got != n {
+			if got := runs[0][file][line]; got != n && racy[file][line] {
+				t.Logf("%s:%d: %d hits in-process, %d with breakpoints (run or not before the exit, as the scheduler says)", file, line, got, n)
+			} else if got != n {
 				differ++
 				if differ <= 20 {
 					t.Errorf("%s:%d: %d hits in-process, %d with breakpoints", file, line, got, n)
@@ -129,7 +132,7 @@ func TestGofmtLinesExact(t *testing.T) {
 	}
 	for file, counts := range runs[0] {
 		for line, n := range counts {
-			if _, ok := runs[1][file][line]; !ok && n != 0 {
+			if _, ok := runs[1][file][line]; !ok && n != 0 && !racy[file][line] {
 				differ++
 				t.Errorf("%s:%d: %d hits in-process, none with breakpoints", file, line, n)
 			}
@@ -141,6 +144,42 @@ func TestGofmtLinesExact(t *testing.T) {
 	if differ > 0 {
 		t.Errorf("%d of %d lines differ", differ, lines)
 	}
+}
+
+// afterRelease returns the lines of gofmt's sequencer (cmd/gofmt/gofmt.go)
+// that a task's goroutine runs after it released the next task, by file:
+// once the last task released the main goroutine, which then exits, they
+// run or not before the exit as the scheduler says (the stops of
+// breakpoints leave it time to), so their counts differ from run to run
+// (gofmt.go's s.sem.Release(weight), found on 2026-11-30).
+func afterRelease(t *testing.T, counts map[string]map[int]uint64) map[string]map[int]bool {
+	t.Helper()
+	out := map[string]map[int]bool{}
+	for file := range counts {
+		if !strings.HasSuffix(file, "/cmd/gofmt/gofmt.go") {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[file] = map[int]bool{}
+		after := false
+		for i, l := range strings.Split(string(b), "\n") {
+			switch l = strings.TrimSpace(l); {
+			case l == "next <- r.getState() // Release the next task.":
+				after = true
+			case l == "}()":
+				after = false
+			case after:
+				out[file][i+1] = true
+			}
+		}
+		if len(out[file]) == 0 {
+			t.Fatalf("%s: no line after the release of the next task: the sequencer changed", file)
+		}
+	}
+	return out
 }
 
 // ownLines returns the line counts of an lcov export of gofmt, by file
