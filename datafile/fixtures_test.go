@@ -65,16 +65,6 @@ func testPlan(m Method) *Plan {
 		p.LeftOut = []LeftOut{{What: "the Go runtime and standard library", Funcs: 1817, Include: "/INC runtime"}}
 	default:
 		p.Attribution = m == FuncSampling // (and the lines of its functions)
-		if m == FuncSampling {
-			// helper inlined twice into main, foo into foo_init, and
-			// foo_init into that copy of foo.
-			p.Inlined = []Inlined{
-				{Func: 1, Parent: -1, Ranges: []Range{{0x1150, 0x1160}, {0x1190, 0x1198}}},
-				{Func: 3, Parent: -1, Ranges: []Range{{0x401028, 0x401040}}},
-				{Func: 2, Parent: 1, Ranges: []Range{{0x401030, 0x401038}}},
-				{Func: 1, Parent: -1, Ranges: []Range{{0x1170, 0x1180}}},
-			}
-		}
 		p.Lines = []Line{
 			{Module: 0, File: 0, Line: 13, Addrs: []uint64{0x1141}},
 			{Module: 0, File: 0, Line: 14, Addrs: []uint64{0x1150, 0x1190}},
@@ -227,8 +217,21 @@ func testValues(t testing.TB) []testValue {
 func uncountedPlan() *Plan {
 	p := testPlan(FuncSampling)
 	p.Uncounted, p.Attribution = true, false
+	p.Inlined = testInlined()
 	p.ID = PlanID(p)
 	return p
+}
+
+// testInlined returns the inlined calls of a function sampling plan
+// without /AT: helper inlined twice into main, foo into foo_init, and
+// foo_init into that copy of foo.
+func testInlined() []Inlined {
+	return []Inlined{
+		{Func: 1, Parent: -1, Ranges: []Range{{0x1150, 0x1160}, {0x1190, 0x1198}}},
+		{Func: 3, Parent: -1, Ranges: []Range{{0x401028, 0x401040}}},
+		{Func: 2, Parent: 1, Ranges: []Range{{0x401030, 0x401038}}},
+		{Func: 1, Parent: -1, Ranges: []Range{{0x1170, 0x1180}}},
+	}
 }
 
 // testRerun returns the database phase I writes over testMerged(t,

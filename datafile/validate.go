@@ -7,12 +7,16 @@ import (
 	"strings"
 )
 
-// checkInlined checks the inlined calls: of function sampling alone, each
+// checkInlined checks the inlined calls: of function sampling without
+// attribution alone, each
 // of a function of the plan, after its parent, of the same module, with
 // code, ranges sorted.
 func (p *Plan) checkInlined() error {
-	if len(p.Inlined) > 0 && p.Method != FuncSampling {
+	switch {
+	case len(p.Inlined) > 0 && p.Method != FuncSampling:
 		return fmt.Errorf("inlined calls in a plan of %s", strings.ToLower(p.Method.Words()))
+	case len(p.Inlined) > 0 && p.Attribution:
+		return errors.New("inlined calls in a plan with attribution, which samples no stack")
 	}
 	for i := range p.Inlined {
 		c := &p.Inlined[i]

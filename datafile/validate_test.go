@@ -9,6 +9,12 @@ import (
 	"testing"
 )
 
+// inlined gives p the test's inlined calls, and no attribution.
+func inlined(p *Plan) *Plan {
+	p.Attribution, p.Inlined = false, testInlined()
+	return p
+}
+
 func TestPlanValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -39,14 +45,16 @@ func TestPlanValidate(t *testing.T) {
 		{"uncounted counting", FuncCounting, func(p *Plan) { p.Uncounted, p.Attribution = true, false }, "counts no call"},
 		{"uncounted with /AT", FuncSampling, func(p *Plan) { p.Uncounted = true }, "counts no call"},
 		{"uncounted with /SF", FuncSampling, func(p *Plan) { p.Uncounted, p.Attribution, p.StartIndex = true, false, 0 }, "counts no call"},
-		{"inlined calls of counting", FuncCounting, func(p *Plan) { p.Inlined = testPlan(FuncSampling).Inlined }, "inlined calls in a plan of function counting"},
-		{"inlined func out of range", FuncSampling, func(p *Plan) { p.Inlined[0].Func = 4 }, "inlined call 0: func 4 out of range"},
-		{"inlined parent after", FuncSampling, func(p *Plan) { p.Inlined[1].Parent = 1 }, "inlined call 1: parent 1 is not a call before it"},
-		{"inlined parent below -1", FuncSampling, func(p *Plan) { p.Inlined[1].Parent = -2 }, "parent -2"},
-		{"inlined in another module", FuncSampling, func(p *Plan) { p.Inlined[2].Parent = 0 }, "inlined call 2: in a call of another module"},
-		{"inlined without code", FuncSampling, func(p *Plan) { p.Inlined[3].Ranges = nil }, "inlined call 3: no code"},
-		{"inlined range empty", FuncSampling, func(p *Plan) { p.Inlined[0].Ranges[1].High = 0x1190 }, "range 1 [0x1190, 0x1190) empty"},
-		{"inlined ranges unsorted", FuncSampling, func(p *Plan) { p.Inlined[0].Ranges[1].Low = 0x1158 }, "range 1 [0x1158, 0x1198) empty or out of order"},
+		{"inlined calls", FuncSampling, func(p *Plan) { inlined(p) }, ""},
+		{"inlined calls of counting", FuncCounting, func(p *Plan) { inlined(p) }, "inlined calls in a plan of function counting"},
+		{"inlined calls with /AT", FuncSampling, func(p *Plan) { inlined(p).Attribution = true }, "inlined calls in a plan with attribution"},
+		{"inlined func out of range", FuncSampling, func(p *Plan) { inlined(p).Inlined[0].Func = 4 }, "inlined call 0: func 4 out of range"},
+		{"inlined parent after", FuncSampling, func(p *Plan) { inlined(p).Inlined[1].Parent = 1 }, "inlined call 1: parent 1 is not a call before it"},
+		{"inlined parent below -1", FuncSampling, func(p *Plan) { inlined(p).Inlined[1].Parent = -2 }, "parent -2"},
+		{"inlined in another module", FuncSampling, func(p *Plan) { inlined(p).Inlined[2].Parent = 0 }, "inlined call 2: in a call of another module"},
+		{"inlined without code", FuncSampling, func(p *Plan) { inlined(p).Inlined[3].Ranges = nil }, "inlined call 3: no code"},
+		{"inlined range empty", FuncSampling, func(p *Plan) { inlined(p).Inlined[0].Ranges[1].High = 0x1190 }, "range 1 [0x1190, 0x1190) empty"},
+		{"inlined ranges unsorted", FuncSampling, func(p *Plan) { inlined(p).Inlined[0].Ranges[1].Low = 0x1158 }, "range 1 [0x1158, 0x1198) empty or out of order"},
 		{"stale id", FuncCounting, func(p *Plan) { p.Funcs[0].Entry++ }, "does not match its content"},
 	}
 	for _, tt := range tests {

@@ -71,8 +71,8 @@ func TestSamplingInlined(t *testing.T) {
 				t.Errorf("the listing has no row of wrap, never called:\n%s", report)
 			}
 			must(t, dir, "plist", "/nologo", "--format=html", "-o", "out.html", name)
-			if page, _ := os.ReadFile(filepath.Join(dir, "out.html")); !strings.Contains(string(page), "<td>wrap</td>") {
-				t.Errorf("the HTML report has no row of wrap")
+			if page, _ := os.ReadFile(filepath.Join(dir, "out.html")); !strings.Contains(string(page), "<tr><td>wrap</td>") {
+				t.Errorf("the HTML report has no row of wrap, or marks it as never run")
 			}
 			must(t, dir, "plist", "/nologo", "--format=folded", "-o", "out.folded", name)
 			stacks := folded(t, filepath.Join(dir, "out.folded"))

@@ -283,7 +283,7 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 		default:
 			row.Cells = append(row.Cells, numCell(h), shareCell(int64(h), int64(total)))
 		}
-		if h == 0 {
+		if h == 0 && (!m.HasTimes() || r.childTime(i) == 0) { // (a function that ran only inlined has time)
 			row.Class = "never"
 		}
 		pg.Rows = append(pg.Rows, row)

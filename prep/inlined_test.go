@@ -45,6 +45,21 @@ func TestPlanInlined(t *testing.T) {
 	}
 }
 
+// TestPlanInlinedStatic: of two static functions named helper in two
+// files, the one with code of its own is selected and inlined into
+// afunc, the other only ever inlined, into bfunc: the plan has the first
+// one's copy in afunc, and no copy in bfunc.
+func TestPlanInlinedStatic(t *testing.T) {
+	prog := buildC(t, t.TempDir(), "samename", "-g", "-O2", "samename_a.c", "samename_b.c")
+	p, err := BuildPlan(Options{Method: datafile.FuncSampling, Programs: []string{prog}, Specs: defaults(t), Calibration: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := inlinedCopies(p), []string{"helper in afunc"}; !sameSet(got, want) {
+		t.Errorf("inlined copies %v, want %v", got, want)
+	}
+}
+
 // inlinedCopies names each inlined call of p: "f in g", "f in g in h",
 // and checks that its code is in its holder's.
 func inlinedCopies(p *datafile.Plan) []string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sourceprofiler/sprof/datafile"
+	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/profile/procmaps"
 	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
@@ -71,28 +72,35 @@ func TestInlineSpansUnnested(t *testing.T) {
 // TestStackTallyInlined: a sample in a copy of f_half inlined into a copy
 // of g inlined into f is f_half's own, and has the chain f, g, f_half,
 // its own time in that chain; f_half and g have it in their time with
-// children; a sample in f's own code is f's, with f's chain.
+// children; a sample in f's own code is f's, with f's chain. A sample in
+// the trampoline of f's entry, at an instruction of g's copy that it
+// carries, is g's, in its own time and on the stack alike; one in a copy
+// outside every function's code (a plan PREP would not write) is outside.
 func TestStackTallyInlined(t *testing.T) {
 	plan := inlinedPlan()
-	places := (&placeTable{}).with(plan, 0, 0, 0x1000, 0x2000, nil)
+	plan.Inlined = append(plan.Inlined, datafile.Inlined{Func: 1, Parent: -1, Ranges: []datafile.Range{{Low: 0x1090, High: 0x10a0}}})
+	tr := &tramp{addr: 0x9000, patch: instr.Patch{Site: 0x1000}}
+	tr.code.Code = make([]byte, 0x30)
+	tr.code.PCs = []instr.PCMap{{Tramp: 0x9020, Orig: 0x1000}, {Tramp: 0x9024, Orig: 0x1010}}
+	places := (&placeTable{}).with(plan, 0, 0, 0x1000, 0x2000, []*tramp{tr})
 	frames := newFrameModules(func() ([]procmaps.Mapping, error) { return nil, nil }, runtime.GOARCH)
 	tl, own := newStackTally(frames), newTally(plan)
 	for _, s := range []struct {
 		pc uint64
 		n  uint64
-	}{{0x101a, 3}, {0x1034, 2}} {
+	}{{0x101a, 3}, {0x1034, 2}, {0x9024, 4}, {0x1094, 1}} {
 		fn, _ := own.place(places, s.pc, s.n, false)
 		tl.take(places, &ptrace.Sample{PC: s.pc}, fn, s.n)
 	}
-	if want := []uint64{2, 0, 3, 0}; !slices.Equal(own.samples, want) {
-		t.Errorf("own samples %v, want %v", own.samples, want)
+	if want := []uint64{2, 4, 3, 0}; !slices.Equal(own.samples, want) || own.outside != 1 {
+		t.Errorf("own samples %v, %d outside; want %v, 1 outside", own.samples, own.outside, want)
 	}
 	if want := []uint64{3, 2, 0, 0}; !slices.Equal(own.lineSamples, want) { // (lines by address, whoever's code)
 		t.Errorf("line samples %v, want %v", own.lineSamples, want)
 	}
 	var st datafile.Stats
 	tl.figures(&st, plan, 1)
-	if want := []int64{5, 3, 3, 0}; !slices.Equal(st.ChildTime, want) {
+	if want := []int64{9, 7, 3, 0}; !slices.Equal(st.ChildTime, want) {
 		t.Errorf("time with children %v, want %v", st.ChildTime, want)
 	}
 	var got []string
@@ -100,7 +108,7 @@ func TestStackTallyInlined(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%d/%d", plan.Funcs[s.Func].Name, s.Time, s.ChildTime))
 	}
 	slices.Sort(got)
-	if want := []string{"f:2/5", "f_half:3/3", "g:0/3"}; !slices.Equal(got, want) {
+	if want := []string{"f:2/9", "f_half:3/3", "g:4/7"}; !slices.Equal(got, want) {
 		t.Errorf("stacks (own/with children) %v, want %v", got, want)
 	}
 }
