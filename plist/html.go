@@ -262,7 +262,7 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 	left := 0
 	for _, i := range r.sortFuncs(all, r.sort) {
 		h := r.hits(i)
-		if !m.IsCoverage() && !r.listed(funcListing{r.report}.keptBy(i)) { // (as the listing keeps it)
+		if !m.IsCoverage() && !r.listed(funcListing(r).keptBy(i)) { // (as the listing keeps it)
 			left++
 			continue
 		}
