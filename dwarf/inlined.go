@@ -40,6 +40,14 @@ type Inlined struct {
 // children then having its parent. InlinedCalls reads the DWARF on every
 // call; callers keep the result.
 func (f *File) InlinedCalls() (out []Inlined, err error) {
+	return f.InlinedCallsIn(nil)
+}
+
+// InlinedCallsIn is [File.InlinedCalls] of the functions whose code in
+// says is wanted (nil: all): in(low, high) reports whether any of the
+// range [low, high) is. The DIEs of the other functions' bodies are not
+// read, which spares most of the walk where few functions are wanted.
+func (f *File) InlinedCallsIn(in func(low, high uint64) bool) (out []Inlined, err error) {
 	if f.impl == nil || f.impl.data == nil {
 		return nil, fmt.Errorf("read inlined calls of %s: %w", f.Path, ErrNoDWARF)
 	}
@@ -48,7 +56,7 @@ func (f *File) InlinedCalls() (out []Inlined, err error) {
 		op = "read inlined calls of " + f.DebugFile
 	}
 	defer catch(&err, op)
-	w := &inlineWalk{x: f.impl, files: map[int][]string{}, units: f.Units, origins: map[originKey]string{}}
+	w := &inlineWalk{x: f.impl, files: map[int][]string{}, units: f.Units, origins: map[originKey]string{}, in: in}
 	if err := w.walk(f.impl.data, nil, -1); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -75,6 +83,7 @@ type inlineWalk struct {
 	out   []Inlined
 	// origins are the names of the inlined functions found so far.
 	origins map[originKey]string
+	in      func(low, high uint64) bool // (InlinedCallsIn)
 }
 
 // originKey is a DIE of one DWARF: the file's own or a split unit's.
@@ -124,6 +133,13 @@ func (w *inlineWalk) walk(d *stddwarf.Data, su *splitUnit, unit int) error {
 				here = len(w.out)
 				w.out = append(w.out, in)
 			}
+		case stddwarf.TagSubprogram:
+			if e.Children && !w.wanted(d, su, e) {
+				// (A function not wanted, or one without code, an
+				// abstract instance, whose calls have none either.)
+				r.SkipChildren()
+				continue
+			}
 		}
 		if e.Children {
 			stack = append(stack, here)
@@ -131,18 +147,41 @@ func (w *inlineWalk) walk(d *stddwarf.Data, su *splitUnit, unit int) error {
 	}
 }
 
+// wanted reports whether the body of subprogram e holds inlined calls
+// the walk wants: with InlinedCallsIn's filter, those of a function with
+// code it wants.
+func (w *inlineWalk) wanted(d *stddwarf.Data, su *splitUnit, e *stddwarf.Entry) bool {
+	if w.in == nil {
+		return true
+	}
+	rs, err := w.ranges(d, su, e)
+	if err != nil {
+		return true // (let the calls' own ranges decide)
+	}
+	for _, r := range rs {
+		if r[0] < r[1] && w.in(r[0], r[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ranges returns the code ranges of DIE e, of d or of split unit su.
+func (w *inlineWalk) ranges(d *stddwarf.Data, su *splitUnit, e *stddwarf.Entry) ([][2]uint64, error) {
+	if su == nil {
+		return d.Ranges(e)
+	}
+	rs, err := su.ranges(e)
+	if err == nil && rs == nil {
+		rs = lowHigh(e)
+	}
+	return rs, err
+}
+
 // inlined reads the inlined call e of unit whose enclosing call is parent;
 // false when it has no code in an executable segment.
 func (w *inlineWalk) inlined(d *stddwarf.Data, su *splitUnit, unit int, e *stddwarf.Entry, parent int) (Inlined, bool) {
-	var rs [][2]uint64
-	var err error
-	if su != nil {
-		if rs, err = su.ranges(e); err == nil && rs == nil {
-			rs = lowHigh(e)
-		}
-	} else {
-		rs, err = d.Ranges(e)
-	}
+	rs, err := w.ranges(d, su, e)
 	if err != nil {
 		return Inlined{}, false
 	}

@@ -55,6 +55,16 @@ func TestInlinedCalls(t *testing.T) {
 			if len(nested) != 2 {
 				t.Fatalf("%d calls inlined into nested, want 2: %+v", len(nested), calls)
 			}
+			// Of nested's code alone: its two calls, none of twosq's.
+			code := funcNamed(t, f, "nested").Ranges
+			some, err := f.InlinedCallsIn(func(low, high uint64) bool {
+				return slices.ContainsFunc(code, func(r Range) bool { return r.Low < high && low < r.High })
+			})
+			if err != nil || len(some) != 2 || some[0].Parent != -1 || some[1].Parent != 0 || !slices.EqualFunc(some, []Inlined{calls[nested[0]], calls[nested[1]]}, func(a, b Inlined) bool {
+				return a.Origin == b.Origin && a.CallLine == b.CallLine && slices.Equal(a.Ranges, b.Ranges)
+			}) {
+				t.Errorf("the calls in nested's code alone: %+v (%v), want %+v then %+v", some, err, calls[nested[0]], calls[nested[1]])
+			}
 			outer, inner := calls[nested[0]], calls[nested[1]]
 			if outer.CallLine != line("call-outer") || outer.Parent != -1 || outer.Origin != "outer" ||
 				inner.CallLine != line("call-inner") || inner.Parent != nested[0] || inner.Origin != "sq" || !inside(inner.Ranges, outer.Ranges) {

@@ -30,7 +30,7 @@ func planInlined(mods []*openModule, sel []selected) ([]datafile.Inlined, error)
 		if len(x.byName) == 0 {
 			continue
 		}
-		calls, err := m.file.InlinedCalls()
+		calls, err := m.file.InlinedCallsIn(x.overlaps)
 		if err != nil {
 			return nil, debugInfoError(m.module.Path, err)
 		}
@@ -99,6 +99,12 @@ func (x *selectedCode) unitLocal(u int) bool {
 	}
 	lang := x.units[u].Language
 	return lang == "c" || lang == "c++" || lang == "asm" || lang == ""
+}
+
+// overlaps reports whether any of [low, high) is planted code.
+func (x *selectedCode) overlaps(low, high uint64) bool {
+	i, _ := slices.BinarySearchFunc(x.code, low, func(c datafile.Range, a uint64) int { return cmp.Compare(c.High, a+1) })
+	return i < len(x.code) && x.code[i].Low < high
 }
 
 // clip returns the parts of rs (sorted by start) in the planted code.
