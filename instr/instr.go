@@ -186,6 +186,14 @@ type Decoder interface {
 	breaksFlow(code []byte, in scanned) bool
 }
 
+// BareDecoder returns d's Decode without the instructions' text where
+// printing it costs more than decoding (amd64's, through x86asm): for a
+// loop that decodes every instruction of a program and shows none (PREP's
+// check of its sites' boundaries). Take it once, before the loop.
+func BareDecoder(d Decoder) func(code []byte, pc uint64) (Inst, error) {
+	return d.bareDecoder()
+}
+
 // decodeFunc decodes the instruction at the start of code, at pc. The
 // loops over many instructions take theirs from the architecture once
 // ([Decoder]'s bareDecoder or scanDecoder): a call through the interface

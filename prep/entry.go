@@ -187,5 +187,5 @@ func decodeAt(m *openModule, pc, end uint64) (instr.Inst, error) {
 	if err != nil {
 		return instr.Inst{}, err
 	}
-	return m.arch.Decode(code, pc)
+	return instr.BareDecoder(m.arch)(code, pc) // (its text shown by nothing)
 }

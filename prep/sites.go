@@ -40,9 +40,10 @@ func decodeRange(m *openModule, r dwarf.Range) ([]decoded, error) {
 		return nil, err
 	}
 	var out []decoded
+	decode := instr.BareDecoder(m.arch)
 	for off := 0; off < len(code); {
 		pc := r.Low + uint64(off)
-		in, err := m.arch.Decode(code[off:], pc)
+		in, err := decode(code[off:], pc)
 		if err != nil {
 			return out, err
 		}
@@ -51,7 +52,6 @@ func decodeRange(m *openModule, r dwarf.Range) ([]decoded, error) {
 			_, err := instr.Boundaries(m.arch, code[off:], pc)
 			return out, err
 		}
-		in.Text = "" // (kept by nothing here)
 		out = append(out, decoded{pc, in})
 		off += in.Len
 	}

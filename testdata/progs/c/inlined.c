@@ -8,6 +8,7 @@
  *     for PHASE;
  *   spin's own copy, called through a pointer, runs for PHASE.
  *
+ * First warm spins PHASE in code of its own.
  * spin and wrap have code of their own (their addresses are taken), so
  * PREP selects them, and their inlined copies are theirs on the stack.
  * At its end the program prints the CPU time of each phase, as measured
@@ -50,6 +51,17 @@ INLINE long long wrap(long long ns)
 long long (*volatile spin_copy)(long long) = spin;
 long long (*volatile wrap_copy)(long long) = wrap;
 
+/* warm spins ns of the thread's CPU time in code of its own, before the
+ * phases: the sampler's first samples (PROFILE loads the call frame
+ * information of each module at the first that needs it) fall here. */
+__attribute__((noinline)) void warm(long long ns)
+{
+    long long start = thread_ns();
+    while (thread_ns() - start < ns)
+        for (int i = 0; i < 20000; i++)
+            sink += i;
+}
+
 __attribute__((noinline)) long long outer(long long ns)
 {
     long long r = spin(ns);
@@ -67,6 +79,7 @@ __attribute__((noinline)) long long deep(long long ns)
 int main(int argc, char **argv)
 {
     long long phase = (argc > 1 ? atoll(argv[1]) : 100) * 1000000LL;
+    warm(phase);
     long long o = outer(2 * phase);
     long long d = deep(phase);
     long long s = spin_copy(phase);
