@@ -30,7 +30,14 @@ func TestSamplingInlined(t *testing.T) {
 	for _, b := range []build{{"O2", []string{"-O2"}}, {"O0-pie", []string{"-O0", "-pie", "-fPIE"}}} {
 		t.Run(b.name, func(t *testing.T) {
 			prog := testutil.BuildC(t, "inlined", b.flags...)
-			dir, r := workflowWith(t, prog, []string{"/FS"}, nil, "100")
+			args := []string{"100"} // (ms a phase; the warm-up as long)
+			if testutil.Slow() {
+				// Under emulation PROFILE's first unwinding, which loads
+				// the modules' call frame information, is slow enough for
+				// the rings to overflow: a longer warm-up takes it.
+				args = append(args, "800")
+			}
+			dir, r := workflowWith(t, prog, []string{"/FS"}, nil, args...)
 			if r.status != 0 {
 				t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
 			}
@@ -54,6 +61,9 @@ func TestSamplingInlined(t *testing.T) {
 			all := float64(st.ChildTime[s.fn(t, "spin")])
 			share := func(v int64) float64 { return percentOf(float64(v), all) }
 			t.Logf("%d samples lost; spin %.0f with children, main %d", st.Sampling.Lost, all/float64(st.Sampling.Interval), st.ChildTime[s.fn(t, "main")]/st.Sampling.Interval)
+			// (Samples lost, the rings overflowed, could have been any
+			// phase's: each may miss by their share more.)
+			tol := 8 + percentOf(float64(st.Sampling.Lost), all/float64(st.Sampling.Interval))
 			for _, c := range []struct {
 				fn        string
 				own, with float64 // percent of the spinning
@@ -66,7 +76,7 @@ func TestSamplingInlined(t *testing.T) {
 				i := s.fn(t, c.fn)
 				own, with := share(st.FuncTime[i]), share(st.ChildTime[i])
 				t.Logf("%s: %.1f %% own, %.1f %% with children; want %.1f and %.1f", c.fn, own, with, c.own, c.with)
-				if math.Abs(own-c.own) > 8 || math.Abs(with-c.with) > 8 {
+				if math.Abs(own-c.own) > tol || math.Abs(with-c.with) > tol {
 					t.Errorf("%s: %.1f %% of the samples its own, %.1f %% with children; want %.1f %% and %.1f %%", c.fn, own, with, c.own, c.with)
 				}
 			}
@@ -85,7 +95,7 @@ func TestSamplingInlined(t *testing.T) {
 				"main;deep;wrap;spin": phase[1] / whole,
 				"main;spin":           phase[2] / whole,
 			} {
-				if got := share(int64(stacks[chain])); math.Abs(got-100*want) > 8 {
+				if got := share(int64(stacks[chain])); math.Abs(got-100*want) > tol {
 					t.Errorf("folded stack %s: %.1f %% of the samples, want %.1f %%\n%v", chain, got, 100*want, stacks)
 				}
 			}

@@ -8,7 +8,7 @@
  *     for PHASE;
  *   spin's own copy, called through a pointer, runs for PHASE.
  *
- * First warm spins PHASE in code of its own.
+ * First warm spins in code of its own, WARM ms (argv[2], default PHASE).
  * spin and wrap have code of their own (their addresses are taken), so
  * PREP selects them, and their inlined copies are theirs on the stack.
  * At its end the program prints the CPU time of each phase, as measured
@@ -79,7 +79,7 @@ __attribute__((noinline)) long long deep(long long ns)
 int main(int argc, char **argv)
 {
     long long phase = (argc > 1 ? atoll(argv[1]) : 100) * 1000000LL;
-    warm(phase);
+    warm(argc > 2 ? atoll(argv[2]) * 1000000LL : phase);
     long long o = outer(2 * phase);
     long long d = deep(phase);
     long long s = spin_copy(phase);
