@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -262,6 +263,43 @@ func TestReadValidates(t *testing.T) {
 	_, err := ReadPlan(bytes.NewReader(b))
 	if err == nil || !strings.Contains(err.Error(), "func 2: module 5 out of range (2 modules)") {
 		t.Errorf("error %v, want the validation error", err)
+	}
+	// An inlined call inside a call that comes after it.
+	p = uncountedPlan()
+	p.Inlined[0].Parent = 2
+	strs, rest = encodePlan(p).parts()
+	if _, err := ReadPlan(bytes.NewReader(frameFile(KindPlan, strs, rest))); err == nil || !strings.Contains(err.Error(), "inlined call 0: parent 2 is not a call before it") {
+		t.Errorf("error %v, want the inlined call's validation error", err)
+	}
+}
+
+// TestDecodeInlined reads malformed lists of inlined calls: a count no
+// bytes could hold, a parent past 64 bits, and a list cut short are
+// format errors at their offset, with nothing allocated for what is not
+// there (a parent out of the list's range is Validate's: TestReadValidates).
+func TestDecodeInlined(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   []byte
+		off  int64
+	}{
+		{"too many calls", uv(1 << 40), 0},
+		{"too many ranges", bytes.Join([][]byte{uv(1), uv(0), sv(-1), uv(1 << 40)}, nil), 3},
+		{"parent overflows 64 bits", bytes.Join([][]byte{uv(1), uv(0), bytes.Repeat([]byte{0xff}, 10), []byte{0x01}, uv(0)}, nil), 2},
+		{"range cut short", bytes.Join([][]byte{uv(1), uv(0), sv(-1), uv(1), uv(0x1000)}, nil), 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &decoder{buf: c.in}
+			got := d.inlined()
+			var fe *FormatError
+			if !errors.As(d.err, &fe) || fe.Off != c.off {
+				t.Errorf("inlined calls %+v, error %v; want a format error at offset %d", got, d.err, c.off)
+			}
+		})
+	}
+	d := &decoder{buf: bytes.Join([][]byte{uv(1), uv(3), sv(-1), uv(1), uv(0x1000), uv(0x1010)}, nil)}
+	if got, want := d.inlined(), []Inlined{{Func: 3, Parent: -1, Ranges: []Range{{0x1000, 0x1010}}}}; d.err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("inlined calls %+v (%v), want %+v", got, d.err, want)
 	}
 }
 

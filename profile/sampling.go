@@ -452,7 +452,7 @@ func (f *tally) place(places *placeTable, pc uint64, n uint64, kernel bool) (fn 
 		f.own += n
 	}
 	fn, line := places.find(pc)
-	if fn >= 0 {
+	if fn >= 0 && len(places.inlined) > 0 {
 		// (In a trampoline, at the instruction of the function's that it
 		// carries, as the stack's frames are found: stackTally.take.)
 		fn = places.innermost(fn, places.origin(pc))
