@@ -266,17 +266,22 @@ func checkSampledStacks(t *testing.T, dir, prog string, s sampled, out string) {
 	}
 	spun := spinningUnder("")
 	// Each thread's function has its thread's share of the spinning the
-	// samples see. A thread's spinning is the same CPU time in every
-	// thread, the kernel's included (each spins on its own clock), so
-	// where the kernel was sampled each thread has a third. Where it was
-	// not, the samples see the user-space part alone, which the C fixture
-	// measured (threads user=main,1,2), else a third: under emulation
-	// (the arm64 VMs) the kernel takes half of a thread's time or more,
-	// and not as much in every thread. All of the spinning is under them.
+	// samples see. Where the kernel was sampled, that is the CPU time the
+	// thread spun by its own clock, the kernel's included, which the C
+	// fixture measured (spun main,1,2: about a third each, but a spin
+	// overshoots its due by more under emulation), else a third. Where it
+	// was not, the samples see the user-space part alone, which the C
+	// fixture measured too (threads user=main,1,2), else a third: under
+	// emulation (the arm64 VMs) the kernel takes half of a thread's time
+	// or more, and not as much in every thread. All of the spinning is
+	// under them.
 	shares := map[string]float64{"main": 1.0 / 3, "worker": 2.0 / 3, "main.main.gowrap2": 1.0 / 3, "main.main.gowrap3": 1.0 / 3, "main.main.gowrap4": 1.0 / 3}
 	var u [3]float64
-	if _, err := fmt.Sscanf(out[max(strings.Index(out, "threads user="), 0):], "threads user=%g,%g,%g",
-		&u[0], &u[1], &u[2]); err == nil && u[0]+u[1]+u[2] > 0 && !sm.KernelSampled() {
+	line, format := "threads user=", "threads user=%g,%g,%g"
+	if sm.KernelSampled() {
+		line, format = "spun ", "spun %g,%g,%g"
+	}
+	if _, err := fmt.Sscanf(out[max(strings.Index(out, line), 0):], format, &u[0], &u[1], &u[2]); err == nil && u[0]+u[1]+u[2] > 0 {
 		shares["main"], shares["worker"] = u[0]/(u[0]+u[1]+u[2]), (u[1]+u[2])/(u[0]+u[1]+u[2])
 	} else if testutil.Slow() && !sm.KernelSampled() {
 		shares = map[string]float64{"main.main.gowrap2": -1, "main.main.gowrap3": -1, "main.main.gowrap4": -1}
