@@ -13,23 +13,57 @@ import (
 //	mov %rcx,%gs:D+0             C form: the key is rsp itself
 //	mov %gs:D+16,%rcx            n, the frames on the shadow stack
 //	test %rcx,%rcx; jz push
-//	cmp %gs:D+32(,%rcx,8),%rsp   stack[n-1] against rsp
+//	cmp %gs:D+40(,%rcx,8),%rsp   stack[n-1] against rsp
 //	je done                      the same level: a sibling call (a loop
 //	                             calling one function), nothing changes
 //	1: jb push                   stack[n-1] is above: still live
 //	dec %rcx; jz push            it has returned: pop it
-//	cmp %gs:D+32(,%rcx,8),%rsp; jmp 1b
+//	cmp %gs:D+40(,%rcx,8),%rsp; jmp 1b
 //	push: cmp $slots,%rcx; jae done
-//	mov %rsp,%gs:D+40(,%rcx,8)
+//	mov %rsp,%gs:D+48(,%rcx,8)
 //	inc %rcx; mov %rcx,%gs:D+16
 //	cmp %gs:D+24,%rcx; jbe done
 //	mov %rcx,%gs:D+24            a new deepest nesting
-//	done: mov %gs:D+0,%rcx
+//	done: mov %rsp,%gs:D+40      with d.Top: rsp is on top now (or
+//	                             would be, past the slots)
+//	mov %gs:D+0,%rcx
+//
+// With d.Top (the C form), the code starts with one compare:
+//
+//	cmp %rsp,%gs:D+40; je end    the last entry's rsp: a sibling call
+//	                             changes nothing, and skips the rest
+//
+// (The rest placed out of line, after the trampoline's jump back, the
+// common course would take no branch at all: 4 % faster on bench_mixed,
+// whose hot calls are siblings, 9 % slower on Lua, whose are not, for
+// their two branches more; docs/performance.md, "Counting at native
+// speed".)
 //
 // The Go form keys frames by their distance from the goroutine's stack
 // top (g.stack.hi, at 8(%r14)), in rax, and starts afresh when the
 // goroutine is not the one of the frames. Only the flags change.
 func (amd64) DepthCode(d Depth) (DepthCode, bool) {
+	top := d.Top && !d.GoABI
+	body := amd64DepthBody(d, top)
+	if !top {
+		return body, true
+	}
+	e := &amd64Emitter{offset: d.Offset}
+	e.gs([]byte{0x48, 0x39}, 0x24, sibAbs, DepthTop) // cmp %rsp,%gs:D+40
+	e.c = append(e.c, 0x0f, 0x84)                    // je end (rel32)
+	e.c = binary.LittleEndian.AppendUint32(e.c, uint32(len(body.Code)))
+	n := len(e.c)
+	rb := []Rollback{{From: 0, To: n}}
+	for _, r := range body.Rollback {
+		r.From, r.To = r.From+n, r.To+n
+		rb = append(rb, r)
+	}
+	return DepthCode{Code: append(e.c, body.Code...), Rollback: rb}, true
+}
+
+// amd64DepthBody returns DepthCode's code on its whole course, with top
+// (Depth.Top) its store of the stack pointer left on top.
+func amd64DepthBody(d Depth, top bool) DepthCode {
 	e := &amd64Emitter{offset: d.Offset}
 	// Short forward branches, their rel8 filled in at their target.
 	var toPush, toDone []int
@@ -77,11 +111,14 @@ func (amd64) DepthCode(d Depth) (DepthCode, bool) {
 	e.branch(0x76, &toDone)                              // jbe done
 	e.gs([]byte{0x48, 0x89}, 0x0c, sibAbs, DepthMax)     // mov %rcx,%gs:D+24
 	e.land(toDone)
+	if top {
+		e.gs([]byte{0x48, 0x89}, 0x24, sibAbs, DepthTop) // mov %rsp,%gs:D+40
+	}
 	if d.GoABI {
 		e.gs([]byte{0x48, 0x8b}, 0x04, sibAbs, DepthSave+8) // mov %gs:D+8,%rax
 	}
 	e.gs([]byte{0x48, 0x8b}, 0x0c, sibAbs, DepthSave) // mov %gs:D,%rcx
-	return DepthCode{Code: e.c, Rollback: e.rollbacks()}, true
+	return DepthCode{Code: e.c, Rollback: e.rollbacks()}
 }
 
 // The SIB bytes of DepthCode's operands: [disp32], [disp32+rcx*8].

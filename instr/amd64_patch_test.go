@@ -345,31 +345,41 @@ func TestDepthCodeAMD64(t *testing.T) {
 		"test   %rcx,%rcx",
 		"je     <push>",
 	}
-	for _, c := range []struct {
-		goABI bool
-		want  []string
-	}{
-		{false, append(append([]string{
+	cForm := func(done ...string) []string {
+		return append(append([]string{
 			"mov    %rcx,%gs:0x1000",
 		}, loop...),
-			"cmp    %gs:0x1020(,%rcx,8),%rsp",
-			"je     <done>",
-			"jb     <push> <loop>",
-			"dec    %rcx",
-			"je     <push>",
-			"cmp    %gs:0x1020(,%rcx,8),%rsp",
-			"jmp    <loop>",
-			"cmp    $0x400,%rcx <push>",
-			"jae    <done>",
-			"mov    %rsp,%gs:0x1028(,%rcx,8)",
-			"inc    %rcx",
-			"mov    %rcx,%gs:0x1010",
-			"cmp    %gs:0x1018,%rcx",
-			"jbe    <done>",
-			"mov    %rcx,%gs:0x1018",
-			"mov    %gs:0x1000,%rcx <done>",
-		)},
-		{true, append(append([]string{
+			append([]string{
+				"cmp    %gs:0x1028(,%rcx,8),%rsp",
+				"je     <done>",
+				"jb     <push> <loop>",
+				"dec    %rcx",
+				"je     <push>",
+				"cmp    %gs:0x1028(,%rcx,8),%rsp",
+				"jmp    <loop>",
+				"cmp    $0x400,%rcx <push>",
+				"jae    <done>",
+				"mov    %rsp,%gs:0x1030(,%rcx,8)",
+				"inc    %rcx",
+				"mov    %rcx,%gs:0x1010",
+				"cmp    %gs:0x1018,%rcx",
+				"jbe    <done>",
+				"mov    %rcx,%gs:0x1018",
+			}, done...)...)
+	}
+	for _, c := range []struct {
+		goABI, top bool
+		want       []string
+	}{
+		{false, false, cForm("mov    %gs:0x1000,%rcx <done>")},
+		{false, true, append([]string{
+			"cmp    %rsp,%gs:0x1028",
+			"je     <end>",
+		}, cForm(
+			"mov    %rsp,%gs:0x1028 <done>",
+			"mov    %gs:0x1000,%rcx",
+		)...)},
+		{true, true, append(append([]string{ // (Top is the C form's alone)
 			"mov    %rcx,%gs:0x1000",
 			"mov    %rax,%gs:0x1008",
 			"cmp    %gs:0x1020,%r14",
@@ -379,16 +389,16 @@ func TestDepthCodeAMD64(t *testing.T) {
 			"mov    0x8(%r14),%rax <key>",
 			"sub    %rsp,%rax",
 		}, loop...),
-			"cmp    %gs:0x1020(,%rcx,8),%rax",
+			"cmp    %gs:0x1028(,%rcx,8),%rax",
 			"je     <done>",
 			"ja     <push> <loop>",
 			"dec    %rcx",
 			"je     <push>",
-			"cmp    %gs:0x1020(,%rcx,8),%rax",
+			"cmp    %gs:0x1028(,%rcx,8),%rax",
 			"jmp    <loop>",
 			"cmp    $0x400,%rcx <push>",
 			"jae    <done>",
-			"mov    %rax,%gs:0x1028(,%rcx,8)",
+			"mov    %rax,%gs:0x1030(,%rcx,8)",
 			"inc    %rcx",
 			"mov    %rcx,%gs:0x1010",
 			"cmp    %gs:0x1018,%rcx",
@@ -398,25 +408,29 @@ func TestDepthCodeAMD64(t *testing.T) {
 			"mov    %gs:0x1000,%rcx",
 		)},
 	} {
-		d, ok := AMD64.DepthCode(Depth{Offset: 0x1000, Slots: 1024, GoABI: c.goABI})
+		d, ok := AMD64.DepthCode(Depth{Offset: 0x1000, Slots: 1024, GoABI: c.goABI, Top: c.top})
 		if !ok {
 			t.Fatal("no depth code")
 		}
-		got := labelTargets(t, d.Code)
+		code, rollback := d.Code, d.Rollback
+		got := labelTargets(t, code)
 		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-			t.Errorf("Go %v:\n%s\nwant:\n%s", c.goABI, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			t.Errorf("Go %v, top %v:\n%s\nwant:\n%s", c.goABI, c.top, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
-		// Rollback: nothing saved before the first save, then rcx, then
-		// (Go) rax too, to the end.
+		// Rollback: nothing saved before the first save (nor in the
+		// top's test before it), then rcx, then (Go) rax too, to the
+		// end.
 		wantSaved := []int{0, 1}
 		if c.goABI {
 			wantSaved = append(wantSaved, 2)
+		} else if c.top {
+			wantSaved = []int{0, 0, 1}
 		}
-		if len(d.Rollback) != len(wantSaved) || d.Rollback[0].From != 0 || d.Rollback[len(d.Rollback)-1].To != len(d.Code) {
-			t.Fatalf("rollback %+v", d.Rollback)
+		if len(rollback) != len(wantSaved) || rollback[0].From != 0 || rollback[len(rollback)-1].To != len(code) {
+			t.Fatalf("rollback %+v", rollback)
 		}
-		for i, r := range d.Rollback {
-			if len(r.Restore) != wantSaved[i] || (i > 0 && r.From != d.Rollback[i-1].To) {
+		for i, r := range rollback {
+			if len(r.Restore) != wantSaved[i] || (i > 0 && r.From != rollback[i-1].To) || r.Resume != 0 {
 				t.Errorf("rollback %d: %+v", i, r)
 			}
 		}
@@ -425,14 +439,17 @@ func TestDepthCodeAMD64(t *testing.T) {
 
 // labelTargets disassembles code at 0 and writes each branch's target as
 // the label of the instruction it lands on (<loop>, <push>, <key>,
-// <done>: the popping loop, the slots check, the key's load, the first
-// restore), which is appended to that instruction's line.
+// <done>: the popping loop, the slots check, the key's load, the top's
+// store or else the first restore), which is appended to that
+// instruction's line; <end> is the code's end.
 func labelTargets(t *testing.T, code []byte) []string {
 	t.Helper()
 	addrs, lines := disassembleAt(t, code, 0)
-	label := map[string]string{}
+	label := map[string]string{"end": fmt.Sprintf("0x%x", len(code))}
 	for i, l := range lines {
 		switch {
+		case strings.HasPrefix(l, "mov    %rsp,%gs:0x1028"):
+			label["done"] = addrs[i]
 		case (strings.HasPrefix(l, "jb ") || strings.HasPrefix(l, "ja ")) && label["loop"] == "":
 			label["loop"] = addrs[i]
 		case strings.HasPrefix(l, "cmp    $0x400"):
@@ -591,6 +608,8 @@ func TestGoRecordCodeAMD64(t *testing.T) {
 // the Go form), which a code testing the top frames without a branch
 // would read once every frame has returned, holds 0, then all ones, then
 // a stack address above every frame: the depth must not depend on it.
+// Both forms: with Depth.Top (a sibling call skips the rest after one
+// compare) and without.
 // (A branch-free test of the top two frames measured no faster here
 // than the code's branches, 2-3 ns a call either way, and was not kept.)
 func TestDepthCodeRunsAMD64(t *testing.T) {
@@ -599,24 +618,26 @@ func TestDepthCodeRunsAMD64(t *testing.T) {
 	}
 	need(t, "gcc")
 	const offset = 0x40
-	d, ok := AMD64.DepthCode(Depth{Offset: offset, Slots: 64})
-	if !ok {
-		t.Fatal("no depth code")
-	}
-	code := append(slices.Clone(d.Code), 0xc3)
-	for _, below := range []string{"0", "~0ull", "(uint64_t)__builtin_frame_address(0) + 4096"} {
-		src := fmt.Sprintf(depthDriver, cArray(code), offset+DepthAreaSize(64), below, offset+DepthG, offset+DepthCurrent, offset+DepthMax)
-		out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("below the stack %s: driver: %v\n%s", below, err, out)
+	for _, top := range []bool{false, true} {
+		d, ok := AMD64.DepthCode(Depth{Offset: offset, Slots: 64, Top: top})
+		if !ok {
+			t.Fatal("no depth code")
 		}
-		var calls, bad, deepest, maxDepth int
-		if _, err := fmt.Sscanf(string(out), "calls=%d bad=%d deepest=%d max=%d", &calls, &bad, &deepest, &maxDepth); err != nil {
-			t.Fatalf("driver said %q: %v", out, err)
-		}
-		t.Logf("below the stack %s: %s", below, strings.TrimSpace(string(out)))
-		if calls < 1000 || bad != 0 || maxDepth != deepest {
-			t.Errorf("below the stack %s: %d calls, %d with the wrong depth; deepest nesting %d, want %d", below, calls, bad, maxDepth, deepest)
+		code := append(slices.Clone(d.Code), 0xc3)
+		for _, below := range []string{"0", "~0ull", "(uint64_t)__builtin_frame_address(0) + 4096"} {
+			src := fmt.Sprintf(depthDriver, cArray(code), offset+DepthAreaSize(64), below, offset+DepthG, offset+DepthCurrent, offset+DepthMax)
+			out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("top %v, below the stack %s: driver: %v\n%s", top, below, err, out)
+			}
+			var calls, bad, deepest, maxDepth int
+			if _, err := fmt.Sscanf(string(out), "calls=%d bad=%d deepest=%d max=%d", &calls, &bad, &deepest, &maxDepth); err != nil {
+				t.Fatalf("driver said %q: %v", out, err)
+			}
+			t.Logf("top %v, below the stack %s: %s", top, below, strings.TrimSpace(string(out)))
+			if calls < 1000 || bad != 0 || maxDepth != deepest {
+				t.Errorf("top %v, below the stack %s: %d calls, %d with the wrong depth; deepest nesting %d, want %d", top, below, calls, bad, maxDepth, deepest)
+			}
 		}
 	}
 }

@@ -330,8 +330,8 @@ func (a arm64) PatchJump(p *Patch, tramp uint64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("patch jump at %#x: %w", p.Site, err)
 	}
-	out := binary.LittleEndian.AppendUint32(make([]byte, 0, len(p.Orig)), b)
-	for len(out) < len(p.Orig) {
+	out := binary.LittleEndian.AppendUint32(make([]byte, 0, p.Written()), b)
+	for len(out) < p.Written() {
 		out = append(out, a.Breakpoint()...)
 	}
 	return out, nil
@@ -368,15 +368,15 @@ func (arm64) FlagsDead([]byte, uint64, uint64) bool { return false }
 //	cmp x17, #slots; b.hi done       (a torn count: leave it)
 //	add x16, x16, x17, lsl #3        x16: the area plus 8n, its "cursor"
 //	tst x16, #0x3fff; b.eq push      n = 0
-//	ldr x17, [x16, #32]              stack[n-1]
+//	ldr x17, [x16, #40]              stack[n-1]
 //	cmp sp, x17; b.eq done           a sibling call: nothing changes
 //	1: b.lo push                     stack[n-1] is above: still live
 //	sub x16, x16, #8                 it has returned: pop it
 //	tst x16, #0x3fff; b.eq push
-//	ldr x17, [x16, #32]; cmp sp, x17; b 1b
+//	ldr x17, [x16, #40]; cmp sp, x17; b 1b
 //	push: and x17, x16, #0x3fff; lsr x17, x17, #3
 //	cmp x17, #slots; b.hs done       n' = the frames left
-//	mov x17, sp; str x17, [x16, #40] stack[n'] = sp
+//	mov x17, sp; str x17, [x16, #48] stack[n'] = sp
 //	and x17, x16, #0x3fff; lsr x17, x17, #3; add x17, x17, #1
 //	and x16, x16, #~0x3fff           the area again
 //	str x17, [x16, #16]              n = n'+1

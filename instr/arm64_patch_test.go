@@ -818,12 +818,12 @@ func TestDepthCodeARM64(t *testing.T) {
 		want := append(slices.Clip(tableLookup),
 			"ldr x17, [x16, #16]", "cmp x17, #0x3", "b.hi 0x90",
 			"add x16, x16, x17, lsl #3", "tst x16, #0x3fff", "b.eq 0x64",
-			"ldr x17, [x16, #32]", "cmp sp, x17", "b.eq 0x90",
+			"ldr x17, [x16, #40]", "cmp sp, x17", "b.eq 0x90",
 			"b.cc 0x64", // 0x48, the popping loop
 			"sub x16, x16, #0x8", "tst x16, #0x3fff", "b.eq 0x64",
-			"ldr x17, [x16, #32]", "cmp sp, x17", "b 0x48",
+			"ldr x17, [x16, #40]", "cmp sp, x17", "b 0x48",
 			"and x17, x16, #0x3fff", "lsr x17, x17, #3", "cmp x17, #0x3", "b.cs 0x90", // 0x64, push
-			"mov x17, sp", "str x17, [x16, #40]",
+			"mov x17, sp", "str x17, [x16, #48]",
 			"and x17, x16, #0x3fff", "lsr x17, x17, #3", "add x17, x17, #0x1",
 			"and x16, x16, #0xffffffffffffc000", "str x17, [x16, #16]",
 		)

@@ -49,6 +49,11 @@ type Layout struct {
 	// Evict returns the trampoline builder of an instruction moved out
 	// for another's patch: nil for the instruction alone, relocated.
 	Evict func(addr uint64) Build
+	// Leaves lets a whole jump at a function's entry carry out the
+	// function to its return where it runs straight there (carryLeaf):
+	// only where nothing is to run at its other instructions or its
+	// returns (an entry's count; no exit's instrumentation).
+	Leaves bool
 	// sites are the sites to be planned, sorted (Sites), and prefer how
 	// many prefixes the jump of the site being planned should start
 	// with (preferPrefix).
@@ -344,6 +349,9 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 		}
 	}
 	if p.Written() >= len(p.Prefix)+l.a.JumpLen() {
+		if q, m, ok := l.carryLeaf(p, build); ok {
+			p, n = q, m
+		}
 		if l.prefer > 0 {
 			if pl, err := l.placeForBefore(p, build, n); err == nil {
 				return pl, nil

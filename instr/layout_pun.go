@@ -108,9 +108,14 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 			continue
 		}
 		q.Punned = after
-		if c, cn, ok := l.carryTail(q, build); ok {
-			if pl, err := l.placeIn(c, build, cn, lo, hi, grow); err == nil {
-				return pl, nil
+		for _, leaf := range []bool{true, false} {
+			if leaf && !l.Leaves {
+				continue
+			}
+			if c, cn, ok := l.carryTail(q, build, leaf); ok {
+				if pl, err := l.placeIn(c, build, cn, lo, hi, grow); err == nil {
+					return pl, nil
+				}
 			}
 		}
 		pl, err := l.placeIn(q, build, n, lo, hi, grow)
@@ -134,8 +139,9 @@ func (l *Layout) pun(p Patch, build Build, n int, grow bool, overlay func(uint64
 // instead. False where there is nothing to carry, or it cannot be
 // carried: what is not relocatable, or a call, whose copy would push its
 // return address behind the back of the CPU's return predictor, and
-// every return from there up would be mispredicted.
-func (l *Layout) carryTail(p Patch, build Build) (Patch, int, bool) {
+// every return from there up would be mispredicted. With leaf, it goes
+// on to the function's return instead, where it may (leafRun).
+func (l *Layout) carryTail(p Patch, build Build, leaf bool) (Patch, int, bool) {
 	end := p.Site + uint64(len(p.Prefix)+l.a.JumpLen())
 	run, prev := p, p.Insts[len(p.Insts)-1]
 	for at := p.End(); at < end; {
@@ -157,6 +163,12 @@ func (l *Layout) carryTail(p Patch, build Build) (Patch, int, bool) {
 		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+n], Insts: []Inst{in}}, true)
 		prev = in
 		at += n
+	}
+	if leaf {
+		var ok bool
+		if run, ok = l.leafRun(run); !ok {
+			return p, 0, false
+		}
 	}
 	if run.Back == 0 && len(run.Insts) == len(p.Insts) {
 		return p, 0, false

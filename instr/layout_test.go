@@ -327,6 +327,76 @@ func TestLayoutCarriesTail(t *testing.T) {
 	}
 }
 
+// TestLayoutCarriesLeaf: with Leaves, the trampoline of a function that
+// runs straight from its entry to its return carries it out whole, the
+// return included, punned jump or whole; the jump still writes over the
+// entry's instruction alone and the rest keeps its bytes. A branch, a
+// call, more than maxLeaf instructions, a byte another patch wrote, or
+// Leaves unset: the trampoline goes back as before.
+func TestLayoutCarriesLeaf(t *testing.T) {
+	const start = 0x555555556000
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	known := func(uint64) bool { return false }
+	long := "89f8" + strings.Repeat(" 83c001", maxLeaf+1) + " c3"
+	for _, c := range []struct {
+		name    string
+		code    string
+		leaves  bool
+		carried int // instructions the trampoline runs
+		ret     bool
+	}{
+		// movslq %edi,%rdi; lea 0(%rip),%rax; movb $1,(%rax,%rdi); ret:
+		// bench_mixed's mark.
+		{"a leaf", "4863ff 488d0500000000 c6043801 c3", true, 4, true},
+		{"not asked", "4863ff 488d0500000000 c6043801 c3", false, 2, false},
+		// mov $1,%eax (a whole jump); ret.
+		{"a whole jump", "b801000000 c3", true, 2, true},
+		// mov %edi,%eax; add $1,%eax; jmp *%rax: a tail call.
+		{"a tail call", "89f8 83c001 ffe0", true, 3, true},
+		// mov %edi,%eax; test %eax,%eax; je; ret: a branch.
+		{"a branch", "89f8 85c0 7401 c3 c3", true, 3, false}, // (those the jump lies over)
+		// mov %edi,%eax; add $1,%eax; call; ret.
+		{"a call", "89f8 83c001 e800000000 c3", true, 2, false},
+		{"too long", long, true, 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code := hexs(t, c.code)
+			l := NewLayout(AMD64, start, code, known, newFakeRoom())
+			l.Leaves = c.leaves
+			pl, err := l.Plan(start, build)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(pl.Tramp.PCs); got != c.carried {
+				t.Errorf("the trampoline carries out %d instructions, want %d", got, c.carried)
+			}
+			last := pl.Patch.Insts[len(pl.Patch.Insts)-1]
+			if ret := last.Kind == Ret || last.Kind == Jump; ret != c.ret {
+				t.Errorf("the trampoline's last instruction carried is %v, want a way out %v", last.Kind, c.ret)
+			}
+			final := l.Final()
+			first := pl.Patch.Insts[0].Len
+			if w := pl.Patch.Written(); w != first || !bytes.Equal(final[5:], code[5:]) {
+				t.Errorf("the jump writes %d bytes (want %d, the entry's instruction), code % x", w, first, final)
+			}
+		})
+	}
+	// A byte of the leaf another patch wrote: not carried.
+	code := hexs(t, "4863ff 488d0500000000 c6043801 c3")
+	l := NewLayout(AMD64, start, code, known, newFakeRoom())
+	l.Leaves = true
+	if _, err := l.Plan(start+10, build); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := l.Plan(start, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := pl.Patch.Insts[len(pl.Patch.Insts)-1]; last.Kind == Ret {
+		t.Errorf("the leaf carried over another patch's bytes: %+v", pl.Patch.Insts)
+	}
+}
+
 // TestLayoutData: a site on a return whose next bytes may be data (no
 // line or symbol names them) takes a punned jump over them, left as they
 // are, or nothing: they are never moved out, even where no window has

@@ -345,7 +345,8 @@ const (
 	DepthCurrent = 16 // the frames on the shadow stack
 	DepthMax     = 24 // the deepest nesting seen (blocks only)
 	DepthG       = 32 // the goroutine of the frames (Go, blocks only)
-	DepthStack   = 40 // the shadow stack: one word per frame
+	DepthTop     = 40 // the last entry's stack pointer, 0 if unknown ([Depth.Top])
+	DepthStack   = 48 // the shadow stack: one word per frame
 )
 
 // DepthAreaSize is the size of a depth area of slots frames.
@@ -359,6 +360,15 @@ type Depth struct {
 	Slots int
 	// GoABI selects the Go form (the goroutine in r14).
 	GoABI bool
+	// Top selects, in the C form on a block, a first test of the stack
+	// pointer against the one the last entry left on top (DepthTop): an
+	// entry at the same stack pointer, a sibling of the last (a loop
+	// calling one function again and again), changes nothing, and
+	// skips the rest with one compare and no register saved. Whoever
+	// else changes the shadow stack clears DepthTop (PROFILE, at a
+	// signal or for a new thread), and so the Go form, which does not,
+	// must not share the areas: Top is for programs without it.
+	Top bool
 	// Table and Areas serve where threads have no register of their own
 	// for a block (arm64, whose TPIDR_EL0 belongs to the C library): a
 	// thread's area is found from its stack pointer. Table is the address

@@ -117,6 +117,9 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 	}
 	orig := p.Orig[pc-p.Start : pc-p.Start+uint64(in.Len)]
 	found := false
+	// next is the instruction after in: a trampoline may carry out the
+	// function's next ones too, to its return (Layout.Leaves).
+	next := pc + uint64(in.Len)
 	for off := 0; off < len(code); {
 		at := j.Target + uint64(off)
 		c, err := a.Decode(code[off:], at)
@@ -128,6 +131,11 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 			if in.Kind == Jump || in.Kind == Ret || in.Kind == Call {
 				return nil // (it does not go on after it)
 			}
+			off += c.Len
+			continue
+		}
+		if found && carriedToReturn(a, p, next, code[off:], at) {
+			return nil // (carried out to the function's return)
 		}
 		if found && c.Kind == Jump && c.Target > pc && c.Target <= pc+uint64(in.Len)+2*uint64(a.MaxInstLen()) {
 			return nil
@@ -144,6 +152,64 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 		return fmt.Errorf("%#x: %s (% x) is moved to %#x, which does not carry it out: % x", pc, in.Text, orig, j.Target, code[:min(len(code), 48)])
 	}
 	return fmt.Errorf("%#x: %s (% x) is moved to %#x, which does not go on after it: % x", pc, in.Text, orig, j.Target, code[:min(len(code), 48)])
+}
+
+// carriedToReturn reports whether code, at addr, carries out the
+// original instructions from next on, in order, to a return or a jump
+// out, which it carries out too: each as it is (its bytes, or a branch
+// of its kind to its target), but one with a PC-relative operand, whose
+// relocated copy may be several instructions, none a branch.
+func carriedToReturn(a Arch, p Patched, next uint64, code []byte, addr uint64) bool {
+	end := p.Start + uint64(len(p.Orig))
+	strict := func(o Inst, ob []byte, c Inst, cb []byte) bool {
+		if o.PCRel && o.Kind == Other {
+			return c.Kind == Other
+		}
+		if o.PCRel || o.Kind == Jump && o.Target != 0 {
+			return c.Kind == o.Kind && c.Target == o.Target
+		}
+		return bytes.Equal(ob, cb)
+	}
+	decode := func(at uint64) (Inst, []byte, bool) {
+		if at >= end {
+			return Inst{}, nil, false
+		}
+		o, err := a.Decode(p.Orig[at-p.Start:], at)
+		if err != nil || o.Len <= 0 || at+uint64(o.Len) > end {
+			return Inst{}, nil, false
+		}
+		return o, p.Orig[at-p.Start : at-p.Start+uint64(o.Len)], true
+	}
+	off := 0
+	for {
+		o, ob, ok := decode(next)
+		if !ok || off >= len(code) {
+			return false
+		}
+		c, err := a.Decode(code[off:], addr+uint64(off))
+		if err != nil || c.Len <= 0 || !strict(o, ob, c, code[off:off+c.Len]) {
+			return false
+		}
+		off += c.Len
+		if o.Kind == Ret || o.Kind == Jump {
+			return true
+		}
+		if o.Kind != Other && o.Kind != Nop {
+			return false
+		}
+		next += uint64(o.Len)
+		if o.PCRel {
+			// (The rest of its relocated copy, up to the next one's.)
+			o2, ob2, ok := decode(next)
+			for ok && off < len(code) {
+				c, err := a.Decode(code[off:], addr+uint64(off))
+				if err != nil || c.Len <= 0 || c.Kind != Other || strict(o2, ob2, c, code[off:off+c.Len]) {
+					break
+				}
+				off += c.Len
+			}
+		}
+	}
 }
 
 // sameEffect reports whether instruction c (its bytes cb) carries out

@@ -45,6 +45,10 @@ type entryEnv struct {
 	counters   *counters
 	timer      timer
 	breakpoint func(p *planting, item int, once bool) error
+	// leaves is set where nothing runs at a function's returns (no
+	// timer, no books, no exits' mechanism): a leaf's trampoline may
+	// then run it to its return (instr.Layout.Leaves).
+	leaves bool
 }
 
 // newEntryTrampolines returns the entries' trampolines of a run of plan
@@ -123,6 +127,8 @@ func (et *entryTrampolines) planEntry(p *planting, item int) (*instr.Planned, er
 	}
 	lay := env.plant.layout(p)
 	lay.Evict = et.exitBuild(p, item, lo, hi)
+	lay.Leaves = env.leaves
+	defer func() { lay.Leaves = false }()
 	build := func(pt *instr.Patch, at uint64) (instr.Trampoline, error) {
 		tr, err := et.entryTrampoline(pt, at, f, item, lo, hi)
 		if err == nil && len(tr.Code) > trampCell {

@@ -146,6 +146,9 @@ func trampNotes(d instr.Decoder, tr *tramp) map[uint64]string {
 	last := lines[len(lines)-1].pc
 	if !code.Exit {
 		notes[last] = fmt.Sprintf("back to %#x, after the patch", tr.patch.End())
+		if carriesToReturn(&tr.patch) {
+			notes[last] = "never reached: the function returns from the trampoline"
+		}
 		if tr.patch.Back != 0 {
 			notes[last] = fmt.Sprintf("on to %#x, the trampoline of the jump at %#x, after the patch", tr.patch.Back, tr.patch.End())
 		}

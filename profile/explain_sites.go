@@ -138,6 +138,28 @@ func (x *siteNarrator) reasons() map[uint64]error {
 	return byAddr
 }
 
+// jumpHeadline is the first line of the description of jump v, of
+// planting p: what the jump replaces and what its trampoline runs.
+func (x *siteNarrator) jumpHeadline(p *planting, v siteView) string {
+	j := v.j
+	pt := &j.tramp.patch
+	own := disasm(x.t.arch, pt.Orig[:pt.Written()], j.addr)
+	more := plural(len(pt.Insts)-1, "instruction")
+	switch {
+	case j.movedOut && carriesToReturn(pt):
+		return fmt.Sprintf("%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it, and the rest of the function to its return.\n", texts(own), j.addr)
+	case j.movedOut:
+		return fmt.Sprintf("%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it.\n", texts(own), j.addr)
+	case len(own) < len(pt.Insts) && carriesToReturn(pt):
+		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, to the function's return, and never comes back: the function runs straight there, and one jump costs less than two.\n", x.siteName(p, v), j.addr, more)
+	case len(own) < len(pt.Insts) && j.evicts:
+		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, up to one moved out of the way, and goes on after it.\n", x.siteName(p, v), j.addr, more)
+	case len(own) < len(pt.Insts):
+		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, those the jump's last bytes lie over, and goes on after them, where the jump left an instruction whole.\n", x.siteName(p, v), j.addr, more)
+	}
+	return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces %s.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts), "instruction"))
+}
+
 // describe describes one site of planting p: what it is, the bytes
 // before and after, and the trampoline's code, or why it keeps a
 // breakpoint and how its instruction is carried out at a hit.
@@ -147,17 +169,7 @@ func (x *siteNarrator) describe(p *planting, v siteView, reasons map[uint64]erro
 		j := v.j
 		pt := &j.tramp.patch
 		var b strings.Builder
-		own := disasm(t.arch, pt.Orig[:pt.Written()], j.addr)
-		switch {
-		case j.movedOut:
-			fmt.Fprintf(&b, "%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it.\n", texts(own), j.addr)
-		case len(own) < len(pt.Insts) && j.evicts:
-			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, up to one moved out of the way, and goes on after it.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts)-1, "instruction"))
-		case len(own) < len(pt.Insts):
-			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, those the jump's last bytes lie over, and goes on after them, where the jump left an instruction whole.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts)-1, "instruction"))
-		default:
-			fmt.Fprintf(&b, "%s, at %#x: a jump to its trampoline replaces %s.\n", x.siteName(p, v), j.addr, plural(len(pt.Insts), "instruction"))
-		}
+		b.WriteString(x.jumpHeadline(p, v))
 		if len(pt.Punned) > 0 {
 			fmt.Fprintf(&b, "  The jump is longer than the instruction: its last %s are those of the code after it, as they are or as the next jump makes them, so its trampoline lies where they make it land.\n", plural(len(pt.Punned), "byte"))
 		}
@@ -361,4 +373,14 @@ func afterLandingPad(d instr.Decoder, text moduleText, entry uint64) uint64 {
 		return 0
 	}
 	return entry + uint64(in.Len)
+}
+
+// carriesToReturn reports whether the trampoline of p runs its function
+// on to a return or a jump out (instr.Layout.Leaves).
+func carriesToReturn(p *instr.Patch) bool {
+	if len(p.Insts) < 2 {
+		return false
+	}
+	k := p.Insts[len(p.Insts)-1].Kind
+	return k == instr.Ret || k == instr.Jump
 }

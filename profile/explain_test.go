@@ -277,8 +277,9 @@ func narrated(plan *datafile.Plan, code []byte, limit int) (*tracer, *fakeMem, *
 }
 
 // TestExplainPlanting: the narration of a module planted: counting
-// in-process, the entry's jump and trampoline, and the instruction moved
-// out of its way (leafCode loaded low, as a program not PIE is); with
+// in-process, the entry's jump and trampoline, which runs the leaf to its
+// return, and the instruction moved out of its way (leafCode loaded low,
+// as a program not PIE is); with
 // breakpoints, the breakpoint, and how its instruction is carried out at
 // a hit.
 func TestExplainPlanting(t *testing.T) {
@@ -293,13 +294,14 @@ func TestExplainPlanting(t *testing.T) {
 		}
 		wantNarration(t, out.String(),
 			"Module prog, mapped at 0x401000 (load bias 0x0): PROFILE read its code from the process, decoded it once, and plants 1 function.",
-			"function f, entry, at 0x401000: a jump to its trampoline replaces 1 instruction; the trampoline runs the next 2 instructions too, up to one moved out of the way, and goes on after it.",
+			"function f, entry, at 0x401000: a jump to its trampoline replaces 1 instruction; the trampoline runs the next 5 instructions too, to the function's return, and never comes back",
 			"  The jump is longer than the instruction: its last 4 bytes are those of the code after it",
 			"  before  55  push %rbp\n  after   e9  (not an instruction)",
 			"incq %gs:0x0",
 			"; the count: one more call of f\n",
 			"; moved from 0x401000",
-			"mov %edi,-0x4(%rbp) at 0x401004, moved out of the way of the jump before it",
+			"; never reached: the function returns from the trampoline\n",
+			"mov %edi,-0x4(%rbp) at 0x401004, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it, and the rest of the function to its return.",
 			"Module prog: 1 site, 1 jumps to a trampoline, 0 keep breakpoints; 1 instruction moved out of the way of a jump.",
 		)
 	})

@@ -198,6 +198,7 @@ func (t *tracer) choose() {
 	// them (mechanism.go).
 	if e := t.parts.entries; e != nil {
 		e.env.counters, e.env.timer = t.parts.counters, t.parts.timer() // (nil once the rings gave up)
+		e.env.leaves = e.env.timer == nil && t.parts.books == nil && t.parts.exits == nil
 	}
 	add(t.parts.entries != nil, t.parts.entries)
 	add(t.parts.exits != nil, t.parts.exits)

@@ -117,6 +117,7 @@ type counterEnv struct {
 	rings         *rings
 	ledgers       *ledgers
 	threadPointer bool
+	goDepth       bool // the plan has Go frames for the depth code (caps.goDepth)
 }
 
 // counterEnv is the counters' environment in this run.
@@ -125,6 +126,7 @@ func (t *tracer) counterEnv() counterEnv {
 		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
 		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), sampling: t.plan.Method.IsSampling(), hits: t.hits,
 		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, ledgers: t.parts.ledgers, threadPointer: t.caps.threadPointer,
+		goDepth: t.caps.goDepth,
 	}
 }
 
@@ -196,6 +198,16 @@ func (c *counters) threadPointers() bool {
 // keepsDepth reports whether trampolines keep the call depth.
 func (c *counters) keepsDepth() bool { return c != nil && c.layout.KeepsDepth() }
 
+// depthCode is what the depth code of a function with frames of the given
+// kind (goroutine: Go's) needs; the C form's first test of the last
+// entry's stack pointer (instr.Depth.Top) where no Go form shares the
+// areas.
+func (c *counters) depthCode(goroutine bool) instr.Depth {
+	d := c.layout.Depth(goroutine)
+	d.Top = !goroutine && !c.env.goDepth
+	return d
+}
+
 // area returns thread block b's depth area.
 func (c *counters) area(b int) []byte { return c.layout.DepthArea(c.shared.Bytes(), b) }
 
@@ -221,6 +233,7 @@ func (c *counters) giveBlock(tid int, foreign bool) error {
 		area := c.area(b)
 		clear(area[instr.DepthCurrent : instr.DepthCurrent+8])
 		clear(area[instr.DepthG : instr.DepthG+8])
+		clear(area[instr.DepthTop : instr.DepthTop+8])
 	}
 	var regs ptrace.Regs
 	if err := env.proc.getRegs(tid, &regs); err != nil {

@@ -19,6 +19,8 @@ import (
 // handler would have found four callers. An alarm inside f's entry (its
 // stack pointer the one f's frame was entered with) keeps f. Both forms:
 // the thread's block (x86-64's GS base) and the stack table (arm64's).
+// The last entry's stack pointer (instr.Depth.Top) is forgotten where
+// frames were popped, kept where none was.
 func TestSettleDepth(t *testing.T) {
 	arch, err := instr.ForName(runtime.GOARCH)
 	if err != nil {
@@ -70,6 +72,7 @@ func TestSettleDepth(t *testing.T) {
 				binary.LittleEndian.PutUint64(area[instr.DepthStack+8*i:], sp)
 			}
 			binary.LittleEndian.PutUint64(area[instr.DepthCurrent:], uint64(len(frames)))
+			binary.LittleEndian.PutUint64(area[instr.DepthTop:], frames[len(frames)-1])
 			var regs ptrace.Regs
 			arch.SetSP(&regs, c.sp)
 			regs.SetThreadBase(cs.layout.BlockAddr(1))
@@ -79,6 +82,13 @@ func TestSettleDepth(t *testing.T) {
 			tr.signals.settleDepth(tr.parts.counters, tr.plan, tr.arch, &regs)
 			if got := binary.LittleEndian.Uint64(area[instr.DepthCurrent:]); got != uint64(c.want) {
 				t.Errorf("table %v, stopped at sp %#x: %d frames left, want %d", table, c.sp, got, c.want)
+			}
+			wantTop := frames[len(frames)-1]
+			if c.want < len(frames) {
+				wantTop = 0
+			}
+			if got := binary.LittleEndian.Uint64(area[instr.DepthTop:]); got != wantTop {
+				t.Errorf("table %v, stopped at sp %#x: the last entry's stack pointer %#x, want %#x", table, c.sp, got, wantTop)
 			}
 		}
 	}

@@ -224,6 +224,8 @@ func (s *signals) settleDepth(c *counters, plan *datafile.Plan, arch instr.Arch,
 	}
 	if top < n {
 		binary.LittleEndian.PutUint64(area[instr.DepthCurrent:], top)
+		// (The last entry's stack pointer is no longer on top.)
+		binary.LittleEndian.PutUint64(area[instr.DepthTop:], 0)
 	}
 }
 

@@ -1,0 +1,75 @@
+package instr
+
+// Carrying a leaf: a small function that runs straight from its entry to
+// its return, the commonest hot call (a getter, a comparison, a hash
+// step), costs its trampoline two jumps, there and back, taken branches
+// that cost more than the count does (docs/performance.md, "Counting at
+// native speed"). Its trampoline can instead run the whole function, its
+// return included, and never come back: one jump. The jump still writes
+// over the entry's instruction alone (Patch.Own), and every other byte of
+// the function stays the program's own, so a jump into its middle finds
+// what it always found.
+
+// maxLeaf is the most instructions a trampoline carries out after those
+// of its patch, to a function's return.
+const maxLeaf = 12
+
+// leafRun returns run, the patch of a function's entry, carrying out
+// the instructions after it to the function's return, where they run
+// straight there and the layout lets it (Layout.Leaves): each, run's
+// own too, goes on to the next, none is a call (whose copy would push a return
+// address into the trampoline, which Go's unwinder and the CPU's return
+// predictor both mind), a branch or a trap, and the run ends with a
+// return or a jump out (a tail call). Nothing of the run may be written
+// by another patch or change during the run (a breakpoint's bytes): the
+// copies stand for the program's own instructions only where nothing
+// else was to run there. False where there is no such run.
+func (l *Layout) leafRun(run Patch) (Patch, bool) {
+	if !l.Leaves || run.Back != 0 || len(run.Insts) == 0 {
+		return run, false
+	}
+	for _, in := range run.Insts {
+		if !straight(in) {
+			return run, false
+		}
+	}
+	decode := l.a.bareDecoder()
+	prev, n0 := run.Insts[len(run.Insts)-1], len(run.Insts)
+	end := l.start + uint64(len(l.orig))
+	for at, k := run.End(), 0; fallsThrough(prev); k++ {
+		if k == maxLeaf || at >= end || l.any(l.written, at, 1) || l.any(l.unstable, at, 1) {
+			return run, false
+		}
+		in, err := decode(l.orig[at-l.start:], at)
+		n := uint64(in.Len)
+		if err != nil || in.Len <= 0 || at+n > end || !straight(in) && in.Kind != Ret && in.Kind != Jump ||
+			l.any(l.written, at, in.Len) || l.any(l.unstable, at, in.Len) {
+			return run, false
+		}
+		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+n], Insts: []Inst{in}}, true)
+		prev, at = in, at+n
+	}
+	return run, (prev.Kind == Ret || prev.Kind == Jump) && len(run.Insts) > n0
+}
+
+// carryLeaf returns p, a whole jump, carrying out its function to the
+// return (leafRun), and its trampoline's size; false where it cannot be
+// carried or its trampoline cannot be built (what is not relocatable, a
+// jump out of reach).
+func (l *Layout) carryLeaf(p Patch, build Build) (Patch, int, bool) {
+	if p.Own != 0 || p.Punned != nil {
+		return p, 0, false
+	}
+	run, ok := l.leafRun(p)
+	if !ok {
+		return p, 0, false
+	}
+	tr, err := build(&run, run.Site)
+	if err != nil {
+		return p, 0, false
+	}
+	return run, len(tr.Code), true
+}
+
+// straight reports whether in goes on to the next instruction, always.
+func straight(in Inst) bool { return in.Kind == Other || in.Kind == Nop }
