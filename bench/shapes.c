@@ -14,7 +14,10 @@
  *             the rest, in line)
  *   inline    the same test, its branch not taken (the rest out of line)
  *   leaf      one jump: the count, then the function to its return
- *   leafdepth one jump, the count, the test not taken, the function
+ *   leaftaken one jump, the count, the test taken over the rest, the
+ *             function: a leaf's trampoline as PROFILE writes it
+ *   leafout   one jump, the count, the test not taken (the rest out of
+ *             line), the function
  *
  *   shapes SHAPE [N]   (built by bench/shapes) N calls (default
  *                      200,000,000); prints the nanoseconds a call
@@ -51,14 +54,16 @@ SHAPE(count, "jmp 1f\n 1: incq %gs:0\n jmp 2f\n 2:" BODY)
 SHAPE(taken, "jmp 1f\n 1: incq %gs:0\n " TAKEN " jmp 2f\n 2:" BODY)
 SHAPE(inl, "jmp 1f\n 1: incq %gs:0\n " INLINE " 5: jmp 2f\n " SLOW("5b") " 2:" BODY)
 SHAPE(leaf, "jmp 1f\n 1: incq %gs:0\n" BODY)
-SHAPE(leafdepth, "jmp 1f\n 1: incq %gs:0\n " INLINE " 5:" BODY SLOW("5b"))
+SHAPE(leaftaken, "jmp 1f\n 1: incq %gs:0\n " TAKEN BODY)
+SHAPE(leafout, "jmp 1f\n 1: incq %gs:0\n " INLINE " 5:" BODY SLOW("5b"))
 
 static const struct {
 	const char *name;
 	void (*f)(int);
 } shapes[] = {
 	{"native", native}, {"compiled", compiled}, {"jumps", jumps}, {"count", count},
-	{"taken", taken},   {"inline", inl},        {"leaf", leaf},   {"leafdepth", leafdepth},
+	{"taken", taken},   {"inline", inl},        {"leaf", leaf},   {"leaftaken", leaftaken},
+	{"leafout", leafout},
 };
 
 int main(int argc, char **argv) {
