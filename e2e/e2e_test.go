@@ -198,7 +198,9 @@ func workflowWith(t testing.TB, prog string, prepArgs, profileOpts []string, arg
 	must(t, dir, "prep", append(append([]string{"/nologo"}, prepArgs...), prog)...)
 	opts := append(append([]string{"/nologo"}, profileOpts...), prog)
 	r := tool(t, dir, "profile", append(opts, args...)...)
-	must(t, dir, "prep", "/nologo", "/M", filepath.Base(prog))
+	if m := tool(t, dir, "prep", "/nologo", "/M", filepath.Base(prog)); m.status != 0 {
+		t.Fatalf("prep /M: status %d\nstderr: %s\nafter profile: status %d\nstderr: %s", m.status, m.stderr, r.status, r.stderr)
+	}
 	return dir, r
 }
 

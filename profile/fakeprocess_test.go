@@ -43,6 +43,7 @@ type fakeProcess struct {
 	tgids    map[int]int
 	separate map[int]*fakeMem
 	msgs     map[int]uint64
+	gone     map[int]bool // threads whose event message is lost: killed while stopped
 	infos    map[int]ptrace.RawSigInfo
 	inCall   map[int]bool
 	masks    map[int]uint64
@@ -71,7 +72,7 @@ type fakeEvent struct {
 func newFakeProcess(arch instr.Arch, mem *fakeMem) *fakeProcess {
 	return &fakeProcess{
 		arch: arch, mem: mem, regs: map[int]*ptrace.Regs{},
-		tgids: map[int]int{}, separate: map[int]*fakeMem{}, msgs: map[int]uint64{},
+		tgids: map[int]int{}, separate: map[int]*fakeMem{}, msgs: map[int]uint64{}, gone: map[int]bool{},
 		infos: map[int]ptrace.RawSigInfo{}, inCall: map[int]bool{}, masks: map[int]uint64{}, cpu: map[int]int64{},
 		nextArea: 0x7e00_0000_0000,
 	}
@@ -294,6 +295,9 @@ func (f *fakeProcess) deliver(i int) (int, ptrace.WaitStatus, error) {
 
 func (f *fakeProcess) eventMsg(tid int) (uint64, error) {
 	f.note("eventMsg %d", tid)
+	if f.gone[tid] {
+		return 0, syscall.ESRCH // (killed while stopped at the event)
+	}
 	return f.msgs[tid], nil
 }
 

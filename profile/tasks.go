@@ -36,9 +36,15 @@ const (
 	kindVfork
 )
 
-// spawned handles a clone, fork or vfork event of thread th.
+// spawned handles a clone, fork or vfork event of thread th. A thread
+// gone before its event is read (ESRCH: killed at the stop, by the
+// group's exit while it was in clone) is left to its exit, which comes;
+// so is its new task, killed unborn (newcomer).
 func (t *tracer) spawned(th *thread, event int) error {
 	msg, err := t.proc.eventMsg(th.tid)
+	if ptrace.IsNoProcess(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("read event of thread %d: %w", th.tid, err)
 	}
