@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	stddwarf "debug/dwarf"
@@ -19,7 +20,7 @@ import (
 // always come from it) and the DWARF data, possibly from a debug file.
 type file struct {
 	closers []io.Closer
-	exec    []segment
+	exec    []*segment
 	data    *stddwarf.Data    // nil without DWARF
 	cus     []*stddwarf.Entry // the unit entries, parallel to File.Units
 	splits  []splitRef        // the split units read, for InlinedCalls
@@ -28,10 +29,61 @@ type file struct {
 	openDWO func(path string) (io.ReaderAt, io.Closer, error)
 }
 
-// segment is an executable PT_LOAD of the binary.
+// segment is an executable PT_LOAD of the binary. Its bytes are read
+// once, in chunks of codeChunk as they are first asked for (Code): PREP
+// decodes a function's instructions one at a time, and a read of the
+// file each would be a system call each.
 type segment struct {
 	vaddr, memsz, filesz uint64
 	r                    io.ReaderAt // the segment's file bytes
+	mu                   sync.Mutex
+	chunks               map[uint64][]byte // by index, each codeChunk bytes but the last
+}
+
+// closedReader is a closed file's segment: every read fails.
+type closedReader struct{}
+
+func (closedReader) ReadAt([]byte, int64) (int, error) { return 0, os.ErrClosed }
+
+// codeChunk is the size of a segment's chunk read at once.
+const codeChunk = 64 << 10
+
+// read fills code with the segment's bytes from offset off, which the
+// caller has checked lie within its file size.
+func (s *segment) read(code []byte, off uint64) error {
+	for len(code) > 0 {
+		k := off / codeChunk
+		c, err := s.chunk(k)
+		if err != nil {
+			return err
+		}
+		n := copy(code, c[off-k*codeChunk:])
+		if n == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		code, off = code[n:], off+uint64(n)
+	}
+	return nil
+}
+
+// chunk returns chunk k of the segment, read the first time it is asked
+// for. A file shorter than its header says fails here, having allocated
+// no more than one chunk.
+func (s *segment) chunk(k uint64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.chunks[k]; ok {
+		return c, nil
+	}
+	c := make([]byte, min(codeChunk, s.filesz-k*codeChunk))
+	if _, err := s.r.ReadAt(c, int64(k*codeChunk)); err != nil {
+		return nil, err
+	}
+	if s.chunks == nil {
+		s.chunks = map[uint64][]byte{}
+	}
+	s.chunks[k] = c
+	return c, nil
 }
 
 // Open reads the ELF executable or shared library at path. When the file
@@ -77,6 +129,11 @@ func (f *File) Close() error {
 		errs = append(errs, c.Close())
 	}
 	f.impl.closers = nil
+	for _, s := range f.impl.exec {
+		s.mu.Lock()
+		s.chunks, s.r = nil, closedReader{}
+		s.mu.Unlock()
+	}
 	return errors.Join(errs...)
 }
 
@@ -109,7 +166,7 @@ func (f *File) Code(addr uint64, n int) (code []byte, err error) {
 			continue
 		}
 		code = make([]byte, n)
-		if _, err := s.r.ReadAt(code, int64(addr-s.vaddr)); err != nil {
+		if err := s.read(code, addr-s.vaddr); err != nil {
 			return nil, fmt.Errorf("read code of %s at %#x: %w", f.Path, addr, err)
 		}
 		return code, nil
@@ -290,8 +347,8 @@ func isShared(ef *elf.File) (shared bool) {
 
 // execSegments lists the executable PT_LOAD segments, their file size
 // clamped to what the file holds.
-func execSegments(ef *elf.File) []segment {
-	var out []segment
+func execSegments(ef *elf.File) []*segment {
+	var out []*segment
 	for _, p := range ef.Progs {
 		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Memsz == 0 {
 			continue
@@ -299,7 +356,7 @@ func execSegments(ef *elf.File) []segment {
 		if p.Vaddr+p.Memsz < p.Vaddr {
 			continue // wraps around: hostile
 		}
-		out = append(out, segment{
+		out = append(out, &segment{
 			vaddr:  p.Vaddr,
 			memsz:  p.Memsz,
 			filesz: min(p.Filesz, p.Memsz),

@@ -63,11 +63,52 @@ func (amd64) instAlign() int { return 1 }
 
 // bareDecoder returns Decode without the text of the instructions
 // x86asm decodes (decodeAMD64Bare).
-func (amd64) bareDecoder() decodeFunc {
-	return func(code []byte, pc uint64) (Inst, error) {
-		x, err := decodeAMD64Bare(code, pc)
-		return x.Inst, err
+func (amd64) bareDecoder() decodeFunc { return decodeAMD64Quick }
+
+// decodeAMD64Quick is decodeAMD64Bare's Inst, through the scans' fast
+// path where that says all an Inst holds (TestQuickDecoderAgrees): the
+// length, a branch's kind and target, a RIP-relative operand's; an
+// instruction the fast path calls Other that the decoder may call a Nop
+// or a Trap (0x90, the 0F hint space, the undefined 0F opcodes) goes to
+// the decoder. PREP decodes every instruction of the functions it plans
+// with it: x86asm takes some 700 ns an instruction, the table a few.
+func decodeAMD64Quick(code []byte, pc uint64) (Inst, error) {
+	if s, ok := scanAMD64Fast(code, pc); ok && (s.kind != Other || !x86MaybeNopOrTrap(code)) {
+		return Inst{Len: s.n, Kind: s.kind, PCRel: s.pcrel, Target: s.target}, nil
 	}
+	x, err := decodeAMD64Bare(code, pc)
+	return x.Inst, err
+}
+
+// x86MaybeNopOrTrap reports whether the instruction at the start of
+// code, after its legacy and REX prefixes, has an opcode the decoder may
+// classify as a Nop or a Trap: 90, CC, CD, CE, F1 and F4 (int3, int,
+// into, icebp, hlt), or 0F followed by 0B (ud2), 18-1F (hint nops,
+// endbr64), B9 (ud1) or FF (ud0).
+func x86MaybeNopOrTrap(code []byte) bool {
+	p := 0
+	for p < len(code) {
+		switch b := code[p]; {
+		case b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65:
+			p++
+			continue
+		case b&0xf0 == 0x40:
+			p++
+		}
+		break
+	}
+	if p >= len(code) {
+		return true
+	}
+	switch code[p] {
+	case 0x90, 0xcc, 0xcd, 0xce, 0xf1, 0xf4: // nop; int3, int, into, icebp, hlt
+		return true
+	}
+	if code[p] != 0x0f || p+1 >= len(code) {
+		return false
+	}
+	op2 := code[p+1]
+	return op2 == 0x0b || op2 >= 0x18 && op2 <= 0x1f || op2 == 0xb9 || op2 == 0xff
 }
 
 // scanDecoder returns scanAMD64, the fast path of amd64_scan.go.

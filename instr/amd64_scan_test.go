@@ -44,7 +44,10 @@ func agree(t *testing.T, code []byte, pc uint64) bool {
 // at every byte offset of the host's C library (what it decodes there is
 // mostly not code that runs: every way bytes can line up), of the
 // instruction fixtures, and of random bytes.
-func TestScanDecoderAgrees(t *testing.T) {
+// scanTexts returns the bytes the decoders are held to each other on: the
+// host's C and C++ libraries' text (the first 512 KiB of each, 64 KiB
+// with -short), random bytes, and the instruction fixtures as bytes.
+func scanTexts(t *testing.T) [][]byte {
 	var texts [][]byte
 	for _, lib := range []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"} {
 		f, err := elf.Open(lib)
@@ -75,6 +78,11 @@ func TestScanDecoderAgrees(t *testing.T) {
 	if b, err := os.ReadFile("testdata/amd64.txt"); err == nil {
 		texts = append(texts, b) // text, decoded as bytes: more odd prefixes
 	}
+	return texts
+}
+
+func TestScanDecoderAgrees(t *testing.T) {
+	texts := scanTexts(t)
 	bad, fast := 0, 0
 	for _, code := range texts {
 		for off := range code {
@@ -96,4 +104,34 @@ func TestScanDecoderAgrees(t *testing.T) {
 func rexNop(code []byte) bool {
 	p := scanX86Prefixes(code)
 	return p.rex != 0 && len(code) > p.n+2 && code[p.n] == 0x0f && code[p.n+1] == 0x1f && code[p.n+2]>>3&7 == 0
+}
+
+// TestQuickDecoderAgrees holds the bare decoder's fast path
+// (decodeAMD64Quick) to the decoder it stands in for: the same length,
+// kind, PC-relative flag and target at every byte offset of the host's C
+// library and C++ library, of the instruction fixtures and of random
+// bytes, or, where the decoder refuses a NOP with a REX prefix that CPUs
+// run, a Nop-free Other of the fast path.
+func TestQuickDecoderAgrees(t *testing.T) {
+	texts := scanTexts(t)
+	bad := 0
+	for _, code := range texts {
+		for off := range code {
+			c, pc := code[off:min(len(code), off+15)], 0x400000+uint64(off)
+			q, qerr := decodeAMD64Quick(c, pc)
+			x, xerr := decodeAMD64Bare(c, pc)
+			switch {
+			case xerr != nil && qerr == nil && rexNop(c):
+			case (xerr == nil) != (qerr == nil):
+				t.Errorf("%#x % x: quick %+v, %v; decoder %+v, %v", pc, c, q, qerr, x.Inst, xerr)
+			case xerr == nil && (q.Len != x.Len || q.Kind != x.Kind || q.PCRel != x.PCRel || q.Target != x.Target):
+				t.Errorf("%#x % x: quick %+v; decoder %+v (%s)", pc, c, q, x.Inst, x.text(pc))
+			default:
+				continue
+			}
+			if bad++; bad > 20 {
+				t.Fatal("too many differences")
+			}
+		}
+	}
 }

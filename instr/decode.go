@@ -46,11 +46,15 @@ func decodeError(a Decoder, code []byte, pc uint64, err error) *DecodeError {
 // naming its address.
 func Boundaries(a Decoder, code []byte, start uint64) ([]uint64, error) {
 	var addrs []uint64
+	decode := a.bareDecoder()
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)
-		in, err := a.Decode(code[off:], pc)
+		in, err := decode(code[off:], pc)
 		if err != nil {
-			return addrs, err
+			// (The error as Decode words it.)
+			if in, err = a.Decode(code[off:], pc); err != nil {
+				return addrs, err
+			}
 		}
 		if in.Len <= 0 || in.Len > len(code)-off {
 			// Decode never does this; guard so a bug cannot loop forever.

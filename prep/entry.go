@@ -73,11 +73,12 @@ func checkSite(m *openModule, fn *dwarf.Func, site uint64) error {
 		}
 		return fmt.Errorf("site %#x is not on an instruction boundary", site)
 	}
-	inst, err := m.arch.Decode(code[site-fn.Entry:], site)
+	inst, err := instr.BareDecoder(m.arch)(code[site-fn.Entry:], site)
 	if err != nil {
 		return err
 	}
 	if inst.Kind == instr.Trap {
+		inst, _ = m.arch.Decode(code[site-fn.Entry:], site) // (its text)
 		return fmt.Errorf("site %#x is a trap instruction (%s)", site, inst.Text)
 	}
 	return nil
@@ -129,6 +130,25 @@ func goStackCheck(m *openModule, fn *dwarf.Func) (site uint64, restart dwarf.Ran
 	if !isGo(m, fn) {
 		return fn.Entry, restart
 	}
+	if c, ok := m.checks[fn.Entry]; ok {
+		return c.site, c.restart
+	}
+	site, restart = findStackCheck(m, fn)
+	if m.checks == nil {
+		m.checks = map[uint64]stackCheck{}
+	}
+	m.checks[fn.Entry] = stackCheck{site, restart}
+	return site, restart
+}
+
+// stackCheck is what goStackCheck found of a function.
+type stackCheck struct {
+	site    uint64
+	restart dwarf.Range
+}
+
+// findStackCheck is goStackCheck of a Go function, found.
+func findStackCheck(m *openModule, fn *dwarf.Func) (site uint64, restart dwarf.Range) {
 	end := fn.Entry + 64
 	if len(fn.Ranges) > 0 && fn.Ranges[0].Low <= fn.Entry && fn.Entry < fn.Ranges[0].High {
 		end = fn.Ranges[0].High

@@ -288,6 +288,9 @@ type openModule struct {
 	file   *dwarf.File
 	arch   instr.Arch
 	module datafile.Module
+	// checks are the Go stack checks found (goStackCheck), by entry:
+	// both a function's entry and its lines ask for its check.
+	checks map[uint64]stackCheck
 }
 
 // openModules opens the programs, in order, and checks that they share one
