@@ -67,8 +67,9 @@ func (s *segment) read(code []byte, off uint64) error {
 }
 
 // chunk returns chunk k of the segment, read the first time it is asked
-// for. A file shorter than its header says fails here, having allocated
-// no more than one chunk.
+// for: of a file shorter than its header says, the bytes it has, and
+// none past them (read fails there), having allocated no more than one
+// chunk.
 func (s *segment) chunk(k uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,9 +77,11 @@ func (s *segment) chunk(k uint64) ([]byte, error) {
 		return c, nil
 	}
 	c := make([]byte, min(codeChunk, s.filesz-k*codeChunk))
-	if _, err := s.r.ReadAt(c, int64(k*codeChunk)); err != nil {
+	n, err := s.r.ReadAt(c, int64(k*codeChunk))
+	if err != nil && (n == 0 || !errors.Is(err, io.EOF)) {
 		return nil, err
 	}
+	c = c[:n] // (a file cut short: what it has)
 	if s.chunks == nil {
 		s.chunks = map[uint64][]byte{}
 	}
