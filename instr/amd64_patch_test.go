@@ -604,10 +604,11 @@ func TestGoRecordCodeAMD64(t *testing.T) {
 // each call the frames on the shadow stack must be the node's depth (its
 // live ancestors and itself: siblings, and subtrees returned from, popped
 // by one, two or many at once), and at the end the deepest nesting must
-// be the trees' deepest. The word below the stack (the goroutine's, of
-// the Go form), which a code testing the top frames without a branch
-// would read once every frame has returned, holds 0, then all ones, then
-// a stack address above every frame: the depth must not depend on it.
+// be the trees' deepest. The word below the stack (the last entry's
+// stack pointer, DepthTop, which a code testing the top frames without a
+// branch would read once every frame has returned), holds 0, then all
+// ones, then a stack address above every frame, which no entry's
+// matches: the depth must not depend on it.
 // Both forms: with Depth.Top (a sibling call skips the rest after one
 // compare) and without.
 // (A branch-free test of the top two frames measured no faster here
@@ -625,7 +626,7 @@ func TestDepthCodeRunsAMD64(t *testing.T) {
 		}
 		code := append(slices.Clone(d.Code), 0xc3)
 		for _, below := range []string{"0", "~0ull", "(uint64_t)__builtin_frame_address(0) + 4096"} {
-			src := fmt.Sprintf(depthDriver, cArray(code), offset+DepthAreaSize(64), below, offset+DepthG, offset+DepthCurrent, offset+DepthMax)
+			src := fmt.Sprintf(depthDriver, cArray(code), offset+DepthAreaSize(64), below, offset+DepthStack-8, offset+DepthCurrent, offset+DepthMax)
 			out, err := exec.Command(buildDriver(t, src)).CombinedOutput()
 			if err != nil {
 				t.Fatalf("top %v, below the stack %s: driver: %v\n%s", top, below, err, out)
@@ -644,7 +645,7 @@ func TestDepthCodeRunsAMD64(t *testing.T) {
 
 // depthDriver is the C driver of TestDepthCodeRunsAMD64. Its arguments:
 // the code, the block's size, the value of the words below the stack,
-// the goroutine word's offset, the count's and the maximum's.
+// the offset of the word below the stack, the count's and the maximum's.
 const depthDriver = `#define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <stdint.h>

@@ -350,15 +350,13 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 	}
 	if p.Written() >= len(p.Prefix)+l.a.JumpLen() {
 		if q, m, ok := l.carryLeaf(p, build); ok {
-			p, n = q, m
-		}
-		if l.prefer > 0 {
-			if pl, err := l.placeForBefore(p, build, n); err == nil {
+			// (Placed, the leaf's copies may be out of reach: then
+			// the patch as it was.)
+			if pl, err := l.placeWhole(q, build, m); err == nil {
 				return pl, nil
 			}
 		}
-		lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
-		return l.placeIn(p, build, n, lo, hi, true)
+		return l.placeWhole(p, build, n)
 	}
 	if q, ok := l.overFill(p); ok {
 		lo, hi := l.a.Reach(q.Site)
@@ -383,6 +381,18 @@ func (l *Layout) place(p Patch, build Build, depth int) (*Planned, error) {
 		return pl, nil
 	}
 	return nil, err
+}
+
+// placeWhole places p, a whole jump, its trampoline n bytes: in the
+// window the site before prefers, or anywhere in the jump's reach.
+func (l *Layout) placeWhole(p Patch, build Build, n int) (*Planned, error) {
+	if l.prefer > 0 {
+		if pl, err := l.placeForBefore(p, build, n); err == nil {
+			return pl, nil
+		}
+	}
+	lo, hi := l.a.Reach(p.Site + uint64(len(p.Prefix)))
+	return l.placeIn(p, build, n, lo, hi, true)
 }
 
 // release gives back the room pl and what it evicted took.

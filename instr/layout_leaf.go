@@ -28,10 +28,12 @@ func (l *Layout) leafRun(run Patch) (Patch, bool) {
 	if !l.Leaves || run.Back != 0 || len(run.Insts) == 0 {
 		return run, false
 	}
+	at := run.Site
 	for _, in := range run.Insts {
-		if !straight(in) {
+		if !straight(in) || at < l.start || at+uint64(in.Len) > l.start+uint64(len(l.orig)) || !l.carriable(at, uint64(in.Len), in) {
 			return run, false
 		}
+		at += uint64(in.Len)
 	}
 	decode := l.a.bareDecoder()
 	prev, n0 := run.Insts[len(run.Insts)-1], len(run.Insts)
@@ -43,7 +45,7 @@ func (l *Layout) leafRun(run Patch) (Patch, bool) {
 		in, err := decode(l.orig[at-l.start:], at)
 		n := uint64(in.Len)
 		if err != nil || in.Len <= 0 || at+n > end || !straight(in) && in.Kind != Ret && in.Kind != Jump ||
-			l.any(l.written, at, in.Len) || l.any(l.unstable, at, in.Len) {
+			l.any(l.written, at, in.Len) || l.any(l.unstable, at, in.Len) || !l.carriable(at, n, in) {
 			return run, false
 		}
 		run = carry(run, Patch{Orig: l.orig[at-l.start : at-l.start+n], Insts: []Inst{in}}, true)
@@ -69,6 +71,19 @@ func (l *Layout) carryLeaf(p Patch, build Build) (Patch, int, bool) {
 		return p, 0, false
 	}
 	return run, len(tr.Code), true
+}
+
+// carriable reports whether the instruction in, of n bytes at addr, may
+// run from a trampoline as one of many: relocatable as a patch's own
+// instruction is (not a system call, whose signals PROFILE would step a
+// thread out of a trampoline through, nor xbegin, whose fallback is
+// relative), and nothing that stops the flow but a return or a jump.
+func (l *Layout) carriable(addr, n uint64, in Inst) bool {
+	code := l.orig[addr-l.start : addr-l.start+n]
+	if _, err := l.a.relocateOne(code, addr, addr); err != nil {
+		return false
+	}
+	return in.Kind == Ret || in.Kind == Jump || !l.a.breaksFlow(code, scanned{n: in.Len, kind: in.Kind, pcrel: in.PCRel, target: in.Target})
 }
 
 // straight reports whether in goes on to the next instruction, always.

@@ -331,8 +331,9 @@ func TestLayoutCarriesTail(t *testing.T) {
 // runs straight from its entry to its return carries it out whole, the
 // return included, punned jump or whole; the jump still writes over the
 // entry's instruction alone and the rest keeps its bytes. A branch, a
-// call, more than maxLeaf instructions, a byte another patch wrote, or
-// Leaves unset: the trampoline goes back as before.
+// call, a system call, xbegin, more than maxLeaf instructions, a byte
+// another patch wrote, or Leaves unset: the trampoline goes back as
+// before.
 func TestLayoutCarriesLeaf(t *testing.T) {
 	const start = 0x555555556000
 	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
@@ -358,6 +359,11 @@ func TestLayoutCarriesLeaf(t *testing.T) {
 		// mov %edi,%eax; add $1,%eax; call; ret.
 		{"a call", "89f8 83c001 e800000000 c3", true, 2, false},
 		{"too long", long, true, 2, false},
+		// mov $39,%eax; syscall; ret: Go's runtime.getpid, whose system
+		// call a signal would step a thread through in its trampoline.
+		{"a system call", "b827000000 0f05 c3", true, 1, false},
+		// mov $1,%eax; xbegin (its fallback relative); ret.
+		{"xbegin", "b801000000 c7f801000000 c3 c3", true, 1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code := hexs(t, c.code)
@@ -472,6 +478,42 @@ func TestVerifyFindsWindows(t *testing.T) {
 		Code: func(uint64) bool { return true }, Read: room.read})
 	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "which is no jump") {
 		t.Errorf("errors %v; want the second instruction changed into no jump", errs)
+	}
+}
+
+// TestVerifyLeaf: VerifyPatched takes a leaf's trampoline, which carries
+// the function to its return, and refuses it where one of the carried
+// instructions holds a breakpoint now, whose stop the copy would skip,
+// or where a copy is not its instruction's.
+func TestVerifyLeaf(t *testing.T) {
+	code := hexs(t, "4863ff 488d0500000000 c6043801 c3")
+	const start = 0x555555556000
+	room := newFakeRoom().withArea(0x555560000000, 1<<16)
+	l := NewLayout(AMD64, start, code, func(uint64) bool { return true }, room)
+	l.Leaves = true
+	build := func(p *Patch, at uint64) (Trampoline, error) { return AMD64.Trampoline(p, at, nil) }
+	pl, err := l.Plan(start, build)
+	if err != nil || pl.Patch.Insts[len(pl.Patch.Insts)-1].Kind != Ret {
+		t.Fatalf("planned %+v, %v: want the leaf carried", pl, err)
+	}
+	room.write(pl.At, pl.Tramp.Code)
+	verify := func(final []byte) []error {
+		return VerifyPatched(AMD64, Patched{Start: start, Orig: code, Final: final, Funcs: [][2]uint64{{start, start + uint64(len(code))}},
+			Code: func(uint64) bool { return true }, Read: room.read})
+	}
+	if errs := verify(l.Final()); len(errs) != 0 {
+		t.Errorf("the leaf carried: %v", errs)
+	}
+	final := l.Final()
+	final[10] = 0xcc // movb's first byte: a breakpoint
+	if errs := verify(final); len(errs) == 0 || !strings.Contains(errs[0].Error(), "does not go on after it") {
+		t.Errorf("a breakpoint among the carried instructions: %v; want the entry's move refused", errs)
+	}
+	tr := slices.Clone(pl.Tramp.Code)
+	tr[len(tr)-6] ^= 0x01 // the ret's copy, before the jump back never taken: a ret imm16's opcode no more
+	room.write(pl.At, tr)
+	if errs := verify(l.Final()); len(errs) == 0 {
+		t.Error("a copy that is not its instruction's: no error")
 	}
 }
 

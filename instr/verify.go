@@ -120,6 +120,7 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 	// next is the instruction after in: a trampoline may carry out the
 	// function's next ones too, to its return (Layout.Leaves).
 	next := pc + uint64(in.Len)
+	ended := false
 	for off := 0; off < len(code); {
 		at := j.Target + uint64(off)
 		c, err := a.Decode(code[off:], at)
@@ -137,12 +138,14 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 		if found && carriedToReturn(a, p, next, code[off:], at) {
 			return nil // (carried out to the function's return)
 		}
-		if found && c.Kind == Jump && c.Target > pc && c.Target <= pc+uint64(in.Len)+2*uint64(a.MaxInstLen()) {
+		if found && !ended && c.Kind == Jump && c.Target > pc && c.Target <= pc+uint64(in.Len)+2*uint64(a.MaxInstLen()) {
 			return nil
 		}
-		if found && c.Kind == Jump && c.Target != 0 && jumpsOnTo(a, p, pc+uint64(in.Len), c.Target) {
+		if found && !ended && c.Kind == Jump && c.Target != 0 && jumpsOnTo(a, p, pc+uint64(in.Len), c.Target) {
 			return nil // (on to the trampoline of the jump after it)
 		}
+		// (After a return, a jump back is never reached.)
+		ended = ended || found && c.Kind == Ret
 		off += c.Len
 	}
 	if full, err := a.Decode(orig, pc); err == nil {
@@ -158,7 +161,9 @@ func verifyMoved(a Arch, p Patched, pc uint64, in Inst) error {
 // original instructions from next on, in order, to a return or a jump
 // out, which it carries out too: each as it is (its bytes, or a branch
 // of its kind to its target), but one with a PC-relative operand, whose
-// relocated copy may be several instructions, none a branch.
+// relocated copy may be several instructions, none a branch; and none
+// of them a breakpoint's now, whose stop the copy would skip. (One moved
+// for a patch of its own is checked as such.)
 func carriedToReturn(a Arch, p Patched, next uint64, code []byte, addr uint64) bool {
 	end := p.Start + uint64(len(p.Orig))
 	strict := func(o Inst, ob []byte, c Inst, cb []byte) bool {
@@ -189,6 +194,9 @@ func carriedToReturn(a Arch, p Patched, next uint64, code []byte, addr uint64) b
 		c, err := a.Decode(code[off:], addr+uint64(off))
 		if err != nil || c.Len <= 0 || !strict(o, ob, c, code[off:off+c.Len]) {
 			return false
+		}
+		if brk := a.Breakpoint(); bytes.HasPrefix(p.Final[next-p.Start:], brk) && !bytes.HasPrefix(ob, brk) {
+			return false // (a breakpoint's instruction: the copy would skip its stop)
 		}
 		off += c.Len
 		if o.Kind == Ret || o.Kind == Jump {

@@ -58,7 +58,8 @@ func (p *placeTable) span(pc uint64) (int, bool) {
 	return i, i < len(p.funcs) && pc >= p.funcs[i].lo && pc < p.funcs[i].hi
 }
 
-// find returns the function holding pc and its line, or -1.
+// find returns the function holding pc and its line, or -1; in a
+// trampoline, the line of the function's instruction it carries.
 func (p *placeTable) find(pc uint64) (fn, line int) {
 	i, ok := p.span(pc)
 	if !ok {
@@ -66,6 +67,13 @@ func (p *placeTable) find(pc uint64) (fn, line int) {
 	}
 	c := p.funcs[i]
 	if c.tramp {
+		// A copy's line is its original's (a leaf runs whole in its
+		// trampoline: instr.Layout.Leaves).
+		if o := p.origin(pc); o != pc {
+			if _, line := p.find(o); line >= 0 {
+				return c.fn, line
+			}
+		}
 		return c.fn, -1
 	}
 	j, found := slices.BinarySearchFunc(p.lines, pc, func(l lineStart, pc uint64) int { return cmp.Compare(l.addr, pc) })

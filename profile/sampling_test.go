@@ -43,14 +43,15 @@ func samplingPlan() *datafile.Plan {
 
 // TestPlaceTable places program counters in a program loaded at its link
 // addresses and a library loaded with a bias, with an entry trampoline
-// (its counting PROFILE's, the instruction it carries the function's),
+// (its counting PROFILE's, the instructions it carries the function's,
+// on their lines),
 // then after the library is forgotten.
 func TestPlaceTable(t *testing.T) {
 	plan := samplingPlan()
 	const bias = 0x7f0000000000
 	tr := &tramp{addr: 0x9000, patch: instr.Patch{Site: 0x1100}}
 	tr.code.Code = make([]byte, 0x30)
-	tr.code.PCs = []instr.PCMap{{Tramp: 0x9020, Orig: 0x1100}}
+	tr.code.PCs = []instr.PCMap{{Tramp: 0x9020, Orig: 0x1100}, {Tramp: 0x9024, Orig: 0x1110}}
 	p := (&placeTable{}).with(plan, 0, 0, 0x1000, 0x2000, []*tramp{tr})
 	p = p.with(plan, 1, bias, bias, bias+0x1000, nil)
 	for _, c := range []struct {
@@ -68,8 +69,9 @@ func TestPlaceTable(t *testing.T) {
 		{0x113f, 1, 2},
 		{0x1140, -1, -1},
 		{0x9010, -1, -1}, // the counting of g's entry trampoline
-		{0x9020, 1, -1},  // the instruction of g it carries
-		{0x902f, 1, -1},
+		{0x9020, 1, -1},  // the instruction of g it carries, before g's first line
+		{0x9024, 1, 2},   // the next one, on its line (a leaf carried whole)
+		{0x902f, 1, 2},
 		{0x9030, -1, -1},
 		{bias + 0x510, 3, 3},
 		{0x510, -1, -1},

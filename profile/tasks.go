@@ -39,7 +39,9 @@ const (
 // spawned handles a clone, fork or vfork event of thread th. A thread
 // gone before its event is read (ESRCH: killed at the stop, by the
 // group's exit while it was in clone) is left to its exit, which comes;
-// so is its new task, killed unborn (newcomer).
+// so is its new thread, killed unborn (newcomer). (A fork's child would
+// outlive it: unannounced, it waits in tasks.early, stopped, until the
+// run's end lets the survivors go.)
 func (t *tracer) spawned(th *thread, event int) error {
 	msg, err := t.proc.eventMsg(th.tid)
 	if ptrace.IsNoProcess(err) {
