@@ -202,8 +202,8 @@ func carriedToReturn(a Arch, p Patched, next uint64, code []byte, addr uint64) b
 		if o.Kind == Ret || o.Kind == Jump {
 			return true
 		}
-		if o.Kind != Other && o.Kind != Nop {
-			return false
+		if o.Kind != Other && o.Kind != Nop && o.Kind != CondJump {
+			return false // (a conditional branch's copy goes where it goes, or on)
 		}
 		next += uint64(o.Len)
 		if o.PCRel {
