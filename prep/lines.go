@@ -51,7 +51,13 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
 		every, err := m.file.Rows()
-		var rows []dwarf.LineRow // the statement rows
+		stmts := 0
+		for _, r := range every {
+			if r.Stmt {
+				stmts++
+			}
+		}
+		rows := make([]dwarf.LineRow, 0, stmts) // the statement rows
 		for _, r := range every {
 			if r.Stmt {
 				rows = append(rows, r)
@@ -97,8 +103,9 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 		if err != nil {
 			return nil, nil, debugInfoError(m.module.Path, err)
 		}
-		var kept []fileLine
-		for _, l := range moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn) {
+		found := moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn)
+		kept := make([]fileLine, 0, len(found))
+		for _, l := range found {
 			if selects(l, true) {
 				kept = append(kept, l)
 			}
@@ -219,9 +226,11 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 		line int
 	}
 	byLine := map[key]*fileLine{}
+	var code []decoded // (one function's at a time: its room reused)
 	for i, fn := range fns {
 		fnWarn := func(row dwarf.LineRow, d *prf.Diagnostic) { warn(row, i, d) }
-		fnRows, code := functionRows(m, rows, fn, fnWarn)
+		var fnRows []dwarf.LineRow
+		fnRows, code = functionRows(m, rows, fn, fnWarn, code[:0])
 		switch method {
 		case datafile.LineCounting:
 			fnRows = countingSites(m, fn, code, fnRows, calls)
@@ -254,12 +263,11 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 // functionRows returns the rows of fn's code, of rows (sorted by
 // address), that are on instruction boundaries, decoding each of its
 // ranges from its start, sorted by address (those of one address in
-// table order), and fn's instructions. A statement row elsewhere is
-// dropped with warning PRF4624 through warn, given the row, another
-// without a word.
-func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func(dwarf.LineRow, *prf.Diagnostic)) ([]dwarf.LineRow, []decoded) {
+// table order), and fn's instructions, appended to code. A statement
+// row elsewhere is dropped with warning PRF4624 through warn, given the
+// row, another without a word.
+func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func(dwarf.LineRow, *prf.Diagnostic), code []decoded) ([]dwarf.LineRow, []decoded) {
 	var out []dwarf.LineRow
-	var code []decoded
 	for _, r := range fn.Ranges {
 		lo, _ := slices.BinarySearchFunc(rows, r.Low, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
 		hi, _ := slices.BinarySearchFunc(rows, r.High, func(x dwarf.LineRow, a uint64) int { return cmp.Compare(x.Addr, a) })
@@ -267,8 +275,11 @@ func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func
 			continue
 		}
 		// (A decoding error leaves the instructions before it.)
-		insts, err := decodeRange(m, r)
-		code = append(code, insts...)
+		start := len(code)
+		var err error
+		code, err = decodeRange(m, r, code)
+		insts := code[start:]
+		out = slices.Grow(out, hi-lo)
 		for _, row := range rows[lo:hi] {
 			_, on := slices.BinarySearchFunc(insts, row.Addr, func(d decoded, a uint64) int { return cmp.Compare(d.addr, a) })
 			if !on && !row.Stmt {

@@ -33,13 +33,13 @@ type decoded struct {
 }
 
 // decodeRange decodes the code of a function's range from its start and
-// returns its instructions; a decoding error ends them, and is returned.
-func decodeRange(m *openModule, r dwarf.Range) ([]decoded, error) {
+// returns out with its instructions appended; a decoding error ends
+// them, and is returned.
+func decodeRange(m *openModule, r dwarf.Range, out []decoded) ([]decoded, error) {
 	code, err := m.file.Code(r.Low, int(r.High-r.Low))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	var out []decoded
 	decode := instr.BareDecoder(m.arch)
 	for off := 0; off < len(code); {
 		pc := r.Low + uint64(off)
