@@ -74,7 +74,8 @@ func TestInlineSpansUnnested(t *testing.T) {
 // its own time in that chain; f_half and g have it in their time with
 // children; a sample in f's own code is f's, with f's chain. A sample in
 // the trampoline of f's entry, at an instruction of g's copy that it
-// carries, is g's, in its own time and on the stack alike; one in a copy
+// carries, is g's, in its own time and on the stack alike, and on the
+// line of the instruction it carries; one in a copy
 // outside every function's code (a plan PREP would not write) is outside.
 func TestStackTallyInlined(t *testing.T) {
 	plan := inlinedPlan()
@@ -95,7 +96,7 @@ func TestStackTallyInlined(t *testing.T) {
 	if want := []uint64{2, 4, 3, 0}; !slices.Equal(own.samples, want) || own.outside != 1 {
 		t.Errorf("own samples %v, %d outside; want %v, 1 outside", own.samples, own.outside, want)
 	}
-	if want := []uint64{3, 2, 0, 0}; !slices.Equal(own.lineSamples, want) { // (lines by address, whoever's code)
+	if want := []uint64{7, 2, 0, 0}; !slices.Equal(own.lineSamples, want) { // (lines by address, whoever's code; the copy's its original's)
 		t.Errorf("line samples %v, want %v", own.lineSamples, want)
 	}
 	var st datafile.Stats
