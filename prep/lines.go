@@ -51,18 +51,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
 		every, err := m.file.Rows()
-		stmts := 0
-		for _, r := range every {
-			if r.Stmt {
-				stmts++
-			}
-		}
-		rows := make([]dwarf.LineRow, 0, stmts) // the statement rows
-		for _, r := range every {
-			if r.Stmt {
-				rows = append(rows, r)
-			}
-		}
+		rows := statementRows(every)
 		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
 			return nil, nil, prf.NoDebugInfo(m.module.Path)
 		}
@@ -208,6 +197,24 @@ type fileLine struct {
 	line  int
 	addrs []uint64
 	fns   []int
+}
+
+// statementRows returns the statement rows of rows, in one slice made
+// to measure.
+func statementRows(rows []dwarf.LineRow) []dwarf.LineRow {
+	n := 0
+	for _, r := range rows {
+		if r.Stmt {
+			n++
+		}
+	}
+	out := make([]dwarf.LineRow, 0, n)
+	for _, r := range rows {
+		if r.Stmt {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // moduleLines returns the lines of the functions fns of module m, whose
