@@ -20,7 +20,8 @@ const maxLeaf = 12
 // own too, goes on to the next, none is a call (whose copy would push a return
 // address into the trampoline, which Go's unwinder and the CPU's return
 // predictor both mind), a branch or a trap, and the run ends with a
-// return or a jump out (a tail call). Nothing of the run may be written
+// return or a jump (a tail call, or on into the function's own code: the
+// copy goes where the jump went). Nothing of the run may be written
 // by another patch or change during the run (a breakpoint's bytes): the
 // copies stand for the program's own instructions only where nothing
 // else was to run there. False where there is no such run.
@@ -39,7 +40,7 @@ func (l *Layout) leafRun(run Patch) (Patch, bool) {
 	prev, n0 := run.Insts[len(run.Insts)-1], len(run.Insts)
 	end := l.start + uint64(len(l.orig))
 	for at, k := run.End(), 0; fallsThrough(prev); k++ {
-		if k == maxLeaf || at >= end || l.any(l.written, at, 1) || l.any(l.unstable, at, 1) {
+		if k == maxLeaf || at >= end {
 			return run, false
 		}
 		in, err := decode(l.orig[at-l.start:], at)

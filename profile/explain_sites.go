@@ -145,13 +145,21 @@ func (x *siteNarrator) jumpHeadline(p *planting, v siteView) string {
 	pt := &j.tramp.patch
 	own := disasm(x.t.arch, pt.Orig[:pt.Written()], j.addr)
 	more := plural(len(pt.Insts)-1, "instruction")
+	// (A straight run ends with the function's return, or with a jump,
+	// whose copy goes where the jump went: a tail call, or on into the
+	// function's own code.)
+	to, rest := "to the function's return", "to its return"
+	if carriesToReturn(pt) && pt.Insts[len(pt.Insts)-1].Kind == instr.Jump {
+		to = "to the jump that ends them, whose copy goes where it went"
+		rest = "to its jump, whose copy goes where it went"
+	}
 	switch {
 	case j.movedOut && carriesToReturn(pt):
-		return fmt.Sprintf("%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it, and the rest of the function to its return.\n", texts(own), j.addr)
+		return fmt.Sprintf("%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it, and the rest of the function %s.\n", texts(own), j.addr, rest)
 	case j.movedOut:
 		return fmt.Sprintf("%s at %#x, moved out of the way of the jump before it: a jump to a trampoline that runs it replaces it, so that whatever lands there still runs it.\n", texts(own), j.addr)
 	case len(own) < len(pt.Insts) && carriesToReturn(pt):
-		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, to the function's return, and never comes back: the function runs straight there, and one jump costs less than two.\n", x.siteName(p, v), j.addr, more)
+		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, %s, and never comes back: the function runs straight there, and one jump costs less than two.\n", x.siteName(p, v), j.addr, more, to)
 	case len(own) < len(pt.Insts) && j.evicts:
 		return fmt.Sprintf("%s, at %#x: a jump to its trampoline replaces 1 instruction; the trampoline runs the next %s too, up to one moved out of the way, and goes on after it.\n", x.siteName(p, v), j.addr, more)
 	case len(own) < len(pt.Insts):

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/internal/testutil"
+)
+
+// TestLeavesCounted runs counts.c, whose calls are known by
+// construction, with its leaves carried out whole by their trampolines
+// (instr.Layout.Leaves): f, g, h and viaptr run straight to their
+// returns, at -O0 as at -O2, and so does helper at -O0 (at -O2 its lea's
+// punned jump lies over its ret and the fill after it: not carried); at
+// -O0 main's first block runs straight to its jump into the loop, whose
+// copy goes there. The narration says which. Every
+// count is the source's, and the call depth is main and fib(15) down to
+// fib(1): 16, the sibling calls of main's loops skipping the depth's
+// code (instr.Depth.Top). Function sampling counts with the same
+// trampolines; timing, whose exits must run, carries no leaf.
+func TestLeavesCounted(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	want := map[string]uint64{"f": 1000, "g": 3, "h": 0, "helper": 4, "fib": 1973, "viaptr": 7, "main": 1}
+	leaves := map[string][]string{"-O0": {"f", "g", "h", "helper", "main", "viaptr"}, "-O2": {"f", "g", "h", "viaptr"}}
+	carried := regexp.MustCompile(`(?m)^function (\w+), entry, at 0x[0-9a-f]+: .*, and never comes back`)
+	for _, opt := range []string{"-O0", "-O2"} {
+		prog := testutil.BuildC(t, "counts", opt)
+		for _, method := range []string{"/FC", "/FS", "/FT"} {
+			t.Run(opt+method, func(t *testing.T) {
+				dir := t.TempDir()
+				name := install(t, prog, dir)
+				must(t, dir, "prep", "/nologo", method, name)
+				r := must(t, dir, "profile", "/nologo", "--explain", "--explain-limit=0", name)
+				var got []string
+				for _, m := range carried.FindAllStringSubmatch(r.stderr, -1) {
+					got = append(got, m[1])
+				}
+				slices.Sort(got)
+				if method == "/FT" {
+					if len(got) != 0 {
+						t.Errorf("timing carried leaves %v: their exits would not run", got)
+					}
+				} else if !slices.Equal(got, leaves[opt]) {
+					t.Errorf("leaves carried %v, want %v", got, leaves[opt])
+				}
+				must(t, dir, "prep", "/nologo", "/M", name)
+				tb := parseTab(t, must(t, dir, "plist", "/nologo", "/T", name).stdout)
+				for fn, n := range want {
+					if tb.hits[fn] != n {
+						t.Errorf("%s: %d calls, want %d", fn, tb.hits[fn], n)
+					}
+				}
+				if method == "/FC" && tb.depth != 16 {
+					t.Errorf("call depth %d, want 16 (main, fib(15) to fib(1))", tb.depth)
+				}
+				if t.Failed() {
+					t.Logf("narration:\n%s", strings.Join(carried.FindAllString(r.stderr, -1), "\n"))
+				}
+			})
+		}
+	}
+}
