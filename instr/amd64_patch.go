@@ -269,10 +269,21 @@ func amd64Rel32(op byte, more []byte, at, target uint64) ([]byte, error) {
 	b := append([]byte{op}, more...)
 	rel := int64(target - (at + uint64(len(b)) + 4))
 	if rel != int64(int32(rel)) {
-		return nil, fmt.Errorf("jump from %#x to %#x: %w: %w", at, target, ErrOutOfReach, ErrNotRelocatable)
+		return nil, &reachError{at, target}
 	}
 	return binary.LittleEndian.AppendUint32(b, uint32(int32(rel))), nil
 }
+
+// reachError is a jump from at that cannot reach target. Placing a
+// trampoline tries places out of reach by the thousand: its message is
+// written only when it is read.
+type reachError struct{ at, target uint64 }
+
+func (e *reachError) Error() string {
+	return fmt.Sprintf("jump from %#x to %#x: %v: %v", e.at, e.target, ErrOutOfReach, ErrNotRelocatable)
+}
+
+func (e *reachError) Unwrap() []error { return []error{ErrOutOfReach, ErrNotRelocatable} }
 
 // PatchJump returns jmp rel32 to tramp, or jmp rel8 to the hop of a short
 // patch, padded with int3; for a punned patch, the bytes of jmp rel32

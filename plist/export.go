@@ -110,13 +110,7 @@ func (r *report) lineFunc(l *datafile.Line) int {
 	if len(l.Addrs) == 0 {
 		return -1
 	}
-	a := l.Addrs[0]
-	for _, i := range at(r.funcs, l.Module) {
-		if f := &r.plan.Funcs[i]; f.Low <= a && a < f.High {
-			return i
-		}
-	}
-	return -1
+	return r.funcAt(l.Module, l.Addrs[0])
 }
 
 // exportName is function i's name in the other tools' formats: its

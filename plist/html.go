@@ -3,6 +3,7 @@ package plist
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,7 @@ type htmlPage struct {
 	TableID, TableTitle, Omitted string
 	Columns                      []htmlColumn
 	Rows                         []htmlRow
+	RowsHTML                     template.HTML // Rows, written (htmlRowsHTML)
 	// Flame is the flame graph; FlameNote says why there is none, when the
 	// profile type could have one.
 	Flame     *htmlFlame
@@ -84,6 +86,7 @@ type htmlSource struct {
 	// not), Module its module.
 	Name, Found, Module string
 	Lines               []htmlLine
+	LinesHTML           template.HTML // Lines, written (htmlLinesHTML)
 }
 
 // htmlLine is a line of an annotated source file.
@@ -150,6 +153,10 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 		total, _ := r.totals(r.allItems())
 		r.htmlSources(pg, r.hits, total, true)
 		r.htmlLineTable(pg)
+	}
+	pg.RowsHTML = htmlRowsHTML(pg.Rows)
+	for i := range pg.Sources {
+		pg.Sources[i].LinesHTML = htmlLinesHTML(pg.Sources[i].Lines)
 	}
 	return htmlTemplate.Execute(w, pg)
 }

@@ -97,8 +97,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 {{end}}<table id="table">
 <thead><tr>{{range .Columns}}<th data-key="{{.Key}}"{{if .Num}} data-type="num" class="n"{{end}}{{if .Sort}} aria-sort="{{.Sort}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}><button type="button">{{.Label}}</button></th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Num}} class="n" data-v="{{.V}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
-{{end}}</tbody>
+{{.RowsHTML}}</tbody>
 </table>
 </section>
 {{if .Sources}}<section id="source">
@@ -110,8 +109,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 <table class="src">
 <thead><tr><th>Line</th><th>{{if $.Coverage}}Covered{{else}}{{$.UnitHead}}{{end}}</th><th>{{if not $.Coverage}}%{{end}}</th><th>Source</th></tr></thead>
 <tbody>
-{{range .Lines}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{.Count}}</td><td class="p">{{.Pct}}</td><td class="code">{{.Text}}</td></tr>
-{{end}}</tbody>
+{{.LinesHTML}}</tbody>
 </table>
 {{else}}<p class="missing">Source file not found: {{.Name}}. plist looked where prep recorded it, in the compilation directories and in the /D directories: give its directory with plist /D DIR.</p>
 {{end}}</div>

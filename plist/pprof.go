@@ -1,6 +1,7 @@
 package plist
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +10,20 @@ import (
 )
 
 // The profile.proto (FormatPprof), gzipped, for go tool pprof.
+
+// writeGzipped writes p gzipped at the fastest level: pprof's own
+// default level took most of an export's time for a large profile (2.5 s
+// of 4 for a million lines), for a file 3 % larger.
+func writeGzipped(w io.Writer, p *profile.Profile) error {
+	z, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if err := p.WriteUncompressed(z); err != nil {
+		return err
+	}
+	return z.Close()
+}
 
 // pprofExport writes the profile.proto.
 type pprofExport struct{ *report }
@@ -90,7 +105,7 @@ func (r pprofExport) writePprof(w io.Writer) error {
 			}
 			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{location(f, l.Module, l.Line)}, Value: values(r.hits(i), 0)})
 		}
-		return p.Write(w)
+		return writeGzipped(w, p)
 	}
 	locs := make([]*profile.Location, len(r.plan.Funcs))
 	loc := func(i int) *profile.Location {
@@ -113,7 +128,7 @@ func (r pprofExport) writePprof(w io.Writer) error {
 			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc(i)}, Value: values(r.hits(i), r.funcTime(i))})
 		}
 	}
-	return p.Write(w)
+	return writeGzipped(w, p)
 }
 
 // writeSampledPprof writes a function sampling profile as a CPU profile,
@@ -199,7 +214,7 @@ func (r pprofExport) writeSampledPprof(w io.Writer) error {
 			}
 		}
 	}
-	return p.Write(w)
+	return writeGzipped(w, p)
 }
 
 // sampledCallers returns, for each function of a profile with sampled

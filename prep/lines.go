@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
-	"strings"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/dwarf"
@@ -40,7 +38,7 @@ type selected struct {
 }
 
 // planLines returns the line items of a line profile of mods, selected by
-// patterns line by line (lineMatches), and each module's source files in
+// patterns line by line (lineSelector), and each module's source files in
 // listing order. A module without line tables is fatal (PRF1621); a
 // specification that is not a default and matched no line gives warning
 // PRF4106, with the names near the one typed.
@@ -67,20 +65,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			}
 		}
 		all = append(all, cands...)
-		selects := func(l fileLine, mark bool) bool {
-			in := true
-			for pi := range patterns {
-				p := &patterns[pi]
-				switch {
-				case p.op == ExcludeAll:
-					in = false
-				case p.lineMatches(l, cands):
-					matched[pi] = matched[pi] || mark
-					in = p.op == Include
-				}
-			}
-			return in
-		}
+		selects := newLineSelector(patterns, cands, matched).selects
 		// (A row that cannot be profiled is warned about when its line
 		// would be: not in the code the selection leaves out.)
 		rowWarn := func(row dwarf.LineRow, fn int, d *prf.Diagnostic) {
@@ -169,25 +154,6 @@ func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLi
 		lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
 	}
 	return files, lines
-}
-
-// lineMatches reports whether p selects line l, whose functions are
-// cands[l.fns], as the original's line profiles were selected: by a source
-// file with line ranges (a bare file name matches no line; file names
-// match whatever their case, as they did on Windows), an object module or
-// a library. Any other specification selects the lines of the functions
-// it selects in a function profile, whose code holds them: a function's
-// name, a Go package, a Rust crate. So one rule leaves the same code out
-// of both kinds of profile, profiler.ini's defaults among them (the Go
-// runtime's lines were all kept: 32,000 sites in gofmt). The original's
-// line profiles ignored a function's name (lcount/sel13: /EXCALL /INC
-// _square left no line, PRF1622); here it selects square's lines.
-func (p *pattern) lineMatches(l fileLine, cands []candidate) bool {
-	if p.kind == kindSource {
-		low := strings.ToLower(l.file)
-		return p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low) && inRanges(p.ranges, l.line)
-	}
-	return slices.ContainsFunc(l.fns, func(f int) bool { return p.matches(&cands[f]) })
 }
 
 // fileLine is a line of a source file with its sites and the functions
