@@ -62,9 +62,9 @@ func (f *Flow) Block(addr uint64) int {
 // flowInst is an instruction of a function being graphed.
 type flowInst struct {
 	pc     uint64
-	n      int
-	kind   Kind
 	target uint64
+	n      uint8 // (no instruction is longer than 15 bytes)
+	kind   Kind
 	breaks bool
 }
 
@@ -117,13 +117,13 @@ func FuncFlow(a Decoder, code []byte, start, lo, hi uint64, cuts []uint64) (*Flo
 // flowDecode decodes code, at pc, to its end.
 func flowDecode(a Decoder, code []byte, pc uint64) ([]flowInst, error) {
 	decode := a.scanDecoder()
-	var insts []flowInst
+	insts := make([]flowInst, 0, len(code)/3+1) // (most instructions are 3 bytes or more)
 	for off := 0; off < len(code); {
 		x, err := decode(code[off:], pc+uint64(off))
-		if err != nil || x.n <= 0 || x.n > len(code)-off {
+		if err != nil || x.n <= 0 || x.n > len(code)-off || x.n > 255 {
 			return nil, errFlow(pc+uint64(off), "does not decode to the function's end")
 		}
-		insts = append(insts, flowInst{pc: pc + uint64(off), n: x.n, kind: x.kind, target: x.target, breaks: a.breaksFlow(code[off:], x)})
+		insts = append(insts, flowInst{pc: pc + uint64(off), n: uint8(x.n), kind: x.kind, target: x.target, breaks: a.breaksFlow(code[off:], x)})
 		off += x.n
 	}
 	return insts, nil

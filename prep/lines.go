@@ -49,8 +49,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
 		every, err := m.file.Rows()
-		rows := statementRows(every)
-		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && len(rows) == 0) {
+		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && !slices.ContainsFunc(every, func(r dwarf.LineRow) bool { return r.Stmt })) {
 			return nil, nil, prf.NoDebugInfo(m.module.Path)
 		}
 		if err != nil {
@@ -84,7 +83,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 				kept = append(kept, l)
 			}
 		}
-		files[mi], lines = addLines(lines, mi, rows, kept)
+		files[mi], lines = addLines(lines, mi, every, kept)
 	}
 	if len(lines) == 0 {
 		// (The original said only this: no PRF4106 before it.)
@@ -137,7 +136,8 @@ func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]stri
 	return lines, files, nil
 }
 
-// addLines appends kept, lines of module mi whose rows are rows, to lines
+// addLines appends kept, lines of module mi whose rows are rows (the
+// statement rows among them name the files), to lines
 // as the plan's, and returns the module's files in listing order (those of
 // kept) with the lines.
 func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLine) ([]string, []datafile.Line) {
@@ -150,6 +150,7 @@ func addLines(lines []datafile.Line, mi int, rows []dwarf.LineRow, kept []fileLi
 	for i, f := range files {
 		index[f] = i
 	}
+	lines = slices.Grow(lines, len(kept))
 	for _, l := range kept {
 		lines = append(lines, datafile.Line{Module: mi, File: index[l.file], Line: l.line, Addrs: l.addrs})
 	}
@@ -165,24 +166,6 @@ type fileLine struct {
 	fns   []int
 }
 
-// statementRows returns the statement rows of rows, in one slice made
-// to measure.
-func statementRows(rows []dwarf.LineRow) []dwarf.LineRow {
-	n := 0
-	for _, r := range rows {
-		if r.Stmt {
-			n++
-		}
-	}
-	out := make([]dwarf.LineRow, 0, n)
-	for _, r := range rows {
-		if r.Stmt {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // moduleLines returns the lines of the functions fns of module m, whose
 // rows are rows (sorted by address: for line profiles every row, else the
 // statement rows), in file and line order,
@@ -194,11 +177,18 @@ func statementRows(rows []dwarf.LineRow) []dwarf.LineRow {
 // warning PRF4624 through warn, given the row and its function (an index
 // of fns).
 func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
-	type key struct {
-		file string
-		line int
+	// Every site is a row of one flat table, sorted once by file, line
+	// and address, and each line's addresses and functions are parts of
+	// two flat arrays: a million lines made millions of small objects.
+	type site struct {
+		file int32 // of files
+		line int32
+		fn   int32 // of fns
+		addr uint64
 	}
-	byLine := map[key]*fileLine{}
+	var sites []site
+	var files []string
+	fileID := map[string]int32{}
 	var code []decoded // (one function's at a time: its room reused)
 	for i, fn := range fns {
 		fnWarn := func(row dwarf.LineRow, d *prf.Diagnostic) { warn(row, i, d) }
@@ -211,25 +201,57 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 			fnRows = coverageSites(fn, code, fnRows, calls)
 		}
 		for _, r := range fnRows {
-			k := key{r.File, r.Line}
-			l := byLine[k]
-			if l == nil {
-				l = &fileLine{file: k.file, line: k.line}
-				byLine[k] = l
+			id, ok := fileID[r.File]
+			if !ok {
+				id = int32(len(files))
+				fileID[r.File] = id
+				files = append(files, r.File)
 			}
-			if !slices.Contains(l.fns, i) {
-				l.fns = append(l.fns, i)
-			}
-			l.addrs = append(l.addrs, r.Addr)
+			sites = append(sites, site{file: id, line: int32(r.Line), fn: int32(i), addr: r.Addr})
 		}
 	}
-	lines := make([]fileLine, 0, len(byLine))
-	for _, l := range byLine {
-		slices.Sort(l.addrs)
-		l.addrs = slices.Compact(l.addrs)
-		lines = append(lines, *l)
+	// Files by name: their rank.
+	rank := make([]int32, len(files))
+	byName := make([]int32, len(files))
+	for id := range byName {
+		byName[id] = int32(id)
 	}
-	slices.SortFunc(lines, func(a, b fileLine) int { return cmp.Or(cmp.Compare(a.file, b.file), cmp.Compare(a.line, b.line)) })
+	slices.SortFunc(byName, func(a, b int32) int { return cmp.Compare(files[a], files[b]) })
+	for r, id := range byName {
+		rank[id] = int32(r)
+	}
+	slices.SortFunc(sites, func(a, b site) int {
+		return cmp.Or(cmp.Compare(rank[a.file], rank[b.file]), cmp.Compare(a.line, b.line), cmp.Compare(a.addr, b.addr), cmp.Compare(a.fn, b.fn))
+	})
+	addrs := make([]uint64, 0, len(sites))
+	owners := make([]int, 0, len(sites))
+	n := 0
+	for k, s := range sites {
+		if k == 0 || s.file != sites[k-1].file || s.line != sites[k-1].line {
+			n++
+		}
+	}
+	lines := make([]fileLine, 0, n)
+	for k, s := range sites {
+		if k == 0 || s.file != sites[k-1].file || s.line != sites[k-1].line {
+			lines = append(lines, fileLine{file: files[s.file], line: int(s.line),
+				addrs: addrs[len(addrs):len(addrs)], fns: owners[len(owners):len(owners)]})
+		}
+		l := &lines[len(lines)-1]
+		if n := len(l.addrs); n == 0 || l.addrs[n-1] != s.addr {
+			addrs = append(addrs, s.addr)
+			l.addrs = l.addrs[:n+1]
+		}
+		if !slices.Contains(l.fns, int(s.fn)) {
+			owners = append(owners, int(s.fn))
+			l.fns = l.fns[:len(l.fns)+1]
+		}
+	}
+	for k := range lines {
+		l := &lines[k]
+		l.addrs, l.fns = slices.Clip(l.addrs), slices.Clip(l.fns)
+		slices.Sort(l.fns)
+	}
 	return lines
 }
 
@@ -278,12 +300,16 @@ func functionRows(m *openModule, rows []dwarf.LineRow, fn *dwarf.Func, warn func
 // fileOrder returns the files of keep in listing order: the units in the
 // reverse of their order (the original listed the object given last to the
 // linker first: original.md §5.6.6), each unit's files in the order its
-// rows first name them.
+// statement rows first name them.
 func fileOrder(rows []dwarf.LineRow, keep map[string]bool) []string {
 	byUnit := map[int][]string{}
-	seen := map[[2]any]bool{}
+	type unitFile struct {
+		unit int
+		file string
+	}
+	seen := map[unitFile]bool{}
 	for _, r := range rows {
-		if k := [2]any{r.Unit, r.File}; keep[r.File] && !seen[k] {
+		if k := (unitFile{r.Unit, r.File}); r.Stmt && keep[r.File] && !seen[k] {
 			seen[k] = true
 			byUnit[r.Unit] = append(byUnit[r.Unit], r.File)
 		}

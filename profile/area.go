@@ -4,18 +4,21 @@ package profile
 // writes there: trampolines, return sites and the out-of-line slots of
 // breakpoints, of every mechanism that plants in the module. It is filled
 // from its start, each piece 16-byte aligned, so that the program's pages
-// hold no more than they use, and built in image, the area's bytes, to be
-// written into the program in one write (planting.write).
+// hold no more than they use, and built in image, the area's bytes so far,
+// to be written into the program in one write (planting.write). The image
+// grows as the area is used: an area is sized for the worst case of every
+// site (1,100,000 lines: 277 MB), and its pieces are mostly smaller.
 type codeArea struct {
 	base  uint64 // 0: no area was mapped
 	next  uint64 // where the next piece goes
+	size  uint64 // the area's room
 	image []byte
 }
 
 // newCodeArea returns the area mapped at base (0: none), of room for
 // cells bytes.
 func newCodeArea(base, cells uint64) *codeArea {
-	return &codeArea{base: base, next: base, image: make([]byte, cells)}
+	return &codeArea{base: base, next: base, size: cells}
 }
 
 // mapped reports whether there is an area.
@@ -33,7 +36,7 @@ func (a *codeArea) alloc(n int) uint64 {
 // left, and the slot goes without (its instruction emulated, or the site
 // refused), never past the area's end.
 func (a *codeArea) slot(n int) uint64 {
-	if !a.mapped() || a.next+(uint64(n)+15)&^15 > a.base+uint64(len(a.image)) {
+	if !a.mapped() || a.next+(uint64(n)+15)&^15 > a.base+a.size {
 		return 0
 	}
 	return a.alloc(n)
@@ -41,7 +44,15 @@ func (a *codeArea) slot(n int) uint64 {
 
 // put copies code into the image at at, an address alloc returned.
 func (a *codeArea) put(at uint64, code []byte) {
+	a.grow(at - a.base + uint64(len(code)))
 	copy(a.image[at-a.base:], code)
+}
+
+// grow makes the image n bytes long at least.
+func (a *codeArea) grow(n uint64) {
+	if n > uint64(len(a.image)) {
+		a.image = append(a.image, make([]byte, n-uint64(len(a.image)))...)
+	}
 }
 
 // used returns the bytes of the area taken so far.
@@ -49,5 +60,6 @@ func (a *codeArea) used() []byte {
 	if !a.mapped() {
 		return nil
 	}
+	a.grow(a.next - a.base)
 	return a.image[:a.next-a.base]
 }

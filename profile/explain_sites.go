@@ -54,7 +54,7 @@ func (x *siteNarrator) planting(p *planting) {
 		if a.base < p.in.Lo {
 			dist, dir = p.in.Lo-a.base, "before"
 		}
-		x.say("  Its area for trampolines and slots: %s at %#x, %s %s its code, within reach of a jump from it.", bytesWords(uint64(len(a.image))), a.base, bytesWords((dist+1023)&^1023), dir)
+		x.say("  Its area for trampolines and slots: %s at %#x, %s %s its code, within reach of a jump from it.", bytesWords(a.size), a.base, bytesWords((dist+1023)&^1023), dir)
 	}
 	var views []siteView
 	for i := range p.jumps {

@@ -120,15 +120,38 @@ func numberLines(env lineEnv) *lineTrampolines {
 	if lt.cover {
 		lt.sweep = &sweeper{}
 	}
-	for i, l := range env.plan.Lines {
+	// (Two passes, the sites numbered and counted, then their lines put
+	// in one array: a million sites made a million small slices.)
+	sites := 0
+	for _, l := range env.plan.Lines {
+		sites += len(l.Addrs)
+	}
+	lt.index = make(map[siteKey]int, sites)
+	var count []int
+	numbers := make([]int, 0, sites) // each address's site, in order
+	for _, l := range env.plan.Lines {
 		for _, a := range l.Addrs {
 			k := siteKey{l.Module, a}
 			n, ok := lt.index[k]
 			if !ok {
-				n = len(lt.lines)
+				n = len(count)
 				lt.index[k] = n
-				lt.lines = append(lt.lines, nil)
+				count = append(count, 0)
 			}
+			count[n]++
+			numbers = append(numbers, n)
+		}
+	}
+	all := make([]int, 0, sites)
+	lt.lines = make([][]int, len(count))
+	for n, c := range count {
+		lt.lines[n] = all[len(all):len(all):len(all)+c]
+		all = all[:len(all)+c]
+	}
+	for i, l := range env.plan.Lines {
+		for range l.Addrs {
+			n := numbers[0]
+			numbers = numbers[1:]
 			lt.lines[n] = append(lt.lines[n], i)
 		}
 	}

@@ -14,12 +14,18 @@ import (
 type room struct {
 	e *planter
 	p *planting
-	// pages are the pages mapped so far, by address, each with the
-	// ranges taken in it, sorted.
-	pages []roomPage
-	// busy are the process's mappings at the planting, and PROFILE's own
-	// since: no page is asked for there.
-	busy [][2]uint64
+	// pages are the pages mapped so far, by the 16 MiB region their
+	// first byte is in (pageRegion), each region's by address, each page
+	// with the ranges taken in it, sorted. (A program of many punned
+	// jumps, the go command, maps 32,000 pages, at addresses all over
+	// the windows of its jumps: one sorted list of them all took a
+	// second to keep in order.)
+	pages map[uint64][]*roomPage
+	// busy are the process's mappings at the planting, and PROFILE's own,
+	// sorted; tried are the pages asked for since, mapped or refused, by
+	// address, with their sizes: no page is asked for where either is.
+	busy  [][2]uint64
+	tried map[uint64]uint64
 	// tries counts the pages asked for, mapped or refused: each is a
 	// system call in the program.
 	tries int
@@ -54,7 +60,7 @@ const maxPageTries = 1 << 15
 
 // newRoom returns the room of planting p.
 func newRoom(e *planter, p *planting) *room {
-	r := &room{e: e, p: p}
+	r := &room{e: e, p: p, pages: map[uint64][]*roomPage{}, tried: map[uint64]uint64{}}
 	for _, m := range p.maps {
 		r.busy = append(r.busy, [2]uint64{m.Start, m.End})
 	}
@@ -73,18 +79,23 @@ func (r *room) Find(lo, hi uint64, n int, step, phase uint64, grow bool) (uint64
 	if a.mapped() && step <= 16 {
 		// (Not for a trampoline at a far alignment, which would leave
 		// the area's room before it unused: a page of its own.)
-		if at := align(a.next, step, phase); at >= lo && at < hi && at+(uint64(n)+15)&^15 <= a.base+uint64(len(a.image)) {
+		if at := align(a.next, step, phase); at >= lo && at < hi && at+(uint64(n)+15)&^15 <= a.base+a.size {
 			return at, true
 		}
 	}
-	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.pages[i].size > lo })
-	for ; i < len(r.pages) && r.pages[i].addr < hi; i++ {
-		pg := &r.pages[i]
-		if pg.gap < uint64(n)+step-1 {
-			continue // (at any alignment: one that would fit aligned is passed over, rarely)
-		}
-		if at, ok := pg.free(max(lo, pg.addr), min(hi, pg.addr+pg.size), pg.addr+pg.size, n, step, phase); ok {
-			return at, true
+	for region := pageRegion(lo) - min(pageRegion(lo), 1); region <= pageRegion(hi-1); region++ {
+		pages := r.pages[region]
+		i := sort.Search(len(pages), func(i int) bool { return pages[i].addr+pages[i].size > lo })
+		for _, pg := range pages[i:] {
+			if pg.addr >= hi {
+				break
+			}
+			if pg.gap < uint64(n)+step-1 {
+				continue // (at any alignment: one that would fit aligned is passed over, rarely)
+			}
+			if at, ok := pg.free(max(lo, pg.addr), min(hi, pg.addr+pg.size), pg.addr+pg.size, n, step, phase); ok {
+				return at, true
+			}
 		}
 	}
 	if !grow {
@@ -109,29 +120,40 @@ func (r *room) mapPage(lo, hi uint64, n int, step, phase uint64) (uint64, bool) 
 		}
 		try++
 		r.tries++
-		r.markBusy(page, page+size)
+		r.tried[page] = size
 		if _, err := r.e.mapArea(page, size); err != nil {
 			continue
 		}
 		r.e.areas[r.p.in.First.Start] = append(r.e.areas[r.p.in.First.Start], [2]uint64{page, size})
-		k, _ := slices.BinarySearchFunc(r.pages, page, func(p roomPage, a uint64) int { return cmp.Compare(p.addr, a) })
-		r.pages = slices.Insert(r.pages, k, roomPage{addr: page, size: size, gap: size})
+		r.addPage(page, size)
 		return at, true
 	}
 	return 0, false
 }
 
-// markBusy notes [lo, hi) as mapped, in order.
-func (r *room) markBusy(lo, hi uint64) {
-	k, _ := slices.BinarySearchFunc(r.busy, lo, func(b [2]uint64, a uint64) int { return cmp.Compare(b[0], a) })
-	r.busy = slices.Insert(r.busy, k, [2]uint64{lo, hi})
+// pageRegion is the 16 MiB region of addr, by which the room keeps its
+// pages: a window of a punned jump meets one or two.
+func pageRegion(addr uint64) uint64 { return addr >> 24 }
+
+// addPage notes the page of size bytes at page as mapped.
+func (r *room) addPage(page, size uint64) {
+	region := r.pages[pageRegion(page)]
+	k := sort.Search(len(region), func(i int) bool { return region[i].addr > page })
+	r.pages[pageRegion(page)] = slices.Insert(region, k, &roomPage{addr: page, size: size, gap: size})
 }
 
-// busyAt reports whether [lo, hi) meets a mapping of the process.
+// busyAt reports whether [lo, hi), at most two pages, meets a mapping
+// of the process or a page asked for.
 func (r *room) busyAt(lo, hi uint64) bool {
+	// (The mappings do not overlap: their ends are in order too, and the
+	// first that ends above lo is the one to meet [lo, hi) if any does.)
 	i := sort.Search(len(r.busy), func(i int) bool { return r.busy[i][1] > lo })
-	for ; i < len(r.busy) && r.busy[i][0] < hi; i++ {
-		if r.busy[i][1] > lo {
+	if i < len(r.busy) && r.busy[i][0] < hi {
+		return true
+	}
+	ps := r.e.pageSize
+	for page := lo&^(ps-1) - min(lo&^(ps-1), ps); page < hi; page += ps {
+		if size, ok := r.tried[page]; ok && page+size > lo {
 			return true
 		}
 	}
@@ -141,7 +163,7 @@ func (r *room) busyAt(lo, hi uint64) bool {
 // Take takes n bytes at addr, which Find returned.
 func (r *room) Take(addr uint64, n int) {
 	a := r.p.area
-	if a.mapped() && addr >= a.base && addr < a.base+uint64(len(a.image)) {
+	if a.mapped() && addr >= a.base && addr < a.base+a.size {
 		a.next = addr
 		a.alloc(n)
 		return
@@ -157,7 +179,7 @@ func (r *room) Take(addr uint64, n int) {
 // trampoline; in the area only when they were the last taken.
 func (r *room) Release(addr uint64, n int) {
 	a := r.p.area
-	if a.mapped() && addr >= a.base && addr < a.base+uint64(len(a.image)) {
+	if a.mapped() && addr >= a.base && addr < a.base+a.size {
 		if a.next == addr+(uint64(n)+15)&^15 {
 			a.next = addr
 		}
@@ -171,9 +193,12 @@ func (r *room) Release(addr uint64, n int) {
 
 // page returns the page holding addr, or nil.
 func (r *room) page(addr uint64) *roomPage {
-	i := sort.Search(len(r.pages), func(i int) bool { return r.pages[i].addr+r.pages[i].size > addr })
-	if i < len(r.pages) && r.pages[i].addr <= addr {
-		return &r.pages[i]
+	for region := pageRegion(addr) - min(pageRegion(addr), 1); region <= pageRegion(addr); region++ {
+		pages := r.pages[region]
+		i := sort.Search(len(pages), func(i int) bool { return pages[i].addr+pages[i].size > addr })
+		if i < len(pages) && pages[i].addr <= addr {
+			return pages[i]
+		}
 	}
 	return nil
 }

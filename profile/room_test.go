@@ -2,6 +2,8 @@ package profile
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -64,6 +66,58 @@ func TestBorrowedMem(t *testing.T) {
 		b := make([]byte, c.n)
 		if err := m.ReadMem(c.addr, b); err != nil || !bytes.Equal(b, c.want) {
 			t.Errorf("ReadMem(%#x, %d) = % x, %v; want % x", c.addr, c.n, b, err, c.want)
+		}
+	}
+}
+
+// TestRoomOrder: pages noted in any order, some across the end of a
+// region, the room finds the lowest free place in a window, the page
+// holding an address and whether a range meets a page asked for as a
+// search of them all would.
+func TestRoomOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 6))
+	const ps = 0x1000
+	for round := range 50 {
+		r := &room{e: &planter{pageSize: ps}, p: &planting{area: newCodeArea(0, 0)}, pages: map[uint64][]*roomPage{}, tried: map[uint64]uint64{}}
+		var pages [][2]uint64
+		for _, k := range rng.Perm(40) {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			// (Some across a region's end.)
+			page, size := uint64(0xf00000+k*2*ps), uint64(ps*(1+rng.IntN(2)))
+			r.addPage(page, size)
+			r.tried[page] = size
+			pages = append(pages, [2]uint64{page, page + size})
+			if rng.IntN(2) == 0 {
+				r.Take(page+uint64(rng.IntN(ps/2)), 16+rng.IntN(ps))
+			}
+		}
+		for range 200 {
+			lo := uint64(0xf00000 + rng.IntN(82*ps))
+			hi := lo + uint64(1+rng.IntN(2*ps))
+			n := 1 + rng.IntN(64)
+			// The lowest place of the brute force: every page, every
+			// address.
+			want, found := uint64(0), false
+			for at := lo; at < hi && !found; at++ {
+				if pg := r.page(at); pg != nil && at+uint64(n) <= pg.addr+pg.size {
+					if _, ok := pg.free(at, at+1, pg.addr+pg.size, n, 1, 0); ok {
+						want, found = at, true
+					}
+				}
+			}
+			if at, ok := r.Find(lo, hi, n, 1, 0, false); ok != found || ok && at != want {
+				t.Fatalf("round %d: Find(%#x, %#x, %d) = %#x, %v; want %#x, %v", round, lo, hi, n, at, ok, want, found)
+			}
+			meets := slices.ContainsFunc(pages, func(p [2]uint64) bool { return p[0] < hi && p[1] > lo })
+			if got := r.busyAt(lo, hi); got != meets {
+				t.Fatalf("round %d: busyAt(%#x, %#x) = %v, want %v", round, lo, hi, got, meets)
+			}
+			in := slices.IndexFunc(pages, func(p [2]uint64) bool { return p[0] <= lo && lo < p[1] })
+			if pg := r.page(lo); (pg != nil) != (in >= 0) || pg != nil && pg.addr != pages[in][0] {
+				t.Fatalf("round %d: page(%#x) = %v, want %v", round, lo, pg, in >= 0)
+			}
 		}
 	}
 }
