@@ -178,7 +178,7 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 	off := 0
 	for i := range p.Insts {
 		pc := p.Site + uint64(off)
-		x, err := decodeAMD64Bare(p.Orig[off:], pc)
+		x, err := decodeTrampInst(p.Orig[off:], pc)
 		if err != nil {
 			return Trampoline{}, err
 		}
@@ -205,6 +205,18 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 	}
 	t.Code = append(t.Code, back...)
 	return t, nil
+}
+
+// decodeTrampInst decodes the instruction at the start of code, at pc,
+// for a trampoline: through the scans' table where that says it is
+// copied as it is (no branch, no PC-relative operand, nothing x86asm
+// might call a Nop or a Trap), else in full. A million line sites took
+// a second of x86asm's decoding.
+func decodeTrampInst(code []byte, pc uint64) (x86Inst, error) {
+	if s, ok := scanAMD64Fast(code, pc); ok && s.kind == Other && !s.pcrel && s.n <= len(code) && !x86MaybeNopOrTrap(code) {
+		return x86Inst{Inst: Inst{Len: s.n, Kind: Other}, code: code[:s.n]}, nil
+	}
+	return decodeAMD64Bare(code, pc)
 }
 
 // relocate returns x's code to run at at instead of pc.

@@ -1,6 +1,7 @@
 package instr
 
 import (
+	"bytes"
 	"debug/elf"
 	"math/rand"
 	"os"
@@ -128,6 +129,40 @@ func TestQuickDecoderAgrees(t *testing.T) {
 				t.Errorf("%#x % x: quick %+v; decoder %+v (%s)", pc, c, q, x.Inst, x.text(pc))
 			default:
 				continue
+			}
+			if bad++; bad > 20 {
+				t.Fatal("too many differences")
+			}
+		}
+	}
+}
+
+// TestTrampDecoderAgrees: a trampoline's instructions decoded through
+// the scans' table (decodeTrampInst) are relocated to the same bytes as
+// decoded in full, at every byte offset of the texts of
+// TestQuickDecoderAgrees where a relocatable instruction starts, to a
+// place far away.
+func TestTrampDecoderAgrees(t *testing.T) {
+	bad := 0
+	for _, code := range scanTexts(t) {
+		for off := range code {
+			c, pc := code[off:min(len(code), off+15)], 0x400000+uint64(off)
+			x, xerr := decodeAMD64Bare(c, pc)
+			if xerr != nil || x.relocatable() != nil {
+				continue // (what a patch never carries)
+			}
+			q, qerr := decodeTrampInst(c, pc)
+			if qerr != nil || q.Len != x.Len {
+				t.Errorf("%#x % x: %+v, %v; decoder %+v", pc, c, q.Inst, qerr, x.Inst)
+			} else {
+				const at = 0x7f0000001000
+				qb, qerr := q.relocate(pc, at)
+				xb, xerr := x.relocate(pc, at)
+				if (qerr == nil) != (xerr == nil) || !bytes.Equal(qb, xb) {
+					t.Errorf("%#x % x (%s): relocated % x, %v; decoder's % x, %v", pc, c, x.text(pc), qb, qerr, xb, xerr)
+				} else {
+					continue
+				}
 			}
 			if bad++; bad > 20 {
 				t.Fatal("too many differences")

@@ -145,7 +145,7 @@ func numberLines(env lineEnv) *lineTrampolines {
 	all := make([]int, 0, sites)
 	lt.lines = make([][]int, len(count))
 	for n, c := range count {
-		lt.lines[n] = all[len(all):len(all):len(all)+c]
+		lt.lines[n] = all[len(all) : len(all) : len(all)+c]
 		all = all[:len(all)+c]
 	}
 	for i, l := range env.plan.Lines {
