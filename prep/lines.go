@@ -235,7 +235,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	for k, s := range sites {
 		if k == 0 || s.file != sites[k-1].file || s.line != sites[k-1].line {
 			lines = append(lines, fileLine{file: files[s.file], line: int(s.line),
-				addrs: addrs[len(addrs):len(addrs)], fns: owners[len(owners):len(owners)]})
+				addrs: addrs[len(addrs):], fns: owners[len(owners):]})
 		}
 		l := &lines[len(lines)-1]
 		if n := len(l.addrs); n == 0 || l.addrs[n-1] != s.addr {

@@ -29,6 +29,29 @@ type entryTrampolines struct {
 	// (reportFallBacks).
 	fellBack []fallBack
 	patched  int
+	// depths are the call depth's code of each form asked for: the same
+	// for every entry, and 0.5 s to write again for each of 100,000.
+	depths map[instr.Depth]depthCode
+}
+
+// depthCode is DepthCode's answer.
+type depthCode struct {
+	code instr.DepthCode
+	ok   bool
+}
+
+// depthCode returns the architecture's DepthCode for d, written once.
+// Its slices are shared: read, never written.
+func (et *entryTrampolines) depthCode(d instr.Depth) (instr.DepthCode, bool) {
+	if c, ok := et.depths[d]; ok {
+		return c.code, c.ok
+	}
+	if et.depths == nil {
+		et.depths = map[instr.Depth]depthCode{}
+	}
+	code, ok := et.env.arch.DepthCode(d)
+	et.depths[d] = depthCode{code, ok}
+	return code, ok
 }
 
 // entryEnv is what the entries' trampolines read and call of the run:

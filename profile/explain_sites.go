@@ -337,11 +337,11 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 		if v.s != nil {
 			lines = append([]int{v.s.item}, v.s.more...)
 		} else if lt := t.parts.lines; lt != nil {
-			k, ok := lt.index[siteKey{p.mi, v.addr - p.bias}]
+			k, ok := lt.index.get(p.mi, v.addr-p.bias)
 			if pad := v.addr - 4; !ok && afterLandingPad(t.arch, p.text, pad) == v.addr {
 				// A site at a landing pad (BTI, PACIASP, endbr64) is
 				// patched after it.
-				k, ok = lt.index[siteKey{p.mi, pad - p.bias}]
+				k, ok = lt.index.get(p.mi, pad-p.bias)
 			}
 			if ok {
 				lines = lt.lines[k]

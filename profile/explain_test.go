@@ -396,7 +396,7 @@ func TestExplainFirstHits(t *testing.T) {
 	if x.scan() {
 		t.Errorf("first hits told with every counter 0:\n%s", out)
 	}
-	k := tr.parts.lines.index[siteKey{0, leafAt}]
+	k := tr.parts.lines.index.at(0, leafAt)
 	binary.LittleEndian.PutUint64(shared.Bytes()[2*64+k*8:], 3) // thread 101's block
 	if !x.scan() {
 		t.Fatal("no first hit told")

@@ -41,7 +41,7 @@ func (pl *planter) afterRestarts(p *planting, lt *lineTrampolines) {
 		}
 		ls.addrs[n] = end
 		if lt != nil {
-			lt.index[siteKey{p.mi, end - p.bias}] = ls.counter[n]
+			lt.index.move(p.mi, end-p.bias, ls.counter[n])
 		}
 	}
 }

@@ -56,14 +56,14 @@ func TestAfterRestarts(t *testing.T) {
 	pl := &planter{arch: instr.ARM64, plan: plan, scan: codeScan{code: codeMaps{cm}, landings: slices.Sorted(slices.Values(cm.Jumps))}}
 	p := &planting{in: procmaps.Instance{First: procmaps.Mapping{Path: exe}}, lines: true, lineSites: ls,
 		text: moduleText{start: start, b: code}}
-	lt := &lineTrampolines{index: map[siteKey]int{}}
+	lt := &lineTrampolines{index: &siteIndex{moved: map[siteKey]int{}}}
 	pl.afterRestarts(p, lt)
 	want := []uint64{start + 0x0c, start + 0x10, start + 0x1c, start + 0x2c, start + 0x38}
 	if !slices.Equal(ls.addrs, want) {
 		t.Errorf("sites %#x, want %#x", ls.addrs, want)
 	}
-	if n, ok := lt.index[siteKey{0, start + 0x0c}]; !ok || n != 0 || len(lt.index) != 1 {
-		t.Errorf("counters by place %v, want line 10's at its new place alone", lt.index)
+	if n, ok := lt.index.get(0, start+0x0c); !ok || n != 0 || lt.index.len() != 1 {
+		t.Errorf("counters by place %v, want line 10's at its new place alone", lt.index.moved)
 	}
 	// A module not built by Go keeps every site.
 	plan.Modules[0].Path = "/nonexistent"

@@ -66,7 +66,7 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 	if lt != nil {
 		sites.counter = make([]int, len(sites.addrs))
 		for n, a := range sites.addrs {
-			sites.counter[n] = lt.index[siteKey{mi, a - bias}]
+			sites.counter[n], _ = lt.index.get(mi, a-bias)
 		}
 	}
 	lo, hi := sites.addrs[0], sites.addrs[len(sites.addrs)-1]

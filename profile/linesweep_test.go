@@ -32,7 +32,7 @@ func sweepRig(t *testing.T, threads int) *lineRig {
 	t.Helper()
 	r := newLineRig(t, datafile.LineCoverage, false, threads)
 	copy(r.mem.b[windowAt-pieAt:], []byte{0xe9, 0x11, 0x22, 0x33, 0x44})
-	k := r.lt.index[siteKey{0, leafAt}]
+	k := r.lt.index.at(0, leafAt)
 	r.lt.sweep.add(&tramp{patch: instr.Patch{Site: windowAt, Orig: slices.Clone(nops5)}}, []int{k}, nil)
 	r.lt.sweep.clock = stoppedClock()
 	if len(r.lt.sweep.live) != 2 || !r.jumped(pieAt) {
@@ -88,7 +88,7 @@ func TestLineSweepNow(t *testing.T) {
 		t.Fatalf("nothing covered: %d taken out", n)
 	}
 	r.cover(leafAt)
-	c, k := lt.env.counters, lt.index[siteKey{0, leafAt}]
+	c, k := lt.env.counters, lt.index.at(0, leafAt)
 	c.discount = make([]uint64, k+1)
 	c.discount[k] = 1
 	if n := lt.sweepNow(nil); n != 0 || !r.jumped(pieAt) {
@@ -331,7 +331,7 @@ func TestFakeLineSweepThreads(t *testing.T) {
 	tr.threads[c].stepping = &site{}
 	lt.sweep.clock = stoppedClock()
 	fp.calls = nil
-	shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8] = 1
+	shared.Bytes()[64+lt.index.at(0, leafAt)*8] = 1
 	if !lt.sweepIdle() {
 		t.Fatal("covered: no sweep begun")
 	}

@@ -47,7 +47,7 @@ type lineTrampolines struct {
 	// site. Both come from the plan, so that a library loaded twice
 	// counts into the same counters. alias gives, for a site that shares
 	// the count of an earlier site of its block, that site's counter.
-	index map[siteKey]int
+	index *siteIndex
 	lines [][]int
 	alias map[int]int
 	// solvers give the counts of the sites counted by flow
@@ -116,45 +116,11 @@ func newLineTrampolines(t *tracer) *lineTrampolines {
 // numberLines returns the lines' trampolines over env, the line sites of
 // its plan numbered.
 func numberLines(env lineEnv) *lineTrampolines {
-	lt := &lineTrampolines{env: env, cover: env.plan.Method.IsCoverage(), index: map[siteKey]int{}, alias: map[int]int{}, goModules: map[int]bool{}}
+	lt := &lineTrampolines{env: env, cover: env.plan.Method.IsCoverage(), alias: map[int]int{}, goModules: map[int]bool{}}
 	if lt.cover {
 		lt.sweep = &sweeper{}
 	}
-	// (Two passes, the sites numbered and counted, then their lines put
-	// in one array: a million sites made a million small slices.)
-	sites := 0
-	for _, l := range env.plan.Lines {
-		sites += len(l.Addrs)
-	}
-	lt.index = make(map[siteKey]int, sites)
-	var count []int
-	numbers := make([]int, 0, sites) // each address's site, in order
-	for _, l := range env.plan.Lines {
-		for _, a := range l.Addrs {
-			k := siteKey{l.Module, a}
-			n, ok := lt.index[k]
-			if !ok {
-				n = len(count)
-				lt.index[k] = n
-				count = append(count, 0)
-			}
-			count[n]++
-			numbers = append(numbers, n)
-		}
-	}
-	all := make([]int, 0, sites)
-	lt.lines = make([][]int, len(count))
-	for n, c := range count {
-		lt.lines[n] = all[len(all) : len(all) : len(all)+c]
-		all = all[:len(all)+c]
-	}
-	for i, l := range env.plan.Lines {
-		for range l.Addrs {
-			n := numbers[0]
-			numbers = numbers[1:]
-			lt.lines[n] = append(lt.lines[n], i)
-		}
-	}
+	lt.index, lt.lines = numberSites(env.plan.Lines)
 	lt.save = uint64(len(lt.lines)) * 8
 	return lt
 }

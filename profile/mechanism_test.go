@@ -689,7 +689,7 @@ func newLineRigOf(t *testing.T, plan *datafile.Plan, code []byte, base uint64, e
 // cover sets the counter of the line site at the link-time address addr
 // in the first thread's block, as its trampoline does.
 func (r *lineRig) cover(addr uint64) {
-	binary.LittleEndian.PutUint64(r.shared.Bytes()[64+r.lt.index[siteKey{0, addr}]*8:], 1)
+	binary.LittleEndian.PutUint64(r.shared.Bytes()[64+r.lt.index.at(0, addr)*8:], 1)
 }
 
 // pieAt is where lineTracer loads leafCode, as a PIE program is loaded:
@@ -737,7 +737,7 @@ func TestLineTrampolinesPlant(t *testing.T) {
 		if tp.addr != entry {
 			t.Errorf("the entry's trampoline at %#x, want %#x, where its jump lands", tp.addr, entry)
 		}
-		k0, k1 := lt.index[siteKey{0, leafAt}], lt.index[siteKey{0, leafAt + 4}]
+		k0, k1 := lt.index.at(0, leafAt), lt.index.at(0, leafAt+4)
 		incq := instr.AMD64.CountCode(instr.CountPerThread, c.layout.CounterRef(k0))
 		count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.CounterRef(k0), Save: lt.save})
 		code := tp.code.Code
@@ -807,7 +807,7 @@ func TestLineHost(t *testing.T) {
 	if r.mem.b[0] != 0x90 || r.mem.b[1] != 0xe9 {
 		t.Errorf("code % x: want the nop as it was, a jump at the first mov", r.mem.b[:9])
 	}
-	k := lt.index[siteKey{0, leafAt}]
+	k := lt.index.at(0, leafAt)
 	count, _ := instr.AMD64.LineCode(instr.CountPerThread, instr.LineSite{Counter: c.layout.CounterRef(k), Save: lt.save})
 	i := slices.IndexFunc(c.tramps, func(x *tramp) bool { return x.patch.Site == base+1 })
 	if i < 0 || !bytes.HasPrefix(c.tramps[i].code.Code, count.Code) {

@@ -416,7 +416,7 @@ func TestFakeLineSweep(t *testing.T) {
 		t.Fatalf("%d coverage jumps, code % x; want one jump", len(lt.sweep.live), mem.b[:5])
 	}
 	fp.calls = nil
-	binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index[siteKey{0, leafAt}]*8:], 1)
+	binary.LittleEndian.PutUint64(shared.Bytes()[64+lt.index.at(0, leafAt)*8:], 1)
 	if !lt.sweepIdle() {
 		t.Fatal("covered: no sweep asked for")
 	}

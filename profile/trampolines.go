@@ -108,7 +108,7 @@ func (et *entryTrampolines) entryTrampoline(p *instr.Patch, addr uint64, f *data
 	if env.timer == nil {
 		count := et.entryCount(item).Code
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			d, _ := env.arch.DepthCode(c.depthCode(f.Frame == datafile.FrameGoroutine))
+			d, _ := et.depthCode(c.depthCode(f.Frame == datafile.FrameGoroutine))
 			count = append(count[:len(count):len(count)], d.Code...)
 		}
 		return prelude(count)
@@ -167,7 +167,7 @@ func (et *entryTrampolines) entryRegions(f *datafile.Func, item int, tr *instr.T
 			rs = append(rs, region{at: base, rollback: count.Rollback})
 		}
 		if c.keepsDepth() && f.Frame != datafile.FrameNone {
-			if d, ok := env.arch.DepthCode(c.depthCode(f.Frame == datafile.FrameGoroutine)); ok {
+			if d, ok := et.depthCode(c.depthCode(f.Frame == datafile.FrameGoroutine)); ok {
 				rs = append(rs, region{at: base + len(count.Code), rollback: d.Rollback})
 			}
 		}
