@@ -64,7 +64,8 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 			}
 		}
 		all = append(all, cands...)
-		selects := newLineSelector(patterns, cands, matched).selects
+		sel := newLineSelector(patterns, cands, matched)
+		selects := sel.selects
 		// (A row that cannot be profiled is warned about when its line
 		// would be: not in the code the selection leaves out.)
 		rowWarn := func(row dwarf.LineRow, fn int, d *prf.Diagnostic) {
@@ -83,6 +84,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 				kept = append(kept, l)
 			}
 		}
+		sel.done()
 		files[mi], lines = addLines(lines, mi, every, kept)
 	}
 	if len(lines) == 0 {

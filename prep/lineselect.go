@@ -1,146 +1,140 @@
 package prep
 
 import (
+	"math/bits"
 	"path"
 	"strings"
 )
 
-// lineSelector applies a line profile's specifications line by line
-// (lineMatches) and keeps what a line's answer is made of, since a
-// program's lines share a few files and functions: whether a source
-// specification names a file is found once per file in a row of lines of
-// that file; the answer for a line of one function, in a file no source
-// specification names, once per function; and where a line's answer is
-// more than its function's, whether a specification matches a function
-// once per pair. A million lines under the default specifications (some
-// 200 of them) took otherwise seconds of globbing.
+// lineSelector applies a line profile's specifications line by line, as
+// the original's line profiles were selected: by a source file with line
+// ranges (a bare file name matches no line; file names match whatever
+// their case, as they did on Windows), an object module or a library. Any
+// other specification selects the lines of the functions it selects in a
+// function profile, whose code holds them: a function's name, a Go
+// package, a Rust crate. So one rule leaves the same code out of both
+// kinds of profile, profiler.ini's defaults among them (the Go runtime's
+// lines were all kept: 32,000 sites in gofmt). The original's line
+// profiles ignored a function's name (lcount/sel13: /EXCALL /INC _square
+// left no line, PRF1622); here it selects square's lines.
+//
+// The specifications in order leave a line selected unless the last of
+// those that match it, or a /EXCALL after them, leaves it out. Those that
+// match a line are the union of those that match one of its functions and
+// the source files with ranges that hold it: each function's set is found
+// once, and each file's when a row of lines of it begins, as sets of bits.
+// A million lines under the default specifications (some 200 of them) took
+// seconds of globbing otherwise, and the go command's lines, many of them
+// in several functions (inlined copies), a third of a second more.
 type lineSelector struct {
 	patterns []pattern
 	cands    []candidate
-	// fn[f][pi] is whether patterns[pi] matches cands[f], for the
-	// functions asked of: 0 not yet known, 1 yes, 2 no.
-	fn map[int][]uint8
-	// file is the file whose answers byFile holds: byFile[pi] is whether
-	// source specification pi names it.
-	file   string
-	byFile []bool
-	// named is whether any source specification names file; when none
-	// does, the answer for a line of one function is the function's:
-	// whole[f] keeps it (0 not known, 1 in, 2 out; 4 added once the
-	// specifications that matched are marked).
-	named bool
-	whole []uint8
-	// matched is whether each specification selected a line.
-	matched []bool
+	words    int // of a set: one bit per specification
+	// fnSets[f*words:] is the set of specifications matching cands[f],
+	// once known[f].
+	fnSets []uint64
+	known  []bool
+	// file is the file of the last line, named those of its source
+	// specifications with ranges that name it.
+	file  string
+	named []int
+	// all is /EXCALL's set; matched, the specifications that selected a
+	// line (marked), and line a line's set, reused.
+	all, matched, line []uint64
+	// matchedOut is told of matched at the end (done).
+	matchedOut []bool
 }
 
 // newLineSelector returns the selector of patterns over the functions
-// cands, reporting matches into matched.
+// cands, reporting the specifications that matched lines into matched.
 func newLineSelector(patterns []pattern, cands []candidate, matched []bool) *lineSelector {
-	return &lineSelector{
-		patterns: patterns,
-		cands:    cands,
-		fn:       map[int][]uint8{},
-		byFile:   make([]bool, len(patterns)),
-		whole:    make([]uint8, len(cands)),
-		matched:  matched,
+	words := (len(patterns) + 63) / 64
+	s := &lineSelector{
+		patterns:   patterns,
+		cands:      cands,
+		words:      words,
+		fnSets:     make([]uint64, words*len(cands)),
+		known:      make([]bool, len(cands)),
+		all:        make([]uint64, words),
+		matched:    make([]uint64, words),
+		line:       make([]uint64, words),
+		matchedOut: matched,
 	}
+	for pi := range patterns {
+		if patterns[pi].op == ExcludeAll {
+			s.all[pi/64] |= 1 << (pi % 64)
+		}
+	}
+	return s
 }
 
-// selects reports whether the specifications, in order, leave line l
-// selected; mark records which matched it.
+// selects reports whether the specifications leave line l selected;
+// mark records which matched it.
 func (s *lineSelector) selects(l fileLine, mark bool) bool {
 	if l.file != s.file || s.file == "" {
 		s.fileAnswers(l.file)
 	}
-	if s.named || len(l.fns) != 1 {
-		return s.apply(l, mark, true)
-	}
-	f := l.fns[0]
-	w := s.whole[f]
-	if w == 0 || (mark && w&4 == 0) {
-		w = 2
-		if s.apply(l, mark, false) {
-			w = 1
+	set := s.line
+	clear(set)
+	for _, f := range l.fns {
+		for w, b := range s.fnSet(f) {
+			set[w] |= b
 		}
-		if mark {
-			w |= 4
-		}
-		s.whole[f] = w
 	}
-	return w&3 == 1
+	for _, pi := range s.named {
+		if inRanges(s.patterns[pi].ranges, l.line) {
+			set[pi/64] |= 1 << (pi % 64)
+		}
+	}
+	if mark {
+		for w, b := range set {
+			s.matched[w] |= b
+		}
+	}
+	// The last specification that matches, or the last /EXCALL.
+	for w := s.words - 1; w >= 0; w-- {
+		if d := set[w] | s.all[w]; d != 0 {
+			pi := w*64 + 63 - bits.LeadingZeros64(d)
+			return s.patterns[pi].op == Include
+		}
+	}
+	return true
 }
 
-// apply applies the specifications in order to line l, keeping each
-// function's matches when memo is set.
-func (s *lineSelector) apply(l fileLine, mark, memo bool) bool {
-	in := true
+// done reports the specifications that matched a line marked into the
+// matched given to newLineSelector.
+func (s *lineSelector) done() {
 	for pi := range s.patterns {
-		p := &s.patterns[pi]
-		switch {
-		case p.op == ExcludeAll:
-			in = false
-		case s.lineMatches(pi, l, memo):
-			s.matched[pi] = s.matched[pi] || mark
-			in = p.op == Include
+		if s.matched[pi/64]&(1<<(pi%64)) != 0 {
+			s.matchedOut[pi] = true
 		}
 	}
-	return in
 }
 
-// fileAnswers finds which source specifications name file.
+// fileAnswers finds which source specifications with ranges name file.
 func (s *lineSelector) fileAnswers(file string) {
 	s.file = file
-	s.named = false
+	s.named = s.named[:0]
 	low := strings.ToLower(file)
 	for pi := range s.patterns {
 		p := &s.patterns[pi]
-		s.byFile[pi] = p.kind == kindSource && p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low)
-		s.named = s.named || s.byFile[pi]
-	}
-}
-
-// lineMatches reports whether specification pi selects line l, as the original's line profiles were selected: by a source
-// file with line ranges (a bare file name matches no line; file names
-// match whatever their case, as they did on Windows), an object module or
-// a library. Any other specification selects the lines of the functions
-// it selects in a function profile, whose code holds them: a function's
-// name, a Go package, a Rust crate. So one rule leaves the same code out
-// of both kinds of profile, profiler.ini's defaults among them (the Go
-// runtime's lines were all kept: 32,000 sites in gofmt). The original's
-// line profiles ignored a function's name (lcount/sel13: /EXCALL /INC
-// _square left no line, PRF1622); here it selects square's lines.
-func (s *lineSelector) lineMatches(pi int, l fileLine, memo bool) bool {
-	p := &s.patterns[pi]
-	if p.kind == kindSource {
-		return s.byFile[pi] && inRanges(p.ranges, l.line)
-	}
-	for _, f := range l.fns {
-		if (memo && s.fnMatches(pi, f)) || (!memo && p.matches(&s.cands[f])) {
-			return true
+		if p.op != ExcludeAll && p.kind == kindSource && p.lined && matchPath(strings.ToLower(p.glob), path.Base(low), low) {
+			s.named = append(s.named, pi)
 		}
 	}
-	return false
 }
 
-// fnMatches reports whether specification pi matches function f, from
-// the memo when it was asked before.
-func (s *lineSelector) fnMatches(pi, f int) bool {
-	known := s.fn[f]
-	if known == nil {
-		known = make([]uint8, len(s.patterns))
-		s.fn[f] = known
+// fnSet returns the set of the function specifications (all but source
+// files) that match function f.
+func (s *lineSelector) fnSet(f int) []uint64 {
+	set := s.fnSets[f*s.words : (f+1)*s.words]
+	if !s.known[f] {
+		s.known[f] = true
+		for pi := range s.patterns {
+			if p := &s.patterns[pi]; p.op != ExcludeAll && p.kind != kindSource && p.matches(&s.cands[f]) {
+				set[pi/64] |= 1 << (pi % 64)
+			}
+		}
 	}
-	switch known[pi] {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	m := s.patterns[pi].matches(&s.cands[f])
-	known[pi] = 2
-	if m {
-		known[pi] = 1
-	}
-	return m
+	return set
 }

@@ -12,8 +12,8 @@ import (
 // per function, gives every line the answer and marks the matched
 // specifications as applying the specifications line by line without
 // keeping anything does, for random lines and random sets of
-// specifications of every kind, asked in runs of one file and out of
-// order, marking or not.
+// specifications of every kind (up to 200, as profiler.ini's defaults),
+// asked in runs of one file and out of order, marking or not.
 func TestLineSelectorAsPlain(t *testing.T) {
 	cands := testCandidates()
 	texts := []string{"main", "fib", "Counter::*", "*.o", "util.o", "prog.c(10-25)", "/SRC/PROG.C(30-45)", "util.cpp(1-5)",
@@ -22,7 +22,11 @@ func TestLineSelectorAsPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 36))
 	for round := range 300 {
 		var patterns []pattern
-		for range 1 + rng.IntN(6) {
+		n := 1 + rng.IntN(6)
+		if round%5 == 0 {
+			n = 60 + rng.IntN(140) // (sets of several words)
+		}
+		for range n {
 			s := Spec{Op: SpecOp(rng.IntN(3)), Text: texts[rng.IntN(len(texts))]}
 			if rng.IntN(8) != 0 && s.Op == ExcludeAll {
 				s.Op = Include
@@ -50,6 +54,7 @@ func TestLineSelectorAsPlain(t *testing.T) {
 				t.Fatalf("round %d: line %+v of %q: selected %v, want %v", round, l, specTexts(patterns), got, want)
 			}
 		}
+		sel.done()
 		if !slices.Equal(gotMatched, wantMatched) {
 			t.Fatalf("round %d: %q matched %v, want %v", round, specTexts(patterns), gotMatched, wantMatched)
 		}
