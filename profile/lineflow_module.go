@@ -12,12 +12,12 @@ import (
 // placeByFlow places by flow the line sites addrs (sorted) of planting p
 // that lie in a function whose flow is proven (instr.FuncFlow), joined
 // over the module (moduleFlow), and returns the placement (nil when
-// there is none) and the sites it placed. Not in Go's code (a nil
+// there is none) and which of addrs it placed. Not in Go's code (a nil
 // check's fault there becomes a panic, leaving its block in the
 // middle), nor for coverage (a covered site's counter is set, not added
 // to). targets are where jumps land (planter.indirectTargets).
-func (lt *lineTrampolines) placeByFlow(p *planting, addrs []uint64, targets landings) (*flowPlacement, map[uint64]bool) {
-	placed := map[uint64]bool{}
+func (lt *lineTrampolines) placeByFlow(p *planting, addrs []uint64, targets landings) (*flowPlacement, []bool) {
+	placed := make([]bool, len(addrs))
 	if lt.cover || lt.isGo(p.mi) || len(addrs) < 2 || lt.env.plant.wants != nil && lt.env.plant.wants().attached {
 		return nil, placed
 	}
@@ -26,10 +26,12 @@ func (lt *lineTrampolines) placeByFlow(p *planting, addrs []uint64, targets land
 		return nil, placed
 	}
 	var in []uint64
-	for _, a := range addrs {
-		if g.block(a) >= 0 {
+	from := 0
+	for n, a := range addrs {
+		var k int
+		if k, from = g.blockFrom(a, from); k >= 0 {
 			in = append(in, a)
-			placed[a] = true
+			placed[n] = true
 		}
 	}
 	pl := placeFlow(g, in)

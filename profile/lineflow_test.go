@@ -338,3 +338,34 @@ func TestFlowRealPrograms(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockFrom: blocks found for addresses in ascending order, from the
+// block before, are those a search of the whole graph finds, in graphs
+// of blocks with gaps between them and addresses near and far apart.
+func TestBlockFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 36))
+	for round := range 100 {
+		g := &flowGraph{}
+		at := uint64(0x1000)
+		for range rng.IntN(200) {
+			at += uint64(rng.IntN(3)) * 4 // (a gap, or none)
+			end := at + 4 + uint64(rng.IntN(8))*4
+			g.blocks = append(g.blocks, flowNode{start: at, end: end})
+			at = end
+		}
+		from, addr := 0, uint64(0xff0)
+		for range 300 {
+			addr += uint64(rng.IntN(1 + rng.IntN(2)*200))
+			want := -1
+			for k, b := range g.blocks {
+				if b.start <= addr && addr < b.end {
+					want = k
+				}
+			}
+			var got int
+			if got, from = g.blockFrom(addr, from); got != want {
+				t.Fatalf("round %d: block of %#x = %d, want %d", round, addr, got, want)
+			}
+		}
+	}
+}

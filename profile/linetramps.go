@@ -217,10 +217,10 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 	}
 	root := uint64(0) // the site the last one shares with, or itself
 	for n, b := range addrs {
-		if byFlow[b] {
+		if byFlow[n] {
 			continue
 		}
-		if n > 0 && !byFlow[addrs[n-1]] && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+		if n > 0 && !byFlow[n-1] && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
 			(!e.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
 			instr.StraightTo(e.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
