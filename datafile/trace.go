@@ -271,16 +271,22 @@ type TraceStatus struct {
 
 // TraceReader reads a .pbx, event by event.
 type TraceReader struct {
-	r      *bufio.Reader
-	h      TraceHeader
-	off    int64
-	chunk  []byte
-	d      decoder
-	owner  TraceOwner
-	owned  bool
-	times  map[TraceOwner]int64
+	r     *bufio.Reader
+	h     TraceHeader
+	off   int64
+	chunk []byte
+	d     decoder
+	owner TraceOwner
+	owned bool
+	// now is the owner's time: its times are deltas from the one
+	// before, from 0 at each switch of owner (TraceWriter.switchTo).
+	now    int64
 	status TraceStatus
 	done   bool
+	// chunkAt is the file offset of the chunk being read; single ends
+	// the trace after one chunk (ReadTraceChunk).
+	chunkAt int64
+	single  bool
 }
 
 // ErrTraceSignature means the input is not an execution trace.
@@ -288,7 +294,7 @@ var ErrTraceSignature = errors.New("not an execution trace")
 
 // NewTraceReader reads the header of the trace in r.
 func NewTraceReader(r io.Reader) (*TraceReader, error) {
-	t := &TraceReader{r: bufio.NewReaderSize(r, 1<<16), times: map[TraceOwner]int64{}}
+	t := &TraceReader{r: bufio.NewReaderSize(r, 1<<16)}
 	var sig [len(traceSignature) + 2]byte
 	if n, err := io.ReadFull(t.r, sig[:]); err != nil {
 		if string(sig[:min(n, len(traceSignature))]) != traceSignature[:min(n, len(traceSignature))] {
@@ -394,7 +400,7 @@ func (t *TraceReader) Next() (TraceEvent, error) {
 			}
 			t.owner = TraceOwner{Goroutine: flags == 1, ID: d.uvarint()}
 			t.owned = true
-			t.times[t.owner] = 0
+			t.now = 0
 		case traceCall, traceReturn:
 			fn, dt := d.uvarint(), d.uvarint()
 			switch {
@@ -403,15 +409,14 @@ func (t *TraceReader) Next() (TraceEvent, error) {
 				d.failAt(at, "an event before its owner")
 			case fn >= uint64(t.h.Funcs):
 				d.failAt(at, "function %d of %d", fn, t.h.Funcs)
-			case dt > 1<<62 || t.times[t.owner] > 1<<62-int64(dt):
+			case dt > 1<<62 || t.now > 1<<62-int64(dt):
 				d.failAt(at, "time overflows")
 			}
 			if d.err != nil {
 				return TraceEvent{}, d.err
 			}
-			now := t.times[t.owner] + int64(dt)
-			t.times[t.owner] = now
-			return TraceEvent{Owner: t.owner, Return: op == traceReturn, Func: int(fn), Time: now}, nil
+			t.now += int64(dt)
+			return TraceEvent{Owner: t.owner, Return: op == traceReturn, Func: int(fn), Time: t.now}, nil
 		case traceCut:
 			limit := d.uvarint()
 			if d.err != nil {
@@ -433,10 +438,41 @@ func (t *TraceReader) Next() (TraceEvent, error) {
 	}
 }
 
+// ChunkOffset returns the file offset of the chunk of the last event
+// Next returned: each chunk can be read again alone (ReadTraceChunk).
+func (t *TraceReader) ChunkOffset() int64 { return t.chunkAt }
+
+// ReadTraceChunk calls each for every event of the chunk at file offset
+// off (a ChunkOffset) of the trace in r, whose header is h: a chunk's
+// events need nothing of the chunks before it.
+func ReadTraceChunk(r io.ReaderAt, off int64, h TraceHeader, each func(TraceEvent) error) error {
+	t := &TraceReader{r: bufio.NewReaderSize(io.NewSectionReader(r, off, 1<<62), 1<<16), h: h, off: off,
+		chunkAt: off, single: true}
+	for {
+		ev, err := t.Next()
+		if err == io.EOF {
+			if t.status.Torn {
+				return fmt.Errorf("chunk at offset %d: %w", off, ErrTruncated)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := each(ev); err != nil {
+			return err
+		}
+	}
+}
+
 // nextChunk reads the next chunk into t.d; at the input's end, or at a
 // chunk not whole, it ends the trace.
 func (t *TraceReader) nextChunk() error {
 	at := t.off
+	if t.single && at != t.chunkAt {
+		t.done = true
+		return io.EOF
+	}
 	tag, err := t.r.ReadByte()
 	if err == io.EOF {
 		t.done = true
@@ -459,7 +495,8 @@ func (t *TraceReader) nextChunk() error {
 		return err
 	}
 	t.d = decoder{buf: body, base: t.off - int64(len(body)) - 4}
+	t.chunkAt = at
 	t.owned = false
-	clear(t.times)
+	t.now = 0
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,6 +81,36 @@ func TestTraceRoundTrip(t *testing.T) {
 	}
 	if w.Events() != uint64(len(want)) || w.Written() != int64(buf.Len()) {
 		t.Errorf("writer: %d events, %d bytes; want %d, %d", w.Events(), w.Written(), len(want), buf.Len())
+	}
+	// Each chunk read again alone, from its offset, gives its events.
+	r, _ = NewTraceReader(bytes.NewReader(buf.Bytes()))
+	byChunk := map[int64][]TraceEvent{}
+	var offsets []int64
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			break
+		}
+		if off := r.ChunkOffset(); len(offsets) == 0 || offsets[len(offsets)-1] != off {
+			offsets = append(offsets, off)
+		}
+		byChunk[r.ChunkOffset()] = append(byChunk[r.ChunkOffset()], ev)
+	}
+	if len(offsets) < 3 {
+		t.Fatalf("%d chunks", len(offsets))
+	}
+	for _, off := range slices.Backward(offsets) {
+		var again []TraceEvent
+		err := ReadTraceChunk(bytes.NewReader(buf.Bytes()), off, r.Header(), func(ev TraceEvent) error {
+			again = append(again, ev)
+			return nil
+		})
+		if err != nil || !slices.Equal(again, byChunk[off]) {
+			t.Errorf("chunk at %d read alone: %d events, %v; want %d", off, len(again), err, len(byChunk[off]))
+		}
+	}
+	if err := ReadTraceChunk(bytes.NewReader(buf.Bytes()[:offsets[1]-3]), offsets[0], r.Header(), func(TraceEvent) error { return nil }); !errors.Is(err, ErrTruncated) {
+		t.Errorf("a chunk cut short: %v, want %v", err, ErrTruncated)
 	}
 }
 

@@ -127,7 +127,10 @@ func (r chromeExport) writeChrome(w *bufio.Writer) error {
 	}
 	calls, unfinished := 0, 0
 	for _, i := range order {
-		n, u := c.owner(&t.Owners[i], tids[i])
+		n, u, err := c.owner(&t.Owners[i], tids[i])
+		if err != nil {
+			return err
+		}
 		calls += n
 		unfinished += u
 	}
@@ -146,8 +149,8 @@ func chromeOrder(t *Trace) []int {
 		order[i] = i
 	}
 	first := func(i int) int64 {
-		if ev := t.Owners[i].Events; len(ev) > 0 {
-			return ev[0].Time
+		if at, ok := t.Owners[i].firstTime(); ok {
+			return at
 		}
 		return math.MaxInt64
 	}
@@ -209,13 +212,21 @@ func (c *chromeWriter) meta(name string, tid int64, args func([]byte) []byte) {
 // owner writes the slices of o's calls on track tid and returns how many
 // it wrote and how many of them had not returned at the trace's end. It
 // walks o twice: first for each call's return, then to write the calls in
-// the order they began (and the ends of spans where they returned).
-func (c *chromeWriter) owner(o *TraceOwner, tid int64) (calls, unfinished int) {
+// the order they began (and the ends of spans where they returned). It
+// holds o's events and each call's end, a few words a call: the
+// timeline's slices need their ends where they begin. (The listing's
+// trace, WriteTrace, holds the open calls alone.)
+func (c *chromeWriter) owner(o *TraceOwner, tid int64) (calls, unfinished int, err error) {
+	// (Its events are held while it is written, and only its: read from
+	// the file three times, they took twice as long.)
+	if o, err = o.held(); err != nil {
+		return 0, 0, err
+	}
 	// The returns that end a call (the others come with an empty stack,
 	// and Walk skips them); the calls Walk returns after them are those
 	// still open at the end.
 	depth, matched := 0, 0
-	for _, ev := range o.Events {
+	err = o.each(func(ev TraceEvent) {
 		switch {
 		case !ev.Return:
 			depth++
@@ -223,10 +234,13 @@ func (c *chromeWriter) owner(o *TraceOwner, tid int64) (calls, unfinished int) {
 			depth--
 			matched++
 		}
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	c.calls, c.frames = c.calls[:0], c.frames[:0]
+	c.calls, c.frames = slices.Grow(c.calls[:0], len(o.Events)/2), c.frames[:0] // (a call and its return)
 	returns := 0
-	o.Walk(func(s TraceStep) {
+	err = o.Walk(func(s TraceStep) {
 		if !s.Return {
 			c.frames = append(c.frames, chromeFrame{call: len(c.calls)})
 			c.calls = append(c.calls, chromeCall{})
@@ -243,9 +257,12 @@ func (c *chromeWriter) owner(o *TraceOwner, tid int64) (calls, unfinished int) {
 			c.frames[n-1].zero, c.frames[n-1].zeroAt = true, end
 		}
 	})
+	if err != nil {
+		return 0, 0, err
+	}
 	k := 0
 	c.open = c.open[:0]
-	o.Walk(func(s TraceStep) {
+	err = o.Walk(func(s TraceStep) {
 		if s.Return {
 			n := len(c.open) - 1
 			if cl := c.calls[c.open[n]]; cl.span {
@@ -258,7 +275,7 @@ func (c *chromeWriter) owner(o *TraceOwner, tid int64) (calls, unfinished int) {
 		c.slice(s.Call, c.calls[k], tid)
 		k++
 	})
-	return len(c.calls), depth
+	return len(c.calls), depth, err
 }
 
 // slice writes the complete event ("X") of call on track tid, or for a

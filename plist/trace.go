@@ -10,20 +10,37 @@ import (
 	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
-// Trace is an execution trace (.pbx) read whole: each thread's or
-// goroutine's calls and returns, in the order of its time.
+// Trace is an execution trace (.pbx): each thread's or goroutine's calls
+// and returns, in the order of its time. OpenTrace reads it from its file
+// owner by owner, as it is written out, in memory that depends on the
+// owners and the file's chunks, not on the events; ReadTrace holds it
+// whole.
 type Trace struct {
 	Header datafile.TraceHeader
 	Status datafile.TraceStatus
 	// Owners are the threads and goroutines, in the order of their first
 	// event in the file.
 	Owners []TraceOwner
+	// file is what OpenTrace reads from, nil for a trace held whole.
+	file *traceFile
 }
 
-// TraceOwner is one thread's or goroutine's events.
+// traceFile is a trace's file, its owners' events read again from it.
+type traceFile struct {
+	r io.ReaderAt
+	h datafile.TraceHeader
+}
+
+// TraceOwner is one thread's or goroutine's events: held in Events (a
+// trace ReadTrace read, or one built), or in the chunks of the file at
+// chunks (OpenTrace), n of them, the first at time first.
 type TraceOwner struct {
 	datafile.TraceOwner
 	Events []TraceEvent
+	file   *traceFile
+	chunks []int64
+	first  int64
+	n      int // events
 }
 
 // TraceEvent is a call (Return false) or a return of function Func at
@@ -34,9 +51,43 @@ type TraceEvent struct {
 	Time   int64
 }
 
-// ReadTrace reads the trace in r. A trace that ends early (a run that
-// ended badly) is read to its last whole chunk; Status says so.
+// ReadTrace reads the trace in r whole. A trace that ends early (a run
+// that ended badly) is read to its last whole chunk; Status says so.
 func ReadTrace(r io.Reader) (*Trace, error) {
+	return readTrace(r, func(t *Trace, o *TraceOwner, ev datafile.TraceEvent, _ int64) {
+		o.Events = append(o.Events, TraceEvent{Func: int32(ev.Func), Return: ev.Return, Time: ev.Time})
+	})
+}
+
+// OpenTrace reads the trace in r once for its owners, the chunks that
+// hold each one's events and its status, and then each owner's events
+// again from r when they are asked for (TraceOwner.Walk): a trace of
+// millions of events (16 bytes each, held) is listed in the memory of
+// its deepest call. A trace that ends early is read to its last whole
+// chunk; Status says so.
+func OpenTrace(r io.ReaderAt) (*Trace, error) {
+	var file *traceFile
+	t, err := readTrace(io.NewSectionReader(r, 0, 1<<62), func(t *Trace, o *TraceOwner, ev datafile.TraceEvent, chunk int64) {
+		if file == nil {
+			file = &traceFile{r: r, h: t.Header}
+		}
+		if o.file == nil {
+			o.file, o.first = file, ev.Time
+		}
+		if n := len(o.chunks); n == 0 || o.chunks[n-1] != chunk {
+			o.chunks = append(o.chunks, chunk)
+		}
+		o.n++
+	})
+	if t != nil {
+		t.file = file
+	}
+	return t, err
+}
+
+// readTrace reads the trace in r, giving each event, its owner and the
+// offset of its chunk to add.
+func readTrace(r io.Reader, add func(t *Trace, o *TraceOwner, ev datafile.TraceEvent, chunk int64)) (*Trace, error) {
 	tr, err := datafile.NewTraceReader(r)
 	if err != nil {
 		return nil, err
@@ -57,11 +108,55 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 			index[ev.Owner] = i
 			t.Owners = append(t.Owners, TraceOwner{TraceOwner: ev.Owner})
 		}
-		o := &t.Owners[i]
-		o.Events = append(o.Events, TraceEvent{Func: int32(ev.Func), Return: ev.Return, Time: ev.Time})
+		add(t, &t.Owners[i], ev, tr.ChunkOffset())
 	}
 	t.Status = tr.Status()
 	return t, nil
+}
+
+// each calls fn for each of o's events, in order: those held, or those
+// of its chunks read again.
+func (o *TraceOwner) each(fn func(TraceEvent)) error {
+	if o.file == nil {
+		for _, ev := range o.Events {
+			fn(ev)
+		}
+		return nil
+	}
+	for _, off := range o.chunks {
+		err := datafile.ReadTraceChunk(o.file.r, off, o.file.h, func(ev datafile.TraceEvent) error {
+			if ev.Owner == o.TraceOwner {
+				fn(TraceEvent{Func: int32(ev.Func), Return: ev.Return, Time: ev.Time})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the events of %s again: %w", o.Name(), err)
+		}
+	}
+	return nil
+}
+
+// held returns o with its events held: o itself, or a copy with the
+// events of its chunks read again.
+func (o *TraceOwner) held() (*TraceOwner, error) {
+	if o.file == nil {
+		return o, nil
+	}
+	h := &TraceOwner{TraceOwner: o.TraceOwner, Events: make([]TraceEvent, 0, o.n)}
+	err := o.each(func(ev TraceEvent) { h.Events = append(h.Events, ev) })
+	return h, err
+}
+
+// firstTime returns the time of o's first event; false when it has none.
+func (o *TraceOwner) firstTime() (int64, bool) {
+	if o.file != nil {
+		return o.first, len(o.chunks) > 0
+	}
+	if len(o.Events) > 0 {
+		return o.Events[0].Time, true
+	}
+	return 0, false
 }
 
 // Name names the owner in a report: "thread 4242", "goroutine at 0x...".
@@ -103,17 +198,16 @@ type TraceStep struct {
 // Walk calls step for each event of o, in order, with its call's depth and
 // times. A return that is not of the innermost open call (a damaged
 // trace) returns from it anyway; calls still open at the end (a trace
-// that was cut) return at the owner's last event.
-func (o *TraceOwner) Walk(step func(TraceStep)) {
+// that was cut) return at the owner's last event. Its memory is the
+// depth of the calls; its error, one reading the events again
+// (OpenTrace).
+func (o *TraceOwner) Walk(step func(TraceStep)) error {
 	type open struct {
 		call    TraceCall
 		resumed int64 // when its own time last began
 	}
 	var stack []open
-	last := int64(0)
-	if len(o.Events) > 0 {
-		last = o.Events[0].Time
-	}
+	last, _ := o.firstTime()
 	ret := func(now int64, unfinished bool) {
 		n := len(stack) - 1
 		top := &stack[n]
@@ -126,7 +220,7 @@ func (o *TraceOwner) Walk(step func(TraceStep)) {
 			stack[n-1].resumed = now
 		}
 	}
-	for _, ev := range o.Events {
+	err := o.each(func(ev TraceEvent) {
 		now := max(ev.Time, last)
 		if ev.Return {
 			if len(stack) > 0 {
@@ -143,10 +237,14 @@ func (o *TraceOwner) Walk(step func(TraceStep)) {
 			stack = append(stack, open{call: c, resumed: now})
 		}
 		last = now
+	})
+	if err != nil {
+		return err
 	}
 	for len(stack) > 0 {
 		ret(last, true)
 	}
+	return nil
 }
 
 // WriteTrace writes the trace of m's run in the original's layout
@@ -167,7 +265,7 @@ func WriteTrace(w io.Writer, m *datafile.Merged, t *Trace, o Options) error {
 			fmt.Fprintf(bw, "\n%s:\n", capitalised(ow.Name()))
 		}
 		open := 0
-		ow.Walk(func(s TraceStep) {
+		err := ow.Walk(func(s TraceStep) {
 			bw.WriteString(strings.Repeat(" ", s.Call.Depth*step))
 			if s.Return {
 				fmt.Fprintf(bw, "<--\t(callee+=%5.5f; callee_child+=%5.5f) }\n", millis(s.Before), millis(s.Call.End-s.Call.Start))
@@ -178,6 +276,10 @@ func WriteTrace(w io.Writer, m *datafile.Merged, t *Trace, o Options) error {
 			}
 			fmt.Fprintf(bw, "%s\t(caller+=%5.5f) {\n", r.traceName(s.Call.Func), millis(s.Before))
 		})
+		if err != nil {
+			bw.Flush()
+			return err
+		}
 		if open > 0 {
 			// (Not the original's: its traces were never cut.)
 			what := fmt.Sprintf("%d calls open: their returns above are", open)

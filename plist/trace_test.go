@@ -3,6 +3,7 @@ package plist
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,5 +192,78 @@ func TestReadTrace(t *testing.T) {
 	}
 	if got := tr.Owners[1].Events; len(got) != 2 || got[1] != (TraceEvent{Func: 1, Return: true, Time: 30}) {
 		t.Errorf("thread 1: %+v", got)
+	}
+}
+
+// TestOpenTrace: a trace of several threads and goroutines, their events
+// interleaved over many chunks, with calls nested deep and a call left
+// open, is listed (WriteTrace) and exported as a timeline from its file,
+// owner by owner (OpenTrace), as from memory (ReadTrace), byte for byte;
+// and a file cut short after the index was made is an error, not a
+// trace with events missing.
+func TestOpenTrace(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := datafile.NewTraceWriter(&buf, datafile.TraceHeader{Funcs: 6}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := []datafile.TraceOwner{{ID: 7}, {Goroutine: true, ID: 0xc000001000}, {ID: 9}}
+	var states []*datafile.TraceOwnerState
+	for _, o := range owners {
+		states = append(states, w.Owner(o))
+	}
+	rng := rand.New(rand.NewPCG(5, 36))
+	depth := make([]int, len(owners))
+	now := int64(1000)
+	for range 200_000 {
+		o := rng.IntN(len(owners))
+		if rng.IntN(50) == 0 {
+			o = 0 // (runs of one owner, and of all)
+		}
+		now += int64(rng.IntN(100))
+		ret := depth[o] > 0 && (depth[o] > 40 || rng.IntN(2) == 0)
+		if ret {
+			depth[o]--
+		} else {
+			depth[o]++
+		}
+		w.Event(states[o], ret, rng.IntN(6), now)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() < 5*datafile.TraceChunk {
+		t.Fatalf("%d bytes: the test wants many chunks", buf.Len())
+	}
+	held, err := ReadTrace(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := OpenTrace(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened.Owners) != len(owners) || opened.Status != held.Status || opened.Owners[0].Events != nil {
+		t.Fatalf("opened: %d owners, status %+v, events held %v", len(opened.Owners), opened.Status, opened.Owners[0].Events != nil)
+	}
+	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
+	list := func(tr *Trace) string {
+		var out bytes.Buffer
+		if err := WriteTrace(&out, m, tr, DefaultOptions()); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if a, b := list(held), list(opened); a != b || !strings.Contains(a, "calls open") {
+		t.Errorf("the listing from the file differs from the one from memory (%d and %d bytes)", len(b), len(a))
+	}
+	held.Header.Funcs, opened.Header.Funcs = 6, 6
+	if a, b := writeChromeTrace(t, held), writeChromeTrace(t, opened); !bytes.Equal(a, b) {
+		t.Errorf("the timeline from the file differs from the one from memory (%d and %d bytes)", len(b), len(a))
+	}
+	cut := bytes.NewReader(buf.Bytes()[:buf.Len()/2])
+	opened.Owners[0].file.r = cut
+	if err := opened.Owners[0].Walk(func(TraceStep) {}); err == nil {
+		t.Error("a file cut short after it was opened: no error")
 	}
 }

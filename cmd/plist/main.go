@@ -108,9 +108,11 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		return d
 	}
 	if r.Format == plist.FormatChrome && o.diffBase == "" {
-		if r.Trace, err = readTrace(path, m, warn); err != nil {
+		var done func()
+		if r.Trace, done, err = readTrace(path, m, warn); err != nil {
 			return err
 		}
+		defer done()
 	}
 	// As the original, PLIST looks for the trace to append (/TRACE) after
 	// the report (original.md §5.10): the report is written, then a
@@ -118,7 +120,10 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	var trace *plist.Trace
 	var traceErr error
 	if o.trace {
-		trace, traceErr = readTrace(path, m, warn)
+		var done func()
+		if trace, done, traceErr = readTrace(path, m, warn); traceErr == nil {
+			defer done()
+		}
 	}
 	write := func(w io.Writer) error {
 		if err := plist.Generate(w, m, r); err != nil || trace == nil {
@@ -207,23 +212,27 @@ func writeReport(output string, stdout io.Writer, write func(io.Writer) error) e
 	return nil
 }
 
-// readTrace reads the execution trace beside the .pbt at path (base.pbx),
-// of a run of m's plan, warning when that run is not merged into m or the
-// trace is not whole.
-func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*plist.Trace, error) {
+// readTrace opens the execution trace beside the .pbt at path
+// (base.pbx), of a run of m's plan, warning when that run is not merged
+// into m or the trace is not whole, and returns it with what closes its
+// file once the report is written (its events are read from there as
+// the report goes: plist.OpenTrace).
+func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*plist.Trace, func(), error) {
 	base := strings.TrimSuffix(path, filepath.Ext(path))
 	pbx := base + ".pbx"
 	f, err := os.Open(pbx)
 	if err != nil {
-		return nil, prf.NoTrace(pbx, base, !m.Plan.Method.IsFunction(), err)
+		return nil, nil, prf.NoTrace(pbx, base, !m.Plan.Method.IsFunction(), err)
 	}
-	defer f.Close()
-	tr, err := plist.ReadTrace(f)
+	done := func() { f.Close() }
+	tr, err := plist.OpenTrace(f)
 	if err != nil {
-		return nil, prf.CannotRead(pbx, err)
+		done()
+		return nil, nil, prf.CannotRead(pbx, err)
 	}
 	if tr.Header.PlanID != m.Plan.ID {
-		return nil, prf.TraceOtherPlan(pbx, path)
+		done()
+		return nil, nil, prf.TraceOtherPlan(pbx, path)
 	}
 	if !slices.ContainsFunc(m.Runs, func(r datafile.Run) bool { return bytes.Equal(r.ID, tr.Header.RunID) }) {
 		warn(prf.TraceNotMerged(pbx, path))
@@ -236,7 +245,7 @@ func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*pl
 	case !st.Ended:
 		warn(prf.TraceIncomplete(pbx, "PROFILE did not finish it (killed, or still running)"))
 	}
-	return tr, nil
+	return tr, done, nil
 }
 
 // unmerged returns a warning when the .pbo files beside the .pbt at path
