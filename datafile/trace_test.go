@@ -240,11 +240,13 @@ func FuzzTrace(f *testing.F) {
 		states := map[TraceOwner]*TraceOwnerState{}
 		last := map[TraceOwner]int64{}
 		var evs []TraceEvent
+		byChunk := map[int64][]TraceEvent{}
 		for len(evs) < 1<<16 {
 			ev, err := r.Next()
 			if err != nil {
 				break
 			}
+			byChunk[r.ChunkOffset()] = append(byChunk[r.ChunkOffset()], ev)
 			s := states[ev.Owner]
 			if s == nil {
 				s = w.Owner(ev.Owner)
@@ -257,6 +259,18 @@ func FuzzTrace(f *testing.F) {
 			evs = append(evs, ev)
 		}
 		w.Close()
+		// Each chunk read again alone gives its events, and then its end
+		// or the error that ended the first reading.
+		for off, want := range byChunk {
+			var again []TraceEvent
+			ReadTraceChunk(bytes.NewReader(data), off, r.Header(), func(ev TraceEvent) error {
+				again = append(again, ev)
+				return nil
+			})
+			if len(again) < len(want) || !slices.Equal(again[:len(want)], want) {
+				t.Fatalf("chunk at %d read alone: %d events, want %d first", off, len(again), len(want))
+			}
+		}
 		r2, err := NewTraceReader(&out)
 		if err != nil {
 			t.Fatal(err)

@@ -1,10 +1,12 @@
 package plist
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,4 +117,40 @@ func validMerged(text, noise []byte) *datafile.Merged {
 		return nil
 	}
 	return m
+}
+
+// FuzzOpenTrace checks that a trace read owner by owner from its file
+// (OpenTrace) walks as the same trace held whole (ReadTrace), whatever
+// the bytes, and neither panics.
+func FuzzOpenTrace(f *testing.F) {
+	var buf bytes.Buffer
+	w, _ := datafile.NewTraceWriter(&buf, datafile.TraceHeader{Funcs: 4}, 0)
+	a, b := w.Owner(datafile.TraceOwner{ID: 3}), w.Owner(datafile.TraceOwner{Goroutine: true, ID: 77})
+	w.Event(a, false, 1, 10)
+	w.Event(b, false, 2, 11)
+	w.Flush()
+	w.Event(a, true, 1, 20)
+	w.Event(b, false, 3, 30)
+	w.Close()
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		held, err := ReadTrace(bytes.NewReader(data))
+		opened, err2 := OpenTrace(bytes.NewReader(data))
+		if (err == nil) != (err2 == nil) {
+			t.Fatalf("ReadTrace: %v; OpenTrace: %v", err, err2)
+		}
+		if err != nil {
+			return
+		}
+		if len(held.Owners) != len(opened.Owners) || held.Status != opened.Status {
+			t.Fatalf("%d owners, %+v; opened %d, %+v", len(held.Owners), held.Status, len(opened.Owners), opened.Status)
+		}
+		for i := range held.Owners {
+			var x, y []TraceStep
+			held.Owners[i].Walk(func(s TraceStep) { x = append(x, s) })
+			if err := opened.Owners[i].Walk(func(s TraceStep) { y = append(y, s) }); err != nil || !slices.Equal(x, y) {
+				t.Fatalf("owner %d: %d steps, %v; held %d", i, len(y), err, len(x))
+			}
+		}
+	})
 }
