@@ -24,7 +24,7 @@ func (a amd64) PlanOwn(code []byte, start, site uint64) (Patch, error) {
 			return Patch{}, fmt.Errorf("endbr64 ends the code at %#x: %w", site, ErrTooShort)
 		}
 	}
-	x, err := decodeAMD64Bare(code[site-start:], site)
+	x, err := decodeTrampInst(code[site-start:], site)
 	if err != nil {
 		return Patch{}, err
 	}

@@ -208,12 +208,14 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 }
 
 // decodeTrampInst decodes the instruction at the start of code, at pc,
-// for a trampoline: through the scans' table where that says it is
-// copied as it is (no branch, no PC-relative operand, nothing x86asm
-// might call a Nop or a Trap), else in full. A million line sites took
-// a second of x86asm's decoding.
+// for a patch or a trampoline: through the scans' table where that says
+// it is plain, copied as it is and relocatable (no branch, no
+// PC-relative operand, nothing that breaks the flow, such as a system
+// call, nor anything x86asm might call a Nop or a Trap), else in full.
+// A million line sites took a second of x86asm's decoding.
 func decodeTrampInst(code []byte, pc uint64) (x86Inst, error) {
-	if s, ok := scanAMD64Fast(code, pc); ok && s.kind == Other && !s.pcrel && s.n <= len(code) && !x86MaybeNopOrTrap(code) {
+	if s, ok := scanAMD64Fast(code, pc); ok && s.kind == Other && !s.pcrel && s.n <= len(code) &&
+		!x86MaybeNopOrTrap(code) && !(amd64{}).breaksFlow(code, s) {
 		return x86Inst{Inst: Inst{Len: s.n, Kind: Other}, code: code[:s.n]}, nil
 	}
 	return decodeAMD64Bare(code, pc)

@@ -149,9 +149,17 @@ func TestTrampDecoderAgrees(t *testing.T) {
 			c, pc := code[off:min(len(code), off+15)], 0x400000+uint64(off)
 			x, xerr := decodeAMD64Bare(c, pc)
 			if xerr != nil || x.relocatable() != nil {
-				continue // (what a patch never carries)
+				// (What a patch never carries: nor may the table's
+				// decoding take it.)
+				if q, qerr := decodeTrampInst(c, pc); xerr == nil && qerr == nil && q.relocatable() == nil && q.Len == x.Len {
+					t.Errorf("%#x % x (%s): relocatable by the table's decoding: %v", pc, c, x.text(pc), x.relocatable())
+				}
+				continue
 			}
 			q, qerr := decodeTrampInst(c, pc)
+			if qerr == nil && q.relocatable() != nil {
+				t.Errorf("%#x % x (%s): refused by the table's decoding, not by the decoder's: %v", pc, c, x.text(pc), q.relocatable())
+			}
 			if qerr != nil || q.Len != x.Len {
 				t.Errorf("%#x % x: %+v, %v; decoder %+v", pc, c, q.Inst, qerr, x.Inst)
 			} else {
