@@ -130,14 +130,19 @@ func goStackCheck(m *openModule, fn *dwarf.Func) (site uint64, restart dwarf.Ran
 	if !isGo(m, fn) {
 		return fn.Entry, restart
 	}
-	if c, ok := m.checks[fn.Entry]; ok {
+	m.checksMu.Lock()
+	c, ok := m.checks[fn.Entry]
+	m.checksMu.Unlock()
+	if ok {
 		return c.site, c.restart
 	}
 	site, restart = findStackCheck(m, fn)
+	m.checksMu.Lock()
 	if m.checks == nil {
 		m.checks = map[uint64]stackCheck{}
 	}
 	m.checks[fn.Entry] = stackCheck{site, restart}
+	m.checksMu.Unlock()
 	return site, restart
 }
 

@@ -188,29 +188,29 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 		fn   int32 // of fns
 		addr uint64
 	}
-	var sites []site
+	parts := functionSites(m, rows, fns, method, calls, warn)
+	n := 0
+	for _, p := range parts {
+		n += len(p.sites)
+	}
+	sites := make([]site, 0, n)
 	var files []string
 	fileID := map[string]int32{}
-	var code []decoded // (one function's at a time: its room reused)
-	for i, fn := range fns {
-		fnWarn := func(row dwarf.LineRow, d *prf.Diagnostic) { warn(row, i, d) }
-		var fnRows []dwarf.LineRow
-		fnRows, code = functionRows(m, rows, fn, fnWarn, code[:0])
-		switch method {
-		case datafile.LineCounting:
-			fnRows = countingSites(m, fn, code, fnRows, calls)
-		case datafile.LineCoverage:
-			fnRows = coverageSites(fn, code, fnRows, calls)
-		}
-		for _, r := range fnRows {
-			id, ok := fileID[r.File]
+	for k, p := range parts {
+		ids := make([]int32, len(p.files)) // (the part's files' in the module's)
+		for i, f := range p.files {
+			id, ok := fileID[f]
 			if !ok {
 				id = int32(len(files))
-				fileID[r.File] = id
-				files = append(files, r.File)
+				fileID[f] = id
+				files = append(files, f)
 			}
-			sites = append(sites, site{file: id, line: int32(r.Line), fn: int32(i), addr: r.Addr})
+			ids[i] = id
 		}
+		for _, r := range p.sites {
+			sites = append(sites, site{file: ids[r.file], line: r.line, fn: r.fn, addr: r.addr})
+		}
+		parts[k].sites = nil
 	}
 	// Files by name: their rank.
 	rank := make([]int32, len(files))
@@ -227,7 +227,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	})
 	addrs := make([]uint64, 0, len(sites))
 	owners := make([]int, 0, len(sites))
-	n := 0
+	n = 0
 	for k, s := range sites {
 		if k == 0 || s.file != sites[k-1].file || s.line != sites[k-1].line {
 			n++

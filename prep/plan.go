@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/dwarf"
@@ -289,8 +290,10 @@ type openModule struct {
 	arch   instr.Arch
 	module datafile.Module
 	// checks are the Go stack checks found (goStackCheck), by entry:
-	// both a function's entry and its lines ask for its check.
-	checks map[uint64]stackCheck
+	// both a function's entry and its lines ask for its check, the lines
+	// on several CPUs at once (functionSites).
+	checksMu sync.Mutex
+	checks   map[uint64]stackCheck
 }
 
 // openModules opens the programs, in order, and checks that they share one
