@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -439,6 +440,18 @@ func goLines(t *testing.T, prog string) {
 	}
 	if len(p.LeftOut) != 1 || p.LeftOut[0].Funcs >= fp.LeftOut[0].Funcs {
 		t.Errorf("/INC runtime: left out %+v, want fewer than %+v", p.LeftOut, fp.LeftOut)
+	}
+	// The functions shared out among the CPUs in parts of any size give
+	// the same plan and the same warnings, in the same order (here
+	// /INC '*' and a function never matched).
+	all := []Spec{{Op: Include, Text: "*"}, {Op: Include, Text: "no_such_function"}}
+	want, wantWarnings := lines(all...)
+	defer func(n int) { partFuncs = n }(partFuncs)
+	for _, n := range []int{1, 7, 1 << 20} {
+		partFuncs = n
+		if got, warnings := lines(all...); !reflect.DeepEqual(got, want) || !slices.Equal(warnings, wantWarnings) || len(warnings) == 0 {
+			t.Errorf("in parts of %d functions: %d lines, warnings %q; want %d, %q", n, len(got.Lines), warnings, len(want.Lines), wantWarnings)
+		}
 	}
 }
 
