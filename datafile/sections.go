@@ -171,13 +171,19 @@ func (d *decoder) plan(p *Plan) {
 	if n := s.count(4); n > 0 {
 		p.Lines = make([]Line, n)
 	}
+	// (The lines' addresses are cut from slabs, not made one by one: a
+	// million lines made a million small slices.)
+	var slab []uint64
 	for i := 0; i < len(p.Lines) && s.ok(); i++ {
 		l := &p.Lines[i]
 		l.Module = s.int()
 		l.File = s.int()
 		l.Line = s.int()
 		if n := s.count(1); n > 0 {
-			l.Addrs = make([]uint64, n)
+			if n > len(slab) {
+				slab = make([]uint64, max(n, addrSlab))
+			}
+			l.Addrs, slab = slab[:n:n], slab[n:]
 		}
 		for j := 0; j < len(l.Addrs) && s.ok(); j++ {
 			l.Addrs[j] = s.uvarint()
@@ -492,3 +498,6 @@ func (d *decoder) inlined() []Inlined {
 	}
 	return out
 }
+
+// addrSlab is how many line addresses the decoder makes room for at once.
+const addrSlab = 1 << 14

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/arch/arm64/arm64asm"
 )
@@ -62,7 +63,7 @@ func (arm64) instAlign() int { return a64InstLen }
 
 // bareDecoder returns Decode: arm64's decoder has no form without the
 // text.
-func (arm64) bareDecoder() decodeFunc { return decodeARM64Inst }
+func (arm64) bareDecoder() decodeFunc { return classifyARM64Inst }
 
 // breaksFlow: branches, calls and returns, traps (UDF, BRK, HLT, HVC,
 // SMC) and SVC.
@@ -89,6 +90,25 @@ func decodeARM64Inst(code []byte, pc uint64) (Inst, error) {
 	x, err := decodeARM64(code, pc)
 	return x.Inst, err
 }
+
+// classifyARM64Inst is decodeARM64Inst without the text: the bare
+// decoder, as amd64's.
+func classifyARM64Inst(code []byte, pc uint64) (Inst, error) {
+	x, err := classifyARM64(code, pc)
+	return x.Inst, err
+}
+
+// a64Decode is arm64asm.Decode for any goroutine: Decode notes each
+// format it matched in a package variable of its own (decoderCover, its
+// tests' coverage), which two goroutines decoding at once write
+// together (PREP decodes a line profile's functions on every CPU).
+func a64Decode(code []byte) (arm64asm.Inst, error) {
+	a64DecodeMu.Lock()
+	defer a64DecodeMu.Unlock()
+	return arm64asm.Decode(code)
+}
+
+var a64DecodeMu sync.Mutex
 
 // SP returns sp.
 func (arm64) SP(r Regs) uint64 { return r.Reg(a64SP) }
@@ -321,7 +341,7 @@ func a64Text(code []byte, x a64Inst) string {
 			return name
 		}
 	}
-	in, err := arm64asm.Decode(code)
+	in, err := a64Decode(code)
 	if err != nil {
 		if name := a64PACBranchName(w); name != "" {
 			return name

@@ -68,7 +68,7 @@ func a64DecodeAt(text []byte, start, pc uint64) (arm64asm.Inst, bool) {
 	if pc < start || off+a64InstLen > uint64(len(text)) {
 		return arm64asm.Inst{}, false
 	}
-	in, err := arm64asm.Decode(text[off : off+a64InstLen])
+	in, err := a64Decode(text[off : off+a64InstLen])
 	return in, err == nil && binary.LittleEndian.Uint32(text[off:]) != 0
 }
 
