@@ -85,14 +85,8 @@ func (arm64) scanDecoder() scanFunc {
 	}
 }
 
-// decodeARM64Inst is Decode, as a function.
-func decodeARM64Inst(code []byte, pc uint64) (Inst, error) {
-	x, err := decodeARM64(code, pc)
-	return x.Inst, err
-}
-
-// classifyARM64Inst is decodeARM64Inst without the text: the bare
-// decoder, as amd64's.
+// classifyARM64Inst is Decode without the text: the bare decoder, as
+// amd64's.
 func classifyARM64Inst(code []byte, pc uint64) (Inst, error) {
 	x, err := classifyARM64(code, pc)
 	return x.Inst, err
