@@ -309,3 +309,31 @@ func TestJSONCPUTime(t *testing.T) {
 		}
 	}
 }
+
+// TestLineFuncOverlapping: a line's function is the first in the plan's
+// order whose range holds its first site, where ranges nest or are the
+// same (folded code), as where they do not.
+func TestLineFuncOverlapping(t *testing.T) {
+	fn := func(name string, lo, hi uint64) datafile.Func {
+		return datafile.Func{Name: name, Entry: lo, Low: lo, High: hi}
+	}
+	for _, c := range []struct {
+		name  string
+		funcs []datafile.Func
+		addrs []uint64
+		want  []int
+	}{
+		{"apart", []datafile.Func{fn("a", 0x100, 0x200), fn("b", 0x200, 0x300)}, []uint64{0x150, 0x250, 0x300}, []int{0, 1, -1}},
+		{"nested", []datafile.Func{fn("outer", 0x100, 0x200), fn("inner", 0x150, 0x180)}, []uint64{0x160, 0x190, 0x120}, []int{0, 0, 0}},
+		{"inner first", []datafile.Func{fn("inner", 0x150, 0x180), fn("outer", 0x100, 0x200)}, []uint64{0x160, 0x190}, []int{0, 1}},
+		{"folded", []datafile.Func{fn("x", 0x100, 0x140), fn("y", 0x100, 0x140)}, []uint64{0x120}, []int{0}},
+	} {
+		m := &datafile.Merged{Plan: datafile.Plan{Method: datafile.LineCounting, Modules: []datafile.Module{{Name: "prog"}}, Funcs: c.funcs}}
+		r := newReport(m, DefaultOptions())
+		for k, a := range c.addrs {
+			if got := r.lineFunc(&datafile.Line{Addrs: []uint64{a}}); got != c.want[k] {
+				t.Errorf("%s: the line at %#x is in function %d, want %d", c.name, a, got, c.want[k])
+			}
+		}
+	}
+}

@@ -50,9 +50,9 @@ type report struct {
 	// lineSites has, per module, the sites of the plan's lines by address
 	// (lcovFirstLine), built at the first use.
 	lineSites [][]lineSite
-	// byLow has, per module, its functions of known code range by their
-	// lowest address (funcAt), built at the first use.
-	byLow [][]int
+	// ranges has, per module, its functions of known code range by their
+	// lowest address (funcAt, lineFunc), built at the first use.
+	ranges *funcRanges
 }
 
 func newReport(m *datafile.Merged, o Options) *report {

@@ -148,23 +148,44 @@ func (r *report) placeSamples() []placed {
 	return out
 }
 
+// funcRanges is, per module, its functions of known code range by their
+// lowest address (byLow), and whether two of them overlap (folded code).
+type funcRanges struct {
+	byLow    [][]int
+	overlaps []bool
+}
+
+// newFuncRanges returns the ranges of the functions of plan, funcs[mi]
+// being module mi's.
+func newFuncRanges(plan *datafile.Plan, funcs [][]int) *funcRanges {
+	x := &funcRanges{byLow: make([][]int, len(plan.Modules)), overlaps: make([]bool, len(plan.Modules))}
+	for mi, fs := range funcs {
+		if mi >= len(x.byLow) {
+			break
+		}
+		for _, i := range fs {
+			if f := &plan.Funcs[i]; f.Low < f.High {
+				x.byLow[mi] = append(x.byLow[mi], i)
+			}
+		}
+		low := x.byLow[mi]
+		slices.SortStableFunc(low, func(a, b int) int { return cmp.Compare(plan.Funcs[a].Low, plan.Funcs[b].Low) })
+		for k := 1; k < len(low); k++ {
+			if plan.Funcs[low[k]].Low < plan.Funcs[low[k-1]].High {
+				x.overlaps[mi] = true
+			}
+		}
+	}
+	return x
+}
+
 // funcAt returns the function of module mod whose code [Low, High) holds
 // addr, or -1.
 func (r *report) funcAt(mod int, addr uint64) int {
-	if r.byLow == nil {
-		r.byLow = make([][]int, len(r.plan.Modules))
-		for mi, funcs := range r.funcs {
-			for _, i := range funcs {
-				if f := &r.plan.Funcs[i]; f.Low < f.High {
-					r.byLow[mi] = append(r.byLow[mi], i)
-				}
-			}
-			slices.SortStableFunc(r.byLow[mi], func(a, b int) int {
-				return cmp.Compare(r.plan.Funcs[a].Low, r.plan.Funcs[b].Low)
-			})
-		}
+	if r.ranges == nil {
+		r.ranges = newFuncRanges(r.plan, r.funcs)
 	}
-	funcs := at(r.byLow, mod)
+	funcs := at(r.ranges.byLow, mod)
 	// The last function starting at or below addr.
 	k, found := slices.BinarySearchFunc(funcs, addr, func(i int, a uint64) int {
 		return cmp.Compare(r.plan.Funcs[i].Low, a)

@@ -63,7 +63,9 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 // hold each one's events and its status, and then each owner's events
 // again from r when they are asked for (TraceOwner.Walk): a trace of
 // millions of events (16 bytes each, held) is listed in the memory of
-// its deepest call. A trace that ends early is read to its last whole
+// its deepest call. Where the owners' events share chunks so much that
+// the listing would read the file more than maxChunkReads times over,
+// they are held. A trace that ends early is read to its last whole
 // chunk; Status says so.
 func OpenTrace(r io.ReaderAt) (*Trace, error) {
 	var file *traceFile
@@ -79,11 +81,39 @@ func OpenTrace(r io.ReaderAt) (*Trace, error) {
 		}
 		o.n++
 	})
-	if t != nil {
-		t.file = file
+	if t == nil || err != nil {
+		return t, err
 	}
-	return t, err
+	t.file = file
+	// Each owner's listing reads every chunk it has events in. Where
+	// owners share most chunks (goroutines switching within a thread's
+	// events), that is the whole file once per owner: the events are
+	// held instead, read once more.
+	chunks, refs := map[int64]bool{}, 0
+	for i := range t.Owners {
+		refs += len(t.Owners[i].chunks)
+		for _, c := range t.Owners[i].chunks {
+			chunks[c] = true
+		}
+	}
+	if refs <= maxChunkReads*len(chunks) {
+		return t, nil
+	}
+	for i := range t.Owners {
+		o := &t.Owners[i]
+		h, err := o.held()
+		if err != nil {
+			return nil, err
+		}
+		*o = *h
+	}
+	t.file = nil
+	return t, nil
 }
+
+// maxChunkReads is how many times, on average, OpenTrace lets a listing
+// read each chunk of a trace before it holds the events instead.
+const maxChunkReads = 4
 
 // readTrace reads the trace in r, giving each event, its owner and the
 // offset of its chunk to add.

@@ -267,3 +267,36 @@ func TestOpenTrace(t *testing.T) {
 		t.Error("a file cut short after it was opened: no error")
 	}
 }
+
+// TestOpenTraceInterleaved: where many owners share every chunk (ten
+// goroutines' events in turn), the listing would read the file ten times
+// over: OpenTrace holds the events instead, and lists them the same.
+func TestOpenTraceInterleaved(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := datafile.NewTraceWriter(&buf, datafile.TraceHeader{Funcs: 6}, 0)
+	var states []*datafile.TraceOwnerState
+	for g := range 10 {
+		states = append(states, w.Owner(datafile.TraceOwner{Goroutine: true, ID: 0xc000001000 + uint64(g)*0x100}))
+	}
+	for i := range 100_000 {
+		o := states[i%10]
+		w.Event(o, i/10%2 == 1, 1, int64(i))
+	}
+	w.Close()
+	held, _ := ReadTrace(bytes.NewReader(buf.Bytes()))
+	opened, err := OpenTrace(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opened.file != nil || len(opened.Owners) != 10 || len(opened.Owners[3].Events) != 10_000 {
+		t.Fatalf("opened: file %v, %d owners, %d events of the fourth; want them held", opened.file != nil, len(opened.Owners), len(opened.Owners[3].Events))
+	}
+	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
+	var a, b bytes.Buffer
+	if err := WriteTrace(&a, m, held, DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTrace(&b, m, opened, DefaultOptions()); err != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("listing from the events held: %v; it differs from ReadTrace's", err)
+	}
+}

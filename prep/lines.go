@@ -184,8 +184,8 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	// two flat arrays: a million lines made millions of small objects.
 	type site struct {
 		file int32 // of files
-		line int32
 		fn   int32 // of fns
+		line int
 		addr uint64
 	}
 	parts := functionSites(m, rows, fns, method, calls, warn)
@@ -236,7 +236,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	lines := make([]fileLine, 0, n)
 	for k, s := range sites {
 		if k == 0 || s.file != sites[k-1].file || s.line != sites[k-1].line {
-			lines = append(lines, fileLine{file: files[s.file], line: int(s.line),
+			lines = append(lines, fileLine{file: files[s.file], line: s.line,
 				addrs: addrs[len(addrs):], fns: owners[len(owners):]})
 		}
 		l := &lines[len(lines)-1]

@@ -15,8 +15,8 @@ import (
 // asked for) at an address.
 type siteRow struct {
 	file int32
-	line int32
 	fn   int32
+	line int // (as the DWARF says it, whatever its size)
 	addr uint64
 }
 
@@ -75,7 +75,7 @@ func functionSites(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, metho
 							fileID[r.File] = id
 							p.files = append(p.files, r.File)
 						}
-						p.sites = append(p.sites, siteRow{file: id, line: int32(r.Line), fn: int32(i), addr: r.Addr})
+						p.sites = append(p.sites, siteRow{file: id, line: r.Line, fn: int32(i), addr: r.Addr})
 					}
 				}
 			}

@@ -68,6 +68,18 @@ func newRoom(e *planter, p *planting) *room {
 		r.busy = append(r.busy, [2]uint64{a[0], a[0] + a[1]})
 	}
 	slices.SortFunc(r.busy, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	// (Merged where they overlap: PROFILE's own mappings are among the
+	// process's, and one may be part of a larger mapping the kernel
+	// joined it to. busyAt wants their ends in order too.)
+	merged := r.busy[:0]
+	for _, b := range r.busy {
+		if n := len(merged); n > 0 && b[0] < merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], b[1])
+			continue
+		}
+		merged = append(merged, b)
+	}
+	r.busy = merged
 	return r
 }
 
@@ -145,8 +157,9 @@ func (r *room) addPage(page, size uint64) {
 // busyAt reports whether [lo, hi), at most two pages, meets a mapping
 // of the process or a page asked for.
 func (r *room) busyAt(lo, hi uint64) bool {
-	// (The mappings do not overlap: their ends are in order too, and the
-	// first that ends above lo is the one to meet [lo, hi) if any does.)
+	// (The mappings do not overlap, merged in newRoom: their ends are in
+	// order too, and the first that ends above lo is the one to meet
+	// [lo, hi) if any does.)
 	i := sort.Search(len(r.busy), func(i int) bool { return r.busy[i][1] > lo })
 	if i < len(r.busy) && r.busy[i][0] < hi {
 		return true

@@ -9,8 +9,8 @@ import (
 )
 
 // siteIndex gives each line site of a plan its counter: the sites of
-// every module in one table, by module and address, numbered in that
-// order, and the sites moved at planting (planter.afterRestarts), which
+// every module in one table, by module and address, and the sites moved
+// at planting (planter.afterRestarts), which
 // count into the counter of the place they were moved from. A map of a
 // million sites took most of a second to fill and to read, cache miss
 // after cache miss; the table is filled by one sort and read in order.
@@ -26,24 +26,28 @@ type numberedSite struct {
 }
 
 // numberSites returns the index of the sites of a plan's lines and each
-// counter's lines (indexes of lines), in order.
+// counter's lines (indexes of lines), in order. The counters are
+// numbered in the order the sites first appear in the plan's lines, as
+// they always were (profile --explain tells first hits in that order).
 func numberSites(planLines []datafile.Line) (*siteIndex, [][]int) {
 	type siteLine struct {
-		key  siteKey
-		line int
+		key     siteKey
+		line, j int // the line, and the site's place among its addresses
 	}
 	var pairs []siteLine
 	for i, l := range planLines {
-		for _, a := range l.Addrs {
-			pairs = append(pairs, siteLine{siteKey{l.Module, a}, i})
+		for j, a := range l.Addrs {
+			pairs = append(pairs, siteLine{siteKey{l.Module, a}, i, j})
 		}
 	}
 	byKey := func(a, b siteKey) int { return cmp.Or(cmp.Compare(a.mi, b.mi), cmp.Compare(a.addr, b.addr)) }
 	slices.SortFunc(pairs, func(a, b siteLine) int { return cmp.Or(byKey(a.key, b.key), cmp.Compare(a.line, b.line)) })
+	// The sites, each with its first appearance (its first pair, of the
+	// lowest line) and its lines: parts of one array, the pairs' lines
+	// in their order.
 	x := &siteIndex{moved: map[siteKey]int{}}
-	// (Each counter's lines are a part of one array, the pairs' lines in
-	// their order.)
 	all := make([]int, len(pairs))
+	var first []siteLine
 	var lines [][]int
 	for k, p := range pairs {
 		all[k] = p.line
@@ -51,10 +55,23 @@ func numberSites(planLines []datafile.Line) (*siteIndex, [][]int) {
 			lines[n-1] = all[k-len(lines[n-1]) : k+1 : k+1]
 			continue
 		}
-		x.sites = append(x.sites, numberedSite{p.key, len(x.sites)})
+		x.sites = append(x.sites, numberedSite{key: p.key})
+		first = append(first, p)
 		lines = append(lines, all[k:k+1:k+1])
 	}
-	return x, lines
+	order := make([]int, len(x.sites))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(first[a].line, first[b].line), cmp.Compare(first[a].j, first[b].j))
+	})
+	byCounter := make([][]int, len(lines))
+	for n, i := range order {
+		x.sites[i].n = n
+		byCounter[n] = lines[i]
+	}
+	return x, byCounter
 }
 
 // get returns the counter of the site at addr (a link-time address) of

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -56,5 +57,30 @@ func TestNumberSites(t *testing.T) {
 	x.move(2, 0x999, 7)
 	if n, ok := x.get(2, 0x999); !ok || n != 7 || x.len() != len(has)+1 {
 		t.Errorf("a moved site: counter %d, %v; want 7", n, ok)
+	}
+}
+
+// TestNumberSitesOrder: counters are numbered in the order the sites
+// first appear in the plan's lines, the order of a map filled line by
+// line, address by address (profile --explain tells first hits so).
+func TestNumberSitesOrder(t *testing.T) {
+	lines := []datafile.Line{
+		{Module: 0, Addrs: []uint64{0x500, 0x100}},
+		{Module: 1, Addrs: []uint64{0x100}},
+		{Module: 0, Addrs: []uint64{0x100, 0x300}},
+		{Module: 0, Addrs: []uint64{0x200}},
+	}
+	x, counters := numberSites(lines)
+	for _, c := range []struct {
+		mi   int
+		addr uint64
+		n    int
+	}{{0, 0x500, 0}, {0, 0x100, 1}, {1, 0x100, 2}, {0, 0x300, 3}, {0, 0x200, 4}} {
+		if n, ok := x.get(c.mi, c.addr); !ok || n != c.n {
+			t.Errorf("site %#x of module %d: counter %d, %v; want %d", c.addr, c.mi, n, ok, c.n)
+		}
+	}
+	if want := [][]int{{0}, {0, 2}, {1}, {2}, {3}}; !reflect.DeepEqual(counters, want) {
+		t.Errorf("counters' lines %v, want %v", counters, want)
 	}
 }
