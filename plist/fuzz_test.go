@@ -142,6 +142,7 @@ func FuzzOpenTrace(f *testing.F) {
 		if err != nil {
 			return
 		}
+		defer opened.Close()
 		if len(held.Owners) != len(opened.Owners) || held.Status != opened.Status {
 			t.Fatalf("%d owners, %+v; opened %d, %+v", len(held.Owners), held.Status, len(opened.Owners), opened.Status)
 		}

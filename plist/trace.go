@@ -21,8 +21,10 @@ type Trace struct {
 	// Owners are the threads and goroutines, in the order of their first
 	// event in the file.
 	Owners []TraceOwner
-	// file is what OpenTrace reads from, nil for a trace held whole.
-	file *traceFile
+	// file is what OpenTrace reads from, nil for a trace held whole;
+	// spool, where it wrote the events of owners that share most chunks.
+	file  *traceFile
+	spool *traceSpool
 }
 
 // traceFile is a trace's file, its owners' events read again from it.
@@ -41,6 +43,10 @@ type TraceOwner struct {
 	chunks []int64
 	first  int64
 	n      int // events
+	// spool and blocks hold them instead where the owners share most
+	// chunks (trace_spool.go).
+	spool  *traceSpool
+	blocks [][2]int64
 }
 
 // TraceEvent is a call (Return false) or a return of function Func at
@@ -65,8 +71,9 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 // millions of events (16 bytes each, held) is listed in the memory of
 // its deepest call. Where the owners' events share chunks so much that
 // the listing would read the file more than maxChunkReads times over,
-// they are held. A trace that ends early is read to its last whole
-// chunk; Status says so.
+// they are written to a spool and read back from there (Close removes
+// it). A trace that ends early is read to its last whole chunk; Status
+// says so.
 func OpenTrace(r io.ReaderAt) (*Trace, error) {
 	var file *traceFile
 	t, err := readTrace(io.NewSectionReader(r, 0, 1<<62), func(t *Trace, o *TraceOwner, ev datafile.TraceEvent, chunk int64) {
@@ -88,7 +95,7 @@ func OpenTrace(r io.ReaderAt) (*Trace, error) {
 	// Each owner's listing reads every chunk it has events in. Where
 	// owners share most chunks (goroutines switching within a thread's
 	// events), that is the whole file once per owner: the events are
-	// held instead, read once more.
+	// spooled instead, read once more.
 	chunks, refs := map[int64]bool{}, 0
 	for i := range t.Owners {
 		refs += len(t.Owners[i].chunks)
@@ -99,20 +106,19 @@ func OpenTrace(r io.ReaderAt) (*Trace, error) {
 	if refs <= maxChunkReads*len(chunks) {
 		return t, nil
 	}
-	for i := range t.Owners {
-		o := &t.Owners[i]
-		h, err := o.held()
-		if err != nil {
-			return nil, err
-		}
-		*o = *h
+	last := int64(-1)
+	for c := range chunks {
+		last = max(last, c)
+	}
+	if t.spool, err = spoolTrace(r, t, last); err != nil {
+		return nil, err
 	}
 	t.file = nil
 	return t, nil
 }
 
 // maxChunkReads is how many times, on average, OpenTrace lets a listing
-// read each chunk of a trace before it holds the events instead.
+// read each chunk of a trace before it spools the events instead.
 const maxChunkReads = 4
 
 // readTrace reads the trace in r, giving each event, its owner and the
@@ -147,6 +153,9 @@ func readTrace(r io.Reader, add func(t *Trace, o *TraceOwner, ev datafile.TraceE
 // each calls fn for each of o's events, in order: those held, or those
 // of its chunks read again.
 func (o *TraceOwner) each(fn func(TraceEvent)) error {
+	if o.spool != nil {
+		return o.spool.each(o, fn)
+	}
 	if o.file == nil {
 		for _, ev := range o.Events {
 			fn(ev)
@@ -170,7 +179,7 @@ func (o *TraceOwner) each(fn func(TraceEvent)) error {
 // held returns o with its events held: o itself, or a copy with the
 // events of its chunks read again.
 func (o *TraceOwner) held() (*TraceOwner, error) {
-	if o.file == nil {
+	if o.file == nil && o.spool == nil {
 		return o, nil
 	}
 	h := &TraceOwner{TraceOwner: o.TraceOwner, Events: make([]TraceEvent, 0, o.n)}
@@ -180,8 +189,8 @@ func (o *TraceOwner) held() (*TraceOwner, error) {
 
 // firstTime returns the time of o's first event; false when it has none.
 func (o *TraceOwner) firstTime() (int64, bool) {
-	if o.file != nil {
-		return o.first, len(o.chunks) > 0
+	if o.file != nil || o.spool != nil {
+		return o.first, o.n > 0
 	}
 	if len(o.Events) > 0 {
 		return o.Events[0].Time, true

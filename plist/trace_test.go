@@ -270,7 +270,8 @@ func TestOpenTrace(t *testing.T) {
 
 // TestOpenTraceInterleaved: where many owners share every chunk (ten
 // goroutines' events in turn), the listing would read the file ten times
-// over: OpenTrace holds the events instead, and lists them the same.
+// over: OpenTrace spools the events instead, each owner's in blocks of
+// its own, holds none, lists them the same, and Close removes the spool.
 func TestOpenTraceInterleaved(t *testing.T) {
 	var buf bytes.Buffer
 	w, _ := datafile.NewTraceWriter(&buf, datafile.TraceHeader{Funcs: 6}, 0)
@@ -288,8 +289,9 @@ func TestOpenTraceInterleaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opened.file != nil || len(opened.Owners) != 10 || len(opened.Owners[3].Events) != 10_000 {
-		t.Fatalf("opened: file %v, %d owners, %d events of the fourth; want them held", opened.file != nil, len(opened.Owners), len(opened.Owners[3].Events))
+	defer opened.Close()
+	if o := &opened.Owners[3]; opened.spool == nil || len(opened.Owners) != 10 || o.n != 10_000 || o.Events != nil || len(o.blocks) < 10_000*spoolEvent/spoolBlock {
+		t.Fatalf("opened: spool %v, %d owners, the fourth's %d events in %d blocks, %d held; want them spooled", opened.spool != nil, len(opened.Owners), o.n, len(o.blocks), len(o.Events))
 	}
 	m := functions(ftime, datafile.FuncTiming, run("04:50", "ftime"))("")
 	var a, b bytes.Buffer
@@ -297,6 +299,16 @@ func TestOpenTraceInterleaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := WriteTrace(&b, m, opened, DefaultOptions()); err != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
-		t.Errorf("listing from the events held: %v; it differs from ReadTrace's", err)
+		t.Errorf("listing from the spool: %v; it differs from ReadTrace's", err)
+	}
+	held.Header.Funcs, opened.Header.Funcs = 6, 6
+	if a, b := writeChromeTrace(t, held), writeChromeTrace(t, opened); !bytes.Equal(a, b) {
+		t.Error("the timeline from the spool differs from the one from memory")
+	}
+	if err := opened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := opened.Owners[0].Walk(func(TraceStep) {}); err == nil {
+		t.Error("the spool read after Close: no error")
 	}
 }

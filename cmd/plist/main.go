@@ -224,12 +224,12 @@ func readTrace(path string, m *datafile.Merged, warn func(*prf.Diagnostic)) (*pl
 	if err != nil {
 		return nil, nil, prf.NoTrace(pbx, base, !m.Plan.Method.IsFunction(), err)
 	}
-	done := func() { f.Close() }
 	tr, err := plist.OpenTrace(f)
 	if err != nil {
-		done()
+		f.Close()
 		return nil, nil, prf.CannotRead(pbx, err)
 	}
+	done := func() { tr.Close(); f.Close() }
 	if tr.Header.PlanID != m.Plan.ID {
 		done()
 		return nil, nil, prf.TraceOtherPlan(pbx, path)
