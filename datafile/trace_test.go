@@ -112,6 +112,12 @@ func TestTraceRoundTrip(t *testing.T) {
 	if err := ReadTraceChunk(bytes.NewReader(buf.Bytes()[:offsets[1]-3]), offsets[0], r.Header(), func(TraceEvent) error { return nil }); !errors.Is(err, ErrTruncated) {
 		t.Errorf("a chunk cut short: %v, want %v", err, ErrTruncated)
 	}
+	// An offset that is no chunk's start is an error, no events.
+	var fe *FormatError
+	n := 0
+	if err := ReadTraceChunk(bytes.NewReader(buf.Bytes()), offsets[1]+1, r.Header(), func(TraceEvent) error { n++; return nil }); !errors.As(err, &fe) || n != 0 {
+		t.Errorf("a chunk read from inside another: %d events, %v; want a format error", n, err)
+	}
 }
 
 // TestTraceCut checks the size limit: the trace stops at a chunk's end

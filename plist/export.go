@@ -105,25 +105,12 @@ func (r *report) lineFile(l *datafile.Line) string {
 }
 
 // lineFunc returns the function whose code holds line l's first site,
-// the first in the plan's order where several do (a module whose
-// functions' ranges overlap: folded code), or -1.
+// the first in the plan's order where several do (folded code), or -1.
 func (r *report) lineFunc(l *datafile.Line) int {
 	if len(l.Addrs) == 0 {
 		return -1
 	}
-	a := l.Addrs[0]
-	if r.ranges == nil {
-		r.ranges = newFuncRanges(r.plan, r.funcs)
-	}
-	if l.Module >= 0 && l.Module < len(r.ranges.overlaps) && r.ranges.overlaps[l.Module] {
-		for _, i := range at(r.funcs, l.Module) {
-			if f := &r.plan.Funcs[i]; f.Low <= a && a < f.High {
-				return i
-			}
-		}
-		return -1
-	}
-	return r.funcAt(l.Module, a)
+	return r.ranges.first(l.Module, l.Addrs[0])
 }
 
 // exportName is function i's name in the other tools' formats: its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -333,6 +334,28 @@ func TestLineFuncOverlapping(t *testing.T) {
 		for k, a := range c.addrs {
 			if got := r.lineFunc(&datafile.Line{Addrs: []uint64{a}}); got != c.want[k] {
 				t.Errorf("%s: the line at %#x is in function %d, want %d", c.name, a, got, c.want[k])
+			}
+		}
+	}
+}
+
+// TestFuncRangesFirst: the function holding an address, the first in the
+// plan's order, found by search as a scan of every function finds it, in
+// modules of random ranges, apart, nested and the same.
+func TestFuncRangesFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 7))
+	for round := range 200 {
+		var funcs []datafile.Func
+		for range 1 + rng.IntN(30) {
+			lo := 0x1000 + uint64(rng.IntN(64))*16
+			funcs = append(funcs, datafile.Func{Entry: lo, Low: lo, High: lo + 16 + uint64(rng.IntN(round%4*8+1))*16})
+		}
+		m := &datafile.Merged{Plan: datafile.Plan{Method: datafile.LineCounting, Modules: []datafile.Module{{Name: "prog"}}, Funcs: funcs}}
+		r := newReport(m, DefaultOptions())
+		for a := uint64(0xff0); a < 0x1000+64*16+200*16; a += 8 {
+			want := slices.IndexFunc(funcs, func(f datafile.Func) bool { return f.Low <= a && a < f.High })
+			if got := r.ranges.first(0, a); got != want {
+				t.Fatalf("round %d: the function at %#x is %d, want %d (%+v)", round, a, got, want, funcs)
 			}
 		}
 	}

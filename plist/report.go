@@ -50,8 +50,8 @@ type report struct {
 	// lineSites has, per module, the sites of the plan's lines by address
 	// (lcovFirstLine), built at the first use.
 	lineSites [][]lineSite
-	// ranges has, per module, its functions of known code range by their
-	// lowest address (funcAt, lineFunc), built at the first use.
+	// ranges finds the function whose code holds an address (funcAt,
+	// lineFunc), its index built at the first use.
 	ranges *funcRanges
 }
 
@@ -80,6 +80,7 @@ func newReport(m *datafile.Merged, o Options) *report {
 	}
 	r.stacks = r.stacksByFunc()
 	r.files = fileNames(r.plan.Modules)
+	r.ranges = &funcRanges{plan: r.plan, funcs: r.funcs}
 	return r
 }
 

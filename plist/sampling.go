@@ -148,55 +148,86 @@ func (r *report) placeSamples() []placed {
 	return out
 }
 
-// funcRanges is, per module, its functions of known code range by their
-// lowest address (byLow), and whether two of them overlap (folded code).
+// funcRanges finds the function of a module whose code [Low, High) holds
+// an address: funcs[mi] are module mi's functions, of plan; byLow has
+// those of known code range by their lowest address, and reach[mi][k]
+// the highest end of byLow[mi][:k+1], built at the first use.
 type funcRanges struct {
-	byLow    [][]int
-	overlaps []bool
+	plan  *datafile.Plan
+	funcs [][]int
+	byLow [][]int
+	reach [][]uint64
 }
 
-// newFuncRanges returns the ranges of the functions of plan, funcs[mi]
-// being module mi's.
-func newFuncRanges(plan *datafile.Plan, funcs [][]int) *funcRanges {
-	x := &funcRanges{byLow: make([][]int, len(plan.Modules)), overlaps: make([]bool, len(plan.Modules))}
-	for mi, fs := range funcs {
+// build makes byLow and reach, once.
+func (x *funcRanges) build() {
+	if x.byLow != nil {
+		return
+	}
+	x.byLow, x.reach = make([][]int, len(x.plan.Modules)), make([][]uint64, len(x.plan.Modules))
+	for mi, fs := range x.funcs {
 		if mi >= len(x.byLow) {
 			break
 		}
+		var low []int
 		for _, i := range fs {
-			if f := &plan.Funcs[i]; f.Low < f.High {
-				x.byLow[mi] = append(x.byLow[mi], i)
+			if f := &x.plan.Funcs[i]; f.Low < f.High {
+				low = append(low, i)
 			}
 		}
-		low := x.byLow[mi]
-		slices.SortStableFunc(low, func(a, b int) int { return cmp.Compare(plan.Funcs[a].Low, plan.Funcs[b].Low) })
-		for k := 1; k < len(low); k++ {
-			if plan.Funcs[low[k]].Low < plan.Funcs[low[k-1]].High {
-				x.overlaps[mi] = true
+		slices.SortStableFunc(low, func(a, b int) int { return cmp.Compare(x.plan.Funcs[a].Low, x.plan.Funcs[b].Low) })
+		reach := make([]uint64, len(low))
+		for k, i := range low {
+			reach[k] = x.plan.Funcs[i].High
+			if k > 0 {
+				reach[k] = max(reach[k], reach[k-1])
 			}
+		}
+		x.byLow[mi], x.reach[mi] = low, reach
+	}
+}
+
+// starting returns module mod's functions by lowest address and how many
+// of them start at or below addr.
+func (x *funcRanges) starting(mod int, addr uint64) ([]int, int) {
+	x.build()
+	funcs := at(x.byLow, mod)
+	k, found := slices.BinarySearchFunc(funcs, addr, func(i int, a uint64) int { return cmp.Compare(x.plan.Funcs[i].Low, a) })
+	for found && k < len(funcs) && x.plan.Funcs[funcs[k]].Low == addr {
+		k++ // (all those that start at addr)
+	}
+	return funcs, k
+}
+
+// first returns the function of module mod whose code holds addr, the
+// first in the plan's order where several do (folded code, whose ranges
+// are the same), or -1: the functions that start at or below addr, from
+// the last back while one of them may still reach past it.
+func (x *funcRanges) first(mod int, addr uint64) int {
+	funcs, k := x.starting(mod, addr)
+	reach := at(x.reach, mod)
+	best := -1
+	for j := k - 1; j >= 0 && reach[j] > addr; j-- {
+		if i := funcs[j]; addr < x.plan.Funcs[i].High && (best < 0 || i < best) {
+			best = i
 		}
 	}
-	return x
+	return best
 }
 
 // funcAt returns the function of module mod whose code [Low, High) holds
 // addr, or -1.
 func (r *report) funcAt(mod int, addr uint64) int {
-	if r.ranges == nil {
-		r.ranges = newFuncRanges(r.plan, r.funcs)
-	}
-	funcs := at(r.ranges.byLow, mod)
-	// The last function starting at or below addr.
-	k, found := slices.BinarySearchFunc(funcs, addr, func(i int, a uint64) int {
-		return cmp.Compare(r.plan.Funcs[i].Low, a)
-	})
-	if !found {
-		k--
-	}
-	if k < 0 {
+	// The last function starting at or below addr (of those starting at
+	// addr, the first).
+	funcs, k := r.ranges.starting(mod, addr)
+	if k--; k < 0 {
 		return -1
 	}
-	if f := &r.plan.Funcs[funcs[k]]; f.Low <= addr && addr < f.High {
+	for k > 0 && r.plan.Funcs[funcs[k]].Low == addr && r.plan.Funcs[funcs[k-1]].Low == addr {
+		k--
+	}
+	if f := &r.plan.Funcs[funcs[k]]; addr < f.High {
 		return funcs[k]
 	}
 	return -1

@@ -110,10 +110,11 @@ func OpenTrace(r io.ReaderAt) (*Trace, error) {
 	for c := range chunks {
 		last = max(last, c)
 	}
-	if t.spool, err = spoolTrace(r, t, last); err != nil {
-		return nil, err
+	// (Where no spool can be written, no temporary directory, the events
+	// are read from the file again, owner by owner: slower, nothing lost.)
+	if sp, err := spoolTrace(r, t, last); err == nil {
+		t.spool, t.file = sp, nil
 	}
-	t.file = nil
 	return t, nil
 }
 

@@ -33,7 +33,7 @@ const (
 // spoolTrace writes the events of t's owners, of the chunks of r up to
 // the last one its first reading saw (lastChunk: a trace still being
 // written has more since), to a spool, and makes each owner read its
-// events from there.
+// events from there. Where it fails, the owners are as they were.
 func spoolTrace(r io.ReaderAt, t *Trace, lastChunk int64) (*traceSpool, error) {
 	f, err := os.CreateTemp("", "sprof-trace-")
 	if err != nil {
@@ -95,6 +95,9 @@ func spoolTrace(r io.ReaderAt, t *Trace, lastChunk int64) (*traceSpool, error) {
 	}()
 	if err != nil {
 		f.Close()
+		for i := range t.Owners {
+			t.Owners[i].blocks = nil
+		}
 		return nil, err
 	}
 	for i := range t.Owners {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -310,5 +311,21 @@ func TestOpenTraceInterleaved(t *testing.T) {
 	}
 	if err := opened.Owners[0].Walk(func(TraceStep) {}); err == nil {
 		t.Error("the spool read after Close: no error")
+	}
+	// Where no spool can be made (the temporary directory is a file),
+	// the events are read from the trace again: the same listing.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", notDir)
+	again, err := OpenTrace(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	b.Reset()
+	if err := WriteTrace(&b, m, again, DefaultOptions()); err != nil || again.spool != nil || again.file == nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("without a temporary directory: spool %v, file %v, %v; the listing differs: %v", again.spool != nil, again.file != nil, err, !bytes.Equal(a.Bytes(), b.Bytes()))
 	}
 }

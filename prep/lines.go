@@ -179,21 +179,16 @@ type fileLine struct {
 // warning PRF4624 through warn, given the row and its function (an index
 // of fns).
 func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
-	// Every site is a row of one flat table, sorted once by file, line
-	// and address, and each line's addresses and functions are parts of
-	// two flat arrays: a million lines made millions of small objects.
-	type site struct {
-		file int32 // of files
-		fn   int32 // of fns
-		line int
-		addr uint64
-	}
+	// Every site is a row of one flat table (its file an index of files),
+	// sorted once by file, line and address, and each line's addresses
+	// and functions are parts of two flat arrays: a million lines made
+	// millions of small objects.
 	parts := functionSites(m, rows, fns, method, calls, warn)
 	n := 0
 	for _, p := range parts {
 		n += len(p.sites)
 	}
-	sites := make([]site, 0, n)
+	sites := make([]siteRow, 0, n)
 	var files []string
 	fileID := map[string]int32{}
 	for k, p := range parts {
@@ -208,7 +203,8 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 			ids[i] = id
 		}
 		for _, r := range p.sites {
-			sites = append(sites, site{file: ids[r.file], line: r.line, fn: r.fn, addr: r.addr})
+			r.file = ids[r.file]
+			sites = append(sites, r)
 		}
 		parts[k].sites = nil
 	}
@@ -222,7 +218,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 	for r, id := range byName {
 		rank[id] = int32(r)
 	}
-	slices.SortFunc(sites, func(a, b site) int {
+	slices.SortFunc(sites, func(a, b siteRow) int {
 		return cmp.Or(cmp.Compare(rank[a.file], rank[b.file]), cmp.Compare(a.line, b.line), cmp.Compare(a.addr, b.addr), cmp.Compare(a.fn, b.fn))
 	})
 	addrs := make([]uint64, 0, len(sites))

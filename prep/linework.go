@@ -11,8 +11,8 @@ import (
 )
 
 // siteRow is a line site found in a function: its line (its file an
-// index of its part's files) and the function (an index of the functions
-// asked for) at an address.
+// index of its part's files, then of its module's) and the function (an
+// index of the functions asked for) at an address.
 type siteRow struct {
 	file int32
 	fn   int32

@@ -26,6 +26,9 @@ func TestCodeArea(t *testing.T) {
 	if !bytes.Equal(used[0x10:0x20], bytes.Repeat([]byte{0xcc}, 16)) || used[0x40] != 0x90 || used[0] != 0 {
 		t.Errorf("image % x", used)
 	}
+	if len(a.image) != 0x50 {
+		t.Errorf("an image of %d bytes for 80 used of the area's 256: it grows as the area is used", len(a.image))
+	}
 	if none := newCodeArea(0, 64); none.mapped() || none.used() != nil {
 		t.Errorf("no area: mapped %v, used %d bytes", none.mapped(), len(none.used()))
 	}
@@ -64,5 +67,23 @@ func TestCodeAreaFull(t *testing.T) {
 	}
 	if none := newCodeArea(0, 64); none.slot(8) != 0 {
 		t.Error("a slot with no area")
+	}
+}
+
+// TestPlantingGC: the collector is held back (300 %) while planting up
+// to bigPlanting sites, entries and line sites together, and runs at
+// Go's default past them.
+func TestPlantingGC(t *testing.T) {
+	for _, c := range []struct {
+		entries, lines int
+		want           int
+	}{{0, 0, 300}, {bigPlanting, 0, 300}, {bigPlanting - 10, 10, 300}, {bigPlanting, 1, 100}, {0, bigPlanting + 1, 100}} {
+		p := &planting{entries: make([]int, c.entries)}
+		if c.lines > 0 {
+			p.lineSites = &lineSiteSet{addrs: make([]uint64, c.lines)}
+		}
+		if got := plantingGC(p); got != c.want {
+			t.Errorf("%d entries and %d line sites: %d %%, want %d", c.entries, c.lines, got, c.want)
+		}
 	}
 }

@@ -49,18 +49,13 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 		return nil
 	}
 	slices.SortStableFunc(pairs, func(a, b siteLine) int { return cmp.Compare(a.addr, b.addr) })
-	// (Each site's lines are a part of one array, the pairs' lines in
-	// their order.)
 	sites := &lineSiteSet{}
-	all := make([]int, len(pairs))
-	for k, pr := range pairs {
-		all[k] = pr.line
-		if n := len(sites.addrs); n > 0 && sites.addrs[n-1] == pr.addr {
-			sites.lines[n-1] = all[k-len(sites.lines[n-1]) : k+1 : k+1]
-			continue
-		}
-		sites.addrs = append(sites.addrs, pr.addr)
-		sites.lines = append(sites.lines, all[k:k+1:k+1])
+	var firsts []int
+	firsts, sites.lines = runsOfLines(len(pairs), func(k int) int { return pairs[k].line },
+		func(k int) bool { return pairs[k].addr == pairs[k-1].addr })
+	sites.addrs = make([]uint64, len(firsts))
+	for i, k := range firsts {
+		sites.addrs[i] = pairs[k].addr
 	}
 	sites.done, sites.left = make([]bool, len(sites.addrs)), len(sites.addrs)
 	if lt != nil {

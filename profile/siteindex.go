@@ -43,21 +43,13 @@ func numberSites(planLines []datafile.Line) (*siteIndex, [][]int) {
 	byKey := func(a, b siteKey) int { return cmp.Or(cmp.Compare(a.mi, b.mi), cmp.Compare(a.addr, b.addr)) }
 	slices.SortFunc(pairs, func(a, b siteLine) int { return cmp.Or(byKey(a.key, b.key), cmp.Compare(a.line, b.line)) })
 	// The sites, each with its first appearance (its first pair, of the
-	// lowest line) and its lines: parts of one array, the pairs' lines
-	// in their order.
-	x := &siteIndex{moved: map[siteKey]int{}}
-	all := make([]int, len(pairs))
-	var first []siteLine
-	var lines [][]int
-	for k, p := range pairs {
-		all[k] = p.line
-		if n := len(x.sites); n > 0 && x.sites[n-1].key == p.key {
-			lines[n-1] = all[k-len(lines[n-1]) : k+1 : k+1]
-			continue
-		}
-		x.sites = append(x.sites, numberedSite{key: p.key})
-		first = append(first, p)
-		lines = append(lines, all[k:k+1:k+1])
+	// lowest line) and its lines.
+	firsts, lines := runsOfLines(len(pairs), func(k int) int { return pairs[k].line },
+		func(k int) bool { return pairs[k].key == pairs[k-1].key })
+	x := &siteIndex{sites: make([]numberedSite, len(firsts)), moved: map[siteKey]int{}}
+	first := make([]siteLine, len(firsts))
+	for i, k := range firsts {
+		x.sites[i].key, first[i] = pairs[k].key, pairs[k]
 	}
 	order := make([]int, len(x.sites))
 	for i := range order {
@@ -96,3 +88,21 @@ func (x *siteIndex) move(mi int, addr uint64, n int) { x.moved[siteKey{mi, addr}
 
 // len returns the number of sites known.
 func (x *siteIndex) len() int { return len(x.sites) + len(x.moved) }
+
+// runsOfLines returns, of n pairs of a site and a line sorted so that a
+// site's pairs are in a row (same(k): pair k is of the site of pair k-1),
+// the first pair of each site's run and the run's lines, in their order:
+// parts of one array, not a slice made for each site.
+func runsOfLines(n int, line func(k int) int, same func(k int) bool) (firsts []int, lines [][]int) {
+	all := make([]int, n)
+	for k := range n {
+		all[k] = line(k)
+		if k > 0 && same(k) {
+			lines[len(lines)-1] = all[firsts[len(firsts)-1] : k+1 : k+1]
+			continue
+		}
+		firsts = append(firsts, k)
+		lines = append(lines, all[k:k+1:k+1])
+	}
+	return firsts, lines
+}
