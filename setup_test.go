@@ -133,8 +133,8 @@ func TestMakeTestInstallsDepsFirst(t *testing.T) {
 // passes, the 16K run fails two tests, the BTI run times out in a third.
 // Each run's output passes through as it comes, the plain and 16K runs
 // share one staging directory and the BTI run has its own, and the end of
-// the output, all a CI log may show, says which runs failed and in which
-// tests; the status is 1.
+// the output, all a CI log may show, says which runs failed, in which
+// tests and why (each failed test's messages); the status is 1.
 func TestArm64AllSummary(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -147,7 +147,11 @@ echo "$* stage=${ARM64_TEST_STAGE:+shared}" >>"$FAKE_CALLS"
 case "$*" in
 *--pages16k*)
 	echo "=== RUN   TestA"
+	echo "    a_test.go:12: got 3, want 4"
+	echo "    a_test.go:13: the second"
 	echo "--- FAIL: TestA (0.10s)"
+	echo "=== RUN   TestA/pie"
+	echo "        a_test.go:20: in the subtest"
 	echo "    --- FAIL: TestA/pie (0.05s)"
 	echo "--- PASS: TestB (0.01s)"
 	echo "@@arm64-vm status 1@@ after 12.00 s"
@@ -175,7 +179,10 @@ echo "--- PASS: TestA (0.10s)"
 	}
 	wantEnd := `arm64-test --all: plain: passed
 arm64-test --all: pages16k: FAILED (status 1)
+        a_test.go:12: got 3, want 4
+        a_test.go:13: the second
     --- FAIL: TestA (0.10s)
+            a_test.go:20: in the subtest
         --- FAIL: TestA/pie (0.05s)
     @@arm64-vm status 1@@ after 12.00 s
 arm64-test --all: bti: FAILED (status 124)

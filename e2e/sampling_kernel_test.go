@@ -100,9 +100,11 @@ func TestSamplingKernel(t *testing.T) {
 			}
 			tol := 10.0
 			if testutil.Slow() {
-				tol = 20 // (the emulated kernel's split of user and system time is coarse)
+				// The emulated kernel's split of user and system time is
+				// coarse: beside a busy host it gave a phase spinning in
+				// user space 37 % of system time.
+				tol = 40
 			}
-			rate, slack := clockRate(t, s, phases["in_user"])
 			for _, c := range []struct {
 				fn       string
 				children bool // the kernel's time is the function's with children
@@ -116,8 +118,8 @@ func TestSamplingKernel(t *testing.T) {
 				all, kall := float64(s.m.Stats.ChildTime[i])/float64(sm.Interval), float64(sm.KernelChildSamples[i])
 				t.Logf("%s: %.0f samples (%.0f in the kernel), %.0f with children (%.0f); CPU time %.0f ms user, %.0f ms system",
 					c.fn, own, kown, all, kall, ph.user/1e3, ph.sys/1e3)
-				if want := (ph.user + ph.sys) * rate; math.Abs(all-want) > slack*want+10 {
-					t.Errorf("%s: %.0f samples with children, want %.0f, a sample every %.0f µs of CPU time, the kernel's included", c.fn, all, want, 1/rate)
+				if low, high := sampleBounds(s, ph.user+ph.sys, 10); all < low || all > high {
+					t.Errorf("%s: %.0f samples with children, want %.0f to %.0f, for its CPU time, the kernel's included", c.fn, all, low, high)
 				}
 				share := 100 * ph.sys / (ph.user + ph.sys)
 				got := percentOf(kall, all)
@@ -138,24 +140,24 @@ func TestSamplingKernel(t *testing.T) {
 	}
 }
 
-// clockRate is the samples a microsecond of CPU time the phases are held
-// to, and the slack allowed: one every sampling interval; but under
-// emulation the clock's samples fall short of the CPU time the kernel
-// gives, by a part that varies from run to run, so there the rate is
-// the one the phase spinning in user space (in_user) had in this run,
-// held to a third of the interval's at least.
-func clockRate(t *testing.T, s sampled, user kernelPhase) (rate, slack float64) {
-	t.Helper()
-	sm := &s.m.Stats.Sampling
-	nominal := 1e3 / float64(sm.Interval) // a sample every interval, in microseconds
-	if !testutil.Slow() {
-		return nominal, 0.2
+// sampleBounds returns the samples a phase of cpu microseconds of CPU
+// time is held to, low and high: one every sampling interval, within 20 %
+// and pad. Under emulation a phase's clock gives from 0.25 to 0.9 of the
+// samples its CPU time would (measured in the 16K-page VM beside a host
+// running two busy loops: the kernel's clock event fires once for the
+// intervals the stalled virtual CPU missed, and the share varies from
+// phase to phase of one run, so no phase's rate is another's), and the
+// emulated kernel splits a phase's time between user and system by
+// whole ticks: there a phase is held to between a fourth of the
+// interval's samples and 1.2 times them, within pad, which still tells
+// no samples, or the kernel's counted where they should not be, from
+// the phase's own.
+func sampleBounds(s sampled, cpu, pad float64) (low, high float64) {
+	nominal := cpu * 1e3 / float64(s.m.Stats.Sampling.Interval) // (cpu in microseconds, the interval in nanoseconds)
+	if testutil.Slow() {
+		return nominal/4 - pad, 1.2*nominal + pad
 	}
-	rate = float64(sm.Samples[s.fn(t, "in_user")]) / (user.user + user.sys)
-	if rate < nominal/3 || rate > 1.2*nominal {
-		t.Errorf("in_user: a sample every %.0f µs of CPU time, want every %.0f µs (a third as often at least, under emulation)", 1/rate, 1/nominal)
-	}
-	return rate, 0.3
+	return 0.8*nominal - pad, 1.2*nominal + pad
 }
 
 // percentOf is 100 part/whole, 0 of nothing.
@@ -180,9 +182,8 @@ func TestSamplingUserOnly(t *testing.T) {
 	}
 	i, ph := s.fn(t, "in_syscalls"), phases["in_syscalls"]
 	all := float64(s.m.Stats.ChildTime[i]) / float64(sm.Interval)
-	rate, slack := clockRate(t, s, phases["in_user"])
-	if want := ph.user * rate; math.Abs(all-want) > slack*want+15 {
-		t.Errorf("in_syscalls: %.0f samples with children, want %.0f, its user time's alone (%.0f ms user, %.0f ms system)", all, want, ph.user/1e3, ph.sys/1e3)
+	if low, high := sampleBounds(s, ph.user, 15); all < low || all > high {
+		t.Errorf("in_syscalls: %.0f samples with children, want %.0f to %.0f, for its user time alone (%.0f ms user, %.0f ms system)", all, low, high, ph.user/1e3, ph.sys/1e3)
 	}
 	if out := must(t, dir, "plist", "/nologo", name).stdout; !strings.Contains(out, "Kernel time (not sampled)") || strings.Contains(out, "Samples in the kernel") {
 		t.Errorf("the report does not give the kernel time apart:\n%s", out)

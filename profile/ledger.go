@@ -423,7 +423,7 @@ func (l *ledgers) releasing(th *thread) {
 	held := uint64(max(l.clocks.clock()-seen+lost, 0))
 	p.SetHeld(p.Held() + held)
 	if g != nil {
-		g.SetHeld(g.Held() + held)
+		l.gos.hold(g, held)
 	}
 	clockPages{l}.released(th, p)
 }

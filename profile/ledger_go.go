@@ -34,7 +34,8 @@ import (
 // book of the goroutine it runs (held): the one its registers name, or
 // else the one whose event PROFILE booked last on its block. Frames still open at the end close at
 // their goroutine's last event, as the rings' (books.Books.Finish): a
-// goroutine's end is not seen.
+// goroutine's end is not seen. Their time is taken from the holds
+// before that event alone (goLedgers.hold).
 
 // goBooksPerRun is the number of goroutines' books in the table: the
 // goroutines that make calls in a run, at most, before PROFILE books
@@ -64,7 +65,14 @@ type goLedgers struct {
 	// and ranOn the block of each goroutine's (held).
 	last  map[int]uint64
 	ranOn map[uint64]int
+	// quiet is, for a goroutine's book held since its last event, that
+	// event's time and what the book had held before it (hold).
+	quiet map[*books.ProgramBook]heldMark
 }
+
+// heldMark is a goroutine book's last event's time (LastTime) and the
+// time PROFILE had held it then (Held).
+type heldMark struct{ last, held uint64 }
 
 // goTimed reports whether the run's functions are Go's, each with its
 // goroutine register known (Go's internal ABI, not assembly: goFrames),
@@ -191,6 +199,20 @@ func (gl *goLedgers) bookOf(g uint64) *books.ProgramBook {
 	return gl.over[g]
 }
 
+// hold adds held, a hold of a thread that runs (or ran last) the
+// goroutine of book p, to p's, and notes what p had held at its last
+// event where the hold comes after it: frames still open at the end
+// close at their goroutine's last event (ended), and a hold after it,
+// of a thread running others or none (the goroutine may have ended),
+// is not theirs.
+func (gl *goLedgers) hold(p *books.ProgramBook, held uint64) {
+	last := p.LastTime()
+	if m, ok := gl.quiet[p]; !ok || m.last != last {
+		gl.quiet[p] = heldMark{last: last, held: p.Held()}
+	}
+	p.SetHeld(p.Held() + held)
+}
+
 // left forgets the goroutine booked last on block b, whose thread has
 // ended: the block's next thread runs others.
 func (gl *goLedgers) left(b int) { delete(gl.last, b) }
@@ -213,6 +235,9 @@ func (gl *goLedgers) ended(end uint64) {
 			// on. Most goroutines have ended: their books, large, are
 			// read where they are.)
 			q = p.Copy()
+			if m, ok := gl.quiet[p]; ok && m.last == p.LastTime() {
+				q.SetHeld(m.held) // (the holds since its last event: hold)
+			}
 			q.CloseAll(min(end, p.LastTime()))
 		}
 		l.keep(key, q)
@@ -245,6 +270,7 @@ func goKey(i int) int { return -1 - i }
 func (gl *goLedgers) reset() {
 	gl.of, gl.open, gl.over = map[uint64]int{}, map[int]*books.ProgramBook{}, map[uint64]*books.ProgramBook{}
 	gl.last, gl.ranOn = map[int]uint64{}, map[uint64]int{}
+	gl.quiet = map[*books.ProgramBook]heldMark{}
 }
 
 // entered is how many calls of function k the goroutines' books hold,

@@ -185,7 +185,10 @@ func TestGoLedgerBooks(t *testing.T) {
 // 2400 (a goroutine's end is not seen: books.Books.Finish), and the two
 // calls of g it made, 100 ns each, are not its own: 200 ns. The
 // code's cost counted against the run is gB's, which made the most
-// calls: 3 of 20 ns. The books in the program stay as they are.
+// calls: 3 of 20 ns. PROFILE held gB's thread 50 ns in its first call
+// of g, which the call and main lose, and 500 ns after its last event,
+// which none does: main ends at 2400 all the same. The books in the
+// program stay as they are.
 func TestGoLedgerEnded(t *testing.T) {
 	r := newGoLedgerRig(t)
 	r.l.calibrated = books.Costs{In: 10, Out: 10}
@@ -202,13 +205,17 @@ func TestGoLedgerEnded(t *testing.T) {
 	event(gA, goF, hiA-0x100, 1000, false)
 	event(gA, goF, hiA-0x100, 1600, true)
 	event(gB, goMain, hiB-0x100, 2000, false)
+	pB := r.l.gos.open[1]
 	for _, at := range []uint64{2100, 2300} {
 		event(gB, goG, hiB-0x180, at, false)
+		if at == 2100 {
+			r.l.gos.hold(pB, 50)
+		}
 		event(gB, goG, hiB-0x180, at+100, true)
 	}
-	pB := r.l.gos.open[1]
+	r.l.gos.hold(pB, 500)
 	r.l.gos.ended(3000)
-	want := []books.Figure{goMain: {Calls: 1, Self: 200, All: 400}, goF: {Calls: 1, Self: 600, All: 600}, goG: {Calls: 2, Self: 200, All: 200}}
+	want := []books.Figure{goMain: {Calls: 1, Self: 200, All: 350}, goF: {Calls: 1, Self: 600, All: 600}, goG: {Calls: 2, Self: 150, All: 150}}
 	for fn, w := range want {
 		if f := r.l.figs[fn]; f.Calls != w.Calls || f.Self != w.Self || f.All != w.All {
 			t.Errorf("function %d: %d calls, %d ns, %d ns with its children; want %d, %d, %d", fn, f.Calls, f.Self, f.All, w.Calls, w.Self, w.All)
