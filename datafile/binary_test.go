@@ -465,3 +465,36 @@ func TestDiscardedSection(t *testing.T) {
 		t.Errorf("an empty discarded id: %v", err)
 	}
 }
+
+// TestEncoderSections: a section's content is written in the body where
+// it ends, its length before it moved up in place where the length takes
+// more than a byte: sections of 0, 127, 128, 16,383, 16,384 and 2^21
+// bytes, one after the other, read back whole by the decoder.
+func TestEncoderSections(t *testing.T) {
+	sizes := []int{0, 127, 128, 16383, 16384, 1 << 21}
+	e := newEncoder(0)
+	for i, n := range sizes {
+		e.section(byte(i+1), func(w *payload) {
+			for k := range n {
+				w.b = append(w.b, byte(k*7+i))
+			}
+		})
+	}
+	d := &decoder{buf: e.body}
+	for i, n := range sizes {
+		s := d.section(byte(i + 1))
+		if s.remaining() != n {
+			t.Fatalf("section %d: %d bytes, want %d", i+1, s.remaining(), n)
+		}
+		for k := range n {
+			if b := s.buf[s.off+k]; b != byte(k*7+i) {
+				t.Fatalf("section %d: byte %d is %d, want %d", i+1, k, b, byte(k*7+i))
+			}
+		}
+		s.off += n
+		d.end(s)
+	}
+	if d.err != nil || d.remaining() != 0 {
+		t.Errorf("the body: %v, %d bytes left", d.err, d.remaining())
+	}
+}

@@ -22,32 +22,39 @@ const (
 // encoder builds a body: the string table, collected while the other
 // sections are encoded, and the other sections.
 type encoder struct {
-	index   map[string]uint64
-	strs    []string
-	body    []byte  // the sections after the string table
-	scratch payload // the section being encoded, reused
+	index map[string]uint64
+	strs  []string
+	body  []byte // the sections after the string table
 }
 
 // newEncoder returns an encoder for about strs distinct strings.
 func newEncoder(strs int) *encoder {
-	e := &encoder{index: make(map[string]uint64, strs)}
-	e.scratch.e = e
-	return e
+	return &encoder{index: make(map[string]uint64, strs)}
 }
 
-// payload is the content of one section being encoded.
+// payload is the content of one section being encoded, written at the
+// end of the body.
 type payload struct {
 	e *encoder
 	b []byte
 }
 
+// section appends section id to the body, its content written by fill
+// straight after a length of one byte, and moved up in place where the
+// length takes more: no section is built apart and copied in.
 func (e *encoder) section(id byte, fill func(w *payload)) {
-	w := &e.scratch
-	w.b = w.b[:0]
+	at := len(e.body) + 2
+	w := &payload{e: e, b: append(e.body, id, 0)}
 	fill(w)
-	e.body = append(e.body, id)
-	e.body = binary.AppendUvarint(e.body, uint64(len(w.b)))
-	e.body = append(e.body, w.b...)
+	b, n := w.b, uint64(len(w.b)-at)
+	var size [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(size[:], n)
+	if k > 1 {
+		b = append(b, size[1:k]...) // (room for the length's other bytes)
+		copy(b[at+k-1:], b[at:at+int(n)])
+	}
+	copy(b[at-1:], size[:k])
+	e.body = b
 }
 
 // parts returns the body in two parts: the string table, which comes

@@ -280,6 +280,9 @@ func glob(pattern, name string) bool {
 		if p < len(pattern) {
 			switch c := pattern[p]; c {
 			case '*':
+				if p == len(pattern)-1 {
+					return true // (a last star matches the rest, whatever it is: /INC '*')
+				}
 				star, mark = p, n
 				p++
 				continue
