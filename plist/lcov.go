@@ -3,13 +3,9 @@ package plist
 import (
 	"bufio"
 	"cmp"
-	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/sourceprofiler/sprof/internal/prf"
 )
 
 // The lcov tracefile (FormatLcov), for genhtml and lcov.
@@ -17,96 +13,16 @@ import (
 // lcovExport writes the lcov tracefile.
 type lcovExport struct{ *report }
 
-// writeLcov writes an lcov tracefile (geninfo(1)): per source file, its
-// functions (FN, FNDA, FNF, FNH) and its lines (DA, LF, LH). A line
-// profile has the counts of its lines and the calls of its functions,
-// each function's those of its first line (lcovFirstLine), where that
-// line is the function's alone (one inlined elsewhere is left out). A function
-// profile has the calls of its functions and, for each, its declaration
-// line with the same count: lcov 1.16 and genhtml refuse a file without
-// lines ("no valid records found"). SF is the path where the source file
-// is found (exportPath), which genhtml opens, else the one recorded.
-// Functions without a source file (known from the symbol table, PLT
-// entries) have no place in it. Names are the stored ones, which genhtml
-// --demangle-cpp demangles, as gcov's tracefiles have.
+// writeLcov writes the lcov tracefile of the profile (Combined: the
+// combination of one profile), its test name (TN) its last run's
+// program.
 func (r lcovExport) writeLcov(w *bufio.Writer) {
-	type function struct {
-		line int
-		name string
-		hits uint64
-	}
-	type record struct {
-		funcs []function
-		lines map[int]uint64
-	}
-	var order []string
-	files := map[string]*record{}
-	get := func(mod int, name string) *record {
-		path := r.exportPath(mod, name)
-		if files[path] == nil {
-			files[path] = &record{lines: map[int]uint64{}}
-			order = append(order, path)
-		}
-		return files[path]
-	}
-	funcProfile := r.plan.Method.IsFunction()
-	if !funcProfile {
-		for i := range r.plan.Lines {
-			l := &r.plan.Lines[i]
-			get(l.Module, r.lineFile(l)).lines[l.Line] += r.hits(i)
-		}
-	}
-	for i, f := range r.plan.Funcs {
-		if f.File == "" {
-			continue
-		}
-		hits := r.hits(i)
-		if !funcProfile {
-			line := r.lcovFirstLine(i)
-			if line < 0 {
-				continue // none of its lines is profiled
-			}
-			hits = r.hits(line)
-		}
-		rec := get(f.Module, f.File)
-		rec.funcs = append(rec.funcs, function{max(f.Line, 1), f.Name, hits})
-		if funcProfile {
-			rec.lines[max(f.Line, 1)] += hits
-		}
-	}
-	test := ""
+	c := NewCombined()
+	c.add(r.report)
 	if n := len(r.m.Runs); n > 0 {
-		test = lcovTestName(r.m.Runs[n-1].CommandLine)
+		c.test = lcovTestName(r.m.Runs[n-1].CommandLine)
 	}
-	for _, name := range order {
-		rec := files[name]
-		fmt.Fprintf(w, "TN:%s\nSF:%s\n", test, prf.Printable(name))
-		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FN:%d,%s\n", f.line, prf.Printable(f.name))
-		}
-		hit := 0
-		for _, f := range rec.funcs {
-			fmt.Fprintf(w, "FNDA:%d,%s\n", f.hits, prf.Printable(f.name))
-			if f.hits > 0 {
-				hit++
-			}
-		}
-		if len(rec.funcs) > 0 {
-			fmt.Fprintf(w, "FNF:%d\nFNH:%d\n", len(rec.funcs), hit)
-		}
-		if len(rec.lines) > 0 {
-			lines := slices.Sorted(maps.Keys(rec.lines))
-			hit = 0
-			for _, n := range lines {
-				fmt.Fprintf(w, "DA:%d,%d\n", n, rec.lines[n])
-				if rec.lines[n] > 0 {
-					hit++
-				}
-			}
-			fmt.Fprintf(w, "LF:%d\nLH:%d\n", len(lines), hit)
-		}
-		w.WriteString("end_of_record\n")
-	}
+	c.writeLcov(w)
 }
 
 // lcovFirstLine returns the index of function i's first line in a line

@@ -46,9 +46,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	warn := func(d *prf.Diagnostic) { prf.Write(stderr, tool.Name, d) }
-	if cmd.Options.dump {
+	switch {
+	case cmd.Options.dump:
 		err = dump(cmd.Names, stdout)
-	} else {
+	case cmd.Options.combine:
+		err = combine(&cmd.Options, cmd.Names, stdout, warn)
+	default:
 		// PLIST lists the first input and ignores the others, as the
 		// original did (original.md §5.1).
 		err = list(&cmd.Options, cmd.Names[0], stdout, warn)
@@ -152,6 +155,48 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 		}
 	}
 	return traceErr
+}
+
+// combine writes the coverage of the .pbt files named inputs, added
+// (--combine): a summary, or an lcov tracefile; --fail-under gates the
+// whole.
+func combine(o *options, inputs []string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
+	r := o.report
+	if err := setFormat(o, &r); err != nil {
+		return err
+	}
+	if (r.Format != plist.FormatText && r.Format != plist.FormatLcov) || r.Tab || o.trace || o.diffBase != "" || o.timeView != "" {
+		d := prf.InvalidOption("--combine")
+		d.Hint = "--combine writes a summary by source file, or an lcov tracefile with --format=lcov; its coverage has no times, records or trace"
+		return d
+	}
+	c := plist.NewCombined()
+	for _, input := range inputs {
+		path := cli.InputName(input, ".pbt")
+		m, err := datafile.OpenMerged(path)
+		if err != nil {
+			return prf.DataFile(err)
+		}
+		if w := unmerged(path, m); w != nil {
+			warn(w)
+		}
+		if err := c.Add(m, path, r); err != nil {
+			return err
+		}
+	}
+	write := c.WriteSummary
+	if r.Format == plist.FormatLcov {
+		write = c.WriteLcov
+	}
+	if err := writeReport(o.output, stdout, write); err != nil {
+		return err
+	}
+	if o.failUnder >= 0 {
+		if cov := c.Coverage(); cov < float64(o.failUnder) {
+			return &belowGate{cov, float64(o.failUnder)}
+		}
+	}
+	return nil
 }
 
 // setFormat sets r's format from --format, and refuses an HTML report with

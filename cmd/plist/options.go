@@ -15,12 +15,14 @@ type options struct {
 	// format is --format's name ("" for the listing); timeView is
 	// --time's ("" for the elapsed times); output is /O, the file the
 	// report goes to ("" for stdout); failUnder is --fail-under's
-	// percentage (-1: none); diffBase is --diff-base's profile.
+	// percentage (-1: none); diffBase is --diff-base's profile; combine
+	// is --combine: the coverage of every input, added.
 	format    string
 	timeView  string
 	output    string
 	failUnder int
 	diffBase  string
+	combine   bool
 }
 
 // The --help sections.
@@ -124,6 +126,8 @@ var tool = cli.Tool[options]{
 		{Long: "fail-under", Arg: cli.Number,
 			Set:     func(o *options, v cli.Value) { o.failUnder = v.Number },
 			Section: secExport, Meta: "N", Help: "exit with status 3 when coverage is below N %"},
+		{Long: "combine", Set: func(o *options, _ cli.Value) { o.combine = true },
+			Section: secExport, Help: "add the coverage of every INPUT by source line"},
 		{Long: "diff-base", Arg: cli.Text,
 			Set:     func(o *options, v cli.Value) { o.diffBase = v.Text },
 			Section: secExport, Meta: "BASE", Help: "list what changed since BASE.pbt (same type)"},
@@ -137,12 +141,17 @@ var tool = cli.Tool[options]{
 	UsageFoot: "\n<input file> is the name of a PBT file containing profiling statistics.\n" +
 		"Output defaults to STDOUT, but can be redirected using the > character.\n\n",
 	HelpHead: "Usage: plist [OPTION]... INPUT\n" +
+		"  or:  plist --combine [--format=lcov] [OPTION]... INPUT...\n" +
 		"  or:  plist --dump FILE...\n" +
 		"Write the report of the profile INPUT.pbt on standard output.\n",
 	HelpSections: []string{secReport, secSort, secAttribute, secExport, cli.SectionOther},
 	ExitStatus:   "3 coverage below --fail-under (after the report)",
 	HelpFoot: "INPUT may be given with or without its .pbt extension. With --fail-under,\n" +
 		"plist exits with status 3 when the coverage is below N %, after the report.\n" +
+		"With --combine, the coverage of every INPUT (the databases of a suite's\n" +
+		"programs and their libraries) is added by source file and line, as lcov -a\n" +
+		"adds tracefiles: a summary by source file, or with --format=lcov one\n" +
+		"tracefile; --fail-under then gates the whole.\n" +
 		"--format's NAME is text (the listing, the default), tab, lcov, callgrind,\n" +
 		"pprof, folded, json, gmon, chrome (the execution trace of profile /TRACE\n" +
 		"as a timeline for Perfetto and chrome://tracing), or html (one page for a\n" +

@@ -27,3 +27,13 @@ func NoWaits(pbt string, method datafile.Method) *Diagnostic {
 	}
 	return d
 }
+
+// CombineOtherType is PRF1485: plist --combine of a line profile and a
+// function profile, whose coverage does not add: a line profile counts
+// lines, a function profile calls.
+func CombineOtherType(first, firstType, path, pathType string) *Diagnostic {
+	d := newDiag(1485, Fatal, nil, "--combine: %s is a %s profile, and %s a %s profile: a line profile's coverage and a function profile's do not add",
+		path, pathType, first, firstType)
+	d.Hint = "combine line profiles (prep /LC, /LV) or function profiles (prep /FC, /FV, /FT, /FS), each with its own --combine"
+	return d
+}

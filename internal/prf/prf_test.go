@@ -333,7 +333,7 @@ func catalogue() []*Diagnostic {
 		MergeMissing([]string{"a.pbo"}, "a.pbt", "prep /M a"), RunKept("a.pbo", "a.pbo.2", "a"),
 		RunFilesCleared([]string{"a.pbo", "a.pbo.2"}, []string{"a.pbo.2"}, "a.pbt"),
 		NoPlan("a.pbi", "a", err), NoTrace("a.pbx", "a", false, err), NotSampling("a.pbt", "function timing"), NoWaits("a.pbt", datafile.FuncTiming),
-		NoWaits("a.pbt", datafile.FuncSampling), NoWaits("a.pbt", datafile.LineCounting), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
+		NoWaits("a.pbt", datafile.FuncSampling), NoWaits("a.pbt", datafile.LineCounting), CombineOtherType("a.pbt", "line coverage", "b.pbt", "function counting"), NotELF("f"), UnsupportedArch("f", "386"), OtherCPU("f"), SpecSyntax("x("),
 		NoFunctions("m"), Stripped("m", "abcdef"), ExportsOnly("m", "abcdef", 6), TwoStartFunctions("a", "b"), NeverMatched("x", nil),
 		StartIgnored(), StartNotFound("x", []string{"y"}), CannotProfileFunction("f", "m", err), DebugInfo("text"),
 		ProgramChanged("p", "p.pbi"), CannotRun("p", err), NotInPlan("p", "p.pbi"), Incomplete("why", "p.pbo"),
