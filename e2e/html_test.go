@@ -392,3 +392,66 @@ func TestHTMLLineReport(t *testing.T) {
 	chromium(t, file, "", "--screenshot="+shot)
 	checkScreenshot(t, shot)
 }
+
+// TestHTMLLineExplore opens counts.c's line profile (/LC) in headless
+// Chromium, driven as a user would: the page opens on the hottest lines
+// (fib's test first, 1973 hits, the table sorted by hits), and its
+// summary by directory and file gives counts.c's lines, those that ran
+// and their hits as the lcov tracefile of the same profile counts them;
+// a click on the file's name goes to its annotated source.
+func TestHTMLLineExplore(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	if !ok {
+		t.Skipf("%s not installed: the page is not read in a browser", chromiumName)
+	}
+	prog := testutil.BuildC(t, "counts")
+	dir, r := workflow(t, prog, []string{"/LC"})
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	src := filepath.Join(testutil.Root(t), "testdata", "progs", "c")
+	must(t, dir, "plist", "/nologo", "--format=html", "/D", src, "-o", "lines.html", "counts")
+	must(t, dir, "plist", "/nologo", "--format=lcov", "-o", "lines.info", "counts")
+	info, err := os.ReadFile(filepath.Join(dir, "lines.info"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines, run int
+	var hits uint64
+	for _, m := range regexp.MustCompile(`(?m)^DA:\d+,(\d+)$`).FindAllStringSubmatch(string(info), -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		lines++
+		hits += n
+		if n > 0 {
+			run++
+		}
+	}
+	b.Open("file://" + filepath.Join(dir, "lines.html"))
+	var first struct {
+		Sorted string
+		Hits   string
+	}
+	b.Eval(`(function () {
+		var th = document.querySelector('#table th[aria-sort]'), hits = document.querySelector('#table th[data-key=hits]').cellIndex;
+		return {Sorted: th ? th.getAttribute('data-key') + ' ' + th.getAttribute('aria-sort') : '', Hits: document.querySelector('#table tbody tr').cells[hits].textContent};
+	})()`, &first)
+	if first.Sorted != "hits descending" || first.Hits != "1973" {
+		t.Errorf("the page opens sorted by %q, its first line with %s hits; want hits descending and fib's test, 1973", first.Sorted, first.Hits)
+	}
+	var row []string
+	b.Eval(`Array.prototype.map.call(document.querySelector('#files tr.f').cells, function (c) { return c.textContent; })`, &row)
+	want := []string{"counts.c", strconv.Itoa(lines), strconv.Itoa(run), fmt.Sprintf("%.1f", 100*float64(run)/float64(lines)), strconv.FormatUint(hits, 10), "100.0"}
+	if !slices.Equal(row, want) {
+		t.Errorf("the summary's row of counts.c: %q, want %q (the lcov tracefile's lines)", row, want)
+	}
+	b.Click("#files tr.f a")
+	var at struct {
+		Hash string
+		Top  float64
+	}
+	b.Eval(`({Hash: location.hash, Top: document.querySelector(location.hash || 'body').getBoundingClientRect().top})`, &at)
+	if at.Hash != "#F0-0" || at.Top < -1 || at.Top > 50 {
+		t.Errorf("after a click on counts.c: at %q, its top %v px from the window's; want #F0-0 at the top", at.Hash, at.Top)
+	}
+}

@@ -26,19 +26,16 @@ import (
 type htmlPage struct {
 	Program, Profile, About string
 	Stats                   []htmlStats
-	// TableID is the table's section ("functions" or "lines"), TableTitle
-	// its heading, Omitted what /C left out.
-	TableID, TableTitle, Omitted string
-	Columns                      []htmlColumn
-	Rows                         []htmlRow
-	RowsHTML                     template.HTML // Rows, written (htmlRowsHTML)
+	htmlTable
 	// Flame is the flame graph; FlameNote says why there is none, when the
 	// profile type could have one.
 	Flame     *htmlFlame
 	FlameNote string
 	// Sources are the annotated source files, Unit what their counts
 	// count ("hits" or "samples"), HotLines how many lines "hot" takes.
-	Sources  []htmlSource
+	Sources []htmlSource
+	// Files is the line profile's summary by directory and file.
+	Files    []htmlFileRow
 	Unit     string
 	UnitHead string
 	HotLines int
@@ -50,6 +47,16 @@ type htmlPage struct {
 	// annotated source that were found, by module and file index.
 	lineClass func(lineKey) string
 	found     map[[2]int]bool
+}
+
+// htmlTable is the page's table of functions or lines: TableID is its
+// section ("functions" or "lines"), TableTitle its heading, Omitted what
+// /C left out.
+type htmlTable struct {
+	TableID, TableTitle, Omitted string
+	Columns                      []htmlColumn
+	Rows                         []htmlRow
+	RowsHTML                     template.HTML // Rows, written (htmlRowsHTML)
 }
 
 // htmlStats is a statistics block: the listing's title and its figures.
@@ -83,10 +90,10 @@ type htmlCell struct {
 // htmlSource is a source file of the annotated source.
 type htmlSource struct {
 	// Name is its recorded path, Found where it was found ("" when it was
-	// not), Module its module.
-	Name, Found, Module string
-	Lines               []htmlLine
-	LinesHTML           template.HTML // Lines, written (htmlLinesHTML)
+	// not), Module its module, ID its anchor (fileAnchor).
+	Name, Found, Module, ID string
+	Lines                   []htmlLine
+	LinesHTML               template.HTML // Lines, written (htmlLinesHTML)
 }
 
 // htmlLine is a line of an annotated source file.
@@ -150,8 +157,12 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 		}
 	} else {
 		pg.Unit, pg.UnitHead = "hits", "Hits"
+		if r.o.Sort == SortDefault && !m.IsCoverage() {
+			r.sort = SortCount // (the page opens on the hottest lines)
+		}
 		total, _ := r.totals(r.allItems())
 		r.htmlSources(pg, r.hits, total, true)
+		r.htmlFiles(pg, total)
 		r.htmlLineTable(pg)
 	}
 	pg.RowsHTML = htmlRowsHTML(pg.Rows)

@@ -41,6 +41,13 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 #table th[aria-sort=ascending] button::after{content:" \25B2";font-size:11px}
 #table th[aria-sort=descending] button::after{content:" \25BC";font-size:11px}
 #table .n{text-align:right;white-space:nowrap}
+#table td,#files td{overflow-wrap:anywhere}
+#files table{width:100%}
+#files th,#files td{padding:3px 10px;border-bottom:1px solid var(--rule);text-align:left}
+#files th{background:var(--panel)}
+#files .n{text-align:right;white-space:nowrap}
+#files tr.dir td{font-weight:600;background:#f8f9fb}
+#files tr.f td:first-child{padding-left:30px}
 #table tbody tr:hover td{background:#eef3fb}
 #table tr.never td{color:#8a92a0}
 #lines #table tr.never td{background:var(--never);color:inherit}
@@ -71,7 +78,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 <header>
 <h1>{{.Program}}</h1>
 <p class="about">{{.About}}</p>
-<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
+<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
 </header>
 <section id="statistics">
 <h2>Statistics</h2>
@@ -90,6 +97,16 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 {{if .Hidden}}<p class="note">{{.Hidden}} frames too narrow to draw are left out.</p>{{end}}
 {{else}}<p class="note">{{$.FlameNote}}</p>
 {{end}}</section>
+{{end}}{{if .Files}}<section id="files">
+<h2>Files</h2>
+<p class="note">Each directory's lines, then each of its files': the lines profiled, those that {{if .Coverage}}were covered{{else}}ran{{end}} and their share{{if not .Coverage}}, and their hits and share of all the hits{{end}}.</p>
+<table>
+<thead><tr><th>Directory and file</th><th class="n">Lines</th><th class="n">{{if .Coverage}}Covered{{else}}Run{{end}}</th><th class="n">%</th>{{if not .Coverage}}<th class="n">Hits</th><th class="n">%</th>{{end}}</tr></thead>
+<tbody>
+{{range .Files}}<tr class="{{if .Dir}}dir{{else}}f{{end}}"><td title="{{.Title}}">{{if .Href}}<a href="{{.Href}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td class="n">{{.Lines}}</td><td class="n">{{.Run}}</td><td class="n">{{.Cover}}</td>{{if not $.Coverage}}<td class="n">{{.Hits}}</td><td class="n">{{.HitsShare}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</section>
 {{end}}<section id="{{.TableID}}">
 <h2>{{.TableTitle}}</h2>
 <p class="note">Click a heading to sort by its column, again to reverse the order. The page's address keeps the order, to share it (#sort=hits-desc).</p>
@@ -103,7 +120,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 {{if .Sources}}<section id="source">
 <h2>Annotated source</h2>
 <p class="legend">{{if .Coverage}}<span class="run">&#x2713; executed</span><span class="never">&#x2717; never executed</span>{{else}}<span class="hot">hot: one of the {{.HotLines}} lines with the most {{.Unit}}, or tied with them</span>{{if eq .Unit "hits"}}<span class="run">executed</span><span class="never">never executed</span>{{else}}<span class="run">sampled</span>{{end}}{{end}} {{if eq .Unit "samples"}}A line without a mark had no sample.{{else}}A line without a mark has no code of its own.{{end}}</p>
-{{range .Sources}}<div class="file">
+{{range .Sources}}<div class="file" id="{{.ID}}">
 <h3>{{.Name}}{{if ne .Module $.Program}} ({{.Module}}){{end}}</h3>
 {{if .Found}}<p class="note">Source file: {{.Found}}</p>
 <table class="src">

@@ -131,7 +131,7 @@ func (a *htmlAnnotation) line(k lineKey, text string, whole uint64) htmlLine {
 // profiled lines lines (sorted), read where it is found, or empty when it
 // is found nowhere; whole is what the lines' shares are of.
 func (r htmlExport) htmlSource(pg *htmlPage, a *htmlAnnotation, mod, file int, name string, lines []int, whole uint64) htmlSource {
-	src := htmlSource{Name: name, Module: r.moduleName(mod)}
+	src := htmlSource{Name: name, Module: r.moduleName(mod), ID: fileAnchor(mod, file)}
 	f, found := r.openSource(mod, name)
 	if f == nil {
 		return src
