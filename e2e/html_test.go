@@ -222,7 +222,7 @@ func TestHTMLReport(t *testing.T) {
 	}
 	calls := map[string]string{"leaf": "7", "rec": "5", "caller_b": "2", "caller_a": "1", "main": "1"}
 	for name, n := range calls {
-		if !regexp.MustCompile(`<tr><td>` + name + `</td>.*<td class="n" data-v="` + n + `">` + n + `</td></tr>`).Match(page) {
+		if !regexp.MustCompile(`<tr><td>(<a href="#fn-\d+">)?` + name + `(</a>)?</td>.*<td class="n" data-v="` + n + `">` + n + `</td></tr>`).Match(page) {
 			t.Errorf("the page has no row of %s with %s calls", name, n)
 		}
 	}
@@ -260,6 +260,7 @@ func TestHTMLReport(t *testing.T) {
 		t.Errorf("functions in the order %q, want leaf rec caller_b, then caller_a and main", order)
 	}
 	checkFlame(t, dom, filepath.Join(dir, "timing.pbt"))
+	checkCallView(t, file)
 
 	dom, _ = chromium(t, file, "#sort=name-asc", "--dump-dom")
 	rows, sorted = domTable(t, dom)
@@ -453,5 +454,87 @@ func TestHTMLLineExplore(t *testing.T) {
 	b.Eval(`({Hash: location.hash, Top: document.querySelector(location.hash || 'body').getBoundingClientRect().top})`, &at)
 	if at.Hash != "#F0-0" || at.Top < -1 || at.Top > 50 {
 		t.Errorf("after a click on counts.c: at %q, its top %v px from the window's; want #F0-0 at the top", at.Hash, at.Top)
+	}
+}
+
+// callView is the page's view of a function's callers and callees as
+// the browser shows it: its heading, and each table's rows (name, calls).
+type callView struct {
+	Name             string
+	Callers, Callees [][2]string
+}
+
+// readCallView reads the view the page shows, once it shows the view
+// of the function the address names.
+func readCallView(b *testutil.Browser) callView {
+	b.Wait(`(function () { var v = document.getElementById("callview"), d = JSON.parse(document.getElementById("calls-data").textContent), m = /^#fn-(\d+)$/.exec(location.hash);
+		return m && !v.hidden && v.querySelector("h3") && v.querySelector("h3").textContent === d.names[m[1]]; })()`)
+	var v callView
+	b.Eval(`(function () {
+		var view = document.getElementById("callview"), rows = function (sel) {
+			return Array.prototype.map.call(view.querySelectorAll(sel + " tbody tr"), function (tr) {
+				return [tr.cells[0].textContent, tr.cells.length > 1 ? tr.cells[1].textContent : ""];
+			});
+		};
+		return view.hidden ? {} : {Name: view.querySelector("h3").textContent, Callers: rows(".callers"), Callees: rows(".callees")};
+	})()`, &v)
+	return v
+}
+
+// checkCallView drives timing.c's page in headless Chromium as a user
+// does: a click on leaf's name in the table shows who called it, and
+// how often (caller_b 4 times, caller_a 3), and that it calls no
+// profiled function; a click on caller_a there shows its caller, main
+// (once), and its callee, leaf (3 times); the browser's Back shows
+// leaf's again, and a
+// click on main's box in the flame graph shows main's callees: caller_a
+// once, caller_b twice.
+func checkCallView(t *testing.T, file string) {
+	t.Helper()
+	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	if !ok {
+		return
+	}
+	b.Open("file://" + file)
+	row := func(rows [][2]string, name string) string {
+		for _, r := range rows {
+			if r[0] == name {
+				return r[1]
+			}
+		}
+		return ""
+	}
+	var leafHref string
+	b.Eval(`(function () { var links = document.querySelectorAll('#table td a'); for (var i = 0; i < links.length; i++) { if (links[i].textContent === 'leaf') { return links[i].getAttribute('href'); } } return ''; })()`, &leafHref)
+	if leafHref == "" {
+		t.Fatal("leaf's name in the table links to no view")
+	}
+	b.Click(`#table a[href="` + leafHref + `"]`)
+	v := readCallView(b)
+	if v.Name != "leaf" || row(v.Callers, "caller_b") != "4" || row(v.Callers, "caller_a") != "3" || len(v.Callers) != 2 || len(v.Callees) != 1 || v.Callees[0][0] != "(none)" {
+		t.Errorf("leaf's view: %+v; want called by caller_b 4 times and caller_a 3, calling none", v)
+	}
+	b.Click(`#callview .callers a[href]:not([href="` + leafHref + `"])`)
+	v = readCallView(b)
+	if v.Name == "caller_b" { // (the costlier caller first: go to caller_a)
+		b.Eval(`history.back()`, nil)
+		b.Click(`#callview .callers tr:nth-child(2) a`)
+		v = readCallView(b)
+	}
+	if v.Name != "caller_a" || row(v.Callers, "main") != "1" || row(v.Callees, "leaf") != "3" {
+		t.Errorf("caller_a's view: %+v; want called once by main, calling leaf 3 times", v)
+	}
+	b.Eval(`history.back()`, nil)
+	if v = readCallView(b); v.Name != "leaf" {
+		t.Errorf("after Back the view is %q's, want leaf's", v.Name)
+	}
+	var mainFrame string
+	b.Eval(`(function () { var g = document.querySelectorAll('.flame a'); for (var i = 0; i < g.length; i++) { if (g[i].querySelector('title').textContent.split('\n')[0] === 'main') { return g[i].getAttribute('href'); } } return ''; })()`, &mainFrame)
+	if mainFrame == "" {
+		t.Fatal("main's box in the flame graph links to no view")
+	}
+	b.Click(`.flame a[href="` + mainFrame + `"] rect`)
+	if v = readCallView(b); v.Name != "main" || row(v.Callees, "caller_a") != "1" || row(v.Callees, "caller_b") != "2" {
+		t.Errorf("main's view from the flame graph: %+v; want calling caller_a once and caller_b twice", v)
 	}
 }

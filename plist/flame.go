@@ -118,14 +118,16 @@ type htmlFlame struct {
 type htmlFrame struct {
 	Name, Title, Label, Fill string
 	X, Y, W, TX, TY          string
+	Href                     string // its function's callers and callees, where it has them
 }
 
 // flameGraph lays out the flame graph of the folded stacks: the root
 // ("all") at the bottom, each frame above its caller, as wide as the
 // share of the value of the stacks through it; siblings from left to
-// right by name. Values are nanoseconds. It returns nil when the stacks
-// add up to nothing.
-func (r htmlExport) flameGraph(stacks []foldedStack) *htmlFlame {
+// right by name. Values are nanoseconds. A function's frames link to its
+// callers and callees where linked has it. It returns nil when the
+// stacks add up to nothing.
+func (r htmlExport) flameGraph(stacks []foldedStack, linked map[int]bool) *htmlFlame {
 	root := &flameNode{fn: -1}
 	depth := 0
 	for _, s := range stacks {
@@ -171,6 +173,8 @@ func (r htmlExport) flameGraph(stacks []foldedStack) *htmlFlame {
 			Label: flameLabel(name, w)}
 		if n.fn < 0 {
 			f.Title = fmt.Sprintf("all\n%s ms in the recorded stacks", fixed(millis(n.value), 3))
+		} else if linked[n.fn] {
+			f.Href = "#" + fnAnchor(n.fn)
 		}
 		g.Frames = append(g.Frames, f)
 		kids := slices.Clone(n.children)

@@ -31,6 +31,11 @@ type htmlPage struct {
 	// profile type could have one.
 	Flame     *htmlFlame
 	FlameNote string
+	// CallData is the data of the views of the callers and callees of
+	// the functions of the recorded stacks (htmlCalls); viewed has those
+	// functions.
+	CallData template.JS
+	viewed   map[int]bool
 	// Sources are the annotated source files, Unit what their counts
 	// count ("hits" or "samples"), HotLines how many lines "hot" takes.
 	Sources []htmlSource
@@ -135,11 +140,12 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 	}
 	pg.Stats = r.htmlStatistics()
 	if m.IsFunction() {
+		pg.CallData, pg.viewed = r.htmlCalls()
 		r.htmlFunctionTable(pg)
 		if m.HasTimes() {
 			opt := map[bool]string{true: "/FS", false: "/FT"}[m.IsSampling()]
 			if r.m.HasStacks() {
-				pg.Flame = r.flameGraph(r.foldedStacks())
+				pg.Flame = r.flameGraph(r.foldedStacks(), pg.viewed)
 				if pg.Flame == nil {
 					pg.FlameNote = "No flame graph: the recorded stacks took no time."
 				}
@@ -288,6 +294,9 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 		name := htmlCell{Text: r.names[i]}
 		if f.Name != r.names[i] {
 			name.Title = f.Name
+		}
+		if pg.viewed[i] {
+			name.Href = "#" + fnAnchor(i) // (its callers and callees)
 		}
 		row := htmlRow{Cells: []htmlCell{name, {Text: f.Source}}}
 		if multi {

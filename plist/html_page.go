@@ -48,6 +48,12 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 #files .n{text-align:right;white-space:nowrap}
 #files tr.dir td{font-weight:600;background:#f8f9fb}
 #files tr.f td:first-child{padding-left:30px}
+#callview h3{font-size:17px;margin:6px 0}
+.callviews{display:flex;flex-wrap:wrap;gap:18px}
+.calls{flex:1 1 420px;border:1px solid var(--rule)}
+.calls th,.calls td{padding:2px 8px;border-bottom:1px solid var(--rule);text-align:left;overflow-wrap:anywhere}
+.calls th{background:var(--panel)}
+.calls .n{text-align:right;white-space:nowrap}
 #table tbody tr:hover td{background:#eef3fb}
 #table tr.never td{color:#8a92a0}
 #lines #table tr.never td{background:var(--never);color:inherit}
@@ -78,7 +84,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 <header>
 <h1>{{.Program}}</h1>
 <p class="about">{{.About}}</p>
-<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
+<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .CallData}}<a href="#calls">Callers and callees</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
 </header>
 <section id="statistics">
 <h2>Statistics</h2>
@@ -92,11 +98,17 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 <h2>Flame graph</h2>
 {{with .Flame}}<p class="note">Each box is a function, called by the box below it, as wide as its share of the time of the call stacks through it ({{.Total}} in all, its own time and its callees'). The stacks are as deep as the profile recorded them: the bottom box of a stack is its outermost recorded caller. Point at a box for its figures.</p>
 <svg class="flame" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="flame graph">
-{{range .Frames}}<g><title>{{.Title}}</title><rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="17" rx="2" fill="{{.Fill}}"/>{{if .Label}}<text x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>{{end}}</g>
+{{range .Frames}}{{if .Href}}<a href="{{.Href}}">{{end}}<g><title>{{.Title}}</title><rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="17" rx="2" fill="{{.Fill}}"/>{{if .Label}}<text x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>{{end}}</g>{{if .Href}}</a>{{end}}
 {{end}}</svg>
 {{if .Hidden}}<p class="note">{{.Hidden}} frames too narrow to draw are left out.</p>{{end}}
 {{else}}<p class="note">{{$.FlameNote}}</p>
 {{end}}</section>
+{{end}}{{if .CallData}}<section id="calls">
+<h2>Callers and callees</h2>
+<p class="note">Click a function's name in the table, or its box in the flame graph: its callers and the functions it called come here, with the calls between them, their time with children and their shares. Click one of them for its own; the browser's Back comes back. (The view is drawn by the page's script.)</p>
+<div id="callview" hidden></div>
+<script type="application/json" id="calls-data">{{.CallData}}</script>
+</section>
 {{end}}{{if .Files}}<section id="files">
 <h2>Files</h2>
 <p class="note">Each directory's lines, then each of its files': the lines profiled, those that {{if .Coverage}}were covered{{else}}ran{{end}} and their share{{if not .Coverage}}, and their hits and share of all the hits{{end}}.</p>
@@ -207,6 +219,91 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
   });
   window.addEventListener("hashchange", fromAddress);
   fromAddress();
+})();
+(function () {
+  "use strict";
+  var data = document.getElementById("calls-data"), view = document.getElementById("callview");
+  if (!data || !view) {
+    return;
+  }
+  data = JSON.parse(data.textContent);
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined) {
+      e.textContent = text;
+    }
+    if (cls) {
+      e.className = cls;
+    }
+    return e;
+  }
+  function ms(ns) {
+    return (ns / 1e6).toFixed(3);
+  }
+  function table(title, rows, whole) {
+    var t = el("table", undefined, "calls"), head = el("tr"), body = el("tbody");
+    [title, "Calls"].concat(data.timed ? ["ms", "%"] : ["%"]).forEach(function (h, i) {
+      head.appendChild(el("th", h, i ? "n" : ""));
+    });
+    t.appendChild(el("thead")).appendChild(head);
+    rows.forEach(function (r) {
+      var tr = el("tr"), name = el("td");
+      if (r.fn >= 0) {
+        var a = el("a", data.names[r.fn]);
+        a.href = "#fn-" + r.fn;
+        name.appendChild(a);
+      } else {
+        name.textContent = "(no profiled caller)";
+      }
+      tr.appendChild(name);
+      tr.appendChild(el("td", String(r.calls), "n"));
+      if (data.timed) {
+        tr.appendChild(el("td", ms(r.time), "n"));
+      }
+      var part = data.timed ? r.time : r.calls, all = data.timed ? whole.time : whole.calls;
+      tr.appendChild(el("td", (all ? 100 * part / all : 0).toFixed(1), "n"));
+      body.appendChild(tr);
+    });
+    if (!rows.length) {
+      var none = el("td", "(none)");
+      none.colSpan = 4;
+      body.appendChild(el("tr")).appendChild(none);
+    }
+    t.appendChild(body);
+    return t;
+  }
+  function byCost(a, b) {
+    return (b.time - a.time) || (b.calls - a.calls) || (a.fn - b.fn);
+  }
+  function show() {
+    var m = /^#fn-(\d+)$/.exec(location.hash);
+    if (!m || !(m[1] in data.names)) {
+      return;
+    }
+    var f = Number(m[1]), callers = [], callees = [], whole = {calls: 0, time: 0};
+    data.edges.forEach(function (e) {
+      if (e[1] === f) {
+        callers.push({fn: e[0], calls: e[2], time: e[3]});
+        whole.calls += e[2];
+        whole.time += e[3];
+      }
+      if (e[0] === f) {
+        callees.push({fn: e[1], calls: e[2], time: e[3]});
+      }
+    });
+    callers.sort(byCost);
+    callees.sort(byCost);
+    view.textContent = "";
+    view.appendChild(el("h3", data.names[f]));
+    view.appendChild(el("p", whole.calls + " calls in the stacks" + (data.timed ? ", " + ms(whole.time) + " ms with children" : ""), "note"));
+    var both = view.appendChild(el("div", undefined, "callviews"));
+    both.appendChild(table("Called by", callers, whole)).classList.add("callers");
+    both.appendChild(table("Calls to", callees, whole)).classList.add("callees");
+    view.hidden = false;
+    view.scrollIntoView();
+  }
+  window.addEventListener("hashchange", show);
+  show();
 })();
 </script>
 </body>

@@ -371,6 +371,15 @@ func TestHTMLEscapes(t *testing.T) {
 	if !strings.Contains(page, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") || !strings.Contains(page, "a&amp;b&#34;&lt;i&gt;") {
 		t.Error("the names are not in the page as text")
 	}
+	// A name in the callers' and callees' data cannot end its script.
+	m = readInput(t, "attribution")
+	m.Plan.Funcs[0].Name = `</script><b>x</b>`
+	page = writeHTMLReport(t, "attribution", m, func(o *Options) { o.Mangled = true })
+	data := page[strings.Index(page, `id="calls-data">`):]
+	data = data[:strings.Index(data, "</script>")]
+	if !strings.Contains(data, `\u003c/script\u003e\u003cb\u003ex`) || strings.Contains(page, "<b>x") {
+		t.Errorf("the name is not in the calls' data as escaped text: %s", data)
+	}
 }
 
 // TestHTMLLarge: 10,000 functions with stacks make a page of one row

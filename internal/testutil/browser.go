@@ -207,3 +207,21 @@ func (b *Browser) Type(selector, text string) {
 	b.Eval(fmt.Sprintf(`(function () { var e = document.querySelector(%q); if (!e) { throw new Error("no element"); } e.focus(); e.select && e.select(); })()`, selector), nil)
 	b.call(b.session, "Input.insertText", map[string]any{"text": text}, nil)
 }
+
+// Wait waits until the script expression cond is true in the page (the
+// events a click queued have run: a fragment's hashchange comes after
+// the click), failing the test after ten seconds.
+func (b *Browser) Wait(cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ok bool
+		if b.eval("Boolean("+cond+")", &ok); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: waited 10 s for %s", cond)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
