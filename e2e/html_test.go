@@ -313,6 +313,7 @@ func TestHTMLFlameGraph(t *testing.T) {
 		t.Errorf("rows of %v, want those of %v", calls, want)
 	}
 	checkFlame(t, dom, filepath.Join(dir, "primes.pbt"))
+	checkFlameExplore(t, file)
 	if !regexp.MustCompile(`<g><title>main\n[0-9.]+ ms, 100.0% of the stacks' time</title><rect x="4" y="[0-9.]+" width="1191.5"`).MatchString(dom) {
 		t.Error("no frame of main over the whole flame graph")
 	}
@@ -533,8 +534,134 @@ func checkCallView(t *testing.T, file string) {
 	if mainFrame == "" {
 		t.Fatal("main's box in the flame graph links to no view")
 	}
-	b.Click(`.flame a[href="` + mainFrame + `"] rect`)
+	b.Click(`.flame a[href="` + mainFrame + `"] rect`) // (zooms on main)
+	b.Click(`#flame-view`)
 	if v = readCallView(b); v.Name != "main" || row(v.Callees, "caller_a") != "1" || row(v.Callees, "caller_b") != "2" {
 		t.Errorf("main's view from the flame graph: %+v; want calling caller_a once and caller_b twice", v)
+	}
+}
+
+// flameBox is a box of the flame graph (or of the icicle) as the
+// browser lays it out: its function, its place and whether it shows.
+type flameBox struct {
+	Name         string
+	X, Y, W      float64
+	Shown, Match bool
+	Caller       bool
+	Href         string
+	Share        float64 // (its title's share of the stacks' time)
+}
+
+// flameBoxes reads the boxes of the flame graph, or of the icicle.
+func flameBoxes(b *testutil.Browser, icicle bool) []flameBox {
+	var boxes []flameBox
+	sel := "svg.flame > a > g, svg.flame > g:not(#icicle)"
+	if icicle {
+		sel = "#icicle g"
+	}
+	b.Eval(`Array.prototype.map.call(document.querySelectorAll("`+sel+`"), function (g) {
+		var r = g.querySelector("rect"), title = g.querySelector("title").textContent, m = / ([0-9.]+)% of/.exec(title);
+		return {Name: title.split("\n")[0], X: Number(r.getAttribute("x")), Y: Number(r.getAttribute("y")), W: Number(r.getAttribute("width")),
+			Shown: g.style.display !== "none", Match: g.classList.contains("match"), Caller: g.classList.contains("caller"),
+			Href: g.parentNode.getAttribute("href") || "", Share: m ? Number(m[1]) : 0};
+	})`, &boxes)
+	return boxes
+}
+
+// checkFlameExplore drives primes' flame graph in headless Chromium:
+//   - searching "prime" marks coprime's and is_prime's boxes, and their
+//     share is the sum of their boxes' shares (neither holds the other);
+//   - a click on count_naive zooms on it: it spans the graph, is_prime
+//     above it in proportion, main below it full width and faded,
+//     coprime hidden;
+//   - zoomed on is_prime, Callers flips to the icicle of its callers:
+//     is_prime on top, then count_naive, then main, each full width;
+//   - Reset shows the whole graph again, and the bar's link of a
+//     zoomed gcd goes to its callers and callees: coprime, 1000 calls.
+func checkFlameExplore(t *testing.T, file string) {
+	t.Helper()
+	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	if !ok {
+		return
+	}
+	b.Open("file://" + file)
+	boxes := flameBoxes(b, false)
+	full := 0.0
+	var want float64
+	var n int
+	for _, f := range boxes {
+		full = max(full, f.W)
+		if f.Name == "coprime" || f.Name == "is_prime" {
+			want += f.Share
+			n++
+		}
+	}
+	b.Type("#flame-search", "prime")
+	b.Wait(`document.getElementById("flame-matched").textContent !== ""`)
+	var said string
+	b.Eval(`document.getElementById("flame-matched").textContent`, &said)
+	m := regexp.MustCompile(`^(\d+) boxes match: ([0-9.]+)% of the time$`).FindStringSubmatch(said)
+	if m == nil || m[1] != strconv.Itoa(n) || n < 2 {
+		t.Fatalf("the search of prime says %q, want %d boxes", said, n)
+	}
+	if got, _ := strconv.ParseFloat(m[2], 64); got < want-0.15 || got > want+0.15 {
+		t.Errorf("the search of prime: %.1f%% of the time, want coprime's and is_prime's %.1f%%", got, want)
+	}
+	for _, f := range flameBoxes(b, false) {
+		if f.Match != (f.Name == "coprime" || f.Name == "is_prime") {
+			t.Errorf("%s's box: marked %v", f.Name, f.Match)
+		}
+	}
+	b.Eval(`(function () { var s = document.getElementById("flame-search"); s.value = ""; s.dispatchEvent(new Event("input")); })()`, nil)
+
+	find := func(boxes []flameBox, name string) flameBox {
+		for _, f := range boxes {
+			if f.Name == name {
+				return f
+			}
+		}
+		t.Fatalf("no box of %s in %+v", name, boxes)
+		return flameBox{}
+	}
+	naive, prime := find(boxes, "count_naive"), find(boxes, "is_prime")
+	b.Click(`.flame a[href="` + naive.Href + `"] rect`)
+	b.Wait(`document.getElementById("flame-zoomed").textContent === "count_naive"`)
+	zoomed := flameBoxes(b, false)
+	near := func(a, b float64) bool { return a > b-1 && a < b+1 }
+	if z := find(zoomed, "count_naive"); !near(z.X, 4) || !near(z.W, full) {
+		t.Errorf("zoomed on count_naive: its box at %v, %v wide; want 4, %v", z.X, z.W, full)
+	}
+	if p := find(zoomed, "is_prime"); !p.Shown || !near(p.W+0.5, (prime.W+0.5)*(full+0.5)/(naive.W+0.5)) {
+		t.Errorf("zoomed on count_naive: is_prime %v wide, want %v", p.W, (prime.W+0.5)*(full+0.5)/(naive.W+0.5)-0.5)
+	}
+	if c, mn := find(zoomed, "coprime"), find(zoomed, "main"); c.Shown || !mn.Caller || !near(mn.W, full) {
+		t.Errorf("zoomed on count_naive: coprime shown %v, main faded %v and %v wide", c.Shown, mn.Caller, mn.W)
+	}
+
+	b.Click(`.flame a[href="` + prime.Href + `"] rect`)
+	b.Wait(`document.getElementById("flame-zoomed").textContent === "is_prime"`)
+	b.Click("#flame-callers")
+	b.Wait(`document.getElementById("icicle") !== null`)
+	ice := flameBoxes(b, true)
+	if len(ice) != 3 || ice[0].Name != "is_prime" || ice[1].Name != "count_naive" || ice[2].Name != "main" {
+		t.Fatalf("the icicle of is_prime's callers: %+v, want is_prime, count_naive, main", ice)
+	}
+	for i, f := range ice {
+		if !near(f.W, full) || !near(f.Y, 4.5+18*float64(i)) {
+			t.Errorf("the icicle's %s at y %v, %v wide; want row %d, %v wide", f.Name, f.Y, f.W, i, full)
+		}
+	}
+	b.Click("#flame-callers")
+	b.Wait(`document.getElementById("icicle") === null`)
+	b.Click("#flame-reset")
+	for _, f := range flameBoxes(b, false) {
+		if o := find(boxes, f.Name); !f.Shown || f.Caller || !near(f.W, o.W) {
+			t.Errorf("after Reset: %s shown %v, %v wide, want %v", f.Name, f.Shown, f.W, o.W)
+		}
+	}
+	b.Click(`.flame a[href="` + find(boxes, "gcd").Href + `"] rect`)
+	b.Click("#flame-view")
+	if v := readCallView(b); v.Name != "gcd" || len(v.Callers) != 1 || v.Callers[0] != [2]string{"coprime", "1000"} {
+		t.Errorf("gcd's view from the flame graph: %+v, want called by coprime 1000 times", v)
 	}
 }

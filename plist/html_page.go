@@ -61,6 +61,12 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 .flame{display:block;width:100%;height:auto;border:1px solid var(--rule);border-radius:6px;background:#fbfbfc}
 .flame text{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fill:#1a1a1a;pointer-events:none}
 .flame g:hover rect{stroke:#222;stroke-width:1}
+.flame g{cursor:pointer}
+.flame g.match rect{fill:#d24fc4}
+.flame g.caller{opacity:.55}
+.flamebar{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:6px 0}
+.flamebar input{font:inherit;padding:3px 8px;min-width:240px}
+#flame-zoomed{font-weight:600}
 .legend span{display:inline-block;padding:1px 8px;margin-right:8px;border-radius:4px;color:var(--fg)}
 .run{background:var(--run)}.never{background:var(--never)}.hot{background:var(--hot)}
 .file{margin:18px 0 26px}
@@ -96,7 +102,8 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 </section>
 {{if or .Flame .FlameNote}}<section id="flame">
 <h2>Flame graph</h2>
-{{with .Flame}}<p class="note">Each box is a function, called by the box below it, as wide as its share of the time of the call stacks through it ({{.Total}} in all, its own time and its callees'). The stacks are as deep as the profile recorded them: the bottom box of a stack is its outermost recorded caller. Point at a box for its figures.</p>
+{{with .Flame}}<p class="note">Each box is a function, called by the box below it, as wide as its share of the time of the call stacks through it ({{.Total}} in all, its own time and its callees'). The stacks are as deep as the profile recorded them: the bottom box of a stack is its outermost recorded caller. Point at a box for its figures; click it to zoom on it (all, the bottom box, zooms out), then Callers for the tree of its callers. The search marks the functions whose names hold its text, with their share of the time.</p>
+<div class="flamebar" id="flamebar" hidden><input type="search" id="flame-search" placeholder="Search functions" aria-label="Search the flame graph's functions"><span id="flame-matched" class="note"></span><span id="flame-zoomed"></span><button type="button" id="flame-callers" hidden>Callers</button><a id="flame-view" href="#calls" hidden>Callers and callees</a><button type="button" id="flame-reset" hidden>Reset zoom</button></div>
 <svg class="flame" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="flame graph">
 {{range .Frames}}{{if .Href}}<a href="{{.Href}}">{{end}}<g><title>{{.Title}}</title><rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="17" rx="2" fill="{{.Fill}}"/>{{if .Label}}<text x="{{.TX}}" y="{{.TY}}">{{.Label}}</text>{{end}}</g>{{if .Href}}</a>{{end}}
 {{end}}</svg>
@@ -305,6 +312,7 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
   window.addEventListener("hashchange", show);
   show();
 })();
+{{if .Flame}}{{template "flamescript"}}{{end}}
 </script>
 </body>
 </html>
