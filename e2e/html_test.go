@@ -539,6 +539,51 @@ func checkCallView(t *testing.T, file string) {
 	if v = readCallView(b); v.Name != "main" || row(v.Callees, "caller_a") != "1" || row(v.Callees, "caller_b") != "2" {
 		t.Errorf("main's view from the flame graph: %+v; want calling caller_a once and caller_b twice", v)
 	}
+	b.Click("#flame-reset")
+
+	// The filter: focus on caller_a and caller_b, then hide them.
+	type filtered struct {
+		Rows  []string
+		Count string
+		Boxes map[string][2]int // (each function's boxes: shown, hidden)
+	}
+	read := func() filtered {
+		var f filtered
+		b.Eval(`(function () {
+			var rows = [], boxes = {};
+			Array.prototype.forEach.call(document.querySelectorAll("#table tbody tr"), function (tr) {
+				if (!tr.hidden) { rows.push(tr.cells[0].textContent); }
+			});
+			Array.prototype.forEach.call(document.querySelectorAll("svg.flame > a > g, svg.flame > g"), function (g) {
+				var name = g.querySelector("title").textContent.split("\n")[0], n = boxes[name] || [0, 0];
+				n[g.style.display === "none" ? 1 : 0]++;
+				boxes[name] = n;
+			});
+			return {Rows: rows.sort(), Count: document.getElementById("filter-count").textContent, Boxes: boxes};
+		})()`, &f)
+		return f
+	}
+	b.Type("#filter", "^caller_")
+	b.Wait(`document.getElementById("filter-count").textContent !== ""`)
+	f := read()
+	if strings.Join(f.Rows, " ") != "caller_a caller_b" || !strings.HasPrefix(f.Count, "2 of ") {
+		t.Errorf("focus on ^caller_: rows %q (%q), want caller_a and caller_b", f.Rows, f.Count)
+	}
+	if f.Boxes["rec"][0] != 0 || f.Boxes["leaf"][0] == 0 || f.Boxes["main"][0] != 1 || f.Boxes["caller_a"][1] != 0 {
+		t.Errorf("focus on ^caller_: the flame graph's boxes (shown, hidden) %v; want rec's hidden, leaf's and main's shown", f.Boxes)
+	}
+	b.Click(`input[name=filter-mode][value=hide]`)
+	b.Wait(`!document.getElementById("filter-count").textContent.startsWith("2 of ")`)
+	f = read()
+	if slices.Contains(f.Rows, "caller_a") || slices.Contains(f.Rows, "caller_b") || !slices.Contains(f.Rows, "rec") {
+		t.Errorf("hiding ^caller_: rows %q", f.Rows)
+	}
+	if f.Boxes["caller_a"][0] != 0 || f.Boxes["leaf"][0] != 0 || f.Boxes["rec"][0] == 0 || f.Boxes["main"][0] != 1 {
+		t.Errorf("hiding ^caller_: the flame graph's boxes (shown, hidden) %v; want caller_a's and leaf's (their callee) hidden, rec's and main's shown", f.Boxes)
+	}
+	if v = readCallView(b); v.Name != "main" || row(v.Callees, "caller_a") != "" || row(v.Callees, "rec") == "" {
+		t.Errorf("main's view hiding ^caller_: %+v; want rec alone", v)
+	}
 }
 
 // flameBox is a box of the flame graph (or of the icicle) as the

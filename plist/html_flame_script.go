@@ -19,7 +19,10 @@ import "html/template"
 //     callers: the function on top, full width, each caller of its
 //     outermost boxes below it as wide as the time through it, down to
 //     the stacks' outermost;
-//   - the bar's link goes to the zoomed function's callers and callees.
+//   - the bar's link goes to the zoomed function's callers and callees;
+//   - the page's filter (focus) shows the boxes on the stacks of the
+//     functions it matches (theirs, their callees' above them, their
+//     callers' below), or (hide) leaves out theirs and their callees'.
 //
 // With scripts off the bar stays hidden and a box's link goes to the
 // function's view.
@@ -88,7 +91,7 @@ var _ = template.Must(htmlTemplate.New("flamescript").Parse(`
       } else {
         shown = false;
       }
-      f.g.style.display = shown ? "" : "none";
+      f.g.style.display = shown && !f.out ? "" : "none";
       f.g.classList.toggle("caller", above);
     });
     selected = z;
@@ -146,6 +149,21 @@ var _ = template.Must(htmlTemplate.New("flamescript").Parse(`
       zoom(selected);
     }
   }
+  document.addEventListener("sprof-filter", function (e) {
+    var test = e.detail.test, focus = e.detail.mode === "focus", hits = frames.filter(function (m) {
+      return test && m.level > 0 && test(m.name);
+    });
+    frames.forEach(function (f) {
+      // (A box is on a matching function's stacks where it is one, is
+      // above one, its callee, or below one, its caller.)
+      var above = hits.some(function (m) { return m.level <= f.level && within(f, m.x, m.span); });
+      var below = hits.some(function (m) { return m.level > f.level && spans(f, m.x, m.span); });
+      f.out = test !== null && (focus ? !(above || below) : above);
+    });
+    if (!icicle) {
+      zoom(selected);
+    }
+  });
   svg.addEventListener("click", function (e) {
     var g = e.target.closest && e.target.closest("g");
     if (!g || icicle) {

@@ -67,6 +67,8 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 .flamebar{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:6px 0}
 .flamebar input{font:inherit;padding:3px 8px;min-width:240px}
 #flame-zoomed{font-weight:600}
+.filterbar{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:8px 0 0}
+.filterbar input[type=search]{font:inherit;padding:3px 8px;min-width:300px}
 .legend span{display:inline-block;padding:1px 8px;margin-right:8px;border-radius:4px;color:var(--fg)}
 .run{background:var(--run)}.never{background:var(--never)}.hot{background:var(--hot)}
 .file{margin:18px 0 26px}
@@ -91,7 +93,8 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 <h1>{{.Program}}</h1>
 <p class="about">{{.About}}</p>
 <nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .CallData}}<a href="#calls">Callers and callees</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
-</header>
+{{if eq .TableID "functions"}}<div class="filterbar" id="filterbar" hidden><input type="search" id="filter" placeholder="Filter functions: a regular expression" aria-label="Filter the functions"><label><input type="radio" name="filter-mode" value="focus" checked> focus on them</label><label><input type="radio" name="filter-mode" value="hide"> hide them</label><span id="filter-count" class="note"></span></div>
+{{end}}</header>
 <section id="statistics">
 <h2>Statistics</h2>
 <div class="stats">
@@ -226,6 +229,18 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
   });
   window.addEventListener("hashchange", fromAddress);
   fromAddress();
+  var nameCol = column("name"), count = document.getElementById("filter-count");
+  document.addEventListener("sprof-filter", function (e) {
+    var test = e.detail.test, shown = 0;
+    rows.forEach(function (tr) {
+      var keep = !test || (e.detail.mode === "focus") === test(tr.cells[nameCol].textContent);
+      tr.hidden = !keep;
+      shown += keep ? 1 : 0;
+    });
+    if (count) {
+      count.textContent = test ? shown + " of " + rows.length + " functions listed" : "";
+    }
+  });
 })();
 (function () {
   "use strict";
@@ -247,12 +262,20 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
   function ms(ns) {
     return (ns / 1e6).toFixed(3);
   }
+  var filter = {};
+  document.addEventListener("sprof-filter", function (e) {
+    filter = e.detail;
+    show();
+  });
   function table(title, rows, whole) {
     var t = el("table", undefined, "calls"), head = el("tr"), body = el("tbody");
     [title, "Calls"].concat(data.timed ? ["ms", "%"] : ["%"]).forEach(function (h, i) {
       head.appendChild(el("th", h, i ? "n" : ""));
     });
     t.appendChild(el("thead")).appendChild(head);
+    rows = rows.filter(function (r) {
+      return !(filter.test && filter.mode === "hide" && r.fn >= 0 && filter.test(data.names[r.fn]));
+    });
     rows.forEach(function (r) {
       var tr = el("tr"), name = el("td");
       if (r.fn >= 0) {
@@ -313,6 +336,32 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
   show();
 })();
 {{if .Flame}}{{template "flamescript"}}{{end}}
+(function () {
+  "use strict";
+  var bar = document.getElementById("filterbar"), box = document.getElementById("filter");
+  if (!bar || !box) {
+    return;
+  }
+  function apply() {
+    var text = box.value, test = null, mode = bar.querySelector("input[name=filter-mode]:checked").value;
+    if (text !== "") {
+      try {
+        var re = new RegExp(text);
+        test = function (name) { return re.test(name); };
+        box.removeAttribute("aria-invalid");
+      } catch (err) {
+        test = function (name) { return name.indexOf(text) >= 0; }; // (not a regular expression: its text)
+        box.setAttribute("aria-invalid", "true");
+      }
+    }
+    document.dispatchEvent(new CustomEvent("sprof-filter", {detail: {test: test, mode: mode}}));
+  }
+  box.addEventListener("input", apply);
+  Array.prototype.forEach.call(bar.querySelectorAll("input[name=filter-mode]"), function (r) {
+    r.addEventListener("change", apply);
+  });
+  bar.hidden = false;
+})();
 </script>
 </body>
 </html>
