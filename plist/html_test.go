@@ -406,6 +406,7 @@ func TestHTMLLarge(t *testing.T) {
 	if h, _ := strconv.Atoi(hidden[1]); frames+h != 1+2*n {
 		t.Errorf("%d frames drawn and %d left out, want %d in all", frames, h, 1+2*n)
 	}
+	t.Logf("a page of %d bytes", len(page))
 	if len(page) > 4<<20 {
 		t.Errorf("a page of %d bytes", len(page))
 	}
