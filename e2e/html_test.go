@@ -710,3 +710,39 @@ func checkFlameExplore(t *testing.T, file string) {
 		t.Errorf("gcd's view from the flame graph: %+v, want called by coprime 1000 times", v)
 	}
 }
+
+// TestHTMLSampledSource samples primes (/FS, with its sampled stacks)
+// and reads its page in headless Chromium: the sampled lines of
+// is_prime's loop, the hottest, link to is_prime's callers and callees,
+// and a click on one shows them: called by count_naive.
+func TestHTMLSampledSource(t *testing.T) {
+	testutil.MustHavePtrace(t)
+	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	if !ok {
+		t.Skipf("%s not installed: the page is not read in a browser", chromiumName)
+	}
+	dir, r := workflow(t, testutil.BuildExample(t, "primes"), []string{"/FS"}, strconv.Itoa(testutil.Scale(200000)))
+	if r.status != 0 {
+		t.Fatalf("profile: status %d\n%s", r.status, r.stderr)
+	}
+	needsPerf(t, r.stderr)
+	src := filepath.Join(testutil.Root(t), "examples", "c")
+	must(t, dir, "plist", "/nologo", "--format=html", "/D", src, "-o", "primes.html", "primes")
+	b.Open("file://" + filepath.Join(dir, "primes.html"))
+	var href string
+	b.Eval(`(function () {
+		var rows = document.querySelectorAll(".src tbody tr");
+		for (var i = 0; i < rows.length; i++) {
+			var code = rows[i].cells[3].textContent, a = rows[i].cells[1].querySelector("a");
+			if (code.indexOf("n % d == 0") >= 0 && a) { return a.getAttribute("href"); }
+		}
+		return "";
+	})()`, &href)
+	if href == "" {
+		t.Fatal("is_prime's sampled line links to no view")
+	}
+	b.Click(`.src td.c a[href="` + href + `"]`)
+	if v := readCallView(b); v.Name != "is_prime" || len(v.Callers) != 1 || v.Callers[0][0] != "count_naive" {
+		t.Errorf("the view from is_prime's line: %+v, want is_prime's, called by count_naive", v)
+	}
+}

@@ -106,6 +106,7 @@ type htmlLine struct {
 	N                     int
 	ID, Class, Count, Pct string
 	Text                  string
+	Href                  string // its count's link: its function's callers and callees
 }
 
 // hotLines is how many lines the annotated source marks hot: the lines

@@ -95,7 +95,13 @@ func htmlLinesHTML(lines []htmlLine) template.HTML {
 		b.WriteString(`><td class="ln">`)
 		b.WriteString(strconv.Itoa(l.N))
 		b.WriteString(`</td><td class="c">`)
-		htmlText(&b, l.Count)
+		if fragmentSafe(l.Href) {
+			b.WriteString(`<a href="` + l.Href + `">`)
+			htmlText(&b, l.Count)
+			b.WriteString("</a>")
+		} else {
+			htmlText(&b, l.Count)
+		}
 		b.WriteString(`</td><td class="p">`)
 		htmlText(&b, l.Pct)
 		b.WriteString(`</td><td class="code">`)

@@ -12,7 +12,7 @@ import (
 var (
 	rowsTemplate = template.Must(template.New("rows").Parse(`{{range .}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Num}} class="n" data-v="{{.V}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{if .Href}}<a href="{{.Href}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}`))
-	linesTemplate = template.Must(template.New("lines").Parse(`{{range .}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{.Count}}</td><td class="p">{{.Pct}}</td><td class="code">{{.Text}}</td></tr>
+	linesTemplate = template.Must(template.New("lines").Parse(`{{range .}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{if .Href}}<a href="{{.Href}}">{{.Count}}</a>{{else}}{{.Count}}{{end}}</td><td class="p">{{.Pct}}</td><td class="code">{{.Text}}</td></tr>
 {{end}}`))
 )
 
@@ -46,7 +46,11 @@ func TestHTMLRowsAsTemplate(t *testing.T) {
 			row.Cells = append(row.Cells, c)
 		}
 		rows = append(rows, row)
-		lines = append(lines, htmlLine{N: i, ID: text(), Class: text(), Count: text(), Pct: text(), Text: text()})
+		line := htmlLine{N: i, ID: text(), Class: text(), Count: text(), Pct: text(), Text: text()}
+		if rng.IntN(3) == 0 {
+			line.Href = "#" + fnAnchor(rng.IntN(99999))
+		}
+		lines = append(lines, line)
 	}
 	var want strings.Builder
 	if err := rowsTemplate.Execute(&want, rows); err != nil {

@@ -29,6 +29,15 @@ func (r htmlExport) htmlSources(pg *htmlPage, count func(int) uint64, whole uint
 	}
 	pg.lineClass = a.class
 	pg.found = map[[2]int]bool{}
+	if len(pg.viewed) > 0 {
+		a.links = map[lineKey]string{}
+		for i := range r.plan.Lines {
+			l := &r.plan.Lines[i]
+			if fn := r.lineFunc(l); pg.viewed[fn] {
+				a.links[lineKey{l.Module, l.File, l.Line}] = "#" + fnAnchor(fn)
+			}
+		}
+	}
 	for mod := range r.plan.Modules {
 		modWhole := whole
 		if !r.plan.Method.IsFunction() {
@@ -54,6 +63,9 @@ type htmlAnnotation struct {
 	hot      uint64
 	marked   bool
 	coverage bool
+	// links are the lines whose function has a view of its callers and
+	// callees: its address (#fn-N).
+	links map[lineKey]string
 }
 
 // count adds up the counts of the plan's lines, count(i) of lines[i], and
@@ -113,7 +125,7 @@ func (a *htmlAnnotation) class(k lineKey) string {
 func (a *htmlAnnotation) line(k lineKey, text string, whole uint64) htmlLine {
 	hl := htmlLine{N: k.line, Text: text, Class: a.class(k)}
 	if c, ok := a.counts[k]; ok {
-		hl.ID = lineAnchor(k)
+		hl.ID, hl.Href = lineAnchor(k), a.links[k]
 		if a.coverage {
 			hl.Count = "\u2717"
 			if c > 0 {
