@@ -147,13 +147,19 @@ echo "$* stage=${ARM64_TEST_STAGE:+shared}" >>"$FAKE_CALLS"
 case "$*" in
 *--pages16k*)
 	echo "=== RUN   TestA"
-	echo "    a_test.go:12: got 3, want 4"
-	echo "    a_test.go:13: the second"
-	echo "--- FAIL: TestA (0.10s)"
 	echo "=== RUN   TestA/pie"
 	echo "        a_test.go:20: in the subtest"
+	echo "=== RUN   TestA/nopie"
+	echo "        a_test.go:25: a subtest that passed"
+	echo "--- FAIL: TestA (0.10s)"
 	echo "    --- FAIL: TestA/pie (0.05s)"
+	echo "    --- PASS: TestA/nopie (0.05s)"
+	echo "=== RUN   TestB"
 	echo "--- PASS: TestB (0.01s)"
+	echo "=== RUN   TestC"
+	echo "    c_test.go:12: got 3, want 4"
+	echo "    c_test.go:13: the second"
+	echo "--- FAIL: TestC (0.01s)"
 	echo "@@arm64-vm status 1@@ after 12.00 s"
 	exit 1 ;;
 *--bti*)
@@ -179,11 +185,12 @@ echo "--- PASS: TestA (0.10s)"
 	}
 	wantEnd := `arm64-test --all: plain: passed
 arm64-test --all: pages16k: FAILED (status 1)
-        a_test.go:12: got 3, want 4
-        a_test.go:13: the second
     --- FAIL: TestA (0.10s)
             a_test.go:20: in the subtest
         --- FAIL: TestA/pie (0.05s)
+        c_test.go:12: got 3, want 4
+        c_test.go:13: the second
+    --- FAIL: TestC (0.01s)
     @@arm64-vm status 1@@ after 12.00 s
 arm64-test --all: bti: FAILED (status 124)
     panic: test timed out after 13m0s
