@@ -86,10 +86,11 @@ type htmlRow struct {
 }
 
 // htmlCell is a table cell: its text, the number it sorts by (V, for
-// numeric columns), and a link into the source.
+// numeric columns), and a link into the source. Wrap lets a long name
+// break after its separators (htmlBreakable).
 type htmlCell struct {
 	Text, V, Href, Title string
-	Num                  bool
+	Num, Wrap            bool
 }
 
 // htmlSource is a source file of the annotated source.
@@ -292,14 +293,14 @@ func (r htmlExport) htmlFunctionTable(pg *htmlPage) {
 			continue
 		}
 		f := &r.plan.Funcs[i]
-		name := htmlCell{Text: r.names[i]}
+		name := htmlCell{Text: r.names[i], Wrap: true}
 		if f.Name != r.names[i] {
 			name.Title = f.Name
 		}
 		if pg.viewed[i] {
 			name.Href = "#" + fnAnchor(i) // (its callers and callees)
 		}
-		row := htmlRow{Cells: []htmlCell{name, {Text: f.Source}}}
+		row := htmlRow{Cells: []htmlCell{name, {Text: f.Source, Wrap: true}}}
 		if multi {
 			row.Cells = append(row.Cells, htmlCell{Text: r.moduleName(f.Module)})
 		}

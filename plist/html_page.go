@@ -41,7 +41,7 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 #table th[aria-sort=ascending] button::after{content:" \25B2";font-size:11px}
 #table th[aria-sort=descending] button::after{content:" \25BC";font-size:11px}
 #table .n{text-align:right;white-space:nowrap}
-#table td,#files td{overflow-wrap:anywhere}
+#files td{overflow-wrap:anywhere}
 #files table{width:100%}
 #files th,#files td{padding:3px 10px;border-bottom:1px solid var(--rule);text-align:left}
 #files th{background:var(--panel)}

@@ -77,3 +77,26 @@ func firstDifference(got, want string) string {
 	lo := max(0, i-60)
 	return "got:  " + got[lo:min(len(got), i+60)] + "\nwant: " + want[lo:min(len(want), i+60)]
 }
+
+// TestHTMLBreakable: a long name may break after each separator of its
+// parts (<wbr>), escaped as any text; a short one is as it is, and the
+// text is the same once the breaks are taken out.
+func TestHTMLBreakable(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"main.main", "main.main"},
+		{"github.com/x/pkg.(*T[go.shape.int]).Method", "github.<wbr>com/<wbr>x/<wbr>pkg.<wbr>(<wbr>*T[<wbr>go.<wbr>shape.<wbr>int]).<wbr>Method"},
+		{"std::vector<int, std::allocator<int>>::size", "std:<wbr>:<wbr>vector&lt;<wbr>int,<wbr> std:<wbr>:<wbr>allocator&lt;<wbr>int&gt;&gt;:<wbr>:<wbr>size"},
+		{"a_very_long_name_with_underscores/", "a_<wbr>very_<wbr>long_<wbr>name_<wbr>with_<wbr>underscores/"},
+	} {
+		var b strings.Builder
+		htmlBreakable(&b, c.in)
+		if b.String() != c.want {
+			t.Errorf("%q: %q, want %q", c.in, b.String(), c.want)
+		}
+		var plain strings.Builder
+		htmlText(&plain, c.in)
+		if strings.ReplaceAll(b.String(), "<wbr>", "") != plain.String() {
+			t.Errorf("%q: %q is not its text with breaks", c.in, b.String())
+		}
+	}
+}

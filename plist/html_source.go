@@ -208,7 +208,7 @@ func (r htmlExport) htmlLineTable(pg *htmlPage) {
 		if class == "run" {
 			class = "" // (the table marks the hot lines and those never run)
 		}
-		row := htmlRow{Class: class, Cells: []htmlCell{{Text: r.fileName(l.Module, l.File), Title: name}, numCell(uint64(l.Line))}}
+		row := htmlRow{Class: class, Cells: []htmlCell{{Text: r.fileName(l.Module, l.File), Title: name, Wrap: true}, numCell(uint64(l.Line))}}
 		if pg.found[[2]int{k.mod, k.file}] {
 			row.Cells[1].Href = "#" + lineAnchor(k)
 		}

@@ -368,7 +368,8 @@ func TestHTMLEscapes(t *testing.T) {
 			t.Errorf("%q is in the page as markup", bad)
 		}
 	}
-	if !strings.Contains(page, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") || !strings.Contains(page, "a&amp;b&#34;&lt;i&gt;") {
+	text := strings.ReplaceAll(page, "<wbr>", "") // (a long name's breaks: htmlBreakable)
+	if !strings.Contains(text, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") || !strings.Contains(text, "a&amp;b&#34;&lt;i&gt;") {
 		t.Error("the names are not in the page as text")
 	}
 	// A name in the callers' and callees' data cannot end its script.
