@@ -458,6 +458,17 @@ func TestHTMLLineExplore(t *testing.T) {
 	}
 }
 
+// openPage opens the page file in headless Chromium, the window the
+// pages are laid out in; false where it is not installed (the arm64 VM).
+func openPage(t *testing.T, file string) (*testutil.Browser, bool) {
+	t.Helper()
+	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	if ok {
+		b.Open("file://" + file)
+	}
+	return b, ok
+}
+
 // callView is the page's view of a function's callers and callees as
 // the browser shows it: its heading, and each table's rows (name, calls).
 type callView struct {
@@ -487,16 +498,18 @@ func readCallView(b *testutil.Browser) callView {
 // how often (caller_b 4 times, caller_a 3), and that it calls no
 // profiled function; a click on caller_a there shows its caller, main
 // (once), and its callee, leaf (3 times); the browser's Back shows
-// leaf's again, and a
-// click on main's box in the flame graph shows main's callees: caller_a
-// once, caller_b twice.
+// leaf's again, and main's box in the flame graph, clicked, then the
+// graph's link to its callers and callees, shows main's: caller_a once,
+// caller_b twice. The filter ^caller_ focuses the table on caller_a and
+// caller_b and the flame graph on their stacks (leaf above them, main
+// below; rec's gone); hiding them leaves out their rows, their boxes
+// and their callees' (leaf), and their rows in main's view.
 func checkCallView(t *testing.T, file string) {
 	t.Helper()
-	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	b, ok := openPage(t, file)
 	if !ok {
 		return
 	}
-	b.Open("file://" + file)
 	row := func(rows [][2]string, name string) string {
 		for _, r := range rows {
 			if r[0] == name {
@@ -625,11 +638,10 @@ func flameBoxes(b *testutil.Browser, icicle bool) []flameBox {
 //     zoomed gcd goes to its callers and callees: coprime, 1000 calls.
 func checkFlameExplore(t *testing.T, file string) {
 	t.Helper()
-	b, ok := testutil.OpenBrowser(t, chromiumName, windowWidth, windowHeight)
+	b, ok := openPage(t, file)
 	if !ok {
 		return
 	}
-	b.Open("file://" + file)
 	boxes := flameBoxes(b, false)
 	full := 0.0
 	var want float64

@@ -88,13 +88,9 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	if err := setTime(o, &r); err != nil {
 		return err
 	}
-	path := cli.InputName(input, ".pbt")
-	m, err := datafile.OpenMerged(path)
+	path, m, err := openInput(input, warn)
 	if err != nil {
-		return prf.DataFile(err)
-	}
-	if w := unmerged(path, m); w != nil {
-		warn(w)
+		return err
 	}
 	if r.Time == plist.TimeCPU && !plist.HasWaits(m) {
 		return prf.NoWaits(path, m.Plan.Method)
@@ -157,6 +153,20 @@ func list(o *options, input string, stdout io.Writer, warn func(*prf.Diagnostic)
 	return traceErr
 }
 
+// openInput opens the .pbt named input (.pbt added where it has no
+// extension), warning of runs not merged into it.
+func openInput(input string, warn func(*prf.Diagnostic)) (string, *datafile.Merged, error) {
+	path := cli.InputName(input, ".pbt")
+	m, err := datafile.OpenMerged(path)
+	if err != nil {
+		return path, nil, prf.DataFile(err)
+	}
+	if w := unmerged(path, m); w != nil {
+		warn(w)
+	}
+	return path, m, nil
+}
+
 // combine writes the coverage of the .pbt files named inputs, added
 // (--combine): a summary, or an lcov tracefile; --fail-under gates the
 // whole.
@@ -172,13 +182,9 @@ func combine(o *options, inputs []string, stdout io.Writer, warn func(*prf.Diagn
 	}
 	c := plist.NewCombined()
 	for _, input := range inputs {
-		path := cli.InputName(input, ".pbt")
-		m, err := datafile.OpenMerged(path)
+		path, m, err := openInput(input, warn)
 		if err != nil {
-			return prf.DataFile(err)
-		}
-		if w := unmerged(path, m); w != nil {
-			warn(w)
+			return err
 		}
 		if err := c.Add(m, path, r); err != nil {
 			return err
