@@ -228,8 +228,15 @@ func sampleHelper(t *testing.T, mode string, o SamplerOptions, check func(*Sampl
 	ratio := float64(samples+lost) / want
 	t.Logf("%d samples (%d lost, %d in the kernel) for %v user and %v system CPU time: %.2f of one sample a millisecond of the time sampled",
 		samples, lost, kernel, user, sys, ratio)
-	if ratio < 0.5 || ratio > 1.1 {
-		t.Errorf("%d samples for %v of CPU time at 1 ms, want %.0f to %.0f", samples, sampled, 0.5*want, 1.1*want)
+	low := 0.5
+	if os.Getenv("SPROF_SLOW") != "" {
+		// Under emulation (testutil.Slow) a stalled virtual CPU's clock
+		// event fires once for the intervals it missed: from 0.25 to 0.9
+		// of the samples in the arm64 VM (e2e's sampleBounds).
+		low = 0.25
+	}
+	if ratio < low || ratio > 1.1 {
+		t.Errorf("%d samples for %v of CPU time at 1 ms, want %.0f to %.0f", samples, sampled, low*want, 1.1*want)
 	}
 	if o.Kernel && samples > 0 {
 		// (The split of a thread's time between user and system is
