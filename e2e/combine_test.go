@@ -31,7 +31,8 @@ func suiteFixture(prog string) testutil.Linked {
 // unrun; together they run all of it: --fail-under=100 fails each and
 // passes the suite. genhtml reads the combined tracefile; the summary
 // lists both profiles and the library's file, all its lines run. A line
-// profile and a function profile do not combine (PRF1485).
+// profile and a function profile do not combine (PRF1485); a database
+// missing or not one is named, and nothing is written.
 func TestCombineSuite(t *testing.T) {
 	testutil.MustHavePtrace(t)
 	var pbts []string
@@ -86,4 +87,17 @@ func TestCombineSuite(t *testing.T) {
 	fcDir, _ := linkedWorkflow(t, fc, fcLib, []string{"/FC"})
 	wantFail(t, tool(t, dir, "plist", "/nologo", "--combine", pbts[0], filepath.Join(fcDir, "suite_a")), 1, "PRF1485")
 	wantFail(t, tool(t, dir, "plist", "/nologo", "--combine", "--format=json", pbts[0]), 2, "--combine: invalid option")
+	// A database missing, or not one: named, and no tracefile written,
+	// not even the others' part.
+	wantFail(t, tool(t, dir, "plist", "/nologo", "--combine", "--format=lcov", "-o", "none.info", pbts[0], "nosuch"), 1, "PRF1011: cannot open file nosuch.pbt")
+	if err := os.WriteFile(filepath.Join(dir, "junk.pbt"), []byte("not a database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = tool(t, dir, "plist", "/nologo", "--combine", "--format=lcov", "-o", "none.info", pbts[0], "junk")
+	if r.status == 0 || !strings.Contains(r.stderr, "junk.pbt") || !strings.Contains(r.stderr, "PRF") {
+		t.Errorf("--combine of a file that is not a database: status %d\n%s", r.status, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.info")); err == nil {
+		t.Error("a tracefile was written though an input could not be read")
+	}
 }

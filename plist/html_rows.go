@@ -79,6 +79,19 @@ func htmlBreakable(b *strings.Builder, s string) {
 	htmlText(b, s[start:])
 }
 
+// htmlLinked appends s, written by text, inside a link to href where
+// href is one of the page's own anchors (fragmentSafe); any other link
+// is left out rather than escaped as a URL.
+func htmlLinked(b *strings.Builder, href, s string, text func(*strings.Builder, string)) {
+	if !fragmentSafe(href) {
+		text(b, s)
+		return
+	}
+	b.WriteString(`<a href="` + href + `">`)
+	text(b, s)
+	b.WriteString("</a>")
+}
+
 // htmlRowsHTML writes the table's rows.
 func htmlRowsHTML(rows []htmlRow) template.HTML {
 	var b strings.Builder
@@ -95,19 +108,11 @@ func htmlRowsHTML(rows []htmlRow) template.HTML {
 			}
 			htmlAttr(&b, "title", c.Title)
 			b.WriteByte('>')
-			// (Links are the page's own anchors, lineAnchor's: any other
-			// is left out rather than escaped as a URL.)
 			text := htmlText
 			if c.Wrap {
 				text = htmlBreakable
 			}
-			if fragmentSafe(c.Href) {
-				b.WriteString(`<a href="` + c.Href + `">`)
-				text(&b, c.Text)
-				b.WriteString("</a>")
-			} else {
-				text(&b, c.Text)
-			}
+			htmlLinked(&b, c.Href, c.Text, text)
 			b.WriteString("</td>")
 		}
 		b.WriteString("</tr>\n")
@@ -125,13 +130,7 @@ func htmlLinesHTML(lines []htmlLine) template.HTML {
 		b.WriteString(`><td class="ln">`)
 		b.WriteString(strconv.Itoa(l.N))
 		b.WriteString(`</td><td class="c">`)
-		if fragmentSafe(l.Href) {
-			b.WriteString(`<a href="` + l.Href + `">`)
-			htmlText(&b, l.Count)
-			b.WriteString("</a>")
-		} else {
-			htmlText(&b, l.Count)
-		}
+		htmlLinked(&b, l.Href, l.Count, htmlText)
 		b.WriteString(`</td><td class="p">`)
 		htmlText(&b, l.Pct)
 		b.WriteString(`</td><td class="code">`)
