@@ -11,7 +11,7 @@ import (
 
 // Version is the binary format version this package writes. It reads
 // this version and the ones listed in doc.go ([MinVersion] on).
-const Version = 14
+const Version = 15
 
 // MinVersion is the oldest format version this package reads: version 3
 // differs from 4 only in the .pbt, which had no discarded runs, 4 from 5

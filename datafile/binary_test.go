@@ -172,7 +172,7 @@ var (
 	oneString  = sec(secStrings, uv(1), uv(3), []byte("cmd"))
 	countsHead = sec(secCounts, make([]byte, 16), uv(uint64(FuncCounting)))
 	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), uv(0), sv(0))
-	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0), uv(0), uv(0), uv(0), uv(0), uv(0))
+	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0), uv(0), uv(0), uv(0), uv(0), uv(0), uv(0))
 )
 
 func TestReadErrors(t *testing.T) {
@@ -319,8 +319,8 @@ type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 
-// TestReadOlderVersions reads the files of format versions 3 to 13
-// (testdata/v3 to v13, the goldens written before versions 4 to 14): each
+// TestReadOlderVersions reads the files of format versions 3 to 14
+// (testdata/v3 to v14, the goldens written before versions 4 to 15): each
 // holds the value of its name (a .pbt of version 3 has no discarded runs,
 // no file before version 5 has sampling figures, none before version 6
 // the keys of its stacks' caller stacks, no plan before version 7 what
@@ -330,22 +330,29 @@ func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 // version 11 its samples in PROFILE's code or an uncounted plan, and
 // none before version 12 its sampled stacks' numbers, none before
 // version 13 its samples in the kernel, no plan before version 14 its
-// inlined calls), and is written
+// inlined calls, none before version 15 its branches), and is written
 // again in this version.
 func TestReadOlderVersions(t *testing.T) {
 	// values are the test values as a file of version v holds them.
-	values := func(v uint16) map[string]any {
+	values := func(version uint16) map[string]any {
 		out := map[string]any{}
 		for _, tv := range testValues(t) {
+			v := version
 			var st *Stats
 			var p *Plan
-			switch v := tv.v.(type) {
+			switch tv := tv.v.(type) {
 			case *Plan:
-				p = v
+				p = tv
 			case *Counts:
-				st = &v.Stats
+				st = &tv.Stats
+				if tv.Method == LineCoverage && v < 15 {
+					// (Its plan had no branches.)
+					p := testPlan(LineCoverage)
+					p.Branches = nil
+					tv.PlanID = PlanID(p)
+				}
 			case *Merged:
-				st, p = &v.Stats, &v.Plan
+				st, p = &tv.Stats, &tv.Plan
 			}
 			if st != nil && v < 6 {
 				for i := range st.Stacks {
@@ -366,6 +373,14 @@ func TestReadOlderVersions(t *testing.T) {
 			}
 			if p != nil && v < 14 {
 				p.Inlined = nil
+			}
+			if v < 15 {
+				if p != nil {
+					p.Branches = nil
+				}
+				if st != nil {
+					st.Branches = nil
+				}
 			}
 			if st != nil && v < 13 {
 				st.Sampling.Kernel, st.Sampling.KernelSamples, st.Sampling.KernelChildSamples = 0, nil, nil
@@ -389,7 +404,7 @@ func TestReadOlderVersions(t *testing.T) {
 		}
 		return out
 	}
-	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13, 11: 14, 12: 14, 13: 14} {
+	for version, files := range map[uint16]int{3: 9, 4: 10, 5: 13, 6: 13, 7: 13, 8: 13, 9: 13, 10: 13, 11: 14, 12: 14, 13: 14, 14: 14} {
 		values := values(version)
 		dir := fmt.Sprintf("v%d", version)
 		names, err := filepath.Glob(filepath.Join("testdata", dir, "*.golden"))

@@ -221,6 +221,20 @@ type Line struct {
 	Addrs []uint64
 }
 
+// Branch is one conditional branch of the code of a line coverage plan's
+// lines: an instruction that goes one of two ways (x86-64's Jcc; arm64's
+// B.cond, CBZ, CBNZ, TBZ and TBNZ). Its two ways are the two branches of
+// lcov's BRDA records: to Target (taken), and on to the next instruction
+// (not taken).
+type Branch struct {
+	// Line indexes Plan.Lines: the line whose code holds the branch (the
+	// line table's row at Addr).
+	Line int
+	// Addr is the branch instruction's link-time address, and Target the
+	// link-time address it jumps to.
+	Addr, Target uint64
+}
+
 // Plan is the content of a .pbi: what to profile and how. The .pbt carries a
 // copy of it, so PLIST needs no other file.
 type Plan struct {
@@ -247,6 +261,10 @@ type Plan struct {
 	// Each comes after its Parent. Nil in the other plans.
 	Inlined []Inlined `json:",omitempty"`
 	Lines   []Line
+	// Branches are the conditional branches of the lines' code, by
+	// address in each module, modules in order (line coverage; nil in the
+	// other plans and in plans made before branches were recorded).
+	Branches []Branch `json:",omitempty"`
 	// LeftOut is what the default selection (profiler.ini) left out of
 	// the profile that has debugging information, the code of a language's
 	// run-time or standard library compiled into the program (Go's, Rust's,
@@ -338,6 +356,12 @@ type Stack struct {
 type Stats struct {
 	// Hits has one count per item (Plan.Funcs or Plan.Lines).
 	Hits []uint64
+	// Branches has two counts per branch of Plan.Branches, in order: the
+	// runs in which it went to its target, then those in which it went
+	// on to the next instruction (line coverage: each run counts one
+	// where it went that way at least once). Nil when the plan has no
+	// branch.
+	Branches []uint64 `json:",omitempty"`
 	// FuncTime and ChildTime are per function in nanoseconds (timing and
 	// sampling; nil otherwise): the time in the function itself, and with
 	// its children. A sampling run estimates them from its samples.

@@ -89,7 +89,8 @@
 //	            then list(uvarint Func, varint Parent, list(uvarint Low,
 //	            uvarint High) Ranges) Inlined
 //	5 lines     list(uvarint Module, uvarint File, uvarint Line,
-//	            list(uvarint) Addrs)
+//	            list(uvarint) Addrs),
+//	            then list(uvarint Line, uvarint Addr, uvarint Target) Branches
 //	6 counts    id PlanID, uvarint Method
 //	7 runs      list(varint Time, str CommandLine, bool Incomplete, str Reason,
 //	            bytes ID, varint Overhead): exactly one run in a .pbo (Counts.Run and
@@ -112,7 +113,8 @@
 //	            then uvarint Overhead (Stats.Sampling),
 //	            then uvarint Stacks, uvarint StacksCut (Stats.Sampling),
 //	            then uvarint Kernel, list(uvarint) KernelSamples,
-//	            list(uvarint) KernelChildSamples (Stats.Sampling)
+//	            list(uvarint) KernelChildSamples (Stats.Sampling),
+//	            then list(uvarint) Branches
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)
@@ -122,8 +124,11 @@
 //
 // # Older versions
 //
-// The writer writes version 14; the readers also read versions 13 to 3
-// ([MinVersion]). Version 13 is version 14 but for section 4, which ends
+// The writer writes version 15; the readers also read versions 14 to 3
+// ([MinVersion]). Version 14 is version 15 but for sections 5 and 8,
+// which end after the lines and after KernelChildSamples: its plans and
+// runs have no branch (Branches read as nil). Version 13 is version 14
+// but for section 4, which ends
 // after the functions: its plans name no inlined call (Inlined reads as
 // nil). Version 12 is version 13 but for section 8, which ends
 // after StacksCut: its runs sampled no kernel code (Kernel and its lists

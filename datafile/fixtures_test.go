@@ -71,6 +71,9 @@ func testPlan(m Method) *Plan {
 			{Module: 0, File: 1, Line: 4, Addrs: []uint64{0x11a8}},
 			{Module: 1, File: 0, Line: 9, Addrs: []uint64{0x401028}},
 		}
+		if m == LineCoverage {
+			p.Branches = []Branch{{Line: 1, Addr: 0x1158, Target: 0x1190}, {Line: 3, Addr: 0x40102c, Target: 0x401028}}
+		}
 	}
 	p.ID = PlanID(p)
 	return p
@@ -88,6 +91,12 @@ func testCounts(m Method, second bool) *Counts {
 	if second {
 		c.Run = Run{ID: Hex{0x5e, 0xed, 2}, Time: 1700000200, CommandLine: "prog", Incomplete: true, Reason: "killed by signal SIGSEGV"}
 		c.Stats = Stats{Hits: []uint64{24, 48, 0, 7}, CallDepth: 3}
+	}
+	if m == LineCoverage {
+		c.Stats.Branches = []uint64{1, 0, 1, 1}
+		if second {
+			c.Stats.Branches = []uint64{0, 1, 0, 1}
+		}
 	}
 	if !m.IsFunction() {
 		return c
@@ -209,6 +218,8 @@ func testValues(t testing.TB) []testValue {
 		{"counts-fs", testCounts(FuncSampling, false)},
 		{"merged-fs", testMerged(t, FuncSampling)},
 		{"plan-fs-uncounted", uncountedPlan()},
+		{"plan-lv", testPlan(LineCoverage)},
+		{"merged-lv", testMerged(t, LineCoverage)},
 	}
 }
 

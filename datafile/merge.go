@@ -17,6 +17,7 @@ import (
 func NewMerged(p *Plan) *Merged {
 	m := &Merged{Plan: *p}
 	m.Stats.Hits = zeros[uint64](p.NumItems())
+	m.Stats.Branches = zeros[uint64](2 * len(p.Branches))
 	if p.Method.HasTimes() {
 		m.Stats.FuncTime = zeros[int64](len(p.Funcs))
 		m.Stats.ChildTime = zeros[int64](len(p.Funcs))
@@ -85,6 +86,9 @@ func (m *Merged) Add(c *Counts) error {
 	s, cs := &m.Stats, &c.Stats
 	for i, h := range cs.Hits {
 		s.Hits[i] += h
+	}
+	for i, h := range cs.Branches {
+		s.Branches[i] += h
 	}
 	s.FuncTime = addTimes(s.FuncTime, cs.FuncTime)
 	s.ChildTime = addTimes(s.ChildTime, cs.ChildTime)
@@ -182,6 +186,8 @@ func (m *Merged) check(c *Counts) error {
 			strings.ToLower(c.Method.Words()), strings.ToLower(m.Plan.Method.Words()))
 	case len(c.Stats.Hits) != len(m.Stats.Hits):
 		return fmt.Errorf("%w: counts of %d items, database of %d", ErrNotSamePlan, len(c.Stats.Hits), len(m.Stats.Hits))
+	case len(c.Stats.Branches) != len(m.Stats.Branches):
+		return fmt.Errorf("%w: counts of %d branch ways, database of %d", ErrNotSamePlan, len(c.Stats.Branches), len(m.Stats.Branches))
 	case len(c.Stats.Stacks) > 0 && !m.Plan.Attribution && c.Stats.Sampling.Stacks == 0:
 		return fmt.Errorf("%w: attribution stacks for a plan without attribution, not sampled", ErrConflict)
 	case m.HasRun(c.Run.ID):
@@ -326,6 +332,11 @@ func checkSums(a, b *Stats) error {
 	for i, h := range b.Hits {
 		if a.Hits[i] > math.MaxUint64-h {
 			return fmt.Errorf("hits of item %d: %w", i, ErrOverflow)
+		}
+	}
+	for i, h := range b.Branches {
+		if a.Branches[i] > math.MaxUint64-h {
+			return fmt.Errorf("counts of branch way %d: %w", i, ErrOverflow)
 		}
 	}
 	if err := perFunctionSums(perFunction{"function time", a.FuncTime, b.FuncTime}, perFunction{"child time", a.ChildTime, b.ChildTime}); err != nil {

@@ -55,6 +55,16 @@ func PlanID(p *Plan) ID {
 			h.uint(a)
 		}
 	}
+	if len(p.Branches) > 0 {
+		// (Only where there are: the IDs of the plans before them stay.)
+		h.str("branches")
+		h.uint(uint64(len(p.Branches)))
+		for _, b := range p.Branches {
+			h.uint(uint64(b.Line))
+			h.uint(b.Addr)
+			h.uint(b.Target)
+		}
+	}
 	if p.Uncounted {
 		// (Only where set: the IDs of the plans before it stay.)
 		h.str("uncounted")

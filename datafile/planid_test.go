@@ -59,7 +59,9 @@ func TestPlanIDLines(t *testing.T) {
 		edit   func(p *Plan)
 		same   bool
 	}{
-		{"line coverage", LineCoverage, func(*Plan) {}, true},
+		{"line coverage", LineCoverage, func(p *Plan) { p.Branches = nil }, true},
+		{"branches", LineCoverage, func(*Plan) {}, false},
+		{"branch moved", LineCoverage, func(p *Plan) { p.Branches = p.Branches[:1] }, false},
 		{"address moved", LineCounting, func(p *Plan) { p.Lines[1].Addrs[1]++ }, false},
 		{"line renumbered", LineCounting, func(p *Plan) { p.Lines[0].Line++ }, false},
 		{"file renamed", LineCounting, func(p *Plan) { p.Modules[0].Files[1] = "other.c" }, false},

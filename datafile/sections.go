@@ -113,6 +113,12 @@ func (e *encoder) plan(p *Plan) {
 				w.uvarint(a)
 			}
 		}
+		w.int(len(p.Branches))
+		for _, b := range p.Branches {
+			w.int(b.Line)
+			w.uvarint(b.Addr)
+			w.uvarint(b.Target)
+		}
 	})
 }
 
@@ -189,7 +195,23 @@ func (d *decoder) plan(p *Plan) {
 			l.Addrs[j] = s.uvarint()
 		}
 	}
+	if d.version >= 15 {
+		p.Branches = s.branches()
+	}
 	d.end(s)
+}
+
+// branches reads a plan's branches (version 15 on).
+func (d *decoder) branches() []Branch {
+	n := d.count(3)
+	if n == 0 {
+		return nil
+	}
+	out := make([]Branch, n)
+	for i := 0; i < n && d.ok(); i++ {
+		out[i] = Branch{Line: d.int(), Addr: d.uvarint(), Target: d.uvarint()}
+	}
+	return out
 }
 
 func (d *decoder) counts(c *Counts) {
@@ -305,6 +327,7 @@ func (e *encoder) stats(st *Stats) {
 		w.uvarint(sm.Kernel)
 		w.uvarints(sm.KernelSamples)
 		w.uvarints(sm.KernelChildSamples)
+		w.uvarints(st.Branches)
 	})
 }
 
@@ -452,6 +475,9 @@ func (d *decoder) stats(st *Stats) {
 		st.Sampling.Kernel = s.uvarint()
 		st.Sampling.KernelSamples = s.uvarints()
 		st.Sampling.KernelChildSamples = s.uvarints()
+	}
+	if d.version >= 15 {
+		st.Branches = s.uvarints()
 	}
 	d.end(s)
 }

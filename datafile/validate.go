@@ -114,6 +114,20 @@ func (p *Plan) check() error {
 			return fmt.Errorf("line %d: negative line number %d", i, l.Line)
 		}
 	}
+	return p.checkBranches()
+}
+
+// checkBranches checks the branches: of line coverage alone, each of a
+// line of the plan.
+func (p *Plan) checkBranches() error {
+	if len(p.Branches) > 0 && p.Method != LineCoverage {
+		return fmt.Errorf("branches in a %s plan", strings.ToLower(p.Method.Words()))
+	}
+	for i, b := range p.Branches {
+		if b.Line < 0 || b.Line >= len(p.Lines) {
+			return fmt.Errorf("branch %d: line %d out of range (%d lines)", i, b.Line, len(p.Lines))
+		}
+	}
 	return nil
 }
 
@@ -138,6 +152,9 @@ func (c *Counts) Validate() error {
 	}
 	if err := c.Stats.check(c.Method, len(c.Stats.Hits), funcs); err != nil {
 		return fmt.Errorf("invalid counts: %w", err)
+	}
+	if n := len(c.Stats.Branches); n%2 != 0 || n > 0 && c.Method != LineCoverage {
+		return fmt.Errorf("invalid counts: %d branch counts in %s counts", n, strings.ToLower(c.Method.Words()))
 	}
 	return nil
 }
@@ -171,6 +188,9 @@ func (m *Merged) Validate() error {
 	}
 	if err := m.Stats.check(m.Plan.Method, m.Plan.NumItems(), len(m.Plan.Funcs)); err != nil {
 		return fmt.Errorf("invalid merged profile: %w", err)
+	}
+	if n := len(m.Stats.Branches); n != 2*len(m.Plan.Branches) {
+		return fmt.Errorf("invalid merged profile: %d branch counts for %d branches", n, len(m.Plan.Branches))
 	}
 	if n := len(m.Stats.Sampling.LineSamples); n > 0 && n != len(m.Plan.Lines) {
 		return fmt.Errorf("invalid merged profile: samples of %d lines for %d lines", n, len(m.Plan.Lines))

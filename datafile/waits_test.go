@@ -80,7 +80,8 @@ func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	w.waits(&c.Stats)
 	sm := &c.Stats.Sampling
 	end := len(stats) - len(uv(sm.Overhead)) - len(uv(sm.Stacks)) - len(uv(sm.StacksCut)) -
-		len(uv(sm.Kernel)) - len(uv(uint64(len(sm.KernelSamples)))) - len(uv(uint64(len(sm.KernelChildSamples))))
+		len(uv(sm.Kernel)) - len(uv(uint64(len(sm.KernelSamples)))) - len(uv(uint64(len(sm.KernelChildSamples)))) -
+		len(uv(uint64(len(c.Stats.Branches))))
 	return strs, head, stats[:end-len(w.b)], w.b
 }
 
