@@ -193,6 +193,11 @@ func (amd64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		at := addr + uint64(len(t.Code))
 		t.PCs = append(t.PCs, PCMap{Tramp: at, Orig: pc})
 		code, err := x.relocate(pc, at)
+		if ways, ok := p.ways(i); ok && x.Kind == CondJump {
+			var pcs []PCMap
+			code, pcs, err = x.relocateWays(pc, at, ways)
+			t.PCs = append(t.PCs, pcs...)
+		}
 		if err != nil {
 			return Trampoline{}, fmt.Errorf("%s at %#x: %w", x.text(pc), pc, err)
 		}
@@ -241,6 +246,40 @@ func (x x86Inst) relocate(pc, at uint64) ([]byte, error) {
 		return b, nil
 	}
 	return append([]byte(nil), x.code...), nil
+}
+
+// relocateWays carries out the conditional branch x from at, running
+// ways[0] on the way to its target and ways[1] on the way on, with the
+// PC map of the ways' code: a thread there has gone that way (and has
+// not run its code yet, at its start):
+//
+//	j!cc on                 0f 8x rel32, the condition negated (its low bit)
+//	ways[0]
+//	jmp target              e9 rel32
+//	on: ways[1]             (then the next instruction's copy)
+func (x x86Inst) relocateWays(pc, at uint64, ways [2][]byte) ([]byte, []PCMap, error) {
+	cc, ok := x86Conds[x.asm.Op]
+	if !ok {
+		return nil, nil, fmt.Errorf("no negated form: %w", ErrNotRelocatable)
+	}
+	const jccLen, jmpLen = 6, 5
+	taken := at + jccLen
+	on := taken + uint64(len(ways[0])) + jmpLen
+	code, err := amd64Rel32(0x0f, []byte{0x80 | cc ^ 1}, at, on)
+	if err != nil {
+		return nil, nil, err
+	}
+	code = append(code, ways[0]...)
+	jmp, err := amd64Rel32(0xe9, nil, on-jmpLen, x.Target)
+	if err != nil {
+		return nil, nil, err
+	}
+	code = append(append(code, jmp...), ways[1]...)
+	pcs := []PCMap{{Tramp: taken, Orig: x.Target}}
+	if len(ways[1]) > 0 {
+		pcs = append(pcs, PCMap{Tramp: on, Orig: pc + uint64(x.Len)})
+	}
+	return code, pcs, nil
 }
 
 // relocateCall carries out a call from a trampoline: it pushes the

@@ -202,10 +202,15 @@ func (arm64) Trampoline(p *Patch, addr uint64, prelude []byte) (Trampoline, erro
 		}
 		at := addr + uint64(len(code))
 		words, err := x.relocate(pc, at)
+		pcs = append(pcs, PCMap{Tramp: at, Orig: pc})
+		if ways, ok := p.ways(off / a64InstLen); ok && x.Kind == CondJump {
+			var more []PCMap
+			words, more, err = x.relocateWays(pc, at, ways)
+			pcs = append(pcs, more...)
+		}
 		if err != nil {
 			return Trampoline{}, fmt.Errorf("trampoline at %#x: %w", addr, err)
 		}
-		pcs = append(pcs, PCMap{Tramp: at, Orig: pc})
 		for _, w := range words {
 			code = binary.LittleEndian.AppendUint32(code, w)
 		}
@@ -263,14 +268,58 @@ func (x a64Inst) relocate(pc, at uint64) ([]uint32, error) {
 	return []uint32{x.word}, nil
 }
 
+// relocateWays carries out the conditional branch x, originally at pc,
+// from at, running ways[0] on the way to its target and ways[1] on the
+// way on, with the PC map of the ways' code: a thread there has gone
+// that way (and has not run its code yet, at its start):
+//
+//	b.!cond on              the branch negated (skipUnlessBy)
+//	ways[0]
+//	b target
+//	on: ways[1]             (then the next instruction's copy)
+//
+// B reaches 128 MiB, as the trampoline's jump back does; the negated
+// branch reaches the trampoline's own code (TBZ: 32 KiB).
+func (x a64Inst) relocateWays(pc, at uint64, ways [2][]byte) ([]uint32, []PCMap, error) {
+	if len(ways[0])%a64InstLen != 0 || len(ways[1])%a64InstLen != 0 {
+		return nil, nil, fmt.Errorf("%q at %#x: ways' code of %d and %d bytes, not whole instructions", x.Text, pc, len(ways[0]), len(ways[1]))
+	}
+	if x.op == a64BCond && x.cond >= 14 {
+		return nil, nil, fmt.Errorf("%q at %#x: a branch that always goes: %w", x.Text, pc, ErrNotRelocatable)
+	}
+	n0 := len(ways[0]) / a64InstLen
+	words := []uint32{x.skipUnlessBy(uint32(n0 + 2))}
+	for off := 0; off < len(ways[0]); off += a64InstLen {
+		words = append(words, binary.LittleEndian.Uint32(ways[0][off:]))
+	}
+	jmp := at + uint64(len(words))*a64InstLen
+	b, err := a64Branch(jmp, x.Target)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%q at %#x: %w: %w", x.Text, pc, ErrNotRelocatable, err)
+	}
+	words = append(words, b)
+	on := at + uint64(len(words))*a64InstLen
+	for off := 0; off < len(ways[1]); off += a64InstLen {
+		words = append(words, binary.LittleEndian.Uint32(ways[1][off:]))
+	}
+	pcs := []PCMap{{Tramp: at + a64InstLen, Orig: x.Target}}
+	if len(ways[1]) > 0 {
+		pcs = append(pcs, PCMap{Tramp: on, Orig: pc + a64InstLen})
+	}
+	return words, pcs, nil
+}
+
 // skipUnless returns the inverse of the conditional branch x jumping 8
-// bytes ahead, over the next instruction: B.cond with the condition's
-// low bit flipped (C1.2.4: odd conditions negate even ones), CBNZ for
-// CBZ, TBNZ for TBZ and the reverse (op, bit 24). Encodings: C6.2
-// "B.cond" (01010100 imm19 0 cond), "CBZ"/"CBNZ" (sf 011010 op imm19 Rt),
-// "TBZ"/"TBNZ" (b5 011011 op b40 imm14 Rt); offsets are in words.
-func (x a64Inst) skipUnless() uint32 {
-	const words = 2
+// bytes ahead, over the next instruction (skipUnlessBy).
+func (x a64Inst) skipUnless() uint32 { return x.skipUnlessBy(2) }
+
+// skipUnlessBy returns the inverse of the conditional branch x jumping
+// words instructions ahead: B.cond with the condition's low bit flipped
+// (C1.2.4: odd conditions negate even ones), CBNZ for CBZ, TBNZ for TBZ
+// and the reverse (op, bit 24). Encodings: C6.2 "B.cond" (01010100 imm19
+// 0 cond), "CBZ"/"CBNZ" (sf 011010 op imm19 Rt), "TBZ"/"TBNZ" (b5 011011
+// op b40 imm14 Rt); offsets are in words.
+func (x a64Inst) skipUnlessBy(words uint32) uint32 {
 	switch x.op {
 	case a64BCond:
 		return 0x54000000 | words<<5 | uint32(x.cond^1)

@@ -55,6 +55,21 @@ type Patch struct {
 	// carries out, where that is not End: the trampoline of the jump at
 	// End (Layout.carryTail). 0 for End.
 	Back uint64
+	// Ways holds, for each of Insts that is a conditional branch, the
+	// code the trampoline runs on each of its two ways: Ways[i][0] on the
+	// way to its target, Ways[i][1] on the way on to the next
+	// instruction (branch coverage's marks); nil, or shorter than
+	// Insts, for none. The code must keep the flags and every register.
+	Ways [][2][]byte
+}
+
+// ways returns the code of the ways of instruction i of p, and whether
+// there is any.
+func (p *Patch) ways(i int) ([2][]byte, bool) {
+	if i < len(p.Ways) && (p.Ways[i][0] != nil || p.Ways[i][1] != nil) {
+		return p.Ways[i], true
+	}
+	return [2][]byte{}, false
 }
 
 // before returns the code to run before instruction i of p.

@@ -42,18 +42,19 @@ type selected struct {
 // listing order. A module without line tables is fatal (PRF1621); a
 // specification that is not a default and matched no line gives warning
 // PRF4106, with the names near the one typed.
-func planLines(mods []*openModule, patterns []pattern, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, error) {
+func planLines(mods []*openModule, patterns []pattern, method datafile.Method, warn func(*prf.Diagnostic)) ([]datafile.Line, [][]string, []datafile.Branch, error) {
 	files := make([][]string, len(mods))
+	branches := make([][]branchLine, len(mods))
 	matched := make([]bool, len(patterns))
 	var lines []datafile.Line
 	var all []candidate // of every module, for the names near one never matched
 	for mi, m := range mods {
 		every, err := m.file.Rows()
 		if errors.Is(err, dwarf.ErrNoDWARF) || (err == nil && !slices.ContainsFunc(every, func(r dwarf.LineRow) bool { return r.Stmt })) {
-			return nil, nil, prf.NoDebugInfo(m.module.Path)
+			return nil, nil, nil, prf.NoDebugInfo(m.module.Path)
 		}
 		if err != nil {
-			return nil, nil, debugInfoError(m.module.Path, err)
+			return nil, nil, nil, debugInfoError(m.module.Path, err)
 		}
 		var fns []*dwarf.Func
 		var cands []candidate
@@ -75,9 +76,10 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 		}
 		inl, err := m.file.InlinedCalls()
 		if err != nil {
-			return nil, nil, debugInfoError(m.module.Path, err)
+			return nil, nil, nil, debugInfoError(m.module.Path, err)
 		}
-		found := moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn)
+		found, brs := moduleLines(m, every, fns, method, newInlineIndex(inl), rowWarn)
+		branches[mi] = brs
 		kept := make([]fileLine, 0, len(found))
 		for _, l := range found {
 			if selects(l, true) {
@@ -89,7 +91,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	}
 	if len(lines) == 0 {
 		// (The original said only this: no PRF4106 before it.)
-		return nil, nil, prf.NoLines(mods[0].module.Path)
+		return nil, nil, nil, prf.NoLines(mods[0].module.Path)
 	}
 	for pi, p := range patterns {
 		if !matched[pi] && !p.quiet && p.op != ExcludeAll {
@@ -99,7 +101,7 @@ func planLines(mods []*openModule, patterns []pattern, method datafile.Method, w
 	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
-	return lines, files, nil
+	return lines, files, planBranches(lines, files, branches), nil
 }
 
 // sampledLines returns the lines of the functions sel of a sampling
@@ -129,7 +131,7 @@ func sampledLines(mods []*openModule, sel []selected) ([]datafile.Line, [][]stri
 		if err != nil {
 			return nil, nil, err
 		}
-		all := moduleLines(m, rows, fns, datafile.FuncSampling, nil, func(dwarf.LineRow, int, *prf.Diagnostic) {})
+		all, _ := moduleLines(m, rows, fns, datafile.FuncSampling, nil, func(dwarf.LineRow, int, *prf.Diagnostic) {})
 		files[mi], lines = addLines(lines, mi, rows, all)
 	}
 	slices.SortStableFunc(lines, func(a, b datafile.Line) int {
@@ -177,16 +179,19 @@ type fileLine struct {
 // being the module's inlined calls; for sampling every row's address. A
 // statement row that is not on an instruction boundary is dropped, with
 // warning PRF4624 through warn, given the row and its function (an index
-// of fns).
-func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) []fileLine {
+// of fns). For line coverage it also returns the branches of the
+// functions' code (functionBranches).
+func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method datafile.Method, calls *inlineIndex, warn func(dwarf.LineRow, int, *prf.Diagnostic)) ([]fileLine, []branchLine) {
 	// Every site is a row of one flat table (its file an index of files),
 	// sorted once by file, line and address, and each line's addresses
 	// and functions are parts of two flat arrays: a million lines made
 	// millions of small objects.
 	parts := functionSites(m, rows, fns, method, calls, warn)
 	n := 0
+	var branches []branchLine
 	for _, p := range parts {
 		n += len(p.sites)
+		branches = append(branches, p.branches...)
 	}
 	sites := make([]siteRow, 0, n)
 	var files []string
@@ -250,7 +255,7 @@ func moduleLines(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, method 
 		l.addrs, l.fns = slices.Clip(l.addrs), slices.Clip(l.fns)
 		slices.Sort(l.fns)
 	}
-	return lines
+	return lines, branches
 }
 
 // functionRows returns the rows of fn's code, of rows (sorted by

@@ -24,6 +24,9 @@ type siteRow struct {
 type sitePart struct {
 	files []string
 	sites []siteRow
+	// branches are the conditional branches of the functions' code (line
+	// coverage: branches.go).
+	branches []branchLine
 }
 
 // functionSites returns the sites of the functions fns of module m, whose
@@ -66,6 +69,7 @@ func functionSites(m *openModule, rows []dwarf.LineRow, fns []*dwarf.Func, metho
 					case datafile.LineCounting:
 						fnRows = countingSites(m, fns[i], code, fnRows, calls)
 					case datafile.LineCoverage:
+						p.branches = append(p.branches, functionBranches(m, fns[i], code, fnRows)...)
 						fnRows = coverageSites(fns[i], code, fnRows, calls)
 					}
 					for _, r := range fnRows {

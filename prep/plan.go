@@ -191,14 +191,14 @@ func planModuleLines(plan *datafile.Plan, mods []*openModule, sel []selected, pa
 		if !mods[0].file.HasDWARF {
 			return prf.NoDebugInfo(mods[0].module.Path)
 		}
-		lines, files, err := planLines(mods, patterns, plan.Method, warn)
+		lines, files, branches, err := planLines(mods, patterns, plan.Method, warn)
 		if err != nil {
 			return debugInfoError(mods[0].module.Path, err)
 		}
 		if len(lines) == 0 {
 			return prf.NoLines(mods[0].module.Path)
 		}
-		plan.Lines = lines
+		plan.Lines, plan.Branches = lines, branches
 		for mi := range plan.Modules {
 			plan.Modules[mi].Files = files[mi]
 		}
