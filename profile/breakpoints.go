@@ -51,7 +51,13 @@ type meaning struct {
 	rendezvous bool
 	hits       int
 	once       bool
+	// branch is 1 + the index of the plan's branch at a line coverage
+	// site (branches.go), 0 for none: branchOf.
+	branch int
 }
+
+// branchOf returns the plan's branch at the site, or -1.
+func (m *meaning) branchOf() int { return m.branch - 1 }
 
 // carrying is how the instruction under a site is carried out: disp
 // says how, valid when displaced is set (always, but for coverage sites
@@ -121,6 +127,7 @@ type bpEnv struct {
 	proc    *process
 	regs    *ptrace.Regs
 	hits    []uint64
+	ways    []uint64
 	warn    func(*prf.Diagnostic)
 	plant   *planter
 	clocks  *clocks
@@ -136,7 +143,7 @@ type bpEnv struct {
 // newBreakpoints returns the breakpoints of t's run, over what they read
 // and call of it (but for what choose sets), with none planted.
 func newBreakpoints(t *tracer) *breakpoints {
-	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.hits, warn: t.cfg.Warn,
+	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.counted.hits, ways: t.counted.ways, warn: t.cfg.Warn,
 		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, told: t.told})
 }
 
@@ -342,6 +349,9 @@ func (bp *breakpoints) hit(th *thread, s *site) error {
 	case bp.lineSites != nil:
 		if err := bp.cover(s); err != nil {
 			return err
+		}
+		if s.branchOf() >= 0 {
+			return bp.branchHit(th, s)
 		}
 	default:
 		e.hits[s.item]++

@@ -59,7 +59,7 @@ func (x *hitNarrator) hit(th *thread, s *site) {
 		return
 	}
 	t := x.t
-	n := t.hits[s.item]
+	n := t.counted.hits[s.item]
 	if n == 0 {
 		n = 1 // (booked, or covered)
 	}
@@ -77,7 +77,7 @@ func (x *hitNarrator) hit(th *thread, s *site) {
 	}
 	x.firstHit(s.item, "%s thread %d: %s %s (count %d%s)", x.now(), th.tid, x.itemName(s.item), what, n, cover)
 	for _, i := range s.more {
-		x.firstHit(i, "%s thread %d: %s %s (count %d%s)", x.now(), th.tid, x.itemName(i), what, max(t.hits[i], 1), cover)
+		x.firstHit(i, "%s thread %d: %s %s (count %d%s)", x.now(), th.tid, x.itemName(i), what, max(t.counted.hits[i], 1), cover)
 	}
 }
 

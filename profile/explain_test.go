@@ -431,9 +431,9 @@ func TestExplainBreakpointHit(t *testing.T) {
 	tr, _, out := narrated(leafFuncs(datafile.FuncCounting), leafCode, 0)
 	th := &thread{tid: 7}
 	s := &site{addr: leafAt, meaning: meaning{item: 0, exit: -1}}
-	tr.hits[0] = 1
+	tr.counted.hits[0] = 1
 	tr.told.note(hitEvent{th, s})
-	tr.hits[0] = 2
+	tr.counted.hits[0] = 2
 	tr.told.note(hitEvent{th, s})
 	got := regexp.MustCompile(`\[[0-9.]+ ms\]`).ReplaceAllString(out.String(), "[T]")
 	if want := "[T] thread 7: f first hit, at its breakpoint (count 1)\n"; got != want {

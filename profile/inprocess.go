@@ -124,7 +124,7 @@ type counterEnv struct {
 func (t *tracer) counterEnv() counterEnv {
 	return counterEnv{
 		proc: t.proc, arch: t.arch, pid: t.pid, threads: t.threads,
-		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), sampling: t.plan.Method.IsSampling(), hits: t.hits,
+		items: t.plan.NumItems(), funcs: t.plan.Method.IsFunction(), sampling: t.plan.Method.IsSampling(), hits: t.counted.hits,
 		warn: t.cfg.Warn, readMaps: t.readMaps, rings: t.parts.rings, ledgers: t.parts.ledgers, threadPointer: t.caps.threadPointer,
 		goDepth: t.caps.goDepth,
 	}

@@ -167,11 +167,11 @@ func realTracer(t *testing.T, path string, plan *datafile.Plan, realBias uint64)
 	orig := slices.Clone(image)
 	mem := &fakeMem{base: lo + realBias, b: image}
 	tr := &tracer{
-		cfg:  Config{Warn: func(*prf.Diagnostic) {}},
-		plan: plan,
-		arch: arch,
-		mem:  mem,
-		hits: make([]uint64, plan.NumItems()),
+		cfg:     Config{Warn: func(*prf.Diagnostic) {}},
+		plan:    plan,
+		arch:    arch,
+		mem:     mem,
+		counted: counted{hits: make([]uint64, plan.NumItems())},
 	}
 	tr.parts.calls = newInjector(tr)
 	tr.parts.plant = newPlanter(tr, 4096)

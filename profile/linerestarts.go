@@ -26,7 +26,7 @@ func (pl *planter) afterRestarts(p *planting, lt *lineTrampolines) {
 	}
 	var targets landings
 	for n, site := range ls.addrs {
-		if pl.goAsmSite(ls.lines[n]) {
+		if ls.siteBranch(n) >= 0 || pl.goAsmSite(ls.lines[n]) {
 			continue
 		}
 		end := pl.arch.GoRestartEnd(p.text.b, p.text.start, site)

@@ -22,9 +22,11 @@ import (
 // code, decoded (planter.scan), has no instruction boundary is not
 // planted, whatever the plan says: PRF4624), the module's code from the
 // first to past the last, read once, and one area for the trampolines
-// of the sites counted in-process and the slots of the others. It
-// returns nil when there is nothing to plant.
-func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping, hits []uint64, lt *lineTrampolines) *planting {
+// of the sites counted in-process and the slots of the others. Line
+// coverage's branches have sites too, but those whose ways, in ways,
+// both went (addBranchSites). It returns nil when there is nothing to
+// plant.
+func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping, hits, ways []uint64, lt *lineTrampolines) *planting {
 	type siteLine struct {
 		addr uint64
 		line int
@@ -45,9 +47,6 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 			pairs = append(pairs, siteLine{a + bias, i})
 		}
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
 	slices.SortStableFunc(pairs, func(a, b siteLine) int { return cmp.Compare(a.addr, b.addr) })
 	sites := &lineSiteSet{}
 	var firsts []int
@@ -57,11 +56,19 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 	for i, k := range firsts {
 		sites.addrs[i] = pairs[k].addr
 	}
+	pl.addBranchSites(sites, mi, bias, ways)
+	if len(sites.addrs) == 0 {
+		return nil
+	}
 	sites.done, sites.left = make([]bool, len(sites.addrs)), len(sites.addrs)
 	if lt != nil {
 		sites.counter = make([]int, len(sites.addrs))
 		for n, a := range sites.addrs {
-			sites.counter[n], _ = lt.index.get(mi, a-bias)
+			if c, ok := lt.index.get(mi, a-bias); ok && len(sites.lines[n]) > 0 {
+				sites.counter[n] = c
+			} else {
+				sites.counter[n] = -1 // (a branch's alone: no line to count)
+			}
 		}
 	}
 	lo, hi := sites.addrs[0], sites.addrs[len(sites.addrs)-1]
@@ -80,6 +87,7 @@ func (pl *planter) newLinePlanting(mi int, bias uint64, in procmaps.Instance, ma
 			return p
 		}
 	}
+	pl.checkBranchSites(p)
 	pl.afterRestarts(p, lt)
 	cell := uint64((pl.arch.SlotSize() + 15) &^ 15)
 	if lt != nil {
@@ -98,6 +106,10 @@ type lineSiteSet struct {
 	counter []int
 	done    []bool
 	left    int
+	// branch is the branch of the plan at each site (branches.go), -1
+	// for none; nil when the module has none. A branch's site may have
+	// no line: its lines empty, its counter -1.
+	branch []int
 }
 
 // find returns the index of the site at addr, or -1.
@@ -150,8 +162,11 @@ func (bp *breakpoints) plantLines(p *planting) error {
 		code = code[:min(len(code), e.arch.MaxInstLen())]
 		cell := p.area.slot(slot)
 		lines := ls.lines[k]
-		sites[n] = site{addr: addr, orig: code[:len(brk)], meaning: meaning{item: lines[0], more: lines[1:], exit: -1},
-			carrying: carrying{slot: cell, pending: true, code: code}}
+		m := meaning{item: -1, exit: -1, branch: ls.siteBranch(k) + 1}
+		if len(lines) > 0 {
+			m.item, m.more = lines[0], lines[1:]
+		}
+		sites[n] = site{addr: addr, orig: code[:len(brk)], meaning: m, carrying: carrying{slot: cell, pending: true, code: code}}
 		bp.sites[addr] = &sites[n]
 		p.spans = append(p.spans, span{addr, brk})
 		if coverage {
@@ -172,7 +187,11 @@ func (bp *breakpoints) plantLines(p *planting) error {
 func (bp *breakpoints) displaceLater(s *site) bool {
 	if err := bp.prepareDisplace(s); err != nil {
 		plan := bp.env.plan
-		l := &plan.Lines[s.item]
+		i := s.item
+		if i < 0 {
+			i = plan.Branches[s.branchOf()].Line
+		}
+		l := &plan.Lines[i]
 		bp.env.warn(prf.CannotProfileLine(l.Line, lineFile(plan, l), plan.Modules[l.Module].Name, fmt.Errorf("%w; counted until its first hit", err)))
 		return false
 	}
@@ -221,12 +240,12 @@ func (bp *breakpoints) cover(s *site) error {
 		if k >= 0 {
 			i = s.more[k]
 		}
-		if hits[i] != 0 {
-			continue
+		if i < 0 || hits[i] != 0 {
+			continue // (a branch's site alone has no line)
 		}
 		hits[i] = 1
 		for _, o := range bp.lineSites[i] {
-			if o == s || bp.sites[o.addr] != o || !covered(hits, o) {
+			if o == s || bp.sites[o.addr] != o || !bp.allCovered(o) {
 				continue
 			}
 			if err := bp.unplant(o); err != nil {

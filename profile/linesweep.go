@@ -145,7 +145,7 @@ func (s *sweeper) covered(cp *coverPatch) bool {
 
 // look reads the lines' counters into the sweeper (sums).
 func (lt *lineTrampolines) look() {
-	lt.sweep.sums = sumCounters(lt.env.counters, len(lt.lines), lt.sweep.sums)
+	lt.sweep.sums = sumCounters(lt.env.counters, lt.counters(), lt.sweep.sums)
 }
 
 // sweepIdle is PROFILE's work while it waits, in line coverage: with a

@@ -96,6 +96,7 @@ type lineEnv struct {
 	plant    *planter
 	counters *counters
 	hits     []uint64
+	ways     []uint64
 	watch    *watch
 	told     observers
 	// goOn lets a thread a sweep held go on, as the loop would have at
@@ -109,7 +110,7 @@ func newLineTrampolines(t *tracer) *lineTrampolines {
 	return numberLines(lineEnv{
 		plan: t.plan, arch: t.arch, every: t.cfg.EveryLineSite, verbose: t.cfg.Verbose, warn: t.cfg.Warn,
 		mem: &t.mem, proc: t.proc, threads: t.threads, plant: t.parts.plant, counters: t.parts.counters,
-		hits: t.hits, watch: &t.parts.watch, told: t.told, goOn: func(th *thread) error { return afterInterrupt(t, th) },
+		hits: t.counted.hits, ways: t.counted.ways, watch: &t.parts.watch, told: t.told, goOn: func(th *thread) error { return afterInterrupt(t, th) },
 	})
 }
 
@@ -126,8 +127,8 @@ func numberLines(env lineEnv) *lineTrampolines {
 }
 
 // counters is the number of counters a block needs: one for each site,
-// and the save slot.
-func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 }
+// the save slot, and two for each branch (wayCounter).
+func (lt *lineTrampolines) counters() int { return len(lt.lines) + 1 + 2*len(lt.env.plan.Branches) }
 
 // errGoAssembly is why a line of Go assembly keeps a breakpoint where the
 // count needs registers Go's compiler leaves free (arm64's x27: LineCode).
@@ -158,11 +159,11 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	lay.Sites(addrs)
 	for n := len(addrs) - 1; n >= 0; n-- {
 		pl, err := lay.Plan(addrs[n], lt.build(p, addrs[n], addrs[n]))
-		if err != nil && lt.host(p, lay, addrs, n, targets()) {
-			continue
+		if err != nil && ls.siteBranch(ls.find(addrs[n])) < 0 && lt.host(p, lay, addrs, n, targets()) {
+			continue // (a branch's ways are told at the branch alone)
 		}
 		if err != nil {
-			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.lines[ls.find(addrs[n])][0], addr: addrs[n], err: err})
+			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.siteLine(e.plan, ls.find(addrs[n])), addr: addrs[n], err: err})
 			lay.Unstable(addrs[n], len(e.arch.Breakpoint()))
 			continue
 		}
@@ -185,9 +186,11 @@ func (lt *lineTrampolines) plant(p *planting) error {
 
 // siteCounters returns the counters of sites, of planting p.
 func (lt *lineTrampolines) siteCounters(p *planting, sites []uint64) []int {
-	ks := make([]int, len(sites))
-	for i, a := range sites {
-		ks[i] = p.lineSites.counter[p.lineSites.find(a)]
+	ks := make([]int, 0, len(sites))
+	for _, a := range sites {
+		if k := p.lineSites.counter[p.lineSites.find(a)]; k >= 0 {
+			ks = append(ks, k) // (a branch's site alone has none)
+		}
 	}
 	return ks
 }
@@ -220,7 +223,7 @@ func (lt *lineTrampolines) shareBlocks(p *planting, addrs []uint64, targets land
 		if byFlow[n] {
 			continue
 		}
-		if n > 0 && !byFlow[n-1] && !targets.has(b) && !targets.inside(addrs[n-1], b) &&
+		if n > 0 && !byFlow[n-1] && !targets.has(b) && !targets.inside(addrs[n-1], b) && p.lineSites.siteBranch(p.lineSites.find(b)) < 0 &&
 			(!e.plant.scan.code.inIndirect(b) || lt.guarded(p, addrs[n-1], b)) &&
 			instr.StraightTo(e.arch, p.text.b[addrs[n-1]-p.text.start:], addrs[n-1], b) {
 			shared = append(shared, [2]uint64{b, root})
@@ -263,6 +266,9 @@ func (lt *lineTrampolines) put(p *planting, site, at uint64, pl *instr.Planned) 
 		var counters []int
 		if i == len(tramps)-1 {
 			counters = lt.siteCounters(p, []uint64{site})
+			if b := p.lineSites.siteBranch(p.lineSites.find(site)); b >= 0 {
+				counters = append(counters, lt.wayCounter(b, 0), lt.wayCounter(b, 1))
+			}
 		}
 		lt.sweep.add(tp, counters, leansOf(pl, tp.patch.Site))
 	}
@@ -285,7 +291,18 @@ func leansOf(pl *instr.Planned, site uint64) []uint64 {
 // instruction relocated, then the jump back.
 func (lt *lineTrampolines) build(p *planting, site, at uint64) instr.Build {
 	arch := lt.env.arch
-	code, ok := lt.lineCode(p, site, at)
+	k := p.lineSites.find(site)
+	var code instr.DepthCode
+	ok := true
+	if p.lineSites.counter[k] >= 0 {
+		code, ok = lt.lineCode(p, site, at)
+	}
+	var ways [][2][]byte
+	if b := p.lineSites.siteBranch(k); b >= 0 && ok {
+		var w [2][]byte
+		w, ok = lt.waysCode(p, b, site)
+		ways = [][2][]byte{w}
+	}
 	return func(pt *instr.Patch, addr uint64) (instr.Trampoline, error) {
 		if !ok && lt.goAsm(p, site) {
 			return instr.Trampoline{}, fmt.Errorf("%w: %w", errGoAssembly, instr.ErrNoCounting)
@@ -295,6 +312,12 @@ func (lt *lineTrampolines) build(p *planting, site, at uint64) instr.Build {
 		}
 		q := *pt
 		q.Before = [][]byte{code.Code}
+		if ways != nil {
+			if len(q.Insts) == 0 || q.Insts[0].Kind != instr.CondJump {
+				return instr.Trampoline{}, fmt.Errorf("a branch's site whose patch does not begin with it: %w", instr.ErrNotRelocatable)
+			}
+			q.Ways = ways
+		}
 		return arch.Trampoline(&q, addr, nil)
 	}
 }
@@ -304,8 +327,19 @@ func (lt *lineTrampolines) build(p *planting, site, at uint64) instr.Build {
 // touching the flags unless they are dead at at, and in Go's code without
 // touching the goroutine's stack.
 func (lt *lineTrampolines) lineCode(p *planting, site, at uint64) (instr.DepthCode, bool) {
+	return lt.counterCode(p, p.lineSites.counter[p.lineSites.find(site)], site, at)
+}
+
+// coverCode returns the cover of counter k (a branch's way), in planting
+// p: the counter set, neither flags nor registers changed.
+func (lt *lineTrampolines) coverCode(p *planting, k int, site uint64) (instr.DepthCode, bool) {
+	return lt.counterCode(p, k, site, site)
+}
+
+// counterCode is lineCode of counter k.
+func (lt *lineTrampolines) counterCode(p *planting, k int, site, at uint64) (instr.DepthCode, bool) {
 	e := &lt.env
-	s := e.counters.layout.Site(p.lineSites.counter[p.lineSites.find(site)])
+	s := e.counters.layout.Site(k)
 	s.Save, s.Cover = lt.save, lt.cover
 	s.GoStack, s.GoAsm = lt.isGo(p.mi), lt.goAsm(p, site)
 	s.ThreadPointer = s.GoStack && e.counters.threadPointers()
@@ -320,7 +354,7 @@ func (lt *lineTrampolines) goAsm(p *planting, addr uint64) bool {
 		return false
 	}
 	plan := lt.env.plan
-	return strings.HasSuffix(lineFile(plan, &plan.Lines[p.lineSites.lines[p.lineSites.find(addr)][0]]), ".s")
+	return strings.HasSuffix(lineFile(plan, &plan.Lines[p.lineSites.siteLine(plan, p.lineSites.find(addr))]), ".s")
 }
 
 // isGo reports whether module mi is written in Go (it has Go's build
@@ -349,7 +383,7 @@ func (lt *lineTrampolines) forget(lo, hi uint64) {
 // coverage one where any ran.
 func (lt *lineTrampolines) collect(*Result) {
 	hits := lt.env.hits
-	totals := lt.env.counters.totals(len(lt.lines))
+	totals := lt.env.counters.totals(lt.counters())
 	for _, s := range lt.solvers {
 		counts := s.counts(func(k int) uint64 { return totals[k] })
 		for i, d := range s.derived {
@@ -359,7 +393,8 @@ func (lt *lineTrampolines) collect(*Result) {
 	for b, a := range lt.alias {
 		totals[b] += totals[a]
 	}
-	for k, n := range totals {
+	lt.collectWays(totals)
+	for k, n := range totals[:len(lt.lines)] {
 		if n == 0 {
 			continue
 		}

@@ -113,12 +113,12 @@ func fakeTracerAt(plan *datafile.Plan, code []byte, base uint64) (*tracer, *fake
 	// (Then padding, as a function is followed in a module.)
 	mem := &fakeMem{base: base, b: append(slices.Clone(code), bytes.Repeat([]byte{0x90}, 64)...)}
 	t := &tracer{
-		cfg:   Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
-		plan:  plan,
-		arch:  instr.AMD64,
-		mem:   mem,
-		hits:  make([]uint64, plan.NumItems()),
-		timed: plan.Method.IsTiming(),
+		cfg:     Config{Warn: func(d *prf.Diagnostic) { *warnings = append(*warnings, fmt.Sprintf("PRF%d %v", d.Code, d)) }},
+		plan:    plan,
+		arch:    instr.AMD64,
+		mem:     mem,
+		counted: counted{hits: make([]uint64, plan.NumItems())},
+		timed:   plan.Method.IsTiming(),
 	}
 	t.proc = newFakeProcess(t.arch, mem) // (no thread: fakeRun makes one)
 	t.parts.calls = newInjector(t)
@@ -198,7 +198,7 @@ func TestBreakpointsCoverLines(t *testing.T) {
 	plan := leafLines(datafile.LineCoverage)
 	plan.Lines[0].Addrs = []uint64{leafAt, leafAt + 7} // line 1 at two sites
 	tr, mem, _ := fakeTracer(plan)
-	tr.hits[2] = 1 // line 3 covered by an earlier load: not planted again
+	tr.counted.hits[2] = 1 // line 3 covered by an earlier load: not planted again
 	if err := tr.plantModule(0, 0, leafInstance(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +208,8 @@ func TestBreakpointsCoverLines(t *testing.T) {
 	if err := tr.parts.bp.cover(tr.parts.bp.sites[leafAt]); err != nil {
 		t.Fatal(err)
 	}
-	if tr.hits[0] != 1 || tr.hits[1] != 0 {
-		t.Errorf("hits %v, want line 1 covered, line 2 not", tr.hits)
+	if tr.counted.hits[0] != 1 || tr.counted.hits[1] != 0 {
+		t.Errorf("hits %v, want line 1 covered, line 2 not", tr.counted.hits)
 	}
 	if tr.parts.bp.sites[leafAt+7] != nil || tr.parts.bp.retired[leafAt+7] == nil || mem.b[7] != leafCode[7] {
 		t.Errorf("line 1's other site: in place %v, retired %v, code %#x; want retired and taken out",
@@ -672,7 +672,7 @@ func newLineRigOf(t *testing.T, plan *datafile.Plan, code []byte, base uint64, e
 		goOn: func(th *thread) error { return fp.cont(th.tid, 0) }})
 	maps := []procmaps.Mapping{{Start: base, End: base + 0x1000, Perms: "r-xp"}}
 	in := procmaps.Instance{First: procmaps.Mapping{Start: base}, Lo: base, Hi: base + 0x1000}
-	p := pl.newLinePlanting(0, base-leafAt, in, maps, lt.env.hits, lt)
+	p := pl.newLinePlanting(0, base-leafAt, in, maps, lt.env.hits, lt.env.ways, lt)
 	p.counters = c
 	if err := lt.plant(p); err != nil {
 		t.Fatal(err)

@@ -353,7 +353,7 @@ func (t *tracer) plantModule(mi int, bias uint64, in procmaps.Instance, maps []p
 // returns nil when there is nothing to plant.
 func (t *tracer) newPlanting(mi int, bias uint64, in procmaps.Instance, maps []procmaps.Mapping) *planting {
 	if !t.plan.Method.IsFunction() {
-		return t.parts.plant.newLinePlanting(mi, bias, in, maps, t.hits, t.parts.lines)
+		return t.parts.plant.newLinePlanting(mi, bias, in, maps, t.counted.hits, t.counted.ways, t.parts.lines)
 	}
 	items := t.parts.plant.plantable(mi, bias)
 	if len(items) == 0 {

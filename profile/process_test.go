@@ -131,8 +131,8 @@ func TestFakeBreakpointHit(t *testing.T) {
 				t.Fatalf("no breakpoint at %#x", c.entry)
 			}
 			runScript(t, tr, fp, fakeEvent{tid: fakePID, ws: stoppedBy(syscall.SIGTRAP), pc: c.entry + 1})
-			if tr.hits[0] != 1 || tr.parts.bp.hits != 1 {
-				t.Errorf("hits %v (breakpoints %d), want f's 1", tr.hits, tr.parts.bp.hits)
+			if tr.counted.hits[0] != 1 || tr.parts.bp.hits != 1 {
+				t.Errorf("hits %v (breakpoints %d), want f's 1", tr.counted.hits, tr.parts.bp.hits)
 			}
 			wantPC, wantSP := uint64(ret), uint64(stackAt+0x808)
 			if c.slot {
@@ -206,8 +206,8 @@ func TestFakeThreadBornAndEnded(t *testing.T) {
 			if tr.threads[child] != nil || len(tr.tasks.early) != 0 || len(tr.tasks.expected) != 0 {
 				t.Errorf("after its end: thread %v, early %v, expected %v; want it forgotten", tr.threads[child], tr.tasks.early, tr.tasks.expected)
 			}
-			if tr.hits[0] != 1 {
-				t.Errorf("hits %v, want the new thread's 1", tr.hits)
+			if tr.counted.hits[0] != 1 {
+				t.Errorf("hits %v, want the new thread's 1", tr.counted.hits)
 			}
 			goes := []string{"cont 8388608 0", "cont 8388609 0"}
 			if early {
@@ -490,8 +490,8 @@ func TestFakeModuleLoadedAndUnloaded(t *testing.T) {
 	if !planted || len(areas) != 1 {
 		t.Fatalf("after the load: planted %v, areas %#x; want f's breakpoint in the library, and its area", planted, areas)
 	}
-	if tr.hits[0] != 1 {
-		t.Errorf("hits %v, want f's 1", tr.hits)
+	if tr.counted.hits[0] != 1 {
+		t.Errorf("hits %v, want f's 1", tr.counted.hits)
 	}
 	if len(tr.parts.modules.loaded) != 0 || tr.parts.bp.sites[libAt+11] != nil || len(tr.parts.plant.areas) != 0 || len(mem.areas) != 2 {
 		t.Errorf("after the unload: loaded %v, sites %v, areas %v, %d mappings; want only the rendezvous, the stack and the dynamic linker", tr.parts.modules.loaded, slices.Sorted(maps.Keys(tr.parts.bp.sites)), tr.parts.plant.areas, len(mem.areas))

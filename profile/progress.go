@@ -47,7 +47,7 @@ func (t *tracer) progress() {
 			p.Breakpoints++
 		}
 	}
-	hits := t.hits
+	hits := t.counted.hits
 	if t.parts.books != nil {
 		hits = t.parts.books.Figures().Hits // (timing, /SF, /AT: the calls booked)
 	}

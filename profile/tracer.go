@@ -103,8 +103,8 @@ type tracer struct {
 	// (timing.go).
 	clocks clocks
 
-	// hits counts the hits of each item at PROFILE's breakpoints.
-	hits []uint64
+	// counted are the counts PROFILE keeps itself.
+	counted counted
 	// parts are the run's parts and their hooks (hooks.go).
 	parts parts
 	// told are the run's observers (events.go): the narration of
@@ -116,6 +116,13 @@ type tracer struct {
 	// status is when the run began and when its progress was last told
 	// (progress.go).
 	status struct{ start, last time.Time }
+}
+
+// counted are the counts of a run that PROFILE keeps itself: the hits
+// of each item at its breakpoints (and the counters' sums, at the end),
+// and the ways each branch of the plan went (datafile.Stats.Branches).
+type counted struct {
+	hits, ways []uint64
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -136,7 +143,7 @@ func newTracer(cfg Config) (*tracer, error) {
 		arch:    arch,
 		threads: make(map[int]*thread),
 		tasks:   tasks{early: make(map[int]ptrace.WaitStatus), expected: make(map[int]childKind)},
-		hits:    make([]uint64, cfg.Plan.NumItems()),
+		counted: counted{hits: make([]uint64, cfg.Plan.NumItems()), ways: make([]uint64, 2*len(cfg.Plan.Branches))},
 		clocks:  clocks{epoch: time.Now(), stolen: make(map[books.Key]int64), carried: make(map[int]uint64)},
 	}
 	if x := newExplainer(t); x != nil {
@@ -193,7 +200,10 @@ func (t *tracer) finish(start time.Time, res *Result) {
 			run.Reason = note + "; " + run.Reason
 		}
 	}
-	c := &datafile.Counts{PlanID: t.plan.ID, Method: t.plan.Method, Run: run, Stats: datafile.Stats{Hits: t.hits}}
+	c := &datafile.Counts{PlanID: t.plan.ID, Method: t.plan.Method, Run: run, Stats: datafile.Stats{Hits: t.counted.hits}}
+	if len(t.counted.ways) > 0 {
+		c.Stats.Branches = t.counted.ways
+	}
 	t.parts.addStats(&c.Stats)
 	if t.parts.books != nil {
 		c.Overhead = t.clocks.calculated
