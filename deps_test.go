@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/golden":   {},
 	"e2e":               {},
 	"bench/linecheck":   {"datafile"},
+	"bench/branchcheck": {"datafile"},
 	"cmd/prep":          {"prep", "datafile", "internal/cli", "internal/prf"},
 	"cmd/profile":       {"profile", "datafile", "internal/cli", "internal/prf"},
 	"cmd/plist":         {"plist", "datafile", "internal/cli", "internal/prf"},

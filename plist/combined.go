@@ -2,6 +2,7 @@ package plist
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -18,13 +19,19 @@ import (
 // a line's count is the sum of its counts in every profile that has it,
 // a function's the sum of its calls in every profile, matched by its
 // name in its file, and a line or function one profile alone has counts
-// there alone. The lcov export of one profile is the same sum over one.
+// there alone. A branch of a line adds by its file, line, block and way,
+// as lcov -a adds BRDA records: the counts are summed, a count and "-"
+// (the branch's line never ran) is the count, and "-" and "-" stays "-".
+// The lcov export of one profile is the same sum over one.
 
 // Combined is the coverage of one or more profiles by source file.
 type Combined struct {
 	// lines is set for line profiles, whose lines are the profiles'; a
 	// function profile's lines are its functions' declarations.
-	lines    bool
+	lines bool
+	// branches is set when a profile added has branches (line coverage
+	// prepared with them): the summary has their columns.
+	branches bool
 	profiles []combinedProfile
 	// test is the lcov test name (TN): the one profile's last run's
 	// program, "" for several.
@@ -37,15 +44,26 @@ type Combined struct {
 type combinedProfile struct {
 	path   string
 	method datafile.Method
-	runs   int
+	runs   []datafile.Run
 }
 
 // fileCoverage is one source file's coverage: its functions, in the
-// order they came, and its lines' counts.
+// order they came, its lines' counts and its branches' ways' counts.
 type fileCoverage struct {
-	funcs  []funcCoverage
-	byName map[string]int
-	lines  map[int]uint64
+	funcs    []funcCoverage
+	byName   map[string]int
+	lines    map[int]uint64
+	branches map[branchKey]branchCount
+}
+
+// branchKey is a way of a branch of a source file: its line, its block
+// (its number among the line's branches) and its way (0 to its target,
+// 1 on), as lcov's BRDA record names it.
+type branchKey struct{ line, block, way int }
+
+// compareBranchKeys orders branch ways by line, block and way.
+func compareBranchKeys(a, b branchKey) int {
+	return cmp.Or(cmp.Compare(a.line, b.line), cmp.Compare(a.block, b.block), cmp.Compare(a.way, b.way))
 }
 
 // funcCoverage is a function's declaration line, name and calls.
@@ -75,7 +93,8 @@ func (c *Combined) Add(m *datafile.Merged, path string, o Options) error {
 		return prf.CombineOtherType(first.path, strings.ToLower(first.method.Words()), path, strings.ToLower(m.Plan.Method.Words()))
 	}
 	c.lines = lines
-	c.profiles = append(c.profiles, combinedProfile{path, m.Plan.Method, len(m.Runs)})
+	c.branches = c.branches || len(m.Plan.Branches) > 0
+	c.profiles = append(c.profiles, combinedProfile{path, m.Plan.Method, slices.Clone(m.Runs)})
 	r := newReport(m, o)
 	c.add(r)
 	c.test = ""
@@ -90,7 +109,7 @@ func (c *Combined) Add(m *datafile.Merged, path string, o Options) error {
 func (c *Combined) file(path string) *fileCoverage {
 	f := c.files[path]
 	if f == nil {
-		f = &fileCoverage{byName: map[string]int{}, lines: map[int]uint64{}}
+		f = &fileCoverage{byName: map[string]int{}, lines: map[int]uint64{}, branches: map[branchKey]branchCount{}}
 		c.files[path] = f
 		c.order = append(c.order, path)
 	}
@@ -132,6 +151,40 @@ func (c *Combined) add(r *report) {
 			fc.lines[max(f.Line, 1)] += hits
 		}
 	}
+	c.addBranches(r)
+}
+
+// addBranches adds the ways of report r's branches to their files' lines,
+// each branch numbered among those of its source line (its exported path
+// and line number) in the plan's order: a header's line compiled into
+// two modules has the branches of both, apart.
+func (c *Combined) addBranches(r *report) {
+	br := branchView{r}
+	if !br.present() {
+		return
+	}
+	paths := make([]string, len(r.plan.Lines))
+	for i := range r.plan.Lines {
+		l := &r.plan.Lines[i]
+		paths[i] = r.exportPath(l.Module, r.lineFile(l))
+	}
+	type pathLine struct {
+		path string
+		line int
+	}
+	blocks := branchBlocks(r, func(line int) pathLine { return pathLine{paths[line], r.plan.Lines[line].Line} })
+	for i, b := range r.plan.Branches {
+		if blocks[i] < 0 {
+			continue // (its line is not in the plan)
+		}
+		f := c.file(paths[b.Line])
+		for way, n := range br.counts(i) {
+			k := branchKey{r.plan.Lines[b.Line].Line, blocks[i], way}
+			sum := f.branches[k]
+			sum.add(n)
+			f.branches[k] = sum
+		}
+	}
 }
 
 // addFunc adds fn's calls to the function of its name, or adds it.
@@ -161,6 +214,17 @@ func (f *fileCoverage) totals() (lines, linesRun, funcs, funcsRun int) {
 	return lines, linesRun, funcs, funcsRun
 }
 
+// branchTotals returns f's branch ways, and those taken.
+func (f *fileCoverage) branchTotals() (ways, taken int) {
+	for _, n := range f.branches {
+		ways++
+		if n.n > 0 {
+			taken++
+		}
+	}
+	return ways, taken
+}
+
 // Coverage returns the share of the combination that ran, in percent:
 // of the lines of line profiles, of the functions of function profiles;
 // 0 of nothing.
@@ -179,7 +243,8 @@ func (c *Combined) Coverage() float64 {
 
 // WriteLcov writes the combination as an lcov tracefile (geninfo(1)):
 // per source file, in the order they came, its functions (FN, FNDA,
-// FNF, FNH) and its lines (DA, LF, LH). Names are the stored ones, which
+// FNF, FNH), its branches where it has any (BRDA, BRF, BRH), and its
+// lines (DA, LF, LH), in geninfo's order. Names are the stored ones, which
 // genhtml --demangle-cpp demangles, as gcov's tracefiles have.
 func (c *Combined) WriteLcov(w io.Writer) error {
 	bw := bufio.NewWriter(w)
@@ -201,6 +266,7 @@ func (c *Combined) writeLcov(w *bufio.Writer) {
 		if funcs > 0 {
 			fmt.Fprintf(w, "FNF:%d\nFNH:%d\n", funcs, funcsRun)
 		}
+		rec.writeBranches(w)
 		if len(rec.lines) > 0 {
 			for _, n := range slices.Sorted(maps.Keys(rec.lines)) {
 				fmt.Fprintf(w, "DA:%d,%d\n", n, rec.lines[n])
@@ -212,10 +278,27 @@ func (c *Combined) writeLcov(w *bufio.Writer) {
 	}
 }
 
+// writeBranches writes f's branches: BRDA:line,block,way,taken for each
+// way, by line, block and way, taken "-" for a branch whose line never
+// ran, then BRF and BRH; nothing when f has none.
+func (f *fileCoverage) writeBranches(w *bufio.Writer) {
+	if len(f.branches) == 0 {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(f.branches), compareBranchKeys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "BRDA:%d,%d,%d,%s\n", k.line, k.block, k.way, f.branches[k].lcov())
+	}
+	ways, taken := f.branchTotals()
+	fmt.Fprintf(w, "BRF:%d\nBRH:%d\n", ways, taken)
+}
+
 // WriteSummary writes the combination's report: the profiles, then each
 // source file's lines and functions, those that ran and their share, by
 // path, and the totals (a function profile's lines are its functions',
-// and it has the functions' columns alone).
+// and it has the functions' columns alone). Where a profile has
+// branches, the branches' columns follow: the ways of the file's
+// branches (lcov's "branches"), those taken and their share.
 func (c *Combined) WriteSummary(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	kind := "line"
@@ -233,35 +316,54 @@ func (c *Combined) WriteSummary(w io.Writer) error {
 	}
 	for _, p := range c.profiles {
 		runs := "runs"
-		if p.runs == 1 {
+		if len(p.runs) == 1 {
 			runs = "run"
 		}
-		fmt.Fprintf(bw, "  %-*s  %s, %d %s\n", width, prf.Printable(p.path), strings.ToLower(p.method.Words()), p.runs, runs)
+		fmt.Fprintf(bw, "  %-*s  %s, %d %s\n", width, prf.Printable(p.path), strings.ToLower(p.method.Words()), len(p.runs), runs)
 	}
 	bw.WriteString("\n")
-	if c.lines {
-		bw.WriteString("   Lines      Run    Cover   Functions      Run    Cover  Source file\n")
-	} else {
+	c.writeTable(bw)
+	return bw.Flush()
+}
+
+// writeTable writes the summary's table: its heading, a row per source
+// file by path, and the totals.
+func (c *Combined) writeTable(bw *bufio.Writer) {
+	switch {
+	case !c.lines:
 		bw.WriteString("   Functions      Run    Cover  Source file\n")
+	case c.branches:
+		bw.WriteString("   Lines      Run    Cover   Functions      Run    Cover   Branches    Taken    Cover  Source file\n")
+	default:
+		bw.WriteString("   Lines      Run    Cover   Functions      Run    Cover  Source file\n")
 	}
-	var t [4]int
-	row := func(lines, linesRun, funcs, funcsRun int, name string) {
-		if c.lines {
-			fmt.Fprintf(bw, "%8d %8d %7.1f%% %11d %8d %7.1f%%  %s\n", lines, linesRun, percent(float64(linesRun), float64(lines)),
-				funcs, funcsRun, percent(float64(funcsRun), float64(funcs)), name)
-		} else {
-			fmt.Fprintf(bw, "%12d %8d %7.1f%%  %s\n", funcs, funcsRun, percent(float64(funcsRun), float64(funcs)), name)
+	share := func(part, whole int) float64 { return percent(float64(part), float64(whole)) }
+	var t [6]int
+	row := func(n [6]int, name string) {
+		lines, linesRun, funcs, funcsRun, ways, taken := n[0], n[1], n[2], n[3], n[4], n[5]
+		if !c.lines {
+			fmt.Fprintf(bw, "%12d %8d %7.1f%%  %s\n", funcs, funcsRun, share(funcsRun, funcs), name)
+			return
 		}
+		fmt.Fprintf(bw, "%8d %8d %7.1f%% %11d %8d %7.1f%%", lines, linesRun, share(linesRun, lines), funcs, funcsRun, share(funcsRun, funcs))
+		if c.branches {
+			fmt.Fprintf(bw, " %10d %8d %7.1f%%", ways, taken, share(taken, ways))
+		}
+		fmt.Fprintf(bw, "  %s\n", name)
 	}
 	for _, name := range slices.Sorted(slices.Values(c.order)) {
-		lines, linesRun, funcs, funcsRun := c.files[name].totals()
-		row(lines, linesRun, funcs, funcsRun, prf.Printable(name))
-		t = [4]int{t[0] + lines, t[1] + linesRun, t[2] + funcs, t[3] + funcsRun}
+		f := c.files[name]
+		var n [6]int
+		n[0], n[1], n[2], n[3] = f.totals()
+		n[4], n[5] = f.branchTotals()
+		row(n, prf.Printable(name))
+		for k := range t {
+			t[k] += n[k]
+		}
 	}
 	files := "files"
 	if len(c.order) == 1 {
 		files = "file"
 	}
-	row(t[0], t[1], t[2], t[3], fmt.Sprintf("Total (%d %s)", len(c.order), files))
-	return bw.Flush()
+	row(t, fmt.Sprintf("Total (%d %s)", len(c.order), files))
 }

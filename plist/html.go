@@ -24,8 +24,8 @@ import (
 
 // htmlPage is what the page's template shows.
 type htmlPage struct {
-	Program, Profile, About string
-	Stats                   []htmlStats
+	htmlHeader
+	Stats []htmlStats
 	htmlTable
 	// Flame is the flame graph; FlameNote says why there is none, when the
 	// profile type could have one.
@@ -45,6 +45,9 @@ type htmlPage struct {
 	UnitHead string
 	HotLines int
 	Coverage bool
+	// Branches is set for branch coverage: the annotated source has a
+	// column of branch marks, the Files summary the branches' columns.
+	Branches bool
 	Footer   string
 
 	// lineClass is a line's class in the annotated source and the line
@@ -52,6 +55,17 @@ type htmlPage struct {
 	// annotated source that were found, by module and file index.
 	lineClass func(lineKey) string
 	found     map[[2]int]bool
+}
+
+// htmlHeader is the page's header: its program (the first module's
+// name, which a source file's heading names when it is of another
+// module), its profile type and what it is. A combination of profiles
+// (plist --combine: Combined.WriteHTML) has a Heading in place of the
+// program's name, and lists its Profiles.
+type htmlHeader struct {
+	Program, Profile, About string
+	Heading                 string
+	Profiles                []htmlStat
 }
 
 // htmlTable is the page's table of functions or lines: TableID is its
@@ -108,6 +122,8 @@ type htmlLine struct {
 	ID, Class, Count, Pct string
 	Text                  string
 	Href                  string // its count's link: its function's callers and callees
+	// Branches are the marks of its branches (branch coverage).
+	Branches []htmlBranch
 }
 
 // hotLines is how many lines the annotated source marks hot: the lines
@@ -119,14 +135,19 @@ type htmlExport struct{ *report }
 
 // writeHTML writes the HTML report.
 func (r htmlExport) writeHTML(w io.Writer) error {
+	return htmlTemplate.Execute(w, r.page())
+}
+
+// page returns the HTML report's page.
+func (r htmlExport) page() *htmlPage {
 	var ok bool
 	r.sort, ok = resolveSort(r.plan.Method, r.o.Sort)
 	if !ok {
 		r.warn(prf.SortMismatch(r.o.Path))
 	}
 	m := r.plan.Method
-	pg := &htmlPage{Program: r.moduleName(0), Profile: m.Words(), HotLines: hotLines, Coverage: m.IsCoverage(),
-		Footer: "Written by plist (sprof " + r.version() + ")"}
+	pg := &htmlPage{htmlHeader: htmlHeader{Program: r.moduleName(0), Profile: m.Words()}, HotLines: hotLines, Coverage: m.IsCoverage(),
+		Branches: branchView(r).present(), Footer: "Written by plist (sprof " + r.version() + ")"}
 	if len(r.plan.Modules) == 0 {
 		pg.Program = "profile"
 	}
@@ -175,9 +196,9 @@ func (r htmlExport) writeHTML(w io.Writer) error {
 	}
 	pg.RowsHTML = htmlRowsHTML(pg.Rows)
 	for i := range pg.Sources {
-		pg.Sources[i].LinesHTML = htmlLinesHTML(pg.Sources[i].Lines)
+		pg.Sources[i].LinesHTML = htmlLinesHTML(pg.Sources[i].Lines, pg.Branches)
 	}
-	return htmlTemplate.Execute(w, pg)
+	return pg
 }
 
 // htmlStatistics returns the listing's statistics blocks, the program's

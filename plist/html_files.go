@@ -10,8 +10,9 @@ import (
 
 // The line profile's summary by directory and file (the page's "Files"
 // section), as genhtml's index has it: each directory's row, then its
-// files', with the lines profiled, those that ran and their share, and
-// for counting their share of all the hits.
+// files', with the lines profiled, those that ran and their share, for
+// counting their share of all the hits, and for branch coverage the
+// ways of their branches, those taken and their share.
 
 // htmlFileRow is a row of the summary: a directory's (Dir) or a file's.
 // Href links a file to its annotated source, where it was found.
@@ -20,17 +21,23 @@ type htmlFileRow struct {
 	Name, Title, Href      string
 	Lines, Run             int
 	Cover, Hits, HitsShare string
+	// Ways, Taken and WaysCover are the branches' (pg.Branches).
+	Ways, Taken int
+	WaysCover   string
 }
 
 // fileTally is what the summary adds up of a file's or a directory's
-// lines: how many, how many ran, their hits.
+// lines: how many, how many ran, their hits; and of their branches, the
+// ways and those taken.
 type fileTally struct {
-	lines, run int
-	hits       uint64
+	lines, run  int
+	hits        uint64
+	ways, taken int
 }
 
 func (t *fileTally) add(u fileTally) {
 	t.lines, t.run, t.hits = t.lines+u.lines, t.run+u.run, t.hits+u.hits
+	t.ways, t.taken = t.ways+u.ways, t.taken+u.taken
 }
 
 // htmlFiles fills the summary of the profile's lines, by the path prep
@@ -65,6 +72,7 @@ func (r htmlExport) htmlFiles(pg *htmlPage, total uint64) {
 			t.run++
 		}
 	}
+	r.htmlFileBranches(files)
 	byDir := map[string][]string{}
 	for path := range files {
 		dir := filepath.Dir(path)
@@ -76,6 +84,12 @@ func (r htmlExport) htmlFiles(pg *htmlPage, total uint64) {
 		if !pg.Coverage {
 			row.Hits = strconv.FormatUint(t.hits, 10)
 			row.HitsShare = fixed(percent(float64(t.hits), float64(total)), 1)
+		}
+		if pg.Branches {
+			row.Ways, row.Taken, row.WaysCover = t.ways, t.taken, "-" // (no branch: no share)
+			if t.ways > 0 {
+				row.WaysCover = fixed(percent(float64(t.taken), float64(t.ways)), 1)
+			}
 		}
 		return row
 	}

@@ -15,7 +15,7 @@ var htmlTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<title>{{.Program}}: {{.Profile}}</title>
+<title>{{or .Heading .Program}}: {{.Profile}}</title>
 <style>
 :root{--fg:#1f2430;--muted:#5d6677;--rule:#dde2ea;--panel:#f4f6fa;--run:#e3f3e6;--never:#fbe3e4;--hot:#ffdcaa;--hotfg:#9a3c00;--link:#1f5fbf}
 *{box-sizing:border-box}
@@ -85,14 +85,21 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}
 .src tr.hot td{background:var(--hot)}
 .src tr.hot td.c{color:var(--hotfg);font-weight:700}
 .src tr:target td{outline:2px solid var(--link)}
-footer{margin-top:36px;color:var(--muted);font-size:13px}
+{{if .Branches}}.src th.br{text-align:left}
+.src td.br{white-space:nowrap;font-weight:700}
+.br .taken{color:#1a7f37}.br .not{color:#b42318}.br .unrun{color:#8a92a0}
+.partial,.src tr.partial td.br,.src tr.partial td.code{background:#fff1c2}
+{{end}}{{if .Profiles}}.profiles{margin:0 0 8px;padding-left:22px;color:var(--muted)}
+.profiles .path{color:var(--fg);overflow-wrap:anywhere}
+{{end}}footer{margin-top:36px;color:var(--muted);font-size:13px}
 </style>
 </head>
 <body>
 <header>
-<h1>{{.Program}}</h1>
+<h1>{{or .Heading .Program}}</h1>
 <p class="about">{{.About}}</p>
-<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .CallData}}<a href="#calls">Callers and callees</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
+{{with .Profiles}}<ul class="profiles">{{range .}}<li><span class="path">{{.Key}}</span>: {{.Value}}</li>{{end}}</ul>
+{{end}}<nav><a href="#statistics">Statistics</a>{{if or .Flame .FlameNote}}<a href="#flame">Flame graph</a>{{end}}{{if .CallData}}<a href="#calls">Callers and callees</a>{{end}}{{if .Files}}<a href="#files">Files</a>{{end}}<a href="#{{.TableID}}">{{.TableTitle}}</a>{{if .Sources}}<a href="#source">Annotated source</a>{{end}}</nav>
 {{if eq .TableID "functions"}}<div class="filterbar" id="filterbar" hidden><input type="search" id="filter" placeholder="Filter functions: a regular expression" aria-label="Filter the functions"><label><input type="radio" name="filter-mode" value="focus" checked> focus on them</label><label><input type="radio" name="filter-mode" value="hide"> hide them</label><span id="filter-count" class="note"></span></div>
 {{end}}</header>
 <section id="statistics">
@@ -121,11 +128,11 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 </section>
 {{end}}{{if .Files}}<section id="files">
 <h2>Files</h2>
-<p class="note">Each directory's lines, then each of its files': the lines profiled, those that {{if .Coverage}}were covered{{else}}ran{{end}} and their share{{if not .Coverage}}, and their hits and share of all the hits{{end}}.</p>
+<p class="note">Each directory's lines, then each of its files': the lines profiled, those that {{if .Coverage}}were covered{{else}}ran{{end}} and their share{{if not .Coverage}}, and their hits and share of all the hits{{end}}{{if .Branches}}; then the ways of their branches (two a branch: to its target, and on), those taken and their share{{end}}.</p>
 <table>
-<thead><tr><th>Directory and file</th><th class="n">Lines</th><th class="n">{{if .Coverage}}Covered{{else}}Run{{end}}</th><th class="n">%</th>{{if not .Coverage}}<th class="n">Hits</th><th class="n">%</th>{{end}}</tr></thead>
+<thead><tr><th>Directory and file</th><th class="n">Lines</th><th class="n">{{if .Coverage}}Covered{{else}}Run{{end}}</th><th class="n">%</th>{{if not .Coverage}}<th class="n">Hits</th><th class="n">%</th>{{end}}{{if .Branches}}<th class="n" title="branch ways: two a branch">Branches</th><th class="n">Taken</th><th class="n">%</th>{{end}}</tr></thead>
 <tbody>
-{{range .Files}}<tr class="{{if .Dir}}dir{{else}}f{{end}}"><td title="{{.Title}}">{{if .Href}}<a href="{{.Href}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td class="n">{{.Lines}}</td><td class="n">{{.Run}}</td><td class="n">{{.Cover}}</td>{{if not $.Coverage}}<td class="n">{{.Hits}}</td><td class="n">{{.HitsShare}}</td>{{end}}</tr>
+{{range .Files}}<tr class="{{if .Dir}}dir{{else}}f{{end}}"><td title="{{.Title}}">{{if .Href}}<a href="{{.Href}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td class="n">{{.Lines}}</td><td class="n">{{.Run}}</td><td class="n">{{.Cover}}</td>{{if not $.Coverage}}<td class="n">{{.Hits}}</td><td class="n">{{.HitsShare}}</td>{{end}}{{if $.Branches}}<td class="n">{{.Ways}}</td><td class="n">{{.Taken}}</td><td class="n">{{.WaysCover}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 </section>
@@ -142,11 +149,12 @@ footer{margin-top:36px;color:var(--muted);font-size:13px}
 {{if .Sources}}<section id="source">
 <h2>Annotated source</h2>
 <p class="legend">{{if .Coverage}}<span class="run">&#x2713; executed</span><span class="never">&#x2717; never executed</span>{{else}}<span class="hot">hot: one of the {{.HotLines}} lines with the most {{.Unit}}, or tied with them</span>{{if eq .Unit "hits"}}<span class="run">executed</span><span class="never">never executed</span>{{else}}<span class="run">sampled</span>{{end}}{{end}} {{if eq .Unit "samples"}}A line without a mark had no sample.{{else}}A line without a mark has no code of its own.{{end}}</p>
-{{range .Sources}}<div class="file" id="{{.ID}}">
+{{if .Branches}}<p class="legend"><span class="partial">branches not all taken</span> Branches: a [ + - ] for each conditional branch of the line, its way to its target, then on to the next instruction: + taken, - never taken, # not run (the line never ran). Point at a mark for its runs.</p>
+{{end}}{{range .Sources}}<div class="file" id="{{.ID}}">
 <h3>{{.Name}}{{if ne .Module $.Program}} ({{.Module}}){{end}}</h3>
 {{if .Found}}<p class="note">Source file: {{.Found}}</p>
 <table class="src">
-<thead><tr><th>Line</th><th>{{if $.Coverage}}Covered{{else}}{{$.UnitHead}}{{end}}</th><th>{{if not $.Coverage}}%{{end}}</th><th>Source</th></tr></thead>
+<thead><tr><th>Line</th><th>{{if $.Coverage}}Covered{{else}}{{$.UnitHead}}{{end}}</th><th>{{if not $.Coverage}}%{{end}}</th>{{if $.Branches}}<th class="br">Branches</th>{{end}}<th>Source</th></tr></thead>
 <tbody>
 {{.LinesHTML}}</tbody>
 </table>

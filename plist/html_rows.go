@@ -120,8 +120,9 @@ func htmlRowsHTML(rows []htmlRow) template.HTML {
 	return template.HTML(b.String())
 }
 
-// htmlLinesHTML writes an annotated source file's lines.
-func htmlLinesHTML(lines []htmlLine) template.HTML {
+// htmlLinesHTML writes an annotated source file's lines, with the
+// branch column where the page has one (branches).
+func htmlLinesHTML(lines []htmlLine, branches bool) template.HTML {
 	var b strings.Builder
 	for _, l := range lines {
 		b.WriteString("<tr")
@@ -133,7 +134,11 @@ func htmlLinesHTML(lines []htmlLine) template.HTML {
 		htmlLinked(&b, l.Href, l.Count, htmlText)
 		b.WriteString(`</td><td class="p">`)
 		htmlText(&b, l.Pct)
-		b.WriteString(`</td><td class="code">`)
+		b.WriteString(`</td>`)
+		if branches {
+			htmlBranchCell(&b, l.Branches)
+		}
+		b.WriteString(`<td class="code">`)
 		htmlText(&b, l.Text)
 		b.WriteString("</td></tr>\n")
 	}

@@ -14,11 +14,16 @@ var (
 {{end}}`))
 	linesTemplate = template.Must(template.New("lines").Parse(`{{range .}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{if .Href}}<a href="{{.Href}}">{{.Count}}</a>{{else}}{{.Count}}{{end}}</td><td class="p">{{.Pct}}</td><td class="code">{{.Text}}</td></tr>
 {{end}}`))
+	// linesBranchesTemplate is linesTemplate with the branch column
+	// (branch coverage).
+	linesBranchesTemplate = template.Must(template.New("lines").Parse(`{{range .}}<tr{{if .ID}} id="{{.ID}}"{{end}}{{if .Class}} class="{{.Class}}"{{end}}><td class="ln">{{.N}}</td><td class="c">{{if .Href}}<a href="{{.Href}}">{{.Count}}</a>{{else}}{{.Count}}{{end}}</td><td class="p">{{.Pct}}</td><td class="br">{{range .Branches}}[{{range .Ways}} <span{{if .Class}} class="{{.Class}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Mark}}</span>{{end}} ]{{end}}</td><td class="code">{{.Text}}</td></tr>
+{{end}}`))
 )
 
 // TestHTMLRowsAsTemplate: the rows and lines written without the
 // template are the template's, byte for byte, for text with every
-// character html/template escapes, invalid UTF-8, and the page's links.
+// character html/template escapes, invalid UTF-8, and the page's links;
+// the lines with and without the branch column.
 func TestHTMLRowsAsTemplate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const alphabet = "ab +&<>\"'\x00\t\xff\xfeé€\U0001F600-#./="
@@ -50,6 +55,9 @@ func TestHTMLRowsAsTemplate(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			line.Href = "#" + fnAnchor(rng.IntN(99999))
 		}
+		for range rng.IntN(3) {
+			line.Branches = append(line.Branches, htmlBranch{[2]htmlWay{{text(), text(), text()}, {text(), text(), text()}}})
+		}
 		lines = append(lines, line)
 	}
 	var want strings.Builder
@@ -63,8 +71,15 @@ func TestHTMLRowsAsTemplate(t *testing.T) {
 	if err := linesTemplate.Execute(&want, lines); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(htmlLinesHTML(lines)); got != want.String() {
+	if got := string(htmlLinesHTML(lines, false)); got != want.String() {
 		t.Errorf("lines differ from the template's:\n%s", firstDifference(got, want.String()))
+	}
+	want.Reset()
+	if err := linesBranchesTemplate.Execute(&want, lines); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(htmlLinesHTML(lines, true)); got != want.String() {
+		t.Errorf("lines with branches differ from the template's:\n%s", firstDifference(got, want.String()))
 	}
 }
 

@@ -22,7 +22,8 @@ type lineKey struct{ mod, file, line int }
 // share of whole (the module's hits for line profiles, as the listing).
 // With marked, profiled lines that never ran are marked.
 func (r htmlExport) htmlSources(pg *htmlPage, count func(int) uint64, whole uint64, marked bool) {
-	a := &htmlAnnotation{counts: map[lineKey]uint64{}, marked: marked, coverage: r.plan.Method.IsCoverage()}
+	a := &htmlAnnotation{counts: map[lineKey]uint64{}, marked: marked, coverage: r.plan.Method.IsCoverage(),
+		branches: r.htmlLineBranches()}
 	byFile := a.count(r.plan.Lines, count)
 	if !a.coverage {
 		a.hot = hotCount(a.counts)
@@ -66,6 +67,9 @@ type htmlAnnotation struct {
 	// links are the lines whose function has a view of its callers and
 	// callees: its address (#fn-N).
 	links map[lineKey]string
+	// branches are the counts of the branches of each line, in block
+	// order (branch coverage; nil otherwise).
+	branches map[lineKey][][2]branchCount
 }
 
 // count adds up the counts of the plan's lines, count(i) of lines[i], and
@@ -121,9 +125,17 @@ func (a *htmlAnnotation) class(k lineKey) string {
 }
 
 // line is line k of the annotated source, of the given text, with its
-// count and share of whole when it has one.
+// count and share of whole when it has one, and the marks of its
+// branches: a line that ran and missed a way of one is "partial" too.
 func (a *htmlAnnotation) line(k lineKey, text string, whole uint64) htmlLine {
 	hl := htmlLine{N: k.line, Text: text, Class: a.class(k)}
+	if counts := a.branches[k]; len(counts) > 0 {
+		var partial bool
+		hl.Branches, partial = htmlBranches(counts)
+		if partial && hl.Class != "never" {
+			hl.Class = strings.TrimSpace(hl.Class + " partial")
+		}
+	}
 	if c, ok := a.counts[k]; ok {
 		hl.ID, hl.Href = lineAnchor(k), a.links[k]
 		if a.coverage {

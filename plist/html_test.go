@@ -15,7 +15,8 @@ import (
 )
 
 // htmlCases are the profiles the HTML report is checked on: every profile
-// type, with and without /AT. The first three have goldens.
+// type, with and without /AT, and line coverage with branches. Those of
+// htmlGoldens have goldens.
 func htmlCases(t *testing.T) map[string]*datafile.Merged {
 	t.Helper()
 	return map[string]*datafile.Merged{
@@ -25,6 +26,7 @@ func htmlCases(t *testing.T) map[string]*datafile.Merged {
 		"timing":          readInput(t, "timing"),
 		"coverage":        readInput(t, "coverage"),
 		"linecov":         readInput(t, "linecov"),
+		"branchcov":       readInput(t, "branchcov"),
 		"attribution":     readInput(t, "attribution"),
 		"sampling":        readInput(t, "sampling"),
 		"sampling-at":     readInput(t, "sampling-at"),
@@ -36,8 +38,9 @@ func htmlCases(t *testing.T) map[string]*datafile.Merged {
 // htmlGoldens are the cases pinned by testdata/export/NAME.html.golden: a
 // function counting profile, a line counting profile (one source file
 // found in its compilation directory, one not found, one in a library),
-// and a timing profile made with /AT (its flame graph).
-var htmlGoldens = []string{"cpprust", "lines", "ftime-at"}
+// a timing profile made with /AT (its flame graph), and line coverage
+// with branches (their marks and columns).
+var htmlGoldens = []string{"cpprust", "lines", "ftime-at", "branchcov"}
 
 // writeHTMLReport writes m's HTML report with the options of the goldens.
 func writeHTMLReport(t *testing.T, name string, m *datafile.Merged, set func(*Options)) string {
@@ -55,7 +58,7 @@ func writeHTMLReport(t *testing.T, name string, m *datafile.Merged, set func(*Op
 	return buf.String()
 }
 
-// TestHTMLGoldens pins the page of three profiles
+// TestHTMLGoldens pins the page of four profiles
 // (testdata/export/NAME.html.golden, rewritten with -update).
 func TestHTMLGoldens(t *testing.T) {
 	cases := htmlCases(t)

@@ -77,11 +77,21 @@ type (
 		TimeNs *int64   `json:"timeNs,omitempty"`
 	}
 	jsonLine struct {
-		Module  string  `json:"module"`
-		File    string  `json:"file"`
-		Line    int     `json:"line"`
-		Hits    uint64  `json:"hits"`
-		Samples *uint64 `json:"samples,omitempty"`
+		Module   string       `json:"module"`
+		File     string       `json:"file"`
+		Line     int          `json:"line"`
+		Hits     uint64       `json:"hits"`
+		Samples  *uint64      `json:"samples,omitempty"`
+		Branches []jsonBranch `json:"branches,omitempty"`
+	}
+	// jsonBranch is a branch of a line (branch coverage): its number
+	// among the line's branches, by address (lcov's block), and the
+	// runs that went to its target (taken) and on to the next
+	// instruction (notTaken).
+	jsonBranch struct {
+		Block    int    `json:"block"`
+		Taken    uint64 `json:"taken"`
+		NotTaken uint64 `json:"notTaken"`
 	}
 )
 
@@ -136,9 +146,11 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 		}
 	}
 	if !r.plan.Method.IsFunction() {
+		branches := r.jsonBranches()
 		for i := range r.plan.Lines {
 			l := &r.plan.Lines[i]
-			out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Hits: r.hits(i)})
+			out.Lines = append(out.Lines, jsonLine{Module: r.moduleName(l.Module), File: r.lineFile(l), Line: l.Line, Hits: r.hits(i),
+				Branches: branches[i]})
 		}
 	}
 	slices.SortStableFunc(out.Lines, func(a, b jsonLine) int {
@@ -147,6 +159,28 @@ func (r jsonExport) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// jsonBranches returns the branches of each line (Plan.Lines index),
+// numbered among those of its source line; nil without branches.
+func (r jsonExport) jsonBranches() map[int][]jsonBranch {
+	br := branchView(r)
+	if !br.present() {
+		return nil
+	}
+	blocks := branchBlocks(r.report, func(line int) lineKey {
+		l := &r.plan.Lines[line]
+		return lineKey{l.Module, l.File, l.Line}
+	})
+	out := map[int][]jsonBranch{}
+	for i, b := range r.plan.Branches {
+		if blocks[i] < 0 {
+			continue
+		}
+		c := br.counts(i)
+		out[b.Line] = append(out[b.Line], jsonBranch{Block: blocks[i], Taken: c[0].n, NotTaken: c[1].n})
+	}
+	return out
 }
 
 // jsonFunction returns function i of the JSON, with its times when timed

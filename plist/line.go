@@ -41,7 +41,8 @@ type lineListing struct{ *report }
 
 // writeLines writes the listing of a line profile: the program statistics,
 // then per module its statistics and its source listings, or with /SC its
-// table of lines by count.
+// table of lines by count; then, for branch coverage, the lines whose
+// branches did not go both ways (branchSection).
 func (r lineListing) writeLines(p *printer, straySwitch bool) {
 	if r.sort == SortCount {
 		p.heading = lineSortedHeading // source listings repeat nothing
@@ -61,6 +62,9 @@ func (r lineListing) writeLines(p *printer, straySwitch bool) {
 			printHeading(p, lineCoverageHeading)
 		}
 		r.sourceListings(p, mod)
+	}
+	if branchView(r).present() {
+		r.branchSection(p)
 	}
 }
 

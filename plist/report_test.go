@@ -134,6 +134,8 @@ var linuxInputs = map[string]func() *datafile.Merged{
 		return seal(&datafile.Merged{Plan: linePlan(datafile.LineCoverage),
 			Runs: []datafile.Run{at0907(0, "lprog")}, Stats: datafile.Stats{Hits: lineHits(true)}})
 	},
+	// Line coverage with branches, of two runs (branchCoverage).
+	"branchcov": branchCoverage,
 	// Function counting of two runs of a C/C++ program and its Rust library.
 	"cpprust": func() *datafile.Merged {
 		return seal(&datafile.Merged{Plan: demoPlan(datafile.FuncCounting),
@@ -330,6 +332,9 @@ var linuxGoldens = []struct {
 	{"linecov", "default", nil},
 	{"linecov", "sc", func(o *Options) { o.Sort = SortCount }},
 	{"linecov", "t", func(o *Options) { o.Tab = true }},
+	{"branchcov", "default", nil},
+	{"branchcov", "sc", func(o *Options) { o.Sort = SortCount }},
+	{"branchcov", "t", func(o *Options) { o.Tab = true }},
 	{"golang", "default", nil},
 	{"golang", "t", func(o *Options) { o.Tab = true }},
 }

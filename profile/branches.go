@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
@@ -186,4 +187,18 @@ func (bp *breakpoints) allCovered(s *site) bool {
 	}
 	b, ways := s.branchOf(), bp.env.ways
 	return b < 0 || ways[2*b] != 0 && ways[2*b+1] != 0
+}
+
+// branchAt returns the plan's branch at link-time address addr of module
+// mi, or -1 (the branches are by module, in order, and by address in
+// each, as PREP writes them).
+func branchAt(plan *datafile.Plan, mi int, addr uint64) int {
+	bs := plan.Branches
+	module := func(i int) int { return plan.Lines[bs[i].Line].Module }
+	lo := sort.Search(len(bs), func(i int) bool { return module(i) >= mi })
+	hi := sort.Search(len(bs), func(i int) bool { return module(i) > mi })
+	if i, ok := slices.BinarySearchFunc(bs[lo:hi], addr, func(b datafile.Branch, a uint64) int { return cmp.Compare(b.Addr, a) }); ok {
+		return lo + i
+	}
+	return -1
 }

@@ -334,8 +334,10 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 	}
 	if p.lines {
 		var lines []int
-		if v.s != nil {
+		if v.s != nil && v.s.item >= 0 {
 			lines = append([]int{v.s.item}, v.s.more...)
+		} else if v.s != nil {
+			// (A branch's site alone.)
 		} else if lt := t.parts.lines; lt != nil {
 			k, ok := lt.index.get(p.mi, v.addr-p.bias)
 			if pad := v.addr - 4; !ok && afterLandingPad(t.arch, p.text, pad) == v.addr {
@@ -348,6 +350,12 @@ func (x *siteNarrator) siteName(p *planting, v siteView) string {
 			}
 		}
 		name := x.lineNames(lines)
+		if b := branchAt(t.plan, p.mi, v.addr-p.bias); b >= 0 {
+			what := "the branch of " + x.lineNames([]int{t.plan.Branches[b].Line})
+			if name = what + ", at " + name; len(lines) == 0 {
+				name = what
+			}
+		}
 		if fn := funcAt(t.plan, p.mi, p.bias, v.addr); fn != "" {
 			name += " (" + fn + ")"
 		}

@@ -168,16 +168,17 @@ func openInput(input string, warn func(*prf.Diagnostic)) (string, *datafile.Merg
 }
 
 // combine writes the coverage of the .pbt files named inputs, added
-// (--combine): a summary, or an lcov tracefile; --fail-under gates the
-// whole.
+// (--combine): a summary, an lcov tracefile, or the HTML page of line
+// profiles; --fail-under gates the whole.
 func combine(o *options, inputs []string, stdout io.Writer, warn func(*prf.Diagnostic)) error {
 	r := o.report
 	if err := setFormat(o, &r); err != nil {
 		return err
 	}
-	if (r.Format != plist.FormatText && r.Format != plist.FormatLcov) || r.Tab || o.trace || o.diffBase != "" || o.timeView != "" {
+	formats := []plist.Format{plist.FormatText, plist.FormatLcov, plist.FormatHTML}
+	if !slices.Contains(formats, r.Format) || r.Tab || o.trace || o.diffBase != "" || o.timeView != "" {
 		d := prf.InvalidOption("--combine")
-		d.Hint = "--combine writes a summary by source file, or an lcov tracefile with --format=lcov; its coverage has no times, records or trace"
+		d.Hint = "--combine writes a summary by source file, an lcov tracefile with --format=lcov, or a page with --format=html; its coverage has no times, records or trace"
 		return d
 	}
 	c := plist.NewCombined()
@@ -191,8 +192,12 @@ func combine(o *options, inputs []string, stdout io.Writer, warn func(*prf.Diagn
 		}
 	}
 	write := c.WriteSummary
-	if r.Format == plist.FormatLcov {
+	switch r.Format {
+	case plist.FormatLcov:
 		write = c.WriteLcov
+	case plist.FormatHTML:
+		r.Now, r.Warn, r.Version = time.Now(), warn, cli.Version
+		write = func(w io.Writer) error { return c.WriteHTML(w, r) }
 	}
 	if err := writeReport(o.output, stdout, write); err != nil {
 		return err

@@ -141,7 +141,7 @@ var tool = cli.Tool[options]{
 	UsageFoot: "\n<input file> is the name of a PBT file containing profiling statistics.\n" +
 		"Output defaults to STDOUT, but can be redirected using the > character.\n\n",
 	HelpHead: "Usage: plist [OPTION]... INPUT\n" +
-		"  or:  plist --combine [--format=lcov] [OPTION]... INPUT...\n" +
+		"  or:  plist --combine [--format=lcov|html] [OPTION]... INPUT...\n" +
 		"  or:  plist --dump FILE...\n" +
 		"Write the report of the profile INPUT.pbt on standard output.\n",
 	HelpSections: []string{secReport, secSort, secAttribute, secExport, cli.SectionOther},
@@ -150,8 +150,10 @@ var tool = cli.Tool[options]{
 		"plist exits with status 3 when the coverage is below N %, after the report.\n" +
 		"With --combine, the coverage of every INPUT (the databases of a suite's\n" +
 		"programs and their libraries) is added by source file and line, as lcov -a\n" +
-		"adds tracefiles: a summary by source file, or with --format=lcov one\n" +
-		"tracefile; --fail-under then gates the whole.\n" +
+		"adds tracefiles: a summary by source file, with --format=lcov one\n" +
+		"tracefile, or with --format=html the page of the suite's line profiles\n" +
+		"(its files, and their annotated sources with the counts and branches\n" +
+		"added); --fail-under then gates the whole.\n" +
 		"--format's NAME is text (the listing, the default), tab, lcov, callgrind,\n" +
 		"pprof, folded, json, gmon, chrome (the execution trace of profile /TRACE\n" +
 		"as a timeline for Perfetto and chrome://tracing), or html (one page for a\n" +

@@ -1,0 +1,257 @@
+// Command branchcheck compares the branch ways of a run of PROFILE with
+// the ways valgrind's callgrind saw the same run's conditional jumps go.
+// A line coverage plan (prep /LV) lists the conditional branches of the
+// program's code; its run's .pbo says, for each, whether it ever went to
+// its target and whether it ever went on to the next instruction.
+// callgrind, run with --collect-jumps=yes --dump-instr=yes, writes how
+// many times each conditional jump went to its target (jcnd=TAKEN/EXECUTED
+// lines) and how many times each instruction ran (Ir). Used by
+// e2e.TestBranchesRealPrograms; any deterministic program will do.
+//
+//	branchcheck PROG.pbi PROG.pbo callgrind.out
+//
+// For each branch of the program's own module (the plan's first), by
+// callgrind a way went when: to the target, some jcnd= line from the
+// branch to the plan's target has TAKEN above 0; on, the instruction ran
+// (its Ir, or the jcnd= lines' EXECUTED if more) more times than it went
+// to the target. A branch callgrind does not show never ran. It prints
+//
+//	N branches of PROG: W ways went by callgrind, profile agrees on A; M differ (C by callgrind only, P by the profile only)
+//
+// where A is the ways that went by both and M those that went by one
+// only, then the first branches that differ. Ways that went by neither
+// (mostly code that never ran) are not counted: A/(A+M) is the share of
+// agreement. Its exit status is 0 whether or not they agree (the caller
+// judges); 1 on input it cannot read, 2 on a usage error.
+//
+// # Addresses
+//
+// callgrind writes an object's addresses less its text bias (valgrind
+// 3.19's callgrind/dump.c subtracts obj->offset), which are link-time
+// addresses, but older versions wrote run-time ones. For a
+// position-independent program (Module.PIE) the bias is therefore found,
+// not assumed: every jump callgrind saw go that matches a plan's branch
+// by its displacement (Target-Addr) and its address within a 4 KiB page
+// (a load bias is a multiple of the page size) votes for the difference
+// of their addresses, and so does every function of the plan callgrind
+// saw run, its lowest address there less its entry (which runs whenever
+// the function does: the way bench/linecheck finds it). Jumps vote even
+// where callgrind's demangled names do not match the plan's linkage
+// names (C++). The bias most votes agree on wins. A program that is not
+// position-independent is where it was linked: its bias is 0.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: branchcheck PROG.pbi PROG.pbo callgrind.out")
+		os.Exit(2)
+	}
+	if err := run(os.Stdout, os.Args[1], os.Args[2], os.Args[3]); err != nil {
+		fmt.Fprintln(os.Stderr, "branchcheck:", err)
+		os.Exit(1)
+	}
+}
+
+// run compares the branch ways of the run pbo of the plan pbi with those
+// of the callgrind output cg, and writes what it found to w.
+func run(w io.Writer, pbi, pbo, cg string) error {
+	plan, err := datafile.OpenPlan(pbi)
+	if err != nil {
+		return err
+	}
+	counts, err := datafile.OpenCounts(pbo)
+	if err != nil {
+		return err
+	}
+	if counts.PlanID != plan.ID || len(counts.Stats.Branches) != 2*len(plan.Branches) {
+		return fmt.Errorf("%s is not a run of the plan %s", pbo, pbi)
+	}
+	if len(plan.Modules) == 0 || len(plan.Branches) == 0 {
+		return fmt.Errorf("%s has no branch: not a line coverage plan (prep /LV)", pbi)
+	}
+	f, err := os.Open(cg)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	prof, err := readCallgrind(f, sameFile(plan.Modules[0].Path))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", cg, err)
+	}
+	var bias uint64
+	if plan.Modules[0].PIE {
+		if bias, err = loadBias(plan, prof); err != nil {
+			return fmt.Errorf("%s: %w", cg, err)
+		}
+	}
+	c := compare(plan, counts.Stats.Branches, prof, bias)
+	fmt.Fprintf(w, "%d branches of %s: %d ways went by callgrind, profile agrees on %d; %d differ (%d by callgrind only, %d by the profile only)\n",
+		c.branches, plan.Modules[0].Name, c.went, c.agree, c.onlyCallgrind+c.onlyProfile, c.onlyCallgrind, c.onlyProfile)
+	if c.elsewhere > 0 {
+		fmt.Fprintf(w, "%d branches went elsewhere than their targets by callgrind (bias %#x)\n", c.elsewhere, bias)
+	}
+	for _, d := range c.differ {
+		fmt.Fprintln(w, "  ", d)
+	}
+	return nil
+}
+
+// sameFile returns a test of callgrind's object names: whether one is
+// path, by name or, for a name that differs (a symbolic link on the
+// way), by identity on disk. Each name is looked at once.
+func sameFile(path string) func(string) bool {
+	want, err := os.Stat(path)
+	seen := map[string]bool{}
+	return func(obj string) bool {
+		if obj == path {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		same, ok := seen[obj]
+		if !ok {
+			fi, err := os.Stat(obj)
+			same = err == nil && os.SameFile(fi, want)
+			seen[obj] = same
+		}
+		return same
+	}
+}
+
+// pageMask keeps an address's place within a 4 KiB page, which a load
+// bias leaves as it is.
+const pageMask = 0xfff
+
+// loadBias finds where callgrind's addresses of the plan's first module
+// are, less its link-time addresses (see the package comment): the
+// difference most of its jumps and functions agree on.
+func loadBias(plan *datafile.Plan, p *profile) (uint64, error) {
+	type key struct{ page, disp uint64 }
+	byKey := map[key][]uint64{}
+	for _, b := range plan.Branches {
+		if mod := plan.Lines[b.Line].Module; mod == 0 {
+			k := key{b.Addr & pageMask, b.Target - b.Addr}
+			byKey[k] = append(byKey[k], b.Addr)
+		}
+	}
+	votes := map[uint64]int{}
+	for a, n := range p.taken {
+		if n == 0 {
+			continue
+		}
+		for _, addr := range byKey[key{a.from & pageMask, a.to - a.from}] {
+			votes[a.from-addr]++
+		}
+	}
+	for _, f := range plan.Funcs {
+		if a, ok := p.first[f.Name]; ok && f.Module == 0 && a >= f.Entry {
+			votes[a-f.Entry]++
+		}
+	}
+	if len(votes) == 0 {
+		return 0, fmt.Errorf("no jump or function of %s ran under callgrind", plan.Modules[0].Name)
+	}
+	biases := make([]uint64, 0, len(votes))
+	for b := range votes {
+		biases = append(biases, b)
+	}
+	sort.Slice(biases, func(i, j int) bool {
+		if votes[biases[i]] != votes[biases[j]] {
+			return votes[biases[i]] > votes[biases[j]]
+		}
+		return biases[i] < biases[j] // (a tie: the lowest, every time)
+	})
+	return biases[0], nil
+}
+
+// comparison is what compare found, in ways: each branch has two, to
+// its target and on.
+type comparison struct {
+	branches      int // of the first module
+	went          int // ways that went by callgrind
+	agree         int // of those, the ways that went by the profile too
+	onlyCallgrind int // ways that went by callgrind and not by the profile
+	onlyProfile   int // ways that went by the profile and not by callgrind
+	elsewhere     int // branches callgrind saw jump to another target
+	differ        []string
+}
+
+// maxDiffer is how many differing branches compare describes.
+const maxDiffer = 20
+
+// compare compares the ways of the branches of the plan's first module
+// in ways (the run's Stats.Branches) with what callgrind saw of them in
+// p, at their addresses plus bias.
+func compare(plan *datafile.Plan, ways []uint64, p *profile, bias uint64) comparison {
+	elsewhere := map[uint64]bool{}
+	for a, n := range p.taken {
+		if n > 0 {
+			elsewhere[a.from] = true // (until a branch claims it below)
+		}
+	}
+	var c comparison
+	for i, b := range plan.Branches {
+		l := plan.Lines[b.Line]
+		if l.Module != 0 {
+			continue
+		}
+		c.branches++
+		from := b.Addr + bias
+		taken := p.taken[arc{from, b.Target + bias}]
+		execs := max(p.ir[from], p.execs[from])
+		if taken > 0 {
+			delete(elsewhere, from)
+		}
+		cg := [2]bool{taken > 0, execs > taken}
+		prof := [2]bool{ways[2*i] > 0, ways[2*i+1] > 0}
+		for k := range cg {
+			switch {
+			case cg[k] && prof[k]:
+				c.went++
+				c.agree++
+			case cg[k]:
+				c.went++
+				c.onlyCallgrind++
+			case prof[k]:
+				c.onlyProfile++
+			}
+		}
+		if cg != prof && len(c.differ) < maxDiffer {
+			c.differ = append(c.differ, fmt.Sprintf("%#x %s:%d: callgrind taken %d/%d; profile target %d, on %d",
+				b.Addr, fileName(plan, l), l.Line, taken, execs, ways[2*i], ways[2*i+1]))
+		}
+	}
+	c.elsewhere = countElsewhere(plan, elsewhere, bias)
+	return c
+}
+
+// countElsewhere counts the branches of the plan's first module among
+// the jumps' addresses in from (plus bias): jumps from a branch that
+// callgrind saw go to other targets than the plan's, and not to its.
+func countElsewhere(plan *datafile.Plan, from map[uint64]bool, bias uint64) int {
+	n := 0
+	for _, b := range plan.Branches {
+		if plan.Lines[b.Line].Module == 0 && from[b.Addr+bias] {
+			n++
+		}
+	}
+	return n
+}
+
+// fileName is the name of the source file of l, or "?".
+func fileName(plan *datafile.Plan, l datafile.Line) string {
+	if m := plan.Modules[l.Module]; l.File >= 0 && l.File < len(m.Files) {
+		return m.Files[l.File]
+	}
+	return "?"
+}

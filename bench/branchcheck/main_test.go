@@ -1,0 +1,270 @@
+package main
+
+import (
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sourceprofiler/sprof/datafile"
+)
+
+// callgrindOut is a callgrind output of the shape --collect-jumps=yes
+// --dump-instr=yes writes (callgrind/dump.c), of a position-independent
+// program loaded 0x108000 above its link-time addresses: compressed
+// names, absolute and relative positions, a conditional jump that went
+// both ways (jcnd=3/5 at 0x109004), one that ran 4 times and never went
+// to its target (no jcnd= line: its Ir alone), one that always did, in
+// two contexts (4/4 and 3/3 at 0x109100, the second's target after a
+// jfi= and a jfn=), a call whose cost line is the callee's inclusive
+// cost, and another object's jump, which is not the program's.
+const callgrindOut = `# callgrind format
+version: 1
+creator: callgrind-3.19.0
+positions: instr line
+events: Ir
+summary: 1000
+
+ob=(1) /opt/prog
+fl=(1) prog.c
+fn=(1) main
+0x109000 3 5
++4 * 5
+jcnd=3/5 +12 +1
+* *
++4 5 4
++5 * 1
+cob=(2) /usr/lib/libc.so.6
+cfn=(3) puts
+calls=1 0x7000 1
+* * 900
++3 -1 2
+
+fn=(2) leaf
+0x109100 10 4
+jcnd=4/4 0x109000 3
+* *
++2 * 4
+
+fn=(2)
+0x109100 10 3
+jfi=(1)
+jfn=(1)
+jcnd=3/3 0x109000 3
+* *
+
+ob=(2)
+fl=(2) puts.c
+fn=(3)
+0x7000 1 100
++4 * 5
+jcnd=5/5 +12 *
+* *
+`
+
+// testPlan is the line coverage plan of the program of callgrindOut, at
+// its link-time addresses: the three jumps above and one that never ran
+// (0x1200).
+func testPlan() *datafile.Plan {
+	p := &datafile.Plan{
+		Method: datafile.LineCoverage, StartIndex: -1, Calibration: -1,
+		Modules: []datafile.Module{{Name: "prog", Path: "/opt/prog", Arch: "amd64", PIE: true, Files: []string{"prog.c"}}},
+		Funcs:   []datafile.Func{{Name: "main", Entry: 0x1000}, {Name: "leaf", Entry: 0x1100}},
+		Lines: []datafile.Line{
+			{Line: 3, Addrs: []uint64{0x1000}},
+			{Line: 5, Addrs: []uint64{0x1008}},
+			{Line: 10, Addrs: []uint64{0x1100}},
+			{Line: 12, Addrs: []uint64{0x1200}},
+		},
+		Branches: []datafile.Branch{
+			{Line: 0, Addr: 0x1004, Target: 0x1010},
+			{Line: 1, Addr: 0x1008, Target: 0x1020},
+			{Line: 2, Addr: 0x1100, Target: 0x1000},
+			{Line: 3, Addr: 0x1200, Target: 0x1210},
+		},
+	}
+	p.ID = datafile.PlanID(p)
+	return p
+}
+
+// testWays are the profile's ways of testPlan's branches (to the
+// target, on): the first's agree; the second went on by callgrind
+// alone; the third went on by the profile alone.
+var testWays = []uint64{1, 1, 0, 0, 1, 1, 0, 0}
+
+func isProg(obj string) bool { return obj == "/opt/prog" }
+
+func TestReadCallgrind(t *testing.T) {
+	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIR := map[uint64]uint64{0x109000: 5, 0x109004: 5, 0x109008: 4, 0x10900d: 1, 0x109010: 2, 0x109100: 7, 0x109102: 4}
+	if !maps.Equal(p.ir, wantIR) {
+		t.Errorf("Ir %#v,\nwant %#v (the call's inclusive cost, the jumps' position lines and libc's code left out)", p.ir, wantIR)
+	}
+	wantTaken := map[arc]uint64{{0x109004, 0x109010}: 3, {0x109100, 0x109000}: 7}
+	if !maps.Equal(p.taken, wantTaken) {
+		t.Errorf("jumps taken %#v, want %#v", p.taken, wantTaken)
+	}
+	wantExecs := map[uint64]uint64{0x109004: 5, 0x109100: 7}
+	if !maps.Equal(p.execs, wantExecs) {
+		t.Errorf("jumps' executions %#v, want %#v", p.execs, wantExecs)
+	}
+	if p.first["main"] != 0x109000 || p.first["leaf"] != 0x109100 || len(p.first) != 2 {
+		t.Errorf("functions' first addresses %#v", p.first)
+	}
+}
+
+func TestReadCallgrindRefuses(t *testing.T) {
+	const head = "positions: instr\nevents: Ir\nob=/opt/prog\n0x1000 1\n"
+	for _, c := range []struct{ in, want string }{
+		{"positions: line\nevents: Ir\n", "not dumped with --dump-instr=yes"},
+		{"events: Ir\n0x1000 1\n", "line 2: a cost line before the positions: and events: lines"},
+		{"positions: instr\nevents: Dr\n0x1000 1\n", "no Ir event"},
+		{"events: Ir\n", "no positions: line"},
+		{"positions: instr\nevents: Ir\nob=/other\n0x1000 1\n", "no instruction of the program ran"},
+		{head + "0x1000 x\n", `line 5: cost line "0x1000 x"`},
+		{head + "+0x10 1\n", `cost line "+0x10 1"`},
+		{head + "jcnd=3 +1\n", "no slash"},
+		{head + "jcnd=a/5 +1\n", "jcnd=a/5 +1"},
+		{head + "jcnd=3/5\n", "want TAKEN/EXECUTED and 1 positions"},
+		{head + "jcnd=3/5 0xZZ\n", "jcnd=3/5 0xZZ"},
+		{"jcnd=3/5 +1\n", "before the positions: line"},
+		{head + strings.Repeat("9", 2<<20) + "\n", "token too long"},
+	} {
+		_, err := readCallgrind(strings.NewReader(c.in), isProg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.40q: error %v, want one saying %q", c.in, err, c.want)
+		}
+	}
+}
+
+// TestLoadBias: the jumps and the functions vote for the bias; a
+// program none of whose code callgrind saw has none.
+func TestLoadBias(t *testing.T) {
+	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := testPlan()
+	if bias, err := loadBias(plan, p); err != nil || bias != 0x108000 {
+		t.Errorf("bias %#x, %v; want 0x108000", bias, err)
+	}
+	// C++: callgrind's demangled names do not match; the jumps decide.
+	plan.Funcs = []datafile.Func{{Name: "_Z4mainv", Entry: 0x1000}}
+	if bias, err := loadBias(plan, p); err != nil || bias != 0x108000 {
+		t.Errorf("by the jumps alone: bias %#x, %v; want 0x108000", bias, err)
+	}
+	none := &profile{taken: map[arc]uint64{{0x9004, 0x9020}: 1}, first: map[string]uint64{"other": 0x9000}}
+	if _, err := loadBias(plan, none); err == nil || !strings.Contains(err.Error(), "no jump or function of prog ran under callgrind") {
+		t.Errorf("nothing of the plan: %v", err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := compare(testPlan(), testWays, p, 0x108000)
+	want := comparison{branches: 4, went: 4, agree: 3, onlyCallgrind: 1, onlyProfile: 1, differ: []string{
+		"0x1008 prog.c:5: callgrind taken 0/4; profile target 0, on 0",
+		"0x1100 prog.c:10: callgrind taken 7/7; profile target 1, on 1",
+	}}
+	if c.branches != want.branches || c.went != want.went || c.agree != want.agree || c.onlyCallgrind != want.onlyCallgrind ||
+		c.onlyProfile != want.onlyProfile || c.elsewhere != 0 || strings.Join(c.differ, "\n") != strings.Join(want.differ, "\n") {
+		t.Errorf("compare:\n%+v\nwant\n%+v", c, want)
+	}
+	// With a wrong bias, nothing lines up: callgrind's jumps from the
+	// branches' addresses go elsewhere.
+	if c := compare(testPlan(), testWays, p, 0x108000-0x100); c.elsewhere != 1 || c.went != 2 {
+		t.Errorf("wrong bias: %+v, want the jump at 0x109100 elsewhere and 2 ways that went (on, by the Ir at 0x109000 and 0x109100)", c)
+	}
+}
+
+func FuzzReadCallgrind(f *testing.F) {
+	f.Add(callgrindOut)
+	f.Add("positions: instr\nevents: Ir\nob=(1) /opt/prog\n+1 2\njcnd=1/2 -1 \n* \n-1 3\n* 4\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := readCallgrind(strings.NewReader(in), isProg)
+		if (p == nil) == (err == nil) {
+			t.Errorf("profile %v and error %v", p, err)
+		}
+	})
+}
+
+// TestRun: the whole command, on files written as PREP, PROFILE and
+// callgrind write them; and its refusals of files that do not go
+// together or cannot be read, each naming the file.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	plan := testPlan()
+	counts := &datafile.Counts{PlanID: plan.ID, Method: plan.Method,
+		Stats: datafile.Stats{Hits: []uint64{1, 1, 1, 0}, Branches: testWays}}
+	other := *counts
+	other.PlanID = datafile.ID{2}
+	noBranches := &datafile.Plan{Method: datafile.LineCoverage, StartIndex: -1, Calibration: -1,
+		Modules: plan.Modules, Lines: plan.Lines}
+	noBranches.ID = datafile.PlanID(noBranches)
+	noBranchCounts := &datafile.Counts{PlanID: noBranches.ID, Method: plan.Method, Stats: datafile.Stats{Hits: []uint64{1, 1, 1, 0}}}
+	path := func(name string) string { return filepath.Join(dir, name) }
+	for _, err := range []error{
+		datafile.SavePlan(path("prog.pbi"), plan), datafile.SaveCounts(path("prog.pbo"), counts),
+		datafile.SaveCounts(path("other.pbo"), &other),
+		datafile.SavePlan(path("nobranch.pbi"), noBranches), datafile.SaveCounts(path("nobranch.pbo"), noBranchCounts),
+		os.WriteFile(path("callgrind.out"), []byte(callgrindOut), 0o644),
+		os.WriteFile(path("bad.out"), []byte("events: Ir\n0x1000 1\n"), 0o644),
+		os.WriteFile(path("empty.out"), []byte("positions: instr\nevents: Ir\nob=/opt/prog\n0x1000 1\n"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := run(&out, path("prog.pbi"), path("prog.pbo"), path("callgrind.out")); err != nil {
+		t.Fatal(err)
+	}
+	want := "4 branches of prog: 4 ways went by callgrind, profile agrees on 3; 2 differ (1 by callgrind only, 1 by the profile only)\n" +
+		"   0x1008 prog.c:5: callgrind taken 0/4; profile target 0, on 0\n" +
+		"   0x1100 prog.c:10: callgrind taken 7/7; profile target 1, on 1\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	for _, c := range []struct{ pbi, pbo, cg, want string }{
+		{"missing.pbi", "prog.pbo", "callgrind.out", "missing.pbi"},
+		{"prog.pbi", "missing.pbo", "callgrind.out", "missing.pbo"},
+		{"prog.pbi", "other.pbo", "callgrind.out", "other.pbo is not a run of the plan"},
+		{"nobranch.pbi", "nobranch.pbo", "callgrind.out", "nobranch.pbi has no branch"},
+		{"prog.pbi", "prog.pbo", "bad.out", "read " + path("bad.out") + ": line 2: "},
+		{"prog.pbi", "prog.pbo", "missing.out", "missing.out"},
+		{"prog.pbi", "prog.pbo", "empty.out", "empty.out: no jump or function of prog ran under callgrind"},
+	} {
+		if err := run(io.Discard, path(c.pbi), path(c.pbo), path(c.cg)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run(%s, %s, %s): %v, want an error saying %q", c.pbi, c.pbo, c.cg, err, c.want)
+		}
+	}
+}
+
+// TestSameFile: callgrind names the program by the path it ran, which
+// may differ from the plan's by a symbolic link.
+func TestSameFile(t *testing.T) {
+	dir := t.TempDir()
+	prog, link, other := filepath.Join(dir, "prog"), filepath.Join(dir, "link"), filepath.Join(dir, "other")
+	for _, err := range []error{os.WriteFile(prog, nil, 0o755), os.WriteFile(other, nil, 0o755), os.Symlink(prog, link)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := sameFile(prog)
+	for obj, want := range map[string]bool{prog: true, link: true, other: false, filepath.Join(dir, "missing"): false} {
+		if same(obj) != want {
+			t.Errorf("%s: same %v, want %v", obj, !want, want)
+		}
+	}
+	if !sameFile("/no/such/prog")("/no/such/prog") || sameFile("/no/such/prog")(prog) {
+		t.Error("a program that is gone: only its own name is it")
+	}
+}
