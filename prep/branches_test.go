@@ -15,7 +15,8 @@ import (
 // test of the source is one conditional branch: one branch on each of
 // the lines that test (both's, one's and never's if, main's loop and its
 // if), each a conditional branch of its function's code, by address; a
-// line counting plan has none.
+// line counting plan has none, nor one made with --no-branches
+// (Options.NoBranches), which has the same lines.
 func TestPlanBranches(t *testing.T) {
 	prog := testutil.BuildC(t, "branches")
 	plan, err := planLinesOf(t, datafile.LineCoverage, prog)
@@ -52,6 +53,13 @@ func TestPlanBranches(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(lines), "map[20:1 27:1 34:1 42:1 45:1]"; got != want {
 		t.Errorf("branches by line: %s, want %s", got, want)
+	}
+	none, err := buildPlan(Options{Method: datafile.LineCoverage, Programs: []string{prog}, Specs: defaults(t), Calibration: -1, NoBranches: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(none.Branches) != 0 || len(none.Lines) != len(plan.Lines) || none.ID == plan.ID {
+		t.Errorf("--no-branches: %d branches, %d lines (want 0 and %d), id %s (the plan with branches: %s)", len(none.Branches), len(none.Lines), len(plan.Lines), none.ID, plan.ID)
 	}
 	counting, err := planLinesOf(t, datafile.LineCounting, prog)
 	if err != nil {

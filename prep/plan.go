@@ -41,6 +41,10 @@ type Options struct {
 	// Uncounted is --no-call-counts: function sampling that counts no
 	// call (datafile.Plan.Uncounted).
 	Uncounted bool
+	// NoBranches is --no-branches: line coverage without its branches
+	// (datafile.Plan.Branches), whose probes cost PROFILE's start-up
+	// more than the lines' do (docs/performance.md, "Branch coverage (issue 37)").
+	NoBranches bool
 	// Warn receives the warnings (PRF4106, PRF4524, PRF4525...); nil drops
 	// them.
 	Warn func(*prf.Diagnostic)
@@ -125,6 +129,9 @@ func buildPlan(o Options, unavailable func(Options) error) (*datafile.Plan, erro
 		if plan.Inlined, err = planInlined(mods, sel); err != nil {
 			return nil, err
 		}
+	}
+	if o.NoBranches {
+		plan.Branches = nil
 	}
 	if len(plan.Funcs) == 0 && o.Method.IsFunction() {
 		if f := mods[0].file; len(f.Funcs) == 0 && !f.HasDWARF {
