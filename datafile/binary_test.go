@@ -172,7 +172,7 @@ var (
 	oneString  = sec(secStrings, uv(1), uv(3), []byte("cmd"))
 	countsHead = sec(secCounts, make([]byte, 16), uv(uint64(FuncCounting)))
 	oneRun     = sec(secRuns, uv(1), sv(1700000000), uv(0), []byte{0}, uv(0), uv(0), sv(0))
-	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0), uv(0), uv(0), uv(0), uv(0), uv(0), uv(0))
+	oneHit     = sec(secStats, uv(0), sv(0), sv(0), uv(1), uv(5), uv(0), uv(0), uv(0), noSampling, sv(0), sv(0), []byte{0}, uv(0), uv(0), uv(0), uv(0), uv(0), uv(0), uv(0), uv(0))
 )
 
 func TestReadErrors(t *testing.T) {
@@ -379,7 +379,7 @@ func TestReadOlderVersions(t *testing.T) {
 					p.Branches = nil
 				}
 				if st != nil {
-					st.Branches = nil
+					st.Branches, st.Unprobed = nil, nil
 				}
 			}
 			if st != nil && v < 13 {

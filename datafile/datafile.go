@@ -362,6 +362,11 @@ type Stats struct {
 	// where it went that way at least once). Nil when the plan has no
 	// branch.
 	Branches []uint64 `json:",omitempty"`
+	// Unprobed has one count per branch of Plan.Branches: the runs that
+	// could not count it (no jump of PROFILE's fitted at the branch, and
+	// it was left uncounted: warning PRF4687), whose ways in Branches are
+	// 0 whatever it did. Nil when every run counted every branch.
+	Unprobed []uint64 `json:",omitempty"`
 	// FuncTime and ChildTime are per function in nanoseconds (timing and
 	// sampling; nil otherwise): the time in the function itself, and with
 	// its children. A sampling run estimates them from its samples.

@@ -114,7 +114,7 @@
 //	            then uvarint Stacks, uvarint StacksCut (Stats.Sampling),
 //	            then uvarint Kernel, list(uvarint) KernelSamples,
 //	            list(uvarint) KernelChildSamples (Stats.Sampling),
-//	            then list(uvarint) Branches
+//	            then list(uvarint) Branches, list(uvarint) Unprobed
 //	9 discarded list(bytes ID): Merged.Discarded, the IDs of the runs of
 //	            the databases phase I replaced with this one, and of the
 //	            runs that waited beside them, never merged (none empty)

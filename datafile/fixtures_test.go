@@ -95,7 +95,7 @@ func testCounts(m Method, second bool) *Counts {
 	if m == LineCoverage {
 		c.Stats.Branches = []uint64{1, 0, 1, 1}
 		if second {
-			c.Stats.Branches = []uint64{0, 1, 0, 1}
+			c.Stats.Branches, c.Stats.Unprobed = []uint64{0, 1, 0, 0}, []uint64{0, 1}
 		}
 	}
 	if !m.IsFunction() {

@@ -90,6 +90,12 @@ func (m *Merged) Add(c *Counts) error {
 	for i, h := range cs.Branches {
 		s.Branches[i] += h
 	}
+	if len(cs.Unprobed) > 0 && len(s.Unprobed) == 0 {
+		s.Unprobed = make([]uint64, len(cs.Unprobed))
+	}
+	for i, h := range cs.Unprobed {
+		s.Unprobed[i] += h
+	}
 	s.FuncTime = addTimes(s.FuncTime, cs.FuncTime)
 	s.ChildTime = addTimes(s.ChildTime, cs.ChildTime)
 	s.TotalTime += cs.TotalTime
@@ -337,6 +343,11 @@ func checkSums(a, b *Stats) error {
 	for i, h := range b.Branches {
 		if a.Branches[i] > math.MaxUint64-h {
 			return fmt.Errorf("counts of branch way %d: %w", i, ErrOverflow)
+		}
+	}
+	for i, h := range b.Unprobed {
+		if i < len(a.Unprobed) && a.Unprobed[i] > math.MaxUint64-h {
+			return fmt.Errorf("unprobed runs of branch %d: %w", i, ErrOverflow)
 		}
 	}
 	if err := perFunctionSums(perFunction{"function time", a.FuncTime, b.FuncTime}, perFunction{"child time", a.ChildTime, b.ChildTime}); err != nil {

@@ -328,6 +328,7 @@ func (e *encoder) stats(st *Stats) {
 		w.uvarints(sm.KernelSamples)
 		w.uvarints(sm.KernelChildSamples)
 		w.uvarints(st.Branches)
+		w.uvarints(st.Unprobed)
 	})
 }
 
@@ -478,6 +479,7 @@ func (d *decoder) stats(st *Stats) {
 	}
 	if d.version >= 15 {
 		st.Branches = s.uvarints()
+		st.Unprobed = s.uvarints()
 	}
 	d.end(s)
 }

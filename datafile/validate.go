@@ -156,6 +156,9 @@ func (c *Counts) Validate() error {
 	if n := len(c.Stats.Branches); n%2 != 0 || n > 0 && c.Method != LineCoverage {
 		return fmt.Errorf("invalid counts: %d branch counts in %s counts", n, strings.ToLower(c.Method.Words()))
 	}
+	if n := len(c.Stats.Unprobed); n > 0 && 2*n != len(c.Stats.Branches) {
+		return fmt.Errorf("invalid counts: %d unprobed counts for %d branch counts", n, len(c.Stats.Branches))
+	}
 	return nil
 }
 
@@ -191,6 +194,9 @@ func (m *Merged) Validate() error {
 	}
 	if n := len(m.Stats.Branches); n != 2*len(m.Plan.Branches) {
 		return fmt.Errorf("invalid merged profile: %d branch counts for %d branches", n, len(m.Plan.Branches))
+	}
+	if n := len(m.Stats.Unprobed); n > 0 && n != len(m.Plan.Branches) {
+		return fmt.Errorf("invalid merged profile: %d unprobed counts for %d branches", n, len(m.Plan.Branches))
 	}
 	if n := len(m.Stats.Sampling.LineSamples); n > 0 && n != len(m.Plan.Lines) {
 		return fmt.Errorf("invalid merged profile: samples of %d lines for %d lines", n, len(m.Plan.Lines))

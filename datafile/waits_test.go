@@ -81,7 +81,7 @@ func countsParts(c *Counts) (strs, head, stats, waits []byte) {
 	sm := &c.Stats.Sampling
 	end := len(stats) - len(uv(sm.Overhead)) - len(uv(sm.Stacks)) - len(uv(sm.StacksCut)) -
 		len(uv(sm.Kernel)) - len(uv(uint64(len(sm.KernelSamples)))) - len(uv(uint64(len(sm.KernelChildSamples)))) -
-		len(uv(uint64(len(c.Stats.Branches))))
+		len(uv(uint64(len(c.Stats.Branches)))) - len(uv(uint64(len(c.Stats.Unprobed))))
 	return strs, head, stats[:end-len(w.b)], w.b
 }
 

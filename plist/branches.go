@@ -2,8 +2,11 @@ package plist
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sourceprofiler/sprof/datafile"
 )
 
 // Branch coverage (line coverage prepared with branches: Plan.Branches,
@@ -204,4 +207,25 @@ func (r branchView) missed(branches []int) string {
 		return fmt.Sprintf("never ran (%d branches)", len(branches))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// withoutUnprobed returns m without the branches that no run of it
+// counted (datafile.Stats.Unprobed: no jump of PROFILE's fitted at the
+// branch, warning PRF4687), whose ways say nothing: m itself where
+// there are none. A branch some runs counted keeps the ways of those.
+func withoutUnprobed(m *datafile.Merged) *datafile.Merged {
+	un, runs := m.Stats.Unprobed, uint64(len(m.Runs))
+	if len(un) != len(m.Plan.Branches) || runs == 0 || !slices.ContainsFunc(un, func(n uint64) bool { return n >= runs }) {
+		return m
+	}
+	c := *m
+	c.Plan.Branches, c.Stats.Branches, c.Stats.Unprobed = nil, nil, nil
+	for i, b := range m.Plan.Branches {
+		if un[i] >= runs || 2*i+1 >= len(m.Stats.Branches) {
+			continue
+		}
+		c.Plan.Branches = append(c.Plan.Branches, b)
+		c.Stats.Branches = append(c.Stats.Branches, m.Stats.Branches[2*i], m.Stats.Branches[2*i+1])
+	}
+	return &c
 }

@@ -457,3 +457,26 @@ func TestJSONBranches(t *testing.T) {
 		t.Errorf("no branches of the schema in the JSON:\n%s", buf.String())
 	}
 }
+
+// TestWithoutUnprobed: a branch no run counted (Stats.Unprobed equal to
+// the runs) is left out of the reports, one some runs counted stays
+// with their ways, and a profile without unprobed branches is itself.
+func TestWithoutUnprobed(t *testing.T) {
+	m := &datafile.Merged{
+		Plan: datafile.Plan{Method: datafile.LineCoverage, Lines: []datafile.Line{{Line: 3}, {Line: 4}},
+			Branches: []datafile.Branch{{Line: 0, Addr: 0x10}, {Line: 1, Addr: 0x20}, {Line: 1, Addr: 0x28}}},
+		Runs:  []datafile.Run{{}, {}},
+		Stats: datafile.Stats{Branches: []uint64{1, 2, 0, 0, 1, 0}, Unprobed: []uint64{0, 2, 1}},
+	}
+	got := withoutUnprobed(m)
+	if len(got.Plan.Branches) != 2 || got.Plan.Branches[1].Addr != 0x28 || fmt.Sprint(got.Stats.Branches) != "[1 2 1 0]" {
+		t.Errorf("branches %v, ways %v: want those at 0x10 and 0x28, ways [1 2 1 0]", got.Plan.Branches, got.Stats.Branches)
+	}
+	if len(m.Plan.Branches) != 3 {
+		t.Errorf("the profile itself changed: %v", m.Plan.Branches)
+	}
+	m.Stats.Unprobed = []uint64{0, 1, 1}
+	if withoutUnprobed(m) != m {
+		t.Errorf("a profile whose branches some run counted was copied")
+	}
+}

@@ -56,6 +56,7 @@ type report struct {
 }
 
 func newReport(m *datafile.Merged, o Options) *report {
+	m = withoutUnprobed(m)
 	r := &report{m: m, plan: &m.Plan, o: o}
 	demangleFn := o.Demangle
 	if demangleFn == nil {

@@ -14,7 +14,7 @@ import (
 // TestPlanBranches plans line coverage of branches.c at -O0, where each
 // test of the source is one conditional branch: one branch on each of
 // the lines that test (both's, one's and never's if, main's loop and its
-// if), each a conditional branch of its function's code, by address; a
+// if, spin's loop), each a conditional branch of its function's code, by address; a
 // line counting plan has none, nor one made with --no-branches
 // (Options.NoBranches), which has the same lines.
 func TestPlanBranches(t *testing.T) {
@@ -51,7 +51,7 @@ func TestPlanBranches(t *testing.T) {
 			t.Errorf("line %d: %#x is %q (%v), not a conditional branch to %#x", l.Line, b.Addr, in.Text, err, b.Target)
 		}
 	}
-	if got, want := fmt.Sprint(lines), "map[20:1 27:1 34:1 42:1 45:1]"; got != want {
+	if got, want := fmt.Sprint(lines), "map[24:1 31:1 38:1 46:1 49:1 59:1]"; got != want {
 		t.Errorf("branches by line: %s, want %s", got, want)
 	}
 	none, err := buildPlan(Options{Method: datafile.LineCoverage, Programs: []string{prog}, Specs: defaults(t), Calibration: -1, NoBranches: true}, nil)

@@ -154,8 +154,9 @@ func (lt *lineTrampolines) collectWays(totals []uint64) {
 // branchHit handles a hit of the breakpoint of branch site s by a thread
 // of the program: the branch is emulated, the way it went marked, and
 // the breakpoint taken out once both ways went and the site's lines are
-// covered; until then it stays, and the thread goes on where the branch
-// sent it.
+// covered, or after branchStops stops, the branch then not counted;
+// until then it stays, and the thread goes on where the branch sent
+// it.
 func (bp *breakpoints) branchHit(th *thread, s *site) error {
 	e := &bp.env
 	if s.pending && !bp.displaceLater(s) {
@@ -172,8 +173,14 @@ func (bp *breakpoints) branchHit(th *thread, s *site) error {
 	if e.regs.PC() == d.Inst.Target {
 		w = 0
 	}
-	e.ways[2*s.branchOf()+w] = 1
+	b := s.branchOf()
+	e.ways[2*b+w] = 1
 	if bp.allCovered(s) {
+		return bp.retire(th, s)
+	}
+	if s.hits++; s.hits >= branchStops {
+		// (Its lines were covered at its first hit.)
+		e.unprobed[b] = 1
 		return bp.retire(th, s)
 	}
 	return e.loop.setAndResume(th, 0)
@@ -201,4 +208,38 @@ func branchAt(plan *datafile.Plan, mi int, addr uint64) int {
 		return lo + i
 	}
 	return -1
+}
+
+// branchStops is how many times a branch's breakpoint stops the
+// program before it is taken out, when the branch has gone one way
+// only: the loop of a program may pass a branch millions of times
+// before it first goes the other way (its loop's end), a stop each. A
+// branch taken out so is not counted in the run
+// (datafile.Stats.Unprobed): its ways seen say nothing of the other.
+const branchStops = 100
+
+// noteFallBack notes, of the site at addr of planting p whose jump did
+// not fit (err), its branch, which keeps a breakpoint (at most
+// branchStops stops: warning PRF4687).
+func (lt *lineTrampolines) noteFallBack(p *planting, addr uint64, err error) {
+	if b := p.lineSites.siteBranch(p.lineSites.find(addr)); b >= 0 {
+		lt.unprobed = append(lt.unprobed, lineFallBack{line: lt.env.plan.Branches[b].Line, addr: addr, err: err})
+	}
+}
+
+// reportUnprobed warns about the branches of the module just planted
+// that keep breakpoints (PRF4687), by reason, and with --verbose about
+// each (PRF4674, of its line).
+func (lt *lineTrampolines) reportUnprobed() {
+	e := &lt.env
+	if len(lt.unprobed) > 0 {
+		reasons := byReason(Config{Warn: e.warn, Verbose: e.verbose}, len(lt.unprobed), func(n int) error { return lt.unprobed[n].err }, func(n int) *prf.Diagnostic {
+			fb := &lt.unprobed[n]
+			l := &e.plan.Lines[fb.line]
+			return prf.LineNotPatched(l.Line, lineFile(e.plan, l), e.plan.Modules[l.Module].Name, fb.addr, fmt.Errorf("its branch, at most %d stops: %w", branchStops, fb.err))
+		})
+		mod := e.plan.Lines[lt.unprobed[0].line].Module
+		e.warn(prf.BranchesUnprobed(len(lt.unprobed), lt.branches, e.plan.Modules[mod].Name, branchStops, reasons))
+	}
+	lt.unprobed, lt.branches = nil, 0
 }

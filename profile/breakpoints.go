@@ -40,7 +40,8 @@ type site struct {
 // other lines of a line site several lines share; exit is the function
 // left (timing), -1 for none (an entry that is also an exit has both);
 // rendezvous marks the dynamic linker's breakpoint (modules.go). hits
-// counts the stops at an exit site (timing in-process: exitStops). once
+// counts the stops at an exit site (timing in-process: exitStops), or
+// at a branch's (branchStops). once
 // marks an entry's site taken out at its first hit, as coverage by
 // breakpoints takes them out, in a run whose other entries are covered
 // in-process (a Go function's on arm64 without LSE: entryTrampolines).
@@ -120,30 +121,31 @@ type bpLoop interface {
 // the dynamic linker's rendezvous) are set by choose (hooks.go), nil
 // where the run has none.
 type bpEnv struct {
-	loop    bpLoop
-	plan    *datafile.Plan
-	arch    instr.Arch
-	mem     *instr.Memory
-	proc    *process
-	regs    *ptrace.Regs
-	hits    []uint64
-	ways    []uint64
-	warn    func(*prf.Diagnostic)
-	plant   *planter
-	clocks  *clocks
-	watch   *watch
-	told    observers
-	books   *books.Books
-	rings   *rings
-	timer   timer
-	ledgers *ledgers
-	modules *modules
+	loop     bpLoop
+	plan     *datafile.Plan
+	arch     instr.Arch
+	mem      *instr.Memory
+	proc     *process
+	regs     *ptrace.Regs
+	hits     []uint64
+	ways     []uint64
+	unprobed []uint64
+	warn     func(*prf.Diagnostic)
+	plant    *planter
+	clocks   *clocks
+	watch    *watch
+	told     observers
+	books    *books.Books
+	rings    *rings
+	timer    timer
+	ledgers  *ledgers
+	modules  *modules
 }
 
 // newBreakpoints returns the breakpoints of t's run, over what they read
 // and call of it (but for what choose sets), with none planted.
 func newBreakpoints(t *tracer) *breakpoints {
-	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.counted.hits, ways: t.counted.ways, warn: t.cfg.Warn,
+	return newBreakpointsOver(bpEnv{loop: t, plan: t.plan, arch: t.arch, mem: &t.mem, proc: &t.proc, regs: &t.regs, hits: t.counted.hits, ways: t.counted.ways, unprobed: t.counted.unprobed, warn: t.cfg.Warn,
 		plant: t.parts.plant, clocks: &t.clocks, watch: &t.parts.watch, told: t.told})
 }
 

@@ -62,6 +62,10 @@ type lineTrampolines struct {
 	// breakpoint, and patched counts the others (reportFallBacks).
 	fellBack []lineFallBack
 	patched  int
+	// unprobed are the branches of the module being planted that keep
+	// breakpoints (branches.go), and branches counts them all.
+	unprobed []lineFallBack
+	branches int
 	// hosted counts the sites whose count an instruction after them
 	// keeps (linehosts.go).
 	hosted int
@@ -150,6 +154,11 @@ func (lt *lineTrampolines) plant(p *planting) error {
 	}
 	ls := p.lineSites
 	all := ls.addrs
+	for _, b := range ls.branch {
+		if b >= 0 {
+			lt.branches++
+		}
+	}
 	targets := sync.OnceValue(func() landings { return e.plant.indirectTargets(p) })
 	addrs, shared, flow := all, [][2]uint64(nil), (*flowPlacement)(nil)
 	if !e.every {
@@ -163,6 +172,7 @@ func (lt *lineTrampolines) plant(p *planting) error {
 			continue // (a branch's ways are told at the branch alone)
 		}
 		if err != nil {
+			lt.noteFallBack(p, addrs[n], err)
 			lt.fellBack = append(lt.fellBack, lineFallBack{line: ls.siteLine(e.plan, ls.find(addrs[n])), addr: addrs[n], err: err})
 			lay.Unstable(addrs[n], len(e.arch.Breakpoint()))
 			continue
@@ -420,5 +430,6 @@ func (lt *lineTrampolines) report() {
 		})
 		e.warn(prf.BreakpointLines(len(lt.fellBack), len(lt.fellBack)+lt.patched, reasons))
 	}
+	lt.reportUnprobed()
 	lt.fellBack, lt.patched = nil, 0
 }

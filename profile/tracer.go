@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -120,9 +121,10 @@ type tracer struct {
 
 // counted are the counts of a run that PROFILE keeps itself: the hits
 // of each item at its breakpoints (and the counters' sums, at the end),
-// and the ways each branch of the plan went (datafile.Stats.Branches).
+// the ways each branch of the plan went (datafile.Stats.Branches), and
+// the branches left uncounted (datafile.Stats.Unprobed).
 type counted struct {
-	hits, ways []uint64
+	hits, ways, unprobed []uint64
 }
 
 // newTracer prepares the tracing of one run of cfg's program.
@@ -143,8 +145,9 @@ func newTracer(cfg Config) (*tracer, error) {
 		arch:    arch,
 		threads: make(map[int]*thread),
 		tasks:   tasks{early: make(map[int]ptrace.WaitStatus), expected: make(map[int]childKind)},
-		counted: counted{hits: make([]uint64, cfg.Plan.NumItems()), ways: make([]uint64, 2*len(cfg.Plan.Branches))},
-		clocks:  clocks{epoch: time.Now(), stolen: make(map[books.Key]int64), carried: make(map[int]uint64)},
+		counted: counted{hits: make([]uint64, cfg.Plan.NumItems()), ways: make([]uint64, 2*len(cfg.Plan.Branches)),
+			unprobed: make([]uint64, len(cfg.Plan.Branches))},
+		clocks: clocks{epoch: time.Now(), stolen: make(map[books.Key]int64), carried: make(map[int]uint64)},
 	}
 	if x := newExplainer(t); x != nil {
 		t.told = observers{x}
@@ -203,6 +206,9 @@ func (t *tracer) finish(start time.Time, res *Result) {
 	c := &datafile.Counts{PlanID: t.plan.ID, Method: t.plan.Method, Run: run, Stats: datafile.Stats{Hits: t.counted.hits}}
 	if len(t.counted.ways) > 0 {
 		c.Stats.Branches = t.counted.ways
+	}
+	if slices.ContainsFunc(t.counted.unprobed, func(n uint64) bool { return n != 0 }) {
+		c.Stats.Unprobed = t.counted.unprobed
 	}
 	t.parts.addStats(&c.Stats)
 	if t.parts.books != nil {

@@ -169,7 +169,7 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compare(testPlan(), testWays, p, 0x108000)
+	c := compare(testPlan(), testWays, nil, p, 0x108000)
 	want := comparison{branches: 4, went: 4, agree: 3, onlyCallgrind: 1, onlyProfile: 1, differ: []string{
 		"0x1008 prog.c:5: callgrind taken 0/4; profile target 0, on 0",
 		"0x1100 prog.c:10: callgrind taken 7/7; profile target 1, on 1",
@@ -180,7 +180,7 @@ func TestCompare(t *testing.T) {
 	}
 	// With a wrong bias, nothing lines up: callgrind's jumps from the
 	// branches' addresses go elsewhere.
-	if c := compare(testPlan(), testWays, p, 0x108000-0x100); c.elsewhere != 1 || c.went != 2 {
+	if c := compare(testPlan(), testWays, nil, p, 0x108000-0x100); c.elsewhere != 1 || c.went != 2 {
 		t.Errorf("wrong bias: %+v, want the jump at 0x109100 elsewhere and 2 ways that went (on, by the Ir at 0x109000 and 0x109100)", c)
 	}
 }

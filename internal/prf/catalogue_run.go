@@ -107,6 +107,16 @@ func BreakpointLines(n, total int, reasons string) *Diagnostic {
 	return d
 }
 
+// BranchesUnprobed warns that n of the total branches of a module keep
+// breakpoints, no jump fitting at the branch: each stops the program at
+// most stops times, and one that went one way only that long is not
+// counted in the run.
+func BranchesUnprobed(n, total int, module string, stops int, reasons string) *Diagnostic {
+	d := newDiag(4687, Warning, nil, "%d of %d branches of %s are counted with breakpoints, at most %d stops each (%s)", n, total, module, stops, reasons)
+	d.Hint = "a branch that goes one way only that long is not counted, and the reports leave it out"
+	return d
+}
+
 // LineNotPatched is one line site counted with a breakpoint, listed by
 // profile --verbose.
 func LineNotPatched(line int, file, module string, addr uint64, err error) *Diagnostic {

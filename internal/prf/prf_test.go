@@ -342,7 +342,7 @@ func catalogue() []*Diagnostic {
 		EntryRefused("f", "m", err), SiteRefused("exit", 0x1000, "f", "m", err), NotMapped("p", 7),
 		ClockZero(), SortMismatch("p.pbt"),
 		NoLines("m"), NoDebugInfo("m"), CannotProfileLine(3, "f.c", "m", err),
-		BreakpointEntries(1, 2, "too short: 1"), EntryNotPatched("f", "m", err), BreakpointLines(1, 2, "too short: 1"), LineNotPatched(3, "f.c", "m", 0x1000, err), NoInProcess(err), SharedBlocks(64),
+		BreakpointEntries(1, 2, "too short: 1"), EntryNotPatched("f", "m", err), BreakpointLines(1, 2, "too short: 1"), BranchesUnprobed(1, 2, "m", 100, "too short: 1"), LineNotPatched(3, "f.c", "m", 0x1000, err), NoInProcess(err), SharedBlocks(64),
 		BooksWithBreakpoints("function timing", true), BreakpointExits(1, 2, "too short: 1"),
 		ExitNotPatched("f", "m", 0x1000, err), ExitTakenOut("f", 100),
 		Unknown(err), OutOfMemory(err), NoWorkingDir(err), SumOverflow("a.pbo", "a.pbt", err),

@@ -10,10 +10,14 @@
  *            branch.
  *
  * main's loop tests its counter 11 times, 10 of them going on into the
- * loop and once out of it. It prints "branches done" and the sum. */
+ * loop and once out of it. spin's loop goes back 1,000 times before it
+ * goes on once: more than a branch's breakpoint stops the program
+ * before it is taken out (and the branch left uncounted). It prints
+ * "branches done" and the sum. */
 #include <stdio.h>
 
 #define KEEP __attribute__((noinline, noclone))
+KEEP int spin(int n);
 
 KEEP int both(int x)
 {
@@ -44,6 +48,15 @@ int main(int argc, char **argv)
     s += one(argc);
     if (argc > 99)
         s += never(argc);
+    s += spin(1000) - 500;
     printf("branches done %d\n", s);
     return 0;
+}
+
+KEEP int spin(int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += i & 1;
+    return s;
 }
