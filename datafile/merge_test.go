@@ -3,6 +3,7 @@ package datafile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -534,5 +535,25 @@ func TestMergeSampling(t *testing.T) {
 				t.Error("the refused run changed the database")
 			}
 		})
+	}
+}
+
+// TestMergeBranches adds two runs' branch ways and unprobed counts
+// (testCounts of line coverage: ways 1 0 1 1 and 0 1 0 0; the second
+// run did not count branch 1), and refuses counts whose ways are not
+// the database's, leaving it unchanged.
+func TestMergeBranches(t *testing.T) {
+	m := testMerged(t, LineCoverage)
+	if got, want := fmt.Sprint(m.Stats.Branches, m.Stats.Unprobed), "[1 1 1 1] [0 1]"; got != want {
+		t.Errorf("ways, unprobed %s, want %s", got, want)
+	}
+	c := testCounts(LineCoverage, false)
+	c.Run.ID = Hex{0x5e, 0xed, 3}
+	c.Stats.Branches = c.Stats.Branches[:2]
+	if err := m.Add(c); !errors.Is(err, ErrNotSamePlan) {
+		t.Errorf("ways of one branch: %v, want %v", err, ErrNotSamePlan)
+	}
+	if len(m.Runs) != 2 || fmt.Sprint(m.Stats.Branches) != "[1 1 1 1]" {
+		t.Errorf("the refused run changed the database: %d runs, ways %v", len(m.Runs), m.Stats.Branches)
 	}
 }

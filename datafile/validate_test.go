@@ -24,6 +24,10 @@ func TestPlanValidate(t *testing.T) {
 	}{
 		{"valid function plan", FuncTiming, func(*Plan) {}, ""},
 		{"valid line plan", LineCounting, func(*Plan) {}, ""},
+		{"valid branches", LineCoverage, func(*Plan) {}, ""},
+		{"branches of line counting", LineCounting, func(p *Plan) { p.Branches = []Branch{{Line: 0, Addr: 0x1142}} }, "branches in a line counting plan"},
+		{"branch of no line", LineCoverage, func(p *Plan) { p.Branches[1].Line = 4 }, "branch 1: line 4 out of range (4 lines)"},
+		{"branch of a negative line", LineCoverage, func(p *Plan) { p.Branches[0].Line = -1 }, "branch 0: line -1 out of range (4 lines)"},
 		{"no start function", FuncCounting, func(p *Plan) { p.StartIndex = -1 }, ""},
 		{"last start function", FuncCounting, func(p *Plan) { p.StartIndex = 3 }, ""},
 		{"unknown method", FuncCounting, func(p *Plan) { p.Method = 400 }, "unknown method 400"},
@@ -80,6 +84,9 @@ func TestCountsValidate(t *testing.T) {
 	}{
 		{"valid timing", FuncTiming, func(*Counts) {}, ""},
 		{"valid line coverage", LineCoverage, func(*Counts) {}, ""},
+		{"a branch's one way", LineCoverage, func(c *Counts) { c.Stats.Branches = c.Stats.Branches[:3] }, "3 branch counts in line coverage counts"},
+		{"branches of line counting", LineCounting, func(c *Counts) { c.Stats.Branches = []uint64{1, 0} }, "2 branch counts in line counting counts"},
+		{"unprobed of no branch", LineCoverage, func(c *Counts) { c.Stats.Unprobed = []uint64{1} }, "1 unprobed counts for 4 branch counts"},
 		{"timing without times", FuncTiming, func(c *Counts) { c.Stats.FuncTime, c.Stats.ChildTime = nil, nil; noWaits(c) }, ""},
 		{"unknown method", FuncCounting, func(c *Counts) { c.Method = 0 }, "unknown method 0"},
 		{"negative overhead", FuncTiming, func(c *Counts) { c.Overhead = -1 }, "negative overhead -1"},
@@ -210,6 +217,9 @@ func TestMergedValidate(t *testing.T) {
 		{"waits above the summed times", FuncTiming, func(m *Merged) { m.Stats.Waits.FuncWait[0] = 7500001 },
 			"invalid merged profile: function 0: wait 7500001 is negative or above the time, 7500000"},
 		{"valid sampling", FuncSampling, func(*Merged) {}, ""},
+		{"valid branches", LineCoverage, func(*Merged) {}, ""},
+		{"ways of one branch too few", LineCoverage, func(m *Merged) { m.Stats.Branches = m.Stats.Branches[:2] }, "invalid merged profile: 2 branch counts for 2 branches"},
+		{"unprobed of one branch too many", LineCoverage, func(m *Merged) { m.Stats.Unprobed = append(m.Stats.Unprobed, 0) }, "invalid merged profile: 3 unprobed counts for 2 branches"},
 		{"samples of more lines than the plan's", FuncSampling, func(m *Merged) {
 			m.Stats.Sampling.LineSamples = append(m.Stats.Sampling.LineSamples, 1)
 		}, "invalid merged profile: samples of 5 lines for 4 lines"},

@@ -4,7 +4,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -86,37 +85,12 @@ const minAgreement = 0.98
 // is. Each run starts in a fresh directory, so that zstd finds no
 // output file of the other's to overwrite.
 //
-// The first run fetches the sources and builds the programs (minutes);
-// -short skips it.
+// The first run fetches the sources and builds the programs (minutes;
+// realWorkloads); -short skips it.
 func TestBranchesRealPrograms(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds Lua and zstd (scripts/real-programs) the first time")
-	}
-	testutil.MustHavePtrace(t)
-	testutil.MustHaveTool(t, "valgrind")
-	arch := runtime.GOARCH
-	lua, zstd := testutil.RealProgram(t, arch, "lua"), testutil.RealProgram(t, arch, "zstd")
+	workloads := realWorkloads(t)
 	branchcheck := buildBranchcheck(t)
-	work, err := filepath.Abs("../bench/lua-work.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	input := filepath.Join(t.TempDir(), "input.tar")
-	if out, err := exec.Command("tar", "-cf", input, "-C", testutil.RealSource(t, "zstd"), "lib/compress").CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v\n%s", err, out)
-	}
-	zst := filepath.Join(t.TempDir(), "in.zst")
-	if out, err := exec.Command(zstd, "-q", "-f", "-3", input, "-o", zst).CombinedOutput(); err != nil {
-		t.Fatalf("zstd: %v\n%s", err, out)
-	}
-	for _, c := range []struct {
-		name, prog string
-		args       []string
-	}{
-		{"lua", lua, []string{work, "3000"}},
-		{"zstd-compress", zstd, []string{"-q", "-f", "-19", input, "-o", "out.zst"}},
-		{"zstd-decompress", zstd, []string{"-q", "-f", "-d", zst, "-o", "out"}},
-	} {
+	for _, c := range workloads {
 		t.Run(c.name, func(t *testing.T) {
 			got := branchWaysAgree(t, branchcheck, c.prog, nil, c.args...)
 			share := float64(got.agree) / float64(got.agree+got.differ)

@@ -27,6 +27,32 @@ import (
 // The first run fetches the sources and builds the programs (minutes);
 // -short skips it.
 func TestLinesRealPrograms(t *testing.T) {
+	linecheck := filepath.Join(t.TempDir(), "linecheck")
+	workloads := realWorkloads(t)
+	if out, err := exec.Command("go", "build", "-o", linecheck, "../bench/linecheck").CombinedOutput(); err != nil {
+		t.Fatalf("build linecheck: %v\n%s", err, out)
+	}
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) {
+			realLines(t, linecheck, w.prog, w.args...)
+		})
+	}
+}
+
+// realWorkload is a real program's run: Lua running bench/lua-work.lua,
+// zstd compressing a tar of its own sources, or decompressing it.
+type realWorkload struct {
+	name, prog string
+	args       []string
+}
+
+// realWorkloads returns the workloads of the real programs, Lua 5.4 and
+// zstd built -O2 -g from their Debian sources (testutil.RealProgram),
+// for a test that runs them under callgrind too; it skips the test with
+// -short (the first run fetches the sources and builds the programs:
+// minutes), without ptrace or valgrind.
+func realWorkloads(t *testing.T) []realWorkload {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds Lua and zstd (scripts/real-programs) the first time")
 	}
@@ -34,10 +60,6 @@ func TestLinesRealPrograms(t *testing.T) {
 	testutil.MustHaveTool(t, "valgrind")
 	arch := runtime.GOARCH
 	lua, zstd := testutil.RealProgram(t, arch, "lua"), testutil.RealProgram(t, arch, "zstd")
-	linecheck := filepath.Join(t.TempDir(), "linecheck")
-	if out, err := exec.Command("go", "build", "-o", linecheck, "../bench/linecheck").CombinedOutput(); err != nil {
-		t.Fatalf("build linecheck: %v\n%s", err, out)
-	}
 	work, err := filepath.Abs("../bench/lua-work.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -46,19 +68,15 @@ func TestLinesRealPrograms(t *testing.T) {
 	if out, err := exec.Command("tar", "-cf", input, "-C", testutil.RealSource(t, "zstd"), "lib/compress").CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
 	}
-	t.Run("lua", func(t *testing.T) {
-		realLines(t, linecheck, lua, work, "3000")
-	})
-	t.Run("zstd-compress", func(t *testing.T) {
-		realLines(t, linecheck, zstd, "-q", "-f", "-19", input, "-o", "out.zst")
-	})
-	t.Run("zstd-decompress", func(t *testing.T) {
-		zst := filepath.Join(t.TempDir(), "in.zst")
-		if out, err := exec.Command(zstd, "-q", "-f", "-3", input, "-o", zst).CombinedOutput(); err != nil {
-			t.Fatalf("zstd: %v\n%s", err, out)
-		}
-		realLines(t, linecheck, zstd, "-q", "-f", "-d", zst, "-o", "out")
-	})
+	zst := filepath.Join(t.TempDir(), "in.zst")
+	if out, err := exec.Command(zstd, "-q", "-f", "-3", input, "-o", zst).CombinedOutput(); err != nil {
+		t.Fatalf("zstd: %v\n%s", err, out)
+	}
+	return []realWorkload{
+		{"lua", lua, []string{work, "3000"}},
+		{"zstd-compress", zstd, []string{"-q", "-f", "-19", input, "-o", "out.zst"}},
+		{"zstd-decompress", zstd, []string{"-q", "-f", "-d", zst, "-o", "out"}},
+	}
 }
 
 // unsited is linecheck's line on the lines whose statement rows ran.

@@ -109,12 +109,7 @@ func branchTests(t *testing.T) (a, b *datafile.Merged) {
 // after the functions' and before the lines', as geninfo writes them.
 func TestCombinedBranches(t *testing.T) {
 	a, b := branchTests(t)
-	c := NewCombined()
-	for i, m := range []*datafile.Merged{a, b} {
-		if err := c.Add(m, []string{"test_a.pbt", "test_b.pbt"}[i], DefaultOptions()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := combineAll(t, DefaultOptions(), a, b)
 	var buf bytes.Buffer
 	if err := c.WriteLcov(&buf); err != nil {
 		t.Fatal(err)
@@ -198,12 +193,7 @@ end_of_record
 	// Added to a profile without branches, the branches are test_b's
 	// alone, and the summary has their columns.
 	plain, _ := twoTests(t)
-	c = NewCombined()
-	for _, m := range []*datafile.Merged{plain, b} {
-		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", DefaultOptions()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c = combineAll(t, DefaultOptions(), plain, b)
 	buf.Reset()
 	if err := c.WriteLcov(&buf); err != nil {
 		t.Fatal(err)
@@ -313,12 +303,7 @@ func TestLcovBranchConsumers(t *testing.T) {
 		}
 		return path
 	}
-	c := NewCombined()
-	for _, m := range []*datafile.Merged{a, b} {
-		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", DefaultOptions()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := combineAll(t, DefaultOptions(), a, b)
 	combined := write("combined.info", func(buf *bytes.Buffer) error { return c.WriteLcov(buf) })
 	o := DefaultOptions()
 	o.Format = FormatLcov

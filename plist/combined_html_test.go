@@ -37,12 +37,7 @@ func suiteSources(t *testing.T) (Options, string) {
 // combinedPage returns the page of the profiles combined, with o.
 func combinedPage(t *testing.T, o Options, profiles ...*datafile.Merged) string {
 	t.Helper()
-	c := NewCombined()
-	for _, m := range profiles {
-		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := combineAll(t, o, profiles...)
 	var buf bytes.Buffer
 	if err := c.WriteHTML(&buf, o); err != nil {
 		t.Fatal(err)
@@ -224,12 +219,7 @@ func TestCombinedHTMLCounting(t *testing.T) {
 		t.Errorf("function profiles: %v, %d bytes written; want PRF1102 and nothing", err, buf.Len())
 	}
 
-	c = NewCombined()
-	for _, m := range []*datafile.Merged{a, withBranches} {
-		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c = combineAll(t, o, a, withBranches)
 	m, err := c.merged()
 	if err != nil {
 		t.Fatal(err)

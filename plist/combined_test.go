@@ -64,12 +64,7 @@ func twoTests(t *testing.T) (a, b *datafile.Merged) {
 // own. Line coverage: 5 lines of 7 ran.
 func TestCombined(t *testing.T) {
 	a, b := twoTests(t)
-	c := NewCombined()
-	for i, m := range []*datafile.Merged{a, b} {
-		if err := c.Add(m, []string{"test_a.pbt", "test_b.pbt"}[i], DefaultOptions()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := combineAll(t, DefaultOptions(), a, b)
 	var buf bytes.Buffer
 	if err := c.WriteLcov(&buf); err != nil {
 		t.Fatal(err)
@@ -168,12 +163,7 @@ func TestCombinedFunctions(t *testing.T) {
 	}
 	x := suiteProfile(t, datafile.FuncCoverage, "test_x", nil, []datafile.Func{fn("lib_add", 3, 0x100), fn("lib_sub", 8, 0x110)}, nil, []uint64{1, 0})
 	y := suiteProfile(t, datafile.FuncCoverage, "test_y", nil, []datafile.Func{fn("lib_sub", 8, 0x200), fn("lib_mul", 12, 0x210)}, nil, []uint64{0, 0})
-	c := NewCombined()
-	for _, m := range []*datafile.Merged{x, y} {
-		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", DefaultOptions()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := combineAll(t, DefaultOptions(), x, y)
 	if got, want := c.Coverage(), 100.0/3; math.Abs(got-want) > 1e-9 {
 		t.Errorf("coverage %.2f %%, want a function of 3: %.2f %%", got, want)
 	}
@@ -205,4 +195,17 @@ func TestCombinedFunctions(t *testing.T) {
 	if err := c.Add(x, "test_x.pbt", DefaultOptions()); !errors.As(err, &d) || d.Code != 1485 {
 		t.Errorf("a function profile added to a line profile: %v, want PRF1485", err)
 	}
+}
+
+// combineAll combines profiles, each read from a .pbt named after its
+// module, with options o.
+func combineAll(t *testing.T, o Options, profiles ...*datafile.Merged) *Combined {
+	t.Helper()
+	c := NewCombined()
+	for _, m := range profiles {
+		if err := c.Add(m, m.Plan.Modules[0].Name+".pbt", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
 }
