@@ -65,7 +65,7 @@ type ledgers struct {
 	open    map[int]*books.ProgramBook
 	blockOf map[int]int
 	// seen holds when PROFILE saw each stopped thread stop (stopSeen).
-	seen map[int]int64
+	seen map[int]seenStop
 	// vforks holds the book of each thread that made a vfork child, as
 	// it was then (vforking).
 	vforks map[int]*books.ProgramBook
@@ -128,7 +128,7 @@ func newLedgers(t *tracer) *ledgers {
 	l := &ledgers{ledgerEnv: ledgerEnv{arch: t.arch, proc: t.proc, plan: t.plan, threads: t.threads, regs: &t.regs,
 		clocks: &t.clocks, host: t, mem: t.mem, sys: func(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
 			return syscallIn(t, tid, call, args...)
-		}}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]int64{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
+		}}, open: map[int]*books.ProgramBook{}, blockOf: map[int]int{}, seen: map[int]seenStop{}, vforks: map[int]*books.ProgramBook{}, stacks: map[int][2]uint64{}, made: map[int]uint64{},
 		figs: make([]books.Figure, n), runBooks: t.parts.books}
 	l.gos = goLedgers{l: l, on: goTimed(t.arch, t.plan)}
 	l.cpu = newOffCPU(t.plan.Method.IsTiming() && !t.cfg.NoCPUTime && !slices.ContainsFunc(t.plan.Funcs, func(f datafile.Func) bool { return f.Frame != datafile.FrameSP }),
@@ -390,69 +390,6 @@ func (l *ledgers) book(th *thread, s *site) {
 		p, key := l.gos.frame(th, s.exit, sp)
 		p.Exit(s.exit, key, now)
 	}
-}
-
-// stopSeen notes when PROFILE saw thread th's stop (seenHook), for
-// releasing.
-func (l *ledgers) stopSeen(th *thread) {
-	if _, ok := l.seen[th.tid]; !ok {
-		l.seen[th.tid] = l.clocks.waited
-	}
-}
-
-// releasing adds to the book of thread th, about to go on, the time
-// PROFILE held it since it saw it stop: from a stop's cost before it
-// was seen (what the thread lost before PROFILE saw it, measured at
-// start-up) to now (releaseHook). Each of the thread's stops is added
-// once, as it goes on, and no other: an exit takes out what was held
-// since its entry. A stop PROFILE single-steps the thread out of its
-// code from is one hold, added as it goes on after the steps: the code
-// it steps through has read the counter before the stop (leaveAtStop).
-func (l *ledgers) releasing(th *thread) {
-	seen, ok := l.seen[th.tid]
-	delete(l.seen, th.tid)
-	if !ok || th.foreign || l.counters == nil || l.scale == 0 {
-		return // (nothing timed: no hold)
-	}
-	p, g, ok := l.heldBooks(th)
-	if !ok {
-		return
-	}
-	lost := l.lost(th, p, g, seen)
-	clockPages{l}.settle(th, p, l.now(seen)-uint64(lost), false) // (a wait the code saw, its event undone)
-	held := uint64(max(l.clocks.clock()-seen+lost, 0))
-	p.SetHeld(p.Held() + held)
-	if g != nil {
-		l.gos.hold(g, held)
-	}
-	clockPages{l}.released(th, p)
-}
-
-// heldBooks returns the book of thread th's block, checked, and the
-// book of the goroutine it runs, if any: the books a hold of th goes to.
-func (l *ledgers) heldBooks(th *thread) (p, g *books.ProgramBook, ok bool) {
-	b, ok := l.blockOf[th.tid]
-	p = l.open[b]
-	if !ok || p == nil || b == 0 {
-		return nil, nil, false
-	}
-	l.check(p)
-	return p, l.gos.held(th, b), true
-}
-
-// lost returns the time thread th, seen stopped at seen, lost before
-// PROFILE saw it, its book p's and its goroutine's g (or nil).
-func (l *ledgers) lost(th *thread, p, g *books.ProgramBook, seen int64) int64 {
-	// (What the thread lost before PROFILE saw it is a stop's cost,
-	// measured at start-up; but no more than the time since its last
-	// event, its goroutine's where it runs one: the cost is a
-	// breakpoint's, and a busy machine makes it long, where a stop a
-	// system call makes, a signal raised, may be seen at once.)
-	last := p.LastTime()
-	if g != nil {
-		last = max(last, g.LastTime())
-	}
-	return min(l.clocks.stopCost(th), max(int64(l.now(seen)-last), 0))
 }
 
 // vforking keeps, where books are found from the stack pointer (arm64),

@@ -32,6 +32,10 @@ func (l inCode) pass(th *thread, addr uint64) bool {
 		l.stops++
 	}
 	b := l.bookEvent(th, site, l.regs, now)
+	if stop, ok := l.seen[th.tid]; ok {
+		stop.atEvent = true
+		l.seen[th.tid] = stop
+	}
 	block := l.counters.layout.BookMem(l.counters.shared.Bytes(), b)
 	for _, s := range site.saved {
 		l.regs.SetReg(s.Reg, binary.LittleEndian.Uint64(block[s.Offset:]))
@@ -153,15 +157,15 @@ func (l inCode) leaveAtStop(th *thread, regs *ptrace.Regs) bool {
 // when PROFILE saw it, less what it lost before then (lost), the start
 // of the hold its release adds.
 func (l inCode) stopTime(th *thread) uint64 {
-	seen, ok := l.seen[th.tid]
+	stop, ok := l.seen[th.tid]
 	if !ok {
-		seen = l.clocks.waited
+		stop.at = l.clocks.waited
 	}
 	p, g, ok := l.heldBooks(th)
 	if !ok {
-		return l.now(seen)
+		return l.now(stop.at)
 	}
-	return l.now(seen) - uint64(l.lost(th, p, g, seen))
+	return l.now(stop.at) - uint64(l.lost(th, p, g, stop))
 }
 
 // saveArea returns the block, or the area of the table, whose book the

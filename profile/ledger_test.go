@@ -223,6 +223,42 @@ func TestLedgerHeldTime(t *testing.T) {
 	t.Errorf("held more by %s: want the stop, and 1 µs before it was seen, not 1 ms", strings.Join(tries, ", "))
 }
 
+// TestLedgerHeldFromTheEvent: a thread stopped at the book code's
+// breakpoint, its event read 3 ms before PROFILE saw the stop (a busy
+// machine's long stop), is held from the event's time: all 3 ms, not the
+// stop's cost measured at start-up (1 ms here), which holds a stop
+// elsewhere (TestLedgerHeldTime).
+func TestLedgerHeldFromTheEvent(t *testing.T) {
+	r := newLedgerRig(t)
+	p := r.l.open[1]
+	r.l.clocks.startCounter()
+	r.l.start(r.l.counters)
+	r.l.clocks.overhead, r.l.clocks.forced = 1e6, true
+	r.l.arch.SetSP(&r.regs, 0x1000)
+	var tries []string
+	for range 5 { // (the best of a few tries: TestLedgerHeldTime)
+		held := int64(p.Held())
+		r.l.clocks.waited = r.l.clocks.clock()
+		r.l.stopSeen(r.th)
+		r.regs.SetPC(tramAt + uint64(r.code.Stop))
+		r.regs.SetReg(r.code.Saved[0].Reg, r.l.now(r.l.clocks.waited)-3e6) // the time the code read
+		if !(inCode{r.l}).pass(r.th, tramAt+uint64(r.code.Stop-1)) {
+			t.Fatal("the book code's breakpoint not taken")
+		}
+		before := r.l.clocks.clock()
+		r.l.releasing(r.th)
+		after := r.l.clocks.clock()
+		added := int64(p.Held()) - held
+		lo, hi := before-r.l.clocks.waited+3e6, after-r.l.clocks.waited+3e6
+		if added >= lo-50 && added <= hi+50 {
+			return
+		}
+		tries = append(tries, fmt.Sprintf("%d ns (want %d to %d)", added, lo, hi))
+		p.Exit(1, 0x1000, p.LastTime()) // (f's call closed for the next try)
+	}
+	t.Errorf("held %s: want the stop, and the 3 ms from the event before it was seen", strings.Join(tries, ", "))
+}
+
 // TestLedgerCostsOnce: what a call's code cost is measured over the
 // samples and the calls up to its first reading (an exec's: the sampler
 // samples no image after it), and stands after it; with too few samples,
