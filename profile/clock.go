@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/sourceprofiler/sprof/datafile"
@@ -56,6 +57,7 @@ type counterClock struct {
 	scale           float64
 	refined         int64 // the clock when scale was last measured
 	checked, shared bool
+	agreed          string // how PROFILE found the counters agree, where it checked them (explain)
 }
 
 // counterPair reads the counter and the clock together: of a few tries,
@@ -281,10 +283,28 @@ var errGoClock = errors.New("a Go function, and the counter not one clock across
 // "The Generic Timer": the system counter is shared by every PE).
 var clockSourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 
+// cpuInfoFile holds the CPUs' features (a variable for the tests).
+var cpuInfoFile = "/proc/cpuinfo"
+
+// counterWarp is PROFILE's own check of the CPUs' counters against each
+// other (a variable for the tests), and warpTurns the turns it takes
+// between two CPUs, in warpLimit at the most; under warpTurnsFewest it
+// cannot tell.
+var counterWarp = ptrace.CounterWarp
+
+const (
+	warpTurns       = 20000
+	warpTurnsFewest = 1000
+	warpLimit       = 200 * time.Millisecond
+)
+
 // oneClock reports whether the counter the records read is one clock
-// across CPUs, on arch, warning once (PRF4680, through warn) where it is
-// not known to be and plan has Go functions, whose goroutines move from
-// CPU to CPU.
+// across CPUs, on arch, for a plan with Go functions, whose goroutines
+// move from CPU to CPU. Where the kernel did not take the TSC as its
+// clock (a virtual machine's kernel is often told to take the
+// hypervisor's, kvm-clock), PROFILE checks the counters itself, as the
+// kernel would have (countersAgree), and warns once (PRF4680, through
+// warn) where they are not known to agree.
 func (c *counterClock) oneClock(arch instr.Arch, plan *datafile.Plan, warn func(*prf.Diagnostic)) bool {
 	if c.checked {
 		return c.shared
@@ -300,8 +320,58 @@ func (c *counterClock) oneClock(arch instr.Arch, plan *datafile.Plan, warn func(
 		source = "unknown (" + clockSourceFile + " unreadable)"
 	}
 	c.shared = source == "tsc"
-	if !c.shared && slices.ContainsFunc(plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
-		warn(prf.CounterNotShared(source))
+	if c.shared || !slices.ContainsFunc(plan.Funcs, func(f datafile.Func) bool { return goFrames(&f) }) {
+		return c.shared
 	}
-	return c.shared
+	why := countersAgree()
+	c.shared = why == nil
+	if why != nil {
+		warn(prf.CounterNotShared(source, why.Error()))
+		return false
+	}
+	c.agreed = fmt.Sprintf("The kernel's clock source is %s, not the time stamp counter: PROFILE checked the CPUs' counters against each other itself, as the kernel checks them before it takes the TSC as its clock (%d turns between two CPUs, none behind the other's), and takes them as one clock.", source, warpTurns)
+	return true
+}
+
+// countersAgree returns nil where the time-stamp counters run at a
+// constant rate, in every power state (constant_tsc and nonstop_tsc: an
+// invariant TSC), and CounterWarp finds no CPU's counter behind
+// another's; else why they are not known to agree.
+func countersAgree() error {
+	info, err := os.ReadFile(cpuInfoFile)
+	if err != nil {
+		return fmt.Errorf("PROFILE could not read the CPUs' features: %w", err)
+	}
+	for _, flag := range []string{"constant_tsc", "nonstop_tsc"} {
+		if !cpuFlag(info, flag) {
+			return fmt.Errorf("the CPUs' counters are not known to run at one rate (%s lacks %s)", cpuInfoFile, flag)
+		}
+	}
+	w, err := counterWarp(warpTurns, warpLimit)
+	switch {
+	case err != nil:
+		return fmt.Errorf("PROFILE could not check the CPUs' counters: %w", err)
+	case w.Back > 0:
+		return fmt.Errorf("PROFILE found a CPU's counter %d counts behind another's", w.Back)
+	case w.CPUs > 1 && w.Turns < warpTurnsFewest:
+		return fmt.Errorf("PROFILE's check of the CPUs' counters took %d turns between two CPUs in %v, too few to tell", w.Turns, warpLimit)
+	}
+	return nil
+}
+
+// cpuFlag reports whether every processor of /proc/cpuinfo's text info
+// has flag among its flags.
+func cpuFlag(info []byte, flag string) bool {
+	seen := false
+	for line := range strings.Lines(string(info)) {
+		name, flags, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(name) != "flags" {
+			continue
+		}
+		if !slices.Contains(strings.Fields(flags), flag) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }

@@ -78,6 +78,7 @@ func (x *explainer) observe(e event) {
 		x.ended(e.res)
 	case mechanismsEvent:
 		x.mechanism()
+		x.clockChecked()
 	case plantingEvent:
 		x.planting(e.p)
 	case sharersEvent:

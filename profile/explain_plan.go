@@ -109,6 +109,14 @@ func (x *planNarrator) mainPC() (uint64, string) {
 	return pc, ""
 }
 
+// clockChecked tells how PROFILE found the CPUs' counters agree, where
+// it checked them itself (oneClock).
+func (x *planNarrator) clockChecked() {
+	if x != nil && x.t.clocks.ctr.agreed != "" {
+		x.say("%s", x.t.clocks.ctr.agreed)
+	}
+}
+
 // mechanism tells how the run counts or times, once the counters are
 // set up (startCounters), and where they are.
 func (x *planNarrator) mechanism() {

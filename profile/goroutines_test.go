@@ -4,12 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
 	"github.com/sourceprofiler/sprof/internal/prf"
 	"github.com/sourceprofiler/sprof/profile/books"
+	"github.com/sourceprofiler/sprof/profile/ptrace"
 )
 
 // TestGoroutineOrder: a goroutine's records, read from the rings of the
@@ -84,8 +87,11 @@ func TestGoClock(t *testing.T) {
 
 // TestOneClock: Go functions are timed in-process only where the counter
 // is one clock across CPUs: on x86-64 when the kernel's clock source is
-// the TSC, else they keep breakpoints with PRF4680, once; on arm64
-// always. A plan without Go functions is not warned about.
+// the TSC, or when the TSC is invariant and PROFILE's own check finds no
+// CPU's counter behind another's in enough turns between two CPUs (a
+// fake check here: ptrace's TestCounterWarp checks the real one), else
+// they keep breakpoints with PRF4680, once, saying why; on arm64 always.
+// A plan without Go functions is neither checked nor warned about.
 func TestOneClock(t *testing.T) {
 	goPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: []datafile.Func{
 		{Name: "main", Frame: datafile.FrameSP},
@@ -93,45 +99,73 @@ func TestOneClock(t *testing.T) {
 	}}
 	cPlan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: goPlan.Funcs[:1]}
 	dir := t.TempDir()
-	source := func(text string) string {
-		path := filepath.Join(dir, text)
-		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	saved := clockSourceFile
-	defer func() { clockSourceFile = saved }()
+	source := func(text string) string { return write(text, text+"\n") }
+	invariant := write("invariant", "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\nprocessor\t: 1\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n")
+	stops := write("stops", "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\nprocessor\t: 1\nflags\t\t: fpu tsc constant_tsc\n")
+	savedSource, savedInfo, savedWarp := clockSourceFile, cpuInfoFile, counterWarp
+	defer func() { clockSourceFile, cpuInfoFile, counterWarp = savedSource, savedInfo, savedWarp }()
+	agree := ptrace.Warp{Turns: warpTurns, CPUs: 2}
 	for _, c := range []struct {
-		name   string
-		arch   instr.Arch
-		plan   *datafile.Plan
-		file   string
-		shared bool
-		warned int
+		name    string
+		arch    instr.Arch
+		plan    *datafile.Plan
+		file    string
+		info    string
+		warp    ptrace.Warp
+		err     error
+		checked bool   // whether PROFILE checks the counters
+		warned  string // PRF4680's reason, "" for none
 	}{
-		{"tsc", instr.AMD64, goPlan, source("tsc"), true, 0},
-		{"hpet", instr.AMD64, goPlan, source("hpet"), false, 1},
-		{"unreadable", instr.AMD64, goPlan, filepath.Join(dir, "none"), false, 1},
-		{"hpet, no Go", instr.AMD64, cPlan, source("hpet"), false, 0},
-		{"arm64", instr.ARM64, goPlan, source("arch_sys_counter"), true, 0},
+		{"tsc", instr.AMD64, goPlan, source("tsc"), invariant, agree, nil, false, ""},
+		{"kvm-clock, the counters agree", instr.AMD64, goPlan, source("kvm-clock"), invariant, agree, nil, true, ""},
+		{"one CPU", instr.AMD64, goPlan, source("kvm-clock"), invariant, ptrace.Warp{Turns: warpTurns, CPUs: 1}, nil, true, ""},
+		{"kvm-clock, a counter behind", instr.AMD64, goPlan, source("kvm-clock"), invariant, ptrace.Warp{Back: 120, Turns: warpTurns, CPUs: 2}, nil, true, "120 counts behind another's"},
+		{"kvm-clock, too few turns", instr.AMD64, goPlan, source("kvm-clock"), invariant, ptrace.Warp{Turns: 12, CPUs: 2}, nil, true, "took 12 turns between two CPUs"},
+		{"kvm-clock, no check", instr.AMD64, goPlan, source("kvm-clock"), invariant, agree, errors.New("no CPU"), true, "could not check the CPUs' counters: no CPU"},
+		{"hpet, a counter that stops", instr.AMD64, goPlan, source("hpet"), stops, agree, nil, false, "lacks nonstop_tsc"},
+		{"hpet, no cpuinfo", instr.AMD64, goPlan, source("hpet"), filepath.Join(dir, "none"), agree, nil, false, "could not read the CPUs' features"},
+		{"unreadable", instr.AMD64, goPlan, filepath.Join(dir, "none"), invariant, ptrace.Warp{Back: 1, Turns: warpTurns, CPUs: 2}, nil, true, "unreadable), not the time stamp counter"},
+		{"hpet, no Go", instr.AMD64, cPlan, source("hpet"), invariant, agree, nil, false, ""},
+		{"arm64", instr.ARM64, goPlan, source("arch_sys_counter"), stops, agree, nil, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clockSourceFile = c.file
+			clockSourceFile, cpuInfoFile = c.file, c.info
+			checks := 0
+			counterWarp = func(turns int, limit time.Duration) (ptrace.Warp, error) {
+				checks++
+				return c.warp, c.err
+			}
 			var warned []*prf.Diagnostic
 			tr := &tracer{arch: c.arch, plan: c.plan, cfg: Config{Warn: func(d *prf.Diagnostic) { warned = append(warned, d) }}}
 			tr.caps = probeCaps(c.arch, c.plan, "")
+			shared := c.plan == goPlan && c.warned == "" && (c.arch == instr.ARM64 || c.name == "tsc" || c.checked)
 			for range 3 {
-				if got := tr.clocks.ctr.oneClock(tr.arch, tr.plan, tr.cfg.Warn); got != c.shared {
-					t.Errorf("one clock: %v, want %v", got, c.shared)
+				if got := tr.clocks.ctr.oneClock(tr.arch, tr.plan, tr.cfg.Warn); got != shared {
+					t.Errorf("one clock: %v, want %v", got, shared)
 				}
 			}
-			if len(warned) != c.warned || (c.warned > 0 && warned[0].Code != 4680) {
-				t.Errorf("warnings %v, want %d of PRF4680", warned, c.warned)
+			if want := map[bool]int{false: 0, true: 1}[c.checked]; checks != want {
+				t.Errorf("the counters checked %d times, want %d", checks, want)
+			}
+			if c.warned == "" && len(warned) > 0 {
+				t.Errorf("warnings %v, want none", warned)
+			}
+			if c.warned != "" && (len(warned) != 1 || warned[0].Code != 4680 || !strings.Contains(warned[0].Error(), c.warned)) {
+				t.Errorf("warnings %v, want one PRF4680 of %q", warned, c.warned)
+			}
+			if agreed := tr.clocks.ctr.agreed; (agreed != "") != (shared && c.checked) {
+				t.Errorf("explained %q", agreed)
 			}
 			if c.plan == goPlan && c.arch == instr.AMD64 {
 				err := newRings(tr).ringTimed(&c.plan.Funcs[1])
-				if c.shared != (err == nil) || (!c.shared && !errors.Is(err, errGoClock)) {
+				if shared != (err == nil) || (!shared && !errors.Is(err, errGoClock)) {
 					t.Errorf("the Go function timed in-process: %v, want the counter's reason when it is not one clock", err)
 				}
 			}

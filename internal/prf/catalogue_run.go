@@ -326,8 +326,8 @@ func ExecEnded() *Diagnostic {
 // CounterNotShared warns that the CPUs' counter is not known to be one
 // clock across CPUs, so that a goroutine's records, made on several CPUs,
 // cannot be put in order by their times.
-func CounterNotShared(source string) *Diagnostic {
-	d := newDiag(4680, Warning, nil, "Go functions are timed with breakpoints: the kernel's clock source is %s, not the time stamp counter, which is then not known to be one clock across CPUs", source)
+func CounterNotShared(source, why string) *Diagnostic {
+	d := newDiag(4680, Warning, nil, "Go functions are timed with breakpoints: the kernel's clock source is %s, not the time stamp counter, and %s", source, why)
 	d.Hint = "a goroutine's calls are in the rings of every thread that ran it, put in order by the counter's times"
 	return d
 }

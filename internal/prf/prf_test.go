@@ -352,7 +352,7 @@ func catalogue() []*Diagnostic {
 		CodeCopied(0x2000, 0x1000, ""), UntracedChild(12, "SIGTRAP"), SignalStops(5000, 30000, 13*time.Microsecond, 0.4),
 		OtherInterval("a.pbo", "a.pbt", err), BadInterval(5, 100, 1000000), UncountedNeedsSampling(), PtraceSampler(err, time.Millisecond),
 		LostSamples(3, 1000), IntervalIgnored("function counting"), GmonLibraries("libf.so"), GmonNoCallers(),
-		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet"),
+		UnsampledThreads(3, err), SamplesUnreadable(err), CounterNotShared("hpet", "PROFILE found a CPU's counter 12 counts behind another's"),
 		TraceLines("line counting"), TraceCut("p.pbx", 1<<30), TraceWrite("p.pbx", err), TraceBusy("p.pbx"), StacksCut(3, 100, []string{"no module", "outside the stack copy"}, []uint64{1, 2}), StacklessThreads(2, err), TraceNotMerged("p.pbx", "p.pbt"),
 		TraceIncomplete("p.pbx", "cut"), TraceOtherPlan("p.pbx", "p.pbt"),
 		SourcesLeftOut([]string{"bc.y (125 lines)"}, 125), DiffOtherType("b.pbt", "line counting", "function timing"),

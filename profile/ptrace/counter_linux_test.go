@@ -3,8 +3,13 @@
 package ptrace
 
 import (
+	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCounter checks that the counter moves forward with the clock, at a
@@ -22,4 +27,54 @@ func TestCounter(t *testing.T) {
 		t.Errorf("counter at %.0f Hz", hz)
 	}
 	t.Logf("counter at %.3f MHz", hz/1e6)
+}
+
+// TestCounterWarp checks the counters of this machine's CPUs against the
+// first's: it takes turns between two CPUs (on a machine of one, none),
+// and where the kernel took the TSC as its clock, having checked that the
+// CPUs' counters agree, or on arm64, whose system counter is one for
+// every CPU by the architecture, it finds them agree too.
+func TestCounterWarp(t *testing.T) {
+	w, err := CounterWarp(20000, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d CPUs, %d turns between two at the fewest, the counter %d counts back at the most", w.CPUs, w.Turns, w.Back)
+	if w.CPUs > 1 && w.Turns == 0 {
+		t.Errorf("no turn taken between two CPUs of %d", w.CPUs)
+	}
+	source, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	if (runtime.GOARCH == "arm64" || strings.TrimSpace(string(source)) == "tsc") && w.Back != 0 {
+		t.Errorf("the counter went %d counts back from one CPU to another", w.Back)
+	}
+}
+
+// TestCounterWarpFound: a counter 1,000,000 counts behind on the second
+// CPU is a warp, seen at a turn from the first: back by 1,000,000 less
+// what the counter moved between the two readings (under 10 ms here).
+func TestCounterWarpFound(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 {
+		t.Skipf("one CPU to run on (%v)", err)
+	}
+	var cpus []int
+	for cpu := 0; len(cpus) < 2; cpu++ {
+		if set.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	const behind = 1000000
+	w, err := warpPair(cpus[0], cpus[1], 1000, time.Second, func(cpu int) uint64 {
+		if cpu == cpus[1] {
+			return counterOrdered() - behind
+		}
+		return counterOrdered()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.turns < 1000 || w.back == 0 || w.back > behind {
+		t.Errorf("%d turns, back %d counts; want 1000 turns, and back by up to %d", w.turns, w.back, behind)
+	}
+	t.Logf("%d turns, back %d counts", w.turns, w.back)
 }

@@ -299,3 +299,13 @@ func SharedQueued(tid int) uint64 { return 0 }
 
 // SharedPending needs Linux.
 func SharedPending(tid int) uint64 { return 0 }
+
+// Warp is what CounterWarp finds.
+type Warp struct {
+	Back  uint64
+	Turns int
+	CPUs  int
+}
+
+// CounterWarp is not supported.
+func CounterWarp(turns int, limit time.Duration) (Warp, error) { return Warp{}, errors.ErrUnsupported }
