@@ -78,3 +78,14 @@ func TestCounterWarpFound(t *testing.T) {
 	}
 	t.Logf("%d turns, back %d counts", w.turns, w.back)
 }
+
+// BenchmarkCounterWarp times the check PROFILE makes of the CPUs'
+// counters where the kernel did not take the TSC as its clock: 20,000
+// turns between the first CPU and each other.
+func BenchmarkCounterWarp(b *testing.B) {
+	for b.Loop() {
+		if _, err := CounterWarp(20000, 200*time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
