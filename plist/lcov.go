@@ -37,6 +37,15 @@ func (r lcovExport) writeLcov(w *bufio.Writer) {
 func (r lcovExport) lcovFirstLine(i int) int {
 	if r.lineSites == nil {
 		r.lineSites = make([][]lineSite, len(r.plan.Modules))
+		sizes := make([]int, len(r.plan.Modules))
+		for li := range r.plan.Lines {
+			if l := &r.plan.Lines[li]; l.Module >= 0 && l.Module < len(sizes) {
+				sizes[l.Module] += len(l.Addrs)
+			}
+		}
+		for m, n := range sizes {
+			r.lineSites[m] = make([]lineSite, 0, n)
+		}
 		for li := range r.plan.Lines {
 			l := &r.plan.Lines[li]
 			if l.Module < 0 || l.Module >= len(r.lineSites) {
