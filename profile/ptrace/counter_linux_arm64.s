@@ -9,9 +9,3 @@ TEXT ·Counter(SB), NOSPLIT, $0-8
 	MOVD R0, ret+0(FP)
 	RET
 
-// func counterOrdered() uint64
-TEXT ·counterOrdered(SB), NOSPLIT, $0-8
-	ISB  $15
-	MRS  CNTVCT_EL0, R0
-	MOVD R0, ret+0(FP)
-	RET

@@ -66,9 +66,9 @@ func TestCounterWarpFound(t *testing.T) {
 	const behind = 1000000
 	w, err := warpPair(cpus[0], cpus[1], 1000, time.Second, func(cpu int) uint64 {
 		if cpu == cpus[1] {
-			return counterOrdered() - behind
+			return Counter() - behind
 		}
-		return counterOrdered()
+		return Counter()
 	})
 	if err != nil {
 		t.Fatal(err)

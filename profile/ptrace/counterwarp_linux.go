@@ -12,11 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// counterOrdered reads the counter after every instruction before it
-// (lfence, rdtsc on amd64; isb, CNTVCT_EL0 on arm64), for a reading no
-// earlier than the lock it follows.
-func counterOrdered() uint64
-
 // Warp is what CounterWarp found: the largest step back of the counter
 // seen from one CPU to another (0: none), in counts, and the turns taken
 // between two CPUs, the fewest of any pair checked.
@@ -47,7 +42,7 @@ func CounterWarp(turns int, limit time.Duration) (Warp, error) {
 	}
 	w := Warp{Turns: turns, CPUs: len(cpus)}
 	for _, cpu := range cpus[min(1, len(cpus)):] {
-		pair, err := warpPair(cpus[0], cpu, turns, limit, func(int) uint64 { return counterOrdered() })
+		pair, err := warpPair(cpus[0], cpu, turns, limit, func(int) uint64 { return Counter() })
 		if err != nil {
 			return Warp{}, err
 		}
