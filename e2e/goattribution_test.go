@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"maps"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,19 +11,11 @@ import (
 	"github.com/sourceprofiler/sprof/internal/testutil"
 )
 
-// tscClock reports whether the counter is one clock across CPUs without
-// PROFILE's check: arm64's by the architecture, x86-64's where the kernel
-// took the TSC as its clock.
-func tscClock() bool {
-	source, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-	return runtime.GOARCH == "arm64" || strings.TrimSpace(string(source)) == "tsc"
-}
-
 // TestGoAttributionAgrees: caller stacks (/FT /AT) of Go programs, kept
 // in-process (each goroutine's in its own book in the program, as the
 // narration says, which tells where PROFILE checked the CPUs' counters
-// itself: the kernel's clock source not the TSC) and with breakpoints (PROFILE's books, at a stop
-// per event), are the same stacks with the same calls: the books' rules
+// itself: the kernel's clock source not the TSC) and with breakpoints
+// (PROFILE's books, at a stop per event), are the same stacks with the same calls: the books' rules
 // are one. gostacks grows 16 goroutines' stacks through a recursion
 // 1,000 deep (the stacks copied while the calls are open) and recovers
 // panics raised through timed frames (exits never seen); goknown moves
@@ -49,8 +39,8 @@ func TestGoAttributionAgrees(t *testing.T) {
 				if books := "with the books kept in the program, each goroutine's in a book of its own"; i == 0 && !strings.Contains(r.stderr, books) {
 					t.Errorf("in-process, not %q:\n%s", books, r.stderr)
 				}
-				if said := strings.Contains(r.stderr, "PROFILE checked the CPUs' counters against each other itself"); i == 0 && said == tscClock() {
-					t.Errorf("the narration tells of PROFILE's check of the CPUs' counters: %v; want it where the counter is not one clock by the kernel's or the architecture's word (%v)", said, !tscClock())
+				if said := strings.Contains(r.stderr, "PROFILE checked the CPUs' counters against each other itself"); i == 0 && said == testutil.CounterOneClock() {
+					t.Errorf("the narration tells of PROFILE's check of the CPUs' counters: %v; want it where the counter is not one clock by the kernel's or the architecture's word (%v)", said, !testutil.CounterOneClock())
 				}
 				out := must(t, dir, "plist", "/nologo", "/T", c.fixture).stdout
 				got[i], hits[i] = goStacks(t, out), parseTab(t, out).hits

@@ -82,8 +82,8 @@ func kernelAllowed(t *testing.T) bool {
 // of the phase's time into user and system time, within the error of the
 // ticks of both (splitTolerance: 10 points at least, 12 here of a second
 // at 250 Hz), or for the C library's read to its caller's time with
-// children (via_libc), and a function spinning in user space has none; the report shows the samples in the kernel and each function's
-// share. Where the kernel refuses, the run has no kernel samples and
+// children (via_libc), and a function spinning in user space has none;
+// the report shows the samples in the kernel and each function's share. Where the kernel refuses, the run has no kernel samples and
 // records the kernel time no sample saw.
 func TestSamplingKernel(t *testing.T) {
 	testutil.MustHavePtrace(t)
@@ -198,8 +198,14 @@ func splitTolerance(share, cpu float64, hz int, samples float64) float64 {
 		return 40
 	}
 	p := share / 100
-	ticks := max(cpu/1e6*float64(hz), 1)
-	return max(10, 4*100*math.Sqrt(p*(1-p)/ticks+p*(1-p)/max(samples, 1)))
+	return max(10, 4*100*math.Sqrt(tickVariance(p, cpu, hz)+p*(1-p)/max(samples, 1)))
+}
+
+// tickVariance is the variance of the share p of cpu microseconds of a
+// thread's CPU time the kernel counts in one mode, user or system, by
+// its ticks (hz a second): a binomial share of the ticks.
+func tickVariance(p, cpu float64, hz int) float64 {
+	return p * (1 - p) / max(cpu/1e6*float64(hz), 1)
 }
 
 // percentOf is 100 part/whole, 0 of nothing.
@@ -226,8 +232,8 @@ func TestSamplingUserOnly(t *testing.T) {
 	all := float64(s.m.Stats.ChildTime[i]) / float64(sm.Interval)
 	// (The user time is the kernel's split by its ticks: four of its
 	// standard errors, in samples, on top.)
-	p, cpu := ph.user/(ph.user+ph.sys), ph.user+ph.sys
-	tickErr := cpu * math.Sqrt(p*(1-p)/max(cpu/1e6*float64(kernelHZ()), 1)) * 1e3 / float64(sm.Interval)
+	cpu := ph.user + ph.sys
+	tickErr := cpu * math.Sqrt(tickVariance(ph.user/cpu, cpu, kernelHZ())) * 1e3 / float64(sm.Interval)
 	if low, high := sampleBounds(s, ph.user, 15+4*tickErr); all < low || all > high {
 		t.Errorf("in_syscalls: %.0f samples with children, want %.0f to %.0f, for its user time alone (%.0f ms user, %.0f ms system)", all, low, high, ph.user/1e3, ph.sys/1e3)
 	}

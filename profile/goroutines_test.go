@@ -131,6 +131,7 @@ func TestOneClock(t *testing.T) {
 		{"kvm-clock, no check", instr.AMD64, goPlan, source("kvm-clock"), invariant, agree, errors.New("no CPU"), true, "could not check the CPUs' counters: no CPU"},
 		{"hpet, a counter that stops", instr.AMD64, goPlan, source("hpet"), stops, agree, nil, false, "lacks nonstop_tsc"},
 		{"hpet, no cpuinfo", instr.AMD64, goPlan, source("hpet"), filepath.Join(dir, "none"), agree, nil, false, "could not read the CPUs' features"},
+		{"hpet, cpuinfo of no flags", instr.AMD64, goPlan, source("hpet"), write("junk", "\x00\xff:::\nflags\nflagsconstant_tsc nonstop_tsc\n"), agree, nil, false, "lacks constant_tsc"},
 		{"unreadable", instr.AMD64, goPlan, filepath.Join(dir, "none"), invariant, ptrace.Warp{Back: 1, Turns: warpTurns, CPUs: 2}, nil, true, "unreadable), not the time stamp counter"},
 		{"hpet, no Go", instr.AMD64, cPlan, source("hpet"), invariant, agree, nil, false, ""},
 		{"arm64", instr.ARM64, goPlan, source("arch_sys_counter"), stops, agree, nil, false, ""},

@@ -131,9 +131,13 @@ var hosts = map[string]struct {
 	// threadBlocks: each thread has a block of counters of its own, which
 	// can run out (x86-64, through GS).
 	threadBlocks bool
+	// counterOneClock: the CPU's counter is one clock across CPUs by the
+	// architecture (arm64's system counter); elsewhere where the kernel
+	// took it as its clock (CounterOneClock).
+	counterOneClock bool
 }{
 	"amd64": {timesInProcess: true, goDepth: true, threadBlocks: true},
-	"arm64": {timesInProcess: true, goInProcessNeeds: "atomics"},
+	"arm64": {timesInProcess: true, goInProcessNeeds: "atomics", counterOneClock: true},
 }
 
 // TimesInProcess reports whether PROFILE times functions in-process on
@@ -154,6 +158,15 @@ func InProcess() bool {
 // built without cgo and not as a PIE.
 func GoInProcess() bool {
 	return InProcess() && cpuHas(hosts[runtime.GOARCH].goInProcessNeeds)
+}
+
+// CounterOneClock reports whether the CPU's counter is one clock across
+// CPUs without PROFILE's own check of it: by the architecture (hosts), or
+// where the kernel's clock source is the counter (x86-64's TSC), which
+// the kernel takes only after checking that the CPUs' counters agree.
+func CounterOneClock() bool {
+	source, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	return hosts[runtime.GOARCH].counterOneClock || strings.TrimSpace(string(source)) == "tsc"
 }
 
 // cpuHas reports whether /proc/cpuinfo names feature ("": yes).

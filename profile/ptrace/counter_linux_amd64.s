@@ -10,4 +10,3 @@ TEXT ·Counter(SB), NOSPLIT, $0-8
 	ORQ  DX, AX
 	MOVQ AX, ret+0(FP)
 	RET
-

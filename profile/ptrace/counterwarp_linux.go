@@ -30,15 +30,9 @@ type Warp struct {
 // behind the other's. Each CPU is checked against the first for turns
 // taken between the two, or until limit has passed.
 func CounterWarp(turns int, limit time.Duration) (Warp, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return Warp{}, fmt.Errorf("the CPUs PROFILE may run on: %w", err)
-	}
-	var cpus []int
-	for cpu := range 64 * len(set) {
-		if set.IsSet(cpu) {
-			cpus = append(cpus, cpu)
-		}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return Warp{}, err
 	}
 	w := Warp{Turns: turns, CPUs: len(cpus)}
 	for _, cpu := range cpus[min(1, len(cpus)):] {
@@ -49,6 +43,21 @@ func CounterWarp(turns int, limit time.Duration) (Warp, error) {
 		w.Back, w.Turns = max(w.Back, pair.back), min(w.Turns, pair.turns)
 	}
 	return w, nil
+}
+
+// allowedCPUs returns the CPUs this process may run on, in order.
+func allowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("the CPUs PROFILE may run on: %w", err)
+	}
+	var cpus []int
+	for cpu := range 64 * len(set) {
+		if set.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus, nil
 }
 
 // warpCheck is the state two threads share in warpPair, under lock.
