@@ -160,7 +160,7 @@ func BenchmarkBooks(b *testing.B) {
 // what it ran.
 func TestStopCostBounded(t *testing.T) {
 	const tid, overhead = 7, 4e6
-	tr := &tracer{clocks: clocks{overhead: overhead, stolen: map[books.Key]int64{}}, threads: map[int]*thread{tid: {tid: tid, born: 1e6}}}
+	tr := &tracer{clocks: clocks{overhead: overhead, stolen: map[books.Key]int64{}}, threads: map[int]*thread{tid: {tid: tid, lifespan: lifespan{born: 1e6}}}}
 	th := tr.threads[tid]
 	k := threadLedger(tid)
 	// Ten stops, 30 µs of the program's each, each stop lasting 5 µs as

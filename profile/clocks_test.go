@@ -93,14 +93,17 @@ func TestClocksBook(t *testing.T) {
 // TestClocksElapsed: the run's time is from its first thread's start to
 // its last thread's end, less the union of its stops, but never less than
 // the longest life of a thread on its own clock. Each thread's books
-// close at its end, on its clock, and its stolen time is forgotten. The
-// total time, of which the percentages are, is the one thread's elapsed
-// time, or the threads' lives on their own clocks added up.
+// close at its end, on its clock, or at its exit stop where it had one
+// (PROFILE's hold of it there and its reaping are no one's time), and its
+// stolen time is forgotten. The total time, of which the percentages
+// are, is the one thread's elapsed time, or the threads' lives on their
+// own clocks added up.
 func TestClocksElapsed(t *testing.T) {
 	// A thread's life: born and ended, held by PROFILE in stops.
 	type life struct {
 		born, end int64
 		stops     [][2]int64
+		exit      int64 // (its exit stop, seen before its end: 0 for none)
 	}
 	for _, c := range []struct {
 		name        string
@@ -114,6 +117,9 @@ func TestClocksElapsed(t *testing.T) {
 			{born: 1000, end: 6000, stops: [][2]int64{{2000, 3000}}},
 			{born: 5000, end: 11000},
 		}, 9000, 4000 + 6000},
+		{"ended at its exit stop", []life{
+			{born: 1000, end: 9000, stops: [][2]int64{{2000, 2500}}, exit: 5000},
+		}, 3500, 3500},
 		{"side by side", []life{
 			{born: 1000, end: 11000, stops: [][2]int64{{2000, 4000}}},
 			{born: 1000, end: 11000, stops: [][2]int64{{3000, 9000}}},
@@ -124,7 +130,7 @@ func TestClocksElapsed(t *testing.T) {
 			ck := &clocks{stolen: map[books.Key]int64{}, carried: map[int]uint64{}}
 			threads := map[int]*thread{}
 			for i, l := range c.lives {
-				th := &thread{tid: i + 1, born: l.born}
+				th := &thread{tid: i + 1, lifespan: lifespan{born: l.born}}
 				threads[th.tid] = th
 				if ck.started == 0 || l.born < ck.started {
 					ck.started = l.born
@@ -137,6 +143,12 @@ func TestClocksElapsed(t *testing.T) {
 			}
 			for i, l := range c.lives {
 				th := threads[i+1]
+				if th.exitSeen = l.exit; l.exit != 0 {
+					// (Held at its exit stop, and reaped after: no one's
+					// time, its life ended there.)
+					ck.waited, ck.resumed = l.exit, l.exit+1000
+					ck.charge(th, nil)
+				}
 				ck.waited = l.end
 				ck.closeThreadBooks(th, threads, b, nil)
 				k := threadLedger(th.tid)
@@ -200,7 +212,7 @@ func TestClocksMeasuredCost(t *testing.T) {
 		born, end int64
 		made      uint64
 	}{{1000, 101000, 1000}, {1000, 51000, 500}} {
-		th := &thread{tid: i + 1, born: l.born, made: l.made, debt: float64(l.made) * 10}
+		th := &thread{tid: i + 1, lifespan: lifespan{born: l.born}, made: l.made, debt: float64(l.made) * 10}
 		threads[th.tid] = th
 		ck.carried[th.tid] = 0
 		ck.waited = l.end

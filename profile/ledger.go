@@ -432,7 +432,7 @@ func (l *ledgers) threadEnded(tid int) {
 	}
 	if p := l.open[b]; p != nil {
 		l.check(p)
-		end := l.now(l.clocks.waited - l.clocks.stopCost(th)/2)
+		end := l.now(l.clocks.stopped(th))
 		clockPages{l}.settle(th, p, end, true)
 		delete(l.cpu.marks, tid)
 		p.CloseAll(end)
@@ -463,7 +463,11 @@ func (l *ledgers) ended() {
 			// (On a copy: a process PROFILE let go runs on, and its
 			// open calls with it.)
 			l.check(p)
+			end := end
 			if th := owner[b]; th != nil {
+				if th.exitSeen != 0 {
+					end = l.now(l.clocks.stopped(th)) // (its life ended at its exit stop)
+				}
 				clockPages{l}.settle(th, p, end, true)
 			}
 			q := p.Copy()

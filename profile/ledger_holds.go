@@ -37,8 +37,8 @@ func (l *ledgers) releasing(th *thread) {
 	stop, ok := l.seen[th.tid]
 	delete(l.seen, th.tid)
 	seen := stop.at
-	if !ok || th.foreign || l.counters == nil || l.scale == 0 {
-		return // (nothing timed: no hold)
+	if !ok || th.foreign || l.counters == nil || l.scale == 0 || th.exitSeen != 0 {
+		return // (nothing timed, or a life ended at its exit stop: no hold)
 	}
 	p, g, ok := l.heldBooks(th)
 	if !ok {
@@ -48,10 +48,20 @@ func (l *ledgers) releasing(th *thread) {
 	clockPages{l}.settle(th, p, l.now(seen)-uint64(lost), false) // (a wait the code saw, its event undone)
 	held := uint64(max(l.clocks.clock()-seen+lost, 0))
 	p.SetHeld(p.Held() + held)
+	th.heldFrom = seen - lost
 	if g != nil {
 		l.gos.hold(g, held)
 	}
 	clockPages{l}.released(th, p)
+}
+
+// threadExiting settles the waits of thread th at its exit stop
+// (exitHook), where its life ends (clocks.seen): the kernel shows its
+// time on a CPU until it is gone, and the book code runs no more.
+func (l *ledgers) threadExiting(th *thread) {
+	if p, _, ok := l.heldBooks(th); ok && !th.foreign {
+		clockPages{l}.settle(th, p, l.now(l.clocks.stopped(th)), true)
+	}
 }
 
 // heldBooks returns the book of thread th's block, checked, and the

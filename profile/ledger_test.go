@@ -227,13 +227,16 @@ func TestLedgerHeldTime(t *testing.T) {
 // breakpoint, its event read 3 ms before PROFILE saw the stop (a busy
 // machine's long stop), is held from the event's time: all 3 ms, not the
 // stop's cost measured at start-up (1 ms here), which holds a stop
-// elsewhere (TestLedgerHeldTime).
+// elsewhere (TestLedgerHeldTime); and the thread's clock, which its life
+// is measured on, takes out the same hold.
 func TestLedgerHeldFromTheEvent(t *testing.T) {
 	r := newLedgerRig(t)
 	p := r.l.open[1]
+	r.l.clocks.epoch = r.l.clocks.epoch.Add(-time.Second) // (PROFILE's start, before the event's)
 	r.l.clocks.startCounter()
 	r.l.start(r.l.counters)
 	r.l.clocks.overhead, r.l.clocks.forced = 1e6, true
+	r.l.clocks.stolen = map[books.Key]int64{}
 	r.l.arch.SetSP(&r.regs, 0x1000)
 	var tries []string
 	for range 5 { // (the best of a few tries: TestLedgerHeldTime)
@@ -250,7 +253,17 @@ func TestLedgerHeldFromTheEvent(t *testing.T) {
 		after := r.l.clocks.clock()
 		added := int64(p.Held()) - held
 		lo, hi := before-r.l.clocks.waited+3e6, after-r.l.clocks.waited+3e6
+		// (The thread's own clock, its life, takes out the same hold:
+		// from the event to its release.)
+		k := threadLedger(r.th.tid)
+		stolen := r.l.clocks.stolen[k]
+		r.l.clocks.noteRelease()
+		r.l.clocks.charge(r.th, nil)
+		took := r.l.clocks.stolen[k] - stolen
 		if added >= lo-50 && added <= hi+50 {
+			if took < added || took > added+r.l.clocks.resumed-before+50 {
+				t.Errorf("the thread's clock took out %d ns, want the %d ns held from the event to its release", took, added)
+			}
 			return
 		}
 		tries = append(tries, fmt.Sprintf("%d ns (want %d to %d)", added, lo, hi))

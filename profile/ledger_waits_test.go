@@ -231,3 +231,47 @@ func TestClockOpened(t *testing.T) {
 		t.Error("a mark for a thread with no clock")
 	}
 }
+
+// TestClockSettledAtTheExitStop: a thread's life ends at its exit stop,
+// where the kernel still shows its time on a CPU. Its waits are settled
+// there: 10 ms after its clock opened, 3 ms of them on a CPU, it waited
+// 7 ms. Reaped 50 ms later, its time on a CPU no longer readable, it is
+// charged no more, and the call it had open closes at the exit stop.
+func TestClockSettledAtTheExitStop(t *testing.T) {
+	r := newClockRig(t)
+	lay := &r.l.counters.layout
+	b := instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3}
+	p := books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), b)
+	th := &thread{tid: clockTID, tgid: clockTID}
+	r.l.open, r.l.blockOf, r.l.threads = map[int]*books.ProgramBook{1: p}, map[int]int{clockTID: 1}, map[int]*thread{clockTID: th}
+	r.l.made, r.l.figs, r.l.gos = map[int]uint64{}, make([]books.Figure, 3), goLedgers{l: r.l}
+	r.l.clocks, r.l.scale = &clocks{epoch: time.Now().Add(-time.Second)}, 1<<instr.BookScaleShift // (a counter of nanoseconds)
+	plan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: make([]datafile.Func, 3)}
+	r.l.plan = plan
+	const ms = int64(time.Millisecond)
+	cp := clockPages{r.l}
+	th.born = r.l.clocks.clock() - 60*ms // (the books read times past: now is the thread's reaping)
+	cp.mapPage(th, 1, p, r.l.now(th.born))
+	cp.opened(th, 1_000)
+	entered := r.l.now(th.born)
+	p.Enter(0, 1<<20, entered)
+	r.l.clocks.waited = th.born + 10*ms
+	th.exiting, th.exitSeen = true, r.l.clocks.waited // (timedRun.threadExiting)
+	r.fp.cpu[clockTID] = 1_000 + 3*ms
+	r.l.threadExiting(th)
+	delete(r.fp.cpu, clockTID)
+	r.l.clocks.waited += 50 * ms
+	r.l.threadEnded(clockTID)
+
+	bk := books.New(plan)
+	r.l.cpu.waits.Give(bk, []int64{1e9, 1e9, 1e9}, []int64{1e9, 1e9, 1e9})
+	// (The books' times are read off the counter, here taken for
+	// nanoseconds: a few microseconds either way.)
+	near := func(got, want int64) bool { return got > want-ms/10 && got < want+ms/10 }
+	if got := bk.Figures().Waits; got == nil || !near(got.FuncWait[0], 7*ms) {
+		t.Errorf("waits %+v, want 7 ms of function 0's own, settled at the exit stop", got)
+	}
+	if got := r.l.figs[0].All; r.l.figs[0].Calls != 1 || !near(got, 10*ms) {
+		t.Errorf("function 0: %d calls, %v, want its call closed at the exit stop, 10 ms", r.l.figs[0].Calls, time.Duration(got))
+	}
+}

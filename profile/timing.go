@@ -204,7 +204,7 @@ func (c *clocks) eventTime(th *thread, k books.Key, r *rings) int64 {
 // ring and a stop, they do not: a function whose entry is a record and
 // whose exit is a breakpoint would be charged the trap's latency.)
 func (c *clocks) now(th *thread, k books.Key, r *rings) int64 {
-	now := c.waited - c.stolen[k] - c.stopCost(th)/2
+	now := c.seen(th) - c.stolen[k] - c.stopCost(th)/2
 	if !k.Goroutine {
 		now -= int64(r.debt(th, now))
 	}
@@ -235,7 +235,9 @@ func (b *booking) frameKey(th *thread, f *datafile.Func) (books.Key, uint64) {
 // stop, and the overhead, from the thread and from the goroutine its
 // event was booked to (r: the rings, nil when there are none).
 func (c *clocks) charge(th *thread, r *rings) {
-	if th == nil || th.foreign || th.born > c.waited {
+	if th == nil || th.foreign || th.born > c.waited || th.exitSeen != 0 {
+		// (A thread past its exit stop: its life ended there, and what
+		// PROFILE held it since is in no one's: seen.)
 		c.charged = books.Key{}
 		return
 	}
@@ -254,12 +256,20 @@ func (c *clocks) charge(th *thread, r *rings) {
 	if th.let > 0 {
 		c.gaps.add(c.waited - th.let)
 	}
+	from := c.waited - cost
+	if th.heldFrom != 0 {
+		// (The books in the program hold it from the event it stopped
+		// at, which their code timed, where the cost is a guess: its
+		// life takes out the hold its calls do.)
+		from = max(th.heldFrom, th.let, th.born)
+		th.heldFrom = 0
+	}
 	th.let = end
-	c.steal(th, c.waited-cost, end)
+	c.steal(th, from, end)
 	if c.charged.Goroutine && r == nil {
 		// (In-process, a goroutine's clock takes out its threads'
 		// stops: goClock.)
-		c.stolen[c.charged] += end - c.waited + cost
+		c.stolen[c.charged] += end - from
 	}
 	c.charged = books.Key{}
 }
@@ -367,8 +377,25 @@ func (c *clocks) stopCost(th *thread) int64 {
 	if since == 0 {
 		since = th.born
 	}
-	return min(cost, max(c.waited-since, 0))
+	return min(cost, max(c.seen(th)-since, 0))
 }
+
+// seen is when PROFILE saw thread th's stop being handled; for a thread
+// past its exit stop, when it saw that one. A thread's life ends at its
+// exit stop: no code of the program's runs after it, the thread's time
+// on a CPU and its waits are read there (the kernel shows them no more
+// once the thread is gone), and PROFILE's time after it, its end check
+// and the thread's wait to be reaped, is no one's.
+func (c *clocks) seen(th *thread) int64 {
+	if th.exitSeen != 0 {
+		return th.exitSeen
+	}
+	return c.waited
+}
+
+// stopped is when thread th's stop being handled began, or its exit
+// stop's: half the calibrated overhead before PROFILE saw it (now).
+func (c *clocks) stopped(th *thread) int64 { return c.seen(th) - c.stopCost(th)/2 }
 
 // gapWindow is how many gaps between stops make one estimate.
 const gapWindow = 256
@@ -427,7 +454,7 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 	k := threadLedger(th.tid)
 	end := c.now(th, k, r)
 	b.End(k, end)
-	c.ended = max(c.ended, c.waited)
+	c.ended = max(c.ended, c.seen(th))
 	if th.debt >= c.debt {
 		c.debt, c.lives.debtMade = th.debt, th.made
 	}
@@ -530,9 +557,14 @@ func (r *timedRun) threadEnded(tid int) {
 	}
 }
 
-// threadExiting reads the time on a CPU of thread th, at its exit stop
-// (exitHook).
-func (r *timedRun) threadExiting(th *thread) { r.clocks.lives.cpu.close(th) }
+// threadExiting ends the life of thread th at its exit stop (exitHook):
+// its time on a CPU read now, and its clock stopped (clocks.seen).
+func (r *timedRun) threadExiting(th *thread) {
+	r.clocks.lives.cpu.close(th)
+	if !th.foreign {
+		th.exitSeen = r.clocks.waited
+	}
+}
 
 // waiting says whether PROFILE polls for stops yielding its CPU before it
 // sleeps, as timing with breakpoints does (yielding): within a yield

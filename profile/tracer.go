@@ -29,9 +29,10 @@ type thread struct {
 	// pendingSig a signal that arrived meanwhile, delivered after the step.
 	stepping   *site
 	pendingSig syscall.Signal
-	// born is when it started running, on the tracer's clock, and let
-	// when the tracer last let it go (timing).
-	born, let int64
+	// lifespan is when it started running and when it reached its exit
+	// stop, and let when the tracer last let it go (timing).
+	lifespan
+	let int64
 	// events counts the records of its ring booked so far, and fullAt
 	// is when it stopped because its ring was full, until its next
 	// record (ring.go).
@@ -53,6 +54,11 @@ type thread struct {
 	retrap uint64
 	// exiting is set at its exit stop (watch.go).
 	exiting bool
+	// heldFrom, where the books kept in the program hold its stop being
+	// let go from before PROFILE saw it (from the event the stop is at:
+	// ledgers.releasing), is that start, on the tracer's clock, for the
+	// clocks to take the same hold out (clocks.charge); 0 otherwise.
+	heldFrom int64
 	// released is when the tracer last let it go, on its clock.
 	released int64
 	// heldTotal is the time PROFILE has held it, its stops taken out of
@@ -63,6 +69,11 @@ type thread struct {
 	wait      *waiting
 	evented   bool
 }
+
+// lifespan is a thread's life on the tracer's clock (timing): born when its
+// clock opened, as it was about to run, and exitSeen when PROFILE saw its
+// exit stop, where its life ends (clocks.seen), 0 before.
+type lifespan struct{ born, exitSeen int64 }
 
 // tracer is the state of one run: the loop's (the program, its threads
 // and tasks, the stop being handled, the signals, the clocks the stops
