@@ -88,11 +88,14 @@ func TestTimingWaitsPerCall(t *testing.T) {
 					t.Errorf("nap waited %v, want the naps' %v at least", time.Duration(w.FuncWait[2]), time.Duration(naps))
 				}
 				// (The total less every wait: the threads' time on a CPU,
-				// as the kernel counted it for the same lives.)
+				// as the kernel counted it for the same lives, from each
+				// thread's clock's opening to its exit stop. Seen within
+				// 4 % beside four spinning processes, 0.2 % mostly in the
+				// arm64 emulation.)
 				onCPU := got.stats.TotalTime - w.InsideWait - w.OutsideWait
 				t.Logf("total %v (outside %v), waits inside %v, outside %v; on a CPU %v; %d clock stops", time.Duration(got.stats.TotalTime),
 					time.Duration(got.stats.OutsideTime), time.Duration(w.InsideWait), time.Duration(w.OutsideWait), time.Duration(got.stats.CPUTime), got.res.ClockStops)
-				if s := got.stats.CPUTime; onCPU < s-s/5-int64(20*time.Millisecond) || onCPU > s+s/5+int64(20*time.Millisecond) {
+				if s := got.stats.CPUTime; onCPU < s-s/10-int64(10*time.Millisecond) || onCPU > s+s/10+int64(10*time.Millisecond) {
 					t.Errorf("total less the waits %v, the threads' time on a CPU %v", time.Duration(onCPU), time.Duration(s))
 				}
 				if w.InsideWait < w.ChildWait[1] || w.InsideWait > got.stats.TotalTime-got.stats.OutsideTime {
