@@ -45,8 +45,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 
+	"github.com/sourceprofiler/sprof/bench/internal/callgrind"
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
@@ -83,7 +83,7 @@ func run(w io.Writer, pbi, pbo, cg string) error {
 		return err
 	}
 	defer f.Close()
-	prof, err := readCallgrind(f, sameFile(plan.Modules[0].Path))
+	prof, err := callgrind.Read(f, callgrind.SameFile(plan.Modules[0].Path))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", cg, err)
 	}
@@ -108,29 +108,6 @@ func run(w io.Writer, pbi, pbo, cg string) error {
 	return nil
 }
 
-// sameFile returns a test of callgrind's object names: whether one is
-// path, by name or, for a name that differs (a symbolic link on the
-// way), by identity on disk. Each name is looked at once.
-func sameFile(path string) func(string) bool {
-	want, err := os.Stat(path)
-	seen := map[string]bool{}
-	return func(obj string) bool {
-		if obj == path {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		same, ok := seen[obj]
-		if !ok {
-			fi, err := os.Stat(obj)
-			same = err == nil && os.SameFile(fi, want)
-			seen[obj] = same
-		}
-		return same
-	}
-}
-
 // pageMask keeps an address's place within a 4 KiB page, which a load
 // bias leaves as it is.
 const pageMask = 0xfff
@@ -138,7 +115,7 @@ const pageMask = 0xfff
 // loadBias finds where callgrind's addresses of the plan's first module
 // are, less its link-time addresses (see the package comment): the
 // difference most of its jumps and functions agree on.
-func loadBias(plan *datafile.Plan, p *profile) (uint64, error) {
+func loadBias(plan *datafile.Plan, p *callgrind.Profile) (uint64, error) {
 	type key struct{ page, disp uint64 }
 	byKey := map[key][]uint64{}
 	for _, b := range plan.Branches {
@@ -147,34 +124,25 @@ func loadBias(plan *datafile.Plan, p *profile) (uint64, error) {
 			byKey[k] = append(byKey[k], b.Addr)
 		}
 	}
-	votes := map[uint64]int{}
-	for a, n := range p.taken {
+	votes := callgrind.Votes{}
+	for a, n := range p.Taken {
 		if n == 0 {
 			continue
 		}
-		for _, addr := range byKey[key{a.from & pageMask, a.to - a.from}] {
-			votes[a.from-addr]++
+		for _, addr := range byKey[key{a.From & pageMask, a.To - a.From}] {
+			votes[a.From-addr]++
 		}
 	}
 	for _, f := range plan.Funcs {
-		if a, ok := p.first[f.Name]; ok && f.Module == 0 && a >= f.Entry {
-			votes[a-f.Entry]++
+		if f.Module == 0 {
+			votes.Entry(p, f.Name, f.Entry)
 		}
 	}
-	if len(votes) == 0 {
+	bias, ok := votes.Bias()
+	if !ok {
 		return 0, fmt.Errorf("no jump or function of %s ran under callgrind", plan.Modules[0].Name)
 	}
-	biases := make([]uint64, 0, len(votes))
-	for b := range votes {
-		biases = append(biases, b)
-	}
-	sort.Slice(biases, func(i, j int) bool {
-		if votes[biases[i]] != votes[biases[j]] {
-			return votes[biases[i]] > votes[biases[j]]
-		}
-		return biases[i] < biases[j] // (a tie: the lowest, every time)
-	})
-	return biases[0], nil
+	return bias, nil
 }
 
 // comparison is what compare found, in ways: each branch has two, to
@@ -198,11 +166,11 @@ const maxDiffer = 20
 // p, at their addresses plus bias; a branch the run did not count
 // (unprobed, its Stats.Unprobed: a breakpoint taken out before both its
 // ways went) is left out, counted apart.
-func compare(plan *datafile.Plan, ways, unprobed []uint64, p *profile, bias uint64) comparison {
+func compare(plan *datafile.Plan, ways, unprobed []uint64, p *callgrind.Profile, bias uint64) comparison {
 	elsewhere := map[uint64]bool{}
-	for a, n := range p.taken {
+	for a, n := range p.Taken {
 		if n > 0 {
-			elsewhere[a.from] = true // (until a branch claims it below)
+			elsewhere[a.From] = true // (until a branch claims it below)
 		}
 	}
 	var c comparison
@@ -218,8 +186,8 @@ func compare(plan *datafile.Plan, ways, unprobed []uint64, p *profile, bias uint
 		}
 		c.branches++
 		from := b.Addr + bias
-		taken := p.taken[arc{from, b.Target + bias}]
-		execs := max(p.ir[from], p.execs[from])
+		taken := p.Taken[callgrind.Arc{From: from, To: b.Target + bias}]
+		execs := max(p.Ir[from], p.Execs[from])
 		if taken > 0 {
 			delete(elsewhere, from)
 		}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/bench/internal/callgrind"
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
@@ -96,56 +96,10 @@ var testWays = []uint64{1, 1, 0, 0, 1, 1, 0, 0}
 
 func isProg(obj string) bool { return obj == "/opt/prog" }
 
-func TestReadCallgrind(t *testing.T) {
-	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantIR := map[uint64]uint64{0x109000: 5, 0x109004: 5, 0x109008: 4, 0x10900d: 1, 0x109010: 2, 0x109100: 7, 0x109102: 4}
-	if !maps.Equal(p.ir, wantIR) {
-		t.Errorf("Ir %#v,\nwant %#v (the call's inclusive cost, the jumps' position lines and libc's code left out)", p.ir, wantIR)
-	}
-	wantTaken := map[arc]uint64{{0x109004, 0x109010}: 3, {0x109100, 0x109000}: 7}
-	if !maps.Equal(p.taken, wantTaken) {
-		t.Errorf("jumps taken %#v, want %#v", p.taken, wantTaken)
-	}
-	wantExecs := map[uint64]uint64{0x109004: 5, 0x109100: 7}
-	if !maps.Equal(p.execs, wantExecs) {
-		t.Errorf("jumps' executions %#v, want %#v", p.execs, wantExecs)
-	}
-	if p.first["main"] != 0x109000 || p.first["leaf"] != 0x109100 || len(p.first) != 2 {
-		t.Errorf("functions' first addresses %#v", p.first)
-	}
-}
-
-func TestReadCallgrindRefuses(t *testing.T) {
-	const head = "positions: instr\nevents: Ir\nob=/opt/prog\n0x1000 1\n"
-	for _, c := range []struct{ in, want string }{
-		{"positions: line\nevents: Ir\n", "not dumped with --dump-instr=yes"},
-		{"events: Ir\n0x1000 1\n", "line 2: a cost line before the positions: and events: lines"},
-		{"positions: instr\nevents: Dr\n0x1000 1\n", "no Ir event"},
-		{"events: Ir\n", "no positions: line"},
-		{"positions: instr\nevents: Ir\nob=/other\n0x1000 1\n", "no instruction of the program ran"},
-		{head + "0x1000 x\n", `line 5: cost line "0x1000 x"`},
-		{head + "+0x10 1\n", `cost line "+0x10 1"`},
-		{head + "jcnd=3 +1\n", "no slash"},
-		{head + "jcnd=a/5 +1\n", "jcnd=a/5 +1"},
-		{head + "jcnd=3/5\n", "want TAKEN/EXECUTED and 1 positions"},
-		{head + "jcnd=3/5 0xZZ\n", "jcnd=3/5 0xZZ"},
-		{"jcnd=3/5 +1\n", "before the positions: line"},
-		{head + strings.Repeat("9", 2<<20) + "\n", "token too long"},
-	} {
-		_, err := readCallgrind(strings.NewReader(c.in), isProg)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%.40q: error %v, want one saying %q", c.in, err, c.want)
-		}
-	}
-}
-
 // TestLoadBias: the jumps and the functions vote for the bias; a
 // program none of whose code callgrind saw has none.
 func TestLoadBias(t *testing.T) {
-	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
+	p, err := callgrind.Read(strings.NewReader(callgrindOut), isProg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +112,14 @@ func TestLoadBias(t *testing.T) {
 	if bias, err := loadBias(plan, p); err != nil || bias != 0x108000 {
 		t.Errorf("by the jumps alone: bias %#x, %v; want 0x108000", bias, err)
 	}
-	none := &profile{taken: map[arc]uint64{{0x9004, 0x9020}: 1}, first: map[string]uint64{"other": 0x9000}}
+	none := &callgrind.Profile{Taken: map[callgrind.Arc]uint64{{From: 0x9004, To: 0x9020}: 1}, First: map[string]uint64{"other": 0x9000}}
 	if _, err := loadBias(plan, none); err == nil || !strings.Contains(err.Error(), "no jump or function of prog ran under callgrind") {
 		t.Errorf("nothing of the plan: %v", err)
 	}
 }
 
 func TestCompare(t *testing.T) {
-	p, err := readCallgrind(strings.NewReader(callgrindOut), isProg)
+	p, err := callgrind.Read(strings.NewReader(callgrindOut), isProg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,17 +137,6 @@ func TestCompare(t *testing.T) {
 	if c := compare(testPlan(), testWays, nil, p, 0x108000-0x100); c.elsewhere != 1 || c.went != 2 {
 		t.Errorf("wrong bias: %+v, want the jump at 0x109100 elsewhere and 2 ways that went (on, by the Ir at 0x109000 and 0x109100)", c)
 	}
-}
-
-func FuzzReadCallgrind(f *testing.F) {
-	f.Add(callgrindOut)
-	f.Add("positions: instr\nevents: Ir\nob=(1) /opt/prog\n+1 2\njcnd=1/2 -1 \n* \n-1 3\n* 4\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		p, err := readCallgrind(strings.NewReader(in), isProg)
-		if (p == nil) == (err == nil) {
-			t.Errorf("profile %v and error %v", p, err)
-		}
-	})
 }
 
 // TestRun: the whole command, on files written as PREP, PROFILE and
@@ -245,26 +188,5 @@ func TestRun(t *testing.T) {
 		if err := run(io.Discard, path(c.pbi), path(c.pbo), path(c.cg)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run(%s, %s, %s): %v, want an error saying %q", c.pbi, c.pbo, c.cg, err, c.want)
 		}
-	}
-}
-
-// TestSameFile: callgrind names the program by the path it ran, which
-// may differ from the plan's by a symbolic link.
-func TestSameFile(t *testing.T) {
-	dir := t.TempDir()
-	prog, link, other := filepath.Join(dir, "prog"), filepath.Join(dir, "link"), filepath.Join(dir, "other")
-	for _, err := range []error{os.WriteFile(prog, nil, 0o755), os.WriteFile(other, nil, 0o755), os.Symlink(prog, link)} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	same := sameFile(prog)
-	for obj, want := range map[string]bool{prog: true, link: true, other: false, filepath.Join(dir, "missing"): false} {
-		if same(obj) != want {
-			t.Errorf("%s: same %v, want %v", obj, !want, want)
-		}
-	}
-	if !sameFile("/no/such/prog")("/no/such/prog") || sameFile("/no/such/prog")(prog) {
-		t.Error("a program that is gone: only its own name is it")
 	}
 }

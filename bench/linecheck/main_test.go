@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sourceprofiler/sprof/bench/internal/callgrind"
 	"github.com/sourceprofiler/sprof/datafile"
 )
 
@@ -43,42 +44,10 @@ fn=(2)
 0x7000 1 100
 `
 
-func TestReadCallgrind(t *testing.T) {
-	p, err := readCallgrind(strings.NewReader(callgrindOut), "/opt/prog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[uint64]uint64{0x109000: 1, 0x109002: 1, 0x109005: 5, 0x109009: 5, 0x10900e: 5, 0x109100: 7, 0x109101: 7}
-	if len(p.ir) != len(want) {
-		t.Errorf("instructions %#v, want %#v (the call's inclusive cost, its own written twice, and libc's code left out)", p.ir, want)
-	}
-	for a, n := range want {
-		if p.ir[a] != n {
-			t.Errorf("%#x ran %d times, want %d", a, p.ir[a], n)
-		}
-	}
-	if p.first["main"] != 0x109000 || p.first["leaf"] != 0x109100 {
-		t.Errorf("functions' first addresses %#v", p.first)
-	}
-}
-
-func TestReadCallgrindRefuses(t *testing.T) {
-	for _, in := range []string{
-		"positions: line\nevents: Ir\n",
-		"events: Ir\n0x1000 1\n",
-		"positions: instr\nevents: Ir\nob=/opt/prog\n0x1000 x\n",
-		"positions: instr\nevents: Ir\nob=/other\n0x1000 1\n",
-	} {
-		if _, err := readCallgrind(strings.NewReader(in), "/opt/prog"); err == nil {
-			t.Errorf("%q: no error", in)
-		}
-	}
-}
-
 // TestCompare: a line counts the runs of all its sites; the program's
 // load bias under valgrind is found from its functions' entries.
 func TestCompare(t *testing.T) {
-	p, err := readCallgrind(strings.NewReader(callgrindOut), "/opt/prog")
+	p, err := callgrind.Read(strings.NewReader(callgrindOut), func(obj string) bool { return obj == "/opt/prog" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +65,10 @@ func TestCompare(t *testing.T) {
 	if err != nil || bias != 0x108000 {
 		t.Fatalf("bias %#x, %v; want 0x108000", bias, err)
 	}
-	c := compare(plan, []uint64{2, 5, 6, 0}, p.ir, bias)
+	c := compare(plan, []uint64{2, 5, 6, 0}, p.Ir, bias)
 	if c.lines != 4 || c.same != 3 || c.ran != 3 || len(c.differ) != 1 || !strings.Contains(c.differ[0], "prog.c:7: counted 6, its sites ran 7") {
 		t.Errorf("%+v", c)
 	}
-}
-
-func FuzzReadCallgrind(f *testing.F) {
-	f.Add(callgrindOut)
-	f.Add("positions: instr\nevents: Ir\nob=(1) /opt/prog\n+1 2\n-1 3\n* 4\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		readCallgrind(strings.NewReader(in), "/opt/prog")
-	})
 }
 
 // TestRun: the whole command, on files written as PREP, PROFILE and
