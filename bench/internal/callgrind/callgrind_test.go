@@ -8,93 +8,30 @@ import (
 	"testing"
 )
 
-// calls is an output of the shape --dump-instr=yes writes: compressed
-// names, absolute and relative positions, a call into another object
-// through the PLT, whose cost line is the callee's inclusive cost,
-// followed by the PLT stub's cost charged to the call's position, and
-// another object's code.
-const calls = `# callgrind format
-version: 1
-positions: instr line
-events: Ir
-summary: 1000
+// The outputs of testdata, written by hand (and read by the tests of
+// bench/linecheck and bench/branchcheck too):
+//
+//   - calls.out is of the shape --dump-instr=yes writes: compressed
+//     names, absolute and relative positions, a call into another object
+//     through the PLT, whose cost line is the callee's inclusive cost,
+//     followed by the PLT stub's cost charged to the call's position, and
+//     another object's code.
+//   - jumps.out is of the shape --collect-jumps=yes --dump-instr=yes
+//     writes (callgrind/dump.c), of a position-independent program loaded
+//     0x108000 above its link-time addresses: a conditional jump that went
+//     both ways (jcnd=3/5 at 0x109004), one that ran 4 times and never
+//     went to its target (no jcnd= line: its Ir alone), one that always
+//     did, in two contexts (4/4 and 3/3 at 0x109100, the second's target
+//     after a jfi= and a jfn=), a plain jump (jump=), a call whose cost
+//     line is the callee's inclusive cost and the next instruction's
+//     after it, and another object's jump, which is not the program's.
+var calls, jumps = testOutput("calls.out"), testOutput("jumps.out")
 
-ob=(1) /opt/prog
-fl=(1) prog.c
-fn=(1) main
-0x109000 3 1
-+2 * 1
-+3 4 5
-+4 5 5
-cob=(2) /usr/lib/libc.so.6
-cfn=(2) puts
-calls=5 0x7000
-* * 900
-* * 5
-+5 * 5
-fn=(3) leaf
-0x109100 10 7
-+1 * 7
-
-ob=(2)
-fl=(2) puts.c
-fn=(2)
-0x7000 1 100
-`
-
-// jumps is an output of the shape --collect-jumps=yes --dump-instr=yes
-// writes (callgrind/dump.c): a conditional jump that went both ways
-// (jcnd=3/5 at 0x109004), one that ran 4 times and never went to its
-// target (no jcnd= line: its Ir alone), one that always did, in two
-// contexts (4/4 and 3/3 at 0x109100, the second's target after a jfi=
-// and a jfn=), a plain jump (jump=), a call whose cost line is the
-// callee's inclusive cost and the next instruction's after it, and
-// another object's jump, which is not the program's.
-const jumps = `# callgrind format
-version: 1
-creator: callgrind-3.19.0
-positions: instr line
-events: Ir
-summary: 1000
-
-ob=(1) /opt/prog
-fl=(1) prog.c
-fn=(1) main
-0x109000 3 5
-+4 * 5
-jcnd=3/5 +12 +1
-* *
-+4 5 4
-+5 * 1
-cob=(2) /usr/lib/libc.so.6
-cfn=(3) puts
-calls=1 0x7000 1
-* * 900
-+3 -1 2
-jump=2 +16 *
-* *
-
-fn=(2) leaf
-0x109100 10 4
-jcnd=4/4 0x109000 3
-* *
-+2 * 4
-
-fn=(2)
-0x109100 10 3
-jfi=(1)
-jfn=(1)
-jcnd=3/3 0x109000 3
-* *
-
-ob=(2)
-fl=(2) puts.c
-fn=(3)
-0x7000 1 100
-+4 * 5
-jcnd=5/5 +12 *
-* *
-`
+// testOutput returns the output in testdata/name, or an empty one.
+func testOutput(name string) string {
+	b, _ := os.ReadFile(filepath.Join("testdata", name)) // (missing: the tests that read it fail)
+	return string(b)
+}
 
 func isProg(obj string) bool { return obj == "/opt/prog" }
 
