@@ -235,3 +235,30 @@ func TestClocksMeasuredCost(t *testing.T) {
 		t.Errorf("one thread's elapsed %d, want 86000", got)
 	}
 }
+
+// TestClocksTakeTheBooksHold: a stop the books kept in the program held
+// from its event (ledgers.releasing) is taken out of the thread's clock
+// from there, not from the stop's guessed cost before PROFILE saw it; a
+// hold the books took of another stop, let go with no charge, is not
+// this one's.
+func TestClocksTakeTheBooksHold(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hold bookHold
+		want int64
+	}{
+		{"this stop's", bookHold{from: 2000, seen: 5000}, 6000 - 2000},
+		{"another stop's", bookHold{from: 2000, seen: 4000}, 6000 - (5000 - 500)},
+		{"none", bookHold{}, 6000 - (5000 - 500)},
+	} {
+		ck := &clocks{stolen: map[books.Key]int64{}, overhead: 500, forced: true, waited: 5000, resumed: 6000}
+		th := &thread{tid: 1, lifespan: lifespan{born: 100}, bookHold: c.hold}
+		ck.charge(th, nil)
+		if got := ck.stolen[threadLedger(1)]; got != c.want {
+			t.Errorf("%s: took out %d, want %d", c.name, got, c.want)
+		}
+		if th.bookHold != (bookHold{}) {
+			t.Errorf("%s: the hold kept after the charge", c.name)
+		}
+	}
+}

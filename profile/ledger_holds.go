@@ -48,7 +48,7 @@ func (l *ledgers) releasing(th *thread) {
 	clockPages{l}.settle(th, p, l.now(seen)-uint64(lost), false) // (a wait the code saw, its event undone)
 	held := uint64(max(l.clocks.clock()-seen+lost, 0))
 	p.SetHeld(p.Held() + held)
-	th.heldFrom = seen - lost
+	th.bookHold = bookHold{from: seen - lost, seen: seen}
 	if g != nil {
 		l.gos.hold(g, held)
 	}

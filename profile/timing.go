@@ -257,13 +257,14 @@ func (c *clocks) charge(th *thread, r *rings) {
 		c.gaps.add(c.waited - th.let)
 	}
 	from := c.waited - cost
-	if th.heldFrom != 0 {
-		// (The books in the program hold it from the event it stopped
-		// at, which their code timed, where the cost is a guess: its
-		// life takes out the hold its calls do.)
-		from = max(th.heldFrom, th.let, th.born)
-		th.heldFrom = 0
+	if h := th.bookHold; h.seen == c.waited && h.seen != 0 {
+		// (The books in the program held this stop from the event it
+		// stopped at, which their code timed, where the cost is a
+		// guess: its life takes out the hold its calls do. A hold of
+		// another stop, let go with no charge, is not this one's.)
+		from = max(h.from, th.let, th.born)
 	}
+	th.bookHold = bookHold{}
 	th.let = end
 	c.steal(th, from, end)
 	if c.charged.Goroutine && r == nil {

@@ -54,11 +54,10 @@ type thread struct {
 	retrap uint64
 	// exiting is set at its exit stop (watch.go).
 	exiting bool
-	// heldFrom, where the books kept in the program hold its stop being
-	// let go from before PROFILE saw it (from the event the stop is at:
-	// ledgers.releasing), is that start, on the tracer's clock, for the
-	// clocks to take the same hold out (clocks.charge); 0 otherwise.
-	heldFrom int64
+	// bookHold is the hold the books kept in the program took of its
+	// last stop let go (ledgers.releasing), for the clocks to take out
+	// the same (clocks.charge).
+	bookHold bookHold
 	// released is when the tracer last let it go, on its clock.
 	released int64
 	// heldTotal is the time PROFILE has held it, its stops taken out of
@@ -74,6 +73,11 @@ type thread struct {
 // clock opened, as it was about to run, and exitSeen when PROFILE saw its
 // exit stop, where its life ends (clocks.seen), 0 before.
 type lifespan struct{ born, exitSeen int64 }
+
+// bookHold is a hold of a thread the books kept in the program took, on
+// the tracer's clock: from the event the stop was at, or before PROFILE
+// saw it, and when PROFILE saw the stop (seen), which names the stop.
+type bookHold struct{ from, seen int64 }
 
 // tracer is the state of one run: the loop's (the program, its threads
 // and tasks, the stop being handled, the signals, the clocks the stops
