@@ -97,6 +97,19 @@ func (c *clocks) refineCounter() {
 	cc.refined = ns
 }
 
+// bookScale returns the books' scale (instr.BookScale): the counter
+// clock's, measured over 2 ms at least from its first pair
+// (startCounter).
+func (c *clocks) bookScale() uint64 {
+	cc := &c.ctr
+	for cc.scale == 0 || c.clock()-cc.ns0 < 2e6 {
+		time.Sleep(time.Millisecond)
+		cc.refined = 0
+		c.refineCounter()
+	}
+	return uint64(math.Round(cc.scale * (1 << instr.BookScaleShift)))
+}
+
 // ns converts a counter reading.
 func (c *counterClock) ns(ctr uint64) int64 {
 	return c.ns0 + int64(float64(int64(ctr-c.ctr0))*c.scale)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"time"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/instr"
@@ -207,13 +206,7 @@ func (l *ledgers) start(c *counters) {
 		l.openBook(0) // (the code reads no counter: no scale)
 		return
 	}
-	cc := &l.clocks.ctr
-	for cc.scale == 0 || l.clocks.clock()-cc.ns0 < 2e6 {
-		time.Sleep(time.Millisecond)
-		cc.refined = 0
-		l.clocks.refineCounter()
-	}
-	l.scale = uint64(math.Round(cc.scale * (1 << instr.BookScaleShift)))
+	l.scale = l.clocks.bookScale()
 	l.openBook(0)
 }
 

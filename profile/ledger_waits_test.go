@@ -245,7 +245,9 @@ func TestClockSettledAtTheExitStop(t *testing.T) {
 	th := &thread{tid: clockTID, tgid: clockTID}
 	r.l.open, r.l.blockOf, r.l.threads = map[int]*books.ProgramBook{1: p}, map[int]int{clockTID: 1}, map[int]*thread{clockTID: th}
 	r.l.made, r.l.figs, r.l.gos = map[int]uint64{}, make([]books.Figure, 3), goLedgers{l: r.l}
-	r.l.clocks, r.l.scale = &clocks{epoch: time.Now().Add(-time.Second)}, 1<<instr.BookScaleShift // (a counter of nanoseconds)
+	r.l.clocks = &clocks{epoch: time.Now().Add(-time.Second)}
+	r.l.clocks.startCounter()
+	r.l.scale = r.l.clocks.bookScale() // (l.now reads the counter as it is called: at a scale not its own, two calls 0.1 ms apart in the arm64 emulation drift apart)
 	plan := &datafile.Plan{Method: datafile.FuncTiming, Funcs: make([]datafile.Func, 3)}
 	r.l.plan = plan
 	const ms = int64(time.Millisecond)
@@ -265,8 +267,8 @@ func TestClockSettledAtTheExitStop(t *testing.T) {
 
 	bk := books.New(plan)
 	r.l.cpu.waits.Give(bk, []int64{1e9, 1e9, 1e9}, []int64{1e9, 1e9, 1e9})
-	// (The books' times are read off the counter, here taken for
-	// nanoseconds: a few microseconds either way.)
+	// (The books' times are read off the counter, at its scale measured
+	// over 2 ms: within some microseconds.)
 	near := func(got, want int64) bool { return got > want-ms/10 && got < want+ms/10 }
 	if got := bk.Figures().Waits; got == nil || !near(got.FuncWait[0], 7*ms) {
 		t.Errorf("waits %+v, want 7 ms of function 0's own, settled at the exit stop", got)
