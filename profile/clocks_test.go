@@ -143,7 +143,7 @@ func TestClocksElapsed(t *testing.T) {
 			}
 			for i, l := range c.lives {
 				th := threads[i+1]
-				if th.exitSeen = l.exit; l.exit != 0 {
+				if th.ended = l.exit; l.exit != 0 {
 					// (Held at its exit stop, and reaped after: no one's
 					// time, its life ended there.)
 					ck.waited, ck.resumed = l.exit, l.exit+1000

@@ -458,7 +458,7 @@ func (l *ledgers) ended() {
 			l.check(p)
 			end := end
 			if th := owner[b]; th != nil {
-				if th.exitSeen != 0 {
+				if th.ended != 0 {
 					end = l.now(l.clocks.stopped(th)) // (its life ended at its exit stop)
 				}
 				clockPages{l}.settle(th, p, end, true)

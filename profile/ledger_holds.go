@@ -33,11 +33,14 @@ type seenStop struct {
 // since its entry. A stop PROFILE single-steps the thread out of its
 // code from is one hold, added as it goes on after the steps: the code
 // it steps through has read the counter before the stop (leaveAtStop).
+// The hold is noted in the thread too (bookHold), for its own clock to
+// take out the same (clocks.charge). A thread past its exit stop, whose
+// life ended there, is held in no book.
 func (l *ledgers) releasing(th *thread) {
 	stop, ok := l.seen[th.tid]
 	delete(l.seen, th.tid)
 	seen := stop.at
-	if !ok || th.foreign || l.counters == nil || l.scale == 0 || th.exitSeen != 0 {
+	if !ok || th.foreign || l.counters == nil || l.scale == 0 || th.ended != 0 {
 		return // (nothing timed, or a life ended at its exit stop: no hold)
 	}
 	p, g, ok := l.heldBooks(th)
@@ -56,7 +59,7 @@ func (l *ledgers) releasing(th *thread) {
 }
 
 // threadExiting settles the waits of thread th at its exit stop
-// (exitHook), where its life ends (clocks.seen): the kernel shows its
+// (exitHook), where its life ends (clocks.stopped): the kernel shows its
 // time on a CPU until it is gone, and the book code runs no more.
 func (l *ledgers) threadExiting(th *thread) {
 	if p, _, ok := l.heldBooks(th); ok && !th.foreign {

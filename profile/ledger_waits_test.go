@@ -258,7 +258,7 @@ func TestClockSettledAtTheExitStop(t *testing.T) {
 	entered := r.l.now(th.born)
 	p.Enter(0, 1<<20, entered)
 	r.l.clocks.waited = th.born + 10*ms
-	th.exiting, th.exitSeen = true, r.l.clocks.waited // (timedRun.threadExiting)
+	th.exiting, th.ended = true, r.l.clocks.waited // (timedRun.threadExiting, the stop's cost 0)
 	r.fp.cpu[clockTID] = 1_000 + 3*ms
 	r.l.threadExiting(th)
 	delete(r.fp.cpu, clockTID)

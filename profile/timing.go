@@ -196,15 +196,15 @@ func (c *clocks) eventTime(th *thread, k books.Key, r *rings) int64 {
 }
 
 // now is the time of the stop being handled on the clock of k, thread
-// th's or the goroutine's it runs: its stops and, for a thread, its
-// records in the rings r (nil when there are none) taken out. The stop
-// came before PROFILE saw it: by half the calibrated overhead, which is
-// the time from letting a thread go to seeing its next stop. (Between
-// two stops the half-overheads cancel; between a record of a thread's
-// ring and a stop, they do not: a function whose entry is a record and
-// whose exit is a breakpoint would be charged the trap's latency.)
+// th's or the goroutine's it runs, or of th's exit stop once it passed
+// it: its stops and, for a thread, its records in the rings r (nil when
+// there are none) taken out. The stop came before PROFILE saw it
+// (stopped). (Between two stops the half-overheads cancel; between a
+// record of a thread's ring and a stop, they do not: a function whose
+// entry is a record and whose exit is a breakpoint would be charged the
+// trap's latency.)
 func (c *clocks) now(th *thread, k books.Key, r *rings) int64 {
-	now := c.seen(th) - c.stolen[k] - c.stopCost(th)/2
+	now := c.stopped(th) - c.stolen[k]
 	if !k.Goroutine {
 		now -= int64(r.debt(th, now))
 	}
@@ -235,9 +235,7 @@ func (b *booking) frameKey(th *thread, f *datafile.Func) (books.Key, uint64) {
 // stop, and the overhead, from the thread and from the goroutine its
 // event was booked to (r: the rings, nil when there are none).
 func (c *clocks) charge(th *thread, r *rings) {
-	if th == nil || th.foreign || th.born > c.waited || th.exitSeen != 0 {
-		// (A thread past its exit stop: its life ended there, and what
-		// PROFILE held it since is in no one's: seen.)
+	if th == nil || th.foreign || th.born > c.waited {
 		c.charged = books.Key{}
 		return
 	}
@@ -253,6 +251,13 @@ func (c *clocks) charge(th *thread, r *rings) {
 		end = c.clock() // (a stop the tracer did not end: a thread that went on as it was)
 	}
 	cost := c.stopCost(th)
+	if th.ended != 0 {
+		// (Past its exit stop, where its life ended (stopped): the hold
+		// is taken out of no clock. A thread that joins it waits for it
+		// all the same: the kernel wakes a join after the exit stop.)
+		th.let, th.heldTotal, c.charged = end, th.heldTotal+max(end-c.waited+cost, 0), books.Key{}
+		return
+	}
 	if th.let > 0 {
 		c.gaps.add(c.waited - th.let)
 	}
@@ -378,25 +383,24 @@ func (c *clocks) stopCost(th *thread) int64 {
 	if since == 0 {
 		since = th.born
 	}
-	return min(cost, max(c.seen(th)-since, 0))
+	return min(cost, max(c.waited-since, 0))
 }
 
-// seen is when PROFILE saw thread th's stop being handled; for a thread
-// past its exit stop, when it saw that one. A thread's life ends at its
-// exit stop: no code of the program's runs after it, the thread's time
-// on a CPU and its waits are read there (the kernel shows them no more
-// once the thread is gone), and PROFILE's time after it, its end check
-// and the thread's wait to be reaped, is no one's.
-func (c *clocks) seen(th *thread) int64 {
-	if th.exitSeen != 0 {
-		return th.exitSeen
+// stopped is when thread th's stop being handled began, on the tracer's
+// clock: half its cost (stopCost, at most the calibrated overhead, the
+// time from letting a thread go to seeing its next stop) before PROFILE
+// saw it. For a thread past its exit stop, when that one began, as it
+// was then (lifespan.ended): a thread's life ends at its exit stop. No
+// code of the program's runs after it, the thread's time on a CPU and
+// its waits are read there (the kernel shows them no more once the
+// thread is gone), and PROFILE's time after it, its end check and the
+// thread's wait to be reaped, is no one's.
+func (c *clocks) stopped(th *thread) int64 {
+	if th.ended != 0 {
+		return th.ended
 	}
-	return c.waited
+	return c.waited - c.stopCost(th)/2
 }
-
-// stopped is when thread th's stop being handled began, or its exit
-// stop's: half the calibrated overhead before PROFILE saw it (now).
-func (c *clocks) stopped(th *thread) int64 { return c.seen(th) - c.stopCost(th)/2 }
 
 // gapWindow is how many gaps between stops make one estimate.
 const gapWindow = 256
@@ -455,7 +459,11 @@ func (c *clocks) closeThreadBooks(th *thread, threads map[int]*thread, b *books.
 	k := threadLedger(th.tid)
 	end := c.now(th, k, r)
 	b.End(k, end)
-	c.ended = max(c.ended, c.seen(th))
+	last := c.waited
+	if th.ended != 0 {
+		last = th.ended // (its life ended at its exit stop: stopped)
+	}
+	c.ended = max(c.ended, last)
 	if th.debt >= c.debt {
 		c.debt, c.lives.debtMade = th.debt, th.made
 	}
@@ -528,73 +536,4 @@ func findExits(arch instr.Arch, mem instr.Memory, funcs []datafile.Func, items [
 		n += len(es)
 	}
 	return exits, n
-}
-
-// timedRun is the books' clocks as a part of a run that keeps books
-// (hooks.go): what they read of the run, as choose wired it.
-type timedRun struct {
-	clocks  *clocks
-	threads map[int]*thread
-	books   *books.Books
-	rings   *rings
-	plan    *datafile.Plan
-}
-
-// threadBorn opens the books of thread tid, the program's (threadHook).
-func (r *timedRun) threadBorn(tid int, foreign bool) error {
-	if th := r.threads[tid]; th != nil && !foreign {
-		r.clocks.openThreadBooks(th, r.books)
-	}
-	return nil
-}
-
-// threadEnded closes the books of thread tid (threadHook). Its time on
-// a CPU was read at its exit stop, if it had one: gone, it is read no
-// more.
-func (r *timedRun) threadEnded(tid int) {
-	r.clocks.lives.cpu.forget(tid)
-	if th := r.threads[tid]; th != nil {
-		r.clocks.closeThreadBooks(th, r.threads, r.books, r.rings)
-	}
-}
-
-// threadExiting ends the life of thread th at its exit stop (exitHook):
-// its time on a CPU read now, and its clock stopped (clocks.seen).
-func (r *timedRun) threadExiting(th *thread) {
-	r.clocks.lives.cpu.close(th)
-	if !th.foreign {
-		th.exitSeen = r.clocks.waited
-	}
-}
-
-// waiting says whether PROFILE polls for stops yielding its CPU before it
-// sleeps, as timing with breakpoints does (yielding): within a yield
-// window of the last stop at a breakpoint it booked, where the next is
-// likely soon. Other stops do not make it poll: the stops of the book
-// code for a thread back on its CPU (ledger_waits.go) come every few
-// milliseconds, and PROFILE polling between them would take a CPU,
-// whose own threads, woken, would then take the program off its CPU
-// more often. No work of the books' (idleHook).
-func (r *timedRun) waiting() (bool, time.Duration, bool) {
-	c := r.clocks
-	return false, 0, c.yielding && c.clock()-c.booked < int64(yieldWindow)
-}
-
-// idle does nothing: the books have no work while PROFILE waits.
-func (r *timedRun) idle() bool { return false }
-
-// stopSeen settles thread th's wait before its stop (seenHook). (The
-// rings, when they read records of its, settle it first.)
-func (r *timedRun) stopSeen(th *thread) { r.clocks.settleWait(th) }
-
-// stopHandled takes thread tid's stop out of its clock, and reads the
-// waits due (handledHook).
-func (r *timedRun) stopHandled(tid int) {
-	r.clocks.charge(r.threads[tid], r.rings)
-	r.clocks.waitTick(r.threads, r.books)
-}
-
-// stats gives the run's figures what the books kept (statsHook).
-func (r *timedRun) stats(s *datafile.Stats) {
-	r.clocks.timingStats(s, r.plan, r.threads, r.books, r.rings)
 }

@@ -69,10 +69,10 @@ type thread struct {
 	evented   bool
 }
 
-// lifespan is a thread's life on the tracer's clock (timing): born when its
-// clock opened, as it was about to run, and exitSeen when PROFILE saw its
-// exit stop, where its life ends (clocks.seen), 0 before.
-type lifespan struct{ born, exitSeen int64 }
+// lifespan is a thread's life on the tracer's clock (timing): born when
+// its clock opened, as it was about to run, and ended when its exit stop
+// began, where its life ends (clocks.stopped), 0 before.
+type lifespan struct{ born, ended int64 }
 
 // bookHold is a hold of a thread the books kept in the program took, on
 // the tracer's clock: from the event the stop was at, or before PROFILE
