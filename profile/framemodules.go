@@ -92,14 +92,17 @@ func (f *frameModules) span(pc uint64) (frameSpan, bool) {
 	return f.spans[i], true
 }
 
-// reread reads the memory map again: every executable mapping of a file.
-// The modules of mappings gone are forgotten.
+// reread reads the memory map again.
 func (f *frameModules) reread() {
 	f.fresh = true
-	maps, err := f.read()
-	if err != nil {
-		return
+	if maps, err := f.read(); err == nil {
+		f.use(maps)
 	}
+}
+
+// use takes maps as the memory map: every executable mapping of a file.
+// The modules of mappings gone are forgotten.
+func (f *frameModules) use(maps []procmaps.Mapping) {
 	f.spans = f.spans[:0]
 	keep := map[frameKey]bool{}
 	for _, m := range maps {

@@ -342,6 +342,15 @@ func (s *sampler) noteTimes(pid int) {
 	}
 }
 
+// lastMap reads the program's memory map at the exit stop of its last
+// thread, the last moment it has one, for the samples read after
+// (keptMap).
+func (s *sampler) lastMap() {
+	if s.stacks.maps != nil {
+		s.stacks.maps.read()
+	}
+}
+
 // stats fills the sampling figures of a run: the samples, and the times
 // they estimate. A timing run's sampler leaves the figures as they are:
 // its samples only measure PROFILE's own code (ownCode).

@@ -20,8 +20,10 @@ package profile
 
 import (
 	"encoding/binary"
+	"errors"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/sourceprofiler/sprof/datafile"
 	"github.com/sourceprofiler/sprof/internal/prf"
@@ -58,6 +60,7 @@ type stackSampling struct {
 	// could not be opened. pac is the pointer-authentication mask, read
 	// at the first stop (pacRead).
 	mem     taskMem
+	maps    *keptMap // (nil where the map could not be opened)
 	stopped ptrace.Sample
 	buf     []byte
 	pac     uint64
@@ -269,22 +272,56 @@ func (s *sampler) startStacks(pid int) {
 	if err != nil {
 		return
 	}
-	read := func() ([]procmaps.Mapping, error) {
-		data, err := mm.Read()
-		if err != nil {
-			return nil, err
-		}
-		return procmaps.Parse(data)
-	}
-	frames := newFrameModules(read, s.env.arch)
+	s.stacks.maps = &keptMap{mm: mm}
+	frames := newFrameModules(s.stacks.maps.read, s.env.arch)
 	frames.closeMap = mm.Close
-	if mem, err := s.env.proc.openMem(pid); err == nil {
+	mapped, err := s.stacks.maps.read()
+	if err == nil {
+		// (The map known from the start, and kept: a run that ends
+		// before its samples are read, its map gone, unwinds them.)
+		frames.use(mapped)
+	}
+	if mem, merr := s.env.proc.openMem(pid); merr == nil {
 		s.stacks.mem = mem
-		if maps, err := read(); err == nil {
-			frames.loadVDSO(maps, mem.ReadMem)
+		if err == nil {
+			frames.loadVDSO(mapped, mem.ReadMem)
 		}
 	}
 	s.stacks.tally = newStackTally(frames)
+}
+
+// keptMap reads a process's memory map, and keeps the last it read: once
+// the process is gone, its last map stands, taken at the exit stop of
+// its last thread (sampler.lastMap) where the run was too short for its
+// samples to be read before. The goroutine that reads the rings and the
+// tracer's may read it.
+type keptMap struct {
+	mu   sync.Mutex
+	mm   memoryMap
+	last []procmaps.Mapping
+}
+
+// read reads the map, or returns the last one read where it cannot be
+// read any more (a process that is gone has none).
+func (k *keptMap) read() ([]procmaps.Mapping, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	data, err := k.mm.Read()
+	var maps []procmaps.Mapping
+	if err == nil {
+		maps, err = procmaps.Parse(data)
+	}
+	if err == nil && len(maps) > 0 {
+		k.last = maps
+		return maps, nil
+	}
+	if k.last != nil {
+		return k.last, nil
+	}
+	if err == nil {
+		err = errors.New("an empty memory map")
+	}
+	return nil, err
 }
 
 // stopSample returns the sample of thread tid, stopped by the ptrace

@@ -424,3 +424,38 @@ func TestPtraceRoundRereadsMap(t *testing.T) {
 		t.Errorf("%d readings after a round, want 2", reads)
 	}
 }
+
+// TestKeptMap: the stacks' memory map is read as the sampling starts,
+// and again at the exit stop of the program's last thread, which stands
+// once the process has none (gone before its samples were read): a
+// program counter in a library loaded since is found in its mapping. A
+// map that was never read is an error.
+func TestKeptMap(t *testing.T) {
+	fp := newFakeProcess(instr.AMD64, &fakeMem{})
+	fp.maps = "00400000-00401000 r-xp 00000000 08:01 42 /opt/prog\n"
+	s := newSampler(samplerEnv{plan: samplingPlan(), proc: fp, arch: "amd64"}, time.Millisecond)
+	s.startStacks(fakePID)
+	if s.stacks.maps == nil || s.stacks.tally == nil {
+		t.Fatal("no map kept")
+	}
+	frames := s.stacks.tally.frames
+	if _, ok := frames.span(0x400800); !ok {
+		t.Error("the program's code not known from the start")
+	}
+	// A library loaded since; its last thread's exit stop; the process
+	// gone; its samples read at the end.
+	fp.maps += "7f0000000000-7f0000010000 r-xp 00000000 08:01 43 /opt/lib.so\n"
+	s.lastMap()
+	fp.maps = ""
+	frames.reread()
+	if _, ok := frames.span(0x7f0000000800); !ok {
+		t.Error("the library's code unknown once the process is gone")
+	}
+	if _, ok := frames.span(0x400800); !ok {
+		t.Error("the program's code unknown once the process is gone")
+	}
+	empty := &keptMap{mm: fakeMapsFile{fp}}
+	if _, err := empty.read(); err == nil {
+		t.Error("a map never read: no error")
+	}
+}

@@ -168,6 +168,9 @@ func (t *tracer) threadExit(th *thread) error {
 		}
 		if !t.parts.watch.ended && allExiting(t.threads, t.pid) {
 			t.parts.watch.endCheck(t.watchEnv(), t.readMaps)
+			if t.parts.sampling != nil {
+				t.parts.sampling.lastMap()
+			}
 		}
 	}
 	return t.resume(th.tid, 0)
