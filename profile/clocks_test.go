@@ -240,7 +240,7 @@ func TestClocksMeasuredCost(t *testing.T) {
 // from its event (ledgers.releasing) is taken out of the thread's clock
 // from there, not from the stop's guessed cost before PROFILE saw it; a
 // hold the books took of another stop, let go with no charge, is not
-// this one's.
+// this one's. A thread past its exit stop has none taken out.
 func TestClocksTakeTheBooksHold(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -260,5 +260,13 @@ func TestClocksTakeTheBooksHold(t *testing.T) {
 		if th.bookHold != (bookHold{}) {
 			t.Errorf("%s: the hold kept after the charge", c.name)
 		}
+	}
+	// Past its exit stop, its life ended: the hold is taken out of no
+	// clock, but counted in its holds (a thread joining it waits for it).
+	ck := &clocks{stolen: map[books.Key]int64{}, overhead: 500, forced: true, waited: 5000, resumed: 6000}
+	th := &thread{tid: 1, lifespan: lifespan{born: 100, ended: 4750}}
+	ck.charge(th, nil)
+	if got := ck.stolen[threadLedger(1)]; got != 0 || th.heldTotal != 6000-(5000-500) || ck.held.sum() != 0 {
+		t.Errorf("past its exit stop: took out %d, held %d (run %d), want 0, 1500 (0)", got, th.heldTotal, ck.held.sum())
 	}
 }

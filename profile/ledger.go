@@ -456,15 +456,15 @@ func (l *ledgers) ended() {
 			// (On a copy: a process PROFILE let go runs on, and its
 			// open calls with it.)
 			l.check(p)
-			end := end
+			at := end
 			if th := owner[b]; th != nil {
 				if th.ended != 0 {
-					end = l.now(l.clocks.stopped(th)) // (its life ended at its exit stop)
+					at = l.now(th.ended) // (its life ended at its exit stop)
 				}
-				clockPages{l}.settle(th, p, end, true)
+				clockPages{l}.settle(th, p, at, true)
 			}
 			q := p.Copy()
-			q.CloseAll(end)
+			q.CloseAll(at)
 			l.keep(b, q)
 			l.debt(owner[b], b)
 		}

@@ -52,6 +52,12 @@ func newClockRig(t *testing.T) *clockRig {
 	return r
 }
 
+// book returns block 1's book, of 3 functions and 8 frames.
+func (r *clockRig) book() *books.ProgramBook {
+	lay := &r.l.counters.layout
+	return books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3})
+}
+
 func (r *clockRig) sys(tid int, call instr.Syscall, args ...uint64) (uint64, error) {
 	r.calls = append(r.calls, callText(call, args))
 	switch {
@@ -143,9 +149,7 @@ func TestClockPages(t *testing.T) {
 // the thread's end, whatever the word, the wait since: 500 - 0 - 100.
 func TestClockSettle(t *testing.T) {
 	r := newClockRig(t)
-	lay := &r.l.counters.layout
-	b := instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3}
-	p := books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), b)
+	p := r.book()
 	th := &thread{tid: clockTID, tgid: clockTID}
 	clockPages{r.l}.mapPage(th, 1, p, 1000)
 	p.Enter(0, 1<<20, 1100)
@@ -194,9 +198,7 @@ func TestClockSettle(t *testing.T) {
 // more on a CPU, finds a wait of 700 ns, none of PROFILE's start-up.
 func TestClockOpened(t *testing.T) {
 	r := newClockRig(t)
-	lay := &r.l.counters.layout
-	b := instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3}
-	p := books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), b)
+	p := r.book()
 	r.l.open, r.l.blockOf = map[int]*books.ProgramBook{1: p}, map[int]int{clockTID: 1}
 	r.l.clocks, r.l.scale = &clocks{epoch: time.Now()}, 1<<instr.BookScaleShift // (a counter of nanoseconds)
 	th := &thread{tid: clockTID, tgid: clockTID}
@@ -239,9 +241,7 @@ func TestClockOpened(t *testing.T) {
 // charged no more, and the call it had open closes at the exit stop.
 func TestClockSettledAtTheExitStop(t *testing.T) {
 	r := newClockRig(t)
-	lay := &r.l.counters.layout
-	b := instr.Book{Offset: lay.BookAt, Frames: 8, Funcs: 3}
-	p := books.NewProgramBook(lay.BookMem(r.l.counters.shared.Bytes(), 1), b)
+	p := r.book()
 	th := &thread{tid: clockTID, tgid: clockTID}
 	r.l.open, r.l.blockOf, r.l.threads = map[int]*books.ProgramBook{1: p}, map[int]int{clockTID: 1}, map[int]*thread{clockTID: th}
 	r.l.made, r.l.figs, r.l.gos = map[int]uint64{}, make([]books.Figure, 3), goLedgers{l: r.l}

@@ -275,17 +275,13 @@ func (s *sampler) startStacks(pid int) {
 	s.stacks.maps = &keptMap{mm: mm}
 	frames := newFrameModules(s.stacks.maps.read, s.env.arch)
 	frames.closeMap = mm.Close
-	mapped, err := s.stacks.maps.read()
-	if err == nil {
-		// (The map known from the start, and kept: a run that ends
-		// before its samples are read, its map gone, unwinds them.)
-		frames.use(mapped)
-	}
-	if mem, merr := s.env.proc.openMem(pid); merr == nil {
+	// (The map known from the start, and kept: a run that ends before
+	// its samples are read, its map gone, unwinds them.)
+	mapped, _ := s.stacks.maps.read()
+	frames.use(mapped)
+	if mem, err := s.env.proc.openMem(pid); err == nil {
 		s.stacks.mem = mem
-		if err == nil {
-			frames.loadVDSO(mapped, mem.ReadMem)
-		}
+		frames.loadVDSO(mapped, mem.ReadMem)
 	}
 	s.stacks.tally = newStackTally(frames)
 }

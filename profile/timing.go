@@ -255,7 +255,9 @@ func (c *clocks) charge(th *thread, r *rings) {
 		// (Past its exit stop, where its life ended (stopped): the hold
 		// is taken out of no clock. A thread that joins it waits for it
 		// all the same: the kernel wakes a join after the exit stop.)
-		th.let, th.heldTotal, c.charged = end, th.heldTotal+max(end-c.waited+cost, 0), books.Key{}
+		th.heldTotal += max(end-(c.waited-cost), 0)
+		th.let = end
+		c.charged = books.Key{}
 		return
 	}
 	if th.let > 0 {

@@ -42,7 +42,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -316,20 +315,14 @@ func (v Votes) Entry(p *Profile, fn string, entry uint64) {
 // Bias returns the bias most votes agree on, the lowest of a tie; false
 // where there is none.
 func (v Votes) Bias() (uint64, bool) {
-	if len(v) == 0 {
-		return 0, false
-	}
-	biases := make([]uint64, 0, len(v))
-	for b := range v {
-		biases = append(biases, b)
-	}
-	sort.Slice(biases, func(i, j int) bool {
-		if v[biases[i]] != v[biases[j]] {
-			return v[biases[i]] > v[biases[j]]
+	var bias uint64
+	most := 0
+	for b, n := range v {
+		if n > most || n == most && b < bias {
+			bias, most = b, n
 		}
-		return biases[i] < biases[j]
-	})
-	return biases[0], true
+	}
+	return bias, most > 0
 }
 
 // SameFile returns a test of callgrind's object names, for Read: whether
